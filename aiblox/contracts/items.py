@@ -1,0 +1,50 @@
+"""Item records: what goes into a store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from aiblox.hashing import sha256_hex
+
+__all__ = ["ItemRecord", "embedding_text"]
+
+
+def embedding_text(title: str | None, text: str | None) -> str:
+    """The text embedded for a document: ``(title + " " + text).strip()``, None counting as "".
+
+    This is the rule the precomputed vectors in ``../shared/embeddings`` were made with.
+    """
+    return f"{title or ''} {text or ''}".strip()
+
+
+class ItemRecord(BaseModel):
+    """One document (item) as stored: identity, provenance, content and metadata."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    id: str
+    """Unique item id (a dataset's ``_id``)."""
+    kind: str = "doc"
+    """Item kind, e.g. ``doc``."""
+    source: str = ""
+    """Where the item came from, e.g. the dataset name."""
+    source_ref: str | None = None
+    """Reference inside the source (URL, path, line)."""
+    title: str = ""
+    """Title ("" when none)."""
+    text: str = ""
+    """Full text."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Free-form metadata (JSON-able); filterable as ``metadata.<key>``."""
+
+    @property
+    def content_hash(self) -> str:
+        """sha256 of the canonical JSON of title, text and metadata: changes when any does."""
+        return sha256_hex({"title": self.title, "text": self.text, "metadata": self.metadata})
+
+    @property
+    def embedding_text(self) -> str:
+        """The text the item's vector is computed from."""
+        return embedding_text(self.title, self.text)

@@ -1,0 +1,279 @@
+"""Retrieval contracts of the retriever seed: request context, preferences, candidates, evidence.
+
+The seed used loose ``dict`` fields for ``fts``, ``vector``, ``scoring``, ``chunking``, ``cache``
+and ``snippet``; here each is a typed sub-model with the seed's keys and defaults, and unknown
+keys are rejected everywhere so that a typo in a sweep spec fails loudly instead of being ignored.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "CacheConfig",
+    "CancellationToken",
+    "CancelledError",
+    "CandidateItem",
+    "ChunkingConfig",
+    "EvidenceChunk",
+    "FtsConfig",
+    "RequestContext",
+    "RetrievalBundle",
+    "RetrievalPrefs",
+    "RetrievalStats",
+    "ScoringConfig",
+    "SnippetConfig",
+    "VectorConfig",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class CancelledError(RuntimeError):
+    """Raised by :meth:`CancellationToken.raise_if_cancelled` once the request is cancelled."""
+
+
+class CancellationToken:
+    """A thread-safe flag a caller sets to stop a running retrieval between stages."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        """Ask every stage that checks this token to stop."""
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        """True once :meth:`cancel` was called."""
+        return self._event.is_set()
+
+    def raise_if_cancelled(self) -> None:
+        """Raise :class:`CancelledError` when cancelled; stages call this between steps."""
+        if self._event.is_set():
+            raise CancelledError("retrieval cancelled")
+
+
+class RequestContext(BaseModel):
+    """Per-request context handed to ``Retriever.search``."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True,
+                              use_attribute_docstrings=True)
+
+    request_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    """Caller's id for this request; echoed into stats, never hashed into results."""
+    cancellation: CancellationToken = Field(default_factory=CancellationToken)
+    """Token the caller may cancel; the retriever checks it between stages."""
+
+
+class FtsConfig(_Strict):
+    """Full-text search settings (the seed's ``fts`` dict)."""
+
+    mode: Literal["web", "plain", "strict", "phrase"] = "web"
+    """Query parsing: websearch_to_tsquery, plainto_tsquery, to_tsquery or phraseto_tsquery in
+    Postgres. DuckDB's BM25 index treats every mode as a bag of words."""
+    config: str | None = None
+    """Postgres text search configuration (regconfig), e.g. ``"english"``; None: the store's."""
+    rank_func: Literal["ts_rank_cd", "ts_rank"] = "ts_rank_cd"
+    """Postgres ranking function; DuckDB always ranks with BM25."""
+    min_rank: float | None = None
+    """Drop full-text hits scoring below this (in the backend's own score scale)."""
+    top_k: int = Field(default=100, ge=1)
+    """Depth of the full-text candidate list handed to fusion."""
+
+
+class VectorConfig(_Strict):
+    """Vector search settings (the seed's ``vector`` dict)."""
+
+    embed_query: bool = True
+    """Embed the query text with the store's embedder (False: no vector signal)."""
+    distance: Literal["cosine", "l2", "ip"] = "cosine"
+    """Similarity: cosine similarity, negated Euclidean distance, or inner product."""
+    min_score: float | None = None
+    """Drop vector hits whose similarity (higher is better) is below this."""
+    top_k: int = Field(default=100, ge=1)
+    """Depth of the vector candidate list handed to fusion."""
+
+
+class ScoringConfig(_Strict):
+    """Hybrid fusion settings (the seed's ``scoring`` dict)."""
+
+    blend: Literal["rrf", "linear"] = "rrf"
+    """Reciprocal rank fusion or a normalised linear blend of scores."""
+    w_text: float = Field(default=0.35, ge=0.0)
+    """Weight of the full-text signal in the linear blend."""
+    w_vec: float = Field(default=0.65, ge=0.0)
+    """Weight of the vector signal in the linear blend."""
+    normalize: Literal["minmax", "zscore", "sigmoid", "none"] = "sigmoid"
+    """Per-list score normalisation before a linear blend (ignored by RRF)."""
+    rrf_k: int = Field(default=60, ge=0)
+    """RRF constant k in ``w / (k + rank)`` (Cormack et al. 2009 use 60)."""
+    rrf_w_text: float = Field(default=1.0, ge=0.0)
+    """Per-signal RRF weight of the full-text list (1.0: classic unweighted RRF)."""
+    rrf_w_vec: float = Field(default=1.0, ge=0.0)
+    """Per-signal RRF weight of the vector list (1.0: classic unweighted RRF)."""
+    missing: Literal["zero", "list_min"] = "zero"
+    """Linear blend: the normalised score a document gets for a list it is absent from.
+    ``zero`` (ranx's choice) or ``list_min``, the list's lowest normalised score (pyserini's).
+    RRF always counts an absent list as contributing nothing."""
+
+
+class ChunkingConfig(_Strict):
+    """Late chunking settings (the seed's ``chunking`` dict)."""
+
+    strategy: Literal["late", "precomputed", "mixed"] = "late"
+    """late: chunk candidates at query time; precomputed: chunks made at ingest; mixed: both."""
+    chunker_id: str = "sentences"
+    """Name of a chunker in the chunker registry."""
+    include_headers: bool = True
+    """Heading-aware chunkers prefix each chunk's heading path."""
+    max_chunk_tokens: int | None = Field(default=None, ge=1)
+    """Token budget per chunk; None: the chunker's default."""
+    overlap_tokens: int | None = Field(default=None, ge=0)
+    """Tokens shared by consecutive chunks; None: the chunker's default."""
+    enabled: bool = True
+    """False skips chunk-level evidence entirely (document-level retrieval only)."""
+
+
+class CacheConfig(_Strict):
+    """Chunk cache settings (the seed's ``cache`` dict)."""
+
+    use_chunk_cache: bool = True
+    """Read chunks from the cache when a valid entry exists."""
+    write_chunk_cache: bool = True
+    """Write freshly made chunks to the cache."""
+    ttl_seconds: int | None = Field(default=None, ge=0)
+    """Entries older than this are treated as missing; None: no expiry."""
+
+
+class SnippetConfig(_Strict):
+    """Snippet generation settings (the seed's ``snippet`` dict)."""
+
+    max_chars: int = Field(default=360, ge=1)
+    """Snippets are cut to at most this many characters, on a word boundary."""
+    prefer_chunk_snippet: bool = True
+    """Take the snippet from the item's best evidence chunk when there is one."""
+
+
+class RetrievalPrefs(_Strict):
+    """What to retrieve and how: the input of ``Retriever.search``."""
+
+    query_text: str
+    """The user's query, verbatim."""
+    filters: dict[str, Any] = Field(default_factory=dict)
+    """Exact-match filters: ``kind``, ``source`` or ``metadata.<key>`` to a value or list."""
+    top_k_items: int = Field(default=20, ge=1)
+    """Number of document-level candidates returned."""
+    top_k_chunks: int = Field(default=12, ge=0)
+    """Number of chunk-level evidence chunks returned."""
+    per_item_chunk_cap: int = Field(default=3, ge=1)
+    """At most this many evidence chunks from one item."""
+    mode: Literal["hybrid", "bm25", "dense"] = "hybrid"
+    """Signals used: both (the seed's default), full-text only or vector only (for ablations)."""
+    fts: FtsConfig = Field(default_factory=FtsConfig)
+    """Full-text search settings."""
+    vector: VectorConfig = Field(default_factory=VectorConfig)
+    """Vector search settings."""
+    scoring: ScoringConfig = Field(default_factory=ScoringConfig)
+    """Hybrid fusion settings."""
+    chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
+    """Late chunking settings."""
+    cache: CacheConfig = Field(default_factory=CacheConfig)
+    """Chunk cache settings."""
+    snippet: SnippetConfig = Field(default_factory=SnippetConfig)
+    """Snippet settings."""
+    ignore_identical_ids: bool = False
+    """Drop a retrieved document whose id equals the query id (BEIR/MTEB protocol for
+    argument-retrieval collections). Needs ``query_id``."""
+    query_id: str | None = None
+    """The query's id in a labelled dataset, used by ``ignore_identical_ids``."""
+    debug: bool = False
+    """Include detailed stats for ``rag.debug``."""
+
+
+class CandidateItem(_Strict):
+    """A document-level candidate (maps to a ``rag.sources`` card)."""
+
+    item_id: str
+    """Store id of the item."""
+    kind: str
+    """Item kind, e.g. ``doc``."""
+    source: str
+    """Where the item came from (dataset name, connector)."""
+    source_ref: str | None = None
+    """Reference inside the source (URL, path, row key)."""
+    title: str | None = None
+    """Item title."""
+    summary: str | None = None
+    """Short summary, when the store has one."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Item metadata as stored."""
+    score: float
+    """Fused score (higher is better); ranks are by score desc, then item_id asc."""
+    score_text: float | None = None
+    """Raw full-text score, None when absent from the full-text list."""
+    score_vec: float | None = None
+    """Raw vector similarity, None when absent from the vector list."""
+    rank_text: int | None = None
+    """1-based rank in the full-text list, None when absent."""
+    rank_vec: int | None = None
+    """1-based rank in the vector list, None when absent."""
+    snippet: str | None = None
+    """Display snippet, at most ``snippet.max_chars`` characters."""
+    snippet_from: Literal["doc", "chunk", "unknown"] = "unknown"
+    """Where the snippet came from."""
+
+
+class EvidenceChunk(_Strict):
+    """A chunk-level piece of evidence for synthesis (not a UI artifact)."""
+
+    item_id: str
+    """Item the chunk was cut from."""
+    chunk_id: str | None = None
+    """Stable chunk id: derived from item id, content hash, chunker id and position."""
+    text: str
+    """Chunk text; equals the item text between ``start_idx`` and ``end_idx``."""
+    start_idx: int | None = None
+    """Character offset of the chunk start in the item text."""
+    end_idx: int | None = None
+    """Character offset one past the chunk end in the item text."""
+    token_count: int | None = None
+    """Tokens in ``text`` under the configured encoding."""
+    score: float
+    """Chunk score used for ranking (higher is better)."""
+    score_text: float | None = None
+    """Lexical score of the chunk against the query."""
+    score_vec: float | None = None
+    """Vector similarity of the chunk to the query."""
+    heading_path: list[str] | None = None
+    """Markdown heading path enclosing the chunk."""
+    anchors: dict[str, Any] | None = None
+    """Free-form anchors (page, section ids) kept for citation."""
+
+
+class RetrievalStats(_Strict):
+    """Timings, counts and parameters of one retrieval (surfaced via ``rag.debug``)."""
+
+    timing_ms: dict[str, float] = Field(default_factory=dict)
+    """Milliseconds per stage (fts, vector, fusion, chunking, total)."""
+    counts: dict[str, int] = Field(default_factory=dict)
+    """Counts: hits per signal, fused candidates, chunks, cache hits and misses."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Effective parameters, e.g. embedder id, store kind, fusion settings."""
+
+
+class RetrievalBundle(_Strict):
+    """The output of ``Retriever.search``."""
+
+    candidates: list[CandidateItem] = Field(default_factory=list)
+    """Document-level candidates, best first."""
+    evidence: list[EvidenceChunk] = Field(default_factory=list)
+    """Chunk-level evidence, best first."""
+    stats: RetrievalStats = Field(default_factory=RetrievalStats)
+    """Timings, counts and parameters."""

@@ -1,0 +1,62 @@
+"""The Embedder protocol and the registry of embedders by name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = ["Embedder", "EmbedderRegistry", "get_embedder", "register_embedder", "registry"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors."""
+
+    model_id: str
+    """Identifies the model and everything that changes its output (cache key part)."""
+    dim: int
+    """Vector dimension."""
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts``; returns a ``(len(texts), dim)`` float32 array."""
+        ...
+
+
+class EmbedderRegistry:
+    """Embedders by name; built-ins register through the same call as third-party ones."""
+
+    def __init__(self) -> None:
+        self._factories: dict[str, Callable[..., Embedder]] = {}
+
+    def register(self, name: str, factory: Callable[..., Embedder]) -> None:
+        """Register ``factory(**params) -> Embedder`` as ``name``."""
+        self._factories[name] = factory
+
+    def names(self) -> list[str]:
+        """Registered names, sorted."""
+        return sorted(self._factories)
+
+    def get(self, name: str, **params: Any) -> Embedder:
+        """Build the embedder registered as ``name``."""
+        try:
+            factory = self._factories[name]
+        except KeyError:
+            raise ValueError(
+                f"unknown embedder {name!r}; known: {', '.join(self.names())}"
+            ) from None
+        return factory(**params)
+
+
+registry = EmbedderRegistry()
+
+
+def register_embedder(name: str, factory: Callable[..., Embedder]) -> None:
+    """Register an embedder factory in the default registry."""
+    registry.register(name, factory)
+
+
+def get_embedder(name: str, **params: Any) -> Embedder:
+    """Build an embedder from the default registry."""
+    return registry.get(name, **params)

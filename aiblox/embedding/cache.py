@@ -1,0 +1,94 @@
+"""A persistent embedding cache keyed by (model id, sha256 of the exact text embedded).
+
+The cache itself lives in a store (``EmbeddingCache`` is the protocol every store implements);
+:class:`CachedEmbedder` puts it in front of any :class:`Embedder`, so nothing is embedded twice,
+documents and queries alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from aiblox.embedding.base import Embedder
+from aiblox.hashing import sha256_text
+
+__all__ = ["CachedEmbedder", "EmbeddingCache", "InMemoryEmbeddingCache"]
+
+
+class EmbeddingCache(Protocol):
+    """Storage for vectors by (model id, text sha256)."""
+
+    def get_embeddings(self, model_id: str, text_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """The cached vectors among ``text_hashes`` (missing ones are absent)."""
+        ...
+
+    def put_embeddings(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]]) -> int:
+        """Store ``(text_sha256, vector)`` rows; returns how many were new."""
+        ...
+
+
+class InMemoryEmbeddingCache:
+    """A dict-backed :class:`EmbeddingCache`, for tests and throwaway runs."""
+
+    def __init__(self) -> None:
+        self._rows: dict[tuple[str, str], np.ndarray] = {}
+
+    def get_embeddings(self, model_id: str, text_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        return {h: self._rows[(model_id, h)] for h in text_hashes if (model_id, h) in self._rows}
+
+    def put_embeddings(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]]) -> int:
+        new = 0
+        for h, vec in rows:
+            if (model_id, h) not in self._rows:
+                new += 1
+            self._rows[(model_id, h)] = np.asarray(vec, dtype=np.float32)
+        return new
+
+
+class CachedEmbedder:
+    """An embedder that looks every text up in a cache first and stores what it computes."""
+
+    def __init__(self, embedder: Embedder, cache: EmbeddingCache, batch_size: int = 256,
+                 progress: bool = False) -> None:
+        self.embedder = embedder
+        self.cache = cache
+        self.batch_size = batch_size
+        self.progress = progress
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def model_id(self) -> str:
+        return self.embedder.model_id
+
+    @property
+    def dim(self) -> int:
+        return self.embedder.dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for ``texts``, from the cache where possible."""
+        hashes = [sha256_text(t) for t in texts]
+        unique = sorted(set(hashes))
+        found = self.cache.get_embeddings(self.model_id, unique)
+        todo = [h for h in unique if h not in found]
+        self.hits += len(unique) - len(todo)
+        self.misses += len(todo)
+        if todo:
+            text_of = dict(zip(hashes, texts, strict=True))
+            bar = tqdm(total=len(todo), desc=f"embedding ({self.model_id})", unit="text",
+                       disable=not self.progress)
+            for start in range(0, len(todo), self.batch_size):
+                batch = todo[start:start + self.batch_size]
+                vectors = self.embedder.embed([text_of[h] for h in batch])
+                rows = list(zip(batch, vectors, strict=True))
+                self.cache.put_embeddings(self.model_id, rows)
+                found.update(rows)
+                bar.update(len(batch))
+            bar.close()
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([np.asarray(found[h], dtype=np.float32) for h in hashes])

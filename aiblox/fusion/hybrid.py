@@ -1,0 +1,47 @@
+"""HybridScorer: fuses a full-text list and a vector list under a :class:`ScoringConfig`."""
+
+from __future__ import annotations
+
+from aiblox.contracts.retrieval import ScoringConfig
+from aiblox.fusion.linear import linear
+from aiblox.fusion.rrf import rrf
+from aiblox.fusion.types import FusedHit, RankedList
+
+__all__ = ["HybridScorer"]
+
+
+class HybridScorer:
+    """Pure fusion of two ranked lists; knows nothing of stores or embedders."""
+
+    def __init__(self, config: ScoringConfig | None = None) -> None:
+        self.config = config or ScoringConfig()
+
+    def fuse(self, text: RankedList, vec: RankedList, top_k: int | None = None) -> list[FusedHit]:
+        """Fuse ``text`` and ``vec`` (each best first); ties break on score, then doc id."""
+        cfg = self.config
+        if cfg.blend == "rrf":
+            fused = rrf([text, vec], k=cfg.rrf_k, weights=[cfg.rrf_w_text, cfg.rrf_w_vec])
+        else:
+            fused = linear([text, vec], weights=[cfg.w_text, cfg.w_vec],
+                           normalize=cfg.normalize, missing=cfg.missing)
+        if top_k is not None:
+            fused = fused[:top_k]
+        t_rank = {d: (i, s) for i, (d, s) in enumerate(text, start=1)}
+        v_rank = {d: (i, s) for i, (d, s) in enumerate(vec, start=1)}
+        hits = []
+        for doc_id, score in fused:
+            tr, ts = t_rank.get(doc_id, (None, None))
+            vr, vs = v_rank.get(doc_id, (None, None))
+            hits.append(FusedHit(doc_id, score, ts, vs, tr, vr))
+        return hits
+
+    @staticmethod
+    def single(run: RankedList, signal: str, top_k: int | None = None) -> list[FusedHit]:
+        """Pass one list through unchanged (``bm25`` or ``dense`` mode) as fused hits."""
+        hits = []
+        for rank, (doc_id, score) in enumerate(run[:top_k] if top_k else run, start=1):
+            if signal == "text":
+                hits.append(FusedHit(doc_id, score, score, None, rank, None))
+            else:
+                hits.append(FusedHit(doc_id, score, None, score, None, rank))
+        return hits

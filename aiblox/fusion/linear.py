@@ -1,0 +1,40 @@
+"""Normalised linear blend of scores (CombSUM with weights; Fox and Shaw, TREC-2, 1994).
+
+Each list's scores are normalised (see :mod:`aiblox.fusion.normalize`), then
+``score(d) = sum_i w_i * norm_i(d)``. A document absent from list ``i`` gets the ``missing``
+value for that list: ``zero`` (ranx's convention) or ``list_min``, the lowest normalised score
+in that list (pyserini's convention). The choice changes rankings, so it is part of the config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aiblox.fusion.normalize import get_normalizer
+from aiblox.fusion.types import RankedList, rank_sorted
+
+__all__ = ["MISSING_POLICIES", "linear"]
+
+MISSING_POLICIES = ("zero", "list_min")
+
+
+def linear(runs: Sequence[RankedList], weights: Sequence[float], normalize: str = "minmax",
+           missing: str = "zero") -> RankedList:
+    """Fuse ranked lists by a weighted sum of normalised scores."""
+    if len(weights) != len(runs):
+        raise ValueError(f"linear: {len(runs)} runs but {len(weights)} weights")
+    if missing not in MISSING_POLICIES:
+        raise ValueError(f"unknown missing-document policy {missing!r}; known: {MISSING_POLICIES}")
+    norm = get_normalizer(normalize)
+    normed: list[dict[str, float]] = []
+    floors: list[float] = []
+    for run in runs:
+        values = norm([s for _, s in run])
+        normed.append({d: v for (d, _), v in zip(run, values, strict=True)})
+        floors.append(min(values) if (values and missing == "list_min") else 0.0)
+    all_ids = sorted({d for run in runs for d, _ in run})
+    fused = {
+        d: sum(w * n.get(d, floor) for n, w, floor in zip(normed, weights, floors, strict=True))
+        for d in all_ids
+    }
+    return rank_sorted(fused)

@@ -1,0 +1,28 @@
+"""Reciprocal rank fusion.
+
+Cormack, Clarke and Buettcher, "Reciprocal Rank Fusion outperforms Condorcet and individual
+rank learning methods", SIGIR 2009: ``score(d) = sum_i w_i / (k + rank_i(d))`` with 1-based
+ranks; a list that does not contain ``d`` contributes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aiblox.fusion.types import RankedList, rank_sorted
+
+__all__ = ["rrf"]
+
+
+def rrf(runs: Sequence[RankedList], k: int = 60, weights: Sequence[float] | None = None
+        ) -> RankedList:
+    """Fuse ranked lists (each best first) by weighted reciprocal rank."""
+    if weights is None:
+        weights = [1.0] * len(runs)
+    if len(weights) != len(runs):
+        raise ValueError(f"rrf: {len(runs)} runs but {len(weights)} weights")
+    fused: dict[str, float] = {}
+    for run, w in zip(runs, weights, strict=True):
+        for rank, (doc_id, _score) in enumerate(run, start=1):
+            fused[doc_id] = fused.get(doc_id, 0.0) + w / (k + rank)
+    return rank_sorted(fused)

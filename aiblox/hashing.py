@@ -1,0 +1,58 @@
+"""Canonical JSON and sha256: the one way aiblox hashes a config, a dataset, a run or a prompt.
+
+Canonical JSON means sorted keys, compact separators, UTF-8 (no ASCII escaping) and floats
+written with ``repr`` (shortest round-tripping form), so the same value gives the same bytes in
+any process, whatever ``PYTHONHASHSEED`` is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+__all__ = ["canonical_json", "sha256_bytes", "sha256_hex", "sha256_text", "to_plain"]
+
+
+def to_plain(value: Any) -> Any:
+    """Turn pydantic models, tuples and sets into plain JSON-able values (sets sorted)."""
+    if isinstance(value, BaseModel):
+        return to_plain(value.model_dump(mode="python"))
+    if isinstance(value, Mapping):
+        return {str(k): to_plain(v) for k, v in value.items()}
+    if isinstance(value, set | frozenset):
+        return sorted(to_plain(v) for v in value)
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return [to_plain(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalar
+        return value.item()
+    return value
+
+
+def canonical_json(value: Any) -> str:
+    """Serialise ``value`` to canonical JSON text (NaN and infinity are refused)."""
+    return json.dumps(
+        to_plain(value),
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+    )
+
+
+def sha256_bytes(data: bytes) -> str:
+    """Hex sha256 of raw bytes."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_text(text: str) -> str:
+    """Hex sha256 of the UTF-8 bytes of ``text``."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def sha256_hex(value: Any) -> str:
+    """Hex sha256 of the canonical JSON of ``value``."""
+    return sha256_text(canonical_json(value))

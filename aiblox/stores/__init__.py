@@ -1,0 +1,32 @@
+"""Stores behind one protocol: DuckDB (embedded default) and PostgreSQL (reference backend)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aiblox.stores.base import FILTER_FIELDS, Store, StoreError, UpsertReport, parse_filters
+from aiblox.stores.duckdb_store import DuckDBStore
+from aiblox.stores.ingest import IngestReport, ingest_items
+
+
+def open_store(db: str | Path, dim: int = 384) -> Store:
+    """Open a store from a file path, ``duckdb:///path`` or ``:memory:``."""
+    text = str(db)
+    if text.startswith(("postgresql", "postgres://")):
+        raise StoreError("the PostgreSQL backend is not available in this version")
+    if text.startswith("duckdb:///"):
+        text = text[len("duckdb:///"):]
+    return DuckDBStore(text, dim=dim)
+
+
+__all__ = [
+    "FILTER_FIELDS",
+    "DuckDBStore",
+    "IngestReport",
+    "Store",
+    "StoreError",
+    "UpsertReport",
+    "ingest_items",
+    "open_store",
+    "parse_filters",
+]

@@ -1,0 +1,409 @@
+"""The embedded default store: one DuckDB file, BM25 through the fts extension, vectors in SQL.
+
+Tables:
+
+- ``items``: id, kind, source, source_ref, title, text, metadata (canonical JSON), content_hash.
+- ``item_vectors``: one vector per (item, embedding model), with the sha256 of the text embedded.
+- ``embedding_cache``: vectors by (model id, text sha256), for documents and queries alike.
+- ``aiblox_meta``: schema version, vector dimension and the full-text index state.
+
+DuckDB's full-text index is a snapshot: it does not see later INSERTs or UPDATEs. Every write
+that changes ``items`` marks the index stale (in the same transaction), and every full-text
+search rebuilds a stale index before it reads, so a query never sees a stale index.
+
+BM25 for many queries runs as one SQL statement over the index's own tables (``dict``,
+``terms``, ``docs``, ``stats``) with the same formula, tokenizer and stemmer as the extension's
+``match_bm25`` macro (k1 = 1.2, b = 0.75), which costs ~50 ms per call.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from aiblox.contracts.items import ItemRecord
+from aiblox.contracts.retrieval import FtsConfig, VectorConfig
+from aiblox.fusion.types import RankedList
+from aiblox.hashing import canonical_json
+from aiblox.stores.base import StoreError, UpsertReport, parse_filters
+
+__all__ = ["SCHEMA_VERSION", "DuckDBStore", "load_extension"]
+
+SCHEMA_VERSION = "1"
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+
+def load_extension(con: Any, name: str) -> None:
+    """Load a DuckDB extension from its installed PyPI package (never from the network)."""
+    try:
+        import duckdb_extensions
+    except ImportError as exc:  # pragma: no cover - a core dependency
+        raise StoreError("DuckDB extensions need: pip install duckdb-extensions") from exc
+    try:
+        duckdb_extensions.import_extension(name, con=con)
+    except ModuleNotFoundError as exc:
+        raise StoreError(f"DuckDB extension {name!r} needs: pip install "
+                         f"duckdb-extension-{name}==1.5.5") from exc
+    con.execute(f"LOAD {name}")
+
+
+class DuckDBStore:
+    """Items, BM25, vectors and the embedding cache in one DuckDB file (or ``:memory:``)."""
+
+    kind = "duckdb"
+
+    def __init__(self, path: str | Path = ":memory:", dim: int = 384, read_only: bool = False
+                 ) -> None:
+        import duckdb
+
+        self.location = str(path)
+        if self.location != ":memory:":
+            Path(self.location).parent.mkdir(parents=True, exist_ok=True)
+        self.con = duckdb.connect(self.location, read_only=read_only)
+        self._lock = threading.RLock()
+        load_extension(self.con, "fts")
+        if not read_only:
+            self._create_schema(dim)
+        self.dim = int(self._meta("vector_dim") or dim)
+        if self.dim != dim and not read_only:
+            raise StoreError(f"{self.location}: store holds {self.dim}-dim vectors, asked for {dim}")
+
+    # -- schema and metadata -------------------------------------------------------------
+    def _create_schema(self, dim: int) -> None:
+        with self._lock:
+            self.con.execute("CREATE TABLE IF NOT EXISTS aiblox_meta (key VARCHAR PRIMARY KEY, "
+                             "value VARCHAR)")
+            version = self._meta("schema_version")
+            if version is not None and version != SCHEMA_VERSION:
+                raise StoreError(f"{self.location}: schema version {version}, this aiblox "
+                                 f"reads {SCHEMA_VERSION}")
+            stored_dim = self._meta("vector_dim")
+            dim = int(stored_dim) if stored_dim else dim
+            self.con.execute("""
+                CREATE TABLE IF NOT EXISTS items (
+                    id VARCHAR PRIMARY KEY, kind VARCHAR NOT NULL, source VARCHAR NOT NULL,
+                    source_ref VARCHAR, title VARCHAR NOT NULL, text VARCHAR NOT NULL,
+                    metadata VARCHAR NOT NULL, content_hash VARCHAR NOT NULL)""")
+            self.con.execute(f"""
+                CREATE TABLE IF NOT EXISTS item_vectors (
+                    item_id VARCHAR NOT NULL, model_id VARCHAR NOT NULL,
+                    text_sha256 VARCHAR NOT NULL, vector FLOAT[{dim}] NOT NULL,
+                    PRIMARY KEY (item_id, model_id))""")
+            self.con.execute("""
+                CREATE TABLE IF NOT EXISTS embedding_cache (
+                    model_id VARCHAR NOT NULL, text_sha256 VARCHAR NOT NULL,
+                    vector FLOAT[] NOT NULL, PRIMARY KEY (model_id, text_sha256))""")
+            for key, value in (("schema_version", SCHEMA_VERSION), ("vector_dim", str(dim)),
+                               ("fts_state", "stale")):
+                self.con.execute("INSERT OR IGNORE INTO aiblox_meta VALUES (?, ?)", [key, value])
+
+    def _meta(self, key: str) -> str | None:
+        try:
+            row = self.con.execute("SELECT value FROM aiblox_meta WHERE key = ?", [key]).fetchone()
+        except Exception:  # table absent in a read-only, never-initialised file
+            return None
+        return row[0] if row else None
+
+    def _set_meta(self, key: str, value: str) -> None:
+        self.con.execute("INSERT OR REPLACE INTO aiblox_meta VALUES (?, ?)", [key, value])
+
+    @property
+    def fts_stale(self) -> bool:
+        """True when items changed since the full-text index was last built."""
+        return self._meta("fts_state") != "fresh"
+
+    def rebuild_fts(self) -> None:
+        """(Re)build the BM25 index over title + text: porter stemmer, English stop words."""
+        with self._lock:
+            self.con.execute("BEGIN TRANSACTION")
+            try:
+                self.con.execute(
+                    "PRAGMA create_fts_index('items', 'id', 'title', 'text', stemmer='porter', "
+                    "stopwords='english', ignore='(\\.|[^a-z])+', strip_accents=1, lower=1, "
+                    "overwrite=1)")
+                self._set_meta("fts_state", "fresh")
+                self.con.execute("COMMIT")
+            except Exception:
+                self.con.execute("ROLLBACK")
+                raise
+
+    # -- items ---------------------------------------------------------------------------
+    def upsert_items(self, items: Iterable[ItemRecord]) -> UpsertReport:
+        """Insert new items, replace changed ones, drop vectors of changed ones; one transaction."""
+        items = list(items)
+        report = UpsertReport()
+        with self._lock:
+            existing = self.item_hashes()
+            rows: dict[str, ItemRecord] = {}
+            for item in items:
+                old = existing.get(item.id)
+                if old == item.content_hash:
+                    report.unchanged += 1
+                    continue
+                if item.id in rows:
+                    raise StoreError(f"duplicate item id in one upsert: {item.id!r}")
+                rows[item.id] = item
+                if old is None:
+                    report.inserted += 1
+                else:
+                    report.updated += 1
+            if not rows:
+                return report
+            ordered = [rows[k] for k in sorted(rows)]
+            table = pa.table({
+                "id": [r.id for r in ordered],
+                "kind": [r.kind for r in ordered],
+                "source": [r.source for r in ordered],
+                "source_ref": pa.array([r.source_ref for r in ordered], type=pa.string()),
+                "title": [r.title for r in ordered],
+                "text": [r.text for r in ordered],
+                "metadata": [canonical_json(r.metadata) for r in ordered],
+                "content_hash": [r.content_hash for r in ordered],
+            })
+            changed = [r.id for r in ordered if r.id in existing]
+            self.con.execute("BEGIN TRANSACTION")
+            try:
+                self.con.register("_aiblox_upsert", table)
+                if changed:
+                    self.con.execute("DELETE FROM item_vectors WHERE item_id IN "
+                                     "(SELECT unnest(?::VARCHAR[]))", [changed])
+                    self.con.execute("DELETE FROM items WHERE id IN (SELECT unnest(?::VARCHAR[]))",
+                                     [changed])
+                self.con.execute("INSERT INTO items SELECT id, kind, source, source_ref, title, "
+                                 "text, metadata, content_hash FROM _aiblox_upsert")
+                self._set_meta("fts_state", "stale")
+                self.con.execute("COMMIT")
+            except Exception:
+                self.con.execute("ROLLBACK")
+                raise
+            finally:
+                self.con.unregister("_aiblox_upsert")
+        return report
+
+    def delete_items(self, ids: Sequence[str]) -> int:
+        with self._lock:
+            ids = sorted(set(ids))
+            present = self.con.execute("SELECT count(*) FROM items WHERE id IN "
+                                       "(SELECT unnest(?::VARCHAR[]))", [ids]).fetchone()[0]
+            if present:
+                self.con.execute("BEGIN TRANSACTION")
+                self.con.execute("DELETE FROM item_vectors WHERE item_id IN "
+                                 "(SELECT unnest(?::VARCHAR[]))", [ids])
+                self.con.execute("DELETE FROM items WHERE id IN (SELECT unnest(?::VARCHAR[]))",
+                                 [ids])
+                self._set_meta("fts_state", "stale")
+                self.con.execute("COMMIT")
+            return int(present)
+
+    def get_items(self, ids: Sequence[str]) -> dict[str, ItemRecord]:
+        import json
+
+        with self._lock:
+            rows = self.con.execute(
+                "SELECT id, kind, source, source_ref, title, text, metadata FROM items "
+                "WHERE id IN (SELECT unnest(?::VARCHAR[]))", [sorted(set(ids))]).fetchall()
+        return {
+            r[0]: ItemRecord(id=r[0], kind=r[1], source=r[2], source_ref=r[3], title=r[4],
+                             text=r[5], metadata=json.loads(r[6]))
+            for r in rows
+        }
+
+    def item_hashes(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self.con.execute("SELECT id, content_hash FROM items").fetchall())
+
+    def count_items(self) -> int:
+        with self._lock:
+            return int(self.con.execute("SELECT count(*) FROM items").fetchone()[0])
+
+    # -- vectors -------------------------------------------------------------------------
+    def _vector_array(self, matrix: np.ndarray) -> pa.FixedSizeListArray:
+        matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        if matrix.ndim != 2 or matrix.shape[1] != self.dim:
+            raise StoreError(f"{self.location}: vectors of shape {matrix.shape}, store holds "
+                             f"{self.dim}-dim vectors")
+        return pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), self.dim)
+
+    def set_item_vectors(self, model_id: str,
+                         rows: Iterable[tuple[str, str, np.ndarray]]) -> int:
+        rows = sorted(rows, key=lambda r: r[0])
+        if not rows:
+            return 0
+        table = pa.table({
+            "item_id": [r[0] for r in rows],
+            "model_id": [model_id] * len(rows),
+            "text_sha256": [r[1] for r in rows],
+            "vector": self._vector_array(np.stack([np.asarray(r[2]) for r in rows])),
+        })
+        with self._lock:
+            self.con.register("_aiblox_vecs", table)
+            try:
+                self.con.execute(
+                    f"INSERT OR REPLACE INTO item_vectors SELECT item_id, model_id, text_sha256, "
+                    f"vector::FLOAT[{self.dim}] FROM _aiblox_vecs")
+            finally:
+                self.con.unregister("_aiblox_vecs")
+        return len(rows)
+
+    def item_vector_hashes(self, model_id: str) -> dict[str, str]:
+        with self._lock:
+            return dict(self.con.execute(
+                "SELECT item_id, text_sha256 FROM item_vectors WHERE model_id = ?",
+                [model_id]).fetchall())
+
+    # -- filters -------------------------------------------------------------------------
+    @staticmethod
+    def _filter_sql(filters: dict[str, Any] | None, alias: str) -> tuple[str, list[Any]]:
+        clauses, params = [], []
+        for column, meta_key, values in parse_filters(filters or {}):
+            if column == "metadata":
+                clauses.append(f"json_extract_string({alias}.metadata, ?) IN "
+                               f"(SELECT unnest(?::VARCHAR[]))")
+                params += ["$." + meta_key, values]
+            else:
+                clauses.append(f"{alias}.{column} IN (SELECT unnest(?::VARCHAR[]))")
+                params.append(values)
+        return (" AND ".join(clauses) or "TRUE"), params
+
+    # -- search --------------------------------------------------------------------------
+    def fts_search_many(self, queries: Sequence[str], k: int, cfg: FtsConfig | None = None,
+                        filters: dict[str, Any] | None = None) -> list[RankedList]:
+        """BM25 top ``k`` per query in one SQL statement over the fts index tables."""
+        cfg = cfg or FtsConfig()
+        results: list[RankedList] = [[] for _ in queries]
+        if not queries:
+            return results
+        with self._lock:
+            if self.count_items() == 0:
+                return results
+            if self.fts_stale:
+                self.rebuild_fts()
+            where, params = self._filter_sql(filters, "i")
+            min_rank = "" if cfg.min_rank is None else f"AND score >= {float(cfg.min_rank)!r}"
+            self.con.register("_aiblox_q", pa.table({"qidx": list(range(len(queries))),
+                                                     "qtext": list(queries)}))
+            try:
+                rows = self.con.execute(f"""
+                    WITH tokens AS (
+                        SELECT DISTINCT qidx, t FROM (
+                            SELECT qidx, stem(unnest(fts_main_items.tokenize(qtext)), 'porter') AS t
+                            FROM _aiblox_q)),
+                    qterms AS (
+                        SELECT tokens.qidx, d.termid, d.df
+                        FROM tokens JOIN fts_main_items.dict d ON d.term = tokens.t),
+                    term_tf AS (
+                        SELECT q.qidx, t.docid, t.termid, any_value(q.df) AS df, count(*) AS tf
+                        FROM qterms q JOIN fts_main_items.terms t ON t.termid = q.termid
+                        GROUP BY q.qidx, t.docid, t.termid),
+                    sub AS (
+                        SELECT tt.qidx, docs.name AS id, tt.termid,
+                            log(((st.num_docs - tt.df) + 0.5) / (tt.df + 0.5) + 1)
+                            * ((tt.tf * ({BM25_K1} + 1))
+                               / (tt.tf + {BM25_K1} * ((1 - {BM25_B})
+                                  + {BM25_B} * (docs.len / st.avgdl)))) AS subscore
+                        FROM term_tf tt JOIN fts_main_items.docs docs ON docs.docid = tt.docid,
+                             fts_main_items.stats st),
+                    scores AS (
+                        SELECT qidx, id, list_sum(list(subscore ORDER BY termid)) AS score
+                        FROM sub GROUP BY qidx, id)
+                    SELECT s.qidx, s.id, s.score FROM scores s JOIN items i ON i.id = s.id
+                    WHERE {where} {min_rank}
+                    QUALIFY row_number() OVER (PARTITION BY s.qidx
+                                               ORDER BY s.score DESC, s.id ASC) <= {int(k)}
+                    ORDER BY s.qidx, s.score DESC, s.id ASC""", params).fetchall()
+            finally:
+                self.con.unregister("_aiblox_q")
+        for qidx, doc_id, score in rows:
+            results[qidx].append((doc_id, float(score)))
+        return results
+
+    def vector_search_many(self, vectors: np.ndarray, model_id: str, k: int,
+                           cfg: VectorConfig | None = None,
+                           filters: dict[str, Any] | None = None) -> list[RankedList]:
+        """Exact top ``k`` by cosine similarity, negated L2 distance or inner product."""
+        cfg = cfg or VectorConfig()
+        vectors = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+        results: list[RankedList] = [[] for _ in range(len(vectors))]
+        if len(vectors) == 0:
+            return results
+        sim = {
+            "cosine": "array_cosine_similarity(v.vector, q.vec)",
+            "l2": "-array_distance(v.vector, q.vec)",
+            "ip": "array_inner_product(v.vector, q.vec)",
+        }[cfg.distance]
+        where, params = self._filter_sql(filters, "i")
+        min_score = "" if cfg.min_score is None else f"AND sim >= {float(cfg.min_score)!r}"
+        table = pa.table({"qidx": list(range(len(vectors))), "vec": self._vector_array(vectors)})
+        with self._lock:
+            self.con.register("_aiblox_qv", table)
+            try:
+                rows = self.con.execute(f"""
+                    WITH q AS (SELECT qidx, vec::FLOAT[{self.dim}] AS vec FROM _aiblox_qv),
+                    scored AS (
+                        SELECT q.qidx, v.item_id AS id, {sim} AS sim
+                        FROM q, item_vectors v JOIN items i ON i.id = v.item_id
+                        WHERE v.model_id = ? AND {where})
+                    SELECT qidx, id, sim FROM scored WHERE sim IS NOT NULL {min_score}
+                    QUALIFY row_number() OVER (PARTITION BY qidx ORDER BY sim DESC, id ASC)
+                            <= {int(k)}
+                    ORDER BY qidx, sim DESC, id ASC""", [model_id, *params]).fetchall()
+            finally:
+                self.con.unregister("_aiblox_qv")
+        for qidx, doc_id, score in rows:
+            results[qidx].append((doc_id, float(score)))
+        return results
+
+    # -- embedding cache -----------------------------------------------------------------
+    def get_embeddings(self, model_id: str, text_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        if not text_hashes:
+            return {}
+        with self._lock:
+            self.con.register("_aiblox_h", pa.table({"h": sorted(set(text_hashes))}))
+            try:
+                rows = self.con.execute(
+                    "SELECT c.text_sha256, c.vector FROM embedding_cache c JOIN _aiblox_h ON "
+                    "c.text_sha256 = _aiblox_h.h WHERE c.model_id = ?", [model_id]).fetchall()
+            finally:
+                self.con.unregister("_aiblox_h")
+        return {h: np.asarray(v, dtype=np.float32) for h, v in rows}
+
+    def put_embeddings(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]]) -> int:
+        unique: dict[str, np.ndarray] = {}
+        for h, vec in rows:
+            unique.setdefault(h, np.asarray(vec, dtype=np.float32))
+        if not unique:
+            return 0
+        hashes = sorted(unique)
+        table = pa.table({
+            "model_id": [model_id] * len(hashes),
+            "text_sha256": hashes,
+            "vector": pa.array([unique[h].tolist() for h in hashes], type=pa.list_(pa.float32())),
+        })
+        with self._lock:
+            before = self.con.execute("SELECT count(*) FROM embedding_cache WHERE model_id = ?",
+                                      [model_id]).fetchone()[0]
+            self.con.register("_aiblox_emb", table)
+            try:
+                self.con.execute("INSERT OR IGNORE INTO embedding_cache "
+                                 "SELECT model_id, text_sha256, vector FROM _aiblox_emb")
+            finally:
+                self.con.unregister("_aiblox_emb")
+            after = self.con.execute("SELECT count(*) FROM embedding_cache WHERE model_id = ?",
+                                     [model_id]).fetchone()[0]
+        return int(after - before)
+
+    def close(self) -> None:
+        with self._lock:
+            self.con.close()
+
+    def __enter__(self) -> DuckDBStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
