@@ -1,0 +1,141 @@
+"""Evaluate retrieval on a labelled dataset: prepare the store, retrieve in batches, score with ranx.
+
+The config hash covers everything that decides the ranking (retrieval preferences without the
+query, embedder, backend); the run hash covers the ranked lists themselves (query ids, document
+ids, scores, order). Both are canonical-JSON sha256, so they are identical in any process.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from tqdm.auto import tqdm
+
+from aiblox.contracts.retrieval import RetrievalPrefs
+from aiblox.embedding.cache import CachedEmbedder
+from aiblox.embedding.vectors import import_vectors
+from aiblox.eval.datasets import Dataset
+from aiblox.eval.metrics import DEFAULT_METRICS, evaluate_run
+from aiblox.fusion.types import RankedList
+from aiblox.hashing import sha256_hex, sha256_text
+from aiblox.retrieval.retriever import HybridRetriever
+from aiblox.stores.base import Store
+from aiblox.stores.ingest import IngestReport, ingest_items
+
+__all__ = [
+    "EvalResult",
+    "config_hash",
+    "evaluate_retrieval",
+    "find_precomputed_vectors",
+    "prepare_store",
+    "run_hash",
+]
+
+
+class EvalResult(BaseModel):
+    """Scores of one retrieval configuration on one split."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    dataset: str
+    """Dataset name."""
+    split: str
+    """Split scored."""
+    mode: str
+    """bm25, dense or hybrid."""
+    n_queries: int
+    """Judged queries scored."""
+    metrics: dict[str, float]
+    """Mean metric values (ranx names, e.g. ``ndcg@10``)."""
+    hashes: dict[str, str]
+    """``dataset``, ``config`` and ``run`` sha256 hashes."""
+    timings: dict[str, float] = Field(default_factory=dict)
+    """Seconds for retrieval and scoring, and queries per second."""
+    config: dict[str, Any] = Field(default_factory=dict)
+    """The effective configuration (what ``hashes['config']`` covers)."""
+    per_query: dict[str, dict[str, float]] = Field(default_factory=dict, exclude=True)
+    """Per-query metric values ``{metric: {qid: value}}`` (not serialised by default)."""
+    run: dict[str, RankedList] = Field(default_factory=dict, exclude=True)
+    """The ranked run ``{qid: [(doc_id, score), ...]}`` (not serialised by default)."""
+
+
+def find_precomputed_vectors(dataset: Dataset, model_id: str) -> list[Path]:
+    """Vector files for ``dataset`` made with ``model_id``, found beside the datasets folder
+    (``<datasets>/../embeddings/<name>/*.<model_id>.parquet``, as in ``../shared``)."""
+    folder = dataset.path.parent.parent / "embeddings" / dataset.name
+    return sorted(folder.glob(f"*.{model_id}.parquet")) if folder.is_dir() else []
+
+
+def prepare_store(store: Store, dataset: Dataset, embedder: CachedEmbedder | None,
+                  vectors: Sequence[str | Path] = (), auto_vectors: bool = True,
+                  progress: bool = True) -> IngestReport:
+    """Make ``store`` hold ``dataset`` with vectors, doing only what is missing.
+
+    Precomputed vectors (given, or found beside the dataset when ``auto_vectors``) are imported
+    into the embedding cache first, but only when some document or query text is not cached yet.
+    """
+    if embedder is not None:
+        files = [Path(v) for v in vectors]
+        if auto_vectors and not files:
+            files = find_precomputed_vectors(dataset, embedder.model_id)
+        if files:
+            needed = {sha256_text(d.embedding_text) for d in dataset.corpus.values()}
+            needed |= {sha256_text(q) for q in dataset.queries.values()}
+            cached = store.get_embeddings(embedder.model_id, sorted(needed))
+            if len(cached) < len(needed):
+                for f in files:
+                    import_vectors(f, store, embedder.model_id, embedder.dim)
+    return ingest_items(store, list(dataset.corpus.values()), embedder, progress=progress)
+
+
+def config_hash(prefs: RetrievalPrefs, embedder_id: str | None, backend: str) -> tuple[str, dict]:
+    """Hash of what decides a ranking: prefs without the query, the embedder and the backend."""
+    config = {
+        "prefs": prefs.model_dump(exclude={"query_text", "query_id"}),
+        "embedder": embedder_id,
+        "backend": backend,
+    }
+    return sha256_hex(config), config
+
+
+def run_hash(run: dict[str, RankedList]) -> str:
+    """Hash of a ranked run: query ids, document ids, scores and order."""
+    return sha256_hex({q: [[d, s] for d, s in hits] for q, hits in sorted(run.items())})
+
+
+def evaluate_retrieval(retriever: HybridRetriever, dataset: Dataset, split: str,
+                       prefs: RetrievalPrefs, metrics: Sequence[str] = DEFAULT_METRICS,
+                       batch_size: int = 100, progress: bool = True) -> EvalResult:
+    """Retrieve every judged query of ``split`` with ``prefs`` and score the run with ranx."""
+    queries = dataset.split_queries(split)
+    t0 = time.perf_counter()
+    run: dict[str, RankedList] = {}
+    bar = tqdm(total=len(queries), desc=f"{prefs.mode} {dataset.name}/{split}", unit="q",
+               disable=not progress)
+    for start in range(0, len(queries), batch_size):
+        batch = queries[start:start + batch_size]
+        group = [prefs.model_copy(update={"query_text": text, "query_id": qid})
+                 for qid, text in batch]
+        signals = retriever.signals(group)
+        hits = retriever.fuse(group, signals)
+        for (qid, _), hs in zip(batch, hits, strict=True):
+            run[qid] = [(h.doc_id, h.score) for h in hs]
+        bar.update(len(batch))
+    bar.close()
+    retrieve_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    means, per_query = evaluate_run(dataset.qrels[split], run, metrics)
+    score_s = time.perf_counter() - t1
+    chash, config = config_hash(prefs, getattr(retriever.embedder, "model_id", None),
+                                retriever.store.kind)
+    return EvalResult(
+        dataset=dataset.name, split=split, mode=prefs.mode, n_queries=len(queries),
+        metrics=means,
+        hashes={"dataset": dataset.hash, "config": chash, "run": run_hash(run)},
+        timings={"retrieve_s": round(retrieve_s, 3), "score_s": round(score_s, 3),
+                 "qps": round(len(queries) / retrieve_s, 1) if retrieve_s > 0 else 0.0},
+        config=config, per_query=per_query, run=run)

@@ -1,0 +1,227 @@
+"""Hybrid retrieval: full-text top-K and vector top-K from a store, fused by the HybridScorer.
+
+The retriever coordinates; it owns none of its parts. The store answers full-text and vector
+queries, the embedder (through its cache) embeds the query, the HybridScorer fuses, and the
+evidence builder (late chunking) turns candidates into chunk-level evidence.
+
+Work is split into stages that the eval runner can cache separately:
+
+1. :meth:`HybridRetriever.signals`: the full-text and vector ranked lists per query;
+2. :meth:`HybridRetriever.fuse`: fusion of those lists under ``prefs.scoring``;
+3. :meth:`HybridRetriever.hydrate`: candidates (titles, metadata, snippets) and evidence.
+
+Output is deterministic: every list is ordered by score desc, then id asc.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from aiblox.contracts.items import ItemRecord
+from aiblox.contracts.retrieval import (
+    CandidateItem,
+    EvidenceChunk,
+    RequestContext,
+    RetrievalBundle,
+    RetrievalPrefs,
+    RetrievalStats,
+)
+from aiblox.embedding.base import Embedder
+from aiblox.fusion.hybrid import HybridScorer
+from aiblox.fusion.types import FusedHit, RankedList
+from aiblox.stores.base import Store
+
+__all__ = ["EvidenceBuilder", "HybridRetriever", "Retriever", "SignalRuns"]
+
+
+class Retriever(Protocol):
+    """The retriever seed's interface."""
+
+    async def search(self, ctx: RequestContext, prefs: RetrievalPrefs) -> RetrievalBundle:
+        """Hybrid retrieval: ranked candidates and evidence chunks; cancellable via ctx."""
+        ...
+
+
+EvidenceBuilder = Callable[
+    [RetrievalPrefs, list[FusedHit], dict[str, ItemRecord], dict[str, Any]],
+    list[EvidenceChunk],
+]
+"""``(prefs, hits, items, stats) -> evidence``: late chunking plugs in here; it may add
+counts to ``stats["counts"]``."""
+
+
+@dataclass(frozen=True)
+class SignalRuns:
+    """The per-query full-text and vector ranked lists (before fusion)."""
+
+    text: list[RankedList]
+    vec: list[RankedList]
+
+
+def _group_key(prefs: RetrievalPrefs) -> str:
+    from aiblox.hashing import canonical_json
+
+    return canonical_json(prefs.model_dump(exclude={"query_text", "query_id"}))
+
+
+class HybridRetriever:
+    """The default :class:`Retriever` over any :class:`Store`."""
+
+    def __init__(self, store: Store, embedder: Embedder | None = None,
+                 evidence_builder: EvidenceBuilder | None = None) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.evidence_builder = evidence_builder
+
+    # -- public API ----------------------------------------------------------------------
+    async def search(self, ctx: RequestContext, prefs: RetrievalPrefs) -> RetrievalBundle:
+        """Retrieve for one query in a worker thread; checks ``ctx.cancellation`` per stage."""
+        ctx.cancellation.raise_if_cancelled()
+        bundles = await asyncio.to_thread(self.search_many, [prefs], ctx)
+        return bundles[0]
+
+    def search_many(self, prefs_list: Sequence[RetrievalPrefs],
+                    ctx: RequestContext | None = None) -> list[RetrievalBundle]:
+        """Retrieve for many queries; queries with the same settings share one SQL round."""
+        out: list[RetrievalBundle | None] = [None] * len(prefs_list)
+        groups: dict[str, list[int]] = {}
+        for i, p in enumerate(prefs_list):
+            groups.setdefault(_group_key(p), []).append(i)
+        for key in sorted(groups):
+            idx = groups[key]
+            group = [prefs_list[i] for i in idx]
+            timings: dict[str, float] = {}
+            signals = self.signals(group, ctx, timings)
+            hits = self.fuse(group, signals, timings)
+            _check(ctx)
+            bundles = self.hydrate(group, hits, signals, timings, ctx)
+            for i, b in zip(idx, bundles, strict=True):
+                out[i] = b
+        return [b for b in out if b is not None]
+
+    # -- stages --------------------------------------------------------------------------
+    def signals(self, group: Sequence[RetrievalPrefs], ctx: RequestContext | None = None,
+                timings: dict[str, float] | None = None) -> SignalRuns:
+        """Full-text and vector lists for queries sharing one configuration."""
+        timings = timings if timings is not None else {}
+        p = group[0]
+        texts = [g.query_text for g in group]
+        n = len(group)
+        text_runs: list[RankedList] = [[] for _ in range(n)]
+        vec_runs: list[RankedList] = [[] for _ in range(n)]
+        _check(ctx)
+        if p.mode in ("hybrid", "bm25"):
+            t0 = time.perf_counter()
+            text_runs = self.store.fts_search_many(texts, p.fts.top_k, p.fts, p.filters)
+            timings["fts_ms"] = _ms(t0)
+        _check(ctx)
+        if p.mode in ("hybrid", "dense") and p.vector.embed_query:
+            if self.embedder is None:
+                raise ValueError(f"mode {p.mode!r} needs an embedder for the query vector")
+            t0 = time.perf_counter()
+            qvecs = self.embedder.embed(texts)
+            timings["embed_ms"] = _ms(t0)
+            _check(ctx)
+            t0 = time.perf_counter()
+            vec_runs = self.store.vector_search_many(qvecs, self.embedder.model_id,
+                                                     p.vector.top_k, p.vector, p.filters)
+            timings["vector_ms"] = _ms(t0)
+        if p.ignore_identical_ids:
+            text_runs = [_drop(run, g.query_id) for run, g in zip(text_runs, group, strict=True)]
+            vec_runs = [_drop(run, g.query_id) for run, g in zip(vec_runs, group, strict=True)]
+        return SignalRuns(text=text_runs, vec=vec_runs)
+
+    @staticmethod
+    def fuse(group: Sequence[RetrievalPrefs], signals: SignalRuns,
+             timings: dict[str, float] | None = None) -> list[list[FusedHit]]:
+        """Fuse each query's lists under the group's scoring config, cut to ``top_k_items``."""
+        p = group[0]
+        t0 = time.perf_counter()
+        if p.mode == "bm25":
+            hits = [HybridScorer.single(t, "text", p.top_k_items) for t in signals.text]
+        elif p.mode == "dense":
+            hits = [HybridScorer.single(v, "vec", p.top_k_items) for v in signals.vec]
+        else:
+            scorer = HybridScorer(p.scoring)
+            hits = [scorer.fuse(t, v, p.top_k_items)
+                    for t, v in zip(signals.text, signals.vec, strict=True)]
+        if timings is not None:
+            timings["fusion_ms"] = _ms(t0)
+        return hits
+
+    def hydrate(self, group: Sequence[RetrievalPrefs], hits: list[list[FusedHit]],
+                signals: SignalRuns, timings: dict[str, float] | None = None,
+                ctx: RequestContext | None = None) -> list[RetrievalBundle]:
+        """Turn fused hits into candidates and evidence, with stats."""
+        from aiblox.text.snippet import make_snippet
+
+        timings = dict(timings or {})
+        t0 = time.perf_counter()
+        ids = sorted({h.doc_id for hs in hits for h in hs})
+        items = self.store.get_items(ids)
+        timings["hydrate_ms"] = _ms(t0)
+        bundles = []
+        for prefs, hs, t_run, v_run in zip(group, hits, signals.text, signals.vec, strict=True):
+            _check(ctx)
+            stats: dict[str, Any] = {"counts": {}, "timing_ms": {}}
+            evidence: list[EvidenceChunk] = []
+            if self.evidence_builder is not None and prefs.chunking.enabled \
+                    and prefs.top_k_chunks > 0:
+                t1 = time.perf_counter()
+                evidence = self.evidence_builder(prefs, hs, items, stats)
+                stats["timing_ms"]["chunking_ms"] = _ms(t1)
+            best_chunk: dict[str, EvidenceChunk] = {}
+            for ev in evidence:  # evidence is best first
+                best_chunk.setdefault(ev.item_id, ev)
+            candidates = []
+            for h in hs:
+                item = items.get(h.doc_id)
+                if item is None:  # deleted between search and hydrate
+                    continue
+                snippet, snippet_from = None, "unknown"
+                chunk = best_chunk.get(h.doc_id)
+                if prefs.snippet.prefer_chunk_snippet and chunk is not None:
+                    snippet, snippet_from = make_snippet(chunk.text, prefs.snippet.max_chars), \
+                        "chunk"
+                elif item.text:
+                    snippet, snippet_from = make_snippet(item.text, prefs.snippet.max_chars), "doc"
+                candidates.append(CandidateItem(
+                    item_id=item.id, kind=item.kind, source=item.source,
+                    source_ref=item.source_ref, title=item.title or None,
+                    metadata=dict(item.metadata), score=h.score, score_text=h.score_text,
+                    score_vec=h.score_vec, rank_text=h.rank_text, rank_vec=h.rank_vec,
+                    snippet=snippet, snippet_from=snippet_from))
+            counts = {"text_hits": len(t_run), "vector_hits": len(v_run),
+                      "candidates": len(candidates), "evidence": len(evidence),
+                      **stats["counts"]}
+            bundles.append(RetrievalBundle(
+                candidates=candidates, evidence=evidence,
+                stats=RetrievalStats(
+                    timing_ms={**timings, **stats["timing_ms"]},
+                    counts=counts,
+                    params={"store": self.store.kind, "mode": prefs.mode,
+                            "embedder": getattr(self.embedder, "model_id", None),
+                            "scoring": prefs.scoring.model_dump(),
+                            "fts_top_k": prefs.fts.top_k, "vector_top_k": prefs.vector.top_k,
+                            "distance": prefs.vector.distance,
+                            "batch_size": len(group)})))
+        return bundles
+
+
+def _check(ctx: RequestContext | None) -> None:
+    if ctx is not None:
+        ctx.cancellation.raise_if_cancelled()
+
+
+def _drop(run: RankedList, query_id: str | None) -> RankedList:
+    if query_id is None:
+        raise ValueError("ignore_identical_ids needs prefs.query_id")
+    return [(d, s) for d, s in run if d != query_id]
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000.0, 3)
