@@ -936,8 +936,8 @@ DOCS: tuple[Doc, ...] = (
             document matches no query term. Its parameters k and b default to 1.2 and 0.75.
             The index is not maintained automatically: after rows are inserted, updated or
             deleted, it must be rebuilt, by running the pragma again with overwrite
-            enabled, before searches see the changes. The index stores no word positions,
-            so it ranks by bag of words only and cannot match exact phrases. For small and
+            enabled, before searches see the changes. Ranking treats each document as a bag of
+            words, and there is no phrase search. For small and
             medium collections it is a convenient way to add lexical retrieval to an
             analytical workflow without running a separate search server.
             """
