@@ -1,0 +1,182 @@
+"""R2 answer assembly: validated input and a question to an :class:`AnswerBundle`.
+
+Order (seed "correct production order"): input validation (R2.0A) with the prompt contract
+already frozen and the policy loaded; question normalisation and its token cap; the fixed prompt
+overhead checked against the total budget; chunk selection (R2.2, R2.3); anchors after ordering
+(R2.4); the evidence block (R2.5). Every failure is a status on the returned bundle.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from aiblox.assembly.chunk_selection import select_chunks
+from aiblox.assembly.citation_anchors import anchor_map
+from aiblox.assembly.contracts import (
+    DROP_BELOW_SIMILARITY_FLOOR,
+    DROP_BUDGET,
+    DROP_DUP,
+    DROP_EMPTY_AFTER_SANITIZE,
+    DROP_PER_KNOWLEDGE_CAP,
+    DROP_REASONS,
+    AnswerBundle,
+    AssemblyInput,
+    AssemblyMetrics,
+    AssemblyTrace,
+    DroppedChunk,
+    SelectedEvidence,
+)
+from aiblox.assembly.input_validation import validate_assembly_input
+from aiblox.assembly.policy import SelectionPolicy
+from aiblox.assembly.prompt_contract_v1 import PROMPT_CONTRACT_VERSION, render_prompt_v1
+from aiblox.assembly.safe_normalize_v1 import safe_normalize_v1
+from aiblox.hashing import sha256_text
+from aiblox.text.tokens import count_tokens
+
+__all__ = ["assemble_answer_bundle", "build_metrics", "normalize_question"]
+
+
+def normalize_question(question: str) -> str:
+    """The question as inserted into the prompt: ``safe_normalize_v1`` (whitespace collapsed,
+    control characters removed), nothing rewritten."""
+    return safe_normalize_v1(question)
+
+
+def build_metrics(
+    *,
+    retrieved_k: int,
+    selected: Sequence[SelectedEvidence],
+    dropped: Sequence[DroppedChunk],
+    evidence_token_count: int,
+    evidence_token_budget: int,
+    policy: SelectionPolicy,
+) -> AssemblyMetrics:
+    """Assembly metrics from the selection outcome."""
+    counts = Counter(d.reason for d in dropped)
+    truncated = sum(1 for ev in selected if ev.truncated)
+    return AssemblyMetrics(
+        retrieved_k=retrieved_k,
+        selected_k=len(selected),
+        dedup_dropped_count=counts[DROP_DUP],
+        budget_dropped_count=counts[DROP_BUDGET],
+        per_knowledge_cap_dropped_count=counts[DROP_PER_KNOWLEDGE_CAP],
+        empty_after_sanitize_dropped_count=counts[DROP_EMPTY_AFTER_SANITIZE],
+        below_similarity_floor_dropped_count=counts[DROP_BELOW_SIMILARITY_FLOOR],
+        drop_reasons={code: counts[code] for code in DROP_REASONS},
+        dropped=list(dropped),
+        evidence_token_count=evidence_token_count,
+        evidence_token_budget=evidence_token_budget,
+        per_chunk_token_cap=policy.per_chunk_token_cap,
+        truncation_applied=truncated > 0,
+        truncated_count=truncated,
+    )
+
+
+def _failed(request_id: str, reason: str, trace: AssemblyTrace | None = None) -> AnswerBundle:
+    return AnswerBundle(
+        request_id=request_id or "unknown",
+        assembly_status="FAILED",
+        failure_reason=reason,
+        trace=trace,
+    )
+
+
+def assemble_answer_bundle(
+    question: str, raw_input: AssemblyInput | Mapping[str, Any], policy: SelectionPolicy
+) -> AnswerBundle:
+    """Run R2.0 to R2.5 and return the AnswerBundle (status OK, NO_EVIDENCE or FAILED)."""
+    request_id = (
+        raw_input.request_id
+        if isinstance(raw_input, AssemblyInput)
+        else str(raw_input.get("request_id") or "unknown")
+    )
+    checked = validate_assembly_input(raw_input)
+    if checked.status == "FAILED" or checked.assembly_input is None:
+        return _failed(request_id, f"invalid input: {checked.failure_reason}")
+    inp = checked.assembly_input
+    enc = policy.token_encoding
+    q = normalize_question(question)
+    trace = AssemblyTrace(
+        index_version=inp.index_version,
+        policy_version=policy.policy_version,
+        policy_sha256=policy.sha256(),
+        embedding_model=inp.embedding_model,
+        retrieval_top_k=inp.retrieval_top_k,
+        thresholds=policy.thresholds(),
+        sanitization_mode=policy.sanitization_mode,
+        ordering_mode=policy.ordering_mode,
+        prompt_contract_version=PROMPT_CONTRACT_VERSION,
+        token_encoding=enc,
+        question_sha256=sha256_text(q),
+    )
+    if not q:
+        return _failed(inp.request_id, "question is empty after normalisation", trace)
+    q_tokens = count_tokens(q, enc)
+    if q_tokens > policy.max_question_tokens:
+        return _failed(
+            inp.request_id,
+            f"question has {q_tokens} tokens, over "
+            f"max_question_tokens={policy.max_question_tokens}",
+            trace,
+        )
+    overhead = count_tokens(render_prompt_v1("", q), enc)
+    room = policy.max_total_prompt_tokens - policy.reserved_output_tokens - overhead
+    if room <= 0:
+        return _failed(
+            inp.request_id,
+            f"prompt without evidence needs {overhead} tokens + {policy.reserved_output_tokens} "
+            f"reserved, over max_total_prompt_tokens={policy.max_total_prompt_tokens}",
+            trace,
+        )
+    budget = min(policy.max_evidence_tokens, room)
+    if not inp.results:
+        return AnswerBundle(
+            request_id=inp.request_id,
+            assembly_status="NO_EVIDENCE",
+            failure_reason="retrieval returned no results",
+            trace=trace,
+            metrics=build_metrics(
+                retrieved_k=0,
+                selected=[],
+                dropped=[],
+                evidence_token_count=0,
+                evidence_token_budget=budget,
+                policy=policy,
+            ),
+        )
+    outcome = select_chunks(inp.results, policy, evidence_token_budget=budget)
+    metrics = build_metrics(
+        retrieved_k=len(inp.results),
+        selected=outcome.selected,
+        dropped=outcome.dropped,
+        evidence_token_count=outcome.evidence_token_count,
+        evidence_token_budget=budget,
+        policy=policy,
+    )
+    if not outcome.selected:
+        summary = ", ".join(f"{k}={v}" for k, v in metrics.drop_reasons.items() if v)
+        return AnswerBundle(
+            request_id=inp.request_id,
+            assembly_status="NO_EVIDENCE",
+            failure_reason=f"no evidence survived selection ({summary})",
+            trace=trace,
+            metrics=metrics,
+        )
+    try:
+        return AnswerBundle(
+            request_id=inp.request_id,
+            assembly_status="OK",
+            selected_evidence=outcome.selected,
+            anchor_map=anchor_map(outcome.selected),
+            allowed_anchors=[ev.citation_anchor for ev in outcome.selected],
+            evidence_block_text=outcome.evidence_block_text,
+            evidence_block_sha256=sha256_text(outcome.evidence_block_text),
+            trace=trace,
+            metrics=metrics,
+        )
+    except ValidationError as err:  # a broken invariant is a FAILED bundle, not a crash
+        return _failed(inp.request_id, f"output contract violated: {err.errors()[0]['msg']}", trace)

@@ -1,0 +1,170 @@
+"""R2.2 chunk selection, driven by a :class:`SelectionPolicy`.
+
+Gates run in this order over the results sorted ``rank_strict`` (rank ascending, chunk_id
+ascending on ties), each drop recorded with its reason code:
+
+1. top similarity gate (``top_similarity_gate``): when the best similarity is below it, every
+   chunk is dropped (DROP_BELOW_SIMILARITY_FLOOR);
+2. similarity floor (``min_similarity_score``): chunks below it (DROP_BELOW_SIMILARITY_FLOOR);
+3. sanitisation (``safe_normalize_v1``): chunks empty afterwards (DROP_EMPTY_AFTER_SANITIZE);
+4. near-duplicates: a chunk whose word overlap ratio with a better-ranked kept chunk exceeds
+   ``overlap_ratio_threshold`` (DROP_DUP; the better-ranked chunk is kept);
+5. diversity cap: chunks beyond ``max_chunks_per_knowledge_id`` of one knowledge id
+   (DROP_PER_KNOWLEDGE_CAP; a cap, the best chunks of the top document stay);
+6. count budget: chunks beyond ``max_chunks`` (DROP_BUDGET);
+7. per-chunk cap: a chunk longer than ``max_chunk_token_ratio * max_evidence_tokens`` tokens is
+   cut to its longest word prefix that fits (``truncated``; not a drop);
+8. token budget: chunks are rendered in order with anchors C0, C1, ...; when adding the next
+   chunk would take the evidence block over the budget, it and every lower-ranked chunk are
+   dropped (DROP_BUDGET).
+
+The kept chunks keep their order; anchors follow it (R2.4). Pure and deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from aiblox.assembly.contracts import (
+    DROP_BELOW_SIMILARITY_FLOOR,
+    DROP_BUDGET,
+    DROP_DUP,
+    DROP_EMPTY_AFTER_SANITIZE,
+    DROP_PER_KNOWLEDGE_CAP,
+    DroppedChunk,
+    RetrievalResult,
+    SelectedEvidence,
+)
+from aiblox.assembly.evidence_block import render_evidence_block
+from aiblox.assembly.overlap_ratio import overlap_ratio, word_set
+from aiblox.assembly.policy import SelectionPolicy
+from aiblox.assembly.safe_normalize_v1 import safe_normalize_v1
+from aiblox.assembly.token_truncation import truncate_to_token_budget
+from aiblox.text.tokens import count_tokens
+
+__all__ = ["SelectionOutcome", "order_rank_strict", "select_chunks"]
+
+UNKNOWN_SOURCE = "unknown"
+
+
+@dataclass
+class SelectionOutcome:
+    """What selection kept (anchored, in order) and what it dropped."""
+
+    selected: list[SelectedEvidence]
+    evidence_block_text: str
+    evidence_token_count: int
+    dropped: list[DroppedChunk] = field(default_factory=list)
+    truncated_count: int = 0
+
+
+def order_rank_strict(results: Sequence[RetrievalResult]) -> list[RetrievalResult]:
+    """Rank ascending, chunk_id ascending on ties; never the input's list order."""
+    return sorted(results, key=lambda r: (r.rank, r.chunk_id))
+
+
+def select_chunks(
+    results: Sequence[RetrievalResult], policy: SelectionPolicy, *, evidence_token_budget: int
+) -> SelectionOutcome:
+    """Apply every R2.2 gate; ``evidence_token_budget`` is the most tokens the evidence block
+    may take (the caller takes the total prompt budget into account)."""
+    if policy.ordering_mode != "rank_strict":  # pragma: no cover - the policy type forbids it
+        raise ValueError(f"unsupported ordering_mode {policy.ordering_mode!r}")
+    enc = policy.token_encoding
+    dropped: list[DroppedChunk] = []
+
+    def drop(r: RetrievalResult, reason: str) -> None:
+        dropped.append(DroppedChunk(chunk_id=r.chunk_id, rank=r.rank, reason=reason))
+
+    ordered = order_rank_strict(results)
+
+    # 1-2. similarity gates
+    if (
+        ordered
+        and policy.top_similarity_gate is not None
+        and max(r.similarity_score for r in ordered) < policy.top_similarity_gate
+    ):
+        for r in ordered:
+            drop(r, DROP_BELOW_SIMILARITY_FLOOR)
+        ordered = []
+    gated = []
+    for r in ordered:
+        if (
+            policy.min_similarity_score is not None
+            and r.similarity_score < policy.min_similarity_score
+        ):
+            drop(r, DROP_BELOW_SIMILARITY_FLOOR)
+        else:
+            gated.append(r)
+
+    # 3. sanitisation
+    sanitized: list[tuple[RetrievalResult, str]] = []
+    for r in gated:
+        text = safe_normalize_v1(r.chunk_text)
+        if text:
+            sanitized.append((r, text))
+        else:
+            drop(r, DROP_EMPTY_AFTER_SANITIZE)
+
+    # 4. near-duplicates against better-ranked kept chunks
+    deduped: list[tuple[RetrievalResult, str]] = []
+    kept_words: list[frozenset[str]] = []
+    for r, text in sanitized:
+        words = word_set(text)
+        if any(overlap_ratio(words, k) > policy.overlap_ratio_threshold for k in kept_words):
+            drop(r, DROP_DUP)
+        else:
+            deduped.append((r, text))
+            kept_words.append(words)
+
+    # 5. per-knowledge-id cap
+    per_knowledge: dict[str, int] = {}
+    capped: list[tuple[RetrievalResult, str]] = []
+    for r, text in deduped:
+        n = per_knowledge.get(r.knowledge_id, 0)
+        if n >= policy.max_chunks_per_knowledge_id:
+            drop(r, DROP_PER_KNOWLEDGE_CAP)
+        else:
+            per_knowledge[r.knowledge_id] = n + 1
+            capped.append((r, text))
+
+    # 6. chunk count budget
+    for r, _ in capped[policy.max_chunks :]:
+        drop(r, DROP_BUDGET)
+    capped = capped[: policy.max_chunks]
+
+    # 7-8. per-chunk cap, then the evidence token budget, in order
+    selected: list[SelectedEvidence] = []
+    block = ""
+    block_tokens = 0
+    truncated_count = 0
+    for i, (r, text) in enumerate(capped):
+        cut, truncated = truncate_to_token_budget(text, policy.per_chunk_token_cap, enc)
+        candidate = SelectedEvidence(
+            chunk_id=r.chunk_id,
+            knowledge_id=r.knowledge_id,
+            rank=r.rank,
+            similarity_score=r.similarity_score,
+            citation_anchor=f"C{i}",
+            sanitized_text=cut,
+            source_reference=r.source_reference or UNKNOWN_SOURCE,
+            token_count=count_tokens(cut, enc),
+            truncated=truncated,
+        )
+        trial = render_evidence_block([*selected, candidate])
+        trial_tokens = count_tokens(trial, enc)
+        if trial_tokens > evidence_token_budget:
+            for rest, _ in capped[i:]:
+                drop(rest, DROP_BUDGET)
+            break
+        selected.append(candidate)
+        block, block_tokens = trial, trial_tokens
+        truncated_count += int(truncated)
+    return SelectionOutcome(
+        selected=selected,
+        evidence_block_text=block,
+        evidence_token_count=block_tokens,
+        dropped=dropped,
+        truncated_count=truncated_count,
+    )

@@ -1,0 +1,79 @@
+"""R3 LLM execution: the :class:`LLM` protocol and a registry of implementations by name.
+
+An LLM takes the exact prompt text built by the prompt builder and returns an
+:class:`LLMExecutionResult`; it must not append instructions, switch models on failure, or edit
+the model's text. Built-in implementations register through the same :func:`register_llm` as
+third-party ones: ``extractive`` (offline, deterministic) and ``openai`` (OpenAI-compatible chat
+completions over HTTP, needs the ``llm`` extra).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+from aiblox.assembly.contracts import LLMExecutionResult
+
+__all__ = ["LLM", "LLMFactory", "available_llms", "get_llm", "register_llm"]
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """Something that answers a prompt."""
+
+    name: str
+    """Registry name of the implementation."""
+    model_name: str
+    """Model identity, logged in every result."""
+
+    def generate(
+        self, prompt_text: str, *, request_id: str, max_output_tokens: int
+    ) -> LLMExecutionResult:
+        """Send ``prompt_text`` unchanged and return the execution telemetry."""
+        ...
+
+
+LLMFactory = Callable[..., LLM]
+_REGISTRY: dict[str, LLMFactory] = {}
+
+
+def register_llm(name: str, factory: LLMFactory, *, replace: bool = False) -> None:
+    """Register ``factory`` (called with keyword options) under ``name``."""
+    if name in _REGISTRY and not replace:
+        raise ValueError(f"an LLM named {name!r} is already registered")
+    _REGISTRY[name] = factory
+
+
+def available_llms() -> list[str]:
+    """Registered names, sorted."""
+    _register_builtins()
+    return sorted(_REGISTRY)
+
+
+def get_llm(name: str, **options: Any) -> LLM:
+    """Build the LLM registered as ``name`` with ``options``."""
+    _register_builtins()
+    try:
+        factory = _REGISTRY[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown LLM {name!r}; available: {', '.join(sorted(_REGISTRY))}"
+        ) from None
+    return factory(**options)
+
+
+def _extractive(**options: Any) -> LLM:
+    from aiblox.assembly.llm_extractive import ExtractiveLLM
+
+    return ExtractiveLLM(**options)
+
+
+def _openai(**options: Any) -> LLM:
+    from aiblox.assembly.llm_openai import OpenAIChatLLM
+
+    return OpenAIChatLLM(**options)
+
+
+def _register_builtins() -> None:
+    for name, factory in (("extractive", _extractive), ("openai", _openai)):
+        _REGISTRY.setdefault(name, factory)

@@ -1,0 +1,239 @@
+"""``openai``: an OpenAI-compatible chat-completions client (R3 execution wrapper).
+
+The prompt is sent as the single user message of one ``POST {base_url}/chat/completions``, its
+text unchanged; no system message or other instruction is added. The JSON body is serialised once
+(sorted keys, compact, UTF-8) and the same bytes are re-sent on every retry. Only transient
+failures are retried (timeouts, network errors, HTTP 429 and 5xx), at most ``max_attempts`` in
+all, with exponential backoff bounded by ``backoff_max_s`` (a ``Retry-After`` header is honoured
+within the same bound). The model is never switched and its text never edited. Logs carry the
+request id, model, prompt sha256, attempt, status and latency; never the prompt text or the key.
+
+Settings come from :class:`LLMSettings` (``AIBLOX_LLM_BASE_URL``, ``AIBLOX_LLM_MODEL``,
+``AIBLOX_LLM_API_KEY``, ``AIBLOX_LLM_TIMEOUT_S``, ``AIBLOX_LLM_MAX_ATTEMPTS``). Needs ``httpx``
+(``pip install 'aiblox[llm]'``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from aiblox.assembly.contracts import LLMExecutionResult
+from aiblox.hashing import sha256_text
+
+__all__ = ["ENV_PREFIX", "LLMSettings", "OpenAIChatLLM", "build_request_body"]
+
+logger = logging.getLogger("aiblox.assembly.llm_openai")
+ENV_PREFIX = "AIBLOX_LLM_"
+
+
+class LLMSettings(BaseModel):
+    """Connection settings of an OpenAI-compatible endpoint."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    base_url: str = Field(min_length=1)
+    """API root, e.g. ``https://api.openai.com/v1`` (``/chat/completions`` is appended)."""
+    model: str = Field(min_length=1)
+    """Model name sent with every request; never switched on failure."""
+    api_key: SecretStr | None = None
+    """Bearer token; kept out of reprs and logs."""
+    timeout_s: float = Field(default=60.0, gt=0)
+    """Per-attempt timeout in seconds (connect, read, write, pool)."""
+    max_attempts: int = Field(default=4, ge=1, le=10)
+    """Attempts in all, the first included."""
+    backoff_initial_s: float = Field(default=0.5, ge=0)
+    """Wait before the second attempt; doubled for each later one."""
+    backoff_max_s: float = Field(default=8.0, ge=0)
+    """Upper bound of any single wait (Retry-After included)."""
+    temperature: float = Field(default=0.0, ge=0)
+    """Sampling temperature (0 for the most repeatable answers)."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> LLMSettings:
+        """Settings from ``AIBLOX_LLM_*`` variables; ``overrides`` win. A missing required
+        variable raises ``ValueError`` naming it."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for field in ("base_url", "model", "api_key", "timeout_s", "max_attempts"):
+            var = ENV_PREFIX + field.upper()
+            if env.get(var):
+                values[field] = env[var]
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        for field in ("base_url", "model"):
+            if field not in values:
+                raise ValueError(f"LLM setting '{field}' missing: set {ENV_PREFIX}{field.upper()}")
+        return cls.model_validate(values)
+
+
+def build_request_body(
+    prompt_text: str, model: str, max_output_tokens: int, temperature: float
+) -> bytes:
+    """The exact request bytes: the prompt as the one user message, canonical JSON."""
+    body = {
+        "max_tokens": max_output_tokens,
+        "messages": [{"content": prompt_text, "role": "user"}],
+        "model": model,
+        "temperature": temperature,
+    }
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+class OpenAIChatLLM:
+    """OpenAI-compatible chat-completions client implementing the ``LLM`` protocol."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        settings: LLMSettings | None = None,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        **overrides: Any,
+    ) -> None:
+        try:
+            import httpx  # noqa: F401
+        except ModuleNotFoundError as exc:  # pragma: no cover - depends on the environment
+            raise ModuleNotFoundError(
+                "the 'openai' LLM needs httpx: pip install 'aiblox[llm]'"
+            ) from exc
+        if settings is None:
+            settings = LLMSettings.from_env(**overrides)
+        elif overrides:
+            settings = LLMSettings.model_validate({**settings.model_dump(), **overrides})
+        self.settings = settings
+        self.model_name = settings.model
+        self._sleep = sleep
+
+    def __repr__(self) -> str:
+        return f"OpenAIChatLLM(base_url={self.settings.base_url!r}, model={self.model_name!r})"
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        wait = self.settings.backoff_initial_s * (2 ** (attempt - 1))
+        if retry_after is not None:
+            wait = max(wait, retry_after)
+        return min(wait, self.settings.backoff_max_s)
+
+    def generate(
+        self, prompt_text: str, *, request_id: str, max_output_tokens: int = 800
+    ) -> LLMExecutionResult:
+        """Send the prompt; retry transient failures with the same bytes; never raise for HTTP or
+        network trouble (FAILED result instead)."""
+        import httpx
+
+        s = self.settings
+        prompt_sha = sha256_text(prompt_text)
+        body = build_request_body(prompt_text, s.model, max_output_tokens, s.temperature)
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if s.api_key is not None:
+            headers["Authorization"] = f"Bearer {s.api_key.get_secret_value()}"
+        url = s.base_url.rstrip("/") + "/chat/completions"
+        common: dict[str, Any] = {
+            "request_id": request_id,
+            "llm_name": self.name,
+            "model_name": s.model,
+            "prompt_sha256": prompt_sha,
+        }
+        start = time.perf_counter()
+        attempts = 0
+        last_error = "no attempt made"
+
+        def failed(reason: str) -> LLMExecutionResult:
+            return LLMExecutionResult(
+                **common,
+                generation_status="FAILED",
+                failure_reason=reason,
+                attempts=attempts,
+                llm_latency_ms=(time.perf_counter() - start) * 1000.0,
+            )
+
+        with httpx.Client(timeout=s.timeout_s) as client:
+            while attempts < s.max_attempts:
+                attempts += 1
+                retry_after = None
+                t0 = time.perf_counter()
+                try:
+                    response = client.post(url, content=body, headers=headers)
+                except (
+                    httpx.TimeoutException,
+                    httpx.NetworkError,
+                    httpx.RemoteProtocolError,
+                ) as exc:
+                    last_error = f"{type(exc).__name__}"
+                    logger.warning(
+                        "llm attempt failed request_id=%s model=%s prompt_sha256=%s attempt=%d "
+                        "error=%s latency_ms=%.1f",
+                        request_id,
+                        s.model,
+                        prompt_sha,
+                        attempts,
+                        last_error,
+                        (time.perf_counter() - t0) * 1000.0,
+                    )
+                else:
+                    status = response.status_code
+                    logger.info(
+                        "llm attempt request_id=%s model=%s prompt_sha256=%s attempt=%d "
+                        "http_status=%d latency_ms=%.1f",
+                        request_id,
+                        s.model,
+                        prompt_sha,
+                        attempts,
+                        status,
+                        (time.perf_counter() - t0) * 1000.0,
+                    )
+                    if status == 429 or status >= 500:
+                        last_error = f"HTTP {status}"
+                        retry_after = _retry_after(response.headers.get("retry-after"))
+                    elif status >= 400:
+                        return failed(f"HTTP {status} (not retried)")
+                    else:
+                        return self._parse(response, common, attempts, start, failed)
+                if attempts < s.max_attempts:
+                    self._sleep(self._backoff(attempts, retry_after))
+        return failed(f"transient failure after {attempts} attempts: {last_error}")
+
+    @staticmethod
+    def _parse(
+        response: Any,
+        common: dict[str, Any],
+        attempts: int,
+        start: float,
+        failed: Callable[[str], LLMExecutionResult],
+    ) -> LLMExecutionResult:
+        try:
+            data = response.json()
+            choice = data["choices"][0]
+            text = choice["message"]["content"]
+            if not isinstance(text, str):
+                raise TypeError("message.content is not a string")
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            return failed(f"malformed response: {type(exc).__name__}")
+        usage = data.get("usage") or {}
+        return LLMExecutionResult(
+            **common,
+            generation_status="OK",
+            raw_model_text=text,
+            finish_reason=choice.get("finish_reason"),
+            attempts=attempts,
+            llm_latency_ms=(time.perf_counter() - start) * 1000.0,
+            prompt_tokens_actual=usage.get("prompt_tokens"),
+            completion_tokens_actual=usage.get("completion_tokens"),
+            total_tokens_actual=usage.get("total_tokens"),
+            model_reported=data.get("model") if isinstance(data.get("model"), str) else None,
+        )

@@ -1,0 +1,172 @@
+"""The R2 selection policy: frozen values for chunk selection and prompt budgets, read from a
+versioned TOML file (``evals/policies/R2_POLICY_V1.toml``)."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from aiblox.hashing import sha256_hex
+
+__all__ = [
+    "DEFAULT_POLICY_VERSION",
+    "POLICIES_DIR_ENV",
+    "PolicyError",
+    "SelectionPolicy",
+    "find_policies_dir",
+    "load_policy",
+]
+
+DEFAULT_POLICY_VERSION = "R2_POLICY_V1"
+POLICIES_DIR_ENV = "AIBLOX_POLICIES_DIR"
+
+
+class PolicyError(ValueError):
+    """A policy file is missing, is not valid TOML, or has a bad field (file and field named)."""
+
+
+class SelectionPolicy(BaseModel):
+    """R2.2 selection policy snapshot; every value is frozen for a given ``policy_version``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    policy_version: str = Field(min_length=1)
+    """Name of this frozen policy, e.g. ``R2_POLICY_V1``; equals the file's stem."""
+    max_chunks: int = Field(ge=1)
+    """At most this many chunks in the evidence."""
+    max_chunks_per_knowledge_id: int = Field(ge=1)
+    """At most this many chunks from one knowledge item (a cap, not one-per-document)."""
+    max_evidence_tokens: int = Field(ge=1)
+    """Token budget of the rendered evidence block (headers included)."""
+    reserved_output_tokens: int = Field(ge=0)
+    """Tokens reserved for the model's answer, counted inside the total budget."""
+    max_total_prompt_tokens: int = Field(ge=1)
+    """Prompt tokens plus reserved output tokens may not exceed this."""
+    max_chunk_token_ratio: float = Field(gt=0.0, le=1.0)
+    """One chunk may use at most this share of ``max_evidence_tokens``; longer chunks are cut
+    to their longest word prefix that fits (``truncation_applied``)."""
+    overlap_ratio_threshold: float = Field(ge=0.0, le=1.0)
+    """A chunk whose word overlap ratio with a better-ranked kept chunk exceeds this is a
+    near-duplicate (DROP_DUP)."""
+    ordering_mode: Literal["rank_strict"]
+    """Evidence order: rank ascending, chunk_id ascending on ties."""
+    sanitization_mode: Literal["safe_normalize_v1"]
+    """Sanitiser applied to evidence and question text."""
+    strict_no_evidence: Literal[True]
+    """Empty evidence after any gate gives NO_EVIDENCE: no prompt, no LLM call, the refusal."""
+    min_similarity_score: float | None = None
+    """Per-chunk similarity floor (DROP_BELOW_SIMILARITY_FLOOR); None or absent: no floor."""
+    top_similarity_gate: float | None = None
+    """Entry gate: when the best similarity is below this, every chunk is dropped
+    (DROP_BELOW_SIMILARITY_FLOOR) and the answer is refused; None or absent: no gate."""
+    max_question_tokens: int = Field(default=512, ge=1)
+    """A question longer than this fails assembly (questions are never truncated)."""
+    token_encoding: Literal["cl100k_base", "o200k_base"] = "cl100k_base"
+    """tiktoken encoding of every token count."""
+    prompt_contract_version: Literal["PROMPT_CONTRACT_V1"] = "PROMPT_CONTRACT_V1"
+    """Prompt contract this policy's budgets were set for."""
+
+    @model_validator(mode="after")
+    def _budgets_consistent(self) -> SelectionPolicy:
+        if self.reserved_output_tokens >= self.max_total_prompt_tokens:
+            raise ValueError("reserved_output_tokens must be below max_total_prompt_tokens")
+        return self
+
+    @property
+    def per_chunk_token_cap(self) -> int:
+        """Largest token count a single chunk may have."""
+        return max(1, int(self.max_chunk_token_ratio * self.max_evidence_tokens))
+
+    def thresholds(self) -> dict[str, float | int | None]:
+        """Every threshold and budget used by selection, for the trace."""
+        return {
+            "max_chunks": self.max_chunks,
+            "max_chunks_per_knowledge_id": self.max_chunks_per_knowledge_id,
+            "max_evidence_tokens": self.max_evidence_tokens,
+            "reserved_output_tokens": self.reserved_output_tokens,
+            "max_total_prompt_tokens": self.max_total_prompt_tokens,
+            "max_chunk_token_ratio": self.max_chunk_token_ratio,
+            "overlap_ratio_threshold": self.overlap_ratio_threshold,
+            "min_similarity_score": self.min_similarity_score,
+            "top_similarity_gate": self.top_similarity_gate,
+            "max_question_tokens": self.max_question_tokens,
+        }
+
+    def sha256(self) -> str:
+        """sha256 of the canonical JSON of every field."""
+        return sha256_hex(self.model_dump(mode="json"))
+
+    def with_updates(self, **changes: Any) -> SelectionPolicy:
+        """A validated copy with some fields changed (for sweeps and tests)."""
+        return SelectionPolicy.model_validate({**self.model_dump(), **changes})
+
+
+def find_policies_dir(start: Path | None = None) -> Path | None:
+    """The ``evals/policies`` folder: ``$AIBLOX_POLICIES_DIR``, else the first
+    ``evals/policies`` found walking up from ``start`` (default: the current directory), else the
+    one beside the installed package's repository."""
+    env = os.environ.get(POLICIES_DIR_ENV)
+    if env:
+        return Path(env)
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / "evals" / "policies"
+        if candidate.is_dir():
+            return candidate
+    repo = Path(__file__).resolve().parents[2] / "evals" / "policies"
+    return repo if repo.is_dir() else None
+
+
+def _format_validation_error(path: Path, err: ValidationError) -> str:
+    parts = []
+    for item in err.errors():
+        field = ".".join(str(p) for p in item["loc"]) or "<policy>"
+        parts.append(f"field '{field}': {item['msg']}")
+    return f"{path}: invalid selection policy: " + "; ".join(parts)
+
+
+def load_policy(
+    name_or_path: str | os.PathLike[str] = DEFAULT_POLICY_VERSION,
+    *,
+    policies_dir: str | os.PathLike[str] | None = None,
+) -> SelectionPolicy:
+    """Load a selection policy by version name (``R2_POLICY_V1``, looked up as
+    ``<policies_dir>/<name>.toml``) or by explicit path to a ``.toml`` file.
+
+    Raises :class:`PolicyError` naming the file (and the TOML line or the field) on bad input.
+    """
+    raw = os.fspath(name_or_path)
+    as_path = Path(raw)
+    if raw.endswith(".toml") or as_path.is_file():
+        path = as_path
+        by_name = None
+    else:
+        folder = Path(policies_dir) if policies_dir is not None else find_policies_dir()
+        if folder is None:
+            raise PolicyError(
+                f"policy '{raw}': no evals/policies folder found (set {POLICIES_DIR_ENV} or pass "
+                "policies_dir)"
+            )
+        path = folder / f"{raw}.toml"
+        by_name = raw
+    if not path.is_file():
+        raise PolicyError(f"{path}: policy file not found")
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise PolicyError(f"{path}: not valid TOML: {exc}") from exc
+    try:
+        policy = SelectionPolicy.model_validate(data)
+    except ValidationError as exc:
+        raise PolicyError(_format_validation_error(path, exc)) from exc
+    if by_name is not None and policy.policy_version != by_name:
+        raise PolicyError(
+            f"{path}: field 'policy_version': is '{policy.policy_version}', "
+            f"expected '{by_name}' (the file name)"
+        )
+    return policy

@@ -1,0 +1,194 @@
+"""R5 post-generation validation, fail closed: an answer is shown only when every check passes.
+
+Checks, in order (each failure adds its code to ``failure_codes``):
+
+- ``NO_EVIDENCE``: assembly refused, the LLM was not called; the refusal string is the answer
+  (PASSED, ``generation_status=NO_EVIDENCE``);
+- ``GENERATION_FAILED``: the LLM call failed; nothing to show;
+- ``EMPTY_ANSWER``: the model returned only whitespace;
+- refusal: an answer equal to the refusal string (surrounding whitespace stripped) PASSES with no
+  citations; ``REFUSAL_MISMATCH`` when the text contains ``NO_EVIDENCE`` but is not exactly it;
+- ``MALFORMED_CITATION``: a citation-like marker that is not exactly ``[C<n>]`` (``[c0]``,
+  ``[C 1]``, ``[C0, C1]``, ``[C0 | ...]``);
+- ``UNKNOWN_ANCHOR``: a ``\\[C\\d+\\]`` marker outside the allowed anchor set (``[C01]`` is not C1);
+- ``NO_CITATIONS``: an answer that is not the refusal cites nothing;
+- ``UNCITED_SENTENCE``: a sentence with factual content (a letter or digit outside markers)
+  carrying no marker;
+- ``METADATA_LEAK``: evidence metadata in the answer: ``chunk_id``/``knowledge_id``/``source=``
+  fields, an evidence header, or a selected chunk or knowledge id that none of the evidence texts
+  contains (so quoting evidence that happens to contain an id is not a leak);
+- ``META_COMMENTARY``: talk about the evidence, the prompt, the instructions or being an AI.
+"""
+
+from __future__ import annotations
+
+import re
+
+from aiblox.assembly.answer_rules import (
+    CITATION_LIKE_PATTERN,
+    META_COMMENTARY_PATTERN,
+    METADATA_PATTERN,
+)
+from aiblox.assembly.contracts import (
+    AnswerBundle,
+    GroundingMetrics,
+    LLMExecutionResult,
+    ValidationResult,
+)
+from aiblox.assembly.prompt_contract_v1 import CITATION_PATTERN, REFUSAL_TEXT
+from aiblox.assembly.sentence_split import split_sentences
+
+__all__ = ["FAILURE_CODES", "validate_answer"]
+
+FAILURE_CODES: tuple[str, ...] = (
+    "ASSEMBLY_FAILED",
+    "GENERATION_FAILED",
+    "EMPTY_ANSWER",
+    "REFUSAL_MISMATCH",
+    "MALFORMED_CITATION",
+    "UNKNOWN_ANCHOR",
+    "NO_CITATIONS",
+    "UNCITED_SENTENCE",
+    "METADATA_LEAK",
+    "META_COMMENTARY",
+)
+
+_CONTENT = re.compile(r"\w")
+
+
+def _id_pattern(value: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w-]){re.escape(value)}(?![\w-])")
+
+
+def _result(
+    request_id: str,
+    generation_status: str,
+    codes: list[str],
+    reasons: list[str],
+    metrics: GroundingMetrics,
+    **fields: object,
+) -> ValidationResult:
+    if codes:
+        return ValidationResult(
+            request_id=request_id,
+            generation_status=generation_status,  # type: ignore[arg-type]
+            validation_status="FAILED",
+            failure_reason=reasons[0],
+            failure_codes=codes,
+            grounding_metrics=metrics,
+        )
+    return ValidationResult(
+        request_id=request_id,
+        generation_status=generation_status,  # type: ignore[arg-type]
+        validation_status="PASSED",
+        grounding_metrics=metrics,
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def validate_answer(
+    bundle: AnswerBundle, llm_result: LLMExecutionResult | None
+) -> ValidationResult:
+    """Validate the model's answer against the bundle's anchors and evidence (fail closed)."""
+    rid = bundle.request_id
+    empty = GroundingMetrics()
+    if bundle.assembly_status == "NO_EVIDENCE":
+        return _result(
+            rid,
+            "NO_EVIDENCE",
+            [],
+            [],
+            empty.model_copy(update={"citation_coverage": 1.0}),
+            is_refusal=True,
+            validated_answer_text=REFUSAL_TEXT,
+        )
+    if bundle.assembly_status == "FAILED":
+        return _result(
+            rid, "FAILED", ["ASSEMBLY_FAILED"], [f"assembly failed: {bundle.failure_reason}"], empty
+        )
+    if llm_result is None or llm_result.generation_status != "OK":
+        reason = llm_result.failure_reason if llm_result is not None else "LLM was not called"
+        return _result(
+            rid, "FAILED", ["GENERATION_FAILED"], [f"generation failed: {reason}"], empty
+        )
+    text = (llm_result.raw_model_text or "").strip()
+    if not text:
+        return _result(rid, "OK", ["EMPTY_ANSWER"], ["the answer is empty"], empty)
+    if text == REFUSAL_TEXT:
+        return _result(
+            rid,
+            "OK",
+            [],
+            [],
+            empty.model_copy(update={"citation_coverage": 1.0}),
+            is_refusal=True,
+            validated_answer_text=REFUSAL_TEXT,
+        )
+
+    codes: list[str] = []
+    reasons: list[str] = []
+
+    def fail(code: str, reason: str) -> None:
+        if code not in codes:
+            codes.append(code)
+            reasons.append(reason)
+
+    if "NO_EVIDENCE" in text:
+        fail("REFUSAL_MISMATCH", "the answer contains NO_EVIDENCE but is not the exact refusal")
+
+    allowed = set(bundle.allowed_anchors)
+    markers = [m.group(0)[1:-1] for m in CITATION_PATTERN.finditer(text)]
+    malformed = [
+        m.group(0)
+        for m in CITATION_LIKE_PATTERN.finditer(text)
+        if not CITATION_PATTERN.fullmatch(m.group(0))
+    ]
+    invalid = [a for a in markers if a not in allowed]
+    if malformed:
+        fail("MALFORMED_CITATION", f"malformed citation marker {malformed[0]!r}")
+    if invalid:
+        fail("UNKNOWN_ANCHOR", f"citation [{invalid[0]}] is not in the allowed anchor set")
+    if not markers:
+        fail("NO_CITATIONS", "the answer has no citation markers")
+
+    sentences = [s for s in split_sentences(text) if _CONTENT.search(CITATION_PATTERN.sub("", s))]
+    cited = [
+        s
+        for s in sentences
+        if any(m.group(0)[1:-1] in allowed for m in CITATION_PATTERN.finditer(s))
+    ]
+    uncited = [s for s in sentences if not CITATION_PATTERN.search(s)]
+    if uncited:
+        fail("UNCITED_SENTENCE", f"sentence without citation: {uncited[0][:80]!r}")
+
+    if METADATA_PATTERN.search(text):
+        fail("METADATA_LEAK", "the answer contains evidence metadata fields")
+    evidence_text = "\n".join(ev.sanitized_text for ev in bundle.selected_evidence)
+    for ev in bundle.selected_evidence:
+        for value in (ev.chunk_id, ev.knowledge_id):
+            pattern = _id_pattern(value)
+            if pattern.search(text) and not pattern.search(evidence_text):
+                fail("METADATA_LEAK", f"the answer contains the id {value!r}")
+    if META_COMMENTARY_PATTERN.search(text):
+        fail("META_COMMENTARY", "the answer comments on the evidence, prompt or system")
+
+    unique = list(dict.fromkeys(markers))
+    metrics = GroundingMetrics(
+        sentence_count=len(sentences),
+        cited_sentence_count=len(cited),
+        citation_count=len(markers),
+        unique_citation_count=len(unique),
+        invalid_citation_count=len(invalid),
+        malformed_citation_count=len(malformed),
+        citation_coverage=(len(cited) / len(sentences)) if sentences else 0.0,
+    )
+    return _result(
+        rid,
+        "OK",
+        codes,
+        reasons,
+        metrics,
+        validated_answer_text=text,
+        validated_citations=unique,
+        cited_chunk_ids=[bundle.anchor_map[a] for a in unique],
+    )

@@ -1,0 +1,85 @@
+"""R2 selection policy files and loader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aiblox.assembly import PolicyError, SelectionPolicy, load_policy
+
+REPO = Path(__file__).resolve().parents[2]
+POLICIES = REPO / "evals" / "policies"
+
+
+def test_v1_has_the_seed_snapshot_values() -> None:
+    policy = load_policy("R2_POLICY_V1", policies_dir=POLICIES)
+    assert policy.policy_version == "R2_POLICY_V1"
+    assert policy.max_chunks == 6
+    assert policy.max_chunks_per_knowledge_id == 2
+    assert policy.max_evidence_tokens == 2200
+    assert policy.reserved_output_tokens == 800
+    assert policy.max_total_prompt_tokens == 3500
+    assert policy.max_chunk_token_ratio == 0.35
+    assert policy.overlap_ratio_threshold == 0.80
+    assert policy.ordering_mode == "rank_strict"
+    assert policy.sanitization_mode == "safe_normalize_v1"
+    assert policy.strict_no_evidence is True
+    assert policy.per_chunk_token_cap == 770  # int(0.35 * 2200)
+
+
+def test_v2_is_a_different_valid_policy() -> None:
+    v1 = load_policy("R2_POLICY_V1", policies_dir=POLICIES)
+    v2 = load_policy("R2_POLICY_V2", policies_dir=POLICIES)
+    assert v2.policy_version == "R2_POLICY_V2"
+    assert v2.overlap_ratio_threshold < v1.overlap_ratio_threshold
+    assert v2.max_evidence_tokens > v1.max_evidence_tokens
+    assert v1.sha256() != v2.sha256()
+
+
+def test_load_by_name_from_cwd_and_by_explicit_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO / "aiblox")  # a sub folder: the loader walks up to evals/policies
+    by_name = load_policy("R2_POLICY_V1")
+    by_path = load_policy(POLICIES / "R2_POLICY_V1.toml")
+    assert by_name == by_path
+    assert by_name.sha256() == by_path.sha256()
+
+
+def test_unknown_key_is_rejected_with_file_and_field(tmp_path: Path) -> None:
+    text = (POLICIES / "R2_POLICY_V1.toml").read_text() + "\nmax_chunkz = 3\n"
+    path = tmp_path / "R2_POLICY_V1.toml"
+    path.write_text(text)
+    with pytest.raises(PolicyError) as err:
+        load_policy(path)
+    assert str(path) in str(err.value)
+    assert "max_chunkz" in str(err.value)
+
+
+def test_bad_value_and_bad_toml_name_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        (POLICIES / "R2_POLICY_V1.toml").read_text().replace('"rank_strict"', '"score_desc"')
+    )
+    with pytest.raises(PolicyError, match="ordering_mode"):
+        load_policy(bad)
+    broken = tmp_path / "broken.toml"
+    broken.write_text("policy_version = \n")
+    with pytest.raises(PolicyError, match=r"broken\.toml: not valid TOML.*line 1"):
+        load_policy(broken)
+
+
+def test_name_must_match_policy_version(tmp_path: Path) -> None:
+    (tmp_path / "R2_POLICY_V9.toml").write_text((POLICIES / "R2_POLICY_V1.toml").read_text())
+    with pytest.raises(PolicyError, match="expected 'R2_POLICY_V9'"):
+        load_policy("R2_POLICY_V9", policies_dir=tmp_path)
+    with pytest.raises(PolicyError, match="not found"):
+        load_policy("R2_POLICY_NOPE", policies_dir=tmp_path)
+
+
+def test_policy_is_frozen_and_budgets_are_checked() -> None:
+    policy = load_policy("R2_POLICY_V1", policies_dir=POLICIES)
+    with pytest.raises(ValueError):
+        policy.max_chunks = 3  # type: ignore[misc]
+    with pytest.raises(ValueError, match="reserved_output_tokens"):
+        policy.with_updates(reserved_output_tokens=3500)
+    assert isinstance(policy.with_updates(max_chunks=3), SelectionPolicy)
