@@ -376,8 +376,10 @@ class DefaultEvidencePacker:
                 debug.input_chunks = len(evidence_chunks)
                 for raw in evidence_chunks:
                     try:
-                        ch = raw if isinstance(raw, EvidenceChunk) else (
-                            EvidenceChunk.model_validate(raw)
+                        ch = (
+                            raw
+                            if isinstance(raw, EvidenceChunk)
+                            else (EvidenceChunk.model_validate(raw))
                         )
                     except (ValidationError, TypeError, ValueError):
                         debug.invalid_chunks += 1

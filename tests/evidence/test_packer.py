@@ -51,8 +51,9 @@ def test_chunk_snippet_preference_picks_highest_scoring_chunk():
 
 def test_chunk_snippet_is_cut_to_max_snippet_chars():
     long = "word " * 200
-    [src] = PACKER.pack([cand("a", 1.0)], [chunk("a", 1.0, long)],
-                        EvidencePackOptions(max_snippet_chars=20))
+    [src] = PACKER.pack(
+        [cand("a", 1.0)], [chunk("a", 1.0, long)], EvidencePackOptions(max_snippet_chars=20)
+    )
     assert src.snippet is not None and len(src.snippet) <= 20
     assert src.snippet.endswith("\u2026")
     assert src.snippet == "word word word word\u2026"
@@ -73,14 +74,16 @@ def test_doc_fallback_when_no_chunk_or_chunks_not_preferred():
     # no chunk for the item: summary, then the candidate's own snippet
     [c] = PACKER.pack([cand("c", 1.0, snippet="own snippet")], chunks, EvidencePackOptions())
     assert (c.snippet, c.snippet_from) == ("own snippet", "doc")
-    [d] = PACKER.pack([cand("d", 1.0, snippet="from chunk", snippet_from="chunk")], None,
-                      EvidencePackOptions())
+    [d] = PACKER.pack(
+        [cand("d", 1.0, snippet="from chunk", snippet_from="chunk")], None, EvidencePackOptions()
+    )
     assert d.snippet_from == "chunk"
 
 
 def test_blank_chunk_text_falls_back_to_doc():
-    [src] = PACKER.pack([cand("a", 1.0, summary="sum")], [chunk("a", 1.0, "   \n ")],
-                        EvidencePackOptions())
+    [src] = PACKER.pack(
+        [cand("a", 1.0, summary="sum")], [chunk("a", 1.0, "   \n ")], EvidencePackOptions()
+    )
     assert (src.snippet, src.snippet_from) == ("sum", "doc")
 
 
@@ -91,8 +94,13 @@ def test_metadata_include_and_exclude():
     assert inc.metadata == {"lang": "en", "year": 2020}
     [exc] = PACKER.pack(c, None, EvidencePackOptions(exclude_metadata_keys=["secret"]))
     assert exc.metadata == {"author": "Ann", "lang": "en", "year": 2020}
-    [both] = PACKER.pack(c, None, EvidencePackOptions(include_metadata_keys=["lang", "secret"],
-                                                      exclude_metadata_keys=["secret"]))
+    [both] = PACKER.pack(
+        c,
+        None,
+        EvidencePackOptions(
+            include_metadata_keys=["lang", "secret"], exclude_metadata_keys=["secret"]
+        ),
+    )
     assert both.metadata == {"lang": "en"}
 
 
@@ -119,8 +127,10 @@ def test_ordering_by_score_rank_and_input():
         cand("c", 0.9, rank_text=2, rank_vec=5),
         cand("d", 0.1),
     ]
-    ids = lambda order: [s.source_id for s in PACKER.pack(  # noqa: E731
-        cands, None, EvidencePackOptions(order_by=order))]
+
+    def ids(order):
+        return [s.source_id for s in PACKER.pack(cands, None, EvidencePackOptions(order_by=order))]
+
     assert ids("score") == ["c", "a", "b", "d"]  # tie 0.5 broken by item_id asc
     assert ids("rank") == ["b", "c", "a", "d"]  # unranked last
     assert ids("input") == ["b", "a", "c", "d"]
@@ -145,26 +155,34 @@ def test_max_sources_and_duplicates():
 def test_url_only_from_http_refs():
     [a, b] = PACKER.pack(
         [cand("a", 1.0, source_ref="https://ex.org/a"), cand("b", 0.5, source_ref="/etc/passwd")],
-        None, EvidencePackOptions())
+        None,
+        EvidencePackOptions(),
+    )
     assert a.url == "https://ex.org/a"
     assert b.url is None
 
 
 def test_determinism_same_bytes_and_input_order_independent():
-    cands = [cand(f"d{i}", round(1 / (i + 1), 3), title=f"T{i}", summary=f"s{i}",
-                  metadata={"k": i}) for i in range(10)]
+    cands = [
+        cand(f"d{i}", round(1 / (i + 1), 3), title=f"T{i}", summary=f"s{i}", metadata={"k": i})
+        for i in range(10)
+    ]
     chunks = [chunk(f"d{i}", 0.5, f"chunk {i}") for i in range(0, 10, 2)]
     opts = EvidencePackOptions()
     one = canonical_json(rag_sources_event(PACKER.pack(cands, chunks, opts)))
-    two = canonical_json(rag_sources_event(PACKER.pack(list(reversed(cands)),
-                                                       list(reversed(chunks)), opts)))
+    two = canonical_json(
+        rag_sources_event(PACKER.pack(list(reversed(cands)), list(reversed(chunks)), opts))
+    )
     assert one == two
     assert one == canonical_json(rag_sources_event(PACKER.pack(cands, chunks, opts)))
 
 
 def test_dict_input_accepted():
-    out = PACKER.pack([{"item_id": "a", "kind": "doc", "source": "s", "score": 1.0}],
-                      [{"item_id": "a", "score": 1.0, "text": "t"}], {"max_sources": 3})
+    out = PACKER.pack(
+        [{"item_id": "a", "kind": "doc", "source": "s", "score": 1.0}],
+        [{"item_id": "a", "score": 1.0, "text": "t"}],
+        {"max_sources": 3},
+    )
     assert [(s.source_id, s.snippet) for s in out] == [("a", "t")]
 
 
@@ -181,8 +199,9 @@ def test_invalid_input_gives_empty_list_and_reason():
 
 
 def test_invalid_chunks_are_ignored_and_counted():
-    res = PACKER.pack_with_debug([cand("a", 1.0, summary="s")], [{"bad": 1}, 3],
-                                 EvidencePackOptions(debug=True))
+    res = PACKER.pack_with_debug(
+        [cand("a", 1.0, summary="s")], [{"bad": 1}, 3], EvidencePackOptions(debug=True)
+    )
     assert [s.snippet_from for s in res.sources] == ["doc"]
     assert res.debug.invalid_chunks == 2 and res.debug.input_chunks == 2
 
@@ -213,38 +232,76 @@ def test_events_shape():
     assert ev["type"] == "rag.sources"
     assert ev["payload"]["sources"][0]["source_id"] == "a"
     dbg = rag_debug_event({"counts": {"fts": 3}}, res.debug)
-    assert dbg == {"type": "rag.debug", "payload": {
-        "retrieval": {"counts": {"fts": 3}},
-        "packer": res.debug.model_dump(mode="json")}}
+    assert dbg == {
+        "type": "rag.debug",
+        "payload": {
+            "retrieval": {"counts": {"fts": 3}},
+            "packer": res.debug.model_dump(mode="json"),
+        },
+    }
     assert dbg["payload"]["packer"]["selected"] == 1
 
 
 # ---- property test: arbitrary, including malformed, input never raises -------------------
 
-_json_leaf = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True),
-                       st.text(max_size=20))
-_json = st.recursive(_json_leaf, lambda inner: st.one_of(
-    st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)),
-    max_leaves=8)
+_json_leaf = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=20)
+)
+_json = st.recursive(
+    _json_leaf,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
 _cand_dict = st.fixed_dictionaries(
-    {"item_id": st.text(max_size=5), "kind": st.text(max_size=5), "source": st.just("s"),
-     "score": st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers())},
-    optional={"title": st.one_of(st.none(), st.text(max_size=10)),
-              "summary": st.one_of(st.none(), st.text(max_size=50)),
-              "metadata": st.dictionaries(st.text(max_size=5), _json, max_size=4),
-              "rank_text": st.one_of(st.none(), st.integers(-3, 5)),
-              "source_ref": st.one_of(st.none(), st.text(max_size=10)),
-              "bogus": _json})
-_candidate_lists = st.one_of(
-    st.lists(st.one_of(_cand_dict, _json), max_size=6), _json)
-_chunk_lists = st.one_of(st.none(), _json, st.lists(st.one_of(
-    st.fixed_dictionaries({"item_id": st.text(max_size=5), "score": st.floats(allow_nan=True),
-                           "text": st.text(max_size=40)}), _json), max_size=6))
-_opts = st.one_of(st.none(), _json, st.fixed_dictionaries({}, optional={
-    "max_sources": st.integers(-1, 5), "max_snippet_chars": st.integers(0, 30),
-    "order_by": st.sampled_from(["score", "rank", "input", "other"]),
-    "include_metadata_keys": st.one_of(st.none(), st.lists(st.text(max_size=5))),
-    "debug": st.booleans()}))
+    {
+        "item_id": st.text(max_size=5),
+        "kind": st.text(max_size=5),
+        "source": st.just("s"),
+        "score": st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers()),
+    },
+    optional={
+        "title": st.one_of(st.none(), st.text(max_size=10)),
+        "summary": st.one_of(st.none(), st.text(max_size=50)),
+        "metadata": st.dictionaries(st.text(max_size=5), _json, max_size=4),
+        "rank_text": st.one_of(st.none(), st.integers(-3, 5)),
+        "source_ref": st.one_of(st.none(), st.text(max_size=10)),
+        "bogus": _json,
+    },
+)
+_candidate_lists = st.one_of(st.lists(st.one_of(_cand_dict, _json), max_size=6), _json)
+_chunk_lists = st.one_of(
+    st.none(),
+    _json,
+    st.lists(
+        st.one_of(
+            st.fixed_dictionaries(
+                {
+                    "item_id": st.text(max_size=5),
+                    "score": st.floats(allow_nan=True),
+                    "text": st.text(max_size=40),
+                }
+            ),
+            _json,
+        ),
+        max_size=6,
+    ),
+)
+_opts = st.one_of(
+    st.none(),
+    _json,
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "max_sources": st.integers(-1, 5),
+            "max_snippet_chars": st.integers(0, 30),
+            "order_by": st.sampled_from(["score", "rank", "input", "other"]),
+            "include_metadata_keys": st.one_of(st.none(), st.lists(st.text(max_size=5))),
+            "debug": st.booleans(),
+        },
+    ),
+)
 
 
 @settings(max_examples=150, deadline=None)

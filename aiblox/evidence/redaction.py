@@ -1,0 +1,223 @@
+"""Redaction hooks: a registry of named redactors run over evidence content before bounding.
+
+Built in, in this order: ``api_key`` (provider-style secrets and ``key=value`` credentials),
+``email``, ``card`` (13 to 19 digit numbers that pass the Luhn check) and ``phone``. A redactor
+replaces each match with ``[REDACTED:<name>]``; the record of what it did holds offsets and
+counts, never the matched text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from aiblox.evidence.contracts import RedactionRecord
+
+__all__ = [
+    "Redactor",
+    "RedactorRegistry",
+    "default_redactors",
+    "luhn_valid",
+    "redact",
+]
+
+# A finder returns (start, end) spans of matches in text, sorted and non-overlapping.
+Finder = Callable[[str], list[tuple[int, int]]]
+
+
+@dataclass(frozen=True)
+class Redactor:
+    """A named redactor: ``find`` gives the spans to replace with ``replacement``."""
+
+    name: str
+    find: Finder
+    replacement: str = ""
+
+    def token(self) -> str:
+        """The replacement text (``[REDACTED:<name>]`` unless given)."""
+        return self.replacement or f"[REDACTED:{self.name}]"
+
+
+def _regex_finder(pattern: re.Pattern[str], group: int = 0) -> Finder:
+    def find(text: str) -> list[tuple[int, int]]:
+        return [m.span(group) for m in pattern.finditer(text) if m.group(group)]
+
+    return find
+
+
+_EMAIL = re.compile(
+    r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
+)
+_API_KEY = re.compile(
+    r"(?<![A-Za-z0-9])(?:"
+    r"sk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"  # OpenAI / Anthropic style
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}"  # AWS access key id
+    r"|gh[pousr]_[A-Za-z0-9]{36,}"  # GitHub tokens
+    r"|github_pat_[A-Za-z0-9_]{40,}"
+    r"|xox[abprs]-[A-Za-z0-9-]{10,}"  # Slack
+    r"|AIza[0-9A-Za-z_-]{35}"  # Google API key
+    r"|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"  # JWT
+    r")"
+)
+# key=value / key: value credentials: redact the value only (group 1).
+_KV_SECRET = re.compile(
+    r"(?i)\b(?:api[_-]?key|apikey|secret(?:[_-]?key)?|access[_-]?token|auth[_-]?token|token"
+    r"|password|passwd|pwd|client[_-]?secret|private[_-]?key)\b[\"']?\s*[:=]\s*[\"']?"
+    r"([^\s\"',;]{7,}[^\s\"',;.:!?)])"
+)
+_BEARER = re.compile(r"(?i)\bBearer\s+([A-Za-z0-9._~+/=-]{16,})")
+_CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
+_PHONE = re.compile(
+    r"(?<![\w+])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,4}\)[\s.-]?)?\d{2,4}(?:[\s.-]?\d{2,4}){1,4}(?!\w)"
+)
+
+
+def luhn_valid(digits: str) -> bool:
+    """True when the digit string passes the Luhn checksum (card numbers do)."""
+    if not digits.isdigit():
+        return False
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = int(ch)
+        if i % 2 == 1:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+    return total % 10 == 0
+
+
+def _merge(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for s, e in sorted(spans):
+        if out and s < out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
+
+
+def _find_api_keys(text: str) -> list[tuple[int, int]]:
+    spans = [m.span() for m in _API_KEY.finditer(text)]
+    spans += [m.span(1) for m in _KV_SECRET.finditer(text)]
+    spans += [m.span(1) for m in _BEARER.finditer(text)]
+    return _merge(spans)
+
+
+def _find_cards(text: str) -> list[tuple[int, int]]:
+    out = []
+    for m in _CARD.finditer(text):
+        digits = re.sub(r"\D", "", m.group())
+        if 13 <= len(digits) <= 19 and luhn_valid(digits):
+            out.append(m.span())
+    return out
+
+
+def _find_phones(text: str) -> list[tuple[int, int]]:
+    out = []
+    for m in _PHONE.finditer(text):
+        raw = m.group()
+        digits = re.sub(r"\D", "", raw)
+        if not 7 <= len(digits) <= 15:
+            continue
+        # a plain run of digits with no separators and no '+' is more likely an id or a number
+        if raw.isdigit():
+            continue
+        # dates and version-like strings: 2024-01-15, 1.2.3
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", raw) or re.fullmatch(r"\d+(\.\d+)+", raw):
+            continue
+        out.append(m.span())
+    return out
+
+
+def default_redactors() -> list[Redactor]:
+    """The built-in redactors, in the order they run."""
+    return [
+        Redactor("api_key", _find_api_keys),
+        Redactor("email", _regex_finder(_EMAIL)),
+        Redactor("card", _find_cards),
+        Redactor("phone", _find_phones),
+    ]
+
+
+class RedactorRegistry:
+    """Redactors by name, run in registration order."""
+
+    def __init__(self, redactors: Iterable[Redactor] | None = None) -> None:
+        self._redactors: dict[str, Redactor] = {}
+        for r in default_redactors() if redactors is None else redactors:
+            self.register(r)
+
+    def register(self, redactor: Redactor, *, replace: bool = False) -> None:
+        """Add ``redactor``; a name already taken raises unless ``replace``."""
+        if redactor.name in self._redactors and not replace:
+            raise ValueError(f"redactor {redactor.name!r} is already registered")
+        self._redactors[redactor.name] = redactor
+
+    def names(self) -> list[str]:
+        """Registered names, in run order."""
+        return list(self._redactors)
+
+    def get(self, names: Iterable[str] | None = None) -> list[Redactor]:
+        """Redactors named in ``names`` (registry order), or all when None."""
+        if names is None:
+            return list(self._redactors.values())
+        wanted = list(names)
+        unknown = [n for n in wanted if n not in self._redactors]
+        if unknown:
+            raise KeyError(f"unknown redactor(s) {unknown}; registered: {self.names()}")
+        return [r for n, r in self._redactors.items() if n in wanted]
+
+
+def _shift(span: tuple[int, int], edits: list[tuple[int, int, int]]) -> tuple[int, int]:
+    """Map a span through replacements ``(start, end, new_len)`` (sorted, in old coordinates)."""
+    a, b = span
+    delta_a = delta_b = 0
+    for s, e, n in edits:
+        d = n - (e - s)
+        if e <= a:
+            delta_a += d
+            delta_b += d
+        elif s >= b:
+            break
+        else:  # overlapping: the span grows to cover the replacement
+            if s < a:
+                delta_a -= a - s
+            if e > b:
+                delta_b += e - b
+            delta_b += d
+    return a + delta_a, b + delta_b
+
+
+def redact(text: str, redactors: Iterable[Redactor]) -> tuple[str, list[RedactionRecord]]:
+    """Run ``redactors`` in order, each on the previous one's output. Returns the redacted text
+    and one record per redactor that matched, with spans in the final text's offsets."""
+    found: list[tuple[Redactor, list[tuple[int, int]]]] = []
+    for r in redactors:
+        spans = _merge(r.find(text))
+        if not spans:
+            continue
+        token = r.token()
+        parts: list[str] = []
+        new_spans: list[tuple[int, int]] = []
+        edits: list[tuple[int, int, int]] = []
+        pos = 0
+        out_len = 0
+        for s, e in spans:
+            parts.append(text[pos:s])
+            out_len += s - pos
+            parts.append(token)
+            new_spans.append((out_len, out_len + len(token)))
+            edits.append((s, e, len(token)))
+            out_len += len(token)
+            pos = e
+        parts.append(text[pos:])
+        text = "".join(parts)
+        found = [(fr, [_shift(sp, edits) for sp in fs]) for fr, fs in found]
+        found.append((r, new_spans))
+    records = [
+        RedactionRecord(redactor=r.name, count=len(sp), spans=sp, replacement=r.token())
+        for r, sp in found
+    ]
+    return text, records
