@@ -1,0 +1,33 @@
+"""Parameter checks shared by the built-in chunkers."""
+
+from __future__ import annotations
+
+from aiblox.text.tokens import DEFAULT_ENCODING, get_encoding
+
+
+def check_budget(name: str, max_chunk_tokens: int, overlap_tokens: int) -> None:
+    """Raise ``ValueError`` naming the chunker and field when the budget is unusable."""
+    if isinstance(max_chunk_tokens, bool) or not isinstance(max_chunk_tokens, int):
+        raise ValueError(f"{name}: max_chunk_tokens must be an int, got {max_chunk_tokens!r}")
+    if isinstance(overlap_tokens, bool) or not isinstance(overlap_tokens, int):
+        raise ValueError(f"{name}: overlap_tokens must be an int, got {overlap_tokens!r}")
+    if max_chunk_tokens < 1:
+        raise ValueError(f"{name}: max_chunk_tokens must be >= 1, got {max_chunk_tokens}")
+    if overlap_tokens < 0:
+        raise ValueError(f"{name}: overlap_tokens must be >= 0, got {overlap_tokens}")
+    if overlap_tokens >= max_chunk_tokens:
+        raise ValueError(
+            f"{name}: overlap_tokens ({overlap_tokens}) must be smaller than "
+            f"max_chunk_tokens ({max_chunk_tokens})"
+        )
+
+
+def check_encoding(name: str, encoding: str) -> None:
+    """Raise ``ValueError`` when tiktoken does not know ``encoding``."""
+    try:
+        get_encoding(encoding)
+    except ValueError as exc:
+        raise ValueError(f"{name}: unknown tiktoken encoding {encoding!r}: {exc}") from None
+
+
+__all__ = ["DEFAULT_ENCODING", "check_budget", "check_encoding"]

@@ -1,0 +1,183 @@
+"""Heading-aware chunking for markdown-like text: sections, heading paths, packed to a budget."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from aiblox.chunking._params import check_budget, check_encoding
+from aiblox.chunking._spans import (
+    Span,
+    TokenizedDocument,
+    make_chunks,
+    pack_units,
+    sentence_spans,
+    trim,
+)
+from aiblox.chunking.base import Chunk, format_chunker_id
+from aiblox.text.tokens import DEFAULT_ENCODING
+
+__all__ = ["HeadingChunker", "Section", "headings", "split_sections"]
+
+# ATX heading: up to three spaces, 1-6 '#', then a space or the end of the line; an optional
+# closing run of '#' is not part of the title.
+_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+@dataclass(frozen=True)
+class Section:
+    """A heading line (absent before the first heading) and the body up to the next heading."""
+
+    heading: Span | None
+    """Span of the heading line, trimmed; None for the text before the first heading."""
+    body: Span
+    """Span of the text after the heading line up to the next heading (not trimmed)."""
+    path: list[str]
+    """Titles of the enclosing headings, outermost first, this section's own title last."""
+
+
+def split_sections(text: str) -> list[Section]:
+    """ATX (``#``) sections of ``text`` in order; ``#`` lines inside fenced code are not headings.
+
+    Setext headings (underlined with ``===`` or ``---``) are not recognised.
+    """
+    sections: list[Section] = []
+    stack: list[tuple[int, str]] = []
+    heading: Span | None = None
+    path: list[str] = []
+    body_start = 0
+    fence: str | None = None
+    pos = 0
+    for line in text.splitlines(keepends=True):
+        line_start, pos = pos, pos + len(line)
+        content = line.rstrip("\r\n")
+        fence_match = _FENCE.match(content)
+        if fence_match:
+            marker = fence_match.group(1)
+            if fence is None:
+                fence = marker
+            elif marker[0] == fence[0] and len(marker) >= len(fence):
+                fence = None
+            continue
+        if fence is not None:
+            continue
+        match = _HEADING.match(content)
+        if not match:
+            continue
+        sections.append(Section(heading, (body_start, line_start), path))
+        level = len(match.group(1))
+        title = (match.group(2) or "").strip()
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, title))
+        path = [t for _, t in stack]
+        heading = trim(text, line_start, line_start + len(content))
+        body_start = line_start + len(content)
+    sections.append(Section(heading, (body_start, len(text)), path))
+    return [s for s in sections if s.heading is not None or text[s.body[0]:s.body[1]].strip()]
+
+
+def _common_prefix(paths: list[list[str]]) -> list[str]:
+    out: list[str] = []
+    for titles in zip(*paths, strict=False):
+        if any(t != titles[0] for t in titles):
+            break
+        out.append(titles[0])
+    return out
+
+
+class HeadingChunker:
+    """Chunks that follow the document's ``#`` headings and carry their ``heading_path``.
+
+    The text is cut into sections at ATX headings (``#`` to ``######``, not inside fenced code);
+    a section's ``heading_path`` lists the titles of its enclosing headings, e.g.
+    ``["Intro", "Details"]`` (``[]`` before the first heading).
+
+    Chunk text is always a contiguous slice of the document, so ``include_headers`` decides
+    whether heading lines are inside chunk spans:
+
+    * ``True``: a section's span starts at its heading line. Consecutive whole sections are
+      packed into one chunk while they fit the budget (its ``heading_path`` is the common
+      prefix of theirs). A section over budget is split like the sentence chunker, its heading
+      line being the first unit, so only its first chunk shows the heading line.
+    * ``False``: heading lines are never inside a chunk; each section's body is packed on its own
+      (sections are not merged, since a merged span would contain the next heading line).
+
+    ``overlap_tokens`` applies to the sentence packing inside a section that is split.
+    """
+
+    name: ClassVar[str] = "headings"
+    version: ClassVar[int] = 1
+
+    def __init__(self, max_chunk_tokens: int = 256, overlap_tokens: int = 0,
+                 include_headers: bool = True, encoding: str = DEFAULT_ENCODING) -> None:
+        check_budget(self.name, max_chunk_tokens, overlap_tokens)
+        check_encoding(self.name, encoding)
+        self.max_chunk_tokens = max_chunk_tokens
+        self.overlap_tokens = overlap_tokens
+        self.include_headers = bool(include_headers)
+        self.encoding = encoding
+        self.chunker_id = format_chunker_id(
+            self.name,
+            {"max": max_chunk_tokens, "overlap": overlap_tokens,
+             "headers": self.include_headers, "enc": encoding, "v": self.version},
+        )
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Keyword arguments that rebuild this chunker through the registry."""
+        return {"max_chunk_tokens": self.max_chunk_tokens,
+                "overlap_tokens": self.overlap_tokens,
+                "include_headers": self.include_headers, "encoding": self.encoding}
+
+    def __repr__(self) -> str:
+        return f"HeadingChunker({self.chunker_id!r})"
+
+    def _units(self, text: str, section: Section) -> list[Span]:
+        units = sentence_spans(text, *section.body)
+        if self.include_headers and section.heading is not None:
+            units.insert(0, section.heading)
+        return units
+
+    def chunk(self, item_id: str, text: str, content_hash: str) -> list[Chunk]:
+        """Heading-aware chunks of ``text`` in order; none for whitespace-only text."""
+        if not text.strip():
+            return []
+        doc = TokenizedDocument(text, self.encoding)
+        budget, overlap = self.max_chunk_tokens, self.overlap_tokens
+        spans: list[tuple[int, int, list[str] | None]] = []
+        sections = [(s, self._units(text, s)) for s in split_sections(text)]
+        sections = [(s, u) for s, u in sections if u]
+        i = 0
+        while i < len(sections):
+            section, units = sections[i]
+            start, end = units[0][0], units[-1][1]
+            if doc.count(start, end) > budget:
+                spans.extend((s, e, list(section.path))
+                             for s, e in pack_units(doc, units, budget, overlap))
+                i += 1
+                continue
+            j = i
+            if self.include_headers:
+                while (j + 1 < len(sections)
+                       and doc.approx(start, sections[j + 1][1][-1][1]) <= budget
+                       and doc.count(start, sections[j + 1][1][-1][1]) <= budget):
+                    j += 1
+            end = sections[j][1][-1][1]
+            spans.append((start, end, _common_prefix([s.path for s, _ in sections[i:j + 1]])))
+            i = j + 1
+        return make_chunks(item_id, text, content_hash, self.chunker_id, doc, self.encoding,
+                           spans)
+
+
+def headings(max_chunk_tokens: int | None = None, overlap_tokens: int | None = None,
+             include_headers: bool = True, encoding: str = DEFAULT_ENCODING) -> HeadingChunker:
+    """Registry factory: defaults 256 tokens, no overlap, heading lines included."""
+    return HeadingChunker(
+        max_chunk_tokens=256 if max_chunk_tokens is None else max_chunk_tokens,
+        overlap_tokens=0 if overlap_tokens is None else overlap_tokens,
+        include_headers=include_headers,
+        encoding=encoding,
+    )

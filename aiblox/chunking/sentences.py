@@ -1,0 +1,72 @@
+"""Sentence packing: whole sentences, greedily packed up to a token budget."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from aiblox.chunking._params import check_budget, check_encoding
+from aiblox.chunking._spans import TokenizedDocument, make_chunks, pack_units, sentence_spans
+from aiblox.chunking.base import Chunk, format_chunker_id
+from aiblox.text.tokens import DEFAULT_ENCODING
+
+__all__ = ["SentenceChunker", "sentences"]
+
+
+class SentenceChunker:
+    """Consecutive sentences packed into chunks of at most ``max_chunk_tokens`` tokens.
+
+    Sentences come from a regular expression: a sentence ends after ``.``, ``!``, ``?`` or ``…``
+    (with any closing quotes or brackets) followed by whitespace and a character that is not a
+    lower-case ASCII letter, and at every blank line. A sentence longer than the budget is cut
+    into token windows. ``overlap_tokens > 0`` repeats whole trailing sentences: the next chunk
+    starts with the longest run of the previous chunk's last sentences holding at most
+    ``overlap_tokens`` tokens (none when even the last sentence is longer). Chunks are trimmed of
+    surrounding whitespace, so every non-whitespace character lies in some chunk.
+    """
+
+    name: ClassVar[str] = "sentences"
+    version: ClassVar[int] = 1
+
+    def __init__(self, max_chunk_tokens: int = 256, overlap_tokens: int = 0,
+                 encoding: str = DEFAULT_ENCODING) -> None:
+        check_budget(self.name, max_chunk_tokens, overlap_tokens)
+        check_encoding(self.name, encoding)
+        self.max_chunk_tokens = max_chunk_tokens
+        self.overlap_tokens = overlap_tokens
+        self.encoding = encoding
+        self.chunker_id = format_chunker_id(
+            self.name,
+            {"max": max_chunk_tokens, "overlap": overlap_tokens, "enc": encoding,
+             "v": self.version},
+        )
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Keyword arguments that rebuild this chunker through the registry."""
+        return {"max_chunk_tokens": self.max_chunk_tokens,
+                "overlap_tokens": self.overlap_tokens, "encoding": self.encoding}
+
+    def __repr__(self) -> str:
+        return f"SentenceChunker({self.chunker_id!r})"
+
+    def chunk(self, item_id: str, text: str, content_hash: str) -> list[Chunk]:
+        """Sentence-packed chunks of ``text`` in order; none for whitespace-only text."""
+        if not text.strip():
+            return []
+        doc = TokenizedDocument(text, self.encoding)
+        units = sentence_spans(text)
+        spans = [(s, e, None) for s, e in
+                 pack_units(doc, units, self.max_chunk_tokens, self.overlap_tokens)]
+        return make_chunks(item_id, text, content_hash, self.chunker_id, doc, self.encoding,
+                           spans)
+
+
+def sentences(max_chunk_tokens: int | None = None, overlap_tokens: int | None = None,
+              include_headers: bool = True, encoding: str = DEFAULT_ENCODING) -> SentenceChunker:
+    """Registry factory: defaults 256 tokens, no overlap; ``include_headers`` does not apply."""
+    del include_headers  # sentence packing does not read headings
+    return SentenceChunker(
+        max_chunk_tokens=256 if max_chunk_tokens is None else max_chunk_tokens,
+        overlap_tokens=0 if overlap_tokens is None else overlap_tokens,
+        encoding=encoding,
+    )

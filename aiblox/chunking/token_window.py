@@ -1,0 +1,77 @@
+"""Fixed-size token windows with overlap (the classic sliding-window chunker)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from aiblox.chunking._params import check_budget, check_encoding
+from aiblox.chunking._spans import TokenizedDocument, make_chunks, token_windows
+from aiblox.chunking.base import Chunk, format_chunker_id
+from aiblox.text.tokens import DEFAULT_ENCODING
+
+__all__ = ["TokenWindowChunker", "token_window"]
+
+
+class TokenWindowChunker:
+    """Windows of ``max_chunk_tokens`` tokens; consecutive windows share ``overlap_tokens``.
+
+    The document is encoded once; window edges are its token boundaries, snapped down to the
+    start of a character where a token ends inside a multi-byte character. A window whose text
+    encodes on its own to more tokens than the budget is shortened by whole tokens, and the next
+    window starts ``overlap_tokens`` tokens before the previous one ended. Windows are not
+    trimmed (they tile the text); windows holding only whitespace are dropped.
+    """
+
+    name: ClassVar[str] = "token_window"
+    version: ClassVar[int] = 1
+
+    def __init__(self, max_chunk_tokens: int = 256, overlap_tokens: int = 32,
+                 encoding: str = DEFAULT_ENCODING) -> None:
+        check_budget(self.name, max_chunk_tokens, overlap_tokens)
+        check_encoding(self.name, encoding)
+        self.max_chunk_tokens = max_chunk_tokens
+        self.overlap_tokens = overlap_tokens
+        self.encoding = encoding
+        self.chunker_id = format_chunker_id(
+            self.name,
+            {"max": max_chunk_tokens, "overlap": overlap_tokens, "enc": encoding,
+             "v": self.version},
+        )
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Keyword arguments that rebuild this chunker through the registry."""
+        return {"max_chunk_tokens": self.max_chunk_tokens,
+                "overlap_tokens": self.overlap_tokens, "encoding": self.encoding}
+
+    def __repr__(self) -> str:
+        return f"TokenWindowChunker({self.chunker_id!r})"
+
+    def chunk(self, item_id: str, text: str, content_hash: str) -> list[Chunk]:
+        """Token windows of ``text`` in order; none for empty or whitespace-only text."""
+        if not text.strip():
+            return []
+        doc = TokenizedDocument(text, self.encoding)
+        spans = [
+            (s, e, None)
+            for s, e in token_windows(doc, 0, len(text), self.max_chunk_tokens,
+                                      self.overlap_tokens)
+            if text[s:e].strip()
+        ]
+        return make_chunks(item_id, text, content_hash, self.chunker_id, doc, self.encoding,
+                           spans)
+
+
+def token_window(max_chunk_tokens: int | None = None, overlap_tokens: int | None = None,
+                 include_headers: bool = True, encoding: str = DEFAULT_ENCODING
+                 ) -> TokenWindowChunker:
+    """Registry factory: default 256 tokens; default overlap an eighth of the window (32 for
+    256); ``include_headers`` does not apply."""
+    del include_headers  # windows do not read headings
+    size = 256 if max_chunk_tokens is None else max_chunk_tokens
+    return TokenWindowChunker(
+        max_chunk_tokens=size,
+        overlap_tokens=size // 8 if overlap_tokens is None and isinstance(size, int)
+        else overlap_tokens,
+        encoding=encoding,
+    )
