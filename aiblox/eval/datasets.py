@@ -87,13 +87,16 @@ def find_dataset(name_or_path: str | Path) -> Path:
     """Resolve a dataset name or path.
 
     Looks at the path itself, then ``<root>/<name>`` for each root in ``$AIBLOX_DATASETS``
-    (``os.pathsep``-separated), ``./datasets`` and ``../shared/datasets``.
+    (``os.pathsep``-separated), ``./datasets``, ``../shared/datasets``, and the same two
+    folders relative to the source checkout aiblox was installed from.
     """
     p = Path(name_or_path)
     if (p / "queries.jsonl").exists():
         return p
     roots = [r for r in os.environ.get("AIBLOX_DATASETS", "").split(os.pathsep) if r]
-    roots += ["datasets", "../shared/datasets"]
+    repo = Path(__file__).resolve().parents[2]  # a source checkout: <repo>/aiblox/eval
+    roots += ["datasets", "../shared/datasets", str(repo / "datasets"),
+              str(repo.parent / "shared" / "datasets")]
     for root in roots:
         candidate = Path(root) / str(name_or_path)
         if (candidate / "queries.jsonl").exists():

@@ -1,0 +1,74 @@
+"""Helpers shared by the CLI commands: opening stores and embedders, printing results."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from aiblox.embedding import CachedEmbedder, get_embedder
+from aiblox.stores import Store, open_store
+
+DEFAULT_DB = ".aiblox/aiblox.duckdb"
+
+console = Console(stderr=True)
+"""Progress and tables for people go to stderr; ``--json`` output alone goes to stdout."""
+
+
+def fail(message: str) -> None:
+    """Print an error and exit with status 2."""
+    console.print(f"[red]error:[/red] {message}")
+    raise typer.Exit(2)
+
+
+def open_db(db: str) -> Store:
+    """Open the store at ``db`` or exit with a clear message."""
+    try:
+        return open_store(db)
+    except Exception as exc:  # noqa: BLE001 - shown to the user, not swallowed
+        fail(f"cannot open store {db}: {exc}")
+        raise  # unreachable
+
+
+def cached_embedder(name: str, store: Store, progress: bool = True) -> CachedEmbedder:
+    """The named embedder behind the store's embedding cache."""
+    try:
+        return CachedEmbedder(get_embedder(name), store, progress=progress)
+    except (ValueError, ImportError) as exc:
+        fail(str(exc))
+        raise
+
+
+def print_json(value: Any) -> None:
+    """One JSON object on stdout."""
+    typer.echo(json.dumps(value, sort_keys=True, ensure_ascii=False))
+
+
+def metrics_table(title: str, rows: list[dict[str, Any]], metric_names: list[str]) -> Table:
+    """A rich table: one row per result, one column per metric."""
+    table = Table(title=title)
+    for col in ("dataset", "split", "mode"):
+        table.add_column(col)
+    for m in metric_names:
+        table.add_column(m, justify="right")
+    table.add_column("q/s", justify="right")
+    for r in rows:
+        table.add_row(r["dataset"], r["split"], r["mode"],
+                      *[f"{r['metrics'][m]:.4f}" for m in metric_names],
+                      f"{r['timings'].get('qps', 0):.0f}")
+    return table
+
+
+def quiet_progress() -> bool:
+    """Progress bars unless ``AIBLOX_NO_PROGRESS`` is set."""
+    return not os.environ.get("AIBLOX_NO_PROGRESS")
+
+
+def ensure_parent(path: str) -> None:
+    if path != ":memory:" and "://" not in path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)

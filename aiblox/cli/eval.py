@@ -1,0 +1,85 @@
+"""``aiblox eval``: score retrieval modes on a labelled dataset with ranx."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from aiblox.cli._common import (
+    cached_embedder,
+    console,
+    fail,
+    metrics_table,
+    open_db,
+    print_json,
+    quiet_progress,
+)
+from aiblox.contracts.retrieval import RetrievalPrefs
+from aiblox.eval.datasets import DatasetError, load_dataset
+from aiblox.eval.metrics import DEFAULT_METRICS
+from aiblox.eval.runner import EvalResult, evaluate_retrieval, prepare_store
+from aiblox.retrieval import HybridRetriever
+
+
+def eval_command(
+    dataset: str = typer.Argument(..., help="Dataset name (sample, scifact, ...) or BEIR folder."),
+    split: str = typer.Option("test", help="qrels split to score."),
+    mode: list[str] = typer.Option(["hybrid"], "--mode",
+                                   help="bm25, dense or hybrid; repeat for several."),
+    db: str = typer.Option("", "--db", help="Store to use (ingests only what is missing); "
+                                            "default .aiblox/datasets/<name>.duckdb."),
+    embedder: str = typer.Option("minilm", "--embedder", help="Embedder name (minilm, hashing)."),
+    vectors: list[Path] = typer.Option([], "--vectors", help="Precomputed vectors parquet."),
+    blend: str = typer.Option("rrf", help="Fusion: rrf or linear."),
+    rrf_k: int = typer.Option(60, "--rrf-k", help="RRF constant k."),
+    w_text: float = typer.Option(0.35, "--w-text", help="Linear blend weight of BM25."),
+    w_vec: float = typer.Option(0.65, "--w-vec", help="Linear blend weight of the vector score."),
+    normalize: str = typer.Option("sigmoid", help="minmax, zscore, sigmoid or none."),
+    missing: str = typer.Option("zero", help="Linear blend score of a document absent from a "
+                                             "list: zero or list_min."),
+    depth: int = typer.Option(100, help="Candidates taken from each signal before fusion."),
+    top_k: int = typer.Option(100, "--top-k", help="Fused candidates scored per query."),
+    metric: list[str] = typer.Option(list(DEFAULT_METRICS), "--metric",
+                                     help="ranx metric name; repeatable."),
+    ignore_identical_ids: bool = typer.Option(
+        False, "--ignore-identical-ids",
+        help="Drop a retrieved document whose id equals the query id (BEIR/MTEB protocol)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Score retrieval on DATASET's SPLIT with ranx."""
+    try:
+        ds = load_dataset(dataset, splits=[split])
+    except DatasetError as exc:
+        fail(str(exc))
+    store = open_db(db or f".aiblox/datasets/{ds.name}.duckdb")
+    results: list[EvalResult] = []
+    try:
+        emb = cached_embedder(embedder, store, progress=quiet_progress())
+        needs_vectors = any(m != "bm25" for m in mode)
+        prepare_store(store, ds, emb if needs_vectors else None, vectors=vectors,
+                      progress=quiet_progress())
+        retriever = HybridRetriever(store, emb)
+        for m in mode:
+            try:
+                prefs = RetrievalPrefs(
+                    query_text="", mode=m, top_k_items=top_k,  # type: ignore[arg-type]
+                    ignore_identical_ids=ignore_identical_ids,
+                    fts={"top_k": depth}, vector={"top_k": depth},  # type: ignore[arg-type]
+                    scoring={"blend": blend, "rrf_k": rrf_k, "w_text": w_text,  # type: ignore
+                             "w_vec": w_vec, "normalize": normalize, "missing": missing})
+            except ValueError as exc:
+                fail(str(exc))
+            results.append(evaluate_retrieval(retriever, ds, split, prefs, metric,
+                                              progress=quiet_progress()))
+    finally:
+        store.close()
+    if as_json:
+        out = [r.model_dump(mode="json") for r in results]
+        print_json(out[0] if len(out) == 1 else {"results": out})
+        return
+    console.print(metrics_table(f"{ds.name} / {split}", [r.model_dump() for r in results],
+                                list(metric)))
+    for r in results:
+        console.print(f"{r.mode}: run {r.hashes['run'][:16]}  config {r.hashes['config'][:16]}  "
+                      f"dataset {r.hashes['dataset'][:16]}")

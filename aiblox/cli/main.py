@@ -1,0 +1,26 @@
+"""The ``aiblox`` command line: one module per subcommand, each thin over library calls."""
+
+from __future__ import annotations
+
+import typer
+
+from aiblox.cli.eval import eval_command
+from aiblox.cli.ingest import ingest
+from aiblox.cli.quickstart import quickstart
+from aiblox.cli.search import search
+
+app = typer.Typer(
+    name="aiblox",
+    help="Research and evaluation harness for retrieval-augmented generation.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("quickstart")(quickstart)
+app.command("ingest")(ingest)
+app.command("search")(search)
+app.command("eval")(eval_command)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()
