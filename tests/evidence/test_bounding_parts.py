@@ -39,8 +39,18 @@ from aiblox.hashing import sha256_text
 def test_truncate_never_splits_a_character():
     text = "a€b😀c"  # 1 + 3 + 1 + 4 + 1 bytes
     assert [truncate_utf8(text, n) for n in range(0, 11)] == [
-        "", "a", "a", "a", "a€", "a€b", "a€b", "a€b", "a€b", "a€b😀", "a€b😀c",
-    ]  # fmt: skip
+        "",
+        "a",
+        "a",
+        "a",
+        "a€",
+        "a€b",
+        "a€b",
+        "a€b",
+        "a€b",
+        "a€b😀",
+        "a€b😀c",
+    ]
 
 
 @settings(max_examples=200, deadline=None)
@@ -157,9 +167,23 @@ def test_registry_custom_and_unknown():
 
 @pytest.mark.parametrize(
     "uri",
-    ["", "/etc/passwd", "../x", "docs/../../x", "a/../b", "C:/x", "C:\\x", "docs\\a.md",
-     "file:///etc/passwd", "http://x/y", "\\\\server\\share", "a\x00b", "lake://../x", "./"],
-)  # fmt: skip
+    [
+        "",
+        "/etc/passwd",
+        "../x",
+        "docs/../../x",
+        "a/../b",
+        "C:/x",
+        "C:\\x",
+        "docs\\a.md",
+        "file:///etc/passwd",
+        "http://x/y",
+        "\\\\server\\share",
+        "a\x00b",
+        "lake://../x",
+        "./",
+    ],
+)
 def test_lake_uri_refused(uri, tmp_path):
     with pytest.raises(LakePathError):
         resolve_lake_uri(tmp_path, uri, must_exist=False)
@@ -212,8 +236,9 @@ def test_render_table_first_last_with_gap_markers():
 
 
 def test_columns_bounded_and_cells_escaped():
-    t = sample_table(["a", "b", "c"], [["x|y\nz", None, 1.5]], 1, max_rows=5, max_cols=2,
-                     strategy="stride")  # fmt: skip
+    t = sample_table(
+        ["a", "b", "c"], [["x|y\nz", None, 1.5]], 1, max_rows=5, max_cols=2, strategy="stride"
+    )
     assert t.cols_cut and t.columns == ["a", "b"] and t.total_columns == 3
     text = render_table(t, query_key="q", max_cell_chars=4)
     assert "columns: 2 of 3 shown (first columns kept)" in text
@@ -230,19 +255,29 @@ def test_full_result_hash_is_canonical_json_of_the_whole_result():
 
 
 def test_duckdb_query_sampled_and_sandboxed(tmp_path):
-    t = run_duckdb_query("SELECT range AS i, range * 2 AS j FROM range(1000) ORDER BY i",
-                         max_rows=10, max_cols=20, strategy="stride")  # fmt: skip
+    t = run_duckdb_query(
+        "SELECT range AS i, range * 2 AS j FROM range(1000) ORDER BY i",
+        max_rows=10,
+        max_cols=20,
+        strategy="stride",
+    )
     assert t.total_rows == 1000 and t.row_numbers == list(range(0, 1000, 100))
     assert t.rows[1] == [100, 200]
     (tmp_path / "secret.csv").write_text("a\n1\n")
     with pytest.raises(duckdb.Error):
-        run_duckdb_query(f"SELECT * FROM read_csv('{tmp_path / 'secret.csv'}')",
-                         max_rows=10, max_cols=20, strategy="stride")  # fmt: skip
+        run_duckdb_query(
+            f"SELECT * FROM read_csv('{tmp_path / 'secret.csv'}')",
+            max_rows=10,
+            max_cols=20,
+            strategy="stride",
+        )
     db = tmp_path / "w.duckdb"
     con = duckdb.connect(str(db))
-    con.execute("CREATE TABLE t AS SELECT range AS x, DATE '2024-01-01' + range::INT AS d "
-                "FROM range(5)")  # fmt: skip
+    con.execute(
+        "CREATE TABLE t AS SELECT range AS x, DATE '2024-01-01' + range::INT AS d FROM range(5)"
+    )
     con.close()
-    t = run_duckdb_query("SELECT * FROM t ORDER BY x", database=db, max_rows=2, max_cols=5,
-                         strategy="first_last")  # fmt: skip
+    t = run_duckdb_query(
+        "SELECT * FROM t ORDER BY x", database=db, max_rows=2, max_cols=5, strategy="first_last"
+    )
     assert t.rows == [[0, "2024-01-01"], [4, "2024-01-05"]]

@@ -259,8 +259,11 @@ def test_doc_and_transcript_chunks(lake):
     b = build_evidence_bundle(None, refs, EvidencePolicy(chunk_size=12, chunk_overlap=2))
     p = sha256_text("doc123")[:12]
     assert [i.evidence_id for i in b.items] == [
-        f"doc:{p}:0", f"doc:{p}:1", f"doc:{p}:2",
-        f"transcript:{sha256_text('call7')[:12]}:4"]  # fmt: skip
+        f"doc:{p}:0",
+        f"doc:{p}:1",
+        f"doc:{p}:2",
+        f"transcript:{sha256_text('call7')[:12]}:4",
+    ]
     assert [i.content for i in b.items[:3]] == [text[0:12], text[10:22], text[20:30]]
     assert b.items[1].metadata["chunk"] == {
         "index": 1,
@@ -304,9 +307,16 @@ def test_policy_validation():
     with pytest.raises(ValidationError):
         EvidencePolicy(sampling_strategy="random")  # type: ignore[arg-type]
     p = EvidencePolicy()
-    assert (p.max_items, p.max_total_bytes, p.max_item_bytes, p.max_sql_rows, p.max_sql_cols,
-            p.chunk_size, p.chunk_overlap, p.enable_redaction) == (
-        50, 100_000, 10_000, 100, 20, 5_000, 200, False)  # fmt: skip
+    assert (
+        p.max_items,
+        p.max_total_bytes,
+        p.max_item_bytes,
+        p.max_sql_rows,
+        p.max_sql_cols,
+        p.chunk_size,
+        p.chunk_overlap,
+        p.enable_redaction,
+    ) == (50, 100_000, 10_000, 100, 20, 5_000, 200, False)
 
 
 def test_tracking_rows(lake):
