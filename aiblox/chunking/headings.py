@@ -79,13 +79,9 @@ def split_sections(text: str) -> list[Section]:
     return [s for s in sections if s.heading is not None or text[s.body[0]:s.body[1]].strip()]
 
 
-def _common_prefix(paths: list[list[str]]) -> list[str]:
-    out: list[str] = []
-    for titles in zip(*paths, strict=False):
-        if any(t != titles[0] for t in titles):
-            break
-        out.append(titles[0])
-    return out
+def _under(path: list[str], parent: list[str]) -> bool:
+    """``path`` is strictly inside the section whose path is ``parent``."""
+    return len(path) > len(parent) and path[: len(parent)] == parent
 
 
 class HeadingChunker:
@@ -98,10 +94,12 @@ class HeadingChunker:
     Chunk text is always a contiguous slice of the document, so ``include_headers`` decides
     whether heading lines are inside chunk spans:
 
-    * ``True``: a section's span starts at its heading line. Consecutive whole sections are
-      packed into one chunk while they fit the budget (its ``heading_path`` is the common
-      prefix of theirs). A section over budget is split like the sentence chunker, its heading
-      line being the first unit, so only its first chunk shows the heading line.
+    * ``True``: a section's span starts at its heading line. A section that fits the budget is
+      packed together with the whole subsections that follow it while they fit (a chunk is a
+      section with the start of its subtree, and its ``heading_path`` is that section's path;
+      the text before the first heading counts as the parent of every section). A section
+      over budget is split like the sentence chunker, its heading line being the first unit,
+      so only its first chunk shows the heading line.
     * ``False``: heading lines are never inside a chunk; each section's body is packed on its own
       (sections are not merged, since a merged span would contain the next heading line).
 
@@ -162,11 +160,12 @@ class HeadingChunker:
             j = i
             if self.include_headers:
                 while (j + 1 < len(sections)
+                       and _under(sections[j + 1][0].path, section.path)
                        and doc.approx(start, sections[j + 1][1][-1][1]) <= budget
                        and doc.count(start, sections[j + 1][1][-1][1]) <= budget):
                     j += 1
             end = sections[j][1][-1][1]
-            spans.append((start, end, _common_prefix([s.path for s, _ in sections[i:j + 1]])))
+            spans.append((start, end, list(section.path)))
             i = j + 1
         return make_chunks(item_id, text, content_hash, self.chunker_id, doc, self.encoding,
                            spans)

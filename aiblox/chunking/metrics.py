@@ -14,8 +14,8 @@ from typing import Any, Literal, NamedTuple
 
 __all__ = [
     "ANSWER_MATCH_RULE",
-    "PROJECTION",
     "GoldAnswer",
+    "PROJECTION",
     "RankedChunk",
     "answer_recall_at_k",
     "max_passage_projection",
