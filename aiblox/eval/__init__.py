@@ -1,0 +1,38 @@
+"""Evaluation: BEIR datasets, ranx metrics and the retrieval eval runner."""
+
+from aiblox.eval.datasets import (
+    Dataset,
+    DatasetError,
+    GoldAnswer,
+    available_splits,
+    find_dataset,
+    load_dataset,
+)
+from aiblox.eval.metrics import DEFAULT_METRICS, evaluate_run, ranked_run, setup_numba_cache
+from aiblox.eval.runner import (
+    EvalResult,
+    config_hash,
+    evaluate_retrieval,
+    find_precomputed_vectors,
+    prepare_store,
+    run_hash,
+)
+
+__all__ = [
+    "DEFAULT_METRICS",
+    "Dataset",
+    "DatasetError",
+    "EvalResult",
+    "GoldAnswer",
+    "available_splits",
+    "config_hash",
+    "evaluate_retrieval",
+    "evaluate_run",
+    "find_dataset",
+    "find_precomputed_vectors",
+    "load_dataset",
+    "prepare_store",
+    "ranked_run",
+    "run_hash",
+    "setup_numba_cache",
+]

@@ -20,8 +20,8 @@ def open_store(db: str | Path, dim: int = 384) -> Store:
 
 
 __all__ = [
-    "FILTER_FIELDS",
     "DuckDBStore",
+    "FILTER_FIELDS",
     "IngestReport",
     "Store",
     "StoreError",

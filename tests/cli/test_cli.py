@@ -1,0 +1,60 @@
+"""The CLI through typer's runner, on the sample dataset and real DuckDB files."""
+
+import json
+
+from typer.testing import CliRunner
+
+from aiblox.cli.main import app
+
+runner = CliRunner()
+
+
+def _run(*args):
+    result = runner.invoke(app, list(args), env={"AIBLOX_NO_PROGRESS": "1"})
+    return result
+
+
+def test_ingest_search_eval_json(tmp_path):
+    db = str(tmp_path / "cli.duckdb")
+    r = _run("ingest", "sample", "--db", db, "--embedder", "hashing", "--json")
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.stdout)
+    assert report["items"]["inserted"] == 40 and report["vectors_written"] == 40
+    again = json.loads(_run("ingest", "sample", "--db", db, "--embedder", "hashing",
+                            "--json").stdout)
+    assert again["items"]["unchanged"] == 40 and again["vectors_written"] == 0
+
+    r = _run("search", "BM25 term frequency saturation", "--db", db, "--embedder", "hashing",
+             "--json", "-k", "3")
+    assert r.exit_code == 0, r.output
+    bundle = json.loads(r.stdout)
+    assert [c["item_id"] for c in bundle["candidates"]][0] == "d01"
+
+    r = _run("eval", "sample", "--db", db, "--embedder", "hashing", "--mode", "bm25", "--json",
+             "--metric", "ndcg@10", "--metric", "precision@5")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert set(out["metrics"]) == {"ndcg@10", "precision@5"}
+    assert 0.5 < out["metrics"]["ndcg@10"] <= 1.0
+    assert {"dataset", "config", "run"} <= set(out["hashes"])
+
+
+def test_eval_fusion_options_change_config_hash(tmp_path):
+    db = str(tmp_path / "f.duckdb")
+    base = ["eval", "sample", "--db", db, "--embedder", "hashing", "--json"]
+    rrf = json.loads(_run(*base).stdout)
+    lin = json.loads(_run(*base, "--blend", "linear", "--w-text", "0.5", "--w-vec", "0.5",
+                          "--normalize", "minmax").stdout)
+    assert rrf["hashes"]["config"] != lin["hashes"]["config"]
+    assert rrf["hashes"]["dataset"] == lin["hashes"]["dataset"]
+    both = json.loads(_run(*base, "--mode", "bm25", "--mode", "hybrid").stdout)
+    assert [r["mode"] for r in both["results"]] == ["bm25", "hybrid"]
+
+
+def test_bad_input_is_a_clear_error(tmp_path):
+    r = _run("eval", "no-such-dataset", "--db", str(tmp_path / "x.duckdb"))
+    assert r.exit_code == 2 and "no BEIR dataset" in r.output
+    r = _run("eval", "sample", "--split", "dev", "--db", str(tmp_path / "x.duckdb"))
+    assert r.exit_code == 2 and "no split 'dev'" in r.output
+    r = _run("eval", "sample", "--embedder", "nope", "--db", str(tmp_path / "x.duckdb"))
+    assert r.exit_code == 2 and "unknown embedder 'nope'" in r.output

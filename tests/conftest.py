@@ -1,0 +1,40 @@
+"""Shared fixtures: the project's sample dataset, real DuckDB files, the shared collections."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+SAMPLE = REPO / "datasets" / "sample"
+
+
+def shared_dataset(name: str) -> Path:
+    path = SHARED / "datasets" / name
+    if not path.exists():
+        pytest.fail(f"shared dataset {name} missing at {path}: CI runs with ../shared beside "
+                    f"the checkout")
+    return path
+
+
+@pytest.fixture(scope="session")
+def sample_dataset():
+    from aiblox.eval.datasets import load_dataset
+
+    return load_dataset(SAMPLE)
+
+
+@pytest.fixture()
+def sample_store(tmp_path, sample_dataset):
+    """A real DuckDB file holding the sample dataset with hashing-embedder vectors."""
+    from aiblox.embedding import CachedEmbedder, HashingEmbedder
+    from aiblox.eval.runner import prepare_store
+    from aiblox.stores import DuckDBStore
+
+    store = DuckDBStore(tmp_path / "sample.duckdb")
+    emb = CachedEmbedder(HashingEmbedder(), store)
+    prepare_store(store, sample_dataset, emb, progress=False)
+    yield store, emb
+    store.close()
