@@ -47,10 +47,28 @@ def make_input(results: list[dict[str, Any]], request_id: str = "req-1") -> dict
 
 
 FRANCE = [
-    result("c-paris", "Paris is the capital and largest city of France.", 0, knowledge_id="france",
-           score=0.91, source="wiki/France"),
-    result("c-lyon", "Lyon is the third-largest city of France, on the Rhone.", 1,
-           knowledge_id="lyon", score=0.74, source="wiki/Lyon"),
-    result("c-wine", "France produces many wines; Bordeaux is a famous region.", 2,
-           knowledge_id="france", score=0.55, source="wiki/France"),
+    result(
+        "c-paris",
+        "Paris is the capital and largest city of France.",
+        0,
+        knowledge_id="france",
+        score=0.91,
+        source="wiki/France",
+    ),
+    result(
+        "c-lyon",
+        "Lyon is the third-largest city of France, on the Rhone.",
+        1,
+        knowledge_id="lyon",
+        score=0.74,
+        source="wiki/Lyon",
+    ),
+    result(
+        "c-wine",
+        "France produces many wines; Bordeaux is a famous region.",
+        2,
+        knowledge_id="france",
+        score=0.55,
+        source="wiki/France",
+    ),
 ]

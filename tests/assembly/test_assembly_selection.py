@@ -1,0 +1,211 @@
+"""R2.2 selection gates, drop reason codes, ordering, R2.3 sanitisation, R2.4 anchors."""
+
+from __future__ import annotations
+
+import pytest
+from assembly_fixtures import FRANCE, QUESTION, make_input, policy_v1, result
+
+from aiblox.assembly import (
+    DROP_BELOW_SIMILARITY_FLOOR,
+    DROP_BUDGET,
+    DROP_DUP,
+    DROP_EMPTY_AFTER_SANITIZE,
+    DROP_PER_KNOWLEDGE_CAP,
+    DROP_REASONS,
+    assemble_answer_bundle,
+    overlap_ratio,
+    render_evidence_block,
+    safe_normalize_v1,
+)
+from aiblox.text.tokens import count_tokens
+
+
+def _ids(bundle) -> list[str]:  # type: ignore[no-untyped-def]
+    return [e.chunk_id for e in bundle.selected_evidence]
+
+
+def test_ok_bundle_fields_and_anchor_map() -> None:
+    bundle = assemble_answer_bundle(QUESTION, make_input(FRANCE), policy_v1())
+    assert bundle.assembly_status == "OK"
+    assert _ids(bundle) == ["c-paris", "c-lyon", "c-wine"]
+    assert [e.citation_anchor for e in bundle.selected_evidence] == ["C0", "C1", "C2"]
+    assert bundle.anchor_map == {"C0": "c-paris", "C1": "c-lyon", "C2": "c-wine"}
+    assert bundle.allowed_anchors == ["C0", "C1", "C2"]
+    assert bundle.evidence_block_text == (
+        "[C0 | chunk_id=c-paris | knowledge_id=france | source=wiki/France]\n"
+        "Paris is the capital and largest city of France.\n\n"
+        "[C1 | chunk_id=c-lyon | knowledge_id=lyon | source=wiki/Lyon]\n"
+        "Lyon is the third-largest city of France, on the Rhone.\n\n"
+        "[C2 | chunk_id=c-wine | knowledge_id=france | source=wiki/France]\n"
+        "France produces many wines; Bordeaux is a famous region."
+    )
+    trace = bundle.trace
+    assert trace is not None
+    assert (
+        trace.index_version,
+        trace.policy_version,
+        trace.embedding_model,
+        trace.retrieval_top_k,
+    ) == ("idx-test-1", "R2_POLICY_V1", "test-embedder", 12)
+    assert trace.thresholds["overlap_ratio_threshold"] == 0.8
+    m = bundle.metrics
+    assert (m.retrieved_k, m.selected_k) == (3, 3)
+    assert m.drop_reasons == dict.fromkeys(DROP_REASONS, 0)
+    assert m.evidence_token_count == count_tokens(bundle.evidence_block_text or "")
+    assert m.truncation_applied is False
+
+
+def test_rank_strict_ignores_input_order_and_breaks_ties_by_chunk_id() -> None:
+    rows = [
+        result("z", "Zeta alpha words.", 1),
+        result("b", "Beta gamma words.", 0),
+        result("a", "Alpha delta words.", 1),
+    ]
+    forward = assemble_answer_bundle(QUESTION, make_input(rows), policy_v1())
+    backward = assemble_answer_bundle(QUESTION, make_input(rows[::-1]), policy_v1())
+    assert _ids(forward) == ["b", "a", "z"]
+    assert forward.evidence_block_text == backward.evidence_block_text
+
+
+def test_near_duplicates_keep_the_better_ranked_chunk() -> None:
+    rows = [
+        result("x1", "The Eiffel Tower is in Paris and is 330 metres tall.", 0),
+        result("x2", "Some other sentence about rivers and mountains.", 1),
+        # contained in x1 (overlap ratio 1.0 > 0.8)
+        result("x3", "The Eiffel Tower is in Paris.", 2),
+        # 4 of 5 words shared with x2: ratio 0.8, not above the threshold -> kept
+        result("x4", "other sentence about rivers lakes.", 3),
+    ]
+    assert overlap_ratio(rows[2]["chunk_text"], rows[0]["chunk_text"]) == 1.0
+    assert overlap_ratio(rows[3]["chunk_text"], rows[1]["chunk_text"]) == pytest.approx(0.8)
+    bundle = assemble_answer_bundle(QUESTION, make_input(rows), policy_v1())
+    assert _ids(bundle) == ["x1", "x2", "x4"]
+    assert bundle.metrics.dedup_dropped_count == 1
+    assert [(d.chunk_id, d.reason) for d in bundle.metrics.dropped] == [("x3", DROP_DUP)]
+    stricter = assemble_answer_bundle(
+        QUESTION, make_input(rows), policy_v1(overlap_ratio_threshold=0.6)
+    )
+    assert _ids(stricter) == ["x1", "x2"]
+    assert stricter.metrics.drop_reasons[DROP_DUP] == 2
+
+
+def test_per_knowledge_cap_is_a_cap_not_single_chunk() -> None:
+    rows = [
+        result(f"d{i}", f"Document one distinct words number {w}.", i, knowledge_id="doc1")
+        for i, w in enumerate(["alpha", "bravo", "charlie", "delta"])
+    ]
+    rows.append(result("e0", "Another document entirely here.", 4, knowledge_id="doc2"))
+    # words overlap a lot between d*, so disable dedup for this test
+    bundle = assemble_answer_bundle(
+        QUESTION, make_input(rows), policy_v1(overlap_ratio_threshold=1.0)
+    )
+    assert _ids(bundle) == ["d0", "d1", "e0"]
+    assert bundle.metrics.per_knowledge_cap_dropped_count == 2
+    assert bundle.metrics.drop_reasons[DROP_PER_KNOWLEDGE_CAP] == 2
+
+
+def test_max_chunks_drops_lowest_ranked_with_budget_code() -> None:
+    rows = [result(f"c{i}", f"Unique {w} sentence.", i) for i, w in enumerate("abcdefghij")]
+    bundle = assemble_answer_bundle(QUESTION, make_input(rows), policy_v1())
+    assert _ids(bundle) == [f"c{i}" for i in range(6)]
+    assert bundle.metrics.budget_dropped_count == 4
+    assert {d.chunk_id for d in bundle.metrics.dropped} == {f"c{i}" for i in range(6, 10)}
+
+
+def test_empty_after_sanitize_is_dropped_and_all_empty_is_no_evidence() -> None:
+    rows = [result("blank", " \x00\t\n\r\x07 ", 0), result("ok", "Real text.", 1)]
+    bundle = assemble_answer_bundle(QUESTION, make_input(rows), policy_v1())
+    assert _ids(bundle) == ["ok"]
+    assert bundle.selected_evidence[0].citation_anchor == "C0"
+    assert bundle.metrics.empty_after_sanitize_dropped_count == 1
+    only_blank = assemble_answer_bundle(QUESTION, make_input(rows[:1]), policy_v1())
+    assert only_blank.assembly_status == "NO_EVIDENCE"
+    assert only_blank.evidence_block_text is None
+    assert only_blank.metrics.drop_reasons[DROP_EMPTY_AFTER_SANITIZE] == 1
+
+
+def test_similarity_floor_and_top_gate() -> None:
+    rows = [
+        result("a", "High score text.", 0, score=0.9),
+        result("b", "Low score text here.", 1, score=0.2),
+    ]
+    floor = assemble_answer_bundle(QUESTION, make_input(rows), policy_v1(min_similarity_score=0.5))
+    assert _ids(floor) == ["a"]
+    assert floor.metrics.below_similarity_floor_dropped_count == 1
+    gate = assemble_answer_bundle(QUESTION, make_input(rows), policy_v1(top_similarity_gate=0.95))
+    assert gate.assembly_status == "NO_EVIDENCE"
+    assert gate.metrics.drop_reasons[DROP_BELOW_SIMILARITY_FLOOR] == 2
+    assert "DROP_BELOW_SIMILARITY_FLOOR=2" in (gate.failure_reason or "")
+
+
+def test_per_chunk_cap_truncates_to_a_word_prefix() -> None:
+    long_text = " ".join(f"word{i}" for i in range(400))
+    policy = policy_v1(max_evidence_tokens=200, max_chunk_token_ratio=0.25)  # cap 50 tokens
+    bundle = assemble_answer_bundle(QUESTION, make_input([result("a", long_text, 0)]), policy)
+    ev = bundle.selected_evidence[0]
+    assert ev.truncated and bundle.metrics.truncation_applied
+    assert bundle.metrics.truncated_count == 1
+    assert ev.token_count <= 50
+    assert long_text.startswith(ev.sanitized_text + " ")
+    # the next word would not fit
+    next_word = long_text[len(ev.sanitized_text) + 1 :].split(" ")[0]
+    assert count_tokens(ev.sanitized_text + " " + next_word) > 50
+
+
+def test_evidence_token_budget_stops_and_prunes_lowest_ranked() -> None:
+    rows = [result(f"c{i}", " ".join(f"topic{i}x{j}" for j in range(60)), i) for i in range(5)]
+    policy = policy_v1(max_evidence_tokens=450, max_chunk_token_ratio=1.0)
+    bundle = assemble_answer_bundle(QUESTION, make_input(rows), policy)
+    kept = len(bundle.selected_evidence)
+    assert 0 < kept < 5
+    assert _ids(bundle) == [f"c{i}" for i in range(kept)]
+    assert bundle.metrics.evidence_token_count <= 450
+    assert bundle.metrics.budget_dropped_count == 5 - kept
+    one_more = render_evidence_block(
+        [
+            *bundle.selected_evidence,
+            bundle.selected_evidence[0].model_copy(
+                update={"citation_anchor": f"C{kept}", "chunk_id": f"c{kept}"}
+            ),
+        ]
+    )
+    assert count_tokens(one_more) > 450
+
+
+def test_total_budget_limits_the_evidence_budget() -> None:
+    rows = [result(f"c{i}", " ".join(f"subject{i}x{j}" for j in range(120)), i) for i in range(6)]
+    policy = policy_v1(max_total_prompt_tokens=1600, max_chunk_token_ratio=1.0)
+    bundle = assemble_answer_bundle(QUESTION, make_input(rows), policy)
+    assert bundle.metrics.evidence_token_budget < policy.max_evidence_tokens
+    assert bundle.metrics.evidence_token_count <= bundle.metrics.evidence_token_budget
+    assert bundle.metrics.drop_reasons[DROP_BUDGET] > 0
+
+
+def test_question_and_overhead_failures() -> None:
+    data = make_input(FRANCE)
+    assert assemble_answer_bundle(" \n\t", data, policy_v1()).assembly_status == "FAILED"
+    long_q = "why " * 600
+    failed = assemble_answer_bundle(long_q, data, policy_v1())
+    assert failed.assembly_status == "FAILED" and "max_question_tokens" in (
+        failed.failure_reason or ""
+    )
+    tight = assemble_answer_bundle(QUESTION, data, policy_v1(max_total_prompt_tokens=1000))
+    assert tight.assembly_status == "FAILED" and "without evidence" in (tight.failure_reason or "")
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [
+        ("a\x00b", "ab"),
+        ("line one\nline two", "line one line two"),
+        ("  tabs\t\tand\r\nCRLF  ", "tabs and CRLF"),
+        ("bell\x07 and esc\x1b[31m", "bell and esc[31m"),
+        ("bidi \u202egnp.exe\u202c here", "bidi gnp.exe here"),
+        ("nbsp\u00a0and\u2028sep", "nbsp and sep"),
+        ("Café 中文 😀, punctuation! KEEP Case.", "Café 中文 😀, punctuation! KEEP Case."),
+        ("\ufeffBOM start", "BOM start"),
+    ],
+)
+def test_safe_normalize_v1(raw: str, clean: str) -> None:
+    assert safe_normalize_v1(raw) == clean
+    assert safe_normalize_v1(clean) == clean  # idempotent
