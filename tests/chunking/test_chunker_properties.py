@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aiblox.chunking import Chunk, get_chunker
+from aiblox.chunking._spans import sentence_spans
 from aiblox.text import count_tokens, token_char_offsets
 
 SETTINGS = settings(max_examples=120, deadline=None)
@@ -148,3 +149,37 @@ def test_lone_surrogate_is_chunked_without_error(name: str) -> None:
     text = "Broken \ud800 text. More text here."
     chunks = get_chunker(name, max_chunk_tokens=4, overlap_tokens=1).chunk("d", text, "h")
     assert chunks and all(text[c.start_idx:c.end_idx] == c.text for c in chunks)
+
+
+@SETTINGS
+@given(text=texts, budget=budgets())
+def test_sentence_overlap_is_whole_sentences_within_budget(text: str,
+                                                           budget: tuple[int, int]) -> None:
+    max_tokens, overlap = budget
+    chunks = get_chunker("sentences", max_chunk_tokens=max_tokens,
+                         overlap_tokens=overlap).chunk("doc-1", text, "h1")
+    sentence_starts = {start for start, _ in sentence_spans(text)}
+    bounds = token_char_offsets(text).tolist()
+    for a, b in zip(chunks, chunks[1:], strict=False):
+        if b.start_idx < a.end_idx:
+            assert overlap > 0
+            shared = bisect_left(bounds, a.end_idx) - bisect_left(bounds, b.start_idx)
+            assert shared <= overlap
+            assert b.start_idx in sentence_starts  # the repeated part is whole sentences
+            assert b.end_idx > a.end_idx  # an overlapping chunk always brings new text
+
+
+def test_sentence_overlap_hand_worked() -> None:
+    text = "One. Two. Three. Four."  # each sentence is 2 tokens: "One" "." / " Two" "."
+
+    def texts_for(overlap: int, max_tokens: int = 4, doc: str = text) -> list[str]:
+        chunker = get_chunker("sentences", max_chunk_tokens=max_tokens, overlap_tokens=overlap)
+        return [c.text for c in chunker.chunk("d", doc, "h")]
+
+    assert texts_for(0) == ["One. Two.", "Three. Four."]
+    assert texts_for(2) == ["One. Two.", "Two. Three.", "Three. Four."]
+    assert texts_for(1) == ["One. Two.", "Three. Four."]  # no whole sentence fits in 1 token
+    # "Short." would be repeated, but the next sentence does not fit beside it: no overlap.
+    doc = "Alpha beta gamma delta. Short. Epsilon zeta eta theta iota."
+    assert texts_for(2, 8, doc) == ["Alpha beta gamma delta. Short.",
+                                    "Epsilon zeta eta theta iota."]
