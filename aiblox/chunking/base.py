@@ -8,7 +8,7 @@ in any process, and a changed document or chunker gives a new one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,6 +20,7 @@ __all__ = [
     "CHUNK_ID_HEX_CHARS",
     "Chunk",
     "Chunker",
+    "chunks_match_document",
     "format_chunker_id",
     "make_chunk_id",
     "to_evidence_chunk",
@@ -79,6 +80,24 @@ def make_chunk_id(item_id: str, content_hash: str, chunker_id: str, position: in
             "position": position,
         }
     )[:CHUNK_ID_HEX_CHARS]
+
+
+def chunks_match_document(chunks: Sequence[Chunk], item_id: str, text: str,
+                          content_hash: str, chunker_id: str) -> bool:
+    """True when ``chunks`` could have been made from this document by this chunker.
+
+    For chunks read back from a cache: every chunk names this item, content hash and chunker,
+    positions run 0, 1, 2, ..., each id is the one :func:`make_chunk_id` derives, and each text
+    is exactly the document's text at its offsets. (It does not re-run the chunker.)
+    """
+    for position, c in enumerate(chunks):
+        if (c.item_id != item_id or c.content_hash != content_hash
+                or c.chunker_id != chunker_id or c.position != position
+                or c.chunk_id != make_chunk_id(item_id, content_hash, chunker_id, position)
+                or not 0 <= c.start_idx <= c.end_idx <= len(text)
+                or text[c.start_idx:c.end_idx] != c.text):
+            return False
+    return True
 
 
 def format_chunker_id(name: str, params: Mapping[str, Any]) -> str:

@@ -103,3 +103,23 @@ def test_chunker_id_spells_out_parameters() -> None:
     assert (get_chunker("headings", include_headers=False).chunker_id
             == "headings(max=256,overlap=0,headers=false,enc=cl100k_base,v=1)")
     assert get_chunker("whole").chunker_id == "whole(enc=cl100k_base,v=1)"
+
+
+def test_chunks_match_document_detects_stale_or_corrupt_chunks() -> None:
+    from aiblox.chunking import chunks_match_document
+
+    chunker = get_chunker("sentences", max_chunk_tokens=16)
+    chunks = chunker.chunk("item-7", TEXT, "c0ffee")
+    assert chunks_match_document(chunks, "item-7", TEXT, "c0ffee", chunker.chunker_id)
+    assert chunks_match_document([], "item-7", TEXT, "c0ffee", chunker.chunker_id)
+    changed = TEXT.replace("Late", "Lazy")
+    assert not chunks_match_document(chunks, "item-7", changed, "c0ffee", chunker.chunker_id)
+    assert not chunks_match_document(chunks, "item-7", TEXT, "beef", chunker.chunker_id)
+    assert not chunks_match_document(chunks, "item-8", TEXT, "c0ffee", chunker.chunker_id)
+    assert not chunks_match_document(chunks, "item-7", TEXT, "c0ffee", "other(v=1)")
+    assert not chunks_match_document(chunks[1:], "item-7", TEXT, "c0ffee", chunker.chunker_id)
+    forged = chunks[0].model_copy(update={"chunk_id": "0" * 24})
+    assert not chunks_match_document([forged, *chunks[1:]], "item-7", TEXT, "c0ffee",
+                                     chunker.chunker_id)
+    shifted = chunks[0].model_copy(update={"end_idx": chunks[0].end_idx + 1})
+    assert not chunks_match_document([shifted], "item-7", TEXT, "c0ffee", chunker.chunker_id)
