@@ -132,7 +132,8 @@ class ChunkingConfig(_Strict):
     chunker_id: str = "sentences"
     """Name of a chunker in the chunker registry."""
     include_headers: bool = True
-    """Heading-aware chunkers prefix each chunk's heading path."""
+    """Heading-aware chunkers keep a section's heading line inside its chunk's span (True) or
+    leave heading lines out of every chunk (False); ``heading_path`` is filled either way."""
     max_chunk_tokens: int | None = Field(default=None, ge=1)
     """Token budget per chunk; None: the chunker's default."""
     overlap_tokens: int | None = Field(default=None, ge=0)
