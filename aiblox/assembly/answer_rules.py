@@ -7,7 +7,7 @@ import re
 
 __all__ = ["CITATION_LIKE_PATTERN", "METADATA_PATTERN", "META_COMMENTARY_PATTERN", "is_quotable"]
 
-CITATION_LIKE_PATTERN = re.compile(r"\[[^\[\]\n]{0,40}?\b[cC]\s*\d+\b[^\[\]\n]{0,40}?\]")
+CITATION_LIKE_PATTERN = re.compile(r"\[[^\[\]\n]{0,40}?\b[cC]\s*\d+\b[^\[\]\n]{0,200}?\]")
 """Anything that looks like a citation marker (``[c0]``, ``[C 1]``, ``[C0, C1]``, ``[C0]``)."""
 
 METADATA_PATTERN = re.compile(r"chunk_id|knowledge_id|\bsource\s*=|\[C\d+\s*\|", re.IGNORECASE)

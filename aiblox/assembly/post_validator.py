@@ -190,5 +190,5 @@ def validate_answer(
         metrics,
         validated_answer_text=text,
         validated_citations=unique,
-        cited_chunk_ids=[bundle.anchor_map[a] for a in unique],
+        cited_chunk_ids=[bundle.anchor_map[a] for a in unique if a in bundle.anchor_map],
     )

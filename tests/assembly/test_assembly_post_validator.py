@@ -1,0 +1,108 @@
+"""R5 post-generation validation: table-driven golden cases (validation_cases.json) plus the
+statuses that do not depend on the answer text."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from assembly_fixtures import policy_v1
+
+from aiblox.assembly import (
+    REFUSAL_TEXT,
+    AnswerBundle,
+    LLMExecutionResult,
+    assemble_answer_bundle,
+    validate_answer,
+)
+
+CASES_FILE = Path(__file__).with_name("validation_cases.json")
+DATA = json.loads(CASES_FILE.read_text(encoding="utf-8"))
+
+
+def _bundle() -> AnswerBundle:
+    results = [
+        {
+            "chunk_id": ev["chunk_id"],
+            "knowledge_id": ev["knowledge_id"],
+            "chunk_text": ev["text"],
+            "rank": i,
+            "similarity_score": 0.5,
+            "source_reference": "wiki",
+        }
+        for i, ev in enumerate(DATA["evidence"])
+    ]
+    raw = {
+        "request_id": "val",
+        "results": results,
+        "index_version": "i",
+        "embedding_model": "m",
+        "retrieval_top_k": 2,
+    }
+    bundle = assemble_answer_bundle("Tell me about Paris?", raw, policy_v1())
+    assert bundle.assembly_status == "OK" and bundle.allowed_anchors == ["C0", "C1"]
+    return bundle
+
+
+BUNDLE = _bundle()
+
+
+def _llm(text: str | None, status: str = "OK") -> LLMExecutionResult:
+    return LLMExecutionResult(
+        request_id="val",
+        llm_name="test",
+        model_name="m",
+        prompt_sha256="0" * 64,
+        generation_status=status,  # type: ignore[arg-type]
+        raw_model_text=text,
+        failure_reason=None if status == "OK" else "boom",
+        attempts=1,
+    )
+
+
+@pytest.mark.parametrize("case", DATA["cases"], ids=[c["id"] for c in DATA["cases"]])
+def test_golden_case(case: dict[str, Any]) -> None:
+    result = validate_answer(BUNDLE, _llm(case["answer"]))
+    assert result.validation_status == case["status"], result.failure_reason
+    assert result.failure_codes == case["codes"]
+    assert result.generation_status == "OK"
+    if case["status"] == "PASSED":
+        assert result.failure_reason is None
+        assert result.validated_citations == case["citations"]
+        assert result.cited_chunk_ids == [BUNDLE.anchor_map[a] for a in case["citations"]]
+        assert result.is_refusal == case.get("refusal", False)
+        expected_text = REFUSAL_TEXT if result.is_refusal else case["answer"].strip()
+        assert result.validated_answer_text == expected_text
+        if not result.is_refusal:
+            gm = result.grounding_metrics
+            assert gm.sentence_count == gm.cited_sentence_count > 0
+            assert gm.citation_coverage == 1.0
+    else:  # fail closed: nothing to show
+        assert result.validated_answer_text is None
+        assert result.validated_citations == []
+        assert result.failure_reason
+
+
+def test_no_evidence_bundle_yields_the_refusal_without_llm() -> None:
+    raw = {
+        "request_id": "ne",
+        "results": [],
+        "index_version": "i",
+        "embedding_model": "m",
+        "retrieval_top_k": 0,
+    }
+    bundle = assemble_answer_bundle("Anything?", raw, policy_v1())
+    result = validate_answer(bundle, None)
+    assert (result.generation_status, result.validation_status) == ("NO_EVIDENCE", "PASSED")
+    assert result.validated_answer_text == REFUSAL_TEXT and result.is_refusal
+
+
+def test_failed_generation_and_failed_assembly_fail_closed() -> None:
+    result = validate_answer(BUNDLE, _llm(None, status="FAILED"))
+    assert (result.generation_status, result.validation_status) == ("FAILED", "FAILED")
+    assert result.failure_codes == ["GENERATION_FAILED"]
+    assert validate_answer(BUNDLE, None).failure_codes == ["GENERATION_FAILED"]
+    failed = AnswerBundle(request_id="x", assembly_status="FAILED", failure_reason="bad input")
+    assert validate_answer(failed, _llm("Paris [C0].")).failure_codes == ["ASSEMBLY_FAILED"]
