@@ -13,7 +13,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from aiblox.assembly import LLMSettings, OpenAIChatLLM, get_llm
+pytest.importorskip("httpx", reason="the openai LLM needs the 'llm' extra (httpx)")
+
+from aiblox.assembly import LLMSettings, OpenAIChatLLM, get_llm  # noqa: E402
 from aiblox.hashing import sha256_text
 
 PROMPT = "### SYSTEM INSTRUCTIONS ###\nSecret prompt text é中😀 {x}\n"
