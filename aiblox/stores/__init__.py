@@ -5,6 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from aiblox.stores.base import FILTER_FIELDS, Store, StoreError, UpsertReport, parse_filters
+from aiblox.stores.chunk_cache import (
+    ChunkCache,
+    ChunkCacheEntry,
+    ChunkCacheKey,
+    ChunkCacheLookup,
+    DuckDBChunkCache,
+    InMemoryChunkCache,
+)
 from aiblox.stores.duckdb_store import DuckDBStore
 from aiblox.stores.ingest import IngestReport, ingest_items
 
@@ -20,8 +28,14 @@ def open_store(db: str | Path, dim: int = 384) -> Store:
 
 
 __all__ = [
+    "ChunkCache",
+    "ChunkCacheEntry",
+    "ChunkCacheKey",
+    "ChunkCacheLookup",
+    "DuckDBChunkCache",
     "DuckDBStore",
     "FILTER_FIELDS",
+    "InMemoryChunkCache",
     "IngestReport",
     "Store",
     "StoreError",
