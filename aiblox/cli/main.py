@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from aiblox.cli.answer import answer
 from aiblox.cli.eval import eval_command
 from aiblox.cli.ingest import ingest
 from aiblox.cli.quickstart import quickstart
@@ -20,6 +21,7 @@ app.command("quickstart")(quickstart)
 app.command("ingest")(ingest)
 app.command("search")(search)
 app.command("eval")(eval_command)
+app.command("answer")(answer)
 
 
 if __name__ == "__main__":  # pragma: no cover
