@@ -33,7 +33,7 @@ class HashingEmbedder:
         return value % self.dim, (1.0 if (value >> 63) & 1 else -1.0)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed ``texts`` into a ``(n, dim)`` float32 array of unit vectors (zeros for no words)."""
+        """Embed ``texts`` as ``(n, dim)`` float32 unit vectors (zeros for a text with no words)."""
         out = np.zeros((len(texts), self.dim), dtype=np.float64)
         for row, text in enumerate(texts):
             words = _WORD.findall(text.lower())

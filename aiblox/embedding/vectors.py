@@ -41,7 +41,8 @@ def read_vectors(path: str | Path, dim: int) -> tuple[list[str], list[str], np.n
     table = pq.read_table(path)
     missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
     if missing:
-        raise VectorImportError(path, None, missing[0], f"missing column (has {table.column_names})")
+        raise VectorImportError(path, None, missing[0],
+                                f"missing column (has {table.column_names})")
     ids = table.column("_id").to_pylist()
     hashes = table.column("text_sha256").to_pylist()
     vectors = table.column("vector").to_pylist()

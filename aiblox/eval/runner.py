@@ -1,4 +1,4 @@
-"""Evaluate retrieval on a labelled dataset: prepare the store, retrieve in batches, score with ranx.
+"""Evaluate retrieval on a labelled dataset: prepare the store, retrieve in batches, score.
 
 The config hash covers everything that decides the ranking (retrieval preferences without the
 query, embedder, backend); the run hash covers the ranked lists themselves (query ids, document

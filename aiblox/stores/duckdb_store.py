@@ -72,7 +72,8 @@ class DuckDBStore:
             self._create_schema(dim)
         self.dim = int(self._meta("vector_dim") or dim)
         if self.dim != dim and not read_only:
-            raise StoreError(f"{self.location}: store holds {self.dim}-dim vectors, asked for {dim}")
+            raise StoreError(f"{self.location}: store holds {self.dim}-dim vectors, "
+                             f"asked for {dim}")
 
     # -- schema and metadata -------------------------------------------------------------
     def _create_schema(self, dim: int) -> None:
