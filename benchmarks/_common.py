@@ -1,0 +1,64 @@
+"""Helpers shared by the benchmark scripts: opening a quiet store, printing a table.
+
+Not part of the ``aiblox`` package; the scripts import it from their own folder.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from collections.abc import Sequence
+from datetime import date
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from aiblox.stores import DuckDBStore
+
+__all__ = ["environment_line", "err", "open_quiet_store", "print_table"]
+
+err = Console(stderr=True)
+"""Progress for people goes to stderr; the table alone goes to stdout."""
+
+
+def open_quiet_store(path: str | Path) -> DuckDBStore:
+    """A DuckDB store with DuckDB's own terminal progress bar switched off."""
+    store = DuckDBStore(path)
+    store.con.execute("SET enable_progress_bar = false")
+    return store
+
+
+def environment_line() -> str:
+    """Date, Python, DuckDB and CPU count, for the record under a table."""
+    import os
+
+    import duckdb
+
+    return (f"{date.today().isoformat()}, Python {platform.python_version()}, "
+            f"duckdb {duckdb.__version__}, {os.cpu_count()} CPUs, {platform.machine()}")
+
+
+def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]],
+                markdown: bool, right: Sequence[str] = (), notes: Sequence[str] = ()) -> None:
+    """Print ``rows`` as a rich table, or as a GitHub markdown table when ``markdown``."""
+    if markdown:
+        out = [f"**{title}**", "", "| " + " | ".join(columns) + " |",
+               "|" + "|".join("---:" if c in right else "---" for c in columns) + "|"]
+        out += ["| " + " | ".join(r) + " |" for r in rows]
+        if notes:
+            out += [""] + [f"{n}  " for n in notes]
+        sys.stdout.write("\n".join(out) + "\n")
+        sys.stdout.flush()
+        return
+    table = Table(title=title)
+    for c in columns:
+        table.add_column(c, justify="right" if c in right else "left")
+    for r in rows:
+        table.add_row(*r)
+    console = Console()
+    if not console.is_terminal or console.width < 150:
+        console = Console(width=150)  # wide enough for every column, also when piped
+    console.print(table)
+    for n in notes:
+        console.print(n, highlight=False)
