@@ -16,10 +16,11 @@ from aiblox.cli._common import (
     quiet_progress,
 )
 from aiblox.contracts.retrieval import RetrievalPrefs
+from aiblox.eval.chunk_eval import ChunkEvalResult, evaluate_chunks
 from aiblox.eval.datasets import DatasetError, load_dataset
 from aiblox.eval.metrics import DEFAULT_METRICS
 from aiblox.eval.runner import EvalResult, evaluate_retrieval, prepare_store
-from aiblox.retrieval import HybridRetriever
+from aiblox.retrieval import HybridRetriever, make_retriever
 
 
 def eval_command(
@@ -45,6 +46,24 @@ def eval_command(
     ignore_identical_ids: bool = typer.Option(
         False, "--ignore-identical-ids",
         help="Drop a retrieved document whose id equals the query id (BEIR/MTEB protocol)."),
+    chunks: bool = typer.Option(False, "--chunks", help="Also report chunk-level metrics "
+                                                        "(implied by --chunker)."),
+    chunker: str = typer.Option("", "--chunker",
+                                help="Chunker for chunk-level metrics (token_window, "
+                                     "sentences, headings, whole)."),
+    max_chunk_tokens: int | None = typer.Option(None, "--max-chunk-tokens",
+                                                help="Token budget per chunk."),
+    overlap_tokens: int | None = typer.Option(None, "--overlap-tokens",
+                                              help="Tokens shared by consecutive chunks."),
+    chunk_strategy: str = typer.Option("late", "--chunk-strategy",
+                                       help="late, precomputed or mixed."),
+    top_k_chunks: int = typer.Option(12, "--top-k-chunks", help="Evidence chunks returned."),
+    chunk_items: int = typer.Option(10, "--chunk-items",
+                                    help="Top fused candidates chunked per query."),
+    per_item_chunk_cap: int = typer.Option(3, "--per-item-chunk-cap",
+                                           help="Evidence chunks kept per document."),
+    chunk_limit: int | None = typer.Option(None, "--chunk-limit",
+                                           help="Chunk metrics on the first N query ids only."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Score retrieval on DATASET's SPLIT with ranx."""
@@ -54,6 +73,8 @@ def eval_command(
         fail(str(exc))
     store = open_db(db or f".aiblox/datasets/{ds.name}.duckdb")
     results: list[EvalResult] = []
+    chunk_results: list[ChunkEvalResult | None] = []
+    with_chunks = chunks or bool(chunker)
     try:
         emb = cached_embedder(embedder, store, progress=quiet_progress())
         needs_vectors = any(m != "bm25" for m in mode)
@@ -72,14 +93,42 @@ def eval_command(
                 fail(str(exc))
             results.append(evaluate_retrieval(retriever, ds, split, prefs, metric,
                                               progress=quiet_progress()))
+            chunk_results.append(None)
+            if with_chunks:
+                try:
+                    cprefs = RetrievalPrefs.model_validate({
+                        **prefs.model_dump(), "top_k_items": chunk_items,
+                        "top_k_chunks": top_k_chunks, "per_item_chunk_cap": per_item_chunk_cap,
+                        "chunking": {"strategy": chunk_strategy,
+                                     "chunker_id": chunker or "sentences",
+                                     "max_chunk_tokens": max_chunk_tokens,
+                                     "overlap_tokens": overlap_tokens}})
+                    late = make_retriever(store, emb if m != "bm25" else None)
+                    chunk_results[-1] = evaluate_chunks(late, ds, split, cprefs, metric,
+                                                        limit=chunk_limit,
+                                                        progress=quiet_progress())
+                except ValueError as exc:
+                    fail(str(exc))
     finally:
         store.close()
     if as_json:
         out = [r.model_dump(mode="json") for r in results]
+        for o, c in zip(out, chunk_results, strict=True):
+            if c is not None:
+                o["chunks"] = c.model_dump(mode="json")
         print_json(out[0] if len(out) == 1 else {"results": out})
         return
     console.print(metrics_table(f"{ds.name} / {split}", [r.model_dump() for r in results],
                                 list(metric)))
+    for r, c in zip(results, chunk_results, strict=True):
+        if c is not None:
+            recall = "  ".join(f"{k} {v:.4f}" for k, v in c.answer_recall.items())
+            proj = "  ".join(f"{k} {v:.4f}" for k, v in c.projection_metrics.items())
+            console.print(f"{r.mode} chunks {c.chunker_id} ({c.n_queries} queries): {recall}  "
+                          f"evidence tokens {c.evidence_tokens['all']:.1f}  "
+                          f"{c.projection}: {proj}  cache hits "
+                          f"{c.counts.get('chunk_cache_hits', 0)} misses "
+                          f"{c.counts.get('chunk_cache_misses', 0)}")
     for r in results:
         console.print(f"{r.mode}: run {r.hashes['run'][:16]}  config {r.hashes['config'][:16]}  "
                       f"dataset {r.hashes['dataset'][:16]}")

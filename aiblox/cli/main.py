@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from aiblox.cli.answer import answer
+from aiblox.cli.chunk import chunk_command
 from aiblox.cli.eval import eval_command
 from aiblox.cli.ingest import ingest
 from aiblox.cli.quickstart import quickstart
@@ -21,6 +22,7 @@ app.command("quickstart")(quickstart)
 app.command("ingest")(ingest)
 app.command("search")(search)
 app.command("eval")(eval_command)
+app.command("chunk")(chunk_command)
 app.command("answer")(answer)
 
 

@@ -1,5 +1,11 @@
 """Evaluation: BEIR datasets, ranx metrics and the retrieval eval runner."""
 
+from aiblox.eval.chunk_eval import (
+    CHUNK_EVAL_VERSION,
+    ChunkEvalResult,
+    evaluate_chunks,
+    gold_answers,
+)
 from aiblox.eval.datasets import (
     Dataset,
     DatasetError,
@@ -19,6 +25,8 @@ from aiblox.eval.runner import (
 )
 
 __all__ = [
+    "CHUNK_EVAL_VERSION",
+    "ChunkEvalResult",
     "DEFAULT_METRICS",
     "Dataset",
     "DatasetError",
@@ -26,10 +34,12 @@ __all__ = [
     "GoldAnswer",
     "available_splits",
     "config_hash",
+    "evaluate_chunks",
     "evaluate_retrieval",
     "evaluate_run",
     "find_dataset",
     "find_precomputed_vectors",
+    "gold_answers",
     "load_dataset",
     "prepare_store",
     "ranked_run",
