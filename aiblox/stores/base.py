@@ -113,6 +113,64 @@ class Store(Protocol):
         """Embedding cache insert; returns rows new."""
         ...
 
+    # -- evidence tracking (evidence bundles seed, evidence pack; insert-only) ------------
+    def record_evidence_bundle(self, rows: dict[str, list[dict[str, Any]]]) -> int:
+        """Track one evidence bundle; returns the number of rows newly written.
+
+        ``rows`` is what :func:`aiblox.evidence.tracking_rows` returns: plain JSON values under
+        three keys, each a list of dicts (a missing key counts as an empty list):
+
+        - ``"evidence_bundle"``: exactly one row with ``bundle_id``, ``build_version``,
+          ``policy_version``, ``policy_sha256``, ``lake_uri`` (str or None),
+          ``artifact_sha256``, ``byte_count``, ``item_count``, ``total_bytes``,
+          ``approx_tokens``, ``items_dropped`` (ints) and ``created_utc`` (str or None);
+        - ``"run_evidence"``: rows ``{"run_id": str, "bundle_id": str}`` linking runs to it;
+        - ``"evidence_item"``: one row per item with ``bundle_id``, ``ordinal`` (0-based int),
+          ``evidence_id``, ``evidence_type``, ``content_sha256``, ``byte_count``,
+          ``approx_tokens`` (int), ``truncated`` (bool) and ``full_lake_uri`` (str or None).
+
+        Insert-only: a bundle id already stored keeps its first record (0 rows for it), but is
+        refused with :class:`StoreError` when ``build_version``, ``policy_sha256``,
+        ``item_count``, ``total_bytes`` or any item row differ (bundle ids derive from the
+        content, so that means corruption). Run links are added if new. One transaction.
+        """
+        ...
+
+    def get_evidence_bundle(self, bundle_id: str) -> dict[str, list[dict[str, Any]]] | None:
+        """The tracked bundle in the same shape :meth:`record_evidence_bundle` takes (items by
+        ordinal, run links sorted by run id), or None when the bundle is not tracked."""
+        ...
+
+    def list_run_bundles(self, run_id: str) -> list[str]:
+        """Bundle ids linked to ``run_id``, sorted (empty when none)."""
+        ...
+
+    def put_evidence_pack(self, pack_id: str, parent_pack_id: str | None, sha256: str,
+                          json_text: str, *, tenant_id: str = "default",
+                          trace_id: str | None = None, created_at: str | None = None,
+                          signed: bool = False) -> bool:
+        """Store one evidence pack; True when written, False when already stored.
+
+        ``sha256`` is the 64-hex sha256 of the pack's hashed content
+        (``aiblox.hashing.sha256_hex(aiblox.evidence.pack_content(pack))``) and ``pack_id``
+        must be ``"pack_" + sha256[:16]`` (else :class:`StoreError`). ``json_text`` is the
+        whole pack (``pack_to_json``), stored verbatim. Insert-only: the same id with the same
+        ``sha256`` is a no-op that keeps the first row (a later copy differing only in
+        ``created_at`` or signature is not stored: sign before storing); the same id with
+        another ``sha256`` is refused with :class:`StoreError`.
+        """
+        ...
+
+    def get_evidence_pack(self, pack_id: str) -> dict[str, Any] | None:
+        """The stored row as a dict with keys ``pack_id``, ``parent_pack_id``, ``tenant_id``,
+        ``trace_id``, ``created_at``, ``sha256``, ``signed`` (bool) and ``json`` (str,
+        verbatim), or None when there is no such pack."""
+        ...
+
+    def list_evidence_packs(self) -> list[dict[str, Any]]:
+        """Every stored pack's row without ``json``, sorted by ``pack_id``."""
+        ...
+
     def close(self) -> None:
         """Release the connection."""
         ...

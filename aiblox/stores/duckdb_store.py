@@ -6,6 +6,8 @@ Tables:
 - ``item_vectors``: one vector per (item, embedding model), with the sha256 of the text embedded.
 - ``embedding_cache``: vectors by (model id, text sha256), for documents and queries alike.
 - ``aiblox_meta``: schema version, vector dimension and the full-text index state.
+- ``evidence_bundles``, ``run_evidence``, ``evidence_items``: evidence bundle tracking (the
+  evidence bundles seed), and ``evidence_packs``: stored evidence packs; all insert-only.
 
 DuckDB's full-text index is a snapshot: it does not see later INSERTs or UPDATEs. Every write
 that changes ``items`` marks the index stale (in the same transaction), and every full-text
@@ -18,6 +20,7 @@ BM25 for many queries runs as one SQL statement over the index's own tables (``d
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -35,6 +38,15 @@ from aiblox.stores.base import StoreError, UpsertReport, parse_filters
 __all__ = ["SCHEMA_VERSION", "DuckDBStore", "load_extension"]
 
 SCHEMA_VERSION = "1"
+_BUNDLE_COLUMNS = ("bundle_id", "build_version", "policy_version", "policy_sha256", "lake_uri",
+                   "artifact_sha256", "byte_count", "item_count", "total_bytes", "approx_tokens",
+                   "items_dropped", "created_utc")
+_ITEM_COLUMNS = ("bundle_id", "ordinal", "evidence_id", "evidence_type", "content_sha256",
+                 "byte_count", "approx_tokens", "truncated", "full_lake_uri")
+_PACK_COLUMNS = ("pack_id", "parent_pack_id", "tenant_id", "trace_id", "created_at", "sha256",
+                 "signed")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_PACK_ID = re.compile(r"^pack_[0-9a-f]{16}$")
 BM25_K1 = 1.2
 BM25_B = 0.75
 
@@ -103,6 +115,7 @@ class DuckDBStore:
             for key, value in (("schema_version", SCHEMA_VERSION), ("vector_dim", str(dim)),
                                ("fts_state", "stale")):
                 self.con.execute("INSERT OR IGNORE INTO aiblox_meta VALUES (?, ?)", [key, value])
+            self._create_evidence_schema()
 
     def _meta(self, key: str) -> str | None:
         try:
@@ -398,6 +411,176 @@ class DuckDBStore:
             after = self.con.execute("SELECT count(*) FROM embedding_cache WHERE model_id = ?",
                                      [model_id]).fetchone()[0]
         return int(after - before)
+
+    # -- evidence tracking ---------------------------------------------------------------
+    def _create_evidence_schema(self) -> None:
+        """Evidence tracking tables (additive: created in files made before they existed)."""
+        self.con.execute("""
+            CREATE TABLE IF NOT EXISTS evidence_bundles (
+                bundle_id VARCHAR PRIMARY KEY, build_version VARCHAR NOT NULL,
+                policy_version VARCHAR NOT NULL, policy_sha256 VARCHAR NOT NULL,
+                lake_uri VARCHAR, artifact_sha256 VARCHAR NOT NULL, byte_count BIGINT NOT NULL,
+                item_count INTEGER NOT NULL, total_bytes BIGINT NOT NULL,
+                approx_tokens BIGINT NOT NULL, items_dropped INTEGER NOT NULL,
+                created_utc VARCHAR)""")
+        self.con.execute("""
+            CREATE TABLE IF NOT EXISTS run_evidence (
+                run_id VARCHAR NOT NULL, bundle_id VARCHAR NOT NULL,
+                PRIMARY KEY (run_id, bundle_id))""")
+        self.con.execute("""
+            CREATE TABLE IF NOT EXISTS evidence_items (
+                bundle_id VARCHAR NOT NULL, ordinal INTEGER NOT NULL,
+                evidence_id VARCHAR NOT NULL, evidence_type VARCHAR NOT NULL,
+                content_sha256 VARCHAR NOT NULL, byte_count BIGINT NOT NULL,
+                approx_tokens BIGINT NOT NULL, truncated BOOLEAN NOT NULL,
+                full_lake_uri VARCHAR, PRIMARY KEY (bundle_id, ordinal))""")
+        self.con.execute("""
+            CREATE TABLE IF NOT EXISTS evidence_packs (
+                pack_id VARCHAR PRIMARY KEY, parent_pack_id VARCHAR,
+                tenant_id VARCHAR NOT NULL, trace_id VARCHAR, created_at VARCHAR,
+                sha256 VARCHAR NOT NULL, signed BOOLEAN NOT NULL, json VARCHAR NOT NULL)""")
+
+    def _rows(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+        """Rows as dicts; empty when the evidence tables are absent (read-only, old file)."""
+        import duckdb
+
+        try:
+            cur = self.con.execute(sql, params)
+        except duckdb.CatalogException:
+            return []
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+    def record_evidence_bundle(self, rows: dict[str, list[dict[str, Any]]]) -> int:
+        bundles = list(rows.get("evidence_bundle", []))
+        if len(bundles) != 1:
+            raise StoreError(f"record_evidence_bundle: expected one 'evidence_bundle' row, "
+                             f"got {len(bundles)}")
+        b = {k: bundles[0].get(k) for k in _BUNDLE_COLUMNS}
+        bundle_id = b["bundle_id"]
+        if not isinstance(bundle_id, str) or not bundle_id:
+            raise StoreError("record_evidence_bundle: evidence_bundle.bundle_id must be a "
+                             "non-empty string")
+        items = sorted(({k: r.get(k) for k in _ITEM_COLUMNS}
+                        for r in rows.get("evidence_item", [])),
+                       key=lambda r: int(r["ordinal"]))
+        for r in items:
+            if r["bundle_id"] != bundle_id:
+                raise StoreError(f"evidence_item ordinal {r['ordinal']}: bundle_id "
+                                 f"{r['bundle_id']!r} is not {bundle_id!r}")
+            r["truncated"] = bool(r["truncated"])
+        links = sorted({(str(r["run_id"]), str(r.get("bundle_id", bundle_id)))
+                        for r in rows.get("run_evidence", [])})
+        for _run, linked in links:
+            if linked != bundle_id:
+                raise StoreError(f"run_evidence: bundle_id {linked!r} is not {bundle_id!r}")
+        written = 0
+        with self._lock:
+            self.con.execute("BEGIN TRANSACTION")
+            try:
+                old = self.con.execute(
+                    "SELECT build_version, policy_sha256, item_count, total_bytes "
+                    "FROM evidence_bundles WHERE bundle_id = ?", [bundle_id]).fetchone()
+                if old is None:
+                    self.con.execute(
+                        f"INSERT INTO evidence_bundles ({', '.join(_BUNDLE_COLUMNS)}) VALUES "
+                        f"({', '.join('?' * len(_BUNDLE_COLUMNS))})",
+                        [b[k] for k in _BUNDLE_COLUMNS])
+                    if items:
+                        self.con.executemany(
+                            f"INSERT INTO evidence_items ({', '.join(_ITEM_COLUMNS)}) VALUES "
+                            f"({', '.join('?' * len(_ITEM_COLUMNS))})",
+                            [[r[k] for k in _ITEM_COLUMNS] for r in items])
+                    written += 1 + len(items)
+                else:
+                    stored = self._rows("SELECT * FROM evidence_items WHERE bundle_id = ? "
+                                        "ORDER BY ordinal", [bundle_id])
+                    new = (b["build_version"], b["policy_sha256"], b["item_count"],
+                           b["total_bytes"])
+                    if tuple(old) != new or [dict(r) for r in stored] != items:
+                        raise StoreError(f"{self.location}: evidence bundle {bundle_id} is "
+                                         "already tracked with different content")
+                for run_id, _ in links:
+                    present = self.con.execute(
+                        "SELECT count(*) FROM run_evidence WHERE run_id = ? AND bundle_id = ?",
+                        [run_id, bundle_id]).fetchone()[0]
+                    if not present:
+                        self.con.execute("INSERT INTO run_evidence VALUES (?, ?)",
+                                         [run_id, bundle_id])
+                        written += 1
+                self.con.execute("COMMIT")
+            except Exception:
+                self.con.execute("ROLLBACK")
+                raise
+        return written
+
+    def get_evidence_bundle(self, bundle_id: str) -> dict[str, list[dict[str, Any]]] | None:
+        with self._lock:
+            bundle = self._rows("SELECT * FROM evidence_bundles WHERE bundle_id = ?",
+                                [bundle_id])
+            if not bundle:
+                return None
+            return {
+                "evidence_bundle": bundle,
+                "run_evidence": self._rows("SELECT run_id, bundle_id FROM run_evidence "
+                                           "WHERE bundle_id = ? ORDER BY run_id", [bundle_id]),
+                "evidence_item": self._rows("SELECT * FROM evidence_items WHERE bundle_id = ? "
+                                            "ORDER BY ordinal", [bundle_id]),
+            }
+
+    def list_run_bundles(self, run_id: str) -> list[str]:
+        with self._lock:
+            return [r["bundle_id"] for r in self._rows(
+                "SELECT bundle_id FROM run_evidence WHERE run_id = ? ORDER BY bundle_id",
+                [run_id])]
+
+    def put_evidence_pack(self, pack_id: str, parent_pack_id: str | None, sha256: str,
+                          json_text: str, *, tenant_id: str = "default",
+                          trace_id: str | None = None, created_at: str | None = None,
+                          signed: bool = False) -> bool:
+        if not _SHA256.match(sha256 or ""):
+            raise StoreError(f"evidence pack {pack_id!r}: sha256 must be 64 lowercase hex digits")
+        if pack_id != "pack_" + sha256[:16]:
+            raise StoreError(f"evidence pack {pack_id!r}: id does not match its sha256 "
+                             f"(expected pack_{sha256[:16]})")
+        if parent_pack_id is not None and not _PACK_ID.match(parent_pack_id):
+            raise StoreError(f"evidence pack {pack_id}: parent_pack_id {parent_pack_id!r} is "
+                             "not a pack id")
+        if not isinstance(json_text, str) or not json_text:
+            raise StoreError(f"evidence pack {pack_id}: json_text must be a non-empty string")
+        with self._lock:
+            self.con.execute("BEGIN TRANSACTION")
+            try:
+                old = self.con.execute("SELECT sha256 FROM evidence_packs WHERE pack_id = ?",
+                                       [pack_id]).fetchone()
+                if old is not None:
+                    self.con.execute("ROLLBACK")
+                    if old[0] != sha256:
+                        raise StoreError(f"{self.location}: a different evidence pack is "
+                                         f"stored under {pack_id}")
+                    return False
+                self.con.execute(
+                    "INSERT INTO evidence_packs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [pack_id, parent_pack_id, tenant_id, trace_id, created_at, sha256,
+                     bool(signed), json_text])
+                self.con.execute("COMMIT")
+            except StoreError:
+                raise
+            except Exception:
+                self.con.execute("ROLLBACK")
+                raise
+        return True
+
+    def get_evidence_pack(self, pack_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            rows = self._rows(f"SELECT {', '.join(_PACK_COLUMNS)}, json FROM evidence_packs "
+                              "WHERE pack_id = ?", [pack_id])
+        return rows[0] if rows else None
+
+    def list_evidence_packs(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return self._rows(f"SELECT {', '.join(_PACK_COLUMNS)} FROM evidence_packs "
+                              "ORDER BY pack_id", [])
 
     def close(self) -> None:
         with self._lock:
