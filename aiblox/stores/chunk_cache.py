@@ -230,8 +230,18 @@ class DuckDBChunkCache:
         self.con = store.con
         self._lock: threading.RLock = getattr(store, "_lock", None) or threading.RLock()
         self.clock = clock
+        self.read_only = False
+        """True when the table could not be created (a read-only file without it): every
+        lookup misses and writes are dropped."""
         with self._lock:
-            self.con.execute(_TABLE)
+            try:
+                self.con.execute(_TABLE)
+            except Exception:  # noqa: BLE001 - duckdb raises its own error types
+                exists = self.con.execute(
+                    "SELECT count(*) FROM information_schema.tables "
+                    "WHERE table_name = 'chunk_cache'").fetchone()[0]
+                if not exists:
+                    self.read_only = True
 
     def get_many(self, keys: Sequence[ChunkCacheKey], ttl_seconds: int | None = None,
                  precomputed_only: bool = False) -> ChunkCacheLookup:
@@ -239,6 +249,9 @@ class DuckDBChunkCache:
 
         wanted = sorted(set(map(ChunkCacheKey._make, keys)))
         lookup = ChunkCacheLookup()
+        if self.read_only:
+            lookup.missing.extend(wanted)
+            return lookup
         if not wanted:
             return lookup
         table = pa.table({name: [k[i] for k in wanted]
@@ -265,7 +278,7 @@ class DuckDBChunkCache:
         latest: dict[ChunkCacheKey, ChunkCacheEntry] = {}
         for e in entries:
             latest[ChunkCacheKey._make(e.key)] = e
-        if not latest:
+        if not latest or self.read_only:
             return 0
         now = self.clock()
         cols: dict[str, list[Any]] = {name: [] for name in (
@@ -303,6 +316,8 @@ class DuckDBChunkCache:
     def prune(self, current: dict[str, str]) -> int:
         import pyarrow as pa
 
+        if self.read_only:
+            return 0
         table = pa.table({"item_id": sorted(current),
                           "content_hash": [current[k] for k in sorted(current)]})
         with self._lock:
@@ -318,5 +333,7 @@ class DuckDBChunkCache:
             return before - self.count()
 
     def count(self) -> int:
+        if self.read_only:
+            return 0
         with self._lock:
             return int(self.con.execute("SELECT count(*) FROM chunk_cache").fetchone()[0])

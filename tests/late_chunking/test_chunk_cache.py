@@ -152,3 +152,18 @@ def test_duckdb_cache_persists_across_processes_of_the_file(tmp_path):
     with DuckDBStore(path, dim=3) as store:
         got = DuckDBChunkCache(store).get_many([e.key]).hits[e.key]
     assert got.chunks == e.chunks and np.array_equal(got.vectors, e.vectors)
+
+
+def test_read_only_store_without_the_table_misses_and_drops_writes(tmp_path):
+    path = tmp_path / "ro.duckdb"
+    DuckDBStore(path, dim=3).close()
+    with DuckDBStore(path, dim=3, read_only=True) as store:
+        cache = DuckDBChunkCache(store)
+        e = _entry()
+        assert cache.read_only and cache.put_many([e]) == 0
+        assert cache.get_many([e.key]).missing == [e.key] and cache.count() == 0
+    with DuckDBStore(path, dim=3) as store:
+        DuckDBChunkCache(store).put_many([_entry()])
+    with DuckDBStore(path, dim=3, read_only=True) as store:
+        cache = DuckDBChunkCache(store)  # the table exists: reads work
+        assert not cache.read_only and cache.get_many([_entry().key]).hits
