@@ -99,6 +99,12 @@ class VectorConfig(_Strict):
     """Drop vector hits whose similarity (higher is better) is below this."""
     top_k: int = Field(default=100, ge=1)
     """Depth of the vector candidate list handed to fusion."""
+    index: Literal["exact", "hnsw"] = "exact"
+    """Postgres: scan every vector (exact) or walk the HNSW index of ``distance``
+    (approximate). DuckDB always searches exactly."""
+    ef_search: int | None = Field(default=None, ge=1, le=1000)
+    """Postgres HNSW candidate list size per query (``hnsw.ef_search``); None:
+    ``max(40, top_k)``. HNSW returns at most this many hits."""
 
 
 class ScoringConfig(_Strict):

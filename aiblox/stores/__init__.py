@@ -18,10 +18,16 @@ from aiblox.stores.ingest import IngestReport, ingest_items
 
 
 def open_store(db: str | Path, dim: int = 384) -> Store:
-    """Open a store from a file path, ``duckdb:///path`` or ``:memory:``."""
+    """Open a store from a file path, ``duckdb:///path``, ``:memory:`` or a PostgreSQL URL
+    (``postgresql+psycopg://user:pass@host/db``, needs the ``postgres`` extra)."""
     text = str(db)
     if text.startswith(("postgresql", "postgres://")):
-        raise StoreError("the PostgreSQL backend is not available in this version")
+        try:
+            from aiblox.stores.postgres import PostgresStore
+        except ImportError as exc:
+            raise StoreError("the PostgreSQL backend needs: pip install 'aiblox[postgres]' "
+                             f"({exc})") from exc
+        return PostgresStore(text, dim=dim)
     if text.startswith("duckdb:///"):
         text = text[len("duckdb:///"):]
     return DuckDBStore(text, dim=dim)

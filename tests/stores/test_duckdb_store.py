@@ -1,13 +1,11 @@
-"""The DuckDB store on real files: idempotent ingest, never-stale BM25, vectors, filters."""
+"""What only the DuckDB store does: a BM25 index marked stale and rebuilt on read, batched BM25
+equal to the fts extension's own macro. The shared store contract is in test_store_contract.py."""
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
-from aiblox.contracts import ItemRecord, VectorConfig
-from aiblox.embedding import CachedEmbedder, HashingEmbedder, VectorImportError, import_vectors
-from aiblox.stores import DuckDBStore, StoreError, ingest_items
+from aiblox.contracts import ItemRecord
+from aiblox.embedding import CachedEmbedder, HashingEmbedder
+from aiblox.stores import DuckDBStore, ingest_items
 
 DOCS = [
     ItemRecord(id="a", title="Hello world", text="the quick brown fox", metadata={"y": 2020}),
@@ -23,18 +21,7 @@ def store(tmp_path):
     s.close()
 
 
-def test_ingest_is_idempotent(store):
-    emb = CachedEmbedder(HashingEmbedder(), store)
-    first = ingest_items(store, DOCS, emb, progress=False)
-    assert (first.items.inserted, first.vectors_written, first.embedding_cache_misses) == (3, 3, 3)
-    hashes = store.item_hashes()
-    again = ingest_items(store, DOCS, emb, progress=False)
-    assert (again.items.unchanged, again.items.inserted, again.items.updated) == (3, 0, 0)
-    assert again.vectors_written == 0 and again.embedding_cache_misses == 0
-    assert store.item_hashes() == hashes and store.count_items() == 3
-
-
-def test_changed_text_updates_hash_index_and_vector(store):
+def test_changed_text_marks_the_index_stale_and_the_read_rebuilds_it(store):
     emb = CachedEmbedder(HashingEmbedder(), store)
     ingest_items(store, DOCS, emb, progress=False)
     assert [d for d, _ in store.fts_search_many(["fox"], 5)[0]] == ["b", "a"]
@@ -64,41 +51,6 @@ def test_batched_bm25_equals_match_bm25_macro(sample_store):
         assert [s for _, s in run] == pytest.approx([s for _, s in macro], rel=1e-12)
 
 
-def test_index_is_never_stale_after_delete(store):
-    ingest_items(store, DOCS, None, progress=False)
-    assert store.fts_search_many(["columnar"], 5)[0][0][0] == "c"
-    assert store.delete_items(["c", "zz"]) == 1
-    assert store.fts_search_many(["columnar"], 5) == [[]]
-
-
-def test_vector_distances_and_min_score(store):
-    emb = CachedEmbedder(HashingEmbedder(), store)
-    ingest_items(store, DOCS, emb, progress=False)
-    q = emb.embed(["quick brown fox"])
-    cos = store.vector_search_many(q, emb.model_id, 3, VectorConfig(distance="cosine"))[0]
-    ip = store.vector_search_many(q, emb.model_id, 3, VectorConfig(distance="ip"))[0]
-    l2 = store.vector_search_many(q, emb.model_id, 3, VectorConfig(distance="l2"))[0]
-    assert cos[0][0] == ip[0][0] == l2[0][0] == "a"
-    for (_, c), (_, i) in zip(cos, ip, strict=True):  # unit vectors: cosine == inner product
-        assert c == pytest.approx(i, abs=1e-6)
-    for (_, c), (_, d) in zip(cos, l2, strict=True):  # |a-b| = sqrt(2 - 2cos)
-        assert -d == pytest.approx(np.sqrt(max(0.0, 2 - 2 * c)), abs=1e-5)
-    gated = store.vector_search_many(q, emb.model_id, 3, VectorConfig(min_score=cos[0][1]))[0]
-    assert [d for d, _ in gated] == ["a"]
-
-
-def test_metadata_filters(store):
-    emb = CachedEmbedder(HashingEmbedder(), store)
-    ingest_items(store, DOCS, emb, progress=False)
-    assert [d for d, _ in store.fts_search_many(["fox"], 5, filters={"metadata.y": 2021})[0]] \
-        == ["b"]
-    q = emb.embed(["fox"])
-    got = store.vector_search_many(q, emb.model_id, 5, filters={"id": ["a", "c"]})[0]
-    assert sorted(d for d, _ in got) == ["a", "c"]
-    with pytest.raises(StoreError, match="unknown filter field 'year'"):
-        store.fts_search_many(["fox"], 5, filters={"year": 2020})
-
-
 def test_persists_across_reopen(tmp_path):
     path = tmp_path / "p.duckdb"
     with DuckDBStore(path) as s:
@@ -108,30 +60,3 @@ def test_persists_across_reopen(tmp_path):
         assert s.count_items() == 3 and not s.fts_stale
         assert s.fts_search_many(["fox"], 1)[0][0][0] == "b"
         assert s.get_items(["a"])["a"].metadata == {"y": 2020}
-
-
-def test_wrong_dimension_refused(store):
-    with pytest.raises(StoreError, match="384-dim"):
-        store.set_item_vectors("m", [("a", "h", np.zeros(10))])
-
-
-def _write_vectors(path, rows):
-    pq.write_table(pa.table({"_id": [r[0] for r in rows], "text_sha256": [r[1] for r in rows],
-                             "vector": [r[2] for r in rows]}), path)
-
-
-def test_vector_import_checks_every_row_before_writing(store, tmp_path):
-    good = ("d1", "a" * 64, [0.1] * 384)
-    ok = tmp_path / "ok.parquet"
-    _write_vectors(ok, [good])
-    assert import_vectors(ok, store, "m", 384) == 1
-    assert import_vectors(ok, store, "m", 384) == 0  # already cached
-    for rows, field in (([good, ("d2", "b" * 64, [0.1] * 383)], "vector"),
-                        ([good, ("d3", "not-a-hash", [0.1] * 384)], "text_sha256"),
-                        ([good, ("d4", "c" * 64, [float("nan")] * 384)], "vector")):
-        bad = tmp_path / "bad.parquet"
-        _write_vectors(bad, rows)
-        with pytest.raises(VectorImportError) as err:
-            import_vectors(bad, store, "m", 384)
-        assert err.value.row == 1 and err.value.field == field and "bad.parquet" in str(err.value)
-    assert len(store.get_embeddings("m", ["a" * 64, "b" * 64, "c" * 64])) == 1

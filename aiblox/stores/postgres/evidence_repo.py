@@ -1,0 +1,155 @@
+"""Evidence tracking on PostgreSQL: bundles, run links, items and packs, insert-only.
+
+Same semantics as the DuckDB store (see :class:`aiblox.stores.base.Store`): a bundle id already
+tracked keeps its first record and is refused when its content differs; a pack id keeps its first
+row and is refused under another sha256. Each call is one transaction.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.orm import Session, sessionmaker
+
+from aiblox.stores.base import StoreError
+from aiblox.stores.postgres.models import (
+    EvidenceBundleRow,
+    EvidenceItemRow,
+    EvidencePackRow,
+    RunEvidenceRow,
+)
+
+__all__ = ["EvidenceRepo"]
+
+BUNDLE_COLUMNS = ("bundle_id", "build_version", "policy_version", "policy_sha256", "lake_uri",
+                  "artifact_sha256", "byte_count", "item_count", "total_bytes", "approx_tokens",
+                  "items_dropped", "created_utc")
+ITEM_COLUMNS = ("bundle_id", "ordinal", "evidence_id", "evidence_type", "content_sha256",
+                "byte_count", "approx_tokens", "truncated", "full_lake_uri")
+PACK_COLUMNS = ("pack_id", "parent_pack_id", "tenant_id", "trace_id", "created_at", "sha256",
+                "signed")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_PACK_ID = re.compile(r"^pack_[0-9a-f]{16}$")
+
+
+def _as_dict(row: Any, columns: tuple[str, ...]) -> dict[str, Any]:
+    return {c: getattr(row, c) for c in columns}
+
+
+class EvidenceRepo:
+    """The evidence tracking tables behind the store protocol's evidence methods."""
+
+    def __init__(self, sessions: sessionmaker[Session], location: str) -> None:
+        self.sessions = sessions
+        self.location = location
+
+    def record_bundle(self, rows: dict[str, list[dict[str, Any]]]) -> int:
+        bundles = list(rows.get("evidence_bundle", []))
+        if len(bundles) != 1:
+            raise StoreError(f"record_evidence_bundle: expected one 'evidence_bundle' row, "
+                             f"got {len(bundles)}")
+        b = {k: bundles[0].get(k) for k in BUNDLE_COLUMNS}
+        bundle_id = b["bundle_id"]
+        if not isinstance(bundle_id, str) or not bundle_id:
+            raise StoreError("record_evidence_bundle: evidence_bundle.bundle_id must be a "
+                             "non-empty string")
+        items = sorted(({k: r.get(k) for k in ITEM_COLUMNS}
+                        for r in rows.get("evidence_item", [])),
+                       key=lambda r: int(r["ordinal"]))
+        for r in items:
+            if r["bundle_id"] != bundle_id:
+                raise StoreError(f"evidence_item ordinal {r['ordinal']}: bundle_id "
+                                 f"{r['bundle_id']!r} is not {bundle_id!r}")
+            r["truncated"] = bool(r["truncated"])
+        links = sorted({(str(r["run_id"]), str(r.get("bundle_id", bundle_id)))
+                        for r in rows.get("run_evidence", [])})
+        for _run, linked in links:
+            if linked != bundle_id:
+                raise StoreError(f"run_evidence: bundle_id {linked!r} is not {bundle_id!r}")
+        written = 0
+        with self.sessions.begin() as s:
+            old = s.get(EvidenceBundleRow, bundle_id, with_for_update=True)
+            if old is None:
+                s.add(EvidenceBundleRow(**b))
+                s.add_all(EvidenceItemRow(**r) for r in items)
+                s.flush()
+                written += 1 + len(items)
+            else:
+                stored = [_as_dict(r, ITEM_COLUMNS) for r in s.scalars(
+                    select(EvidenceItemRow).where(EvidenceItemRow.bundle_id == bundle_id)
+                    .order_by(EvidenceItemRow.ordinal))]
+                same = ((old.build_version, old.policy_sha256, old.item_count, old.total_bytes)
+                        == (b["build_version"], b["policy_sha256"], b["item_count"],
+                            b["total_bytes"]))
+                if not same or stored != items:
+                    raise StoreError(f"{self.location}: evidence bundle {bundle_id} is "
+                                     "already tracked with different content")
+            if links:
+                result = s.execute(
+                    pg_insert(RunEvidenceRow).values(
+                        [{"run_id": r, "bundle_id": bundle_id} for r, _ in links])
+                    .on_conflict_do_nothing().returning(RunEvidenceRow.run_id))
+                written += len(result.all())
+        return written
+
+    def get_bundle(self, bundle_id: str) -> dict[str, list[dict[str, Any]]] | None:
+        with self.sessions.begin() as s:
+            bundle = s.get(EvidenceBundleRow, bundle_id)
+            if bundle is None:
+                return None
+            links = s.scalars(select(RunEvidenceRow).where(RunEvidenceRow.bundle_id == bundle_id)
+                              .order_by(RunEvidenceRow.run_id))
+            items = s.scalars(select(EvidenceItemRow)
+                              .where(EvidenceItemRow.bundle_id == bundle_id)
+                              .order_by(EvidenceItemRow.ordinal))
+            return {"evidence_bundle": [_as_dict(bundle, BUNDLE_COLUMNS)],
+                    "run_evidence": [_as_dict(r, ("run_id", "bundle_id")) for r in links],
+                    "evidence_item": [_as_dict(r, ITEM_COLUMNS) for r in items]}
+
+    def run_bundles(self, run_id: str) -> list[str]:
+        with self.sessions.begin() as s:
+            return list(s.scalars(select(RunEvidenceRow.bundle_id)
+                                  .where(RunEvidenceRow.run_id == run_id)
+                                  .order_by(RunEvidenceRow.bundle_id)))
+
+    def put_pack(self, pack_id: str, parent_pack_id: str | None, sha256: str, json_text: str,
+                 tenant_id: str = "default", trace_id: str | None = None,
+                 created_at: str | None = None, signed: bool = False) -> bool:
+        if not _SHA256.match(sha256 or ""):
+            raise StoreError(f"evidence pack {pack_id!r}: sha256 must be 64 lowercase hex digits")
+        if pack_id != "pack_" + sha256[:16]:
+            raise StoreError(f"evidence pack {pack_id!r}: id does not match its sha256 "
+                             f"(expected pack_{sha256[:16]})")
+        if parent_pack_id is not None and not _PACK_ID.match(parent_pack_id):
+            raise StoreError(f"evidence pack {pack_id}: parent_pack_id {parent_pack_id!r} is "
+                             "not a pack id")
+        if not isinstance(json_text, str) or not json_text:
+            raise StoreError(f"evidence pack {pack_id}: json_text must be a non-empty string")
+        with self.sessions.begin() as s:
+            written = s.execute(
+                pg_insert(EvidencePackRow).values(
+                    pack_id=pack_id, parent_pack_id=parent_pack_id, tenant_id=tenant_id,
+                    trace_id=trace_id, created_at=created_at, sha256=sha256,
+                    signed=bool(signed), json=json_text)
+                .on_conflict_do_nothing().returning(EvidencePackRow.pack_id)).all()
+            if written:
+                return True
+            stored = s.scalar(select(EvidencePackRow.sha256)
+                              .where(EvidencePackRow.pack_id == pack_id))
+        if stored != sha256:
+            raise StoreError(f"{self.location}: a different evidence pack is stored under "
+                             f"{pack_id}")
+        return False
+
+    def get_pack(self, pack_id: str) -> dict[str, Any] | None:
+        with self.sessions.begin() as s:
+            row = s.get(EvidencePackRow, pack_id)
+            return None if row is None else _as_dict(row, (*PACK_COLUMNS, "json"))
+
+    def list_packs(self) -> list[dict[str, Any]]:
+        with self.sessions.begin() as s:
+            return [_as_dict(r, PACK_COLUMNS) for r in s.scalars(
+                select(EvidencePackRow).order_by(EvidencePackRow.pack_id))]

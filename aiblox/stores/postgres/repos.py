@@ -1,0 +1,254 @@
+"""Repository boundaries of the retriever seed over the ORM models: items, caches.
+
+Every public method is one transaction (``sessionmaker.begin()``): an upsert batch is written
+whole or not at all, so a connection dropped mid-ingest leaves no half-written document and
+re-running the ingest resumes where the last committed batch ended.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+
+import numpy as np
+from sqlalchemy import Text, any_, bindparam, delete, func, select
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.orm import Session, sessionmaker
+
+from aiblox.contracts.items import ItemRecord
+from aiblox.stores.base import StoreError, UpsertReport
+from aiblox.stores.chunk_cache import (
+    ChunkCacheEntry,
+    ChunkCacheKey,
+    ChunkCacheLookup,
+    _classify,
+    encode_entry,
+)
+from aiblox.stores.postgres.models import (
+    ChunkCacheRow,
+    EmbeddingCacheRow,
+    ItemRow,
+    ItemVectorRow,
+)
+
+__all__ = ["ChunkCacheRepo", "EmbeddingCacheRepo", "ItemRepo"]
+
+
+def _any(column, values: Sequence[str], name: str):  # noqa: ANN001, ANN202 - SQL expression
+    """``column = ANY(:name)`` with the values as one bound ``text[]``."""
+    return column == any_(bindparam(name, list(values), type_=ARRAY(Text)))
+
+
+def _no_nul(item: ItemRecord) -> None:
+    for field in ("id", "kind", "source", "source_ref", "title", "text"):
+        value = getattr(item, field)
+        if value is not None and "\x00" in value:
+            raise StoreError(f"item {item.id!r}: field {field!r} holds a NUL character, which "
+                             f"PostgreSQL text cannot store")
+
+
+class ItemRepo:
+    """Items and their vectors."""
+
+    def __init__(self, sessions: sessionmaker[Session], dim: int) -> None:
+        self.sessions = sessions
+        self.dim = dim
+
+    def upsert(self, items: Iterable[ItemRecord]) -> UpsertReport:
+        """Insert new items, replace changed ones and drop their vectors; one transaction."""
+        items = list(items)
+        report = UpsertReport()
+        if not items:
+            return report
+        with self.sessions.begin() as s:
+            ids = sorted({it.id for it in items})
+            existing = dict(s.execute(select(ItemRow.id, ItemRow.content_hash)
+                                      .where(_any(ItemRow.id, ids, "ids"))).all())
+            rows: dict[str, ItemRecord] = {}
+            for item in items:
+                old = existing.get(item.id)
+                if old == item.content_hash:
+                    report.unchanged += 1
+                    continue
+                if item.id in rows:
+                    raise StoreError(f"duplicate item id in one upsert: {item.id!r}")
+                _no_nul(item)
+                rows[item.id] = item
+                if old is None:
+                    report.inserted += 1
+                else:
+                    report.updated += 1
+            if not rows:
+                return report
+            changed = sorted(i for i in rows if i in existing)
+            if changed:
+                s.execute(delete(ItemVectorRow).where(_any(ItemVectorRow.item_id, changed, "c")))
+                s.execute(delete(ItemRow).where(_any(ItemRow.id, changed, "c")))
+            s.execute(pg_insert(ItemRow), [
+                {"id": r.id, "kind": r.kind, "source": r.source, "source_ref": r.source_ref,
+                 "title": r.title, "text": r.text, "metadata_": r.metadata,
+                 "content_hash": r.content_hash}
+                for r in (rows[k] for k in sorted(rows))])
+        return report
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Delete items and their vectors; returns how many existed."""
+        ids = sorted(set(ids))
+        if not ids:
+            return 0
+        with self.sessions.begin() as s:
+            s.execute(delete(ItemVectorRow).where(_any(ItemVectorRow.item_id, ids, "ids")))
+            result = s.execute(delete(ItemRow).where(_any(ItemRow.id, ids, "ids"))
+                               .returning(ItemRow.id))
+            return len(result.all())
+
+    def get(self, ids: Sequence[str]) -> dict[str, ItemRecord]:
+        """Stored items by id."""
+        ids = sorted(set(ids))
+        if not ids:
+            return {}
+        with self.sessions.begin() as s:
+            rows = s.scalars(select(ItemRow).where(_any(ItemRow.id, ids, "ids"))).all()
+            return {r.id: ItemRecord(id=r.id, kind=r.kind, source=r.source,
+                                     source_ref=r.source_ref, title=r.title, text=r.text,
+                                     metadata=r.metadata_) for r in rows}
+
+    def hashes(self) -> dict[str, str]:
+        """``{item_id: content_hash}`` of every item."""
+        with self.sessions.begin() as s:
+            return dict(s.execute(select(ItemRow.id, ItemRow.content_hash)).all())
+
+    def count(self) -> int:
+        """Number of items."""
+        with self.sessions.begin() as s:
+            return int(s.scalar(select(func.count()).select_from(ItemRow)) or 0)
+
+    def set_vectors(self, model_id: str, rows: Iterable[tuple[str, str, np.ndarray]]) -> int:
+        """Write (replace) ``(item_id, text_sha256, vector)`` rows; one transaction."""
+        latest: dict[str, tuple[str, np.ndarray]] = {}
+        for item_id, h, vec in rows:
+            vec = np.asarray(vec, dtype=np.float32)
+            if vec.shape != (self.dim,):
+                raise StoreError(f"vector of shape {vec.shape} for item {item_id!r}, store "
+                                 f"holds {self.dim}-dim vectors")
+            latest[item_id] = (h, vec)
+        if not latest:
+            return 0
+        stmt = pg_insert(ItemVectorRow)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[ItemVectorRow.item_id, ItemVectorRow.model_id],
+            set_={"text_sha256": stmt.excluded.text_sha256, "vector": stmt.excluded.vector})
+        with self.sessions.begin() as s:
+            s.execute(stmt, [{"item_id": i, "model_id": model_id, "text_sha256": latest[i][0],
+                              "vector": latest[i][1]} for i in sorted(latest)])
+        return len(latest)
+
+    def vector_hashes(self, model_id: str) -> dict[str, str]:
+        """``{item_id: text_sha256}`` of the vectors stored for ``model_id``."""
+        with self.sessions.begin() as s:
+            return dict(s.execute(select(ItemVectorRow.item_id, ItemVectorRow.text_sha256)
+                                  .where(ItemVectorRow.model_id == model_id)).all())
+
+
+class EmbeddingCacheRepo:
+    """Vectors by (model id, text sha256)."""
+
+    def __init__(self, sessions: sessionmaker[Session]) -> None:
+        self.sessions = sessions
+
+    def get(self, model_id: str, text_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        hashes = sorted(set(text_hashes))
+        if not hashes:
+            return {}
+        with self.sessions.begin() as s:
+            rows = s.execute(select(EmbeddingCacheRow.text_sha256, EmbeddingCacheRow.vector)
+                             .where(EmbeddingCacheRow.model_id == model_id,
+                                    _any(EmbeddingCacheRow.text_sha256, hashes, "h"))).all()
+        return {h: np.asarray(v, dtype=np.float32) for h, v in rows}
+
+    def put(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]]) -> int:
+        unique: dict[str, np.ndarray] = {}
+        for h, vec in rows:
+            unique.setdefault(h, np.asarray(vec, dtype=np.float32))
+        if not unique:
+            return 0
+        table = EmbeddingCacheRow.__table__
+        stmt = (pg_insert(table).on_conflict_do_nothing()
+                .returning(table.c.text_sha256))
+        with self.sessions.begin() as s:
+            result = s.connection().execute(
+                stmt, [{"model_id": model_id, "text_sha256": h, "vector": unique[h]}
+                       for h in sorted(unique)])
+            return len(result.all())
+
+
+class ChunkCacheRepo:
+    """The :class:`~aiblox.stores.chunk_cache.ChunkCache` protocol on the ``chunk_cache``
+    table: the same encoded rows and payload checks as ``DuckDBChunkCache``."""
+
+    def __init__(self, sessions: sessionmaker[Session],
+                 clock: Callable[[], float] = time.time) -> None:
+        self.sessions = sessions
+        self.clock = clock
+
+    def get_many(self, keys: Sequence[ChunkCacheKey], ttl_seconds: int | None = None,
+                 precomputed_only: bool = False) -> ChunkCacheLookup:
+        wanted = sorted(set(map(ChunkCacheKey._make, keys)))
+        lookup = ChunkCacheLookup()
+        if not wanted:
+            return lookup
+        c = ChunkCacheRow
+        with self.sessions.begin() as s:
+            rows = s.execute(
+                select(c.item_id, c.content_hash, c.chunker_id, c.embedding_model_id,
+                       c.chunks_json, c.vectors, c.dim, c.payload_sha256, c.precomputed,
+                       c.created_at)
+                .where(_any(c.item_id, sorted({k.item_id for k in wanted}), "ids"))).all()
+        found = {ChunkCacheKey(*r[:4]): tuple(r[4:]) for r in rows}
+        now = self.clock()
+        for key in wanted:
+            _classify(lookup, key, found.get(key), ttl_seconds, precomputed_only, now)
+        return lookup
+
+    def put_many(self, entries: Iterable[ChunkCacheEntry]) -> int:
+        latest: dict[ChunkCacheKey, ChunkCacheEntry] = {}
+        for e in entries:
+            latest[ChunkCacheKey._make(e.key)] = e
+        if not latest:
+            return 0
+        now = self.clock()
+        values = []
+        for key in sorted(latest):
+            e = latest[key]
+            chunks_json, blob, dim, digest = encode_entry(e)
+            values.append({**key._asdict(), "chunks_json": chunks_json, "vectors": blob,
+                           "dim": dim, "n_chunks": len(e.chunks), "payload_sha256": digest,
+                           "precomputed": bool(e.precomputed), "created_at": now})
+        table = ChunkCacheRow.__table__
+        stmt = pg_insert(table)
+        x = stmt.excluded
+        stmt = stmt.on_conflict_do_update(
+            index_elements=list(ChunkCacheKey._fields),
+            set_={"chunks_json": x.chunks_json, "vectors": x.vectors, "dim": x.dim,
+                  "n_chunks": x.n_chunks, "payload_sha256": x.payload_sha256,
+                  "precomputed": table.c.precomputed | x.precomputed,
+                  "created_at": x.created_at})
+        with self.sessions.begin() as s:
+            s.connection().execute(stmt, values)
+        return len(latest)
+
+    def prune(self, current: dict[str, str]) -> int:
+        ids = sorted(current)
+        cur = func.unnest(bindparam("ids", ids, type_=ARRAY(Text)),
+                          bindparam("hashes", [current[i] for i in ids], type_=ARRAY(Text))
+                          ).table_valued("item_id", "content_hash").render_derived(name="cur")
+        c = ChunkCacheRow
+        keep = (select(cur.c.item_id).where(cur.c.item_id == c.item_id,
+                                             cur.c.content_hash == c.content_hash).exists())
+        with self.sessions.begin() as s:
+            return len(s.execute(delete(c).where(~keep).returning(c.item_id)).all())
+
+    def count(self) -> int:
+        with self.sessions.begin() as s:
+            return int(s.scalar(select(func.count()).select_from(ChunkCacheRow)) or 0)

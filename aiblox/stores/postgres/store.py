@@ -1,0 +1,281 @@
+"""The reference backend: PostgreSQL with pgvector and tsvector, through SQLAlchemy 2.
+
+Items and caches go through the ORM repositories (:mod:`.repos`); the two searches are the only
+raw SQL, each in its own query builder (:mod:`.fts_query`, :mod:`.vector_query`). Scores follow
+the store contract: higher is better, ties broken by item id ascending.
+
+Full-text scores are ``ts_rank_cd`` (or ``ts_rank``) values, not BM25: rankings differ from the
+DuckDB store's, by design of the two engines (``benchmarks/backend_parity.py`` measures how).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+from sqlalchemy import create_engine, exc, text
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from aiblox.contracts.items import ItemRecord
+from aiblox.contracts.retrieval import FtsConfig, VectorConfig
+from aiblox.fusion.types import RankedList
+from aiblox.stores.base import StoreError, UpsertReport
+from aiblox.stores.postgres.evidence_repo import EvidenceRepo
+from aiblox.stores.postgres.fts_query import fts_batch_query, tsquery_check
+from aiblox.stores.postgres.models import FTS_CONFIG, VECTOR_DIM
+from aiblox.stores.postgres.repos import ChunkCacheRepo, EmbeddingCacheRepo, ItemRepo
+from aiblox.stores.postgres.schema import create_schema
+from aiblox.stores.postgres.vector_query import planner_settings, vector_batch_query
+
+__all__ = ["PostgresStore", "is_postgres_url", "mask_url", "normalize_url"]
+
+_SCHEMES = ("postgresql+psycopg://", "postgresql://", "postgres://")
+
+
+def is_postgres_url(db: str) -> bool:
+    """True for ``postgresql+psycopg://``, ``postgresql://`` and ``postgres://`` URLs."""
+    return str(db).startswith(_SCHEMES)
+
+
+def normalize_url(db: str | URL) -> URL:
+    """The URL with the ``postgresql+psycopg`` driver (psycopg 3)."""
+    try:
+        url = make_url(str(db)) if not isinstance(db, URL) else db
+    except exc.ArgumentError as e:
+        raise StoreError(f"not a PostgreSQL URL: {mask_url(str(db))}") from e
+    if url.drivername in ("postgresql", "postgres"):
+        url = url.set(drivername="postgresql+psycopg")
+    if url.drivername != "postgresql+psycopg":
+        raise StoreError(f"{mask_url(str(db))}: use a postgresql+psycopg:// URL")
+    return url
+
+
+def mask_url(db: str | URL) -> str:
+    """The URL with its password replaced by ``***``."""
+    try:
+        url = make_url(str(db)) if not isinstance(db, URL) else db
+        return url.render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - not parseable: hide everything between : and @
+        import re
+
+        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", str(db))
+
+
+class PostgresStore:
+    """Items, tsvector full-text search, pgvector search and both caches in one database."""
+
+    kind = "postgres"
+
+    def __init__(self, url: str | URL, dim: int = VECTOR_DIM, connect_timeout: int = 10,
+                 pool_size: int = 5) -> None:
+        self.url = normalize_url(url)
+        self.location = mask_url(self.url)
+        self.engine = create_engine(self.url, pool_pre_ping=True, pool_size=pool_size,
+                                    connect_args={"connect_timeout": connect_timeout})
+        self.sessions: sessionmaker[Session] = sessionmaker(self.engine, expire_on_commit=False)
+        with self._db("create the schema"), self.engine.begin() as conn:
+            self.meta = create_schema(conn, self.location, dim)
+        self.dim = int(self.meta["vector_dim"])
+        self.fts_config = self.meta.get("fts_config", FTS_CONFIG)
+        self.items = ItemRepo(self.sessions, self.dim)
+        """Items and item vectors."""
+        self.embeddings = EmbeddingCacheRepo(self.sessions)
+        """The embedding cache."""
+        self.evidence = EvidenceRepo(self.sessions, self.location)
+        """Evidence bundle tracking and evidence packs."""
+
+    # -- errors ----------------------------------------------------------------------------
+    @contextmanager
+    def _db(self, doing: str) -> Iterator[None]:
+        """Turn driver errors into a :class:`StoreError` naming the (masked) URL."""
+        try:
+            yield
+        except StoreError:
+            raise
+        except exc.DBAPIError as e:
+            reason = str(getattr(e, "orig", None) or e).strip().splitlines()
+            reason_text = reason[0] if reason else type(e).__name__
+            if self.url.password:
+                reason_text = reason_text.replace(self.url.password, "***")
+            if e.connection_invalidated or isinstance(e, exc.OperationalError):
+                raise StoreError(f"PostgreSQL at {self.location} is unreachable or dropped the "
+                                 f"connection ({doing}): {reason_text}") from None
+            raise StoreError(f"PostgreSQL at {self.location} failed to {doing}: "
+                             f"{reason_text}") from e
+
+    # -- items -----------------------------------------------------------------------------
+    def upsert_items(self, items: Iterable[ItemRecord]) -> UpsertReport:
+        with self._db("upsert items"):
+            return self.items.upsert(items)
+
+    def delete_items(self, ids: Sequence[str]) -> int:
+        with self._db("delete items"):
+            return self.items.delete(ids)
+
+    def get_items(self, ids: Sequence[str]) -> dict[str, ItemRecord]:
+        with self._db("read items"):
+            return self.items.get(ids)
+
+    def item_hashes(self) -> dict[str, str]:
+        with self._db("read item hashes"):
+            return self.items.hashes()
+
+    def count_items(self) -> int:
+        with self._db("count items"):
+            return self.items.count()
+
+    def set_item_vectors(self, model_id: str,
+                         rows: Iterable[tuple[str, str, np.ndarray]]) -> int:
+        with self._db("write item vectors"):
+            return self.items.set_vectors(model_id, rows)
+
+    def item_vector_hashes(self, model_id: str) -> dict[str, str]:
+        with self._db("read item vector hashes"):
+            return self.items.vector_hashes(model_id)
+
+    # -- search ----------------------------------------------------------------------------
+    def fts_search_many(self, queries: Sequence[str], k: int, cfg: FtsConfig | None = None,
+                        filters: dict[str, Any] | None = None) -> list[RankedList]:
+        """Full-text top ``k`` per query (tsquery per ``cfg.mode``, ranked by ``cfg.rank_func``)
+        in one statement; score desc, id asc."""
+        cfg = cfg or FtsConfig()
+        results: list[RankedList] = [[] for _ in queries]
+        if not queries:
+            return results
+        stmt, params = fts_batch_query(queries, k, cfg, self.fts_config, filters)
+        with self._db("run a full-text search"):
+            try:
+                with self.sessions.begin() as s:
+                    rows = s.execute(stmt, params).all()
+            except exc.ProgrammingError as e:
+                raise self._fts_error(queries, cfg, e) from None
+            except exc.DataError as e:
+                raise self._fts_error(queries, cfg, e) from None
+        for qidx, doc_id, score in rows:
+            results[qidx].append((doc_id, float(score)))
+        return results
+
+    def _fts_error(self, queries: Sequence[str], cfg: FtsConfig, error: Exception) -> StoreError:
+        """A clear error for a failed full-text batch: the query that does not parse, or the
+        configuration that does not exist."""
+        reason = str(getattr(error, "orig", error)).strip().splitlines()[0]
+        for q in queries:
+            stmt, params = tsquery_check(q, cfg, self.fts_config)
+            try:
+                with self.sessions.begin() as s:
+                    s.execute(stmt, params)
+            except exc.DBAPIError as e:
+                why = str(getattr(e, "orig", e)).strip().splitlines()[0]
+                if "configuration" in why:
+                    return StoreError(f"full-text configuration {cfg.config!r} is not known to "
+                                      f"PostgreSQL at {self.location}: {why}")
+                return StoreError(f"full-text query {q!r} does not parse in mode "
+                                  f"{cfg.mode!r}: {why}")
+        return StoreError(f"full-text search failed at {self.location}: {reason}")
+
+    def vector_search_many(self, vectors: np.ndarray, model_id: str, k: int,
+                           cfg: VectorConfig | None = None,
+                           filters: dict[str, Any] | None = None,
+                           index: str | None = None, ef_search: int | None = None
+                           ) -> list[RankedList]:
+        """Vector top ``k`` per query vector (higher similarity first, then id asc).
+
+        ``index`` / ``ef_search`` override ``cfg.index`` / ``cfg.ef_search``: ``exact`` scans
+        every vector; ``hnsw`` walks the HNSW index of ``cfg.distance`` with ``ef_search``
+        candidates (default ``max(40, k)``), so it returns at most ``ef_search`` hits per query
+        and, under filters, only those among the candidates that pass.
+        """
+        cfg = cfg or VectorConfig()
+        index = index or cfg.index
+        ef_search = ef_search if ef_search is not None else cfg.ef_search
+        if index not in ("exact", "hnsw"):
+            raise StoreError(f"unknown vector index {index!r}: use 'exact' or 'hnsw'")
+        vectors = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+        results: list[RankedList] = [[] for _ in range(len(vectors))]
+        if len(vectors) == 0:
+            return results
+        if vectors.ndim != 2 or vectors.shape[1] != self.dim:
+            raise StoreError(f"{self.location}: query vectors of shape {vectors.shape}, store "
+                             f"holds {self.dim}-dim vectors")
+        stmt, params = vector_batch_query(vectors, model_id, k, cfg.distance, self.dim, index,
+                                          filters)
+        with self._db("run a vector search"), self.sessions.begin() as s:
+            for name, value in planner_settings(index, ef_search, k):
+                s.execute(text("SELECT set_config(:n, :v, true)"), {"n": name, "v": value})
+            rows = s.execute(stmt, params).all()
+        for qidx, doc_id, score in rows:
+            score = float(score)
+            if math.isnan(score) or (cfg.min_score is not None and score < cfg.min_score):
+                continue
+            results[qidx].append((doc_id, score))
+        for r in results:
+            r.sort(key=lambda hit: (-hit[1], hit[0]))
+        return results
+
+    def explain_vector_search(self, vector: np.ndarray, model_id: str, k: int,
+                              cfg: VectorConfig | None = None, index: str = "exact") -> str:
+        """PostgreSQL's plan for one vector search (to check which index serves it)."""
+        cfg = cfg or VectorConfig()
+        stmt, params = vector_batch_query(np.atleast_2d(vector), model_id, k, cfg.distance,
+                                          self.dim, index)
+        with self._db("explain a vector search"), self.sessions.begin() as s:
+            for name, value in planner_settings(index, None, k):
+                s.execute(text("SELECT set_config(:n, :v, true)"), {"n": name, "v": value})
+            plan = s.execute(text("EXPLAIN " + stmt.text), params).scalars().all()
+        return "\n".join(plan)
+
+    # -- caches ----------------------------------------------------------------------------
+    def get_embeddings(self, model_id: str, text_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        with self._db("read the embedding cache"):
+            return self.embeddings.get(model_id, text_hashes)
+
+    def put_embeddings(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]]) -> int:
+        with self._db("write the embedding cache"):
+            return self.embeddings.put(model_id, rows)
+
+    # -- evidence tracking -----------------------------------------------------------------
+    def record_evidence_bundle(self, rows: dict[str, list[dict[str, Any]]]) -> int:
+        with self._db("track an evidence bundle"):
+            return self.evidence.record_bundle(rows)
+
+    def get_evidence_bundle(self, bundle_id: str) -> dict[str, list[dict[str, Any]]] | None:
+        with self._db("read an evidence bundle"):
+            return self.evidence.get_bundle(bundle_id)
+
+    def list_run_bundles(self, run_id: str) -> list[str]:
+        with self._db("list a run's evidence bundles"):
+            return self.evidence.run_bundles(run_id)
+
+    def put_evidence_pack(self, pack_id: str, parent_pack_id: str | None, sha256: str,
+                          json_text: str, *, tenant_id: str = "default",
+                          trace_id: str | None = None, created_at: str | None = None,
+                          signed: bool = False) -> bool:
+        with self._db("store an evidence pack"):
+            return self.evidence.put_pack(pack_id, parent_pack_id, sha256, json_text,
+                                          tenant_id=tenant_id, trace_id=trace_id,
+                                          created_at=created_at, signed=signed)
+
+    def get_evidence_pack(self, pack_id: str) -> dict[str, Any] | None:
+        with self._db("read an evidence pack"):
+            return self.evidence.get_pack(pack_id)
+
+    def list_evidence_packs(self) -> list[dict[str, Any]]:
+        with self._db("list evidence packs"):
+            return self.evidence.list_packs()
+
+    def chunk_cache(self) -> ChunkCacheRepo:
+        """The store's chunk cache (the ``chunk_cache`` table)."""
+        return ChunkCacheRepo(self.sessions)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

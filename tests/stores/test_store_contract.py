@@ -1,0 +1,275 @@
+"""The store contract, one suite for every backend (``store`` runs on DuckDB and PostgreSQL):
+idempotent ingest, fresh full-text results after writes, vectors, filters, ties, caches."""
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from aiblox.chunking import get_chunker
+from aiblox.contracts import ItemRecord, VectorConfig
+from aiblox.embedding import CachedEmbedder, HashingEmbedder, VectorImportError, import_vectors
+from aiblox.stores import (
+    ChunkCache,
+    ChunkCacheEntry,
+    ChunkCacheKey,
+    DuckDBChunkCache,
+    Store,
+    StoreError,
+    ingest_items,
+)
+
+DOCS = [
+    ItemRecord(id="a", title="Hello world", text="the quick brown fox", metadata={"y": 2020}),
+    ItemRecord(id="b", title="Foxes", text="foxes jumping over lazy dogs", metadata={"y": 2021}),
+    ItemRecord(id="c", title="Databases", text="columnar storage and vectorised execution"),
+]
+
+
+def _reopen(store):
+    if store.kind == "duckdb":
+        from aiblox.stores import DuckDBStore
+
+        return DuckDBStore(store.location)
+    from aiblox.stores.postgres import PostgresStore
+
+    return PostgresStore(store.url)
+
+
+def _chunk_cache(store) -> ChunkCache:
+    return DuckDBChunkCache(store) if store.kind == "duckdb" else store.chunk_cache()
+
+
+def test_is_a_store(store):
+    assert isinstance(store, Store) and store.kind in ("duckdb", "postgres")
+
+
+def test_ingest_is_idempotent(store):
+    emb = CachedEmbedder(HashingEmbedder(), store)
+    first = ingest_items(store, DOCS, emb, progress=False)
+    assert (first.items.inserted, first.vectors_written, first.embedding_cache_misses) == (3, 3, 3)
+    hashes = store.item_hashes()
+    again = ingest_items(store, DOCS, emb, progress=False)
+    assert (again.items.unchanged, again.items.inserted, again.items.updated) == (3, 0, 0)
+    assert again.vectors_written == 0 and again.embedding_cache_misses == 0
+    assert store.item_hashes() == hashes and store.count_items() == 3
+
+
+def test_changed_text_updates_hash_index_and_vector(store):
+    emb = CachedEmbedder(HashingEmbedder(), store)
+    ingest_items(store, DOCS, emb, progress=False)
+    assert [d for d, _ in store.fts_search_many(["fox"], 5)[0]] == ["b", "a"]
+    old_hash, old_vec = store.item_hashes()["a"], store.item_vector_hashes(emb.model_id)["a"]
+    changed = DOCS[0].model_copy(update={"text": "a treatise on zebras"})
+    report = ingest_items(store, [changed, *DOCS[1:]], emb, progress=False)
+    assert (report.items.updated, report.items.unchanged, report.vectors_written) == (1, 2, 1)
+    assert store.item_hashes()["a"] != old_hash
+    assert store.item_vector_hashes(emb.model_id)["a"] != old_vec
+    assert [d for d, _ in store.fts_search_many(["zebra"], 5)[0]] == ["a"]
+    assert [d for d, _ in store.fts_search_many(["fox"], 5)[0]] == ["b"]
+    q = emb.embed(["a treatise on zebras"])
+    assert store.vector_search_many(q, emb.model_id, 1)[0][0][0] == "a"
+
+
+def test_search_is_fresh_after_delete(store):
+    ingest_items(store, DOCS, None, progress=False)
+    assert store.fts_search_many(["columnar"], 5)[0][0][0] == "c"
+    assert store.delete_items(["c", "zz"]) == 1
+    assert store.fts_search_many(["columnar"], 5) == [[]]
+    assert store.count_items() == 2 and store.delete_items([]) == 0
+
+
+def test_batched_fts_keeps_query_order_and_k(store):
+    ingest_items(store, DOCS, None, progress=False)
+    runs = store.fts_search_many(["columnar", "nothing matches xyzzy", "fox", "lazy dogs"], 1)
+    assert [[d for d, _ in r] for r in runs] == [["c"], [], ["b"], ["b"]]
+    assert store.fts_search_many([], 5) == []
+
+
+def test_ties_break_on_id_ascending(store):
+    twins = [ItemRecord(id=i, title="twin", text="identical twin text") for i in ("t2", "t1", "t3")]
+    emb = CachedEmbedder(HashingEmbedder(), store)
+    ingest_items(store, twins + DOCS, emb, progress=False)
+    fts = store.fts_search_many(["identical twin"], 10)[0]
+    assert [d for d, _ in fts] == ["t1", "t2", "t3"] and len({s for _, s in fts}) == 1
+    vec = store.vector_search_many(emb.embed(["identical twin text"]), emb.model_id, 2)[0]
+    assert [d for d, _ in vec] == ["t1", "t2"]
+
+
+def test_vector_distances_and_min_score(store):
+    emb = CachedEmbedder(HashingEmbedder(), store)
+    ingest_items(store, DOCS, emb, progress=False)
+    q = emb.embed(["quick brown fox"])
+    cos = store.vector_search_many(q, emb.model_id, 3, VectorConfig(distance="cosine"))[0]
+    ip = store.vector_search_many(q, emb.model_id, 3, VectorConfig(distance="ip"))[0]
+    l2 = store.vector_search_many(q, emb.model_id, 3, VectorConfig(distance="l2"))[0]
+    assert cos[0][0] == ip[0][0] == l2[0][0] == "a"
+    for (_, c), (_, i) in zip(cos, ip, strict=True):  # unit vectors: cosine == inner product
+        assert c == pytest.approx(i, abs=1e-6)
+    for (_, c), (_, d) in zip(cos, l2, strict=True):  # |a-b| = sqrt(2 - 2cos)
+        assert -d == pytest.approx(np.sqrt(max(0.0, 2 - 2 * c)), abs=1e-5)
+    gated = store.vector_search_many(q, emb.model_id, 3, VectorConfig(min_score=cos[0][1]))[0]
+    assert [d for d, _ in gated] == ["a"]
+    assert store.vector_search_many(q, "other-model", 3) == [[]]
+
+
+def test_metadata_filters(store):
+    emb = CachedEmbedder(HashingEmbedder(), store)
+    ingest_items(store, DOCS, emb, progress=False)
+    assert [d for d, _ in store.fts_search_many(["fox"], 5, filters={"metadata.y": 2021})[0]] \
+        == ["b"]
+    assert [d for d, _ in store.fts_search_many(
+        ["fox"], 5, filters={"metadata.y": [2020, 2021], "kind": "doc"})[0]] == ["b", "a"]
+    q = emb.embed(["fox"])
+    got = store.vector_search_many(q, emb.model_id, 5, filters={"id": ["a", "c"]})[0]
+    assert sorted(d for d, _ in got) == ["a", "c"]
+    assert store.vector_search_many(q, emb.model_id, 5, filters={"source": "elsewhere"}) == [[]]
+    with pytest.raises(StoreError, match="unknown filter field 'year'"):
+        store.fts_search_many(["fox"], 5, filters={"year": 2020})
+
+
+def test_items_round_trip_and_persist_across_reopen(store):
+    odd = ItemRecord(id="o'1", kind="note", source="src", source_ref="file.txt:3",
+                     title="Ünïcode \"quotes\"", text="back\\slash; DROP TABLE items; --",
+                     metadata={"nested": {"k": [1, 2.5, None, True]}, "s": "x"})
+    ingest_items(store, [*DOCS, odd], None, progress=False)
+    got = store.get_items(["o'1", "a", "missing"])
+    assert set(got) == {"o'1", "a"} and got["o'1"] == odd and got["o'1"].content_hash == \
+        odd.content_hash
+    with pytest.raises(StoreError, match="duplicate item id"):
+        store.upsert_items([DOCS[0].model_copy(update={"text": "x"}),
+                            DOCS[0].model_copy(update={"text": "y"})])
+    again = _reopen(store)
+    try:
+        assert again.count_items() == 4 and again.item_hashes() == store.item_hashes()
+        assert again.fts_search_many(["fox"], 1)[0][0][0] == "b"
+    finally:
+        again.close()
+
+
+def test_wrong_dimension_refused(store):
+    with pytest.raises(StoreError, match="384-dim"):
+        store.set_item_vectors("m", [("a", "h", np.zeros(10))])
+
+
+def test_embedding_cache_counts_new_rows(store):
+    v = np.arange(384, dtype=np.float32) / 384
+    assert store.put_embeddings("m", [("h1", v), ("h2", v * 2), ("h1", v)]) == 2
+    assert store.put_embeddings("m", [("h1", v), ("h3", v)]) == 1
+    got = store.get_embeddings("m", ["h1", "h2", "nope"])
+    assert sorted(got) == ["h1", "h2"]
+    np.testing.assert_array_equal(got["h2"], v * 2)
+    assert got["h1"].dtype == np.float32
+    assert store.get_embeddings("other", ["h1"]) == {} and store.get_embeddings("m", []) == {}
+
+
+def _write_vectors(path, rows):
+    pq.write_table(pa.table({"_id": [r[0] for r in rows], "text_sha256": [r[1] for r in rows],
+                             "vector": [r[2] for r in rows]}), path)
+
+
+def test_vector_import_checks_every_row_before_writing(store, tmp_path):
+    good = ("d1", "a" * 64, [0.1] * 384)
+    ok = tmp_path / "ok.parquet"
+    _write_vectors(ok, [good])
+    assert import_vectors(ok, store, "m", 384) == 1
+    assert import_vectors(ok, store, "m", 384) == 0  # already cached
+    for rows, field in (([good, ("d2", "b" * 64, [0.1] * 383)], "vector"),
+                        ([good, ("d3", "not-a-hash", [0.1] * 384)], "text_sha256"),
+                        ([good, ("d4", "c" * 64, [float("nan")] * 384)], "vector")):
+        bad = tmp_path / "bad.parquet"
+        _write_vectors(bad, rows)
+        with pytest.raises(VectorImportError) as err:
+            import_vectors(bad, store, "m", 384)
+        assert err.value.row == 1 and err.value.field == field and "bad.parquet" in str(err.value)
+    assert len(store.get_embeddings("m", ["a" * 64, "b" * 64, "c" * 64])) == 1
+
+
+def _entry(item_id, content_hash, text="Alpha beta. Gamma delta. Epsilon.", precomputed=False):
+    chunker = get_chunker("sentences", max_chunk_tokens=3)
+    chunks = chunker.chunk(item_id, text, content_hash)
+    key = ChunkCacheKey(item_id, content_hash, chunker.chunker_id, "m")
+    vectors = np.arange(len(chunks) * 3, dtype=np.float32).reshape(len(chunks), 3) / 7.0
+    return ChunkCacheEntry(key=key, chunks=chunks, vectors=vectors, precomputed=precomputed)
+
+
+def test_chunk_cache_on_the_store(store):
+    ingest_items(store, DOCS, None, progress=False)
+    cache = _chunk_cache(store)
+    assert isinstance(cache, ChunkCache)
+    h = store.item_hashes()
+    a, b = _entry("a", h["a"], precomputed=True), _entry("b", h["b"])
+    assert cache.put_many([a, b]) == 2 and cache.count() == 2
+    longer = _entry("a", h["a"], text="One two. Three four. Five six. Seven.")
+    assert cache.put_many([longer]) == 1  # replaced, stays precomputed
+    missing = a.key._replace(item_id="c", content_hash=h["c"])
+    got = cache.get_many([a.key, b.key, missing])
+    assert set(got.hits) == {a.key, b.key} and got.missing == [missing]
+    assert got.hits[a.key].chunks == longer.chunks and got.hits[a.key].precomputed
+    np.testing.assert_array_equal(got.hits[b.key].vectors, b.vectors)
+    only = cache.get_many([a.key, b.key], precomputed_only=True)
+    assert set(only.hits) == {a.key} and only.not_precomputed == [b.key]
+    assert cache.prune({"a": h["a"], "b": "changed"}) == 1 and cache.count() == 1
+
+
+def _evidence_bundle(tmp_path, text="Luke trained on Dagobah. "):
+    from aiblox.evidence import EvidencePolicy, build_evidence_bundle, write_evidence_bundle
+
+    lake = tmp_path / "lake"
+    bundle = build_evidence_bundle(
+        evidence_refs={"inline_text": [{"text": text * 20}, {"text": "short note"}]},
+        policy=EvidencePolicy(max_item_bytes=200, enable_redaction=False), lake_root=lake,
+        created_utc="2024-01-15T10:30:00Z")
+    return bundle, write_evidence_bundle(bundle, lake_root=lake)
+
+
+def test_evidence_bundle_tracking(store, tmp_path):
+    from aiblox.evidence import tracking_rows
+
+    bundle, artifact = _evidence_bundle(tmp_path)
+    rows = tracking_rows(bundle, artifact, run_id="run-a")
+    n_items = len(rows["evidence_item"])
+    assert store.record_evidence_bundle(rows) == 1 + n_items + 1
+    assert store.record_evidence_bundle(rows) == 0
+    assert store.record_evidence_bundle(tracking_rows(bundle, artifact, "run-b")) == 1
+    got = store.get_evidence_bundle(bundle.bundle_id)
+    assert got["evidence_bundle"] == rows["evidence_bundle"]
+    assert got["evidence_item"] == rows["evidence_item"]
+    assert got["run_evidence"] == [{"run_id": r, "bundle_id": bundle.bundle_id}
+                                   for r in ("run-a", "run-b")]
+    assert store.list_run_bundles("run-a") == [bundle.bundle_id]
+    assert store.get_evidence_bundle("missing") is None and store.list_run_bundles("x") == []
+    bad = {**rows, "evidence_item": [dict(r) for r in rows["evidence_item"]],
+           "run_evidence": [{"run_id": "run-x", "bundle_id": bundle.bundle_id}]}
+    bad["evidence_item"][0]["content_sha256"] = "0" * 64
+    with pytest.raises(StoreError, match="different content"):
+        store.record_evidence_bundle(bad)
+    assert store.list_run_bundles("run-x") == []  # the failed call wrote nothing
+
+
+def test_evidence_packs_are_insert_only(store):
+    from aiblox.evidence import build_evidence_pack, pack_content, pack_from_json, pack_to_json
+    from aiblox.evidence.pack import Memo, MemoText, PackSource
+    from aiblox.hashing import sha256_hex
+
+    src = PackSource.from_content(name="sample", internal_ref="doc1#c0", content="Yoda " * 10,
+                                  retrieved_at="2024-01-15T10:30:00Z", confidence=0.8)
+    memo = Memo(primary=MemoText(language="en", title="Luke", executive_summary="Yoda.",
+                                 body="Yoda trained Luke [1]."))
+    pack = build_evidence_pack(query="Who trained Luke?", decision={"kind": "answer",
+                               "text": "Yoda [C0]."}, sources=[src], memo=memo, trace_id="t1")
+    sha = sha256_hex(pack_content(pack))
+    put = (pack.pack_id, None, sha, pack_to_json(pack))
+    assert store.put_evidence_pack(*put, trace_id="t1") is True
+    assert store.put_evidence_pack(*put, created_at="2030-01-01") is False
+    row = store.get_evidence_pack(pack.pack_id)
+    assert pack_from_json(row["json"]) == pack and row["signed"] is False
+    assert row["trace_id"] == "t1" and row["created_at"] is None  # the first row stays
+    forged = sha[:16] + ("0" if sha[16] != "0" else "1") + sha[17:]
+    with pytest.raises(StoreError, match="different evidence pack"):
+        store.put_evidence_pack(pack.pack_id, None, forged, "{}")
+    with pytest.raises(StoreError, match="64 lowercase hex"):
+        store.put_evidence_pack(pack.pack_id, None, "abc", "{}")
+    assert [r["pack_id"] for r in store.list_evidence_packs()] == [pack.pack_id]
+    assert "json" not in store.list_evidence_packs()[0]
+    assert store.get_evidence_pack("pack_" + "f" * 16) is None
