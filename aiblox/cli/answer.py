@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
+from pathlib import Path
 
 import typer
 from rich.panel import Panel
@@ -11,9 +13,18 @@ from rich.table import Table
 from aiblox.assembly import PolicyError, answer_question, get_llm, load_policy
 from aiblox.cli._common import DEFAULT_DB, cached_embedder, console, fail, open_db, print_json
 from aiblox.contracts.retrieval import RequestContext, RetrievalPrefs
-from aiblox.evidence import DefaultEvidencePacker, rag_sources_event
+from aiblox.evidence import (
+    DefaultEvidencePacker,
+    EvidencePack,
+    answer_evidence_pack,
+    pack_content,
+    pack_to_json,
+    rag_sources_event,
+    sign_pack,
+)
 from aiblox.hashing import sha256_hex
 from aiblox.retrieval.late_chunking import make_retriever
+from aiblox.stores import Store
 
 
 def answer(
@@ -28,6 +39,14 @@ def answer(
     chunker: str = typer.Option("sentences", "--chunker", help="Chunker for late chunking."),
     top_k_chunks: int = typer.Option(12, "--top-k-chunks", help="Evidence chunks retrieved."),
     as_json: bool = typer.Option(False, "--json", help="Print every artifact as JSON."),
+    retrieved_at: str | None = typer.Option(
+        None, "--retrieved-at",
+        help="Retrieval time recorded in the evidence pack (ISO-8601; default: now, to the "
+             "second). Give it to reproduce a pack id."),
+    tenant: str = typer.Option("default", "--tenant", help="Tenant id of the evidence pack."),
+    key_file: Path | None = typer.Option(
+        None, "--key-file", help="Sign the evidence pack with the tenant key in this file "
+                                 "(HMAC-SHA256, key id = the tenant)."),
 ) -> None:
     """Answer QUESTION from the store's evidence with citations, or give the exact refusal."""
     try:
@@ -42,14 +61,28 @@ def answer(
                                chunking={"chunker_id": chunker})  # type: ignore[arg-type]
         bundle = asyncio.run(make_retriever(store, emb).search(RequestContext(), prefs))
         index_version = sha256_hex(store.item_hashes())[:16]
+        items = store.get_items(sorted({c.item_id for c in bundle.candidates}))
     finally:
         store.close()
     result = answer_question(question, bundle, pol, reader, index_version=index_version,
                              embedding_model=emb.model_id, retrieval_top_k=top_k_chunks)
     sources = DefaultEvidencePacker().pack(bundle.candidates, bundle.evidence)
+    now = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    pack = answer_evidence_pack(question, bundle, result, retrieved_at=retrieved_at or now,
+                                source_cards=sources,
+                                item_texts={k: v.text for k, v in items.items()},
+                                tenant_id=tenant, created_at=now)
+    if key_file is not None:
+        pack = sign_pack(pack, read_key(key_file), key_id=tenant)
+    store = open_db(db)
+    try:
+        put_pack(store, pack)
+    finally:
+        store.close()
     if as_json:
         print_json({**result.model_dump(mode="json"),
-                    "sources": rag_sources_event(sources)["payload"]["sources"]})
+                    "sources": rag_sources_event(sources)["payload"]["sources"],
+                    "pack_id": pack.pack_id})
         return
     v = result.validation
     title = "refusal" if v.is_refusal else f"answer ({v.validation_status})"
@@ -67,3 +100,25 @@ def answer(
     console.print(f"drops: {result.drop_counts}")
     for k, h in result.hashes.items():
         console.print(f"{k}: {h}", soft_wrap=True)
+    console.print(f"evidence pack: {pack.pack_id} (aiblox pack show {pack.pack_id} --db {db})",
+                  soft_wrap=True)
+
+
+def read_key(path: Path) -> bytes:
+    """A tenant key from a file (trailing newlines removed); exits when unreadable or empty."""
+    try:
+        key = path.read_bytes().rstrip(b"\r\n")
+    except OSError as exc:
+        fail(f"cannot read key file {path}: {exc}")
+        raise
+    if not key:
+        fail(f"key file {path} is empty")
+    return key
+
+
+def put_pack(store: Store, pack: EvidencePack) -> bool:
+    """Store ``pack`` (insert-only); True when it was new."""
+    return store.put_evidence_pack(
+        pack.pack_id, pack.parent_pack_id, sha256_hex(pack_content(pack)), pack_to_json(pack),
+        tenant_id=pack.tenant_id, trace_id=pack.trace_id, created_at=pack.created_at,
+        signed=pack.signature is not None)

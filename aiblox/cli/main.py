@@ -8,6 +8,7 @@ from aiblox.cli.answer import answer
 from aiblox.cli.chunk import chunk_command
 from aiblox.cli.eval import eval_command
 from aiblox.cli.ingest import ingest
+from aiblox.cli.pack import pack_app
 from aiblox.cli.quickstart import quickstart
 from aiblox.cli.search import search
 
@@ -24,6 +25,7 @@ app.command("search")(search)
 app.command("eval")(eval_command)
 app.command("chunk")(chunk_command)
 app.command("answer")(answer)
+app.add_typer(pack_app, name="pack")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,5 +1,6 @@
 """Evidence: source cards (``rag.sources``), bounded evidence bundles and audit packs."""
 
+from aiblox.evidence.answer_pack import answer_evidence_pack
 from aiblox.evidence.artifact import (
     BundleArtifact,
     bundle_artifact_bytes,
@@ -107,6 +108,7 @@ __all__ = [
     "RedactorRegistry",
     "SourceItem",
     "ToolCallRecord",
+    "answer_evidence_pack",
     "build_evidence_bundle",
     "build_evidence_pack",
     "bundle_artifact_bytes",

@@ -1,0 +1,130 @@
+"""``aiblox pack show|verify|export``: read, check and export the evidence packs in a store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from aiblox.cli._common import DEFAULT_DB, console, fail, open_db
+from aiblox.cli.answer import read_key
+from aiblox.evidence import (
+    EvidencePack,
+    pack_content,
+    pack_from_json,
+    pack_to_html,
+    pack_to_json,
+    verify_pack,
+)
+from aiblox.hashing import sha256_hex
+
+pack_app = typer.Typer(
+    name="pack",
+    help="Evidence packs: the auditable record of each answered query.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+_DB_HELP = "Store: a DuckDB file path."
+
+
+def _load_row(pack_id: str, db: str) -> dict[str, Any]:
+    if "://" not in db and db != ":memory:" and not Path(db).exists():
+        fail(f"no store at {db}")
+    store = open_db(db)
+    try:
+        row = store.get_evidence_pack(pack_id)
+    finally:
+        store.close()
+    if row is None:
+        fail(f"no evidence pack {pack_id} in {db}")
+        raise AssertionError  # unreachable: fail exits
+    return row
+
+
+def _parse(row: dict[str, Any], db: str) -> EvidencePack:
+    try:
+        return pack_from_json(row["json"])
+    except ValueError as exc:
+        fail(f"{db}: evidence pack {row['pack_id']} is not a valid pack: {exc}")
+        raise
+
+
+def _problems(row: dict[str, Any], pack: EvidencePack, keys: dict[str, bytes] | None,
+              require_signature: bool) -> list[str]:
+    # without keys a signature cannot be checked: check the id and content alone
+    checked = pack if keys is not None else pack.model_copy(update={"signature": None})
+    problems = verify_pack(checked, keys, require_signature=require_signature)
+    if pack.pack_id != row["pack_id"]:
+        problems.append(f"stored under {row['pack_id']} but the pack says {pack.pack_id}")
+    if sha256_hex(pack_content(pack)) != row["sha256"]:
+        problems.append("content does not match the sha256 recorded when it was stored")
+    return problems
+
+
+@pack_app.command("show")
+def show(
+    pack_id: str = typer.Argument(..., help="Pack id (pack_ + 16 hex)."),
+    db: str = typer.Option(DEFAULT_DB, "--db", help=_DB_HELP),
+) -> None:
+    """Print the stored pack as JSON on stdout (a summary goes to stderr)."""
+    row = _load_row(pack_id, db)
+    pack = _parse(row, db)
+    console.print(f"{pack.pack_id}: {pack.decision.kind} ({pack.decision.status}), "
+                  f"{len(pack.sources)} sources, {len(pack.tool_calls)} tool calls, "
+                  f"signed: {'yes' if pack.signature else 'no'}, parent: {pack.parent_pack_id}",
+                  soft_wrap=True)
+    typer.echo(json.dumps(json.loads(row["json"]), sort_keys=True, indent=2,
+                          ensure_ascii=False))
+
+
+@pack_app.command("verify")
+def verify(
+    pack_id: str = typer.Argument(..., help="Pack id (pack_ + 16 hex)."),
+    db: str = typer.Option(DEFAULT_DB, "--db", help=_DB_HELP),
+    key_file: Path | None = typer.Option(
+        None, "--key-file", help="Tenant key to check the signature with (then a signature "
+                                 "is required)."),
+    key_id: str | None = typer.Option(None, "--key-id",
+                                      help="Key id of --key-file (default: the pack's tenant)."),
+) -> None:
+    """Check that the stored pack is intact: its id matches its content, the content matches
+    what was stored and, with --key-file, its signature matches. Exit 1 when it does not."""
+    row = _load_row(pack_id, db)
+    pack = _parse(row, db)
+    keys = None
+    if key_file is not None:
+        keys = {key_id or pack.tenant_id: read_key(key_file)}
+    problems = _problems(row, pack, keys, require_signature=key_file is not None)
+    if problems:
+        for p in problems:
+            console.print(f"[red]FAILED[/red] {pack_id}: {p}", soft_wrap=True)
+        raise typer.Exit(1)
+    signed = f", signature ok (key {pack.signature.key_id})" if pack.signature and keys else ""
+    typer.echo(f"OK {pack_id}: id matches content{signed}")
+
+
+@pack_app.command("export")
+def export(
+    pack_id: str = typer.Argument(..., help="Pack id (pack_ + 16 hex)."),
+    db: str = typer.Option(DEFAULT_DB, "--db", help=_DB_HELP),
+    fmt: str = typer.Option("json", "--format", help="json (canonical JSON) or html."),
+    out: Path = typer.Option(..., "--out", help="File to write."),
+) -> None:
+    """Write the stored pack as canonical JSON or as a readable HTML page. A pack that fails
+    verification is not exported (exit 1)."""
+    if fmt not in ("json", "html"):
+        fail(f"--format must be json or html, not {fmt!r}")
+    row = _load_row(pack_id, db)
+    pack = _parse(row, db)
+    problems = _problems(row, pack, None, require_signature=False)
+    if problems:
+        for p in problems:
+            console.print(f"[red]FAILED[/red] {pack_id}: {p}", soft_wrap=True)
+        raise typer.Exit(1)
+    text = pack_to_json(pack) if fmt == "json" else pack_to_html(pack)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    typer.echo(f"wrote {out} ({fmt}, {len(text.encode('utf-8'))} bytes)")

@@ -1,0 +1,128 @@
+"""``aiblox answer`` stores an evidence pack; ``aiblox pack show|verify|export`` read it back,
+check it (a tampered stored pack fails) and export it."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from aiblox.cli.main import app
+from aiblox.evidence import pack_from_json, pack_to_json, verify_pack
+from aiblox.stores import DuckDBStore
+
+runner = CliRunner()
+ENV = {"AIBLOX_NO_PROGRESS": "1"}
+Q = "Who developed the probabilistic relevance framework behind BM25?"
+AT = "2024-01-15T10:30:00Z"
+
+
+def _run(*args, code=0):
+    r = runner.invoke(app, list(args), env=ENV)
+    assert r.exit_code == code, r.output
+    return r
+
+
+@pytest.fixture(scope="module")
+def answered(tmp_path_factory):
+    """A sample store with one answered (unsigned) and one signed pack."""
+    tmp = tmp_path_factory.mktemp("pack_cli")
+    db = str(tmp / "a.duckdb")
+    _run("ingest", "sample", "--db", db, "--embedder", "hashing")
+    cold = json.loads(_run("answer", Q, "--db", db, "--embedder", "hashing", "--json",
+                           "--retrieved-at", AT).stdout)
+    out = json.loads(_run("answer", Q, "--db", db, "--embedder", "hashing", "--json",
+                          "--retrieved-at", AT).stdout)
+    key = tmp / "tenant.key"
+    key.write_bytes(b"tenant-a-secret\n")
+    signed = json.loads(_run("answer", Q, "--db", db, "--embedder", "hashing", "--json",
+                             "--tenant", "tenant-a", "--key-file", str(key)).stdout)
+    return {"db": db, "cold": cold, "out": out, "signed": signed["pack_id"], "key": key, "tmp": tmp}
+
+
+def test_answer_json_has_source_cards_and_a_stored_pack(answered):
+    db, out = answered["db"], answered["out"]
+    assert out["sources"] and out["sources"][0]["rank"] == 1
+    pack_id = out["pack_id"]
+    assert pack_id.startswith("pack_") and len(pack_id) == 21
+    # the same question at the same retrieval time gives the same pack: stored once
+    again = json.loads(_run("answer", Q, "--db", db, "--embedder", "hashing", "--json",
+                            "--retrieved-at", AT).stdout)
+    assert again["pack_id"] == pack_id
+    cold_id = answered["cold"]["pack_id"]
+    with DuckDBStore(db) as store:
+        ids = [r["pack_id"] for r in store.list_evidence_packs()]
+        pack = pack_from_json(store.get_evidence_pack(pack_id)["json"])
+        cold = pack_from_json(store.get_evidence_pack(cold_id)["json"])
+    assert ids.count(pack_id) == 1 and answered["signed"] in ids
+    # the first answer filled the chunk cache: a side effect its pack records, so its id differs
+    assert cold_id != pack_id and cold_id in ids
+    assert cold.tool_calls[0].side_effects and "chunk cache" in cold.tool_calls[0].side_effects[0]
+    assert pack.tool_calls[0].side_effects == []
+    assert pack.decision.kind == "answer" and pack.decision.text == out["answer_text"]
+    assert pack.trace_id == out["request_id"]
+    assert pack.prompts[0].prompt_sha256 == out["hashes"]["prompt_sha256"]
+    assert [s.internal_ref.split("#")[0] for s in pack.sources][:1] == [
+        out["sources"][0]["source_id"]]
+
+
+def test_show_prints_the_stored_pack(answered):
+    pack_id = answered["out"]["pack_id"]
+    r = _run("pack", "show", pack_id, "--db", answered["db"])
+    shown = json.loads(r.stdout)
+    assert shown["pack_id"] == pack_id and shown["query"] == Q
+    assert verify_pack(pack_from_json(json.dumps(shown))) == []
+    r = _run("pack", "show", "pack_" + "0" * 16, "--db", answered["db"], code=2)
+    assert "no evidence pack pack_0000000000000000" in r.output
+    r = _run("pack", "show", pack_id, "--db", str(answered["tmp"] / "none.duckdb"), code=2)
+    assert "no store at" in r.output
+
+
+def test_verify_checks_id_and_signature(answered):
+    db, key, signed = answered["db"], answered["key"], answered["signed"]
+    r = _run("pack", "verify", answered["out"]["pack_id"], "--db", db)
+    assert r.stdout.startswith("OK ")
+    r = _run("pack", "verify", signed, "--db", db, "--key-file", str(key))
+    assert "signature ok (key tenant-a)" in r.stdout
+    wrong = answered["tmp"] / "wrong.key"
+    wrong.write_bytes(b"another-key")
+    r = _run("pack", "verify", signed, "--db", db, "--key-file", str(wrong), code=1)
+    assert "signature does not match" in r.output
+    # an unsigned pack fails when a signature is asked for
+    r = _run("pack", "verify", answered["out"]["pack_id"], "--db", db, "--key-file", str(key),
+             code=1)
+    assert "not signed" in r.output
+
+
+def test_export_json_and_html(answered):
+    db, pack_id, tmp = answered["db"], answered["out"]["pack_id"], answered["tmp"]
+    _run("pack", "export", pack_id, "--db", db, "--format", "json", "--out", str(tmp / "p.json"))
+    text = (tmp / "p.json").read_text(encoding="utf-8")
+    pack = pack_from_json(text)
+    assert pack.pack_id == pack_id and pack_to_json(pack) == text  # canonical bytes
+    _run("pack", "export", pack_id, "--db", db, "--format", "html", "--out", str(tmp / "p.html"))
+    page = (tmp / "p.html").read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and pack_id in page and "Robertson" in page
+    r = _run("pack", "export", pack_id, "--db", db, "--format", "pdf", "--out", "x", code=2)
+    assert "json or html" in r.output
+
+
+def test_a_tampered_stored_pack_fails_verify_and_is_not_exported(answered, tmp_path):
+    src = answered["db"]
+    db = str(tmp_path / "copy.duckdb")
+    con = duckdb.connect(db)  # a copy, so the other tests keep an intact store
+    con.execute(f"ATTACH '{src}' AS src (READ_ONLY)")
+    con.execute("CREATE TABLE evidence_packs AS SELECT * FROM src.evidence_packs")
+    pack_id, signed = answered["out"]["pack_id"], answered["signed"]
+    con.execute("UPDATE evidence_packs SET json = replace(json, 'Robertson', 'Robinson')")
+    con.close()
+    r = _run("pack", "verify", pack_id, "--db", db, code=1)
+    assert "pack_id does not match the pack's content" in r.output
+    assert "does not match the sha256 recorded" in r.output
+    r = _run("pack", "verify", signed, "--db", db, "--key-file", str(answered["key"]), code=1)
+    assert "signature does not match" in r.output
+    _run("pack", "export", pack_id, "--db", db, "--format", "json",
+         "--out", str(tmp_path / "t.json"), code=1)
+    assert not (tmp_path / "t.json").exists()
