@@ -1,0 +1,71 @@
+"""Incremental sweeps: specs with exact grids, stage keys and an on-disk stage cache,
+determinism manifests, and MLflow logging (parent run per sweep, child run per point)."""
+
+from aiblox.eval.sweep.grid import GridError, decimal_range, simplex, to_decimal
+from aiblox.eval.sweep.manifest import (
+    MANIFEST_VERSION,
+    PointManifest,
+    SplitManifest,
+    environment,
+    git_commit,
+)
+from aiblox.eval.sweep.runner import (
+    FUSION_VERSION,
+    METRICS_VERSION,
+    SIGNALS_VERSION,
+    PointResult,
+    SweepResult,
+    choose_best,
+    fusion_config,
+    metrics_config,
+    point_label,
+    run_sweep,
+    signals_config,
+)
+from aiblox.eval.sweep.spec import FusionGrid, Steps, SweepSpec, SweepSpecError, load_spec
+from aiblox.eval.sweep.stages import StageCache, StageRecord, stage_key
+from aiblox.eval.sweep.tracking import (
+    DEFAULT_TRACKING_URI,
+    SweepInterrupted,
+    SweepTracker,
+    flatten,
+    metric_key,
+    trec_run,
+)
+
+__all__ = [
+    "DEFAULT_TRACKING_URI",
+    "FUSION_VERSION",
+    "FusionGrid",
+    "GridError",
+    "MANIFEST_VERSION",
+    "METRICS_VERSION",
+    "PointManifest",
+    "PointResult",
+    "SIGNALS_VERSION",
+    "SplitManifest",
+    "StageCache",
+    "StageRecord",
+    "Steps",
+    "SweepInterrupted",
+    "SweepResult",
+    "SweepSpec",
+    "SweepSpecError",
+    "SweepTracker",
+    "choose_best",
+    "decimal_range",
+    "environment",
+    "flatten",
+    "fusion_config",
+    "git_commit",
+    "load_spec",
+    "metric_key",
+    "metrics_config",
+    "point_label",
+    "run_sweep",
+    "signals_config",
+    "simplex",
+    "stage_key",
+    "to_decimal",
+    "trec_run",
+]

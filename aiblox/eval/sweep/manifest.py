@@ -1,0 +1,108 @@
+"""Determinism manifest of one sweep point: everything needed to check that a re-run gives the
+same bytes (dataset hash, config hash, stage keys and output hashes, run hashes) and where it
+was made (package versions, git commit).
+
+``manifest_hash`` covers the deterministic part only (not the environment), so the same point
+computed on two machines has the same manifest hash when its results are identical.
+"""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from aiblox.hashing import sha256_hex
+
+__all__ = ["MANIFEST_VERSION", "PointManifest", "SplitManifest", "environment", "git_commit"]
+
+MANIFEST_VERSION = 1
+
+PACKAGES = ("aiblox", "duckdb", "mlflow", "numpy", "pandas", "pydantic", "ranx")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class SplitManifest(_Strict):
+    """The stages of one point on one split."""
+
+    split: str
+    """Split name."""
+    n_queries: int
+    """Judged queries scored."""
+    stages: list[dict[str, Any]]
+    """Stage records in pipeline order: name, version, key, input keys, output hash."""
+    run_hash: str
+    """sha256 of the fused ranked run (``aiblox.eval.runner.run_hash``)."""
+    metrics: dict[str, float]
+    """Mean metric values."""
+
+
+class PointManifest(_Strict):
+    """Determinism manifest of one sweep point."""
+
+    version: int = MANIFEST_VERSION
+    """Manifest format version."""
+    sweep: str
+    """Sweep name."""
+    sweep_hash: str
+    """sha256 of the sweep spec."""
+    dataset: str
+    """Dataset name."""
+    dataset_hash: str
+    """sha256 of the dataset files."""
+    config_hash: str
+    """sha256 of the point's effective config (same as ``aiblox eval`` reports)."""
+    config: dict[str, Any]
+    """The effective config: prefs without the query, embedder, backend."""
+    splits: dict[str, SplitManifest]
+    """Per split: stages, run hash, metrics."""
+    environment: dict[str, Any] = Field(default_factory=dict)
+    """Package versions, Python version and git commit (not part of ``manifest_hash``)."""
+
+    @property
+    def manifest_hash(self) -> str:
+        """sha256 of everything but the environment."""
+        return sha256_hex(self.model_dump(mode="json", exclude={"environment"}))
+
+
+@lru_cache(maxsize=1)
+def git_commit(start: str | None = None) -> str | None:
+    """The commit checked out where aiblox lives (None outside a git checkout), with ``+dirty``
+    appended when tracked files are modified."""
+    cwd = start or str(Path(__file__).resolve().parent)
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=cwd, capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{head}+dirty" if dirty else head
+
+
+def _version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+@lru_cache(maxsize=1)
+def _environment() -> tuple[tuple[str, Any], ...]:
+    env = {"python": platform.python_version(),
+           "packages": {p: _version(p) for p in PACKAGES},
+           "git_commit": git_commit()}
+    return tuple(env.items())
+
+
+def environment() -> dict[str, Any]:
+    """Package versions, Python version and git commit (computed once per process)."""
+    return {k: (dict(v) if isinstance(v, dict) else v) for k, v in _environment()}

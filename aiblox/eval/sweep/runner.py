@@ -1,0 +1,392 @@
+"""The incremental sweep runner: signals once per (dataset, split, backend, embedder, depth),
+then fusion and metrics per point, every stage memoised by its key in a :class:`StageCache`.
+
+Stages and their keys (sha256 of name, version, config, input keys):
+
+- ``signals``: the full-text and vector ranked lists of every judged query of a split. Config:
+  dataset hash, split, backend, embedder, and the retrieval settings that decide the lists
+  (mode, ``fts``, ``vector`` including the depth ``top_k``, filters, ``ignore_identical_ids``).
+  The expensive stage; it never depends on fusion settings.
+- ``fusion``: the fused run under ``scoring`` and ``top_k_items``; input: the signals key.
+- ``metrics``: ranx means and per-query values; config: metric names and the split; input: the
+  fusion key.
+
+So changing a fusion weight reruns fusion and metrics, nothing before; a repeated sweep reads
+every stage back; a killed sweep recomputes only the points (stages) it had not finished. The
+store is opened only when some signals entry is missing.
+
+The configuration is chosen on the tune split only (primary metric, ties broken by config hash
+ascending) and reported on the report split.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from tqdm.auto import tqdm
+
+from aiblox.contracts.retrieval import RetrievalPrefs
+from aiblox.eval.datasets import Dataset, load_dataset
+from aiblox.eval.metrics import evaluate_run
+from aiblox.eval.runner import config_hash
+from aiblox.eval.sweep.manifest import PointManifest, SplitManifest, environment
+from aiblox.eval.sweep.spec import SweepSpec
+from aiblox.eval.sweep.stages import StageCache, StageRecord, stage_key
+from aiblox.retrieval.retriever import HybridRetriever, SignalRuns
+
+__all__ = [
+    "FUSION_VERSION",
+    "METRICS_VERSION",
+    "SIGNALS_VERSION",
+    "PointResult",
+    "SweepResult",
+    "choose_best",
+    "fusion_config",
+    "metrics_config",
+    "point_label",
+    "run_sweep",
+    "signals_config",
+]
+
+SIGNALS_VERSION = "1"
+FUSION_VERSION = "1"
+METRICS_VERSION = "1"
+
+DEFAULT_CACHE_DIR = ".aiblox/stages"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class PointResult(_Strict):
+    """One scored sweep point."""
+
+    label: str
+    """Short readable name, e.g. ``linear-w0.35-minmax-zero-d100``."""
+    config_hash: str
+    """sha256 of the effective config."""
+    scoring: dict[str, Any]
+    """The point's fusion settings."""
+    depth: tuple[int, int]
+    """Full-text and vector candidate depth."""
+    metrics: dict[str, dict[str, float]]
+    """``{split: {metric: mean}}``."""
+    manifest: PointManifest
+    """Determinism manifest."""
+    is_baseline: bool = False
+    """True for the spec's named baseline point."""
+
+
+class SweepResult(_Strict):
+    """A finished sweep: every point, the choice made on the tune split, stage counts."""
+
+    name: str
+    """Sweep name."""
+    sweep_hash: str
+    """sha256 of the spec."""
+    dataset: str
+    """Dataset name."""
+    dataset_hash: str
+    """sha256 of the dataset files."""
+    tune_split: str
+    """Split the best point was chosen on."""
+    report_split: str
+    """Split the best point is reported on."""
+    primary: str
+    """Metric the choice was made by."""
+    points: list[PointResult]
+    """Every point, in grid order (baseline last when it is not a grid point)."""
+    best: PointResult
+    """The point with the highest primary metric on the tune split."""
+    baseline: PointResult | None = None
+    """The spec's baseline point, when named."""
+    computed: dict[str, int] = Field(default_factory=dict)
+    """Per stage: outputs computed in this run."""
+    reused: dict[str, int] = Field(default_factory=dict)
+    """Per stage: outputs read back from the stage cache."""
+    tracking: dict[str, Any] = Field(default_factory=dict)
+    """MLflow parent run id, children logged and skipped (empty without tracking)."""
+
+
+# -- stage configs ------------------------------------------------------------------------------
+def signals_config(prefs: RetrievalPrefs, dataset_hash: str, split: str, backend: str,
+                   embedder_id: str | None) -> dict[str, Any]:
+    """What decides the signals stage's output."""
+    needs_vec = prefs.mode in ("hybrid", "dense") and prefs.vector.embed_query
+    return {
+        "dataset": dataset_hash, "split": split, "backend": backend,
+        "embedder": embedder_id if needs_vec else None,
+        "mode": prefs.mode,
+        "fts": prefs.fts.model_dump() if prefs.mode in ("hybrid", "bm25") else None,
+        "vector": prefs.vector.model_dump() if needs_vec else None,
+        "filters": prefs.filters, "ignore_identical_ids": prefs.ignore_identical_ids,
+    }
+
+
+def fusion_config(prefs: RetrievalPrefs) -> dict[str, Any]:
+    """What decides the fusion stage's output (given its signals)."""
+    return {"mode": prefs.mode, "scoring": prefs.scoring.model_dump(),
+            "top_k_items": prefs.top_k_items}
+
+
+def metrics_config(metrics: Sequence[str], split: str) -> dict[str, Any]:
+    """What decides the metrics stage's output (given its run); qrels come with the split,
+    and the dataset hash is already in the signals key upstream."""
+    return {"metrics": list(metrics), "split": split}
+
+
+def point_label(prefs: RetrievalPrefs) -> str:
+    """A short readable name for a point (not unique on its own; the config hash is)."""
+    s = prefs.scoring
+    if prefs.mode != "hybrid":
+        head = prefs.mode
+    elif s.blend == "rrf":
+        head = f"rrf-k{s.rrf_k}"
+    else:
+        head = f"linear-w{s.w_text!r}-{s.normalize}-{s.missing}"
+    return f"{head}-d{prefs.fts.top_k}"
+
+
+def choose_best(points: Sequence[PointResult], split: str, metric: str) -> PointResult:
+    """Highest ``metric`` on ``split``; ties broken by config hash ascending."""
+    if not points:
+        raise ValueError("no points to choose from")
+    return min(points, key=lambda p: (-p.metrics[split][metric], p.config_hash))
+
+
+# -- point computation (runs in the parent or in forked workers) --------------------------------
+@dataclass
+class _Context:
+    cache_root: str
+    metrics: list[str]
+    splits: list[str]
+    qrels: dict[str, dict[str, dict[str, int]]]
+    signals: dict[tuple[str, str], tuple[StageRecord, dict[str, Any]]] = field(default_factory=dict)
+    """``(split, signals key) -> (record, output)``."""
+
+
+_CTX: _Context | None = None
+
+
+def _fuse(prefs: RetrievalPrefs, sig: dict[str, Any]) -> dict[str, list[list[Any]]]:
+    text = [[(d, s) for d, s in hits] for hits in sig["text"]]
+    vec = [[(d, s) for d, s in hits] for hits in sig["vec"]]
+    fused = HybridRetriever.fuse([prefs], SignalRuns(text=text, vec=vec))
+    return {q: [[h.doc_id, h.score] for h in hs] for q, hs in zip(sig["qids"], fused, strict=True)}
+
+
+def _fusion_stage(ctx: _Context, cache: StageCache, prefs: RetrievalPrefs,
+                  sig_keys: dict[str, str]) -> dict[str, tuple[StageRecord, Any]]:
+    """Fused runs per split; a run is not loaded (None) when its metrics are cached already."""
+    out: dict[str, tuple[StageRecord, Any]] = {}
+    fcfg = fusion_config(prefs)
+    for split in ctx.splits:
+        sig_rec, sig = ctx.signals[(split, sig_keys[split])]
+        fkey = stage_key("fusion", FUSION_VERSION, fcfg, [sig_rec.key])
+        mkey = stage_key("metrics", METRICS_VERSION, metrics_config(ctx.metrics, split), [fkey])
+        out[split] = cache.run("fusion", FUSION_VERSION, fcfg, [sig_rec.key],
+                               lambda sig=sig: _fuse(prefs, sig),
+                               load=not cache.has("metrics", mkey))
+    return out
+
+
+def _compute_point(ctx: _Context, cache: StageCache, prefs: RetrievalPrefs,
+                   sig_keys: dict[str, str],
+                   fused: dict[str, tuple[StageRecord, Any]] | None = None) -> dict[str, Any]:
+    if fused is None:
+        fused = _fusion_stage(ctx, cache, prefs, sig_keys)
+    out: dict[str, Any] = {}
+    for split in ctx.splits:
+        sig_rec, _ = ctx.signals[(split, sig_keys[split])]
+        frec, run = fused[split]
+
+        def score(run: Any = run, split: str = split) -> dict[str, Any]:
+            means, per_query = evaluate_run(ctx.qrels[split], run, ctx.metrics)
+            return {"means": means, "per_query": per_query}
+
+        mrec, mout = cache.run("metrics", METRICS_VERSION, metrics_config(ctx.metrics, split),
+                               [frec.key], score)
+        out[split] = {"stages": [sig_rec.as_dict(), frec.as_dict(), mrec.as_dict()],
+                      "run_hash": frec.output_hash, "metrics": mout["means"],
+                      "n_queries": len(ctx.qrels[split])}
+    return out
+
+
+def _init_worker(ctx: _Context) -> None:
+    global _CTX
+    _CTX = ctx
+
+
+def _fusion_worker(args: tuple[dict[str, Any], dict[str, str]]
+                   ) -> tuple[dict[str, tuple[StageRecord, Any]], dict, dict]:
+    """Fusion in a worker process (pure Python, no ranx: metrics stay in the parent, whose
+    numba threads make forking unsafe, so workers are spawned)."""
+    if _CTX is None:
+        raise RuntimeError("sweep worker started without a context")
+    cache = StageCache(_CTX.cache_root)
+    fused = _fusion_stage(_CTX, cache, RetrievalPrefs.model_validate(args[0]), args[1])
+    return fused, cache.computed, cache.reused
+
+
+# -- signals ------------------------------------------------------------------------------------
+def _signals_output(retriever: HybridRetriever, dataset: Dataset, split: str,
+                    prefs: RetrievalPrefs, batch_size: int = 100) -> dict[str, Any]:
+    queries = dataset.split_queries(split)
+    out: dict[str, Any] = {"qids": [q for q, _ in queries], "text": [], "vec": []}
+    for start in range(0, len(queries), batch_size):
+        batch = queries[start:start + batch_size]
+        group = [prefs.model_copy(update={"query_text": t, "query_id": q}) for q, t in batch]
+        sig = retriever.signals(group)
+        out["text"] += [[[d, s] for d, s in hits] for hits in sig.text]
+        out["vec"] += [[[d, s] for d, s in hits] for hits in sig.vec]
+    return out
+
+
+class _Pipeline:
+    """Opens the store and embedder lazily: a sweep whose signals are all cached needs neither."""
+
+    def __init__(self, spec: SweepSpec, dataset: Dataset, db: str | None,
+                 progress: bool) -> None:
+        self.spec, self.dataset, self.db, self.progress = spec, dataset, db, progress
+        self.store: Any = None
+        self.retriever: HybridRetriever | None = None
+
+    @property
+    def embedder_id(self) -> str | None:
+        from aiblox.embedding import get_embedder
+
+        return get_embedder(self.spec.embedder).model_id
+
+    def get_retriever(self) -> HybridRetriever:
+        if self.retriever is None:
+            from aiblox.embedding import CachedEmbedder, get_embedder
+            from aiblox.eval.runner import prepare_store
+            from aiblox.stores import open_store
+
+            path = self.db or f".aiblox/datasets/{self.dataset.name}.duckdb"
+            if "://" not in path and path != ":memory:":
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self.store = open_store(path)
+            emb = CachedEmbedder(get_embedder(self.spec.embedder), self.store,
+                                 progress=self.progress)
+            needs_vec = self.spec.base_prefs().mode != "bm25"
+            prepare_store(self.store, self.dataset, emb if needs_vec else None,
+                          vectors=self.spec.vectors, progress=self.progress)
+            self.retriever = HybridRetriever(self.store, emb)
+        return self.retriever
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+
+
+# -- the sweep ----------------------------------------------------------------------------------
+def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
+              db: str | None = None, jobs: int = 1, tracker: Any = None,
+              progress: bool = True, dataset: Dataset | None = None,
+              on_point: Callable[[PointResult], None] | None = None) -> SweepResult:
+    """Score every point of ``spec`` on its tune and report splits, reusing cached stages.
+
+    ``tracker`` (a :class:`aiblox.eval.sweep.tracking.SweepTracker`) logs each point to MLflow
+    and skips points it already logged. ``on_point`` is called after each point is scored (and
+    logged). ``jobs > 1`` scores points in forked worker processes.
+    """
+    splits = [spec.tune_split, spec.report_split]
+    ds = dataset or load_dataset(spec.dataset, splits=splits)
+    cache = StageCache(cache_dir)
+    pipe = _Pipeline(spec, ds, db or spec.db, progress)
+    grid = spec.points()
+    baseline = spec.baseline_prefs()
+    base_key = None
+    points_prefs = list(grid)
+    if baseline is not None:
+        base_key = config_hash(baseline, pipe.embedder_id, spec.backend)[0]
+        if base_key not in {config_hash(p, pipe.embedder_id, spec.backend)[0] for p in grid}:
+            points_prefs.append(baseline)
+    ctx = _Context(cache_root=str(cache.root), metrics=list(spec.metrics), splits=splits,
+                   qrels={s: ds.qrels[s] for s in splits})
+    emb_id = pipe.embedder_id
+    tasks: list[tuple[RetrievalPrefs, dict[str, str]]] = []
+    try:
+        for prefs in points_prefs:
+            keys: dict[str, str] = {}
+            for split in splits:
+                scfg = signals_config(prefs, ds.hash, split, spec.backend, emb_id)
+                key = stage_key("signals", SIGNALS_VERSION, scfg, [])
+                if (split, key) not in ctx.signals:
+                    rec, out = cache.run(
+                        "signals", SIGNALS_VERSION, scfg, [],
+                        lambda split=split, prefs=prefs: _signals_output(
+                            pipe.get_retriever(), ds, split, prefs))
+                    ctx.signals[(split, key)] = (rec, out)
+                keys[split] = key
+            tasks.append((prefs, keys))
+    finally:
+        pipe.close()
+
+    results: list[PointResult | None] = [None] * len(tasks)
+    done = tracker.logged_config_hashes() if tracker is not None else set()
+    bar = tqdm(total=len(tasks), desc=f"sweep {spec.name}", unit="pt", disable=not progress)
+
+    def finish(i: int, out: dict[str, Any]) -> None:
+        prefs = tasks[i][0]
+        chash, config = config_hash(prefs, emb_id, spec.backend)
+        manifest = PointManifest(
+            sweep=spec.name, sweep_hash=spec.hash, dataset=ds.name, dataset_hash=ds.hash,
+            config_hash=chash, config=config,
+            splits={s: SplitManifest(split=s, **out[s]) for s in splits},
+            environment=environment())
+        point = PointResult(
+            label=point_label(prefs), config_hash=chash, scoring=prefs.scoring.model_dump(),
+            depth=(prefs.fts.top_k, prefs.vector.top_k),
+            metrics={s: out[s]["metrics"] for s in splits}, manifest=manifest,
+            is_baseline=chash == base_key)
+        results[i] = point
+        if tracker is not None and chash not in done:
+            tracker.log_point(point, cache)
+            done.add(chash)
+        if on_point is not None:
+            on_point(point)
+        bar.update(1)
+
+    try:
+        if jobs > 1 and len(tasks) > 1:
+            mp = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=mp, initializer=_init_worker,
+                                     initargs=(ctx,)) as pool:
+                futures = [pool.submit(_fusion_worker, (p.model_dump(), k)) for p, k in tasks]
+                for i, fut in enumerate(futures):  # in order: logging order is deterministic
+                    fused, computed, reused = fut.result()
+                    cache.merge_counts(computed, reused)
+                    prefs, keys = tasks[i]
+                    finish(i, _compute_point(ctx, cache, prefs, keys, fused))
+        else:
+            for i, (prefs, keys) in enumerate(tasks):
+                finish(i, _compute_point(ctx, cache, prefs, keys))
+    finally:
+        bar.close()
+
+    points = [p for p in results if p is not None]
+    best = choose_best(points[:len(grid)], spec.tune_split, spec.primary)
+    result = SweepResult(
+        name=spec.name, sweep_hash=spec.hash, dataset=ds.name, dataset_hash=ds.hash,
+        tune_split=spec.tune_split, report_split=spec.report_split, primary=spec.primary,
+        points=points, best=best,
+        baseline=next((p for p in points if p.is_baseline), None),
+        computed=dict(cache.computed), reused=dict(cache.reused))
+    if tracker is not None:
+        result = result.model_copy(update={"tracking": tracker.finish(result)})
+    return result
+
+
+def default_jobs() -> int:
+    """Worker processes for ``--jobs 0``: the available cores."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

@@ -1,0 +1,144 @@
+"""Stage keys and the on-disk stage cache.
+
+A stage's key is the sha256 of its name, its version, its config and the keys of its inputs, so
+it changes exactly when something that decides the stage's output changes, and everything
+downstream of a changed stage gets a new key too. Outputs are memoised by key on disk::
+
+    <root>/<stage>/<key>.json.gz    the output (canonical JSON, gzip)
+    <root>/<stage>/<key>.meta.json  name, version, config, input keys, output hash
+
+The meta file is written last (atomically), so it marks a complete entry: a sweep killed
+mid-write leaves no meta and the stage is simply recomputed. The cache counts, per stage, how
+many outputs it computed and how many it reused, which is how tests prove a re-run recomputes
+nothing.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiblox.hashing import canonical_json, sha256_hex, sha256_text
+
+__all__ = ["StageCache", "StageRecord", "stage_key"]
+
+
+def stage_key(name: str, version: str | int, config: Any, inputs: Sequence[str] = ()) -> str:
+    """sha256 of ``{"name", "version", "config", "inputs"}`` in canonical JSON."""
+    return sha256_hex({"name": name, "version": str(version), "config": config,
+                       "inputs": list(inputs)})
+
+
+@dataclass(frozen=True)
+class StageRecord:
+    """What the manifest records of one stage execution (or reuse)."""
+
+    name: str
+    version: str
+    key: str
+    inputs: tuple[str, ...]
+    output_hash: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON form (for manifests)."""
+        return {"name": self.name, "version": self.version, "key": self.key,
+                "inputs": list(self.inputs), "output_hash": self.output_hash}
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class StageCache:
+    """Content-addressed memo of stage outputs under ``root`` (safe for parallel writers:
+    two processes computing the same key write the same bytes)."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self.computed: dict[str, int] = {}
+        """Per stage name: outputs computed by this cache object."""
+        self.reused: dict[str, int] = {}
+        """Per stage name: outputs read back instead of computed."""
+        self._lock = threading.Lock()
+
+    def _paths(self, name: str, key: str) -> tuple[Path, Path]:
+        folder = self.root / name
+        return folder / f"{key}.json.gz", folder / f"{key}.meta.json"
+
+    def has(self, name: str, key: str) -> bool:
+        """True when a complete entry exists."""
+        return self._paths(name, key)[1].exists()
+
+    def meta(self, name: str, key: str) -> dict[str, Any]:
+        """The small meta record of an entry (no output)."""
+        return json.loads(self._paths(name, key)[1].read_text(encoding="utf-8"))
+
+    def record(self, name: str, key: str) -> StageRecord:
+        """The :class:`StageRecord` of a complete entry."""
+        m = self.meta(name, key)
+        return StageRecord(m["name"], m["version"], m["key"], tuple(m["inputs"]),
+                           m["output_hash"])
+
+    def load(self, name: str, key: str) -> Any:
+        """The output of a complete entry."""
+        with gzip.open(self._paths(name, key)[0], "rt", encoding="utf-8") as f:
+            return json.load(f)
+
+    def store(self, name: str, version: str | int, config: Any, inputs: Sequence[str],
+              output: Any) -> StageRecord:
+        """Write an output under its key; returns its record."""
+        key = stage_key(name, version, config, inputs)
+        text = canonical_json(output)
+        rec = StageRecord(name, str(version), key, tuple(inputs), sha256_text(text))
+        out_path, meta_path = self._paths(name, key)
+        _atomic_write(out_path, gzip.compress(text.encode("utf-8"), compresslevel=1, mtime=0))
+        meta = {**rec.as_dict(), "config": config}
+        _atomic_write(meta_path, canonical_json(meta).encode("utf-8"))
+        return rec
+
+    def run(self, name: str, version: str | int, config: Any, inputs: Sequence[str],
+            compute: Callable[[], Any], load: bool = True) -> tuple[StageRecord, Any]:
+        """Memoised stage: reuse the entry for this key, or ``compute()`` and store it.
+
+        With ``load=False`` a reused entry's output is not read (None is returned in its
+        place): callers that only need the record skip the decompression.
+        """
+        key = stage_key(name, version, config, inputs)
+        if self.has(name, key):
+            self._count(self.reused, name)
+            return self.record(name, key), (self.load(name, key) if load else None)
+        output = compute()
+        rec = self.store(name, version, config, inputs, output)
+        self._count(self.computed, name)
+        return rec, output
+
+    def _count(self, counter: dict[str, int], name: str) -> None:
+        with self._lock:
+            counter[name] = counter.get(name, 0) + 1
+
+    def merge_counts(self, computed: dict[str, int], reused: dict[str, int]) -> None:
+        """Add counts reported by a worker process."""
+        for k, v in computed.items():
+            self._count_n(self.computed, k, v)
+        for k, v in reused.items():
+            self._count_n(self.reused, k, v)
+
+    def _count_n(self, counter: dict[str, int], name: str, n: int) -> None:
+        with self._lock:
+            counter[name] = counter.get(name, 0) + n

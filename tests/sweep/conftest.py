@@ -1,0 +1,47 @@
+"""Sweep fixtures: the sample dataset in a real DuckDB file (hashing embedder), a small spec."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE_SPEC = REPO / "evals" / "sweeps" / "sample_fusion.toml"
+
+
+@pytest.fixture(scope="session")
+def sweep_db(tmp_path_factory, sample_dataset):
+    """Path of a DuckDB file holding the sample dataset with hashing vectors."""
+    from aiblox.embedding import CachedEmbedder, HashingEmbedder
+    from aiblox.eval.runner import prepare_store
+    from aiblox.stores import DuckDBStore
+
+    path = tmp_path_factory.mktemp("sweepdb") / "sample.duckdb"
+    store = DuckDBStore(path)
+    prepare_store(store, sample_dataset, CachedEmbedder(HashingEmbedder(), store), progress=False)
+    store.close()
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def sample_spec():
+    from aiblox.eval.sweep import load_spec
+
+    return load_spec(SAMPLE_SPEC)
+
+
+def _small_spec(spec, **grid):
+    from aiblox.eval.sweep import SweepSpec
+
+    data = spec.model_dump()
+    data["grid"] = grid
+    data["baseline"] = grid.pop("baseline", None)
+    return SweepSpec.model_validate(data)
+
+
+@pytest.fixture(scope="session")
+def small_spec():
+    """``small_spec(spec, **grid)``: the sample spec with another grid (no baseline unless
+    ``baseline=`` is given)."""
+    return _small_spec

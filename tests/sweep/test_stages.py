@@ -1,0 +1,53 @@
+"""Stage keys and the on-disk stage cache."""
+
+import subprocess
+import sys
+
+from aiblox.eval.sweep import StageCache, stage_key
+
+
+def test_stage_key_covers_name_version_config_and_inputs():
+    k = stage_key("fusion", "1", {"w": 0.5}, ["a"])
+    assert k == stage_key("fusion", 1, {"w": 0.5}, ["a"])
+    assert len({k, stage_key("metrics", "1", {"w": 0.5}, ["a"]),
+                stage_key("fusion", "2", {"w": 0.5}, ["a"]),
+                stage_key("fusion", "1", {"w": 0.55}, ["a"]),
+                stage_key("fusion", "1", {"w": 0.5}, ["b"])}) == 5
+
+
+def test_stage_key_is_identical_in_a_fresh_process():
+    code = ("from aiblox.eval.sweep.stages import stage_key;"
+            "print(stage_key('fusion', '1', {'b': [1, 0.1], 'a': {'x': None}}, ['k']))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={"PYTHONHASHSEED": "123", "PATH": ""}, check=True).stdout.strip()
+    assert out == stage_key("fusion", "1", {"a": {"x": None}, "b": [1, 0.1]}, ["k"])
+
+
+def test_cache_computes_once_then_reuses(tmp_path):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"q1": [["d1", 0.5], ["d2", 0.25]]}
+
+    cache = StageCache(tmp_path)
+    rec1, out1 = cache.run("fusion", "1", {"w": 1}, ["s"], compute)
+    rec2, out2 = cache.run("fusion", "1", {"w": 1}, ["s"], compute)
+    assert len(calls) == 1
+    assert rec1 == rec2 and out1 == out2
+    assert cache.computed == {"fusion": 1} and cache.reused == {"fusion": 1}
+    # a new cache object over the same folder (another process) reuses it too
+    other = StageCache(tmp_path)
+    rec3, out3 = other.run("fusion", "1", {"w": 1}, ["s"], compute, load=False)
+    assert out3 is None and rec3.output_hash == rec1.output_hash and len(calls) == 1
+    assert other.meta("fusion", rec1.key)["config"] == {"w": 1}
+
+
+def test_entry_without_meta_is_incomplete_and_recomputed(tmp_path):
+    cache = StageCache(tmp_path)
+    rec, _ = cache.run("signals", "1", {}, [], lambda: [1, 2, 3])
+    (tmp_path / "signals" / f"{rec.key}.meta.json").unlink()  # killed before the meta write
+    fresh = StageCache(tmp_path)
+    rec2, out = fresh.run("signals", "1", {}, [], lambda: [1, 2, 3])
+    assert fresh.computed == {"signals": 1} and out == [1, 2, 3]
+    assert rec2.output_hash == rec.output_hash
