@@ -1,0 +1,115 @@
+"""MLflow logging on a real sqlite store in a tmp dir: parent and child runs, dedupe, resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mlflow")
+
+from aiblox.eval.sweep import (  # noqa: E402
+    SweepInterrupted,
+    SweepTracker,
+    flatten,
+    metric_key,
+    run_sweep,
+    trec_run,
+)
+
+GRID = {"blend": ["linear", "rrf"], "w_text": [0.3, 0.7], "normalize": ["minmax"],
+        "rrf_k": [60], "depth": [20], "baseline": {"blend": "rrf", "rrf_k": 10}}
+N = 2 + 1 + 1  # linear weights, rrf, baseline
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory, sample_spec, small_spec):
+    root = tmp_path_factory.mktemp("mlflow")
+    return {"uri": f"sqlite:///{root}/mlflow.db", "root": root,
+            "spec": small_spec(sample_spec, **GRID), "cache": root / "stages"}
+
+
+def tracker(env, spec=None, resume=False, experiment="exp"):
+    spec = spec or env["spec"]
+    return SweepTracker(env["uri"], experiment, spec.hash, spec.model_dump(mode="json"),
+                        resume=resume)
+
+
+def sweep(env, sample_dataset, sweep_db, tr, **kw):
+    return run_sweep(env["spec"], cache_dir=env["cache"], db=sweep_db, progress=False,
+                     dataset=sample_dataset, tracker=tr, **kw)
+
+
+def test_flatten_and_names():
+    assert flatten({"a": {"b": 1, "c": None}, "f": {}, "l": [1, 2]}) == \
+        {"a.b": "1", "a.c": "None", "f": "{}", "l": "[1, 2]"}
+    assert metric_key("test", "ndcg@10") == "test.ndcg_at_10"
+    assert trec_run({"q2": [["d1", 0.5]], "q1": [["d3", 2.0], ["d1", 1.0]]}, "t") == \
+        "q1 Q0 d3 1 2.0 t\nq1 Q0 d1 2 1.0 t\nq2 Q0 d1 1 0.5 t\n"
+
+
+def test_parent_and_children_logged_once(env, sample_dataset, sweep_db):
+    tr = tracker(env)
+    r = sweep(env, sample_dataset, sweep_db, tr)
+    info = r.tracking
+    assert info["logged"] == N and info["skipped"] == 0 and not info["resumed"]
+    client = tr.client
+    parent = client.get_run(info["parent_run_id"])
+    assert parent.info.status == "FINISHED"
+    assert parent.data.tags["aiblox.sweep_hash"] == env["spec"].hash
+    assert parent.data.tags["aiblox.best_config_hash"] == r.best.config_hash
+    assert parent.data.metrics["best.tune.ndcg_at_10"] == r.best.metrics["train"]["ndcg@10"]
+    assert parent.data.metrics["best.report.ndcg_at_10"] == r.best.metrics["test"]["ndcg@10"]
+    children = tr.children()
+    assert len(children) == N
+    by_hash = {c.data.tags["aiblox.config_hash"]: c for c in children}
+    assert set(by_hash) == {p.config_hash for p in r.points}
+    point = r.points[0]
+    child = by_hash[point.config_hash]
+    assert child.info.status == "FINISHED"
+    assert child.data.params["prefs.scoring.w_text"] == repr(point.scoring["w_text"])
+    assert child.data.params["embedder"] == point.manifest.config["embedder"]
+    assert child.data.metrics["train.ndcg_at_10"] == point.metrics["train"]["ndcg@10"]
+    assert child.data.metrics["test.mrr_at_10"] == point.metrics["test"]["mrr@10"]
+    assert child.data.tags["aiblox.run_hash.test"] == point.manifest.splits["test"].run_hash
+    assert child.data.tags["aiblox.manifest_hash"] == point.manifest.manifest_hash
+    arts = {a.path for a in client.list_artifacts(child.info.run_id)}
+    assert {"manifest.json", "run.train.trec", "run.test.trec", "per_query.train.parquet",
+            "per_query.test.parquet"} <= arts
+    local = client.download_artifacts(child.info.run_id, "manifest.json", str(env["root"]))
+    assert json.loads(Path(local).read_text())["config_hash"] == point.config_hash
+
+
+def test_rerun_logs_nothing_twice(env, sample_dataset, sweep_db):
+    tr = tracker(env)
+    r = sweep(env, sample_dataset, sweep_db, tr)
+    assert r.tracking["logged"] == 0 and r.tracking["skipped"] == N and r.tracking["resumed"]
+    assert r.computed == {}
+    assert len(tr.children()) == N
+    runs = tr.client.search_runs([tr.experiment_id], max_results=100)
+    assert len(runs) == N + 1  # one parent, no second parent
+
+
+def test_killed_sweep_needs_resume_and_finishes_only_the_rest(env, sample_dataset, sweep_db,
+                                                             small_spec, sample_spec):
+    spec = small_spec(sample_spec, **{**GRID, "w_text": [0.3, 0.5, 0.7]})
+    e2 = {**env, "spec": spec}
+    count = []
+
+    def kill(point):
+        count.append(point)
+        if len(count) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        sweep(e2, sample_dataset, sweep_db, tracker(e2, experiment="killed"), on_point=kill)
+    with pytest.raises(SweepInterrupted, match="--resume"):
+        tracker(e2, experiment="killed")
+    tr = tracker(e2, resume=True, experiment="killed")
+    r = sweep(e2, sample_dataset, sweep_db, tr)
+    assert r.tracking["skipped"] == 2 and r.tracking["logged"] == len(r.points) - 2
+    children = tr.children()
+    assert len(children) == len(r.points) == 5
+    assert len({c.data.tags["aiblox.config_hash"] for c in children}) == 5
+    assert tr.client.get_run(r.tracking["parent_run_id"]).info.status == "FINISHED"
