@@ -201,9 +201,10 @@ def render_table(table: SampledTable, *, query_key: str, max_cell_chars: int = 2
     return "\n".join(lines) + "\n"
 
 
-def rows_from_records(records: Any) -> tuple[list[str], list[list[Any]]]:
+def rows_from_records(records: Any) -> tuple[list[str], Sequence[Sequence[Any]]]:
     """Columns and rows from either ``{"columns": [...], "rows": [[...]]}`` or a list of
-    objects (columns in first-seen key order; a missing key is NULL)."""
+    objects (columns in first-seen key order; a missing key is NULL). Given rows are returned
+    as they are, not copied, so that a large result costs no second copy in memory."""
     if isinstance(records, dict):
         if set(records) - {"columns", "rows", "query_key", "sql"} or "rows" not in records:
             raise ValueError(
@@ -217,7 +218,7 @@ def rows_from_records(records: Any) -> tuple[list[str], list[list[Any]]]:
             raise ValueError("'columns' must be a list of names")
         if not columns and raw_rows:
             raise ValueError("'columns' is missing or empty while 'rows' is not")
-        return [str(c) for c in columns], [list(r) for r in raw_rows]
+        return [str(c) for c in columns], raw_rows
     if not isinstance(records, list):
         raise ValueError(f"a SQL result must be an object or a list, got {type(records).__name__}")
     cols: list[str] = []
