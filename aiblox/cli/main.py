@@ -11,6 +11,7 @@ from aiblox.cli.ingest import ingest
 from aiblox.cli.pack import pack_app
 from aiblox.cli.quickstart import quickstart
 from aiblox.cli.search import search
+from aiblox.cli.sweep import sweep
 
 app = typer.Typer(
     name="aiblox",
@@ -25,6 +26,7 @@ app.command("search")(search)
 app.command("eval")(eval_command)
 app.command("chunk")(chunk_command)
 app.command("answer")(answer)
+app.command("sweep")(sweep)
 app.add_typer(pack_app, name="pack")
 
 

@@ -1,0 +1,117 @@
+"""``aiblox sweep``: run a sweep spec incrementally, log it to MLflow, choose on tune, report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from aiblox.cli._common import console, fail, print_json, quiet_progress
+from aiblox.eval.datasets import DatasetError
+from aiblox.eval.sweep import (
+    DEFAULT_TRACKING_URI,
+    SweepInterrupted,
+    SweepResult,
+    SweepSpecError,
+    load_spec,
+    run_sweep,
+)
+from aiblox.eval.sweep.runner import DEFAULT_CACHE_DIR, default_jobs
+
+
+def sweep(
+    spec_path: Path = typer.Argument(..., metavar="SPEC", help="Sweep spec (TOML), e.g. "
+                                     "evals/sweeps/sample_fusion.toml."),
+    resume: bool = typer.Option(False, "--resume", help="Finish an interrupted sweep (its MLflow "
+                                "parent run is continued; finished points are not redone)."),
+    jobs: int = typer.Option(1, "--jobs", "-j", help="Worker processes for fusion; 0: all "
+                             "available cores."),
+    tracking_uri: str = typer.Option(DEFAULT_TRACKING_URI, "--tracking-uri",
+                                     help="MLflow tracking URI (any MLflow server)."),
+    no_tracking: bool = typer.Option(False, "--no-tracking", help="Do not log to MLflow."),
+    cache_dir: str = typer.Option(DEFAULT_CACHE_DIR, "--cache-dir",
+                                  help="Stage cache folder."),
+    db: str = typer.Option("", "--db", help="Store path (overrides the spec's)."),
+    top: int = typer.Option(10, "--top", help="Leaderboard rows printed."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Score every point of SPEC (only stages not cached), choose on the tune split, report on
+    the report split."""
+    try:
+        spec = load_spec(spec_path)
+    except SweepSpecError as exc:
+        fail(str(exc))
+        return
+    tracker = None
+    if not no_tracking:
+        try:
+            from aiblox.eval.sweep.tracking import SweepTracker
+        except ImportError:  # pragma: no cover - mlflow is the `tracking` extra
+            fail("MLflow is not installed: pip install 'aiblox[tracking]' or pass --no-tracking")
+        try:
+            tracker = SweepTracker(tracking_uri, spec.experiment or f"aiblox-sweep/{spec.name}",
+                                   spec.hash, spec.model_dump(mode="json"), resume=resume)
+        except SweepInterrupted as exc:
+            fail(str(exc))
+    try:
+        result = run_sweep(spec, cache_dir=cache_dir, db=db or None,
+                           jobs=default_jobs() if jobs <= 0 else jobs, tracker=tracker,
+                           progress=quiet_progress())
+    except (DatasetError, ValueError) as exc:
+        fail(str(exc))
+        return
+    if as_json:
+        print_json(_summary(result, top))
+        return
+    console.print(_leaderboard(result, top))
+    b = result.best
+    console.print(f"best on {result.tune_split} by {result.primary}: [bold]{b.label}[/bold] "
+                  f"(config {b.config_hash[:16]})")
+    for split in (result.tune_split, result.report_split):
+        vals = "  ".join(f"{m} {v:.4f}" for m, v in b.metrics[split].items())
+        console.print(f"  {split}: {vals}")
+    if result.baseline is not None:
+        base = result.baseline
+        console.print(f"baseline {base.label}: {result.report_split} {result.primary} "
+                      f"{base.metrics[result.report_split][result.primary]:.4f}")
+    console.print(f"stages computed {result.computed or {}}  reused {result.reused or {}}")
+    if result.tracking:
+        t = result.tracking
+        console.print(f"MLflow {t['tracking_uri']}: parent run {t['parent_run_id']}, "
+                      f"{t['logged']} points logged, {t['skipped']} already logged")
+
+
+def _leaderboard(result: SweepResult, top: int) -> Table:
+    table = Table(title=f"{result.name}: top {top} on {result.tune_split} "
+                        f"(report split {result.report_split})")
+    table.add_column("point")
+    table.add_column(f"{result.tune_split} {result.primary}", justify="right")
+    table.add_column(f"{result.report_split} {result.primary}", justify="right")
+    table.add_column("config", justify="left")
+    for p in _ranked(result)[:top]:
+        table.add_row(p.label + (" (baseline)" if p.is_baseline else ""),
+                      f"{p.metrics[result.tune_split][result.primary]:.4f}",
+                      f"{p.metrics[result.report_split][result.primary]:.4f}",
+                      p.config_hash[:12])
+    return table
+
+
+def _ranked(result: SweepResult) -> list:
+    return sorted(result.points, key=lambda p: (-p.metrics[result.tune_split][result.primary],
+                                                p.config_hash))
+
+
+def _summary(result: SweepResult, top: int) -> dict:
+    def row(p):
+        return {"label": p.label, "config_hash": p.config_hash, "metrics": p.metrics,
+                "manifest_hash": p.manifest.manifest_hash, "is_baseline": p.is_baseline}
+
+    return {"name": result.name, "sweep_hash": result.sweep_hash, "dataset": result.dataset,
+            "dataset_hash": result.dataset_hash, "tune_split": result.tune_split,
+            "report_split": result.report_split, "primary": result.primary,
+            "n_points": len(result.points), "best": row(result.best),
+            "baseline": row(result.baseline) if result.baseline else None,
+            "leaderboard": [row(p) for p in _ranked(result)[:top]],
+            "computed": result.computed, "reused": result.reused,
+            "tracking": result.tracking}

@@ -1,0 +1,50 @@
+"""``aiblox sweep`` through typer's runner on the sample spec (tmp stage cache, tmp MLflow)."""
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from aiblox.cli.main import app
+
+SPEC = str(Path(__file__).resolve().parents[2] / "evals" / "sweeps" / "sample_fusion.toml")
+runner = CliRunner()
+
+
+def _run(*args):
+    return runner.invoke(app, list(args), env={"AIBLOX_NO_PROGRESS": "1"})
+
+
+def test_sweep_json_then_rerun_costs_nothing(tmp_path, sweep_db):
+    common = ["sweep", SPEC, "--db", sweep_db, "--cache-dir", str(tmp_path / "stages"),
+              "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db", "--json"]
+    r = _run(*common)
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["n_points"] == 24 and out["tune_split"] == "train"
+    assert out["computed"]["fusion"] == 48 and out["tracking"]["logged"] == 24
+    best = out["best"]
+    assert best["metrics"]["train"]["ndcg@10"] == max(
+        row["metrics"]["train"]["ndcg@10"] for row in out["leaderboard"])
+    assert out["baseline"]["is_baseline"]
+
+    again = json.loads(_run(*common).stdout)
+    assert again["computed"] == {} and again["tracking"]["logged"] == 0
+    assert again["tracking"]["skipped"] == 24
+    assert again["best"] == best
+
+
+def test_sweep_table_without_tracking(tmp_path, sweep_db):
+    r = _run("sweep", SPEC, "--db", sweep_db, "--cache-dir", str(tmp_path), "--no-tracking",
+             "--jobs", "1", "--top", "3")
+    assert r.exit_code == 0, r.output
+    assert "best on train by ndcg@10" in r.output and "MLflow" not in r.output
+
+
+def test_bad_spec_names_the_file_and_field(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\ndataset = "sample"\ntune_split = "train"\n'
+                   'report_split = "test"\n[grid]\nw_text = { start = 0, stop = 1, step = 0.3 }\n')
+    r = _run("sweep", str(bad), "--no-tracking")
+    assert r.exit_code == 2
+    assert "bad.toml" in r.output and "grid.w_text" in r.output
