@@ -15,9 +15,9 @@ def _run(*args):
     return runner.invoke(app, list(args), env={"AIBLOX_NO_PROGRESS": "1"})
 
 
-def test_sweep_json_then_rerun_costs_nothing(tmp_path, sweep_db):
+def test_sweep_json_then_rerun_costs_nothing(tmp_path, sweep_db, mlflow_uri):
     common = ["sweep", SPEC, "--db", sweep_db, "--cache-dir", str(tmp_path / "stages"),
-              "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db", "--json"]
+              "--tracking-uri", mlflow_uri, "--json"]
     r = _run(*common)
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)

@@ -24,9 +24,9 @@ N = 2 + 1 + 1  # linear weights, rrf, baseline
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory, sample_spec, small_spec):
-    root = tmp_path_factory.mktemp("mlflow")
-    return {"uri": f"sqlite:///{root}/mlflow.db", "root": root,
+def env(tmp_path_factory, sample_spec, small_spec, mlflow_uri):
+    root = tmp_path_factory.mktemp("tracking")
+    return {"uri": mlflow_uri, "root": root,
             "spec": small_spec(sample_spec, **GRID), "cache": root / "stages"}
 
 
