@@ -1,0 +1,159 @@
+# /// script
+# requires-python = ">=3.11"
+# dependencies = [
+#     "aiblox[notebooks,tracking]",
+#     "marimo>=0.9",
+# ]
+#
+# [tool.uv.sources]
+# aiblox = { path = "..", editable = true }
+# ///
+"""Policy compare: two selection policy versions (or two MLflow runs), query by query."""
+
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="aiblox policy compare")
+
+
+@app.cell
+def _():
+    import marimo as mo
+
+    from aiblox.eval.explore import (
+        DEFAULT_TRACKING_URI,
+        answer_all,
+        answer_metrics,
+        available_datasets,
+        available_embedders,
+        available_policies,
+        compare_mlflow_runs,
+        compare_per_query,
+        evidence_changes,
+        mlflow_runs,
+        open_workspace,
+        retrieve_bundles,
+    )
+
+    return (
+        DEFAULT_TRACKING_URI,
+        answer_all,
+        answer_metrics,
+        available_datasets,
+        available_embedders,
+        available_policies,
+        compare_mlflow_runs,
+        compare_per_query,
+        evidence_changes,
+        mlflow_runs,
+        mo,
+        open_workspace,
+        retrieve_bundles,
+    )
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    # Policy compare
+
+    The query sample is retrieved **once** (late-chunked hybrid retrieval) and answered under
+    each selection policy with the offline `extractive` reader. Deltas are B - A, with the
+    p-value of a paired randomization test (exact over all sign flips up to 16 queries) and
+    win / tie / loss counts of B against A.
+    """)
+    return
+
+
+@app.cell
+def _(available_datasets, available_embedders, available_policies, mo):
+    _policies = available_policies()
+    dataset = mo.ui.dropdown(options=available_datasets(), value="sample", label="dataset")
+    embedder = mo.ui.dropdown(options=available_embedders(), value="hashing", label="embedder")
+    policy_a = mo.ui.dropdown(options=_policies, value=_policies[0], label="policy A")
+    policy_b = mo.ui.dropdown(options=_policies, value=_policies[-1], label="policy B")
+    limit = mo.ui.slider(4, 200, step=4, value=12, label="queries", show_value=True)
+    chunker = mo.ui.dropdown(options=["sentences", "token_window", "headings", "whole"],
+                             value="sentences", label="chunker")
+    mo.vstack([mo.hstack([dataset, embedder, chunker, limit], justify="start"),
+               mo.hstack([policy_a, policy_b], justify="start")])
+    return chunker, dataset, embedder, limit, policy_a, policy_b
+
+
+@app.cell
+def _(chunker, dataset, embedder, limit, mo, open_workspace, retrieve_bundles):
+    with mo.status.spinner(title="retrieving the query sample"):
+        ws = open_workspace(dataset.value, embedder.value, max_depth=20)
+        bundles = retrieve_bundles(ws, limit=limit.value, chunker=chunker.value)
+    return bundles, ws
+
+
+@app.cell
+def _(answer_all, answer_metrics, bundles, policy_a, policy_b, ws):
+    results_a = answer_all(ws, bundles, policy_a.value)
+    results_b = answer_all(ws, bundles, policy_b.value)
+    per_query_a = answer_metrics(ws, bundles, results_a)
+    per_query_b = answer_metrics(ws, bundles, results_b)
+    return per_query_a, per_query_b, results_a, results_b
+
+
+@app.cell
+def _(compare_per_query, mo, per_query_a, per_query_b, policy_a, policy_b):
+    deltas = compare_per_query(per_query_a, per_query_b)
+    mo.vstack([mo.md(f"### {policy_b.value} (B) vs {policy_a.value} (A)"),
+               mo.ui.table(deltas, selection=None)])
+    return (deltas,)
+
+
+@app.cell
+def _(evidence_changes, mo, results_a, results_b, ws):
+    changes = evidence_changes(ws, results_a, results_b)
+    mo.vstack([mo.md(f"### Evidence that changed: {len(changes)} of {len(results_a)} queries"),
+               mo.ui.table(changes, selection=None, page_size=8)])
+    return (changes,)
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    ## MLflow runs
+
+    Runs logged by `aiblox sweep` to the same store the CLI uses.
+    """)
+    return
+
+
+@app.cell
+def _(DEFAULT_TRACKING_URI, mlflow_runs, mo):
+    runs = mlflow_runs(DEFAULT_TRACKING_URI)
+    _labels = {}
+    if not runs.empty:
+        for _, _r in runs.iterrows():
+            _name = _r.get("tags.mlflow.runName") or ""
+            _labels[f"{_name} {_r['run_id'][:8]}".strip()] = _r["run_id"]
+    run_a = mo.ui.dropdown(options=_labels, value=next(iter(_labels), None), label="run A")
+    run_b = mo.ui.dropdown(options=_labels, value=list(_labels)[1] if len(_labels) > 1
+                           else next(iter(_labels), None), label="run B")
+    (mo.md(f"No runs in `{DEFAULT_TRACKING_URI}` yet: "
+           "`aiblox sweep evals/sweeps/sample_fusion.toml` logs some.")
+     if runs.empty else mo.hstack([run_a, run_b], justify="start"))
+    return run_a, run_b, runs
+
+
+@app.cell
+def _(DEFAULT_TRACKING_URI, compare_mlflow_runs, mo, run_a, run_b, runs):
+    if runs.empty or run_a.value is None or run_b.value is None:
+        run_metrics, run_per_query = None, None
+        _out = mo.md("")
+    else:
+        run_metrics, run_per_query = compare_mlflow_runs(run_a.value, run_b.value,
+                                                         DEFAULT_TRACKING_URI)
+        _out = mo.vstack([mo.ui.table(run_metrics, selection=None),
+                          mo.ui.table(run_per_query, selection=None)
+                          if len(run_per_query) else mo.md("no per-query artifacts")])
+    _out
+    return run_metrics, run_per_query
+
+
+if __name__ == "__main__":
+    app.run()

@@ -1,0 +1,147 @@
+# /// script
+# requires-python = ">=3.11"
+# dependencies = [
+#     "aiblox[notebooks]",
+#     "marimo>=0.9",
+# ]
+#
+# [tool.uv.sources]
+# aiblox = { path = "..", editable = true }
+# ///
+"""Query inspector: one question through the whole pipeline, every artifact and hash shown."""
+
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="aiblox query inspector")
+
+
+@app.cell
+def _():
+    import hashlib
+
+    import marimo as mo
+    import pandas as pd
+
+    from aiblox.eval.explore import (
+        available_datasets,
+        available_embedders,
+        available_policies,
+        inspect_question,
+        open_workspace,
+    )
+
+    return (
+        available_datasets,
+        available_embedders,
+        available_policies,
+        hashlib,
+        inspect_question,
+        mo,
+        open_workspace,
+        pd,
+    )
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    # Query inspector
+
+    One question through what `aiblox answer` runs: hybrid retrieval, late chunking, evidence
+    selection under a versioned policy, the Prompt Contract V1 prompt (exact bytes), the
+    reader, citation validation (R5), the source cards, and the determinism hashes.
+    """)
+    return
+
+
+@app.cell
+def _(available_datasets, available_embedders, available_policies, mo):
+    dataset = mo.ui.dropdown(options=available_datasets(), value="sample", label="dataset")
+    embedder = mo.ui.dropdown(options=available_embedders(), value="hashing", label="embedder")
+    policy = mo.ui.dropdown(options=available_policies(), value="R2_POLICY_V1", label="policy")
+    chunker = mo.ui.dropdown(options=["sentences", "token_window", "headings", "whole"],
+                             value="sentences", label="chunker")
+    top_k_chunks = mo.ui.slider(1, 30, value=12, label="evidence chunks", show_value=True)
+    question = mo.ui.text(value="Who developed BM25 and where was it tested?",
+                          label="question", full_width=True)
+    mo.vstack([mo.hstack([dataset, embedder, policy, chunker, top_k_chunks], justify="start"),
+               question])
+    return chunker, dataset, embedder, policy, question, top_k_chunks
+
+
+@app.cell
+def _(dataset, embedder, mo, open_workspace):
+    with mo.status.spinner(title="loading the dataset"):
+        ws = open_workspace(dataset.value, embedder.value, max_depth=20)
+    return (ws,)
+
+
+@app.cell
+def _(chunker, inspect_question, policy, question, top_k_chunks, ws):
+    trace = inspect_question(ws, question.value, policy=policy.value, chunker=chunker.value,
+                             top_k_chunks=top_k_chunks.value)
+    return (trace,)
+
+
+@app.cell
+def _(mo, trace):
+    _v = trace.result.validation
+    _status = "refusal" if _v.is_refusal else _v.validation_status
+    mo.vstack([
+        mo.md(f"## Answer ({_status})"),
+        mo.callout(mo.plain_text(trace.result.answer_text or str(_v.failure_reason)),
+                   kind="success" if _v.validation_status == "PASSED" else "warn"),
+        mo.md(f"citations: {', '.join(_v.validated_citations) or 'none'}; "
+              f"cited chunks: {', '.join(f'`{c}`' for c in _v.cited_chunk_ids) or 'none'}; "
+              f"failure codes: {', '.join(_v.failure_codes) or 'none'}"),
+    ])
+    return
+
+
+@app.cell
+def _(mo, trace):
+    mo.vstack([mo.md(f"## Candidates ({len(trace.candidates)}), with text and vector ranks"),
+               mo.ui.table(trace.candidates, selection=None, page_size=10),
+               mo.md(f"## Evidence chunks ({len(trace.chunks)})"),
+               mo.ui.table(trace.chunks, selection=None, page_size=10)])
+    return
+
+
+@app.cell
+def _(mo, trace):
+    _drops = {k: v for k, v in trace.result.drop_counts.items() if v}
+    mo.vstack([
+        mo.md(f"## Selected evidence ({len(trace.selected)}) and drops "
+              f"({len(trace.dropped)}: {_drops})"),
+        mo.ui.table(trace.selected, selection=None),
+        mo.ui.table(trace.dropped, selection=None),
+    ])
+    return
+
+
+@app.cell
+def _(hashlib, mo, trace):
+    prompt_sha256 = hashlib.sha256(trace.prompt_bytes).hexdigest()
+    _same = prompt_sha256 == trace.result.prompt.prompt_sha256
+    mo.vstack([
+        mo.md(f"## Prompt: {len(trace.prompt_bytes)} bytes, "
+              f"{trace.result.prompt.total_prompt_tokens} tokens, sha256 `{prompt_sha256}` "
+              f"({'matches' if _same else 'DIFFERS from'} the recorded hash)"),
+        mo.accordion({"exact prompt bytes": mo.plain_text(trace.prompt_bytes.decode("utf-8"))}),
+    ])
+    return (prompt_sha256,)
+
+
+@app.cell
+def _(mo, pd, trace):
+    hashes = pd.DataFrame(sorted(trace.hashes.items()), columns=["what", "sha256"])
+    _cards = pd.DataFrame([s.model_dump(mode="json") if hasattr(s, "model_dump") else dict(s)
+                           for s in trace.sources])
+    mo.vstack([mo.md("## Determinism hashes"), mo.ui.table(hashes, selection=None),
+               mo.md(f"## Source cards ({len(_cards)})"), mo.ui.table(_cards, selection=None)])
+    return (hashes,)
+
+
+if __name__ == "__main__":
+    app.run()

@@ -1,0 +1,197 @@
+"""aiblox.eval.explore: what the notebooks compute, checked against the package's own runners
+and against values worked out by hand."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from aiblox.eval import evaluate_retrieval
+from aiblox.eval.explore import (
+    answer_all,
+    answer_metrics,
+    available_datasets,
+    available_embedders,
+    available_policies,
+    baseline_prefs,
+    chunk_table,
+    compare_per_query,
+    evidence_changes,
+    fusion_prefs,
+    inspect_question,
+    mlflow_runs,
+    moved_queries,
+    open_workspace,
+    paired_randomization_test,
+    retrieve_bundles,
+    score_point,
+    weight_curve,
+)
+from aiblox.hashing import sha256_text
+
+QUESTION = "Who developed BM25 and where was it tested?"
+
+
+@pytest.fixture(scope="module")
+def ws():
+    w = open_workspace("sample", "hashing", split="test", max_depth=50)
+    yield w
+    w.close()
+
+
+def test_pickers_offer_the_sample_and_the_policies():
+    assert available_datasets()[0] == "sample"
+    assert "hashing" in available_embedders()
+    assert {"R2_POLICY_V1", "R2_POLICY_V2"} <= set(available_policies())
+
+
+@pytest.mark.parametrize("prefs", [
+    baseline_prefs(depth=50),
+    fusion_prefs(blend="linear", w_text=0.3, normalize="minmax", depth=20),
+    fusion_prefs(blend="rrf", w_text=0.8, rrf_k=10, depth=10),
+    fusion_prefs(blend="linear", w_text=0.6, normalize="zscore", missing="list_min", depth=5),
+], ids=["rrf-default", "linear-minmax-20", "rrf-weighted-10", "linear-zscore-5"])
+def test_cached_signals_give_the_runners_run(ws, prefs):
+    """Re-fusing the cached depth-50 lists cut to ``depth`` is exactly what the eval runner
+    gets by retrieving at ``depth``: same run hash, same metrics."""
+    point = score_point(ws, prefs)
+    full = evaluate_retrieval(ws.retriever, ws.dataset, "test", prefs, progress=False)
+    assert point.hashes["run"] == full.hashes["run"]
+    assert point.hashes["config"] == full.hashes["config"]
+    assert point.metrics == pytest.approx(full.metrics)
+
+
+def test_depth_above_the_cache_is_refused(ws):
+    with pytest.raises(ValueError, match="cached depth 50"):
+        score_point(ws, fusion_prefs(depth=60))
+
+
+def test_weight_grid_uses_integer_steps(ws):
+    curve = weight_curve(ws, fusion_prefs(blend="linear", normalize="minmax", depth=20),
+                         metric="ndcg@10", steps=10)
+    assert list(curve["w_text"]) == [i / 10 for i in range(11)]  # 0.3, not 0.30000000000000004
+    assert curve["value"].between(0.0, 1.0).all()
+    at_03 = score_point(ws, fusion_prefs(blend="linear", w_text=0.3, normalize="minmax",
+                                         depth=20)).metrics["ndcg@10"]
+    assert curve.loc[3, "value"] == pytest.approx(at_03)
+
+
+def test_fusion_prefs_weights():
+    p = fusion_prefs(blend="rrf", w_text=0.5)
+    assert (p.scoring.rrf_w_text, p.scoring.rrf_w_vec) == (1.0, 1.0)  # classic RRF
+    p = fusion_prefs(blend="linear", w_text=0.7)
+    assert (p.scoring.w_text, p.scoring.w_vec) == (0.7, 0.3)
+    with pytest.raises(ValueError, match="w_text"):
+        fusion_prefs(w_text=1.5)
+
+
+def test_moved_queries_against_itself_and_another_setting(ws):
+    base = score_point(ws, baseline_prefs(depth=50))
+    same = moved_queries(ws, base, base)
+    assert len(same) == len(ws.qrels) and (same["delta"] == 0).all()
+    assert not same["top_changed"].any()
+    other = score_point(ws, fusion_prefs(blend="linear", w_text=1.0, normalize="minmax",
+                                         depth=50))
+    moved = moved_queries(ws, base, other)
+    deltas = moved["delta"].abs().tolist()
+    assert deltas == sorted(deltas, reverse=True)
+    row = moved.iloc[0]
+    q = row["qid"]
+    assert row["before"] == round(base.per_query["ndcg@10"][q], 4)
+    assert row["after"] == round(other.per_query["ndcg@10"][q], 4)
+    assert row["top1_after"] == other.run[q][0][0]
+
+
+def test_chunk_table_offsets_overlap_and_headings():
+    text = ("# Title\n\nFirst sentence here. Second sentence follows it.\n\n"
+            "## Part\n\nThird sentence sits in a subsection. A fourth one ends it.")
+    heads = chunk_table("d1", text, "headings", max_chunk_tokens=16)
+    for _, r in heads.iterrows():
+        assert text[r["start"]:r["end"]] == r["text"]
+    assert list(heads["heading_path"]) == ["Title", "Title > Part"]
+    windows = chunk_table("d1", text * 4, "token_window", max_chunk_tokens=16, overlap_tokens=4)
+    assert len(windows) > 3
+    assert (windows["tokens"] <= 16).all()
+    assert (windows["overlap_chars"].iloc[1:] > 0).all()  # consecutive windows share text
+    assert (windows["overlap_tokens"].iloc[1:] >= 1).all()
+    assert windows["overlap_chars"].iloc[0] == 0
+    assert list(windows["position"]) == list(range(len(windows)))
+
+
+def test_paired_randomization_test_by_hand():
+    # three pairs, all +1: of the 8 sign flips only all-plus and all-minus reach |mean| 1
+    assert paired_randomization_test([0, 0, 0], [1, 1, 1]) == pytest.approx(2 / 8)
+    # d = (+1, -1): every flip has |mean| 0 or 1... observed |mean| = 0, so p = 1
+    assert paired_randomization_test([0, 1], [1, 0]) == 1.0
+    assert paired_randomization_test([1, 2], [1, 2]) == 1.0
+    # d = (2, 0, 0, 0): flips keep |mean| = 0.5 always, p = 1
+    assert paired_randomization_test([0, 0, 0, 0], [2, 0, 0, 0]) == 1.0
+    # d = (1, 1, 1, 0): |sum| = 3 only when the three ones share a sign: 2 * 2 of 16 flips
+    assert paired_randomization_test([0, 0, 0, 0], [1, 1, 1, 0]) == pytest.approx(4 / 16)
+    many_a, many_b = [0.0] * 30, [1.0] * 30
+    p = paired_randomization_test(many_a, many_b)
+    assert p == paired_randomization_test(many_a, many_b)  # seeded: same p every time
+    assert p < 0.001
+    with pytest.raises(ValueError):
+        paired_randomization_test([1, 2], [1])
+
+
+def test_compare_per_query_counts_wins_ties_losses():
+    a = {"span_in_cited": {"q1": 0, "q2": 1, "q3": 1, "q4": 0},
+         "refused": {"q1": 1, "q2": 0, "q3": 0, "q4": 0}}
+    b = {"span_in_cited": {"q1": 1, "q2": 1, "q3": 0, "q4": 1},
+         "refused": {"q1": 0, "q2": 0, "q3": 1, "q4": 0}}
+    t = compare_per_query(a, b).set_index("metric")
+    assert tuple(t.loc["span_in_cited", ["wins", "ties", "losses"]]) == (2, 1, 1)
+    assert t.loc["span_in_cited", "delta"] == 0.25
+    # fewer refusals is a win: q1 wins, q3 loses
+    assert tuple(t.loc["refused", ["wins", "ties", "losses"]]) == (1, 2, 1)
+    # d = (1, 0, -1, 1): the three non-zero signs always sum to +-1 or +-3, so every one of
+    # the 16 flips reaches |mean| >= 0.25: p = 1
+    assert t.loc["span_in_cited", "p_value"] == 1.0
+
+
+def test_policies_compared_on_the_same_bundles(ws):
+    bundles = retrieve_bundles(ws, limit=6)
+    assert sorted(bundles) == sorted(q for q, _ in ws.queries)[:6]
+    a = answer_all(ws, bundles, "R2_POLICY_V1")
+    b = answer_all(ws, bundles, "R2_POLICY_V2")
+    ma, mb = answer_metrics(ws, bundles, a), answer_metrics(ws, bundles, b)
+    for m in ("span_in_cited", "span_in_selected", "refused"):  # the sample has gold answers
+        assert set(ma[m]) == set(bundles) and set(ma[m].values()) <= {0.0, 1.0}
+    for q in bundles:
+        assert ma["span_in_cited"][q] <= ma["span_in_selected"][q]
+        assert ma["selected_chunks"][q] <= 6 and mb["selected_chunks"][q] <= 8  # policy caps
+    table = compare_per_query(ma, mb)
+    assert set(table["metric"]) == set(ma)
+    assert (table["wins"] + table["ties"] + table["losses"] == 6).all()
+    changes = evidence_changes(ws, a, b)
+    assert set(changes["qid"]) <= set(bundles)
+    same = evidence_changes(ws, a, a)
+    assert same.empty
+
+
+def test_mlflow_runs_on_a_missing_store_is_empty_and_creates_nothing(tmp_path):
+    db = tmp_path / "none" / "mlflow.db"
+    assert mlflow_runs(f"sqlite:///{db}").empty
+    assert not db.exists()
+
+
+def test_inspect_question_traces_every_artifact(ws):
+    t = inspect_question(ws, QUESTION, top_k_chunks=12)
+    assert t.result.validation.validation_status == "PASSED"
+    assert "Robertson" in (t.result.answer_text or "")
+    assert sha256_text(t.prompt_bytes.decode("utf-8")) == t.result.prompt.prompt_sha256
+    assert len(t.prompt_bytes) == t.result.prompt.prompt_bytes
+    assert len(t.candidates) == len(t.bundle.candidates) > 0
+    assert {"rank_text", "rank_vec"} <= set(t.candidates.columns)
+    assert len(t.selected) + len(t.dropped) == len(t.chunks) == 12
+    assert set(t.dropped["reason"]) <= {"DROP_BUDGET", "DROP_DUP", "DROP_PER_KNOWLEDGE_CAP",
+                                         "DROP_EMPTY_AFTER_SANITIZE",
+                                         "DROP_BELOW_SIMILARITY_FLOOR"}
+    assert t.selected["cited"].any()
+    assert {"prompt_sha256", "policy_sha256", "template_sha256", "dataset",
+            "retrieval_config", "index_version"} <= set(t.hashes)
+    again = inspect_question(ws, QUESTION, top_k_chunks=12)
+    assert again.hashes == t.hashes  # deterministic
+    assert isinstance(t.candidates, pd.DataFrame) and len(t.sources) > 0

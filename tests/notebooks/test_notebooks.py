@@ -1,0 +1,118 @@
+"""The marimo notebooks: ``marimo check``, a PEP 723 header each, a purpose line in the README,
+and a headless run of each on the sample dataset asserting on what it computed."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from _notebook_runs import NOTEBOOKS, NOTEBOOKS_DIR, REPO, run_notebook
+
+pytest.importorskip("marimo")
+
+PATHS = [NOTEBOOKS_DIR / f"{n}.py" for n in NOTEBOOKS]
+
+
+def test_every_notebook_is_listed():
+    found = sorted(p.stem for p in NOTEBOOKS_DIR.glob("*.py"))
+    assert found == sorted(NOTEBOOKS)
+
+
+def test_marimo_check_passes():
+    proc = subprocess.run([sys.executable, "-m", "marimo", "check", "--strict",
+                           *[str(p) for p in PATHS]],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_pep723_header_and_readme_line(name):
+    source = (NOTEBOOKS_DIR / f"{name}.py").read_text(encoding="utf-8")
+    header = re.match(r"# /// script\n((?:#.*\n)+?)# ///\n", source)
+    assert header, f"{name}.py lacks a PEP 723 header"
+    assert "aiblox" in header.group(1) and "marimo" in header.group(1)
+    assert 'if __name__ == "__main__":\n    app.run()' in source  # runnable as a script
+    readme = (NOTEBOOKS_DIR / "README.md").read_text(encoding="utf-8")
+    assert f"`{name}.py`" in readme
+
+
+def test_fusion_explorer_computes_metrics_from_cached_signals():
+    from aiblox.eval.explore import fusion_prefs, score_point
+
+    d = run_notebook("fusion_explorer")
+    ws, point, baseline = d["ws"], d["point"], d["baseline"]
+    assert ws.dataset.name == "sample" and ws.embedder.model_id.startswith("hashing")
+    assert set(point.metrics) == {"ndcg@10", "recall@100", "mrr@10", "map@100"}
+    assert all(0.0 <= v <= 1.0 for v in point.metrics.values())
+    assert point.metrics["recall@100"] > 0.9  # the sample's corpus is small: all found
+    # the default widgets: RRF, w_text 0.5 (classic unweighted), k=60, depth 100,
+    # which is the baseline itself
+    assert point.prefs.scoring.blend == "rrf"
+    assert point.hashes["run"] == baseline.hashes["run"]
+    again = score_point(ws, fusion_prefs(blend="rrf", w_text=0.5, rrf_k=60,
+                                         normalize="minmax", depth=100))
+    assert again.metrics == point.metrics
+    curve = d["curve"]
+    assert len(curve) == 21 and curve["value"].between(0, 1).all()
+    assert curve.loc[10, "value"] == pytest.approx(point.metrics["ndcg@10"])  # w_text 0.5
+    moved = d["moved"]
+    assert len(moved) == len(ws.qrels) and (moved["delta"] == 0).all()
+    assert d["fuse_ms"] < 5000  # re-fusion answers in well under a second on the sample
+
+
+def test_chunking_lab_cuts_and_compares():
+    d = run_notebook("chunking_lab")
+    doc, tables = d["doc"], d["tables"]
+    assert set(tables) == {"headings", "sentences", "token_window"}
+    for name, t in tables.items():
+        assert len(t) >= 1, name
+        for _, r in t.iterrows():
+            assert doc.text[r["start"]:r["end"]] == r["text"]
+        assert (t["tokens"] <= 128).all()
+    assert tables["headings"]["heading_path"].str.len().gt(0).all()
+    comp = d["comparison"].set_index("chunker")
+    assert set(comp.index) == {"headings", "sentences", "token_window"}
+    assert (comp["queries"] == 12).all()
+    for col in ("answer_recall@1", "answer_recall@5"):
+        assert comp[col].between(0, 1).all()
+    assert (comp["answer_recall@1"] <= comp["answer_recall@5"]).all()
+    assert (comp["tokens_all"] > 0).all()
+
+
+def test_policy_compare_v1_vs_v2():
+    d = run_notebook("policy_compare")
+    deltas = d["deltas"].set_index("metric")
+    assert {"span_in_cited", "span_in_selected", "refused", "evidence_tokens"} <= set(deltas.index)
+    assert (deltas["n"] == 12).all()
+    assert (deltas["wins"] + deltas["ties"] + deltas["losses"] == 12).all()
+    assert deltas["p_value"].between(0, 1).all()
+    # V2's larger budget selects more evidence on every query of the sample
+    assert deltas.loc["evidence_tokens", "B"] > deltas.loc["evidence_tokens", "A"]
+    assert deltas.loc["selected_chunks", "B"] > deltas.loc["selected_chunks", "A"]
+    changes = d["changes"]
+    assert len(changes) > 0 and set(changes["qid"]) <= set(d["bundles"])
+    assert d["runs"] is not None  # the MLflow part ran (empty store or not)
+
+
+def test_query_inspector_traces_one_question():
+    d = run_notebook("query_inspector")
+    trace = d["trace"]
+    assert trace.result.validation.validation_status == "PASSED"
+    assert "Okapi" in (trace.result.answer_text or "")
+    assert d["prompt_sha256"] == trace.result.prompt.prompt_sha256
+    assert len(d["hashes"]) == len(trace.hashes) >= 10
+    assert trace.candidates["rank_vec"].notna().all()
+
+
+@pytest.mark.parametrize("name", ["policy_compare", "query_inspector"])
+def test_runs_as_a_plain_script(name, tmp_path):
+    """``python notebooks/<name>.py`` from another folder: datasets and policies are found
+    through the installed package's checkout."""
+    env = {**os.environ, "AIBLOX_NO_PROGRESS": "1", "MPLBACKEND": "Agg"}
+    proc = subprocess.run([sys.executable, str(NOTEBOOKS_DIR / f"{name}.py")],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
