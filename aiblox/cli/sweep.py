@@ -71,10 +71,14 @@ def sweep(
     for split in (result.tune_split, result.report_split):
         vals = "  ".join(f"{m} {v:.4f}" for m, v in b.metrics[split].items())
         console.print(f"  {split}: {vals}")
+    mean, low, high = result.ci[result.report_split]
+    console.print(f"  {result.report_split} {result.primary} 95% bootstrap CI "
+                  f"[{low:.4f}, {high:.4f}]")
     if result.baseline is not None:
         base = result.baseline
         console.print(f"baseline {base.label}: {result.report_split} {result.primary} "
                       f"{base.metrics[result.report_split][result.primary]:.4f}")
+        console.print(_significance(result))
     console.print(f"stages computed {result.computed or {}}  reused {result.reused or {}}")
     if result.tracking:
         t = result.tracking
@@ -97,6 +101,18 @@ def _leaderboard(result: SweepResult, top: int) -> Table:
     return table
 
 
+def _significance(result: SweepResult) -> Table:
+    table = Table(title=f"top points vs baseline on {result.report_split} "
+                        f"(paired test, Holm-adjusted)")
+    for col in ("point", "metric", "delta", "p", "p (Holm)", "W/T/L"):
+        table.add_column(col, justify="left" if col in ("point", "metric") else "right")
+    for c in result.significance:
+        table.add_row(c.candidate, c.metric, f"{c.delta:+.4f}", f"{c.p_value:.4f}",
+                      f"{c.p_holm:.4f}" + (" *" if c.significant else ""),
+                      f"{c.wins}/{c.ties}/{c.losses}")
+    return table
+
+
 def _ranked(result: SweepResult) -> list:
     return sorted(result.points, key=lambda p: (-p.metrics[result.tune_split][result.primary],
                                                 p.config_hash))
@@ -113,5 +129,7 @@ def _summary(result: SweepResult, top: int) -> dict:
             "n_points": len(result.points), "best": row(result.best),
             "baseline": row(result.baseline) if result.baseline else None,
             "leaderboard": [row(p) for p in _ranked(result)[:top]],
+            "ci": result.ci,
+            "significance": [c.model_dump(mode="json") for c in result.significance],
             "computed": result.computed, "reused": result.reused,
             "tracking": result.tracking}

@@ -130,3 +130,12 @@ def test_baseline_point_is_scored_and_flagged(tmp_path, sample_spec, sweep_db, s
     assert len(r.points) == 2 and r.baseline is not None and r.baseline.is_baseline
     assert r.baseline.scoring["blend"] == "rrf" and r.best.config_hash != r.baseline.config_hash
     assert r.computed["signals"] == 2  # the baseline shares the base depth (20)
+    # the one grid point against the baseline on the report split, one row per metric
+    assert [c.metric for c in r.significance] == list(spec.metrics)
+    assert all(c.candidate == r.best.label for c in r.significance)
+    ndcg = r.significance[0]
+    assert ndcg.delta == pytest.approx(r.best.metrics["test"]["ndcg@10"]
+                                       - r.baseline.metrics["test"]["ndcg@10"])
+    assert ndcg.wins + ndcg.ties + ndcg.losses == len(sample_dataset.qrels["test"])
+    mean, low, high = r.ci["test"]
+    assert mean == pytest.approx(r.best.metrics["test"]["ndcg@10"]) and low <= mean <= high

@@ -22,6 +22,12 @@ from aiblox.eval.sweep.runner import (
     run_sweep,
     signals_config,
 )
+from aiblox.eval.sweep.significance import (
+    Comparison,
+    bootstrap_ci,
+    compare_to_baseline,
+    holm,
+)
 from aiblox.eval.sweep.spec import FusionGrid, Steps, SweepSpec, SweepSpecError, load_spec
 from aiblox.eval.sweep.stages import StageCache, StageRecord, stage_key
 from aiblox.eval.sweep.tracking import (
@@ -34,6 +40,7 @@ from aiblox.eval.sweep.tracking import (
 )
 
 __all__ = [
+    "Comparison",
     "DEFAULT_TRACKING_URI",
     "FUSION_VERSION",
     "FusionGrid",
@@ -52,12 +59,15 @@ __all__ = [
     "SweepSpec",
     "SweepSpecError",
     "SweepTracker",
+    "bootstrap_ci",
     "choose_best",
+    "compare_to_baseline",
     "decimal_range",
     "environment",
     "flatten",
     "fusion_config",
     "git_commit",
+    "holm",
     "load_spec",
     "metric_key",
     "metrics_config",

@@ -37,6 +37,7 @@ from aiblox.eval.datasets import Dataset, load_dataset
 from aiblox.eval.metrics import evaluate_run
 from aiblox.eval.runner import config_hash
 from aiblox.eval.sweep.manifest import PointManifest, SplitManifest, environment
+from aiblox.eval.sweep.significance import Comparison, bootstrap_ci, compare_to_baseline
 from aiblox.eval.sweep.spec import SweepSpec
 from aiblox.eval.sweep.stages import StageCache, StageRecord, stage_key
 from aiblox.retrieval.retriever import HybridRetriever, SignalRuns
@@ -108,6 +109,11 @@ class SweepResult(_Strict):
     """The point with the highest primary metric on the tune split."""
     baseline: PointResult | None = None
     """The spec's baseline point, when named."""
+    significance: list[Comparison] = Field(default_factory=list)
+    """The top points (on tune) against the baseline on the report split, Holm-adjusted."""
+    ci: dict[str, tuple[float, float, float]] = Field(default_factory=dict)
+    """Per split: ``(mean, low, high)`` 95% bootstrap interval of the best point's primary
+    metric."""
     computed: dict[str, int] = Field(default_factory=dict)
     """Per stage: outputs computed in this run."""
     reused: dict[str, int] = Field(default_factory=dict)
@@ -376,11 +382,25 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
 
     points = [p for p in results if p is not None]
     best = choose_best(points[:len(grid)], spec.tune_split, spec.primary)
+    baseline_point = next((p for p in points if p.is_baseline), None)
+
+    def per_query(point: PointResult, split: str) -> dict[str, dict[str, float]]:
+        stage = point.manifest.splits[split].stages[-1]
+        return cache.load("metrics", stage["key"])["per_query"]
+
+    significance: list[Comparison] = []
+    if baseline_point is not None:
+        ranked = sorted(points[:len(grid)], key=lambda p: (-p.metrics[spec.tune_split][
+            spec.primary], p.config_hash))[:spec.significance_top]
+        significance = compare_to_baseline(
+            per_query(baseline_point, spec.report_split),
+            [(p.label, per_query(p, spec.report_split)) for p in ranked],
+            spec.metrics, test=spec.stat_test, alpha=spec.alpha)
+    ci = {s: bootstrap_ci(per_query(best, s)[spec.primary]) for s in splits}
     result = SweepResult(
         name=spec.name, sweep_hash=spec.hash, dataset=ds.name, dataset_hash=ds.hash,
         tune_split=spec.tune_split, report_split=spec.report_split, primary=spec.primary,
-        points=points, best=best,
-        baseline=next((p for p in points if p.is_baseline), None),
+        points=points, best=best, baseline=baseline_point, significance=significance, ci=ci,
         computed=dict(cache.computed), reused=dict(cache.reused))
     if tracker is not None:
         result = result.model_copy(update={"tracking": tracker.finish(result)})

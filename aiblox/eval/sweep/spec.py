@@ -138,6 +138,13 @@ class SweepSpec(_Strict):
     """Axes swept over fusion."""
     baseline: dict[str, Any] | None = None
     """Scoring overrides of the named baseline point (e.g. ``{blend = "rrf", rrf_k = 60}``)."""
+    significance_top: int = Field(default=3, ge=1)
+    """How many of the top points (ranked on the tune split) are tested against the baseline on
+    the report split; Holm's correction runs across them."""
+    stat_test: Literal["student", "fisher"] = "student"
+    """Paired test from ranx: two-sided paired t-test or Fisher's randomisation test."""
+    alpha: float = Field(default=0.05, gt=0.0, lt=1.0)
+    """Significance level for Holm-adjusted p-values."""
 
     @model_validator(mode="after")
     def _check(self) -> SweepSpec:

@@ -218,6 +218,8 @@ class SweepTracker:
         self._log_batch(self.parent_id, metrics=metrics,
                         tags=[RunTag(k, v) for k, v in tags.items()])
         summary = {"best": best.model_dump(mode="json", exclude={"manifest"}),
+                   "ci": result.ci,
+                   "significance": [c.model_dump(mode="json") for c in result.significance],
                    "leaderboard": [
                        {"label": p.label, "config_hash": p.config_hash, "metrics": p.metrics}
                        for p in sorted(result.points,

@@ -1,0 +1,132 @@
+"""Paired significance of sweep points against a named baseline, with Holm's correction, and
+bootstrap confidence intervals.
+
+The paired tests are ranx's (``paired_student_t_test``, two-sided, by default; or
+``fisher_randomization_test``, seeded) on per-query metric values of the report split. The
+p-values of the candidates compared on one metric form one family and are adjusted with Holm's
+step-down method (Holm 1979, "A simple sequentially rejective multiple test procedure"), so
+comparing the top few configurations does not inflate the false-positive rate. Note that ranx's
+Fisher test permutes inside numba parallel threads, so its p-values can vary with the thread
+count; the t-test is deterministic.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["Comparison", "bootstrap_ci", "compare_to_baseline", "holm"]
+
+StatTest = Literal["student", "fisher"]
+
+
+class Comparison(BaseModel):
+    """One candidate against the baseline on one metric (report split)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    candidate: str
+    """Candidate name (point label or config hash)."""
+    metric: str
+    """ranx metric name."""
+    baseline_mean: float
+    """Baseline's mean over the paired queries."""
+    candidate_mean: float
+    """Candidate's mean over the paired queries."""
+    delta: float
+    """``candidate_mean - baseline_mean``."""
+    p_value: float
+    """Raw two-sided p-value of the paired test."""
+    p_holm: float
+    """Holm-adjusted p-value within this metric's family of candidates."""
+    significant: bool
+    """``p_holm <= alpha``."""
+    wins: int
+    """Queries where the candidate scores higher."""
+    ties: int
+    """Queries with equal scores."""
+    losses: int
+    """Queries where the candidate scores lower."""
+    test: str
+    """Test used (``student`` or ``fisher``)."""
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm step-down adjusted p-values, in the input order (monotone, capped at 1).
+
+    Sorted ascending (ties by position, so the result is deterministic), the i-th smallest of m
+    is multiplied by ``m - i`` and made non-decreasing.
+    """
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: (p_values[i], i))
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def _paired_p(a: np.ndarray, b: np.ndarray, test: StatTest, seed: int) -> float:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if test == "student":
+            from ranx.statistical_tests import paired_student_t_test
+
+            if np.array_equal(a, b):
+                return 1.0  # no differences: t is undefined (scipy returns nan)
+            p, _ = paired_student_t_test(a, b)
+        else:
+            from ranx.statistical_tests import fisher_randomization_test
+
+            p, _ = fisher_randomization_test(a, b, 1000, 0.05, seed)
+    p = float(p)
+    return 1.0 if np.isnan(p) else p
+
+
+def compare_to_baseline(baseline: Mapping[str, Mapping[str, float]],
+                        candidates: Sequence[tuple[str, Mapping[str, Mapping[str, float]]]],
+                        metrics: Sequence[str], test: StatTest = "student",
+                        alpha: float = 0.05, seed: int = 42) -> list[Comparison]:
+    """Paired tests of each candidate against the baseline, per metric, Holm within a metric.
+
+    ``baseline`` and each candidate are per-query values ``{metric: {qid: value}}``; queries are
+    paired by id (those both have), in sorted order.
+    """
+    out: list[Comparison] = []
+    for metric in metrics:
+        rows = []
+        for name, per_query in candidates:
+            qids = sorted(set(baseline[metric]) & set(per_query[metric]))
+            a = np.array([baseline[metric][q] for q in qids], dtype=float)
+            b = np.array([per_query[metric][q] for q in qids], dtype=float)
+            rows.append((name, a, b, _paired_p(a, b, test, seed)))
+        adjusted = holm([r[3] for r in rows])
+        for (name, a, b, p), p_adj in zip(rows, adjusted, strict=True):
+            out.append(Comparison(
+                candidate=name, metric=metric, baseline_mean=float(a.mean()) if a.size else 0.0,
+                candidate_mean=float(b.mean()) if b.size else 0.0,
+                delta=float(b.mean() - a.mean()) if a.size else 0.0, p_value=p, p_holm=p_adj,
+                significant=p_adj <= alpha, wins=int((b > a).sum()), ties=int((b == a).sum()),
+                losses=int((b < a).sum()), test=test))
+    return out
+
+
+def bootstrap_ci(values: Mapping[str, float] | Sequence[float], n: int = 1000,
+                 level: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
+    """``(mean, low, high)``: percentile bootstrap over queries, seeded (same input, same
+    interval). A mapping is read in sorted key order."""
+    if isinstance(values, Mapping):
+        values = [values[k] for k in sorted(values)]
+    x = np.asarray(list(values), dtype=float)
+    if x.size == 0:
+        return 0.0, 0.0, 0.0
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, x.size, size=(n, x.size))
+    means = x[idx].mean(axis=1)
+    tail = (1.0 - level) / 2.0
+    return float(x.mean()), float(np.quantile(means, tail)), float(np.quantile(means, 1 - tail))
