@@ -51,3 +51,11 @@ def test_entry_without_meta_is_incomplete_and_recomputed(tmp_path):
     rec2, out = fresh.run("signals", "1", {}, [], lambda: [1, 2, 3])
     assert fresh.computed == {"signals": 1} and out == [1, 2, 3]
     assert rec2.output_hash == rec.output_hash
+
+
+def test_fast_canonical_form_equals_canonical_json():
+    from aiblox.eval.sweep.stages import _canonical
+    from aiblox.hashing import canonical_json
+
+    value = {"b": [("d1", 0.1), ["d2", 1e-300]], "a": {"z": None, "é": True, "n": -3}}
+    assert _canonical(value) == canonical_json(value)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -114,6 +115,9 @@ class SweepResult(_Strict):
     ci: dict[str, tuple[float, float, float]] = Field(default_factory=dict)
     """Per split: ``(mean, low, high)`` 95% bootstrap interval of the best point's primary
     metric."""
+    timings: dict[str, float] = Field(default_factory=dict)
+    """Seconds: ``signals_s`` (retrieval or its cache), ``points_s`` (fusion, metrics,
+    logging), ``total_s``; and ``points_per_s``."""
     computed: dict[str, int] = Field(default_factory=dict)
     """Per stage: outputs computed in this run."""
     reused: dict[str, int] = Field(default_factory=dict)
@@ -305,6 +309,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     and skips points it already logged. ``on_point`` is called after each point is scored (and
     logged). ``jobs > 1`` scores points in forked worker processes.
     """
+    t_start = time.perf_counter()
     splits = [spec.tune_split, spec.report_split]
     ds = dataset or load_dataset(spec.dataset, splits=splits)
     cache = StageCache(cache_dir)
@@ -338,6 +343,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     finally:
         pipe.close()
 
+    t_points = time.perf_counter()
     results: list[PointResult | None] = [None] * len(tasks)
     done = tracker.logged_config_hashes() if tracker is not None else set()
     bar = tqdm(total=len(tasks), desc=f"sweep {spec.name}", unit="pt", disable=not progress)
@@ -381,6 +387,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         bar.close()
 
     points = [p for p in results if p is not None]
+    t_end = time.perf_counter()
     best = choose_best(points[:len(grid)], spec.tune_split, spec.primary)
     baseline_point = next((p for p in points if p.is_baseline), None)
 
@@ -401,6 +408,10 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         name=spec.name, sweep_hash=spec.hash, dataset=ds.name, dataset_hash=ds.hash,
         tune_split=spec.tune_split, report_split=spec.report_split, primary=spec.primary,
         points=points, best=best, baseline=baseline_point, significance=significance, ci=ci,
+        timings={"signals_s": round(t_points - t_start, 3), "points_s": round(t_end - t_points, 3),
+                 "total_s": round(time.perf_counter() - t_start, 3),
+                 "points_per_s": round(len(points) / (t_end - t_points), 1)
+                 if t_end > t_points else 0.0},
         computed=dict(cache.computed), reused=dict(cache.reused))
     if tracker is not None:
         result = result.model_copy(update={"tracking": tracker.finish(result)})
