@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from aiblox.embedding import CachedEmbedder, get_embedder
-from aiblox.stores import Store, open_store
+from aiblox.stores import Store, mask_password, open_store
 
 DEFAULT_DB = ".aiblox/aiblox.duckdb"
 
@@ -31,7 +31,7 @@ def open_db(db: str) -> Store:
     try:
         return open_store(db)
     except Exception as exc:  # noqa: BLE001 - shown to the user, not swallowed
-        fail(f"cannot open store {db}: {exc}")
+        fail(f"cannot open store {mask_password(db)}: {exc}")
         raise  # unreachable
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from aiblox.stores.base import FILTER_FIELDS, Store, StoreError, UpsertReport, parse_filters
@@ -15,6 +16,11 @@ from aiblox.stores.chunk_cache import (
 )
 from aiblox.stores.duckdb_store import DuckDBStore
 from aiblox.stores.ingest import IngestReport, ingest_items
+
+
+def mask_password(db: str | Path) -> str:
+    """``db`` with the password of a ``scheme://user:password@host`` URL shown as ``***``."""
+    return re.sub(r"^([a-z][a-z0-9+.-]*://[^:/@]*:)[^@]*@", r"\1***@", str(db))
 
 
 def open_store(db: str | Path, dim: int = 384) -> Store:
@@ -47,6 +53,7 @@ __all__ = [
     "StoreError",
     "UpsertReport",
     "ingest_items",
+    "mask_password",
     "open_store",
     "parse_filters",
 ]

@@ -52,7 +52,7 @@ def fts_batch_query(queries: Sequence[str], k: int, cfg: FtsConfig, store_config
         SELECT q.qidx - 1 AS qidx, h.id, h.score
         FROM unnest(CAST(:queries AS text[])) WITH ORDINALITY AS q(qtext, qidx)
         CROSS JOIN LATERAL (
-            SELECT i.id, {rank}({doc}, tq.query) AS score
+            SELECT i.id, CAST({rank}({doc}, tq.query) AS double precision) AS score
             FROM {func}(CAST(:regconfig AS regconfig), q.qtext) AS tq(query), items i
             WHERE {doc} @@ tq.query AND {where}
             ORDER BY score DESC, i.id ASC
