@@ -316,9 +316,12 @@ class LateChunker:
 
 
 def default_chunk_cache(store: Store) -> ChunkCache:
-    """The store's own chunk cache: a ``chunk_cache`` table for DuckDB, else in memory."""
+    """The store's own chunk cache: a ``chunk_cache`` table for DuckDB and PostgreSQL, else in
+    memory."""
     if getattr(store, "kind", None) == "duckdb" and hasattr(store, "con"):
         return DuckDBChunkCache(store)
+    if callable(getattr(store, "chunk_cache", None)):  # e.g. PostgresStore's chunk_cache table
+        return store.chunk_cache()
     return InMemoryChunkCache()
 
 

@@ -273,3 +273,22 @@ def test_evidence_packs_are_insert_only(store):
     assert [r["pack_id"] for r in store.list_evidence_packs()] == [pack.pack_id]
     assert "json" not in store.list_evidence_packs()[0]
     assert store.get_evidence_pack("pack_" + "f" * 16) is None
+
+
+def test_retriever_and_late_chunking_run_unchanged(store, sample_dataset):
+    from aiblox.contracts import RetrievalPrefs
+    from aiblox.eval.runner import prepare_store
+    from aiblox.retrieval import make_retriever
+
+    emb = CachedEmbedder(HashingEmbedder(), store)
+    prepare_store(store, sample_dataset, emb, progress=False)
+    retriever = make_retriever(store, emb)
+    prefs = RetrievalPrefs(query_text="BM25 term frequency saturation", top_k_items=5,
+                           top_k_chunks=4)
+    bundle = retriever.search_many([prefs])[0]
+    assert bundle.candidates[0].item_id == "d01" and len(bundle.candidates) == 5
+    assert bundle.evidence and all(e.item_id in {c.item_id for c in bundle.candidates}
+                                   for e in bundle.evidence)
+    assert _chunk_cache(store).count() > 0  # late chunks were cached in the store
+    again = retriever.search_many([prefs])[0]
+    assert again.model_dump(exclude={"stats"}) == bundle.model_dump(exclude={"stats"})
