@@ -145,6 +145,7 @@ def _(comparison, plt):
             _ax.annotate(_r["chunker"], (_r["tokens_all"], _r["answer_recall@5"]),
                          textcoords="offset points", xytext=(4, 4))
         _ax.set_ylabel("answer recall@5")
+    _ax.margins(0.2)
     _ax.set_xlabel("mean evidence tokens per query")
     _ax.set_title("answer recall vs evidence cost")
     _ax.grid(alpha=0.3)

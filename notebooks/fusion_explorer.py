@@ -101,8 +101,8 @@ def _(backend, dataset, embedder, mo, open_workspace, split, time):
 
 @app.cell
 def _(mo):
-    blend = mo.ui.radio(options=["rrf", "linear"], value="rrf", label="blend", inline=True)
-    w_text = mo.ui.slider(0.0, 1.0, step=0.05, value=0.5, label="w_text (text share)",
+    blend = mo.ui.radio(options=["rrf", "linear"], value="linear", label="blend", inline=True)
+    w_text = mo.ui.slider(0.0, 1.0, step=0.05, value=0.3, label="w_text (text share)",
                           show_value=True)
     rrf_k = mo.ui.slider(0, 200, step=5, value=60, label="RRF k", show_value=True)
     normalize = mo.ui.dropdown(options=["minmax", "zscore", "sigmoid", "none"],

@@ -75,6 +75,11 @@ DEEP_TEXT = """(() => {
 })()"""
 
 
+def squash(text: str) -> str:
+    """``text`` without any whitespace (for matching rendered text)."""
+    return "".join(text.split())
+
+
 class Page:
     """One browser tab over a DevTools websocket."""
 
@@ -105,18 +110,21 @@ class Page:
     def wait_for_text(self, needles: Sequence[str], timeout: float,
                       settle: float = 1.5) -> str:
         """Poll until every string of ``needles`` is on the page and the text has stopped
-        changing for ``settle`` seconds; return the text (or raise TimeoutError with it)."""
+        changing for ``settle`` seconds; return the text (or raise TimeoutError with it).
+        Whitespace is ignored on both sides (text nodes are joined with spaces)."""
         deadline = time.monotonic() + timeout
         last, since = None, time.monotonic()
         text = ""
+        wanted = [squash(n) for n in needles]
         while time.monotonic() < deadline:
             text = self.text()
             if text != last:
                 last, since = text, time.monotonic()
-            elif all(n in text for n in needles) and time.monotonic() - since >= settle:
+            elif all(w in squash(text) for w in wanted) \
+                    and time.monotonic() - since >= settle:
                 return text
             time.sleep(0.25)
-        missing = [n for n in needles if n not in text]
+        missing = [n for n, w in zip(needles, wanted, strict=True) if w not in squash(text)]
         raise TimeoutError(f"page never showed {missing!r}; it shows:\n{text[:3000]}")
 
     def screenshot(self, path: Path, width: int = 1280) -> None:
@@ -141,7 +149,7 @@ def chromium_page(url: str, width: int = 1280, height: int = 1600) -> Iterator[P
     if exe is None:
         raise FileNotFoundError("chromium not found (apt-get install -y chromium)")
     port = free_port()
-    with tempfile.TemporaryDirectory() as profile:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         proc = subprocess.Popen(
             [exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
              f"--remote-debugging-port={port}", "--remote-debugging-address=127.0.0.1",

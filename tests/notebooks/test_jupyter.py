@@ -1,0 +1,88 @@
+"""JupyterLab: ``marimo export ipynb`` of each notebook runs top to bottom under
+``jupyter nbconvert --execute`` (a real IPython kernel, where ``import aiblox`` must work)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from _notebook_runs import NOTEBOOKS, NOTEBOOKS_DIR, REPO
+
+pytest.importorskip("marimo")
+pytest.importorskip("nbconvert", reason="the notebooks extra (nbconvert) is not installed")
+pytest.importorskip("ipykernel", reason="the notebooks extra (ipykernel) is not installed")
+
+# what each notebook must show once executed in Jupyter (text of its cell outputs)
+EXPECTED = {
+    "fusion_explorer": ["What moved vs RRF k=60", "ndcg@10"],
+    "chunking_lab": ["sentences", "token_window", "headings"],
+    "policy_compare": ["R2_POLICY_V2 (B) vs R2_POLICY_V1 (A)", "Evidence that changed"],
+    "query_inspector": ["Determinism hashes", "matches the recorded hash"],
+}
+
+
+def _outputs_text(nb: dict) -> str:
+    parts = []
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                parts.append("ERROR " + out.get("ename", "") + ": " + out.get("evalue", ""))
+            data = out.get("data", {})
+            for mime in ("text/html", "text/plain", "text/markdown"):
+                if mime in data:
+                    value = data[mime]
+                    parts.append("".join(value) if isinstance(value, list) else value)
+            if "text" in out:
+                parts.append("".join(out["text"]) if isinstance(out["text"], list)
+                             else out["text"])
+    return "\n".join(parts)
+
+
+def _export_and_execute(name: str, folder: Path) -> tuple[str, dict | None, str]:
+    """``marimo export ipynb`` then ``jupyter nbconvert --execute``: (exported, executed, log)."""
+    ipynb = folder / f"{name}.ipynb"
+    env = {**os.environ, "AIBLOX_NO_PROGRESS": "1", "MPLBACKEND": "Agg"}
+    export = subprocess.run(
+        [sys.executable, "-m", "marimo", "export", "ipynb", str(NOTEBOOKS_DIR / f"{name}.py"),
+         "-o", str(ipynb), "-f"], capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    if export.returncode != 0:
+        return "", None, export.stdout + export.stderr
+    run = subprocess.run(
+        [sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute",
+         "--ExecutePreprocessor.timeout=300", "--output", f"{name}.out.ipynb", str(ipynb)],
+        capture_output=True, text=True, cwd=folder, env=env, timeout=400)
+    out = folder / f"{name}.out.ipynb"
+    executed = json.loads(out.read_text(encoding="utf-8")) \
+        if run.returncode == 0 and out.is_file() else None
+    return ipynb.read_text(encoding="utf-8"), executed, run.stdout[-3000:] + run.stderr[-5000:]
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory) -> dict[str, tuple[str, dict | None, str]]:
+    """Every notebook exported and executed, the kernels running side by side (each pays for
+    its own imports, so in parallel the tier takes about as long as the slowest notebook)."""
+    folder = tmp_path_factory.mktemp("ipynb")
+    with ThreadPoolExecutor(max_workers=len(NOTEBOOKS)) as pool:
+        futures = {n: pool.submit(_export_and_execute, n, folder) for n in NOTEBOOKS}
+        return {n: f.result() for n, f in futures.items()}
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_exported_ipynb_executes_top_to_bottom(name, executed):
+    exported, result, log = executed[name]
+    assert exported, f"marimo export ipynb failed:\n{log}"
+    nb = json.loads(exported)
+    assert nb["nbformat"] == 4 and len(nb["cells"]) >= 5
+    assert any("import marimo as mo" in "".join(c["source"]) for c in nb["cells"])
+    assert result is not None, f"nbconvert --execute failed:\n{log}"
+    code_cells = [c for c in result["cells"] if c["cell_type"] == "code"]
+    assert all(c.get("execution_count") for c in code_cells), "a cell did not run"
+    text = _outputs_text(result)
+    assert "ERROR" not in text
+    for needle in EXPECTED[name]:
+        assert needle in text, f"{name}: {needle!r} not in the executed notebook's outputs"
