@@ -30,6 +30,7 @@ def _():
         available_embedders,
         baseline_prefs,
         fusion_prefs,
+        log_fusion_point,
         moved_queries,
         open_workspace,
         score_point,
@@ -43,6 +44,7 @@ def _():
         baseline_prefs,
         find_dataset,
         fusion_prefs,
+        log_fusion_point,
         mo,
         moved_queries,
         open_workspace,
@@ -187,6 +189,22 @@ def _(baseline, metric, mo, moved_queries, point, ws):
     mo.vstack([mo.md(f"### What moved vs RRF k=60: {len(_changed)} of {len(moved)} queries"),
                mo.ui.table(_changed, selection=None, page_size=10)])
     return (moved,)
+
+
+@app.cell
+def _(mo):
+    log_button = mo.ui.run_button(label="log this setting to MLflow")
+    log_button
+    return (log_button,)
+
+
+@app.cell
+def _(log_button, log_fusion_point, mo, point, ws):
+    logged_run = log_fusion_point(ws, point) if log_button.value else None
+    mo.md(f"logged run `{logged_run}` to `sqlite:///mlruns/mlflow.db` (experiment "
+          "`aiblox-notebooks`): the policy compare notebook and `mlflow ui` list it"
+          if logged_run else "")
+    return (logged_run,)
 
 
 if __name__ == "__main__":

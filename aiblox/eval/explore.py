@@ -55,7 +55,7 @@ from aiblox.eval.metrics import DEFAULT_METRICS, evaluate_run
 from aiblox.eval.runner import config_hash, prepare_store, run_hash
 from aiblox.evidence import DefaultEvidencePacker
 from aiblox.fusion.types import RankedList
-from aiblox.hashing import sha256_hex, sha256_text
+from aiblox.hashing import canonical_json, sha256_hex, sha256_text
 from aiblox.retrieval.late_chunking import make_retriever
 from aiblox.retrieval.retriever import HybridRetriever, SignalRuns
 from aiblox.stores import Store, open_store
@@ -84,6 +84,7 @@ __all__ = [
     "evidence_changes",
     "fusion_prefs",
     "inspect_question",
+    "log_fusion_point",
     "mlflow_runs",
     "moved_queries",
     "open_workspace",
@@ -537,34 +538,41 @@ def mlflow_runs(tracking_uri: str = DEFAULT_TRACKING_URI, max_results: int = 500
         return pd.DataFrame()
     import mlflow
 
+    previous = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(tracking_uri)
     try:
         df = mlflow.search_runs(search_all_experiments=True, max_results=max_results,
                                 output_format="pandas")
     except Exception:  # noqa: BLE001 - an unreadable store shows as "no runs"
         return pd.DataFrame()
+    finally:
+        mlflow.set_tracking_uri(previous)
     return df if isinstance(df, pd.DataFrame) else pd.DataFrame()
 
 
 def _per_query_artifacts(run_id: str, tracking_uri: str) -> dict[str, dict[str, float]]:
-    """Per-query metrics from a run's parquet artifacts, when they hold a query id column and
-    numeric metric columns (as ``aiblox sweep`` logs them); ``{}`` otherwise."""
+    """Per-query metrics ``{"<split>:<metric>": {qid: value}}`` from a run's parquet artifacts:
+    the long layout ``aiblox sweep`` logs (``per_query.<split>.parquet`` with ``query_id``,
+    ``metric``, ``value``) or a wide one (a query id column and one column per metric);
+    ``{}`` when a run has none."""
     import tempfile
 
     import mlflow
 
-    mlflow.set_tracking_uri(tracking_uri)
     out: dict[str, dict[str, float]] = {}
     try:
         client = mlflow.MlflowClient(tracking_uri)
-        files = [f for f in _walk_artifacts(client, run_id, "") if f.endswith(".parquet")]
+        files = sorted(f for f in _walk_artifacts(client, run_id, "") if f.endswith(".parquet"))
         with tempfile.TemporaryDirectory() as tmp:
             for f in files:
-                local = client.download_artifacts(run_id, f, tmp)
-                df = pd.read_parquet(local)
-                split = Path(f).stem
-                qcol = next((c for c in ("qid", "query_id", "query") if c in df.columns), None)
+                df = pd.read_parquet(client.download_artifacts(run_id, f, tmp))
+                split = Path(f).stem.removeprefix("per_query.")
+                qcol = next((c for c in ("query_id", "qid") if c in df.columns), None)
                 if qcol is None:
+                    continue
+                if {"metric", "value"} <= set(df.columns):
+                    for (metric, q, v) in zip(df["metric"], df[qcol], df["value"], strict=True):
+                        out.setdefault(f"{split}:{metric}", {})[str(q)] = float(v)
                     continue
                 for col in df.columns:
                     if col != qcol and pd.api.types.is_numeric_dtype(df[col]):
@@ -583,6 +591,60 @@ def _walk_artifacts(client: Any, run_id: str, path: str) -> list[str]:
         else:
             out.append(info.path)
     return out
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, str]:
+    if isinstance(value, dict) and value:
+        out: dict[str, str] = {}
+        for k in sorted(value):
+            out.update(_flatten(value[k], f"{prefix}{k}."))
+        return out
+    return {prefix.rstrip("."): canonical_json(value) if isinstance(value, dict | list)
+            else str(value)}
+
+
+def log_fusion_point(ws: Workspace, point: FusionPoint,
+                     tracking_uri: str = DEFAULT_TRACKING_URI,
+                     experiment: str = "aiblox-notebooks") -> str:
+    """Log a fusion setting from a notebook to the MLflow store the CLI's sweeps use, in their
+    layout: params are the flattened config, metrics ``<split>.<metric>`` (``@`` written
+    ``_at_``), tags the hashes, and a ``per_query.<split>.parquet`` artifact
+    (``query_id, metric, value``); artifacts beside a SQLite store (``<db dir>/artifacts``).
+    Returns the run id."""
+    import tempfile
+
+    import mlflow
+
+    path = _sqlite_path(tracking_uri)
+    root = None
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        root = (path.parent.resolve() / "artifacts").as_uri()
+    client = mlflow.MlflowClient(tracking_uri)
+    exp = client.get_experiment_by_name(experiment)
+    exp_id = exp.experiment_id if exp is not None else client.create_experiment(
+        experiment, artifact_location=f"{root}/{experiment}" if root else None)
+    _, config = config_hash(point.prefs, ws.embedder.model_id, ws.store.kind)
+    s = point.prefs.scoring
+    label = (f"notebook {s.blend} w_text={s.w_text} k={s.rrf_k} {s.normalize} "
+             f"depth={point.prefs.fts.top_k}")
+    run = client.create_run(exp_id, run_name=label, tags={
+        "aiblox.kind": "notebook", "aiblox.config_hash": point.hashes["config"],
+        "aiblox.dataset_hash": point.hashes["dataset"],
+        f"aiblox.run_hash.{ws.split}": point.hashes["run"], "aiblox.label": label})
+    rid = run.info.run_id
+    for k, v in sorted(_flatten({**config, "dataset": ws.dataset.name}).items()):
+        client.log_param(rid, k, v[:6000])
+    for m, v in sorted(point.metrics.items()):
+        client.log_metric(rid, f"{ws.split}.{m.replace('@', '_at_')}", float(v))
+    rows = [{"query_id": q, "metric": m, "value": v}
+            for m, vals in sorted(point.per_query.items()) for q, v in sorted(vals.items())]
+    with tempfile.TemporaryDirectory() as tmp:
+        pd.DataFrame(rows, columns=["query_id", "metric", "value"]).to_parquet(
+            Path(tmp) / f"per_query.{ws.split}.parquet", index=False)
+        client.log_artifacts(rid, tmp)
+    client.set_terminated(rid, status="FINISHED")
+    return rid
 
 
 def compare_mlflow_runs(run_a: str, run_b: str, tracking_uri: str = DEFAULT_TRACKING_URI,

@@ -195,3 +195,62 @@ def test_inspect_question_traces_every_artifact(ws):
     again = inspect_question(ws, QUESTION, top_k_chunks=12)
     assert again.hashes == t.hashes  # deterministic
     assert isinstance(t.candidates, pd.DataFrame) and len(t.sources) > 0
+
+
+def test_mlflow_runs_logged_like_a_sweep_are_listed_and_compared(tmp_path, monkeypatch):
+    """Two runs logged the way ``aiblox sweep`` logs a point (``<split>.<metric>`` metrics,
+    ``per_query.<split>.parquet`` artifacts in long layout) are listed and compared."""
+    mlflow = pytest.importorskip("mlflow")
+    from aiblox.eval.explore import compare_mlflow_runs
+
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = mlflow.MlflowClient(uri)
+    exp = client.create_experiment("nb", artifact_location=(tmp_path / "art").as_uri())
+    values = {"a": {"q1": 0.0, "q2": 0.5, "q3": 1.0}, "b": {"q1": 1.0, "q2": 0.5, "q3": 1.0}}
+    ids = {}
+    for name, per in values.items():
+        run = client.create_run(exp, run_name=f"point-{name}")
+        rid = run.info.run_id
+        client.log_metric(rid, "test.ndcg_at_10", sum(per.values()) / 3)
+        folder = tmp_path / f"out-{name}"
+        folder.mkdir()
+        pd.DataFrame([{"query_id": q, "metric": "ndcg@10", "value": v} for q, v in per.items()]
+                     ).to_parquet(folder / "per_query.test.parquet", index=False)
+        client.log_artifacts(rid, str(folder))
+        client.set_terminated(rid)
+        ids[name] = rid
+    runs = mlflow_runs(uri)
+    assert set(runs["run_id"]) == set(ids.values())
+    assert set(runs["tags.mlflow.runName"]) == {"point-a", "point-b"}
+    logged, per_query = compare_mlflow_runs(ids["a"], ids["b"], uri)
+    row = logged.set_index("metric").loc["test.ndcg_at_10"]
+    assert row["delta"] == pytest.approx(1 / 3)
+    pq = per_query.set_index("metric").loc["test:ndcg@10"]
+    assert (pq["n"], pq["wins"], pq["ties"], pq["losses"]) == (3, 1, 2, 0)
+    assert pq["delta"] == pytest.approx(1 / 3, abs=1e-4)  # rounded to 4 places
+    assert pq["p_value"] == 1.0  # one non-zero difference: both sign flips reach it
+
+
+def test_fusion_points_logged_from_a_notebook_show_up_in_the_store(ws, tmp_path):
+    """The other way round: a setting logged from the fusion explorer lands in the MLflow store
+    in the sweep layout, and the policy-compare listing reads it back, per query included."""
+    pytest.importorskip("mlflow")
+    from aiblox.eval.explore import compare_mlflow_runs, log_fusion_point
+
+    uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
+    a = score_point(ws, baseline_prefs(depth=50))
+    b = score_point(ws, fusion_prefs(blend="linear", w_text=0.7, normalize="minmax", depth=50))
+    ra, rb = log_fusion_point(ws, a, uri), log_fusion_point(ws, b, uri)
+    assert (tmp_path / "mlruns" / "artifacts").is_dir()  # beside the store, as sweeps do
+    runs = mlflow_runs(uri).set_index("run_id")
+    assert runs.at[rb, "tags.aiblox.config_hash"] == b.hashes["config"]
+    assert runs.at[rb, "params.prefs.scoring.blend"] == "linear"
+    assert runs.at[rb, "params.dataset"] == "sample"
+    assert runs.at[ra, "metrics.test.ndcg_at_10"] == pytest.approx(a.metrics["ndcg@10"])
+    logged, per_query = compare_mlflow_runs(ra, rb, uri)
+    pq = per_query.set_index("metric").loc["test:ndcg@10"]
+    expected = compare_per_query({"m": a.per_query["ndcg@10"]}, {"m": b.per_query["ndcg@10"]})
+    assert pq["n"] == len(ws.qrels)
+    assert (pq["wins"], pq["ties"], pq["losses"], pq["p_value"]) == tuple(
+        expected.iloc[0][["wins", "ties", "losses", "p_value"]])
