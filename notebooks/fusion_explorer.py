@@ -161,8 +161,22 @@ def _(baseline, fuse_ms, mo, point):
 
 
 @app.cell
-def _(metric, point, weight_curve, ws):
-    curve = weight_curve(ws, point.prefs, metric=metric.value, steps=20)
+def _(
+    blend,
+    depth,
+    fusion_prefs,
+    metric,
+    missing,
+    normalize,
+    rrf_k,
+    weight_curve,
+    ws,
+):
+    # every setting but w_text: moving the weight slider does not recompute the curve
+    curve = weight_curve(ws, fusion_prefs(blend=blend.value, rrf_k=rrf_k.value,
+                                          normalize=normalize.value, depth=depth.value,
+                                          missing=missing.value),
+                         metric=metric.value, steps=20)
     return (curve,)
 
 

@@ -86,3 +86,38 @@ def test_exported_ipynb_executes_top_to_bottom(name, executed):
     assert "ERROR" not in text
     for needle in EXPECTED[name]:
         assert needle in text, f"{name}: {needle!r} not in the executed notebook's outputs"
+
+
+def test_jupyter_lab_serves_the_lab_and_a_python_kernel(tmp_path):
+    """The notebooks extra gives a working ``jupyter lab``: the server answers on 127.0.0.1,
+    serves the Lab page and lists a Python kernel (the kernel in which nbconvert ran the
+    exported notebooks above, importing aiblox)."""
+    pytest.importorskip("jupyterlab")
+    from _browser import free_port, wait_http
+
+    port = free_port()
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+           "JUPYTER_CONFIG_DIR": str(tmp_path / "config")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
+         f"--port={port}", "--allow-root", "--IdentityProvider.token=",
+         f"--ServerApp.root_dir={REPO}"],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/api", 90)
+        import urllib.request
+
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/lab", timeout=30) as resp:
+            assert resp.status == 200
+            assert b"JupyterLab" in resp.read()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/kernelspecs",
+                                    timeout=30) as resp:
+            specs = json.loads(resp.read())
+        assert any(s["spec"]["language"] == "python" for s in specs["kernelspecs"].values())
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
