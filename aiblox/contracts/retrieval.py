@@ -75,9 +75,10 @@ class RequestContext(BaseModel):
 class FtsConfig(_Strict):
     """Full-text search settings (the seed's ``fts`` dict)."""
 
-    mode: Literal["web", "plain", "strict", "phrase"] = "web"
+    mode: Literal["web", "plain", "strict", "phrase", "any"] = "web"
     """Query parsing: websearch_to_tsquery, plainto_tsquery, to_tsquery or phraseto_tsquery in
-    Postgres. DuckDB's BM25 index treats every mode as a bag of words."""
+    Postgres (all words required), or ``any``: the query's words OR-ed, ranked (suits
+    natural-language queries). DuckDB's BM25 index treats every mode as a bag of words."""
     config: str | None = None
     """Postgres text search configuration (regconfig), e.g. ``"english"``; None: the store's."""
     rank_func: Literal["ts_rank_cd", "ts_rank"] = "ts_rank_cd"

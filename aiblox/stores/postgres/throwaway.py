@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import tempfile
 import uuid
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -32,7 +33,9 @@ class ThrowawayPostgres:
 
     def start(self) -> URL:
         try:
-            import pgserver
+            with warnings.catch_warnings():  # platformdirs: no XDG_RUNTIME_DIR in containers
+                warnings.simplefilter("ignore")
+                import pgserver
         except ImportError as e:
             raise StoreError("a throwaway PostgreSQL needs: pip install 'aiblox[postgres]' "
                              "(pgserver)") from e

@@ -6,7 +6,8 @@
     l2     -> -(v <-> q)      (negated Euclidean distance)
     ip     -> -(v <#> q)      (inner product; pgvector's <#> is its negation)
 
-Query vectors travel as one bound ``text[]`` of pgvector literals; each is ranked in a
+Query vectors travel as one bound ``text[]`` of pgvector literals, parsed once (a
+``MATERIALIZED`` CTE: inlined, the cast would run again for every row scanned); each is ranked in a
 ``LATERAL`` subquery ``ORDER BY v.vector <op> q LIMIT k``, in one round trip. Exact search ties
 on ``item_id`` and runs with index scans disabled; HNSW search orders by distance alone, with
 sequential scans disabled so the planner takes the HNSW index whose operator class matches.
@@ -42,10 +43,11 @@ def vector_batch_query(vectors: np.ndarray, model_id: str, k: int, distance: str
     order = dist if index == "hnsw" else f"{dist}, v.item_id"
     where, params = filter_sql(filters, "i")
     sql = f"""
+        WITH q AS MATERIALIZED (
+            SELECT CAST(u.vtext AS vector({int(dim)})) AS qv, u.qidx
+            FROM unnest(CAST(:vectors AS text[])) WITH ORDINALITY AS u(vtext, qidx))
         SELECT q.qidx - 1 AS qidx, h.id, h.score
-        FROM (SELECT CAST(u.vtext AS vector({int(dim)})) AS qv, u.qidx
-              FROM unnest(CAST(:vectors AS text[])) WITH ORDINALITY AS u(vtext, qidx)) AS q
-        CROSS JOIN LATERAL (
+        FROM q CROSS JOIN LATERAL (
             SELECT v.item_id AS id, {score.format(d=dist)} AS score
             FROM item_vectors v JOIN items i ON i.id = v.item_id
             WHERE v.model_id = :model_id AND {where}
