@@ -21,6 +21,7 @@ ascending) and reported on the report split.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import time
@@ -35,11 +36,12 @@ from tqdm.auto import tqdm
 
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.eval.datasets import Dataset, load_dataset
-from aiblox.eval.metrics import evaluate_run
 from aiblox.eval.runner import config_hash
 from aiblox.eval.sweep.manifest import PointManifest, SplitManifest, environment
 from aiblox.eval.sweep.significance import Comparison, bootstrap_ci, compare_to_baseline
 from aiblox.eval.sweep.spec import SweepSpec
+from aiblox.eval.sweep.split_fusion import SplitFusion
+from aiblox.eval.sweep.split_metrics import SplitMetrics
 from aiblox.eval.sweep.stages import StageCache, StageRecord, stage_key
 from aiblox.retrieval.retriever import HybridRetriever, SignalRuns
 
@@ -181,12 +183,30 @@ class _Context:
     qrels: dict[str, dict[str, dict[str, int]]]
     signals: dict[tuple[str, str], tuple[StageRecord, dict[str, Any]]] = field(default_factory=dict)
     """``(split, signals key) -> (record, output)``."""
+    _fusion: dict[str, SplitFusion] = field(default_factory=dict)
+    _scorers: dict[str, SplitMetrics] = field(default_factory=dict)
+
+    def fusion_index(self, split: str, key: str) -> SplitFusion:
+        """The split's lists indexed for fast fusion (built on first use, per process)."""
+        if key not in self._fusion:
+            self._fusion[key] = SplitFusion.from_signals(self.signals[(split, key)][1])
+        return self._fusion[key]
+
+    def scorer(self, split: str) -> SplitMetrics:
+        """The split's qrels ready for ranx (built on first use, per process)."""
+        if split not in self._scorers:
+            self._scorers[split] = SplitMetrics(self.qrels[split])
+        return self._scorers[split]
+
+    def __getstate__(self) -> dict[str, Any]:  # workers rebuild the indexes themselves
+        return {**self.__dict__, "_fusion": {}, "_scorers": {}}
 
 
 _CTX: _Context | None = None
 
 
 def _fuse(prefs: RetrievalPrefs, sig: dict[str, Any]) -> dict[str, list[list[Any]]]:
+    """Reference fusion through :meth:`HybridRetriever.fuse` (bm25 and dense modes)."""
     text = [[(d, s) for d, s in hits] for hits in sig["text"]]
     vec = [[(d, s) for d, s in hits] for hits in sig["vec"]]
     fused = HybridRetriever.fuse([prefs], SignalRuns(text=text, vec=vec))
@@ -202,8 +222,15 @@ def _fusion_stage(ctx: _Context, cache: StageCache, prefs: RetrievalPrefs,
         sig_rec, sig = ctx.signals[(split, sig_keys[split])]
         fkey = stage_key("fusion", FUSION_VERSION, fcfg, [sig_rec.key])
         mkey = stage_key("metrics", METRICS_VERSION, metrics_config(ctx.metrics, split), [fkey])
-        out[split] = cache.run("fusion", FUSION_VERSION, fcfg, [sig_rec.key],
-                               lambda sig=sig: _fuse(prefs, sig),
+        if prefs.mode == "hybrid":  # same bytes as HybridScorer, vectorised over the split
+            index = ctx.fusion_index(split, sig_keys[split])
+
+            def compute(index: SplitFusion = index) -> dict[str, list[list[Any]]]:
+                return index.fuse(prefs.scoring, prefs.top_k_items)
+        else:
+            def compute(sig: dict[str, Any] = sig) -> dict[str, list[list[Any]]]:
+                return _fuse(prefs, sig)
+        out[split] = cache.run("fusion", FUSION_VERSION, fcfg, [sig_rec.key], compute,
                                load=not cache.has("metrics", mkey))
     return out
 
@@ -219,7 +246,7 @@ def _compute_point(ctx: _Context, cache: StageCache, prefs: RetrievalPrefs,
         frec, run = fused[split]
 
         def score(run: Any = run, split: str = split) -> dict[str, Any]:
-            means, per_query = evaluate_run(ctx.qrels[split], run, ctx.metrics)
+            means, per_query = ctx.scorer(split).evaluate(run, ctx.metrics)
             return {"means": means, "per_query": per_query}
 
         mrec, mout = cache.run("metrics", METRICS_VERSION, metrics_config(ctx.metrics, split),
@@ -344,6 +371,10 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         pipe.close()
 
     t_points = time.perf_counter()
+    # Points allocate millions of small lists that reference counting frees; CPython's cyclic
+    # collector would rescan the cached signals over and over (10x slower), so it pauses here.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
     results: list[PointResult | None] = [None] * len(tasks)
     done = tracker.logged_config_hashes() if tracker is not None else set()
     bar = tqdm(total=len(tasks), desc=f"sweep {spec.name}", unit="pt", disable=not progress)
@@ -385,6 +416,8 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
                 finish(i, _compute_point(ctx, cache, prefs, keys))
     finally:
         bar.close()
+        if gc_was_enabled:
+            gc.enable()
 
     points = [p for p in results if p is not None]
     t_end = time.perf_counter()

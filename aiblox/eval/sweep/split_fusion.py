@@ -1,0 +1,120 @@
+"""Hybrid fusion of every query of a split at once, with numpy: the same bytes as
+:class:`aiblox.fusion.HybridScorer`, about two orders of magnitude faster for a sweep.
+
+A fusion sweep fuses the same cached lists under many scoring configs. :class:`SplitFusion`
+indexes a split's lists once (the union of each query's documents, sorted by id, in one flat
+array), normalises each list once per normaliser (with the very functions the HybridScorer
+uses), and then fuses a config with a few elementwise operations over the flat array and one
+stable sort. The arithmetic is the reference's, in the same order, so every score is the same
+IEEE double: linear is ``(0 + w_text * a) + w_vec * b`` (Python's ``sum``), RRF adds
+``w / (k + rank)`` text first, and ties break on document id ascending because the stable sort
+starts from id order. ``tests/sweep/test_split_fusion.py`` holds it to the reference.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from aiblox.contracts.retrieval import ScoringConfig
+from aiblox.fusion.normalize import get_normalizer
+
+__all__ = ["SplitFusion"]
+
+
+class SplitFusion:
+    """The full-text and vector lists of one split, indexed for fast repeated fusion."""
+
+    def __init__(self, qids: list[str], text: list[list[Any]], vec: list[list[Any]]) -> None:
+        self.qids = list(qids)
+        self.text = text
+        self.vec = vec
+        seg: list[int] = []
+        docs: list[str] = []
+        rank_t: list[float] = []
+        rank_v: list[float] = []
+        self._pos_t: list[list[int]] = []  # flat position of each text hit, in list order
+        self._pos_v: list[list[int]] = []
+        for qi, (t, v) in enumerate(zip(text, vec, strict=True)):
+            ids = sorted({d for d, _ in t} | {d for d, _ in v})
+            base = len(docs)
+            where = {d: base + i for i, d in enumerate(ids)}
+            docs.extend(ids)
+            seg.extend([qi] * len(ids))
+            rt = [0.0] * len(ids)
+            rv = [0.0] * len(ids)
+            for r, (d, _) in enumerate(t, start=1):
+                rt[where[d] - base] = float(r)
+            for r, (d, _) in enumerate(v, start=1):
+                rv[where[d] - base] = float(r)
+            rank_t.extend(rt)
+            rank_v.extend(rv)
+            self._pos_t.append([where[d] for d, _ in t])
+            self._pos_v.append([where[d] for d, _ in v])
+        self.seg = np.asarray(seg, dtype=np.int64)
+        self.docs = np.asarray(docs, dtype=object)
+        self.rank_t = np.asarray(rank_t, dtype=np.float64)
+        self.rank_v = np.asarray(rank_v, dtype=np.float64)
+        self.has_t = self.rank_t > 0
+        self.has_v = self.rank_v > 0
+        self.n = len(docs)
+        self._norm: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    @classmethod
+    def from_signals(cls, sig: dict[str, Any]) -> SplitFusion:
+        """From a ``signals`` stage output (``{"qids", "text", "vec"}``)."""
+        return cls(sig["qids"], sig["text"], sig["vec"])
+
+    def _normalised(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per flat position: normalised text and vector scores (0 where absent), and per
+        query the lowest normalised score of each list (0 for an empty list)."""
+        if name not in self._norm:
+            norm = get_normalizer(name)
+            out = []
+            for lists, positions in ((self.text, self._pos_t), (self.vec, self._pos_v)):
+                values = np.zeros(self.n, dtype=np.float64)
+                mins = np.zeros(len(self.qids), dtype=np.float64)
+                for qi, (hits, pos) in enumerate(zip(lists, positions, strict=True)):
+                    if hits:
+                        normed = norm([s for _, s in hits])
+                        values[pos] = normed
+                        mins[qi] = min(normed)
+                out += [values, mins]
+            self._norm[name] = (out[0], out[2], out[1], out[3])
+        return self._norm[name]
+
+    def scores(self, cfg: ScoringConfig) -> np.ndarray:
+        """The fused score of every flat position under ``cfg``."""
+        if cfg.blend == "rrf":
+            k = float(cfg.rrf_k)
+            fused = np.zeros(self.n, dtype=np.float64)
+            fused = np.where(self.has_t, fused + cfg.rrf_w_text / (k + self.rank_t), fused)
+            return np.where(self.has_v, fused + cfg.rrf_w_vec / (k + self.rank_v), fused)
+        nt, nv, min_t, min_v = self._normalised(cfg.normalize)
+        if cfg.missing == "list_min":
+            a = np.where(self.has_t, nt, min_t[self.seg])
+            b = np.where(self.has_v, nv, min_v[self.seg])
+        else:
+            a = np.where(self.has_t, nt, 0.0)
+            b = np.where(self.has_v, nv, 0.0)
+        return (0.0 + cfg.w_text * a) + cfg.w_vec * b
+
+    def fuse(self, cfg: ScoringConfig, top_k: int | None) -> dict[str, list[list[Any]]]:
+        """``{qid: [[doc_id, score], ...]}`` best first (score desc, id asc), cut to ``top_k``."""
+        fused = self.scores(cfg)
+        order = np.lexsort((-fused, self.seg))  # stable: ties keep id order
+        seg_sorted = self.seg[order]
+        starts = np.searchsorted(seg_sorted, np.arange(len(self.qids)))
+        rank = np.arange(self.n) - starts[seg_sorted]
+        keep = order[rank < top_k] if top_k is not None else order
+        counts = np.bincount(self.seg[keep], minlength=len(self.qids))
+        docs = self.docs[keep].tolist()
+        vals = fused[keep].tolist()
+        out: dict[str, list[list[Any]]] = {}
+        start = 0
+        for qid, c in zip(self.qids, counts.tolist(), strict=True):
+            out[qid] = [[d, s] for d, s in zip(docs[start:start + c], vals[start:start + c],
+                                               strict=True)]
+            start += c
+        return out

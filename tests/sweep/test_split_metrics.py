@@ -1,0 +1,56 @@
+"""ranx on prebuilt typed lists gives exactly evaluate_run's numbers (the reference)."""
+
+import math
+
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from aiblox.eval.metrics import evaluate_run
+from aiblox.eval.sweep.split_metrics import SplitMetrics
+from aiblox.hashing import canonical_json
+
+METRICS = ["ndcg@10", "recall@5", "mrr@10", "map@100", "bpref", "ndcg@3-l2"]
+DOCS = [f"d{i}" for i in range(15)]
+
+qrels_st = st.dictionaries(
+    st.sampled_from(["q1", "q2", "q3", "q4"]),
+    st.dictionaries(st.sampled_from(DOCS[:10]), st.integers(0, 3), max_size=5),
+    min_size=1, max_size=4)
+run_st = st.dictionaries(
+    st.sampled_from(["q1", "q2", "q3", "q4", "q9"]),
+    st.lists(st.sampled_from(DOCS), max_size=12, unique=True), max_size=5)
+
+
+@settings(max_examples=25, deadline=None)
+@given(qrels=qrels_st, ranking=run_st)
+def test_equals_evaluate_run(qrels, ranking):
+    run = {q: [[d, float(len(ds) - i)] for i, d in enumerate(ds)] for q, ds in ranking.items()}
+    if not any(qrels.values()):
+        return
+    try:
+        expected = evaluate_run(qrels, run, METRICS)
+    except ValueError:  # ranx's Run.from_dict cannot hold a run with no documents at all
+        assume(False)
+    got = SplitMetrics(qrels).evaluate(run, METRICS)
+    assert canonical_json(nan_free(got)) == canonical_json(nan_free(expected))
+
+
+def nan_free(value):
+    """NaN (ranx's bpref with no judged non-relevant documents) as a string, to compare."""
+    if isinstance(value, dict):
+        return {k: nan_free(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [nan_free(v) for v in value]
+    return "nan" if isinstance(value, float) and math.isnan(value) else value
+
+
+def test_an_empty_run_scores_zero():  # where ranx's own Run.from_dict raises
+    means, _ = SplitMetrics({"q1": {"d0": 1}}).evaluate({}, ["ndcg@10", "recall@5"])
+    assert means == {"ndcg@10": 0.0, "recall@5": 0.0}
+
+
+def test_one_metric_and_by_hand():
+    sm = SplitMetrics({"q1": {"a": 1}, "q2": {"b": 2, "c": 1}})
+    means, per_query = sm.evaluate({"q1": [["x", 2.0], ["a", 1.0]]}, ["mrr@10"])
+    assert per_query == {"mrr@10": {"q1": 0.5, "q2": 0.0}}  # q2 retrieved nothing
+    assert means == {"mrr@10": 0.25}
