@@ -324,7 +324,7 @@ class DuckDBStore:
                         FROM term_tf tt JOIN fts_main_items.docs docs ON docs.docid = tt.docid,
                              fts_main_items.stats st),
                     scores AS (
-                        SELECT qidx, id, list_sum(list(subscore ORDER BY termid)) AS score
+                        SELECT qidx, id, list_sum(list_sort(list(subscore))) AS score
                         FROM sub GROUP BY qidx, id)
                     SELECT s.qidx, s.id, s.score FROM scores s JOIN items i ON i.id = s.id
                     WHERE {where} {min_rank}
