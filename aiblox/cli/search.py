@@ -9,7 +9,7 @@ from rich.table import Table
 
 from aiblox.cli._common import DEFAULT_DB, cached_embedder, console, open_db, print_json
 from aiblox.contracts.retrieval import RequestContext, RetrievalPrefs
-from aiblox.retrieval import HybridRetriever
+from aiblox.retrieval.late_chunking import make_retriever
 
 
 def search(
@@ -27,7 +27,7 @@ def search(
         emb = cached_embedder(embedder, store, progress=False)
         prefs = RetrievalPrefs(query_text=query, mode=mode, top_k_items=k,  # type: ignore[arg-type]
                                scoring={"blend": blend})  # type: ignore[arg-type]
-        bundle = asyncio.run(HybridRetriever(store, emb).search(RequestContext(), prefs))
+        bundle = asyncio.run(make_retriever(store, emb).search(RequestContext(), prefs))
     finally:
         store.close()
     if as_json:

@@ -14,10 +14,15 @@ __all__ = ["Embedder", "EmbedderRegistry", "get_embedder", "register_embedder", 
 class Embedder(Protocol):
     """Turns texts into L2-normalised float32 vectors."""
 
-    model_id: str
-    """Identifies the model and everything that changes its output (cache key part)."""
-    dim: int
-    """Vector dimension."""
+    @property
+    def model_id(self) -> str:
+        """Identifies the model and everything that changes its output (cache key part)."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """Vector dimension."""
+        ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts``; returns a ``(len(texts), dim)`` float32 array."""
