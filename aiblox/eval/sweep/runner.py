@@ -260,6 +260,7 @@ def _compute_point(ctx: _Context, cache: StageCache, prefs: RetrievalPrefs,
 def _init_worker(ctx: _Context) -> None:
     global _CTX
     _CTX = ctx
+    gc.disable()  # a short-lived worker: reference counting frees its outputs (see run_sweep)
 
 
 def _fusion_worker(args: tuple[dict[str, Any], dict[str, str]]
