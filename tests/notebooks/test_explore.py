@@ -3,6 +3,9 @@ and against values worked out by hand."""
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -29,6 +32,7 @@ from aiblox.eval.explore import (
 )
 from aiblox.hashing import sha256_text
 
+REPO = Path(__file__).resolve().parents[2]
 QUESTION = "Who developed BM25 and where was it tested?"
 
 
@@ -42,6 +46,12 @@ def ws():
 def test_pickers_offer_the_sample_and_the_policies():
     assert available_datasets()[0] == "sample"
     assert "hashing" in available_embedders()
+    shared = REPO.parent / "shared" / "datasets"
+    if shared.is_dir():  # CI runs with ../shared beside the checkout
+        found = {p.name for p in shared.iterdir() if (p / "queries.jsonl").is_file()}
+        assert found <= set(available_datasets())
+    if importlib.util.find_spec("sentence_transformers") is not None:
+        assert "minilm" in available_embedders()
     assert {"R2_POLICY_V1", "R2_POLICY_V2"} <= set(available_policies())
 
 
