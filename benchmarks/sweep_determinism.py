@@ -55,13 +55,15 @@ def main() -> None:
     err.print("run 2 ...")
     b, tb = run_once(args.spec, args.db, "2")
     rows = []
-    for what in ("config", "manifest", "runs", "stages"):
+    labels = {"config": "config hashes", "manifest": "manifest hashes",
+              "runs": "run hashes (per split)", "stages": "stage keys (per split)"}
+    for what in labels:
         if what == "config":
             same, total = len(set(a) & set(b)), max(len(a), len(b))
         else:
             same = sum(1 for k in a if k in b and a[k][what] == b[k][what])
             total = len(a)
-        rows.append([what + (" hashes" if what != "stages" else " keys"), str(total), str(same),
+        rows.append([labels[what], str(total), str(same),
                      f"{100.0 * same / total:.1f}%" if total else "-"])
     print_table(f"Sweep determinism, two fresh processes ({Path(args.spec).name})",
                 ["hash", "points", "identical", "share"], rows, args.markdown,
