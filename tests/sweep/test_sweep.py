@@ -139,3 +139,29 @@ def test_baseline_point_is_scored_and_flagged(tmp_path, sample_spec, sweep_db, s
     assert ndcg.wins + ndcg.ties + ndcg.losses == len(sample_dataset.qrels["test"])
     mean, low, high = r.ci["test"]
     assert mean == pytest.approx(r.best.metrics["test"]["ndcg@10"]) and low <= mean <= high
+
+
+def test_verify_re_executes_a_point_from_its_manifest(first, sweep_db, sample_dataset):
+    from aiblox.eval.sweep import verify_point
+
+    _, _, r = first
+    point = r.points[0]
+    report = verify_point(point.manifest.model_dump(mode="json"), db=sweep_db,
+                          dataset=sample_dataset)
+    assert report.identical and report.first_difference is None
+    assert [c.where for c in report.checks] == [
+        "dataset", "config", "train/signals", "train/fusion", "train/metrics",
+        "test/signals", "test/fusion", "test/metrics"]
+
+
+def test_verify_names_the_first_stage_that_differs(first, sweep_db, sample_dataset):
+    from aiblox.eval.sweep import verify_point
+
+    _, _, r = first
+    data = r.points[0].manifest.model_dump(mode="json")
+    data["splits"]["test"]["stages"][1]["output_hash"] = "0" * 64  # a tampered fused run
+    report = verify_point(data, db=sweep_db, dataset=sample_dataset)
+    assert not report.identical and report.first_difference == "test/fusion"
+    data = r.points[0].manifest.model_dump(mode="json")
+    data["config"]["prefs"]["scoring"]["rrf_k"] += 1  # a config that is not the logged one
+    assert verify_point(data, db=sweep_db, dataset=sample_dataset).first_difference == "config"

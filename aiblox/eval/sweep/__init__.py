@@ -38,6 +38,7 @@ from aiblox.eval.sweep.tracking import (
     metric_key,
     trec_run,
 )
+from aiblox.eval.sweep.verify import StageCheck, VerifyReport, verify_point
 
 __all__ = [
     "Comparison",
@@ -52,6 +53,7 @@ __all__ = [
     "SIGNALS_VERSION",
     "SplitManifest",
     "StageCache",
+    "StageCheck",
     "StageRecord",
     "Steps",
     "SweepInterrupted",
@@ -59,6 +61,7 @@ __all__ = [
     "SweepSpec",
     "SweepSpecError",
     "SweepTracker",
+    "VerifyReport",
     "bootstrap_ci",
     "choose_best",
     "compare_to_baseline",
@@ -78,4 +81,5 @@ __all__ = [
     "stage_key",
     "to_decimal",
     "trec_run",
+    "verify_point",
 ]

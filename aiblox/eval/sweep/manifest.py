@@ -62,6 +62,10 @@ class PointManifest(_Strict):
     """sha256 of the point's effective config (same as ``aiblox eval`` reports)."""
     config: dict[str, Any]
     """The effective config: prefs without the query, embedder, backend."""
+    embedder_name: str | None = None
+    """Registry name of the embedder (``config`` holds its model id), to rebuild the point."""
+    metrics: list[str] = Field(default_factory=list)
+    """ranx metric names scored."""
     splits: dict[str, SplitManifest]
     """Per split: stages, run hash, metrics."""
     environment: dict[str, Any] = Field(default_factory=dict)

@@ -385,7 +385,8 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         chash, config = config_hash(prefs, emb_id, spec.backend)
         manifest = PointManifest(
             sweep=spec.name, sweep_hash=spec.hash, dataset=ds.name, dataset_hash=ds.hash,
-            config_hash=chash, config=config,
+            config_hash=chash, config=config, embedder_name=spec.embedder,
+            metrics=list(spec.metrics),
             splits={s: SplitManifest(split=s, **out[s]) for s in splits},
             environment=environment())
         point = PointResult(

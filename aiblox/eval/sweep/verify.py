@@ -1,0 +1,141 @@
+"""Re-execute a logged sweep point from its manifest alone and say whether every stage gives the
+same bytes, or which stage first differs.
+
+Nothing is read from the stage cache: the dataset is loaded and hashed, the config hash is
+recomputed from the logged config, and signals (retrieval), fusion and metrics are recomputed,
+split by split, their keys and output hashes compared with the manifest's. The store named by
+``db`` (default ``.aiblox/datasets/<dataset>.duckdb``) is filled with whatever is missing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from aiblox.contracts.retrieval import RetrievalPrefs
+from aiblox.eval.datasets import Dataset, load_dataset
+from aiblox.eval.runner import config_hash
+from aiblox.eval.sweep.manifest import PointManifest
+from aiblox.eval.sweep.runner import (
+    FUSION_VERSION,
+    METRICS_VERSION,
+    SIGNALS_VERSION,
+    _fuse,
+    _signals_output,
+    fusion_config,
+    metrics_config,
+    signals_config,
+)
+from aiblox.eval.sweep.split_fusion import SplitFusion
+from aiblox.eval.sweep.split_metrics import SplitMetrics
+from aiblox.eval.sweep.stages import _canonical, stage_key
+from aiblox.hashing import sha256_text
+
+__all__ = ["StageCheck", "VerifyReport", "verify_point"]
+
+
+class StageCheck(BaseModel):
+    """One recomputed stage against the manifest."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    where: str
+    """``dataset``, ``config`` or ``<split>/<stage>``."""
+    expected: str
+    """Key and output hash from the manifest (``key:hash``), or the logged hash."""
+    actual: str
+    """The same, recomputed."""
+    identical: bool
+    """``expected == actual``."""
+
+
+class VerifyReport(BaseModel):
+    """The outcome of re-executing one point."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    config_hash: str
+    """The point verified."""
+    identical: bool
+    """True when every check matched."""
+    first_difference: str | None = None
+    """The first check that differs (pipeline order), or None."""
+    checks: list[StageCheck] = Field(default_factory=list)
+    """Every check, in pipeline order (stops after the first difference)."""
+
+
+def _load(manifest: PointManifest | dict[str, Any] | str | Path) -> PointManifest:
+    if isinstance(manifest, PointManifest):
+        return manifest
+    if isinstance(manifest, str | Path):
+        manifest = json.loads(Path(manifest).read_text(encoding="utf-8"))
+    return PointManifest.model_validate(manifest)
+
+
+def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: str | None = None,
+                 dataset: Dataset | None = None, progress: bool = False) -> VerifyReport:
+    """Re-execute the point of ``manifest`` (a model, a dict or a ``manifest.json`` path)."""
+    from aiblox.embedding import CachedEmbedder, get_embedder
+    from aiblox.eval.runner import prepare_store
+    from aiblox.retrieval.retriever import HybridRetriever
+    from aiblox.stores import open_store
+
+    m = _load(manifest)
+    checks: list[StageCheck] = []
+
+    def check(where: str, expected: str, actual: str) -> bool:
+        checks.append(StageCheck(where=where, expected=expected, actual=actual,
+                                 identical=expected == actual))
+        return expected == actual
+
+    def report() -> VerifyReport:
+        bad = next((c.where for c in checks if not c.identical), None)
+        return VerifyReport(config_hash=m.config_hash, identical=bad is None,
+                            first_difference=bad, checks=checks)
+
+    ds = dataset or load_dataset(m.dataset, splits=list(m.splits))
+    if not check("dataset", m.dataset_hash, ds.hash):
+        return report()
+    prefs = RetrievalPrefs(query_text="", **m.config["prefs"])
+    emb_id, backend = m.config["embedder"], m.config["backend"]
+    if not check("config", m.config_hash, config_hash(prefs, emb_id, backend)[0]):
+        return report()
+    path = db or f".aiblox/datasets/{ds.name}.duckdb"
+    if "://" not in path and path != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    store = open_store(path)
+    try:
+        emb = CachedEmbedder(get_embedder(m.embedder_name or "minilm"), store, progress=progress)
+        prepare_store(store, ds, emb if prefs.mode != "bm25" else None, progress=progress)
+        retriever = HybridRetriever(store, emb)
+        for split, sm in m.splits.items():
+            logged = {s["name"]: s for s in sm.stages}
+            scfg = signals_config(prefs, ds.hash, split, backend, emb_id)
+            sig = _signals_output(retriever, ds, split, prefs)
+            skey = stage_key("signals", SIGNALS_VERSION, scfg, [])
+            if not check(f"{split}/signals", _pair(logged["signals"]),
+                         f"{skey}:{sha256_text(_canonical(sig))}"):
+                return report()
+            run = (SplitFusion.from_signals(sig).fuse(prefs.scoring, prefs.top_k_items)
+                   if prefs.mode == "hybrid" else _fuse(prefs, sig))
+            fkey = stage_key("fusion", FUSION_VERSION, fusion_config(prefs), [skey])
+            if not check(f"{split}/fusion", _pair(logged["fusion"]),
+                         f"{fkey}:{sha256_text(_canonical(run))}"):
+                return report()
+            metrics = m.metrics or list(sm.metrics)
+            means, per_query = SplitMetrics(ds.qrels[split]).evaluate(run, metrics)
+            mkey = stage_key("metrics", METRICS_VERSION, metrics_config(metrics, split), [fkey])
+            out = {"means": means, "per_query": per_query}
+            if not check(f"{split}/metrics", _pair(logged["metrics"]),
+                         f"{mkey}:{sha256_text(_canonical(out))}"):
+                return report()
+    finally:
+        store.close()
+    return report()
+
+
+def _pair(stage: dict[str, Any]) -> str:
+    return f"{stage['key']}:{stage['output_hash']}"
