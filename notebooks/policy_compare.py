@@ -29,7 +29,9 @@ def _():
         available_policies,
         compare_mlflow_runs,
         compare_per_query,
+        diff_packs,
         evidence_changes,
+        evidence_pack,
         mlflow_runs,
         open_workspace,
         retrieve_bundles,
@@ -44,7 +46,9 @@ def _():
         available_policies,
         compare_mlflow_runs,
         compare_per_query,
+        diff_packs,
         evidence_changes,
+        evidence_pack,
         mlflow_runs,
         mo,
         open_workspace,
@@ -111,6 +115,49 @@ def _(evidence_changes, mo, results_a, results_b, ws):
     mo.vstack([mo.md(f"### Evidence that changed: {len(changes)} of {len(results_a)} queries"),
                mo.ui.table(changes, selection=None, page_size=8)])
     return (changes,)
+
+
+@app.cell
+def _(bundles, changes, mo, ws):
+    _text = ws.query_text
+    _labels = {f"{_q}: {_text[_q][:70]}": _q for _q in sorted(bundles)}
+    _first = changes["qid"].iloc[0] if len(changes) else next(iter(sorted(bundles)), None)
+    pack_query = mo.ui.dropdown(options=_labels, label="query",
+                                value=next((_k for _k, _v in _labels.items() if _v == _first),
+                                           None))
+    mo.vstack([mo.md("""
+    ## Evidence packs of one query
+
+    The evidence pack `aiblox answer` would store for the query under each policy (same
+    retrieval, fixed retrieval time), and what differs from A's pack to B's: the decision, the
+    sources added or removed, the prompt and policy hashes. The first query whose evidence
+    changed is chosen by default.
+    """), pack_query])
+    return (pack_query,)
+
+
+@app.cell
+def _(bundles, diff_packs, evidence_pack, mo, pack_query, policy_a, policy_b, results_a,
+      results_b, ws):
+    _q = pack_query.value
+    if _q is None:
+        pack_a, pack_b, pack_diff = None, None, None
+        _out = mo.md("no query to compare")
+    else:
+        _text = ws.query_text[_q]
+        pack_a = evidence_pack(ws, _text, bundles[_q], results_a[_q], query_id=_q)
+        pack_b = evidence_pack(ws, _text, bundles[_q], results_b[_q], query_id=_q)
+        pack_diff = diff_packs(pack_a, pack_b)
+        _out = mo.vstack([
+            mo.md(f"A ({policy_a.value}): `{pack_a.pack_id}`, {pack_a.decision.kind}, "
+                  f"{len(pack_a.sources)} sources; B ({policy_b.value}): `{pack_b.pack_id}`, "
+                  f"{pack_b.decision.kind}, {len(pack_b.sources)} sources; "
+                  f"{len(pack_diff)} differences"),
+            mo.ui.table(pack_diff, selection=None, page_size=12) if len(pack_diff)
+            else mo.md("the two packs are identical"),
+        ])
+    _out
+    return pack_a, pack_b, pack_diff
 
 
 @app.cell

@@ -24,14 +24,17 @@ def _():
     import pandas as pd
 
     from aiblox.eval.explore import (
+        PACK_RETRIEVED_AT,
         available_datasets,
         available_embedders,
         available_policies,
         inspect_question,
         open_workspace,
     )
+    from aiblox.evidence import pack_to_html, pack_to_json, verify_pack
 
     return (
+        PACK_RETRIEVED_AT,
         available_datasets,
         available_embedders,
         available_policies,
@@ -39,7 +42,10 @@ def _():
         inspect_question,
         mo,
         open_workspace,
+        pack_to_html,
+        pack_to_json,
         pd,
+        verify_pack,
     )
 
 
@@ -50,7 +56,8 @@ def _(mo):
 
     One question through what `aiblox answer` runs: hybrid retrieval, late chunking, evidence
     selection under a versioned policy, the Prompt Contract V1 prompt (exact bytes), the
-    reader, citation validation (R5), the source cards, and the determinism hashes.
+    reader, citation validation (R5), the source cards, the determinism hashes, and the
+    evidence pack `aiblox answer` stores for the answer.
     """)
     return
 
@@ -141,6 +148,33 @@ def _(mo, pd, trace):
     mo.vstack([mo.md("## Determinism hashes"), mo.ui.table(hashes, selection=None),
                mo.md(f"## Source cards ({len(_cards)})"), mo.ui.table(_cards, selection=None)])
     return (hashes,)
+
+
+@app.cell
+def _(PACK_RETRIEVED_AT, mo, pack_to_html, pack_to_json, pd, trace, verify_pack):
+    pack = trace.pack
+    pack_problems = verify_pack(pack)
+    pack_sources = pd.DataFrame(
+        [{"n": _i, "name": _s.name, "internal_ref": _s.internal_ref, "uri": _s.uri,
+          "confidence": _s.confidence, "content_sha256": _s.content_sha256,
+          "excerpt": _s.excerpt} for _i, _s in enumerate(pack.sources, start=1)],
+        columns=["n", "name", "internal_ref", "uri", "confidence", "content_sha256",
+                 "excerpt"])
+    _d = pack.decision
+    mo.vstack([
+        mo.md(f"## Evidence pack `{pack.pack_id}`\n\n"
+              f"decision: **{_d.kind}** ({_d.status}{'; ' + _d.reason if _d.reason else ''}); "
+              f"{len(pack.sources)} sources, {len(pack.tool_calls)} tool calls, "
+              f"trace `{pack.trace_id}`; retrieved at `{PACK_RETRIEVED_AT}` (fixed, so the id "
+              f"is reproducible: `aiblox answer --retrieved-at {PACK_RETRIEVED_AT}`)"),
+        mo.callout(mo.md("verify: the id matches the content") if not pack_problems
+                   else mo.md("verify: " + "; ".join(pack_problems)),
+                   kind="success" if not pack_problems else "danger"),
+        mo.ui.table(pack_sources, selection=None),
+        mo.accordion({"memo and sources (HTML)": mo.Html(pack_to_html(pack)),
+                      "pack JSON (canonical)": mo.plain_text(pack_to_json(pack))}),
+    ])
+    return pack, pack_problems, pack_sources
 
 
 if __name__ == "__main__":

@@ -18,7 +18,10 @@ only in a notebook), so what a researcher sees there is what a test can assert o
 * :func:`mlflow_runs` lists the runs of the MLflow store the CLI's sweeps log to (an empty
   frame when there is none yet); :func:`compare_mlflow_runs` compares two of them.
 * :func:`inspect_question` runs one question through retrieval, late chunking, selection,
-  prompt building, the reader and validation, and returns every artifact with its hashes.
+  prompt building, the reader and validation, and returns every artifact with its hashes and
+  its evidence pack; :func:`evidence_pack` builds the pack of any answered query (with the fixed
+  :data:`PACK_RETRIEVED_AT`, so the same inputs give the same pack id) and :func:`diff_packs`
+  lists what differs between two packs (decision, sources added or removed, prompts, hashes).
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ from aiblox.eval.chunk_eval import evaluate_chunks
 from aiblox.eval.datasets import Dataset, GoldAnswer, load_dataset
 from aiblox.eval.metrics import DEFAULT_METRICS, evaluate_run
 from aiblox.eval.runner import config_hash, prepare_store, run_hash
-from aiblox.evidence import DefaultEvidencePacker
+from aiblox.evidence import DefaultEvidencePacker, EvidencePack, answer_evidence_pack
 from aiblox.fusion.types import RankedList
 from aiblox.hashing import canonical_json, sha256_hex, sha256_text
 from aiblox.retrieval.late_chunking import make_retriever
@@ -67,6 +70,7 @@ __all__ = [
     "DEFAULT_EMBEDDER",
     "DEFAULT_TRACKING_URI",
     "FusionPoint",
+    "PACK_RETRIEVED_AT",
     "QueryTrace",
     "Workspace",
     "answer_all",
@@ -81,6 +85,8 @@ __all__ = [
     "compare_per_query",
     "contains_answer",
     "covers_span",
+    "diff_packs",
+    "evidence_pack",
     "evidence_changes",
     "fusion_prefs",
     "inspect_question",
@@ -100,6 +106,10 @@ DEFAULT_EMBEDDER = "hashing"
 """The offline hashing embedder (no model to load)."""
 DEFAULT_TRACKING_URI = "sqlite:///mlruns/mlflow.db"
 """The MLflow store ``aiblox sweep`` logs to (the same default as the CLI)."""
+PACK_RETRIEVED_AT = "2000-01-01T00:00:00Z"
+"""The retrieval time the notebooks record in evidence packs: fixed, so that the same question
+on the same store and settings gives the same pack id (``aiblox answer --retrieved-at`` with
+this value reproduces it)."""
 
 ANSWER_METRICS: tuple[str, ...] = (
     "span_in_cited", "span_in_selected", "gold_in_answer", "refused", "selected_chunks",
@@ -683,6 +693,8 @@ class QueryTrace:
     selected: pd.DataFrame
     dropped: pd.DataFrame
     hashes: dict[str, str | None]
+    pack: EvidencePack
+    """The evidence pack of the answer (built with :data:`PACK_RETRIEVED_AT`)."""
 
     @property
     def prompt_bytes(self) -> bytes:
@@ -690,11 +702,106 @@ class QueryTrace:
         return self.result.prompt.prompt_text.encode("utf-8")
 
 
+def evidence_pack(ws: Workspace, question: str, bundle: RetrievalBundle, result: AnswerResult,
+                  *, retrieved_at: str = PACK_RETRIEVED_AT, query_id: str | None = None,
+                  ) -> EvidencePack:
+    """The evidence pack of ``question`` answered as ``result`` from ``bundle``, built as
+    ``aiblox answer`` builds it (source cards for the links, the items' full texts from the
+    store for the content hashes), at the fixed ``retrieved_at``. Its id covers the retrieval's
+    counts too: a bundle retrieved on a cold chunk cache records cache writes, so its pack id
+    differs from the same question's on a warm cache."""
+    cards = DefaultEvidencePacker().pack(bundle.candidates, bundle.evidence)
+    items = ws.store.get_items(sorted({c.item_id for c in bundle.candidates}))
+    return answer_evidence_pack(question, bundle, result, retrieved_at=retrieved_at,
+                                source_cards=cards,
+                                item_texts={k: v.text for k, v in items.items()},
+                                query_id=query_id)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else canonical_json(value)
+
+
+def _flat(value: Any, prefix: str, out: dict[str, str]) -> None:
+    if isinstance(value, dict) and value:
+        for k in sorted(value):
+            _flat(value[k], f"{prefix}.{k}" if prefix else str(k), out)
+    elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        for i, v in enumerate(value):
+            # tool calls by kind (retrieval, llm), prompts by template, others by position
+            key = v.get("kind") or v.get("template_name") or str(i)
+            _flat(v, f"{prefix}[{key}]", out)
+    else:
+        out[prefix] = _cell(value)
+
+
+_DIFF_COLUMNS = ["field", "change", "A", "B"]
+
+
+def diff_packs(a: EvidencePack, b: EvidencePack) -> pd.DataFrame:
+    """What differs from pack A to pack B, one row per change (``field``, ``change``, ``A``,
+    ``B``): the pack id first, then the decision, then the sources (``added`` / ``removed`` by
+    their ``internal_ref``, or uri, or name; for a source in both: a moved position and a changed
+    excerpt, content hash or confidence), then every other field of the hashed content (tool
+    calls keyed by kind, prompts by template) in field order. ``created_at`` and the signature
+    are not content and are left out. Empty when the packs have the same content."""
+    rows: list[dict[str, str]] = []
+    if a.pack_id != b.pack_id:
+        rows.append({"field": "pack_id", "change": "changed", "A": a.pack_id, "B": b.pack_id})
+    da, db_ = a.decision.model_dump(mode="json"), b.decision.model_dump(mode="json")
+    for k in ("kind", "status", "reason", "text"):
+        if da.get(k) != db_.get(k):
+            rows.append({"field": f"decision.{k}", "change": "changed", "A": _cell(da.get(k)),
+                         "B": _cell(db_.get(k))})
+
+    def ref(s: Any) -> str:
+        return s.internal_ref or s.uri or s.name
+
+    sa = {ref(s): (i, s) for i, s in enumerate(a.sources, 1)}
+    sb = {ref(s): (i, s) for i, s in enumerate(b.sources, 1)}
+    for r, (i, _s) in sa.items():
+        if r not in sb:
+            rows.append({"field": "sources", "change": "removed", "A": f"[{i}] {r}", "B": ""})
+    for r, (i, _s) in sb.items():
+        if r not in sa:
+            rows.append({"field": "sources", "change": "added", "A": "", "B": f"[{i}] {r}"})
+    for r, (i, s) in sa.items():
+        if r not in sb:
+            continue
+        j, t = sb[r]
+        if i != j:
+            rows.append({"field": f"sources[{r}].position", "change": "moved", "A": str(i),
+                         "B": str(j)})
+        for k in ("excerpt", "content_sha256", "confidence", "retrieved_at", "name", "uri"):
+            va, vb = getattr(s, k), getattr(t, k)
+            if va != vb:
+                rows.append({"field": f"sources[{r}].{k}", "change": "changed",
+                             "A": _cell(va), "B": _cell(vb)})
+    skip = {"pack_id", "decision", "sources", "created_at", "signature"}
+    fa: dict[str, str] = {}
+    fb: dict[str, str] = {}
+    _flat({k: v for k, v in a.model_dump(mode="json").items() if k not in skip}, "", fa)
+    _flat({k: v for k, v in b.model_dump(mode="json").items() if k not in skip}, "", fb)
+    order = list(fa) + [k for k in fb if k not in fa]
+    for k in order:
+        if k not in fb:
+            rows.append({"field": k, "change": "removed", "A": fa[k], "B": ""})
+        elif k not in fa:
+            rows.append({"field": k, "change": "added", "A": "", "B": fb[k]})
+        elif fa[k] != fb[k]:
+            rows.append({"field": k, "change": "changed", "A": fa[k], "B": fb[k]})
+    return pd.DataFrame(rows, columns=_DIFF_COLUMNS)
+
+
 def inspect_question(ws: Workspace, question: str, policy: str = "R2_POLICY_V1",
                      llm: str = "extractive", chunker: str = "sentences",
-                     top_k_chunks: int = 12) -> QueryTrace:
+                     top_k_chunks: int = 12, retrieved_at: str = PACK_RETRIEVED_AT,
+                     ) -> QueryTrace:
     """Run ``question`` through late-chunked hybrid retrieval, selection under ``policy``,
-    Prompt Contract V1, the reader and R5 validation (what ``aiblox answer`` does)."""
+    Prompt Contract V1, the reader and R5 validation (what ``aiblox answer`` does), and build
+    its evidence pack at ``retrieved_at``."""
     prefs = RetrievalPrefs(query_text=question, top_k_chunks=top_k_chunks,
                            chunking={"chunker_id": chunker})  # type: ignore[arg-type]
     retriever = make_retriever(ws.store, ws.embedder)
@@ -733,4 +840,6 @@ def inspect_question(ws: Workspace, question: str, policy: str = "R2_POLICY_V1",
         **result.hashes}
     return QueryTrace(question=question, prefs=prefs, bundle=bundle, result=result,
                       sources=list(sources), candidates=candidates, chunks=chunks,
-                      selected=selected, dropped=dropped, hashes=hashes)
+                      selected=selected, dropped=dropped, hashes=hashes,
+                      pack=evidence_pack(ws, question, bundle, result,
+                                         retrieved_at=retrieved_at))

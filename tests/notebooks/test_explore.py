@@ -11,6 +11,7 @@ import pytest
 
 from aiblox.eval import evaluate_retrieval
 from aiblox.eval.explore import (
+    PACK_RETRIEVED_AT,
     answer_all,
     answer_metrics,
     available_datasets,
@@ -19,7 +20,9 @@ from aiblox.eval.explore import (
     baseline_prefs,
     chunk_table,
     compare_per_query,
+    diff_packs,
     evidence_changes,
+    evidence_pack,
     fusion_prefs,
     inspect_question,
     mlflow_runs,
@@ -30,6 +33,7 @@ from aiblox.eval.explore import (
     score_point,
     weight_curve,
 )
+from aiblox.evidence import pack_from_json, pack_to_json, verify_pack
 from aiblox.hashing import sha256_text
 
 REPO = Path(__file__).resolve().parents[2]
@@ -205,6 +209,72 @@ def test_inspect_question_traces_every_artifact(ws):
     again = inspect_question(ws, QUESTION, top_k_chunks=12)
     assert again.hashes == t.hashes  # deterministic
     assert isinstance(t.candidates, pd.DataFrame) and len(t.sources) > 0
+
+
+def test_inspected_question_carries_a_reproducible_evidence_pack(ws):
+    # warm the chunk cache first: a cold retrieval records cache writes in the pack
+    inspect_question(ws, QUESTION, top_k_chunks=12)
+    t = inspect_question(ws, QUESTION, top_k_chunks=12)
+    p = t.pack
+    assert verify_pack(p) == [] and pack_from_json(pack_to_json(p)) == p
+    assert p.query == QUESTION and p.decision.kind == "answer"
+    assert p.decision.text == t.result.answer_text
+    assert {s.retrieved_at for s in p.sources} == {PACK_RETRIEVED_AT}
+    cited = set(t.result.validation.cited_chunk_ids)
+    assert {s.internal_ref.split("#")[1] for s in p.sources[:len(cited)]} == cited
+    assert p.prompts[0].prompt_sha256 == t.result.prompt.prompt_sha256
+    # a warm chunk cache: the same question gives the same pack id, run after run
+    again = inspect_question(ws, QUESTION, top_k_chunks=12)
+    assert again.pack.pack_id == p.pack_id and pack_to_json(again.pack) == pack_to_json(p)
+    # another retrieval time is another pack, and the diff names exactly that
+    later = evidence_pack(ws, QUESTION, t.bundle, t.result, retrieved_at="2001-01-01T00:00:00Z")
+    d = diff_packs(p, later)
+    assert d.iloc[0]["field"] == "pack_id" and d.iloc[0]["B"] == later.pack_id
+    assert set(d["field"]) == {"pack_id"} | {f"sources[{s.internal_ref}].retrieved_at"
+                                             for s in p.sources}
+    assert diff_packs(p, again.pack).empty
+
+
+def test_fresh_stores_give_the_same_pack_id():
+    ids = []
+    for _ in range(2):  # each a new in-memory store: a cold chunk cache both times
+        w = open_workspace("sample", "hashing", split="test", max_depth=5)
+        try:
+            ids.append(inspect_question(w, QUESTION, top_k_chunks=12).pack.pack_id)
+        finally:
+            w.close()
+    assert ids[0] == ids[1]
+
+
+def test_diff_packs_lists_what_another_policy_changed(ws):
+    bundles = retrieve_bundles(ws, limit=4)
+    a = answer_all(ws, bundles, "R2_POLICY_V1")
+    b = answer_all(ws, bundles, "R2_POLICY_V2")
+    text = ws.query_text
+    q = sorted(bundles)[0]
+    pa = evidence_pack(ws, text[q], bundles[q], a[q], query_id=q)
+    pb = evidence_pack(ws, text[q], bundles[q], b[q], query_id=q)
+    assert pa.pack_id != pb.pack_id and pa.query_id == q
+    d = diff_packs(pa, pb)
+    assert list(d.columns) == ["field", "change", "A", "B"]
+    assert d.iloc[0].to_dict() == {"field": "pack_id", "change": "changed", "A": pa.pack_id,
+                                   "B": pb.pack_id}
+    refs_a = {s.internal_ref for s in pa.sources}
+    refs_b = {s.internal_ref for s in pb.sources}
+    added = {r.split("] ", 1)[1] for r in d.loc[(d["field"] == "sources")
+                                                 & (d["change"] == "added"), "B"]}
+    removed = {r.split("] ", 1)[1] for r in d.loc[(d["field"] == "sources")
+                                                   & (d["change"] == "removed"), "A"]}
+    assert added == refs_b - refs_a and removed == refs_a - refs_b
+    changed = dict(zip(d["field"], d["B"], strict=True))
+    assert changed["tool_calls[llm].inputs.policy_sha256"] == b[q].hashes["policy_sha256"]
+    if a[q].prompt.prompt_sha256 != b[q].prompt.prompt_sha256:
+        assert changed["prompts[prompt_contract].prompt_sha256"] == b[q].prompt.prompt_sha256
+    # the diff is symmetric: B to A swaps the columns and added / removed
+    back = diff_packs(pb, pa)
+    assert len(back) == len(d)
+    assert set(back.loc[back["change"] == "added", "B"]) == set(
+        d.loc[(d["change"] == "removed") & (d["field"] == "sources"), "A"])
 
 
 def test_mlflow_runs_logged_like_a_sweep_are_listed_and_compared(tmp_path, monkeypatch):

@@ -96,6 +96,17 @@ def test_policy_compare_v1_vs_v2():
     changes = d["changes"]
     assert len(changes) > 0 and set(changes["qid"]) <= set(d["bundles"])
     assert d["runs"] is not None  # the MLflow part ran (empty store or not)
+    # the evidence packs of the first query whose evidence changed, and their diff
+    q = changes["qid"].iloc[0]
+    pack_a, pack_b, diff = d["pack_a"], d["pack_b"], d["pack_diff"]
+    assert d["pack_query"].value == q and pack_a.query_id == pack_b.query_id == q
+    assert pack_a.pack_id != pack_b.pack_id
+    assert diff.iloc[0]["field"] == "pack_id" and diff.iloc[0]["B"] == pack_b.pack_id
+    assert "tool_calls[llm].inputs.policy_sha256" in set(diff["field"])
+    row = changes.set_index("qid").loc[q]
+    only_b = {c for c in row["only_B"].split(", ") if c}
+    added = set(diff.loc[(diff["field"] == "sources") & (diff["change"] == "added"), "B"])
+    assert {a.rsplit("#", 1)[1] for a in added} == only_b  # the chunks only B selected
 
 
 def test_query_inspector_traces_one_question():
@@ -106,6 +117,18 @@ def test_query_inspector_traces_one_question():
     assert d["prompt_sha256"] == trace.result.prompt.prompt_sha256
     assert len(d["hashes"]) == len(trace.hashes) >= 10
     assert trace.candidates["rank_vec"].notna().all()
+    # the evidence pack: intact, and the same id as the question's on a fresh store
+    from aiblox.eval.explore import inspect_question, open_workspace
+
+    pack = d["pack"]
+    assert pack is trace.pack and d["pack_problems"] == []
+    assert pack.decision.kind == "answer" and len(d["pack_sources"]) == len(pack.sources) > 0
+    ws = open_workspace("sample", "hashing", max_depth=5)
+    try:
+        again = inspect_question(ws, trace.question, top_k_chunks=12)
+    finally:
+        ws.close()
+    assert again.pack.pack_id == pack.pack_id
 
 
 @pytest.mark.parametrize("name", ["policy_compare", "query_inspector"])
