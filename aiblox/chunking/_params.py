@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from aiblox.text.tokens import DEFAULT_ENCODING, get_encoding
 
 
@@ -31,3 +33,37 @@ def check_encoding(name: str, encoding: str) -> None:
 
 
 __all__ = ["DEFAULT_ENCODING", "check_budget", "check_encoding"]
+
+
+class BudgetedChunker:
+    """Shared set-up of the chunkers with a token budget and an overlap.
+
+    Subclasses set ``name`` and ``version`` and call :meth:`_setup` from their ``__init__``;
+    the chunker id, ``params`` and ``repr`` then follow from the parameters alone.
+    """
+
+    name: ClassVar[str]
+    version: ClassVar[int]
+
+    def _setup(self, max_chunk_tokens: int, overlap_tokens: int, encoding: str) -> None:
+        from aiblox.chunking.base import format_chunker_id
+
+        check_budget(self.name, max_chunk_tokens, overlap_tokens)
+        check_encoding(self.name, encoding)
+        self.max_chunk_tokens = max_chunk_tokens
+        self.overlap_tokens = overlap_tokens
+        self.encoding = encoding
+        self.chunker_id = format_chunker_id(
+            self.name,
+            {"max": max_chunk_tokens, "overlap": overlap_tokens, "enc": encoding,
+             "v": self.version},
+        )
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Keyword arguments that rebuild this chunker through the registry."""
+        return {"max_chunk_tokens": self.max_chunk_tokens,
+                "overlap_tokens": self.overlap_tokens, "encoding": self.encoding}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.chunker_id!r})"

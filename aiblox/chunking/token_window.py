@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from aiblox.chunking._params import check_budget, check_encoding
+from aiblox.chunking._params import BudgetedChunker
 from aiblox.chunking._spans import TokenizedDocument, make_chunks, token_windows
-from aiblox.chunking.base import Chunk, format_chunker_id
+from aiblox.chunking.base import Chunk
 from aiblox.text.tokens import DEFAULT_ENCODING
 
 __all__ = ["TokenWindowChunker", "token_window"]
 
 
-class TokenWindowChunker:
+class TokenWindowChunker(BudgetedChunker):
     """Windows of ``max_chunk_tokens`` tokens; consecutive windows share ``overlap_tokens``.
 
     The document is encoded once; window edges are its token boundaries, snapped down to the
@@ -27,25 +27,7 @@ class TokenWindowChunker:
 
     def __init__(self, max_chunk_tokens: int = 256, overlap_tokens: int = 32,
                  encoding: str = DEFAULT_ENCODING) -> None:
-        check_budget(self.name, max_chunk_tokens, overlap_tokens)
-        check_encoding(self.name, encoding)
-        self.max_chunk_tokens = max_chunk_tokens
-        self.overlap_tokens = overlap_tokens
-        self.encoding = encoding
-        self.chunker_id = format_chunker_id(
-            self.name,
-            {"max": max_chunk_tokens, "overlap": overlap_tokens, "enc": encoding,
-             "v": self.version},
-        )
-
-    @property
-    def params(self) -> dict[str, Any]:
-        """Keyword arguments that rebuild this chunker through the registry."""
-        return {"max_chunk_tokens": self.max_chunk_tokens,
-                "overlap_tokens": self.overlap_tokens, "encoding": self.encoding}
-
-    def __repr__(self) -> str:
-        return f"TokenWindowChunker({self.chunker_id!r})"
+        self._setup(max_chunk_tokens, overlap_tokens, encoding)
 
     def chunk(self, item_id: str, text: str, content_hash: str) -> list[Chunk]:
         """Token windows of ``text`` in order; none for empty or whitespace-only text."""
