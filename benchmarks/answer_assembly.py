@@ -45,9 +45,10 @@ from pathlib import Path
 from _common import environment_line, err, open_quiet_store, print_table
 
 from aiblox.assembly import answer_question, get_llm, load_policy
-from aiblox.contracts.retrieval import EvidenceChunk, RetrievalBundle, RetrievalPrefs
+from aiblox.contracts.retrieval import RetrievalBundle, RetrievalPrefs
 from aiblox.embedding import CachedEmbedder, get_embedder
-from aiblox.eval.datasets import Dataset, GoldAnswer, load_dataset
+from aiblox.eval.datasets import Dataset, load_dataset
+from aiblox.eval.explore import contains_answer, covers_span
 from aiblox.eval.runner import prepare_store
 from aiblox.hashing import sha256_hex
 from aiblox.retrieval.late_chunking import make_retriever
@@ -55,22 +56,6 @@ from aiblox.stores import DuckDBStore
 
 DATASET = "squad-v1.1-dev"
 DEFAULT_POLICIES = ("R2_POLICY_V1", "R2_POLICY_V2")
-
-
-def covers_span(ev: EvidenceChunk, gold: GoldAnswer) -> bool:
-    """Whether ``ev`` is cut from the gold paragraph and contains one gold answer span whole."""
-    if ev.item_id != gold.corpus_id or ev.start_idx is None or ev.end_idx is None:
-        return False
-    return any(ev.start_idx <= s and s + len(a) <= ev.end_idx
-               for a, s in zip(gold.answers, gold.answer_starts, strict=True))
-
-
-def contains_answer(text: str | None, gold: GoldAnswer) -> bool:
-    """Whether ``text`` contains one gold answer string (casefolded)."""
-    if not text:
-        return False
-    folded = text.casefold()
-    return any(a.casefold() in folded for a in gold.answers if a.strip())
 
 
 @dataclass
