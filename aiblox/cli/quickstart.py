@@ -53,7 +53,7 @@ def quickstart(
             prepare_store(store, ds, emb, progress=quiet_progress())
             retriever = HybridRetriever(store, emb)
             for mode in ("bm25", "dense", "hybrid"):
-                prefs = RetrievalPrefs(query_text="", mode=mode, top_k_items=100)  # type: ignore
+                prefs = RetrievalPrefs(query_text="", mode=mode, top_k_items=100)
                 r = evaluate_retrieval(retriever, ds, "test", prefs, progress=quiet_progress())
                 table.add_row(name, mode, *[f"{r.metrics[m]:.4f}" for m in DEFAULT_METRICS],
                               f"{r.timings['qps']:.0f}", PUBLISHED.get((name, mode), ""))

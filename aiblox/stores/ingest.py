@@ -51,14 +51,15 @@ def ingest_items(store: Store, items: Sequence[ItemRecord], embedder: CachedEmbe
     if embedder is None:
         return report
     have = store.item_vector_hashes(embedder.model_id)
-    todo = [(it, sha256_text(it.embedding_text)) for it in items]
-    todo = [(it, h) for it, h in todo if have.get(it.id) != h]
+    hashed = [(it, sha256_text(it.embedding_text)) for it in items]
+    todo = [(it, h) for it, h in hashed if have.get(it.id) != h]
     hits, misses = embedder.hits, embedder.misses
     for start in range(0, len(todo), batch_size):
-        batch = todo[start:start + batch_size]
-        vectors = embedder.embed([it.embedding_text for it, _ in batch])
+        pending = todo[start:start + batch_size]
+        vectors = embedder.embed([it.embedding_text for it, _ in pending])
         report.vectors_written += store.set_item_vectors(
-            embedder.model_id, [(it.id, h, v) for (it, h), v in zip(batch, vectors, strict=True)])
+            embedder.model_id,
+            [(it.id, h, v) for (it, h), v in zip(pending, vectors, strict=True)])
     report.embedding_cache_hits = embedder.hits - hits
     report.embedding_cache_misses = embedder.misses - misses
     return report
