@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -12,10 +13,36 @@ from aiblox.contracts.items import ItemRecord
 from aiblox.contracts.retrieval import FtsConfig, VectorConfig
 from aiblox.fusion.types import RankedList
 
-__all__ = ["FILTER_FIELDS", "Store", "StoreError", "UpsertReport", "parse_filters"]
+__all__ = [
+    "BUNDLE_COLUMNS",
+    "FILTER_FIELDS",
+    "ITEM_COLUMNS",
+    "PACK_COLUMNS",
+    "PACK_ID_RE",
+    "SHA256_RE",
+    "Store",
+    "StoreError",
+    "UpsertReport",
+    "parse_filters",
+    "split_bundle_rows",
+]
 
 FILTER_FIELDS = ("id", "kind", "source", "source_ref")
 """Item columns a filter may name directly; anything else must be ``metadata.<key>``."""
+
+
+BUNDLE_COLUMNS = ("bundle_id", "build_version", "policy_version", "policy_sha256", "lake_uri",
+                  "artifact_sha256", "byte_count", "item_count", "total_bytes", "approx_tokens",
+                  "items_dropped", "created_utc")
+"""Columns of the evidence bundle tracking row (every backend stores these)."""
+ITEM_COLUMNS = ("bundle_id", "ordinal", "evidence_id", "evidence_type", "content_sha256",
+                "byte_count", "approx_tokens", "truncated", "full_lake_uri")
+"""Columns of an evidence item tracking row."""
+PACK_COLUMNS = ("pack_id", "parent_pack_id", "tenant_id", "trace_id", "created_at", "sha256",
+                "signed")
+"""Columns of an evidence pack row (besides its JSON)."""
+SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+PACK_ID_RE = re.compile(r"^pack_[0-9a-f]{16}$")
 
 
 class StoreError(RuntimeError):
@@ -54,6 +81,39 @@ def parse_filters(filters: dict[str, Any]) -> list[tuple[str, str | None, list[A
                 f"unknown filter field {key!r}: use one of {FILTER_FIELDS} or 'metadata.<key>'"
             )
     return parsed
+
+
+def split_bundle_rows(rows: dict[str, list[dict[str, Any]]]
+                      ) -> tuple[dict[str, Any], list[dict[str, Any]], list[tuple[str, str]]]:
+    """Validate ``tracking_rows(...)`` output for ``record_evidence_bundle``.
+
+    Returns the bundle row, its items sorted by ordinal and the sorted ``(run_id, bundle_id)``
+    links; raises :class:`StoreError` when there is not exactly one bundle row or an item or
+    link names another bundle.
+    """
+    bundles = list(rows.get("evidence_bundle", []))
+    if len(bundles) != 1:
+        raise StoreError(f"record_evidence_bundle: expected one 'evidence_bundle' row, "
+                         f"got {len(bundles)}")
+    b = {k: bundles[0].get(k) for k in BUNDLE_COLUMNS}
+    bundle_id = b["bundle_id"]
+    if not isinstance(bundle_id, str) or not bundle_id:
+        raise StoreError("record_evidence_bundle: evidence_bundle.bundle_id must be a "
+                         "non-empty string")
+    items = sorted(({k: r.get(k) for k in ITEM_COLUMNS}
+                    for r in rows.get("evidence_item", [])),
+                   key=lambda r: int(r["ordinal"]))
+    for r in items:
+        if r["bundle_id"] != bundle_id:
+            raise StoreError(f"evidence_item ordinal {r['ordinal']}: bundle_id "
+                             f"{r['bundle_id']!r} is not {bundle_id!r}")
+        r["truncated"] = bool(r["truncated"])
+    links = sorted({(str(r["run_id"]), str(r.get("bundle_id", bundle_id)))
+                    for r in rows.get("run_evidence", [])})
+    for _run, linked in links:
+        if linked != bundle_id:
+            raise StoreError(f"run_evidence: bundle_id {linked!r} is not {bundle_id!r}")
+    return b, items, links
 
 
 @runtime_checkable

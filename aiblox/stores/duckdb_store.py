@@ -20,7 +20,6 @@ BM25 for many queries runs as one SQL statement over the index's own tables (``d
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -33,20 +32,21 @@ from aiblox.contracts.items import ItemRecord
 from aiblox.contracts.retrieval import FtsConfig, VectorConfig
 from aiblox.fusion.types import RankedList
 from aiblox.hashing import canonical_json
-from aiblox.stores.base import StoreError, UpsertReport, parse_filters
+from aiblox.stores.base import (
+    BUNDLE_COLUMNS,
+    ITEM_COLUMNS,
+    PACK_COLUMNS,
+    PACK_ID_RE,
+    SHA256_RE,
+    StoreError,
+    UpsertReport,
+    parse_filters,
+    split_bundle_rows,
+)
 
 __all__ = ["SCHEMA_VERSION", "DuckDBStore", "load_extension"]
 
 SCHEMA_VERSION = "1"
-_BUNDLE_COLUMNS = ("bundle_id", "build_version", "policy_version", "policy_sha256", "lake_uri",
-                   "artifact_sha256", "byte_count", "item_count", "total_bytes", "approx_tokens",
-                   "items_dropped", "created_utc")
-_ITEM_COLUMNS = ("bundle_id", "ordinal", "evidence_id", "evidence_type", "content_sha256",
-                 "byte_count", "approx_tokens", "truncated", "full_lake_uri")
-_PACK_COLUMNS = ("pack_id", "parent_pack_id", "tenant_id", "trace_id", "created_at", "sha256",
-                 "signed")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_PACK_ID = re.compile(r"^pack_[0-9a-f]{16}$")
 BM25_K1 = 1.2
 BM25_B = 0.75
 
@@ -452,28 +452,8 @@ class DuckDBStore:
         return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
     def record_evidence_bundle(self, rows: dict[str, list[dict[str, Any]]]) -> int:
-        bundles = list(rows.get("evidence_bundle", []))
-        if len(bundles) != 1:
-            raise StoreError(f"record_evidence_bundle: expected one 'evidence_bundle' row, "
-                             f"got {len(bundles)}")
-        b = {k: bundles[0].get(k) for k in _BUNDLE_COLUMNS}
+        b, items, links = split_bundle_rows(rows)
         bundle_id = b["bundle_id"]
-        if not isinstance(bundle_id, str) or not bundle_id:
-            raise StoreError("record_evidence_bundle: evidence_bundle.bundle_id must be a "
-                             "non-empty string")
-        items = sorted(({k: r.get(k) for k in _ITEM_COLUMNS}
-                        for r in rows.get("evidence_item", [])),
-                       key=lambda r: int(r["ordinal"]))
-        for r in items:
-            if r["bundle_id"] != bundle_id:
-                raise StoreError(f"evidence_item ordinal {r['ordinal']}: bundle_id "
-                                 f"{r['bundle_id']!r} is not {bundle_id!r}")
-            r["truncated"] = bool(r["truncated"])
-        links = sorted({(str(r["run_id"]), str(r.get("bundle_id", bundle_id)))
-                        for r in rows.get("run_evidence", [])})
-        for _run, linked in links:
-            if linked != bundle_id:
-                raise StoreError(f"run_evidence: bundle_id {linked!r} is not {bundle_id!r}")
         written = 0
         with self._lock:
             self.con.execute("BEGIN TRANSACTION")
@@ -483,14 +463,14 @@ class DuckDBStore:
                     "FROM evidence_bundles WHERE bundle_id = ?", [bundle_id]).fetchone()
                 if old is None:
                     self.con.execute(
-                        f"INSERT INTO evidence_bundles ({', '.join(_BUNDLE_COLUMNS)}) VALUES "
-                        f"({', '.join('?' * len(_BUNDLE_COLUMNS))})",
-                        [b[k] for k in _BUNDLE_COLUMNS])
+                        f"INSERT INTO evidence_bundles ({', '.join(BUNDLE_COLUMNS)}) VALUES "
+                        f"({', '.join('?' * len(BUNDLE_COLUMNS))})",
+                        [b[k] for k in BUNDLE_COLUMNS])
                     if items:
                         self.con.executemany(
-                            f"INSERT INTO evidence_items ({', '.join(_ITEM_COLUMNS)}) VALUES "
-                            f"({', '.join('?' * len(_ITEM_COLUMNS))})",
-                            [[r[k] for k in _ITEM_COLUMNS] for r in items])
+                            f"INSERT INTO evidence_items ({', '.join(ITEM_COLUMNS)}) VALUES "
+                            f"({', '.join('?' * len(ITEM_COLUMNS))})",
+                            [[r[k] for k in ITEM_COLUMNS] for r in items])
                     written += 1 + len(items)
                 else:
                     stored = self._rows("SELECT * FROM evidence_items WHERE bundle_id = ? "
@@ -538,12 +518,12 @@ class DuckDBStore:
                           json_text: str, *, tenant_id: str = "default",
                           trace_id: str | None = None, created_at: str | None = None,
                           signed: bool = False) -> bool:
-        if not _SHA256.match(sha256 or ""):
+        if not SHA256_RE.match(sha256 or ""):
             raise StoreError(f"evidence pack {pack_id!r}: sha256 must be 64 lowercase hex digits")
         if pack_id != "pack_" + sha256[:16]:
             raise StoreError(f"evidence pack {pack_id!r}: id does not match its sha256 "
                              f"(expected pack_{sha256[:16]})")
-        if parent_pack_id is not None and not _PACK_ID.match(parent_pack_id):
+        if parent_pack_id is not None and not PACK_ID_RE.match(parent_pack_id):
             raise StoreError(f"evidence pack {pack_id}: parent_pack_id {parent_pack_id!r} is "
                              "not a pack id")
         if not isinstance(json_text, str) or not json_text:
@@ -573,13 +553,13 @@ class DuckDBStore:
 
     def get_evidence_pack(self, pack_id: str) -> dict[str, Any] | None:
         with self._lock:
-            rows = self._rows(f"SELECT {', '.join(_PACK_COLUMNS)}, json FROM evidence_packs "
+            rows = self._rows(f"SELECT {', '.join(PACK_COLUMNS)}, json FROM evidence_packs "
                               "WHERE pack_id = ?", [pack_id])
         return rows[0] if rows else None
 
     def list_evidence_packs(self) -> list[dict[str, Any]]:
         with self._lock:
-            return self._rows(f"SELECT {', '.join(_PACK_COLUMNS)} FROM evidence_packs "
+            return self._rows(f"SELECT {', '.join(PACK_COLUMNS)} FROM evidence_packs "
                               "ORDER BY pack_id", [])
 
     def close(self) -> None:

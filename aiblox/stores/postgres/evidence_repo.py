@@ -7,14 +7,21 @@ row and is refused under another sha256. Each call is one transaction.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session, sessionmaker
 
-from aiblox.stores.base import StoreError
+from aiblox.stores.base import (
+    BUNDLE_COLUMNS,
+    ITEM_COLUMNS,
+    PACK_COLUMNS,
+    PACK_ID_RE,
+    SHA256_RE,
+    StoreError,
+    split_bundle_rows,
+)
 from aiblox.stores.postgres.models import (
     EvidenceBundleRow,
     EvidenceItemRow,
@@ -24,15 +31,6 @@ from aiblox.stores.postgres.models import (
 
 __all__ = ["EvidenceRepo"]
 
-BUNDLE_COLUMNS = ("bundle_id", "build_version", "policy_version", "policy_sha256", "lake_uri",
-                  "artifact_sha256", "byte_count", "item_count", "total_bytes", "approx_tokens",
-                  "items_dropped", "created_utc")
-ITEM_COLUMNS = ("bundle_id", "ordinal", "evidence_id", "evidence_type", "content_sha256",
-                "byte_count", "approx_tokens", "truncated", "full_lake_uri")
-PACK_COLUMNS = ("pack_id", "parent_pack_id", "tenant_id", "trace_id", "created_at", "sha256",
-                "signed")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_PACK_ID = re.compile(r"^pack_[0-9a-f]{16}$")
 
 
 def _as_dict(row: Any, columns: tuple[str, ...]) -> dict[str, Any]:
@@ -47,28 +45,8 @@ class EvidenceRepo:
         self.location = location
 
     def record_bundle(self, rows: dict[str, list[dict[str, Any]]]) -> int:
-        bundles = list(rows.get("evidence_bundle", []))
-        if len(bundles) != 1:
-            raise StoreError(f"record_evidence_bundle: expected one 'evidence_bundle' row, "
-                             f"got {len(bundles)}")
-        b = {k: bundles[0].get(k) for k in BUNDLE_COLUMNS}
+        b, items, links = split_bundle_rows(rows)
         bundle_id = b["bundle_id"]
-        if not isinstance(bundle_id, str) or not bundle_id:
-            raise StoreError("record_evidence_bundle: evidence_bundle.bundle_id must be a "
-                             "non-empty string")
-        items = sorted(({k: r.get(k) for k in ITEM_COLUMNS}
-                        for r in rows.get("evidence_item", [])),
-                       key=lambda r: int(r["ordinal"]))
-        for r in items:
-            if r["bundle_id"] != bundle_id:
-                raise StoreError(f"evidence_item ordinal {r['ordinal']}: bundle_id "
-                                 f"{r['bundle_id']!r} is not {bundle_id!r}")
-            r["truncated"] = bool(r["truncated"])
-        links = sorted({(str(r["run_id"]), str(r.get("bundle_id", bundle_id)))
-                        for r in rows.get("run_evidence", [])})
-        for _run, linked in links:
-            if linked != bundle_id:
-                raise StoreError(f"run_evidence: bundle_id {linked!r} is not {bundle_id!r}")
         written = 0
         with self.sessions.begin() as s:
             old = s.get(EvidenceBundleRow, bundle_id, with_for_update=True)
@@ -118,12 +96,12 @@ class EvidenceRepo:
     def put_pack(self, pack_id: str, parent_pack_id: str | None, sha256: str, json_text: str,
                  tenant_id: str = "default", trace_id: str | None = None,
                  created_at: str | None = None, signed: bool = False) -> bool:
-        if not _SHA256.match(sha256 or ""):
+        if not SHA256_RE.match(sha256 or ""):
             raise StoreError(f"evidence pack {pack_id!r}: sha256 must be 64 lowercase hex digits")
         if pack_id != "pack_" + sha256[:16]:
             raise StoreError(f"evidence pack {pack_id!r}: id does not match its sha256 "
                              f"(expected pack_{sha256[:16]})")
-        if parent_pack_id is not None and not _PACK_ID.match(parent_pack_id):
+        if parent_pack_id is not None and not PACK_ID_RE.match(parent_pack_id):
             raise StoreError(f"evidence pack {pack_id}: parent_pack_id {parent_pack_id!r} is "
                              "not a pack id")
         if not isinstance(json_text, str) or not json_text:
