@@ -196,13 +196,15 @@ def open_workspace(dataset: str = DEFAULT_DATASET, embedder: str = DEFAULT_EMBED
                    backend: str = "duckdb") -> Workspace:
     """Load ``dataset``, make the store hold it (only what is missing), and compute the hybrid
     signals of every query of ``split`` at ``max_depth``."""
-    if backend != "duckdb":
-        raise ValueError(f"backend {backend!r} is not available here (duckdb only)")
+    if backend not in ("duckdb", "postgres"):
+        raise ValueError(f"unknown backend {backend!r}; known: duckdb, postgres")
+    if backend == "postgres" and not (db or "").startswith("postgres"):
+        raise ValueError("backend 'postgres' needs db='postgresql+psycopg://...' (the server URL)")
     if max_depth < 1:
         raise ValueError(f"max_depth must be >= 1, got {max_depth}")
     ds = load_dataset(dataset, splits=[split])
     path = db or default_db(ds.name)
-    if path != ":memory:":
+    if path != ":memory:" and "://" not in path:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     emb_model = get_embedder(embedder)
     store = open_store(path, dim=emb_model.dim)

@@ -39,7 +39,7 @@ from aiblox.eval.datasets import Dataset, load_dataset
 from aiblox.eval.runner import config_hash
 from aiblox.eval.sweep.manifest import PointManifest, SplitManifest, environment
 from aiblox.eval.sweep.significance import Comparison, bootstrap_ci, compare_to_baseline
-from aiblox.eval.sweep.spec import SweepSpec
+from aiblox.eval.sweep.spec import SweepSpec, backend_of
 from aiblox.eval.sweep.split_fusion import SplitFusion
 from aiblox.eval.sweep.split_metrics import SplitMetrics
 from aiblox.eval.sweep.stages import StageCache, StageRecord, stage_key
@@ -342,13 +342,14 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     ds = dataset or load_dataset(spec.dataset, splits=splits)
     cache = StageCache(cache_dir)
     pipe = _Pipeline(spec, ds, db or spec.db, progress)
+    backend = backend_of(db or spec.db, spec.backend)  # an explicit db may name another backend
     grid = spec.points()
     baseline = spec.baseline_prefs()
     base_key = None
     points_prefs = list(grid)
     if baseline is not None:
-        base_key = config_hash(baseline, pipe.embedder_id, spec.backend)[0]
-        if base_key not in {config_hash(p, pipe.embedder_id, spec.backend)[0] for p in grid}:
+        base_key = config_hash(baseline, pipe.embedder_id, backend)[0]
+        if base_key not in {config_hash(p, pipe.embedder_id, backend)[0] for p in grid}:
             points_prefs.append(baseline)
     ctx = _Context(cache_root=str(cache.root), metrics=list(spec.metrics), splits=splits,
                    qrels={s: ds.qrels[s] for s in splits})
@@ -358,7 +359,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         for prefs in points_prefs:
             keys: dict[str, str] = {}
             for split in splits:
-                scfg = signals_config(prefs, ds.hash, split, spec.backend, emb_id)
+                scfg = signals_config(prefs, ds.hash, split, backend, emb_id)
                 key = stage_key("signals", SIGNALS_VERSION, scfg, [])
                 if (split, key) not in ctx.signals:
                     rec, out = cache.run(
@@ -382,7 +383,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
 
     def finish(i: int, out: dict[str, Any]) -> None:
         prefs = tasks[i][0]
-        chash, config = config_hash(prefs, emb_id, spec.backend)
+        chash, config = config_hash(prefs, emb_id, backend)
         manifest = PointManifest(
             sweep=spec.name, sweep_hash=spec.hash, dataset=ds.name, dataset_hash=ds.hash,
             config_hash=chash, config=config, embedder_name=spec.embedder,

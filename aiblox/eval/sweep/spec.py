@@ -120,10 +120,10 @@ class SweepSpec(_Strict):
     """Split the best configuration is chosen on."""
     report_split: str
     """Split the chosen configuration is reported on (never used for choosing)."""
-    backend: Literal["duckdb"] = "duckdb"
-    """Store backend."""
+    backend: Literal["duckdb", "postgres"] = "duckdb"
+    """Store backend; ``postgres`` needs ``db`` to be a ``postgresql+psycopg://`` URL."""
     db: str | None = None
-    """Store path; None: ``.aiblox/datasets/<dataset>.duckdb``."""
+    """Store path or PostgreSQL URL; None: ``.aiblox/datasets/<dataset>.duckdb``."""
     embedder: str = "minilm"
     """Embedder name (``minilm``, ``hashing``)."""
     vectors: list[str] = Field(default_factory=list)
@@ -151,6 +151,9 @@ class SweepSpec(_Strict):
         if self.tune_split == self.report_split:
             raise ValueError("tune_split and report_split must differ: choose on one split, "
                              "report on another")
+        if (self.backend == "postgres") != backend_of(self.db, "duckdb").startswith("postgres"):
+            raise ValueError(f"backend {self.backend!r} does not match db {self.db!r}: "
+                             f"postgres needs a postgresql+psycopg:// URL, duckdb a file path")
         if self.primary not in self.metrics:
             raise ValueError(f"primary metric {self.primary!r} is not in metrics {self.metrics}")
         if "query_text" in self.base or "query_id" in self.base:
@@ -219,6 +222,13 @@ class SweepSpec(_Strict):
 
 def _loc(err: dict) -> str:
     return ".".join(str(x) for x in err["loc"]) or "(spec)"
+
+
+def backend_of(db: str | None, default: str) -> str:
+    """``postgres`` for a PostgreSQL URL, ``duckdb`` for a file path, ``default`` for None."""
+    if db is None:
+        return default
+    return "postgres" if str(db).startswith(("postgresql", "postgres://")) else "duckdb"
 
 
 def load_spec(path: str | Path) -> SweepSpec:
