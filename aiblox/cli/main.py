@@ -6,10 +6,12 @@ import typer
 
 from aiblox.cli.answer import answer
 from aiblox.cli.chunk import chunk_command
+from aiblox.cli.compare import compare
 from aiblox.cli.eval import eval_command
 from aiblox.cli.ingest import ingest
 from aiblox.cli.pack import pack_app
 from aiblox.cli.quickstart import quickstart
+from aiblox.cli.report import report
 from aiblox.cli.search import search
 from aiblox.cli.sweep import sweep
 
@@ -27,6 +29,8 @@ app.command("eval")(eval_command)
 app.command("chunk")(chunk_command)
 app.command("answer")(answer)
 app.command("sweep")(sweep)
+app.command("report")(report)
+app.command("compare")(compare)
 app.add_typer(pack_app, name="pack")
 
 

@@ -1,6 +1,7 @@
 """Incremental sweeps: specs with exact grids, stage keys and an on-disk stage cache,
 determinism manifests, and MLflow logging (parent run per sweep, child run per point)."""
 
+from aiblox.eval.sweep.compare import MetricDelta, RunComparison, compare_runs, per_query_metrics
 from aiblox.eval.sweep.grid import GridError, decimal_range, simplex, to_decimal
 from aiblox.eval.sweep.manifest import (
     MANIFEST_VERSION,
@@ -8,6 +9,14 @@ from aiblox.eval.sweep.manifest import (
     SplitManifest,
     environment,
     git_commit,
+)
+from aiblox.eval.sweep.report import (
+    SweepReport,
+    find_sweep_run,
+    load_sweep_report,
+    render_html,
+    render_markdown,
+    write_report,
 )
 from aiblox.eval.sweep.runner import (
     FUSION_VERSION,
@@ -48,8 +57,10 @@ __all__ = [
     "GridError",
     "MANIFEST_VERSION",
     "METRICS_VERSION",
+    "MetricDelta",
     "PointManifest",
     "PointResult",
+    "RunComparison",
     "SIGNALS_VERSION",
     "SplitManifest",
     "StageCache",
@@ -57,6 +68,7 @@ __all__ = [
     "StageRecord",
     "Steps",
     "SweepInterrupted",
+    "SweepReport",
     "SweepResult",
     "SweepSpec",
     "SweepSpecError",
@@ -64,17 +76,23 @@ __all__ = [
     "VerifyReport",
     "bootstrap_ci",
     "choose_best",
+    "compare_runs",
     "compare_to_baseline",
     "decimal_range",
     "environment",
+    "find_sweep_run",
     "flatten",
     "fusion_config",
     "git_commit",
     "holm",
     "load_spec",
+    "load_sweep_report",
     "metric_key",
     "metrics_config",
+    "per_query_metrics",
     "point_label",
+    "render_html",
+    "render_markdown",
     "run_sweep",
     "signals_config",
     "simplex",
@@ -82,4 +100,5 @@ __all__ = [
     "to_decimal",
     "trec_run",
     "verify_point",
+    "write_report",
 ]

@@ -1,0 +1,38 @@
+"""``aiblox report``: a self-contained HTML report and a Markdown summary of a logged sweep,
+also logged as artifacts of the sweep's MLflow parent run."""
+
+from __future__ import annotations
+
+import typer
+
+from aiblox.cli._common import console, fail, print_json
+from aiblox.eval.sweep import DEFAULT_TRACKING_URI
+
+
+def report(
+    sweep: str = typer.Argument(..., metavar="SWEEP", help="Parent run id or sweep name."),
+    tracking_uri: str = typer.Option(DEFAULT_TRACKING_URI, "--tracking-uri",
+                                     help="MLflow tracking URI."),
+    out: str = typer.Option("", "--out", help="Output folder (default: reports/<sweep>)."),
+    top: int = typer.Option(20, "--top", help="Leaderboard rows."),
+    no_log: bool = typer.Option(False, "--no-log", help="Do not log the report to MLflow."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Write report.html (no network needed to view it) and report.md for SWEEP."""
+    try:
+        from aiblox.eval.sweep.report import write_report
+    except ImportError:  # pragma: no cover - mlflow is the `tracking` extra
+        fail("MLflow is not installed: pip install 'aiblox[tracking]'")
+        return
+    try:
+        info = write_report(sweep, tracking_uri, out or f"reports/{sweep}",
+                            log_artifacts=not no_log, top=top)
+    except ValueError as exc:
+        fail(str(exc))
+        return
+    if as_json:
+        print_json(info)
+        return
+    console.print(f"wrote {info['html']} and {info['markdown']} "
+                  f"(best config {info['best_config_hash'][:16]})")
+    console.print(f"reproduce: {info['reproduce']}")

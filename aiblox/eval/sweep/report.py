@@ -1,0 +1,336 @@
+"""Sweep reports: a self-contained HTML page and a Markdown summary of one logged sweep.
+
+Read from MLflow alone (the parent run, its ``sweep_summary.json`` and its child runs): the
+leaderboard (tune and report metrics), the primary metric as a function of each swept parameter
+(one plot per axis: the best tune and report value over the points holding that value; an
+axis that groups the points exactly as an earlier one is left out), the
+tune-versus-report table of the chosen point, the significance table, the manifest hashes of
+the best point, and the one command that reproduces the sweep. The HTML needs no network: CSS
+is inline and plots are inline base64 PNGs (matplotlib, Agg backend). Both files are logged as
+artifacts of the parent run (``report/``).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from aiblox.eval.sweep.tracking import metric_key
+
+__all__ = ["SweepReport", "find_sweep_run", "load_sweep_report", "render_html",
+           "render_markdown", "write_report"]
+
+_SKIP_PARAMS = ("dataset_hash",)
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}
+table{border-collapse:collapse;margin:1em 0;font-size:.9em}
+th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left}
+th{background:#f2f2f2}tr.best td{background:#e8f5e9;font-weight:600}
+code,pre{background:#f6f6f6;padding:.1em .3em}pre{padding:.8em;overflow-x:auto}
+.plots img{max-width:48%;margin:.5em .5%}"""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class SweepReport(_Strict):
+    """Everything a report shows, read from MLflow."""
+
+    name: str
+    """Sweep name."""
+    parent_run_id: str
+    """MLflow parent run id."""
+    tracking_uri: str
+    """Tracking URI the sweep was read from."""
+    tune_split: str
+    """Split the best point was chosen on."""
+    report_split: str
+    """Split the best point is reported on."""
+    primary: str
+    """Metric the choice was made by."""
+    metrics: list[str]
+    """Metric names."""
+    best: dict[str, Any]
+    """The chosen point (``sweep_summary.json``'s ``best``)."""
+    leaderboard: list[dict[str, Any]]
+    """Points by tune primary metric, descending (ties by config hash)."""
+    significance: list[dict[str, Any]] = Field(default_factory=list)
+    """Candidate-against-baseline comparisons (Holm-adjusted)."""
+    ci: dict[str, Any] = Field(default_factory=dict)
+    """Per split ``(mean, low, high)`` bootstrap interval of the best point's primary metric."""
+    axes: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    """Swept parameter -> rows ``{value, tune, report, n}`` (best primary over its points)."""
+    manifest: dict[str, Any] = Field(default_factory=dict)
+    """Hashes of the best point's manifest."""
+    sweep_hash: str
+    """sha256 of the spec (tag ``aiblox.sweep_hash``): the spec file to rerun must hash to it."""
+    reproduce: str
+    """One command that reproduces the sweep (specs live in ``evals/sweeps/<name>.toml``)."""
+
+
+def find_sweep_run(client: Any, sweep: str) -> Any:
+    """The parent run whose id is ``sweep``, else the newest sweep run named ``sweep``."""
+    try:
+        run = client.get_run(sweep)
+        if run.data.tags.get("aiblox.kind") == "sweep":
+            return run
+    except Exception:  # noqa: BLE001 - not a run id: look it up by name
+        pass
+    exps = [e.experiment_id for e in client.search_experiments()]
+    runs = client.search_runs(
+        exps, filter_string=f"tags.`aiblox.kind` = 'sweep' and tags.`aiblox.sweep_name` = "
+        f"'{sweep}'", order_by=["attributes.start_time DESC"], max_results=1) if exps else []
+    if not runs:
+        raise ValueError(f"no sweep run with id or name {sweep!r}")
+    return runs[0]
+
+
+def _children(client: Any, parent: Any) -> list[Any]:
+    out: list[Any] = []
+    token = None
+    while True:
+        page = client.search_runs(
+            [parent.info.experiment_id],
+            filter_string=f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'",
+            max_results=1000, page_token=token)
+        out.extend(r for r in page if r.info.status == "FINISHED")
+        token = page.token
+        if not token:
+            return out
+
+
+def _reproduce(name: str, tracking_uri: str) -> str:
+    path = Path("evals") / "sweeps" / f"{name}.toml"
+    return f"aiblox sweep {path.as_posix()} --tracking-uri {tracking_uri}"
+
+
+def _value_key(v: str) -> tuple[int, float, str]:
+    try:
+        return (0, float(v), v)
+    except ValueError:
+        return (1, 0.0, v)
+
+
+def load_sweep_report(sweep: str, tracking_uri: str) -> SweepReport:
+    """Read a logged sweep (parent run id or sweep name) into a :class:`SweepReport`."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=tracking_uri)
+    parent = find_sweep_run(client, sweep)
+    pid = parent.info.run_id
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            local = client.download_artifacts(pid, "sweep_summary.json", tmp)
+        except Exception as exc:  # noqa: BLE001 - named for the user
+            raise ValueError(f"sweep run {pid} has no sweep_summary.json (unfinished?)") from exc
+        summary = json.loads(Path(local).read_text(encoding="utf-8"))
+    p = parent.data.params
+    name = p.get("spec.name") or parent.data.tags.get("aiblox.sweep_name", sweep)
+    tune, report = p["spec.tune_split"], p["spec.report_split"]
+    primary = p["spec.primary"]
+    metrics = json.loads(p["spec.metrics"]) if p.get("spec.metrics", "").startswith("[") \
+        else [primary]
+    children = _children(client, parent)
+    # swept axes: params that take more than one value over the points
+    values: dict[str, set[str]] = {}
+    for c in children:
+        for k, v in c.data.params.items():
+            values.setdefault(k, set()).add(v)
+    axes: dict[str, list[dict[str, Any]]] = {}
+    tk, rk = metric_key(tune, primary), metric_key(report, primary)
+    seen: set[frozenset[frozenset[str]]] = set()
+    for k in sorted(values):
+        if len(values[k]) < 2 or k.endswith(_SKIP_PARAMS):
+            continue
+        # an axis that splits the points exactly as an earlier one (w_vec = 1 - w_text, the
+        # vector depth beside the full-text depth) adds no plot
+        groups = frozenset(frozenset(c.info.run_id for c in children if c.data.params.get(k) == v)
+                           for v in values[k])
+        if groups in seen:
+            continue
+        seen.add(groups)
+        rows = []
+        for v in sorted(values[k], key=_value_key):
+            pts = [c for c in children if c.data.params.get(k) == v]
+            rows.append({"value": v, "n": len(pts),
+                         "tune": max(c.data.metrics.get(tk, float("nan")) for c in pts),
+                         "report": max(c.data.metrics.get(rk, float("nan")) for c in pts)})
+        axes[k] = rows
+    best = summary["best"]
+    manifest: dict[str, Any] = {}
+    best_child = next((c for c in children
+                       if c.data.tags.get("aiblox.config_hash") == best["config_hash"]), None)
+    if best_child is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                m = json.loads(Path(client.download_artifacts(
+                    best_child.info.run_id, "manifest.json", tmp)).read_text(encoding="utf-8"))
+            except Exception:  # noqa: BLE001 - the report still shows the tags
+                m = {}
+        manifest = {"run_id": best_child.info.run_id,
+                    "config_hash": best["config_hash"],
+                    "dataset_hash": m.get("dataset_hash",
+                                          best_child.data.tags.get("aiblox.dataset_hash")),
+                    "manifest_hash": best_child.data.tags.get("aiblox.manifest_hash"),
+                    "git_commit": (m.get("environment") or {}).get("git_commit"),
+                    "splits": {s: {"run_hash": sm.get("run_hash"),
+                                   "stages": [{k: st.get(k) for k in ("name", "key", "output")
+                                               if k in st} for st in sm.get("stages", [])]}
+                               for s, sm in sorted((m.get("splits") or {}).items())}}
+    return SweepReport(name=name, parent_run_id=pid, tracking_uri=tracking_uri, tune_split=tune,
+                       report_split=report, primary=primary, metrics=metrics, best=best,
+                       leaderboard=summary.get("leaderboard", []),
+                       significance=summary.get("significance", []), ci=summary.get("ci", {}),
+                       axes=axes, manifest=manifest,
+                       sweep_hash=parent.data.tags.get("aiblox.sweep_hash", ""),
+                       reproduce=_reproduce(name, tracking_uri))
+
+
+def _plot(rep: SweepReport, axis: str) -> str:
+    """Base64 PNG of the primary metric against one swept parameter."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    rows = rep.axes[axis]
+    xs = [r["value"] for r in rows]
+    numeric = all(_value_key(x)[0] == 0 for x in xs)
+    pos = [float(x) for x in xs] if numeric else list(range(len(xs)))
+    fig, ax = plt.subplots(figsize=(5, 3.2), dpi=90)
+    for split, key, mark in ((rep.tune_split, "tune", "o-"), (rep.report_split, "report", "s--")):
+        ax.plot(pos, [r[key] for r in rows], mark, label=f"{split} ({key})")
+    if not numeric:
+        ax.set_xticks(pos, xs)
+    ax.set_xlabel(axis)
+    ax.set_ylabel(f"best {rep.primary}")
+    ax.set_title(f"{rep.primary} by {axis}")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=.3)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _f(v: Any) -> str:
+    return f"{v:.4f}" if isinstance(v, float) else str(v)
+
+
+def _tables(rep: SweepReport, top: int) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, header, rows) of every table, shared by HTML and Markdown."""
+    lb_head = ["#", "label", "config hash"] + [
+        f"{s} {m}" for s in (rep.tune_split, rep.report_split) for m in rep.metrics]
+    lb = [[str(i), r["label"], r["config_hash"][:16]] + [
+        _f(r["metrics"].get(s, {}).get(m, "")) for s in (rep.tune_split, rep.report_split)
+        for m in rep.metrics] for i, r in enumerate(rep.leaderboard[:top], start=1)]
+    tvr = [[m, _f(rep.best["metrics"][rep.tune_split].get(m, "")),
+            _f(rep.best["metrics"][rep.report_split].get(m, ""))] for m in rep.metrics]
+    if rep.ci:
+        tvr.append([f"{rep.primary} 95% bootstrap CI"] + [
+            f"[{rep.ci[s][1]:.4f}, {rep.ci[s][2]:.4f}]" if s in rep.ci else ""
+            for s in (rep.tune_split, rep.report_split)])
+    sig = [[c["candidate"], c["metric"], _f(c["baseline_mean"]), _f(c["candidate_mean"]),
+            f"{c['delta']:+.4f}", f"{c['p_value']:.4g}", f"{c['p_holm']:.4g}",
+            "yes" if c["significant"] else "no", f"{c['wins']}/{c['ties']}/{c['losses']}"]
+           for c in rep.significance]
+    man = rep.manifest
+    mrows = [[k, str(man.get(k))] for k in ("config_hash", "dataset_hash", "manifest_hash",
+                                           "git_commit", "run_id")]
+    for split, sm in man.get("splits", {}).items():
+        mrows.append([f"run hash ({split})", str(sm["run_hash"])])
+        for st in sm["stages"]:
+            mrows.append([f"stage {st.get('name')} ({split})", str(st.get("key"))])
+    return [
+        (f"Leaderboard (by {rep.tune_split} {rep.primary})", lb_head, lb),
+        (f"Tune ({rep.tune_split}) versus report ({rep.report_split}): {rep.best['label']}",
+         ["metric", rep.tune_split, rep.report_split], tvr),
+        (f"Significance against the baseline ({rep.report_split}, Holm-adjusted)",
+         ["candidate", "metric", "baseline", "candidate", "delta", "p", "p (Holm)",
+          "significant", "W/T/L"], sig),
+        ("Manifest hashes of the best point", ["field", "value"], mrows),
+    ]
+
+
+def render_markdown(rep: SweepReport, top: int = 20) -> str:
+    """The Markdown summary."""
+    out = [f"# Sweep report: {rep.name}", "",
+           f"Best on {rep.tune_split} by {rep.primary}: **{rep.best['label']}** "
+           f"(config `{rep.best['config_hash']}`), MLflow parent run `{rep.parent_run_id}`.", ""]
+    for title, head, rows in _tables(rep, top):
+        out += [f"## {title}", ""]
+        if not rows:
+            out += ["(none)", ""]
+            continue
+        out.append("| " + " | ".join(head) + " |")
+        out.append("|" + "---|" * len(head))
+        out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+        out.append("")
+    out += ["## Swept parameters", "", "Plots are in the HTML report: " +
+            ", ".join(f"`{a}`" for a in rep.axes) if rep.axes else "(no swept parameter)", "",
+            "## Reproduce", "", "```sh", rep.reproduce, "```", "",
+            f"The spec must hash to `{rep.sweep_hash}` (MLflow tag `aiblox.sweep_hash`); "
+            "its stage cache makes the rerun cheap.", ""]
+    return "\n".join(out)
+
+
+def render_html(rep: SweepReport, top: int = 20) -> str:
+    """The self-contained HTML report (inline CSS, inline base64 PNG plots, no scripts)."""
+    e = html.escape
+    best_hash = rep.best["config_hash"][:16]
+    parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+             f"<title>Sweep report: {e(rep.name)}</title><style>{_CSS}</style></head><body>",
+             f"<h1>Sweep report: {e(rep.name)}</h1>",
+             f"<p>Best on <b>{e(rep.tune_split)}</b> by <b>{e(rep.primary)}</b>: "
+             f"<b>{e(rep.best['label'])}</b> (config <code>{e(rep.best['config_hash'])}</code>),"
+             f" MLflow parent run <code>{e(rep.parent_run_id)}</code>.</p>"]
+    tables = _tables(rep, top)
+    for i, (title, head, rows) in enumerate(tables):
+        parts.append(f"<h2>{e(title)}</h2>")
+        if not rows:
+            parts.append("<p>(none)</p>")
+        else:
+            parts.append("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>")
+            for r in rows:
+                cls = ' class="best"' if i == 0 and r[2] == best_hash else ""
+                parts.append(f"<tr{cls}>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>")
+            parts.append("</table>")
+        if i == 0:
+            parts.append("<h2>Metric by swept parameter</h2><div class=\"plots\">")
+            for axis in rep.axes:
+                parts.append(f"<img alt=\"{e(rep.primary)} by {e(axis)}\" "
+                             f"src=\"data:image/png;base64,{_plot(rep, axis)}\">")
+            parts.append("</div>")
+    parts += ["<h2>Reproduce</h2>", f"<pre>{e(rep.reproduce)}</pre>",
+              f"<p>The spec must hash to <code>{e(rep.sweep_hash)}</code> (MLflow tag "
+              "<code>aiblox.sweep_hash</code>).</p>", "</body></html>"]
+    return "\n".join(parts) + "\n"
+
+
+def write_report(sweep: str, tracking_uri: str, out_dir: str | Path,
+                 log_artifacts: bool = True, top: int = 20) -> dict[str, Any]:
+    """Write ``report.html`` and ``report.md`` of a sweep to ``out_dir``; log both as artifacts
+    (``report/``) of the parent run. Returns paths, parent run id and best config hash."""
+    rep = load_sweep_report(sweep, tracking_uri)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    html_path, md_path = out / "report.html", out / "report.md"
+    html_path.write_text(render_html(rep, top), encoding="utf-8")
+    md_path.write_text(render_markdown(rep, top), encoding="utf-8")
+    if log_artifacts:
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(tracking_uri=tracking_uri)
+        client.log_artifact(rep.parent_run_id, str(html_path), "report")
+        client.log_artifact(rep.parent_run_id, str(md_path), "report")
+    return {"html": str(html_path), "markdown": str(md_path), "parent_run_id": rep.parent_run_id,
+            "best_config_hash": rep.best["config_hash"], "axes": sorted(rep.axes),
+            "reproduce": rep.reproduce}

@@ -1,0 +1,121 @@
+"""``aiblox report`` and ``aiblox compare`` on a small sweep of the sample spec logged to a tmp
+sqlite MLflow store."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+pytest.importorskip("mlflow")
+pytest.importorskip("matplotlib")
+
+from typer.testing import CliRunner  # noqa: E402
+
+from aiblox.cli.main import app  # noqa: E402
+from aiblox.eval.sweep import (  # noqa: E402
+    SweepSpec,
+    SweepTracker,
+    compare_runs,
+    metric_key,
+    per_query_metrics,
+    run_sweep,
+    write_report,
+)
+
+GRID = {"blend": ["linear", "rrf"], "w_text": [0.25, 0.75], "normalize": ["minmax"],
+        "rrf_k": [60], "depth": [5, 20], "baseline": {"blend": "rrf", "rrf_k": 10}}
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory, sample_spec, small_spec, mlflow_uri, sample_dataset, sweep_db):
+    root = tmp_path_factory.mktemp("report")
+    spec = small_spec(sample_spec, **GRID)
+    spec = SweepSpec.model_validate({**spec.model_dump(), "name": "report_fusion"})  # own name
+    tr = SweepTracker(mlflow_uri, "report-compare", spec.hash, spec.model_dump(mode="json"))
+    result = run_sweep(spec, cache_dir=root / "stages", db=sweep_db, progress=False,
+                       dataset=sample_dataset, tracker=tr)
+    return {"uri": mlflow_uri, "root": root, "result": result, "tracker": tr,
+            "children": {c.data.tags["aiblox.config_hash"]: c for c in tr.children()}}
+
+
+def _no_remote_refs(text: str) -> None:
+    assert not re.search(r"<(script|link)[^>]*(https?:)", text, re.I)
+    assert "http://" not in text and "https://" not in text
+
+
+def test_report_writes_self_contained_html_and_markdown(logged):
+    r = logged["result"]
+    out = logged["root"] / "rep"
+    info = write_report(r.tracking["parent_run_id"], logged["uri"], out)
+    html = (out / "report.html").read_text()
+    md = (out / "report.md").read_text()
+    best = r.best.config_hash
+    assert info["best_config_hash"] == best
+    assert best in html and best in md
+    assert html.count('<img alt="') == len(info["axes"]) >= 3  # blend, w_text, depth at least
+    assert '<img alt="ndcg@10 by prefs.scoring.blend" src="data:image/png;base64,' in html
+    _no_remote_refs(html)
+    assert "<script" not in html
+    # tune-versus-report and significance tables carry the logged numbers
+    assert f"{r.best.metrics['test']['ndcg@10']:.4f}" in md
+    assert len(r.significance) > 0 and r.significance[0].candidate in md
+    assert r.best.manifest.manifest_hash in md
+    assert f"aiblox sweep evals/sweeps/report_fusion.toml --tracking-uri {logged['uri']}" in md
+    assert r.sweep_hash in md
+    client = logged["tracker"].client
+    arts = {a.path for a in client.list_artifacts(r.tracking["parent_run_id"], "report")}
+    assert arts == {"report/report.html", "report/report.md"}
+
+
+def test_report_cli_by_sweep_name(logged, tmp_path):
+    res = runner.invoke(app, ["report", "report_fusion", "--tracking-uri", logged["uri"],
+                              "--out", str(tmp_path), "--json", "--no-log"])
+    assert res.exit_code == 0, res.output
+    info = json.loads(res.stdout)
+    assert info["parent_run_id"] == logged["result"].tracking["parent_run_id"]
+    assert (tmp_path / "report.html").read_text().count("data:image/png;base64,") >= 3
+    bad = runner.invoke(app, ["report", "no-such-sweep", "--tracking-uri", logged["uri"],
+                              "--out", str(tmp_path)])
+    assert bad.exit_code == 2 and "no-such-sweep" in bad.output
+
+
+def test_compare_deltas_equal_logged_differences(logged):
+    r = logged["result"]
+    a_hash = r.baseline.config_hash
+    b_hash = r.best.config_hash
+    assert a_hash != b_hash
+    a, b = logged["children"][a_hash], logged["children"][b_hash]
+    cmp = compare_runs(a.info.run_id, b.info.run_id, logged["uri"], split="test")
+    n = len(per_query_metrics(logged["tracker"].client, a.info.run_id, "test")["ndcg@10"])
+    assert cmp.primary == "ndcg@10" and cmp.n_queries == n > 0
+    assert {m.metric for m in cmp.metrics} == {"ndcg@10", "recall@10", "mrr@10"}
+    for m in cmp.metrics:
+        key = metric_key("test", m.metric)
+        assert m.delta == b.data.metrics[key] - a.data.metrics[key]
+        assert m.wins + m.ties + m.losses == n
+        assert 0.0 <= m.p_value <= 1.0
+    same = compare_runs(a.info.run_id, a.info.run_id, logged["uri"], split="train")
+    assert all(m.delta == 0 and m.ties == same.n_queries and m.p_value == 1.0
+               for m in same.metrics)
+
+
+def test_compare_cli_json_and_table(logged):
+    r = logged["result"]
+    a = logged["children"][r.points[0].config_hash].info.run_id
+    b = logged["children"][r.points[-1].config_hash].info.run_id
+    res = runner.invoke(app, ["compare", a, b, "--tracking-uri", logged["uri"], "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    prim = next(m for m in out["metrics"] if m["metric"] == out["primary"])
+    assert prim["wins"] + prim["ties"] + prim["losses"] == out["n_queries"]
+    assert prim["delta"] == pytest.approx(r.points[-1].metrics["test"]["ndcg@10"]
+                                          - r.points[0].metrics["test"]["ndcg@10"])
+    table = runner.invoke(app, ["compare", a, b, "--tracking-uri", logged["uri"],
+                                "--split", "train"])
+    assert table.exit_code == 0, table.output
+    assert "ndcg@10" in table.output and "queries" in table.output
+    bad = runner.invoke(app, ["compare", a, "nope", "--tracking-uri", logged["uri"]])
+    assert bad.exit_code == 2 and "nope" in bad.output
