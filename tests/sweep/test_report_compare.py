@@ -18,6 +18,7 @@ from aiblox.eval.sweep import (  # noqa: E402
     SweepSpec,
     SweepTracker,
     compare_runs,
+    load_sweep_report,
     metric_key,
     per_query_metrics,
     run_sweep,
@@ -68,6 +69,18 @@ def test_report_writes_self_contained_html_and_markdown(logged):
     client = logged["tracker"].client
     arts = {a.path for a in client.list_artifacts(r.tracking["parent_run_id"], "report")}
     assert arts == {"report/report.html", "report/report.md"}
+
+
+def test_axis_rows_follow_the_tune_choice(logged):
+    r = logged["result"]
+    rep = load_sweep_report(r.tracking["parent_run_id"], logged["uri"])
+    assert "prefs.scoring.w_vec" not in rep.axes  # groups the points as w_text does
+    best_run = logged["children"][r.best.config_hash]
+    for axis, rows in rep.axes.items():
+        assert sum(row["n"] for row in rows) == len(r.points)
+        row = next(x for x in rows if x["value"] == best_run.data.params[axis])
+        assert row["tune"] == r.best.metrics["train"]["ndcg@10"]
+        assert row["report"] == r.best.metrics["test"]["ndcg@10"]
 
 
 def test_report_cli_by_sweep_name(logged, tmp_path):

@@ -2,12 +2,12 @@
 
 Read from MLflow alone (the parent run, its ``sweep_summary.json`` and its child runs): the
 leaderboard (tune and report metrics), the primary metric as a function of each swept parameter
-(one plot per axis: the best tune and report value over the points holding that value; an
-axis that groups the points exactly as an earlier one is left out), the
-tune-versus-report table of the chosen point, the significance table, the manifest hashes of
-the best point, and the one command that reproduces the sweep. The HTML needs no network: CSS
-is inline and plots are inline base64 PNGs (matplotlib, Agg backend). Both files are logged as
-artifacts of the parent run (``report/``).
+(one plot per axis: of the points holding a value, the one best on tune, with its tune and report
+values, so the report split is never chosen on; an axis grouping the points exactly as an
+earlier one is left out), the tune-versus-report table of the chosen point, the significance
+table, the manifest hashes of the best point, and the one command that reproduces the sweep.
+The HTML needs no network: CSS is inline and plots are inline base64 PNGs (matplotlib, Agg
+backend). Both files are logged as artifacts of the parent run (``report/``).
 """
 
 from __future__ import annotations
@@ -66,7 +66,8 @@ class SweepReport(_Strict):
     ci: dict[str, Any] = Field(default_factory=dict)
     """Per split ``(mean, low, high)`` bootstrap interval of the best point's primary metric."""
     axes: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
-    """Swept parameter -> rows ``{value, tune, report, n}`` (best primary over its points)."""
+    """Swept parameter -> rows ``{value, tune, report, n}``: of the ``n`` points holding the
+    value, the one best on tune (primary metric), its tune and report values."""
     manifest: dict[str, Any] = Field(default_factory=dict)
     """Hashes of the best point's manifest."""
     sweep_hash: str
@@ -159,9 +160,11 @@ def load_sweep_report(sweep: str, tracking_uri: str) -> SweepReport:
         rows = []
         for v in sorted(values[k], key=_value_key):
             pts = [c for c in children if c.data.params.get(k) == v]
-            rows.append({"value": v, "n": len(pts),
-                         "tune": max(c.data.metrics.get(tk, float("nan")) for c in pts),
-                         "report": max(c.data.metrics.get(rk, float("nan")) for c in pts)})
+            # the point best on tune (ties by config hash): the report split is never chosen on
+            top = min(pts, key=lambda c: (-c.data.metrics.get(tk, float("-inf")),
+                                          c.data.tags.get("aiblox.config_hash", "")))
+            rows.append({"value": v, "n": len(pts), "tune": top.data.metrics.get(tk),
+                         "report": top.data.metrics.get(rk)})
         axes[k] = rows
     best = summary["best"]
     manifest: dict[str, Any] = {}
@@ -210,7 +213,7 @@ def _plot(rep: SweepReport, axis: str) -> str:
     if not numeric:
         ax.set_xticks(pos, xs)
     ax.set_xlabel(axis)
-    ax.set_ylabel(f"best {rep.primary}")
+    ax.set_ylabel(f"{rep.primary} (best on {rep.tune_split})")
     ax.set_title(f"{rep.primary} by {axis}")
     ax.legend(fontsize=8)
     ax.grid(alpha=.3)
