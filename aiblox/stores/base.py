@@ -23,7 +23,9 @@ __all__ = [
     "Store",
     "StoreError",
     "UpsertReport",
+    "check_pack_row",
     "parse_filters",
+    "plan_upsert",
     "split_bundle_rows",
 ]
 
@@ -81,6 +83,46 @@ def parse_filters(filters: dict[str, Any]) -> list[tuple[str, str | None, list[A
                 f"unknown filter field {key!r}: use one of {FILTER_FIELDS} or 'metadata.<key>'"
             )
     return parsed
+
+
+def plan_upsert(items: Iterable[ItemRecord], existing: dict[str, str]
+                ) -> tuple[dict[str, ItemRecord], UpsertReport]:
+    """The items an upsert must write (new or changed content hash) and its report.
+
+    ``existing`` maps stored item ids to their content hashes; an id given twice with different
+    content in one upsert is an error.
+    """
+    report = UpsertReport()
+    rows: dict[str, ItemRecord] = {}
+    for item in items:
+        old = existing.get(item.id)
+        if old == item.content_hash:
+            report.unchanged += 1
+            continue
+        if item.id in rows:
+            raise StoreError(f"duplicate item id in one upsert: {item.id!r}")
+        rows[item.id] = item
+        if old is None:
+            report.inserted += 1
+        else:
+            report.updated += 1
+    return rows, report
+
+
+def check_pack_row(pack_id: str, parent_pack_id: str | None, sha256: str,
+                   json_text: str) -> None:
+    """Validate ``put_evidence_pack`` arguments: the id is ``pack_`` + the first 16 hex of the
+    content sha256, the parent (if any) is a pack id, and there is JSON to store."""
+    if not SHA256_RE.match(sha256 or ""):
+        raise StoreError(f"evidence pack {pack_id!r}: sha256 must be 64 lowercase hex digits")
+    if pack_id != "pack_" + sha256[:16]:
+        raise StoreError(f"evidence pack {pack_id!r}: id does not match its sha256 "
+                         f"(expected pack_{sha256[:16]})")
+    if parent_pack_id is not None and not PACK_ID_RE.match(parent_pack_id):
+        raise StoreError(f"evidence pack {pack_id}: parent_pack_id {parent_pack_id!r} is "
+                         "not a pack id")
+    if not isinstance(json_text, str) or not json_text:
+        raise StoreError(f"evidence pack {pack_id}: json_text must be a non-empty string")
 
 
 def split_bundle_rows(rows: dict[str, list[dict[str, Any]]]

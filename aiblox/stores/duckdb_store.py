@@ -36,11 +36,11 @@ from aiblox.stores.base import (
     BUNDLE_COLUMNS,
     ITEM_COLUMNS,
     PACK_COLUMNS,
-    PACK_ID_RE,
-    SHA256_RE,
     StoreError,
     UpsertReport,
+    check_pack_row,
     parse_filters,
+    plan_upsert,
     split_bundle_rows,
 )
 
@@ -150,23 +150,9 @@ class DuckDBStore:
     # -- items ---------------------------------------------------------------------------
     def upsert_items(self, items: Iterable[ItemRecord]) -> UpsertReport:
         """Insert new items, replace changed ones, drop vectors of changed ones; one transaction."""
-        items = list(items)
-        report = UpsertReport()
         with self._lock:
             existing = self.item_hashes()
-            rows: dict[str, ItemRecord] = {}
-            for item in items:
-                old = existing.get(item.id)
-                if old == item.content_hash:
-                    report.unchanged += 1
-                    continue
-                if item.id in rows:
-                    raise StoreError(f"duplicate item id in one upsert: {item.id!r}")
-                rows[item.id] = item
-                if old is None:
-                    report.inserted += 1
-                else:
-                    report.updated += 1
+            rows, report = plan_upsert(items, existing)
             if not rows:
                 return report
             ordered = [rows[k] for k in sorted(rows)]
@@ -518,16 +504,7 @@ class DuckDBStore:
                           json_text: str, *, tenant_id: str = "default",
                           trace_id: str | None = None, created_at: str | None = None,
                           signed: bool = False) -> bool:
-        if not SHA256_RE.match(sha256 or ""):
-            raise StoreError(f"evidence pack {pack_id!r}: sha256 must be 64 lowercase hex digits")
-        if pack_id != "pack_" + sha256[:16]:
-            raise StoreError(f"evidence pack {pack_id!r}: id does not match its sha256 "
-                             f"(expected pack_{sha256[:16]})")
-        if parent_pack_id is not None and not PACK_ID_RE.match(parent_pack_id):
-            raise StoreError(f"evidence pack {pack_id}: parent_pack_id {parent_pack_id!r} is "
-                             "not a pack id")
-        if not isinstance(json_text, str) or not json_text:
-            raise StoreError(f"evidence pack {pack_id}: json_text must be a non-empty string")
+        check_pack_row(pack_id, parent_pack_id, sha256, json_text)
         with self._lock:
             self.con.execute("BEGIN TRANSACTION")
             try:

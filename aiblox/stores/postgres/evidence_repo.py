@@ -17,9 +17,8 @@ from aiblox.stores.base import (
     BUNDLE_COLUMNS,
     ITEM_COLUMNS,
     PACK_COLUMNS,
-    PACK_ID_RE,
-    SHA256_RE,
     StoreError,
+    check_pack_row,
     split_bundle_rows,
 )
 from aiblox.stores.postgres.models import (
@@ -96,16 +95,7 @@ class EvidenceRepo:
     def put_pack(self, pack_id: str, parent_pack_id: str | None, sha256: str, json_text: str,
                  tenant_id: str = "default", trace_id: str | None = None,
                  created_at: str | None = None, signed: bool = False) -> bool:
-        if not SHA256_RE.match(sha256 or ""):
-            raise StoreError(f"evidence pack {pack_id!r}: sha256 must be 64 lowercase hex digits")
-        if pack_id != "pack_" + sha256[:16]:
-            raise StoreError(f"evidence pack {pack_id!r}: id does not match its sha256 "
-                             f"(expected pack_{sha256[:16]})")
-        if parent_pack_id is not None and not PACK_ID_RE.match(parent_pack_id):
-            raise StoreError(f"evidence pack {pack_id}: parent_pack_id {parent_pack_id!r} is "
-                             "not a pack id")
-        if not isinstance(json_text, str) or not json_text:
-            raise StoreError(f"evidence pack {pack_id}: json_text must be a non-empty string")
+        check_pack_row(pack_id, parent_pack_id, sha256, json_text)
         with self.sessions.begin() as s:
             written = s.execute(
                 pg_insert(EvidencePackRow).values(

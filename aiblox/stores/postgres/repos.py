@@ -17,7 +17,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from aiblox.contracts.items import ItemRecord
-from aiblox.stores.base import StoreError, UpsertReport
+from aiblox.stores.base import StoreError, UpsertReport, plan_upsert
 from aiblox.stores.chunk_cache import (
     ChunkCacheEntry,
     ChunkCacheKey,
@@ -62,27 +62,15 @@ class ItemRepo:
     def upsert(self, items: Iterable[ItemRecord]) -> UpsertReport:
         """Insert new items, replace changed ones and drop their vectors; one transaction."""
         items = list(items)
-        report = UpsertReport()
         if not items:
-            return report
+            return UpsertReport()
         with self.sessions.begin() as s:
             ids = sorted({it.id for it in items})
             existing = dict(s.execute(select(ItemRow.id, ItemRow.content_hash)
                                       .where(_any(ItemRow.id, ids, "ids"))).all())
-            rows: dict[str, ItemRecord] = {}
-            for item in items:
-                old = existing.get(item.id)
-                if old == item.content_hash:
-                    report.unchanged += 1
-                    continue
-                if item.id in rows:
-                    raise StoreError(f"duplicate item id in one upsert: {item.id!r}")
+            rows, report = plan_upsert(items, existing)
+            for item in rows.values():
                 _no_nul(item)
-                rows[item.id] = item
-                if old is None:
-                    report.inserted += 1
-                else:
-                    report.updated += 1
             if not rows:
                 return report
             changed = sorted(i for i in rows if i in existing)
