@@ -36,8 +36,10 @@ __all__ = [
     "ChunkCacheLookup",
     "DuckDBChunkCache",
     "InMemoryChunkCache",
+    "classify_cached",
     "decode_entry",
     "encode_entry",
+    "latest_entries",
 ]
 
 CHUNK_CACHE_VERSION = 1
@@ -153,8 +155,18 @@ def decode_entry(key: ChunkCacheKey, chunks_json: Any, blob: Any, dim: Any, payl
                            created_at=float(created_at))
 
 
-def _classify(lookup: ChunkCacheLookup, key: ChunkCacheKey, row: tuple | None,
-              ttl_seconds: int | None, precomputed_only: bool, now: float) -> None:
+def latest_entries(entries: Iterable[ChunkCacheEntry]) -> dict[ChunkCacheKey, ChunkCacheEntry]:
+    """Entries by key, the last one given winning (what ``put_many`` writes)."""
+    latest: dict[ChunkCacheKey, ChunkCacheEntry] = {}
+    for e in entries:
+        latest[ChunkCacheKey._make(e.key)] = e
+    return latest
+
+
+def classify_cached(lookup: ChunkCacheLookup, key: ChunkCacheKey, row: tuple | None,
+                    ttl_seconds: int | None, precomputed_only: bool, now: float) -> None:
+    """Sort one stored row (or None) into ``lookup``: hit, missing, corrupt, expired or not
+    precomputed. Every backend's ``get_many`` reads its rows and calls this."""
     if row is None:
         lookup.missing.append(key)
         return
@@ -187,7 +199,7 @@ class InMemoryChunkCache:
         lookup = ChunkCacheLookup()
         now = self.clock()
         for key in sorted(set(map(ChunkCacheKey._make, keys))):
-            _classify(lookup, key, self.rows.get(key), ttl_seconds, precomputed_only, now)
+            classify_cached(lookup, key, self.rows.get(key), ttl_seconds, precomputed_only, now)
         return lookup
 
     def put_many(self, entries: Iterable[ChunkCacheEntry]) -> int:
@@ -269,15 +281,13 @@ class DuckDBChunkCache:
         found = {ChunkCacheKey(*r[:4]): tuple(r[4:]) for r in rows}
         now = self.clock()
         for key in wanted:
-            _classify(lookup, key, found.get(key), ttl_seconds, precomputed_only, now)
+            classify_cached(lookup, key, found.get(key), ttl_seconds, precomputed_only, now)
         return lookup
 
     def put_many(self, entries: Iterable[ChunkCacheEntry]) -> int:
         import pyarrow as pa
 
-        latest: dict[ChunkCacheKey, ChunkCacheEntry] = {}
-        for e in entries:
-            latest[ChunkCacheKey._make(e.key)] = e
+        latest = latest_entries(entries)
         if not latest or self.read_only:
             return 0
         now = self.clock()

@@ -22,8 +22,9 @@ from aiblox.stores.chunk_cache import (
     ChunkCacheEntry,
     ChunkCacheKey,
     ChunkCacheLookup,
-    _classify,
+    classify_cached,
     encode_entry,
+    latest_entries,
 )
 from aiblox.stores.postgres.models import (
     ChunkCacheRow,
@@ -215,13 +216,11 @@ class ChunkCacheRepo:
         found = {ChunkCacheKey(*r[:4]): tuple(r[4:]) for r in rows}
         now = self.clock()
         for key in wanted:
-            _classify(lookup, key, found.get(key), ttl_seconds, precomputed_only, now)
+            classify_cached(lookup, key, found.get(key), ttl_seconds, precomputed_only, now)
         return lookup
 
     def put_many(self, entries: Iterable[ChunkCacheEntry]) -> int:
-        latest: dict[ChunkCacheKey, ChunkCacheEntry] = {}
-        for e in entries:
-            latest[ChunkCacheKey._make(e.key)] = e
+        latest = latest_entries(entries)
         if not latest:
             return 0
         now = self.clock()
