@@ -51,7 +51,8 @@ def sweep(
             fail("MLflow is not installed: pip install 'aiblox[tracking]' or pass --no-tracking")
         try:
             tracker = SweepTracker(tracking_uri, spec.experiment or f"aiblox-sweep/{spec.name}",
-                                   spec.hash, spec.model_dump(mode="json"), resume=resume)
+                                   spec.hash, spec.model_dump(mode="json"), resume=resume,
+                                   spec_path=spec_reference(spec_path))
         except SweepInterrupted as exc:
             fail(str(exc))
     try:
@@ -133,3 +134,13 @@ def _summary(result: SweepResult, top: int) -> dict:
             "significance": [c.model_dump(mode="json") for c in result.significance],
             "computed": result.computed, "reused": result.reused,
             "tracking": result.tracking}
+
+
+def spec_reference(path: Path) -> str:
+    """The spec path as a reproduce command should name it: relative to the working directory
+    when the file lies under it, else absolute; always with forward slashes."""
+    p = path.resolve()
+    try:
+        return p.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return p.as_posix()

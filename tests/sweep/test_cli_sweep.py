@@ -33,6 +33,18 @@ def test_sweep_json_then_rerun_costs_nothing(tmp_path, sweep_db, mlflow_uri):
     assert again["tracking"]["skipped"] == 24
     assert again["best"] == best
 
+    # the parent run names the spec file, and the report's reproduce command reruns it
+    from mlflow.tracking import MlflowClient
+
+    from aiblox.eval.sweep import load_sweep_report
+
+    parent = MlflowClient(mlflow_uri).get_run(out["tracking"]["parent_run_id"])
+    tagged = parent.data.tags["aiblox.spec_path"]
+    assert tagged.endswith("evals/sweeps/sample_fusion.toml")
+    assert Path(tagged).resolve() == Path(SPEC).resolve()  # relative to the cwd, or absolute
+    rep = load_sweep_report(out["tracking"]["parent_run_id"], mlflow_uri)
+    assert rep.reproduce == f"aiblox sweep {tagged} --tracking-uri {mlflow_uri}"
+
 
 def test_sweep_table_without_tracking(tmp_path, sweep_db):
     r = _run("sweep", SPEC, "--db", sweep_db, "--cache-dir", str(tmp_path), "--no-tracking",

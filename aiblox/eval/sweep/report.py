@@ -16,6 +16,7 @@ import base64
 import html
 import io
 import json
+import shlex
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -73,7 +74,7 @@ class SweepReport(_Strict):
     sweep_hash: str
     """sha256 of the spec (tag ``aiblox.sweep_hash``): the spec file to rerun must hash to it."""
     reproduce: str
-    """One command that reproduces the sweep (specs live in ``evals/sweeps/<name>.toml``)."""
+    """One command that reproduces the sweep (the spec path is tagged on the parent run)."""
 
 
 def find_sweep_run(client: Any, sweep: str) -> Any:
@@ -107,9 +108,11 @@ def _children(client: Any, parent: Any) -> list[Any]:
             return out
 
 
-def _reproduce(name: str, tracking_uri: str) -> str:
-    path = Path("evals") / "sweeps" / f"{name}.toml"
-    return f"aiblox sweep {path.as_posix()} --tracking-uri {tracking_uri}"
+def _reproduce(name: str, tracking_uri: str, spec_path: str | None = None) -> str:
+    """The command that reruns the sweep: the spec file it was run from (tagged on the parent
+    run), or ``evals/sweeps/<name>.toml`` for sweeps logged before the tag existed."""
+    path = spec_path or (Path("evals") / "sweeps" / f"{name}.toml").as_posix()
+    return f"aiblox sweep {shlex.quote(path)} --tracking-uri {shlex.quote(tracking_uri)}"
 
 
 def _value_key(v: str) -> tuple[int, float, str]:
@@ -193,7 +196,8 @@ def load_sweep_report(sweep: str, tracking_uri: str) -> SweepReport:
                        significance=summary.get("significance", []), ci=summary.get("ci", {}),
                        axes=axes, manifest=manifest,
                        sweep_hash=parent.data.tags.get("aiblox.sweep_hash", ""),
-                       reproduce=_reproduce(name, tracking_uri))
+                       reproduce=_reproduce(name, tracking_uri,
+                                            parent.data.tags.get("aiblox.spec_path")))
 
 
 def _plot(rep: SweepReport, axis: str) -> str:

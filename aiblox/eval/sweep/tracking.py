@@ -36,6 +36,8 @@ TAG_KIND = "aiblox.kind"
 TAG_SWEEP = "aiblox.sweep_hash"
 TAG_CONFIG = "aiblox.config_hash"
 TAG_PARENT = "mlflow.parentRunId"
+TAG_SPEC_PATH = "aiblox.spec_path"
+"""Parent-run tag: the spec file the sweep was run from (for the report's reproduce command)."""
 
 
 class SweepInterrupted(RuntimeError):
@@ -80,7 +82,8 @@ class SweepTracker:
     """Logs one sweep to MLflow (parent run) and its points (child runs)."""
 
     def __init__(self, tracking_uri: str, experiment: str, sweep_hash: str,
-                 spec: dict[str, Any], resume: bool = False) -> None:
+                 spec: dict[str, Any], resume: bool = False,
+                 spec_path: str | None = None) -> None:
         from mlflow.tracking import MlflowClient
 
         if tracking_uri.startswith("sqlite:///"):
@@ -111,13 +114,16 @@ class SweepTracker:
             self.parent_id = parent.info.run_id
             self.resumed = True
             self.was_finished = parent.info.status == "FINISHED"
+            if spec_path and parent.data.tags.get(TAG_SPEC_PATH) != spec_path:
+                self.client.set_tag(self.parent_id, TAG_SPEC_PATH, spec_path)
             if parent.info.status not in ("RUNNING", "FINISHED"):
                 self.client.update_run(self.parent_id, status="RUNNING")
         else:
             run = self.client.create_run(
                 self.experiment_id, run_name=f"sweep-{spec.get('name')}",
                 tags={TAG_KIND: "sweep", TAG_SWEEP: sweep_hash,
-                      "aiblox.sweep_name": str(spec.get("name"))})
+                      "aiblox.sweep_name": str(spec.get("name")),
+                      **({TAG_SPEC_PATH: spec_path} if spec_path else {})})
             self.parent_id = run.info.run_id
             self.resumed = False
             self.was_finished = False
