@@ -165,3 +165,32 @@ def test_verify_names_the_first_stage_that_differs(first, sweep_db, sample_datas
     data = r.points[0].manifest.model_dump(mode="json")
     data["config"]["prefs"]["scoring"]["rrf_k"] += 1  # a config that is not the logged one
     assert verify_point(data, db=sweep_db, dataset=sample_dataset).first_difference == "config"
+
+
+def test_fused_run_reads_back_a_point_s_fusion_stage(first):
+    """``fused_run`` (the entry point later stages use) gives the record and run of the very
+    fusion stage a sweep point logged."""
+    from aiblox.eval.sweep import fused_run
+    from aiblox.eval.sweep.runner import SIGNALS_VERSION, signals_config
+    from aiblox.eval.sweep.stages import stage_key
+
+    _, cache_dir, r = first
+    point = r.points[0]
+    sig_stage, fusion_stage = point.manifest.splits["test"].stages[:2]
+    cache = StageCache(cache_dir)
+    signals = (cache.record("signals", sig_stage["key"]), cache.load("signals", sig_stage["key"]))
+    prefs = point.manifest.config["prefs"]
+    from aiblox.contracts.retrieval import RetrievalPrefs
+
+    rec, run = fused_run(cache, RetrievalPrefs.model_validate({**prefs, "query_text": ""}),
+                         signals)
+    assert rec.key == fusion_stage["key"] and cache.reused == {"fusion": 1}
+    assert rec.output_hash == point.manifest.splits["test"].run_hash
+    assert sorted(run) == sorted(signals[1]["qids"])
+    # a limit enters the signals key only when set
+    p = RetrievalPrefs(query_text="")
+    assert signals_config(p, "d", "test", "duckdb", "m", limit=None) == \
+        signals_config(p, "d", "test", "duckdb", "m")
+    assert stage_key("signals", SIGNALS_VERSION, signals_config(p, "d", "test", "duckdb", "m",
+                                                                limit=5)) != \
+        stage_key("signals", SIGNALS_VERSION, signals_config(p, "d", "test", "duckdb", "m"))

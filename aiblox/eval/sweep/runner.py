@@ -52,6 +52,7 @@ __all__ = [
     "PointResult",
     "SweepResult",
     "choose_best",
+    "fused_run",
     "fusion_config",
     "metrics_config",
     "point_label",
@@ -87,6 +88,11 @@ class PointResult(_Strict):
     """Determinism manifest."""
     is_baseline: bool = False
     """True for the spec's named baseline point."""
+    chunking: dict[str, Any] | None = None
+    """Chunking settings of a pipeline point (chunker, sizes, chunk depth); None in a
+    fusion-only sweep."""
+    selection: dict[str, Any] | None = None
+    """Selection policy of a pipeline point (id, version, overrides); None without one."""
 
 
 class SweepResult(_Strict):
@@ -130,10 +136,13 @@ class SweepResult(_Strict):
 
 # -- stage configs ------------------------------------------------------------------------------
 def signals_config(prefs: RetrievalPrefs, dataset_hash: str, split: str, backend: str,
-                   embedder_id: str | None) -> dict[str, Any]:
-    """What decides the signals stage's output."""
+                   embedder_id: str | None, limit: int | None = None) -> dict[str, Any]:
+    """What decides the signals stage's output. ``limit`` (the first ``limit`` queries of the
+    split, as :meth:`Dataset.split_queries` orders them) enters the config only when set, so
+    whole-split keys stay as they were."""
     needs_vec = prefs.mode in ("hybrid", "dense") and prefs.vector.embed_query
-    return {
+    extra: dict[str, Any] = {} if limit is None else {"limit": int(limit)}
+    return {**extra,
         "dataset": dataset_hash, "split": split, "backend": backend,
         "embedder": embedder_id if needs_vec else None,
         "mode": prefs.mode,
@@ -235,6 +244,23 @@ def _fusion_stage(ctx: _Context, cache: StageCache, prefs: RetrievalPrefs,
     return out
 
 
+def fused_run(cache: StageCache, prefs: RetrievalPrefs,
+              signals: tuple[StageRecord, dict[str, Any]], index: SplitFusion | None = None
+              ) -> tuple[StageRecord, dict[str, list[list[Any]]]]:
+    """The memoised fusion stage of one split's signals (its record and output): the record and
+    the fused run ``{qid: [[doc_id, score], ...]}``, best first, cut to ``top_k_items``. The
+    same key and bytes as the fusion-sweep points. ``index``: a :class:`SplitFusion` already
+    built over these signals (built here otherwise, for hybrid mode)."""
+    sig_rec, sig = signals
+
+    def compute() -> dict[str, list[list[Any]]]:
+        if prefs.mode != "hybrid":
+            return _fuse(prefs, sig)
+        return (index or SplitFusion.from_signals(sig)).fuse(prefs.scoring, prefs.top_k_items)
+
+    return cache.run("fusion", FUSION_VERSION, fusion_config(prefs), [sig_rec.key], compute)
+
+
 def _compute_point(ctx: _Context, cache: StageCache, prefs: RetrievalPrefs,
                    sig_keys: dict[str, str],
                    fused: dict[str, tuple[StageRecord, Any]] | None = None) -> dict[str, Any]:
@@ -276,8 +302,9 @@ def _fusion_worker(args: tuple[dict[str, Any], dict[str, str]]
 
 # -- signals ------------------------------------------------------------------------------------
 def _signals_output(retriever: HybridRetriever, dataset: Dataset, split: str,
-                    prefs: RetrievalPrefs, batch_size: int = 100) -> dict[str, Any]:
-    queries = dataset.split_queries(split)
+                    prefs: RetrievalPrefs, batch_size: int = 100,
+                    limit: int | None = None) -> dict[str, Any]:
+    queries = dataset.split_queries(split)[:limit]
     out: dict[str, Any] = {"qids": [q for q, _ in queries], "text": [], "vec": []}
     for start in range(0, len(queries), batch_size):
         batch = queries[start:start + batch_size]
@@ -337,6 +364,11 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     and skips points it already logged. ``on_point`` is called after each point is scored (and
     logged). ``jobs > 1`` scores points in forked worker processes.
     """
+    if spec.has_pipeline_axes:  # chunking or selection: the answer pipeline's stages follow
+        from aiblox.eval.sweep.pipeline import run_pipeline_sweep
+
+        return run_pipeline_sweep(spec, cache_dir=cache_dir, db=db, jobs=jobs, tracker=tracker,
+                                  progress=progress, dataset=dataset, on_point=on_point)
     t_start = time.perf_counter()
     splits = [spec.tune_split, spec.report_split]
     ds = dataset or load_dataset(spec.dataset, splits=splits)

@@ -170,6 +170,12 @@ class SweepSpec(_Strict):
                                        for e in exc.errors())) from None
         return self
 
+    @property
+    def has_pipeline_axes(self) -> bool:
+        """True when points go past fusion (chunking or selection axes): such a sweep is run by
+        :func:`aiblox.eval.sweep.pipeline.run_pipeline_sweep`."""
+        return False
+
     def base_prefs(self) -> RetrievalPrefs:
         """The base :class:`RetrievalPrefs` every point starts from."""
         return RetrievalPrefs(query_text="", **self.base)
