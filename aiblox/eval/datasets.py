@@ -5,6 +5,13 @@ Layout: ``corpus.jsonl`` (or ``corpus.jsonl.gz``) with ``{"_id", "title", "text"
 ``query-id<TAB>corpus-id<TAB>score`` header, and optionally ``answers.jsonl`` (SQuAD-style gold
 answer spans: ``{"_id", "corpus-id", "answers", "answer_starts"}``).
 
+Derived splits: ``<split>:<i>/<n>`` (e.g. ``test:0/2`` and ``test:1/2``) is the part ``i`` of a
+deterministic hash partition of ``<split>`` into ``n`` parts: the queries whose
+``int(sha256(query_id), 16) % n == i``, with their qrels. Parts are disjoint and cover the split,
+so a dataset with one judged split (``squad-v1.1-dev``) can be tuned on one part and reported on
+another. ``available_splits`` lists files only; any ``<file split>:<i>/<n>`` with
+``0 <= i < n`` and ``n >= 2`` loads.
+
 Bad input raises :class:`DatasetError` naming the file, the line and the field. One known
 defect of public collections is tolerated: a qrels row naming a document absent from the corpus
 is counted (``Dataset.missing_qrels_docs``) and warned about, not fatal.
@@ -16,6 +23,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -30,6 +38,8 @@ __all__ = [
     "available_splits",
     "find_dataset",
     "load_dataset",
+    "parse_split",
+    "split_part",
 ]
 
 CORPUS_FILES = ("corpus.jsonl", "corpus.jsonl.gz")
@@ -75,6 +85,30 @@ class Dataset:
             raise DatasetError(self.path / "qrels" / f"{split}.tsv", None, "split",
                                f"split not loaded; loaded: {sorted(self.qrels)}")
         return [(q, self.queries[q]) for q in sorted(self.qrels[split])]
+
+
+_DERIVED = re.compile(r"^(?P<base>[^:]+):(?P<i>\d+)/(?P<n>\d+)$")
+
+
+def parse_split(split: str) -> tuple[str, int, int] | None:
+    """``("test", 0, 2)`` for the derived split ``test:0/2``; None for a plain split name.
+    Raises ``ValueError`` for a ``:`` name that is not ``<split>:<i>/<n>`` with
+    ``0 <= i < n`` and ``n >= 2``."""
+    if ":" not in split:
+        return None
+    m = _DERIVED.match(split)
+    if m is None:
+        raise ValueError(f"derived split {split!r} is not <split>:<i>/<n> (e.g. 'test:0/2')")
+    base, i, n = m["base"], int(m["i"]), int(m["n"])
+    if n < 2 or i >= n:
+        raise ValueError(f"derived split {split!r}: need n >= 2 and 0 <= i < n")
+    return base, i, n
+
+
+def split_part(query_id: str, n: int) -> int:
+    """The part (``0 .. n-1``) of a hash partition into ``n`` parts that ``query_id`` falls in:
+    ``int(sha256(query_id), 16) % n``."""
+    return int(hashlib.sha256(query_id.encode("utf-8")).hexdigest(), 16) % n
 
 
 def available_splits(path: str | Path) -> list[str]:
@@ -191,15 +225,29 @@ def load_dataset(name_or_path: str | Path, splits: list[str] | None = None,
     wanted = known if splits is None else list(splits)
     qrels: dict[str, dict[str, dict[str, int]]] = {}
     missing_docs: dict[str, int] = {}
+    read: dict[str, tuple[dict[str, dict[str, int]], int]] = {}
     for split in wanted:
-        split_path = path / "qrels" / f"{split}.tsv"
-        if split not in known:
+        try:
+            derived = parse_split(split)
+        except ValueError as exc:
+            raise DatasetError(path / "qrels", None, "split", str(exc)) from None
+        base = derived[0] if derived is not None else split
+        split_path = path / "qrels" / f"{base}.tsv"
+        if base not in known:
             raise DatasetError(split_path, None, "split",
                                f"no split {split!r}; available: {known}")
-        qrels[split], missing_docs[split] = _read_qrels(split_path, hasher, queries, corpus)
-        if missing_docs[split]:
-            warnings.warn(f"{split_path}: {missing_docs[split]} qrels rows name documents absent "
-                          f"from the corpus (kept; they count as unretrievable)", stacklevel=2)
+        if base not in read:  # each file is read (and hashed) once
+            read[base] = _read_qrels(split_path, hasher, queries, corpus)
+            if read[base][1]:
+                warnings.warn(f"{split_path}: {read[base][1]} qrels rows name documents absent "
+                              f"from the corpus (kept; they count as unretrievable)",
+                              stacklevel=2)
+        judged, missing = read[base]
+        if derived is not None:
+            _, i, n = derived
+            judged = {q: docs for q, docs in judged.items() if split_part(q, n) == i}
+            missing = sum(1 for docs in judged.values() for d in docs if d not in corpus)
+        qrels[split], missing_docs[split] = judged, missing
 
     answers: dict[str, GoldAnswer] = {}
     apath = path / "answers.jsonl"

@@ -1,16 +1,35 @@
 """Sweep specs: a TOML file naming a dataset, its tune and report splits, a base pipeline config
-and grid axes over fusion. Validated by pydantic; unknown keys are rejected, and errors name the
-file and the field.
+and grid axes over fusion, chunking and selection. Validated by pydantic; unknown keys are
+rejected, and errors name the file and the field.
 
-Expansion: ``blend`` picks which axes apply. Linear points take ``w_text`` (``w_vec`` is
+Fusion expansion: ``blend`` picks which axes apply. Linear points take ``w_text`` (``w_vec`` is
 ``1 - w_text``, exactly), ``normalize`` and ``missing``; RRF points take ``rrf_k``. ``depth``
 (candidates per signal before fusion) applies to both. An axis left out keeps the base value, so
 no two points share a configuration.
+
+Chunking expansion (``[grid.chunking]``): every fusion point times every ``chunker_id`` times
+``top_k_chunks`` times ``per_item_chunk_cap``; ``max_chunk_tokens`` and ``overlap_tokens``
+multiply only the chunkers that take them (``whole`` is one point whatever the sizes), and a
+size pair the chunker rejects (``overlap_tokens >= max_chunk_tokens``) is left out.
+
+Selection expansion (``[grid.selection]``): every chunking point times every ``policy``
+(a version in ``evals/policies``) times every override axis (any other key must be a field of
+:class:`~aiblox.assembly.SelectionPolicy`, e.g. ``max_chunks = [4, 6]``; an unknown one is
+rejected). A spec with chunking or selection axes is a *pipeline* sweep
+(:func:`aiblox.eval.sweep.pipeline.run_pipeline_sweep`); the answer stages (selection, prompt,
+reader, validation) run only when it has selection axes.
+
+``[search]`` picks the points scored: ``strategy = "grid"`` (default) every point;
+``"random"`` ``n`` points drawn from the full grid with ``random.Random(seed)``, kept in grid
+order. New fields at their defaults stay out of the spec hash, so specs written before them keep
+their hash.
 """
 
 from __future__ import annotations
 
+import random
 import tomllib
+from dataclasses import dataclass, field
 from decimal import Decimal
 from itertools import product
 from pathlib import Path
@@ -18,12 +37,45 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from aiblox.contracts.retrieval import RetrievalPrefs, ScoringConfig
+from aiblox.contracts.retrieval import ChunkingConfig, RetrievalPrefs, ScoringConfig
 from aiblox.eval.metrics import DEFAULT_METRICS
 from aiblox.eval.sweep.grid import GridError, decimal_range, to_decimal
 from aiblox.hashing import sha256_hex
 
-__all__ = ["FusionGrid", "Steps", "SweepSpec", "SweepSpecError", "load_spec"]
+__all__ = [
+    "ANSWER_METRICS",
+    "ChunkingGrid",
+    "FusionGrid",
+    "PipelinePoint",
+    "SearchConfig",
+    "SelectionGrid",
+    "Steps",
+    "SweepSpec",
+    "SweepSpecError",
+    "load_spec",
+    "pipeline_metric_names",
+]
+
+ANSWER_METRICS: tuple[str, ...] = (
+    "answer_em", "answer_f1", "answered", "evidence_answer_recall", "citation_precision",
+    "selected_chunks", "selected_tokens",
+)
+"""Answer-level metrics of a selection sweep (per query; means over queries): SQuAD exact
+match and token F1 of the validated answer (0 when refused), answered (not refused, validation
+passed), whether the selected evidence contains a gold span, the share of cited chunks holding a
+gold span, and the selected chunks and tokens. Status rates are ``status:<STATUS>``."""
+
+CHUNK_SCALARS: tuple[str, ...] = ("evidence_tokens",)
+"""Chunk-level metrics besides ``answer_recall@k`` and ``max_passage:<ranx metric>``."""
+
+PROJECTION_PREFIX = "max_passage:"
+"""Prefix of the ranx metrics of the max-passage projection (chunks to documents)."""
+
+SCORING_FIELDS = frozenset(ScoringConfig.model_fields)
+CHUNKING_KEYS = ("chunker_id", "max_chunk_tokens", "overlap_tokens")
+"""Chunking axes that are :class:`ChunkingConfig` fields."""
+CHUNK_DEPTH_KEYS = ("top_k_chunks", "per_item_chunk_cap")
+"""Chunking axes that are :class:`RetrievalPrefs` fields."""
 
 
 class _Strict(BaseModel):
@@ -57,6 +109,198 @@ class Steps(_Strict):
         return self
 
 
+def _int_axis(v: list[int] | Steps | None) -> list[int] | None:
+    if isinstance(v, Steps):
+        return [int(x) for x in v.values()]
+    return list(v) if v is not None else None
+
+
+class ChunkingGrid(_Strict):
+    """Grid axes over late chunking (``[grid.chunking]``); see the module doc for expansion."""
+
+    chunker_id: list[str] | None = None
+    """Chunker names (``sentences``, ``token_window``, ``whole``, ...); None: the base's."""
+    max_chunk_tokens: list[int] | Steps | None = None
+    """Token budgets per chunk (chunkers that take one)."""
+    overlap_tokens: list[int] | Steps | None = None
+    """Tokens shared by consecutive chunks (chunkers that take them)."""
+    top_k_chunks: list[int] | Steps | None = None
+    """Evidence chunks returned per query."""
+    per_item_chunk_cap: list[int] | Steps | None = None
+    """At most this many chunks of one document."""
+
+    @field_validator("max_chunk_tokens", "overlap_tokens", "top_k_chunks", "per_item_chunk_cap")
+    @classmethod
+    def _whole_numbers(cls, v: list[int] | Steps | None) -> list[int] | Steps | None:
+        values = v.values() if isinstance(v, Steps) else (v or [])
+        if any(x != int(x) or x < 0 for x in values):
+            raise ValueError("values must be whole numbers >= 0")
+        return v
+
+    @field_validator("chunker_id")
+    @classmethod
+    def _known_chunkers(cls, v: list[str] | None) -> list[str] | None:
+        if v is None:
+            return v
+        from aiblox.chunking.registry import default_registry
+
+        known = default_registry.names() if hasattr(default_registry, "names") else None
+        if known is not None:
+            bad = [c for c in v if c not in known]
+            if bad:
+                raise ValueError(f"unknown chunker(s) {bad}; known: {sorted(known)}")
+        return v
+
+    @field_validator(*CHUNKING_KEYS, *CHUNK_DEPTH_KEYS)
+    @classmethod
+    def _not_empty(cls, v: Any) -> Any:
+        if isinstance(v, list) and not v:
+            raise ValueError("an axis needs at least one value (leave it out to keep the base)")
+        return v
+
+    def axis(self, name: str) -> list[Any] | None:
+        """Values of one axis (None when not swept), in the order written."""
+        v = getattr(self, name)
+        return list(v) if name == "chunker_id" and v is not None else _int_axis(v)
+
+
+class SelectionGrid(BaseModel):
+    """Grid axes over answer selection (``[grid.selection]``): ``policy`` versions, and any
+    :class:`~aiblox.assembly.SelectionPolicy` field as an override axis (a list, or ``Steps``
+    for numbers). Unknown parameters are rejected."""
+
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True, frozen=True)
+
+    policy: list[str] | None = None
+    """Policy versions (names in ``evals/policies``); None: ``R2_POLICY_V1``."""
+
+    @model_validator(mode="after")
+    def _check(self) -> SelectionGrid:
+        from aiblox.assembly.policy import PolicyError, SelectionPolicy
+
+        if self.policy is not None and not self.policy:
+            raise ValueError("policy: an axis needs at least one value")
+        fixed = {"policy_version"}
+        known = set(SelectionPolicy.model_fields) - fixed
+        for name, raw in (self.model_extra or {}).items():
+            if name not in known:
+                raise ValueError(f"unknown policy parameter {name!r}; known: {sorted(known)}")
+            values = self._values(name, raw)
+            if not values:
+                raise ValueError(f"{name}: an axis needs at least one value")
+        try:
+            policies = [load_policy_by_name(p) for p in self.policies()]
+        except PolicyError as exc:
+            raise ValueError(str(exc)) from None
+        for name in self.override_names():
+            for v in self.axis(name):
+                try:
+                    policies[0].with_updates(**{name: v})
+                except ValidationError as exc:
+                    msg = "; ".join(e["msg"] for e in exc.errors())
+                    raise ValueError(f"{name} = {v!r}: {msg}") from None
+        return self
+
+    @staticmethod
+    def _values(name: str, raw: Any) -> list[Any]:
+        if isinstance(raw, dict):
+            try:
+                return Steps(**raw).values()
+            except (ValidationError, TypeError) as exc:
+                raise ValueError(f"{name}: not a list or steps {{start, stop, step}}: "
+                                 f"{exc}") from None
+        if isinstance(raw, list):
+            return list(raw)
+        raise ValueError(f"{name}: expected a list of values or steps, got {raw!r}")
+
+    def policies(self) -> list[str]:
+        """Policy versions swept (``R2_POLICY_V1`` when not given)."""
+        from aiblox.assembly.policy import DEFAULT_POLICY_VERSION
+
+        return list(self.policy) if self.policy is not None else [DEFAULT_POLICY_VERSION]
+
+    def override_names(self) -> list[str]:
+        """Policy parameters swept, in the order written."""
+        return list(self.model_extra or {})
+
+    def axis(self, name: str) -> list[Any]:
+        """Values of one override axis, in the order written (integers stay integers)."""
+        values = self._values(name, (self.model_extra or {})[name])
+        from aiblox.assembly.policy import SelectionPolicy
+
+        ann = SelectionPolicy.model_fields[name].annotation
+        if ann is int:
+            return [int(v) for v in values]
+        return values
+
+
+def load_policy_by_name(name: str) -> Any:
+    """:func:`aiblox.assembly.load_policy` (a version name or a path)."""
+    from aiblox.assembly.policy import load_policy
+
+    return load_policy(name)
+
+
+class SearchConfig(_Strict):
+    """Which points of the full grid are scored."""
+
+    strategy: Literal["grid", "random"] = "grid"
+    """``grid``: every point; ``random``: ``n`` points drawn with ``random.Random(seed)``."""
+    n: int | None = Field(default=None, ge=1)
+    """Points drawn by ``random`` (all of them when the grid is smaller)."""
+    seed: int = 0
+    """Seed of the draw (logged with the spec, so the same spec draws the same points)."""
+
+    @model_validator(mode="after")
+    def _check(self) -> SearchConfig:
+        if self.strategy == "random" and self.n is None:
+            raise ValueError("strategy 'random' needs n (how many points to draw)")
+        if self.strategy == "grid" and self.n is not None:
+            raise ValueError("n applies to strategy 'random' only")
+        return self
+
+    def pick(self, count: int) -> list[int]:
+        """Indexes of the points kept, ascending (grid order)."""
+        if self.strategy == "grid" or self.n is None or self.n >= count:
+            return list(range(count))
+        return sorted(random.Random(self.seed).sample(range(count), self.n))
+
+
+@dataclass(frozen=True)
+class PipelinePoint:
+    """One point of a pipeline sweep: retrieval prefs (fusion and chunking) and a selection
+    policy with its overrides (None without selection axes)."""
+
+    prefs: RetrievalPrefs
+    policy: str | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def selection(self) -> dict[str, Any] | None:
+        """``{"policy", "overrides"}`` or None."""
+        if self.policy is None:
+            return None
+        return {"policy": self.policy, "overrides": dict(self.overrides)}
+
+    def key(self) -> str:
+        """sha256 identifying the point's settings (for deduplication)."""
+        return sha256_hex({"prefs": self.prefs.model_dump(exclude={"query_text", "query_id"}),
+                           "selection": self.selection})
+
+
+def pipeline_metric_names(metrics: list[str], chunk_k: list[int],
+                          answers: bool) -> list[str]:
+    """Metric names a pipeline point reports: the ranx metrics of the fused run, chunk metrics
+    (``answer_recall@k``, ``evidence_tokens``, ``max_passage:<m>``) and, with selection,
+    :data:`ANSWER_METRICS`."""
+    out = list(metrics)
+    out += [f"answer_recall@{k}" for k in chunk_k] + list(CHUNK_SCALARS)
+    out += [f"{PROJECTION_PREFIX}{m}" for m in metrics]
+    if answers:
+        out += list(ANSWER_METRICS)
+    return out
+
+
 class FusionGrid(_Strict):
     """Grid axes over fusion; each axis is a list of values (numeric axes may be ``Steps``)."""
 
@@ -72,6 +316,10 @@ class FusionGrid(_Strict):
     """Linear blend policy for a document absent from one list."""
     depth: list[int] | Steps | None = None
     """Candidates taken from each signal (full-text and vector ``top_k``) before fusion."""
+    chunking: ChunkingGrid | None = None
+    """Axes over late chunking (``[grid.chunking]``); None: no chunking stage."""
+    selection: SelectionGrid | None = None
+    """Axes over answer selection (``[grid.selection]``); None: no answer stages."""
 
     @field_validator("w_text")
     @classmethod
@@ -145,6 +393,17 @@ class SweepSpec(_Strict):
     """Paired test from ranx: two-sided paired t-test or Fisher's randomisation test."""
     alpha: float = Field(default=0.05, gt=0.0, lt=1.0)
     """Significance level for Holm-adjusted p-values."""
+    query_limit: int | None = Field(default=None, ge=1)
+    """Pipeline sweeps: score only the first ``query_limit`` queries of each split (sorted by
+    id, so the same queries every time); None: every judged query."""
+    chunk_k: list[int] = Field(default_factory=lambda: [1, 5, 10])
+    """Pipeline sweeps: the ``k`` of ``answer_recall@k`` over the returned chunks."""
+    reader: str = "extractive"
+    """Pipeline sweeps with selection: the reader (an ``aiblox.assembly.get_llm`` name)."""
+    reader_options: dict[str, Any] = Field(default_factory=dict)
+    """Options of the reader (e.g. ``{max_sentences = 1}``); part of the reader stage's key."""
+    search: SearchConfig = Field(default_factory=SearchConfig)
+    """Which points of the grid are scored (``[search]``: grid, or seeded random)."""
 
     @model_validator(mode="after")
     def _check(self) -> SweepSpec:
@@ -154,8 +413,28 @@ class SweepSpec(_Strict):
         if (self.backend == "postgres") != backend_of(self.db, "duckdb").startswith("postgres"):
             raise ValueError(f"backend {self.backend!r} does not match db {self.db!r}: "
                              f"postgres needs a postgresql+psycopg:// URL, duckdb a file path")
-        if self.primary not in self.metrics:
-            raise ValueError(f"primary metric {self.primary!r} is not in metrics {self.metrics}")
+        known = (pipeline_metric_names(self.metrics, self.chunk_k,
+                                       self.grid.selection is not None)
+                 if self.has_pipeline_axes else self.metrics)
+        if self.primary not in known:
+            raise ValueError(f"primary metric {self.primary!r} is not in metrics {known}")
+        if not self.has_pipeline_axes:
+            data = self.model_dump(mode="json", include=set(_NEW_FIELDS))
+            for name in ("query_limit", "chunk_k", "reader", "reader_options"):
+                if data[name] != _DEFAULTS[name]:
+                    raise ValueError(f"{name} applies to pipeline sweeps only (a spec with "
+                                     f"[grid.chunking] or [grid.selection])")
+        if any(k < 1 for k in self.chunk_k) or not self.chunk_k:
+            raise ValueError(f"chunk_k must be positive ints, got {self.chunk_k}")
+        bad = sorted(set(self.baseline or {}) - SCORING_FIELDS - set(CHUNKING_KEYS)
+                     - set(CHUNK_DEPTH_KEYS) - {"policy"} - _policy_fields())
+        if bad:
+            raise ValueError(f"baseline: unknown key(s) {bad}")
+        if not self.has_pipeline_axes and set(self.baseline or {}) - SCORING_FIELDS:
+            raise ValueError("baseline: chunking and selection keys need a pipeline sweep")
+        sel_keys = sorted(set(self.baseline or {}) & ({"policy"} | _policy_fields()))
+        if self.grid.selection is None and sel_keys:
+            raise ValueError(f"baseline: selection key(s) {sel_keys} need [grid.selection]")
         if "query_text" in self.base or "query_id" in self.base:
             raise ValueError("base may not set query_text or query_id")
         try:  # validates the overrides (unknown keys rejected)
@@ -165,16 +444,22 @@ class SweepSpec(_Strict):
                                        for e in exc.errors())) from None
         try:
             self.baseline_prefs()
+            self.baseline_point()
         except ValidationError as exc:
             raise ValueError("; ".join(f"baseline.{_loc(e)}: {e['msg']}"
                                        for e in exc.errors())) from None
+        try:
+            self.pipeline_points()
+        except ValidationError as exc:  # a policy combination the policy model rejects
+            raise ValueError("grid.selection: " + "; ".join(
+                f"{_loc(e)}: {e['msg']}" for e in exc.errors())) from None
         return self
 
     @property
     def has_pipeline_axes(self) -> bool:
         """True when points go past fusion (chunking or selection axes): such a sweep is run by
         :func:`aiblox.eval.sweep.pipeline.run_pipeline_sweep`."""
-        return False
+        return self.grid.chunking is not None or self.grid.selection is not None
 
     def base_prefs(self) -> RetrievalPrefs:
         """The base :class:`RetrievalPrefs` every point starts from."""
@@ -185,16 +470,120 @@ class SweepSpec(_Strict):
         if self.baseline is None:
             return None
         base = self.base_prefs()
-        scoring = ScoringConfig(**{**base.scoring.model_dump(), **self.baseline})
+        own = {k: v for k, v in self.baseline.items() if k in SCORING_FIELDS}
+        scoring = ScoringConfig(**{**base.scoring.model_dump(), **own})
         return base.model_copy(update={"scoring": scoring})
+
+    def baseline_point(self) -> PipelinePoint | None:
+        """The baseline of a pipeline sweep: the base with the baseline's scoring, chunking
+        (``chunker_id``, sizes, ``top_k_chunks``, ``per_item_chunk_cap``) and selection
+        (``policy`` and policy parameters) keys; None without a baseline or pipeline axes."""
+        prefs = self.baseline_prefs()
+        if prefs is None or not self.has_pipeline_axes:
+            return None
+        b = self.baseline or {}
+        prefs = _with_chunking(prefs, {k: b[k] for k in CHUNKING_KEYS if k in b},
+                               {k: b[k] for k in CHUNK_DEPTH_KEYS if k in b})
+        if self.grid.selection is None:
+            return PipelinePoint(prefs)
+        policy = str(b.get("policy", self.grid.selection.policies()[0]))
+        overrides = {k: v for k, v in b.items() if k in _policy_fields()}
+        load_policy_by_name(policy).with_updates(**overrides)  # validates
+        return PipelinePoint(prefs, policy, overrides)
 
     @property
     def hash(self) -> str:
-        """sha256 of the spec's canonical JSON: identifies the sweep (parent MLflow run)."""
-        return sha256_hex(self.model_dump(mode="json"))
+        """sha256 of the spec's canonical JSON: identifies the sweep (parent MLflow run).
+        Fields added for pipeline sweeps and search are left out while at their defaults, so
+        a fusion spec keeps the hash it had before they existed."""
+        data = self.model_dump(mode="json")
+        for name in _NEW_FIELDS:
+            if data[name] == _DEFAULTS[name]:
+                data.pop(name)
+        for name in ("chunking", "selection"):
+            if data["grid"].get(name) is None:
+                data["grid"].pop(name, None)
+        return sha256_hex(data)
 
     def points(self) -> list[RetrievalPrefs]:
-        """Every grid point as full :class:`RetrievalPrefs`, deduplicated, in grid order."""
+        """Every grid point as full :class:`RetrievalPrefs`, deduplicated, in grid order (the
+        ``[search]`` draw applied). A pipeline sweep's distinct retrieval prefs (fusion and
+        chunking; selection lives in :meth:`pipeline_points`)."""
+        if self.has_pipeline_axes:
+            out: list[RetrievalPrefs] = []
+            seen: set[str] = set()
+            for pt in self.pipeline_points():
+                key = sha256_hex(pt.prefs.model_dump(exclude={"query_text", "query_id"}))
+                if key not in seen:
+                    seen.add(key)
+                    out.append(pt.prefs)
+            return out
+        full = self.fusion_points()
+        return [full[i] for i in self.search.pick(len(full))]
+
+    def pipeline_points(self) -> list[PipelinePoint]:
+        """Every point of a pipeline sweep (fusion x chunking x selection), deduplicated, in
+        grid order, with the ``[search]`` draw applied; ``[]`` without pipeline axes."""
+        if not self.has_pipeline_axes:
+            return []
+        chunked = [p for f in self.fusion_points() for p in self._chunking_points(f)]
+        sel = self.grid.selection
+        out: list[PipelinePoint] = []
+        seen: set[str] = set()
+        for prefs in chunked:
+            if sel is None:
+                candidates = [PipelinePoint(prefs)]
+            else:
+                names = sel.override_names()
+                candidates = []
+                for policy in sel.policies():
+                    loaded = load_policy_by_name(policy)
+                    for combo in product(*[sel.axis(n) for n in names]):
+                        overrides = dict(zip(names, combo, strict=True))
+                        loaded.with_updates(**overrides)  # a bad combination raises here
+                        candidates.append(PipelinePoint(prefs, policy, overrides))
+            for pt in candidates:
+                key = pt.key()
+                if key not in seen:
+                    seen.add(key)
+                    out.append(pt)
+        return [out[i] for i in self.search.pick(len(out))]
+
+    def _chunking_points(self, prefs: RetrievalPrefs) -> list[RetrievalPrefs]:
+        g = self.grid.chunking
+        if g is None:
+            return [prefs]
+        from aiblox.chunking.registry import make_chunker
+
+        out = []
+        chunkers = g.axis("chunker_id") or [prefs.chunking.chunker_id]
+        sizes = list(product(g.axis("max_chunk_tokens") or [None],
+                             g.axis("overlap_tokens") or [None]))
+        depth = list(product(g.axis("top_k_chunks") or [None],
+                             g.axis("per_item_chunk_cap") or [None]))
+        for chunker in chunkers:
+            plain = make_chunker(prefs.chunking.model_copy(update={"chunker_id": chunker}))
+            kept = []
+            for mx, ov in sizes:
+                cfg = {"chunker_id": chunker, "max_chunk_tokens": mx, "overlap_tokens": ov}
+                base_cfg = prefs.chunking.model_copy(update={"chunker_id": chunker})
+                try:
+                    made = make_chunker(_chunking_config(base_cfg, cfg))
+                except ValueError:  # e.g. overlap_tokens >= max_chunk_tokens: left out
+                    continue
+                if made.chunker_id == plain.chunker_id and (mx, ov) != (None, None):
+                    cfg = {"chunker_id": chunker}  # sizes do not apply to this chunker
+                kept.append(cfg)
+            if not kept:
+                raise ValueError(f"grid.chunking: no size pair is valid for chunker "
+                                 f"{chunker!r} (overlap_tokens must be below max_chunk_tokens)")
+            for cfg, (k, cap) in product(kept, depth):
+                out.append(_with_chunking(prefs, cfg, {"top_k_chunks": k,
+                                                       "per_item_chunk_cap": cap}))
+        return out
+
+    def fusion_points(self) -> list[RetrievalPrefs]:
+        """Every fusion grid point (no search draw), deduplicated, in grid order."""
         base = self.base_prefs()
         g = self.grid
         blends = g.axis("blend") or [base.scoring.blend]
@@ -226,8 +615,37 @@ class SweepSpec(_Strict):
         return out
 
 
+def _chunking_config(base: ChunkingConfig, cfg: dict[str, Any]) -> ChunkingConfig:
+    return ChunkingConfig(**{**base.model_dump(),
+                             **{k: v for k, v in cfg.items() if v is not None}})
+
+
+def _with_chunking(prefs: RetrievalPrefs, chunking: dict[str, Any],
+                   depth: dict[str, Any]) -> RetrievalPrefs:
+    update: dict[str, Any] = {k: int(v) for k, v in depth.items() if v is not None}
+    if chunking:
+        update["chunking"] = _chunking_config(prefs.chunking, chunking)
+    return prefs.model_copy(update=update) if update else prefs
+
+
+def _policy_fields() -> set[str]:
+    from aiblox.assembly.policy import SelectionPolicy
+
+    return set(SelectionPolicy.model_fields) - {"policy_version"}
+
+
+_NEW_FIELDS = ("query_limit", "chunk_k", "reader", "reader_options", "search")
+"""SweepSpec fields added after the first fusion specs: left out of the hash at defaults."""
+
+
 def _loc(err: dict) -> str:
     return ".".join(str(x) for x in err["loc"]) or "(spec)"
+
+
+def _defaults() -> dict[str, Any]:
+    fields = SweepSpec.model_fields
+    return {n: (fields[n].default_factory() if fields[n].default_factory is not None  # type: ignore[call-arg]
+                else fields[n].default) for n in _NEW_FIELDS}
 
 
 def backend_of(db: str | None, default: str) -> str:
@@ -251,3 +669,7 @@ def load_spec(path: str | Path) -> SweepSpec:
     except ValidationError as exc:
         lines = [f"{p}: field {_loc(e)!r}: {e['msg']}" for e in exc.errors()]
         raise SweepSpecError("\n".join(lines)) from exc
+
+
+_DEFAULTS = {k: (v.model_dump(mode="json") if isinstance(v, BaseModel) else v)
+             for k, v in _defaults().items()}

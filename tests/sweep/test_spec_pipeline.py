@@ -1,0 +1,134 @@
+"""Pipeline sweep specs: chunking and selection axes, policy overrides checked against the
+policy model, seeded random search, and fusion spec hashes left as they were."""
+
+from __future__ import annotations
+
+import pytest
+
+from aiblox.eval.sweep import SweepSpec, SweepSpecError, load_spec
+
+MINIMAL = """
+name = "t"
+dataset = "sample"
+tune_split = "train"
+report_split = "test"
+embedder = "hashing"
+"""
+
+
+def write(tmp_path, text):
+    p = tmp_path / "spec.toml"
+    p.write_text(text)
+    return p
+
+
+def test_chunking_axes_multiply_only_chunkers_that_take_sizes(tmp_path):
+    spec = load_spec(write(tmp_path, MINIMAL + """
+[grid.chunking]
+chunker_id = ["sentences", "token_window", "whole"]
+max_chunk_tokens = [64, 128]
+overlap_tokens = [0, 64]
+top_k_chunks = [5, 10]
+"""))
+    assert spec.has_pipeline_axes
+    pts = spec.pipeline_points()
+    by = {}
+    for p in pts:
+        by.setdefault(p.prefs.chunking.chunker_id, []).append(p)
+    # (64, 64) is left out (overlap must be below max): 3 size pairs x 2 depths
+    assert len(by["sentences"]) == len(by["token_window"]) == 3 * 2
+    assert len(by["whole"]) == 2  # sizes do not apply: one per top_k_chunks
+    assert {p.prefs.top_k_chunks for p in pts} == {5, 10}
+    assert all(p.policy is None for p in pts)
+    assert len({p.key() for p in pts}) == len(pts)
+    assert len(spec.points()) == len(pts)  # distinct retrieval prefs
+
+
+def test_selection_axes_and_overrides(tmp_path):
+    spec = load_spec(write(tmp_path, MINIMAL + """
+primary = "answer_f1"
+[grid.selection]
+policy = ["R2_POLICY_V1", "R2_POLICY_V2"]
+max_chunks = [2, 4]
+overlap_ratio_threshold = { start = 0.6, stop = 0.8, step = 0.2 }
+[baseline]
+policy = "R2_POLICY_V1"
+"""))
+    pts = spec.pipeline_points()
+    assert len(pts) == 2 * 2 * 2
+    assert pts[0].selection == {"policy": "R2_POLICY_V1",
+                                "overrides": {"max_chunks": 2, "overlap_ratio_threshold": 0.6}}
+    assert isinstance(pts[0].overrides["max_chunks"], int)
+    assert len(spec.points()) == 1  # one retrieval config shared by every selection point
+    base = spec.baseline_point()
+    assert base is not None and base.policy == "R2_POLICY_V1" and base.overrides == {}
+
+
+@pytest.mark.parametrize("extra, field, message", [
+    ("[grid.selection]\nmax_chunkz = [3]\n", "grid.selection", "max_chunkz"),
+    ("[grid.selection]\nmax_chunks = [0]\n", "grid.selection", "max_chunks"),
+    ("[grid.selection]\npolicy = [\"R2_POLICY_V9\"]\n", "grid.selection", "R2_POLICY_V9"),
+    ("[grid.chunking]\nchunker_id = [\"paragraphz\"]\n", "grid.chunking.chunker_id",
+     "paragraphz"),
+    ("[grid.chunking]\ntop_k_chunks = []\n", "grid.chunking.top_k_chunks", "at least one"),
+    ("primary = \"answer_f1\"\n[grid.chunking]\ntop_k_chunks = [3]\n", "primary",
+     "answer_f1"),  # answer metrics need selection axes
+    ("query_limit = 5\n", "query_limit", "pipeline"),
+    ("[search]\nstrategy = \"random\"\n", "search", "needs n"),
+    ("[grid.chunking]\ntop_k_chunks = [3]\n[baseline]\nmax_chunks = 3\n", "baseline",
+     "max_chunks"),
+])
+def test_bad_pipeline_specs_name_file_and_field(tmp_path, extra, field, message):
+    path = write(tmp_path, MINIMAL + extra)
+    with pytest.raises(SweepSpecError) as err:
+        load_spec(path)
+    text = str(err.value)
+    assert str(path) in text and message in text
+    assert field in text
+
+
+def test_bad_policy_combination_is_rejected(tmp_path):
+    # reserved output must stay below the total prompt budget
+    with pytest.raises(SweepSpecError, match="reserved_output_tokens"):
+        load_spec(write(tmp_path, MINIMAL + """
+[grid.selection]
+reserved_output_tokens = [4000]
+"""))
+
+
+def test_random_search_is_seeded_and_keeps_grid_order(tmp_path):
+    grid = """
+[grid]
+blend = ["linear"]
+w_text = { start = 0, stop = 1, step = 0.05 }
+"""
+    full = load_spec(write(tmp_path, MINIMAL + grid)).points()
+    spec = load_spec(write(tmp_path, MINIMAL + grid + "[search]\nstrategy = \"random\"\n"
+                                                      "n = 5\nseed = 7\n"))
+    pts = spec.points()
+    assert len(pts) == 5
+    idx = [full.index(p) for p in pts]
+    assert idx == sorted(idx)
+    assert [p.scoring.w_text for p in spec.points()] == [p.scoring.w_text for p in pts]
+    other = SweepSpec.model_validate({**spec.model_dump(), "search": {
+        "strategy": "random", "n": 5, "seed": 8}})
+    assert [p.scoring.w_text for p in other.points()] != [p.scoring.w_text for p in pts]
+    assert other.hash != spec.hash  # the search is part of the spec's identity
+    big = SweepSpec.model_validate({**spec.model_dump(), "search": {
+        "strategy": "random", "n": 100, "seed": 1}})
+    assert len(big.points()) == len(full)
+
+
+def test_new_fields_at_defaults_keep_the_fusion_hash(tmp_path):
+    a = load_spec(write(tmp_path, MINIMAL))
+    data = a.model_dump(mode="json")
+    for k in ("query_limit", "chunk_k", "reader", "reader_options", "search"):
+        data.pop(k)
+    data["grid"] = {k: v for k, v in data["grid"].items() if k not in ("chunking", "selection")}
+    from aiblox.hashing import sha256_hex
+
+    assert a.hash == sha256_hex(data)
+    b = load_spec(write(tmp_path, MINIMAL + "[grid.chunking]\ntop_k_chunks = [3]\n"))
+    c = load_spec(write(tmp_path, MINIMAL + "query_limit = 4\n[grid.chunking]\n"
+                                            "top_k_chunks = [3]\n"))
+    assert len({a.hash, b.hash, c.hash}) == 3
