@@ -10,6 +10,7 @@ from aiblox.eval.sweep.manifest import (
     environment,
     git_commit,
 )
+from aiblox.eval.sweep.pipeline import run_pipeline_sweep
 from aiblox.eval.sweep.report import (
     SweepReport,
     find_sweep_run,
@@ -38,7 +39,17 @@ from aiblox.eval.sweep.significance import (
     compare_to_baseline,
     holm,
 )
-from aiblox.eval.sweep.spec import FusionGrid, Steps, SweepSpec, SweepSpecError, load_spec
+from aiblox.eval.sweep.spec import (
+    ChunkingGrid,
+    FusionGrid,
+    PipelinePoint,
+    SearchConfig,
+    SelectionGrid,
+    Steps,
+    SweepSpec,
+    SweepSpecError,
+    load_spec,
+)
 from aiblox.eval.sweep.stages import StageCache, StageRecord, stage_key
 from aiblox.eval.sweep.tracking import (
     DEFAULT_TRACKING_URI,
@@ -51,6 +62,7 @@ from aiblox.eval.sweep.tracking import (
 from aiblox.eval.sweep.verify import StageCheck, VerifyReport, verify_point
 
 __all__ = [
+    "ChunkingGrid",
     "Comparison",
     "DEFAULT_TRACKING_URI",
     "FUSION_VERSION",
@@ -59,10 +71,13 @@ __all__ = [
     "MANIFEST_VERSION",
     "METRICS_VERSION",
     "MetricDelta",
+    "PipelinePoint",
     "PointManifest",
     "PointResult",
     "RunComparison",
     "SIGNALS_VERSION",
+    "SearchConfig",
+    "SelectionGrid",
     "SplitManifest",
     "StageCache",
     "StageCheck",
@@ -95,6 +110,7 @@ __all__ = [
     "point_label",
     "render_html",
     "render_markdown",
+    "run_pipeline_sweep",
     "run_sweep",
     "signals_config",
     "simplex",

@@ -2,6 +2,11 @@
 same bytes (dataset hash, config hash, stage keys and output hashes, run hashes) and where it
 was made (package versions, git commit).
 
+A pipeline point (chunking, selection) lists every stage in pipeline order per split (signals,
+fusion, metrics, chunks, chunk_metrics, then selection, prompt, reader, validation,
+answer_metrics) and the sha256 of all its prompt bytes; its ``config`` holds the chunking
+settings and the selection policy.
+
 ``manifest_hash`` covers the deterministic part only (not the environment), so the same point
 computed on two machines has the same manifest hash when its results are identical.
 """
@@ -43,6 +48,9 @@ class SplitManifest(_Strict):
     """sha256 of the fused ranked run (``aiblox.eval.runner.run_hash``)."""
     metrics: dict[str, float]
     """Mean metric values."""
+    prompts_sha256: str | None = None
+    """Pipeline points with selection: sha256 of every prompt's bytes on this split (the
+    ``prompt`` stage's ``prompts_sha256``); None otherwise."""
 
 
 class PointManifest(_Strict):
@@ -73,8 +81,13 @@ class PointManifest(_Strict):
 
     @property
     def manifest_hash(self) -> str:
-        """sha256 of everything but the environment."""
-        return sha256_hex(self.model_dump(mode="json", exclude={"environment"}))
+        """sha256 of everything but the environment. Optional fields added later are left out
+        while None, so a fusion point's manifest hash is what it was before they existed."""
+        data = self.model_dump(mode="json", exclude={"environment"})
+        for split in data["splits"].values():
+            if split.get("prompts_sha256") is None:
+                split.pop("prompts_sha256", None)
+        return sha256_hex(data)
 
 
 @lru_cache(maxsize=1)

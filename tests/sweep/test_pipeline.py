@@ -1,0 +1,139 @@
+"""Pipeline sweeps on the sample dataset (gold answers, hashing embedder): chunking and
+selection stages memoised by key, recomputed exactly when their settings change."""
+
+from __future__ import annotations
+
+import pytest
+
+from aiblox.eval.sweep import SweepSpec, run_sweep
+
+STAGES = ["signals", "fusion", "metrics", "chunks", "chunk_metrics", "selection", "prompt",
+          "reader", "validation", "answer_metrics"]
+
+
+def pipeline_spec(sample_spec, chunking=None, selection=None, **extra):
+    data = sample_spec.model_dump()
+    data["base"] = {**data["base"], "top_k_chunks": 6}
+    data.update({"grid": {"chunking": chunking or {"chunker_id": ["sentences"]},
+                          "selection": selection or {"policy": ["R2_POLICY_V1",
+                                                                "R2_POLICY_V2"],
+                                                     "max_chunks": [2, 4]}},
+                 "baseline": {"policy": "R2_POLICY_V1", "max_chunks": 2},
+                 "primary": "answer_f1", "query_limit": 4, "metrics": ["ndcg@10"],
+                 "significance_top": 2, **extra})
+    return SweepSpec.model_validate(data)
+
+
+@pytest.fixture(scope="module")
+def first(tmp_path_factory, sample_spec, sweep_db, sample_dataset):
+    cache = tmp_path_factory.mktemp("pipeline-stages")
+    spec = pipeline_spec(sample_spec)
+    result = run_sweep(spec, cache_dir=cache, db=sweep_db, progress=False,
+                       dataset=sample_dataset)
+    return spec, cache, result
+
+
+def test_first_run_shares_retrieval_and_chunks_across_policies(first):
+    _, _, r = first
+    assert len(r.points) == 4  # 2 policies x 2 max_chunks; the baseline is a grid point
+    assert r.computed == {"signals": 2, "fusion": 2, "metrics": 2, "chunks": 2,
+                          "chunk_metrics": 2, "selection": 8, "prompt": 8, "reader": 8,
+                          "validation": 8, "answer_metrics": 8}
+    assert r.reused == {}
+    base = r.baseline
+    assert base is not None and base.is_baseline
+    assert base.selection["policy"] == "R2_POLICY_V1"
+    assert base.selection["overrides"] == {"max_chunks": 2}
+    assert base.chunking["chunker_id"] == "sentences" and base.chunking["top_k_chunks"] == 6
+
+
+def test_manifest_lists_every_stage_in_order_with_the_prompt_hash(first):
+    _, _, r = first
+    for p in r.points:
+        for sm in p.manifest.splits.values():
+            assert [s["name"] for s in sm.stages] == STAGES
+            assert sm.n_queries == 4
+            assert sm.prompts_sha256 and len(sm.prompts_sha256) == 64
+            keys = {s["name"]: s["key"] for s in sm.stages}
+            stage = {s["name"]: s for s in sm.stages}
+            assert stage["chunks"]["inputs"] == [keys["fusion"]]
+            assert stage["selection"]["inputs"] == [keys["chunks"]]
+            assert stage["validation"]["inputs"] == [keys["prompt"], keys["reader"]]
+        assert p.manifest.config["selection"]["policy"] == p.selection["policy"]
+        assert p.manifest.config["query_limit"] == 4
+    # a policy with more chunks selects more evidence on the same chunks
+    by = {(p.selection["policy"], p.selection["overrides"]["max_chunks"]): p for p in r.points}
+    assert by[("R2_POLICY_V1", 4)].metrics["test"]["selected_chunks"] > \
+        by[("R2_POLICY_V1", 2)].metrics["test"]["selected_chunks"]
+    assert by[("R2_POLICY_V1", 4)].manifest.splits["test"].prompts_sha256 != \
+        by[("R2_POLICY_V1", 2)].manifest.splits["test"].prompts_sha256
+
+
+def test_choice_on_tune_with_answer_metric_ci_and_significance(first):
+    spec, _, r = first
+    top = max(r.points, key=lambda p: (p.metrics[spec.tune_split]["answer_f1"],
+                                       [-ord(c) for c in p.config_hash]))
+    assert r.best.metrics[spec.tune_split]["answer_f1"] == \
+        top.metrics[spec.tune_split]["answer_f1"]
+    for split in (spec.tune_split, spec.report_split):
+        mean, low, high = r.ci[split]
+        assert low <= mean <= high
+        assert mean == pytest.approx(r.best.metrics[split]["answer_f1"])
+    assert r.significance and {c.metric for c in r.significance} >= {"answer_f1", "ndcg@10"}
+    for p in r.points:
+        m = p.metrics["test"]
+        assert sum(m[f"status:{s}"] for s in ("ANSWERED", "REFUSED", "NO_EVIDENCE", "INVALID",
+                                                "FAILED")) == pytest.approx(1.0)
+        assert 0.0 <= m["answer_f1"] <= 1.0 and 0.0 <= m["evidence_answer_recall"] <= 1.0
+        assert "answer_recall@5" in m and "max_passage:ndcg@10" in m
+
+
+def test_rerun_recomputes_nothing(first, sample_dataset):
+    spec, cache, r = first
+    again = run_sweep(spec, cache_dir=cache, db=":memory:", progress=False,
+                      dataset=sample_dataset)  # no store needed: every stage is cached
+    assert again.computed == {}
+    assert again.reused == r.computed
+    assert [p.manifest.manifest_hash for p in again.points] == \
+        [p.manifest.manifest_hash for p in r.points]
+
+
+def test_changing_a_selection_parameter_reruns_selection_and_after_only(first, sample_spec,
+                                                                        sample_dataset):
+    _, cache, _ = first
+    spec = pipeline_spec(sample_spec, selection={"policy": ["R2_POLICY_V1", "R2_POLICY_V2"],
+                                                 "max_chunks": [2, 3]})
+    r = run_sweep(spec, cache_dir=cache, db=":memory:", progress=False, dataset=sample_dataset)
+    new = 2 * 2  # max_chunks=3 under two policies, on two splits
+    assert r.computed == {s: new for s in STAGES[5:]}
+    assert r.reused["chunks"] == 2 and r.reused["signals"] == 2
+
+
+def test_changing_the_chunker_reruns_chunks_and_after_only(first, sample_spec, sweep_db,
+                                                           sample_dataset):
+    _, cache, _ = first
+    spec = pipeline_spec(sample_spec, chunking={"chunker_id": ["token_window"],
+                                                "max_chunk_tokens": [64]},
+                         selection={"policy": ["R2_POLICY_V1"], "max_chunks": [2]},
+                         baseline=None)
+    r = run_sweep(spec, cache_dir=cache, db=sweep_db, progress=False, dataset=sample_dataset)
+    assert set(r.computed) == set(STAGES[3:])
+    assert r.reused == {"signals": 2, "fusion": 2, "metrics": 2}
+    ev = r.points[0].chunking
+    assert ev["chunker"].startswith("token_window(max=64")
+
+
+def test_chunking_only_sweep_stops_after_chunk_metrics(tmp_path, sample_spec, sweep_db,
+                                                       sample_dataset):
+    data = sample_spec.model_dump()
+    data.update({"grid": {"chunking": {"chunker_id": ["sentences", "whole"]}},
+                 "baseline": None, "primary": "answer_recall@5", "query_limit": 3,
+                 "metrics": ["ndcg@10"]})
+    spec = SweepSpec.model_validate(data)
+    r = run_sweep(spec, cache_dir=tmp_path, db=sweep_db, progress=False, dataset=sample_dataset)
+    assert len(r.points) == 2
+    assert [s["name"] for s in r.points[0].manifest.splits["test"].stages] == STAGES[:5]
+    assert r.points[0].selection is None
+    assert r.points[0].manifest.splits["test"].prompts_sha256 is None
+    assert r.best.metrics["train"]["answer_recall@5"] == \
+        max(p.metrics["train"]["answer_recall@5"] for p in r.points)
