@@ -44,6 +44,7 @@ def test_first_run_shares_retrieval_and_chunks_across_policies(first):
     assert base is not None and base.is_baseline
     assert base.selection["policy"] == "R2_POLICY_V1"
     assert base.selection["overrides"] == {"max_chunks": 2}
+    assert base.selection["params"] == {"max_chunks": 2}
     assert base.chunking["chunker_id"] == "sentences" and base.chunking["top_k_chunks"] == 6
 
 
@@ -79,7 +80,8 @@ def test_choice_on_tune_with_answer_metric_ci_and_significance(first):
         mean, low, high = r.ci[split]
         assert low <= mean <= high
         assert mean == pytest.approx(r.best.metrics[split]["answer_f1"])
-    assert r.significance and {c.metric for c in r.significance} >= {"answer_f1", "ndcg@10"}
+    assert r.significance and {c.metric for c in r.significance} >= {"answer_f1",
+                                                                    "max_passage:ndcg@10"}
     for p in r.points:
         m = p.metrics["test"]
         assert sum(m[f"status:{s}"] for s in ("ANSWERED", "REFUSED", "NO_EVIDENCE", "INVALID",
@@ -137,3 +139,19 @@ def test_chunking_only_sweep_stops_after_chunk_metrics(tmp_path, sample_spec, sw
     assert r.points[0].manifest.splits["test"].prompts_sha256 is None
     assert r.best.metrics["train"]["answer_recall@5"] == \
         max(p.metrics["train"]["answer_recall@5"] for p in r.points)
+
+
+def test_an_override_equal_to_the_policy_value_is_the_same_point(sample_spec):
+    from aiblox.eval.sweep import PipelinePoint
+    from aiblox.eval.sweep.pipeline import pipeline_config
+
+    spec = pipeline_spec(sample_spec)
+    prefs = spec.pipeline_points()[0].prefs
+    plain = pipeline_config(spec, PipelinePoint(prefs, "R2_POLICY_V1", {}), "h", "duckdb")
+    same = pipeline_config(spec, PipelinePoint(prefs, "R2_POLICY_V1", {"max_chunks": 6}),
+                           "h", "duckdb")  # V1's own max_chunks
+    other = pipeline_config(spec, PipelinePoint(prefs, "R2_POLICY_V1", {"max_chunks": 4}),
+                            "h", "duckdb")
+    assert plain == same
+    assert other[0] != plain[0]
+    assert plain[1]["selection"]["params"] == {"max_chunks": 6}

@@ -1,9 +1,14 @@
 """Compare two logged sweep points (MLflow child runs): per-metric deltas with a paired test on
-their per-query metrics, and win/tie/loss counts per query.
+their per-query metrics, win/tie/loss counts per query, and for selection-policy points the
+evidence that entered or left per query.
 
 Deltas are ``B - A`` of the metrics logged on the runs (``<split>.<metric>``); the paired test
 (ranx's two-sided paired Student t-test, deterministic) runs on the ``per_query.<split>.parquet``
-artifacts, queries paired by id. mlflow is imported lazily (the ``tracking`` extra).
+artifacts, queries paired by id. Pipeline points with selection also log
+``evidence.<split>.parquet`` (``query_id, rank, chunk_id, item_id``: the selected evidence in
+order); when both runs have it, :attr:`RunComparison.evidence` lists per query the chunks only B
+selected (entered) and only A selected (left), and :attr:`RunComparison.evidence_summary` counts
+them. mlflow is imported lazily (the ``tracking`` extra).
 """
 
 from __future__ import annotations
@@ -17,7 +22,15 @@ from pydantic import BaseModel, ConfigDict
 from aiblox.eval.sweep.significance import compare_to_baseline
 from aiblox.eval.sweep.tracking import metric_key
 
-__all__ = ["MetricDelta", "RunComparison", "compare_runs", "per_query_metrics"]
+__all__ = [
+    "EvidenceChange",
+    "MetricDelta",
+    "RunComparison",
+    "compare_runs",
+    "evidence_changes",
+    "per_query_evidence",
+    "per_query_metrics",
+]
 
 
 class _Strict(BaseModel):
@@ -47,6 +60,26 @@ class MetricDelta(_Strict):
     """Queries where B scores lower."""
 
 
+class EvidenceChange(_Strict):
+    """How one query's selected evidence differs from run A to run B."""
+
+    query_id: str
+    """The query."""
+    entered: list[str]
+    """Chunk ids B selected and A did not, in B's order."""
+    left: list[str]
+    """Chunk ids A selected and B did not, in A's order."""
+    kept: int
+    """Chunks both selected."""
+    reordered: bool = False
+    """True when the kept chunks come in another order."""
+
+    @property
+    def size(self) -> int:
+        """Chunks that entered or left."""
+        return len(self.entered) + len(self.left)
+
+
 class RunComparison(_Strict):
     """Run B against run A on one split."""
 
@@ -70,6 +103,13 @@ class RunComparison(_Strict):
     """Significance level."""
     metrics: list[MetricDelta]
     """One row per metric, sorted by name."""
+    evidence: list[EvidenceChange] | None = None
+    """Selection-policy runs: per query whose selected evidence differs, what entered and
+    left, largest change first (ties by query id); None unless both runs logged
+    ``evidence.<split>.parquet``."""
+    evidence_summary: dict[str, int] | None = None
+    """``queries`` (in both runs), ``changed``, ``entered``, ``left``, ``kept`` (chunk counts
+    summed over queries); None without evidence artifacts."""
 
     @property
     def primary_row(self) -> MetricDelta:
@@ -92,6 +132,51 @@ def per_query_metrics(client: Any, run_id: str, split: str) -> dict[str, dict[st
                                   strict=True):
         out.setdefault(str(metric), {})[str(qid)] = float(value)
     return out
+
+
+def per_query_evidence(client: Any, run_id: str, split: str) -> dict[str, list[str]] | None:
+    """``{query_id: [chunk_id, ...]}`` (selected evidence, in rank order) from a run's
+    ``evidence.<split>.parquet`` artifact; None when the run has none (not a selection point).
+    A query that selected nothing is listed with an empty list (a row with no chunk id)."""
+    import pandas as pd
+
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            local = client.download_artifacts(run_id, f"evidence.{split}.parquet", tmp)
+        except Exception:  # noqa: BLE001 - no artifact: not a selection-policy point
+            return None
+        frame = pd.read_parquet(Path(local))
+    out: dict[str, list[tuple[int, str]]] = {}
+    for qid, rank, chunk in zip(frame["query_id"], frame["rank"], frame["chunk_id"],
+                                strict=True):
+        rows = out.setdefault(str(qid), [])
+        if chunk is not None and not pd.isna(chunk) and int(rank) >= 0:
+            rows.append((int(rank), str(chunk)))
+    return {q: [c for _, c in sorted(rows)] for q, rows in sorted(out.items())}
+
+
+def evidence_changes(a: dict[str, list[str]], b: dict[str, list[str]]
+                     ) -> tuple[list[EvidenceChange], dict[str, int]]:
+    """Per query in both ``a`` and ``b`` whose selected chunks differ: what entered (only in B)
+    and left (only in A); largest change first, ties by query id. And the summary counts."""
+    changes: list[EvidenceChange] = []
+    summary = {"queries": 0, "changed": 0, "entered": 0, "left": 0, "kept": 0}
+    for q in sorted(set(a) & set(b)):
+        sa, sb = set(a[q]), set(b[q])
+        entered = [c for c in b[q] if c not in sa]
+        left = [c for c in a[q] if c not in sb]
+        kept = [c for c in a[q] if c in sb]
+        reordered = kept != [c for c in b[q] if c in sa]
+        summary["queries"] += 1
+        summary["entered"] += len(entered)
+        summary["left"] += len(left)
+        summary["kept"] += len(kept)
+        if entered or left or reordered:
+            summary["changed"] += 1
+            changes.append(EvidenceChange(query_id=q, entered=entered, left=left,
+                                          kept=len(kept), reordered=reordered))
+    changes.sort(key=lambda c: (-c.size, c.query_id))
+    return changes, summary
 
 
 def _primary(client: Any, run: Any, metrics: list[str]) -> str:
@@ -143,6 +228,12 @@ def compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str = "test",
     def label(r: Any) -> str:
         return r.data.tags.get("aiblox.label") or r.info.run_name or r.info.run_id
 
+    ev_a = per_query_evidence(client, run_a, split)
+    ev_b = per_query_evidence(client, run_b, split) if ev_a is not None else None
+    evidence = summary = None
+    if ev_a is not None and ev_b is not None:
+        evidence, summary = evidence_changes(ev_a, ev_b)
     return RunComparison(run_a=run_a, run_b=run_b, label_a=label(runs[0]),
                          label_b=label(runs[1]), split=split, primary=prim, n_queries=n,
-                         test="student", alpha=alpha, metrics=rows)
+                         test="student", alpha=alpha, metrics=rows, evidence=evidence,
+                         evidence_summary=summary)

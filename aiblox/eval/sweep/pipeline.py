@@ -99,6 +99,7 @@ VALIDATION_VERSION = "1"
 ANSWER_METRICS_VERSION = "1"
 
 PER_QUERY_STAGES = ("metrics", "chunk_metrics", "answer_metrics")
+FUSION_AXES = ("blend", "w_text", "rrf_k", "normalize", "missing", "depth")
 """Stages whose output is ``{"means", "per_query"}``."""
 
 
@@ -119,14 +120,18 @@ def _selection_label(pt: PipelinePoint) -> str:
 def pipeline_config(spec: SweepSpec, pt: PipelinePoint, embedder_id: str | None,
                     backend: str) -> tuple[str, dict[str, Any]]:
     """The point's effective config and its hash: retrieval prefs (fusion and chunking),
-    embedder, backend, ``query_limit``, and with selection the policy (id, overrides, sha256 of
-    the effective policy) and the reader."""
+    embedder, backend, ``query_limit``, and with selection the policy (id, sha256 of the
+    effective policy, the effective value of each swept parameter) and the reader."""
     _, config = config_hash(pt.prefs, embedder_id, backend)
     config = {**config, "query_limit": spec.query_limit, "chunk_k": list(spec.chunk_k)}
     if pt.policy is not None:
         policy = _policy(pt)
-        config["selection"] = {"policy": pt.policy, "overrides": dict(pt.overrides),
-                               "policy_sha256": policy.sha256()}
+        swept = set(spec.grid.selection.override_names()) if spec.grid.selection else set()
+        config["selection"] = {
+            "policy": pt.policy, "policy_sha256": policy.sha256(),
+            # the effective value of every swept parameter (an override equal to the policy's
+            # own value is the same point as no override)
+            "params": {k: getattr(policy, k) for k in sorted(swept | set(pt.overrides))}}
         config["reader"] = {"name": spec.reader, "options": dict(spec.reader_options)}
     return sha256_hex(config), config
 
@@ -258,7 +263,7 @@ class _Sweep:
         spec = self.spec
         policy = _policy(pt)
         scfg = {"policy": pt.policy, "policy_version": policy.policy_version,
-                "policy_sha256": policy.sha256(), "overrides": dict(pt.overrides),
+                "policy_sha256": policy.sha256(),
                 "index_version": self.index_version, "embedding_model": self.embedder_id}
         srec, sel = self.stage("selection", SELECTION_VERSION, scfg, [crec.key], lambda: (
             st.selection_output(chunks, questions, policy, self.index_version,
@@ -334,7 +339,8 @@ def run_pipeline_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE
                           "top_k_chunks": pt.prefs.top_k_chunks,
                           "per_item_chunk_cap": pt.prefs.per_item_chunk_cap,
                           "chunker": make_chunker(c).chunker_id},
-                selection=config.get("selection"))
+                selection=None if pt.policy is None else {
+                    **config["selection"], "overrides": dict(pt.overrides)})
             points.append(point)
             per_query[chash] = {s: out[s]["per_query"] for s in splits}
             if tracker is not None and chash not in done:
@@ -355,8 +361,17 @@ def run_pipeline_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE
     if baseline_point is not None:
         ranked = sorted(points[:len(grid)], key=lambda p: (
             -p.metrics[spec.tune_split][spec.primary], p.config_hash))[:spec.significance_top]
-        headline = [spec.primary, *spec.metrics, "answer_f1", "answer_em",
-                    "evidence_answer_recall", *(f"answer_recall@{k}" for k in spec.chunk_k)]
+        # the metrics a swept stage can move: the fused run's when fusion is swept, the chunk
+        # metrics when fusion or chunking is, the answer metrics when selection is
+        g = spec.grid
+        fusion = any(getattr(g, a) is not None for a in FUSION_AXES)
+        chunking = fusion or g.chunking is not None
+        headline = [spec.primary, *(spec.metrics if fusion else [])]
+        if chunking:
+            headline += [*(f"{PROJECTION}:{m}" for m in spec.metrics),
+                         *(f"answer_recall@{k}" for k in spec.chunk_k)]
+        if g.selection is not None:
+            headline += ["answer_f1", "answer_em", "evidence_answer_recall"]
         wanted = [m for m in dict.fromkeys(headline) if m in metric_names]
         significance = compare_to_baseline(
             _paired(per_query[baseline_point.config_hash][spec.report_split], wanted),

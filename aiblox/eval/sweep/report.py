@@ -28,7 +28,7 @@ from aiblox.eval.sweep.tracking import metric_key
 __all__ = ["SweepReport", "find_sweep_run", "load_sweep_report", "render_html",
            "render_markdown", "write_report"]
 
-_SKIP_PARAMS = ("dataset_hash",)
+_SKIP_PARAMS = ("dataset_hash", "policy_sha256")
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}
 table{border-collapse:collapse;margin:1em 0;font-size:.9em}
 th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left}
