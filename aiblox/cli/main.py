@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from aiblox.cli._groups import DefaultCommandGroup
 from aiblox.cli.answer import answer
 from aiblox.cli.chunk import chunk_command
 from aiblox.cli.compare import compare
@@ -14,6 +15,7 @@ from aiblox.cli.quickstart import quickstart
 from aiblox.cli.report import report
 from aiblox.cli.search import search
 from aiblox.cli.sweep import sweep
+from aiblox.cli.verify import verify_command
 
 app = typer.Typer(
     name="aiblox",
@@ -25,7 +27,14 @@ app = typer.Typer(
 app.command("quickstart")(quickstart)
 app.command("ingest")(ingest)
 app.command("search")(search)
-app.command("eval")(eval_command)
+eval_app = typer.Typer(
+    cls=DefaultCommandGroup, no_args_is_help=True,
+    help="Score retrieval on a labelled dataset (aiblox eval DATASET), or re-execute a logged "
+         "sweep point and check its hashes (aiblox eval verify RUN).")
+eval_app.command("run", help="Score retrieval modes on DATASET's split with ranx (the default: "
+                             "aiblox eval DATASET).")(eval_command)
+eval_app.command("verify")(verify_command)
+app.add_typer(eval_app, name="eval")
 app.command("chunk")(chunk_command)
 app.command("answer")(answer)
 app.command("sweep")(sweep)

@@ -47,9 +47,15 @@ def reference(text, vec, cfg, top_k):
 def test_same_bytes_as_hybrid_scorer(pairs, cfg, top_k):
     text = [[[d, s] for d, s in t] for t, _ in pairs]
     vec = [[[d, s] for d, s in v] for _, v in pairs]
-    fast = SplitFusion([f"q{i}" for i in range(len(pairs))], text, vec).fuse(cfg, top_k)
+    index = SplitFusion([f"q{i}" for i in range(len(pairs))], text, vec)
+    fast = index.fuse(cfg, top_k)  # the compiled per-query sort, decoded
     assert canonical_json(fast) == canonical_json(reference(
         [list(t) for t, _ in pairs], [list(v) for _, v in pairs], cfg, top_k))
+    # the compact form round-trips: encode(decode(x)) == x, array for array
+    arrays = index.fuse_arrays(cfg, top_k)
+    again = index.encode(fast)
+    for a, b in zip(arrays, again, strict=True):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
 def test_by_hand_rrf_and_linear():

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -31,8 +32,14 @@ def test_equals_evaluate_run(qrels, ranking):
         expected = evaluate_run(qrels, run, METRICS)
     except ValueError:  # ranx's Run.from_dict cannot hold a run with no documents at all
         assume(False)
-    got = SplitMetrics(qrels).evaluate(run, METRICS)
+    sm = SplitMetrics(qrels)
+    got = sm.evaluate(run, METRICS)
     assert canonical_json(nan_free(got)) == canonical_json(nan_free(expected))
+    # the compact path (codes and counts, run queries in any order, extra queries ignored)
+    qids = sorted(run, reverse=True)
+    codes = sm.codes([d for q in qids for d, _ in run[q]])
+    compact = sm.evaluate_arrays(qids, codes, np.array([len(run[q]) for q in qids]), METRICS)
+    assert canonical_json(nan_free(compact)) == canonical_json(nan_free(expected))
 
 
 def nan_free(value):

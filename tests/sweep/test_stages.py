@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from aiblox.eval.sweep import StageCache, stage_key
 
 
@@ -59,3 +61,28 @@ def test_fast_canonical_form_equals_canonical_json():
 
     value = {"b": [("d1", 0.1), ["d2", 1e-300]], "a": {"z": None, "é": True, "n": -3}}
     assert _canonical(value) == canonical_json(value)
+
+
+def test_arrays_codec_round_trips_and_hashes_its_bytes(tmp_path):
+    import numpy as np
+
+    from aiblox.eval.sweep.stages import decode_arrays, encode_arrays
+    from aiblox.hashing import sha256_bytes
+
+    arrays = {"scores": np.array([0.5, 1 / 3, -0.0]), "positions": np.array([2, 0, 1], np.int32),
+              "counts": np.array([3], np.int32)}
+    data = encode_arrays(arrays)
+    back = decode_arrays(data)
+    assert list(back) == ["counts", "positions", "scores"]  # names sorted: canonical bytes
+    for k, v in arrays.items():
+        assert back[k].dtype == v.dtype and back[k].tobytes() == v.tobytes()
+    big_endian = {**arrays, "scores": arrays["scores"].astype(">f8")}
+    assert encode_arrays(big_endian) == data  # byte order never changes the bytes
+    cache = StageCache(tmp_path)
+    rec, out = cache.run("fusion", 2, {"w": 1}, ["k"], lambda: arrays, codec="arrays")
+    assert rec.output_hash == sha256_bytes(data) and out is arrays
+    rec2, out2 = cache.run("fusion", 2, {"w": 1}, ["k"], lambda: 1 / 0, codec="arrays")
+    assert rec2 == rec and out2["scores"].tobytes() == arrays["scores"].tobytes()
+    assert cache.meta("fusion", rec.key)["codec"] == "arrays"
+    with pytest.raises(ValueError, match="magic"):
+        decode_arrays(b"{}")

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from aiblox.eval.runner import config_hash, run_hash
+from aiblox.eval.runner import config_hash
 from aiblox.eval.sweep import StageCache, choose_best, run_sweep
+from aiblox.eval.sweep.runner import load_fused_run
+from aiblox.eval.sweep.stages import encode_arrays
+from aiblox.hashing import sha256_bytes
 
 GRID = {"blend": ["linear", "rrf"], "w_text": [0.25, 0.5, 0.75], "normalize": ["minmax"],
         "rrf_k": [60], "depth": [5, 20]}
@@ -93,8 +96,12 @@ def test_manifest_fields_and_hashes(first, sample_dataset):
             assert [s["name"] for s in sm.stages] == ["signals", "fusion", "metrics"]
             sig, fus, met = sm.stages
             assert fus["inputs"] == [sig["key"]] and met["inputs"] == [fus["key"]]
-            run = store.load("fusion", fus["key"])
-            assert sm.run_hash == fus["output_hash"] == run_hash(run)
+            arrays = store.load("fusion", fus["key"])  # compact: positions, counts, scores
+            assert sm.run_hash == fus["output_hash"] == sha256_bytes(encode_arrays(arrays))
+            run = load_fused_run(store, sig["key"], fus["key"])
+            assert sorted(run) == sorted(sample_dataset.qrels[split])
+            assert [len(run[q]) for q in sorted(run)] == arrays["counts"].tolist()
+            assert all(len(h) <= p.manifest.config["prefs"]["top_k_items"] for h in run.values())
             assert sm.n_queries == len(sample_dataset.qrels[split])
             assert sm.metrics == p.metrics[split]
     # the same config hash `aiblox eval` reports for the same settings

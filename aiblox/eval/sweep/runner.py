@@ -8,6 +8,10 @@ Stages and their keys (sha256 of name, version, config, input keys):
   (mode, ``fts``, ``vector`` including the depth ``top_k``, filters, ``ignore_identical_ids``).
   The expensive stage; it never depends on fusion settings.
 - ``fusion``: the fused run under ``scoring`` and ``top_k_items``; input: the signals key.
+  Stored in compact form (:class:`~aiblox.eval.sweep.split_fusion.FusedArrays`: positions into
+  the split's :class:`SplitFusion` index, counts, scores), which is also what its output hash
+  (the point's run hash) is taken over; :func:`fused_run` and :func:`load_fused_run` give it
+  back as ``{qid: [[doc_id, score], ...]}``.
 - ``metrics``: ranx means and per-query values; config: metric names and the split; input: the
   fusion key.
 
@@ -31,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from tqdm.auto import tqdm
 
@@ -40,7 +45,7 @@ from aiblox.eval.runner import config_hash
 from aiblox.eval.sweep.manifest import PointManifest, SplitManifest, environment
 from aiblox.eval.sweep.significance import Comparison, bootstrap_ci, compare_to_baseline
 from aiblox.eval.sweep.spec import SweepSpec, backend_of
-from aiblox.eval.sweep.split_fusion import SplitFusion
+from aiblox.eval.sweep.split_fusion import FusedArrays, SplitFusion
 from aiblox.eval.sweep.split_metrics import SplitMetrics
 from aiblox.eval.sweep.stages import StageCache, StageRecord, stage_key
 from aiblox.retrieval.retriever import HybridRetriever, SignalRuns
@@ -54,6 +59,7 @@ __all__ = [
     "choose_best",
     "fused_run",
     "fusion_config",
+    "load_fused_run",
     "metrics_config",
     "point_label",
     "run_sweep",
@@ -61,7 +67,7 @@ __all__ = [
 ]
 
 SIGNALS_VERSION = "1"
-FUSION_VERSION = "1"
+FUSION_VERSION = "2"  # 2: stored as compact arrays (flat positions, counts, scores)
 METRICS_VERSION = "1"
 
 DEFAULT_CACHE_DIR = ".aiblox/stages"
@@ -124,8 +130,8 @@ class SweepResult(_Strict):
     """Per split: ``(mean, low, high)`` 95% bootstrap interval of the best point's primary
     metric."""
     timings: dict[str, float] = Field(default_factory=dict)
-    """Seconds: ``signals_s`` (retrieval or its cache), ``points_s`` (fusion, metrics,
-    logging), ``total_s``; and ``points_per_s``."""
+    """Seconds: ``signals_s`` (retrieval, or reading its cached lists back), ``points_s``
+    (fusion, metrics, logging), ``total_s``; and ``points_per_s``."""
     computed: dict[str, int] = Field(default_factory=dict)
     """Per stage: outputs computed in this run."""
     reused: dict[str, int] = Field(default_factory=dict)
@@ -190,16 +196,37 @@ class _Context:
     metrics: list[str]
     splits: list[str]
     qrels: dict[str, dict[str, dict[str, int]]]
-    signals: dict[tuple[str, str], tuple[StageRecord, dict[str, Any]]] = field(default_factory=dict)
-    """``(split, signals key) -> (record, output)``."""
+    signals: dict[tuple[str, str], tuple[StageRecord, dict[str, Any] | None]] = field(
+        default_factory=dict)
+    """``(split, signals key) -> (record, output)``; the output is None until first needed."""
+    read_s: float = 0.0
+    """Seconds spent reading cached signals back (part of the signals phase, not of points)."""
     _fusion: dict[str, SplitFusion] = field(default_factory=dict)
     _scorers: dict[str, SplitMetrics] = field(default_factory=dict)
+    _codes: dict[str, np.ndarray] = field(default_factory=dict)
 
     def fusion_index(self, split: str, key: str) -> SplitFusion:
         """The split's lists indexed for fast fusion (built on first use, per process)."""
         if key not in self._fusion:
-            self._fusion[key] = SplitFusion.from_signals(self.signals[(split, key)][1])
+            self._fusion[key] = _index(key, self.signals_output(split, key))
         return self._fusion[key]
+
+    def signals_output(self, split: str, key: str) -> dict[str, Any]:
+        """The split's signals, read from the stage cache on first use: a sweep whose fusion
+        and metrics are all cached never reads them."""
+        rec, out = self.signals[(split, key)]
+        if out is None:
+            t0 = time.perf_counter()
+            out = StageCache(self.cache_root).load("signals", key)
+            self.signals[(split, key)] = (rec, out)
+            self.read_s += time.perf_counter() - t0
+        return out
+
+    def codes(self, split: str, key: str) -> np.ndarray:
+        """Per flat position of the split's index: its document's code for the split's scorer."""
+        if key not in self._codes:
+            self._codes[key] = self.scorer(split).codes(self.fusion_index(split, key).docs)
+        return self._codes[key]
 
     def scorer(self, split: str) -> SplitMetrics:
         """The split's qrels ready for ranx (built on first use, per process)."""
@@ -208,10 +235,24 @@ class _Context:
         return self._scorers[split]
 
     def __getstate__(self) -> dict[str, Any]:  # workers rebuild the indexes themselves
-        return {**self.__dict__, "_fusion": {}, "_scorers": {}}
+        # workers read signals back from the stage cache when they need them (cheaper than
+        # pickling them to every worker)
+        return {**self.__dict__, "_fusion": {}, "_scorers": {}, "_codes": {},
+                "signals": {k: (rec, None) for k, (rec, _) in self.signals.items()}}
 
 
 _CTX: _Context | None = None
+_INDEXES: dict[str, SplitFusion] = {}
+"""Per process: :class:`SplitFusion` indexes by signals key (a few per sweep: one per depth and
+split)."""
+
+
+def _index(signals_key: str, signals: dict[str, Any]) -> SplitFusion:
+    if signals_key not in _INDEXES:
+        if len(_INDEXES) >= 16:
+            _INDEXES.pop(next(iter(_INDEXES)))
+        _INDEXES[signals_key] = SplitFusion.from_signals(signals)
+    return _INDEXES[signals_key]
 
 
 def _fuse(prefs: RetrievalPrefs, sig: dict[str, Any]) -> dict[str, list[list[Any]]]:
@@ -228,37 +269,44 @@ def _fusion_stage(ctx: _Context, cache: StageCache, prefs: RetrievalPrefs,
     out: dict[str, tuple[StageRecord, Any]] = {}
     fcfg = fusion_config(prefs)
     for split in ctx.splits:
-        sig_rec, sig = ctx.signals[(split, sig_keys[split])]
+        sig_rec, _ = ctx.signals[(split, sig_keys[split])]
         fkey = stage_key("fusion", FUSION_VERSION, fcfg, [sig_rec.key])
         mkey = stage_key("metrics", METRICS_VERSION, metrics_config(ctx.metrics, split), [fkey])
-        if prefs.mode == "hybrid":  # same bytes as HybridScorer, vectorised over the split
-            index = ctx.fusion_index(split, sig_keys[split])
 
-            def compute(index: SplitFusion = index) -> dict[str, list[list[Any]]]:
-                return index.fuse(prefs.scoring, prefs.top_k_items)
-        else:
-            def compute(sig: dict[str, Any] = sig) -> dict[str, list[list[Any]]]:
-                return _fuse(prefs, sig)
+        def compute(split: str = split) -> dict[str, Any]:
+            key = sig_keys[split]
+            return _fused_arrays(prefs, ctx.fusion_index(split, key),
+                                 ctx.signals_output(split, key)).as_dict()
+
         out[split] = cache.run("fusion", FUSION_VERSION, fcfg, [sig_rec.key], compute,
-                               load=not cache.has("metrics", mkey))
+                               load=not cache.has("metrics", mkey), codec="arrays")
     return out
 
 
+def _fused_arrays(prefs: RetrievalPrefs, index: SplitFusion, sig: dict[str, Any]) -> FusedArrays:
+    if prefs.mode == "hybrid":  # same bytes as HybridScorer, vectorised over the split
+        return index.fuse_arrays(prefs.scoring, prefs.top_k_items)
+    return index.encode(_fuse(prefs, sig))
+
+
 def fused_run(cache: StageCache, prefs: RetrievalPrefs,
-              signals: tuple[StageRecord, dict[str, Any]], index: SplitFusion | None = None
+              signals: tuple[StageRecord, dict[str, Any]]
               ) -> tuple[StageRecord, dict[str, list[list[Any]]]]:
     """The memoised fusion stage of one split's signals (its record and output): the record and
     the fused run ``{qid: [[doc_id, score], ...]}``, best first, cut to ``top_k_items``. The
-    same key and bytes as the fusion-sweep points. ``index``: a :class:`SplitFusion` already
-    built over these signals (built here otherwise, for hybrid mode)."""
+    same key and bytes as the fusion-sweep points."""
     sig_rec, sig = signals
+    index = _index(sig_rec.key, sig)
+    rec, arrays = cache.run("fusion", FUSION_VERSION, fusion_config(prefs), [sig_rec.key],
+                            lambda: _fused_arrays(prefs, index, sig).as_dict(), codec="arrays")
+    return rec, index.decode(FusedArrays.from_dict(arrays))
 
-    def compute() -> dict[str, list[list[Any]]]:
-        if prefs.mode != "hybrid":
-            return _fuse(prefs, sig)
-        return (index or SplitFusion.from_signals(sig)).fuse(prefs.scoring, prefs.top_k_items)
 
-    return cache.run("fusion", FUSION_VERSION, fusion_config(prefs), [sig_rec.key], compute)
+def load_fused_run(cache: StageCache, signals_key: str, fusion_key: str
+                   ) -> dict[str, list[list[Any]]]:
+    """A cached fused run as ``{qid: [[doc_id, score], ...]}`` (for TREC files and reports)."""
+    index = _index(signals_key, cache.load("signals", signals_key))
+    return index.decode(FusedArrays.from_dict(cache.load("fusion", fusion_key)))
 
 
 def _compute_point(ctx: _Context, cache: StageCache, prefs: RetrievalPrefs,
@@ -272,7 +320,11 @@ def _compute_point(ctx: _Context, cache: StageCache, prefs: RetrievalPrefs,
         frec, run = fused[split]
 
         def score(run: Any = run, split: str = split) -> dict[str, Any]:
-            means, per_query = ctx.scorer(split).evaluate(run, ctx.metrics)
+            fused = FusedArrays.from_dict(run)
+            key = sig_keys[split]
+            codes = ctx.codes(split, key)[fused.positions]
+            means, per_query = ctx.scorer(split).evaluate_arrays(
+                ctx.fusion_index(split, key).qids, codes, fused.counts, ctx.metrics)
             return {"means": means, "per_query": per_query}
 
         mrec, mout = cache.run("metrics", METRICS_VERSION, metrics_config(ctx.metrics, split),
@@ -291,8 +343,9 @@ def _init_worker(ctx: _Context) -> None:
 
 def _fusion_worker(args: tuple[dict[str, Any], dict[str, str]]
                    ) -> tuple[dict[str, tuple[StageRecord, Any]], dict, dict]:
-    """Fusion in a worker process (pure Python, no ranx: metrics stay in the parent, whose
-    numba threads make forking unsafe, so workers are spawned)."""
+    """One point's fusion in a worker process, spawned (numba's threads make forking unsafe).
+    Metrics stay in the parent: ranx costs every new process ~10 s of numba start-up, while
+    the compact fused arrays are cheap to send back."""
     if _CTX is None:
         raise RuntimeError("sweep worker started without a context")
     cache = StageCache(_CTX.cache_root)
@@ -394,10 +447,10 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
                 scfg = signals_config(prefs, ds.hash, split, backend, emb_id)
                 key = stage_key("signals", SIGNALS_VERSION, scfg, [])
                 if (split, key) not in ctx.signals:
-                    rec, out = cache.run(
+                    rec, out = cache.run(  # a cached output is read only when needed
                         "signals", SIGNALS_VERSION, scfg, [],
                         lambda split=split, prefs=prefs: _signals_output(
-                            pipe.get_retriever(), ds, split, prefs))
+                            pipe.get_retriever(), ds, split, prefs), load=False)
                     ctx.signals[(split, key)] = (rec, out)
                 keys[split] = key
             tasks.append((prefs, keys))
@@ -456,6 +509,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
 
     points = [p for p in results if p is not None]
     t_end = time.perf_counter()
+    points_s = t_end - t_points - ctx.read_s  # signals read back lazily count as signals time
     best = choose_best(points[:len(grid)], spec.tune_split, spec.primary)
     baseline_point = next((p for p in points if p.is_baseline), None)
 
@@ -476,10 +530,10 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         name=spec.name, sweep_hash=spec.hash, dataset=ds.name, dataset_hash=ds.hash,
         tune_split=spec.tune_split, report_split=spec.report_split, primary=spec.primary,
         points=points, best=best, baseline=baseline_point, significance=significance, ci=ci,
-        timings={"signals_s": round(t_points - t_start, 3), "points_s": round(t_end - t_points, 3),
+        timings={"signals_s": round(t_points - t_start + ctx.read_s, 3),
+                 "points_s": round(points_s, 3),
                  "total_s": round(time.perf_counter() - t_start, 3),
-                 "points_per_s": round(len(points) / (t_end - t_points), 1)
-                 if t_end > t_points else 0.0},
+                 "points_per_s": round(len(points) / points_s, 1) if points_s > 0 else 0.0},
         computed=dict(cache.computed), reused=dict(cache.reused))
     if tracker is not None:
         result = result.model_copy(update={"tracking": tracker.finish(result)})

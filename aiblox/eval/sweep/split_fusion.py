@@ -9,18 +9,52 @@ stable sort. The arithmetic is the reference's, in the same order, so every scor
 IEEE double: linear is ``(0 + w_text * a) + w_vec * b`` (Python's ``sum``), RRF adds
 ``w / (k + rank)`` text first, and ties break on document id ascending because the stable sort
 starts from id order. ``tests/sweep/test_split_fusion.py`` holds it to the reference.
+
+:meth:`SplitFusion.fuse_arrays` gives the fused run in its compact form (flat positions into
+this index, per-query counts, scores: what the sweep's fusion stage stores and hashes), sorted
+per query by a compiled kernel; :meth:`SplitFusion.decode` turns it into
+``{qid: [[doc_id, score], ...]}`` and :meth:`SplitFusion.encode` back.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from aiblox.contracts.retrieval import ScoringConfig
 from aiblox.fusion.normalize import get_normalizer
 
-__all__ = ["SplitFusion"]
+__all__ = ["FusedArrays", "SplitFusion"]
+
+
+class FusedArrays(NamedTuple):
+    """A fused run of one split in compact form (relative to its :class:`SplitFusion`)."""
+
+    positions: np.ndarray
+    """int32 flat positions into the index, query by query, best first."""
+    counts: np.ndarray
+    """int32 hits kept per query, in the index's query order."""
+    scores: np.ndarray
+    """float64 fused score of each kept position."""
+
+    def as_dict(self) -> dict[str, np.ndarray]:
+        """The arrays by name (the fusion stage's stored output)."""
+        return {"positions": self.positions, "counts": self.counts, "scores": self.scores}
+
+    @classmethod
+    def from_dict(cls, arrays: dict[str, np.ndarray]) -> FusedArrays:
+        """From :meth:`as_dict`'s form."""
+        return cls(arrays["positions"], arrays["counts"], arrays["scores"])
+
+
+def _kernels() -> Any:
+    from aiblox.eval.metrics import setup_numba_cache
+
+    setup_numba_cache()  # before numba is imported: its compiled kernels are cached there
+    from aiblox.eval.sweep import _kernels
+
+    return _kernels
 
 
 class SplitFusion:
@@ -59,6 +93,9 @@ class SplitFusion:
         self.has_t = self.rank_t > 0
         self.has_v = self.rank_v > 0
         self.n = len(docs)
+        self.counts = np.bincount(self.seg, minlength=len(self.qids)).astype(np.int64)
+        self.starts = np.concatenate(([0], np.cumsum(self.counts)[:-1])).astype(np.int64)
+        self._where: list[dict[str, int]] | None = None
         self._norm: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
 
     @classmethod
@@ -100,21 +137,49 @@ class SplitFusion:
             b = np.where(self.has_v, nv, 0.0)
         return (0.0 + cfg.w_text * a) + cfg.w_vec * b
 
-    def fuse(self, cfg: ScoringConfig, top_k: int | None) -> dict[str, list[list[Any]]]:
-        """``{qid: [[doc_id, score], ...]}`` best first (score desc, id asc), cut to ``top_k``."""
+    def fuse_arrays(self, cfg: ScoringConfig, top_k: int | None) -> FusedArrays:
+        """The fused run in compact form: per query best first (score desc, id asc), cut to
+        ``top_k``."""
         fused = self.scores(cfg)
-        order = np.lexsort((-fused, self.seg))  # stable: ties keep id order
-        seg_sorted = self.seg[order]
-        starts = np.searchsorted(seg_sorted, np.arange(len(self.qids)))
-        rank = np.arange(self.n) - starts[seg_sorted]
-        keep = order[rank < top_k] if top_k is not None else order
-        counts = np.bincount(self.seg[keep], minlength=len(self.qids))
-        docs = self.docs[keep].tolist()
-        vals = fused[keep].tolist()
+        positions, kept = _kernels().segment_order(-fused, self.starts, self.counts,
+                                                   -1 if top_k is None else int(top_k))
+        return FusedArrays(positions.astype(np.int32), kept.astype(np.int32), fused[positions])
+
+    def decode(self, fused: FusedArrays) -> dict[str, list[list[Any]]]:
+        """``{qid: [[doc_id, score], ...]}`` of a compact run."""
+        docs = self.docs[fused.positions].tolist()
+        vals = fused.scores.tolist()
         out: dict[str, list[list[Any]]] = {}
         start = 0
-        for qid, c in zip(self.qids, counts.tolist(), strict=True):
-            out[qid] = [[d, s] for d, s in zip(docs[start:start + c], vals[start:start + c],
+        for qid, c in zip(self.qids, fused.counts.tolist(), strict=True):
+            out[qid] = [[d, v] for d, v in zip(docs[start:start + c], vals[start:start + c],
                                                strict=True)]
             start += c
         return out
+
+    def encode(self, run: dict[str, list[list[Any]]]) -> FusedArrays:
+        """The compact form of a run over this index's lists (every document of the run must
+        be in its query's lists; a query absent from ``run`` keeps nothing)."""
+        if self._where is None:
+            self._where = [{d: int(self.starts[qi]) + i for i, d in enumerate(
+                self.docs[self.starts[qi]:self.starts[qi] + self.counts[qi]].tolist())}
+                for qi in range(len(self.qids))]
+        positions: list[int] = []
+        counts: list[int] = []
+        scores: list[float] = []
+        for qid, where in zip(self.qids, self._where, strict=True):
+            hits = run.get(qid, [])
+            try:
+                positions += [where[d] for d, _ in hits]
+            except KeyError as exc:
+                raise ValueError(f"query {qid!r}: document {exc.args[0]!r} is in neither "
+                                 f"list") from None
+            scores += [float(s) for _, s in hits]
+            counts.append(len(hits))
+        return FusedArrays(np.asarray(positions, dtype=np.int32),
+                           np.asarray(counts, dtype=np.int32),
+                           np.asarray(scores, dtype=np.float64))
+
+    def fuse(self, cfg: ScoringConfig, top_k: int | None) -> dict[str, list[list[Any]]]:
+        """``{qid: [[doc_id, score], ...]}`` best first (score desc, id asc), cut to ``top_k``."""
+        return self.decode(self.fuse_arrays(cfg, top_k))

@@ -9,6 +9,10 @@ float-cast string hashes), every unjudged one to -1 (ranx's metrics only ever ma
 documents against judged ones), and scores are ``n - rank`` as in
 :func:`aiblox.eval.metrics.ranked_run`. The numbers are
 ranx's; ``tests/sweep/test_split_metrics.py`` holds them equal to ``evaluate_run``.
+
+:meth:`SplitMetrics.evaluate_arrays` scores a run already in compact form (per kept hit its
+document's code from :meth:`SplitMetrics.codes`, per query the number of hits): the sweep's
+hot path, which never turns a fused run back into strings.
 """
 
 from __future__ import annotations
@@ -50,6 +54,54 @@ class SplitMetrics:
             i = self._ids[doc] = len(self._ids)
         return i
 
+    def codes(self, docs: Sequence[str]) -> np.ndarray:
+        """float64 code of each document: its exact small integer when some query judges it,
+        else -1 (matches nothing)."""
+        get = self._ids.get
+        return np.asarray([get(d, -1) for d in docs], dtype=np.float64)
+
+    def evaluate_arrays(self, qids: Sequence[str], codes: np.ndarray, counts: np.ndarray,
+                        metrics: Sequence[str]
+                        ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+        """Like :meth:`evaluate` for a run in compact form: ``qids`` in run order, ``counts``
+        hits per query, ``codes`` each hit's document code (:meth:`codes`), best first."""
+        if self._qrels is None:
+            return {m: 0.0 for m in metrics}, {m: {} for m in metrics}
+        from aiblox.eval.sweep.split_fusion import _kernels
+
+        offsets = np.zeros(len(qids) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        if list(qids) != self.qids:  # judged queries only, in the qrels' order
+            at = {q: i for i, q in enumerate(qids)}
+            parts_c, parts_n = [], []
+            for q in self.qids:
+                i = at.get(q)
+                if i is None:
+                    parts_n.append(0)
+                else:
+                    parts_c.append(codes[offsets[i]:offsets[i + 1]])
+                    parts_n.append(int(offsets[i + 1] - offsets[i]))
+            codes = np.concatenate(parts_c) if parts_c else np.zeros(0, dtype=np.float64)
+            offsets = np.zeros(len(self.qids) + 1, dtype=np.int64)
+            np.cumsum(parts_n, out=offsets[1:])
+        run = _kernels().run_arrays(np.ascontiguousarray(codes, dtype=np.float64), offsets)
+        return self._score(run, metrics)
+
+    def _score(self, run: Any, metrics: Sequence[str]
+               ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from ranx import evaluate
+
+            # twice when alone: ranx's evaluate(return_mean=False) fails on a single metric name
+            names = list(metrics) if len(metrics) > 1 else [metrics[0], metrics[0]]
+            scores = evaluate(self._qrels, run, names, return_mean=False,
+                              save_results_in_run=False)
+        per_query = {m: dict(zip(self.qids, np.asarray(scores[m], dtype=np.float64).tolist(),
+                                 strict=True)) for m in metrics}
+        means = {m: float(np.mean(scores[m])) for m in metrics}
+        return means, per_query
+
     def evaluate(self, run: Mapping[str, Sequence[Sequence[Any]]], metrics: Sequence[str]
                  ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
         """``(means, per_query)`` like :func:`aiblox.eval.metrics.evaluate_run`."""
@@ -67,15 +119,4 @@ class SplitMetrics:
             arr[:, 0] = [get(d, -1) for d, _ in hits]
             arr[:, 1] = np.arange(n, 0, -1, dtype=np.float64)
             arrays.append(arr)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            from ranx import evaluate
-
-            # twice when alone: ranx's evaluate(return_mean=False) fails on a single metric name
-            names = list(metrics) if len(metrics) > 1 else [metrics[0], metrics[0]]
-            scores = evaluate(self._qrels, List(arrays), names, return_mean=False,
-                              save_results_in_run=False)
-        per_query = {m: {q: float(v) for q, v in zip(self.qids, scores[m], strict=True)}
-                     for m in metrics}
-        means = {m: float(np.mean(scores[m])) for m in metrics}
-        return means, per_query
+        return self._score(List(arrays), metrics)

@@ -160,6 +160,8 @@ class SweepTracker:
         import pandas as pd
         from mlflow.entities import Metric
 
+        from aiblox.eval.sweep.runner import load_fused_run
+
         m = point.manifest
         tags = {TAG_PARENT: self.parent_id, TAG_CONFIG: point.config_hash,
                 TAG_SWEEP: self.sweep_hash, TAG_KIND: "point",
@@ -180,9 +182,10 @@ class SweepTracker:
             (folder / "manifest.json").write_text(
                 json.dumps(m.model_dump(mode="json"), sort_keys=True, indent=1), encoding="utf-8")
             for split, sm in m.splits.items():
+                signals = next(s for s in sm.stages if s["name"] == "signals")
                 fusion = next(s for s in sm.stages if s["name"] == "fusion")
                 metrics_st = next(s for s in sm.stages if s["name"] == "metrics")
-                run_out = cache.load("fusion", fusion["key"])
+                run_out = load_fused_run(cache, signals["key"], fusion["key"])
                 (folder / f"run.{split}.trec").write_text(
                     trec_run(run_out, f"aiblox-{point.config_hash[:12]}"), encoding="utf-8")
                 per_query = cache.load("metrics", metrics_st["key"])["per_query"]

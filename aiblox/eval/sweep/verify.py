@@ -23,7 +23,7 @@ from aiblox.eval.sweep.runner import (
     FUSION_VERSION,
     METRICS_VERSION,
     SIGNALS_VERSION,
-    _fuse,
+    _fused_arrays,
     _signals_output,
     fusion_config,
     metrics_config,
@@ -31,10 +31,10 @@ from aiblox.eval.sweep.runner import (
 )
 from aiblox.eval.sweep.split_fusion import SplitFusion
 from aiblox.eval.sweep.split_metrics import SplitMetrics
-from aiblox.eval.sweep.stages import _canonical, stage_key
-from aiblox.hashing import sha256_text
+from aiblox.eval.sweep.stages import _canonical, encode_arrays, stage_key
+from aiblox.hashing import sha256_bytes, sha256_text
 
-__all__ = ["StageCheck", "VerifyReport", "verify_point"]
+__all__ = ["StageCheck", "VerifyReport", "logged_manifest", "verify_point"]
 
 
 class StageCheck(BaseModel):
@@ -73,6 +73,48 @@ def _load(manifest: PointManifest | dict[str, Any] | str | Path) -> PointManifes
     if isinstance(manifest, str | Path):
         manifest = json.loads(Path(manifest).read_text(encoding="utf-8"))
     return PointManifest.model_validate(manifest)
+
+
+def logged_manifest(run: str, tracking_uri: str) -> tuple[PointManifest, str]:
+    """The manifest of a logged point and where it came from.
+
+    ``run`` is a ``manifest.json`` path, an MLflow point run id (a sweep's child run), or a
+    sweep (its parent run id or its name): then the sweep's best point, as chosen on the tune
+    split. Raises :class:`ValueError` naming ``run`` when it is none of these.
+    """
+    import tempfile
+
+    path = Path(run)
+    if path.suffix == ".json" or path.is_file():
+        if not path.is_file():
+            raise ValueError(f"{run}: no such manifest file")
+        return _load(path), str(path)
+    from mlflow.tracking import MlflowClient
+
+    from aiblox.eval.sweep.report import find_sweep_run
+
+    client = MlflowClient(tracking_uri=tracking_uri)
+    try:
+        point = client.get_run(run)
+    except Exception:  # noqa: BLE001 - not a run id: a sweep name, or nothing
+        point = None
+    if point is None or point.data.tags.get("aiblox.kind") == "sweep":
+        parent = point if point is not None else find_sweep_run(client, run)
+        best = parent.data.tags.get("aiblox.best_config_hash")
+        if not best:
+            raise ValueError(f"sweep {run!r} has no best point logged (unfinished?)")
+        found = client.search_runs(
+            [parent.info.experiment_id],
+            filter_string=f"tags.`mlflow.parentRunId` = '{parent.info.run_id}' and "
+                          f"tags.`aiblox.config_hash` = '{best}'", max_results=1)
+        if not found:
+            raise ValueError(f"sweep {run!r}: the best point {best[:12]} has no child run")
+        point = found[0]
+    elif point.data.tags.get("aiblox.kind") != "point":
+        raise ValueError(f"run {run} is not an aiblox sweep point or sweep")
+    with tempfile.TemporaryDirectory() as tmp:
+        local = client.download_artifacts(point.info.run_id, "manifest.json", tmp)
+        return _load(local), f"run {point.info.run_id} ({point.data.tags.get('aiblox.label')})"
 
 
 def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: str | None = None,
@@ -119,14 +161,16 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
             if not check(f"{split}/signals", _pair(logged["signals"]),
                          f"{skey}:{sha256_text(_canonical(sig))}"):
                 return report()
-            run = (SplitFusion.from_signals(sig).fuse(prefs.scoring, prefs.top_k_items)
-                   if prefs.mode == "hybrid" else _fuse(prefs, sig))
+            index = SplitFusion.from_signals(sig)
+            fused = _fused_arrays(prefs, index, sig)
             fkey = stage_key("fusion", FUSION_VERSION, fusion_config(prefs), [skey])
             if not check(f"{split}/fusion", _pair(logged["fusion"]),
-                         f"{fkey}:{sha256_text(_canonical(run))}"):
+                         f"{fkey}:{sha256_bytes(encode_arrays(fused.as_dict()))}"):
                 return report()
             metrics = m.metrics or list(sm.metrics)
-            means, per_query = SplitMetrics(ds.qrels[split]).evaluate(run, metrics)
+            scorer = SplitMetrics(ds.qrels[split])
+            means, per_query = scorer.evaluate_arrays(
+                index.qids, scorer.codes(index.docs)[fused.positions], fused.counts, metrics)
             mkey = stage_key("metrics", METRICS_VERSION, metrics_config(metrics, split), [fkey])
             out = {"means": means, "per_query": per_query}
             if not check(f"{split}/metrics", _pair(logged["metrics"]),

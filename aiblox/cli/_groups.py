@@ -1,0 +1,23 @@
+"""A command group with a default command, so ``aiblox eval DATASET`` keeps working beside
+``aiblox eval verify RUN``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from typer.core import TyperGroup
+
+
+class DefaultCommandGroup(TyperGroup):
+    """Runs ``default`` (the group's first command) when the first word is not a command name."""
+
+    default = "run"
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = [self.default, *args]
+        return super().parse_args(ctx, args)
+
+    def format_usage(self, ctx: click.Context, formatter: Any) -> None:
+        formatter.write_usage(ctx.command_path, "DATASET [OPTIONS] | verify RUN [OPTIONS]")

@@ -1,0 +1,54 @@
+"""``aiblox eval verify``: re-execute a logged sweep point from its manifest alone and say whether
+every stage gives the same bytes, or which stage first differs."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from aiblox.cli._common import console, fail, print_json, quiet_progress
+from aiblox.eval.datasets import DatasetError
+from aiblox.eval.sweep.tracking import DEFAULT_TRACKING_URI
+
+
+def verify_command(
+    run: str = typer.Argument(..., metavar="RUN",
+                              help="A point's MLflow run id, a sweep (parent run id or name: "
+                                   "its best point), or a manifest.json path."),
+    tracking_uri: str = typer.Option(DEFAULT_TRACKING_URI, "--tracking-uri",
+                                     help="MLflow tracking URI the point was logged to."),
+    db: str = typer.Option("", "--db", help="Store to re-run retrieval on (filled with what is "
+                                            "missing); default .aiblox/datasets/<name>.duckdb."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Re-execute RUN's logged point from its config alone; exit 1 names the first stage that
+    differs."""
+    from aiblox.eval.sweep.verify import logged_manifest, verify_point
+
+    try:
+        manifest, source = logged_manifest(run, tracking_uri)
+    except ValueError as exc:
+        fail(str(exc))
+        return
+    try:
+        rep = verify_point(manifest, db=db or None, progress=quiet_progress())
+    except (DatasetError, ValueError) as exc:
+        fail(str(exc))
+        return
+    if as_json:
+        print_json({"source": source, **rep.model_dump(mode="json")})
+    else:
+        table = Table(title=f"verify {manifest.sweep} point {rep.config_hash[:16]} ({source})")
+        for col in ("check", "logged", "recomputed", "same"):
+            table.add_column(col)
+        for c in rep.checks:
+            table.add_row(c.where, c.expected[-16:], c.actual[-16:],
+                          "yes" if c.identical else "[red]NO[/red]")
+        console.print(table)
+        if rep.identical:
+            console.print(f"identical: {len(rep.checks)} checks, every stage gives the logged "
+                          f"bytes")
+        else:
+            console.print(f"[red]differs[/red]: first at {rep.first_difference}")
+    if not rep.identical:
+        raise typer.Exit(1)

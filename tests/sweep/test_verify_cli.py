@@ -1,0 +1,79 @@
+"""``aiblox eval verify RUN``: a logged point re-executed from its manifest alone (real MLflow
+sqlite store, real DuckDB file), by point run id, by sweep name, and from a tampered file."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("mlflow")
+
+from typer.testing import CliRunner  # noqa: E402
+
+from aiblox.cli.main import app  # noqa: E402
+from aiblox.eval.sweep import SweepSpec, SweepTracker, run_sweep  # noqa: E402
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory, sample_spec, small_spec, mlflow_uri, sample_dataset, sweep_db):
+    spec = small_spec(sample_spec, blend=["linear", "rrf"], w_text=[0.3], normalize=["minmax"],
+                      rrf_k=[60], depth=[10])
+    spec = SweepSpec.model_validate({**spec.model_dump(), "name": "verify_cli"})
+    tr = SweepTracker(mlflow_uri, "verify-cli", spec.hash, spec.model_dump(mode="json"))
+    result = run_sweep(spec, cache_dir=tmp_path_factory.mktemp("verify") / "stages",
+                       db=sweep_db, progress=False, dataset=sample_dataset, tracker=tr)
+    children = {c.data.tags["aiblox.config_hash"]: c.info.run_id for c in tr.children()}
+    return {"uri": mlflow_uri, "result": result, "children": children, "db": sweep_db}
+
+
+def _verify(logged, run, *extra):
+    return runner.invoke(app, ["eval", "verify", run, "--tracking-uri", logged["uri"],
+                               "--db", logged["db"], *extra],
+                         env={"AIBLOX_NO_PROGRESS": "1"})
+
+
+def test_a_logged_point_verifies_identical(logged):
+    point = logged["result"].points[0]
+    res = _verify(logged, logged["children"][point.config_hash], "--json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["identical"] and out["config_hash"] == point.config_hash
+    where = [c["where"] for c in out["checks"]]
+    assert where[:2] == ["dataset", "config"]
+    assert sorted(where[2:]) == [f"{s}/{st}" for s in ("test", "train")
+                                 for st in ("fusion", "metrics", "signals")]
+    assert len(out["checks"]) == 8 and all(c["identical"] for c in out["checks"])
+
+
+def test_a_sweep_name_verifies_its_best_point(logged):
+    res = _verify(logged, "verify_cli")
+    assert res.exit_code == 0, res.output
+    assert logged["result"].best.config_hash[:16] in res.output and "identical" in res.output
+
+
+def test_a_tampered_manifest_names_the_first_stage_that_differs(logged, tmp_path):
+    data = logged["result"].points[1].manifest.model_dump(mode="json")
+    data["splits"]["test"]["stages"][2]["output_hash"] = "f" * 64  # test metrics
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps(data, sort_keys=True))  # as the logged artifact
+    res = _verify(logged, str(path), "--json")
+    assert res.exit_code == 1
+    out = json.loads(res.stdout)
+    assert not out["identical"] and out["first_difference"] == "test/metrics"
+
+
+def test_unknown_run_and_missing_file_fail_clearly(logged, tmp_path):
+    res = _verify(logged, "no-such-sweep")
+    assert res.exit_code == 2 and "no-such-sweep" in res.output
+    res = _verify(logged, str(tmp_path / "gone.json"))
+    assert res.exit_code == 2 and "gone.json" in res.output
+
+
+def test_eval_dataset_still_runs_as_the_default_command(sweep_db):
+    res = runner.invoke(app, ["eval", "sample", "--db", sweep_db, "--embedder", "hashing",
+                              "--mode", "bm25", "--json"], env={"AIBLOX_NO_PROGRESS": "1"})
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["mode"] == "bm25"
