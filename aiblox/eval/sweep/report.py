@@ -234,13 +234,15 @@ def _f(v: Any) -> str:
 
 def _tables(rep: SweepReport, top: int) -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, header, rows) of every table, shared by HTML and Markdown."""
+    # a pipeline sweep may choose by a chunk or answer metric outside the ranx metrics: shown first
+    shown = rep.metrics if rep.primary in rep.metrics else [rep.primary, *rep.metrics]
     lb_head = ["#", "label", "config hash"] + [
-        f"{s} {m}" for s in (rep.tune_split, rep.report_split) for m in rep.metrics]
+        f"{s} {m}" for s in (rep.tune_split, rep.report_split) for m in shown]
     lb = [[str(i), r["label"], r["config_hash"][:16]] + [
         _f(r["metrics"].get(s, {}).get(m, "")) for s in (rep.tune_split, rep.report_split)
-        for m in rep.metrics] for i, r in enumerate(rep.leaderboard[:top], start=1)]
+        for m in shown] for i, r in enumerate(rep.leaderboard[:top], start=1)]
     tvr = [[m, _f(rep.best["metrics"][rep.tune_split].get(m, "")),
-            _f(rep.best["metrics"][rep.report_split].get(m, ""))] for m in rep.metrics]
+            _f(rep.best["metrics"][rep.report_split].get(m, ""))] for m in shown]
     if rep.ci:
         tvr.append([f"{rep.primary} 95% bootstrap CI"] + [
             f"[{rep.ci[s][1]:.4f}, {rep.ci[s][2]:.4f}]" if s in rep.ci else ""
