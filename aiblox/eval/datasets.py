@@ -226,23 +226,28 @@ def load_dataset(name_or_path: str | Path, splits: list[str] | None = None,
     qrels: dict[str, dict[str, dict[str, int]]] = {}
     missing_docs: dict[str, int] = {}
     read: dict[str, tuple[dict[str, dict[str, int]], int]] = {}
+    parsed: dict[str, tuple[str, int, int] | None] = {}
     for split in wanted:
         try:
-            derived = parse_split(split)
+            parsed[split] = parse_split(split)
         except ValueError as exc:
             raise DatasetError(path / "qrels", None, "split", str(exc)) from None
-        base = derived[0] if derived is not None else split
-        split_path = path / "qrels" / f"{base}.tsv"
+        base = parsed[split][0] if parsed[split] is not None else split  # type: ignore[index]
         if base not in known:
-            raise DatasetError(split_path, None, "split",
+            raise DatasetError(path / "qrels" / f"{base}.tsv", None, "split",
                                f"no split {split!r}; available: {known}")
-        if base not in read:  # each file is read (and hashed) once
-            read[base] = _read_qrels(split_path, hasher, queries, corpus)
-            if read[base][1]:
-                warnings.warn(f"{split_path}: {read[base][1]} qrels rows name documents absent "
-                              f"from the corpus (kept; they count as unretrievable)",
-                              stacklevel=2)
-        judged, missing = read[base]
+        read[base] = ({}, 0)
+    # each file is read (and hashed) once, in name order: the dataset hash does not depend on
+    # the order in which the splits were asked for
+    for base in sorted(read):
+        split_path = path / "qrels" / f"{base}.tsv"
+        read[base] = _read_qrels(split_path, hasher, queries, corpus)
+        if read[base][1]:
+            warnings.warn(f"{split_path}: {read[base][1]} qrels rows name documents absent "
+                          f"from the corpus (kept; they count as unretrievable)", stacklevel=2)
+    for split in wanted:
+        derived = parsed[split]
+        judged, missing = read[derived[0] if derived is not None else split]
         if derived is not None:
             _, i, n = derived
             judged = {q: docs for q, docs in judged.items() if split_part(q, n) == i}

@@ -77,3 +77,14 @@ def test_eval_dataset_still_runs_as_the_default_command(sweep_db):
                               "--mode", "bm25", "--json"], env={"AIBLOX_NO_PROGRESS": "1"})
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["mode"] == "bm25"
+
+
+def test_dataset_hash_does_not_depend_on_split_order():
+    """A manifest's splits come back in any order (the logged JSON sorts its keys); the dataset
+    hash verify recomputes must not change with it."""
+    from aiblox.eval.datasets import load_dataset
+
+    a = load_dataset("sample", splits=["train", "test"])
+    b = load_dataset("sample", splits=["test", "train"])
+    assert a.hash == b.hash and list(a.qrels) == ["train", "test"]
+    assert load_dataset("sample", splits=["test"]).hash != a.hash  # what was read still counts
