@@ -155,3 +155,41 @@ def test_an_override_equal_to_the_policy_value_is_the_same_point(sample_spec):
     assert plain == same
     assert other[0] != plain[0]
     assert plain[1]["selection"]["params"] == {"max_chunks": 6}
+
+
+def test_a_warm_chunk_cache_gives_the_same_bytes(first, tmp_path, sweep_db, sample_dataset):
+    spec, _, r = first  # the first run embedded the chunks; the store's chunk cache holds them
+    again = run_sweep(spec, cache_dir=tmp_path, db=sweep_db, progress=False,
+                      dataset=sample_dataset)
+    assert again.computed == r.computed  # every stage recomputed (empty stage cache) ...
+    assert [p.manifest.manifest_hash for p in again.points] == \
+        [p.manifest.manifest_hash for p in r.points]  # ... to the same bytes
+
+
+def test_cli_runs_a_pipeline_spec(tmp_path, sweep_db):
+    import json
+
+    from typer.testing import CliRunner
+
+    from aiblox.cli.main import app
+
+    spec = tmp_path / "sel.toml"
+    spec.write_text("""
+name = "cli_selection"
+dataset = "sample"
+tune_split = "train"
+report_split = "test"
+embedder = "hashing"
+metrics = ["ndcg@10"]
+primary = "evidence_answer_recall"
+query_limit = 3
+[grid.selection]
+policy = ["R2_POLICY_V1", "R2_POLICY_V2"]
+""")
+    r = CliRunner().invoke(app, ["sweep", str(spec), "--db", sweep_db, "--cache-dir",
+                                 str(tmp_path / "stages"), "--no-tracking", "--json"],
+                           env={"AIBLOX_NO_PROGRESS": "1"})
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["n_points"] == 2 and out["primary"] == "evidence_answer_recall"
+    assert out["computed"]["answer_metrics"] == 4 and out["computed"]["chunks"] == 2
