@@ -193,3 +193,16 @@ policy = ["R2_POLICY_V1", "R2_POLICY_V2"]
     out = json.loads(r.stdout)
     assert out["n_points"] == 2 and out["primary"] == "evidence_answer_recall"
     assert out["computed"]["answer_metrics"] == 4 and out["computed"]["chunks"] == 2
+
+
+def test_a_primary_the_dataset_cannot_give_is_a_clear_error(tmp_path, sample_spec, sweep_db):
+    from aiblox.eval.datasets import load_dataset
+
+    ds = load_dataset(sample_spec.dataset, splits=["train", "test"])
+    ds.answers = {}  # as a dataset without answers.jsonl (scifact)
+    data = sample_spec.model_dump()
+    data.update({"grid": {"chunking": {"chunker_id": ["whole"]}}, "baseline": None,
+                 "primary": "answer_recall@5", "query_limit": 2, "metrics": ["ndcg@10"]})
+    spec = SweepSpec.model_validate(data)
+    with pytest.raises(ValueError, match="answer_recall@5.*gold answers"):
+        run_sweep(spec, cache_dir=tmp_path, db=sweep_db, progress=False, dataset=ds)

@@ -358,6 +358,12 @@ def run_pipeline_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE
         bar.close()
         opener.close()
     t_end = time.perf_counter()
+    missing = [p.label for p in points if spec.primary not in p.metrics[spec.tune_split]]
+    if missing:
+        raise ValueError(f"primary metric {spec.primary!r} was not computed for {missing[0]} "
+                         f"on {spec.tune_split} (answer_recall@k and the gold-based answer "
+                         f"metrics need gold answers: {ds.name} has "
+                         f"{'some' if ds.answers else 'no'} answers.jsonl)")
     best = choose_best(points[:len(grid)], spec.tune_split, spec.primary)
     baseline_point = next((p for p in points if p.is_baseline), None)
     significance: list[Comparison] = []

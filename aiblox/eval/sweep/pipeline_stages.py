@@ -244,7 +244,9 @@ def answer_metrics(chunks: Mapping[str, Any], prompts: Mapping[str, Any],
     ``evidence_answer_recall`` (a selected chunk's span holds a gold span), ``citation_precision``
     (share of cited chunks holding one; queries with gold answers and citations),
     ``selected_chunks``, ``selected_tokens`` and ``status:<STATUS>`` (1/0). Means are over the
-    queries with a value; an answer metric no query has a value for reads 0.0."""
+    queries with a value; on a dataset with gold answers, an answer metric no query has a value
+    for (no citations at all) reads 0.0, and without gold answers the gold-based ones are
+    absent."""
     spans = {c["chunk_id"]: (c["item_id"], c["start"], c["end"], c["text"])
              for ev in chunks["evidence"].values() for c in ev}
     per_query: dict[str, dict[str, float]] = {}
@@ -279,6 +281,7 @@ def answer_metrics(chunks: Mapping[str, Any], prompts: Mapping[str, Any],
                         for c in cited]
                 put("citation_precision", qid, sum(good) / len(good))
     means = {m: sum(vals.values()) / len(vals) for m, vals in per_query.items() if vals}
-    for m in ANSWER_METRICS:  # a metric no query has a value for (no gold answers) reads 0.0
-        means.setdefault(m, 0.0)
+    if gold_texts:  # with gold answers, a metric no query has a value for reads 0.0
+        for m in ANSWER_METRICS:
+            means.setdefault(m, 0.0)
     return {"means": means, "per_query": per_query, "status_counts": counts}
