@@ -10,7 +10,10 @@ split by split, their keys and output hashes compared with the manifest's. The s
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -143,6 +146,9 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
         return report()
     prefs = RetrievalPrefs(query_text="", **m.config["prefs"])
     emb_id, backend = m.config["embedder"], m.config["backend"]
+    if "query_limit" in m.config:  # a pipeline point: chunking, selection and what follows
+        _verify_pipeline(m, ds, prefs, db, progress, check)
+        return report()
     if not check("config", m.config_hash, config_hash(prefs, emb_id, backend)[0]):
         return report()
     path = db or f".aiblox/datasets/{ds.name}.duckdb"
@@ -179,6 +185,80 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
     finally:
         store.close()
     return report()
+
+
+@dataclass(frozen=True)
+class _LoggedSpec:
+    """What a pipeline point's stages read from its sweep spec, rebuilt from the logged config
+    (the point's own splits stand in for the tune and report splits)."""
+
+    name: str
+    tune_split: str
+    report_split: str
+    metrics: list[str]
+    query_limit: int | None
+    chunk_k: list[int]
+    reader: str
+    reader_options: dict[str, Any]
+    embedder: str
+    prefs: RetrievalPrefs
+    vectors: tuple[str, ...] = ()
+    grid: Any = field(default_factory=lambda: SimpleNamespace(selection=None))
+    """No swept axes: the logged effective parameters are the point's overrides."""
+
+    def base_prefs(self) -> RetrievalPrefs:
+        """The point's prefs (what the store opener asks of a spec)."""
+        return self.prefs
+
+
+def _verify_pipeline(m: PointManifest, ds: Dataset, prefs: RetrievalPrefs, db: str | None,
+                     progress: bool, check: Callable[[str, str, str], bool]) -> None:
+    """Re-run every stage of a pipeline point in a fresh, temporary stage cache and compare each
+    stage's key and output hash with the manifest, in pipeline order."""
+    import tempfile
+
+    from aiblox.eval.sweep.pipeline import _Sweep, pipeline_config
+    from aiblox.eval.sweep.runner import _Pipeline
+    from aiblox.eval.sweep.spec import PipelinePoint
+    from aiblox.eval.sweep.stages import StageCache
+
+    cfg = m.config
+    splits = list(m.splits)
+    reader = cfg.get("reader") or {}
+    spec = _LoggedSpec(name=m.sweep, tune_split=splits[0], report_split=splits[-1],
+                       metrics=list(m.metrics), query_limit=cfg["query_limit"],
+                       chunk_k=list(cfg["chunk_k"]), reader=reader.get("name", "extractive"),
+                       reader_options=dict(reader.get("options", {})),
+                       embedder=m.embedder_name or "minilm", prefs=prefs)
+    selection = cfg.get("selection")
+    pt = PipelinePoint(prefs=prefs, policy=selection["policy"] if selection else None,
+                       overrides=dict(selection["params"]) if selection else {})
+    emb_id, backend = cfg["embedder"], cfg["backend"]
+    chash, config = pipeline_config(spec, pt, emb_id, backend)  # type: ignore[arg-type]
+    if not check("config", m.config_hash, chash):
+        return
+    if selection and not check("selection/policy", selection["policy_sha256"],
+                               config["selection"]["policy_sha256"]):
+        return
+    opener = _Pipeline(spec, ds, db or f".aiblox/datasets/{ds.name}.duckdb",  # type: ignore
+                       progress)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            sweep = _Sweep(spec, ds, StageCache(tmp), opener, backend,  # type: ignore[arg-type]
+                           emb_id, progress)
+            for split, sm in m.splits.items():
+                out = sweep.split_point(pt, split)
+                for logged, again in zip(sm.stages, out["stages"], strict=False):
+                    if not check(f"{split}/{logged['name']}", _pair(logged), _pair(again)):
+                        return
+                if len(sm.stages) != len(out["stages"]):
+                    check(f"{split}/stages", str(len(sm.stages)), str(len(out["stages"])))
+                    return
+                if sm.prompts_sha256 is not None and not check(
+                        f"{split}/prompts", sm.prompts_sha256, str(out["prompts_sha256"])):
+                    return
+    finally:
+        opener.close()
 
 
 def _pair(stage: dict[str, Any]) -> str:
