@@ -66,7 +66,10 @@ def _ranx_optimize(spec: SweepSpec, ds, cache: StageCache, emb_id: str) -> dict:
                                [Run.from_dict(text, name="bm25"), Run.from_dict(vec, name="vec")],
                                norm="min-max", method="wsum", metric=spec.primary,
                                show_progress=False, step=0.05)
-    return {"seconds": time.perf_counter() - t0, "weights": best.get("weights", best)}
+    weights = best.get("weights", best)
+    return {"seconds": time.perf_counter() - t0,
+            "weights": tuple(float(w) for w in weights) if isinstance(weights, list | tuple)
+            else weights}
 
 
 def main() -> None:
