@@ -173,6 +173,7 @@ def metrics_config(metrics: Sequence[str], split: str) -> dict[str, Any]:
 def point_label(prefs: RetrievalPrefs) -> str:
     """A short readable name for a point (not unique on its own; the config hash is)."""
     s = prefs.scoring
+    head: str
     if prefs.mode != "hybrid":
         head = prefs.mode
     elif s.blend == "rrf":
@@ -447,10 +448,14 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
                 scfg = signals_config(prefs, ds.hash, split, backend, emb_id)
                 key = stage_key("signals", SIGNALS_VERSION, scfg, [])
                 if (split, key) not in ctx.signals:
-                    rec, out = cache.run(  # a cached output is read only when needed
-                        "signals", SIGNALS_VERSION, scfg, [],
-                        lambda split=split, prefs=prefs: _signals_output(
-                            pipe.get_retriever(), ds, split, prefs), load=False)
+
+                    def compute(split: str = split, prefs: RetrievalPrefs = prefs
+                                ) -> dict[str, Any]:
+                        return _signals_output(pipe.get_retriever(), ds, split, prefs)
+
+                    # a cached output is not read here, only when a point needs it
+                    rec, out = cache.run("signals", SIGNALS_VERSION, scfg, [], compute,
+                                         load=False)
                     ctx.signals[(split, key)] = (rec, out)
                 keys[split] = key
             tasks.append((prefs, keys))

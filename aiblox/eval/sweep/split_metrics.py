@@ -54,7 +54,7 @@ class SplitMetrics:
             i = self._ids[doc] = len(self._ids)
         return i
 
-    def codes(self, docs: Sequence[str]) -> np.ndarray:
+    def codes(self, docs: Sequence[str] | np.ndarray) -> np.ndarray:
         """float64 code of each document: its exact small integer when some query judges it,
         else -1 (matches nothing)."""
         get = self._ids.get
