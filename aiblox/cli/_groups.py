@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-import click
 from typer.core import TyperGroup
+
+if TYPE_CHECKING:
+    # Typer vendors click as ``typer._click``; TyperGroup's methods take its Context and
+    # HelpFormatter (not ``click``'s), so the overrides below name the same types.
+    from typer._click import Context, HelpFormatter
 
 
 class DefaultCommandGroup(TyperGroup):
@@ -14,10 +18,10 @@ class DefaultCommandGroup(TyperGroup):
 
     default = "run"
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
             args = [self.default, *args]
         return super().parse_args(ctx, args)
 
-    def format_usage(self, ctx: click.Context, formatter: Any) -> None:
+    def format_usage(self, ctx: Context, formatter: HelpFormatter) -> None:
         formatter.write_usage(ctx.command_path, "DATASET [OPTIONS] | verify RUN [OPTIONS]")

@@ -70,7 +70,7 @@ def parse_filters(filters: dict[str, Any]) -> list[tuple[str, str | None, list[A
     ``{"kind": "doc", "metadata.year": [2020, 2021]}`` means kind = 'doc' AND the metadata field
     ``year`` is 2020 or 2021 (compared as strings).
     """
-    parsed = []
+    parsed: list[tuple[str, str | None, list[Any]]] = []
     for key in sorted(filters):
         value = filters[key]
         values = list(value) if isinstance(value, list | tuple | set) else [value]
@@ -125,6 +125,14 @@ def check_pack_row(pack_id: str, parent_pack_id: str | None, sha256: str,
         raise StoreError(f"evidence pack {pack_id}: json_text must be a non-empty string")
 
 
+def _item_ordinal(item: dict[str, Any]) -> int:
+    """The ``ordinal`` of an evidence item tracking row; a row without one is an error."""
+    ordinal = item["ordinal"]
+    if ordinal is None:
+        raise StoreError(f"evidence_item of bundle {item['bundle_id']!r}: ordinal is missing")
+    return int(ordinal)
+
+
 def split_bundle_rows(rows: dict[str, list[dict[str, Any]]]
                       ) -> tuple[dict[str, Any], list[dict[str, Any]], list[tuple[str, str]]]:
     """Validate ``tracking_rows(...)`` output for ``record_evidence_bundle``.
@@ -144,7 +152,7 @@ def split_bundle_rows(rows: dict[str, list[dict[str, Any]]]
                          "non-empty string")
     items = sorted(({k: r.get(k) for k in ITEM_COLUMNS}
                     for r in rows.get("evidence_item", [])),
-                   key=lambda r: int(r["ordinal"]))
+                   key=_item_ordinal)
     for r in items:
         if r["bundle_id"] != bundle_id:
             raise StoreError(f"evidence_item ordinal {r['ordinal']}: bundle_id "

@@ -124,6 +124,13 @@ class DuckDBStore:
             return None
         return row[0] if row else None
 
+    def _count(self, sql: str, params: list[Any] | None = None) -> int:
+        """The single integer a ``SELECT count(*) ...`` query returns."""
+        row = self.con.execute(sql, params or []).fetchone()
+        if row is None:
+            raise StoreError(f"{self.location}: no row from {sql!r}")
+        return int(row[0])
+
     def _set_meta(self, key: str, value: str) -> None:
         self.con.execute("INSERT OR REPLACE INTO aiblox_meta VALUES (?, ?)", [key, value])
 
@@ -189,8 +196,8 @@ class DuckDBStore:
     def delete_items(self, ids: Sequence[str]) -> int:
         with self._lock:
             ids = sorted(set(ids))
-            present = self.con.execute("SELECT count(*) FROM items WHERE id IN "
-                                       "(SELECT unnest(?::VARCHAR[]))", [ids]).fetchone()[0]
+            present = self._count("SELECT count(*) FROM items WHERE id IN "
+                                  "(SELECT unnest(?::VARCHAR[]))", [ids])
             if present:
                 self.con.execute("BEGIN TRANSACTION")
                 self.con.execute("DELETE FROM item_vectors WHERE item_id IN "
@@ -220,7 +227,7 @@ class DuckDBStore:
 
     def count_items(self) -> int:
         with self._lock:
-            return int(self.con.execute("SELECT count(*) FROM items").fetchone()[0])
+            return self._count("SELECT count(*) FROM items")
 
     # -- vectors -------------------------------------------------------------------------
     def _vector_array(self, matrix: np.ndarray) -> pa.FixedSizeListArray:
@@ -262,7 +269,7 @@ class DuckDBStore:
     def _filter_sql(filters: dict[str, Any] | None, alias: str) -> tuple[str, list[Any]]:
         clauses, params = [], []
         for column, meta_key, values in parse_filters(filters or {}):
-            if column == "metadata":
+            if meta_key is not None:  # a "metadata.<key>" filter
                 clauses.append(f"json_extract_string({alias}.metadata, ?) IN "
                                f"(SELECT unnest(?::VARCHAR[]))")
                 params += ["$." + meta_key, values]
@@ -386,17 +393,17 @@ class DuckDBStore:
             "vector": pa.array([unique[h].tolist() for h in hashes], type=pa.list_(pa.float32())),
         })
         with self._lock:
-            before = self.con.execute("SELECT count(*) FROM embedding_cache WHERE model_id = ?",
-                                      [model_id]).fetchone()[0]
+            before = self._count("SELECT count(*) FROM embedding_cache WHERE model_id = ?",
+                                 [model_id])
             self.con.register("_aiblox_emb", table)
             try:
                 self.con.execute("INSERT OR IGNORE INTO embedding_cache "
                                  "SELECT model_id, text_sha256, vector FROM _aiblox_emb")
             finally:
                 self.con.unregister("_aiblox_emb")
-            after = self.con.execute("SELECT count(*) FROM embedding_cache WHERE model_id = ?",
-                                     [model_id]).fetchone()[0]
-        return int(after - before)
+            after = self._count("SELECT count(*) FROM embedding_cache WHERE model_id = ?",
+                                [model_id])
+        return after - before
 
     # -- evidence tracking ---------------------------------------------------------------
     def _create_evidence_schema(self) -> None:
@@ -467,9 +474,9 @@ class DuckDBStore:
                         raise StoreError(f"{self.location}: evidence bundle {bundle_id} is "
                                          "already tracked with different content")
                 for run_id, _ in links:
-                    present = self.con.execute(
+                    present = self._count(
                         "SELECT count(*) FROM run_evidence WHERE run_id = ? AND bundle_id = ?",
-                        [run_id, bundle_id]).fetchone()[0]
+                        [run_id, bundle_id])
                     if not present:
                         self.con.execute("INSERT INTO run_evidence VALUES (?, ?)",
                                          [run_id, bundle_id])

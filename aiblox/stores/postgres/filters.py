@@ -16,7 +16,8 @@ def filter_sql(filters: dict[str, Any] | None, alias: str = "i") -> tuple[str, d
     :func:`parse_filters`); metadata keys and every value travel as bound parameters.
     Metadata values compare as text (``metadata ->> key``), as in the DuckDB store.
     """
-    clauses, params = [], {}
+    clauses: list[str] = []
+    params: dict[str, Any] = {}
     for n, (column, meta_key, values) in enumerate(parse_filters(filters or {})):
         if column == "metadata":
             clauses.append(f"({alias}.metadata ->> CAST(:f{n}_key AS text)) "

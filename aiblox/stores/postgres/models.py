@@ -14,11 +14,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from pgvector.sqlalchemy import VECTOR
-from sqlalchemy import BigInteger, Boolean, Computed, Double, Index, Integer, LargeBinary, Text
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Computed,
+    Double,
+    Index,
+    Integer,
+    LargeBinary,
+    Table,
+    Text,
+)
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -50,6 +60,10 @@ HNSW_EF_CONSTRUCTION = 64
 
 class Base(DeclarativeBase):
     """Declarative base of the aiblox PostgreSQL schema."""
+
+    __table__: ClassVar[Table]
+    """Every model here maps one ``Table`` (SQLAlchemy types it as the wider ``FromClause``,
+    which has no ``indexes`` and which ``insert`` does not take)."""
 
 
 class MetaRow(Base):
