@@ -9,7 +9,6 @@ retrieved score 0.
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -42,19 +41,18 @@ def evaluate_run(qrels: Mapping[str, Mapping[str, int]],
                  ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     """Mean and per-query values of ``metrics`` (any ranx metric name) over the judged queries.
 
-    Returns ``(means, per_query)`` with ``per_query[metric][qid]``.
+    Returns ``(means, per_query)`` with ``per_query[metric][qid]``. Each query's hits are taken
+    best first (a document listed twice counts once, at its best rank). The scoring runs
+    through :class:`aiblox.eval.sweep.split_metrics.SplitMetrics`, which hands ranx its typed
+    lists directly: the numbers are ranx's (``tests/sweep/test_split_metrics.py`` holds them to
+    ranx's ``Qrels``/``Run`` route), without the numba dictionaries that cost every new process
+    several seconds of compilation.
     """
-    setup_numba_cache()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # numba type-safety chatter from inside ranx
-        from ranx import Qrels, Run, evaluate
+    from aiblox.eval.sweep.split_metrics import SplitMetrics
 
-        judged = {q: {d: int(g) for d, g in docs.items()} for q, docs in qrels.items() if docs}
-        scores = ranked_run(run)
-        run_dict = {q: scores.get(q, {}) for q in judged}
-        r = Run.from_dict(run_dict)
-        means = evaluate(Qrels.from_dict(judged), r, list(metrics), make_comparable=True)
-    if isinstance(means, float | int) or not isinstance(means, dict):
-        means = {metrics[0]: means}
-    per_query = {m: {q: float(v) for q, v in sorted(r.scores[m].items())} for m in metrics}
-    return {m: float(v) for m, v in means.items()}, per_query
+    judged = {q: {d: int(g) for d, g in docs.items()} for q, docs in qrels.items() if docs}
+    hits: dict[str, list[tuple[str, float]]] = {}
+    for q in judged:
+        seen: set[str] = set()
+        hits[q] = [(d, s) for d, s in run.get(q, ()) if not (d in seen or seen.add(d))]
+    return SplitMetrics(judged).evaluate(hits, list(metrics))

@@ -1,14 +1,16 @@
 """ranx metrics for many runs over one split's qrels, without rebuilding ranx's dictionaries.
 
-:func:`aiblox.eval.metrics.evaluate_run` turns qrels and run into ranx ``Qrels``/``Run``
-objects (numba typed dictionaries, then sorted typed lists) on every call, which costs most of
-a second on a few hundred queries. ``ranx.evaluate`` also accepts the typed lists themselves:
+ranx's documented route turns qrels and run into ``Qrels``/``Run`` objects (numba typed
+dictionaries, then sorted typed lists) on every call, which costs most of a second on a few
+hundred queries, and several seconds of compilation in every new process. ``ranx.evaluate``
+also accepts the typed lists themselves:
 :class:`SplitMetrics` builds the qrels list once and each run's list directly, then calls
 ``ranx.evaluate``: judged documents are mapped to exact small integers (instead of ranx's
 float-cast string hashes), every unjudged one to -1 (ranx's metrics only ever match run
 documents against judged ones), and scores are ``n - rank`` as in
 :func:`aiblox.eval.metrics.ranked_run`. The numbers are
-ranx's; ``tests/sweep/test_split_metrics.py`` holds them equal to ``evaluate_run``.
+ranx's; ``tests/sweep/test_split_metrics.py`` holds them equal to the ``Qrels``/``Run`` route.
+:func:`aiblox.eval.metrics.evaluate_run` (the eval runner's metrics) is built on this class.
 
 :meth:`SplitMetrics.evaluate_arrays` scores a run already in compact form (per kept hit its
 document's code from :meth:`SplitMetrics.codes`, per query the number of hits): the sweep's
