@@ -647,8 +647,8 @@ def log_fusion_point(ws: Workspace, point: FusionPoint,
     rid = run.info.run_id
     for k, v in sorted(_flatten({**config, "dataset": ws.dataset.name}).items()):
         client.log_param(rid, k, v[:6000])
-    for m, v in sorted(point.metrics.items()):
-        client.log_metric(rid, f"{ws.split}.{m.replace('@', '_at_')}", float(v))
+    for m, score in sorted(point.metrics.items()):
+        client.log_metric(rid, f"{ws.split}.{m.replace('@', '_at_')}", float(score))
     rows = [{"query_id": q, "metric": m, "value": v}
             for m, vals in sorted(point.per_query.items()) for q, v in sorted(vals.items())]
     with tempfile.TemporaryDirectory() as tmp:

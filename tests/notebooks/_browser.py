@@ -1,5 +1,6 @@
 """A headless Chromium driven over the DevTools protocol (no extra dependency: the websocket
-client is the ``websockets`` package marimo already needs).
+client is the ``websockets`` package marimo already needs), and :func:`local_server`, which runs
+a server process (Chromium, ``marimo run``, ``jupyter lab``) for as long as a test needs it.
 
 A marimo app renders after its kernel has run the cells and streamed the outputs over a
 websocket, so a fixed ``--virtual-time-budget`` screenshot catches a spinner. Here the page is
@@ -58,6 +59,25 @@ def wait_http(url: str, timeout: float) -> None:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{url} did not answer in {timeout:.0f} s") from None
             time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def local_server(args: Sequence[str], url: str, timeout: float, stop_timeout: float = 15,
+                 **popen: Any) -> Iterator[subprocess.Popen]:
+    """Start ``args`` (``popen`` goes to :class:`subprocess.Popen`), wait up to ``timeout``
+    seconds until ``url`` answers and yield the process; on exit terminate it, and kill it if it
+    has not ended ``stop_timeout`` seconds later."""
+    proc = subprocess.Popen(list(args), **popen)
+    try:
+        wait_http(url, timeout)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=stop_timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 DEEP_TEXT = """(() => {
@@ -149,30 +169,20 @@ def chromium_page(url: str, width: int = 1280, height: int = 1600) -> Iterator[P
     if exe is None:
         raise FileNotFoundError("chromium not found (apt-get install -y chromium)")
     port = free_port()
-    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
-        proc = subprocess.Popen(
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile, local_server(
             [exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
              f"--remote-debugging-port={port}", "--remote-debugging-address=127.0.0.1",
              f"--window-size={width},{height}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            wait_http(f"http://127.0.0.1:{port}/json/version", 30)
-            req = urllib.request.Request(f"http://127.0.0.1:{port}/json/new?about:blank",
-                                         method="PUT")
-            with urllib.request.urlopen(req, timeout=10) as resp:
-                target = json.loads(resp.read())
-            with connect(target["webSocketDebuggerUrl"], max_size=None,
-                         open_timeout=10) as ws:
-                page = Page(ws)
-                page.call("Page.enable")
-                page.call("Emulation.setDeviceMetricsOverride", width=width, height=height,
-                          deviceScaleFactor=1, mobile=False)
-                page.call("Page.navigate", url=url)
-                yield page
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            f"http://127.0.0.1:{port}/json/version", 30, stop_timeout=10,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/json/new?about:blank",
+                                     method="PUT")
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            target = json.loads(resp.read())
+        with connect(target["webSocketDebuggerUrl"], max_size=None, open_timeout=10) as ws:
+            page = Page(ws)
+            page.call("Page.enable")
+            page.call("Emulation.setDeviceMetricsOverride", width=width, height=height,
+                      deviceScaleFactor=1, mobile=False)
+            page.call("Page.navigate", url=url)
+            yield page

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _browser import chromium_page, find_chromium, free_port, wait_http
+from _browser import chromium_page, find_chromium, free_port, local_server
 from _notebook_runs import NOTEBOOKS, NOTEBOOKS_DIR, REPO, run_notebook
 
 pytest.importorskip("marimo")
@@ -44,21 +44,12 @@ def served(tmp_path_factory):
     port = free_port()
     log_path = tmp_path_factory.mktemp("marimo") / "server.log"
     env = {**os.environ, "AIBLOX_NO_PROGRESS": "1", "MPLBACKEND": "Agg"}
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(
+    with log_path.open("w") as log, local_server(
             [sys.executable, "-m", "marimo", "run", str(NOTEBOOKS_DIR), "--headless",
              "--port", str(port), "--host", "127.0.0.1", "--no-token"],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            wait_http(f"http://127.0.0.1:{port}/", 90)
-            yield f"http://127.0.0.1:{port}", log_path
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            f"http://127.0.0.1:{port}/", 90,
+            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT):
+        yield f"http://127.0.0.1:{port}", log_path
 
 
 def expected_text(name: str, defs: dict[str, Any]) -> list[str]:

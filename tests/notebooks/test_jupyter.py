@@ -93,18 +93,17 @@ def test_jupyter_lab_serves_the_lab_and_a_python_kernel(tmp_path):
     serves the Lab page and lists a Python kernel (the kernel in which nbconvert ran the
     exported notebooks above, importing aiblox)."""
     pytest.importorskip("jupyterlab")
-    from _browser import free_port, wait_http
+    from _browser import free_port, local_server
 
     port = free_port()
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
            "JUPYTER_CONFIG_DIR": str(tmp_path / "config")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
-         f"--port={port}", "--allow-root", "--IdentityProvider.token=",
-         f"--ServerApp.root_dir={REPO}"],
-        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_http(f"http://127.0.0.1:{port}/api", 90)
+    with local_server(
+            [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
+             f"--port={port}", "--allow-root", "--IdentityProvider.token=",
+             f"--ServerApp.root_dir={REPO}"],
+            f"http://127.0.0.1:{port}/api", 90,
+            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
         import urllib.request
 
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/lab", timeout=30) as resp:
@@ -114,10 +113,3 @@ def test_jupyter_lab_serves_the_lab_and_a_python_kernel(tmp_path):
                                     timeout=30) as resp:
             specs = json.loads(resp.read())
         assert any(s["spec"]["language"] == "python" for s in specs["kernelspecs"].values())
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
