@@ -206,3 +206,26 @@ def test_a_primary_the_dataset_cannot_give_is_a_clear_error(tmp_path, sample_spe
     spec = SweepSpec.model_validate(data)
     with pytest.raises(ValueError, match="answer_recall@5.*gold answers"):
         run_sweep(spec, cache_dir=tmp_path, db=sweep_db, progress=False, dataset=ds)
+
+
+def test_logged_per_query_and_selected_evidence(first):
+    from aiblox.eval.sweep import StageCache
+    from aiblox.eval.sweep.pipeline import logged_per_query, selected_evidence
+
+    _, cache_dir, r = first
+    cache = StageCache(cache_dir)
+    p = r.points[0]
+    stages = p.manifest.splits["test"].stages
+    per_query = logged_per_query(cache, stages)
+    assert {"ndcg@10", "answer_recall@5", "max_passage:ndcg@10", "answer_f1",
+            "status:ANSWERED"} <= set(per_query)
+    assert sum(per_query["answer_f1"].values()) / len(per_query["answer_f1"]) == \
+        pytest.approx(p.metrics["test"]["answer_f1"])
+    rows = selected_evidence(cache, stages)
+    sel = next(s for s in stages if s["name"] == "selection")
+    kept = cache.load("selection", sel["key"])["queries"]
+    assert {row["query_id"] for row in rows} == set(kept)
+    for qid, q in kept.items():
+        assert [row["chunk_id"] for row in rows if row["query_id"] == qid and
+                row["rank"] >= 0] == q["selected"]
+    assert selected_evidence(cache, stages[:5]) is None  # no selection stage

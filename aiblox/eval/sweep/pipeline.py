@@ -86,8 +86,10 @@ __all__ = [
     "SELECTION_VERSION",
     "VALIDATION_VERSION",
     "chunk_label",
+    "logged_per_query",
     "pipeline_config",
     "run_pipeline_sweep",
+    "selected_evidence",
 ]
 
 CHUNKS_VERSION = "1"
@@ -139,6 +141,36 @@ def pipeline_config(spec: SweepSpec, pt: PipelinePoint, embedder_id: str | None,
 
 def _policy(pt: PipelinePoint) -> Any:
     return load_policy_by_name(str(pt.policy)).with_updates(**pt.overrides)
+
+
+def logged_per_query(cache: StageCache, stages: Sequence[dict[str, Any]]
+                     ) -> dict[str, dict[str, float]]:
+    """``{metric: {qid: value}}`` of every stage of one split's records whose output has
+    per-query values (:data:`PER_QUERY_STAGES`: ranx of the fused run, chunk metrics, answer
+    metrics), read from the stage cache; for MLflow's ``per_query.<split>.parquet``."""
+    out: dict[str, dict[str, float]] = {}
+    for rec in stages:
+        if rec["name"] in PER_QUERY_STAGES:
+            out.update(cache.load(rec["name"], rec["key"])["per_query"])
+    return out
+
+
+def selected_evidence(cache: StageCache, stages: Sequence[dict[str, Any]]
+                      ) -> list[dict[str, Any]] | None:
+    """Rows ``query_id, rank, chunk_id, item_id`` of the evidence the selection stage kept, in
+    order per query (a query that kept nothing is one row with rank -1 and no chunk); None when
+    the records have no selection stage. For MLflow's ``evidence.<split>.parquet``."""
+    sel = next((rec for rec in stages if rec["name"] == "selection"), None)
+    if sel is None:
+        return None
+    rows: list[dict[str, Any]] = []
+    for qid, q in sorted(cache.load("selection", sel["key"])["queries"].items()):
+        chosen = q["bundle"]["selected_evidence"]
+        rows += [{"query_id": qid, "rank": i, "chunk_id": ev["chunk_id"],
+                  "item_id": ev["knowledge_id"]} for i, ev in enumerate(chosen)]
+        if not chosen:
+            rows.append({"query_id": qid, "rank": -1, "chunk_id": None, "item_id": None})
+    return rows
 
 
 def _late_params(embedder_id: str | None) -> dict[str, Any]:
