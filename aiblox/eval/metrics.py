@@ -54,5 +54,10 @@ def evaluate_run(qrels: Mapping[str, Mapping[str, int]],
     hits: dict[str, list[tuple[str, float]]] = {}
     for q in judged:
         seen: set[str] = set()
-        hits[q] = [(d, s) for d, s in run.get(q, ()) if not (d in seen or seen.add(d))]
+        kept: list[tuple[str, float]] = []
+        for d, s in run.get(q, ()):
+            if d not in seen:
+                seen.add(d)
+                kept.append((d, s))
+        hits[q] = kept
     return SplitMetrics(judged).evaluate(hits, list(metrics))

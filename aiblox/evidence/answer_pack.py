@@ -90,9 +90,10 @@ def _chunk_sources(
             chunks.setdefault(ev.chunk_id, ev)
     out = []
     for cid in chunk_ids:
-        ev = chunks.get(cid)
-        if ev is None:  # a selected chunk the retrieval bundle does not hold: nothing to quote
+        held = chunks.get(cid)
+        if held is None:  # a selected chunk the retrieval bundle does not hold: nothing to quote
             continue
+        ev = held
         out.append(
             PackSource(
                 name=names.get(ev.item_id, "unknown"),
