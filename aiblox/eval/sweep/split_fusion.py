@@ -126,8 +126,10 @@ class SplitFusion:
         if cfg.blend == "rrf":
             k = float(cfg.rrf_k)
             fused = np.zeros(self.n, dtype=np.float64)
-            fused = np.where(self.has_t, fused + cfg.rrf_w_text / (k + self.rank_t), fused)
-            return np.where(self.has_v, fused + cfg.rrf_w_vec / (k + self.rank_v), fused)
+            # an absent document has rank 0: with k = 0 its term is 1/0, discarded by the mask
+            with np.errstate(divide="ignore", invalid="ignore"):
+                fused = np.where(self.has_t, fused + cfg.rrf_w_text / (k + self.rank_t), fused)
+                return np.where(self.has_v, fused + cfg.rrf_w_vec / (k + self.rank_v), fused)
         nt, nv, min_t, min_v = self._normalised(cfg.normalize)
         if cfg.missing == "list_min":
             a = np.where(self.has_t, nt, min_t[self.seg])
