@@ -2,6 +2,16 @@
 determinism manifests, and MLflow logging (parent run per sweep, child run per point)."""
 
 from aiblox.eval.sweep.compare import MetricDelta, RunComparison, compare_runs, per_query_metrics
+from aiblox.eval.sweep.frames import (
+    axis_frame,
+    leaderboard,
+    manifest_frame,
+    point_settings,
+    significance_frame,
+    stage_counts,
+    swept_axes,
+    tune_vs_report,
+)
 from aiblox.eval.sweep.grid import GridError, decimal_range, simplex, to_decimal
 from aiblox.eval.sweep.manifest import (
     MANIFEST_VERSION,
@@ -90,6 +100,7 @@ __all__ = [
     "SweepSpecError",
     "SweepTracker",
     "VerifyReport",
+    "axis_frame",
     "bootstrap_ci",
     "choose_best",
     "compare_runs",
@@ -102,21 +113,28 @@ __all__ = [
     "fusion_config",
     "git_commit",
     "holm",
+    "leaderboard",
     "load_spec",
     "load_sweep_report",
+    "manifest_frame",
     "metric_key",
     "metrics_config",
     "per_query_metrics",
     "point_label",
+    "point_settings",
     "render_html",
     "render_markdown",
     "run_pipeline_sweep",
     "run_sweep",
     "signals_config",
+    "significance_frame",
     "simplex",
+    "stage_counts",
     "stage_key",
+    "swept_axes",
     "to_decimal",
     "trec_run",
+    "tune_vs_report",
     "verify_point",
     "write_report",
 ]

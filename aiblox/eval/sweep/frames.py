@@ -1,0 +1,199 @@
+"""A finished sweep as pandas DataFrames for people: the leaderboard, the primary metric per
+value of one swept setting, which settings were swept, tune against report per point, the stage
+counts, the significance table and the best point's manifest hashes.
+
+Pure functions of a :class:`~aiblox.eval.sweep.runner.SweepResult` (no store, no cache, no
+MLflow); the sweep board notebook (``notebooks/sweep_board.py``) draws from them.
+
+Settings a point's blend does not use are left empty: an RRF point has no ``w_text``,
+``normalize`` or ``missing``, a linear point no ``rrf_k``. Rank and "best" follow
+:func:`~aiblox.eval.sweep.runner.choose_best`: the primary metric on the tune split, highest
+first, ties broken by config hash ascending; the report split never decides anything.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+
+from aiblox.eval.sweep.runner import PointResult, SweepResult
+
+__all__ = [
+    "axis_frame",
+    "leaderboard",
+    "manifest_frame",
+    "point_settings",
+    "significance_frame",
+    "stage_counts",
+    "swept_axes",
+    "tune_vs_report",
+]
+
+HASH_PREFIX = 12
+"""Characters of the config hash shown in the tables."""
+
+_CHUNKING_KEYS = ("chunker_id", "max_chunk_tokens", "overlap_tokens", "top_k_chunks",
+                  "per_item_chunk_cap")
+
+
+def _cell(value: Any) -> Any:
+    """A table cell: lists and dicts as canonical JSON, so values can be grouped and compared."""
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return value
+
+
+def point_settings(point: PointResult) -> dict[str, Any]:
+    """The settings of one point, one entry per column: ``blend``, ``w_text``, ``normalize``,
+    ``missing``, ``rrf_k`` (None where the blend does not use it), ``depth`` (full-text
+    ``top_k``; ``vector_depth`` too when it differs), the chunking settings of a pipeline point
+    and, with selection, ``policy`` and the effective value of each swept policy parameter."""
+    s = point.scoring
+    linear = s.get("blend") == "linear"
+    row: dict[str, Any] = {
+        "blend": s.get("blend"),
+        "w_text": s.get("w_text") if linear else None,
+        "normalize": s.get("normalize") if linear else None,
+        "missing": s.get("missing") if linear else None,
+        "rrf_k": s.get("rrf_k") if not linear else None,
+        "depth": point.depth[0],
+    }
+    if point.depth[1] != point.depth[0]:
+        row["vector_depth"] = point.depth[1]
+    if point.chunking is not None:
+        row.update({k: _cell(point.chunking.get(k)) for k in _CHUNKING_KEYS})
+    if point.selection is not None:
+        row["policy"] = point.selection.get("policy")
+        params = point.selection.get("params") or {}
+        row.update({k: _cell(v) for k, v in sorted(params.items()) if k not in row})
+    return row
+
+
+def _tune_order(result: SweepResult) -> list[PointResult]:
+    """Points by the primary metric on the tune split, ties by config hash (choose_best)."""
+    t, m = result.tune_split, result.primary
+    return sorted(result.points, key=lambda p: (-p.metrics[t][m], p.config_hash))
+
+
+def _settings_frame(points: list[PointResult]) -> pd.DataFrame:
+    rows = [point_settings(p) for p in points]
+    columns: list[str] = []
+    for r in rows:
+        columns += [k for k in r if k not in columns]
+    return pd.DataFrame(rows, columns=columns).astype(object).where(
+        lambda f: f.notna(), None)
+
+
+def swept_axes(result: SweepResult) -> list[str]:
+    """The settings that take more than one value over the points (empty cells left out), in
+    column order: what the sweep varied."""
+    frame = _settings_frame(result.points)
+    return [c for c in frame.columns if frame[c].dropna().nunique() > 1]
+
+
+def leaderboard(result: SweepResult, top: int | None = None) -> pd.DataFrame:
+    """One row per point, best on the tune split first: ``rank`` (on tune), ``label``, the
+    settings (:func:`point_settings`), ``tune`` and ``report`` (the primary metric on each
+    split), ``best`` (the point :attr:`SweepResult.best`), ``baseline`` and ``config`` (hash
+    prefix). ``top`` keeps the first rows only."""
+    ordered = _tune_order(result)
+    settings = _settings_frame(ordered)
+    t, r, m = result.tune_split, result.report_split, result.primary
+    head = pd.DataFrame({"rank": range(1, len(ordered) + 1),
+                         "label": [p.label for p in ordered]})
+    tail = pd.DataFrame({
+        "tune": [p.metrics[t][m] for p in ordered],
+        "report": [p.metrics[r].get(m, float("nan")) for p in ordered],
+        "best": [p.config_hash == result.best.config_hash for p in ordered],
+        "baseline": [p.is_baseline for p in ordered],
+        "config": [p.config_hash[:HASH_PREFIX] for p in ordered],
+    })
+    frame = pd.concat([head, settings, tail], axis=1)
+    frame.attrs.update(primary=m, tune_split=t, report_split=r)
+    return frame if top is None else frame.head(top).reset_index(drop=True)
+
+
+def _value_key(value: Any) -> tuple[int, float, str]:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (0, float(value), "")
+    return (1, 0.0, str(value))
+
+
+def axis_frame(result: SweepResult, axis: str) -> pd.DataFrame:
+    """The primary metric as a function of one swept setting. Per value (sorted; points where
+    the setting does not apply left out): ``n`` points, the point best on the tune split among
+    them (ties by config hash, as :func:`choose_best`) as ``label``/``config`` with its
+    ``tune`` and ``report`` metric, and ``mean_tune``/``mean_report`` over the ``n`` points."""
+    ordered = _tune_order(result)
+    settings = _settings_frame(ordered)
+    if axis not in settings.columns:
+        raise KeyError(f"{axis!r} is not a setting of sweep {result.name!r}; settings: "
+                       f"{', '.join(settings.columns)}")
+    t, r, m = result.tune_split, result.report_split, result.primary
+    groups: dict[Any, list[PointResult]] = {}
+    for point, value in zip(ordered, settings[axis], strict=True):
+        if value is not None:
+            groups.setdefault(value, []).append(point)  # stays in tune order: first is best
+    rows = []
+    for value in sorted(groups, key=_value_key):
+        pts = groups[value]
+        top = pts[0]
+        rows.append({axis: value, "n": len(pts), "label": top.label,
+                     "config": top.config_hash[:HASH_PREFIX],
+                     "tune": top.metrics[t][m], "report": top.metrics[r].get(m, float("nan")),
+                     "mean_tune": sum(p.metrics[t][m] for p in pts) / len(pts),
+                     "mean_report": sum(p.metrics[r].get(m, float("nan")) for p in pts)
+                     / len(pts)})
+    frame = pd.DataFrame(rows, columns=[axis, "n", "label", "config", "tune", "report",
+                                        "mean_tune", "mean_report"])
+    frame.attrs.update(primary=m, tune_split=t, report_split=r, axis=axis)
+    return frame
+
+
+def tune_vs_report(result: SweepResult) -> pd.DataFrame:
+    """Per point (grid order): ``label``, ``config`` (hash prefix), the primary metric on the
+    tune and the report split, ``best`` and ``baseline`` flags: what a tune-vs-report scatter
+    plots (points far below the diagonal were lucky on tune)."""
+    t, r, m = result.tune_split, result.report_split, result.primary
+    frame = pd.DataFrame({
+        "label": [p.label for p in result.points],
+        "config": [p.config_hash[:HASH_PREFIX] for p in result.points],
+        "tune": [p.metrics[t][m] for p in result.points],
+        "report": [p.metrics[r].get(m, float("nan")) for p in result.points],
+        "best": [p.config_hash == result.best.config_hash for p in result.points],
+        "baseline": [p.is_baseline for p in result.points],
+    })
+    frame.attrs.update(primary=m, tune_split=t, report_split=r)
+    return frame
+
+
+def stage_counts(result: SweepResult) -> pd.DataFrame:
+    """Per stage (in the order the stages first appear): outputs ``computed`` in this run and
+    ``reused`` from the stage cache."""
+    stages = list(dict.fromkeys([*result.computed, *result.reused]))
+    return pd.DataFrame({"stage": stages,
+                         "computed": [result.computed.get(s, 0) for s in stages],
+                         "reused": [result.reused.get(s, 0) for s in stages]})
+
+
+def significance_frame(result: SweepResult) -> pd.DataFrame:
+    """The significance table: per tested point and metric, baseline and candidate means on
+    the report split, the delta, raw and Holm-adjusted p-values, win/tie/loss counts. Empty
+    (with the columns) when the spec names no baseline."""
+    columns = ["candidate", "metric", "baseline_mean", "candidate_mean", "delta", "p_value",
+               "p_holm", "significant", "wins", "ties", "losses", "test"]
+    return pd.DataFrame([c.model_dump() for c in result.significance], columns=columns)
+
+
+def manifest_frame(point: PointResult) -> pd.DataFrame:
+    """The determinism hashes of one point: per split and stage, the stage key and its output
+    hash, plus the run hash (the fused run's hash) per split."""
+    rows = []
+    for split, sm in point.manifest.splits.items():
+        for stage in sm.stages:
+            rows.append({"split": split, "stage": stage["name"], "key": stage["key"],
+                         "output_hash": stage.get("output_hash")})
+        rows.append({"split": split, "stage": "run", "key": "", "output_hash": sm.run_hash})
+    return pd.DataFrame(rows, columns=["split", "stage", "key", "output_hash"])
