@@ -4,18 +4,28 @@ left per query."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 pytest.importorskip("mlflow")
 pytest.importorskip("matplotlib")
 
+from typer.testing import CliRunner  # noqa: E402
+
+from aiblox.cli.main import app  # noqa: E402
 from aiblox.eval.sweep import (  # noqa: E402
     SweepSpec,
     SweepTracker,
+    compare_runs,
     load_sweep_report,
+    per_query_metrics,
     run_sweep,
     write_report,
 )
+from aiblox.eval.sweep.compare import per_query_evidence  # noqa: E402
+
+runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
@@ -48,3 +58,79 @@ def test_report_shows_the_answer_metric_and_selection_axes(logged):
     assert f"{r.best.metrics['test']['answer_f1']:.4f}" in md
     html = (out / "report.html").read_text()
     assert html.count('<img alt="') == len(info["axes"]) == 2
+
+
+def _run_of(logged, policy, max_chunks):
+    r = logged["result"]
+    p = next(p for p in r.points if p.selection["policy"] == policy
+             and p.selection["params"]["max_chunks"] == max_chunks)
+    return p, logged["children"][p.config_hash].info.run_id
+
+
+def _selected(logged, point, split):
+    from aiblox.eval.sweep import StageCache
+
+    cache = StageCache(logged["root"] / "stages")
+    st = next(s for s in point.manifest.splits[split].stages if s["name"] == "selection")
+    return {q: v["selected"] for q, v in cache.load("selection", st["key"])["queries"].items()}
+
+
+def test_points_log_chunk_and_answer_metrics_per_query_and_their_evidence(logged):
+    point, rid = _run_of(logged, "R2_POLICY_V1", 4)
+    client = logged["tracker"].client
+    per_query = per_query_metrics(client, rid, "test")
+    assert {"ndcg@10", "answer_f1", "answer_recall@5", "max_passage:ndcg@10",
+            "evidence_answer_recall", "status:ANSWERED"} <= set(per_query)
+    mean = sum(per_query["selected_chunks"].values()) / len(per_query["selected_chunks"])
+    assert mean == pytest.approx(point.metrics["test"]["selected_chunks"])
+    evidence = per_query_evidence(client, rid, "test")
+    assert evidence == _selected(logged, point, "test")
+    arts = {a.path for a in client.list_artifacts(rid)}
+    assert {"evidence.train.parquet", "evidence.test.parquet"} <= arts
+
+
+def test_compare_lists_the_evidence_that_entered_or_left(logged):
+    pa, a = _run_of(logged, "R2_POLICY_V1", 1)
+    pb, b = _run_of(logged, "R2_POLICY_V1", 4)
+    cmp = compare_runs(a, b, logged["uri"], split="test")
+    sa, sb = _selected(logged, pa, "test"), _selected(logged, pb, "test")
+    entered = sum(len([c for c in sb[q] if c not in sa[q]]) for q in sa)
+    left = sum(len([c for c in sa[q] if c not in sb[q]]) for q in sa)
+    assert cmp.evidence_summary["entered"] == entered > 0
+    assert cmp.evidence_summary["left"] == left
+    assert cmp.evidence_summary["queries"] == len(sa) == 4
+    assert {c.query_id for c in cmp.evidence} == {q for q in sa if sa[q] != sb[q]}
+    assert "answer_f1" in {m.metric for m in cmp.metrics}
+
+    r = runner.invoke(app, ["compare", a, b, "--tracking-uri", logged["uri"], "--split",
+                            "test", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["evidence_summary"]["entered"] == entered
+    assert out["evidence"][0]["entered"]  # per-query rows, largest change first
+    text = runner.invoke(app, ["compare", a, b, "--tracking-uri", logged["uri"], "--split",
+                               "test"], env={"COLUMNS": "200"}).output
+    assert f"{entered} chunks entered" in text
+    assert "queries whose evidence changed most" in text
+
+
+def test_derived_splits_are_logged_under_safe_file_names(tmp_path, sample_spec, mlflow_uri,
+                                                          sweep_db):
+    from aiblox.eval.sweep.tracking import split_file
+
+    assert split_file("test:0/2") == "test-0of2" and split_file("train") == "train"
+    data = sample_spec.model_dump()
+    data.update({"name": "derived_selection", "tune_split": "test:0/2",
+                 "report_split": "test:1/2", "primary": "answered", "query_limit": 3,
+                 "metrics": ["ndcg@10"], "baseline": None,
+                 "grid": {"selection": {"policy": ["R2_POLICY_V1"]}}})
+    spec = SweepSpec.model_validate(data)
+    tr = SweepTracker(mlflow_uri, "pipeline-derived", spec.hash, spec.model_dump(mode="json"))
+    r = run_sweep(spec, cache_dir=tmp_path, db=sweep_db, progress=False, tracker=tr)
+    rid = tr.children()[0].info.run_id
+    arts = {a.path for a in tr.client.list_artifacts(rid)}
+    assert {"per_query.test-0of2.parquet", "evidence.test-1of2.parquet",
+            "run.test-1of2.trec"} <= arts
+    cmp = compare_runs(rid, rid, mlflow_uri, split="test:1/2")
+    assert cmp.evidence_summary["changed"] == 0
+    assert cmp.evidence_summary["queries"] == r.points[0].manifest.splits["test:1/2"].n_queries

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from aiblox.eval.sweep.significance import compare_to_baseline
-from aiblox.eval.sweep.tracking import metric_key
+from aiblox.eval.sweep.tracking import metric_key, split_file
 
 __all__ = [
     "EvidenceChange",
@@ -122,10 +122,11 @@ def per_query_metrics(client: Any, run_id: str, split: str) -> dict[str, dict[st
     import pandas as pd
 
     with tempfile.TemporaryDirectory() as tmp:
+        name = f"per_query.{split_file(split)}.parquet"
         try:
-            local = client.download_artifacts(run_id, f"per_query.{split}.parquet", tmp)
+            local = client.download_artifacts(run_id, name, tmp)
         except Exception as exc:  # noqa: BLE001 - re-raised with the run and split named
-            raise ValueError(f"run {run_id} has no per_query.{split}.parquet artifact") from exc
+            raise ValueError(f"run {run_id} has no {name} artifact (split {split})") from exc
         frame = pd.read_parquet(Path(local))
     out: dict[str, dict[str, float]] = {}
     for qid, metric, value in zip(frame["query_id"], frame["metric"], frame["value"],
@@ -142,7 +143,8 @@ def per_query_evidence(client: Any, run_id: str, split: str) -> dict[str, list[s
 
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            local = client.download_artifacts(run_id, f"evidence.{split}.parquet", tmp)
+            local = client.download_artifacts(run_id, f"evidence.{split_file(split)}.parquet",
+                                              tmp)
         except Exception:  # noqa: BLE001 - no artifact: not a selection-policy point
             return None
         frame = pd.read_parquet(Path(local))

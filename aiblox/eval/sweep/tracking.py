@@ -8,8 +8,11 @@ is deleted and logged again on ``resume``. An unfinished parent is continued onl
 
 Children: params are the flattened config; metrics ``<split>.<metric>`` (``@`` written ``_at_``,
 which MLflow names cannot hold); tags hold the hashes; artifacts hold ``manifest.json``, one TREC
-run file and one per-query metrics parquet per split. mlflow is imported here only (the
-``tracking`` extra).
+run file and one per-query metrics parquet per split (every stage with per-query values: ranx
+metrics, and for pipeline points chunk and answer metrics), and for selection points
+``evidence.<split>.parquet`` (``query_id, rank, chunk_id, item_id``). In file names a derived
+split is written by :func:`split_file` (``test:0/2`` as ``test-0of2``). mlflow is imported here
+only (the ``tracking`` extra).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ __all__ = [
     "SweepTracker",
     "flatten",
     "metric_key",
+    "split_file",
     "trec_run",
 ]
 
@@ -36,6 +40,8 @@ TAG_KIND = "aiblox.kind"
 TAG_SWEEP = "aiblox.sweep_hash"
 TAG_CONFIG = "aiblox.config_hash"
 TAG_PARENT = "mlflow.parentRunId"
+EVIDENCE_COLUMNS = ["query_id", "rank", "chunk_id", "item_id"]
+"""Columns of ``evidence.<split>.parquet``: the evidence a selection point kept, in order."""
 TAG_SPEC_PATH = "aiblox.spec_path"
 """Parent-run tag: the spec file the sweep was run from (for the report's reproduce command)."""
 
@@ -54,6 +60,12 @@ def flatten(value: Any, prefix: str = "") -> dict[str, str]:
     text = json.dumps(value, sort_keys=True) if isinstance(value, dict | list) else str(value)
     out[prefix.rstrip(".")] = text
     return out
+
+
+def split_file(split: str) -> str:
+    """A split's name in artifact file names: a derived split's ``:`` and ``/`` are written
+    ``-`` and ``of`` (``test:0/2`` is ``test-0of2``); plain names stay as they are."""
+    return split.replace(":", "-").replace("/", "of")
 
 
 def metric_key(split: str, metric: str) -> str:
@@ -160,6 +172,7 @@ class SweepTracker:
         import pandas as pd
         from mlflow.entities import Metric
 
+        from aiblox.eval.sweep.pipeline import logged_per_query, selected_evidence
         from aiblox.eval.sweep.runner import load_fused_run
 
         m = point.manifest
@@ -182,18 +195,25 @@ class SweepTracker:
             (folder / "manifest.json").write_text(
                 json.dumps(m.model_dump(mode="json"), sort_keys=True, indent=1), encoding="utf-8")
             for split, sm in m.splits.items():
+                name = split_file(split)
                 signals = next(s for s in sm.stages if s["name"] == "signals")
                 fusion = next(s for s in sm.stages if s["name"] == "fusion")
-                metrics_st = next(s for s in sm.stages if s["name"] == "metrics")
                 run_out = load_fused_run(cache, signals["key"], fusion["key"])
-                (folder / f"run.{split}.trec").write_text(
+                (folder / f"run.{name}.trec").write_text(
                     trec_run(run_out, f"aiblox-{point.config_hash[:12]}"), encoding="utf-8")
-                per_query = cache.load("metrics", metrics_st["key"])["per_query"]
+                # every stage with per-query values: ranx; chunk and answer metrics (pipeline)
+                per_query = logged_per_query(cache, sm.stages)
                 rows = [{"query_id": q, "metric": metric, "value": v}
                         for metric, vals in sorted(per_query.items())
                         for q, v in sorted(vals.items())]
                 pd.DataFrame(rows, columns=["query_id", "metric", "value"]).to_parquet(
-                    folder / f"per_query.{split}.parquet", index=False)
+                    folder / f"per_query.{name}.parquet", index=False)
+                evidence = selected_evidence(cache, sm.stages)  # selection points only
+                if evidence is not None:
+                    pd.DataFrame(evidence, columns=EVIDENCE_COLUMNS).astype(
+                        {"query_id": "string", "rank": "int64", "chunk_id": "string",
+                         "item_id": "string"}).to_parquet(
+                        folder / f"evidence.{name}.parquet", index=False)
             self.client.log_artifacts(rid, str(folder))
         self.client.set_terminated(rid, status="FINISHED")
         self.logged += 1
