@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import random
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from itertools import product
@@ -638,14 +639,14 @@ _NEW_FIELDS = ("query_limit", "chunk_k", "reader", "reader_options", "search")
 """SweepSpec fields added after the first fusion specs: left out of the hash at defaults."""
 
 
-def _loc(err: dict) -> str:
+def _loc(err: Mapping[str, Any]) -> str:
     return ".".join(str(x) for x in err["loc"]) or "(spec)"
 
 
 def _defaults() -> dict[str, Any]:
+    """The new fields' defaults."""
     fields = SweepSpec.model_fields
-    return {n: (fields[n].default_factory() if fields[n].default_factory is not None  # type: ignore[call-arg]
-                else fields[n].default) for n in _NEW_FIELDS}
+    return {n: fields[n].get_default(call_default_factory=True) for n in _NEW_FIELDS}
 
 
 def backend_of(db: str | None, default: str) -> str:
