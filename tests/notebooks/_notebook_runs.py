@@ -12,7 +12,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS_DIR = REPO / "notebooks"
-NOTEBOOKS = ("fusion_explorer", "chunking_lab", "policy_compare", "query_inspector")
+NOTEBOOKS = ("fusion_explorer", "chunking_lab", "policy_compare", "query_inspector",
+             "sweep_board")
 
 
 

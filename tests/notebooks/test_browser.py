@@ -76,6 +76,15 @@ def expected_text(name: str, defs: dict[str, Any]) -> list[str]:
         return ["Query inspector", "Answer (PASSED)", defs["prompt_sha256"],
                 "matches the recorded hash", *trace.result.validation.cited_chunk_ids,
                 "Determinism hashes", trace.hashes["index_version"]]
+    if name == "sweep_board":
+        result = defs["result"]
+        best, tune, report = result.best, result.tune_split, result.report_split
+        return ["Sweep board", f"{result.name}: {len(result.points)} points on",
+                "stages reused", f"Best on {tune}: {best.label}",
+                f"{best.metrics[tune][result.primary]:.4f}",
+                f"{best.metrics[report][result.primary]:.4f}",
+                f"Significance vs baseline {result.baseline.label}", best.config_hash,
+                defs["reproduce"], defs["verify"]]
     raise KeyError(name)
 
 

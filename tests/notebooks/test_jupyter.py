@@ -23,6 +23,7 @@ EXPECTED = {
     "chunking_lab": ["sentences", "token_window", "headings"],
     "policy_compare": ["R2_POLICY_V2 (B) vs R2_POLICY_V1 (A)", "Evidence that changed"],
     "query_inspector": ["Determinism hashes", "matches the recorded hash"],
+    "sweep_board": ["Leaderboard", "Significance vs baseline", "Reproduce the best point"],
 }
 
 

@@ -131,7 +131,44 @@ def test_query_inspector_traces_one_question():
     assert again.pack.pack_id == pack.pack_id
 
 
-@pytest.mark.parametrize("name", ["policy_compare", "query_inspector"])
+def test_sweep_board_shows_the_sample_sweep(tmp_path):
+    """The default spec (sample_fusion) run through the repository's stage cache gives what a
+    fresh sweep in an empty cache gives, and every table and plot is drawn from that result."""
+    from aiblox.eval.sweep import axis_frame, choose_best, load_spec, run_sweep
+
+    d = run_notebook("sweep_board")
+    result, spec = d["result"], d["spec"]
+    assert d["spec_path"] == "evals/sweeps/sample_fusion.toml" and result.name == "sample_fusion"
+    assert d["cache_dir"] == REPO / ".aiblox" / "stages"
+    assert len(result.points) == 24 and result.baseline is not None
+    counts = d["counts"].set_index("stage")
+    # every stage output either computed now or read back (a warm cache reads all)
+    assert (counts["computed"] + counts["reused"]).to_dict() == {
+        "signals": 4, "fusion": 48, "metrics": 48}
+    fresh = run_sweep(load_spec(REPO / "evals" / "sweeps" / "sample_fusion.toml"),
+                      cache_dir=tmp_path, db=":memory:", progress=False)
+    assert fresh.best.config_hash == result.best.config_hash
+    assert [p.metrics for p in fresh.points] == [p.metrics for p in result.points]
+    assert result.best == choose_best(result.points, spec.tune_split, spec.primary)
+    board = d["board"]
+    assert len(board) == 24 and board.iloc[0]["label"] == result.best.label
+    assert bool(board.iloc[0]["best"]) and board["baseline"].sum() == 1
+    assert d["axes"] == ["blend", "w_text", "normalize", "rrf_k", "depth"]
+    assert d["axis"].value == "w_text" and d["chosen_value"] == result.best.scoring["w_text"]
+    assert d["along"].equals(axis_frame(result, "w_text")) and len(d["along"]) == 5
+    scatter = d["scatter"]
+    assert len(scatter) == 24 and scatter["best"].sum() == scatter["baseline"].sum() == 1
+    sig = d["significance"]
+    assert len(sig) == 9 and sig.iloc[0]["candidate"] == result.best.label
+    assert (sig["p_holm"] >= sig["p_value"]).all()
+    hashes = d["hashes"]
+    assert set(hashes.loc[hashes["stage"] == "run", "output_hash"]) == {
+        sm.run_hash for sm in result.best.manifest.splits.values()}
+    assert d["reproduce"] == "aiblox sweep evals/sweeps/sample_fusion.toml"
+    assert d["verify"] == "aiblox eval verify sample_fusion"
+
+
+@pytest.mark.parametrize("name", ["policy_compare", "query_inspector", "sweep_board"])
 def test_runs_as_a_plain_script(name, tmp_path):
     """``python notebooks/<name>.py`` from another folder: datasets and policies are found
     through the installed package's checkout."""

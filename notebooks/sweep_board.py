@@ -1,0 +1,242 @@
+# /// script
+# requires-python = ">=3.11"
+# dependencies = [
+#     "aiblox[notebooks]",
+#     "marimo>=0.9",
+#     "matplotlib>=3.8",
+# ]
+#
+# [tool.uv.sources]
+# aiblox = { path = "..", editable = true }
+# ///
+"""Sweep board: run a sweep spec (cached stages) and look at it: leaderboard, the metric along
+each swept setting, tune against report, significance and the hashes that reproduce the best."""
+
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="aiblox sweep board")
+
+
+@app.cell
+def _():
+    from pathlib import Path
+
+    import marimo as mo
+    import matplotlib.pyplot as plt
+
+    import aiblox
+    from aiblox.eval.explore import default_db
+    from aiblox.eval.sweep import (
+        axis_frame,
+        leaderboard,
+        load_spec,
+        manifest_frame,
+        run_sweep,
+        significance_frame,
+        stage_counts,
+        swept_axes,
+        tune_vs_report,
+    )
+
+    return (
+        Path,
+        aiblox,
+        axis_frame,
+        default_db,
+        leaderboard,
+        load_spec,
+        manifest_frame,
+        mo,
+        plt,
+        run_sweep,
+        significance_frame,
+        stage_counts,
+        swept_axes,
+        tune_vs_report,
+    )
+
+
+@app.cell
+def _(Path, aiblox):
+    # the checkout: the first folder holding evals/sweeps walking up from here, else the one
+    # beside the installed package (so the notebook runs from any folder)
+    repo = next((f for f in (Path.cwd(), *Path.cwd().parents)
+                 if (f / "evals" / "sweeps").is_dir()),
+                Path(aiblox.__file__).resolve().parents[1])
+    specs_dir = repo / "evals" / "sweeps"
+    cache_dir = repo / ".aiblox" / "stages"
+    return cache_dir, repo, specs_dir
+
+
+@app.cell
+def _(mo):
+    mo.md("""
+    # Sweep board
+
+    Pick a sweep spec: the sweep runs with every stage memoised in `.aiblox/stages`, so a rerun
+    reads everything back. The best point is chosen on the **tune** split only; the **report**
+    split confirms it.
+    """)
+    return
+
+
+@app.cell
+def _(mo, specs_dir):
+    _names = sorted(p.name for p in specs_dir.glob("*.toml"))
+    spec_file = mo.ui.dropdown(options=_names, value="sample_fusion.toml", label="sweep spec")
+    spec_file
+    return (spec_file,)
+
+
+@app.cell
+def _(cache_dir, default_db, load_spec, mo, repo, run_sweep, spec_file, specs_dir):
+    spec_path = (specs_dir / spec_file.value).relative_to(repo).as_posix()
+    spec = load_spec(specs_dir / spec_file.value)
+    with mo.status.spinner(title=f"sweep {spec.name}: reading or computing its stages"):
+        result = run_sweep(spec, cache_dir=cache_dir, db=spec.db or default_db(spec.dataset),
+                           progress=False)
+    return result, spec, spec_path
+
+
+@app.cell
+def _(mo, result, spec, stage_counts):
+    counts = stage_counts(result)
+    _t = result.timings
+    mo.vstack([
+        mo.md(f"## {result.name}: {len(result.points)} points on `{result.dataset}`\n\n"
+              f"{spec.description} Primary metric **{result.primary}**, chosen on "
+              f"`{result.tune_split}`, reported on `{result.report_split}`."),
+        mo.hstack([mo.stat(value=str(int(counts["computed"].sum())), label="stages computed"),
+                   mo.stat(value=str(int(counts["reused"].sum())), label="stages reused"),
+                   mo.stat(value=f"{_t.get('total_s', 0.0):.2f} s", label="sweep time",
+                           caption=f"signals {_t.get('signals_s', 0.0):.2f} s, points "
+                                   f"{_t.get('points_s', 0.0):.2f} s"),
+                   mo.stat(value=f"{_t.get('points_per_s', 0.0):g}", label="points / s")],
+                  justify="start"),
+        mo.ui.table(counts, selection=None, label="stage outputs"),
+    ])
+    return (counts,)
+
+
+@app.cell
+def _(leaderboard, mo, result):
+    board = leaderboard(result)
+    _best = result.best
+    mo.vstack([
+        mo.md(f"### Leaderboard\n\nBest on `{result.tune_split}`: **{_best.label}** "
+              f"({result.primary} {_best.metrics[result.tune_split][result.primary]:.4f}; "
+              f"on `{result.report_split}` "
+              f"{_best.metrics[result.report_split][result.primary]:.4f}). `tune` and "
+              f"`report` are {result.primary} on `{result.tune_split}` and "
+              f"`{result.report_split}`."),
+        mo.ui.table(board.round(4), selection=None, page_size=10),
+    ])
+    return (board,)
+
+
+@app.cell
+def _(mo, result, swept_axes):
+    axes = swept_axes(result)
+    _options = axes or ["depth"]
+    axis = mo.ui.dropdown(options=_options, value="w_text" if "w_text" in _options
+                          else _options[0], label="swept setting")
+    axis
+    return axes, axis
+
+
+@app.cell
+def _(axis, axis_frame, board, plt, result):
+    along = axis_frame(result, axis.value)
+    _xs = along[axis.value].tolist()
+    _numeric = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in _xs)
+    _pos = [float(x) for x in _xs] if _numeric else list(range(len(_xs)))
+    _fig, _ax = plt.subplots(figsize=(7, 3.4))
+    _ax.plot(_pos, along["tune"], "o-", label=f"{result.tune_split} (tune), best per value")
+    _ax.plot(_pos, along["report"], "s--", label=f"{result.report_split} (report), same point")
+    _ax.plot(_pos, along["mean_tune"], ":", color="grey", label=f"{result.tune_split} mean")
+    _best = result.best
+    # the chosen point's value of this setting (None where its blend does not use it)
+    chosen_value = board.loc[board["best"], axis.value].iloc[0]
+    if chosen_value is not None and chosen_value in _xs:
+        _x = _pos[_xs.index(chosen_value)]
+        _ax.scatter([_x], [_best.metrics[result.tune_split][result.primary]], marker="*",
+                    s=220, color="tab:red", zorder=4, label=f"chosen: {_best.label}")
+    if not _numeric:
+        _ax.set_xticks(_pos, [str(x) for x in _xs])
+    _ax.set_xlabel(axis.value)
+    _ax.set_ylabel(result.primary)
+    _ax.set_title(f"{result.primary} by {axis.value}")
+    _ax.grid(alpha=0.3)
+    _ax.legend(fontsize=7)
+    _fig.tight_layout()
+    _fig
+    return along, chosen_value
+
+
+@app.cell
+def _(along, mo):
+    mo.ui.table(along.round(4), selection=None, label="per value: the point best on tune")
+    return
+
+
+@app.cell
+def _(plt, result, tune_vs_report):
+    scatter = tune_vs_report(result)
+    _fig, _ax = plt.subplots(figsize=(4.6, 4.4))
+    _ax.scatter(scatter["tune"], scatter["report"], s=18, alpha=0.6, label="points")
+    _lo = float(min(scatter["tune"].min(), scatter["report"].min()))
+    _hi = float(max(scatter["tune"].max(), scatter["report"].max()))
+    _ax.plot([_lo, _hi], [_lo, _hi], color="grey", lw=1, ls="--", label="tune = report")
+    for _flag, _marker, _color in (("best", "*", "tab:red"), ("baseline", "D", "black")):
+        _rows = scatter[scatter[_flag]]
+        if len(_rows):
+            _ax.scatter(_rows["tune"], _rows["report"], marker=_marker, s=160 if _marker == "*"
+                        else 60, color=_color, zorder=4, label=f"{_flag}: {_rows['label'].iloc[0]}")
+    _ax.set_xlabel(f"{result.primary} on {result.tune_split} (tune)")
+    _ax.set_ylabel(f"{result.primary} on {result.report_split} (report)")
+    _ax.set_title("tune vs report, every point")
+    _ax.grid(alpha=0.3)
+    _ax.legend(fontsize=7)
+    _fig.tight_layout()
+    _fig
+    return (scatter,)
+
+
+@app.cell
+def _(mo, result, significance_frame):
+    significance = significance_frame(result)
+    _ci = "\n".join(f"- `{s}`: {m:.4f} [{lo:.4f}, {hi:.4f}]"
+                    for s, (m, lo, hi) in result.ci.items())
+    _base = result.baseline.label if result.baseline is not None else None
+    mo.vstack([
+        mo.md(f"### Significance vs baseline {_base}\n\nThe top points on "
+              f"`{result.tune_split}` against the baseline on `{result.report_split}` "
+              "(paired test, Holm-adjusted across the points per metric)."
+              if _base else "### Significance\n\nThe spec names no baseline: nothing tested."),
+        mo.ui.table(significance.round(4), selection=None) if len(significance) else mo.md(""),
+        mo.md(f"**95% bootstrap interval** of the best point's {result.primary}:\n\n{_ci}"),
+    ])
+    return (significance,)
+
+
+@app.cell
+def _(manifest_frame, mo, result, spec_path):
+    hashes = manifest_frame(result.best)
+    _m = result.best.manifest
+    reproduce = f"aiblox sweep {spec_path}"
+    verify = f"aiblox eval verify {result.name}"
+    mo.vstack([
+        mo.md(f"### Reproduce the best point\n\nconfig hash `{_m.config_hash}`, dataset hash "
+              f"`{_m.dataset_hash}`, sweep hash `{_m.sweep_hash}`, git commit "
+              f"`{_m.environment.get('git_commit')}`"),
+        mo.ui.table(hashes, selection=None, label="stage keys and output hashes"),
+        mo.md(f"Rerun the sweep (logs it to MLflow):\n\n```bash\n{reproduce}\n```\n\n"
+              f"then re-execute the best point from its logged config alone and check every "
+              f"hash:\n\n```bash\n{verify}\n```"),
+    ])
+    return hashes, reproduce, verify
+
+
+if __name__ == "__main__":
+    app.run()
