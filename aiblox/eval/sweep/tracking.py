@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -144,7 +145,8 @@ class SweepTracker:
 
     def children(self) -> list[Any]:
         """Every child run of the parent (any status)."""
-        out, token = [], None
+        out: list[Any] = []
+        token = None
         while True:
             page = self.client.search_runs(
                 [self.experiment_id], filter_string=f"tags.`{TAG_PARENT}` = '{self.parent_id}'",
@@ -219,14 +221,13 @@ class SweepTracker:
         self.logged += 1
         return rid
 
-    def _log_batch(self, run_id: str, metrics: list[Any] = (), params: list[Any] = (),
-                   tags: list[Any] = ()) -> None:
+    def _log_batch(self, run_id: str, metrics: Sequence[Any] = (), params: Sequence[Any] = (),
+                   tags: Sequence[Any] = ()) -> None:
         """log_batch in pieces within MLflow's limits (100 params, 1000 metrics per call)."""
-        metrics, params, tags = list(metrics), list(params), list(tags)
-        while metrics or params or tags:
-            self.client.log_batch(run_id, metrics=metrics[:1000], params=params[:100],
-                                  tags=tags[:100])
-            metrics, params, tags = metrics[1000:], params[100:], tags[100:]
+        m, p, t = list(metrics), list(params), list(tags)
+        while m or p or t:
+            self.client.log_batch(run_id, metrics=m[:1000], params=p[:100], tags=t[:100])
+            m, p, t = m[1000:], p[100:], t[100:]
 
     def finish(self, result: Any) -> dict[str, Any]:
         """Log the choice (best on tune, reported on report) to the parent and close it."""
