@@ -574,7 +574,9 @@ def _per_query_artifacts(run_id: str, tracking_uri: str) -> dict[str, dict[str, 
     out: dict[str, dict[str, float]] = {}
     try:
         client = mlflow.MlflowClient(tracking_uri)
-        files = sorted(f for f in _walk_artifacts(client, run_id, "") if f.endswith(".parquet"))
+        # evidence.<split>.parquet lists kept chunks (rank is a position, not a metric)
+        files = sorted(f for f in _walk_artifacts(client, run_id, "")
+                       if f.endswith(".parquet") and not Path(f).name.startswith("evidence."))
         with tempfile.TemporaryDirectory() as tmp:
             for f in files:
                 df = pd.read_parquet(client.download_artifacts(run_id, f, tmp))

@@ -101,6 +101,12 @@ def test_compare_lists_the_evidence_that_entered_or_left(logged):
     assert cmp.evidence_summary["queries"] == len(sa) == 4
     assert {c.query_id for c in cmp.evidence} == {q for q in sa if sa[q] != sb[q]}
     assert "answer_f1" in {m.metric for m in cmp.metrics}
+    # the notebooks' per-query reader: evidence.<split>.parquet holds chunks, not metrics
+    from aiblox.eval.explore import _per_query_artifacts
+
+    per_query = _per_query_artifacts(a, logged["uri"])
+    assert "test:answer_f1" in per_query
+    assert not [k for k in per_query if k.startswith("evidence.")]
 
     r = runner.invoke(app, ["compare", a, b, "--tracking-uri", logged["uri"], "--split",
                             "test", "--json"])
