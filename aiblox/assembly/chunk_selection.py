@@ -141,12 +141,17 @@ def select_chunks(
     truncated_count = 0
     for i, (r, text) in enumerate(capped):
         cut, truncated = truncate_to_token_budget(text, policy.per_chunk_token_cap, enc)
+        if not cut.strip():
+            # not even its first character fits the per-chunk cap (one character can take
+            # several tokens): nothing of it can be cited, so it is pruned, not sent empty
+            drop(r, DROP_BUDGET)
+            continue
         candidate = SelectedEvidence(
             chunk_id=r.chunk_id,
             knowledge_id=r.knowledge_id,
             rank=r.rank,
             similarity_score=r.similarity_score,
-            citation_anchor=f"C{i}",
+            citation_anchor=f"C{len(selected)}",
             sanitized_text=cut,
             source_reference=r.source_reference or UNKNOWN_SOURCE,
             token_count=count_tokens(cut, enc),

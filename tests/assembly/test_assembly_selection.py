@@ -13,6 +13,7 @@ from aiblox.assembly import (
     DROP_PER_KNOWLEDGE_CAP,
     DROP_REASONS,
     assemble_answer_bundle,
+    build_prompt_v1,
     overlap_ratio,
     render_evidence_block,
     safe_normalize_v1,
@@ -150,6 +151,25 @@ def test_per_chunk_cap_truncates_to_a_word_prefix() -> None:
     # the next word would not fit
     next_word = long_text[len(ev.sanitized_text) + 1 :].split(" ")[0]
     assert count_tokens(ev.sanitized_text + " " + next_word) > 50
+
+
+def test_a_chunk_whose_first_character_exceeds_the_cap_is_pruned_not_sent_empty() -> None:
+    # U+0F80 alone is 3 cl100k tokens; with a 2-token cap no prefix of it survives. It used to
+    # be kept as an empty evidence line, which the prompt builder then rejected (FAILED).
+    assert count_tokens("\u0f80") == 3
+    rows = [result("a-tib", "\u0f80", 0), result("ok", "x", 0)]
+    policy = policy_v1(max_chunks=2, max_evidence_tokens=20, max_chunk_token_ratio=0.125,
+                       overlap_ratio_threshold=1.0)  # cap 2 tokens
+    assert policy.per_chunk_token_cap == 2
+    bundle = assemble_answer_bundle(QUESTION, make_input(rows), policy)
+    assert bundle.assembly_status == "OK"
+    assert _ids(bundle) == ["ok"]
+    assert bundle.selected_evidence[0].citation_anchor == "C0"  # anchors stay sequential
+    assert [(d.chunk_id, d.reason) for d in bundle.metrics.dropped] == [("a-tib", DROP_BUDGET)]
+    bundle, build = build_prompt_v1(bundle, QUESTION, policy)
+    assert build.build_status == "OK"
+    alone = assemble_answer_bundle(QUESTION, make_input(rows[:1]), policy)
+    assert alone.assembly_status == "NO_EVIDENCE"
 
 
 def test_evidence_token_budget_stops_and_prunes_lowest_ranked() -> None:
