@@ -25,8 +25,8 @@ def sweep(
                                      "evals/sweeps/sample_fusion.toml."),
     resume: bool = typer.Option(False, "--resume", help="Finish an interrupted sweep (its MLflow "
                                 "parent run is continued; finished points are not redone)."),
-    jobs: int = typer.Option(1, "--jobs", "-j", help="Worker processes for fusion; 0: all "
-                             "available cores."),
+    jobs: int = typer.Option(0, "--jobs", "-j", help="Threads for the compiled fusion and "
+                             "metrics kernels; 0: all available cores."),
     tracking_uri: str = typer.Option(DEFAULT_TRACKING_URI, "--tracking-uri",
                                      help="MLflow tracking URI (any MLflow server)."),
     no_tracking: bool = typer.Option(False, "--no-tracking", help="Do not log to MLflow."),

@@ -73,3 +73,28 @@ def test_normalisation_is_computed_once_per_normaliser():
     for w in (0.1, 0.2, 0.3):
         sf.fuse(ScoringConfig(blend="linear", w_text=w, w_vec=1 - w, normalize="zscore"), None)
     assert list(sf._norm) == ["zscore"]
+
+
+@settings(max_examples=120, deadline=None)
+@given(sizes=st.lists(st.integers(0, 400), min_size=1, max_size=6),
+       levels=st.integers(1, 50), top_k=st.sampled_from([-1, 0, 1, 5, 16, 17, 100, 500]),
+       seed=st.integers(0, 2**32 - 1))
+def test_partial_segment_sort_is_the_stable_lexsort_order(sizes, levels, top_k, seed):
+    """The compiled partial quicksort (segments far longer than its insertion-sort cut-off,
+    few distinct scores so ties are everywhere) gives numpy's stable order, cut to top_k."""
+    import numpy as np
+
+    from aiblox.eval.sweep.split_fusion import _kernels
+
+    rng = np.random.default_rng(seed)
+    counts = np.asarray(sizes, dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+    neg = rng.integers(0, levels, int(counts.sum())).astype(np.float64) / 7.0
+    neg[rng.random(neg.size) < 0.05] = -0.0  # -0.0 ties with 0.0
+    positions, kept = _kernels().segment_order(-neg, starts, counts, top_k)
+    expect = []
+    for s, n in zip(starts.tolist(), counts.tolist(), strict=True):
+        order = s + np.argsort(neg[s:s + n], kind="stable")
+        expect.extend(order[:n if top_k < 0 else min(n, top_k)].tolist())
+    assert positions.tolist() == expect
+    assert kept.tolist() == [n if top_k < 0 else min(n, top_k) for n in sizes]

@@ -3,30 +3,144 @@
 Loaded through ``split_fusion._kernels()``, which points numba's cache at the stable folder
 first, so the compiled code is reused across processes like ranx's own kernels.
 
-- :func:`segment_order`: per query segment of a flat score array, the stable order of its
-  positions by score descending, cut to ``top_k``. A stable sort that starts from document-id
-  order breaks ties on the id ascending, exactly as ``numpy.lexsort((-scores, segment))`` does,
-  at a fraction of its cost (hundreds of small sorts instead of two over the whole array).
+- :func:`linear_scores` and :func:`rrf_scores`: the fused score of every flat position of a
+  split, with the reference's arithmetic in the reference's order (so the same IEEE doubles
+  as :class:`aiblox.fusion.HybridScorer`; no fast-math, so no fused multiply-add), queries in
+  parallel.
+- :func:`segment_order`: per query segment of a flat score array, its positions by score
+  descending, ties by position (that is, document id) ascending, cut to ``top_k``: exactly the
+  order of ``numpy.lexsort((positions, -scores, segment))``, at a fraction of its cost (small
+  partial sorts that only order the ``top_k`` kept, blocks of queries in parallel).
 - :func:`run_arrays`: a ranx run (a numba typed list of ``(n, 2)`` arrays: judged-document code,
   ``n - rank``) built inside compiled code, where appending to a typed list costs nothing.
+
+Parallel loops use numba's threads (``numba.set_num_threads``; the sweep's worker processes
+set one each).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 from numba.typed import List
 
-__all__ = ["run_arrays", "segment_order"]
+__all__ = ["linear_scores", "rrf_scores", "run_arrays", "segment_order"]
+
+_BLOCKS = 64
+"""Query blocks of :func:`segment_order` (each sorts with its own scratch arrays)."""
+
+
+@njit(cache=True, parallel=True)
+def linear_scores(nt: np.ndarray, nv: np.ndarray, min_t: np.ndarray, min_v: np.ndarray,
+                  has_t: np.ndarray, has_v: np.ndarray, starts: np.ndarray, counts: np.ndarray,
+                  w_text: float, w_vec: float, list_min: bool
+                  ) -> np.ndarray:  # pragma: no cover - compiled
+    """``(0 + w_text * a) + w_vec * b`` per position: ``a``/``b`` the normalised text/vector
+    score, or for a document missing from a list that list's minimum (``list_min``) or 0."""
+    out = np.empty(nt.shape[0], dtype=np.float64)
+    for q in prange(starts.shape[0]):
+        for i in range(starts[q], starts[q] + counts[q]):
+            if has_t[i]:
+                a = nt[i]
+            elif list_min:
+                a = min_t[q]
+            else:
+                a = 0.0
+            if has_v[i]:
+                b = nv[i]
+            elif list_min:
+                b = min_v[q]
+            else:
+                b = 0.0
+            out[i] = (0.0 + w_text * a) + w_vec * b
+    return out
+
+
+@njit(cache=True, parallel=True)
+def rrf_scores(rank_t: np.ndarray, rank_v: np.ndarray, has_t: np.ndarray, has_v: np.ndarray,
+               k: float, w_text: float, w_vec: float) -> np.ndarray:  # pragma: no cover
+    """``w_text / (k + rank_t) + w_vec / (k + rank_v)`` per position, each term only where the
+    document is in that list, text first."""
+    out = np.empty(rank_t.shape[0], dtype=np.float64)
+    for i in prange(rank_t.shape[0]):
+        f = 0.0
+        if has_t[i]:
+            f = f + w_text / (k + rank_t[i])
+        if has_v[i]:
+            f = f + w_vec / (k + rank_v[i])
+        out[i] = f
+    return out
+
+
+@njit(cache=True, inline="always")
+def _before(v: np.ndarray, a: int, b: int) -> bool:  # pragma: no cover - compiled
+    """Position ``a`` ranks before ``b``: a higher score, or an equal one and a smaller position.
+    Every pair is strictly ordered, so any correct sort gives the one stable order."""
+    return v[a] > v[b] or (v[a] == v[b] and a < b)
 
 
 @njit(cache=True)
-def segment_order(neg_scores: np.ndarray, starts: np.ndarray, counts: np.ndarray,
+def _partial_sort(v: np.ndarray, idx: np.ndarray, lo: int, hi: int, k_end: int,
+                  stack: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Order ``idx[lo:hi]`` (flat positions) by :func:`_before` far enough that ``idx[lo:k_end]``
+    holds the first ones, sorted: quicksort (median-of-three, Hoare partition) that never
+    descends into a part lying wholly at or after ``k_end``, insertion sort below 16."""
+    top = 0
+    stack[0] = lo
+    stack[1] = hi
+    top = 2
+    while top > 0:
+        top -= 2
+        a = stack[top]
+        b = stack[top + 1]
+        while b - a > 16:
+            m = (a + b - 1) // 2
+            x, y, z = idx[a], idx[m], idx[b - 1]
+            if _before(v, y, x):
+                x, y = y, x
+            if _before(v, z, y):
+                y = z
+                if _before(v, y, x):
+                    y = x
+            pivot = y  # the median of three distinct keys: never the range's largest
+            i = a - 1
+            j = b
+            while True:
+                i += 1
+                while _before(v, idx[i], pivot):
+                    i += 1
+                j -= 1
+                while _before(v, pivot, idx[j]):
+                    j -= 1
+                if i >= j:
+                    break
+                t = idx[i]
+                idx[i] = idx[j]
+                idx[j] = t
+            # [a, j] holds positions ranked up to the pivot, [j + 1, b) from it
+            if j + 1 < k_end:
+                stack[top] = j + 1
+                stack[top + 1] = b
+                top += 2
+            b = j + 1
+        for i in range(a + 1, b):
+            t = idx[i]
+            j = i - 1
+            while j >= a and _before(v, t, idx[j]):
+                idx[j + 1] = idx[j]
+                j -= 1
+            idx[j + 1] = t
+
+
+@njit(cache=True, parallel=True)
+def segment_order(scores: np.ndarray, starts: np.ndarray, counts: np.ndarray,
                   top_k: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
     """``(positions, kept)``: flat positions, query by query, best first; ``kept[q]`` per query.
 
-    ``neg_scores`` holds minus the fused score (so ascending order is best first); segment ``q``
-    is ``neg_scores[starts[q]:starts[q] + counts[q]]``. ``top_k < 0`` keeps every position.
+    Segment ``q`` is ``scores[starts[q]:starts[q] + counts[q]]``; best first is score
+    descending, ties in position order (positions follow document ids), as a stable sort of
+    the negated scores gives. ``top_k < 0`` keeps every position; otherwise only the first
+    ``top_k`` of a segment are put in order (a partial quicksort).
     """
     nq = starts.shape[0]
     kept = counts.copy()
@@ -35,14 +149,23 @@ def segment_order(neg_scores: np.ndarray, starts: np.ndarray, counts: np.ndarray
             if kept[q] > top_k:
                 kept[q] = top_k
     at = np.zeros(nq + 1, dtype=np.int64)
+    longest = 0
     for q in range(nq):
         at[q + 1] = at[q] + kept[q]
+        longest = max(longest, counts[q])
     out = np.empty(at[nq], dtype=np.int64)
-    for q in range(nq):
-        s = starts[q]
-        order = np.argsort(neg_scores[s:s + counts[q]], kind="mergesort")
-        for i in range(kept[q]):
-            out[at[q] + i] = order[i] + s
+    blocks = min(nq, _BLOCKS)
+    for blk in prange(blocks):
+        idx = np.empty(longest, dtype=np.int64)
+        stack = np.empty(2 * longest + 2, dtype=np.int64)
+        for q in range(blk * nq // blocks, (blk + 1) * nq // blocks):
+            s = starts[q]
+            n = counts[q]
+            for i in range(n):
+                idx[i] = s + i
+            _partial_sort(scores, idx, 0, n, kept[q], stack)
+            for i in range(kept[q]):
+                out[at[q] + i] = idx[i]
     return out, kept
 
 

@@ -29,8 +29,9 @@ changing a chunker recomputes chunks and what follows; the answer stages run onl
 has selection axes. Metrics stages store ``{"means", "per_query"}`` like a fusion sweep's.
 
 Only the first ``query_limit`` queries of each split are scored (sorted ids). Points run one after
-another (chunk embedding dominates and is shared through the chunk cache), so ``jobs`` is not
-used. The store and the embedder are opened only when a chunks or signals entry is missing.
+another (chunk embedding dominates and is shared through the chunk cache); ``jobs`` sets the
+numba threads of ranx's metrics, as in a fusion sweep. The store and the embedder are opened
+only when a chunks or signals entry is missing.
 The point is chosen on the tune split by ``primary`` (a ranx metric, a chunk metric such as
 ``answer_recall@5``, or an answer metric such as ``answer_f1``), with the bootstrap interval and
 the significance tests against the baseline of a fusion sweep.
@@ -72,6 +73,7 @@ from aiblox.eval.sweep.runner import (
 )
 from aiblox.eval.sweep.significance import Comparison, bootstrap_ci, compare_to_baseline
 from aiblox.eval.sweep.spec import PipelinePoint, SweepSpec, backend_of, load_policy_by_name
+from aiblox.eval.sweep.split_fusion import compiled_threads
 from aiblox.eval.sweep.split_metrics import SplitMetrics
 from aiblox.eval.sweep.stages import StageCache, StageRecord, stage_key
 from aiblox.hashing import sha256_hex
@@ -330,8 +332,15 @@ def run_pipeline_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE
                        progress: bool = True, dataset: Dataset | None = None,
                        on_point: Callable[[PointResult], None] | None = None) -> SweepResult:
     """Score every point of a pipeline spec on its tune and report splits (see the module doc).
-    ``jobs`` is accepted for the CLI's sake and not used: points run one after another."""
-    del jobs  # points run sequentially; chunk embedding dominates and is shared
+    ``jobs``: numba threads for ranx's metrics (points run one after another)."""
+    with compiled_threads(jobs):
+        return _run_pipeline_sweep(spec, cache_dir=cache_dir, db=db, tracker=tracker,
+                                   progress=progress, dataset=dataset, on_point=on_point)
+
+
+def _run_pipeline_sweep(spec: SweepSpec, *, cache_dir: str | Path, db: str | None,
+                        tracker: Any, progress: bool, dataset: Dataset | None,
+                        on_point: Callable[[PointResult], None] | None) -> SweepResult:
     t_start = time.perf_counter()
     splits = [spec.tune_split, spec.report_split]
     ds = dataset or load_dataset(spec.dataset, splits=splits)

@@ -21,16 +21,19 @@ store is opened only when some signals entry is missing.
 
 The configuration is chosen on the tune split only (primary metric, ties broken by config hash
 ascending) and reported on the report split.
+
+Parallelism: points run one after another in this process, and each point's compiled work
+(fused scores, per-query sorts, ranx's metrics) runs on ``jobs`` numba threads. Worker
+processes were measured slower on 2 cores (each must read the signals back, normalise them
+again and hand the runs back; ``benchmarks/README.md``, "Fusion sweep").
 """
 
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,7 +48,7 @@ from aiblox.eval.runner import config_hash
 from aiblox.eval.sweep.manifest import PointManifest, SplitManifest, environment
 from aiblox.eval.sweep.significance import Comparison, bootstrap_ci, compare_to_baseline
 from aiblox.eval.sweep.spec import SweepSpec, backend_of
-from aiblox.eval.sweep.split_fusion import FusedArrays, SplitFusion
+from aiblox.eval.sweep.split_fusion import FusedArrays, SplitFusion, compiled_threads
 from aiblox.eval.sweep.split_metrics import SplitMetrics
 from aiblox.eval.sweep.stages import StageCache, StageRecord, stage_key
 from aiblox.retrieval.retriever import HybridRetriever, SignalRuns
@@ -190,7 +193,7 @@ def choose_best(points: Sequence[PointResult], split: str, metric: str) -> Point
     return min(points, key=lambda p: (-p.metrics[split][metric], p.config_hash))
 
 
-# -- point computation (runs in the parent or in forked workers) --------------------------------
+# -- point computation ------------------------------------------------------------------------
 @dataclass
 class _Context:
     cache_root: str
@@ -235,14 +238,7 @@ class _Context:
             self._scorers[split] = SplitMetrics(self.qrels[split])
         return self._scorers[split]
 
-    def __getstate__(self) -> dict[str, Any]:  # workers rebuild the indexes themselves
-        # workers read signals back from the stage cache when they need them (cheaper than
-        # pickling them to every worker)
-        return {**self.__dict__, "_fusion": {}, "_scorers": {}, "_codes": {},
-                "signals": {k: (rec, None) for k, (rec, _) in self.signals.items()}}
 
-
-_CTX: _Context | None = None
 _INDEXES: dict[str, SplitFusion] = {}
 """Per process: :class:`SplitFusion` indexes by signals key (a few per sweep: one per depth and
 split)."""
@@ -311,10 +307,8 @@ def load_fused_run(cache: StageCache, signals_key: str, fusion_key: str
 
 
 def _compute_point(ctx: _Context, cache: StageCache, prefs: RetrievalPrefs,
-                   sig_keys: dict[str, str],
-                   fused: dict[str, tuple[StageRecord, Any]] | None = None) -> dict[str, Any]:
-    if fused is None:
-        fused = _fusion_stage(ctx, cache, prefs, sig_keys)
+                   sig_keys: dict[str, str]) -> dict[str, Any]:
+    fused = _fusion_stage(ctx, cache, prefs, sig_keys)
     out: dict[str, Any] = {}
     for split in ctx.splits:
         sig_rec, _ = ctx.signals[(split, sig_keys[split])]
@@ -334,24 +328,6 @@ def _compute_point(ctx: _Context, cache: StageCache, prefs: RetrievalPrefs,
                       "run_hash": frec.output_hash, "metrics": mout["means"],
                       "n_queries": len(ctx.qrels[split])}
     return out
-
-
-def _init_worker(ctx: _Context) -> None:
-    global _CTX
-    _CTX = ctx
-    gc.disable()  # a short-lived worker: reference counting frees its outputs (see run_sweep)
-
-
-def _fusion_worker(args: tuple[dict[str, Any], dict[str, str]]
-                   ) -> tuple[dict[str, tuple[StageRecord, Any]], dict, dict]:
-    """One point's fusion in a worker process, spawned (numba's threads make forking unsafe).
-    Metrics stay in the parent: ranx costs every new process ~10 s of numba start-up, while
-    the compact fused arrays are cheap to send back."""
-    if _CTX is None:
-        raise RuntimeError("sweep worker started without a context")
-    cache = StageCache(_CTX.cache_root)
-    fused = _fusion_stage(_CTX, cache, RetrievalPrefs.model_validate(args[0]), args[1])
-    return fused, cache.computed, cache.reused
 
 
 # -- signals ------------------------------------------------------------------------------------
@@ -416,7 +392,8 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
 
     ``tracker`` (a :class:`aiblox.eval.sweep.tracking.SweepTracker`) logs each point to MLflow
     and skips points it already logged. ``on_point`` is called after each point is scored (and
-    logged). ``jobs > 1`` scores points in forked worker processes.
+    logged). ``jobs``: numba threads for the compiled fusion and metrics kernels (points run
+    one after another in this process; the thread count never changes a result).
     """
     if spec.has_pipeline_axes:  # chunking or selection: the answer pipeline's stages follow
         from aiblox.eval.sweep.pipeline import run_pipeline_sweep
@@ -470,12 +447,13 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     results: list[PointResult | None] = [None] * len(tasks)
     done = tracker.logged_config_hashes() if tracker is not None else set()
     bar = tqdm(total=len(tasks), desc=f"sweep {spec.name}", unit="pt", disable=not progress)
+    sweep_hash = spec.hash
 
     def finish(i: int, out: dict[str, Any]) -> None:
         prefs = tasks[i][0]
         chash, config = config_hash(prefs, emb_id, backend)
         manifest = PointManifest(
-            sweep=spec.name, sweep_hash=spec.hash, dataset=ds.name, dataset_hash=ds.hash,
+            sweep=spec.name, sweep_hash=sweep_hash, dataset=ds.name, dataset_hash=ds.hash,
             config_hash=chash, config=config, embedder_name=spec.embedder,
             metrics=list(spec.metrics),
             splits={s: SplitManifest(split=s, **out[s]) for s in splits},
@@ -494,17 +472,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         bar.update(1)
 
     try:
-        if jobs > 1 and len(tasks) > 1:
-            mp = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=mp, initializer=_init_worker,
-                                     initargs=(ctx,)) as pool:
-                futures = [pool.submit(_fusion_worker, (p.model_dump(), k)) for p, k in tasks]
-                for i, fut in enumerate(futures):  # in order: logging order is deterministic
-                    fused, computed, reused = fut.result()
-                    cache.merge_counts(computed, reused)
-                    prefs, keys = tasks[i]
-                    finish(i, _compute_point(ctx, cache, prefs, keys, fused))
-        else:
+        with compiled_threads(jobs):
             for i, (prefs, keys) in enumerate(tasks):
                 finish(i, _compute_point(ctx, cache, prefs, keys))
     finally:
@@ -546,5 +514,5 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
 
 
 def default_jobs() -> int:
-    """Worker processes for ``--jobs 0``: the available cores."""
+    """Threads for ``--jobs 0``: the available cores."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

@@ -18,6 +18,8 @@ per query by a compiled kernel; :meth:`SplitFusion.decode` turns it into
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -25,7 +27,7 @@ import numpy as np
 from aiblox.contracts.retrieval import ScoringConfig
 from aiblox.fusion.normalize import get_normalizer
 
-__all__ = ["FusedArrays", "SplitFusion"]
+__all__ = ["FusedArrays", "SplitFusion", "compiled_threads"]
 
 
 class FusedArrays(NamedTuple):
@@ -46,6 +48,21 @@ class FusedArrays(NamedTuple):
     def from_dict(cls, arrays: dict[str, np.ndarray]) -> FusedArrays:
         """From :meth:`as_dict`'s form."""
         return cls(arrays["positions"], arrays["counts"], arrays["scores"])
+
+
+@contextmanager
+def compiled_threads(n: int) -> Iterator[None]:
+    """Run the block with ``n`` numba threads (at most numba's pool size, at least one) for the
+    compiled kernels, ours and ranx's; the previous count is restored after."""
+    _kernels()  # numba's cache folder is set before numba is imported
+    import numba
+
+    previous = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(int(n), numba.config.NUMBA_NUM_THREADS)))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)
 
 
 def _kernels() -> Any:
@@ -95,6 +112,11 @@ class SplitFusion:
         self.n = len(docs)
         self.counts = np.bincount(self.seg, minlength=len(self.qids)).astype(np.int64)
         self.starts = np.concatenate(([0], np.cumsum(self.counts)[:-1])).astype(np.int64)
+        # each list's raw scores per query, and where its hits sit, flat (for normalising)
+        self._raw = ([[float(sc) for _, sc in t] for t in text],
+                     [[float(sc) for _, sc in v] for v in vec])
+        self._flat_pos = (np.asarray([p for pos in self._pos_t for p in pos], dtype=np.int64),
+                          np.asarray([p for pos in self._pos_v for p in pos], dtype=np.int64))
         self._where: list[dict[str, int]] | None = None
         self._norm: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
 
@@ -109,41 +131,37 @@ class SplitFusion:
         if name not in self._norm:
             norm = get_normalizer(name)
             out = []
-            for lists, positions in ((self.text, self._pos_t), (self.vec, self._pos_v)):
-                values = np.zeros(self.n, dtype=np.float64)
-                mins = np.zeros(len(self.qids), dtype=np.float64)
-                for qi, (hits, pos) in enumerate(zip(lists, positions, strict=True)):
-                    if hits:
-                        normed = norm([s for _, s in hits])
-                        values[pos] = normed
+            for raw, flat_pos in zip(self._raw, self._flat_pos, strict=True):
+                flat: list[float] = []
+                mins = [0.0] * len(self.qids)
+                for qi, scores in enumerate(raw):
+                    if scores:
+                        normed = norm(scores)
+                        flat.extend(normed)
                         mins[qi] = min(normed)
-                out += [values, mins]
+                values = np.zeros(self.n, dtype=np.float64)
+                values[flat_pos] = flat
+                out += [values, np.asarray(mins, dtype=np.float64)]
             self._norm[name] = (out[0], out[2], out[1], out[3])
         return self._norm[name]
 
     def scores(self, cfg: ScoringConfig) -> np.ndarray:
-        """The fused score of every flat position under ``cfg``."""
+        """The fused score of every flat position under ``cfg`` (compiled, in parallel)."""
+        k = _kernels()
         if cfg.blend == "rrf":
-            k = float(cfg.rrf_k)
-            fused = np.zeros(self.n, dtype=np.float64)
-            # an absent document has rank 0: with k = 0 its term is 1/0, discarded by the mask
-            with np.errstate(divide="ignore", invalid="ignore"):
-                fused = np.where(self.has_t, fused + cfg.rrf_w_text / (k + self.rank_t), fused)
-                return np.where(self.has_v, fused + cfg.rrf_w_vec / (k + self.rank_v), fused)
+            # a document absent from a list gets no term from it (rank 0 is never divided by)
+            return k.rrf_scores(self.rank_t, self.rank_v, self.has_t, self.has_v,
+                                float(cfg.rrf_k), float(cfg.rrf_w_text), float(cfg.rrf_w_vec))
         nt, nv, min_t, min_v = self._normalised(cfg.normalize)
-        if cfg.missing == "list_min":
-            a = np.where(self.has_t, nt, min_t[self.seg])
-            b = np.where(self.has_v, nv, min_v[self.seg])
-        else:
-            a = np.where(self.has_t, nt, 0.0)
-            b = np.where(self.has_v, nv, 0.0)
-        return (0.0 + cfg.w_text * a) + cfg.w_vec * b
+        return k.linear_scores(nt, nv, min_t, min_v, self.has_t, self.has_v, self.starts,
+                               self.counts, float(cfg.w_text), float(cfg.w_vec),
+                               cfg.missing == "list_min")
 
     def fuse_arrays(self, cfg: ScoringConfig, top_k: int | None) -> FusedArrays:
         """The fused run in compact form: per query best first (score desc, id asc), cut to
         ``top_k``."""
         fused = self.scores(cfg)
-        positions, kept = _kernels().segment_order(-fused, self.starts, self.counts,
+        positions, kept = _kernels().segment_order(fused, self.starts, self.counts,
                                                    -1 if top_k is None else int(top_k))
         return FusedArrays(positions.astype(np.int32), kept.astype(np.int32), fused[positions])
 

@@ -97,8 +97,19 @@ class SplitMetrics:
 
             # twice when alone: ranx's evaluate(return_mean=False) fails on a single metric name
             names = list(metrics) if len(metrics) > 1 else [metrics[0], metrics[0]]
-            scores = evaluate(self._qrels, run, names, return_mean=False,
-                              save_results_in_run=False)
+            try:
+                scores = evaluate(self._qrels, run, names, return_mean=False,
+                                  save_results_in_run=False)
+            except ZeroDivisionError:
+                # ranx's bpref divides by the number of relevant documents; whether that
+                # raises or leaves a silent 0 depends on numba's thread state, so name it
+                unrelevant = [q for q, arr in zip(self.qids, self._qrels, strict=True)
+                              if not (arr[:, 1] > 0).any()]
+                raise ValueError(
+                    f"metrics {', '.join(metrics)}: ranx divided by zero; {len(unrelevant)} "
+                    f"judged queries have no relevant document (e.g. "
+                    f"{', '.join(unrelevant[:3]) or '-'}), for which bpref is undefined: leave "
+                    f"bpref out or drop those queries' judgements") from None
         per_query = {m: dict(zip(self.qids, np.asarray(scores[m], dtype=np.float64).tolist(),
                                  strict=True)) for m in metrics}
         means = {m: float(np.mean(scores[m])) for m in metrics}

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from aiblox.hashing import canonical_json, sha256_bytes, sha256_hex, sha256_text
+from aiblox.hashing import canonical_json, sha256_bytes, sha256_text
 
 __all__ = ["StageCache", "StageRecord", "decode_arrays", "encode_arrays", "stage_key"]
 
@@ -69,8 +69,8 @@ def decode_arrays(data: bytes) -> dict[str, np.ndarray]:
 
 def stage_key(name: str, version: str | int, config: Any, inputs: Sequence[str] = ()) -> str:
     """sha256 of ``{"name", "version", "config", "inputs"}`` in canonical JSON."""
-    return sha256_hex({"name": name, "version": str(version), "config": config,
-                       "inputs": list(inputs)})
+    return sha256_text(_canonical({"name": name, "version": str(version), "config": config,
+                                   "inputs": list(inputs)}))
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,7 @@ class StageCache:
             _atomic_write(out_path, gzip.compress(text.encode("utf-8"), compresslevel=1,
                                                   mtime=0))
         meta = {**rec.as_dict(), "config": config, **({"codec": codec} if codec != "json" else {})}
-        _atomic_write(meta_path, canonical_json(meta).encode("utf-8"))
+        _atomic_write(meta_path, _canonical(meta).encode("utf-8"))
         return rec
 
     def run(self, name: str, version: str | int, config: Any, inputs: Sequence[str],
@@ -189,14 +189,3 @@ class StageCache:
     def _count(self, counter: dict[str, int], name: str) -> None:
         with self._lock:
             counter[name] = counter.get(name, 0) + 1
-
-    def merge_counts(self, computed: dict[str, int], reused: dict[str, int]) -> None:
-        """Add counts reported by a worker process."""
-        for k, v in computed.items():
-            self._count_n(self.computed, k, v)
-        for k, v in reused.items():
-            self._count_n(self.reused, k, v)
-
-    def _count_n(self, counter: dict[str, int], name: str, n: int) -> None:
-        with self._lock:
-            counter[name] = counter.get(name, 0) + n
