@@ -9,8 +9,9 @@ from aiblox.fusion import HybridScorer
 from aiblox.hashing import canonical_json
 
 DOCS = [f"d{i}" for i in range(12)]
-# scores on a coarse grid so that ties (within and across lists) are common
-score = st.sampled_from([-1.5, -0.25, 0.0, 0.25, 0.5, 1.0, 2.0, 7.5])
+# scores on a coarse grid so that ties (within and across lists) are common; -0.0 and 0.0
+# are equal but must keep their signs
+score = st.sampled_from([-1.5, -0.25, -0.0, 0.0, 0.25, 0.5, 1.0, 2.0, 7.5])
 
 
 def ranked(pairs):
@@ -98,3 +99,21 @@ def test_partial_segment_sort_is_the_stable_lexsort_order(sizes, levels, top_k, 
         expect.extend(order[:n if top_k < 0 else min(n, top_k)].tolist())
     assert positions.tolist() == expect
     assert kept.tolist() == [n if top_k < 0 else min(n, top_k) for n in sizes]
+
+
+@settings(max_examples=200, deadline=None)
+@given(lists=st.lists(st.lists(score, max_size=8), min_size=1, max_size=6))
+def test_compiled_minmax_is_the_normaliser_bit_for_bit(lists):
+    import numpy as np
+
+    from aiblox.eval.sweep.split_fusion import _kernels
+    from aiblox.fusion.normalize import minmax
+
+    offsets = np.zeros(len(lists) + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in lists], out=offsets[1:])
+    flat = np.asarray([x for xs in lists for x in xs], dtype=np.float64)
+    normed, mins = _kernels().minmax_lists(flat, offsets)
+    expect = [x for xs in lists for x in minmax(xs)]
+    assert normed.tobytes() == np.asarray(expect, dtype=np.float64).tobytes()
+    assert mins.tobytes() == np.asarray([min(minmax(xs)) if xs else 0.0 for xs in lists],
+                                        dtype=np.float64).tobytes()

@@ -11,6 +11,8 @@ first, so the compiled code is reused across processes like ranx's own kernels.
   descending, ties by position (that is, document id) ascending, cut to ``top_k``: exactly the
   order of ``numpy.lexsort((positions, -scores, segment))``, at a fraction of its cost (small
   partial sorts that only order the ``top_k`` kept, blocks of queries in parallel).
+- :func:`minmax_lists`: :func:`aiblox.fusion.normalize.minmax` of many lists at once, step for
+  step (Python's ``min``/``max`` keep the first of equal values, so do these loops).
 - :func:`run_arrays`: a ranx run (a numba typed list of ``(n, 2)`` arrays: judged-document code,
   ``n - rank``) built inside compiled code, where appending to a typed list costs nothing.
 
@@ -24,7 +26,7 @@ import numpy as np
 from numba import njit, prange
 from numba.typed import List
 
-__all__ = ["linear_scores", "rrf_scores", "run_arrays", "segment_order"]
+__all__ = ["linear_scores", "minmax_lists", "rrf_scores", "run_arrays", "segment_order"]
 
 _BLOCKS = 64
 """Query blocks of :func:`segment_order` (each sorts with its own scratch arrays)."""
@@ -54,6 +56,39 @@ def linear_scores(nt: np.ndarray, nv: np.ndarray, min_t: np.ndarray, min_v: np.n
                 b = 0.0
             out[i] = (0.0 + w_text * a) + w_vec * b
     return out
+
+
+@njit(cache=True)
+def minmax_lists(raw: np.ndarray, offsets: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """Per list ``raw[offsets[q]:offsets[q + 1]]``: its min-max scaled scores (all 1.0 when
+    every score is equal) and the lowest of them (0.0 for an empty list)."""
+    out = np.empty(raw.shape[0], dtype=np.float64)
+    mins = np.zeros(offsets.shape[0] - 1, dtype=np.float64)
+    for q in range(offsets.shape[0] - 1):
+        a, b = offsets[q], offsets[q + 1]
+        if a == b:
+            continue
+        lo = raw[a]
+        hi = raw[a]
+        for i in range(a + 1, b):
+            if raw[i] < lo:
+                lo = raw[i]
+            if raw[i] > hi:
+                hi = raw[i]
+        if hi == lo:
+            for i in range(a, b):
+                out[i] = 1.0
+        else:
+            span = hi - lo
+            for i in range(a, b):
+                out[i] = (raw[i] - lo) / span
+        m = out[a]
+        for i in range(a + 1, b):
+            if out[i] < m:
+                m = out[i]
+        mins[q] = m
+    return out, mins
 
 
 @njit(cache=True, parallel=True)

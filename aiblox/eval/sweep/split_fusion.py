@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from aiblox.contracts.retrieval import ScoringConfig
-from aiblox.fusion.normalize import get_normalizer
+from aiblox.fusion.normalize import get_normalizer, minmax
 
 __all__ = ["FusedArrays", "SplitFusion", "compiled_threads"]
 
@@ -129,19 +129,28 @@ class SplitFusion:
         """Per flat position: normalised text and vector scores (0 where absent), and per
         query the lowest normalised score of each list (0 for an empty list)."""
         if name not in self._norm:
-            norm = get_normalizer(name)
             out = []
             for raw, flat_pos in zip(self._raw, self._flat_pos, strict=True):
+                if get_normalizer(name) is minmax:  # compiled, step for step the same arithmetic
+                    flat_raw = np.asarray([x for scores in raw for x in scores], dtype=np.float64)
+                    offsets = np.zeros(len(raw) + 1, dtype=np.int64)
+                    np.cumsum([len(scores) for scores in raw], out=offsets[1:])
+                    normed, mins = _kernels().minmax_lists(flat_raw, offsets)
+                    values = np.zeros(self.n, dtype=np.float64)
+                    values[flat_pos] = normed
+                    out += [values, mins]
+                    continue
+                norm = get_normalizer(name)
                 flat: list[float] = []
-                mins = [0.0] * len(self.qids)
+                mins_list = [0.0] * len(self.qids)
                 for qi, scores in enumerate(raw):
                     if scores:
-                        normed = norm(scores)
-                        flat.extend(normed)
-                        mins[qi] = min(normed)
+                        normed_list = norm(scores)
+                        flat.extend(normed_list)
+                        mins_list[qi] = min(normed_list)
                 values = np.zeros(self.n, dtype=np.float64)
                 values[flat_pos] = flat
-                out += [values, np.asarray(mins, dtype=np.float64)]
+                out += [values, np.asarray(mins_list, dtype=np.float64)]
             self._norm[name] = (out[0], out[2], out[1], out[3])
         return self._norm[name]
 
