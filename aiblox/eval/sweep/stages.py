@@ -22,9 +22,9 @@ nothing.
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -89,11 +89,22 @@ class StageRecord:
                 "inputs": list(self.inputs), "output_hash": self.output_hash}
 
 
+_TMP_SEQ = itertools.count()
+
+
 def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Write ``data`` under a temporary name unique to this process and thread, then rename it
+    into place: a reader never sees a partial file, and parallel writers of one key (same
+    bytes) simply replace each other. The folder is made when missing."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}-"
+                         f"{next(_TMP_SEQ)}.tmp")
     try:
-        with os.fdopen(fd, "wb") as f:
+        try:
+            f = open(tmp, "wb")  # noqa: SIM115 - closed below
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            f = open(tmp, "wb")  # noqa: SIM115
+        with f:
             f.write(data)
         os.replace(tmp, path)
     except BaseException:
