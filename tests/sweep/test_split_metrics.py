@@ -116,3 +116,22 @@ def test_bpref_without_relevant_documents_is_a_clear_error():
     assert "ValueError: metrics ndcg@10, bpref: ranx divided by zero" in out.stdout
     assert "no relevant document (e.g. q2)" in out.stdout
     assert "{'ndcg@10': 0.5}" in out.stdout  # without bpref the same split scores
+
+
+def test_packed_metrics_round_trip_through_the_stage_cache(tmp_path):
+    """The metrics stage stores arrays (names, query ids, means, per-query matrix): read back,
+    they unpack to the very floats and ids, non-ASCII ids and NaN included."""
+    from aiblox.eval.sweep.split_metrics import pack_metrics, unpack_metrics
+    from aiblox.eval.sweep.stages import StageCache
+
+    qids = ["q1", "q10", "qé-😀"]
+    matrix = np.array([[0.1, 1 / 3, 0.0], [float("nan"), 1e-300, 1.0]])
+    packed = pack_metrics(["ndcg@10", "bpref"], qids, [float(np.mean(matrix[0])), 0.5], matrix)
+    cache = StageCache(tmp_path)
+    rec, _ = cache.run("metrics", "2", {"m": 1}, ["k"], lambda: packed, codec="arrays")
+    back = unpack_metrics(StageCache(tmp_path).load("metrics", rec.key))
+    assert list(back["per_query"]) == ["ndcg@10", "bpref"]
+    assert back["per_query"]["ndcg@10"] == {"q1": 0.1, "q10": 1 / 3, "qé-😀": 0.0}
+    assert math.isnan(back["per_query"]["bpref"]["q1"])
+    assert back["per_query"]["bpref"]["q10"] == 1e-300
+    assert back["means"] == {"ndcg@10": float(np.mean(matrix[0])), "bpref": 0.5}

@@ -42,8 +42,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from aiblox.assembly import PROMPT_CONTRACT_VERSION, TEMPLATE_SHA256, get_llm
@@ -74,7 +75,7 @@ from aiblox.eval.sweep.runner import (
 from aiblox.eval.sweep.significance import Comparison, bootstrap_ci, compare_to_baseline
 from aiblox.eval.sweep.spec import PipelinePoint, SweepSpec, backend_of, load_policy_by_name
 from aiblox.eval.sweep.split_fusion import compiled_threads
-from aiblox.eval.sweep.split_metrics import SplitMetrics
+from aiblox.eval.sweep.split_metrics import SplitMetrics, pack_metrics, unpack_metrics
 from aiblox.eval.sweep.stages import StageCache, StageRecord, stage_key
 from aiblox.hashing import sha256_hex
 from aiblox.retrieval.late_chunking import LateChunker, default_chunk_cache
@@ -153,7 +154,10 @@ def logged_per_query(cache: StageCache, stages: Sequence[dict[str, Any]]
     out: dict[str, dict[str, float]] = {}
     for rec in stages:
         if rec["name"] in PER_QUERY_STAGES:
-            out.update(cache.load(rec["name"], rec["key"])["per_query"])
+            output = cache.load(rec["name"], rec["key"])
+            if rec["name"] == "metrics":  # ranx's, stored as arrays
+                output = unpack_metrics(output)
+            out.update(output["per_query"])
     return out
 
 
@@ -197,11 +201,13 @@ class _Sweep:
 
     # -- plumbing ------------------------------------------------------------------------------
     def stage(self, name: str, version: str, config: Any, inputs: Sequence[str],
-              compute: Callable[[], Any]) -> tuple[StageRecord, Any]:
+              compute: Callable[[], Any], codec: Literal["json", "arrays"] = "json"
+              ) -> tuple[StageRecord, Any]:
         """A memoised stage, loaded once per sweep (the cache counts one use per key)."""
         key = stage_key(name, version, config, inputs)
         if (name, key) not in self.outputs:
-            self.outputs[(name, key)] = self.cache.run(name, version, config, inputs, compute)
+            self.outputs[(name, key)] = self.cache.run(name, version, config, inputs, compute,
+                                                       codec=codec)
         return self.outputs[(name, key)]
 
     @property
@@ -259,10 +265,14 @@ class _Sweep:
 
         def score(run: Any = run, scorer: SplitMetrics = scorer) -> dict[str, Any]:
             means, per_query = scorer.evaluate(run, spec.metrics)
-            return {"means": means, "per_query": per_query}
+            return pack_metrics(spec.metrics, scorer.qids, [means[m] for m in spec.metrics],
+                                np.asarray([[per_query[m][q] for q in scorer.qids]
+                                            for m in spec.metrics], dtype=np.float64))
 
-        mrec, mout = self.stage("metrics", METRICS_VERSION,
-                                metrics_config(spec.metrics, split), [frec.key], score)
+        mrec, packed = self.stage("metrics", METRICS_VERSION,
+                                  metrics_config(spec.metrics, split), [frec.key], score,
+                                  codec="arrays")
+        mout = unpack_metrics(packed)
         chunker = make_chunker(prefs.chunking).chunker_id
         ccfg = {"chunker": chunker, "strategy": prefs.chunking.strategy,
                 "top_k_items": prefs.top_k_items, "top_k_chunks": prefs.top_k_chunks,

@@ -12,7 +12,9 @@ Stages and their keys (sha256 of name, version, config, input keys):
   the split's :class:`SplitFusion` index, counts, scores), which is also what its output hash
   (the point's run hash) is taken over; :func:`fused_run` and :func:`load_fused_run` give it
   back as ``{qid: [[doc_id, score], ...]}``.
-- ``metrics``: ranx means and per-query values; config: metric names and the split; input: the
+- ``metrics``: ranx means and per-query values, stored as arrays
+  (:func:`~aiblox.eval.sweep.split_metrics.pack_metrics`; ``unpack_metrics`` gives the
+  ``{"means", "per_query"}`` dictionaries); config: metric names and the split; input: the
   fusion key.
 
 So changing a fusion weight reruns fusion and metrics, nothing before; a repeated sweep reads
@@ -49,7 +51,7 @@ from aiblox.eval.sweep.manifest import PointManifest, SplitManifest, environment
 from aiblox.eval.sweep.significance import Comparison, bootstrap_ci, compare_to_baseline
 from aiblox.eval.sweep.spec import SweepSpec, backend_of
 from aiblox.eval.sweep.split_fusion import FusedArrays, SplitFusion, compiled_threads
-from aiblox.eval.sweep.split_metrics import SplitMetrics
+from aiblox.eval.sweep.split_metrics import SplitMetrics, unpack_metrics
 from aiblox.eval.sweep.stages import StageCache, StageRecord, stage_key
 from aiblox.retrieval.retriever import HybridRetriever, SignalRuns
 
@@ -71,7 +73,7 @@ __all__ = [
 
 SIGNALS_VERSION = "1"
 FUSION_VERSION = "2"  # 2: stored as compact arrays (flat positions, counts, scores)
-METRICS_VERSION = "1"
+METRICS_VERSION = "2"
 
 DEFAULT_CACHE_DIR = ".aiblox/stages"
 
@@ -318,14 +320,14 @@ def _compute_point(ctx: _Context, cache: StageCache, prefs: RetrievalPrefs,
             fused = FusedArrays.from_dict(run)
             key = sig_keys[split]
             codes = ctx.codes(split, key)[fused.positions]
-            means, per_query = ctx.scorer(split).evaluate_arrays(
+            return ctx.scorer(split).evaluate_packed(
                 ctx.fusion_index(split, key).qids, codes, fused.counts, ctx.metrics)
-            return {"means": means, "per_query": per_query}
 
         mrec, mout = cache.run("metrics", METRICS_VERSION, metrics_config(ctx.metrics, split),
-                               [frec.key], score)
+                               [frec.key], score, codec="arrays")
+        means = dict(zip(mout["metrics"].tolist(), mout["means"].tolist(), strict=True))
         out[split] = {"stages": [sig_rec.as_dict(), frec.as_dict(), mrec.as_dict()],
-                      "run_hash": frec.output_hash, "metrics": mout["means"],
+                      "run_hash": frec.output_hash, "metrics": means,
                       "n_queries": len(ctx.qrels[split])}
     return out
 
@@ -488,7 +490,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
 
     def per_query(point: PointResult, split: str) -> dict[str, dict[str, float]]:
         stage = point.manifest.splits[split].stages[-1]
-        return cache.load("metrics", stage["key"])["per_query"]
+        return unpack_metrics(cache.load("metrics", stage["key"]))["per_query"]
 
     significance: list[Comparison] = []
     if baseline_point is not None:

@@ -58,7 +58,8 @@ def compiled_threads(n: int) -> Iterator[None]:
     import numba
 
     previous = numba.get_num_threads()
-    numba.set_num_threads(max(1, min(int(n), numba.config.NUMBA_NUM_THREADS)))
+    pool = int(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]
+    numba.set_num_threads(max(1, min(int(n), pool)))
     try:
         yield
     finally:

@@ -27,7 +27,29 @@ import numpy as np
 
 from aiblox.eval.metrics import setup_numba_cache
 
-__all__ = ["SplitMetrics"]
+__all__ = ["SplitMetrics", "pack_metrics", "unpack_metrics"]
+
+
+def pack_metrics(metrics: Sequence[str], qids: Sequence[str], means: Sequence[float],
+                 per_query: np.ndarray) -> dict[str, np.ndarray]:
+    """A metrics stage output as named arrays (what the sweep stores and hashes): metric names,
+    query ids, the mean of each metric, and ``per_query[i, j]`` for metric ``i``, query ``j``.
+    A few milliseconds cheaper a split than canonical JSON of the same numbers."""
+    return {"metrics": np.asarray(list(metrics), dtype=np.str_),
+            "qids": np.asarray(list(qids), dtype=np.str_),
+            "means": np.asarray(means, dtype=np.float64).reshape(len(metrics)),
+            "per_query": np.asarray(per_query, dtype=np.float64).reshape(len(metrics),
+                                                                        len(qids))}
+
+
+def unpack_metrics(arrays: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """``{"means": {metric: value}, "per_query": {metric: {qid: value}}}`` of
+    :func:`pack_metrics` arrays (the same floats)."""
+    metrics = arrays["metrics"].tolist()
+    qids = arrays["qids"].tolist()
+    return {"means": dict(zip(metrics, arrays["means"].tolist(), strict=True)),
+            "per_query": {m: dict(zip(qids, row, strict=True))
+                          for m, row in zip(metrics, arrays["per_query"].tolist(), strict=True)}}
 
 
 class SplitMetrics:
@@ -67,8 +89,16 @@ class SplitMetrics:
                         ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
         """Like :meth:`evaluate` for a run in compact form: ``qids`` in run order, ``counts``
         hits per query, ``codes`` each hit's document code (:meth:`codes`), best first."""
+        out = unpack_metrics(self.evaluate_packed(qids, codes, counts, metrics))
+        return out["means"], out["per_query"]
+
+    def evaluate_packed(self, qids: Sequence[str], codes: np.ndarray, counts: np.ndarray,
+                        metrics: Sequence[str]) -> dict[str, np.ndarray]:
+        """:meth:`evaluate_arrays` as :func:`pack_metrics` arrays (over the judged queries),
+        without building per-query dictionaries: the sweep's hot path."""
         if self._qrels is None:
-            return {m: 0.0 for m in metrics}, {m: {} for m in metrics}
+            return pack_metrics(metrics, [], [0.0] * len(metrics),
+                                np.zeros((len(metrics), 0)))
         from aiblox.eval.sweep.split_fusion import _kernels
 
         offsets = np.zeros(len(qids) + 1, dtype=np.int64)
@@ -87,10 +117,19 @@ class SplitMetrics:
             offsets = np.zeros(len(self.qids) + 1, dtype=np.int64)
             np.cumsum(parts_n, out=offsets[1:])
         run = _kernels().run_arrays(np.ascontiguousarray(codes, dtype=np.float64), offsets)
-        return self._score(run, metrics)
+        matrix = self._matrix(run, metrics)
+        return pack_metrics(metrics, self.qids, [float(np.mean(row)) for row in matrix], matrix)
 
     def _score(self, run: Any, metrics: Sequence[str]
                ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+        matrix = self._matrix(run, metrics)
+        per_query = {m: dict(zip(self.qids, row, strict=True))
+                     for m, row in zip(metrics, matrix.tolist(), strict=True)}
+        means = {m: float(np.mean(row)) for m, row in zip(metrics, matrix, strict=True)}
+        return means, per_query
+
+    def _matrix(self, run: Any, metrics: Sequence[str]) -> np.ndarray:
+        """ranx's per-query scores, one row per metric, columns in :attr:`qids` order."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             from ranx import evaluate
@@ -103,17 +142,15 @@ class SplitMetrics:
             except ZeroDivisionError:
                 # ranx's bpref divides by the number of relevant documents; whether that
                 # raises or leaves a silent 0 depends on numba's thread state, so name it
-                unrelevant = [q for q, arr in zip(self.qids, self._qrels, strict=True)
+                unrelevant = [q for q, arr in zip(self.qids, self._qrels or [], strict=True)
                               if not (arr[:, 1] > 0).any()]
                 raise ValueError(
                     f"metrics {', '.join(metrics)}: ranx divided by zero; {len(unrelevant)} "
                     f"judged queries have no relevant document (e.g. "
                     f"{', '.join(unrelevant[:3]) or '-'}), for which bpref is undefined: leave "
                     f"bpref out or drop those queries' judgements") from None
-        per_query = {m: dict(zip(self.qids, np.asarray(scores[m], dtype=np.float64).tolist(),
-                                 strict=True)) for m in metrics}
-        means = {m: float(np.mean(scores[m])) for m in metrics}
-        return means, per_query
+        return np.asarray([np.asarray(scores[m], dtype=np.float64) for m in metrics],
+                          dtype=np.float64).reshape(len(metrics), len(self.qids))
 
     def evaluate(self, run: Mapping[str, Sequence[Sequence[Any]]], metrics: Sequence[str]
                  ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:

@@ -175,12 +175,11 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
                 return report()
             metrics = m.metrics or list(sm.metrics)
             scorer = SplitMetrics(ds.qrels[split])
-            means, per_query = scorer.evaluate_arrays(
+            packed = scorer.evaluate_packed(
                 index.qids, scorer.codes(index.docs)[fused.positions], fused.counts, metrics)
             mkey = stage_key("metrics", METRICS_VERSION, metrics_config(metrics, split), [fkey])
-            out = {"means": means, "per_query": per_query}
             if not check(f"{split}/metrics", _pair(logged["metrics"]),
-                         f"{mkey}:{sha256_text(_canonical(out))}"):
+                         f"{mkey}:{sha256_bytes(encode_arrays(packed))}"):
                 return report()
     finally:
         store.close()
