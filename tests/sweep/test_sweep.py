@@ -74,10 +74,11 @@ def test_killed_sweep_resumes_with_only_missing_points(tmp_path, sample_spec, sw
 
 
 def test_parallel_jobs_give_identical_results(tmp_path, first, sweep_db, sample_dataset):
+    """Two numba threads (jobs=2) and one give the same stages and the same bytes."""
     spec, _, r = first
     par = run_sweep(spec, cache_dir=tmp_path, db=sweep_db, progress=False,
                     dataset=sample_dataset, jobs=2)
-    assert par.computed == r.computed  # counts come back from the workers
+    assert par.computed == r.computed
     assert [p.manifest.manifest_hash for p in par.points] == \
         [p.manifest.manifest_hash for p in r.points]
 

@@ -16,8 +16,8 @@ first, so the compiled code is reused across processes like ranx's own kernels.
 - :func:`run_arrays`: a ranx run (a numba typed list of ``(n, 2)`` arrays: judged-document code,
   ``n - rank``) built inside compiled code, where appending to a typed list costs nothing.
 
-Parallel loops use numba's threads (``numba.set_num_threads``; the sweep's worker processes
-set one each).
+Parallel loops use numba's threads (``split_fusion.compiled_threads`` sets how many: the sweep's
+``--jobs``).
 """
 
 from __future__ import annotations
