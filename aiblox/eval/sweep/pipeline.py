@@ -69,6 +69,7 @@ from aiblox.eval.sweep.runner import (
     fused_run,
     fusion_config,
     metrics_config,
+    point_done,
     point_label,
     signals_config,
 )
@@ -399,12 +400,7 @@ def _run_pipeline_sweep(spec: SweepSpec, *, cache_dir: str | Path, db: str | Non
                     **config["selection"], "overrides": dict(pt.overrides)})
             points.append(point)
             per_query[chash] = {s: out[s]["per_query"] for s in splits}
-            if tracker is not None and chash not in done:
-                tracker.log_point(point, cache)
-                done.add(chash)
-            if on_point is not None:
-                on_point(point)
-            bar.update(1)
+            point_done(point, cache, tracker, done, on_point, bar)
     finally:
         bar.close()
         opener.close()

@@ -332,6 +332,18 @@ def _compute_point(ctx: _Context, cache: StageCache, prefs: RetrievalPrefs,
     return out
 
 
+def point_done(point: PointResult, cache: StageCache, tracker: Any, logged: set[str],
+               on_point: Callable[[PointResult], None] | None, bar: Any) -> None:
+    """After a point is scored: log it to MLflow unless a run with its config hash is there
+    already, call ``on_point``, advance the progress bar (fusion and pipeline sweeps alike)."""
+    if tracker is not None and point.config_hash not in logged:
+        tracker.log_point(point, cache)
+        logged.add(point.config_hash)
+    if on_point is not None:
+        on_point(point)
+    bar.update(1)
+
+
 # -- signals ------------------------------------------------------------------------------------
 def _signals_output(retriever: HybridRetriever, dataset: Dataset, split: str,
                     prefs: RetrievalPrefs, batch_size: int = 100,
@@ -466,12 +478,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
             metrics={s: out[s]["metrics"] for s in splits}, manifest=manifest,
             is_baseline=chash == base_key)
         results[i] = point
-        if tracker is not None and chash not in done:
-            tracker.log_point(point, cache)
-            done.add(chash)
-        if on_point is not None:
-            on_point(point)
-        bar.update(1)
+        point_done(point, cache, tracker, done, on_point, bar)
 
     try:
         with compiled_threads(jobs):

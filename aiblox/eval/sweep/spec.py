@@ -110,6 +110,13 @@ class Steps(_Strict):
         return self
 
 
+def _nonempty_axis(cls: Any, v: Any) -> Any:
+    """Field validator of every grid axis: an empty list is refused (leave the axis out)."""
+    if isinstance(v, list) and not v:
+        raise ValueError("an axis needs at least one value (leave it out to keep the base)")
+    return v
+
+
 def _int_axis(v: list[int] | Steps | None) -> list[int] | None:
     if isinstance(v, Steps):
         return [int(x) for x in v.values()]
@@ -152,12 +159,7 @@ class ChunkingGrid(_Strict):
                 raise ValueError(f"unknown chunker(s) {bad}; known: {sorted(known)}")
         return v
 
-    @field_validator(*CHUNKING_KEYS, *CHUNK_DEPTH_KEYS)
-    @classmethod
-    def _not_empty(cls, v: Any) -> Any:
-        if isinstance(v, list) and not v:
-            raise ValueError("an axis needs at least one value (leave it out to keep the base)")
-        return v
+    _not_empty = field_validator(*CHUNKING_KEYS, *CHUNK_DEPTH_KEYS)(_nonempty_axis)
 
     def axis(self, name: str) -> list[Any] | None:
         """Values of one axis (None when not swept), in the order written."""
@@ -338,12 +340,8 @@ class FusionGrid(_Strict):
             raise ValueError("steps must give whole numbers")
         return v
 
-    @field_validator("blend", "w_text", "rrf_k", "normalize", "missing", "depth")
-    @classmethod
-    def _not_empty(cls, v: Any) -> Any:
-        if isinstance(v, list) and not v:
-            raise ValueError("an axis needs at least one value (leave it out to keep the base)")
-        return v
+    _not_empty = field_validator("blend", "w_text", "rrf_k", "normalize", "missing",
+                                 "depth")(_nonempty_axis)
 
     def axis(self, name: str) -> list[Any] | None:
         """Values of one axis (None when not swept), in the order written."""
