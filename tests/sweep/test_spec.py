@@ -4,25 +4,12 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from spec_text import MINIMAL, write
 
 from aiblox.eval.sweep import SweepSpec, SweepSpecError, load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 SPECS = REPO / "evals" / "sweeps"
-
-MINIMAL = """
-name = "t"
-dataset = "sample"
-tune_split = "train"
-report_split = "test"
-embedder = "hashing"
-"""
-
-
-def write(tmp_path, text):
-    p = tmp_path / "spec.toml"
-    p.write_text(text)
-    return p
 
 
 @pytest.mark.parametrize("path", sorted(SPECS.glob("*.toml")), ids=lambda p: p.name)

@@ -4,22 +4,9 @@ policy model, seeded random search, and fusion spec hashes left as they were."""
 from __future__ import annotations
 
 import pytest
+from spec_text import MINIMAL, write
 
 from aiblox.eval.sweep import SweepSpec, SweepSpecError, load_spec
-
-MINIMAL = """
-name = "t"
-dataset = "sample"
-tune_split = "train"
-report_split = "test"
-embedder = "hashing"
-"""
-
-
-def write(tmp_path, text):
-    p = tmp_path / "spec.toml"
-    p.write_text(text)
-    return p
 
 
 def test_chunking_axes_multiply_only_chunkers_that_take_sizes(tmp_path):

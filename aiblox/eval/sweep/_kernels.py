@@ -42,20 +42,20 @@ def linear_scores(nt: np.ndarray, nv: np.ndarray, min_t: np.ndarray, min_v: np.n
     out = np.empty(nt.shape[0], dtype=np.float64)
     for q in prange(starts.shape[0]):
         for i in range(starts[q], starts[q] + counts[q]):
-            if has_t[i]:
-                a = nt[i]
-            elif list_min:
-                a = min_t[q]
-            else:
-                a = 0.0
-            if has_v[i]:
-                b = nv[i]
-            elif list_min:
-                b = min_v[q]
-            else:
-                b = 0.0
+            a = _or_missing(has_t[i], nt[i], min_t[q], list_min)
+            b = _or_missing(has_v[i], nv[i], min_v[q], list_min)
             out[i] = (0.0 + w_text * a) + w_vec * b
     return out
+
+
+@njit(cache=True, inline="always")
+def _or_missing(has: bool, value: float, floor: float, list_min: bool
+                ) -> float:  # pragma: no cover - compiled
+    """A list's normalised score of a document, or for a document missing from the list its
+    lowest score (``list_min``) or 0."""
+    if has:
+        return value
+    return floor if list_min else 0.0
 
 
 @njit(cache=True)
