@@ -22,7 +22,7 @@ def first(tmp_path_factory, sample_spec, sweep_db, sample_dataset, small_spec):
     cache = tmp_path_factory.mktemp("stages")
     spec = small_spec(sample_spec, **GRID)
     result = run_sweep(spec, cache_dir=cache, db=sweep_db, progress=False,
-                       dataset=sample_dataset)
+                       dataset=sample_dataset, jobs=1)
     return spec, cache, result
 
 

@@ -339,11 +339,12 @@ class _Sweep:
 
 
 def run_pipeline_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
-                       db: str | None = None, jobs: int = 1, tracker: Any = None,
+                       db: str | None = None, jobs: int = 0, tracker: Any = None,
                        progress: bool = True, dataset: Dataset | None = None,
                        on_point: Callable[[PointResult], None] | None = None) -> SweepResult:
     """Score every point of a pipeline spec on its tune and report splits (see the module doc).
-    ``jobs``: numba threads for ranx's metrics (points run one after another)."""
+    ``jobs``: numba threads for ranx's metrics, 0 for all cores (points run one after
+    another)."""
     with compiled_threads(jobs):
         return _run_pipeline_sweep(spec, cache_dir=cache_dir, db=db, tracker=tracker,
                                    progress=progress, dataset=dataset, on_point=on_point)

@@ -399,16 +399,18 @@ class _Pipeline:
 
 # -- the sweep ----------------------------------------------------------------------------------
 def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
-              db: str | None = None, jobs: int = 1, tracker: Any = None,
+              db: str | None = None, jobs: int = 0, tracker: Any = None,
               progress: bool = True, dataset: Dataset | None = None,
               on_point: Callable[[PointResult], None] | None = None) -> SweepResult:
     """Score every point of ``spec`` on its tune and report splits, reusing cached stages.
 
     ``tracker`` (a :class:`aiblox.eval.sweep.tracking.SweepTracker`) logs each point to MLflow
     and skips points it already logged. ``on_point`` is called after each point is scored (and
-    logged). ``jobs``: numba threads for the compiled fusion and metrics kernels (points run
-    one after another in this process; the thread count never changes a result).
+    logged). ``jobs``: numba threads for the compiled fusion and metrics kernels, 0 for every
+    available core (points run one after another in this process; the thread count never
+    changes a result).
     """
+    jobs = default_jobs() if jobs <= 0 else jobs
     if spec.has_pipeline_axes:  # chunking or selection: the answer pipeline's stages follow
         from aiblox.eval.sweep.pipeline import run_pipeline_sweep
 

@@ -52,14 +52,14 @@ class FusedArrays(NamedTuple):
 
 @contextmanager
 def compiled_threads(n: int) -> Iterator[None]:
-    """Run the block with ``n`` numba threads (at most numba's pool size, at least one) for the
-    compiled kernels, ours and ranx's; the previous count is restored after."""
+    """Run the block with ``n`` numba threads (at most numba's pool size; 0 or less: all of it)
+    for the compiled kernels, ours and ranx's; the previous count is restored after."""
     _kernels()  # numba's cache folder is set before numba is imported
     import numba
 
     previous = numba.get_num_threads()
     pool = int(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]
-    numba.set_num_threads(max(1, min(int(n), pool)))
+    numba.set_num_threads(pool if n <= 0 else min(int(n), pool))
     try:
         yield
     finally:
