@@ -120,7 +120,6 @@ def _partial_sort(v: np.ndarray, idx: np.ndarray, lo: int, hi: int, k_end: int,
     """Order ``idx[lo:hi]`` (flat positions) by :func:`_before` far enough that ``idx[lo:k_end]``
     holds the first ones, sorted: quicksort (median-of-three, Hoare partition) that never
     descends into a part lying wholly at or after ``k_end``, insertion sort below 16."""
-    top = 0
     stack[0] = lo
     stack[1] = hi
     top = 2

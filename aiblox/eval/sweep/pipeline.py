@@ -44,7 +44,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 from tqdm.auto import tqdm
 
 from aiblox.assembly import PROMPT_CONTRACT_VERSION, TEMPLATE_SHA256, get_llm
@@ -76,7 +75,7 @@ from aiblox.eval.sweep.runner import (
 from aiblox.eval.sweep.significance import Comparison, bootstrap_ci, compare_to_baseline
 from aiblox.eval.sweep.spec import PipelinePoint, SweepSpec, backend_of, load_policy_by_name
 from aiblox.eval.sweep.split_fusion import compiled_threads
-from aiblox.eval.sweep.split_metrics import SplitMetrics, pack_metrics, unpack_metrics
+from aiblox.eval.sweep.split_metrics import SplitMetrics, unpack_metrics
 from aiblox.eval.sweep.stages import StageCache, StageRecord, stage_key
 from aiblox.hashing import sha256_hex
 from aiblox.retrieval.late_chunking import LateChunker, default_chunk_cache
@@ -265,10 +264,7 @@ class _Sweep:
         scorer = self.scorer(split, qids)
 
         def score(run: Any = run, scorer: SplitMetrics = scorer) -> dict[str, Any]:
-            means, per_query = scorer.evaluate(run, spec.metrics)
-            return pack_metrics(spec.metrics, scorer.qids, [means[m] for m in spec.metrics],
-                                np.asarray([[per_query[m][q] for q in scorer.qids]
-                                            for m in spec.metrics], dtype=np.float64))
+            return scorer.evaluate_packed_run(run, spec.metrics)
 
         mrec, packed = self.stage("metrics", METRICS_VERSION,
                                   metrics_config(spec.metrics, split), [frec.key], score,

@@ -51,7 +51,7 @@ from aiblox.eval.sweep.manifest import PointManifest, SplitManifest, environment
 from aiblox.eval.sweep.significance import Comparison, bootstrap_ci, compare_to_baseline
 from aiblox.eval.sweep.spec import SweepSpec, backend_of
 from aiblox.eval.sweep.split_fusion import FusedArrays, SplitFusion, compiled_threads
-from aiblox.eval.sweep.split_metrics import SplitMetrics, unpack_metrics
+from aiblox.eval.sweep.split_metrics import SplitMetrics, packed_means, unpack_metrics
 from aiblox.eval.sweep.stages import StageCache, StageRecord, stage_key
 from aiblox.retrieval.retriever import HybridRetriever, SignalRuns
 
@@ -325,9 +325,8 @@ def _compute_point(ctx: _Context, cache: StageCache, prefs: RetrievalPrefs,
 
         mrec, mout = cache.run("metrics", METRICS_VERSION, metrics_config(ctx.metrics, split),
                                [frec.key], score, codec="arrays")
-        means = dict(zip(mout["metrics"].tolist(), mout["means"].tolist(), strict=True))
         out[split] = {"stages": [sig_rec.as_dict(), frec.as_dict(), mrec.as_dict()],
-                      "run_hash": frec.output_hash, "metrics": means,
+                      "run_hash": frec.output_hash, "metrics": packed_means(mout),
                       "n_queries": len(ctx.qrels[split])}
     return out
 

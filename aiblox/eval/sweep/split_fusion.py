@@ -130,9 +130,10 @@ class SplitFusion:
         """Per flat position: normalised text and vector scores (0 where absent), and per
         query the lowest normalised score of each list (0 for an empty list)."""
         if name not in self._norm:
+            norm = get_normalizer(name)
             out = []
             for raw, flat_pos in zip(self._raw, self._flat_pos, strict=True):
-                if get_normalizer(name) is minmax:  # compiled, step for step the same arithmetic
+                if norm is minmax:  # compiled, step for step the same arithmetic
                     flat_raw = np.asarray([x for scores in raw for x in scores], dtype=np.float64)
                     offsets = np.zeros(len(raw) + 1, dtype=np.int64)
                     np.cumsum([len(scores) for scores in raw], out=offsets[1:])
@@ -141,7 +142,6 @@ class SplitFusion:
                     values[flat_pos] = normed
                     out += [values, mins]
                     continue
-                norm = get_normalizer(name)
                 flat: list[float] = []
                 mins_list = [0.0] * len(self.qids)
                 for qi, scores in enumerate(raw):

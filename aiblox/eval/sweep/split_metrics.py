@@ -27,7 +27,7 @@ import numpy as np
 
 from aiblox.eval.metrics import setup_numba_cache
 
-__all__ = ["SplitMetrics", "pack_metrics", "unpack_metrics"]
+__all__ = ["SplitMetrics", "pack_metrics", "packed_means", "unpack_metrics"]
 
 
 def pack_metrics(metrics: Sequence[str], qids: Sequence[str], means: Sequence[float],
@@ -42,14 +42,19 @@ def pack_metrics(metrics: Sequence[str], qids: Sequence[str], means: Sequence[fl
                                                                         len(qids))}
 
 
+def packed_means(arrays: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """``{metric: mean}`` of :func:`pack_metrics` arrays (no per-query dictionaries built)."""
+    return dict(zip(arrays["metrics"].tolist(), arrays["means"].tolist(), strict=True))
+
+
 def unpack_metrics(arrays: Mapping[str, np.ndarray]) -> dict[str, Any]:
     """``{"means": {metric: value}, "per_query": {metric: {qid: value}}}`` of
     :func:`pack_metrics` arrays (the same floats)."""
-    metrics = arrays["metrics"].tolist()
     qids = arrays["qids"].tolist()
-    return {"means": dict(zip(metrics, arrays["means"].tolist(), strict=True)),
+    return {"means": packed_means(arrays),
             "per_query": {m: dict(zip(qids, row, strict=True))
-                          for m, row in zip(metrics, arrays["per_query"].tolist(), strict=True)}}
+                          for m, row in zip(arrays["metrics"].tolist(),
+                                            arrays["per_query"].tolist(), strict=True)}}
 
 
 class SplitMetrics:
@@ -97,8 +102,7 @@ class SplitMetrics:
         """:meth:`evaluate_arrays` as :func:`pack_metrics` arrays (over the judged queries),
         without building per-query dictionaries: the sweep's hot path."""
         if self._qrels is None:
-            return pack_metrics(metrics, [], [0.0] * len(metrics),
-                                np.zeros((len(metrics), 0)))
+            return _no_queries(metrics)
         from aiblox.eval.sweep.split_fusion import _kernels
 
         offsets = np.zeros(len(qids) + 1, dtype=np.int64)
@@ -117,19 +121,11 @@ class SplitMetrics:
             offsets = np.zeros(len(self.qids) + 1, dtype=np.int64)
             np.cumsum(parts_n, out=offsets[1:])
         run = _kernels().run_arrays(np.ascontiguousarray(codes, dtype=np.float64), offsets)
-        matrix = self._matrix(run, metrics)
-        return pack_metrics(metrics, self.qids, [float(np.mean(row)) for row in matrix], matrix)
+        return self._packed(run, metrics)
 
-    def _score(self, run: Any, metrics: Sequence[str]
-               ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-        matrix = self._matrix(run, metrics)
-        per_query = {m: dict(zip(self.qids, row, strict=True))
-                     for m, row in zip(metrics, matrix.tolist(), strict=True)}
-        means = {m: float(np.mean(row)) for m, row in zip(metrics, matrix, strict=True)}
-        return means, per_query
-
-    def _matrix(self, run: Any, metrics: Sequence[str]) -> np.ndarray:
-        """ranx's per-query scores, one row per metric, columns in :attr:`qids` order."""
+    def _packed(self, run: Any, metrics: Sequence[str]) -> dict[str, np.ndarray]:
+        """ranx's per-query scores of a typed-list run (one row per metric, columns in
+        :attr:`qids` order) and their means, as :func:`pack_metrics` arrays."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             from ranx import evaluate
@@ -149,14 +145,21 @@ class SplitMetrics:
                     f"judged queries have no relevant document (e.g. "
                     f"{', '.join(unrelevant[:3]) or '-'}), for which bpref is undefined: leave "
                     f"bpref out or drop those queries' judgements") from None
-        return np.asarray([np.asarray(scores[m], dtype=np.float64) for m in metrics],
-                          dtype=np.float64).reshape(len(metrics), len(self.qids))
+        matrix = np.asarray([np.asarray(scores[m], dtype=np.float64) for m in metrics],
+                            dtype=np.float64).reshape(len(metrics), len(self.qids))
+        return pack_metrics(metrics, self.qids, [float(np.mean(row)) for row in matrix], matrix)
 
     def evaluate(self, run: Mapping[str, Sequence[Sequence[Any]]], metrics: Sequence[str]
                  ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
         """``(means, per_query)`` like :func:`aiblox.eval.metrics.evaluate_run`."""
+        out = unpack_metrics(self.evaluate_packed_run(run, metrics))
+        return out["means"], out["per_query"]
+
+    def evaluate_packed_run(self, run: Mapping[str, Sequence[Sequence[Any]]],
+                            metrics: Sequence[str]) -> dict[str, np.ndarray]:
+        """:meth:`evaluate` as :func:`pack_metrics` arrays (a pipeline sweep's metrics stage)."""
         if self._qrels is None:
-            return {m: 0.0 for m in metrics}, {m: {} for m in metrics}
+            return _no_queries(metrics)
         from numba.typed import List
 
         arrays = []
@@ -169,4 +172,9 @@ class SplitMetrics:
             arr[:, 0] = [get(d, -1) for d, _ in hits]
             arr[:, 1] = np.arange(n, 0, -1, dtype=np.float64)
             arrays.append(arr)
-        return self._score(List(arrays), metrics)
+        return self._packed(List(arrays), metrics)
+
+
+def _no_queries(metrics: Sequence[str]) -> dict[str, np.ndarray]:
+    """The metrics of a split with no judged query: every mean 0, no per-query values."""
+    return pack_metrics(metrics, [], [0.0] * len(metrics), np.zeros((len(metrics), 0)))
