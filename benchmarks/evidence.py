@@ -40,7 +40,7 @@ from aiblox.contracts import RetrievalPrefs
 from aiblox.contracts.retrieval import RetrievalBundle
 from aiblox.embedding import CachedEmbedder, get_embedder
 from aiblox.eval.datasets import load_dataset
-from aiblox.eval.runner import prepare_store
+from aiblox.eval.workspace import prepare_store
 from aiblox.evidence import (
     DefaultEvidencePacker,
     EvidencePolicy,

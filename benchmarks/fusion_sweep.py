@@ -33,9 +33,9 @@ from _common import environment_line, err, print_table  # noqa: E402
 
 from aiblox.eval.datasets import load_dataset  # noqa: E402
 from aiblox.eval.metrics import setup_numba_cache  # noqa: E402
-from aiblox.eval.sweep import SweepSpec, load_spec, run_sweep, signals_config  # noqa: E402
-from aiblox.eval.sweep.runner import _INDEXES, SIGNALS_VERSION, default_jobs  # noqa: E402
-from aiblox.eval.sweep.stages import StageCache, stage_key  # noqa: E402
+from aiblox.eval.sweep import SweepSpec, load_spec, run_sweep  # noqa: E402
+from aiblox.eval.sweep.runner import _INDEXES, default_jobs  # noqa: E402
+from aiblox.eval.sweep.stages import StageCache  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -49,15 +49,13 @@ def _row(phase: str, r, wall: float) -> list[str]:
             f"{r.timings['points_s']:.2f}", f"{wall:.2f}", f"{r.timings['points_per_s']:.1f}"]
 
 
-def _ranx_optimize(spec: SweepSpec, ds, cache: StageCache, emb_id: str) -> dict:
-    """ranx.optimize_fusion over the cached depth-100 train signals."""
+def _ranx_optimize(spec: SweepSpec, ds, cache: StageCache, result) -> dict:
+    """ranx.optimize_fusion over the cached depth-100 train signals (the signals stage a
+    depth-100 point of ``result`` recorded)."""
     from ranx import Qrels, Run, optimize_fusion
 
-    prefs = spec.base_prefs()
-    prefs = prefs.model_copy(update={"fts": prefs.fts.model_copy(update={"top_k": 100}),
-                                     "vector": prefs.vector.model_copy(update={"top_k": 100})})
-    key = stage_key("signals", SIGNALS_VERSION,
-                    signals_config(prefs, ds.hash, spec.tune_split, spec.backend, emb_id), [])
+    point = next(p for p in result.points if p.depth == (100, 100))
+    key = point.manifest.splits[spec.tune_split].stages[0]["key"]
     sig = cache.load("signals", key)
     qrels = {q: {d: int(g) for d, g in docs.items()} for q, docs in
              ds.qrels[spec.tune_split].items()}
@@ -128,9 +126,8 @@ def main() -> None:
     first_wall = results["first run (empty cache)"][1]
     rerun_wall = results["re-run (same spec)"][1]
     r_first = results["first run (empty cache)"][0]
-    emb_id = r_first.points[0].manifest.config["embedder"]
     err.print("ranx.optimize_fusion ...")
-    ranx = _ranx_optimize(spec, ds, StageCache(cache_dir), emb_id)
+    ranx = _ranx_optimize(spec, ds, StageCache(cache_dir), r_first)
     n_ranx = 21  # two runs at step 0.05 keep the 21 pairs (w, 1 - w) that sum to 1.0 in float
     rows.append(["ranx.optimize_fusion (wsum, min-max, depth 100, train only)", str(n_ranx),
                  "fusion + metrics", "cached", f"{ranx['seconds']:.2f}", f"{ranx['seconds']:.2f}",

@@ -40,7 +40,8 @@ from aiblox.embedding import CachedEmbedder, get_embedder
 from aiblox.embedding.vectors import import_vectors
 from aiblox.eval.datasets import Dataset, load_dataset
 from aiblox.eval.metrics import evaluate_run
-from aiblox.eval.runner import find_precomputed_vectors, run_hash
+from aiblox.eval.runner import run_hash
+from aiblox.eval.workspace import find_precomputed_vectors
 from aiblox.fusion.types import RankedList
 from aiblox.retrieval import HybridRetriever
 from aiblox.stores import DuckDBStore

@@ -38,7 +38,7 @@ def sample_dataset():
 def sample_store(tmp_path, sample_dataset):
     """A real DuckDB file holding the sample dataset with hashing-embedder vectors."""
     from aiblox.embedding import CachedEmbedder, HashingEmbedder
-    from aiblox.eval.runner import prepare_store
+    from aiblox.eval.workspace import prepare_store
     from aiblox.stores import DuckDBStore
 
     store = DuckDBStore(tmp_path / "sample.duckdb")

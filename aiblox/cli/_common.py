@@ -14,7 +14,11 @@ from rich.table import Table
 from aiblox.embedding import CachedEmbedder, get_embedder
 from aiblox.stores import Store, mask_password, open_store
 
-DEFAULT_DB = ".aiblox/aiblox.duckdb"
+DB_HELP = ("Store: a DuckDB file path or a postgresql+psycopg:// URL (default: the dataset's "
+           "own store under .aiblox/datasets).")
+STORE_HELP = "Store: a DuckDB file path or a postgresql+psycopg:// URL (or use --dataset)."
+DATASET_STORE_HELP = ("Use this dataset's default store (the one `aiblox ingest DATASET` "
+                      "builds) instead of --db.")
 
 console = Console(stderr=True)
 """Progress and tables for people go to stderr; ``--json`` output alone goes to stdout."""
@@ -33,6 +37,35 @@ def open_db(db: str) -> Store:
     except Exception as exc:  # noqa: BLE001 - shown to the user, not swallowed
         fail(f"cannot open store {mask_password(db)}: {exc}")
         raise  # unreachable
+
+
+def open_existing_store(db: str, dataset: str) -> Store:
+    """Open :func:`existing_store` (never creating a store)."""
+    return open_db(existing_store(db, dataset))
+
+
+def existing_store(db: str, dataset: str) -> str:
+    """The store a command reads: ``--db``, or the default store of ``--dataset``. A DuckDB file
+    that does not exist is an error (it is never created here)."""
+    if db and dataset:
+        fail("give --db or --dataset, not both")
+    if dataset:
+        from aiblox.eval.datasets import DatasetError
+        from aiblox.eval.workspace import default_store_path
+
+        try:
+            db = default_store_path(dataset)
+        except DatasetError as exc:
+            fail(str(exc))
+        if not Path(db).exists():
+            fail(f"dataset {dataset!r} has no store yet ({db}): run `aiblox ingest {dataset}`")
+    if not db:
+        fail("name a store: --db PATH (or URL), or --dataset NAME for the store `aiblox ingest "
+             "NAME` builds")
+    local = db.removeprefix("duckdb:///")
+    if "://" not in local and local != ":memory:" and not Path(local).exists():
+        fail(f"no store at {db}: build one with `aiblox ingest DATASET --db {db}`")
+    return db
 
 
 def cached_embedder(name: str, store: Store, progress: bool = True) -> CachedEmbedder:

@@ -11,7 +11,16 @@ from rich.panel import Panel
 from rich.table import Table
 
 from aiblox.assembly import PolicyError, answer_question, get_llm, load_policy
-from aiblox.cli._common import DEFAULT_DB, cached_embedder, console, fail, open_db, print_json
+from aiblox.cli._common import (
+    DATASET_STORE_HELP,
+    STORE_HELP,
+    cached_embedder,
+    console,
+    existing_store,
+    fail,
+    open_db,
+    print_json,
+)
 from aiblox.contracts.retrieval import RequestContext, RetrievalPrefs
 from aiblox.evidence import (
     DefaultEvidencePacker,
@@ -24,12 +33,13 @@ from aiblox.evidence import (
 )
 from aiblox.hashing import sha256_hex
 from aiblox.retrieval.late_chunking import make_retriever
-from aiblox.stores import Store
+from aiblox.stores import Store, StoreError
 
 
 def answer(
     question: str = typer.Argument(..., help="The question."),
-    db: str = typer.Option(DEFAULT_DB, "--db", help="Store: a DuckDB file path."),
+    db: str = typer.Option("", "--db", help=STORE_HELP),
+    dataset: str = typer.Option("", "--dataset", help=DATASET_STORE_HELP),
     policy: str = typer.Option("R2_POLICY_V1", "--policy",
                                help="Selection policy version (evals/policies/NAME.toml) or path."),
     llm: str = typer.Option("extractive", "--llm",
@@ -54,6 +64,7 @@ def answer(
         reader = get_llm(llm)
     except (PolicyError, ValueError, KeyError) as exc:
         fail(str(exc))
+    db = existing_store(db, dataset)
     store = open_db(db)
     try:
         emb = cached_embedder(embedder, store, progress=False)
@@ -62,6 +73,9 @@ def answer(
         bundle = asyncio.run(make_retriever(store, emb).search(RequestContext(), prefs))
         index_version = sha256_hex(store.item_hashes())[:16]
         items = store.get_items(sorted({c.item_id for c in bundle.candidates}))
+    except StoreError as exc:
+        fail(str(exc))
+        raise
     finally:
         store.close()
     result = answer_question(question, bundle, pol, reader, index_version=index_version,

@@ -19,8 +19,10 @@ from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.eval.chunk_eval import ChunkEvalResult, evaluate_chunks
 from aiblox.eval.datasets import DatasetError, load_dataset
 from aiblox.eval.metrics import DEFAULT_METRICS
-from aiblox.eval.runner import EvalResult, evaluate_retrieval, prepare_store
+from aiblox.eval.runner import EvalResult, evaluate_retrieval
+from aiblox.eval.workspace import default_store_path, prepare_store
 from aiblox.retrieval import HybridRetriever, make_retriever
+from aiblox.stores import StoreError
 
 
 def eval_command(
@@ -28,8 +30,9 @@ def eval_command(
     split: str = typer.Option("test", help="qrels split to score."),
     mode: list[str] = typer.Option(["hybrid"], "--mode",
                                    help="bm25, dense or hybrid; repeat for several."),
-    db: str = typer.Option("", "--db", help="Store to use (ingests only what is missing); "
-                                            "default .aiblox/datasets/<name>.duckdb."),
+    db: str = typer.Option("", "--db", help="Store to use, synced to the dataset first (only what "
+                                            "is missing is done); default: the dataset's own "
+                                            "store under .aiblox/datasets."),
     embedder: str = typer.Option("minilm", "--embedder", help="Embedder name (minilm, hashing)."),
     vectors: list[Path] = typer.Option([], "--vectors", help="Precomputed vectors parquet."),
     blend: str = typer.Option("rrf", help="Fusion: rrf or linear."),
@@ -71,15 +74,18 @@ def eval_command(
         ds = load_dataset(dataset, splits=[split])
     except DatasetError as exc:
         fail(str(exc))
-    store = open_db(db or f".aiblox/datasets/{ds.name}.duckdb")
+    store = open_db(db or default_store_path(ds))
     results: list[EvalResult] = []
     chunk_results: list[ChunkEvalResult | None] = []
     with_chunks = chunks or bool(chunker)
     try:
         emb = cached_embedder(embedder, store, progress=quiet_progress())
         needs_vectors = any(m != "bm25" for m in mode)
-        prepare_store(store, ds, emb if needs_vectors else None, vectors=vectors,
-                      progress=quiet_progress())
+        try:
+            prepare_store(store, ds, emb if needs_vectors else None, vectors=vectors,
+                          progress=quiet_progress())
+        except StoreError as exc:
+            fail(str(exc))
         retriever = HybridRetriever(store, emb)
         for m in mode:
             try:

@@ -8,7 +8,14 @@ from typing import Any
 
 import typer
 
-from aiblox.cli._common import DEFAULT_DB, console, fail, open_db
+from aiblox.cli._common import (
+    DATASET_STORE_HELP,
+    STORE_HELP,
+    console,
+    existing_store,
+    fail,
+    open_db,
+)
 from aiblox.cli.answer import read_key
 from aiblox.evidence import (
     EvidencePack,
@@ -27,12 +34,8 @@ pack_app = typer.Typer(
     add_completion=False,
 )
 
-_DB_HELP = "Store: a DuckDB file path."
-
-
-def _load_row(pack_id: str, db: str) -> dict[str, Any]:
-    if "://" not in db and db != ":memory:" and not Path(db).exists():
-        fail(f"no store at {db}")
+def _load_row(pack_id: str, db: str, dataset: str = "") -> dict[str, Any]:
+    db = existing_store(db, dataset)
     store = open_db(db)
     try:
         row = store.get_evidence_pack(pack_id)
@@ -67,10 +70,11 @@ def _problems(row: dict[str, Any], pack: EvidencePack, keys: dict[str, bytes] | 
 @pack_app.command("show")
 def show(
     pack_id: str = typer.Argument(..., help="Pack id (pack_ + 16 hex)."),
-    db: str = typer.Option(DEFAULT_DB, "--db", help=_DB_HELP),
+    db: str = typer.Option("", "--db", help=STORE_HELP),
+    dataset: str = typer.Option("", "--dataset", help=DATASET_STORE_HELP),
 ) -> None:
     """Print the stored pack as JSON on stdout (a summary goes to stderr)."""
-    row = _load_row(pack_id, db)
+    row = _load_row(pack_id, db, dataset)
     pack = _parse(row, db)
     console.print(f"{pack.pack_id}: {pack.decision.kind} ({pack.decision.status}), "
                   f"{len(pack.sources)} sources, {len(pack.tool_calls)} tool calls, "
@@ -83,7 +87,8 @@ def show(
 @pack_app.command("verify")
 def verify(
     pack_id: str = typer.Argument(..., help="Pack id (pack_ + 16 hex)."),
-    db: str = typer.Option(DEFAULT_DB, "--db", help=_DB_HELP),
+    db: str = typer.Option("", "--db", help=STORE_HELP),
+    dataset: str = typer.Option("", "--dataset", help=DATASET_STORE_HELP),
     key_file: Path | None = typer.Option(
         None, "--key-file", help="Tenant key to check the signature with (then a signature "
                                  "is required)."),
@@ -92,7 +97,7 @@ def verify(
 ) -> None:
     """Check that the stored pack is intact: its id matches its content, the content matches
     what was stored and, with --key-file, its signature matches. Exit 1 when it does not."""
-    row = _load_row(pack_id, db)
+    row = _load_row(pack_id, db, dataset)
     pack = _parse(row, db)
     keys = None
     if key_file is not None:
@@ -109,7 +114,8 @@ def verify(
 @pack_app.command("export")
 def export(
     pack_id: str = typer.Argument(..., help="Pack id (pack_ + 16 hex)."),
-    db: str = typer.Option(DEFAULT_DB, "--db", help=_DB_HELP),
+    db: str = typer.Option("", "--db", help=STORE_HELP),
+    dataset: str = typer.Option("", "--dataset", help=DATASET_STORE_HELP),
     fmt: str = typer.Option("json", "--format", help="json (canonical JSON) or html."),
     out: Path = typer.Option(..., "--out", help="File to write."),
 ) -> None:
@@ -117,7 +123,7 @@ def export(
     verification is not exported (exit 1)."""
     if fmt not in ("json", "html"):
         fail(f"--format must be json or html, not {fmt!r}")
-    row = _load_row(pack_id, db)
+    row = _load_row(pack_id, db, dataset)
     pack = _parse(row, db)
     problems = _problems(row, pack, None, require_signature=False)
     if problems:

@@ -13,7 +13,8 @@ from aiblox.cli._common import cached_embedder, console, fail, open_db, quiet_pr
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.eval.datasets import DatasetError, load_dataset
 from aiblox.eval.metrics import DEFAULT_METRICS
-from aiblox.eval.runner import evaluate_retrieval, prepare_store
+from aiblox.eval.runner import evaluate_retrieval
+from aiblox.eval.workspace import default_store_path, prepare_store
 from aiblox.retrieval import HybridRetriever
 
 PUBLISHED = {  # nDCG@10 on the test split, from ../shared/datasets/README.md: BM25 (BEIR paper,
@@ -45,7 +46,7 @@ def quickstart(
             ds = load_dataset(name, splits=["test"])
         except DatasetError as exc:
             fail(str(exc))
-        store = open_db(db if name == "sample" else f".aiblox/datasets/{name}.duckdb")
+        store = open_db(db if name == "sample" else default_store_path(ds))
         try:
             emb = cached_embedder(embedder, store, progress=quiet_progress())
             console.print(f"[bold]{name}[/bold]: {len(ds.corpus)} documents, "

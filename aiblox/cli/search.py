@@ -7,14 +7,24 @@ import asyncio
 import typer
 from rich.table import Table
 
-from aiblox.cli._common import DEFAULT_DB, cached_embedder, console, open_db, print_json
+from aiblox.cli._common import (
+    DATASET_STORE_HELP,
+    STORE_HELP,
+    cached_embedder,
+    console,
+    fail,
+    open_existing_store,
+    print_json,
+)
 from aiblox.contracts.retrieval import RequestContext, RetrievalPrefs
 from aiblox.retrieval.late_chunking import make_retriever
+from aiblox.stores import StoreError
 
 
 def search(
     query: str = typer.Argument(..., help="Query text."),
-    db: str = typer.Option(DEFAULT_DB, "--db", help="Store: a DuckDB file path."),
+    db: str = typer.Option("", "--db", help=STORE_HELP),
+    dataset: str = typer.Option("", "--dataset", help=DATASET_STORE_HELP),
     mode: str = typer.Option("hybrid", help="hybrid, bm25 or dense."),
     k: int = typer.Option(10, "-k", "--top-k", help="Candidates to show."),
     embedder: str = typer.Option("minilm", "--embedder", help="Embedder the store was built with."),
@@ -22,12 +32,14 @@ def search(
     as_json: bool = typer.Option(False, "--json", help="Print the RetrievalBundle as JSON."),
 ) -> None:
     """Search the store for QUERY."""
-    store = open_db(db)
+    store = open_existing_store(db, dataset)
     try:
         emb = cached_embedder(embedder, store, progress=False)
         prefs = RetrievalPrefs(query_text=query, mode=mode, top_k_items=k,  # type: ignore[arg-type]
                                scoring={"blend": blend})  # type: ignore[arg-type]
         bundle = asyncio.run(make_retriever(store, emb).search(RequestContext(), prefs))
+    except StoreError as exc:
+        fail(str(exc))
     finally:
         store.close()
     if as_json:

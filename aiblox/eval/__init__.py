@@ -15,14 +15,8 @@ from aiblox.eval.datasets import (
     load_dataset,
 )
 from aiblox.eval.metrics import DEFAULT_METRICS, evaluate_run, ranked_run, setup_numba_cache
-from aiblox.eval.runner import (
-    EvalResult,
-    config_hash,
-    evaluate_retrieval,
-    find_precomputed_vectors,
-    prepare_store,
-    run_hash,
-)
+from aiblox.eval.runner import EvalResult, config_hash, evaluate_retrieval, run_hash
+from aiblox.eval.workspace import find_precomputed_vectors, prepare_store
 
 __all__ = [
     "CHUNK_EVAL_VERSION",
@@ -34,6 +28,8 @@ __all__ = [
     "GoldAnswer",
     "available_splits",
     "config_hash",
+    "dataset_binding",
+    "default_store_path",
     "evaluate_chunks",
     "evaluate_retrieval",
     "evaluate_run",
@@ -41,6 +37,7 @@ __all__ = [
     "find_precomputed_vectors",
     "gold_answers",
     "load_dataset",
+    "open_dataset_store",
     "prepare_store",
     "ranked_run",
     "run_hash",

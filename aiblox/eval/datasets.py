@@ -28,6 +28,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from aiblox.contracts.items import ItemRecord
 
@@ -78,6 +79,8 @@ class Dataset:
     answers: dict[str, GoldAnswer] = field(default_factory=dict)
     missing_qrels_docs: dict[str, int] = field(default_factory=dict)
     """Per split: qrels rows naming a document absent from the corpus (kept, counted)."""
+    corpus_hash: str = ""
+    """sha256 over the (decompressed) bytes of the corpus file alone: what a store holds."""
 
     def split_queries(self, split: str) -> list[tuple[str, str]]:
         """``(query_id, text)`` of the queries judged in ``split``, sorted by id."""
@@ -85,6 +88,10 @@ class Dataset:
             raise DatasetError(self.path / "qrels" / f"{split}.tsv", None, "split",
                                f"split not loaded; loaded: {sorted(self.qrels)}")
         return [(q, self.queries[q]) for q in sorted(self.qrels[split])]
+
+
+class _Hasher(Protocol):
+    def update(self, data: bytes, /) -> None: ...
 
 
 _DERIVED = re.compile(r"^(?P<base>[^:]+):(?P<i>\d+)/(?P<n>\d+)$")
@@ -139,7 +146,7 @@ def find_dataset(name_or_path: str | Path) -> Path:
                        f"no BEIR dataset here or under {roots} (need queries.jsonl)")
 
 
-def _read_lines(path: Path, hasher: hashlib._Hash) -> Iterator[tuple[int, str]]:
+def _read_lines(path: Path, hasher: _Hasher) -> Iterator[tuple[int, str]]:
     opener = gzip.open if path.suffix == ".gz" else open
     hasher.update(f"\x00{path.name.removesuffix('.gz')}\x00".encode())
     with opener(path, "rb") as fh:
@@ -151,7 +158,7 @@ def _read_lines(path: Path, hasher: hashlib._Hash) -> Iterator[tuple[int, str]]:
                 raise DatasetError(path, lineno, "encoding", f"not UTF-8: {exc}") from None
 
 
-def _read_jsonl(path: Path, hasher: hashlib._Hash) -> Iterator[tuple[int, dict]]:
+def _read_jsonl(path: Path, hasher: _Hasher) -> Iterator[tuple[int, dict]]:
     for lineno, line in _read_lines(path, hasher):
         if not line.strip():
             continue
@@ -194,7 +201,8 @@ def load_dataset(name_or_path: str | Path, splits: list[str] | None = None,
 
     corpus: dict[str, ItemRecord] = {}
     first_line: dict[str, int] = {}
-    for lineno, obj in _read_jsonl(corpus_path, hasher):
+    corpus_hasher = hashlib.sha256()
+    for lineno, obj in _read_jsonl(corpus_path, _Both(hasher, corpus_hasher)):
         doc_id = _get_id(obj, corpus_path, lineno)
         if doc_id in corpus:
             raise DatasetError(corpus_path, lineno, "_id",
@@ -272,7 +280,19 @@ def load_dataset(name_or_path: str | Path, splits: list[str] | None = None,
             answers[qid] = GoldAnswer(doc_id, tuple(texts), tuple(starts))
 
     return Dataset(name=name, path=path, corpus=corpus, queries=queries, qrels=qrels,
-                   hash=hasher.hexdigest(), answers=answers, missing_qrels_docs=missing_docs)
+                   hash=hasher.hexdigest(), answers=answers, missing_qrels_docs=missing_docs,
+                   corpus_hash=corpus_hasher.hexdigest())
+
+
+class _Both:
+    """Feeds the bytes read to two hashers (the dataset's and the corpus's own)."""
+
+    def __init__(self, *hashers: hashlib._Hash) -> None:
+        self.hashers = hashers
+
+    def update(self, data: bytes) -> None:
+        for h in self.hashers:
+            h.update(data)
 
 
 def _read_qrels(path: Path, hasher: hashlib._Hash, queries: dict[str, str],

@@ -55,7 +55,8 @@ from aiblox.embedding import CachedEmbedder, get_embedder
 from aiblox.eval.chunk_eval import evaluate_chunks
 from aiblox.eval.datasets import Dataset, GoldAnswer, load_dataset
 from aiblox.eval.metrics import DEFAULT_METRICS, evaluate_run
-from aiblox.eval.runner import config_hash, prepare_store, run_hash
+from aiblox.eval.runner import config_hash, run_hash
+from aiblox.eval.workspace import default_store_path, prepare_store
 from aiblox.evidence import DefaultEvidencePacker, EvidencePack, answer_evidence_pack
 from aiblox.fusion.types import RankedList
 from aiblox.hashing import canonical_json, sha256_hex, sha256_text
@@ -186,9 +187,10 @@ class Workspace:
 
 
 def default_db(dataset: str) -> str:
-    """``:memory:`` for the sample; the CLI's ``.aiblox/datasets/<name>.duckdb`` otherwise, so
-    a notebook reuses what ``aiblox eval`` ingested (and the other way round)."""
-    return ":memory:" if dataset == DEFAULT_DATASET else f".aiblox/datasets/{dataset}.duckdb"
+    """``:memory:`` for the sample; the dataset's default store otherwise (the CLI's
+    :func:`~aiblox.eval.workspace.default_store_path`), so a notebook reuses what ``aiblox eval``
+    ingested (and the other way round)."""
+    return ":memory:" if dataset == DEFAULT_DATASET else default_store_path(dataset)
 
 
 def open_workspace(dataset: str = DEFAULT_DATASET, embedder: str = DEFAULT_EMBEDDER,
@@ -203,7 +205,7 @@ def open_workspace(dataset: str = DEFAULT_DATASET, embedder: str = DEFAULT_EMBED
     if max_depth < 1:
         raise ValueError(f"max_depth must be >= 1, got {max_depth}")
     ds = load_dataset(dataset, splits=[split])
-    path = db or default_db(ds.name)
+    path = db or (":memory:" if ds.name == DEFAULT_DATASET else default_store_path(ds))
     if path != ":memory:" and "://" not in path:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     emb_model = get_embedder(embedder)

@@ -9,29 +9,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from tqdm.auto import tqdm
 
 from aiblox.contracts.retrieval import RetrievalPrefs
-from aiblox.embedding.cache import CachedEmbedder
-from aiblox.embedding.vectors import import_vectors
 from aiblox.eval.datasets import Dataset
 from aiblox.eval.metrics import DEFAULT_METRICS, evaluate_run
 from aiblox.fusion.types import RankedList
-from aiblox.hashing import sha256_hex, sha256_text
+from aiblox.hashing import sha256_hex
 from aiblox.retrieval.retriever import HybridRetriever
-from aiblox.stores.base import Store
-from aiblox.stores.ingest import IngestReport, ingest_items
 
 __all__ = [
     "EvalResult",
     "config_hash",
     "evaluate_retrieval",
-    "find_precomputed_vectors",
-    "prepare_store",
     "run_hash",
 ]
 
@@ -61,35 +54,6 @@ class EvalResult(BaseModel):
     """Per-query metric values ``{metric: {qid: value}}`` (not serialised by default)."""
     run: dict[str, RankedList] = Field(default_factory=dict, exclude=True)
     """The ranked run ``{qid: [(doc_id, score), ...]}`` (not serialised by default)."""
-
-
-def find_precomputed_vectors(dataset: Dataset, model_id: str) -> list[Path]:
-    """Vector files for ``dataset`` made with ``model_id``, found beside the datasets folder
-    (``<datasets>/../embeddings/<name>/*.<model_id>.parquet``, as in ``../shared``)."""
-    folder = dataset.path.parent.parent / "embeddings" / dataset.name
-    return sorted(folder.glob(f"*.{model_id}.parquet")) if folder.is_dir() else []
-
-
-def prepare_store(store: Store, dataset: Dataset, embedder: CachedEmbedder | None,
-                  vectors: Sequence[str | Path] = (), auto_vectors: bool = True,
-                  progress: bool = True) -> IngestReport:
-    """Make ``store`` hold ``dataset`` with vectors, doing only what is missing.
-
-    Precomputed vectors (given, or found beside the dataset when ``auto_vectors``) are imported
-    into the embedding cache first, but only when some document or query text is not cached yet.
-    """
-    if embedder is not None:
-        files = [Path(v) for v in vectors]
-        if auto_vectors and not files:
-            files = find_precomputed_vectors(dataset, embedder.model_id)
-        if files:
-            needed = {sha256_text(d.embedding_text) for d in dataset.corpus.values()}
-            needed |= {sha256_text(q) for q in dataset.queries.values()}
-            cached = store.get_embeddings(embedder.model_id, sorted(needed))
-            if len(cached) < len(needed):
-                for f in files:
-                    import_vectors(f, store, embedder.model_id, embedder.dim)
-    return ingest_items(store, list(dataset.corpus.values()), embedder, progress=progress)
 
 
 def config_hash(prefs: RetrievalPrefs, embedder_id: str | None, backend: str) -> tuple[str, dict]:

@@ -48,8 +48,7 @@ from aiblox.stores.chunk_cache import (
     ChunkCache,
     ChunkCacheEntry,
     ChunkCacheKey,
-    DuckDBChunkCache,
-    InMemoryChunkCache,
+    default_chunk_cache,
 )
 from aiblox.text.lexical import ANALYZER_ID, bm25_scores
 from aiblox.text.tokens import DEFAULT_ENCODING
@@ -313,17 +312,6 @@ class LateChunker:
         """The evidence builder hook: the top ``top_k_chunks`` evidence chunks."""
         ranked = self.rank(prefs, hits, items, stats.setdefault("counts", {}))
         return [s.to_evidence() for s in ranked[:prefs.top_k_chunks]]
-
-
-def default_chunk_cache(store: Store) -> ChunkCache:
-    """The store's own chunk cache: a ``chunk_cache`` table for DuckDB and PostgreSQL, else in
-    memory."""
-    if getattr(store, "kind", None) == "duckdb" and hasattr(store, "con"):
-        return DuckDBChunkCache(store)
-    own = getattr(store, "chunk_cache", None)
-    if callable(own):  # e.g. PostgresStore's chunk_cache table
-        return own()
-    return InMemoryChunkCache()
 
 
 def make_retriever(store: Store, embedder: Embedder | None,

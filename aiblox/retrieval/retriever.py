@@ -34,6 +34,7 @@ from aiblox.embedding.base import Embedder
 from aiblox.fusion.hybrid import HybridScorer
 from aiblox.fusion.types import FusedHit, RankedList
 from aiblox.stores.base import Store
+from aiblox.stores.identity import check_searchable
 
 __all__ = ["EvidenceBuilder", "HybridRetriever", "Retriever", "SignalRuns"]
 
@@ -114,14 +115,18 @@ class HybridRetriever:
         text_runs: list[RankedList] = [[] for _ in range(n)]
         vec_runs: list[RankedList] = [[] for _ in range(n)]
         _check(ctx)
+        needs_vec = p.mode in ("hybrid", "dense") and p.vector.embed_query
+        if needs_vec and self.embedder is None:
+            raise ValueError(f"mode {p.mode!r} needs an embedder for the query vector")
+        # never silently one-sided: an empty store, an unfinished ingest or missing vectors
+        check_searchable(self.store, self.embedder.model_id if needs_vec and self.embedder
+                         else None)
         if p.mode in ("hybrid", "bm25"):
             t0 = time.perf_counter()
             text_runs = self.store.fts_search_many(texts, p.fts.top_k, p.fts, p.filters)
             timings["fts_ms"] = _ms(t0)
         _check(ctx)
-        if p.mode in ("hybrid", "dense") and p.vector.embed_query:
-            if self.embedder is None:
-                raise ValueError(f"mode {p.mode!r} needs an embedder for the query vector")
+        if needs_vec and self.embedder is not None:
             t0 = time.perf_counter()
             qvecs = self.embedder.embed(texts)
             timings["embed_ms"] = _ms(t0)

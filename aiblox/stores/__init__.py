@@ -5,7 +5,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from aiblox.stores.base import FILTER_FIELDS, Store, StoreError, UpsertReport, parse_filters
+from aiblox.stores.base import (
+    FILTER_FIELDS,
+    Store,
+    StoreError,
+    StoreMismatch,
+    UpsertReport,
+    parse_filters,
+)
 from aiblox.stores.chunk_cache import (
     ChunkCache,
     ChunkCacheEntry,
@@ -15,7 +22,8 @@ from aiblox.stores.chunk_cache import (
     InMemoryChunkCache,
 )
 from aiblox.stores.duckdb_store import DuckDBStore
-from aiblox.stores.ingest import IngestReport, ingest_items
+from aiblox.stores.identity import DatasetBinding, SyncRecord, check_searchable, store_fingerprint
+from aiblox.stores.ingest import IngestReport, ingest_items, sync_dataset
 
 
 def mask_password(db: str | Path) -> str:
@@ -44,6 +52,7 @@ __all__ = [
     "ChunkCacheEntry",
     "ChunkCacheKey",
     "ChunkCacheLookup",
+    "DatasetBinding",
     "DuckDBChunkCache",
     "DuckDBStore",
     "FILTER_FIELDS",
@@ -51,9 +60,14 @@ __all__ = [
     "IngestReport",
     "Store",
     "StoreError",
+    "StoreMismatch",
+    "SyncRecord",
     "UpsertReport",
+    "check_searchable",
     "ingest_items",
     "mask_password",
     "open_store",
     "parse_filters",
+    "store_fingerprint",
+    "sync_dataset",
 ]

@@ -22,6 +22,7 @@ __all__ = [
     "SHA256_RE",
     "Store",
     "StoreError",
+    "StoreMismatch",
     "UpsertReport",
     "check_pack_row",
     "parse_filters",
@@ -51,6 +52,11 @@ class StoreError(RuntimeError):
     """A store operation that cannot be done (bad filter, dimension mismatch, closed store)."""
 
 
+class StoreMismatch(StoreError):
+    """The store holds something other than what was asked for (another dataset, an unfinished
+    ingest, missing vectors); the message says what differs and what to run."""
+
+
 class UpsertReport(BaseModel):
     """What an upsert changed."""
 
@@ -62,6 +68,8 @@ class UpsertReport(BaseModel):
     """Items whose content hash changed."""
     unchanged: int = 0
     """Items already stored with the same content hash."""
+    deleted: int = 0
+    """Items removed because the dataset no longer holds them (a sync)."""
 
 
 def parse_filters(filters: dict[str, Any]) -> list[tuple[str, str | None, list[Any]]]:
@@ -202,6 +210,27 @@ class Store(Protocol):
 
     def item_vector_hashes(self, model_id: str) -> dict[str, str]:
         """``{item_id: text_sha256}`` of the vectors stored for ``model_id``."""
+        ...
+
+    def vector_count(self, model_id: str) -> int:
+        """Stored items that have a vector for ``model_id``."""
+        ...
+
+    def item_vectors(self, model_id: str) -> tuple[list[str], np.ndarray]:
+        """Every stored item vector of ``model_id``: item ids ascending and the
+        ``(n, dim)`` float32 matrix of their vectors, row for row."""
+        ...
+
+    def read_meta(self) -> dict[str, str]:
+        """The store's metadata (``aiblox_meta``): schema version, vector dimension, and the
+        dataset binding and sync record of :mod:`aiblox.stores.identity`."""
+        ...
+
+    def write_meta(self, values: dict[str, str | None]) -> None:
+        """Set metadata keys (None deletes the key), in one transaction.
+
+        Every write to items or item vectors deletes the ``sync`` key in its own transaction, so
+        a sync record is only ever present for the content it describes."""
         ...
 
     def fts_search_many(self, queries: Sequence[str], k: int, cfg: FtsConfig | None = None,

@@ -38,6 +38,7 @@ __all__ = [
     "InMemoryChunkCache",
     "classify_cached",
     "decode_entry",
+    "default_chunk_cache",
     "encode_entry",
     "latest_entries",
 ]
@@ -347,3 +348,14 @@ class DuckDBChunkCache:
             return 0
         with self._lock:
             return int(self.con.execute("SELECT count(*) FROM chunk_cache").fetchone()[0])
+
+
+def default_chunk_cache(store: Any) -> ChunkCache:
+    """The store's own chunk cache: a ``chunk_cache`` table for DuckDB and PostgreSQL, else in
+    memory."""
+    if getattr(store, "kind", None) == "duckdb" and hasattr(store, "con"):
+        return DuckDBChunkCache(store)
+    own = getattr(store, "chunk_cache", None)
+    if callable(own):  # e.g. PostgresStore's chunk_cache table
+        return own()
+    return InMemoryChunkCache()

@@ -134,6 +134,33 @@ class DuckDBStore:
     def _set_meta(self, key: str, value: str) -> None:
         self.con.execute("INSERT OR REPLACE INTO aiblox_meta VALUES (?, ?)", [key, value])
 
+    def _content_changed(self) -> None:
+        """Inside a write transaction to items or vectors: the full-text index is stale and the
+        sync record no longer describes the content."""
+        self._set_meta("fts_state", "stale")
+        self.con.execute("DELETE FROM aiblox_meta WHERE key = 'sync'")
+
+    def read_meta(self) -> dict[str, str]:
+        with self._lock:
+            try:
+                return dict(self.con.execute("SELECT key, value FROM aiblox_meta").fetchall())
+            except Exception:  # noqa: BLE001 - table absent in a never-initialised file
+                return {}
+
+    def write_meta(self, values: dict[str, str | None]) -> None:
+        with self._lock:
+            self.con.execute("BEGIN TRANSACTION")
+            try:
+                for key in sorted(values):
+                    if values[key] is None:
+                        self.con.execute("DELETE FROM aiblox_meta WHERE key = ?", [key])
+                    else:
+                        self._set_meta(key, str(values[key]))
+                self.con.execute("COMMIT")
+            except Exception:
+                self.con.execute("ROLLBACK")
+                raise
+
     @property
     def fts_stale(self) -> bool:
         """True when items changed since the full-text index was last built."""
@@ -184,7 +211,7 @@ class DuckDBStore:
                                      [changed])
                 self.con.execute("INSERT INTO items SELECT id, kind, source, source_ref, title, "
                                  "text, metadata, content_hash FROM _aiblox_upsert")
-                self._set_meta("fts_state", "stale")
+                self._content_changed()
                 self.con.execute("COMMIT")
             except Exception:
                 self.con.execute("ROLLBACK")
@@ -200,12 +227,16 @@ class DuckDBStore:
                                   "(SELECT unnest(?::VARCHAR[]))", [ids])
             if present:
                 self.con.execute("BEGIN TRANSACTION")
-                self.con.execute("DELETE FROM item_vectors WHERE item_id IN "
-                                 "(SELECT unnest(?::VARCHAR[]))", [ids])
-                self.con.execute("DELETE FROM items WHERE id IN (SELECT unnest(?::VARCHAR[]))",
-                                 [ids])
-                self._set_meta("fts_state", "stale")
-                self.con.execute("COMMIT")
+                try:
+                    self.con.execute("DELETE FROM item_vectors WHERE item_id IN "
+                                     "(SELECT unnest(?::VARCHAR[]))", [ids])
+                    self.con.execute("DELETE FROM items WHERE id IN "
+                                     "(SELECT unnest(?::VARCHAR[]))", [ids])
+                    self._content_changed()
+                    self.con.execute("COMMIT")
+                except Exception:
+                    self.con.execute("ROLLBACK")
+                    raise
             return int(present)
 
     def get_items(self, ids: Sequence[str]) -> dict[str, ItemRecord]:
@@ -250,10 +281,16 @@ class DuckDBStore:
         })
         with self._lock:
             self.con.register("_aiblox_vecs", table)
+            self.con.execute("BEGIN TRANSACTION")
             try:
                 self.con.execute(
                     f"INSERT OR REPLACE INTO item_vectors SELECT item_id, model_id, text_sha256, "
                     f"vector::FLOAT[{self.dim}] FROM _aiblox_vecs")
+                self.con.execute("DELETE FROM aiblox_meta WHERE key = 'sync'")
+                self.con.execute("COMMIT")
+            except Exception:
+                self.con.execute("ROLLBACK")
+                raise
             finally:
                 self.con.unregister("_aiblox_vecs")
         return len(rows)
@@ -263,6 +300,22 @@ class DuckDBStore:
             return dict(self.con.execute(
                 "SELECT item_id, text_sha256 FROM item_vectors WHERE model_id = ?",
                 [model_id]).fetchall())
+
+    def item_vectors(self, model_id: str) -> tuple[list[str], np.ndarray]:
+        with self._lock:
+            table = self.con.execute(
+                "SELECT v.item_id, v.vector FROM item_vectors v JOIN items i ON i.id = v.item_id "
+                "WHERE v.model_id = ? ORDER BY v.item_id", [model_id]).to_arrow_table()
+        ids = table.column("item_id").to_pylist()
+        if not ids:
+            return [], np.zeros((0, self.dim), dtype=np.float32)
+        flat = table.column("vector").combine_chunks().values.to_numpy(zero_copy_only=False)
+        return ids, np.asarray(flat, dtype=np.float32).reshape(len(ids), self.dim)
+
+    def vector_count(self, model_id: str) -> int:
+        with self._lock:
+            return self._count("SELECT count(*) FROM item_vectors v JOIN items i "
+                               "ON i.id = v.item_id WHERE v.model_id = ?", [model_id])
 
     # -- filters -------------------------------------------------------------------------
     @staticmethod

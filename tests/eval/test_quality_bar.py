@@ -5,7 +5,8 @@ import pytest
 from aiblox.contracts import RetrievalPrefs
 from aiblox.embedding import CachedEmbedder, get_embedder
 from aiblox.eval.datasets import load_dataset
-from aiblox.eval.runner import evaluate_retrieval, prepare_store
+from aiblox.eval.runner import evaluate_retrieval
+from aiblox.eval.workspace import prepare_store
 from aiblox.retrieval import HybridRetriever
 from aiblox.stores import DuckDBStore
 from tests.conftest import shared_dataset

@@ -11,7 +11,7 @@ from aiblox.contracts import RetrievalPrefs
 from aiblox.embedding import CachedEmbedder, HashingEmbedder
 from aiblox.eval.chunk_eval import evaluate_chunks, gold_answers
 from aiblox.eval.datasets import load_dataset
-from aiblox.eval.runner import prepare_store
+from aiblox.eval.workspace import prepare_store
 from aiblox.retrieval import HybridRetriever, make_retriever
 from aiblox.stores import DuckDBStore
 from tests.conftest import shared_dataset

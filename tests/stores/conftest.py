@@ -44,6 +44,7 @@ def empty_pg_store(url):
     with store.engine.begin() as conn:
         conn.execute(text("TRUNCATE items, item_vectors, embedding_cache, chunk_cache, "
                           "evidence_bundles, run_evidence, evidence_items, evidence_packs"))
+        conn.execute(text("DELETE FROM aiblox_meta WHERE key IN ('dataset', 'sync', 'syncing')"))
     return store
 
 

@@ -14,7 +14,7 @@ SAMPLE_SPEC = REPO / "evals" / "sweeps" / "sample_fusion.toml"
 def sweep_db(tmp_path_factory, sample_dataset):
     """Path of a DuckDB file holding the sample dataset with hashing vectors."""
     from aiblox.embedding import CachedEmbedder, HashingEmbedder
-    from aiblox.eval.runner import prepare_store
+    from aiblox.eval.workspace import prepare_store
     from aiblox.stores import DuckDBStore
 
     path = tmp_path_factory.mktemp("sweepdb") / "sample.duckdb"

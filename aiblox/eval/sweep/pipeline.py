@@ -214,7 +214,7 @@ class _Sweep:
     def late(self) -> LateChunker:
         if self._late is None:
             retriever = self.opener.get_retriever()
-            self._late = LateChunker(retriever.embedder, default_chunk_cache(self.opener.store))
+            self._late = LateChunker(retriever.embedder, default_chunk_cache(self.opener.open()))
         return self._late
 
     def scorer(self, split: str, qids: Sequence[str]) -> SplitMetrics:
@@ -236,7 +236,7 @@ class _Sweep:
     def signals(self, prefs: RetrievalPrefs, split: str) -> tuple[StageRecord, Any]:
         limit = self.spec.query_limit
         cfg = signals_config(prefs, self.ds.hash, split, self.backend, self.embedder_id,
-                             limit=limit)
+                             limit=limit, store=self.opener.fingerprint())
         t0 = time.perf_counter()
         out = self.stage("signals", SIGNALS_VERSION, cfg, [], lambda: _signals_output(
             self.opener.get_retriever(), self.ds, split, prefs, limit=limit))

@@ -19,7 +19,9 @@ Stages and their keys (sha256 of name, version, config, input keys):
 
 So changing a fusion weight reruns fusion and metrics, nothing before; a repeated sweep reads
 every stage back; a killed sweep recomputes only the points (stages) it had not finished. The
-store is opened only when some signals entry is missing.
+store is always opened and synced to the dataset (a no-op when its sync record already names
+the dataset), since its content digests enter the signals keys; the embedding model is loaded
+only when some signals entry is missing.
 
 The configuration is chosen on the tune split only (primary metric, ties broken by config hash
 ascending) and reported on the report split.
@@ -147,13 +149,16 @@ class SweepResult(_Strict):
 
 # -- stage configs ------------------------------------------------------------------------------
 def signals_config(prefs: RetrievalPrefs, dataset_hash: str, split: str, backend: str,
-                   embedder_id: str | None, limit: int | None = None) -> dict[str, Any]:
-    """What decides the signals stage's output. ``limit`` (the first ``limit`` queries of the
-    split, as :meth:`Dataset.split_queries` orders them) enters the config only when set, so
-    whole-split keys stay as they were."""
+                   embedder_id: str | None, limit: int | None = None,
+                   store: dict[str, str | None] | None = None) -> dict[str, Any]:
+    """What decides the signals stage's output. ``store`` is what the retrieval read from the
+    store (:func:`aiblox.stores.identity.store_fingerprint`: the digests of its items and of the
+    embedder's vectors), so a result computed on one store is never reused for another that
+    holds other content. ``limit`` (the first ``limit`` queries of the split, as
+    :meth:`Dataset.split_queries` orders them) enters the config only when set."""
     needs_vec = prefs.mode in ("hybrid", "dense") and prefs.vector.embed_query
     extra: dict[str, Any] = {} if limit is None else {"limit": int(limit)}
-    return {**extra,
+    return {**extra, "store": store,
         "dataset": dataset_hash, "split": split, "backend": backend,
         "embedder": embedder_id if needs_vec else None,
         "mode": prefs.mode,
@@ -359,13 +364,17 @@ def _signals_output(retriever: HybridRetriever, dataset: Dataset, split: str,
 
 
 class _Pipeline:
-    """Opens the store and embedder lazily: a sweep whose signals are all cached needs neither."""
+    """The sweep's store, synced to its dataset on first need, and the retriever over it (the
+    embedding model is loaded only when some signals must be computed)."""
 
     def __init__(self, spec: SweepSpec, dataset: Dataset, db: str | None,
                  progress: bool) -> None:
-        self.spec, self.dataset, self.db, self.progress = spec, dataset, db, progress
+        self.spec, self.dataset, self.progress = spec, dataset, progress
+        self.db = db
         self.store: Any = None
+        self.embedder: Any = None
         self.retriever: HybridRetriever | None = None
+        self._fingerprint: dict[str, str | None] | None = None
 
     @property
     def embedder_id(self) -> str | None:
@@ -373,22 +382,37 @@ class _Pipeline:
 
         return get_embedder(self.spec.embedder).model_id
 
+    @property
+    def needs_vectors(self) -> bool:
+        return self.spec.base_prefs().mode != "bm25"
+
+    def open(self) -> Any:
+        """The store, synced to the dataset (only what is missing is done)."""
+        if self.store is None:
+            from aiblox.embedding import CachedEmbedder, get_embedder
+            from aiblox.eval.workspace import open_dataset_store, prepare_store
+
+            self.store = open_dataset_store(self.dataset, self.db)
+            self.embedder = CachedEmbedder(get_embedder(self.spec.embedder), self.store,
+                                           progress=self.progress)
+            prepare_store(self.store, self.dataset,
+                          self.embedder if self.needs_vectors else None,
+                          vectors=self.spec.vectors, progress=self.progress)
+        return self.store
+
+    def fingerprint(self) -> dict[str, str | None]:
+        """What retrieval reads from the store (:func:`store_fingerprint`), for signals keys."""
+        if self._fingerprint is None:
+            from aiblox.stores.identity import store_fingerprint
+
+            self._fingerprint = store_fingerprint(
+                self.open(), self.embedder_id if self.needs_vectors else None)
+        return self._fingerprint
+
     def get_retriever(self) -> HybridRetriever:
         if self.retriever is None:
-            from aiblox.embedding import CachedEmbedder, get_embedder
-            from aiblox.eval.runner import prepare_store
-            from aiblox.stores import open_store
-
-            path = self.db or f".aiblox/datasets/{self.dataset.name}.duckdb"
-            if "://" not in path and path != ":memory:":
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
-            self.store = open_store(path)
-            emb = CachedEmbedder(get_embedder(self.spec.embedder), self.store,
-                                 progress=self.progress)
-            needs_vec = self.spec.base_prefs().mode != "bm25"
-            prepare_store(self.store, self.dataset, emb if needs_vec else None,
-                          vectors=self.spec.vectors, progress=self.progress)
-            self.retriever = HybridRetriever(self.store, emb)
+            self.open()
+            self.retriever = HybridRetriever(self.store, self.embedder)
         return self.retriever
 
     def close(self) -> None:
@@ -437,7 +461,8 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         for prefs in points_prefs:
             keys: dict[str, str] = {}
             for split in splits:
-                scfg = signals_config(prefs, ds.hash, split, backend, emb_id)
+                scfg = signals_config(prefs, ds.hash, split, backend, emb_id,
+                                      store=pipe.fingerprint())
                 key = stage_key("signals", SIGNALS_VERSION, scfg, [])
                 if (split, key) not in ctx.signals:
 

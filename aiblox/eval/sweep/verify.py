@@ -4,7 +4,7 @@ same bytes, or which stage first differs.
 Nothing is read from the stage cache: the dataset is loaded and hashed, the config hash is
 recomputed from the logged config, and signals (retrieval), fusion and metrics are recomputed,
 split by split, their keys and output hashes compared with the manifest's. The store named by
-``db`` (default ``.aiblox/datasets/<dataset>.duckdb``) is filled with whatever is missing.
+``db`` (default: the dataset's own store) is synced to the dataset first.
 """
 
 from __future__ import annotations
@@ -124,9 +124,9 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
                  dataset: Dataset | None = None, progress: bool = False) -> VerifyReport:
     """Re-execute the point of ``manifest`` (a model, a dict or a ``manifest.json`` path)."""
     from aiblox.embedding import CachedEmbedder, get_embedder
-    from aiblox.eval.runner import prepare_store
+    from aiblox.eval.workspace import open_dataset_store, prepare_store
     from aiblox.retrieval.retriever import HybridRetriever
-    from aiblox.stores import open_store
+    from aiblox.stores.identity import store_fingerprint
 
     m = _load(manifest)
     checks: list[StageCheck] = []
@@ -151,17 +151,16 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
         return report()
     if not check("config", m.config_hash, config_hash(prefs, emb_id, backend)[0]):
         return report()
-    path = db or f".aiblox/datasets/{ds.name}.duckdb"
-    if "://" not in path and path != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    store = open_store(path)
+    store = open_dataset_store(ds, db)
     try:
         emb = CachedEmbedder(get_embedder(m.embedder_name or "minilm"), store, progress=progress)
-        prepare_store(store, ds, emb if prefs.mode != "bm25" else None, progress=progress)
+        needs_vec = prefs.mode != "bm25"
+        prepare_store(store, ds, emb if needs_vec else None, progress=progress)
+        fingerprint = store_fingerprint(store, emb.model_id if needs_vec else None)
         retriever = HybridRetriever(store, emb)
         for split, sm in m.splits.items():
             logged = {s["name"]: s for s in sm.stages}
-            scfg = signals_config(prefs, ds.hash, split, backend, emb_id)
+            scfg = signals_config(prefs, ds.hash, split, backend, emb_id, store=fingerprint)
             sig = _signals_output(retriever, ds, split, prefs)
             skey = stage_key("signals", SIGNALS_VERSION, scfg, [])
             if not check(f"{split}/signals", _pair(logged["signals"]),
@@ -239,8 +238,7 @@ def _verify_pipeline(m: PointManifest, ds: Dataset, prefs: RetrievalPrefs, db: s
     if selection and not check("selection/policy", selection["policy_sha256"],
                                config["selection"]["policy_sha256"]):
         return
-    opener = _Pipeline(spec, ds, db or f".aiblox/datasets/{ds.name}.duckdb",  # type: ignore
-                       progress)
+    opener = _Pipeline(spec, ds, db, progress)  # type: ignore[arg-type]
     try:
         with tempfile.TemporaryDirectory() as tmp:
             sweep = _Sweep(spec, ds, StageCache(tmp), opener, backend,  # type: ignore[arg-type]

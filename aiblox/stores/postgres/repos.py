@@ -31,6 +31,7 @@ from aiblox.stores.postgres.models import (
     EmbeddingCacheRow,
     ItemRow,
     ItemVectorRow,
+    MetaRow,
 )
 
 __all__ = ["BULK_REBUILD_ROWS", "ChunkCacheRepo", "EmbeddingCacheRepo", "ItemRepo"]
@@ -43,6 +44,11 @@ indexes and builds them again after the insert, in the same transaction."""
 def _any(column, values: Sequence[str], name: str):  # noqa: ANN001, ANN202 - SQL expression
     """``column = ANY(:name)`` with the values as one bound ``text[]``."""
     return column == any_(bindparam(name, list(values), type_=ARRAY(Text)))
+
+
+def _content_changed(s: Session) -> None:
+    """Inside a write to items or vectors: the sync record no longer describes the content."""
+    s.execute(delete(MetaRow).where(MetaRow.key == "sync"))
 
 
 def _no_nul(item: ItemRecord) -> None:
@@ -78,6 +84,7 @@ class ItemRepo:
             if changed:
                 s.execute(delete(ItemVectorRow).where(_any(ItemVectorRow.item_id, changed, "c")))
                 s.execute(delete(ItemRow).where(_any(ItemRow.id, changed, "c")))
+            _content_changed(s)
             s.execute(pg_insert(ItemRow), [
                 {"id": r.id, "kind": r.kind, "source": r.source, "source_ref": r.source_ref,
                  "title": r.title, "text": r.text, "metadata_": r.metadata,
@@ -94,7 +101,10 @@ class ItemRepo:
             s.execute(delete(ItemVectorRow).where(_any(ItemVectorRow.item_id, ids, "ids")))
             result = s.execute(delete(ItemRow).where(_any(ItemRow.id, ids, "ids"))
                                .returning(ItemRow.id))
-            return len(result.all())
+            n = len(result.all())
+            if n:
+                _content_changed(s)
+            return n
 
     def get(self, ids: Sequence[str]) -> dict[str, ItemRecord]:
         """Stored items by id."""
@@ -150,6 +160,7 @@ class ItemRepo:
             if rebuild:
                 for ix in hnsw:
                     ix.create(conn)
+            _content_changed(s)
         return len(latest)
 
     def vector_hashes(self, model_id: str) -> dict[str, str]:
@@ -157,6 +168,42 @@ class ItemRepo:
         with self.sessions.begin() as s:
             return dict(s.execute(select(ItemVectorRow.item_id, ItemVectorRow.text_sha256)
                                   .where(ItemVectorRow.model_id == model_id)).all())
+
+    def vectors(self, model_id: str) -> tuple[list[str], np.ndarray]:
+        """Every item vector of ``model_id``, by item id ascending, as one float32 matrix."""
+        with self.sessions.begin() as s:
+            rows = s.execute(select(ItemVectorRow.item_id, ItemVectorRow.vector)
+                             .join(ItemRow, ItemRow.id == ItemVectorRow.item_id)
+                             .where(ItemVectorRow.model_id == model_id)).all()
+        if not rows:
+            return [], np.zeros((0, self.dim), dtype=np.float32)
+        rows = sorted(rows, key=lambda r: r[0])  # code point order, not the collation's
+        return ([r[0] for r in rows],
+                np.stack([np.asarray(r[1], dtype=np.float32) for r in rows]))
+
+    def vector_count(self, model_id: str) -> int:
+        """Items with a vector for ``model_id``."""
+        with self.sessions.begin() as s:
+            return int(s.scalar(select(func.count()).select_from(ItemVectorRow)
+                                .join(ItemRow, ItemRow.id == ItemVectorRow.item_id)
+                                .where(ItemVectorRow.model_id == model_id)) or 0)
+
+    def read_meta(self) -> dict[str, str]:
+        """Every ``aiblox_meta`` row."""
+        with self.sessions.begin() as s:
+            return {k: v for k, v in s.execute(select(MetaRow.key, MetaRow.value)).all()}
+
+    def write_meta(self, values: dict[str, str | None]) -> None:
+        """Set (or, for None, delete) metadata keys in one transaction."""
+        with self.sessions.begin() as s:
+            for key in sorted(values):
+                value = values[key]
+                if value is None:
+                    s.execute(delete(MetaRow).where(MetaRow.key == key))
+                else:
+                    stmt = pg_insert(MetaRow).values(key=key, value=value)
+                    s.execute(stmt.on_conflict_do_update(index_elements=[MetaRow.key],
+                                                         set_={"value": stmt.excluded.value}))
 
 
 class EmbeddingCacheRepo:

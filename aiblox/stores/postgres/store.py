@@ -137,6 +137,22 @@ class PostgresStore:
         with self._db("read item vector hashes"):
             return self.items.vector_hashes(model_id)
 
+    def item_vectors(self, model_id: str) -> tuple[list[str], np.ndarray]:
+        with self._db("read item vectors"):
+            return self.items.vectors(model_id)
+
+    def vector_count(self, model_id: str) -> int:
+        with self._db("count item vectors"):
+            return self.items.vector_count(model_id)
+
+    def read_meta(self) -> dict[str, str]:
+        with self._db("read the store metadata"):
+            return self.items.read_meta()
+
+    def write_meta(self, values: dict[str, str | None]) -> None:
+        with self._db("write the store metadata"):
+            self.items.write_meta(values)
+
     # -- search ----------------------------------------------------------------------------
     def fts_search_many(self, queries: Sequence[str], k: int, cfg: FtsConfig | None = None,
                         filters: dict[str, Any] | None = None) -> list[RankedList]:

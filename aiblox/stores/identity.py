@@ -1,0 +1,166 @@
+"""What a store holds: the dataset it is bound to and the record of its last complete sync.
+
+Two keys of the store's metadata (:meth:`Store.read_meta`) carry this:
+
+- ``dataset``: the :class:`DatasetBinding` (name and resolved source folder). The first sync of
+  an empty store writes it; a sync of another dataset is refused with :class:`StoreMismatch`
+  (unless asked to replace the store's items), so no ingest overwrites another dataset's
+  documents.
+- ``sync``: the :class:`SyncRecord` of the last sync that finished: the hash of the corpus it
+  synced to, the digest of the items and, per embedding model, the digest of the item vectors. Every
+  write to items or vectors deletes it in the write's own transaction, so a record present is a
+  record of the content as it is.
+- ``syncing``: set when a sync starts and deleted when it finishes, so a store whose last
+  ingest was killed says so (:func:`check_searchable`) until a sync completes it.
+
+Digests are equal across backends holding the same items and vectors: the items digest is a
+sha256 over sorted ``id<TAB>content_hash`` lines, a model's vectors digest a sha256 over the
+model id, the sorted item ids and the float32 little-endian bytes of their vectors (the values
+themselves: vectors imported from a file and vectors embedded here differ in their last bits).
+Stage keys include them (:func:`store_fingerprint`): a cached result is only reused on a store
+holding the same content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from aiblox.stores.base import Store, StoreMismatch
+
+__all__ = [
+    "DatasetBinding",
+    "SyncRecord",
+    "check_searchable",
+    "in_sync",
+    "items_digest",
+    "read_binding",
+    "read_sync",
+    "store_fingerprint",
+    "store_vectors_digest",
+    "vectors_digest",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+class DatasetBinding(_Strict):
+    """The dataset a store belongs to."""
+
+    name: str
+    """Dataset name (``scifact``, or a folder's name)."""
+    source: str
+    """Where it was loaded from: the resolved dataset folder."""
+
+    def describe(self) -> str:
+        """``'scifact' (/path/to/scifact)``."""
+        return f"{self.name!r} ({self.source})"
+
+
+class SyncRecord(_Strict):
+    """The content a finished sync left in the store."""
+
+    corpus_hash: str
+    """sha256 of the corpus the store was synced to (the dataset's corpus file)."""
+    items: str
+    """Digest of the stored items (:func:`items_digest`)."""
+    n_items: int
+    """Items stored."""
+    vectors: dict[str, str] = Field(default_factory=dict)
+    """Per embedding model whose vectors are complete: their digest (:func:`vectors_digest`)."""
+
+
+def _digest(lines: dict[str, str], head: str = "") -> str:
+    h = hashlib.sha256(head.encode("utf-8"))
+    for key in sorted(lines):
+        h.update(f"{key}\t{lines[key]}\n".encode())
+    return h.hexdigest()
+
+
+def items_digest(hashes: dict[str, str]) -> str:
+    """Digest of ``{item_id: content_hash}``."""
+    return _digest(hashes)
+
+
+def vectors_digest(model_id: str, ids: list[str], matrix: np.ndarray) -> str:
+    """Digest of one model's item vectors (``ids`` ascending, ``matrix`` row for row)."""
+    if list(ids) != sorted(ids):
+        raise ValueError("vectors_digest needs item ids in ascending order")
+    h = hashlib.sha256(f"{model_id}\n{len(ids)}\n".encode())
+    for item_id in ids:
+        h.update(f"{item_id}\n".encode())
+    h.update(np.ascontiguousarray(matrix, dtype="<f4").tobytes())
+    return h.hexdigest()
+
+
+def store_vectors_digest(store: Store, model_id: str) -> str:
+    """:func:`vectors_digest` of the vectors ``store`` holds for ``model_id``."""
+    return vectors_digest(model_id, *store.item_vectors(model_id))
+
+
+def read_binding(store: Store) -> DatasetBinding | None:
+    """The dataset the store is bound to, or None."""
+    raw = store.read_meta().get("dataset")
+    return DatasetBinding.model_validate(json.loads(raw)) if raw else None
+
+
+def read_sync(store: Store) -> SyncRecord | None:
+    """The record of the store's last finished sync, or None (never synced, or written since)."""
+    raw = store.read_meta().get("sync")
+    return SyncRecord.model_validate(json.loads(raw)) if raw else None
+
+
+def in_sync(store: Store, binding: DatasetBinding, corpus_hash: str,
+            model_id: str | None) -> SyncRecord | None:
+    """The sync record when ``store`` already holds the corpus ``corpus_hash`` of the dataset
+    ``binding`` names (with complete vectors for ``model_id`` when given), else None."""
+    meta = store.read_meta()
+    if not meta.get("sync") or not meta.get("dataset"):
+        return None
+    record = SyncRecord.model_validate(json.loads(meta["sync"]))
+    if (DatasetBinding.model_validate(json.loads(meta["dataset"])) != binding
+            or record.corpus_hash != corpus_hash
+            or (model_id is not None and model_id not in record.vectors)):
+        return None
+    return record
+
+
+def store_fingerprint(store: Store, model_id: str | None) -> dict[str, str | None]:
+    """``{"items": digest, "vectors": digest or None}``: what a retrieval stage read from the
+    store, for its key. Taken from the sync record when there is one (no scan), else computed."""
+    record = read_sync(store)
+    if record is not None and (model_id is None or model_id in record.vectors):
+        return {"items": record.items,
+                "vectors": record.vectors[model_id] if model_id is not None else None}
+    items = items_digest(store.item_hashes())
+    vectors = store_vectors_digest(store, model_id) if model_id is not None else None
+    return {"items": items, "vectors": vectors}
+
+
+def check_searchable(store: Store, model_id: str | None) -> None:
+    """Raise :class:`StoreMismatch` when a search on ``store`` would silently miss documents:
+    an empty store, a bound store whose last ingest did not finish, or (``model_id`` given) items
+    without a vector for that model."""
+    meta = store.read_meta()
+    binding = DatasetBinding.model_validate(json.loads(meta["dataset"])) \
+        if meta.get("dataset") else None
+    again = (f"run `aiblox ingest {binding.source} --db {store.location}`"
+             if binding is not None else "ingest the dataset again")
+    n_items = store.count_items()
+    if n_items == 0:
+        raise StoreMismatch(f"store {store.location} holds no items: run `aiblox ingest "
+                            f"DATASET --db {store.location}` first")
+    if binding is not None and meta.get("syncing"):
+        raise StoreMismatch(f"store {store.location}: the last ingest of "
+                            f"{binding.describe()} did not finish; {again} to complete it")
+    if model_id is not None:
+        n_vec = store.vector_count(model_id)
+        if n_vec < n_items:
+            raise StoreMismatch(f"store {store.location}: {n_items - n_vec} of {n_items} items "
+                                f"have no {model_id} vector, so vector and hybrid search would "
+                                f"miss them; {again} with that embedder")

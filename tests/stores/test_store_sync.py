@@ -1,0 +1,174 @@
+"""A store knows what it holds (every backend): it is bound to one dataset, a sync adds, changes
+and deletes items with their vectors and cached chunks, and searches refuse a store that would
+silently miss documents."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from aiblox.contracts import ItemRecord, RetrievalPrefs
+from aiblox.embedding import CachedEmbedder, HashingEmbedder
+from aiblox.retrieval import HybridRetriever
+from aiblox.stores import StoreError, ingest_items
+from aiblox.stores.base import StoreMismatch
+from aiblox.stores.identity import (
+    DatasetBinding,
+    check_searchable,
+    items_digest,
+    read_binding,
+    read_sync,
+    store_fingerprint,
+)
+from aiblox.stores.ingest import sync_dataset
+
+A = DatasetBinding(name="alpha", source="/data/alpha")
+B = DatasetBinding(name="beta", source="/data/beta")
+A_ELSEWHERE = DatasetBinding(name="alpha", source="/other/alpha")
+
+DOCS = [
+    ItemRecord(id="d1", source="alpha", title="Foxes", text="the quick brown fox"),
+    ItemRecord(id="d2", source="alpha", title="Dogs", text="lazy dogs sleep all day"),
+    ItemRecord(id="d3", source="alpha", title="Stores", text="columnar storage engines"),
+]
+OTHER = [ItemRecord(id="d1", source="beta", title="Other", text="a different first document"),
+         ItemRecord(id="x9", source="beta", title="More", text="beta's own document")]
+
+
+def _sync(store, binding=A, docs=DOCS, corpus_hash="h1", replace=False, emb=True):
+    embedder = CachedEmbedder(HashingEmbedder(), store) if emb else None
+    return sync_dataset(store, binding, corpus_hash, docs, embedder, replace=replace,
+                        progress=False)
+
+
+def test_first_sync_binds_the_store_and_records_what_it_holds(store):
+    report = _sync(store)
+    assert (report.items.inserted, report.vectors_written, report.up_to_date) == (3, 3, False)
+    assert read_binding(store) == A
+    record = read_sync(store)
+    assert record is not None and record.corpus_hash == "h1" and record.n_items == 3
+    assert record.items == items_digest({d.id: d.content_hash for d in DOCS})
+    assert list(record.vectors) == [HashingEmbedder().model_id]
+    assert "syncing" not in store.read_meta()
+    again = _sync(store)
+    assert again.up_to_date and again.items.unchanged == 3 and again.vectors_written == 0
+
+
+def test_another_dataset_is_refused_and_nothing_stored_is_lost(store):
+    _sync(store)
+    before = store.item_hashes()
+    for other in (B, A_ELSEWHERE):  # another name, or the same name from another folder
+        with pytest.raises(StoreMismatch) as err:
+            _sync(store, other, OTHER, "h2")
+        msg = str(err.value)
+        assert "'alpha' (/data/alpha)" in msg and other.describe() in msg and "--replace" in msg
+    assert store.item_hashes() == before and read_binding(store) == A
+    assert read_sync(store) is not None  # still a complete, searchable store
+    check_searchable(store, HashingEmbedder().model_id)
+
+
+def test_replace_empties_the_store_and_binds_it_to_the_new_dataset(store):
+    _sync(store)
+    report = _sync(store, B, OTHER, "h2", replace=True)
+    assert report.items.inserted == 2 and report.items.deleted == 0
+    assert read_binding(store) == B
+    assert store.item_hashes() == {d.id: d.content_hash for d in OTHER}
+    assert store.get_items(["d1"])["d1"].text == "a different first document"
+    assert store.vector_count(HashingEmbedder().model_id) == 2
+
+
+def test_items_without_a_binding_are_refused(store):
+    ingest_items(store, DOCS, None, progress=False)
+    with pytest.raises(StoreMismatch, match="3 items of no recorded dataset"):
+        _sync(store)
+    assert store.count_items() == 3
+
+
+def test_resync_adds_changes_and_deletes_items_with_their_vectors(store):
+    _sync(store)
+    changed = DOCS[0].model_copy(update={"text": "the quick red fox"})
+    new = ItemRecord(id="d4", source="alpha", title="New", text="a new document")
+    report = _sync(store, docs=[changed, DOCS[2], new], corpus_hash="h2")
+    i = report.items
+    assert (i.inserted, i.updated, i.deleted, i.unchanged) == (1, 1, 1, 1)
+    assert sorted(store.item_hashes()) == ["d1", "d3", "d4"]
+    model = HashingEmbedder().model_id
+    assert sorted(store.item_vector_hashes(model)) == ["d1", "d3", "d4"]
+    assert store.vector_count(model) == 3
+    record = read_sync(store)
+    assert record is not None and record.corpus_hash == "h2" and record.n_items == 3
+
+
+def test_any_write_drops_the_sync_record(store):
+    _sync(store)
+    fp = store_fingerprint(store, HashingEmbedder().model_id)
+    store.upsert_items([ItemRecord(id="d9", title="x", text="stray")])
+    assert read_sync(store) is None
+    moved = store_fingerprint(store, HashingEmbedder().model_id)  # computed, not recorded
+    assert moved["items"] != fp["items"] and moved["vectors"] == fp["vectors"]
+    _sync(store)  # the stray item is deleted again
+    assert store_fingerprint(store, HashingEmbedder().model_id) == fp
+
+
+def test_vector_digest_covers_the_values_not_only_the_text(store):
+    model = HashingEmbedder().model_id
+    _sync(store)
+    fp = store_fingerprint(store, model)
+    ids, matrix = store.item_vectors(model)
+    assert ids == ["d1", "d2", "d3"] and matrix.shape == (3, store.dim)
+    text_hash = store.item_vector_hashes(model)["d2"]
+    nudged = matrix[1].copy()
+    nudged[0] += 1e-3
+    store.set_item_vectors(model, [("d2", text_hash, nudged)])
+    assert read_sync(store) is None
+    assert store_fingerprint(store, model)["vectors"] != fp["vectors"]
+    _sync(store)  # the text did not change: the sync keeps the vector and records its digest
+    assert store_fingerprint(store, model)["vectors"] != fp["vectors"]
+
+
+def test_searches_refuse_a_store_that_would_miss_documents(store):
+    model = HashingEmbedder().model_id
+    retr = HybridRetriever(store, CachedEmbedder(HashingEmbedder(), store))
+    prefs = RetrievalPrefs(query_text="fox", mode="hybrid")
+    with pytest.raises(StoreMismatch, match="holds no items"):
+        retr.signals([prefs])
+    ingest_items(store, DOCS, None, progress=False)  # items, no vectors
+    with pytest.raises(StoreMismatch, match=f"3 of 3 items have no {model} vector"):
+        retr.signals([prefs])
+    with pytest.raises(StoreMismatch):
+        retr.signals([prefs.model_copy(update={"mode": "dense"})])
+    bm25 = retr.signals([prefs.model_copy(update={"mode": "bm25"})])
+    assert bm25.text[0] and bm25.text[0][0][0] == "d1"
+
+
+def test_an_unfinished_sync_is_named_until_a_sync_completes_it(store):
+    _sync(store)
+    store.write_meta({"syncing": "h2"})  # what a sync killed half way leaves
+    with pytest.raises(StoreMismatch, match="did not finish"):
+        check_searchable(store, None)
+    _sync(store, corpus_hash="h2")
+    check_searchable(store, HashingEmbedder().model_id)
+
+
+def test_digests_are_equal_across_backends(tmp_path, pg_store):
+    from aiblox.stores import DuckDBStore
+
+    model = HashingEmbedder().model_id
+    with DuckDBStore(tmp_path / "d.duckdb") as duck:
+        for s in (duck, pg_store):
+            _sync(s)
+        assert read_sync(duck) == read_sync(pg_store)
+        assert store_fingerprint(duck, model) == store_fingerprint(pg_store, model)
+        d_ids, d_m = duck.item_vectors(model)
+        p_ids, p_m = pg_store.item_vectors(model)
+        assert d_ids == p_ids and np.array_equal(d_m, p_m)
+
+
+def test_meta_round_trips_and_none_deletes(store):
+    store.write_meta({"k1": "v", "k2": json.dumps({"a": 1})})
+    assert store.read_meta()["k1"] == "v"
+    store.write_meta({"k1": None})
+    assert "k1" not in store.read_meta() and "k2" in store.read_meta()
+    assert isinstance(StoreMismatch("x"), StoreError)
