@@ -83,6 +83,19 @@ def _os_message(exc: OSError) -> str:
     return f"{where}: {why}" if where else why
 
 
+def _store_location(exc: BaseException) -> str | None:
+    """The location of the store whose method raised ``exc`` (the innermost frame of the
+    traceback running a method of a store: an object with ``kind`` and ``location``)."""
+    found = None
+    tb = exc.__traceback__
+    while tb is not None:
+        obj = tb.tb_frame.f_locals.get("self")
+        if isinstance(getattr(obj, "location", None), str) and hasattr(obj, "kind"):
+            found = obj.location
+        tb = tb.tb_next
+    return found
+
+
 def _validation_message(exc: Any) -> str:
     errors = exc.errors()
     parts = [f"{'.'.join(str(x) for x in e.get('loc', ())) or exc.title}: {e.get('msg')}"
@@ -105,7 +118,9 @@ def fault_message(exc: BaseException) -> str | None:
     elif isinstance(exc, OSError):
         msg = _os_message(exc)
     elif _module_error(exc, "duckdb", "Error"):
-        msg = f"DuckDB: {exc} (a damaged or foreign database file? check --db)"
+        where = _store_location(exc)
+        msg = (f"DuckDB{f' store {where}' if where else ''}: {exc} (a damaged or foreign "
+               f"database file? check --db)")
     elif _module_error(exc, "sqlalchemy.exc", "SQLAlchemyError"):
         msg = f"database: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
     elif _module_error(exc, "sqlite3", "Error"):

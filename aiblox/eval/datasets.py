@@ -241,7 +241,7 @@ def _check_unicode(value: Any, path: Path, lineno: int, where: str) -> None:
                                ) from None
     elif isinstance(value, dict):
         for k, v in value.items():
-            _check_unicode(k, path, lineno, f"{where}.{{key}}" if where else "{key}")
+            _check_unicode(k, path, lineno, f"{where} (a key)" if where else "(a key)")
             _check_unicode(v, path, lineno, f"{where}.{k}" if where else str(k))
     elif isinstance(value, list):
         for i, v in enumerate(value):
