@@ -27,8 +27,8 @@ and count as non-relevant; bpref's judged non-relevant documents are the grade-0
 ranx metric stays finite up to the bound (``ndcg_burges``'s gain is ``2^grade - 1``).
 
 Bad input raises :class:`DatasetError` naming the file, the line and the field: malformed JSON
-or UTF-8, lone surrogates (``"\\ud800"`` escapes, which are not Unicode text) and non-finite
-numbers in any JSON field, an empty corpus, a qrels file with no judgment or no relevant one,
+or UTF-8, lone surrogates (``"\\ud800"`` escapes, which are not Unicode text), NUL characters
+and non-finite numbers in any JSON field, an empty corpus, a qrels file with no judgment or no relevant one,
 two different grades for one (query, document) pair (naming both lines). Tolerated, counted
 and warned about, not fatal: a qrels row naming a document absent from the corpus
 (``Dataset.missing_qrels_docs``; a defect of public collections), a repeated identical
@@ -194,8 +194,9 @@ def _read_lines(path: Path, hasher: hashlib._Hash) -> Iterator[tuple[int, str]]:
                            f"cannot read: {reason or type(exc).__name__}") from None
 
 
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-"""A JSON escape of a UTF-16 surrogate (``\\ud800``); paired ones are valid, lone ones not."""
+_SUSPECT_ESCAPE = re.compile(r"\\u(?:[dD][89a-fA-F]|0000)")
+"""A JSON escape of a UTF-16 surrogate (``\\ud800``; paired ones are valid, lone ones not) or
+of NUL (``\\u0000``)."""
 
 
 def _non_finite(value: str) -> float:
@@ -223,14 +224,18 @@ def _read_jsonl(path: Path, hasher: hashlib._Hash) -> Iterator[tuple[int, dict]]
             raise DatasetError(path, lineno, "json", str(exc)) from None
         if not isinstance(obj, dict):
             raise DatasetError(path, lineno, "json", "expected a JSON object")
-        if _SURROGATE_ESCAPE.search(line):
+        if _SUSPECT_ESCAPE.search(line):
             _check_unicode(obj, path, lineno, "")
         yield lineno, obj
 
 
 def _check_unicode(value: Any, path: Path, lineno: int, where: str) -> None:
-    """Refuse strings that are not Unicode text (lone surrogates from ``\\udXXX`` escapes)."""
+    """Refuse strings that are not Unicode text (lone surrogates from ``\\udXXX`` escapes) or
+    hold NUL (PostgreSQL cannot store it; DuckDB's text functions stop at it)."""
     if isinstance(value, str):
+        if "\x00" in value:
+            raise DatasetError(path, lineno, where or "json",
+                               f"NUL character (\\u0000) at character {value.index(chr(0))}")
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as exc:

@@ -55,19 +55,28 @@ def _duckdb_fts_sees(text: str) -> bool:
     return _ASCII_LETTER.search(text) is not None or bool(_duckdb_fts_tokens(text))
 
 
-def _lexical_v1_tokens(text: str) -> list[str]:
-    from aiblox.text.lexical import _TOKEN
+_ALNUM_RUN = re.compile(r"[^\W_]+")
+_BM25S_TOKEN = re.compile(r"(?u)\b\w\w+\b")
 
-    return _TOKEN.findall(text.lower())
+
+def _lexical_v1_tokens(text: str) -> list[str]:
+    return _ALNUM_RUN.findall(text.lower())
+
+
+def _bm25s_tokens(text: str) -> list[str]:
+    return _BM25S_TOKEN.findall(text.lower())
 
 
 ANALYZERS: dict[str, Callable[[str], list[str]]] = {
     DUCKDB_FTS: _duckdb_fts_tokens,
+    "bm25s": _bm25s_tokens,
     "lexical-v1": _lexical_v1_tokens,
 }
 """Tokenizers by analyser name: text to the tokens the analyser indexes (before stop words and
-stemming). ``lexical-v1`` is :func:`aiblox.text.lexical.analyze`'s split (letters and digits of
-every script), the late-chunking text signal."""
+stemming). ``lexical-v1`` is :func:`aiblox.text.lexical.analyze`'s split (runs of letters and
+digits of every script), the late-chunking text signal; ``bm25s`` is bm25s's (and
+scikit-learn's) token pattern ``(?u)\b\w\w+\b``: runs of two or more word characters of any
+script (emoji and single-character texts give none)."""
 
 
 _SEES: dict[str, Callable[[str], bool]] = {DUCKDB_FTS: _duckdb_fts_sees}

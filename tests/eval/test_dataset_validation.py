@@ -79,6 +79,8 @@ CASES = [
     ("lone surrogate in an answer", "answers.jsonl", APPEND,
      '{"_id": "q03", "corpus-id": "d10", "answers": ["\\ud800"], "answer_starts": [0]}\n',
      "next", "answers[0]", "lone surrogate"),
+    ("NUL in a text", "corpus.jsonl", APPEND, '{"_id": "d99", "text": "a\\u0000b"}\n', "next",
+     "text", "NUL character"),
     ("NaN in metadata", "corpus.jsonl", APPEND, '{"_id": "d99", "text": "x", "metadata": '
      '{"score": NaN}}\n', "next", "json", "non-finite number NaN"),
     ("overflowing float", "corpus.jsonl", APPEND, '{"_id": "d99", "text": "x", "metadata": '
