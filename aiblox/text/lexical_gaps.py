@@ -75,7 +75,7 @@ ANALYZERS: dict[str, Callable[[str], list[str]]] = {
 """Tokenizers by analyser name: text to the tokens the analyser indexes (before stop words and
 stemming). ``lexical-v1`` is :func:`aiblox.text.lexical.analyze`'s split (runs of letters and
 digits of every script), the late-chunking text signal; ``bm25s`` is bm25s's (and
-scikit-learn's) token pattern ``(?u)\b\w\w+\b``: runs of two or more word characters of any
+scikit-learn's) token pattern ``(?u)\\b\\w\\w+\\b``: runs of two or more word characters of any
 script (emoji and single-character texts give none)."""
 
 
