@@ -28,10 +28,10 @@ ranx metric stays finite up to the bound (``ndcg_burges``'s gain is ``2^grade - 
 
 Bad input raises :class:`DatasetError` naming the file, the line and the field: malformed JSON
 or UTF-8, lone surrogates (``"\\ud800"`` escapes, which are not Unicode text), NUL characters
-and non-finite numbers in any JSON field, an empty corpus, a qrels file with no judgment or no relevant one,
-two different grades for one (query, document) pair (naming both lines). Tolerated, counted
-and warned about, not fatal: a qrels row naming a document absent from the corpus
-(``Dataset.missing_qrels_docs``; a defect of public collections), a repeated identical
+and non-finite numbers in any JSON field, an empty corpus, a qrels file with no judgment or no
+relevant one, two different grades for one (query, document) pair (naming both lines).
+Tolerated, counted and warned about, not fatal: a qrels row naming a document absent from the
+corpus (``Dataset.missing_qrels_docs``; a defect of public collections), a repeated identical
 judgment (``Dataset.duplicate_qrels``) and a derived split part that holds no query.
 Documents and judged queries whose text the DuckDB store's BM25 cannot index (CJK, emoji, ...:
 :mod:`aiblox.text.lexical_gaps`) are warned about once, with counts and an example

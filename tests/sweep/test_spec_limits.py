@@ -109,8 +109,8 @@ def test_pipeline_grids_count_every_stage(tmp_path):
 
 
 def test_a_huge_selection_axis_is_refused_before_it_is_built(tmp_path):
-    path = write(tmp_path, MINIMAL + CHUNKING + '[grid.selection]\n'
-                                                'max_chunks = { start = 1, stop = 1e9, step = 1 }\n')
+    path = write(tmp_path, MINIMAL + CHUNKING
+                 + '[grid.selection]\nmax_chunks = { start = 1, stop = 1e9, step = 1 }\n')
     t0 = time.perf_counter()
     with pytest.raises(SweepSpecError, match="max_chunks: 1,000,000,000 values, above the limit"):
         load_spec(path)
