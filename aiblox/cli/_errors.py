@@ -10,7 +10,8 @@ exit status 2, never a traceback:
   not Unicode (``UnicodeError``);
 - the environment: ``OSError`` (a read-only or missing folder, a path through a regular file,
   a full disk), a damaged or foreign DuckDB file (``duckdb.Error``), SQLAlchemy, SQLite and
-  MLflow errors, :class:`~aiblox.stores.StoreError`, an interrupted sweep, out of memory.
+  MLflow errors, :class:`~aiblox.stores.StoreError`, an interrupted sweep, out of memory, a
+  missing optional dependency (``ImportError``).
 
 Anything else is a bug: one line ``error: internal error (Type: message)`` with the hint to set
 ``AIBLOX_DEBUG=1`` and exit status 1, so it is never mistaken for bad input. With
@@ -133,6 +134,8 @@ def fault_message(exc: BaseException) -> str | None:
         msg = str(exc)
     elif isinstance(exc, MemoryError):
         msg = "out of memory" + (f": {exc}" if str(exc) else "")
+    elif isinstance(exc, ImportError):
+        msg = f"{exc} (a missing optional dependency? the README lists the extras)"
     if msg is None:
         return None
     return one_line(" ".join(mask_password(w) for w in msg.split(" ")))
