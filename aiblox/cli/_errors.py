@@ -91,8 +91,9 @@ def _store_location(exc: BaseException) -> str | None:
     tb = exc.__traceback__
     while tb is not None:
         obj = tb.tb_frame.f_locals.get("self")
-        if isinstance(getattr(obj, "location", None), str) and hasattr(obj, "kind"):
-            found = obj.location
+        location = getattr(obj, "location", None)
+        if isinstance(location, str) and hasattr(obj, "kind"):
+            found = location
         tb = tb.tb_next
     return found
 
