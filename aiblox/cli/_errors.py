@@ -9,7 +9,8 @@ exit status 2, never a traceback:
   raises ``ValueError`` subclasses naming the file, line and field or the option), text that is
   not Unicode (``UnicodeError``);
 - the environment: ``OSError`` (a read-only or missing folder, a path through a regular file,
-  a full disk), a damaged or foreign DuckDB file (``duckdb.Error``), SQLAlchemy, SQLite and
+  a full disk), a damaged or foreign DuckDB file (DuckDB's I/O, internal, fatal and permission
+  errors: not its SQL errors, which are aiblox's bugs), SQLAlchemy, SQLite and
   MLflow errors, :class:`~aiblox.stores.StoreError`, an interrupted sweep, out of memory, a
   missing optional dependency (``ImportError``).
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import sys
 import warnings
 from collections.abc import Iterator
@@ -109,7 +111,6 @@ def _validation_message(exc: Any) -> str:
 def fault_message(exc: BaseException) -> str | None:
     """The one-line message of an input or environment fault, or None when ``exc`` is none
     of those (a bug)."""
-    from aiblox.stores import mask_password
     from aiblox.stores.base import StoreError
 
     msg: str | None = None
@@ -119,7 +120,7 @@ def fault_message(exc: BaseException) -> str | None:
         msg = f"text that is not valid Unicode: {exc}"
     elif isinstance(exc, OSError):
         msg = _os_message(exc)
-    elif _module_error(exc, "duckdb", "Error"):
+    elif any(_module_error(exc, "duckdb", name) for name in _DUCKDB_ENVIRONMENT):
         where = _store_location(exc)
         msg = (f"DuckDB{f' store {where}' if where else ''}: {exc} (a damaged or foreign "
                f"database file? check --db)")
@@ -139,7 +140,20 @@ def fault_message(exc: BaseException) -> str | None:
         msg = f"{exc} (a missing optional dependency? the README lists the extras)"
     if msg is None:
         return None
-    return one_line(" ".join(mask_password(w) for w in msg.split(" ")))
+    return one_line(_masked(msg))
+
+
+_DUCKDB_ENVIRONMENT = ("OperationalError", "InternalError", "PermissionException",
+                       "FatalException", "InterruptException")
+"""DuckDB's errors of the file and the machine (I/O, a damaged block, locks, memory): the
+others (SQL that does not bind or parse, a conversion, a constraint) are aiblox's bugs."""
+
+_URL_PASSWORD = re.compile(r"([a-z][a-z0-9+.-]*://[^:/@\s'\"]*:)[^@\s'\"]*@")
+
+
+def _masked(text: str) -> str:
+    """``text`` with the password of every ``scheme://user:password@host`` in it as ``***``."""
+    return _URL_PASSWORD.sub(r"\1***@", text)
 
 
 def _cli_control(exc: BaseException) -> bool:

@@ -269,9 +269,29 @@ def test_environment_and_input_faults_are_one_line_exit_2(exc, words):
 
 
 def test_messages_keep_brackets_and_mask_passwords():
-    exc = ValueError("need [grid.selection] for postgresql+psycopg://me:s3cret@db/x")
+    exc = ValueError("need [grid.selection] for 'postgresql+psycopg://me:s3cret@db/x'")
     err = _one_error(runner.invoke(_group_with(exc), ["boom"], env={"AIBLOX_DEBUG": ""}))
-    assert "[grid.selection]" in err and "s3cret" not in err and "me:***@db" in err
+    assert "[grid.selection]" in err and "s3cret" not in err
+    assert "'postgresql+psycopg://me:***@db/x'" in err
+
+
+def test_duckdb_sql_errors_are_bugs_but_its_file_errors_are_not():
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        con.execute("SELEC 1")
+    except duckdb.Error as exc:
+        parse_error = exc
+    err = _one_error(runner.invoke(_group_with(parse_error), ["boom"],
+                                   env={"AIBLOX_DEBUG": ""}), code=1)
+    assert err.startswith("error: internal error (ParserException:")
+    try:
+        duckdb.connect(str(REPO / "README.md"))
+    except duckdb.Error as exc:
+        io_error = exc
+    err = _one_error(runner.invoke(_group_with(io_error), ["boom"], env={"AIBLOX_DEBUG": ""}))
+    assert err.startswith("error: DuckDB: ") and "README.md" in err
 
 
 # ------------------------------------------------------------------ generated malformed datasets
