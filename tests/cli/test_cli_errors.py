@@ -365,3 +365,21 @@ def test_generated_datasets_succeed_or_fail_in_one_line(tmp_path_factory, data):
     err = _one_error(r)
     event(f"refused: {err.split(': field ')[-1].split(':')[0][:20]}")
     assert str(path) in err and "field '" in err, err
+
+
+def test_a_real_process_prints_one_unwrapped_line(tmp_path):
+    """In a real process with a narrow terminal: still one line, no traceback, exit 2."""
+    import subprocess
+    import sys
+
+    path = _copy(tmp_path)
+    (path / "qrels/test.tsv").write_text("query-id\tcorpus-id\tscore\nq01\td01\tinf\n")
+    env = {**os.environ, "COLUMNS": "40", "AIBLOX_NO_PROGRESS": "1", "AIBLOX_DEBUG": ""}
+    proc = subprocess.run([sys.executable, "-m", "aiblox.cli.main", "eval", str(path),
+                           "--embedder", "hashing", "--mode", "bm25", "--db",
+                           str(tmp_path / "s.duckdb")], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        f"error: {path / 'qrels/test.tsv'}:2: field 'score': not a finite number: 'inf'"]
