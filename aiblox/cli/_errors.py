@@ -79,7 +79,7 @@ def _os_message(exc: OSError) -> str:
     elif exc.errno == errno.ENOSPC:
         why = "no space left on the device"
     elif isinstance(exc, FileExistsError | NotADirectoryError) and exc.filename is not None:
-        why = f"{why} (a file stands where a folder is needed on this path)"
+        why = f"{why} (a file where a folder is needed?)"
     where = exc.filename if exc.filename is not None else ""
     if exc.filename2 is not None:
         where = f"{where} -> {exc.filename2}"
