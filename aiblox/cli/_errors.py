@@ -100,6 +100,16 @@ def _store_location(exc: BaseException) -> str | None:
     return found
 
 
+def _unicode_context(exc: UnicodeError) -> str:
+    """Where in which text: `` in 'caf\\udce9 au lait'`` (an argument that was not UTF-8, a
+    string from a file)."""
+    obj, start, end = (getattr(exc, k, None) for k in ("object", "start", "end"))
+    if not isinstance(obj, str | bytes) or not isinstance(start, int):
+        return ""
+    end = end if isinstance(end, int) else start + 1
+    return f" in {obj[max(0, start - 30):end + 30]!r}"
+
+
 def _validation_message(exc: Any) -> str:
     errors = exc.errors()
     parts = [f"{'.'.join(str(x) for x in e.get('loc', ())) or exc.title}: {e.get('msg')}"
@@ -117,7 +127,7 @@ def fault_message(exc: BaseException) -> str | None:
     if _module_error(exc, "pydantic", "ValidationError"):
         msg = _validation_message(exc)
     elif isinstance(exc, UnicodeError):
-        msg = f"text that is not valid Unicode: {exc}"
+        msg = f"text that is not valid Unicode: {exc}{_unicode_context(exc)}"
     elif isinstance(exc, OSError):
         msg = _os_message(exc)
     elif any(_module_error(exc, "duckdb", name) for name in _DUCKDB_ENVIRONMENT):

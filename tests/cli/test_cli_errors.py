@@ -224,8 +224,9 @@ def test_a_folder_or_a_text_file_as_store_is_one_line(tmp_path):
 
 
 def test_text_that_is_not_unicode_in_an_argument_is_one_line(tmp_path, store_file):
-    err = _one_error(_run("search", "caf\udce9", "--db", store_file, "--embedder", "hashing"))
-    assert "not valid Unicode" in err
+    err = _one_error(_run("search", "caf\udce9 au lait", "--db", store_file, "--embedder",
+                          "hashing"))
+    assert "not valid Unicode" in err and "in 'caf\\udce9 au lait'" in err
 
 
 # ------------------------------------------------------------------ bugs are not input faults
