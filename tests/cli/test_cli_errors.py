@@ -305,9 +305,14 @@ _ID = st.one_of(st.sampled_from(["d1", "d2", "q1", "0", "a b", "'", '"', "é", "
                 st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs", "Cc",
                                                                                   "Zs"]),
                         min_size=1, max_size=6))
-_GRADE = st.one_of(st.integers(-2, 3).map(str), st.integers(1, 2).map(str), st.sampled_from(
-    ["1.9", "inf", "nan", "-1", "2.0", "1e400", "x", "", "9" * 30]))
+_GRADE = st.one_of(  # mostly valid grades, some of every kind of bad one
+    st.integers(1, 2).map(str), st.integers(1, 2).map(str), st.integers(-2, 3).map(str),
+    st.sampled_from(["1.9", "inf", "nan", "-1", "2.0", "1e400", "x", "", "9" * 30]))
 _RARELY = [None] * 6
+_JSON = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-(10**20), 10**20),
+                               st.floats(allow_nan=False, allow_infinity=False), _TEXT),
+                     lambda c: st.lists(c, max_size=3) | st.dictionaries(_TEXT, c, max_size=3),
+                     max_leaves=6)
 
 
 @st.composite
@@ -325,11 +330,15 @@ def _datasets(draw):
     junk = draw(st.sampled_from([*_RARELY, "corpus.jsonl", "queries.jsonl", "qrels/test.tsv"]))
     junk_bytes = draw(st.binary(min_size=1, max_size=20))
     numbers = draw(st.sampled_from([None, 1, 1e308, -0.0, 10**40]))
-    return docs, queries, rows, trec, surrogate, (junk, junk_bytes), numbers
+    extra = draw(st.sampled_from([*_RARELY, "corpus.jsonl", "queries.jsonl"]))
+    extra_line = json.dumps({"_id": draw(_ID), "title": draw(_JSON), "text": draw(_JSON),
+                             "metadata": draw(_JSON)})
+    return docs, queries, rows, trec, surrogate, (junk, junk_bytes), numbers, \
+        (extra, extra_line)
 
 
 def _write(path: Path, data) -> None:
-    docs, queries, rows, trec, surrogate, junk, numbers = data
+    docs, queries, rows, trec, surrogate, junk, numbers, extra = data
     (path / "qrels").mkdir(parents=True)
     corpus = [json.dumps({"_id": d, "title": t, "text": x, "metadata": {"n": numbers}})
               for d, t, x in docs]
@@ -343,6 +352,9 @@ def _write(path: Path, data) -> None:
     qrels = ("".join(f"{q} 0 {d} {g}\n" for q, d, g in rows) if trec else
              "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{g}\n" for q, d, g in rows))
     (path / "qrels" / "test.tsv").write_text(qrels, encoding="utf-8")
+    if extra[0] is not None:  # one more line of arbitrary JSON values
+        with (path / extra[0]).open("a", encoding="utf-8") as fh:
+            fh.write(extra[1] + "\n")
     if junk[0] is not None:
         with (path / junk[0]).open("ab") as fh:
             fh.write(junk[1])
