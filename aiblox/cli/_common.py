@@ -25,8 +25,10 @@ console = Console(stderr=True)
 
 
 def fail(message: str) -> None:
-    """Print an error and exit with status 2."""
-    console.print(f"[red]error:[/red] {message}")
+    """Print ``error: message`` as one line and exit with status 2."""
+    from aiblox.cli._errors import print_error
+
+    print_error(message)
     raise typer.Exit(2)
 
 
@@ -105,3 +107,31 @@ def quiet_progress() -> bool:
 def ensure_parent(path: str) -> None:
     if path != ":memory:" and "://" not in path:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
+
+
+def checked_metrics(names: list[str], option: str = "--metric") -> list[str]:
+    """``names`` when every one is a ranx metric, else one ``error:`` line naming ``option``
+    (before any work: a typo must not cost a whole evaluation)."""
+    from aiblox.eval.metric_names import validate_metrics
+
+    try:
+        return validate_metrics(names)
+    except ValueError as exc:
+        fail(f"{option}: {exc}")
+        raise  # unreachable
+
+
+def writable_folder(path: str | Path, option: str) -> None:
+    """Create ``path`` (with parents) and check a file can be written in it, before any work;
+    else one ``error:`` line naming ``option`` (a read-only or full disk, a path through a
+    regular file)."""
+    import tempfile
+
+    from aiblox.cli._errors import fault_message
+
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".aiblox-write-check-"):
+            pass
+    except OSError as exc:
+        fail(f"{option} {path}: cannot write there: {fault_message(exc)}")

@@ -8,6 +8,7 @@ import typer
 
 from aiblox.cli._common import (
     cached_embedder,
+    checked_metrics,
     console,
     fail,
     metrics_table,
@@ -70,6 +71,7 @@ def eval_command(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Score retrieval on DATASET's SPLIT with ranx."""
+    metric = checked_metrics(metric)
     try:
         ds = load_dataset(dataset, splits=[split])
     except DatasetError as exc:

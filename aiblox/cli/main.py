@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from aiblox.cli._errors import AibloxGroup
 from aiblox.cli._groups import DefaultCommandGroup
 from aiblox.cli.answer import answer
 from aiblox.cli.chunk import chunk_command
@@ -18,6 +19,7 @@ from aiblox.cli.sweep import sweep
 from aiblox.cli.verify import verify_command
 
 app = typer.Typer(
+    cls=AibloxGroup,  # one line `error: ...` (exit 2) for every input or environment fault
     name="aiblox",
     help="Research and evaluation harness for retrieval-augmented generation.",
     no_args_is_help=True,

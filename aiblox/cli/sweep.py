@@ -7,9 +7,10 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from aiblox.cli._common import console, fail, print_json, quiet_progress
+from aiblox.cli._common import console, fail, print_json, quiet_progress, writable_folder
 from aiblox.eval.datasets import DatasetError
 from aiblox.eval.sweep import (
+    DEFAULT_MAX_POINTS,
     DEFAULT_TRACKING_URI,
     SweepInterrupted,
     SweepResult,
@@ -34,15 +35,28 @@ def sweep(
                                   help="Stage cache folder."),
     db: str = typer.Option("", "--db", help="Store path (overrides the spec's)."),
     top: int = typer.Option(10, "--top", help="Leaderboard rows printed."),
+    max_points: int = typer.Option(DEFAULT_MAX_POINTS, "--max-points", min=1,
+                                   help="Refuse a grid of more points than this (counted from "
+                                        "the axes before anything is built)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Score every point of SPEC (only stages not cached), choose on the tune split, report on
     the report split."""
     try:
-        spec = load_spec(spec_path)
+        spec = load_spec(spec_path, max_points=max_points)
     except SweepSpecError as exc:
         fail(str(exc))
         return
+    n_points = len(spec.pipeline_points() if spec.has_pipeline_axes else spec.points())
+    drawn = "" if spec.search.strategy == "grid" else f" drawn from {spec.grid_size():,}"
+    console.print(f"sweep {spec.name}: {n_points:,} points{drawn} (limit {max_points:,}; "
+                  f"--max-points raises it), each on {spec.tune_split} and {spec.report_split}",
+                  soft_wrap=True)
+    writable_folder(cache_dir, "--cache-dir")
+    if not no_tracking:
+        folder = local_tracking_folder(tracking_uri)
+        if folder is not None:
+            writable_folder(folder, "--tracking-uri")
     tracker = None
     if not no_tracking:
         try:
@@ -134,6 +148,20 @@ def _summary(result: SweepResult, top: int) -> dict:
             "significance": [c.model_dump(mode="json") for c in result.significance],
             "computed": result.computed, "reused": result.reused,
             "tracking": result.tracking}
+
+
+def local_tracking_folder(uri: str) -> Path | None:
+    """The local folder an MLflow tracking URI writes to (``sqlite:///mlruns/mlflow.db``: its
+    folder ``mlruns``; ``file:`` URIs and plain paths: the folder itself); None for a server."""
+    if uri.startswith("sqlite:///"):
+        return Path(uri.removeprefix("sqlite:///")).parent
+    if uri.startswith("file://"):
+        return Path(uri.removeprefix("file://"))
+    if uri.startswith("file:"):
+        return Path(uri.removeprefix("file:"))
+    if "://" not in uri:
+        return Path(uri)
+    return None
 
 
 def spec_reference(path: Path) -> str:

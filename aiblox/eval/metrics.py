@@ -48,8 +48,10 @@ def evaluate_run(qrels: Mapping[str, Mapping[str, int]],
     ranx's ``Qrels``/``Run`` route), without the numba dictionaries that cost every new process
     several seconds of compilation.
     """
+    from aiblox.eval.metric_names import validate_metrics
     from aiblox.eval.sweep.split_metrics import SplitMetrics
 
+    metrics = validate_metrics(metrics)
     judged = {q: {d: int(g) for d, g in docs.items()} for q, docs in qrels.items() if docs}
     hits: dict[str, list[tuple[str, float]]] = {}
     for q in judged:

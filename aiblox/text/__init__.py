@@ -1,20 +1,33 @@
-"""Pure text utilities: token counting (offline tiktoken), token offsets, snippets, BM25."""
+"""Pure text utilities: token counting (offline tiktoken), token offsets, snippets, BM25, and
+the texts a lexical analyser cannot index."""
 
 from aiblox.text.lexical import ANALYZER_ID, ENGLISH_STOP_WORDS, analyze, bm25_scores, stem
+from aiblox.text.lexical_gaps import (
+    ANALYZERS,
+    DUCKDB_FTS,
+    LexicalGaps,
+    analyzer_tokens,
+    lexical_gaps,
+)
 from aiblox.text.porter import porter_stem
 from aiblox.text.snippet import ELLIPSIS, make_snippet
 from aiblox.text.token_offsets import token_char_offsets, utf8_safe
 from aiblox.text.tokens import DEFAULT_ENCODING, count_tokens, get_encoding, seed_tiktoken_cache
 
 __all__ = [
+    "ANALYZERS",
     "ANALYZER_ID",
     "DEFAULT_ENCODING",
+    "DUCKDB_FTS",
     "ELLIPSIS",
     "ENGLISH_STOP_WORDS",
+    "LexicalGaps",
     "analyze",
+    "analyzer_tokens",
     "bm25_scores",
     "count_tokens",
     "get_encoding",
+    "lexical_gaps",
     "make_snippet",
     "porter_stem",
     "seed_tiktoken_cache",

@@ -12,7 +12,7 @@ from aiblox.eval.sweep.frames import (
     swept_axes,
     tune_vs_report,
 )
-from aiblox.eval.sweep.grid import GridError, decimal_range, simplex, to_decimal
+from aiblox.eval.sweep.grid import GridError, decimal_count, decimal_range, simplex, to_decimal
 from aiblox.eval.sweep.manifest import (
     MANIFEST_VERSION,
     PointManifest,
@@ -50,6 +50,7 @@ from aiblox.eval.sweep.significance import (
     holm,
 )
 from aiblox.eval.sweep.spec import (
+    DEFAULT_MAX_POINTS,
     ChunkingGrid,
     FusionGrid,
     PipelinePoint,
@@ -74,6 +75,7 @@ from aiblox.eval.sweep.verify import StageCheck, VerifyReport, verify_point
 __all__ = [
     "ChunkingGrid",
     "Comparison",
+    "DEFAULT_MAX_POINTS",
     "DEFAULT_TRACKING_URI",
     "FUSION_VERSION",
     "FusionGrid",
@@ -105,6 +107,7 @@ __all__ = [
     "choose_best",
     "compare_runs",
     "compare_to_baseline",
+    "decimal_count",
     "decimal_range",
     "environment",
     "find_sweep_run",

@@ -6,14 +6,18 @@ exactly 1.0, so three runs at step 0.1 lose e.g. ``(0.2, 0.7, 0.1)``. Here every
 ``start + i * step`` computed in :class:`decimal.Decimal` from the decimal text of the bounds,
 and a simplex is enumerated over integer compositions, so nothing is dropped and every value is
 the float nearest its decimal (``0.15``, never ``0.15000000000000002``).
+
+Sizes are computed before anything is built (:func:`decimal_count`, ``comb`` for a simplex), so
+a step of ``1e-7`` is refused in microseconds when ``limit`` is given instead of filling memory.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 from itertools import combinations
+from math import comb
 
-__all__ = ["GridError", "decimal_range", "simplex", "to_decimal"]
+__all__ = ["GridError", "decimal_count", "decimal_range", "simplex", "to_decimal"]
 
 
 class GridError(ValueError):
@@ -33,14 +37,13 @@ def to_decimal(value: float | int | str | Decimal) -> Decimal:
         raise GridError(f"not a number: {value!r}") from exc
 
 
-def decimal_range(start: float | int | str, stop: float | int | str,
-                  step: float | int | str) -> list[float]:
-    """Every ``start + i * step`` from ``start`` to ``stop`` inclusive, exactly.
-
-    ``(stop - start) / step`` must be a whole number, so the last value is ``stop`` itself:
-    ``decimal_range(0, 1, 0.05)`` has exactly 21 values.
-    """
+def decimal_count(start: float | int | str, stop: float | int | str,
+                  step: float | int | str) -> int:
+    """How many values :func:`decimal_range` gives (checked the same way, nothing built)."""
     a, b, s = to_decimal(start), to_decimal(stop), to_decimal(step)
+    if not (a.is_finite() and b.is_finite() and s.is_finite()):
+        raise GridError(f"start, stop and step must be finite numbers, got {start!r}, "
+                        f"{stop!r}, {step!r}")
     if s <= 0:
         raise GridError(f"step must be positive, got {step!r}")
     if b < a:
@@ -49,16 +52,33 @@ def decimal_range(start: float | int | str, stop: float | int | str,
     if n != n.to_integral_value():
         raise GridError(f"step {step!r} does not divide the range {start!r}..{stop!r} "
                         f"into whole steps ({n} steps)")
-    return [float(a + i * s) for i in range(int(n) + 1)]
+    return int(n) + 1
 
 
-def simplex(n: int, step: float | int | str,
-            total: float | int | str = 1) -> list[tuple[float, ...]]:
+def decimal_range(start: float | int | str, stop: float | int | str,
+                  step: float | int | str, limit: int | None = None) -> list[float]:
+    """Every ``start + i * step`` from ``start`` to ``stop`` inclusive, exactly.
+
+    ``(stop - start) / step`` must be a whole number, so the last value is ``stop`` itself:
+    ``decimal_range(0, 1, 0.05)`` has exactly 21 values. With ``limit``, more than ``limit``
+    values is a :class:`GridError` raised before any is built.
+    """
+    count = decimal_count(start, stop, step)
+    if limit is not None and count > limit:
+        raise GridError(f"{start!r}..{stop!r} by {step!r} has {count:,} values, above the "
+                        f"limit of {limit:,}")
+    a, s = to_decimal(start), to_decimal(step)
+    return [float(a + i * s) for i in range(count)]
+
+
+def simplex(n: int, step: float | int | str, total: float | int | str = 1,
+            limit: int | None = None) -> list[tuple[float, ...]]:
     """All ``n``-tuples of non-negative multiples of ``step`` summing exactly to ``total``.
 
     Built from integer compositions (stars and bars), so the count is always
     ``C(m + n - 1, n - 1)`` with ``m = total / step``: 66 triples at step 0.1. Tuples are in
-    lexicographic order of their integer parts (first weight ascending).
+    lexicographic order of their integer parts (first weight ascending). With ``limit``, a
+    count above it is a :class:`GridError` raised before any tuple is built.
     """
     if n < 1:
         raise GridError(f"a simplex needs at least one weight, got n={n}")
@@ -69,6 +89,10 @@ def simplex(n: int, step: float | int | str,
     if m != m.to_integral_value() or m < 0:
         raise GridError(f"step {step!r} does not divide the total {total!r} into whole steps")
     m_int = int(m)
+    count = comb(m_int + n - 1, n - 1)
+    if limit is not None and count > limit:
+        raise GridError(f"a {n}-weight simplex at step {step!r} has {count:,} points, above "
+                        f"the limit of {limit:,}")
     out: list[tuple[float, ...]] = []
     # choose n-1 bar positions among m + n - 1 slots; the gaps are the integer parts
     for bars in combinations(range(m_int + n - 1), n - 1):

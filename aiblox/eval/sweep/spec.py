@@ -23,6 +23,14 @@ reader, validation) run only when it has selection axes.
 ``"random"`` ``n`` points drawn from the full grid with ``random.Random(seed)``, kept in grid
 order. New fields at their defaults stay out of the spec hash, so specs written before them keep
 their hash.
+
+Limits, checked before any point is built: depths, chunk budgets, ``top_k_chunks`` and
+``per_item_chunk_cap`` are at least 1 (``overlap_tokens`` and ``rrf_k`` at least 0), and the
+full grid (:meth:`SweepSpec.grid_size`, computed from the axes' lengths, so a ``w_text`` step of
+``1e-7`` is refused in microseconds) holds at most :data:`DEFAULT_MAX_POINTS` points. Raise the
+limit with ``load_spec(path, max_points=N)`` (``aiblox sweep --max-points N``), or
+``SweepSpec.model_validate(data, context={"max_points": N})``; a ``[search]`` random draw
+samples the full grid, so the limit applies to the full grid.
 """
 
 from __future__ import annotations
@@ -36,15 +44,25 @@ from itertools import product
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from aiblox.contracts.retrieval import ChunkingConfig, RetrievalPrefs, ScoringConfig
+from aiblox.eval.metric_names import validate_metrics
 from aiblox.eval.metrics import DEFAULT_METRICS
-from aiblox.eval.sweep.grid import GridError, decimal_range, to_decimal
+from aiblox.eval.sweep.grid import GridError, decimal_count, decimal_range, to_decimal
 from aiblox.hashing import sha256_hex
 
 __all__ = [
     "ANSWER_METRICS",
+    "DEFAULT_MAX_POINTS",
     "ChunkingGrid",
     "FusionGrid",
     "PipelinePoint",
@@ -71,6 +89,11 @@ CHUNK_SCALARS: tuple[str, ...] = ("evidence_tokens",)
 
 PROJECTION_PREFIX = "max_passage:"
 """Prefix of the ranx metrics of the max-passage projection (chunks to documents)."""
+
+DEFAULT_MAX_POINTS = 10_000
+"""The most grid points a spec may expand to unless the caller raises the limit (``aiblox sweep
+--max-points N``, ``load_spec(path, max_points=N)``): a fusion sweep scores about 50 points a
+second once retrieval is cached, so this is minutes of work, and memory for the point list."""
 
 SCORING_FIELDS = frozenset(ScoringConfig.model_fields)
 CHUNKING_KEYS = ("chunker_id", "max_chunk_tokens", "overlap_tokens")
@@ -101,13 +124,57 @@ class Steps(_Strict):
         """The axis values, exactly: ``{start=0, stop=1, step=0.05}`` gives 21 values."""
         return decimal_range(self.start, self.stop, self.step)
 
+    def count(self) -> int:
+        """How many values :meth:`values` gives (computed, nothing built)."""
+        return decimal_count(self.start, self.stop, self.step)
+
     @model_validator(mode="after")
     def _check(self) -> Steps:
         try:
-            self.values()
+            self.count()  # validates the axis without building it: a tiny step costs nothing
         except GridError as exc:
             raise ValueError(str(exc)) from exc
         return self
+
+
+def _max_points(info: ValidationInfo | None) -> int:
+    """The point limit of this validation: ``context={"max_points": N}``, else the default."""
+    ctx = info.context if info is not None else None
+    value = ctx.get("max_points") if isinstance(ctx, dict) else None
+    return DEFAULT_MAX_POINTS if value is None else int(value)
+
+
+def _axis_len(v: list[Any] | Steps | None) -> int:
+    """Distinct values of an axis (1 when not swept), without building a ``Steps`` axis."""
+    if v is None:
+        return 1
+    if isinstance(v, Steps):
+        return v.count()
+    return len(dict.fromkeys(v))
+
+
+def _check_numbers(v: list[Any] | Steps | None, *, low: int | float | None = None,
+                   high: int | float | None = None, whole: bool = False, what: str) -> None:
+    """Refuse axis values outside ``[low, high]`` (or not whole), arithmetically for ``Steps``
+    (its values lie between ``start`` and ``stop``; they are whole when both ``start`` and
+    ``step`` are)."""
+    if v is None:
+        return
+    if isinstance(v, Steps):
+        lo, hi, step = to_decimal(v.start), to_decimal(v.stop), to_decimal(v.step)
+        if whole and (lo != lo.to_integral_value() or step != step.to_integral_value()):
+            raise ValueError("steps must give whole numbers (whole start and step)")
+        bad = [x for x in (lo, hi) if (low is not None and x < low)
+               or (high is not None and x > high)]
+        shown = [float(x) if not whole else int(x) for x in bad]
+    else:
+        if whole and any(x != int(x) for x in v):
+            raise ValueError("values must be whole numbers")
+        shown = [x for x in v if (low is not None and x < low) or (high is not None and x > high)]
+    if shown:
+        bounds = (f"in [{low}, {high}]" if low is not None and high is not None
+                  else f">= {low}" if low is not None else f"<= {high}")
+        raise ValueError(f"{what} must be {bounds}, got {shown}")
 
 
 def _nonempty_axis(cls: Any, v: Any) -> Any:
@@ -115,6 +182,11 @@ def _nonempty_axis(cls: Any, v: Any) -> Any:
     if isinstance(v, list) and not v:
         raise ValueError("an axis needs at least one value (leave it out to keep the base)")
     return v
+
+
+_CHUNK_MINIMUM = {"max_chunk_tokens": 1, "overlap_tokens": 0, "top_k_chunks": 1,
+                  "per_item_chunk_cap": 1}
+"""The smallest value of each numeric chunking axis (a zero budget or chunk count scores 0)."""
 
 
 def _int_axis(v: list[int] | Steps | None) -> list[int] | None:
@@ -139,10 +211,10 @@ class ChunkingGrid(_Strict):
 
     @field_validator("max_chunk_tokens", "overlap_tokens", "top_k_chunks", "per_item_chunk_cap")
     @classmethod
-    def _whole_numbers(cls, v: list[int] | Steps | None) -> list[int] | Steps | None:
-        values = v.values() if isinstance(v, Steps) else (v or [])
-        if any(x != int(x) or x < 0 for x in values):
-            raise ValueError("values must be whole numbers >= 0")
+    def _whole_numbers(cls, v: list[int] | Steps | None,
+                       info: ValidationInfo) -> list[int] | Steps | None:
+        name = str(info.field_name)
+        _check_numbers(v, low=_CHUNK_MINIMUM[name], whole=True, what=f"{name} values")
         return v
 
     @field_validator("chunker_id")
@@ -178,19 +250,23 @@ class SelectionGrid(BaseModel):
     """Policy versions (names in ``evals/policies``); None: ``R2_POLICY_V1``."""
 
     @model_validator(mode="after")
-    def _check(self) -> SelectionGrid:
+    def _check(self, info: ValidationInfo) -> SelectionGrid:
         from aiblox.assembly.policy import PolicyError, SelectionPolicy
 
         if self.policy is not None and not self.policy:
             raise ValueError("policy: an axis needs at least one value")
         fixed = {"policy_version"}
         known = set(SelectionPolicy.model_fields) - fixed
+        limit = _max_points(info)
         for name, raw in (self.model_extra or {}).items():
             if name not in known:
                 raise ValueError(f"unknown policy parameter {name!r}; known: {sorted(known)}")
-            values = self._values(name, raw)
-            if not values:
+            count = self._count(name, raw)
+            if not count:
                 raise ValueError(f"{name}: an axis needs at least one value")
+            if count > limit:
+                raise ValueError(f"{name}: {count:,} values, above the limit of {limit:,} "
+                                 f"grid points")
         try:
             policies = [load_policy_by_name(p) for p in self.policies()]
         except PolicyError as exc:
@@ -203,6 +279,19 @@ class SelectionGrid(BaseModel):
                     msg = "; ".join(e["msg"] for e in exc.errors())
                     raise ValueError(f"{name} = {v!r}: {msg}") from None
         return self
+
+    @staticmethod
+    def _count(name: str, raw: Any) -> int:
+        """Values of one override axis, computed (a ``Steps`` axis is not built)."""
+        if isinstance(raw, dict):
+            try:
+                return Steps(**raw).count()
+            except (ValidationError, TypeError) as exc:
+                raise ValueError(f"{name}: not a list or steps {{start, stop, step}}: "
+                                 f"{exc}") from None
+        if isinstance(raw, list):
+            return len(dict.fromkeys(map(repr, raw)))
+        raise ValueError(f"{name}: expected a list of values or steps, got {raw!r}")
 
     @staticmethod
     def _values(name: str, raw: Any) -> list[Any]:
@@ -327,17 +416,19 @@ class FusionGrid(_Strict):
     @field_validator("w_text")
     @classmethod
     def _weights_in_unit_interval(cls, v: list[float] | Steps | None) -> list[float] | Steps | None:
-        values = v.values() if isinstance(v, Steps) else (v or [])
-        bad = [w for w in values if not 0.0 <= w <= 1.0]
-        if bad:
-            raise ValueError(f"weights must lie in [0, 1], got {bad}")
+        _check_numbers(v, low=0.0, high=1.0, what="weights")
         return v
 
-    @field_validator("rrf_k", "depth")
+    @field_validator("rrf_k")
     @classmethod
-    def _whole_numbers(cls, v: list[int] | Steps | None) -> list[int] | Steps | None:
-        if isinstance(v, Steps) and any(x != int(x) for x in v.values()):
-            raise ValueError("steps must give whole numbers")
+    def _rrf_constants(cls, v: list[int] | Steps | None) -> list[int] | Steps | None:
+        _check_numbers(v, low=0, whole=True, what="rrf_k values")
+        return v
+
+    @field_validator("depth")
+    @classmethod
+    def _depths(cls, v: list[int] | Steps | None) -> list[int] | Steps | None:
+        _check_numbers(v, low=1, whole=True, what="depths (candidates per signal)")
         return v
 
     _not_empty = field_validator("blend", "w_text", "rrf_k", "normalize", "missing",
@@ -404,8 +495,13 @@ class SweepSpec(_Strict):
     search: SearchConfig = Field(default_factory=SearchConfig)
     """Which points of the grid are scored (``[search]``: grid, or seeded random)."""
 
+    @field_validator("metrics")
+    @classmethod
+    def _ranx_metrics(cls, v: list[str]) -> list[str]:
+        return validate_metrics(v)
+
     @model_validator(mode="after")
-    def _check(self) -> SweepSpec:
+    def _check(self, info: ValidationInfo) -> SweepSpec:
         if self.tune_split == self.report_split:
             raise ValueError("tune_split and report_split must differ: choose on one split, "
                              "report on another")
@@ -437,10 +533,22 @@ class SweepSpec(_Strict):
         if "query_text" in self.base or "query_id" in self.base:
             raise ValueError("base may not set query_text or query_id")
         try:  # validates the overrides (unknown keys rejected)
-            self.base_prefs()
+            base = self.base_prefs()
         except ValidationError as exc:
             raise ValueError("; ".join(f"base.{_loc(e)}: {e['msg']}"
                                        for e in exc.errors())) from None
+        if self.has_pipeline_axes and base.top_k_chunks < 1:
+            raise ValueError(f"base.top_k_chunks must be >= 1 in a pipeline sweep (no chunk "
+                             f"is returned otherwise), got {base.top_k_chunks}")
+        for key in CHUNK_DEPTH_KEYS:
+            value = (self.baseline or {}).get(key)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ValueError(f"baseline.{key} must be a whole number >= 1, got {value!r}")
+        size, limit = self.grid_size(), _max_points(info)
+        if size > limit:
+            raise ValueError(f"grid: {size:,} points, above the limit of {limit:,}: "
+                             f"narrow an axis (or use a coarser step), or raise the limit "
+                             f"(aiblox sweep --max-points N; load_spec(path, max_points=N))")
         try:
             self.baseline_prefs()
             self.baseline_point()
@@ -453,6 +561,33 @@ class SweepSpec(_Strict):
             raise ValueError("grid.selection: " + "; ".join(
                 f"{_loc(e)}: {e['msg']}" for e in exc.errors())) from None
         return self
+
+    def grid_size(self) -> int:
+        """Points of the full grid (before the ``[search]`` draw), computed from the axes'
+        lengths without building any: the product of the distinct values of every axis, blend
+        by blend for fusion. An upper bound of the points built (a chunker that takes no sizes
+        is one point whatever the sizes, and a size pair it refuses is left out); exact for a
+        fusion grid. Validation refuses a spec above its point limit with this count."""
+        g = self.grid
+        blends = list(dict.fromkeys(g.blend or [self.base_prefs().scoring.blend]))
+        fusion = 0
+        for blend in blends:
+            if blend == "linear":
+                fusion += _axis_len(g.w_text) * _axis_len(g.normalize) * _axis_len(g.missing)
+            else:
+                fusion += _axis_len(g.rrf_k)
+        size = fusion * _axis_len(g.depth)
+        if g.chunking is not None:
+            c = g.chunking
+            size *= (_axis_len(c.chunker_id) * _axis_len(c.max_chunk_tokens)
+                     * _axis_len(c.overlap_tokens) * _axis_len(c.top_k_chunks)
+                     * _axis_len(c.per_item_chunk_cap))
+        if g.selection is not None:
+            sel = g.selection
+            size *= len(dict.fromkeys(sel.policies()))
+            for name, raw in (sel.model_extra or {}).items():
+                size *= sel._count(name, raw)
+        return size
 
     @property
     def has_pipeline_axes(self) -> bool:
@@ -654,19 +789,29 @@ def backend_of(db: str | None, default: str) -> str:
     return "postgres" if str(db).startswith(("postgresql", "postgres://")) else "duckdb"
 
 
-def load_spec(path: str | Path) -> SweepSpec:
-    """Read and validate a sweep spec; :class:`SweepSpecError` names the file and the field."""
+def load_spec(path: str | Path, max_points: int | None = None) -> SweepSpec:
+    """Read and validate a sweep spec; :class:`SweepSpecError` names the file and the field.
+    ``max_points`` raises (or lowers) the grid's point limit, :data:`DEFAULT_MAX_POINTS`."""
     p = Path(path)
+    if max_points is not None and max_points < 1:
+        raise SweepSpecError(f"{p}: max_points must be >= 1, got {max_points}")
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise SweepSpecError(f"{p}: no such sweep spec") from exc
+    except IsADirectoryError as exc:
+        raise SweepSpecError(f"{p}: a folder, not a sweep spec file") from exc
+    except OSError as exc:
+        raise SweepSpecError(f"{p}: cannot read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise SweepSpecError(f"{p}: not UTF-8 text: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise SweepSpecError(f"{p}: not valid TOML: {exc}") from exc
     try:
-        return SweepSpec.model_validate(data)
+        return SweepSpec.model_validate(data, context={"max_points": max_points})
     except ValidationError as exc:
-        lines = [f"{p}: field {_loc(e)!r}: {e['msg']}" for e in exc.errors()]
+        lines = [f"{p}: field {_loc(e)!r}: {e['msg'].removeprefix('Value error, ')}"
+                 for e in exc.errors()]
         raise SweepSpecError("\n".join(lines)) from exc
 
 

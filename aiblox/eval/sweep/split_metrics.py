@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from aiblox.eval.metric_names import validate_metrics
 from aiblox.eval.metrics import setup_numba_cache
 
 __all__ = ["SplitMetrics", "pack_metrics", "packed_means", "unpack_metrics"]
@@ -126,6 +127,7 @@ class SplitMetrics:
     def _packed(self, run: Any, metrics: Sequence[str]) -> dict[str, np.ndarray]:
         """ranx's per-query scores of a typed-list run (one row per metric, columns in
         :attr:`qids` order) and their means, as :func:`pack_metrics` arrays."""
+        validate_metrics(metrics)  # cached: a bad name fails here, never inside ranx
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             from ranx import evaluate

@@ -1,0 +1,86 @@
+"""Metric names: which strings ``ranx.evaluate`` computes, checked before any work.
+
+ranx parses a metric name only when it scores it: a typo (``bogus@10``) or a negative cutoff
+(``ndcg@-3``, which fails inside a compiled kernel) raises after every query was retrieved, and
+some malformed names are silently read as something else (``ndcg@10@5`` is ``ndcg@10``).
+:func:`validate_metrics` refuses both in microseconds, so every entry point (``aiblox eval
+--metric``, sweep specs' ``metrics``, :func:`aiblox.eval.metrics.evaluate_run`, the sweep's
+metrics stage) checks names first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+__all__ = ["RANX_METRICS", "validate_metrics"]
+
+RANX_METRICS: tuple[str, ...] = (
+    "bpref", "dcg", "dcg_burges", "f1", "hit_rate", "hits", "map", "mrr", "ndcg", "ndcg_burges",
+    "precision", "r-precision", "rbp", "recall",
+)
+"""The metric names ``ranx.evaluate`` accepts (ranx 0.3's ``metric_switch``;
+``tests/eval/test_metric_names.py`` holds the list to ranx's)."""
+
+_POSITIVE = re.compile(r"[1-9][0-9]*")
+
+
+def _metric_problem(name: str) -> str | None:
+    """Why ``name`` is not a metric ranx computes as written, or None when it is (the grammar
+    of ranx's ``extract_metric_and_params``, with its silent truncations refused)."""
+    if not isinstance(name, str):
+        return f"{name!r} is not a string"
+    head, level = name, None
+    if name.count("-l") > 1:
+        return f"{name!r}: the relevance level -lN is given twice"
+    if "-l" in name:
+        head, level = name.split("-l")
+        if not _POSITIVE.fullmatch(level):
+            return f"{name!r}: the relevance level after -l must be a positive integer"
+    if head.startswith("rbp"):
+        p = head[3:]
+        if len(p) < 2 or p[0] not in "@." or not _POSITIVE.fullmatch(p[1:].lstrip("0") or "x"):
+            return f"{name!r}: rbp needs its persistence, e.g. rbp.95 (p = 0.95)"
+        return None
+    base, sep, k = head.partition("@")
+    if base not in RANX_METRICS:
+        if base.partition(".")[0] in RANX_METRICS:
+            return f"{name!r}: the cutoff is written @k, e.g. {base.partition('.')[0]}@10"
+        return f"{name!r}: unknown metric {base!r}"
+    if sep and not _POSITIVE.fullmatch(k):
+        return f"{name!r}: the cutoff @k must be a positive integer, got {k!r}"
+    return None
+
+
+@lru_cache(maxsize=256)
+def _validated(names: tuple[str, ...]) -> tuple[str, ...]:
+    if not names:
+        raise ValueError("no metric named: give at least one ranx metric, e.g. ndcg@10")
+    bad = [p for p in map(_metric_problem, names) if p is not None]
+    if bad:
+        raise ValueError(f"bad metric name{'s' if len(bad) > 1 else ''}: {'; '.join(bad)}. "
+                         f"Known: {', '.join(RANX_METRICS)}; written name, name@k (k >= 1, "
+                         f"e.g. ndcg@10), rbp.95, with an optional relevance level -lN "
+                         f"(e.g. ndcg@10-l2)")
+    return names
+
+
+def validate_metrics(names: Iterable[str]) -> list[str]:
+    """``names`` if every one is a metric ``ranx.evaluate`` computes, else a ``ValueError``
+    naming each bad one and the known names.
+
+    A name is one of :data:`RANX_METRICS` with an optional cutoff ``@k`` (``k`` a positive
+    integer; without it the whole list is scored), ``rbp`` with its persistence (``rbp.95``),
+    and an optional relevance level ``-lN`` (``N >= 1``, ranx's ``ndcg@10-l2``). Names are
+    case-sensitive, as in ranx. Cheap (cached): call it before any work.
+    """
+    if isinstance(names, str):
+        names = [names]
+    try:
+        return list(_validated(tuple(names)))
+    except TypeError:  # an unhashable entry
+        bad = [n for n in names if not isinstance(n, str)]
+        raise ValueError(f"bad metric names: {bad!r} are not strings") from None
+
+

@@ -1,0 +1,73 @@
+"""Metric names are checked against ranx's vocabulary before any work: the list is ranx's own,
+every accepted name is one ranx computes, and bad names are refused with the known ones."""
+
+from __future__ import annotations
+
+import pytest
+
+from aiblox.eval.metric_names import RANX_METRICS, validate_metrics
+from aiblox.eval.metrics import evaluate_run
+
+QRELS = {"q1": {"d1": 2, "d2": 1}, "q2": {"d3": 1}}
+RUN = {"q1": [("d2", 3.0), ("d9", 2.0), ("d1", 1.0)], "q2": [("d3", 1.0)]}
+
+
+def test_the_vocabulary_is_ranxs():
+    from ranx.metrics import metric_switch
+
+    for name in RANX_METRICS:
+        assert callable(metric_switch(name)), name
+    for name in ("bogus", "ndcg@10", "NDCG", "mrr@"):
+        with pytest.raises(ValueError):
+            metric_switch(name)
+
+
+GOOD = ["ndcg@10", "ndcg", "recall@100", "mrr@10", "map@100", "precision@5", "hits@3",
+        "hit_rate@1", "f1@5", "r-precision", "bpref", "dcg@3", "dcg_burges@3",
+        "ndcg_burges@10", "rbp.95", "rbp@8", "ndcg@10-l2", "map-l2", "recall@100-l1"]
+
+
+def test_accepted_names_are_computed_by_ranx():
+    assert validate_metrics(GOOD) == GOOD
+    means, _ = evaluate_run(QRELS, RUN, GOOD)
+    assert set(means) == set(GOOD)
+    assert all(v >= 0.0 for m, v in means.items() if m != "bpref")  # bpref needs grade-0 docs
+    assert means["ndcg@10-l2"] != means["ndcg@10"]  # the level is read, not dropped
+
+
+@pytest.mark.parametrize(("name", "words"), [
+    ("bogus@10", "unknown metric 'bogus'"),
+    ("NDCG@10", "unknown metric 'NDCG'"),
+    ("ndcg@-3", "cutoff @k must be a positive integer, got '-3'"),
+    ("ndcg@0", "got '0'"),
+    ("ndcg@", "got ''"),
+    ("ndcg@1.5", "got '1.5'"),
+    ("ndcg@10@5", "got '10@5'"),
+    ("ndcg.10", "the cutoff is written @k, e.g. ndcg@10"),
+    ("rbp", "rbp needs its persistence"),
+    ("rbp.0", "rbp needs its persistence"),
+    ("ndcg@10-l0", "relevance level after -l must be a positive integer"),
+    ("ndcg@10-l2-l3", "given twice"),
+    ("", "unknown metric ''"),
+])
+def test_bad_names_are_refused_with_the_known_ones(name, words):
+    with pytest.raises(ValueError) as err:
+        validate_metrics(["ndcg@10", name])
+    message = str(err.value)
+    assert words in message
+    assert "ndcg@10'" not in message.split("Known:")[0].replace(f"'{name}'", "")
+    assert "Known: bpref, dcg" in message and "\n" not in message
+
+
+def test_every_bad_name_is_listed_at_once():
+    with pytest.raises(ValueError, match=r"bad metric names: 'a@1': .*; 'ndcg@-1': "):
+        validate_metrics(["a@1", "ndcg@10", "ndcg@-1"])
+    with pytest.raises(ValueError, match="no metric named"):
+        validate_metrics([])
+
+
+def test_evaluate_run_refuses_before_ranx_runs():
+    with pytest.raises(ValueError, match="unknown metric 'bogus'"):
+        evaluate_run(QRELS, RUN, ["bogus@10"])
+    with pytest.raises(ValueError, match="positive integer"):
+        evaluate_run(QRELS, RUN, ["ndcg@-3"])  # ranx itself fails in a compiled kernel

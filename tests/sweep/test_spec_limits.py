@@ -1,0 +1,145 @@
+"""Sweep specs refuse zero or negative depths and sizes, bad metric names, and grids above the
+point limit, before building anything; the limit is raised with max_points; hashes stay."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from spec_text import MINIMAL, write
+
+from aiblox.eval.sweep import (
+    DEFAULT_MAX_POINTS,
+    GridError,
+    SweepSpec,
+    SweepSpecError,
+    decimal_count,
+    decimal_range,
+    load_spec,
+    simplex,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+CHUNKING = '[grid.chunking]\nchunker_id = ["sentences"]\n'
+
+
+@pytest.mark.parametrize(("extra", "field", "words"), [
+    ("[grid]\ndepth = [0]\n", "grid.depth", "must be >= 1, got [0]"),
+    ("[grid]\ndepth = [20, -5]\n", "grid.depth", "got [-5]"),
+    ("[grid]\ndepth = { start = 0, stop = 20, step = 10 }\n", "grid.depth", "got [0]"),
+    ("[grid]\ndepth = { start = 5, stop = 20, step = 2.5 }\n", "grid.depth", "whole"),
+    ("[grid]\nrrf_k = [-1, 60]\n", "grid.rrf_k", "rrf_k values must be >= 0, got [-1]"),
+    ("[grid]\nw_text = { start = -0.5, stop = 1, step = 0.5 }\n", "grid.w_text",
+     "in [0.0, 1.0], got [-0.5]"),
+    ("[base]\nfts = { top_k = 0 }\n", "(spec)", "base.fts.top_k"),
+    ("[base]\ntop_k_items = -3\n", "(spec)", "base.top_k_items"),
+    ('[base]\ntop_k_chunks = 0\n' + CHUNKING, "(spec)", "base.top_k_chunks must be >= 1"),
+    ("[grid.chunking]\ntop_k_chunks = [0, 5]\n", "grid.chunking.top_k_chunks", "got [0]"),
+    ("[grid.chunking]\nper_item_chunk_cap = [0]\n", "grid.chunking.per_item_chunk_cap",
+     "got [0]"),
+    ("[grid.chunking]\nmax_chunk_tokens = [0, 64]\n", "grid.chunking.max_chunk_tokens",
+     "got [0]"),
+    ("[grid.chunking]\noverlap_tokens = [-1]\n", "grid.chunking.overlap_tokens", "got [-1]"),
+    (CHUNKING + "[baseline]\nblend = \"rrf\"\nper_item_chunk_cap = 0\n", "(spec)",
+     "baseline.per_item_chunk_cap must be a whole number >= 1"),
+    ('metrics = ["bogus@10", "ndcg@10"]\n', "metrics", "'bogus@10': unknown metric 'bogus'"),
+    ('metrics = ["ndcg@-3", "ndcg@10"]\n', "metrics", "cutoff @k must be a positive integer"),
+    ('metrics = ["ndcg@0"]\nprimary = "ndcg@0"\n', "metrics", "got '0'"),
+])
+def test_bad_values_are_refused_naming_the_field(tmp_path, extra, field, words):
+    path = write(tmp_path, MINIMAL + extra)
+    with pytest.raises(SweepSpecError) as err:
+        load_spec(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}: field {field!r}: "), message
+    assert words in message
+    assert "Value error," not in message
+
+
+def test_a_tiny_step_fails_fast_with_the_count_and_the_limit(tmp_path):
+    path = write(tmp_path, MINIMAL + '[grid]\nblend = ["linear"]\n'
+                                      'w_text = { start = 0, stop = 1, step = 1e-7 }\n')
+    t0 = time.perf_counter()
+    with pytest.raises(SweepSpecError) as err:
+        load_spec(path)
+    assert time.perf_counter() - t0 < 1.0
+    assert f"grid: 10,000,001 points, above the limit of {DEFAULT_MAX_POINTS:,}" in \
+        str(err.value)
+    assert "--max-points" in str(err.value)
+
+
+def test_the_limit_counts_the_product_of_the_axes(tmp_path):
+    # 101 weights x 2 normalisations x 2 missing x 3 depths + 4 rrf_k x 3 depths = 1224
+    text = MINIMAL + ('[grid]\nblend = ["linear", "rrf"]\n'
+                      'w_text = { start = 0, stop = 1, step = 0.01 }\n'
+                      'normalize = ["minmax", "zscore"]\nmissing = ["zero", "list_min"]\n'
+                      'depth = [10, 20, 50]\nrrf_k = [10, 20, 60, 100]\n')
+    path = write(tmp_path, text)
+    spec = load_spec(path)
+    assert spec.grid_size() == len(spec.points()) == 1224
+    with pytest.raises(SweepSpecError, match="grid: 1,224 points, above the limit of 1,223"):
+        load_spec(path, max_points=1223)
+    assert load_spec(path, max_points=1224).hash == spec.hash  # the limit is not identity
+
+
+def test_max_points_raises_the_limit(tmp_path):
+    path = write(tmp_path, MINIMAL + '[grid]\nblend = ["linear"]\n'
+                                      'w_text = { start = 0, stop = 1, step = 0.00005 }\n')
+    with pytest.raises(SweepSpecError, match="20,001 points"):
+        load_spec(path)
+    spec = load_spec(path, max_points=20_001)
+    assert spec.grid_size() == 20_001
+    data = spec.model_dump()
+    with pytest.raises(Exception, match="20,001 points"):
+        SweepSpec.model_validate(data)
+    assert SweepSpec.model_validate(data, context={"max_points": 30_000}).hash == spec.hash
+    with pytest.raises(SweepSpecError, match="max_points must be >= 1"):
+        load_spec(path, max_points=0)
+
+
+def test_pipeline_grids_count_every_stage(tmp_path):
+    text = MINIMAL + ('[grid]\nrrf_k = [10, 60]\n[grid.chunking]\n'
+                      'chunker_id = ["sentences", "token_window"]\n'
+                      'max_chunk_tokens = { start = 16, stop = 4096, step = 16 }\n'
+                      'top_k_chunks = [4, 8]\n[grid.selection]\npolicy = ["R2_POLICY_V1"]\n'
+                      'max_chunks = [2, 4, 6]\n')
+    with pytest.raises(SweepSpecError, match=r"grid: 6,144 points, above the limit of 6,000"):
+        load_spec(write(tmp_path, text), max_points=6000)
+
+
+def test_a_huge_selection_axis_is_refused_before_it_is_built(tmp_path):
+    path = write(tmp_path, MINIMAL + CHUNKING
+                 + '[grid.selection]\nmax_chunks = { start = 1, stop = 1e9, step = 1 }\n')
+    t0 = time.perf_counter()
+    with pytest.raises(SweepSpecError, match="max_chunks: 1,000,000,000 values, above the limit"):
+        load_spec(path)
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_grid_helpers_count_before_building():
+    assert decimal_count(0, 1, "1e-7") == 10_000_001
+    assert decimal_count(0, 1, 0.05) == len(decimal_range(0, 1, 0.05)) == 21
+    with pytest.raises(GridError, match="10,000,001 values, above the limit of 100"):
+        decimal_range(0, 1, 1e-7, limit=100)
+    with pytest.raises(GridError, match="points, above the limit of 1,000"):
+        simplex(6, 0.001, limit=1000)
+    assert len(simplex(3, 0.1, limit=66)) == 66
+    with pytest.raises(GridError, match="finite"):
+        decimal_count(0, "Infinity", 1)
+
+
+HASHES = {  # the shipped specs' hashes before the limits existed
+    "sample_fusion.toml": "50b7ac6705fe1f481cd7cbcdac3acb39933d37e5cdcdbd55c0347410f73ad656",
+    "scifact_chunking.toml": "9d15ad282c4e0e2ff23ac9ca7a6f55f7023231d87c888aa3ecc9cd4a7c0e25e5",
+    "scifact_fusion.toml": "1090a81136b9abde75834c03b8afd15335a489af84758a92b8470d95cc096aa0",
+    "squad_selection.toml": "3c8d4e1901fe15cb029f72c34fe78939ede8d93ff0d3cc530fd15fea2be23821",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HASHES))
+def test_shipped_specs_keep_their_hashes_and_fit_the_limit(name):
+    spec = load_spec(REPO / "evals" / "sweeps" / name)
+    assert spec.hash == HASHES[name]
+    built = spec.pipeline_points() if spec.has_pipeline_axes else spec.points()
+    assert len(built) <= spec.grid_size() <= DEFAULT_MAX_POINTS
