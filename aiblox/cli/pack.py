@@ -91,7 +91,10 @@ def verify(
                                       help="Key id of --key-file (default: the pack's tenant)."),
 ) -> None:
     """Check that the stored pack is intact: its id matches its content, the content matches
-    what was stored and, with --key-file, its signature matches. Exit 1 when it does not."""
+    what was stored and, with --key-file, its signature matches. Exit 1 when it does not.
+    ``created_at`` and ``observations`` (the retrieval's chunk-cache hits, misses and writes)
+    are shown with the pack but are not content: the id, the stored sha256 and the signature
+    leave them out, so a warm and a cold cache give the same pack id."""
     row = _load_row(pack_id, db)
     pack = _parse(row, db)
     keys = None

@@ -711,9 +711,9 @@ def evidence_pack(ws: Workspace, question: str, bundle: RetrievalBundle, result:
                   ) -> EvidencePack:
     """The evidence pack of ``question`` answered as ``result`` from ``bundle``, built as
     ``aiblox answer`` builds it (source cards for the links, the items' full texts from the
-    store for the content hashes), at the fixed ``retrieved_at``. Its id covers the retrieval's
-    counts too: a bundle retrieved on a cold chunk cache records cache writes, so its pack id
-    differs from the same question's on a warm cache."""
+    store for the content hashes), at the fixed ``retrieved_at``. The retrieval's cache counts
+    are recorded in the pack's ``observations``, outside its id: a cold and a warm chunk cache
+    give the same pack id."""
     cards = DefaultEvidencePacker().pack(bundle.candidates, bundle.evidence)
     items = ws.store.get_items(sorted({c.item_id for c in bundle.candidates}))
     return answer_evidence_pack(question, bundle, result, retrieved_at=retrieved_at,
@@ -749,8 +749,9 @@ def diff_packs(a: EvidencePack, b: EvidencePack) -> pd.DataFrame:
     ``B``): the pack id first, then the decision, then the sources (``added`` / ``removed`` by
     their ``internal_ref``, or uri, or name; for a source in both: a moved position and a changed
     excerpt, content hash or confidence), then every other field of the hashed content (tool
-    calls keyed by kind, prompts by template) in field order. ``created_at`` and the signature
-    are not content and are left out. Empty when the packs have the same content."""
+    calls keyed by kind, prompts by template) in field order. ``created_at``, the signature and
+    the observations are not content and are left out. Empty when the packs have the same
+    content."""
     rows: list[dict[str, str]] = []
     if a.pack_id != b.pack_id:
         rows.append({"field": "pack_id", "change": "changed", "A": a.pack_id, "B": b.pack_id})
@@ -783,7 +784,7 @@ def diff_packs(a: EvidencePack, b: EvidencePack) -> pd.DataFrame:
             if va != vb:
                 rows.append({"field": f"sources[{r}].{k}", "change": "changed",
                              "A": _cell(va), "B": _cell(vb)})
-    skip = {"pack_id", "decision", "sources", "created_at", "signature"}
+    skip = {"pack_id", "decision", "sources", "created_at", "signature", "observations"}
     fa: dict[str, str] = {}
     fb: dict[str, str] = {}
     _flat({k: v for k, v in a.model_dump(mode="json").items() if k not in skip}, "", fa)
