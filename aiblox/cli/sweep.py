@@ -29,8 +29,9 @@ from aiblox.eval.sweep.runner import DEFAULT_CACHE_DIR, default_jobs
 def sweep(
     spec_path: Path = typer.Argument(..., metavar="SPEC", help="Sweep spec (TOML), e.g. "
                                      "evals/sweeps/sample_fusion.toml."),
-    resume: bool = typer.Option(False, "--resume", help="Finish an interrupted sweep (its MLflow "
-                                "parent run is continued; finished points are not redone)."),
+    resume: bool = typer.Option(False, "--resume", help="Finish an interrupted sweep whose "
+                                "process is gone (its MLflow parent run is adopted; finished "
+                                "points are not redone). A live sweep is never taken over."),
     jobs: int = typer.Option(0, "--jobs", "-j", help="Threads for the compiled fusion and "
                              "metrics kernels; 0: all available cores."),
     tracking_uri: str = typer.Option(DEFAULT_TRACKING_URI, "--tracking-uri",

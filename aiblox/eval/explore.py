@@ -533,22 +533,20 @@ def evidence_changes(ws: Workspace, a: Mapping[str, AnswerResult],
 
 
 # -- MLflow -------------------------------------------------------------------------------
-def _sqlite_path(tracking_uri: str) -> Path | None:
-    if tracking_uri.startswith("sqlite:///"):
-        return Path(tracking_uri[len("sqlite:///"):])
-    return None
-
-
 def mlflow_runs(tracking_uri: str = DEFAULT_TRACKING_URI, max_results: int = 500) -> pd.DataFrame:
     """The runs of the MLflow store (``mlflow.search_runs`` over every experiment), newest
     first; an empty frame when mlflow is not installed or the store does not exist yet (a
     missing SQLite file is not created)."""
-    path = _sqlite_path(tracking_uri)
-    if path is not None and not path.is_file():
-        return pd.DataFrame()
     if importlib.util.find_spec("mlflow") is None:
         return pd.DataFrame()
     import mlflow
+
+    from aiblox.eval.sweep.tracking import TrackingStoreError, check_tracking_store
+
+    try:
+        check_tracking_store(tracking_uri)  # a missing store is not created
+    except TrackingStoreError:
+        return pd.DataFrame()
 
     previous = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(tracking_uri)
@@ -569,11 +567,11 @@ def _per_query_artifacts(run_id: str, tracking_uri: str) -> dict[str, dict[str, 
     ``{}`` when a run has none."""
     import tempfile
 
-    import mlflow
-
     out: dict[str, dict[str, float]] = {}
+    from aiblox.eval.sweep.tracking import tracking_client
+
     try:
-        client = mlflow.MlflowClient(tracking_uri)
+        client = tracking_client(tracking_uri)  # a reader: never creates a store
         # evidence.<split>.parquet lists kept chunks (rank is a position, not a metric)
         files = sorted(f for f in _walk_artifacts(client, run_id, "")
                        if f.endswith(".parquet") and not Path(f).name.startswith("evidence."))
@@ -627,17 +625,12 @@ def log_fusion_point(ws: Workspace, point: FusionPoint,
     Returns the run id."""
     import tempfile
 
-    import mlflow
+    from aiblox.eval.sweep.tracking import artifact_location, tracking_client
 
-    path = _sqlite_path(tracking_uri)
-    root = None
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        root = (path.parent.resolve() / "artifacts").as_uri()
-    client = mlflow.MlflowClient(tracking_uri)
+    client = tracking_client(tracking_uri, create=True)  # schema made once, under a file lock
     exp = client.get_experiment_by_name(experiment)
     exp_id = exp.experiment_id if exp is not None else client.create_experiment(
-        experiment, artifact_location=f"{root}/{experiment}" if root else None)
+        experiment, artifact_location=artifact_location(tracking_uri, experiment))
     _, config = config_hash(point.prefs, ws.embedder.model_id, ws.store.kind)
     s = point.prefs.scoring
     label = (f"notebook {s.blend} w_text={s.w_text} k={s.rrf_k} {s.normalize} "

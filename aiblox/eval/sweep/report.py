@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aiblox.eval.sweep.tracking import metric_key
+from aiblox.eval.sweep.tracking import metric_key, tag_filter, tracking_client
 
 __all__ = ["SweepReport", "find_sweep_run", "load_sweep_report", "render_html",
            "render_markdown", "write_report"]
@@ -85,10 +85,14 @@ def find_sweep_run(client: Any, sweep: str) -> Any:
             return run
     except Exception:  # noqa: BLE001 - not a run id: look it up by name
         pass
+    try:  # a name with a quote (or anything but a plain name) builds no filter
+        where = f"{tag_filter('aiblox.kind', 'sweep')} and " \
+                f"{tag_filter('aiblox.sweep_name', sweep)}"
+    except ValueError:
+        raise ValueError(f"no sweep run with id or name {sweep!r}") from None
     exps = [e.experiment_id for e in client.search_experiments()]
-    runs = client.search_runs(
-        exps, filter_string=f"tags.`aiblox.kind` = 'sweep' and tags.`aiblox.sweep_name` = "
-        f"'{sweep}'", order_by=["attributes.start_time DESC"], max_results=1) if exps else []
+    runs = client.search_runs(exps, filter_string=where, order_by=["attributes.start_time DESC"],
+                              max_results=1) if exps else []
     if not runs:
         raise ValueError(f"no sweep run with id or name {sweep!r}")
     return runs[0]
@@ -100,7 +104,7 @@ def _children(client: Any, parent: Any) -> list[Any]:
     while True:
         page = client.search_runs(
             [parent.info.experiment_id],
-            filter_string=f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'",
+            filter_string=tag_filter("mlflow.parentRunId", parent.info.run_id),
             max_results=1000, page_token=token)
         out.extend(r for r in page if r.info.status == "FINISHED")
         token = page.token
@@ -124,9 +128,7 @@ def _value_key(v: str) -> tuple[int, float, str]:
 
 def load_sweep_report(sweep: str, tracking_uri: str) -> SweepReport:
     """Read a logged sweep (parent run id or sweep name) into a :class:`SweepReport`."""
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri=tracking_uri)
+    client = tracking_client(tracking_uri)  # a reader: a missing store is an error
     parent = find_sweep_run(client, sweep)
     pid = parent.info.run_id
     with tempfile.TemporaryDirectory() as tmp:
@@ -335,9 +337,7 @@ def write_report(sweep: str, tracking_uri: str, out_dir: str | Path,
     html_path.write_text(render_html(rep, top), encoding="utf-8")
     md_path.write_text(render_markdown(rep, top), encoding="utf-8")
     if log_artifacts:
-        from mlflow.tracking import MlflowClient
-
-        client = MlflowClient(tracking_uri=tracking_uri)
+        client = tracking_client(tracking_uri)
         client.log_artifact(rep.parent_run_id, str(html_path), "report")
         client.log_artifact(rep.parent_run_id, str(md_path), "report")
     return {"html": str(html_path), "markdown": str(md_path), "parent_run_id": rep.parent_run_id,
