@@ -328,11 +328,11 @@ def render_markdown(rep: SweepReport, top: int = 20) -> str:
     if rep.axes:
         out += [f"Per value, among the points a parameter applies to (one series per blend), "
                 f"the point best on {rep.tune_split} by {rep.primary}:", ""]
-    for axis, rows in rep.axes.items():
+    for axis, axis_rows in rep.axes.items():
         out += [f"### {axis}", "", f"| series | value | points | {rep.tune_split} (tune) | "
                 f"{rep.report_split} (report) |", "|---|---|---|---|---|"]
         out += [f"| {r.get('series', 'all')} | {r['value']} | {r['n']} | {_f(r['tune'])} | "
-                f"{_f(r['report'])} |" for r in rows]
+                f"{_f(r['report'])} |" for r in axis_rows]
         out.append("")
     out += ["## Reproduce", "", "```sh", rep.reproduce, "```", "",
             f"The spec must hash to `{rep.sweep_hash}` (MLflow tag `aiblox.sweep_hash`); "
