@@ -307,3 +307,23 @@ def test_an_owner_on_another_machine_is_live_while_its_heartbeat_is(tmp_path, sa
     assert owner is not None and owner.pid == os.getpid() and owner.token == adopted.token
     adopted.release(KeyboardInterrupt())
     assert adopted.client.get_run(tr.parent_id).info.status == "KILLED"
+
+
+def test_a_tracker_of_this_process_owns_its_sweep_until_released_or_collected(tmp_path,
+                                                                              sample_spec):
+    import gc
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    spec, doc = sample_spec, sample_spec.model_dump(mode="json")
+    tr = SweepTracker(uri, "self", spec.hash, doc)
+    parent = tr.parent_id
+    with pytest.raises(SweepBusy, match=f"pid {os.getpid()} on .* is running it"):
+        SweepTracker(uri, "self", spec.hash, doc, resume=True)
+    del tr  # e.g. a notebook cell run again: the old tracker owns nothing once collected
+    gc.collect()
+    with SweepTracker(uri, "self", spec.hash, doc, resume=True) as again:
+        assert again.parent_id == parent and again.owned
+    # leaving the block without finishing gives the parent up
+    assert MlflowClient(uri).get_run(parent).info.status == "KILLED"
+    with pytest.raises(SweepInterrupted, match=r"\(KILLED\): its process gave it up"):
+        SweepTracker(uri, "self", spec.hash, doc)

@@ -5,7 +5,8 @@ again logs nothing twice: a child is logged only when no FINISHED child of the p
 the point's config hash (tag ``aiblox.config_hash``).
 
 One writer per sweep. A process writing a parent run owns it: tag ``aiblox.owner`` names the
-host (and its boot id), the pid (and the process's start time) and a random token, and tag
+host (with its boot id and pid namespace), the pid (and the process's start time) and a random
+token, and tag
 ``aiblox.heartbeat`` holds a timestamp that a background thread renews every
 :data:`HEARTBEAT_S` seconds while the sweep runs. An unfinished parent is live when its owner
 is: on the same machine, when that process still runs (a definite answer, whatever the
@@ -50,6 +51,7 @@ import tempfile
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -86,7 +88,8 @@ TAG_SWEEP = "aiblox.sweep_hash"
 TAG_CONFIG = "aiblox.config_hash"
 TAG_PARENT = "mlflow.parentRunId"
 TAG_OWNER = "aiblox.owner"
-"""Parent-run tag: the process writing the sweep (JSON: host, boot id, pid, its start, token)."""
+"""Parent-run tag: the process writing the sweep (JSON: host, boot id and pid namespace, pid,
+its start time, token)."""
 TAG_HEARTBEAT = "aiblox.heartbeat"
 """Parent-run tag: seconds since the epoch, renewed every :data:`HEARTBEAT_S` by the owner."""
 EVIDENCE_COLUMNS = ["query_id", "rank", "chunk_id", "item_id"]
@@ -322,8 +325,11 @@ class Owner:
 
 
 def _boot_id() -> str:
+    """This kernel's boot id and this process's pid namespace (Linux; empty elsewhere): two
+    processes whose pids can be compared share both."""
     try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+        return f"{boot}/{os.readlink('/proc/self/ns/pid')}"
     except OSError:
         return ""
 
@@ -344,8 +350,9 @@ def _this_process(token: str) -> Owner:
                  started=stat[1] if stat else "", token=token)
 
 
-_LIVE_TOKENS: set[str] = set()
-"""Tokens of the trackers of this process that own a parent run now."""
+_LIVE_TOKENS: weakref.WeakValueDictionary[str, SweepTracker] = weakref.WeakValueDictionary()
+"""The trackers of this process that own a parent run now, by token (a tracker garbage
+collected without finishing, e.g. a notebook cell run again, owns nothing any more)."""
 
 
 def _process_alive(owner: Owner) -> bool:
@@ -372,7 +379,7 @@ def owner_status(tags: dict[str, str], now: float | None = None) -> tuple[bool, 
     if owner is None:
         return False, "no owner recorded"
     me = _this_process("")
-    if owner.host == me.host and owner.boot == me.boot:
+    if owner.host == me.host and owner.boot == me.boot and os.name == "posix":
         return (True, f"{owner} is running it") if _process_alive(owner) else \
             (False, f"{owner}, which ran it, has exited")
     try:
@@ -443,7 +450,9 @@ def release_on_error(fn: Callable[P, R]) -> Callable[P, R]:
 
 class SweepTracker:
     """Logs one sweep to MLflow (parent run) and its points (child runs), as the parent's one
-    writer (see the module doc)."""
+    writer (see the module doc). From a notebook, ``with SweepTracker(...) as tracker:`` gives
+    the parent up if the block is left before :meth:`finish` (a sweep function wrapped by
+    :func:`release_on_error` does so on an error anyway)."""
 
     def __init__(self, tracking_uri: str, experiment: str, sweep_hash: str,
                  spec: dict[str, Any], resume: bool = False,
@@ -484,7 +493,15 @@ class SweepTracker:
         if self.owned and not locked:
             self._settle()
         if self.owned:
-            self._heartbeat = _Heartbeat(tracking_uri, self.parent_id, self.token)
+            self._start_heartbeat()
+
+    def __enter__(self) -> SweepTracker:
+        return self
+
+    def __exit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
+        """Leaving a ``with`` block: a parent still owned (the sweep raised, or never ran) is
+        given up (:meth:`release`)."""
+        self.release(error if error is not None else KeyboardInterrupt())
 
     # -- ownership ------------------------------------------------------------------------
     def _experiment(self, name: str) -> str:
@@ -515,9 +532,14 @@ class SweepTracker:
     def _owner_tags(self) -> dict[str, str]:
         return {TAG_OWNER: _this_process(self.token).tag(), TAG_HEARTBEAT: f"{time.time():.3f}"}
 
+    def _start_heartbeat(self) -> None:
+        beat = _Heartbeat(self.tracking_uri, self.parent_id, self.token)
+        self._heartbeat = beat
+        weakref.finalize(self, beat.stop_event.set)  # a collected tracker stops beating
+
     def _own(self) -> None:
         self.owned = True
-        _LIVE_TOKENS.add(self.token)
+        _LIVE_TOKENS[self.token] = self
 
     def _adopt(self, parent: Any, resume: bool) -> None:
         """Take over an unfinished parent whose owner is gone (``resume`` only)."""
@@ -557,7 +579,7 @@ class SweepTracker:
 
     def _withdraw(self) -> None:
         self.owned = False
-        _LIVE_TOKENS.discard(self.token)
+        _LIVE_TOKENS.pop(self.token, None)
         if self._heartbeat is not None:
             self._heartbeat.stop()
             self._heartbeat = None
@@ -579,7 +601,7 @@ class SweepTracker:
                     self.client.set_tag(self.parent_id, k, v)
                 self.client.update_run(self.parent_id, status="RUNNING")
                 self._own()
-        self._heartbeat = _Heartbeat(self.tracking_uri, self.parent_id, self.token)
+        self._start_heartbeat()
 
     def _discard(self, run_id: str) -> None:
         """Terminate (``KILLED``) a run left unfinished, then delete it."""
