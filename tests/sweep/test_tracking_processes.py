@@ -253,7 +253,8 @@ def test_a_live_sweep_refuses_a_second_process_until_it_is_gone(tmp_path, sweep_
     cmd = sweep_cmd(spec_path, uri, tmp_path / "stages", sweep_db)
     marker = tmp_path / "marker"
     holder = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=env(KILL="hold:2", MARKER=str(marker)), cwd=REPO)
+                              env=env(KILL="hold:2", MARKER=str(marker),
+                                      AIBLOX_SWEEP_HEARTBEAT_S="0.3"), cwd=REPO)
     try:
         deadline = time.monotonic() + 300
         while not marker.exists():
@@ -261,6 +262,11 @@ def test_a_live_sweep_refuses_a_second_process_until_it_is_gone(tmp_path, sweep_
             assert time.monotonic() < deadline
             time.sleep(0.2)
         before = census(uri, "procs")
+        # the holder's heartbeat goes on while it sleeps (what another machine would read)
+        beat = float(before["parent"].data.tags["aiblox.heartbeat"])
+        time.sleep(1.5)
+        later = MlflowClient(uri).get_run(before["parent"].info.run_id)
+        assert float(later.data.tags["aiblox.heartbeat"]) > beat
         host = socket.gethostname()
         for extra in (["--resume"], []):
             line = error_line(run(cmd + extra))

@@ -407,9 +407,10 @@ class _Heartbeat:
     def _run(self) -> None:
         from mlflow.tracking import MlflowClient
 
-        client = MlflowClient(tracking_uri=self.tracking_uri)
+        client = None
         while not self.stop_event.wait(HEARTBEAT_S):
             try:
+                client = client or MlflowClient(tracking_uri=self.tracking_uri)
                 run = client.get_run(self.run_id)
                 owner = Owner.parse(run.data.tags.get(TAG_OWNER))
                 if owner is None or owner.token != self.token or run.info.status != "RUNNING":
