@@ -10,13 +10,7 @@ import typer
 from rich.panel import Panel
 from rich.table import Table
 
-from aiblox.assembly import (
-    AnswerResult,
-    PolicyError,
-    answer_question,
-    get_llm,
-    load_policy,
-)
+from aiblox.assembly import PolicyError, answer_question, get_llm, load_policy
 from aiblox.cli._common import DEFAULT_DB, cached_embedder, console, fail, open_db, print_json
 from aiblox.contracts.retrieval import RequestContext, RetrievalPrefs
 from aiblox.evidence import (
@@ -89,7 +83,7 @@ def answer(
         print_json({**result.model_dump(mode="json"),
                     "sources": rag_sources_event(sources)["payload"]["sources"],
                     "pack_id": pack.pack_id})
-        _exit_if_generation_failed(result, pack.pack_id)
+        _exit_if_generation_failed(pack)
         return
     v = result.validation
     title = "refusal" if v.is_refusal else f"answer ({v.validation_status})"
@@ -109,18 +103,19 @@ def answer(
         console.print(f"{k}: {h}", soft_wrap=True)
     console.print(f"evidence pack: {pack.pack_id} (aiblox pack show {pack.pack_id} --db {db})",
                   soft_wrap=True)
-    _exit_if_generation_failed(result, pack.pack_id)
+    _exit_if_generation_failed(pack)
 
 
-def _exit_if_generation_failed(result: AnswerResult, pack_id: str) -> None:
-    """Exit 1 with one line when the reader's call failed (generation status ``FAILED``): the
-    answer bundle, the status and the evidence pack were printed and stored all the same, since
-    a failed call is data; the exit status says the question went unanswered."""
-    llm = result.llm_result
-    if llm is not None and llm.generation_status == "FAILED":
-        console.print(f"[red]error:[/red] generation failed ({llm.llm_name} {llm.model_name}): "
-                      f"{llm.failure_reason or 'no reason given'}; evidence pack {pack_id}",
-                      soft_wrap=True)
+def _exit_if_generation_failed(pack: EvidencePack) -> None:
+    """Exit 1 with one line when the reader's call failed (generation status ``FAILED``, the
+    pack's failed LLM call): the answer bundle, the status and the evidence pack were printed
+    and stored all the same, since a failed call is data; the exit status says the question
+    went unanswered."""
+    failed = [c for c in pack.tool_calls if c.kind == "llm" and c.status == "failed"]
+    if failed:
+        call = failed[0]
+        console.print(f"[red]error:[/red] generation failed ({call.tool_name} {pack.model}): "
+                      f"{call.error}; evidence pack {pack.pack_id}", soft_wrap=True)
         raise typer.Exit(1)
 
 
