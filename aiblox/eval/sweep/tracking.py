@@ -593,7 +593,7 @@ class SweepTracker:
 
     def _claim_finished(self) -> None:
         """A point missing from a FINISHED parent: own it (it is RUNNING again) to log it."""
-        with store_lock(self.tracking_uri):
+        with store_lock(self.tracking_uri) as locked:
             parent = self.client.get_run(self.parent_id)
             if parent.info.status != "FINISHED":
                 self._adopt(parent, resume=True)
@@ -602,7 +602,11 @@ class SweepTracker:
                     self.client.set_tag(self.parent_id, k, v)
                 self.client.update_run(self.parent_id, status="RUNNING")
                 self._own()
+        if not locked:
+            self._settle()
         self._start_heartbeat()
+        self._existing = None  # as the owner now: unfinished children and repeats go
+        self.logged_config_hashes()
 
     def _discard(self, run_id: str) -> None:
         """Terminate (``KILLED``) a run left unfinished, then delete it."""
