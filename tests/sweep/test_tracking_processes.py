@@ -124,10 +124,10 @@ def error_line(proc: subprocess.CompletedProcess[str]) -> str:
 
 
 def parents(client: MlflowClient, name: str) -> list:
+    """The sweep's parent runs (a parent withdrawn by the loser of a race is deleted)."""
     return client.search_runs(
         [e.experiment_id for e in client.search_experiments()],
-        filter_string=f"tags.`aiblox.kind` = 'sweep' and tags.`aiblox.sweep_name` = '{name}'",
-        run_view_type=ViewType.ALL)
+        filter_string=f"tags.`aiblox.kind` = 'sweep' and tags.`aiblox.sweep_name` = '{name}'")
 
 
 def census(uri: str, name: str) -> dict:
@@ -333,3 +333,72 @@ def test_a_tracker_of_this_process_owns_its_sweep_until_released_or_collected(tm
     assert MlflowClient(uri).get_run(parent).info.status == "KILLED"
     with pytest.raises(SweepInterrupted, match=r"\(KILLED\): its process gave it up"):
         SweepTracker(uri, "self", spec.hash, doc)
+
+
+@pytest.fixture(scope="module")
+def mlflow_server(tmp_path_factory):
+    """A real MLflow tracking server on 127.0.0.1 (a remote store: no file lock applies)."""
+    import urllib.request
+
+    root = tmp_path_factory.mktemp("mlflow-server")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = open(root / "server.log", "w")  # noqa: SIM115 - closed at teardown
+    server = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri",
+         f"sqlite:///{root}/m.db", "--default-artifact-root", str(root / "artifacts"),
+         "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+        stdout=log, stderr=subprocess.STDOUT, env=env(), cwd=root)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            log.close()
+            pytest.fail(f"mlflow server did not start: {(root / 'server.log').read_text()}")
+        time.sleep(0.5)
+    yield url
+    server.terminate()
+    server.wait(timeout=30)
+    log.close()
+
+
+def test_a_remote_server_has_one_writer_too(mlflow_server, tmp_path, sweep_db, reference):
+    """Against a tracking server there is no file lock: a claim is written, read back after
+    the settle time, and the earliest parent wins. Two sweeps started together: one writes,
+    the other withdraws in one line; a killed one is resumed over HTTP."""
+    uri = mlflow_server
+    spec = write_spec(tmp_path, "remote")
+    cmds = []
+    for i in range(2):
+        shutil.copyfile(sweep_db, tmp_path / f"s{i}.duckdb")
+        cmds.append(sweep_cmd(spec, uri, tmp_path / f"c{i}", str(tmp_path / f"s{i}.duckdb")))
+    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env(AIBLOX_TRACKING_SETTLE_S="1"), cwd=REPO) for c in cmds]
+    outs = [p.communicate(timeout=400) for p in procs]
+    done = [subprocess.CompletedProcess(c, p.returncode, o, e)
+            for c, p, (o, e) in zip(cmds, procs, outs, strict=True)]
+    assert sorted(d.returncode for d in done) in ([0, 0], [0, 2]), [d.stderr[-2000:]
+                                                                    for d in done]
+    for d in done:
+        if d.returncode == 2:
+            line = error_line(d)
+            assert line.startswith("error: sweep remote (") and (
+                "started at the same time" in line or " is running it;" in line), line
+    assert child_metrics(assert_complete(uri, "remote")) == reference
+
+    killed = write_spec(tmp_path, "remote_killed")
+    cmd = sweep_cmd(killed, uri, tmp_path / "c0", str(tmp_path / "s0.duckdb"))
+    first = run(cmd, KILL="after:3", AIBLOX_TRACKING_SETTLE_S="1")
+    assert first.returncode == -9, first.stderr[-3000:]
+    assert "which ran it, has exited" in error_line(run(cmd))
+    resumed = run(cmd + ["--resume"], AIBLOX_TRACKING_SETTLE_S="1")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert child_metrics(assert_complete(uri, "remote_killed")) == reference
