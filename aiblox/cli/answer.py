@@ -97,6 +97,7 @@ def answer(
         print_json({**result.model_dump(mode="json"),
                     "sources": rag_sources_event(sources)["payload"]["sources"],
                     "pack_id": pack.pack_id})
+        _exit_if_generation_failed(pack)
         return
     v = result.validation
     title = "refusal" if v.is_refusal else f"answer ({v.validation_status})"
@@ -116,6 +117,20 @@ def answer(
         console.print(f"{k}: {h}", soft_wrap=True)
     console.print(f"evidence pack: {pack.pack_id} (aiblox pack show {pack.pack_id} --db {db})",
                   soft_wrap=True)
+    _exit_if_generation_failed(pack)
+
+
+def _exit_if_generation_failed(pack: EvidencePack) -> None:
+    """Exit 1 with one line when the reader's call failed (generation status ``FAILED``, the
+    pack's failed LLM call): the answer bundle, the status and the evidence pack were printed
+    and stored all the same, since a failed call is data; the exit status says the question
+    went unanswered."""
+    failed = [c for c in pack.tool_calls if c.kind == "llm" and c.status == "failed"]
+    if failed:
+        call = failed[0]
+        console.print(f"[red]error:[/red] generation failed ({call.tool_name} {pack.model}): "
+                      f"{call.error}; evidence pack {pack.pack_id}", soft_wrap=True)
+        raise typer.Exit(1)
 
 
 def read_key(path: Path) -> bytes:

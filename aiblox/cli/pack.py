@@ -1,4 +1,11 @@
-"""``aiblox pack show|verify|export``: read, check and export the evidence packs in a store."""
+"""``aiblox pack show|verify|export``: read, check and export the evidence packs in a store.
+
+``pack verify`` checks the id against the content, the content against the sha256 recorded when
+it was stored and, with a key, the signature. ``created_at`` and ``observations`` (the
+retrieval's chunk-cache hits, misses and writes) are shown with the pack but are not content:
+the id, the stored sha256 and the signature leave them out, so a warm and a cold chunk cache
+give the same pack id.
+"""
 
 from __future__ import annotations
 

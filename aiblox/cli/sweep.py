@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import typer
@@ -12,9 +16,11 @@ from aiblox.eval.datasets import DatasetError
 from aiblox.eval.sweep import (
     DEFAULT_MAX_POINTS,
     DEFAULT_TRACKING_URI,
+    SweepBusy,
     SweepInterrupted,
     SweepResult,
     SweepSpecError,
+    TrackingStoreError,
     load_spec,
     run_sweep,
 )
@@ -24,8 +30,9 @@ from aiblox.eval.sweep.runner import DEFAULT_CACHE_DIR, default_jobs
 def sweep(
     spec_path: Path = typer.Argument(..., metavar="SPEC", help="Sweep spec (TOML), e.g. "
                                      "evals/sweeps/sample_fusion.toml."),
-    resume: bool = typer.Option(False, "--resume", help="Finish an interrupted sweep (its MLflow "
-                                "parent run is continued; finished points are not redone)."),
+    resume: bool = typer.Option(False, "--resume", help="Finish an interrupted sweep whose "
+                                "process is gone (its MLflow parent run is adopted; finished "
+                                "points are not redone). A live sweep is never taken over."),
     jobs: int = typer.Option(0, "--jobs", "-j", help="Threads for the compiled fusion and "
                              "metrics kernels; 0: all available cores."),
     tracking_uri: str = typer.Option(DEFAULT_TRACKING_URI, "--tracking-uri",
@@ -67,13 +74,14 @@ def sweep(
             tracker = SweepTracker(tracking_uri, spec.experiment or f"aiblox-sweep/{spec.name}",
                                    spec.hash, spec.model_dump(mode="json"), resume=resume,
                                    spec_path=spec_reference(spec_path))
-        except SweepInterrupted as exc:
+        except (SweepInterrupted, SweepBusy, TrackingStoreError) as exc:
             fail(str(exc))
     try:
-        result = run_sweep(spec, cache_dir=cache_dir, db=db or None,
-                           jobs=default_jobs() if jobs <= 0 else jobs, tracker=tracker,
-                           progress=quiet_progress())
-    except (DatasetError, ValueError) as exc:
+        with _sigterm_as_exit():  # a terminated sweep gives its MLflow run up, as Ctrl-C does
+            result = run_sweep(spec, cache_dir=cache_dir, db=db or None,
+                               jobs=default_jobs() if jobs <= 0 else jobs, tracker=tracker,
+                               progress=quiet_progress())
+    except (DatasetError, ValueError, SweepBusy) as exc:
         fail(str(exc))
         return
     if as_json:
@@ -172,3 +180,21 @@ def spec_reference(path: Path) -> str:
         return p.relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
         return p.as_posix()
+
+
+@contextlib.contextmanager
+def _sigterm_as_exit() -> Iterator[None]:
+    """SIGTERM raises SystemExit(143) while the sweep runs (main thread only), so the tracker
+    releases its parent run instead of leaving it RUNNING."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _exit(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, _exit)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -3,6 +3,8 @@ every stage gives the same bytes, or which stage first differs."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 from rich.table import Table
 
@@ -23,9 +25,12 @@ def verify_command(
 ) -> None:
     """Re-execute RUN's logged point from its config alone; exit 1 names the first stage that
     differs."""
+    from aiblox.eval.sweep.tracking import check_tracking_store
     from aiblox.eval.sweep.verify import logged_manifest, verify_point
 
     try:
+        if not (run.endswith(".json") or Path(run).is_file()):
+            check_tracking_store(tracking_uri)  # a read: never create an empty database
         manifest, source = logged_manifest(run, tracking_uri)
     except ValueError as exc:
         fail(str(exc))

@@ -535,22 +535,20 @@ def evidence_changes(ws: Workspace, a: Mapping[str, AnswerResult],
 
 
 # -- MLflow -------------------------------------------------------------------------------
-def _sqlite_path(tracking_uri: str) -> Path | None:
-    if tracking_uri.startswith("sqlite:///"):
-        return Path(tracking_uri[len("sqlite:///"):])
-    return None
-
-
 def mlflow_runs(tracking_uri: str = DEFAULT_TRACKING_URI, max_results: int = 500) -> pd.DataFrame:
     """The runs of the MLflow store (``mlflow.search_runs`` over every experiment), newest
     first; an empty frame when mlflow is not installed or the store does not exist yet (a
     missing SQLite file is not created)."""
-    path = _sqlite_path(tracking_uri)
-    if path is not None and not path.is_file():
-        return pd.DataFrame()
     if importlib.util.find_spec("mlflow") is None:
         return pd.DataFrame()
     import mlflow
+
+    from aiblox.eval.sweep.tracking import TrackingStoreError, check_tracking_store
+
+    try:
+        check_tracking_store(tracking_uri)  # a missing store is not created
+    except TrackingStoreError:
+        return pd.DataFrame()
 
     previous = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(tracking_uri)
@@ -571,11 +569,11 @@ def _per_query_artifacts(run_id: str, tracking_uri: str) -> dict[str, dict[str, 
     ``{}`` when a run has none."""
     import tempfile
 
-    import mlflow
-
     out: dict[str, dict[str, float]] = {}
+    from aiblox.eval.sweep.tracking import tracking_client
+
     try:
-        client = mlflow.MlflowClient(tracking_uri)
+        client = tracking_client(tracking_uri)  # a reader: never creates a store
         # evidence.<split>.parquet lists kept chunks (rank is a position, not a metric)
         files = sorted(f for f in _walk_artifacts(client, run_id, "")
                        if f.endswith(".parquet") and not Path(f).name.startswith("evidence."))
@@ -629,17 +627,12 @@ def log_fusion_point(ws: Workspace, point: FusionPoint,
     Returns the run id."""
     import tempfile
 
-    import mlflow
+    from aiblox.eval.sweep.tracking import artifact_location, tracking_client
 
-    path = _sqlite_path(tracking_uri)
-    root = None
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        root = (path.parent.resolve() / "artifacts").as_uri()
-    client = mlflow.MlflowClient(tracking_uri)
+    client = tracking_client(tracking_uri, create=True)  # schema made once, under a file lock
     exp = client.get_experiment_by_name(experiment)
     exp_id = exp.experiment_id if exp is not None else client.create_experiment(
-        experiment, artifact_location=f"{root}/{experiment}" if root else None)
+        experiment, artifact_location=artifact_location(tracking_uri, experiment))
     _, config = config_hash(point.prefs, ws.embedder.model_id, ws.store.kind)
     s = point.prefs.scoring
     label = (f"notebook {s.blend} w_text={s.w_text} k={s.rrf_k} {s.normalize} "
@@ -713,9 +706,9 @@ def evidence_pack(ws: Workspace, question: str, bundle: RetrievalBundle, result:
                   ) -> EvidencePack:
     """The evidence pack of ``question`` answered as ``result`` from ``bundle``, built as
     ``aiblox answer`` builds it (source cards for the links, the items' full texts from the
-    store for the content hashes), at the fixed ``retrieved_at``. Its id covers the retrieval's
-    counts too: a bundle retrieved on a cold chunk cache records cache writes, so its pack id
-    differs from the same question's on a warm cache."""
+    store for the content hashes), at the fixed ``retrieved_at``. The retrieval's cache counts
+    are recorded in the pack's ``observations``, outside its id: a cold and a warm chunk cache
+    give the same pack id."""
     cards = DefaultEvidencePacker().pack(bundle.candidates, bundle.evidence)
     items = ws.store.get_items(sorted({c.item_id for c in bundle.candidates}))
     return answer_evidence_pack(question, bundle, result, retrieved_at=retrieved_at,
@@ -751,8 +744,9 @@ def diff_packs(a: EvidencePack, b: EvidencePack) -> pd.DataFrame:
     ``B``): the pack id first, then the decision, then the sources (``added`` / ``removed`` by
     their ``internal_ref``, or uri, or name; for a source in both: a moved position and a changed
     excerpt, content hash or confidence), then every other field of the hashed content (tool
-    calls keyed by kind, prompts by template) in field order. ``created_at`` and the signature
-    are not content and are left out. Empty when the packs have the same content."""
+    calls keyed by kind, prompts by template) in field order. ``created_at``, the signature and
+    the observations are not content and are left out. Empty when the packs have the same
+    content."""
     rows: list[dict[str, str]] = []
     if a.pack_id != b.pack_id:
         rows.append({"field": "pack_id", "change": "changed", "A": a.pack_id, "B": b.pack_id})
@@ -785,7 +779,7 @@ def diff_packs(a: EvidencePack, b: EvidencePack) -> pd.DataFrame:
             if va != vb:
                 rows.append({"field": f"sources[{r}].{k}", "change": "changed",
                              "A": _cell(va), "B": _cell(vb)})
-    skip = {"pack_id", "decision", "sources", "created_at", "signature"}
+    skip = {"pack_id", "decision", "sources", "created_at", "signature", "observations"}
     fa: dict[str, str] = {}
     fb: dict[str, str] = {}
     _flat({k: v for k, v in a.model_dump(mode="json").items() if k not in skip}, "", fa)

@@ -17,18 +17,21 @@ an :class:`~aiblox.evidence.pack.EvidencePack`:
   ``item_texts`` has it (else of the full retrieved chunk text or snippet), and
   ``confidence`` = the chunk's blended score (``w_vec * cosine + w_text * bm25 / max``)
   clamped to [0, 1] (a card: its item's best chunk score, else its vector similarity, clamped).
-- **tool calls**: the retrieval (parameters, counts, chunk-cache writes as side effects) and
-  the LLM call when one was made (intended: a cited answer; actual: what validation saw;
-  a failed call is recorded with its error). Timings are left out: they are not evidence.
+- **tool calls**: the retrieval (parameters, result counts) and the LLM call when one was
+  made (intended: a cited answer; actual: what validation saw; a failed call is recorded with
+  its error). Timings are left out: they are not evidence.
+- **observations** (shown, never hashed): the retrieval's cache counts (``chunk_cache_*``,
+  ``precomputed_*``: hits, misses, writes) and the chunk-cache writes as side effects. They
+  tell how warm the cache was, not what the answer rests on.
 - **prompts**: the Prompt Contract V1 template (name, version, sha256 of the prompt bytes).
 - **model**: the LLM's configured model name; ``model_version`` the name the server reported.
 - **trace id**: the answer's ``request_id`` (deterministic by default).
 - **memo** (English): title, executive summary and a body that cites the top three sources
   as ``[1]``, ``[2]``, ``[3]`` and maps the answer's ``[Cn]`` anchors to them.
 
-Same inputs, same pack id: ``retrieved_at`` is an argument, and ``created_at`` is never hashed.
-The retrieval's counts are inputs too: a query answered on a cold chunk cache records the cache
-writes as a side effect, so its pack id differs from the same query's on a warm cache.
+Same inputs, same pack id: ``retrieved_at`` is an argument, and ``created_at`` and the
+observations are never hashed, so a query answered on a cold chunk cache (which writes the
+cache) and on a warm one (which reads it) gives the same pack id.
 """
 
 from __future__ import annotations
@@ -63,6 +66,13 @@ INTENDED_ANSWER = "generate an answer that cites the evidence"
 """Intended action of the LLM call (its actual action equals it when validation passed)."""
 MEMO_SOURCES = 3
 """The memo body cites this many top sources."""
+CACHE_COUNT_PREFIXES = ("chunk_cache_", "precomputed_")
+"""Retrieval counts that describe the cache's state, not the result: recorded in the pack's
+``observations``, outside its hashed content."""
+
+
+def _is_cache_count(key: str) -> bool:
+    return key.startswith(CACHE_COUNT_PREFIXES)
 
 
 def _confidence(score: float | None) -> float:
@@ -163,7 +173,7 @@ def _decision(result: AnswerResult) -> dict[str, Any]:
 
 
 def _retrieval_call(retrieval: RetrievalBundle) -> ToolCallRecord:
-    counts = dict(sorted(retrieval.stats.counts.items()))
+    counts = {k: v for k, v in sorted(retrieval.stats.counts.items()) if not _is_cache_count(k)}
     n_cand, n_ev = len(retrieval.candidates), len(retrieval.evidence)
     if n_ev:
         actual = INTENDED_RETRIEVAL
@@ -171,16 +181,25 @@ def _retrieval_call(retrieval: RetrievalBundle) -> ToolCallRecord:
         actual = "retrieved candidates but no evidence chunks"
     else:
         actual = "retrieved nothing"
-    writes = int(counts.get("chunk_cache_writes", 0))
     return ToolCallRecord(
         tool_name=f"retriever:{retrieval.stats.params.get('mode', 'hybrid')}",
         kind="retrieval",
         intended_action=INTENDED_RETRIEVAL,
         actual_action=actual,
-        side_effects=[f"wrote {writes} chunk cache entries"] if writes else [],
         inputs=to_plain(dict(sorted(retrieval.stats.params.items()))),
         outputs={"candidates": n_cand, "evidence_chunks": n_ev, "counts": counts},
     )
+
+
+def _retrieval_observations(retrieval: RetrievalBundle) -> dict[str, Any]:
+    """The retrieval's cache counts and the cache writes it made (not hashed)."""
+    cache = {k: v for k, v in sorted(retrieval.stats.counts.items()) if _is_cache_count(k)}
+    if not cache:
+        return {}
+    writes = int(cache.get("chunk_cache_writes", 0))
+    return {"retrieval": {"counts": to_plain(cache),
+                          "side_effects": [f"wrote {writes} chunk cache entries"] if writes
+                          else []}}
 
 
 def _llm_call(result: AnswerResult) -> ToolCallRecord | None:
@@ -267,7 +286,8 @@ def answer_evidence_pack(
     ``retrieved_at`` (ISO-8601) is recorded on every source and hashed into the pack id;
     ``source_cards`` are the ``DefaultEvidencePacker`` cards (used for links and for the
     sources of a refusal before the model); ``item_texts`` maps item ids to their full text so
-    that ``content_sha256`` covers the whole item; ``created_at`` is recorded, never hashed.
+    that ``content_sha256`` covers the whole item; ``created_at`` and the retrieval's cache
+    counts (``observations``) are recorded, never hashed.
     """
     names = {c.item_id: c.source for c in retrieval.candidates}
     urls = {s.source_id: s.url for s in source_cards or [] if s.url}
@@ -311,4 +331,5 @@ def answer_evidence_pack(
         evidence_bundle_id=evidence_bundle_id,
         memo=_memo(question, decision, sources, anchors),
         created_at=created_at,
+        observations=_retrieval_observations(retrieval),
     )

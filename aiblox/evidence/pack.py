@@ -10,7 +10,10 @@ whose body cites the top three sources as ``[1]``, ``[2]``, ``[3]``.
 Integrity:
 
 - ``pack_id`` is ``pack_`` + the first 16 hex digits of the sha256 of the pack's canonical
-  content (everything but ``pack_id``, ``signature`` and ``created_at``).
+  content (everything but ``pack_id``, ``signature``, ``created_at`` and ``observations``).
+  ``observations`` holds what a run saw that is not evidence (cache hits, misses and writes):
+  shown with the pack, never hashed or signed, so the same inputs give the same id on a warm or
+  a cold cache.
 - Packs are frozen models; :func:`revise_pack` makes a new pack with a new id whose
   ``parent_pack_id`` is the old one, which stays as it was.
 - :func:`sign_pack` adds an HMAC-SHA256 over ``pack_id`` and the content with a per-tenant key;
@@ -254,6 +257,10 @@ class EvidencePack(_Frozen):
     """Human-readable memo."""
     created_at: str | None = None
     """Creation time (ISO-8601); recorded, never hashed."""
+    observations: dict[str, Any] = Field(default_factory=dict)
+    """What the run observed that is not evidence, e.g. the retrieval's chunk-cache hits,
+    misses and writes (``{"retrieval": {"counts": {...}, "side_effects": [...]}}``); recorded,
+    never hashed or signed, so a warm or a cold cache gives the same pack id."""
     signature: PackSignature | None = None
     """Tenant signature, when signed."""
 
@@ -278,11 +285,12 @@ class EvidencePack(_Frozen):
         return self
 
 
-_UNHASHED = ("pack_id", "signature", "created_at")
+_UNHASHED = ("pack_id", "signature", "created_at", "observations")
 
 
 def pack_content(pack: EvidencePack | Mapping[str, Any]) -> dict[str, Any]:
-    """The hashed part of a pack: every field but ``pack_id``, ``signature``, ``created_at``."""
+    """The hashed part of a pack: every field but ``pack_id``, ``signature``, ``created_at``
+    and ``observations``."""
     data = pack.model_dump(mode="json") if isinstance(pack, BaseModel) else dict(pack)
     return {k: v for k, v in data.items() if k not in _UNHASHED}
 
@@ -314,6 +322,7 @@ def revise_pack(pack: EvidencePack, **changes: Any) -> EvidencePack:
     )
     data["parent_pack_id"] = pack.pack_id
     data["created_at"] = changes.get("created_at")
+    data["observations"] = changes.get("observations", {})
     new = build_evidence_pack(**data)
     same = {**pack_content(new), "parent_pack_id": None} == {
         **pack_content(pack),
@@ -423,7 +432,11 @@ def pack_to_html(pack: EvidencePack) -> str:
             f"<td>{_e(c.actual_action)}{flag}</td><td>{_e(c.status)} {_e(c.error)}</td>"
             f"<td>{_e('; '.join(c.side_effects) or 'none')}</td></tr>"
         )
-    parts.append("</table><h2>Prompts</h2><ul>")
+    parts.append("</table>")
+    if pack.observations:
+        parts.append("<h2>Observations (not part of the pack id)</h2>"
+                     f"<pre>{_e(json.dumps(pack.observations, sort_keys=True, indent=1))}</pre>")
+    parts.append("<h2>Prompts</h2><ul>")
     parts += [
         f"<li>{_e(p.template_name)} v{_e(p.template_version)} "
         f"<code>{_e(p.prompt_sha256)}</code></li>"

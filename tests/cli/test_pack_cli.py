@@ -57,10 +57,15 @@ def test_answer_json_has_source_cards_and_a_stored_pack(answered):
         pack = pack_from_json(store.get_evidence_pack(pack_id)["json"])
         cold = pack_from_json(store.get_evidence_pack(cold_id)["json"])
     assert ids.count(pack_id) == 1 and answered["signed"] in ids
-    # the first answer filled the chunk cache: a side effect its pack records, so its id differs
-    assert cold_id != pack_id and cold_id in ids
-    assert cold.tool_calls[0].side_effects and "chunk cache" in cold.tool_calls[0].side_effects[0]
-    assert pack.tool_calls[0].side_effects == []
+    # the first answer filled the chunk cache, the second read it: the same pack id all the
+    # same (cache counts are observations, outside the hashed content); the stored pack is the
+    # first one, whose observations show the writes
+    assert cold_id == pack_id and cold == pack
+    seen = cold.observations["retrieval"]
+    assert seen["counts"]["chunk_cache_writes"] > 0 and seen["counts"]["chunk_cache_hits"] == 0
+    assert "chunk cache" in seen["side_effects"][0]
+    assert cold.tool_calls[0].side_effects == []
+    assert not any(k.startswith("chunk_cache") for k in cold.tool_calls[0].outputs["counts"])
     assert pack.decision.kind == "answer" and pack.decision.text == out["answer_text"]
     assert pack.trace_id == out["request_id"]
     assert pack.prompts[0].prompt_sha256 == out["hashes"]["prompt_sha256"]

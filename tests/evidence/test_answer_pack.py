@@ -25,6 +25,7 @@ from aiblox.evidence import (
     answer_evidence_pack,
     pack_from_json,
     pack_to_json,
+    sign_pack,
     verify_pack,
 )
 from aiblox.evidence.answer_pack import INTENDED_ANSWER, INTENDED_RETRIEVAL
@@ -167,3 +168,45 @@ def test_a_failed_llm_call_is_recorded_with_its_error(sample):
     assert call.error and call.actual_action == "the call failed"
     assert pack.decision.kind == "refusal" and pack.decision.status == "FAILED"
     assert pack.model == "m" and pack.prompts  # the prompt was built and sent
+
+
+def test_a_cold_and_a_warm_chunk_cache_give_the_same_pack_id(tmp_path):
+    """The same question answered twice on one store: the first retrieval chunks and writes the
+    chunk cache, the second reads it. The pack id is the same; the cache counts differ, and are
+    shown in the (unhashed) observations."""
+    db = str(tmp_path / "s.duckdb")
+    r = CliRunner().invoke(app, ["ingest", "sample", "--db", db, "--embedder", "hashing"],
+                           env={"AIBLOX_NO_PROGRESS": "1"})
+    assert r.exit_code == 0, r.output
+    packs = []
+    store = open_store(db)
+    try:
+        emb = CachedEmbedder(get_embedder("hashing"), store, progress=False)
+        for _ in range(2):
+            prefs = RetrievalPrefs(query_text=QUESTION)
+            bundle = asyncio.run(make_retriever(store, emb).search(RequestContext(), prefs))
+            items = store.get_items([c.item_id for c in bundle.candidates])
+            texts = {k: v.text for k, v in items.items()}
+            result = answer_question(QUESTION, bundle, load_policy("R2_POLICY_V1"),
+                                     get_llm("extractive"), index_version="ix",
+                                     embedding_model=emb.model_id, retrieval_top_k=12)
+            packs.append(answer_evidence_pack(
+                QUESTION, bundle, result, retrieved_at=AT, item_texts=texts,
+                source_cards=DefaultEvidencePacker().pack(bundle.candidates, bundle.evidence)))
+    finally:
+        store.close()
+    cold, warm = packs
+    c, w = cold.observations["retrieval"]["counts"], warm.observations["retrieval"]["counts"]
+    assert c["chunk_cache_writes"] > 0 and c["chunk_cache_hits"] == 0  # really cold
+    assert w["chunk_cache_hits"] > 0 and w["chunk_cache_writes"] == 0  # really warm
+    assert cold.observations["retrieval"]["side_effects"] and \
+        not warm.observations["retrieval"]["side_effects"]
+    assert cold.pack_id == warm.pack_id
+    assert verify_pack(cold) == [] and verify_pack(warm) == []
+    assert pack_to_json(cold) != pack_to_json(warm)  # the observations are kept, visibly
+    # the hashed retrieval record keeps the result counts and no cache counts
+    counts = cold.tool_calls[0].outputs["counts"]
+    assert counts["chunks_scored"] > 0 and not any(k.startswith("chunk_cache") for k in counts)
+    # observations are outside the signature too: a signed pack still verifies
+    signed = sign_pack(cold, b"k", key_id="t")
+    assert verify_pack(signed, {"t": b"k"}, require_signature=True) == []

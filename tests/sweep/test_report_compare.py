@@ -24,6 +24,7 @@ from aiblox.eval.sweep import (  # noqa: E402
     run_sweep,
     write_report,
 )
+from aiblox.eval.sweep.report import _applies  # noqa: E402
 
 GRID = {"blend": ["linear", "rrf"], "w_text": [0.25, 0.75], "normalize": ["minmax"],
         "rrf_k": [60], "depth": [5, 20], "baseline": {"blend": "rrf", "rrf_k": 10}}
@@ -76,11 +77,23 @@ def test_axis_rows_follow_the_tune_choice(logged):
     rep = load_sweep_report(r.tracking["parent_run_id"], logged["uri"])
     assert "prefs.scoring.w_vec" not in rep.axes  # groups the points as w_text does
     best_run = logged["children"][r.best.config_hash]
+    best = best_run.data.params
     for axis, rows in rep.axes.items():
-        assert sum(row["n"] for row in rows) == len(r.points)
-        row = next(x for x in rows if x["value"] == best_run.data.params[axis])
+        # only the points the parameter applies to count: rrf_k for RRF points, w_text for
+        # linear ones; one series per blend
+        applies = [c for c in logged["children"].values() if _applies(axis, c.data.params)]
+        assert sum(row["n"] for row in rows) == len(applies) > 0
+        if not _applies(axis, best):
+            continue
+        series = "all" if axis == "prefs.scoring.blend" else best["prefs.scoring.blend"]
+        row = next(x for x in rows if x["value"] == best[axis] and x["series"] == series)
         assert row["tune"] == r.best.metrics["train"]["ndcg@10"]
         assert row["report"] == r.best.metrics["test"]["ndcg@10"]
+    rrf = [c for c in logged["children"].values()
+           if c.data.params["prefs.scoring.blend"] == "rrf"]
+    assert {row["series"] for row in rep.axes["prefs.fts.top_k"]} == {"linear", "rrf"}
+    assert len(rrf) == 3 and "prefs.scoring.rrf_k" in rep.axes
+    assert sum(row["n"] for row in rep.axes["prefs.scoring.rrf_k"]) == 3
 
 
 def test_report_cli_by_sweep_name(logged, tmp_path):

@@ -113,3 +113,33 @@ def test_killed_sweep_needs_resume_and_finishes_only_the_rest(env, sample_datase
     assert len(children) == len(r.points) == 5
     assert len({c.data.tags["aiblox.config_hash"] for c in children}) == 5
     assert tr.client.get_run(r.tracking["parent_run_id"]).info.status == "FINISHED"
+
+
+def test_a_finished_sweep_missing_a_point_is_completed_and_cleaned(env, sample_dataset, sweep_db,
+                                                                  small_spec, sample_spec):
+    """A FINISHED parent that lost a child and holds a stray unfinished one (left by an older
+    version): running the spec again owns the parent for as long as it logs the missing point,
+    terminates and deletes the stray child, and ends FINISHED with each point once."""
+    from mlflow.entities import ViewType
+
+    e2 = {**env, "spec": small_spec(sample_spec, **{**GRID, "w_text": [0.4, 0.6]})}
+    first = sweep(e2, sample_dataset, sweep_db, tracker(e2, experiment="holes"))
+    tr = tracker(e2, experiment="holes")
+    children = tr.children()
+    lost = children[0]
+    tr.client.delete_run(lost.info.run_id)
+    stray = tr.client.create_run(tr.experiment_id, tags={
+        "mlflow.parentRunId": tr.parent_id, "aiblox.config_hash":
+            children[1].data.tags["aiblox.config_hash"], "aiblox.kind": "point"})
+    r = sweep(e2, sample_dataset, sweep_db, tracker(e2, experiment="holes"))
+    assert r.tracking["logged"] == 1 and r.tracking["parent_run_id"] == \
+        first.tracking["parent_run_id"]
+    now = tr.children()
+    assert sorted(c.data.tags["aiblox.config_hash"] for c in now) == \
+        sorted(p.config_hash for p in r.points)
+    assert all(c.info.status == "FINISHED" for c in now)
+    assert tr.client.get_run(tr.parent_id).info.status == "FINISHED"
+    gone = tr.client.get_run(stray.info.run_id)
+    assert gone.info.lifecycle_stage == "deleted" and gone.info.status == "KILLED"
+    every = tr.client.search_runs([tr.experiment_id], run_view_type=ViewType.ALL)
+    assert "RUNNING" not in {x.info.status for x in every}

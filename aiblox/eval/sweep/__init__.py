@@ -64,10 +64,13 @@ from aiblox.eval.sweep.spec import (
 from aiblox.eval.sweep.stages import StageCache, StageRecord, stage_key
 from aiblox.eval.sweep.tracking import (
     DEFAULT_TRACKING_URI,
+    SweepBusy,
     SweepInterrupted,
     SweepTracker,
+    TrackingStoreError,
     flatten,
     metric_key,
+    tracking_client,
     trec_run,
 )
 from aiblox.eval.sweep.verify import StageCheck, VerifyReport, verify_point
@@ -95,12 +98,14 @@ __all__ = [
     "StageCheck",
     "StageRecord",
     "Steps",
+    "SweepBusy",
     "SweepInterrupted",
     "SweepReport",
     "SweepResult",
     "SweepSpec",
     "SweepSpecError",
     "SweepTracker",
+    "TrackingStoreError",
     "VerifyReport",
     "axis_frame",
     "bootstrap_ci",
@@ -136,6 +141,7 @@ __all__ = [
     "stage_key",
     "swept_axes",
     "to_decimal",
+    "tracking_client",
     "trec_run",
     "tune_vs_report",
     "verify_point",

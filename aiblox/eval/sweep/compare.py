@@ -196,9 +196,9 @@ def _primary(client: Any, run: Any, metrics: list[str]) -> str:
 def compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str = "test",
                  primary: str | None = None, alpha: float = 0.05) -> RunComparison:
     """Compare child run ``run_b`` against ``run_a`` on ``split`` (see the module doc)."""
-    from mlflow.tracking import MlflowClient
+    from aiblox.eval.sweep.tracking import tracking_client
 
-    client = MlflowClient(tracking_uri=tracking_uri)
+    client = tracking_client(tracking_uri)  # a reader: a missing store is an error
     runs = []
     for rid in (run_a, run_b):
         try:

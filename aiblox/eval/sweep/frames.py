@@ -5,8 +5,10 @@ counts, the significance table and the best point's manifest hashes.
 Pure functions of a :class:`~aiblox.eval.sweep.runner.SweepResult` (no store, no cache, no
 MLflow); the sweep board notebook (``notebooks/sweep_board.py``) draws from them.
 
-Settings a point's blend does not use are left empty: an RRF point has no ``w_text``,
-``normalize`` or ``missing``, a linear point no ``rrf_k``. Rank and "best" follow
+Settings a point does not use are left empty, and per-value tables leave those points out
+(:mod:`aiblox.eval.sweep.applies`): an RRF point has no ``w_text``, ``normalize`` or
+``missing``, a linear point no ``rrf_k``, a point whose chunker takes no token budget (``whole``)
+no ``max_chunk_tokens`` or ``overlap_tokens``. Rank and "best" follow
 :func:`~aiblox.eval.sweep.runner.choose_best`: the primary metric on the tune split, highest
 first, ties broken by config hash ascending; the report split never decides anything.
 """
@@ -18,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from aiblox.eval.sweep.applies import setting_applies
 from aiblox.eval.sweep.runner import PointResult, SweepResult
 
 __all__ = [
@@ -49,7 +52,8 @@ def point_settings(point: PointResult) -> dict[str, Any]:
     """The settings of one point, one entry per column: ``blend``, ``w_text``, ``normalize``,
     ``missing``, ``rrf_k`` (None where the blend does not use it), ``depth`` (full-text
     ``top_k``; ``vector_depth`` too when it differs), the chunking settings of a pipeline point
-    and, with selection, ``policy`` and the effective value of each swept policy parameter."""
+    (None where its chunker does not take them) and, with selection, ``policy`` and the
+    effective value of each swept policy parameter."""
     s = point.scoring
     linear = s.get("blend") == "linear"
     row: dict[str, Any] = {
@@ -63,7 +67,10 @@ def point_settings(point: PointResult) -> dict[str, Any]:
     if point.depth[1] != point.depth[0]:
         row["vector_depth"] = point.depth[1]
     if point.chunking is not None:
-        row.update({k: _cell(point.chunking.get(k)) for k in _CHUNKING_KEYS})
+        chunker = point.chunking.get("chunker_id")
+        row.update({k: _cell(point.chunking.get(k))
+                    if setting_applies(k, chunker_id=chunker) else None
+                    for k in _CHUNKING_KEYS})
     if point.selection is not None:
         row["policy"] = point.selection.get("policy")
         params = point.selection.get("params") or {}

@@ -77,6 +77,7 @@ from aiblox.eval.sweep.spec import PipelinePoint, SweepSpec, backend_of, load_po
 from aiblox.eval.sweep.split_fusion import compiled_threads
 from aiblox.eval.sweep.split_metrics import SplitMetrics, unpack_metrics
 from aiblox.eval.sweep.stages import StageCache, StageRecord, stage_key
+from aiblox.eval.sweep.tracking import release_on_error
 from aiblox.hashing import sha256_hex
 from aiblox.retrieval.late_chunking import LateChunker, default_chunk_cache
 
@@ -334,6 +335,7 @@ class _Sweep:
                 "prompts_sha256": prompts["prompts_sha256"]}
 
 
+@release_on_error
 def run_pipeline_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
                        db: str | None = None, jobs: int = 0, tracker: Any = None,
                        progress: bool = True, dataset: Dataset | None = None,

@@ -2,10 +2,11 @@
 
 Read from MLflow alone (the parent run, its ``sweep_summary.json`` and its child runs): the
 leaderboard (tune and report metrics), the primary metric as a function of each swept parameter
-(one plot per axis: of the points holding a value, the one best on tune, with its tune and report
-values, so the report split is never chosen on; an axis grouping the points exactly as an
-earlier one is left out), the tune-versus-report table of the chosen point, the significance
-table, the manifest hashes of the best point, and the one command that reproduces the sweep.
+(one plot per axis, one line per blend, over the points the parameter applies to only: of the
+points holding a value, the one best on tune, with its tune and report values, so the report
+split is never chosen on; an axis grouping the points exactly as an earlier one is left out),
+the tune-versus-report table of the chosen point, the significance table, the manifest hashes
+of the best point, and the one command that reproduces the sweep.
 The HTML needs no network: CSS is inline and plots are inline base64 PNGs (matplotlib, Agg
 backend). Both files are logged as artifacts of the parent run (``report/``).
 """
@@ -23,7 +24,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aiblox.eval.sweep.tracking import metric_key
+from aiblox.eval.sweep.applies import series_of, setting_applies
+from aiblox.eval.sweep.tracking import metric_key, tag_filter, tracking_client
 
 __all__ = ["SweepReport", "find_sweep_run", "load_sweep_report", "render_html",
            "render_markdown", "write_report"]
@@ -67,8 +69,11 @@ class SweepReport(_Strict):
     ci: dict[str, Any] = Field(default_factory=dict)
     """Per split ``(mean, low, high)`` bootstrap interval of the best point's primary metric."""
     axes: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
-    """Swept parameter -> rows ``{value, tune, report, n}``: of the ``n`` points holding the
-    value, the one best on tune (primary metric), its tune and report values."""
+    """Swept parameter -> rows ``{series, value, tune, report, n}``: of the ``n`` points of a
+    series (their blend; ``all`` for the blend axis) holding the value, the one best on tune
+    (primary metric), its tune and report values. Only points the parameter applies to count
+    (``rrf_k`` for RRF points, ``w_text`` for linear ones, a chunk size where the chunker
+    takes one; :mod:`aiblox.eval.sweep.applies`)."""
     manifest: dict[str, Any] = Field(default_factory=dict)
     """Hashes of the best point's manifest."""
     sweep_hash: str
@@ -85,10 +90,14 @@ def find_sweep_run(client: Any, sweep: str) -> Any:
             return run
     except Exception:  # noqa: BLE001 - not a run id: look it up by name
         pass
+    try:  # a name with a quote (or anything but a plain name) builds no filter
+        where = f"{tag_filter('aiblox.kind', 'sweep')} and " \
+                f"{tag_filter('aiblox.sweep_name', sweep)}"
+    except ValueError:
+        raise ValueError(f"no sweep run with id or name {sweep!r}") from None
     exps = [e.experiment_id for e in client.search_experiments()]
-    runs = client.search_runs(
-        exps, filter_string=f"tags.`aiblox.kind` = 'sweep' and tags.`aiblox.sweep_name` = "
-        f"'{sweep}'", order_by=["attributes.start_time DESC"], max_results=1) if exps else []
+    runs = client.search_runs(exps, filter_string=where, order_by=["attributes.start_time DESC"],
+                              max_results=1) if exps else []
     if not runs:
         raise ValueError(f"no sweep run with id or name {sweep!r}")
     return runs[0]
@@ -100,7 +109,7 @@ def _children(client: Any, parent: Any) -> list[Any]:
     while True:
         page = client.search_runs(
             [parent.info.experiment_id],
-            filter_string=f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'",
+            filter_string=tag_filter("mlflow.parentRunId", parent.info.run_id),
             max_results=1000, page_token=token)
         out.extend(r for r in page if r.info.status == "FINISHED")
         token = page.token
@@ -122,11 +131,61 @@ def _value_key(v: str) -> tuple[int, float, str]:
         return (1, 0.0, v)
 
 
+def _applies(key: str, params: dict[str, str]) -> bool:
+    """Whether the logged param ``key`` applies to a child with ``params`` (see
+    :mod:`aiblox.eval.sweep.applies`): fusion settings by blend, chunking settings by chunker."""
+    group, _, setting = key.rpartition(".")
+    if group not in ("prefs.scoring", "prefs.chunking"):
+        return True
+    return setting_applies(setting, mode=params.get("prefs.mode"),
+                           blend=params.get("prefs.scoring.blend"),
+                           chunker_id=params.get("prefs.chunking.chunker_id"))
+
+
+def _series(key: str, params: dict[str, str]) -> str:
+    return series_of(key.rpartition(".")[2], mode=params.get("prefs.mode"),
+                     blend=params.get("prefs.scoring.blend"))
+
+
+def _axes(children: list[Any], tk: str, rk: str) -> dict[str, list[dict[str, Any]]]:
+    """Swept params -> rows ``{series, value, n, tune, report}``: among the children where the
+    param applies, per series (blend) and value, the one best on tune (ties by config hash)."""
+    keys = sorted({k for c in children for k in c.data.params})
+    axes: dict[str, list[dict[str, Any]]] = {}
+    seen: set[frozenset[frozenset[str]]] = set()
+    for k in keys:
+        if k.endswith(_SKIP_PARAMS):
+            continue
+        pts = [c for c in children if k in c.data.params and _applies(k, c.data.params)]
+        values = {c.data.params[k] for c in pts}
+        if len(values) < 2:
+            continue
+        # an axis that splits the points exactly as an earlier one (w_vec = 1 - w_text, the
+        # vector depth beside the full-text depth) adds no plot
+        groups = frozenset(frozenset(c.info.run_id for c in pts if c.data.params[k] == v)
+                           for v in values)
+        if groups in seen:
+            continue
+        seen.add(groups)
+        rows = []
+        for series in sorted({_series(k, c.data.params) for c in pts}):
+            for v in sorted(values, key=_value_key):
+                group = [c for c in pts if c.data.params[k] == v
+                         and _series(k, c.data.params) == series]
+                if not group:
+                    continue
+                # the point best on tune (ties by config hash): the report split never chooses
+                top = min(group, key=lambda c: (-c.data.metrics.get(tk, float("-inf")),
+                                                c.data.tags.get("aiblox.config_hash", "")))
+                rows.append({"series": series, "value": v, "n": len(group),
+                             "tune": top.data.metrics.get(tk), "report": top.data.metrics.get(rk)})
+        axes[k] = rows
+    return axes
+
+
 def load_sweep_report(sweep: str, tracking_uri: str) -> SweepReport:
     """Read a logged sweep (parent run id or sweep name) into a :class:`SweepReport`."""
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri=tracking_uri)
+    client = tracking_client(tracking_uri)  # a reader: a missing store is an error
     parent = find_sweep_run(client, sweep)
     pid = parent.info.run_id
     with tempfile.TemporaryDirectory() as tmp:
@@ -142,33 +201,7 @@ def load_sweep_report(sweep: str, tracking_uri: str) -> SweepReport:
     metrics = json.loads(p["spec.metrics"]) if p.get("spec.metrics", "").startswith("[") \
         else [primary]
     children = _children(client, parent)
-    # swept axes: params that take more than one value over the points
-    values: dict[str, set[str]] = {}
-    for c in children:
-        for k, v in c.data.params.items():
-            values.setdefault(k, set()).add(v)
-    axes: dict[str, list[dict[str, Any]]] = {}
-    tk, rk = metric_key(tune, primary), metric_key(report, primary)
-    seen: set[frozenset[frozenset[str]]] = set()
-    for k in sorted(values):
-        if len(values[k]) < 2 or k.endswith(_SKIP_PARAMS):
-            continue
-        # an axis that splits the points exactly as an earlier one (w_vec = 1 - w_text, the
-        # vector depth beside the full-text depth) adds no plot
-        groups = frozenset(frozenset(c.info.run_id for c in children if c.data.params.get(k) == v)
-                           for v in values[k])
-        if groups in seen:
-            continue
-        seen.add(groups)
-        rows = []
-        for v in sorted(values[k], key=_value_key):
-            pts = [c for c in children if c.data.params.get(k) == v]
-            # the point best on tune (ties by config hash): the report split is never chosen on
-            top = min(pts, key=lambda c: (-c.data.metrics.get(tk, float("-inf")),
-                                          c.data.tags.get("aiblox.config_hash", "")))
-            rows.append({"value": v, "n": len(pts), "tune": top.data.metrics.get(tk),
-                         "report": top.data.metrics.get(rk)})
-        axes[k] = rows
+    axes = _axes(children, metric_key(tune, primary), metric_key(report, primary))
     best = summary["best"]
     manifest: dict[str, Any] = {}
     best_child = next((c for c in children
@@ -208,14 +241,21 @@ def _plot(rep: SweepReport, axis: str) -> str:
     from matplotlib import pyplot as plt
 
     rows = rep.axes[axis]
-    xs = [r["value"] for r in rows]
+    xs = sorted({r["value"] for r in rows}, key=_value_key)
     numeric = all(_value_key(x)[0] == 0 for x in xs)
-    pos = [float(x) for x in xs] if numeric else list(range(len(xs)))
+    at = {x: (float(x) if numeric else float(i)) for i, x in enumerate(xs)}
     fig, ax = plt.subplots(figsize=(5, 3.2), dpi=90)
-    for split, key, mark in ((rep.tune_split, "tune", "o-"), (rep.report_split, "report", "s--")):
-        ax.plot(pos, [r[key] for r in rows], mark, label=f"{split} ({key})")
+    series = list(dict.fromkeys(r.get("series", "all") for r in rows))
+    for n, name in enumerate(series):
+        line = [r for r in rows if r.get("series", "all") == name]
+        color = f"C{n}"
+        for split, key, mark in ((rep.tune_split, "tune", "o-"),
+                                 (rep.report_split, "report", "s--")):
+            label = f"{split} ({key})" if name == "all" else f"{name}: {split} ({key})"
+            ax.plot([at[r["value"]] for r in line], [r[key] for r in line], mark, color=color,
+                    label=label)
     if not numeric:
-        ax.set_xticks(pos, xs)
+        ax.set_xticks([at[x] for x in xs], xs)
     ax.set_xlabel(axis)
     ax.set_ylabel(f"{rep.primary} (best on {rep.tune_split})")
     ax.set_title(f"{rep.primary} by {axis}")
@@ -284,8 +324,17 @@ def render_markdown(rep: SweepReport, top: int = 20) -> str:
         out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
         out.append("")
     out += ["## Swept parameters", "", "Plots are in the HTML report: " +
-            ", ".join(f"`{a}`" for a in rep.axes) if rep.axes else "(no swept parameter)", "",
-            "## Reproduce", "", "```sh", rep.reproduce, "```", "",
+            ", ".join(f"`{a}`" for a in rep.axes) if rep.axes else "(no swept parameter)", ""]
+    if rep.axes:
+        out += [f"Per value, among the points a parameter applies to (one series per blend), "
+                f"the point best on {rep.tune_split} by {rep.primary}:", ""]
+    for axis, axis_rows in rep.axes.items():
+        out += [f"### {axis}", "", f"| series | value | points | {rep.tune_split} (tune) | "
+                f"{rep.report_split} (report) |", "|---|---|---|---|---|"]
+        out += [f"| {r.get('series', 'all')} | {r['value']} | {r['n']} | {_f(r['tune'])} | "
+                f"{_f(r['report'])} |" for r in axis_rows]
+        out.append("")
+    out += ["## Reproduce", "", "```sh", rep.reproduce, "```", "",
             f"The spec must hash to `{rep.sweep_hash}` (MLflow tag `aiblox.sweep_hash`); "
             "its stage cache makes the rerun cheap.", ""]
     return "\n".join(out)
@@ -335,9 +384,7 @@ def write_report(sweep: str, tracking_uri: str, out_dir: str | Path,
     html_path.write_text(render_html(rep, top), encoding="utf-8")
     md_path.write_text(render_markdown(rep, top), encoding="utf-8")
     if log_artifacts:
-        from mlflow.tracking import MlflowClient
-
-        client = MlflowClient(tracking_uri=tracking_uri)
+        client = tracking_client(tracking_uri)
         client.log_artifact(rep.parent_run_id, str(html_path), "report")
         client.log_artifact(rep.parent_run_id, str(md_path), "report")
     return {"html": str(html_path), "markdown": str(md_path), "parent_run_id": rep.parent_run_id,

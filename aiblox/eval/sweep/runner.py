@@ -55,6 +55,7 @@ from aiblox.eval.sweep.spec import SweepSpec, backend_of
 from aiblox.eval.sweep.split_fusion import FusedArrays, SplitFusion, compiled_threads
 from aiblox.eval.sweep.split_metrics import SplitMetrics, packed_means, unpack_metrics
 from aiblox.eval.sweep.stages import StageCache, StageRecord, stage_key
+from aiblox.eval.sweep.tracking import release_on_error
 from aiblox.retrieval.retriever import HybridRetriever, SignalRuns
 
 __all__ = [
@@ -421,6 +422,7 @@ class _Pipeline:
 
 
 # -- the sweep ----------------------------------------------------------------------------------
+@release_on_error
 def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
               db: str | None = None, jobs: int = 0, tracker: Any = None,
               progress: bool = True, dataset: Dataset | None = None,

@@ -446,8 +446,10 @@ class FusionGrid(_Strict):
 class SweepSpec(_Strict):
     """A sweep: what to score, on which splits, over which grid."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
-    """Sweep name; also the MLflow experiment name unless ``experiment`` is set."""
+    name: str = Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$", max_length=200)
+    """Sweep name: letters, digits, ``_``, ``.``, ``-``, not starting with a dot or a hyphen
+    (so never ``.`` or ``..``: it names folders, e.g. ``reports/<name>``, and MLflow tags
+    searched by value); also the MLflow experiment name unless ``experiment`` is set."""
     description: str = ""
     """Free text for people."""
     experiment: str | None = None
@@ -491,7 +493,19 @@ class SweepSpec(_Strict):
     reader: str = "extractive"
     """Pipeline sweeps with selection: the reader (an ``aiblox.assembly.get_llm`` name)."""
     reader_options: dict[str, Any] = Field(default_factory=dict)
-    """Options of the reader (e.g. ``{max_sentences = 1}``); part of the reader stage's key."""
+    """Options of the reader (e.g. ``{max_sentences = 1}``); part of the reader stage's key.
+    No secrets: they are logged to MLflow and hashed into manifests (an ``api_key`` is
+    refused; the ``openai`` reader reads ``AIBLOX_LLM_API_KEY``)."""
+
+    @field_validator("reader_options")
+    @classmethod
+    def _no_secrets(cls, v: dict[str, Any]) -> dict[str, Any]:
+        secret = sorted(k for k in v if k.lower().endswith(("key", "secret", "password")))
+        if secret:
+            raise ValueError(f"reader_options.{secret[0]}: a secret does not belong in a spec "
+                             f"(specs are logged to MLflow and hashed into manifests); set "
+                             f"AIBLOX_LLM_API_KEY in the environment instead")
+        return v
     search: SearchConfig = Field(default_factory=SearchConfig)
     """Which points of the grid are scored (``[search]``: grid, or seeded random)."""
 

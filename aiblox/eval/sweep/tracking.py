@@ -2,38 +2,84 @@
 
 The parent run is found by the sweep's hash (tag ``aiblox.sweep_hash``), so running the same spec
 again logs nothing twice: a child is logged only when no FINISHED child of the parent carries
-the point's config hash (tag ``aiblox.config_hash``). A child left unfinished by a killed sweep
-is deleted and logged again on ``resume``. An unfinished parent is continued only with
-``resume=True``; otherwise :class:`SweepInterrupted` says so.
+the point's config hash (tag ``aiblox.config_hash``).
+
+One writer per sweep. A process writing a parent run owns it: tag ``aiblox.owner`` names the
+host (with its boot id and pid namespace), the pid (and the process's start time) and a random
+token, and tag
+``aiblox.heartbeat`` holds a timestamp that a background thread renews every
+:data:`HEARTBEAT_S` seconds while the sweep runs. An unfinished parent is live when its owner
+is: on the same machine, when that process still runs (a definite answer, whatever the
+heartbeat says); from another machine, when its heartbeat is younger than the lease
+(:data:`LEASE_S`, ``AIBLOX_SWEEP_LEASE_S``). A second process on a live sweep is refused
+(:class:`SweepBusy`), ``resume`` or not; an unfinished parent whose owner is gone is adopted
+only with ``resume=True`` (else :class:`SweepInterrupted`). Adopting it deletes its children
+that never finished (terminated ``KILLED`` first, so no run stays ``RUNNING``) and the repeats
+of a config hash, so every point is logged exactly once, and the parent ends ``FINISHED``. A
+sweep that raises in this process (Ctrl-C, an error) gives its parent up at once (status
+``KILLED`` or ``FAILED``), see :func:`release_on_error`.
+
+Creating and adopting a parent happen under an inter-process file lock for a local store
+(``sqlite:///PATH``: ``PATH.lock``; a file store: ``.aiblox.lock`` in its folder), which also
+covers MLflow's first use of the store (schema creation) and the experiment's creation, so
+sweeps started together on a fresh store neither race nor duplicate. A remote tracking server
+has no such lock: a claim is written, then read back after :data:`SETTLE_S` seconds, and the
+earliest parent (or the last claim) wins. :func:`tracking_client` opens a store; read-only
+callers pass ``create=False`` and a missing ``sqlite:///`` file is an error, not a new empty
+database. Values put into MLflow filter strings go through :func:`tag_filter`, which refuses
+anything but a plain name.
 
 Children: params are the flattened config; metrics ``<split>.<metric>`` (``@`` written ``_at_``,
 which MLflow names cannot hold); tags hold the hashes; artifacts hold ``manifest.json``, one TREC
 run file and one per-query metrics parquet per split (every stage with per-query values: ranx
 metrics, and for pipeline points chunk and answer metrics), and for selection points
 ``evidence.<split>.parquet`` (``query_id, rank, chunk_id, item_id``). In file names a derived
-split is written by :func:`split_file` (``test:0/2`` as ``test-0of2``). mlflow is imported here
-only (the ``tracking`` extra).
+split is written by :func:`split_file` (``test:0/2`` as ``test-0of2``). mlflow (and filelock,
+which it brings) is imported here only (the ``tracking`` extra).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import logging
+import os
+import re
+import socket
 import tempfile
-from collections.abc import Sequence
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from aiblox.eval.sweep.stages import StageCache
 
 __all__ = [
     "DEFAULT_TRACKING_URI",
+    "HEARTBEAT_S",
+    "LEASE_S",
+    "SETTLE_S",
+    "SweepBusy",
     "SweepInterrupted",
     "SweepTracker",
+    "TrackingStoreError",
+    "artifact_location",
+    "check_tracking_store",
     "flatten",
     "metric_key",
+    "release_on_error",
     "split_file",
+    "tag_filter",
+    "tracking_client",
     "trec_run",
 ]
+
+logger = logging.getLogger("aiblox.eval.sweep.tracking")
 
 DEFAULT_TRACKING_URI = "sqlite:///mlruns/mlflow.db"
 
@@ -41,14 +87,52 @@ TAG_KIND = "aiblox.kind"
 TAG_SWEEP = "aiblox.sweep_hash"
 TAG_CONFIG = "aiblox.config_hash"
 TAG_PARENT = "mlflow.parentRunId"
+TAG_OWNER = "aiblox.owner"
+"""Parent-run tag: the process writing the sweep (JSON: host, boot id and pid namespace, pid,
+its start time, token)."""
+TAG_HEARTBEAT = "aiblox.heartbeat"
+"""Parent-run tag: seconds since the epoch, renewed every :data:`HEARTBEAT_S` by the owner."""
 EVIDENCE_COLUMNS = ["query_id", "rank", "chunk_id", "item_id"]
 """Columns of ``evidence.<split>.parquet``: the evidence a selection point kept, in order."""
 TAG_SPEC_PATH = "aiblox.spec_path"
 """Parent-run tag: the spec file the sweep was run from (for the report's reproduce command)."""
 
 
+def _env_seconds(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name, default))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+HEARTBEAT_S = _env_seconds("AIBLOX_SWEEP_HEARTBEAT_S", 10.0)
+"""Seconds between two heartbeats of a running sweep (``AIBLOX_SWEEP_HEARTBEAT_S``)."""
+LEASE_S = _env_seconds("AIBLOX_SWEEP_LEASE_S", 60.0)
+"""A sweep owned from another machine is live while its heartbeat is younger than this
+(``AIBLOX_SWEEP_LEASE_S``); on the same machine the owner's process is checked instead."""
+SETTLE_S = _env_seconds("AIBLOX_TRACKING_SETTLE_S", 2.0)
+"""Remote tracking servers (no file lock): seconds between writing a claim and reading it back
+(``AIBLOX_TRACKING_SETTLE_S``)."""
+LOCK_TIMEOUT_S = 600.0
+"""Longest wait for a local store's file lock (held for seconds at most)."""
+
+_PLAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
+_TERMINAL = ("FINISHED", "FAILED", "KILLED")
+
+
 class SweepInterrupted(RuntimeError):
-    """The sweep has an unfinished parent run and ``resume`` was not asked for."""
+    """The sweep has an unfinished parent run whose process is gone, and ``resume`` was not
+    asked for."""
+
+
+class SweepBusy(RuntimeError):
+    """Another live process is writing this sweep (or took it over): refused, resume or not."""
+
+
+class TrackingStoreError(ValueError):
+    """The tracking store cannot be used: a missing ``sqlite:///`` file for a reader, a folder
+    that cannot be written, a lock that cannot be had. The message is one line naming it."""
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, str]:
@@ -85,71 +169,478 @@ def trec_run(run: dict[str, list[list[Any]]], tag: str) -> str:
 
 def _artifact_root(tracking_uri: str) -> str | None:
     """Artifacts beside a local sqlite store (``mlruns/`` for the default URI)."""
-    if tracking_uri.startswith("sqlite:///"):
-        db = Path(tracking_uri[len("sqlite:///"):])
+    db = _sqlite_path(tracking_uri)
+    if db is not None:
         return (db.parent.resolve() / "artifacts").as_uri()
     return None
 
 
+def artifact_location(tracking_uri: str, experiment: str) -> str | None:
+    """Where a new experiment's artifacts go: ``<db dir>/artifacts/<safe name>`` beside a local
+    sqlite store (None: MLflow's default). The name is made one plain folder name (anything
+    but letters, digits, ``-``, ``_``, ``.`` becomes ``_``; a leading dot too), so it never
+    leaves ``artifacts/``."""
+    root = _artifact_root(tracking_uri)
+    if root is None:
+        return None
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in experiment)
+    if not safe or safe.startswith("."):
+        safe = "_" + safe
+    return f"{root}/{safe}"
+
+
+def _sqlite_path(tracking_uri: str) -> Path | None:
+    """The database file of a ``sqlite:///PATH`` URI (relative or absolute), else None."""
+    if not tracking_uri.startswith("sqlite:///"):
+        return None
+    path = tracking_uri[len("sqlite:///"):].split("?", 1)[0]
+    return Path(path) if path and path != ":memory:" else None
+
+
+def _file_store(tracking_uri: str) -> Path | None:
+    """The folder of a local file store (``file:PATH`` or a plain path), else None."""
+    if tracking_uri.startswith("file:"):
+        from urllib.parse import unquote, urlparse
+
+        return Path(unquote(urlparse(tracking_uri).path))
+    if "://" not in tracking_uri and not tracking_uri.startswith(("databricks", "sqlite:")):
+        return Path(tracking_uri)
+    return None
+
+
+def _lock_path(tracking_uri: str) -> Path | None:
+    """The inter-process lock file of a local store (None for a remote one)."""
+    db = _sqlite_path(tracking_uri)
+    if db is not None:
+        return db.with_name(db.name + ".lock")
+    folder = _file_store(tracking_uri)
+    return folder / ".aiblox.lock" if folder is not None else None
+
+
+@contextlib.contextmanager
+def store_lock(tracking_uri: str, *, required: bool = True) -> Iterator[bool]:
+    """Hold the local store's file lock (yields True), or nothing for a remote store (yields
+    False). With ``required=False`` (readers) a lock file that cannot be created is skipped."""
+    path = _lock_path(tracking_uri)
+    if path is None:
+        yield False
+        return
+    from filelock import FileLock, Timeout
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(path), timeout=LOCK_TIMEOUT_S)
+        lock.acquire()
+    except Timeout:
+        raise TrackingStoreError(f"{path}: another process has held the MLflow store's lock "
+                                 f"for {LOCK_TIMEOUT_S:.0f} s") from None
+    except OSError as exc:
+        if required:
+            raise TrackingStoreError(f"cannot write the MLflow store's lock {path}: "
+                                     f"{exc.strerror or exc}") from None
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        lock.release()
+
+
+def check_tracking_store(tracking_uri: str) -> None:
+    """Raise :class:`TrackingStoreError` naming the path when ``tracking_uri`` is a local store
+    (a ``sqlite:///`` file, a file-store folder) that does not exist; a read-only command then
+    stops instead of creating an empty database. Remote URIs pass."""
+    db = _sqlite_path(tracking_uri)
+    local = db if db is not None else _file_store(tracking_uri)
+    if local is not None and not (local.is_file() if db is not None else local.is_dir()):
+        what = "database" if db is not None else "store"
+        raise TrackingStoreError(f"no MLflow tracking {what} at {local} (--tracking-uri "
+                                 f"{tracking_uri}); nothing was created")
+
+
+def tracking_client(tracking_uri: str, *, create: bool = False) -> Any:
+    """An ``MlflowClient`` on ``tracking_uri`` whose store has been opened once under the local
+    store's file lock (MLflow creates or upgrades a sqlite schema on first open; two processes
+    doing it at once fail). ``create=False`` (readers): a ``sqlite:///`` file or a file-store
+    folder that does not exist raises :class:`TrackingStoreError` naming it (nothing is
+    created); ``create=True`` makes the folder."""
+    from mlflow.tracking import MlflowClient
+
+    db = _sqlite_path(tracking_uri)
+    local = db if db is not None else _file_store(tracking_uri)
+    if not create:
+        check_tracking_store(tracking_uri)
+    elif local is not None:
+        try:
+            (local.parent if db is not None else local).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise TrackingStoreError(f"cannot create the MLflow store's folder for "
+                                     f"{tracking_uri}: {exc.strerror or exc}") from None
+    with store_lock(tracking_uri, required=create):
+        try:
+            client = MlflowClient(tracking_uri=tracking_uri)
+            client.search_experiments(max_results=1)  # opens the store: schema made or checked
+        except Exception as exc:  # noqa: BLE001 - one line for the user, with the URI
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise TrackingStoreError(f"cannot open the MLflow store {tracking_uri}: "
+                                     f"{first}") from exc
+    return client
+
+
+def tag_filter(key: str, value: str) -> str:
+    """``tags.`key` = 'value'`` for an MLflow filter string. MLflow's grammar has no escape for
+    a quote inside a value, so a value must be a plain name (letters, digits, ``_``, ``.``,
+    ``-``, not starting with a dot, as a sweep name) or a run id; anything else raises
+    ``ValueError`` naming it, and no filter is built."""
+    if not _PLAIN.match(key) or not _PLAIN.match(value):
+        raise ValueError(f"{value!r} is not a plain name (letters, digits, '_', '.', '-')")
+    return f"tags.`{key}` = '{value}'"
+
+
+# -- ownership ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Owner:
+    """The process writing a sweep's parent run."""
+
+    host: str
+    boot: str
+    pid: int
+    started: str
+    token: str
+
+    def tag(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def parse(cls, text: str | None) -> Owner | None:
+        try:
+            d = json.loads(text or "")
+            return cls(host=str(d["host"]), boot=str(d["boot"]), pid=int(d["pid"]),
+                       started=str(d["started"]), token=str(d["token"]))
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    def __str__(self) -> str:
+        return f"pid {self.pid} on {self.host}"
+
+
+def _boot_id() -> str:
+    """This kernel's boot id and this process's pid namespace (Linux; empty elsewhere): two
+    processes whose pids can be compared share both."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+        return f"{boot}/{os.readlink('/proc/self/ns/pid')}"
+    except OSError:
+        return ""
+
+
+def _proc_stat(pid: int) -> tuple[str, str] | None:
+    """(state, start time in clock ticks) of a Linux process, None where /proc cannot tell."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    fields = text[text.rfind(")") + 2:].split()
+    return (fields[0], fields[19]) if len(fields) > 19 else None
+
+
+def _this_process(token: str) -> Owner:
+    stat = _proc_stat(os.getpid())
+    return Owner(host=socket.gethostname(), boot=_boot_id(), pid=os.getpid(),
+                 started=stat[1] if stat else "", token=token)
+
+
+_LIVE_TOKENS: weakref.WeakValueDictionary[str, SweepTracker] = weakref.WeakValueDictionary()
+"""The trackers of this process that own a parent run now, by token (a tracker garbage
+collected without finishing, e.g. a notebook cell run again, owns nothing any more)."""
+
+
+def _process_alive(owner: Owner) -> bool:
+    if owner.pid == os.getpid():
+        return owner.token in _LIVE_TOKENS
+    try:
+        os.kill(owner.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, another user's
+    except OSError:
+        return False
+    stat = _proc_stat(owner.pid)
+    if stat is None:
+        return True
+    state, started = stat
+    return state not in ("Z", "X") and (not owner.started or started == owner.started)
+
+
+def owner_status(tags: dict[str, str], now: float | None = None) -> tuple[bool, str]:
+    """``(live, why)`` of the owner recorded in a parent run's tags (see the module doc)."""
+    owner = Owner.parse(tags.get(TAG_OWNER))
+    if owner is None:
+        return False, "no owner recorded"
+    me = _this_process("")
+    if owner.host == me.host and owner.boot == me.boot and os.name == "posix":
+        return (True, f"{owner} is running it") if _process_alive(owner) else \
+            (False, f"{owner}, which ran it, has exited")
+    try:
+        age = (time.time() if now is None else now) - float(tags.get(TAG_HEARTBEAT, ""))
+    except ValueError:
+        return False, f"{owner}, which ran it, left no heartbeat"
+    if age < LEASE_S:
+        return True, f"{owner} is running it (heartbeat {max(age, 0):.0f} s ago)"
+    return False, (f"{owner}, which ran it, has been silent for {age:.0f} s "
+                   f"(lease {LEASE_S:.0f} s)")
+
+
+class _Heartbeat:
+    """Renews the parent's heartbeat tag every :data:`HEARTBEAT_S` seconds from a daemon
+    thread, and notes (``lost``) when the parent is no longer owned by ``token``."""
+
+    def __init__(self, tracking_uri: str, run_id: str, token: str) -> None:
+        self.tracking_uri, self.run_id, self.token = tracking_uri, run_id, token
+        self.stop_event = threading.Event()
+        self.lost: str | None = None
+        self.thread = threading.Thread(target=self._run, name="aiblox-sweep-heartbeat",
+                                       daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        from mlflow.tracking import MlflowClient
+
+        client = None
+        while not self.stop_event.wait(HEARTBEAT_S):
+            try:
+                client = client or MlflowClient(tracking_uri=self.tracking_uri)
+                run = client.get_run(self.run_id)
+                owner = Owner.parse(run.data.tags.get(TAG_OWNER))
+                if owner is None or owner.token != self.token or run.info.status != "RUNNING":
+                    self.lost = (f"MLflow run {self.run_id} was taken over by "
+                                 f"{owner or 'nobody'} (status {run.info.status})")
+                    return
+                client.set_tag(self.run_id, TAG_HEARTBEAT, f"{time.time():.3f}")
+            except Exception as exc:  # noqa: BLE001 - a missed beat is retried, not fatal
+                logger.warning("sweep heartbeat of run %s failed: %s", self.run_id, exc)
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        if self.thread is not threading.current_thread():
+            self.thread.join(timeout=5)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def release_on_error(fn: Callable[P, R]) -> Callable[P, R]:
+    """Wrap a sweep function taking ``tracker=``: when it raises (an error, Ctrl-C, SystemExit),
+    the tracker gives its parent run up (``KILLED`` or ``FAILED``, owner released), so a later
+    ``--resume`` can adopt it without waiting for this process to end."""
+
+    @functools.wraps(fn)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except BaseException as exc:
+            tracker = kwargs.get("tracker")
+            if tracker is not None and hasattr(tracker, "release"):
+                tracker.release(exc)
+            raise
+
+    return run
+
+
 class SweepTracker:
-    """Logs one sweep to MLflow (parent run) and its points (child runs)."""
+    """Logs one sweep to MLflow (parent run) and its points (child runs), as the parent's one
+    writer (see the module doc). From a notebook, ``with SweepTracker(...) as tracker:`` gives
+    the parent up if the block is left before :meth:`finish` (a sweep function wrapped by
+    :func:`release_on_error` does so on an error anyway)."""
 
     def __init__(self, tracking_uri: str, experiment: str, sweep_hash: str,
                  spec: dict[str, Any], resume: bool = False,
                  spec_path: str | None = None) -> None:
-        from mlflow.tracking import MlflowClient
-
-        if tracking_uri.startswith("sqlite:///"):
-            Path(tracking_uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
-        self.client = MlflowClient(tracking_uri=tracking_uri)
+        self.client = tracking_client(tracking_uri, create=True)
         self.tracking_uri = tracking_uri
-        exp = self.client.get_experiment_by_name(experiment)
-        if exp is None:
-            root = _artifact_root(tracking_uri)
-            safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in experiment)
-            self.experiment_id = self.client.create_experiment(
-                experiment, artifact_location=f"{root}/{safe}" if root else None)
-        else:
-            self.experiment_id = exp.experiment_id
         self.sweep_hash = sweep_hash
+        self.name = str(spec.get("name"))
         self.logged = 0
         self.skipped = 0
-        parents = self.client.search_runs(
-            [self.experiment_id],
-            filter_string=f"tags.`{TAG_SWEEP}` = '{sweep_hash}' and tags.`{TAG_KIND}` = 'sweep'",
-            order_by=["attributes.start_time DESC"], max_results=1)
-        if parents:
-            parent = parents[0]
-            if parent.info.status != "FINISHED" and not resume:
-                raise SweepInterrupted(
-                    f"sweep {spec.get('name')} ({sweep_hash[:12]}) has an unfinished MLflow run "
-                    f"{parent.info.run_id}; pass --resume to finish it")
-            self.parent_id = parent.info.run_id
-            self.resumed = True
-            self.was_finished = parent.info.status == "FINISHED"
-            if spec_path and parent.data.tags.get(TAG_SPEC_PATH) != spec_path:
-                self.client.set_tag(self.parent_id, TAG_SPEC_PATH, spec_path)
-            if parent.info.status not in ("RUNNING", "FINISHED"):
-                self.client.update_run(self.parent_id, status="RUNNING")
-        else:
-            run = self.client.create_run(
-                self.experiment_id, run_name=f"sweep-{spec.get('name')}",
-                tags={TAG_KIND: "sweep", TAG_SWEEP: sweep_hash,
-                      "aiblox.sweep_name": str(spec.get("name")),
-                      **({TAG_SPEC_PATH: spec_path} if spec_path else {})})
-            self.parent_id = run.info.run_id
-            self.resumed = False
-            self.was_finished = False
-            self._log_batch(self.parent_id, params=_params(flatten(spec, "spec.")))
+        self.owned = False
+        self.token = uuid.uuid4().hex
+        self._heartbeat: _Heartbeat | None = None
+        self._inflight: str | None = None
         self._existing: set[str] | None = None
+        with store_lock(tracking_uri) as locked:
+            self.experiment_id = self._experiment(experiment)
+            parent = self._first_parent()
+            if parent is None:
+                run = self.client.create_run(
+                    self.experiment_id, run_name=f"sweep-{self.name}",
+                    tags={TAG_KIND: "sweep", TAG_SWEEP: sweep_hash,
+                          "aiblox.sweep_name": self.name, **self._owner_tags(),
+                          **({TAG_SPEC_PATH: spec_path} if spec_path else {})})
+                self.parent_id = run.info.run_id
+                self.resumed = False
+                self.was_finished = False
+                self._own()
+                self._log_batch(self.parent_id, params=_params(flatten(spec, "spec.")))
+            else:
+                self.parent_id = parent.info.run_id
+                self.resumed = True
+                self.was_finished = parent.info.status == "FINISHED"
+                if not self.was_finished:
+                    self._adopt(parent, resume)
+                if spec_path and parent.data.tags.get(TAG_SPEC_PATH) != spec_path:
+                    self.client.set_tag(self.parent_id, TAG_SPEC_PATH, spec_path)
+        if self.owned and not locked:
+            self._settle()
+        if self.owned:
+            self._start_heartbeat()
 
+    def __enter__(self) -> SweepTracker:
+        return self
+
+    def __exit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
+        """Leaving a ``with`` block: a parent still owned (the sweep raised, or never ran) is
+        given up (:meth:`release`)."""
+        self.release(error if error is not None else KeyboardInterrupt())
+
+    # -- ownership ------------------------------------------------------------------------
+    def _experiment(self, name: str) -> str:
+        exp = self.client.get_experiment_by_name(name)
+        if exp is not None:
+            return str(exp.experiment_id)
+        try:
+            return str(self.client.create_experiment(
+                name, artifact_location=artifact_location(self.tracking_uri, name)))
+        except Exception:  # another process created it first (a remote server has no lock)
+            exp = self.client.get_experiment_by_name(name)
+            if exp is None:
+                raise
+            return str(exp.experiment_id)
+
+    def _parents(self) -> list[Any]:
+        """Every (undeleted) parent run of this sweep hash, earliest first (ties by id)."""
+        runs = self.client.search_runs(
+            [self.experiment_id],
+            filter_string=f"{tag_filter(TAG_SWEEP, self.sweep_hash)} and "
+                          f"{tag_filter(TAG_KIND, 'sweep')}", max_results=1000)
+        return sorted(runs, key=lambda r: (r.info.start_time or 0, r.info.run_id))
+
+    def _first_parent(self) -> Any:
+        parents = self._parents()
+        return parents[0] if parents else None
+
+    def _owner_tags(self) -> dict[str, str]:
+        return {TAG_OWNER: _this_process(self.token).tag(), TAG_HEARTBEAT: f"{time.time():.3f}"}
+
+    def _start_heartbeat(self) -> None:
+        beat = _Heartbeat(self.tracking_uri, self.parent_id, self.token)
+        self._heartbeat = beat
+        weakref.finalize(self, beat.stop_event.set)  # a collected tracker stops beating
+
+    def _own(self) -> None:
+        self.owned = True
+        _LIVE_TOKENS[self.token] = self
+
+    def _adopt(self, parent: Any, resume: bool) -> None:
+        """Take over an unfinished parent whose owner is gone (``resume`` only)."""
+        if parent.info.status == "RUNNING":
+            live, why = owner_status(parent.data.tags)
+        else:  # KILLED or FAILED: its owner gave it up (release)
+            live, why = False, "its process gave it up"
+        head = f"sweep {self.name} ({self.sweep_hash[:12]}), MLflow run {parent.info.run_id}"
+        if live:
+            raise SweepBusy(f"{head}: {why}; wait for it to finish, or stop it and pass "
+                            f"--resume")
+        if not resume:
+            raise SweepInterrupted(f"{head} is unfinished ({parent.info.status}): {why}; pass "
+                                   f"--resume to finish it")
+        tags = self._owner_tags()
+        for k, v in tags.items():
+            self.client.set_tag(self.parent_id, k, v)
+        self.client.update_run(self.parent_id, status="RUNNING")
+        self._own()
+
+    def _settle(self) -> None:
+        """A remote store: read the claim back after :data:`SETTLE_S` seconds; the earliest
+        parent and the last claim win, a loser withdraws and is refused."""
+        time.sleep(SETTLE_S)
+        first = self._first_parent()
+        mine = self.client.get_run(self.parent_id)
+        owner = Owner.parse(mine.data.tags.get(TAG_OWNER))
+        if first is not None and first.info.run_id != self.parent_id and not self.resumed:
+            self._withdraw()
+            self._discard(self.parent_id)
+            raise SweepBusy(f"sweep {self.name} ({self.sweep_hash[:12]}) was started at the same "
+                            f"time by another process (MLflow run {first.info.run_id})")
+        if owner is None or owner.token != self.token:
+            self._withdraw()
+            raise SweepBusy(f"sweep {self.name} ({self.sweep_hash[:12]}), MLflow run "
+                            f"{self.parent_id}: taken over at the same time by {owner}")
+
+    def _withdraw(self) -> None:
+        self.owned = False
+        _LIVE_TOKENS.pop(self.token, None)
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+            self._heartbeat = None
+
+    def _check_owner(self) -> None:
+        if self._heartbeat is not None and self._heartbeat.lost:
+            lost = self._heartbeat.lost
+            self._withdraw()
+            raise SweepBusy(f"sweep {self.name}: {lost}; stopped writing")
+
+    def _claim_finished(self) -> None:
+        """A point missing from a FINISHED parent: own it (it is RUNNING again) to log it."""
+        with store_lock(self.tracking_uri) as locked:
+            parent = self.client.get_run(self.parent_id)
+            if parent.info.status != "FINISHED":
+                self._adopt(parent, resume=True)
+            else:
+                for k, v in self._owner_tags().items():
+                    self.client.set_tag(self.parent_id, k, v)
+                self.client.update_run(self.parent_id, status="RUNNING")
+                self._own()
+        if not locked:
+            self._settle()
+        self._start_heartbeat()
+        self._existing = None  # as the owner now: unfinished children and repeats go
+        self.logged_config_hashes()
+
+    def _discard(self, run_id: str) -> None:
+        """Terminate (``KILLED``) a run left unfinished, then delete it."""
+        run = self.client.get_run(run_id)
+        if run.info.status not in _TERMINAL:
+            self.client.set_terminated(run_id, status="KILLED")
+        self.client.delete_run(run_id)
+
+    def release(self, error: BaseException | None = None) -> None:
+        """Give the parent up after an error in this process: the point being logged is
+        discarded, the parent ends ``KILLED`` (interrupted) or ``FAILED`` and is no longer
+        owned, so ``--resume`` adopts it at once. Never raises."""
+        if not self.owned:
+            return
+        self._withdraw()
+        status = "FAILED" if isinstance(error, Exception) else "KILLED"
+        try:
+            if self._inflight is not None:
+                self._discard(self._inflight)
+                self._inflight = None
+            owner = Owner.parse(self.client.get_run(self.parent_id).data.tags.get(TAG_OWNER))
+            if owner is not None and owner.token == self.token:
+                self.client.set_terminated(self.parent_id, status=status)
+        except Exception as exc:  # noqa: BLE001 - the original error matters more
+            logger.warning("could not release MLflow run %s: %s", self.parent_id, exc)
+
+    # -- children -------------------------------------------------------------------------
     def children(self) -> list[Any]:
         """Every child run of the parent (any status)."""
         out: list[Any] = []
         token = None
         while True:
             page = self.client.search_runs(
-                [self.experiment_id], filter_string=f"tags.`{TAG_PARENT}` = '{self.parent_id}'",
+                [self.experiment_id], filter_string=tag_filter(TAG_PARENT, self.parent_id),
                 max_results=1000, page_token=token)
             out.extend(page)
             token = page.token
@@ -157,14 +648,17 @@ class SweepTracker:
                 return out
 
     def logged_config_hashes(self) -> set[str]:
-        """Config hashes of FINISHED children; unfinished children are deleted (re-logged)."""
+        """Config hashes of FINISHED children. As the owner, children that never finished and
+        repeats of a config hash (the earliest is kept) are deleted: each point once."""
         if self._existing is None:
-            done = set()
-            for r in self.children():
-                if r.info.status == "FINISHED" and TAG_CONFIG in r.data.tags:
-                    done.add(r.data.tags[TAG_CONFIG])
-                else:
-                    self.client.delete_run(r.info.run_id)
+            done: set[str] = set()
+            for r in sorted(self.children(),
+                            key=lambda r: (r.info.start_time or 0, r.info.run_id)):
+                h = r.data.tags.get(TAG_CONFIG)
+                if r.info.status == "FINISHED" and h and h not in done:
+                    done.add(h)
+                elif self.owned:
+                    self._discard(r.info.run_id)
             self._existing = done
             self.skipped = len(done)
         return set(self._existing)
@@ -177,6 +671,9 @@ class SweepTracker:
         from aiblox.eval.sweep.pipeline import logged_per_query, selected_evidence
         from aiblox.eval.sweep.runner import load_fused_run
 
+        if not self.owned:
+            self._claim_finished()
+        self._check_owner()
         m = point.manifest
         tags = {TAG_PARENT: self.parent_id, TAG_CONFIG: point.config_hash,
                 TAG_SWEEP: self.sweep_hash, TAG_KIND: "point",
@@ -188,6 +685,7 @@ class SweepTracker:
             tags["aiblox.git_commit"] = str(m.environment["git_commit"])
         run = self.client.create_run(self.experiment_id, run_name=point.label, tags=tags)
         rid = run.info.run_id
+        self._inflight = rid
         params = flatten(m.config)
         metrics = [Metric(metric_key(s, k), float(v), 0, 0)
                    for s, vals in sorted(point.metrics.items()) for k, v in sorted(vals.items())]
@@ -218,6 +716,7 @@ class SweepTracker:
                         folder / f"evidence.{name}.parquet", index=False)
             self.client.log_artifacts(rid, str(folder))
         self.client.set_terminated(rid, status="FINISHED")
+        self._inflight = None
         self.logged += 1
         return rid
 
@@ -238,6 +737,7 @@ class SweepTracker:
                 "skipped": self.skipped, "resumed": self.resumed}
         if self.was_finished and self.logged == 0:
             return info  # nothing new: the parent already holds this summary
+        self._check_owner()
         best = result.best
         metrics = []
         for split, role in ((result.tune_split, "tune"), (result.report_split, "report")):
@@ -258,6 +758,7 @@ class SweepTracker:
         self.client.log_text(self.parent_id, json.dumps(summary, sort_keys=True, indent=1),
                              "sweep_summary.json")
         self.client.set_terminated(self.parent_id, status="FINISHED")
+        self._withdraw()
         return info
 
 

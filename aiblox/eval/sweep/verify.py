@@ -106,10 +106,12 @@ def logged_manifest(run: str, tracking_uri: str) -> tuple[PointManifest, str]:
         best = parent.data.tags.get("aiblox.best_config_hash")
         if not best:
             raise ValueError(f"sweep {run!r} has no best point logged (unfinished?)")
+        from aiblox.eval.sweep.tracking import tag_filter
+
         found = client.search_runs(
             [parent.info.experiment_id],
-            filter_string=f"tags.`mlflow.parentRunId` = '{parent.info.run_id}' and "
-                          f"tags.`aiblox.config_hash` = '{best}'", max_results=1)
+            filter_string=f"{tag_filter('mlflow.parentRunId', parent.info.run_id)} and "
+                          f"{tag_filter('aiblox.config_hash', best)}", max_results=1)
         if not found:
             raise ValueError(f"sweep {run!r}: the best point {best[:12]} has no child run")
         point = found[0]

@@ -1,0 +1,162 @@
+"""``aiblox answer --llm openai`` in a real process against a real HTTP server on 127.0.0.1: a
+failed generation exits 1 with one line after printing its data, and the API key reaches the
+server and nothing else (stdout, stderr with every logger at DEBUG, the stored evidence pack,
+the store file)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("httpx", reason="the openai LLM needs the 'llm' extra (httpx)")
+
+from aiblox.cli.main import app  # noqa: E402
+from aiblox.evidence import pack_from_json, verify_pack  # noqa: E402
+from aiblox.stores import DuckDBStore  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+Q = "Who developed the probabilistic relevance framework behind BM25?"
+KEY = "sk-aiblox-test-KEY-7f3a9c1e5b2d4680"
+# every logger at DEBUG (httpx, httpcore, aiblox), then the CLI as `aiblox` runs it
+DRIVER = ("import logging, sys; logging.basicConfig(level=logging.DEBUG); "
+          "from aiblox.cli.main import app; app(sys.argv[1:], prog_name='aiblox')")
+
+
+class LLMServer:
+    """A chat-completions endpoint answering every POST with ``status`` (200: a cited answer);
+    records the Authorization header of each request."""
+
+    def __init__(self, status: int) -> None:
+        self.status = status
+        self.auth: list[str] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                self.rfile.read(int(self.headers["Content-Length"]))
+                server.auth.append(self.headers.get("Authorization", ""))
+                if server.status == 200:
+                    body = json.dumps({"model": "served", "choices": [{"message": {
+                        "role": "assistant", "content": "Robertson and Sparck Jones. [C0]"},
+                        "finish_reason": "stop"}]}).encode()
+                else:
+                    body = b'{"error": "injected"}'
+                self.send_response(server.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                         daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory) -> str:
+    path = str(tmp_path_factory.mktemp("answer_llm") / "s.duckdb")
+    r = CliRunner().invoke(app, ["ingest", "sample", "--db", path, "--embedder", "hashing"],
+                           env={"AIBLOX_NO_PROGRESS": "1"})
+    assert r.exit_code == 0, r.output
+    return path
+
+
+@pytest.fixture
+def failing() -> Iterator[LLMServer]:
+    s = LLMServer(500)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def answering() -> Iterator[LLMServer]:
+    s = LLMServer(200)
+    yield s
+    s.close()
+
+
+def answer(server: LLMServer, db: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "AIBLOX_NO_PROGRESS": "1", "AIBLOX_LLM_BASE_URL": server.url,
+           "AIBLOX_LLM_MODEL": "test-model", "AIBLOX_LLM_API_KEY": KEY,
+           "AIBLOX_LLM_MAX_ATTEMPTS": "2", "AIBLOX_LLM_TIMEOUT_S": "10",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH"))
+                                         if p)}
+    return subprocess.run(
+        [sys.executable, "-c", DRIVER, "answer", Q, "--db", db, "--embedder", "hashing",
+         "--llm", "openai", "--retrieved-at", "2024-01-15T10:30:00Z", *extra],
+        capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+
+
+def stored_pack_json(db: str, pack_id: str) -> str:
+    with DuckDBStore(db) as store:
+        row = store.get_evidence_pack(pack_id)
+    assert row is not None
+    return str(row["json"])
+
+
+def assert_no_key(*texts: str | bytes) -> None:
+    for t in texts:
+        data = t.encode() if isinstance(t, str) else t
+        assert KEY.encode() not in data
+        assert KEY[-16:].encode() not in data  # nor a tail of it
+
+
+def test_a_failed_generation_prints_its_data_and_exits_1(failing, db):
+    r = answer(failing, db, "--json")
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr
+    out = json.loads(r.stdout)  # the data is printed all the same: FAILED is data
+    assert out["llm_result"]["generation_status"] == "FAILED"
+    assert out["llm_result"]["failure_reason"] == "transient failure after 2 attempts: HTTP 500"
+    assert out["validation"]["validation_status"] == "FAILED"
+    last = r.stderr.strip().splitlines()[-1]
+    assert last == (f"error: generation failed (openai test-model): transient failure after 2 "
+                    f"attempts: HTTP 500; evidence pack {out['pack_id']}")
+    # the pack was stored and records the failed call
+    pack = pack_from_json(stored_pack_json(db, out["pack_id"]))
+    assert verify_pack(pack) == [] and pack.decision.status == "FAILED"
+    assert pack.tool_calls[-1].status == "failed"
+    # the key went where it belongs, and only there
+    assert failing.auth == [f"Bearer {KEY}"] * 2
+    assert_no_key(r.stdout, r.stderr, stored_pack_json(db, out["pack_id"]))
+
+    table = answer(failing, db)  # the people's output: same exit, same one line
+    assert table.returncode == 1 and "Traceback" not in table.stderr
+    assert table.stderr.strip().splitlines()[-1].startswith("error: generation failed (openai")
+    assert "evidence pack: pack_" in table.stderr
+    assert_no_key(table.stdout, table.stderr)
+
+
+def test_a_generated_answer_exits_0_and_the_key_stays_out(answering, db):
+    r = answer(answering, db, "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["llm_result"]["generation_status"] == "OK"
+    assert out["validation"]["validation_status"] == "PASSED", out["validation"]
+    assert answering.auth == [f"Bearer {KEY}"]
+    exported = Path(db).parent / "pack.html"
+    e = subprocess.run([sys.executable, "-c", DRIVER, "pack", "export", out["pack_id"], "--db",
+                        db, "--format", "html", "--out", str(exported)],
+                       capture_output=True, text=True, cwd=REPO,
+                       env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    assert e.returncode == 0, e.stderr
+    assert_no_key(r.stdout, r.stderr, stored_pack_json(db, out["pack_id"]),
+                  exported.read_bytes(), Path(db).read_bytes())

@@ -1,0 +1,404 @@
+"""One writer per sweep, in real processes on a real MLflow sqlite store: sweeps started together
+on a fresh store, sweeps killed (SIGKILL, SIGTERM) at several points and resumed, a live sweep
+that a second process may not touch. Children are counted by config hash, every run's status
+is read back (deleted runs too), and the resumed metrics are compared with an uninterrupted
+run's."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mlflow")
+
+from mlflow.entities import ViewType  # noqa: E402
+from mlflow.tracking import MlflowClient  # noqa: E402
+
+from aiblox.eval.sweep import (  # noqa: E402
+    SweepBusy,
+    SweepInterrupted,
+    SweepTracker,
+    load_spec,
+    run_sweep,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+SPEC_TEXT = """
+name = "{name}"
+dataset = "sample"
+tune_split = "train"
+report_split = "test"
+embedder = "hashing"
+metrics = ["ndcg@10", "mrr@10"]
+primary = "ndcg@10"
+
+[base]
+top_k_items = 10
+
+[grid]
+blend = ["linear", "rrf"]
+w_text = [0.3, 0.7]
+normalize = ["minmax"]
+rrf_k = [10, 60]
+depth = [5, 20]
+"""
+N = 8  # linear: 2 weights x 2 depths; rrf: 2 k x 2 depths
+
+# The CLI as `aiblox` runs it, with a test hook that stops the process at a chosen moment:
+# KILL=after:K (SIGKILL once K points are logged), inflight:K (SIGKILL while the K+1th point's
+# child run is being written), finish (SIGKILL while the parent's summary is written),
+# term:K (SIGTERM once K points are logged), hold:K (after K points, write MARKER and sleep).
+DRIVER = r"""
+import os, signal, sys, time
+from pathlib import Path
+from aiblox.eval.sweep import tracking
+mode, _, k = os.environ.get("KILL", "").partition(":")
+k = int(k or 0)
+logged = [0]
+log_point, finish = tracking.SweepTracker.log_point, tracking.SweepTracker.finish
+
+def killed(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+def patched_log_point(self, point, cache):
+    if mode == "inflight" and logged[0] == k:
+        self.client.log_artifacts = killed
+    rid = log_point(self, point, cache)
+    logged[0] += 1
+    if logged[0] == k and mode in ("after", "term", "hold"):
+        if mode == "after":
+            killed()
+        if mode == "term":
+            os.kill(os.getpid(), signal.SIGTERM)
+        Path(os.environ["MARKER"]).write_text(str(os.getpid()))
+        time.sleep(600)
+    return rid
+
+def patched_finish(self, result):
+    if mode == "finish":
+        self.client.log_text = killed
+    return finish(self, result)
+
+tracking.SweepTracker.log_point = patched_log_point
+tracking.SweepTracker.finish = patched_finish
+from aiblox.cli.main import app
+app(sys.argv[1:], prog_name="aiblox")
+"""
+
+
+def write_spec(folder: Path, name: str) -> Path:
+    path = folder / f"{name}.toml"
+    path.write_text(SPEC_TEXT.format(name=name), encoding="utf-8")
+    return path
+
+
+def env(**extra: str) -> dict[str, str]:
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    # COLUMNS: rich wraps a line at 80 columns when stderr is a pipe; the message is one line
+    return {**os.environ, "AIBLOX_NO_PROGRESS": "1", "PYTHONPATH": path, "COLUMNS": "500",
+            **extra}
+
+
+def sweep_cmd(spec: Path, uri: str, cache: Path, db: str, *extra: str) -> list[str]:
+    return [sys.executable, "-c", DRIVER, "sweep", str(spec), "--db", db, "--cache-dir",
+            str(cache), "--tracking-uri", uri, "--jobs", "1", "--json", *extra]
+
+
+def run(cmd: list[str], **extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, env=env(**extra), cwd=REPO,
+                          timeout=400)
+
+
+def error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    """The refused process's stderr: exit 2, no traceback, the last line its one error line."""
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-3000:])
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    return proc.stderr.strip().splitlines()[-1]
+
+
+def parents(client: MlflowClient, name: str) -> list:
+    """The sweep's parent runs (a parent withdrawn by the loser of a race is deleted)."""
+    return client.search_runs(
+        [e.experiment_id for e in client.search_experiments()],
+        filter_string=f"tags.`aiblox.kind` = 'sweep' and tags.`aiblox.sweep_name` = '{name}'")
+
+
+def census(uri: str, name: str) -> dict:
+    """The sweep's one parent, its live children by config hash, every run of its experiment
+    (deleted ones too) by status."""
+    client = MlflowClient(uri)
+    (parent,) = parents(client, name)
+    exp = parent.info.experiment_id
+    everything = client.search_runs([exp], run_view_type=ViewType.ALL, max_results=1000)
+    live = client.search_runs([exp], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'",
+                              max_results=1000)
+    by_hash: dict[str, list] = {}
+    for c in live:
+        by_hash.setdefault(c.data.tags["aiblox.config_hash"], []).append(c)
+    return {"parent": parent, "by_hash": by_hash,
+            "statuses": sorted(r.info.status for r in everything),
+            "deleted": [r for r in everything if r.info.lifecycle_stage == "deleted"]}
+
+
+def assert_complete(uri: str, name: str) -> dict:
+    """Exactly one FINISHED child per config hash, the parent FINISHED, no run RUNNING."""
+    c = census(uri, name)
+    assert c["parent"].info.status == "FINISHED"
+    assert len(c["by_hash"]) == N
+    assert all(len(runs) == 1 for runs in c["by_hash"].values()), \
+        {h: len(r) for h, r in c["by_hash"].items()}
+    assert all(runs[0].info.status == "FINISHED" for runs in c["by_hash"].values())
+    assert "RUNNING" not in c["statuses"], c["statuses"]
+    return c
+
+
+def child_metrics(c: dict) -> dict[str, dict[str, float]]:
+    return {h: runs[0].data.metrics for h, runs in c["by_hash"].items()}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, sweep_db, sample_dataset):
+    """The same sweep uninterrupted, in this process, on its own store and cache."""
+    root = tmp_path_factory.mktemp("reference")
+    spec = load_spec(write_spec(root, "procs"))
+    uri = f"sqlite:///{root}/mlflow.db"
+    tr = SweepTracker(uri, "reference", spec.hash, spec.model_dump(mode="json"))
+    run_sweep(spec, cache_dir=root / "stages", db=sweep_db, progress=False,
+              dataset=sample_dataset, tracker=tr)
+    return child_metrics(assert_complete(uri, "procs"))
+
+
+def test_sweeps_started_together_on_a_fresh_store(tmp_path, sweep_db):
+    """Three processes at once on a store that does not exist yet: two of one spec, one of
+    another. No traceback (MLflow's schema is made once, under the lock); the other spec's
+    sweep succeeds; of the two same-spec sweeps each succeeds or is refused in one line; every
+    point is logged once."""
+    uri = f"sqlite:///{tmp_path}/fresh/mlflow.db"
+    a, b = write_spec(tmp_path, "together_a"), write_spec(tmp_path, "together_b")
+    dbs = []  # a store each: DuckDB lets one process write a file at a time
+    for i in range(3):
+        dbs.append(tmp_path / f"s{i}.duckdb")
+        shutil.copyfile(sweep_db, dbs[-1])
+    cmds = [sweep_cmd(spec, uri, tmp_path / f"c{i}", str(dbs[i]))
+            for i, spec in enumerate((a, a, b))]
+    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env(), cwd=REPO) for c in cmds]
+    outs = [p.communicate(timeout=400) for p in procs]
+    done = [subprocess.CompletedProcess(c, p.returncode, o, e)
+            for c, p, (o, e) in zip(cmds, procs, outs, strict=True)]
+    for d in done:
+        assert "Traceback" not in d.stderr, d.stderr[-3000:]
+    assert done[2].returncode == 0, done[2].stderr[-3000:]
+    codes = sorted(d.returncode for d in done[:2])
+    assert codes in ([0, 0], [0, 2]), codes
+    for d in done[:2]:
+        if d.returncode == 2:
+            line = error_line(d)
+            assert line.startswith("error: sweep together_a (") and " is running it;" in line
+    assert_complete(uri, "together_a")
+    assert_complete(uri, "together_b")
+
+
+@pytest.mark.parametrize("kill", ["after:3", "inflight:5", "finish", "term:2"])
+def test_a_killed_sweep_resumes_to_each_point_once(kill, tmp_path, sweep_db, reference):
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    spec = write_spec(tmp_path, "procs")
+    cmd = sweep_cmd(spec, uri, tmp_path / "stages", sweep_db)
+    first = run(cmd, KILL=kill, MARKER=str(tmp_path / "marker"))
+    mode, _, k = kill.partition(":")
+    if mode == "term":
+        assert first.returncode == 143, first.stderr[-3000:]
+    else:
+        assert first.returncode == -9, first.stderr[-3000:]
+    c = census(uri, "procs")
+    parent_id = c["parent"].info.run_id
+    # SIGTERM gives the run up (KILLED); a SIGKILLed process leaves it RUNNING
+    assert c["parent"].info.status == ("KILLED" if mode == "term" else "RUNNING")
+    logged = N if mode == "finish" else int(k)
+    assert sum(r.info.status == "FINISHED" for rs in c["by_hash"].values() for r in rs) == logged
+    if mode == "inflight":  # the child being written when the process died
+        assert [r.info.status for rs in c["by_hash"].values() for r in rs].count("RUNNING") == 1
+
+    # its process is gone: a plain rerun is told to resume, in one line
+    again = run(sweep_cmd(spec, uri, tmp_path / "stages", sweep_db))
+    line = error_line(again)
+    assert line.startswith(f"error: sweep procs ({load_spec(spec).hash[:12]}), MLflow run "
+                           f"{parent_id} is unfinished (")
+    assert line.endswith("pass --resume to finish it")
+    assert ("which ran it, has exited" if mode != "term" else "its process gave it up") in line
+
+    resumed = run(cmd + ["--resume"])
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "Traceback" not in resumed.stderr
+    c = assert_complete(uri, "procs")
+    assert c["parent"].info.run_id == parent_id  # adopted, not a second parent
+    assert child_metrics(c) == reference
+    if mode == "inflight":  # the orphan was terminated, then deleted
+        assert [r.info.status for r in c["deleted"]] == ["KILLED"]
+    else:
+        assert c["deleted"] == []
+
+
+def test_a_live_sweep_refuses_a_second_process_until_it_is_gone(tmp_path, sweep_db,
+                                                                 reference):
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    spec_path = write_spec(tmp_path, "procs")
+    cmd = sweep_cmd(spec_path, uri, tmp_path / "stages", sweep_db)
+    marker = tmp_path / "marker"
+    holder = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env(KILL="hold:2", MARKER=str(marker),
+                                      AIBLOX_SWEEP_HEARTBEAT_S="0.3"), cwd=REPO)
+    try:
+        deadline = time.monotonic() + 300
+        while not marker.exists():
+            assert holder.poll() is None, holder.communicate()[1][-3000:]
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        before = census(uri, "procs")
+        # the holder's heartbeat goes on while it sleeps (what another machine would read)
+        beat = float(before["parent"].data.tags["aiblox.heartbeat"])
+        time.sleep(1.5)
+        later = MlflowClient(uri).get_run(before["parent"].info.run_id)
+        assert float(later.data.tags["aiblox.heartbeat"]) > beat
+        host = socket.gethostname()
+        for extra in (["--resume"], []):
+            line = error_line(run(cmd + extra))
+            assert line.startswith("error: sweep procs ")
+            assert f": pid {holder.pid} on {host} is running it; wait for it" in line
+        # the same from this process (another pid on the same host)
+        spec = load_spec(spec_path)
+        with pytest.raises(SweepBusy, match=f"pid {holder.pid}"):
+            SweepTracker(uri, "aiblox-sweep/procs", spec.hash, spec.model_dump(mode="json"),
+                         resume=True)
+        after = census(uri, "procs")  # nothing was touched
+        assert [r.info.run_id for rs in after["by_hash"].values() for r in rs] == \
+            [r.info.run_id for rs in before["by_hash"].values() for r in rs]
+        assert after["parent"].info.status == "RUNNING" and after["deleted"] == []
+    finally:
+        holder.kill()
+        holder.communicate()
+    with pytest.raises(SweepInterrupted, match="which ran it, has exited"):
+        SweepTracker(uri, "aiblox-sweep/procs", spec.hash, spec.model_dump(mode="json"))
+    resumed = run(cmd + ["--resume"])
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert child_metrics(assert_complete(uri, "procs")) == reference
+
+
+def test_an_owner_on_another_machine_is_live_while_its_heartbeat_is(tmp_path, sample_spec):
+    """Another host's pid cannot be checked: its heartbeat's age against the lease decides."""
+    from aiblox.eval.sweep.tracking import LEASE_S, TAG_HEARTBEAT, TAG_OWNER, Owner
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    spec = sample_spec
+    tr = SweepTracker(uri, "remote", spec.hash, spec.model_dump(mode="json"))
+    tr._withdraw()  # this process lets go; the parent now names a process elsewhere
+    other = Owner(host="elsewhere.example", boot="b", pid=1, started="1", token="t")
+    tr.client.set_tag(tr.parent_id, TAG_OWNER, other.tag())
+    tr.client.set_tag(tr.parent_id, TAG_HEARTBEAT, f"{time.time():.3f}")
+    with pytest.raises(SweepBusy, match=r"elsewhere.example is running it \(heartbeat"):
+        SweepTracker(uri, "remote", spec.hash, spec.model_dump(mode="json"), resume=True)
+    tr.client.set_tag(tr.parent_id, TAG_HEARTBEAT, f"{time.time() - LEASE_S - 5:.3f}")
+    with pytest.raises(SweepInterrupted, match="silent for"):
+        SweepTracker(uri, "remote", spec.hash, spec.model_dump(mode="json"))
+    adopted = SweepTracker(uri, "remote", spec.hash, spec.model_dump(mode="json"), resume=True)
+    assert adopted.owned and adopted.parent_id == tr.parent_id
+    owner = Owner.parse(adopted.client.get_run(tr.parent_id).data.tags[TAG_OWNER])
+    assert owner is not None and owner.pid == os.getpid() and owner.token == adopted.token
+    adopted.release(KeyboardInterrupt())
+    assert adopted.client.get_run(tr.parent_id).info.status == "KILLED"
+
+
+def test_a_tracker_of_this_process_owns_its_sweep_until_released_or_collected(tmp_path,
+                                                                              sample_spec):
+    import gc
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    spec, doc = sample_spec, sample_spec.model_dump(mode="json")
+    tr = SweepTracker(uri, "self", spec.hash, doc)
+    parent = tr.parent_id
+    with pytest.raises(SweepBusy, match=f"pid {os.getpid()} on .* is running it"):
+        SweepTracker(uri, "self", spec.hash, doc, resume=True)
+    del tr  # e.g. a notebook cell run again: the old tracker owns nothing once collected
+    gc.collect()
+    with SweepTracker(uri, "self", spec.hash, doc, resume=True) as again:
+        assert again.parent_id == parent and again.owned
+    # leaving the block without finishing gives the parent up
+    assert MlflowClient(uri).get_run(parent).info.status == "KILLED"
+    with pytest.raises(SweepInterrupted, match=r"\(KILLED\): its process gave it up"):
+        SweepTracker(uri, "self", spec.hash, doc)
+
+
+@pytest.fixture(scope="module")
+def mlflow_server(tmp_path_factory):
+    """A real MLflow tracking server on 127.0.0.1 (a remote store: no file lock applies)."""
+    import urllib.request
+
+    root = tmp_path_factory.mktemp("mlflow-server")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = open(root / "server.log", "w")  # noqa: SIM115 - closed at teardown
+    server = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri",
+         f"sqlite:///{root}/m.db", "--default-artifact-root", str(root / "artifacts"),
+         "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+        stdout=log, stderr=subprocess.STDOUT, env=env(), cwd=root)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            log.close()
+            pytest.fail(f"mlflow server did not start: {(root / 'server.log').read_text()}")
+        time.sleep(0.5)
+    yield url
+    server.terminate()
+    server.wait(timeout=30)
+    log.close()
+
+
+def test_a_remote_server_has_one_writer_too(mlflow_server, tmp_path, sweep_db, reference):
+    """Against a tracking server there is no file lock: a claim is written, read back after
+    the settle time, and the earliest parent wins. Two sweeps started together: one writes,
+    the other withdraws in one line; a killed one is resumed over HTTP."""
+    uri = mlflow_server
+    spec = write_spec(tmp_path, "remote")
+    cmds = []
+    for i in range(2):
+        shutil.copyfile(sweep_db, tmp_path / f"s{i}.duckdb")
+        cmds.append(sweep_cmd(spec, uri, tmp_path / f"c{i}", str(tmp_path / f"s{i}.duckdb")))
+    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env(AIBLOX_TRACKING_SETTLE_S="1"), cwd=REPO) for c in cmds]
+    outs = [p.communicate(timeout=400) for p in procs]
+    done = [subprocess.CompletedProcess(c, p.returncode, o, e)
+            for c, p, (o, e) in zip(cmds, procs, outs, strict=True)]
+    assert sorted(d.returncode for d in done) in ([0, 0], [0, 2]), [d.stderr[-2000:]
+                                                                    for d in done]
+    for d in done:
+        if d.returncode == 2:
+            line = error_line(d)
+            assert line.startswith("error: sweep remote (") and (
+                "started at the same time" in line or " is running it;" in line), line
+    assert child_metrics(assert_complete(uri, "remote")) == reference
+
+    killed = write_spec(tmp_path, "remote_killed")
+    cmd = sweep_cmd(killed, uri, tmp_path / "c0", str(tmp_path / "s0.duckdb"))
+    first = run(cmd, KILL="after:3", AIBLOX_TRACKING_SETTLE_S="1")
+    assert first.returncode == -9, first.stderr[-3000:]
+    assert "which ran it, has exited" in error_line(run(cmd))
+    resumed = run(cmd + ["--resume"], AIBLOX_TRACKING_SETTLE_S="1")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert child_metrics(assert_complete(uri, "remote_killed")) == reference
