@@ -102,7 +102,9 @@ def sweep(
         console.print(f"baseline {base.label}: {result.report_split} {result.primary} "
                       f"{base.metrics[result.report_split][result.primary]:.4f}")
         console.print(_significance(result))
-    console.print(f"stages computed {result.computed or {}}  reused {result.reused or {}}")
+    console.print(f"stages computed {result.computed or {}}  reused {result.reused or {}}"
+                  + (f"  repaired (damaged, computed again) {result.repaired}"
+                     if result.repaired else ""))
     if result.tracking:
         t = result.tracking
         console.print(f"MLflow {t['tracking_uri']}: parent run {t['parent_run_id']}, "
@@ -155,6 +157,7 @@ def _summary(result: SweepResult, top: int) -> dict:
             "ci": result.ci,
             "significance": [c.model_dump(mode="json") for c in result.significance],
             "computed": result.computed, "reused": result.reused,
+            "repaired": result.repaired,
             "tracking": result.tracking}
 
 

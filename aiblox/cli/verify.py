@@ -19,24 +19,26 @@ def verify_command(
                                    "its best point), or a manifest.json path."),
     tracking_uri: str = typer.Option(DEFAULT_TRACKING_URI, "--tracking-uri",
                                      help="MLflow tracking URI the point was logged to."),
-    db: str = typer.Option("", "--db", help="Store to re-run retrieval on (filled with what is "
-                                            "missing); default .aiblox/datasets/<name>.duckdb."),
+    db: str = typer.Option("", "--db", help="Store to re-run retrieval on (synced to the dataset "
+                                            "first); default: the dataset's own store."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Re-execute RUN's logged point from its config alone; exit 1 names the first stage that
     differs."""
     from aiblox.eval.sweep.tracking import check_tracking_store
-    from aiblox.eval.sweep.verify import logged_manifest, verify_point
+    from aiblox.eval.sweep.verify import logged_manifest, logged_metrics, verify_point
 
     try:
         if not (run.endswith(".json") or Path(run).is_file()):
             check_tracking_store(tracking_uri)  # a read: never create an empty database
         manifest, source = logged_manifest(run, tracking_uri)
+        logged = (logged_metrics(manifest, source.split()[1], tracking_uri)
+                  if source.startswith("run ") else None)
     except ValueError as exc:
         fail(str(exc))
         return
     try:
-        rep = verify_point(manifest, db=db or None, progress=quiet_progress())
+        rep = verify_point(manifest, db=db or None, progress=quiet_progress(), logged=logged)
     except (DatasetError, ValueError) as exc:
         fail(str(exc))
         return
@@ -52,8 +54,10 @@ def verify_command(
         console.print(table)
         if rep.identical:
             console.print(f"identical: {len(rep.checks)} checks, every stage gives the logged "
-                          f"bytes")
+                          f"bytes and every logged metric value is recomputed exactly")
         else:
-            console.print(f"[red]differs[/red]: first at {rep.first_difference}")
+            bad = next(c for c in rep.checks if not c.identical)
+            console.print(f"[red]differs[/red]: first at {rep.first_difference} (logged "
+                          f"{bad.expected}, recomputed {bad.actual})", soft_wrap=True)
     if not rep.identical:
         raise typer.Exit(1)

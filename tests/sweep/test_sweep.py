@@ -157,9 +157,11 @@ def test_verify_re_executes_a_point_from_its_manifest(first, sweep_db, sample_da
     report = verify_point(point.manifest.model_dump(mode="json"), db=sweep_db,
                           dataset=sample_dataset)
     assert report.identical and report.first_difference is None
+    values = [f"{m} (manifest)" for m in point.metrics["train"]]
     assert [c.where for c in report.checks] == [
         "dataset", "config", "train/signals", "train/fusion", "train/metrics",
-        "test/signals", "test/fusion", "test/metrics"]
+        *[f"train/{v}" for v in sorted(values)],
+        "test/signals", "test/fusion", "test/metrics", *[f"test/{v}" for v in sorted(values)]]
 
 
 def test_verify_names_the_first_stage_that_differs(first, sweep_db, sample_dataset):

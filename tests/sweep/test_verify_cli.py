@@ -43,9 +43,13 @@ def test_a_logged_point_verifies_identical(logged):
     assert out["identical"] and out["config_hash"] == point.config_hash
     where = [c["where"] for c in out["checks"]]
     assert where[:2] == ["dataset", "config"]
-    assert sorted(where[2:]) == [f"{s}/{st}" for s in ("test", "train")
-                                 for st in ("fusion", "metrics", "signals")]
-    assert len(out["checks"]) == 8 and all(c["identical"] for c in out["checks"])
+    stages = sorted(w for w in where[2:] if "(" not in w)
+    assert stages == [f"{s}/{st}" for s in ("test", "train")
+                      for st in ("fusion", "metrics", "signals")]
+    values = sorted(w for w in where if "(" in w)  # every logged value, manifest and MLflow
+    assert values == sorted(f"{s}/{m} ({src})" for s in ("test", "train")
+                            for m in point.metrics[s] for src in ("manifest", "mlflow"))
+    assert all(c["identical"] for c in out["checks"])
 
 
 def test_a_sweep_name_verifies_its_best_point(logged):
@@ -63,6 +67,36 @@ def test_a_tampered_manifest_names_the_first_stage_that_differs(logged, tmp_path
     assert res.exit_code == 1
     out = json.loads(res.stdout)
     assert not out["identical"] and out["first_difference"] == "test/metrics"
+
+
+def test_tampered_logged_values_fail_although_every_hash_matches(logged, tmp_path):
+    """The reported defect: halved metrics logged to MLflow, and verify said identical."""
+    from aiblox.eval.sweep.tracking import tracking_client
+
+    point = logged["result"].points[1]
+    data = point.manifest.model_dump(mode="json")
+    data["splits"]["test"]["metrics"]["ndcg@10"] /= 2
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps(data, sort_keys=True))
+    res = _verify(logged, str(path), "--json")
+    assert res.exit_code == 1
+    out = json.loads(res.stdout)
+    assert out["first_difference"] == "test/ndcg@10 (manifest)"
+    bad = next(c for c in out["checks"] if not c["identical"])
+    assert float(bad["expected"]) * 2 == float(bad["actual"]) == point.metrics["test"]["ndcg@10"]
+    assert all(c["identical"] for c in out["checks"] if "(" not in c["where"])  # hashes agree
+
+    run_id = logged["children"][point.config_hash]
+    client = tracking_client(logged["uri"])
+    client.log_metric(run_id, "test.ndcg_at_10", point.metrics["test"]["ndcg@10"] / 2)
+    try:
+        res = _verify(logged, run_id)
+        assert res.exit_code == 1
+        said = " ".join(res.output.split())
+        assert "first at test/ndcg@10 (mlflow)" in said
+        assert repr(point.metrics["test"]["ndcg@10"]) in said
+    finally:
+        client.log_metric(run_id, "test.ndcg_at_10", point.metrics["test"]["ndcg@10"])
 
 
 def test_unknown_run_and_missing_file_fail_clearly(logged, tmp_path):

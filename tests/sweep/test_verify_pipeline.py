@@ -30,9 +30,11 @@ def test_a_pipeline_point_verifies_stage_by_stage(point, sweep_db, sample_datase
     assert rep.identical, [c for c in rep.checks if not c.identical]
     where = [c.where for c in rep.checks]
     assert where[:3] == ["dataset", "config", "selection/policy"]
-    for split in point.manifest.splits:
-        assert [w.split("/")[1] for w in where if w.startswith(f"{split}/")] == \
-            [*STAGES, "prompts"]
+    for split, sm in point.manifest.splits.items():
+        mine = [w.split("/", 1)[1] for w in where if w.startswith(f"{split}/")]
+        assert mine[:len(STAGES) + 1] == [*STAGES, "prompts"]
+        # then every metric value the manifest logged, recomputed exactly
+        assert sorted(mine[len(STAGES) + 1:]) == sorted(f"{m} (manifest)" for m in sm.metrics)
 
 
 def test_a_changed_reader_output_is_named(point, sweep_db, sample_dataset):

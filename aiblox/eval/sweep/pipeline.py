@@ -444,7 +444,8 @@ def _run_pipeline_sweep(spec: SweepSpec, *, cache_dir: str | Path, db: str | Non
                  "total_s": round(time.perf_counter() - t_start, 3),
                  "points_per_s": round(len(points) / (t_end - t_points), 1)
                  if t_end > t_points else 0.0},
-        computed=dict(cache.computed), reused=dict(cache.reused))
+        computed=dict(cache.computed), reused=dict(cache.reused),
+        repaired=dict(cache.repaired))
     if tracker is not None:
         result = result.model_copy(update={"tracking": tracker.finish(result)})
     return result

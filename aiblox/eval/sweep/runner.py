@@ -39,6 +39,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,7 @@ from aiblox.eval.sweep.significance import Comparison, bootstrap_ci, compare_to_
 from aiblox.eval.sweep.spec import SweepSpec, backend_of
 from aiblox.eval.sweep.split_fusion import FusedArrays, SplitFusion, compiled_threads
 from aiblox.eval.sweep.split_metrics import SplitMetrics, packed_means, unpack_metrics
-from aiblox.eval.sweep.stages import StageCache, StageRecord, stage_key
+from aiblox.eval.sweep.stages import StageCache, StageCacheCorrupt, StageRecord, stage_key
 from aiblox.eval.sweep.tracking import release_on_error
 from aiblox.retrieval.retriever import HybridRetriever, SignalRuns
 
@@ -144,6 +145,9 @@ class SweepResult(_Strict):
     """Per stage: outputs computed in this run."""
     reused: dict[str, int] = Field(default_factory=dict)
     """Per stage: outputs read back from the stage cache."""
+    repaired: dict[str, int] = Field(default_factory=dict)
+    """Per stage: damaged cache entries found (a flipped bit, a truncated or missing file),
+    removed and computed again."""
     tracking: dict[str, Any] = Field(default_factory=dict)
     """MLflow parent run id, children logged and skipped (empty without tracking)."""
 
@@ -211,6 +215,10 @@ class _Context:
     signals: dict[tuple[str, str], tuple[StageRecord, dict[str, Any] | None]] = field(
         default_factory=dict)
     """``(split, signals key) -> (record, output)``; the output is None until first needed."""
+    loaders: dict[tuple[str, str], Callable[[], tuple[StageRecord, Any]]] = field(
+        default_factory=dict)
+    """``(split, signals key) -> `` the memoised signals stage run again with its output read
+    (checked; a damaged entry is computed again)."""
     read_s: float = 0.0
     """Seconds spent reading cached signals back (part of the signals phase, not of points)."""
     _fusion: dict[str, SplitFusion] = field(default_factory=dict)
@@ -229,10 +237,18 @@ class _Context:
         rec, out = self.signals[(split, key)]
         if out is None:
             t0 = time.perf_counter()
-            out = StageCache(self.cache_root).load("signals", key)
+            rec, out = self.loaders[(split, key)]()
             self.signals[(split, key)] = (rec, out)
             self.read_s += time.perf_counter() - t0
         return out
+
+    def forget(self, split: str, key: str) -> None:
+        """Drop what was read of one split's signals (read again, checked, on next use)."""
+        rec, _ = self.signals[(split, key)]
+        self.signals[(split, key)] = (rec, None)
+        self._fusion.pop(key, None)
+        self._codes.pop(key, None)
+        _INDEXES.pop(key, None)
 
     def codes(self, split: str, key: str) -> np.ndarray:
         """Per flat position of the split's index: its document's code for the split's scorer."""
@@ -269,8 +285,10 @@ def _fuse(prefs: RetrievalPrefs, sig: dict[str, Any]) -> dict[str, list[list[Any
 
 
 def _fusion_stage(ctx: _Context, cache: StageCache, prefs: RetrievalPrefs,
-                  sig_keys: dict[str, str]) -> dict[str, tuple[StageRecord, Any]]:
-    """Fused runs per split; a run is not loaded (None) when its metrics are cached already."""
+                  sig_keys: dict[str, str], read_all: bool = False
+                  ) -> dict[str, tuple[StageRecord, Any]]:
+    """Fused runs per split; a run is not loaded (None) when its metrics are cached already,
+    unless ``read_all`` (every output read, so checked)."""
     out: dict[str, tuple[StageRecord, Any]] = {}
     fcfg = fusion_config(prefs)
     for split in ctx.splits:
@@ -284,7 +302,7 @@ def _fusion_stage(ctx: _Context, cache: StageCache, prefs: RetrievalPrefs,
                                  ctx.signals_output(split, key)).as_dict()
 
         out[split] = cache.run("fusion", FUSION_VERSION, fcfg, [sig_rec.key], compute,
-                               load=not cache.has("metrics", mkey), codec="arrays")
+                               load=read_all or not cache.has("metrics", mkey), codec="arrays")
     return out
 
 
@@ -309,20 +327,23 @@ def fused_run(cache: StageCache, prefs: RetrievalPrefs,
 
 def load_fused_run(cache: StageCache, signals_key: str, fusion_key: str
                    ) -> dict[str, list[list[Any]]]:
-    """A cached fused run as ``{qid: [[doc_id, score], ...]}`` (for TREC files and reports)."""
-    index = _index(signals_key, cache.load("signals", signals_key))
+    """A cached fused run as ``{qid: [[doc_id, score], ...]}`` (for TREC files and reports);
+    :class:`StageCacheCorrupt` when an entry it reads is damaged."""
+    index = _INDEXES.get(signals_key) or _index(signals_key, cache.load("signals", signals_key))
     return index.decode(FusedArrays.from_dict(cache.load("fusion", fusion_key)))
 
 
 def _compute_point(ctx: _Context, cache: StageCache, prefs: RetrievalPrefs,
-                   sig_keys: dict[str, str]) -> dict[str, Any]:
-    fused = _fusion_stage(ctx, cache, prefs, sig_keys)
+                   sig_keys: dict[str, str], read_all: bool = False) -> dict[str, Any]:
+    fused = _fusion_stage(ctx, cache, prefs, sig_keys, read_all)
     out: dict[str, Any] = {}
     for split in ctx.splits:
         sig_rec, _ = ctx.signals[(split, sig_keys[split])]
         frec, run = fused[split]
 
         def score(run: Any = run, split: str = split) -> dict[str, Any]:
+            if run is None:  # not read (its metrics were cached, then found damaged): read it
+                run = _fusion_stage(ctx, cache, prefs, sig_keys, read_all=True)[split][1]
             fused = FusedArrays.from_dict(run)
             key = sig_keys[split]
             codes = ctx.codes(split, key)[fused.positions]
@@ -335,6 +356,16 @@ def _compute_point(ctx: _Context, cache: StageCache, prefs: RetrievalPrefs,
                       "run_hash": frec.output_hash, "metrics": packed_means(mout),
                       "n_queries": len(ctx.qrels[split])}
     return out
+
+
+def _recheck_point(ctx: _Context, cache: StageCache, prefs: RetrievalPrefs,
+                   sig_keys: dict[str, str]) -> dict[str, Any]:
+    """A point whose stages were not all read (a damaged entry turned up later): every stage
+    read again, checked, and a damaged one computed again."""
+    for split in ctx.splits:
+        ctx.forget(split, sig_keys[split])
+        ctx.fusion_index(split, sig_keys[split])
+    return _compute_point(ctx, cache, prefs, sig_keys, read_all=True)
 
 
 def point_done(point: PointResult, cache: StageCache, tracker: Any, logged: set[str],
@@ -417,8 +448,10 @@ class _Pipeline:
         return self.retriever
 
     def close(self) -> None:
+        """Close the store (a later need opens it again: a damaged signals entry found late)."""
         if self.store is not None:
             self.store.close()
+        self.store = self.embedder = self.retriever = None
 
 
 # -- the sweep ----------------------------------------------------------------------------------
@@ -476,6 +509,9 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
                     rec, out = cache.run("signals", SIGNALS_VERSION, scfg, [], compute,
                                          load=False)
                     ctx.signals[(split, key)] = (rec, out)
+                    ctx.loaders[(split, key)] = partial(
+                        cache.run, "signals", SIGNALS_VERSION, scfg, [], compute,
+                        count_reuse=False)
                 keys[split] = key
             tasks.append((prefs, keys))
     finally:
@@ -491,7 +527,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     bar = tqdm(total=len(tasks), desc=f"sweep {spec.name}", unit="pt", disable=not progress)
     sweep_hash = spec.hash
 
-    def finish(i: int, out: dict[str, Any]) -> None:
+    def make_point(i: int, out: dict[str, Any]) -> PointResult:
         prefs = tasks[i][0]
         chash, config = config_hash(prefs, emb_id, backend)
         manifest = PointManifest(
@@ -506,7 +542,14 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
             metrics={s: out[s]["metrics"] for s in splits}, manifest=manifest,
             is_baseline=chash == base_key)
         results[i] = point
-        point_done(point, cache, tracker, done, on_point, bar)
+        return point
+
+    def finish(i: int, out: dict[str, Any]) -> None:
+        try:
+            point_done(make_point(i, out), cache, tracker, done, on_point, bar)
+        except StageCacheCorrupt:  # an entry the point had not read: read all, log again
+            point_done(make_point(i, _recheck_point(ctx, cache, *tasks[i])), cache, tracker,
+                       done, on_point, bar)
 
     try:
         with compiled_threads(jobs):
@@ -525,7 +568,12 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
 
     def per_query(point: PointResult, split: str) -> dict[str, dict[str, float]]:
         stage = point.manifest.splits[split].stages[-1]
-        return unpack_metrics(cache.load("metrics", stage["key"]))["per_query"]
+        try:
+            return unpack_metrics(cache.load("metrics", stage["key"]))["per_query"]
+        except StageCacheCorrupt:
+            i = results.index(point)
+            _recheck_point(ctx, cache, *tasks[i])
+            return unpack_metrics(cache.load("metrics", stage["key"]))["per_query"]
 
     significance: list[Comparison] = []
     if baseline_point is not None:
@@ -544,7 +592,8 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
                  "points_s": round(points_s, 3),
                  "total_s": round(time.perf_counter() - t_start, 3),
                  "points_per_s": round(len(points) / points_s, 1) if points_s > 0 else 0.0},
-        computed=dict(cache.computed), reused=dict(cache.reused))
+        computed=dict(cache.computed), reused=dict(cache.reused),
+        repaired=dict(cache.repaired))
     if tracker is not None:
         result = result.model_copy(update={"tracking": tracker.finish(result)})
     return result

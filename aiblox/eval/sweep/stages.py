@@ -26,6 +26,8 @@ import itertools
 import json
 import os
 import threading
+import warnings
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +37,15 @@ import numpy as np
 
 from aiblox.hashing import canonical_json, sha256_bytes, sha256_text
 
-__all__ = ["StageCache", "StageRecord", "decode_arrays", "encode_arrays", "stage_key"]
+__all__ = [
+    "StageCache",
+    "StageCacheCorrupt",
+    "StageCacheError",
+    "StageRecord",
+    "decode_arrays",
+    "encode_arrays",
+    "stage_key",
+]
 
 _ARRAYS_MAGIC = b"aiblox-arrays/1\n"
 
@@ -92,10 +102,41 @@ class StageRecord:
 _TMP_SEQ = itertools.count()
 
 
+class StageCacheError(OSError):
+    """The stage cache cannot be written (a read-only or full disk, a path through a file);
+    the message names the folder."""
+
+
+class StageCacheCorrupt(StageCacheError):
+    """A cache entry that does not hold what its meta recorded (a flipped bit, a truncated or
+    missing file, a meta that does not parse). The entry has been removed when this is raised,
+    so computing the stage again stores a good one."""
+
+    def __init__(self, name: str, key: str, path: Path, reason: str) -> None:
+        super().__init__(f"stage cache entry {name}/{key[:16]} ({path}) is damaged: {reason}")
+        self.name, self.key, self.path, self.reason = name, key, path, reason
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (where the platform allows opening a folder)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def _atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` under a temporary name unique to this process and thread, then rename it
-    into place: a reader never sees a partial file, and parallel writers of one key (same
-    bytes) simply replace each other. The folder is made when missing."""
+    """Write ``data`` under a temporary name unique to this process and thread, flush it to
+    disk, then rename it into place (and flush the folder): a reader never sees a partial
+    file, a crash never leaves one under the real name, and parallel writers of one key (same
+    bytes) simply replace each other. The folder is made when missing. Failures are a
+    :class:`StageCacheError` naming the folder."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}-"
                          f"{next(_TMP_SEQ)}.tmp")
     try:
@@ -106,7 +147,15 @@ def _atomic_write(path: Path, data: bytes) -> None:
             f = open(tmp, "wb")  # noqa: SIM115
         with f:
             f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
+        _fsync_dir(path.parent)
+    except OSError as exc:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise StageCacheError(f"cannot write the stage cache in {path.parent}: "
+                              f"{exc.strerror or exc}") from exc
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -125,7 +174,13 @@ def _canonical(value: Any) -> str:
 
 class StageCache:
     """Content-addressed memo of stage outputs under ``root`` (safe for parallel writers:
-    two processes computing the same key write the same bytes)."""
+    two processes computing the same key write the same bytes).
+
+    Every read is checked: an output is used only when the sha256 of its stored (uncompressed)
+    bytes is the ``output_hash`` its meta recorded. A damaged entry (flipped bits, a truncated
+    or missing file, a meta that does not parse) is removed and, in :meth:`run`, computed again
+    and counted in :attr:`repaired`, with a warning naming it; a direct :meth:`load` raises
+    :class:`StageCacheCorrupt`. Nothing damaged is ever returned."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
@@ -133,6 +188,8 @@ class StageCache:
         """Per stage name: outputs computed by this cache object."""
         self.reused: dict[str, int] = {}
         """Per stage name: outputs read back instead of computed."""
+        self.repaired: dict[str, int] = {}
+        """Per stage name: damaged entries found, removed and computed again."""
         self._lock = threading.Lock()
 
     def _paths(self, name: str, key: str, codec: str = "json") -> tuple[Path, Path]:
@@ -141,12 +198,24 @@ class StageCache:
         return folder / out, folder / f"{key}.meta.json"
 
     def has(self, name: str, key: str) -> bool:
-        """True when a complete entry exists."""
+        """True when an entry's meta exists (its output is checked when read)."""
         return self._paths(name, key)[1].exists()
 
     def meta(self, name: str, key: str) -> dict[str, Any]:
-        """The small meta record of an entry (no output)."""
-        return json.loads(self._paths(name, key)[1].read_text(encoding="utf-8"))
+        """The small meta record of an entry (no output); :class:`StageCacheCorrupt` when it
+        does not parse or does not describe this entry."""
+        path = self._paths(name, key)[1]
+        try:
+            m = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(m, dict) or m.get("key") != key or m.get("name") != name \
+                    or not isinstance(m.get("output_hash"), str):
+                raise ValueError("not this entry's meta record")
+        except FileNotFoundError:
+            raise StageCacheCorrupt(name, key, path, "its meta file is missing") from None
+        except (OSError, ValueError) as exc:
+            self._discard(name, key)
+            raise StageCacheCorrupt(name, key, path, f"unreadable meta ({exc})") from None
+        return m
 
     def record(self, name: str, key: str) -> StageRecord:
         """The :class:`StageRecord` of a complete entry."""
@@ -154,12 +223,72 @@ class StageCache:
         return StageRecord(m["name"], m["version"], m["key"], tuple(m["inputs"]),
                            m["output_hash"])
 
+    def _discard(self, name: str, key: str) -> None:
+        """Remove an entry (meta first: without it the entry no longer exists)."""
+        meta_path = self._paths(name, key)[1]
+        for path in (meta_path, *(self._paths(name, key, c)[0] for c in ("json", "arrays"))):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise StageCacheError(f"cannot remove the damaged entry {path}: "
+                                      f"{exc.strerror or exc}") from exc
+
+    def _raw(self, name: str, key: str) -> tuple[dict[str, Any], bytes]:
+        """An entry's meta and its stored bytes (decompressed), checked against the recorded
+        output hash; a damaged entry is removed and :class:`StageCacheCorrupt` raised."""
+        m = self.meta(name, key)
+        codec = m.get("codec", "json")
+        path = self._paths(name, key, codec)[0]
+        try:
+            data = path.read_bytes()
+            if codec != "arrays":
+                data = gzip.decompress(data)
+        except FileNotFoundError:
+            reason = "its output file is missing"
+        except (OSError, EOFError, zlib.error) as exc:
+            reason = f"its output does not decompress ({exc})"
+        else:
+            if sha256_bytes(data) == m["output_hash"]:
+                return m, data
+            reason = "its output does not match the sha256 recorded when it was written"
+        self._discard(name, key)
+        raise StageCacheCorrupt(name, key, path, reason)
+
     def load(self, name: str, key: str) -> Any:
-        """The output of a complete entry (named arrays for an ``arrays`` stage)."""
-        if self.meta(name, key).get("codec") == "arrays":
-            return decode_arrays(self._paths(name, key, "arrays")[0].read_bytes())
-        with gzip.open(self._paths(name, key)[0], "rt", encoding="utf-8") as f:
-            return json.load(f)
+        """The output of a complete entry (named arrays for an ``arrays`` stage), checked
+        against its recorded hash (:class:`StageCacheCorrupt` when it does not match)."""
+        return self._read(name, key)[1]
+
+    def _read(self, name: str, key: str) -> tuple[dict[str, Any], Any]:
+        m, data = self._raw(name, key)
+        if m.get("codec") != "arrays":
+            return m, json.loads(data)
+        try:
+            return m, decode_arrays(data)
+        except ValueError as exc:  # a hash match with a bad layout: written by a bug
+            self._discard(name, key)
+            raise StageCacheCorrupt(name, key, self._paths(name, key, "arrays")[0],
+                                    f"not an arrays blob ({exc})") from None
+
+    def intact(self, name: str, key: str) -> bool:
+        """Cheap check of an entry not read now: its meta parses and its output file has the
+        size recorded (entries written before sizes were recorded: the file exists). A
+        damaged entry is removed (False)."""
+        try:
+            m = self.meta(name, key)
+        except StageCacheCorrupt:
+            return False
+        path = self._paths(name, key, m.get("codec", "json"))[0]
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = -1
+        if size < 0 or ("size" in m and size != m["size"]):
+            self._discard(name, key)
+            return False
+        return True
 
     def store(self, name: str, version: str | int, config: Any, inputs: Sequence[str],
               output: Any, codec: Literal["json", "arrays"] = "json") -> StageRecord:
@@ -170,28 +299,47 @@ class StageCache:
         if codec == "arrays":
             data = encode_arrays(output)
             rec = StageRecord(name, str(version), key, tuple(inputs), sha256_bytes(data))
-            _atomic_write(out_path, data)
         else:
             text = _canonical(output)
             rec = StageRecord(name, str(version), key, tuple(inputs), sha256_text(text))
-            _atomic_write(out_path, gzip.compress(text.encode("utf-8"), compresslevel=1,
-                                                  mtime=0))
-        meta = {**rec.as_dict(), "config": config, **({"codec": codec} if codec != "json" else {})}
+            data = gzip.compress(text.encode("utf-8"), compresslevel=1, mtime=0)
+        _atomic_write(out_path, data)
+        meta = {**rec.as_dict(), "config": config, "size": len(data),
+                **({"codec": codec} if codec != "json" else {})}
         _atomic_write(meta_path, _canonical(meta).encode("utf-8"))
         return rec
 
     def run(self, name: str, version: str | int, config: Any, inputs: Sequence[str],
             compute: Callable[[], Any], load: bool = True,
-            codec: Literal["json", "arrays"] = "json") -> tuple[StageRecord, Any]:
+            codec: Literal["json", "arrays"] = "json",
+            count_reuse: bool = True) -> tuple[StageRecord, Any]:
         """Memoised stage: reuse the entry for this key, or ``compute()`` and store it.
 
-        With ``load=False`` a reused entry's output is not read (None is returned in its
-        place): callers that only need the record skip the decompression.
+        A reused entry's output is checked against its recorded hash; a damaged entry is
+        computed again (counted in :attr:`repaired`, with a warning). With ``load=False`` a
+        reused entry's output is not read (None is returned in its place: callers that only
+        need the record skip the read) and only its meta and size are checked; read it later
+        with :meth:`run` again (``load=True``, ``count_reuse=False`` so the reuse counts once)
+        to have a damaged one recomputed.
         """
         key = stage_key(name, version, config, inputs)
         if self.has(name, key):
-            self._count(self.reused, name)
-            return self.record(name, key), (self.load(name, key) if load else None)
+            try:
+                if load:
+                    m, output = self._read(name, key)
+                    if count_reuse:
+                        self._count(self.reused, name)
+                    return StageRecord(m["name"], m["version"], m["key"], tuple(m["inputs"]),
+                                       m["output_hash"]), output
+                if self.intact(name, key):
+                    self._count(self.reused, name)
+                    return self.record(name, key), None
+                reason = "its meta or output file is missing, unreadable or of the wrong size"
+            except StageCacheCorrupt as exc:
+                reason = exc.reason
+            self._count(self.repaired, name)
+            warnings.warn(f"stage cache: {name}/{key[:16]} under {self.root} was damaged "
+                          f"({reason}); computing it again", stacklevel=2)
         output = compute()
         rec = self.store(name, version, config, inputs, output, codec)
         self._count(self.computed, name)

@@ -33,11 +33,11 @@ from aiblox.eval.sweep.runner import (
     signals_config,
 )
 from aiblox.eval.sweep.split_fusion import SplitFusion
-from aiblox.eval.sweep.split_metrics import SplitMetrics
+from aiblox.eval.sweep.split_metrics import SplitMetrics, packed_means
 from aiblox.eval.sweep.stages import _canonical, encode_arrays, stage_key
 from aiblox.hashing import sha256_bytes, sha256_text
 
-__all__ = ["StageCheck", "VerifyReport", "logged_manifest", "verify_point"]
+__all__ = ["StageCheck", "VerifyReport", "logged_manifest", "logged_metrics", "verify_point"]
 
 
 class StageCheck(BaseModel):
@@ -92,11 +92,10 @@ def logged_manifest(run: str, tracking_uri: str) -> tuple[PointManifest, str]:
         if not path.is_file():
             raise ValueError(f"{run}: no such manifest file")
         return _load(path), str(path)
-    from mlflow.tracking import MlflowClient
-
     from aiblox.eval.sweep.report import find_sweep_run
+    from aiblox.eval.sweep.tracking import tracking_client
 
-    client = MlflowClient(tracking_uri=tracking_uri)
+    client = tracking_client(tracking_uri)
     try:
         point = client.get_run(run)
     except Exception:  # noqa: BLE001 - not a run id: a sweep name, or nothing
@@ -122,9 +121,27 @@ def logged_manifest(run: str, tracking_uri: str) -> tuple[PointManifest, str]:
         return _load(local), f"run {point.info.run_id} ({point.data.tags.get('aiblox.label')})"
 
 
+def logged_metrics(manifest: PointManifest, run_id: str, tracking_uri: str
+                   ) -> dict[str, dict[str, float]]:
+    """The metric values MLflow holds for a point's run, ``{split: {metric: value}}``, for the
+    manifest's splits and metrics (what a verification compares with a clean recomputation)."""
+    from aiblox.eval.sweep.tracking import metric_key, tracking_client
+
+    data = tracking_client(tracking_uri).get_run(run_id).data.metrics
+    return {split: {name: float(data[metric_key(split, name)]) for name in sm.metrics
+                    if metric_key(split, name) in data}
+            for split, sm in manifest.splits.items()}
+
+
 def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: str | None = None,
-                 dataset: Dataset | None = None, progress: bool = False) -> VerifyReport:
-    """Re-execute the point of ``manifest`` (a model, a dict or a ``manifest.json`` path)."""
+                 dataset: Dataset | None = None, progress: bool = False,
+                 logged: dict[str, dict[str, float]] | None = None) -> VerifyReport:
+    """Re-execute the point of ``manifest`` (a model, a dict or a ``manifest.json`` path).
+
+    Besides every stage's key and output hash, the recomputed metric values are compared with
+    the values the manifest records and, given ``logged`` (``{split: {metric: value}}``, e.g.
+    :func:`logged_metrics` of its MLflow run), with those: a logged number that differs from a
+    clean recomputation is a difference even when every hash matches."""
     from aiblox.embedding import CachedEmbedder, get_embedder
     from aiblox.eval.workspace import open_dataset_store, prepare_store
     from aiblox.retrieval.retriever import HybridRetriever
@@ -143,13 +160,24 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
         return VerifyReport(config_hash=m.config_hash, identical=bad is None,
                             first_difference=bad, checks=checks)
 
+    def check_values(split: str, recorded: dict[str, float], recomputed: dict[str, float],
+                     mlflow: dict[str, float]) -> bool:
+        """The metric values the manifest (and MLflow) logged against the recomputed ones."""
+        for source, values in (("manifest", recorded), ("mlflow", mlflow)):
+            for name in sorted(values):
+                if name in recomputed and not check(f"{split}/{name} ({source})",
+                                                    repr(float(values[name])),
+                                                    repr(float(recomputed[name]))):
+                    return False
+        return True
+
     ds = dataset or load_dataset(m.dataset, splits=list(m.splits))
     if not check("dataset", m.dataset_hash, ds.hash):
         return report()
     prefs = RetrievalPrefs(query_text="", **m.config["prefs"])
     emb_id, backend = m.config["embedder"], m.config["backend"]
     if "query_limit" in m.config:  # a pipeline point: chunking, selection and what follows
-        _verify_pipeline(m, ds, prefs, db, progress, check)
+        _verify_pipeline(m, ds, prefs, db, progress, check, check_values, logged or {})
         return report()
     if not check("config", m.config_hash, config_hash(prefs, emb_id, backend)[0]):
         return report()
@@ -161,17 +189,17 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
         fingerprint = store_fingerprint(store, emb.model_id if needs_vec else None)
         retriever = HybridRetriever(store, emb)
         for split, sm in m.splits.items():
-            logged = {s["name"]: s for s in sm.stages}
+            logged_stages = {s["name"]: s for s in sm.stages}
             scfg = signals_config(prefs, ds.hash, split, backend, emb_id, store=fingerprint)
             sig = _signals_output(retriever, ds, split, prefs)
             skey = stage_key("signals", SIGNALS_VERSION, scfg, [])
-            if not check(f"{split}/signals", _pair(logged["signals"]),
+            if not check(f"{split}/signals", _pair(logged_stages["signals"]),
                          f"{skey}:{sha256_text(_canonical(sig))}"):
                 return report()
             index = SplitFusion.from_signals(sig)
             fused = _fused_arrays(prefs, index, sig)
             fkey = stage_key("fusion", FUSION_VERSION, fusion_config(prefs), [skey])
-            if not check(f"{split}/fusion", _pair(logged["fusion"]),
+            if not check(f"{split}/fusion", _pair(logged_stages["fusion"]),
                          f"{fkey}:{sha256_bytes(encode_arrays(fused.as_dict()))}"):
                 return report()
             metrics = m.metrics or list(sm.metrics)
@@ -179,8 +207,11 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
             packed = scorer.evaluate_packed(
                 index.qids, scorer.codes(index.docs)[fused.positions], fused.counts, metrics)
             mkey = stage_key("metrics", METRICS_VERSION, metrics_config(metrics, split), [fkey])
-            if not check(f"{split}/metrics", _pair(logged["metrics"]),
+            if not check(f"{split}/metrics", _pair(logged_stages["metrics"]),
                          f"{mkey}:{sha256_bytes(encode_arrays(packed))}"):
+                return report()
+            if not check_values(split, sm.metrics, packed_means(packed),
+                                (logged or {}).get(split, {})):
                 return report()
     finally:
         store.close()
@@ -212,7 +243,9 @@ class _LoggedSpec:
 
 
 def _verify_pipeline(m: PointManifest, ds: Dataset, prefs: RetrievalPrefs, db: str | None,
-                     progress: bool, check: Callable[[str, str, str], bool]) -> None:
+                     progress: bool, check: Callable[[str, str, str], bool],
+                     check_values: Callable[..., bool],
+                     logged: dict[str, dict[str, float]]) -> None:
     """Re-run every stage of a pipeline point in a fresh, temporary stage cache and compare each
     stage's key and output hash with the manifest, in pipeline order."""
     import tempfile
@@ -255,6 +288,8 @@ def _verify_pipeline(m: PointManifest, ds: Dataset, prefs: RetrievalPrefs, db: s
                     return
                 if sm.prompts_sha256 is not None and not check(
                         f"{split}/prompts", sm.prompts_sha256, str(out["prompts_sha256"])):
+                    return
+                if not check_values(split, sm.metrics, out["metrics"], logged.get(split, {})):
                     return
     finally:
         opener.close()

@@ -1,0 +1,184 @@
+"""The stage cache verifies what it reads: a damaged, truncated or missing entry is computed
+again and reported, never used and never a traceback; verify compares the logged values."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aiblox.eval.sweep.stages import (
+    StageCache,
+    StageCacheCorrupt,
+    StageCacheError,
+    decode_arrays,
+    encode_arrays,
+)
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory, sample_spec, small_spec, sweep_db):
+    """A small fusion sweep run once into a cache folder: the reference every damaged copy
+    must reproduce exactly."""
+    from aiblox.eval.sweep import run_sweep
+
+    spec = small_spec(sample_spec, blend=["linear", "rrf"], w_text=[0.25, 0.75],
+                      normalize=["minmax"], rrf_k=[10, 60], depth=[20])
+    root = tmp_path_factory.mktemp("clean") / "stages"
+    result = run_sweep(spec, cache_dir=root, db=sweep_db, progress=False)
+    return spec, root, result
+
+
+def _entry(root: Path, result, stage: str) -> tuple[Path, Path]:
+    """The output and meta files of the best point's ``stage`` on the test split."""
+    rec = next(s for s in result.best.manifest.splits["test"].stages if s["name"] == stage)
+    folder = root / stage
+    out = next(p for p in folder.glob(f"{rec['key']}.*") if not p.name.endswith(".meta.json"))
+    return out, folder / f"{rec['key']}.meta.json"
+
+
+def _flip(path: Path) -> None:
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0x01
+    path.write_bytes(bytes(raw))
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
+
+
+def _halve(path: Path) -> None:
+    """Every float of an arrays entry halved, the layout kept valid (only the hash can tell)."""
+    arrays = {k: np.array(v) for k, v in decode_arrays(path.read_bytes()).items()}
+    for k, v in arrays.items():
+        if v.dtype.kind == "f":
+            arrays[k] = v / 2
+    path.write_bytes(encode_arrays(arrays))
+
+
+DAMAGE = {
+    "metrics bit flip": ("metrics", "out", _flip),
+    "metrics halved, layout valid": ("metrics", "out", _halve),
+    "metrics truncated": ("metrics", "out", _truncate),
+    "fusion deleted": ("fusion", "out", Path.unlink),
+    "fusion truncated": ("fusion", "out", _truncate),
+    "signals truncated (json.gz)": ("signals", "out", _truncate),
+    "metrics meta deleted": ("metrics", "meta", Path.unlink),
+    "fusion meta not JSON": ("fusion", "meta", lambda p: p.write_text("{not json")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DAMAGE))
+def test_damaged_entries_are_recomputed_and_reported(tmp_path, clean, sweep_db, case):
+    from aiblox.eval.sweep import run_sweep
+
+    spec, root, first = clean
+    copy = tmp_path / "stages"
+    shutil.copytree(root, copy)
+    stage, which, damage = DAMAGE[case]
+    out, meta = _entry(copy, first, stage)
+    damage(out if which == "out" else meta)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        again = run_sweep(spec, cache_dir=copy, db=sweep_db, progress=False)
+    assert [p.metrics for p in again.points] == [p.metrics for p in first.points]
+    assert again.best.config_hash == first.best.config_hash
+    assert [p.manifest.splits["test"].run_hash for p in again.points] == \
+        [p.manifest.splits["test"].run_hash for p in first.points]
+    if "meta deleted" not in case:  # a missing meta is simply a missing entry
+        assert again.repaired.get(stage) == 1, again.repaired
+        assert any(stage in str(w.message) and "damaged" in str(w.message) for w in seen)
+    assert sum(again.computed.values()) >= 1
+    third = run_sweep(spec, cache_dir=copy, db=sweep_db, progress=False)
+    assert third.computed == {} and third.repaired == {}
+
+
+def test_a_damaged_entry_read_late_is_recomputed_too(tmp_path, clean, sweep_db):
+    """A flipped bit in the signals (read only when a fused run must be made again) and a
+    deleted fused run of the same point: the signals are found damaged when read."""
+    from aiblox.eval.sweep import run_sweep
+
+    spec, root, first = clean
+    copy = tmp_path / "stages"
+    shutil.copytree(root, copy)
+    sig, _ = _entry(copy, first, "signals")
+    raw = bytearray(gzip.decompress(sig.read_bytes()))
+    raw[len(raw) // 3] ^= 0x02
+    sig.write_bytes(gzip.compress(bytes(raw), mtime=0))  # same size on disk is not required
+    for p in (copy / "fusion").iterdir():
+        p.unlink()
+    for p in (copy / "metrics").iterdir():
+        p.unlink()
+    again = run_sweep(spec, cache_dir=copy, db=sweep_db, progress=False)
+    assert again.repaired.get("signals") == 1
+    assert [p.metrics for p in again.points] == [p.metrics for p in first.points]
+
+
+def test_the_cli_names_the_repair_and_shows_no_traceback(tmp_path, sweep_db):
+    from typer.testing import CliRunner
+
+    from aiblox.cli.main import app
+    from tests.sweep.conftest import SAMPLE_SPEC
+
+    def sweep():
+        return CliRunner().invoke(
+            app, ["sweep", str(SAMPLE_SPEC), "--cache-dir", str(tmp_path / "stages"), "--db",
+                  sweep_db, "--no-tracking", "--json"],
+            env={"AIBLOX_NO_PROGRESS": "1", "COLUMNS": "300"})
+
+    first = sweep()
+    assert first.exit_code == 0, first.output
+    clean = json.loads(first.stdout)
+    bins = list((tmp_path / "stages" / "metrics").glob("*.bin"))
+    for p in bins:
+        _halve(p)  # every cached metric halved, layouts valid
+    r = sweep()
+    assert r.exit_code == 0, r.output
+    assert "Traceback" not in r.output and "damaged" in r.output
+    out = json.loads(r.stdout)
+    assert out["repaired"]["metrics"] == len(bins)
+    assert out["best"] == clean["best"] and out["leaderboard"] == clean["leaderboard"]
+
+
+def test_an_unwritable_cache_is_one_clear_error(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    cache = StageCache(blocker / "stages")
+    with pytest.raises(StageCacheError, match=str(blocker)):
+        cache.store("fusion", "1", {"a": 1}, [], {"x": [1, 2]})
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_no_damage_to_an_entry_is_ever_accepted(tmp_path_factory, data):
+    root = tmp_path_factory.mktemp("h")
+    cache = StageCache(root)
+    codec = data.draw(st.sampled_from(["json", "arrays"]))
+    output = ({"a": np.arange(7, dtype=np.float64) / 3, "b": np.arange(5, dtype=np.int32)}
+              if codec == "arrays" else {"qids": ["q1", "q2"], "text": [[["d1", 0.5]], []]})
+    rec = cache.store("s", "1", {"c": 1}, [], output, codec=codec)  # type: ignore[arg-type]
+    path = next(p for p in (root / "s").iterdir() if not p.name.endswith(".meta.json"))
+    raw = bytearray(path.read_bytes())
+    if data.draw(st.booleans()):
+        pos = data.draw(st.integers(0, len(raw) - 1))
+        raw[pos] ^= data.draw(st.integers(1, 255))
+    else:
+        raw = raw[:data.draw(st.integers(0, len(raw) - 1))]
+    path.write_bytes(bytes(raw))
+    try:
+        got = cache.load("s", rec.key)
+    except StageCacheCorrupt:
+        got = None
+    if got is not None:  # a change gzip's container absorbs (its header) may decode the same
+        assert json.dumps(got, default=lambda a: a.tolist(), sort_keys=True) == json.dumps(
+            output, default=lambda a: a.tolist(), sort_keys=True)
+    again, out = StageCache(root).run("s", "1", {"c": 1}, [], lambda: output,
+                                      codec=codec)  # type: ignore[arg-type]
+    assert again.output_hash == rec.output_hash
