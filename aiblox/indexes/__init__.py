@@ -3,7 +3,7 @@ HNSW), built from the store's items, saved beside it, keyed by what they were bu
 
 from aiblox.indexes.bm25 import BM25_VERSION, BM25Index
 from aiblox.indexes.knn import KNN_VERSION, VectorIndex, effective_kind, exact_reference
-from aiblox.indexes.store_indexes import IndexInfo, StoreIndexes, index_root
+from aiblox.indexes.store_indexes import IndexInfo, StoreIndexes, forget_loaded, index_root
 
 __all__ = [
     "BM25Index",
@@ -14,5 +14,6 @@ __all__ = [
     "VectorIndex",
     "effective_kind",
     "exact_reference",
+    "forget_loaded",
     "index_root",
 ]

@@ -53,13 +53,19 @@ def _prepared(vectors: np.ndarray, distance: str) -> np.ndarray:
     return _normalised(v) if distance == "cosine" else v
 
 
+def _neg_l2(query: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """Negated Euclidean distances of one query to rows of ``vectors``, computed directly
+    (float32 differences, squared, summed per row), not by the expansion, which cancels."""
+    diff = vectors - query[None, :]
+    return -np.sqrt(np.einsum("ij,ij->i", diff, diff)).astype(np.float32)
+
+
 def exact_reference(vectors: np.ndarray, queries: np.ndarray, ids: Sequence[str], k: int,
                     distance: str) -> list[RankedList]:
     """The plain numpy answer (full score matrix, full sort) that exact search must equal."""
     v, q = _prepared(vectors, distance), _prepared(queries, distance)
     if distance == "l2":
-        sq = (q * q).sum(1)[:, None] + (v * v).sum(1)[None, :] - 2.0 * (q @ v.T)
-        scores = -np.sqrt(np.maximum(sq, 0.0)).astype(np.float32)
+        scores = np.stack([_neg_l2(row, v) for row in q])
     else:
         scores = (q @ v.T).astype(np.float32)
     out = []
@@ -173,19 +179,30 @@ class VectorIndex:
         mask = (np.ones(self.n, dtype=np.bool_) if allowed is None
                 else np.ascontiguousarray(allowed, dtype=np.bool_))
         l2 = self.config.distance == "l2"
-        if l2:
+        want = k
+        if l2:  # select by the expansion 2 q.d - |d|^2, with room for its rounding, then rescore
+            k = min(self.n, k + max(k, 64))
+            best_pos = np.zeros((nq, k), dtype=np.int64)
+            best_score = np.zeros((nq, k), dtype=np.float32)
             if self._sq_norms is None:
                 self._sq_norms = np.einsum("ij,ij->i", self.vectors, self.vectors)
-            q_sq = (q * q).sum(1)[:, None]
         with compiled_threads(threads):
             for start in range(0, self.n, BLOCK):
                 block = q @ self.vectors[start:start + BLOCK].T
                 if l2:
-                    block = -np.sqrt(np.maximum(
-                        q_sq + self._sq_norms[None, start:start + BLOCK] - 2.0 * block,
-                        0.0)).astype(np.float32)
+                    block = 2.0 * block - self._sq_norms[None, start:start + BLOCK]
                 top_k_rows(np.ascontiguousarray(block, dtype=np.float32), start, mask, k,
                            best_pos, best_score, counts)
+        if l2:
+            for i in range(nq):
+                n = int(counts[i])
+                pos = best_pos[i, :n]
+                exact = _neg_l2(q[i], np.asarray(self.vectors[pos]))
+                order = np.lexsort((pos, -exact))[:want]
+                counts[i] = len(order)
+                best_pos[i, :len(order)] = pos[order]
+                best_score[i, :len(order)] = exact[order]
+            best_pos, best_score = best_pos[:, :want], best_score[:, :want]
         return best_pos, best_score, counts
 
     def _hnsw(self, q: np.ndarray, k: int, allowed: np.ndarray | None

@@ -39,11 +39,17 @@ from aiblox.indexes.knn import KNN_VERSION, VectorIndex, effective_kind
 from aiblox.stores.base import Store, StoreError
 from aiblox.stores.identity import store_fingerprint
 
-__all__ = ["IndexInfo", "StoreIndexes", "index_root"]
+__all__ = ["IndexInfo", "StoreIndexes", "forget_loaded", "index_root"]
 
 _LOADED: dict[tuple[str, str], Any] = {}
 """Indexes loaded (and checked) in this process, by (root, folder name)."""
 _LOCK = threading.Lock()
+
+
+def forget_loaded() -> None:
+    """Drop every index this process loaded: the next use reads (and checks) the files again."""
+    with _LOCK:
+        _LOADED.clear()
 
 
 @dataclass(frozen=True)
