@@ -4,6 +4,8 @@
   query order (bm25s's arithmetic), then the top ``k`` among the documents that hold a term.
 - :func:`top_k_rows`: the running top ``k`` of each row of a block of similarity scores (exact
   kNN: a float32 matrix product per block of documents, then this).
+- :func:`rescore`: the final similarity of each candidate, in float64 and in a fixed order, so a
+  query's scores do not depend on the batch it came in.
 
 Both order by score descending, then document position ascending (positions follow item ids,
 so that is the project's tie-break), and a document at the cut-off ties exactly as a full sort
@@ -21,7 +23,7 @@ setup_numba_cache()
 
 from numba import njit, prange  # noqa: E402 - after the cache folder is set
 
-__all__ = ["bm25_top_k", "compiled_threads", "top_k_rows"]
+__all__ = ["bm25_top_k", "compiled_threads", "rescore", "top_k_rows"]
 
 
 @njit(cache=True, inline="always")
@@ -131,3 +133,29 @@ def top_k_rows(block: np.ndarray, first: int, allowed: np.ndarray, k: int,
         counts[q] = n
         best_pos[q, :n] = pos
         best_score[q, :n] = score
+
+
+@njit(cache=True, parallel=True)
+def rescore(queries: np.ndarray, vectors: np.ndarray, pos: np.ndarray, counts: np.ndarray,
+            l2: bool) -> np.ndarray:  # pragma: no cover - compiled
+    """Each candidate's similarity to its query, summed in float64 in dimension order and
+    rounded to float32 once: the same bits whatever the batch (BLAS's float32 products are not:
+    a matrix-vector and a matrix-matrix product round differently). Inner product, or with
+    ``l2`` the negated Euclidean distance."""
+    nq, width = pos.shape
+    dim = queries.shape[1]
+    out = np.zeros((nq, width), dtype=np.float32)
+    for q in prange(nq):
+        for i in range(counts[q]):
+            v = vectors[pos[q, i]]
+            acc = 0.0
+            if l2:
+                for j in range(dim):
+                    d = np.float64(queries[q, j]) - np.float64(v[j])
+                    acc += d * d
+                out[q, i] = np.float32(-np.sqrt(acc))
+            else:
+                for j in range(dim):
+                    acc += np.float64(queries[q, j]) * np.float64(v[j])
+                out[q, i] = np.float32(acc)
+    return out

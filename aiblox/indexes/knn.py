@@ -53,21 +53,17 @@ def _prepared(vectors: np.ndarray, distance: str) -> np.ndarray:
     return _normalised(v) if distance == "cosine" else v
 
 
-def _neg_l2(query: np.ndarray, vectors: np.ndarray) -> np.ndarray:
-    """Negated Euclidean distances of one query to rows of ``vectors``, computed directly
-    (float32 differences, squared, summed per row), not by the expansion, which cancels."""
-    diff = vectors - query[None, :]
-    return -np.sqrt(np.einsum("ij,ij->i", diff, diff)).astype(np.float32)
-
-
 def exact_reference(vectors: np.ndarray, queries: np.ndarray, ids: Sequence[str], k: int,
                     distance: str) -> list[RankedList]:
-    """The plain numpy answer (full score matrix, full sort) that exact search must equal."""
-    v, q = _prepared(vectors, distance), _prepared(queries, distance)
+    """The plain numpy answer that exact search must equal: every similarity computed in
+    float64 and rounded to float32 once, a full sort (score desc, id asc)."""
+    v = _prepared(vectors, distance).astype(np.float64)
+    q = _prepared(queries, distance).astype(np.float64)
     if distance == "l2":
-        scores = np.stack([_neg_l2(row, v) for row in q])
+        scores = np.stack([-np.sqrt(((v - row[None, :]) ** 2).sum(1)) for row in q])
     else:
-        scores = (q @ v.T).astype(np.float32)
+        scores = q @ v.T
+    scores = scores.astype(np.float32)
     out = []
     for row in scores:
         order = np.lexsort((np.arange(len(ids)), -row))[:k]
@@ -169,41 +165,49 @@ class VectorIndex:
 
     def _exact(self, q: np.ndarray, k: int, allowed: np.ndarray | None,
                threads: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Candidates by float32 matrix products (BLAS), with room for their rounding, then
+        every candidate rescored in float64 (:func:`kernels.rescore`) and cut to ``k``."""
         from aiblox.indexes.kernels import compiled_threads, top_k_rows
 
         nq = len(q)
-        k = min(int(k), self.n)
-        best_pos = np.zeros((nq, k), dtype=np.int64)
-        best_score = np.zeros((nq, k), dtype=np.float32)
+        want = min(int(k), self.n)
+        wide = min(self.n, want + max(want, 64))
+        best_pos = np.zeros((nq, wide), dtype=np.int64)
+        best_score = np.zeros((nq, wide), dtype=np.float32)
         counts = np.zeros(nq, dtype=np.int64)
         mask = (np.ones(self.n, dtype=np.bool_) if allowed is None
                 else np.ascontiguousarray(allowed, dtype=np.bool_))
         l2 = self.config.distance == "l2"
-        want = k
-        if l2:  # select by the expansion 2 q.d - |d|^2, with room for its rounding, then rescore
-            k = min(self.n, k + max(k, 64))
-            best_pos = np.zeros((nq, k), dtype=np.int64)
-            best_score = np.zeros((nq, k), dtype=np.float32)
-            if self._sq_norms is None:
-                self._sq_norms = np.einsum("ij,ij->i", self.vectors, self.vectors)
+        if l2 and self._sq_norms is None:
+            self._sq_norms = np.einsum("ij,ij->i", self.vectors, self.vectors)
         with compiled_threads(threads):
             for start in range(0, self.n, BLOCK):
                 block = q @ self.vectors[start:start + BLOCK].T
-                if l2:
-                    block = 2.0 * block - self._sq_norms[None, start:start + BLOCK]
-                top_k_rows(np.ascontiguousarray(block, dtype=np.float32), start, mask, k,
+                if l2:  # the order of -|q - d| is the order of 2 q.d - |d|^2
+                    block = 2.0 * block - self._sq_norms[None, start:start + BLOCK]  # type: ignore
+                top_k_rows(np.ascontiguousarray(block, dtype=np.float32), start, mask, wide,
                            best_pos, best_score, counts)
-        if l2:
-            for i in range(nq):
-                n = int(counts[i])
-                pos = best_pos[i, :n]
-                exact = _neg_l2(q[i], np.asarray(self.vectors[pos]))
-                order = np.lexsort((pos, -exact))[:want]
-                counts[i] = len(order)
-                best_pos[i, :len(order)] = pos[order]
-                best_score[i, :len(order)] = exact[order]
-            best_pos, best_score = best_pos[:, :want], best_score[:, :want]
-        return best_pos, best_score, counts
+        return self._final(q, best_pos, counts, want, threads)
+
+    def _final(self, q: np.ndarray, pos: np.ndarray, counts: np.ndarray, k: int,
+               threads: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rescore candidates in float64, order them (score desc, id asc), cut to ``k``."""
+        from aiblox.indexes.kernels import compiled_threads, rescore
+
+        with compiled_threads(threads):
+            scores = rescore(q, self.vectors, pos, counts, self.config.distance == "l2")
+        nq = len(q)
+        out_pos = np.zeros((nq, k), dtype=np.int64)
+        out_score = np.zeros((nq, k), dtype=np.float32)
+        out_counts = np.zeros(nq, dtype=np.int64)
+        for i in range(nq):
+            n = int(counts[i])
+            p, s = pos[i, :n], scores[i, :n]
+            order = np.lexsort((p, -s))[:k]
+            out_counts[i] = len(order)
+            out_pos[i, :len(order)] = p[order]
+            out_score[i, :len(order)] = s[order]
+        return out_pos, out_score, out_counts
 
     def _hnsw(self, q: np.ndarray, k: int, allowed: np.ndarray | None
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -215,18 +219,9 @@ class VectorIndex:
         if allowed is not None:
             sel = faiss.IDSelectorBatch(np.flatnonzero(allowed).astype(np.int64))
             params.sel = sel
-        dist, idx = self.hnsw.search(q, int(k), params=params)
-        if self.config.distance == "l2":
-            dist = -np.sqrt(np.maximum(dist, 0.0))
-        nq = len(q)
-        pos = np.zeros((nq, k), dtype=np.int64)
-        scores = np.zeros((nq, k), dtype=np.float32)
-        counts = np.zeros(nq, dtype=np.int64)
-        for i in range(nq):
-            found = idx[i] >= 0
-            p, s = idx[i][found], dist[i][found].astype(np.float32)
-            order = np.lexsort((p, -s))
-            counts[i] = len(order)
-            pos[i, :len(order)] = p[order]
-            scores[i, :len(order)] = s[order]
-        return pos, scores, counts
+        _, idx = self.hnsw.search(q, int(k), params=params)
+        counts = (idx >= 0).sum(1).astype(np.int64)
+        pos = np.where(idx >= 0, idx, 0).astype(np.int64)
+        for i in range(len(q)):  # found hits first (faiss pads with -1 at the end)
+            pos[i, :counts[i]] = idx[i][idx[i] >= 0]
+        return self._final(q, pos, counts, int(k), None)
