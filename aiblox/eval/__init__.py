@@ -16,7 +16,13 @@ from aiblox.eval.datasets import (
 )
 from aiblox.eval.metrics import DEFAULT_METRICS, evaluate_run, ranked_run, setup_numba_cache
 from aiblox.eval.runner import EvalResult, config_hash, evaluate_retrieval, run_hash
-from aiblox.eval.workspace import find_precomputed_vectors, prepare_store
+from aiblox.eval.workspace import (
+    dataset_binding,
+    default_store_path,
+    find_precomputed_vectors,
+    open_dataset_store,
+    prepare_store,
+)
 
 __all__ = [
     "CHUNK_EVAL_VERSION",
