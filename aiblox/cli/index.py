@@ -62,7 +62,7 @@ def list_indexes(
     store = open_existing_store(db, dataset)
     try:
         ix = StoreIndexes(store)
-        infos = ix.list()
+        infos = ix.infos()
     finally:
         store.close()
     if as_json:

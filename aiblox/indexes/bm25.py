@@ -57,21 +57,21 @@ def idf(method: str, df: int, n: int) -> float:
     raise ValueError(f"unknown BM25 method {method!r}")
 
 
-def term_frequency_component(method: str, tf: np.ndarray, doc_len: Any, avg_len: Any,
-                             k1: float, b: float, delta: float) -> np.ndarray:
+def term_frequency_component(method: str, tf: Any, doc_len: Any, avg_len: Any,
+                             k1: float, b: float, delta: float) -> Any:
     """The term-frequency part of a BM25 score (bm25s's expressions, operation for operation, so
     the float results are the same bits); ``tf`` float32, ``doc_len`` one length per entry."""
     if method in ("robertson", "lucene"):
-        return tf / (k1 * ((1 - b) + b * doc_len / avg_len) + tf)  # type: ignore[no-any-return]
+        return tf / (k1 * ((1 - b) + b * doc_len / avg_len) + tf)
     if method == "atire":
-        return (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * doc_len / avg_len))  # type: ignore
+        return (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * doc_len / avg_len))
     if method == "bm25l":
         c = tf / (1 - b + b * doc_len / avg_len)
-        return ((k1 + 1) * (c + delta)) / (k1 + c + delta)  # type: ignore[no-any-return]
+        return ((k1 + 1) * (c + delta)) / (k1 + c + delta)
     if method == "bm25+":
         num = (k1 + 1) * tf
         den = k1 * (1 - b + b * doc_len / avg_len) + tf
-        return (num / den) + delta  # type: ignore[no-any-return]
+        return (num / den) + delta
     raise ValueError(f"unknown BM25 method {method!r}")
 
 
@@ -202,15 +202,16 @@ class BM25Index:
             names.append(f"{name}.npy")
         (folder / "ids.json").write_text(json.dumps(self.ids, ensure_ascii=False),
                                          encoding="utf-8")
-        (folder / "vocab.json").write_text(json.dumps(sorted(self.vocab, key=self.vocab.get),
-                                                      ensure_ascii=False), encoding="utf-8")
+        terms = sorted(self.vocab, key=self.vocab.__getitem__)  # in column order
+        (folder / "vocab.json").write_text(json.dumps(terms, ensure_ascii=False),
+                                           encoding="utf-8")
         return [*names, "ids.json", "vocab.json"]
 
     @classmethod
     def load(cls, folder: Path, config: FtsConfig, mmap: bool = True) -> BM25Index:
         """Read an index written by :meth:`save` (arrays memory-mapped when ``mmap``)."""
-        mode = "r" if mmap else None
-        arrays = {n: np.load(folder / f"{n}.npy", mmap_mode=mode, allow_pickle=False)
+        arrays = {n: np.load(folder / f"{n}.npy", mmap_mode="r" if mmap else None,
+                             allow_pickle=False)
                   for n in _ARRAYS}
         nonocc = None
         if (folder / "nonoccurrence.npy").exists():

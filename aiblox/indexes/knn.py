@@ -214,7 +214,7 @@ class VectorIndex:
         import faiss
 
         ef = self.config.ef_search or max(128, 2 * k)
-        params = faiss.SearchParametersHNSW()
+        params = faiss.SearchParametersHNSW()  # type: ignore[attr-defined]
         params.efSearch = max(ef, k)
         if allowed is not None:
             sel = faiss.IDSelectorBatch(np.flatnonzero(allowed).astype(np.int64))

@@ -144,8 +144,9 @@ class StoreIndexes:
                 bar.close()
             return index.save(folder), index.n_docs
 
-        return self._get(name, key, spec, build,  # type: ignore[no-any-return]
-                         lambda folder: BM25Index.load(folder, cfg))
+        index: BM25Index = self._get(name, key, spec, build,
+                                     lambda folder: BM25Index.load(folder, cfg))
+        return index
 
     def vectors(self, model_id: str, cfg: VectorConfig) -> VectorIndex:
         """The store's vector index of ``model_id`` for ``cfg`` (built when missing)."""
@@ -157,8 +158,10 @@ class StoreIndexes:
             index = VectorIndex.build(ids, matrix, cfg)
             return index.save(folder), index.n
 
-        return self._get(name, key, spec, build,  # type: ignore[no-any-return]
-                         lambda folder: VectorIndex.load(folder, cfg, spec["index"]))
+        index: VectorIndex = self._get(name, key, spec, build,
+                                       lambda folder: VectorIndex.load(folder, cfg,
+                                                                       spec["index"]))
+        return index
 
     def _get(self, name: str, key: str, spec: dict[str, Any], build: Any, load: Any) -> Any:
         cache_key = (str(self.root.resolve()), name)
@@ -233,7 +236,7 @@ class StoreIndexes:
 
     # -- listing ---------------------------------------------------------------------------------
     def _manifests(self) -> list[dict[str, Any]]:
-        out = []
+        out: list[dict[str, Any]] = []
         if not self.root.is_dir():
             return out
         for folder in sorted(p for p in self.root.iterdir() if p.is_dir()
@@ -245,7 +248,7 @@ class StoreIndexes:
             out.append(m)
         return out
 
-    def list(self) -> list[IndexInfo]:
+    def infos(self) -> list[IndexInfo]:
         """Every index folder under the root, with its size, age, settings and state."""
         fp_items = store_fingerprint(self.store, None)["items"]
         infos = []

@@ -1,5 +1,6 @@
 """Pure text utilities: token counting (offline tiktoken), token offsets, snippets, BM25."""
 
+from aiblox.text.analysis import TOKEN_PATTERN, Analyzer, stop_words
 from aiblox.text.lexical import ANALYZER_ID, ENGLISH_STOP_WORDS, analyze, bm25_scores, stem
 from aiblox.text.porter import porter_stem
 from aiblox.text.snippet import ELLIPSIS, make_snippet
@@ -8,9 +9,11 @@ from aiblox.text.tokens import DEFAULT_ENCODING, count_tokens, get_encoding, see
 
 __all__ = [
     "ANALYZER_ID",
+    "Analyzer",
     "DEFAULT_ENCODING",
     "ELLIPSIS",
     "ENGLISH_STOP_WORDS",
+    "TOKEN_PATTERN",
     "analyze",
     "bm25_scores",
     "count_tokens",
@@ -19,6 +22,7 @@ __all__ = [
     "porter_stem",
     "seed_tiktoken_cache",
     "stem",
+    "stop_words",
     "token_char_offsets",
     "utf8_safe",
 ]

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["TOKEN_PATTERN", "Analyzer", "stop_words"]
+__all__ = ["Analyzer", "TOKEN_PATTERN", "stop_words"]
 
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 """bm25s's (and scikit-learn's) token pattern: runs of two or more word characters."""

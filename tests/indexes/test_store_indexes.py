@@ -39,7 +39,7 @@ def test_built_once_then_read_back(store):
     forget_loaded()
     again, ix2 = _hits(store)
     assert ix2.built == [] and again == sig
-    infos = {i.kind: i for i in ix2.list()}
+    infos = {i.kind: i for i in ix2.infos()}
     assert set(infos) == {"bm25", "knn"} and all(i.current and i.ok for i in infos.values())
     assert infos["bm25"].n == 40 and infos["bm25"].size_bytes > 0
 
@@ -50,7 +50,7 @@ def test_changed_items_get_a_new_index_never_the_stale_one(store):
     store.upsert_items([ItemRecord(id="zz", title="Zebra", text="a zebra okapi")])
     sig2, ix2 = _hits(store, "bm25", "zebra")
     assert sig2.text[0][0][0] == "zz" and ix2.built
-    names = [i.name for i in ix2.list() if i.kind == "bm25"]
+    names = [i.name for i in ix2.infos() if i.kind == "bm25"]
     assert len(names) == 1  # the superseded index was dropped
 
 
@@ -79,6 +79,6 @@ def test_a_damaged_index_is_rebuilt(store, damage):
 def test_list_and_drop(store):
     _hits(store)
     ix = StoreIndexes(store)
-    assert len(ix.list()) == 2
-    assert ix.drop() == sorted(i.name for i in ix.list()) or ix.list() == []
-    assert ix.list() == []
+    assert len(ix.infos()) == 2
+    assert ix.drop() == sorted(i.name for i in ix.infos()) or ix.infos() == []
+    assert ix.infos() == []
