@@ -2,7 +2,6 @@
 
 from aiblox.text.analysis import TOKEN_PATTERN, Analyzer, stop_words
 from aiblox.text.lexical import ANALYZER_ID, ENGLISH_STOP_WORDS, analyze, bm25_scores, stem
-from aiblox.text.porter import porter_stem
 from aiblox.text.snippet import ELLIPSIS, make_snippet
 from aiblox.text.token_offsets import token_char_offsets, utf8_safe
 from aiblox.text.tokens import DEFAULT_ENCODING, count_tokens, get_encoding, seed_tiktoken_cache
@@ -19,7 +18,6 @@ __all__ = [
     "count_tokens",
     "get_encoding",
     "make_snippet",
-    "porter_stem",
     "seed_tiktoken_cache",
     "stem",
     "stop_words",
