@@ -193,7 +193,7 @@ def test_a_killed_ingest_is_named_then_completed(tmp_path, where):
     with DuckDBStore(db) as store:
         items, vectors = store.count_items(), store.vector_count(model)
         assert "syncing" in store.read_meta() and "sync" not in store.read_meta()
-    assert (items, vectors) == ((10, 0) if where == "items" else (40, 20))
+    assert (items, vectors) == ((10, 0) if where == "items" else (30, 20))
     for mode in ("dense", "hybrid", "bm25"):
         r = _run("search", "BM25", "--db", db, "--embedder", "hashing", "--mode", mode)
         assert r.exit_code == 2 and "did not finish" in _said(r), (mode, r.output)
