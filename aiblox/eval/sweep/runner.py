@@ -350,7 +350,7 @@ def point_done(point: PointResult, cache: StageCache, tracker: Any, logged: set[
 
 # -- signals ------------------------------------------------------------------------------------
 def _signals_output(retriever: HybridRetriever, dataset: Dataset, split: str,
-                    prefs: RetrievalPrefs, batch_size: int = 100,
+                    prefs: RetrievalPrefs, batch_size: int = 10_000,
                     limit: int | None = None) -> dict[str, Any]:
     queries = dataset.split_queries(split)[:limit]
     out: dict[str, Any] = {"qids": [q for q, _ in queries], "text": [], "vec": []}
