@@ -59,8 +59,8 @@ def ingest_items(store: Store, items: Iterable[ItemRecord], embedder: CachedEmbe
                  total: int | None = None) -> IngestReport:
     """Upsert ``items`` (any iterable: read once, a batch at a time, so memory is bounded by
     one batch) and give each a vector for ``embedder``'s model, batch by batch."""
-    total = UpsertReport()
-    report = IngestReport(items=total)
+    counts = UpsertReport()
+    report = IngestReport(items=counts)
     n = len(items) if isinstance(items, Sized) else total
     bar = tqdm(total=n, desc="ingest", unit="doc", disable=not progress)
     model = embedder.model_id if embedder is not None else None
@@ -71,9 +71,9 @@ def ingest_items(store: Store, items: Iterable[ItemRecord], embedder: CachedEmbe
     it = iter(items)
     while batch := list(islice(it, batch_size)):
         r = store.upsert_items(batch)
-        total.inserted += r.inserted
-        total.updated += r.updated
-        total.unchanged += r.unchanged
+        counts.inserted += r.inserted
+        counts.updated += r.updated
+        counts.unchanged += r.unchanged
         if embedder is not None and model is not None:
             # a changed item lost its vector in the upsert; an unchanged one keeps it
             todo = [(x, h) for x in batch

@@ -2,6 +2,10 @@
 and grid axes over fusion, chunking and selection. Validated by pydantic; unknown keys are
 rejected, and errors name the file and the field.
 
+BM25 axes (``k1``, ``b``, ``method``: fields of ``fts``, for the index engine) multiply every
+other axis; each combination is a retrieval (signals) stage of its own, reused by every fusion
+point over it.
+
 Fusion expansion: ``blend`` picks which axes apply. Linear points take ``w_text`` (``w_vec`` is
 ``1 - w_text``, exactly), ``normalize`` and ``missing``; RRF points take ``rrf_k``. ``depth``
 (candidates per signal before fusion) applies to both. An axis left out keeps the base value, so
@@ -38,7 +42,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from aiblox.contracts.retrieval import ChunkingConfig, RetrievalPrefs, ScoringConfig
+from aiblox.contracts.retrieval import ChunkingConfig, FtsConfig, RetrievalPrefs, ScoringConfig
 from aiblox.eval.metrics import DEFAULT_METRICS
 from aiblox.eval.sweep.grid import GridError, decimal_range, to_decimal
 from aiblox.hashing import sha256_hex
@@ -319,6 +323,12 @@ class FusionGrid(_Strict):
     """Linear blend policy for a document absent from one list."""
     depth: list[int] | Steps | None = None
     """Candidates taken from each signal (full-text and vector ``top_k``) before fusion."""
+    k1: list[float] | Steps | None = None
+    """BM25 ``k1`` values (``fts.k1``; each value is a retrieval stage of its own)."""
+    b: list[float] | Steps | None = None
+    """BM25 ``b`` values (``fts.b``), in [0, 1]."""
+    method: list[Literal["lucene", "robertson", "atire", "bm25l", "bm25+"]] | None = None
+    """BM25 variants (``fts.method``)."""
     chunking: ChunkingGrid | None = None
     """Axes over late chunking (``[grid.chunking]``); None: no chunking stage."""
     selection: SelectionGrid | None = None
@@ -340,8 +350,18 @@ class FusionGrid(_Strict):
             raise ValueError("steps must give whole numbers")
         return v
 
+    @field_validator("k1", "b")
+    @classmethod
+    def _bm25_ranges(cls, v: list[float] | Steps | None, info: Any) -> list[float] | Steps | None:
+        values = v.values() if isinstance(v, Steps) else (v or [])
+        bad = [x for x in values if x < 0 or (info.field_name == "b" and x > 1)]
+        if bad:
+            raise ValueError(f"{info.field_name} must be "
+                             f"{'in [0, 1]' if info.field_name == 'b' else '>= 0'}, got {bad}")
+        return v
+
     _not_empty = field_validator("blend", "w_text", "rrf_k", "normalize", "missing",
-                                 "depth")(_nonempty_axis)
+                                 "depth", "k1", "b", "method")(_nonempty_axis)
 
     def axis(self, name: str) -> list[Any] | None:
         """Values of one axis (None when not swept), in the order written."""
@@ -350,6 +370,10 @@ class FusionGrid(_Strict):
             vals = v.values()
             return [int(x) for x in vals] if name in ("rrf_k", "depth") else vals
         return list(v) if v is not None else None
+
+
+_BM25_AXES = ("k1", "b", "method")
+"""Grid axes that are :class:`FtsConfig` fields (BM25 of the index engine)."""
 
 
 class SweepSpec(_Strict):
@@ -499,7 +523,7 @@ class SweepSpec(_Strict):
         for name in _NEW_FIELDS:
             if data[name] == _DEFAULTS[name]:
                 data.pop(name)
-        for name in ("chunking", "selection"):
+        for name in ("chunking", "selection", *_BM25_AXES):
             if data["grid"].get(name) is None:
                 data["grid"].pop(name, None)
         return sha256_hex(data)
@@ -589,7 +613,9 @@ class SweepSpec(_Strict):
         depths = g.axis("depth") or [None]
         out: list[RetrievalPrefs] = []
         seen: set[str] = set()
-        for blend in blends:
+        bm25 = [dict(zip(_BM25_AXES, values, strict=True)) for values in product(
+            *[g.axis(a) or [getattr(base.fts, a)] for a in _BM25_AXES])]
+        for lexical, blend in product(bm25, blends):
             if blend == "linear":
                 axes = [g.axis("w_text") or [None], g.axis("normalize") or [None],
                         g.axis("missing") or [None]]
@@ -603,9 +629,11 @@ class SweepSpec(_Strict):
                 if blend == "linear" and combo.get("w_text") is not None:
                     scoring["w_vec"] = float(Decimal(1) - to_decimal(combo["w_text"]))
                 update: dict[str, Any] = {"scoring": ScoringConfig(**scoring)}
+                fts = FtsConfig(**{**base.fts.model_dump(), **lexical})
                 if depth is not None:
-                    update["fts"] = base.fts.model_copy(update={"top_k": int(depth)})
+                    fts = fts.model_copy(update={"top_k": int(depth)})
                     update["vector"] = base.vector.model_copy(update={"top_k": int(depth)})
+                update["fts"] = fts
                 p = base.model_copy(update=update)
                 key = sha256_hex(p.model_dump(exclude={"query_text", "query_id"}))
                 if key not in seen:
