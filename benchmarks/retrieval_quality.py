@@ -2,10 +2,10 @@
 
 For each dataset (scifact, cranfield, medline; with ``--all`` also cisi, adi, vaswani) the
 test split is scored with ranx in three modes on a fresh DuckDB file: BM25 (the index engine:
-Snowball stemmer, English stop words, title + text, k1 1.2, b 0.75, bm25s's scoring), dense (all-MiniLM-L6-v2, vectors imported
-from ``../shared/embeddings``) and hybrid (default RRF, k = 60). Each row shows the published
-nDCG@10 from ``../shared/datasets/README.md`` and, where issue 2 sets one, the quality bar with
-PASS or FAIL. The exit status is 1 when any bar fails.
+Snowball stemmer, English stop words, title + text, k1 1.2, b 0.75, bm25s's scoring), dense
+(all-MiniLM-L6-v2, vectors imported from ``../shared/embeddings``) and hybrid (default RRF,
+k = 60). Each row shows the published nDCG@10 from ``../shared/datasets/README.md`` and,
+where issue 2 sets one, the quality bar with PASS or FAIL. The exit status is 1 when any bar fails.
 
     python benchmarks/retrieval_quality.py [--all] [--markdown] [--db-dir DIR]
 """
