@@ -4,7 +4,7 @@ In one process, on one machine, one after the other:
 
 1. ingest into a fresh DuckDB file with precomputed vectors: import the shared
    all-MiniLM-L6-v2 vectors into the embedding cache, upsert the items and their vectors,
-   build the full-text index;
+   build the BM25 and vector indexes (and DuckDB's own full-text index, for step 4);
 2. retrieve every judged test query in each mode (bm25, dense, hybrid RRF) as the eval runner
    does (``HybridRetriever.signals`` then ``fuse``, 100 queries a round), timing retrieval only:
    the query vectors come from the embedding cache, so the model is never loaded, and ranx
@@ -12,7 +12,8 @@ In one process, on one machine, one after the other:
 3. the same BM25 queries through ``bm25s`` (English stop words, Snowball stemmer via PyStemmer,
    k1 = 1.2, b = 0.75, title + " " + text, top 100): index and query time;
 4. DuckDB's own per-query ``fts_main_items.match_bm25`` macro on the first ``--macro-queries``
-   test queries, against the same index, checking that it ranks exactly as the batched SQL.
+   test queries, checking that it ranks exactly as the store's native batched SQL
+   (``fts.engine = "native"``).
 
 Absolute times drift on shared machines; the ratios, measured in the same run, are the claim.
 Each timing is the best of ``--repeat`` passes, in wall-clock and in process CPU seconds (CPU

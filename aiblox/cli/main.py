@@ -10,6 +10,7 @@ from aiblox.cli.answer import answer
 from aiblox.cli.chunk import chunk_command
 from aiblox.cli.compare import compare
 from aiblox.cli.eval import eval_command
+from aiblox.cli.index import index_app
 from aiblox.cli.ingest import ingest
 from aiblox.cli.pack import pack_app
 from aiblox.cli.quickstart import quickstart
@@ -43,6 +44,7 @@ app.command("sweep")(sweep)
 app.command("report")(report)
 app.command("compare")(compare)
 app.add_typer(pack_app, name="pack")
+app.add_typer(index_app, name="index")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,9 +11,10 @@ import threading
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
+    "BM25_METHODS",
     "CacheConfig",
     "CancellationToken",
     "CancelledError",
@@ -21,6 +22,7 @@ __all__ = [
     "ChunkingConfig",
     "EvidenceChunk",
     "FtsConfig",
+    "HNSW_FROM_VECTORS",
     "RequestContext",
     "RetrievalBundle",
     "RetrievalPrefs",
@@ -72,26 +74,100 @@ class RequestContext(BaseModel):
     """Token the caller may cancel; the retriever checks it between stages."""
 
 
-class FtsConfig(_Strict):
-    """Full-text search settings (the seed's ``fts`` dict)."""
+BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
+"""BM25 variants (bm25s's names; Kamphuis et al., "Which BM25 Do You Mean?", ECIR 2020)."""
 
+
+class FtsConfig(_Strict):
+    """Full-text search settings (the seed's ``fts`` dict).
+
+    With ``engine = "index"`` (the default) BM25 is served by a bm25s-style index built from the
+    store's items (:mod:`aiblox.indexes`), the same on every store; the analysis (``lower``,
+    ``stopwords``, ``stemmer``, ``fields``) and scoring (``k1``, ``b``, ``method``, ``delta``)
+    fields below decide it. With ``engine = "native"`` the store's own full-text search runs:
+    DuckDB's fts extension (BM25 with its Porter analysis) or PostgreSQL's tsvector (``mode``,
+    ``config``, ``rank_func``).
+    """
+
+    engine: Literal["index", "native"] = "index"
+    """``index``: BM25 from the derived index (equal to bm25s); ``native``: the store's own
+    full-text search (DuckDB fts macro, PostgreSQL tsvector)."""
+    k1: float = Field(default=1.2, ge=0.0)
+    """BM25 term-frequency saturation (``engine = "index"``)."""
+    b: float = Field(default=0.75, ge=0.0, le=1.0)
+    """BM25 document-length normalisation, 0 (none) to 1 (full)."""
+    method: Literal["lucene", "robertson", "atire", "bm25l", "bm25+"] = "lucene"
+    """BM25 variant: its idf and term-frequency components, as bm25s names them."""
+    delta: float = Field(default=0.5, ge=0.0)
+    """The ``delta`` of ``bm25l`` and ``bm25+`` (ignored by the other variants)."""
+    stemmer: str | None = "english"
+    """Snowball stemmer by PyStemmer name (``english``, ``porter``, ``french``, ...); None: no
+    stemming."""
+    stopwords: Literal["en", "none"] = "en"
+    """Stop words removed before stemming: ``en`` (Lucene's English list, bm25s's ``en``) or
+    ``none``."""
+    lower: bool = True
+    """Lower-case text before splitting it into tokens (runs of two or more word characters)."""
+    fields: tuple[Literal["title", "text"], ...] = ("title", "text")
+    """Item fields indexed, joined by a space in this order."""
     mode: Literal["web", "plain", "strict", "phrase", "any"] = "web"
-    """Query parsing: websearch_to_tsquery, plainto_tsquery, to_tsquery or phraseto_tsquery in
-    Postgres (all words required), or ``any``: the query's words OR-ed, ranked (suits
-    natural-language queries). DuckDB's BM25 index treats every mode as a bag of words."""
+    """Native PostgreSQL query parsing: websearch_to_tsquery, plainto_tsquery, to_tsquery or
+    phraseto_tsquery (all words required), or ``any``: the query's words OR-ed, ranked.
+    DuckDB's fts macro treats every mode as a bag of words."""
     config: str | None = None
-    """Postgres text search configuration (regconfig), e.g. ``"english"``; None: the store's."""
+    """Native PostgreSQL text search configuration (regconfig), e.g. ``"english"``; None: the
+    store's."""
     rank_func: Literal["ts_rank_cd", "ts_rank"] = "ts_rank_cd"
-    """Postgres ranking function; DuckDB always ranks with BM25."""
+    """Native PostgreSQL ranking function; DuckDB's fts always ranks with its BM25."""
     min_rank: float | None = None
-    """Drop full-text hits scoring below this (in the backend's own score scale)."""
+    """Drop full-text hits scoring below this (in the engine's own score scale)."""
     top_k: int = Field(default=100, ge=1)
     """Depth of the full-text candidate list handed to fusion."""
 
+    @field_validator("stemmer")
+    @classmethod
+    def _known_stemmer(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        try:
+            import Stemmer
+        except ImportError:  # pragma: no cover - a core dependency
+            return v
+        if v not in Stemmer.algorithms():
+            raise ValueError(f"unknown stemmer {v!r}; PyStemmer knows: "
+                             f"{', '.join(Stemmer.algorithms())} (or null for none)")
+        return v
+
+    @field_validator("fields")
+    @classmethod
+    def _fields(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        if not v or len(set(v)) != len(v):
+            raise ValueError("fields: name title and/or text, each once")
+        return v
+
+    def analysis(self) -> dict[str, Any]:
+        """The settings that decide the index's tokens (part of the index key)."""
+        return {"lower": self.lower, "stopwords": self.stopwords, "stemmer": self.stemmer,
+                "fields": list(self.fields)}
+
+    def scoring(self) -> dict[str, Any]:
+        """The settings that decide the index's BM25 scores (part of the index key)."""
+        return {"k1": self.k1, "b": self.b, "method": self.method,
+                "delta": self.delta if self.method in ("bm25l", "bm25+") else None}
+
 
 class VectorConfig(_Strict):
-    """Vector search settings (the seed's ``vector`` dict)."""
+    """Vector search settings (the seed's ``vector`` dict).
 
+    With ``engine = "index"`` (the default) vectors are searched in a derived index built from
+    the store's item vectors (:mod:`aiblox.indexes`): exact (a blocked float32 matrix product)
+    or approximate (faiss HNSW), picked by ``index``. ``engine = "native"`` searches in the
+    store's SQL (DuckDB: exact; PostgreSQL: exact or pgvector HNSW by ``index``).
+    """
+
+    engine: Literal["index", "native"] = "index"
+    """``index``: the derived vector index (the same on every store); ``native``: the store's
+    own SQL search."""
     embed_query: bool = True
     """Embed the query text with the store's embedder (False: no vector signal)."""
     distance: Literal["cosine", "l2", "ip"] = "cosine"
@@ -100,12 +176,23 @@ class VectorConfig(_Strict):
     """Drop vector hits whose similarity (higher is better) is below this."""
     top_k: int = Field(default=100, ge=1)
     """Depth of the vector candidate list handed to fusion."""
-    index: Literal["exact", "hnsw"] = "exact"
-    """Postgres: scan every vector (exact) or walk the HNSW index of ``distance``
-    (approximate). DuckDB always searches exactly."""
-    ef_search: int | None = Field(default=None, ge=1, le=1000)
-    """Postgres HNSW candidate list size per query (``hnsw.ef_search``); None:
-    ``max(40, top_k)``. HNSW returns at most this many hits."""
+    index: Literal["auto", "exact", "hnsw"] = "auto"
+    """``exact`` scans every vector; ``hnsw`` walks an HNSW graph (approximate); ``auto``:
+    exact up to :data:`HNSW_FROM_VECTORS` vectors, HNSW above (the native PostgreSQL path reads
+    ``auto`` as exact)."""
+    hnsw_m: int = Field(default=32, ge=4, le=256)
+    """HNSW: links per node (faiss ``M``)."""
+    ef_construction: int = Field(default=200, ge=8, le=4096)
+    """HNSW: candidate list size while building (faiss ``efConstruction``)."""
+    ef_search: int | None = Field(default=None, ge=1, le=4096)
+    """HNSW: candidate list size per query (faiss ``efSearch``, pgvector ``hnsw.ef_search``);
+    None: ``max(128, 2 * top_k)`` for the index, ``max(40, top_k)`` for pgvector. HNSW returns at
+    most this many hits."""
+
+
+HNSW_FROM_VECTORS = 300_000
+"""``VectorConfig.index = "auto"`` picks HNSW from this many vectors on; below it exact search
+is fast enough (about 1,800 queries/s at 100k x 384 on 2 cores) and gives the exact answer."""
 
 
 class ScoringConfig(_Strict):

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from aiblox.contracts.items import ItemRecord
-from aiblox.text.lexical_gaps import DUCKDB_FTS, LexicalGaps, lexical_gaps
+from aiblox.text.lexical_gaps import LexicalGaps, lexical_gaps
 
 __all__ = [
     "Dataset",
@@ -73,8 +73,9 @@ CORPUS_FILES = ("corpus.jsonl", "corpus.jsonl.gz")
 MAX_GRADE = 1000
 """Qrels grades must lie in ``[-MAX_GRADE, MAX_GRADE]``."""
 
-LEXICAL_ANALYZER = DUCKDB_FTS
-"""The analyser whose blind spots :func:`load_dataset` warns about: the default store's BM25."""
+LEXICAL_ANALYZER = "bm25s"
+"""The analyser whose blind spots :func:`load_dataset` warns about: the default BM25 engine's
+(the index's bm25s tokens; ``fts.engine = "native"`` on DuckDB sees less: ``duckdb-fts``)."""
 
 
 class DatasetError(ValueError):

@@ -8,22 +8,13 @@ retrieved score 0.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
+
+from aiblox.compiled import setup_numba_cache
 
 __all__ = ["DEFAULT_METRICS", "evaluate_run", "ranked_run", "setup_numba_cache"]
 
 DEFAULT_METRICS: tuple[str, ...] = ("ndcg@10", "recall@100", "mrr@10", "map@100")
-
-
-def setup_numba_cache() -> str:
-    """Point numba's cache at a stable folder (``$NUMBA_CACHE_DIR`` or ``~/.cache/aiblox/numba``)
-    so ranx's compiled kernels are reused across processes."""
-    path = os.environ.get("NUMBA_CACHE_DIR") or str(Path.home() / ".cache" / "aiblox" / "numba")
-    os.environ["NUMBA_CACHE_DIR"] = path
-    Path(path).mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def ranked_run(run: Mapping[str, Sequence[tuple[str, float]]]) -> dict[str, dict[str, float]]:

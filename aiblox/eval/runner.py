@@ -73,7 +73,7 @@ def run_hash(run: dict[str, RankedList]) -> str:
 
 def evaluate_retrieval(retriever: HybridRetriever, dataset: Dataset, split: str,
                        prefs: RetrievalPrefs, metrics: Sequence[str] = DEFAULT_METRICS,
-                       batch_size: int = 100, progress: bool = True) -> EvalResult:
+                       batch_size: int = 1000, progress: bool = True) -> EvalResult:
     """Retrieve every judged query of ``split`` with ``prefs`` and score the run with ranx."""
     queries = dataset.split_queries(split)
     t0 = time.perf_counter()

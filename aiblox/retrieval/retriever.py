@@ -33,6 +33,7 @@ from aiblox.contracts.retrieval import (
 from aiblox.embedding.base import Embedder
 from aiblox.fusion.hybrid import HybridScorer
 from aiblox.fusion.types import FusedHit, RankedList
+from aiblox.indexes import StoreIndexes
 from aiblox.stores.base import Store
 from aiblox.stores.identity import check_searchable
 
@@ -77,6 +78,14 @@ class HybridRetriever:
         self.store = store
         self.embedder = embedder
         self.evidence_builder = evidence_builder
+        self._indexes: StoreIndexes | None = None
+
+    @property
+    def indexes(self) -> StoreIndexes:
+        """The store's derived BM25 and vector indexes (``engine = "index"``)."""
+        if self._indexes is None:
+            self._indexes = StoreIndexes(self.store)
+        return self._indexes
 
     # -- public API ----------------------------------------------------------------------
     async def search(self, ctx: RequestContext, prefs: RetrievalPrefs) -> RetrievalBundle:
@@ -123,7 +132,15 @@ class HybridRetriever:
                          else None)
         if p.mode in ("hybrid", "bm25"):
             t0 = time.perf_counter()
-            text_runs = self.store.fts_search_many(texts, p.fts.top_k, p.fts, p.filters)
+            if p.fts.engine == "index":
+                bm25 = self.indexes.lexical(p.fts)
+                text_runs = bm25.search(texts, p.fts.top_k,
+                                        self.indexes.allowed(bm25.ids, p.filters))
+                if p.fts.min_rank is not None:
+                    text_runs = [[h for h in run if h[1] >= p.fts.min_rank]
+                                 for run in text_runs]
+            else:
+                text_runs = self.store.fts_search_many(texts, p.fts.top_k, p.fts, p.filters)
             timings["fts_ms"] = _ms(t0)
         _check(ctx)
         if needs_vec and self.embedder is not None:
@@ -132,8 +149,13 @@ class HybridRetriever:
             timings["embed_ms"] = _ms(t0)
             _check(ctx)
             t0 = time.perf_counter()
-            vec_runs = self.store.vector_search_many(qvecs, self.embedder.model_id,
-                                                     p.vector.top_k, p.vector, p.filters)
+            if p.vector.engine == "index":
+                knn = self.indexes.vectors(self.embedder.model_id, p.vector)
+                vec_runs = knn.search(qvecs, p.vector.top_k,
+                                      self.indexes.allowed(knn.ids, p.filters))
+            else:
+                vec_runs = self.store.vector_search_many(qvecs, self.embedder.model_id,
+                                                         p.vector.top_k, p.vector, p.filters)
             timings["vector_ms"] = _ms(t0)
         if p.ignore_identical_ids:
             text_runs = [_drop(run, g.query_id) for run, g in zip(text_runs, group, strict=True)]

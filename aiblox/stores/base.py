@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -197,6 +197,15 @@ class Store(Protocol):
 
     def item_hashes(self) -> dict[str, str]:
         """``{item_id: content_hash}`` of every stored item."""
+        ...
+
+    def iter_items(self, batch_size: int = 10000) -> Iterator[list[ItemRecord]]:
+        """Every stored item in batches, item ids ascending (code point order); memory is
+        bounded by one batch."""
+        ...
+
+    def matching_ids(self, filters: dict[str, Any]) -> list[str]:
+        """Ids of the items that pass ``filters`` (see :func:`parse_filters`), ascending."""
         ...
 
     def count_items(self) -> int:

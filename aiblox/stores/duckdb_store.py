@@ -21,7 +21,7 @@ BM25 for many queries runs as one SQL statement over the index's own tables (``d
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -255,6 +255,29 @@ class DuckDBStore:
     def item_hashes(self) -> dict[str, str]:
         with self._lock:
             return dict(self.con.execute("SELECT id, content_hash FROM items").fetchall())
+
+    def iter_items(self, batch_size: int = 10000) -> Iterator[list[ItemRecord]]:
+        import json
+
+        last: str | None = None
+        while True:
+            with self._lock:
+                rows = self.con.execute(
+                    "SELECT id, kind, source, source_ref, title, text, metadata FROM items "
+                    + ("WHERE id > ? " if last is not None else "")
+                    + "ORDER BY id LIMIT ?",
+                    [*([last] if last is not None else []), int(batch_size)]).fetchall()
+            if not rows:
+                return
+            yield [ItemRecord(id=r[0], kind=r[1], source=r[2], source_ref=r[3], title=r[4],
+                              text=r[5], metadata=json.loads(r[6])) for r in rows]
+            last = rows[-1][0]
+
+    def matching_ids(self, filters: dict[str, Any]) -> list[str]:
+        where, params = self._filter_sql(filters, "i")
+        with self._lock:
+            return [r[0] for r in self.con.execute(
+                f"SELECT i.id FROM items i WHERE {where} ORDER BY i.id", params).fetchall()]
 
     def count_items(self) -> int:
         with self._lock:

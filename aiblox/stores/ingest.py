@@ -11,7 +11,8 @@ the store to that dataset and records what it holds (:mod:`aiblox.stores.identit
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sized
+from itertools import islice
 
 from pydantic import BaseModel, ConfigDict
 from tqdm.auto import tqdm
@@ -19,7 +20,7 @@ from tqdm.auto import tqdm
 from aiblox.contracts.items import ItemRecord
 from aiblox.embedding.cache import CachedEmbedder
 from aiblox.hashing import canonical_json, sha256_text
-from aiblox.stores.base import Store, StoreMismatch, UpsertReport
+from aiblox.stores.base import Store, StoreError, StoreMismatch, UpsertReport
 from aiblox.stores.chunk_cache import default_chunk_cache
 from aiblox.stores.identity import (
     DatasetBinding,
@@ -53,43 +54,50 @@ class IngestReport(BaseModel):
     """True when the store's sync record already described this dataset: nothing was read."""
 
 
-def ingest_items(store: Store, items: Sequence[ItemRecord], embedder: CachedEmbedder | None,
-                 batch_size: int = 2000, progress: bool = True) -> IngestReport:
-    """Upsert ``items`` in batches, then give every item a vector for ``embedder``'s model."""
-    total = UpsertReport()
-    bar = tqdm(total=len(items), desc="ingest items", unit="doc", disable=not progress)
-    for start in range(0, len(items), batch_size):
-        batch = items[start:start + batch_size]
+def ingest_items(store: Store, items: Iterable[ItemRecord], embedder: CachedEmbedder | None,
+                 batch_size: int = 2000, progress: bool = True,
+                 total: int | None = None) -> IngestReport:
+    """Upsert ``items`` (any iterable: read once, a batch at a time, so memory is bounded by
+    one batch) and give each a vector for ``embedder``'s model, batch by batch."""
+    counts = UpsertReport()
+    report = IngestReport(items=counts)
+    n = len(items) if isinstance(items, Sized) else total
+    bar = tqdm(total=n, desc="ingest", unit="doc", disable=not progress)
+    model = embedder.model_id if embedder is not None else None
+    have = store.item_vector_hashes(model) if model is not None else {}
+    stored = store.item_hashes() if model is not None else {}
+    hits = embedder.hits if embedder is not None else 0
+    misses = embedder.misses if embedder is not None else 0
+    it = iter(items)
+    while batch := list(islice(it, batch_size)):
         r = store.upsert_items(batch)
-        total.inserted += r.inserted
-        total.updated += r.updated
-        total.unchanged += r.unchanged
+        counts.inserted += r.inserted
+        counts.updated += r.updated
+        counts.unchanged += r.unchanged
+        if embedder is not None and model is not None:
+            # a changed item lost its vector in the upsert; an unchanged one keeps it
+            todo = [(x, h) for x in batch
+                    if (h := sha256_text(x.embedding_text)) != have.get(x.id)
+                    or stored.get(x.id, x.content_hash) != x.content_hash]
+            if todo:
+                vectors = embedder.embed([x.embedding_text for x, _ in todo])
+                report.vectors_written += store.set_item_vectors(
+                    model, [(x.id, h, v) for (x, h), v in zip(todo, vectors, strict=True)])
         bar.update(len(batch))
     bar.close()
-    report = IngestReport(items=total)
-    if embedder is None:
-        return report
-    have = store.item_vector_hashes(embedder.model_id)
-    hashed = [(it, sha256_text(it.embedding_text)) for it in items]
-    todo = [(it, h) for it, h in hashed if have.get(it.id) != h]
-    hits, misses = embedder.hits, embedder.misses
-    for start in range(0, len(todo), batch_size):
-        pending = todo[start:start + batch_size]
-        vectors = embedder.embed([it.embedding_text for it, _ in pending])
-        report.vectors_written += store.set_item_vectors(
-            embedder.model_id,
-            [(it.id, h, v) for (it, h), v in zip(pending, vectors, strict=True)])
-    report.embedding_cache_hits = embedder.hits - hits
-    report.embedding_cache_misses = embedder.misses - misses
+    if embedder is not None:
+        report.embedding_cache_hits = embedder.hits - hits
+        report.embedding_cache_misses = embedder.misses - misses
     return report
 
 
 def sync_dataset(store: Store, binding: DatasetBinding, corpus_hash: str,
-                 items: Sequence[ItemRecord], embedder: CachedEmbedder | None, *,
+                 items: Iterable[ItemRecord], embedder: CachedEmbedder | None, *,
                  replace: bool = False, batch_size: int = 2000,
-                 progress: bool = True) -> IngestReport:
+                 progress: bool = True, total: int | None = None) -> IngestReport:
     """Make ``store`` hold exactly ``items``, the dataset ``binding`` names, with a vector per
-    item for ``embedder``'s model (when given), and record it.
+    item for ``embedder``'s model (when given), and record it. ``items`` is read once, in
+    batches (a stream from the corpus file never sits in memory whole).
 
     - A store bound to another dataset (name or source folder), or holding items without a
       binding, is refused with :class:`StoreMismatch` naming both, unless ``replace``: then
@@ -122,10 +130,20 @@ def sync_dataset(store: Store, binding: DatasetBinding, corpus_hash: str,
         replaced = 0
     store.write_meta({"dataset": canonical_json(binding.model_dump()), "sync": None,
                       "syncing": corpus_hash})
-    wanted = {it.id: it.content_hash for it in items}
+    wanted: dict[str, str] = {}
+
+    def noted(stream: Iterable[ItemRecord]) -> Iterator[ItemRecord]:
+        for it in stream:
+            if it.id in wanted:
+                raise StoreError(f"duplicate item id in one dataset: {it.id!r}")
+            wanted[it.id] = it.content_hash
+            yield it
+
+    report = ingest_items(store, noted(items), embedder, batch_size=batch_size,
+                          progress=progress,
+                          total=len(items) if isinstance(items, Sized) else total)
     gone = sorted(set(stored) - set(wanted))
     deleted = _drop_items(store, gone) if gone else 0
-    report = ingest_items(store, items, embedder, batch_size=batch_size, progress=progress)
     report.items.deleted = deleted
     if report.items.updated or deleted or replaced:
         report.chunks_pruned = default_chunk_cache(store).prune(wanted)

@@ -1,6 +1,7 @@
 """Pure text utilities: token counting (offline tiktoken), token offsets, snippets, BM25, and
 the texts a lexical analyser cannot index."""
 
+from aiblox.text.analysis import TOKEN_PATTERN, Analyzer, stop_words
 from aiblox.text.lexical import ANALYZER_ID, ENGLISH_STOP_WORDS, analyze, bm25_scores, stem
 from aiblox.text.lexical_gaps import (
     ANALYZERS,
@@ -9,7 +10,6 @@ from aiblox.text.lexical_gaps import (
     analyzer_tokens,
     lexical_gaps,
 )
-from aiblox.text.porter import porter_stem
 from aiblox.text.snippet import ELLIPSIS, make_snippet
 from aiblox.text.token_offsets import token_char_offsets, utf8_safe
 from aiblox.text.tokens import DEFAULT_ENCODING, count_tokens, get_encoding, seed_tiktoken_cache
@@ -17,11 +17,13 @@ from aiblox.text.tokens import DEFAULT_ENCODING, count_tokens, get_encoding, see
 __all__ = [
     "ANALYZERS",
     "ANALYZER_ID",
+    "Analyzer",
     "DEFAULT_ENCODING",
     "DUCKDB_FTS",
     "ELLIPSIS",
     "ENGLISH_STOP_WORDS",
     "LexicalGaps",
+    "TOKEN_PATTERN",
     "analyze",
     "analyzer_tokens",
     "bm25_scores",
@@ -29,9 +31,9 @@ __all__ = [
     "get_encoding",
     "lexical_gaps",
     "make_snippet",
-    "porter_stem",
     "seed_tiktoken_cache",
     "stem",
+    "stop_words",
     "token_char_offsets",
     "utf8_safe",
 ]

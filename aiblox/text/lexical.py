@@ -3,9 +3,9 @@
 This is the "text signal" for scoring the chunks of a few candidate documents against a query
 (late chunking), where a full-text index would be overkill. The analyser lower-cases, splits on
 anything that is not a letter or digit, drops Lucene's English stop words and applies the Porter
-stemmer: PyStemmer's C implementation when it is installed, else :mod:`aiblox.text.porter`,
-which gives the same stems. Scores are Okapi BM25 (Robertson et al., "Okapi at TREC-3", 1994)
-with Lucene's non-negative idf, statistics taken over the given texts only.
+stemmer (PyStemmer's ``porter``, a core dependency). Scores are Okapi BM25 (Robertson et al.,
+"Okapi at TREC-3", 1994) with Lucene's non-negative idf, statistics taken over the given texts
+only.
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-
-from aiblox.text.porter import porter_stem
 
 __all__ = ["ANALYZER_ID", "ENGLISH_STOP_WORDS", "analyze", "bm25_scores", "stem"]
 
@@ -33,16 +31,14 @@ _TOKEN = re.compile(r"[^\W_]+")
 
 
 def _load_stemmer() -> Callable[[str], str]:
-    try:
-        import Stemmer  # PyStemmer
-    except ImportError:
-        return porter_stem
+    import Stemmer  # PyStemmer
+
     stemmer = Stemmer.Stemmer("porter")
     return stemmer.stemWord
 
 
 stem: Callable[[str], str] = _load_stemmer()
-"""Porter stem of a lower-case word (PyStemmer if installed, else the pure-Python one)."""
+"""Porter stem of a lower-case word (PyStemmer's ``porter``)."""
 
 
 def analyze(text: str) -> list[str]:

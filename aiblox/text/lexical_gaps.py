@@ -23,6 +23,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from aiblox.text.analysis import TOKEN_PATTERN
+
 __all__ = ["ANALYZERS", "DUCKDB_FTS", "LexicalGaps", "analyzer_tokens", "lexical_gaps"]
 
 DUCKDB_FTS = "duckdb-fts"
@@ -56,7 +58,7 @@ def _duckdb_fts_sees(text: str) -> bool:
 
 
 _ALNUM_RUN = re.compile(r"[^\W_]+")
-_BM25S_TOKEN = re.compile(r"(?u)\b\w\w+\b")
+_BM25S_TOKEN = re.compile(TOKEN_PATTERN)
 
 
 def _lexical_v1_tokens(text: str) -> list[str]:

@@ -94,13 +94,14 @@ def test_trec_qrels_score_like_beir(tmp_path):
 def test_text_bm25_cannot_see_is_one_warning_line(tmp_path):
     path = _copy(tmp_path)
     with (path / "corpus.jsonl").open("a", encoding="utf-8") as fh:
-        fh.write('{"_id": "zh1", "title": "", "text": "信息检索"}\n'
-                 '{"_id": "zh2", "title": "", "text": "稠密检索 😀"}\n')
+        fh.write('{"_id": "em1", "title": "", "text": "😀 🔍"}\n'
+                 '{"_id": "em2", "title": "", "text": "✨"}\n'
+                 '{"_id": "zh1", "title": "", "text": "稠密检索 😀"}\n')  # CJK: indexed
     r = _eval(path, tmp_path / "s.duckdb", "--json")
     assert r.exit_code == 0, r.output
     warned = [line for line in r.output.splitlines() if line.startswith("warning:")]
     assert len(warned) == 1, r.output
-    assert "2 of 42 documents (e.g. doc 'zh1') have text BM25 cannot index" in warned[0]
+    assert "2 of 43 documents (e.g. doc 'em1') have text BM25 cannot index" in warned[0]
 
 
 # ------------------------------------------------------------------ options, before any work

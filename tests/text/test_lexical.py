@@ -1,14 +1,12 @@
-"""The lexical analyser, the Porter stemmer and BM25 over a few texts."""
+"""The lexical analyser (Porter stems through PyStemmer) and BM25 over a few texts."""
 
 from __future__ import annotations
 
 import math
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from aiblox.text import ENGLISH_STOP_WORDS, analyze, bm25_scores, porter_stem, stem
+from aiblox.text import ENGLISH_STOP_WORDS, analyze, bm25_scores, stem
 
 # Examples from M. F. Porter, "An algorithm for suffix stripping" (1980), steps 1 to 5.
 PORTER_PAPER = {
@@ -38,18 +36,7 @@ PORTER_PAPER = {
 
 @pytest.mark.parametrize(("word", "expected"), sorted(PORTER_PAPER.items()))
 def test_porter_paper_examples(word: str, expected: str) -> None:
-    assert porter_stem(word) == expected
     assert stem(word) == expected
-
-
-@settings(max_examples=400, deadline=None)
-@given(word=st.text(alphabet="aeiouybcdlmnrstvwxz", min_size=1, max_size=12).flatmap(
-           lambda w: st.sampled_from(["", "s", "ies", "ed", "eed", "ing", "y", "ational",
-                                      "ization", "ness", "ement", "ion", "ll", "e", "iveness"])
-           .map(lambda suffix: w + suffix)))
-def test_pure_stemmer_matches_pystemmer(word: str) -> None:
-    stemmer = pytest.importorskip("Stemmer")
-    assert porter_stem(word) == stemmer.Stemmer("porter").stemWord(word)
 
 
 def test_analyze() -> None:

@@ -47,7 +47,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from tqdm.auto import tqdm
 
-from aiblox.contracts.retrieval import RetrievalPrefs
+from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs
 from aiblox.eval.datasets import Dataset, load_dataset
 from aiblox.eval.runner import config_hash
 from aiblox.eval.sweep.manifest import PointManifest, SplitManifest, environment
@@ -195,7 +195,11 @@ def point_label(prefs: RetrievalPrefs) -> str:
         head = f"rrf-k{s.rrf_k}"
     else:
         head = f"linear-w{s.w_text!r}-{s.normalize}-{s.missing}"
-    return f"{head}-d{prefs.fts.top_k}"
+    f, default = prefs.fts, FtsConfig()
+    bm25 = ""
+    if prefs.mode != "dense" and (f.k1, f.b, f.method) != (default.k1, default.b, default.method):
+        bm25 = f"-{f.method}-k1{f.k1!r}-b{f.b!r}"
+    return f"{head}{bm25}-d{prefs.fts.top_k}"
 
 
 def choose_best(points: Sequence[PointResult], split: str, metric: str) -> PointResult:
@@ -382,7 +386,7 @@ def point_done(point: PointResult, cache: StageCache, tracker: Any, logged: set[
 
 # -- signals ------------------------------------------------------------------------------------
 def _signals_output(retriever: HybridRetriever, dataset: Dataset, split: str,
-                    prefs: RetrievalPrefs, batch_size: int = 100,
+                    prefs: RetrievalPrefs, batch_size: int = 10_000,
                     limit: int | None = None) -> dict[str, Any]:
     queries = dataset.split_queries(split)[:limit]
     out: dict[str, Any] = {"qids": [q for q, _ in queries], "text": [], "vec": []}

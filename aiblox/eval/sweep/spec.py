@@ -2,6 +2,10 @@
 and grid axes over fusion, chunking and selection. Validated by pydantic; unknown keys are
 rejected, and errors name the file and the field.
 
+BM25 axes (``k1``, ``b``, ``method``: fields of ``fts``, for the index engine) multiply every
+other axis; each combination is a retrieval (signals) stage of its own, reused by every fusion
+point over it.
+
 Fusion expansion: ``blend`` picks which axes apply. Linear points take ``w_text`` (``w_vec`` is
 ``1 - w_text``, exactly), ``normalize`` and ``missing``; RRF points take ``rrf_k``. ``depth``
 (candidates per signal before fusion) applies to both. An axis left out keeps the base value, so
@@ -54,7 +58,7 @@ from pydantic import (
     model_validator,
 )
 
-from aiblox.contracts.retrieval import ChunkingConfig, RetrievalPrefs, ScoringConfig
+from aiblox.contracts.retrieval import ChunkingConfig, FtsConfig, RetrievalPrefs, ScoringConfig
 from aiblox.eval.metric_names import validate_metrics
 from aiblox.eval.metrics import DEFAULT_METRICS
 from aiblox.eval.sweep.grid import GridError, decimal_count, decimal_range, to_decimal
@@ -408,6 +412,12 @@ class FusionGrid(_Strict):
     """Linear blend policy for a document absent from one list."""
     depth: list[int] | Steps | None = None
     """Candidates taken from each signal (full-text and vector ``top_k``) before fusion."""
+    k1: list[float] | Steps | None = None
+    """BM25 ``k1`` values (``fts.k1``; each value is a retrieval stage of its own)."""
+    b: list[float] | Steps | None = None
+    """BM25 ``b`` values (``fts.b``), in [0, 1]."""
+    method: list[Literal["lucene", "robertson", "atire", "bm25l", "bm25+"]] | None = None
+    """BM25 variants (``fts.method``)."""
     chunking: ChunkingGrid | None = None
     """Axes over late chunking (``[grid.chunking]``); None: no chunking stage."""
     selection: SelectionGrid | None = None
@@ -431,8 +441,20 @@ class FusionGrid(_Strict):
         _check_numbers(v, low=1, whole=True, what="depths (candidates per signal)")
         return v
 
+    @field_validator("k1")
+    @classmethod
+    def _k1(cls, v: list[float] | Steps | None) -> list[float] | Steps | None:
+        _check_numbers(v, low=0.0, what="k1")
+        return v
+
+    @field_validator("b")
+    @classmethod
+    def _b(cls, v: list[float] | Steps | None) -> list[float] | Steps | None:
+        _check_numbers(v, low=0.0, high=1.0, what="b")
+        return v
+
     _not_empty = field_validator("blend", "w_text", "rrf_k", "normalize", "missing",
-                                 "depth")(_nonempty_axis)
+                                 "depth", "k1", "b", "method")(_nonempty_axis)
 
     def axis(self, name: str) -> list[Any] | None:
         """Values of one axis (None when not swept), in the order written."""
@@ -441,6 +463,10 @@ class FusionGrid(_Strict):
             vals = v.values()
             return [int(x) for x in vals] if name in ("rrf_k", "depth") else vals
         return list(v) if v is not None else None
+
+
+_BM25_AXES = ("k1", "b", "method")
+"""Grid axes that are :class:`FtsConfig` fields (BM25 of the index engine)."""
 
 
 class SweepSpec(_Strict):
@@ -590,7 +616,8 @@ class SweepSpec(_Strict):
                 fusion += _axis_len(g.w_text) * _axis_len(g.normalize) * _axis_len(g.missing)
             else:
                 fusion += _axis_len(g.rrf_k)
-        size = fusion * _axis_len(g.depth)
+        size = fusion * _axis_len(g.depth) * _axis_len(g.k1) * _axis_len(g.b) \
+            * _axis_len(g.method)
         if g.chunking is not None:
             c = g.chunking
             size *= (_axis_len(c.chunker_id) * _axis_len(c.max_chunk_tokens)
@@ -648,7 +675,7 @@ class SweepSpec(_Strict):
         for name in _NEW_FIELDS:
             if data[name] == _DEFAULTS[name]:
                 data.pop(name)
-        for name in ("chunking", "selection"):
+        for name in ("chunking", "selection", *_BM25_AXES):
             if data["grid"].get(name) is None:
                 data["grid"].pop(name, None)
         return sha256_hex(data)
@@ -738,7 +765,9 @@ class SweepSpec(_Strict):
         depths = g.axis("depth") or [None]
         out: list[RetrievalPrefs] = []
         seen: set[str] = set()
-        for blend in blends:
+        bm25 = [dict(zip(_BM25_AXES, values, strict=True)) for values in product(
+            *[g.axis(a) or [getattr(base.fts, a)] for a in _BM25_AXES])]
+        for lexical, blend in product(bm25, blends):
             if blend == "linear":
                 axes = [g.axis("w_text") or [None], g.axis("normalize") or [None],
                         g.axis("missing") or [None]]
@@ -752,9 +781,11 @@ class SweepSpec(_Strict):
                 if blend == "linear" and combo.get("w_text") is not None:
                     scoring["w_vec"] = float(Decimal(1) - to_decimal(combo["w_text"]))
                 update: dict[str, Any] = {"scoring": ScoringConfig(**scoring)}
+                fts = FtsConfig(**{**base.fts.model_dump(), **lexical})
                 if depth is not None:
-                    update["fts"] = base.fts.model_copy(update={"top_k": int(depth)})
+                    fts = fts.model_copy(update={"top_k": int(depth)})
                     update["vector"] = base.vector.model_copy(update={"top_k": int(depth)})
+                update["fts"] = fts
                 p = base.model_copy(update=update)
                 key = sha256_hex(p.model_dump(exclude={"query_text", "query_id"}))
                 if key not in seen:

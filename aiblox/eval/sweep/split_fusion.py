@@ -24,6 +24,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from aiblox.compiled import compiled_threads as shared_threads
+from aiblox.compiled import setup_numba_cache
 from aiblox.contracts.retrieval import ScoringConfig
 from aiblox.fusion.normalize import get_normalizer, minmax
 
@@ -55,20 +57,11 @@ def compiled_threads(n: int) -> Iterator[None]:
     """Run the block with ``n`` numba threads (at most numba's pool size; 0 or less: all of it)
     for the compiled kernels, ours and ranx's; the previous count is restored after."""
     _kernels()  # numba's cache folder is set before numba is imported
-    import numba
-
-    previous = numba.get_num_threads()
-    pool = int(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]
-    numba.set_num_threads(pool if n <= 0 else min(int(n), pool))
-    try:
+    with shared_threads(n):
         yield
-    finally:
-        numba.set_num_threads(previous)
 
 
 def _kernels() -> Any:
-    from aiblox.eval.metrics import setup_numba_cache
-
     setup_numba_cache()  # before numba is imported: its compiled kernels are cached there
     from aiblox.eval.sweep import _kernels
 

@@ -8,7 +8,8 @@ re-running the ingest resumes where the last committed batch ended.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 from sqlalchemy import Text, any_, bindparam, delete, func, select
@@ -121,6 +122,36 @@ class ItemRepo:
         """``{item_id: content_hash}`` of every item."""
         with self.sessions.begin() as s:
             return dict(s.execute(select(ItemRow.id, ItemRow.content_hash)).all())
+
+    def batches(self, batch_size: int) -> Iterator[list[ItemRecord]]:
+        """Every item in batches, ids ascending in code point order (``COLLATE "C"``)."""
+        key = ItemRow.id.collate("C")
+        last: str | None = None
+        while True:
+            stmt = select(ItemRow).order_by(key).limit(int(batch_size))
+            if last is not None:
+                stmt = stmt.where(key > last)
+            with self.sessions.begin() as s:
+                rows = s.scalars(stmt).all()
+                batch = [ItemRecord(id=r.id, kind=r.kind, source=r.source,
+                                    source_ref=r.source_ref, title=r.title, text=r.text,
+                                    metadata=r.metadata_) for r in rows]
+            if not batch:
+                return
+            yield batch
+            last = batch[-1].id
+
+    def matching(self, filters: dict[str, Any]) -> list[str]:
+        """Ids of the items passing ``filters``, in code point order."""
+        from sqlalchemy import text
+
+        from aiblox.stores.postgres.filters import filter_sql
+
+        where, params = filter_sql(filters, "i")
+        with self.sessions.begin() as s:
+            ids = [r[0] for r in s.execute(text(f"SELECT i.id FROM items i WHERE {where}"),
+                                           params).all()]
+        return sorted(ids)
 
     def count(self) -> int:
         """Number of items."""

@@ -124,6 +124,14 @@ class PostgresStore:
         with self._db("read item hashes"):
             return self.items.hashes()
 
+    def iter_items(self, batch_size: int = 10000) -> Iterator[list[ItemRecord]]:
+        with self._db("read items"):
+            yield from self.items.batches(batch_size)
+
+    def matching_ids(self, filters: dict[str, Any]) -> list[str]:
+        with self._db("filter items"):
+            return self.items.matching(filters)
+
     def count_items(self) -> int:
         with self._db("count items"):
             return self.items.count()
@@ -207,6 +215,8 @@ class PostgresStore:
         """
         cfg = cfg or VectorConfig()
         index = index or cfg.index
+        if index == "auto":  # the native path reads auto as exact
+            index = "exact"
         ef_search = ef_search if ef_search is not None else cfg.ef_search
         if index not in ("exact", "hnsw"):
             raise StoreError(f"unknown vector index {index!r}: use 'exact' or 'hnsw'")

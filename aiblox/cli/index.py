@@ -1,0 +1,145 @@
+"""``aiblox index``: list, build and drop a store's derived BM25 and vector indexes."""
+
+from __future__ import annotations
+
+import time
+
+import typer
+from rich.table import Table
+
+from aiblox.cli._common import (
+    DATASET_STORE_HELP,
+    STORE_HELP,
+    cached_embedder,
+    console,
+    fail,
+    open_existing_store,
+    print_json,
+)
+from aiblox.contracts.retrieval import FtsConfig, VectorConfig
+from aiblox.indexes import StoreIndexes
+from aiblox.stores import StoreError
+from aiblox.stores.identity import check_searchable
+
+index_app = typer.Typer(
+    name="index",
+    help="A store's derived indexes (BM25, vectors): built from its items, kept beside it, "
+         "rebuilt when the items change.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def _describe(spec: dict) -> str:
+    if spec.get("kind") == "bm25":
+        a, s = spec.get("analysis", {}), spec.get("scoring", {})
+        return (f"{s.get('method')} k1={s.get('k1')} b={s.get('b')} stem={a.get('stemmer')} "
+                f"stop={a.get('stopwords')} fields={'+'.join(a.get('fields', []))}")
+    if spec.get("kind") == "knn":
+        extra = ""
+        if spec.get("hnsw"):
+            extra = f" M={spec['hnsw']['m']} efC={spec['hnsw']['ef_construction']}"
+        return f"{spec.get('model')} {spec.get('distance')} {spec.get('index')}{extra}"
+    return "?"
+
+
+@index_app.command("list")
+def list_indexes(
+    db: str = typer.Option("", "--db", help=STORE_HELP),
+    dataset: str = typer.Option("", "--dataset", help=DATASET_STORE_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """The store's indexes: kind, documents, size on disk, when built, settings, and whether the
+    store still holds what each was built from."""
+    store = open_existing_store(db, dataset)
+    try:
+        ix = StoreIndexes(store)
+        infos = ix.infos()
+    finally:
+        store.close()
+    if as_json:
+        print_json({"root": str(ix.root), "indexes": [
+            {"name": i.name, "kind": i.kind, "n": i.n, "size_bytes": i.size_bytes,
+             "built_at": i.built_at, "current": i.current, "config": i.config} for i in infos]})
+        return
+    table = Table(title=f"indexes of {store.location} ({ix.root})")
+    for col in ("name", "kind", "docs", "size", "built (UTC)", "settings", "current"):
+        table.add_column(col)
+    for i in infos:
+        table.add_row(i.name, i.kind, str(i.n), _size(i.size_bytes), i.built_at,
+                      _describe(i.config), "yes" if i.current else "[yellow]stale[/yellow]")
+    console.print(table)
+
+
+@index_app.command("build")
+def build(
+    db: str = typer.Option("", "--db", help=STORE_HELP),
+    dataset: str = typer.Option("", "--dataset", help=DATASET_STORE_HELP),
+    embedder: str = typer.Option("minilm", "--embedder",
+                                 help="Vector index of this embedder's vectors."),
+    bm25: bool = typer.Option(True, "--bm25/--no-bm25", help="Build the BM25 index."),
+    vectors: bool = typer.Option(True, "--vectors/--no-vectors", help="Build the vector index."),
+    k1: float = typer.Option(1.2, "--k1", help="BM25 k1."),
+    b: float = typer.Option(0.75, "--b", help="BM25 b."),
+    method: str = typer.Option("lucene", "--method", help="BM25 variant: lucene, robertson, "
+                               "atire, bm25l or bm25+."),
+    stemmer: str = typer.Option("english", "--stemmer", help="PyStemmer stemmer, or none."),
+    index: str = typer.Option("auto", "--index", help="Vector index: auto, exact or hnsw."),
+    distance: str = typer.Option("cosine", "--distance", help="cosine, ip or l2."),
+) -> None:
+    """Build (or check and reuse) the store's indexes for these settings."""
+    try:
+        fts = FtsConfig(k1=k1, b=b, method=method,  # type: ignore[arg-type]
+                        stemmer=None if stemmer == "none" else stemmer)
+        vec = VectorConfig(index=index, distance=distance)  # type: ignore[arg-type]
+    except ValueError as exc:
+        fail(" ".join(str(exc).split()))
+        return
+    store = open_existing_store(db, dataset)
+    try:
+        ix = StoreIndexes(store)
+        if bm25:
+            check_searchable(store, None)
+            t0 = time.perf_counter()
+            lex = ix.lexical(fts)
+            console.print(f"bm25: {lex.n_docs} documents, {len(lex.vocab)} terms "
+                          f"({time.perf_counter() - t0:.1f} s)")
+        if vectors:
+            emb = cached_embedder(embedder, store, progress=False)
+            check_searchable(store, emb.model_id)
+            t0 = time.perf_counter()
+            knn = ix.vectors(emb.model_id, vec)
+            console.print(f"vectors ({emb.model_id}, {knn.kind}): {knn.n} vectors "
+                          f"({time.perf_counter() - t0:.1f} s)")
+    except StoreError as exc:
+        fail(str(exc))
+    finally:
+        store.close()
+    built = ", ".join(ix.built) or "none (all were current)"
+    console.print(f"built: {built}" + (f"; rebuilt damaged: {', '.join(ix.rebuilt)}"
+                                       if ix.rebuilt else ""))
+
+
+@index_app.command("drop")
+def drop(
+    name: str = typer.Argument("", help="Index name (from `aiblox index list`); empty: all."),
+    db: str = typer.Option("", "--db", help=STORE_HELP),
+    dataset: str = typer.Option("", "--dataset", help=DATASET_STORE_HELP),
+) -> None:
+    """Delete one index, or all of them (they are rebuilt on next use)."""
+    store = open_existing_store(db, dataset)
+    try:
+        dropped = StoreIndexes(store).drop(name or None)
+    finally:
+        store.close()
+    if name and not dropped:
+        fail(f"no index {name!r} (see `aiblox index list`)")
+    console.print(f"dropped {len(dropped)}: {', '.join(dropped) or '-'}")

@@ -1,0 +1,40 @@
+"""numba set-up shared by every compiled kernel: a stable cache folder and a thread count.
+
+numba reads ``NUMBA_CACHE_DIR`` when it is first imported, so :func:`setup_numba_cache` runs
+before any module with ``@njit(cache=True)`` kernels is imported; compiled code is then reused
+across processes (ranx's kernels and ours).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = ["compiled_threads", "setup_numba_cache"]
+
+
+def setup_numba_cache() -> str:
+    """Point numba's cache at a stable folder (``$NUMBA_CACHE_DIR`` or ``~/.cache/aiblox/numba``)
+    so compiled kernels are reused across processes."""
+    path = os.environ.get("NUMBA_CACHE_DIR") or str(Path.home() / ".cache" / "aiblox" / "numba")
+    os.environ["NUMBA_CACHE_DIR"] = path
+    Path(path).mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@contextmanager
+def compiled_threads(n: int | None) -> Iterator[None]:
+    """Run the block with ``n`` numba threads (at most numba's pool size; None, 0 or less: all
+    of it); the previous count is restored after."""
+    setup_numba_cache()
+    import numba
+
+    previous = numba.get_num_threads()
+    pool = int(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]
+    numba.set_num_threads(pool if n is None or n <= 0 else min(int(n), pool))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)

@@ -1,0 +1,19 @@
+"""Derived indexes of a store: BM25 (bm25s's scoring, streamed build) and vectors (exact or
+HNSW), built from the store's items, saved beside it, keyed by what they were built from."""
+
+from aiblox.indexes.bm25 import BM25_VERSION, BM25Index
+from aiblox.indexes.knn import KNN_VERSION, VectorIndex, effective_kind, exact_reference
+from aiblox.indexes.store_indexes import IndexInfo, StoreIndexes, forget_loaded, index_root
+
+__all__ = [
+    "BM25Index",
+    "BM25_VERSION",
+    "IndexInfo",
+    "KNN_VERSION",
+    "StoreIndexes",
+    "VectorIndex",
+    "effective_kind",
+    "exact_reference",
+    "forget_loaded",
+    "index_root",
+]

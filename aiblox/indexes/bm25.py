@@ -1,0 +1,272 @@
+"""BM25 as a bm25s index: a term-by-document score matrix built once, queried in batches.
+
+Robertson et al., "Okapi at TREC-3" (1994); the variants and their names follow Kamphuis et al.,
+"Which BM25 Do You Mean? A Large-Scale Reproducibility Study of Scoring Variants" (ECIR 2020),
+as bm25s implements them (Lù, "BM25S: Orders of magnitude faster lexical search via eager
+sparse scoring", 2024). Every (term, document) score is computed at build time and stored in a
+compressed sparse column matrix (one column per term); a query's scores are the sums of its
+terms' columns, in query order, in float32, and the top ``k`` are taken with the project's
+tie-break (score descending, then item id ascending). Scores are bit for bit bm25s's
+(``tests/indexes/test_bm25.py`` holds them to ``bm25s.BM25``).
+
+Differences from bm25s, all deliberate:
+
+- the build streams documents in batches (bounded memory: token ids and counts only, never the
+  texts) and numbers the vocabulary in sorted order, so the index bytes do not depend on
+  ``PYTHONHASHSEED``;
+- documents that hold no query term are not returned (bm25s pads a short list with arbitrary
+  zero-score documents);
+- the top ``k`` breaks ties by item id, and a filter is a mask of allowed documents.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aiblox.contracts.retrieval import FtsConfig
+from aiblox.fusion.types import RankedList
+from aiblox.text.analysis import Analyzer
+
+__all__ = ["BM25_VERSION", "BM25Index", "idf", "term_frequency_component"]
+
+BM25_VERSION = "1"
+"""Version of the index layout and scoring; part of the index key."""
+
+_ARRAYS = ("data", "indices", "indptr", "doc_lens")
+
+
+def idf(method: str, df: int, n: int) -> float:
+    """Inverse document frequency of a term in ``df`` of ``n`` documents (bm25s's formulas)."""
+    if method == "robertson":
+        inner = (n - df + 0.5) / (df + 0.5)
+        return math.log(max(inner, 1.0))
+    if method == "lucene":
+        return math.log(1 + (n - df + 0.5) / (df + 0.5))
+    if method == "atire":
+        return math.log(n / df)
+    if method == "bm25l":
+        return math.log((n + 1) / (df + 0.5))
+    if method == "bm25+":
+        return math.log((n + 1) / df)
+    raise ValueError(f"unknown BM25 method {method!r}")
+
+
+def term_frequency_component(method: str, tf: Any, doc_len: Any, avg_len: Any,
+                             k1: float, b: float, delta: float) -> Any:
+    """The term-frequency part of a BM25 score (bm25s's expressions, operation for operation, so
+    the float results are the same bits); ``tf`` float32, ``doc_len`` one length per entry."""
+    if method in ("robertson", "lucene"):
+        return tf / (k1 * ((1 - b) + b * doc_len / avg_len) + tf)
+    if method == "atire":
+        return (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * doc_len / avg_len))
+    if method == "bm25l":
+        c = tf / (1 - b + b * doc_len / avg_len)
+        return ((k1 + 1) * (c + delta)) / (k1 + c + delta)
+    if method == "bm25+":
+        num = (k1 + 1) * tf
+        den = k1 * (1 - b + b * doc_len / avg_len) + tf
+        return (num / den) + delta
+    raise ValueError(f"unknown BM25 method {method!r}")
+
+
+def _item_text(fields: Sequence[str]) -> Callable[[Any], str]:
+    if tuple(fields) == ("title", "text"):
+        return lambda it: f"{it.title or ''} {it.text or ''}".strip()
+    return lambda it: " ".join(getattr(it, f) or "" for f in fields).strip()
+
+
+class BM25Index:
+    """A built (or loaded) BM25 index over documents in item id order."""
+
+    def __init__(self, ids: list[str], vocab: dict[str, int], data: np.ndarray,
+                 indices: np.ndarray, indptr: np.ndarray, doc_lens: np.ndarray,
+                 config: FtsConfig, nonoccurrence: np.ndarray | None = None) -> None:
+        self.ids = ids
+        """Item ids, ascending: a document's position is its rank among ties."""
+        self.vocab = vocab
+        """Term -> column."""
+        self.data, self.indices, self.indptr = data, indices, indptr
+        self.doc_lens = doc_lens
+        self.config = config
+        self.nonoccurrence = nonoccurrence
+        self.analyzer = Analyzer(lower=config.lower, stopwords=config.stopwords,
+                                 stemmer=config.stemmer)
+
+    @property
+    def n_docs(self) -> int:
+        return len(self.ids)
+
+    # -- build -------------------------------------------------------------------------------
+    @classmethod
+    def build(cls, items: Iterable[Sequence[Any]], config: FtsConfig,
+              progress: Callable[[int], None] | None = None) -> BM25Index:
+        """Index item batches (each a sequence of objects with ``id``, ``title``, ``text``,
+        ids ascending across batches); ``progress(n)`` is called after each batch."""
+        analyzer = Analyzer(lower=config.lower, stopwords=config.stopwords,
+                            stemmer=config.stemmer)
+        text_of = _item_text(config.fields)
+        ids: list[str] = []
+        vocab: dict[str, int] = {}
+        doc_parts: list[np.ndarray] = []
+        term_parts: list[np.ndarray] = []
+        tf_parts: list[np.ndarray] = []
+        lens: list[int] = []
+        last: str | None = None
+        for batch in items:
+            terms = analyzer.terms_many([text_of(it) for it in batch])
+            for it, doc_terms in zip(batch, terms, strict=True):
+                if last is not None and it.id <= last:
+                    raise ValueError(f"items must come in ascending id order: {it.id!r} "
+                                     f"after {last!r}")
+                last = it.id
+                pos = len(ids)
+                ids.append(it.id)
+                lens.append(len(doc_terms))
+                if not doc_terms:
+                    continue
+                tids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in doc_terms),
+                                   dtype=np.int64, count=len(doc_terms))
+                uniq, counts = np.unique(tids, return_counts=True)
+                term_parts.append(uniq.astype(np.int32))
+                tf_parts.append(counts.astype(np.float32))
+                doc_parts.append(np.full(len(uniq), pos, dtype=np.int32))
+            if progress is not None:
+                progress(len(batch))
+        return cls._from_counts(ids, vocab, doc_parts, term_parts, tf_parts,
+                                np.asarray(lens, dtype=np.int64), config)
+
+    @classmethod
+    def _from_counts(cls, ids: list[str], vocab: dict[str, int], doc_parts: list[np.ndarray],
+                     term_parts: list[np.ndarray], tf_parts: list[np.ndarray],
+                     doc_lens: np.ndarray, config: FtsConfig) -> BM25Index:
+        n_docs, n_terms = len(ids), len(vocab)
+        # number the vocabulary in sorted order: the index bytes do not depend on set order
+        order = sorted(vocab)
+        remap = np.empty(n_terms, dtype=np.int32)
+        for new, term in enumerate(order):
+            remap[vocab[term]] = new
+        sorted_vocab = {t: i for i, t in enumerate(order)}
+        empty_i = np.zeros(0, dtype=np.int32)
+        docs = np.concatenate(doc_parts) if doc_parts else empty_i
+        terms = remap[np.concatenate(term_parts)] if term_parts else empty_i
+        tf = np.concatenate(tf_parts) if tf_parts else np.zeros(0, dtype=np.float32)
+        del doc_parts, term_parts, tf_parts
+        df = np.bincount(terms, minlength=n_terms)
+        avg_len = doc_lens.mean() if n_docs else np.float64(0.0)
+        method, k1, b, delta = config.method, config.k1, config.b, config.delta
+        idf_by_df = {int(d): idf(method, int(d), n_docs) for d in np.unique(df) if d}
+        idf_array = np.zeros(n_terms, dtype=np.float32)
+        for t in range(n_terms):
+            if df[t]:
+                idf_array[t] = idf_by_df[int(df[t])]
+        nonocc = None
+        if method in ("bm25l", "bm25+"):
+            tfc0 = term_frequency_component(method, 0, avg_len, avg_len, k1, b, delta)
+            nonocc = np.zeros(n_terms, dtype=np.float32)
+            nz = df != 0
+            nonocc[nz] = np.asarray([idf_by_df[int(d)] * tfc0 for d in df[nz]])
+        data = np.empty(len(tf), dtype=np.float32)
+        step = 1 << 22  # bounded temporaries (float64) on big collections
+        for s in range(0, len(tf), step):
+            sl = slice(s, s + step)
+            tfc = term_frequency_component(method, tf[sl], doc_lens[docs[sl]], avg_len, k1, b,
+                                           delta)
+            scores = idf_array[terms[sl]] * tfc
+            if nonocc is not None:
+                scores -= nonocc[terms[sl]]
+            data[sl] = scores
+        # compressed sparse columns: entries grouped by term, documents ascending within one
+        by_term = np.lexsort((docs, terms)) if len(terms) else empty_i
+        indptr = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(df, out=indptr[1:])
+        return cls(ids, sorted_vocab, data[by_term], docs[by_term].astype(np.int32), indptr,
+                   doc_lens, config, nonocc)
+
+    # -- persistence -----------------------------------------------------------------------------
+    def save(self, folder: Path) -> list[str]:
+        """Write the index into ``folder``; returns the file names written."""
+        folder.mkdir(parents=True, exist_ok=True)
+        names = []
+        arrays = {"data": self.data, "indices": self.indices, "indptr": self.indptr,
+                  "doc_lens": self.doc_lens}
+        if self.nonoccurrence is not None:
+            arrays["nonoccurrence"] = self.nonoccurrence
+        for name, arr in arrays.items():
+            np.save(folder / f"{name}.npy", np.ascontiguousarray(arr), allow_pickle=False)
+            names.append(f"{name}.npy")
+        (folder / "ids.json").write_text(json.dumps(self.ids, ensure_ascii=False),
+                                         encoding="utf-8")
+        terms = sorted(self.vocab, key=self.vocab.__getitem__)  # in column order
+        (folder / "vocab.json").write_text(json.dumps(terms, ensure_ascii=False),
+                                           encoding="utf-8")
+        return [*names, "ids.json", "vocab.json"]
+
+    @classmethod
+    def load(cls, folder: Path, config: FtsConfig, mmap: bool = True) -> BM25Index:
+        """Read an index written by :meth:`save` (arrays memory-mapped when ``mmap``)."""
+        arrays = {n: np.load(folder / f"{n}.npy", mmap_mode="r" if mmap else None,
+                             allow_pickle=False)
+                  for n in _ARRAYS}
+        nonocc = None
+        if (folder / "nonoccurrence.npy").exists():
+            nonocc = np.load(folder / "nonoccurrence.npy", allow_pickle=False)
+        ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
+        terms = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
+        return cls(ids, {t: i for i, t in enumerate(terms)}, arrays["data"],
+                   arrays["indices"], arrays["indptr"], arrays["doc_lens"], config, nonocc)
+
+    # -- search ------------------------------------------------------------------------------
+    def query_terms(self, queries: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Each query's term columns, in query order (repeats kept, unknown terms dropped), as
+        one flat int32 array and ``len(queries) + 1`` offsets."""
+        vocab = self.vocab
+        flat: list[int] = []
+        offsets = [0]
+        for terms in self.analyzer.terms_many(queries):
+            flat.extend(vocab[t] for t in terms if t in vocab)
+            offsets.append(len(flat))
+        return np.asarray(flat, dtype=np.int32), np.asarray(offsets, dtype=np.int64)
+
+    def search(self, queries: Sequence[str], k: int, allowed: np.ndarray | None = None,
+               threads: int | None = None) -> list[RankedList]:
+        """Top ``k`` documents per query, best first (score desc, id asc). ``allowed``: a bool
+        mask over documents (a filter); documents holding no query term are not returned."""
+        from aiblox.indexes.kernels import bm25_top_k, compiled_threads
+
+        flat, offsets = self.query_terms(queries)
+        extra = np.zeros(len(queries), dtype=np.float32)
+        if self.nonoccurrence is not None:
+            for i in range(len(queries)):
+                extra[i] = self.nonoccurrence[flat[offsets[i]:offsets[i + 1]]].sum()
+        mask = (np.ones(self.n_docs, dtype=np.bool_) if allowed is None
+                else np.ascontiguousarray(allowed, dtype=np.bool_))
+        with compiled_threads(threads):
+            pos, scores, counts = bm25_top_k(
+                self.data, self.indices, self.indptr, flat, offsets, extra, mask,
+                self.n_docs, int(k))
+        ids = self.ids
+        out: list[RankedList] = []
+        for i in range(len(queries)):
+            n = int(counts[i])
+            out.append([(ids[p], float(s)) for p, s in zip(pos[i, :n].tolist(),
+                                                           scores[i, :n].tolist(), strict=True)])
+        return out
+
+    def scores(self, query: str) -> np.ndarray:
+        """Every document's score for ``query`` (float32; the reference the kernel is held
+        to)."""
+        flat, _ = self.query_terms([query])
+        out = np.zeros(self.n_docs, dtype=np.float32)
+        for t in flat:
+            lo, hi = int(self.indptr[t]), int(self.indptr[t + 1])
+            np.add.at(out, self.indices[lo:hi], self.data[lo:hi])
+        if self.nonoccurrence is not None:
+            out += self.nonoccurrence[flat].sum()
+        return out
+

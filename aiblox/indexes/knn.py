@@ -1,0 +1,227 @@
+"""Nearest neighbours over item vectors: exact (blocked float32 matrix products) or HNSW (faiss).
+
+Exact search multiplies the queries by blocks of document vectors (BLAS ``sgemm`` through numpy)
+and keeps each query's running top ``k`` in compiled code (:func:`kernels.top_k_rows`), so its
+results equal a plain numpy reference (``scores = queries @ vectors.T``, then score descending,
+item id ascending). Approximate search walks a faiss HNSW graph (Malkov and Yashunin, "Efficient
+and robust approximate nearest neighbor search using Hierarchical Navigable Small World graphs",
+TPAMI 2018) with ``M``, ``efConstruction`` and ``efSearch`` from :class:`VectorConfig`; its hits
+are ordered by the same rule.
+
+Similarities (higher is better): ``cosine`` (vectors and queries L2-normalised, then inner
+product), ``ip`` (inner product) and ``l2`` (negated Euclidean distance).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aiblox.contracts.retrieval import HNSW_FROM_VECTORS, VectorConfig
+from aiblox.fusion.types import RankedList
+
+__all__ = ["KNN_VERSION", "VectorIndex", "effective_kind", "exact_reference"]
+
+KNN_VERSION = "1"
+"""Version of the vector index layout; part of the index key."""
+
+BLOCK = 16384
+"""Documents per block of the exact search's matrix products."""
+
+
+def effective_kind(cfg: VectorConfig, n_vectors: int) -> str:
+    """``exact`` or ``hnsw``: ``cfg.index``, with ``auto`` resolved by the size rule
+    (HNSW from :data:`HNSW_FROM_VECTORS` vectors on)."""
+    if cfg.index != "auto":
+        return cfg.index
+    return "hnsw" if n_vectors >= HNSW_FROM_VECTORS else "exact"
+
+
+def _normalised(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.ascontiguousarray(x / norms, dtype=np.float32)
+
+
+def _prepared(vectors: np.ndarray, distance: str) -> np.ndarray:
+    v = np.ascontiguousarray(vectors, dtype=np.float32)
+    return _normalised(v) if distance == "cosine" else v
+
+
+def exact_reference(vectors: np.ndarray, queries: np.ndarray, ids: Sequence[str], k: int,
+                    distance: str) -> list[RankedList]:
+    """The plain numpy answer that exact search must equal: every similarity computed in
+    float64 and rounded to float32 once, a full sort (score desc, id asc)."""
+    v = _prepared(vectors, distance).astype(np.float64)
+    q = _prepared(queries, distance).astype(np.float64)
+    if distance == "l2":
+        scores = np.stack([-np.sqrt(((v - row[None, :]) ** 2).sum(1)) for row in q])
+    else:
+        scores = q @ v.T
+    scores = scores.astype(np.float32)
+    out = []
+    for row in scores:
+        order = np.lexsort((np.arange(len(ids)), -row))[:k]
+        out.append([(ids[i], float(row[i])) for i in order])
+    return out
+
+
+class VectorIndex:
+    """Item vectors of one model, searchable exactly or through an HNSW graph."""
+
+    def __init__(self, ids: list[str], vectors: np.ndarray, cfg: VectorConfig, kind: str,
+                 hnsw: Any = None) -> None:
+        self.ids = ids
+        """Item ids, ascending (a position is the rank among ties)."""
+        self.vectors = vectors
+        """``(n, dim)`` float32, normalised for cosine."""
+        self.config = cfg
+        self.kind = kind
+        """``exact`` or ``hnsw``."""
+        self.hnsw = hnsw
+        self._sq_norms: np.ndarray | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def build(cls, ids: list[str], vectors: np.ndarray, cfg: VectorConfig,
+              threads: int | None = None) -> VectorIndex:
+        """An index over ``vectors`` (rows in ``ids`` order, ids ascending)."""
+        if list(ids) != sorted(ids):
+            raise ValueError("vector index: item ids must be in ascending order")
+        v = _prepared(vectors, cfg.distance)
+        kind = effective_kind(cfg, len(ids))
+        hnsw = None
+        if kind == "hnsw" and len(ids):
+            import faiss
+
+            if threads:
+                faiss.omp_set_num_threads(int(threads))
+            metric = faiss.METRIC_L2 if cfg.distance == "l2" else faiss.METRIC_INNER_PRODUCT
+            hnsw = faiss.IndexHNSWFlat(v.shape[1], cfg.hnsw_m, metric)
+            hnsw.hnsw.efConstruction = cfg.ef_construction
+            hnsw.add(v)
+        return cls(list(ids), v, cfg, kind, hnsw)
+
+    # -- persistence -----------------------------------------------------------------------------
+    def save(self, folder: Path) -> list[str]:
+        folder.mkdir(parents=True, exist_ok=True)
+        np.save(folder / "vectors.npy", self.vectors, allow_pickle=False)
+        (folder / "ids.json").write_text(json.dumps(self.ids, ensure_ascii=False),
+                                         encoding="utf-8")
+        names = ["vectors.npy", "ids.json"]
+        if self.hnsw is not None:
+            import faiss
+
+            faiss.write_index(self.hnsw, str(folder / "hnsw.faiss"))
+            names.append("hnsw.faiss")
+        return names
+
+    @classmethod
+    def load(cls, folder: Path, cfg: VectorConfig, kind: str, mmap: bool = True
+             ) -> VectorIndex:
+        vectors = np.load(folder / "vectors.npy", mmap_mode="r" if mmap else None,
+                          allow_pickle=False)
+        ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
+        hnsw = None
+        if kind == "hnsw" and (folder / "hnsw.faiss").exists():
+            import faiss
+
+            flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if mmap else 0
+            hnsw = faiss.read_index(str(folder / "hnsw.faiss"), flags)
+        return cls(ids, vectors, cfg, kind, hnsw)
+
+    # -- search ------------------------------------------------------------------------------
+    def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None,
+               threads: int | None = None) -> list[RankedList]:
+        """Top ``k`` items per query vector, best first (score desc, id asc)."""
+        q = _prepared(np.atleast_2d(queries), self.config.distance)
+        if len(q) == 0:
+            return []
+        if self.n == 0:
+            return [[] for _ in range(len(q))]
+        if q.shape[1] != self.vectors.shape[1]:
+            raise ValueError(f"query vectors have {q.shape[1]} dimensions, the index "
+                             f"{self.vectors.shape[1]}")
+        if self.kind == "hnsw" and self.hnsw is not None:
+            pos, scores, counts = self._hnsw(q, k, allowed)
+        else:
+            pos, scores, counts = self._exact(q, k, allowed, threads)
+        out: list[RankedList] = []
+        ids, floor = self.ids, self.config.min_score
+        for i in range(len(q)):
+            n = int(counts[i])
+            hits = [(ids[p], float(s)) for p, s in zip(pos[i, :n].tolist(),
+                                                       scores[i, :n].tolist(), strict=True)]
+            out.append(hits if floor is None else [h for h in hits if h[1] >= floor])
+        return out
+
+    def _exact(self, q: np.ndarray, k: int, allowed: np.ndarray | None,
+               threads: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Candidates by float32 matrix products (BLAS), with room for their rounding, then
+        every candidate rescored in float64 (:func:`kernels.rescore`) and cut to ``k``."""
+        from aiblox.indexes.kernels import compiled_threads, top_k_rows
+
+        nq = len(q)
+        want = min(int(k), self.n)
+        wide = min(self.n, want + max(want, 64))
+        best_pos = np.zeros((nq, wide), dtype=np.int64)
+        best_score = np.zeros((nq, wide), dtype=np.float32)
+        counts = np.zeros(nq, dtype=np.int64)
+        mask = (np.ones(self.n, dtype=np.bool_) if allowed is None
+                else np.ascontiguousarray(allowed, dtype=np.bool_))
+        l2 = self.config.distance == "l2"
+        if l2 and self._sq_norms is None:
+            self._sq_norms = np.einsum("ij,ij->i", self.vectors, self.vectors)
+        with compiled_threads(threads):
+            for start in range(0, self.n, BLOCK):
+                block = q @ self.vectors[start:start + BLOCK].T
+                if l2:  # the order of -|q - d| is the order of 2 q.d - |d|^2
+                    block = 2.0 * block - self._sq_norms[None, start:start + BLOCK]  # type: ignore
+                top_k_rows(np.ascontiguousarray(block, dtype=np.float32), start, mask, wide,
+                           best_pos, best_score, counts)
+        return self._final(q, best_pos, counts, want, threads)
+
+    def _final(self, q: np.ndarray, pos: np.ndarray, counts: np.ndarray, k: int,
+               threads: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rescore candidates in float64, order them (score desc, id asc), cut to ``k``."""
+        from aiblox.indexes.kernels import compiled_threads, rescore
+
+        with compiled_threads(threads):
+            scores = rescore(q, self.vectors, pos, counts, self.config.distance == "l2")
+        nq = len(q)
+        out_pos = np.zeros((nq, k), dtype=np.int64)
+        out_score = np.zeros((nq, k), dtype=np.float32)
+        out_counts = np.zeros(nq, dtype=np.int64)
+        for i in range(nq):
+            n = int(counts[i])
+            p, s = pos[i, :n], scores[i, :n]
+            order = np.lexsort((p, -s))[:k]
+            out_counts[i] = len(order)
+            out_pos[i, :len(order)] = p[order]
+            out_score[i, :len(order)] = s[order]
+        return out_pos, out_score, out_counts
+
+    def _hnsw(self, q: np.ndarray, k: int, allowed: np.ndarray | None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        import faiss
+
+        ef = self.config.ef_search or max(128, 2 * k)
+        params = faiss.SearchParametersHNSW()  # type: ignore[attr-defined]
+        params.efSearch = max(ef, k)
+        if allowed is not None:
+            sel = faiss.IDSelectorBatch(np.flatnonzero(allowed).astype(np.int64))
+            params.sel = sel
+        _, idx = self.hnsw.search(q, int(k), params=params)
+        counts = (idx >= 0).sum(1).astype(np.int64)
+        pos = np.where(idx >= 0, idx, 0).astype(np.int64)
+        for i in range(len(q)):  # found hits first (faiss pads with -1 at the end)
+            pos[i, :counts[i]] = idx[i][idx[i] >= 0]
+        return self._final(q, pos, counts, int(k), None)

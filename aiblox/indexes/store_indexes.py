@@ -1,0 +1,287 @@
+"""A store's derived indexes: built from its items, saved beside it, never served stale.
+
+The store (DuckDB or PostgreSQL) is the system of record; the BM25 index and the vector indexes
+are derived data, each in a folder of its own under the store's index root::
+
+    <store>.duckdb.indexes/bm25-<key>/     manifest.json, data.npy, indices.npy, ...
+    <store>.duckdb.indexes/knn-<key>/      manifest.json, vectors.npy, ids.json[, hnsw.faiss]
+
+(a PostgreSQL store's root is ``$AIBLOX_INDEX_DIR`` or ``.aiblox/indexes/<db>-<hash>``; an
+in-memory store's, a temporary folder). A key is the sha256 of the index kind and version, its
+configuration and the digest of what it was built from (the items, or one model's vectors:
+:func:`aiblox.stores.identity.store_fingerprint`), so a store whose items changed asks for
+another key and gets a freshly built index; an index is never served for content it was not
+built from. Builds are published atomically (a temporary folder renamed into place) and show a
+progress bar; the manifest records each file's size and sha256, checked before an index is first
+used in a process, so a corrupt, truncated or foreign index is rebuilt, never trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aiblox.contracts.retrieval import FtsConfig, VectorConfig
+from aiblox.hashing import sha256_hex
+from aiblox.indexes.bm25 import BM25_VERSION, BM25Index
+from aiblox.indexes.knn import KNN_VERSION, VectorIndex, effective_kind
+from aiblox.stores.base import Store, StoreError
+from aiblox.stores.identity import store_fingerprint
+
+__all__ = ["IndexInfo", "StoreIndexes", "forget_loaded", "index_root"]
+
+_LOADED: dict[tuple[str, str], Any] = {}
+"""Indexes loaded (and checked) in this process, by (root, folder name)."""
+_LOCK = threading.Lock()
+
+
+def forget_loaded() -> None:
+    """Drop every index this process loaded: the next use reads (and checks) the files again."""
+    with _LOCK:
+        _LOADED.clear()
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    """One index folder, as ``aiblox index list`` shows it."""
+
+    name: str
+    kind: str
+    size_bytes: int
+    built_at: str
+    n: int
+    config: dict[str, Any]
+    current: bool
+    """True when the store's content is what the index was built from."""
+    ok: bool
+    """False when the manifest is missing or unreadable."""
+
+
+def index_root(store: Store) -> Path:
+    """Where a store's indexes live (see the module doc)."""
+    env = os.environ.get("AIBLOX_INDEX_DIR")
+    digest = hashlib.sha256(store.location.encode("utf-8")).hexdigest()[:12]
+    if store.kind == "duckdb" and store.location != ":memory:":
+        return Path(f"{store.location}.indexes")
+    if env:
+        return Path(env) / f"{store.kind}-{digest}"
+    if store.kind == "duckdb":  # in memory: a temporary folder that lives as long as the store
+        own = getattr(store, "_aiblox_index_tmp", None)
+        if own is None:
+            own = tempfile.mkdtemp(prefix="aiblox-indexes-")
+            weakref.finalize(store, shutil.rmtree, own, True)
+            store._aiblox_index_tmp = own  # type: ignore[attr-defined]
+        return Path(own)
+    return Path(".aiblox") / "indexes" / f"{store.kind}-{digest}"
+
+
+def _progress_bar(total: int, desc: str) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="doc", leave=False,
+                disable=bool(os.environ.get("AIBLOX_NO_PROGRESS")) or None)
+
+
+def _file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 22), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class StoreIndexes:
+    """The BM25 and vector indexes of one store: found, checked, built when missing."""
+
+    def __init__(self, store: Store, root: str | Path | None = None) -> None:
+        self.store = store
+        self.root = Path(root) if root is not None else index_root(store)
+        self.built: list[str] = []
+        """Folder names this object built (for reports and tests)."""
+        self.rebuilt: list[str] = []
+        """Folder names found damaged and built again."""
+
+    # -- keys ------------------------------------------------------------------------------------
+    def lexical_key(self, cfg: FtsConfig) -> tuple[str, dict[str, Any]]:
+        fp = store_fingerprint(self.store, None)
+        spec = {"kind": "bm25", "version": BM25_VERSION, "items": fp["items"],
+                "analysis": cfg.analysis(), "scoring": cfg.scoring()}
+        return sha256_hex(spec), spec
+
+    def vector_key(self, model_id: str, cfg: VectorConfig) -> tuple[str, dict[str, Any]]:
+        fp = store_fingerprint(self.store, model_id)
+        n = self.store.vector_count(model_id)
+        kind = effective_kind(cfg, n)
+        spec: dict[str, Any] = {"kind": "knn", "version": KNN_VERSION, "vectors": fp["vectors"],
+                                "model": model_id, "distance": cfg.distance, "index": kind}
+        if kind == "hnsw":
+            spec["hnsw"] = {"m": cfg.hnsw_m, "ef_construction": cfg.ef_construction}
+        return sha256_hex(spec), spec
+
+    # -- the indexes -----------------------------------------------------------------------------
+    def lexical(self, cfg: FtsConfig) -> BM25Index:
+        """The store's BM25 index for ``cfg``'s analysis and scoring (built when missing)."""
+        key, spec = self.lexical_key(cfg)
+        name = f"bm25-{key[:16]}"
+
+        def build(folder: Path) -> tuple[list[str], int]:
+            n = self.store.count_items()
+            bar = _progress_bar(n, "index bm25")
+            try:
+                index = BM25Index.build(self.store.iter_items(), cfg, progress=bar.update)
+            finally:
+                bar.close()
+            return index.save(folder), index.n_docs
+
+        index: BM25Index = self._get(name, key, spec, build,
+                                     lambda folder: BM25Index.load(folder, cfg))
+        return index
+
+    def vectors(self, model_id: str, cfg: VectorConfig) -> VectorIndex:
+        """The store's vector index of ``model_id`` for ``cfg`` (built when missing)."""
+        key, spec = self.vector_key(model_id, cfg)
+        name = f"knn-{key[:16]}"
+
+        def build(folder: Path) -> tuple[list[str], int]:
+            ids, matrix = self.store.item_vectors(model_id)
+            index = VectorIndex.build(ids, matrix, cfg)
+            return index.save(folder), index.n
+
+        index: VectorIndex = self._get(name, key, spec, build,
+                                       lambda folder: VectorIndex.load(folder, cfg,
+                                                                       spec["index"]))
+        return index
+
+    def _get(self, name: str, key: str, spec: dict[str, Any], build: Any, load: Any) -> Any:
+        cache_key = (str(self.root.resolve()), name)
+        with _LOCK:
+            if cache_key in _LOADED:
+                return _LOADED[cache_key]
+        folder = self.root / name
+        problem = self._check(folder, key) if folder.exists() else "missing"
+        if problem is not None:
+            if problem != "missing":
+                self.rebuilt.append(name)
+            self._publish(folder, key, spec, build)
+            self.built.append(name)
+            self._drop_superseded(name, spec)
+        index = load(folder)
+        with _LOCK:
+            _LOADED[cache_key] = index
+        return index
+
+    def _check(self, folder: Path, key: str) -> str | None:
+        """None when the folder holds a complete, intact index of ``key``; else the reason."""
+        try:
+            manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return "no readable manifest"
+        if manifest.get("key") != key:
+            return "built from other content or settings"
+        for fname, meta in manifest.get("files", {}).items():
+            path = folder / fname
+            try:
+                if path.stat().st_size != meta["size"]:
+                    return f"{fname} has the wrong size"
+            except OSError:
+                return f"{fname} is missing"
+            if _file_digest(path) != meta["sha256"]:
+                return f"{fname} does not match its sha256"
+        return None
+
+    def _publish(self, folder: Path, key: str, spec: dict[str, Any], build: Any) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=self.root))
+        try:
+            t0 = time.perf_counter()
+            files, n = build(tmp)
+            manifest = {
+                "key": key, "name": folder.name, "spec": spec, "n": n,
+                "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "build_s": round(time.perf_counter() - t0, 3),
+                "files": {f: {"size": (tmp / f).stat().st_size, "sha256": _file_digest(tmp / f)}
+                          for f in sorted(files)},
+            }
+            (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True),
+                                               encoding="utf-8")
+            if folder.exists():
+                shutil.rmtree(folder)
+            os.replace(tmp, folder)
+        except OSError as exc:
+            raise StoreError(f"cannot write the index {folder}: {exc.strerror or exc}") from exc
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    def _drop_superseded(self, name: str, spec: dict[str, Any]) -> None:
+        """Remove indexes of the same kind and settings built from older content."""
+        same = {k: v for k, v in spec.items() if k not in ("items", "vectors")}
+        for info in self._manifests():
+            if info.get("name") == name:
+                continue
+            other = info.get("spec", {})
+            if {k: v for k, v in other.items() if k not in ("items", "vectors")} == same:
+                self.drop(info["name"])
+
+    # -- listing ---------------------------------------------------------------------------------
+    def _manifests(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        if not self.root.is_dir():
+            return out
+        for folder in sorted(p for p in self.root.iterdir() if p.is_dir()
+                             and not p.name.startswith(".")):
+            try:
+                m = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                m = {"name": folder.name}
+            out.append(m)
+        return out
+
+    def infos(self) -> list[IndexInfo]:
+        """Every index folder under the root, with its size, age, settings and state."""
+        fp_items = store_fingerprint(self.store, None)["items"]
+        infos = []
+        for m in self._manifests():
+            folder = self.root / m["name"]
+            size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+            spec = m.get("spec", {})
+            if spec.get("kind") == "knn":
+                current = spec.get("vectors") == store_fingerprint(
+                    self.store, spec.get("model"))["vectors"]
+            else:
+                current = spec.get("items") == fp_items
+            infos.append(IndexInfo(name=m["name"], kind=spec.get("kind", "?"), size_bytes=size,
+                                   built_at=m.get("built_at", "?"), n=int(m.get("n", 0)),
+                                   config=spec, current=bool(current), ok="key" in m))
+        return infos
+
+    def drop(self, name: str | None = None) -> list[str]:
+        """Delete one index folder (or all of them); returns the names deleted."""
+        if not self.root.is_dir():
+            return []
+        names = [p.name for p in self.root.iterdir() if p.is_dir()
+                 and (name is None or p.name == name)]
+        for n in names:
+            shutil.rmtree(self.root / n, ignore_errors=True)
+            with _LOCK:
+                _LOADED.pop((str(self.root.resolve()), n), None)
+        return sorted(names)
+
+    # -- filters ---------------------------------------------------------------------------------
+    def allowed(self, ids: list[str], filters: dict[str, Any] | None) -> np.ndarray | None:
+        """A bool mask over ``ids`` (an index's documents) of the items passing ``filters``."""
+        if not filters:
+            return None
+        keep = set(self.store.matching_ids(filters))
+        return np.fromiter((i in keep for i in ids), dtype=np.bool_, count=len(ids))

@@ -1,0 +1,40 @@
+"""``aiblox index``: build, list (size, settings, current or stale) and drop."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from aiblox.cli.main import app
+
+runner = CliRunner()
+
+
+def _run(*args):
+    return runner.invoke(app, list(args), env={"AIBLOX_NO_PROGRESS": "1"})
+
+
+def test_build_list_drop(tmp_path):
+    from aiblox.indexes import forget_loaded
+
+    db = str(tmp_path / "s.duckdb")
+    assert _run("ingest", "sample", "--db", db, "--embedder", "hashing").exit_code == 0
+    r = _run("index", "build", "--db", db, "--embedder", "hashing", "--k1", "0.9")
+    assert r.exit_code == 0, r.output
+    assert "bm25: 40 documents" in r.output and "vectors (hashing" in r.output
+    listed = json.loads(_run("index", "list", "--db", db, "--json").stdout)
+    kinds = {i["kind"]: i for i in listed["indexes"]}
+    assert set(kinds) == {"bm25", "knn"} and all(i["current"] for i in kinds.values())
+    assert kinds["bm25"]["config"]["scoring"]["k1"] == 0.9 and kinds["bm25"]["n"] == 40
+    r = _run("index", "build", "--db", db, "--embedder", "hashing", "--k1", "0.9")
+    assert "none (all were current)" in r.output
+    name = kinds["bm25"]["name"]
+    assert _run("index", "drop", name, "--db", db).exit_code == 0
+    forget_loaded()
+    left = json.loads(_run("index", "list", "--db", db, "--json").stdout)["indexes"]
+    assert [i["kind"] for i in left] == ["knn"]
+    r = _run("index", "drop", "bm25-nope", "--db", db)
+    assert r.exit_code == 2 and "no index" in r.output
+    r = _run("index", "build", "--db", db, "--k1", "-1")
+    assert r.exit_code == 2 and "k1" in r.output

@@ -1,0 +1,40 @@
+"""BM25's own parameters are sweep axes: each (k1, b, method) is one retrieval stage, the
+points differ, a re-run computes nothing, and a spec without them keeps its hash."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def test_bm25_axes_expand_and_rerun_free(tmp_path, sample_spec, small_spec):
+    from aiblox.eval.sweep import run_sweep
+
+    spec = small_spec(sample_spec, k1=[0.9, 1.5], method=["lucene", "bm25+"])
+    base = spec.model_copy(update={"base": {**spec.base, "mode": "bm25"}})
+    pts = base.points()
+    assert [(p.fts.k1, p.fts.method) for p in pts] == [
+        (0.9, "lucene"), (0.9, "bm25+"), (1.5, "lucene"), (1.5, "bm25+")]
+    first = run_sweep(base, cache_dir=tmp_path / "c", db=str(tmp_path / "s.duckdb"),
+                      progress=False)
+    assert first.computed["signals"] == 8  # 4 settings x 2 splits
+    assert len({p.manifest.splits["test"].run_hash for p in first.points}) == 4
+    assert {p.label for p in first.points} >= {"bm25-lucene-k10.9-b0.75-d20",
+                                                "bm25-bm25+-k11.5-b0.75-d20"}
+    again = run_sweep(base, cache_dir=tmp_path / "c", db=str(tmp_path / "s.duckdb"),
+                      progress=False)
+    assert again.computed == {} and [p.metrics for p in again.points] == \
+        [p.metrics for p in first.points]
+
+
+def test_bad_bm25_axes_and_unchanged_hashes(sample_spec, small_spec):
+    from aiblox.eval.sweep import SweepSpec
+
+    data = sample_spec.model_dump()
+    with pytest.raises(ValueError, match="b must be in"):
+        SweepSpec.model_validate({**data, "grid": {"b": [0.5, 1.5]}})
+    with pytest.raises(ValueError, match="k1 must be"):
+        SweepSpec.model_validate({**data, "grid": {"k1": [-1]}})
+    with pytest.raises(ValueError):
+        SweepSpec.model_validate({**data, "grid": {"method": ["bm26"]}})
+    # a spec written before these axes keeps its hash (the value logged before they existed)
+    assert sample_spec.hash == "50b7ac6705fe1f481cd7cbcdac3acb39933d37e5cdcdbd55c0347410f73ad656"
