@@ -6,9 +6,17 @@ from pathlib import Path
 
 import typer
 
-from aiblox.cli._common import DB_HELP, cached_embedder, console, fail, open_db, print_json
-from aiblox.eval.datasets import DatasetError, load_dataset
-from aiblox.eval.workspace import default_store_path, prepare_store
+from aiblox.cli._common import (
+    DB_HELP,
+    cached_embedder,
+    console,
+    fail,
+    open_db,
+    print_json,
+    quiet_progress,
+)
+from aiblox.eval.datasets import DatasetError
+from aiblox.eval.workspace import dataset_binding, default_store_path, ingest_dataset
 
 
 def ingest(
@@ -25,30 +33,30 @@ def ingest(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Make the store hold exactly DATASET (adding, changing and deleting items), with vectors;
-    idempotent (a second run changes nothing). A store holding another dataset is refused."""
+    idempotent (a second run changes nothing). A store holding another dataset is refused. The
+    corpus streams: documents are read, written and embedded a batch at a time."""
     try:
-        ds = load_dataset(dataset, splits=[])
+        binding = dataset_binding(dataset)
     except DatasetError as exc:
         fail(str(exc))
-    db = db or default_store_path(ds)
+    db = db or default_store_path(binding)
     store = open_db(db)
     try:
         emb = cached_embedder(embedder, store)
-        report = prepare_store(store, ds, emb, vectors=vectors, auto_vectors=auto_vectors,
-                               replace=replace)
-    except Exception as exc:  # noqa: BLE001
-        fail(str(exc))
+        report = ingest_dataset(store, binding.source, emb, vectors=vectors,
+                                auto_vectors=auto_vectors, replace=replace,
+                                progress=quiet_progress())
     finally:
         store.close()
     if as_json:
-        print_json({"dataset": ds.name, "dataset_hash": ds.hash, "db": db,
+        print_json({"dataset": binding.name, "source": binding.source, "db": db,
                     **report.model_dump()})
     elif report.up_to_date:
-        console.print(f"[green]up to date[/green]: {db} holds {ds.name} "
+        console.print(f"[green]up to date[/green]: {db} holds {binding.name} "
                       f"({report.items.unchanged} items, vectors complete)")
     else:
         i = report.items
-        console.print(f"[green]ingested[/green] {ds.name} into {db}: {i.inserted} new, "
+        console.print(f"[green]ingested[/green] {binding.name} into {db}: {i.inserted} new, "
                       f"{i.updated} updated, {i.deleted} deleted, {i.unchanged} unchanged; "
                       f"{report.vectors_written} vectors written "
                       f"({report.embedding_cache_misses} embedded, "

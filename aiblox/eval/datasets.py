@@ -62,7 +62,10 @@ __all__ = [
     "DatasetError",
     "GoldAnswer",
     "available_splits",
+    "corpus_file",
+    "corpus_hash",
     "find_dataset",
+    "iter_corpus",
     "load_dataset",
     "parse_split",
     "split_part",
@@ -278,35 +281,57 @@ def _text_field(obj: dict, path: Path, lineno: int, key: str) -> str:
     return value
 
 
-def load_dataset(name_or_path: str | Path, splits: list[str] | None = None,
-                 name: str | None = None) -> Dataset:
-    """Load a BEIR dataset (all splits when ``splits`` is None)."""
-    path = find_dataset(name_or_path)
-    name = name or path.name
-    hasher = hashlib.sha256()
-    corpus_path = next((path / f for f in CORPUS_FILES if (path / f).exists()), None)
-    if corpus_path is None:
-        raise DatasetError(path / "corpus.jsonl", None, "file", "no corpus.jsonl(.gz)")
+def corpus_file(path: str | Path) -> Path:
+    """The corpus file of the BEIR folder ``path`` (``corpus.jsonl`` or ``corpus.jsonl.gz``)."""
+    found = next((Path(path) / f for f in CORPUS_FILES if (Path(path) / f).exists()), None)
+    if found is None:
+        raise DatasetError(Path(path) / "corpus.jsonl", None, "file", "no corpus.jsonl(.gz)")
+    return found
 
-    corpus: dict[str, ItemRecord] = {}
+
+def iter_corpus(corpus_path: Path, name: str, hasher: _Hasher | None = None
+                ) -> Iterator[ItemRecord]:
+    """The documents of a corpus file, one at a time in file order, each validated like
+    :func:`load_dataset` does (errors name the file, line and field); only the ids seen are
+    kept, so a corpus of any size streams in bounded memory. ``hasher`` is fed every byte."""
     first_line: dict[str, int] = {}
-    corpus_hasher = hashlib.sha256()
-    for lineno, obj in _read_jsonl(corpus_path, _Both(hasher, corpus_hasher)):
+    for lineno, obj in _read_jsonl(corpus_path, hasher if hasher is not None else _NoHash()):
         doc_id = _get_id(obj, corpus_path, lineno)
-        if doc_id in corpus:
+        if doc_id in first_line:
             raise DatasetError(corpus_path, lineno, "_id",
                                f"duplicate id {doc_id!r} (first at line {first_line[doc_id]})")
         meta = obj.get("metadata") or {}
         if not isinstance(meta, dict):
             raise DatasetError(corpus_path, lineno, "metadata", "expected a JSON object")
         first_line[doc_id] = lineno
-        corpus[doc_id] = ItemRecord(
+        yield ItemRecord(
             id=doc_id, kind="doc", source=name, source_ref=f"{corpus_path.name}:{lineno}",
             title=_text_field(obj, corpus_path, lineno, "title"),
             text=_text_field(obj, corpus_path, lineno, "text"), metadata=meta)
-    if not corpus:
+    if not first_line:
         raise DatasetError(corpus_path, None, "corpus",
                            "no documents (the file holds no JSON object line)")
+
+
+def corpus_hash(corpus_path: Path) -> str:
+    """:attr:`Dataset.corpus_hash` of a corpus file, read (and decompressed) without parsing."""
+    h = hashlib.sha256()
+    for _ in _read_lines(corpus_path, h):
+        pass
+    return h.hexdigest()
+
+
+def load_dataset(name_or_path: str | Path, splits: list[str] | None = None,
+                 name: str | None = None) -> Dataset:
+    """Load a BEIR dataset (all splits when ``splits`` is None)."""
+    path = find_dataset(name_or_path)
+    name = name or path.name
+    hasher = hashlib.sha256()
+    corpus_path = corpus_file(path)
+
+    corpus_hasher = hashlib.sha256()
+    corpus = {it.id: it for it in iter_corpus(corpus_path, name,
+                                              _Both(hasher, corpus_hasher))}
 
     queries: dict[str, str] = {}
     qfirst: dict[str, int] = {}
@@ -387,6 +412,11 @@ def load_dataset(name_or_path: str | Path, splits: list[str] | None = None,
                    hash=hasher.hexdigest(), answers=answers, missing_qrels_docs=missing_docs,
                    duplicate_qrels=duplicates, lexical_gaps=gaps,
                    corpus_hash=corpus_hasher.hexdigest())
+
+
+class _NoHash:
+    def update(self, data: bytes, /) -> None:
+        pass
 
 
 class _Both:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from aiblox.embedding.cache import CachedEmbedder
 from aiblox.embedding.vectors import import_vectors
-from aiblox.eval.datasets import Dataset, find_dataset
+from aiblox.eval.datasets import Dataset, corpus_file, corpus_hash, find_dataset, iter_corpus
 from aiblox.hashing import sha256_text
 from aiblox.stores import Store, open_store
 from aiblox.stores.identity import DatasetBinding, in_sync, items_digest
@@ -26,6 +26,7 @@ __all__ = [
     "dataset_binding",
     "default_store_path",
     "find_precomputed_vectors",
+    "ingest_dataset",
     "open_dataset_store",
     "prepare_store",
 ]
@@ -53,11 +54,36 @@ def default_store_path(dataset: Dataset | DatasetBinding | str | Path) -> str:
     return (STORES_DIR / f"{binding.name}-{digest}.duckdb").as_posix()
 
 
-def find_precomputed_vectors(dataset: Dataset, model_id: str) -> list[Path]:
+def find_precomputed_vectors(dataset: Dataset | DatasetBinding, model_id: str) -> list[Path]:
     """Vector files for ``dataset`` made with ``model_id``, found beside the datasets folder
     (``<datasets>/../embeddings/<name>/*.<model_id>.parquet``, as in ``../shared``)."""
-    folder = dataset.path.parent.parent / "embeddings" / dataset.name
+    path = Path(dataset.path if isinstance(dataset, Dataset) else dataset.source)
+    folder = path.parent.parent / "embeddings" / dataset.name
     return sorted(folder.glob(f"*.{model_id}.parquet")) if folder.is_dir() else []
+
+
+def ingest_dataset(store: Store, dataset: str | Path, embedder: CachedEmbedder | None,
+                   vectors: Sequence[str | Path] = (), auto_vectors: bool = True,
+                   replace: bool = False, progress: bool = True,
+                   batch_size: int = 2000) -> IngestReport:
+    """:func:`prepare_store` for a dataset named or found by path, streamed from its corpus
+    file: documents are read, written and embedded a batch at a time, so a corpus of any size
+    ingests in bounded memory (the queries and judgments are not read). When the store already
+    holds this corpus (its hash, and the embedder's vectors) nothing is parsed at all; else the
+    whole file is checked first (file, line and field of the first bad line), so bad input
+    changes nothing stored."""
+    binding = dataset_binding(dataset)
+    cpath = corpus_file(binding.source)
+    digest = corpus_hash(cpath)
+    model = embedder.model_id if embedder is not None else None
+    if in_sync(store, binding, digest, model) is not None:
+        return sync_dataset(store, binding, digest, (), embedder)  # reports up to date
+    for _ in iter_corpus(cpath, binding.name):  # refuse bad input before any write
+        pass
+    if embedder is not None:
+        _import_precomputed(store, binding, embedder, vectors, auto_vectors)
+    return sync_dataset(store, binding, digest, iter_corpus(cpath, binding.name), embedder,
+                        replace=replace, batch_size=batch_size, progress=progress)
 
 
 def prepare_store(store: Store, dataset: Dataset, embedder: CachedEmbedder | None,
@@ -74,20 +100,30 @@ def prepare_store(store: Store, dataset: Dataset, embedder: CachedEmbedder | Non
     """
     binding = dataset_binding(dataset)
     items = list(dataset.corpus.values())
-    corpus_hash = dataset.corpus_hash or items_digest({it.id: it.content_hash for it in items})
-    if embedder is not None:
-        files = [Path(v) for v in vectors]
-        if auto_vectors and not files:
-            files = find_precomputed_vectors(dataset, embedder.model_id)
-        if files and in_sync(store, binding, corpus_hash, embedder.model_id) is None:
-            needed = {sha256_text(d.embedding_text) for d in items}
-            needed |= {sha256_text(q) for q in dataset.queries.values()}
-            cached = store.get_embeddings(embedder.model_id, sorted(needed))
-            if len(cached) < len(needed):
-                for f in files:
-                    import_vectors(f, store, embedder.model_id, embedder.dim)
-    return sync_dataset(store, binding, corpus_hash, items, embedder, replace=replace,
+    digest = dataset.corpus_hash or items_digest({it.id: it.content_hash for it in items})
+    if embedder is not None and in_sync(store, binding, digest, embedder.model_id) is None:
+        texts = [d.embedding_text for d in items] + list(dataset.queries.values())
+        _import_precomputed(store, binding, embedder, vectors, auto_vectors, texts)
+    return sync_dataset(store, binding, digest, items, embedder, replace=replace,
                         batch_size=batch_size, progress=progress)
+
+
+def _import_precomputed(store: Store, binding: DatasetBinding, embedder: CachedEmbedder,
+                        vectors: Sequence[str | Path], auto_vectors: bool,
+                        texts: Sequence[str] | None = None) -> None:
+    """Import precomputed vectors (``vectors``, else those found beside the dataset when
+    ``auto_vectors``) into the embedding cache; with ``texts``, only when one is not cached."""
+    files = [Path(v) for v in vectors]
+    if auto_vectors and not files:
+        files = find_precomputed_vectors(binding, embedder.model_id)
+    if not files:
+        return
+    if texts is not None:
+        needed = sorted({sha256_text(t) for t in texts})
+        if len(store.get_embeddings(embedder.model_id, needed)) == len(needed):
+            return
+    for f in files:  # only texts not cached yet are added
+        import_vectors(f, store, embedder.model_id, embedder.dim)
 
 
 def open_dataset_store(dataset: Dataset, db: str | None = None) -> Store:

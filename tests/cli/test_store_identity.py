@@ -206,3 +206,30 @@ def test_a_killed_ingest_is_named_then_completed(tmp_path, where):
     resumed = _eval(SAMPLE, db, "hybrid")
     clean = _eval(SAMPLE, str(tmp_path / "clean.duckdb"), "hybrid")
     assert resumed["hashes"] == clean["hashes"] and resumed["metrics"] == clean["metrics"]
+
+
+def test_ingest_streams_and_bad_input_changes_nothing(tmp_path):
+    from aiblox.eval.workspace import ingest_dataset
+    from aiblox.stores import DuckDBStore
+
+    ds = _copy_sample(tmp_path / "mydata")
+    db = str(tmp_path / "s.duckdb")
+    first = _ok("ingest", str(ds), "--db", db, "--embedder", "hashing")
+    assert first["items"]["inserted"] == 40
+    with (ds / "corpus.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write('{"_id": "new1", "text": "a new document"}\n{"_id": "bad", "text": 5}\n')
+    r = _run("ingest", str(ds), "--db", db, "--embedder", "hashing")
+    assert r.exit_code == 2 and "corpus.jsonl:42" in _said(r) and "'text'" in _said(r)
+    with DuckDBStore(db) as store:  # the good line before the bad one was not written either
+        assert store.count_items() == 40 and "syncing" not in store.read_meta()
+
+    # the corpus is written a batch at a time: never more than one batch in flight
+    lines = (ds / "corpus.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (ds / "corpus.jsonl").write_text("".join(lines[:-1]), encoding="utf-8")
+    with DuckDBStore(db) as store:
+        seen: list[int] = []
+        real = store.upsert_items
+        store.upsert_items = lambda batch: (seen.append(len(batch)), real(batch))[1]
+        report = ingest_dataset(store, ds, None, progress=False, batch_size=7)
+    assert report.items.inserted == 1 and report.items.unchanged == 40
+    assert max(seen) == 7 and sum(seen) == 41
