@@ -10,7 +10,9 @@ and the field, and the cache is left unchanged.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,38 +33,91 @@ class VectorImportError(ValueError):
         self.path, self.row, self.field = str(path), row, field
 
 
-def read_vectors(path: str | Path, dim: int) -> tuple[list[str], list[str], np.ndarray]:
-    """Read and validate a vectors parquet file: ``(ids, text_hashes, matrix)``."""
+BATCH_ROWS = 65536
+"""Rows read (and written) at a time: a file of any size imports in bounded memory."""
+
+
+def _batches(path: Path) -> Iterator[Any]:
     import pyarrow.parquet as pq
 
-    path = Path(path)
     if not path.exists():
         raise VectorImportError(path, None, "file", "no such file")
-    table = pq.read_table(path)
-    missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
+    try:
+        pf = pq.ParquetFile(path)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises its own types for a bad file
+        raise VectorImportError(path, None, "file", f"not a parquet file: {exc}") from None
+    missing = [c for c in REQUIRED_COLUMNS if c not in pf.schema_arrow.names]
     if missing:
         raise VectorImportError(path, None, missing[0],
-                                f"missing column (has {table.column_names})")
-    ids = table.column("_id").to_pylist()
-    hashes = table.column("text_sha256").to_pylist()
-    vectors = table.column("vector").to_pylist()
-    matrix = np.zeros((len(ids), dim), dtype=np.float32)
-    for i, (doc_id, h, vec) in enumerate(zip(ids, hashes, vectors, strict=True)):
-        if not isinstance(doc_id, str) or not doc_id:
-            raise VectorImportError(path, i, "_id", "missing or not a string")
-        if not isinstance(h, str) or not _HEX64.match(h):
-            raise VectorImportError(path, i, "text_sha256", f"not a hex sha256: {h!r}")
-        if vec is None or len(vec) != dim:
-            got = None if vec is None else len(vec)
-            raise VectorImportError(path, i, "vector", f"dimension {got}, expected {dim}")
-        row = np.asarray(vec, dtype=np.float32)
-        if not np.all(np.isfinite(row)):
-            raise VectorImportError(path, i, "vector", "contains NaN or infinity")
-        matrix[i] = row
+                                f"missing column (has {pf.schema_arrow.names})")
+    yield from pf.iter_batches(batch_size=BATCH_ROWS, columns=list(REQUIRED_COLUMNS))
+
+
+def _checked(path: Path, batch: Any, first_row: int, dim: int
+             ) -> tuple[list[str], list[str], np.ndarray]:
+    """One record batch validated (vectorised): ``(ids, text_hashes, matrix)``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = batch.num_rows
+    ids_col, hash_col, vec_col = (batch.column(c) for c in REQUIRED_COLUMNS)
+
+    def first_bad(ok: Any) -> int:
+        return first_row + int(np.flatnonzero(~np.asarray(ok, dtype=bool))[0])
+
+    ok_ids = pc.fill_null(pc.greater(pc.utf8_length(ids_col.cast(pa.string())), 0), False)
+    if not pc.all(ok_ids).as_py():
+        raise VectorImportError(path, first_bad(ok_ids), "_id", "missing or not a string")
+    hashes = hash_col.cast(pa.string())
+    ok_hash = pc.fill_null(pc.match_substring_regex(hashes, r"^[0-9a-f]{64}$"), False)
+    if not pc.all(ok_hash).as_py():
+        bad = first_bad(ok_hash)
+        raise VectorImportError(path, bad, "text_sha256",
+                                f"not a hex sha256: {hashes[bad - first_row].as_py()!r}")
+    if vec_col.null_count:
+        raise VectorImportError(path, first_bad(pc.is_valid(vec_col)), "vector",
+                                f"dimension None, expected {dim}")
+    lengths = pc.list_value_length(vec_col)
+    ok_len = pc.equal(lengths, dim)
+    if not pc.all(ok_len).as_py():
+        bad = first_bad(ok_len)
+        raise VectorImportError(path, bad, "vector", f"dimension "
+                                f"{lengths[bad - first_row].as_py()}, expected {dim}")
+    flat = pc.list_flatten(vec_col).to_numpy(zero_copy_only=False)
+    matrix = np.asarray(flat, dtype=np.float32).reshape(n, dim)
+    finite = np.isfinite(matrix).all(axis=1)
+    if not finite.all():
+        raise VectorImportError(path, first_bad(finite), "vector", "contains NaN or infinity")
+    return ids_col.to_pylist(), hashes.to_pylist(), matrix
+
+
+def read_vectors(path: str | Path, dim: int) -> tuple[list[str], list[str], np.ndarray]:
+    """Read and validate a vectors parquet file: ``(ids, text_hashes, matrix)``."""
+    path = Path(path)
+    ids: list[str] = []
+    hashes: list[str] = []
+    parts: list[np.ndarray] = []
+    for batch in _batches(path):
+        i, h, m = _checked(path, batch, len(ids), dim)
+        ids += i
+        hashes += h
+        parts.append(m)
+    matrix = np.concatenate(parts) if parts else np.zeros((0, dim), dtype=np.float32)
     return ids, hashes, matrix
 
 
 def import_vectors(path: str | Path, cache: EmbeddingCache, model_id: str, dim: int) -> int:
-    """Validate ``path`` whole, then store its vectors under ``model_id``; returns rows new."""
-    _ids, hashes, matrix = read_vectors(path, dim)
-    return cache.put_embeddings(model_id, zip(hashes, matrix, strict=True))
+    """Validate ``path`` whole (a first pass), then store its vectors under ``model_id`` a
+    batch at a time (a second pass), so any file size imports in bounded memory; returns rows
+    new. Nothing is written when a row is bad."""
+    path = Path(path)
+    rows = 0
+    for batch in _batches(path):
+        rows += len(_checked(path, batch, rows, dim)[0])
+    new = 0
+    done = 0
+    for batch in _batches(path):
+        _ids, hashes, matrix = _checked(path, batch, done, dim)
+        done += len(hashes)
+        new += cache.put_embeddings(model_id, zip(hashes, matrix, strict=True))
+    return new

@@ -184,8 +184,11 @@ class DuckDBStore:
     # -- items ---------------------------------------------------------------------------
     def upsert_items(self, items: Iterable[ItemRecord]) -> UpsertReport:
         """Insert new items, replace changed ones, drop vectors of changed ones; one transaction."""
+        items = list(items)
         with self._lock:
-            existing = self.item_hashes()
+            existing = dict(self.con.execute(
+                "SELECT id, content_hash FROM items WHERE id IN (SELECT unnest(?::VARCHAR[]))",
+                [sorted({it.id for it in items})]).fetchall())
             rows, report = plan_upsert(items, existing)
             if not rows:
                 return report
@@ -463,10 +466,15 @@ class DuckDBStore:
         if not unique:
             return 0
         hashes = sorted(unique)
+        lengths = np.fromiter((unique[h].shape[0] for h in hashes), dtype=np.int32,
+                              count=len(hashes))
+        offsets = np.zeros(len(hashes) + 1, dtype=np.int32)
+        np.cumsum(lengths, out=offsets[1:])
+        values = np.concatenate([unique[h].ravel() for h in hashes])
         table = pa.table({
-            "model_id": [model_id] * len(hashes),
+            "model_id": pa.array([model_id] * len(hashes), type=pa.string()),
             "text_sha256": hashes,
-            "vector": pa.array([unique[h].tolist() for h in hashes], type=pa.list_(pa.float32())),
+            "vector": pa.ListArray.from_arrays(pa.array(offsets), pa.array(values)),
         })
         with self._lock:
             before = self._count("SELECT count(*) FROM embedding_cache WHERE model_id = ?",
