@@ -26,8 +26,11 @@ from aiblox.stores import DuckDBStore  # noqa: E402
 REPO = Path(__file__).resolve().parents[2]
 Q = "Who developed the probabilistic relevance framework behind BM25?"
 KEY = "sk-aiblox-test-KEY-7f3a9c1e5b2d4680"
-# every logger at DEBUG (httpx, httpcore, aiblox), then the CLI as `aiblox` runs it
+# every logger at DEBUG (httpx, httpcore, aiblox), then the CLI as `aiblox` runs it; numba's
+# compiler, which logs the tracebacks of the typings it tries while compiling a kernel (a fresh
+# numba cache), stays at WARNING
 DRIVER = ("import logging, sys; logging.basicConfig(level=logging.DEBUG); "
+          "logging.getLogger('numba').setLevel(logging.WARNING); "
           "from aiblox.cli.main import app; app(sys.argv[1:], prog_name='aiblox')")
 
 

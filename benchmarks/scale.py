@@ -1,0 +1,420 @@
+"""Retrieval at corpus scale: ingest, indexes, BM25 and kNN against bm25s and faiss, one run.
+
+A deterministic synthetic collection of ``--docs N`` documents is written in BEIR layout: each
+document a seeded choice of real sentences from the shared collections, each query a few words
+of one document (its one relevant document), and seeded vectors with the structure embeddings
+have (documents in clusters inside a low-dimensional subspace, plus a little noise; a query near
+its document), imported from parquet, so no model ever runs (the ``synthetic`` embedder raises
+if asked to embed). Then, in this one process (ingest and index builds in child processes, so
+each phase's peak memory is its own):
+
+1. ingest (``aiblox ingest``'s streamed route): seconds, documents/s, peak RSS;
+2. index builds: BM25 (bm25s's scoring), exact vectors, HNSW: seconds, peak RSS, size on disk;
+3. BM25: aiblox's index against ``bm25s`` (numba backend) on the same queries, both on every
+   core: queries/s, nDCG@10, and whether the ranked lists are equal (ties by id aside);
+4. exact kNN: aiblox against faiss ``IndexFlatIP``: queries/s, equal neighbours;
+5. HNSW: queries/s and recall@10 against exact;
+6. a whole evaluation (``evaluate_retrieval`` with ranx, bm25 and dense) against the same job
+   with bm25s / numpy and ranx.
+
+Ratios are the claim (absolute times drift on a shared machine).
+
+    python benchmarks/scale.py --docs 100000 [--queries 1000] [--workdir DIR] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import environment_line, err, print_table  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "datasets"
+SOURCES = ("scifact", "cranfield", "cisi", "medline", "vaswani", "adi")
+MODEL_ID = "synthetic-384"
+_SENT = re.compile(r"(?<=[.!?])\s+")
+_WORD = re.compile(r"[A-Za-z]{4,}")
+
+
+# -- the synthetic collection ----------------------------------------------------------------
+def _sentences() -> list[str]:
+    out: list[str] = []
+    for name in SOURCES:
+        path = SHARED / name / "corpus.jsonl"
+        if not path.exists():
+            continue
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                obj = json.loads(line)
+                text = f"{obj.get('title') or ''}. {obj.get('text') or ''}"
+                out += [s.strip() for s in _SENT.split(text) if 30 <= len(s.strip()) <= 400]
+    if not out:
+        raise SystemExit(f"no shared collections under {SHARED}")
+    return sorted(set(out))
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def write_collection(folder: Path, n_docs: int, n_queries: int, dim: int, seed: int) -> None:
+    """The BEIR folder and its vectors' parquet files (streamed: bounded memory)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "qrels").mkdir(exist_ok=True)
+    sents = _sentences()
+    rng = np.random.default_rng(seed)
+    layout = np.random.default_rng(seed + 1)
+    sub, clusters = 48, max(64, n_docs // 500)
+    basis = layout.normal(size=(sub, dim)).astype(np.float32) / np.sqrt(sub)
+    centres = layout.normal(size=(clusters, sub)).astype(np.float32) * 2.0
+    qdocs = np.sort(rng.choice(n_docs, size=min(n_queries, n_docs), replace=False))
+    qset = set(qdocs.tolist())
+    vec_type = pa.list_(pa.float32(), dim)
+    schema = pa.schema([("_id", pa.string()), ("text_sha256", pa.string()),
+                        ("vector", vec_type)])
+    writer = pq.ParquetWriter(folder / f"corpus.{MODEL_ID}.parquet", schema)
+    qrows: list[tuple[str, str, np.ndarray]] = []
+    block = 20000
+    with open(folder / "corpus.jsonl", "w", encoding="utf-8") as corpus:
+        for start in range(0, n_docs, block):
+            n = min(block, n_docs - start)
+            labels = rng.integers(0, clusters, size=n)
+            x = centres[labels] + rng.normal(scale=0.5, size=(n, sub)).astype(np.float32)
+            vecs = x @ basis + rng.normal(scale=0.02, size=(n, dim)).astype(np.float32)
+            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+            ids, hashes = [], []
+            for j in range(n):
+                i = start + j
+                k = int(rng.integers(3, 8))
+                picks = rng.integers(0, len(sents), size=k)
+                title = sents[int(picks[0])][:80]
+                text = " ".join(sents[int(p)] for p in picks[1:])
+                doc_id = f"d{i:07d}"
+                corpus.write(json.dumps({"_id": doc_id, "title": title, "text": text}) + "\n")
+                ids.append(doc_id)
+                hashes.append(_sha(f"{title} {text}".strip()))
+                if i in qset:
+                    words = _WORD.findall(text) or _WORD.findall(title) or ["document"]
+                    pick = rng.choice(len(words), size=min(5, len(words)), replace=False)
+                    q = " ".join(words[int(p)] for p in sorted(pick))
+                    qv = vecs[j] + rng.normal(scale=0.03, size=dim).astype(np.float32)
+                    qrows.append((doc_id, q, qv / np.linalg.norm(qv)))
+            flat = pa.array(vecs.astype(np.float32).ravel())
+            writer.write_table(pa.table({"_id": ids, "text_sha256": hashes,
+                                         "vector": pa.FixedSizeListArray.from_arrays(flat,
+                                                                                     dim)},
+                                        schema=schema))
+    writer.close()
+    with open(folder / "queries.jsonl", "w", encoding="utf-8") as qf, \
+            open(folder / "qrels" / "test.tsv", "w", encoding="utf-8") as qr:
+        qr.write("query-id\tcorpus-id\tscore\n")
+        for n, (doc_id, q, _) in enumerate(qrows):
+            qf.write(json.dumps({"_id": f"q{n:06d}", "text": q}) + "\n")
+            qr.write(f"q{n:06d}\t{doc_id}\t1\n")
+    qv = np.stack([v for _, _, v in qrows]).astype(np.float32)
+    pq.write_table(pa.table({"_id": [f"q{n:06d}" for n in range(len(qrows))],
+                             "text_sha256": [_sha(q) for _, q, _ in qrows],
+                             "vector": pa.FixedSizeListArray.from_arrays(pa.array(qv.ravel()),
+                                                                         dim)}, schema=schema),
+                   folder / f"queries.{MODEL_ID}.parquet")
+    emb = folder.parent.parent / "embeddings" / folder.name  # as ../shared/embeddings
+    emb.mkdir(parents=True, exist_ok=True)
+    for f in (f"corpus.{MODEL_ID}.parquet", f"queries.{MODEL_ID}.parquet"):
+        shutil.move(str(folder / f), emb / f)
+
+
+class SyntheticEmbedder:
+    """The benchmark's model id; every vector comes from the embedding cache."""
+
+    model_id = MODEL_ID
+
+    def __init__(self, dim: int = 384) -> None:
+        self.dim = dim
+
+    def embed(self, texts: Any) -> np.ndarray:
+        raise RuntimeError(f"{len(texts)} texts missing from the embedding cache: the "
+                           "benchmark must never run a model")
+
+
+def register() -> None:
+    from aiblox.embedding import register_embedder
+
+    register_embedder("synthetic", SyntheticEmbedder)
+
+
+# -- child phases (their own peak memory) ------------------------------------------------------
+CHILD = r"""
+import json, resource, sys, time
+sys.path.insert(0, sys.argv[1])
+import scale
+scale.register()
+from aiblox.embedding import CachedEmbedder, get_embedder
+from aiblox.stores import DuckDBStore
+phase, ds, db = sys.argv[2], sys.argv[3], sys.argv[4]
+t0 = time.perf_counter()
+store = DuckDBStore(db)
+out = {}
+if phase == "ingest":
+    from aiblox.eval.workspace import ingest_dataset
+    emb = CachedEmbedder(get_embedder("synthetic"), store)
+    r = ingest_dataset(store, ds, emb, progress=False, batch_size=5000)
+    out = {"items": r.items.inserted, "vectors": r.vectors_written,
+           "misses": r.embedding_cache_misses}
+else:
+    from aiblox.contracts import FtsConfig, VectorConfig
+    from aiblox.indexes import StoreIndexes
+    ix = StoreIndexes(store)
+    if phase == "bm25":
+        out = {"docs": ix.lexical(FtsConfig()).n_docs}
+    else:
+        out = {"n": ix.vectors("synthetic-384", VectorConfig(index=phase, hnsw_m=32,
+                                                             ef_construction=100)).n}
+store.close()
+out["seconds"] = time.perf_counter() - t0
+out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps(out))
+"""
+
+
+def child(phase: str, ds: Path, db: Path) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get(
+        "PYTHONPATH", "")]), "AIBLOX_NO_PROGRESS": "1"}
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(Path(__file__).parent), phase,
+                           str(ds), str(db)], capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        raise SystemExit(f"{phase} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def folder_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+# -- comparisons --------------------------------------------------------------------------------
+def ndcg10(qrels: dict[str, dict[str, int]], run: dict[str, list[tuple[str, float]]]) -> float:
+    from aiblox.eval.metrics import evaluate_run
+
+    return evaluate_run(qrels, run, ["ndcg@10"])[0]["ndcg@10"]
+
+
+def same_lists(a: list[list[tuple[str, float]]], b: list[list[tuple[str, float]]],
+               k: int = 10) -> float:
+    """Share of queries whose top ``k`` documents are the same set with the same scores."""
+    same = 0
+    for x, y in zip(a, b, strict=True):
+        same += {(d, round(s, 4)) for d, s in x[:k]} == {(d, round(s, 4)) for d, s in y[:k]}
+    return same / max(1, len(a))
+
+
+def timed(fn: Any, repeat: int = 3) -> tuple[Any, float]:
+    best, out = float("inf"), None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return out, best
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--docs", type=int, default=100_000)
+    ap.add_argument("--queries", type=int, default=1000)
+    ap.add_argument("--dim", type=int, default=384)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workdir", default=".aiblox/bench/scale")
+    ap.add_argument("--keep", action="store_true", help="reuse the collection if present")
+    ap.add_argument("--markdown", action="store_true")
+    args = ap.parse_args(argv)
+    register()
+    import bm25s
+    import faiss
+    import Stemmer
+
+    from aiblox.contracts import FtsConfig, RetrievalPrefs, VectorConfig
+    from aiblox.embedding import CachedEmbedder, get_embedder
+    from aiblox.eval.datasets import load_dataset
+    from aiblox.eval.runner import evaluate_retrieval
+    from aiblox.indexes import StoreIndexes
+    from aiblox.retrieval import HybridRetriever
+    from aiblox.stores import DuckDBStore
+
+    work = Path(args.workdir) / f"n{args.docs}"
+    ds_dir = work / "datasets" / f"synthetic{args.docs}"
+    db = work / "store.duckdb"
+    t_all = time.perf_counter()
+    if not (args.keep and (ds_dir / "corpus.jsonl").exists()):
+        shutil.rmtree(work, ignore_errors=True)
+        err.print(f"writing {args.docs:,} documents ...")
+        t0 = time.perf_counter()
+        write_collection(ds_dir, args.docs, args.queries, args.dim, args.seed)
+        err.print(f"  {time.perf_counter() - t0:.0f} s")
+    for p in (db, Path(f"{db}.wal")):
+        p.unlink(missing_ok=True)
+    shutil.rmtree(f"{db}.indexes", ignore_errors=True)
+
+    err.print("ingest ...")
+    ing = child("ingest", ds_dir, db)
+    if ing["misses"]:
+        raise SystemExit("texts were embedded live: the vectors files do not cover the corpus")
+    err.print(f"  {ing}")
+    builds = {}
+    for phase in ("bm25", "exact", "hnsw"):
+        err.print(f"index {phase} ...")
+        builds[phase] = child(phase, ds_dir, db)
+        err.print(f"  {builds[phase]}")
+    store_mib = sum(p.stat().st_size for p in work.glob("store.duckdb*") if p.is_file()) / 2**20
+    index_mib = {k: 0.0 for k in builds}
+    for folder in Path(f"{db}.indexes").iterdir():
+        kind = json.loads((folder / "manifest.json").read_text())["spec"]
+        key = "bm25" if kind["kind"] == "bm25" else kind["index"]
+        index_mib[key] = folder_size(folder) / 2**20
+
+    ds = load_dataset(ds_dir, splits=["test"])
+    qids = sorted(ds.qrels["test"])
+    qtexts = [ds.queries[q] for q in qids]
+    qrels = ds.qrels["test"]
+    threads = len(os.sched_getaffinity(0))
+    store = DuckDBStore(db, read_only=False)
+    ix = StoreIndexes(store)
+    emb = CachedEmbedder(get_embedder("synthetic"), store)
+    qvecs = emb.embed(qtexts)
+    lex = ix.lexical(FtsConfig())
+    exact = ix.vectors(MODEL_ID, VectorConfig(index="exact"))
+    hnsw = ix.vectors(MODEL_ID, VectorConfig(index="hnsw", hnsw_m=32, ef_construction=100))
+
+    # BM25: aiblox vs bm25s on the same texts (bm25s indexes the corpus itself, timed apart)
+    err.print("bm25s index ...")
+    stemmer = Stemmer.Stemmer("english")
+    texts = [f"{d.title} {d.text}".strip() for d in sorted(ds.corpus.values(),
+                                                             key=lambda d: d.id)]
+    doc_ids = sorted(ds.corpus)
+    t0 = time.perf_counter()
+    ref = bm25s.BM25(k1=1.2, b=0.75, backend="numba")
+    ref.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False),
+              show_progress=False)
+    bm25s_index_s = time.perf_counter() - t0
+    del texts
+    ours_bm25, ours_bm25_s = timed(lambda: lex.search(qtexts, 100))
+    q_tok = bm25s.tokenize(qtexts, stopwords="en", stemmer=stemmer, show_progress=False)
+    ref.retrieve(q_tok, k=100, n_threads=threads, show_progress=False)  # compile
+    (ref_docs, ref_scores), bm25s_s = timed(lambda: ref.retrieve(
+        bm25s.tokenize(qtexts, stopwords="en", stemmer=stemmer, show_progress=False), k=100,
+        n_threads=threads, show_progress=False))
+    ref_bm25 = [[(doc_ids[int(d)], float(s)) for d, s in zip(docs, scores, strict=True)
+                 if s > 0] for docs, scores in zip(ref_docs, ref_scores, strict=True)]
+
+    # kNN: aiblox exact vs faiss flat; HNSW vs exact
+    vecs = np.asarray(exact.vectors)
+    flat = faiss.IndexFlatIP(vecs.shape[1])
+    flat.add(vecs)
+    faiss.omp_set_num_threads(threads)
+    _, faiss_s = timed(lambda: flat.search(qvecs, 100))
+    fd, fi = flat.search(qvecs, 100)
+    faiss_run = [[(exact.ids[int(i)], float(d)) for d, i in zip(drow, irow, strict=True)]
+                 for drow, irow in zip(fd, fi, strict=True)]
+    ours_exact, exact_s = timed(lambda: exact.search(qvecs, 100))
+    ours_hnsw, hnsw_s = timed(lambda: hnsw.search(qvecs, 100))
+    recall = float(np.mean([len({d for d, _ in a[:10]} & {d for d, _ in b[:10]}) / 10
+                            for a, b in zip(ours_hnsw, ours_exact, strict=True)]))
+
+    # whole evaluations: aiblox (store, indexes, ranx) vs bm25s / numpy + ranx
+    retriever = HybridRetriever(store, emb)
+    ev = {}
+    for mode in ("bm25", "dense"):
+        prefs = RetrievalPrefs(query_text="", mode=mode, top_k_items=100,
+                               vector={"index": "exact"})  # type: ignore[arg-type]
+        ev[mode] = timed(lambda p=prefs: evaluate_retrieval(retriever, ds, "test", p,
+                                                           metrics=["ndcg@10"],
+                                                           progress=False), repeat=2)
+
+    def bm25s_job() -> float:
+        docs, scores = ref.retrieve(bm25s.tokenize(qtexts, stopwords="en", stemmer=stemmer,
+                                                   show_progress=False), k=100,
+                                    n_threads=threads, show_progress=False)
+        run = {q: [(doc_ids[int(d)], float(s)) for d, s in zip(dr, sr, strict=True)]
+               for q, dr, sr in zip(qids, docs, scores, strict=True)}
+        return ndcg10(qrels, run)
+
+    def numpy_job() -> float:
+        sims = qvecs @ vecs.T
+        top = np.argpartition(-sims, 100, axis=1)[:, :100]
+        run = {}
+        for q, row, cand in zip(qids, sims, top, strict=True):
+            order = cand[np.argsort(-row[cand])]
+            run[q] = [(exact.ids[int(i)], float(row[i])) for i in order]
+        return ndcg10(qrels, run)
+
+    (ref_bm25_ndcg, bm25s_job_s) = timed(bm25s_job, repeat=2)
+    (np_ndcg, numpy_job_s) = timed(numpy_job, repeat=2)
+    store.close()
+
+    nq = len(qids)
+
+    def ndcg_of(lists: list[list[tuple[str, float]]]) -> float:
+        return ndcg10(qrels, dict(zip(qids, lists, strict=True)))
+
+    n = args.docs
+    rows = [
+        ["ingest (stream, batches of 5,000)", f"{ing['seconds']:.0f} s",
+         f"{n / ing['seconds']:,.0f} docs/s", f"{ing['peak_rss_mib']:,.0f} MiB", "", ""],
+        ["store on disk", f"{store_mib:,.0f} MiB", "", "", "", ""],
+    ]
+    for phase, label in (("bm25", "BM25 index build"), ("exact", "exact vector index build"),
+                         ("hnsw", "HNSW index build (M 32, efC 100)")):
+        b = builds[phase]
+        rows.append([label, f"{b['seconds']:.0f} s", f"{index_mib[phase]:,.0f} MiB on disk",
+                     f"{b['peak_rss_mib']:,.0f} MiB", "", ""])
+    rows += [
+        ["bm25s index (tokenize + index, in process)", f"{bm25s_index_s:.0f} s", "", "", "",
+         "baseline"],
+        ["BM25 query, aiblox index", f"{nq / ours_bm25_s:,.0f} q/s",
+         f"{(nq / ours_bm25_s) / (nq / bm25s_s):.2f}x bm25s", "",
+         f"{ndcg_of(ours_bm25):.4f}",
+         f"top-10 equal to bm25s: {same_lists(ours_bm25, ref_bm25):.1%}"],
+        ["BM25 query, bm25s (numba)", f"{nq / bm25s_s:,.0f} q/s", "baseline", "",
+         f"{ndcg_of(ref_bm25):.4f}", ""],
+        ["exact kNN, aiblox", f"{nq / exact_s:,.0f} q/s",
+         f"{faiss_s / exact_s:.2f}x faiss flat", "", f"{ndcg_of(ours_exact):.4f}",
+         f"top-10 equal to faiss: {same_lists(ours_exact, faiss_run):.1%}"],
+        ["exact kNN, faiss IndexFlatIP", f"{nq / faiss_s:,.0f} q/s", "baseline", "",
+         f"{ndcg_of(faiss_run):.4f}", ""],
+        ["HNSW, aiblox (faiss, efSearch 200)", f"{nq / hnsw_s:,.0f} q/s",
+         f"{exact_s / hnsw_s:.1f}x exact", "", f"{ndcg_of(ours_hnsw):.4f}",
+         f"recall@10 vs exact {recall:.4f}"],
+        ["aiblox eval, bm25 (retrieve + ranx)", f"{ev['bm25'][1]:.2f} s",
+         f"{ev['bm25'][1] / bm25s_job_s:.2f}x bm25s + ranx", "",
+         f"{ev['bm25'][0].metrics['ndcg@10']:.4f}", f"bm25s + ranx {ref_bm25_ndcg:.4f}"],
+        ["aiblox eval, dense (retrieve + ranx)", f"{ev['dense'][1]:.2f} s",
+         f"{ev['dense'][1] / numpy_job_s:.2f}x numpy + ranx", "",
+         f"{ev['dense'][0].metrics['ndcg@10']:.4f}", f"numpy + ranx {np_ndcg:.4f}"],
+    ]
+    print_table(f"Retrieval at scale: {n:,} documents, {nq:,} queries",
+                ["what", "time or rate", "against the baseline", "peak RSS", "nDCG@10",
+                 "check"], rows, args.markdown,
+                right=("time or rate", "peak RSS", "nDCG@10"),
+                notes=[f"Measured {environment_line()}; {threads} threads for every engine; "
+                       f"{time.perf_counter() - t_all:.0f} s in all.",
+                       "Synthetic collection (benchmarks/scale.py): real sentences from the "
+                       "shared collections, queries of five words of one document, seeded "
+                       f"clustered {args.dim}-d vectors imported from parquet (no model runs)."])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
