@@ -1,0 +1,87 @@
+"""``benchmarks/scale.py`` at a small size, as a correctness test (no timings): on its synthetic
+collection the BM25 index returns bm25s's lists, exact kNN faiss flat's, and HNSW finds the
+exact neighbours."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _equal_up_to_ties(ours, theirs, k=10, tol=1e-5):
+    """The same scores (within float32 rounding, ``tol``) and the same documents, except that
+    documents whose scores tie with the cut-off's may differ (either is a correct top ``k``)."""
+    a, b = ours[:k], theirs[:k]
+    if len(a) != len(b) or not np.allclose([s for _, s in a], [s for _, s in b], atol=tol):
+        return False
+    floor = a[-1][1] if a else 0.0
+    return {d for d, s in a if s > floor + tol} == {d for d, s in b if s > floor + tol}
+
+
+@pytest.fixture(scope="module")
+def collection(tmp_path_factory):
+    sys.path.insert(0, str(BENCH))
+    import scale
+
+    root = tmp_path_factory.mktemp("scale")
+    folder = root / "datasets" / "synthetic"
+    scale.write_collection(folder, n_docs=2000, n_queries=150, dim=64, seed=3)
+    scale.register()
+    return scale, folder
+
+
+def test_the_small_scale_run_ranks_like_the_reference_tools(collection, tmp_path):
+    import bm25s
+    import faiss
+    import Stemmer
+
+    from aiblox.contracts import FtsConfig, VectorConfig
+    from aiblox.embedding import CachedEmbedder, get_embedder
+    from aiblox.eval.datasets import load_dataset
+    from aiblox.eval.workspace import ingest_dataset
+    from aiblox.indexes import StoreIndexes
+    from aiblox.stores import DuckDBStore
+
+    scale, folder = collection
+    with DuckDBStore(tmp_path / "s.duckdb", dim=64) as store:
+        emb = CachedEmbedder(get_embedder("synthetic", dim=64), store)
+        report = ingest_dataset(store, folder, emb, progress=False, batch_size=300)
+        assert report.items.inserted == 2000 and report.embedding_cache_misses == 0
+        ds = load_dataset(folder, splits=["test"])
+        qids = sorted(ds.qrels["test"])
+        texts = [ds.queries[q] for q in qids]
+        ix = StoreIndexes(store)
+        ours = ix.lexical(FtsConfig()).search(texts, 50)
+        exact = ix.vectors(scale.MODEL_ID, VectorConfig(index="exact"))
+        qvecs = emb.embed(texts)
+        ours_knn = exact.search(qvecs, 50)
+        hnsw = ix.vectors(scale.MODEL_ID, VectorConfig(index="hnsw", hnsw_m=16,
+                                                       ef_construction=100))
+        approx = hnsw.search(qvecs, 10)
+
+    ids = sorted(ds.corpus)
+    stemmer = Stemmer.Stemmer("english")
+    ref = bm25s.BM25(k1=1.2, b=0.75)
+    ref.index(bm25s.tokenize([f"{ds.corpus[i].title} {ds.corpus[i].text}".strip() for i in ids],
+                             stopwords="en", stemmer=stemmer, show_progress=False),
+              show_progress=False)
+    docs, scores = ref.retrieve(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer,
+                                               show_progress=False), k=50, show_progress=False)
+    theirs = [[(ids[int(d)], float(s)) for d, s in zip(dr, sr, strict=True) if s > 0]
+              for dr, sr in zip(docs, scores, strict=True)]
+    assert all(_equal_up_to_ties(a, b) for a, b in zip(ours, theirs, strict=True))
+
+    flat = faiss.IndexFlatIP(64)
+    flat.add(np.array(exact.vectors))  # a plain array: faiss misreads a memmap
+    fd, fi = flat.search(qvecs, 50)
+    faiss_run = [[(exact.ids[int(i)], float(d)) for d, i in zip(dr, ir, strict=True)]
+                 for dr, ir in zip(fd, fi, strict=True)]
+    assert all(_equal_up_to_ties(a, b) for a, b in zip(ours_knn, faiss_run, strict=True))
+    recall = np.mean([len({d for d, _ in a} & {d for d, _ in b[:10]}) / 10
+                      for a, b in zip(approx, ours_knn, strict=True)])
+    assert recall >= 0.95, recall
