@@ -7,8 +7,10 @@ ids, scores, order). Both are canonical-JSON sha256, so they are identical in an
 
 from __future__ import annotations
 
+import gc
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -18,13 +20,14 @@ from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.eval.datasets import Dataset
 from aiblox.eval.metrics import DEFAULT_METRICS, evaluate_run
 from aiblox.fusion.types import RankedList
-from aiblox.hashing import sha256_hex
+from aiblox.hashing import canonical_plain_json, sha256_hex, sha256_text
 from aiblox.retrieval.retriever import HybridRetriever
 
 __all__ = [
     "EvalResult",
     "config_hash",
     "evaluate_retrieval",
+    "paused_gc",
     "run_hash",
 ]
 
@@ -67,8 +70,23 @@ def config_hash(prefs: RetrievalPrefs, embedder_id: str | None, backend: str) ->
 
 
 def run_hash(run: dict[str, RankedList]) -> str:
-    """Hash of a ranked run: query ids, document ids, scores and order."""
-    return sha256_hex({q: [[d, s] for d, s in hits] for q, hits in sorted(run.items())})
+    """Hash of a ranked run: query ids, document ids, scores and order (the canonical JSON of
+    ``{qid: [[doc, score], ...]}``)."""
+    return sha256_text(canonical_plain_json(dict(sorted(run.items()))))  # tuples: arrays
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause CPython's cyclic garbage collector for a block that allocates millions of small
+    objects (ranked lists, hits) freed by reference counting: the collector would rescan every
+    live object (a loaded corpus, cached signals) again and again, for nothing."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def evaluate_retrieval(retriever: HybridRetriever, dataset: Dataset, split: str,
@@ -80,20 +98,21 @@ def evaluate_retrieval(retriever: HybridRetriever, dataset: Dataset, split: str,
     run: dict[str, RankedList] = {}
     bar = tqdm(total=len(queries), desc=f"{prefs.mode} {dataset.name}/{split}", unit="q",
                disable=not progress)
-    for start in range(0, len(queries), batch_size):
-        batch = queries[start:start + batch_size]
-        group = [prefs.model_copy(update={"query_text": text, "query_id": qid})
-                 for qid, text in batch]
-        signals = retriever.signals(group)
-        hits = retriever.fuse(group, signals)
-        for (qid, _), hs in zip(batch, hits, strict=True):
-            run[qid] = [(h.doc_id, h.score) for h in hs]
-        bar.update(len(batch))
-    bar.close()
-    retrieve_s = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    means, per_query = evaluate_run(dataset.qrels[split], run, metrics)
-    score_s = time.perf_counter() - t1
+    with paused_gc():
+        for start in range(0, len(queries), batch_size):
+            batch = queries[start:start + batch_size]
+            group = [prefs.model_copy(update={"query_text": text, "query_id": qid})
+                     for qid, text in batch]
+            signals = retriever.signals(group)
+            hits = retriever.fuse(group, signals)
+            for (qid, _), hs in zip(batch, hits, strict=True):
+                run[qid] = [(h.doc_id, h.score) for h in hs]
+            bar.update(len(batch))
+        bar.close()
+        retrieve_s = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        means, per_query = evaluate_run(dataset.qrels[split], run, metrics)
+        score_s = time.perf_counter() - t1
     chash, config = config_hash(prefs, getattr(retriever.embedder, "model_id", None),
                                 retriever.store.kind)
     return EvalResult(

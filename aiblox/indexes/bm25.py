@@ -21,6 +21,7 @@ Differences from bm25s, all deliberate:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
@@ -33,7 +34,7 @@ from aiblox.contracts.retrieval import FtsConfig
 from aiblox.fusion.types import RankedList
 from aiblox.text.analysis import Analyzer
 
-__all__ = ["BM25_VERSION", "BM25Index", "idf", "term_frequency_component"]
+__all__ = ["BM25_VERSION", "BM25Index", "idf", "ranked_lists", "term_frequency_component"]
 
 BM25_VERSION = "1"
 """Version of the index layout and scoring; part of the index key."""
@@ -75,6 +76,14 @@ def term_frequency_component(method: str, tf: Any, doc_len: Any, avg_len: Any,
     raise ValueError(f"unknown BM25 method {method!r}")
 
 
+def ranked_lists(ids: np.ndarray, pos: np.ndarray, scores: np.ndarray, counts: np.ndarray
+                 ) -> list[RankedList]:
+    """Rows of positions and float32 scores (``counts[i]`` used in row ``i``) as ranked lists
+    ``[(item id, score), ...]``."""
+    return [list(zip(ids[pos[i, :n]].tolist(), scores[i, :n].tolist(), strict=True))
+            for i, n in enumerate(counts.tolist())]
+
+
 def _item_text(fields: Sequence[str]) -> Callable[[Any], str]:
     if tuple(fields) == ("title", "text"):
         return lambda it: f"{it.title or ''} {it.text or ''}".strip()
@@ -101,6 +110,11 @@ class BM25Index:
     @property
     def n_docs(self) -> int:
         return len(self.ids)
+
+    @functools.cached_property
+    def id_array(self) -> np.ndarray:
+        """:attr:`ids` as a numpy object array (to turn positions into ids at C speed)."""
+        return np.array(self.ids, dtype=object)
 
     # -- build -------------------------------------------------------------------------------
     @classmethod
@@ -250,13 +264,7 @@ class BM25Index:
             pos, scores, counts = bm25_top_k(
                 self.data, self.indices, self.indptr, flat, offsets, extra, mask,
                 self.n_docs, int(k))
-        ids = self.ids
-        out: list[RankedList] = []
-        for i in range(len(queries)):
-            n = int(counts[i])
-            out.append([(ids[p], float(s)) for p, s in zip(pos[i, :n].tolist(),
-                                                           scores[i, :n].tolist(), strict=True)])
-        return out
+        return ranked_lists(self.id_array, pos, scores, counts)
 
     def scores(self, query: str) -> np.ndarray:
         """Every document's score for ``query`` (float32; the reference the kernel is held

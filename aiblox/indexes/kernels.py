@@ -2,8 +2,8 @@
 
 - :func:`bm25_top_k`: a query's BM25 scores as the float32 sum of its terms' score columns, in
   query order (bm25s's arithmetic), then the top ``k`` among the documents that hold a term.
-- :func:`top_k_rows`: the running top ``k`` of each row of a block of similarity scores (exact
-  kNN: a float32 matrix product per block of documents, then this).
+- :func:`top_k_rows`: each query's running top ``k`` over blocks of similarity scores (exact
+  kNN: a float32 matrix product per block of documents, then this), kept as a heap.
 - :func:`rescore`: the final similarity of each candidate, in float64 and in a fixed order, so a
   query's scores do not depend on the batch it came in.
 
@@ -27,35 +27,69 @@ __all__ = ["bm25_top_k", "compiled_threads", "rescore", "top_k_rows"]
 
 
 @njit(cache=True, inline="always")
+def _worse(s1: float, p1: int, s2: float, p2: int) -> bool:  # pragma: no cover - compiled
+    """``(s1, p1)`` ranks below ``(s2, p2)``: a lower score, or the same and a higher position."""
+    return s1 < s2 or (s1 == s2 and p1 > p2)
+
+
+@njit(cache=True, inline="always")
+def _offer(hs: np.ndarray, hp: np.ndarray, n: int, s: float, p: int
+           ) -> int:  # pragma: no cover - compiled
+    """Offer ``(s, p)`` to a heap of the best ``len(hs)`` seen (its root the worst of them;
+    ``n`` entries used); returns the new ``n``. Most offers cost one comparison."""
+    kk = hs.shape[0]
+    if n < kk:  # fill, sifting the new entry up
+        j = n
+        hs[j] = s
+        hp[j] = p
+        while j > 0:
+            parent = (j - 1) // 2
+            if not _worse(hs[j], hp[j], hs[parent], hp[parent]):
+                break
+            hs[j], hs[parent] = hs[parent], hs[j]
+            hp[j], hp[parent] = hp[parent], hp[j]
+            j = parent
+        return n + 1
+    if kk and _worse(hs[0], hp[0], s, p):  # better than the worst kept: replace it
+        hs[0] = s
+        hp[0] = p
+        j = 0
+        while True:
+            c = 2 * j + 1
+            if c >= n:
+                break
+            if c + 1 < n and _worse(hs[c + 1], hp[c + 1], hs[c], hp[c]):
+                c += 1
+            if not _worse(hs[c], hp[c], hs[j], hp[j]):
+                break
+            hs[j], hs[c] = hs[c], hs[j]
+            hp[j], hp[c] = hp[c], hp[j]
+            j = c
+    return n
+
+
+@njit(cache=True, inline="always")
+def _sorted(hs: np.ndarray, hp: np.ndarray, n: int
+            ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """The ``n`` entries of a heap ordered by score desc, then position asc."""
+    by_pos = np.argsort(hp[:n], kind="mergesort")
+    pos = hp[:n][by_pos]
+    score = hs[:n][by_pos]
+    order = np.argsort(-score, kind="mergesort")  # stable: ties stay in position order
+    return pos[order], score[order]
+
+
+@njit(cache=True)
 def _select(cand_pos: np.ndarray, cand_score: np.ndarray, k: int
             ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
     """The top ``k`` of candidates (positions distinct, any order): score desc, position asc."""
-    m = cand_pos.shape[0]
-    if m > k:
-        kth = -np.partition(-cand_score, k - 1)[k - 1]
-        keep = np.empty(m, dtype=np.int64)
-        n = 0
-        for i in range(m):
-            if cand_score[i] > kth:
-                keep[n] = i
-                n += 1
-        ties = np.empty(m, dtype=np.int64)
-        t = 0
-        for i in range(m):
-            if cand_score[i] == kth:
-                ties[t] = i
-                t += 1
-        tie_order = np.argsort(cand_pos[ties[:t]], kind="mergesort")
-        for j in range(k - n):
-            keep[n + j] = ties[tie_order[j]]
-        sel = keep[:k]
-        cand_pos = cand_pos[sel]
-        cand_score = cand_score[sel]
-    by_pos = np.argsort(cand_pos, kind="mergesort")
-    pos = cand_pos[by_pos]
-    score = cand_score[by_pos]
-    order = np.argsort(-score, kind="mergesort")  # stable: ties stay in position order
-    return pos[order], score[order]
+    kk = min(k, cand_pos.shape[0])
+    hs = np.empty(kk, dtype=cand_score.dtype)
+    hp = np.empty(kk, dtype=np.int64)
+    n = 0
+    for i in range(cand_pos.shape[0]):
+        n = _offer(hs, hp, n, cand_score[i], cand_pos[i])
+    return _sorted(hs, hp, n)
 
 
 @njit(cache=True, parallel=True)
@@ -64,7 +98,12 @@ def bm25_top_k(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, flat: 
                k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
     """Per query ``flat[offsets[q]:offsets[q+1]]`` (term columns): positions, scores (float32)
     and counts of its top ``k`` documents among those holding a query term and ``allowed``;
-    ``extra[q]`` is added to every score (bm25l/bm25+'s non-occurrence sum)."""
+    ``extra[q]`` is added to every score (bm25l/bm25+'s non-occurrence sum).
+
+    Two passes over the query's postings: the first sums the columns into a score per
+    document, the second offers each document once to a heap of the best ``k`` (a document is
+    marked taken by setting its score to -inf), so the cost follows the postings read, not
+    the collection's size."""
     nq = offsets.shape[0] - 1
     out_pos = np.zeros((nq, k), dtype=np.int64)
     out_score = np.zeros((nq, k), dtype=np.float32)
@@ -73,30 +112,24 @@ def bm25_top_k(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, flat: 
         a, b = offsets[q], offsets[q + 1]
         if a == b:
             continue
-        bound = 0
+        scores = np.zeros(n_docs, dtype=np.float32)
         for i in range(a, b):
             t = flat[i]
-            bound += indptr[t + 1] - indptr[t]
-        scores = np.zeros(n_docs, dtype=np.float32)
-        seen = np.zeros(n_docs, dtype=np.bool_)
-        cand = np.empty(bound, dtype=np.int64)
-        m = 0
+            for j in range(indptr[t], indptr[t + 1]):
+                scores[indices[j]] += data[j]
+        hs = np.empty(k, dtype=np.float32)
+        hp = np.empty(k, dtype=np.int64)
+        n = 0
         for i in range(a, b):
             t = flat[i]
             for j in range(indptr[t], indptr[t + 1]):
                 d = indices[j]
-                scores[d] += data[j]
-                if not seen[d]:
-                    seen[d] = True
+                s = scores[d]
+                if s != -np.inf:
+                    scores[d] = -np.inf
                     if allowed[d]:
-                        cand[m] = d
-                        m += 1
-        cand_pos = cand[:m]
-        cand_score = np.empty(m, dtype=np.float32)
-        for i in range(m):
-            cand_score[i] = scores[cand_pos[i]] + extra[q]
-        pos, score = _select(cand_pos, cand_score, k)
-        n = pos.shape[0]
+                        n = _offer(hs, hp, n, s + extra[q], d)
+        pos, score = _sorted(hs, hp, n)
         counts[q] = n
         out_pos[q, :n] = pos
         out_score[q, :n] = score
@@ -104,44 +137,34 @@ def bm25_top_k(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, flat: 
 
 
 @njit(cache=True, parallel=True)
-def top_k_rows(block: np.ndarray, first: int, allowed: np.ndarray, k: int,
-               best_pos: np.ndarray, best_score: np.ndarray,
-               counts: np.ndarray) -> None:  # pragma: no cover - compiled
-    """Merge the rows of ``block`` (queries x documents ``first ..``; float32 scores, NaN
-    skipped) into each query's running top ``k`` (``best_pos``/``best_score``/``counts``, in
-    place), keeping documents whose ``allowed`` entry is True."""
+def top_k_rows(block: np.ndarray, first: int, allowed: np.ndarray, heap_score: np.ndarray,
+               heap_pos: np.ndarray, counts: np.ndarray) -> None:  # pragma: no cover
+    """Offer every entry of ``block`` (queries x documents ``first ..``; float32 scores, NaN
+    skipped, documents whose ``allowed`` entry is False skipped) to each query's heap of its
+    best ``k`` so far (``heap_score``/``heap_pos`` rows of width ``k``, ``counts`` entries
+    used; updated in place, in heap order: sort them at the end)."""
     nq, nb = block.shape
     for q in prange(nq):
-        c = counts[q]
-        cand_pos = np.empty(c + nb, dtype=np.int64)
-        cand_score = np.empty(c + nb, dtype=np.float32)
-        for i in range(c):
-            cand_pos[i] = best_pos[q, i]
-            cand_score[i] = best_score[q, i]
-        m = c
+        hs = heap_score[q]
+        hp = heap_pos[q]
+        n = counts[q]
         row = block[q]
-        # a document can enter only if it beats the current k-th score (or fills the list)
-        floor = best_score[q, c - 1] if c == k else -np.inf
         for j in range(nb):
             s = row[j]
-            if s >= floor and allowed[first + j] and not np.isnan(s):
-                cand_pos[m] = first + j
-                cand_score[m] = s
-                m += 1
-        pos, score = _select(cand_pos[:m], cand_score[:m], k)
-        n = pos.shape[0]
+            if allowed[first + j] and not np.isnan(s):
+                n = _offer(hs, hp, n, s, first + j)
         counts[q] = n
-        best_pos[q, :n] = pos
-        best_score[q, :n] = score
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, fastmath={"reassoc", "contract"})
 def rescore(queries: np.ndarray, vectors: np.ndarray, pos: np.ndarray, counts: np.ndarray,
             l2: bool) -> np.ndarray:  # pragma: no cover - compiled
-    """Each candidate's similarity to its query, summed in float64 in dimension order and
-    rounded to float32 once: the same bits whatever the batch (BLAS's float32 products are not:
-    a matrix-vector and a matrix-matrix product round differently). Inner product, or with
-    ``l2`` the negated Euclidean distance."""
+    """Each candidate's similarity to its query, summed in float64 and rounded to float32 once:
+    the same bits whatever the batch, since this one compiled loop computes every candidate
+    (BLAS's float32 products are not: a matrix-vector and a matrix-matrix product round
+    differently). The float64 sum may be reassociated for SIMD, always the same way; its
+    rounding to float32 equals a numpy float64 reference's. Inner product, or with ``l2`` the
+    negated Euclidean distance."""
     nq, width = pos.shape
     dim = queries.shape[1]
     out = np.zeros((nq, width), dtype=np.float32)

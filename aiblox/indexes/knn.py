@@ -14,6 +14,7 @@ product), ``ip`` (inner product) and ``l2`` (negated Euclidean distance).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +24,7 @@ import numpy as np
 
 from aiblox.contracts.retrieval import HNSW_FROM_VECTORS, VectorConfig
 from aiblox.fusion.types import RankedList
+from aiblox.indexes.bm25 import ranked_lists
 
 __all__ = ["KNN_VERSION", "VectorIndex", "effective_kind", "exact_reference"]
 
@@ -90,6 +92,11 @@ class VectorIndex:
     def n(self) -> int:
         return len(self.ids)
 
+    @functools.cached_property
+    def id_array(self) -> np.ndarray:
+        """:attr:`ids` as a numpy object array (positions to ids at C speed)."""
+        return np.array(self.ids, dtype=object)
+
     @classmethod
     def build(cls, ids: list[str], vectors: np.ndarray, cfg: VectorConfig,
               threads: int | None = None) -> VectorIndex:
@@ -154,14 +161,9 @@ class VectorIndex:
             pos, scores, counts = self._hnsw(q, k, allowed)
         else:
             pos, scores, counts = self._exact(q, k, allowed, threads)
-        out: list[RankedList] = []
-        ids, floor = self.ids, self.config.min_score
-        for i in range(len(q)):
-            n = int(counts[i])
-            hits = [(ids[p], float(s)) for p, s in zip(pos[i, :n].tolist(),
-                                                       scores[i, :n].tolist(), strict=True)]
-            out.append(hits if floor is None else [h for h in hits if h[1] >= floor])
-        return out
+        out = ranked_lists(self.id_array, pos, scores, counts)
+        floor = self.config.min_score
+        return out if floor is None else [[h for h in hits if h[1] >= floor] for hits in out]
 
     def _exact(self, q: np.ndarray, k: int, allowed: np.ndarray | None,
                threads: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -171,7 +173,9 @@ class VectorIndex:
 
         nq = len(q)
         want = min(int(k), self.n)
-        wide = min(self.n, want + max(want, 64))
+        # room for float32 rounding at the cut-off (exact ties are kept by position in both
+        # passes, so only near ties within ~1e-7 need it)
+        wide = min(self.n, want + max(16, want // 4))
         best_pos = np.zeros((nq, wide), dtype=np.int64)
         best_score = np.zeros((nq, wide), dtype=np.float32)
         counts = np.zeros(nq, dtype=np.int64)
@@ -185,8 +189,8 @@ class VectorIndex:
                 block = q @ self.vectors[start:start + BLOCK].T
                 if l2:  # the order of -|q - d| is the order of 2 q.d - |d|^2
                     block = 2.0 * block - self._sq_norms[None, start:start + BLOCK]  # type: ignore
-                top_k_rows(np.ascontiguousarray(block, dtype=np.float32), start, mask, wide,
-                           best_pos, best_score, counts)
+                top_k_rows(np.ascontiguousarray(block, dtype=np.float32), start, mask,
+                           best_score, best_pos, counts)
         return self._final(q, best_pos, counts, want, threads)
 
     def _final(self, q: np.ndarray, pos: np.ndarray, counts: np.ndarray, k: int,

@@ -452,12 +452,19 @@ class DuckDBStore:
         with self._lock:
             self.con.register("_aiblox_h", pa.table({"h": sorted(set(text_hashes))}))
             try:
-                rows = self.con.execute(
+                table = self.con.execute(
                     "SELECT c.text_sha256, c.vector FROM embedding_cache c JOIN _aiblox_h ON "
-                    "c.text_sha256 = _aiblox_h.h WHERE c.model_id = ?", [model_id]).fetchall()
+                    "c.text_sha256 = _aiblox_h.h WHERE c.model_id = ?",
+                    [model_id]).to_arrow_table()
             finally:
                 self.con.unregister("_aiblox_h")
-        return {h: np.asarray(v, dtype=np.float32) for h, v in rows}
+        if table.num_rows == 0:
+            return {}
+        vectors = table.column("vector").combine_chunks()
+        flat = np.asarray(vectors.values.to_numpy(zero_copy_only=False), dtype=np.float32)
+        offsets = vectors.offsets.to_numpy()
+        return {h: flat[offsets[i]:offsets[i + 1]]
+                for i, h in enumerate(table.column("text_sha256").to_pylist())}
 
     def put_embeddings(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]]) -> int:
         unique: dict[str, np.ndarray] = {}

@@ -4,6 +4,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aiblox.eval.sweep import StageCache, stage_key
 
@@ -56,11 +58,10 @@ def test_entry_without_meta_is_incomplete_and_recomputed(tmp_path):
 
 
 def test_fast_canonical_form_equals_canonical_json():
-    from aiblox.eval.sweep.stages import _canonical
-    from aiblox.hashing import canonical_json
+    from aiblox.hashing import canonical_json, canonical_plain_json
 
     value = {"b": [("d1", 0.1), ["d2", 1e-300]], "a": {"z": None, "é": True, "n": -3}}
-    assert _canonical(value) == canonical_json(value)
+    assert canonical_plain_json(value) == canonical_json(value)
 
 
 def test_stage_keys_of_real_configs_are_the_canonical_json_hashes(sample_spec):
@@ -107,3 +108,15 @@ def test_arrays_codec_round_trips_and_hashes_its_bytes(tmp_path):
     assert cache.meta("fusion", rec.key)["codec"] == "arrays"
     with pytest.raises(ValueError, match="magic"):
         decode_arrays(b"{}")
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8)
+    | st.floats(allow_nan=False, allow_infinity=False),
+    lambda c: st.lists(c, max_size=4) | st.tuples(c, c)
+    | st.dictionaries(st.text(max_size=5), c, max_size=4), max_leaves=20))
+def test_the_fast_canonical_form_gives_the_same_bytes(value):
+    from aiblox.hashing import canonical_json, canonical_plain_json
+
+    assert canonical_plain_json(value) == canonical_json(value)

@@ -34,7 +34,6 @@ again and hand the runs back; ``benchmarks/README.md``, "Fusion sweep").
 
 from __future__ import annotations
 
-import gc
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -49,7 +48,7 @@ from tqdm.auto import tqdm
 
 from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs
 from aiblox.eval.datasets import Dataset, load_dataset
-from aiblox.eval.runner import config_hash
+from aiblox.eval.runner import config_hash, paused_gc
 from aiblox.eval.sweep.manifest import PointManifest, SplitManifest, environment
 from aiblox.eval.sweep.significance import Comparison, bootstrap_ci, compare_to_baseline
 from aiblox.eval.sweep.spec import SweepSpec, backend_of
@@ -522,10 +521,6 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         pipe.close()
 
     t_points = time.perf_counter()
-    # Points allocate millions of small lists that reference counting frees; CPython's cyclic
-    # collector would rescan the cached signals over and over (10x slower), so it pauses here.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
     results: list[PointResult | None] = [None] * len(tasks)
     done = tracker.logged_config_hashes() if tracker is not None else set()
     bar = tqdm(total=len(tasks), desc=f"sweep {spec.name}", unit="pt", disable=not progress)
@@ -555,14 +550,14 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
             point_done(make_point(i, _recheck_point(ctx, cache, *tasks[i])), cache, tracker,
                        done, on_point, bar)
 
+    # Points allocate millions of small lists that reference counting frees; CPython's cyclic
+    # collector would rescan the cached signals over and over (10x slower), so it pauses here.
     try:
-        with compiled_threads(jobs):
+        with paused_gc(), compiled_threads(jobs):
             for i, (prefs, keys) in enumerate(tasks):
                 finish(i, _compute_point(ctx, cache, prefs, keys))
     finally:
         bar.close()
-        if gc_was_enabled:
-            gc.enable()
 
     points = [p for p in results if p is not None]
     t_end = time.perf_counter()

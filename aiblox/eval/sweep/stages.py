@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from aiblox.hashing import canonical_json, sha256_bytes, sha256_text
+from aiblox.hashing import canonical_json, canonical_plain_json, sha256_bytes, sha256_text
 
 __all__ = [
     "StageCache",
@@ -79,8 +79,8 @@ def decode_arrays(data: bytes) -> dict[str, np.ndarray]:
 
 def stage_key(name: str, version: str | int, config: Any, inputs: Sequence[str] = ()) -> str:
     """sha256 of ``{"name", "version", "config", "inputs"}`` in canonical JSON."""
-    return sha256_text(_canonical({"name": name, "version": str(version), "config": config,
-                                   "inputs": list(inputs)}))
+    return sha256_text(canonical_plain_json({"name": name, "version": str(version),
+                                             "config": config, "inputs": list(inputs)}))
 
 
 @dataclass(frozen=True)
@@ -160,16 +160,6 @@ def _atomic_write(path: Path, data: bytes) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-
-
-def _canonical(value: Any) -> str:
-    """:func:`canonical_json` without its recursive pass over plain data (runs of 10^5 pairs):
-    the same bytes for dicts, lists, tuples, str, int, float, bool and None."""
-    try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                          allow_nan=False)
-    except TypeError:  # pydantic models, numpy scalars, sets: the general path
-        return canonical_json(value)
 
 
 class StageCache:
@@ -300,13 +290,13 @@ class StageCache:
             data = encode_arrays(output)
             rec = StageRecord(name, str(version), key, tuple(inputs), sha256_bytes(data))
         else:
-            text = _canonical(output)
+            text = canonical_plain_json(output)
             rec = StageRecord(name, str(version), key, tuple(inputs), sha256_text(text))
             data = gzip.compress(text.encode("utf-8"), compresslevel=1, mtime=0)
         _atomic_write(out_path, data)
         meta = {**rec.as_dict(), "config": config, "size": len(data),
                 **({"codec": codec} if codec != "json" else {})}
-        _atomic_write(meta_path, _canonical(meta).encode("utf-8"))
+        _atomic_write(meta_path, canonical_plain_json(meta).encode("utf-8"))
         return rec
 
     def run(self, name: str, version: str | int, config: Any, inputs: Sequence[str],

@@ -34,8 +34,8 @@ from aiblox.eval.sweep.runner import (
 )
 from aiblox.eval.sweep.split_fusion import SplitFusion
 from aiblox.eval.sweep.split_metrics import SplitMetrics, packed_means
-from aiblox.eval.sweep.stages import _canonical, encode_arrays, stage_key
-from aiblox.hashing import sha256_bytes, sha256_text
+from aiblox.eval.sweep.stages import encode_arrays, stage_key
+from aiblox.hashing import canonical_plain_json, sha256_bytes, sha256_text
 
 __all__ = ["StageCheck", "VerifyReport", "logged_manifest", "logged_metrics", "verify_point"]
 
@@ -194,7 +194,7 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
             sig = _signals_output(retriever, ds, split, prefs)
             skey = stage_key("signals", SIGNALS_VERSION, scfg, [])
             if not check(f"{split}/signals", _pair(logged_stages["signals"]),
-                         f"{skey}:{sha256_text(_canonical(sig))}"):
+                         f"{skey}:{sha256_text(canonical_plain_json(sig))}"):
                 return report()
             index = SplitFusion.from_signals(sig)
             fused = _fused_arrays(prefs, index, sig)
