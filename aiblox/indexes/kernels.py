@@ -144,15 +144,20 @@ def top_k_rows(block: np.ndarray, first: int, allowed: np.ndarray, heap_score: n
     best ``k`` so far (``heap_score``/``heap_pos`` rows of width ``k``, ``counts`` entries
     used; updated in place, in heap order: sort them at the end)."""
     nq, nb = block.shape
+    kk = heap_score.shape[1]
     for q in prange(nq):
         hs = heap_score[q]
         hp = heap_pos[q]
         n = counts[q]
         row = block[q]
+        floor = hs[0] if n == kk else -np.inf  # a score below the worst kept cannot enter
         for j in range(nb):
             s = row[j]
-            if allowed[first + j] and not np.isnan(s):
-                n = _offer(hs, hp, n, s, first + j)
+            if s < floor or not allowed[first + j] or np.isnan(s):
+                continue
+            n = _offer(hs, hp, n, s, first + j)
+            if n == kk:
+                floor = hs[0]
         counts[q] = n
 
 

@@ -167,15 +167,45 @@ class VectorIndex:
 
     def _exact(self, q: np.ndarray, k: int, allowed: np.ndarray | None,
                threads: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Candidates by float32 matrix products (BLAS), with room for their rounding, then
-        every candidate rescored in float64 (:func:`kernels.rescore`) and cut to ``k``."""
+        """Candidates by float32 matrix products, with room for their rounding, then every
+        candidate rescored in float64 (:func:`kernels.rescore`), ordered and cut to ``k``.
+
+        Unfiltered, the candidates come from faiss's exhaustive search (BLAS ``sgemm`` and a
+        heap, as ``IndexFlatIP``/``IndexFlatL2``); a query whose candidate window ends in a
+        tie with its ``k``-th score (faiss keeps any of equal scores) is searched again by the
+        compiled path, which keeps the lowest positions. Filtered, the compiled path runs:
+        blocks of documents multiplied by the queries, each query's top kept in a heap."""
+        nq = len(q)
+        want = min(int(k), self.n)
+        # room for float32 rounding at the cut-off (exact ties are kept by position in the
+        # compiled path, so only near ties within ~1e-7 need it)
+        wide = min(self.n, want + max(16, want // 4))
+        l2 = self.config.distance == "l2"
+        if allowed is None:
+            import faiss
+
+            metric = faiss.METRIC_L2 if l2 else faiss.METRIC_INNER_PRODUCT
+            dist, idx = faiss.knn(q, np.ascontiguousarray(self.vectors), wide, metric=metric)
+            pos = idx.astype(np.int64)
+            counts = np.full(nq, wide, dtype=np.int64)
+            # the k-th and the last candidate tied: faiss may have dropped a lower position
+            edge = np.abs(dist[:, want - 1] - dist[:, wide - 1]) <= 1e-6 * np.maximum(
+                1.0, np.abs(dist[:, want - 1]))
+            if wide > want and edge.any():
+                redo = np.flatnonzero(edge)
+                p2, c2 = self._blocked(q[redo], wide, None, threads)
+                pos[redo], counts[redo] = p2, c2
+            return self._final(q, pos, counts, want, threads)
+        pos, counts = self._blocked(q, wide, allowed, threads)
+        return self._final(q, pos, counts, want, threads)
+
+    def _blocked(self, q: np.ndarray, wide: int, allowed: np.ndarray | None,
+                 threads: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """Each query's ``wide`` best candidates (positions, counts) over blocks of documents,
+        ties kept by lowest position."""
         from aiblox.indexes.kernels import compiled_threads, top_k_rows
 
         nq = len(q)
-        want = min(int(k), self.n)
-        # room for float32 rounding at the cut-off (exact ties are kept by position in both
-        # passes, so only near ties within ~1e-7 need it)
-        wide = min(self.n, want + max(16, want // 4))
         best_pos = np.zeros((nq, wide), dtype=np.int64)
         best_score = np.zeros((nq, wide), dtype=np.float32)
         counts = np.zeros(nq, dtype=np.int64)
@@ -191,7 +221,7 @@ class VectorIndex:
                     block = 2.0 * block - self._sq_norms[None, start:start + BLOCK]  # type: ignore
                 top_k_rows(np.ascontiguousarray(block, dtype=np.float32), start, mask,
                            best_score, best_pos, counts)
-        return self._final(q, best_pos, counts, want, threads)
+        return best_pos, counts
 
     def _final(self, q: np.ndarray, pos: np.ndarray, counts: np.ndarray, k: int,
                threads: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -82,3 +82,18 @@ def test_size_rule_and_persistence(tmp_path):
     index.save(tmp_path / "x")
     loaded = VectorIndex.load(tmp_path / "x", VectorConfig(), "exact")
     assert loaded.search(vecs[:3], k=5) == index.search(vecs[:3], k=5)
+
+
+def test_ties_beyond_the_candidate_window_keep_the_lowest_ids():
+    """Sixty copies of one vector: faiss keeps any of the tied copies, the index keeps the
+    lowest ids (the compiled path takes over for such a query), whatever the batch."""
+    vecs = _clustered(500)
+    vecs[100:160] = vecs[7]
+    ids = [f"i{i:05d}" for i in range(500)]
+    index = VectorIndex.build(ids, vecs, VectorConfig(index="exact"))
+    alone = index.search(vecs[7:8], k=10)[0]
+    assert [h[0] for h in alone] == ["i00007", *[f"i{i:05d}" for i in range(100, 109)]]
+    batch = index.search(np.vstack([_clustered(30, seed=2), vecs[7:8]]), k=10)
+    assert batch[-1] == alone
+    allowed = np.ones(500, dtype=bool)
+    assert index.search(vecs[7:8], k=10, allowed=allowed)[0] == alone
