@@ -28,7 +28,7 @@ def test_all_is_sorted_and_importable(name):
 
 # Layers from DESIGN.md: a module may import only from its own layer or layers to its left.
 LAYERS = [
-    {"hashing", "contracts", "compiled"},
+    {"hashing", "contracts", "compiled", "memory"},
     {"text", "chunking", "fusion", "selection"},
     {"embedding", "stores", "indexes"},
     {"retrieval", "evidence", "assembly"},

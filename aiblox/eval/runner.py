@@ -7,10 +7,8 @@ ids, scores, order). Both are canonical-JSON sha256, so they are identical in an
 
 from __future__ import annotations
 
-import gc
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,13 +19,13 @@ from aiblox.eval.datasets import Dataset
 from aiblox.eval.metrics import DEFAULT_METRICS, evaluate_run
 from aiblox.fusion.types import RankedList
 from aiblox.hashing import canonical_plain_json, sha256_hex, sha256_text
+from aiblox.memory import paused_gc
 from aiblox.retrieval.retriever import HybridRetriever
 
 __all__ = [
     "EvalResult",
     "config_hash",
     "evaluate_retrieval",
-    "paused_gc",
     "run_hash",
 ]
 
@@ -73,20 +71,6 @@ def run_hash(run: dict[str, RankedList]) -> str:
     """Hash of a ranked run: query ids, document ids, scores and order (the canonical JSON of
     ``{qid: [[doc, score], ...]}``)."""
     return sha256_text(canonical_plain_json(dict(sorted(run.items()))))  # tuples: arrays
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause CPython's cyclic garbage collector for a block that allocates millions of small
-    objects (ranked lists, hits) freed by reference counting: the collector would rescan every
-    live object (a loaded corpus, cached signals) again and again, for nothing."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def evaluate_retrieval(retriever: HybridRetriever, dataset: Dataset, split: str,

@@ -14,8 +14,9 @@ Differences from bm25s, all deliberate:
 - the build streams documents in batches (bounded memory: token ids and counts only, never the
   texts) and numbers the vocabulary in sorted order, so the index bytes do not depend on
   ``PYTHONHASHSEED``;
-- documents that hold no query term are not returned (bm25s pads a short list with arbitrary
-  zero-score documents);
+- documents whose summed term score is 0.0 are not returned: those that hold no query term
+  (bm25s pads a short list with arbitrary zero-score documents), and under ``robertson`` or
+  ``atire`` those holding only terms whose idf is 0;
 - the top ``k`` breaks ties by item id, and a filter is a mask of allowed documents.
 """
 
@@ -32,6 +33,7 @@ import numpy as np
 
 from aiblox.contracts.retrieval import FtsConfig
 from aiblox.fusion.types import RankedList
+from aiblox.memory import paused_gc
 from aiblox.text.analysis import Analyzer
 
 __all__ = ["BM25_VERSION", "BM25Index", "idf", "ranked_lists", "term_frequency_component"]
@@ -80,8 +82,9 @@ def ranked_lists(ids: np.ndarray, pos: np.ndarray, scores: np.ndarray, counts: n
                  ) -> list[RankedList]:
     """Rows of positions and float32 scores (``counts[i]`` used in row ``i``) as ranked lists
     ``[(item id, score), ...]``."""
-    return [list(zip(ids[pos[i, :n]].tolist(), scores[i, :n].tolist(), strict=True))
-            for i, n in enumerate(counts.tolist())]
+    with paused_gc():  # 10^5 tuples: no collector passes over everything alive meanwhile
+        return [list(zip(ids[pos[i, :n]].tolist(), scores[i, :n].tolist(), strict=True))
+                for i, n in enumerate(counts.tolist())]
 
 
 def _item_text(fields: Sequence[str]) -> Callable[[Any], str]:
@@ -250,7 +253,8 @@ class BM25Index:
     def search(self, queries: Sequence[str], k: int, allowed: np.ndarray | None = None,
                threads: int | None = None) -> list[RankedList]:
         """Top ``k`` documents per query, best first (score desc, id asc). ``allowed``: a bool
-        mask over documents (a filter); documents holding no query term are not returned."""
+        mask over documents (a filter); documents whose term scores sum to 0.0 (no query term)
+        are not returned."""
         from aiblox.indexes.kernels import bm25_top_k, compiled_threads
 
         flat, offsets = self.query_terms(queries)

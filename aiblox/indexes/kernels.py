@@ -100,10 +100,11 @@ def bm25_top_k(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, flat: 
     and counts of its top ``k`` documents among those holding a query term and ``allowed``;
     ``extra[q]`` is added to every score (bm25l/bm25+'s non-occurrence sum).
 
-    Two passes over the query's postings: the first sums the columns into a score per
-    document, the second offers each document once to a heap of the best ``k`` (a document is
-    marked taken by setting its score to -inf), so the cost follows the postings read, not
-    the collection's size."""
+    The columns are summed into a score per document; then every document with a score other
+    than 0.0 is offered to a heap of the best ``k``: by one sequential pass over the scores
+    when the query's postings are many (common terms), else by a second pass over the
+    postings, each document once (rare terms: the cost follows the postings, not the
+    collection's size). Both passes select the same documents."""
     nq = offsets.shape[0] - 1
     out_pos = np.zeros((nq, k), dtype=np.int64)
     out_score = np.zeros((nq, k), dtype=np.float32)
@@ -113,22 +114,49 @@ def bm25_top_k(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, flat: 
         if a == b:
             continue
         scores = np.zeros(n_docs, dtype=np.float32)
+        postings = 0
         for i in range(a, b):
             t = flat[i]
+            postings += indptr[t + 1] - indptr[t]
             for j in range(indptr[t], indptr[t + 1]):
                 scores[indices[j]] += data[j]
         hs = np.empty(k, dtype=np.float32)
         hp = np.empty(k, dtype=np.int64)
         n = 0
-        for i in range(a, b):
-            t = flat[i]
-            for j in range(indptr[t], indptr[t + 1]):
-                d = indices[j]
+        floor = np.float32(-np.inf)  # float32 like the scores: a mixed compare costs 3x
+        add = extra[q]
+        if 4 * postings > n_docs and add == 0.0:  # common terms: one pass over every score
+            for d in range(n_docs):  # (without bm25l/bm25+'s constant: 3x faster compiled)
                 s = scores[d]
-                if s != -np.inf:
-                    scores[d] = -np.inf
-                    if allowed[d]:
-                        n = _offer(hs, hp, n, s + extra[q], d)
+                if s < floor or s == 0.0 or not allowed[d]:  # the floor test rejects most
+                    continue
+                n = _offer(hs, hp, n, s, d)
+                if n == k:
+                    floor = hs[0]
+        elif 4 * postings > n_docs:
+            for d in range(n_docs):
+                s = scores[d]
+                v = s + add
+                if v < floor or s == 0.0 or not allowed[d]:
+                    continue
+                n = _offer(hs, hp, n, v, d)
+                if n == k:
+                    floor = hs[0]
+        else:  # rare terms: visit the documents that hold them (once each)
+            for i in range(a, b):
+                t = flat[i]
+                for j in range(indptr[t], indptr[t + 1]):
+                    d = indices[j]
+                    s = scores[d]
+                    if s == 0.0:  # visited (or held only zero-scored terms)
+                        continue
+                    scores[d] = 0.0
+                    v = s + add
+                    if v < floor or not allowed[d]:
+                        continue
+                    n = _offer(hs, hp, n, v, d)
+                    if n == k:
+                        floor = hs[0]
         pos, score = _sorted(hs, hp, n)
         counts[q] = n
         out_pos[q, :n] = pos
@@ -150,7 +178,8 @@ def top_k_rows(block: np.ndarray, first: int, allowed: np.ndarray, heap_score: n
         hp = heap_pos[q]
         n = counts[q]
         row = block[q]
-        floor = hs[0] if n == kk else -np.inf  # a score below the worst kept cannot enter
+        # a score below the worst kept cannot enter (float32 like the scores)
+        floor = hs[0] if n == kk else np.float32(-np.inf)
         for j in range(nb):
             s = row[j]
             if s < floor or not allowed[first + j] or np.isnan(s):

@@ -48,7 +48,7 @@ from tqdm.auto import tqdm
 
 from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs
 from aiblox.eval.datasets import Dataset, load_dataset
-from aiblox.eval.runner import config_hash, paused_gc
+from aiblox.eval.runner import config_hash
 from aiblox.eval.sweep.manifest import PointManifest, SplitManifest, environment
 from aiblox.eval.sweep.significance import Comparison, bootstrap_ci, compare_to_baseline
 from aiblox.eval.sweep.spec import SweepSpec, backend_of
@@ -56,6 +56,7 @@ from aiblox.eval.sweep.split_fusion import FusedArrays, SplitFusion, compiled_th
 from aiblox.eval.sweep.split_metrics import SplitMetrics, packed_means, unpack_metrics
 from aiblox.eval.sweep.stages import StageCache, StageCacheCorrupt, StageRecord, stage_key
 from aiblox.eval.sweep.tracking import release_on_error
+from aiblox.memory import paused_gc
 from aiblox.retrieval.retriever import HybridRetriever, SignalRuns
 
 __all__ = [
