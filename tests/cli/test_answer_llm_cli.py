@@ -9,9 +9,7 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,7 @@ pytest.importorskip("httpx", reason="the openai LLM needs the 'llm' extra (httpx
 from aiblox.cli.main import app  # noqa: E402
 from aiblox.evidence import pack_from_json, verify_pack  # noqa: E402
 from aiblox.stores import DuckDBStore  # noqa: E402
+from tests.chat_server import ChatServer  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 Q = "Who developed the probabilistic relevance framework behind BM25?"
@@ -34,43 +33,7 @@ DRIVER = ("import logging, sys; logging.basicConfig(level=logging.DEBUG); "
           "from aiblox.cli.main import app; app(sys.argv[1:], prog_name='aiblox')")
 
 
-class LLMServer:
-    """A chat-completions endpoint answering every POST with ``status`` (200: a cited answer);
-    records the Authorization header of each request."""
 
-    def __init__(self, status: int) -> None:
-        self.status = status
-        self.auth: list[str] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802
-                self.rfile.read(int(self.headers["Content-Length"]))
-                server.auth.append(self.headers.get("Authorization", ""))
-                if server.status == 200:
-                    body = json.dumps({"model": "served", "choices": [{"message": {
-                        "role": "assistant", "content": "Robertson and Sparck Jones. [C0]"},
-                        "finish_reason": "stop"}]}).encode()
-                else:
-                    body = b'{"error": "injected"}'
-                self.send_response(server.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02},
-                         daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture(scope="module")
@@ -83,20 +46,20 @@ def db(tmp_path_factory) -> str:
 
 
 @pytest.fixture
-def failing() -> Iterator[LLMServer]:
-    s = LLMServer(500)
+def failing() -> Iterator[ChatServer]:
+    s = ChatServer(500)
     yield s
     s.close()
 
 
 @pytest.fixture
-def answering() -> Iterator[LLMServer]:
-    s = LLMServer(200)
+def answering() -> Iterator[ChatServer]:
+    s = ChatServer(200, "Robertson and Sparck Jones. [C0]")
     yield s
     s.close()
 
 
-def answer(server: LLMServer, db: str, *extra: str) -> subprocess.CompletedProcess[str]:
+def answer(server: ChatServer, db: str, *extra: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "AIBLOX_NO_PROGRESS": "1", "AIBLOX_LLM_BASE_URL": server.url,
            "AIBLOX_LLM_MODEL": "test-model", "AIBLOX_LLM_API_KEY": KEY,
            "AIBLOX_LLM_MAX_ATTEMPTS": "2", "AIBLOX_LLM_TIMEOUT_S": "10",

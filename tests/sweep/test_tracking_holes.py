@@ -7,8 +7,6 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -31,6 +29,7 @@ from aiblox.eval.sweep import (  # noqa: E402
     tracking_client,
 )
 from aiblox.eval.sweep.tracking import artifact_location, tag_filter  # noqa: E402
+from tests.chat_server import ChatServer  # noqa: E402
 
 runner = CliRunner()
 KEY = "sk-aiblox-sweep-KEY-0a1b2c3d4e5f6789"
@@ -133,44 +132,10 @@ def test_a_secret_in_reader_options_is_refused(sample_spec):
         SweepSpec.model_validate(data)
 
 
-class _Reader:
-    """An OpenAI-compatible endpoint on 127.0.0.1 that answers every prompt, citing [C0]."""
-
-    def __init__(self) -> None:
-        self.auth: list[str] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802
-                self.rfile.read(int(self.headers["Content-Length"]))
-                server.auth.append(self.headers.get("Authorization", ""))
-                body = json.dumps({"model": "served", "choices": [{"message": {
-                    "role": "assistant", "content": "Robertson. [C0]"},
-                    "finish_reason": "stop"}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02},
-                         daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 def test_an_api_key_reaches_the_server_and_no_log_run_artifact_or_stage(
         tmp_path, monkeypatch, caplog, capsys, sample_spec, sample_dataset, sweep_db):
     pytest.importorskip("httpx")
-    server = _Reader()
+    server = ChatServer()
     monkeypatch.setenv("AIBLOX_LLM_BASE_URL", server.url)
     monkeypatch.setenv("AIBLOX_LLM_MODEL", "test-model")
     monkeypatch.setenv("AIBLOX_LLM_API_KEY", KEY)

@@ -285,29 +285,28 @@ class SelectionGrid(BaseModel):
         return self
 
     @staticmethod
-    def _count(name: str, raw: Any) -> int:
-        """Values of one override axis, computed (a ``Steps`` axis is not built)."""
+    def _axis_of(name: str, raw: Any) -> Steps | list[Any]:
+        """An override axis as written: ``Steps`` (from a table) or a list."""
         if isinstance(raw, dict):
             try:
-                return Steps(**raw).count()
+                return Steps(**raw)
             except (ValidationError, TypeError) as exc:
                 raise ValueError(f"{name}: not a list or steps {{start, stop, step}}: "
                                  f"{exc}") from None
         if isinstance(raw, list):
-            return len(dict.fromkeys(map(repr, raw)))
+            return raw
         raise ValueError(f"{name}: expected a list of values or steps, got {raw!r}")
 
-    @staticmethod
-    def _values(name: str, raw: Any) -> list[Any]:
-        if isinstance(raw, dict):
-            try:
-                return Steps(**raw).values()
-            except (ValidationError, TypeError) as exc:
-                raise ValueError(f"{name}: not a list or steps {{start, stop, step}}: "
-                                 f"{exc}") from None
-        if isinstance(raw, list):
-            return list(raw)
-        raise ValueError(f"{name}: expected a list of values or steps, got {raw!r}")
+    @classmethod
+    def _count(cls, name: str, raw: Any) -> int:
+        """Values of one override axis, computed (a ``Steps`` axis is not built)."""
+        axis = cls._axis_of(name, raw)
+        return axis.count() if isinstance(axis, Steps) else len(dict.fromkeys(map(repr, axis)))
+
+    @classmethod
+    def _values(cls, name: str, raw: Any) -> list[Any]:
+        axis = cls._axis_of(name, raw)
+        return axis.values() if isinstance(axis, Steps) else list(axis)
 
     def policies(self) -> list[str]:
         """Policy versions swept (``R2_POLICY_V1`` when not given)."""
