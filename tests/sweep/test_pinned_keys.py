@@ -1,0 +1,145 @@
+"""Stage keys, run hashes and config hashes pinned: a refactor of the sweep must not change them.
+
+``pinned_keys.json`` holds, for every shipped spec under ``evals/sweeps/``, each point's label and
+config hash and the keys of its signals, fusion and metrics stages (with a fixed dataset hash and
+store fingerprint, so no dataset is read); and, for a fusion sweep and a pipeline sweep run on the
+sample dataset, every stage record (key and output hash), run hash, prompt hash and metric value.
+A changed value is either a bug or a deliberate version bump: regenerate the file with
+``python tests/sweep/test_pinned_keys.py`` and name the bump in the commit.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+PINNED = HERE / "pinned_keys.json"
+SPECS = sorted((REPO / "evals" / "sweeps").glob("*.toml"))
+
+DATASET_HASH = "d" * 64
+FINGERPRINT = {"items": "a" * 64, "vectors": "b" * 64}
+EMBEDDER_ID = "pinned-embedder"
+
+
+def spec_keys(path: Path) -> list[dict[str, Any]]:
+    """Every point of a shipped spec: label, config hash, stage keys per split."""
+    from aiblox.eval.runner import config_hash
+    from aiblox.eval.sweep import load_spec
+    from aiblox.eval.sweep.pipeline import chunk_label, pipeline_config
+    from aiblox.eval.sweep.runner import (
+        FUSION_VERSION,
+        METRICS_VERSION,
+        SIGNALS_VERSION,
+        fusion_config,
+        metrics_config,
+        point_label,
+        signals_config,
+    )
+    from aiblox.eval.sweep.spec import backend_of
+    from aiblox.eval.sweep.stages import stage_key
+
+    spec = load_spec(path)
+    backend = backend_of(spec.db, spec.backend)
+    if spec.has_pipeline_axes:
+        pts = [(p.prefs, pipeline_config(spec, p, EMBEDDER_ID, backend)[0],
+                point_label(p.prefs) + "|" + chunk_label(p.prefs))
+               for p in spec.pipeline_points()]
+        limit = spec.query_limit
+    else:
+        pts = [(p, config_hash(p, EMBEDDER_ID, backend)[0], point_label(p))
+               for p in spec.points()]
+        limit = None
+    out = []
+    for prefs, chash, label in pts:
+        keys = {}
+        for split in (spec.tune_split, spec.report_split):
+            scfg = signals_config(prefs, DATASET_HASH, split, backend, EMBEDDER_ID,
+                                  limit=limit, store=FINGERPRINT)
+            skey = stage_key("signals", SIGNALS_VERSION, scfg, [])
+            fkey = stage_key("fusion", FUSION_VERSION, fusion_config(prefs), [skey])
+            mkey = stage_key("metrics", METRICS_VERSION, metrics_config(spec.metrics, split),
+                             [fkey])
+            keys[split] = [skey, fkey, mkey]
+        out.append({"label": label, "config_hash": chash, "keys": keys})
+    return out
+
+
+def run_record(result: Any) -> dict[str, Any]:
+    """What a finished sweep must reproduce byte for byte."""
+    return {
+        "best": result.best.config_hash,
+        "points": [{
+            "label": p.label, "config_hash": p.config_hash,
+            "splits": {s: {"run_hash": m.run_hash, "prompts_sha256": m.prompts_sha256,
+                           "stages": [[r["name"], r["key"], r["output_hash"]] for r in m.stages],
+                           "metrics": {k: repr(v) for k, v in sorted(p.metrics[s].items())}}
+                       for s, m in sorted(p.manifest.splits.items())},
+        } for p in result.points],
+    }
+
+
+def sample_runs(sample_dataset: Any, db: str, cache_dir: Path) -> dict[str, Any]:
+    """A fusion sweep and a pipeline sweep (chunking, selection, extractive reader) on the
+    sample dataset with the hashing embedder."""
+    from aiblox.eval.sweep import SweepSpec, load_spec, run_sweep
+
+    spec = load_spec(REPO / "evals" / "sweeps" / "sample_fusion.toml")
+    fusion = run_sweep(spec, cache_dir=cache_dir / "fusion", db=db, progress=False,
+                       dataset=sample_dataset)
+    data = spec.model_dump()
+    data["base"] = {**data["base"], "top_k_chunks": 6}
+    data.update({"name": "pinned_pipeline",
+                 "grid": {"chunking": {"chunker_id": ["sentences", "whole"]},
+                          "selection": {"policy": ["R2_POLICY_V1", "R2_POLICY_V2"],
+                                        "max_chunks": [2, 4]}},
+                 "baseline": {"policy": "R2_POLICY_V1", "max_chunks": 2},
+                 "primary": "answer_f1", "query_limit": 4, "metrics": ["ndcg@10"],
+                 "significance_top": 2})
+    pipeline = run_sweep(SweepSpec.model_validate(data), cache_dir=cache_dir / "pipeline",
+                         db=db, progress=False, dataset=sample_dataset)
+    return {"sample_fusion": run_record(fusion), "pinned_pipeline": run_record(pipeline)}
+
+
+def current_specs() -> dict[str, Any]:
+    return {p.name: spec_keys(p) for p in SPECS}
+
+
+@pytest.fixture(scope="module")
+def pinned() -> dict[str, Any]:
+    return json.loads(PINNED.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
+def test_shipped_spec_keys_are_pinned(path, pinned):
+    assert spec_keys(path) == pinned["specs"][path.name]
+
+
+def test_sample_sweeps_reproduce_pinned_records(tmp_path, pinned, sample_dataset, sweep_db):
+    runs = sample_runs(sample_dataset, sweep_db, tmp_path)
+    for name, record in runs.items():
+        assert record == pinned["runs"][name], name
+
+
+if __name__ == "__main__":  # regenerate: python tests/sweep/test_pinned_keys.py
+    import tempfile
+
+    from aiblox.embedding import CachedEmbedder, HashingEmbedder
+    from aiblox.eval.datasets import load_dataset
+    from aiblox.eval.workspace import prepare_store
+    from aiblox.stores import DuckDBStore
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ds = load_dataset(REPO / "datasets" / "sample")
+        db = str(Path(tmp) / "sample.duckdb")
+        store = DuckDBStore(db)
+        prepare_store(store, ds, CachedEmbedder(HashingEmbedder(), store), progress=False)
+        store.close()
+        pinned_data = {"specs": current_specs(),
+                       "runs": sample_runs(ds, db, Path(tmp) / "stages")}
+    PINNED.write_text(json.dumps(pinned_data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"wrote {PINNED}")
