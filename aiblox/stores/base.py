@@ -230,6 +230,12 @@ class Store(Protocol):
         ``(n, dim)`` float32 matrix of their vectors, row for row."""
         ...
 
+    def iter_item_vectors(self, model_id: str, batch_size: int = 50_000
+                          ) -> Iterator[tuple[list[str], np.ndarray]]:
+        """:meth:`item_vectors` in batches (ids ascending across batches): memory is bounded by
+        one batch."""
+        ...
+
     def read_meta(self) -> dict[str, str]:
         """The store's metadata (``aiblox_meta``): schema version, vector dimension, and the
         dataset binding and sync record of :mod:`aiblox.stores.identity`."""

@@ -20,6 +20,7 @@ BM25 for many queries runs as one SQL statement over the index's own tables (``d
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -47,6 +48,10 @@ from aiblox.stores.base import (
 __all__ = ["SCHEMA_VERSION", "DuckDBStore", "load_extension"]
 
 SCHEMA_VERSION = "1"
+MEMORY_LIMIT = "2GB"
+"""DuckDB's buffer pool limit unless ``memory_limit=`` or ``$AIBLOX_DUCKDB_MEMORY_LIMIT`` says
+otherwise (DuckDB's own default, 80% of RAM, lets an ingest of a million documents cache the
+whole file in memory; past the limit DuckDB evicts pages and spills, so memory stays flat)."""
 BM25_K1 = 1.2
 BM25_B = 0.75
 
@@ -70,14 +75,20 @@ class DuckDBStore:
 
     kind = "duckdb"
 
-    def __init__(self, path: str | Path = ":memory:", dim: int = 384, read_only: bool = False
-                 ) -> None:
+    def __init__(self, path: str | Path = ":memory:", dim: int = 384, read_only: bool = False,
+                 memory_limit: str | None = None) -> None:
         import duckdb
 
         self.location = str(path)
         if self.location != ":memory:":
             Path(self.location).parent.mkdir(parents=True, exist_ok=True)
-        self.con = duckdb.connect(self.location, read_only=read_only)
+        limit = memory_limit or os.environ.get("AIBLOX_DUCKDB_MEMORY_LIMIT") or MEMORY_LIMIT
+        try:
+            self.con = duckdb.connect(self.location, read_only=read_only,
+                                      config={"memory_limit": limit})
+        except (duckdb.ParserException, duckdb.InvalidInputException) as exc:
+            raise StoreError(f"DuckDB memory limit {limit!r} (memory_limit= or "
+                             f"$AIBLOX_DUCKDB_MEMORY_LIMIT): {exc}") from exc
         self._lock = threading.RLock()
         load_extension(self.con, "fts")
         if not read_only:
@@ -328,15 +339,33 @@ class DuckDBStore:
                 [model_id]).fetchall())
 
     def item_vectors(self, model_id: str) -> tuple[list[str], np.ndarray]:
-        with self._lock:
-            table = self.con.execute(
+        n = self.vector_count(model_id)
+        ids: list[str] = []
+        matrix = np.empty((n, self.dim), dtype=np.float32)
+        for batch_ids, batch in self.iter_item_vectors(model_id):
+            if len(ids) + len(batch_ids) > n:  # written meanwhile: read it whole again
+                return self.item_vectors(model_id)
+            matrix[len(ids):len(ids) + len(batch_ids)] = batch
+            ids += batch_ids
+        return ids, matrix[:len(ids)]
+
+    def iter_item_vectors(self, model_id: str, batch_size: int = 50_000
+                          ) -> Iterator[tuple[list[str], np.ndarray]]:
+        with self._lock:  # a cursor of its own: the store stays usable between batches
+            cur = self.con.cursor()
+        try:
+            reader = cur.execute(
                 "SELECT v.item_id, v.vector FROM item_vectors v JOIN items i ON i.id = v.item_id "
-                "WHERE v.model_id = ? ORDER BY v.item_id", [model_id]).to_arrow_table()
-        ids = table.column("item_id").to_pylist()
-        if not ids:
-            return [], np.zeros((0, self.dim), dtype=np.float32)
-        flat = table.column("vector").combine_chunks().values.to_numpy(zero_copy_only=False)
-        return ids, np.asarray(flat, dtype=np.float32).reshape(len(ids), self.dim)
+                "WHERE v.model_id = ? ORDER BY v.item_id", [model_id]
+            ).to_arrow_reader(batch_size)
+            for batch in reader:
+                if batch.num_rows == 0:
+                    continue
+                flat = batch.column(1).values.to_numpy(zero_copy_only=False)
+                yield (batch.column(0).to_pylist(),
+                       np.asarray(flat, dtype=np.float32).reshape(batch.num_rows, self.dim))
+        finally:
+            cur.close()
 
     def vector_count(self, model_id: str) -> int:
         with self._lock:

@@ -29,7 +29,7 @@ import json
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from aiblox.stores.base import Store, StoreMismatch
+from aiblox.stores.base import Store, StoreError, StoreMismatch
 
 __all__ = [
     "DatasetBinding",
@@ -99,8 +99,24 @@ def vectors_digest(model_id: str, ids: list[str], matrix: np.ndarray) -> str:
 
 
 def store_vectors_digest(store: Store, model_id: str) -> str:
-    """:func:`vectors_digest` of the vectors ``store`` holds for ``model_id``."""
-    return vectors_digest(model_id, *store.item_vectors(model_id))
+    """:func:`vectors_digest` of the vectors ``store`` holds for ``model_id``, read in batches
+    (two passes: the ids, then the vectors), so memory is bounded by one batch."""
+    ids: list[str] = []
+    for batch_ids, _ in store.iter_item_vectors(model_id):
+        ids += batch_ids
+    if ids != sorted(ids):
+        raise ValueError("vectors_digest needs item ids in ascending order")
+    h = hashlib.sha256(f"{model_id}\n{len(ids)}\n".encode())
+    for item_id in ids:
+        h.update(f"{item_id}\n".encode())
+    n = 0
+    for batch_ids, batch in store.iter_item_vectors(model_id):
+        if batch_ids != ids[n:n + len(batch_ids)]:
+            raise StoreError(f"{store.location}: vectors of {model_id} changed while their "
+                             f"digest was taken")
+        h.update(np.ascontiguousarray(batch, dtype="<f4").tobytes())
+        n += len(batch_ids)
+    return h.hexdigest()
 
 
 def read_binding(store: Store) -> DatasetBinding | None:

@@ -152,6 +152,25 @@ def test_wrong_dimension_refused(store):
         store.set_item_vectors("m", [("a", "h", np.zeros(10))])
 
 
+def test_item_vectors_read_whole_or_in_batches_alike(store):
+    from aiblox.stores.identity import store_vectors_digest, vectors_digest
+
+    items = [ItemRecord(id=f"d{i:02d}", title="", text=f"text {i}") for i in range(23)]
+    store.upsert_items(items)
+    rng = np.random.default_rng(7)
+    store.set_item_vectors("m", [(it.id, "h", rng.standard_normal(384).astype(np.float32))
+                                 for it in reversed(items)])
+    ids, matrix = store.item_vectors("m")
+    assert ids == sorted(it.id for it in items) and matrix.shape == (23, 384)
+    batches = list(store.iter_item_vectors("m", batch_size=5))
+    assert [len(b) for b, _ in batches] == [5, 5, 5, 5, 3]
+    assert [i for b, _ in batches for i in b] == ids
+    assert np.array_equal(np.vstack([v for _, v in batches]), matrix)
+    # the streamed digest (two passes, one batch in memory) is the whole-matrix digest
+    assert store_vectors_digest(store, "m") == vectors_digest("m", ids, matrix)
+    assert list(store.iter_item_vectors("other")) == []
+
+
 def test_embedding_cache_counts_new_rows(store):
     v = np.arange(384, dtype=np.float32) / 384
     assert store.put_embeddings("m", [("h1", v), ("h2", v * 2), ("h1", v)]) == 2

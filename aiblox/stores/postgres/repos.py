@@ -212,6 +212,26 @@ class ItemRepo:
         return ([r[0] for r in rows],
                 np.stack([np.asarray(r[1], dtype=np.float32) for r in rows]))
 
+    def vector_batches(self, model_id: str, batch_size: int
+                       ) -> Iterator[tuple[list[str], np.ndarray]]:
+        """:meth:`vectors` in batches, ids ascending in code point order (``COLLATE "C"``)."""
+        key = ItemVectorRow.item_id.collate("C")
+        last: str | None = None
+        while True:
+            stmt = (select(ItemVectorRow.item_id, ItemVectorRow.vector)
+                    .join(ItemRow, ItemRow.id == ItemVectorRow.item_id)
+                    .where(ItemVectorRow.model_id == model_id)
+                    .order_by(key).limit(int(batch_size)))
+            if last is not None:
+                stmt = stmt.where(key > last)
+            with self.sessions.begin() as s:
+                rows = s.execute(stmt).all()
+            if not rows:
+                return
+            yield ([r[0] for r in rows],
+                   np.stack([np.asarray(r[1], dtype=np.float32) for r in rows]))
+            last = rows[-1][0]
+
     def vector_count(self, model_id: str) -> int:
         """Items with a vector for ``model_id``."""
         with self.sessions.begin() as s:

@@ -149,6 +149,11 @@ class PostgresStore:
         with self._db("read item vectors"):
             return self.items.vectors(model_id)
 
+    def iter_item_vectors(self, model_id: str, batch_size: int = 50_000
+                          ) -> Iterator[tuple[list[str], np.ndarray]]:
+        with self._db("read item vectors"):
+            yield from self.items.vector_batches(model_id, batch_size)
+
     def vector_count(self, model_id: str) -> int:
         with self._db("count item vectors"):
             return self.items.vector_count(model_id)
