@@ -1,5 +1,5 @@
-"""R2.7 prompt builder tests: correctness, determinism (across processes), budget enforcement,
-refusal semantics, injection safety; plus the PB4 loop."""
+"""The seed's prompt builder tests: correctness, determinism (across processes), budget
+enforcement, refusal semantics, injection safety; plus the final budget loop."""
 
 from __future__ import annotations
 
@@ -136,7 +136,7 @@ def test_budget_pruning_is_deterministic_and_fits() -> None:
 
 def test_pb4_loop_drops_lowest_ranked_until_it_fits() -> None:
     """A bundle whose evidence exceeds the total budget (as if selection had not pruned) is
-    repaired by PB4: drop the last chunk, rebuild, repeat."""
+    repaired by the final budget loop: drop the last chunk, rebuild, repeat."""
     policy = policy_v1()
     rows = [result(f"c{i}", " ".join(f"w{i}x{j}" for j in range(150)), i) for i in range(3)]
     bundle = assemble_answer_bundle(QUESTION, make_input(rows), policy)

@@ -1,4 +1,5 @@
-"""R5 post-generation validation, fail closed: an answer is shown only when every check passes.
+"""Step 6 of answer assembly: post-generation validation, fail closed; an answer is shown only
+when every check passes.
 
 Checks, in order (each failure adds its code to ``failure_codes``):
 
@@ -24,19 +25,19 @@ from __future__ import annotations
 
 import re
 
-from aiblox.assembly.answer_rules import (
+from aiblox.assembly.prompt.answer_rules import (
     CITATION_LIKE_PATTERN,
     META_COMMENTARY_PATTERN,
     METADATA_PATTERN,
 )
-from aiblox.assembly.contracts import (
+from aiblox.assembly.prompt.contract import CITATION_PATTERN, REFUSAL_TEXT
+from aiblox.assembly.prompt.sentence_split import split_sentences
+from aiblox.assembly.records import (
     AnswerBundle,
     GroundingMetrics,
     LLMExecutionResult,
     ValidationResult,
 )
-from aiblox.assembly.prompt_contract_v1 import CITATION_PATTERN, REFUSAL_TEXT
-from aiblox.assembly.sentence_split import split_sentences
 
 __all__ = ["FAILURE_CODES", "validate_answer"]
 
