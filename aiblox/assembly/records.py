@@ -269,7 +269,19 @@ class AnswerBundle(_Strict):
 
 
 class PromptBuildResult(_Strict):
-    """The prompt builder's output: the exact prompt text and its token accounting."""
+    """The prompt builder's output: the exact prompt text and its token accounting.
+
+    ``final_budget_dropped_count`` is stored and printed as ``pb4_dropped_count``, the name
+    records have carried since the first version (PB4 is the seed's final token budget check).
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+        use_attribute_docstrings=True,
+        serialize_by_alias=True,
+        validate_by_alias=True,
+        validate_by_name=True,
+    )
 
     request_id: str
     """Caller's request id."""
@@ -307,7 +319,7 @@ class PromptBuildResult(_Strict):
     """``prompt_tokens + reserved_output_tokens``; at most ``max_total_prompt_tokens`` when OK."""
     max_total_prompt_tokens: int = 0
     """The policy's total budget."""
-    pb4_dropped_count: int = 0
+    final_budget_dropped_count: int = Field(default=0, alias="pb4_dropped_count")
     """Chunks the final budget loop dropped (lowest ranked first) to fit the total budget."""
 
 

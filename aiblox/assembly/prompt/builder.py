@@ -153,7 +153,7 @@ def build_prompt_v1(
                 policy,
                 "NO_EVIDENCE",
                 bundle.failure_reason,
-                pb4_dropped_count=len(dropped),
+                final_budget_dropped_count=len(dropped),
             )
             return bundle, build
     try:
@@ -181,6 +181,6 @@ def build_prompt_v1(
         output_format_tokens=count_tokens(contract.output_format_section, enc),
         prompt_tokens=prompt_tokens,
         total_prompt_tokens=total,
-        pb4_dropped_count=len(dropped),
+        final_budget_dropped_count=len(dropped),
     )
     return bundle, build
