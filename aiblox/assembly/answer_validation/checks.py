@@ -5,6 +5,7 @@ Checks, in order (each failure adds its code to ``failure_codes``):
 
 - ``NO_EVIDENCE``: assembly refused, the LLM was not called; the refusal string is the answer
   (PASSED, ``generation_status=NO_EVIDENCE``);
+- ``ASSEMBLY_FAILED``: assembly or the prompt build failed; the LLM was not called;
 - ``GENERATION_FAILED``: the LLM call failed; nothing to show;
 - ``EMPTY_ANSWER``: the model returned only whitespace;
 - refusal: an answer equal to the refusal string (surrounding whitespace stripped) PASSES with no
@@ -39,20 +40,7 @@ from aiblox.assembly.records import (
     ValidationResult,
 )
 
-__all__ = ["FAILURE_CODES", "validate_answer"]
-
-FAILURE_CODES: tuple[str, ...] = (
-    "ASSEMBLY_FAILED",
-    "GENERATION_FAILED",
-    "EMPTY_ANSWER",
-    "REFUSAL_MISMATCH",
-    "MALFORMED_CITATION",
-    "UNKNOWN_ANCHOR",
-    "NO_CITATIONS",
-    "UNCITED_SENTENCE",
-    "METADATA_LEAK",
-    "META_COMMENTARY",
-)
+__all__ = ["validate_answer"]
 
 _CONTENT = re.compile(r"\w")
 

@@ -39,7 +39,7 @@ from aiblox.assembly.records import (
     SelectedEvidence,
 )
 from aiblox.assembly.selection.overlap_ratio import overlap_ratio, word_set
-from aiblox.assembly.selection.sanitize import safe_normalize_v1
+from aiblox.assembly.selection.sanitize import SANITIZATION_MODE, safe_normalize_v1
 from aiblox.assembly.selection.token_truncation import truncate_to_token_budget
 from aiblox.text.tokens import count_tokens
 
@@ -56,7 +56,6 @@ class SelectionOutcome:
     evidence_block_text: str
     evidence_token_count: int
     dropped: list[DroppedChunk] = field(default_factory=list)
-    truncated_count: int = 0
 
 
 def order_rank_strict(results: Sequence[RetrievalResult]) -> list[RetrievalResult]:
@@ -71,6 +70,8 @@ def select_chunks(
     may take (the caller takes the total prompt budget into account)."""
     if policy.ordering_mode != "rank_strict":  # pragma: no cover - the policy type forbids it
         raise ValueError(f"unsupported ordering_mode {policy.ordering_mode!r}")
+    if policy.sanitization_mode != SANITIZATION_MODE:  # pragma: no cover - the type forbids it
+        raise ValueError(f"unsupported sanitization_mode {policy.sanitization_mode!r}")
     enc = policy.token_encoding
     dropped: list[DroppedChunk] = []
 
@@ -138,7 +139,6 @@ def select_chunks(
     selected: list[SelectedEvidence] = []
     block = ""
     block_tokens = 0
-    truncated_count = 0
     for i, (r, text) in enumerate(capped):
         cut, truncated = truncate_to_token_budget(text, policy.per_chunk_token_cap, enc)
         if not cut.strip():
@@ -165,11 +165,9 @@ def select_chunks(
             break
         selected.append(candidate)
         block, block_tokens = trial, trial_tokens
-        truncated_count += int(truncated)
     return SelectionOutcome(
         selected=selected,
         evidence_block_text=block,
         evidence_token_count=block_tokens,
         dropped=dropped,
-        truncated_count=truncated_count,
     )
