@@ -14,15 +14,16 @@ Per policy:
 * span in selected: the same span test over every selected chunk, cited or not (the ceiling of
   the cited figure for this selection);
 * gold in answer: share where the validated answer text contains a gold answer string;
-* R5 pass: share of questions whose answer passes R5 validation (a refusal that is exactly the
-  refusal string passes); refusal: share answered with the refusal string;
+* validation pass: share of questions whose answer passes answer validation (a refusal that is
+  exactly the refusal string passes); refusal: share answered with the refusal string;
 * chunks: mean chunks selected;
 * prompt tokens: mean tokens of the built prompt (the questions whose prompt was built);
-* assembly ms: time of ``answer_question`` per question (R2 input validation, selection, prompt
-  build, reader, R5 validation; retrieval excluded), mean and 95th percentile (ms p95).
+* assembly ms: time of ``answer_question`` per question (input validation, selection, prompt
+  build, reader, answer validation; retrieval excluded), mean and 95th percentile (ms p95).
 
 Under the table: the retrieval ceiling (gold paragraph / a gold span in the retrieved evidence,
-the same for every policy) and, per policy, the selection drops by reason and R5 failure codes.
+the same for every policy) and, per policy, the selection drops by reason and the answer
+validation failure codes.
 
 Chunk vectors are computed on first use and kept in the store's chunk cache (minilm on 2 cores:
 the default 200 questions take about 1.5 minutes in all); with ``--db-dir`` a second run reuses
@@ -196,10 +197,10 @@ def main(argv: list[str] | None = None) -> int:
                                  args.top_k_chunks)
         t = tallies[name]
         err.print(f"{name}: span recall (cited) {pct(t.span_cited, t.n)}, "
-                  f"R5 pass {pct(t.passed, t.n)}, refusal {pct(t.refused, t.n)}")
+                  f"validation pass {pct(t.passed, t.n)}, refusal {pct(t.refused, t.n)}")
 
     columns = ["policy", "n", "span recall cited", "string recall cited",
-               "span in selected", "gold in answer", "R5 pass", "refusal", "chunks",
+               "span in selected", "gold in answer", "validation pass", "refusal", "chunks",
                "prompt tokens", "assembly ms", "ms p95"]
     rows = []
     for name, t in tallies.items():
@@ -216,14 +217,15 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.top_k_items} paragraphs, top {args.top_k_chunks} chunks ({retrieve_s:.1f} s, "
         f"not in assembly time); reader: extractive.",
         "chunks: mean chunks selected; prompt tokens: mean (cl100k_base); assembly ms: mean "
-        "time of answer_question per question (selection, prompt build, reader, R5).",
+        "time of answer_question per question (selection, prompt build, reader, answer "
+        "validation).",
         f"Retrieved evidence (same for every policy): gold paragraph in evidence "
         f"{pct(gold_doc, len(qids))}, a chunk covering a gold span {pct(gold_span, len(qids))}.",
     ]
     for name, t in tallies.items():
         drops = ", ".join(f"{k} {n}" for k, n in sorted(t.drops.items())) or "none"
         codes = ", ".join(f"{k} {n}" for k, n in sorted(t.failure_codes.items())) or "none"
-        notes.append(f"{name}: drops {drops}; R5 failure codes {codes}; NO_EVIDENCE "
+        notes.append(f"{name}: drops {drops}; validation failure codes {codes}; NO_EVIDENCE "
                      f"{t.no_evidence}.")
     print_table(f"Answer assembly, {DATASET} (extractive reader)", columns, rows, args.markdown,
                 right=columns[1:], notes=notes)

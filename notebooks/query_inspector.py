@@ -56,7 +56,7 @@ def _(mo):
 
     One question through what `aiblox answer` runs: hybrid retrieval, late chunking, evidence
     selection under a versioned policy, the Prompt Contract V1 prompt (exact bytes), the
-    reader, citation validation (R5), the source cards, the determinism hashes, and the
+    reader, citation validation, the source cards, the determinism hashes, and the
     evidence pack `aiblox answer` stores for the answer.
     """)
     return

@@ -26,10 +26,12 @@ def test_all_is_sorted_and_importable(name):
     assert not missing, f"{name}.__all__ names missing attributes: {missing}"
 
 
-# Layers from DESIGN.md: a module may import only from its own layer or layers to its left.
+# The layer order README.md states under "Layout" ("Imports go one way"), left to right: a
+# module may import only from its own layer or layers to its left. The helper modules hashing,
+# compiled and memory import nothing from aiblox and sit with contracts.
 LAYERS = [
     {"hashing", "contracts", "compiled", "memory"},
-    {"text", "chunking", "fusion", "selection"},
+    {"text", "chunking", "fusion"},
     {"embedding", "stores", "indexes"},
     {"retrieval", "evidence", "assembly"},
     {"eval"},

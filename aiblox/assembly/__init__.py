@@ -1,15 +1,55 @@
-"""Answer assembly: retrieval bundle to a validated, cited answer or the exact refusal.
+"""Answer assembly: a retrieval bundle to a validated, cited answer or the exact refusal.
 
-R2.0 contracts and input validation, R2.2 policy-driven chunk selection, R2.3 ``safe_normalize_v1``,
-R2.4 citation anchors, R2.5 evidence block, R2.6 Prompt Contract V1 builder (exact bytes, PB4
-budget loop), R3 LLM execution (``extractive`` offline reader, ``openai`` HTTP client) and R5
-post-generation validation. :func:`answer_question` runs the whole chain.
+The chain, one subpackage per step, in the order a question goes through them:
+
+1. ``input/``: the retriever's bundle as assembly input (``from_retrieval``), checked into a
+   typed :class:`AssemblyInput` or a FAILED status (``validation``);
+2. ``selection/``: the policy's gates choose and order the chunks (``chunk_selection``), with
+   the sanitiser (``sanitize``), the near-duplicate measure (``overlap_ratio``) and the per-chunk
+   token cap (``token_truncation``);
+3. ``anchoring/``: anchors ``C0, C1, ...`` in evidence order (``citation_anchors``) and the
+   evidence block text (``evidence_block``); ``answer_bundle`` runs steps 1 to 3 into an
+   :class:`AnswerBundle`;
+4. ``prompt/``: Prompt Contract V1, the frozen template (``contract``), the builder of the exact
+   prompt bytes with its final token budget loop (``builder``), and the answer rules the
+   template states (``answer_rules``, ``sentence_split``);
+5. ``llm/``: the reader answers the prompt: the :class:`LLM` protocol and its registry
+   (``registry``), the offline ``extractive`` reader, the OpenAI-compatible HTTP client
+   (``openai_chat``);
+6. ``answer_validation/``: citations, refusal, metadata leaks and meta commentary checked, fail
+   closed (``checks``).
+
+``answer_chain`` runs the whole chain (:func:`answer_question`). ``records`` holds the records the
+steps hand on (input, :class:`AnswerBundle`, :class:`PromptBuildResult`,
+:class:`LLMExecutionResult`, :class:`ValidationResult`, :class:`AnswerResult`) and the drop reason
+codes; ``policy`` the versioned selection policy every step reads. ``docs/seed_ids.md`` maps the
+seed's requirement ids (R2.0 to R5) to these modules.
 """
 
-from aiblox.assembly.answer_assembly import assemble_answer_bundle, normalize_question
-from aiblox.assembly.chunk_selection import SelectionOutcome, order_rank_strict, select_chunks
-from aiblox.assembly.citation_anchors import anchor_map, assign_anchors
-from aiblox.assembly.contracts import (
+from aiblox.assembly.anchoring.citation_anchors import anchor_map, assign_anchors
+from aiblox.assembly.anchoring.evidence_block import render_evidence_block
+from aiblox.assembly.answer_bundle import assemble_answer_bundle, normalize_question
+from aiblox.assembly.answer_chain import answer_from_input, answer_question, default_request_id
+from aiblox.assembly.answer_validation.checks import validate_answer
+from aiblox.assembly.input.from_retrieval import assembly_input_from_retrieval
+from aiblox.assembly.input.validation import InputValidation, validate_assembly_input
+from aiblox.assembly.llm.extractive import ExtractiveLLM
+from aiblox.assembly.llm.openai_chat import LLMSettings, OpenAIChatLLM
+from aiblox.assembly.llm.registry import LLM, available_llms, get_llm, register_llm
+from aiblox.assembly.policy import PolicyError, SelectionPolicy, find_policies_dir, load_policy
+from aiblox.assembly.prompt.builder import build_prompt_v1
+from aiblox.assembly.prompt.contract import (
+    PROMPT_CONTRACT_VERSION,
+    REFUSAL_TEXT,
+    SECTION_HEADERS,
+    TEMPLATE_SHA256,
+    PromptContractError,
+    load_prompt_contract_v1,
+    parse_prompt_v1,
+    render_prompt_v1,
+)
+from aiblox.assembly.prompt.sentence_split import split_sentences
+from aiblox.assembly.records import (
     DROP_BELOW_SIMILARITY_FLOOR,
     DROP_BUDGET,
     DROP_DUP,
@@ -29,29 +69,13 @@ from aiblox.assembly.contracts import (
     SelectedEvidence,
     ValidationResult,
 )
-from aiblox.assembly.evidence_block import render_evidence_block
-from aiblox.assembly.input_validation import InputValidation, validate_assembly_input
-from aiblox.assembly.llm import LLM, available_llms, get_llm, register_llm
-from aiblox.assembly.llm_extractive import ExtractiveLLM
-from aiblox.assembly.llm_openai import LLMSettings, OpenAIChatLLM
-from aiblox.assembly.overlap_ratio import overlap_ratio
-from aiblox.assembly.pipeline import answer_from_input, answer_question, default_request_id
-from aiblox.assembly.policy import PolicyError, SelectionPolicy, find_policies_dir, load_policy
-from aiblox.assembly.post_validator import validate_answer
-from aiblox.assembly.prompt_builder_v1 import build_prompt_v1
-from aiblox.assembly.prompt_contract_v1 import (
-    PROMPT_CONTRACT_VERSION,
-    REFUSAL_TEXT,
-    SECTION_HEADERS,
-    TEMPLATE_SHA256,
-    PromptContractError,
-    load_prompt_contract_v1,
-    parse_prompt_v1,
-    render_prompt_v1,
+from aiblox.assembly.selection.chunk_selection import (
+    SelectionOutcome,
+    order_rank_strict,
+    select_chunks,
 )
-from aiblox.assembly.retrieval_adapter import assembly_input_from_retrieval
-from aiblox.assembly.safe_normalize_v1 import safe_normalize_v1
-from aiblox.assembly.sentence_split import split_sentences
+from aiblox.assembly.selection.overlap_ratio import overlap_ratio
+from aiblox.assembly.selection.sanitize import safe_normalize_v1
 
 __all__ = [
     "AnswerBundle",

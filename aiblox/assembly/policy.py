@@ -1,5 +1,6 @@
-"""The R2 selection policy: frozen values for chunk selection and prompt budgets, read from a
-versioned TOML file (``evals/policies/R2_POLICY_V1.toml``)."""
+"""The selection policy every step of answer assembly reads: frozen values for chunk selection
+and prompt budgets, read from a versioned TOML file (``evals/policies/R2_POLICY_V1.toml``; the
+policy's version names its file)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ class PolicyError(ValueError):
 
 
 class SelectionPolicy(BaseModel):
-    """R2.2 selection policy snapshot; every value is frozen for a given ``policy_version``."""
+    """Selection policy snapshot; every value is frozen for a given ``policy_version``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 

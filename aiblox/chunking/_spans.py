@@ -1,7 +1,7 @@
-"""Span arithmetic the built-in chunkers share: token windows, sentence units, greedy packing.
+"""Span arithmetic the built-in chunkers share: token windows, sentence units, greedy grouping.
 
 Everything works on ``(start, end)`` character spans of one document. A document is encoded once
-(:func:`aiblox.text.token_offsets.token_char_offsets`); token counts used while packing are
+(:func:`aiblox.text.token_offsets.token_char_offsets`); token counts used while grouping are
 counts of the document's own tokens overlapping a span, and every emitted span is checked by
 encoding its text on its own, so a chunk's ``token_count`` never exceeds the budget unless the
 chunk is a single character that alone needs more tokens.
@@ -132,9 +132,9 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Sp
     return out
 
 
-def pack_units(doc: TokenizedDocument, units: Sequence[Span], max_tokens: int,
+def group_units(doc: TokenizedDocument, units: Sequence[Span], max_tokens: int,
                overlap: int) -> list[Span]:
-    """Greedily pack consecutive units (e.g. sentences) into spans of at most ``max_tokens``.
+    """Greedily group consecutive units (e.g. sentences) into spans of at most ``max_tokens``.
 
     A unit that alone exceeds the budget is cut into token windows (no overlap), trimmed. With
     ``overlap > 0`` the next span starts with the longest run of whole trailing units of the

@@ -1,4 +1,4 @@
-"""Heading-aware chunking for markdown-like text: sections, heading paths, packed to a budget."""
+"""Heading-aware chunking for markdown-like text: sections, heading paths, grouped to a budget."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from aiblox.chunking._params import check_budget, check_encoding
 from aiblox.chunking._spans import (
     Span,
     TokenizedDocument,
+    group_units,
     make_chunks,
-    pack_units,
     sentence_spans,
     trim,
 )
@@ -95,15 +95,15 @@ class HeadingChunker:
     whether heading lines are inside chunk spans:
 
     * ``True``: a section's span starts at its heading line. A section that fits the budget is
-      packed together with the whole subsections that follow it while they fit (a chunk is a
+      grouped with the whole subsections that follow it while they fit (a chunk is a
       section with the start of its subtree, and its ``heading_path`` is that section's path;
       the text before the first heading counts as the parent of every section). A section
       over budget is split like the sentence chunker, its heading line being the first unit,
       so only its first chunk shows the heading line.
-    * ``False``: heading lines are never inside a chunk; each section's body is packed on its own
+    * ``False``: heading lines are never inside a chunk; each section's body is grouped on its own
       (sections are not merged, since a merged span would contain the next heading line).
 
-    ``overlap_tokens`` applies to the sentence packing inside a section that is split.
+    ``overlap_tokens`` applies to the sentence grouping inside a section that is split.
     """
 
     name: ClassVar[str] = "headings"
@@ -154,7 +154,7 @@ class HeadingChunker:
             start, end = units[0][0], units[-1][1]
             if doc.count(start, end) > budget:
                 spans.extend((s, e, list(section.path))
-                             for s, e in pack_units(doc, units, budget, overlap))
+                             for s, e in group_units(doc, units, budget, overlap))
                 i += 1
                 continue
             j = i

@@ -1,11 +1,11 @@
-"""Sentence packing: whole sentences, greedily packed up to a token budget."""
+"""Sentence grouping: whole sentences, greedily grouped up to a token budget."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
 from aiblox.chunking._params import BudgetedChunker
-from aiblox.chunking._spans import TokenizedDocument, make_chunks, pack_units, sentence_spans
+from aiblox.chunking._spans import TokenizedDocument, group_units, make_chunks, sentence_spans
 from aiblox.chunking.base import Chunk
 from aiblox.text.tokens import DEFAULT_ENCODING
 
@@ -13,7 +13,7 @@ __all__ = ["SentenceChunker", "sentences"]
 
 
 class SentenceChunker(BudgetedChunker):
-    """Consecutive sentences packed into chunks of at most ``max_chunk_tokens`` tokens.
+    """Consecutive sentences grouped into chunks of at most ``max_chunk_tokens`` tokens.
 
     Sentences come from a regular expression: a sentence ends after ``.``, ``!``, ``?`` or ``…``
     (with any closing quotes or brackets) followed by whitespace and a character that is not a
@@ -32,13 +32,13 @@ class SentenceChunker(BudgetedChunker):
         self._setup(max_chunk_tokens, overlap_tokens, encoding)
 
     def chunk(self, item_id: str, text: str, content_hash: str) -> list[Chunk]:
-        """Sentence-packed chunks of ``text`` in order; none for whitespace-only text."""
+        """Sentence-grouped chunks of ``text`` in order; none for whitespace-only text."""
         if not text.strip():
             return []
         doc = TokenizedDocument(text, self.encoding)
         units = sentence_spans(text)
         spans = [(s, e, None) for s, e in
-                 pack_units(doc, units, self.max_chunk_tokens, self.overlap_tokens)]
+                 group_units(doc, units, self.max_chunk_tokens, self.overlap_tokens)]
         return make_chunks(item_id, text, content_hash, self.chunker_id, doc, self.encoding,
                            spans)
 
@@ -46,7 +46,7 @@ class SentenceChunker(BudgetedChunker):
 def sentences(max_chunk_tokens: int | None = None, overlap_tokens: int | None = None,
               include_headers: bool = True, encoding: str = DEFAULT_ENCODING) -> SentenceChunker:
     """Registry factory: defaults 256 tokens, no overlap; ``include_headers`` does not apply."""
-    del include_headers  # sentence packing does not read headings
+    del include_headers  # sentence grouping does not read headings
     return SentenceChunker(
         max_chunk_tokens=256 if max_chunk_tokens is None else max_chunk_tokens,
         overlap_tokens=0 if overlap_tokens is None else overlap_tokens,

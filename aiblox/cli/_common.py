@@ -104,11 +104,6 @@ def quiet_progress() -> bool:
     return not os.environ.get("AIBLOX_NO_PROGRESS")
 
 
-def ensure_parent(path: str) -> None:
-    if path != ":memory:" and "://" not in path:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-
-
 def checked_metrics(names: list[str], option: str = "--metric") -> list[str]:
     """``names`` when every one is a ranx metric, else one ``error:`` line naming ``option``
     (before any work: a typo must not cost a whole evaluation)."""

@@ -14,7 +14,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
-    "BM25_METHODS",
     "CacheConfig",
     "CancellationToken",
     "CancelledError",
@@ -74,10 +73,6 @@ class RequestContext(BaseModel):
     """Token the caller may cancel; the retriever checks it between stages."""
 
 
-BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
-"""BM25 variants (bm25s's names; Kamphuis et al., "Which BM25 Do You Mean?", ECIR 2020)."""
-
-
 class FtsConfig(_Strict):
     """Full-text search settings (the seed's ``fts`` dict).
 
@@ -97,7 +92,8 @@ class FtsConfig(_Strict):
     b: float = Field(default=0.75, ge=0.0, le=1.0)
     """BM25 document-length normalisation, 0 (none) to 1 (full)."""
     method: Literal["lucene", "robertson", "atire", "bm25l", "bm25+"] = "lucene"
-    """BM25 variant: its idf and term-frequency components, as bm25s names them."""
+    """BM25 variant: its idf and term-frequency components, as bm25s names them (Kamphuis et al.,
+    "Which BM25 Do You Mean?", ECIR 2020)."""
     delta: float = Field(default=0.5, ge=0.0)
     """The ``delta`` of ``bm25l`` and ``bm25+`` (ignored by the other variants)."""
     stemmer: str | None = "english"

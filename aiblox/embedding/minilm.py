@@ -16,8 +16,6 @@ import numpy as np
 
 __all__ = ["MiniLMEmbedder"]
 
-MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-
 
 def _bundled_model_path() -> str | None:
     try:

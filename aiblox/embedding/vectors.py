@@ -9,7 +9,6 @@ and the field, and the cache is left unchanged.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,6 @@ from aiblox.embedding.cache import EmbeddingCache
 
 __all__ = ["VectorImportError", "import_vectors", "read_vectors"]
 
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
 REQUIRED_COLUMNS = ("_id", "text_sha256", "vector")
 
 

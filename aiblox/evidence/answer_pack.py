@@ -1,7 +1,7 @@
 """The evidence pack of one answered query, built from what the pipeline already returned.
 
 :func:`answer_evidence_pack` takes the retriever's :class:`RetrievalBundle`, the assembly's
-:class:`~aiblox.assembly.contracts.AnswerResult` (answer bundle, prompt, LLM result, validation,
+:class:`~aiblox.assembly.records.AnswerResult` (answer bundle, prompt, LLM result, validation,
 hashes) and, optionally, the ``rag.sources`` cards and the full texts of the items, and returns
 an :class:`~aiblox.evidence.pack.EvidencePack`:
 
@@ -40,7 +40,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aiblox.assembly.contracts import AnswerResult
+from aiblox.assembly.records import AnswerResult
 from aiblox.contracts.retrieval import EvidenceChunk, RetrievalBundle
 from aiblox.evidence.pack import (
     EXCERPT_MAX_CHARS,

@@ -79,19 +79,6 @@ def _sorted(hs: np.ndarray, hp: np.ndarray, n: int
     return pos[order], score[order]
 
 
-@njit(cache=True)
-def _select(cand_pos: np.ndarray, cand_score: np.ndarray, k: int
-            ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
-    """The top ``k`` of candidates (positions distinct, any order): score desc, position asc."""
-    kk = min(k, cand_pos.shape[0])
-    hs = np.empty(kk, dtype=cand_score.dtype)
-    hp = np.empty(kk, dtype=np.int64)
-    n = 0
-    for i in range(cand_pos.shape[0]):
-        n = _offer(hs, hp, n, cand_score[i], cand_pos[i])
-    return _sorted(hs, hp, n)
-
-
 @njit(cache=True, parallel=True)
 def bm25_top_k(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, flat: np.ndarray,
                offsets: np.ndarray, extra: np.ndarray, allowed: np.ndarray, n_docs: int,

@@ -36,7 +36,7 @@ def result(
 
 
 def make_input(results: list[dict[str, Any]], request_id: str = "req-1") -> dict[str, Any]:
-    """A raw R2 input with trace fields."""
+    """A raw assembly input with trace fields."""
     return {
         "request_id": request_id,
         "results": results,

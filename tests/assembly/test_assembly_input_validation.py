@@ -1,4 +1,5 @@
-"""R2.0A: hard-fail conditions of the input contract give FAILED with a reason, never raise."""
+"""Input validation: hard-fail conditions of the input contract give FAILED with a reason,
+never raise."""
 
 from __future__ import annotations
 

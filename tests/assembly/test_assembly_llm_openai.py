@@ -1,4 +1,4 @@
-"""R3 OpenAI-compatible client against a real HTTP server on 127.0.0.1 that injects timeouts,
+"""The OpenAI-compatible client against a real HTTP server on 127.0.0.1 that injects timeouts,
 429 and 500 responses and records every request body it receives."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""R2 selection policy files and loader."""
+"""Selection policy files and loader."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""R2.7 prompt builder tests: correctness, determinism (across processes), budget enforcement,
-refusal semantics, injection safety; plus the PB4 loop."""
+"""The seed's prompt builder tests: correctness, determinism (across processes), budget
+enforcement, refusal semantics, injection safety; plus the final budget loop."""
 
 from __future__ import annotations
 
@@ -134,9 +134,9 @@ def test_budget_pruning_is_deterministic_and_fits() -> None:
     assert first[0].metrics == second[0].metrics
 
 
-def test_pb4_loop_drops_lowest_ranked_until_it_fits() -> None:
+def test_final_budget_loop_drops_lowest_ranked_until_it_fits() -> None:
     """A bundle whose evidence exceeds the total budget (as if selection had not pruned) is
-    repaired by PB4: drop the last chunk, rebuild, repeat."""
+    repaired by the final budget loop: drop the last chunk, rebuild, repeat."""
     policy = policy_v1()
     rows = [result(f"c{i}", " ".join(f"w{i}x{j}" for j in range(150)), i) for i in range(3)]
     bundle = assemble_answer_bundle(QUESTION, make_input(rows), policy)
@@ -166,11 +166,14 @@ def test_pb4_loop_drops_lowest_ranked_until_it_fits() -> None:
     )
     new_bundle, build = build_prompt_v1(oversized, QUESTION, policy)
     assert build.build_status == "OK"
-    assert build.pb4_dropped_count >= 1
+    assert build.final_budget_dropped_count >= 1
     assert build.total_prompt_tokens <= policy.max_total_prompt_tokens
     kept = [e.chunk_id for e in new_bundle.selected_evidence]
     assert kept == [e.chunk_id for e in evidence][: len(kept)]
-    assert new_bundle.metrics.budget_dropped_count == build.pb4_dropped_count
+    assert new_bundle.metrics.budget_dropped_count == build.final_budget_dropped_count
+    # stored and printed under the name records have always carried
+    assert build.model_dump()["pb4_dropped_count"] == build.final_budget_dropped_count
+    assert type(build).model_validate(build.model_dump()) == build
     assert [d.chunk_id for d in new_bundle.metrics.dropped] == [
         e.chunk_id for e in evidence[len(kept) :]
     ]

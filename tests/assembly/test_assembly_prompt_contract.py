@@ -17,7 +17,7 @@ from aiblox.assembly import (
     parse_prompt_v1,
     render_prompt_v1,
 )
-from aiblox.assembly import prompt_contract_v1 as contract_module
+from aiblox.assembly.prompt import contract as contract_module
 
 SEED_REFUSAL = (
     b"NO_EVIDENCE: The provided evidence does not contain sufficient information to answer this"
@@ -26,7 +26,7 @@ SEED_REFUSAL = (
 
 
 def _template_bytes() -> bytes:
-    return resources.files("aiblox.assembly").joinpath("prompt_contract_v1.txt").read_bytes()
+    return resources.files("aiblox.assembly.prompt").joinpath("prompt_contract_v1.txt").read_bytes()
 
 
 def test_template_file_matches_the_recorded_sha256() -> None:

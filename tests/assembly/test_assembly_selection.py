@@ -1,4 +1,4 @@
-"""R2.2 selection gates, drop reason codes, ordering, R2.3 sanitisation, R2.4 anchors."""
+"""Chunk selection gates, drop reason codes, ordering, sanitisation, citation anchors."""
 
 from __future__ import annotations
 

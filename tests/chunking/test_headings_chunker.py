@@ -48,7 +48,7 @@ def test_without_headers_each_section_body_is_its_own_chunk() -> None:
     ]
 
 
-def test_with_headers_a_section_packs_with_the_subsections_that_follow_it() -> None:
+def test_with_headers_a_section_groups_with_the_subsections_that_follow_it() -> None:
     # Everything fits in 256 tokens and every section lies under the preface: one chunk.
     chunks = get_chunker("headings", include_headers=True).chunk("d", DOC, "h")
     assert spans(DOC, chunks) == [([], DOC.strip())]

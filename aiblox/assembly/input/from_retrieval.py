@@ -1,4 +1,4 @@
-"""Adapter from the retriever's :class:`RetrievalBundle` to R2 input.
+"""Step 1 of answer assembly: the retriever's :class:`RetrievalBundle` as assembly input.
 
 ``EvidenceChunk`` maps as ``item_id -> knowledge_id``, ``chunk_id -> chunk_id``,
 ``text -> chunk_text``, position in ``bundle.evidence -> rank`` (0-based) and
@@ -40,7 +40,7 @@ def assembly_input_from_retrieval(
     embedding_model: str | None = None,
     retrieval_top_k: int | None = None,
 ) -> dict[str, Any]:
-    """R2 input mapping for ``bundle`` (validate it with ``validate_assembly_input``)."""
+    """Assembly input mapping for ``bundle`` (validate it with ``validate_assembly_input``)."""
     sources: dict[str, str] = {}
     for cand in bundle.candidates:
         ref = cand.source_ref or cand.source

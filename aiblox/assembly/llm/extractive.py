@@ -1,4 +1,5 @@
-"""``extractive``: a deterministic offline reader that answers only by quoting evidence.
+"""``extractive``: a deterministic offline reader (step 5 of answer assembly) that answers only
+by quoting evidence.
 
 It reads the prompt it is given (Prompt Contract V1, parsed back with ``parse_prompt_v1``), so it
 sees exactly what a hosted model would. Question terms are casefolded ``\\w+`` words minus a small
@@ -17,10 +18,10 @@ import time
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aiblox.assembly.answer_rules import is_quotable
-from aiblox.assembly.contracts import LLMExecutionResult
-from aiblox.assembly.prompt_contract_v1 import REFUSAL_TEXT, PromptContractError, parse_prompt_v1
-from aiblox.assembly.sentence_split import split_sentences
+from aiblox.assembly.prompt.answer_rules import is_quotable
+from aiblox.assembly.prompt.contract import REFUSAL_TEXT, PromptContractError, parse_prompt_v1
+from aiblox.assembly.prompt.sentence_split import split_sentences
+from aiblox.assembly.records import LLMExecutionResult
 from aiblox.hashing import sha256_text
 from aiblox.text.tokens import count_tokens
 

@@ -1,4 +1,5 @@
-"""A small deterministic sentence splitter shared by the extractive reader and R5 validation.
+"""A small deterministic sentence splitter: what counts as one sentence of an answer, shared
+by the extractive reader (step 5) and answer validation (step 6).
 
 A sentence ends at ``.``, ``!`` or ``?`` (optionally followed by closing quotes or brackets and
 by citation markers such as ``[C0]``) when whitespace or the end of the text follows, and at

@@ -1,4 +1,4 @@
-"""``openai``: an OpenAI-compatible chat-completions client (R3 execution wrapper).
+"""``openai``: an OpenAI-compatible chat-completions client (a reader, step 5 of answer assembly).
 
 The prompt is sent as the single user message of one ``POST {base_url}/chat/completions``, its
 text unchanged; no system message or other instruction is added. The JSON body is serialised once
@@ -24,12 +24,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from aiblox.assembly.contracts import LLMExecutionResult
+from aiblox.assembly.records import LLMExecutionResult
 from aiblox.hashing import sha256_text
 
 __all__ = ["ENV_PREFIX", "LLMSettings", "OpenAIChatLLM", "build_request_body"]
 
-logger = logging.getLogger("aiblox.assembly.llm_openai")
+logger = logging.getLogger(__name__)
 ENV_PREFIX = "AIBLOX_LLM_"
 
 

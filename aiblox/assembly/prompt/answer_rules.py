@@ -1,5 +1,6 @@
-"""Patterns of the answer rules (Prompt Contract V1 P4, P5) shared by R5 validation and the
-extractive reader: citation-like markers, evidence metadata and meta commentary."""
+"""Patterns of the answer rules Prompt Contract V1 states (its citation and output format
+contracts), shared by answer validation (step 6) and the extractive reader (step 5):
+citation-like markers, evidence metadata and meta commentary."""
 
 from __future__ import annotations
 

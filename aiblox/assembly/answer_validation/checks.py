@@ -1,9 +1,11 @@
-"""R5 post-generation validation, fail closed: an answer is shown only when every check passes.
+"""Step 6 of answer assembly: post-generation validation, fail closed; an answer is shown only
+when every check passes.
 
 Checks, in order (each failure adds its code to ``failure_codes``):
 
 - ``NO_EVIDENCE``: assembly refused, the LLM was not called; the refusal string is the answer
   (PASSED, ``generation_status=NO_EVIDENCE``);
+- ``ASSEMBLY_FAILED``: assembly or the prompt build failed; the LLM was not called;
 - ``GENERATION_FAILED``: the LLM call failed; nothing to show;
 - ``EMPTY_ANSWER``: the model returned only whitespace;
 - refusal: an answer equal to the refusal string (surrounding whitespace stripped) PASSES with no
@@ -24,34 +26,21 @@ from __future__ import annotations
 
 import re
 
-from aiblox.assembly.answer_rules import (
+from aiblox.assembly.prompt.answer_rules import (
     CITATION_LIKE_PATTERN,
     META_COMMENTARY_PATTERN,
     METADATA_PATTERN,
 )
-from aiblox.assembly.contracts import (
+from aiblox.assembly.prompt.contract import CITATION_PATTERN, REFUSAL_TEXT
+from aiblox.assembly.prompt.sentence_split import split_sentences
+from aiblox.assembly.records import (
     AnswerBundle,
     GroundingMetrics,
     LLMExecutionResult,
     ValidationResult,
 )
-from aiblox.assembly.prompt_contract_v1 import CITATION_PATTERN, REFUSAL_TEXT
-from aiblox.assembly.sentence_split import split_sentences
 
-__all__ = ["FAILURE_CODES", "validate_answer"]
-
-FAILURE_CODES: tuple[str, ...] = (
-    "ASSEMBLY_FAILED",
-    "GENERATION_FAILED",
-    "EMPTY_ANSWER",
-    "REFUSAL_MISMATCH",
-    "MALFORMED_CITATION",
-    "UNKNOWN_ANCHOR",
-    "NO_CITATIONS",
-    "UNCITED_SENTENCE",
-    "METADATA_LEAK",
-    "META_COMMENTARY",
-)
+__all__ = ["validate_answer"]
 
 _CONTENT = re.compile(r"\w")
 

@@ -1,4 +1,4 @@
-"""R2.2 chunk selection, driven by a :class:`SelectionPolicy`.
+"""Step 2 of answer assembly: chunk selection, driven by a :class:`SelectionPolicy`.
 
 Gates run in this order over the results sorted ``rank_strict`` (rank ascending, chunk_id
 ascending on ties), each drop recorded with its reason code:
@@ -18,7 +18,7 @@ ascending on ties), each drop recorded with its reason code:
    chunk would take the evidence block over the budget, it and every lower-ranked chunk are
    dropped (DROP_BUDGET).
 
-The kept chunks keep their order; anchors follow it (R2.4). Pure and deterministic.
+The kept chunks keep their order; their anchors (step 3) follow it. Pure and deterministic.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from aiblox.assembly.contracts import (
+from aiblox.assembly.anchoring.evidence_block import render_evidence_block
+from aiblox.assembly.policy import SelectionPolicy
+from aiblox.assembly.records import (
     DROP_BELOW_SIMILARITY_FLOOR,
     DROP_BUDGET,
     DROP_DUP,
@@ -36,11 +38,9 @@ from aiblox.assembly.contracts import (
     RetrievalResult,
     SelectedEvidence,
 )
-from aiblox.assembly.evidence_block import render_evidence_block
-from aiblox.assembly.overlap_ratio import overlap_ratio, word_set
-from aiblox.assembly.policy import SelectionPolicy
-from aiblox.assembly.safe_normalize_v1 import safe_normalize_v1
-from aiblox.assembly.token_truncation import truncate_to_token_budget
+from aiblox.assembly.selection.overlap_ratio import overlap_ratio, word_set
+from aiblox.assembly.selection.sanitize import SANITIZATION_MODE, safe_normalize_v1
+from aiblox.assembly.selection.token_truncation import truncate_to_token_budget
 from aiblox.text.tokens import count_tokens
 
 __all__ = ["SelectionOutcome", "order_rank_strict", "select_chunks"]
@@ -56,7 +56,6 @@ class SelectionOutcome:
     evidence_block_text: str
     evidence_token_count: int
     dropped: list[DroppedChunk] = field(default_factory=list)
-    truncated_count: int = 0
 
 
 def order_rank_strict(results: Sequence[RetrievalResult]) -> list[RetrievalResult]:
@@ -67,10 +66,12 @@ def order_rank_strict(results: Sequence[RetrievalResult]) -> list[RetrievalResul
 def select_chunks(
     results: Sequence[RetrievalResult], policy: SelectionPolicy, *, evidence_token_budget: int
 ) -> SelectionOutcome:
-    """Apply every R2.2 gate; ``evidence_token_budget`` is the most tokens the evidence block
+    """Apply every selection gate; ``evidence_token_budget`` is the most tokens the evidence block
     may take (the caller takes the total prompt budget into account)."""
     if policy.ordering_mode != "rank_strict":  # pragma: no cover - the policy type forbids it
         raise ValueError(f"unsupported ordering_mode {policy.ordering_mode!r}")
+    if policy.sanitization_mode != SANITIZATION_MODE:  # pragma: no cover - the type forbids it
+        raise ValueError(f"unsupported sanitization_mode {policy.sanitization_mode!r}")
     enc = policy.token_encoding
     dropped: list[DroppedChunk] = []
 
@@ -138,7 +139,6 @@ def select_chunks(
     selected: list[SelectedEvidence] = []
     block = ""
     block_tokens = 0
-    truncated_count = 0
     for i, (r, text) in enumerate(capped):
         cut, truncated = truncate_to_token_budget(text, policy.per_chunk_token_cap, enc)
         if not cut.strip():
@@ -165,11 +165,9 @@ def select_chunks(
             break
         selected.append(candidate)
         block, block_tokens = trial, trial_tokens
-        truncated_count += int(truncated)
     return SelectionOutcome(
         selected=selected,
         evidence_block_text=block,
         evidence_token_count=block_tokens,
         dropped=dropped,
-        truncated_count=truncated_count,
     )

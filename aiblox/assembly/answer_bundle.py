@@ -1,9 +1,10 @@
-"""R2 answer assembly: validated input and a question to an :class:`AnswerBundle`.
+"""Steps 1 to 3 of answer assembly: raw input and a question to an :class:`AnswerBundle`.
 
-Order (seed "correct production order"): input validation (R2.0A) with the prompt contract
+Order (the seed's "correct production order"): input validation (step 1) with the prompt contract
 already frozen and the policy loaded; question normalisation and its token cap; the fixed prompt
-overhead checked against the total budget; chunk selection (R2.2, R2.3); anchors after ordering
-(R2.4); the evidence block (R2.5). Every failure is a status on the returned bundle.
+overhead checked against the total budget; chunk selection with sanitisation (step 2); anchors
+after ordering and the evidence block (step 3). Every failure is a status on the returned bundle.
+The prompt builder (step 4) takes the bundle on.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from aiblox.assembly.chunk_selection import select_chunks
-from aiblox.assembly.citation_anchors import anchor_map
-from aiblox.assembly.contracts import (
+from aiblox.assembly.anchoring.citation_anchors import anchor_map
+from aiblox.assembly.input.validation import validate_assembly_input
+from aiblox.assembly.policy import SelectionPolicy
+from aiblox.assembly.prompt.contract import PROMPT_CONTRACT_VERSION, render_prompt_v1
+from aiblox.assembly.records import (
     DROP_BELOW_SIMILARITY_FLOOR,
     DROP_BUDGET,
     DROP_DUP,
@@ -30,10 +33,8 @@ from aiblox.assembly.contracts import (
     DroppedChunk,
     SelectedEvidence,
 )
-from aiblox.assembly.input_validation import validate_assembly_input
-from aiblox.assembly.policy import SelectionPolicy
-from aiblox.assembly.prompt_contract_v1 import PROMPT_CONTRACT_VERSION, render_prompt_v1
-from aiblox.assembly.safe_normalize_v1 import safe_normalize_v1
+from aiblox.assembly.selection.chunk_selection import select_chunks
+from aiblox.assembly.selection.sanitize import safe_normalize_v1
 from aiblox.hashing import sha256_text
 from aiblox.text.tokens import count_tokens
 
@@ -88,7 +89,7 @@ def _failed(request_id: str, reason: str, trace: AssemblyTrace | None = None) ->
 def assemble_answer_bundle(
     question: str, raw_input: AssemblyInput | Mapping[str, Any], policy: SelectionPolicy
 ) -> AnswerBundle:
-    """Run R2.0 to R2.5 and return the AnswerBundle (status OK, NO_EVIDENCE or FAILED)."""
+    """Run steps 1 to 3 and return the AnswerBundle (status OK, NO_EVIDENCE or FAILED)."""
     request_id = (
         raw_input.request_id
         if isinstance(raw_input, AssemblyInput)

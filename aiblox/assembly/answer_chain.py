@@ -1,9 +1,11 @@
 """The whole answer chain in one call: RetrievalBundle and question to a validated answer.
 
-``answer_question`` runs R2.0 input validation, R2.2 selection, R2.4 anchors, R2.5 evidence
-block, R2.6 prompt build (PB4 loop), R3 execution (skipped unless the prompt is OK) and R5
-validation, and returns every artifact with its hashes. It never raises for pipeline statuses:
-NO_EVIDENCE gives the refusal without an LLM call, FAILED gives ``answer_text=None``.
+``answer_question`` runs every step of answer assembly: input validation, chunk selection,
+anchors and the evidence block (:func:`assemble_answer_bundle`), the prompt build with its final
+budget loop (:func:`build_prompt_v1`), the reader (skipped unless the prompt is OK) and answer
+validation (:func:`validate_answer`), and returns every artifact with its hashes. It never raises
+for the chain's statuses: NO_EVIDENCE gives the refusal without an LLM call, FAILED gives
+``answer_text=None``.
 """
 
 from __future__ import annotations
@@ -11,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aiblox.assembly.answer_assembly import assemble_answer_bundle, normalize_question
-from aiblox.assembly.contracts import AnswerResult, AssemblyInput, LLMExecutionResult
-from aiblox.assembly.llm import LLM
+from aiblox.assembly.answer_bundle import assemble_answer_bundle, normalize_question
+from aiblox.assembly.answer_validation.checks import validate_answer
+from aiblox.assembly.input.from_retrieval import assembly_input_from_retrieval
+from aiblox.assembly.llm.registry import LLM
 from aiblox.assembly.policy import SelectionPolicy
-from aiblox.assembly.post_validator import validate_answer
-from aiblox.assembly.prompt_builder_v1 import build_prompt_v1
-from aiblox.assembly.prompt_contract_v1 import TEMPLATE_SHA256
-from aiblox.assembly.retrieval_adapter import assembly_input_from_retrieval
+from aiblox.assembly.prompt.builder import build_prompt_v1
+from aiblox.assembly.prompt.contract import TEMPLATE_SHA256
+from aiblox.assembly.records import AnswerResult, AssemblyInput, LLMExecutionResult
 from aiblox.contracts.retrieval import RetrievalBundle
 from aiblox.hashing import sha256_hex, sha256_text
 
@@ -38,7 +40,7 @@ def answer_from_input(
     policy: SelectionPolicy,
     llm: LLM,
 ) -> AnswerResult:
-    """Run the chain from R2 input (typed or a plain mapping)."""
+    """Run the chain from assembly input (typed or a plain mapping)."""
     bundle = assemble_answer_bundle(question, raw_input, policy)
     bundle, prompt = build_prompt_v1(bundle, question, policy)
     llm_result: LLMExecutionResult | None = None
@@ -86,7 +88,7 @@ def answer_question(
     embedding_model: str | None = None,
     retrieval_top_k: int | None = None,
 ) -> AnswerResult:
-    """Answer ``question`` from a retriever's ``bundle``: the whole R2-R5 chain.
+    """Answer ``question`` from a retriever's ``bundle``: the whole chain.
 
     Trace fields not given are read from ``bundle.stats.params`` (see
     :func:`assembly_input_from_retrieval`); a trace field found nowhere fails assembly.

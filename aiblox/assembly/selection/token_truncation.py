@@ -1,5 +1,5 @@
-"""Cut a sanitised text to its longest word prefix within a token budget (the R2.2 per-chunk
-cap, ``max_chunk_token_ratio``).
+"""Cut a sanitised text to its longest word prefix within a token budget: the per-chunk cap
+(``max_chunk_token_ratio``) of chunk selection (step 2).
 
 The cut is a prefix: words are never changed, reordered or summarised, only the tail beyond the
 budget is left out. Word prefixes are searched by bisection on the word count; a first word that

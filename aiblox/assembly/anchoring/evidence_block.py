@@ -1,4 +1,5 @@
-"""R2.5 evidence block rendering: the exact text placed in the prompt's evidence section.
+"""Step 3 of answer assembly: the evidence block, the exact text placed in the prompt's evidence
+section.
 
 Each selected chunk is rendered as the frozen header line and its sanitised text on the next
 line; chunks are separated by one blank line::
@@ -18,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aiblox.assembly.contracts import SelectedEvidence
-from aiblox.assembly.safe_normalize_v1 import safe_normalize_v1
+from aiblox.assembly.records import SelectedEvidence
+from aiblox.assembly.selection.sanitize import safe_normalize_v1
 
 __all__ = ["EVIDENCE_SEPARATOR", "header_value", "render_evidence_block", "render_evidence_entry"]
 

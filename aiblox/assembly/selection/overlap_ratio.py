@@ -1,4 +1,4 @@
-"""Word overlap ratio between two texts, the near-duplicate measure of R2.2 selection.
+"""Word overlap ratio between two texts, the near-duplicate measure of chunk selection (step 2).
 
 The ratio is the overlap coefficient (Szymkiewicz-Simpson) of the two texts' word sets:
 ``|A & B| / min(|A|, |B|)``, words being casefolded ``\\w+`` runs. It is 1.0 when one text's

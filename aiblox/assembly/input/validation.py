@@ -1,5 +1,6 @@
-"""R2.0A input validation: raw retrieval output to a typed :class:`AssemblyInput`, or a FAILED
-status with a reason naming the result index and field (data, not an exception).
+"""Step 1 of answer assembly: input validation. Raw retrieval output to a typed
+:class:`AssemblyInput`, or a FAILED status with a reason naming the result index and field (data,
+not an exception).
 
 Hard failures: a required field missing or of the wrong type (``chunk_id``, ``knowledge_id``,
 ``chunk_text``, ``rank``, ``similarity_score``), ``chunk_text`` null or empty, a rank that is not
@@ -18,13 +19,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from aiblox.assembly.contracts import AssemblyInput
+from aiblox.assembly.records import AssemblyInput
 
 __all__ = ["InputValidation", "validate_assembly_input"]
 
 
 class InputValidation(BaseModel):
-    """Outcome of R2.0A validation."""
+    """Outcome of input validation."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
@@ -48,7 +49,7 @@ def _describe(err: ValidationError) -> str:
 
 
 def validate_assembly_input(raw: AssemblyInput | Mapping[str, Any]) -> InputValidation:
-    """Validate R2 input given as a typed model or a plain mapping."""
+    """Validate assembly input given as a typed model or a plain mapping."""
     data = raw.model_dump() if isinstance(raw, AssemblyInput) else raw
     try:
         parsed = AssemblyInput.model_validate(data)

@@ -1,4 +1,5 @@
-"""``safe_normalize_v1``: the R2.3 sanitiser for evidence and question text.
+"""``safe_normalize_v1``: the sanitiser of evidence and question text (:data:`SANITIZATION_MODE`),
+applied in step 2 of answer assembly (an empty result drops the chunk) and to the question.
 
 It removes what can break a prompt's structure and nothing else:
 

@@ -1,36 +1,41 @@
-"""R2.6 prompt builder for Prompt Contract V1, with the PB4 final budget loop.
+"""Step 4 of answer assembly: the exact prompt bytes for an :class:`AnswerBundle`, under the
+prompt contract :data:`~aiblox.assembly.prompt.contract.PROMPT_CONTRACT_VERSION`.
 
-PB1: the frozen sections in the frozen order (system, safety, evidence header, evidence block,
-question header, question, output format); nothing else. PB2: the question is inserted as
-received, whitespace-normalised only. PB3/PB4: ``total = prompt_tokens + reserved_output_tokens``
-(``prompt_tokens`` counts the whole prompt text, so every header is included); while it exceeds
-``max_total_prompt_tokens`` or the evidence block exceeds ``max_evidence_tokens``, the
-lowest-ranked chunk is dropped (DROP_BUDGET) and the evidence block is rebuilt; the surviving
-anchors do not move, as the dropped chunk is always the last. PB5: no timestamps, ids or
-unordered iteration, so identical inputs give identical bytes. The built prompt is parsed back
-with :func:`parse_prompt_v1` and compared with the bundle before it is returned.
+- Section order: the frozen sections in the frozen order (system, safety, evidence header,
+  evidence block, question header, question, output format); nothing else.
+- The question is inserted as received, whitespace-normalised only.
+- Final budget loop: ``total = prompt_tokens + reserved_output_tokens`` (``prompt_tokens``
+  counts the whole prompt text, so every header is included); while it exceeds
+  ``max_total_prompt_tokens`` or the evidence block exceeds ``max_evidence_tokens``, the
+  lowest-ranked chunk is dropped (DROP_BUDGET) and the evidence block is rebuilt; the surviving
+  anchors do not move, as the dropped chunk is always the last.
+- Byte determinism: no timestamps, ids or unordered iteration, so identical inputs give
+  identical bytes. The built prompt is parsed back with :func:`parse_prompt_v1` and compared
+  with the bundle before it is returned.
+
+The next step is the reader (:mod:`aiblox.assembly.llm`).
 """
 
 from __future__ import annotations
 
-from aiblox.assembly.answer_assembly import build_metrics, normalize_question
-from aiblox.assembly.citation_anchors import anchor_map
-from aiblox.assembly.contracts import (
-    DROP_BUDGET,
-    AnswerBundle,
-    DroppedChunk,
-    PromptBuildResult,
-    SelectedEvidence,
-)
-from aiblox.assembly.evidence_block import render_evidence_block
+from aiblox.assembly.anchoring.citation_anchors import anchor_map
+from aiblox.assembly.anchoring.evidence_block import render_evidence_block
+from aiblox.assembly.answer_bundle import build_metrics, normalize_question
 from aiblox.assembly.policy import SelectionPolicy
-from aiblox.assembly.prompt_contract_v1 import (
+from aiblox.assembly.prompt.contract import (
     PROMPT_CONTRACT_VERSION,
     TEMPLATE_SHA256,
     PromptContractError,
     load_prompt_contract_v1,
     parse_prompt_v1,
     render_prompt_v1,
+)
+from aiblox.assembly.records import (
+    DROP_BUDGET,
+    AnswerBundle,
+    DroppedChunk,
+    PromptBuildResult,
+    SelectedEvidence,
 )
 from aiblox.hashing import sha256_text
 from aiblox.text.tokens import count_tokens
@@ -61,7 +66,8 @@ def _rebundle(
     block: str,
     block_tokens: int,
 ) -> AnswerBundle:
-    """The bundle after PB4 dropped ``dropped`` (its tail): evidence, block and metrics."""
+    """The bundle after the final budget loop dropped ``dropped`` (its tail): evidence, block
+    and metrics."""
     metrics = bundle.metrics
     all_dropped = [
         *metrics.dropped,
@@ -100,7 +106,7 @@ def build_prompt_v1(
 ) -> tuple[AnswerBundle, PromptBuildResult]:
     """Build the exact prompt for an AnswerBundle.
 
-    Returns the bundle as it stands after the PB4 loop (the same object when nothing was
+    Returns the bundle as it stands after the final budget loop (the same object when nothing was
     dropped) and the PromptBuildResult. A NO_EVIDENCE bundle gives ``build_status=NO_EVIDENCE``
     with an empty ``prompt_text``; a FAILED bundle, a policy or question that differs from the
     one the bundle was assembled with, or a prompt that does not parse back gives FAILED.
@@ -143,7 +149,11 @@ def build_prompt_v1(
         bundle = _rebundle(bundle, policy, kept, dropped, block, block_tokens)
         if not kept:
             build = _result(
-                bundle, policy, "NO_EVIDENCE", bundle.failure_reason, pb4_dropped_count=len(dropped)
+                bundle,
+                policy,
+                "NO_EVIDENCE",
+                bundle.failure_reason,
+                final_budget_dropped_count=len(dropped),
             )
             return bundle, build
     try:
@@ -171,6 +181,6 @@ def build_prompt_v1(
         output_format_tokens=count_tokens(contract.output_format_section, enc),
         prompt_tokens=prompt_tokens,
         total_prompt_tokens=total,
-        pb4_dropped_count=len(dropped),
+        final_budget_dropped_count=len(dropped),
     )
     return bundle, build

@@ -1,4 +1,4 @@
-"""R5 post-generation validation: table-driven golden cases (validation_cases.json) plus the
+"""Answer validation (step 6): table-driven golden cases (validation_cases.json) plus the
 statuses that do not depend on the answer text."""
 
 from __future__ import annotations

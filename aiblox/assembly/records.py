@@ -1,8 +1,12 @@
-"""R2.0 answer assembly contracts: the input schema, AnswerBundle, PromptBuildResult,
-LLMExecutionResult, the R5 ValidationResult and the AnswerResult of one whole run.
+"""The records answer assembly hands from step to step: the input (step 1), the
+:class:`AnswerBundle` of selected, anchored evidence (steps 2 and 3), the
+:class:`PromptBuildResult` (step 4), the :class:`LLMExecutionResult` (step 5), the
+:class:`ValidationResult` (step 6) and the :class:`AnswerResult` of one whole run; and the drop
+reason codes of selection.
 
-Every model rejects unknown keys. Pipeline statuses (``OK``, ``NO_EVIDENCE``, ``FAILED``) and drop
-reason codes are data carried by these models, never exceptions.
+Field names are the answer assembly seed's input and output schemas, so they are what a stored or
+printed record holds. Every model rejects unknown keys. Statuses (``OK``, ``NO_EVIDENCE``,
+``FAILED``) and drop reason codes are data carried by these models, never exceptions.
 """
 
 from __future__ import annotations
@@ -64,11 +68,11 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
-# --------------------------------------------------------------------------- R2.0A input
+# ----------------------------------------------------------------------- step 1: input
 
 
 class RetrievalResult(_Strict):
-    """One retrieval result as R2 receives it (R2.0A minimum fields plus the source)."""
+    """One retrieval result as assembly receives it (the seed's minimum fields, the source)."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, strict=True)
 
@@ -96,7 +100,7 @@ class RetrievalResult(_Strict):
 
 
 class AssemblyInput(_Strict):
-    """Everything R2 needs from retrieval: the results and the trace fields (R2.0A)."""
+    """Everything assembly needs from retrieval: the results and the trace fields."""
 
     request_id: str = Field(min_length=1)
     """Caller's id for this request, echoed into every artifact."""
@@ -110,7 +114,7 @@ class AssemblyInput(_Strict):
     """Number of chunks retrieval was asked for."""
 
 
-# --------------------------------------------------------------------------- R2.0B output
+# ---------------------------------------------- steps 2 and 3: selection and anchoring
 
 
 class SelectedEvidence(_Strict):
@@ -148,7 +152,7 @@ class DroppedChunk(_Strict):
 
 
 class AssemblyTrace(_Strict):
-    """Trace fields for audit and replay (R2.0B)."""
+    """Trace fields for audit and replay."""
 
     index_version: str
     """Version of the index retrieval read."""
@@ -175,7 +179,7 @@ class AssemblyTrace(_Strict):
 
 
 class AssemblyMetrics(_Strict):
-    """Counts and flags of one selection (R2.0B, R2.2)."""
+    """Counts and flags of one selection."""
 
     retrieved_k: int = 0
     """Number of retrieval results received."""
@@ -184,7 +188,8 @@ class AssemblyMetrics(_Strict):
     dedup_dropped_count: int = 0
     """Chunks dropped as near-duplicates (DROP_DUP)."""
     budget_dropped_count: int = 0
-    """Chunks dropped by the chunk-count or token budgets, PB4 included (DROP_BUDGET)."""
+    """Chunks dropped by the chunk-count or token budgets, the prompt builder's final budget
+    loop included (DROP_BUDGET)."""
     per_knowledge_cap_dropped_count: int = 0
     """Chunks dropped by the per-knowledge-id cap (DROP_PER_KNOWLEDGE_CAP)."""
     empty_after_sanitize_dropped_count: int = 0
@@ -208,7 +213,7 @@ class AssemblyMetrics(_Strict):
 
 
 class AnswerBundle(_Strict):
-    """R2 output: the selected, anchored evidence and its exact evidence block text."""
+    """Assembly's output: the selected, anchored evidence and its exact evidence block text."""
 
     version: str = ANSWER_BUNDLE_VERSION
     """Schema version of this record."""
@@ -260,11 +265,23 @@ class AnswerBundle(_Strict):
         return self
 
 
-# --------------------------------------------------------------------------- R2.6 prompt
+# ---------------------------------------------------------------------- step 4: prompt
 
 
 class PromptBuildResult(_Strict):
-    """The prompt builder's output: the exact prompt text and its token accounting."""
+    """The prompt builder's output: the exact prompt text and its token accounting.
+
+    ``final_budget_dropped_count`` is stored and printed as ``pb4_dropped_count``, the name
+    records have carried since the first version (PB4 is the seed's final token budget check).
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+        use_attribute_docstrings=True,
+        serialize_by_alias=True,
+        validate_by_alias=True,
+        validate_by_name=True,
+    )
 
     request_id: str
     """Caller's request id."""
@@ -302,15 +319,15 @@ class PromptBuildResult(_Strict):
     """``prompt_tokens + reserved_output_tokens``; at most ``max_total_prompt_tokens`` when OK."""
     max_total_prompt_tokens: int = 0
     """The policy's total budget."""
-    pb4_dropped_count: int = 0
-    """Chunks the PB4 loop dropped (lowest ranked first) to fit the total budget."""
+    final_budget_dropped_count: int = Field(default=0, alias="pb4_dropped_count")
+    """Chunks the final budget loop dropped (lowest ranked first) to fit the total budget."""
 
 
-# --------------------------------------------------------------------------- R3 execution
+# ------------------------------------------------------------------------- step 5: LLM
 
 
 class LLMExecutionResult(_Strict):
-    """R3 telemetry of one LLM execution (one logical call, retries included)."""
+    """Telemetry of one LLM execution (one logical call, retries included)."""
 
     request_id: str
     """Caller's request id."""
@@ -342,7 +359,7 @@ class LLMExecutionResult(_Strict):
     """Total tokens reported by the model."""
 
 
-# --------------------------------------------------------------------------- R5 validation
+# ----------------------------------------------------------- step 6: answer validation
 
 
 class GroundingMetrics(_Strict):
@@ -365,7 +382,7 @@ class GroundingMetrics(_Strict):
 
 
 class ValidationResult(_Strict):
-    """R5 output: whether the answer may be shown, fail closed."""
+    """Answer validation's output: whether the answer may be shown, fail closed."""
 
     request_id: str
     """Caller's request id."""
@@ -398,13 +415,13 @@ class AnswerResult(_Strict):
     request_id: str
     """Caller's request id."""
     answer_bundle: AnswerBundle
-    """R2 output (after the PB4 loop)."""
+    """Assembly's output (after the prompt builder's final budget loop)."""
     prompt: PromptBuildResult
-    """R2.6 output."""
+    """The prompt builder's output."""
     llm_result: LLMExecutionResult | None = None
-    """R3 output; None when the LLM was not called (NO_EVIDENCE or FAILED assembly)."""
+    """The LLM's output; None when the LLM was not called (NO_EVIDENCE or FAILED assembly)."""
     validation: ValidationResult
-    """R5 output."""
+    """Answer validation's output."""
     answer_text: str | None = None
     """The answer to show: validated text or the refusal; None when validation failed."""
     drop_counts: dict[str, int]

@@ -1,11 +1,11 @@
-"""R2.4 citation anchor assignment: after the evidence order is frozen, the chunk at position
-``i`` gets anchor ``C{i}``; the anchor map sends each anchor to its chunk id."""
+"""Step 3 of answer assembly: citation anchors. After the evidence order is frozen, the chunk
+at position ``i`` gets anchor ``C{i}``; the anchor map sends each anchor to its chunk id."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aiblox.assembly.contracts import SelectedEvidence
+from aiblox.assembly.records import SelectedEvidence
 
 __all__ = ["anchor_map", "assign_anchors"]
 

@@ -1,8 +1,9 @@
-"""Prompt Contract V1 (R2.1), frozen.
+"""Step 4 of answer assembly: the prompt contract, frozen (:data:`PROMPT_CONTRACT_VERSION`).
 
-The literal prompt template lives in ``prompt_contract_v1.txt`` beside this module; its sha256
-is recorded here as :data:`TEMPLATE_SHA256` and checked every time the template is loaded, so
-the file cannot change without a new contract version (a new file, a new constant).
+The literal prompt template lives in ``prompt_contract_v1.txt`` beside this module
+(:data:`TEMPLATE_FILE`); its sha256 is recorded here as :data:`TEMPLATE_SHA256` and checked every
+time the template is loaded, so the file cannot change without a new contract version (a new
+file, new constants).
 
 The template has five sections in this exact order, each header exactly once:
 
@@ -16,7 +17,9 @@ The template has five sections in this exact order, each header exactly once:
 Rendering splits the template at its two placeholders once and concatenates the pieces, so
 evidence or question text that contains a placeholder or a header is never substituted into.
 Evidence and question text are sanitised by ``safe_normalize_v1`` to single lines, which makes
-:func:`parse_prompt_v1` unambiguous: every evidence body is the one line after its header.
+:func:`parse_prompt_v1` unambiguous: every evidence body is the one line after its header. The
+builder (:mod:`aiblox.assembly.prompt.builder`) renders through this module; the extractive
+reader parses prompts back with it.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ __all__ = [
     "ParsedEvidence",
     "ParsedPrompt",
     "PromptContractError",
-    "PromptContractV1",
+    "PromptTemplate",
     "load_prompt_contract_v1",
     "parse_evidence_block",
     "parse_prompt_v1",
@@ -84,7 +87,7 @@ class PromptContractError(ValueError):
 
 
 @dataclass(frozen=True)
-class PromptContractV1:
+class PromptTemplate:
     """The loaded, verified template split at its placeholders."""
 
     template_text: str
@@ -113,7 +116,7 @@ class PromptContractV1:
         return self.suffix[self.suffix.index(SECTION_HEADERS[4]) :]
 
 
-def _check_template(text: str) -> PromptContractV1:
+def _check_template(text: str) -> PromptTemplate:
     positions = []
     for header in SECTION_HEADERS:
         lines = [i for i, line in enumerate(text.split("\n")) if line == header]
@@ -139,13 +142,13 @@ def _check_template(text: str) -> PromptContractV1:
         and SECTION_HEADERS[4] in suffix
     ):
         raise PromptContractError(f"{TEMPLATE_FILE}: placeholders outside their sections")
-    return PromptContractV1(template_text=text, prefix=prefix, middle=middle, suffix=suffix)
+    return PromptTemplate(template_text=text, prefix=prefix, middle=middle, suffix=suffix)
 
 
 @lru_cache(maxsize=1)
-def load_prompt_contract_v1() -> PromptContractV1:
+def load_prompt_contract_v1() -> PromptTemplate:
     """Read the template shipped in the package, check its sha256 and structure."""
-    data = resources.files("aiblox.assembly").joinpath(TEMPLATE_FILE).read_bytes()
+    data = resources.files("aiblox.assembly.prompt").joinpath(TEMPLATE_FILE).read_bytes()
     digest = sha256_bytes(data)
     if digest != TEMPLATE_SHA256:
         raise PromptContractError(

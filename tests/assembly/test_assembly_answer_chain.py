@@ -157,7 +157,7 @@ def test_public_api_is_sorted_and_complete() -> None:
 
 def test_layering_assembly_imports_only_lower_layers() -> None:
     allowed = ("aiblox.assembly", "aiblox.contracts", "aiblox.hashing", "aiblox.text")
-    for path in sorted(PACKAGE.glob("*.py")):
+    for path in sorted(PACKAGE.rglob("*.py")):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             mods = []
@@ -167,4 +167,4 @@ def test_layering_assembly_imports_only_lower_layers() -> None:
                 mods = [a.name for a in node.names]
             for mod in mods:
                 if mod.startswith("aiblox"):
-                    assert mod.startswith(allowed), f"{path.name} imports {mod}"
+                    assert mod.startswith(allowed), f"{path.relative_to(PACKAGE)} imports {mod}"

@@ -1,4 +1,5 @@
-"""R3 LLM execution: the :class:`LLM` protocol and a registry of implementations by name.
+"""Step 5 of answer assembly, the reader: the :class:`LLM` protocol and a registry of
+implementations by name.
 
 An LLM takes the exact prompt text built by the prompt builder and returns an
 :class:`LLMExecutionResult`; it must not append instructions, switch models on failure, or edit
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
-from aiblox.assembly.contracts import LLMExecutionResult
+from aiblox.assembly.records import LLMExecutionResult
 
 __all__ = ["LLM", "LLMFactory", "available_llms", "get_llm", "register_llm"]
 
@@ -63,13 +64,13 @@ def get_llm(name: str, **options: Any) -> LLM:
 
 
 def _extractive(**options: Any) -> LLM:
-    from aiblox.assembly.llm_extractive import ExtractiveLLM
+    from aiblox.assembly.llm.extractive import ExtractiveLLM
 
     return ExtractiveLLM(**options)
 
 
 def _openai(**options: Any) -> LLM:
-    from aiblox.assembly.llm_openai import OpenAIChatLLM
+    from aiblox.assembly.llm.openai_chat import OpenAIChatLLM
 
     return OpenAIChatLLM(**options)
 
