@@ -31,7 +31,7 @@ LAYERS = [
     {"hashing", "contracts", "compiled", "memory"},
     {"text", "chunking", "fusion", "selection"},
     {"embedding", "stores", "indexes"},
-    {"retrieval", "evidence", "assembly"},
+    {"retrieval", "evidence", "assembly", "bundles"},
     {"eval"},
     {"cli"},
 ]

@@ -265,7 +265,7 @@ class Store(Protocol):
     def record_evidence_bundle(self, rows: dict[str, list[dict[str, Any]]]) -> int:
         """Track one evidence bundle; returns the number of rows newly written.
 
-        ``rows`` is what :func:`aiblox.evidence.tracking_rows` returns: plain JSON values under
+        ``rows`` is what :func:`aiblox.bundles.tracking_rows` returns: plain JSON values under
         three keys, each a list of dicts (a missing key counts as an empty list):
 
         - ``"evidence_bundle"``: exactly one row with ``bundle_id``, ``build_version``,

@@ -7,17 +7,19 @@ from pathlib import Path
 
 import pytest
 
-from aiblox.evidence import (
+from aiblox.bundles import (
     EvidencePolicy,
     build_evidence_bundle,
+    tracking_rows,
+    write_evidence_bundle,
+)
+from aiblox.evidence import (
     build_evidence_pack,
     pack_content,
     pack_from_json,
     pack_to_json,
     revise_pack,
-    tracking_rows,
     verify_pack,
-    write_evidence_bundle,
 )
 from aiblox.evidence.pack import Memo, MemoText, PackSource
 from aiblox.hashing import sha256_hex

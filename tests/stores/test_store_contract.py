@@ -213,7 +213,7 @@ def test_chunk_cache_on_the_store(store):
 
 
 def _evidence_bundle(tmp_path, text="Luke trained on Dagobah. "):
-    from aiblox.evidence import EvidencePolicy, build_evidence_bundle, write_evidence_bundle
+    from aiblox.bundles import EvidencePolicy, build_evidence_bundle, write_evidence_bundle
 
     lake = tmp_path / "lake"
     bundle = build_evidence_bundle(
@@ -224,7 +224,7 @@ def _evidence_bundle(tmp_path, text="Luke trained on Dagobah. "):
 
 
 def test_evidence_bundle_tracking(store, tmp_path):
-    from aiblox.evidence import tracking_rows
+    from aiblox.bundles import tracking_rows
 
     bundle, artifact = _evidence_bundle(tmp_path)
     rows = tracking_rows(bundle, artifact, run_id="run-a")
