@@ -3,8 +3,10 @@
 A bundle gathers inline text, lake files, HTTP captures, SQL results and their definitions, and
 document or transcript chunks into one deterministic :class:`EvidenceBundle` under an
 :class:`EvidencePolicy` (item and byte limits, row sampling, redaction), written as a canonical
-JSON artifact. It stands apart from the answer path (``aiblox answer`` records its evidence in
-an audit pack, :mod:`aiblox.evidence`); nothing in the core imports it.
+JSON artifact, and tracked per run in tables beside a store's own (:func:`open_bundle_store`:
+a :class:`BundleStore` over a DuckDB or PostgreSQL store's connection). It stands apart from the
+answer path (``aiblox answer`` records its evidence in an audit pack, :mod:`aiblox.evidence`):
+the core store protocol carries no bundle method and nothing outside this package imports it.
 """
 
 from aiblox.bundles.artifact import (
@@ -16,6 +18,7 @@ from aiblox.bundles.artifact import (
     write_evidence_bundle,
 )
 from aiblox.bundles.builder import build_evidence_bundle
+from aiblox.bundles.duckdb_store import DuckDBBundleStore
 from aiblox.bundles.lake import LakePathError
 from aiblox.bundles.loaders import EvidenceLoadError, register_loader
 from aiblox.bundles.models import (
@@ -33,11 +36,14 @@ from aiblox.bundles.models import (
     RedactionRecord,
 )
 from aiblox.bundles.redaction import Redactor, RedactorRegistry, redact
+from aiblox.bundles.store import BundleStore, open_bundle_store
 
 __all__ = [
     "BundleArtifact",
     "BundleBounding",
+    "BundleStore",
     "BundleSummary",
+    "DuckDBBundleStore",
     "EVIDENCE_BUILD_VERSION",
     "EVIDENCE_POLICY_VERSION",
     "EVIDENCE_TYPES",
@@ -54,6 +60,7 @@ __all__ = [
     "RedactorRegistry",
     "build_evidence_bundle",
     "bundle_artifact_bytes",
+    "open_bundle_store",
     "read_evidence_bundle",
     "redact",
     "register_loader",

@@ -2,8 +2,8 @@
 
 The artifact is the canonical JSON (sorted keys, compact, UTF-8) of the bundle; the same
 bundle always gives the same bytes and therefore the same sha256. :func:`tracking_rows` gives
-the rows a store keeps for it (the seed's ``evidence_bundle``, ``run_evidence`` and
-``evidence_item`` tables); the store itself lives in ``aiblox.stores``.
+the rows a :class:`~aiblox.bundles.store.BundleStore` keeps for it (the seed's
+``evidence_bundle``, ``run_evidence`` and ``evidence_item`` tables).
 """
 
 from __future__ import annotations

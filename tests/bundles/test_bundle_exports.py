@@ -28,8 +28,6 @@ def test_all_sorted_and_resolvable():
     assert bundles.__all__ == sorted(bundles.__all__)
     assert [n for n in bundles.__all__ if not hasattr(bundles, n)] == []
     for name in MODULES:
-        if name == "postgres_store":
-            continue  # needs the postgres extra: tests/bundles/test_bundle_store.py imports it
         mod = importlib.import_module(f"aiblox.bundles.{name}")
         assert mod.__all__ == sorted(mod.__all__), name
         assert [n for n in mod.__all__ if not hasattr(mod, n)] == [], name

@@ -1,18 +1,10 @@
-"""Evidence tracking through the store protocol, on a real DuckDB file: bundles, run links,
-items and evidence packs; insert-only semantics and lookups survive a reopen."""
+"""Audit packs through the store protocol, on a real DuckDB file: insert-only semantics, and
+lookups survive a reopen."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from aiblox.bundles import (
-    EvidencePolicy,
-    build_evidence_bundle,
-    tracking_rows,
-    write_evidence_bundle,
-)
 from aiblox.evidence import (
     build_evidence_pack,
     pack_content,
@@ -24,22 +16,6 @@ from aiblox.evidence import (
 from aiblox.evidence.pack import Memo, MemoText, PackSource
 from aiblox.hashing import sha256_hex
 from aiblox.stores import DuckDBStore, Store, StoreError
-
-
-def _bundle(tmp_path: Path, text: str = "Luke trained on Dagobah. "):
-    lake = tmp_path / "lake"
-    policy = EvidencePolicy(max_item_bytes=200, enable_redaction=False)
-    bundle = build_evidence_bundle(
-        evidence_refs={
-            "inline_text": [{"text": text * 20}, {"text": "short note"}],
-            "sql_results": [{"query_key": "facts", "columns": ["k", "v"],
-                             "rows": [[f"k{i}", i] for i in range(40)]}],
-        },
-        policy=policy,
-        lake_root=lake,
-        created_utc="2024-01-15T10:30:00Z",
-    )
-    return bundle, write_evidence_bundle(bundle, lake_root=lake)
 
 
 def _pack(query: str = "Who trained Luke?"):
@@ -61,59 +37,6 @@ def _put(store: Store, pack) -> bool:
 def test_duckdb_store_satisfies_the_protocol(tmp_path):
     with DuckDBStore(tmp_path / "s.duckdb", dim=8) as store:
         assert isinstance(store, Store)
-
-
-def test_bundle_tracking_round_trip_and_run_links(tmp_path):
-    bundle, artifact = _bundle(tmp_path)
-    rows = tracking_rows(bundle, artifact, run_id="run-a")
-    assert len(rows["evidence_item"]) == 3 and any(r["truncated"] for r in rows["evidence_item"])
-    db = tmp_path / "s.duckdb"
-    with DuckDBStore(db, dim=8) as store:
-        assert store.record_evidence_bundle(rows) == 1 + 3 + 1
-        assert store.record_evidence_bundle(rows) == 0  # same bundle again: nothing new
-        # the same bundle used by a second run only adds the link
-        assert store.record_evidence_bundle(tracking_rows(bundle, artifact, "run-b")) == 1
-    with DuckDBStore(db, dim=8) as store:  # survives a reopen
-        got = store.get_evidence_bundle(bundle.bundle_id)
-        assert got is not None
-        assert got["evidence_bundle"] == rows["evidence_bundle"]
-        assert got["evidence_item"] == rows["evidence_item"]
-        assert got["run_evidence"] == [{"run_id": r, "bundle_id": bundle.bundle_id}
-                                       for r in ("run-a", "run-b")]
-        assert store.list_run_bundles("run-a") == [bundle.bundle_id]
-        assert store.list_run_bundles("nope") == []
-        assert store.get_evidence_bundle("missing") is None
-
-
-def test_bundle_with_same_id_and_other_items_is_refused(tmp_path):
-    bundle, artifact = _bundle(tmp_path)
-    rows = tracking_rows(bundle, artifact, run_id="run-a")
-    with DuckDBStore(tmp_path / "s.duckdb", dim=8) as store:
-        store.record_evidence_bundle(rows)
-        bad = {**rows, "evidence_item": [dict(r) for r in rows["evidence_item"]]}
-        bad["evidence_item"][0]["content_sha256"] = "0" * 64
-        bad["run_evidence"] = [{"run_id": "run-x", "bundle_id": bundle.bundle_id}]
-        with pytest.raises(StoreError, match="different content"):
-            store.record_evidence_bundle(bad)
-        assert store.list_run_bundles("run-x") == []  # the failed call wrote nothing
-        other = {**rows, "evidence_bundle": [{**rows["evidence_bundle"][0], "total_bytes": 1}]}
-        with pytest.raises(StoreError, match="different content"):
-            store.record_evidence_bundle(other)
-        with pytest.raises(StoreError, match="one 'evidence_bundle' row"):
-            store.record_evidence_bundle({"evidence_item": rows["evidence_item"]})
-        stray = {**rows, "run_evidence": [{"run_id": "r", "bundle_id": "another"}]}
-        with pytest.raises(StoreError, match="another"):
-            store.record_evidence_bundle(stray)
-
-
-def test_two_bundles_are_listed_per_run_sorted(tmp_path):
-    b1, a1 = _bundle(tmp_path / "1")
-    b2, a2 = _bundle(tmp_path / "2", text="Leia led the rebellion. ")
-    assert b1.bundle_id != b2.bundle_id
-    with DuckDBStore(tmp_path / "s.duckdb", dim=8) as store:
-        store.record_evidence_bundle(tracking_rows(b2, a2, "run"))
-        store.record_evidence_bundle(tracking_rows(b1, a1, "run"))
-        assert store.list_run_bundles("run") == sorted([b1.bundle_id, b2.bundle_id])
 
 
 def test_pack_store_is_insert_only(tmp_path):
