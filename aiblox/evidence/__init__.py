@@ -1,12 +1,10 @@
 """Evidence behind answers: source cards (``rag.sources``) and audit packs."""
 
-from aiblox.evidence.answer_pack import answer_evidence_pack
-from aiblox.evidence.events import rag_debug_event, rag_sources_event
-from aiblox.evidence.pack import (
+from aiblox.evidence.answer_audit_pack import answer_evidence_pack
+from aiblox.evidence.audit_pack import (
     PACK_VERSION,
     Decision,
     EvidencePack,
-    JsonPackStore,
     Memo,
     MemoText,
     PackSignature,
@@ -23,7 +21,8 @@ from aiblox.evidence.pack import (
     sign_pack,
     verify_pack,
 )
-from aiblox.evidence.packer import (
+from aiblox.evidence.events import rag_debug_event, rag_sources_event
+from aiblox.evidence.source_cards import (
     PACKER_VERSION,
     DefaultEvidencePacker,
     EvidencePacker,
@@ -42,7 +41,6 @@ __all__ = [
     "EvidencePack",
     "EvidencePackOptions",
     "EvidencePacker",
-    "JsonPackStore",
     "Memo",
     "MemoText",
     "PACKER_VERSION",

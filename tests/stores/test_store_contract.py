@@ -214,7 +214,7 @@ def test_chunk_cache_on_the_store(store):
 
 def test_evidence_packs_are_insert_only(store):
     from aiblox.evidence import build_evidence_pack, pack_content, pack_from_json, pack_to_json
-    from aiblox.evidence.pack import Memo, MemoText, PackSource
+    from aiblox.evidence.audit_pack import Memo, MemoText, PackSource
     from aiblox.hashing import sha256_hex
 
     src = PackSource.from_content(name="sample", internal_ref="doc1#c0", content="Yoda " * 10,

@@ -13,7 +13,7 @@ from aiblox.evidence import (
     revise_pack,
     verify_pack,
 )
-from aiblox.evidence.pack import Memo, MemoText, PackSource
+from aiblox.evidence.audit_pack import Memo, MemoText, PackSource
 from aiblox.hashing import sha256_hex
 from aiblox.stores import DuckDBStore, Store, StoreError
 
