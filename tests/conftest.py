@@ -46,3 +46,29 @@ def sample_store(tmp_path, sample_dataset):
     prepare_store(store, sample_dataset, emb, progress=False)
     yield store, emb
     store.close()
+
+
+# PostgreSQL, for the store contract suite (tests/stores) and the evidence bundle tables
+# (tests/bundles): the server at ``AIBLOX_PG_URL`` when set (an admin URL: the tests create and
+# drop their own databases), else a throwaway PostgreSQL 16 + pgvector from the ``pgserver``
+# wheel, started once per session and deleted afterwards. Never skipped.
+@pytest.fixture(scope="session")
+def pg_admin_url():
+    """Admin URL of a PostgreSQL server with pgvector."""
+    from aiblox.stores.postgres import ThrowawayPostgres, normalize_url
+
+    env = os.environ.get("AIBLOX_PG_URL")
+    if env:
+        yield normalize_url(env)
+        return
+    with ThrowawayPostgres() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def pg_url(pg_admin_url):
+    """A scratch database for this session, dropped at the end."""
+    from aiblox.stores.postgres import scratch_database
+
+    with scratch_database(pg_admin_url) as url:
+        yield url

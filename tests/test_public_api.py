@@ -33,7 +33,7 @@ LAYERS = [
     {"hashing", "contracts", "compiled", "memory"},
     {"text", "chunking", "fusion"},
     {"embedding", "stores", "indexes"},
-    {"retrieval", "evidence", "assembly"},
+    {"retrieval", "evidence", "assembly", "bundles"},
     {"eval"},
     {"cli"},
 ]

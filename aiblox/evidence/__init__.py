@@ -1,45 +1,10 @@
-"""Evidence: source cards (``rag.sources``), bounded evidence bundles and audit packs."""
+"""Evidence behind answers: source cards (``rag.sources``) and audit packs."""
 
-from aiblox.evidence.answer_pack import answer_evidence_pack
-from aiblox.evidence.artifact import (
-    BundleArtifact,
-    bundle_artifact_bytes,
-    read_evidence_bundle,
-    tracking_rows,
-    verify_evidence_bundle,
-    write_evidence_bundle,
-)
-from aiblox.evidence.builder import build_evidence_bundle
-from aiblox.evidence.contracts import (
-    EVIDENCE_BUILD_VERSION,
-    EVIDENCE_POLICY_VERSION,
-    EVIDENCE_TYPES,
-    BundleBounding,
-    BundleSummary,
-    EvidenceBundle,
-    EvidenceItem,
-    EvidencePolicy,
-    FullRef,
-    ItemBounding,
-    LoadError,
-    RedactionRecord,
-)
-from aiblox.evidence.events import rag_debug_event, rag_sources_event
-from aiblox.evidence.ids import (
-    doc_evidence_id,
-    inline_evidence_id,
-    lake_evidence_id,
-    sql_evidence_id,
-    sqldef_evidence_id,
-    transcript_evidence_id,
-)
-from aiblox.evidence.lake import LakePathError, normalize_lake_uri, resolve_lake_uri
-from aiblox.evidence.loaders import EvidenceLoadError, register_loader
-from aiblox.evidence.pack import (
+from aiblox.evidence.answer_audit_pack import answer_evidence_pack
+from aiblox.evidence.audit_pack import (
     PACK_VERSION,
     Decision,
     EvidencePack,
-    JsonPackStore,
     Memo,
     MemoText,
     PackSignature,
@@ -56,7 +21,8 @@ from aiblox.evidence.pack import (
     sign_pack,
     verify_pack,
 )
-from aiblox.evidence.packer import (
+from aiblox.evidence.events import rag_debug_event, rag_sources_event
+from aiblox.evidence.source_cards import (
     PACKER_VERSION,
     DefaultEvidencePacker,
     EvidencePacker,
@@ -68,32 +34,13 @@ from aiblox.evidence.packer import (
     retrieval_rank,
     safe_metadata,
 )
-from aiblox.evidence.redaction import Redactor, RedactorRegistry, luhn_valid, redact
-from aiblox.evidence.sampling import sample_row_indices
-from aiblox.evidence.sql_result import render_table, run_duckdb_query, sample_table
-from aiblox.evidence.utf8 import split_utf8, truncate_utf8, utf8_len
 
 __all__ = [
-    "BundleArtifact",
-    "BundleBounding",
-    "BundleSummary",
     "Decision",
     "DefaultEvidencePacker",
-    "EVIDENCE_BUILD_VERSION",
-    "EVIDENCE_POLICY_VERSION",
-    "EVIDENCE_TYPES",
-    "EvidenceBundle",
-    "EvidenceItem",
-    "EvidenceLoadError",
     "EvidencePack",
     "EvidencePackOptions",
     "EvidencePacker",
-    "EvidencePolicy",
-    "FullRef",
-    "ItemBounding",
-    "JsonPackStore",
-    "LakePathError",
-    "LoadError",
     "Memo",
     "MemoText",
     "PACKER_VERSION",
@@ -103,48 +50,21 @@ __all__ = [
     "PackSignature",
     "PackSource",
     "PromptRecord",
-    "RedactionRecord",
-    "Redactor",
-    "RedactorRegistry",
     "SourceItem",
     "ToolCallRecord",
     "answer_evidence_pack",
-    "build_evidence_bundle",
     "build_evidence_pack",
-    "bundle_artifact_bytes",
     "compute_pack_id",
     "cut_snippet",
-    "doc_evidence_id",
-    "inline_evidence_id",
-    "lake_evidence_id",
-    "luhn_valid",
-    "normalize_lake_uri",
     "pack_content",
     "pack_from_json",
     "pack_to_html",
     "pack_to_json",
     "rag_debug_event",
     "rag_sources_event",
-    "read_evidence_bundle",
-    "redact",
-    "register_loader",
-    "render_table",
-    "resolve_lake_uri",
     "retrieval_rank",
     "revise_pack",
-    "run_duckdb_query",
     "safe_metadata",
-    "sample_row_indices",
-    "sample_table",
     "sign_pack",
-    "split_utf8",
-    "sql_evidence_id",
-    "sqldef_evidence_id",
-    "tracking_rows",
-    "transcript_evidence_id",
-    "truncate_utf8",
-    "utf8_len",
-    "verify_evidence_bundle",
     "verify_pack",
-    "write_evidence_bundle",
 ]

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aiblox.contracts.retrieval import RetrievalStats
-from aiblox.evidence.packer import PackDebug, SourceItem
+from aiblox.evidence.source_cards import PackDebug, SourceItem
 from aiblox.hashing import to_plain
 
 __all__ = ["rag_debug_event", "rag_sources_event"]

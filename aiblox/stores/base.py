@@ -14,9 +14,7 @@ from aiblox.contracts.retrieval import FtsConfig, VectorConfig
 from aiblox.fusion.types import RankedList
 
 __all__ = [
-    "BUNDLE_COLUMNS",
     "FILTER_FIELDS",
-    "ITEM_COLUMNS",
     "PACK_COLUMNS",
     "PACK_ID_RE",
     "SHA256_RE",
@@ -27,23 +25,15 @@ __all__ = [
     "check_pack_row",
     "parse_filters",
     "plan_upsert",
-    "split_bundle_rows",
 ]
 
 FILTER_FIELDS = ("id", "kind", "source", "source_ref")
 """Item columns a filter may name directly; anything else must be ``metadata.<key>``."""
 
 
-BUNDLE_COLUMNS = ("bundle_id", "build_version", "policy_version", "policy_sha256", "lake_uri",
-                  "artifact_sha256", "byte_count", "item_count", "total_bytes", "approx_tokens",
-                  "items_dropped", "created_utc")
-"""Columns of the evidence bundle tracking row (every backend stores these)."""
-ITEM_COLUMNS = ("bundle_id", "ordinal", "evidence_id", "evidence_type", "content_sha256",
-                "byte_count", "approx_tokens", "truncated", "full_lake_uri")
-"""Columns of an evidence item tracking row."""
 PACK_COLUMNS = ("pack_id", "parent_pack_id", "tenant_id", "trace_id", "created_at", "sha256",
                 "signed")
-"""Columns of an evidence pack row (besides its JSON)."""
+"""Columns of an audit pack row (``evidence_packs``, besides its JSON)."""
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 PACK_ID_RE = re.compile(r"^pack_[0-9a-f]{16}$")
 
@@ -131,47 +121,6 @@ def check_pack_row(pack_id: str, parent_pack_id: str | None, sha256: str,
                          "not a pack id")
     if not isinstance(json_text, str) or not json_text:
         raise StoreError(f"evidence pack {pack_id}: json_text must be a non-empty string")
-
-
-def _item_ordinal(item: dict[str, Any]) -> int:
-    """The ``ordinal`` of an evidence item tracking row; a row without one is an error."""
-    ordinal = item["ordinal"]
-    if ordinal is None:
-        raise StoreError(f"evidence_item of bundle {item['bundle_id']!r}: ordinal is missing")
-    return int(ordinal)
-
-
-def split_bundle_rows(rows: dict[str, list[dict[str, Any]]]
-                      ) -> tuple[dict[str, Any], list[dict[str, Any]], list[tuple[str, str]]]:
-    """Validate ``tracking_rows(...)`` output for ``record_evidence_bundle``.
-
-    Returns the bundle row, its items sorted by ordinal and the sorted ``(run_id, bundle_id)``
-    links; raises :class:`StoreError` when there is not exactly one bundle row or an item or
-    link names another bundle.
-    """
-    bundles = list(rows.get("evidence_bundle", []))
-    if len(bundles) != 1:
-        raise StoreError(f"record_evidence_bundle: expected one 'evidence_bundle' row, "
-                         f"got {len(bundles)}")
-    b = {k: bundles[0].get(k) for k in BUNDLE_COLUMNS}
-    bundle_id = b["bundle_id"]
-    if not isinstance(bundle_id, str) or not bundle_id:
-        raise StoreError("record_evidence_bundle: evidence_bundle.bundle_id must be a "
-                         "non-empty string")
-    items = sorted(({k: r.get(k) for k in ITEM_COLUMNS}
-                    for r in rows.get("evidence_item", [])),
-                   key=_item_ordinal)
-    for r in items:
-        if r["bundle_id"] != bundle_id:
-            raise StoreError(f"evidence_item ordinal {r['ordinal']}: bundle_id "
-                             f"{r['bundle_id']!r} is not {bundle_id!r}")
-        r["truncated"] = bool(r["truncated"])
-    links = sorted({(str(r["run_id"]), str(r.get("bundle_id", bundle_id)))
-                    for r in rows.get("run_evidence", [])})
-    for _run, linked in links:
-        if linked != bundle_id:
-            raise StoreError(f"run_evidence: bundle_id {linked!r} is not {bundle_id!r}")
-    return b, items, links
 
 
 @runtime_checkable
@@ -267,38 +216,7 @@ class Store(Protocol):
         """Embedding cache insert; returns rows new."""
         ...
 
-    # -- evidence tracking (evidence bundles seed, evidence pack; insert-only) ------------
-    def record_evidence_bundle(self, rows: dict[str, list[dict[str, Any]]]) -> int:
-        """Track one evidence bundle; returns the number of rows newly written.
-
-        ``rows`` is what :func:`aiblox.evidence.tracking_rows` returns: plain JSON values under
-        three keys, each a list of dicts (a missing key counts as an empty list):
-
-        - ``"evidence_bundle"``: exactly one row with ``bundle_id``, ``build_version``,
-          ``policy_version``, ``policy_sha256``, ``lake_uri`` (str or None),
-          ``artifact_sha256``, ``byte_count``, ``item_count``, ``total_bytes``,
-          ``approx_tokens``, ``items_dropped`` (ints) and ``created_utc`` (str or None);
-        - ``"run_evidence"``: rows ``{"run_id": str, "bundle_id": str}`` linking runs to it;
-        - ``"evidence_item"``: one row per item with ``bundle_id``, ``ordinal`` (0-based int),
-          ``evidence_id``, ``evidence_type``, ``content_sha256``, ``byte_count``,
-          ``approx_tokens`` (int), ``truncated`` (bool) and ``full_lake_uri`` (str or None).
-
-        Insert-only: a bundle id already stored keeps its first record (0 rows for it), but is
-        refused with :class:`StoreError` when ``build_version``, ``policy_sha256``,
-        ``item_count``, ``total_bytes`` or any item row differ (bundle ids derive from the
-        content, so that means corruption). Run links are added if new. One transaction.
-        """
-        ...
-
-    def get_evidence_bundle(self, bundle_id: str) -> dict[str, list[dict[str, Any]]] | None:
-        """The tracked bundle in the same shape :meth:`record_evidence_bundle` takes (items by
-        ordinal, run links sorted by run id), or None when the bundle is not tracked."""
-        ...
-
-    def list_run_bundles(self, run_id: str) -> list[str]:
-        """Bundle ids linked to ``run_id``, sorted (empty when none)."""
-        ...
-
+    # -- audit packs (`EvidencePack`, the record behind each answer; insert-only) -------
     def put_evidence_pack(self, pack_id: str, parent_pack_id: str | None, sha256: str,
                           json_text: str, *, tenant_id: str = "default",
                           trace_id: str | None = None, created_at: str | None = None,

@@ -6,8 +6,10 @@ Tables:
 - ``item_vectors``: one vector per (item, embedding model), with the sha256 of the text embedded.
 - ``embedding_cache``: vectors by (model id, text sha256), for documents and queries alike.
 - ``aiblox_meta``: schema version, vector dimension and the full-text index state.
-- ``evidence_bundles``, ``run_evidence``, ``evidence_items``: evidence bundle tracking (the
-  evidence bundles seed), and ``evidence_packs``: stored evidence packs; all insert-only.
+- ``evidence_packs``: the audit pack of each answer (:mod:`aiblox.evidence`), insert-only.
+
+The evidence bundle tracking tables, when bundles are used, sit in the same file but belong to
+:mod:`aiblox.bundles`, which creates them; this store neither creates nor reads them.
 
 DuckDB's full-text index is a snapshot: it does not see later INSERTs or UPDATEs. Every write
 that changes ``items`` marks the index stale (in the same transaction), and every full-text
@@ -34,15 +36,12 @@ from aiblox.contracts.retrieval import FtsConfig, VectorConfig
 from aiblox.fusion.types import RankedList
 from aiblox.hashing import canonical_json
 from aiblox.stores.base import (
-    BUNDLE_COLUMNS,
-    ITEM_COLUMNS,
     PACK_COLUMNS,
     StoreError,
     UpsertReport,
     check_pack_row,
     parse_filters,
     plan_upsert,
-    split_bundle_rows,
 )
 
 __all__ = ["SCHEMA_VERSION", "DuckDBStore", "load_extension"]
@@ -126,7 +125,7 @@ class DuckDBStore:
             for key, value in (("schema_version", SCHEMA_VERSION), ("vector_dim", str(dim)),
                                ("fts_state", "stale")):
                 self.con.execute("INSERT OR IGNORE INTO aiblox_meta VALUES (?, ?)", [key, value])
-            self._create_evidence_schema()
+            self._create_pack_schema()
 
     def _meta(self, key: str) -> str | None:
         try:
@@ -171,6 +170,12 @@ class DuckDBStore:
             except Exception:
                 self.con.execute("ROLLBACK")
                 raise
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The lock held around every use of :attr:`con`; a repository sharing the connection
+        (the chunk cache, the evidence bundle tracking tables) holds it too."""
+        return self._lock
 
     @property
     def fts_stale(self) -> bool:
@@ -525,28 +530,9 @@ class DuckDBStore:
                                 [model_id])
         return after - before
 
-    # -- evidence tracking ---------------------------------------------------------------
-    def _create_evidence_schema(self) -> None:
-        """Evidence tracking tables (additive: created in files made before they existed)."""
-        self.con.execute("""
-            CREATE TABLE IF NOT EXISTS evidence_bundles (
-                bundle_id VARCHAR PRIMARY KEY, build_version VARCHAR NOT NULL,
-                policy_version VARCHAR NOT NULL, policy_sha256 VARCHAR NOT NULL,
-                lake_uri VARCHAR, artifact_sha256 VARCHAR NOT NULL, byte_count BIGINT NOT NULL,
-                item_count INTEGER NOT NULL, total_bytes BIGINT NOT NULL,
-                approx_tokens BIGINT NOT NULL, items_dropped INTEGER NOT NULL,
-                created_utc VARCHAR)""")
-        self.con.execute("""
-            CREATE TABLE IF NOT EXISTS run_evidence (
-                run_id VARCHAR NOT NULL, bundle_id VARCHAR NOT NULL,
-                PRIMARY KEY (run_id, bundle_id))""")
-        self.con.execute("""
-            CREATE TABLE IF NOT EXISTS evidence_items (
-                bundle_id VARCHAR NOT NULL, ordinal INTEGER NOT NULL,
-                evidence_id VARCHAR NOT NULL, evidence_type VARCHAR NOT NULL,
-                content_sha256 VARCHAR NOT NULL, byte_count BIGINT NOT NULL,
-                approx_tokens BIGINT NOT NULL, truncated BOOLEAN NOT NULL,
-                full_lake_uri VARCHAR, PRIMARY KEY (bundle_id, ordinal))""")
+    # -- audit packs ---------------------------------------------------------------------
+    def _create_pack_schema(self) -> None:
+        """The audit pack table (additive: created in files made before it existed)."""
         self.con.execute("""
             CREATE TABLE IF NOT EXISTS evidence_packs (
                 pack_id VARCHAR PRIMARY KEY, parent_pack_id VARCHAR,
@@ -554,7 +540,7 @@ class DuckDBStore:
                 sha256 VARCHAR NOT NULL, signed BOOLEAN NOT NULL, json VARCHAR NOT NULL)""")
 
     def _rows(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
-        """Rows as dicts; empty when the evidence tables are absent (read-only, old file)."""
+        """Rows as dicts; empty when the table is absent (read-only, old file)."""
         import duckdb
 
         try:
@@ -563,69 +549,6 @@ class DuckDBStore:
             return []
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
-
-    def record_evidence_bundle(self, rows: dict[str, list[dict[str, Any]]]) -> int:
-        b, items, links = split_bundle_rows(rows)
-        bundle_id = b["bundle_id"]
-        written = 0
-        with self._lock:
-            self.con.execute("BEGIN TRANSACTION")
-            try:
-                old = self.con.execute(
-                    "SELECT build_version, policy_sha256, item_count, total_bytes "
-                    "FROM evidence_bundles WHERE bundle_id = ?", [bundle_id]).fetchone()
-                if old is None:
-                    self.con.execute(
-                        f"INSERT INTO evidence_bundles ({', '.join(BUNDLE_COLUMNS)}) VALUES "
-                        f"({', '.join('?' * len(BUNDLE_COLUMNS))})",
-                        [b[k] for k in BUNDLE_COLUMNS])
-                    if items:
-                        self.con.executemany(
-                            f"INSERT INTO evidence_items ({', '.join(ITEM_COLUMNS)}) VALUES "
-                            f"({', '.join('?' * len(ITEM_COLUMNS))})",
-                            [[r[k] for k in ITEM_COLUMNS] for r in items])
-                    written += 1 + len(items)
-                else:
-                    stored = self._rows("SELECT * FROM evidence_items WHERE bundle_id = ? "
-                                        "ORDER BY ordinal", [bundle_id])
-                    new = (b["build_version"], b["policy_sha256"], b["item_count"],
-                           b["total_bytes"])
-                    if tuple(old) != new or [dict(r) for r in stored] != items:
-                        raise StoreError(f"{self.location}: evidence bundle {bundle_id} is "
-                                         "already tracked with different content")
-                for run_id, _ in links:
-                    present = self._count(
-                        "SELECT count(*) FROM run_evidence WHERE run_id = ? AND bundle_id = ?",
-                        [run_id, bundle_id])
-                    if not present:
-                        self.con.execute("INSERT INTO run_evidence VALUES (?, ?)",
-                                         [run_id, bundle_id])
-                        written += 1
-                self.con.execute("COMMIT")
-            except Exception:
-                self.con.execute("ROLLBACK")
-                raise
-        return written
-
-    def get_evidence_bundle(self, bundle_id: str) -> dict[str, list[dict[str, Any]]] | None:
-        with self._lock:
-            bundle = self._rows("SELECT * FROM evidence_bundles WHERE bundle_id = ?",
-                                [bundle_id])
-            if not bundle:
-                return None
-            return {
-                "evidence_bundle": bundle,
-                "run_evidence": self._rows("SELECT run_id, bundle_id FROM run_evidence "
-                                           "WHERE bundle_id = ? ORDER BY run_id", [bundle_id]),
-                "evidence_item": self._rows("SELECT * FROM evidence_items WHERE bundle_id = ? "
-                                            "ORDER BY ordinal", [bundle_id]),
-            }
-
-    def list_run_bundles(self, run_id: str) -> list[str]:
-        with self._lock:
-            return [r["bundle_id"] for r in self._rows(
-                "SELECT bundle_id FROM run_evidence WHERE run_id = ? ORDER BY bundle_id",
-                [run_id])]
 
     def put_evidence_pack(self, pack_id: str, parent_pack_id: str | None, sha256: str,
                           json_text: str, *, tenant_id: str = "default",

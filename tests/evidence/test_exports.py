@@ -26,10 +26,6 @@ def test_package_exports_every_public_model_and_builder():
         "EvidencePackOptions",
         "SourceItem",
         "DefaultEvidencePacker",
-        "EvidencePolicy",
-        "EvidenceItem",
-        "EvidenceBundle",
-        "build_evidence_bundle",
         "EvidencePack",
         "rag_sources_event",
         "verify_pack",
@@ -38,7 +34,8 @@ def test_package_exports_every_public_model_and_builder():
 
 
 def test_evidence_imports_only_lower_layers():
-    # assembly is the same layer (DESIGN.md): only answer_pack reads its AnswerResult
+    # assembly is the same layer (DESIGN.md): only answer_audit_pack reads its AnswerResult; the
+    # evidence bundles (aiblox.bundles) stand apart: neither package imports the other
     allowed = ("aiblox.contracts", "aiblox.hashing", "aiblox.text", "aiblox.evidence",
                "aiblox.assembly.records")
     root = Path(ev.__file__).parent

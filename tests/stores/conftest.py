@@ -1,41 +1,14 @@
-"""The store contract suite runs on every backend: DuckDB files and a real PostgreSQL.
-
-PostgreSQL: the server at ``AIBLOX_PG_URL`` when set (an admin URL: the tests create and drop
-their own databases), else a throwaway PostgreSQL 16 + pgvector from the ``pgserver`` wheel,
-started once per session and deleted afterwards. Never skipped.
+"""The store contract suite runs on every backend: DuckDB files and a real PostgreSQL (the
+session's server and scratch database: ``pg_admin_url`` and ``pg_url`` in ``tests/conftest.py``).
 """
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 
-@pytest.fixture(scope="session")
-def pg_admin_url():
-    """Admin URL of a PostgreSQL server with pgvector."""
-    from aiblox.stores.postgres import ThrowawayPostgres, normalize_url
-
-    env = os.environ.get("AIBLOX_PG_URL")
-    if env:
-        yield normalize_url(env)
-        return
-    with ThrowawayPostgres() as url:
-        yield url
-
-
-@pytest.fixture(scope="session")
-def pg_url(pg_admin_url):
-    """A scratch database for this session, dropped at the end."""
-    from aiblox.stores.postgres import scratch_database
-
-    with scratch_database(pg_admin_url) as url:
-        yield url
-
-
 def empty_pg_store(url):
-    """A PostgresStore on ``url`` with every table emptied."""
+    """A PostgresStore on ``url`` with its tables emptied."""
     from sqlalchemy import text
 
     from aiblox.stores.postgres import PostgresStore
@@ -43,7 +16,7 @@ def empty_pg_store(url):
     store = PostgresStore(url)
     with store.engine.begin() as conn:
         conn.execute(text("TRUNCATE items, item_vectors, embedding_cache, chunk_cache, "
-                          "evidence_bundles, run_evidence, evidence_items, evidence_packs"))
+                          "evidence_packs"))
         conn.execute(text("DELETE FROM aiblox_meta WHERE key IN ('dataset', 'sync', 'syncing')"))
     return store
 

@@ -231,44 +231,9 @@ def test_chunk_cache_on_the_store(store):
     assert cache.prune({"a": h["a"], "b": "changed"}) == 1 and cache.count() == 1
 
 
-def _evidence_bundle(tmp_path, text="Luke trained on Dagobah. "):
-    from aiblox.evidence import EvidencePolicy, build_evidence_bundle, write_evidence_bundle
-
-    lake = tmp_path / "lake"
-    bundle = build_evidence_bundle(
-        evidence_refs={"inline_text": [{"text": text * 20}, {"text": "short note"}]},
-        policy=EvidencePolicy(max_item_bytes=200, enable_redaction=False), lake_root=lake,
-        created_utc="2024-01-15T10:30:00Z")
-    return bundle, write_evidence_bundle(bundle, lake_root=lake)
-
-
-def test_evidence_bundle_tracking(store, tmp_path):
-    from aiblox.evidence import tracking_rows
-
-    bundle, artifact = _evidence_bundle(tmp_path)
-    rows = tracking_rows(bundle, artifact, run_id="run-a")
-    n_items = len(rows["evidence_item"])
-    assert store.record_evidence_bundle(rows) == 1 + n_items + 1
-    assert store.record_evidence_bundle(rows) == 0
-    assert store.record_evidence_bundle(tracking_rows(bundle, artifact, "run-b")) == 1
-    got = store.get_evidence_bundle(bundle.bundle_id)
-    assert got["evidence_bundle"] == rows["evidence_bundle"]
-    assert got["evidence_item"] == rows["evidence_item"]
-    assert got["run_evidence"] == [{"run_id": r, "bundle_id": bundle.bundle_id}
-                                   for r in ("run-a", "run-b")]
-    assert store.list_run_bundles("run-a") == [bundle.bundle_id]
-    assert store.get_evidence_bundle("missing") is None and store.list_run_bundles("x") == []
-    bad = {**rows, "evidence_item": [dict(r) for r in rows["evidence_item"]],
-           "run_evidence": [{"run_id": "run-x", "bundle_id": bundle.bundle_id}]}
-    bad["evidence_item"][0]["content_sha256"] = "0" * 64
-    with pytest.raises(StoreError, match="different content"):
-        store.record_evidence_bundle(bad)
-    assert store.list_run_bundles("run-x") == []  # the failed call wrote nothing
-
-
 def test_evidence_packs_are_insert_only(store):
     from aiblox.evidence import build_evidence_pack, pack_content, pack_from_json, pack_to_json
-    from aiblox.evidence.pack import Memo, MemoText, PackSource
+    from aiblox.evidence.audit_pack import Memo, MemoText, PackSource
     from aiblox.hashing import sha256_hex
 
     src = PackSource.from_content(name="sample", internal_ref="doc1#c0", content="Yoda " * 10,

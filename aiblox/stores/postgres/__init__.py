@@ -4,7 +4,7 @@ Needs the ``postgres`` extra (``pip install 'aiblox[postgres]'``) and a server w
 extension (``CREATE EXTENSION vector``, done by the store when the user may).
 """
 
-from aiblox.stores.postgres.evidence_repo import EvidenceRepo
+from aiblox.stores.postgres.pack_repo import PackRepo
 from aiblox.stores.postgres.repos import ChunkCacheRepo, EmbeddingCacheRepo, ItemRepo
 from aiblox.stores.postgres.schema import SCHEMA_VERSION, create_schema
 from aiblox.stores.postgres.store import PostgresStore, is_postgres_url, mask_url, normalize_url
@@ -13,8 +13,8 @@ from aiblox.stores.postgres.throwaway import ThrowawayPostgres, scratch_database
 __all__ = [
     "ChunkCacheRepo",
     "EmbeddingCacheRepo",
-    "EvidenceRepo",
     "ItemRepo",
+    "PackRepo",
     "PostgresStore",
     "SCHEMA_VERSION",
     "ThrowawayPostgres",

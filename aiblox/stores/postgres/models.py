@@ -8,8 +8,11 @@
   embedded, and one HNSW index per pgvector operator class (cosine, L2, inner product).
 - ``embedding_cache``: vectors by (model id, text sha256), any dimension.
 - ``chunk_cache``: the late-chunking cache, the same encoded rows as ``DuckDBChunkCache``.
-- ``evidence_bundles``, ``run_evidence``, ``evidence_items``, ``evidence_packs``: evidence
-  tracking, insert-only, the same columns as the DuckDB store's.
+- ``evidence_packs``: the audit pack of each answer, insert-only, the same columns as the
+  DuckDB store's.
+
+The evidence bundle tracking tables are not here: :mod:`aiblox.bundles` declares and creates
+them when bundles are used.
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ from typing import Any, ClassVar
 import numpy as np
 from pgvector.sqlalchemy import VECTOR
 from sqlalchemy import (
-    BigInteger,
     Boolean,
     Computed,
     Double,
@@ -36,15 +38,12 @@ __all__ = [
     "Base",
     "ChunkCacheRow",
     "EmbeddingCacheRow",
-    "EvidenceBundleRow",
-    "EvidenceItemRow",
     "EvidencePackRow",
     "FTS_CONFIG",
     "HNSW_OPS",
     "ItemRow",
     "ItemVectorRow",
     "MetaRow",
-    "RunEvidenceRow",
     "VECTOR_DIM",
 ]
 
@@ -140,52 +139,8 @@ class ChunkCacheRow(Base):
     created_at: Mapped[float] = mapped_column(Double)
 
 
-class EvidenceBundleRow(Base):
-    """A tracked evidence bundle (the evidence bundles seed), insert-only."""
-
-    __tablename__ = "evidence_bundles"
-
-    bundle_id: Mapped[str] = mapped_column(Text, primary_key=True)
-    build_version: Mapped[str] = mapped_column(Text)
-    policy_version: Mapped[str] = mapped_column(Text)
-    policy_sha256: Mapped[str] = mapped_column(Text)
-    lake_uri: Mapped[str | None] = mapped_column(Text, nullable=True)
-    artifact_sha256: Mapped[str] = mapped_column(Text)
-    byte_count: Mapped[int] = mapped_column(BigInteger)
-    item_count: Mapped[int] = mapped_column(Integer)
-    total_bytes: Mapped[int] = mapped_column(BigInteger)
-    approx_tokens: Mapped[int] = mapped_column(BigInteger)
-    items_dropped: Mapped[int] = mapped_column(Integer)
-    created_utc: Mapped[str | None] = mapped_column(Text, nullable=True)
-
-
-class RunEvidenceRow(Base):
-    """A link from an eval/answer run to a bundle it used."""
-
-    __tablename__ = "run_evidence"
-
-    run_id: Mapped[str] = mapped_column(Text, primary_key=True)
-    bundle_id: Mapped[str] = mapped_column(Text, primary_key=True)
-
-
-class EvidenceItemRow(Base):
-    """One item of a tracked bundle, by ordinal."""
-
-    __tablename__ = "evidence_items"
-
-    bundle_id: Mapped[str] = mapped_column(Text, primary_key=True)
-    ordinal: Mapped[int] = mapped_column(Integer, primary_key=True)
-    evidence_id: Mapped[str] = mapped_column(Text)
-    evidence_type: Mapped[str] = mapped_column(Text)
-    content_sha256: Mapped[str] = mapped_column(Text)
-    byte_count: Mapped[int] = mapped_column(BigInteger)
-    approx_tokens: Mapped[int] = mapped_column(BigInteger)
-    truncated: Mapped[bool] = mapped_column(Boolean)
-    full_lake_uri: Mapped[str | None] = mapped_column(Text, nullable=True)
-
-
 class EvidencePackRow(Base):
-    """A stored evidence pack (JSON verbatim), insert-only."""
+    """A stored audit pack (:class:`aiblox.evidence.EvidencePack`, JSON verbatim), insert-only."""
 
     __tablename__ = "evidence_packs"
 

@@ -24,9 +24,9 @@ from aiblox.contracts.items import ItemRecord
 from aiblox.contracts.retrieval import FtsConfig, VectorConfig
 from aiblox.fusion.types import RankedList
 from aiblox.stores.base import StoreError, UpsertReport
-from aiblox.stores.postgres.evidence_repo import EvidenceRepo
 from aiblox.stores.postgres.fts_query import fts_batch_query, tsquery_check
 from aiblox.stores.postgres.models import FTS_CONFIG, VECTOR_DIM
+from aiblox.stores.postgres.pack_repo import PackRepo
 from aiblox.stores.postgres.repos import ChunkCacheRepo, EmbeddingCacheRepo, ItemRepo
 from aiblox.stores.postgres.schema import create_schema
 from aiblox.stores.postgres.vector_query import planner_settings, vector_batch_query
@@ -77,7 +77,7 @@ class PostgresStore:
         self.engine = create_engine(self.url, pool_pre_ping=True, pool_size=pool_size,
                                     connect_args={"connect_timeout": connect_timeout})
         self.sessions: sessionmaker[Session] = sessionmaker(self.engine, expire_on_commit=False)
-        with self._db("create the schema"), self.engine.begin() as conn:
+        with self.db_errors("create the schema"), self.engine.begin() as conn:
             self.meta = create_schema(conn, self.location, dim)
         self.dim = int(self.meta["vector_dim"])
         self.fts_config = self.meta.get("fts_config", FTS_CONFIG)
@@ -85,13 +85,15 @@ class PostgresStore:
         """Items and item vectors."""
         self.embeddings = EmbeddingCacheRepo(self.sessions)
         """The embedding cache."""
-        self.evidence = EvidenceRepo(self.sessions, self.location)
-        """Evidence bundle tracking and evidence packs."""
+        self.packs = PackRepo(self.sessions, self.location)
+        """Audit packs (``evidence_packs``)."""
 
     # -- errors ----------------------------------------------------------------------------
     @contextmanager
-    def _db(self, doing: str) -> Iterator[None]:
-        """Turn driver errors into a :class:`StoreError` naming the (masked) URL."""
+    def db_errors(self, doing: str) -> Iterator[None]:
+        """Turn driver errors into a :class:`StoreError` naming the (masked) URL and what was
+        being done; repositories on this store's engine (the evidence bundle tracking tables)
+        wrap their calls in it too."""
         try:
             yield
         except StoreError:
@@ -109,44 +111,44 @@ class PostgresStore:
 
     # -- items -----------------------------------------------------------------------------
     def upsert_items(self, items: Iterable[ItemRecord]) -> UpsertReport:
-        with self._db("upsert items"):
+        with self.db_errors("upsert items"):
             return self.items.upsert(items)
 
     def delete_items(self, ids: Sequence[str]) -> int:
-        with self._db("delete items"):
+        with self.db_errors("delete items"):
             return self.items.delete(ids)
 
     def get_items(self, ids: Sequence[str]) -> dict[str, ItemRecord]:
-        with self._db("read items"):
+        with self.db_errors("read items"):
             return self.items.get(ids)
 
     def item_hashes(self) -> dict[str, str]:
-        with self._db("read item hashes"):
+        with self.db_errors("read item hashes"):
             return self.items.hashes()
 
     def iter_items(self, batch_size: int = 10000) -> Iterator[list[ItemRecord]]:
-        with self._db("read items"):
+        with self.db_errors("read items"):
             yield from self.items.batches(batch_size)
 
     def matching_ids(self, filters: dict[str, Any]) -> list[str]:
-        with self._db("filter items"):
+        with self.db_errors("filter items"):
             return self.items.matching(filters)
 
     def count_items(self) -> int:
-        with self._db("count items"):
+        with self.db_errors("count items"):
             return self.items.count()
 
     def set_item_vectors(self, model_id: str,
                          rows: Iterable[tuple[str, str, np.ndarray]]) -> int:
-        with self._db("write item vectors"):
+        with self.db_errors("write item vectors"):
             return self.items.set_vectors(model_id, rows)
 
     def item_vector_hashes(self, model_id: str) -> dict[str, str]:
-        with self._db("read item vector hashes"):
+        with self.db_errors("read item vector hashes"):
             return self.items.vector_hashes(model_id)
 
     def item_vectors(self, model_id: str) -> tuple[list[str], np.ndarray]:
-        with self._db("read item vectors"):
+        with self.db_errors("read item vectors"):
             return self.items.vectors(model_id)
 
     def iter_item_vectors(self, model_id: str, batch_size: int = 50_000
@@ -155,15 +157,15 @@ class PostgresStore:
             yield from self.items.vector_batches(model_id, batch_size)
 
     def vector_count(self, model_id: str) -> int:
-        with self._db("count item vectors"):
+        with self.db_errors("count item vectors"):
             return self.items.vector_count(model_id)
 
     def read_meta(self) -> dict[str, str]:
-        with self._db("read the store metadata"):
+        with self.db_errors("read the store metadata"):
             return self.items.read_meta()
 
     def write_meta(self, values: dict[str, str | None]) -> None:
-        with self._db("write the store metadata"):
+        with self.db_errors("write the store metadata"):
             self.items.write_meta(values)
 
     # -- search ----------------------------------------------------------------------------
@@ -176,7 +178,7 @@ class PostgresStore:
         if not queries:
             return results
         stmt, params = fts_batch_query(queries, k, cfg, self.fts_config, filters)
-        with self._db("run a full-text search"):
+        with self.db_errors("run a full-text search"):
             try:
                 with self.sessions.begin() as s:
                     rows = s.execute(stmt, params).all()
@@ -234,7 +236,7 @@ class PostgresStore:
                              f"holds {self.dim}-dim vectors")
         stmt, params = vector_batch_query(vectors, model_id, k, cfg.distance, self.dim, index,
                                           filters)
-        with self._db("run a vector search"), self.sessions.begin() as s:
+        with self.db_errors("run a vector search"), self.sessions.begin() as s:
             for name, value in planner_settings(index, ef_search, k):
                 s.execute(text("SELECT set_config(:n, :v, true)"), {"n": name, "v": value})
             rows = s.execute(stmt, params).all()
@@ -253,7 +255,7 @@ class PostgresStore:
         cfg = cfg or VectorConfig()
         stmt, params = vector_batch_query(np.atleast_2d(vector), model_id, k, cfg.distance,
                                           self.dim, index)
-        with self._db("explain a vector search"), self.sessions.begin() as s:
+        with self.db_errors("explain a vector search"), self.sessions.begin() as s:
             for name, value in planner_settings(index, None, k):
                 s.execute(text("SELECT set_config(:n, :v, true)"), {"n": name, "v": value})
             plan = s.execute(text("EXPLAIN " + stmt.text), params).scalars().all()
@@ -261,42 +263,30 @@ class PostgresStore:
 
     # -- caches ----------------------------------------------------------------------------
     def get_embeddings(self, model_id: str, text_hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        with self._db("read the embedding cache"):
+        with self.db_errors("read the embedding cache"):
             return self.embeddings.get(model_id, text_hashes)
 
     def put_embeddings(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]]) -> int:
-        with self._db("write the embedding cache"):
+        with self.db_errors("write the embedding cache"):
             return self.embeddings.put(model_id, rows)
 
-    # -- evidence tracking -----------------------------------------------------------------
-    def record_evidence_bundle(self, rows: dict[str, list[dict[str, Any]]]) -> int:
-        with self._db("track an evidence bundle"):
-            return self.evidence.record_bundle(rows)
-
-    def get_evidence_bundle(self, bundle_id: str) -> dict[str, list[dict[str, Any]]] | None:
-        with self._db("read an evidence bundle"):
-            return self.evidence.get_bundle(bundle_id)
-
-    def list_run_bundles(self, run_id: str) -> list[str]:
-        with self._db("list a run's evidence bundles"):
-            return self.evidence.run_bundles(run_id)
-
+    # -- audit packs ---------------------------------------------------------------------
     def put_evidence_pack(self, pack_id: str, parent_pack_id: str | None, sha256: str,
                           json_text: str, *, tenant_id: str = "default",
                           trace_id: str | None = None, created_at: str | None = None,
                           signed: bool = False) -> bool:
-        with self._db("store an evidence pack"):
-            return self.evidence.put_pack(pack_id, parent_pack_id, sha256, json_text,
+        with self.db_errors("store an evidence pack"):
+            return self.packs.put_pack(pack_id, parent_pack_id, sha256, json_text,
                                           tenant_id=tenant_id, trace_id=trace_id,
                                           created_at=created_at, signed=signed)
 
     def get_evidence_pack(self, pack_id: str) -> dict[str, Any] | None:
-        with self._db("read an evidence pack"):
-            return self.evidence.get_pack(pack_id)
+        with self.db_errors("read an evidence pack"):
+            return self.packs.get_pack(pack_id)
 
     def list_evidence_packs(self) -> list[dict[str, Any]]:
-        with self._db("list evidence packs"):
-            return self.evidence.list_packs()
+        with self.db_errors("list evidence packs"):
+            return self.packs.list_packs()
 
     def chunk_cache(self) -> ChunkCacheRepo:
         """The store's chunk cache (the ``chunk_cache`` table)."""

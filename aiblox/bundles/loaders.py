@@ -30,8 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aiblox.evidence.contracts import EvidencePolicy, FullRef
-from aiblox.evidence.ids import (
+from aiblox.bundles.ids import (
     doc_evidence_id,
     inline_evidence_id,
     lake_evidence_id,
@@ -39,16 +38,17 @@ from aiblox.evidence.ids import (
     sqldef_evidence_id,
     transcript_evidence_id,
 )
-from aiblox.evidence.lake import normalize_lake_uri, resolve_lake_uri
-from aiblox.evidence.redaction import Redactor, redact
-from aiblox.evidence.sql_result import (
+from aiblox.bundles.lake import normalize_lake_uri, resolve_lake_uri
+from aiblox.bundles.models import EvidencePolicy, FullRef
+from aiblox.bundles.redaction import Redactor, redact
+from aiblox.bundles.sql_result import (
     SampledTable,
     render_table,
     rows_from_records,
     run_duckdb_query,
     sample_table,
 )
-from aiblox.evidence.utf8 import split_utf8
+from aiblox.bundles.utf8 import split_utf8
 from aiblox.hashing import sha256_bytes
 
 __all__ = [

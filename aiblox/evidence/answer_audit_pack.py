@@ -1,9 +1,9 @@
-"""The evidence pack of one answered query, built from what the pipeline already returned.
+"""The audit pack of one answered query, built from what the pipeline already returned.
 
 :func:`answer_evidence_pack` takes the retriever's :class:`RetrievalBundle`, the assembly's
 :class:`~aiblox.assembly.records.AnswerResult` (answer bundle, prompt, LLM result, validation,
 hashes) and, optionally, the ``rag.sources`` cards and the full texts of the items, and returns
-an :class:`~aiblox.evidence.pack.EvidencePack`:
+an :class:`~aiblox.evidence.audit_pack.EvidencePack`:
 
 - **decision**: ``answer`` when validation passed with an answer; ``refusal`` otherwise (the
   exact refusal, status ``NO_EVIDENCE`` or ``OK`` when the model refused; status ``FAILED``
@@ -42,7 +42,7 @@ from typing import Any
 
 from aiblox.assembly.records import AnswerResult
 from aiblox.contracts.retrieval import EvidenceChunk, RetrievalBundle
-from aiblox.evidence.pack import (
+from aiblox.evidence.audit_pack import (
     EXCERPT_MAX_CHARS,
     EvidencePack,
     PackSource,
@@ -50,7 +50,7 @@ from aiblox.evidence.pack import (
     ToolCallRecord,
     build_evidence_pack,
 )
-from aiblox.evidence.packer import SourceItem
+from aiblox.evidence.source_cards import SourceItem
 from aiblox.hashing import sha256_text, to_plain
 
 __all__ = [

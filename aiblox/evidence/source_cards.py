@@ -1,4 +1,5 @@
-"""The evidence packer of the evidence packer seed: retrieval output to ``rag.sources`` cards.
+"""Source cards: the evidence packer of the evidence packer seed, retrieval output to the
+``rag.sources`` cards a UI shows.
 
 The packer turns document-level :class:`~aiblox.contracts.retrieval.CandidateItem` s (and,
 optionally, chunk-level :class:`~aiblox.contracts.retrieval.EvidenceChunk` s for snippets) into
@@ -18,6 +19,9 @@ Packing algorithm (v0.1):
 3. Metadata: ``include_metadata_keys`` keeps only those keys, ``exclude_metadata_keys`` removes
    keys; with neither, only a safe subset is exposed (see :func:`safe_metadata`).
 4. Ranks 1..n on the final order.
+
+The packer does not emit events itself (evidence packer seed): :mod:`aiblox.evidence.events`
+builds the ``rag.sources`` and ``rag.debug`` payloads the orchestrator sends.
 
 TODO (seed): richer snippet heuristics, several snippets per source, citation anchoring.
 """

@@ -7,9 +7,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from aiblox.evidence.pack import (
-    EvidencePack,
-    JsonPackStore,
+from aiblox.evidence.audit_pack import (
     PackSource,
     ToolCallRecord,
     build_evidence_pack,
@@ -201,23 +199,3 @@ def test_json_round_trip_and_html_export():
     page = pack_to_html(pack)
     assert "<script>alert" not in page and "&lt;script&gt;" in page
     assert pack.pack_id in page and 'dir="rtl"' in page and "contradiction" in page
-
-
-def test_json_store_is_insert_only(tmp_path):
-    store = JsonPackStore(tmp_path / "packs")
-    a = build_evidence_pack(**fields())
-    b = revise_pack(a, query="Does vitamin D reduce falls?")
-    store.put(a)
-    store.put(b)
-    store.put(a)  # same content again: no-op
-    store.put(sign_pack(a, KEY, "k"))  # adding a signature is allowed
-    assert store.get(a.pack_id).signature is not None
-    assert store.ids() == sorted([a.pack_id, b.pack_id])
-    assert [p.pack_id for p in store.history(b.pack_id)] == [b.pack_id, a.pack_id]
-    forged = EvidencePack.model_validate({**a.model_dump(mode="json"), "query": "forged"})
-    with pytest.raises(ValueError, match="pack_id does not match"):
-        store.put(forged)
-    with pytest.raises(KeyError):
-        store.get("pack_" + "f" * 16)
-    with pytest.raises(ValueError, match="not a pack id"):
-        store.get("../etc/passwd")

@@ -28,7 +28,7 @@ from aiblox.evidence import (
     sign_pack,
     verify_pack,
 )
-from aiblox.evidence.answer_pack import INTENDED_ANSWER, INTENDED_RETRIEVAL
+from aiblox.evidence.answer_audit_pack import INTENDED_ANSWER, INTENDED_RETRIEVAL
 from aiblox.hashing import sha256_text
 from aiblox.retrieval.late_chunking import make_retriever
 from aiblox.stores import open_store

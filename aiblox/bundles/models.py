@@ -1,4 +1,4 @@
-"""Contracts of the evidence bundles seed: policy, items, bounding records, bundle.
+"""Pydantic models of the evidence bundles seed: policy, items, bounding records, bundle.
 
 Departures from the seed, for determinism: ``bundle_id`` is a UUID derived from the bundle's
 content (uuid5 of its content hash) instead of a random UUID, and ``created_utc`` is optional

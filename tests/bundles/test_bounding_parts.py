@@ -9,28 +9,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiblox.evidence import (
-    LakePathError,
-    RedactorRegistry,
-    luhn_valid,
-    normalize_lake_uri,
-    redact,
-    render_table,
-    resolve_lake_uri,
-    run_duckdb_query,
-    sample_row_indices,
-    sample_table,
-    split_utf8,
-    truncate_utf8,
-)
-from aiblox.evidence.ids import (
+from aiblox.bundles import LakePathError, RedactorRegistry, redact
+from aiblox.bundles.ids import (
     doc_evidence_id,
     inline_evidence_id,
     lake_evidence_id,
     sql_evidence_id,
     sqldef_evidence_id,
 )
-from aiblox.evidence.redaction import Redactor, default_redactors
+from aiblox.bundles.lake import normalize_lake_uri, resolve_lake_uri
+from aiblox.bundles.redaction import Redactor, default_redactors, luhn_valid
+from aiblox.bundles.sampling import sample_row_indices
+from aiblox.bundles.sql_result import render_table, run_duckdb_query, sample_table
+from aiblox.bundles.utf8 import split_utf8, truncate_utf8
 from aiblox.hashing import sha256_text
 
 # ---- UTF-8 --------------------------------------------------------------------------------

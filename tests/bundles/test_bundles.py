@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from aiblox.evidence import (
+from aiblox.bundles import (
     EvidenceLoadError,
     EvidencePolicy,
     LakePathError,

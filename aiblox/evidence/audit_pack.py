@@ -1,4 +1,5 @@
-"""The evidence pack: the auditable, immutable record of one answered query.
+"""The audit pack: the auditable, immutable record of one answered query (the seed's evidence
+pack, :class:`EvidencePack`).
 
 Adapted from the evidence pack specification seed to this harness. A pack records what was
 decided (the answer or the refusal), the sources it rests on (verbatim excerpts of at most
@@ -20,9 +21,8 @@ Integrity:
   :func:`verify_pack` reports any change to the content, the id or the signature.
 
 Export: :func:`pack_to_json` (canonical JSON) and :func:`pack_to_html` (a readable page).
-:class:`JsonPackStore` keeps packs as one JSON file each; a database store needs one table,
-``evidence_packs(pack_id PK, parent_pack_id, tenant_id, trace_id, created_at, sha256, signed,
-json)``, insert-only.
+Every store keeps packs in one insert-only table, ``evidence_packs(pack_id PK, parent_pack_id,
+tenant_id, trace_id, created_at, sha256, signed, json)`` (``Store.put_evidence_pack``).
 """
 
 from __future__ import annotations
@@ -31,10 +31,8 @@ import hashlib
 import hmac
 import html
 import json
-import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -45,7 +43,6 @@ __all__ = [
     "Decision",
     "EXCERPT_MAX_CHARS",
     "EvidencePack",
-    "JsonPackStore",
     "Memo",
     "MemoText",
     "PACK_VERSION",
@@ -444,56 +441,3 @@ def pack_to_html(pack: EvidencePack) -> str:
     ]
     parts.append("</ul></body></html>")
     return "\n".join(parts) + "\n"
-
-
-class JsonPackStore:
-    """Packs as ``<root>/<pack_id>.json`` files, insert-only: a pack id, once written, keeps
-    its content (re-putting the same pack is a no-op; different content under the same id, or a
-    pack whose id does not match its content, is refused)."""
-
-    def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.root = Path(root)
-
-    def _path(self, pack_id: str) -> Path:
-        if not _PACK_ID.match(pack_id):
-            raise ValueError(f"{pack_id!r} is not a pack id")
-        return self.root / f"{pack_id}.json"
-
-    def put(self, pack: EvidencePack) -> Path:
-        """Store ``pack``; returns its path."""
-        problems = [p for p in verify_pack(pack) if p.startswith("pack_id")]
-        if problems:
-            raise ValueError(f"{pack.pack_id}: {problems[0]}")
-        path = self._path(pack.pack_id)
-        data = pack_to_json(pack).encode("utf-8")
-        if path.exists():
-            old = pack_from_json(path.read_text(encoding="utf-8"))
-            if pack_content(old) != pack_content(pack):
-                raise ValueError(f"{path}: a different pack is stored under this id")
-            if old.signature == pack.signature or pack.signature is None:
-                return path  # packs are immutable; only a signature may be added
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-        return path
-
-    def get(self, pack_id: str) -> EvidencePack:
-        """The stored pack; ``KeyError`` when there is none."""
-        path = self._path(pack_id)
-        if not path.exists():
-            raise KeyError(pack_id)
-        return pack_from_json(path.read_text(encoding="utf-8"))
-
-    def ids(self) -> list[str]:
-        """Stored pack ids, sorted."""
-        if not self.root.exists():
-            return []
-        return sorted(p.stem for p in self.root.glob("pack_*.json") if _PACK_ID.match(p.stem))
-
-    def history(self, pack_id: str) -> list[EvidencePack]:
-        """The pack and its ancestors, newest first."""
-        out = [self.get(pack_id)]
-        while out[-1].parent_pack_id is not None and len(out) < 10_000:
-            out.append(self.get(out[-1].parent_pack_id))
-        return out

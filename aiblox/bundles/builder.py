@@ -22,7 +22,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from aiblox.evidence.contracts import (
+from aiblox.bundles.lake import write_lake_bytes
+from aiblox.bundles.loaders import (
+    FULL_ARTIFACT_DIR,
+    LOADERS,
+    EvidenceLoadError,
+    LoadContext,
+    RawEvidence,
+)
+from aiblox.bundles.models import (
     EVIDENCE_BUILD_VERSION,
     EVIDENCE_TYPES,
     BundleBounding,
@@ -34,16 +42,8 @@ from aiblox.evidence.contracts import (
     ItemBounding,
     LoadError,
 )
-from aiblox.evidence.lake import write_lake_bytes
-from aiblox.evidence.loaders import (
-    FULL_ARTIFACT_DIR,
-    LOADERS,
-    EvidenceLoadError,
-    LoadContext,
-    RawEvidence,
-)
-from aiblox.evidence.redaction import RedactorRegistry, redact
-from aiblox.evidence.utf8 import truncate_utf8
+from aiblox.bundles.redaction import RedactorRegistry, redact
+from aiblox.bundles.utf8 import truncate_utf8
 from aiblox.hashing import sha256_hex, sha256_text
 from aiblox.text.tokens import count_tokens
 

@@ -10,7 +10,7 @@ import tracemalloc
 import duckdb
 import pytest
 
-from aiblox.evidence import EvidencePolicy, build_evidence_bundle
+from aiblox.bundles import EvidencePolicy, build_evidence_bundle
 
 POLICY = EvidencePolicy(max_sql_rows=50)
 QUERY = ("SELECT i AS id, 'name ' || i AS name, i * 0.5 AS x, repeat('ab', 20) AS pad "

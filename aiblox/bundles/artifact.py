@@ -2,8 +2,8 @@
 
 The artifact is the canonical JSON (sorted keys, compact, UTF-8) of the bundle; the same
 bundle always gives the same bytes and therefore the same sha256. :func:`tracking_rows` gives
-the rows a store keeps for it (the seed's ``evidence_bundle``, ``run_evidence`` and
-``evidence_item`` tables); the store itself lives in ``aiblox.stores``.
+the rows a :class:`~aiblox.bundles.store.BundleStore` keeps for it (the seed's
+``evidence_bundle``, ``run_evidence`` and ``evidence_item`` tables).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from aiblox.evidence.builder import bundle_content_hash
-from aiblox.evidence.contracts import EvidenceBundle
-from aiblox.evidence.lake import write_lake_bytes
+from aiblox.bundles.builder import bundle_content_hash
+from aiblox.bundles.lake import write_lake_bytes
+from aiblox.bundles.models import EvidenceBundle
 from aiblox.hashing import canonical_json, sha256_bytes, sha256_text
 
 __all__ = [
@@ -89,7 +89,7 @@ def verify_evidence_bundle(bundle: EvidenceBundle) -> list[str]:
     that do not match the content, and a ``bundle_id`` that does not match the content."""
     import uuid
 
-    from aiblox.evidence.builder import BUNDLE_NAMESPACE
+    from aiblox.bundles.builder import BUNDLE_NAMESPACE
 
     problems = []
     for item in bundle.items:

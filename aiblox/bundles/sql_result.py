@@ -25,7 +25,7 @@ from typing import IO, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aiblox.evidence.sampling import sample_row_indices
+from aiblox.bundles.sampling import sample_row_indices
 
 __all__ = [
     "SampledTable",

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from aiblox.evidence.contracts import RedactionRecord
+from aiblox.bundles.models import RedactionRecord
 
 __all__ = [
     "Redactor",

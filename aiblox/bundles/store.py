@@ -1,0 +1,135 @@
+"""Evidence bundle tracking: which bundles each run used, and what each bundle held.
+
+The seed's tracking tables, kept beside a store's own tables (same database, same connection)
+and created the first time :func:`open_bundle_store` is called on it, never by the store itself:
+
+- ``evidence_bundles``: one row per bundle (:data:`BUNDLE_COLUMNS`);
+- ``run_evidence``: ``(run_id, bundle_id)`` links;
+- ``evidence_items``: one row per item of a bundle, by ordinal (:data:`ITEM_COLUMNS`).
+
+All three are insert-only. :class:`BundleStore` is the protocol; DuckDB
+(:class:`~aiblox.bundles.duckdb_store.DuckDBBundleStore`) and PostgreSQL
+(:class:`~aiblox.bundles.postgres_store.PostgresBundleStore`) implement it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from aiblox.stores.base import Store, StoreError
+
+__all__ = [
+    "BUNDLE_COLUMNS",
+    "BundleStore",
+    "ITEM_COLUMNS",
+    "open_bundle_store",
+    "split_bundle_rows",
+]
+
+BUNDLE_COLUMNS = ("bundle_id", "build_version", "policy_version", "policy_sha256", "lake_uri",
+                  "artifact_sha256", "byte_count", "item_count", "total_bytes", "approx_tokens",
+                  "items_dropped", "created_utc")
+"""Columns of the evidence bundle tracking row (every backend stores these)."""
+ITEM_COLUMNS = ("bundle_id", "ordinal", "evidence_id", "evidence_type", "content_sha256",
+                "byte_count", "approx_tokens", "truncated", "full_lake_uri")
+"""Columns of an evidence item tracking row."""
+
+
+@runtime_checkable
+class BundleStore(Protocol):
+    """Evidence bundle tracking (evidence bundles seed), insert-only."""
+
+    location: str
+    """Where the tables live: the location of the store they sit beside."""
+
+    def record_evidence_bundle(self, rows: dict[str, list[dict[str, Any]]]) -> int:
+        """Track one evidence bundle; returns the number of rows newly written.
+
+        ``rows`` is what :func:`aiblox.bundles.tracking_rows` returns: plain JSON values under
+        three keys, each a list of dicts (a missing key counts as an empty list):
+
+        - ``"evidence_bundle"``: exactly one row with ``bundle_id``, ``build_version``,
+          ``policy_version``, ``policy_sha256``, ``lake_uri`` (str or None),
+          ``artifact_sha256``, ``byte_count``, ``item_count``, ``total_bytes``,
+          ``approx_tokens``, ``items_dropped`` (ints) and ``created_utc`` (str or None);
+        - ``"run_evidence"``: rows ``{"run_id": str, "bundle_id": str}`` linking runs to it;
+        - ``"evidence_item"``: one row per item with ``bundle_id``, ``ordinal`` (0-based int),
+          ``evidence_id``, ``evidence_type``, ``content_sha256``, ``byte_count``,
+          ``approx_tokens`` (int), ``truncated`` (bool) and ``full_lake_uri`` (str or None).
+
+        Insert-only: a bundle id already stored keeps its first record (0 rows for it), but is
+        refused with :class:`~aiblox.stores.StoreError` when ``build_version``,
+        ``policy_sha256``, ``item_count``, ``total_bytes`` or any item row differ (bundle ids
+        derive from the content, so that means corruption). Run links are added if new. One
+        transaction.
+        """
+        ...
+
+    def get_evidence_bundle(self, bundle_id: str) -> dict[str, list[dict[str, Any]]] | None:
+        """The tracked bundle in the same shape :meth:`record_evidence_bundle` takes (items by
+        ordinal, run links sorted by run id), or None when the bundle is not tracked."""
+        ...
+
+    def list_run_bundles(self, run_id: str) -> list[str]:
+        """Bundle ids linked to ``run_id``, sorted (empty when none)."""
+        ...
+
+
+def open_bundle_store(store: Store) -> BundleStore:
+    """The bundle tracking tables beside ``store`` (a DuckDB or PostgreSQL store), created if
+    missing; they share the store's connection and live as long as it does."""
+    from aiblox.stores.duckdb_store import DuckDBStore
+
+    if isinstance(store, DuckDBStore):
+        from aiblox.bundles.duckdb_store import DuckDBBundleStore
+
+        return DuckDBBundleStore(store)
+    if store.kind == "postgres":  # the postgres extra is imported only for a PostgreSQL store
+        from aiblox.bundles.postgres_store import PostgresBundleStore
+        from aiblox.stores.postgres import PostgresStore
+
+        if isinstance(store, PostgresStore):
+            return PostgresBundleStore(store)
+    raise StoreError(f"{store.location}: no evidence bundle tracking for a {store.kind!r} store "
+                     "(use a DuckDB or PostgreSQL store)")
+
+
+def _item_ordinal(item: dict[str, Any]) -> int:
+    """The ``ordinal`` of an evidence item tracking row; a row without one is an error."""
+    ordinal = item["ordinal"]
+    if ordinal is None:
+        raise StoreError(f"evidence_item of bundle {item['bundle_id']!r}: ordinal is missing")
+    return int(ordinal)
+
+
+def split_bundle_rows(rows: dict[str, list[dict[str, Any]]]
+                      ) -> tuple[dict[str, Any], list[dict[str, Any]], list[tuple[str, str]]]:
+    """Validate ``tracking_rows(...)`` output for ``record_evidence_bundle``.
+
+    Returns the bundle row, its items sorted by ordinal and the sorted ``(run_id, bundle_id)``
+    links; raises :class:`~aiblox.stores.StoreError` when there is not exactly one bundle row or
+    an item or link names another bundle.
+    """
+    bundles = list(rows.get("evidence_bundle", []))
+    if len(bundles) != 1:
+        raise StoreError(f"record_evidence_bundle: expected one 'evidence_bundle' row, "
+                         f"got {len(bundles)}")
+    b = {k: bundles[0].get(k) for k in BUNDLE_COLUMNS}
+    bundle_id = b["bundle_id"]
+    if not isinstance(bundle_id, str) or not bundle_id:
+        raise StoreError("record_evidence_bundle: evidence_bundle.bundle_id must be a "
+                         "non-empty string")
+    items = sorted(({k: r.get(k) for k in ITEM_COLUMNS}
+                    for r in rows.get("evidence_item", [])),
+                   key=_item_ordinal)
+    for r in items:
+        if r["bundle_id"] != bundle_id:
+            raise StoreError(f"evidence_item ordinal {r['ordinal']}: bundle_id "
+                             f"{r['bundle_id']!r} is not {bundle_id!r}")
+        r["truncated"] = bool(r["truncated"])
+    links = sorted({(str(r["run_id"]), str(r.get("bundle_id", bundle_id)))
+                    for r in rows.get("run_evidence", [])})
+    for _run, linked in links:
+        if linked != bundle_id:
+            raise StoreError(f"run_evidence: bundle_id {linked!r} is not {bundle_id!r}")
+    return b, items, links

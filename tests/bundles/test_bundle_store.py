@@ -1,0 +1,119 @@
+"""Evidence bundle tracking beside a store: bundles, run links and items, insert-only, on
+DuckDB and PostgreSQL; the tables are the bundles' own (the core store neither creates them nor
+carries a bundle method); lookups survive a reopen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aiblox.bundles import (
+    BundleStore,
+    DuckDBBundleStore,
+    EvidencePolicy,
+    build_evidence_bundle,
+    open_bundle_store,
+    tracking_rows,
+    write_evidence_bundle,
+)
+from aiblox.stores import DuckDBStore, Store, StoreError
+
+BUNDLE_METHODS = ("record_evidence_bundle", "get_evidence_bundle", "list_run_bundles")
+BUNDLE_TABLES = {"evidence_bundles", "run_evidence", "evidence_items"}
+
+
+def _bundle(tmp_path: Path, text: str = "Luke trained on Dagobah. "):
+    lake = tmp_path / "lake"
+    policy = EvidencePolicy(max_item_bytes=200, enable_redaction=False)
+    bundle = build_evidence_bundle(
+        evidence_refs={
+            "inline_text": [{"text": text * 20}, {"text": "short note"}],
+            "sql_results": [{"query_key": "facts", "columns": ["k", "v"],
+                             "rows": [[f"k{i}", i] for i in range(40)]}],
+        },
+        policy=policy,
+        lake_root=lake,
+        created_utc="2024-01-15T10:30:00Z",
+    )
+    return bundle, write_evidence_bundle(bundle, lake_root=lake)
+
+
+def _tables(store: DuckDBStore) -> set[str]:
+    return {r[0] for r in store.con.execute(
+        "SELECT table_name FROM information_schema.tables").fetchall()}
+
+
+def test_the_core_store_carries_no_bundle_method_and_makes_no_bundle_table(tmp_path):
+    assert not [m for m in BUNDLE_METHODS if hasattr(Store, m)]
+    db = tmp_path / "s.duckdb"
+    with DuckDBStore(db, dim=8) as store:
+        assert not [m for m in BUNDLE_METHODS if hasattr(store, m)]
+        assert not BUNDLE_TABLES & _tables(store)  # created only when bundles are used
+        tracked = open_bundle_store(store)
+        assert isinstance(tracked, DuckDBBundleStore) and isinstance(tracked, BundleStore)
+        assert _tables(store) >= BUNDLE_TABLES
+
+
+def test_bundle_tracking_contract(bundle_store, tmp_path):
+    bundle, artifact = _bundle(tmp_path)
+    rows = tracking_rows(bundle, artifact, run_id="run-a")
+    n_items = len(rows["evidence_item"])
+    assert n_items == 3 and any(r["truncated"] for r in rows["evidence_item"])
+    assert bundle_store.record_evidence_bundle(rows) == 1 + n_items + 1
+    assert bundle_store.record_evidence_bundle(rows) == 0  # same bundle again: nothing new
+    # the same bundle used by a second run only adds the link
+    assert bundle_store.record_evidence_bundle(tracking_rows(bundle, artifact, "run-b")) == 1
+    got = bundle_store.get_evidence_bundle(bundle.bundle_id)
+    assert got is not None
+    assert got["evidence_bundle"] == rows["evidence_bundle"]
+    assert got["evidence_item"] == rows["evidence_item"]
+    assert got["run_evidence"] == [{"run_id": r, "bundle_id": bundle.bundle_id}
+                                   for r in ("run-a", "run-b")]
+    assert bundle_store.list_run_bundles("run-a") == [bundle.bundle_id]
+    assert bundle_store.get_evidence_bundle("missing") is None
+    assert bundle_store.list_run_bundles("x") == []
+    bad = {**rows, "evidence_item": [dict(r) for r in rows["evidence_item"]],
+           "run_evidence": [{"run_id": "run-x", "bundle_id": bundle.bundle_id}]}
+    bad["evidence_item"][0]["content_sha256"] = "0" * 64
+    with pytest.raises(StoreError, match="different content"):
+        bundle_store.record_evidence_bundle(bad)
+    assert bundle_store.list_run_bundles("run-x") == []  # the failed call wrote nothing
+    other = {**rows, "evidence_bundle": [{**rows["evidence_bundle"][0], "total_bytes": 1}]}
+    with pytest.raises(StoreError, match="different content"):
+        bundle_store.record_evidence_bundle(other)
+    with pytest.raises(StoreError, match="one 'evidence_bundle' row"):
+        bundle_store.record_evidence_bundle({"evidence_item": rows["evidence_item"]})
+    stray = {**rows, "run_evidence": [{"run_id": "r", "bundle_id": "another"}]}
+    with pytest.raises(StoreError, match="another"):
+        bundle_store.record_evidence_bundle(stray)
+
+
+def test_two_bundles_are_listed_per_run_sorted(bundle_store, tmp_path):
+    b1, a1 = _bundle(tmp_path / "1")
+    b2, a2 = _bundle(tmp_path / "2", text="Leia led the rebellion. ")
+    assert b1.bundle_id != b2.bundle_id
+    bundle_store.record_evidence_bundle(tracking_rows(b2, a2, "run"))
+    bundle_store.record_evidence_bundle(tracking_rows(b1, a1, "run"))
+    assert bundle_store.list_run_bundles("run") == sorted([b1.bundle_id, b2.bundle_id])
+
+
+def test_tracking_survives_a_reopen_and_reads_from_a_read_only_file(tmp_path):
+    bundle, artifact = _bundle(tmp_path)
+    rows = tracking_rows(bundle, artifact, run_id="run-a")
+    db = tmp_path / "s.duckdb"
+    with DuckDBStore(db, dim=8) as store:
+        assert open_bundle_store(store).record_evidence_bundle(rows) == 1 + 3 + 1
+    with DuckDBStore(db, dim=8, read_only=True) as store:
+        tracked = open_bundle_store(store)
+        got = tracked.get_evidence_bundle(bundle.bundle_id)
+        assert got is not None and got["evidence_item"] == rows["evidence_item"]
+        assert tracked.list_run_bundles("run-a") == [bundle.bundle_id]
+
+
+def test_a_read_only_file_without_the_tables_finds_nothing(tmp_path):
+    db = tmp_path / "s.duckdb"
+    DuckDBStore(db, dim=8).close()
+    with DuckDBStore(db, dim=8, read_only=True) as store:
+        tracked = open_bundle_store(store)
+        assert tracked.get_evidence_bundle("b") is None and tracked.list_run_bundles("r") == []
