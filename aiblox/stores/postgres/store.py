@@ -153,7 +153,7 @@ class PostgresStore:
 
     def iter_item_vectors(self, model_id: str, batch_size: int = 50_000
                           ) -> Iterator[tuple[list[str], np.ndarray]]:
-        with self._db("read item vectors"):
+        with self.db_errors("read item vectors"):
             yield from self.items.vector_batches(model_id, batch_size)
 
     def vector_count(self, model_id: str) -> int:
