@@ -51,6 +51,10 @@ MEMORY_LIMIT = "2GB"
 """DuckDB's buffer pool limit unless ``memory_limit=`` or ``$AIBLOX_DUCKDB_MEMORY_LIMIT`` says
 otherwise (DuckDB's own default, 80% of RAM, lets an ingest of a million documents cache the
 whole file in memory; past the limit DuckDB evicts pages and spills, so memory stays flat)."""
+CHECKPOINT_THRESHOLD = "1GB"
+"""How much write-ahead log DuckDB gathers before it checkpoints (its default, 16MB, checkpoints
+after every few batches of an ingest, and each checkpoint rewrites the primary-key indexes:
+quadratic in the corpus; at 1GB an ingest of 100k documents takes 16 s instead of 38 s)."""
 BM25_K1 = 1.2
 BM25_B = 0.75
 
@@ -84,7 +88,8 @@ class DuckDBStore:
         limit = memory_limit or os.environ.get("AIBLOX_DUCKDB_MEMORY_LIMIT") or MEMORY_LIMIT
         try:
             self.con = duckdb.connect(self.location, read_only=read_only,
-                                      config={"memory_limit": limit})
+                                      config={"memory_limit": limit,
+                                              "checkpoint_threshold": CHECKPOINT_THRESHOLD})
         except (duckdb.ParserException, duckdb.InvalidInputException) as exc:
             raise StoreError(f"DuckDB memory limit {limit!r} (memory_limit= or "
                              f"$AIBLOX_DUCKDB_MEMORY_LIMIT): {exc}") from exc

@@ -1,6 +1,8 @@
 """The retriever seed's contracts: keys, defaults, strictness, documentation."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 import aiblox.contracts as contracts
@@ -58,3 +60,16 @@ def test_cancellation_token():
     assert RequestContext().request_id != RequestContext().request_id
     assert isinstance(RequestContext(cancellation=CancellationToken()).cancellation,
                       CancellationToken)
+
+
+@given(title=st.text(st.characters(blacklist_categories=["Cs"])),
+       text=st.text(st.characters(blacklist_categories=["Cs"])),
+       metadata=st.dictionaries(st.text(min_size=1, max_size=5),
+                                st.one_of(st.integers(), st.text(max_size=5), st.none()),
+                                max_size=3))
+def test_item_content_hash_is_the_canonical_json_hash(title, text, metadata):
+    from aiblox.contracts import ItemRecord
+    from aiblox.hashing import sha256_hex
+
+    item = ItemRecord(id="x", title=title, text=text, metadata=metadata)
+    assert item.content_hash == sha256_hex({"title": title, "text": text, "metadata": metadata})
