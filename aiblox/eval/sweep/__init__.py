@@ -1,6 +1,12 @@
 """Incremental sweeps: specs with exact grids, stage keys and an on-disk stage cache,
 determinism manifests, and MLflow logging (parent run per sweep, child run per point)."""
 
+from aiblox.eval.metrics.significance import (
+    Comparison,
+    bootstrap_ci,
+    compare_to_baseline,
+    holm,
+)
 from aiblox.eval.sweep.compare import MetricDelta, RunComparison, compare_runs, per_query_metrics
 from aiblox.eval.sweep.frames import (
     axis_frame,
@@ -42,12 +48,6 @@ from aiblox.eval.sweep.runner import (
     point_label,
     run_sweep,
     signals_config,
-)
-from aiblox.eval.sweep.significance import (
-    Comparison,
-    bootstrap_ci,
-    compare_to_baseline,
-    holm,
 )
 from aiblox.eval.sweep.spec import (
     DEFAULT_MAX_POINTS,

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from aiblox.eval.sweep.significance import compare_to_baseline
+from aiblox.eval.metrics.significance import compare_to_baseline
 from aiblox.eval.sweep.tracking import metric_key, split_file
 
 __all__ = [

@@ -49,9 +49,12 @@ from tqdm.auto import tqdm
 from aiblox.assembly import PROMPT_CONTRACT_VERSION, TEMPLATE_SHA256, get_llm
 from aiblox.chunking.metrics import ANSWER_MATCH_RULE, PROJECTION
 from aiblox.chunking.registry import make_chunker
+from aiblox.compiled import compiled_threads
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.eval.chunk_eval import gold_answers
 from aiblox.eval.datasets import Dataset, load_dataset
+from aiblox.eval.metrics import STATUSES, QrelsScorer, chunk_metrics, unpack_metrics
+from aiblox.eval.metrics.significance import Comparison, bootstrap_ci, compare_to_baseline
 from aiblox.eval.runner import config_hash
 from aiblox.eval.sweep import pipeline_stages as st
 from aiblox.eval.sweep.manifest import PointManifest, SplitManifest, environment
@@ -72,10 +75,7 @@ from aiblox.eval.sweep.runner import (
     point_label,
     signals_config,
 )
-from aiblox.eval.sweep.significance import Comparison, bootstrap_ci, compare_to_baseline
 from aiblox.eval.sweep.spec import PipelinePoint, SweepSpec, backend_of, load_policy_by_name
-from aiblox.eval.sweep.split_fusion import compiled_threads
-from aiblox.eval.sweep.split_metrics import SplitMetrics, unpack_metrics
 from aiblox.eval.sweep.stages import StageCache, StageRecord, stage_key
 from aiblox.eval.sweep.tracking import release_on_error
 from aiblox.hashing import sha256_hex
@@ -195,7 +195,7 @@ class _Sweep:
         self.backend, self.embedder_id, self.progress = backend, embedder_id, progress
         self.splits = [spec.tune_split, spec.report_split]
         self.outputs: dict[tuple[str, str], tuple[StageRecord, Any]] = {}
-        self.scorers: dict[tuple[str, tuple[str, ...]], SplitMetrics] = {}
+        self.scorers: dict[tuple[str, tuple[str, ...]], QrelsScorer] = {}
         self._late: LateChunker | None = None
         self.index_version = ds.hash[:16]
         self.signals_s = 0.0
@@ -218,13 +218,13 @@ class _Sweep:
             self._late = LateChunker(retriever.embedder, default_chunk_cache(self.opener.open()))
         return self._late
 
-    def scorer(self, split: str, qids: Sequence[str]) -> SplitMetrics:
+    def scorer(self, split: str, qids: Sequence[str]) -> QrelsScorer:
         """ranx over the split's qrels of the scored queries only (a query left out by
         ``query_limit`` must not count as a miss)."""
         key = (split, tuple(qids))
         if key not in self.scorers:
             qrels = self.ds.qrels[split]
-            self.scorers[key] = SplitMetrics({q: qrels[q] for q in qids if q in qrels})
+            self.scorers[key] = QrelsScorer({q: qrels[q] for q in qids if q in qrels})
         return self.scorers[key]
 
     def gold(self, qids: Sequence[str]) -> tuple[dict[str, Any], dict[str, list[str]]]:
@@ -264,7 +264,7 @@ class _Sweep:
         frec, run = self.fusion(prefs, sig)
         scorer = self.scorer(split, qids)
 
-        def score(run: Any = run, scorer: SplitMetrics = scorer) -> dict[str, Any]:
+        def score(run: Any = run, scorer: QrelsScorer = scorer) -> dict[str, Any]:
             return scorer.evaluate_packed_run(run, spec.metrics)
 
         mrec, packed = self.stage("metrics", METRICS_VERSION,
@@ -284,7 +284,7 @@ class _Sweep:
         kcfg = {"metrics": list(spec.metrics), "k": sorted(set(spec.chunk_k)),
                 "match": ANSWER_MATCH_RULE, "projection": PROJECTION, "split": split}
         krec, kout = self.stage("chunk_metrics", CHUNK_METRICS_VERSION, kcfg, [crec.key],
-                                lambda: st.chunk_metrics(chunks, self._qrels(split, qids),
+                                lambda: chunk_metrics(chunks, self._qrels(split, qids),
                                                          gold, spec.metrics, spec.chunk_k,
                                                          scorer))
         records = [sig[0], frec, mrec, crec, krec]
@@ -326,10 +326,10 @@ class _Sweep:
         vrec, valid = self.stage("validation", VALIDATION_VERSION, {"validator": "R5"},
                                  [prec.key, rrec.key],
                                  lambda: st.validation_output(prompts, reader))
-        acfg = {"metrics": list(st.STATUSES), "match": ANSWER_MATCH_RULE, "squad": "v1.1"}
+        acfg = {"metrics": list(STATUSES), "match": ANSWER_MATCH_RULE, "squad": "v1.1"}
         arec, aout = self.stage("answer_metrics", ANSWER_METRICS_VERSION, acfg,
                                 [crec.key, prec.key, vrec.key],
-                                lambda: st.answer_metrics(chunks, prompts, valid, gold,
+                                lambda: st.answer_metrics_output(chunks, prompts, valid, gold,
                                                           gold_texts))
         return {"records": [srec, prec, rrec, vrec, arec], "metrics": aout,
                 "prompts_sha256": prompts["prompts_sha256"]}

@@ -9,7 +9,7 @@ Stages and their keys (sha256 of name, version, config, input keys):
   The expensive stage; it never depends on fusion settings.
 - ``fusion``: the fused run under ``scoring`` and ``top_k_items``; input: the signals key.
   Stored in compact form (:class:`~aiblox.eval.sweep.split_fusion.FusedArrays`: positions into
-  the split's :class:`SplitFusion` index, counts, scores), which is also what its output hash
+  the split's :class:`BatchFusion` index, counts, scores), which is also what its output hash
   (the point's run hash) is taken over; :func:`fused_run` and :func:`load_fused_run` give it
   back as ``{qid: [[doc_id, score], ...]}``.
 - ``metrics``: ranx means and per-query values, stored as arrays
@@ -46,16 +46,17 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from tqdm.auto import tqdm
 
+from aiblox.compiled import compiled_threads
 from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs
 from aiblox.eval.datasets import Dataset, load_dataset
+from aiblox.eval.metrics import QrelsScorer, packed_means, unpack_metrics
+from aiblox.eval.metrics.significance import Comparison, bootstrap_ci, compare_to_baseline
 from aiblox.eval.runner import config_hash
 from aiblox.eval.sweep.manifest import PointManifest, SplitManifest, environment
-from aiblox.eval.sweep.significance import Comparison, bootstrap_ci, compare_to_baseline
 from aiblox.eval.sweep.spec import SweepSpec, backend_of
-from aiblox.eval.sweep.split_fusion import FusedArrays, SplitFusion, compiled_threads
-from aiblox.eval.sweep.split_metrics import SplitMetrics, packed_means, unpack_metrics
 from aiblox.eval.sweep.stages import StageCache, StageCacheCorrupt, StageRecord, stage_key
 from aiblox.eval.sweep.tracking import release_on_error
+from aiblox.fusion.batch import BatchFusion, FusedArrays
 from aiblox.memory import paused_gc
 from aiblox.retrieval.retriever import HybridRetriever, SignalRuns
 
@@ -225,11 +226,11 @@ class _Context:
     (checked; a damaged entry is computed again)."""
     read_s: float = 0.0
     """Seconds spent reading cached signals back (part of the signals phase, not of points)."""
-    _fusion: dict[str, SplitFusion] = field(default_factory=dict)
-    _scorers: dict[str, SplitMetrics] = field(default_factory=dict)
+    _fusion: dict[str, BatchFusion] = field(default_factory=dict)
+    _scorers: dict[str, QrelsScorer] = field(default_factory=dict)
     _codes: dict[str, np.ndarray] = field(default_factory=dict)
 
-    def fusion_index(self, split: str, key: str) -> SplitFusion:
+    def fusion_index(self, split: str, key: str) -> BatchFusion:
         """The split's lists indexed for fast fusion (built on first use, per process)."""
         if key not in self._fusion:
             self._fusion[key] = _index(key, self.signals_output(split, key))
@@ -260,23 +261,23 @@ class _Context:
             self._codes[key] = self.scorer(split).codes(self.fusion_index(split, key).docs)
         return self._codes[key]
 
-    def scorer(self, split: str) -> SplitMetrics:
+    def scorer(self, split: str) -> QrelsScorer:
         """The split's qrels ready for ranx (built on first use, per process)."""
         if split not in self._scorers:
-            self._scorers[split] = SplitMetrics(self.qrels[split])
+            self._scorers[split] = QrelsScorer(self.qrels[split])
         return self._scorers[split]
 
 
-_INDEXES: dict[str, SplitFusion] = {}
-"""Per process: :class:`SplitFusion` indexes by signals key (a few per sweep: one per depth and
+_INDEXES: dict[str, BatchFusion] = {}
+"""Per process: :class:`BatchFusion` indexes by signals key (a few per sweep: one per depth and
 split)."""
 
 
-def _index(signals_key: str, signals: dict[str, Any]) -> SplitFusion:
+def _index(signals_key: str, signals: dict[str, Any]) -> BatchFusion:
     if signals_key not in _INDEXES:
         if len(_INDEXES) >= 16:
             _INDEXES.pop(next(iter(_INDEXES)))
-        _INDEXES[signals_key] = SplitFusion.from_signals(signals)
+        _INDEXES[signals_key] = BatchFusion.from_signals(signals)
     return _INDEXES[signals_key]
 
 
@@ -310,7 +311,7 @@ def _fusion_stage(ctx: _Context, cache: StageCache, prefs: RetrievalPrefs,
     return out
 
 
-def _fused_arrays(prefs: RetrievalPrefs, index: SplitFusion, sig: dict[str, Any]) -> FusedArrays:
+def _fused_arrays(prefs: RetrievalPrefs, index: BatchFusion, sig: dict[str, Any]) -> FusedArrays:
     if prefs.mode == "hybrid":  # same bytes as HybridScorer, vectorised over the split
         return index.fuse_arrays(prefs.scoring, prefs.top_k_items)
     return index.encode(_fuse(prefs, sig))

@@ -59,13 +59,17 @@ from pydantic import (
 )
 
 from aiblox.contracts.retrieval import ChunkingConfig, FtsConfig, RetrievalPrefs, ScoringConfig
-from aiblox.eval.metric_names import validate_metrics
-from aiblox.eval.metrics import DEFAULT_METRICS
+from aiblox.eval.metrics import (
+    ANSWER_METRICS,
+    CHUNK_SCALARS,
+    DEFAULT_METRICS,
+    PROJECTION_PREFIX,
+    validate_metrics,
+)
 from aiblox.eval.sweep.grid import GridError, decimal_count, decimal_range, to_decimal
 from aiblox.hashing import sha256_hex
 
 __all__ = [
-    "ANSWER_METRICS",
     "DEFAULT_MAX_POINTS",
     "ChunkingGrid",
     "FusionGrid",
@@ -78,21 +82,6 @@ __all__ = [
     "load_spec",
     "pipeline_metric_names",
 ]
-
-ANSWER_METRICS: tuple[str, ...] = (
-    "answer_em", "answer_f1", "answered", "evidence_answer_recall", "citation_precision",
-    "selected_chunks", "selected_tokens",
-)
-"""Answer-level metrics of a selection sweep (per query; means over queries): SQuAD exact
-match and token F1 of the validated answer (0 when refused), answered (not refused, validation
-passed), whether the selected evidence contains a gold span, the share of cited chunks holding a
-gold span, and the selected chunks and tokens. Status rates are ``status:<STATUS>``."""
-
-CHUNK_SCALARS: tuple[str, ...] = ("evidence_tokens",)
-"""Chunk-level metrics besides ``answer_recall@k`` and ``max_passage:<ranx metric>``."""
-
-PROJECTION_PREFIX = "max_passage:"
-"""Prefix of the ranx metrics of the max-passage projection (chunks to documents)."""
 
 DEFAULT_MAX_POINTS = 10_000
 """The most grid points a spec may expand to unless the caller raises the limit (``aiblox sweep

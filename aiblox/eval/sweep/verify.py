@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.eval.datasets import Dataset, load_dataset
+from aiblox.eval.metrics import QrelsScorer, packed_means
 from aiblox.eval.runner import config_hash
 from aiblox.eval.sweep.manifest import PointManifest
 from aiblox.eval.sweep.runner import (
@@ -32,9 +33,8 @@ from aiblox.eval.sweep.runner import (
     metrics_config,
     signals_config,
 )
-from aiblox.eval.sweep.split_fusion import SplitFusion
-from aiblox.eval.sweep.split_metrics import SplitMetrics, packed_means
 from aiblox.eval.sweep.stages import encode_arrays, stage_key
+from aiblox.fusion.batch import BatchFusion
 from aiblox.hashing import canonical_plain_json, sha256_bytes, sha256_text
 
 __all__ = ["StageCheck", "VerifyReport", "logged_manifest", "logged_metrics", "verify_point"]
@@ -196,14 +196,14 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
             if not check(f"{split}/signals", _pair(logged_stages["signals"]),
                          f"{skey}:{sha256_text(canonical_plain_json(sig))}"):
                 return report()
-            index = SplitFusion.from_signals(sig)
+            index = BatchFusion.from_signals(sig)
             fused = _fused_arrays(prefs, index, sig)
             fkey = stage_key("fusion", FUSION_VERSION, fusion_config(prefs), [skey])
             if not check(f"{split}/fusion", _pair(logged_stages["fusion"]),
                          f"{fkey}:{sha256_bytes(encode_arrays(fused.as_dict()))}"):
                 return report()
             metrics = m.metrics or list(sm.metrics)
-            scorer = SplitMetrics(ds.qrels[split])
+            scorer = QrelsScorer(ds.qrels[split])
             packed = scorer.evaluate_packed(
                 index.qids, scorer.codes(index.docs)[fused.positions], fused.counts, metrics)
             mkey = stage_key("metrics", METRICS_VERSION, metrics_config(metrics, split), [fkey])
