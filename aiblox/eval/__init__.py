@@ -17,10 +17,12 @@ from aiblox.eval.datasets import (
 from aiblox.eval.metrics import DEFAULT_METRICS, evaluate_run, ranked_run, setup_numba_cache
 from aiblox.eval.runner import EvalResult, config_hash, evaluate_retrieval, run_hash
 from aiblox.eval.workspace import (
+    Workspace,
     dataset_binding,
     default_store_path,
     find_precomputed_vectors,
     open_dataset_store,
+    open_workspace,
     prepare_store,
 )
 
@@ -32,6 +34,7 @@ __all__ = [
     "DatasetError",
     "EvalResult",
     "GoldAnswer",
+    "Workspace",
     "available_splits",
     "config_hash",
     "dataset_binding",
@@ -44,6 +47,7 @@ __all__ = [
     "gold_answers",
     "load_dataset",
     "open_dataset_store",
+    "open_workspace",
     "prepare_store",
     "ranked_run",
     "run_hash",
