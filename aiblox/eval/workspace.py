@@ -35,7 +35,6 @@ __all__ = [
     "default_store_path",
     "find_precomputed_vectors",
     "ingest_dataset",
-    "open_dataset_store",
     "open_workspace",
     "prepare_store",
 ]
@@ -133,15 +132,6 @@ def _import_precomputed(store: Store, binding: DatasetBinding, embedder: CachedE
             return
     for f in files:  # only texts not cached yet are added
         import_vectors(f, store, embedder.model_id, embedder.dim)
-
-
-def open_dataset_store(dataset: Dataset, db: str | None = None) -> Store:
-    """Open the store ``db`` names (a DuckDB path, ``:memory:`` or a PostgreSQL URL), or the
-    dataset's default store, making the folder of a new DuckDB file."""
-    path = db or default_store_path(dataset)
-    if "://" not in path and path != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    return open_store(path)
 
 
 @dataclass

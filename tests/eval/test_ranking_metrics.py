@@ -122,7 +122,7 @@ def test_packed_metrics_round_trip_through_the_stage_cache(tmp_path):
     """The metrics stage stores arrays (names, query ids, means, per-query matrix): read back,
     they unpack to the very floats and ids, non-ASCII ids and NaN included."""
     from aiblox.eval.metrics import pack_metrics, unpack_metrics
-    from aiblox.eval.sweep.stages import StageCache
+    from aiblox.eval.sweep.cache import StageCache
 
     qids = ["q1", "q10", "qé-😀"]
     matrix = np.array([[0.1, 1 / 3, 0.0], [float("nan"), 1e-300, 1.0]])

@@ -1,10 +1,16 @@
-"""What each stage of a pipeline sweep computes, one function per stage, on one split.
+"""What each stage of a sweep computes, one function per stage, on one split (the stages, their
+configs and versions: :mod:`aiblox.eval.sweep.stages`).
 
 Every function takes plain inputs (the previous stages' outputs, JSON-shaped) and returns a
 JSON-shaped output with no timestamps, latencies or cache counts in it, so the same inputs give
-the same bytes and the same output hash. The runner (:mod:`aiblox.eval.sweep.pipeline`) memoises
-them by stage key.
+the same bytes and the same output hash. A point's chain (:mod:`aiblox.eval.sweep.pipeline`)
+memoises them by stage key. The fusion and metrics stages compute with
+:class:`~aiblox.fusion.BatchFusion` and :class:`~aiblox.eval.metrics.QrelsScorer` directly
+(:func:`fused_arrays`); the chunk metrics and answer metrics are
+:mod:`aiblox.eval.metrics`'.
 
+- :func:`signals_output`: the full-text and vector ranked lists of a split's queries.
+- :func:`fused_arrays`: the fused run of a split, in compact form.
 - :func:`chunk_output`: late chunking of the fused documents and chunk scoring (the retriever's
   :class:`~aiblox.retrieval.late_chunking.LateChunker`): per query the returned evidence chunks
   and the max-passage projection of every scored chunk to documents.
@@ -36,19 +42,54 @@ from aiblox.assembly import (
 )
 from aiblox.chunking.metrics import max_passage_projection
 from aiblox.contracts.retrieval import RetrievalPrefs
+from aiblox.eval.datasets import Dataset
 from aiblox.eval.metrics import answer_metrics
 from aiblox.eval.metrics.answers import Gold
-from aiblox.fusion.types import FusedHit
+from aiblox.fusion import BatchFusion, FusedArrays, FusedHit
 from aiblox.hashing import sha256_hex
+from aiblox.retrieval import HybridRetriever, SignalRuns
 
 __all__ = [
     "answer_metrics_output",
     "chunk_output",
+    "fused_arrays",
     "prompt_output",
     "reader_output",
     "selection_output",
+    "signals_output",
     "validation_output",
 ]
+
+# -- signals and fusion --------------------------------------------------------------------------
+def signals_output(retriever: HybridRetriever, dataset: Dataset, split: str,
+                   prefs: RetrievalPrefs, batch_size: int = 10_000,
+                   limit: int | None = None) -> dict[str, Any]:
+    """``{"qids", "text", "vec"}``: the full-text and vector lists (``[[doc_id, score], ...]``,
+    best first) of the first ``limit`` judged queries of ``split`` (all when None), in id
+    order, retrieved in batches."""
+    queries = dataset.split_queries(split)[:limit]
+    out: dict[str, Any] = {"qids": [q for q, _ in queries], "text": [], "vec": []}
+    for start in range(0, len(queries), batch_size):
+        batch = queries[start:start + batch_size]
+        group = [prefs.model_copy(update={"query_text": t, "query_id": q}) for q, t in batch]
+        sig = retriever.signals(group)
+        out["text"] += [[[d, s] for d, s in hits] for hits in sig.text]
+        out["vec"] += [[[d, s] for d, s in hits] for hits in sig.vec]
+    return out
+
+
+def fused_arrays(prefs: RetrievalPrefs, index: BatchFusion, sig: dict[str, Any]) -> FusedArrays:
+    """The fused run of a split's signals under ``prefs``, in compact form: hybrid fusion
+    vectorised over the split (the same bytes as the HybridScorer), bm25 and dense modes
+    through :meth:`HybridRetriever.fuse` (the reference)."""
+    if prefs.mode == "hybrid":
+        return index.fuse_arrays(prefs.scoring, prefs.top_k_items)
+    text = [[(d, s) for d, s in hits] for hits in sig["text"]]
+    vec = [[(d, s) for d, s in hits] for hits in sig["vec"]]
+    fused = HybridRetriever.fuse([prefs], SignalRuns(text=text, vec=vec))
+    return index.encode({q: [[h.doc_id, h.score] for h in hs]
+                         for q, hs in zip(sig["qids"], fused, strict=True)})
+
 
 
 # -- chunks --------------------------------------------------------------------------------------
