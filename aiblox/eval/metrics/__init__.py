@@ -26,6 +26,8 @@ from aiblox.eval.metrics.answers import (
     STATUSES,
     answer_metrics,
     answer_status,
+    contains_answer,
+    covers_span,
     query_answer_metrics,
 )
 from aiblox.eval.metrics.chunks import CHUNK_SCALARS, PROJECTION_PREFIX, chunk_metrics
@@ -60,6 +62,8 @@ __all__ = [
     "bootstrap_ci",
     "chunk_metrics",
     "compare_to_baseline",
+    "contains_answer",
+    "covers_span",
     "evaluate_run",
     "exact_match",
     "holm",

@@ -12,18 +12,32 @@ Per query, from the final answer bundle and the R5 validation result (their JSON
 - ``citation_precision``: the share of cited chunks holding one (queries with gold spans and
   citations);
 - ``selected_chunks`` and ``selected_tokens``: the evidence the policy kept.
+
+:func:`covers_span` and :func:`contains_answer` are the same tests for one chunk or one text
+against a dataset's :class:`~aiblox.eval.datasets.GoldAnswer` (the answer-assembly benchmark's).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiblox.chunking import answer_recall_at_k
 from aiblox.eval.metrics.squad import exact_match, token_f1
 
-__all__ = ["ANSWER_METRICS", "STATUSES", "Gold", "answer_metrics", "answer_status",
-           "query_answer_metrics"]
+if TYPE_CHECKING:
+    from aiblox.eval.datasets import GoldAnswer
+
+__all__ = [
+    "ANSWER_METRICS",
+    "STATUSES",
+    "Gold",
+    "answer_metrics",
+    "answer_status",
+    "contains_answer",
+    "covers_span",
+    "query_answer_metrics",
+]
 
 ANSWER_METRICS: tuple[str, ...] = (
     "answer_em", "answer_f1", "answered", "evidence_answer_recall", "citation_precision",
@@ -112,3 +126,20 @@ def answer_metrics(queries: Mapping[str, tuple[Mapping[str, Any], Mapping[str, A
             means.setdefault(m, 0.0)
     return {"means": means, "per_query": per_query, "status_counts": counts}
 
+
+def covers_span(chunk: Any, gold: GoldAnswer) -> bool:
+    """Whether ``chunk`` (an evidence chunk: ``item_id``, ``start_idx``, ``end_idx``, ``text``)
+    holds one gold answer span of ``gold``'s document: the span rule of ``answer_recall@k`` and
+    ``evidence_answer_recall``."""
+    spans = [(gold.corpus_id, a, s) for a, s in zip(gold.answers, gold.answer_starts, strict=True)]
+    if not spans:
+        return False
+    return answer_recall_at_k({"q": [chunk]}, {"q": spans}, 1)[1]["q"] == 1.0
+
+
+def contains_answer(text: str | None, gold: GoldAnswer) -> bool:
+    """Whether ``text`` contains one gold answer string (casefolded)."""
+    if not text:
+        return False
+    folded = text.casefold()
+    return any(a.casefold() in folded for a in gold.answers if a.strip())
