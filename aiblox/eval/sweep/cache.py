@@ -274,7 +274,7 @@ class StageCache:
     def run(self, name: str, version: str | int, config: Any, inputs: Sequence[str],
             compute: Callable[[], Any], load: bool = True,
             codec: Literal["json", "arrays"] = "json",
-            count_reuse: bool = True) -> tuple[StageRecord, Any]:
+            count_reuse: bool = True, key: str | None = None) -> tuple[StageRecord, Any]:
         """Memoised stage: reuse the entry for this key, or ``compute()`` and store it.
 
         A reused entry's output is checked against its recorded hash; a damaged entry is
@@ -282,9 +282,9 @@ class StageCache:
         reused entry's output is not read (None is returned in its place: callers that only
         need the record skip the read) and only its meta and size are checked; read it later
         with :meth:`run` again (``load=True``, ``count_reuse=False`` so the reuse counts once)
-        to have a damaged one recomputed.
+        to have a damaged one recomputed. ``key``: the stage's key, when the caller has it.
         """
-        key = stage_key(name, version, config, inputs)
+        key = key or stage_key(name, version, config, inputs)
         if self.has(name, key):
             try:
                 if load:
@@ -315,4 +315,4 @@ class StageCache:
                   count_reuse: bool = True) -> tuple[StageRecord, Any]:
         """:meth:`run` of a :class:`~aiblox.eval.sweep.stages.Stage` record."""
         return self.run(stage.name, stage.version, stage.config, stage.inputs, stage.compute,
-                        load=load, codec=stage.codec, count_reuse=count_reuse)
+                        load=load, codec=stage.codec, count_reuse=count_reuse, key=stage.key)

@@ -69,6 +69,7 @@ class SweepContext:
         self._codes: dict[str, np.ndarray] = {}
         self._late: LateChunker | None = None
         self._seen: set[tuple[str, str]] = set()
+        self._planned: dict[tuple[str, int], tuple[RetrievalPrefs, str]] = {}
         self._kept: dict[tuple[str, str], tuple[StageRecord, Any]] = {}
 
     # -- the workspace ----------------------------------------------------------------------
@@ -123,6 +124,9 @@ class SweepContext:
     def plan_signals(self, prefs: RetrievalPrefs, split: str) -> str:
         """The key of the signals stage of ``prefs`` on ``split``, memoised without reading
         its output (computed when missing: the retrieval runs now)."""
+        planned = self._planned.get((split, id(prefs)))
+        if planned is not None and planned[0] is prefs:  # a point's own prefs: planned already
+            return planned[1]
         limit = self.settings.query_limit
         cfg = signals_config(prefs, self.dataset.hash, split, self.backend, self.embedder_id,
                              limit=limit, store=self.fingerprint())
@@ -134,6 +138,7 @@ class SweepContext:
             self.signals[(split, key)] = (rec, out)
             self._loaders[(split, key)] = partial(self.cache.run_stage, stage,
                                                   count_reuse=False)
+        self._planned[(split, id(prefs))] = (prefs, key)
         return key
 
     def _retrieve(self, prefs: RetrievalPrefs, split: str) -> dict[str, Any]:

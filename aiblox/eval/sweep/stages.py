@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
 from aiblox.assembly import PROMPT_CONTRACT_VERSION, TEMPLATE_SHA256
@@ -105,9 +106,9 @@ class Stage:
     codec: Literal["json", "arrays"] = "json"
     """How the output is stored: canonical JSON, or named numpy arrays."""
 
-    @property
+    @cached_property
     def key(self) -> str:
-        """:func:`stage_key` of the record."""
+        """:func:`stage_key` of the record (computed once)."""
         return stage_key(self.name, self.version, self.config, self.inputs)
 
 
