@@ -40,7 +40,7 @@ from aiblox.assembly import (
     build_prompt_v1,
     validate_answer,
 )
-from aiblox.chunking.metrics import max_passage_projection
+from aiblox.chunking import max_passage_projection
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.eval.datasets import Dataset
 from aiblox.eval.metrics import answer_metrics

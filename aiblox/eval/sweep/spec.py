@@ -215,7 +215,7 @@ class ChunkingGrid(_Strict):
     def _known_chunkers(cls, v: list[str] | None) -> list[str] | None:
         if v is None:
             return v
-        from aiblox.chunking.registry import default_registry
+        from aiblox.chunking import default_registry
 
         known = default_registry.names() if hasattr(default_registry, "names") else None
         if known is not None:
@@ -244,7 +244,7 @@ class SelectionGrid(BaseModel):
 
     @model_validator(mode="after")
     def _check(self, info: ValidationInfo) -> SelectionGrid:
-        from aiblox.assembly.policy import PolicyError, SelectionPolicy
+        from aiblox.assembly import PolicyError, SelectionPolicy
 
         if self.policy is not None and not self.policy:
             raise ValueError("policy: an axis needs at least one value")
@@ -310,7 +310,7 @@ class SelectionGrid(BaseModel):
     def axis(self, name: str) -> list[Any]:
         """Values of one override axis, in the order written (integers stay integers)."""
         values = self._values(name, (self.model_extra or {})[name])
-        from aiblox.assembly.policy import SelectionPolicy
+        from aiblox.assembly import SelectionPolicy
 
         ann = SelectionPolicy.model_fields[name].annotation
         if ann is int:
@@ -320,7 +320,7 @@ class SelectionGrid(BaseModel):
 
 def load_policy_by_name(name: str) -> Any:
     """:func:`aiblox.assembly.load_policy` (a version name or a path)."""
-    from aiblox.assembly.policy import load_policy
+    from aiblox.assembly import load_policy
 
     return load_policy(name)
 
@@ -716,7 +716,7 @@ class SweepSpec(_Strict):
         g = self.grid.chunking
         if g is None:
             return [prefs]
-        from aiblox.chunking.registry import make_chunker
+        from aiblox.chunking import make_chunker
 
         out = []
         chunkers = g.axis("chunker_id") or [prefs.chunking.chunker_id]
@@ -796,7 +796,7 @@ def _with_chunking(prefs: RetrievalPrefs, chunking: dict[str, Any],
 
 
 def _policy_fields() -> set[str]:
-    from aiblox.assembly.policy import SelectionPolicy
+    from aiblox.assembly import SelectionPolicy
 
     return set(SelectionPolicy.model_fields) - {"policy_version"}
 
