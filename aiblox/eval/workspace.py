@@ -24,6 +24,7 @@ from aiblox.embedding.cache import CachedEmbedder
 from aiblox.embedding.vectors import import_vectors
 from aiblox.eval.datasets import Dataset, corpus_file, corpus_hash, find_dataset, iter_corpus
 from aiblox.hashing import sha256_hex, sha256_text
+from aiblox.indexes import StoreIndexes
 from aiblox.retrieval import HybridRetriever, make_retriever
 from aiblox.stores import Store, StoreError, mask_password, open_store, store_fingerprint
 from aiblox.stores.identity import DatasetBinding, in_sync, items_digest
@@ -155,6 +156,12 @@ class Workspace:
         if self._retriever is None:
             self._retriever = HybridRetriever(self.store, self.embedder)
         return self._retriever
+
+    @property
+    def indexes(self) -> StoreIndexes:
+        """The store's derived BM25 and vector indexes (the retriever's: built, or read back
+        from beside the store, on first use, and rebuilt when the items change)."""
+        return self.retriever.indexes
 
     def late_retriever(self, **late_params: Any) -> HybridRetriever:
         """A retriever whose evidence builder is a late chunker over the store's chunk cache

@@ -5,7 +5,8 @@ per point), reports, comparisons and verification.
 ==================  ==========================================================================
 module              what it is for
 ==================  ==========================================================================
-``spec``            sweep specs (TOML): dataset, splits, base config, grid axes, baseline
+``spec``            sweep specs (TOML): dataset, splits, base config, grid, baseline; points
+``axes``            the grid's axes over fusion, chunking and selection, and the search draw
 ``grid``            exact numeric axes (decimal steps, simplex weights)
 ``stages``          a stage (name, version, config, inputs, function), the table of stage
                     versions, stage keys and every stage's config
@@ -27,6 +28,7 @@ module              what it is for
 ==================  ==========================================================================
 """
 
+from aiblox.eval.sweep.axes import ChunkingGrid, FusionGrid, SearchConfig, SelectionGrid, Steps
 from aiblox.eval.sweep.cache import StageCache
 from aiblox.eval.sweep.compare import MetricDelta, RunComparison, compare_runs, per_query_metrics
 from aiblox.eval.sweep.frames import (
@@ -53,12 +55,7 @@ from aiblox.eval.sweep.results import PointResult, SweepResult, choose_best, ran
 from aiblox.eval.sweep.runner import DEFAULT_CACHE_DIR, default_jobs, run_sweep
 from aiblox.eval.sweep.spec import (
     DEFAULT_MAX_POINTS,
-    ChunkingGrid,
-    FusionGrid,
     PipelinePoint,
-    SearchConfig,
-    SelectionGrid,
-    Steps,
     SweepSpec,
     SweepSpecError,
     load_spec,

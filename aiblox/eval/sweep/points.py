@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs
 from aiblox.eval.runner import config_hash
-from aiblox.eval.sweep.spec import PipelinePoint, load_policy_by_name
+from aiblox.eval.sweep.axes import load_policy_by_name
+from aiblox.eval.sweep.spec import PipelinePoint
 from aiblox.hashing import sha256_hex
 
 if TYPE_CHECKING:
