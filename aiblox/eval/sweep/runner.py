@@ -106,12 +106,13 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     results: list[PointResult | None] = [None] * len(todo)
     done = tracker.logged_config_hashes() if tracker is not None else set()
     bar = tqdm(total=len(todo), desc=f"sweep {spec.name}", unit="pt", disable=not progress)
+    sweep_hash = spec.hash  # a property that hashes the spec: once, not per point
 
     def make_point(i: int, out: dict[str, Any]) -> PointResult:
         pt = todo[i]
         chash, config = point_config(settings, pt, ctx.embedder_id, backend)
         manifest = PointManifest(
-            sweep=spec.name, sweep_hash=spec.hash, dataset=ds.name, dataset_hash=ds.hash,
+            sweep=spec.name, sweep_hash=sweep_hash, dataset=ds.name, dataset_hash=ds.hash,
             config_hash=chash, config=config, embedder_name=spec.embedder,
             metrics=list(spec.metrics),
             splits={s: SplitManifest(split=s, **out[s]) for s in splits},
@@ -178,7 +179,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         ctx.close()
     cache = ctx.cache
     result = SweepResult(
-        name=spec.name, sweep_hash=spec.hash, dataset=ds.name, dataset_hash=ds.hash,
+        name=spec.name, sweep_hash=sweep_hash, dataset=ds.name, dataset_hash=ds.hash,
         tune_split=spec.tune_split, report_split=spec.report_split, primary=spec.primary,
         points=points, best=end.best, baseline=end.baseline, significance=end.significance,
         ci=end.ci,
