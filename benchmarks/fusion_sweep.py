@@ -33,9 +33,14 @@ from _common import environment_line, err, print_table  # noqa: E402
 
 from aiblox.eval.datasets import load_dataset  # noqa: E402
 from aiblox.eval.metrics import setup_numba_cache  # noqa: E402
-from aiblox.eval.sweep import SweepSpec, load_spec, run_sweep  # noqa: E402
-from aiblox.eval.sweep.runner import _INDEXES, default_jobs  # noqa: E402
-from aiblox.eval.sweep.stages import StageCache  # noqa: E402
+from aiblox.eval.sweep import (  # noqa: E402
+    StageCache,
+    SweepSpec,
+    choose_best,
+    default_jobs,
+    load_spec,
+    run_sweep,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -117,7 +122,7 @@ def main() -> None:
     err.print("fusion and metrics again on one thread ...")
     for stage in ("fusion", "metrics"):
         shutil.rmtree(cache_dir / stage)
-    _INDEXES.clear()  # rebuild the split indexes and normalised lists, as the first run did
+    # each sweep builds its split indexes and normalised lists afresh, as the first run did
     t0 = time.perf_counter()
     r1 = run_sweep(spec, cache_dir=cache_dir, db=args.db, dataset=ds, jobs=1, progress=False)
     rows.append(_row("fusion + metrics again, 1 thread (retrieval cached)", r1,
@@ -134,8 +139,7 @@ def main() -> None:
                  f"{n_ranx / ranx['seconds']:.1f}"])
     ours = [p for p in r_first.points if p.scoring["blend"] == "linear"
             and p.scoring["normalize"] == "minmax" and p.depth == (100, 100)]
-    ours_best = min(ours, key=lambda p: (-p.metrics[spec.tune_split][spec.primary],
-                                         p.config_hash))
+    ours_best = choose_best(ours, spec.tune_split, spec.primary)
     b = r_first.best
     notes = [
         f"re-run / first run: {100 * rerun_wall / first_wall:.1f}% (goal < 5%)",

@@ -23,7 +23,6 @@ def _():
     from aiblox.eval.explore import (
         DEFAULT_TRACKING_URI,
         answer_all,
-        answer_metrics,
         available_datasets,
         available_embedders,
         available_policies,
@@ -35,12 +34,12 @@ def _():
         mlflow_runs,
         open_workspace,
         retrieve_bundles,
+        score_answers,
     )
 
     return (
         DEFAULT_TRACKING_URI,
         answer_all,
-        answer_metrics,
         available_datasets,
         available_embedders,
         available_policies,
@@ -53,6 +52,7 @@ def _():
         mo,
         open_workspace,
         retrieve_bundles,
+        score_answers,
     )
 
 
@@ -62,9 +62,9 @@ def _(mo):
     # Policy compare
 
     The query sample is retrieved **once** (late-chunked hybrid retrieval) and answered under
-    each selection policy with the offline `extractive` reader. Deltas are B - A, with the
-    p-value of a paired randomization test (exact over all sign flips up to 16 queries) and
-    win / tie / loss counts of B against A.
+    each selection policy with the offline `extractive` reader, and scored with the answer
+    metrics a selection sweep records. Deltas are B - A, with the p-value of the paired test
+    `aiblox compare` runs (two-sided paired t-test) and win / tie / loss counts of B against A.
     """)
     return
 
@@ -93,11 +93,11 @@ def _(chunker, dataset, embedder, limit, mo, open_workspace, retrieve_bundles):
 
 
 @app.cell
-def _(answer_all, answer_metrics, bundles, policy_a, policy_b, ws):
+def _(answer_all, bundles, policy_a, policy_b, score_answers, ws):
     results_a = answer_all(ws, bundles, policy_a.value)
     results_b = answer_all(ws, bundles, policy_b.value)
-    per_query_a = answer_metrics(ws, bundles, results_a)
-    per_query_b = answer_metrics(ws, bundles, results_b)
+    per_query_a = score_answers(ws, bundles, results_a)
+    per_query_b = score_answers(ws, bundles, results_b)
     return per_query_a, per_query_b, results_a, results_b
 
 

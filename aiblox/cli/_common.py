@@ -107,7 +107,7 @@ def quiet_progress() -> bool:
 def checked_metrics(names: list[str], option: str = "--metric") -> list[str]:
     """``names`` when every one is a ranx metric, else one ``error:`` line naming ``option``
     (before any work: a typo must not cost a whole evaluation)."""
-    from aiblox.eval.metric_names import validate_metrics
+    from aiblox.eval.metrics.names import validate_metrics
 
     try:
         return validate_metrics(names)

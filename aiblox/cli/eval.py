@@ -7,12 +7,10 @@ from pathlib import Path
 import typer
 
 from aiblox.cli._common import (
-    cached_embedder,
     checked_metrics,
     console,
     fail,
     metrics_table,
-    open_db,
     print_json,
     quiet_progress,
 )
@@ -21,8 +19,8 @@ from aiblox.eval.chunk_eval import ChunkEvalResult, evaluate_chunks
 from aiblox.eval.datasets import DatasetError, load_dataset
 from aiblox.eval.metrics import DEFAULT_METRICS
 from aiblox.eval.runner import EvalResult, evaluate_retrieval
-from aiblox.eval.workspace import default_store_path, prepare_store
-from aiblox.retrieval import HybridRetriever, make_retriever
+from aiblox.eval.workspace import open_workspace
+from aiblox.retrieval import make_retriever
 from aiblox.stores import StoreError
 
 
@@ -76,19 +74,17 @@ def eval_command(
         ds = load_dataset(dataset, splits=[split])
     except DatasetError as exc:
         fail(str(exc))
-    store = open_db(db or default_store_path(ds))
     results: list[EvalResult] = []
     chunk_results: list[ChunkEvalResult | None] = []
     with_chunks = chunks or bool(chunker)
     try:
-        emb = cached_embedder(embedder, store, progress=quiet_progress())
-        needs_vectors = any(m != "bm25" for m in mode)
-        try:
-            prepare_store(store, ds, emb if needs_vectors else None, vectors=vectors,
-                          progress=quiet_progress())
-        except StoreError as exc:
-            fail(str(exc))
-        retriever = HybridRetriever(store, emb)
+        ws = open_workspace(ds, db or None, embedder, vectors=vectors,
+                            with_vectors=any(m != "bm25" for m in mode),
+                            progress=quiet_progress())
+    except (StoreError, ValueError, ImportError) as exc:
+        fail(str(exc))
+        raise  # unreachable
+    try:
         for m in mode:
             try:
                 prefs = RetrievalPrefs(
@@ -99,7 +95,7 @@ def eval_command(
                              "w_vec": w_vec, "normalize": normalize, "missing": missing})
             except ValueError as exc:
                 fail(str(exc))
-            results.append(evaluate_retrieval(retriever, ds, split, prefs, metric,
+            results.append(evaluate_retrieval(ws.retriever, ds, split, prefs, metric,
                                               progress=quiet_progress()))
             chunk_results.append(None)
             if with_chunks:
@@ -111,14 +107,14 @@ def eval_command(
                                      "chunker_id": chunker or "sentences",
                                      "max_chunk_tokens": max_chunk_tokens,
                                      "overlap_tokens": overlap_tokens}})
-                    late = make_retriever(store, emb if m != "bm25" else None)
+                    late = make_retriever(ws.store, ws.embedder if m != "bm25" else None)
                     chunk_results[-1] = evaluate_chunks(late, ds, split, cprefs, metric,
                                                         limit=chunk_limit,
                                                         progress=quiet_progress())
                 except ValueError as exc:
                     fail(str(exc))
     finally:
-        store.close()
+        ws.close()
     if as_json:
         out = [r.model_dump(mode="json") for r in results]
         for o, c in zip(out, chunk_results, strict=True):

@@ -9,13 +9,13 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from aiblox.cli._common import cached_embedder, console, fail, open_db, quiet_progress
+from aiblox.cli._common import console, fail, quiet_progress
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.eval.datasets import DatasetError, load_dataset
 from aiblox.eval.metrics import DEFAULT_METRICS
 from aiblox.eval.runner import evaluate_retrieval
-from aiblox.eval.workspace import default_store_path, prepare_store
-from aiblox.retrieval import HybridRetriever
+from aiblox.eval.workspace import open_workspace
+from aiblox.stores import StoreError
 
 PUBLISHED = {  # nDCG@10 on the test split, from ../shared/datasets/README.md: BM25 (BEIR paper,
     # bm25s), all-MiniLM-L6-v2 (MTEB), BM25 + dense fusion as reported
@@ -46,20 +46,23 @@ def quickstart(
             ds = load_dataset(name, splits=["test"])
         except DatasetError as exc:
             fail(str(exc))
-        store = open_db(db if name == "sample" else default_store_path(ds))
+        console.print(f"[bold]{name}[/bold]: {len(ds.corpus)} documents, "
+                      f"{len(ds.qrels['test'])} judged queries")
         try:
-            emb = cached_embedder(embedder, store, progress=quiet_progress())
-            console.print(f"[bold]{name}[/bold]: {len(ds.corpus)} documents, "
-                          f"{len(ds.qrels['test'])} judged queries")
-            prepare_store(store, ds, emb, progress=quiet_progress())
-            retriever = HybridRetriever(store, emb)
+            ws = open_workspace(ds, db if name == "sample" else None, embedder,
+                                progress=quiet_progress())
+        except (StoreError, ValueError, ImportError) as exc:
+            fail(str(exc))
+            raise  # unreachable
+        try:
             for mode in ("bm25", "dense", "hybrid"):
                 prefs = RetrievalPrefs(query_text="", mode=mode, top_k_items=100)
-                r = evaluate_retrieval(retriever, ds, "test", prefs, progress=quiet_progress())
+                r = evaluate_retrieval(ws.retriever, ds, "test", prefs,
+                                       progress=quiet_progress())
                 table.add_row(name, mode, *[f"{r.metrics[m]:.4f}" for m in DEFAULT_METRICS],
                               f"{r.timings['qps']:.0f}", PUBLISHED.get((name, mode), ""))
         finally:
-            store.close()
+            ws.close()
     console.print(table)
     console.print("Next: aiblox search 'how does BM25 saturate term frequency?' "
                   f"--db {db}")

@@ -1,11 +1,21 @@
-"""Evaluation: BEIR datasets, ranx metrics and the retrieval eval runner."""
+"""Evaluation: labelled datasets, a dataset's workspace, the one-shot retrieval and chunk
+evaluations, and the metrics every evaluation reports.
 
-from aiblox.eval.chunk_eval import (
-    CHUNK_EVAL_VERSION,
-    ChunkEvalResult,
-    evaluate_chunks,
-    gold_answers,
-)
+=====================  =========================================================================
+module / package       what it is for
+=====================  =========================================================================
+``datasets``           BEIR-layout datasets (corpus, queries, qrels, gold answers), checked
+``workspace``          :func:`open_workspace`: a dataset's store, synced, with embedder and
+                       retrievers (every command, the sweep, verify and the notebooks)
+``runner``             :func:`evaluate_retrieval`: one configuration scored on one split
+``chunk_eval``         :func:`evaluate_chunks`: which chunking serves evidence best
+``metrics``            ranking, chunk and answer metrics, significance and intervals (one place)
+``sweep``              incremental sweeps over grids of configurations (:mod:`aiblox.eval.sweep`)
+``explore``            what the notebooks compute (thin views over the above)
+=====================  =========================================================================
+"""
+
+from aiblox.eval.chunk_eval import ChunkEvalResult, evaluate_chunks
 from aiblox.eval.datasets import (
     Dataset,
     DatasetError,
@@ -14,38 +24,27 @@ from aiblox.eval.datasets import (
     find_dataset,
     load_dataset,
 )
-from aiblox.eval.metrics import DEFAULT_METRICS, evaluate_run, ranked_run, setup_numba_cache
+from aiblox.eval.metrics import DEFAULT_METRICS, evaluate_run
 from aiblox.eval.runner import EvalResult, config_hash, evaluate_retrieval, run_hash
-from aiblox.eval.workspace import (
-    dataset_binding,
-    default_store_path,
-    find_precomputed_vectors,
-    open_dataset_store,
-    prepare_store,
-)
+from aiblox.eval.workspace import Workspace, default_store_path, open_workspace, prepare_store
 
 __all__ = [
-    "CHUNK_EVAL_VERSION",
     "ChunkEvalResult",
     "DEFAULT_METRICS",
     "Dataset",
     "DatasetError",
     "EvalResult",
     "GoldAnswer",
+    "Workspace",
     "available_splits",
     "config_hash",
-    "dataset_binding",
     "default_store_path",
     "evaluate_chunks",
     "evaluate_retrieval",
     "evaluate_run",
     "find_dataset",
-    "find_precomputed_vectors",
-    "gold_answers",
     "load_dataset",
-    "open_dataset_store",
+    "open_workspace",
     "prepare_store",
-    "ranked_run",
     "run_hash",
-    "setup_numba_cache",
 ]

@@ -1,33 +1,42 @@
-"""A dataset's store, opened and synchronised the same way for every command and notebook.
+"""A dataset's workspace, opened the same way for every command, sweep, verification and
+notebook: :func:`open_workspace` opens the store a caller names (or the dataset's default one),
+synchronises it to the dataset, and gives it with the embedder behind the store's embedding
+cache and the retrievers over it (whose BM25 and vector indexes are built, or read back, on
+first search).
 
 A store belongs to one dataset (:mod:`aiblox.stores.identity`): the dataset's identity is its
 name and its resolved folder, and its default store, :func:`default_store_path`, follows that
 identity, so two folders that share a name never share a default store. :func:`prepare_store`
 makes a store hold exactly the dataset's documents, with vectors for the embedder, doing only
-what is missing; :func:`open_dataset_store` opens the store a command names (or the dataset's
-default one) and prepares it.
+what is missing; :func:`ingest_dataset` does the same streamed from a corpus file.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from aiblox.embedding import Embedder, get_embedder
 from aiblox.embedding.cache import CachedEmbedder
 from aiblox.embedding.vectors import import_vectors
 from aiblox.eval.datasets import Dataset, corpus_file, corpus_hash, find_dataset, iter_corpus
-from aiblox.hashing import sha256_text
-from aiblox.stores import Store, open_store
+from aiblox.hashing import sha256_hex, sha256_text
+from aiblox.indexes import StoreIndexes
+from aiblox.retrieval import HybridRetriever, make_retriever
+from aiblox.stores import Store, StoreError, mask_password, open_store, store_fingerprint
 from aiblox.stores.identity import DatasetBinding, in_sync, items_digest
 from aiblox.stores.ingest import IngestReport, sync_dataset
 
 __all__ = [
+    "Workspace",
     "dataset_binding",
     "default_store_path",
     "find_precomputed_vectors",
     "ingest_dataset",
-    "open_dataset_store",
+    "open_workspace",
     "prepare_store",
 ]
 
@@ -126,10 +135,86 @@ def _import_precomputed(store: Store, binding: DatasetBinding, embedder: CachedE
         import_vectors(f, store, embedder.model_id, embedder.dim)
 
 
-def open_dataset_store(dataset: Dataset, db: str | None = None) -> Store:
-    """Open the store ``db`` names (a DuckDB path, ``:memory:`` or a PostgreSQL URL), or the
-    dataset's default store, making the folder of a new DuckDB file."""
+@dataclass
+class Workspace:
+    """A dataset's store, in sync with the dataset, with the embedder behind its embedding
+    cache and the retrievers over it (see :func:`open_workspace`)."""
+
+    dataset: Dataset
+    """The dataset the store holds."""
+    db: str
+    """The store's path or URL."""
+    store: Store
+    """The store (the system of record)."""
+    embedder: CachedEmbedder
+    """The embedder behind the store's embedding cache (its model loads on first embedding)."""
+    _retriever: HybridRetriever | None = field(default=None, repr=False)
+
+    @property
+    def retriever(self) -> HybridRetriever:
+        """The hybrid retriever over the store (its indexes are built on first search)."""
+        if self._retriever is None:
+            self._retriever = HybridRetriever(self.store, self.embedder)
+        return self._retriever
+
+    @property
+    def indexes(self) -> StoreIndexes:
+        """The store's derived BM25 and vector indexes (the retriever's: built, or read back
+        from beside the store, on first use, and rebuilt when the items change)."""
+        return self.retriever.indexes
+
+    def late_retriever(self, **late_params: Any) -> HybridRetriever:
+        """A retriever whose evidence builder is a late chunker over the store's chunk cache
+        (:func:`aiblox.retrieval.make_retriever`; ``late_params`` go to the chunker)."""
+        return make_retriever(self.store, self.embedder, **late_params)
+
+    def fingerprint(self, vectors: bool = True) -> dict[str, str | None]:
+        """What retrieval reads from the store (:func:`aiblox.stores.store_fingerprint`: the
+        digest of its items, and of the embedder's vectors when ``vectors``)."""
+        return store_fingerprint(self.store, self.embedder.model_id if vectors else None)
+
+    def index_version(self) -> str:
+        """Short hash of the store's item content hashes (the ``index_version`` of answers)."""
+        return sha256_hex(self.store.item_hashes())[:16]
+
+    def close(self) -> None:
+        """Close the store."""
+        self.store.close()
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_workspace(dataset: Dataset, db: str | None = None,
+                   embedder: str | Embedder = "minilm", *, vectors: Sequence[str | Path] = (),
+                   with_vectors: bool = True, replace: bool = False,
+                   progress: bool = True) -> Workspace:
+    """Open ``dataset``'s workspace: the store ``db`` names (a DuckDB path, ``:memory:`` or a
+    PostgreSQL URL; None: the dataset's default store, its folder made), synchronised to the
+    dataset (:func:`prepare_store`, only what is missing is done; with vectors for the embedder
+    unless ``with_vectors`` is False, as for BM25 alone), and the embedder (a registry name or
+    an embedder) behind the store's embedding cache.
+
+    The one way every caller opens a dataset: ``aiblox eval`` and ``quickstart``, the sweep,
+    ``aiblox verify`` and the notebooks. Raises :class:`~aiblox.stores.StoreError` (``cannot
+    open store ...`` when the store cannot be opened), ``ValueError`` for an unknown embedder.
+    """
+    model = get_embedder(embedder) if isinstance(embedder, str) else embedder
     path = db or default_store_path(dataset)
     if "://" not in path and path != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    return open_store(path)
+        Path(path.removeprefix("duckdb:///")).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        store = open_store(path, dim=model.dim)
+    except Exception as exc:  # noqa: BLE001 - re-raised naming the store
+        raise StoreError(f"cannot open store {mask_password(path)}: {exc}") from exc
+    try:
+        cached = CachedEmbedder(model, store, progress=progress)
+        prepare_store(store, dataset, cached if with_vectors else None, vectors=vectors,
+                      replace=replace, progress=progress)
+    except BaseException:
+        store.close()
+        raise
+    return Workspace(dataset=dataset, db=path, store=store, embedder=cached)

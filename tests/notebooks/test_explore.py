@@ -13,7 +13,6 @@ from aiblox.eval import evaluate_retrieval
 from aiblox.eval.explore import (
     PACK_RETRIEVED_AT,
     answer_all,
-    answer_metrics,
     available_datasets,
     available_embedders,
     available_policies,
@@ -28,8 +27,8 @@ from aiblox.eval.explore import (
     mlflow_runs,
     moved_queries,
     open_workspace,
-    paired_randomization_test,
     retrieve_bundles,
+    score_answers,
     score_point,
     weight_curve,
 )
@@ -132,37 +131,23 @@ def test_chunk_table_offsets_overlap_and_headings():
     assert list(windows["position"]) == list(range(len(windows)))
 
 
-def test_paired_randomization_test_by_hand():
-    # three pairs, all +1: of the 8 sign flips only all-plus and all-minus reach |mean| 1
-    assert paired_randomization_test([0, 0, 0], [1, 1, 1]) == pytest.approx(2 / 8)
-    # d = (+1, -1): every flip has |mean| 0 or 1... observed |mean| = 0, so p = 1
-    assert paired_randomization_test([0, 1], [1, 0]) == 1.0
-    assert paired_randomization_test([1, 2], [1, 2]) == 1.0
-    # d = (2, 0, 0, 0): flips keep |mean| = 0.5 always, p = 1
-    assert paired_randomization_test([0, 0, 0, 0], [2, 0, 0, 0]) == 1.0
-    # d = (1, 1, 1, 0): |sum| = 3 only when the three ones share a sign: 2 * 2 of 16 flips
-    assert paired_randomization_test([0, 0, 0, 0], [1, 1, 1, 0]) == pytest.approx(4 / 16)
-    many_a, many_b = [0.0] * 30, [1.0] * 30
-    p = paired_randomization_test(many_a, many_b)
-    assert p == paired_randomization_test(many_a, many_b)  # seeded: same p every time
-    assert p < 0.001
-    with pytest.raises(ValueError):
-        paired_randomization_test([1, 2], [1])
-
-
 def test_compare_per_query_counts_wins_ties_losses():
-    a = {"span_in_cited": {"q1": 0, "q2": 1, "q3": 1, "q4": 0},
-         "refused": {"q1": 1, "q2": 0, "q3": 0, "q4": 0}}
-    b = {"span_in_cited": {"q1": 1, "q2": 1, "q3": 0, "q4": 1},
-         "refused": {"q1": 0, "q2": 0, "q3": 1, "q4": 0}}
+    from scipy.stats import ttest_rel
+
+    a = {"answered": {"q1": 0, "q2": 1, "q3": 1, "q4": 0},
+         "status:REFUSED": {"q1": 1, "q2": 0, "q3": 0, "q4": 0}}
+    b = {"answered": {"q1": 1, "q2": 1, "q3": 0, "q4": 1},
+         "status:REFUSED": {"q1": 0, "q2": 0, "q3": 1, "q4": 0}}
     t = compare_per_query(a, b).set_index("metric")
-    assert tuple(t.loc["span_in_cited", ["wins", "ties", "losses"]]) == (2, 1, 1)
-    assert t.loc["span_in_cited", "delta"] == 0.25
+    assert tuple(t.loc["answered", ["wins", "ties", "losses"]]) == (2, 1, 1)
+    assert t.loc["answered", "delta"] == 0.25
     # fewer refusals is a win: q1 wins, q3 loses
-    assert tuple(t.loc["refused", ["wins", "ties", "losses"]]) == (1, 2, 1)
-    # d = (1, 0, -1, 1): the three non-zero signs always sum to +-1 or +-3, so every one of
-    # the 16 flips reaches |mean| >= 0.25: p = 1
-    assert t.loc["span_in_cited", "p_value"] == 1.0
+    assert tuple(t.loc["status:REFUSED", ["wins", "ties", "losses"]]) == (1, 2, 1)
+    # the paired t-test of aiblox compare (ranx's, scipy's numbers)
+    expected = ttest_rel([0, 1, 1, 0], [1, 1, 0, 1]).pvalue
+    assert t.loc["answered", "p_value"] == pytest.approx(expected)
+    same = compare_per_query(a, a).set_index("metric")
+    assert (same["p_value"] == 1.0).all() and (same["delta"] == 0.0).all()
 
 
 def test_policies_compared_on_the_same_bundles(ws):
@@ -170,15 +155,18 @@ def test_policies_compared_on_the_same_bundles(ws):
     assert sorted(bundles) == sorted(q for q, _ in ws.queries)[:6]
     a = answer_all(ws, bundles, "R2_POLICY_V1")
     b = answer_all(ws, bundles, "R2_POLICY_V2")
-    ma, mb = answer_metrics(ws, bundles, a), answer_metrics(ws, bundles, b)
-    for m in ("span_in_cited", "span_in_selected", "refused"):  # the sample has gold answers
+    ma, mb = score_answers(ws, bundles, a), score_answers(ws, bundles, b)
+    # the sample has gold answers: the sweep's answer metrics, every query
+    for m in ("answered", "answer_em", "evidence_answer_recall", "status:REFUSED"):
         assert set(ma[m]) == set(bundles) and set(ma[m].values()) <= {0.0, 1.0}
     for q in bundles:
-        assert ma["span_in_cited"][q] <= ma["span_in_selected"][q]
+        assert ma["answer_em"][q] <= ma["answered"][q] and 0 <= ma["answer_f1"][q] <= 1
         assert ma["selected_chunks"][q] <= 6 and mb["selected_chunks"][q] <= 8  # policy caps
     table = compare_per_query(ma, mb)
     assert set(table["metric"]) == set(ma)
-    assert (table["wins"] + table["ties"] + table["losses"] == 6).all()
+    assert (table["wins"] + table["ties"] + table["losses"] == table["n"]).all()
+    # every query, but citation precision: only the queries that cited something
+    assert (table.loc[table["metric"] != "citation_precision", "n"] == 6).all()
     changes = evidence_changes(ws, a, b)
     assert set(changes["qid"]) <= set(bundles)
     same = evidence_changes(ws, a, a)
@@ -285,6 +273,7 @@ def test_mlflow_runs_logged_like_a_sweep_are_listed_and_compared(tmp_path, monke
     ``per_query.<split>.parquet`` artifacts in long layout) are listed and compared."""
     mlflow = pytest.importorskip("mlflow")
     from aiblox.eval.explore import compare_mlflow_runs
+    from aiblox.eval.sweep import compare_runs
 
     monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
@@ -311,8 +300,11 @@ def test_mlflow_runs_logged_like_a_sweep_are_listed_and_compared(tmp_path, monke
     assert row["delta"] == pytest.approx(1 / 3)
     pq = per_query.set_index("metric").loc["test:ndcg@10"]
     assert (pq["n"], pq["wins"], pq["ties"], pq["losses"]) == (3, 1, 2, 0)
-    assert pq["delta"] == pytest.approx(1 / 3, abs=1e-4)  # rounded to 4 places
-    assert pq["p_value"] == 1.0  # one non-zero difference: both sign flips reach it
+    assert pq["delta"] == pytest.approx(1 / 3)
+    # aiblox compare's numbers: the same paired t-test (d = (1, 0, 0): t = 1 on 2 df)
+    cmp = compare_runs(ids["a"], ids["b"], uri, split="test").primary_row
+    assert (pq["p_value"], pq["delta"]) == (cmp.p_value, cmp.delta)
+    assert pq["p_value"] == pytest.approx(0.42264973)
 
 
 def test_fusion_points_logged_from_a_notebook_show_up_in_the_store(ws, tmp_path):

@@ -21,7 +21,7 @@ from aiblox.eval.sweep import (  # noqa: E402
     run_sweep,
 )
 from aiblox.eval.sweep.applies import setting_applies  # noqa: E402
-from aiblox.eval.sweep.stages import StageCache  # noqa: E402
+from aiblox.eval.sweep.cache import StageCache  # noqa: E402
 
 # (blend, rrf_k or w_text, depth) -> (tune, report) nDCG@10
 FUSION_KNOWN = {

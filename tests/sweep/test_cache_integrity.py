@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiblox.eval.sweep.stages import (
+from aiblox.eval.sweep.cache import (
     StageCache,
     StageCacheCorrupt,
     StageCacheError,

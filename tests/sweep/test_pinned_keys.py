@@ -30,18 +30,17 @@ def spec_keys(path: Path) -> list[dict[str, Any]]:
     """Every point of a shipped spec: label, config hash, stage keys per split."""
     from aiblox.eval.runner import config_hash
     from aiblox.eval.sweep import load_spec
-    from aiblox.eval.sweep.pipeline import chunk_label, pipeline_config
-    from aiblox.eval.sweep.runner import (
-        FUSION_VERSION,
-        METRICS_VERSION,
-        SIGNALS_VERSION,
+    from aiblox.eval.sweep.points import chunk_label, pipeline_config, point_label
+    from aiblox.eval.sweep.spec import backend_of
+    from aiblox.eval.sweep.stages import (
+        STAGE_VERSIONS,
         fusion_config,
         metrics_config,
-        point_label,
         signals_config,
+        stage_key,
     )
-    from aiblox.eval.sweep.spec import backend_of
-    from aiblox.eval.sweep.stages import stage_key
+    SIGNALS_VERSION, FUSION_VERSION, METRICS_VERSION = (
+        STAGE_VERSIONS[s] for s in ("signals", "fusion", "metrics"))
 
     spec = load_spec(path)
     backend = backend_of(spec.db, spec.backend)

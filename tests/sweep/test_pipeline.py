@@ -143,7 +143,7 @@ def test_chunking_only_sweep_stops_after_chunk_metrics(tmp_path, sample_spec, sw
 
 def test_an_override_equal_to_the_policy_value_is_the_same_point(sample_spec):
     from aiblox.eval.sweep import PipelinePoint
-    from aiblox.eval.sweep.pipeline import pipeline_config
+    from aiblox.eval.sweep.points import pipeline_config
 
     spec = pipeline_spec(sample_spec)
     prefs = spec.pipeline_points()[0].prefs
@@ -210,7 +210,7 @@ def test_a_primary_the_dataset_cannot_give_is_a_clear_error(tmp_path, sample_spe
 
 def test_logged_per_query_and_selected_evidence(first):
     from aiblox.eval.sweep import StageCache
-    from aiblox.eval.sweep.pipeline import logged_per_query, selected_evidence
+    from aiblox.eval.sweep.outputs import logged_per_query, selected_evidence
 
     _, cache_dir, r = first
     cache = StageCache(cache_dir)

@@ -101,12 +101,17 @@ def test_compare_lists_the_evidence_that_entered_or_left(logged):
     assert cmp.evidence_summary["queries"] == len(sa) == 4
     assert {c.query_id for c in cmp.evidence} == {q for q in sa if sa[q] != sb[q]}
     assert "answer_f1" in {m.metric for m in cmp.metrics}
-    # the notebooks' per-query reader: evidence.<split>.parquet holds chunks, not metrics
-    from aiblox.eval.explore import _per_query_artifacts
+    # the notebooks' comparison of the same runs: evidence.<split>.parquet holds chunks, not
+    # metrics, and the numbers are aiblox compare's
+    from aiblox.eval.explore import compare_mlflow_runs
 
-    per_query = _per_query_artifacts(a, logged["uri"])
-    assert "test:answer_f1" in per_query
-    assert not [k for k in per_query if k.startswith("evidence.")]
+    _, per_query = compare_mlflow_runs(a, b, logged["uri"])
+    rows = per_query.set_index("metric")
+    assert "test:answer_f1" in rows.index
+    assert not [k for k in rows.index if "evidence." in k]
+    f1 = next(m for m in cmp.metrics if m.metric == "answer_f1")
+    assert (rows.loc["test:answer_f1", "p_value"], rows.loc["test:answer_f1", "delta"]) == \
+        (f1.p_value, f1.delta)
 
     r = runner.invoke(app, ["compare", a, b, "--tracking-uri", logged["uri"], "--split",
                             "test", "--json"])

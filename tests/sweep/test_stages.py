@@ -68,8 +68,8 @@ def test_stage_keys_of_real_configs_are_the_canonical_json_hashes(sample_spec):
     """stage_key takes the fast canonical form; for every config a sweep keys (pydantic dumps:
     string keys, plain values) that is the hash it had through canonical_json, so caches and
     logged manifests keep their keys."""
-    from aiblox.eval.sweep.runner import (
-        FUSION_VERSION,
+    from aiblox.eval.sweep.stages import (
+        STAGE_VERSIONS,
         fusion_config,
         metrics_config,
         signals_config,
@@ -79,7 +79,7 @@ def test_stage_keys_of_real_configs_are_the_canonical_json_hashes(sample_spec):
     for prefs in sample_spec.points():
         for name, version, cfg in (
                 ("signals", "1", signals_config(prefs, "d" * 64, "test", "duckdb", "emb")),
-                ("fusion", FUSION_VERSION, fusion_config(prefs)),
+                ("fusion", STAGE_VERSIONS["fusion"], fusion_config(prefs)),
                 ("metrics", "1", metrics_config(sample_spec.metrics, "test"))):
             assert stage_key(name, version, cfg, ["k"]) == sha256_hex(
                 {"name": name, "version": version, "config": cfg, "inputs": ["k"]})
@@ -88,7 +88,7 @@ def test_stage_keys_of_real_configs_are_the_canonical_json_hashes(sample_spec):
 def test_arrays_codec_round_trips_and_hashes_its_bytes(tmp_path):
     import numpy as np
 
-    from aiblox.eval.sweep.stages import decode_arrays, encode_arrays
+    from aiblox.eval.sweep.cache import decode_arrays, encode_arrays
     from aiblox.hashing import sha256_bytes
 
     arrays = {"scores": np.array([0.5, 1 / 3, -0.0]), "positions": np.array([2, 0, 1], np.int32),

@@ -7,8 +7,8 @@ import pytest
 
 from aiblox.eval.runner import config_hash
 from aiblox.eval.sweep import StageCache, choose_best, run_sweep
-from aiblox.eval.sweep.runner import load_fused_run
-from aiblox.eval.sweep.stages import encode_arrays
+from aiblox.eval.sweep.cache import encode_arrays
+from aiblox.eval.sweep.outputs import load_fused_run
 from aiblox.hashing import sha256_bytes
 
 GRID = {"blend": ["linear", "rrf"], "w_text": [0.25, 0.5, 0.75], "normalize": ["minmax"],
@@ -178,25 +178,26 @@ def test_verify_names_the_first_stage_that_differs(first, sweep_db, sample_datas
 
 
 def test_fused_run_reads_back_a_point_s_fusion_stage(first):
-    """``fused_run`` (the entry point later stages use) gives the record and run of the very
-    fusion stage a sweep point logged."""
-    from aiblox.eval.sweep import fused_run
-    from aiblox.eval.sweep.runner import SIGNALS_VERSION, signals_config
-    from aiblox.eval.sweep.stages import stage_key
+    """The fusion stage a sweep point logged: its key from the point's config, its output
+    recomputed from the signals to the same bytes, and read back as a ranked run."""
+    from aiblox.contracts.retrieval import RetrievalPrefs
+    from aiblox.eval.sweep.compute import fused_arrays
+    from aiblox.eval.sweep.stages import STAGE_VERSIONS, fusion_config, signals_config, stage_key
+    from aiblox.fusion import BatchFusion
 
+    SIGNALS_VERSION = STAGE_VERSIONS["signals"]
     _, cache_dir, r = first
     point = r.points[0]
     sig_stage, fusion_stage = point.manifest.splits["test"].stages[:2]
     cache = StageCache(cache_dir)
-    signals = (cache.record("signals", sig_stage["key"]), cache.load("signals", sig_stage["key"]))
-    prefs = point.manifest.config["prefs"]
-    from aiblox.contracts.retrieval import RetrievalPrefs
-
-    rec, run = fused_run(cache, RetrievalPrefs.model_validate({**prefs, "query_text": ""}),
-                         signals)
-    assert rec.key == fusion_stage["key"] and cache.reused == {"fusion": 1}
-    assert rec.output_hash == point.manifest.splits["test"].run_hash
-    assert sorted(run) == sorted(signals[1]["qids"])
+    sig = cache.load("signals", sig_stage["key"])
+    prefs = RetrievalPrefs.model_validate({**point.manifest.config["prefs"], "query_text": ""})
+    assert stage_key("fusion", STAGE_VERSIONS["fusion"], fusion_config(prefs),
+                     [sig_stage["key"]]) == fusion_stage["key"]
+    arrays = fused_arrays(prefs, BatchFusion.from_signals(sig), sig).as_dict()
+    assert sha256_bytes(encode_arrays(arrays)) == point.manifest.splits["test"].run_hash
+    run = load_fused_run(cache, sig_stage["key"], fusion_stage["key"])
+    assert sorted(run) == sorted(sig["qids"])
     # a limit enters the signals key only when set
     p = RetrievalPrefs(query_text="")
     assert signals_config(p, "d", "test", "duckdb", "m", limit=None) == \

@@ -12,11 +12,10 @@ pytest.importorskip("mlflow")
 from aiblox.eval.sweep import (  # noqa: E402
     SweepInterrupted,
     SweepTracker,
-    flatten,
     metric_key,
     run_sweep,
-    trec_run,
 )
+from aiblox.eval.sweep.tracking import flatten, trec_run  # noqa: E402
 
 GRID = {"blend": ["linear", "rrf"], "w_text": [0.3, 0.7], "normalize": ["minmax"],
         "rrf_k": [60], "depth": [20], "baseline": {"blend": "rrf", "rrf_k": 10}}

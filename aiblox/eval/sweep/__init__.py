@@ -1,6 +1,35 @@
-"""Incremental sweeps: specs with exact grids, stage keys and an on-disk stage cache,
-determinism manifests, and MLflow logging (parent run per sweep, child run per point)."""
+"""Incremental sweeps: a spec's grid scored point by point, every stage memoised by its key in
+an on-disk stage cache, determinism manifests, MLflow logging (parent run per sweep, child run
+per point), reports, comparisons and verification.
 
+==================  ==========================================================================
+module              what it is for
+==================  ==========================================================================
+``spec``            sweep specs (TOML): dataset, splits, base config, grid, baseline; points
+``axes``            the grid's axes over fusion, chunking and selection, and the search draw
+``grid``            exact numeric axes (decimal steps, simplex weights)
+``stages``          a stage (name, version, config, inputs, function), the table of stage
+                    versions, stage keys and every stage's config
+``cache``           the on-disk stage cache (checked reads, atomic writes)
+``compute``         what each stage computes
+``points``          a point's settings, config hash and label
+``context``         one sweep's state: workspace, signals, indexes, scorers
+``pipeline``        the chain of stages of one point on one split
+``runner``          :func:`run_sweep`: signals, points, conclusion
+``results``         :class:`SweepResult`, the ranking of points, best point, significance
+``outputs``         stored outputs read back (fused runs, per-query values, evidence)
+``manifest``        determinism manifests of points
+``tracking``        MLflow logging, one writer per sweep
+``report``          Markdown and HTML reports of a logged sweep
+``frames``          pandas views of a result (leaderboard, axes, significance)
+``compare``         two logged points compared (``aiblox compare``)
+``verify``          a logged point re-executed from its manifest (``aiblox verify``)
+``applies``         which settings apply to a point (for per-setting plots)
+==================  ==========================================================================
+"""
+
+from aiblox.eval.sweep.axes import ChunkingGrid, FusionGrid, SearchConfig, SelectionGrid, Steps
+from aiblox.eval.sweep.cache import StageCache
 from aiblox.eval.sweep.compare import MetricDelta, RunComparison, compare_runs, per_query_metrics
 from aiblox.eval.sweep.frames import (
     axis_frame,
@@ -13,14 +42,7 @@ from aiblox.eval.sweep.frames import (
     tune_vs_report,
 )
 from aiblox.eval.sweep.grid import GridError, decimal_count, decimal_range, simplex, to_decimal
-from aiblox.eval.sweep.manifest import (
-    MANIFEST_VERSION,
-    PointManifest,
-    SplitManifest,
-    environment,
-    git_commit,
-)
-from aiblox.eval.sweep.pipeline import run_pipeline_sweep
+from aiblox.eval.sweep.manifest import MANIFEST_VERSION, PointManifest, SplitManifest
 from aiblox.eval.sweep.report import (
     SweepReport,
     find_sweep_run,
@@ -29,71 +51,45 @@ from aiblox.eval.sweep.report import (
     render_markdown,
     write_report,
 )
-from aiblox.eval.sweep.runner import (
-    FUSION_VERSION,
-    METRICS_VERSION,
-    SIGNALS_VERSION,
-    PointResult,
-    SweepResult,
-    choose_best,
-    fused_run,
-    fusion_config,
-    metrics_config,
-    point_label,
-    run_sweep,
-    signals_config,
-)
-from aiblox.eval.sweep.significance import (
-    Comparison,
-    bootstrap_ci,
-    compare_to_baseline,
-    holm,
-)
+from aiblox.eval.sweep.results import PointResult, SweepResult, choose_best, ranking_key
+from aiblox.eval.sweep.runner import DEFAULT_CACHE_DIR, default_jobs, run_sweep
 from aiblox.eval.sweep.spec import (
     DEFAULT_MAX_POINTS,
-    ChunkingGrid,
-    FusionGrid,
     PipelinePoint,
-    SearchConfig,
-    SelectionGrid,
-    Steps,
     SweepSpec,
     SweepSpecError,
     load_spec,
 )
-from aiblox.eval.sweep.stages import StageCache, StageRecord, stage_key
+from aiblox.eval.sweep.stages import STAGE_VERSIONS, Stage, StageRecord, stage_key
 from aiblox.eval.sweep.tracking import (
     DEFAULT_TRACKING_URI,
     SweepBusy,
     SweepInterrupted,
     SweepTracker,
     TrackingStoreError,
-    flatten,
     metric_key,
     tracking_client,
-    trec_run,
 )
 from aiblox.eval.sweep.verify import StageCheck, VerifyReport, verify_point
 
 __all__ = [
     "ChunkingGrid",
-    "Comparison",
+    "DEFAULT_CACHE_DIR",
     "DEFAULT_MAX_POINTS",
     "DEFAULT_TRACKING_URI",
-    "FUSION_VERSION",
     "FusionGrid",
     "GridError",
     "MANIFEST_VERSION",
-    "METRICS_VERSION",
     "MetricDelta",
     "PipelinePoint",
     "PointManifest",
     "PointResult",
     "RunComparison",
-    "SIGNALS_VERSION",
+    "STAGE_VERSIONS",
     "SearchConfig",
     "SelectionGrid",
     "SplitManifest",
+    "Stage",
     "StageCache",
     "StageCheck",
     "StageRecord",
@@ -108,33 +104,23 @@ __all__ = [
     "TrackingStoreError",
     "VerifyReport",
     "axis_frame",
-    "bootstrap_ci",
     "choose_best",
     "compare_runs",
-    "compare_to_baseline",
     "decimal_count",
     "decimal_range",
-    "environment",
+    "default_jobs",
     "find_sweep_run",
-    "flatten",
-    "fused_run",
-    "fusion_config",
-    "git_commit",
-    "holm",
     "leaderboard",
     "load_spec",
     "load_sweep_report",
     "manifest_frame",
     "metric_key",
-    "metrics_config",
     "per_query_metrics",
-    "point_label",
     "point_settings",
+    "ranking_key",
     "render_html",
     "render_markdown",
-    "run_pipeline_sweep",
     "run_sweep",
-    "signals_config",
     "significance_frame",
     "simplex",
     "stage_counts",
@@ -142,7 +128,6 @@ __all__ = [
     "swept_axes",
     "to_decimal",
     "tracking_client",
-    "trec_run",
     "tune_vs_report",
     "verify_point",
     "write_report",

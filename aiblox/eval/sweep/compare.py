@@ -1,6 +1,7 @@
 """Compare two logged sweep points (MLflow child runs): per-metric deltas with a paired test on
-their per-query metrics, win/tie/loss counts per query, and for selection-policy points the
-evidence that entered or left per query.
+their per-query metrics (:func:`aiblox.eval.metrics.paired_test`, the notebooks' route too),
+win/tie/loss counts per query, and for selection-policy points the evidence that entered or
+left per query.
 
 Deltas are ``B - A`` of the metrics logged on the runs (``<split>.<metric>``); the paired test
 (ranx's two-sided paired Student t-test, deterministic) runs on the ``per_query.<split>.parquet``
@@ -17,9 +18,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from aiblox.eval.sweep.significance import compare_to_baseline
+from aiblox.eval.metrics.significance import compare_to_baseline
 from aiblox.eval.sweep.tracking import metric_key, split_file
 
 __all__ = [
@@ -58,6 +59,9 @@ class MetricDelta(_Strict):
     """Queries with equal scores."""
     losses: int
     """Queries where B scores lower."""
+    n: int = Field(default=0, exclude=True)
+    """Queries both runs have a value for (not serialised: ``aiblox compare --json`` prints
+    the run's ``n_queries``)."""
 
 
 class EvidenceChange(_Strict):
@@ -224,7 +228,7 @@ def compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str = "test",
         b = float(lb) if lb is not None else c.candidate_mean
         rows.append(MetricDelta(metric=m, a=a, b=b, delta=b - a, p_value=c.p_value,
                                 significant=c.p_value <= alpha, wins=c.wins, ties=c.ties,
-                                losses=c.losses))
+                                losses=c.losses, n=c.wins + c.ties + c.losses))
     n = len(set(pq_a[prim]) & set(pq_b[prim]))
 
     def label(r: Any) -> str:

@@ -2,14 +2,14 @@
 value of one swept setting, which settings were swept, tune against report per point, the stage
 counts, the significance table and the best point's manifest hashes.
 
-Pure functions of a :class:`~aiblox.eval.sweep.runner.SweepResult` (no store, no cache, no
+Pure functions of a :class:`~aiblox.eval.sweep.results.SweepResult` (no store, no cache, no
 MLflow); the sweep board notebook (``notebooks/sweep_board.py``) draws from them.
 
 Settings a point does not use are left empty, and per-value tables leave those points out
 (:mod:`aiblox.eval.sweep.applies`): an RRF point has no ``w_text``, ``normalize`` or
 ``missing``, a linear point no ``rrf_k``, a point whose chunker takes no token budget (``whole``)
 no ``max_chunk_tokens`` or ``overlap_tokens``. Rank and "best" follow
-:func:`~aiblox.eval.sweep.runner.choose_best`: the primary metric on the tune split, highest
+:func:`~aiblox.eval.sweep.results.ranking_key`: the primary metric on the tune split, highest
 first, ties broken by config hash ascending; the report split never decides anything.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from aiblox.eval.sweep.applies import setting_applies
-from aiblox.eval.sweep.runner import PointResult, SweepResult
+from aiblox.eval.sweep.results import PointResult, SweepResult, ranked
 
 __all__ = [
     "axis_frame",
@@ -80,8 +80,7 @@ def point_settings(point: PointResult) -> dict[str, Any]:
 
 def _tune_order(result: SweepResult) -> list[PointResult]:
     """Points by the primary metric on the tune split, ties by config hash (choose_best)."""
-    t, m = result.tune_split, result.primary
-    return sorted(result.points, key=lambda p: (-p.metrics[t][m], p.config_hash))
+    return ranked(result.points, result.tune_split, result.primary)
 
 
 def _settings_frame(points: list[PointResult]) -> pd.DataFrame:

@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from aiblox.eval.sweep.applies import series_of, setting_applies
+from aiblox.eval.sweep.results import ranking_order
 from aiblox.eval.sweep.tracking import metric_key, tag_filter, tracking_client
 
 __all__ = ["SweepReport", "find_sweep_run", "load_sweep_report", "render_html",
@@ -175,8 +176,9 @@ def _axes(children: list[Any], tk: str, rk: str) -> dict[str, list[dict[str, Any
                 if not group:
                     continue
                 # the point best on tune (ties by config hash): the report split never chooses
-                top = min(group, key=lambda c: (-c.data.metrics.get(tk, float("-inf")),
-                                                c.data.tags.get("aiblox.config_hash", "")))
+                top = min(group, key=lambda c: ranking_order(
+                    c.data.metrics.get(tk, float("-inf")), c.data.tags.get("aiblox.config_hash",
+                                                                           "")))
                 rows.append({"series": series, "value": v, "n": len(group),
                              "tune": top.data.metrics.get(tk), "report": top.data.metrics.get(rk)})
         axes[k] = rows

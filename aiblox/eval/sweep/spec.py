@@ -19,9 +19,9 @@ size pair the chunker rejects (``overlap_tokens >= max_chunk_tokens``) is left o
 Selection expansion (``[grid.selection]``): every chunking point times every ``policy``
 (a version in ``evals/policies``) times every override axis (any other key must be a field of
 :class:`~aiblox.assembly.SelectionPolicy`, e.g. ``max_chunks = [4, 6]``; an unknown one is
-rejected). A spec with chunking or selection axes is a *pipeline* sweep
-(:func:`aiblox.eval.sweep.pipeline.run_pipeline_sweep`); the answer stages (selection, prompt,
-reader, validation) run only when it has selection axes.
+rejected). A spec with chunking or selection axes is a *pipeline* sweep: its points go on
+past fusion to the chunk stages (:mod:`aiblox.eval.sweep.pipeline`); the answer stages
+(selection, prompt, reader, validation) run only when it has selection axes.
 
 ``[search]`` picks the points scored: ``strategy = "grid"`` (default) every point;
 ``"random"`` ``n`` points drawn from the full grid with ``random.Random(seed)``, kept in grid
@@ -35,11 +35,12 @@ full grid (:meth:`SweepSpec.grid_size`, computed from the axes' lengths, so a ``
 limit with ``load_spec(path, max_points=N)`` (``aiblox sweep --max-points N``), or
 ``SweepSpec.model_validate(data, context={"max_points": N})``; a ``[search]`` random draw
 samples the full grid, so the limit applies to the full grid.
+
+The axes themselves (their fields, bounds and validation) are :mod:`aiblox.eval.sweep.axes`.
 """
 
 from __future__ import annotations
 
-import random
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -59,52 +60,38 @@ from pydantic import (
 )
 
 from aiblox.contracts.retrieval import ChunkingConfig, FtsConfig, RetrievalPrefs, ScoringConfig
-from aiblox.eval.metric_names import validate_metrics
-from aiblox.eval.metrics import DEFAULT_METRICS
-from aiblox.eval.sweep.grid import GridError, decimal_count, decimal_range, to_decimal
+from aiblox.eval.metrics import (
+    ANSWER_METRICS,
+    CHUNK_SCALARS,
+    DEFAULT_METRICS,
+    PROJECTION_PREFIX,
+    validate_metrics,
+)
+from aiblox.eval.sweep.axes import (
+    BM25_AXES,
+    CHUNK_DEPTH_KEYS,
+    CHUNKING_KEYS,
+    DEFAULT_MAX_POINTS,
+    SCORING_FIELDS,
+    FusionGrid,
+    SearchConfig,
+    axis_len,
+    load_policy_by_name,
+    point_limit,
+    policy_fields,
+)
+from aiblox.eval.sweep.grid import to_decimal
 from aiblox.hashing import sha256_hex
 
 __all__ = [
-    "ANSWER_METRICS",
     "DEFAULT_MAX_POINTS",
-    "ChunkingGrid",
-    "FusionGrid",
     "PipelinePoint",
-    "SearchConfig",
-    "SelectionGrid",
-    "Steps",
     "SweepSpec",
     "SweepSpecError",
+    "backend_of",
     "load_spec",
     "pipeline_metric_names",
 ]
-
-ANSWER_METRICS: tuple[str, ...] = (
-    "answer_em", "answer_f1", "answered", "evidence_answer_recall", "citation_precision",
-    "selected_chunks", "selected_tokens",
-)
-"""Answer-level metrics of a selection sweep (per query; means over queries): SQuAD exact
-match and token F1 of the validated answer (0 when refused), answered (not refused, validation
-passed), whether the selected evidence contains a gold span, the share of cited chunks holding a
-gold span, and the selected chunks and tokens. Status rates are ``status:<STATUS>``."""
-
-CHUNK_SCALARS: tuple[str, ...] = ("evidence_tokens",)
-"""Chunk-level metrics besides ``answer_recall@k`` and ``max_passage:<ranx metric>``."""
-
-PROJECTION_PREFIX = "max_passage:"
-"""Prefix of the ranx metrics of the max-passage projection (chunks to documents)."""
-
-DEFAULT_MAX_POINTS = 10_000
-"""The most grid points a spec may expand to unless the caller raises the limit (``aiblox sweep
---max-points N``, ``load_spec(path, max_points=N)``): a fusion sweep scores about 50 points a
-second once retrieval is cached, so this is minutes of work, and memory for the point list."""
-
-SCORING_FIELDS = frozenset(ScoringConfig.model_fields)
-CHUNKING_KEYS = ("chunker_id", "max_chunk_tokens", "overlap_tokens")
-"""Chunking axes that are :class:`ChunkingConfig` fields."""
-CHUNK_DEPTH_KEYS = ("top_k_chunks", "per_item_chunk_cap")
-"""Chunking axes that are :class:`RetrievalPrefs` fields."""
-
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
@@ -112,253 +99,6 @@ class _Strict(BaseModel):
 
 class SweepSpecError(ValueError):
     """A sweep spec that cannot be read or validated; the message names the file and field."""
-
-
-class Steps(_Strict):
-    """An exact numeric axis ``start, start + step, ..., stop`` (built in decimal arithmetic)."""
-
-    start: float | str
-    """First value (written as a number or a decimal string)."""
-    stop: float | str
-    """Last value, included; ``(stop - start) / step`` must be whole."""
-    step: float | str
-    """Step between values."""
-
-    def values(self) -> list[float]:
-        """The axis values, exactly: ``{start=0, stop=1, step=0.05}`` gives 21 values."""
-        return decimal_range(self.start, self.stop, self.step)
-
-    def count(self) -> int:
-        """How many values :meth:`values` gives (computed, nothing built)."""
-        return decimal_count(self.start, self.stop, self.step)
-
-    @model_validator(mode="after")
-    def _check(self) -> Steps:
-        try:
-            self.count()  # validates the axis without building it: a tiny step costs nothing
-        except GridError as exc:
-            raise ValueError(str(exc)) from exc
-        return self
-
-
-def _max_points(info: ValidationInfo | None) -> int:
-    """The point limit of this validation: ``context={"max_points": N}``, else the default."""
-    ctx = info.context if info is not None else None
-    value = ctx.get("max_points") if isinstance(ctx, dict) else None
-    return DEFAULT_MAX_POINTS if value is None else int(value)
-
-
-def _axis_len(v: list[Any] | Steps | None) -> int:
-    """Distinct values of an axis (1 when not swept), without building a ``Steps`` axis."""
-    if v is None:
-        return 1
-    if isinstance(v, Steps):
-        return v.count()
-    return len(dict.fromkeys(v))
-
-
-def _check_numbers(v: list[Any] | Steps | None, *, low: int | float | None = None,
-                   high: int | float | None = None, whole: bool = False, what: str) -> None:
-    """Refuse axis values outside ``[low, high]`` (or not whole), arithmetically for ``Steps``
-    (its values lie between ``start`` and ``stop``; they are whole when both ``start`` and
-    ``step`` are)."""
-    if v is None:
-        return
-    if isinstance(v, Steps):
-        lo, hi, step = to_decimal(v.start), to_decimal(v.stop), to_decimal(v.step)
-        if whole and (lo != lo.to_integral_value() or step != step.to_integral_value()):
-            raise ValueError("steps must give whole numbers (whole start and step)")
-        bad = [x for x in (lo, hi) if (low is not None and x < low)
-               or (high is not None and x > high)]
-        shown = [float(x) if not whole else int(x) for x in bad]
-    else:
-        if whole and any(x != int(x) for x in v):
-            raise ValueError("values must be whole numbers")
-        shown = [x for x in v if (low is not None and x < low) or (high is not None and x > high)]
-    if shown:
-        bounds = (f"in [{low}, {high}]" if low is not None and high is not None
-                  else f">= {low}" if low is not None else f"<= {high}")
-        raise ValueError(f"{what} must be {bounds}, got {shown}")
-
-
-def _nonempty_axis(cls: Any, v: Any) -> Any:
-    """Field validator of every grid axis: an empty list is refused (leave the axis out)."""
-    if isinstance(v, list) and not v:
-        raise ValueError("an axis needs at least one value (leave it out to keep the base)")
-    return v
-
-
-_CHUNK_MINIMUM = {"max_chunk_tokens": 1, "overlap_tokens": 0, "top_k_chunks": 1,
-                  "per_item_chunk_cap": 1}
-"""The smallest value of each numeric chunking axis (a zero budget or chunk count scores 0)."""
-
-
-def _int_axis(v: list[int] | Steps | None) -> list[int] | None:
-    if isinstance(v, Steps):
-        return [int(x) for x in v.values()]
-    return list(v) if v is not None else None
-
-
-class ChunkingGrid(_Strict):
-    """Grid axes over late chunking (``[grid.chunking]``); see the module doc for expansion."""
-
-    chunker_id: list[str] | None = None
-    """Chunker names (``sentences``, ``token_window``, ``whole``, ...); None: the base's."""
-    max_chunk_tokens: list[int] | Steps | None = None
-    """Token budgets per chunk (chunkers that take one)."""
-    overlap_tokens: list[int] | Steps | None = None
-    """Tokens shared by consecutive chunks (chunkers that take them)."""
-    top_k_chunks: list[int] | Steps | None = None
-    """Evidence chunks returned per query."""
-    per_item_chunk_cap: list[int] | Steps | None = None
-    """At most this many chunks of one document."""
-
-    @field_validator("max_chunk_tokens", "overlap_tokens", "top_k_chunks", "per_item_chunk_cap")
-    @classmethod
-    def _whole_numbers(cls, v: list[int] | Steps | None,
-                       info: ValidationInfo) -> list[int] | Steps | None:
-        name = str(info.field_name)
-        _check_numbers(v, low=_CHUNK_MINIMUM[name], whole=True, what=f"{name} values")
-        return v
-
-    @field_validator("chunker_id")
-    @classmethod
-    def _known_chunkers(cls, v: list[str] | None) -> list[str] | None:
-        if v is None:
-            return v
-        from aiblox.chunking.registry import default_registry
-
-        known = default_registry.names() if hasattr(default_registry, "names") else None
-        if known is not None:
-            bad = [c for c in v if c not in known]
-            if bad:
-                raise ValueError(f"unknown chunker(s) {bad}; known: {sorted(known)}")
-        return v
-
-    _not_empty = field_validator(*CHUNKING_KEYS, *CHUNK_DEPTH_KEYS)(_nonempty_axis)
-
-    def axis(self, name: str) -> list[Any] | None:
-        """Values of one axis (None when not swept), in the order written."""
-        v = getattr(self, name)
-        return list(v) if name == "chunker_id" and v is not None else _int_axis(v)
-
-
-class SelectionGrid(BaseModel):
-    """Grid axes over answer selection (``[grid.selection]``): ``policy`` versions, and any
-    :class:`~aiblox.assembly.SelectionPolicy` field as an override axis (a list, or ``Steps``
-    for numbers). Unknown parameters are rejected."""
-
-    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True, frozen=True)
-
-    policy: list[str] | None = None
-    """Policy versions (names in ``evals/policies``); None: ``R2_POLICY_V1``."""
-
-    @model_validator(mode="after")
-    def _check(self, info: ValidationInfo) -> SelectionGrid:
-        from aiblox.assembly.policy import PolicyError, SelectionPolicy
-
-        if self.policy is not None and not self.policy:
-            raise ValueError("policy: an axis needs at least one value")
-        fixed = {"policy_version"}
-        known = set(SelectionPolicy.model_fields) - fixed
-        limit = _max_points(info)
-        for name, raw in (self.model_extra or {}).items():
-            if name not in known:
-                raise ValueError(f"unknown policy parameter {name!r}; known: {sorted(known)}")
-            count = self._count(name, raw)
-            if not count:
-                raise ValueError(f"{name}: an axis needs at least one value")
-            if count > limit:
-                raise ValueError(f"{name}: {count:,} values, above the limit of {limit:,} "
-                                 f"grid points")
-        try:
-            policies = [load_policy_by_name(p) for p in self.policies()]
-        except PolicyError as exc:
-            raise ValueError(str(exc)) from None
-        for name in self.override_names():
-            for v in self.axis(name):
-                try:
-                    policies[0].with_updates(**{name: v})
-                except ValidationError as exc:
-                    msg = "; ".join(e["msg"] for e in exc.errors())
-                    raise ValueError(f"{name} = {v!r}: {msg}") from None
-        return self
-
-    @staticmethod
-    def _axis_of(name: str, raw: Any) -> Steps | list[Any]:
-        """An override axis as written: ``Steps`` (from a table) or a list."""
-        if isinstance(raw, dict):
-            try:
-                return Steps(**raw)
-            except (ValidationError, TypeError) as exc:
-                raise ValueError(f"{name}: not a list or steps {{start, stop, step}}: "
-                                 f"{exc}") from None
-        if isinstance(raw, list):
-            return raw
-        raise ValueError(f"{name}: expected a list of values or steps, got {raw!r}")
-
-    @classmethod
-    def _count(cls, name: str, raw: Any) -> int:
-        """Values of one override axis, computed (a ``Steps`` axis is not built)."""
-        axis = cls._axis_of(name, raw)
-        return axis.count() if isinstance(axis, Steps) else len(dict.fromkeys(map(repr, axis)))
-
-    @classmethod
-    def _values(cls, name: str, raw: Any) -> list[Any]:
-        axis = cls._axis_of(name, raw)
-        return axis.values() if isinstance(axis, Steps) else list(axis)
-
-    def policies(self) -> list[str]:
-        """Policy versions swept (``R2_POLICY_V1`` when not given)."""
-        from aiblox.assembly.policy import DEFAULT_POLICY_VERSION
-
-        return list(self.policy) if self.policy is not None else [DEFAULT_POLICY_VERSION]
-
-    def override_names(self) -> list[str]:
-        """Policy parameters swept, in the order written."""
-        return list(self.model_extra or {})
-
-    def axis(self, name: str) -> list[Any]:
-        """Values of one override axis, in the order written (integers stay integers)."""
-        values = self._values(name, (self.model_extra or {})[name])
-        from aiblox.assembly.policy import SelectionPolicy
-
-        ann = SelectionPolicy.model_fields[name].annotation
-        if ann is int:
-            return [int(v) for v in values]
-        return values
-
-
-def load_policy_by_name(name: str) -> Any:
-    """:func:`aiblox.assembly.load_policy` (a version name or a path)."""
-    from aiblox.assembly.policy import load_policy
-
-    return load_policy(name)
-
-
-class SearchConfig(_Strict):
-    """Which points of the full grid are scored."""
-
-    strategy: Literal["grid", "random"] = "grid"
-    """``grid``: every point; ``random``: ``n`` points drawn with ``random.Random(seed)``."""
-    n: int | None = Field(default=None, ge=1)
-    """Points drawn by ``random`` (all of them when the grid is smaller)."""
-    seed: int = 0
-    """Seed of the draw (logged with the spec, so the same spec draws the same points)."""
-
-    @model_validator(mode="after")
-    def _check(self) -> SearchConfig:
-        if self.strategy == "random" and self.n is None:
-            raise ValueError("strategy 'random' needs n (how many points to draw)")
-        if self.strategy == "grid" and self.n is not None:
-            raise ValueError("n applies to strategy 'random' only")
-        return self
-
-    def pick(self, count: int) -> list[int]:
-        """Indexes of the points kept, ascending (grid order)."""
-        if self.strategy == "grid" or self.n is None or self.n >= count:
-            return list(range(count))
-        return sorted(random.Random(self.seed).sample(range(count), self.n))
 
 
 @dataclass(frozen=True)
@@ -394,78 +134,6 @@ def pipeline_metric_names(metrics: list[str], chunk_k: list[int],
     if answers:
         out += list(ANSWER_METRICS)
     return out
-
-
-class FusionGrid(_Strict):
-    """Grid axes over fusion; each axis is a list of values (numeric axes may be ``Steps``)."""
-
-    blend: list[Literal["rrf", "linear"]] | None = None
-    """Fusion methods to sweep; None: the base config's."""
-    w_text: list[float] | Steps | None = None
-    """Linear blend weight of the full-text signal; ``w_vec`` is ``1 - w_text`` exactly."""
-    rrf_k: list[int] | Steps | None = None
-    """RRF constants k."""
-    normalize: list[Literal["minmax", "zscore", "sigmoid", "none"]] | None = None
-    """Score normalisations for the linear blend."""
-    missing: list[Literal["zero", "list_min"]] | None = None
-    """Linear blend policy for a document absent from one list."""
-    depth: list[int] | Steps | None = None
-    """Candidates taken from each signal (full-text and vector ``top_k``) before fusion."""
-    k1: list[float] | Steps | None = None
-    """BM25 ``k1`` values (``fts.k1``; each value is a retrieval stage of its own)."""
-    b: list[float] | Steps | None = None
-    """BM25 ``b`` values (``fts.b``), in [0, 1]."""
-    method: list[Literal["lucene", "robertson", "atire", "bm25l", "bm25+"]] | None = None
-    """BM25 variants (``fts.method``)."""
-    chunking: ChunkingGrid | None = None
-    """Axes over late chunking (``[grid.chunking]``); None: no chunking stage."""
-    selection: SelectionGrid | None = None
-    """Axes over answer selection (``[grid.selection]``); None: no answer stages."""
-
-    @field_validator("w_text")
-    @classmethod
-    def _weights_in_unit_interval(cls, v: list[float] | Steps | None) -> list[float] | Steps | None:
-        _check_numbers(v, low=0.0, high=1.0, what="weights")
-        return v
-
-    @field_validator("rrf_k")
-    @classmethod
-    def _rrf_constants(cls, v: list[int] | Steps | None) -> list[int] | Steps | None:
-        _check_numbers(v, low=0, whole=True, what="rrf_k values")
-        return v
-
-    @field_validator("depth")
-    @classmethod
-    def _depths(cls, v: list[int] | Steps | None) -> list[int] | Steps | None:
-        _check_numbers(v, low=1, whole=True, what="depths (candidates per signal)")
-        return v
-
-    @field_validator("k1")
-    @classmethod
-    def _k1(cls, v: list[float] | Steps | None) -> list[float] | Steps | None:
-        _check_numbers(v, low=0.0, what="k1")
-        return v
-
-    @field_validator("b")
-    @classmethod
-    def _b(cls, v: list[float] | Steps | None) -> list[float] | Steps | None:
-        _check_numbers(v, low=0.0, high=1.0, what="b")
-        return v
-
-    _not_empty = field_validator("blend", "w_text", "rrf_k", "normalize", "missing",
-                                 "depth", "k1", "b", "method")(_nonempty_axis)
-
-    def axis(self, name: str) -> list[Any] | None:
-        """Values of one axis (None when not swept), in the order written."""
-        v = getattr(self, name)
-        if isinstance(v, Steps):
-            vals = v.values()
-            return [int(x) for x in vals] if name in ("rrf_k", "depth") else vals
-        return list(v) if v is not None else None
-
-
-_BM25_AXES = ("k1", "b", "method")
-"""Grid axes that are :class:`FtsConfig` fields (BM25 of the index engine)."""
 
 
 class SweepSpec(_Strict):
@@ -561,12 +229,12 @@ class SweepSpec(_Strict):
         if any(k < 1 for k in self.chunk_k) or not self.chunk_k:
             raise ValueError(f"chunk_k must be positive ints, got {self.chunk_k}")
         bad = sorted(set(self.baseline or {}) - SCORING_FIELDS - set(CHUNKING_KEYS)
-                     - set(CHUNK_DEPTH_KEYS) - {"policy"} - _policy_fields())
+                     - set(CHUNK_DEPTH_KEYS) - {"policy"} - policy_fields())
         if bad:
             raise ValueError(f"baseline: unknown key(s) {bad}")
         if not self.has_pipeline_axes and set(self.baseline or {}) - SCORING_FIELDS:
             raise ValueError("baseline: chunking and selection keys need a pipeline sweep")
-        sel_keys = sorted(set(self.baseline or {}) & ({"policy"} | _policy_fields()))
+        sel_keys = sorted(set(self.baseline or {}) & ({"policy"} | policy_fields()))
         if self.grid.selection is None and sel_keys:
             raise ValueError(f"baseline: selection key(s) {sel_keys} need [grid.selection]")
         if "query_text" in self.base or "query_id" in self.base:
@@ -583,7 +251,7 @@ class SweepSpec(_Strict):
             value = (self.baseline or {}).get(key)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"baseline.{key} must be a whole number >= 1, got {value!r}")
-        size, limit = self.grid_size(), _max_points(info)
+        size, limit = self.grid_size(), point_limit(info)
         if size > limit:
             raise ValueError(f"grid: {size:,} points, above the limit of {limit:,}: "
                              f"narrow an axis (or use a coarser step), or raise the limit "
@@ -612,21 +280,21 @@ class SweepSpec(_Strict):
         fusion = 0
         for blend in blends:
             if blend == "linear":
-                fusion += _axis_len(g.w_text) * _axis_len(g.normalize) * _axis_len(g.missing)
+                fusion += axis_len(g.w_text) * axis_len(g.normalize) * axis_len(g.missing)
             else:
-                fusion += _axis_len(g.rrf_k)
-        size = fusion * _axis_len(g.depth) * _axis_len(g.k1) * _axis_len(g.b) \
-            * _axis_len(g.method)
+                fusion += axis_len(g.rrf_k)
+        size = fusion * axis_len(g.depth) * axis_len(g.k1) * axis_len(g.b) \
+            * axis_len(g.method)
         if g.chunking is not None:
             c = g.chunking
-            size *= (_axis_len(c.chunker_id) * _axis_len(c.max_chunk_tokens)
-                     * _axis_len(c.overlap_tokens) * _axis_len(c.top_k_chunks)
-                     * _axis_len(c.per_item_chunk_cap))
+            size *= (axis_len(c.chunker_id) * axis_len(c.max_chunk_tokens)
+                     * axis_len(c.overlap_tokens) * axis_len(c.top_k_chunks)
+                     * axis_len(c.per_item_chunk_cap))
         if g.selection is not None:
             sel = g.selection
             size *= len(dict.fromkeys(sel.policies()))
             for name, raw in (sel.model_extra or {}).items():
-                size *= sel._count(name, raw)
+                size *= sel.count_values(name, raw)
         return size
 
     @property
@@ -661,7 +329,7 @@ class SweepSpec(_Strict):
         if self.grid.selection is None:
             return PipelinePoint(prefs)
         policy = str(b.get("policy", self.grid.selection.policies()[0]))
-        overrides = {k: v for k, v in b.items() if k in _policy_fields()}
+        overrides = {k: v for k, v in b.items() if k in policy_fields()}
         load_policy_by_name(policy).with_updates(**overrides)  # validates
         return PipelinePoint(prefs, policy, overrides)
 
@@ -674,7 +342,7 @@ class SweepSpec(_Strict):
         for name in _NEW_FIELDS:
             if data[name] == _DEFAULTS[name]:
                 data.pop(name)
-        for name in ("chunking", "selection", *_BM25_AXES):
+        for name in ("chunking", "selection", *BM25_AXES):
             if data["grid"].get(name) is None:
                 data["grid"].pop(name, None)
         return sha256_hex(data)
@@ -727,7 +395,7 @@ class SweepSpec(_Strict):
         g = self.grid.chunking
         if g is None:
             return [prefs]
-        from aiblox.chunking.registry import make_chunker
+        from aiblox.chunking import make_chunker
 
         out = []
         chunkers = g.axis("chunker_id") or [prefs.chunking.chunker_id]
@@ -764,8 +432,8 @@ class SweepSpec(_Strict):
         depths = g.axis("depth") or [None]
         out: list[RetrievalPrefs] = []
         seen: set[str] = set()
-        bm25 = [dict(zip(_BM25_AXES, values, strict=True)) for values in product(
-            *[g.axis(a) or [getattr(base.fts, a)] for a in _BM25_AXES])]
+        bm25 = [dict(zip(BM25_AXES, values, strict=True)) for values in product(
+            *[g.axis(a) or [getattr(base.fts, a)] for a in BM25_AXES])]
         for lexical, blend in product(bm25, blends):
             if blend == "linear":
                 axes = [g.axis("w_text") or [None], g.axis("normalize") or [None],
@@ -804,12 +472,6 @@ def _with_chunking(prefs: RetrievalPrefs, chunking: dict[str, Any],
     if chunking:
         update["chunking"] = _chunking_config(prefs.chunking, chunking)
     return prefs.model_copy(update=update) if update else prefs
-
-
-def _policy_fields() -> set[str]:
-    from aiblox.assembly.policy import SelectionPolicy
-
-    return set(SelectionPolicy.model_fields) - {"policy_version"}
 
 
 _NEW_FIELDS = ("query_limit", "chunk_k", "reader", "reader_options", "search")

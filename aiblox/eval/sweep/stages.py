@@ -1,86 +1,121 @@
-"""Stage keys and the on-disk stage cache.
+"""What a sweep stage is: a small typed record (:class:`Stage`: name, version, config, inputs,
+function), the one table of stage versions (:data:`STAGE_VERSIONS`), stage keys, and the
+config of every stage.
 
-A stage's key is the sha256 of its name, its version, its config and the keys of its inputs, so
-it changes exactly when something that decides the stage's output changes, and everything
-downstream of a changed stage gets a new key too. Outputs are memoised by key on disk::
+A stage's key is the sha256 of its name, its version, its config and the keys of its inputs
+(:func:`stage_key`), so it changes exactly when something that decides the stage's output
+changes, and everything downstream of a changed stage gets a new key too. Outputs are memoised
+by key on disk (:class:`~aiblox.eval.sweep.cache.StageCache`).
 
-    <root>/<stage>/<key>.json.gz    the output (canonical JSON, gzip), or
-    <root>/<stage>/<key>.bin        the output of an ``arrays`` stage (see :func:`encode_arrays`)
-    <root>/<stage>/<key>.meta.json  name, version, config, input keys, output hash, codec
+The stages of a sweep point per split, in pipeline order. A fusion sweep's points stop after
+``metrics``; a pipeline point (a spec with ``[grid.chunking]`` or ``[grid.selection]``) goes on
+to the chunk stages, and to the answer stages when it has a selection policy:
 
-The output hash is the sha256 of the stored bytes before compression: canonical JSON, or for
-``arrays`` outputs (named numpy arrays, e.g. a fused run as flat positions and scores) the
-header-and-raw-bytes encoding, which costs a few milliseconds where JSON of the same run costs
-a quarter of a second.
+======================  ==========================================================  ==============
+stage                   config (the function that builds it)                        inputs
+======================  ==========================================================  ==============
+``signals``             dataset, split, backend, embedder, store fingerprint,       (none)
+                        retrieval settings, ``limit`` (:func:`signals_config`)
+``fusion``              scoring, ``top_k_items`` (:func:`fusion_config`)            signals
+``metrics``             ranx metric names, split (:func:`metrics_config`)           fusion
+``chunks``              chunker id (parameters included), strategy,                 fusion
+                        ``top_k_chunks``, ``per_item_chunk_cap``, late-chunking
+                        weights and embedder (:func:`chunks_config`)
+``chunk_metrics``       metrics, ``chunk_k``, answer match rule, projection         chunks
+                        (:func:`chunk_metrics_config`)
+``selection``           policy id, version, sha256 of the effective policy,         chunks
+                        index version, embedder (:func:`selection_config`)
+``prompt``              prompt contract version and template sha256                 selection
+``reader``              reader name, its options, model name                        prompt
+``validation``          validator version                                           prompt, reader
+``answer_metrics``      metric names and the match rule                             chunks, prompt,
+                                                                                    validation
+======================  ==========================================================  ==============
 
-The meta file is written last (atomically), so it marks a complete entry: a sweep killed
-mid-write leaves no meta and the stage is simply recomputed. The cache counts, per stage, how
-many outputs it computed and how many it reused, which is how tests prove a re-run recomputes
-nothing.
+What each stage computes is in :mod:`aiblox.eval.sweep.compute`; the chain of one point is
+:mod:`aiblox.eval.sweep.pipeline`.
 """
 
 from __future__ import annotations
 
-import gzip
-import itertools
-import json
-import os
-import threading
-import warnings
-import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from functools import cached_property
 from typing import Any, Literal
 
-import numpy as np
-
-from aiblox.hashing import canonical_json, canonical_plain_json, sha256_bytes, sha256_text
+from aiblox.assembly import PROMPT_CONTRACT_VERSION, TEMPLATE_SHA256
+from aiblox.chunking import ANSWER_MATCH_RULE, PROJECTION, make_chunker
+from aiblox.contracts.retrieval import RetrievalPrefs
+from aiblox.eval.metrics import STATUSES
+from aiblox.hashing import canonical_plain_json, sha256_text
+from aiblox.retrieval.late_chunking import LateChunker
 
 __all__ = [
-    "StageCache",
-    "StageCacheCorrupt",
-    "StageCacheError",
+    "ANSWER_METRICS_CONFIG",
+    "PROMPT_CONFIG",
+    "STAGE_VERSIONS",
+    "Stage",
     "StageRecord",
-    "decode_arrays",
-    "encode_arrays",
+    "VALIDATION_CONFIG",
+    "chunk_metrics_config",
+    "chunks_config",
+    "fusion_config",
+    "make_stage",
+    "metrics_config",
+    "selection_config",
+    "signals_config",
     "stage_key",
 ]
 
-_ARRAYS_MAGIC = b"aiblox-arrays/1\n"
-
-
-def encode_arrays(arrays: dict[str, np.ndarray]) -> bytes:
-    """Canonical bytes of named arrays: a magic line, one canonical-JSON header line (names in
-    sorted order with dtype and shape), then each array's raw little-endian C-order bytes."""
-    names = sorted(arrays)
-    arrs = [np.ascontiguousarray(arrays[n]) for n in names]
-    arrs = [a.astype(a.dtype.newbyteorder("<")) if a.dtype.byteorder == ">" else a for a in arrs]
-    header = canonical_json([[n, a.dtype.newbyteorder("<").str, list(a.shape)]
-                             for n, a in zip(names, arrs, strict=True)])
-    return b"".join([_ARRAYS_MAGIC, header.encode("utf-8"), b"\n", *(a.tobytes() for a in arrs)])
-
-
-def decode_arrays(data: bytes) -> dict[str, np.ndarray]:
-    """Inverse of :func:`encode_arrays` (read-only views into ``data``)."""
-    if not data.startswith(_ARRAYS_MAGIC):
-        raise ValueError("not an aiblox arrays blob (bad magic line)")
-    end = data.index(b"\n", len(_ARRAYS_MAGIC))
-    header = json.loads(data[len(_ARRAYS_MAGIC):end])
-    out: dict[str, np.ndarray] = {}
-    at = end + 1
-    for name, dtype, shape in header:
-        dt = np.dtype(dtype)
-        n = int(np.prod(shape)) if shape else 1
-        out[name] = np.frombuffer(data, dtype=dt, count=n, offset=at).reshape(shape)
-        at += n * dt.itemsize
-    return out
+STAGE_VERSIONS: Mapping[str, str] = {
+    "signals": "1",
+    "fusion": "2",  # 2: stored as compact arrays (flat positions, counts, scores)
+    "metrics": "2",  # 2: stored as arrays (metric names, query ids, means, per-query matrix)
+    "chunks": "1",
+    "chunk_metrics": "1",
+    "selection": "1",
+    "prompt": "1",
+    "reader": "1",
+    "validation": "1",
+    "answer_metrics": "1",
+}
+"""The version of every stage, in pipeline order: bump a stage's version when what it computes
+changes for the same config and inputs (its key changes, and so does every key downstream)."""
 
 
 def stage_key(name: str, version: str | int, config: Any, inputs: Sequence[str] = ()) -> str:
     """sha256 of ``{"name", "version", "config", "inputs"}`` in canonical JSON."""
     return sha256_text(canonical_plain_json({"name": name, "version": str(version),
                                              "config": config, "inputs": list(inputs)}))
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of one point: what decides its output, and the function that computes it."""
+
+    name: str
+    """Stage name, a key of :data:`STAGE_VERSIONS`."""
+    version: str
+    """The stage's version (from :data:`STAGE_VERSIONS`)."""
+    config: Any
+    """What decides the output besides the inputs (plain JSON data)."""
+    inputs: tuple[str, ...]
+    """Keys of the stages whose outputs it reads."""
+    compute: Callable[[], Any]
+    """Computes the output (called only when the stage cache has none)."""
+    codec: Literal["json", "arrays"] = "json"
+    """How the output is stored: canonical JSON, or named numpy arrays."""
+
+    @cached_property
+    def key(self) -> str:
+        """:func:`stage_key` of the record (computed once)."""
+        return stage_key(self.name, self.version, self.config, self.inputs)
+
+
+def make_stage(name: str, config: Any, inputs: Sequence[str], compute: Callable[[], Any],
+               codec: Literal["json", "arrays"] = "json") -> Stage:
+    """A :class:`Stage` at its version in :data:`STAGE_VERSIONS`."""
+    return Stage(name, STAGE_VERSIONS[name], config, tuple(inputs), compute, codec)
 
 
 @dataclass(frozen=True)
@@ -99,242 +134,68 @@ class StageRecord:
                 "inputs": list(self.inputs), "output_hash": self.output_hash}
 
 
-_TMP_SEQ = itertools.count()
+# -- the config of each stage ----------------------------------------------------------------
+def signals_config(prefs: RetrievalPrefs, dataset_hash: str, split: str, backend: str,
+                   embedder_id: str | None, limit: int | None = None,
+                   store: dict[str, str | None] | None = None) -> dict[str, Any]:
+    """What decides the signals stage's output. ``store`` is what the retrieval read from the
+    store (:func:`aiblox.stores.identity.store_fingerprint`: the digests of its items and of the
+    embedder's vectors), so a result computed on one store is never reused for another that
+    holds other content. ``limit`` (the first ``limit`` queries of the split, as
+    :meth:`Dataset.split_queries` orders them) enters the config only when set."""
+    needs_vec = prefs.mode in ("hybrid", "dense") and prefs.vector.embed_query
+    extra: dict[str, Any] = {} if limit is None else {"limit": int(limit)}
+    return {**extra, "store": store,
+            "dataset": dataset_hash, "split": split, "backend": backend,
+            "embedder": embedder_id if needs_vec else None,
+            "mode": prefs.mode,
+            "fts": prefs.fts.model_dump() if prefs.mode in ("hybrid", "bm25") else None,
+            "vector": prefs.vector.model_dump() if needs_vec else None,
+            "filters": prefs.filters, "ignore_identical_ids": prefs.ignore_identical_ids,
+            }
 
 
-class StageCacheError(OSError):
-    """The stage cache cannot be written (a read-only or full disk, a path through a file);
-    the message names the folder."""
+def fusion_config(prefs: RetrievalPrefs) -> dict[str, Any]:
+    """What decides the fusion stage's output (given its signals)."""
+    return {"mode": prefs.mode, "scoring": prefs.scoring.model_dump(),
+            "top_k_items": prefs.top_k_items}
 
 
-class StageCacheCorrupt(StageCacheError):
-    """A cache entry that does not hold what its meta recorded (a flipped bit, a truncated or
-    missing file, a meta that does not parse). The entry has been removed when this is raised,
-    so computing the stage again stores a good one."""
-
-    def __init__(self, name: str, key: str, path: Path, reason: str) -> None:
-        super().__init__(f"stage cache entry {name}/{key[:16]} ({path}) is damaged: {reason}")
-        self.name, self.key, self.path, self.reason = name, key, path, reason
+def metrics_config(metrics: Sequence[str], split: str) -> dict[str, Any]:
+    """What decides the metrics stage's output (given its run); qrels come with the split,
+    and the dataset hash is already in the signals key upstream."""
+    return {"metrics": list(metrics), "split": split}
 
 
-def _fsync_dir(folder: Path) -> None:
-    """Make a rename in ``folder`` durable (where the platform allows opening a folder)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+def chunks_config(prefs: RetrievalPrefs, embedder_id: str | None) -> dict[str, Any]:
+    """What decides the chunks stage's output (given the fused run): the chunker with its
+    parameters, the chunk depths, and the default late chunker's weights and embedder."""
+    return {"chunker": make_chunker(prefs.chunking).chunker_id,
+            "strategy": prefs.chunking.strategy, "top_k_items": prefs.top_k_items,
+            "top_k_chunks": prefs.top_k_chunks, "per_item_chunk_cap": prefs.per_item_chunk_cap,
+            "late": {**LateChunker(None).params, "embedder": embedder_id}}
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` under a temporary name unique to this process and thread, flush it to
-    disk, then rename it into place (and flush the folder): a reader never sees a partial
-    file, a crash never leaves one under the real name, and parallel writers of one key (same
-    bytes) simply replace each other. The folder is made when missing. Failures are a
-    :class:`StageCacheError` naming the folder."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}-"
-                         f"{next(_TMP_SEQ)}.tmp")
-    try:
-        try:
-            f = open(tmp, "wb")  # noqa: SIM115 - closed below
-        except FileNotFoundError:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            f = open(tmp, "wb")  # noqa: SIM115
-        with f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        _fsync_dir(path.parent)
-    except OSError as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise StageCacheError(f"cannot write the stage cache in {path.parent}: "
-                              f"{exc.strerror or exc}") from exc
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+def chunk_metrics_config(metrics: Sequence[str], chunk_k: Sequence[int],
+                         split: str) -> dict[str, Any]:
+    """What decides the chunk metrics (given the chunks)."""
+    return {"metrics": list(metrics), "k": sorted(set(chunk_k)), "match": ANSWER_MATCH_RULE,
+            "projection": PROJECTION, "split": split}
 
 
-class StageCache:
-    """Content-addressed memo of stage outputs under ``root`` (safe for parallel writers:
-    two processes computing the same key write the same bytes).
+def selection_config(policy_name: str, policy: Any, index_version: str,
+                     embedder_id: str | None) -> dict[str, Any]:
+    """What decides the selection stage's output (given the chunks): the effective policy."""
+    return {"policy": policy_name, "policy_version": policy.policy_version,
+            "policy_sha256": policy.sha256(), "index_version": index_version,
+            "embedding_model": embedder_id}
 
-    Every read is checked: an output is used only when the sha256 of its stored (uncompressed)
-    bytes is the ``output_hash`` its meta recorded. A damaged entry (flipped bits, a truncated
-    or missing file, a meta that does not parse) is removed and, in :meth:`run`, computed again
-    and counted in :attr:`repaired`, with a warning naming it; a direct :meth:`load` raises
-    :class:`StageCacheCorrupt`. Nothing damaged is ever returned."""
 
-    def __init__(self, root: str | Path) -> None:
-        self.root = Path(root)
-        self.computed: dict[str, int] = {}
-        """Per stage name: outputs computed by this cache object."""
-        self.reused: dict[str, int] = {}
-        """Per stage name: outputs read back instead of computed."""
-        self.repaired: dict[str, int] = {}
-        """Per stage name: damaged entries found, removed and computed again."""
-        self._lock = threading.Lock()
-
-    def _paths(self, name: str, key: str, codec: str = "json") -> tuple[Path, Path]:
-        folder = self.root / name
-        out = f"{key}.bin" if codec == "arrays" else f"{key}.json.gz"
-        return folder / out, folder / f"{key}.meta.json"
-
-    def has(self, name: str, key: str) -> bool:
-        """True when an entry's meta exists (its output is checked when read)."""
-        return self._paths(name, key)[1].exists()
-
-    def meta(self, name: str, key: str) -> dict[str, Any]:
-        """The small meta record of an entry (no output); :class:`StageCacheCorrupt` when it
-        does not parse or does not describe this entry."""
-        path = self._paths(name, key)[1]
-        try:
-            m = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(m, dict) or m.get("key") != key or m.get("name") != name \
-                    or not isinstance(m.get("output_hash"), str):
-                raise ValueError("not this entry's meta record")
-        except FileNotFoundError:
-            raise StageCacheCorrupt(name, key, path, "its meta file is missing") from None
-        except (OSError, ValueError) as exc:
-            self._discard(name, key)
-            raise StageCacheCorrupt(name, key, path, f"unreadable meta ({exc})") from None
-        return m
-
-    def record(self, name: str, key: str) -> StageRecord:
-        """The :class:`StageRecord` of a complete entry."""
-        m = self.meta(name, key)
-        return StageRecord(m["name"], m["version"], m["key"], tuple(m["inputs"]),
-                           m["output_hash"])
-
-    def _discard(self, name: str, key: str) -> None:
-        """Remove an entry (meta first: without it the entry no longer exists)."""
-        meta_path = self._paths(name, key)[1]
-        for path in (meta_path, *(self._paths(name, key, c)[0] for c in ("json", "arrays"))):
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                raise StageCacheError(f"cannot remove the damaged entry {path}: "
-                                      f"{exc.strerror or exc}") from exc
-
-    def _raw(self, name: str, key: str) -> tuple[dict[str, Any], bytes]:
-        """An entry's meta and its stored bytes (decompressed), checked against the recorded
-        output hash; a damaged entry is removed and :class:`StageCacheCorrupt` raised."""
-        m = self.meta(name, key)
-        codec = m.get("codec", "json")
-        path = self._paths(name, key, codec)[0]
-        try:
-            data = path.read_bytes()
-            if codec != "arrays":
-                data = gzip.decompress(data)
-        except FileNotFoundError:
-            reason = "its output file is missing"
-        except (OSError, EOFError, zlib.error) as exc:
-            reason = f"its output does not decompress ({exc})"
-        else:
-            if sha256_bytes(data) == m["output_hash"]:
-                return m, data
-            reason = "its output does not match the sha256 recorded when it was written"
-        self._discard(name, key)
-        raise StageCacheCorrupt(name, key, path, reason)
-
-    def load(self, name: str, key: str) -> Any:
-        """The output of a complete entry (named arrays for an ``arrays`` stage), checked
-        against its recorded hash (:class:`StageCacheCorrupt` when it does not match)."""
-        return self._read(name, key)[1]
-
-    def _read(self, name: str, key: str) -> tuple[dict[str, Any], Any]:
-        m, data = self._raw(name, key)
-        if m.get("codec") != "arrays":
-            return m, json.loads(data)
-        try:
-            return m, decode_arrays(data)
-        except ValueError as exc:  # a hash match with a bad layout: written by a bug
-            self._discard(name, key)
-            raise StageCacheCorrupt(name, key, self._paths(name, key, "arrays")[0],
-                                    f"not an arrays blob ({exc})") from None
-
-    def intact(self, name: str, key: str) -> bool:
-        """Cheap check of an entry not read now: its meta parses and its output file has the
-        size recorded (entries written before sizes were recorded: the file exists). A
-        damaged entry is removed (False)."""
-        try:
-            m = self.meta(name, key)
-        except StageCacheCorrupt:
-            return False
-        path = self._paths(name, key, m.get("codec", "json"))[0]
-        try:
-            size = path.stat().st_size
-        except OSError:
-            size = -1
-        if size < 0 or ("size" in m and size != m["size"]):
-            self._discard(name, key)
-            return False
-        return True
-
-    def store(self, name: str, version: str | int, config: Any, inputs: Sequence[str],
-              output: Any, codec: Literal["json", "arrays"] = "json") -> StageRecord:
-        """Write an output under its key; returns its record. ``codec="arrays"``: ``output`` is
-        a dict of numpy arrays, stored (and hashed) as :func:`encode_arrays` bytes."""
-        key = stage_key(name, version, config, inputs)
-        out_path, meta_path = self._paths(name, key, codec)
-        if codec == "arrays":
-            data = encode_arrays(output)
-            rec = StageRecord(name, str(version), key, tuple(inputs), sha256_bytes(data))
-        else:
-            text = canonical_plain_json(output)
-            rec = StageRecord(name, str(version), key, tuple(inputs), sha256_text(text))
-            data = gzip.compress(text.encode("utf-8"), compresslevel=1, mtime=0)
-        _atomic_write(out_path, data)
-        meta = {**rec.as_dict(), "config": config, "size": len(data),
-                **({"codec": codec} if codec != "json" else {})}
-        _atomic_write(meta_path, canonical_plain_json(meta).encode("utf-8"))
-        return rec
-
-    def run(self, name: str, version: str | int, config: Any, inputs: Sequence[str],
-            compute: Callable[[], Any], load: bool = True,
-            codec: Literal["json", "arrays"] = "json",
-            count_reuse: bool = True) -> tuple[StageRecord, Any]:
-        """Memoised stage: reuse the entry for this key, or ``compute()`` and store it.
-
-        A reused entry's output is checked against its recorded hash; a damaged entry is
-        computed again (counted in :attr:`repaired`, with a warning). With ``load=False`` a
-        reused entry's output is not read (None is returned in its place: callers that only
-        need the record skip the read) and only its meta and size are checked; read it later
-        with :meth:`run` again (``load=True``, ``count_reuse=False`` so the reuse counts once)
-        to have a damaged one recomputed.
-        """
-        key = stage_key(name, version, config, inputs)
-        if self.has(name, key):
-            try:
-                if load:
-                    m, output = self._read(name, key)
-                    if count_reuse:
-                        self._count(self.reused, name)
-                    return StageRecord(m["name"], m["version"], m["key"], tuple(m["inputs"]),
-                                       m["output_hash"]), output
-                if self.intact(name, key):
-                    self._count(self.reused, name)
-                    return self.record(name, key), None
-                reason = "its meta or output file is missing, unreadable or of the wrong size"
-            except StageCacheCorrupt as exc:
-                reason = exc.reason
-            self._count(self.repaired, name)
-            warnings.warn(f"stage cache: {name}/{key[:16]} under {self.root} was damaged "
-                          f"({reason}); computing it again", stacklevel=2)
-        output = compute()
-        rec = self.store(name, version, config, inputs, output, codec)
-        self._count(self.computed, name)
-        return rec, output
-
-    def _count(self, counter: dict[str, int], name: str) -> None:
-        with self._lock:
-            counter[name] = counter.get(name, 0) + 1
+PROMPT_CONFIG: dict[str, Any] = {"contract": PROMPT_CONTRACT_VERSION,
+                                 "template_sha256": TEMPLATE_SHA256}
+"""The prompt stage's config: Prompt Contract V1 and its template."""
+VALIDATION_CONFIG: dict[str, Any] = {"validator": "R5"}
+"""The validation stage's config."""
+ANSWER_METRICS_CONFIG: dict[str, Any] = {"metrics": list(STATUSES), "match": ANSWER_MATCH_RULE,
+                                         "squad": "v1.1"}
+"""The answer metrics stage's config."""

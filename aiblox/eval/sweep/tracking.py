@@ -57,7 +57,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from aiblox.eval.sweep.stages import StageCache
+from aiblox.eval.sweep.cache import StageCache
+from aiblox.eval.sweep.outputs import StageReader
+from aiblox.eval.sweep.results import ranked
 
 __all__ = [
     "DEFAULT_TRACKING_URI",
@@ -663,14 +665,14 @@ class SweepTracker:
             self.skipped = len(done)
         return set(self._existing)
 
-    def log_point(self, point: Any, cache: StageCache) -> str:
-        """Log one point as a child run (params, metrics, tags, artifacts); returns its id."""
+    def log_point(self, point: Any, outputs: StageCache | StageReader) -> str:
+        """Log one point as a child run (params, metrics, tags, artifacts), its stage outputs
+        read from ``outputs`` (a sweep passes its reader, which keeps the split indexes its
+        fused runs are decoded with); returns its id."""
         import pandas as pd
         from mlflow.entities import Metric
 
-        from aiblox.eval.sweep.pipeline import logged_per_query, selected_evidence
-        from aiblox.eval.sweep.runner import load_fused_run
-
+        reader = outputs if isinstance(outputs, StageReader) else StageReader(outputs)
         if not self.owned:
             self._claim_finished()
         self._check_owner()
@@ -698,17 +700,17 @@ class SweepTracker:
                 name = split_file(split)
                 signals = next(s for s in sm.stages if s["name"] == "signals")
                 fusion = next(s for s in sm.stages if s["name"] == "fusion")
-                run_out = load_fused_run(cache, signals["key"], fusion["key"])
+                run_out = reader.fused_run(signals["key"], fusion["key"])
                 (folder / f"run.{name}.trec").write_text(
                     trec_run(run_out, f"aiblox-{point.config_hash[:12]}"), encoding="utf-8")
                 # every stage with per-query values: ranx; chunk and answer metrics (pipeline)
-                per_query = logged_per_query(cache, sm.stages)
+                per_query = reader.per_query(sm.stages)
                 rows = [{"query_id": q, "metric": metric, "value": v}
                         for metric, vals in sorted(per_query.items())
                         for q, v in sorted(vals.items())]
                 pd.DataFrame(rows, columns=["query_id", "metric", "value"]).to_parquet(
                     folder / f"per_query.{name}.parquet", index=False)
-                evidence = selected_evidence(cache, sm.stages)  # selection points only
+                evidence = reader.selected_evidence(sm.stages)  # selection points only
                 if evidence is not None:
                     pd.DataFrame(evidence, columns=EVIDENCE_COLUMNS).astype(
                         {"query_id": "string", "rank": "int64", "chunk_id": "string",
@@ -752,9 +754,7 @@ class SweepTracker:
                    "significance": [c.model_dump(mode="json") for c in result.significance],
                    "leaderboard": [
                        {"label": p.label, "config_hash": p.config_hash, "metrics": p.metrics}
-                       for p in sorted(result.points,
-                                       key=lambda p: (-p.metrics[result.tune_split][result.primary],
-                                                      p.config_hash))]}
+                       for p in ranked(result.points, result.tune_split, result.primary)]}
         self.client.log_text(self.parent_id, json.dumps(summary, sort_keys=True, indent=1),
                              "sweep_summary.json")
         self.client.set_terminated(self.parent_id, status="FINISHED")

@@ -1,43 +1,41 @@
 """Re-execute a logged sweep point from its manifest alone and say whether every stage gives the
 same bytes, or which stage first differs.
 
-Nothing is read from the stage cache: the dataset is loaded and hashed, the config hash is
-recomputed from the logged config, and signals (retrieval), fusion and metrics are recomputed,
-split by split, their keys and output hashes compared with the manifest's. The store named by
+Nothing is read from the sweep's stage cache: the dataset is loaded and hashed, the config hash
+is recomputed from the logged config, and every stage of the point (signals, fusion, metrics,
+and for a pipeline point the chunk and answer stages) is recomputed through the sweep's own
+chain (:func:`aiblox.eval.sweep.pipeline.split_point`) into a fresh, temporary stage cache,
+split by split, its key and output hash compared with the manifest's. The workspace named by
 ``db`` (default: the dataset's own store) is synced to the dataset first.
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.eval.datasets import Dataset, load_dataset
-from aiblox.eval.runner import config_hash
+from aiblox.eval.sweep.cache import StageCache
+from aiblox.eval.sweep.context import SweepContext
 from aiblox.eval.sweep.manifest import PointManifest
-from aiblox.eval.sweep.runner import (
-    FUSION_VERSION,
-    METRICS_VERSION,
-    SIGNALS_VERSION,
-    _fused_arrays,
-    _signals_output,
-    fusion_config,
-    metrics_config,
-    signals_config,
-)
-from aiblox.eval.sweep.split_fusion import SplitFusion
-from aiblox.eval.sweep.split_metrics import SplitMetrics, packed_means
-from aiblox.eval.sweep.stages import encode_arrays, stage_key
-from aiblox.hashing import canonical_plain_json, sha256_bytes, sha256_text
+from aiblox.eval.sweep.pipeline import split_point
+from aiblox.eval.sweep.points import SweepSettings, point_config
+from aiblox.eval.sweep.spec import PipelinePoint
 
-__all__ = ["StageCheck", "VerifyReport", "logged_manifest", "logged_metrics", "verify_point"]
+__all__ = [
+    "StageCheck",
+    "VerifyReport",
+    "logged_manifest",
+    "logged_metrics",
+    "logged_point",
+    "verify_point",
+]
 
 
 class StageCheck(BaseModel):
@@ -85,8 +83,6 @@ def logged_manifest(run: str, tracking_uri: str) -> tuple[PointManifest, str]:
     sweep (its parent run id or its name): then the sweep's best point, as chosen on the tune
     split. Raises :class:`ValueError` naming ``run`` when it is none of these.
     """
-    import tempfile
-
     path = Path(run)
     if path.suffix == ".json" or path.is_file():
         if not path.is_file():
@@ -133,6 +129,26 @@ def logged_metrics(manifest: PointManifest, run_id: str, tracking_uri: str
             for split, sm in manifest.splits.items()}
 
 
+def logged_point(manifest: PointManifest) -> tuple[SweepSettings, PipelinePoint]:
+    """What a logged point's stages read (its sweep's settings, rebuilt from the logged config;
+    the point's own splits stand in for the tune and report splits) and the point itself (the
+    logged effective policy parameters are its overrides)."""
+    cfg = manifest.config
+    prefs = RetrievalPrefs(query_text="", **cfg["prefs"])
+    reader = cfg.get("reader") or {}
+    first = next(iter(manifest.splits.values()))
+    settings = SweepSettings(
+        name=manifest.sweep, embedder=manifest.embedder_name or "minilm",
+        metrics=tuple(manifest.metrics) or tuple(first.metrics),
+        chunk_stages="query_limit" in cfg, query_limit=cfg.get("query_limit"),
+        chunk_k=tuple(cfg.get("chunk_k", (1, 5, 10))), reader=reader.get("name", "extractive"),
+        reader_options=dict(reader.get("options", {})), needs_vectors=prefs.mode != "bm25")
+    selection = cfg.get("selection")
+    pt = PipelinePoint(prefs=prefs, policy=selection["policy"] if selection else None,
+                       overrides=dict(selection["params"]) if selection else {})
+    return settings, pt
+
+
 def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: str | None = None,
                  dataset: Dataset | None = None, progress: bool = False,
                  logged: dict[str, dict[str, float]] | None = None) -> VerifyReport:
@@ -142,11 +158,6 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
     the values the manifest records and, given ``logged`` (``{split: {metric: value}}``, e.g.
     :func:`logged_metrics` of its MLflow run), with those: a logged number that differs from a
     clean recomputation is a difference even when every hash matches."""
-    from aiblox.embedding import CachedEmbedder, get_embedder
-    from aiblox.eval.workspace import open_dataset_store, prepare_store
-    from aiblox.retrieval.retriever import HybridRetriever
-    from aiblox.stores.identity import store_fingerprint
-
     m = _load(manifest)
     checks: list[StageCheck] = []
 
@@ -160,139 +171,51 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
         return VerifyReport(config_hash=m.config_hash, identical=bad is None,
                             first_difference=bad, checks=checks)
 
-    def check_values(split: str, recorded: dict[str, float], recomputed: dict[str, float],
-                     mlflow: dict[str, float]) -> bool:
-        """The metric values the manifest (and MLflow) logged against the recomputed ones."""
-        for source, values in (("manifest", recorded), ("mlflow", mlflow)):
-            for name in sorted(values):
-                if name in recomputed and not check(f"{split}/{name} ({source})",
-                                                    repr(float(values[name])),
-                                                    repr(float(recomputed[name]))):
-                    return False
-        return True
-
     ds = dataset or load_dataset(m.dataset, splits=list(m.splits))
     if not check("dataset", m.dataset_hash, ds.hash):
         return report()
-    prefs = RetrievalPrefs(query_text="", **m.config["prefs"])
+    settings, pt = logged_point(m)
     emb_id, backend = m.config["embedder"], m.config["backend"]
-    if "query_limit" in m.config:  # a pipeline point: chunking, selection and what follows
-        _verify_pipeline(m, ds, prefs, db, progress, check, check_values, logged or {})
+    chash, config = point_config(settings, pt, emb_id, backend)
+    if not check("config", m.config_hash, chash):
         return report()
-    if not check("config", m.config_hash, config_hash(prefs, emb_id, backend)[0]):
+    selection = m.config.get("selection")
+    if selection and not check("selection/policy", selection["policy_sha256"],
+                               config["selection"]["policy_sha256"]):
         return report()
-    store = open_dataset_store(ds, db)
-    try:
-        emb = CachedEmbedder(get_embedder(m.embedder_name or "minilm"), store, progress=progress)
-        needs_vec = prefs.mode != "bm25"
-        prepare_store(store, ds, emb if needs_vec else None, progress=progress)
-        fingerprint = store_fingerprint(store, emb.model_id if needs_vec else None)
-        retriever = HybridRetriever(store, emb)
-        for split, sm in m.splits.items():
-            logged_stages = {s["name"]: s for s in sm.stages}
-            scfg = signals_config(prefs, ds.hash, split, backend, emb_id, store=fingerprint)
-            sig = _signals_output(retriever, ds, split, prefs)
-            skey = stage_key("signals", SIGNALS_VERSION, scfg, [])
-            if not check(f"{split}/signals", _pair(logged_stages["signals"]),
-                         f"{skey}:{sha256_text(canonical_plain_json(sig))}"):
-                return report()
-            index = SplitFusion.from_signals(sig)
-            fused = _fused_arrays(prefs, index, sig)
-            fkey = stage_key("fusion", FUSION_VERSION, fusion_config(prefs), [skey])
-            if not check(f"{split}/fusion", _pair(logged_stages["fusion"]),
-                         f"{fkey}:{sha256_bytes(encode_arrays(fused.as_dict()))}"):
-                return report()
-            metrics = m.metrics or list(sm.metrics)
-            scorer = SplitMetrics(ds.qrels[split])
-            packed = scorer.evaluate_packed(
-                index.qids, scorer.codes(index.docs)[fused.positions], fused.counts, metrics)
-            mkey = stage_key("metrics", METRICS_VERSION, metrics_config(metrics, split), [fkey])
-            if not check(f"{split}/metrics", _pair(logged_stages["metrics"]),
-                         f"{mkey}:{sha256_bytes(encode_arrays(packed))}"):
-                return report()
-            if not check_values(split, sm.metrics, packed_means(packed),
-                                (logged or {}).get(split, {})):
-                return report()
-    finally:
-        store.close()
+    with tempfile.TemporaryDirectory() as tmp:
+        ctx = SweepContext(settings, ds, StageCache(tmp), db, backend, list(m.splits),
+                           embedder=emb_id, progress=progress)
+        try:
+            for split, sm in m.splits.items():
+                if not _verify_split(ctx, pt, split, sm, check, (logged or {}).get(split, {})):
+                    break
+        finally:
+            ctx.close()
     return report()
 
 
-@dataclass(frozen=True)
-class _LoggedSpec:
-    """What a pipeline point's stages read from its sweep spec, rebuilt from the logged config
-    (the point's own splits stand in for the tune and report splits)."""
-
-    name: str
-    tune_split: str
-    report_split: str
-    metrics: list[str]
-    query_limit: int | None
-    chunk_k: list[int]
-    reader: str
-    reader_options: dict[str, Any]
-    embedder: str
-    prefs: RetrievalPrefs
-    vectors: tuple[str, ...] = ()
-    grid: Any = field(default_factory=lambda: SimpleNamespace(selection=None))
-    """No swept axes: the logged effective parameters are the point's overrides."""
-
-    def base_prefs(self) -> RetrievalPrefs:
-        """The point's prefs (what the store opener asks of a spec)."""
-        return self.prefs
-
-
-def _verify_pipeline(m: PointManifest, ds: Dataset, prefs: RetrievalPrefs, db: str | None,
-                     progress: bool, check: Callable[[str, str, str], bool],
-                     check_values: Callable[..., bool],
-                     logged: dict[str, dict[str, float]]) -> None:
-    """Re-run every stage of a pipeline point in a fresh, temporary stage cache and compare each
-    stage's key and output hash with the manifest, in pipeline order."""
-    import tempfile
-
-    from aiblox.eval.sweep.pipeline import _Sweep, pipeline_config
-    from aiblox.eval.sweep.runner import _Pipeline
-    from aiblox.eval.sweep.spec import PipelinePoint
-    from aiblox.eval.sweep.stages import StageCache
-
-    cfg = m.config
-    splits = list(m.splits)
-    reader = cfg.get("reader") or {}
-    spec = _LoggedSpec(name=m.sweep, tune_split=splits[0], report_split=splits[-1],
-                       metrics=list(m.metrics), query_limit=cfg["query_limit"],
-                       chunk_k=list(cfg["chunk_k"]), reader=reader.get("name", "extractive"),
-                       reader_options=dict(reader.get("options", {})),
-                       embedder=m.embedder_name or "minilm", prefs=prefs)
-    selection = cfg.get("selection")
-    pt = PipelinePoint(prefs=prefs, policy=selection["policy"] if selection else None,
-                       overrides=dict(selection["params"]) if selection else {})
-    emb_id, backend = cfg["embedder"], cfg["backend"]
-    chash, config = pipeline_config(spec, pt, emb_id, backend)  # type: ignore[arg-type]
-    if not check("config", m.config_hash, chash):
-        return
-    if selection and not check("selection/policy", selection["policy_sha256"],
-                               config["selection"]["policy_sha256"]):
-        return
-    opener = _Pipeline(spec, ds, db, progress)  # type: ignore[arg-type]
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            sweep = _Sweep(spec, ds, StageCache(tmp), opener, backend,  # type: ignore[arg-type]
-                           emb_id, progress)
-            for split, sm in m.splits.items():
-                out = sweep.split_point(pt, split)
-                for logged, again in zip(sm.stages, out["stages"], strict=False):
-                    if not check(f"{split}/{logged['name']}", _pair(logged), _pair(again)):
-                        return
-                if len(sm.stages) != len(out["stages"]):
-                    check(f"{split}/stages", str(len(sm.stages)), str(len(out["stages"])))
-                    return
-                if sm.prompts_sha256 is not None and not check(
-                        f"{split}/prompts", sm.prompts_sha256, str(out["prompts_sha256"])):
-                    return
-                if not check_values(split, sm.metrics, out["metrics"], logged.get(split, {})):
-                    return
-    finally:
-        opener.close()
+def _verify_split(ctx: SweepContext, pt: PipelinePoint, split: str, sm: Any,
+                  check: Callable[[str, str, str], bool], mlflow: dict[str, float]) -> bool:
+    """One split of a point recomputed and compared, stage by stage in pipeline order, then its
+    metric values (the manifest's and MLflow's); False at the first difference."""
+    out = split_point(ctx, pt, split)
+    for logged, again in zip(sm.stages, out["stages"], strict=False):
+        if not check(f"{split}/{logged['name']}", _pair(logged), _pair(again)):
+            return False
+    if len(sm.stages) != len(out["stages"]):
+        return check(f"{split}/stages", str(len(sm.stages)), str(len(out["stages"])))
+    if sm.prompts_sha256 is not None and not check(f"{split}/prompts", sm.prompts_sha256,
+                                                   str(out["prompts_sha256"])):
+        return False
+    recomputed = out["metrics"]
+    for source, values in (("manifest", sm.metrics), ("mlflow", mlflow)):
+        for name in sorted(values):
+            if name in recomputed and not check(f"{split}/{name} ({source})",
+                                                repr(float(values[name])),
+                                                repr(float(recomputed[name]))):
+                return False
+    return True
 
 
 def _pair(stage: dict[str, Any]) -> str:

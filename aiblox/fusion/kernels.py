@@ -1,32 +1,33 @@
-"""numba kernels for the fusion sweep's hot loop (compiled once, cached in ``NUMBA_CACHE_DIR``).
-
-Loaded through ``split_fusion._kernels()``, which points numba's cache at the stable folder
-first, so the compiled code is reused across processes like ranx's own kernels.
+"""numba kernels of batch fusion (:mod:`aiblox.fusion.batch`), compiled once and cached in
+``NUMBA_CACHE_DIR`` (set before numba is imported), so the compiled code is reused across
+processes like ranx's own kernels.
 
 - :func:`linear_scores` and :func:`rrf_scores`: the fused score of every flat position of a
-  split, with the reference's arithmetic in the reference's order (so the same IEEE doubles
-  as :class:`aiblox.fusion.HybridScorer`; no fast-math, so no fused multiply-add), queries in
-  parallel.
+  batch of queries, with the reference's arithmetic in the reference's order (so the same IEEE
+  doubles as :class:`aiblox.fusion.HybridScorer`; no fast-math, so no fused multiply-add),
+  queries in parallel.
 - :func:`segment_order`: per query segment of a flat score array, its positions by score
   descending, ties by position (that is, document id) ascending, cut to ``top_k``: exactly the
   order of ``numpy.lexsort((positions, -scores, segment))``, at a fraction of its cost (small
   partial sorts that only order the ``top_k`` kept, blocks of queries in parallel).
 - :func:`minmax_lists`: :func:`aiblox.fusion.normalize.minmax` of many lists at once, step for
   step (Python's ``min``/``max`` keep the first of equal values, so do these loops).
-- :func:`run_arrays`: a ranx run (a numba typed list of ``(n, 2)`` arrays: judged-document code,
-  ``n - rank``) built inside compiled code, where appending to a typed list costs nothing.
 
-Parallel loops use numba's threads (``split_fusion.compiled_threads`` sets how many: the sweep's
-``--jobs``).
+Parallel loops use numba's threads (:func:`aiblox.compiled.compiled_threads` sets how many: the
+sweep's ``--jobs``).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
-from numba.typed import List
 
-__all__ = ["linear_scores", "minmax_lists", "rrf_scores", "run_arrays", "segment_order"]
+from aiblox.compiled import setup_numba_cache
+
+setup_numba_cache()
+
+from numba import njit, prange  # noqa: E402 - after the cache folder is set
+
+__all__ = ["linear_scores", "minmax_lists", "rrf_scores", "segment_order"]
 
 _BLOCKS = 64
 """Query blocks of :func:`segment_order` (each sorts with its own scratch arrays)."""
@@ -201,19 +202,3 @@ def segment_order(scores: np.ndarray, starts: np.ndarray, counts: np.ndarray,
             for i in range(kept[q]):
                 out[at[q] + i] = idx[i]
     return out, kept
-
-
-@njit(cache=True)
-def run_arrays(codes: np.ndarray, offsets: np.ndarray) -> List:  # pragma: no cover - compiled
-    """A ranx run: per query ``q`` the rows ``codes[offsets[q]:offsets[q + 1]]`` (best first),
-    each ``[code, n - rank]``."""
-    out = List()
-    for q in range(offsets.shape[0] - 1):
-        a, b = offsets[q], offsets[q + 1]
-        n = b - a
-        arr = np.empty((n, 2), dtype=np.float64)
-        for i in range(n):
-            arr[i, 0] = codes[a + i]
-            arr[i, 1] = n - i
-        out.append(arr)
-    return out

@@ -1,15 +1,19 @@
-"""What each stage of a pipeline sweep computes, one function per stage, on one split.
+"""What each stage of a sweep computes, one function per stage, on one split (the stages, their
+configs and versions: :mod:`aiblox.eval.sweep.stages`).
 
 Every function takes plain inputs (the previous stages' outputs, JSON-shaped) and returns a
 JSON-shaped output with no timestamps, latencies or cache counts in it, so the same inputs give
-the same bytes and the same output hash. The runner (:mod:`aiblox.eval.sweep.pipeline`) memoises
-them by stage key.
+the same bytes and the same output hash. A point's chain (:mod:`aiblox.eval.sweep.pipeline`)
+memoises them by stage key. The fusion and metrics stages compute with
+:class:`~aiblox.fusion.BatchFusion` and :class:`~aiblox.eval.metrics.QrelsScorer` directly
+(:func:`fused_arrays`); the chunk metrics and answer metrics are
+:mod:`aiblox.eval.metrics`'.
 
+- :func:`signals_output`: the full-text and vector ranked lists of a split's queries.
+- :func:`fused_arrays`: the fused run of a split, in compact form.
 - :func:`chunk_output`: late chunking of the fused documents and chunk scoring (the retriever's
   :class:`~aiblox.retrieval.late_chunking.LateChunker`): per query the returned evidence chunks
   and the max-passage projection of every scored chunk to documents.
-- :func:`chunk_metrics`: answer recall@k over the returned chunks (gold answers), evidence
-  tokens, and ranx metrics of the projection (``max_passage:<metric>``).
 - :func:`selection_output`: R2 input validation and chunk selection under a policy
   (:func:`~aiblox.assembly.assemble_answer_bundle`): selected chunk ids in order, dropped
   chunks with reasons, the answer bundle.
@@ -17,8 +21,8 @@ them by stage key.
   prompt's sha256 and text, and the sha256 of all prompt bytes of the split.
 - :func:`reader_output`: the reader's answer to each built prompt (latency left out).
 - :func:`validation_output`: R5 citation validation; NO_EVIDENCE, FAILED and refusals are data.
-- :func:`answer_metrics`: SQuAD exact match and token F1, answered rate, status rates,
-  evidence answer recall and citation precision, per query and mean.
+- :func:`answer_metrics_output`: the answer metrics (:mod:`aiblox.eval.metrics.answers`) of
+  every query, per query and mean.
 """
 
 from __future__ import annotations
@@ -36,32 +40,56 @@ from aiblox.assembly import (
     build_prompt_v1,
     validate_answer,
 )
-from aiblox.chunking.metrics import answer_recall_at_k, max_passage_projection
+from aiblox.chunking import max_passage_projection
 from aiblox.contracts.retrieval import RetrievalPrefs
-from aiblox.eval.sweep.spec import ANSWER_METRICS, PROJECTION_PREFIX
-from aiblox.eval.sweep.squad_answer import exact_match, token_f1
-from aiblox.fusion.types import FusedHit
+from aiblox.eval.datasets import Dataset
+from aiblox.eval.metrics import answer_metrics
+from aiblox.eval.metrics.answers import Gold
+from aiblox.fusion import BatchFusion, FusedArrays, FusedHit
 from aiblox.hashing import sha256_hex
+from aiblox.retrieval import HybridRetriever, SignalRuns
 
 __all__ = [
-    "STATUSES",
-    "answer_metrics",
-    "answer_status",
-    "chunk_metrics",
+    "answer_metrics_output",
     "chunk_output",
+    "fused_arrays",
     "prompt_output",
     "reader_output",
     "selection_output",
+    "signals_output",
     "validation_output",
 ]
 
-STATUSES = ("ANSWERED", "REFUSED", "NO_EVIDENCE", "INVALID", "FAILED")
-"""Outcome of one query: answered and validated; the reader refused; no evidence survived
-selection (no LLM call); the answer failed citation validation; assembly, prompt build or
-generation failed."""
+# -- signals and fusion --------------------------------------------------------------------------
+def signals_output(retriever: HybridRetriever, dataset: Dataset, split: str,
+                   prefs: RetrievalPrefs, batch_size: int = 10_000,
+                   limit: int | None = None) -> dict[str, Any]:
+    """``{"qids", "text", "vec"}``: the full-text and vector lists (``[[doc_id, score], ...]``,
+    best first) of the first ``limit`` judged queries of ``split`` (all when None), in id
+    order, retrieved in batches."""
+    queries = dataset.split_queries(split)[:limit]
+    out: dict[str, Any] = {"qids": [q for q, _ in queries], "text": [], "vec": []}
+    for start in range(0, len(queries), batch_size):
+        batch = queries[start:start + batch_size]
+        group = [prefs.model_copy(update={"query_text": t, "query_id": q}) for q, t in batch]
+        sig = retriever.signals(group)
+        out["text"] += [[[d, s] for d, s in hits] for hits in sig.text]
+        out["vec"] += [[[d, s] for d, s in hits] for hits in sig.vec]
+    return out
 
-Gold = Mapping[str, Sequence[tuple[str, str, int]]]
-"""``{qid: [(doc_id, answer_text, answer_start), ...]}`` (see ``chunk_eval.gold_answers``)."""
+
+def fused_arrays(prefs: RetrievalPrefs, index: BatchFusion, sig: dict[str, Any]) -> FusedArrays:
+    """The fused run of a split's signals under ``prefs``, in compact form: hybrid fusion
+    vectorised over the split (the same bytes as the HybridScorer), bm25 and dense modes
+    through :meth:`HybridRetriever.fuse` (the reference)."""
+    if prefs.mode == "hybrid":
+        return index.fuse_arrays(prefs.scoring, prefs.top_k_items)
+    text = [[(d, s) for d, s in hits] for hits in sig["text"]]
+    vec = [[(d, s) for d, s in hits] for hits in sig["vec"]]
+    fused = HybridRetriever.fuse([prefs], SignalRuns(text=text, vec=vec))
+    return index.encode({q: [[h.doc_id, h.score] for h in hs]
+                         for q, hs in zip(sig["qids"], fused, strict=True)})
+
 
 
 # -- chunks --------------------------------------------------------------------------------------
@@ -110,32 +138,6 @@ def _source_ref(item: Any) -> str | None:
     if item is None:
         return None
     return item.source_ref or item.source or None
-
-
-def chunk_metrics(chunks: Mapping[str, Any], qrels: Mapping[str, Mapping[str, int]], gold: Gold,
-                  metrics: Sequence[str], k_values: Sequence[int], scorer: Any
-                  ) -> dict[str, Any]:
-    """``{"means", "per_query"}``: ``answer_recall@k`` (queries with gold answers; a chunk
-    counts when its span holds a gold answer span of the gold document), ``evidence_tokens``
-    (tokens of the returned chunks), ``max_passage:<metric>`` (ranx, via ``scorer``, a
-    :class:`~aiblox.eval.sweep.split_metrics.SplitMetrics` over ``qrels``)."""
-    evidence = chunks["evidence"]
-    per_query: dict[str, dict[str, float]] = {}
-    as_tuples = {q: [(c["item_id"], c["start"], c["end"], c["text"]) for c in ev]
-                 for q, ev in evidence.items()}
-    wanted = {q: g for q, g in gold.items() if q in evidence}
-    if wanted:
-        for k in sorted(set(k_values)):
-            _, per = answer_recall_at_k(as_tuples, wanted, int(k))
-            per_query[f"answer_recall@{k}"] = per
-    per_query["evidence_tokens"] = {q: float(sum(c["tokens"] for c in ev))
-                                    for q, ev in sorted(evidence.items())}
-    if qrels:
-        _, proj = scorer.evaluate(chunks["projection"], list(metrics))
-        for m, vals in proj.items():
-            per_query[f"{PROJECTION_PREFIX}{m}"] = vals
-    means = {m: (sum(v.values()) / len(v) if v else 0.0) for m, v in per_query.items()}
-    return {"means": means, "per_query": per_query}
 
 
 # -- selection, prompt, reader, validation -------------------------------------------------------
@@ -222,66 +224,13 @@ def validation_output(prompts: Mapping[str, Any], reader: Mapping[str, Any]) -> 
     return {"queries": out}
 
 
-# -- answer metrics ------------------------------------------------------------------------------
-def answer_status(bundle: Mapping[str, Any], validation: Mapping[str, Any]) -> str:
-    """One of :data:`STATUSES` for a query's final bundle and validation result."""
-    if bundle["assembly_status"] == "NO_EVIDENCE":
-        return "NO_EVIDENCE"
-    if bundle["assembly_status"] == "FAILED" or validation["generation_status"] == "FAILED":
-        return "FAILED"
-    if validation["is_refusal"]:
-        return "REFUSED"
-    if validation["validation_status"] != "PASSED":
-        return "INVALID"
-    return "ANSWERED"
-
-
-def answer_metrics(chunks: Mapping[str, Any], prompts: Mapping[str, Any],
-                   validation: Mapping[str, Any], gold: Gold,
-                   gold_texts: Mapping[str, Sequence[str]]) -> dict[str, Any]:
-    """``{"means", "per_query", "status_counts"}``. Per query: ``answer_em`` and
-    ``answer_f1`` (SQuAD, 0 unless answered; queries with gold answers), ``answered``,
-    ``evidence_answer_recall`` (a selected chunk's span holds a gold span), ``citation_precision``
-    (share of cited chunks holding one; queries with gold answers and citations),
-    ``selected_chunks``, ``selected_tokens`` and ``status:<STATUS>`` (1/0). Means are over the
-    queries with a value; on a dataset with gold answers, an answer metric no query has a value
-    for (no citations at all) reads 0.0, and without gold answers the gold-based ones are
-    absent."""
+def answer_metrics_output(chunks: Mapping[str, Any], prompts: Mapping[str, Any],
+                          validation: Mapping[str, Any], gold: Gold,
+                          gold_texts: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+    """:func:`aiblox.eval.metrics.answer_metrics` of every validated query: its final bundle
+    (after the prompt build) and validation result, the returned chunks' spans."""
     spans = {c["chunk_id"]: (c["item_id"], c["start"], c["end"], c["text"])
              for ev in chunks["evidence"].values() for c in ev}
-    per_query: dict[str, dict[str, float]] = {}
-    counts = dict.fromkeys(STATUSES, 0)
-
-    def put(metric: str, qid: str, value: float) -> None:
-        per_query.setdefault(metric, {})[qid] = float(value)
-
-    for qid in sorted(validation["queries"]):
-        v = validation["queries"][qid]
-        bundle = prompts["queries"][qid]["bundle"]
-        status = answer_status(bundle, v)
-        counts[status] += 1
-        for s in STATUSES:
-            put(f"status:{s}", qid, status == s)
-        answered = status == "ANSWERED"
-        put("answered", qid, answered)
-        selected = [s["chunk_id"] for s in bundle["selected_evidence"]]
-        put("selected_chunks", qid, len(selected))
-        put("selected_tokens", qid, sum(s["token_count"] for s in bundle["selected_evidence"]))
-        if qid in gold_texts and gold_texts[qid]:
-            text = v["validated_answer_text"] or ""
-            put("answer_em", qid, exact_match(text, gold_texts[qid]) if answered else 0.0)
-            put("answer_f1", qid, token_f1(text, gold_texts[qid]) if answered else 0.0)
-        if qid in gold and gold[qid]:
-            chosen = {qid: [spans[c] for c in selected if c in spans]}
-            _, hit = answer_recall_at_k(chosen, {qid: gold[qid]}, max(len(selected), 1))
-            put("evidence_answer_recall", qid, hit[qid])
-            cited = [c for c in v["cited_chunk_ids"] if c in spans]
-            if cited:
-                good = [answer_recall_at_k({qid: [spans[c]]}, {qid: gold[qid]}, 1)[1][qid]
-                        for c in cited]
-                put("citation_precision", qid, sum(good) / len(good))
-    means = {m: sum(vals.values()) / len(vals) for m, vals in per_query.items() if vals}
-    if gold_texts:  # with gold answers, a metric no query has a value for reads 0.0
-        for m in ANSWER_METRICS:
-            means.setdefault(m, 0.0)
-    return {"means": means, "per_query": per_query, "status_counts": counts}
+    queries = {qid: (prompts["queries"][qid]["bundle"], v)
+               for qid, v in validation["queries"].items()}
+    return answer_metrics(queries, spans, gold, gold_texts)

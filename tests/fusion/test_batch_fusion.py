@@ -1,11 +1,11 @@
-"""Vectorised split fusion gives the same bytes as the HybridScorer (the reference)."""
+"""Batch fusion (every query of a split at once) gives the same bytes as the HybridScorer
+(the reference)."""
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aiblox.contracts.retrieval import ScoringConfig
-from aiblox.eval.sweep.split_fusion import SplitFusion
-from aiblox.fusion import HybridScorer
+from aiblox.fusion import BatchFusion, HybridScorer
 from aiblox.hashing import canonical_json
 
 DOCS = [f"d{i}" for i in range(12)]
@@ -48,7 +48,7 @@ def reference(text, vec, cfg, top_k):
 def test_same_bytes_as_hybrid_scorer(pairs, cfg, top_k):
     text = [[[d, s] for d, s in t] for t, _ in pairs]
     vec = [[[d, s] for d, s in v] for _, v in pairs]
-    index = SplitFusion([f"q{i}" for i in range(len(pairs))], text, vec)
+    index = BatchFusion([f"q{i}" for i in range(len(pairs))], text, vec)
     fast = index.fuse(cfg, top_k)  # the compiled per-query sort, decoded
     assert canonical_json(fast) == canonical_json(reference(
         [list(t) for t, _ in pairs], [list(v) for _, v in pairs], cfg, top_k))
@@ -60,7 +60,7 @@ def test_same_bytes_as_hybrid_scorer(pairs, cfg, top_k):
 
 
 def test_by_hand_rrf_and_linear():
-    sf = SplitFusion(["q"], [[["a", 3.0], ["b", 1.0]]], [[["b", 0.9], ["c", 0.1]]])
+    sf = BatchFusion(["q"], [[["a", 3.0], ["b", 1.0]]], [[["b", 0.9], ["c", 0.1]]])
     rrf = sf.fuse(ScoringConfig(blend="rrf", rrf_k=60), None)["q"]
     assert rrf == [["b", 1 / 62 + 1 / 61], ["a", 1 / 61], ["c", 1 / 62]]
     lin = sf.fuse(ScoringConfig(blend="linear", w_text=0.5, w_vec=0.5, normalize="minmax"),
@@ -70,7 +70,7 @@ def test_by_hand_rrf_and_linear():
 
 
 def test_normalisation_is_computed_once_per_normaliser():
-    sf = SplitFusion(["q"], [[["a", 3.0]]], [[["b", 0.9]]])
+    sf = BatchFusion(["q"], [[["a", 3.0]]], [[["b", 0.9]]])
     for w in (0.1, 0.2, 0.3):
         sf.fuse(ScoringConfig(blend="linear", w_text=w, w_vec=1 - w, normalize="zscore"), None)
     assert list(sf._norm) == ["zscore"]
@@ -85,14 +85,14 @@ def test_partial_segment_sort_is_the_stable_lexsort_order(sizes, levels, top_k, 
     few distinct scores so ties are everywhere) gives numpy's stable order, cut to top_k."""
     import numpy as np
 
-    from aiblox.eval.sweep.split_fusion import _kernels
+    from aiblox.fusion import kernels
 
     rng = np.random.default_rng(seed)
     counts = np.asarray(sizes, dtype=np.int64)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
     neg = rng.integers(0, levels, int(counts.sum())).astype(np.float64) / 7.0
     neg[rng.random(neg.size) < 0.05] = -0.0  # -0.0 ties with 0.0
-    positions, kept = _kernels().segment_order(-neg, starts, counts, top_k)
+    positions, kept = kernels.segment_order(-neg, starts, counts, top_k)
     expect = []
     for s, n in zip(starts.tolist(), counts.tolist(), strict=True):
         order = s + np.argsort(neg[s:s + n], kind="stable")
@@ -106,13 +106,13 @@ def test_partial_segment_sort_is_the_stable_lexsort_order(sizes, levels, top_k, 
 def test_compiled_minmax_is_the_normaliser_bit_for_bit(lists):
     import numpy as np
 
-    from aiblox.eval.sweep.split_fusion import _kernels
+    from aiblox.fusion import kernels
     from aiblox.fusion.normalize import minmax
 
     offsets = np.zeros(len(lists) + 1, dtype=np.int64)
     np.cumsum([len(x) for x in lists], out=offsets[1:])
     flat = np.asarray([x for xs in lists for x in xs], dtype=np.float64)
-    normed, mins = _kernels().minmax_lists(flat, offsets)
+    normed, mins = kernels.minmax_lists(flat, offsets)
     expect = [x for xs in lists for x in minmax(xs)]
     assert normed.tobytes() == np.asarray(expect, dtype=np.float64).tobytes()
     assert mins.tobytes() == np.asarray([min(minmax(xs)) if xs else 0.0 for xs in lists],

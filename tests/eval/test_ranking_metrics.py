@@ -1,5 +1,5 @@
 """ranx on prebuilt typed lists gives exactly the numbers of ranx's own Qrels/Run route (the
-reference below, which is what ``evaluate_run`` did before it moved onto ``SplitMetrics``)."""
+reference below, which is what ``evaluate_run`` did before it moved onto ``QrelsScorer``)."""
 
 import math
 
@@ -7,8 +7,7 @@ import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from aiblox.eval.metrics import evaluate_run, ranked_run, setup_numba_cache
-from aiblox.eval.sweep.split_metrics import SplitMetrics
+from aiblox.eval.metrics import QrelsScorer, evaluate_run, ranked_run, setup_numba_cache
 from aiblox.hashing import canonical_json
 
 METRICS = ["ndcg@10", "recall@5", "mrr@10", "map@100", "bpref", "ndcg@3-l2"]
@@ -57,7 +56,7 @@ def test_equals_evaluate_run(qrels, ranking):
         expected = reference_evaluate_run(qrels, run, metrics)
     except ValueError:  # ranx's Run.from_dict cannot hold a run with no documents at all
         assume(False)
-    sm = SplitMetrics(qrels)
+    sm = QrelsScorer(qrels)
     got = sm.evaluate(run, metrics)
     assert canonical_json(nan_free(got)) == canonical_json(nan_free(expected))
     assert canonical_json(nan_free(evaluate_run(qrels, run, metrics))) == \
@@ -79,12 +78,12 @@ def nan_free(value):
 
 
 def test_an_empty_run_scores_zero():  # where ranx's own Run.from_dict raises
-    means, _ = SplitMetrics({"q1": {"d0": 1}}).evaluate({}, ["ndcg@10", "recall@5"])
+    means, _ = QrelsScorer({"q1": {"d0": 1}}).evaluate({}, ["ndcg@10", "recall@5"])
     assert means == {"ndcg@10": 0.0, "recall@5": 0.0}
 
 
 def test_one_metric_and_by_hand():
-    sm = SplitMetrics({"q1": {"a": 1}, "q2": {"b": 2, "c": 1}})
+    sm = QrelsScorer({"q1": {"a": 1}, "q2": {"b": 2, "c": 1}})
     means, per_query = sm.evaluate({"q1": [["x", 2.0], ["a", 1.0]]}, ["mrr@10"])
     assert per_query == {"mrr@10": {"q1": 0.5, "q2": 0.0}}  # q2 retrieved nothing
     assert means == {"mrr@10": 0.25}
@@ -99,11 +98,12 @@ def test_bpref_without_relevant_documents_is_a_clear_error():
 
     code = (
         "import numpy as np\n"
-        "from aiblox.eval.sweep.split_fusion import _kernels, compiled_threads\n"
-        "from aiblox.eval.sweep.split_metrics import SplitMetrics\n"
+        "from aiblox.compiled import compiled_threads\n"
+        "from aiblox.fusion import kernels\n"
+        "from aiblox.eval.metrics import QrelsScorer\n"
         "with compiled_threads(2):\n"
-        "    _kernels().segment_order(np.arange(4.0), np.array([0, 2]), np.array([2, 2]), 1)\n"
-        "    sm = SplitMetrics({'q1': {'d0': 1}, 'q2': {'d1': 0}})\n"
+        "    kernels.segment_order(np.arange(4.0), np.array([0, 2]), np.array([2, 2]), 1)\n"
+        "    sm = QrelsScorer({'q1': {'d0': 1}, 'q2': {'d1': 0}})\n"
         "    try:\n"
         "        sm.evaluate({'q1': [['d0', 1.0]], 'q2': [['d1', 1.0]]}, ['ndcg@10', 'bpref'])\n"
         "    except ValueError as exc:\n"
@@ -121,8 +121,8 @@ def test_bpref_without_relevant_documents_is_a_clear_error():
 def test_packed_metrics_round_trip_through_the_stage_cache(tmp_path):
     """The metrics stage stores arrays (names, query ids, means, per-query matrix): read back,
     they unpack to the very floats and ids, non-ASCII ids and NaN included."""
-    from aiblox.eval.sweep.split_metrics import pack_metrics, unpack_metrics
-    from aiblox.eval.sweep.stages import StageCache
+    from aiblox.eval.metrics import pack_metrics, unpack_metrics
+    from aiblox.eval.sweep.cache import StageCache
 
     qids = ["q1", "q10", "qé-😀"]
     matrix = np.array([[0.1, 1 / 3, 0.0], [float("nan"), 1e-300, 1.0]])

@@ -1,39 +1,36 @@
-"""Hybrid fusion of every query of a split at once, with numpy: the same bytes as
+"""Hybrid fusion of many queries at once, with numpy and compiled kernels: the same bytes as
 :class:`aiblox.fusion.HybridScorer`, about two orders of magnitude faster for a sweep.
 
-A fusion sweep fuses the same cached lists under many scoring configs. :class:`SplitFusion`
-indexes a split's lists once (the union of each query's documents, sorted by id, in one flat
-array), normalises each list once per normaliser (with the very functions the HybridScorer
-uses), and then fuses a config with a few elementwise operations over the flat array and one
-stable sort. The arithmetic is the reference's, in the same order, so every score is the same
-IEEE double: linear is ``(0 + w_text * a) + w_vec * b`` (Python's ``sum``), RRF adds
+A fusion sweep fuses the same cached lists under many scoring configs. :class:`BatchFusion`
+indexes a batch of queries' lists once (the union of each query's documents, sorted by id, in
+one flat array), normalises each list once per normaliser (with the very functions the
+HybridScorer uses), and then fuses a config with a few elementwise operations over the flat
+array and one stable sort. The arithmetic is the reference's, in the same order, so every score
+is the same IEEE double: linear is ``(0 + w_text * a) + w_vec * b`` (Python's ``sum``), RRF adds
 ``w / (k + rank)`` text first, and ties break on document id ascending because the stable sort
-starts from id order. ``tests/sweep/test_split_fusion.py`` holds it to the reference.
+starts from id order. ``tests/fusion/test_batch_fusion.py`` holds it to the reference.
 
-:meth:`SplitFusion.fuse_arrays` gives the fused run in its compact form (flat positions into
-this index, per-query counts, scores: what the sweep's fusion stage stores and hashes), sorted
-per query by a compiled kernel; :meth:`SplitFusion.decode` turns it into
-``{qid: [[doc_id, score], ...]}`` and :meth:`SplitFusion.encode` back.
+:meth:`BatchFusion.fuse_arrays` gives the fused run in its compact form, :class:`FusedArrays`
+(flat positions into this index, per-query counts, scores: what the sweep's fusion stage stores
+and hashes), sorted per query by a compiled kernel (:mod:`aiblox.fusion.kernels`, imported on
+first use); :meth:`BatchFusion.decode` turns it into ``{qid: [[doc_id, score], ...]}`` and
+:meth:`BatchFusion.encode` back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from aiblox.compiled import compiled_threads as shared_threads
-from aiblox.compiled import setup_numba_cache
 from aiblox.contracts.retrieval import ScoringConfig
 from aiblox.fusion.normalize import get_normalizer, minmax
 
-__all__ = ["FusedArrays", "SplitFusion", "compiled_threads"]
+__all__ = ["BatchFusion", "FusedArrays"]
 
 
 class FusedArrays(NamedTuple):
-    """A fused run of one split in compact form (relative to its :class:`SplitFusion`)."""
+    """A fused run of a batch of queries in compact form (relative to its :class:`BatchFusion`)."""
 
     positions: np.ndarray
     """int32 flat positions into the index, query by query, best first."""
@@ -52,24 +49,16 @@ class FusedArrays(NamedTuple):
         return cls(arrays["positions"], arrays["counts"], arrays["scores"])
 
 
-@contextmanager
-def compiled_threads(n: int) -> Iterator[None]:
-    """Run the block with ``n`` numba threads (at most numba's pool size; 0 or less: all of it)
-    for the compiled kernels, ours and ranx's; the previous count is restored after."""
-    _kernels()  # numba's cache folder is set before numba is imported
-    with shared_threads(n):
-        yield
-
-
 def _kernels() -> Any:
-    setup_numba_cache()  # before numba is imported: its compiled kernels are cached there
-    from aiblox.eval.sweep import _kernels
+    """The compiled kernels (numba is imported, and its cache folder set, on first use)."""
+    from aiblox.fusion import kernels
 
-    return _kernels
+    return kernels
 
 
-class SplitFusion:
-    """The full-text and vector lists of one split, indexed for fast repeated fusion."""
+class BatchFusion:
+    """The full-text and vector lists of a batch of queries (a sweep: one split), indexed for
+    fast repeated fusion."""
 
     def __init__(self, qids: list[str], text: list[list[Any]], vec: list[list[Any]]) -> None:
         self.qids = list(qids)
@@ -115,7 +104,7 @@ class SplitFusion:
         self._norm: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
 
     @classmethod
-    def from_signals(cls, sig: dict[str, Any]) -> SplitFusion:
+    def from_signals(cls, sig: dict[str, Any]) -> BatchFusion:
         """From a ``signals`` stage output (``{"qids", "text", "vec"}``)."""
         return cls(sig["qids"], sig["text"], sig["vec"])
 

@@ -1,20 +1,27 @@
-"""ranx metrics for many runs over one split's qrels, without rebuilding ranx's dictionaries.
+"""Ranking metrics: ranx's numbers, for one run or for many runs over the same qrels.
+
+:func:`evaluate_run` (the one-shot eval, chunk eval and the notebooks) and the sweep's metrics
+stage both score through :class:`QrelsScorer`, so every ranking number aiblox prints comes from
+one route.
+
+ranx orders a run by score and breaks ties its own way, so the run handed to it carries
+rank-derived scores (``n - rank``, as :func:`ranked_run` gives): ranx then scores exactly the
+ranked list aiblox produced, with aiblox's tie-break (score desc, id asc). Queries judged in the
+qrels but with nothing retrieved score 0.
 
 ranx's documented route turns qrels and run into ``Qrels``/``Run`` objects (numba typed
 dictionaries, then sorted typed lists) on every call, which costs most of a second on a few
 hundred queries, and several seconds of compilation in every new process. ``ranx.evaluate``
-also accepts the typed lists themselves:
-:class:`SplitMetrics` builds the qrels list once and each run's list directly, then calls
-``ranx.evaluate``: judged documents are mapped to exact small integers (instead of ranx's
-float-cast string hashes), every unjudged one to -1 (ranx's metrics only ever match run
-documents against judged ones), and scores are ``n - rank`` as in
-:func:`aiblox.eval.metrics.ranked_run`. The numbers are
-ranx's; ``tests/sweep/test_split_metrics.py`` holds them equal to the ``Qrels``/``Run`` route.
-:func:`aiblox.eval.metrics.evaluate_run` (the eval runner's metrics) is built on this class.
+also accepts the typed lists themselves: :class:`QrelsScorer` builds the qrels list once and each
+run's list directly, then calls ``ranx.evaluate``: judged documents are mapped to exact small
+integers (instead of ranx's float-cast string hashes), every unjudged one to -1 (ranx's metrics
+only ever match run documents against judged ones). The numbers are ranx's;
+``tests/eval/test_ranking_metrics.py`` holds them equal to the ``Qrels``/``Run`` route.
 
-:meth:`SplitMetrics.evaluate_arrays` scores a run already in compact form (per kept hit its
-document's code from :meth:`SplitMetrics.codes`, per query the number of hits): the sweep's
-hot path, which never turns a fused run back into strings.
+:meth:`QrelsScorer.evaluate_packed` scores a run already in compact form (per kept hit its
+document's code from :meth:`QrelsScorer.codes`, per query the number of hits; the run list is
+built by a compiled kernel, :mod:`aiblox.eval.metrics.kernels`): the sweep's hot path, which
+never turns a fused run back into strings.
 """
 
 from __future__ import annotations
@@ -25,41 +32,50 @@ from typing import Any
 
 import numpy as np
 
-from aiblox.eval.metric_names import validate_metrics
-from aiblox.eval.metrics import setup_numba_cache
+from aiblox.compiled import setup_numba_cache
+from aiblox.eval.metrics.names import validate_metrics
+from aiblox.eval.metrics.packed import pack_metrics, unpack_metrics
 
-__all__ = ["SplitMetrics", "pack_metrics", "packed_means", "unpack_metrics"]
+__all__ = ["DEFAULT_METRICS", "QrelsScorer", "evaluate_run", "ranked_run"]
 
-
-def pack_metrics(metrics: Sequence[str], qids: Sequence[str], means: Sequence[float],
-                 per_query: np.ndarray) -> dict[str, np.ndarray]:
-    """A metrics stage output as named arrays (what the sweep stores and hashes): metric names,
-    query ids, the mean of each metric, and ``per_query[i, j]`` for metric ``i``, query ``j``.
-    A few milliseconds cheaper a split than canonical JSON of the same numbers."""
-    return {"metrics": np.asarray(list(metrics), dtype=np.str_),
-            "qids": np.asarray(list(qids), dtype=np.str_),
-            "means": np.asarray(means, dtype=np.float64).reshape(len(metrics)),
-            "per_query": np.asarray(per_query, dtype=np.float64).reshape(len(metrics),
-                                                                        len(qids))}
+DEFAULT_METRICS: tuple[str, ...] = ("ndcg@10", "recall@100", "mrr@10", "map@100")
 
 
-def packed_means(arrays: Mapping[str, np.ndarray]) -> dict[str, float]:
-    """``{metric: mean}`` of :func:`pack_metrics` arrays (no per-query dictionaries built)."""
-    return dict(zip(arrays["metrics"].tolist(), arrays["means"].tolist(), strict=True))
+def ranked_run(run: Mapping[str, Sequence[tuple[str, float]]]) -> dict[str, dict[str, float]]:
+    """``{qid: [(doc, score), ...]}`` (best first) to ranx scores that encode the order."""
+    out: dict[str, dict[str, float]] = {}
+    for qid, hits in run.items():
+        n = len(hits)
+        out[qid] = {doc: float(n - i) for i, (doc, _s) in enumerate(hits)}
+    return out
 
 
-def unpack_metrics(arrays: Mapping[str, np.ndarray]) -> dict[str, Any]:
-    """``{"means": {metric: value}, "per_query": {metric: {qid: value}}}`` of
-    :func:`pack_metrics` arrays (the same floats)."""
-    qids = arrays["qids"].tolist()
-    return {"means": packed_means(arrays),
-            "per_query": {m: dict(zip(qids, row, strict=True))
-                          for m, row in zip(arrays["metrics"].tolist(),
-                                            arrays["per_query"].tolist(), strict=True)}}
+def evaluate_run(qrels: Mapping[str, Mapping[str, int]],
+                 run: Mapping[str, Sequence[tuple[str, float]]],
+                 metrics: Sequence[str] = DEFAULT_METRICS,
+                 ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """Mean and per-query values of ``metrics`` (any ranx metric name) over the judged queries.
+
+    Returns ``(means, per_query)`` with ``per_query[metric][qid]``. Each query's hits are taken
+    best first (a document listed twice counts once, at its best rank).
+    """
+    metrics = validate_metrics(metrics)
+    judged = {q: {d: int(g) for d, g in docs.items()} for q, docs in qrels.items() if docs}
+    hits: dict[str, list[tuple[str, float]]] = {}
+    for q in judged:
+        seen: set[str] = set()
+        kept: list[tuple[str, float]] = []
+        for d, s in run.get(q, ()):
+            if d not in seen:
+                seen.add(d)
+                kept.append((d, s))
+        hits[q] = kept
+    return QrelsScorer(judged).evaluate(hits, list(metrics))
 
 
-class SplitMetrics:
-    """The judged queries of one split, ready to score runs with ``ranx.evaluate``."""
+class QrelsScorer:
+    """The judged queries of one split (or any qrels), ready to score many runs with
+    ``ranx.evaluate`` (see the module doc)."""
 
     def __init__(self, qrels: Mapping[str, Mapping[str, int]]) -> None:
         setup_numba_cache()
@@ -104,7 +120,7 @@ class SplitMetrics:
         without building per-query dictionaries: the sweep's hot path."""
         if self._qrels is None:
             return _no_queries(metrics)
-        from aiblox.eval.sweep.split_fusion import _kernels
+        from aiblox.eval.metrics.kernels import run_arrays
 
         offsets = np.zeros(len(qids) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
@@ -121,7 +137,7 @@ class SplitMetrics:
             codes = np.concatenate(parts_c) if parts_c else np.zeros(0, dtype=np.float64)
             offsets = np.zeros(len(self.qids) + 1, dtype=np.int64)
             np.cumsum(parts_n, out=offsets[1:])
-        run = _kernels().run_arrays(np.ascontiguousarray(codes, dtype=np.float64), offsets)
+        run = run_arrays(np.ascontiguousarray(codes, dtype=np.float64), offsets)
         return self._packed(run, metrics)
 
     def _packed(self, run: Any, metrics: Sequence[str]) -> dict[str, np.ndarray]:
@@ -153,13 +169,13 @@ class SplitMetrics:
 
     def evaluate(self, run: Mapping[str, Sequence[Sequence[Any]]], metrics: Sequence[str]
                  ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-        """``(means, per_query)`` like :func:`aiblox.eval.metrics.evaluate_run`."""
+        """``(means, per_query)`` of a run ``{qid: [(doc, score), ...]}`` (best first)."""
         out = unpack_metrics(self.evaluate_packed_run(run, metrics))
         return out["means"], out["per_query"]
 
     def evaluate_packed_run(self, run: Mapping[str, Sequence[Sequence[Any]]],
                             metrics: Sequence[str]) -> dict[str, np.ndarray]:
-        """:meth:`evaluate` as :func:`pack_metrics` arrays (a pipeline sweep's metrics stage)."""
+        """:meth:`evaluate` as :func:`pack_metrics` arrays."""
         if self._qrels is None:
             return _no_queries(metrics)
         from numba.typed import List

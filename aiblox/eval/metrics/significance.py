@@ -1,27 +1,41 @@
-"""Paired significance of sweep points against a named baseline, with Holm's correction, and
-bootstrap confidence intervals.
+"""Significance: paired tests of per-query metric values, Holm's correction, and bootstrap
+confidence intervals. The one implementation behind the sweep's significance table and
+confidence intervals, ``aiblox compare`` and the notebooks' comparisons.
 
-The paired tests are ranx's (``paired_student_t_test``, two-sided, by default; or
-``fisher_randomization_test``, seeded) on per-query metric values of the report split. The
-p-values of the candidates compared on one metric form one family and are adjusted with Holm's
-step-down method (Holm 1979, "A simple sequentially rejective multiple test procedure"), so
-comparing the top few configurations does not inflate the false-positive rate. Note that ranx's
-Fisher test permutes inside numba parallel threads, so its p-values can vary with the thread
-count; the t-test is deterministic.
+:func:`paired_test` compares two runs' per-query values of one metric, queries paired by id:
+means, delta, the p-value of ranx's paired test (``paired_student_t_test``, two-sided, by
+default; or ``fisher_randomization_test``, seeded) and win/tie/loss counts.
+:func:`compare_to_baseline` runs it for several candidates against one baseline: the p-values of
+the candidates compared on one metric form one family and are adjusted with Holm's step-down
+method (Holm 1979, "A simple sequentially rejective multiple test procedure"), so comparing the
+top few configurations does not inflate the false-positive rate. Note that ranx's Fisher test
+permutes inside numba parallel threads, so its p-values can vary with the thread count; the
+t-test is deterministic.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Comparison", "bootstrap_ci", "compare_to_baseline", "holm"]
+__all__ = [
+    "Comparison",
+    "PairedTest",
+    "StatTest",
+    "bootstrap_ci",
+    "compare_to_baseline",
+    "holm",
+    "paired_p_value",
+    "paired_test",
+]
 
 StatTest = Literal["student", "fisher"]
+"""The paired tests: ranx's two-sided paired t-test, or its Fisher randomisation test."""
 
 
 class Comparison(BaseModel):
@@ -71,7 +85,10 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
-def _paired_p(a: np.ndarray, b: np.ndarray, test: StatTest, seed: int) -> float:
+def paired_p_value(a: np.ndarray, b: np.ndarray, test: StatTest = "student",
+                   seed: int = 42) -> float:
+    """Two-sided p-value of ranx's paired ``test`` on two aligned value arrays (1.0 when they
+    are identical, or when the test is undefined)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if test == "student":
@@ -88,31 +105,62 @@ def _paired_p(a: np.ndarray, b: np.ndarray, test: StatTest, seed: int) -> float:
     return 1.0 if np.isnan(p) else p
 
 
+@dataclass(frozen=True)
+class PairedTest:
+    """One metric of run B against run A, queries paired by id."""
+
+    n: int
+    """Queries both runs have a value for."""
+    mean_a: float
+    """A's mean over the paired queries (0.0 without any)."""
+    mean_b: float
+    """B's mean over the paired queries."""
+    delta: float
+    """``mean_b - mean_a``."""
+    p_value: float
+    """Two-sided p-value of the paired test."""
+    wins: int
+    """Queries where B scores higher."""
+    ties: int
+    """Queries with equal scores."""
+    losses: int
+    """Queries where B scores lower."""
+
+
+def paired_test(a: Mapping[str, float], b: Mapping[str, float], test: StatTest = "student",
+                seed: int = 42) -> PairedTest:
+    """B against A on the queries both have (``{qid: value}`` each), in sorted id order."""
+    qids = sorted(set(a) & set(b))
+    va = np.array([a[q] for q in qids], dtype=float)
+    vb = np.array([b[q] for q in qids], dtype=float)
+    mean_a = float(va.mean()) if va.size else 0.0
+    mean_b = float(vb.mean()) if vb.size else 0.0
+    return PairedTest(n=len(qids), mean_a=mean_a, mean_b=mean_b,
+                      delta=float(vb.mean() - va.mean()) if va.size else 0.0,
+                      p_value=paired_p_value(va, vb, test, seed), wins=int((vb > va).sum()),
+                      ties=int((vb == va).sum()), losses=int((vb < va).sum()))
+
+
 def compare_to_baseline(baseline: Mapping[str, Mapping[str, float]],
                         candidates: Sequence[tuple[str, Mapping[str, Mapping[str, float]]]],
                         metrics: Sequence[str], test: StatTest = "student",
                         alpha: float = 0.05, seed: int = 42) -> list[Comparison]:
-    """Paired tests of each candidate against the baseline, per metric, Holm within a metric.
+    """Paired tests (:func:`paired_test`) of each candidate against the baseline, per metric,
+    Holm within a metric.
 
     ``baseline`` and each candidate are per-query values ``{metric: {qid: value}}``; queries are
     paired by id (those both have), in sorted order.
     """
     out: list[Comparison] = []
     for metric in metrics:
-        rows = []
-        for name, per_query in candidates:
-            qids = sorted(set(baseline[metric]) & set(per_query[metric]))
-            a = np.array([baseline[metric][q] for q in qids], dtype=float)
-            b = np.array([per_query[metric][q] for q in qids], dtype=float)
-            rows.append((name, a, b, _paired_p(a, b, test, seed)))
-        adjusted = holm([r[3] for r in rows])
-        for (name, a, b, p), p_adj in zip(rows, adjusted, strict=True):
+        rows = [(name, paired_test(baseline[metric], per_query[metric], test, seed))
+                for name, per_query in candidates]
+        adjusted = holm([t.p_value for _, t in rows])
+        for (name, t), p_adj in zip(rows, adjusted, strict=True):
             out.append(Comparison(
-                candidate=name, metric=metric, baseline_mean=float(a.mean()) if a.size else 0.0,
-                candidate_mean=float(b.mean()) if b.size else 0.0,
-                delta=float(b.mean() - a.mean()) if a.size else 0.0, p_value=p, p_holm=p_adj,
-                significant=p_adj <= alpha, wins=int((b > a).sum()), ties=int((b == a).sum()),
-                losses=int((b < a).sum()), test=test))
+                candidate=name, metric=metric, baseline_mean=t.mean_a, candidate_mean=t.mean_b,
+                delta=t.delta, p_value=t.p_value, p_holm=p_adj, significant=p_adj <= alpha,
+                wins=t.wins, ties=t.ties, losses=t.losses, test=test))
     return out
 
 

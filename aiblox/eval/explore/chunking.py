@@ -1,0 +1,70 @@
+"""Chunking in a notebook: how a chunker cut one document, and the chunk-level evaluation
+(:func:`aiblox.eval.chunk_eval.evaluate_chunks`) of several chunkers on a query sample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from aiblox.chunking import make_chunker
+from aiblox.contracts.retrieval import ChunkingConfig, RetrievalPrefs
+from aiblox.eval.chunk_eval import evaluate_chunks
+from aiblox.eval.explore.workspace import NotebookWorkspace
+from aiblox.hashing import sha256_text
+from aiblox.text import count_tokens
+
+__all__ = ["chunk_table", "compare_chunkers"]
+
+
+def chunk_table(item_id: str, text: str, chunker: str = "sentences",
+                max_chunk_tokens: int | None = None, overlap_tokens: int | None = None,
+                include_headers: bool = True) -> pd.DataFrame:
+    """How ``chunker`` cuts ``text``: one row per chunk with its offsets, token count, the
+    characters and tokens it shares with the previous chunk, and its heading path."""
+    config = ChunkingConfig(chunker_id=chunker, max_chunk_tokens=max_chunk_tokens,
+                            overlap_tokens=overlap_tokens, include_headers=include_headers)
+    chunks = make_chunker(config).chunk(item_id, text, sha256_text(text))
+    rows = []
+    prev_end: int | None = None
+    for c in chunks:
+        overlap = max(0, prev_end - c.start_idx) if prev_end is not None else 0
+        shared = text[c.start_idx:c.start_idx + overlap]
+        rows.append({
+            "position": c.position, "start": c.start_idx, "end": c.end_idx,
+            "chars": c.end_idx - c.start_idx, "tokens": c.token_count,
+            "overlap_chars": overlap, "overlap_tokens": count_tokens(shared) if shared else 0,
+            "heading_path": " > ".join(c.heading_path or []), "chunk_id": c.chunk_id,
+            "text": c.text,
+        })
+        prev_end = c.end_idx
+    return pd.DataFrame(rows, columns=["position", "start", "end", "chars", "tokens",
+                                       "overlap_chars", "overlap_tokens", "heading_path",
+                                       "chunk_id", "text"])
+
+
+def compare_chunkers(ws: NotebookWorkspace, chunkers: Sequence[str], limit: int | None = 12,
+                     top_k_items: int = 10, top_k_chunks: int = 12,
+                     k_values: Sequence[int] = (1, 5), max_chunk_tokens: int | None = None,
+                     ) -> pd.DataFrame:
+    """Chunk-level evaluation of each chunker on the first ``limit`` queries: answer recall@k
+    (datasets with gold answers), mean evidence tokens, and the max-passage nDCG@10."""
+    retriever = ws.workspace.late_retriever()
+    rows = []
+    for name in chunkers:
+        prefs = RetrievalPrefs(query_text="", mode="hybrid", top_k_items=top_k_items,
+                               top_k_chunks=top_k_chunks,
+                               chunking={"chunker_id": name,  # type: ignore[arg-type]
+                                         "max_chunk_tokens": max_chunk_tokens})
+        r = evaluate_chunks(retriever, ws.dataset, ws.split, prefs, k_values=k_values,
+                            limit=limit, progress=False)
+        row: dict[str, Any] = {"chunker": name, "chunker_id": r.chunker_id,
+                               "queries": r.n_queries}
+        row.update({k: round(v, 4) for k, v in r.answer_recall.items()})
+        row.update({f"tokens_{k.lstrip('@')}": round(v, 1)
+                    for k, v in r.evidence_tokens.items()})
+        row["passage_ndcg@10"] = round(r.projection_metrics.get("ndcg@10", float("nan")), 4)
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,134 @@
+"""Fusion in a notebook: cached signals re-fused under one scoring setting and scored with ranx
+(milliseconds on the sample, about a second on SciFact), a metric along a weight axis built
+from integer steps (``i / steps``, never a float accumulation), and the queries a change moved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from aiblox.contracts.retrieval import RetrievalPrefs
+from aiblox.eval.explore.workspace import NotebookWorkspace
+from aiblox.eval.metrics import DEFAULT_METRICS, evaluate_run
+from aiblox.eval.runner import config_hash, run_hash
+from aiblox.fusion import RankedList
+from aiblox.retrieval import HybridRetriever, SignalRuns
+
+__all__ = [
+    "FusionPoint",
+    "baseline_prefs",
+    "fusion_prefs",
+    "moved_queries",
+    "score_point",
+    "weight_curve",
+]
+
+
+def fusion_prefs(blend: str = "rrf", w_text: float = 0.35, rrf_k: int = 60,
+                 normalize: str = "sigmoid", depth: int = 100, missing: str = "zero",
+                 top_k: int = 100, mode: str = "hybrid") -> RetrievalPrefs:
+    """Retrieval preferences of one fusion setting. ``w_text`` is the text share: the linear
+    blend uses ``(w_text, 1 - w_text)``, RRF the per-signal weights ``(w_text, 1 - w_text)``
+    scaled so that 0.5 is classic unweighted RRF."""
+    if not 0.0 <= w_text <= 1.0:
+        raise ValueError(f"w_text must lie in [0, 1], got {w_text}")
+    w_vec = round(1.0 - w_text, 12)
+    return RetrievalPrefs(
+        query_text="", mode=mode, top_k_items=top_k,  # type: ignore[arg-type]
+        fts={"top_k": depth}, vector={"top_k": depth},  # type: ignore[arg-type]
+        scoring={"blend": blend, "w_text": w_text, "w_vec": w_vec,  # type: ignore[arg-type]
+                 "normalize": normalize, "rrf_k": rrf_k, "missing": missing,
+                 "rrf_w_text": round(2 * w_text, 12), "rrf_w_vec": round(2 * w_vec, 12)})
+
+
+def baseline_prefs(depth: int = 100, top_k: int = 100) -> RetrievalPrefs:
+    """The package's default fusion (classic RRF, k=60) at ``depth``: what moves are measured
+    against."""
+    return RetrievalPrefs(query_text="", mode="hybrid", top_k_items=top_k,
+                          fts={"top_k": depth}, vector={"top_k": depth})  # type: ignore[arg-type]
+
+
+@dataclass
+class FusionPoint:
+    """One fusion setting scored on the workspace's split."""
+
+    prefs: RetrievalPrefs
+    run: dict[str, RankedList]
+    metrics: dict[str, float]
+    per_query: dict[str, dict[str, float]]
+    hashes: dict[str, str] = field(default_factory=dict)
+
+
+def _fuse(ws: NotebookWorkspace, prefs: RetrievalPrefs) -> dict[str, RankedList]:
+    if prefs.fts.top_k > ws.max_depth or prefs.vector.top_k > ws.max_depth:
+        raise ValueError(f"depth above the cached depth {ws.max_depth}")
+    sig = SignalRuns(text=[t[:prefs.fts.top_k] for t in ws.signals.text],
+                     vec=[v[:prefs.vector.top_k] for v in ws.signals.vec])
+    hits = HybridRetriever.fuse([prefs] * len(ws.queries), sig)
+    return {q: [(h.doc_id, h.score) for h in hs]
+            for (q, _), hs in zip(ws.queries, hits, strict=True)}
+
+
+def score_point(ws: NotebookWorkspace, prefs: RetrievalPrefs,
+                metrics: Sequence[str] = DEFAULT_METRICS) -> FusionPoint:
+    """Fuse the cached signals under ``prefs`` and score the run with ranx."""
+    run = _fuse(ws, prefs)
+    means, per_query = evaluate_run(ws.qrels, run, metrics)
+    chash, _ = config_hash(prefs, ws.embedder.model_id, ws.store.kind)
+    return FusionPoint(prefs=prefs, run=run, metrics=means, per_query=per_query,
+                       hashes={"dataset": ws.dataset.hash, "config": chash,
+                               "run": run_hash(run)})
+
+
+def weight_curve(ws: NotebookWorkspace, prefs: RetrievalPrefs, metric: str = "ndcg@10",
+                 steps: int = 10) -> pd.DataFrame:
+    """``metric`` along the text weight ``w_text = i / steps`` (i = 0..steps) with every other
+    setting of ``prefs`` kept: columns ``w_text`` and ``value``."""
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
+    s = prefs.scoring
+    rows = []
+    for i in range(steps + 1):
+        w = i / steps
+        p = fusion_prefs(blend=s.blend, w_text=w, rrf_k=s.rrf_k, normalize=s.normalize,
+                         depth=prefs.fts.top_k, missing=s.missing, top_k=prefs.top_k_items)
+        means, _ = evaluate_run(ws.qrels, _fuse(ws, p), [metric])
+        rows.append({"w_text": w, "value": means[metric]})
+    return pd.DataFrame(rows, columns=["w_text", "value"])
+
+
+def _first_relevant(hits: RankedList, rel: Mapping[str, int]) -> int | None:
+    for i, (d, _) in enumerate(hits, start=1):
+        if rel.get(d, 0) > 0:
+            return i
+    return None
+
+
+def moved_queries(ws: NotebookWorkspace, before: FusionPoint, after: FusionPoint,
+                  metric: str = "ndcg@10", cutoff: int = 10) -> pd.DataFrame:
+    """Per judged query: ``metric`` before and after, its delta, the first relevant rank and
+    the top document before and after, and whether the top ``cutoff`` changed. Sorted by
+    ``|delta|`` desc, then query id."""
+    text = ws.query_text
+    rows = []
+    for q in sorted(before.per_query[metric]):
+        b, a = before.per_query[metric][q], after.per_query[metric].get(q, 0.0)
+        rb, ra = before.run.get(q, []), after.run.get(q, [])
+        rel = ws.qrels.get(q, {})
+        rows.append({
+            "qid": q, "query": text.get(q, ""), "before": round(b, 4), "after": round(a, 4),
+            "delta": round(a - b, 4),
+            "first_rel_before": _first_relevant(rb, rel),
+            "first_rel_after": _first_relevant(ra, rel),
+            "top1_before": rb[0][0] if rb else None, "top1_after": ra[0][0] if ra else None,
+            "top_changed": [d for d, _ in rb[:cutoff]] != [d for d, _ in ra[:cutoff]],
+        })
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    df["_abs"] = df["delta"].abs()
+    return df.sort_values(["_abs", "qid"], ascending=[False, True]).drop(columns="_abs") \
+        .reset_index(drop=True)

@@ -1,0 +1,131 @@
+"""Selection policies compared in a notebook: a query sample retrieved once (late-chunked
+bundles), answered under each policy, scored with the answer metrics the sweep records
+(:mod:`aiblox.eval.metrics.answers`), compared query by query with the paired test ``aiblox
+compare`` runs (:func:`aiblox.eval.metrics.paired_test`), and the evidence that changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pandas as pd
+
+from aiblox.assembly import AnswerResult, answer_question, get_llm, load_policy
+from aiblox.contracts.retrieval import RetrievalBundle, RetrievalPrefs
+from aiblox.eval.chunk_eval import gold_answers
+from aiblox.eval.explore.workspace import NotebookWorkspace
+from aiblox.eval.metrics import StatTest, answer_metrics, paired_test
+from aiblox.eval.sweep.compare import evidence_changes as selection_changes
+
+__all__ = [
+    "LOWER_IS_BETTER",
+    "answer_all",
+    "score_answers",
+    "compare_per_query",
+    "evidence_changes",
+    "retrieve_bundles",
+]
+
+LOWER_IS_BETTER = frozenset({"selected_chunks", "selected_tokens", "evidence_tokens",
+                             "status:REFUSED", "status:NO_EVIDENCE", "status:INVALID",
+                             "status:FAILED"})
+"""Metrics where B beats A with a lower value (in win/tie/loss counts)."""
+
+
+def retrieve_bundles(ws: NotebookWorkspace, limit: int | None = 12, chunker: str = "sentences",
+                     top_k_chunks: int = 12) -> dict[str, RetrievalBundle]:
+    """Late-chunked retrieval bundles of the first ``limit`` queries of the split (sorted ids),
+    retrieved once so that every policy is compared on the same evidence."""
+    retriever = ws.workspace.late_retriever()
+    queries = sorted(ws.queries)[:limit]
+    prefs = [RetrievalPrefs(query_text=t, query_id=q, top_k_chunks=top_k_chunks,
+                            chunking={"chunker_id": chunker})  # type: ignore[arg-type]
+             for q, t in queries]
+    bundles = retriever.search_many(prefs) if prefs else []
+    return {q: b for (q, _), b in zip(queries, bundles, strict=True)}
+
+
+def answer_all(ws: NotebookWorkspace, bundles: Mapping[str, RetrievalBundle], policy: str,
+               llm: str = "extractive") -> dict[str, AnswerResult]:
+    """Answer every bundled query under ``policy`` (a version name or a path)."""
+    pol, reader = load_policy(policy), get_llm(llm)
+    index_version = ws.index_version()
+    text = ws.query_text
+    out = {}
+    for q in sorted(bundles):
+        b = bundles[q]
+        top_k = int(b.stats.params.get("top_k_chunks", len(b.evidence)) or len(b.evidence))
+        out[q] = answer_question(text[q], b, pol, reader, index_version=index_version,
+                                 embedding_model=ws.embedder.model_id,
+                                 retrieval_top_k=max(top_k, 1))
+    return out
+
+
+def score_answers(ws: NotebookWorkspace, bundles: Mapping[str, RetrievalBundle],
+                      results: Mapping[str, AnswerResult]) -> dict[str, dict[str, float]]:
+    """Per-query answer metrics ``{metric: {qid: value}}`` of answered queries: the sweep's
+    (:func:`aiblox.eval.metrics.answer_metrics`: status rates, SQuAD EM and F1, evidence
+    answer recall, citation precision, selected chunks and tokens); the gold-based ones need
+    gold answers (``answers.jsonl``) and are left out without them."""
+    qids = sorted(results)
+    gold, texts = gold_answers(ws.dataset, qids), {}
+    for q in gold:
+        texts[q] = list(ws.dataset.answers[q].answers)
+    spans = {ev.chunk_id: (ev.item_id, ev.start_idx, ev.end_idx, ev.text)
+             for q in qids for ev in bundles[q].evidence if ev.chunk_id is not None}
+    queries = {q: (results[q].answer_bundle.model_dump(mode="json"),
+                   results[q].validation.model_dump(mode="json")) for q in qids}
+    return answer_metrics(queries, spans, gold, texts)["per_query"]
+
+
+def compare_per_query(a: Mapping[str, Mapping[str, float]], b: Mapping[str, Mapping[str, float]],
+                      higher_is_better: Mapping[str, bool] | None = None,
+                      alpha: float = 0.05, test: StatTest = "student") -> pd.DataFrame:
+    """Per metric, B against A over the queries both have: means, delta ``B - A``, the p-value
+    of the paired test ``aiblox compare`` runs (:func:`aiblox.eval.metrics.paired_test`, the
+    same numbers for the same values), and win/tie/loss counts of B against A (a win is a
+    better value under the metric's direction: lower is better for :data:`LOWER_IS_BETTER`
+    unless ``higher_is_better`` says otherwise)."""
+    rows = []
+    for m in sorted(set(a) & set(b)):
+        t = paired_test(a[m], b[m], test)
+        if not t.n:
+            continue
+        up = (higher_is_better or {}).get(m, m not in LOWER_IS_BETTER)
+        wins, losses = (t.wins, t.losses) if up else (t.losses, t.wins)
+        rows.append({"metric": m, "n": t.n, "A": t.mean_a, "B": t.mean_b, "delta": t.delta,
+                     "p_value": t.p_value, "significant": bool(t.p_value <= alpha),
+                     "wins": wins, "ties": t.ties, "losses": losses})
+    return pd.DataFrame(rows, columns=["metric", "n", "A", "B", "delta", "p_value",
+                                       "significant", "wins", "ties", "losses"])
+
+
+def evidence_changes(ws: NotebookWorkspace, a: Mapping[str, AnswerResult],
+                     b: Mapping[str, AnswerResult]) -> pd.DataFrame:
+    """Per query whose selected or cited evidence or answer differs between A and B: the chunks
+    only A or only B selected (:func:`aiblox.eval.sweep.compare.evidence_changes`, as ``aiblox
+    compare`` lists them), B's drop reasons for the chunks A kept, and both answers."""
+    text = ws.query_text
+    common = sorted(set(a) & set(b))
+    selected = [{q: [s.chunk_id for s in r[q].answer_bundle.selected_evidence] for q in common}
+                for r in (a, b)]
+    changed = {c.query_id: c for c in selection_changes(selected[0], selected[1])[0]}
+    rows = []
+    for q in common:
+        ra, rb = a[q], b[q]
+        ca, cb = ra.validation.cited_chunk_ids, rb.validation.cited_chunk_ids
+        change = changed.get(q)
+        if change is None and ca == cb and ra.answer_text == rb.answer_text:
+            continue
+        only_a = change.left if change is not None else []
+        only_b = change.entered if change is not None else []
+        drops_b = {d.chunk_id: d.reason for d in rb.answer_bundle.metrics.dropped}
+        rows.append({
+            "qid": q, "query": text.get(q, ""),
+            "only_A": ", ".join(only_a), "only_B": ", ".join(only_b),
+            "B_drop_reasons": ", ".join(sorted({drops_b.get(c, "") for c in only_a} - {""})),
+            "cited_A": ", ".join(ca), "cited_B": ", ".join(cb),
+            "answer_A": ra.answer_text or "", "answer_B": rb.answer_text or "",
+        })
+    return pd.DataFrame(rows, columns=["qid", "query", "only_A", "only_B", "B_drop_reasons",
+                                       "cited_A", "cited_B", "answer_A", "answer_B"])

@@ -1,0 +1,131 @@
+"""MLflow runs in a notebook: the runs of the store ``aiblox sweep`` logs to, a fusion setting
+logged from a notebook in the sweep's layout, and two runs compared the way ``aiblox compare``
+compares them (:func:`aiblox.eval.sweep.compare_runs`: the same p-values and deltas).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pandas as pd
+
+from aiblox.eval.explore.fusion import FusionPoint
+from aiblox.eval.explore.workspace import NotebookWorkspace
+from aiblox.eval.runner import config_hash
+from aiblox.eval.sweep.compare import compare_runs
+from aiblox.eval.sweep.tracking import (
+    DEFAULT_TRACKING_URI,
+    flatten,
+    split_file,
+    tracking_client,
+)
+
+__all__ = ["compare_mlflow_runs", "log_fusion_point", "mlflow_runs"]
+
+
+def mlflow_runs(tracking_uri: str = DEFAULT_TRACKING_URI, max_results: int = 500) -> pd.DataFrame:
+    """The runs of the MLflow store (``mlflow.search_runs`` over every experiment), newest
+    first; an empty frame when mlflow is not installed or the store does not exist yet (a
+    missing SQLite file is not created)."""
+    if importlib.util.find_spec("mlflow") is None:
+        return pd.DataFrame()
+    import mlflow
+
+    from aiblox.eval.sweep.tracking import TrackingStoreError, check_tracking_store
+
+    try:
+        check_tracking_store(tracking_uri)  # a missing store is not created
+    except TrackingStoreError:
+        return pd.DataFrame()
+
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(tracking_uri)
+    try:
+        df = mlflow.search_runs(search_all_experiments=True, max_results=max_results,
+                                output_format="pandas")
+    except Exception:  # noqa: BLE001 - an unreadable store shows as "no runs"
+        return pd.DataFrame()
+    finally:
+        mlflow.set_tracking_uri(previous)
+    return df if isinstance(df, pd.DataFrame) else pd.DataFrame()
+
+
+def _logged_splits(client: object, run_id: str) -> list[str]:
+    """The splits a run logged metrics of (``<split>.<metric>``) and per-query values for."""
+    run = client.get_run(run_id)  # type: ignore[attr-defined]
+    names = {f.path for f in client.list_artifacts(run_id)}  # type: ignore[attr-defined]
+    splits = {key.split(".", 1)[0] for key in run.data.metrics if "." in key}
+    return sorted(s for s in splits if f"per_query.{split_file(s)}.parquet" in names)
+
+
+def log_fusion_point(ws: NotebookWorkspace, point: FusionPoint,
+                     tracking_uri: str = DEFAULT_TRACKING_URI,
+                     experiment: str = "aiblox-notebooks") -> str:
+    """Log a fusion setting from a notebook to the MLflow store the CLI's sweeps use, in their
+    layout: params are the flattened config, metrics ``<split>.<metric>`` (``@`` written
+    ``_at_``), tags the hashes, and a ``per_query.<split>.parquet`` artifact
+    (``query_id, metric, value``); artifacts beside a SQLite store (``<db dir>/artifacts``).
+    Returns the run id."""
+    import tempfile
+
+    from aiblox.eval.sweep.tracking import artifact_location
+
+    client = tracking_client(tracking_uri, create=True)  # schema made once, under a file lock
+    exp = client.get_experiment_by_name(experiment)
+    exp_id = exp.experiment_id if exp is not None else client.create_experiment(
+        experiment, artifact_location=artifact_location(tracking_uri, experiment))
+    _, config = config_hash(point.prefs, ws.embedder.model_id, ws.store.kind)
+    s = point.prefs.scoring
+    label = (f"notebook {s.blend} w_text={s.w_text} k={s.rrf_k} {s.normalize} "
+             f"depth={point.prefs.fts.top_k}")
+    run = client.create_run(exp_id, run_name=label, tags={
+        "aiblox.kind": "notebook", "aiblox.config_hash": point.hashes["config"],
+        "aiblox.dataset_hash": point.hashes["dataset"],
+        f"aiblox.run_hash.{ws.split}": point.hashes["run"], "aiblox.label": label})
+    rid = run.info.run_id
+    for k, v in sorted(flatten({**config, "dataset": ws.dataset.name}).items()):
+        client.log_param(rid, k, v[:6000])
+    for m, score in sorted(point.metrics.items()):
+        client.log_metric(rid, f"{ws.split}.{m.replace('@', '_at_')}", float(score))
+    rows = [{"query_id": q, "metric": m, "value": v}
+            for m, vals in sorted(point.per_query.items()) for q, v in sorted(vals.items())]
+    with tempfile.TemporaryDirectory() as tmp:
+        pd.DataFrame(rows, columns=["query_id", "metric", "value"]).to_parquet(
+            Path(tmp) / f"per_query.{ws.split}.parquet", index=False)
+        client.log_artifacts(rid, tmp)
+    client.set_terminated(rid, status="FINISHED")
+    return rid
+
+
+def compare_mlflow_runs(run_a: str, run_b: str, tracking_uri: str = DEFAULT_TRACKING_URI,
+                        ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Two MLflow runs side by side: ``(logged metric deltas, per-query comparison)``. The
+    second frame is ``aiblox compare``'s (:func:`aiblox.eval.sweep.compare_runs`) for every
+    split both runs logged per-query values of (``per_query.<split>.parquet``), one row per
+    ``<split>:<metric>``; it is empty when they logged none."""
+    runs = mlflow_runs(tracking_uri)
+    if runs.empty:
+        return pd.DataFrame(), pd.DataFrame()
+    by_id = runs.set_index("run_id")
+    cols = sorted(c for c in runs.columns if c.startswith("metrics."))
+    rows = []
+    for c in cols:
+        va, vb = by_id.at[run_a, c], by_id.at[run_b, c]
+        if pd.isna(va) and pd.isna(vb):
+            continue
+        rows.append({"metric": c[len("metrics."):], "A": va, "B": vb,
+                     "delta": (vb - va) if not (pd.isna(va) or pd.isna(vb)) else None})
+    client = tracking_client(tracking_uri)
+    splits = sorted(set(_logged_splits(client, run_a)) & set(_logged_splits(client, run_b)))
+    per_query = []
+    for split in splits:
+        try:
+            cmp = compare_runs(run_a, run_b, tracking_uri, split=split)
+        except ValueError:  # no shared per-query metric on this split
+            continue
+        per_query += [{"metric": f"{split}:{m.metric}", "n": m.n, "A": m.a, "B": m.b,
+                       "delta": m.delta, "p_value": m.p_value, "significant": m.significant,
+                       "wins": m.wins, "ties": m.ties, "losses": m.losses} for m in cmp.metrics]
+    return pd.DataFrame(rows), pd.DataFrame(per_query, columns=[
+        "metric", "n", "A", "B", "delta", "p_value", "significant", "wins", "ties", "losses"])

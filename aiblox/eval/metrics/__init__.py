@@ -1,0 +1,81 @@
+"""Every number an evaluation reports, computed in one place: ranking metrics (ranx), chunk
+metrics, answer metrics, significance tests and confidence intervals.
+
+The one-shot eval (:mod:`aiblox.eval.runner`, :mod:`aiblox.eval.chunk_eval`), the sweep,
+``aiblox compare``, the report and the notebooks all go through these modules:
+
+========================  ====================================================================
+module                    holds
+========================  ====================================================================
+``names``                 which metric names ranx computes, checked before any work
+``ranking``               :func:`evaluate_run` and :class:`QrelsScorer` (ranx, one route)
+``packed``                metric values as named arrays (a sweep's metrics stage output)
+``kernels``               the compiled kernel that builds ranx runs (numba, on first use)
+``chunks``                chunk metrics of returned evidence (answer recall@k, tokens,
+                          max-passage projection)
+``squad``                 SQuAD exact match and token F1
+``answers``               answer metrics of answered queries (status rates, EM, F1, evidence
+                          recall, citation precision)
+``significance``          paired tests, Holm's correction, bootstrap intervals
+========================  ====================================================================
+"""
+
+from aiblox.compiled import setup_numba_cache
+from aiblox.eval.metrics.answers import (
+    ANSWER_METRICS,
+    STATUSES,
+    answer_metrics,
+    answer_status,
+    contains_answer,
+    covers_span,
+    query_answer_metrics,
+)
+from aiblox.eval.metrics.chunks import CHUNK_SCALARS, PROJECTION_PREFIX, chunk_metrics
+from aiblox.eval.metrics.names import RANX_METRICS, validate_metrics
+from aiblox.eval.metrics.packed import pack_metrics, packed_means, unpack_metrics
+from aiblox.eval.metrics.ranking import DEFAULT_METRICS, QrelsScorer, evaluate_run, ranked_run
+from aiblox.eval.metrics.significance import (
+    Comparison,
+    PairedTest,
+    StatTest,
+    bootstrap_ci,
+    compare_to_baseline,
+    holm,
+    paired_p_value,
+    paired_test,
+)
+from aiblox.eval.metrics.squad import exact_match, normalize_answer, token_f1
+
+__all__ = [
+    "ANSWER_METRICS",
+    "CHUNK_SCALARS",
+    "Comparison",
+    "DEFAULT_METRICS",
+    "PROJECTION_PREFIX",
+    "PairedTest",
+    "QrelsScorer",
+    "RANX_METRICS",
+    "STATUSES",
+    "StatTest",
+    "answer_metrics",
+    "answer_status",
+    "bootstrap_ci",
+    "chunk_metrics",
+    "compare_to_baseline",
+    "contains_answer",
+    "covers_span",
+    "evaluate_run",
+    "exact_match",
+    "holm",
+    "normalize_answer",
+    "pack_metrics",
+    "packed_means",
+    "paired_p_value",
+    "paired_test",
+    "query_answer_metrics",
+    "ranked_run",
+    "setup_numba_cache",
+    "token_f1",
+    "unpack_metrics",
+    "validate_metrics",
+]

@@ -1,0 +1,203 @@
+"""One sweep's state, made per sweep and dropped with it: the stage cache, the dataset's
+workspace (opened on first need), the signals of every split planned, the split indexes and
+scorers built from them, and the outputs later points share.
+
+Nothing here is global: two sweeps in one process never see each other's indexes, and a
+sweep's memory goes when its :class:`SweepContext` does.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from aiblox.contracts.retrieval import RetrievalPrefs
+from aiblox.eval.chunk_eval import gold_answers
+from aiblox.eval.datasets import Dataset
+from aiblox.eval.metrics import QrelsScorer
+from aiblox.eval.sweep.cache import StageCache
+from aiblox.eval.sweep.compute import signals_output
+from aiblox.eval.sweep.outputs import StageReader
+from aiblox.eval.sweep.points import SweepSettings
+from aiblox.eval.sweep.stages import Stage, StageRecord, make_stage, signals_config
+from aiblox.eval.workspace import Workspace, open_workspace
+from aiblox.fusion import BatchFusion
+from aiblox.retrieval import LateChunker, default_chunk_cache
+
+__all__ = ["SweepContext", "embedder_id"]
+
+
+def embedder_id(name: str) -> str:
+    """The model id of the registry embedder ``name`` (its model is not loaded)."""
+    from aiblox.embedding import get_embedder
+
+    return get_embedder(name).model_id
+
+
+class SweepContext:
+    """The state of one sweep (or of one verification): see the module doc.
+
+    ``outputs`` memoises stage runs by ``(name, key)``: a key is run (and counted by the
+    cache) once per sweep; the outputs of the chunk and answer stages are kept, since several
+    points share them, those of fusion and metrics are read again when a later point needs
+    them."""
+
+    def __init__(self, settings: SweepSettings, dataset: Dataset, cache: StageCache,
+                 db: str | None, backend: str, splits: Sequence[str],
+                 embedder: str | None = None, progress: bool = True) -> None:
+        self.settings, self.dataset, self.cache = settings, dataset, cache
+        self.db, self.backend, self.progress = db, backend, progress
+        self.splits = list(splits)
+        """The splits every point is scored on (tune, then report)."""
+        self.embedder_id = embedder if embedder is not None else embedder_id(settings.embedder)
+        self.reader = StageReader(cache)
+        self.signals: dict[tuple[str, str], tuple[StageRecord, dict[str, Any] | None]] = {}
+        """``(split, signals key) -> (record, output)``; the output is None until needed."""
+        self.read_s = 0.0
+        """Seconds spent reading cached signals back (part of the signals phase)."""
+        self.index_version = dataset.hash[:16]
+        """The ``index_version`` the answer stages record."""
+        self._loaders: dict[tuple[str, str], Callable[[], tuple[StageRecord, Any]]] = {}
+        self._workspace: Workspace | None = None
+        self._fingerprint: dict[str, str | None] | None = None
+        self._scorers: dict[str, QrelsScorer] = {}
+        self._qids: dict[str, list[str]] = {}
+        self._codes: dict[str, np.ndarray] = {}
+        self._late: LateChunker | None = None
+        self._seen: set[tuple[str, str]] = set()
+        self._planned: dict[tuple[str, int], tuple[RetrievalPrefs, str]] = {}
+        self._kept: dict[tuple[str, str], tuple[StageRecord, Any]] = {}
+
+    # -- the workspace ----------------------------------------------------------------------
+    def workspace(self) -> Workspace:
+        """The dataset's workspace (:func:`aiblox.eval.workspace.open_workspace`), opened on
+        first need (again after :meth:`close`)."""
+        if self._workspace is None:
+            s = self.settings
+            self._workspace = open_workspace(
+                self.dataset, self.db, s.embedder, vectors=s.vectors,
+                with_vectors=s.needs_vectors, progress=self.progress)
+        return self._workspace
+
+    def fingerprint(self) -> dict[str, str | None]:
+        """What retrieval reads from the store, for signals keys (the store is opened and
+        synced once for it)."""
+        if self._fingerprint is None:
+            self._fingerprint = self.workspace().fingerprint(self.settings.needs_vectors)
+        return self._fingerprint
+
+    @property
+    def late(self) -> LateChunker:
+        """The default late chunker over the store's chunk cache."""
+        if self._late is None:
+            ws = self.workspace()
+            self._late = LateChunker(ws.retriever.embedder, default_chunk_cache(ws.store))
+        return self._late
+
+    def close(self) -> None:
+        """Close the store (a later need opens it again: a damaged entry found late)."""
+        if self._workspace is not None:
+            self._workspace.close()
+        self._workspace = None
+        self._late = None
+
+    # -- stages -----------------------------------------------------------------------------
+    def run(self, stage: Stage, load: bool = True, keep: bool = False
+            ) -> tuple[StageRecord, Any]:
+        """A memoised stage: its first run in this sweep is counted by the cache, a later one
+        reads the entry again (``load``) without counting; ``keep`` holds the output for the
+        points after."""
+        key = (stage.name, stage.key)
+        if key in self._kept:
+            return self._kept[key]
+        first = key not in self._seen
+        self._seen.add(key)
+        out = self.cache.run_stage(stage, load=load, count_reuse=first)
+        if keep:
+            self._kept[key] = out
+        return out
+
+    def plan_signals(self, prefs: RetrievalPrefs, split: str) -> str:
+        """The key of the signals stage of ``prefs`` on ``split``, memoised without reading
+        its output (computed when missing: the retrieval runs now)."""
+        planned = self._planned.get((split, id(prefs)))
+        if planned is not None and planned[0] is prefs:  # a point's own prefs: planned already
+            return planned[1]
+        limit = self.settings.query_limit
+        cfg = signals_config(prefs, self.dataset.hash, split, self.backend, self.embedder_id,
+                             limit=limit, store=self.fingerprint())
+        stage = make_stage("signals", cfg, [], partial(self._retrieve, prefs, split))
+        key = stage.key
+        if (split, key) not in self.signals:
+            # a cached output is not read here, only when a point needs it
+            rec, out = self.cache.run_stage(stage, load=False)
+            self.signals[(split, key)] = (rec, out)
+            self._loaders[(split, key)] = partial(self.cache.run_stage, stage,
+                                                  count_reuse=False)
+        self._planned[(split, id(prefs))] = (prefs, key)
+        return key
+
+    def _retrieve(self, prefs: RetrievalPrefs, split: str) -> dict[str, Any]:
+        return signals_output(self.workspace().retriever, self.dataset, split, prefs,
+                              limit=self.settings.query_limit)
+
+    def signals_output(self, split: str, key: str) -> dict[str, Any]:
+        """The split's signals, read from the stage cache on first use: a sweep whose fusion
+        and metrics are all cached never reads them."""
+        rec, out = self.signals[(split, key)]
+        if out is None:
+            t0 = time.perf_counter()
+            rec, out = self._loaders[(split, key)]()
+            self.signals[(split, key)] = (rec, out)
+            self.read_s += time.perf_counter() - t0
+        return out
+
+    def forget(self, split: str, key: str) -> None:
+        """Drop what was read of one split's signals (read again, checked, on next use)."""
+        rec, _ = self.signals[(split, key)]
+        self.signals[(split, key)] = (rec, None)
+        self._codes.pop(key, None)
+        self.reader.forget(key)
+
+    def fusion_index(self, split: str, key: str) -> BatchFusion:
+        """The split's lists indexed for fast fusion (built on first use)."""
+        return self.reader.index(key, partial(self.signals_output, split, key))
+
+    def codes(self, split: str, key: str) -> np.ndarray:
+        """Per flat position of the split's index: its document's code for the split's scorer."""
+        if key not in self._codes:
+            self._codes[key] = self.scorer(split).codes(self.fusion_index(split, key).docs)
+        return self._codes[key]
+
+    # -- the split's queries ----------------------------------------------------------------
+    def qids(self, split: str) -> list[str]:
+        """The scored queries of ``split``: its judged queries in id order, the first
+        ``query_limit`` when set (as the signals stage retrieves them)."""
+        if split not in self._qids:
+            queries = self.dataset.split_queries(split)[:self.settings.query_limit]
+            self._qids[split] = [q for q, _ in queries]
+        return self._qids[split]
+
+    def qrels(self, split: str) -> dict[str, dict[str, int]]:
+        """The judgements of the scored queries (a query left out by ``query_limit`` must not
+        count as a miss)."""
+        qrels = self.dataset.qrels[split]
+        if self.settings.query_limit is None:
+            return qrels
+        return {q: qrels[q] for q in self.qids(split) if q in qrels}
+
+    def scorer(self, split: str) -> QrelsScorer:
+        """ranx over :meth:`qrels` (built on first use)."""
+        if split not in self._scorers:
+            self._scorers[split] = QrelsScorer(self.qrels(split))
+        return self._scorers[split]
+
+    def gold(self, qids: Sequence[str]) -> tuple[dict[str, Any], dict[str, list[str]]]:
+        """Gold answer spans and texts of ``qids`` (empty without ``answers.jsonl``)."""
+        spans = gold_answers(self.dataset, qids)
+        texts = {q: list(self.dataset.answers[q].answers) for q in spans}
+        return spans, texts

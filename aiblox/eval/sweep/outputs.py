@@ -1,0 +1,105 @@
+"""Reading a sweep's stored stage outputs back: a point's fused run (for TREC files), its
+per-query metric values (for MLflow, significance and intervals) and the evidence its selection
+kept.
+
+A fused run is stored in compact form, relative to the :class:`~aiblox.fusion.BatchFusion`
+index of its split's signals; a :class:`StageReader` keeps the indexes it built for its own
+lifetime (one sweep), so logging a thousand points builds each split's index once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from aiblox.eval.metrics import unpack_metrics
+from aiblox.eval.sweep.cache import StageCache
+from aiblox.fusion import BatchFusion, FusedArrays
+
+__all__ = [
+    "PER_QUERY_STAGES",
+    "StageReader",
+    "load_fused_run",
+    "logged_per_query",
+    "selected_evidence",
+]
+
+PER_QUERY_STAGES = ("metrics", "chunk_metrics", "answer_metrics")
+"""Stages whose output has per-query values (``metrics`` as arrays, the others as
+``{"means", "per_query"}``)."""
+
+
+class StageReader:
+    """Reads one stage cache's outputs back, keeping the split indexes it builds."""
+
+    def __init__(self, cache: StageCache) -> None:
+        self.cache = cache
+        self._indexes: dict[str, BatchFusion] = {}
+
+    def index(self, signals_key: str,
+              signals: Callable[[], dict[str, Any]] | None = None) -> BatchFusion:
+        """The :class:`BatchFusion` index of a signals output (built on first use from
+        ``signals()``, else from the cache)."""
+        if signals_key not in self._indexes:
+            sig = signals() if signals is not None else self.cache.load("signals", signals_key)
+            self._indexes[signals_key] = BatchFusion.from_signals(sig)
+        return self._indexes[signals_key]
+
+    def forget(self, signals_key: str) -> None:
+        """Drop the index of a signals output (built again, from a fresh read, on next use)."""
+        self._indexes.pop(signals_key, None)
+
+    def fused_run(self, signals_key: str, fusion_key: str) -> dict[str, list[list[Any]]]:
+        """A cached fused run as ``{qid: [[doc_id, score], ...]}``;
+        :class:`~aiblox.eval.sweep.cache.StageCacheCorrupt` when an entry it reads is damaged."""
+        fused = FusedArrays.from_dict(self.cache.load("fusion", fusion_key))
+        return self.index(signals_key).decode(fused)
+
+    def per_query(self, stages: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
+        """:func:`logged_per_query` of one split's stage records."""
+        return logged_per_query(self.cache, stages)
+
+    def selected_evidence(self, stages: Sequence[dict[str, Any]]
+                          ) -> list[dict[str, Any]] | None:
+        """:func:`selected_evidence` of one split's stage records."""
+        return selected_evidence(self.cache, stages)
+
+
+def load_fused_run(cache: StageCache, signals_key: str, fusion_key: str
+                   ) -> dict[str, list[list[Any]]]:
+    """A cached fused run as ``{qid: [[doc_id, score], ...]}`` (for TREC files and reports);
+    :class:`~aiblox.eval.sweep.cache.StageCacheCorrupt` when an entry it reads is damaged."""
+    return StageReader(cache).fused_run(signals_key, fusion_key)
+
+
+def logged_per_query(cache: StageCache, stages: Sequence[dict[str, Any]]
+                     ) -> dict[str, dict[str, float]]:
+    """``{metric: {qid: value}}`` of every stage of one split's records whose output has
+    per-query values (:data:`PER_QUERY_STAGES`: ranx of the fused run, chunk metrics, answer
+    metrics), read from the stage cache; for MLflow's ``per_query.<split>.parquet``."""
+    out: dict[str, dict[str, float]] = {}
+    for rec in stages:
+        if rec["name"] in PER_QUERY_STAGES:
+            output = cache.load(rec["name"], rec["key"])
+            if rec["name"] == "metrics":  # ranx's, stored as arrays
+                output = unpack_metrics(output)
+            out.update(output["per_query"])
+    return out
+
+
+def selected_evidence(cache: StageCache, stages: Sequence[dict[str, Any]]
+                      ) -> list[dict[str, Any]] | None:
+    """Rows ``query_id, rank, chunk_id, item_id`` of the evidence the selection stage kept, in
+    order per query (a query that kept nothing is one row with rank -1 and no chunk); None when
+    the records have no selection stage. For MLflow's ``evidence.<split>.parquet``."""
+    sel = next((rec for rec in stages if rec["name"] == "selection"), None)
+    if sel is None:
+        return None
+    rows: list[dict[str, Any]] = []
+    for qid, q in sorted(cache.load("selection", sel["key"])["queries"].items()):
+        chosen = q["bundle"]["selected_evidence"]
+        rows += [{"query_id": qid, "rank": i, "chunk_id": ev["chunk_id"],
+                  "item_id": ev["knowledge_id"]} for i, ev in enumerate(chosen)]
+        if not chosen:
+            rows.append({"query_id": qid, "rank": -1, "chunk_id": None, "item_id": None})
+    return rows

@@ -1,0 +1,143 @@
+"""A sweep point's identity: what its stages read from the spec (:class:`SweepSettings`), its
+effective config and config hash (:func:`point_config`), and its readable label.
+
+A fusion point's config is what decides its ranking (:func:`aiblox.eval.runner.config_hash`:
+prefs without the query, embedder, backend), the same hash ``aiblox eval`` reports. A pipeline
+point's (:func:`pipeline_config`) adds ``query_limit``, ``chunk_k`` and, with selection, the
+policy (id, sha256 of the effective policy, the effective value of each swept parameter) and
+the reader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs
+from aiblox.eval.runner import config_hash
+from aiblox.eval.sweep.axes import load_policy_by_name
+from aiblox.eval.sweep.spec import PipelinePoint
+from aiblox.hashing import sha256_hex
+
+if TYPE_CHECKING:
+    from aiblox.eval.sweep.spec import SweepSpec
+
+__all__ = [
+    "SweepSettings",
+    "chunk_label",
+    "pipeline_config",
+    "point_config",
+    "point_label",
+    "point_policy",
+    "point_title",
+]
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    """What the stages of a sweep's points read from its spec (:meth:`from_spec`), or from a
+    logged point's manifest when it is verified."""
+
+    name: str
+    """Sweep name."""
+    embedder: str
+    """Embedder registry name."""
+    metrics: tuple[str, ...]
+    """ranx metric names scored at every point."""
+    chunk_stages: bool = False
+    """True for a pipeline sweep: points go on past ``metrics`` to chunks (and answers)."""
+    query_limit: int | None = None
+    """Only the first ``query_limit`` queries of each split are scored (None: all)."""
+    chunk_k: tuple[int, ...] = (1, 5, 10)
+    """The ``k`` of ``answer_recall@k``."""
+    reader: str = "extractive"
+    """The reader of the answer stages."""
+    reader_options: dict[str, Any] = field(default_factory=dict)
+    """Its options."""
+    swept_selection: tuple[str, ...] = ()
+    """Policy parameters swept by the grid (their effective values enter the config)."""
+    vectors: tuple[str, ...] = ()
+    """Precomputed vector files to import into the store's embedding cache."""
+    needs_vectors: bool = True
+    """Whether retrieval needs vectors (any mode but ``bm25``)."""
+
+    @classmethod
+    def from_spec(cls, spec: SweepSpec) -> SweepSettings:
+        """The settings of a spec."""
+        sel = spec.grid.selection
+        return cls(name=spec.name, embedder=spec.embedder, metrics=tuple(spec.metrics),
+                   chunk_stages=spec.has_pipeline_axes, query_limit=spec.query_limit,
+                   chunk_k=tuple(spec.chunk_k), reader=spec.reader,
+                   reader_options=dict(spec.reader_options),
+                   swept_selection=tuple(sel.override_names()) if sel is not None else (),
+                   vectors=tuple(spec.vectors), needs_vectors=spec.base_prefs().mode != "bm25")
+
+
+def point_label(prefs: RetrievalPrefs) -> str:
+    """A short readable name for a fusion setting, e.g. ``linear-w0.35-minmax-zero-d100`` (not
+    unique on its own; the config hash is)."""
+    s = prefs.scoring
+    head: str
+    if prefs.mode != "hybrid":
+        head = prefs.mode
+    elif s.blend == "rrf":
+        head = f"rrf-k{s.rrf_k}"
+    else:
+        head = f"linear-w{s.w_text!r}-{s.normalize}-{s.missing}"
+    f, default = prefs.fts, FtsConfig()
+    bm25 = ""
+    if prefs.mode != "dense" and (f.k1, f.b, f.method) != (default.k1, default.b, default.method):
+        bm25 = f"-{f.method}-k1{f.k1!r}-b{f.b!r}"
+    return f"{head}{bm25}-d{prefs.fts.top_k}"
+
+
+def chunk_label(prefs: RetrievalPrefs) -> str:
+    """``sentences-m128-o16-k10-c3``: chunker, sizes (when set), top_k_chunks, per-item cap."""
+    c = prefs.chunking
+    sizes = "".join(f"-{tag}{v}" for tag, v in (("m", c.max_chunk_tokens),
+                                                  ("o", c.overlap_tokens)) if v is not None)
+    return f"{c.chunker_id}{sizes}-k{prefs.top_k_chunks}-c{prefs.per_item_chunk_cap}"
+
+
+def point_title(settings: SweepSettings, pt: PipelinePoint) -> str:
+    """A point's label: the fusion setting; for a pipeline point, ``|`` its chunking and ``|``
+    its selection policy with its overrides."""
+    if not settings.chunk_stages:
+        return point_label(pt.prefs)
+    selection = "" if pt.policy is None else "|" + pt.policy + "".join(
+        f"-{k}={v!r}" for k, v in pt.overrides.items())
+    return point_label(pt.prefs) + "|" + chunk_label(pt.prefs) + selection
+
+
+def point_policy(pt: PipelinePoint) -> Any:
+    """The effective selection policy of a point (its policy with its overrides)."""
+    return load_policy_by_name(str(pt.policy)).with_updates(**pt.overrides)
+
+
+def pipeline_config(spec: SweepSpec | SweepSettings, pt: PipelinePoint, embedder_id: str | None,
+                    backend: str) -> tuple[str, dict[str, Any]]:
+    """A pipeline point's effective config and its hash: retrieval prefs (fusion and chunking),
+    embedder, backend, ``query_limit``, ``chunk_k``, and with selection the policy (id, sha256
+    of the effective policy, the effective value of each swept parameter) and the reader."""
+    settings = spec if isinstance(spec, SweepSettings) else SweepSettings.from_spec(spec)
+    _, config = config_hash(pt.prefs, embedder_id, backend)
+    config = {**config, "query_limit": settings.query_limit, "chunk_k": list(settings.chunk_k)}
+    if pt.policy is not None:
+        policy = point_policy(pt)
+        swept = set(settings.swept_selection)
+        config["selection"] = {
+            "policy": pt.policy, "policy_sha256": policy.sha256(),
+            # the effective value of every swept parameter (an override equal to the policy's
+            # own value is the same point as no override)
+            "params": {k: getattr(policy, k) for k in sorted(swept | set(pt.overrides))}}
+        config["reader"] = {"name": settings.reader, "options": dict(settings.reader_options)}
+    return sha256_hex(config), config
+
+
+def point_config(settings: SweepSettings, pt: PipelinePoint, embedder_id: str | None,
+                 backend: str) -> tuple[str, dict[str, Any]]:
+    """A point's config hash and config: :func:`aiblox.eval.runner.config_hash` for a fusion
+    point, :func:`pipeline_config` for a pipeline point."""
+    if settings.chunk_stages:
+        return pipeline_config(settings, pt, embedder_id, backend)
+    return config_hash(pt.prefs, embedder_id, backend)

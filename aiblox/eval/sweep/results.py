@@ -1,0 +1,198 @@
+"""What a sweep returns (:class:`PointResult`, :class:`SweepResult`) and how it concludes: the
+ranking of points (:func:`ranking_key`), the best point, the baseline, the significance of the
+top points against it and the confidence intervals of the best (:func:`conclude`).
+
+The configuration is chosen on the tune split only (primary metric, ties broken by config hash
+ascending) and reported on the report split, where the top ``significance_top`` points (ranked
+on tune) are tested against the baseline, Holm-adjusted, and the best point's primary metric
+gets a bootstrap interval on both splits (:mod:`aiblox.eval.metrics.significance`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from aiblox.eval.metrics import PROJECTION_PREFIX, Comparison, bootstrap_ci, compare_to_baseline
+from aiblox.eval.sweep.manifest import PointManifest
+
+if TYPE_CHECKING:
+    from aiblox.eval.sweep.spec import SweepSpec
+
+__all__ = [
+    "Conclusion",
+    "PointResult",
+    "SweepResult",
+    "choose_best",
+    "conclude",
+    "ranked",
+    "ranking_key",
+    "ranking_order",
+    "tested_metrics",
+]
+
+FUSION_AXES = ("blend", "w_text", "rrf_k", "normalize", "missing", "depth")
+"""Grid axes over fusion (a pipeline sweep that sets none keeps the base fusion)."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class PointResult(_Strict):
+    """One scored sweep point."""
+
+    label: str
+    """Short readable name, e.g. ``linear-w0.35-minmax-zero-d100``."""
+    config_hash: str
+    """sha256 of the effective config."""
+    scoring: dict[str, Any]
+    """The point's fusion settings."""
+    depth: tuple[int, int]
+    """Full-text and vector candidate depth."""
+    metrics: dict[str, dict[str, float]]
+    """``{split: {metric: mean}}``."""
+    manifest: PointManifest
+    """Determinism manifest."""
+    is_baseline: bool = False
+    """True for the spec's named baseline point."""
+    chunking: dict[str, Any] | None = None
+    """Chunking settings of a pipeline point (chunker, sizes, chunk depth); None in a
+    fusion-only sweep."""
+    selection: dict[str, Any] | None = None
+    """Selection policy of a pipeline point (id, version, overrides); None without one."""
+
+
+class SweepResult(_Strict):
+    """A finished sweep: every point, the choice made on the tune split, stage counts."""
+
+    name: str
+    """Sweep name."""
+    sweep_hash: str
+    """sha256 of the spec."""
+    dataset: str
+    """Dataset name."""
+    dataset_hash: str
+    """sha256 of the dataset files."""
+    tune_split: str
+    """Split the best point was chosen on."""
+    report_split: str
+    """Split the best point is reported on."""
+    primary: str
+    """Metric the choice was made by."""
+    points: list[PointResult]
+    """Every point, in grid order (baseline last when it is not a grid point)."""
+    best: PointResult
+    """The point with the highest primary metric on the tune split."""
+    baseline: PointResult | None = None
+    """The spec's baseline point, when named."""
+    significance: list[Comparison] = Field(default_factory=list)
+    """The top points (on tune) against the baseline on the report split, Holm-adjusted."""
+    ci: dict[str, tuple[float, float, float]] = Field(default_factory=dict)
+    """Per split: ``(mean, low, high)`` 95% bootstrap interval of the best point's primary
+    metric."""
+    timings: dict[str, float] = Field(default_factory=dict)
+    """Seconds: ``signals_s`` (retrieval, or reading its cached lists back), ``points_s``
+    (fusion, metrics, logging), ``total_s``; and ``points_per_s``."""
+    computed: dict[str, int] = Field(default_factory=dict)
+    """Per stage: outputs computed in this run."""
+    reused: dict[str, int] = Field(default_factory=dict)
+    """Per stage: outputs read back from the stage cache."""
+    repaired: dict[str, int] = Field(default_factory=dict)
+    """Per stage: damaged cache entries found (a flipped bit, a truncated or missing file),
+    removed and computed again."""
+    tracking: dict[str, Any] = Field(default_factory=dict)
+    """MLflow parent run id, children logged and skipped (empty without tracking)."""
+
+
+def ranking_order(value: float, config_hash: str) -> tuple[float, str]:
+    """The one ranking of sweep points: by value descending, ties by config hash ascending (a
+    point logged to MLflow ranks the same way, :mod:`aiblox.eval.sweep.report`)."""
+    return -value, config_hash
+
+
+def ranking_key(point: Any, split: str, metric: str) -> tuple[float, str]:
+    """:func:`ranking_order` of a :class:`PointResult` (or anything with ``metrics`` and
+    ``config_hash``) by ``metric`` on ``split``."""
+    return ranking_order(point.metrics[split][metric], point.config_hash)
+
+
+def ranked(points: Sequence[Any], split: str, metric: str) -> list[Any]:
+    """``points`` best first under :func:`ranking_key`."""
+    return sorted(points, key=lambda p: ranking_key(p, split, metric))
+
+
+def choose_best(points: Sequence[PointResult], split: str, metric: str) -> PointResult:
+    """Highest ``metric`` on ``split``; ties broken by config hash ascending."""
+    if not points:
+        raise ValueError("no points to choose from")
+    return min(points, key=lambda p: ranking_key(p, split, metric))
+
+
+def tested_metrics(spec: SweepSpec) -> list[str]:
+    """The metrics the top points are tested on against the baseline: a fusion sweep's ranx
+    metrics; in a pipeline sweep, the primary and the metrics a swept stage can move (the
+    fused run's when fusion is swept, the chunk metrics when fusion or chunking is, the answer
+    metrics when selection is)."""
+    if not spec.has_pipeline_axes:
+        return list(spec.metrics)
+    g = spec.grid
+    fusion = any(getattr(g, a) is not None for a in FUSION_AXES)
+    chunking = fusion or g.chunking is not None
+    headline = [spec.primary, *(spec.metrics if fusion else [])]
+    if chunking:
+        headline += [*(f"{PROJECTION_PREFIX}{m}" for m in spec.metrics),
+                     *(f"answer_recall@{k}" for k in spec.chunk_k)]
+    if g.selection is not None:
+        headline += ["answer_f1", "answer_em", "evidence_answer_recall"]
+    return list(dict.fromkeys(headline))
+
+
+@dataclass(frozen=True)
+class Conclusion:
+    """The end of a sweep: the choice on tune, the baseline, significance and intervals."""
+
+    best: PointResult
+    baseline: PointResult | None
+    significance: list[Comparison]
+    ci: dict[str, tuple[float, float, float]]
+
+
+PerQuery = Callable[[PointResult, str], dict[str, dict[str, float]]]
+"""``(point, split) -> {metric: {qid: value}}``: a point's per-query values on a split."""
+
+
+def conclude(spec: SweepSpec, points: Sequence[PointResult], n_grid: int,
+             per_query: PerQuery, dataset: str = "", has_answers: bool = True) -> Conclusion:
+    """Choose the best of the first ``n_grid`` points (the grid; a baseline outside it comes
+    after) on the tune split, test the top points against the baseline on the report split
+    (:func:`tested_metrics`, Holm within a metric) and bootstrap the best point's primary metric
+    on both splits. ``per_query`` reads a point's per-query values."""
+    missing = [p.label for p in points if spec.primary not in p.metrics[spec.tune_split]]
+    if missing:
+        raise ValueError(f"primary metric {spec.primary!r} was not computed for {missing[0]} "
+                         f"on {spec.tune_split} (answer_recall@k and the gold-based answer "
+                         f"metrics need gold answers: {dataset} has "
+                         f"{'some' if has_answers else 'no'} answers.jsonl)")
+    grid = list(points[:n_grid])
+    best = choose_best(grid, spec.tune_split, spec.primary)
+    baseline = next((p for p in points if p.is_baseline), None)
+    significance: list[Comparison] = []
+    if baseline is not None:
+        top = ranked(grid, spec.tune_split, spec.primary)[:spec.significance_top]
+        report = spec.report_split
+        available = {m for p in points for m in p.metrics[report]}
+        wanted = [m for m in tested_metrics(spec) if m in available]
+
+        def values(p: PointResult) -> dict[str, dict[str, float]]:
+            got = per_query(p, report)
+            return {m: got.get(m, {}) for m in wanted}
+
+        significance = compare_to_baseline(values(baseline), [(p.label, values(p)) for p in top],
+                                           wanted, test=spec.stat_test, alpha=spec.alpha)
+    ci = {s: bootstrap_ci(per_query(best, s).get(spec.primary, {}))
+          for s in (spec.tune_split, spec.report_split)}
+    return Conclusion(best=best, baseline=baseline, significance=significance, ci=ci)
