@@ -1,5 +1,77 @@
-"""aiblox: a notebook-first research and evaluation harness for retrieval-augmented generation."""
+"""aiblox: a notebook-first research and evaluation harness for retrieval-augmented generation.
+
+The front door: what a notebook or a script needs, importable as ``from aiblox import ...``::
+
+    ds = load_dataset("scifact", splits=["test"])
+    with open_workspace(ds) as ws:                      # the dataset's store, synced to it
+        result = evaluate_retrieval(ws.retriever, ds, "test", RetrievalPrefs(query_text=""))
+    sweep = run_sweep(load_spec("evals/sweeps/sample_fusion.toml"))
+
+The names are imported on first use, so ``import aiblox`` (and the ``aiblox`` command) stays
+fast. Everything else lives in the subpackages; ``docs/architecture.md`` maps them.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+_EXPORTS = {
+    "Dataset": "aiblox.eval.datasets",
+    "RequestContext": "aiblox.contracts",
+    "RetrievalPrefs": "aiblox.contracts",
+    "Workspace": "aiblox.eval.workspace",
+    "answer_question": "aiblox.assembly",
+    "compare_runs": "aiblox.eval.sweep",
+    "evaluate_retrieval": "aiblox.eval.runner",
+    "evaluate_run": "aiblox.eval.metrics",
+    "get_llm": "aiblox.assembly",
+    "load_dataset": "aiblox.eval.datasets",
+    "load_policy": "aiblox.assembly",
+    "load_spec": "aiblox.eval.sweep",
+    "open_workspace": "aiblox.eval.workspace",
+    "run_sweep": "aiblox.eval.sweep",
+}
+"""Front-door name -> the module that defines (or exports) it."""
+
+__all__ = [
+    "Dataset",
+    "RequestContext",
+    "RetrievalPrefs",
+    "Workspace",
+    "__version__",
+    "answer_question",
+    "compare_runs",
+    "evaluate_retrieval",
+    "evaluate_run",
+    "get_llm",
+    "load_dataset",
+    "load_policy",
+    "load_spec",
+    "open_workspace",
+    "run_sweep",
+]
+
+if TYPE_CHECKING:  # what type checkers and IDEs see
+    from aiblox.assembly import answer_question, get_llm, load_policy
+    from aiblox.contracts import RequestContext, RetrievalPrefs
+    from aiblox.eval.datasets import Dataset, load_dataset
+    from aiblox.eval.metrics import evaluate_run
+    from aiblox.eval.runner import evaluate_retrieval
+    from aiblox.eval.sweep import compare_runs, load_spec, run_sweep
+    from aiblox.eval.workspace import Workspace, open_workspace
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'aiblox' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # imported once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

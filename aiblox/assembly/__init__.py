@@ -69,13 +69,13 @@ from aiblox.assembly.records import (
     SelectedEvidence,
     ValidationResult,
 )
+from aiblox.assembly.sanitize import safe_normalize_v1
 from aiblox.assembly.selection.chunk_selection import (
     SelectionOutcome,
     order_rank_strict,
     select_chunks,
 )
 from aiblox.assembly.selection.overlap_ratio import overlap_ratio
-from aiblox.assembly.selection.sanitize import safe_normalize_v1
 
 __all__ = [
     "AnswerBundle",

@@ -9,8 +9,7 @@ The prompt builder (step 4) takes the bundle on.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -20,61 +19,17 @@ from aiblox.assembly.input.validation import validate_assembly_input
 from aiblox.assembly.policy import SelectionPolicy
 from aiblox.assembly.prompt.contract import PROMPT_CONTRACT_VERSION, render_prompt_v1
 from aiblox.assembly.records import (
-    DROP_BELOW_SIMILARITY_FLOOR,
-    DROP_BUDGET,
-    DROP_DUP,
-    DROP_EMPTY_AFTER_SANITIZE,
-    DROP_PER_KNOWLEDGE_CAP,
-    DROP_REASONS,
     AnswerBundle,
     AssemblyInput,
-    AssemblyMetrics,
     AssemblyTrace,
-    DroppedChunk,
-    SelectedEvidence,
 )
+from aiblox.assembly.sanitize import normalize_question
 from aiblox.assembly.selection.chunk_selection import select_chunks
-from aiblox.assembly.selection.sanitize import safe_normalize_v1
+from aiblox.assembly.selection.outcome import build_metrics
 from aiblox.hashing import sha256_text
 from aiblox.text.tokens import count_tokens
 
 __all__ = ["assemble_answer_bundle", "build_metrics", "normalize_question"]
-
-
-def normalize_question(question: str) -> str:
-    """The question as inserted into the prompt: ``safe_normalize_v1`` (whitespace collapsed,
-    control characters removed), nothing rewritten."""
-    return safe_normalize_v1(question)
-
-
-def build_metrics(
-    *,
-    retrieved_k: int,
-    selected: Sequence[SelectedEvidence],
-    dropped: Sequence[DroppedChunk],
-    evidence_token_count: int,
-    evidence_token_budget: int,
-    policy: SelectionPolicy,
-) -> AssemblyMetrics:
-    """Assembly metrics from the selection outcome."""
-    counts = Counter(d.reason for d in dropped)
-    truncated = sum(1 for ev in selected if ev.truncated)
-    return AssemblyMetrics(
-        retrieved_k=retrieved_k,
-        selected_k=len(selected),
-        dedup_dropped_count=counts[DROP_DUP],
-        budget_dropped_count=counts[DROP_BUDGET],
-        per_knowledge_cap_dropped_count=counts[DROP_PER_KNOWLEDGE_CAP],
-        empty_after_sanitize_dropped_count=counts[DROP_EMPTY_AFTER_SANITIZE],
-        below_similarity_floor_dropped_count=counts[DROP_BELOW_SIMILARITY_FLOOR],
-        drop_reasons={code: counts[code] for code in DROP_REASONS},
-        dropped=list(dropped),
-        evidence_token_count=evidence_token_count,
-        evidence_token_budget=evidence_token_budget,
-        per_chunk_token_cap=policy.per_chunk_token_cap,
-        truncation_applied=truncated > 0,
-        truncated_count=truncated,
-    )
 
 
 def _failed(request_id: str, reason: str, trace: AssemblyTrace | None = None) -> AnswerBundle:

@@ -35,8 +35,9 @@ from aiblox.bundles.models import (
     LoadError,
     RedactionRecord,
 )
+from aiblox.bundles.open import open_bundle_store
 from aiblox.bundles.redaction import Redactor, RedactorRegistry, redact
-from aiblox.bundles.store import BundleStore, open_bundle_store
+from aiblox.bundles.store import BundleStore
 
 __all__ = [
     "BundleArtifact",

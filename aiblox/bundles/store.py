@@ -1,7 +1,8 @@
 """Evidence bundle tracking: which bundles each run used, and what each bundle held.
 
 The seed's tracking tables, kept beside a store's own tables (same database, same connection)
-and created the first time :func:`open_bundle_store` is called on it, never by the store itself:
+and created the first time :func:`~aiblox.bundles.open.open_bundle_store` is called on it,
+never by the store itself:
 
 - ``evidence_bundles``: one row per bundle (:data:`BUNDLE_COLUMNS`);
 - ``run_evidence``: ``(run_id, bundle_id)`` links;
@@ -16,13 +17,12 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from aiblox.stores.base import Store, StoreError
+from aiblox.stores.base import StoreError
 
 __all__ = [
     "BUNDLE_COLUMNS",
     "BundleStore",
     "ITEM_COLUMNS",
-    "open_bundle_store",
     "split_bundle_rows",
 ]
 
@@ -73,25 +73,6 @@ class BundleStore(Protocol):
     def list_run_bundles(self, run_id: str) -> list[str]:
         """Bundle ids linked to ``run_id``, sorted (empty when none)."""
         ...
-
-
-def open_bundle_store(store: Store) -> BundleStore:
-    """The bundle tracking tables beside ``store`` (a DuckDB or PostgreSQL store), created if
-    missing; they share the store's connection and live as long as it does."""
-    from aiblox.stores.duckdb_store import DuckDBStore
-
-    if isinstance(store, DuckDBStore):
-        from aiblox.bundles.duckdb_store import DuckDBBundleStore
-
-        return DuckDBBundleStore(store)
-    if store.kind == "postgres":  # the postgres extra is imported only for a PostgreSQL store
-        from aiblox.bundles.postgres_store import PostgresBundleStore
-        from aiblox.stores.postgres import PostgresStore
-
-        if isinstance(store, PostgresStore):
-            return PostgresBundleStore(store)
-    raise StoreError(f"{store.location}: no evidence bundle tracking for a {store.kind!r} store "
-                     "(use a DuckDB or PostgreSQL store)")
 
 
 def _item_ordinal(item: dict[str, Any]) -> int:

@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+# the commands' stderr console, re-exported: progress and tables for people go to stderr,
+# ``--json`` output alone goes to stdout
+from aiblox.cli._console import console  # noqa: F401
 from aiblox.embedding import CachedEmbedder, get_embedder
 from aiblox.stores import Store, mask_password, open_store
 
@@ -19,9 +21,6 @@ DB_HELP = ("Store: a DuckDB file path or a postgresql+psycopg:// URL (default: t
 STORE_HELP = "Store: a DuckDB file path or a postgresql+psycopg:// URL (or use --dataset)."
 DATASET_STORE_HELP = ("Use this dataset's default store (the one `aiblox ingest DATASET` "
                       "builds) instead of --db.")
-
-console = Console(stderr=True)
-"""Progress and tables for people go to stderr; ``--json`` output alone goes to stdout."""
 
 
 def fail(message: str) -> None:

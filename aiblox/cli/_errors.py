@@ -56,7 +56,7 @@ def print_error(message: str, prefix: str = "error") -> None:
     wrapping at the terminal's width; text that is not Unicode is shown escaped)."""
     from rich.text import Text
 
-    from aiblox.cli._common import console
+    from aiblox.cli._console import console
 
     text = one_line(message).encode("utf-8", "backslashreplace").decode("utf-8")
     style = "red" if prefix == "error" else "yellow"

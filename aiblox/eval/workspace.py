@@ -17,8 +17,9 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.embedding import Embedder, get_embedder
 from aiblox.embedding.cache import CachedEmbedder
 from aiblox.embedding.vectors import import_vectors
@@ -29,6 +30,9 @@ from aiblox.retrieval import HybridRetriever, make_retriever
 from aiblox.stores import Store, StoreError, mask_password, open_store, store_fingerprint
 from aiblox.stores.identity import DatasetBinding, in_sync, items_digest
 from aiblox.stores.ingest import IngestReport, sync_dataset
+
+if TYPE_CHECKING:
+    from aiblox.assembly import AnswerResult
 
 __all__ = [
     "Workspace",
@@ -167,6 +171,22 @@ class Workspace:
         """A retriever whose evidence builder is a late chunker over the store's chunk cache
         (:func:`aiblox.retrieval.make_retriever`; ``late_params`` go to the chunker)."""
         return make_retriever(self.store, self.embedder, **late_params)
+
+    def answer(self, question: str, policy: str = "R2_POLICY_V1", llm: str = "extractive",
+               prefs: RetrievalPrefs | None = None, **llm_options: Any) -> AnswerResult:
+        """Answer ``question`` from the store's evidence as ``aiblox answer`` does (without the
+        audit pack): late-chunked retrieval under ``prefs`` (the defaults when None), then the
+        selection ``policy``, the prompt contract, the reader ``llm`` (``extractive``: offline,
+        deterministic; ``openai``: an OpenAI-compatible endpoint) and citation validation."""
+        from aiblox.assembly import answer_question, get_llm, load_policy
+
+        prefs = (prefs or RetrievalPrefs(query_text=question)).model_copy(
+            update={"query_text": question})
+        bundle = self.late_retriever().search_many([prefs])[0]
+        return answer_question(question, bundle, load_policy(policy), get_llm(llm, **llm_options),
+                               index_version=self.index_version(),
+                               embedding_model=self.embedder.model_id,
+                               retrieval_top_k=prefs.top_k_chunks)
 
     def fingerprint(self, vectors: bool = True) -> dict[str, str | None]:
         """What retrieval reads from the store (:func:`aiblox.stores.store_fingerprint`: the

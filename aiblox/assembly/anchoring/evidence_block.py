@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from aiblox.assembly.records import SelectedEvidence
-from aiblox.assembly.selection.sanitize import safe_normalize_v1
+from aiblox.assembly.sanitize import safe_normalize_v1
 
 __all__ = ["EVIDENCE_SEPARATOR", "header_value", "render_evidence_block", "render_evidence_entry"]
 

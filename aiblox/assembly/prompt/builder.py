@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from aiblox.assembly.anchoring.citation_anchors import anchor_map
 from aiblox.assembly.anchoring.evidence_block import render_evidence_block
-from aiblox.assembly.answer_bundle import build_metrics, normalize_question
 from aiblox.assembly.policy import SelectionPolicy
 from aiblox.assembly.prompt.contract import (
     PROMPT_CONTRACT_VERSION,
@@ -37,6 +36,8 @@ from aiblox.assembly.records import (
     PromptBuildResult,
     SelectedEvidence,
 )
+from aiblox.assembly.sanitize import normalize_question
+from aiblox.assembly.selection.outcome import build_metrics
 from aiblox.hashing import sha256_text
 from aiblox.text.tokens import count_tokens
 

@@ -38,8 +38,8 @@ from aiblox.assembly.records import (
     RetrievalResult,
     SelectedEvidence,
 )
+from aiblox.assembly.sanitize import SANITIZATION_MODE, safe_normalize_v1
 from aiblox.assembly.selection.overlap_ratio import overlap_ratio, word_set
-from aiblox.assembly.selection.sanitize import SANITIZATION_MODE, safe_normalize_v1
 from aiblox.assembly.selection.token_truncation import truncate_to_token_budget
 from aiblox.text.tokens import count_tokens
 

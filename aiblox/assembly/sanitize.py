@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import unicodedata
 
-__all__ = ["SANITIZATION_MODE", "safe_normalize_v1"]
+__all__ = ["SANITIZATION_MODE", "normalize_question", "safe_normalize_v1"]
 
 SANITIZATION_MODE = "safe_normalize_v1"
 
@@ -42,3 +42,9 @@ def safe_normalize_v1(text: str) -> str:
         else:
             out.append(ch)
     return " ".join("".join(out).split())
+
+
+def normalize_question(question: str) -> str:
+    """The question as inserted into the prompt: ``safe_normalize_v1`` (whitespace collapsed,
+    control characters removed), nothing rewritten."""
+    return safe_normalize_v1(question)
