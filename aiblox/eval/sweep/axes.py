@@ -29,6 +29,8 @@ __all__ = [
     "ChunkingGrid",
     "DEFAULT_MAX_POINTS",
     "FusionGrid",
+    "MODEL_STRATEGIES",
+    "SEARCH_STRATEGIES",
     "SCORING_FIELDS",
     "SearchConfig",
     "SelectionGrid",
@@ -280,27 +282,52 @@ def load_policy_by_name(name: str) -> Any:
     return load_policy(name)
 
 
+SEARCH_STRATEGIES = ("grid", "random", "tpe")
+"""``[search] strategy`` values: every point, a seeded random draw, or Optuna's TPE."""
+MODEL_STRATEGIES = frozenset({"tpe"})
+"""Strategies that choose each trial from the scores of the trials before (Optuna)."""
+
+
 class SearchConfig(_Strict):
     """Which points of the full grid are scored."""
 
-    strategy: Literal["grid", "random"] = "grid"
-    """``grid``: every point; ``random``: ``n`` points drawn with ``random.Random(seed)``."""
+    strategy: str = "grid"
+    """``grid``: every point; ``random``: ``n`` points drawn with ``random.Random(seed)``;
+    ``tpe``: ``n`` trials chosen one after another by Optuna's TPE sampler (seeded), each a
+    point of the grid (:mod:`aiblox.eval.sweep.search`)."""
     n: int | None = Field(default=None, ge=1)
-    """Points drawn by ``random`` (all of them when the grid is smaller)."""
+    """Points drawn by ``random``, trials of ``tpe`` (all points when the grid is smaller)."""
     seed: int = 0
     """Seed of the draw (logged with the spec, so the same spec draws the same points)."""
 
+    @field_validator("strategy")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if v not in SEARCH_STRATEGIES:
+            hint = (" (CMA-ES and GP samplers are not supported: use 'tpe')"
+                    if v.lower() in {"cmaes", "cma-es", "gp"} else "")
+            raise ValueError(f"unknown search strategy {v!r}; known: "
+                             f"{', '.join(SEARCH_STRATEGIES)}{hint}")
+        return v
+
     @model_validator(mode="after")
     def _check(self) -> SearchConfig:
-        if self.strategy == "random" and self.n is None:
-            raise ValueError("strategy 'random' needs n (how many points to draw)")
+        if self.strategy != "grid" and self.n is None:
+            what = "points to draw" if self.strategy == "random" else "trials to run"
+            raise ValueError(f"strategy {self.strategy!r} needs n (how many {what})")
         if self.strategy == "grid" and self.n is not None:
-            raise ValueError("n applies to strategy 'random' only")
+            raise ValueError("n applies to strategies 'random' and 'tpe' only")
         return self
 
+    @property
+    def model_based(self) -> bool:
+        """True for an Optuna strategy (trials chosen one by one, not drawn up front)."""
+        return self.strategy in MODEL_STRATEGIES
+
     def pick(self, count: int) -> list[int]:
-        """Indexes of the points kept, ascending (grid order)."""
-        if self.strategy == "grid" or self.n is None or self.n >= count:
+        """Indexes of the points kept, ascending (grid order); a model-based search keeps every
+        point (its search space) and chooses among them while it runs."""
+        if self.strategy != "random" or self.n is None or self.n >= count:
             return list(range(count))
         return sorted(random.Random(self.seed).sample(range(count), self.n))
 

@@ -106,6 +106,9 @@ class SweepResult(_Strict):
     removed and computed again."""
     tracking: dict[str, Any] = Field(default_factory=dict)
     """MLflow parent run id, children logged and skipped (empty without tracking)."""
+    trials: list[str] = Field(default_factory=list)
+    """A model-based search's trials in order, by config hash (a point chosen twice appears
+    twice; its point once, in :attr:`points`); empty for ``grid`` and ``random``."""
 
 
 def ranking_order(value: float, config_hash: str) -> tuple[float, str]:

@@ -87,12 +87,13 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     ctx = SweepContext(settings, ds, StageCache(cache_dir), db or spec.db, backend, splits,
                        progress=progress)
     grid, baseline = sweep_points(spec)
-    todo = list(grid)
+    model_based = spec.search.model_based  # trials chosen while it runs, among the grid's points
+    todo = [] if model_based else list(grid)
     base_key = None
     if baseline is not None:
         base_key = point_config(settings, baseline, ctx.embedder_id, backend)[0]
-        if base_key not in {point_config(settings, p, ctx.embedder_id, backend)[0]
-                            for p in grid}:
+        if model_based or base_key not in {point_config(settings, p, ctx.embedder_id, backend)[0]
+                                           for p in grid}:
             todo.append(baseline)
     try:
         for pt in todo:
@@ -103,9 +104,12 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
             ctx.close()
 
     t_points = time.perf_counter()
+    if model_based:  # the baseline is scored after the trials, unless a trial was it
+        todo = []
     results: list[PointResult | None] = [None] * len(todo)
     done = tracker.logged_config_hashes() if tracker is not None else set()
-    bar = tqdm(total=len(todo), desc=f"sweep {spec.name}", unit="pt", disable=not progress)
+    total = min(int(spec.search.n or 0), len(grid)) if model_based else len(todo)
+    bar = tqdm(total=total, desc=f"sweep {spec.name}", unit="pt", disable=not progress)
     sweep_hash = spec.hash  # a property that hashes the spec: once, not per point
 
     def make_point(i: int, out: dict[str, Any]) -> PointResult:
@@ -139,7 +143,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
             tracker.log_point(point, ctx.reader)
             done.add(point.config_hash)
 
-    def finish(i: int, out: dict[str, Any]) -> None:
+    def finish(i: int, out: dict[str, Any]) -> PointResult:
         point = make_point(i, out)
         try:
             log(point)
@@ -149,13 +153,48 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         if on_point is not None:
             on_point(point)
         bar.update(1)
+        return point
 
     # Points allocate millions of small lists that reference counting frees; CPython's cyclic
     # collector would rescan the cached signals over and over (10x slower), so it pauses here.
+    scored: dict[str, PointResult] = {}
+    trials: list[str] = []
+
+    def score(i: int) -> float:
+        """A trial of a model-based search: grid point ``i``, scored once however often it is
+        chosen; its primary metric on the tune split."""
+        pt = grid[i]
+        chash = point_config(settings, pt, ctx.embedder_id, backend)[0]
+        point = scored.get(chash)
+        if point is None:
+            todo.append(pt)
+            results.append(None)
+            point = scored[chash] = finish(len(todo) - 1, evaluate_point(ctx, pt))
+        else:
+            bar.update(1)
+        trials.append(chash)
+        value = point.metrics[spec.tune_split].get(spec.primary)
+        if value is None:
+            raise ValueError(f"primary metric {spec.primary!r} was not computed for "
+                             f"{point.label} on {spec.tune_split}: a model-based search "
+                             f"needs it at every trial")
+        return float(value)
+
+    n_grid = len(grid)
     try:
         with paused_gc(), compiled_threads(jobs):
-            for i, pt in enumerate(todo):
-                finish(i, evaluate_point(ctx, pt))
+            if model_based:
+                from aiblox.eval.sweep.search import run_search
+
+                run_search(spec, grid, cache_dir, score)
+                n_grid = len(todo)
+                if baseline is not None and base_key not in scored:
+                    todo.append(baseline)
+                    results.append(None)
+                    finish(len(todo) - 1, evaluate_point(ctx, baseline))
+            else:
+                for i, pt in enumerate(todo):
+                    finish(i, evaluate_point(ctx, pt))
     finally:
         bar.close()
         ctx.close()
@@ -173,7 +212,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
             return ctx.reader.per_query(stages)
 
     try:
-        end = conclude(spec, points, len(grid), per_query, dataset=ds.name,
+        end = conclude(spec, points, n_grid, per_query, dataset=ds.name,
                        has_answers=bool(ds.answers))
     finally:
         ctx.close()
@@ -188,7 +227,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
                  "total_s": round(time.perf_counter() - t_start, 3),
                  "points_per_s": round(len(points) / points_s, 1) if points_s > 0 else 0.0},
         computed=dict(cache.computed), reused=dict(cache.reused),
-        repaired=dict(cache.repaired))
+        repaired=dict(cache.repaired), trials=trials)
     if tracker is not None:
         result = result.model_copy(update={"tracking": tracker.finish(result)})
     return result

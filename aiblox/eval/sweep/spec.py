@@ -251,6 +251,10 @@ class SweepSpec(_Strict):
             value = (self.baseline or {}).get(key)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"baseline.{key} must be a whole number >= 1, got {value!r}")
+        if self.search.model_based and not any(
+                getattr(self.grid, f) is not None for f in type(self.grid).model_fields):
+            raise ValueError(f"search: strategy {self.search.strategy!r} needs a search space, "
+                             f"and the spec has no grid axes")
         size, limit = self.grid_size(), point_limit(info)
         if size > limit:
             raise ValueError(f"grid: {size:,} points, above the limit of {limit:,}: "

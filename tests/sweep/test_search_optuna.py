@@ -1,0 +1,140 @@
+"""Model-based search (``[search] strategy = "tpe"``): seeded, resumable, every trial an
+ordinary grid point with its hashes, cached stages reused, bad input refused up front."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("optuna")
+
+from aiblox.eval.sweep import SweepSpec, run_sweep  # noqa: E402
+from aiblox.eval.sweep.search import SearchSpace, study_path  # noqa: E402
+
+
+def tpe(spec: SweepSpec, n: int | None, seed: int = 0, **search) -> SweepSpec:
+    data = spec.model_dump()
+    data["search"] = {"strategy": "tpe", "n": n, "seed": seed, **search}
+    return SweepSpec.model_validate(data)
+
+
+def run(spec, cache, sweep_db, sample_dataset, **kw):
+    return run_sweep(spec, cache_dir=cache, db=sweep_db, progress=False,
+                     dataset=sample_dataset, **kw)
+
+
+def signature(r):
+    return (r.trials, [p.config_hash for p in r.points], r.best.config_hash,
+            [(p.config_hash, {s: m.run_hash for s, m in p.manifest.splits.items()})
+             for p in r.points])
+
+
+@pytest.fixture(scope="module")
+def fourteen(tmp_path_factory, sample_spec, sweep_db, sample_dataset):
+    """A 14-trial TPE study of the sample grid (24 points), run once."""
+    cache = tmp_path_factory.mktemp("tpe")
+    spec = tpe(sample_spec, 14)
+    return spec, cache, run(spec, cache, sweep_db, sample_dataset)
+
+
+def test_trials_are_grid_points_and_conclude_as_usual(fourteen, sample_spec, sweep_db,
+                                                      sample_dataset):
+    spec, cache, r = fourteen
+    assert len(r.trials) == 14
+    tried = list(dict.fromkeys(r.trials))
+    baseline = [p for p in r.points if p.is_baseline]
+    assert len(baseline) == 1
+    assert [p.config_hash for p in r.points if p.config_hash in tried] == tried
+    assert len(r.points) == len(tried) + (baseline[0].config_hash not in tried)
+    assert r.best.config_hash in tried  # chosen among the trials only
+    best_score = max(p.metrics["train"]["ndcg@10"] for p in r.points if p.config_hash in tried)
+    assert r.best.metrics["train"]["ndcg@10"] == best_score
+    assert r.ci and r.significance  # conclude ran unchanged
+    assert study_path(spec, cache).is_file()
+    # the plain grid over the same cache: the trials are its points, their stages its stages
+    grid = run(sample_spec, cache, sweep_db, sample_dataset)
+    by_hash = {p.config_hash: p for p in grid.points}
+    assert set(r.trials) <= set(by_hash)
+    for p in r.points:
+        assert p.manifest.splits == by_hash[p.config_hash].manifest.splits
+    assert grid.reused["fusion"] == 2 * len(r.points)
+
+
+def test_same_spec_and_seed_same_trials_and_hashes(fourteen, tmp_path, sweep_db,
+                                                   sample_dataset):
+    spec, _, r = fourteen
+    again = run(spec, tmp_path, sweep_db, sample_dataset)  # a fresh cache and study
+    assert signature(again) == signature(r)
+    other = run(tpe(spec, 14, seed=1), tmp_path, sweep_db, sample_dataset)
+    assert other.trials != r.trials
+
+
+def test_rerun_reuses_every_stage(fourteen, sweep_db, sample_dataset):
+    spec, cache, r = fourteen
+    again = run(spec, cache, sweep_db, sample_dataset)  # the same study: nothing asked again
+    assert again.computed == {}
+    assert signature(again) == signature(r)
+
+
+def test_resume_continues_the_study(fourteen, tmp_path, sweep_db, sample_dataset):
+    spec, _, r = fourteen
+    first = run(tpe(spec, 6), tmp_path, sweep_db, sample_dataset)
+    assert first.trials == r.trials[:6]
+    resumed = run(tpe(spec, 14), tmp_path, sweep_db, sample_dataset)
+    assert signature(resumed) == signature(r)
+    assert study_path(tpe(spec, 6), tmp_path) == study_path(spec, tmp_path)
+
+
+def test_killed_study_resumes(fourteen, tmp_path, sweep_db, sample_dataset):
+    spec, _, r = fourteen
+    seen = []
+
+    def kill_after_five(point):
+        seen.append(point.config_hash)
+        if len(seen) == 5:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run(spec, tmp_path, sweep_db, sample_dataset, on_point=kill_after_five)
+    resumed = run(spec, tmp_path, sweep_db, sample_dataset)
+    assert signature(resumed) == signature(r)
+
+
+def test_n_above_the_grid_is_capped(small_spec, sample_spec, tmp_path, sweep_db,
+                                    sample_dataset):
+    spec = tpe(small_spec(sample_spec, blend=["rrf"], rrf_k=[10, 60, 100]), 50)
+    with pytest.warns(UserWarning, match="3 trials are run"):
+        r = run(spec, tmp_path, sweep_db, sample_dataset)
+    assert len(r.trials) == 3 and len(r.points) == len(set(r.trials))
+
+
+def test_search_space_is_the_grid(sample_spec):
+    from aiblox.eval.sweep.runner import sweep_points
+
+    grid, _ = sweep_points(tpe(sample_spec, 5))
+    space = SearchSpace(grid)
+    assert set(space.dimensions) >= {"blend", "w_text", "normalize", "rrf_k", "depth"}
+    from optuna.trial import FixedTrial
+
+    i = space.point(FixedTrial({"blend": "rrf", "rrf_k": 1, "depth": 0}))
+    p = grid[i].prefs
+    assert (p.scoring.blend, p.scoring.rrf_k, p.fts.top_k) == ("rrf", 60, 5)
+
+
+@pytest.mark.parametrize(("search", "message"), [
+    ({"strategy": "bayes", "n": 5}, "unknown search strategy 'bayes'"),
+    ({"strategy": "cmaes", "n": 5}, "not supported"),
+    ({"strategy": "tpe"}, "needs n"),
+    ({"strategy": "tpe", "n": 0}, "greater than or equal to 1"),
+])
+def test_bad_search_refused(sample_spec, search, message):
+    data = {**sample_spec.model_dump(), "search": search}
+    with pytest.raises(ValueError, match=message):
+        SweepSpec.model_validate(data)
+
+
+def test_empty_search_space_refused(sample_spec, small_spec):
+    data = {**small_spec(sample_spec).model_dump(), "search": {"strategy": "tpe", "n": 3}}
+    with pytest.raises(ValueError, match="needs a search space"):
+        SweepSpec.model_validate(data)
+    one = tpe(small_spec(sample_spec, rrf_k=[60]), 3)  # one axis with one value: fine
+    assert one.grid_size() == 1
