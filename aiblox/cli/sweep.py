@@ -56,6 +56,12 @@ def sweep(
         return
     n_points = len(spec.pipeline_points() if spec.has_pipeline_axes else spec.points())
     drawn = "" if spec.search.strategy == "grid" else f" drawn from {spec.grid_size():,}"
+    if spec.search.model_based:
+        trials = min(int(spec.search.n or 0), n_points)
+        capped = f" (n = {spec.search.n} capped to the grid)" if trials < (spec.search.n or 0) \
+            else ""
+        drawn = (f" searched by {spec.search.strategy} (seed {spec.search.seed}): {trials:,} "
+                 f"trials{capped}")
     console.print(f"sweep {spec.name}: {n_points:,} points{drawn} (limit {max_points:,}; "
                   f"--max-points raises it), each on {spec.tune_split} and {spec.report_split}",
                   soft_wrap=True)
