@@ -164,7 +164,8 @@ def _summary(result: SweepResult, top: int) -> dict:
             "significance": [c.model_dump(mode="json") for c in result.significance],
             "computed": result.computed, "reused": result.reused,
             "repaired": result.repaired,
-            "tracking": result.tracking}
+            "tracking": result.tracking,
+            **({"trials": result.trials} if result.trials else {})}
 
 
 def local_tracking_folder(uri: str) -> Path | None:

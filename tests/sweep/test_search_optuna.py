@@ -138,3 +138,47 @@ def test_empty_search_space_refused(sample_spec, small_spec):
         SweepSpec.model_validate(data)
     one = tpe(small_spec(sample_spec, rrf_k=[60]), 3)  # one axis with one value: fine
     assert one.grid_size() == 1
+
+
+def test_every_trial_logged_to_mlflow(sample_spec, small_spec, tmp_path, sweep_db,
+                                      sample_dataset, mlflow_uri):
+    from aiblox.eval.sweep import SweepTracker
+
+    spec = tpe(small_spec(sample_spec, blend=["linear", "rrf"], w_text=[0.2, 0.5, 0.8],
+                          normalize=["minmax"], rrf_k=[10, 60], depth=[20],
+                          baseline={"blend": "rrf", "rrf_k": 30}), 4)
+
+    def tracker():
+        return SweepTracker(mlflow_uri, "tpe", spec.hash, spec.model_dump(mode="json"),
+                            resume=True)
+
+    tr = tracker()
+    r = run(spec, tmp_path, sweep_db, sample_dataset, tracker=tr)
+    logged = {c.data.tags["aiblox.config_hash"] for c in tr.children()}
+    assert logged == {p.config_hash for p in r.points} >= set(r.trials)
+    assert r.tracking["logged"] == len(r.points)
+    again = run(spec, tmp_path, sweep_db, sample_dataset, tracker=tracker())
+    assert again.tracking["logged"] == 0 and again.computed == {}
+    assert again.trials == r.trials
+
+
+def test_cli_runs_a_tpe_spec(tmp_path, sweep_db):
+    import json
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from aiblox.cli.main import app
+
+    src = Path(__file__).resolve().parents[2] / "evals" / "sweeps" / "sample_fusion.toml"
+    spec = tmp_path / "tpe.toml"
+    spec.write_text(src.read_text() + '\n[search]\nstrategy = "tpe"\nn = 12\nseed = 3\n')
+    args = ["sweep", str(spec), "--db", sweep_db, "--cache-dir", str(tmp_path / "stages"),
+            "--no-tracking"]
+    runner = CliRunner()
+    r = runner.invoke(app, args, env={"AIBLOX_NO_PROGRESS": "1"})
+    assert r.exit_code == 0, r.output
+    assert "searched by tpe (seed 3): 12 trials" in r.output
+    out = json.loads(runner.invoke(app, [*args, "--json"],
+                                   env={"AIBLOX_NO_PROGRESS": "1"}).stdout)
+    assert len(out["trials"]) == 12 and out["computed"] == {}
