@@ -49,7 +49,9 @@ def test_trials_are_grid_points_and_conclude_as_usual(fourteen, sample_spec, swe
     best_score = max(p.metrics["train"]["ndcg@10"] for p in r.points if p.config_hash in tried)
     assert r.best.metrics["train"]["ndcg@10"] == best_score
     assert r.ci and r.significance  # conclude ran unchanged
-    assert study_path(spec, cache).is_file()
+    assert [f.name for f in (cache / "studies").iterdir()] == [study_path(spec, cache, {
+        "dataset_hash": sample_dataset.hash, "embedder": r.best.manifest.config["embedder"],
+        "backend": "duckdb"}).name]
     # the plain grid over the same cache: the trials are its points, their stages its stages
     grid = run(sample_spec, cache, sweep_db, sample_dataset)
     by_hash = {p.config_hash: p for p in grid.points}
@@ -82,6 +84,8 @@ def test_resume_continues_the_study(fourteen, tmp_path, sweep_db, sample_dataset
     resumed = run(tpe(spec, 14), tmp_path, sweep_db, sample_dataset)
     assert signature(resumed) == signature(r)
     assert study_path(tpe(spec, 6), tmp_path) == study_path(spec, tmp_path)
+    assert study_path(spec, tmp_path, {"dataset_hash": "x"}) != study_path(spec, tmp_path)
+    assert study_path(tpe(spec, 14, seed=1), tmp_path) != study_path(spec, tmp_path)
 
 
 def test_killed_study_resumes(fourteen, tmp_path, sweep_db, sample_dataset):
@@ -182,3 +186,38 @@ def test_cli_runs_a_tpe_spec(tmp_path, sweep_db):
     out = json.loads(runner.invoke(app, [*args, "--json"],
                                    env={"AIBLOX_NO_PROGRESS": "1"}).stdout)
     assert len(out["trials"]) == 12 and out["computed"] == {}
+
+
+def test_a_stale_study_is_refused(fourteen, tmp_path, sweep_db, sample_dataset):
+    """A study whose trials no longer score what they scored (code or data changed) stops
+    with its path instead of steering TPE by stale values."""
+    import sqlite3
+
+    spec, _, r = fourteen
+    run(tpe(spec, 3), tmp_path, sweep_db, sample_dataset)
+    (db,) = (tmp_path / "studies").iterdir()
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE trial_values SET value = value + 1")
+    with pytest.raises(RuntimeError, match="remove the file"):
+        run(spec, tmp_path, sweep_db, sample_dataset)
+
+
+def test_pipeline_sweep_tpe(sample_spec, small_spec, tmp_path, sweep_db, sample_dataset):
+    """Chunkers that take sizes and one that does not: every trial is a pipeline grid point,
+    and the same seed gives the same trials."""
+    from aiblox.eval.sweep.runner import sweep_points
+
+    data = sample_spec.model_dump()
+    data.update(grid={"blend": ["rrf"], "rrf_k": [10, 60],
+                      "chunking": {"chunker_id": ["token_window", "whole"],
+                                   "max_chunk_tokens": [32, 64], "overlap_tokens": [0, 40]}},
+                baseline=None, base={**data["base"], "top_k_chunks": 4}, query_limit=4,
+                metrics=["ndcg@10"], primary="answer_recall@5",
+                search={"strategy": "tpe", "n": 8, "seed": 0})
+    spec = SweepSpec.model_validate(data)
+    grid, _ = sweep_points(spec)
+    assert len(grid) == 2 * (3 + 1)  # (32, 40) is refused by token_window; whole takes no sizes
+    a = run(spec, tmp_path / "a", sweep_db, sample_dataset)
+    b = run(spec, tmp_path / "b", sweep_db, sample_dataset)
+    assert len(a.trials) == 8 and signature(a) == signature(b)
+    assert all(p.chunking is not None for p in a.points)

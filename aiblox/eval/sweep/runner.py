@@ -186,7 +186,8 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
             if model_based:
                 from aiblox.eval.sweep.search import run_search
 
-                run_search(spec, grid, cache_dir, score)
+                run_search(spec, grid, cache_dir, score, context={
+                    "dataset_hash": ds.hash, "embedder": ctx.embedder_id, "backend": backend})
                 n_grid = len(todo)
                 if baseline is not None and base_key not in scored:
                     todo.append(baseline)

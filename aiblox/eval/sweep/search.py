@@ -114,16 +114,19 @@ class SearchSpace:
         return idx[0]
 
 
-def study_key(spec: SweepSpec) -> str:
-    """sha256 of the spec without ``[search] n``: a rerun with another ``n`` is the same study."""
+def study_key(spec: SweepSpec, context: dict[str, Any] | None = None) -> str:
+    """sha256 of the spec without ``[search] n`` and of ``context`` (what else decides the
+    scores: the dataset's hash, the embedder, the backend): a rerun with another ``n`` is the
+    same study, a rerun on other data another one."""
     data = spec.model_dump(mode="json")
     data["search"].pop("n", None)
-    return sha256_hex(data)
+    return sha256_hex({"spec": data, "context": context or {}})
 
 
-def study_path(spec: SweepSpec, cache_dir: str | Path) -> Path:
+def study_path(spec: SweepSpec, cache_dir: str | Path,
+               context: dict[str, Any] | None = None) -> Path:
     """``<cache_dir>/studies/<name>-<study key[:12]>.db``: the study's SQLite storage."""
-    return Path(cache_dir) / "studies" / f"{spec.name}-{study_key(spec)[:12]}.db"
+    return Path(cache_dir) / "studies" / f"{spec.name}-{study_key(spec, context)[:12]}.db"
 
 
 def _trial_seed(seed: int, k: int) -> int:
@@ -131,9 +134,12 @@ def _trial_seed(seed: int, k: int) -> int:
 
 
 def run_search(spec: SweepSpec, points: Sequence[PipelinePoint], cache_dir: str | Path,
-               score: Callable[[int], float]) -> list[int]:
+               score: Callable[[int], float], context: dict[str, Any] | None = None
+               ) -> list[int]:
     """Run (or resume) the spec's study over ``points``; ``score(i)`` scores grid point ``i``
-    (the caller memoises repeats). Returns the grid index of every trial, in order."""
+    (the caller memoises repeats). Returns the grid index of every trial, in order. A trial of
+    an earlier run is scored again (from the stage cache) and must score what it scored then:
+    otherwise the study is stale and the search stops with its path."""
     try:
         import optuna
     except ImportError as exc:  # pragma: no cover - the extra is installed in tests
@@ -146,10 +152,10 @@ def run_search(spec: SweepSpec, points: Sequence[PipelinePoint], cache_dir: str 
     if n < int(spec.search.n or 0):
         warnings.warn(f"[search] n = {spec.search.n} is more than the grid's {len(points)} "
                       f"points: {n} trials are run", UserWarning, stacklevel=3)
-    path = study_path(spec, cache_dir)
+    path = study_path(spec, cache_dir, context)
     path.parent.mkdir(parents=True, exist_ok=True)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    key = study_key(spec)
+    key = study_key(spec, context)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         study = optuna.create_study(
@@ -162,7 +168,11 @@ def run_search(spec: SweepSpec, points: Sequence[PipelinePoint], cache_dir: str 
     picked: list[int] = []
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))[:n]:
         i = space.point(FixedTrial(t.params))
-        score(i)  # cached stages: reads back (and logs) a point of the earlier run
+        value = score(i)  # cached stages: reads back (and logs) a point of the earlier run
+        if t.value is None or value != t.value:
+            raise RuntimeError(f"study {path}: trial {t.number} scored {t.value!r} then and "
+                               f"{value!r} now (the code or data changed since): remove the "
+                               f"file to start the search again")
         picked.append(i)
     while len(picked) < n:
         study.sampler = optuna.samplers.TPESampler(
