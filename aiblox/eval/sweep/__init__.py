@@ -16,6 +16,7 @@ module              what it is for
 ``context``         one sweep's state: workspace, signals, indexes, scorers
 ``pipeline``        the chain of stages of one point on one split
 ``runner``          :func:`run_sweep`: signals, points, conclusion
+``search``          model-based search (Optuna's TPE over the grid's points, resumable)
 ``results``         :class:`SweepResult`, the ranking of points, best point, significance
 ``outputs``         stored outputs read back (fused runs, per-query values, evidence)
 ``manifest``        determinism manifests of points

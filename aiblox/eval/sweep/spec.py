@@ -25,7 +25,9 @@ past fusion to the chunk stages (:mod:`aiblox.eval.sweep.pipeline`); the answer 
 
 ``[search]`` picks the points scored: ``strategy = "grid"`` (default) every point;
 ``"random"`` ``n`` points drawn from the full grid with ``random.Random(seed)``, kept in grid
-order. New fields at their defaults stay out of the spec hash, so specs written before them keep
+order; ``"tpe"`` ``n`` trials among the grid's points chosen by Optuna while the sweep runs
+(:mod:`aiblox.eval.sweep.search`; :meth:`SweepSpec.points` is then the whole grid, the search
+space). New fields at their defaults stay out of the spec hash, so specs written before them keep
 their hash.
 
 Limits, checked before any point is built: depths, chunk budgets, ``top_k_chunks`` and
