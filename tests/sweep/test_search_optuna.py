@@ -3,6 +3,9 @@ ordinary grid point with its hashes, cached stages reused, bad input refused up 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("optuna")
@@ -161,15 +164,15 @@ def test_every_trial_logged_to_mlflow(sample_spec, small_spec, tmp_path, sweep_d
     logged = {c.data.tags["aiblox.config_hash"] for c in tr.children()}
     assert logged == {p.config_hash for p in r.points} >= set(r.trials)
     assert r.tracking["logged"] == len(r.points)
+    local = tr.client.download_artifacts(r.tracking["parent_run_id"], "sweep_summary.json",
+                                         str(tmp_path))
+    assert json.loads(Path(local).read_text())["trials"] == r.trials
     again = run(spec, tmp_path, sweep_db, sample_dataset, tracker=tracker())
     assert again.tracking["logged"] == 0 and again.computed == {}
     assert again.trials == r.trials
 
 
 def test_cli_runs_a_tpe_spec(tmp_path, sweep_db):
-    import json
-    from pathlib import Path
-
     from typer.testing import CliRunner
 
     from aiblox.cli.main import app

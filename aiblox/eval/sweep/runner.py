@@ -110,7 +110,8 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         todo = []
     results: list[PointResult | None] = [None] * len(todo)
     done = tracker.logged_config_hashes() if tracker is not None else set()
-    total = min(int(spec.search.n or 0), len(grid)) if model_based else len(todo)
+    total = (min(int(spec.search.n or 0), len(grid)) + (baseline is not None)
+             if model_based else len(todo))  # a trial that is the baseline leaves one unticked
     bar = tqdm(total=total, desc=f"sweep {spec.name}", unit="pt", disable=not progress)
     sweep_hash = spec.hash  # a property that hashes the spec: once, not per point
 

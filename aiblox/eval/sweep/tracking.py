@@ -755,6 +755,8 @@ class SweepTracker:
                    "leaderboard": [
                        {"label": p.label, "config_hash": p.config_hash, "metrics": p.metrics}
                        for p in ranked(result.points, result.tune_split, result.primary)]}
+        if getattr(result, "trials", None):  # a model-based search: its trials, in order
+            summary["trials"] = list(result.trials)
         self.client.log_text(self.parent_id, json.dumps(summary, sort_keys=True, indent=1),
                              "sweep_summary.json")
         self.client.set_terminated(self.parent_id, status="FINISHED")
