@@ -9,7 +9,7 @@ from typing import Any
 
 from aiblox.bundles.store import BUNDLE_COLUMNS, ITEM_COLUMNS, split_bundle_rows
 from aiblox.stores.base import StoreError
-from aiblox.stores.duckdb_store import DuckDBStore
+from aiblox.stores.duckdb_store import DuckDBStore, query_rows
 
 __all__ = ["DuckDBBundleStore"]
 
@@ -52,17 +52,6 @@ class DuckDBBundleStore:
         row = self.con.execute(sql, params).fetchone()
         return int(row[0]) if row else 0
 
-    def _rows(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
-        """Rows as dicts; empty when the tables are absent (a read-only file without them)."""
-        import duckdb
-
-        try:
-            cur = self.con.execute(sql, params)
-        except duckdb.CatalogException:
-            return []
-        names = [d[0] for d in cur.description]
-        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
-
     def record_evidence_bundle(self, rows: dict[str, list[dict[str, Any]]]) -> int:
         b, items, links = split_bundle_rows(rows)
         bundle_id = b["bundle_id"]
@@ -85,8 +74,8 @@ class DuckDBBundleStore:
                             [[r[k] for k in ITEM_COLUMNS] for r in items])
                     written += 1 + len(items)
                 else:
-                    stored = self._rows("SELECT * FROM evidence_items WHERE bundle_id = ? "
-                                        "ORDER BY ordinal", [bundle_id])
+                    stored = query_rows(self.con, "SELECT * FROM evidence_items "
+                                        "WHERE bundle_id = ? ORDER BY ordinal", [bundle_id])
                     new = (b["build_version"], b["policy_sha256"], b["item_count"],
                            b["total_bytes"])
                     if tuple(old) != new or [dict(r) for r in stored] != items:
@@ -108,20 +97,20 @@ class DuckDBBundleStore:
 
     def get_evidence_bundle(self, bundle_id: str) -> dict[str, list[dict[str, Any]]] | None:
         with self.lock:
-            bundle = self._rows("SELECT * FROM evidence_bundles WHERE bundle_id = ?",
+            bundle = query_rows(self.con, "SELECT * FROM evidence_bundles WHERE bundle_id = ?",
                                 [bundle_id])
             if not bundle:
                 return None
             return {
                 "evidence_bundle": bundle,
-                "run_evidence": self._rows("SELECT run_id, bundle_id FROM run_evidence "
+                "run_evidence": query_rows(self.con, "SELECT run_id, bundle_id FROM run_evidence "
                                            "WHERE bundle_id = ? ORDER BY run_id", [bundle_id]),
-                "evidence_item": self._rows("SELECT * FROM evidence_items WHERE bundle_id = ? "
-                                            "ORDER BY ordinal", [bundle_id]),
+                "evidence_item": query_rows(self.con, "SELECT * FROM evidence_items "
+                                            "WHERE bundle_id = ? ORDER BY ordinal", [bundle_id]),
             }
 
     def list_run_bundles(self, run_id: str) -> list[str]:
         with self.lock:
-            return [r["bundle_id"] for r in self._rows(
-                "SELECT bundle_id FROM run_evidence WHERE run_id = ? ORDER BY bundle_id",
+            return [r["bundle_id"] for r in query_rows(
+                self.con, "SELECT bundle_id FROM run_evidence WHERE run_id = ? ORDER BY bundle_id",
                 [run_id])]

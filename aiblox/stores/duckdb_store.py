@@ -44,7 +44,7 @@ from aiblox.stores.base import (
     plan_upsert,
 )
 
-__all__ = ["SCHEMA_VERSION", "DuckDBStore", "load_extension"]
+__all__ = ["SCHEMA_VERSION", "DuckDBStore", "load_extension", "query_rows"]
 
 SCHEMA_VERSION = "1"
 MEMORY_LIMIT = "2GB"
@@ -71,6 +71,19 @@ def load_extension(con: Any, name: str) -> None:
         raise StoreError(f"DuckDB extension {name!r} needs: pip install "
                          f"duckdb-extension-{name}==1.5.5") from exc
     con.execute(f"LOAD {name}")
+
+
+def query_rows(con: Any, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+    """Rows of ``sql`` on a DuckDB connection as dicts; empty when a table it reads is absent
+    (a read-only or older file without it)."""
+    import duckdb
+
+    try:
+        cur = con.execute(sql, params)
+    except duckdb.CatalogException:
+        return []
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
 class DuckDBStore:
@@ -544,17 +557,6 @@ class DuckDBStore:
                 tenant_id VARCHAR NOT NULL, trace_id VARCHAR, created_at VARCHAR,
                 sha256 VARCHAR NOT NULL, signed BOOLEAN NOT NULL, json VARCHAR NOT NULL)""")
 
-    def _rows(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
-        """Rows as dicts; empty when the table is absent (read-only, old file)."""
-        import duckdb
-
-        try:
-            cur = self.con.execute(sql, params)
-        except duckdb.CatalogException:
-            return []
-        names = [d[0] for d in cur.description]
-        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
-
     def put_evidence_pack(self, pack_id: str, parent_pack_id: str | None, sha256: str,
                           json_text: str, *, tenant_id: str = "default",
                           trace_id: str | None = None, created_at: str | None = None,
@@ -585,13 +587,13 @@ class DuckDBStore:
 
     def get_evidence_pack(self, pack_id: str) -> dict[str, Any] | None:
         with self._lock:
-            rows = self._rows(f"SELECT {', '.join(PACK_COLUMNS)}, json FROM evidence_packs "
-                              "WHERE pack_id = ?", [pack_id])
+            rows = query_rows(self.con, f"SELECT {', '.join(PACK_COLUMNS)}, json "
+                              "FROM evidence_packs WHERE pack_id = ?", [pack_id])
         return rows[0] if rows else None
 
     def list_evidence_packs(self) -> list[dict[str, Any]]:
         with self._lock:
-            return self._rows(f"SELECT {', '.join(PACK_COLUMNS)} FROM evidence_packs "
+            return query_rows(self.con, f"SELECT {', '.join(PACK_COLUMNS)} FROM evidence_packs "
                               "ORDER BY pack_id", [])
 
     def close(self) -> None:
