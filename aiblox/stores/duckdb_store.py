@@ -153,7 +153,8 @@ class DuckDBStore:
         return row[0] if row else None
 
     def _count(self, sql: str, params: list[Any] | None = None) -> int:
-        """The single integer a ``SELECT count(*) ...`` query returns."""
+        """The single integer a statement returns: a ``SELECT count(*)``, or the rows an INSERT
+        wrote."""
         row = self.con.execute(sql, params or []).fetchone()
         if row is None:
             raise StoreError(f"{self.location}: no row from {sql!r}")
@@ -536,17 +537,13 @@ class DuckDBStore:
             "vector": pa.ListArray.from_arrays(pa.array(offsets), pa.array(values)),
         })
         with self._lock:
-            before = self._count("SELECT count(*) FROM embedding_cache WHERE model_id = ?",
-                                 [model_id])
             self.con.register("_aiblox_emb", table)
-            try:
-                self.con.execute("INSERT OR IGNORE INTO embedding_cache "
-                                 "SELECT model_id, text_sha256, vector FROM _aiblox_emb")
+            try:  # DuckDB returns the rows an INSERT OR IGNORE wrote: no count(*) before and after
+                written = self._count("INSERT OR IGNORE INTO embedding_cache "
+                                      "SELECT model_id, text_sha256, vector FROM _aiblox_emb")
             finally:
                 self.con.unregister("_aiblox_emb")
-            after = self._count("SELECT count(*) FROM embedding_cache WHERE model_id = ?",
-                                [model_id])
-        return after - before
+        return written
 
     # -- audit packs ---------------------------------------------------------------------
     def _create_pack_schema(self) -> None:
