@@ -283,19 +283,22 @@ def ranx_ndcg10(qrels: dict[str, dict[str, int]],
     return float(evaluate(Qrels.from_dict(judged), Run.from_dict(scored), "ndcg@10"))
 
 
+def equal_up_to_ties(ours: list[tuple[str, float]], theirs: list[tuple[str, float]],
+                     k: int = 10, tol: float = 1e-4) -> bool:
+    """The same top ``k``: the same scores (within ``tol``) and the same documents, except
+    documents tied with the ``k``-th score (engines break such ties differently, aiblox by id;
+    either is a correct top ``k``)."""
+    a, b = ours[:k], theirs[:k]
+    if len(a) != len(b) or not np.allclose([s for _, s in a], [s for _, s in b], atol=tol):
+        return False
+    floor = a[-1][1] if a else 0.0
+    return {d for d, s in a if s > floor + tol} == {d for d, s in b if s > floor + tol}
+
+
 def same_lists(a: list[list[tuple[str, float]]], b: list[list[tuple[str, float]]],
-               k: int = 10, tol: float = 1e-4) -> float:
-    """Share of queries whose top ``k`` are the same: the same scores (within ``tol``) and the
-    same documents, except documents tied with the ``k``-th score (the two engines break such
-    ties differently, aiblox by id; either is a correct top ``k``)."""
-    same = 0
-    for x, y in zip(a, b, strict=True):
-        xs, ys = x[:k], y[:k]
-        if len(xs) != len(ys) or not np.allclose([s for _, s in xs], [s for _, s in ys],
-                                                  atol=tol):
-            continue
-        floor = xs[-1][1] if xs else 0.0
-        same += {d for d, s in xs if s > floor + tol} == {d for d, s in ys if s > floor + tol}
+               k: int = 10) -> float:
+    """Share of queries whose top ``k`` are equal up to ties (:func:`equal_up_to_ties`)."""
+    same = sum(equal_up_to_ties(x, y, k) for x, y in zip(a, b, strict=True))
     return same / max(1, len(a))
 
 

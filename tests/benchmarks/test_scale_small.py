@@ -13,16 +13,6 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
-def _equal_up_to_ties(ours, theirs, k=10, tol=1e-5):
-    """The same scores (within float32 rounding, ``tol``) and the same documents, except that
-    documents whose scores tie with the cut-off's may differ (either is a correct top ``k``)."""
-    a, b = ours[:k], theirs[:k]
-    if len(a) != len(b) or not np.allclose([s for _, s in a], [s for _, s in b], atol=tol):
-        return False
-    floor = a[-1][1] if a else 0.0
-    return {d for d, s in a if s > floor + tol} == {d for d, s in b if s > floor + tol}
-
-
 @pytest.fixture(scope="module")
 def collection(tmp_path_factory):
     sys.path.insert(0, str(BENCH))
@@ -74,14 +64,16 @@ def test_the_small_scale_run_ranks_like_the_reference_tools(collection, tmp_path
                                                show_progress=False), k=50, show_progress=False)
     theirs = [[(ids[int(d)], float(s)) for d, s in zip(dr, sr, strict=True) if s > 0]
               for dr, sr in zip(docs, scores, strict=True)]
-    assert all(_equal_up_to_ties(a, b) for a, b in zip(ours, theirs, strict=True))
+    assert all(scale.equal_up_to_ties(a, b, tol=1e-5)
+               for a, b in zip(ours, theirs, strict=True))
 
     flat = faiss.IndexFlatIP(64)
     flat.add(np.array(exact.vectors))  # a plain array: faiss misreads a memmap
     fd, fi = flat.search(qvecs, 50)
     faiss_run = [[(exact.ids[int(i)], float(d)) for d, i in zip(dr, ir, strict=True)]
                  for dr, ir in zip(fd, fi, strict=True)]
-    assert all(_equal_up_to_ties(a, b) for a, b in zip(ours_knn, faiss_run, strict=True))
+    assert all(scale.equal_up_to_ties(a, b, tol=1e-5)
+               for a, b in zip(ours_knn, faiss_run, strict=True))
     recall = np.mean([len({d for d, _ in a} & {d for d, _ in b[:10]}) / 10
                       for a, b in zip(approx, ours_knn, strict=True)])
     assert recall >= 0.95, recall
