@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -87,13 +88,19 @@ def items_digest(hashes: dict[str, str]) -> str:
     return _digest(hashes)
 
 
-def vectors_digest(model_id: str, ids: list[str], matrix: np.ndarray) -> str:
-    """Digest of one model's item vectors (``ids`` ascending, ``matrix`` row for row)."""
+def _ids_hasher(model_id: str, ids: list[str]) -> Any:
+    """sha256 over a vectors digest's header and item ids (ascending), before the vectors."""
     if list(ids) != sorted(ids):
         raise ValueError("vectors_digest needs item ids in ascending order")
     h = hashlib.sha256(f"{model_id}\n{len(ids)}\n".encode())
     for item_id in ids:
         h.update(f"{item_id}\n".encode())
+    return h
+
+
+def vectors_digest(model_id: str, ids: list[str], matrix: np.ndarray) -> str:
+    """Digest of one model's item vectors (``ids`` ascending, ``matrix`` row for row)."""
+    h = _ids_hasher(model_id, ids)
     h.update(np.ascontiguousarray(matrix, dtype="<f4").tobytes())
     return h.hexdigest()
 
@@ -104,11 +111,7 @@ def store_vectors_digest(store: Store, model_id: str) -> str:
     ids: list[str] = []
     for batch_ids, _ in store.iter_item_vectors(model_id):
         ids += batch_ids
-    if ids != sorted(ids):
-        raise ValueError("vectors_digest needs item ids in ascending order")
-    h = hashlib.sha256(f"{model_id}\n{len(ids)}\n".encode())
-    for item_id in ids:
-        h.update(f"{item_id}\n".encode())
+    h = _ids_hasher(model_id, ids)
     n = 0
     for batch_ids, batch in store.iter_item_vectors(model_id):
         if batch_ids != ids[n:n + len(batch_ids)]:
