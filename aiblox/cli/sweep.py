@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from aiblox.cli._common import console, fail, print_json, quiet_progress, writable_folder
-from aiblox.eval.datasets import DatasetError
+from aiblox.eval.datasets import DatasetError, load_dataset
 from aiblox.eval.sweep import (
     DEFAULT_MAX_POINTS,
     DEFAULT_TRACKING_URI,
@@ -24,7 +24,7 @@ from aiblox.eval.sweep import (
     load_spec,
     run_sweep,
 )
-from aiblox.eval.sweep.runner import DEFAULT_CACHE_DIR, default_jobs
+from aiblox.eval.sweep.runner import DEFAULT_CACHE_DIR, check_cv, default_jobs
 
 
 def sweep(
@@ -62,9 +62,19 @@ def sweep(
             else ""
         drawn = (f" searched by {spec.search.strategy} (seed {spec.search.seed}): {trials:,} "
                  f"trials{capped}")
+    cv = (f"; chosen by {spec.cv.folds}-fold cross-validation (seed {spec.cv.seed}) over the "
+          f"{spec.tune_split} queries" if spec.cv is not None else "")
     console.print(f"sweep {spec.name}: {n_points:,} points{drawn} (limit {max_points:,}; "
-                  f"--max-points raises it), each on {spec.tune_split} and {spec.report_split}",
+                  f"--max-points raises it), each on {' and '.join(spec.splits)}{cv}",
                   soft_wrap=True)
+    dataset = None
+    if spec.cv is not None:  # k folds need k queries: checked before anything is logged
+        try:
+            dataset = load_dataset(spec.dataset, splits=spec.splits)
+            check_cv(spec, dataset)
+        except (DatasetError, ValueError) as exc:
+            fail(f"{spec_path}: {exc}")
+            return
     writable_folder(cache_dir, "--cache-dir")
     if not no_tracking:
         folder = local_tracking_folder(tracking_uri)
@@ -86,7 +96,7 @@ def sweep(
         with _sigterm_as_exit():  # a terminated sweep gives its MLflow run up, as Ctrl-C does
             result = run_sweep(spec, cache_dir=cache_dir, db=db or None,
                                jobs=default_jobs() if jobs <= 0 else jobs, tracker=tracker,
-                               progress=quiet_progress())
+                               progress=quiet_progress(), dataset=dataset)
     except (DatasetError, ValueError, SweepBusy) as exc:
         fail(str(exc))
         return
@@ -97,13 +107,19 @@ def sweep(
     b = result.best
     console.print(f"best on {result.tune_split} by {result.primary}: [bold]{b.label}[/bold] "
                   f"(config {b.config_hash[:16]})")
-    for split in (result.tune_split, result.report_split):
+    for split in result.splits:
         vals = "  ".join(f"{m} {v:.4f}" for m, v in b.metrics[split].items())
         console.print(f"  {split}: {vals}")
-    mean, low, high = result.ci[result.report_split]
-    console.print(f"  {result.report_split} {result.primary} 95% bootstrap CI "
-                  f"[{low:.4f}, {high:.4f}]")
-    if result.baseline is not None:
+    shown = result.report_split or result.tune_split
+    mean, low, high = result.ci[shown]
+    console.print(f"  {shown} {result.primary} 95% bootstrap CI [{low:.4f}, {high:.4f}]")
+    if result.gap is not None:
+        console.print(f"  gap of the chosen point, {result.tune_split} (tune) minus "
+                      f"{result.report_split} (report) {result.primary}: {result.gap:+.4f}")
+    if result.cv is not None:
+        console.print(_folds(result), soft_wrap=True)
+        _cv_lines(result)
+    if result.baseline is not None and result.report_split is not None:
         base = result.baseline
         console.print(f"baseline {base.label}: {result.report_split} {result.primary} "
                       f"{base.metrics[result.report_split][result.primary]:.4f}")
@@ -118,18 +134,52 @@ def sweep(
 
 
 def _leaderboard(result: SweepResult, top: int) -> Table:
-    table = Table(title=f"{result.name}: top {top} on {result.tune_split} "
-                        f"(report split {result.report_split})")
+    report = f"report split {result.report_split}" if result.report_split else "no report split"
+    table = Table(title=f"{result.name}: top {top} on {result.tune_split} ({report})")
     table.add_column("point")
-    table.add_column(f"{result.tune_split} {result.primary}", justify="right")
-    table.add_column(f"{result.report_split} {result.primary}", justify="right")
+    for split in result.splits:
+        table.add_column(f"{split} {result.primary}", justify="right")
     table.add_column("config", justify="left")
     for p in _ranked(result)[:top]:
         table.add_row(p.label + (" (baseline)" if p.is_baseline else ""),
-                      f"{p.metrics[result.tune_split][result.primary]:.4f}",
-                      f"{p.metrics[result.report_split][result.primary]:.4f}",
+                      *(f"{p.metrics[s][result.primary]:.4f}" for s in result.splits),
                       p.config_hash[:12])
     return table
+
+
+def _folds(result: SweepResult) -> Table:
+    """The k-fold table: per fold the point chosen on the other folds and its scores."""
+    cv = result.cv
+    assert cv is not None
+    table = Table(title=f"{cv.folds}-fold cross-validation over {cv.split} ({cv.n_queries} "
+                        f"queries, seed {cv.seed}), {cv.metric}: chosen on the other folds "
+                        f"(tune), scored on the held-out fold (n queries); gap = tune - "
+                        f"held-out")
+    for col in ("fold", "n", "chosen point (config)", "tune", "held-out", "gap", "baseline"):
+        table.add_column(col, justify="left" if col.startswith("chosen") else "right",
+                         overflow="fold")
+    for r in cv.rows:
+        table.add_row(str(r.fold), str(r.n_held_out), f"{r.label} ({r.config_hash[:8]})",
+                      f"{r.tune:.4f}", f"{r.held_out:.4f}", f"{r.gap:+.4f}",
+                      "" if r.baseline_held_out is None else f"{r.baseline_held_out:.4f}")
+    table.add_row("mean", "", "", f"{cv.mean_tune:.4f}", f"{cv.mean_held_out:.4f}",
+                  f"{cv.mean_gap:+.4f}",
+                  "" if cv.baseline_mean is None else f"{cv.baseline_mean:.4f}")
+    return table
+
+
+def _cv_lines(result: SweepResult) -> None:
+    cv = result.cv
+    assert cv is not None
+    console.print(f"cross-validated {cv.metric} (each query held out once, mean over queries): "
+                  f"{cv.pooled_held_out:.4f}; mean over folds {cv.mean_held_out:.4f}; gap "
+                  f"(tune minus held-out) {cv.mean_gap:+.4f}", soft_wrap=True)
+    if cv.margin is not None:
+        console.print(f"against baseline {cv.baseline} ({cv.baseline_mean:.4f}): margin "
+                      f"{cv.margin:+.4f}, 95% CI [{cv.margin_low:+.4f}, {cv.margin_high:+.4f}] "
+                      f"({cv.ci_method}); paired {cv.test} test p {cv.p_value:.4g}; W/T/L "
+                      f"{cv.wins}/{cv.ties}/{cv.losses}", soft_wrap=True)
+    console.print(f"verdict: {cv.verdict}", soft_wrap=True)
 
 
 def _significance(result: SweepResult) -> Table:
@@ -160,7 +210,8 @@ def _summary(result: SweepResult, top: int) -> dict:
             "n_points": len(result.points), "best": row(result.best),
             "baseline": row(result.baseline) if result.baseline else None,
             "leaderboard": [row(p) for p in _ranked(result)[:top]],
-            "ci": result.ci,
+            "ci": result.ci, "gap": result.gap,
+            "cv": None if result.cv is None else result.cv.model_dump(mode="json"),
             "significance": [c.model_dump(mode="json") for c in result.significance],
             "computed": result.computed, "reused": result.reused,
             "repaired": result.repaired,

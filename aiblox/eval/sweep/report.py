@@ -55,8 +55,8 @@ class SweepReport(_Strict):
     """Tracking URI the sweep was read from."""
     tune_split: str
     """Split the best point was chosen on."""
-    report_split: str
-    """Split the best point is reported on."""
+    report_split: str | None
+    """Split the best point is reported on (None: a cross-validated sweep of one split)."""
     primary: str
     """Metric the choice was made by."""
     metrics: list[str]
@@ -81,6 +81,14 @@ class SweepReport(_Strict):
     """sha256 of the spec (tag ``aiblox.sweep_hash``): the spec file to rerun must hash to it."""
     reproduce: str
     """One command that reproduces the sweep (the spec path is tagged on the parent run)."""
+    cv: dict[str, Any] | None = None
+    """``[cv]``: the k-fold table (``sweep_summary.json``'s ``cv``; see
+    :class:`~aiblox.eval.sweep.crossval.CrossValidation`), None without."""
+
+    @property
+    def splits(self) -> list[str]:
+        """Tune, then report if any."""
+        return [self.tune_split] + ([self.report_split] if self.report_split else [])
 
 
 def find_sweep_run(client: Any, sweep: str) -> Any:
@@ -148,7 +156,7 @@ def _series(key: str, params: dict[str, str]) -> str:
                      blend=params.get("prefs.scoring.blend"))
 
 
-def _axes(children: list[Any], tk: str, rk: str) -> dict[str, list[dict[str, Any]]]:
+def _axes(children: list[Any], tk: str, rk: str | None) -> dict[str, list[dict[str, Any]]]:
     """Swept params -> rows ``{series, value, n, tune, report}``: among the children where the
     param applies, per series (blend) and value, the one best on tune (ties by config hash)."""
     keys = sorted({k for c in children for k in c.data.params})
@@ -180,7 +188,8 @@ def _axes(children: list[Any], tk: str, rk: str) -> dict[str, list[dict[str, Any
                     c.data.metrics.get(tk, float("-inf")), c.data.tags.get("aiblox.config_hash",
                                                                            "")))
                 rows.append({"series": series, "value": v, "n": len(group),
-                             "tune": top.data.metrics.get(tk), "report": top.data.metrics.get(rk)})
+                             "tune": top.data.metrics.get(tk),
+                             "report": top.data.metrics.get(rk) if rk else None})
         axes[k] = rows
     return axes
 
@@ -198,12 +207,15 @@ def load_sweep_report(sweep: str, tracking_uri: str) -> SweepReport:
         summary = json.loads(Path(local).read_text(encoding="utf-8"))
     p = parent.data.params
     name = p.get("spec.name") or parent.data.tags.get("aiblox.sweep_name", sweep)
-    tune, report = p["spec.tune_split"], p["spec.report_split"]
+    tune, report = p["spec.tune_split"], p.get("spec.report_split")
+    if report == "None" and report not in summary["best"]["metrics"]:
+        report = None  # a cross-validated spec without a report split (logged as "None")
     primary = p["spec.primary"]
     metrics = json.loads(p["spec.metrics"]) if p.get("spec.metrics", "").startswith("[") \
         else [primary]
     children = _children(client, parent)
-    axes = _axes(children, metric_key(tune, primary), metric_key(report, primary))
+    axes = _axes(children, metric_key(tune, primary),
+                 metric_key(report, primary) if report else None)
     best = summary["best"]
     manifest: dict[str, Any] = {}
     best_child = next((c for c in children
@@ -231,6 +243,7 @@ def load_sweep_report(sweep: str, tracking_uri: str) -> SweepReport:
                        significance=summary.get("significance", []), ci=summary.get("ci", {}),
                        axes=axes, manifest=manifest,
                        sweep_hash=parent.data.tags.get("aiblox.sweep_hash", ""),
+                       cv=summary.get("cv"),
                        reproduce=_reproduce(name, tracking_uri,
                                             parent.data.tags.get("aiblox.spec_path")))
 
@@ -253,6 +266,8 @@ def _plot(rep: SweepReport, axis: str) -> str:
         color = f"C{n}"
         for split, key, mark in ((rep.tune_split, "tune", "o-"),
                                  (rep.report_split, "report", "s--")):
+            if split is None:
+                continue
             label = f"{split} ({key})" if name == "all" else f"{name}: {split} ({key})"
             ax.plot([at[r["value"]] for r in line], [r[key] for r in line], mark, color=color,
                     label=label)
@@ -278,17 +293,20 @@ def _tables(rep: SweepReport, top: int) -> list[tuple[str, list[str], list[list[
     """(title, header, rows) of every table, shared by HTML and Markdown."""
     # a pipeline sweep may choose by a chunk or answer metric outside the ranx metrics: shown first
     shown = rep.metrics if rep.primary in rep.metrics else [rep.primary, *rep.metrics]
-    lb_head = ["#", "label", "config hash"] + [
-        f"{s} {m}" for s in (rep.tune_split, rep.report_split) for m in shown]
+    splits = rep.splits
+    lb_head = ["#", "label", "config hash"] + [f"{s} {m}" for s in splits for m in shown]
     lb = [[str(i), r["label"], r["config_hash"][:16]] + [
-        _f(r["metrics"].get(s, {}).get(m, "")) for s in (rep.tune_split, rep.report_split)
+        _f(r["metrics"].get(s, {}).get(m, "")) for s in splits
         for m in shown] for i, r in enumerate(rep.leaderboard[:top], start=1)]
-    tvr = [[m, _f(rep.best["metrics"][rep.tune_split].get(m, "")),
-            _f(rep.best["metrics"][rep.report_split].get(m, ""))] for m in shown]
+    tvr = [[m, *(_f(rep.best["metrics"][s].get(m, "")) for s in splits)] for m in shown]
     if rep.ci:
         tvr.append([f"{rep.primary} 95% bootstrap CI"] + [
             f"[{rep.ci[s][1]:.4f}, {rep.ci[s][2]:.4f}]" if s in rep.ci else ""
-            for s in (rep.tune_split, rep.report_split)])
+            for s in splits])
+    if rep.report_split is not None:
+        gap = (rep.best["metrics"][rep.tune_split][rep.primary]
+               - rep.best["metrics"][rep.report_split][rep.primary])
+        tvr.append([f"{rep.primary} gap (tune minus report)", "", f"{gap:+.4f}"])
     sig = [[c["candidate"], c["metric"], _f(c["baseline_mean"]), _f(c["candidate_mean"]),
             f"{c['delta']:+.4f}", f"{c['p_value']:.4g}", f"{c['p_holm']:.4g}",
             "yes" if c["significant"] else "no", f"{c['wins']}/{c['ties']}/{c['losses']}"]
@@ -300,15 +318,46 @@ def _tables(rep: SweepReport, top: int) -> list[tuple[str, list[str], list[list[
         mrows.append([f"run hash ({split})", str(sm["run_hash"])])
         for st in sm["stages"]:
             mrows.append([f"stage {st.get('name')} ({split})", str(st.get("key"))])
-    return [
+    tables = [
         (f"Leaderboard (by {rep.tune_split} {rep.primary})", lb_head, lb),
-        (f"Tune ({rep.tune_split}) versus report ({rep.report_split}): {rep.best['label']}",
-         ["metric", rep.tune_split, rep.report_split], tvr),
-        (f"Significance against the baseline ({rep.report_split}, Holm-adjusted)",
-         ["candidate", "metric", "baseline", "candidate", "delta", "p", "p (Holm)",
-          "significant", "W/T/L"], sig),
-        ("Manifest hashes of the best point", ["field", "value"], mrows),
-    ]
+        (f"Tune ({rep.tune_split}) versus report ({rep.report_split}): {rep.best['label']}"
+         if rep.report_split else f"Chosen on all of {rep.tune_split}: {rep.best['label']}",
+         ["metric", *splits], tvr)]
+    if rep.cv is not None:
+        tables += _cv_tables(rep.cv)
+    if rep.report_split is not None:
+        tables.append((f"Significance against the baseline ({rep.report_split}, Holm-adjusted)",
+                       ["candidate", "metric", "baseline", "candidate", "delta", "p", "p (Holm)",
+                        "significant", "W/T/L"], sig))
+    tables.append(("Manifest hashes of the best point", ["field", "value"], mrows))
+    return tables
+
+
+def _cv_tables(cv: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The k-fold table and the cross-validated margin against the baseline."""
+    rows = [[str(r["fold"]), str(r["n_held_out"]), r["label"], r["config_hash"][:16],
+             _f(r["tune"]), _f(r["held_out"]), f"{r['gap']:+.4f}",
+             "" if r.get("baseline_held_out") is None else _f(r["baseline_held_out"])]
+            for r in cv["rows"]]
+    rows.append(["mean", "", "", "", _f(cv["mean_tune"]), _f(cv["mean_held_out"]),
+                 f"{cv['mean_gap']:+.4f}",
+                 "" if cv.get("baseline_mean") is None else _f(cv["baseline_mean"])])
+    out = [(f"{cv['folds']}-fold cross-validation over {cv['split']} ({cv['n_queries']} "
+            f"queries, seed {cv['seed']}): chosen on the other folds, scored on the held-out "
+            f"fold ({cv['metric']})",
+            ["fold", "held-out queries", "chosen point", "config hash", "tune (other folds)",
+             "held-out", "gap (tune - held-out)", "baseline (held-out fold)"], rows)]
+    verdict = [["cross-validated score (mean over queries)", _f(cv["pooled_held_out"])]]
+    if cv.get("margin") is not None:
+        verdict += [["baseline", f"{cv['baseline']} {_f(cv['baseline_mean'])}"],
+                    ["margin (cross-validated - baseline)", f"{cv['margin']:+.4f}"],
+                    ["95% interval", f"[{cv['margin_low']:+.4f}, {cv['margin_high']:+.4f}] "
+                                     f"({cv['ci_method']})"],
+                    [f"p ({cv['test']} paired test)", f"{cv['p_value']:.4g}"],
+                    ["W/T/L (queries)", f"{cv['wins']}/{cv['ties']}/{cv['losses']}"]]
+    verdict.append(["verdict", cv["verdict"]])
+    out.append(("Cross-validated choice against the baseline", ["", "value"], verdict))
+    return out
 
 
 def render_markdown(rep: SweepReport, top: int = 20) -> str:
@@ -316,6 +365,8 @@ def render_markdown(rep: SweepReport, top: int = 20) -> str:
     out = [f"# Sweep report: {rep.name}", "",
            f"Best on {rep.tune_split} by {rep.primary}: **{rep.best['label']}** "
            f"(config `{rep.best['config_hash']}`), MLflow parent run `{rep.parent_run_id}`.", ""]
+    if rep.cv is not None:
+        out += [f"**{rep.cv['verdict']}**", ""]
     for title, head, rows in _tables(rep, top):
         out += [f"## {title}", ""]
         if not rows:
@@ -331,10 +382,11 @@ def render_markdown(rep: SweepReport, top: int = 20) -> str:
         out += [f"Per value, among the points a parameter applies to (one series per blend), "
                 f"the point best on {rep.tune_split} by {rep.primary}:", ""]
     for axis, axis_rows in rep.axes.items():
-        out += [f"### {axis}", "", f"| series | value | points | {rep.tune_split} (tune) | "
-                f"{rep.report_split} (report) |", "|---|---|---|---|---|"]
-        out += [f"| {r.get('series', 'all')} | {r['value']} | {r['n']} | {_f(r['tune'])} | "
-                f"{_f(r['report'])} |" for r in axis_rows]
+        report = f" {rep.report_split} (report) |" if rep.report_split else ""
+        out += [f"### {axis}", "", f"| series | value | points | {rep.tune_split} (tune) |"
+                f"{report}", "|---|---|---|---|" + ("---|" if report else "")]
+        out += [f"| {r.get('series', 'all')} | {r['value']} | {r['n']} | {_f(r['tune'])} |"
+                + (f" {_f(r['report'])} |" if report else "") for r in axis_rows]
         out.append("")
     out += ["## Reproduce", "", "```sh", rep.reproduce, "```", "",
             f"The spec must hash to `{rep.sweep_hash}` (MLflow tag `aiblox.sweep_hash`); "

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from aiblox.eval.metrics import PROJECTION_PREFIX, Comparison, bootstrap_ci, compare_to_baseline
+from aiblox.eval.sweep.crossval import CrossValidation, check_folds, cross_validate
 from aiblox.eval.sweep.manifest import PointManifest
 
 if TYPE_CHECKING:
@@ -79,8 +80,8 @@ class SweepResult(_Strict):
     """sha256 of the dataset files."""
     tune_split: str
     """Split the best point was chosen on."""
-    report_split: str
-    """Split the best point is reported on."""
+    report_split: str | None
+    """Split the best point is reported on (None: a cross-validated sweep of one split)."""
     primary: str
     """Metric the choice was made by."""
     points: list[PointResult]
@@ -109,6 +110,23 @@ class SweepResult(_Strict):
     trials: list[str] = Field(default_factory=list)
     """A model-based search's trials in order, by config hash (a point chosen twice appears
     twice; its point once, in :attr:`points`); empty for ``grid`` and ``random``."""
+    cv: CrossValidation | None = None
+    """``[cv]``: the k-fold result over the tune split's queries (per fold the choice on the
+    other folds and its held-out score; the margin against the baseline); None without."""
+
+    @property
+    def splits(self) -> list[str]:
+        """The splits the points were scored on: tune, then report if any."""
+        return [self.tune_split] + ([self.report_split] if self.report_split else [])
+
+    @property
+    def gap(self) -> float | None:
+        """The chosen point's primary metric on tune minus on report (None without a report
+        split): how much the choice flatters itself."""
+        if self.report_split is None:
+            return None
+        m = self.best.metrics
+        return m[self.tune_split][self.primary] - m[self.report_split][self.primary]
 
 
 def ranking_order(value: float, config_hash: str) -> tuple[float, str]:
@@ -162,6 +180,7 @@ class Conclusion:
     baseline: PointResult | None
     significance: list[Comparison]
     ci: dict[str, tuple[float, float, float]]
+    cv: CrossValidation | None = None
 
 
 PerQuery = Callable[[PointResult, str], dict[str, dict[str, float]]]
@@ -169,11 +188,15 @@ PerQuery = Callable[[PointResult, str], dict[str, dict[str, float]]]
 
 
 def conclude(spec: SweepSpec, points: Sequence[PointResult], n_grid: int,
-             per_query: PerQuery, dataset: str = "", has_answers: bool = True) -> Conclusion:
+             per_query: PerQuery, dataset: str = "", has_answers: bool = True,
+             tune_qids: Sequence[str] = ()) -> Conclusion:
     """Choose the best of the first ``n_grid`` points (the grid; a baseline outside it comes
     after) on the tune split, test the top points against the baseline on the report split
     (:func:`tested_metrics`, Holm within a metric) and bootstrap the best point's primary metric
-    on both splits. ``per_query`` reads a point's per-query values."""
+    on both splits. ``per_query`` reads a point's per-query values. With ``[cv]``, the grid's
+    points are also cross-validated over ``tune_qids`` (the tune split's scored queries,
+    :func:`~aiblox.eval.sweep.crossval.cross_validate`); without a report split there is no
+    significance table: the cross-validated margin against the baseline takes its place."""
     missing = [p.label for p in points if spec.primary not in p.metrics[spec.tune_split]]
     if missing:
         raise ValueError(f"primary metric {spec.primary!r} was not computed for {missing[0]} "
@@ -184,7 +207,7 @@ def conclude(spec: SweepSpec, points: Sequence[PointResult], n_grid: int,
     best = choose_best(grid, spec.tune_split, spec.primary)
     baseline = next((p for p in points if p.is_baseline), None)
     significance: list[Comparison] = []
-    if baseline is not None:
+    if baseline is not None and spec.report_split is not None:
         top = ranked(grid, spec.tune_split, spec.primary)[:spec.significance_top]
         report = spec.report_split
         available = {m for p in points for m in p.metrics[report]}
@@ -196,6 +219,18 @@ def conclude(spec: SweepSpec, points: Sequence[PointResult], n_grid: int,
 
         significance = compare_to_baseline(values(baseline), [(p.label, values(p)) for p in top],
                                            wanted, test=spec.stat_test, alpha=spec.alpha)
-    ci = {s: bootstrap_ci(per_query(best, s).get(spec.primary, {}))
-          for s in (spec.tune_split, spec.report_split)}
-    return Conclusion(best=best, baseline=baseline, significance=significance, ci=ci)
+    ci = {s: bootstrap_ci(per_query(best, s).get(spec.primary, {})) for s in spec.splits}
+    cv = None
+    if spec.cv is not None:
+        check_folds(spec.cv.folds, len(tune_qids), spec.tune_split)
+        tune = spec.tune_split
+
+        def primary(p: PointResult) -> dict[str, float]:
+            return dict(per_query(p, tune).get(spec.primary, {}))
+
+        cv = cross_validate(grid, {p.config_hash: primary(p) for p in grid}, tune_qids,
+                            folds=spec.cv.folds, seed=spec.cv.seed, split=tune,
+                            metric=spec.primary, baseline=baseline,
+                            baseline_values=None if baseline is None else primary(baseline),
+                            test=spec.stat_test)
+    return Conclusion(best=best, baseline=baseline, significance=significance, ci=ci, cv=cv)

@@ -39,6 +39,7 @@ from aiblox.compiled import compiled_threads
 from aiblox.eval.datasets import Dataset, load_dataset
 from aiblox.eval.sweep.cache import StageCache, StageCacheCorrupt
 from aiblox.eval.sweep.context import SweepContext
+from aiblox.eval.sweep.crossval import check_folds
 from aiblox.eval.sweep.manifest import PointManifest, SplitManifest, environment
 from aiblox.eval.sweep.pipeline import evaluate_point, recheck_point
 from aiblox.eval.sweep.points import SweepSettings, point_config, point_title
@@ -47,7 +48,7 @@ from aiblox.eval.sweep.spec import PipelinePoint, SweepSpec, backend_of
 from aiblox.eval.sweep.tracking import release_on_error
 from aiblox.memory import paused_gc
 
-__all__ = ["DEFAULT_CACHE_DIR", "default_jobs", "run_sweep", "sweep_points"]
+__all__ = ["DEFAULT_CACHE_DIR", "check_cv", "default_jobs", "run_sweep", "sweep_points"]
 
 DEFAULT_CACHE_DIR = ".aiblox/stages"
 """The stage cache ``aiblox sweep`` uses unless told otherwise."""
@@ -67,6 +68,18 @@ def sweep_points(spec: SweepSpec) -> tuple[list[PipelinePoint], PipelinePoint | 
     return [PipelinePoint(p) for p in spec.points()], None if base is None else PipelinePoint(base)
 
 
+def check_cv(spec: SweepSpec, ds: Dataset) -> list[str]:
+    """The tune split's scored query ids (its judged queries by id, the first ``query_limit``
+    when set); with ``[cv]``, ``ValueError`` naming both counts when there are fewer queries
+    than folds. Checked before anything is built or logged."""
+    qids = [q for q, _ in ds.split_queries(spec.tune_split)]
+    if spec.query_limit is not None:
+        qids = qids[:spec.query_limit]
+    if spec.cv is not None:
+        check_folds(spec.cv.folds, len(qids), spec.tune_split)
+    return qids
+
+
 @release_on_error
 def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
               db: str | None = None, jobs: int = 0, tracker: Any = None,
@@ -82,8 +95,9 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     """
     jobs = default_jobs() if jobs <= 0 else jobs
     t_start = time.perf_counter()
-    splits = [spec.tune_split, spec.report_split]
+    splits = spec.splits
     ds = dataset or load_dataset(spec.dataset, splits=splits)
+    tune_qids = check_cv(spec, ds)  # before any work: k folds need k queries
     settings = SweepSettings.from_spec(spec)
     backend = backend_of(db or spec.db, spec.backend)  # an explicit db may name another backend
     ctx = SweepContext(settings, ds, StageCache(cache_dir), db or spec.db, backend, splits,
@@ -217,7 +231,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
 
     try:
         end = conclude(spec, points, n_grid, per_query, dataset=ds.name,
-                       has_answers=bool(ds.answers))
+                       has_answers=bool(ds.answers), tune_qids=tune_qids)
     finally:
         ctx.close()
     cache = ctx.cache
@@ -225,7 +239,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         name=spec.name, sweep_hash=sweep_hash, dataset=ds.name, dataset_hash=ds.hash,
         tune_split=spec.tune_split, report_split=spec.report_split, primary=spec.primary,
         points=points, best=end.best, baseline=end.baseline, significance=end.significance,
-        ci=end.ci,
+        ci=end.ci, cv=end.cv,
         timings={"signals_s": round(t_points - t_start + ctx.read_s, 3),
                  "points_s": round(points_s, 3),
                  "total_s": round(time.perf_counter() - t_start, 3),

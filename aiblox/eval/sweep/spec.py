@@ -82,6 +82,7 @@ from aiblox.eval.sweep.axes import (
     point_limit,
     policy_fields,
 )
+from aiblox.eval.sweep.crossval import CVConfig
 from aiblox.eval.sweep.grid import to_decimal
 from aiblox.hashing import sha256_hex
 
@@ -153,8 +154,9 @@ class SweepSpec(_Strict):
     """Dataset name (looked up like ``aiblox eval``) or BEIR folder."""
     tune_split: str
     """Split the best configuration is chosen on."""
-    report_split: str
-    """Split the chosen configuration is reported on (never used for choosing)."""
+    report_split: str | None = None
+    """Split the chosen configuration is reported on (never used for choosing). Required
+    unless ``[cv]`` is set: a cross-validated spec may name the tuning split alone."""
     backend: Literal["duckdb", "postgres"] = "duckdb"
     """Store backend; ``postgres`` needs ``db`` to be a ``postgresql+psycopg://`` URL."""
     db: str | None = None
@@ -203,6 +205,9 @@ class SweepSpec(_Strict):
         return v
     search: SearchConfig = Field(default_factory=SearchConfig)
     """Which points of the grid are scored (``[search]``: grid, or seeded random)."""
+    cv: CVConfig | None = None
+    """``[cv]``: seeded k-fold cross-validation over the tuning split's queries
+    (:mod:`aiblox.eval.sweep.crossval`); None: none."""
 
     @field_validator("metrics")
     @classmethod
@@ -211,9 +216,17 @@ class SweepSpec(_Strict):
 
     @model_validator(mode="after")
     def _check(self, info: ValidationInfo) -> SweepSpec:
+        if self.report_split is None and self.cv is None:
+            raise ValueError("report_split is required (or set [cv] folds = k to choose by "
+                             "k-fold cross-validation on tune_split alone)")
         if self.tune_split == self.report_split:
             raise ValueError("tune_split and report_split must differ: choose on one split, "
                              "report on another")
+        if self.cv is not None and self.search.model_based:
+            raise ValueError(f"cv: k-fold cross-validation needs its points fixed before any is "
+                             f"scored (search strategy 'grid' or 'random'); "
+                             f"{self.search.strategy!r} chooses its trials from the scores on "
+                             f"every tuning query, so held-out queries would steer the search")
         if (self.backend == "postgres") != backend_of(self.db, "duckdb").startswith("postgres"):
             raise ValueError(f"backend {self.backend!r} does not match db {self.db!r}: "
                              f"postgres needs a postgresql+psycopg:// URL, duckdb a file path")
@@ -274,6 +287,11 @@ class SweepSpec(_Strict):
             raise ValueError("grid.selection: " + "; ".join(
                 f"{_loc(e)}: {e['msg']}" for e in exc.errors())) from None
         return self
+
+    @property
+    def splits(self) -> list[str]:
+        """The splits every point is scored on: the tune split, then the report split if any."""
+        return [self.tune_split] + ([self.report_split] if self.report_split else [])
 
     def grid_size(self) -> int:
         """Points of the full grid (before the ``[search]`` draw), computed from the axes'
@@ -480,7 +498,7 @@ def _with_chunking(prefs: RetrievalPrefs, chunking: dict[str, Any],
     return prefs.model_copy(update=update) if update else prefs
 
 
-_NEW_FIELDS = ("query_limit", "chunk_k", "reader", "reader_options", "search")
+_NEW_FIELDS = ("query_limit", "chunk_k", "reader", "reader_options", "search", "cv")
 """SweepSpec fields added after the first fusion specs: left out of the hash at defaults."""
 
 

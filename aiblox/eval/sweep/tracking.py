@@ -72,6 +72,7 @@ __all__ = [
     "TrackingStoreError",
     "artifact_location",
     "check_tracking_store",
+    "cv_metrics",
     "flatten",
     "metric_key",
     "release_on_error",
@@ -743,10 +744,17 @@ class SweepTracker:
         best = result.best
         metrics = []
         for split, role in ((result.tune_split, "tune"), (result.report_split, "report")):
+            if split is None:  # a cross-validated sweep of one split
+                continue
             for k, v in sorted(best.metrics[split].items()):
                 metrics.append(Metric(f"best.{role}.{k.replace('@', '_at_')}", float(v), 0, 0))
         tags = {"aiblox.best_config_hash": best.config_hash, "aiblox.best_label": best.label,
                 "aiblox.points": str(len(result.points))}
+        cv = getattr(result, "cv", None)
+        if cv is not None:
+            metrics += [Metric(k, float(v), 0, 0) for k, v in sorted(cv_metrics(cv).items())]
+            tags.update({f"aiblox.cv.fold{r.fold}.config_hash": r.config_hash for r in cv.rows})
+            tags["aiblox.cv.verdict"] = cv.verdict[:5000]
         self._log_batch(self.parent_id, metrics=metrics,
                         tags=[RunTag(k, v) for k, v in tags.items()])
         summary = {"best": best.model_dump(mode="json", exclude={"manifest"}),
@@ -757,11 +765,35 @@ class SweepTracker:
                        for p in ranked(result.points, result.tune_split, result.primary)]}
         if getattr(result, "trials", None):  # a model-based search: its trials, in order
             summary["trials"] = list(result.trials)
+        if getattr(result, "gap", None) is not None:
+            summary["gap"] = result.gap
+        if cv is not None:  # the fold table; every query's held-out value in cv_folds.json
+            summary["cv"] = cv.model_dump(mode="json", exclude={"per_query", "fold_ids"})
+            self.client.log_text(self.parent_id, json.dumps(cv.model_dump(mode="json"),
+                                                            sort_keys=True, indent=1),
+                                 "cv_folds.json")
         self.client.log_text(self.parent_id, json.dumps(summary, sort_keys=True, indent=1),
                              "sweep_summary.json")
         self.client.set_terminated(self.parent_id, status="FINISHED")
         self._withdraw()
         return info
+
+
+def cv_metrics(cv: Any) -> dict[str, float]:
+    """The parent run's metrics of a k-fold result (:class:`~aiblox.eval.sweep.crossval.
+    CrossValidation`): per fold ``cv.fold<i>.tune`` / ``.held_out`` / ``.gap``, the means, the
+    pooled held-out score and, with a baseline, the margin, its interval and the p-value."""
+    out = {}
+    for r in cv.rows:
+        out.update({f"cv.fold{r.fold}.tune": r.tune, f"cv.fold{r.fold}.held_out": r.held_out,
+                    f"cv.fold{r.fold}.gap": r.gap})
+    out.update({"cv.mean_tune": cv.mean_tune, "cv.mean_held_out": cv.mean_held_out,
+                "cv.mean_gap": cv.mean_gap, "cv.pooled_held_out": cv.pooled_held_out})
+    if cv.margin is not None:
+        out.update({"cv.baseline_mean": cv.baseline_mean, "cv.margin": cv.margin,
+                    "cv.margin_low": cv.margin_low, "cv.margin_high": cv.margin_high,
+                    "cv.p_value": cv.p_value, "cv.beats_baseline": float(cv.beats_baseline)})
+    return out
 
 
 def _params(flat: dict[str, str]) -> list[Any]:
