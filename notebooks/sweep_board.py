@@ -125,11 +125,14 @@ def _(leaderboard, mo, result):
     _best = result.best
     mo.vstack([
         mo.md(f"### Leaderboard\n\nBest on `{result.tune_split}`: **{_best.label}** "
-              f"({result.primary} {_best.metrics[result.tune_split][result.primary]:.4f}; "
-              f"on `{result.report_split}` "
-              f"{_best.metrics[result.report_split][result.primary]:.4f}). `tune` and "
-              f"`report` are {result.primary} on `{result.tune_split}` and "
-              f"`{result.report_split}`."),
+              f"({result.primary} {_best.metrics[result.tune_split][result.primary]:.4f}"
+              + (f"; on `{result.report_split}` "
+                 f"{_best.metrics[result.report_split][result.primary]:.4f}). `tune` and "
+                 f"`report` are {result.primary} on `{result.tune_split}` and "
+                 f"`{result.report_split}`." if result.report_split else
+                 f"). No report split: `{result.cv.folds if result.cv else 0}`-fold "
+                 f"cross-validation over `{result.tune_split}`: "
+                 f"{result.cv.verdict if result.cv else ''}")),
         mo.ui.table(board.round(4), selection=None, page_size=10),
     ])
     return (board,)

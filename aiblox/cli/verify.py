@@ -26,7 +26,12 @@ def verify_command(
     """Re-execute RUN's logged point from its config alone; exit 1 names the first stage that
     differs."""
     from aiblox.eval.sweep.tracking import check_tracking_store
-    from aiblox.eval.sweep.verify import logged_manifest, logged_metrics, verify_point
+    from aiblox.eval.sweep.verify import (
+        logged_manifest,
+        logged_metrics,
+        verify_cv,
+        verify_point,
+    )
 
     try:
         if not (run.endswith(".json") or Path(run).is_file()):
@@ -39,9 +44,16 @@ def verify_command(
         return
     try:
         rep = verify_point(manifest, db=db or None, progress=quiet_progress(), logged=logged)
+        # a [cv] sweep: its fold table recomputed from the children's logged per-query values
+        cv_checks = verify_cv(run, tracking_uri) if source.startswith("run ") else None
     except (DatasetError, ValueError) as exc:
         fail(str(exc))
         return
+    if cv_checks:
+        checks = rep.checks + cv_checks
+        bad = next((c.where for c in checks if not c.identical), None)
+        rep = rep.model_copy(update={"checks": checks, "identical": bad is None,
+                                     "first_difference": bad})
     if as_json:
         print_json({"source": source, **rep.model_dump(mode="json")})
     else:
@@ -54,7 +66,9 @@ def verify_command(
         console.print(table)
         if rep.identical:
             console.print(f"identical: {len(rep.checks)} checks, every stage gives the logged "
-                          f"bytes and every logged metric value is recomputed exactly")
+                          f"bytes and every logged metric value is recomputed exactly"
+                          + (" (and the k-fold table from the logged per-query values)"
+                             if cv_checks else ""))
         else:
             bad = next(c for c in rep.checks if not c.identical)
             console.print(f"[red]differs[/red]: first at {rep.first_difference} (logged "

@@ -264,6 +264,13 @@ def test_cli_prints_and_logs_the_fold_table(tmp_path, sweep_db, mlflow_uri):
     md = render_markdown(rep)
     assert rep.report_split is None and "3-fold cross-validation over test" in md
     assert out["cv"]["verdict"] in md
+    # verify: the chosen point's stages, and the fold table from the logged per-query values
+    v = runner.invoke(app, ["eval", "verify", "cv_cli", "--tracking-uri", mlflow_uri, "--db",
+                            sweep_db, "--json"], env={"AIBLOX_NO_PROGRESS": "1"})
+    assert v.exit_code == 0, v.output
+    checks = {c["where"]: c for c in json.loads(v.stdout)["checks"]}
+    assert {"test/fusion", "cv/folds", "cv/fold2", "cv/margin", "cv/verdict"} <= set(checks)
+    assert all(c["identical"] for c in checks.values())
 
 
 def test_cli_refuses_more_folds_than_queries_before_any_work(tmp_path, sweep_db,

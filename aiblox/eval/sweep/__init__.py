@@ -24,6 +24,7 @@ module              what it is for
 ``report``          Markdown and HTML reports of a logged sweep
 ``frames``          pandas views of a result (leaderboard, axes, significance)
 ``compare``         two logged points compared (``aiblox compare``)
+``crossval``        seeded k-fold cross-validation over the tuning queries (``[cv]``)
 ``verify``          a logged point re-executed from its manifest (``aiblox verify``)
 ``applies``         which settings apply to a point (for per-setting plots)
 ==================  ==========================================================================
@@ -32,8 +33,10 @@ module              what it is for
 from aiblox.eval.sweep.axes import ChunkingGrid, FusionGrid, SearchConfig, SelectionGrid, Steps
 from aiblox.eval.sweep.cache import StageCache
 from aiblox.eval.sweep.compare import MetricDelta, RunComparison, compare_runs, per_query_metrics
+from aiblox.eval.sweep.crossval import CrossValidation, CVConfig, FoldResult, fold_partition
 from aiblox.eval.sweep.frames import (
     axis_frame,
+    folds_frame,
     leaderboard,
     manifest_frame,
     point_settings,
@@ -74,10 +77,13 @@ from aiblox.eval.sweep.tracking import (
 from aiblox.eval.sweep.verify import StageCheck, VerifyReport, verify_point
 
 __all__ = [
+    "CVConfig",
     "ChunkingGrid",
+    "CrossValidation",
     "DEFAULT_CACHE_DIR",
     "DEFAULT_MAX_POINTS",
     "DEFAULT_TRACKING_URI",
+    "FoldResult",
     "FusionGrid",
     "GridError",
     "MANIFEST_VERSION",
@@ -111,6 +117,8 @@ __all__ = [
     "decimal_range",
     "default_jobs",
     "find_sweep_run",
+    "fold_partition",
+    "folds_frame",
     "leaderboard",
     "load_spec",
     "load_sweep_report",

@@ -110,6 +110,8 @@ class CrossValidation(_Strict):
     """The partition's seed."""
     fold_ids: list[list[str]]
     """The query ids of each fold."""
+    candidates: list[str] = Field(default_factory=list)
+    """Config hashes of the points chosen among (the grid's, in grid order)."""
     rows: list[FoldResult]
     """One row per fold."""
     mean_tune: float
@@ -223,6 +225,7 @@ def cross_validate(candidates: Sequence[Any], values: Mapping[str, Mapping[str, 
         extra = {"verdict": f"{folds}-fold cross-validated {metric} {mean_out:.4f} "
                             f"(no baseline to compare with)"}
     return CrossValidation(
-        split=split, metric=metric, folds=folds, seed=seed, fold_ids=parts, rows=rows,
+        split=split, metric=metric, folds=folds, seed=seed, fold_ids=parts,
+        candidates=[c.config_hash for c in candidates], rows=rows,
         mean_tune=mean_tune, mean_held_out=mean_out, mean_gap=mean_tune - mean_out,
         pooled_held_out=pooled, n_queries=len(qids), per_query=held, **extra)

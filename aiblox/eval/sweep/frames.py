@@ -25,6 +25,7 @@ from aiblox.eval.sweep.results import PointResult, SweepResult, ranked
 
 __all__ = [
     "axis_frame",
+    "folds_frame",
     "leaderboard",
     "manifest_frame",
     "point_settings",
@@ -111,7 +112,7 @@ def leaderboard(result: SweepResult, top: int | None = None) -> pd.DataFrame:
                          "label": [p.label for p in ordered]})
     tail = pd.DataFrame({
         "tune": [p.metrics[t][m] for p in ordered],
-        "report": [p.metrics[r].get(m, float("nan")) for p in ordered],
+        "report": [p.metrics.get(r, {}).get(m, float("nan")) for p in ordered],
         "best": [p.config_hash == result.best.config_hash for p in ordered],
         "baseline": [p.is_baseline for p in ordered],
         "config": [p.config_hash[:HASH_PREFIX] for p in ordered],
@@ -148,9 +149,10 @@ def axis_frame(result: SweepResult, axis: str) -> pd.DataFrame:
         top = pts[0]
         rows.append({axis: value, "n": len(pts), "label": top.label,
                      "config": top.config_hash[:HASH_PREFIX],
-                     "tune": top.metrics[t][m], "report": top.metrics[r].get(m, float("nan")),
+                     "tune": top.metrics[t][m],
+                     "report": top.metrics.get(r, {}).get(m, float("nan")),
                      "mean_tune": sum(p.metrics[t][m] for p in pts) / len(pts),
-                     "mean_report": sum(p.metrics[r].get(m, float("nan")) for p in pts)
+                     "mean_report": sum(p.metrics.get(r, {}).get(m, float("nan")) for p in pts)
                      / len(pts)})
     frame = pd.DataFrame(rows, columns=[axis, "n", "label", "config", "tune", "report",
                                         "mean_tune", "mean_report"])
@@ -167,11 +169,29 @@ def tune_vs_report(result: SweepResult) -> pd.DataFrame:
         "label": [p.label for p in result.points],
         "config": [p.config_hash[:HASH_PREFIX] for p in result.points],
         "tune": [p.metrics[t][m] for p in result.points],
-        "report": [p.metrics[r].get(m, float("nan")) for p in result.points],
+        "report": [p.metrics.get(r, {}).get(m, float("nan")) for p in result.points],
         "best": [p.config_hash == result.best.config_hash for p in result.points],
         "baseline": [p.is_baseline for p in result.points],
     })
     frame.attrs.update(primary=m, tune_split=t, report_split=r)
+    return frame
+
+
+def folds_frame(result: SweepResult) -> pd.DataFrame:
+    """The k-fold table of a ``[cv]`` sweep (empty without one): per ``fold`` the point chosen
+    on the other folds (``label``, ``config``), its ``tune`` score there, its ``held_out`` score
+    on the fold (``n`` queries), the ``gap`` and the ``baseline`` on the fold."""
+    cv = result.cv
+    rows = [] if cv is None else [
+        {"fold": r.fold, "n": r.n_held_out, "label": r.label,
+         "config": r.config_hash[:HASH_PREFIX], "tune": r.tune, "held_out": r.held_out,
+         "gap": r.gap, "baseline": r.baseline_held_out} for r in cv.rows]
+    frame = pd.DataFrame(rows, columns=["fold", "n", "label", "config", "tune", "held_out",
+                                        "gap", "baseline"])
+    if cv is not None:
+        frame.attrs.update(primary=cv.metric, split=cv.split, margin=cv.margin,
+                           margin_low=cv.margin_low, margin_high=cv.margin_high,
+                           verdict=cv.verdict)
     return frame
 
 

@@ -768,7 +768,8 @@ class SweepTracker:
         if getattr(result, "gap", None) is not None:
             summary["gap"] = result.gap
         if cv is not None:  # the fold table; every query's held-out value in cv_folds.json
-            summary["cv"] = cv.model_dump(mode="json", exclude={"per_query", "fold_ids"})
+            summary["cv"] = cv.model_dump(mode="json", exclude={"per_query", "fold_ids",
+                                                                "candidates"})
             self.client.log_text(self.parent_id, json.dumps(cv.model_dump(mode="json"),
                                                             sort_keys=True, indent=1),
                                  "cv_folds.json")

@@ -34,6 +34,7 @@ __all__ = [
     "logged_manifest",
     "logged_metrics",
     "logged_point",
+    "verify_cv",
     "verify_point",
 ]
 
@@ -216,6 +217,79 @@ def _verify_split(ctx: SweepContext, pt: PipelinePoint, split: str, sm: Any,
                                                 repr(float(recomputed[name]))):
                 return False
     return True
+
+
+def verify_cv(run: str, tracking_uri: str) -> list[StageCheck] | None:
+    """The k-fold table of a logged ``[cv]`` sweep (``run``: its parent run id or name)
+    recomputed from what its child runs logged: each point's per-query primary values
+    (``per_query.<split>.parquet``) go through :func:`~aiblox.eval.sweep.crossval.cross_validate`
+    again with the logged folds, seed and test, and the folds, each fold's choice and scores and
+    the margin are compared with ``cv_folds.json``. None when ``run`` is not a sweep with one
+    (a point run id, a manifest, a sweep without ``[cv]``)."""
+    import pandas as pd
+
+    from aiblox.eval.sweep.crossval import CrossValidation, cross_validate
+    from aiblox.eval.sweep.report import find_sweep_run
+    from aiblox.eval.sweep.tracking import split_file, tag_filter, tracking_client
+
+    if Path(run).suffix == ".json" or Path(run).is_file():
+        return None
+    client = tracking_client(tracking_uri)
+    try:
+        parent = find_sweep_run(client, run)
+    except ValueError:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            path = client.download_artifacts(parent.info.run_id, "cv_folds.json", tmp)
+        except Exception:  # noqa: BLE001 - a sweep without [cv]
+            return None
+        logged = CrossValidation.model_validate_json(Path(path).read_text(encoding="utf-8"))
+    children = [c for c in client.search_runs(
+        [parent.info.experiment_id], tag_filter("mlflow.parentRunId", parent.info.run_id),
+        max_results=50000) if c.info.status == "FINISHED"]
+    by_hash = {c.data.tags.get("aiblox.config_hash"): c for c in children}
+    base = next((c for c in children if c.data.tags.get("aiblox.baseline") == "true"), None)
+    checks: list[StageCheck] = []
+
+    def check(where: str, expected: Any, actual: Any) -> None:
+        checks.append(StageCheck(where=where, expected=str(expected), actual=str(actual),
+                                 identical=str(expected) == str(actual)))
+
+    missing = [h for h in logged.candidates if h not in by_hash]
+    check("cv/points", len(logged.candidates), len(logged.candidates) - len(missing))
+    if missing:
+        return checks
+
+    def values(child: Any) -> dict[str, float]:
+        with tempfile.TemporaryDirectory() as tmp:
+            got = pd.read_parquet(client.download_artifacts(
+                child.info.run_id, f"per_query.{split_file(logged.split)}.parquet", tmp))
+        got = got[got["metric"] == logged.metric]
+        return {str(q): float(v) for q, v in zip(got["query_id"], got["value"], strict=True)}
+
+    class _Pt:
+        def __init__(self, child: Any) -> None:
+            self.label = child.data.tags.get("aiblox.label", "")
+            self.config_hash = child.data.tags.get("aiblox.config_hash", "")
+
+    pts = [_Pt(by_hash[h]) for h in logged.candidates]
+    vals = {h: values(by_hash[h]) for h in logged.candidates}
+    qids = sorted(q for fold in logged.fold_ids for q in fold)
+    again = cross_validate(
+        pts, vals, qids, folds=logged.folds, seed=logged.seed, split=logged.split,
+        metric=logged.metric, baseline=None if base is None or logged.margin is None
+        else _Pt(base), baseline_values=None if base is None or logged.margin is None
+        else values(base), test=logged.test or "student")  # type: ignore[arg-type]
+    check("cv/folds", logged.fold_ids, again.fold_ids)
+    for a, b in zip(logged.rows, again.rows, strict=True):
+        check(f"cv/fold{a.fold}", f"{a.config_hash}:{a.tune!r}:{a.held_out!r}",
+              f"{b.config_hash}:{b.tune!r}:{b.held_out!r}")
+    check("cv/margin", f"{logged.margin!r}:[{logged.margin_low!r}, {logged.margin_high!r}]:"
+                       f"p {logged.p_value!r}",
+          f"{again.margin!r}:[{again.margin_low!r}, {again.margin_high!r}]:p {again.p_value!r}")
+    check("cv/verdict", logged.verdict, again.verdict)
+    return checks
 
 
 def _pair(stage: dict[str, Any]) -> str:
