@@ -30,6 +30,11 @@ order; ``"tpe"`` ``n`` trials among the grid's points chosen by Optuna while the
 space). New fields at their defaults stay out of the spec hash, so specs written before them keep
 their hash.
 
+``[cv]`` (``folds``, ``seed``) adds seeded k-fold cross-validation over the tune split's queries
+(:mod:`aiblox.eval.sweep.crossval`): the choice per fold is made on the other folds and scored
+on the held-out one, and ``report_split`` may then be left out (a collection with one judged
+split). Refused with ``tpe`` (its trials would be steered by every tuning query's score).
+
 Limits, checked before any point is built: depths, chunk budgets, ``top_k_chunks`` and
 ``per_item_chunk_cap`` are at least 1 (``overlap_tokens`` and ``rrf_k`` at least 0), and the
 full grid (:meth:`SweepSpec.grid_size`, computed from the axes' lengths, so a ``w_text`` step of
