@@ -109,7 +109,7 @@ w_text = { start = 0, stop = 1, step = 0.05 }
 def test_new_fields_at_defaults_keep_the_fusion_hash(tmp_path):
     a = load_spec(write(tmp_path, MINIMAL))
     data = a.model_dump(mode="json")
-    for k in ("query_limit", "chunk_k", "reader", "reader_options", "search"):
+    for k in ("query_limit", "chunk_k", "reader", "reader_options", "search", "cv"):
         data.pop(k)
     left_out = ("chunking", "selection", "k1", "b", "method")
     data["grid"] = {k: v for k, v in data["grid"].items() if k not in left_out}
