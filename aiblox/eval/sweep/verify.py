@@ -11,9 +11,11 @@ split by split, its key and output hash compared with the manifest's. The worksp
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -258,7 +260,7 @@ def verify_cv(run: str, tracking_uri: str) -> list[StageCheck] | None:
 
     missing = [h for h in logged.candidates if h not in by_hash]
     check("cv/points", len(logged.candidates), len(logged.candidates) - len(missing))
-    if missing:
+    if missing or not logged.candidates:  # none listed: logged before they were
         return checks
 
     def values(child: Any) -> dict[str, float]:
@@ -274,13 +276,15 @@ def verify_cv(run: str, tracking_uri: str) -> list[StageCheck] | None:
             self.config_hash = child.data.tags.get("aiblox.config_hash", "")
 
     pts = [_Pt(by_hash[h]) for h in logged.candidates]
-    vals = {h: values(by_hash[h]) for h in logged.candidates}
+    with _quiet_downloads():
+        vals = {h: values(by_hash[h]) for h in logged.candidates}
+        base_values = None if base is None or logged.margin is None else values(base)
     qids = sorted(q for fold in logged.fold_ids for q in fold)
     again = cross_validate(
         pts, vals, qids, folds=logged.folds, seed=logged.seed, split=logged.split,
         metric=logged.metric, baseline=None if base is None or logged.margin is None
-        else _Pt(base), baseline_values=None if base is None or logged.margin is None
-        else values(base), test=logged.test or "student")  # type: ignore[arg-type]
+        else _Pt(base), baseline_values=base_values,
+        test=logged.test or "student")  # type: ignore[arg-type]
     check("cv/folds", logged.fold_ids, again.fold_ids)
     for a, b in zip(logged.rows, again.rows, strict=True):
         check(f"cv/fold{a.fold}", f"{a.config_hash}:{a.tune!r}:{a.held_out!r}",
@@ -290,6 +294,21 @@ def verify_cv(run: str, tracking_uri: str) -> list[StageCheck] | None:
           f"{again.margin!r}:[{again.margin_low!r}, {again.margin_high!r}]:p {again.p_value!r}")
     check("cv/verdict", logged.verdict, again.verdict)
     return checks
+
+
+@contextlib.contextmanager
+def _quiet_downloads() -> Iterator[None]:
+    """MLflow's per-download progress bars off while a sweep's children are read."""
+    key = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+    before = os.environ.get(key)
+    os.environ[key] = "false"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = before
 
 
 def _pair(stage: dict[str, Any]) -> str:
