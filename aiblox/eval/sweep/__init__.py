@@ -24,6 +24,7 @@ module              what it is for
 ``report``          Markdown and HTML reports of a logged sweep
 ``frames``          pandas views of a result (leaderboard, axes, significance)
 ``compare``         two logged points compared (``aiblox compare``)
+``ranking``         the one ranking of points (value descending, ties by config hash)
 ``crossval``        seeded k-fold cross-validation over the tuning queries (``[cv]``)
 ``verify``          a logged point re-executed from its manifest (``aiblox verify``)
 ``applies``         which settings apply to a point (for per-setting plots)

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from aiblox.eval.metrics import PROJECTION_PREFIX, Comparison, bootstrap_ci, compare_to_baseline
 from aiblox.eval.sweep.crossval import CrossValidation, check_folds, cross_validate
 from aiblox.eval.sweep.manifest import PointManifest
+from aiblox.eval.sweep.ranking import ranking_order
 
 if TYPE_CHECKING:
     from aiblox.eval.sweep.spec import SweepSpec
@@ -127,12 +128,6 @@ class SweepResult(_Strict):
             return None
         m = self.best.metrics
         return m[self.tune_split][self.primary] - m[self.report_split][self.primary]
-
-
-def ranking_order(value: float, config_hash: str) -> tuple[float, str]:
-    """The one ranking of sweep points: by value descending, ties by config hash ascending (a
-    point logged to MLflow ranks the same way, :mod:`aiblox.eval.sweep.report`)."""
-    return -value, config_hash
 
 
 def ranking_key(point: Any, split: str, metric: str) -> tuple[float, str]:
