@@ -285,3 +285,13 @@ def test_cli_refuses_more_folds_than_queries_before_any_work(tmp_path, sweep_db,
     assert f"cv.folds = {n + 1} is more than the {n} queries of tuning split 'train'" in r.output
     assert not (tmp_path / "mlflow.db").exists()  # nothing logged, no store made
     assert not any((tmp_path / "st").rglob("*.json.gz"))  # no stage computed
+
+
+def test_random_draw_is_cross_validated_over_the_points_drawn(tmp_path, sweep_db,
+                                                              sample_dataset):
+    spec = _spec(search={"strategy": "random", "n": 3, "seed": 2})
+    r = run_sweep(spec, cache_dir=tmp_path, db=sweep_db, progress=False,
+                  dataset=sample_dataset, jobs=1)
+    drawn = [p.config_hash for p in r.points[:3]]
+    assert r.cv.candidates == drawn  # the baseline is not among them unless drawn
+    assert {row.config_hash for row in r.cv.rows} <= set(drawn)
