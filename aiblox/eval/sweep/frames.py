@@ -21,12 +21,14 @@ from typing import Any
 import pandas as pd
 
 from aiblox.eval.sweep.applies import setting_applies
-from aiblox.eval.sweep.results import PointResult, SweepResult, ranked
+from aiblox.eval.sweep.pareto import objective_values
+from aiblox.eval.sweep.results import PointResult, SweepResult, pareto_points, ranked
 
 __all__ = [
     "axis_frame",
     "leaderboard",
     "manifest_frame",
+    "pareto_frame",
     "point_settings",
     "significance_frame",
     "stage_counts",
@@ -203,3 +205,32 @@ def manifest_frame(point: PointResult) -> pd.DataFrame:
                          "output_hash": stage.get("output_hash")})
         rows.append({"split": split, "stage": "run", "key": "", "output_hash": sm.run_hash})
     return pd.DataFrame(rows, columns=["split", "stage", "key", "output_hash"])
+
+
+def pareto_frame(result: SweepResult, objectives: dict[str, str] | None = None) -> pd.DataFrame:
+    """Quality against cost on the tune split: one row per point, ``label``, ``config_hash``,
+    one column per objective, and ``front`` (on the Pareto front), ``best``, ``baseline``;
+    front first, best first by the primary metric. The objectives are the spec's (``[search]
+    objectives``, :attr:`SweepResult.objectives`, whose front is :attr:`SweepResult.pareto`),
+    else ``objectives``, else the primary metric against ``candidates`` (documents fused per
+    query); a front computed here leaves the baseline out (it is never chosen)."""
+    objs = dict(result.objectives or objectives or {result.primary: "maximize",
+                                                    "candidates": "minimize"})
+    if result.objectives:
+        front = set(result.pareto)
+    else:
+        front = {p.config_hash for p in pareto_points(
+            [p for p in result.points if not p.is_baseline], result.tune_split, objs,
+            result.primary)}
+    names = list(objs)
+    rows = [{"label": p.label, "config_hash": p.config_hash[:HASH_PREFIX],
+             **dict(zip(names, objective_values(p, result.tune_split, names), strict=True)),
+             "front": p.config_hash in front, "best": p.config_hash == result.best.config_hash,
+             "baseline": p.is_baseline} for p in result.points]
+    frame = pd.DataFrame(rows, columns=["label", "config_hash", *names, "front", "best",
+                                        "baseline"])
+    sign = -1.0 if objs.get(result.primary, "maximize") == "maximize" else 1.0
+    order = sorted(range(len(rows)), key=lambda i: (
+        not rows[i]["front"], sign * result.points[i].metrics[result.tune_split][result.primary],
+        result.points[i].config_hash))
+    return frame.iloc[order].reset_index(drop=True)

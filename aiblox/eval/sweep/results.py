@@ -11,13 +11,14 @@ gets a bootstrap interval on both splits (:mod:`aiblox.eval.metrics.significance
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from aiblox.eval.metrics import PROJECTION_PREFIX, Comparison, bootstrap_ci, compare_to_baseline
 from aiblox.eval.sweep.manifest import PointManifest
+from aiblox.eval.sweep.pareto import objective_values, pareto_front
 
 if TYPE_CHECKING:
     from aiblox.eval.sweep.spec import SweepSpec
@@ -28,6 +29,7 @@ __all__ = [
     "SweepResult",
     "choose_best",
     "conclude",
+    "pareto_points",
     "ranked",
     "ranking_key",
     "ranking_order",
@@ -109,6 +111,12 @@ class SweepResult(_Strict):
     trials: list[str] = Field(default_factory=list)
     """A model-based search's trials in order, by config hash (a point chosen twice appears
     twice; its point once, in :attr:`points`); empty for ``grid`` and ``random``."""
+    objectives: dict[str, str] = Field(default_factory=dict)
+    """``[search] objectives`` and their directions (``maximize``/``minimize``), in order;
+    empty when the spec names none."""
+    pareto: list[str] = Field(default_factory=list)
+    """With ``objectives``: the Pareto front of the grid points on the tune split, by config
+    hash, best first by ``primary`` (ties by config hash); :attr:`best` is its first point."""
 
 
 def ranking_order(value: float, config_hash: str) -> tuple[float, str]:
@@ -162,6 +170,8 @@ class Conclusion:
     baseline: PointResult | None
     significance: list[Comparison]
     ci: dict[str, tuple[float, float, float]]
+    objectives: dict[str, str] = field(default_factory=dict)
+    pareto: list[PointResult] = field(default_factory=list)
 
 
 PerQuery = Callable[[PointResult, str], dict[str, dict[str, float]]]
@@ -181,7 +191,14 @@ def conclude(spec: SweepSpec, points: Sequence[PointResult], n_grid: int,
                          f"metrics need gold answers: {dataset} has "
                          f"{'some' if has_answers else 'no'} answers.jsonl)")
     grid = list(points[:n_grid])
-    best = choose_best(grid, spec.tune_split, spec.primary)
+    objectives: dict[str, str] = {}
+    front: list[PointResult] = []
+    if spec.search.objectives:
+        objectives = spec.objective_directions()
+        front = pareto_points(grid, spec.tune_split, objectives, spec.primary)
+        best = front[0]  # the front's best by primary: the global best unless it ties
+    else:
+        best = choose_best(grid, spec.tune_split, spec.primary)
     baseline = next((p for p in points if p.is_baseline), None)
     significance: list[Comparison] = []
     if baseline is not None:
@@ -198,4 +215,18 @@ def conclude(spec: SweepSpec, points: Sequence[PointResult], n_grid: int,
                                            wanted, test=spec.stat_test, alpha=spec.alpha)
     ci = {s: bootstrap_ci(per_query(best, s).get(spec.primary, {}))
           for s in (spec.tune_split, spec.report_split)}
-    return Conclusion(best=best, baseline=baseline, significance=significance, ci=ci)
+    return Conclusion(best=best, baseline=baseline, significance=significance, ci=ci,
+                      objectives=objectives, pareto=front)
+
+
+def pareto_points(points: Sequence[PointResult], split: str, objectives: dict[str, str],
+                  primary: str) -> list[PointResult]:
+    """The Pareto front of ``points`` on ``split`` under ``objectives`` (``{name: direction}``;
+    :func:`~aiblox.eval.sweep.pareto.pareto_front`), best first by ``primary`` (ties by config
+    hash ascending, :func:`ranked`)."""
+    names = list(objectives)
+    values = [objective_values(p, split, names) for p in points]
+    front = [points[i] for i in pareto_front(values, list(objectives.values()))]
+    sign = 1.0 if objectives.get(primary, "maximize") == "maximize" else -1.0
+    return sorted(front, key=lambda p: ranking_order(sign * p.metrics[split][primary],
+                                                     p.config_hash))

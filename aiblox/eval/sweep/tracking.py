@@ -74,6 +74,7 @@ __all__ = [
     "check_tracking_store",
     "flatten",
     "metric_key",
+    "pareto_summary",
     "release_on_error",
     "split_file",
     "tag_filter",
@@ -757,6 +758,8 @@ class SweepTracker:
                        for p in ranked(result.points, result.tune_split, result.primary)]}
         if getattr(result, "trials", None):  # a model-based search: its trials, in order
             summary["trials"] = list(result.trials)
+        if getattr(result, "objectives", None):  # quality against cost: the front
+            summary["pareto"] = pareto_summary(result)
         self.client.log_text(self.parent_id, json.dumps(summary, sort_keys=True, indent=1),
                              "sweep_summary.json")
         self.client.set_terminated(self.parent_id, status="FINISHED")
@@ -768,3 +771,19 @@ def _params(flat: dict[str, str]) -> list[Any]:
     from mlflow.entities import Param
 
     return [Param(k, v[:6000]) for k, v in sorted(flat.items())]
+
+
+def pareto_summary(result: Any) -> dict[str, Any]:
+    """``sweep_summary.json``'s ``pareto``: the objectives and their directions, the front (by
+    config hash, best first by primary) and every point's objective values on the tune and
+    report splits (``front``, ``baseline`` flags), for the report's table and plots."""
+    from aiblox.eval.sweep.pareto import objective_values
+
+    names = list(result.objectives)
+    front = set(result.pareto)
+    return {"objectives": dict(result.objectives), "front": list(result.pareto),
+            "points": [{"label": p.label, "config_hash": p.config_hash,
+                        "front": p.config_hash in front, "baseline": p.is_baseline,
+                        "tune": objective_values(p, result.tune_split, names),
+                        "report": objective_values(p, result.report_split, names)}
+                       for p in result.points]}
