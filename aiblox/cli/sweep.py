@@ -103,6 +103,8 @@ def sweep(
     mean, low, high = result.ci[result.report_split]
     console.print(f"  {result.report_split} {result.primary} 95% bootstrap CI "
                   f"[{low:.4f}, {high:.4f}]")
+    if result.objectives:
+        console.print(_front(result))
     if result.baseline is not None:
         base = result.baseline
         console.print(f"baseline {base.label}: {result.report_split} {result.primary} "
@@ -129,6 +131,28 @@ def _leaderboard(result: SweepResult, top: int) -> Table:
                       f"{p.metrics[result.tune_split][result.primary]:.4f}",
                       f"{p.metrics[result.report_split][result.primary]:.4f}",
                       p.config_hash[:12])
+    return table
+
+
+def _front(result: SweepResult) -> Table:
+    """The Pareto front on the tune split (``[search] objectives``), best first by primary."""
+    from aiblox.eval.sweep.tracking import pareto_summary
+
+    par = pareto_summary(result)
+    names = list(result.objectives)
+    table = Table(title=f"Pareto front on {result.tune_split}: " + ", ".join(
+        f"{n} ({'max' if d == 'maximize' else 'min'})" for n, d in result.objectives.items()))
+    table.add_column("point")
+    for n in names:
+        table.add_column(f"{result.tune_split} {n}", justify="right")
+    table.add_column(f"{result.report_split} {result.primary}", justify="right")
+    by_hash = {p["config_hash"]: p for p in par["points"]}
+    q = names.index(result.primary)
+    for h in result.pareto:
+        p = by_hash[h]
+        table.add_row(p["label"] + (" (chosen)" if h == result.best.config_hash else ""),
+                      *(f"{v:.4f}" if v != int(v) else f"{int(v)}" for v in p["tune"]),
+                      f"{p['report'][q]:.4f}")
     return table
 
 
@@ -165,7 +189,9 @@ def _summary(result: SweepResult, top: int) -> dict:
             "computed": result.computed, "reused": result.reused,
             "repaired": result.repaired,
             "tracking": result.tracking,
-            **({"trials": result.trials} if result.trials else {})}
+            **({"trials": result.trials} if result.trials else {}),
+            **({"objectives": result.objectives, "pareto": result.pareto}
+               if result.objectives else {})}
 
 
 def local_tracking_folder(uri: str) -> Path | None:

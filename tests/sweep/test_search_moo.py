@@ -270,3 +270,34 @@ def test_report_shows_the_front(sample_spec, small_spec, tmp_path, sweep_db, sam
     assert [row.split(" | ")[2] for row in rows] == [h[:16] for h in r.pareto]
     first = next(p for p in r.points if p.config_hash == r.pareto[0])
     assert f"| {first.metrics['train']['ndcg@10']:.4f} |" in rows[0]
+
+
+def test_cli_prints_the_front(tmp_path, sweep_db):
+    import json
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from aiblox.cli.main import app
+
+    src = Path(__file__).resolve().parents[2] / "evals" / "sweeps" / "sample_fusion.toml"
+    spec = tmp_path / "front.toml"
+    spec.write_text(src.read_text() + '\n[search]\nobjectives = ["ndcg@10", "candidates"]\n')
+    args = ["sweep", str(spec), "--db", sweep_db, "--cache-dir", str(tmp_path / "stages"),
+            "--no-tracking"]
+    runner = CliRunner()
+    r = runner.invoke(app, args, env={"AIBLOX_NO_PROGRESS": "1", "COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    assert "Pareto front on train: ndcg@10 (max), candidates (min)" in r.output
+    assert "(chosen)" in r.output
+    out = json.loads(runner.invoke(app, [*args, "--json"],
+                                   env={"AIBLOX_NO_PROGRESS": "1"}).stdout)
+    assert out["objectives"] == {"ndcg@10": "maximize", "candidates": "minimize"}
+    assert out["pareto"][0] == out["best"]["config_hash"]
+    bad = tmp_path / "bad.toml"
+    bad.write_text(src.read_text() + '\n[search]\nstrategy = "gp"\nn = 4\n'
+                   'objectives = ["ndcg@10", "latency"]\n')
+    r = runner.invoke(app, ["sweep", str(bad), "--no-tracking"],
+                      env={"AIBLOX_NO_PROGRESS": "1"})
+    assert r.exit_code != 0 and "unknown metric(s) ['latency']" in r.output
+    assert "Traceback" not in r.output
