@@ -122,6 +122,21 @@ def test_bad_search_refused(sample_spec, search, message):
         SweepSpec.model_validate({**sample_spec.model_dump(), "search": search})
 
 
+def test_a_status_objective_needs_a_direction(sample_spec):
+    data = sample_spec.model_dump()
+    data.update(grid={"selection": {"policy": ["R2_POLICY_V1", "R2_POLICY_V2"]}},
+                baseline=None, primary="answer_f1", metrics=["ndcg@10"])
+    data["search"] = {"objectives": ["answer_f1", "status:REFUSED"]}
+    with pytest.raises(ValueError, match="no direction can be inferred for 'status:REFUSED'"):
+        SweepSpec.model_validate(data)
+    data["search"]["directions"] = ["maximize", "minimize"]
+    assert SweepSpec.model_validate(data).objective_directions() == {
+        "answer_f1": "maximize", "status:REFUSED": "minimize"}
+    data["search"] = {"objectives": ["answer_f1", "selected_tokens", "evidence_tokens"]}
+    assert list(SweepSpec.model_validate(data).objective_directions().values()) == [
+        "maximize", "minimize", "minimize"]
+
+
 @pytest.mark.parametrize("strategy", ["cmaes", "gp"])
 def test_numeric_samplers_refuse_a_space_without_numbers(sample_spec, small_spec, strategy):
     words = small_spec(sample_spec, blend=["linear"], w_text=[0.5], normalize=["minmax",

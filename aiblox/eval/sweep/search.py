@@ -223,8 +223,9 @@ def run_search(spec: SweepSpec, points: Sequence[PipelinePoint], cache_dir: str 
     path.parent.mkdir(parents=True, exist_ok=True)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     key = study_key(spec, context)
-    directions = list(spec.objective_directions().values()) if spec.search.objectives \
-        else ["maximize"]
+    directions = [optuna.study.StudyDirection.MAXIMIZE if d == "maximize"
+                  else optuna.study.StudyDirection.MINIMIZE
+                  for d in spec.objective_directions().values()]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         study = optuna.create_study(
