@@ -137,6 +137,8 @@ def front_tables(args, base, run) -> None:
         r, secs = run(strategy, seed, objectives)
         by_hash = {p.config_hash: p for p in r.points}
         front = [by_hash[h] for h in r.pareto]
+        if args.markdown:
+            print()
         print_table(f"Pareto front of {strategy} ({objectives}, on {tune}; "
                     f"{len(set(r.trials)) if r.trials else base.grid_size()} points scored)",
                     ["label", "candidates", f"{tune} {primary}", f"{report} {primary}"],

@@ -13,7 +13,7 @@ phases:
    per-query sorts, ranx's metrics) on ``jobs`` numba threads; each point is logged to MLflow
    (``tracker``) as it finishes. Worker processes were measured slower on 2 cores (each must
    read the signals back, normalise them again and hand the runs back;
-   ``benchmarks/README.md``, "Fusion sweep"). With ``[search] strategy = "tpe"`` the points
+   ``benchmarks/README.md``, "Fusion sweep"). With a model-based ``[search] strategy`` the points
    are the trials Optuna chooses among the grid's points, one after another
    (:mod:`aiblox.eval.sweep.search`), their signals planned as they come; the baseline after;
 3. the conclusion (:func:`aiblox.eval.sweep.results.conclude`): the best point on the tune
