@@ -190,7 +190,8 @@ def _summary(result: SweepResult, top: int) -> dict:
             "repaired": result.repaired,
             "tracking": result.tracking,
             **({"trials": result.trials} if result.trials else {}),
-            **({"objectives": result.objectives, "pareto": result.pareto}
+            **({"objectives": [[n, d] for n, d in result.objectives.items()],  # in order
+                "pareto": result.pareto}
                if result.objectives else {})}
 
 

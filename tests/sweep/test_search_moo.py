@@ -272,7 +272,7 @@ def test_report_shows_the_front(sample_spec, small_spec, tmp_path, sweep_db, sam
     r = run(spec, tmp_path / "stages", sweep_db, sample_dataset, tracker=tr)
     rep = load_sweep_report(r.tracking["parent_run_id"], mlflow_uri)
     assert rep.pareto["front"] == r.pareto
-    assert rep.pareto["objectives"] == {"ndcg@10": "maximize", "candidates": "minimize"}
+    assert rep.pareto["objectives"] == [["ndcg@10", "maximize"], ["candidates", "minimize"]]
     assert [p["config_hash"] for p in rep.pareto["points"]] == [p.config_hash for p in r.points]
     out = tmp_path / "rep"
     write_report(r.tracking["parent_run_id"], mlflow_uri, out, log_artifacts=False)
@@ -280,11 +280,18 @@ def test_report_shows_the_front(sample_spec, small_spec, tmp_path, sweep_db, sam
     md = (out / "report.md").read_text()
     assert html.count('<img alt="ndcg@10 against candidates"') == 1
     section = md.split("## Pareto front")[1].split("\n## ")[0]
+    head = next(line for line in section.splitlines() if line.startswith("| #"))
+    assert head.split(" | ")[3:] == ["train ndcg@10 (max)", "train candidates (min)",
+                                     "test ndcg@10 (max)", "test candidates (min) |"]
     rows = [line for line in section.splitlines() if line.startswith("| ") and
             not line.startswith("| #")]
     assert [row.split(" | ")[2] for row in rows] == [h[:16] for h in r.pareto]
-    first = next(p for p in r.points if p.config_hash == r.pareto[0])
-    assert f"| {first.metrics['train']['ndcg@10']:.4f} |" in rows[0]
+    by_hash = {p.config_hash: p for p in r.points}
+    for row, h in zip(rows, r.pareto, strict=True):  # each value under its own column
+        p = by_hash[h]
+        assert row.split(" | ")[3:] == [
+            f"{p.metrics['train']['ndcg@10']:.4f}", str(sum(p.depth)),
+            f"{p.metrics['test']['ndcg@10']:.4f}", f"{sum(p.depth)} |"]
 
 
 def test_cli_prints_the_front(tmp_path, sweep_db):
@@ -307,7 +314,7 @@ def test_cli_prints_the_front(tmp_path, sweep_db):
     assert "(chosen)" in r.output
     out = json.loads(runner.invoke(app, [*args, "--json"],
                                    env={"AIBLOX_NO_PROGRESS": "1"}).stdout)
-    assert out["objectives"] == {"ndcg@10": "maximize", "candidates": "minimize"}
+    assert out["objectives"] == [["ndcg@10", "maximize"], ["candidates", "minimize"]]
     assert out["pareto"][0] == out["best"]["config_hash"]
     bad = tmp_path / "bad.toml"
     bad.write_text(src.read_text() + '\n[search]\nstrategy = "gp"\nn = 4\n'

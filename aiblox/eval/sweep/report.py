@@ -81,8 +81,9 @@ class SweepReport(_Strict):
     """Hashes of the best point's manifest."""
     pareto: dict[str, Any] = Field(default_factory=dict)
     """Quality against cost (``sweep_summary.json``'s ``pareto``, empty without ``[search]
-    objectives``): ``objectives`` (name -> direction), ``front`` (config hashes, best first by
-    the primary metric) and ``points`` (each point's objective values on tune and report)."""
+    objectives``): ``objectives`` (``[name, direction]`` pairs, in order), ``front`` (config
+    hashes, best first by the primary metric) and ``points`` (each point's objective values on
+    tune and report, in the objectives' order)."""
     sweep_hash: str
     """sha256 of the spec (tag ``aiblox.sweep_hash``): the spec file to rerun must hash to it."""
     reproduce: str
@@ -285,7 +286,8 @@ def _plot_pareto(rep: SweepReport, cost: str) -> str:
     from matplotlib import pyplot as plt
 
     par = rep.pareto
-    names = list(par["objectives"])
+    directions = dict(par["objectives"])
+    names = list(directions)
     q, c = names.index(rep.primary), names.index(cost)
     pts = par["points"]
     fig, ax = plt.subplots(figsize=(5, 3.2), dpi=90)
@@ -301,7 +303,7 @@ def _plot_pareto(rep: SweepReport, cost: str) -> str:
         elif p["baseline"]:
             ax.scatter([p["tune"][c]], [p["tune"][q]], marker="D", s=40, color="grey",
                        zorder=4, label=f"baseline: {p['label']}")
-    ax.set_xlabel(f"{cost} ({par['objectives'][cost]})")
+    ax.set_xlabel(f"{cost} ({directions[cost]})")
     ax.set_ylabel(f"{rep.primary} ({rep.tune_split})")
     ax.set_title(f"{rep.primary} against {cost}")
     ax.legend(fontsize=7)
@@ -315,13 +317,13 @@ def _plot_pareto(rep: SweepReport, cost: str) -> str:
 
 def _pareto_table(rep: SweepReport) -> tuple[str, list[str], list[list[str]]]:
     par = rep.pareto
-    names = list(par["objectives"])
+    directions = dict(par["objectives"])
     by_hash = {p["config_hash"]: p for p in par["points"]}
     head = ["#", "label", "config hash"] + [
-        f"{s} {n} ({'max' if par['objectives'][n] == 'maximize' else 'min'})"
-        for s in (rep.tune_split, rep.report_split) for n in names]
+        f"{s} {n} ({'max' if d == 'maximize' else 'min'})"
+        for s in (rep.tune_split, rep.report_split) for n, d in directions.items()]
     rows = [[str(i), by_hash[h]["label"], h[:16]] + [
-        _f(v) for key in ("tune", "report") for v in by_hash[h][key]]
+        _count_or_f(v) for key in ("tune", "report") for v in by_hash[h][key]]
         for i, h in enumerate(par["front"], start=1)]
     return (f"Pareto front ({rep.tune_split}; the chosen point is the front's best by "
             f"{rep.primary})", head, rows)
@@ -329,6 +331,11 @@ def _pareto_table(rep: SweepReport) -> tuple[str, list[str], list[list[str]]]:
 
 def _f(v: Any) -> str:
     return f"{v:.4f}" if isinstance(v, float) else str(v)
+
+
+def _count_or_f(v: Any) -> str:
+    """A count (tokens, candidates: a whole number above 1) as an integer, else :func:`_f`."""
+    return str(int(v)) if isinstance(v, float) and v.is_integer() and abs(v) >= 2 else _f(v)
 
 
 def _tables(rep: SweepReport, top: int) -> list[tuple[str, list[str], list[list[str]]]]:
@@ -430,7 +437,7 @@ def render_html(rep: SweepReport, top: int = 20) -> str:
             parts.append("</div>")
         if rep.pareto and title.startswith("Pareto front"):
             parts.append("<div class=\"plots\">")
-            for cost in rep.pareto["objectives"]:
+            for cost, _ in rep.pareto["objectives"]:
                 if cost != rep.primary:
                     parts.append(f"<img alt=\"{e(rep.primary)} against {e(cost)}\" "
                                  f"src=\"data:image/png;base64,{_plot_pareto(rep, cost)}\">")

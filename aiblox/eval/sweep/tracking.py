@@ -774,14 +774,16 @@ def _params(flat: dict[str, str]) -> list[Any]:
 
 
 def pareto_summary(result: Any) -> dict[str, Any]:
-    """``sweep_summary.json``'s ``pareto``: the objectives and their directions, the front (by
-    config hash, best first by primary) and every point's objective values on the tune and
-    report splits (``front``, ``baseline`` flags), for the report's table and plots."""
+    """``sweep_summary.json``'s ``pareto``: the objectives and their directions (``[name,
+    direction]`` pairs, in order), the front (by config hash, best first by primary) and every
+    point's objective values on the tune and report splits, in the objectives' order
+    (``front``, ``baseline`` flags), for the report's table and plots."""
     from aiblox.eval.sweep.pareto import objective_values
 
     names = list(result.objectives)
     front = set(result.pareto)
-    return {"objectives": dict(result.objectives), "front": list(result.pareto),
+    return {"objectives": [[n, d] for n, d in result.objectives.items()],  # ordered pairs:
+            "front": list(result.pareto),  # the summary's keys are sorted when written
             "points": [{"label": p.label, "config_hash": p.config_hash,
                         "front": p.config_hash in front, "baseline": p.is_baseline,
                         "tune": objective_values(p, result.tune_split, names),
