@@ -159,6 +159,21 @@ def test_cmaes_needs_two_settings(sample_spec, small_spec):
     assert searched(one_axis, "gp", 3).search.strategy == "gp"
 
 
+def test_a_shipped_tpe_spec_keeps_its_hash_and_study():
+    """The new [search] fields, unset, change neither the spec hash (its MLflow parent) nor the
+    study key (its study file) of a spec written before them."""
+    from pathlib import Path
+
+    from aiblox.eval.sweep import load_spec
+    from aiblox.eval.sweep.search import study_key
+
+    spec = load_spec(Path(__file__).resolve().parents[2] / "evals" / "sweeps"
+                     / "scifact_fusion_tpe.toml")
+    assert spec.hash == "9bfe849d4d4b529d77ce4a3af1e27e449c60d074d817c6027951eabaf1c16807"
+    assert study_key(spec, {"dataset_hash": "d"}) == (
+        "367fd722910069e3eb7c7736b397e87fc15e2d686853695a45996137473ed5bb")
+
+
 def test_objectives_enter_the_hash_only_when_set(sample_spec):
     plain = searched(sample_spec, "tpe", 5)
     data = plain.model_dump(mode="json")
