@@ -299,8 +299,9 @@ class SweepSpec(_Strict):
                                   self.primary)
 
     def _check_numeric_space(self) -> None:
-        """CMA-ES and the GP sampler model numbers: the grid must vary at least one numeric
-        setting (the others are drawn at random, seeded; :mod:`aiblox.eval.sweep.search`)."""
+        """CMA-ES and the GP sampler are for numeric settings: the grid must vary at least one
+        (categorical ones are modelled too: GP as categoricals, CMA-ES as indexes in grid order;
+        :mod:`aiblox.eval.sweep.search`), and CMA-ES at least two settings."""
         from aiblox.eval.sweep.search import SearchSpace
 
         grid = (self.pipeline_points() if self.has_pipeline_axes
