@@ -10,7 +10,8 @@
 # aiblox = { path = "..", editable = true }
 # ///
 """Sweep board: run a sweep spec (cached stages) and look at it: leaderboard, the metric along
-each swept setting, tune against report, significance and the hashes that reproduce the best."""
+each swept setting, tune against report, quality against cost (the Pareto front), significance
+and the hashes that reproduce the best."""
 
 import marimo
 
@@ -32,6 +33,7 @@ def _():
         leaderboard,
         load_spec,
         manifest_frame,
+        pareto_frame,
         run_sweep,
         significance_frame,
         stage_counts,
@@ -48,6 +50,7 @@ def _():
         load_spec,
         manifest_frame,
         mo,
+        pareto_frame,
         plt,
         run_sweep,
         significance_frame,
@@ -204,6 +207,41 @@ def _(plt, result, tune_vs_report):
     _fig.tight_layout()
     _fig
     return (scatter,)
+
+
+@app.cell
+def _(mo, pareto_frame, plt, result):
+    # quality against cost: the spec's [search] objectives, else the primary metric against the
+    # documents fused per query (candidates)
+    front = pareto_frame(result)
+    _objs = [c for c in front.columns if c not in ("label", "config_hash", "front", "best",
+                                                   "baseline")]
+    cost = next(c for c in _objs if c != result.primary)
+    _on = front[front["front"]].sort_values([cost, result.primary])
+    _fig, _ax = plt.subplots(figsize=(6, 3.4))
+    _ax.scatter(front[cost], front[result.primary], s=16, alpha=0.5, label="points")
+    _ax.step(_on[cost], _on[result.primary], "o-", where="post", color="tab:red",
+             label=f"Pareto front ({len(_on)})")
+    _best = front[front["best"]]
+    _ax.scatter(_best[cost], _best[result.primary], marker="*", s=200, color="black", zorder=4,
+                label=f"chosen: {result.best.label}")
+    _ax.set_xlabel(cost)
+    _ax.set_ylabel(f"{result.primary} on {result.tune_split}")
+    _ax.set_title(f"{result.primary} against {cost}")
+    _ax.grid(alpha=0.3)
+    _ax.legend(fontsize=7)
+    _fig.tight_layout()
+    _source = ("the spec's `[search] objectives`; the chosen point is the front's best by "
+               f"{result.primary}" if result.objectives else
+               f"the spec sets no `[search] objectives`: {result.primary} against `candidates` "
+               "(documents fused per query), the baseline left out")
+    mo.vstack([
+        mo.md(f"### Quality against cost\n\nThe points no other point beats in every "
+              f"objective on `{result.tune_split}` ({_source})."),
+        mo.as_html(_fig),
+        mo.ui.table(front[front["front"]].round(4), selection=None, label="Pareto front"),
+    ])
+    return cost, front
 
 
 @app.cell

@@ -119,6 +119,8 @@ def sweep(
     if result.cv is not None:
         console.print(_folds(result), soft_wrap=True)
         _cv_lines(result)
+    if result.objectives:
+        console.print(_front(result))
     if result.baseline is not None and result.report_split is not None:
         base = result.baseline
         console.print(f"baseline {base.label}: {result.report_split} {result.primary} "
@@ -182,6 +184,29 @@ def _cv_lines(result: SweepResult) -> None:
     console.print(f"verdict: {cv.verdict}", soft_wrap=True)
 
 
+def _front(result: SweepResult) -> Table:
+    """The Pareto front on the tune split (``[search] objectives``), best first by primary."""
+    from aiblox.eval.sweep.tracking import pareto_summary
+
+    par = pareto_summary(result)
+    names = list(result.objectives)
+    table = Table(title=f"Pareto front on {result.tune_split}: " + ", ".join(
+        f"{n} ({'max' if d == 'maximize' else 'min'})" for n, d in result.objectives.items()))
+    table.add_column("point")
+    for n in names:
+        table.add_column(f"{result.tune_split} {n}", justify="right")
+    if result.report_split:
+        table.add_column(f"{result.report_split} {result.primary}", justify="right")
+    by_hash = {p["config_hash"]: p for p in par["points"]}
+    q = names.index(result.primary)
+    for h in result.pareto:
+        p = by_hash[h]
+        table.add_row(p["label"] + (" (chosen)" if h == result.best.config_hash else ""),
+                      *(f"{v:.4f}" if v != int(v) else f"{int(v)}" for v in p["tune"]),
+                      *([f"{p['report'][q]:.4f}"] if result.report_split else []))
+    return table
+
+
 def _significance(result: SweepResult) -> Table:
     table = Table(title=f"top points vs baseline on {result.report_split} "
                         f"(paired test, Holm-adjusted)")
@@ -216,7 +241,10 @@ def _summary(result: SweepResult, top: int) -> dict:
             "computed": result.computed, "reused": result.reused,
             "repaired": result.repaired,
             "tracking": result.tracking,
-            **({"trials": result.trials} if result.trials else {})}
+            **({"trials": result.trials} if result.trials else {}),
+            **({"objectives": [[n, d] for n, d in result.objectives.items()],  # in order
+                "pareto": result.pareto}
+               if result.objectives else {})}
 
 
 def local_tracking_folder(uri: str) -> Path | None:

@@ -70,8 +70,8 @@ def verify_command(
                           + (" (and the k-fold table from the logged per-query values)"
                              if cv_checks else ""))
         else:
-            bad = next(c for c in rep.checks if not c.identical)
+            first = next(c for c in rep.checks if not c.identical)
             console.print(f"[red]differs[/red]: first at {rep.first_difference} (logged "
-                          f"{bad.expected}, recomputed {bad.actual})", soft_wrap=True)
+                          f"{first.expected}, recomputed {first.actual})", soft_wrap=True)
     if not rep.identical:
         raise typer.Exit(1)

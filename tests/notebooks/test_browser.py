@@ -80,7 +80,7 @@ def expected_text(name: str, defs: dict[str, Any]) -> list[str]:
         result = defs["result"]
         best, tune, report = result.best, result.tune_split, result.report_split
         return ["Sweep board", f"{result.name}: {len(result.points)} points on",
-                "stages reused", f"Best on {tune}: {best.label}",
+                "stages reused", f"Best on {tune}: {best.label}", "Quality against cost",
                 f"{best.metrics[tune][result.primary]:.4f}",
                 f"{best.metrics[report][result.primary]:.4f}",
                 f"Significance vs baseline {result.baseline.label}", best.config_hash,

@@ -23,7 +23,8 @@ EXPECTED = {
     "chunking_lab": ["sentences", "token_window", "headings"],
     "policy_compare": ["R2_POLICY_V2 (B) vs R2_POLICY_V1 (A)", "Evidence that changed"],
     "query_inspector": ["Determinism hashes", "matches the recorded hash"],
-    "sweep_board": ["Leaderboard", "Significance vs baseline", "Reproduce the best point"],
+    "sweep_board": ["Leaderboard", "Quality against cost", "Significance vs baseline",
+                    "Reproduce the best point"],
 }
 
 

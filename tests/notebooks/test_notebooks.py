@@ -136,7 +136,8 @@ def test_query_inspector_traces_one_question():
 def test_sweep_board_shows_the_sample_sweep(tmp_path):
     """The default spec (sample_fusion) run through the repository's stage cache gives what a
     fresh sweep in an empty cache gives, and every table and plot is drawn from that result."""
-    from aiblox.eval.sweep import axis_frame, choose_best, load_spec, run_sweep
+    from aiblox.eval.sweep import axis_frame, choose_best, load_spec, pareto_frame, run_sweep
+    from aiblox.eval.sweep.results import pareto_points
 
     d = run_notebook("sweep_board")
     result, spec = d["result"], d["spec"]
@@ -160,6 +161,14 @@ def test_sweep_board_shows_the_sample_sweep(tmp_path):
     assert d["along"].equals(axis_frame(result, "w_text")) and len(d["along"]) == 5
     scatter = d["scatter"]
     assert len(scatter) == 24 and scatter["best"].sum() == scatter["baseline"].sum() == 1
+    front = d["front"]  # sample_fusion sets no objectives: ndcg@10 against candidates
+    assert d["cost"] == "candidates" and front.equals(pareto_frame(result))
+    on = front[front["front"]]
+    expected = pareto_points([p for p in result.points if not p.is_baseline], "train",
+                             {"ndcg@10": "maximize", "candidates": "minimize"}, "ndcg@10")
+    assert on["label"].tolist() == [p.label for p in expected] == front["label"][:len(on)].tolist()
+    assert bool(on.iloc[0]["best"]) and not on["baseline"].any()
+    assert on["candidates"].is_monotonic_decreasing  # the front: better only at a higher cost
     sig = d["significance"]
     assert len(sig) == 9 and sig.iloc[0]["candidate"] == result.best.label
     assert (sig["p_holm"] >= sig["p_value"]).all()

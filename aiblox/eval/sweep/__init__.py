@@ -16,7 +16,9 @@ module              what it is for
 ``context``         one sweep's state: workspace, signals, indexes, scorers
 ``pipeline``        the chain of stages of one point on one split
 ``runner``          :func:`run_sweep`: signals, points, conclusion
-``search``          model-based search (Optuna's TPE over the grid's points, resumable)
+``search``          model-based search (Optuna's TPE, CMA-ES or GP over the grid's points,
+                    one or several objectives, resumable)
+``pareto``          quality against cost: objectives, their directions, the Pareto front
 ``results``         :class:`SweepResult`, the ranking of points, best point, significance
 ``outputs``         stored outputs read back (fused runs, per-query values, evidence)
 ``manifest``        determinism manifests of points
@@ -40,6 +42,7 @@ from aiblox.eval.sweep.frames import (
     folds_frame,
     leaderboard,
     manifest_frame,
+    pareto_frame,
     point_settings,
     significance_frame,
     stage_counts,
@@ -48,6 +51,7 @@ from aiblox.eval.sweep.frames import (
 )
 from aiblox.eval.sweep.grid import GridError, decimal_count, decimal_range, simplex, to_decimal
 from aiblox.eval.sweep.manifest import MANIFEST_VERSION, PointManifest, SplitManifest
+from aiblox.eval.sweep.pareto import pareto_front
 from aiblox.eval.sweep.report import (
     SweepReport,
     find_sweep_run,
@@ -125,6 +129,8 @@ __all__ = [
     "load_sweep_report",
     "manifest_frame",
     "metric_key",
+    "pareto_frame",
+    "pareto_front",
     "per_query_metrics",
     "point_settings",
     "ranking_key",

@@ -29,7 +29,10 @@ __all__ = [
     "ChunkingGrid",
     "DEFAULT_MAX_POINTS",
     "FusionGrid",
+    "DIRECTIONS",
     "MODEL_STRATEGIES",
+    "MULTI_OBJECTIVE_STRATEGIES",
+    "NUMERIC_STRATEGIES",
     "SEARCH_STRATEGIES",
     "SCORING_FIELDS",
     "SearchConfig",
@@ -282,32 +285,46 @@ def load_policy_by_name(name: str) -> Any:
     return load_policy(name)
 
 
-SEARCH_STRATEGIES = ("grid", "random", "tpe")
-"""``[search] strategy`` values: every point, a seeded random draw, or Optuna's TPE."""
-MODEL_STRATEGIES = frozenset({"tpe"})
+SEARCH_STRATEGIES = ("grid", "random", "tpe", "cmaes", "gp")
+"""``[search] strategy`` values: every point, a seeded random draw, or an Optuna sampler (TPE,
+CMA-ES, a Gaussian process)."""
+MODEL_STRATEGIES = frozenset({"tpe", "cmaes", "gp"})
 """Strategies that choose each trial from the scores of the trials before (Optuna)."""
+NUMERIC_STRATEGIES = frozenset({"cmaes", "gp"})
+"""Samplers that model numeric parameters only: the grid must vary at least one number."""
+MULTI_OBJECTIVE_STRATEGIES = frozenset({"grid", "random", "tpe", "gp"})
+"""Strategies that take several ``objectives`` (Optuna's CMA-ES optimises one)."""
+DIRECTIONS = ("maximize", "minimize")
+"""Directions of an objective."""
 
 
 class SearchConfig(_Strict):
-    """Which points of the full grid are scored."""
+    """Which points of the full grid are scored, and what counts as better."""
 
     strategy: str = "grid"
     """``grid``: every point; ``random``: ``n`` points drawn with ``random.Random(seed)``;
-    ``tpe``: ``n`` trials chosen one after another by Optuna's TPE sampler (seeded), each a
-    point of the grid (:mod:`aiblox.eval.sweep.search`)."""
+    ``tpe``, ``cmaes``, ``gp``: ``n`` trials chosen one after another by Optuna's TPE, CMA-ES
+    or Gaussian-process sampler (seeded), each a point of the grid
+    (:mod:`aiblox.eval.sweep.search`)."""
     n: int | None = Field(default=None, ge=1)
-    """Points drawn by ``random``, trials of ``tpe`` (all points when the grid is smaller)."""
+    """Points drawn by ``random``, trials of a model-based strategy (all points when the grid
+    is smaller)."""
     seed: int = 0
     """Seed of the draw (logged with the spec, so the same spec draws the same points)."""
+    objectives: list[str] | None = None
+    """Quality against cost: the metrics (and costs, :data:`aiblox.eval.sweep.pareto.COSTS`)
+    whose Pareto front the sweep reports; the spec's ``primary`` must be one of them. A
+    model-based strategy then searches all of them (Optuna multi-objective); None: ``primary``
+    alone."""
+    directions: list[Literal["maximize", "minimize"]] | None = None
+    """One per objective; None: inferred from the names (quality maximised, cost minimised)."""
 
     @field_validator("strategy")
     @classmethod
     def _known(cls, v: str) -> str:
         if v not in SEARCH_STRATEGIES:
-            hint = (" (CMA-ES and GP samplers are not supported: use 'tpe')"
-                    if v.lower() in {"cmaes", "cma-es", "gp"} else "")
             raise ValueError(f"unknown search strategy {v!r}; known: "
-                             f"{', '.join(SEARCH_STRATEGIES)}{hint}")
+                             f"{', '.join(SEARCH_STRATEGIES)}")
         return v
 
     @model_validator(mode="after")
@@ -316,7 +333,18 @@ class SearchConfig(_Strict):
             what = "points to draw" if self.strategy == "random" else "trials to run"
             raise ValueError(f"strategy {self.strategy!r} needs n (how many {what})")
         if self.strategy == "grid" and self.n is not None:
-            raise ValueError("n applies to strategies 'random' and 'tpe' only")
+            raise ValueError("n applies to strategies 'random', 'tpe', 'cmaes' and 'gp' only")
+        if self.objectives is not None:
+            if len(self.objectives) < 2 or len(set(self.objectives)) != len(self.objectives):
+                raise ValueError(f"objectives: at least two distinct names (quality and cost), "
+                                 f"got {self.objectives}")
+            if self.strategy not in MULTI_OBJECTIVE_STRATEGIES:
+                raise ValueError(f"objectives: strategy {self.strategy!r} optimises one "
+                                 f"objective; for several use "
+                                 f"{', '.join(sorted(MULTI_OBJECTIVE_STRATEGIES))}")
+        if self.directions is not None and (
+                self.objectives is None or len(self.directions) != len(self.objectives)):
+            raise ValueError("directions: one per objective (and objectives must be set)")
         return self
 
     @property

@@ -21,13 +21,15 @@ from typing import Any
 import pandas as pd
 
 from aiblox.eval.sweep.applies import setting_applies
-from aiblox.eval.sweep.results import PointResult, SweepResult, ranked
+from aiblox.eval.sweep.pareto import objective_values
+from aiblox.eval.sweep.results import PointResult, SweepResult, pareto_points, ranked
 
 __all__ = [
     "axis_frame",
     "folds_frame",
     "leaderboard",
     "manifest_frame",
+    "pareto_frame",
     "point_settings",
     "significance_frame",
     "stage_counts",
@@ -107,7 +109,7 @@ def leaderboard(result: SweepResult, top: int | None = None) -> pd.DataFrame:
     prefix). ``top`` keeps the first rows only."""
     ordered = _tune_order(result)
     settings = _settings_frame(ordered)
-    t, r, m = result.tune_split, result.report_split, result.primary
+    t, r, m = result.tune_split, result.report_split or "", result.primary
     head = pd.DataFrame({"rank": range(1, len(ordered) + 1),
                          "label": [p.label for p in ordered]})
     tail = pd.DataFrame({
@@ -118,7 +120,7 @@ def leaderboard(result: SweepResult, top: int | None = None) -> pd.DataFrame:
         "config": [p.config_hash[:HASH_PREFIX] for p in ordered],
     })
     frame = pd.concat([head, settings, tail], axis=1)
-    frame.attrs.update(primary=m, tune_split=t, report_split=r)
+    frame.attrs.update(primary=m, tune_split=t, report_split=result.report_split)
     return frame if top is None else frame.head(top).reset_index(drop=True)
 
 
@@ -138,7 +140,7 @@ def axis_frame(result: SweepResult, axis: str) -> pd.DataFrame:
     if axis not in settings.columns:
         raise KeyError(f"{axis!r} is not a setting of sweep {result.name!r}; settings: "
                        f"{', '.join(settings.columns)}")
-    t, r, m = result.tune_split, result.report_split, result.primary
+    t, r, m = result.tune_split, result.report_split or "", result.primary
     groups: dict[Any, list[PointResult]] = {}
     for point, value in zip(ordered, settings[axis], strict=True):
         if value is not None:
@@ -156,7 +158,7 @@ def axis_frame(result: SweepResult, axis: str) -> pd.DataFrame:
                      / len(pts)})
     frame = pd.DataFrame(rows, columns=[axis, "n", "label", "config", "tune", "report",
                                         "mean_tune", "mean_report"])
-    frame.attrs.update(primary=m, tune_split=t, report_split=r, axis=axis)
+    frame.attrs.update(primary=m, tune_split=t, report_split=result.report_split, axis=axis)
     return frame
 
 
@@ -164,7 +166,7 @@ def tune_vs_report(result: SweepResult) -> pd.DataFrame:
     """Per point (grid order): ``label``, ``config`` (hash prefix), the primary metric on the
     tune and the report split, ``best`` and ``baseline`` flags: what a tune-vs-report scatter
     plots (points far below the diagonal were lucky on tune)."""
-    t, r, m = result.tune_split, result.report_split, result.primary
+    t, r, m = result.tune_split, result.report_split or "", result.primary
     frame = pd.DataFrame({
         "label": [p.label for p in result.points],
         "config": [p.config_hash[:HASH_PREFIX] for p in result.points],
@@ -173,7 +175,7 @@ def tune_vs_report(result: SweepResult) -> pd.DataFrame:
         "best": [p.config_hash == result.best.config_hash for p in result.points],
         "baseline": [p.is_baseline for p in result.points],
     })
-    frame.attrs.update(primary=m, tune_split=t, report_split=r)
+    frame.attrs.update(primary=m, tune_split=t, report_split=result.report_split)
     return frame
 
 
@@ -223,3 +225,32 @@ def manifest_frame(point: PointResult) -> pd.DataFrame:
                          "output_hash": stage.get("output_hash")})
         rows.append({"split": split, "stage": "run", "key": "", "output_hash": sm.run_hash})
     return pd.DataFrame(rows, columns=["split", "stage", "key", "output_hash"])
+
+
+def pareto_frame(result: SweepResult, objectives: dict[str, str] | None = None) -> pd.DataFrame:
+    """Quality against cost on the tune split: one row per point, ``label``, ``config_hash``,
+    one column per objective, and ``front`` (on the Pareto front), ``best``, ``baseline``;
+    front first, best first by the primary metric. The objectives are the spec's (``[search]
+    objectives``, :attr:`SweepResult.objectives`, whose front is :attr:`SweepResult.pareto`),
+    else ``objectives``, else the primary metric against ``candidates`` (documents fused per
+    query); a front computed here leaves the baseline out (it is never chosen)."""
+    objs = dict(result.objectives or objectives or {result.primary: "maximize",
+                                                    "candidates": "minimize"})
+    if result.objectives:
+        front = set(result.pareto)
+    else:
+        front = {p.config_hash for p in pareto_points(
+            [p for p in result.points if not p.is_baseline], result.tune_split, objs,
+            result.primary)}
+    names = list(objs)
+    rows = [{"label": p.label, "config_hash": p.config_hash[:HASH_PREFIX],
+             **dict(zip(names, objective_values(p, result.tune_split, names), strict=True)),
+             "front": p.config_hash in front, "best": p.config_hash == result.best.config_hash,
+             "baseline": p.is_baseline} for p in result.points]
+    frame = pd.DataFrame(rows, columns=["label", "config_hash", *names, "front", "best",
+                                        "baseline"])
+    sign = -1.0 if objs.get(result.primary, "maximize") == "maximize" else 1.0
+    order = sorted(range(len(rows)), key=lambda i: (
+        not rows[i]["front"], sign * result.points[i].metrics[result.tune_split][result.primary],
+        result.points[i].config_hash))
+    return frame.iloc[order].reset_index(drop=True)

@@ -6,7 +6,9 @@ leaderboard (tune and report metrics), the primary metric as a function of each 
 points holding a value, the one best on tune, with its tune and report values, so the report
 split is never chosen on; an axis grouping the points exactly as an earlier one is left out),
 the tune-versus-report table of the chosen point, the significance table, the manifest hashes
-of the best point, and the one command that reproduces the sweep.
+of the best point, and the one command that reproduces the sweep. A spec with ``[search]
+objectives`` adds its Pareto front on the tune split (a table, and one plot of the primary
+metric against each other objective: every point, the front, the chosen point).
 The HTML needs no network: CSS is inline and plots are inline base64 PNGs (matplotlib, Agg
 backend). Both files are logged as artifacts of the parent run (``report/``).
 """
@@ -77,6 +79,11 @@ class SweepReport(_Strict):
     takes one; :mod:`aiblox.eval.sweep.applies`)."""
     manifest: dict[str, Any] = Field(default_factory=dict)
     """Hashes of the best point's manifest."""
+    pareto: dict[str, Any] = Field(default_factory=dict)
+    """Quality against cost (``sweep_summary.json``'s ``pareto``, empty without ``[search]
+    objectives``): ``objectives`` (``[name, direction]`` pairs, in order), ``front`` (config
+    hashes, best first by the primary metric) and ``points`` (each point's objective values on
+    tune and report, in the objectives' order)."""
     sweep_hash: str
     """sha256 of the spec (tag ``aiblox.sweep_hash``): the spec file to rerun must hash to it."""
     reproduce: str
@@ -241,7 +248,7 @@ def load_sweep_report(sweep: str, tracking_uri: str) -> SweepReport:
                        report_split=report, primary=primary, metrics=metrics, best=best,
                        leaderboard=summary.get("leaderboard", []),
                        significance=summary.get("significance", []), ci=summary.get("ci", {}),
-                       axes=axes, manifest=manifest,
+                       axes=axes, manifest=manifest, pareto=summary.get("pareto", {}),
                        sweep_hash=parent.data.tags.get("aiblox.sweep_hash", ""),
                        cv=summary.get("cv"),
                        reproduce=_reproduce(name, tracking_uri,
@@ -285,8 +292,65 @@ def _plot(rep: SweepReport, axis: str) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+def _plot_pareto(rep: SweepReport, cost: str) -> str:
+    """Base64 PNG of the primary metric against one other objective on the tune split: every
+    point, the front as a step line, the chosen point starred."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    par = rep.pareto
+    directions = dict(par["objectives"])
+    names = list(directions)
+    q, c = names.index(rep.primary), names.index(cost)
+    pts = par["points"]
+    fig, ax = plt.subplots(figsize=(5, 3.2), dpi=90)
+    ax.scatter([p["tune"][c] for p in pts], [p["tune"][q] for p in pts], s=14, alpha=.45,
+               color="C0", label="points")
+    front = sorted((p for p in pts if p["front"]), key=lambda p: (p["tune"][c], p["tune"][q]))
+    ax.step([p["tune"][c] for p in front], [p["tune"][q] for p in front], "o-", where="post",
+            color="C3", label=f"Pareto front ({len(front)})")
+    for p in pts:
+        if p["config_hash"] == rep.best["config_hash"]:
+            ax.scatter([p["tune"][c]], [p["tune"][q]], marker="*", s=200, color="black",
+                       zorder=4, label=f"chosen: {p['label']}")
+        elif p["baseline"]:
+            ax.scatter([p["tune"][c]], [p["tune"][q]], marker="D", s=40, color="grey",
+                       zorder=4, label=f"baseline: {p['label']}")
+    ax.set_xlabel(f"{cost} ({directions[cost]})")
+    ax.set_ylabel(f"{rep.primary} ({rep.tune_split})")
+    ax.set_title(f"{rep.primary} against {cost}")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=.3)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _pareto_table(rep: SweepReport) -> tuple[str, list[str], list[list[str]]]:
+    par = rep.pareto
+    directions = dict(par["objectives"])
+    by_hash = {p["config_hash"]: p for p in par["points"]}
+    head = ["#", "label", "config hash"] + [
+        f"{s} {n} ({'max' if d == 'maximize' else 'min'})"
+        for s in rep.splits for n, d in directions.items()]
+    rows = [[str(i), by_hash[h]["label"], h[:16]] + [
+        _count_or_f(v) for key in ("tune", "report") for v in by_hash[h][key]]
+        for i, h in enumerate(par["front"], start=1)]
+    return (f"Pareto front ({rep.tune_split}; the chosen point is the front's best by "
+            f"{rep.primary})", head, rows)
+
+
 def _f(v: Any) -> str:
     return f"{v:.4f}" if isinstance(v, float) else str(v)
+
+
+def _count_or_f(v: Any) -> str:
+    """A count (tokens, candidates: a whole number above 1) as an integer, else :func:`_f`."""
+    return str(int(v)) if isinstance(v, float) and v.is_integer() and abs(v) >= 2 else _f(v)
 
 
 def _tables(rep: SweepReport, top: int) -> list[tuple[str, list[str], list[list[str]]]]:
@@ -323,6 +387,8 @@ def _tables(rep: SweepReport, top: int) -> list[tuple[str, list[str], list[list[
         (f"Tune ({rep.tune_split}) versus report ({rep.report_split}): {rep.best['label']}"
          if rep.report_split else f"Chosen on all of {rep.tune_split}: {rep.best['label']}",
          ["metric", *splits], tvr)]
+    if rep.pareto:
+        tables.insert(1, _pareto_table(rep))
     if rep.cv is not None:
         tables += _cv_tables(rep.cv)
     if rep.report_split is not None:
@@ -420,6 +486,13 @@ def render_html(rep: SweepReport, top: int = 20) -> str:
             for axis in rep.axes:
                 parts.append(f"<img alt=\"{e(rep.primary)} by {e(axis)}\" "
                              f"src=\"data:image/png;base64,{_plot(rep, axis)}\">")
+            parts.append("</div>")
+        if rep.pareto and title.startswith("Pareto front"):
+            parts.append("<div class=\"plots\">")
+            for cost, _ in rep.pareto["objectives"]:
+                if cost != rep.primary:
+                    parts.append(f"<img alt=\"{e(rep.primary)} against {e(cost)}\" "
+                                 f"src=\"data:image/png;base64,{_plot_pareto(rep, cost)}\">")
             parts.append("</div>")
     parts += ["<h2>Reproduce</h2>", f"<pre>{e(rep.reproduce)}</pre>",
               f"<p>The spec must hash to <code>{e(rep.sweep_hash)}</code> (MLflow tag "

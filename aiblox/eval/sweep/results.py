@@ -11,7 +11,7 @@ gets a bootstrap interval on both splits (:mod:`aiblox.eval.metrics.significance
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from aiblox.eval.metrics import PROJECTION_PREFIX, Comparison, bootstrap_ci, compare_to_baseline
 from aiblox.eval.sweep.crossval import CrossValidation, check_folds, cross_validate
 from aiblox.eval.sweep.manifest import PointManifest
+from aiblox.eval.sweep.pareto import objective_values, pareto_front
 from aiblox.eval.sweep.ranking import ranking_order
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ __all__ = [
     "SweepResult",
     "choose_best",
     "conclude",
+    "pareto_points",
     "ranked",
     "ranking_key",
     "ranking_order",
@@ -114,6 +116,12 @@ class SweepResult(_Strict):
     cv: CrossValidation | None = None
     """``[cv]``: the k-fold result over the tune split's queries (per fold the choice on the
     other folds and its held-out score; the margin against the baseline); None without."""
+    objectives: dict[str, str] = Field(default_factory=dict)
+    """``[search] objectives`` and their directions (``maximize``/``minimize``), in order;
+    empty when the spec names none."""
+    pareto: list[str] = Field(default_factory=list)
+    """With ``objectives``: the Pareto front of the grid points on the tune split, by config
+    hash, best first by ``primary`` (ties by config hash); :attr:`best` is its first point."""
 
     @property
     def splits(self) -> list[str]:
@@ -176,6 +184,8 @@ class Conclusion:
     significance: list[Comparison]
     ci: dict[str, tuple[float, float, float]]
     cv: CrossValidation | None = None
+    objectives: dict[str, str] = field(default_factory=dict)
+    pareto: list[PointResult] = field(default_factory=list)
 
 
 PerQuery = Callable[[PointResult, str], dict[str, dict[str, float]]]
@@ -199,7 +209,14 @@ def conclude(spec: SweepSpec, points: Sequence[PointResult], n_grid: int,
                          f"metrics need gold answers: {dataset} has "
                          f"{'some' if has_answers else 'no'} answers.jsonl)")
     grid = list(points[:n_grid])
-    best = choose_best(grid, spec.tune_split, spec.primary)
+    objectives: dict[str, str] = {}
+    front: list[PointResult] = []
+    if spec.search.objectives:
+        objectives = spec.objective_directions()
+        front = pareto_points(grid, spec.tune_split, objectives, spec.primary)
+        best = front[0]  # the front's best by primary: the global best unless it ties
+    else:
+        best = choose_best(grid, spec.tune_split, spec.primary)
     baseline = next((p for p in points if p.is_baseline), None)
     significance: list[Comparison] = []
     if baseline is not None and spec.report_split is not None:
@@ -228,4 +245,18 @@ def conclude(spec: SweepSpec, points: Sequence[PointResult], n_grid: int,
                             metric=spec.primary, baseline=baseline,
                             baseline_values=None if baseline is None else primary(baseline),
                             test=spec.stat_test)
-    return Conclusion(best=best, baseline=baseline, significance=significance, ci=ci, cv=cv)
+    return Conclusion(best=best, baseline=baseline, significance=significance, ci=ci, cv=cv,
+                      objectives=objectives, pareto=front)
+
+
+def pareto_points(points: Sequence[PointResult], split: str, objectives: dict[str, str],
+                  primary: str) -> list[PointResult]:
+    """The Pareto front of ``points`` on ``split`` under ``objectives`` (``{name: direction}``;
+    :func:`~aiblox.eval.sweep.pareto.pareto_front`), best first by ``primary`` (ties by config
+    hash ascending, :func:`ranked`)."""
+    names = list(objectives)
+    values = [objective_values(p, split, names) for p in points]
+    front = [points[i] for i in pareto_front(values, list(objectives.values()))]
+    sign = 1.0 if objectives.get(primary, "maximize") == "maximize" else -1.0
+    return sorted(front, key=lambda p: ranking_order(sign * p.metrics[split][primary],
+                                                     p.config_hash))

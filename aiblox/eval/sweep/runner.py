@@ -13,7 +13,7 @@ phases:
    per-query sorts, ranx's metrics) on ``jobs`` numba threads; each point is logged to MLflow
    (``tracker``) as it finishes. Worker processes were measured slower on 2 cores (each must
    read the signals back, normalise them again and hand the runs back;
-   ``benchmarks/README.md``, "Fusion sweep"). With ``[search] strategy = "tpe"`` the points
+   ``benchmarks/README.md``, "Fusion sweep"). With a model-based ``[search] strategy`` the points
    are the trials Optuna chooses among the grid's points, one after another
    (:mod:`aiblox.eval.sweep.search`), their signals planned as they come; the baseline after;
 3. the conclusion (:func:`aiblox.eval.sweep.results.conclude`): the best point on the tune
@@ -41,6 +41,7 @@ from aiblox.eval.sweep.cache import StageCache, StageCacheCorrupt
 from aiblox.eval.sweep.context import SweepContext
 from aiblox.eval.sweep.crossval import check_folds
 from aiblox.eval.sweep.manifest import PointManifest, SplitManifest, environment
+from aiblox.eval.sweep.pareto import objective_values
 from aiblox.eval.sweep.pipeline import evaluate_point, recheck_point
 from aiblox.eval.sweep.points import SweepSettings, point_config, point_title
 from aiblox.eval.sweep.results import PointResult, SweepResult, conclude
@@ -177,9 +178,12 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     scored: dict[str, PointResult] = {}
     trials: list[str] = []
 
-    def score(i: int) -> float:
+    objectives = list(spec.objective_directions()) if spec.search.objectives else None
+
+    def score(i: int) -> float | list[float]:
         """A trial of a model-based search: grid point ``i``, scored once however often it is
-        chosen; its primary metric on the tune split."""
+        chosen; its primary metric on the tune split (its objectives, when the spec names
+        several)."""
         pt = grid[i]
         chash = point_config(settings, pt, ctx.embedder_id, backend)[0]
         point = scored.get(chash)
@@ -190,6 +194,8 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         else:
             bar.update(1)
         trials.append(chash)
+        if objectives is not None:
+            return objective_values(point, spec.tune_split, objectives)
         value = point.metrics[spec.tune_split].get(spec.primary)
         if value is None:
             raise ValueError(f"primary metric {spec.primary!r} was not computed for "
@@ -245,7 +251,8 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
                  "total_s": round(time.perf_counter() - t_start, 3),
                  "points_per_s": round(len(points) / points_s, 1) if points_s > 0 else 0.0},
         computed=dict(cache.computed), reused=dict(cache.reused),
-        repaired=dict(cache.repaired), trials=trials)
+        repaired=dict(cache.repaired), trials=trials, objectives=end.objectives,
+        pareto=[p.config_hash for p in end.pareto])
     if tracker is not None:
         result = result.model_copy(update={"tracking": tracker.finish(result)})
     return result

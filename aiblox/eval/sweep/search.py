@@ -1,24 +1,33 @@
-"""Model-based search (``[search] strategy = "tpe"``): Optuna's TPE sampler chooses ``n`` trials
-one after another, each a point of the spec's grid, scored by the spec's ``primary`` metric on
-the tune split (maximised).
+"""Model-based search (``[search] strategy = "tpe"``, ``"cmaes"`` or ``"gp"``): an Optuna
+sampler chooses ``n`` trials one after another, each a point of the spec's grid, scored by the
+spec's ``primary`` metric on the tune split (maximised), or by every one of ``[search]
+objectives`` at once (a multi-objective study: quality against cost, each in its direction).
 
 The search space is the grid itself. Every setting a point can differ in (the fusion method and
 its parameters, the candidate depth, BM25's ``k1``, ``b`` and ``method``, chunking, the policy
-and each swept policy parameter) is one parameter, asked in that order among the points that
-agree with the values chosen before it (so ``rrf_k`` is asked only of an RRF trial, sizes only of
-a chunker that takes them); a numeric setting is an integer index into its sorted values (TPE
-sees their order), any other a categorical. A parameter whose values among those points are
-not all of its values in the grid is named apart (``name|<digest>``), so Optuna never sees one
-name with two value sets. Every trial is therefore an ordinary grid point with its ordinary
-config hash and stage keys.
+and each swept policy parameter) is one parameter. TPE asks them in that order among the points
+that agree with the values chosen before it (so ``rrf_k`` is asked only of an RRF trial, sizes
+only of a chunker that takes them); a numeric setting is an integer index into its sorted values
+(TPE sees their order), any other a categorical. A parameter whose values among those points
+are not all of its values in the grid is named apart (``name|<digest>``), so Optuna never sees
+one name with two value sets.
+
+CMA-ES and the Gaussian process model a fixed set of parameters present in every trial, so for
+them every setting the grid varies is asked in every trial over all its values (``flat``): a
+value the points chosen so far do not have (``w_text`` of an RRF trial) leaves that setting as
+those points have it. The GP sampler sees a categorical setting as a categorical; CMA-ES, which
+models numbers only, sees it as an integer index in grid order. Both need a numeric axis (CMA-ES
+two varying settings), refused when the spec loads. Every trial is therefore an ordinary grid
+point with its ordinary config hash and stage keys.
 
 Seeded and resumable: the study lives in a SQLite file beside the stage cache
 (:func:`study_path`), named by the spec's hash without ``n`` (:func:`study_key`), so a rerun
 with the same or a larger ``n`` continues it. The sampler of the ``k``-th trial is seeded by
-``(seed, k)`` and sees only the ``k`` trials completed before it, so a study resumed after a
-kill asks the same trials an uninterrupted one would; a trial left running by a killed process
-is marked failed (TPE ignores failed trials). Optuna is imported only here, on first use
-(``pip install 'aiblox[tune]'``).
+``(seed, k)`` and sees only the ``k`` trials completed before it (CMA-ES's own state is kept in
+the study), so a study resumed after a kill asks the same trials an uninterrupted one would; a
+trial left running by a killed process is marked failed (the samplers ignore failed trials).
+Optuna is imported only here, on first use (``pip install 'aiblox[tune]'``; ``gp`` also needs
+torch, the ``embeddings`` extra, and scipy).
 """
 
 from __future__ import annotations
@@ -33,10 +42,12 @@ from aiblox.hashing import sha256_hex
 if TYPE_CHECKING:
     from aiblox.eval.sweep.spec import PipelinePoint, SweepSpec
 
-__all__ = ["N_STARTUP_TRIALS", "SearchSpace", "run_search", "study_key", "study_path"]
+__all__ = ["N_STARTUP_TRIALS", "SearchSpace", "make_sampler", "run_search", "study_key",
+           "study_path"]
 
 N_STARTUP_TRIALS = 10
-"""Trials TPE draws at random (seeded) before it models the scores."""
+"""Trials TPE and the GP sampler draw at random (seeded) before they model the scores (CMA-ES
+starts from the middle of the space at once)."""
 
 _SCORING = ("blend", "w_text", "normalize", "missing", "rrf_k")
 _FTS = ("k1", "b", "method")
@@ -68,10 +79,18 @@ def _choice(v: Any) -> Any:
 
 
 class SearchSpace:
-    """The grid's points as a space of parameters; :meth:`point` maps a trial to a point."""
+    """The grid's points as a space of parameters; :meth:`point` maps a trial to a point.
 
-    def __init__(self, points: Sequence[PipelinePoint]) -> None:
+    ``flat=False`` (TPE): parameters asked conditionally, among the points that agree with the
+    values chosen before. ``flat=True`` (CMA-ES, GP): every varying setting asked in every
+    trial over all its values; ``categorical_as_index`` asks a categorical setting as an integer
+    index in grid order (CMA-ES models numbers only)."""
+
+    def __init__(self, points: Sequence[PipelinePoint], *, flat: bool = False,
+                 categorical_as_index: bool = False) -> None:
         self.points = list(points)
+        self.flat = flat
+        self.categorical_as_index = categorical_as_index
         self._settings = [_settings(p) for p in self.points]
         names: dict[str, None] = {}
         for s in self._settings:
@@ -91,27 +110,48 @@ class SearchSpace:
         """Settings that vary across the grid (an empty list: nothing to search)."""
         return [n for n in self.names if len(self._all[n]) > 1]
 
+    @property
+    def numeric_dimensions(self) -> list[str]:
+        """The :attr:`dimensions` whose values are all numbers."""
+        return [n for n in self.dimensions if _numeric(self._all[n])]
+
+    def _ask(self, trial: Any, label: str, values: list[Any]) -> str:
+        """Ask one setting over ``values``; the ``repr`` of the value chosen."""
+        if _numeric(values):
+            ordered = sorted(values)
+            return repr(ordered[trial.suggest_int(label, 0, len(ordered) - 1)])
+        if self.categorical_as_index:
+            return repr(values[trial.suggest_int(label, 0, len(values) - 1)])
+        got = trial.suggest_categorical(label, [_choice(v) for v in values])
+        return next(repr(v) for v in values if _choice(v) == got)
+
     def point(self, trial: Any) -> int:
         """The index of the grid point a trial (an Optuna ``Trial`` or ``FixedTrial``) picks."""
         idx = list(range(len(self.points)))
-        for name in self.names:
-            values = self._distinct(idx, name)
-            if len(values) < 2:
-                continue
-            full = self._all[name]
-            label = name if len(values) == len(full) else (
-                f"{name}|{sha256_hex(sorted(repr(v) for v in values))[:8]}")
-            if _numeric(values):
-                ordered = sorted(values)
-                chosen = ordered[trial.suggest_int(label, 0, len(ordered) - 1)]
-                key = repr(chosen)
-            else:
-                got = trial.suggest_categorical(label, [_choice(v) for v in values])
-                key = next(repr(v) for v in values if _choice(v) == got)
-            idx = [i for i in idx if repr(self._settings[i].get(name)) == key]
+        if self.flat:
+            chosen = {name: self._ask(trial, name, self._all[name]) for name in self.dimensions}
+            for name, key in chosen.items():
+                kept = [i for i in idx if repr(self._settings[i].get(name)) == key]
+                idx = kept or idx  # a value these points lack: the setting does not apply
+        else:
+            for name in self.names:
+                values = self._distinct(idx, name)
+                if len(values) < 2:
+                    continue
+                full = self._all[name]
+                label = name if len(values) == len(full) else (
+                    f"{name}|{sha256_hex(sorted(repr(v) for v in values))[:8]}")
+                key = self._ask(trial, label, values)
+                idx = [i for i in idx if repr(self._settings[i].get(name)) == key]
         if len(idx) > 1:  # settings not listed above tell them apart: choose by position
             idx = [idx[trial.suggest_int("point|" + sha256_hex(idx)[:8], 0, len(idx) - 1)]]
         return idx[0]
+
+
+LATER_FIELDS = ("cv",)
+"""Spec fields added after the first tpe studies: out of :func:`study_key` while unset."""
+LATER_GRID_AXES: tuple[str, ...] = ()
+"""Grid axes added after the first tpe studies: out of :func:`study_key` while unset."""
 
 
 def study_key(spec: SweepSpec, context: dict[str, Any] | None = None) -> str:
@@ -120,6 +160,15 @@ def study_key(spec: SweepSpec, context: dict[str, Any] | None = None) -> str:
     same study, a rerun on other data another one."""
     data = spec.model_dump(mode="json")
     data["search"].pop("n", None)
+    for name in ("objectives", "directions"):  # unset: the key a tpe study had before them
+        if data["search"].get(name) is None:
+            data["search"].pop(name, None)
+    for name in LATER_FIELDS:  # likewise the spec fields added after the first tpe studies
+        if data.get(name) is None:
+            data.pop(name, None)
+    for name in LATER_GRID_AXES:
+        if data["grid"].get(name) is None:
+            data["grid"].pop(name, None)
     return sha256_hex({"spec": data, "context": context or {}})
 
 
@@ -133,21 +182,51 @@ def _trial_seed(seed: int, k: int) -> int:
     return int(sha256_hex({"seed": seed, "trial": k})[:8], 16)
 
 
+def make_sampler(strategy: str, seed: int) -> Any:
+    """The Optuna sampler of one trial, seeded (:func:`_trial_seed`)."""
+    import optuna
+
+    if strategy == "tpe":
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=N_STARTUP_TRIALS)
+    if strategy == "cmaes":
+        return optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False)
+    if strategy == "gp":
+        return optuna.samplers.GPSampler(seed=seed, n_startup_trials=N_STARTUP_TRIALS,
+                                         deterministic_objective=True,
+                                         warn_independent_sampling=False)
+    raise ValueError(f"unknown search strategy {strategy!r}")
+
+
+def _needs(strategy: str) -> None:
+    """Import what the strategy's sampler needs, or a one-line error naming the extra."""
+    wanted = {"tpe": ["optuna"], "cmaes": ["optuna", "cmaes"],
+              "gp": ["optuna", "torch", "scipy"]}[strategy]
+    import importlib
+
+    for module in wanted:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            extra = "embeddings" if module == "torch" else "tune"
+            raise RuntimeError(f"[search] strategy {strategy!r} needs {module}: pip install "
+                               f"'aiblox[{extra}]'") from exc
+
+
 def run_search(spec: SweepSpec, points: Sequence[PipelinePoint], cache_dir: str | Path,
-               score: Callable[[int], float], context: dict[str, Any] | None = None
-               ) -> list[int]:
+               score: Callable[[int], float | Sequence[float]],
+               context: dict[str, Any] | None = None) -> list[int]:
     """Run (or resume) the spec's study over ``points``; ``score(i)`` scores grid point ``i``
-    (the caller memoises repeats). Returns the grid index of every trial, in order. A trial of
-    an earlier run is scored again (from the stage cache) and must score what it scored then:
-    otherwise the study is stale and the search stops with its path."""
-    try:
-        import optuna
-    except ImportError as exc:  # pragma: no cover - the extra is installed in tests
-        raise RuntimeError("[search] strategy 'tpe' needs Optuna: pip install "
-                           "'aiblox[tune]'") from exc
+    (the caller memoises repeats): one value, or one per ``[search] objectives`` in their
+    order and directions (``directions``, inferred when the spec gives none). Returns the grid
+    index of every trial, in order. A trial of an earlier run is scored again (from the stage
+    cache) and must score what it scored then: otherwise the study is stale and the search
+    stops with its path."""
+    strategy = spec.search.strategy
+    _needs(strategy)
+    import optuna
     from optuna.trial import FixedTrial, TrialState
 
-    space = SearchSpace(points)
+    space = SearchSpace(points, flat=strategy != "tpe", categorical_as_index=strategy == "cmaes")
     n = min(int(spec.search.n or 0), len(points))
     if n < int(spec.search.n or 0):
         warnings.warn(f"[search] n = {spec.search.n} is more than the grid's {len(points)} "
@@ -156,34 +235,43 @@ def run_search(spec: SweepSpec, points: Sequence[PipelinePoint], cache_dir: str 
     path.parent.mkdir(parents=True, exist_ok=True)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     key = study_key(spec, context)
+    directions = [optuna.study.StudyDirection.MAXIMIZE if d == "maximize"
+                  else optuna.study.StudyDirection.MINIMIZE
+                  for d in spec.objective_directions().values()]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         study = optuna.create_study(
             storage=f"sqlite:///{path}",
             study_name=f"{spec.name}-{key[:12]}-seed{spec.search.seed}",
-            direction="maximize", load_if_exists=True,
-            sampler=optuna.samplers.TPESampler(seed=spec.search.seed))
+            directions=directions, load_if_exists=True,
+            sampler=make_sampler(strategy, spec.search.seed))
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.WAITING)):
         study.tell(t.number, state=TrialState.FAIL)  # left by a killed run
+
+    def values_of(i: int) -> list[float]:
+        got = score(i)
+        return [float(got)] if isinstance(got, int | float) else [float(v) for v in got]
+
     picked: list[int] = []
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))[:n]:
         i = space.point(FixedTrial(t.params))
-        value = score(i)  # cached stages: reads back (and logs) a point of the earlier run
-        if t.value is None or value != t.value:
-            raise RuntimeError(f"study {path}: trial {t.number} scored {t.value!r} then and "
-                               f"{value!r} now (the code or data changed since): remove the "
+        values = values_of(i)  # cached stages: reads back (and logs) a point of the earlier run
+        if t.values is None or list(t.values) != values:
+            raise RuntimeError(f"study {path}: trial {t.number} scored {t.values!r} then and "
+                               f"{values!r} now (the code or data changed since): remove the "
                                f"file to start the search again")
         picked.append(i)
-    while len(picked) < n:
-        study.sampler = optuna.samplers.TPESampler(
-            seed=_trial_seed(spec.search.seed, len(picked)), n_startup_trials=N_STARTUP_TRIALS)
-        trial = study.ask()
-        try:
-            i = space.point(trial)
-            value = score(i)
-        except BaseException:
-            study.tell(trial, state=TrialState.FAIL)
-            raise
-        study.tell(trial, value)
-        picked.append(i)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        while len(picked) < n:
+            study.sampler = make_sampler(strategy, _trial_seed(spec.search.seed, len(picked)))
+            trial = study.ask()
+            try:
+                i = space.point(trial)
+                values = values_of(i)
+            except BaseException:
+                study.tell(trial, state=TrialState.FAIL)
+                raise
+            study.tell(trial, values if len(values) > 1 else values[0])
+            picked.append(i)
     return picked

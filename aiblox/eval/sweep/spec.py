@@ -25,15 +25,17 @@ past fusion to the chunk stages (:mod:`aiblox.eval.sweep.pipeline`); the answer 
 
 ``[search]`` picks the points scored: ``strategy = "grid"`` (default) every point;
 ``"random"`` ``n`` points drawn from the full grid with ``random.Random(seed)``, kept in grid
-order; ``"tpe"`` ``n`` trials among the grid's points chosen by Optuna while the sweep runs
-(:mod:`aiblox.eval.sweep.search`; :meth:`SweepSpec.points` is then the whole grid, the search
-space). New fields at their defaults stay out of the spec hash, so specs written before them keep
-their hash.
+order; ``"tpe"``, ``"cmaes"``, ``"gp"`` ``n`` trials among the grid's points chosen by Optuna
+while the sweep runs (:mod:`aiblox.eval.sweep.search`; :meth:`SweepSpec.points` is then the
+whole grid, the search space). ``objectives`` (quality against cost) adds the Pareto front
+(:mod:`aiblox.eval.sweep.pareto`) and makes a model-based search multi-objective. New fields
+at their defaults stay out of the spec hash, so specs written before them keep their hash.
 
 ``[cv]`` (``folds``, ``seed``) adds seeded k-fold cross-validation over the tune split's queries
 (:mod:`aiblox.eval.sweep.crossval`): the choice per fold is made on the other folds and scored
 on the held-out one, and ``report_split`` may then be left out (a collection with one judged
-split). Refused with ``tpe`` (its trials would be steered by every tuning query's score).
+split). Refused with a model-based strategy (its trials would be steered by every tuning
+query's score).
 
 Limits, checked before any point is built: depths, chunk budgets, ``top_k_chunks`` and
 ``per_item_chunk_cap`` are at least 1 (``overlap_tokens`` and ``rrf_k`` at least 0), and the
@@ -72,6 +74,7 @@ from aiblox.eval.metrics import (
     CHUNK_SCALARS,
     DEFAULT_METRICS,
     PROJECTION_PREFIX,
+    STATUSES,
     validate_metrics,
 )
 from aiblox.eval.sweep.axes import (
@@ -79,6 +82,7 @@ from aiblox.eval.sweep.axes import (
     CHUNK_DEPTH_KEYS,
     CHUNKING_KEYS,
     DEFAULT_MAX_POINTS,
+    NUMERIC_STRATEGIES,
     SCORING_FIELDS,
     FusionGrid,
     SearchConfig,
@@ -275,6 +279,8 @@ class SweepSpec(_Strict):
                 getattr(self.grid, f) is not None for f in type(self.grid).model_fields):
             raise ValueError(f"search: strategy {self.search.strategy!r} needs a search space, "
                              f"and the spec has no grid axes")
+        if self.search.objectives is not None:
+            self.objective_directions()  # unknown names, undecidable directions: refused here
         size, limit = self.grid_size(), point_limit(info)
         if size > limit:
             raise ValueError(f"grid: {size:,} points, above the limit of {limit:,}: "
@@ -291,12 +297,49 @@ class SweepSpec(_Strict):
         except ValidationError as exc:  # a policy combination the policy model rejects
             raise ValueError("grid.selection: " + "; ".join(
                 f"{_loc(e)}: {e['msg']}" for e in exc.errors())) from None
+        if self.search.strategy in NUMERIC_STRATEGIES:
+            self._check_numeric_space()
         return self
 
     @property
     def splits(self) -> list[str]:
         """The splits every point is scored on: the tune split, then the report split if any."""
         return [self.tune_split] + ([self.report_split] if self.report_split else [])
+    def objective_directions(self) -> dict[str, str]:
+        """``{objective: direction}`` of ``[search] objectives`` in their order
+        (:func:`~aiblox.eval.sweep.pareto.resolve_objectives`); ``{primary: "maximize"}`` when
+        the spec sets none."""
+        from aiblox.eval.sweep.pareto import resolve_objectives
+
+        if self.search.objectives is None:
+            return {self.primary: "maximize"}
+        known = (pipeline_metric_names(self.metrics, self.chunk_k,
+                                       self.grid.selection is not None)
+                 if self.has_pipeline_axes else list(self.metrics))
+        if self.grid.selection is not None:
+            known += [f"status:{s}" for s in STATUSES]
+        return resolve_objectives(self.search.objectives, self.search.directions, known,
+                                  self.primary)
+
+    def _check_numeric_space(self) -> None:
+        """CMA-ES and the GP sampler are for numeric settings: the grid must vary at least one
+        (categorical ones are modelled too: GP as categoricals, CMA-ES as indexes in grid order;
+        :mod:`aiblox.eval.sweep.search`), and CMA-ES at least two settings."""
+        from aiblox.eval.sweep.search import SearchSpace
+
+        grid = (self.pipeline_points() if self.has_pipeline_axes
+                else [PipelinePoint(p) for p in self.points()])
+        space = SearchSpace(grid)
+        strategy = self.search.strategy
+        if not space.numeric_dimensions:
+            other = ", ".join(space.dimensions) or "nothing"
+            raise ValueError(f"search: strategy {strategy!r} needs a numeric axis with two or "
+                             f"more values, and the grid varies {other} (not numbers); use "
+                             f"'tpe' for categorical settings")
+        if strategy == "cmaes" and len(space.dimensions) < 2:
+            raise ValueError(f"search: strategy 'cmaes' needs two or more varying settings "
+                             f"(CMA-ES does not search one dimension), and the grid varies "
+                             f"only {', '.join(space.dimensions)}; use 'gp' or 'tpe'")
 
     def grid_size(self) -> int:
         """Points of the full grid (before the ``[search]`` draw), computed from the axes'
@@ -371,6 +414,10 @@ class SweepSpec(_Strict):
         for name in _NEW_FIELDS:
             if data[name] == _DEFAULTS[name]:
                 data.pop(name)
+        search = data.get("search") or {}
+        for name in SEARCH_OPTIONAL:  # added after tpe specs were logged: out while unset
+            if search.get(name) is None:
+                search.pop(name, None)
         for name in ("chunking", "selection", *BM25_AXES):
             if data["grid"].get(name) is None:
                 data["grid"].pop(name, None)
@@ -502,6 +549,9 @@ def _with_chunking(prefs: RetrievalPrefs, chunking: dict[str, Any],
         update["chunking"] = _chunking_config(prefs.chunking, chunking)
     return prefs.model_copy(update=update) if update else prefs
 
+
+SEARCH_OPTIONAL = ("objectives", "directions")
+"""``[search]`` fields left out of the hashes while unset (a spec keeps its hash)."""
 
 _NEW_FIELDS = ("query_limit", "chunk_k", "reader", "reader_options", "search", "cv")
 """SweepSpec fields added after the first fusion specs: left out of the hash at defaults."""

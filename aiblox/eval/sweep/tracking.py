@@ -75,6 +75,7 @@ __all__ = [
     "cv_metrics",
     "flatten",
     "metric_key",
+    "pareto_summary",
     "release_on_error",
     "split_file",
     "tag_filter",
@@ -773,6 +774,8 @@ class SweepTracker:
             self.client.log_text(self.parent_id, json.dumps(cv.model_dump(mode="json"),
                                                             sort_keys=True, indent=1),
                                  "cv_folds.json")
+        if getattr(result, "objectives", None):  # quality against cost: the front
+            summary["pareto"] = pareto_summary(result)
         self.client.log_text(self.parent_id, json.dumps(summary, sort_keys=True, indent=1),
                              "sweep_summary.json")
         self.client.set_terminated(self.parent_id, status="FINISHED")
@@ -801,3 +804,22 @@ def _params(flat: dict[str, str]) -> list[Any]:
     from mlflow.entities import Param
 
     return [Param(k, v[:6000]) for k, v in sorted(flat.items())]
+
+
+def pareto_summary(result: Any) -> dict[str, Any]:
+    """``sweep_summary.json``'s ``pareto``: the objectives and their directions (``[name,
+    direction]`` pairs, in order), the front (by config hash, best first by primary) and every
+    point's objective values on the tune and report splits, in the objectives' order
+    (``front``, ``baseline`` flags), for the report's table and plots."""
+    from aiblox.eval.sweep.pareto import objective_values
+
+    names = list(result.objectives)
+    front = set(result.pareto)
+    return {"objectives": [[n, d] for n, d in result.objectives.items()],  # ordered pairs:
+            "front": list(result.pareto),  # the summary's keys are sorted when written
+            "points": [{"label": p.label, "config_hash": p.config_hash,
+                        "front": p.config_hash in front, "baseline": p.is_baseline,
+                        "tune": objective_values(p, result.tune_split, names),
+                        "report": (objective_values(p, result.report_split, names)
+                                   if result.report_split else [])}
+                       for p in result.points]}
