@@ -71,6 +71,8 @@ from aiblox.eval.metrics import (
 )
 from aiblox.eval.sweep.axes import (
     BM25_AXES,
+    DEPTH_AXES,
+    FIELD_AXES,
     CHUNK_DEPTH_KEYS,
     CHUNKING_KEYS,
     DEFAULT_MAX_POINTS,
@@ -257,6 +259,13 @@ class SweepSpec(_Strict):
                 getattr(self.grid, f) is not None for f in type(self.grid).model_fields):
             raise ValueError(f"search: strategy {self.search.strategy!r} needs a search space, "
                              f"and the spec has no grid axes")
+        for name in FIELD_AXES:  # title weighting needs the index engine and both fields
+            for value in self.grid.axis(name) or []:
+                try:
+                    FtsConfig(**{**base.fts.model_dump(), name: value})
+                except ValidationError as exc:
+                    raise ValueError(f"grid.{name} = {value!r}: " + "; ".join(
+                        e["msg"].removeprefix("Value error, ") for e in exc.errors())) from None
         size, limit = self.grid_size(), point_limit(info)
         if size > limit:
             raise ValueError(f"grid: {size:,} points, above the limit of {limit:,}: "
@@ -291,6 +300,8 @@ class SweepSpec(_Strict):
                 fusion += axis_len(g.rrf_k)
         size = fusion * axis_len(g.depth) * axis_len(g.k1) * axis_len(g.b) \
             * axis_len(g.method)
+        for name in (*FIELD_AXES, *DEPTH_AXES):
+            size *= axis_len(getattr(g, name))
         if g.chunking is not None:
             c = g.chunking
             size *= (axis_len(c.chunker_id) * axis_len(c.max_chunk_tokens)
@@ -348,7 +359,7 @@ class SweepSpec(_Strict):
         for name in _NEW_FIELDS:
             if data[name] == _DEFAULTS[name]:
                 data.pop(name)
-        for name in ("chunking", "selection", *BM25_AXES):
+        for name in ("chunking", "selection", *BM25_AXES, *DEPTH_AXES):
             if data["grid"].get(name) is None:
                 data["grid"].pop(name, None)
         return sha256_hex(data)
@@ -435,7 +446,11 @@ class SweepSpec(_Strict):
         base = self.base_prefs()
         g = self.grid
         blends = g.axis("blend") or [base.scoring.blend]
-        depths = g.axis("depth") or [None]
+        depths: list[tuple[int | None, int | None]] = [  # (full-text, vector)
+            (d, d) for d in g.axis("depth") or [None]]
+        if g.fts_depth is not None or g.vector_depth is not None:
+            depths = list(product(g.axis("fts_depth") or [None],
+                                  g.axis("vector_depth") or [None]))
         out: list[RetrievalPrefs] = []
         seen: set[str] = set()
         bm25 = [dict(zip(BM25_AXES, values, strict=True)) for values in product(
@@ -448,16 +463,17 @@ class SweepSpec(_Strict):
                           for w, n, m in product(*axes)]
             else:
                 combos = [{"rrf_k": k} for k in (g.axis("rrf_k") or [None])]
-            for depth, combo in product(depths, combos):
+            for (fts_depth, vec_depth), combo in product(depths, combos):
                 scoring = {**base.scoring.model_dump(), "blend": blend,
                            **{k: v for k, v in combo.items() if v is not None}}
                 if blend == "linear" and combo.get("w_text") is not None:
                     scoring["w_vec"] = float(Decimal(1) - to_decimal(combo["w_text"]))
                 update: dict[str, Any] = {"scoring": ScoringConfig(**scoring)}
                 fts = FtsConfig(**{**base.fts.model_dump(), **lexical})
-                if depth is not None:
-                    fts = fts.model_copy(update={"top_k": int(depth)})
-                    update["vector"] = base.vector.model_copy(update={"top_k": int(depth)})
+                if fts_depth is not None:
+                    fts = fts.model_copy(update={"top_k": int(fts_depth)})
+                if vec_depth is not None:
+                    update["vector"] = base.vector.model_copy(update={"top_k": int(vec_depth)})
                 update["fts"] = fts
                 p = base.model_copy(update=update)
                 key = sha256_hex(p.model_dump(exclude={"query_text", "query_id"}))
