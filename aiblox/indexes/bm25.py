@@ -103,12 +103,15 @@ def ranked_lists(ids: np.ndarray, pos: np.ndarray, scores: np.ndarray, counts: n
 
 
 def _field_norm(lens: np.ndarray, b: float) -> np.ndarray:
-    """BM25F's per-document length normalisation of one field, ``1 - b + b * len / avg_len``
-    (1 everywhere when the field is empty in every document)."""
+    """BM25F's per-document length normalisation of one field, ``1 - b + b * len / avg_len``;
+    1 where it would be 0 (``b = 1`` and the field empty in that document, or in every one: the
+    field holds no term there, so it adds nothing either way)."""
     avg = lens.mean() if len(lens) else 0.0
     if avg == 0.0:
         return np.ones(len(lens))
-    return (1 - b) + b * lens / avg
+    norm = (1 - b) + b * lens / avg
+    norm[norm == 0.0] = 1.0
+    return norm
 
 
 def _item_text(fields: Sequence[str]) -> Callable[[Any], str]:
