@@ -82,6 +82,11 @@ def _show(v: Any) -> str:
     return "-" if v is None else (f"{v:g}" if isinstance(v, float) else str(v))
 
 
+def _best(pool: dict[str, tuple[Any, float, float]], hashes: list[str], col: int) -> str:
+    """The hash best by column ``col`` (1: train, 2: test), ties by config hash."""
+    return min(hashes, key=lambda h: ranking_order(pool[h][col], h))
+
+
 def _run(name: str, cache_dir: Path, jobs: int, datasets: dict[str, Any]
          ) -> list[tuple[RetrievalPrefs, Any]]:
     """(prefs, point result) of every grid point of one spec."""
@@ -118,13 +123,9 @@ def main() -> None:
                 if lever.keep(prefs):
                     pool[pt.config_hash] = (lever.value(prefs), pt.metrics["train"][METRIC],
                                             pt.metrics["test"][METRIC])
-
-        def best(hashes: list[str]) -> str:
-            return min(hashes, key=lambda h: ranking_order(pool[h][1], h))
-
-        chosen = best(list(pool))
-        default = best([h for h in pool if pool[h][0] == lever.default])
-        top_test = min(pool, key=lambda h: ranking_order(pool[h][2], h))
+        chosen = _best(pool, list(pool), 1)
+        default = _best(pool, [h for h in pool if pool[h][0] == lever.default], 1)
+        top_test = _best(pool, list(pool), 2)
         values = len({repr(v) for v, _, _ in pool.values()})
         c, d, t = pool[chosen], pool[default], pool[top_test]
         rows.append([lever.name, str(values), _show(c[0]), f"{c[1]:.4f}", f"{c[2]:.4f}",

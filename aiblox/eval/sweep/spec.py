@@ -71,11 +71,11 @@ from aiblox.eval.metrics import (
 )
 from aiblox.eval.sweep.axes import (
     BM25_AXES,
-    DEPTH_AXES,
-    FIELD_AXES,
     CHUNK_DEPTH_KEYS,
     CHUNKING_KEYS,
     DEFAULT_MAX_POINTS,
+    DEPTH_AXES,
+    FIELD_AXES,
     SCORING_FIELDS,
     FusionGrid,
     SearchConfig,
