@@ -13,6 +13,9 @@ it is there; no MLflow) and prints one row per lever:
 - ``test optimum``: the best test nDCG@10 over the lever's points and its value, for reference
   only (chosen on test, so optimistic).
 
+A last row chooses the levers together (``scifact_levers_combined.toml``) against its baseline,
+the best configuration known before them (linear, w_text 0.45, min-max, depth 200).
+
     python benchmarks/quality_levers.py [--markdown] [--jobs N]
 
 scifact has 809 train and 300 test queries: a test difference of 0.005 is within noise (the
@@ -41,8 +44,10 @@ from aiblox.eval.sweep.points import point_label  # noqa: E402
 from aiblox.eval.sweep.results import ranking_order  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-SPECS = REPO / "evals" / "sweeps"
+SPECS = REPO / "evals" / "sweeps" / "levers"
 METRIC = "ndcg@10"
+COMBINED = "scifact_levers_combined"
+"""The levers chosen together; its default is its baseline (issue 17's best before them)."""
 
 
 @dataclass(frozen=True)
@@ -88,8 +93,8 @@ def _best(pool: dict[str, tuple[Any, float, float]], hashes: list[str], col: int
 
 
 def _run(name: str, cache_dir: Path, jobs: int, datasets: dict[str, Any]
-         ) -> list[tuple[RetrievalPrefs, Any]]:
-    """(prefs, point result) of every grid point of one spec."""
+         ) -> tuple[list[tuple[RetrievalPrefs, Any]], Any]:
+    """(prefs, point result) of every grid point of one spec, and the sweep's result."""
     spec = load_spec(SPECS / f"{name}.toml")
     if spec.dataset not in datasets:
         datasets[spec.dataset] = load_dataset(spec.dataset,
@@ -102,7 +107,7 @@ def _run(name: str, cache_dir: Path, jobs: int, datasets: dict[str, Any]
     prefs = spec.points()
     points = result.points[:len(prefs)]  # grid order; the baseline last when not a grid point
     assert [point_label(p) for p in prefs] == [r.label for r in points], name
-    return list(zip(prefs, points, strict=True))
+    return list(zip(prefs, points, strict=True)), result
 
 
 def main() -> None:
@@ -113,8 +118,10 @@ def main() -> None:
     args = ap.parse_args()
     setup_numba_cache()
     datasets: dict[str, Any] = {}
-    runs = {name: _run(name, Path(args.cache_dir), args.jobs, datasets)
-            for name in dict.fromkeys(s for lever in LEVERS for s in lever.specs)}
+    results = {name: _run(name, Path(args.cache_dir), args.jobs, datasets)
+               for name in (*dict.fromkeys(s for lever in LEVERS for s in lever.specs),
+                            COMBINED)}
+    runs = {name: pairs for name, (pairs, _) in results.items()}
     rows = []
     for lever in LEVERS:
         pool: dict[str, tuple[Any, float, float]] = {}
@@ -131,11 +138,20 @@ def main() -> None:
         rows.append([lever.name, str(values), _show(c[0]), f"{c[1]:.4f}", f"{c[2]:.4f}",
                      _show(d[0]), f"{d[1]:.4f}", f"{d[2]:.4f}", f"{c[2] - d[2]:+.4f}",
                      f"{t[2]:.4f} {_show(t[0])}"])
+    combined = results[COMBINED][1]
+    best, base = combined.best, combined.baseline
+    top_test = max(p.metrics["test"][METRIC] for p in combined.points if not p.is_baseline)
+    rows.append(["all of the above together", str(len(runs[COMBINED])), best.label,
+                 f"{best.metrics['train'][METRIC]:.4f}", f"{best.metrics['test'][METRIC]:.4f}",
+                 base.label, f"{base.metrics['train'][METRIC]:.4f}",
+                 f"{base.metrics['test'][METRIC]:.4f}",
+                 f"{best.metrics['test'][METRIC] - base.metrics['test'][METRIC]:+.4f}",
+                 f"{top_test:.4f}"])
     print_table("Quality levers on scifact (nDCG@10; chosen on train, reported on test)",
                 ["lever", "values", "chosen on train", "train", "test", "default", "train",
                  "test", "delta test", "test optimum (reference)"], rows, args.markdown,
                 right=["values", "train", "test", "delta test"],
-                notes=[f"specs: {', '.join(runs)} (evals/sweeps/); each lever's other axes "
+                notes=[f"specs: {', '.join(runs)} (evals/sweeps/levers/); each lever's other axes "
                        f"(the linear weight w_text among them) chosen with it on train",
                        environment_line()])
 

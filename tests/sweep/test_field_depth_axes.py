@@ -118,3 +118,15 @@ def test_specs_without_the_new_axes_keep_their_hash(sample_spec, small_spec):
     weighted = small_spec(sample_spec, title_weight=[1, 2])
     assert "title_weight" in weighted.model_dump(mode="json")["grid"]
     assert weighted.hash != small_spec(sample_spec).hash
+
+
+def test_lever_specs_load_and_expand():
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[2] / "evals" / "sweeps" / "levers"
+    sizes = {p.stem: load_spec(p).grid_size() for p in sorted(folder.glob("*.toml"))}
+    assert sizes == {"scifact_bm25_hybrid": 360, "scifact_bm25f": 180, "scifact_depth": 324,
+                     "scifact_fields": 63, "scifact_fusion_levers": 205,
+                     "scifact_levers_combined": 1344}
+    depth = load_spec(folder / "scifact_depth.toml").points()
+    assert {(p.fts.top_k, p.vector.top_k) for p in depth} >= {(1000, 25), (25, 1000)}

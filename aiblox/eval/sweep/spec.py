@@ -2,13 +2,15 @@
 and grid axes over fusion, chunking and selection. Validated by pydantic; unknown keys are
 rejected, and errors name the file and the field.
 
-BM25 axes (``k1``, ``b``, ``method``: fields of ``fts``, for the index engine) multiply every
-other axis; each combination is a retrieval (signals) stage of its own, reused by every fusion
-point over it.
+BM25 axes (``k1``, ``b``, ``method``, ``title_weight``, ``title_b``: fields of ``fts``, for the
+index engine) multiply every other axis; each combination is a BM25 index and a retrieval
+(signals) stage of its own, reused by every fusion point over it. A title axis needs the base's
+``fts.fields`` to hold ``title`` and ``text`` (checked when the spec loads).
 
 Fusion expansion: ``blend`` picks which axes apply. Linear points take ``w_text`` (``w_vec`` is
 ``1 - w_text``, exactly), ``normalize`` and ``missing``; RRF points take ``rrf_k``. ``depth``
-(candidates per signal before fusion) applies to both. An axis left out keeps the base value, so
+(candidates per signal before fusion) applies to both; ``fts_depth`` and ``vector_depth`` set
+the two signals' depths apart (their product; a spec sweeps either ``depth`` or these). An axis left out keeps the base value, so
 no two points share a configuration.
 
 Chunking expansion (``[grid.chunking]``): every fusion point times every ``chunker_id`` times
