@@ -194,8 +194,9 @@ class FtsConfig(_Strict):
 
     def scoring(self) -> dict[str, Any]:
         """The settings that decide the index's BM25 scores (part of the index key)."""
-        out = {"k1": self.k1, "b": self.b, "method": self.method,
-               "delta": self.delta if self.method in ("bm25l", "bm25+") else None}
+        out: dict[str, Any] = {"k1": self.k1, "b": self.b, "method": self.method,
+                               "delta": self.delta if self.method in ("bm25l", "bm25+")
+                               else None}
         if self.fielded:  # absent at the defaults: earlier index keys are unchanged
             out["fields"] = {"title_weight": self.title_weight, "title_b": self.title_b}
         return out
