@@ -10,8 +10,8 @@ index engine) multiply every other axis; each combination is a BM25 index and a 
 Fusion expansion: ``blend`` picks which axes apply. Linear points take ``w_text`` (``w_vec`` is
 ``1 - w_text``, exactly), ``normalize`` and ``missing``; RRF points take ``rrf_k``. ``depth``
 (candidates per signal before fusion) applies to both; ``fts_depth`` and ``vector_depth`` set
-the two signals' depths apart (their product; a spec sweeps either ``depth`` or these). An axis left out keeps the base value, so
-no two points share a configuration.
+the two signals' depths apart (their product; a spec sweeps either ``depth`` or these). An axis
+left out keeps the base value, so no two points share a configuration.
 
 Chunking expansion (``[grid.chunking]``): every fusion point times every ``chunker_id`` times
 ``top_k_chunks`` times ``per_item_chunk_cap``; ``max_chunk_tokens`` and ``overlap_tokens``
