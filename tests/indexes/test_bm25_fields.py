@@ -8,7 +8,12 @@ joined text (the same index bytes and the same index key as before field weighti
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -128,3 +133,29 @@ def test_field_settings_are_checked():
     with pytest.raises(ValueError):
         FtsConfig(title_b=1.5)
     assert FtsConfig(fields=("text",)).model_dump()["fields"] == ("text",)  # unweighted: fine
+
+
+def test_fielded_indexes_do_not_depend_on_batches_or_hash_seed(items, tmp_path):
+    cfgs = [FtsConfig(title_weight=2.5), FtsConfig(title_weight=1.5, title_b=0.4)]
+    for cfg in cfgs:
+        one = BM25Index.build([items], cfg)
+        split = BM25Index.build([items[:3], items[3:20], items[20:]], cfg)
+        assert one.data.tobytes() == split.data.tobytes() and one.vocab == split.vocab
+    code = ("import hashlib; from aiblox.contracts import FtsConfig; "
+            "from aiblox.eval.datasets import load_dataset; from aiblox.indexes import BM25Index;"
+            "from tests.conftest import SAMPLE; "
+            "its = sorted(load_dataset(SAMPLE, splits=['test']).corpus.values(), "
+            "key=lambda it: it.id); "
+            "ix = BM25Index.build([its], FtsConfig(title_weight=1.5, title_b=0.4)); "
+            "print(hashlib.sha256(ix.data.tobytes() + ix.indices.tobytes()"
+            " + ' '.join(sorted(ix.vocab, key=ix.vocab.get)).encode()).hexdigest())")
+    outs = set()
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                              text=True, check=True, cwd=Path(__file__).resolve().parents[2])
+        outs.add(proc.stdout.strip())
+    ix = BM25Index.build([items], cfgs[1])
+    here = hashlib.sha256(ix.data.tobytes() + ix.indices.tobytes() + " ".join(
+        sorted(ix.vocab, key=ix.vocab.get)).encode()).hexdigest()
+    assert outs == {here}
