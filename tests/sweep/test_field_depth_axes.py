@@ -131,3 +131,20 @@ def test_lever_specs_load_and_expand():
                      "scifact_bm25f_bm25": 20}
     depth = load_spec(folder / "scifact_depth.toml").points()
     assert {(p.fts.top_k, p.vector.top_k) for p in depth} >= {(1000, 25), (25, 1000)}
+
+
+def test_tracked_title_weight_points_all_carry_the_param(tmp_path, sample_spec, small_spec,
+                                                         sample_dataset, sweep_db, mlflow_uri):
+    pytest.importorskip("mlflow")
+    from aiblox.eval.sweep import SweepTracker
+
+    spec = small_spec(sample_spec, title_weight=[1, 2], blend=["rrf"], rrf_k=[60], depth=[20])
+    tr = SweepTracker(mlflow_uri, "title-weight", spec.hash, spec.model_dump(mode="json"))
+    r = run_sweep(spec, cache_dir=tmp_path / "c", db=sweep_db, progress=False,
+                  dataset=sample_dataset, tracker=tr)
+    params = {c.data.tags["aiblox.config_hash"]: c.data.params for c in tr.children()}
+    assert {p["prefs.fts.title_weight"] for p in params.values()} == {"1.0", "2.0"}
+    assert {p["prefs.fts.title_b"] for p in params.values()} == {"None"}
+    # the config (and its hash) of the unweighted point still leaves the settings out
+    plain = next(p for p in r.points if p.label == "rrf-k60-d20")
+    assert "title_weight" not in plain.manifest.config["prefs"]["fts"]
