@@ -11,7 +11,15 @@ import threading
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 __all__ = [
     "CacheConfig",
@@ -119,6 +127,44 @@ class FtsConfig(_Strict):
     """Drop full-text hits scoring below this (in the engine's own score scale)."""
     top_k: int = Field(default=100, ge=1)
     """Depth of the full-text candidate list handed to fusion."""
+    title_weight: float = Field(default=1.0, ge=0.0)
+    """Field weighting (``engine = "index"``, fields ``title`` and ``text``): a title term
+    counts ``title_weight`` times a body term. 1.0 (the default) is the plain joined text;
+    0 leaves titles out (terms, lengths and document frequencies). With ``title_b`` None the
+    weighted counts share one length normalisation: ``tf = w * tf_title + tf_text``, length
+    ``w * len_title + len_text`` (an integer ``w`` equals the title written ``w`` times); with
+    ``title_b`` set, BM25F (:mod:`aiblox.indexes.bm25`)."""
+    title_b: float | None = Field(default=None, ge=0.0, le=1.0)
+    """BM25F: the title's own length normalisation (``b`` is then the body's), each field
+    normalised by its own average length before the weighted sum is saturated by ``k1``
+    (Robertson et al., "Simple BM25 extension to multiple weighted fields", CIKM 2004);
+    None: one normalisation of the weighted length (see ``title_weight``)."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # field weighting at its defaults stays out of dumps, so configs (and every hash and
+        # stage key made of them) written before it existed keep their bytes
+        data: dict[str, Any] = handler(self)
+        if self.title_weight == 1.0 and "title_weight" in data:
+            del data["title_weight"]
+        if self.title_b is None and "title_b" in data:
+            del data["title_b"]
+        return data
+
+    @model_validator(mode="after")
+    def _fields_weighted(self) -> FtsConfig:
+        if self.fielded and not {"title", "text"} <= set(self.fields):
+            raise ValueError(f"title_weight and title_b weigh the title against the text: "
+                             f"they need fields = ['title', 'text'], got {list(self.fields)}")
+        if self.fielded and self.engine != "index":
+            raise ValueError("title_weight and title_b apply to engine 'index' only (the "
+                             "store's native full-text search indexes the joined text)")
+        return self
+
+    @property
+    def fielded(self) -> bool:
+        """True when titles and bodies are weighted apart (not the plain joined text)."""
+        return self.title_weight != 1.0 or self.title_b is not None
 
     @field_validator("stemmer")
     @classmethod
@@ -148,8 +194,12 @@ class FtsConfig(_Strict):
 
     def scoring(self) -> dict[str, Any]:
         """The settings that decide the index's BM25 scores (part of the index key)."""
-        return {"k1": self.k1, "b": self.b, "method": self.method,
-                "delta": self.delta if self.method in ("bm25l", "bm25+") else None}
+        out: dict[str, Any] = {"k1": self.k1, "b": self.b, "method": self.method,
+                               "delta": self.delta if self.method in ("bm25l", "bm25+")
+                               else None}
+        if self.fielded:  # absent at the defaults: earlier index keys are unchanged
+            out["fields"] = {"title_weight": self.title_weight, "title_b": self.title_b}
+        return out
 
 
 class VectorConfig(_Strict):

@@ -18,6 +18,21 @@ Differences from bm25s, all deliberate:
   (bm25s pads a short list with arbitrary zero-score documents), and under ``robertson`` or
   ``atire`` those holding only terms whose idf is 0;
 - the top ``k`` breaks ties by item id, and a filter is a mask of allowed documents.
+
+Field weighting (``FtsConfig.title_weight``, ``title_b``; :meth:`BM25Index.build`): titles and
+bodies are analysed apart and each term's count is kept per field. With ``title_b`` None the
+weighted counts share one length normalisation (BM25F with one ``b``): ``tf = w * tf_title +
+tf_text`` and ``doc_len = w * len_title + len_text`` go through the variant's usual formulas, so
+an integer ``w`` scores exactly like bm25s on a corpus whose titles are written ``w`` times, and
+``w = 0`` exactly like the bodies alone. With ``title_b`` set, BM25F proper (Robertson, Zaragoza
+and Taylor, "Simple BM25 extension to multiple weighted fields", CIKM 2004; Zaragoza et al.,
+TREC 2004): each field's count is length-normalised by its own ``b`` and average length,
+``tf~ = w * tf_title / B_title + tf_text / B_text`` with ``B_f = 1 - b_f + b_f * len_f /
+avg_len_f`` (``b_text`` is ``b``), and ``tf~`` goes through the variant's term-frequency
+formula with no further length normalisation (its ``b`` set to 0), e.g. ``lucene``:
+``idf * tf~ / (k1 + tf~)``. In both, document frequencies count the documents holding a term in
+a field of nonzero weight. The default (``w = 1``, ``title_b`` None) is the joined text, built by
+the plain path (the same bytes as before field weighting existed).
 """
 
 from __future__ import annotations
@@ -87,6 +102,18 @@ def ranked_lists(ids: np.ndarray, pos: np.ndarray, scores: np.ndarray, counts: n
                 for i, n in enumerate(counts.tolist())]
 
 
+def _field_norm(lens: np.ndarray, b: float) -> np.ndarray:
+    """BM25F's per-document length normalisation of one field, ``1 - b + b * len / avg_len``;
+    1 where it would be 0 (``b = 1`` and the field empty in that document, or in every one: the
+    field holds no term there, so it adds nothing either way)."""
+    avg = lens.mean() if len(lens) else 0.0
+    if avg == 0.0:
+        return np.ones(len(lens))
+    norm = (1 - b) + b * lens / avg
+    norm[norm == 0.0] = 1.0
+    return norm
+
+
 def _item_text(fields: Sequence[str]) -> Callable[[Any], str]:
     if tuple(fields) == ("title", "text"):
         return lambda it: f"{it.title or ''} {it.text or ''}".strip()
@@ -125,6 +152,8 @@ class BM25Index:
               progress: Callable[[int], None] | None = None) -> BM25Index:
         """Index item batches (each a sequence of objects with ``id``, ``title``, ``text``,
         ids ascending across batches); ``progress(n)`` is called after each batch."""
+        if config.fielded:
+            return cls._build_fielded(items, config, progress)
         analyzer = Analyzer(lower=config.lower, stopwords=config.stopwords,
                             stemmer=config.stemmer)
         text_of = _item_text(config.fields)
@@ -159,9 +188,74 @@ class BM25Index:
                                 np.asarray(lens, dtype=np.int64), config)
 
     @classmethod
+    def _build_fielded(cls, items: Iterable[Sequence[Any]], config: FtsConfig,
+                       progress: Callable[[int], None] | None = None) -> BM25Index:
+        """:meth:`build` with titles and bodies counted apart (``config.fielded``)."""
+        analyzer = Analyzer(lower=config.lower, stopwords=config.stopwords,
+                            stemmer=config.stemmer)
+        use_title = config.title_weight > 0.0  # weight 0: titles are not indexed at all
+        ids: list[str] = []
+        vocab: dict[str, int] = {}
+        doc_parts: list[np.ndarray] = []
+        term_parts: list[np.ndarray] = []
+        title_parts: list[np.ndarray] = []
+        body_parts: list[np.ndarray] = []
+        title_lens: list[int] = []
+        body_lens: list[int] = []
+        last: str | None = None
+        for batch in items:
+            bodies = analyzer.terms_many([it.text or "" for it in batch])
+            titles = (analyzer.terms_many([it.title or "" for it in batch]) if use_title
+                      else [[] for _ in batch])
+            for it, t_terms, b_terms in zip(batch, titles, bodies, strict=True):
+                if last is not None and it.id <= last:
+                    raise ValueError(f"items must come in ascending id order: {it.id!r} "
+                                     f"after {last!r}")
+                last = it.id
+                pos = len(ids)
+                ids.append(it.id)
+                title_lens.append(len(t_terms))
+                body_lens.append(len(b_terms))
+                n_title = len(t_terms)
+                if not n_title and not b_terms:
+                    continue
+                tids = np.fromiter((vocab.setdefault(t, len(vocab))
+                                    for t in (*t_terms, *b_terms)),
+                                   dtype=np.int64, count=n_title + len(b_terms))
+                uniq, inverse = np.unique(tids, return_inverse=True)
+                title_parts.append(np.bincount(inverse[:n_title], minlength=len(uniq))
+                                   .astype(np.float32))
+                body_parts.append(np.bincount(inverse[n_title:], minlength=len(uniq))
+                                  .astype(np.float32))
+                term_parts.append(uniq.astype(np.int32))
+                doc_parts.append(np.full(len(uniq), pos, dtype=np.int32))
+            if progress is not None:
+                progress(len(batch))
+        empty_f = np.zeros(0, dtype=np.float32)
+        tf_title = np.concatenate(title_parts) if title_parts else empty_f
+        tf_body = np.concatenate(body_parts) if body_parts else empty_f
+        del title_parts, body_parts
+        len_title = np.asarray(title_lens, dtype=np.float64)
+        len_body = np.asarray(body_lens, dtype=np.float64)
+        docs = np.concatenate(doc_parts) if doc_parts else np.zeros(0, dtype=np.int32)
+        w = config.title_weight
+        if config.title_b is None:  # one normalisation of the weighted length
+            tf = np.float32(w) * tf_title + tf_body
+            return cls._from_counts(ids, vocab, [docs], term_parts, [tf],
+                                    w * len_title + len_body, config)
+        norm_title = _field_norm(len_title, config.title_b)
+        norm_body = _field_norm(len_body, config.b)
+        tf_tilde = w * tf_title / norm_title[docs] + tf_body / norm_body[docs]
+        return cls._from_counts(ids, vocab, [docs], term_parts, [tf_tilde],
+                                len_title + len_body, config, normalised=True)
+
+    @classmethod
     def _from_counts(cls, ids: list[str], vocab: dict[str, int], doc_parts: list[np.ndarray],
                      term_parts: list[np.ndarray], tf_parts: list[np.ndarray],
-                     doc_lens: np.ndarray, config: FtsConfig) -> BM25Index:
+                     doc_lens: np.ndarray, config: FtsConfig,
+                     normalised: bool = False) -> BM25Index:
+        """The index from per-entry term counts; ``normalised``: the counts are BM25F's
+        already length-normalised ``tf~`` (scored with ``b = 0``)."""
         n_docs, n_terms = len(ids), len(vocab)
         # number the vocabulary in sorted order: the index bytes do not depend on set order
         order = sorted(vocab)
@@ -177,6 +271,9 @@ class BM25Index:
         df = np.bincount(terms, minlength=n_terms)
         avg_len = doc_lens.mean() if n_docs else np.float64(0.0)
         method, k1, b, delta = config.method, config.k1, config.b, config.delta
+        score_lens, score_avg = doc_lens, avg_len
+        if normalised:  # BM25F: lengths are in tf~ already
+            b, score_lens, score_avg = 0.0, np.ones(n_docs), np.float64(1.0)
         idf_by_df = {int(d): idf(method, int(d), n_docs) for d in np.unique(df) if d}
         idf_array = np.zeros(n_terms, dtype=np.float32)
         for t in range(n_terms):
@@ -184,7 +281,7 @@ class BM25Index:
                 idf_array[t] = idf_by_df[int(df[t])]
         nonocc = None
         if method in ("bm25l", "bm25+"):
-            tfc0 = term_frequency_component(method, 0, avg_len, avg_len, k1, b, delta)
+            tfc0 = term_frequency_component(method, 0, score_avg, score_avg, k1, b, delta)
             nonocc = np.zeros(n_terms, dtype=np.float32)
             nz = df != 0
             nonocc[nz] = np.asarray([idf_by_df[int(d)] * tfc0 for d in df[nz]])
@@ -192,8 +289,8 @@ class BM25Index:
         step = 1 << 22  # bounded temporaries (float64) on big collections
         for s in range(0, len(tf), step):
             sl = slice(s, s + step)
-            tfc = term_frequency_component(method, tf[sl], doc_lens[docs[sl]], avg_len, k1, b,
-                                           delta)
+            tfc = term_frequency_component(method, tf[sl], score_lens[docs[sl]], score_avg, k1,
+                                           b, delta)
             scores = idf_array[terms[sl]] * tfc
             if nonocc is not None:
                 scores -= nonocc[terms[sl]]

@@ -27,6 +27,8 @@ __all__ = [
     "CHUNKING_KEYS",
     "CHUNK_DEPTH_KEYS",
     "ChunkingGrid",
+    "DEPTH_AXES",
+    "FIELD_AXES",
     "DEFAULT_MAX_POINTS",
     "FusionGrid",
     "DIRECTIONS",
@@ -360,6 +362,13 @@ class SearchConfig(_Strict):
         return sorted(random.Random(self.seed).sample(range(count), self.n))
 
 
+FIELD_AXES = ("title_weight", "title_b")
+"""BM25 field weighting axes (:class:`FtsConfig` fields; in :data:`BM25_AXES`)."""
+DEPTH_AXES = ("fts_depth", "vector_depth")
+"""Per-signal candidate depths (``fts.top_k``, ``vector.top_k``), the alternative to
+``depth``."""
+
+
 class FusionGrid(_Strict):
     """Grid axes over fusion; each axis is a list of values (numeric axes may be ``Steps``)."""
 
@@ -381,6 +390,17 @@ class FusionGrid(_Strict):
     """BM25 ``b`` values (``fts.b``), in [0, 1]."""
     method: list[Literal["lucene", "robertson", "atire", "bm25l", "bm25+"]] | None = None
     """BM25 variants (``fts.method``)."""
+    title_weight: list[float] | Steps | None = None
+    """Weights of a title term against a body term in BM25 (``fts.title_weight``, >= 0; 1 is
+    the joined text, 0 leaves titles out); each value is a BM25 index of its own."""
+    title_b: list[float] | Steps | None = None
+    """BM25F: the title's own length normalisation (``fts.title_b``, in [0, 1]; ``b`` is then
+    the body's); not swept: one normalisation of the weighted length."""
+    fts_depth: list[int] | Steps | None = None
+    """Full-text candidates before fusion (``fts.top_k``), apart from ``vector_depth``; a spec
+    sets either ``depth`` (both signals) or these."""
+    vector_depth: list[int] | Steps | None = None
+    """Vector candidates before fusion (``vector.top_k``), apart from ``fts_depth``."""
     chunking: ChunkingGrid | None = None
     """Axes over late chunking (``[grid.chunking]``); None: no chunking stage."""
     selection: SelectionGrid | None = None
@@ -398,11 +418,31 @@ class FusionGrid(_Strict):
         check_numbers(v, low=0, whole=True, what="rrf_k values")
         return v
 
-    @field_validator("depth")
+    @field_validator("depth", "fts_depth", "vector_depth")
     @classmethod
     def _depths(cls, v: list[int] | Steps | None) -> list[int] | Steps | None:
         check_numbers(v, low=1, whole=True, what="depths (candidates per signal)")
         return v
+
+    @field_validator("title_weight")
+    @classmethod
+    def _title_weight(cls, v: list[float] | Steps | None) -> list[float] | Steps | None:
+        check_numbers(v, low=0.0, what="title_weight values")
+        return v
+
+    @field_validator("title_b")
+    @classmethod
+    def _title_b(cls, v: list[float] | Steps | None) -> list[float] | Steps | None:
+        check_numbers(v, low=0.0, high=1.0, what="title_b values")
+        return v
+
+    @model_validator(mode="after")
+    def _one_depth_axis(self) -> FusionGrid:
+        if self.depth is not None and (self.fts_depth is not None
+                                       or self.vector_depth is not None):
+            raise ValueError("depth sets both signals' depth: sweep either depth or "
+                             "fts_depth / vector_depth, not both")
+        return self
 
     @field_validator("k1")
     @classmethod
@@ -417,18 +457,19 @@ class FusionGrid(_Strict):
         return v
 
     _not_empty = field_validator("blend", "w_text", "rrf_k", "normalize", "missing",
-                                 "depth", "k1", "b", "method")(nonempty_axis)
+                                 "depth", "k1", "b", "method", *FIELD_AXES,
+                                 *DEPTH_AXES)(nonempty_axis)
 
     def axis(self, name: str) -> list[Any] | None:
         """Values of one axis (None when not swept), in the order written."""
         v = getattr(self, name)
         if isinstance(v, Steps):
             vals = v.values()
-            return [int(x) for x in vals] if name in ("rrf_k", "depth") else vals
+            return [int(x) for x in vals] if name in ("rrf_k", "depth", *DEPTH_AXES) else vals
         return list(v) if v is not None else None
 
 
-BM25_AXES = ("k1", "b", "method")
+BM25_AXES = ("k1", "b", "method", "title_weight", "title_b")
 """Grid axes that are :class:`FtsConfig` fields (BM25 of the index engine)."""
 
 

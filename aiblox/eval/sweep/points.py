@@ -88,7 +88,12 @@ def point_label(prefs: RetrievalPrefs) -> str:
     bm25 = ""
     if prefs.mode != "dense" and (f.k1, f.b, f.method) != (default.k1, default.b, default.method):
         bm25 = f"-{f.method}-k1{f.k1!r}-b{f.b!r}"
-    return f"{head}{bm25}-d{prefs.fts.top_k}"
+    if prefs.mode != "dense" and f.fielded:
+        bm25 += f"-tw{f.title_weight!r}" + ("" if f.title_b is None else f"-tb{f.title_b!r}")
+    depth = f"-d{prefs.fts.top_k}"
+    if prefs.mode == "hybrid" and prefs.vector.top_k != prefs.fts.top_k:
+        depth += f"v{prefs.vector.top_k}"
+    return f"{head}{bm25}{depth}"
 
 
 def chunk_label(prefs: RetrievalPrefs) -> str:

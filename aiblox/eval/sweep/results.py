@@ -38,7 +38,8 @@ __all__ = [
     "tested_metrics",
 ]
 
-FUSION_AXES = ("blend", "w_text", "rrf_k", "normalize", "missing", "depth")
+FUSION_AXES = ("blend", "w_text", "rrf_k", "normalize", "missing", "depth", "fts_depth",
+               "vector_depth")
 """Grid axes over fusion (a pipeline sweep that sets none keeps the base fusion)."""
 
 

@@ -4,8 +4,9 @@ spec's ``primary`` metric on the tune split (maximised), or by every one of ``[s
 objectives`` at once (a multi-objective study: quality against cost, each in its direction).
 
 The search space is the grid itself. Every setting a point can differ in (the fusion method and
-its parameters, the candidate depth, BM25's ``k1``, ``b`` and ``method``, chunking, the policy
-and each swept policy parameter) is one parameter. TPE asks them in that order among the points
+its parameters, the full-text and vector candidate depths, BM25's ``k1``, ``b``, ``method``,
+``title_weight`` and ``title_b``, chunking, the policy and each swept policy parameter) is one
+parameter. TPE asks them in that order among the points
 that agree with the values chosen before it (so ``rrf_k`` is asked only of an RRF trial, sizes
 only of a chunker that takes them); a numeric setting is an integer index into its sorted values
 (TPE sees their order), any other a categorical. A parameter whose values among those points
@@ -50,7 +51,7 @@ N_STARTUP_TRIALS = 10
 starts from the middle of the space at once)."""
 
 _SCORING = ("blend", "w_text", "normalize", "missing", "rrf_k")
-_FTS = ("k1", "b", "method")
+_FTS = ("k1", "b", "method", "title_weight", "title_b")
 _CHUNKING = ("chunker_id", "max_chunk_tokens", "overlap_tokens")
 _DEPTH = ("top_k_chunks", "per_item_chunk_cap")
 
@@ -59,8 +60,8 @@ def _settings(pt: PipelinePoint) -> dict[str, Any]:
     """The settings a grid point can differ in, in the order they are asked."""
     p = pt.prefs
     out: dict[str, Any] = {k: getattr(p.scoring, k) for k in _SCORING}
-    out["depth"] = p.fts.top_k
-    out["vector_depth"] = p.vector.top_k
+    out["depth"] = p.fts.top_k  # the full-text depth (``depth`` or ``fts_depth`` axes)
+    out["vector_depth"] = p.vector.top_k  # asked only where it varies apart from ``depth``
     out.update({k: getattr(p.fts, k) for k in _FTS})
     out.update({k: getattr(p.chunking, k) for k in _CHUNKING})
     out.update({k: getattr(p, k) for k in _DEPTH})
@@ -150,7 +151,7 @@ class SearchSpace:
 
 LATER_FIELDS = ("cv",)
 """Spec fields added after the first tpe studies: out of :func:`study_key` while unset."""
-LATER_GRID_AXES: tuple[str, ...] = ()
+LATER_GRID_AXES: tuple[str, ...] = ("title_weight", "title_b", "fts_depth", "vector_depth")
 """Grid axes added after the first tpe studies: out of :func:`study_key` while unset."""
 
 

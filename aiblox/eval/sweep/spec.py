@@ -2,14 +2,16 @@
 and grid axes over fusion, chunking and selection. Validated by pydantic; unknown keys are
 rejected, and errors name the file and the field.
 
-BM25 axes (``k1``, ``b``, ``method``: fields of ``fts``, for the index engine) multiply every
-other axis; each combination is a retrieval (signals) stage of its own, reused by every fusion
-point over it.
+BM25 axes (``k1``, ``b``, ``method``, ``title_weight``, ``title_b``: fields of ``fts``, for the
+index engine) multiply every other axis; each combination is a BM25 index and a retrieval
+(signals) stage of its own, reused by every fusion point over it. A title axis needs the base's
+``fts.fields`` to hold ``title`` and ``text`` (checked when the spec loads).
 
 Fusion expansion: ``blend`` picks which axes apply. Linear points take ``w_text`` (``w_vec`` is
 ``1 - w_text``, exactly), ``normalize`` and ``missing``; RRF points take ``rrf_k``. ``depth``
-(candidates per signal before fusion) applies to both. An axis left out keeps the base value, so
-no two points share a configuration.
+(candidates per signal before fusion) applies to both; ``fts_depth`` and ``vector_depth`` set
+the two signals' depths apart (their product; a spec sweeps either ``depth`` or these). An axis
+left out keeps the base value, so no two points share a configuration.
 
 Chunking expansion (``[grid.chunking]``): every fusion point times every ``chunker_id`` times
 ``top_k_chunks`` times ``per_item_chunk_cap``; ``max_chunk_tokens`` and ``overlap_tokens``
@@ -82,6 +84,8 @@ from aiblox.eval.sweep.axes import (
     CHUNK_DEPTH_KEYS,
     CHUNKING_KEYS,
     DEFAULT_MAX_POINTS,
+    DEPTH_AXES,
+    FIELD_AXES,
     NUMERIC_STRATEGIES,
     SCORING_FIELDS,
     FusionGrid,
@@ -281,6 +285,13 @@ class SweepSpec(_Strict):
                              f"and the spec has no grid axes")
         if self.search.objectives is not None:
             self.objective_directions()  # unknown names, undecidable directions: refused here
+        for name in FIELD_AXES:  # title weighting needs the index engine and both fields
+            for value in self.grid.axis(name) or []:
+                try:
+                    FtsConfig(**{**base.fts.model_dump(), name: value})
+                except ValidationError as exc:
+                    raise ValueError(f"grid.{name} = {value!r}: " + "; ".join(
+                        e["msg"].removeprefix("Value error, ") for e in exc.errors())) from None
         size, limit = self.grid_size(), point_limit(info)
         if size > limit:
             raise ValueError(f"grid: {size:,} points, above the limit of {limit:,}: "
@@ -357,6 +368,8 @@ class SweepSpec(_Strict):
                 fusion += axis_len(g.rrf_k)
         size = fusion * axis_len(g.depth) * axis_len(g.k1) * axis_len(g.b) \
             * axis_len(g.method)
+        for name in (*FIELD_AXES, *DEPTH_AXES):
+            size *= axis_len(getattr(g, name))
         if g.chunking is not None:
             c = g.chunking
             size *= (axis_len(c.chunker_id) * axis_len(c.max_chunk_tokens)
@@ -418,7 +431,7 @@ class SweepSpec(_Strict):
         for name in SEARCH_OPTIONAL:  # added after tpe specs were logged: out while unset
             if search.get(name) is None:
                 search.pop(name, None)
-        for name in ("chunking", "selection", *BM25_AXES):
+        for name in ("chunking", "selection", *BM25_AXES, *DEPTH_AXES):
             if data["grid"].get(name) is None:
                 data["grid"].pop(name, None)
         return sha256_hex(data)
@@ -505,7 +518,11 @@ class SweepSpec(_Strict):
         base = self.base_prefs()
         g = self.grid
         blends = g.axis("blend") or [base.scoring.blend]
-        depths = g.axis("depth") or [None]
+        depths: list[tuple[int | None, int | None]] = [  # (full-text, vector)
+            (d, d) for d in g.axis("depth") or [None]]
+        if g.fts_depth is not None or g.vector_depth is not None:
+            depths = list(product(g.axis("fts_depth") or [None],
+                                  g.axis("vector_depth") or [None]))
         out: list[RetrievalPrefs] = []
         seen: set[str] = set()
         bm25 = [dict(zip(BM25_AXES, values, strict=True)) for values in product(
@@ -518,16 +535,17 @@ class SweepSpec(_Strict):
                           for w, n, m in product(*axes)]
             else:
                 combos = [{"rrf_k": k} for k in (g.axis("rrf_k") or [None])]
-            for depth, combo in product(depths, combos):
+            for (fts_depth, vec_depth), combo in product(depths, combos):
                 scoring = {**base.scoring.model_dump(), "blend": blend,
                            **{k: v for k, v in combo.items() if v is not None}}
                 if blend == "linear" and combo.get("w_text") is not None:
                     scoring["w_vec"] = float(Decimal(1) - to_decimal(combo["w_text"]))
                 update: dict[str, Any] = {"scoring": ScoringConfig(**scoring)}
                 fts = FtsConfig(**{**base.fts.model_dump(), **lexical})
-                if depth is not None:
-                    fts = fts.model_copy(update={"top_k": int(depth)})
-                    update["vector"] = base.vector.model_copy(update={"top_k": int(depth)})
+                if fts_depth is not None:
+                    fts = fts.model_copy(update={"top_k": int(fts_depth)})
+                if vec_depth is not None:
+                    update["vector"] = base.vector.model_copy(update={"top_k": int(vec_depth)})
                 update["fts"] = fts
                 p = base.model_copy(update=update)
                 key = sha256_hex(p.model_dump(exclude={"query_text", "query_id"}))

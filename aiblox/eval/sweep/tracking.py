@@ -690,7 +690,7 @@ class SweepTracker:
         run = self.client.create_run(self.experiment_id, run_name=point.label, tags=tags)
         rid = run.info.run_id
         self._inflight = rid
-        params = flatten(m.config)
+        params = _with_field_defaults(flatten(m.config))
         metrics = [Metric(metric_key(s, k), float(v), 0, 0)
                    for s, vals in sorted(point.metrics.items()) for k, v in sorted(vals.items())]
         self._log_batch(rid, metrics=metrics, params=_params(params))
@@ -797,6 +797,20 @@ def cv_metrics(cv: Any) -> dict[str, float]:
         out.update({"cv.baseline_mean": cv.baseline_mean, "cv.margin": cv.margin,
                     "cv.margin_low": cv.margin_low, "cv.margin_high": cv.margin_high,
                     "cv.p_value": cv.p_value, "cv.beats_baseline": float(cv.beats_baseline)})
+    return out
+
+
+def _with_field_defaults(params: dict[str, str]) -> dict[str, str]:
+    """``params`` with BM25 field weighting written out at its defaults (a config leaves
+    ``fts.title_weight`` 1.0 and ``fts.title_b`` None out, so its hashes stay those from before
+    the settings existed): every point then has the param, and a report's per-axis tables
+    hold the unweighted point too."""
+    out = dict(params)
+    for key in params:
+        if key.endswith("fts.k1"):
+            head = key[:-len("k1")]
+            out.setdefault(f"{head}title_weight", "1.0")
+            out.setdefault(f"{head}title_b", "None")
     return out
 
 
