@@ -16,7 +16,9 @@ from aiblox.indexes import PassageIndex, PassageStats
 from aiblox.retrieval import HybridRetriever
 from aiblox.stores.chunk_cache import InMemoryChunkCache
 
-WORDS = ["retrieval", "ranking", "passage", "vector", "query", "index", "token", "score", "model", "document", "evidence", "answer", "chunk", "window", "budget", "sentence", "lexical", "dense", "sparse", "fusion"]
+WORDS = ("retrieval", "ranking", "passage", "vector", "query", "index", "token", "score",
+         "model", "document", "evidence", "answer", "chunk", "window", "budget", "sentence",
+         "lexical", "dense", "sparse", "fusion")
 
 
 def _items(n: int = 12) -> list[ItemRecord]:
