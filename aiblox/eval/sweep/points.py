@@ -88,7 +88,12 @@ def point_label(prefs: RetrievalPrefs) -> str:
     bm25 = ""
     if prefs.mode != "dense" and (f.k1, f.b, f.method) != (default.k1, default.b, default.method):
         bm25 = f"-{f.method}-k1{f.k1!r}-b{f.b!r}"
-    return f"{head}{bm25}-d{prefs.fts.top_k}"
+    v = prefs.vector
+    dense = "" if prefs.mode == "bm25" or v.doc_score == "first" else (
+        f"-{v.doc_score}-{v.passage_chunker}"
+        + "".join(f"{tag}{x}" for tag, x in (("", v.passage_tokens), ("o", v.passage_overlap))
+                  if x is not None))
+    return f"{head}{bm25}{dense}-d{prefs.fts.top_k}"
 
 
 def chunk_label(prefs: RetrievalPrefs) -> str:

@@ -3,7 +3,8 @@ one after another, each a point of the spec's grid, scored by the spec's ``prima
 the tune split (maximised).
 
 The search space is the grid itself. Every setting a point can differ in (the fusion method and
-its parameters, the candidate depth, BM25's ``k1``, ``b`` and ``method``, chunking, the policy
+its parameters, the candidate depth, BM25's ``k1``, ``b`` and ``method``, the dense
+document score and its passages, chunking, the policy
 and each swept policy parameter) is one parameter, asked in that order among the points that
 agree with the values chosen before it (so ``rrf_k`` is asked only of an RRF trial, sizes only of
 a chunker that takes them); a numeric setting is an integer index into its sorted values (TPE
@@ -40,6 +41,7 @@ N_STARTUP_TRIALS = 10
 
 _SCORING = ("blend", "w_text", "normalize", "missing", "rrf_k")
 _FTS = ("k1", "b", "method")
+_DENSE = ("doc_score", "passage_chunker", "passage_tokens")
 _CHUNKING = ("chunker_id", "max_chunk_tokens", "overlap_tokens")
 _DEPTH = ("top_k_chunks", "per_item_chunk_cap")
 
@@ -51,6 +53,9 @@ def _settings(pt: PipelinePoint) -> dict[str, Any]:
     out["depth"] = p.fts.top_k
     out["vector_depth"] = p.vector.top_k
     out.update({k: getattr(p.fts, k) for k in _FTS})
+    first = p.vector.doc_score == "first"  # passages play no part in "first"
+    out.update({k: None if first and k != "doc_score" else getattr(p.vector, k)
+                for k in _DENSE})
     out.update({k: getattr(p.chunking, k) for k in _CHUNKING})
     out.update({k: getattr(p, k) for k in _DEPTH})
     out["policy"] = pt.policy

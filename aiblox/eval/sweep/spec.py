@@ -66,7 +66,13 @@ from pydantic import (
     model_validator,
 )
 
-from aiblox.contracts.retrieval import ChunkingConfig, FtsConfig, RetrievalPrefs, ScoringConfig
+from aiblox.contracts.retrieval import (
+    ChunkingConfig,
+    FtsConfig,
+    RetrievalPrefs,
+    ScoringConfig,
+    VectorConfig,
+)
 from aiblox.eval.metrics import (
     ANSWER_METRICS,
     CHUNK_SCALARS,
@@ -79,6 +85,7 @@ from aiblox.eval.sweep.axes import (
     CHUNK_DEPTH_KEYS,
     CHUNKING_KEYS,
     DEFAULT_MAX_POINTS,
+    DENSE_AXES,
     SCORING_FIELDS,
     FusionGrid,
     SearchConfig,
@@ -249,10 +256,11 @@ class SweepSpec(_Strict):
         if any(k < 1 for k in self.chunk_k) or not self.chunk_k:
             raise ValueError(f"chunk_k must be positive ints, got {self.chunk_k}")
         bad = sorted(set(self.baseline or {}) - SCORING_FIELDS - set(CHUNKING_KEYS)
-                     - set(CHUNK_DEPTH_KEYS) - {"policy"} - policy_fields())
+                     - set(CHUNK_DEPTH_KEYS) - {"policy"} - policy_fields() - set(DENSE_AXES))
         if bad:
             raise ValueError(f"baseline: unknown key(s) {bad}")
-        if not self.has_pipeline_axes and set(self.baseline or {}) - SCORING_FIELDS:
+        if not self.has_pipeline_axes and set(self.baseline or {}) - SCORING_FIELDS \
+                - set(DENSE_AXES):
             raise ValueError("baseline: chunking and selection keys need a pipeline sweep")
         sel_keys = sorted(set(self.baseline or {}) & ({"policy"} | policy_fields()))
         if self.grid.selection is None and sel_keys:
@@ -264,6 +272,7 @@ class SweepSpec(_Strict):
         except ValidationError as exc:
             raise ValueError("; ".join(f"base.{_loc(e)}: {e['msg']}"
                                        for e in exc.errors())) from None
+        self._check_passages(base)
         if self.has_pipeline_axes and base.top_k_chunks < 1:
             raise ValueError(f"base.top_k_chunks must be >= 1 in a pipeline sweep (no chunk "
                              f"is returned otherwise), got {base.top_k_chunks}")
@@ -298,6 +307,27 @@ class SweepSpec(_Strict):
         """The splits every point is scored on: the tune split, then the report split if any."""
         return [self.tune_split] + ([self.report_split] if self.report_split else [])
 
+    def _check_passages(self, base: RetrievalPrefs) -> None:
+        """Every passage setting the spec can reach (base, grid, baseline) makes a chunker:
+        an unknown chunker or a size pair it refuses fails when the spec loads."""
+        from aiblox.indexes import passage_chunker_id
+
+        g = self.grid
+        combos = [dict(zip(DENSE_AXES, values, strict=True)) for values in product(
+            *[g.axis(a) or [getattr(base.vector, a)] for a in DENSE_AXES])]
+        combos.append({k: v for k, v in (self.baseline or {}).items() if k in DENSE_AXES})
+        for combo in combos:
+            where = "baseline" if combo is combos[-1] else "grid"
+            try:
+                cfg = VectorConfig(**{**base.vector.model_dump(), **combo})
+                passage_chunker_id(cfg)
+            except ValidationError as exc:
+                raise ValueError(f"{where}: " + "; ".join(e["msg"] for e in exc.errors())) \
+                    from None
+            except (KeyError, ValueError) as exc:
+                raise ValueError(f"{where}: passages {combo or 'of base.vector'}: "
+                                 f"{exc}") from None
+
     def grid_size(self) -> int:
         """Points of the full grid (before the ``[search]`` draw), computed from the axes'
         lengths without building any: the product of the distinct values of every axis, blend
@@ -314,6 +344,8 @@ class SweepSpec(_Strict):
                 fusion += axis_len(g.rrf_k)
         size = fusion * axis_len(g.depth) * axis_len(g.k1) * axis_len(g.b) \
             * axis_len(g.method)
+        for name in DENSE_AXES:
+            size *= axis_len(getattr(g, name))
         if g.chunking is not None:
             c = g.chunking
             size *= (axis_len(c.chunker_id) * axis_len(c.max_chunk_tokens)
@@ -343,7 +375,11 @@ class SweepSpec(_Strict):
         base = self.base_prefs()
         own = {k: v for k, v in self.baseline.items() if k in SCORING_FIELDS}
         scoring = ScoringConfig(**{**base.scoring.model_dump(), **own})
-        return base.model_copy(update={"scoring": scoring})
+        update: dict[str, Any] = {"scoring": scoring}
+        dense = {k: v for k, v in self.baseline.items() if k in DENSE_AXES}
+        if dense:
+            update["vector"] = VectorConfig(**{**base.vector.model_dump(), **dense})
+        return base.model_copy(update=update)
 
     def baseline_point(self) -> PipelinePoint | None:
         """The baseline of a pipeline sweep: the base with the baseline's scoring, chunking
@@ -371,7 +407,7 @@ class SweepSpec(_Strict):
         for name in _NEW_FIELDS:
             if data[name] == _DEFAULTS[name]:
                 data.pop(name)
-        for name in ("chunking", "selection", *BM25_AXES):
+        for name in ("chunking", "selection", *BM25_AXES, *DENSE_AXES):
             if data["grid"].get(name) is None:
                 data["grid"].pop(name, None)
         return sha256_hex(data)
@@ -463,7 +499,9 @@ class SweepSpec(_Strict):
         seen: set[str] = set()
         bm25 = [dict(zip(BM25_AXES, values, strict=True)) for values in product(
             *[g.axis(a) or [getattr(base.fts, a)] for a in BM25_AXES])]
-        for lexical, blend in product(bm25, blends):
+        dense = [dict(zip(DENSE_AXES, values, strict=True)) for values in product(
+            *[g.axis(a) or [getattr(base.vector, a)] for a in DENSE_AXES])]
+        for lexical, vector, blend in product(bm25, dense, blends):
             if blend == "linear":
                 axes = [g.axis("w_text") or [None], g.axis("normalize") or [None],
                         g.axis("missing") or [None]]
@@ -478,9 +516,11 @@ class SweepSpec(_Strict):
                     scoring["w_vec"] = float(Decimal(1) - to_decimal(combo["w_text"]))
                 update: dict[str, Any] = {"scoring": ScoringConfig(**scoring)}
                 fts = FtsConfig(**{**base.fts.model_dump(), **lexical})
+                vec = VectorConfig(**{**base.vector.model_dump(), **vector})
                 if depth is not None:
                     fts = fts.model_copy(update={"top_k": int(depth)})
-                    update["vector"] = base.vector.model_copy(update={"top_k": int(depth)})
+                    vec = vec.model_copy(update={"top_k": int(depth)})
+                update["vector"] = vec
                 update["fts"] = fts
                 p = base.model_copy(update=update)
                 key = sha256_hex(p.model_dump(exclude={"query_text", "query_id"}))
