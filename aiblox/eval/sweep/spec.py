@@ -319,7 +319,7 @@ class SweepSpec(_Strict):
         for combo in combos:
             where = "baseline" if combo is combos[-1] else "grid"
             try:
-                cfg = VectorConfig(**{**base.vector.model_dump(), **combo})
+                cfg = VectorConfig(**{**dict(base.vector), **combo})
                 passage_chunker_id(cfg)
             except ValidationError as exc:
                 raise ValueError(f"{where}: " + "; ".join(e["msg"] for e in exc.errors())) \
@@ -378,7 +378,7 @@ class SweepSpec(_Strict):
         update: dict[str, Any] = {"scoring": scoring}
         dense = {k: v for k, v in self.baseline.items() if k in DENSE_AXES}
         if dense:
-            update["vector"] = VectorConfig(**{**base.vector.model_dump(), **dense})
+            update["vector"] = VectorConfig(**{**dict(base.vector), **dense})
         return base.model_copy(update=update)
 
     def baseline_point(self) -> PipelinePoint | None:
@@ -516,7 +516,7 @@ class SweepSpec(_Strict):
                     scoring["w_vec"] = float(Decimal(1) - to_decimal(combo["w_text"]))
                 update: dict[str, Any] = {"scoring": ScoringConfig(**scoring)}
                 fts = FtsConfig(**{**base.fts.model_dump(), **lexical})
-                vec = VectorConfig(**{**base.vector.model_dump(), **vector})
+                vec = VectorConfig(**{**dict(base.vector), **vector})
                 if depth is not None:
                     fts = fts.model_copy(update={"top_k": int(depth)})
                     vec = vec.model_copy(update={"top_k": int(depth)})
