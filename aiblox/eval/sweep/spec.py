@@ -174,7 +174,9 @@ class SweepSpec(_Strict):
     db: str | None = None
     """Store path or PostgreSQL URL; None: ``.aiblox/datasets/<dataset>.duckdb``."""
     embedder: str = "minilm"
-    """Embedder name (``minilm``, ``hashing``)."""
+    """Embedder: a registered name (``minilm``, ``hashing``), a folder holding a
+    sentence-transformers model, or an installed package that ships one (its model id, which
+    keys the caches, is the sha256 of its files). One per spec: a sweep's points share it."""
     vectors: list[str] = Field(default_factory=list)
     """Precomputed vector files to import (default: found beside the dataset)."""
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))
@@ -225,6 +227,18 @@ class SweepSpec(_Strict):
     @classmethod
     def _ranx_metrics(cls, v: list[str]) -> list[str]:
         return validate_metrics(v)
+
+    @field_validator("embedder")
+    @classmethod
+    def _known_embedder(cls, v: str) -> str:
+        from aiblox.embedding import registry
+        from aiblox.embedding.sentence_transformers import find_model
+
+        if v not in registry.names() and find_model(v) is None:
+            raise ValueError(f"unknown embedder {v!r}; known: {', '.join(registry.names())}, "
+                             f"or a folder holding a sentence-transformers model, or an "
+                             f"installed package that ships one")
+        return v
 
     @model_validator(mode="after")
     def _check(self, info: ValidationInfo) -> SweepSpec:
