@@ -124,3 +124,17 @@ def test_specs_without_dense_axes_keep_their_hash(sample_spec):
     # the value logged before these axes existed (tests/sweep/test_bm25_axes.py pins it too)
     assert sample_spec.hash == "50b7ac6705fe1f481cd7cbcdac3acb39933d37e5cdcdbd55c0347410f73ad656"
     assert all(p.vector.doc_score == "first" for p in sample_spec.points())
+
+
+def test_shipped_maxp_spec_loads():
+    from pathlib import Path
+
+    from aiblox.eval.sweep import load_spec
+
+    path = Path(__file__).resolve().parents[2] / "evals/sweeps/unpinned/scifact_maxp.toml"
+    spec = load_spec(path)
+    pts = spec.points()
+    assert len(pts) == spec.grid_size() == 4 * 21 * 2 * 2
+    assert {p.vector.doc_score for p in pts} == {"first", "maxp", "mean_top2", "mean_top3"}
+    base = spec.baseline_prefs()
+    assert base.vector.doc_score == "first" and base.scoring.w_vec == 0.45
