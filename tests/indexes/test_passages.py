@@ -164,3 +164,32 @@ def test_retriever_dense_maxp_end_to_end(sample_store):
     with pytest.raises(ValueError, match="unknown chunker 'nope'"):
         r.search_many([RetrievalPrefs(query_text=q, mode="dense",
                                       vector={"doc_score": "maxp", "passage_chunker": "nope"})])
+
+
+_RUN = """
+import hashlib, json, sys
+sys.path.insert(0, {tests!r})
+from test_passages import CFG, _items
+from aiblox.contracts.retrieval import VectorConfig
+from aiblox.embedding import HashingEmbedder
+from aiblox.indexes import PassageIndex
+emb = HashingEmbedder(64)
+index = PassageIndex.build(_items(), VectorConfig(doc_score="maxp", **CFG), emb)
+q = emb.embed(["ranking passage score", "dense fusion window"])
+runs = [index.search(q, 8, d) for d in ("maxp", "mean_top2")]
+print(hashlib.sha256(json.dumps(runs).encode()).hexdigest())
+"""
+
+
+def test_ranked_lists_identical_in_a_new_process():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    code = _RUN.format(tests=str(here))
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+            for seed in ("1", "2")}
+    assert len(outs) == 1 and len(next(iter(outs)).strip()) == 64
