@@ -32,7 +32,8 @@ def eval_command(
     db: str = typer.Option("", "--db", help="Store to use, synced to the dataset first (only what "
                                             "is missing is done); default: the dataset's own "
                                             "store under .aiblox/datasets."),
-    embedder: str = typer.Option("minilm", "--embedder", help="Embedder name (minilm, hashing)."),
+    embedder: str = typer.Option("minilm", "--embedder", help=(
+        "Embedder: minilm, hashing, or a sentence-transformers model folder or package.")),
     vectors: list[Path] = typer.Option([], "--vectors", help="Precomputed vectors parquet."),
     blend: str = typer.Option("rrf", help="Fusion: rrf or linear."),
     rrf_k: int = typer.Option(60, "--rrf-k", help="RRF constant k."),

@@ -22,7 +22,8 @@ from aiblox.eval.workspace import dataset_binding, default_store_path, ingest_da
 def ingest(
     dataset: str = typer.Argument(..., help="Dataset name (sample, scifact, ...) or BEIR folder."),
     db: str = typer.Option("", "--db", help=DB_HELP),
-    embedder: str = typer.Option("minilm", "--embedder", help="Embedder name (minilm, hashing)."),
+    embedder: str = typer.Option("minilm", "--embedder", help=(
+        "Embedder: minilm, hashing, or a sentence-transformers model folder or package.")),
     vectors: list[Path] = typer.Option([], "--vectors",
                                        help="Parquet file of precomputed vectors (_id, "
                                             "text_sha256, vector) put into the embedding cache; "

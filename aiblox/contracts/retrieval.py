@@ -7,6 +7,7 @@ keys are rejected everywhere so that a typo in a sweep spec fails loudly instead
 
 from __future__ import annotations
 
+import re
 import threading
 import uuid
 from typing import Any, Literal
@@ -15,6 +16,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializationInfo,
     SerializerFunctionWrapHandler,
     field_validator,
     model_serializer,
@@ -27,9 +29,11 @@ __all__ = [
     "CancelledError",
     "CandidateItem",
     "ChunkingConfig",
+    "DOC_SCORES",
     "EvidenceChunk",
     "FtsConfig",
     "HNSW_FROM_VECTORS",
+    "PASSAGE_FIELDS",
     "RequestContext",
     "RetrievalBundle",
     "RetrievalPrefs",
@@ -234,6 +238,60 @@ class VectorConfig(_Strict):
     """HNSW: candidate list size per query (faiss ``efSearch``, pgvector ``hnsw.ef_search``);
     None: ``max(128, 2 * top_k)`` for the index, ``max(40, top_k)`` for pgvector. HNSW returns at
     most this many hits."""
+    doc_score: str = "first"
+    """A document's dense score: ``first``, the cosine of its own vector (its whole text as far
+    as the model reads it: MiniLM reads the first 256 word pieces); ``maxp``, the best cosine
+    of its passages (Dai and Callan, SIGIR 2019); ``mean_top<k>`` (``k >= 2``, e.g.
+    ``mean_top2``), the mean of its ``k`` best passages' cosines (all of them when it has fewer).
+    Passages are cut from the document's embedded text by ``passage_chunker`` and searched
+    exactly (:class:`aiblox.indexes.PassageIndex`); ``top_k`` counts documents."""
+    passage_chunker: str = "token_window"
+    """Chunker (registry name) that cuts passages, for a ``doc_score`` other than ``first``."""
+    passage_tokens: int | None = Field(default=None, ge=1)
+    """Passage token budget (the chunker's ``max_chunk_tokens``); None: its default (256)."""
+    passage_overlap: int | None = Field(default=None, ge=0)
+    """Tokens shared by consecutive passages; None: the chunker's default."""
+
+    @field_validator("doc_score")
+    @classmethod
+    def _doc_score(cls, v: str) -> str:
+        if not _DOC_SCORE.fullmatch(v):
+            raise ValueError(f"doc_score must be one of {', '.join(DOC_SCORES)} "
+                             f"(mean_top<k> for any k >= 2), got {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _passages_need_exact_cosine(self) -> VectorConfig:
+        if self.doc_score != "first" and (self.engine != "index" or self.distance == "l2"):
+            raise ValueError(f"doc_score {self.doc_score!r} scores passages exactly by inner "
+                             f"product: it needs engine 'index' and distance 'cosine' or 'ip', "
+                             f"got engine {self.engine!r}, distance {self.distance!r}")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _drop_passages_when_first(self, handler: SerializerFunctionWrapHandler,
+                                  info: SerializationInfo) -> dict[str, Any]:
+        # passages play no part in "first" scoring: left out of its dump (and of every hash
+        # made from it), so configs written before passages existed keep their hashes
+        data = handler(self)
+        if self.doc_score == "first":
+            for name in ("doc_score", *PASSAGE_FIELDS):
+                data.pop(name, None)
+        return data
+
+    @property
+    def passage_k(self) -> int:
+        """Passages averaged per document: 1 for ``maxp`` (and ``first``), ``k`` for
+        ``mean_top<k>``."""
+        return int(self.doc_score[len("mean_top"):]) if self.doc_score.startswith(
+            "mean_top") else 1
+
+
+DOC_SCORES = ("first", "maxp", "mean_top2", "mean_top3")
+"""``VectorConfig.doc_score`` values, as examples (``mean_top<k>`` takes any ``k >= 2``)."""
+PASSAGE_FIELDS = ("passage_chunker", "passage_tokens", "passage_overlap")
+"""The :class:`VectorConfig` fields that decide passages (used unless ``doc_score`` is first)."""
+_DOC_SCORE = re.compile(r"first|maxp|mean_top([2-9]|[1-9][0-9]+)")
 
 
 HNSW_FROM_VECTORS = 300_000

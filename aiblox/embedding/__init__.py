@@ -1,4 +1,5 @@
-"""Embedders (by name), the embedding cache and import of precomputed vectors."""
+"""Embedders (by name, or any sentence-transformers model by folder or package), the
+embedding cache and import of precomputed vectors."""
 
 from aiblox.embedding.base import (
     Embedder,
@@ -9,6 +10,7 @@ from aiblox.embedding.base import (
 )
 from aiblox.embedding.cache import CachedEmbedder, EmbeddingCache, InMemoryEmbeddingCache
 from aiblox.embedding.hashing import HashingEmbedder
+from aiblox.embedding.sentence_transformers import SentenceTransformerEmbedder, model_digest
 from aiblox.embedding.vectors import VectorImportError, import_vectors, read_vectors
 
 
@@ -28,9 +30,11 @@ __all__ = [
     "EmbeddingCache",
     "HashingEmbedder",
     "InMemoryEmbeddingCache",
+    "SentenceTransformerEmbedder",
     "VectorImportError",
     "get_embedder",
     "import_vectors",
+    "model_digest",
     "read_vectors",
     "register_embedder",
     "registry",

@@ -44,14 +44,21 @@ class EmbedderRegistry:
         return sorted(self._factories)
 
     def get(self, name: str, **params: Any) -> Embedder:
-        """Build the embedder registered as ``name``."""
-        try:
-            factory = self._factories[name]
-        except KeyError:
+        """Build the embedder registered as ``name``; a name not registered may be a folder
+        holding a sentence-transformers model or an installed package that ships one
+        (:mod:`aiblox.embedding.sentence_transformers`)."""
+        factory = self._factories.get(name)
+        if factory is not None:
+            return factory(**params)
+        from aiblox.embedding.sentence_transformers import SentenceTransformerEmbedder, find_model
+
+        path = find_model(name)
+        if path is None:
             raise ValueError(
-                f"unknown embedder {name!r}; known: {', '.join(self.names())}"
-            ) from None
-        return factory(**params)
+                f"unknown embedder {name!r}; known: {', '.join(self.names())}, or a folder "
+                f"holding a sentence-transformers model, or an installed package that ships one"
+            )
+        return SentenceTransformerEmbedder(path, **params)
 
 
 registry = EmbedderRegistry()

@@ -3,6 +3,7 @@ HNSW), built from the store's items, saved beside it, keyed by what they were bu
 
 from aiblox.indexes.bm25 import BM25_VERSION, BM25Index
 from aiblox.indexes.knn import KNN_VERSION, VectorIndex, effective_kind, exact_reference
+from aiblox.indexes.passages import PassageIndex, PassageStats, passage_chunker_id
 from aiblox.indexes.store_indexes import IndexInfo, StoreIndexes, forget_loaded, index_root
 
 __all__ = [
@@ -10,10 +11,13 @@ __all__ = [
     "BM25_VERSION",
     "IndexInfo",
     "KNN_VERSION",
+    "PassageIndex",
+    "PassageStats",
     "StoreIndexes",
     "VectorIndex",
     "effective_kind",
     "exact_reference",
     "forget_loaded",
     "index_root",
+    "passage_chunker_id",
 ]

@@ -36,6 +36,7 @@ from aiblox.contracts.retrieval import FtsConfig, VectorConfig
 from aiblox.hashing import sha256_hex
 from aiblox.indexes.bm25 import BM25_VERSION, BM25Index
 from aiblox.indexes.knn import KNN_VERSION, VectorIndex, effective_kind
+from aiblox.indexes.passages import PassageIndex, PassageStats, passage_chunker_id
 from aiblox.stores.base import Store, StoreError
 from aiblox.stores.identity import store_fingerprint
 
@@ -111,6 +112,8 @@ class StoreIndexes:
         """Folder names this object built (for reports and tests)."""
         self.rebuilt: list[str] = []
         """Folder names found damaged and built again."""
+        self.passage_stats: PassageStats | None = None
+        """What the last passage build of this object did (None: none built)."""
 
     # -- keys ------------------------------------------------------------------------------------
     def lexical_key(self, cfg: FtsConfig) -> tuple[str, dict[str, Any]]:
@@ -161,6 +164,35 @@ class StoreIndexes:
         index: VectorIndex = self._get(name, key, spec, build,
                                        lambda folder: VectorIndex.load(folder, cfg,
                                                                        spec["index"]))
+        return index
+
+    def passages(self, embedder: Any, cfg: VectorConfig) -> PassageIndex:
+        """The store's passages under ``cfg`` (``doc_score`` other than ``first``) with their
+        vectors by ``embedder`` (:class:`~aiblox.indexes.passages.PassageIndex`): read from the
+        store's chunk cache, chunked and embedded where missing, held in memory for this
+        process by (items digest, passage chunker, model)."""
+        from aiblox.stores.chunk_cache import default_chunk_cache
+
+        chunker_id = passage_chunker_id(cfg)
+        if chunker_id is None:
+            raise ValueError("doc_score 'first' uses the vector index, not passages")
+        items = store_fingerprint(self.store, None)["items"]
+        memo = (str(self.root.resolve()),
+                "passages-" + sha256_hex([items, chunker_id, embedder.model_id]))
+        with _LOCK:
+            if memo in _LOADED:
+                return _LOADED[memo]
+        bar = _progress_bar(self.store.count_items(), f"passages {chunker_id}")
+        stats = PassageStats()
+        try:
+            items_iter = (it for batch in self.store.iter_items() for it in batch)
+            index = PassageIndex.build(items_iter, cfg, embedder,
+                                       default_chunk_cache(self.store), bar.update, stats)
+        finally:
+            bar.close()
+        self.passage_stats = stats
+        with _LOCK:
+            _LOADED[memo] = index
         return index
 
     def _get(self, name: str, key: str, spec: dict[str, Any], build: Any, load: Any) -> Any:

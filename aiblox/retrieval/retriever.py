@@ -33,7 +33,7 @@ from aiblox.contracts.retrieval import (
 from aiblox.embedding.base import Embedder
 from aiblox.fusion.hybrid import HybridScorer
 from aiblox.fusion.types import FusedHit, RankedList
-from aiblox.indexes import StoreIndexes
+from aiblox.indexes import StoreIndexes, passage_chunker_id
 from aiblox.stores.base import Store
 from aiblox.stores.identity import check_searchable
 
@@ -127,6 +127,8 @@ class HybridRetriever:
         needs_vec = p.mode in ("hybrid", "dense") and p.vector.embed_query
         if needs_vec and self.embedder is None:
             raise ValueError(f"mode {p.mode!r} needs an embedder for the query vector")
+        if needs_vec and p.vector.doc_score != "first":
+            passage_chunker_id(p.vector)  # an unknown chunker or bad sizes: refused before work
         # never silently one-sided: an empty store, an unfinished ingest or missing vectors
         check_searchable(self.store, self.embedder.model_id if needs_vec and self.embedder
                          else None)
@@ -149,7 +151,12 @@ class HybridRetriever:
             timings["embed_ms"] = _ms(t0)
             _check(ctx)
             t0 = time.perf_counter()
-            if p.vector.engine == "index":
+            if p.vector.doc_score != "first":  # documents scored from their passages
+                passages = self.indexes.passages(self.embedder, p.vector)
+                vec_runs = passages.search(qvecs, p.vector.top_k, p.vector.doc_score,
+                                           self.indexes.allowed(passages.ids, p.filters),
+                                           p.vector.min_score)
+            elif p.vector.engine == "index":
                 knn = self.indexes.vectors(self.embedder.model_id, p.vector)
                 vec_runs = knn.search(qvecs, p.vector.top_k,
                                       self.indexes.allowed(knn.ids, p.filters))

@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from aiblox.contracts.retrieval import ScoringConfig
+from aiblox.contracts.retrieval import ScoringConfig, VectorConfig
 from aiblox.eval.sweep.grid import GridError, decimal_count, decimal_range, to_decimal
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "DEPTH_AXES",
     "FIELD_AXES",
     "DEFAULT_MAX_POINTS",
+    "DENSE_AXES",
     "FusionGrid",
     "DIRECTIONS",
     "MODEL_STRATEGIES",
@@ -401,6 +402,13 @@ class FusionGrid(_Strict):
     sets either ``depth`` (both signals) or these."""
     vector_depth: list[int] | Steps | None = None
     """Vector candidates before fusion (``vector.top_k``), apart from ``fts_depth``."""
+    doc_score: list[str] | None = None
+    """Dense document scores (``vector.doc_score``): ``first`` (the document's own vector),
+    ``maxp``, ``mean_top<k>``; each value is a retrieval stage of its own."""
+    passage_chunker: list[str] | None = None
+    """Chunkers cutting passages (``vector.passage_chunker``; not for ``first``)."""
+    passage_tokens: list[int] | Steps | None = None
+    """Passage token budgets (``vector.passage_tokens``; not for ``first``)."""
     chunking: ChunkingGrid | None = None
     """Axes over late chunking (``[grid.chunking]``); None: no chunking stage."""
     selection: SelectionGrid | None = None
@@ -456,21 +464,43 @@ class FusionGrid(_Strict):
         check_numbers(v, low=0.0, high=1.0, what="b")
         return v
 
+    @field_validator("doc_score")
+    @classmethod
+    def _doc_scores(cls, v: list[str] | None) -> list[str] | None:
+        for value in v or []:
+            VectorConfig(doc_score=value)  # the same check (and message) as the contract's
+        return v
+
+    @field_validator("passage_chunker")
+    @classmethod
+    def _passage_chunkers(cls, v: list[str] | None) -> list[str] | None:
+        return ChunkingGrid._known_chunkers(v)
+
+    @field_validator("passage_tokens")
+    @classmethod
+    def _passage_tokens(cls, v: list[int] | Steps | None) -> list[int] | Steps | None:
+        check_numbers(v, low=1, whole=True, what="passage_tokens values")
+        return v
+
     _not_empty = field_validator("blend", "w_text", "rrf_k", "normalize", "missing",
                                  "depth", "k1", "b", "method", *FIELD_AXES,
-                                 *DEPTH_AXES)(nonempty_axis)
+                                 *DEPTH_AXES, "doc_score", "passage_chunker",
+                                 "passage_tokens")(nonempty_axis)
 
     def axis(self, name: str) -> list[Any] | None:
         """Values of one axis (None when not swept), in the order written."""
         v = getattr(self, name)
         if isinstance(v, Steps):
             vals = v.values()
-            return [int(x) for x in vals] if name in ("rrf_k", "depth", *DEPTH_AXES) else vals
+            whole = ("rrf_k", "depth", *DEPTH_AXES, "passage_tokens")
+            return [int(x) for x in vals] if name in whole else vals
         return list(v) if v is not None else None
 
 
 BM25_AXES = ("k1", "b", "method", "title_weight", "title_b")
 """Grid axes that are :class:`FtsConfig` fields (BM25 of the index engine)."""
+DENSE_AXES = ("doc_score", "passage_chunker", "passage_tokens")
+"""Grid axes that are :class:`VectorConfig` fields (dense document scores from passages)."""
 
 
 def policy_fields() -> set[str]:

@@ -90,10 +90,15 @@ def point_label(prefs: RetrievalPrefs) -> str:
         bm25 = f"-{f.method}-k1{f.k1!r}-b{f.b!r}"
     if prefs.mode != "dense" and f.fielded:
         bm25 += f"-tw{f.title_weight!r}" + ("" if f.title_b is None else f"-tb{f.title_b!r}")
+    v = prefs.vector
+    dense = "" if prefs.mode == "bm25" or v.doc_score == "first" else (
+        f"-{v.doc_score}-{v.passage_chunker}"
+        + "".join(f"{tag}{x}" for tag, x in (("", v.passage_tokens), ("o", v.passage_overlap))
+                  if x is not None))
     depth = f"-d{prefs.fts.top_k}"
     if prefs.mode == "hybrid" and prefs.vector.top_k != prefs.fts.top_k:
         depth += f"v{prefs.vector.top_k}"
-    return f"{head}{bm25}{depth}"
+    return f"{head}{bm25}{dense}{depth}"
 
 
 def chunk_label(prefs: RetrievalPrefs) -> str:

