@@ -5,13 +5,13 @@ objectives`` at once (a multi-objective study: quality against cost, each in its
 
 The search space is the grid itself. Every setting a point can differ in (the fusion method and
 its parameters, the full-text and vector candidate depths, BM25's ``k1``, ``b``, ``method``,
-``title_weight`` and ``title_b``, the dense document score and its passages, chunking, the policy and each swept policy parameter) is one
-parameter. TPE asks them in that order among the points
-that agree with the values chosen before it (so ``rrf_k`` is asked only of an RRF trial, sizes
-only of a chunker that takes them); a numeric setting is an integer index into its sorted values
-(TPE sees their order), any other a categorical. A parameter whose values among those points
-are not all of its values in the grid is named apart (``name|<digest>``), so Optuna never sees
-one name with two value sets.
+``title_weight`` and ``title_b``, the dense document score and its passages, chunking, the
+policy and each swept policy parameter) is one parameter. TPE asks them in that order among the
+points that agree with the values chosen before it (so ``rrf_k`` is asked only of an RRF trial,
+sizes only of a chunker that takes them); a numeric setting is an integer index into its sorted
+values (TPE sees their order), any other a categorical. A parameter whose values among those
+points are not all of its values in the grid is named apart (``name|<digest>``), so Optuna never
+sees one name with two value sets.
 
 CMA-ES and the Gaussian process model a fixed set of parameters present in every trial, so for
 them every setting the grid varies is asked in every trial over all its values (``flat``): a
