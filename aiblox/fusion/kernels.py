@@ -31,6 +31,10 @@ __all__ = ["linear_scores", "minmax_lists", "rrf_scores", "segment_order"]
 
 _BLOCKS = 64
 """Query blocks of :func:`segment_order` (each sorts with its own scratch arrays)."""
+_RADIX_MIN = 96
+"""Segments shorter than this are sorted by comparisons (:func:`_partial_sort`)."""
+_RADIX_SHARE = 3
+"""A segment is radix sorted whole when at least ``1 / _RADIX_SHARE`` of it is kept."""
 
 
 @njit(cache=True, parallel=True)
@@ -167,6 +171,53 @@ def _partial_sort(v: np.ndarray, idx: np.ndarray, lo: int, hi: int, k_end: int,
             idx[j + 1] = t
 
 
+@njit(cache=True)
+def _radix_sort(v: np.ndarray, idx: np.ndarray, s: int, n: int, fbuf: np.ndarray,
+                keys: np.ndarray, keys2: np.ndarray, idx2: np.ndarray,
+                hist: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``idx[:n]`` = positions ``s .. s + n - 1`` in :func:`_before` order, all of them: a
+    stable LSD radix sort (bytes, lowest first; a byte every key shares is skipped) of keys
+    that order the scores descending, starting from position order, so ties stay in
+    position order. -0.0 is keyed as 0.0 (they are equal scores)."""
+    for i in range(n):
+        x = v[s + i]
+        fbuf[i] = 0.0 if x == 0.0 else x
+    bits = fbuf[:n].view(np.uint64)
+    sign = np.uint64(1) << np.uint64(63)
+    for i in range(n):
+        b = bits[i]
+        # ascending float order as unsigned order, then reversed (descending scores)
+        asc = ~b if (b & sign) != np.uint64(0) else b | sign
+        keys[i] = ~asc
+        idx[i] = s + i
+    hist[:, :] = 0
+    for i in range(n):
+        k = keys[i]
+        for d in range(8):
+            hist[d, (k >> np.uint64(8 * d)) & np.uint64(255)] += 1
+    src_k, src_i, dst_k, dst_i = keys, idx, keys2, idx2
+    for d in range(8):
+        h = hist[d]
+        if h[(src_k[0] >> np.uint64(8 * d)) & np.uint64(255)] == n:
+            continue  # every key has this byte: the pass would change nothing
+        total = 0
+        for c in range(256):
+            t = h[c]
+            h[c] = total
+            total += t
+        for i in range(n):
+            k = src_k[i]
+            c = (k >> np.uint64(8 * d)) & np.uint64(255)
+            at = h[c]
+            h[c] = at + 1
+            dst_k[at] = k
+            dst_i[at] = src_i[i]
+        src_k, src_i, dst_k, dst_i = dst_k, dst_i, src_k, src_i
+    if src_i is not idx:
+        for i in range(n):
+            idx[i] = src_i[i]
+
+
 @njit(cache=True, parallel=True)
 def segment_order(scores: np.ndarray, starts: np.ndarray, counts: np.ndarray,
                   top_k: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
@@ -174,8 +225,10 @@ def segment_order(scores: np.ndarray, starts: np.ndarray, counts: np.ndarray,
 
     Segment ``q`` is ``scores[starts[q]:starts[q] + counts[q]]``; best first is score
     descending, ties in position order (positions follow document ids), as a stable sort of
-    the negated scores gives. ``top_k < 0`` keeps every position; otherwise only the first
-    ``top_k`` of a segment are put in order (a partial quicksort).
+    the negated scores gives. ``top_k < 0`` keeps every position. A segment of which most is
+    kept (and not tiny) is radix sorted whole (:func:`_radix_sort`, no branches to mispredict);
+    otherwise only its first ``top_k`` are put in order (a partial quicksort). Both give the
+    one order :func:`_before` defines.
     """
     nq = starts.shape[0]
     kept = counts.copy()
@@ -193,12 +246,20 @@ def segment_order(scores: np.ndarray, starts: np.ndarray, counts: np.ndarray,
     for blk in prange(blocks):
         idx = np.empty(longest, dtype=np.int64)
         stack = np.empty(2 * longest + 2, dtype=np.int64)
+        fbuf = np.empty(longest, dtype=np.float64)
+        keys = np.empty(longest, dtype=np.uint64)
+        keys2 = np.empty(longest, dtype=np.uint64)
+        idx2 = np.empty(longest, dtype=np.int64)
+        hist = np.empty((8, 256), dtype=np.int64)
         for q in range(blk * nq // blocks, (blk + 1) * nq // blocks):
             s = starts[q]
             n = counts[q]
-            for i in range(n):
-                idx[i] = s + i
-            _partial_sort(scores, idx, 0, n, kept[q], stack)
+            if n >= _RADIX_MIN and kept[q] * _RADIX_SHARE >= n:
+                _radix_sort(scores, idx, s, n, fbuf, keys, keys2, idx2, hist)
+            else:
+                for i in range(n):
+                    idx[i] = s + i
+                _partial_sort(scores, idx, 0, n, kept[q], stack)
             for i in range(kept[q]):
                 out[at[q] + i] = idx[i]
     return out, kept
