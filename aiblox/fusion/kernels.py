@@ -175,10 +175,13 @@ def _partial_sort(v: np.ndarray, idx: np.ndarray, lo: int, hi: int, k_end: int,
 def _radix_sort(v: np.ndarray, idx: np.ndarray, s: int, n: int, fbuf: np.ndarray,
                 keys: np.ndarray, keys2: np.ndarray, idx2: np.ndarray,
                 hist: np.ndarray) -> None:  # pragma: no cover - compiled
-    """``idx[:n]`` = positions ``s .. s + n - 1`` in :func:`_before` order, all of them: a
-    stable LSD radix sort (bytes, lowest first; a byte every key shares is skipped) of keys
-    that order the scores descending, starting from position order, so ties stay in
-    position order. -0.0 is keyed as 0.0 (they are equal scores)."""
+    """``idx[:n]`` = positions ``s .. s + n - 1`` in :func:`_before` order, all of them.
+
+    Each score becomes a 64-bit key whose unsigned order is descending score order (-0.0 is
+    keyed as 0.0: they are equal scores). A stable LSD radix sort orders the keys' high 32
+    bits (a byte every key shares is skipped), starting from position order; then each run of
+    keys with equal high halves (rare: scores equal to about 7 significant digits) is put in
+    full-key order by a stable insertion sort, so equal scores stay in position order."""
     for i in range(n):
         x = v[s + i]
         fbuf[i] = 0.0 if x == 0.0 else x
@@ -193,10 +196,10 @@ def _radix_sort(v: np.ndarray, idx: np.ndarray, s: int, n: int, fbuf: np.ndarray
     hist[:, :] = 0
     for i in range(n):
         k = keys[i]
-        for d in range(8):
+        for d in range(4, 8):
             hist[d, (k >> np.uint64(8 * d)) & np.uint64(255)] += 1
     src_k, src_i, dst_k, dst_i = keys, idx, keys2, idx2
-    for d in range(8):
+    for d in range(4, 8):
         h = hist[d]
         if h[(src_k[0] >> np.uint64(8 * d)) & np.uint64(255)] == n:
             continue  # every key has this byte: the pass would change nothing
@@ -213,6 +216,24 @@ def _radix_sort(v: np.ndarray, idx: np.ndarray, s: int, n: int, fbuf: np.ndarray
             dst_k[at] = k
             dst_i[at] = src_i[i]
         src_k, src_i, dst_k, dst_i = dst_k, dst_i, src_k, src_i
+    high = np.uint64(32)
+    a = 0
+    while a < n:  # runs of equal high halves: insertion sort by the full key, stable
+        top = src_k[a] >> high
+        b = a + 1
+        while b < n and (src_k[b] >> high) == top:
+            b += 1
+        for i in range(a + 1, b):
+            k = src_k[i]
+            p = src_i[i]
+            j = i - 1
+            while j >= a and src_k[j] > k:
+                src_k[j + 1] = src_k[j]
+                src_i[j + 1] = src_i[j]
+                j -= 1
+            src_k[j + 1] = k
+            src_i[j + 1] = p
+        a = b
     if src_i is not idx:
         for i in range(n):
             idx[i] = src_i[i]
