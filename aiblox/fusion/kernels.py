@@ -8,16 +8,22 @@ processes like ranx's own kernels.
   queries in parallel.
 - :func:`segment_order`: per query segment of a flat score array, its positions by score
   descending, ties by position (that is, document id) ascending, cut to ``top_k``: exactly the
-  order of ``numpy.lexsort((positions, -scores, segment))``, at a fraction of its cost (small
-  partial sorts that only order the ``top_k`` kept, blocks of queries in parallel).
+  order of ``numpy.lexsort((positions, -scores, segment))``, at a fraction of its cost (a
+  radix sort of a segment mostly kept, a partial quicksort that only orders the ``top_k``
+  kept of the others; blocks of queries in parallel).
 - :func:`minmax_lists`: :func:`aiblox.fusion.normalize.minmax` of many lists at once, step for
   step (Python's ``min``/``max`` keep the first of equal values, so do these loops).
+- :func:`zscore_lists`: :func:`~aiblox.fusion.normalize.zscore` (and ``sigmoid``) of many lists
+  at once, step for step: :func:`fsum` is CPython's ``math.fsum`` (Shewchuk's exact partials,
+  then its correctly rounded total), ``** 2`` and ``exp`` call the C library as CPython does.
 
 Parallel loops use numba's threads (:func:`aiblox.compiled.compiled_threads` sets how many: the
 sweep's ``--jobs``).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -27,7 +33,8 @@ setup_numba_cache()
 
 from numba import njit, prange  # noqa: E402 - after the cache folder is set
 
-__all__ = ["linear_scores", "minmax_lists", "rrf_scores", "segment_order"]
+__all__ = ["fsum", "linear_scores", "minmax_lists", "rrf_scores", "segment_order",
+           "zscore_lists"]
 
 _BLOCKS = 64
 """Query blocks of :func:`segment_order` (each sorts with its own scratch arrays)."""
@@ -88,6 +95,95 @@ def minmax_lists(raw: np.ndarray, offsets: np.ndarray
             span = hi - lo
             for i in range(a, b):
                 out[i] = (raw[i] - lo) / span
+        m = out[a]
+        for i in range(a + 1, b):
+            if out[i] < m:
+                m = out[i]
+        mins[q] = m
+    return out, mins
+
+
+@njit(cache=True)
+def fsum(x: np.ndarray, partials: np.ndarray) -> float:  # pragma: no cover - compiled
+    """CPython's ``math.fsum`` of finite ``x`` (``Modules/mathmodule.c``: Shewchuk's partials,
+    then the sum of the partials rounded once, half-way cases corrected); ``partials`` is
+    scratch of at least ``len(x)`` doubles."""
+    m = 0
+    for xi in x:
+        v = xi
+        i = 0
+        for j in range(m):
+            y = partials[j]
+            if abs(v) < abs(y):
+                t = v
+                v = y
+                y = t
+            hi = v + y
+            lo = y - (hi - v)
+            if lo != 0.0:
+                partials[i] = lo
+                i += 1
+            v = hi
+        m = i
+        partials[m] = v
+        m += 1
+    hi = 0.0
+    if m > 0:
+        n = m - 1
+        hi = partials[n]
+        lo = 0.0
+        while n > 0:
+            v = hi
+            n -= 1
+            y = partials[n]
+            hi = v + y
+            yr = hi - v
+            lo = y - yr
+            if lo != 0.0:
+                break
+        if n > 0 and ((lo < 0.0 and partials[n - 1] < 0.0) or
+                      (lo > 0.0 and partials[n - 1] > 0.0)):
+            y = lo * 2.0
+            v = hi + y
+            yr = v - hi
+            if y == yr:
+                hi = v
+    return hi
+
+
+@njit(cache=True)
+def zscore_lists(raw: np.ndarray, offsets: np.ndarray, logistic: bool, two: float
+                 ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """Per list ``raw[offsets[q]:offsets[q + 1]]``: its z-scores (all 0.0 when the variance is
+    0.0), or with ``logistic`` their logistic function, and the lowest of them (0.0 for an
+    empty list). ``two`` is 2.0, passed in so that ``d ** two`` stays a call of the C
+    library's ``pow``, as CPython's ``d ** 2`` is (not folded into ``d * d``)."""
+    out = np.empty(raw.shape[0], dtype=np.float64)
+    mins = np.zeros(offsets.shape[0] - 1, dtype=np.float64)
+    longest = 0
+    for q in range(offsets.shape[0] - 1):
+        longest = max(longest, offsets[q + 1] - offsets[q])
+    partials = np.empty(longest + 1, dtype=np.float64)
+    sq = np.empty(longest, dtype=np.float64)
+    for q in range(offsets.shape[0] - 1):
+        a, b = offsets[q], offsets[q + 1]
+        n = b - a
+        if n == 0:
+            continue
+        mean = fsum(raw[a:b], partials) / n
+        for i in range(n):
+            sq[i] = (raw[a + i] - mean) ** two
+        var = fsum(sq[:n], partials) / n
+        if var == 0.0:
+            for i in range(a, b):
+                out[i] = 0.0
+        else:
+            std = math.sqrt(var)
+            for i in range(a, b):
+                out[i] = (raw[i] - mean) / std
+        if logistic:
+            for i in range(a, b):
+                out[i] = 1.0 / (1.0 + math.exp(-out[i]))
         m = out[a]
         for i in range(a + 1, b):
             if out[i] < m:

@@ -142,3 +142,33 @@ def test_radix_sort_orders_scores_equal_to_seven_digits(n, spread, top_k, seed):
         order = s + np.argsort(neg[s:s + c], kind="stable")
         expect.extend(order[:c if top_k < 0 else min(c, top_k)].tolist())
     assert positions.tolist() == expect
+
+
+finite = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(lists=st.lists(st.lists(st.one_of(finite, st.sampled_from([0.0, -0.0, 1e-300, 0.5])),
+                               max_size=12), min_size=1, max_size=6))
+def test_compiled_zscore_and_sigmoid_are_the_normalisers_bit_for_bit(lists):
+    """CPython's fsum, ``** 2``, sqrt and exp, step for step: the same doubles as the Python
+    normalisers (constant lists, empty lists, signed zeros and tiny values included)."""
+    import math
+
+    import numpy as np
+
+    from aiblox.fusion import kernels
+    from aiblox.fusion.normalize import sigmoid, zscore
+
+    offsets = np.zeros(len(lists) + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in lists], out=offsets[1:])
+    flat = np.asarray([x for xs in lists for x in xs], dtype=np.float64)
+    for logistic, norm in ((False, zscore), (True, sigmoid)):
+        normed, mins = kernels.zscore_lists(flat, offsets, logistic, 2.0)
+        expect = [x for xs in lists for x in norm(xs)]
+        assert normed.tobytes() == np.asarray(expect, dtype=np.float64).tobytes()
+        assert mins.tobytes() == np.asarray([min(norm(xs)) if xs else 0.0 for xs in lists],
+                                            dtype=np.float64).tobytes()
+    for xs in lists:
+        assert kernels.fsum(np.asarray(xs, dtype=np.float64),
+                            np.empty(len(xs) + 1)) == math.fsum(xs)

@@ -2,7 +2,12 @@
 and cached in ``NUMBA_CACHE_DIR`` (set before numba is imported).
 
 - :func:`run_arrays`: a ranx run (a numba typed list of ``(n, 2)`` arrays: judged-document code,
-  ``n - rank``) built inside compiled code, where appending to a typed list costs nothing.
+  ``n - rank``) built inside compiled code, where appending to a typed list costs nothing (for
+  the metrics left to ranx).
+- :func:`ranking_metrics`: ranx's hits, hit rate, precision, recall, mrr, map, dcg and nDCG
+  (and the Burges forms) of every query of a run in one pass, queries in parallel: the same
+  loops and the same array expressions as ranx's kernels (``ranx/metrics/*.py``), so the same
+  doubles; a judged document matches when its grade reaches the metric's relevance level.
 """
 
 from __future__ import annotations

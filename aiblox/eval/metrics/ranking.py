@@ -11,17 +11,19 @@ qrels but with nothing retrieved score 0.
 
 ranx's documented route turns qrels and run into ``Qrels``/``Run`` objects (numba typed
 dictionaries, then sorted typed lists) on every call, which costs most of a second on a few
-hundred queries, and several seconds of compilation in every new process. ``ranx.evaluate``
-also accepts the typed lists themselves: :class:`QrelsScorer` builds the qrels list once and each
-run's list directly, then calls ``ranx.evaluate``: judged documents are mapped to exact small
-integers (instead of ranx's float-cast string hashes), every unjudged one to -1 (ranx's metrics
-only ever match run documents against judged ones). The numbers are ranx's;
-``tests/eval/test_ranking_metrics.py`` holds them equal to the ``Qrels``/``Run`` route.
+hundred queries, and several seconds of compilation in every new process. :class:`QrelsScorer`
+builds the judgements once, judged documents mapped to exact small integers (instead of ranx's
+float-cast string hashes), every unjudged one to -1 (ranx's metrics only ever match run
+documents against judged ones). ranx's own kernels then walk a typed list per metric; instead,
+:func:`~aiblox.eval.metrics.kernels.ranking_metrics` computes every metric of a run in one
+compiled pass (hits, hit rate, precision, recall, mrr, map, dcg, nDCG and the Burges forms, at
+any ``k`` and relevance level) with ranx's arithmetic in ranx's order, so the doubles are ranx's
+bit for bit; f1, r-precision, bpref and rbp still go to ``ranx.evaluate`` on the typed lists.
+``tests/eval/test_ranking_metrics.py`` holds every value equal to the ``Qrels``/``Run`` route.
 
 :meth:`QrelsScorer.evaluate_packed` scores a run already in compact form (per kept hit its
-document's code from :meth:`QrelsScorer.codes`, per query the number of hits; the run list is
-built by a compiled kernel, :mod:`aiblox.eval.metrics.kernels`): the sweep's hot path, which
-never turns a fused run back into strings.
+document's code from :meth:`QrelsScorer.codes`, per query the number of hits): the sweep's hot
+path, which never turns a fused run back into strings.
 """
 
 from __future__ import annotations
