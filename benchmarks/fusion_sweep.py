@@ -1,21 +1,33 @@
-"""Fusion sweep speed on scifact: first run, re-run, one-axis change, and ranx.optimize_fusion.
+"""Fusion sweep speed on scifact: the scoring loop against ranx, the whole sweep with MLflow,
+a TPE study, and the sweep's phases.
 
-The sweep is ``evals/sweeps/scifact_fusion.toml``: 21 linear weights x 3 normalisations x 4
-candidate depths, plus 4 RRF k values x 4 depths and the RRF baseline, each point scored on
-train (tune) and test (report). Phases, each timed end to end (no MLflow):
+Default (issue 17): the scoring table. The spec's fusion grid (21 linear weights x 3
+normalisations, plus 4 RRF k: 67 points) at one candidate depth (``--depth``, 1,000), every
+fused run kept that deep, on the report split (scifact test, 300 queries), retrieval cached:
 
-1. first run on an empty stage cache (retrieval once per depth and split, then every point);
-2. the same sweep again (every stage read back);
-3. the sweep with one fusion axis changed (``normalize``: sigmoid replaced by none);
-4. every point's fusion and metrics again (their cache entries removed, retrieval cached) on one
-   numba thread, against the first run's ``--jobs`` threads;
-5. ``ranx.optimize_fusion`` (wsum, min-max, step 0.05) over the same cached train-split runs
-   at depth 100, next to the sweep's own best linear/min-max/depth-100 point on train.
+1. aiblox's scoring of every point, as the sweep's fusion and metrics stages compute it
+   (:meth:`BatchFusion.fuse_arrays`: fused scores, per-query ranking; then
+   :meth:`QrelsScorer.evaluate_packed`: the compiled metrics), best of ``--repeat`` passes; the
+   same with the run hash (sha256 of the stored bytes); and aiblox's fusion with ranx's own
+   metric kernels (the route before), in the same process;
+2. the check: ranx's documented route (``Qrels``/``Run`` from dicts, ``evaluate``) scores
+   aiblox's fused runs of a handful of points; every per-query value must be equal;
+3. ranx's route for the same points: ``ranx.fuse`` (wsum over min-max, or rrf) then
+   ``ranx.evaluate`` (the named baseline);
+4. the whole sweep as ``aiblox sweep`` runs it (both splits, stage cache, one MLflow child run
+   per point with its artifacts, on a fresh SQLite store), and with ``--no-tracking``: at the
+   deep setting and for the spec itself (depths 25-200, top 100).
 
-Goals (issue 5): at least 50 fusion points per second after retrieval is cached, metrics
-included; a re-run under 5% of the first run.
+``--tpe N``: an N-trial TPE study over the spec's grid (signals cached, empty fusion/metrics
+cache and study), with MLflow tracking and without. ``--phases``: the sweep's phases (first
+run on an empty cache, re-run, one axis changed, one thread, ``ranx.optimize_fusion``).
 
-    python benchmarks/fusion_sweep.py [--markdown] [--jobs N]   # N threads; 0: all cores
+Goals (issue 17): 200 points/s on scifact test at 1,000 deep on 2 cores, metrics equal to
+ranx's; a 200-trial TPE study on scifact train under 5 minutes once signals are cached.
+
+    python benchmarks/fusion_sweep.py [--markdown] [--jobs N] [--depth D] [--repeat R]
+    python benchmarks/fusion_sweep.py --tpe 200 [--markdown]
+    python benchmarks/fusion_sweep.py --phases [--markdown]
 """
 
 from __future__ import annotations
@@ -29,10 +41,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import numpy as np  # noqa: E402
 from _common import environment_line, err, print_table  # noqa: E402
 
+from aiblox.compiled import compiled_threads  # noqa: E402
 from aiblox.eval.datasets import load_dataset  # noqa: E402
-from aiblox.eval.metrics import setup_numba_cache  # noqa: E402
+from aiblox.eval.metrics import packed_means, ranked_run, setup_numba_cache  # noqa: E402
 from aiblox.eval.sweep import (  # noqa: E402
     StageCache,
     SweepSpec,
@@ -41,6 +55,8 @@ from aiblox.eval.sweep import (  # noqa: E402
     load_spec,
     run_sweep,
 )
+from aiblox.eval.sweep.points import point_label  # noqa: E402
+from aiblox.fusion import BatchFusion  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -82,6 +98,214 @@ def _ranx_optimize(spec: SweepSpec, ds, cache: StageCache, result) -> dict:
             else weights}
 
 
+# -- the scoring loop on 1,000-deep runs, next to ranx's route ---------------------------------
+def _deep_spec(spec: SweepSpec, depth: int) -> SweepSpec:
+    """The spec's fusion grid (weights, normalisations, RRF k) at one candidate depth, every
+    fused run kept ``depth`` deep."""
+    data = spec.model_dump(mode="json", exclude_none=True)
+    data.update(name=f"{spec.name}_deep{depth}", base={**data["base"], "top_k_items": depth},
+                grid={**data["grid"], "depth": [depth]})
+    data.pop("baseline", None)
+    return SweepSpec.model_validate(data)
+
+
+def _split_signals(spec: SweepSpec, result, cache: StageCache, split: str) -> dict:
+    """The cached signals of ``split`` that the sweep's points read."""
+    key = result.points[0].manifest.splits[split].stages[0]["key"]
+    return cache.load("signals", key)
+
+
+def _ranx_dicts(sig: dict) -> tuple[dict, dict]:
+    # ranx needs every run to hold every judged query: an empty list becomes a zero-score dummy
+    text = {q: ({d: s for d, s in hits} or {"__none__": 0.0})
+            for q, hits in zip(sig["qids"], sig["text"], strict=True)}
+    vec = {q: ({d: s for d, s in hits} or {"__none__": 0.0})
+           for q, hits in zip(sig["qids"], sig["vec"], strict=True)}
+    return text, vec
+
+
+def _ranx_route(points, sig: dict, qrels: dict, metrics: list[str]
+                ) -> tuple[float, float, list]:
+    """ranx's documented route per point: ``ranx.fuse`` of the two runs (wsum over min-max,
+    or rrf), then ``ranx.evaluate``; wall and CPU seconds, and each point's means."""
+    from ranx import Qrels, Run, evaluate, fuse
+
+    text, vec = _ranx_dicts(sig)
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0, c0 = time.perf_counter(), time.process_time()
+        q = Qrels.from_dict(qrels)
+        runs = [Run.from_dict(text, name="bm25"), Run.from_dict(vec, name="vec")]
+        for prefs in points:
+            sc = prefs.scoring
+            if sc.blend == "rrf":
+                fused = fuse(runs, method="rrf", params={"k": sc.rrf_k})
+            else:
+                fused = fuse(runs, norm="min-max", method="wsum",
+                             params={"weights": [sc.w_text, sc.w_vec]})
+            out.append(evaluate(q, fused, metrics, make_comparable=True))
+        return time.perf_counter() - t0, time.process_time() - c0, out
+
+
+def _ranx_on_ours(index: BatchFusion, fused, qrels: dict, metrics: list[str]):
+    """ranx's documented route (Qrels, Run from dicts) scoring aiblox's own fused run: the
+    numbers aiblox's metrics must equal, per query."""
+    from ranx import Qrels, Run, evaluate
+
+    run = ranked_run(index.decode(fused))
+    r = Run.from_dict({q: run.get(q) or {"__none__": 0.0} for q in qrels})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        evaluate(Qrels.from_dict(qrels), r, metrics, make_comparable=True)
+    return {m: dict(r.scores[m]) for m in metrics}
+
+
+def scoring_table(args, spec: SweepSpec, ds, cache_dir: Path) -> None:
+    """Points per second of the sweep's scoring (fusion, ranking, metrics) on the report
+    split's 1,000-deep runs, of ranx's fuse + evaluate on the same lists, and of the whole
+    sweep (both splits, stage cache, MLflow)."""
+    from aiblox.eval.metrics import QrelsScorer, unpack_metrics
+    from aiblox.eval.sweep.cache import encode_arrays
+    from aiblox.hashing import sha256_bytes
+
+    deep = _deep_spec(spec, args.depth)
+    split = deep.report_split
+    err.print(f"signals at depth {args.depth} (retrieved once, then cached) ...")
+    warm = deep.model_copy(update={"grid": deep.grid.model_copy(update={
+        "blend": ["rrf"], "rrf_k": [60]})})
+    r0 = run_sweep(warm, cache_dir=cache_dir, db=args.db, dataset=ds, progress=False)
+    cache = StageCache(cache_dir)
+    sig = _split_signals(deep, r0, cache, split)
+    qrels = {q: {d: int(g) for d, g in docs.items()} for q, docs in ds.qrels[split].items()
+             if docs}
+    points = deep.points()
+    metrics = list(deep.metrics)
+    jobs = default_jobs() if args.jobs <= 0 else args.jobs
+    rows = []
+
+    def aiblox_pass(with_hash: bool, ranx_metrics: bool) -> tuple[float, float, float, list]:
+        t0 = time.perf_counter()
+        index = BatchFusion.from_signals(sig)
+        scorer = QrelsScorer(qrels)
+        codes = scorer.codes(index.docs)
+        t_index = time.perf_counter() - t0
+        outs = []
+        t0, c0 = time.perf_counter(), time.process_time()
+        for prefs in points:
+            fused = index.fuse_arrays(prefs.scoring, prefs.top_k_items)
+            if with_hash:
+                sha256_bytes(encode_arrays(fused.as_dict()))
+            c = codes[fused.positions]
+            if ranx_metrics:  # the route before: ranx's kernels on typed lists
+                from aiblox.eval.metrics.kernels import run_arrays
+
+                offsets = np.zeros(len(index.qids) + 1, dtype=np.int64)
+                np.cumsum(fused.counts, out=offsets[1:])
+                mat = scorer._ranx(run_arrays(c, offsets), metrics, metrics)
+                outs.append(mat)
+            else:
+                outs.append(scorer.evaluate_packed(index.qids, c, fused.counts, metrics))
+        return t_index, time.perf_counter() - t0, time.process_time() - c0, outs
+
+    variants = [("aiblox: fuse + rank + metrics", False, False),
+                ("aiblox: fuse + rank + metrics + run hash (sha256)", True, False),
+                ("aiblox fusion + ranx's metric kernels (the route before)", False, True)]
+    with compiled_threads(jobs):
+        aiblox_pass(False, False)  # compile and warm (not timed)
+        for label, with_hash, rk in variants:
+            err.print(f"{label} ...")
+            best = cpu = None
+            for _ in range(args.repeat):
+                t_index, t_loop, t_cpu, outs = aiblox_pass(with_hash, rk)
+                best = t_loop if best is None else min(best, t_loop)
+                cpu = t_cpu if cpu is None else min(cpu, t_cpu)
+            rows.append([label, str(len(points)), f"{1000 * best / len(points):.2f}",
+                         f"{1000 * cpu / len(points):.2f}", f"{len(points) / best:.1f}",
+                         f"{t_index:.2f}", ""])
+            if not rk and not with_hash:
+                ours = outs
+        # the check: ranx's documented route on aiblox's fused runs, per query, bit for bit
+        err.print("ranx's own evaluation of aiblox's fused runs (the check) ...")
+        index = BatchFusion.from_signals(sig)
+        picked = _check_points(points)
+        same = 0
+        for i in picked:
+            fused = index.fuse_arrays(points[i].scoring, points[i].top_k_items)
+            want = _ranx_on_ours(index, fused, qrels, metrics)
+            got = unpack_metrics(ours[i])["per_query"]
+            same += all(float(got[m][q]) == float(want[m][q]) for m in metrics for q in want[m])
+        rows[0][-1] = f"{same}/{len(picked)} points equal to ranx per query"
+        err.print("ranx.fuse + ranx.evaluate ...")
+        ranx_points = [points[i] for i in picked if points[i].scoring.normalize == "minmax"
+                       or points[i].scoring.blend == "rrf"]
+        t_ranx, c_ranx, ranx_means = _ranx_route(ranx_points, sig, qrels, metrics)
+        by_label = {point_label(p): o for p, o in zip(points, ours, strict=True)}
+        diff = max(abs(float(m[k]) - packed_means(by_label[point_label(p)])[k])
+                   for p, m in zip(ranx_points, ranx_means, strict=True) for k in metrics)
+        rows.append(["ranx: fuse (min-max wsum / rrf) + evaluate", str(len(ranx_points)),
+                     f"{1000 * t_ranx / len(ranx_points):.2f}",
+                     f"{1000 * c_ranx / len(ranx_points):.2f}",
+                     f"{len(ranx_points) / t_ranx:.1f}", "-",
+                     f"max |Δ mean| vs aiblox {diff:.1e} (its own fusion; ties differ)"])
+    err.print("the whole sweep with MLflow (both splits, fusion and metrics recomputed) ...")
+    for sweep, label, tracking in (
+            (deep, f"aiblox sweep, {args.depth}-deep, MLflow tracking (sqlite)", True),
+            (deep, f"aiblox sweep, {args.depth}-deep, --no-tracking", False),
+            (spec, f"aiblox sweep {spec.name} (depth 25-200, top 100), MLflow tracking", True),
+            (spec, f"aiblox sweep {spec.name} (depth 25-200, top 100), --no-tracking", False)):
+        c0 = time.process_time()
+        r = _whole_sweep(sweep, ds, cache_dir, args.db, jobs, tracking)
+        cpu = time.process_time() - c0
+        rows.append([f"{label}, {deep.tune_split} + {split}", str(len(r.points)),
+                     f"{1000 / r.timings['points_per_s']:.2f}",
+                     f"{1000 * cpu / len(r.points):.2f}",
+                     f"{r.timings['points_per_s']:.1f}", "-",
+                     f"best {r.best.label}"])
+    notes = [f"{len(qrels)} {split} queries, {args.depth}-deep lists and fused runs, metrics "
+             f"{', '.join(metrics)}; {jobs} numba threads; best of {args.repeat} passes; "
+             f"ranx route on {len(ranx_points)} of the points (min-max wsum and rrf)",
+             "ms/point: wall clock; CPU ms/point: process CPU time (all threads), steadier on a "
+             "shared machine; index s: building the split's fusion index and qrels codes once "
+             "(not in points/s);"
+             " the whole-sweep rows count each point on both splits, stage cache writes and "
+             "(with tracking) one MLflow child run per point, artifacts included",
+             environment_line()]
+    print_table(f"Fusion scoring on {ds.name} {split} ({args.depth}-deep runs)",
+                ["route", "points", "ms/point", "CPU ms/point", "points/s", "index s", "check"],
+                rows, args.markdown,
+                right=["points", "ms/point", "CPU ms/point", "points/s", "index s"],
+                notes=notes)
+
+
+def _check_points(points) -> list[int]:
+    """A handful of points of every kind (min-max, z-score, sigmoid weights; RRF)."""
+    out = []
+    for i, p in enumerate(points):
+        s = p.scoring
+        if s.blend == "rrf" or s.w_text in (0.0, 0.3, 0.55, 1.0):
+            out.append(i)
+    return out
+
+
+def _whole_sweep(spec: SweepSpec, ds, cache_dir: Path, db: str, jobs: int, tracking: bool):
+    """``aiblox sweep`` as the command runs it (a :class:`SweepTracker` on a fresh SQLite
+    store when ``tracking``), signals cached, fusion and metrics computed again."""
+    import tempfile
+
+    from aiblox.eval.sweep.tracking import SweepTracker
+
+    for stage in ("fusion", "metrics"):
+        shutil.rmtree(cache_dir / stage, ignore_errors=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        tracker = None
+        if tracking:
+            tracker = SweepTracker(f"sqlite:///{tmp}/mlflow.db", f"bench/{spec.name}",
+                                   spec.hash, spec.model_dump(mode="json"))
+        return run_sweep(spec, cache_dir=cache_dir, db=db, dataset=ds, jobs=jobs,
+                         tracker=tracker, progress=False)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--spec", default=str(REPO / "evals" / "sweeps" / "scifact_fusion.toml"))
@@ -90,16 +314,32 @@ def main() -> None:
     ap.add_argument("--cache-dir", default=str(REPO / ".aiblox" / "bench" / "fusion_sweep" /
                                                "stages"))
     ap.add_argument("--jobs", type=int, default=0, help="numba threads (0: all cores)")
+    ap.add_argument("--depth", type=int, default=1000,
+                    help="candidate depth and fused-run depth of the scoring table")
+    ap.add_argument("--repeat", type=int, default=3, help="passes of the scoring loop (best)")
+    ap.add_argument("--phases", action="store_true",
+                    help="instead: the sweep's phases (first run, re-run, one axis changed)")
+    ap.add_argument("--tpe", type=int, default=0, metavar="N",
+                    help="instead: an N-trial TPE study over the spec's grid, signals cached")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
     setup_numba_cache()
-    jobs = default_jobs() if args.jobs <= 0 else args.jobs
-
     spec = load_spec(args.spec)
     ds = load_dataset(spec.dataset, splits=[spec.tune_split, spec.report_split])
     cache_dir = Path(args.cache_dir)
-    shutil.rmtree(cache_dir, ignore_errors=True)  # the first run starts from an empty cache
     Path(args.db).parent.mkdir(parents=True, exist_ok=True)
+    if args.tpe:
+        tpe_table(args, spec, ds, cache_dir)
+    elif args.phases:
+        phases(args, spec, ds, cache_dir)
+    else:
+        scoring_table(args, spec, ds, cache_dir)
+
+
+def phases(args, spec: SweepSpec, ds, cache_dir: Path) -> None:
+    """The sweep's phases, each timed end to end (no MLflow): see the module doc."""
+    jobs = default_jobs() if args.jobs <= 0 else args.jobs
+    shutil.rmtree(cache_dir, ignore_errors=True)  # the first run starts from an empty cache
 
     err.print("warming up: store, embeddings and ranx's numba kernels (not timed)")
     warm = spec.model_copy(update={"grid": spec.grid.model_copy(update={
@@ -159,6 +399,48 @@ def main() -> None:
                 ["phase", "points", "stages computed", "signals s", "points s", "wall s",
                  "points/s"], rows, args.markdown,
                 right=["points", "signals s", "points s", "wall s", "points/s"], notes=notes)
+
+
+def tpe_table(args, spec: SweepSpec, ds, cache_dir: Path) -> None:
+    """An N-trial TPE study (Optuna, seeded) over the spec's grid on a fresh study and an
+    empty fusion/metrics cache, signals cached; with and without MLflow tracking."""
+    import tempfile
+
+    from aiblox.eval.sweep.axes import SearchConfig
+    from aiblox.eval.sweep.tracking import SweepTracker
+
+    jobs = default_jobs() if args.jobs <= 0 else args.jobs
+    study = spec.model_copy(update={"name": f"{spec.name}_tpe{args.tpe}",
+                                    "search": SearchConfig(strategy="tpe", n=args.tpe, seed=0)})
+    err.print("signals (cached after the first run) ...")
+    warm = spec.model_copy(update={"grid": spec.grid.model_copy(update={
+        "blend": ["rrf"], "rrf_k": [60]}), "baseline": None})
+    run_sweep(warm, cache_dir=cache_dir, db=args.db, dataset=ds, jobs=jobs, progress=False)
+    rows = []
+    for label, tracking in (("MLflow tracking (sqlite)", True), ("--no-tracking", False)):
+        for stage in ("fusion", "metrics", "studies"):
+            shutil.rmtree(cache_dir / stage, ignore_errors=True)
+        err.print(f"{args.tpe} TPE trials, {label} ...")
+        with tempfile.TemporaryDirectory() as tmp:
+            tracker = (SweepTracker(f"sqlite:///{tmp}/mlflow.db", f"bench/{study.name}",
+                                    study.hash, study.model_dump(mode="json"))
+                       if tracking else None)
+            t0 = time.perf_counter()
+            r = run_sweep(study, cache_dir=cache_dir, db=args.db, dataset=ds, jobs=jobs,
+                          tracker=tracker, progress=False)
+            wall = time.perf_counter() - t0
+        rows.append([label, str(len(r.trials)), str(len(r.points)), f"{r.timings['signals_s']:.1f}",
+                     f"{r.timings['points_s']:.1f}", f"{wall:.1f}",
+                     f"{r.best.label} ({r.best.metrics[spec.tune_split][spec.primary]:.4f})"])
+    print_table(f"TPE study on {ds.name} ({spec.name}, {args.tpe} trials)",
+                ["run", "trials", "points scored", "signals s", "trials s", "wall s",
+                 f"best on {spec.tune_split}"], rows, args.markdown,
+                right=["trials", "points scored", "signals s", "trials s", "wall s"],
+                notes=[f"{len(ds.qrels[spec.tune_split])} {spec.tune_split} + "
+                       f"{len(ds.qrels[spec.report_split])} {spec.report_split} queries, "
+                       f"{jobs} numba threads; trials s: the trials and the conclusion "
+                       f"(Optuna's sampler and its SQLite study included); "
+                       f"{environment_line()}"])
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from aiblox.contracts.retrieval import ScoringConfig
-from aiblox.fusion.normalize import get_normalizer, minmax
+from aiblox.fusion.normalize import get_normalizer, minmax, sigmoid, zscore
 
 __all__ = ["BatchFusion", "FusedArrays"]
 
@@ -47,6 +47,18 @@ class FusedArrays(NamedTuple):
     def from_dict(cls, arrays: dict[str, np.ndarray]) -> FusedArrays:
         """From :meth:`as_dict`'s form."""
         return cls(arrays["positions"], arrays["counts"], arrays["scores"])
+
+
+def _python_lists(norm: Any, raw: list[list[float]]) -> tuple[np.ndarray, np.ndarray]:
+    """``norm`` of each list, flat, and each list's lowest normalised score (0.0 if empty)."""
+    flat: list[float] = []
+    mins = [0.0] * len(raw)
+    for qi, scores in enumerate(raw):
+        if scores:
+            normed = norm(scores)
+            flat.extend(normed)
+            mins[qi] = min(normed)
+    return np.asarray(flat, dtype=np.float64), np.asarray(mins, dtype=np.float64)
 
 
 def _kernels() -> Any:
@@ -115,25 +127,20 @@ class BatchFusion:
             norm = get_normalizer(name)
             out = []
             for raw, flat_pos in zip(self._raw, self._flat_pos, strict=True):
+                flat_raw = np.asarray([x for scores in raw for x in scores], dtype=np.float64)
+                offsets = np.zeros(len(raw) + 1, dtype=np.int64)
+                np.cumsum([len(scores) for scores in raw], out=offsets[1:])
                 if norm is minmax:  # compiled, step for step the same arithmetic
-                    flat_raw = np.asarray([x for scores in raw for x in scores], dtype=np.float64)
-                    offsets = np.zeros(len(raw) + 1, dtype=np.int64)
-                    np.cumsum([len(scores) for scores in raw], out=offsets[1:])
                     normed, mins = _kernels().minmax_lists(flat_raw, offsets)
-                    values = np.zeros(self.n, dtype=np.float64)
-                    values[flat_pos] = normed
-                    out += [values, mins]
-                    continue
-                flat: list[float] = []
-                mins_list = [0.0] * len(self.qids)
-                for qi, scores in enumerate(raw):
-                    if scores:
-                        normed_list = norm(scores)
-                        flat.extend(normed_list)
-                        mins_list[qi] = min(normed_list)
+                elif (norm is zscore or norm is sigmoid) and bool(
+                        (np.abs(flat_raw) < 1e150).all()):  # where Python's floats never overflow
+                    normed, mins = _kernels().zscore_lists(flat_raw, offsets, norm is sigmoid,
+                                                           2.0)
+                else:
+                    normed, mins = _python_lists(norm, raw)
                 values = np.zeros(self.n, dtype=np.float64)
-                values[flat_pos] = flat
-                out += [values, np.asarray(mins_list, dtype=np.float64)]
+                values[flat_pos] = normed
+                out += [values, mins]
             self._norm[name] = (out[0], out[2], out[1], out[3])
         return self._norm[name]
 

@@ -8,16 +8,22 @@ processes like ranx's own kernels.
   queries in parallel.
 - :func:`segment_order`: per query segment of a flat score array, its positions by score
   descending, ties by position (that is, document id) ascending, cut to ``top_k``: exactly the
-  order of ``numpy.lexsort((positions, -scores, segment))``, at a fraction of its cost (small
-  partial sorts that only order the ``top_k`` kept, blocks of queries in parallel).
+  order of ``numpy.lexsort((positions, -scores, segment))``, at a fraction of its cost (a
+  radix sort of a segment mostly kept, a partial quicksort that only orders the ``top_k``
+  kept of the others; blocks of queries in parallel).
 - :func:`minmax_lists`: :func:`aiblox.fusion.normalize.minmax` of many lists at once, step for
   step (Python's ``min``/``max`` keep the first of equal values, so do these loops).
+- :func:`zscore_lists`: :func:`~aiblox.fusion.normalize.zscore` (and ``sigmoid``) of many lists
+  at once, step for step: :func:`fsum` is CPython's ``math.fsum`` (Shewchuk's exact partials,
+  then its correctly rounded total), ``** 2`` and ``exp`` call the C library as CPython does.
 
 Parallel loops use numba's threads (:func:`aiblox.compiled.compiled_threads` sets how many: the
 sweep's ``--jobs``).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -27,10 +33,15 @@ setup_numba_cache()
 
 from numba import njit, prange  # noqa: E402 - after the cache folder is set
 
-__all__ = ["linear_scores", "minmax_lists", "rrf_scores", "segment_order"]
+__all__ = ["fsum", "linear_scores", "minmax_lists", "rrf_scores", "segment_order",
+           "zscore_lists"]
 
 _BLOCKS = 64
 """Query blocks of :func:`segment_order` (each sorts with its own scratch arrays)."""
+_RADIX_MIN = 96
+"""Segments shorter than this are sorted by comparisons (:func:`_partial_sort`)."""
+_RADIX_SHARE = 3
+"""A segment is radix sorted whole when at least ``1 / _RADIX_SHARE`` of it is kept."""
 
 
 @njit(cache=True, parallel=True)
@@ -84,6 +95,95 @@ def minmax_lists(raw: np.ndarray, offsets: np.ndarray
             span = hi - lo
             for i in range(a, b):
                 out[i] = (raw[i] - lo) / span
+        m = out[a]
+        for i in range(a + 1, b):
+            if out[i] < m:
+                m = out[i]
+        mins[q] = m
+    return out, mins
+
+
+@njit(cache=True)
+def fsum(x: np.ndarray, partials: np.ndarray) -> float:  # pragma: no cover - compiled
+    """CPython's ``math.fsum`` of finite ``x`` (``Modules/mathmodule.c``: Shewchuk's partials,
+    then the sum of the partials rounded once, half-way cases corrected); ``partials`` is
+    scratch of at least ``len(x)`` doubles."""
+    m = 0
+    for xi in x:
+        v = xi
+        i = 0
+        for j in range(m):
+            y = partials[j]
+            if abs(v) < abs(y):
+                t = v
+                v = y
+                y = t
+            hi = v + y
+            lo = y - (hi - v)
+            if lo != 0.0:
+                partials[i] = lo
+                i += 1
+            v = hi
+        m = i
+        partials[m] = v
+        m += 1
+    hi = 0.0
+    if m > 0:
+        n = m - 1
+        hi = partials[n]
+        lo = 0.0
+        while n > 0:
+            v = hi
+            n -= 1
+            y = partials[n]
+            hi = v + y
+            yr = hi - v
+            lo = y - yr
+            if lo != 0.0:
+                break
+        if n > 0 and ((lo < 0.0 and partials[n - 1] < 0.0) or
+                      (lo > 0.0 and partials[n - 1] > 0.0)):
+            y = lo * 2.0
+            v = hi + y
+            yr = v - hi
+            if y == yr:
+                hi = v
+    return hi
+
+
+@njit(cache=True)
+def zscore_lists(raw: np.ndarray, offsets: np.ndarray, logistic: bool, two: float
+                 ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """Per list ``raw[offsets[q]:offsets[q + 1]]``: its z-scores (all 0.0 when the variance is
+    0.0), or with ``logistic`` their logistic function, and the lowest of them (0.0 for an
+    empty list). ``two`` is 2.0, passed in so that ``d ** two`` stays a call of the C
+    library's ``pow``, as CPython's ``d ** 2`` is (not folded into ``d * d``)."""
+    out = np.empty(raw.shape[0], dtype=np.float64)
+    mins = np.zeros(offsets.shape[0] - 1, dtype=np.float64)
+    longest = 0
+    for q in range(offsets.shape[0] - 1):
+        longest = max(longest, offsets[q + 1] - offsets[q])
+    partials = np.empty(longest + 1, dtype=np.float64)
+    sq = np.empty(longest, dtype=np.float64)
+    for q in range(offsets.shape[0] - 1):
+        a, b = offsets[q], offsets[q + 1]
+        n = b - a
+        if n == 0:
+            continue
+        mean = fsum(raw[a:b], partials) / n
+        for i in range(n):
+            sq[i] = (raw[a + i] - mean) ** two
+        var = fsum(sq[:n], partials) / n
+        if var == 0.0:
+            for i in range(a, b):
+                out[i] = 0.0
+        else:
+            std = math.sqrt(var)
+            for i in range(a, b):
+                out[i] = (raw[i] - mean) / std
+        if logistic:
+            for i in range(a, b):
+                out[i] = 1.0 / (1.0 + math.exp(-out[i]))
         m = out[a]
         for i in range(a + 1, b):
             if out[i] < m:
@@ -167,6 +267,74 @@ def _partial_sort(v: np.ndarray, idx: np.ndarray, lo: int, hi: int, k_end: int,
             idx[j + 1] = t
 
 
+@njit(cache=True)
+def _radix_sort(v: np.ndarray, idx: np.ndarray, s: int, n: int, fbuf: np.ndarray,
+                keys: np.ndarray, keys2: np.ndarray, idx2: np.ndarray,
+                hist: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``idx[:n]`` = positions ``s .. s + n - 1`` in :func:`_before` order, all of them.
+
+    Each score becomes a 64-bit key whose unsigned order is descending score order (-0.0 is
+    keyed as 0.0: they are equal scores). A stable LSD radix sort orders the keys' high 32
+    bits (a byte every key shares is skipped), starting from position order; then each run of
+    keys with equal high halves (rare: scores equal to about 7 significant digits) is put in
+    full-key order by a stable insertion sort, so equal scores stay in position order."""
+    for i in range(n):
+        x = v[s + i]
+        fbuf[i] = 0.0 if x == 0.0 else x
+    bits = fbuf[:n].view(np.uint64)
+    sign = np.uint64(1) << np.uint64(63)
+    for i in range(n):
+        b = bits[i]
+        # ascending float order as unsigned order, then reversed (descending scores)
+        asc = ~b if (b & sign) != np.uint64(0) else b | sign
+        keys[i] = ~asc
+        idx[i] = s + i
+    hist[:, :] = 0
+    for i in range(n):
+        k = keys[i]
+        for d in range(4, 8):
+            hist[d, (k >> np.uint64(8 * d)) & np.uint64(255)] += 1
+    src_k, src_i, dst_k, dst_i = keys, idx, keys2, idx2
+    for d in range(4, 8):
+        h = hist[d]
+        if h[(src_k[0] >> np.uint64(8 * d)) & np.uint64(255)] == n:
+            continue  # every key has this byte: the pass would change nothing
+        total = 0
+        for c in range(256):
+            t = h[c]
+            h[c] = total
+            total += t
+        for i in range(n):
+            k = src_k[i]
+            c = (k >> np.uint64(8 * d)) & np.uint64(255)
+            at = h[c]
+            h[c] = at + 1
+            dst_k[at] = k
+            dst_i[at] = src_i[i]
+        src_k, src_i, dst_k, dst_i = dst_k, dst_i, src_k, src_i
+    high = np.uint64(32)
+    a = 0
+    while a < n:  # runs of equal high halves: insertion sort by the full key, stable
+        top = src_k[a] >> high
+        b = a + 1
+        while b < n and (src_k[b] >> high) == top:
+            b += 1
+        for i in range(a + 1, b):
+            k = src_k[i]
+            p = src_i[i]
+            j = i - 1
+            while j >= a and src_k[j] > k:
+                src_k[j + 1] = src_k[j]
+                src_i[j + 1] = src_i[j]
+                j -= 1
+            src_k[j + 1] = k
+            src_i[j + 1] = p
+        a = b
+    if src_i is not idx:
+        for i in range(n):
+            idx[i] = src_i[i]
+
+
 @njit(cache=True, parallel=True)
 def segment_order(scores: np.ndarray, starts: np.ndarray, counts: np.ndarray,
                   top_k: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
@@ -174,8 +342,10 @@ def segment_order(scores: np.ndarray, starts: np.ndarray, counts: np.ndarray,
 
     Segment ``q`` is ``scores[starts[q]:starts[q] + counts[q]]``; best first is score
     descending, ties in position order (positions follow document ids), as a stable sort of
-    the negated scores gives. ``top_k < 0`` keeps every position; otherwise only the first
-    ``top_k`` of a segment are put in order (a partial quicksort).
+    the negated scores gives. ``top_k < 0`` keeps every position. A segment of which most is
+    kept (and not tiny) is radix sorted whole (:func:`_radix_sort`, no branches to mispredict);
+    otherwise only its first ``top_k`` are put in order (a partial quicksort). Both give the
+    one order :func:`_before` defines.
     """
     nq = starts.shape[0]
     kept = counts.copy()
@@ -193,12 +363,20 @@ def segment_order(scores: np.ndarray, starts: np.ndarray, counts: np.ndarray,
     for blk in prange(blocks):
         idx = np.empty(longest, dtype=np.int64)
         stack = np.empty(2 * longest + 2, dtype=np.int64)
+        fbuf = np.empty(longest, dtype=np.float64)
+        keys = np.empty(longest, dtype=np.uint64)
+        keys2 = np.empty(longest, dtype=np.uint64)
+        idx2 = np.empty(longest, dtype=np.int64)
+        hist = np.empty((8, 256), dtype=np.int64)
         for q in range(blk * nq // blocks, (blk + 1) * nq // blocks):
             s = starts[q]
             n = counts[q]
-            for i in range(n):
-                idx[i] = s + i
-            _partial_sort(scores, idx, 0, n, kept[q], stack)
+            if n >= _RADIX_MIN and kept[q] * _RADIX_SHARE >= n:
+                _radix_sort(scores, idx, s, n, fbuf, keys, keys2, idx2, hist)
+            else:
+                for i in range(n):
+                    idx[i] = s + i
+                _partial_sort(scores, idx, 0, n, kept[q], stack)
             for i in range(kept[q]):
                 out[at[q] + i] = idx[i]
     return out, kept

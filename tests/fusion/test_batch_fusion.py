@@ -117,3 +117,58 @@ def test_compiled_minmax_is_the_normaliser_bit_for_bit(lists):
     assert normed.tobytes() == np.asarray(expect, dtype=np.float64).tobytes()
     assert mins.tobytes() == np.asarray([min(minmax(xs)) if xs else 0.0 for xs in lists],
                                         dtype=np.float64).tobytes()
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(96, 700), spread=st.integers(1, 40), top_k=st.sampled_from([-1, 400]),
+       seed=st.integers(0, 2**32 - 1))
+def test_radix_sort_orders_scores_equal_to_seven_digits(n, spread, top_k, seed):
+    """Long segments (radix sorted) whose scores differ only in their last bits (equal high
+    halves of the sort keys: the insertion-sort fix-up), with exact ties, negatives and -0.0:
+    numpy's stable order of the negated scores."""
+    import numpy as np
+
+    from aiblox.fusion import kernels
+
+    rng = np.random.default_rng(seed)
+    base = rng.choice([0.5, -0.25, 3.0, 0.0], n)
+    neg = -(base + rng.integers(0, spread, n) * 2.0 ** -50)
+    neg[rng.random(n) < 0.05] = -0.0
+    counts = np.asarray([n // 3, n - n // 3], dtype=np.int64)
+    starts = np.asarray([0, n // 3], dtype=np.int64)
+    positions, kept = kernels.segment_order(-neg, starts, counts, top_k)
+    expect = []
+    for s, c in zip(starts.tolist(), counts.tolist(), strict=True):
+        order = s + np.argsort(neg[s:s + c], kind="stable")
+        expect.extend(order[:c if top_k < 0 else min(c, top_k)].tolist())
+    assert positions.tolist() == expect
+
+
+finite = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(lists=st.lists(st.lists(st.one_of(finite, st.sampled_from([0.0, -0.0, 1e-300, 0.5])),
+                               max_size=12), min_size=1, max_size=6))
+def test_compiled_zscore_and_sigmoid_are_the_normalisers_bit_for_bit(lists):
+    """CPython's fsum, ``** 2``, sqrt and exp, step for step: the same doubles as the Python
+    normalisers (constant lists, empty lists, signed zeros and tiny values included)."""
+    import math
+
+    import numpy as np
+
+    from aiblox.fusion import kernels
+    from aiblox.fusion.normalize import sigmoid, zscore
+
+    offsets = np.zeros(len(lists) + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in lists], out=offsets[1:])
+    flat = np.asarray([x for xs in lists for x in xs], dtype=np.float64)
+    for logistic, norm in ((False, zscore), (True, sigmoid)):
+        normed, mins = kernels.zscore_lists(flat, offsets, logistic, 2.0)
+        expect = [x for xs in lists for x in norm(xs)]
+        assert normed.tobytes() == np.asarray(expect, dtype=np.float64).tobytes()
+        assert mins.tobytes() == np.asarray([min(norm(xs)) if xs else 0.0 for xs in lists],
+                                            dtype=np.float64).tobytes()
+    for xs in lists:
+        assert kernels.fsum(np.asarray(xs, dtype=np.float64),
+                            np.empty(len(xs) + 1)) == math.fsum(xs)

@@ -78,6 +78,15 @@ def test_parent_and_children_logged_once(env, sample_dataset, sweep_db):
             "per_query.test.parquet"} <= arts
     local = client.download_artifacts(child.info.run_id, "manifest.json", str(env["root"]))
     assert json.loads(Path(local).read_text())["config_hash"] == point.config_hash
+    # the TREC file is written from the compact run: the text trec_run gives of the decoded run
+    from aiblox.eval.sweep.cache import StageCache
+    from aiblox.eval.sweep.outputs import load_fused_run
+
+    stages = {s["name"]: s["key"] for s in point.manifest.splits["test"].stages}
+    trec = client.download_artifacts(child.info.run_id, "run.test.trec", str(env["root"]))
+    run = load_fused_run(StageCache(env["cache"]), stages["signals"], stages["fusion"])
+    assert any(run.values())
+    assert Path(trec).read_text() == trec_run(run, f"aiblox-{point.config_hash[:12]}")
 
 
 def test_rerun_logs_nothing_twice(env, sample_dataset, sweep_db):

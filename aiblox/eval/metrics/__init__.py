@@ -10,7 +10,7 @@ module                    holds
 ``names``                 which metric names ranx computes, checked before any work
 ``ranking``               :func:`evaluate_run` and :class:`QrelsScorer` (ranx, one route)
 ``packed``                metric values as named arrays (a sweep's metrics stage output)
-``kernels``               the compiled kernel that builds ranx runs (numba, on first use)
+``kernels``               the compiled metrics (ranx's numbers) and ranx run builder (numba)
 ``chunks``                chunk metrics of returned evidence (answer recall@k, tokens,
                           max-passage projection)
 ``squad``                 SQuAD exact match and token F1

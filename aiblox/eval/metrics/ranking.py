@@ -11,17 +11,19 @@ qrels but with nothing retrieved score 0.
 
 ranx's documented route turns qrels and run into ``Qrels``/``Run`` objects (numba typed
 dictionaries, then sorted typed lists) on every call, which costs most of a second on a few
-hundred queries, and several seconds of compilation in every new process. ``ranx.evaluate``
-also accepts the typed lists themselves: :class:`QrelsScorer` builds the qrels list once and each
-run's list directly, then calls ``ranx.evaluate``: judged documents are mapped to exact small
-integers (instead of ranx's float-cast string hashes), every unjudged one to -1 (ranx's metrics
-only ever match run documents against judged ones). The numbers are ranx's;
-``tests/eval/test_ranking_metrics.py`` holds them equal to the ``Qrels``/``Run`` route.
+hundred queries, and several seconds of compilation in every new process. :class:`QrelsScorer`
+builds the judgements once, judged documents mapped to exact small integers (instead of ranx's
+float-cast string hashes), every unjudged one to -1 (ranx's metrics only ever match run
+documents against judged ones). ranx's own kernels then walk a typed list per metric; instead,
+:func:`~aiblox.eval.metrics.kernels.ranking_metrics` computes every metric of a run in one
+compiled pass (hits, hit rate, precision, recall, mrr, map, dcg, nDCG and the Burges forms, at
+any ``k`` and relevance level) with ranx's arithmetic in ranx's order, so the doubles are ranx's
+bit for bit; f1, r-precision, bpref and rbp still go to ``ranx.evaluate`` on the typed lists.
+``tests/eval/test_ranking_metrics.py`` holds every value equal to the ``Qrels``/``Run`` route.
 
 :meth:`QrelsScorer.evaluate_packed` scores a run already in compact form (per kept hit its
-document's code from :meth:`QrelsScorer.codes`, per query the number of hits; the run list is
-built by a compiled kernel, :mod:`aiblox.eval.metrics.kernels`): the sweep's hot path, which
-never turns a fused run back into strings.
+document's code from :meth:`QrelsScorer.codes`, per query the number of hits): the sweep's hot
+path, which never turns a fused run back into strings.
 """
 
 from __future__ import annotations
@@ -93,6 +95,12 @@ class QrelsScorer:
                 arr[i, 1] = g
             arrays.append(arr)
         self._qrels = List(arrays) if arrays else None
+        # the same judgements flat, for the compiled metrics (:func:`ranking_metrics`)
+        self._q_offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
+        np.cumsum([len(a) for a in arrays], out=self._q_offsets[1:])
+        flat = np.concatenate(arrays) if arrays else np.zeros((0, 2), dtype=np.float64)
+        self._q_codes = np.ascontiguousarray(flat[:, 0])
+        self._q_grades = np.ascontiguousarray(flat[:, 1])
 
     def _id(self, doc: str) -> int:
         i = self._ids.get(doc)
@@ -120,30 +128,50 @@ class QrelsScorer:
         without building per-query dictionaries: the sweep's hot path."""
         if self._qrels is None:
             return _no_queries(metrics)
-        from aiblox.eval.metrics.kernels import run_arrays
-
         offsets = np.zeros(len(qids) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
-        if list(qids) != self.qids:  # judged queries only, in the qrels' order
+        if list(qids) == self.qids:
+            starts, lens = offsets[:-1], np.diff(offsets)
+        else:  # judged queries only, in the qrels' order; a judged query not run has no hits
             at = {q: i for i, q in enumerate(qids)}
-            parts_c, parts_n = [], []
-            for q in self.qids:
-                i = at.get(q)
-                if i is None:
-                    parts_n.append(0)
-                else:
-                    parts_c.append(codes[offsets[i]:offsets[i + 1]])
-                    parts_n.append(int(offsets[i + 1] - offsets[i]))
-            codes = np.concatenate(parts_c) if parts_c else np.zeros(0, dtype=np.float64)
-            offsets = np.zeros(len(self.qids) + 1, dtype=np.int64)
-            np.cumsum(parts_n, out=offsets[1:])
-        run = run_arrays(np.ascontiguousarray(codes, dtype=np.float64), offsets)
-        return self._packed(run, metrics)
+            where = np.asarray([at.get(q, -1) for q in self.qids], dtype=np.int64)
+            starts = np.where(where >= 0, offsets[where], 0)
+            lens = np.where(where >= 0, offsets[where + 1] - offsets[where], 0)
+        codes = np.ascontiguousarray(codes, dtype=np.float64)
+        return self._packed_codes(codes, np.ascontiguousarray(starts, dtype=np.int64),
+                                  np.ascontiguousarray(lens, dtype=np.int64), metrics)
 
-    def _packed(self, run: Any, metrics: Sequence[str]) -> dict[str, np.ndarray]:
+    def _packed_codes(self, codes: np.ndarray, starts: np.ndarray, lens: np.ndarray,
+                      metrics: Sequence[str]) -> dict[str, np.ndarray]:
+        """The metrics of judged query ``q``'s run ``codes[starts[q]:starts[q] + lens[q]]``
+        (best first): ranx's own kernels' numbers, computed by :func:`ranking_metrics` in one
+        pass over the run (the metrics it covers) or by ranx (the others: f1, r-precision,
+        bpref, rbp)."""
+        from aiblox.eval.metrics.kernels import KINDS, ranking_metrics, run_arrays
+
+        validate_metrics(metrics)  # cached: a bad name fails here, never inside a kernel
+        parsed = [_parse(m) for m in metrics]
+        own = [i for i, (kind, _, _) in enumerate(parsed) if kind in KINDS]
+        matrix = np.zeros((len(metrics), len(self.qids)), dtype=np.float64)
+        if own:
+            matrix[own] = ranking_metrics(
+                codes, starts, lens, self._q_codes, self._q_offsets, self._q_grades,
+                np.asarray([KINDS[parsed[i][0]] for i in own], dtype=np.int64),
+                np.asarray([parsed[i][1] for i in own], dtype=np.int64),
+                np.asarray([parsed[i][2] for i in own], dtype=np.int64))
+        rest = [i for i in range(len(metrics)) if i not in own]
+        if rest:
+            offsets = np.zeros(len(self.qids) + 1, dtype=np.int64)
+            np.cumsum(lens, out=offsets[1:])
+            flat = (np.concatenate([codes[s:s + n] for s, n in zip(starts, lens, strict=True)])
+                    if len(lens) else np.zeros(0, dtype=np.float64))
+            run = run_arrays(np.ascontiguousarray(flat, dtype=np.float64), offsets)
+            matrix[rest] = self._ranx(run, [metrics[i] for i in rest], metrics)
+        return pack_metrics(metrics, self.qids, [float(np.mean(row)) for row in matrix], matrix)
+
+    def _ranx(self, run: Any, metrics: Sequence[str], asked: Sequence[str]) -> np.ndarray:
         """ranx's per-query scores of a typed-list run (one row per metric, columns in
-        :attr:`qids` order) and their means, as :func:`pack_metrics` arrays."""
-        validate_metrics(metrics)  # cached: a bad name fails here, never inside ranx
+        :attr:`qids` order); ``asked``: every metric of the call (named in an error)."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             from ranx import evaluate
@@ -159,13 +187,12 @@ class QrelsScorer:
                 unrelevant = [q for q, arr in zip(self.qids, self._qrels or [], strict=True)
                               if not (arr[:, 1] > 0).any()]
                 raise ValueError(
-                    f"metrics {', '.join(metrics)}: ranx divided by zero; {len(unrelevant)} "
+                    f"metrics {', '.join(asked)}: ranx divided by zero; {len(unrelevant)} "
                     f"judged queries have no relevant document (e.g. "
                     f"{', '.join(unrelevant[:3]) or '-'}), for which bpref is undefined: leave "
                     f"bpref out or drop those queries' judgements") from None
-        matrix = np.asarray([np.asarray(scores[m], dtype=np.float64) for m in metrics],
-                            dtype=np.float64).reshape(len(metrics), len(self.qids))
-        return pack_metrics(metrics, self.qids, [float(np.mean(row)) for row in matrix], matrix)
+        return np.asarray([np.asarray(scores[m], dtype=np.float64) for m in metrics],
+                          dtype=np.float64).reshape(len(metrics), len(self.qids))
 
     def evaluate(self, run: Mapping[str, Sequence[Sequence[Any]]], metrics: Sequence[str]
                  ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
@@ -178,19 +205,27 @@ class QrelsScorer:
         """:meth:`evaluate` as :func:`pack_metrics` arrays."""
         if self._qrels is None:
             return _no_queries(metrics)
-        from numba.typed import List
-
-        arrays = []
         get = self._ids.get
-        for q in self.qids:
-            hits = run.get(q, ())
-            n = len(hits)
-            arr = np.empty((n, 2), dtype=np.float64)
-            # a document absent from the qrels matches nothing, so all share the id -1
-            arr[:, 0] = [get(d, -1) for d, _ in hits]
-            arr[:, 1] = np.arange(n, 0, -1, dtype=np.float64)
-            arrays.append(arr)
-        return self._packed(List(arrays), metrics)
+        parts = [[get(d, -1) for d, _ in run.get(q, ())] for q in self.qids]
+        lens = np.asarray([len(p) for p in parts], dtype=np.int64)
+        starts = np.zeros(len(parts), dtype=np.int64)
+        np.cumsum(lens[:-1], out=starts[1:])
+        # a document absent from the qrels matches nothing, so all share the id -1
+        codes = np.asarray([c for p in parts for c in p], dtype=np.float64)
+        return self._packed_codes(codes, starts, lens, metrics)
+
+
+def _parse(name: str) -> tuple[str, int, int]:
+    """ranx's reading of a metric name (``ndcg@10-l2``): base name, ``k`` (0: all) and
+    relevance level (rbp's persistence is not a ``k``: rbp goes to ranx whole)."""
+    level = 1
+    if "-l" in name:
+        name, lvl = name.split("-l")
+        level = int(lvl)
+    base, _, k = name.partition("@")
+    if base.startswith("rbp"):
+        return "rbp", 0, level
+    return base, int(k) if k else 0, level
 
 
 def _no_queries(metrics: Sequence[str]) -> dict[str, np.ndarray]:

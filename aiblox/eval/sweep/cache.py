@@ -89,26 +89,14 @@ class StageCacheCorrupt(StageCacheError):
         self.name, self.key, self.path, self.reason = name, key, path, reason
 
 
-def _fsync_dir(folder: Path) -> None:
-    """Make a rename in ``folder`` durable (where the platform allows opening a folder)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` under a temporary name unique to this process and thread, flush it to
-    disk, then rename it into place (and flush the folder): a reader never sees a partial
-    file, a crash never leaves one under the real name, and parallel writers of one key (same
-    bytes) simply replace each other. The folder is made when missing. Failures are a
-    :class:`StageCacheError` naming the folder."""
+    """Write ``data`` under a temporary name unique to this process and thread, then rename it
+    into place: a reader never sees a partial file, a killed process never leaves one under
+    the real name, and parallel writers of one key (same bytes) simply replace each other. No
+    ``fsync``: every read checks the output's sha256 against its meta (a meta without its
+    output, or an output cut short by a power loss, is a damaged entry, computed again), and
+    two syncs per file cost a sweep more than its fusion and metrics. The folder is made when
+    missing. Failures are a :class:`StageCacheError` naming the folder."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}-"
                          f"{next(_TMP_SEQ)}.tmp")
     try:
@@ -119,10 +107,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
             f = open(tmp, "wb")  # noqa: SIM115
         with f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
         os.replace(tmp, path)
-        _fsync_dir(path.parent)
     except OSError as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)

@@ -35,6 +35,7 @@ class StageReader:
     def __init__(self, cache: StageCache) -> None:
         self.cache = cache
         self._indexes: dict[str, BatchFusion] = {}
+        self._heads: dict[str, tuple[list[str], list[int]]] = {}
 
     def index(self, signals_key: str,
               signals: Callable[[], dict[str, Any]] | None = None) -> BatchFusion:
@@ -48,12 +49,38 @@ class StageReader:
     def forget(self, signals_key: str) -> None:
         """Drop the index of a signals output (built again, from a fresh read, on next use)."""
         self._indexes.pop(signals_key, None)
+        self._heads.pop(signals_key, None)
 
     def fused_run(self, signals_key: str, fusion_key: str) -> dict[str, list[list[Any]]]:
         """A cached fused run as ``{qid: [[doc_id, score], ...]}``;
         :class:`~aiblox.eval.sweep.cache.StageCacheCorrupt` when an entry it reads is damaged."""
         fused = FusedArrays.from_dict(self.cache.load("fusion", fusion_key))
         return self.index(signals_key).decode(fused)
+
+    def fused_trec(self, signals_key: str, fusion_key: str, tag: str) -> str:
+        """:func:`~aiblox.eval.sweep.tracking.trec_run` of a cached fused run, the same text,
+        written from the compact run (no ``{qid: [[doc, score]]}`` in between; each split's
+        ``"qid Q0 doc "`` heads are built once per reader)."""
+        fused = FusedArrays.from_dict(self.cache.load("fusion", fusion_key))
+        index = self.index(signals_key)
+        if signals_key not in self._heads:
+            docs = index.docs.tolist()
+            heads = [f"{q} Q0 " for q in index.qids]
+            seg = index.seg.tolist()
+            self._heads[signals_key] = ([heads[s] + d + " " for s, d in zip(seg, docs,
+                                                                           strict=True)],
+                                        sorted(range(len(index.qids)),
+                                               key=index.qids.__getitem__))
+        heads, by_id = self._heads[signals_key]
+        starts = [0] * len(index.qids)
+        counts = fused.counts.tolist()
+        for i in range(1, len(counts)):
+            starts[i] = starts[i - 1] + counts[i - 1]
+        positions, scores = fused.positions.tolist(), fused.scores.tolist()
+        end = f" {tag}"
+        lines = [f"{heads[positions[j]]}{j - a + 1} {scores[j]!r}{end}"
+                 for a, n in ((starts[q], counts[q]) for q in by_id) for j in range(a, a + n)]
+        return "\n".join(lines) + ("\n" if lines else "")
 
     def per_query(self, stages: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
         """:func:`logged_per_query` of one split's stage records."""

@@ -10,7 +10,7 @@ phases:
    every (split, retrieval setting) the points need runs once, or is found cached (then not
    read: a sweep whose fusion and metrics are all cached never reads its signals);
 2. points: one after another in this process, each point's compiled work (fused scores,
-   per-query sorts, ranx's metrics) on ``jobs`` numba threads; each point is logged to MLflow
+   per-query sorts, the metrics) on ``jobs`` numba threads; each point is logged to MLflow
    (``tracker``) as it finishes. Worker processes were measured slower on 2 cores (each must
    read the signals back, normalise them again and hand the runs back;
    ``benchmarks/README.md``, "Fusion sweep"). With a model-based ``[search] strategy`` the points

@@ -702,9 +702,9 @@ class SweepTracker:
                 name = split_file(split)
                 signals = next(s for s in sm.stages if s["name"] == "signals")
                 fusion = next(s for s in sm.stages if s["name"] == "fusion")
-                run_out = reader.fused_run(signals["key"], fusion["key"])
                 (folder / f"run.{name}.trec").write_text(
-                    trec_run(run_out, f"aiblox-{point.config_hash[:12]}"), encoding="utf-8")
+                    reader.fused_trec(signals["key"], fusion["key"],
+                                      f"aiblox-{point.config_hash[:12]}"), encoding="utf-8")
                 # every stage with per-query values: ranx; chunk and answer metrics (pipeline)
                 per_query = reader.per_query(sm.stages)
                 rows = [{"query_id": q, "metric": metric, "value": v}
