@@ -99,11 +99,13 @@ def _ranx_optimize(spec: SweepSpec, ds, cache: StageCache, result) -> dict:
 
 
 # -- the scoring loop on 1,000-deep runs, next to ranx's route ---------------------------------
-def _deep_spec(spec: SweepSpec, depth: int) -> SweepSpec:
+def _deep_spec(spec: SweepSpec, depth: int, keep: int | None = None) -> SweepSpec:
     """The spec's fusion grid (weights, normalisations, RRF k) at one candidate depth, every
-    fused run kept ``depth`` deep."""
+    fused run kept ``keep`` deep (``depth`` when not given)."""
+    keep = depth if keep is None else keep
     data = spec.model_dump(mode="json", exclude_none=True)
-    data.update(name=f"{spec.name}_deep{depth}", base={**data["base"], "top_k_items": depth},
+    name = f"{spec.name}_deep{depth}" + ("" if keep == depth else f"_keep{keep}")
+    data.update(name=name, base={**data["base"], "top_k_items": keep},
                 grid={**data["grid"], "depth": [depth]})
     data.pop("baseline", None)
     return SweepSpec.model_validate(data)
@@ -169,7 +171,8 @@ def scoring_table(args, spec: SweepSpec, ds, cache_dir: Path) -> None:
     from aiblox.eval.sweep.cache import encode_arrays
     from aiblox.hashing import sha256_bytes
 
-    deep = _deep_spec(spec, args.depth)
+    deep = _deep_spec(spec, args.depth, args.keep)
+    keep = int(deep.base.get("top_k_items", args.depth))
     split = deep.report_split
     err.print(f"signals at depth {args.depth} (retrieved once, then cached) ...")
     warm = deep.model_copy(update={"grid": deep.grid.model_copy(update={
@@ -262,7 +265,9 @@ def scoring_table(args, spec: SweepSpec, ds, cache_dir: Path) -> None:
                      f"{1000 * cpu / len(r.points):.2f}",
                      f"{r.timings['points_per_s']:.1f}", "-",
                      f"best {r.best.label}"])
-    notes = [f"{len(qrels)} {split} queries, {args.depth}-deep lists and fused runs, metrics "
+    runs = ("lists and fused runs" if keep == args.depth
+            else f"lists, fused runs kept {keep} deep")
+    notes = [f"{len(qrels)} {split} queries, {args.depth}-deep {runs}, metrics "
              f"{', '.join(metrics)}; {jobs} numba threads; best of {args.repeat} passes; "
              f"ranx route on {len(ranx_points)} of the points (min-max wsum and rrf)",
              "ms/point: wall clock; CPU ms/point: process CPU time (all threads), steadier on a "
@@ -271,7 +276,8 @@ def scoring_table(args, spec: SweepSpec, ds, cache_dir: Path) -> None:
              " the whole-sweep rows count each point on both splits, stage cache writes and "
              "(with tracking) one MLflow child run per point, artifacts included",
              environment_line()]
-    print_table(f"Fusion scoring on {ds.name} {split} ({args.depth}-deep runs)",
+    print_table(f"Fusion scoring on {ds.name} {split} ({args.depth}-deep runs"
+                + ("" if keep == args.depth else f", fused runs kept {keep}") + ")",
                 ["route", "points", "ms/point", "CPU ms/point", "points/s", "index s", "check"],
                 rows, args.markdown,
                 right=["points", "ms/point", "CPU ms/point", "points/s", "index s"],
@@ -316,6 +322,8 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=0, help="numba threads (0: all cores)")
     ap.add_argument("--depth", type=int, default=1000,
                     help="candidate depth and fused-run depth of the scoring table")
+    ap.add_argument("--keep", type=int, default=None,
+                    help="fused-run depth (default: --depth; the shipped specs keep 100)")
     ap.add_argument("--repeat", type=int, default=3, help="passes of the scoring loop (best)")
     ap.add_argument("--phases", action="store_true",
                     help="instead: the sweep's phases (first run, re-run, one axis changed)")
