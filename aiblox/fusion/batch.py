@@ -19,6 +19,7 @@ first use); :meth:`BatchFusion.decode` turns it into ``{qid: [[doc_id, score], .
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -113,6 +114,7 @@ class BatchFusion:
         self._flat_pos = (np.asarray([p for pos in self._pos_t for p in pos], dtype=np.int64),
                           np.asarray([p for pos in self._pos_v for p in pos], dtype=np.int64))
         self._where: list[dict[str, int]] | None = None
+        self._flat: list[tuple[np.ndarray, np.ndarray]] | None = None
         self._norm: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
 
     @classmethod
@@ -120,16 +122,27 @@ class BatchFusion:
         """From a ``signals`` stage output (``{"qids", "text", "vec"}``)."""
         return cls(sig["qids"], sig["text"], sig["vec"])
 
+    def _flat_raw(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each list's raw scores flat, with the offsets of its queries (built once: every
+        normalisation reads them)."""
+        if self._flat is None:
+            self._flat = []
+            for raw in self._raw:
+                offsets = np.zeros(len(raw) + 1, dtype=np.int64)
+                np.cumsum([len(scores) for scores in raw], out=offsets[1:])
+                flat = np.fromiter(chain.from_iterable(raw), dtype=np.float64,
+                                   count=int(offsets[-1]))
+                self._flat.append((flat, offsets))
+        return self._flat
+
     def _normalised(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Per flat position: normalised text and vector scores (0 where absent), and per
         query the lowest normalised score of each list (0 for an empty list)."""
         if name not in self._norm:
             norm = get_normalizer(name)
             out = []
-            for raw, flat_pos in zip(self._raw, self._flat_pos, strict=True):
-                flat_raw = np.asarray([x for scores in raw for x in scores], dtype=np.float64)
-                offsets = np.zeros(len(raw) + 1, dtype=np.int64)
-                np.cumsum([len(scores) for scores in raw], out=offsets[1:])
+            for raw, flat_pos, (flat_raw, offsets) in zip(self._raw, self._flat_pos,
+                                                          self._flat_raw(), strict=True):
                 if norm is minmax:  # compiled, step for step the same arithmetic
                     normed, mins = _kernels().minmax_lists(flat_raw, offsets)
                 elif (norm is zscore or norm is sigmoid) and bool(

@@ -37,7 +37,8 @@ __all__ = ["fsum", "linear_scores", "minmax_lists", "rrf_scores", "segment_order
            "zscore_lists"]
 
 _BLOCKS = 64
-"""Query blocks of :func:`segment_order` (each sorts with its own scratch arrays)."""
+"""Query blocks of :func:`segment_order` and :func:`zscore_lists` (each with its own scratch
+arrays)."""
 _RADIX_MIN = 96
 """Segments shorter than this are sorted by comparisons (:func:`_partial_sort`)."""
 _RADIX_SHARE = 3
@@ -151,45 +152,57 @@ def fsum(x: np.ndarray, partials: np.ndarray) -> float:  # pragma: no cover - co
     return hi
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def zscore_lists(raw: np.ndarray, offsets: np.ndarray, logistic: bool, two: float
                  ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
     """Per list ``raw[offsets[q]:offsets[q + 1]]``: its z-scores (all 0.0 when the variance is
     0.0), or with ``logistic`` their logistic function, and the lowest of them (0.0 for an
     empty list). ``two`` is 2.0, passed in so that ``d ** two`` stays a call of the C
-    library's ``pow``, as CPython's ``d ** 2`` is (not folded into ``d * d``)."""
+    library's ``pow``, as CPython's ``d ** 2`` is (not folded into ``d * d``). Lists are
+    independent: blocks of them run in parallel, each with its own scratch arrays."""
+    nq = offsets.shape[0] - 1
     out = np.empty(raw.shape[0], dtype=np.float64)
-    mins = np.zeros(offsets.shape[0] - 1, dtype=np.float64)
+    mins = np.zeros(nq, dtype=np.float64)
     longest = 0
-    for q in range(offsets.shape[0] - 1):
+    for q in range(nq):
         longest = max(longest, offsets[q + 1] - offsets[q])
-    partials = np.empty(longest + 1, dtype=np.float64)
-    sq = np.empty(longest, dtype=np.float64)
-    for q in range(offsets.shape[0] - 1):
-        a, b = offsets[q], offsets[q + 1]
-        n = b - a
-        if n == 0:
-            continue
-        mean = fsum(raw[a:b], partials) / n
-        for i in range(n):
-            sq[i] = (raw[a + i] - mean) ** two
-        var = fsum(sq[:n], partials) / n
-        if var == 0.0:
-            for i in range(a, b):
-                out[i] = 0.0
-        else:
-            std = math.sqrt(var)
-            for i in range(a, b):
-                out[i] = (raw[i] - mean) / std
-        if logistic:
-            for i in range(a, b):
-                out[i] = 1.0 / (1.0 + math.exp(-out[i]))
-        m = out[a]
-        for i in range(a + 1, b):
-            if out[i] < m:
-                m = out[i]
-        mins[q] = m
+    blocks = min(nq, _BLOCKS)
+    for blk in prange(blocks):
+        partials = np.empty(longest + 1, dtype=np.float64)
+        sq = np.empty(longest, dtype=np.float64)
+        for q in range(blk * nq // blocks, (blk + 1) * nq // blocks):
+            _zscore_list(raw, offsets[q], offsets[q + 1], logistic, two, out, mins, q,
+                         partials, sq)
     return out, mins
+
+
+@njit(cache=True)
+def _zscore_list(raw: np.ndarray, a: int, b: int, logistic: bool, two: float, out: np.ndarray,
+                 mins: np.ndarray, q: int, partials: np.ndarray, sq: np.ndarray
+                 ) -> None:  # pragma: no cover - compiled
+    """One list of :func:`zscore_lists`, written into ``out[a:b]`` and ``mins[q]``."""
+    n = b - a
+    if n == 0:
+        return
+    mean = fsum(raw[a:b], partials) / n
+    for i in range(n):
+        sq[i] = (raw[a + i] - mean) ** two
+    var = fsum(sq[:n], partials) / n
+    if var == 0.0:
+        for i in range(a, b):
+            out[i] = 0.0
+    else:
+        std = math.sqrt(var)
+        for i in range(a, b):
+            out[i] = (raw[i] - mean) / std
+    if logistic:
+        for i in range(a, b):
+            out[i] = 1.0 / (1.0 + math.exp(-out[i]))
+    m = out[a]
+    for i in range(a + 1, b):
+        if out[i] < m:
+            m = out[i]
+    mins[q] = m
 
 
 @njit(cache=True, parallel=True)
