@@ -41,8 +41,6 @@ _BLOCKS = 64
 arrays)."""
 _RADIX_MIN = 96
 """Segments shorter than this are sorted by comparisons (:func:`_partial_sort`)."""
-_RADIX_SHARE = 3
-"""A segment is radix sorted whole when at least ``1 / _RADIX_SHARE`` of it is kept."""
 
 
 @njit(cache=True, parallel=True)
@@ -355,10 +353,11 @@ def segment_order(scores: np.ndarray, starts: np.ndarray, counts: np.ndarray,
 
     Segment ``q`` is ``scores[starts[q]:starts[q] + counts[q]]``; best first is score
     descending, ties in position order (positions follow document ids), as a stable sort of
-    the negated scores gives. ``top_k < 0`` keeps every position. A segment of which most is
-    kept (and not tiny) is radix sorted whole (:func:`_radix_sort`, no branches to mispredict);
-    otherwise only its first ``top_k`` are put in order (a partial quicksort). Both give the
-    one order :func:`_before` defines.
+    the negated scores gives. ``top_k < 0`` keeps every position. A segment of ``_RADIX_MIN``
+    positions or more is radix sorted whole (:func:`_radix_sort`, no branches to mispredict:
+    faster than a partial quicksort even when 10 of 1,600 are kept, measured on scifact's fused
+    runs); a shorter one has only its first ``top_k`` put in order (a partial quicksort). Both
+    give the one order :func:`_before` defines.
     """
     nq = starts.shape[0]
     kept = counts.copy()
@@ -384,7 +383,7 @@ def segment_order(scores: np.ndarray, starts: np.ndarray, counts: np.ndarray,
         for q in range(blk * nq // blocks, (blk + 1) * nq // blocks):
             s = starts[q]
             n = counts[q]
-            if n >= _RADIX_MIN and kept[q] * _RADIX_SHARE >= n:
+            if n >= _RADIX_MIN:
                 _radix_sort(scores, idx, s, n, fbuf, keys, keys2, idx2, hist)
             else:
                 for i in range(n):

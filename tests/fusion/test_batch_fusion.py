@@ -120,7 +120,8 @@ def test_compiled_minmax_is_the_normaliser_bit_for_bit(lists):
 
 
 @settings(max_examples=60, deadline=None)
-@given(n=st.integers(96, 700), spread=st.integers(1, 40), top_k=st.sampled_from([-1, 400]),
+@given(n=st.integers(96, 700), spread=st.integers(1, 40),
+       top_k=st.sampled_from([-1, 0, 1, 10, 100, 400]),
        seed=st.integers(0, 2**32 - 1))
 def test_radix_sort_orders_scores_equal_to_seven_digits(n, spread, top_k, seed):
     """Long segments (radix sorted) whose scores differ only in their last bits (equal high
