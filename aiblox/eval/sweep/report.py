@@ -255,6 +255,18 @@ def load_sweep_report(sweep: str, tracking_uri: str) -> SweepReport:
                                             parent.data.tags.get("aiblox.spec_path")))
 
 
+def _png_base64(fig: Any) -> str:
+    """A finished figure as a base64 PNG (no software stamp: the same bytes every run),
+    closed."""
+    from matplotlib import pyplot as plt
+
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
 def _plot(rep: SweepReport, axis: str) -> str:
     """Base64 PNG of the primary metric against one swept parameter."""
     import matplotlib
@@ -285,11 +297,7 @@ def _plot(rep: SweepReport, axis: str) -> str:
     ax.set_title(f"{rep.primary} by {axis}")
     ax.legend(fontsize=8)
     ax.grid(alpha=.3)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+    return _png_base64(fig)
 
 
 def _plot_pareto(rep: SweepReport, cost: str) -> str:
@@ -323,11 +331,7 @@ def _plot_pareto(rep: SweepReport, cost: str) -> str:
     ax.set_title(f"{rep.primary} against {cost}")
     ax.legend(fontsize=7)
     ax.grid(alpha=.3)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+    return _png_base64(fig)
 
 
 def _pareto_table(rep: SweepReport) -> tuple[str, list[str], list[list[str]]]:
