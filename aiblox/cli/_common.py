@@ -12,7 +12,7 @@ from rich.table import Table
 
 # the commands' stderr console, re-exported: progress and tables for people go to stderr,
 # ``--json`` output alone goes to stdout
-from aiblox.cli._console import console  # noqa: F401
+from aiblox.cli._console import console, out  # noqa: F401
 from aiblox.embedding import CachedEmbedder, get_embedder
 from aiblox.stores import Store, mask_password, open_store
 
