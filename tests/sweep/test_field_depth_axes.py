@@ -1,6 +1,7 @@
 """BM25 field weighting (``title_weight``, ``title_b``) and per-signal depths (``fts_depth``,
-``vector_depth``) are sweep axes (bad values: tests/sweep/test_spec_limits.py): each weight is a BM25 index and a retrieval stage of its own; depths expand per signal; the TPE
-space holds them; and a spec without them keeps its hashes."""
+``vector_depth``) are sweep axes (bad values: tests/sweep/test_spec_limits.py): each weight is
+a BM25 index and a retrieval stage of its own; depths expand per signal; the TPE space holds
+them; and a spec without them keeps its hashes."""
 
 from __future__ import annotations
 
