@@ -274,7 +274,16 @@ def _print(exp: Experiment, fmt: str, chunk_results: list[ChunkEvalResult | None
     for s in exp.systems:
         qps = f"{s.timings['qps']:.0f}" if "qps" in s.timings else "-"
         table.add_row(Text(exp.label(s)), *(exp.cell(s, m) for m in exp.metrics), qps)
-    out.print(table)
+    width = out.width
+    if not out.is_terminal:  # a file or a pipe: never fold a wide table to 80 columns
+        from rich.measure import Measurement
+
+        need = Measurement.get(out, out.options.update_width(10_000), table).maximum
+        out.width = max(width, need)  # rich caps print(width=) at the console's width
+    try:
+        out.print(table)
+    finally:
+        out.width = width
     out.print(exp.footer(), markup=False, highlight=False)
     for s, c in zip(exp.systems, chunk_results, strict=True):
         if c is not None:

@@ -184,10 +184,13 @@ def test_markdown_latex_csv_name_the_test_and_mark_significance(db):
 def test_table_redirected_to_a_file_holds_the_table(db, tmp_path):
     env = {**os.environ, "AIBLOX_NO_PROGRESS": "1", "PYTHONPATH": str(REPO)}
     out_txt = tmp_path / "out.txt"
+    metrics = ["ndcg@10", "ndcg@5", "recall@100", "recall@10", "mrr@10", "map@100",
+               "precision@5", "precision@10"]
+    wide = " ".join(f"--metric {m}" for m in metrics)
     with out_txt.open("w") as fh:
         proc = subprocess.run(f"{sys.executable} -m aiblox.cli.main eval sample --db {db} "
                               f"--embedder hashing --mode bm25 --mode hybrid --baseline bm25 "
-                              f"> {out_txt}", shell=True, cwd=REPO, env=env, stdout=fh,
+                              f"{wide} > {out_txt}", shell=True, cwd=REPO, env=env, stdout=fh,
                               stderr=subprocess.PIPE, text=True)
     assert proc.returncode == 0, proc.stderr
     text = out_txt.read_text(encoding="utf-8")
@@ -195,6 +198,11 @@ def test_table_redirected_to_a_file_holds_the_table(db, tmp_path):
     assert "paired t-test, Holm correction" in text
     assert "┃ system" not in proc.stderr and "Holm" not in proc.stderr
     assert any(ln.startswith("hybrid: run ") for ln in text.splitlines())
+    # a file is not folded to 80 columns: every header and value whole, one line per system
+    header = next(ln for ln in text.splitlines() if "system" in ln)
+    assert [c.strip() for c in header.strip("┃ ").split("┃")] == ["system", *metrics, "q/s"]
+    row = next(ln for ln in text.splitlines() if "bm25 (baseline)" in ln)
+    assert "…" not in text and len(row.split("│")) == len(metrics) + 4
 
 
 def test_bad_input_is_one_error_line_before_any_work(tmp_path):
