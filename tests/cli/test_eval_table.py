@@ -53,7 +53,12 @@ def _json(db: str, *more: str) -> dict:
 
 def test_saved_runs_read_back_score_as_the_modes(db, tmp_path):
     runs = tmp_path / "runs"
-    modes = _json(db, *MODES, "--save-runs", runs)
+    modes = _json(db, *MODES, "--save-runs", runs, "--per-query", tmp_path / "pq.parquet")
+    pq = pd.read_parquet(tmp_path / "pq.parquet")
+    means = pq.groupby(["system", "metric"], sort=False)["value"].mean()
+    for s in modes["systems"]:  # the per-query values average to the table's means
+        for m, v in s["metrics"].items():
+            assert means[(s["name"], m)] == pytest.approx(v, abs=1e-12)
     assert sorted(p.name for p in runs.iterdir()) == ["bm25.trec", "dense.trec", "hybrid.trec"]
     first = {p.name: p.read_bytes() for p in runs.iterdir()}
     line = first["bm25.trec"].decode().splitlines()[0].split()
