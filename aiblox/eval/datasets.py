@@ -312,10 +312,10 @@ def available_splits(path: str | Path) -> list[str]:
     names = {s for s in src.qrels if s is not None}
     mixed = src.qrels.get(None)
     if mixed is not None:
-        names |= {row[columns["split"]] if columns["split"] else src.default_split
-                  for columns in [_resolve(mixed, "qrels", src.columns.get("qrels", {}))]
+        column = _resolve(mixed, "qrels", src.columns.get("qrels", {}))["split"]
+        names |= {_row_split(row.get(column) if column else None, src.default_split)
                   for _, row in mixed.read(_NoHash())}
-    return sorted(str(n).strip() for n in names if not _missing(n) and str(n).strip())
+    return sorted(str(n) for n in names)
 
 
 def find_dataset(name_or_path: str | Path) -> Path:
@@ -1218,6 +1218,11 @@ def _tab_queries(table: _Table, mapping: dict[str, str], hasher: _Hasher) -> dic
 _QrelsRow = tuple[_Table, Any, str, str, int]
 
 
+def _row_split(value: Any, default: str) -> str:
+    """A qrels row's split: its ``split`` cell, else (none, or empty) ``default``."""
+    return default if _missing(value) or not str(value).strip() else str(value).strip()
+
+
 def _tab_qrels_rows(table: _Table, mapping: dict[str, str], split: str | None,
                     default_split: str, queries: dict[str, str]
                     ) -> dict[str, list[_QrelsRow]]:
@@ -1240,9 +1245,7 @@ def _tab_qrels_rows(table: _Table, mapping: dict[str, str], split: str | None,
             raise table.error(at, q_col, f"unknown query {qid!r}")
         name = split
         if name is None:
-            value = row.get(cols["split"] or "", None)
-            name = default_split if cols["split"] is None or _missing(value) or value == "" \
-                else str(value).strip()
+            name = _row_split(row.get(cols["split"]) if cols["split"] else None, default_split)
         if not name or ":" in name or "/" in name or "\t" in name:
             raise table.error(at, cols["split"] or "split",
                               f"bad split name {name!r} (no ':', '/' or tab)")
