@@ -241,11 +241,14 @@ def content_hash(dataset: Dataset, corpus_only: bool = False) -> str:
         _feed_file(h, f"{split}.tsv", _qrels_lines(
             (q, d, g) for q, docs in dataset.qrels[split].items() for d, g in docs.items()))
     if dataset.answers:
-        _feed_file(h, "answers.jsonl", (json.dumps(
-            {"_id": q, "corpus-id": a.corpus_id, "answers": list(a.answers),
-             "answer_starts": list(a.answer_starts)}) + "\n"
-            for q, a in dataset.answers.items()))
+        _feed_file(h, "answers.jsonl", _answer_lines(dataset.answers))
     return h.hexdigest()
+
+
+def _answer_lines(answers: dict[str, GoldAnswer]) -> Iterator[str]:
+    for q, a in answers.items():
+        yield json.dumps({"_id": q, "corpus-id": a.corpus_id, "answers": list(a.answers),
+                          "answer_starts": list(a.answer_starts)}) + "\n"
 
 
 def _doc_line(doc: ItemRecord) -> str:
@@ -602,9 +605,7 @@ def _assemble(name: str, path: Path, where: Path, corpus: dict[str, ItemRecord],
     if apath is not None:
         answers = _read_answers(apath, _NoHash() if canonical_answers else hasher, queries)
         if canonical_answers and answers:
-            _feed_file(hasher, "answers.jsonl", (json.dumps(
-                {"_id": q, "corpus-id": a.corpus_id, "answers": list(a.answers),
-                 "answer_starts": list(a.answer_starts)}) + "\n" for q, a in answers.items()))
+            _feed_file(hasher, "answers.jsonl", _answer_lines(answers))
 
     gaps = _lexical_gaps(corpus, queries, qrels)
     for what, gap in gaps.items():

@@ -349,3 +349,34 @@ def test_no_warning_for_clean_tabular_data(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         load_dataset(folder)
+
+
+def test_a_sweep_on_tables_reproduces_the_pinned_beir_runs(tmp_path, monkeypatch):
+    """The sample as a CSV corpus (metadata as JSON text), parquet queries, CSV qrels: the
+    sample_fusion sweep on it gives every point's pinned ranked lists and metrics (stage keys
+    differ: they hold the dataset hash, which is the hash of these rows)."""
+    from aiblox.eval.sweep import SweepSpec, load_spec, run_sweep
+
+    sample = REPO / "datasets" / "sample"
+    folder = tmp_path / "sample-tables"
+    (folder / "qrels").mkdir(parents=True)
+    corpus = pd.read_json(sample / "corpus.jsonl", lines=True, dtype=False)
+    corpus.assign(metadata=[json.dumps(m) for m in corpus["metadata"]]).to_csv(
+        folder / "corpus.csv", index=False)
+    pd.read_json(sample / "queries.jsonl", lines=True, dtype=False).to_parquet(
+        folder / "queries.parquet", index=False)
+    for split in ("train", "test"):
+        pd.read_csv(sample / "qrels" / f"{split}.tsv", sep="\t", dtype=str).to_csv(
+            folder / "qrels" / f"{split}.csv", index=False)
+    spec = load_spec(REPO / "evals" / "sweeps" / "sample_fusion.toml")
+    spec = SweepSpec.model_validate({**spec.model_dump(), "dataset": str(folder)})
+    monkeypatch.chdir(tmp_path)
+    result = run_sweep(spec, cache_dir=tmp_path / "cache", db=str(tmp_path / "s.duckdb"),
+                       progress=False)
+    pinned = json.loads((REPO / "tests" / "sweep" / "pinned_keys.json").read_text())
+    want = [(p["label"], {s: (v["run_hash"], v["metrics"]) for s, v in p["splits"].items()})
+            for p in pinned["runs"]["sample_fusion"]["points"]]
+    got = [(p.label, {s: (m.run_hash, {k: repr(v) for k, v in sorted(p.metrics[s].items())})
+                      for s, m in sorted(p.manifest.splits.items())}) for p in result.points]
+    assert got == want and len(got) >= 24
+    assert result.dataset_hash == load_dataset(folder).hash != load_dataset(sample).hash
