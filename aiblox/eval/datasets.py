@@ -875,7 +875,8 @@ def _resolve(table: _Table, role: str, mapping: dict[str, str]) -> dict[str, str
         if not found and (role, key) not in _OPTIONAL:
             raise table.error(None, key, f"missing column: expected one of {list(names)} (or "
                                          f"map one with columns.{role}.{key}); columns "
-                                         f"present: {table.columns}")
+                                         f"present: {table.columns} (a CSV or TSV file's first "
+                                         f"line names its columns)")
         out[key] = found[0] if found else None
     return out
 
@@ -978,7 +979,7 @@ def _csv_table(path: Path) -> _Table:
         if not column or column in header[:i]:
             raise DatasetError(path, header_line, "header",
                                f"column {i + 1} is {'empty' if not column else 'repeated'}: "
-                               f"{header}")
+                               f"{header} (the first line names the columns)")
 
     def read(_hasher: _Hasher) -> Iterator[tuple[int, dict[str, Any]]]:
         rows = records()
