@@ -64,7 +64,11 @@ def _(mo):
     The query sample is retrieved **once** (late-chunked hybrid retrieval) and answered under
     each selection policy with the offline `extractive` reader, and scored with the answer
     metrics a selection sweep records. Deltas are B - A, with the p-value of the paired test
-    `aiblox compare` runs (two-sided paired t-test) and win / tie / loss counts of B against A.
+    `aiblox compare` runs (two-sided paired t-test) and win / tie / loss counts of B against A
+    under each metric's direction (`better`: for a cost such as `selected_tokens`, a decrease is
+    a win), as `aiblox compare` and the sweep report count them. Runs can be named as
+    `aiblox compare` names them: a run id, `SWEEP:LABEL` or a config-hash prefix
+    (`aiblox.eval.sweep.resolve_run`).
     """)
     return
 

@@ -253,7 +253,9 @@ def _(mo, result, significance_frame):
     mo.vstack([
         mo.md(f"### Significance vs baseline {_base}\n\nThe top points on "
               f"`{result.tune_split}` against the baseline on `{result.report_split}` "
-              "(paired test, Holm-adjusted across the points per metric)."
+              "(paired test, Holm-adjusted across the points per metric; `direction` says "
+              "which way is better, and W/T/L count under it: for a cost, a decrease wins, as "
+              "in `aiblox compare` and the sweep report)."
               if _base else "### Significance\n\nThe spec names no baseline: nothing tested."),
         mo.ui.table(significance.round(4), selection=None) if len(significance) else mo.md(""),
         mo.md(f"**95% bootstrap interval** of the best point's {result.primary}:\n\n{_ci}"),

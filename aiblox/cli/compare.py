@@ -1,62 +1,115 @@
 """``aiblox compare``: two logged sweep points (MLflow child runs) side by side, with a paired
-significance test per metric and win/tie/loss counts per query; for selection-policy points, the
-evidence that entered or left per query (counts, and the queries that changed most)."""
+significance test per metric (the metrics one family, corrected together), win/tie/loss counts
+per query under each metric's direction, the queries that moved most, and for selection-policy
+points the evidence that entered or left per query."""
 
 from __future__ import annotations
+
+from enum import StrEnum
 
 import typer
 from rich.table import Table
 
-from aiblox.cli._common import console, fail, print_json
+from aiblox.cli._common import fail, out, print_json
+from aiblox.cli.runs import print_wide
 from aiblox.eval.sweep import DEFAULT_TRACKING_URI
+
+RUN_HELP = ("a 32-hex MLflow run id, SWEEP:LABEL (a label or its unique prefix) or a "
+            "config-hash prefix (aiblox runs lists them)")
+
+
+class TestChoice(StrEnum):
+    """The paired tests, as typed."""
+
+    t = "t"
+    wilcoxon = "wilcoxon"
+    fisher = "fisher"
+
+
+class CorrectionChoice(StrEnum):
+    """Corrections of the metrics' p-values."""
+
+    holm = "holm"
+    bonferroni = "bonferroni"
+    none = "none"
+
+
+_TEST = {"t": "student", "wilcoxon": "wilcoxon", "fisher": "fisher"}
 
 
 def compare(
-    run_a: str = typer.Argument(..., metavar="RUN_A", help="MLflow run id of A (baseline)."),
-    run_b: str = typer.Argument(..., metavar="RUN_B", help="MLflow run id of B (candidate)."),
+    run_a: str = typer.Argument(..., metavar="RUN_A", help=f"A (baseline): {RUN_HELP}."),
+    run_b: str = typer.Argument(..., metavar="RUN_B", help=f"B (candidate): {RUN_HELP}."),
     tracking_uri: str = typer.Option(DEFAULT_TRACKING_URI, "--tracking-uri",
                                      help="MLflow tracking URI."),
     split: str = typer.Option("test", "--split", help="Split to compare on."),
     primary: str = typer.Option("", "--primary", help="Metric of the headline win/tie/loss "
-                                "(default: the sweep's primary metric)."),
+                                "and of the queries that moved (default: the sweep's primary "
+                                "metric)."),
+    test: TestChoice = typer.Option(TestChoice.t, "--test", help="Paired test: t (Student's "
+                                    "t-test), wilcoxon (signed-rank) or fisher (randomisation)."),
+    correction: CorrectionChoice = typer.Option(
+        CorrectionChoice.holm, "--correction", help="Correction of the p-values over the "
+        "metrics compared."),
     alpha: float = typer.Option(0.05, "--alpha", help="Significance level."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (with every "
-                                 "query's evidence changes for selection-policy runs)."),
-    changed: int = typer.Option(10, "--changed", help="Selection-policy runs: queries shown "
-                                "whose evidence changed most."),
+                                 "query that moved, and every query's evidence changes for "
+                                 "selection-policy runs)."),
+    changed: int = typer.Option(10, "--changed", help="Queries shown that moved most (and, "
+                                "for selection-policy runs, whose evidence changed most)."),
 ) -> None:
-    """Per-metric deltas (B - A) with a paired t-test on per-query values, and win/tie/loss;
-    for selection-policy runs, the evidence that entered or left per query."""
+    """Per-metric deltas (B - A) with a paired test on per-query values, corrected over the
+    metrics, and win/tie/loss under each metric's direction (for a cost such as tokens, a
+    decrease is a win); the queries that moved most; for selection-policy runs, the evidence
+    that entered or left per query."""
     try:
+        from aiblox.eval.metrics.significance import TEST_NAMES
         from aiblox.eval.sweep.compare import compare_runs
     except ImportError:  # pragma: no cover - mlflow is the `tracking` extra
         fail("MLflow is not installed: pip install 'aiblox[tracking]'")
         return
+    stat = _TEST[test.value]
     try:
         result = compare_runs(run_a, run_b, tracking_uri, split=split,
-                              primary=primary or None, alpha=alpha)
+                              primary=primary or None, alpha=alpha, test=stat,  # type: ignore[arg-type]
+                              correction=correction.value)  # type: ignore[arg-type]
     except ValueError as exc:
         fail(str(exc))
         return
     if as_json:
-        print_json(result.model_dump(mode="json"))
+        print_json({**result.model_dump(mode="json"), "test_name": TEST_NAMES[stat]})
         return
-    table = Table(title=f"{result.label_b} (B) vs {result.label_a} (A) on {split}, "
-                        f"{result.n_queries} queries, paired {result.test} t-test")
-    for col in ("metric", "A", "B", "delta", "p", "sig", "win", "tie", "loss"):
-        table.add_column(col, justify="left" if col == "metric" else "right")
+    family = (f"{correction.value}-corrected over {len(result.metrics)} metrics"
+              if correction.value != "none" else "uncorrected")
+    table = Table(title=f"{result.name_b or result.label_b} (B) vs "
+                        f"{result.name_a or result.label_a} (A) on {split}, "
+                        f"{result.n_queries} queries, {TEST_NAMES[stat]}, {family}")
+    for col in ("metric", "better", "A", "B", "delta", "p", "p adj", "sig", "win", "tie",
+                "loss"):
+        table.add_column(col, justify="left" if col in ("metric", "better") else "right")
     for m in result.metrics:
-        table.add_row(m.metric, f"{m.a:.4f}", f"{m.b:.4f}", f"{m.delta:+.4f}",
-                      f"{m.p_value:.4g}", "*" if m.significant else "", str(m.wins),
-                      str(m.ties), str(m.losses))
-    console.print(table)
+        table.add_row(m.metric, m.direction, f"{m.a:.4f}", f"{m.b:.4f}", f"{m.delta:+.4f}",
+                      f"{m.p_value:.4g}", f"{m.p_adjusted:.4g}", "*" if m.significant else "",
+                      str(m.wins), str(m.ties), str(m.losses))
+    print_wide(table)
     p = result.primary_row
-    console.print(f"{result.primary}: B wins {p.wins}, ties {p.ties}, loses {p.losses} "
-                  f"of {result.n_queries} queries")
+    out.print(f"{result.primary} ({p.direction} is better): B wins {p.wins}, ties {p.ties}, "
+              f"loses {p.losses} of {result.n_queries} queries")
+    if result.moved and changed > 0:
+        mv = Table(title=f"queries that moved most on {result.primary} (top {changed} of "
+                         f"{len(result.moved)})")
+        for col in ("query", "A", "B", "delta", "B is"):
+            mv.add_column(col, justify="left" if col in ("query", "B is") else "right")
+        for q in result.moved[:changed]:
+            mv.add_row(q.query_id, f"{q.a:.4f}", f"{q.b:.4f}", f"{q.delta:+.4f}",
+                       "better" if q.better else "worse")
+        print_wide(mv)
+    elif not result.moved:
+        out.print(f"no query moved on {result.primary}")
     if result.evidence is not None and result.evidence_summary is not None:
         e = result.evidence_summary
-        console.print(f"evidence: {e['changed']} of {e['queries']} queries changed; "
-                      f"{e['entered']} chunks entered, {e['left']} left, {e['kept']} kept")
+        out.print(f"evidence: {e['changed']} of {e['queries']} queries changed; "
+                  f"{e['entered']} chunks entered, {e['left']} left, {e['kept']} kept")
         if result.evidence and changed > 0:
             ev = Table(title=f"queries whose evidence changed most (top {changed})")
             for col in ("query", "entered (only B)", "left (only A)", "kept"):
@@ -64,4 +117,4 @@ def compare(
             for c in result.evidence[:changed]:
                 ev.add_row(c.query_id, ", ".join(c.entered) or "-", ", ".join(c.left) or "-",
                            str(c.kept) + (" (reordered)" if c.reordered else ""))
-            console.print(ev)
+            out.print(ev)

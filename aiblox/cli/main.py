@@ -15,6 +15,7 @@ from aiblox.cli.ingest import ingest
 from aiblox.cli.pack import pack_app
 from aiblox.cli.quickstart import quickstart
 from aiblox.cli.report import report
+from aiblox.cli.runs import runs
 from aiblox.cli.search import search
 from aiblox.cli.sweep import sweep
 from aiblox.cli.verify import verify_command
@@ -43,6 +44,7 @@ app.command("answer")(answer)
 app.command("sweep")(sweep)
 app.command("report")(report)
 app.command("compare")(compare)
+app.command("runs")(runs)
 app.add_typer(pack_app, name="pack")
 app.add_typer(index_app, name="index")
 

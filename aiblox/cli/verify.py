@@ -15,8 +15,9 @@ from aiblox.eval.sweep.tracking import DEFAULT_TRACKING_URI
 
 def verify_command(
     run: str = typer.Argument(..., metavar="RUN",
-                              help="A point's MLflow run id, a sweep (parent run id or name: "
-                                   "its best point), or a manifest.json path."),
+                              help="A point (its MLflow run id, SWEEP:LABEL with a label or "
+                                   "its unique prefix, or a config-hash prefix), a sweep (parent "
+                                   "run id or name: its best point), or a manifest.json path."),
     tracking_uri: str = typer.Option(DEFAULT_TRACKING_URI, "--tracking-uri",
                                      help="MLflow tracking URI the point was logged to."),
     db: str = typer.Option("", "--db", help="Store to re-run retrieval on (synced to the dataset "

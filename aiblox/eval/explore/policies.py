@@ -15,6 +15,12 @@ from aiblox.contracts.retrieval import RetrievalBundle, RetrievalPrefs
 from aiblox.eval.chunk_eval import gold_answers
 from aiblox.eval.explore.workspace import NotebookWorkspace
 from aiblox.eval.metrics import StatTest, answer_metrics, paired_test
+from aiblox.eval.metrics.directions import (
+    COST_METRICS,
+    FAILURE_RATES,
+    directed_counts,
+    metric_direction,
+)
 from aiblox.eval.sweep.compare import evidence_changes as selection_changes
 
 __all__ = [
@@ -26,10 +32,9 @@ __all__ = [
     "retrieve_bundles",
 ]
 
-LOWER_IS_BETTER = frozenset({"selected_chunks", "selected_tokens", "evidence_tokens",
-                             "status:REFUSED", "status:NO_EVIDENCE", "status:INVALID",
-                             "status:FAILED"})
-"""Metrics where B beats A with a lower value (in win/tie/loss counts)."""
+LOWER_IS_BETTER = frozenset({*COST_METRICS, *FAILURE_RATES})
+"""Metrics named as lower-is-better (:mod:`aiblox.eval.metrics.directions`, the one place; a
+name counting tokens or time is lower-is-better too, :func:`lower_is_better`)."""
 
 
 def retrieve_bundles(ws: NotebookWorkspace, limit: int | None = 12, chunker: str = "sentences",
@@ -83,20 +88,27 @@ def compare_per_query(a: Mapping[str, Mapping[str, float]], b: Mapping[str, Mapp
                       alpha: float = 0.05, test: StatTest = "student") -> pd.DataFrame:
     """Per metric, B against A over the queries both have: means, delta ``B - A``, the p-value
     of the paired test ``aiblox compare`` runs (:func:`aiblox.eval.metrics.paired_test`, the
-    same numbers for the same values), and win/tie/loss counts of B against A (a win is a
-    better value under the metric's direction: lower is better for :data:`LOWER_IS_BETTER`
-    unless ``higher_is_better`` says otherwise)."""
+    same numbers for the same values), the metric's direction (``better``: ``higher`` or
+    ``lower``, :func:`aiblox.eval.metrics.directions.metric_direction`, as ``aiblox compare``
+    and the sweep report show it) and win/tie/loss counts of B against A (a win is a better
+    value under that direction, unless ``higher_is_better`` says otherwise)."""
     rows = []
     for m in sorted(set(a) & set(b)):
         t = paired_test(a[m], b[m], test)
         if not t.n:
             continue
-        up = (higher_is_better or {}).get(m, m not in LOWER_IS_BETTER)
-        wins, losses = (t.wins, t.losses) if up else (t.losses, t.wins)
-        rows.append({"metric": m, "n": t.n, "A": t.mean_a, "B": t.mean_b, "delta": t.delta,
-                     "p_value": t.p_value, "significant": bool(t.p_value <= alpha),
-                     "wins": wins, "ties": t.ties, "losses": losses})
-    return pd.DataFrame(rows, columns=["metric", "n", "A", "B", "delta", "p_value",
+        if higher_is_better is not None and m in higher_is_better:
+            up = bool(higher_is_better[m])
+            wins, ties, losses = (t.wins, t.ties, t.losses) if up else (t.losses, t.ties, t.wins)
+            better = "higher" if up else "lower"
+        else:
+            wins, ties, losses = directed_counts(m, t.wins, t.ties, t.losses)
+            better = metric_direction(m)
+        rows.append({"metric": m, "better": better, "n": t.n, "A": t.mean_a, "B": t.mean_b,
+                     "delta": t.delta, "p_value": t.p_value,
+                     "significant": bool(t.p_value <= alpha),
+                     "wins": wins, "ties": ties, "losses": losses})
+    return pd.DataFrame(rows, columns=["metric", "better", "n", "A", "B", "delta", "p_value",
                                        "significant", "wins", "ties", "losses"])
 
 

@@ -100,13 +100,19 @@ def log_fusion_point(ws: NotebookWorkspace, point: FusionPoint,
 
 def compare_mlflow_runs(run_a: str, run_b: str, tracking_uri: str = DEFAULT_TRACKING_URI,
                         ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Two MLflow runs side by side: ``(logged metric deltas, per-query comparison)``. The
-    second frame is ``aiblox compare``'s (:func:`aiblox.eval.sweep.compare_runs`) for every
-    split both runs logged per-query values of (``per_query.<split>.parquet``), one row per
+    """Two MLflow runs side by side: ``(logged metric deltas, per-query comparison)``. Each run
+    is a run id, ``SWEEP:LABEL`` or a config-hash prefix, as ``aiblox compare`` takes them
+    (:func:`aiblox.eval.sweep.runs.resolve_run`). The second frame is ``aiblox compare``'s
+    (:func:`aiblox.eval.sweep.compare_runs`: the same test, Holm's correction over the metrics
+    of a split, the metric's direction in ``better`` and win/tie/loss under it) for every split
+    both runs logged per-query values of (``per_query.<split>.parquet``), one row per
     ``<split>:<metric>``; it is empty when they logged none."""
     runs = mlflow_runs(tracking_uri)
     if runs.empty:
         return pd.DataFrame(), pd.DataFrame()
+    from aiblox.eval.sweep.runs import resolve_run
+
+    run_a, run_b = (resolve_run(r, tracking_uri).run_id for r in (run_a, run_b))
     by_id = runs.set_index("run_id")
     cols = sorted(c for c in runs.columns if c.startswith("metrics."))
     rows = []
@@ -124,8 +130,10 @@ def compare_mlflow_runs(run_a: str, run_b: str, tracking_uri: str = DEFAULT_TRAC
             cmp = compare_runs(run_a, run_b, tracking_uri, split=split)
         except ValueError:  # no shared per-query metric on this split
             continue
-        per_query += [{"metric": f"{split}:{m.metric}", "n": m.n, "A": m.a, "B": m.b,
-                       "delta": m.delta, "p_value": m.p_value, "significant": m.significant,
+        per_query += [{"metric": f"{split}:{m.metric}", "better": m.direction, "n": m.n,
+                       "A": m.a, "B": m.b, "delta": m.delta, "p_value": m.p_value,
+                       "p_adjusted": m.p_adjusted, "significant": m.significant,
                        "wins": m.wins, "ties": m.ties, "losses": m.losses} for m in cmp.metrics]
     return pd.DataFrame(rows), pd.DataFrame(per_query, columns=[
-        "metric", "n", "A", "B", "delta", "p_value", "significant", "wins", "ties", "losses"])
+        "metric", "better", "n", "A", "B", "delta", "p_value", "p_adjusted", "significant",
+        "wins", "ties", "losses"])

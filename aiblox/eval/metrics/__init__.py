@@ -17,6 +17,7 @@ module                    holds
 ``answers``               answer metrics of answered queries (status rates, EM, F1, evidence
                           recall, citation precision)
 ``significance``          paired tests, Holm's correction, bootstrap intervals
+``directions``            which way is better per metric (costs: lower), win/loss under it
 ========================  ====================================================================
 """
 
@@ -31,13 +32,24 @@ from aiblox.eval.metrics.answers import (
     query_answer_metrics,
 )
 from aiblox.eval.metrics.chunks import CHUNK_SCALARS, PROJECTION_PREFIX, chunk_metrics
+from aiblox.eval.metrics.directions import (
+    COST_METRICS,
+    Direction,
+    directed_counts,
+    lower_is_better,
+    metric_direction,
+)
 from aiblox.eval.metrics.names import RANX_METRICS, validate_metrics
 from aiblox.eval.metrics.packed import pack_metrics, packed_means, unpack_metrics
 from aiblox.eval.metrics.ranking import DEFAULT_METRICS, QrelsScorer, evaluate_run, ranked_run
 from aiblox.eval.metrics.significance import (
+    CORRECTIONS,
+    STAT_TESTS,
     Comparison,
+    Correction,
     PairedTest,
     StatTest,
+    adjust,
     bootstrap_ci,
     compare_to_baseline,
     holm,
@@ -49,14 +61,20 @@ from aiblox.eval.metrics.squad import exact_match, normalize_answer, token_f1
 __all__ = [
     "ANSWER_METRICS",
     "CHUNK_SCALARS",
+    "CORRECTIONS",
+    "COST_METRICS",
     "Comparison",
+    "Correction",
     "DEFAULT_METRICS",
+    "Direction",
     "PROJECTION_PREFIX",
     "PairedTest",
     "QrelsScorer",
     "RANX_METRICS",
     "STATUSES",
+    "STAT_TESTS",
     "StatTest",
+    "adjust",
     "answer_metrics",
     "answer_status",
     "bootstrap_ci",
@@ -64,9 +82,12 @@ __all__ = [
     "compare_to_baseline",
     "contains_answer",
     "covers_span",
+    "directed_counts",
     "evaluate_run",
     "exact_match",
     "holm",
+    "lower_is_better",
+    "metric_direction",
     "normalize_answer",
     "pack_metrics",
     "packed_means",

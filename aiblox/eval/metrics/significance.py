@@ -4,13 +4,15 @@ confidence intervals, ``aiblox compare`` and the notebooks' comparisons.
 
 :func:`paired_test` compares two runs' per-query values of one metric, queries paired by id:
 means, delta, the p-value of ranx's paired test (``paired_student_t_test``, two-sided, by
-default; or ``fisher_randomization_test``, seeded) and win/tie/loss counts.
-:func:`compare_to_baseline` runs it for several candidates against one baseline: the p-values of
-the candidates compared on one metric form one family and are adjusted with Holm's step-down
-method (Holm 1979, "A simple sequentially rejective multiple test procedure"), so comparing the
-top few configurations does not inflate the false-positive rate. Note that ranx's Fisher test
-permutes inside numba parallel threads, so its p-values can vary with the thread count; the
-t-test is deterministic.
+default; or ``fisher_randomization_test``, seeded; or scipy's Wilcoxon signed-rank test) and
+win/tie/loss counts. :func:`compare_to_baseline` runs it for several candidates against one
+baseline: the p-values of the candidates compared on one metric form one family and are adjusted
+(:func:`adjust`) with Holm's step-down method (Holm 1979, "A simple sequentially rejective
+multiple test procedure") by default, or Bonferroni's, so comparing the top few configurations
+does not inflate the false-positive rate. Its win/tie/loss counts follow the metric's direction
+(:mod:`aiblox.eval.metrics.directions`: for a cost, a decrease is a win). Note that ranx's
+Fisher test permutes inside numba parallel threads, so its p-values can vary with the thread
+count; the t-test and the Wilcoxon test are deterministic.
 """
 
 from __future__ import annotations
@@ -23,10 +25,18 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from aiblox.eval.metrics.directions import Direction, directed_counts, metric_direction
+
 __all__ = [
+    "CORRECTIONS",
     "Comparison",
+    "Correction",
     "PairedTest",
+    "STAT_TESTS",
     "StatTest",
+    "TEST_NAMES",
+    "adjust",
+    "bonferroni",
     "bootstrap_ci",
     "compare_to_baseline",
     "holm",
@@ -34,8 +44,18 @@ __all__ = [
     "paired_test",
 ]
 
-StatTest = Literal["student", "fisher"]
-"""The paired tests: ranx's two-sided paired t-test, or its Fisher randomisation test."""
+StatTest = Literal["student", "fisher", "wilcoxon"]
+"""The paired tests: ranx's two-sided paired t-test, its Fisher randomisation test, or scipy's
+two-sided Wilcoxon signed-rank test (zero differences dropped, exact for small samples)."""
+STAT_TESTS: tuple[str, ...] = ("student", "fisher", "wilcoxon")
+"""The values of :data:`StatTest`."""
+TEST_NAMES: dict[str, str] = {"student": "paired t-test", "fisher": "Fisher randomisation test",
+                              "wilcoxon": "Wilcoxon signed-rank test"}
+"""How tables and titles name each test."""
+Correction = Literal["holm", "bonferroni", "none"]
+"""Multiple-comparison corrections of a family of p-values (:func:`adjust`)."""
+CORRECTIONS: tuple[str, ...] = ("holm", "bonferroni", "none")
+"""The values of :data:`Correction`."""
 
 
 class Comparison(BaseModel):
@@ -56,17 +76,24 @@ class Comparison(BaseModel):
     p_value: float
     """Raw two-sided p-value of the paired test."""
     p_holm: float
-    """Holm-adjusted p-value within this metric's family of candidates."""
+    """Adjusted p-value within this metric's family of candidates (Holm's by default; the
+    :attr:`correction` named)."""
     significant: bool
     """``p_holm <= alpha``."""
     wins: int
-    """Queries where the candidate scores higher."""
+    """Queries where the candidate is better under the metric's direction (:attr:`direction`:
+    higher for a quality metric, lower for a cost)."""
     ties: int
     """Queries with equal scores."""
     losses: int
-    """Queries where the candidate scores lower."""
+    """Queries where the candidate is worse under the metric's direction."""
     test: str
-    """Test used (``student`` or ``fisher``)."""
+    """Test used (``student``, ``fisher`` or ``wilcoxon``)."""
+    direction: Direction = "higher"
+    """Which way is better for this metric (:func:`~aiblox.eval.metrics.directions.
+    metric_direction`)."""
+    correction: Correction = "holm"
+    """Correction behind :attr:`p_holm`."""
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -85,6 +112,24 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
+def bonferroni(p_values: Sequence[float]) -> list[float]:
+    """Bonferroni-adjusted p-values (each times the family size, capped at 1)."""
+    m = len(p_values)
+    return [min(1.0, m * p) for p in p_values]
+
+
+def adjust(p_values: Sequence[float], correction: Correction = "holm") -> list[float]:
+    """``p_values`` (one family) adjusted by ``correction``: :func:`holm`, :func:`bonferroni`,
+    or ``none`` (as they are)."""
+    if correction == "holm":
+        return holm(p_values)
+    if correction == "bonferroni":
+        return bonferroni(p_values)
+    if correction == "none":
+        return [float(p) for p in p_values]
+    raise ValueError(f"unknown correction {correction!r}; one of {', '.join(CORRECTIONS)}")
+
+
 def paired_p_value(a: np.ndarray, b: np.ndarray, test: StatTest = "student",
                    seed: int = 42) -> float:
     """Two-sided p-value of ranx's paired ``test`` on two aligned value arrays (1.0 when they
@@ -97,10 +142,18 @@ def paired_p_value(a: np.ndarray, b: np.ndarray, test: StatTest = "student",
             if np.array_equal(a, b):
                 return 1.0  # no differences: t is undefined (scipy returns nan)
             p, _ = paired_student_t_test(a, b)
-        else:
+        elif test == "wilcoxon":
+            from scipy.stats import wilcoxon
+
+            if np.array_equal(a, b):
+                return 1.0  # no non-zero difference to rank
+            p = wilcoxon(a, b, zero_method="wilcox", alternative="two-sided").pvalue
+        elif test == "fisher":
             from ranx.statistical_tests import fisher_randomization_test
 
             p, _ = fisher_randomization_test(a, b, 1000, 0.05, seed)
+        else:
+            raise ValueError(f"unknown paired test {test!r}; one of {', '.join(STAT_TESTS)}")
     p = float(p)
     return 1.0 if np.isnan(p) else p
 
@@ -144,9 +197,11 @@ def paired_test(a: Mapping[str, float], b: Mapping[str, float], test: StatTest =
 def compare_to_baseline(baseline: Mapping[str, Mapping[str, float]],
                         candidates: Sequence[tuple[str, Mapping[str, Mapping[str, float]]]],
                         metrics: Sequence[str], test: StatTest = "student",
-                        alpha: float = 0.05, seed: int = 42) -> list[Comparison]:
+                        alpha: float = 0.05, seed: int = 42,
+                        correction: Correction = "holm") -> list[Comparison]:
     """Paired tests (:func:`paired_test`) of each candidate against the baseline, per metric,
-    Holm within a metric.
+    adjusted within a metric (:func:`adjust`, Holm's by default); win/tie/loss counts under
+    each metric's direction (:func:`~aiblox.eval.metrics.directions.directed_counts`).
 
     ``baseline`` and each candidate are per-query values ``{metric: {qid: value}}``; queries are
     paired by id (those both have), in sorted order.
@@ -155,12 +210,14 @@ def compare_to_baseline(baseline: Mapping[str, Mapping[str, float]],
     for metric in metrics:
         rows = [(name, paired_test(baseline[metric], per_query[metric], test, seed))
                 for name, per_query in candidates]
-        adjusted = holm([t.p_value for _, t in rows])
+        adjusted = adjust([t.p_value for _, t in rows], correction)
         for (name, t), p_adj in zip(rows, adjusted, strict=True):
+            wins, ties, losses = directed_counts(metric, t.wins, t.ties, t.losses)
             out.append(Comparison(
                 candidate=name, metric=metric, baseline_mean=t.mean_a, candidate_mean=t.mean_b,
                 delta=t.delta, p_value=t.p_value, p_holm=p_adj, significant=p_adj <= alpha,
-                wins=t.wins, ties=t.ties, losses=t.losses, test=test))
+                wins=wins, ties=ties, losses=losses, test=test,
+                direction=metric_direction(metric), correction=correction))
     return out
 
 

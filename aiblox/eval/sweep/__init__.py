@@ -26,6 +26,7 @@ module              what it is for
 ``report``          Markdown and HTML reports of a logged sweep
 ``frames``          pandas views of a result (leaderboard, axes, significance)
 ``compare``         two logged points compared (``aiblox compare``)
+``runs``            logged sweeps and points listed, a point found by name (``aiblox runs``)
 ``ranking``         the one ranking of points (value descending, ties by config hash)
 ``crossval``        seeded k-fold cross-validation over the tuning queries (``[cv]``)
 ``verify``          a logged point re-executed from its manifest (``aiblox verify``)
@@ -62,6 +63,7 @@ from aiblox.eval.sweep.report import (
 )
 from aiblox.eval.sweep.results import PointResult, SweepResult, choose_best, ranking_key
 from aiblox.eval.sweep.runner import DEFAULT_CACHE_DIR, default_jobs, run_sweep
+from aiblox.eval.sweep.runs import RunRef, list_points, list_sweeps, resolve_run
 from aiblox.eval.sweep.spec import (
     DEFAULT_MAX_POINTS,
     PipelinePoint,
@@ -97,6 +99,7 @@ __all__ = [
     "PointManifest",
     "PointResult",
     "RunComparison",
+    "RunRef",
     "STAGE_VERSIONS",
     "SearchConfig",
     "SelectionGrid",
@@ -125,6 +128,8 @@ __all__ = [
     "fold_partition",
     "folds_frame",
     "leaderboard",
+    "list_points",
+    "list_sweeps",
     "load_spec",
     "load_sweep_report",
     "manifest_frame",
@@ -136,6 +141,7 @@ __all__ = [
     "ranking_key",
     "render_html",
     "render_markdown",
+    "resolve_run",
     "run_sweep",
     "significance_frame",
     "simplex",

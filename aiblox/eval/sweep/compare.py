@@ -1,11 +1,17 @@
 """Compare two logged sweep points (MLflow child runs): per-metric deltas with a paired test on
-their per-query metrics (:func:`aiblox.eval.metrics.paired_test`, the notebooks' route too),
-win/tie/loss counts per query, and for selection-policy points the evidence that entered or
-left per query.
+their per-query metrics (:func:`aiblox.eval.metrics.compare_to_baseline`, the sweep's
+significance table and the notebooks' route too), win/tie/loss counts per query under each
+metric's direction (:mod:`aiblox.eval.metrics.directions`: for a cost such as
+``selected_tokens``, a decrease is a win), the queries whose primary metric moved most, and for
+selection-policy points the evidence that entered or left per query.
 
-Deltas are ``B - A`` of the metrics logged on the runs (``<split>.<metric>``); the paired test
-(ranx's two-sided paired Student t-test, deterministic) runs on the ``per_query.<split>.parquet``
-artifacts, queries paired by id. Pipeline points with selection also log
+The runs are named by any reference :func:`aiblox.eval.sweep.runs.resolve_run` takes (a run id,
+``SWEEP:LABEL``, a config-hash prefix). Deltas are ``B - A`` of the metrics logged on the runs
+(``<split>.<metric>``); the paired test (ranx's two-sided paired Student t-test by default,
+deterministic; or the Wilcoxon signed-rank or Fisher randomisation test) runs on the
+``per_query.<split>.parquet`` artifacts, queries paired by id, and the metrics compared form one
+family whose p-values are adjusted together (Holm's correction by default; Bonferroni's, or
+none). Pipeline points with selection also log
 ``evidence.<split>.parquet`` (``query_id, rank, chunk_id, item_id``: the selected evidence in
 order); when both runs have it, :attr:`RunComparison.evidence` lists per query the chunks only B
 selected (entered) and only A selected (left), and :attr:`RunComparison.evidence_summary` counts
@@ -20,17 +26,25 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aiblox.eval.metrics.significance import compare_to_baseline
-from aiblox.eval.sweep.tracking import metric_key, split_file
+from aiblox.eval.metrics.directions import Direction, metric_direction
+from aiblox.eval.metrics.significance import (
+    Correction,
+    StatTest,
+    adjust,
+    compare_to_baseline,
+)
+from aiblox.eval.sweep.tracking import metric_key, quiet_downloads, split_file
 
 __all__ = [
     "EvidenceChange",
     "MetricDelta",
+    "QueryMove",
     "RunComparison",
     "compare_runs",
     "evidence_changes",
     "per_query_evidence",
     "per_query_metrics",
+    "query_moves",
 ]
 
 
@@ -49,16 +63,20 @@ class MetricDelta(_Strict):
     """Run B's logged mean."""
     delta: float
     """``b - a``."""
+    direction: Direction = "higher"
+    """Which way is better (:func:`~aiblox.eval.metrics.directions.metric_direction`)."""
     p_value: float
     """Two-sided p-value of the paired test on per-query values (1.0 when identical)."""
+    p_adjusted: float = 1.0
+    """``p_value`` adjusted over the metrics compared (:attr:`RunComparison.correction`)."""
     significant: bool
-    """``p_value <= alpha``."""
+    """``p_adjusted <= alpha``."""
     wins: int
-    """Queries where B scores higher."""
+    """Queries where B is better under :attr:`direction` (for a cost: lower)."""
     ties: int
     """Queries with equal scores."""
     losses: int
-    """Queries where B scores lower."""
+    """Queries where B is worse under :attr:`direction`."""
     n: int = Field(default=0, exclude=True)
     """Queries both runs have a value for (not serialised: ``aiblox compare --json`` prints
     the run's ``n_queries``)."""
@@ -84,6 +102,21 @@ class EvidenceChange(_Strict):
         return len(self.entered) + len(self.left)
 
 
+class QueryMove(_Strict):
+    """One query whose primary metric differs from run A to run B."""
+
+    query_id: str
+    """The query."""
+    a: float
+    """A's value."""
+    b: float
+    """B's value."""
+    delta: float
+    """``b - a``."""
+    better: bool
+    """True when B is better under the metric's direction."""
+
+
 class RunComparison(_Strict):
     """Run B against run A on one split."""
 
@@ -95,6 +128,10 @@ class RunComparison(_Strict):
     """A's label (tag ``aiblox.label``, else its run name)."""
     label_b: str
     """B's label."""
+    name_a: str = ""
+    """A as ``SWEEP:LABEL`` (:attr:`~aiblox.eval.sweep.runs.RunRef.name`)."""
+    name_b: str = ""
+    """B as ``SWEEP:LABEL``."""
     split: str
     """Split compared."""
     primary: str
@@ -102,11 +139,16 @@ class RunComparison(_Strict):
     n_queries: int
     """Queries both runs have per-query values for."""
     test: str
-    """Paired test used."""
+    """Paired test used (``student``, ``wilcoxon`` or ``fisher``)."""
+    correction: str = "holm"
+    """Correction of the p-values over the metrics compared (``holm``, ``bonferroni``,
+    ``none``)."""
     alpha: float
     """Significance level."""
     metrics: list[MetricDelta]
     """One row per metric, sorted by name."""
+    moved: list[QueryMove] = Field(default_factory=list)
+    """Every query whose primary metric differs, largest change first (ties by query id)."""
     evidence: list[EvidenceChange] | None = None
     """Selection-policy runs: per query whose selected evidence differs, what entered and
     left, largest change first (ties by query id); None unless both runs logged
@@ -128,7 +170,8 @@ def per_query_metrics(client: Any, run_id: str, split: str) -> dict[str, dict[st
     with tempfile.TemporaryDirectory() as tmp:
         name = f"per_query.{split_file(split)}.parquet"
         try:
-            local = client.download_artifacts(run_id, name, tmp)
+            with quiet_downloads():
+                local = client.download_artifacts(run_id, name, tmp)
         except Exception as exc:  # noqa: BLE001 - re-raised with the run and split named
             raise ValueError(f"run {run_id} has no {name} artifact (split {split})") from exc
         frame = pd.read_parquet(Path(local))
@@ -147,8 +190,9 @@ def per_query_evidence(client: Any, run_id: str, split: str) -> dict[str, list[s
 
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            local = client.download_artifacts(run_id, f"evidence.{split_file(split)}.parquet",
-                                              tmp)
+            with quiet_downloads():
+                local = client.download_artifacts(
+                    run_id, f"evidence.{split_file(split)}.parquet", tmp)
         except Exception:  # noqa: BLE001 - no artifact: not a selection-policy point
             return None
         frame = pd.read_parquet(Path(local))
@@ -197,11 +241,35 @@ def _primary(client: Any, run: Any, metrics: list[str]) -> str:
     return metrics[0]
 
 
+def query_moves(a: dict[str, float], b: dict[str, float], metric: str) -> list[QueryMove]:
+    """The queries (in both) whose ``metric`` value differs from ``a`` to ``b``, largest
+    absolute change first, ties by query id; ``better`` under the metric's direction."""
+    lower = metric_direction(metric) == "lower"
+    moves = [QueryMove(query_id=q, a=a[q], b=b[q], delta=b[q] - a[q],
+                       better=(b[q] < a[q]) if lower else (b[q] > a[q]))
+             for q in sorted(set(a) & set(b)) if a[q] != b[q]]
+    moves.sort(key=lambda m: (-abs(m.delta), m.query_id))
+    return moves
+
+
 def compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str = "test",
-                 primary: str | None = None, alpha: float = 0.05) -> RunComparison:
-    """Compare child run ``run_b`` against ``run_a`` on ``split`` (see the module doc)."""
+                 primary: str | None = None, alpha: float = 0.05, test: StatTest = "student",
+                 correction: Correction = "holm") -> RunComparison:
+    """Compare point ``run_b`` against ``run_a`` on ``split`` (see the module doc); each is a
+    run id, ``SWEEP:LABEL`` or a config-hash prefix (:func:`~aiblox.eval.sweep.runs.
+    resolve_run`)."""
+    with quiet_downloads():
+        return _compare_runs(run_a, run_b, tracking_uri, split, primary, alpha, test,
+                             correction)
+
+
+def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str, primary: str | None,
+                  alpha: float, test: StatTest, correction: Correction) -> RunComparison:
+    from aiblox.eval.sweep.runs import resolve_run
     from aiblox.eval.sweep.tracking import tracking_client
 
+    refs = [resolve_run(r, tracking_uri) for r in (run_a, run_b)]
+    run_a, run_b = refs[0].run_id, refs[1].run_id
     client = tracking_client(tracking_uri)  # a reader: a missing store is an error
     runs = []
     for rid in (run_a, run_b):
@@ -217,8 +285,13 @@ def compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str = "test",
     prim = primary if primary is not None else _primary(client, runs[0], metrics)
     if prim not in metrics:
         raise ValueError(f"metric {prim} is not among {metrics}")
+    # the sweep's own test (one candidate: no correction within a metric), then one family of
+    # the metrics compared here
     tests = {c.metric: c for c in compare_to_baseline(pq_a, [(run_b, pq_b)], metrics,
-                                                      alpha=alpha)}
+                                                      test=test, alpha=alpha,
+                                                      correction="none")}
+    adjusted = dict(zip(metrics, adjust([tests[m].p_value for m in metrics], correction),
+                        strict=True))
     rows = []
     for m in metrics:
         key = metric_key(split, m)
@@ -226,8 +299,9 @@ def compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str = "test",
         c = tests[m]
         a = float(la) if la is not None else c.baseline_mean
         b = float(lb) if lb is not None else c.candidate_mean
-        rows.append(MetricDelta(metric=m, a=a, b=b, delta=b - a, p_value=c.p_value,
-                                significant=c.p_value <= alpha, wins=c.wins, ties=c.ties,
+        rows.append(MetricDelta(metric=m, a=a, b=b, delta=b - a, direction=c.direction,
+                                p_value=c.p_value, p_adjusted=adjusted[m],
+                                significant=adjusted[m] <= alpha, wins=c.wins, ties=c.ties,
                                 losses=c.losses, n=c.wins + c.ties + c.losses))
     n = len(set(pq_a[prim]) & set(pq_b[prim]))
 
@@ -240,6 +314,8 @@ def compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str = "test",
     if ev_a is not None and ev_b is not None:
         evidence, summary = evidence_changes(ev_a, ev_b)
     return RunComparison(run_a=run_a, run_b=run_b, label_a=label(runs[0]),
-                         label_b=label(runs[1]), split=split, primary=prim, n_queries=n,
-                         test="student", alpha=alpha, metrics=rows, evidence=evidence,
+                         label_b=label(runs[1]), name_a=refs[0].name, name_b=refs[1].name,
+                         split=split, primary=prim, n_queries=n, test=test,
+                         correction=correction, alpha=alpha, metrics=rows,
+                         moved=query_moves(pq_a[prim], pq_b[prim], prim), evidence=evidence,
                          evidence_summary=summary)

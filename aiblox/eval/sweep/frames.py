@@ -208,10 +208,12 @@ def stage_counts(result: SweepResult) -> pd.DataFrame:
 
 def significance_frame(result: SweepResult) -> pd.DataFrame:
     """The significance table: per tested point and metric, baseline and candidate means on
-    the report split, the delta, raw and Holm-adjusted p-values, win/tie/loss counts. Empty
+    the report split, the delta, raw and Holm-adjusted p-values, the metric's direction
+    (``higher`` or ``lower`` is better) and win/tie/loss counts under it. Empty
     (with the columns) when the spec names no baseline."""
-    columns = ["candidate", "metric", "baseline_mean", "candidate_mean", "delta", "p_value",
-               "p_holm", "significant", "wins", "ties", "losses", "test"]
+    columns = ["candidate", "metric", "direction", "baseline_mean", "candidate_mean", "delta",
+               "p_value", "p_holm", "significant", "wins", "ties", "losses", "test",
+               "correction"]
     return pd.DataFrame([c.model_dump() for c in result.significance], columns=columns)
 
 

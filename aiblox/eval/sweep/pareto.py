@@ -22,6 +22,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from aiblox.eval.metrics.directions import COST_METRICS, metric_direction
+
 __all__ = [
     "COSTS",
     "MINIMISED",
@@ -37,21 +39,22 @@ COSTS: dict[str, str] = {
 }
 """Costs read from a point's settings (deterministic), by name."""
 
-MINIMISED = frozenset({"evidence_tokens", "selected_tokens", "selected_chunks", *COSTS})
-"""Metrics (and costs) where lower is better: tokens and chunks handed on, candidates fused."""
+MINIMISED = frozenset({*COST_METRICS, *COSTS})
+"""Metrics (and costs) where lower is better: tokens and chunks handed on, candidates fused
+(:data:`aiblox.eval.metrics.directions.COST_METRICS`)."""
 
 _MAXIMISED_STATUS = "status:ANSWERED"
 _STATUS = re.compile(r"^status:")
 
 
 def infer_direction(name: str) -> str | None:
-    """``minimize`` for a cost (:data:`MINIMISED`), ``maximize`` for a quality metric (ranx
-    metrics, chunk and answer metrics, ``status:ANSWERED``), None for another status rate."""
-    if name in MINIMISED:
-        return "minimize"
+    """``minimize`` for a cost, ``maximize`` for a quality metric (ranx metrics, chunk and
+    answer metrics, ``status:ANSWERED``): the direction comparisons use
+    (:func:`aiblox.eval.metrics.directions.metric_direction`); None for another status rate,
+    which an objective must be given a direction for."""
     if _STATUS.match(name) and name != _MAXIMISED_STATUS:
         return None
-    return "maximize"
+    return "minimize" if metric_direction(name) == "lower" else "maximize"
 
 
 def resolve_objectives(objectives: Sequence[str], directions: Sequence[str] | None,

@@ -5,7 +5,8 @@ leaderboard (tune and report metrics), the primary metric as a function of each 
 (one plot per axis, one line per blend, over the points the parameter applies to only: of the
 points holding a value, the one best on tune, with its tune and report values, so the report
 split is never chosen on; an axis grouping the points exactly as an earlier one is left out),
-the tune-versus-report table of the chosen point, the significance table, the manifest hashes
+the tune-versus-report table of the chosen point, the significance table (each metric's direction
+and win/tie/loss under it, :mod:`aiblox.eval.metrics.directions`), the manifest hashes
 of the best point, and the one command that reproduces the sweep. A spec with ``[search]
 objectives`` adds its Pareto front on the tune split (a table, and one plot of the primary
 metric against each other objective: every point, the front, the chosen point).
@@ -26,6 +27,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aiblox.eval.metrics.directions import metric_direction
+from aiblox.eval.metrics.significance import TEST_NAMES
 from aiblox.eval.sweep.applies import series_of, setting_applies
 from aiblox.eval.sweep.results import ranking_order
 from aiblox.eval.sweep.tracking import metric_key, tag_filter, tracking_client
@@ -375,10 +378,16 @@ def _tables(rep: SweepReport, top: int) -> list[tuple[str, list[str], list[list[
         gap = (rep.best["metrics"][rep.tune_split][rep.primary]
                - rep.best["metrics"][rep.report_split][rep.primary])
         tvr.append([f"{rep.primary} gap (tune minus report)", "", f"{gap:+.4f}"])
-    sig = [[c["candidate"], c["metric"], _f(c["baseline_mean"]), _f(c["candidate_mean"]),
+    # the direction as the library declares it (a summary logged before it carried one)
+    sig = [[c["candidate"], c["metric"], c.get("direction") or metric_direction(c["metric"]),
+            _f(c["baseline_mean"]), _f(c["candidate_mean"]),
             f"{c['delta']:+.4f}", f"{c['p_value']:.4g}", f"{c['p_holm']:.4g}",
             "yes" if c["significant"] else "no", f"{c['wins']}/{c['ties']}/{c['losses']}"]
            for c in rep.significance]
+    first = rep.significance[0] if rep.significance else {}
+    tested = TEST_NAMES.get(first.get("test", "student"), first.get("test", ""))
+    corrected = f"{first.get('correction', 'holm').capitalize()}-adjusted" \
+        if first.get("correction", "holm") != "none" else "unadjusted"
     man = rep.manifest
     mrows = [[k, str(man.get(k))] for k in ("config_hash", "dataset_hash", "manifest_hash",
                                            "git_commit", "run_id")]
@@ -396,9 +405,11 @@ def _tables(rep: SweepReport, top: int) -> list[tuple[str, list[str], list[list[
     if rep.cv is not None:
         tables += _cv_tables(rep.cv)
     if rep.report_split is not None:
-        tables.append((f"Significance against the baseline ({rep.report_split}, Holm-adjusted)",
-                       ["candidate", "metric", "baseline", "candidate", "delta", "p", "p (Holm)",
-                        "significant", "W/T/L"], sig))
+        tables.append((f"Significance against the baseline ({rep.report_split}, {tested}, "
+                       f"{corrected} over the points per metric; W/T/L under the metric's "
+                       f"direction)",
+                       ["candidate", "metric", "better", "baseline", "candidate", "delta", "p",
+                        "p (adjusted)", "significant", "W/T/L"], sig))
     tables.append(("Manifest hashes of the best point", ["field", "value"], mrows))
     return tables
 

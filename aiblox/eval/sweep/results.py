@@ -161,7 +161,8 @@ def tested_metrics(spec: SweepSpec) -> list[str]:
     """The metrics the top points are tested on against the baseline: a fusion sweep's ranx
     metrics; in a pipeline sweep, the primary and the metrics a swept stage can move (the
     fused run's when fusion is swept, the chunk metrics when fusion or chunking is, the answer
-    metrics when selection is)."""
+    metrics when selection is), and the cost those stages move (``evidence_tokens``,
+    ``selected_tokens``: lower is better, so a decrease counts as a win)."""
     if not spec.has_pipeline_axes:
         return list(spec.metrics)
     g = spec.grid
@@ -170,9 +171,9 @@ def tested_metrics(spec: SweepSpec) -> list[str]:
     headline = [spec.primary, *(spec.metrics if fusion else [])]
     if chunking:
         headline += [*(f"{PROJECTION_PREFIX}{m}" for m in spec.metrics),
-                     *(f"answer_recall@{k}" for k in spec.chunk_k)]
+                     *(f"answer_recall@{k}" for k in spec.chunk_k), "evidence_tokens"]
     if g.selection is not None:
-        headline += ["answer_f1", "answer_em", "evidence_answer_recall"]
+        headline += ["answer_f1", "answer_em", "evidence_answer_recall", "selected_tokens"]
     return list(dict.fromkeys(headline))
 
 

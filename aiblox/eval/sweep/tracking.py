@@ -76,6 +76,7 @@ __all__ = [
     "flatten",
     "metric_key",
     "pareto_summary",
+    "quiet_downloads",
     "release_on_error",
     "split_file",
     "tag_filter",
@@ -289,6 +290,22 @@ def tracking_client(tracking_uri: str, *, create: bool = False) -> Any:
             raise TrackingStoreError(f"cannot open the MLflow store {tracking_uri}: "
                                      f"{first}") from exc
     return client
+
+
+@contextlib.contextmanager
+def quiet_downloads() -> Iterator[None]:
+    """MLflow's per-download progress bars off while a reader downloads artifacts (a sweep's
+    children, two runs' per-query values)."""
+    key = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+    before = os.environ.get(key)
+    os.environ[key] = "false"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = before
 
 
 def tag_filter(key: str, value: str) -> str:

@@ -11,11 +11,9 @@ split by split, its key and output hash compared with the manifest's. The worksp
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -82,38 +80,22 @@ def _load(manifest: PointManifest | dict[str, Any] | str | Path) -> PointManifes
 def logged_manifest(run: str, tracking_uri: str) -> tuple[PointManifest, str]:
     """The manifest of a logged point and where it came from.
 
-    ``run`` is a ``manifest.json`` path, an MLflow point run id (a sweep's child run), or a
-    sweep (its parent run id or its name): then the sweep's best point, as chosen on the tune
-    split. Raises :class:`ValueError` naming ``run`` when it is none of these.
-    """
+    ``run`` is a ``manifest.json`` path, a point's reference (an MLflow run id, ``SWEEP:LABEL``
+    or a config-hash prefix, :func:`~aiblox.eval.sweep.runs.resolve_run`), or a sweep (its
+    parent run id or its name): then the sweep's best point, as chosen on the tune split.
+    Raises :class:`ValueError` naming ``run`` when it is none of these (or is ambiguous)."""
     path = Path(run)
     if path.suffix == ".json" or path.is_file():
         if not path.is_file():
             raise ValueError(f"{run}: no such manifest file")
         return _load(path), str(path)
-    from aiblox.eval.sweep.report import find_sweep_run
+    from aiblox.eval.sweep.runs import resolve_run
     from aiblox.eval.sweep.tracking import tracking_client
 
+    ref = resolve_run(run, tracking_uri, sweep_best=True)
     client = tracking_client(tracking_uri)
-    try:
-        point = client.get_run(run)
-    except Exception:  # noqa: BLE001 - not a run id: a sweep name, or nothing
-        point = None
-    if point is None or point.data.tags.get("aiblox.kind") == "sweep":
-        parent = point if point is not None else find_sweep_run(client, run)
-        best = parent.data.tags.get("aiblox.best_config_hash")
-        if not best:
-            raise ValueError(f"sweep {run!r} has no best point logged (unfinished?)")
-        from aiblox.eval.sweep.tracking import tag_filter
-
-        found = client.search_runs(
-            [parent.info.experiment_id],
-            filter_string=f"{tag_filter('mlflow.parentRunId', parent.info.run_id)} and "
-                          f"{tag_filter('aiblox.config_hash', best)}", max_results=1)
-        if not found:
-            raise ValueError(f"sweep {run!r}: the best point {best[:12]} has no child run")
-        point = found[0]
-    elif point.data.tags.get("aiblox.kind") != "point":
+    point = client.get_run(ref.run_id)
+    if point.data.tags.get("aiblox.kind") != "point":
         raise ValueError(f"run {run} is not an aiblox sweep point or sweep")
     with tempfile.TemporaryDirectory() as tmp:
         local = client.download_artifacts(point.info.run_id, "manifest.json", tmp)
@@ -232,7 +214,12 @@ def verify_cv(run: str, tracking_uri: str) -> list[StageCheck] | None:
 
     from aiblox.eval.sweep.crossval import CrossValidation, cross_validate
     from aiblox.eval.sweep.report import find_sweep_run
-    from aiblox.eval.sweep.tracking import split_file, tag_filter, tracking_client
+    from aiblox.eval.sweep.tracking import (
+        quiet_downloads,
+        split_file,
+        tag_filter,
+        tracking_client,
+    )
 
     if Path(run).suffix == ".json" or Path(run).is_file():
         return None
@@ -276,7 +263,7 @@ def verify_cv(run: str, tracking_uri: str) -> list[StageCheck] | None:
             self.config_hash = child.data.tags.get("aiblox.config_hash", "")
 
     pts = [_Pt(by_hash[h]) for h in logged.candidates]
-    with _quiet_downloads():
+    with quiet_downloads():
         vals = {h: values(by_hash[h]) for h in logged.candidates}
         base_values = None if base is None or logged.margin is None else values(base)
     qids = sorted(q for fold in logged.fold_ids for q in fold)
@@ -294,21 +281,6 @@ def verify_cv(run: str, tracking_uri: str) -> list[StageCheck] | None:
           f"{again.margin!r}:[{again.margin_low!r}, {again.margin_high!r}]:p {again.p_value!r}")
     check("cv/verdict", logged.verdict, again.verdict)
     return checks
-
-
-@contextlib.contextmanager
-def _quiet_downloads() -> Iterator[None]:
-    """MLflow's per-download progress bars off while a sweep's children are read."""
-    key = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
-    before = os.environ.get(key)
-    os.environ[key] = "false"
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = before
 
 
 def _pair(stage: dict[str, Any]) -> str:

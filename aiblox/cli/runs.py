@@ -1,0 +1,136 @@
+"""``aiblox runs [SWEEP]``: the sweeps an MLflow store holds, or one sweep's points, with what
+``aiblox compare`` and ``aiblox eval verify`` accept to name them: the full label (as
+``SWEEP:LABEL``), the config hash (a unique prefix will do) and the MLflow run id."""
+
+from __future__ import annotations
+
+import csv
+import io
+from enum import StrEnum
+from typing import Any
+
+import typer
+from rich.measure import Measurement
+from rich.table import Table
+
+from aiblox.cli._common import fail, out, print_json
+from aiblox.eval.sweep.tracking import DEFAULT_TRACKING_URI
+
+SHORT_HASH = 12
+"""Config-hash digits a table shows (``--format json|csv`` give all)."""
+
+
+class Format(StrEnum):
+    """Output formats."""
+
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+def _value(v: float | None) -> str:
+    return "" if v is None else f"{v:.4f}"
+
+
+def print_wide(table: Table) -> None:
+    """``table`` on stdout at its natural width (wider than the terminal if need be), so no
+    label is ever cut, piped to a file or not."""
+    width = Measurement.get(out, out.options.update(width=10_000), table).maximum
+    before = out.width
+    out.width = max(width, before)  # Console.print never goes wider than the console
+    try:
+        out.print(table)
+    finally:
+        out.width = before
+
+
+def _print_csv(rows: list[dict[str, Any]], columns: list[str]) -> None:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    out.file.write(buf.getvalue())
+    out.file.flush()
+
+
+def runs(
+    sweep: str = typer.Argument("", metavar="[SWEEP]", help="A sweep's name (its newest run) or "
+                                "parent run id: list its points. Without it: list the sweeps."),
+    tracking_uri: str = typer.Option(DEFAULT_TRACKING_URI, "--tracking-uri",
+                                     help="MLflow tracking URI."),
+    fmt: Format = typer.Option(Format.table, "--format", help="table, json (one JSON array) or "
+                               "csv."),
+) -> None:
+    """List logged sweeps, or one sweep's points (best first on the tune split) with their full
+    labels, config hashes and MLflow run ids: name a point to `aiblox compare` and `aiblox eval
+    verify` as SWEEP:LABEL, a config-hash prefix or its run id."""
+    try:
+        from aiblox.eval.sweep.runs import list_points, list_sweeps
+    except ImportError:  # pragma: no cover - mlflow is the `tracking` extra
+        fail("MLflow is not installed: pip install 'aiblox[tracking]'")
+        return
+    try:
+        if sweep:
+            row, points = list_points(sweep, tracking_uri)
+        else:
+            sweeps = list_sweeps(tracking_uri)
+    except ValueError as exc:  # TrackingStoreError too: a missing store, named, not created
+        fail(str(exc))
+        return
+    if not sweep:
+        if not sweeps:
+            fail(f"no sweeps logged in {tracking_uri}: run `aiblox sweep SPEC --tracking-uri "
+                 f"{tracking_uri}` first")
+        _sweeps(sweeps, fmt)
+        return
+    _points(row, points, fmt)
+
+
+def _sweeps(sweeps: list[Any], fmt: Format) -> None:
+    rows = [s.model_dump(mode="json") for s in sweeps]
+    if fmt is Format.json:
+        print_json(rows)
+        return
+    if fmt is Format.csv:
+        _print_csv(rows, list(rows[0]))
+        return
+    table = Table(title="sweeps (newest first); aiblox runs SWEEP lists its points")
+    for col in ("sweep", "parent run id", "status", "points", "primary", "best point",
+                "config", "tune", "report"):
+        table.add_column(col, justify="right" if col in ("points", "tune", "report")
+                         else "left", no_wrap=True)
+    for s in sweeps:
+        table.add_row(s.name, s.parent_run_id, s.status, str(s.points), s.primary,
+                      s.best_label or "", (s.best_config_hash or "")[:SHORT_HASH],
+                      f"{s.tune_split} {_value(s.best_tune)}".strip() if s.best_tune is not None
+                      else "",
+                      f"{s.report_split} {_value(s.best_report)}" if s.best_report is not None
+                      else "")
+    print_wide(table)
+
+
+def _points(sweep: Any, points: list[Any], fmt: Format) -> None:
+    rows = [p.model_dump(mode="json") for p in points]
+    if fmt is Format.json:
+        print_json(rows)
+        return
+    if fmt is Format.csv:
+        cols = ["sweep", "label", "config_hash", "run_id", "primary", "tune", "report",
+                "baseline", "best"]
+        _print_csv(rows, cols)
+        return
+    report = f"{sweep.report_split} {sweep.primary}" if sweep.report_split else ""
+    table = Table(title=f"sweep {sweep.name} (parent run {sweep.parent_run_id}): "
+                        f"{len(points)} points, best first on {sweep.tune_split} "
+                        f"{sweep.primary}; name one as {sweep.name}:LABEL")
+    cols = ["sweep", "label", "config", "run id", f"{sweep.tune_split} {sweep.primary}"]
+    cols += [report] if report else []
+    cols += ["note"]
+    for col in cols:
+        table.add_column(col, no_wrap=True,
+                         justify="right" if sweep.primary in col else "left")
+    for p in points:
+        note = ", ".join(n for n, on in (("best", p.best), ("baseline", p.baseline)) if on)
+        table.add_row(p.sweep, p.label, p.config_hash[:SHORT_HASH], p.run_id, _value(p.tune),
+                      *([_value(p.report)] if report else []), note)
+    print_wide(table)

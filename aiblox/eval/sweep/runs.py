@@ -1,0 +1,348 @@
+"""Logged sweep points by name: the sweeps and points an MLflow store holds, and one point found
+from whatever a person has at hand.
+
+:func:`list_sweeps` lists the sweeps (parent runs, tag ``aiblox.kind = sweep``) newest first,
+with their point counts and best point; :func:`list_points` lists one sweep's points (FINISHED
+child runs) best first on the tune split, each with its full label, config hash, MLflow run id
+and primary metric on the tune and report splits. ``aiblox runs`` prints both.
+
+:func:`resolve_run` turns a reference into one point's run (:class:`RunRef`), trying in order:
+
+1. a 32-hex MLflow run id of a run in the store;
+2. ``SWEEP:LABEL``: the sweep by name (its newest parent run) or parent run id, then the point
+   whose label is ``LABEL`` exactly, else the one point whose label starts with it, else the
+   one point whose config hash starts with it;
+3. a sweep name or parent run id (only with ``sweep_best=True``): the sweep's best point;
+4. a config-hash prefix (at least :data:`MIN_HASH_PREFIX` hex digits) matching one point.
+
+A reference matching several points raises :class:`AmbiguousRun` naming every candidate as
+``SWEEP:LABEL`` (config hash, run id); one matching none raises ``ValueError`` saying what was
+tried. The same config hash logged by two sweeps is two runs: qualify it with its sweep
+(``SWEEP:HASHPREFIX``). ``aiblox compare``, ``aiblox eval verify`` and the notebooks resolve
+through here. mlflow is imported lazily (the ``tracking`` extra).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from aiblox.eval.sweep.results import ranking_order
+from aiblox.eval.sweep.tracking import (
+    TAG_CONFIG,
+    TAG_KIND,
+    TAG_PARENT,
+    metric_key,
+    tag_filter,
+    tracking_client,
+)
+
+__all__ = [
+    "MIN_HASH_PREFIX",
+    "AmbiguousRun",
+    "PointRow",
+    "RunRef",
+    "SweepRow",
+    "list_points",
+    "list_sweeps",
+    "resolve_run",
+]
+
+MIN_HASH_PREFIX = 4
+"""Fewest hex digits a bare config-hash prefix may have."""
+
+_RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+_HEX = re.compile(r"^[0-9a-f]+$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class SweepRow(_Strict):
+    """One logged sweep (a parent run)."""
+
+    name: str
+    """Sweep name (tag ``aiblox.sweep_name``)."""
+    parent_run_id: str
+    """MLflow parent run id."""
+    status: str
+    """The parent run's status (``FINISHED`` once the sweep ended)."""
+    points: int
+    """FINISHED child runs (logged points)."""
+    primary: str
+    """Metric the best point was chosen by."""
+    tune_split: str
+    """Split the best point was chosen on."""
+    report_split: str | None
+    """Split the best point is reported on (None: none)."""
+    best_label: str | None
+    """The best point's label (None until the sweep finished)."""
+    best_config_hash: str | None
+    """The best point's config hash."""
+    best_tune: float | None
+    """The best point's primary metric on the tune split."""
+    best_report: float | None
+    """The best point's primary metric on the report split."""
+
+
+class PointRow(_Strict):
+    """One logged point (a child run of a sweep)."""
+
+    sweep: str
+    """Its sweep's name."""
+    label: str
+    """The point's label, in full."""
+    config_hash: str
+    """Its config hash, in full."""
+    run_id: str
+    """Its MLflow run id."""
+    primary: str
+    """The sweep's primary metric."""
+    tune: float | None
+    """Primary metric on the tune split."""
+    report: float | None
+    """Primary metric on the report split (None without one)."""
+    baseline: bool
+    """The sweep's named baseline."""
+    best: bool
+    """The sweep's chosen point."""
+
+
+class RunRef(_Strict):
+    """A resolved reference: one point's run."""
+
+    run_id: str
+    """MLflow run id."""
+    sweep: str
+    """Its sweep's name ("" for a run outside a sweep)."""
+    label: str
+    """Its label (tag ``aiblox.label``, else the run name)."""
+    config_hash: str
+    """Its config hash ("" when the run has none)."""
+
+    @property
+    def name(self) -> str:
+        """``SWEEP:LABEL`` (or the label, or the run id)."""
+        if self.sweep and self.label:
+            return f"{self.sweep}:{self.label}"
+        return self.label or self.run_id
+
+
+class AmbiguousRun(ValueError):
+    """A reference that matches several points (the message lists them)."""
+
+
+def _experiments(client: Any) -> list[str]:
+    return [e.experiment_id for e in client.search_experiments(max_results=50000)]
+
+
+def _search(client: Any, exps: list[str], where: str,
+            order_by: list[str] | None = None) -> list[Any]:
+    out: list[Any] = []
+    token = None
+    while exps:
+        page = client.search_runs(exps, filter_string=where, order_by=order_by,
+                                  max_results=1000, page_token=token)
+        out.extend(page)
+        token = page.token
+        if not token:
+            break
+    return out
+
+
+def _sweep_row(parent: Any, points: int) -> SweepRow:
+    p, t, m = parent.data.params, parent.data.tags, parent.data.metrics
+    primary = p.get("spec.primary", "")
+    report = p.get("spec.report_split")
+    key = primary.replace("@", "_at_")
+    return SweepRow(
+        name=t.get("aiblox.sweep_name") or p.get("spec.name") or parent.info.run_name or "",
+        parent_run_id=parent.info.run_id, status=parent.info.status, points=points,
+        primary=primary, tune_split=p.get("spec.tune_split", ""),
+        report_split=None if report in (None, "None") else report,
+        best_label=t.get("aiblox.best_label"), best_config_hash=t.get("aiblox.best_config_hash"),
+        best_tune=m.get(f"best.tune.{key}"), best_report=m.get(f"best.report.{key}"))
+
+
+def list_sweeps(tracking_uri: str) -> list[SweepRow]:
+    """Every sweep of the store, newest first (ties by run id). A missing local store raises
+    :class:`~aiblox.eval.sweep.tracking.TrackingStoreError` (nothing is created)."""
+    client = tracking_client(tracking_uri)
+    exps = _experiments(client)
+    parents = _search(client, exps, tag_filter(TAG_KIND, "sweep"))
+    counts: dict[str, int] = {}
+    for r in _search(client, exps, tag_filter(TAG_KIND, "point")):
+        pid = r.data.tags.get(TAG_PARENT)
+        if pid and r.info.status == "FINISHED":
+            counts[pid] = counts.get(pid, 0) + 1
+    parents.sort(key=lambda r: (-(r.info.start_time or 0), r.info.run_id))
+    return [_sweep_row(r, counts.get(r.info.run_id, 0)) for r in parents]
+
+
+def _sweep(client: Any, sweep: str) -> Any:
+    from aiblox.eval.sweep.report import find_sweep_run
+
+    return find_sweep_run(client, sweep)
+
+
+def _children(client: Any, parent: Any) -> list[Any]:
+    return [r for r in _search(client, [parent.info.experiment_id],
+                               tag_filter(TAG_PARENT, parent.info.run_id))
+            if r.info.status == "FINISHED" and r.data.tags.get(TAG_KIND) == "point"]
+
+
+def _point_row(sweep: SweepRow, run: Any) -> PointRow:
+    t, m = run.data.tags, run.data.metrics
+    chash = t.get(TAG_CONFIG, "")
+    return PointRow(
+        sweep=sweep.name, label=t.get("aiblox.label") or run.info.run_name or run.info.run_id,
+        config_hash=chash, run_id=run.info.run_id, primary=sweep.primary,
+        tune=m.get(metric_key(sweep.tune_split, sweep.primary)),
+        report=(m.get(metric_key(sweep.report_split, sweep.primary))
+                if sweep.report_split else None),
+        baseline=t.get("aiblox.baseline") == "true",
+        best=bool(chash) and chash == sweep.best_config_hash)
+
+
+def list_points(sweep: str, tracking_uri: str) -> tuple[SweepRow, list[PointRow]]:
+    """One sweep (by name: its newest parent run; or by parent run id) and its points, best
+    first on the tune split by the primary metric (ties by config hash, as the sweep ranks
+    them; points without a tune value last)."""
+    client = tracking_client(tracking_uri)
+    parent = _sweep(client, sweep)
+    children = _children(client, parent)
+    row = _sweep_row(parent, len(children))
+    points = [_point_row(row, c) for c in children]
+    points.sort(key=lambda p: ranking_order(p.tune if p.tune is not None else float("-inf"),
+                                            p.config_hash))
+    return row, points
+
+
+def _ref(run: Any, sweep: str = "") -> RunRef:
+    t = run.data.tags
+    return RunRef(run_id=run.info.run_id, sweep=sweep or t.get("aiblox.sweep_name", ""),
+                  label=t.get("aiblox.label") or run.info.run_name or "",
+                  config_hash=t.get(TAG_CONFIG, ""))
+
+
+def _sweep_names(client: Any, runs: list[Any]) -> dict[str, str]:
+    """Parent run id -> sweep name, for ``runs``' parents."""
+    names: dict[str, str] = {}
+    for r in runs:
+        pid = r.data.tags.get(TAG_PARENT)
+        if pid and pid not in names:
+            try:
+                names[pid] = _sweep_row(client.get_run(pid), 0).name
+            except Exception:  # noqa: BLE001 - a parent gone: no name
+                names[pid] = ""
+    return names
+
+
+def _one(ref: str, matches: list[RunRef], what: str) -> RunRef:
+    if len(matches) == 1:
+        return matches[0]
+    listed = "; ".join(f"{m.name} ({m.config_hash[:12]}, run {m.run_id})"
+                       for m in matches[:10])
+    more = f"; and {len(matches) - 10} more" if len(matches) > 10 else ""
+    raise AmbiguousRun(f"{ref!r} is ambiguous: {len(matches)} points match its {what}: "
+                       f"{listed}{more}")
+
+
+def _in_sweep(client: Any, ref: str, sweep: str, key: str) -> RunRef:
+    try:
+        parent = _sweep(client, sweep)
+    except ValueError:
+        raise ValueError(f"{ref!r}: no sweep named {sweep!r} (aiblox runs lists them)") from None
+    row = _sweep_row(parent, 0)
+    refs = [_ref(c, row.name) for c in _children(client, parent)]
+    refs.sort(key=lambda r: (r.label, r.config_hash))
+    exact = [r for r in refs if r.label == key]
+    if exact:
+        return _one(ref, exact, "label")
+    prefix = [r for r in refs if r.label.startswith(key)]
+    if prefix:
+        return _one(ref, prefix, "label prefix")
+    if _HEX.match(key.lower()):
+        by_hash = [r for r in refs if r.config_hash.startswith(key.lower())]
+        if by_hash:
+            return _one(ref, by_hash, "config-hash prefix")
+    shown = ", ".join(r.label for r in refs[:8]) + (", ..." if len(refs) > 8 else "")
+    raise ValueError(f"{ref!r}: sweep {row.name} has no point labelled {key!r} (nor a label "
+                     f"or config hash starting with it); its points: {shown or 'none'}")
+
+
+def _by_hash_prefix(client: Any, ref: str) -> RunRef | None:
+    prefix = ref.lower()
+    runs = [r for r in _search(client, _experiments(client),
+                               f"{tag_filter(TAG_KIND, 'point')} and "
+                               f"tags.`{TAG_CONFIG}` LIKE '{prefix}%'")
+            if r.info.status == "FINISHED"]
+    if not runs:
+        return None
+    names = _sweep_names(client, runs)
+    refs = sorted((_ref(r, names.get(r.data.tags.get(TAG_PARENT, ""), "")) for r in runs),
+                  key=lambda r: (r.sweep, r.label, r.run_id))
+    return _one(ref, refs, "config-hash prefix")
+
+
+def _sweep_best(client: Any, parent: Any) -> RunRef:
+    row = _sweep_row(parent, 0)
+    if not row.best_config_hash:
+        raise ValueError(f"sweep {row.name!r} has no best point logged (unfinished?)")
+    found = [c for c in _children(client, parent)
+             if c.data.tags.get(TAG_CONFIG) == row.best_config_hash]
+    if not found:
+        raise ValueError(f"sweep {row.name!r}: the best point {row.best_config_hash[:12]} has "
+                         f"no child run")
+    return _ref(found[0], row.name)
+
+
+def resolve_run(ref: str, tracking_uri: str, *, sweep_best: bool = False) -> RunRef:
+    """The point run ``ref`` names (see the module doc for the forms, in the order tried).
+    With ``sweep_best``, a sweep name or parent run id is its best point. Raises
+    :class:`AmbiguousRun` listing the candidates, ``ValueError`` when nothing matches, and
+    :class:`~aiblox.eval.sweep.tracking.TrackingStoreError` for a missing local store."""
+    ref = ref.strip()
+    if not ref:
+        raise ValueError("empty run reference: give a run id, SWEEP:LABEL or a config-hash "
+                         "prefix")
+    client = tracking_client(tracking_uri)
+    if _RUN_ID.match(ref):
+        try:
+            run = client.get_run(ref)
+        except Exception:  # noqa: BLE001 - not a run here: maybe a config-hash prefix
+            run = None
+        if run is not None:
+            if run.data.tags.get(TAG_KIND) == "sweep":
+                if sweep_best:
+                    return _sweep_best(client, run)
+                raise ValueError(f"run {ref} is a sweep (a parent run), not a point: name one "
+                                 f"of its points (aiblox runs {ref})")
+            sweep = ""
+            if run.data.tags.get(TAG_PARENT):
+                sweep = _sweep_names(client, [run]).get(run.data.tags[TAG_PARENT], "")
+            return _ref(run, sweep)
+    if ":" in ref:
+        sweep, _, key = ref.partition(":")
+        if sweep and key:
+            return _in_sweep(client, ref, sweep, key)
+    if sweep_best:
+        try:
+            parent = _sweep(client, ref)
+        except ValueError:
+            parent = None
+        if parent is not None:
+            return _sweep_best(client, parent)
+    if _HEX.match(ref.lower()) and len(ref) >= MIN_HASH_PREFIX:
+        found = _by_hash_prefix(client, ref)
+        if found is not None:
+            return found
+    what = (f"no sweep run with id or name {ref!r}, and no point" if sweep_best
+            else f"no point {ref!r} in {tracking_uri}")
+    raise ValueError(
+        f"{what}: give a 32-hex MLflow run id, SWEEP:LABEL (a label or its unique prefix), or "
+        f"a config-hash prefix of {MIN_HASH_PREFIX}+ hex digits"
+        + (", or a sweep name" if sweep_best else "") + " (aiblox runs lists them)")

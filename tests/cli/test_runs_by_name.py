@@ -1,0 +1,336 @@
+"""Runs by name: ``aiblox runs`` lists logged sweeps and points, and ``aiblox compare`` / ``aiblox
+eval verify`` take a point as ``SWEEP:LABEL`` or a config-hash prefix as well as a run id; a
+cost metric's decrease is a win in compare, the sweep report and the notebooks alike.
+
+The sample fusion sweep, a small selection-policy sweep of the sample dataset (whose per-query
+``selected_tokens`` is a cost) and a one-point sweep sharing a config hash with the fusion sweep
+are run once per module through the CLI into a tmp sqlite MLflow store."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mlflow")
+pytest.importorskip("matplotlib")
+
+from typer.testing import CliRunner  # noqa: E402
+
+from aiblox.cli.main import app  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+SPEC = REPO / "evals" / "sweeps" / "sample_fusion.toml"
+DRIVER = "import sys; from aiblox.cli.main import app; app(sys.argv[1:], prog_name='aiblox')"
+SELECTION = """
+name = "runs_selection"
+dataset = "sample"
+tune_split = "train"
+report_split = "test"
+backend = "duckdb"
+embedder = "hashing"
+metrics = ["ndcg@10"]
+primary = "answer_f1"
+query_limit = 4
+
+[base]
+top_k_items = 10
+top_k_chunks = 6
+fts = { top_k = 20 }
+vector = { top_k = 20 }
+
+[grid.selection]
+policy = ["R2_POLICY_V1", "R2_POLICY_V2"]
+max_chunks = [1, 4]
+
+[baseline]
+policy = "R2_POLICY_V1"
+max_chunks = 4
+"""
+# the fusion sweep's baseline point again, in a sweep of its own: one config hash, two runs
+COPY = """
+name = "runs_copy"
+dataset = "sample"
+tune_split = "train"
+report_split = "test"
+backend = "duckdb"
+embedder = "hashing"
+metrics = ["ndcg@10", "recall@10", "mrr@10"]
+primary = "ndcg@10"
+
+[base]
+top_k_items = 10
+fts = { top_k = 20 }
+vector = { top_k = 20 }
+
+[grid]
+blend = ["rrf"]
+rrf_k = [60]
+depth = [20]
+"""
+runner = CliRunner()
+
+
+def _cli(*args: str):
+    return runner.invoke(app, list(args), env={"AIBLOX_NO_PROGRESS": "1", "COLUMNS": "100"})
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs_by_name")
+    uri = f"sqlite:///{root}/mlflow.db"
+    db = str(root / "sample.duckdb")
+    common = ["--db", db, "--cache-dir", str(root / "stages"), "--tracking-uri", uri, "--json"]
+    sweeps = {}
+    for name, spec in (("sample_fusion", SPEC), ("runs_selection", SELECTION),
+                       ("runs_copy", COPY)):
+        if isinstance(spec, str):
+            path = root / f"{name}.toml"
+            path.write_text(spec, encoding="utf-8")
+            spec = path
+        r = _cli("sweep", str(spec), *common)
+        assert r.exit_code == 0, r.output
+        sweeps[name] = json.loads(r.stdout)
+    return {"uri": uri, "db": db, "root": root, "sweeps": sweeps}
+
+
+def _points(logged, sweep: str) -> list[dict]:
+    r = _cli("runs", sweep, "--tracking-uri", logged["uri"], "--format", "json")
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def _compare(logged, a: str, b: str, *extra: str) -> dict:
+    r = _cli("compare", a, b, "--tracking-uri", logged["uri"], "--json", *extra)
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def test_runs_lists_the_sweeps_with_their_points_and_best(logged):
+    r = _cli("runs", "--tracking-uri", logged["uri"])
+    assert r.exit_code == 0, r.output
+    fusion = logged["sweeps"]["sample_fusion"]
+    for name, out in logged["sweeps"].items():
+        assert name in r.stdout
+        assert out["tracking"]["parent_run_id"] in r.stdout  # in full
+    assert fusion["best"]["label"] in r.stdout
+    rows = json.loads(_cli("runs", "--tracking-uri", logged["uri"], "--format", "json").stdout)
+    by_name = {s["name"]: s for s in rows}
+    assert by_name["sample_fusion"]["points"] == fusion["n_points"] == 24
+    assert by_name["sample_fusion"]["best_config_hash"] == fusion["best"]["config_hash"]
+    assert by_name["sample_fusion"]["best_tune"] == fusion["best"]["metrics"]["train"]["ndcg@10"]
+    assert rows[0]["name"] == "runs_copy"  # newest first
+
+
+def test_runs_sweep_json_has_every_point_in_full(logged):
+    points = _points(logged, "sample_fusion")
+    fusion = logged["sweeps"]["sample_fusion"]
+    assert len(points) == 24
+    from aiblox.eval.sweep import tracking_client
+
+    client = tracking_client(logged["uri"])
+    parent = client.get_run(fusion["tracking"]["parent_run_id"])
+    children = client.search_runs([parent.info.experiment_id],
+                                  f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
+    assert {(p["label"], p["run_id"], p["config_hash"]) for p in points} == {
+        (c.data.tags["aiblox.label"], c.info.run_id, c.data.tags["aiblox.config_hash"])
+        for c in children}
+    assert all(len(p["config_hash"]) == 64 and len(p["run_id"]) == 32 for p in points)
+    tune = [p["tune"] for p in points]
+    assert tune == sorted(tune, reverse=True)  # best first on the tune split
+    best = [p for p in points if p["best"]]
+    assert [b["config_hash"] for b in best] == [fusion["best"]["config_hash"]]
+    assert best[0]["report"] == fusion["best"]["metrics"]["test"]["ndcg@10"]
+    assert sum(p["baseline"] for p in points) == 1
+    # csv: the same rows, full hashes
+    csv = _cli("runs", "sample_fusion", "--tracking-uri", logged["uri"], "--format", "csv")
+    lines = csv.stdout.splitlines()
+    assert lines[0].startswith("sweep,label,config_hash,run_id") and len(lines) == 25
+    assert all(p["config_hash"] in csv.stdout and p["run_id"] in csv.stdout for p in points)
+
+
+def test_runs_table_redirected_to_a_file_holds_full_labels(logged, tmp_path):
+    out = tmp_path / "runs.txt"
+    env = {**os.environ, "AIBLOX_NO_PROGRESS": "1",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH"))
+                                         if p)}
+    cmd = (f"{shlex.quote(sys.executable)} -c {shlex.quote(DRIVER)} runs sample_fusion "
+           f"--tracking-uri {shlex.quote(logged['uri'])} > {shlex.quote(str(out))}")
+    r = subprocess.run(cmd, shell=True, capture_output=True, text=True, env=env, cwd=tmp_path,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == ""  # the table went to the file
+    text = out.read_text(encoding="utf-8")
+    for p in _points(logged, "sample_fusion"):
+        row = next(line for line in text.splitlines() if f" {p['label']} " in line)
+        assert p["run_id"] in row and p["config_hash"][:12] in row  # never cut
+    assert "…" not in text
+
+
+def test_compare_by_label_and_by_hash_prefix_is_compare_by_run_id(logged):
+    points = {p["label"]: p for p in _points(logged, "sample_fusion")}
+    a, b = points["rrf-k60-d20"], points[logged["sweeps"]["sample_fusion"]["best"]["label"]]
+    by_id = _compare(logged, a["run_id"], b["run_id"])
+    by_label = _compare(logged, "sample_fusion:rrf-k60-d20", f"sample_fusion:{b['label']}")
+    by_prefix = _compare(logged, "sample_fusion:rrf-k60-d2", b["config_hash"][:8])
+    assert by_id == by_label == by_prefix
+    assert by_id["run_a"] == a["run_id"] and by_id["run_b"] == b["run_id"]
+    assert by_id["name_b"] == f"sample_fusion:{b['label']}"
+    assert by_id["test"] == "student" and by_id["correction"] == "holm"
+    # the queries that moved, with A and B values, for a fusion run too
+    assert by_id["moved"] and all(m["b"] - m["a"] == m["delta"] != 0 for m in by_id["moved"])
+    deltas = [abs(m["delta"]) for m in by_id["moved"]]
+    assert deltas == sorted(deltas, reverse=True)
+    table = _cli("compare", "sample_fusion:rrf-k60-d20", b["config_hash"][:8],
+                 "--tracking-uri", logged["uri"], "--changed", "2")
+    assert table.exit_code == 0, table.output
+    assert "paired t-test, holm-corrected over 3 metrics" in table.stdout
+    top = by_id["moved"][0]
+    assert f"{top['a']:.4f}" in table.stdout and f"{top['delta']:+.4f}" in table.stdout
+
+
+def test_compare_test_and_correction_choices(logged):
+    a, b = "sample_fusion:rrf-k60-d20", logged["sweeps"]["sample_fusion"]["best"]["config_hash"]
+    t = _compare(logged, a, b, "--correction", "none")
+    w = _compare(logged, a, b, "--test", "wilcoxon", "--correction", "bonferroni")
+    assert w["test"] == "wilcoxon" and w["correction"] == "bonferroni"
+    assert w["test_name"] == "Wilcoxon signed-rank test"
+    n = len(w["metrics"])
+    for mt, mw in zip(t["metrics"], w["metrics"], strict=True):
+        assert mt["p_adjusted"] == mt["p_value"]  # none: as they are
+        assert mw["p_adjusted"] == min(1.0, n * mw["p_value"])
+        assert (mt["wins"], mt["losses"], mt["delta"]) == (mw["wins"], mw["losses"], mw["delta"])
+    assert [m["p_value"] for m in t["metrics"]] != [m["p_value"] for m in w["metrics"]]
+    bad = _cli("compare", a, b, "--tracking-uri", logged["uri"], "--test", "z")
+    assert bad.exit_code == 2 and "'z' is not one of" in bad.output
+
+
+def test_ambiguous_references_are_one_line_errors_listing_the_candidates(logged):
+    uri = logged["uri"]
+    points = {p["label"]: p for p in _points(logged, "sample_fusion")}
+    r = _cli("compare", "sample_fusion:rrf-k60", "sample_fusion:rrf-k10-d20",
+             "--tracking-uri", uri)
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: 'sample_fusion:rrf-k60' is ambiguous")
+    for label in ("rrf-k60-d20", "rrf-k60-d5"):
+        assert f"sample_fusion:{label}" in lines[0] and points[label]["run_id"] in lines[0]
+    # one config hash logged by two sweeps: its prefix names two runs
+    shared = points["rrf-k60-d20"]["config_hash"]
+    copy = _points(logged, "runs_copy")
+    assert [p["config_hash"] for p in copy] == [shared]
+    r = _cli("compare", shared[:10], "sample_fusion:rrf-k10-d20", "--tracking-uri", uri)
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1
+    assert "ambiguous" in r.output and "runs_copy:" in r.output
+    assert "sample_fusion:rrf-k60-d20" in r.output
+    # qualified by its sweep, the prefix is one point again
+    one = _compare(logged, f"runs_copy:{shared[:10]}", "sample_fusion:rrf-k10-d20")
+    assert one["run_a"] == copy[0]["run_id"]
+    nothing = _cli("compare", "sample_fusion:nope", "ffff0000", "--tracking-uri", uri)
+    assert nothing.exit_code == 2 and "has no point labelled 'nope'" in nothing.output
+
+
+def test_verify_by_sweep_and_label(logged):
+    points = {p["label"]: p for p in _points(logged, "sample_fusion")}
+    r = _cli("eval", "verify", "sample_fusion:rrf-k10-d20", "--tracking-uri", logged["uri"],
+             "--db", logged["db"], "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["identical"] and out["config_hash"] == points["rrf-k10-d20"]["config_hash"]
+    assert out["source"].startswith(f"run {points['rrf-k10-d20']['run_id']} ")
+    prefix = _cli("eval", "verify", points["rrf-k10-d20"]["config_hash"][:8], "--tracking-uri",
+                  logged["uri"], "--db", logged["db"], "--json")
+    assert prefix.exit_code == 0, prefix.output
+    assert json.loads(prefix.stdout)["source"] == out["source"]
+
+
+def _selection_runs(logged):
+    points = _points(logged, "runs_selection")
+    sweep = logged["sweeps"]["runs_selection"]
+    base = next(p for p in points if p["baseline"])
+    return sweep, points, base
+
+
+def test_a_cost_metric_decrease_is_a_win(logged):
+    from aiblox.eval.sweep import per_query_metrics, tracking_client
+
+    sweep, points, base = _selection_runs(logged)
+    # V1 with one chunk at most against V1 with four (the baseline): fewer selected tokens
+    fewer = next(p for p in points if p["label"] != base["label"]
+                 and "R2_POLICY_V1" in p["label"])
+    out = _compare(logged, f"runs_selection:{base['label']}", f"runs_selection:{fewer['label']}")
+    row = next(m for m in out["metrics"] if m["metric"] == "selected_tokens")
+    client = tracking_client(logged["uri"])
+    a = per_query_metrics(client, base["run_id"], "test")["selected_tokens"]
+    b = per_query_metrics(client, fewer["run_id"], "test")["selected_tokens"]
+    lower = sum(b[q] < a[q] for q in a)
+    assert row["direction"] == "lower" and row["delta"] < 0 and lower > 0
+    assert (row["wins"], row["losses"]) == (lower, sum(b[q] > a[q] for q in a))
+    f1 = next(m for m in out["metrics"] if m["metric"] == "answer_f1")
+    assert f1["direction"] == "higher"
+    table = _cli("compare", f"runs_selection:{base['label']}",
+                 f"runs_selection:{fewer['label']}", "--tracking-uri", logged["uri"])
+    line = next(x for x in table.stdout.splitlines() if "selected_tokens" in x)
+    assert "lower" in line
+
+
+def test_report_compare_and_notebook_agree_on_a_cost_metric(logged):
+    """The sweep's significance table (its --json, the report read from MLflow), ``aiblox
+    compare`` and the notebooks' per-query comparison classify the same queries as wins and
+    losses of selected_tokens, and give the same p-value and delta."""
+    from aiblox.eval.explore import compare_per_query
+    from aiblox.eval.sweep import load_sweep_report, per_query_metrics, tracking_client
+
+    sweep, points, base = _selection_runs(logged)
+    by_label = {p["label"]: p for p in points}
+    rep = load_sweep_report("runs_selection", logged["uri"])
+    rows = [c for c in rep.significance if c["metric"] == "selected_tokens"]
+    assert rows and rows == [c for c in sweep["significance"]
+                             if c["metric"] == "selected_tokens"]
+    assert any(c["wins"] != c["losses"] for c in rows)
+    client = tracking_client(logged["uri"])
+    for c in rows:
+        cand = by_label[c["candidate"]]
+        cmp = _compare(logged, base["run_id"], f"runs_selection:{c['candidate']}")
+        m = next(m for m in cmp["metrics"] if m["metric"] == "selected_tokens")
+        assert c["direction"] == m["direction"] == "lower"
+        assert (c["wins"], c["ties"], c["losses"]) == (m["wins"], m["ties"], m["losses"])
+        assert (c["p_value"], c["delta"]) == (m["p_value"], m["delta"])
+        nb = compare_per_query(per_query_metrics(client, base["run_id"], "test"),
+                               per_query_metrics(client, cand["run_id"], "test"))
+        nb = nb.set_index("metric").loc["selected_tokens"]
+        assert nb["better"] == "lower"
+        assert (nb["wins"], nb["ties"], nb["losses"]) == (c["wins"], c["ties"], c["losses"])
+        assert nb["p_value"] == c["p_value"]
+    md = (Path(logged["root"]) / "rep").as_posix()
+    r = _cli("report", "runs_selection", "--tracking-uri", logged["uri"], "--out", md,
+             "--no-log")
+    assert r.exit_code == 0, r.output
+    text = (Path(md) / "report.md").read_text(encoding="utf-8")
+    c = rows[0]
+    label = c["candidate"].replace("|", "\\|")  # Markdown escapes the label's bars
+    assert (f"| {label} | selected_tokens | lower |" in text
+            and f"{c['wins']}/{c['ties']}/{c['losses']} |" in text)
+    assert "W/T/L under the metric's direction" in text
+
+
+def test_missing_or_empty_store_is_one_line_and_creates_nothing(tmp_path):
+    from aiblox.eval.sweep import tracking_client
+
+    typo = tmp_path / "typo.db"
+    for args in (["runs"], ["runs", "sample_fusion"]):
+        r = _cli(*args, "--tracking-uri", f"sqlite:///{typo}")
+        assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+        assert f"no MLflow tracking database at {typo}" in r.output
+    assert not typo.exists() and not list(tmp_path.iterdir())
+    empty = tmp_path / "empty.db"
+    tracking_client(f"sqlite:///{empty}", create=True)
+    r = _cli("runs", "--tracking-uri", f"sqlite:///{empty}")
+    assert r.exit_code == 2 and r.output.startswith("error: no sweeps logged in")
+    r = _cli("runs", "nope", "--tracking-uri", f"sqlite:///{empty}")
+    assert r.exit_code == 2 and "no sweep run with id or name 'nope'" in r.output
