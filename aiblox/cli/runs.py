@@ -54,7 +54,7 @@ def _print_csv(rows: list[dict[str, Any]], columns: list[str]) -> None:
 
 
 def runs(
-    sweep: str = typer.Argument("", metavar="[SWEEP]", help="A sweep's name (its newest run) or "
+    sweep: str = typer.Argument("", metavar="SWEEP", help="A sweep's name (its newest run) or "
                                 "parent run id: list its points. Without it: list the sweeps."),
     tracking_uri: str = typer.Option(DEFAULT_TRACKING_URI, "--tracking-uri",
                                      help="MLflow tracking URI."),
