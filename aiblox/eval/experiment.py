@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -31,7 +30,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from aiblox.eval.datasets import Dataset
-from aiblox.eval.metrics import evaluate_run, holm, paired_test
+from aiblox.eval.metrics import evaluate_run, paired_test
 from aiblox.eval.runner import EvalResult, run_hash
 
 __all__ = [
@@ -218,29 +217,19 @@ def p_value(a: np.ndarray, b: np.ndarray, test: Test = "t", seed: int = 42) -> f
         return paired_p_value(a, b, "fisher", seed)
     if test != "wilcoxon":
         raise ValueError(f"unknown test {test!r}; choose one of {', '.join(TESTS)}")
-    if a.size == 0 or np.array_equal(a, b):
-        return 1.0
-    from scipy.stats import wilcoxon
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            p = float(wilcoxon(b, a, zero_method="wilcox", alternative="two-sided").pvalue)
-        except ValueError:  # every difference zero
-            return 1.0
-    return 1.0 if math.isnan(p) else p
+    return paired_p_value(a, b, "wilcoxon", seed)
 
 
 def adjust(p_values: Sequence[float], correction: Correction = "holm") -> list[float]:
     """``p_values`` (one family) adjusted: Holm's step-down, Bonferroni's ``min(1, m p)``, or
-    unchanged (``none``); input order kept."""
-    if correction == "holm":
-        return holm(p_values)
-    if correction == "bonferroni":
-        return [min(1.0, len(p_values) * p) for p in p_values]
-    if correction == "none":
-        return [float(p) for p in p_values]
-    raise ValueError(f"unknown correction {correction!r}; choose one of {', '.join(CORRECTIONS)}")
+    unchanged (``none``); input order kept (:func:`aiblox.eval.metrics.adjust`, the one
+    implementation ``aiblox compare`` and the sweep use too)."""
+    from aiblox.eval.metrics import adjust as adjust_family
+
+    if correction not in CORRECTIONS:
+        raise ValueError(f"unknown correction {correction!r}; choose one of "
+                         f"{', '.join(CORRECTIONS)}")
+    return adjust_family(p_values, correction)
 
 
 class Experiment(BaseModel):

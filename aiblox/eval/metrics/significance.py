@@ -145,9 +145,12 @@ def paired_p_value(a: np.ndarray, b: np.ndarray, test: StatTest = "student",
         elif test == "wilcoxon":
             from scipy.stats import wilcoxon
 
-            if np.array_equal(a, b):
+            if a.size == 0 or np.array_equal(a, b):
                 return 1.0  # no non-zero difference to rank
-            p = wilcoxon(a, b, zero_method="wilcox", alternative="two-sided").pvalue
+            try:
+                p = wilcoxon(a, b, zero_method="wilcox", alternative="two-sided").pvalue
+            except ValueError:  # every difference zero
+                return 1.0
         elif test == "fisher":
             from ranx.statistical_tests import fisher_randomization_test
 
