@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -90,6 +91,9 @@ def sweep(
             writable_folder(folder, "--tracking-uri")
     tracker = None
     if not no_tracking:
+        # MLflow prints two "View run" links per run to stdout for a tracking server (and
+        # fetches the run again to do so): stdout is for results (--json), so not here
+        os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
         try:
             from aiblox.eval.sweep.tracking import SweepTracker
         except ImportError:  # pragma: no cover - mlflow is the `tracking` extra
