@@ -21,7 +21,8 @@ fusion sweep reads thousands of entries). Publication is atomic everywhere: a lo
 mounted shared folder writes a temporary file unique to the process and thread and renames
 it; an object store writes each file with one put, which a reader sees whole or not at all.
 Two workers computing one stage write the same bytes (stages are deterministic), so the last
-write wins harmlessly. :attr:`StageCache.uri` rebuilds the cache on any worker, and a cache
+write wins harmlessly; a conditional put (create only if absent) would add nothing and would
+block the repair of a damaged object. :attr:`StageCache.uri` rebuilds the cache on any worker, and a cache
 pickles as its URI.
 """
 
@@ -213,12 +214,12 @@ class _FsspecFiles:
     def write(self, path: str, data: bytes) -> None:
         folder = path.rsplit("/", 1)[0]
         try:
+            if self.direct:  # object stores have no folders (makedirs could make a bucket)
+                self.fs.pipe_file(path, data)
+                return
             if folder not in self._made:
                 self.fs.makedirs(folder, exist_ok=True)
                 self._made.add(folder)
-            if self.direct:
-                self.fs.pipe_file(path, data)
-                return
             name = path.rsplit("/", 1)[1]
             tmp = (f"{folder}/.{name}.{os.getpid()}-{threading.get_ident()}-"
                    f"{next(_TMP_SEQ)}.tmp")
