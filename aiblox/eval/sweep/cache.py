@@ -22,8 +22,8 @@ mounted shared folder writes a temporary file unique to the process and thread a
 it; an object store writes each file with one put, which a reader sees whole or not at all.
 Two workers computing one stage write the same bytes (stages are deterministic), so the last
 write wins harmlessly; a conditional put (create only if absent) would add nothing and would
-block the repair of a damaged object. :attr:`StageCache.uri` rebuilds the cache on any worker, and a cache
-pickles as its URI.
+block the repair of a damaged object. :attr:`StageCache.uri` rebuilds the cache on any worker,
+and a cache pickles as its URI.
 """
 
 from __future__ import annotations
