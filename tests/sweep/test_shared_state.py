@@ -69,7 +69,7 @@ def mlflow_server(tmp_path_factory):
 
 def _cli(*args):
     r = CliRunner().invoke(app, [str(a) for a in args],
-                           env={"AIBLOX_NO_PROGRESS": "1", "AIBLOX_TRACKING_SETTLE_S": "0.2"})
+                           env={"AIBLOX_NO_PROGRESS": "1"})
     assert r.exit_code == 0, r.output
     assert r.stdout.startswith("{"), r.stdout[:3000]
     return json.loads(r.stdout)
