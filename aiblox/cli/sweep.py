@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from aiblox.eval.sweep import (
     load_spec,
     run_sweep,
 )
+from aiblox.eval.sweep.cache import StageCacheError, check_cache_root
 from aiblox.eval.sweep.runner import DEFAULT_CACHE_DIR, check_cv, default_jobs
 
 
@@ -39,7 +41,8 @@ def sweep(
                                      help="MLflow tracking URI (any MLflow server)."),
     no_tracking: bool = typer.Option(False, "--no-tracking", help="Do not log to MLflow."),
     cache_dir: str = typer.Option(DEFAULT_CACHE_DIR, "--cache-dir",
-                                  help="Stage cache folder."),
+                                  help="Stage cache: a folder, or an fsspec URI shared by "
+                                       "workers (s3://bucket/stages, file:///mnt/shared/stages)."),
     db: str = typer.Option("", "--db", help="Store path (overrides the spec's)."),
     top: int = typer.Option(10, "--top", help="Leaderboard rows printed."),
     max_points: int = typer.Option(DEFAULT_MAX_POINTS, "--max-points", min=1,
@@ -75,13 +78,22 @@ def sweep(
         except (DatasetError, ValueError) as exc:
             fail(f"{spec_path}: {exc}")
             return
-    writable_folder(cache_dir, "--cache-dir")
+    if "://" in cache_dir:  # checked by publishing a probe, as entries are
+        try:
+            check_cache_root(cache_dir, "--cache-dir")
+        except StageCacheError as exc:
+            fail(str(exc))
+    else:
+        writable_folder(cache_dir, "--cache-dir")
     if not no_tracking:
         folder = local_tracking_folder(tracking_uri)
         if folder is not None:
             writable_folder(folder, "--tracking-uri")
     tracker = None
     if not no_tracking:
+        # MLflow prints two "View run" links per run to stdout for a tracking server (and
+        # fetches the run again to do so): stdout is for results (--json), so not here
+        os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
         try:
             from aiblox.eval.sweep.tracking import SweepTracker
         except ImportError:  # pragma: no cover - mlflow is the `tracking` extra

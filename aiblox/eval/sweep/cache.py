@@ -13,10 +13,22 @@ The meta file is written last (atomically), so it marks a complete entry: a swee
 mid-write leaves no meta and the stage is simply recomputed. The cache counts, per stage, how
 many outputs it computed and how many it reused, which is how tests prove a re-run recomputes
 nothing.
+
+The root is a local folder (a path, or a ``file://`` URI) or any fsspec URI (``s3://bucket/x``,
+``gs://``, ``memory://`` in tests; the protocol's package must be installed, e.g. ``s3fs``), so
+workers on several machines share one cache. A local folder keeps the direct ``os`` calls (a
+fusion sweep reads thousands of entries). Publication is atomic everywhere: a local or
+mounted shared folder writes a temporary file unique to the process and thread and renames
+it; an object store writes each file with one put, which a reader sees whole or not at all.
+Two workers computing one stage write the same bytes (stages are deterministic), so the last
+write wins harmlessly; a conditional put (create only if absent) would add nothing and would
+block the repair of a damaged object. :attr:`StageCache.uri` rebuilds the cache on any worker,
+and a cache pickles as its URI.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import itertools
 import json
@@ -26,7 +38,7 @@ import warnings
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -37,8 +49,10 @@ __all__ = [
     "StageCache",
     "StageCacheCorrupt",
     "StageCacheError",
+    "check_cache_root",
     "decode_arrays",
     "encode_arrays",
+    "local_cache_root",
 ]
 
 _ARRAYS_MAGIC = b"aiblox-arrays/1\n"
@@ -75,8 +89,8 @@ _TMP_SEQ = itertools.count()
 
 
 class StageCacheError(OSError):
-    """The stage cache cannot be written (a read-only or full disk, a path through a file);
-    the message names the folder."""
+    """The stage cache cannot be written (a read-only or full disk, a path through a file, an
+    unknown URI protocol); the message names the folder or URI."""
 
 
 class StageCacheCorrupt(StageCacheError):
@@ -84,7 +98,7 @@ class StageCacheCorrupt(StageCacheError):
     missing file, a meta that does not parse). The entry has been removed when this is raised,
     so computing the stage again stores a good one."""
 
-    def __init__(self, name: str, key: str, path: Path, reason: str) -> None:
+    def __init__(self, name: str, key: str, path: Path | str, reason: str) -> None:
         super().__init__(f"stage cache entry {name}/{key[:16]} ({path}) is damaged: {reason}")
         self.name, self.key, self.path, self.reason = name, key, path, reason
 
@@ -119,6 +133,143 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
+def local_cache_root(root: str | Path) -> Path | None:
+    """The local folder of a cache root (a path, or a ``file://`` URI); None for any other
+    fsspec URI (``s3://``, ``memory://``, ...)."""
+    if isinstance(root, Path):
+        return root
+    if root.startswith("file://"):
+        return Path(root.removeprefix("file://"))
+    return Path(root) if "://" not in root else None
+
+
+_PUT_IS_ATOMIC = frozenset({"memory", "s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl",
+                            "oci", "oss", "r2", "b2", "tos", "cos"})
+"""fsspec protocols where one put publishes the whole file or nothing (object stores, and the
+in-process ``memory`` store): written directly. Elsewhere (sftp, smb, hdfs, ...) a temporary
+name then a rename."""
+
+
+class _Files(Protocol):
+    """Where the cache's files live: the local folder or an fsspec filesystem."""
+
+    def path(self, name: str, file: str) -> Any: ...
+    def read(self, path: Any) -> bytes: ...
+    def write(self, path: Any, data: bytes) -> None: ...
+    def exists(self, path: Any) -> bool: ...
+    def size(self, path: Any) -> int: ...
+    def unlink(self, path: Any) -> None: ...
+
+
+class _LocalFiles:
+    """A local (or mounted shared) folder, through ``os`` directly: the fast path."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path(self, name: str, file: str) -> Path:
+        return self.root / name / file
+
+    def read(self, path: Path) -> bytes:
+        return path.read_bytes()
+
+    def write(self, path: Path, data: bytes) -> None:
+        _atomic_write(path, data)
+
+    def exists(self, path: Path) -> bool:
+        return path.exists()
+
+    def size(self, path: Path) -> int:
+        return path.stat().st_size
+
+    def unlink(self, path: Path) -> None:
+        path.unlink()
+
+
+class _FsspecFiles:
+    """An fsspec filesystem (``s3://``, ``gs://``, ``memory://``, ...)."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+        try:
+            import fsspec
+
+            self.fs, base = fsspec.core.url_to_fs(uri)
+        except ImportError as exc:  # the protocol's package: s3fs, gcsfs, adlfs, ...
+            raise StageCacheError(f"stage cache {uri}: {exc}") from None
+        except ValueError as exc:  # "Protocol not known: foo"
+            raise StageCacheError(f"stage cache {uri}: {exc}") from None
+        self.base = base.rstrip("/")
+        protocol = self.fs.protocol
+        protocols = {protocol} if isinstance(protocol, str) else set(protocol)
+        self.direct = bool(protocols & _PUT_IS_ATOMIC)
+        self._made: set[str] = set()
+
+    def path(self, name: str, file: str) -> str:
+        return f"{self.base}/{name}/{file}" if name else f"{self.base}/{file}"
+
+    def read(self, path: str) -> bytes:
+        return bytes(self.fs.cat_file(path))
+
+    def write(self, path: str, data: bytes) -> None:
+        folder = path.rsplit("/", 1)[0]
+        try:
+            if self.direct:  # object stores have no folders (makedirs could make a bucket)
+                self.fs.pipe_file(path, data)
+                return
+            if folder not in self._made:
+                self.fs.makedirs(folder, exist_ok=True)
+                self._made.add(folder)
+            name = path.rsplit("/", 1)[1]
+            tmp = (f"{folder}/.{name}.{os.getpid()}-{threading.get_ident()}-"
+                   f"{next(_TMP_SEQ)}.tmp")
+            try:
+                self.fs.pipe_file(tmp, data)
+                self.fs.mv(tmp, path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    self.fs.rm_file(tmp)
+                raise
+        except OSError as exc:
+            raise StageCacheError(f"cannot write the stage cache in "
+                                  f"{self.fs.unstrip_protocol(folder)}: "
+                                  f"{exc.strerror or exc}") from exc
+
+    def exists(self, path: str) -> bool:
+        return bool(self.fs.exists(path))
+
+    def size(self, path: str) -> int:
+        return int(self.fs.size(path))
+
+    def unlink(self, path: str) -> None:
+        self.fs.rm_file(path)
+
+
+def check_cache_root(root: str | Path, label: str = "stage cache") -> None:
+    """Check, before any work, that a stage cache can be written at ``root`` (a folder or an
+    fsspec URI): a probe file is published (as entries are) and removed. Raises
+    :class:`StageCacheError`, one line ``<label> <root>: cannot write there: <why>`` (an
+    unknown protocol, a missing protocol package, a read-only folder, a path through a regular
+    file, refused credentials)."""
+    try:
+        cache = StageCache(root)
+    except StageCacheError as exc:
+        raise StageCacheError(f"{label} {root}: cannot write there: "
+                              f"{str(exc).split(': ', 1)[-1]}") from None
+    probe = cache._files.path("", f".aiblox-write-check-{os.getpid()}-{threading.get_ident()}")
+    try:
+        cache._files.write(probe, b"aiblox")
+        if cache._files.read(probe) != b"aiblox":
+            raise StageCacheError("a probe file did not read back")
+        cache._files.unlink(probe)
+    except StageCacheError as exc:
+        raise StageCacheError(f"{label} {root}: cannot write there: "
+                              f"{str(exc).rsplit(': ', 1)[-1]}") from None
+    except Exception as exc:  # noqa: BLE001 - a filesystem's own errors (auth, network)
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise StageCacheError(f"{label} {root}: cannot write there: {first}") from None
+
+
 class StageCache:
     """Content-addressed memo of stage outputs under ``root`` (safe for parallel writers:
     two processes computing the same key write the same bytes).
@@ -130,7 +281,13 @@ class StageCache:
     :class:`StageCacheCorrupt`. Nothing damaged is ever returned."""
 
     def __init__(self, root: str | Path) -> None:
-        self.root = Path(root)
+        local = local_cache_root(root)
+        self._files: _Files = _LocalFiles(local) if local is not None else _FsspecFiles(str(root))
+        self.root: Path | str = local if local is not None else str(root)
+        """The local folder, or the fsspec URI as given."""
+        self.uri = str(local.absolute()) if local is not None else str(root)
+        """A string that opens this cache again on any worker (``StageCache(cache.uri)``): the
+        absolute folder, or the URI. A ``memory://`` cache is private to its process."""
         self.computed: dict[str, int] = {}
         """Per stage name: outputs computed by this cache object."""
         self.reused: dict[str, int] = {}
@@ -139,21 +296,36 @@ class StageCache:
         """Per stage name: damaged entries found, removed and computed again."""
         self._lock = threading.Lock()
 
-    def _paths(self, name: str, key: str, codec: str = "json") -> tuple[Path, Path]:
-        folder = self.root / name
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its URI (a worker opens the same cache; the counters start at zero)."""
+        return (StageCache, (self.uri,))
+
+    def read_file(self, folder: str, file: str) -> bytes | None:
+        """The bytes of a file kept beside the entries (``<root>/<folder>/<file>``, e.g. a
+        search study), None when there is none."""
+        try:
+            return self._files.read(self._files.path(folder, file))
+        except FileNotFoundError:
+            return None
+
+    def write_file(self, folder: str, file: str, data: bytes) -> None:
+        """Publish a file beside the entries, atomically (as entries are)."""
+        self._files.write(self._files.path(folder, file), data)
+
+    def _paths(self, name: str, key: str, codec: str = "json") -> tuple[Any, Any]:
         out = f"{key}.bin" if codec == "arrays" else f"{key}.json.gz"
-        return folder / out, folder / f"{key}.meta.json"
+        return self._files.path(name, out), self._files.path(name, f"{key}.meta.json")
 
     def has(self, name: str, key: str) -> bool:
         """True when an entry's meta exists (its output is checked when read)."""
-        return self._paths(name, key)[1].exists()
+        return self._files.exists(self._paths(name, key)[1])
 
     def meta(self, name: str, key: str) -> dict[str, Any]:
         """The small meta record of an entry (no output); :class:`StageCacheCorrupt` when it
         does not parse or does not describe this entry."""
         path = self._paths(name, key)[1]
         try:
-            m = json.loads(path.read_text(encoding="utf-8"))
+            m = json.loads(self._files.read(path).decode("utf-8"))
             if not isinstance(m, dict) or m.get("key") != key or m.get("name") != name \
                     or not isinstance(m.get("output_hash"), str):
                 raise ValueError("not this entry's meta record")
@@ -175,7 +347,7 @@ class StageCache:
         meta_path = self._paths(name, key)[1]
         for path in (meta_path, *(self._paths(name, key, c)[0] for c in ("json", "arrays"))):
             try:
-                path.unlink()
+                self._files.unlink(path)
             except FileNotFoundError:
                 pass
             except OSError as exc:
@@ -189,7 +361,7 @@ class StageCache:
         codec = m.get("codec", "json")
         path = self._paths(name, key, codec)[0]
         try:
-            data = path.read_bytes()
+            data = self._files.read(path)
             if codec != "arrays":
                 data = gzip.decompress(data)
         except FileNotFoundError:
@@ -229,7 +401,7 @@ class StageCache:
             return False
         path = self._paths(name, key, m.get("codec", "json"))[0]
         try:
-            size = path.stat().st_size
+            size = self._files.size(path)
         except OSError:
             size = -1
         if size < 0 or ("size" in m and size != m["size"]):
@@ -250,10 +422,10 @@ class StageCache:
             text = canonical_plain_json(output)
             rec = StageRecord(name, str(version), key, tuple(inputs), sha256_text(text))
             data = gzip.compress(text.encode("utf-8"), compresslevel=1, mtime=0)
-        _atomic_write(out_path, data)
+        self._files.write(out_path, data)
         meta = {**rec.as_dict(), "config": config, "size": len(data),
                 **({"codec": codec} if codec != "json" else {})}
-        _atomic_write(meta_path, canonical_plain_json(meta).encode("utf-8"))
+        self._files.write(meta_path, canonical_plain_json(meta).encode("utf-8"))
         return rec
 
     def run(self, name: str, version: str | int, config: Any, inputs: Sequence[str],

@@ -27,17 +27,23 @@ with the same or a larger ``n`` continues it. The sampler of the ``k``-th trial 
 ``(seed, k)`` and sees only the ``k`` trials completed before it (CMA-ES's own state is kept in
 the study), so a study resumed after a kill asks the same trials an uninterrupted one would; a
 trial left running by a killed process is marked failed (the samplers ignore failed trials).
+A cache at an fsspec URI (``s3://...``) keeps the study there too: the search works on a local
+copy, published back (atomically) after every trial, so ``--resume`` on another machine
+continues it.
 Optuna is imported only here, on first use (``pip install 'aiblox[tune]'``; ``gp`` also needs
 torch, the ``embeddings`` extra, and scipy).
 """
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aiblox.eval.sweep.cache import StageCache, local_cache_root
 from aiblox.hashing import sha256_hex
 
 if TYPE_CHECKING:
@@ -179,9 +185,14 @@ def study_key(spec: SweepSpec, context: dict[str, Any] | None = None) -> str:
 
 
 def study_path(spec: SweepSpec, cache_dir: str | Path,
-               context: dict[str, Any] | None = None) -> Path:
-    """``<cache_dir>/studies/<name>-<study key[:12]>.db``: the study's SQLite storage."""
-    return Path(cache_dir) / "studies" / f"{spec.name}-{study_key(spec, context)[:12]}.db"
+               context: dict[str, Any] | None = None) -> Path | str:
+    """``<cache_dir>/studies/<name>-<study key[:12]>.db``: the study's SQLite storage (a
+    ``Path`` under a local cache folder, else the URI under the cache's)."""
+    name = f"{spec.name}-{study_key(spec, context)[:12]}.db"
+    local = local_cache_root(cache_dir)
+    if local is not None:
+        return local / "studies" / name
+    return f"{str(cache_dir).rstrip('/')}/studies/{name}"
 
 
 def _trial_seed(seed: int, k: int) -> int:
@@ -229,16 +240,50 @@ def run_search(spec: SweepSpec, points: Sequence[PipelinePoint], cache_dir: str 
     stops with its path."""
     strategy = spec.search.strategy
     _needs(strategy)
-    import optuna
-    from optuna.trial import FixedTrial, TrialState
-
     space = SearchSpace(points, flat=strategy != "tpe", categorical_as_index=strategy == "cmaes")
     n = min(int(spec.search.n or 0), len(points))
     if n < int(spec.search.n or 0):
         warnings.warn(f"[search] n = {spec.search.n} is more than the grid's {len(points)} "
                       f"points: {n} trials are run", UserWarning, stacklevel=3)
-    path = study_path(spec, cache_dir, context)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    where = study_path(spec, cache_dir, context)
+    with _local_study(cache_dir, where) as (path, publish):
+        return _search(spec, points, score, space, n, path, publish, context, where)
+
+
+@contextlib.contextmanager
+def _local_study(cache_dir: str | Path, where: Path | str
+                 ) -> Iterator[tuple[Path, Callable[[], None]]]:
+    """The study's SQLite file to work on and a function that publishes it: the file itself
+    under a local cache (nothing to publish); under a cache URI a local copy of the study
+    there (when there is one), published back atomically."""
+    if isinstance(where, Path):
+        where.parent.mkdir(parents=True, exist_ok=True)
+        yield where, lambda: None
+        return
+    cache = StageCache(cache_dir)
+    file = where.rsplit("/", 1)[1]
+    with tempfile.TemporaryDirectory(prefix="aiblox-study-") as tmp:
+        path = Path(tmp) / file
+        data = cache.read_file("studies", file)
+        if data is not None:
+            path.write_bytes(data)
+
+        def publish() -> None:
+            cache.write_file("studies", file, path.read_bytes())
+
+        yield path, publish
+
+
+def _search(spec: SweepSpec, points: Sequence[PipelinePoint],
+            score: Callable[[int], float | Sequence[float]], space: SearchSpace, n: int,
+            path: Path, publish: Callable[[], None],
+            context: dict[str, Any] | None, where: Path | str) -> list[int]:
+    """:func:`run_search` on the study file ``path`` (``where``: its name in messages),
+    ``publish()`` after every trial told."""
+    strategy = spec.search.strategy
+    import optuna
+    from optuna.trial import FixedTrial, TrialState
+
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     key = study_key(spec, context)
     directions = [optuna.study.StudyDirection.MAXIMIZE if d == "maximize"
@@ -263,7 +308,7 @@ def run_search(spec: SweepSpec, points: Sequence[PipelinePoint], cache_dir: str 
         i = space.point(FixedTrial(t.params))
         values = values_of(i)  # cached stages: reads back (and logs) a point of the earlier run
         if t.values is None or list(t.values) != values:
-            raise RuntimeError(f"study {path}: trial {t.number} scored {t.values!r} then and "
+            raise RuntimeError(f"study {where}: trial {t.number} scored {t.values!r} then and "
                                f"{values!r} now (the code or data changed since): remove the "
                                f"file to start the search again")
         picked.append(i)
@@ -277,7 +322,10 @@ def run_search(spec: SweepSpec, points: Sequence[PipelinePoint], cache_dir: str 
                 values = values_of(i)
             except BaseException:
                 study.tell(trial, state=TrialState.FAIL)
+                publish()
                 raise
             study.tell(trial, values if len(values) > 1 else values[0])
+            publish()
             picked.append(i)
+    publish()
     return picked

@@ -71,6 +71,7 @@ __all__ = [
     "SweepTracker",
     "TrackingStoreError",
     "artifact_location",
+    "check_tracking_server",
     "check_tracking_store",
     "cv_metrics",
     "flatten",
@@ -263,6 +264,32 @@ def check_tracking_store(tracking_uri: str) -> None:
                                  f"{tracking_uri}); nothing was created")
 
 
+REACH_TIMEOUT_S = _env_seconds("AIBLOX_TRACKING_CONNECT_S", 10.0)
+"""Seconds to wait for a tracking server to accept a connection (``AIBLOX_TRACKING_CONNECT_S``)
+before the sweep stops; MLflow's own retries would take minutes to give up."""
+
+
+def check_tracking_server(tracking_uri: str) -> None:
+    """Raise :class:`TrackingStoreError` naming ``tracking_uri`` when it is an ``http(s)://``
+    server that does not accept a connection (refused, no route, a name that does not
+    resolve), within :data:`REACH_TIMEOUT_S`. Local stores and other schemes pass."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(tracking_uri)
+    if parts.scheme not in ("http", "https"):
+        return
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        with socket.create_connection((parts.hostname or "localhost", port),
+                                      timeout=REACH_TIMEOUT_S):
+            pass
+    except (OSError, ValueError) as exc:
+        why = (exc.strerror if isinstance(exc, OSError) else None) or str(exc) \
+            or type(exc).__name__
+        raise TrackingStoreError(f"cannot reach the MLflow server {tracking_uri} "
+                                 f"(--tracking-uri): {why}") from None
+
+
 def tracking_client(tracking_uri: str, *, create: bool = False) -> Any:
     """An ``MlflowClient`` on ``tracking_uri`` whose store has been opened once under the local
     store's file lock (MLflow creates or upgrades a sqlite schema on first open; two processes
@@ -273,6 +300,7 @@ def tracking_client(tracking_uri: str, *, create: bool = False) -> Any:
 
     db = _sqlite_path(tracking_uri)
     local = db if db is not None else _file_store(tracking_uri)
+    check_tracking_server(tracking_uri)
     if not create:
         check_tracking_store(tracking_uri)
     elif local is not None:
