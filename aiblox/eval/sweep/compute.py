@@ -69,7 +69,8 @@ def signals_output(retriever: HybridRetriever, dataset: Dataset, split: str,
     (:func:`aiblox.progress.phase`: its start, a line every half minute, its time)."""
     queries = dataset.split_queries(split)[:limit]
     out: dict[str, Any] = {"qids": [q for q, _ in queries], "text": [], "vec": []}
-    with phase(f"signals: {dataset.name} {split} {prefs.mode} ({len(queries)} queries)",
+    depth = f"depth {prefs.fts.top_k}/{prefs.vector.top_k}"
+    with phase(f"signals: {dataset.name} {split} {prefs.mode} {depth} ({len(queries)} queries)",
                enabled=progress):
         for start in range(0, len(queries), batch_size):
             batch = queries[start:start + batch_size]
