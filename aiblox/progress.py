@@ -4,8 +4,8 @@
   Jupyter notebook's widget), plain lines when it is not (a log, a pipe: never ``\\r`` or
   escape codes), nothing when progress is off.
 - :func:`phase` times one step that has no ticks of its own (a split's retrieval in a sweep):
-  a start line, a ``still running`` line every :data:`HEARTBEAT_S` seconds, and its time at the
-  end, one plain line each.
+  its time at the end; when it runs long, a line when it started and a ``still running`` line
+  every :data:`HEARTBEAT_S` seconds, one plain line each.
 
 Progress is off when the caller asks for none (``progress=False``), when ``AIBLOX_NO_PROGRESS``
 is set, or in quiet mode (``aiblox --quiet``, :func:`set_quiet`), which also silences the
@@ -23,12 +23,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["HEARTBEAT_S", "bars_on", "is_quiet", "phase", "progress_bar", "progress_on",
-           "set_quiet"]
+__all__ = ["HEARTBEAT_S", "PHASE_START_S", "bars_on", "is_quiet", "phase", "progress_bar",
+           "progress_on", "set_quiet"]
 
 NO_PROGRESS_ENV = "AIBLOX_NO_PROGRESS"
 HEARTBEAT_S = 30.0
 """Seconds between the plain lines of a running step (a bar's counts, a phase's time)."""
+PHASE_START_S = 2.0
+"""A :func:`phase` running this long prints that it started (a shorter one prints one line)."""
 MIN_LINE_S = 1.0
 """A plain bar that finished faster than this prints no line (a log is not flooded by the many
 short loops of one command)."""
@@ -141,16 +143,20 @@ def progress_bar(total: int | None, desc: str, unit: str = "it", enabled: bool =
 
 @contextmanager
 def phase(desc: str, enabled: bool = True) -> Iterator[None]:
-    """Time one step: ``desc ...`` when it starts, ``desc ... still running (N s)`` every
-    :data:`HEARTBEAT_S` seconds, ``desc ... N s`` when it ends (nothing when progress is off)."""
+    """Time one step: ``desc ... N s`` when it ends; a step still running after
+    :data:`PHASE_START_S` seconds also says so then (``desc ... running``) and every
+    :data:`HEARTBEAT_S` seconds after (``desc ... still running (N s)``), so a log shows a long
+    step while it runs (nothing at all when progress is off)."""
     if not progress_on(enabled):
         yield
         return
-    _line(f"{desc} ...")
     t0 = time.perf_counter()
     stop = threading.Event()
 
     def beat() -> None:
+        if stop.wait(PHASE_START_S):
+            return
+        _line(f"{desc} ... running")
         while not stop.wait(HEARTBEAT_S):
             _line(f"{desc} ... still running ({_seconds(time.perf_counter() - t0)})")
 

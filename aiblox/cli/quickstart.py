@@ -66,6 +66,7 @@ def quickstart(
         finally:
             ws.close()
     out.print(table)
-    where = f"--db {db}" if db else "--dataset sample"
+    where = (f"--db {db}" if db else "--dataset sample") + (
+        f" --embedder {embedder}" if embedder != "minilm" else "")
     console.print(f"Next: aiblox search 'how does BM25 saturate term frequency?' {where}",
                   soft_wrap=True)
