@@ -168,11 +168,12 @@ def embedder_name(model_id: str) -> str | None:
     return None
 
 
-def check_store_searchable(store: Store, model_id: str | None, embedder: str) -> None:
+def check_store_searchable(store: Store, model_id: str | None, embedder: str,
+                           bm25_hint: bool = True) -> None:
     """One ``error:`` line with the command to run (exit 2) when a search on ``store`` would
     come back empty or incomplete: no items, an unfinished ingest, or (``model_id`` given, a
     dense or hybrid search) no vectors of that model, naming the embedder(s) the store was
-    built with."""
+    built with (``bm25_hint``: and that ``--mode bm25`` needs no vectors)."""
     from aiblox.stores.identity import check_searchable, read_binding, read_sync
 
     try:
@@ -186,16 +187,17 @@ def check_store_searchable(store: Store, model_id: str | None, embedder: str) ->
     binding = read_binding(store)
     source = binding.source if binding is not None else "DATASET"
     ingest = f"`aiblox ingest {source} --db {store.location} --embedder {embedder}`"
+    bm25 = "; --mode bm25 needs no vectors" if bm25_hint else ""
     if built:
         names = [embedder_name(m) for m in built]
         use = " or ".join(f"--embedder {n}" for n in names if n) or "--embedder for that model"
         fail(f"store {store.location} was built with {', '.join(built)} vectors, not "
-             f"{model_id} (--embedder {embedder}): search with {use}, or add {model_id} "
-             f"vectors with {ingest}; --mode bm25 needs no vectors")
+             f"{model_id} (--embedder {embedder}): run with {use}, or add {model_id} "
+             f"vectors with {ingest}{bm25}")
     try:
         check_searchable(store, model_id)
     except StoreError as exc:
-        fail(f"{exc}; --mode bm25 needs no vectors")
+        fail(f"{exc}{bm25}")
 
 
 def checked_metrics(names: list[str], option: str = "--metric") -> list[str]:

@@ -15,6 +15,7 @@ from aiblox.cli._common import (
     DATASET_STORE_HELP,
     STORE_HELP,
     cached_embedder,
+    check_store_searchable,
     checked_chunker,
     checked_embedder,
     existing_store,
@@ -72,6 +73,7 @@ def answer(
     db = existing_store(db, dataset)
     store = open_db(db)
     try:
+        check_store_searchable(store, model.model_id, embedder, bm25_hint=False)
         emb = cached_embedder(model, store, progress=False)
         prefs = RetrievalPrefs(query_text=question, top_k_chunks=top_k_chunks,
                                chunking={"chunker_id": chunker})  # type: ignore[arg-type]

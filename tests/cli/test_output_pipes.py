@@ -177,6 +177,9 @@ def test_search_on_a_store_of_another_embedder(store):
                     "--embedder hashing", "aiblox ingest", "--embedder minilm")
     r = runner.invoke(app, ["search", "BM25", "--db", store, "--mode", "bm25"])  # no vectors
     assert r.exit_code == 0 and "d01" in r.stdout, r.output
+    r = runner.invoke(app, ["answer", "who developed BM25?", "--db", store])
+    line = _one_error_line(r, "built with hashing-v1-", "--embedder hashing")
+    assert "--mode" not in line  # answer has no --mode
 
 
 def test_one_default_store_per_dataset(tmp_path, monkeypatch):
