@@ -57,12 +57,22 @@ def progress_on(requested: bool = True) -> bool:
 
 def bars_on() -> bool:
     """Progress may redraw a bar in place: stderr is a terminal, or this is a Jupyter kernel."""
-    if "ipykernel" in sys.modules:
+    if _in_notebook():
         return True
     try:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):  # closed or replaced stream
         return False
+
+
+def _in_notebook() -> bool:
+    """This process is a Jupyter kernel (tqdm.auto draws a widget there)."""
+    ipython = sys.modules.get("IPython")
+    try:
+        shell = ipython.get_ipython() if ipython is not None else None
+    except Exception:  # noqa: BLE001 - any failure: not a notebook
+        return False
+    return getattr(shell, "kernel", None) is not None
 
 
 def _line(text: str) -> None:
