@@ -368,8 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     err.print(f"  {ref_out}")
     qids, qtexts, qrels = read_queries(ds_dir)
     ds = Dataset(name=ds_dir.name, path=ds_dir, corpus={},  # the corpus stays on disk
-                 queries=dict(zip(qids, qtexts, strict=True)), qrels={"test": qrels},
-                 hash=f"synthetic-{args.docs}-{args.seed}")
+                 queries=dict(zip(qids, qtexts, strict=True)), qrels={"test": qrels})
     threads = len(os.sched_getaffinity(0))
     store = DuckDBStore(db, read_only=False)
     ix = StoreIndexes(store)

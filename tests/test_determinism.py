@@ -15,7 +15,7 @@ def _eval_in_fresh_process(db, seed):
          "--embedder", "hashing", "--mode", "bm25", "--mode", "dense", "--mode", "hybrid",
          "--json"],
         cwd=REPO, env=env, capture_output=True, text=True, check=True)
-    return [r["hashes"] for r in json.loads(out.stdout)["results"]]
+    return [r["hashes"] for r in json.loads(out.stdout)["systems"]]
 
 
 def test_hashes_identical_across_processes_and_hash_seeds(tmp_path):

@@ -1,24 +1,44 @@
-"""``aiblox eval``: score retrieval modes on a labelled dataset with ranx."""
+"""``aiblox eval``: score retrieval systems on a labelled dataset with ranx, as one experiment
+table (:mod:`aiblox.eval.experiment`): retrieval modes and external TREC run files, tested
+against a baseline, printed as a table, markdown, LaTeX, CSV or JSON on stdout."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import typer
+from rich.table import Table
+from rich.text import Text
 
 from aiblox.cli._common import (
     checked_metrics,
     console,
     fail,
-    metrics_table,
+    out,
     print_json,
     quiet_progress,
+    writable_folder,
 )
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.eval.chunk_eval import ChunkEvalResult, evaluate_chunks
 from aiblox.eval.datasets import DatasetError, load_dataset
+from aiblox.eval.experiment import (
+    CORRECTIONS,
+    EVAL_EXPERIMENT,
+    TESTS,
+    Experiment,
+    RunFileError,
+    read_trec_run,
+    run_experiment,
+    system_from_result,
+    system_from_run,
+    write_trec_run,
+)
 from aiblox.eval.metrics import DEFAULT_METRICS
 from aiblox.eval.runner import EvalResult, evaluate_retrieval
+from aiblox.eval.sweep.tracking import DEFAULT_TRACKING_URI
 from aiblox.eval.workspace import open_workspace
 from aiblox.retrieval import make_retriever
 from aiblox.stores import StoreError
@@ -27,8 +47,8 @@ from aiblox.stores import StoreError
 def eval_command(
     dataset: str = typer.Argument(..., help="Dataset name (sample, scifact, ...) or BEIR folder."),
     split: str = typer.Option("test", help="qrels split to score."),
-    mode: list[str] = typer.Option(["hybrid"], "--mode",
-                                   help="bm25, dense or hybrid; repeat for several."),
+    mode: list[str] = typer.Option([], "--mode", help=(
+        "bm25, dense or hybrid; repeat for several (default: hybrid, none with --run).")),
     db: str = typer.Option("", "--db", help="Store to use, synced to the dataset first (only what "
                                             "is missing is done); default: the dataset's own "
                                             "store under .aiblox/datasets."),
@@ -67,10 +87,67 @@ def eval_command(
                                            help="Evidence chunks kept per document."),
     chunk_limit: int | None = typer.Option(None, "--chunk-limit",
                                            help="Chunk metrics on the first N query ids only."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    run_files: list[Path] = typer.Option([], "--run", help=(
+        "External TREC run file (qid Q0 docid rank score tag) scored beside the modes; "
+        "repeatable. Its label is the file stem (the file name when a stem is taken). Given "
+        "alone, without --mode, only the run files are scored.")),
+    baseline: str = typer.Option("", "--baseline", help=(
+        "System label (a mode or a run file's label) every other system is tested against.")),
+    test: str = typer.Option("t", "--test", help="Paired test on per-query values: t, wilcoxon "
+                                                  "or fisher."),
+    correction: str = typer.Option("holm", "--correction", help=(
+        "Multiple-comparison correction within each metric: holm, bonferroni or none.")),
+    alpha: float = typer.Option(0.05, "--alpha", help="Significance level (adjusted p <= it)."),
+    per_query: Path | None = typer.Option(None, "--per-query", help=(
+        "Write per-query values (system, query_id, metric, value) to this .parquet or .csv.")),
+    save_runs: Path | None = typer.Option(None, "--save-runs", help=(
+        "Write each system's TREC run file to this folder (<label>.trec).")),
+    fmt: str = typer.Option("table", "--format", help=(
+        "Output on stdout: table, markdown, latex, csv or json.")),
+    mlflow: bool = typer.Option(False, "--mlflow", help=(
+        "Log each system as an MLflow run (a mode with its sweep manifest, so `aiblox eval "
+        "verify RUN_ID` re-checks it).")),
+    tracking_uri: str = typer.Option(DEFAULT_TRACKING_URI, "--tracking-uri",
+                                     help="MLflow tracking URI for --mlflow."),
+    experiment_name: str = typer.Option(EVAL_EXPERIMENT, "--experiment",
+                                        help="MLflow experiment for --mlflow."),
+    as_json: bool = typer.Option(False, "--json", help="Same as --format json."),
 ) -> None:
-    """Score retrieval on DATASET's SPLIT with ranx."""
+    """Score retrieval systems on DATASET's SPLIT with ranx, as one experiment table: modes
+    (--mode) and external TREC runs (--run), tested against --baseline."""
     metric = checked_metrics(metric)
+    fmt = "json" if as_json else fmt
+    modes = list(mode) or ([] if run_files else ["hybrid"])
+    _check_choice("--format", fmt, FORMATS)
+    _check_choice("--test", test, TESTS)
+    _check_choice("--correction", correction, CORRECTIONS)
+    for m in modes:
+        _check_choice("--mode", m, MODES)
+    if not 0 < alpha < 1:
+        fail(f"--alpha must be between 0 and 1, got {alpha}")
+    if per_query is not None and per_query.suffix.lower() not in (".parquet", ".pq", ".csv"):
+        fail(f"--per-query {per_query}: the suffix picks the format: .parquet or .csv")
+    runs = {}
+    for f in run_files:  # read before any work: a bad line is one error, at once
+        try:
+            runs[f] = read_trec_run(f)
+        except RunFileError as exc:
+            fail(str(exc))
+    labels = _labels(modes, run_files)
+    if baseline and baseline not in labels.values():
+        fail(f"--baseline {baseline!r} is not a system; choose one of "
+             f"{', '.join(labels.values())}")
+    if save_runs is not None:
+        writable_folder(save_runs, "--save-runs")
+    if per_query is not None:
+        writable_folder(per_query.parent if str(per_query.parent) else Path("."), "--per-query")
+    if mlflow:
+        try:
+            from aiblox.eval.sweep.tracking import tracking_client
+
+            tracking_client(tracking_uri, create=True)
+        except (ValueError, ImportError) as exc:
+            fail(f"--mlflow: {exc}")
     try:
         ds = load_dataset(dataset, splits=[split])
     except DatasetError as exc:
@@ -78,62 +155,146 @@ def eval_command(
     results: list[EvalResult] = []
     chunk_results: list[ChunkEvalResult | None] = []
     with_chunks = chunks or bool(chunker)
-    try:
-        ws = open_workspace(ds, db or None, embedder, vectors=vectors,
-                            with_vectors=any(m != "bm25" for m in mode),
-                            progress=quiet_progress())
-    except (StoreError, ValueError, ImportError) as exc:
-        fail(str(exc))
-        raise  # unreachable
-    try:
-        for m in mode:
-            try:
-                prefs = RetrievalPrefs(
-                    query_text="", mode=m, top_k_items=top_k,  # type: ignore[arg-type]
-                    ignore_identical_ids=ignore_identical_ids,
-                    fts={"top_k": depth}, vector={"top_k": depth},  # type: ignore[arg-type]
-                    scoring={"blend": blend, "rrf_k": rrf_k, "w_text": w_text,  # type: ignore
-                             "w_vec": w_vec, "normalize": normalize, "missing": missing})
-            except ValueError as exc:
-                fail(str(exc))
-            results.append(evaluate_retrieval(ws.retriever, ds, split, prefs, metric,
-                                              progress=quiet_progress()))
-            chunk_results.append(None)
-            if with_chunks:
+    backend = ""
+    if modes:
+        try:
+            ws = open_workspace(ds, db or None, embedder, vectors=vectors,
+                                with_vectors=any(m != "bm25" for m in modes),
+                                progress=quiet_progress())
+        except (StoreError, ValueError, ImportError) as exc:
+            fail(str(exc))
+            raise  # unreachable
+        backend = ws.store.kind
+        try:
+            for m in modes:
                 try:
-                    cprefs = RetrievalPrefs.model_validate({
-                        **prefs.model_dump(), "top_k_items": chunk_items,
-                        "top_k_chunks": top_k_chunks, "per_item_chunk_cap": per_item_chunk_cap,
-                        "chunking": {"strategy": chunk_strategy,
-                                     "chunker_id": chunker or "sentences",
-                                     "max_chunk_tokens": max_chunk_tokens,
-                                     "overlap_tokens": overlap_tokens}})
-                    late = make_retriever(ws.store, ws.embedder if m != "bm25" else None)
-                    chunk_results[-1] = evaluate_chunks(late, ds, split, cprefs, metric,
-                                                        limit=chunk_limit,
-                                                        progress=quiet_progress())
+                    prefs = RetrievalPrefs(
+                        query_text="", mode=m, top_k_items=top_k,  # type: ignore[arg-type]
+                        ignore_identical_ids=ignore_identical_ids,
+                        fts={"top_k": depth}, vector={"top_k": depth},  # type: ignore[arg-type]
+                        scoring={"blend": blend, "rrf_k": rrf_k, "w_text": w_text,  # type: ignore
+                                 "w_vec": w_vec, "normalize": normalize, "missing": missing})
                 except ValueError as exc:
                     fail(str(exc))
-    finally:
-        ws.close()
-    if as_json:
-        out = [r.model_dump(mode="json") for r in results]
-        for o, c in zip(out, chunk_results, strict=True):
-            if c is not None:
-                o["chunks"] = c.model_dump(mode="json")
-        print_json(out[0] if len(out) == 1 else {"results": out})
+                results.append(evaluate_retrieval(ws.retriever, ds, split, prefs, metric,
+                                                  progress=quiet_progress()))
+                chunk_results.append(None)
+                if with_chunks:
+                    try:
+                        cprefs = RetrievalPrefs.model_validate({
+                            **prefs.model_dump(), "top_k_items": chunk_items,
+                            "top_k_chunks": top_k_chunks,
+                            "per_item_chunk_cap": per_item_chunk_cap,
+                            "chunking": {"strategy": chunk_strategy,
+                                         "chunker_id": chunker or "sentences",
+                                         "max_chunk_tokens": max_chunk_tokens,
+                                         "overlap_tokens": overlap_tokens}})
+                        late = make_retriever(ws.store, ws.embedder if m != "bm25" else None)
+                        chunk_results[-1] = evaluate_chunks(late, ds, split, cprefs, metric,
+                                                            limit=chunk_limit,
+                                                            progress=quiet_progress())
+                    except ValueError as exc:
+                        fail(str(exc))
+        finally:
+            ws.close()
+    systems = [system_from_result(r) for r in results]
+    for f, run in runs.items():
+        try:
+            systems.append(system_from_run(ds, split, run, labels[f], metric, source=f))
+        except RunFileError as exc:
+            fail(str(exc))
+        chunk_results.append(None)
+    exp = run_experiment(systems, ds.name, split, metric, baseline=baseline or None,
+                         test=test, correction=correction, alpha=alpha)  # type: ignore[arg-type]
+    if save_runs is not None:
+        for s in systems:
+            write_trec_run(s, save_runs)
+    if per_query is not None:
+        exp.write_per_query(per_query)
+    if mlflow:
+        from aiblox.eval.experiment_tracking import log_experiment, mode_manifest
+
+        manifests = {s.name: mode_manifest(ds, split, s, embedder=embedder, metrics=metric,
+                                           db=db or None, backend=backend,
+                                           vectors=[str(v) for v in vectors],
+                                           progress=quiet_progress())
+                     for s in systems if s.kind == "mode"}
+        ids = log_experiment(exp, manifests, tracking_uri, experiment_name)
+        for name, rid in ids.items():
+            console.print(f"mlflow: {name} logged as run {rid}"
+                          + (f" (aiblox eval verify {rid} --tracking-uri {tracking_uri})"
+                             if name in manifests else ""), soft_wrap=True, markup=False)
+    _print(exp, fmt, chunk_results)
+
+
+MODES = ("bm25", "dense", "hybrid")
+FORMATS = ("table", "markdown", "latex", "csv", "json")
+
+
+def _check_choice(option: str, value: str, choices: Iterable[str]) -> None:
+    """One ``error:`` line naming ``option`` and its choices when ``value`` is none of them."""
+    choices = list(choices)
+    if value not in choices:
+        fail(f"{option} {value!r} is not one of: {', '.join(choices)}")
+
+
+def _labels(modes: list[str], run_files: list[Path]) -> dict[Any, str]:
+    """Every system's label, modes first (``{mode: label}`` and ``{path: label}``): a run
+    file's stem, or its file name when the stem is taken; two systems with one label fail."""
+    labels: dict[Any, str] = {}
+    taken: set[str] = set()
+    for key, label in [*((m, m) for m in modes), *((f, f.stem) for f in run_files)]:
+        if label in taken and isinstance(key, Path):
+            label = key.name
+        if label in taken:
+            fail(f"two systems are labelled {label!r} (--mode and --run labels must differ: "
+                 f"rename a run file)")
+        taken.add(label)
+        labels[key] = label
+    return labels
+
+
+def _print(exp: Experiment, fmt: str, chunk_results: list[ChunkEvalResult | None]) -> None:
+    """The experiment on stdout in ``fmt``."""
+    if fmt == "json":
+        data = exp.as_json()
+        for d, c in zip(data["systems"], chunk_results, strict=True):
+            d["chunks"] = c.model_dump(mode="json") if c is not None else None
+        print_json(data)
         return
-    console.print(metrics_table(f"{ds.name} / {split}", [r.model_dump() for r in results],
-                                list(metric)))
-    for r, c in zip(results, chunk_results, strict=True):
+    if fmt in ("markdown", "latex", "csv"):
+        text = {"markdown": exp.to_markdown, "latex": exp.to_latex, "csv": exp.to_csv}[fmt]()
+        out.print(text, end="", markup=False, highlight=False, soft_wrap=True)
+        return
+    table = Table(title=exp.title())
+    table.add_column("system")
+    for m in exp.metrics:
+        table.add_column(m, justify="right")
+    table.add_column("q/s", justify="right")
+    for s in exp.systems:
+        qps = f"{s.timings['qps']:.0f}" if "qps" in s.timings else "-"
+        table.add_row(Text(exp.label(s)), *(exp.cell(s, m) for m in exp.metrics), qps)
+    width = out.width
+    if not out.is_terminal:  # a file or a pipe: never fold a wide table to 80 columns
+        from rich.measure import Measurement
+
+        need = Measurement.get(out, out.options.update_width(10_000), table).maximum
+        out.width = max(width, need)  # rich caps print(width=) at the console's width
+    try:
+        out.print(table)
+    finally:
+        out.width = width
+    out.print(exp.footer(), markup=False, highlight=False)
+    for s, c in zip(exp.systems, chunk_results, strict=True):
         if c is not None:
             recall = "  ".join(f"{k} {v:.4f}" for k, v in c.answer_recall.items())
             proj = "  ".join(f"{k} {v:.4f}" for k, v in c.projection_metrics.items())
-            console.print(f"{r.mode} chunks {c.chunker_id} ({c.n_queries} queries): {recall}  "
-                          f"evidence tokens {c.evidence_tokens['all']:.1f}  "
-                          f"{c.projection}: {proj}  cache hits "
-                          f"{c.counts.get('chunk_cache_hits', 0)} misses "
-                          f"{c.counts.get('chunk_cache_misses', 0)}")
-    for r in results:
-        console.print(f"{r.mode}: run {r.hashes['run'][:16]}  config {r.hashes['config'][:16]}  "
-                      f"dataset {r.hashes['dataset'][:16]}")
+            out.print(f"{s.name} chunks {c.chunker_id} ({c.n_queries} queries): {recall}  "
+                      f"evidence tokens {c.evidence_tokens['all']:.1f}  "
+                      f"{c.projection}: {proj}  cache hits "
+                      f"{c.counts.get('chunk_cache_hits', 0)} misses "
+                      f"{c.counts.get('chunk_cache_misses', 0)}", markup=False, highlight=False)
+    for s in exp.systems:
+        hashes = "  ".join(f"{k} {s.hashes[k][:16]}" for k in ("run", "config", "file", "dataset")
+                           if k in s.hashes)
+        out.print(f"{s.name}: {hashes}", markup=False, highlight=False)

@@ -1,4 +1,5 @@
-"""BEIR-layout datasets: loading, validation with precise errors, and a content hash.
+"""Datasets: loading (BEIR folders, CSV/TSV/parquet files, manifests, DataFrames), validation
+with precise errors, and a content hash.
 
 Layout: ``corpus.jsonl`` (or ``corpus.jsonl.gz``) with ``{"_id", "title", "text"}`` per line,
 ``queries.jsonl`` with ``{"_id", "text"}``, ``qrels/<split>.tsv`` with a
@@ -33,6 +34,43 @@ relevant one, two different grades for one (query, document) pair (naming both l
 Tolerated, counted and warned about, not fatal: a qrels row naming a document absent from the
 corpus (``Dataset.missing_qrels_docs``; a defect of public collections), a repeated identical
 judgment (``Dataset.duplicate_qrels``) and a derived split part that holds no query.
+Your own data, in three forms that load alike (same checks, same dataset hash):
+
+- a folder holding ``corpus.{jsonl,jsonl.gz,csv,tsv,parquet}``, ``queries.{jsonl,csv,tsv,
+  parquet}`` and ``qrels/<split>.{tsv,csv,parquet}`` (one of each; a folder of BEIR files
+  alone loads as BEIR, above);
+- a manifest, ``dataset.toml`` in a folder (or any ``*.toml`` file passed by path), naming the
+  files relative to itself and, where they differ from the defaults, their column names::
+
+      name = "support"                    # optional; default: the folder's name
+      corpus = "docs.csv"
+      queries = "questions.parquet"
+      qrels = {test = "judged.csv", train = "train.csv"}  # or "all.csv", with a split column
+      split = "test"                      # the split of rows without one (default "test")
+      [columns.corpus]                    # keys: id, text, title, metadata
+      id = "doc_id"
+      [columns.qrels]                     # keys: query_id, doc_id, score, split
+      score = "rel"
+
+- :meth:`Dataset.from_frames` with pandas DataFrames.
+
+Columns found without a mapping: corpus ``_id`` (or ``id``, ``doc_id``, ``docid``), ``text``,
+optional ``title`` and ``metadata`` (an object; JSON text in CSV); queries ``_id`` (or
+``id``, ``query_id``, ``qid``) and ``text`` (or ``query``); qrels ``query_id`` (or
+``query-id``, ``qid``), ``doc_id`` (or ``corpus_id``, ``corpus-id``, ``docid``), ``score``
+(or ``relevance``, ``grade``) and optional ``split``. Other columns are ignored. CSV and TSV
+files have a header row and are read as text (an id ``007`` stays ``007``); ids are strings
+or integers, surrounding whitespace dropped. Errors name the file (or frame), the line (CSV,
+TSV, JSONL), row (parquet, 1-based) or index label (DataFrame), and the column: a missing
+column (with the columns present), a missing, empty or duplicate id, a grade that is not a
+whole number, a qrels row naming an unknown query, conflicting grades. As for BEIR files, a
+qrels row naming a document absent from the corpus is a warning, not an error (counted in
+``Dataset.missing_qrels_docs``: public collections have them, and BEIR's and ranx's tools
+keep them). The hash: a JSONL file's bytes, as in a BEIR folder; a CSV, TSV or parquet file
+or a DataFrame, the bytes of its rows written as BEIR lines, in their order
+(:func:`content_hash`): the same rows give the same hash as a BEIR folder, a CSV, TSV or
+parquet file, a manifest or a DataFrame.
+
 Documents and judged queries whose text the DuckDB store's BM25 cannot index (CJK, emoji, ...:
 :mod:`aiblox.text.lexical_gaps`) are warned about once, with counts and an example
 (``Dataset.lexical_gaps``).
@@ -40,6 +78,7 @@ Documents and judged queries whose text the DuckDB store's BM25 cannot index (CJ
 
 from __future__ import annotations
 
+import csv
 import gzip
 import hashlib
 import json
@@ -48,7 +87,7 @@ import os
 import re
 import warnings
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -62,8 +101,10 @@ __all__ = [
     "DatasetError",
     "GoldAnswer",
     "available_splits",
+    "content_hash",
     "corpus_file",
     "corpus_hash",
+    "dataset_name",
     "find_dataset",
     "iter_corpus",
     "load_dataset",
@@ -84,10 +125,17 @@ LEXICAL_ANALYZER = "bm25s"
 class DatasetError(ValueError):
     """Bad dataset input, with the file, line (1-based, None for whole-file problems) and field."""
 
-    def __init__(self, file: str | Path, line: int | None, field: str, message: str) -> None:
-        where = f"{file}:{line}" if line is not None else f"{file}"
+    def __init__(self, file: str | Path, line: int | None, field: str, message: str,
+                 unit: str = "line") -> None:
+        """``unit``: ``line`` (``file:12``) or ``row`` (``file, row 12``: a parquet row, 1-based,
+        or a DataFrame's index label)."""
+        if line is None:
+            where = f"{file}"
+        else:
+            where = f"{file}:{line}" if unit == "line" else f"{file}, row {line}"
         super().__init__(f"{where}: field {field!r}: {message}")
         self.file, self.line, self.field, self.message = str(file), line, field, message
+        self.unit = unit
 
 
 @dataclass(frozen=True)
@@ -101,7 +149,13 @@ class GoldAnswer:
 
 @dataclass
 class Dataset:
-    """A loaded BEIR dataset. ``corpus`` and ``queries`` keep file order."""
+    """A loaded dataset. ``corpus`` and ``queries`` keep file order.
+
+    Made by :func:`load_dataset` (a BEIR folder, a folder of CSV/TSV/parquet files, or a
+    ``dataset.toml`` manifest) or by :meth:`from_frames` (pandas DataFrames). :attr:`hash` and
+    :attr:`corpus_hash` are computed, never given: a dataset built by hand (or by
+    ``dataclasses.replace``) hashes its own content (:func:`content_hash`).
+    """
 
     name: str
     path: Path
@@ -109,8 +163,6 @@ class Dataset:
     queries: dict[str, str]
     qrels: dict[str, dict[str, dict[str, int]]]
     """``{split: {query_id: {doc_id: grade}}}``."""
-    hash: str
-    """sha256 over the (decompressed) bytes of every file read, in a fixed order."""
     duplicate_qrels: dict[str, int] = field(default_factory=dict)
     """Per qrels file read (base split): repeated identical judgments (kept once, counted)."""
     lexical_gaps: dict[str, LexicalGaps] = field(default_factory=dict)
@@ -119,8 +171,26 @@ class Dataset:
     answers: dict[str, GoldAnswer] = field(default_factory=dict)
     missing_qrels_docs: dict[str, int] = field(default_factory=dict)
     """Per split: qrels rows naming a document absent from the corpus (kept, counted)."""
-    corpus_hash: str = ""
-    """sha256 over the (decompressed) bytes of the corpus file alone: what a store holds."""
+    _hash: str = field(default="", init=False, repr=False, compare=False)
+    _corpus_hash: str = field(default="", init=False, repr=False, compare=False)
+
+    @property
+    def hash(self) -> str:
+        """sha256 over the (decompressed) bytes of every BEIR file read, in a fixed order
+        (corpus, queries, the qrels of the splits loaded in name order, answers). Tabular files
+        and DataFrames hash the BEIR bytes of their rows (:func:`content_hash`), so the same
+        rows give the same hash whichever form they came in."""
+        if not self._hash:
+            self._hash = content_hash(self)
+        return self._hash
+
+    @property
+    def corpus_hash(self) -> str:
+        """sha256 over the corpus file's (decompressed) bytes alone, the BEIR bytes of a
+        tabular corpus: what a store holds."""
+        if not self._corpus_hash:
+            self._corpus_hash = content_hash(self, corpus_only=True)
+        return self._corpus_hash
 
     def split_queries(self, split: str) -> list[tuple[str, str]]:
         """``(query_id, text)`` of the queries judged in ``split``, sorted by id."""
@@ -128,6 +198,80 @@ class Dataset:
             raise DatasetError(self.path / "qrels" / f"{split}.tsv", None, "split",
                                f"split not loaded; loaded: {sorted(self.qrels)}")
         return [(q, self.queries[q]) for q in sorted(self.qrels[split])]
+
+    @classmethod
+    def from_frames(cls, corpus: Any, queries: Any, qrels: Any, name: str = "frames",
+                    split: str = "test", columns: dict[str, dict[str, str]] | None = None
+                    ) -> Dataset:
+        """A dataset from pandas DataFrames, validated like files are.
+
+        - ``corpus``: ``_id`` (or ``id``, ``doc_id``, ``docid``), ``text``, optional ``title``;
+        - ``queries``: ``_id`` (or ``id``, ``query_id``, ``qid``), ``text`` (or ``query``);
+        - ``qrels``: ``query_id`` (or ``query-id``, ``qid``), ``doc_id`` (or ``corpus_id``,
+          ``corpus-id``, ``docid``), ``score`` (or ``relevance``, ``grade``), optional
+          ``split`` (rows without one are in ``split``); or ``{split: frame}``.
+
+        ``columns`` maps other names: ``{"corpus": {"id": "doc"}, "qrels": {"score": "rel"}}``
+        (keys: corpus ``id``, ``text``, ``title``; queries ``id``, ``text``; qrels
+        ``query_id``, ``doc_id``, ``score``, ``split``). Other columns are ignored. Ids are
+        strings or integers. A bad frame raises :class:`DatasetError` naming the frame, the row
+        (its index label) and the column. :attr:`hash` is that of the same rows written as a
+        BEIR folder (:func:`content_hash`)."""
+        tables = _TabularSource(
+            corpus=_frame_table(corpus, "corpus frame"),
+            queries=_frame_table(queries, "queries frame"),
+            qrels=({str(k): _frame_table(v, f"qrels frame {k!r}") for k, v in qrels.items()}
+                   if isinstance(qrels, dict) else {None: _frame_table(qrels, "qrels frame")}),
+            columns=_check_columns(columns or {}, "columns"), default_split=split)
+        return _load_tabular(tables, Path(name), name, None)
+
+
+def content_hash(dataset: Dataset, corpus_only: bool = False) -> str:
+    """The hash of ``dataset`` as the BEIR folder holding its content: ``corpus.jsonl`` with
+    ``json.dumps({"_id", "title", "text"})`` lines (``"metadata"`` after them when not empty),
+    ``queries.jsonl`` with ``{"_id", "text"}`` lines, ``qrels/<split>.tsv`` with the header
+    ``query-id<TAB>corpus-id<TAB>score`` and one row per judgment, ``answers.jsonl``; each file
+    fed as :func:`load_dataset` reads it (its name, then its bytes)."""
+    h = hashlib.sha256()
+    _feed_file(h, "corpus.jsonl", (_doc_line(d) for d in dataset.corpus.values()))
+    if corpus_only:
+        return h.hexdigest()
+    _feed_file(h, "queries.jsonl", (_query_line(q, t) for q, t in dataset.queries.items()))
+    for split in sorted(dataset.qrels):
+        _feed_file(h, f"{split}.tsv", _qrels_lines(
+            (q, d, g) for q, docs in dataset.qrels[split].items() for d, g in docs.items()))
+    if dataset.answers:
+        _feed_file(h, "answers.jsonl", _answer_lines(dataset.answers))
+    return h.hexdigest()
+
+
+def _answer_lines(answers: dict[str, GoldAnswer]) -> Iterator[str]:
+    for q, a in answers.items():
+        yield json.dumps({"_id": q, "corpus-id": a.corpus_id, "answers": list(a.answers),
+                          "answer_starts": list(a.answer_starts)}) + "\n"
+
+
+def _doc_line(doc: ItemRecord) -> str:
+    obj: dict[str, Any] = {"_id": doc.id, "title": doc.title, "text": doc.text}
+    if doc.metadata:
+        obj["metadata"] = doc.metadata
+    return json.dumps(obj) + "\n"
+
+
+def _query_line(qid: str, text: str) -> str:
+    return json.dumps({"_id": qid, "text": text}) + "\n"
+
+
+def _qrels_lines(rows: Iterator[tuple[str, str, int]]) -> Iterator[str]:
+    yield "query-id\tcorpus-id\tscore\n"
+    for q, d, g in rows:
+        yield f"{q}\t{d}\t{g}\n"
+
+
+def _feed_file(h: _Hasher, name: str, lines: Iterator[str]) -> None:
+    h.update(f"\x00{name}\x00".encode())
+    for line in lines:
+        h.update(line.encode("utf-8"))
 
 
 class _Hasher(Protocol):
@@ -159,20 +303,38 @@ def split_part(query_id: str, n: int) -> int:
 
 
 def available_splits(path: str | Path) -> list[str]:
-    """Split names that have a ``qrels/<split>.tsv`` file."""
-    qdir = Path(path) / "qrels"
-    return sorted(p.stem for p in qdir.glob("*.tsv")) if qdir.is_dir() else []
+    """Split names that have a ``qrels/<split>.{tsv,csv,parquet}`` file, or that a manifest
+    names (a qrels file with a ``split`` column is read to list its splits)."""
+    p = Path(path)
+    manifest = _manifest_path(p)
+    if manifest is None:
+        qdir = p / "qrels"
+        return sorted({q.stem for q in qdir.glob("*") if q.suffix in TABLE_SUFFIXES}) \
+            if qdir.is_dir() else []
+    src = _read_manifest(manifest)[0]
+    names = {s for s in src.qrels if s is not None}
+    mixed = src.qrels.get(None)
+    if mixed is not None:
+        column = _resolve(mixed, "qrels", src.columns.get("qrels", {}))["split"]
+        names |= {_row_split(row.get(column) if column else None, src.default_split)
+                  for _, row in mixed.read(_NoHash())}
+    return sorted(str(n) for n in names)
 
 
 def find_dataset(name_or_path: str | Path) -> Path:
     """Resolve a dataset name or path.
 
-    Looks at the path itself, then ``<root>/<name>`` for each root in ``$AIBLOX_DATASETS``
-    (``os.pathsep``-separated), ``./datasets``, ``../shared/datasets``, and the same two
-    folders relative to the source checkout aiblox was installed from.
+    A dataset is a folder holding ``queries.jsonl`` (BEIR), ``queries.{csv,tsv,parquet}``
+    or a ``dataset.toml`` manifest, or a ``*.toml`` manifest file (``<folder>/dataset.toml``
+    resolves to its folder). Looks at the path itself, then ``<root>/<name>`` for each root
+    in ``$AIBLOX_DATASETS`` (``os.pathsep``-separated), ``./datasets``,
+    ``../shared/datasets``, and the same two folders relative to the source checkout aiblox
+    was installed from.
     """
     p = Path(name_or_path)
-    if (p / "queries.jsonl").exists():
+    if p.name == MANIFEST and p.is_file():
+        return p.parent
+    if _is_dataset(p):
         return p
     roots = [r for r in os.environ.get("AIBLOX_DATASETS", "").split(os.pathsep) if r]
     repo = Path(__file__).resolve().parents[2]  # a source checkout: <repo>/aiblox/eval
@@ -180,15 +342,24 @@ def find_dataset(name_or_path: str | Path) -> Path:
               str(repo.parent / "shared" / "datasets")]
     for root in roots:
         candidate = Path(root) / str(name_or_path)
-        if (candidate / "queries.jsonl").exists():
+        if _is_dataset(candidate):
             return candidate
     raise DatasetError(name_or_path, None, "path",
-                       f"no BEIR dataset here or under {roots} (need queries.jsonl)")
+                       f"no BEIR dataset here or under {roots} (need queries.jsonl, "
+                       f"queries.csv/.tsv/.parquet or {MANIFEST}; or a *.toml manifest)")
 
 
-def _read_lines(path: Path, hasher: _Hasher) -> Iterator[tuple[int, str]]:
+def _is_dataset(p: Path) -> bool:
+    if p.is_file():
+        return p.suffix == ".toml"
+    return (p / MANIFEST).is_file() or any((p / f"queries{s}").exists() for s in QUERY_SUFFIXES)
+
+
+def _read_lines(path: Path, hasher: _Hasher, hashed_name: str | None = None
+                ) -> Iterator[tuple[int, str]]:
     opener = gzip.open if path.suffix == ".gz" else open
-    hasher.update(f"\x00{path.name.removesuffix('.gz')}\x00".encode())
+    hashed_name = hashed_name or path.name.removesuffix(".gz")
+    hasher.update(f"\x00{hashed_name}\x00".encode())
     lineno = 0
     try:
         with opener(path, "rb") as fh:
@@ -220,8 +391,9 @@ def _finite_float(value: str) -> float:
     return f
 
 
-def _read_jsonl(path: Path, hasher: _Hasher) -> Iterator[tuple[int, dict]]:
-    for lineno, line in _read_lines(path, hasher):
+def _read_jsonl(path: Path, hasher: _Hasher, hashed_name: str | None = None
+                ) -> Iterator[tuple[int, dict]]:
+    for lineno, line in _read_lines(path, hasher, hashed_name):
         if not line.strip():
             continue
         try:
@@ -282,20 +454,34 @@ def _text_field(obj: dict, path: Path, lineno: int, key: str) -> str:
 
 
 def corpus_file(path: str | Path) -> Path:
-    """The corpus file of the BEIR folder ``path`` (``corpus.jsonl`` or ``corpus.jsonl.gz``)."""
-    found = next((Path(path) / f for f in CORPUS_FILES if (Path(path) / f).exists()), None)
-    if found is None:
-        raise DatasetError(Path(path) / "corpus.jsonl", None, "file", "no corpus.jsonl(.gz)")
-    return found
+    """The file the corpus of the dataset at ``path`` (as :func:`find_dataset` gives it) is
+    read from: ``corpus.jsonl`` or ``corpus.jsonl.gz`` of a BEIR folder, the
+    ``corpus.{csv,tsv,parquet}`` of a tabular folder, or the manifest naming it (with its
+    column names). :func:`iter_corpus` and :func:`corpus_hash` take any of them."""
+    manifest = _manifest_path(Path(path))
+    if manifest is not None:
+        return manifest
+    return _one_file(Path(path), "corpus", CORPUS_SUFFIXES)
 
 
 def iter_corpus(corpus_path: Path, name: str, hasher: _Hasher | None = None
                 ) -> Iterator[ItemRecord]:
     """The documents of a corpus file, one at a time in file order, each validated like
     :func:`load_dataset` does (errors name the file, line and field); only the ids seen are
-    kept, so a corpus of any size streams in bounded memory. ``hasher`` is fed every byte."""
+    kept, so a corpus of any size streams in bounded memory. ``hasher`` is fed every byte
+    (of a CSV, TSV or parquet corpus: the BEIR bytes of its rows; of a manifest: its corpus
+    file's)."""
+    hasher = hasher if hasher is not None else _NoHash()
+    if not corpus_path.name.endswith((".jsonl", ".jsonl.gz")):
+        if corpus_path.suffix == ".toml":
+            src = _read_manifest(corpus_path)[0]
+            table, mapping = src.corpus, src.columns.get("corpus", {})
+        else:
+            table, mapping = _file_table(corpus_path, "corpus"), {}
+        yield from _tab_corpus(table, mapping, name, hasher)
+        return
     first_line: dict[str, int] = {}
-    for lineno, obj in _read_jsonl(corpus_path, hasher if hasher is not None else _NoHash()):
+    for lineno, obj in _read_jsonl(corpus_path, hasher, "corpus.jsonl"):
         doc_id = _get_id(obj, corpus_path, lineno)
         if doc_id in first_line:
             raise DatasetError(corpus_path, lineno, "_id",
@@ -314,18 +500,27 @@ def iter_corpus(corpus_path: Path, name: str, hasher: _Hasher | None = None
 
 
 def corpus_hash(corpus_path: Path) -> str:
-    """:attr:`Dataset.corpus_hash` of a corpus file, read (and decompressed) without parsing."""
+    """:attr:`Dataset.corpus_hash` of a corpus file (as :func:`corpus_file` gives it): a JSONL
+    one read (and decompressed) without parsing, another parsed."""
     h = hashlib.sha256()
-    for _ in _read_lines(corpus_path, h):
-        pass
+    if corpus_path.name.endswith((".jsonl", ".jsonl.gz")):
+        for _ in _read_lines(corpus_path, h, "corpus.jsonl"):
+            pass
+    else:
+        for _ in iter_corpus(corpus_path, "", h):
+            pass
     return h.hexdigest()
 
 
 def load_dataset(name_or_path: str | Path, splits: list[str] | None = None,
                  name: str | None = None) -> Dataset:
-    """Load a BEIR dataset (all splits when ``splits`` is None)."""
+    """Load a dataset (all splits when ``splits`` is None): a BEIR folder, a folder of
+    CSV/TSV/parquet files, or a ``dataset.toml`` manifest (see the module docstring)."""
     path = find_dataset(name_or_path)
-    name = name or path.name
+    name = name or dataset_name(path)
+    src = _tabular_source(path)
+    if src is not None:
+        return _load_tabular(src, path, name, splits)
     hasher = hashlib.sha256()
     corpus_path = corpus_file(path)
 
@@ -346,35 +541,54 @@ def load_dataset(name_or_path: str | Path, splits: list[str] | None = None,
         qfirst[qid] = lineno
         queries[qid] = _text_field(obj, qpath, lineno, "text")
 
-    known = available_splits(path)
+    def read(base: str) -> tuple[dict[str, dict[str, int]], int, int, str]:
+        split_path = path / "qrels" / f"{base}.tsv"
+        return (*_read_qrels(split_path, hasher, queries, corpus), str(split_path))
+
+    apath = path / "answers.jsonl"
+    return _assemble(name, path, path, corpus, queries, splits, available_splits(path), read,
+                     hasher, corpus_hasher, apath if apath.exists() else None)
+
+
+_ReadSplit = Callable[[str], tuple[dict[str, dict[str, int]], int, int, str]]
+
+
+def _assemble(name: str, path: Path, where: Path, corpus: dict[str, ItemRecord],
+              queries: dict[str, str], splits: list[str] | None, known: list[str],
+              read_split: _ReadSplit, hasher: Any, corpus_hasher: Any,
+              apath: Path | None, canonical_answers: bool = False) -> Dataset:
+    """The qrels of the splits asked for (derived ones cut from their base split), the
+    answers, the warnings, and the :class:`Dataset`: the part every layout shares.
+    ``read_split(base)`` reads (and hashes) one base split: ``(judged, rows naming documents
+    absent from the corpus, repeated identical rows, the file it came from)``."""
     wanted = known if splits is None else list(splits)
     qrels: dict[str, dict[str, dict[str, int]]] = {}
     missing_docs: dict[str, int] = {}
     read: dict[str, tuple[dict[str, dict[str, int]], int]] = {}
     parsed: dict[str, tuple[str, int, int] | None] = {}
+    files: dict[str, str] = {}
     for split in wanted:
         try:
             parsed[split] = parse_split(split)
         except ValueError as exc:
-            raise DatasetError(path / "qrels", None, "split", str(exc)) from None
+            raise DatasetError(where / "qrels", None, "split", str(exc)) from None
         base = parsed[split][0] if parsed[split] is not None else split  # type: ignore[index]
         if base not in known:
-            raise DatasetError(path / "qrels" / f"{base}.tsv", None, "split",
+            raise DatasetError(where / "qrels" / f"{base}.tsv", None, "split",
                                f"no split {split!r}; available: {known}")
         read[base] = ({}, 0)
     # each file is read (and hashed) once, in name order: the dataset hash does not depend on
     # the order in which the splits were asked for
     duplicates: dict[str, int] = {}
     for base in sorted(read):
-        split_path = path / "qrels" / f"{base}.tsv"
-        judged, missing, duplicates[base] = _read_qrels(split_path, hasher, queries, corpus)
+        judged, missing, duplicates[base], files[base] = read_split(base)
         read[base] = judged, missing
         if missing:
-            warnings.warn(f"{split_path}: {missing} qrels rows name documents absent "
-                          f"from the corpus (kept; they count as unretrievable)", stacklevel=2)
+            warnings.warn(f"{files[base]}: {missing} qrels rows name documents absent "
+                          f"from the corpus (kept; they count as unretrievable)", stacklevel=3)
         if duplicates[base]:
-            warnings.warn(f"{split_path}: {duplicates[base]} qrels rows repeat an identical "
-                          f"judgment (kept once)", stacklevel=2)
+            warnings.warn(f"{files[base]}: {duplicates[base]} qrels rows repeat an identical "
+                          f"judgment (kept once)", stacklevel=3)
     for split in wanted:
         derived = parsed[split]
         judged, missing = read[derived[0] if derived is not None else split]
@@ -383,35 +597,44 @@ def load_dataset(name_or_path: str | Path, splits: list[str] | None = None,
             judged = {q: docs for q, docs in judged.items() if split_part(q, n) == i}
             missing = sum(1 for docs in judged.values() for d in docs if d not in corpus)
             if not judged:
-                warnings.warn(f"{path / 'qrels' / f'{base}.tsv'}: derived split {split!r} "
-                              f"holds no judged query (every metric on it is 0)", stacklevel=2)
+                warnings.warn(f"{files[base]}: derived split {split!r} "
+                              f"holds no judged query (every metric on it is 0)", stacklevel=3)
         qrels[split], missing_docs[split] = judged, missing
 
     answers: dict[str, GoldAnswer] = {}
-    apath = path / "answers.jsonl"
-    if apath.exists():
-        for lineno, obj in _read_jsonl(apath, hasher):
-            qid = _get_id(obj, apath, lineno)
-            if qid not in queries:
-                raise DatasetError(apath, lineno, "_id", f"unknown query {qid!r}")
-            doc_id = _get_id(obj, apath, lineno, "corpus-id")
-            texts, starts = obj.get("answers"), obj.get("answer_starts")
-            if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
-                raise DatasetError(apath, lineno, "answers", "expected a list of strings")
-            if not isinstance(starts, list) or len(starts) != len(texts) \
-                    or not all(isinstance(s, int) for s in starts):
-                raise DatasetError(apath, lineno, "answer_starts",
-                                   "expected one integer offset per answer")
-            answers[qid] = GoldAnswer(doc_id, tuple(texts), tuple(starts))
+    if apath is not None:
+        answers = _read_answers(apath, _NoHash() if canonical_answers else hasher, queries)
+        if canonical_answers and answers:
+            _feed_file(hasher, "answers.jsonl", _answer_lines(answers))
 
     gaps = _lexical_gaps(corpus, queries, qrels)
     for what, gap in gaps.items():
-        warnings.warn(f"{path}: {gap.describe(what, 'doc' if what == 'documents' else 'query')}",
-                      stacklevel=2)
-    return Dataset(name=name, path=path, corpus=corpus, queries=queries, qrels=qrels,
-                   hash=hasher.hexdigest(), answers=answers, missing_qrels_docs=missing_docs,
-                   duplicate_qrels=duplicates, lexical_gaps=gaps,
-                   corpus_hash=corpus_hasher.hexdigest())
+        warnings.warn(f"{where}: {gap.describe(what, 'doc' if what == 'documents' else 'query')}",
+                      stacklevel=3)
+    ds = Dataset(name=name, path=path, corpus=corpus, queries=queries, qrels=qrels,
+                 answers=answers, missing_qrels_docs=missing_docs, duplicate_qrels=duplicates,
+                 lexical_gaps=gaps)
+    ds._hash, ds._corpus_hash = hasher.hexdigest(), corpus_hasher.hexdigest()
+    return ds
+
+
+def _read_answers(apath: Path, hasher: _Hasher, queries: dict[str, str]
+                  ) -> dict[str, GoldAnswer]:
+    answers: dict[str, GoldAnswer] = {}
+    for lineno, obj in _read_jsonl(apath, hasher):
+        qid = _get_id(obj, apath, lineno)
+        if qid not in queries:
+            raise DatasetError(apath, lineno, "_id", f"unknown query {qid!r}")
+        doc_id = _get_id(obj, apath, lineno, "corpus-id")
+        texts, starts = obj.get("answers"), obj.get("answer_starts")
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            raise DatasetError(apath, lineno, "answers", "expected a list of strings")
+        if not isinstance(starts, list) or len(starts) != len(texts) \
+                or not all(isinstance(s, int) for s in starts):
+            raise DatasetError(apath, lineno, "answer_starts",
+                               "expected one integer offset per answer")
+        answers[qid] = GoldAnswer(doc_id, tuple(texts), tuple(starts))
+    return answers
 
 
 class _NoHash:
@@ -552,3 +775,534 @@ def _read_qrels(path: Path, hasher: _Hasher, queries: dict[str, str],
         at[qid, doc_id] = lineno
     _check_judged(judged, path)
     return judged, missing, duplicates
+
+
+# --- your own data: CSV, TSV, parquet and JSONL files, manifests, DataFrames -----------------
+
+MANIFEST = "dataset.toml"
+"""The manifest file a dataset folder may hold (or any ``*.toml`` passed by path)."""
+
+TABLE_SUFFIXES = (".csv", ".tsv", ".parquet")
+CORPUS_SUFFIXES = (".jsonl", ".jsonl.gz", *TABLE_SUFFIXES)
+QUERY_SUFFIXES = (".jsonl", *TABLE_SUFFIXES)
+
+_ROLES: dict[str, dict[str, tuple[str, ...]]] = {
+    "corpus": {"id": ("_id", "id", "doc_id", "docid"), "text": ("text",),
+               "title": ("title",), "metadata": ("metadata",)},
+    "queries": {"id": ("_id", "id", "query_id", "qid"), "text": ("text", "query")},
+    "qrels": {"query_id": ("query_id", "query-id", "qid"),
+              "doc_id": ("doc_id", "corpus_id", "corpus-id", "docid"),
+              "score": ("score", "relevance", "grade"), "split": ("split",)},
+}
+"""Per file role: the columns it reads, each with the names found without a mapping."""
+_OPTIONAL = {("corpus", "title"), ("corpus", "metadata"), ("qrels", "split")}
+_MANIFEST_KEYS = ("name", "corpus", "queries", "qrels", "split", "answers", "columns")
+_ABSENT = object()
+
+
+@dataclass
+class _Table:
+    """Rows of one file or DataFrame: ``label`` names it in errors, ``unit`` says what its
+    numbers are (``line`` of a text file, ``row`` of a parquet file or a frame's index)."""
+
+    label: str
+    unit: str
+    columns: list[str] | None
+    """Column names; None for JSONL (each object names its own keys)."""
+    read: Any
+    """``read(hasher)``: yields ``(line or row, {column: value})``; a JSONL file feeds its
+    bytes to ``hasher`` (they are its hash), other tables feed nothing."""
+    raw: bool = False
+    """True when ``read`` hashes the file's bytes (JSONL)."""
+
+    def error(self, at: Any, field: str, message: str) -> DatasetError:
+        return DatasetError(self.label, at, field, message, unit=self.unit)
+
+
+@dataclass
+class _TabularSource:
+    corpus: _Table
+    queries: _Table
+    qrels: dict[str | None, _Table]
+    """``{split: table}``; the key None: a table whose ``split`` column (else
+    ``default_split``) names each row's split."""
+    columns: dict[str, dict[str, str]]
+    default_split: str = "test"
+    answers: Path | None = None
+    where: Path | None = None
+    """The manifest, or the folder, the files were found by (for errors)."""
+
+
+def _check_columns(columns: Any, where: str | Path) -> dict[str, dict[str, str]]:
+    """A column mapping ``{role: {key: column}}``, checked."""
+    if not isinstance(columns, dict):
+        raise DatasetError(where, None, "columns", "expected a table {corpus, queries, qrels}")
+    for role, mapping in columns.items():
+        if role not in _ROLES:
+            raise DatasetError(where, None, f"columns.{role}",
+                               f"unknown file; valid: {sorted(_ROLES)}")
+        if not isinstance(mapping, dict):
+            raise DatasetError(where, None, f"columns.{role}",
+                               f"expected a table of column names (keys {list(_ROLES[role])})")
+        for key, column in mapping.items():
+            if key not in _ROLES[role]:
+                raise DatasetError(where, None, f"columns.{role}.{key}",
+                                   f"unknown key; valid: {list(_ROLES[role])}")
+            if not isinstance(column, str) or not column:
+                raise DatasetError(where, None, f"columns.{role}.{key}",
+                                   "expected a column name (a non-empty string)")
+    return columns
+
+
+def _resolve(table: _Table, role: str, mapping: dict[str, str]) -> dict[str, str | None]:
+    """The column each key of ``role`` reads in ``table`` (None: an optional one absent)."""
+    out: dict[str, str | None] = {}
+    for key, names in _ROLES[role].items():
+        if key in mapping:
+            column = mapping[key]
+            if table.columns is not None and column not in table.columns:
+                raise table.error(None, column, f"no column {column!r} (columns.{role}.{key}); "
+                                                f"columns present: {table.columns}")
+            out[key] = column
+            continue
+        if table.columns is None:  # JSONL: the BEIR names
+            out[key] = names[0]
+            continue
+        found = [n for n in names if n in table.columns]
+        if len(found) > 1:
+            raise table.error(None, key, f"ambiguous: columns {found} all name the {key}; "
+                                         f"map one with columns.{role}.{key}")
+        if not found and (role, key) not in _OPTIONAL:
+            raise table.error(None, key, f"missing column: expected one of {list(names)} (or "
+                                         f"map one with columns.{role}.{key}); columns "
+                                         f"present: {table.columns} (a CSV or TSV file's first "
+                                         f"line names its columns)")
+        out[key] = found[0] if found else None
+    return out
+
+
+def _missing(value: Any) -> bool:
+    return value is None or value is _ABSENT or (isinstance(value, float) and math.isnan(value)) \
+        or type(value).__name__ in ("NAType", "NaTType")
+
+
+def _cell_id(value: Any, table: _Table, at: Any, column: str) -> str:
+    """An id: a string or an integer, surrounding whitespace dropped."""
+    if _missing(value):
+        raise table.error(at, column, "missing id")
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    elif isinstance(value, float):
+        raise table.error(at, column, f"a float id ({value!r}): ids are strings or integers "
+                                      f"(did a missing value make the column float?)")
+    if not isinstance(value, str):
+        raise table.error(at, column, f"expected a string or an integer id, got "
+                                      f"{type(value).__name__}")
+    value = value.strip()
+    if not value:
+        raise table.error(at, column, "missing id (empty)")
+    if any(c in value for c in "\t\r\n"):
+        raise table.error(at, column, f"id {value!r} holds a tab or a line break (a qrels row "
+                                      f"could not name it)")
+    _cell_unicode(value, table, at, column)
+    return value
+
+
+def _cell_text(value: Any, table: _Table, at: Any, column: str | None) -> str:
+    if column is None or _missing(value):
+        return ""
+    if not isinstance(value, str):
+        raise table.error(at, column, f"expected a string, got {type(value).__name__}")
+    _cell_unicode(value, table, at, column)
+    return value
+
+
+def _cell_unicode(value: Any, table: _Table, at: Any, column: str) -> None:
+    try:
+        _check_unicode(value, Path(table.label), at, column)
+    except DatasetError as exc:
+        raise table.error(at, exc.field, exc.message) from None
+
+
+def _cell_metadata(value: Any, table: _Table, at: Any, column: str | None) -> dict:
+    if column is None or _missing(value) or value == "":
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value, parse_constant=_non_finite, parse_float=_finite_float)
+        except (ValueError, RecursionError) as exc:
+            raise table.error(at, column, f"not a JSON object: {exc}") from None
+    if not isinstance(value, dict):
+        raise table.error(at, column, f"expected an object (JSON text in CSV), got "
+                                      f"{type(value).__name__}")
+    _cell_unicode(value, table, at, column)
+    return value
+
+
+def _csv_table(path: Path) -> _Table:
+    """A CSV (``,``) or TSV (tab) file with a header row; numbers are the line a row starts on.
+    Fields are read as written (ids stay strings: ``007`` is not ``7``)."""
+    delimiter = "\t" if path.suffix == ".tsv" else ","
+
+    def lines() -> Iterator[str]:
+        try:
+            with open(path, "rb") as fh:
+                for lineno, raw in enumerate(fh, start=1):
+                    try:
+                        text = raw.decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        raise DatasetError(path, lineno, "encoding", f"not UTF-8: {exc}"
+                                           ) from None
+                    yield text.removeprefix("\ufeff") if lineno == 1 else text
+        except OSError as exc:
+            raise DatasetError(path, None, "file", f"cannot read: {exc.strerror or exc}"
+                               ) from None
+
+    def records() -> Iterator[tuple[int, list[str]]]:
+        csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))  # long documents
+        reader = csv.reader(lines(), delimiter=delimiter)
+        done = 0
+        try:
+            for record in reader:
+                start, done = done + 1, reader.line_num
+                if record:
+                    yield start, record
+        except csv.Error as exc:
+            raise DatasetError(path, done + 1, "row", f"malformed {path.suffix[1:].upper()}: "
+                                                      f"{exc}") from None
+
+    first = next(records(), None)
+    if first is None:
+        raise DatasetError(path, None, "header", "no header row (an empty file)")
+    header_line, header = first[0], [c.strip() for c in first[1]]
+    for i, column in enumerate(header):
+        if not column or column in header[:i]:
+            raise DatasetError(path, header_line, "header",
+                               f"column {i + 1} is {'empty' if not column else 'repeated'}: "
+                               f"{header} (the first line names the columns)")
+
+    def read(_hasher: _Hasher) -> Iterator[tuple[int, dict[str, Any]]]:
+        rows = records()
+        next(rows)
+        for lineno, record in rows:
+            if len(record) != len(header):
+                raise DatasetError(path, lineno, "row",
+                                   f"{len(record)} field(s); the header (line {header_line}) "
+                                   f"has {len(header)}: {header}")
+            yield lineno, dict(zip(header, record, strict=True))
+
+    return _Table(str(path), "line", header, read)
+
+
+def _parquet_table(path: Path) -> _Table:
+    """A parquet file; numbers are rows, 1-based."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pfile = pq.ParquetFile(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise DatasetError(path, None, "file", f"cannot read as parquet: {exc}") from None
+    columns = list(pfile.schema_arrow.names)
+
+    def read(_hasher: _Hasher) -> Iterator[tuple[int, dict[str, Any]]]:
+        n = 0
+        for batch in pfile.iter_batches(batch_size=8192):
+            for row in batch.to_pylist():
+                n += 1
+                yield n, row
+
+    return _Table(str(path), "row", columns, read)
+
+
+def _jsonl_table(path: Path, hashed_name: str) -> _Table:
+    """A JSONL file, validated like a BEIR one; its bytes are its hash, as in a BEIR folder."""
+    def read(hasher: _Hasher) -> Iterator[tuple[int, dict[str, Any]]]:
+        yield from _read_jsonl(path, hasher, hashed_name)
+
+    return _Table(str(path), "line", None, read, raw=True)
+
+
+def _file_table(path: Path, role: str) -> _Table:
+    name = path.name.lower()
+    if name.endswith((".jsonl", ".jsonl.gz")) and role != "qrels":
+        return _jsonl_table(path, "corpus.jsonl" if role == "corpus" else "queries.jsonl")
+    if name.endswith((".csv", ".tsv")):
+        return _csv_table(path)
+    if name.endswith(".parquet"):
+        return _parquet_table(path)
+    valid = CORPUS_SUFFIXES if role != "qrels" else TABLE_SUFFIXES
+    raise DatasetError(path, None, "file", f"unknown file type for the {role}; valid: {valid}")
+
+
+def _frame_table(frame: Any, label: str) -> _Table:
+    """A pandas DataFrame; numbers are its index labels."""
+    if not (hasattr(frame, "columns") and hasattr(frame, "index") and hasattr(frame, "iloc")):
+        raise DatasetError(label, None, "frame",
+                           f"expected a pandas DataFrame, got {type(frame).__name__}")
+    columns = [str(c) for c in frame.columns]
+    if len(set(columns)) != len(columns):
+        raise DatasetError(label, None, "columns", f"repeated column names: {columns}")
+
+    def read(_hasher: _Hasher) -> Iterator[tuple[Any, dict[str, Any]]]:
+        values = [frame.iloc[:, i].tolist() for i in range(len(columns))]
+        for at, row in zip(frame.index.tolist(), zip(*values, strict=True), strict=True):
+            yield at, dict(zip(columns, row, strict=True))
+
+    return _Table(label, "row", columns, read)
+
+
+def _one_file(folder: Path, stem: str, suffixes: tuple[str, ...]) -> Path:
+    found = [folder / f"{stem}{s}" for s in suffixes if (folder / f"{stem}{s}").exists()]
+    if not found:
+        raise DatasetError(folder / f"{stem}.*", None, "file",
+                           f"no {stem} file; expected one of {[stem + s for s in suffixes]}")
+    if len(found) > 1:
+        raise DatasetError(folder, None, "file",
+                           f"several {stem} files: {[p.name for p in found]}; keep one")
+    return found[0]
+
+
+def _qrels_files(folder: Path) -> dict[str, Path]:
+    """``{split: file}`` of ``folder/qrels/<split>.{tsv,csv,parquet}``."""
+    out: dict[str, Path] = {}
+    qdir = folder / "qrels"
+    for p in sorted(qdir.iterdir()) if qdir.is_dir() else []:
+        if p.suffix not in TABLE_SUFFIXES or not p.is_file():
+            continue
+        if p.stem in out:
+            raise DatasetError(qdir, None, "file", f"two qrels files for split {p.stem!r}: "
+                                                   f"{out[p.stem].name} and {p.name}; keep one")
+        out[p.stem] = p
+    return out
+
+
+def _manifest_path(path: Path) -> Path | None:
+    if path.is_file() and path.suffix == ".toml":
+        return path
+    return path / MANIFEST if (path / MANIFEST).is_file() else None
+
+
+def _is_beir(path: Path) -> bool:
+    """A plain BEIR folder: corpus.jsonl(.gz), queries.jsonl, qrels/*.tsv only."""
+    return (path.is_dir() and _manifest_path(path) is None
+            and any((path / f).exists() for f in CORPUS_FILES)
+            and (path / "queries.jsonl").exists()
+            and not any((path / f"{stem}{s}").exists() for stem in ("corpus", "queries")
+                        for s in TABLE_SUFFIXES)
+            and not any(p.suffix in (".csv", ".parquet") for p in (path / "qrels").glob("*")))
+
+
+def _read_manifest(mpath: Path) -> tuple[_TabularSource, dict[str, Any]]:
+    import tomllib
+
+    try:
+        data = tomllib.loads(mpath.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise DatasetError(mpath, None, "file", f"cannot read: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise DatasetError(mpath, None, "toml", f"not valid TOML: {exc}") from None
+    for key in data:
+        if key not in _MANIFEST_KEYS:
+            raise DatasetError(mpath, None, key, f"unknown key; valid: {list(_MANIFEST_KEYS)}")
+    for key in ("name", "split", "answers", "corpus", "queries"):
+        if key in data and not (isinstance(data[key], str) and data[key]):
+            raise DatasetError(mpath, None, key, "expected a non-empty string")
+
+    def file(key: str, value: Any) -> Path:
+        if not isinstance(value, str) or not value:
+            raise DatasetError(mpath, None, key, "expected a file name (a non-empty string)")
+        p = mpath.parent / value
+        if not p.is_file():
+            raise DatasetError(mpath, None, key, f"file not found: {p}")
+        return p
+
+    for key in ("corpus", "queries", "qrels"):
+        if key not in data:
+            raise DatasetError(mpath, None, key, "missing (the manifest names the corpus, "
+                                                 "queries and qrels files)")
+    qrels = data["qrels"]
+    if isinstance(qrels, dict):
+        if not qrels:
+            raise DatasetError(mpath, None, "qrels", "no split: expected {split = \"file\"}")
+        tables: dict[str | None, _Table] = {
+            str(s): _file_table(file(f"qrels.{s}", f), "qrels") for s, f in qrels.items()}
+    else:
+        tables = {None: _file_table(file("qrels", qrels), "qrels")}
+    src = _TabularSource(
+        corpus=_file_table(file("corpus", data["corpus"]), "corpus"),
+        queries=_file_table(file("queries", data["queries"]), "queries"),
+        qrels=tables, columns=_check_columns(data.get("columns", {}), mpath),
+        default_split=data.get("split", "test"),
+        answers=file("answers", data["answers"]) if "answers" in data else None, where=mpath)
+    return src, data
+
+
+def _tabular_source(path: Path) -> _TabularSource | None:
+    """The files of a manifest or a folder of tabular files; None for a plain BEIR folder."""
+    manifest = _manifest_path(path)
+    if manifest is not None:
+        return _read_manifest(manifest)[0]
+    if _is_beir(path):
+        return None
+    answers = path / "answers.jsonl"
+    return _TabularSource(
+        corpus=_file_table(_one_file(path, "corpus", CORPUS_SUFFIXES), "corpus"),
+        queries=_file_table(_one_file(path, "queries", QUERY_SUFFIXES), "queries"),
+        qrels={s: _file_table(p, "qrels") for s, p in _qrels_files(path).items()},
+        columns={}, answers=answers if answers.is_file() else None, where=path)
+
+
+def dataset_name(path: str | Path) -> str:
+    """The default name of the dataset at ``path`` (as :func:`find_dataset` gives it): a
+    manifest's ``name``, else its folder's name (or the file's stem when it is not
+    ``dataset.toml``)."""
+    p = Path(path)
+    manifest = _manifest_path(p)
+    if manifest is not None:
+        data = _read_manifest(manifest)[1]
+        if "name" in data:
+            return str(data["name"])
+        return manifest.parent.name if manifest.name == MANIFEST else manifest.stem
+    return p.name
+
+
+def _tab_corpus(table: _Table, mapping: dict[str, str], name: str, hasher: _Hasher
+                ) -> Iterator[ItemRecord]:
+    cols = _resolve(table, "corpus", mapping)
+    id_col, text_col = cols["id"], cols["text"]
+    assert id_col is not None and text_col is not None
+    first: dict[str, Any] = {}
+    if not table.raw:
+        hasher.update(b"\x00corpus.jsonl\x00")
+    source = Path(table.label).name
+    for at, row in table.read(hasher):
+        doc_id = _cell_id(row.get(id_col, _ABSENT), table, at, id_col)
+        if doc_id in first:
+            raise table.error(at, id_col, f"duplicate id {doc_id!r} (first at {table.unit} "
+                                          f"{first[doc_id]})")
+        first[doc_id] = at
+        item = ItemRecord(
+            id=doc_id, kind="doc", source=name, source_ref=f"{source}:{at}",
+            title=_cell_text(row.get(cols["title"] or "", None), table, at, cols["title"]),
+            text=_cell_text(row.get(text_col, None), table, at, text_col),
+            metadata=_cell_metadata(row.get(cols["metadata"] or "", None), table, at,
+                                    cols["metadata"]))
+        if not table.raw:
+            hasher.update(_doc_line(item).encode("utf-8"))
+        yield item
+    if not first:
+        raise table.error(None, "corpus", "no documents")
+
+
+def _tab_queries(table: _Table, mapping: dict[str, str], hasher: _Hasher) -> dict[str, str]:
+    cols = _resolve(table, "queries", mapping)
+    id_col, text_col = cols["id"], cols["text"]
+    assert id_col is not None and text_col is not None
+    queries: dict[str, str] = {}
+    first: dict[str, Any] = {}
+    if not table.raw:
+        hasher.update(b"\x00queries.jsonl\x00")
+    for at, row in table.read(hasher):
+        qid = _cell_id(row.get(id_col, _ABSENT), table, at, id_col)
+        if qid in first:
+            raise table.error(at, id_col, f"duplicate id {qid!r} (first at {table.unit} "
+                                          f"{first[qid]})")
+        if row.get(text_col, _ABSENT) is _ABSENT:
+            raise table.error(at, text_col, "missing")
+        first[qid] = at
+        queries[qid] = _cell_text(row[text_col], table, at, text_col)
+        if not table.raw:
+            hasher.update(_query_line(qid, queries[qid]).encode("utf-8"))
+    return queries
+
+
+_QrelsRow = tuple[_Table, Any, str, str, int]
+
+
+def _row_split(value: Any, default: str) -> str:
+    """A qrels row's split: its ``split`` cell, else (none, or empty) ``default``."""
+    return default if _missing(value) or not str(value).strip() else str(value).strip()
+
+
+def _tab_qrels_rows(table: _Table, mapping: dict[str, str], split: str | None,
+                    default_split: str, queries: dict[str, str]
+                    ) -> dict[str, list[_QrelsRow]]:
+    """``{split: rows}`` of one qrels table, each row checked alone."""
+    cols = _resolve(table, "qrels", mapping)
+    q_col, d_col, s_col = cols["query_id"], cols["doc_id"], cols["score"]
+    assert q_col is not None and d_col is not None and s_col is not None
+    out: dict[str, list[_QrelsRow]] = {}
+    for at, row in table.read(_NoHash()):
+        qid = _cell_id(row.get(q_col), table, at, q_col)
+        doc_id = _cell_id(row.get(d_col), table, at, d_col)
+        raw = row.get(s_col)
+        if _missing(raw):
+            raise table.error(at, s_col, "missing grade")
+        try:
+            grade = _grade(str(raw).strip(), Path(table.label), at)
+        except DatasetError as exc:
+            raise table.error(at, s_col, exc.message) from None
+        if qid not in queries:
+            raise table.error(at, q_col, f"unknown query {qid!r}")
+        name = split
+        if name is None:
+            name = _row_split(row.get(cols["split"]) if cols["split"] else None, default_split)
+        if not name or ":" in name or "/" in name or "\t" in name:
+            raise table.error(at, cols["split"] or "split",
+                              f"bad split name {name!r} (no ':', '/' or tab)")
+        out.setdefault(name, []).append((table, at, qid, doc_id, grade))
+    return out
+
+
+def _tab_judged(split: str, rows: list[_QrelsRow], corpus: dict[str, ItemRecord],
+                hasher: _Hasher) -> tuple[dict[str, dict[str, int]], int, int]:
+    """``(judged, rows naming a document absent from the corpus, repeated identical rows)`` of
+    one split, its rows fed to ``hasher`` as a BEIR qrels file."""
+    judged: dict[str, dict[str, int]] = {}
+    at: dict[tuple[str, str], tuple[_Table, Any]] = {}
+    missing = duplicates = 0
+    _feed_file(hasher, f"{split}.tsv", _qrels_lines(iter([(q, d, g) for _, _, q, d, g in rows])))
+    for table, n, qid, doc_id, grade in rows:
+        docs = judged.setdefault(qid, {})
+        if doc_id in docs:
+            if docs[doc_id] != grade:
+                t0, n0 = at[qid, doc_id]
+                before = f"{t0.unit} {n0}" if t0 is table else f"{t0.label}, {t0.unit} {n0}"
+                raise table.error(n, "score", f"conflicting judgments of query {qid!r}, "
+                                              f"document {doc_id!r}: grade {grade} here, "
+                                              f"{docs[doc_id]} at {before}")
+            duplicates += 1
+            continue
+        if doc_id not in corpus:
+            missing += 1
+        docs[doc_id] = grade
+        at[qid, doc_id] = (table, n)
+    label = rows[0][0].label if rows else split
+    _check_judged(judged, Path(label))
+    return judged, missing, duplicates
+
+
+def _load_tabular(src: _TabularSource, path: Path, name: str, splits: list[str] | None
+                  ) -> Dataset:
+    hasher, corpus_hasher = hashlib.sha256(), hashlib.sha256()
+    corpus = {it.id: it for it in _tab_corpus(src.corpus, src.columns.get("corpus", {}), name,
+                                              _Both(hasher, corpus_hasher))}
+    queries = _tab_queries(src.queries, src.columns.get("queries", {}), hasher)
+    mapping = src.columns.get("qrels", {})
+    rows: dict[str, list[_QrelsRow]] = {}
+    mixed = src.qrels.get(None)
+    if mixed is not None and splits != []:
+        rows = _tab_qrels_rows(mixed, mapping, None, src.default_split, queries)
+    known = sorted({*rows, *(s for s in src.qrels if s is not None)})
+    where = src.where or path
+
+    def read(base: str) -> tuple[dict[str, dict[str, int]], int, int, str]:
+        table = src.qrels.get(base)
+        got = rows.get(base, []) if table is None else \
+            _tab_qrels_rows(table, mapping, base, src.default_split, queries)[base]
+        label = table.label if table is not None else (mixed.label if mixed else base)
+        return (*_tab_judged(base, got, corpus, hasher), label)
+
+    return _assemble(name, path, where, corpus, queries, splits, known, read, hasher,
+                     corpus_hasher, src.answers, canonical_answers=True)

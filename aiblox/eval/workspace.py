@@ -23,7 +23,14 @@ from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.embedding import Embedder, get_embedder
 from aiblox.embedding.cache import CachedEmbedder
 from aiblox.embedding.vectors import import_vectors
-from aiblox.eval.datasets import Dataset, corpus_file, corpus_hash, find_dataset, iter_corpus
+from aiblox.eval.datasets import (
+    Dataset,
+    corpus_file,
+    corpus_hash,
+    dataset_name,
+    find_dataset,
+    iter_corpus,
+)
 from aiblox.hashing import sha256_hex, sha256_text
 from aiblox.indexes import StoreIndexes
 from aiblox.retrieval import HybridRetriever, make_retriever
@@ -55,7 +62,7 @@ def dataset_binding(dataset: Dataset | str | Path) -> DatasetBinding:
         name, path = dataset.name, Path(dataset.path)
     else:
         path = find_dataset(dataset)
-        name = path.name
+        name = dataset_name(path)
     return DatasetBinding(name=name, source=path.resolve().as_posix())
 
 

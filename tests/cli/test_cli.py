@@ -33,7 +33,7 @@ def test_ingest_search_eval_json(tmp_path):
     r = _run("eval", "sample", "--db", db, "--embedder", "hashing", "--mode", "bm25", "--json",
              "--metric", "ndcg@10", "--metric", "precision@5")
     assert r.exit_code == 0, r.output
-    out = json.loads(r.stdout)
+    out = json.loads(r.stdout)["systems"][0]
     assert set(out["metrics"]) == {"ndcg@10", "precision@5"}
     assert 0.5 < out["metrics"]["ndcg@10"] <= 1.0
     assert {"dataset", "config", "run"} <= set(out["hashes"])
@@ -42,13 +42,13 @@ def test_ingest_search_eval_json(tmp_path):
 def test_eval_fusion_options_change_config_hash(tmp_path):
     db = str(tmp_path / "f.duckdb")
     base = ["eval", "sample", "--db", db, "--embedder", "hashing", "--json"]
-    rrf = json.loads(_run(*base).stdout)
+    rrf = json.loads(_run(*base).stdout)["systems"][0]
     lin = json.loads(_run(*base, "--blend", "linear", "--w-text", "0.5", "--w-vec", "0.5",
-                          "--normalize", "minmax").stdout)
+                          "--normalize", "minmax").stdout)["systems"][0]
     assert rrf["hashes"]["config"] != lin["hashes"]["config"]
     assert rrf["hashes"]["dataset"] == lin["hashes"]["dataset"]
     both = json.loads(_run(*base, "--mode", "bm25", "--mode", "hybrid").stdout)
-    assert [r["mode"] for r in both["results"]] == ["bm25", "hybrid"]
+    assert [r["name"] for r in both["systems"]] == ["bm25", "hybrid"]
 
 
 def test_bad_input_is_a_clear_error(tmp_path):

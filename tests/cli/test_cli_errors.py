@@ -86,7 +86,7 @@ def test_trec_qrels_score_like_beir(tmp_path):
     for path in (beir, trec):
         r = _eval(path, tmp_path / f"{path.parent.name}.duckdb", "--json")
         assert r.exit_code == 0, r.output
-        outs.append(json.loads(r.stdout)["metrics"])
+        outs.append(json.loads(r.stdout)["systems"][0]["metrics"])
     assert outs[0] == outs[1]
     assert outs[0]["ndcg@10"] > 0.5  # the `0` column is not read as a document id
 
@@ -373,7 +373,7 @@ def test_generated_datasets_succeed_or_fail_in_one_line(tmp_path_factory, data):
     assert "Traceback" not in out, out
     if r.exit_code == 0:
         event("scored")
-        metrics = json.loads(r.stdout)["metrics"]
+        metrics = json.loads(r.stdout)["systems"][0]["metrics"]
         assert all(math.isfinite(v) and 0.0 <= v <= 1.0 for v in metrics.values()), metrics
         return
     err = _one_error(r)

@@ -46,7 +46,8 @@ def _copy_sample(dst: Path) -> Path:
 
 
 def _eval(ds: str | Path, db: str, mode: str = "bm25") -> dict:
-    return _ok("eval", str(ds), "--db", db, "--embedder", "hashing", "--mode", mode)
+    """The one system of ``aiblox eval --json``."""
+    return _ok("eval", str(ds), "--db", db, "--embedder", "hashing", "--mode", mode)["systems"][0]
 
 
 def _drop_doc(ds: Path, doc_id: str) -> None:
@@ -62,8 +63,8 @@ def test_two_folders_with_one_name_get_two_default_stores(tmp_path, monkeypatch)
     a = _copy_sample(tmp_path / "a" / "mydata")
     b = _copy_sample(tmp_path / "b" / "mydata")
     _drop_doc(b, "d01")  # b's copy lacks the first document
-    ra = _ok("eval", str(a), "--embedder", "hashing", "--mode", "bm25")
-    rb = _ok("eval", str(b), "--embedder", "hashing", "--mode", "bm25")
+    ra = _ok("eval", str(a), "--embedder", "hashing", "--mode", "bm25")["systems"][0]
+    rb = _ok("eval", str(b), "--embedder", "hashing", "--mode", "bm25")["systems"][0]
     stores = sorted(p.name for p in (tmp_path / ".aiblox" / "datasets").glob("*.duckdb"))
     assert len(stores) == 2 and all(s.startswith("mydata-") for s in stores)
     assert ra["hashes"]["run"] != rb["hashes"]["run"]

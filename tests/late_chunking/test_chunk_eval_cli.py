@@ -128,7 +128,7 @@ def test_cli_eval_reports_chunk_metrics(tmp_path):
             "--top-k-chunks", "5"]
     r = _run(*args)
     assert r.exit_code == 0, r.output
-    out = json.loads(r.stdout)
+    out = json.loads(r.stdout)["systems"][0]
     chunks = out["chunks"]
     assert chunks["chunker_id"].startswith("headings(max=128")
     assert set(chunks["answer_recall"]) == {"answer_recall@1", "answer_recall@5",
@@ -137,11 +137,11 @@ def test_cli_eval_reports_chunk_metrics(tmp_path):
     assert chunks["projection"] == "max_passage"
     assert set(chunks["projection_metrics"]) == {"ndcg@10"}
     assert chunks["counts"]["chunk_cache_misses"] > 0
-    again = json.loads(_run(*args).stdout)["chunks"]
+    again = json.loads(_run(*args).stdout)["systems"][0]["chunks"]
     assert again["counts"]["chunk_cache_misses"] == 0
     assert again["hashes"] == chunks["hashes"]
     plain = json.loads(_run("eval", "sample", "--db", db, "--embedder", "hashing", "--json",
                             "--metric", "ndcg@10").stdout)
-    assert "chunks" not in plain
+    assert plain["systems"][0]["chunks"] is None
     bad = _run("eval", "sample", "--db", db, "--embedder", "hashing", "--chunker", "nope")
     assert bad.exit_code == 2 and "unknown chunker" in bad.output

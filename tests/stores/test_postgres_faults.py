@@ -83,5 +83,5 @@ def test_cli_ingest_and_eval_on_postgres(pg_store):
                             "--mode", "bm25", "--mode", "dense", "--mode", "hybrid",
                             "--metric", "ndcg@10"], env=env)
     assert r.exit_code == 0, r.output
-    by_mode = {o["mode"]: o["metrics"]["ndcg@10"] for o in json.loads(r.stdout)["results"]}
+    by_mode = {o["name"]: o["metrics"]["ndcg@10"] for o in json.loads(r.stdout)["systems"]}
     assert set(by_mode) == {"bm25", "dense", "hybrid"} and by_mode["hybrid"] > 0.5, by_mode

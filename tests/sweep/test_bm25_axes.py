@@ -30,9 +30,9 @@ def test_bad_bm25_axes_and_unchanged_hashes(sample_spec, small_spec):
     from aiblox.eval.sweep import SweepSpec
 
     data = sample_spec.model_dump()
-    with pytest.raises(ValueError, match="b must be in"):
+    with pytest.raises(ValueError, match="b values must be in"):
         SweepSpec.model_validate({**data, "grid": {"b": [0.5, 1.5]}})
-    with pytest.raises(ValueError, match="k1 must be"):
+    with pytest.raises(ValueError, match="k1 values must be"):
         SweepSpec.model_validate({**data, "grid": {"k1": [-1]}})
     with pytest.raises(ValueError):
         SweepSpec.model_validate({**data, "grid": {"method": ["bm26"]}})

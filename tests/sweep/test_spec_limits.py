@@ -46,6 +46,21 @@ CHUNKING = '[grid.chunking]\nchunker_id = ["sentences"]\n'
     ('metrics = ["bogus@10", "ndcg@10"]\n', "metrics", "'bogus@10': unknown metric 'bogus'"),
     ('metrics = ["ndcg@-3", "ndcg@10"]\n', "metrics", "cutoff @k must be a positive integer"),
     ('metrics = ["ndcg@0"]\nprimary = "ndcg@0"\n', "metrics", "got '0'"),
+    # BM25 field weighting and per-signal depths
+    ("[grid]\ntitle_weight = [1, -0.5]\n", "grid.title_weight",
+     "title_weight values must be >= 0.0, got [-0.5]"),
+    ("[grid]\ntitle_b = [0.5, 1.5]\n", "grid.title_b", "title_b values must be in [0.0, 1.0]"),
+    ("[grid]\ntitle_weight = []\n", "grid.title_weight", "at least one value"),
+    ("[grid]\nfts_depth = [0, 10]\n", "grid.fts_depth", "must be >= 1, got [0]"),
+    ("[grid]\nvector_depth = { start = 5, stop = 20, step = 2.5 }\n", "grid.vector_depth",
+     "whole"),
+    ("[grid]\ndepth = [10]\nfts_depth = [20]\n", "grid",
+     "sweep either depth or fts_depth / vector_depth, not both"),
+    ("[grid]\ndepth = [10]\nvector_depth = [20]\n", "grid", "not both"),
+    ('[base]\nfts = { fields = ["text"] }\n[grid]\ntitle_weight = [2]\n', "(spec)",
+     "grid.title_weight = 2.0: title_weight and title_b weigh the title against the text"),
+    ('[base]\nfts = { engine = "native" }\n[grid]\ntitle_b = [0.5]\n', "(spec)",
+     "apply to engine 'index' only"),
 ])
 def test_bad_values_are_refused_naming_the_field(tmp_path, extra, field, words):
     path = write(tmp_path, MINIMAL + extra)

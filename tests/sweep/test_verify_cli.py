@@ -110,7 +110,7 @@ def test_eval_dataset_still_runs_as_the_default_command(sweep_db):
     res = runner.invoke(app, ["eval", "sample", "--db", sweep_db, "--embedder", "hashing",
                               "--mode", "bm25", "--json"], env={"AIBLOX_NO_PROGRESS": "1"})
     assert res.exit_code == 0, res.output
-    assert json.loads(res.stdout)["mode"] == "bm25"
+    assert json.loads(res.stdout)["systems"][0]["name"] == "bm25"
 
 
 def test_dataset_hash_does_not_depend_on_split_order():

@@ -75,6 +75,13 @@ def _result(
     )
 
 
+def _refusal(request_id: str, generation_status: str) -> ValidationResult:
+    """The strict refusal: PASSED, every (zero) claim covered, the refusal string as the answer."""
+    return _result(request_id, generation_status, [], [],
+                   GroundingMetrics(citation_coverage=1.0), is_refusal=True,
+                   validated_answer_text=REFUSAL_TEXT)
+
+
 def validate_answer(
     bundle: AnswerBundle, llm_result: LLMExecutionResult | None
 ) -> ValidationResult:
@@ -82,15 +89,7 @@ def validate_answer(
     rid = bundle.request_id
     empty = GroundingMetrics()
     if bundle.assembly_status == "NO_EVIDENCE":
-        return _result(
-            rid,
-            "NO_EVIDENCE",
-            [],
-            [],
-            empty.model_copy(update={"citation_coverage": 1.0}),
-            is_refusal=True,
-            validated_answer_text=REFUSAL_TEXT,
-        )
+        return _refusal(rid, "NO_EVIDENCE")
     if bundle.assembly_status == "FAILED":
         return _result(
             rid, "FAILED", ["ASSEMBLY_FAILED"], [f"assembly failed: {bundle.failure_reason}"], empty
@@ -104,15 +103,7 @@ def validate_answer(
     if not text:
         return _result(rid, "OK", ["EMPTY_ANSWER"], ["the answer is empty"], empty)
     if text == REFUSAL_TEXT:
-        return _result(
-            rid,
-            "OK",
-            [],
-            [],
-            empty.model_copy(update={"citation_coverage": 1.0}),
-            is_refusal=True,
-            validated_answer_text=REFUSAL_TEXT,
-        )
+        return _refusal(rid, "OK")
 
     codes: list[str] = []
     reasons: list[str] = []

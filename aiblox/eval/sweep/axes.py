@@ -432,18 +432,6 @@ class FusionGrid(_Strict):
         check_numbers(v, low=1, whole=True, what="depths (candidates per signal)")
         return v
 
-    @field_validator("title_weight")
-    @classmethod
-    def _title_weight(cls, v: list[float] | Steps | None) -> list[float] | Steps | None:
-        check_numbers(v, low=0.0, what="title_weight values")
-        return v
-
-    @field_validator("title_b")
-    @classmethod
-    def _title_b(cls, v: list[float] | Steps | None) -> list[float] | Steps | None:
-        check_numbers(v, low=0.0, high=1.0, what="title_b values")
-        return v
-
     @model_validator(mode="after")
     def _one_depth_axis(self) -> FusionGrid:
         if self.depth is not None and (self.fts_depth is not None
@@ -452,16 +440,18 @@ class FusionGrid(_Strict):
                              "fts_depth / vector_depth, not both")
         return self
 
-    @field_validator("k1")
+    @field_validator("k1", "title_weight")
     @classmethod
-    def _k1(cls, v: list[float] | Steps | None) -> list[float] | Steps | None:
-        check_numbers(v, low=0.0, what="k1")
+    def _bm25_saturations(cls, v: list[float] | Steps | None,
+                          info: ValidationInfo) -> list[float] | Steps | None:
+        check_numbers(v, low=0.0, what=f"{info.field_name} values")
         return v
 
-    @field_validator("b")
+    @field_validator("b", "title_b")
     @classmethod
-    def _b(cls, v: list[float] | Steps | None) -> list[float] | Steps | None:
-        check_numbers(v, low=0.0, high=1.0, what="b")
+    def _bm25_length_norms(cls, v: list[float] | Steps | None,
+                           info: ValidationInfo) -> list[float] | Steps | None:
+        check_numbers(v, low=0.0, high=1.0, what=f"{info.field_name} values")
         return v
 
     @field_validator("doc_score")

@@ -1,0 +1,302 @@
+"""``aiblox eval`` as an experiment table: modes and external TREC runs in one table, paired
+tests against a baseline with a correction, every output format, per-query values, saved runs
+and MLflow runs that ``aiblox eval verify`` re-checks. The sample dataset, the hashing embedder
+and real DuckDB files throughout."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from scipy.stats import ttest_rel, wilcoxon
+from typer.testing import CliRunner
+
+from aiblox.cli.main import app
+from aiblox.eval.experiment import adjust, read_trec_run, trec_run_text
+from tests.conftest import REPO
+
+runner = CliRunner()
+MODES = ["--mode", "bm25", "--mode", "dense", "--mode", "hybrid"]
+
+
+def _run(*args: str):
+    return runner.invoke(app, [str(a) for a in args], env={"AIBLOX_NO_PROGRESS": "1"})
+
+
+def _ok(*args: str):
+    r = _run(*args)
+    assert r.exit_code == 0, r.output
+    return r
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory) -> str:
+    path = str(tmp_path_factory.mktemp("table") / "sample.duckdb")
+    _ok("ingest", "sample", "--db", path, "--embedder", "hashing")
+    return path
+
+
+def _eval(db: str, *more: str):
+    return _ok("eval", "sample", "--db", db, "--embedder", "hashing", *more)
+
+
+def _json(db: str, *more: str) -> dict:
+    return json.loads(_eval(db, *more, "--format", "json").stdout)
+
+
+def test_saved_runs_read_back_score_as_the_modes(db, tmp_path):
+    runs = tmp_path / "runs"
+    modes = _json(db, *MODES, "--save-runs", runs, "--per-query", tmp_path / "pq.parquet")
+    pq = pd.read_parquet(tmp_path / "pq.parquet")
+    means = pq.groupby(["system", "metric"], sort=False)["value"].mean()
+    for s in modes["systems"]:  # the per-query values average to the table's means
+        for m, v in s["metrics"].items():
+            assert means[(s["name"], m)] == pytest.approx(v, abs=1e-12)
+    assert sorted(p.name for p in runs.iterdir()) == ["bm25.trec", "dense.trec", "hybrid.trec"]
+    first = {p.name: p.read_bytes() for p in runs.iterdir()}
+    line = first["bm25.trec"].decode().splitlines()[0].split()
+    assert len(line) == 6 and line[1] == "Q0" and line[3] == "1" and line[5] == "bm25"
+
+    files = [runs / "bm25.trec", runs / "dense.trec", runs / "hybrid.trec"]
+    again = tmp_path / "again"
+    external = _json(db, *(a for f in files for a in ("--run", f)), "--save-runs", again)
+    assert [s["name"] for s in external["systems"]] == ["bm25", "dense", "hybrid"]
+    for m, e in zip(modes["systems"], external["systems"], strict=True):
+        assert e["kind"] == "run" and m["kind"] == "mode"
+        assert e["metrics"] == m["metrics"]  # the same ranking, the same numbers
+        assert e["hashes"]["run"] == m["hashes"]["run"]  # ids, scores and order read back exactly
+    # deterministic bytes: the runs read back and written again are the same files
+    assert {p.name: p.read_bytes() for p in again.iterdir()} == first
+    _json(db, *MODES, "--save-runs", runs)  # a second evaluation writes the same bytes
+    assert {p.name: p.read_bytes() for p in runs.iterdir()} == first
+
+    # a run file beside a mode of the same stem is labelled by its file name
+    both = _json(db, "--mode", "bm25", "--run", runs / "bm25.trec", "--baseline", "bm25")
+    assert [s["name"] for s in both["systems"]] == ["bm25", "bm25.trec"]
+    sig = both["systems"][1]["significance"]["ndcg@10"]
+    assert sig["delta"] == 0.0 and sig["p"] == 1.0 and sig["significant"] is False
+    assert sig["ties"] == 12
+
+
+def test_json_has_one_shape_for_one_system_or_three(db):
+    one = _json(db, "--mode", "bm25")
+    three = _json(db, *MODES, "--baseline", "bm25")
+    assert set(one) == set(three) == {"dataset", "split", "test", "correction", "alpha",
+                                      "baseline", "metrics", "systems"}
+    assert len(one["systems"]) == 1 and len(three["systems"]) == 3
+    keys = set(one["systems"][0])
+    assert all(set(s) == keys for s in three["systems"])
+    assert {"name", "kind", "metrics", "hashes", "significance", "chunks"} <= keys
+    assert (one["test"], one["correction"], one["baseline"]) == ("t", "holm", None)
+    assert one["systems"][0]["significance"] == {}
+    assert three["baseline"] == "bm25" and three["systems"][0]["significance"] == {}
+    assert one["systems"][0]["metrics"] == three["systems"][0]["metrics"]
+
+    def untimed(data: dict) -> dict:
+        for s in data["systems"]:
+            assert set(s.pop("timings")) == {"retrieve_s", "score_s", "qps"}
+        return data
+
+    legacy = json.loads(_eval(db, "--mode", "bm25", "--json").stdout)
+    assert untimed(legacy) == untimed(one)  # --json is --format json
+
+
+def test_significance_matches_scipy_with_holm_and_bonferroni(db, tmp_path):
+    pq = tmp_path / "pq.csv"
+    holm = _json(db, *MODES, "--baseline", "bm25", "--per-query", pq)
+    frame = pd.read_csv(pq, dtype={"query_id": str})
+    assert list(frame.columns) == ["system", "query_id", "metric", "value"]
+    assert len(frame) == 3 * 4 * 12  # systems x metrics x queries, long form
+    assert frame["system"].unique().tolist() == ["bm25", "dense", "hybrid"]
+
+    def values(system: str, metric: str) -> list[float]:
+        rows = frame[(frame.system == system) & (frame.metric == metric)]
+        return rows.sort_values("query_id")["value"].tolist()
+
+    by_name = {s["name"]: s for s in holm["systems"]}
+    base = values("bm25", "ndcg@10")
+    raw = [float(ttest_rel(values(n, "ndcg@10"), base).pvalue) for n in ("dense", "hybrid")]
+    ours = [by_name[n]["significance"]["ndcg@10"] for n in ("dense", "hybrid")]
+    assert [s["p"] for s in ours] == pytest.approx(raw, rel=1e-9)
+    lo, hi = sorted(raw)  # Holm by hand: 2 p and 1 p, made monotone
+    expected = {lo: min(1.0, 2 * lo), hi: max(min(1.0, 2 * lo), min(1.0, hi))}
+    assert [s["p_adjusted"] for s in ours] == pytest.approx([expected[p] for p in raw])
+    for s in holm["systems"][1:]:
+        for sig in s["significance"].values():
+            assert sig["p_adjusted"] >= sig["p"]
+            assert sig["significant"] == (sig["p_adjusted"] <= 0.05)
+            assert sig["wins"] + sig["ties"] + sig["losses"] == 12
+    assert by_name["dense"]["significance"]["ndcg@10"]["significant"] is True  # 0.47 vs 0.70
+
+    bonf = _json(db, *MODES, "--baseline", "bm25", "--correction", "bonferroni")
+    none = _json(db, *MODES, "--baseline", "bm25", "--correction", "none")
+    for b, n in zip(bonf["systems"][1:], none["systems"][1:], strict=True):
+        for m, sig in b["significance"].items():
+            assert sig["p"] == n["significance"][m]["p"] == n["significance"][m]["p_adjusted"]
+            assert sig["p_adjusted"] == min(1.0, 2 * sig["p"])
+
+    wil = _json(db, "--mode", "bm25", "--mode", "dense", "--baseline", "bm25", "--test",
+                "wilcoxon")
+    assert wil["test"] == "wilcoxon"
+    expect = float(wilcoxon(values("dense", "ndcg@10"), base).pvalue)
+    assert wil["systems"][1]["significance"]["ndcg@10"]["p"] == pytest.approx(expect, rel=1e-9)
+    fisher = _json(db, "--mode", "bm25", "--mode", "dense", "--baseline", "bm25", "--test",
+                   "fisher")
+    p = fisher["systems"][1]["significance"]["ndcg@10"]
+    assert 0.0 < p["p"] <= 1.0 and p["p"] == p["p_adjusted"]  # one system: no correction
+
+
+def test_markdown_latex_csv_name_the_test_and_mark_significance(db):
+    md = _eval(db, "--mode", "bm25", "--mode", "dense", "--baseline", "bm25", "--format",
+               "markdown").stdout
+    rows = [ln for ln in md.splitlines() if ln.startswith("| ")]
+    assert rows[0] == "| system | ndcg@10 | recall@100 | mrr@10 | map@100 |"
+    assert rows[1].startswith("| bm25 (baseline) | ") and "†" not in rows[1]
+    dense = rows[2].split(" | ")
+    assert dense[1].endswith("†")  # ndcg@10 of dense: significantly below bm25
+    assert dense[2] == "1.0000"  # recall@100: both 1.0, nothing to mark
+    assert ("† differs from baseline bm25 with adjusted p <= 0.05 (paired t-test, Holm "
+            "correction across the 1 system compared per metric)") in md
+
+    tex = _eval(db, "--mode", "bm25", "--mode", "dense", "--baseline", "bm25", "--test",
+                "wilcoxon", "--correction", "bonferroni", "--format", "latex").stdout
+    assert tex.startswith("\\begin{table}") and tex.rstrip().endswith("\\end{table}")
+    assert "Wilcoxon signed-rank test, Bonferroni correction" in tex
+    assert "bm25 (baseline) & " in tex and "\\begin{tabular}{lrrrr}" in tex
+
+    text = _eval(db, "--mode", "bm25", "--mode", "hybrid", "--baseline", "hybrid", "--format",
+                 "csv").stdout
+    table = list(csv.DictReader(io.StringIO(text)))
+    assert len(table) == 2 * 4
+    assert {(r["test"], r["correction"], r["baseline"]) for r in table} == {
+        ("t", "holm", "hybrid")}
+    bm25 = [r for r in table if r["system"] == "bm25"]
+    assert all(float(r["p_adjusted"]) >= float(r["p"]) for r in bm25)
+    assert all(r["p"] == "" for r in table if r["system"] == "hybrid")
+
+    plain = _eval(db, "--mode", "bm25", "--format", "markdown").stdout
+    assert "no significance tests: no --baseline given (test: paired t-test, Holm correction)" \
+        in plain
+
+
+def test_table_redirected_to_a_file_holds_the_table(db, tmp_path):
+    env = {**os.environ, "AIBLOX_NO_PROGRESS": "1", "PYTHONPATH": str(REPO)}
+    out_txt = tmp_path / "out.txt"
+    metrics = ["ndcg@10", "ndcg@5", "recall@100", "recall@10", "mrr@10", "map@100",
+               "precision@5", "precision@10"]
+    wide = " ".join(f"--metric {m}" for m in metrics)
+    with out_txt.open("w") as fh:
+        proc = subprocess.run(f"{sys.executable} -m aiblox.cli.main eval sample --db {db} "
+                              f"--embedder hashing --mode bm25 --mode hybrid --baseline bm25 "
+                              f"{wide} > {out_txt}", shell=True, cwd=REPO, env=env, stdout=fh,
+                              stderr=subprocess.PIPE, text=True)
+    assert proc.returncode == 0, proc.stderr
+    text = out_txt.read_text(encoding="utf-8")
+    assert "sample / test (12 queries)" in text and "bm25 (baseline)" in text
+    assert "paired t-test, Holm correction" in text
+    assert "┃ system" not in proc.stderr and "Holm" not in proc.stderr
+    assert any(ln.startswith("hybrid: run ") for ln in text.splitlines())
+    # a file is not folded to 80 columns: every header and value whole, one line per system
+    header = next(ln for ln in text.splitlines() if "system" in ln)
+    assert [c.strip() for c in header.strip("┃ ").split("┃")] == ["system", *metrics, "q/s"]
+    row = next(ln for ln in text.splitlines() if "bm25 (baseline)" in ln)
+    assert "…" not in text and len(row.split("│")) == len(metrics) + 4
+
+
+def test_bad_input_is_one_error_line_before_any_work(tmp_path):
+    db = tmp_path / "never.duckdb"
+    bad = tmp_path / "bad.trec"
+    bad.write_text("q01 Q0 d01 1 2.5 x\nq01 Q0 d02 2 1.0\n")
+    nan = tmp_path / "nan.trec"
+    nan.write_text("q01 Q0 d01 1 nan x\n")
+    rank = tmp_path / "rank.trec"
+    rank.write_text("q01 Q0 d01 first 2.0 x\n")
+    other = tmp_path / "other.trec"
+    other.write_text("zz1 Q0 d01 1 2.0 x\n")
+    cases = [
+        (["--run", bad], f"--run {bad}:2: expected 6 columns 'qid Q0 docid rank score tag', "
+                         f"got 5"),
+        (["--run", nan], f"--run {nan}:1: score 'nan' is not a finite number"),
+        (["--run", rank], f"--run {rank}:1: rank 'first' is not an integer"),
+        (["--run", tmp_path / "none.trec"], f"--run {tmp_path / 'none.trec'}: cannot read it"),
+        (["--mode", "bm25", "--baseline", "dense"],
+         "--baseline 'dense' is not a system; choose one of bm25"),
+        (["--mode", "bm25", "--test", "z"], "--test 'z' is not one of: t, wilcoxon, fisher"),
+        (["--mode", "bm25", "--correction", "fdr"],
+         "--correction 'fdr' is not one of: holm, bonferroni, none"),
+        (["--mode", "bm25", "--format", "html"],
+         "--format 'html' is not one of: table, markdown, latex, csv, json"),
+        (["--mode", "sparse"], "--mode 'sparse' is not one of: bm25, dense, hybrid"),
+        (["--mode", "bm25", "--per-query", tmp_path / "pq.txt"], "suffix picks the format"),
+        (["--mode", "bm25", "--mode", "bm25"], "two systems are labelled 'bm25'"),
+    ]
+    for args, message in cases:
+        r = _run("eval", "sample", "--db", db, "--embedder", "hashing", *args)
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        assert r.exit_code == 2 and len(lines) == 1, (args, r.output)
+        assert lines[0].startswith("error: ") and message in lines[0], (args, lines)
+        assert r.stdout == ""
+    assert not db.exists()  # refused before the store was opened
+    r = _run("eval", "sample", "--db", db, "--embedder", "hashing", "--run", other)
+    assert r.exit_code == 2
+    assert (f"--run {other}: none of its 1 query ids is a judged query of sample/test "
+            f"(e.g. 'zz1')") in r.stderr
+
+
+def test_read_trec_run_orders_by_score_then_rank(tmp_path):
+    f = tmp_path / "r.trec"
+    f.write_text("q2 Q0 a 1 1.5 t\n\nq1 Q0 b 2 0.5 t\nq1 Q0 c 1 2.0 t\nq1 Q0 d 3 0.5 t\n"
+                 "q1 Q0 e 1 0.5 t\n")
+    run = read_trec_run(f)
+    assert list(run) == ["q1", "q2"]
+    assert run["q1"] == [("c", 2.0), ("e", 0.5), ("b", 0.5), ("d", 0.5)]  # ties: rank column
+    assert trec_run_text(run, "x").splitlines()[:2] == ["q1 Q0 c 1 2.0 x", "q1 Q0 e 2 0.5 x"]
+    assert adjust([0.01, 0.04, 0.03], "holm") == pytest.approx([0.03, 0.06, 0.06])
+    assert adjust([0.01, 0.04, 0.5], "bonferroni") == pytest.approx([0.03, 0.12, 1.0])
+    assert adjust([0.01, 0.04], "none") == [0.01, 0.04]
+
+
+def test_mlflow_logs_each_system_and_verify_rechecks_a_mode(db, tmp_path):
+    uri = f"sqlite:///{tmp_path / 'ml' / 'mlflow.db'}"
+    runs = tmp_path / "runs"
+    _eval(db, "--mode", "bm25", "--save-runs", runs)
+    r = _eval(db, "--mode", "hybrid", "--run", runs / "bm25.trec", "--baseline", "bm25",
+              "--mlflow", "--tracking-uri", uri, "--format", "json")
+    table = json.loads(r.stdout)
+    ids = dict(re.findall(r"^mlflow: (\S+) logged as run (\w+)", r.stderr, re.MULTILINE))
+    assert set(ids) == {"hybrid", "bm25"}
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    hybrid = client.get_run(ids["hybrid"])
+    assert hybrid.data.tags["aiblox.kind"] == "point"
+    assert hybrid.data.tags["aiblox.config_hash"] == table["systems"][0]["hashes"]["config"]
+    assert hybrid.data.metrics["test.ndcg_at_10"] == table["systems"][0]["metrics"]["ndcg@10"]
+    sig = table["systems"][0]["significance"]["ndcg@10"]
+    assert hybrid.data.metrics["test.ndcg_at_10.p_adjusted"] == sig["p_adjusted"]
+    external = client.get_run(ids["bm25"])
+    assert external.data.tags["aiblox.kind"] == "run"
+    assert external.data.tags["aiblox.baseline"] == "true"
+    assert external.data.params["run_file_sha256"] == table["systems"][1]["hashes"]["file"]
+    assert external.data.metrics["test.ndcg_at_10"] == table["systems"][1]["metrics"]["ndcg@10"]
+    names = {a.path for a in client.list_artifacts(ids["hybrid"])}
+    assert names == {"manifest.json", "run.test.trec", "per_query.test.parquet",
+                     "experiment.json"}
+    local = client.download_artifacts(ids["hybrid"], "per_query.test.parquet", str(tmp_path))
+    pq = pd.read_parquet(local)
+    assert len(pq) == 4 * 12 and list(pq.columns) == ["query_id", "metric", "value"]
+
+    v = _run("eval", "verify", ids["hybrid"], "--tracking-uri", uri, "--db", db, "--json")
+    assert v.exit_code == 0, v.output
+    report = json.loads(v.stdout)
+    assert report["identical"] is True and report["config_hash"] == hybrid.data.tags[
+        "aiblox.config_hash"]
+    assert any(c["where"] == "test/ndcg@10 (mlflow)" for c in report["checks"])
