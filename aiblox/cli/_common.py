@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 import typer
+from pydantic import BaseModel
 from rich.table import Table
 
-# the commands' stderr console, re-exported: progress and tables for people go to stderr,
-# ``--json`` output alone goes to stdout
+# the commands' consoles, re-exported: results (tables, reports, ``--json``) go to stdout
+# (``out``), progress and informational lines to stderr (``console``)
 from aiblox.cli._console import console, out  # noqa: F401
-from aiblox.embedding import CachedEmbedder, get_embedder
-from aiblox.stores import Store, mask_password, open_store
+from aiblox.embedding import CachedEmbedder, Embedder, get_embedder
+from aiblox.stores import Store, StoreError, mask_password, open_store
 
 DB_HELP = ("Store: a DuckDB file path or a postgresql+psycopg:// URL (default: the dataset's "
            "own store under .aiblox/datasets).")
@@ -69,10 +70,12 @@ def existing_store(db: str, dataset: str) -> str:
     return db
 
 
-def cached_embedder(name: str, store: Store, progress: bool = True) -> CachedEmbedder:
-    """The named embedder behind the store's embedding cache."""
+def cached_embedder(name: str | Embedder, store: Store, progress: bool = True
+                    ) -> CachedEmbedder:
+    """The named (or given) embedder behind the store's embedding cache."""
     try:
-        return CachedEmbedder(get_embedder(name), store, progress=progress)
+        model = get_embedder(name) if isinstance(name, str) else name
+        return CachedEmbedder(model, store, progress=progress)
     except (ValueError, ImportError) as exc:
         fail(str(exc))
         raise
@@ -99,8 +102,102 @@ def metrics_table(title: str, rows: list[dict[str, Any]], metric_names: list[str
 
 
 def quiet_progress() -> bool:
-    """Progress bars unless ``AIBLOX_NO_PROGRESS`` is set."""
-    return not os.environ.get("AIBLOX_NO_PROGRESS")
+    """Whether to show progress (:func:`aiblox.progress.progress_on`): not with ``--quiet`` or
+    ``AIBLOX_NO_PROGRESS``; bars on a terminal, plain lines on a log or pipe."""
+    from aiblox.progress import progress_on
+
+    return progress_on()
+
+
+def checked_choice(value: str, choices: Iterable[str], option: str) -> str:
+    """``value`` when it is one of ``choices``, else one ``error:`` line naming ``option`` and
+    the valid choices (exit 2, before any work)."""
+    valid = list(choices)
+    if value not in valid:
+        fail(f"{option} {value!r}: not one of {', '.join(valid)}")
+    return value
+
+
+def field_choices(model: type[BaseModel], name: str) -> list[str]:
+    """The values a ``Literal`` field of a contract model accepts (so the CLI's choices are
+    the contract's, never a copy that drifts)."""
+    ann = model.model_fields[name].annotation
+    while get_origin(ann) is not Literal and get_args(ann):  # tuple[Literal[...], ...]
+        ann = get_args(ann)[0]
+    return [str(v) for v in get_args(ann)]
+
+
+def checked_embedder(name: str) -> Embedder:
+    """The embedder ``name`` (built, its model not loaded yet), else one ``error:`` line with
+    the known names (before any store is opened)."""
+    try:
+        return get_embedder(name)
+    except (ValueError, ImportError) as exc:
+        fail(f"--embedder: {exc}")
+        raise
+
+
+def checked_chunker(name: str) -> None:
+    """One ``error:`` line with the known chunkers unless ``name`` is one (before any work)."""
+    from aiblox.chunking import UnknownChunkerError, get_chunker
+
+    try:
+        get_chunker(name)
+    except (UnknownChunkerError, ValueError) as exc:
+        fail(f"--chunker: {exc}")
+
+
+def option_message(exc: BaseException) -> str:
+    """A validation error of options as one line without pydantic's boilerplate (its type
+    tags and web links): :func:`aiblox.cli._errors.fault_message`."""
+    from aiblox.cli._errors import fault_message
+
+    return fault_message(exc) or str(exc)
+
+
+def embedder_name(model_id: str) -> str | None:
+    """The registered embedder name whose model is ``model_id`` (None for another model)."""
+    from aiblox.embedding import registry
+
+    for name in registry.names():
+        try:
+            if get_embedder(name).model_id == model_id:
+                return name
+        except (ValueError, ImportError):
+            continue
+    return None
+
+
+def check_store_searchable(store: Store, model_id: str | None, embedder: str,
+                           bm25_hint: bool = True) -> None:
+    """One ``error:`` line with the command to run (exit 2) when a search on ``store`` would
+    come back empty or incomplete: no items, an unfinished ingest, or (``model_id`` given, a
+    dense or hybrid search) no vectors of that model, naming the embedder(s) the store was
+    built with (``bm25_hint``: and that ``--mode bm25`` needs no vectors)."""
+    from aiblox.stores.identity import check_searchable, read_binding, read_sync
+
+    try:
+        check_searchable(store, None)
+    except StoreError as exc:
+        fail(str(exc))
+    if model_id is None or store.vector_count(model_id) >= store.count_items():
+        return
+    record = read_sync(store)
+    built = sorted(m for m in (record.vectors if record else {}) if m != model_id)
+    binding = read_binding(store)
+    source = binding.source if binding is not None else "DATASET"
+    ingest = f"`aiblox ingest {source} --db {store.location} --embedder {embedder}`"
+    bm25 = "; --mode bm25 needs no vectors" if bm25_hint else ""
+    if built:
+        names = [embedder_name(m) for m in built]
+        use = " or ".join(f"--embedder {n}" for n in names if n) or "--embedder for that model"
+        fail(f"store {store.location} was built with {', '.join(built)} vectors, not "
+             f"{model_id} (--embedder {embedder}): run with {use}, or add {model_id} "
+             f"vectors with {ingest}{bm25}")
+    try:
+        check_searchable(store, model_id)
+    except StoreError as exc:
+        fail(f"{exc}{bm25}")
 
 
 def checked_metrics(names: list[str], option: str = "--metric") -> list[str]:

@@ -53,14 +53,15 @@ def one_line(message: str) -> str:
 
 def print_error(message: str, prefix: str = "error") -> None:
     """``<prefix>: message`` as one line on stderr (no markup read from the message, no
-    wrapping at the terminal's width; text that is not Unicode is shown escaped)."""
+    wrapping at the terminal's width; text that is not Unicode is shown escaped), printed even
+    under ``aiblox --quiet``."""
     from rich.text import Text
 
-    from aiblox.cli._console import console
+    from aiblox.cli._console import errors
 
     text = one_line(message).encode("utf-8", "backslashreplace").decode("utf-8")
     style = "red" if prefix == "error" else "yellow"
-    console.print(Text.assemble((f"{prefix}:", style), " ", text), soft_wrap=True,
+    errors.print(Text.assemble((f"{prefix}:", style), " ", text), soft_wrap=True,
                   highlight=False)
 
 

@@ -15,12 +15,16 @@ from aiblox.cli._common import (
     DATASET_STORE_HELP,
     STORE_HELP,
     cached_embedder,
-    console,
+    check_store_searchable,
+    checked_chunker,
+    checked_embedder,
     existing_store,
     fail,
     open_db,
+    out,
     print_json,
 )
+from aiblox.cli._errors import print_error
 from aiblox.contracts.retrieval import RequestContext, RetrievalPrefs
 from aiblox.evidence import (
     DefaultEvidencePacker,
@@ -64,10 +68,13 @@ def answer(
         reader = get_llm(llm)
     except (PolicyError, ValueError, KeyError) as exc:
         fail(str(exc))
+    model = checked_embedder(embedder)
+    checked_chunker(chunker)
     db = existing_store(db, dataset)
     store = open_db(db)
     try:
-        emb = cached_embedder(embedder, store, progress=False)
+        check_store_searchable(store, model.model_id, embedder, bm25_hint=False)
+        emb = cached_embedder(model, store, progress=False)
         prefs = RetrievalPrefs(query_text=question, top_k_chunks=top_k_chunks,
                                chunking={"chunker_id": chunker})  # type: ignore[arg-type]
         bundle = asyncio.run(make_retriever(store, emb).search(RequestContext(), prefs))
@@ -101,7 +108,8 @@ def answer(
         return
     v = result.validation
     title = "refusal" if v.is_refusal else f"answer ({v.validation_status})"
-    console.print(Panel(result.answer_text or f"[red]{v.failure_reason}[/red]", title=title))
+    out.print(Panel(result.answer_text or f"[red]{v.failure_reason}[/red]", title=title,
+                    expand=False))
     if result.answer_bundle.selected_evidence and not v.is_refusal:
         table = Table(title="cited evidence")
         for col in ("anchor", "item", "chunk", "score"):
@@ -111,11 +119,11 @@ def answer(
             if f"[{ev.citation_anchor}]" in cited or ev.citation_anchor in cited:
                 table.add_row(ev.citation_anchor, ev.knowledge_id, ev.chunk_id,
                               f"{ev.similarity_score:.3f}")
-        console.print(table)
-    console.print(f"drops: {result.drop_counts}")
+        out.print(table)
+    out.print(f"drops: {result.drop_counts}")
     for k, h in result.hashes.items():
-        console.print(f"{k}: {h}", soft_wrap=True)
-    console.print(f"evidence pack: {pack.pack_id} (aiblox pack show {pack.pack_id} --db {db})",
+        out.print(f"{k}: {h}", soft_wrap=True)
+    out.print(f"evidence pack: {pack.pack_id} (aiblox pack show {pack.pack_id} --db {db})",
                   soft_wrap=True)
     _exit_if_generation_failed(pack)
 
@@ -128,8 +136,8 @@ def _exit_if_generation_failed(pack: EvidencePack) -> None:
     failed = [c for c in pack.tool_calls if c.kind == "llm" and c.status == "failed"]
     if failed:
         call = failed[0]
-        console.print(f"[red]error:[/red] generation failed ({call.tool_name} {pack.model}): "
-                      f"{call.error}; evidence pack {pack.pack_id}", soft_wrap=True)
+        print_error(f"generation failed ({call.tool_name} {pack.model}): {call.error}; "
+                    f"evidence pack {pack.pack_id}")
         raise typer.Exit(1)
 
 

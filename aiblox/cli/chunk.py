@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from aiblox.chunking import UnknownChunkerError, get_chunker
-from aiblox.cli._common import console, fail, print_json
+from aiblox.cli._common import fail, out, print_json
 from aiblox.eval.datasets import DatasetError, load_dataset
 from aiblox.hashing import sha256_text
 from aiblox.text.tokens import DEFAULT_ENCODING
@@ -78,6 +78,6 @@ def chunk_command(
             snippet = snippet[:max(preview - 1, 0)] + "\u2026"
         table.add_row(str(c.position), str(c.start_idx), str(c.end_idx), str(c.token_count),
                       path, snippet)
-    console.print(table)
+    out.print(table)
     total = sum(c.token_count for c in chunks)
-    console.print(f"{len(chunks)} chunks, {total} tokens in all")
+    out.print(f"{len(chunks)} chunks, {total} tokens in all")

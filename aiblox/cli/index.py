@@ -11,9 +11,14 @@ from aiblox.cli._common import (
     DATASET_STORE_HELP,
     STORE_HELP,
     cached_embedder,
+    checked_choice,
+    checked_embedder,
     console,
     fail,
+    field_choices,
     open_existing_store,
+    option_message,
+    out,
     print_json,
 )
 from aiblox.contracts.retrieval import FtsConfig, VectorConfig
@@ -76,7 +81,7 @@ def list_indexes(
     for i in infos:
         table.add_row(i.name, i.kind, str(i.n), _size(i.size_bytes), i.built_at,
                       _describe(i.config), "yes" if i.current else "[yellow]stale[/yellow]")
-    console.print(table)
+    out.print(table)
 
 
 @index_app.command("build")
@@ -96,12 +101,16 @@ def build(
     distance: str = typer.Option("cosine", "--distance", help="cosine, ip or l2."),
 ) -> None:
     """Build (or check and reuse) the store's indexes for these settings."""
+    checked_choice(method, field_choices(FtsConfig, "method"), "--method")
+    checked_choice(index, field_choices(VectorConfig, "index"), "--index")
+    checked_choice(distance, field_choices(VectorConfig, "distance"), "--distance")
+    model = checked_embedder(embedder) if vectors else None
     try:
         fts = FtsConfig(k1=k1, b=b, method=method,  # type: ignore[arg-type]
                         stemmer=None if stemmer == "none" else stemmer)
         vec = VectorConfig(index=index, distance=distance)  # type: ignore[arg-type]
     except ValueError as exc:
-        fail(" ".join(str(exc).split()))
+        fail(option_message(exc))
         return
     store = open_existing_store(db, dataset)
     try:
@@ -112,8 +121,8 @@ def build(
             lex = ix.lexical(fts)
             console.print(f"bm25: {lex.n_docs} documents, {len(lex.vocab)} terms "
                           f"({time.perf_counter() - t0:.1f} s)")
-        if vectors:
-            emb = cached_embedder(embedder, store, progress=False)
+        if model is not None:
+            emb = cached_embedder(model, store, progress=False)
             check_searchable(store, emb.model_id)
             t0 = time.perf_counter()
             knn = ix.vectors(emb.model_id, vec)
@@ -124,7 +133,7 @@ def build(
     finally:
         store.close()
     built = ", ".join(ix.built) or "none (all were current)"
-    console.print(f"built: {built}" + (f"; rebuilt damaged: {', '.join(ix.rebuilt)}"
+    out.print(f"built: {built}" + (f"; rebuilt damaged: {', '.join(ix.rebuilt)}"
                                        if ix.rebuilt else ""))
 
 
@@ -142,4 +151,4 @@ def drop(
         store.close()
     if name and not dropped:
         fail(f"no index {name!r} (see `aiblox index list`)")
-    console.print(f"dropped {len(dropped)}: {', '.join(dropped) or '-'}")
+    out.print(f"dropped {len(dropped)}: {', '.join(dropped) or '-'}")

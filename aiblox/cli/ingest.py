@@ -9,9 +9,10 @@ import typer
 from aiblox.cli._common import (
     DB_HELP,
     cached_embedder,
-    console,
+    checked_embedder,
     fail,
     open_db,
+    out,
     print_json,
     quiet_progress,
 )
@@ -40,10 +41,11 @@ def ingest(
         binding = dataset_binding(dataset)
     except DatasetError as exc:
         fail(str(exc))
+    model = checked_embedder(embedder)  # before the store is made
     db = db or default_store_path(binding)
     store = open_db(db)
     try:
-        emb = cached_embedder(embedder, store)
+        emb = cached_embedder(model, store, progress=quiet_progress())
         report = ingest_dataset(store, binding.source, emb, vectors=vectors,
                                 auto_vectors=auto_vectors, replace=replace,
                                 progress=quiet_progress())
@@ -53,11 +55,11 @@ def ingest(
         print_json({"dataset": binding.name, "source": binding.source, "db": db,
                     **report.model_dump()})
     elif report.up_to_date:
-        console.print(f"[green]up to date[/green]: {db} holds {binding.name} "
+        out.print(f"[green]up to date[/green]: {db} holds {binding.name} "
                       f"({report.items.unchanged} items, vectors complete)")
     else:
         i = report.items
-        console.print(f"[green]ingested[/green] {binding.name} into {db}: {i.inserted} new, "
+        out.print(f"[green]ingested[/green] {binding.name} into {db}: {i.inserted} new, "
                       f"{i.updated} updated, {i.deleted} deleted, {i.unchanged} unchanged; "
                       f"{report.vectors_written} vectors written "
                       f"({report.embedding_cache_misses} embedded, "

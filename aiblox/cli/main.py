@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from aiblox.cli._console import set_quiet
 from aiblox.cli._errors import AibloxGroup
 from aiblox.cli._groups import DefaultCommandGroup
 from aiblox.cli.answer import answer
@@ -28,6 +29,28 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from aiblox import __version__
+
+        typer.echo(f"aiblox {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _global_options(
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no informational "
+                               "lines on stderr (results on stdout and errors still print)."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """Research and evaluation harness for retrieval-augmented generation. Results go to
+    stdout, progress, logs and errors to stderr (progress bars only on a terminal)."""
+    set_quiet(quiet)
+
+
 app.command("quickstart")(quickstart)
 app.command("ingest")(ingest)
 app.command("search")(search)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from aiblox.cli._common import console, fail, quiet_progress
+from aiblox.cli._common import checked_embedder, console, fail, out, quiet_progress
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.eval.datasets import DatasetError, load_dataset
 from aiblox.eval.metrics import DEFAULT_METRICS
@@ -26,11 +26,13 @@ PUBLISHED = {  # nDCG@10 on the test split, from ../shared/datasets/README.md: B
 
 
 def quickstart(
-    db: str = typer.Option(".aiblox/quickstart.duckdb", "--db", help="Store file to build."),
+    db: str = typer.Option("", "--db", help="Store to build for the sample dataset (default: "
+                           "its own store, the one `aiblox ingest sample` builds)."),
     embedder: str = typer.Option("minilm", "--embedder", help="Embedder name."),
     scifact: bool = typer.Option(True, help="Also score SciFact when ../shared/datasets has it."),
 ) -> None:
     """Ingest the sample dataset, score bm25, dense and hybrid retrieval, print a table."""
+    checked_embedder(embedder)
     datasets = ["sample"]
     if scifact:
         try:
@@ -49,7 +51,7 @@ def quickstart(
         console.print(f"[bold]{name}[/bold]: {len(ds.corpus)} documents, "
                       f"{len(ds.qrels['test'])} judged queries")
         try:
-            ws = open_workspace(ds, db if name == "sample" else None, embedder,
+            ws = open_workspace(ds, (db or None) if name == "sample" else None, embedder,
                                 progress=quiet_progress())
         except (StoreError, ValueError, ImportError) as exc:
             fail(str(exc))
@@ -63,6 +65,8 @@ def quickstart(
                               f"{r.timings['qps']:.0f}", PUBLISHED.get((name, mode), ""))
         finally:
             ws.close()
-    console.print(table)
-    console.print("Next: aiblox search 'how does BM25 saturate term frequency?' "
-                  f"--db {db}")
+    out.print(table)
+    where = (f"--db {db}" if db else "--dataset sample") + (
+        f" --embedder {embedder}" if embedder != "minilm" else "")
+    console.print(f"Next: aiblox search 'how does BM25 saturate term frequency?' {where}",
+                  soft_wrap=True)

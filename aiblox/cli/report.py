@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from aiblox.cli._common import console, fail, print_json
+from aiblox.cli._common import fail, print_json
+from aiblox.cli._common import out as results
 from aiblox.eval.sweep import DEFAULT_TRACKING_URI
 
 
@@ -36,9 +37,9 @@ def report(
     if as_json:
         print_json(info)
         return
-    console.print(f"wrote {info['html']} and {info['markdown']} "
+    results.print(f"wrote {info['html']} and {info['markdown']} "
                   f"(best config {info['best_config_hash'][:16]})")
-    console.print(f"reproduce: {info['reproduce']}")
+    results.print(f"reproduce: {info['reproduce']}")
 
 
 REPORTS = "reports"

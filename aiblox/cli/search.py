@@ -6,17 +6,22 @@ import asyncio
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from aiblox.cli._common import (
     DATASET_STORE_HELP,
     STORE_HELP,
     cached_embedder,
-    console,
+    check_store_searchable,
+    checked_choice,
+    checked_embedder,
     fail,
+    field_choices,
     open_existing_store,
+    out,
     print_json,
 )
-from aiblox.contracts.retrieval import RequestContext, RetrievalPrefs
+from aiblox.contracts.retrieval import RequestContext, RetrievalPrefs, ScoringConfig
 from aiblox.retrieval.late_chunking import make_retriever
 from aiblox.stores import StoreError
 
@@ -26,17 +31,27 @@ def search(
     db: str = typer.Option("", "--db", help=STORE_HELP),
     dataset: str = typer.Option("", "--dataset", help=DATASET_STORE_HELP),
     mode: str = typer.Option("hybrid", help="hybrid, bm25 or dense."),
-    k: int = typer.Option(10, "-k", "--top-k", help="Candidates to show."),
+    k: int = typer.Option(10, "-k", "--top-k", min=1, help="Candidates to show."),
     embedder: str = typer.Option("minilm", "--embedder", help="Embedder the store was built with."),
     blend: str = typer.Option("rrf", help="Fusion: rrf or linear."),
+    normalize: str = typer.Option("sigmoid", help="Linear blend: per-list score normalisation "
+                                  "(minmax, zscore, sigmoid or none)."),
     as_json: bool = typer.Option(False, "--json", help="Print the RetrievalBundle as JSON."),
 ) -> None:
-    """Search the store for QUERY."""
+    """Search the store for QUERY (results on stdout)."""
+    # every option is checked before the store is opened
+    checked_choice(mode, field_choices(RetrievalPrefs, "mode"), "--mode")
+    checked_choice(blend, field_choices(ScoringConfig, "blend"), "--blend")
+    checked_choice(normalize, field_choices(ScoringConfig, "normalize"), "--normalize")
+    model = checked_embedder(embedder)
     store = open_existing_store(db, dataset)
     try:
-        emb = cached_embedder(embedder, store, progress=False)
+        check_store_searchable(store, None if mode == "bm25" else model.model_id, embedder)
+        emb = cached_embedder(model, store, progress=False)
+        scoring = {"blend": blend} if normalize == "sigmoid" else {"blend": blend,
+                                                                  "normalize": normalize}
         prefs = RetrievalPrefs(query_text=query, mode=mode, top_k_items=k,  # type: ignore[arg-type]
-                               scoring={"blend": blend})  # type: ignore[arg-type]
+                               scoring=scoring)  # type: ignore[arg-type]
         bundle = asyncio.run(make_retriever(store, emb).search(RequestContext(), prefs))
     except StoreError as exc:
         fail(str(exc))
@@ -49,6 +64,7 @@ def search(
     for col in ("#", "id", "score", "bm25 rank", "vec rank", "title / snippet"):
         table.add_column(col)
     for i, c in enumerate(bundle.candidates, start=1):
-        table.add_row(str(i), c.item_id, f"{c.score:.4f}", str(c.rank_text or "-"),
-                      str(c.rank_vec or "-"), f"[bold]{c.title or ''}[/bold]\n{c.snippet or ''}")
-    console.print(table)
+        table.add_row(str(i), Text(c.item_id), f"{c.score:.4f}", str(c.rank_text or "-"),
+                      str(c.rank_vec or "-"),
+                      Text.assemble((c.title or "", "bold"), "\n", c.snippet or ""))
+    out.print(table)

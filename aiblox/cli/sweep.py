@@ -10,9 +10,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from aiblox.cli._common import console, fail, print_json, quiet_progress, writable_folder
+from aiblox.cli._common import (
+    console,
+    fail,
+    out,
+    print_json,
+    quiet_progress,
+    writable_folder,
+)
 from aiblox.eval.datasets import DatasetError, load_dataset
 from aiblox.eval.sweep import (
     DEFAULT_MAX_POINTS,
@@ -115,35 +124,35 @@ def sweep(
     if as_json:
         print_json(_summary(result, top))
         return
-    console.print(_leaderboard(result, top))
+    out.print(_leaderboard(result, top))
     b = result.best
-    console.print(f"best on {result.tune_split} by {result.primary}: [bold]{b.label}[/bold] "
+    out.print(f"best on {result.tune_split} by {result.primary}: [bold]{escape(b.label)}[/bold] "
                   f"(config {b.config_hash[:16]})")
     for split in result.splits:
         vals = "  ".join(f"{m} {v:.4f}" for m, v in b.metrics[split].items())
-        console.print(f"  {split}: {vals}")
+        out.print(f"  {split}: {vals}")
     shown = result.report_split or result.tune_split
     mean, low, high = result.ci[shown]
-    console.print(f"  {shown} {result.primary} 95% bootstrap CI [{low:.4f}, {high:.4f}]")
+    out.print(f"  {shown} {result.primary} 95% bootstrap CI [{low:.4f}, {high:.4f}]")
     if result.gap is not None:
-        console.print(f"  gap of the chosen point, {result.tune_split} (tune) minus "
+        out.print(f"  gap of the chosen point, {result.tune_split} (tune) minus "
                       f"{result.report_split} (report) {result.primary}: {result.gap:+.4f}")
     if result.cv is not None:
-        console.print(_folds(result), soft_wrap=True)
+        out.print(_folds(result), soft_wrap=True)
         _cv_lines(result)
     if result.objectives:
-        console.print(_front(result))
+        out.print(_front(result))
     if result.baseline is not None and result.report_split is not None:
         base = result.baseline
-        console.print(f"baseline {base.label}: {result.report_split} {result.primary} "
+        out.print(f"baseline {escape(base.label)}: {result.report_split} {result.primary} "
                       f"{base.metrics[result.report_split][result.primary]:.4f}")
-        console.print(_significance(result))
-    console.print(f"stages computed {result.computed or {}}  reused {result.reused or {}}"
+        out.print(_significance(result))
+    out.print(f"stages computed {result.computed or {}}  reused {result.reused or {}}"
                   + (f"  repaired (damaged, computed again) {result.repaired}"
                      if result.repaired else ""))
     if result.tracking:
         t = result.tracking
-        console.print(f"MLflow {t['tracking_uri']}: parent run {t['parent_run_id']}, "
+        out.print(f"MLflow {t['tracking_uri']}: parent run {t['parent_run_id']}, "
                       f"{t['logged']} points logged, {t['skipped']} already logged")
 
 
@@ -155,7 +164,7 @@ def _leaderboard(result: SweepResult, top: int) -> Table:
         table.add_column(f"{split} {result.primary}", justify="right")
     table.add_column("config", justify="left")
     for p in _ranked(result)[:top]:
-        table.add_row(p.label + (" (baseline)" if p.is_baseline else ""),
+        table.add_row(Text(p.label + (" (baseline)" if p.is_baseline else "")),
                       *(f"{p.metrics[s][result.primary]:.4f}" for s in result.splits),
                       p.config_hash[:12])
     return table
@@ -173,7 +182,7 @@ def _folds(result: SweepResult) -> Table:
         table.add_column(col, justify="left" if col.startswith("chosen") else "right",
                          overflow="fold")
     for r in cv.rows:
-        table.add_row(str(r.fold), str(r.n_held_out), f"{r.label} ({r.config_hash[:8]})",
+        table.add_row(str(r.fold), str(r.n_held_out), Text(f"{r.label} ({r.config_hash[:8]})"),
                       f"{r.tune:.4f}", f"{r.held_out:.4f}", f"{r.gap:+.4f}",
                       "" if r.baseline_held_out is None else f"{r.baseline_held_out:.4f}")
     table.add_row("mean", "", "", f"{cv.mean_tune:.4f}", f"{cv.mean_held_out:.4f}",
@@ -185,15 +194,15 @@ def _folds(result: SweepResult) -> Table:
 def _cv_lines(result: SweepResult) -> None:
     cv = result.cv
     assert cv is not None
-    console.print(f"cross-validated {cv.metric} (each query held out once, mean over queries): "
+    out.print(f"cross-validated {cv.metric} (each query held out once, mean over queries): "
                   f"{cv.pooled_held_out:.4f}; mean over folds {cv.mean_held_out:.4f}; gap "
                   f"(tune minus held-out) {cv.mean_gap:+.4f}", soft_wrap=True)
     if cv.margin is not None:
-        console.print(f"against baseline {cv.baseline} ({cv.baseline_mean:.4f}): margin "
+        out.print(f"against baseline {cv.baseline} ({cv.baseline_mean:.4f}): margin "
                       f"{cv.margin:+.4f}, 95% CI [{cv.margin_low:+.4f}, {cv.margin_high:+.4f}] "
                       f"({cv.ci_method}); paired {cv.test} test p {cv.p_value:.4g}; W/T/L "
                       f"{cv.wins}/{cv.ties}/{cv.losses}", soft_wrap=True)
-    console.print(f"verdict: {cv.verdict}", soft_wrap=True)
+    out.print(f"verdict: {cv.verdict}", soft_wrap=True)
 
 
 def _front(result: SweepResult) -> Table:
@@ -213,7 +222,7 @@ def _front(result: SweepResult) -> Table:
     q = names.index(result.primary)
     for h in result.pareto:
         p = by_hash[h]
-        table.add_row(p["label"] + (" (chosen)" if h == result.best.config_hash else ""),
+        table.add_row(Text(p["label"] + (" (chosen)" if h == result.best.config_hash else "")),
                       *(f"{v:.4f}" if v != int(v) else f"{int(v)}" for v in p["tune"]),
                       *([f"{p['report'][q]:.4f}"] if result.report_split else []))
     return table
@@ -225,7 +234,7 @@ def _significance(result: SweepResult) -> Table:
     for col in ("point", "metric", "delta", "p", "p (Holm)", "W/T/L"):
         table.add_column(col, justify="left" if col in ("point", "metric") else "right")
     for c in result.significance:
-        table.add_row(c.candidate, c.metric, f"{c.delta:+.4f}", f"{c.p_value:.4f}",
+        table.add_row(Text(c.candidate), c.metric, f"{c.delta:+.4f}", f"{c.p_value:.4f}",
                       f"{c.p_holm:.4f}" + (" *" if c.significant else ""),
                       f"{c.wins}/{c.ties}/{c.losses}")
     return table

@@ -11,10 +11,10 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from aiblox.embedding.base import Embedder
 from aiblox.hashing import sha256_text
+from aiblox.progress import progress_bar
 
 __all__ = ["CachedEmbedder", "EmbeddingCache", "InMemoryEmbeddingCache"]
 
@@ -79,8 +79,8 @@ class CachedEmbedder:
         self.misses += len(todo)
         if todo:
             text_of = dict(zip(hashes, texts, strict=True))
-            bar = tqdm(total=len(todo), desc=f"embedding ({self.model_id})", unit="text",
-                       disable=not self.progress)
+            bar = progress_bar(len(todo), f"embedding ({self.model_id})", unit="text",
+                               enabled=self.progress)
             for start in range(0, len(todo), self.batch_size):
                 batch = todo[start:start + self.batch_size]
                 vectors = self.embedder.embed([text_of[h] for h in batch])

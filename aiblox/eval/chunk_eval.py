@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from tqdm.auto import tqdm
 
 from aiblox.chunking.metrics import (
     ANSWER_MATCH_RULE,
@@ -38,6 +37,7 @@ from aiblox.eval.datasets import Dataset
 from aiblox.eval.metrics import DEFAULT_METRICS, evaluate_run
 from aiblox.eval.runner import config_hash
 from aiblox.hashing import sha256_hex
+from aiblox.progress import progress_bar
 from aiblox.retrieval.late_chunking import LateChunker, ScoredChunk
 from aiblox.retrieval.retriever import HybridRetriever
 
@@ -127,8 +127,8 @@ def evaluate_chunks(retriever: HybridRetriever, dataset: Dataset, split: str,
     fused: dict[str, list[tuple[str, float]]] = {}
     t_retrieve = t_chunk = 0.0
     t0 = time.perf_counter()
-    bar = tqdm(total=len(queries), desc=f"chunks {dataset.name}/{split}", unit="q",
-               disable=not progress)
+    bar = progress_bar(len(queries), f"chunks {dataset.name}/{split}", unit="q",
+                       enabled=progress)
     for start in range(0, len(queries), batch_size):
         batch = queries[start:start + batch_size]
         group = [prefs.model_copy(update={"query_text": text, "query_id": qid})

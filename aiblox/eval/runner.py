@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation
-from tqdm.auto import tqdm
 
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.eval.datasets import Dataset
@@ -20,6 +19,7 @@ from aiblox.eval.metrics import DEFAULT_METRICS, evaluate_run
 from aiblox.fusion.types import RankedList
 from aiblox.hashing import canonical_plain_json, sha256_hex, sha256_text
 from aiblox.memory import paused_gc
+from aiblox.progress import progress_bar
 from aiblox.retrieval.retriever import HybridRetriever
 
 __all__ = [
@@ -83,8 +83,8 @@ def evaluate_retrieval(retriever: HybridRetriever, dataset: Dataset, split: str,
     queries = dataset.split_queries(split)
     t0 = time.perf_counter()
     run: dict[str, RankedList] = {}
-    bar = tqdm(total=len(queries), desc=f"{prefs.mode} {dataset.name}/{split}", unit="q",
-               disable=not progress)
+    bar = progress_bar(len(queries), f"{prefs.mode} {dataset.name}/{split}", unit="q",
+                       enabled=progress)
     with paused_gc():
         for start in range(0, len(queries), batch_size):
             batch = queries[start:start + batch_size]

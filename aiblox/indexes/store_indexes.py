@@ -37,6 +37,7 @@ from aiblox.hashing import sha256_hex
 from aiblox.indexes.bm25 import BM25_VERSION, BM25Index
 from aiblox.indexes.knn import KNN_VERSION, VectorIndex, effective_kind
 from aiblox.indexes.passages import PassageIndex, PassageStats, passage_chunker_id
+from aiblox.progress import phase, progress_bar
 from aiblox.stores.base import Store, StoreError
 from aiblox.stores.identity import store_fingerprint
 
@@ -88,10 +89,7 @@ def index_root(store: Store) -> Path:
 
 
 def _progress_bar(total: int, desc: str) -> Any:
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit="doc", leave=False,
-                disable=bool(os.environ.get("AIBLOX_NO_PROGRESS")) or None)
+    return progress_bar(total, desc, unit="doc", leave=False)
 
 
 def _file_digest(path: Path) -> str:
@@ -157,9 +155,10 @@ class StoreIndexes:
         name = f"knn-{key[:16]}"
 
         def build(folder: Path) -> tuple[list[str], int]:
-            ids, matrix = self.store.item_vectors(model_id)
-            index = VectorIndex.build(ids, matrix, cfg)
-            return index.save(folder), index.n
+            with phase(f"index vectors {model_id} {cfg.index}"):
+                ids, matrix = self.store.item_vectors(model_id)
+                index = VectorIndex.build(ids, matrix, cfg)
+                return index.save(folder), index.n
 
         index: VectorIndex = self._get(name, key, spec, build,
                                        lambda folder: VectorIndex.load(folder, cfg,

@@ -15,11 +15,11 @@ from collections.abc import Iterable, Iterator, Sized
 from itertools import islice
 
 from pydantic import BaseModel, ConfigDict
-from tqdm.auto import tqdm
 
 from aiblox.contracts.items import ItemRecord
 from aiblox.embedding.cache import CachedEmbedder
 from aiblox.hashing import canonical_json, sha256_text
+from aiblox.progress import progress_bar
 from aiblox.stores.base import Store, StoreError, StoreMismatch, UpsertReport
 from aiblox.stores.chunk_cache import default_chunk_cache
 from aiblox.stores.identity import (
@@ -62,7 +62,7 @@ def ingest_items(store: Store, items: Iterable[ItemRecord], embedder: CachedEmbe
     counts = UpsertReport()
     report = IngestReport(items=counts)
     n = len(items) if isinstance(items, Sized) else total
-    bar = tqdm(total=n, desc="ingest", unit="doc", disable=not progress)
+    bar = progress_bar(n, "ingest", unit="doc", enabled=progress)
     model = embedder.model_id if embedder is not None else None
     have = store.item_vector_hashes(model) if model is not None else {}
     stored = store.item_hashes() if model is not None else {}

@@ -107,7 +107,7 @@ def test_a_failed_generation_prints_its_data_and_exits_1(failing, db):
     table = answer(failing, db)  # the people's output: same exit, same one line
     assert table.returncode == 1 and "Traceback" not in table.stderr
     assert table.stderr.strip().splitlines()[-1].startswith("error: generation failed (openai")
-    assert "evidence pack: pack_" in table.stderr
+    assert "evidence pack: pack_" in table.stdout  # results on stdout, the error on stderr
     assert_no_key(table.stdout, table.stderr)
 
 

@@ -30,8 +30,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from aiblox.assembly import (
     AnswerBundle,
     LLMExecutionResult,
@@ -47,6 +45,7 @@ from aiblox.eval.metrics import answer_metrics
 from aiblox.eval.metrics.answers import Gold
 from aiblox.fusion import BatchFusion, FusedArrays, FusedHit
 from aiblox.hashing import sha256_hex
+from aiblox.progress import phase, progress_bar
 from aiblox.retrieval import HybridRetriever, SignalRuns
 
 __all__ = [
@@ -63,18 +62,23 @@ __all__ = [
 # -- signals and fusion --------------------------------------------------------------------------
 def signals_output(retriever: HybridRetriever, dataset: Dataset, split: str,
                    prefs: RetrievalPrefs, batch_size: int = 10_000,
-                   limit: int | None = None) -> dict[str, Any]:
+                   limit: int | None = None, progress: bool = False) -> dict[str, Any]:
     """``{"qids", "text", "vec"}``: the full-text and vector lists (``[[doc_id, score], ...]``,
     best first) of the first ``limit`` judged queries of ``split`` (all when None), in id
-    order, retrieved in batches."""
+    order, retrieved in batches; with ``progress``, timed as one phase
+    (:func:`aiblox.progress.phase`: its start, a line every half minute, its time)."""
     queries = dataset.split_queries(split)[:limit]
     out: dict[str, Any] = {"qids": [q for q, _ in queries], "text": [], "vec": []}
-    for start in range(0, len(queries), batch_size):
-        batch = queries[start:start + batch_size]
-        group = [prefs.model_copy(update={"query_text": t, "query_id": q}) for q, t in batch]
-        sig = retriever.signals(group)
-        out["text"] += [[[d, s] for d, s in hits] for hits in sig.text]
-        out["vec"] += [[[d, s] for d, s in hits] for hits in sig.vec]
+    depth = f"depth {prefs.fts.top_k}/{prefs.vector.top_k}"
+    with phase(f"signals: {dataset.name} {split} {prefs.mode} {depth} ({len(queries)} queries)",
+               enabled=progress):
+        for start in range(0, len(queries), batch_size):
+            batch = queries[start:start + batch_size]
+            group = [prefs.model_copy(update={"query_text": t, "query_id": q})
+                     for q, t in batch]
+            sig = retriever.signals(group)
+            out["text"] += [[[d, s] for d, s in hits] for hits in sig.text]
+            out["vec"] += [[[d, s] for d, s in hits] for hits in sig.vec]
     return out
 
 
@@ -106,7 +110,7 @@ def chunk_output(late: Any, store: Any, prefs: RetrievalPrefs, queries: Sequence
     evidence: dict[str, list[dict[str, Any]]] = {}
     projection: dict[str, list[list[Any]]] = {}
     scored = 0
-    bar = tqdm(total=len(queries), desc=desc, unit="q", disable=not progress, leave=False)
+    bar = progress_bar(len(queries), desc, unit="q", enabled=progress, leave=False)
     for start in range(0, len(queries), batch_size):
         batch = queries[start:start + batch_size]
         ids = sorted({d for q, _ in batch for d, _ in run.get(q, [])})

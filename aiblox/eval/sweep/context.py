@@ -143,7 +143,7 @@ class SweepContext:
 
     def _retrieve(self, prefs: RetrievalPrefs, split: str) -> dict[str, Any]:
         return signals_output(self.workspace().retriever, self.dataset, split, prefs,
-                              limit=self.settings.query_limit)
+                              limit=self.settings.query_limit, progress=self.progress)
 
     def signals_output(self, split: str, key: str) -> dict[str, Any]:
         """The split's signals, read from the stage cache on first use: a sweep whose fusion

@@ -32,8 +32,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from aiblox.chunking import make_chunker
 from aiblox.compiled import compiled_threads
 from aiblox.eval.datasets import Dataset, load_dataset
@@ -48,6 +46,7 @@ from aiblox.eval.sweep.results import PointResult, SweepResult, conclude
 from aiblox.eval.sweep.spec import PipelinePoint, SweepSpec, backend_of
 from aiblox.eval.sweep.tracking import release_on_error
 from aiblox.memory import paused_gc
+from aiblox.progress import progress_bar
 
 __all__ = ["DEFAULT_CACHE_DIR", "check_cv", "default_jobs", "run_sweep", "sweep_points"]
 
@@ -127,7 +126,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     done = tracker.logged_config_hashes() if tracker is not None else set()
     total = (min(int(spec.search.n or 0), len(grid)) + (baseline is not None)
              if model_based else len(todo))  # a trial that is the baseline leaves one unticked
-    bar = tqdm(total=total, desc=f"sweep {spec.name}", unit="pt", disable=not progress)
+    bar = progress_bar(total, f"sweep {spec.name}", unit="pt", enabled=progress)
     sweep_hash = spec.hash  # a property that hashes the spec: once, not per point
 
     def make_point(i: int, out: dict[str, Any]) -> PointResult:

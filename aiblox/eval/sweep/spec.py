@@ -180,7 +180,8 @@ class SweepSpec(_Strict):
     backend: Literal["duckdb", "postgres"] = "duckdb"
     """Store backend; ``postgres`` needs ``db`` to be a ``postgresql+psycopg://`` URL."""
     db: str | None = None
-    """Store path or PostgreSQL URL; None: ``.aiblox/datasets/<dataset>.duckdb``."""
+    """Store path or PostgreSQL URL; None: the dataset's default store
+    (:func:`aiblox.eval.workspace.default_store_path`, the one `aiblox ingest` builds)."""
     embedder: str = "minilm"
     """Embedder: a registered name (``minilm``, ``hashing``), a folder holding a
     sentence-transformers model, or an installed package that ships one (its model id, which

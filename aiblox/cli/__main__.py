@@ -1,0 +1,5 @@
+"""``python -m aiblox.cli``: the ``aiblox`` command."""
+
+from aiblox.cli.main import app
+
+app()
