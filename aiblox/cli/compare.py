@@ -11,7 +11,6 @@ import typer
 from rich.table import Table
 
 from aiblox.cli._common import fail, out, print_json
-from aiblox.cli.runs import print_wide
 from aiblox.eval.sweep import DEFAULT_TRACKING_URI
 
 RUN_HELP = ("a 32-hex MLflow run id, SWEEP:LABEL (a label or its unique prefix) or a "
@@ -91,7 +90,7 @@ def compare(
         table.add_row(m.metric, m.direction, f"{m.a:.4f}", f"{m.b:.4f}", f"{m.delta:+.4f}",
                       f"{m.p_value:.4g}", f"{m.p_adjusted:.4g}", "*" if m.significant else "",
                       str(m.wins), str(m.ties), str(m.losses))
-    print_wide(table)
+    out.print(table)
     p = result.primary_row
     out.print(f"{result.primary} ({p.direction} is better): B wins {p.wins}, ties {p.ties}, "
               f"loses {p.losses} of {result.n_queries} queries")
@@ -103,7 +102,7 @@ def compare(
         for q in result.moved[:changed]:
             mv.add_row(q.query_id, f"{q.a:.4f}", f"{q.b:.4f}", f"{q.delta:+.4f}",
                        "better" if q.better else "worse")
-        print_wide(mv)
+        out.print(mv)
     elif not result.moved:
         out.print(f"no query moved on {result.primary}")
     if result.evidence is not None and result.evidence_summary is not None:

@@ -4,7 +4,6 @@ against a baseline, printed as a table, markdown, LaTeX, CSV or JSON on stdout."
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +12,11 @@ from rich.table import Table
 from rich.text import Text
 
 from aiblox.cli._common import (
+    checked_choice,
     checked_metrics,
     console,
     fail,
+    field_choices,
     out,
     print_json,
     quiet_progress,
@@ -118,11 +119,11 @@ def eval_command(
     metric = checked_metrics(metric)
     fmt = "json" if as_json else fmt
     modes = list(mode) or ([] if run_files else ["hybrid"])
-    _check_choice("--format", fmt, FORMATS)
-    _check_choice("--test", test, TESTS)
-    _check_choice("--correction", correction, CORRECTIONS)
+    checked_choice(fmt, FORMATS, "--format")
+    checked_choice(test, TESTS, "--test")
+    checked_choice(correction, CORRECTIONS, "--correction")
     for m in modes:
-        _check_choice("--mode", m, MODES)
+        checked_choice(m, MODES, "--mode")
     if not 0 < alpha < 1:
         fail(f"--alpha must be between 0 and 1, got {alpha}")
     if per_query is not None and per_query.suffix.lower() not in (".parquet", ".pq", ".csv"):
@@ -227,15 +228,8 @@ def eval_command(
     _print(exp, fmt, chunk_results)
 
 
-MODES = ("bm25", "dense", "hybrid")
+MODES = field_choices(RetrievalPrefs, "mode")
 FORMATS = ("table", "markdown", "latex", "csv", "json")
-
-
-def _check_choice(option: str, value: str, choices: Iterable[str]) -> None:
-    """One ``error:`` line naming ``option`` and its choices when ``value`` is none of them."""
-    choices = list(choices)
-    if value not in choices:
-        fail(f"{option} {value!r} is not one of: {', '.join(choices)}")
 
 
 def _labels(modes: list[str], run_files: list[Path]) -> dict[Any, str]:
@@ -274,16 +268,7 @@ def _print(exp: Experiment, fmt: str, chunk_results: list[ChunkEvalResult | None
     for s in exp.systems:
         qps = f"{s.timings['qps']:.0f}" if "qps" in s.timings else "-"
         table.add_row(Text(exp.label(s)), *(exp.cell(s, m) for m in exp.metrics), qps)
-    width = out.width
-    if not out.is_terminal:  # a file or a pipe: never fold a wide table to 80 columns
-        from rich.measure import Measurement
-
-        need = Measurement.get(out, out.options.update_width(10_000), table).maximum
-        out.width = max(width, need)  # rich caps print(width=) at the console's width
-    try:
-        out.print(table)
-    finally:
-        out.width = width
+    out.print(table)  # piped: as wide as the table (aiblox.cli._console)
     out.print(exp.footer(), markup=False, highlight=False)
     for s, c in zip(exp.systems, chunk_results, strict=True):
         if c is not None:

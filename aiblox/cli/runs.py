@@ -10,7 +10,6 @@ from enum import StrEnum
 from typing import Any
 
 import typer
-from rich.measure import Measurement
 from rich.table import Table
 
 from aiblox.cli._common import fail, out, print_json
@@ -30,18 +29,6 @@ class Format(StrEnum):
 
 def _value(v: float | None) -> str:
     return "" if v is None else f"{v:.4f}"
-
-
-def print_wide(table: Table) -> None:
-    """``table`` on stdout at its natural width (wider than the terminal if need be), so no
-    label is ever cut, piped to a file or not."""
-    width = Measurement.get(out, out.options.update(width=10_000), table).maximum
-    before = out.width
-    out.width = max(width, before)  # Console.print never goes wider than the console
-    try:
-        out.print(table)
-    finally:
-        out.width = before
 
 
 def _print_csv(rows: list[dict[str, Any]], columns: list[str]) -> None:
@@ -106,7 +93,7 @@ def _sweeps(sweeps: list[Any], fmt: Format) -> None:
                       else "",
                       f"{s.report_split} {_value(s.best_report)}" if s.best_report is not None
                       else "")
-    print_wide(table)
+    out.print(table)
 
 
 def _points(sweep: Any, points: list[Any], fmt: Format) -> None:
@@ -133,4 +120,4 @@ def _points(sweep: Any, points: list[Any], fmt: Format) -> None:
         note = ", ".join(n for n, on in (("best", p.best), ("baseline", p.baseline)) if on)
         table.add_row(p.sweep, p.label, p.config_hash[:SHORT_HASH], p.run_id, _value(p.tune),
                       *([_value(p.report)] if report else []), note)
-    print_wide(table)
+    out.print(table)
