@@ -17,7 +17,8 @@ __all__ = ["chunk_command"]
 
 
 def chunk_command(
-    dataset: str = typer.Option("", "--dataset", help="Dataset name or BEIR folder (with --doc)."),
+    dataset: str = typer.Option("", "--dataset", help=(
+        "Dataset name, data folder or dataset.toml (with --doc).")),
     doc: str = typer.Option("", "--doc", help="Document id in the dataset's corpus."),
     text: Path | None = typer.Option(None, "--text", help="A UTF-8 text or markdown file to "
                                                           "chunk instead of a dataset document."),

@@ -46,7 +46,9 @@ from aiblox.stores import StoreError
 
 
 def eval_command(
-    dataset: str = typer.Argument(..., help="Dataset name (sample, scifact, ...) or BEIR folder."),
+    dataset: str = typer.Argument(..., help=(
+        "Dataset name (sample, scifact, ...), a BEIR or CSV/TSV/parquet folder, or a "
+        "dataset.toml.")),
     split: str = typer.Option("test", help="qrels split to score."),
     mode: list[str] = typer.Option([], "--mode", help=(
         "bm25, dense or hybrid; repeat for several (default: hybrid, none with --run).")),

@@ -21,7 +21,9 @@ from aiblox.eval.workspace import dataset_binding, default_store_path, ingest_da
 
 
 def ingest(
-    dataset: str = typer.Argument(..., help="Dataset name (sample, scifact, ...) or BEIR folder."),
+    dataset: str = typer.Argument(..., help=(
+        "Dataset name (sample, scifact, ...), a BEIR or CSV/TSV/parquet folder, or a "
+        "dataset.toml.")),
     db: str = typer.Option("", "--db", help=DB_HELP),
     embedder: str = typer.Option("minilm", "--embedder", help=(
         "Embedder: minilm, hashing, or a sentence-transformers model folder or package.")),
