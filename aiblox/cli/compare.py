@@ -71,7 +71,7 @@ def compare(
     try:
         result = compare_runs(run_a, run_b, tracking_uri, split=split,
                               primary=primary or None, alpha=alpha, test=stat,  # type: ignore[arg-type]
-                              correction=correction.value)  # type: ignore[arg-type]
+                              correction=correction.value)
     except ValueError as exc:
         fail(str(exc))
         return
