@@ -151,6 +151,17 @@ def test_pipeline_sweep_on_two_nodes_is_the_local_sweep(cluster, sample_spec, tm
     assert ray_.computed["chunks"] == 4 and ray_.computed["answer_metrics"] == 16
 
 
+def test_a_tpe_search_on_the_cluster_asks_the_local_trials(cluster, sample_spec, tmp_path,
+                                                           sweep_db, sample_dataset):
+    address, _ = cluster
+    data = sample_spec.model_dump()
+    data["search"] = {"strategy": "tpe", "n": 12, "seed": 3}
+    spec = SweepSpec.model_validate(data)
+    local, ray_ = _both(spec, tmp_path, sweep_db, sample_dataset, address)
+    assert len(ray_.trials) == 12 and ray_.trials == local.trials
+    assert _fingerprint(ray_) == _fingerprint(local)
+
+
 def test_a_worker_killed_mid_task_is_retried_and_changes_nothing(cluster, sample_spec,
                                                                  tmp_path, sweep_db,
                                                                  sample_dataset):
