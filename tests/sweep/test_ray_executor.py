@@ -35,12 +35,14 @@ def _ray(args: list[str], env: dict[str, str]) -> None:
     assert proc.returncode == 0, f"ray {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
 
 
-def _cluster_processes(temp_dir: str) -> list[psutil.Process]:
-    """Every process of the cluster under ``temp_dir``: those naming it on their command line
-    (GCS, raylets, monitors) and their descendants (agents, workers)."""
+def _cluster_processes(temp_dir: str, address: str = "") -> list[psutil.Process]:
+    """Every process of the cluster under ``temp_dir`` at ``address``: those naming either on
+    their command line (GCS, raylets, monitors, the client server) and their descendants
+    (agents, workers)."""
     roots = []
     for p in psutil.process_iter(["cmdline"]):
-        if any(temp_dir in arg for arg in p.info["cmdline"] or ()):
+        if any(temp_dir in arg or (address and arg == f"--address={address}")
+               for arg in p.info["cmdline"] or ()):
             roots.append(p)
     found = {p.pid: p for p in roots}
     for p in roots:
@@ -49,10 +51,10 @@ def _cluster_processes(temp_dir: str) -> list[psutil.Process]:
     return list(found.values())
 
 
-def _stop(temp_dir: str) -> None:
+def _stop(temp_dir: str, address: str) -> None:
     """Stop this test's cluster by process id (``ray stop`` would stop every Ray cluster on
     the machine, other users' too)."""
-    procs = _cluster_processes(temp_dir)
+    procs = _cluster_processes(temp_dir, address)
     for p in procs:
         with contextlib.suppress(psutil.NoSuchProcess):
             p.terminate()
@@ -88,7 +90,7 @@ def cluster():
         import ray
 
         ray.shutdown()
-        _stop(temp_dir)
+        _stop(temp_dir, address)
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 

@@ -291,7 +291,7 @@ class RayPoints:
         self.events: list[Event] = []
         self.job_id = uuid.uuid4().hex
         job = SweepJob(settings=ctx.settings, dataset=ctx.dataset,
-                       cache_dir=str(Path(cache_dir).resolve()),
+                       cache_dir=_absolute(str(cache_dir)) or str(cache_dir),
                        db=_absolute(ctx.db or default_store_path(ctx.dataset)),
                        backend=ctx.backend, splits=tuple(ctx.splits),
                        embedder_id=str(ctx.embedder_id), fingerprint=dict(ctx.fingerprint()),
@@ -341,8 +341,8 @@ class RayPoints:
 
 
 def _absolute(db: str | None) -> str | None:
-    """A DuckDB path made absolute (workers may run elsewhere); URLs and ``:memory:`` as
-    they are."""
+    """A DuckDB store or stage cache path made absolute (workers may run in another folder);
+    URLs and URIs (``postgresql://``, ``s3://``) and ``:memory:`` as they are."""
     if db is None or "://" in db or db == ":memory:":
         return db
     return str(Path(db).resolve())
