@@ -66,16 +66,26 @@ class Cluster:
             raise RuntimeError(f"ray {' '.join(args)}: {proc.stderr[-2000:]}")
 
     def start_head(self) -> None:
-        port = self.address.rsplit(":", 1)[1]
-        self._ray("start", "--head", "--port", port, "--num-cpus", "0", "--temp-dir",
-                  self.temp_dir, "--include-dashboard", "false", "--node-ip-address",
-                  "127.0.0.1", "--disable-usage-stats")
+        """The head node (no CPUs), tried twice: on a loaded machine it can time out."""
+        for attempt in (1, 2):
+            self.address = f"127.0.0.1:{_free_port()}"
+            try:
+                self._ray("start", "--head", "--port", self.address.rsplit(":", 1)[1],
+                          "--num-cpus", "0", "--temp-dir", self.temp_dir, "--include-dashboard",
+                          "false", "--node-ip-address", "127.0.0.1", "--disable-usage-stats")
+                return
+            except RuntimeError as exc:
+                err.print(f"the head node did not start (attempt {attempt}): {exc}"[-400:])
+                self.stop(keep=True)
+                if attempt == 2:
+                    raise
 
     def add_node(self) -> None:
         self._ray("start", "--address", self.address, "--num-cpus", "1", "--node-ip-address",
                   "127.0.0.1")
 
-    def stop(self) -> None:
+    def stop(self, keep: bool = False) -> None:
+        """Every process of the cluster ended; its temp folder removed unless ``keep``."""
         import psutil
 
         roots = [p for p in psutil.process_iter(["cmdline"])
@@ -92,7 +102,8 @@ class Cluster:
         for p in alive:
             with contextlib.suppress(psutil.NoSuchProcess):
                 p.kill()
-        shutil.rmtree(self.temp_dir, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
 def _points(r) -> list:

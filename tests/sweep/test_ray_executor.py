@@ -70,15 +70,23 @@ def cluster():
     """A head node and a second node, one CPU each, on this machine; the address and the
     second node's raylet."""
     temp_dir = tempfile.mkdtemp(prefix="aiblox-ray-", dir="/tmp")  # sockets: short paths
-    port = _free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
         "AIBLOX_NO_PROGRESS": "1", "RAY_USAGE_STATS_ENABLED": "0"}
-    address = f"127.0.0.1:{port}"
+    address = ""
     try:
-        _ray(["start", "--head", "--port", str(port), "--num-cpus", "1", "--temp-dir",
-              temp_dir, "--include-dashboard", "false", "--node-ip-address", "127.0.0.1",
-              "--disable-usage-stats"], env)
+        for attempt in (1, 2):  # on a loaded machine a node can time out starting: once more
+            port = _free_port()
+            address = f"127.0.0.1:{port}"
+            try:
+                _ray(["start", "--head", "--port", str(port), "--num-cpus", "1", "--temp-dir",
+                      temp_dir, "--include-dashboard", "false", "--node-ip-address",
+                      "127.0.0.1", "--disable-usage-stats"], env)
+                break
+            except AssertionError:
+                _stop(temp_dir, address)
+                if attempt == 2:
+                    raise
         raylets = {p.pid for p in _cluster_processes(temp_dir) if p.name() == "raylet"}
         _ray(["start", "--address", address, "--num-cpus", "1", "--node-ip-address",
               "127.0.0.1"], env)
