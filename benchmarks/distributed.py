@@ -67,7 +67,7 @@ class Cluster:
 
     def start_head(self) -> None:
         """The head node (no CPUs), tried twice: on a loaded machine it can time out."""
-        for attempt in (1, 2):
+        for attempt in (1, 2, 3):
             self.address = f"127.0.0.1:{_free_port()}"
             try:
                 self._ray("start", "--head", "--port", self.address.rsplit(":", 1)[1],
@@ -77,19 +77,27 @@ class Cluster:
             except RuntimeError as exc:
                 err.print(f"the head node did not start (attempt {attempt}): {exc}"[-400:])
                 self.stop(keep=True)
-                if attempt == 2:
+                if attempt == 3:
                     raise
 
     def add_node(self) -> None:
-        self._ray("start", "--address", self.address, "--num-cpus", "1", "--node-ip-address",
-                  "127.0.0.1")
+        """One more worker node (one CPU), tried up to three times."""
+        for attempt in (1, 2, 3):
+            try:
+                self._ray("start", "--address", self.address, "--num-cpus", "1",
+                          "--node-ip-address", "127.0.0.1")
+                return
+            except RuntimeError:
+                if attempt == 3:
+                    raise
 
     def stop(self, keep: bool = False) -> None:
         """Every process of the cluster ended; its temp folder removed unless ``keep``."""
         import psutil
 
+        port = self.address[self.address.rindex(":"):]
         roots = [p for p in psutil.process_iter(["cmdline"])
-                 if any(self.temp_dir in a or a == f"--address={self.address}"
+                 if any(self.temp_dir in a or (a.startswith("--address=") and a.endswith(port))
                         for a in p.info["cmdline"] or ())]
         procs = {p.pid: p for p in roots}
         for p in roots:
