@@ -298,3 +298,39 @@ def test_ingest_on_the_cluster_writes_the_local_vectors(cluster, tmp_path):
         finally:
             store.close()
     assert len(vecs["ray"]) == len(hashes) and vecs["ray"] == vecs["local"]
+
+
+def test_a_killed_driver_resumes_on_the_cluster_reusing_every_finished_stage(
+        cluster, tmp_path, sweep_db):
+    import json
+
+    from test_tracking_processes import (
+        N,
+        assert_complete,
+        child_metrics,
+        run,
+        sweep_cmd,
+        write_spec,
+    )
+
+    address, _ = cluster
+    spec = write_spec(tmp_path, "procs")
+    local_uri = f"sqlite:///{tmp_path}/local.db"  # the local executor, uninterrupted
+    local = run(sweep_cmd(spec, local_uri, tmp_path / "local", sweep_db))
+    assert local.returncode == 0, local.stderr[-3000:]
+    reference = child_metrics(assert_complete(local_uri, "procs"))
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    cmd = sweep_cmd(spec, uri, tmp_path / "stages", sweep_db, "--executor", "ray",
+                    "--address", address)
+    first = run(cmd, KILL="after:3")  # the driver SIGKILLed once 3 points are logged
+    assert first.returncode == -9, first.stderr[-3000:]
+    resumed = run(cmd + ["--resume"])
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "Traceback" not in resumed.stderr
+    c = assert_complete(uri, "procs")  # each point logged once, nothing left RUNNING
+    assert child_metrics(c) == reference  # the local executor's metrics
+    out = json.loads(resumed.stdout)
+    assert out["reused"]["fusion"] >= 3 * 2  # the logged points' stages were not redone
+    done = {k: out["computed"].get(k, 0) + out["reused"].get(k, 0) for k in ("fusion",
+                                                                             "metrics")}
+    assert done == {"fusion": N * 2, "metrics": N * 2}
