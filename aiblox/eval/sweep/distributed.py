@@ -101,8 +101,9 @@ def _gcs_reason(hostport: str, timeout: float) -> str | None:
 
     channel = grpc.insecure_channel(hostport)
     try:
-        gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel).GetClusterId(
-            gcs_service_pb2.GetClusterIdRequest(), timeout=timeout)
+        request: Any = gcs_service_pb2.GetClusterIdRequest()  # type: ignore[attr-defined]
+        gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel).GetClusterId(request,
+                                                                          timeout=timeout)
     except grpc.RpcError as exc:
         code = exc.code()
         return ("timed out" if code == grpc.StatusCode.DEADLINE_EXCEEDED
@@ -141,7 +142,7 @@ def connect(address: str | None = None) -> int:
 
     if not ray.is_initialized():
         ray.init(address=address or None, log_to_driver=False, logging_level=logging.WARNING,
-                 **({} if address else {"include_dashboard": False}))
+                 include_dashboard=None if address else False)
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
 
