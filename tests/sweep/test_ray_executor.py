@@ -136,6 +136,17 @@ def _pipeline_spec(sample_spec) -> SweepSpec:
     return SweepSpec.model_validate(data)
 
 
+def _chunk_sizes_spec(sample_spec) -> SweepSpec:
+    """A pipeline sweep whose every point has chunk stages of its own (so every task opens the
+    store to compute them)."""
+    data = _pipeline_spec(sample_spec).model_dump()
+    data["grid"] = {"chunking": {"chunker_id": ["token_window"],
+                                 "max_chunk_tokens": [24, 32, 48, 64, 96, 128]},
+                    "selection": {"policy": ["R2_POLICY_V1"], "max_chunks": [2]}}
+    data["baseline"] = None
+    return SweepSpec.model_validate(data)
+
+
 def _both(spec, tmp_path, db, dataset, address):
     local = run_sweep(spec, cache_dir=tmp_path / "local", db=db, progress=False,
                       dataset=dataset)
@@ -183,7 +194,7 @@ def test_a_worker_killed_mid_task_is_retried_and_changes_nothing(cluster, sample
                                                                  tmp_path, sweep_db,
                                                                  sample_dataset):
     address, second = cluster
-    spec = _pipeline_spec(sample_spec)
+    spec = _chunk_sizes_spec(sample_spec)
     local = run_sweep(spec, cache_dir=tmp_path / "local", db=sweep_db, progress=False,
                       dataset=sample_dataset)
     got: dict = {}

@@ -284,15 +284,14 @@ def run_points(job_id: str, holder: list[Any], points: list[PipelinePoint]
 class RayPoints:
     """The driver's side: a sweep's points scored as Ray tasks over a shared stage cache."""
 
-    def __init__(self, ctx: SweepContext, cache_dir: str | Path, cpus: int,
-                 threads: int = 1) -> None:
+    def __init__(self, ctx: SweepContext, cpus: int, threads: int = 1) -> None:
         import ray
 
         self.cpus = cpus
         self.events: list[Event] = []
         self.job_id = uuid.uuid4().hex
         job = SweepJob(settings=ctx.settings, dataset=ctx.dataset,
-                       cache_dir=_absolute(str(cache_dir)) or str(cache_dir),
+                       cache_dir=ctx.cache.uri,  # a URI as given, a folder made absolute
                        db=_absolute(ctx.db or default_store_path(ctx.dataset)),
                        backend=ctx.backend, splits=tuple(ctx.splits),
                        embedder_id=str(ctx.embedder_id), fingerprint=dict(ctx.fingerprint()),

@@ -138,7 +138,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
             for split in splits:
                 ctx.plan_signals(pt.prefs, split)
         if cpus:  # the workers open the store only for a chunk stage not yet cached
-            remote = RayPoints(ctx, cache_dir, cpus)
+            remote = RayPoints(ctx, cpus)
     finally:
         if not settings.chunk_stages or cpus:  # fusion points need no store (a late repair
             ctx.close()                        # reopens it)
