@@ -50,6 +50,7 @@ class RayEmbedder:
         self.name, self.embedder, self.progress = name, embedder, progress
         self._task = ray.remote(embed_batch).options(max_retries=MAX_RETRIES,
                                                       retry_exceptions=False, num_cpus=1,
+                                                      scheduling_strategy="SPREAD",
                                                       name="aiblox_embed_batch")
 
     @property

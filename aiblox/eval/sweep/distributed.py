@@ -299,6 +299,7 @@ class RayPoints:
         self._holder = [ray.put(job)]
         self._task = ray.remote(run_points).options(
             num_cpus=threads, max_retries=MAX_RETRIES, retry_exceptions=False,
+            scheduling_strategy="SPREAD",  # across the nodes, not the driver's first
             name="aiblox_sweep_points")
 
     def _submit(self, points: list[PipelinePoint]) -> Any:
