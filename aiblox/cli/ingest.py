@@ -17,6 +17,7 @@ from aiblox.cli._common import (
     quiet_progress,
 )
 from aiblox.eval.datasets import DatasetError
+from aiblox.eval.sweep.distributed import ExecutorError, check_executor
 from aiblox.eval.workspace import dataset_binding, default_store_path, ingest_dataset
 
 
@@ -35,6 +36,11 @@ def ingest(
     replace: bool = typer.Option(False, "--replace", help="The store holds another dataset: "
                                  "delete its items (with vectors and cached chunks) first."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    executor: str = typer.Option("local", "--executor", help="Where texts are embedded: local "
+                                 "(this process) or ray (batches as tasks on a Ray cluster; "
+                                 "the vectors are written here, each text embedded once)."),
+    address: str = typer.Option("", "--address", help="With --executor ray: the cluster's "
+                                "address (HOST:PORT); empty: a local Ray instance."),
 ) -> None:
     """Make the store hold exactly DATASET (adding, changing and deleting items), with vectors;
     idempotent (a second run changes nothing). A store holding another dataset is refused. The
@@ -44,10 +50,23 @@ def ingest(
     except DatasetError as exc:
         fail(str(exc))
     model = checked_embedder(embedder)  # before the store is made
+    try:
+        check_executor(executor, address or None)
+    except ExecutorError as exc:
+        fail(str(exc))
     db = db or default_store_path(binding)
     store = open_db(db)
     try:
-        emb = cached_embedder(model, store, progress=quiet_progress())
+        if executor == "ray":
+            from aiblox.eval.ray_embedding import ray_cached_embedder
+
+            try:  # the workers build the embedder by its name
+                emb = ray_cached_embedder(embedder, store, address or None,
+                                          progress=quiet_progress())
+            except (ValueError, ImportError) as exc:
+                fail(str(exc))
+        else:
+            emb = cached_embedder(model, store, progress=quiet_progress())
         report = ingest_dataset(store, binding.source, emb, vectors=vectors,
                                 auto_vectors=auto_vectors, replace=replace,
                                 progress=quiet_progress())

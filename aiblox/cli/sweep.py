@@ -35,6 +35,7 @@ from aiblox.eval.sweep import (
     run_sweep,
 )
 from aiblox.eval.sweep.cache import StageCacheError, check_cache_root
+from aiblox.eval.sweep.distributed import ExecutorError, check_executor
 from aiblox.eval.sweep.runner import DEFAULT_CACHE_DIR, check_cv, default_jobs
 
 
@@ -58,12 +59,23 @@ def sweep(
                                    help="Refuse a grid of more points than this (counted from "
                                         "the axes before anything is built)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    executor: str = typer.Option("local", "--executor", help="Where the points run: local "
+                                 "(this process) or ray (tasks on a Ray cluster; the stage "
+                                 "cache folder must be one every node sees)."),
+    address: str = typer.Option("", "--address", help="With --executor ray: the cluster's "
+                                "address (HOST:PORT as `ray start --head` prints it); empty: "
+                                "a local Ray instance."),
 ) -> None:
     """Score every point of SPEC (only stages not cached), choose on the tune split, report on
     the report split."""
     try:
         spec = load_spec(spec_path, max_points=max_points)
     except SweepSpecError as exc:
+        fail(str(exc))
+        return
+    try:  # before the store or MLflow is opened, before anything is scheduled
+        check_executor(executor, address or None)
+    except ExecutorError as exc:
         fail(str(exc))
         return
     n_points = len(spec.pipeline_points() if spec.has_pipeline_axes else spec.points())
@@ -117,7 +129,8 @@ def sweep(
         with _sigterm_as_exit():  # a terminated sweep gives its MLflow run up, as Ctrl-C does
             result = run_sweep(spec, cache_dir=cache_dir, db=db or None,
                                jobs=default_jobs() if jobs <= 0 else jobs, tracker=tracker,
-                               progress=quiet_progress(), dataset=dataset)
+                               progress=quiet_progress(), dataset=dataset,
+                               executor=executor, address=address or None)
     except (DatasetError, ValueError, SweepBusy) as exc:
         fail(str(exc))
         return

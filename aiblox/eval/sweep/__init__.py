@@ -16,6 +16,7 @@ module              what it is for
 ``context``         one sweep's state: workspace, signals, indexes, scorers
 ``pipeline``        the chain of stages of one point on one split
 ``runner``          :func:`run_sweep`: signals, points, conclusion
+``distributed``     the points as Ray tasks on a cluster (``executor="ray"``)
 ``search``          model-based search (Optuna's TPE, CMA-ES or GP over the grid's points,
                     one or several objectives, resumable)
 ``pareto``          quality against cost: objectives, their directions, the Pareto front

@@ -15,7 +15,10 @@ phases:
    read the signals back, normalise them again and hand the runs back;
    ``benchmarks/README.md``, "Fusion sweep"). With a model-based ``[search] strategy`` the points
    are the trials Optuna chooses among the grid's points, one after another
-   (:mod:`aiblox.eval.sweep.search`), their signals planned as they come; the baseline after;
+   (:mod:`aiblox.eval.sweep.search`), their signals planned as they come; the baseline after.
+   With ``executor="ray"`` the points run as Ray tasks on a cluster's workers over the same
+   (shared) stage cache and come back in point order, to be logged here
+   (:mod:`aiblox.eval.sweep.distributed`);
 3. the conclusion (:func:`aiblox.eval.sweep.results.conclude`): the best point on the tune
    split, the baseline, significance and intervals on the report split.
 
@@ -38,6 +41,13 @@ from aiblox.eval.datasets import Dataset, load_dataset
 from aiblox.eval.sweep.cache import StageCache, StageCacheCorrupt
 from aiblox.eval.sweep.context import SweepContext
 from aiblox.eval.sweep.crossval import check_folds
+from aiblox.eval.sweep.distributed import (
+    RayPoints,
+    RecordingCache,
+    check_executor,
+    connect,
+    merge_counts,
+)
 from aiblox.eval.sweep.manifest import PointManifest, SplitManifest, environment
 from aiblox.eval.sweep.pareto import objective_values
 from aiblox.eval.sweep.pipeline import evaluate_point, recheck_point
@@ -84,7 +94,8 @@ def check_cv(spec: SweepSpec, ds: Dataset) -> list[str]:
 def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
               db: str | None = None, jobs: int = 0, tracker: Any = None,
               progress: bool = True, dataset: Dataset | None = None,
-              on_point: Callable[[PointResult], None] | None = None) -> SweepResult:
+              on_point: Callable[[PointResult], None] | None = None,
+              executor: str = "local", address: str | None = None) -> SweepResult:
     """Score every point of ``spec`` on its tune and report splits, reusing cached stages.
 
     ``tracker`` (a :class:`aiblox.eval.sweep.tracking.SweepTracker`) logs each point to MLflow
@@ -92,7 +103,16 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     logged). ``jobs``: numba threads for the compiled fusion and metrics kernels, 0 for every
     available core (points run one after another in this process; the thread count never
     changes a result).
+
+    ``executor``: ``"local"`` (this process) or ``"ray"``: the points as Ray tasks on the
+    cluster at ``address`` (``ray.init(address=...)``; None: the cluster this process is
+    attached to, or a local Ray instance), each task on one core, every node reading and writing
+    the stage cache at ``cache_dir`` (a folder all of them see). The result, its stage keys and
+    run hashes are the local executor's. ``ValueError`` (:class:`ExecutorError`) for a bad
+    executor or an address where no cluster answers, before anything is opened.
     """
+    check_executor(executor, address)
+    cpus = connect(address) if executor == "ray" else 0
     jobs = default_jobs() if jobs <= 0 else jobs
     t_start = time.perf_counter()
     splits = spec.splits
@@ -100,8 +120,8 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     tune_qids = check_cv(spec, ds)  # before any work: k folds need k queries
     settings = SweepSettings.from_spec(spec)
     backend = backend_of(db or spec.db, spec.backend)  # an explicit db may name another backend
-    ctx = SweepContext(settings, ds, StageCache(cache_dir), db or spec.db, backend, splits,
-                       progress=progress)
+    cache = RecordingCache(cache_dir) if cpus else StageCache(cache_dir)
+    ctx = SweepContext(settings, ds, cache, db or spec.db, backend, splits, progress=progress)
     grid, baseline = sweep_points(spec)
     model_based = spec.search.model_based  # trials chosen while it runs, among the grid's points
     todo = [] if model_based else list(grid)
@@ -111,13 +131,16 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         if model_based or base_key not in {point_config(settings, p, ctx.embedder_id, backend)[0]
                                            for p in grid}:
             todo.append(baseline)
+    remote = None
     try:
         for pt in todo:
             for split in splits:
                 ctx.plan_signals(pt.prefs, split)
+        if cpus:  # the workers open the store only for a chunk stage not yet cached
+            remote = RayPoints(ctx, cpus)
     finally:
-        if not settings.chunk_stages:  # fusion points need no store (a late repair reopens it)
-            ctx.close()
+        if not settings.chunk_stages or cpus:  # fusion points need no store (a late repair
+            ctx.close()                        # reopens it)
 
     t_points = time.perf_counter()
     if model_based:  # the baseline is scored after the trials, unless a trial was it
@@ -160,7 +183,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
             tracker.log_point(point, ctx.reader)
             done.add(point.config_hash)
 
-    def finish(i: int, out: dict[str, Any]) -> PointResult:
+    def finish(i: int, out: dict[str, Any], tick: bool = True) -> PointResult:
         point = make_point(i, out)
         try:
             log(point)
@@ -169,8 +192,12 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
             log(point)
         if on_point is not None:
             on_point(point)
-        bar.update(1)
+        if tick:
+            bar.update(1)
         return point
+
+    def evaluate(pt: PipelinePoint) -> dict[str, Any]:
+        return remote.one(pt) if remote is not None else evaluate_point(ctx, pt)
 
     # Points allocate millions of small lists that reference counting frees; CPython's cyclic
     # collector would rescan the cached signals over and over (10x slower), so it pauses here.
@@ -189,7 +216,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         if point is None:
             todo.append(pt)
             results.append(None)
-            point = scored[chash] = finish(len(todo) - 1, evaluate_point(ctx, pt))
+            point = scored[chash] = finish(len(todo) - 1, evaluate(pt))
         else:
             bar.update(1)
         trials.append(chash)
@@ -214,7 +241,10 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
                 if baseline is not None and base_key not in scored:
                     todo.append(baseline)
                     results.append(None)
-                    finish(len(todo) - 1, evaluate_point(ctx, baseline))
+                    finish(len(todo) - 1, evaluate(baseline))
+            elif remote is not None:  # as the tasks return; handed on in point order
+                for i, out in remote.ordered(todo, bar.update):
+                    finish(i, out, tick=False)
             else:
                 for i, pt in enumerate(todo):
                     finish(i, evaluate_point(ctx, pt))
@@ -239,7 +269,9 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
                        has_answers=bool(ds.answers), tune_qids=tune_qids)
     finally:
         ctx.close()
-    cache = ctx.cache
+    computed, reused, repaired = dict(cache.computed), dict(cache.reused), dict(cache.repaired)
+    if remote is not None and isinstance(cache, RecordingCache):  # as one process counts
+        computed, reused, repaired = merge_counts(cache.events + remote.events)
     result = SweepResult(
         name=spec.name, sweep_hash=sweep_hash, dataset=ds.name, dataset_hash=ds.hash,
         tune_split=spec.tune_split, report_split=spec.report_split, primary=spec.primary,
@@ -249,8 +281,8 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
                  "points_s": round(points_s, 3),
                  "total_s": round(time.perf_counter() - t_start, 3),
                  "points_per_s": round(len(points) / points_s, 1) if points_s > 0 else 0.0},
-        computed=dict(cache.computed), reused=dict(cache.reused),
-        repaired=dict(cache.repaired), trials=trials, objectives=end.objectives,
+        computed=computed, reused=reused, repaired=repaired, trials=trials,
+        objectives=end.objectives,
         pareto=[p.config_hash for p in end.pareto])
     if tracker is not None:
         result = result.model_copy(update={"tracking": tracker.finish(result)})

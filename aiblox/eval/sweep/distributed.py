@@ -1,0 +1,349 @@
+"""Sweep points as Ray tasks (``aiblox sweep --executor ray``): the same points, stages, keys
+and results as the local executor, computed on the workers of an existing Ray cluster.
+
+The driver (:func:`aiblox.eval.sweep.runner.run_sweep`) keeps everything that decides the
+result: it runs the signals phase (so every worker reads the signals from the shared stage
+cache instead of retrieving them), cuts the points into batches of consecutive points, one Ray
+task each (``max_retries``: a task whose worker process or node dies is run again elsewhere),
+advances its progress bar as :func:`ray.wait` returns, and hands the points back in point order
+(MLflow logging and ``on_point`` happen in the driver, in that order). A model-based search asks
+its trials one at a time, each a task, so its seeded trial sequence is the local one.
+
+A worker builds one :class:`SweepContext` per sweep (the first of its tasks reads the sweep's
+job, a later one reuses it: the split indexes are built once per worker process) over the same
+stage cache folder as the driver, which every node must see (a shared file system). Stage
+entries are written atomically and content-addressed, so two workers computing one key (a
+chunk stage several points share) write the same bytes, and a task killed mid-write leaves no
+entry; a driver killed mid-sweep resumes (``--resume``) with every finished stage read back.
+
+A DuckDB store file allows one process at a time: a worker that must open it (a chunk stage not
+yet cached) holds a lock file beside it until its point is done; a PostgreSQL store needs none.
+
+Ray is imported only here, on first use (``pip install 'aiblox[distributed]'``).
+"""
+
+from __future__ import annotations
+
+import math
+import socket
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from aiblox.compiled import compiled_threads
+from aiblox.eval.datasets import Dataset
+from aiblox.eval.sweep.cache import StageCache
+from aiblox.eval.sweep.context import SweepContext
+from aiblox.eval.sweep.pipeline import evaluate_point
+from aiblox.eval.sweep.points import SweepSettings
+from aiblox.eval.sweep.spec import PipelinePoint
+from aiblox.eval.workspace import Workspace, default_store_path
+from aiblox.memory import paused_gc
+
+__all__ = ["EXECUTORS", "MAX_RETRIES", "ExecutorError", "RayPoints", "RecordingCache",
+           "check_address", "check_executor", "connect", "merge_counts"]
+
+EXECUTORS = ("local", "ray")
+"""Where a sweep's points run: in this process, or as tasks on a Ray cluster."""
+
+MAX_RETRIES = 3
+"""Times Ray runs a task again whose worker process (or node) died under it."""
+
+TASKS_PER_CPU = 4
+"""Batches per cluster CPU in a grid sweep: enough to balance uneven points, few enough that
+Ray's per-task cost stays small against a batch of fast fusion points."""
+
+CONNECT_TIMEOUT_S = 3.0
+"""How long the reachability check of ``--address`` waits for the cluster's GCS port."""
+
+Event = tuple[str, str, str]
+"""A stage cache event: ``(stage name, key, "computed" | "reused" | "repaired")``."""
+
+
+class ExecutorError(ValueError):
+    """A bad ``--executor`` or ``--address`` (checked before any work); one line."""
+
+
+def check_address(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """``ExecutorError`` naming ``address`` unless a Ray cluster answers there within
+    ``timeout`` seconds: ``HOST:PORT`` is asked for its cluster id (the GCS's own gRPC call, so
+    a port where something else listens fails too), ``ray://HOST:PORT`` (Ray Client) must
+    accept a connection; ``auto`` is left to Ray. ``ray.init`` on an address where no cluster
+    answers retries for a long time: this answers first."""
+    if address == "auto":
+        return
+    client = address.startswith("ray://")
+    hostport = address.removeprefix("ray://").rstrip("/")
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not host or not port.isdigit() or "://" in hostport:
+        raise ExecutorError(f"--address {address!r}: expected HOST:PORT (the head node's GCS "
+                            f"address, as `ray start --head` prints it), ray://HOST:PORT or auto")
+    reason = _client_reason(host, int(port), timeout) if client else _gcs_reason(hostport,
+                                                                                 timeout)
+    if reason is not None:
+        raise ExecutorError(f"--address {address}: no Ray cluster answers there ({reason}); "
+                            f"start one with `ray start --head` or pass its address")
+
+
+def _client_reason(host: str, port: int, timeout: float) -> str | None:
+    try:
+        with socket.create_connection((host.strip("[]"), port), timeout=timeout):
+            return None
+    except OSError as exc:
+        return "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+
+
+def _gcs_reason(hostport: str, timeout: float) -> str | None:
+    import grpc
+    from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
+
+    channel = grpc.insecure_channel(hostport)
+    try:
+        request: Any = gcs_service_pb2.GetClusterIdRequest()  # type: ignore[attr-defined]
+        gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel).GetClusterId(request,
+                                                                          timeout=timeout)
+    except grpc.RpcError as exc:
+        code = exc.code()
+        return ("timed out" if code == grpc.StatusCode.DEADLINE_EXCEEDED
+                else "nothing listens" if code == grpc.StatusCode.UNAVAILABLE
+                else f"not a Ray GCS: {code.name.lower()}")
+    finally:
+        channel.close()
+    return None
+
+
+def check_executor(executor: str, address: str | None = None) -> None:
+    """The executor and address checked before anything is opened or scheduled: a known
+    executor, ``address`` only with ``ray``, Ray importable, the address reachable."""
+    if executor not in EXECUTORS:
+        raise ExecutorError(f"--executor {executor!r}: choose one of {', '.join(EXECUTORS)}")
+    if executor != "ray":
+        if address:
+            raise ExecutorError(f"--address {address} needs --executor ray")
+        return
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        raise ExecutorError("--executor ray needs Ray: pip install 'aiblox[distributed]'"
+                            ) from None
+    if address:
+        check_address(address)
+
+
+def connect(address: str | None = None) -> int:
+    """This process attached to the Ray cluster at ``address`` (None: one already attached, or
+    a local Ray instance started now); the cluster's CPU count. Left attached afterwards, so a
+    second sweep in this process does not pay the connection again."""
+    import logging
+
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=address or None, log_to_driver=False, logging_level=logging.WARNING,
+                 include_dashboard=None if address else False)
+    return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+
+class RecordingCache(StageCache):
+    """A stage cache that also records, per :meth:`run`, which entry was computed, reused or
+    repaired (:attr:`events`): the driver merges the workers' events into the counts one
+    process would have made (:func:`merge_counts`)."""
+
+    def __init__(self, root: str | Path) -> None:
+        super().__init__(root)
+        self.events: list[Event] = []
+
+    def run(self, name: str, version: str | int, config: Any, inputs: Sequence[str],
+            compute: Callable[[], Any], load: bool = True,
+            codec: Literal["json", "arrays"] = "json",
+            count_reuse: bool = True, key: str | None = None) -> tuple[Any, Any]:
+        counters = (self.computed, self.reused, self.repaired)
+        before = [c.get(name, 0) for c in counters]
+        rec, out = super().run(name, version, config, inputs, compute, load=load, codec=codec,
+                               count_reuse=count_reuse, key=key)
+        for kind, counter, n in zip(("computed", "reused", "repaired"), counters, before,
+                                    strict=True):
+            if counter.get(name, 0) > n:
+                self.events.append((name, rec.key, kind))
+        return rec, out
+
+    def take_events(self) -> list[Event]:
+        """The events recorded since the last call."""
+        events, self.events = self.events, []
+        return events
+
+
+def merge_counts(events: Sequence[Event]) -> tuple[dict[str, int], dict[str, int],
+                                                    dict[str, int]]:
+    """``(computed, reused, repaired)`` per stage name from the events of every process: an
+    entry counts once, as computed when any process computed it (two workers may race to one
+    key; one process counts a key at its first use), else as reused; every repair counts."""
+    kinds: dict[tuple[str, str], set[str]] = {}
+    repaired: dict[str, int] = {}
+    for name, key, kind in events:
+        kinds.setdefault((name, key), set()).add(kind)
+        if kind == "repaired":
+            repaired[name] = repaired.get(name, 0) + 1
+    computed: dict[str, int] = {}
+    reused: dict[str, int] = {}
+    for (name, _), seen in kinds.items():
+        counter = computed if "computed" in seen else reused if "reused" in seen else None
+        if counter is not None:
+            counter[name] = counter.get(name, 0) + 1
+    return computed, reused, repaired
+
+
+@dataclass(frozen=True)
+class SweepJob:
+    """What a worker needs to score a sweep's points: shipped once per sweep (``ray.put``)."""
+
+    settings: SweepSettings
+    dataset: Dataset
+    cache_dir: str
+    db: str | None
+    backend: str
+    splits: tuple[str, ...]
+    embedder_id: str
+    fingerprint: dict[str, str | None]
+    jobs: int
+
+
+class _WorkerContext(SweepContext):
+    """A worker's sweep context: the store fingerprint comes from the driver (a fusion point
+    never opens the store), and a DuckDB store file is opened under a lock file beside it."""
+
+    def __init__(self, job: SweepJob) -> None:
+        super().__init__(job.settings, job.dataset, RecordingCache(job.cache_dir), job.db,
+                         job.backend, list(job.splits), embedder=job.embedder_id,
+                         progress=False)
+        self._fp = dict(job.fingerprint)
+        self.jobs = job.jobs
+        self._lock: Any = None
+
+    def fingerprint(self) -> dict[str, str | None]:
+        return self._fp
+
+    def workspace(self) -> Workspace:
+        db = self.db or ""
+        if self._lock is None and "://" not in db and db != ":memory:":
+            from filelock import FileLock
+
+            self._lock = FileLock(db.removeprefix("duckdb:///") + ".lock")
+            self._lock.acquire()
+        return super().workspace()
+
+    @property
+    def holds_store(self) -> bool:
+        """Whether this worker holds the store file's lock (closed after each point)."""
+        return self._lock is not None
+
+    def close(self) -> None:
+        super().close()
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+
+_WORKER: dict[str, _WorkerContext] = {}
+"""In a Ray worker process: the context of the sweep whose task it ran last."""
+
+
+def _worker_context(job_id: str, holder: list[Any]) -> _WorkerContext:
+    ctx = _WORKER.get(job_id)
+    if ctx is None:
+        import ray
+
+        for old in _WORKER.values():
+            old.close()
+        _WORKER.clear()
+        ctx = _WORKER[job_id] = _WorkerContext(ray.get(holder[0]))
+    return ctx
+
+
+def run_points(job_id: str, holder: list[Any], points: list[PipelinePoint]
+               ) -> tuple[list[dict[str, dict[str, Any]]], list[Event]]:
+    """A Ray task: :func:`evaluate_point` of each point in a worker's context of the sweep
+    (``holder``: the job's object ref, inside a list so Ray does not fetch it for every task);
+    the points' outputs and the stage cache events."""
+    ctx = _worker_context(job_id, holder)
+    cache = ctx.cache
+    assert isinstance(cache, RecordingCache)
+    outs = []
+    with paused_gc(), compiled_threads(ctx.jobs):
+        for pt in points:
+            try:
+                outs.append(evaluate_point(ctx, pt))
+            finally:
+                if ctx.holds_store:
+                    ctx.close()  # the store file is free for the next worker
+    return outs, cache.take_events()
+
+
+class RayPoints:
+    """The driver's side: a sweep's points scored as Ray tasks over a shared stage cache."""
+
+    def __init__(self, ctx: SweepContext, cpus: int, threads: int = 1) -> None:
+        import ray
+
+        self.cpus = cpus
+        self.events: list[Event] = []
+        self.job_id = uuid.uuid4().hex
+        job = SweepJob(settings=ctx.settings, dataset=ctx.dataset,
+                       cache_dir=ctx.cache.uri,  # a URI as given, a folder made absolute
+                       db=_absolute(ctx.db or default_store_path(ctx.dataset)),
+                       backend=ctx.backend, splits=tuple(ctx.splits),
+                       embedder_id=str(ctx.embedder_id), fingerprint=dict(ctx.fingerprint()),
+                       jobs=threads)
+        self._holder = [ray.put(job)]
+        self._task = ray.remote(run_points).options(
+            num_cpus=threads, max_retries=MAX_RETRIES, retry_exceptions=False,
+            scheduling_strategy="SPREAD",  # across the nodes, not the driver's first
+            name="aiblox_sweep_points")
+
+    def _submit(self, points: list[PipelinePoint]) -> Any:
+        return self._task.remote(self.job_id, self._holder, points)
+
+    def batches(self, n: int) -> list[range]:
+        """Consecutive point ranges, about :data:`TASKS_PER_CPU` per cluster CPU."""
+        size = max(1, math.ceil(n / (self.cpus * TASKS_PER_CPU)))
+        return [range(a, min(a + size, n)) for a in range(0, n, size)]
+
+    def ordered(self, points: Sequence[PipelinePoint], tick: Callable[[int], None]
+                ) -> Iterator[tuple[int, dict[str, dict[str, Any]]]]:
+        """``(i, outputs of point i)`` in point order, each as soon as it and every point
+        before it are done; ``tick(k)`` as each task returns (``k`` points)."""
+        import ray
+
+        batches = self.batches(len(points))
+        refs = {self._submit([points[i] for i in b]): b for b in batches}
+        done: dict[int, dict[str, dict[str, Any]]] = {}
+        pending = list(refs)
+        nxt = 0
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            for ref in ready:
+                outs, events = ray.get(ref)
+                self.events += events
+                done.update(zip(refs[ref], outs, strict=True))
+                tick(len(outs))
+            while nxt in done:
+                yield nxt, done.pop(nxt)
+                nxt += 1
+
+    def one(self, point: PipelinePoint) -> dict[str, dict[str, Any]]:
+        """One point as one task (a search trial), waited for."""
+        import ray
+
+        outs, events = ray.get(self._submit([point]))
+        self.events += events
+        return outs[0]
+
+
+def _absolute(db: str | None) -> str | None:
+    """A DuckDB store or stage cache path made absolute (workers may run in another folder);
+    URLs and URIs (``postgresql://``, ``s3://``) and ``:memory:`` as they are."""
+    if db is None or "://" in db or db == ":memory:":
+        return db
+    return str(Path(db).resolve())

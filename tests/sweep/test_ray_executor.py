@@ -1,0 +1,347 @@
+"""``--executor ray``: a sweep's points as Ray tasks on a real two-node cluster (started here
+with ``ray start``) give the local executor's results, stage keys and run hashes byte for byte,
+also when a worker process is killed while it runs a task."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from aiblox.eval.sweep import SweepSpec, run_sweep
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ray(args: list[str], env: dict[str, str]) -> None:
+    proc = subprocess.run([shutil.which("ray") or "ray", *args], env=env, capture_output=True,
+                          text=True, timeout=180)
+    assert proc.returncode == 0, f"ray {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
+
+
+def _cluster_processes(temp_dir: str, address: str = "") -> list[psutil.Process]:
+    """Every process of the cluster under ``temp_dir`` at ``address``: those naming either on
+    their command line (GCS, raylets, monitors, the client server) and their descendants
+    (agents, workers)."""
+    roots = []
+    for p in psutil.process_iter(["cmdline"]):
+        if any(temp_dir in arg or (address and arg.startswith("--address=")
+                                   and arg.endswith(address[address.rindex(":"):]))
+               for arg in p.info["cmdline"] or ()):
+            roots.append(p)
+    found = {p.pid: p for p in roots}
+    for p in roots:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            found.update({c.pid: c for c in p.children(recursive=True)})
+    return list(found.values())
+
+
+def _stop(temp_dir: str, address: str) -> None:
+    """Stop this test's cluster by process id (``ray stop`` would stop every Ray cluster on
+    the machine, other users' too)."""
+    procs = _cluster_processes(temp_dir, address)
+    for p in procs:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            p.terminate()
+    _, alive = psutil.wait_procs(procs, timeout=10)
+    for p in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            p.kill()
+    psutil.wait_procs(alive, timeout=10)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A head node and a second node, one CPU each, on this machine; the address and the
+    second node's raylet."""
+    temp_dir = tempfile.mkdtemp(prefix="aiblox-ray-", dir="/tmp")  # sockets: short paths
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
+        "AIBLOX_NO_PROGRESS": "1", "RAY_USAGE_STATS_ENABLED": "0"}
+    address = ""
+    try:
+        for attempt in (1, 2, 3):  # on a loaded machine a node can time out starting (30 s)
+            port = _free_port()
+            address = f"127.0.0.1:{port}"
+            try:
+                _ray(["start", "--head", "--port", str(port), "--num-cpus", "1", "--temp-dir",
+                      temp_dir, "--include-dashboard", "false", "--node-ip-address",
+                      "127.0.0.1", "--disable-usage-stats"], env)
+                break
+            except AssertionError:
+                _stop(temp_dir, address)
+                if attempt == 3:
+                    raise
+        raylets = {p.pid for p in _cluster_processes(temp_dir) if p.name() == "raylet"}
+        for attempt in (1, 2, 3):
+            try:
+                _ray(["start", "--address", address, "--num-cpus", "1", "--node-ip-address",
+                      "127.0.0.1"], env)
+                break
+            except AssertionError:
+                if attempt == 3:
+                    raise
+        second = [p for p in _cluster_processes(temp_dir)
+                  if p.name() == "raylet" and p.pid not in raylets]
+        assert second, "the second node's raylet was not found"
+        yield address, second[0]
+    finally:
+        import ray
+
+        ray.shutdown()
+        _stop(temp_dir, address)
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _fingerprint(result) -> dict:
+    """What must not depend on where the points ran."""
+    return {
+        "points": [(p.label, p.config_hash, p.manifest.manifest_hash, p.metrics,
+                    {s: (m.run_hash, [st["key"] for st in m.stages],
+                         [st["output_hash"] for st in m.stages])
+                     for s, m in p.manifest.splits.items()})
+                   for p in result.points],
+        "best": result.best.config_hash,
+        "baseline": result.baseline.config_hash if result.baseline else None,
+        "ci": result.ci, "significance": [c.model_dump() for c in result.significance],
+        "computed": result.computed, "reused": result.reused, "trials": result.trials,
+    }
+
+
+def _pipeline_spec(sample_spec) -> SweepSpec:
+    data = sample_spec.model_dump()
+    data["base"] = {**data["base"], "top_k_chunks": 6}
+    data.update({"grid": {"chunking": {"chunker_id": ["sentences", "token_window"]},
+                          "selection": {"policy": ["R2_POLICY_V1", "R2_POLICY_V2"],
+                                        "max_chunks": [2, 4]}},
+                 "baseline": {"policy": "R2_POLICY_V1", "max_chunks": 2},
+                 "primary": "answer_f1", "query_limit": 4, "metrics": ["ndcg@10"],
+                 "significance_top": 2})
+    return SweepSpec.model_validate(data)
+
+
+def _chunk_sizes_spec(sample_spec) -> SweepSpec:
+    """A pipeline sweep whose every point has chunk stages of its own (so every task opens the
+    store to compute them)."""
+    data = _pipeline_spec(sample_spec).model_dump()
+    data["grid"] = {"chunking": {"chunker_id": ["token_window"],
+                                 "max_chunk_tokens": [24, 32, 48, 64, 96, 128]},
+                    "selection": {"policy": ["R2_POLICY_V1"], "max_chunks": [2]}}
+    data["baseline"] = None
+    return SweepSpec.model_validate(data)
+
+
+def _both(spec, tmp_path, db, dataset, address):
+    local = run_sweep(spec, cache_dir=tmp_path / "local", db=db, progress=False,
+                      dataset=dataset)
+    ray_ = run_sweep(spec, cache_dir=tmp_path / "ray", db=db, progress=False, dataset=dataset,
+                     executor="ray", address=address)
+    return local, ray_
+
+
+def test_fusion_sweep_on_two_nodes_is_the_local_sweep(cluster, sample_spec, tmp_path,
+                                                       sweep_db, sample_dataset):
+    address, _ = cluster
+    local, ray_ = _both(sample_spec, tmp_path, sweep_db, sample_dataset, address)
+    assert len(ray_.points) == 24
+    assert _fingerprint(ray_) == _fingerprint(local)
+    assert ray_.computed == {"signals": 4, "fusion": 48, "metrics": 48} and not ray_.reused
+    again = run_sweep(sample_spec, cache_dir=tmp_path / "ray", db=sweep_db, progress=False,
+                      dataset=sample_dataset, executor="ray", address=address)
+    assert again.computed == {} and again.reused == {"signals": 4, "fusion": 48,
+                                                     "metrics": 48}
+    assert _fingerprint(again)["points"] == _fingerprint(local)["points"]
+
+
+def test_pipeline_sweep_on_two_nodes_is_the_local_sweep(cluster, sample_spec, tmp_path,
+                                                         sweep_db, sample_dataset):
+    address, _ = cluster
+    spec = _pipeline_spec(sample_spec)
+    local, ray_ = _both(spec, tmp_path, sweep_db, sample_dataset, address)
+    assert len(ray_.points) == 8
+    assert _fingerprint(ray_) == _fingerprint(local)
+    assert ray_.computed["chunks"] == 4 and ray_.computed["answer_metrics"] == 16
+
+
+def test_a_tpe_search_on_the_cluster_asks_the_local_trials(cluster, sample_spec, tmp_path,
+                                                           sweep_db, sample_dataset):
+    address, _ = cluster
+    data = sample_spec.model_dump()
+    data["search"] = {"strategy": "tpe", "n": 12, "seed": 3}
+    spec = SweepSpec.model_validate(data)
+    local, ray_ = _both(spec, tmp_path, sweep_db, sample_dataset, address)
+    assert len(ray_.trials) == 12 and ray_.trials == local.trials
+    assert _fingerprint(ray_) == _fingerprint(local)
+
+
+def test_a_worker_killed_mid_task_is_retried_and_changes_nothing(cluster, sample_spec,
+                                                                 tmp_path, sweep_db,
+                                                                 sample_dataset):
+    address, second = cluster
+    spec = _chunk_sizes_spec(sample_spec)
+    local = run_sweep(spec, cache_dir=tmp_path / "local", db=sweep_db, progress=False,
+                      dataset=sample_dataset)
+    got: dict = {}
+
+    def sweep() -> None:
+        try:
+            got["result"] = run_sweep(spec, cache_dir=tmp_path / "ray", db=sweep_db,
+                                      progress=False, dataset=sample_dataset, executor="ray",
+                                      address=address)
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            got["error"] = exc
+
+    runner = threading.Thread(target=sweep)
+    runner.start()
+    killed = None
+    deadline = time.monotonic() + 90
+    while killed is None and runner.is_alive() and time.monotonic() < deadline:
+        for w in second.children():  # the second node's workers
+            try:  # one with the store open is running a point (a chunk stage not yet cached)
+                if any(f.path.startswith(sweep_db) for f in w.open_files()):
+                    os.kill(w.pid, signal.SIGKILL)
+                    killed = w.pid
+                    break
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+        time.sleep(0.002)
+    runner.join(timeout=120)
+    assert killed is not None, "no worker of the second node was seen running a task"
+    assert not psutil.pid_exists(killed) or psutil.Process(killed).status() == "zombie"
+    assert "error" not in got, got.get("error")
+    assert _fingerprint(got["result"])["points"] == _fingerprint(local)["points"]
+    assert got["result"].best.config_hash == local.best.config_hash
+
+
+def test_an_address_where_no_cluster_answers_is_one_clear_error(tmp_path, sample_spec):
+    from typer.testing import CliRunner
+
+    from aiblox.cli.main import app
+
+    port = _free_port()
+    started = time.monotonic()
+    res = CliRunner().invoke(app, ["sweep", str(REPO / "evals/sweeps/sample_fusion.toml"),
+                                   "--executor", "ray", "--address", f"127.0.0.1:{port}",
+                                   "--cache-dir", str(tmp_path / "stages"), "--no-tracking"])
+    assert res.exit_code == 2
+    lines = res.output.strip().splitlines()
+    assert lines[-1].startswith("error: --address 127.0.0.1:") and "no Ray cluster" in lines[-1]
+    assert time.monotonic() - started < 20
+    assert not (tmp_path / "stages").exists()  # nothing was opened or written
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--executor", "dask"], "error: --executor 'dask': choose one of local, ray"),
+    (["--address", "127.0.0.1:6379"], "error: --address 127.0.0.1:6379 needs --executor ray"),
+    (["--executor", "ray", "--address", "head"], "error: --address 'head': expected HOST:PORT"),
+])
+def test_a_bad_executor_or_address_is_refused_before_any_work(tmp_path, args, message):
+    from typer.testing import CliRunner
+
+    from aiblox.cli.main import app
+
+    res = CliRunner().invoke(app, ["sweep", str(REPO / "evals/sweeps/sample_fusion.toml"),
+                                   *args, "--cache-dir", str(tmp_path / "stages"),
+                                   "--no-tracking"])
+    assert res.exit_code == 2
+    assert res.output.strip().splitlines()[-1].startswith(message)
+    assert not (tmp_path / "stages").exists()
+
+
+def test_embedding_on_the_cluster_embeds_each_missing_text_once(cluster):
+    from aiblox.embedding import CachedEmbedder, HashingEmbedder, InMemoryEmbeddingCache
+    from aiblox.eval.ray_embedding import BATCH, ray_cached_embedder
+
+    address, _ = cluster
+    texts = [f"document {i % 700} about topic {i % 700 % 13}" for i in range(900)]  # 700 distinct
+    local = CachedEmbedder(HashingEmbedder(), InMemoryEmbeddingCache())
+    want = local.embed(texts)
+    cache = InMemoryEmbeddingCache()
+    remote = ray_cached_embedder("hashing", cache, address, progress=False)
+    assert 2 * BATCH < 700  # three tasks
+    got = remote.embed(texts)
+    assert got.tobytes() == want.tobytes()
+    assert remote.misses == 700 and remote.hits == 0
+    again = remote.embed(texts[::-1])  # every text now cached: nothing sent out
+    assert again.tobytes() == want[::-1].tobytes()
+    assert remote.misses == 700 and remote.hits == 700
+
+
+def test_ingest_on_the_cluster_writes_the_local_vectors(cluster, tmp_path):
+    from typer.testing import CliRunner
+
+    from aiblox.cli.main import app
+    from aiblox.embedding import get_embedder
+    from aiblox.eval.datasets import load_dataset
+    from aiblox.hashing import sha256_text
+    from aiblox.stores import DuckDBStore
+
+    address, _ = cluster
+    runner = CliRunner()
+    for name, extra in (("local", []), ("ray", ["--executor", "ray", "--address", address])):
+        res = runner.invoke(app, ["ingest", "sample", "--embedder", "hashing", "--db",
+                                  str(tmp_path / f"{name}.duckdb"), "--json", *extra])
+        assert res.exit_code == 0, res.output
+    ds = load_dataset("sample")
+    hashes = sorted({sha256_text(d.embedding_text) for d in ds.corpus.values()})
+    vecs = {}
+    for name in ("local", "ray"):
+        store = DuckDBStore(tmp_path / f"{name}.duckdb")
+        try:
+            got = store.get_embeddings(get_embedder("hashing").model_id, hashes)
+            vecs[name] = {h: got[h].tobytes() for h in hashes}
+        finally:
+            store.close()
+    assert len(vecs["ray"]) == len(hashes) and vecs["ray"] == vecs["local"]
+
+
+def test_a_killed_driver_resumes_on_the_cluster_reusing_every_finished_stage(
+        cluster, tmp_path, sweep_db):
+    import json
+
+    from test_tracking_processes import (
+        N,
+        assert_complete,
+        child_metrics,
+        run,
+        sweep_cmd,
+        write_spec,
+    )
+
+    address, _ = cluster
+    spec = write_spec(tmp_path, "procs")
+    local_uri = f"sqlite:///{tmp_path}/local.db"  # the local executor, uninterrupted
+    local = run(sweep_cmd(spec, local_uri, tmp_path / "local", sweep_db))
+    assert local.returncode == 0, local.stderr[-3000:]
+    reference = child_metrics(assert_complete(local_uri, "procs"))
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    cmd = sweep_cmd(spec, uri, tmp_path / "stages", sweep_db, "--executor", "ray",
+                    "--address", address)
+    first = run(cmd, KILL="after:3")  # the driver SIGKILLed once 3 points are logged
+    assert first.returncode == -9, first.stderr[-3000:]
+    resumed = run(cmd + ["--resume"])
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "Traceback" not in resumed.stderr
+    c = assert_complete(uri, "procs")  # each point logged once, nothing left RUNNING
+    assert child_metrics(c) == reference  # the local executor's metrics
+    out = json.loads(resumed.stdout)
+    assert out["reused"]["fusion"] >= 3 * 2  # the logged points' stages were not redone
+    done = {k: out["computed"].get(k, 0) + out["reused"].get(k, 0) for k in ("fusion",
+                                                                             "metrics")}
+    assert done == {"fusion": N * 2, "metrics": N * 2}
