@@ -26,11 +26,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from aiblox.eval.datasets import Dataset
-from aiblox.eval.metrics import evaluate_run, paired_test
+from aiblox.eval.metrics import evaluate_run
+from aiblox.eval.metrics.significance import StatTest, compare_to_baseline
 from aiblox.eval.runner import EvalResult, run_hash
 
 __all__ = [
@@ -41,8 +41,6 @@ __all__ = [
     "Significance",
     "System",
     "TESTS",
-    "adjust",
-    "p_value",
     "read_trec_run",
     "run_experiment",
     "system_from_result",
@@ -206,30 +204,9 @@ def write_trec_run(system: System, folder: str | Path) -> Path:
     return path
 
 
-def p_value(a: np.ndarray, b: np.ndarray, test: Test = "t", seed: int = 42) -> float:
-    """Two-sided p-value of the paired ``test`` on two aligned arrays (1.0 when they are
-    identical or the test is undefined)."""
-    from aiblox.eval.metrics import paired_p_value
-
-    if test == "t":
-        return paired_p_value(a, b, "student", seed)
-    if test == "fisher":
-        return paired_p_value(a, b, "fisher", seed)
-    if test != "wilcoxon":
-        raise ValueError(f"unknown test {test!r}; choose one of {', '.join(TESTS)}")
-    return paired_p_value(a, b, "wilcoxon", seed)
-
-
-def adjust(p_values: Sequence[float], correction: Correction = "holm") -> list[float]:
-    """``p_values`` (one family) adjusted: Holm's step-down, Bonferroni's ``min(1, m p)``, or
-    unchanged (``none``); input order kept (:func:`aiblox.eval.metrics.adjust`, the one
-    implementation ``aiblox compare`` and the sweep use too)."""
-    from aiblox.eval.metrics import adjust as adjust_family
-
-    if correction not in CORRECTIONS:
-        raise ValueError(f"unknown correction {correction!r}; choose one of "
-                         f"{', '.join(CORRECTIONS)}")
-    return adjust_family(p_values, correction)
+_STAT: dict[str, StatTest] = {"t": "student", "wilcoxon": "wilcoxon", "fisher": "fisher"}
+"""The CLI's test names (PyTerrier's ``t``) as :mod:`aiblox.eval.metrics.significance` names
+them."""
 
 
 class Experiment(BaseModel):
@@ -396,21 +373,14 @@ def run_experiment(systems: Sequence[System], dataset: str, split: str, metrics:
     significance: dict[str, dict[str, Significance]] = {}
     if baseline is not None:
         base = next(s for s in systems if s.name == baseline)
-        others = [s for s in systems if s.name != baseline]
-        for m in metrics:
-            rows = []
-            for s in others:
-                t = paired_test(base.per_query[m], s.per_query[m], "student", seed)
-                qids = sorted(set(base.per_query[m]) & set(s.per_query[m]))
-                a = np.array([base.per_query[m][q] for q in qids], dtype=float)
-                b = np.array([s.per_query[m][q] for q in qids], dtype=float)
-                p = t.p_value if test == "t" else p_value(a, b, test, seed)
-                rows.append((s.name, t, p))
-            adjusted = adjust([p for _, _, p in rows], correction)
-            for (name, t, p), p_adj in zip(rows, adjusted, strict=True):
-                significance.setdefault(name, {})[m] = Significance(
-                    delta=t.delta, p=p, p_adjusted=p_adj, significant=p_adj <= alpha,
-                    wins=t.wins, ties=t.ties, losses=t.losses)
+        others = [(s.name, s.per_query) for s in systems if s.name != baseline]
+        # the one route aiblox compare and the sweep take: adjusted within a metric, wins
+        # under the metric's direction
+        for c in compare_to_baseline(base.per_query, others, metrics, _STAT[test], alpha, seed,
+                                     correction):
+            significance.setdefault(c.candidate, {})[c.metric] = Significance(
+                delta=c.delta, p=c.p_value, p_adjusted=c.p_holm, significant=c.significant,
+                wins=c.wins, ties=c.ties, losses=c.losses)
     return Experiment(dataset=dataset, split=split, metrics=list(metrics), test=test,
                       correction=correction, alpha=alpha, baseline=baseline,
                       systems=list(systems), significance=significance)

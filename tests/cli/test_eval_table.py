@@ -19,7 +19,8 @@ from scipy.stats import ttest_rel, wilcoxon
 from typer.testing import CliRunner
 
 from aiblox.cli.main import app
-from aiblox.eval.experiment import adjust, read_trec_run, trec_run_text
+from aiblox.eval.experiment import read_trec_run, trec_run_text
+from aiblox.eval.metrics import adjust
 from tests.conftest import REPO
 
 runner = CliRunner()

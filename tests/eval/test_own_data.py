@@ -166,8 +166,8 @@ def test_cli_scores_every_form_alike(tmp_path):
     common = ["--mode", "bm25", "--embedder", "hashing", "--json"]
     got = {}
     for label, dataset in (("beir", ADI), ("manifest", manifest), ("csv", csv_folder)):
-        got[label] = _cli("eval", str(dataset), "--db", str(tmp_path / f"{label}.duckdb"),
-                          *common)
+        table = _cli("eval", str(dataset), "--db", str(tmp_path / f"{label}.duckdb"), *common)
+        (got[label],) = table["systems"]
     assert got["beir"]["hashes"]["dataset"] == got["manifest"]["hashes"]["dataset"] \
         == got["csv"]["hashes"]["dataset"]
     assert 0.0 < got["beir"]["metrics"]["ndcg@10"] < 1.0
@@ -178,7 +178,7 @@ def test_cli_scores_every_form_alike(tmp_path):
     assert first["items"]["inserted"] == 82 and first["dataset"] == "csv"
     again = _cli("ingest", str(csv_folder), "--db", db, "--embedder", "hashing", "--json")
     assert again["up_to_date"]
-    scored = _cli("eval", str(csv_folder), "--db", db, *common)
+    (scored,) = _cli("eval", str(csv_folder), "--db", db, *common)["systems"]
     assert scored["metrics"] == got["beir"]["metrics"]
 
 
