@@ -244,10 +244,12 @@ def _front(result: SweepResult) -> Table:
 def _significance(result: SweepResult) -> Table:
     table = Table(title=f"top points vs baseline on {result.report_split} "
                         f"(paired test, Holm-adjusted)")
-    for col in ("point", "metric", "delta", "p", "p (Holm)", "W/T/L"):
-        table.add_column(col, justify="left" if col in ("point", "metric") else "right")
-    for c in result.significance:
-        table.add_row(Text(c.candidate), c.metric, f"{c.delta:+.4f}", f"{c.p_value:.4f}",
+    for col in ("point", "metric", "better", "delta", "p", "p (Holm)", "W/T/L"):
+        table.add_column(col, justify="left" if col in ("point", "metric", "better")
+                         else "right")
+    for c in result.significance:  # W/T/L under the metric's direction (fewer tokens wins)
+        table.add_row(Text(c.candidate), c.metric, c.direction, f"{c.delta:+.4f}",
+                      f"{c.p_value:.4f}",
                       f"{c.p_holm:.4f}" + (" *" if c.significant else ""),
                       f"{c.wins}/{c.ties}/{c.losses}")
     return table
