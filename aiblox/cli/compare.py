@@ -95,8 +95,9 @@ def compare(
     out.print(f"{result.primary} ({p.direction} is better): B wins {p.wins}, ties {p.ties}, "
               f"loses {p.losses} of {result.n_queries} queries")
     if result.moved and changed > 0:
-        mv = Table(title=f"queries that moved most on {result.primary} (top {changed} of "
-                         f"{len(result.moved)})")
+        n = len(result.moved)
+        shown = f"top {changed} of {n}" if n > changed else f"all {n}"
+        mv = Table(title=f"queries that moved most on {result.primary} ({shown})")
         for col in ("query", "A", "B", "delta", "B is"):
             mv.add_column(col, justify="left" if col in ("query", "B is") else "right")
         for q in result.moved[:changed]:
