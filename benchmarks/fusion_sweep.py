@@ -199,16 +199,16 @@ def scoring_table(args, spec: SweepSpec, ds, cache_dir: Path) -> None:
             fused = index.fuse_arrays(prefs.scoring, prefs.top_k_items)
             if with_hash:
                 sha256_bytes(encode_arrays(fused.as_dict()))
-            c = codes[fused.positions]
             if ranx_metrics:  # the route before: ranx's kernels on typed lists
                 from aiblox.eval.metrics.kernels import run_arrays
 
                 offsets = np.zeros(len(index.qids) + 1, dtype=np.int64)
                 np.cumsum(fused.counts, out=offsets[1:])
-                mat = scorer._ranx(run_arrays(c, offsets), metrics, metrics)
+                mat = scorer._ranx(run_arrays(codes[fused.positions], offsets), metrics, metrics)
                 outs.append(mat)
-            else:
-                outs.append(scorer.evaluate_packed(index.qids, c, fused.counts, metrics))
+            else:  # as the sweep's metrics stage: the ranks the metrics read, gathered
+                outs.append(scorer.evaluate_positions(index.qids, codes, fused.positions,
+                                                      fused.counts, metrics))
         return t_index, time.perf_counter() - t0, time.process_time() - c0, outs
 
     variants = [("aiblox: fuse + rank + metrics", False, False),

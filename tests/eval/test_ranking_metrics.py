@@ -158,3 +158,38 @@ def test_compiled_metrics_are_ranx_numbers_bit_for_bit(qrels, ranking):
         assume(False)
     got = QrelsScorer(qrels).evaluate(run, EVERY_KIND)
     assert canonical_json(nan_free(got)) == canonical_json(nan_free(expected))
+
+
+@settings(max_examples=60, deadline=None)
+@given(qrels=qrels_st, lengths=st.lists(st.integers(0, 12), min_size=4, max_size=4),
+       seed=st.integers(0, 2**16),
+       metrics=st.sampled_from([["ndcg@3", "recall@5", "mrr@2"], ["precision@4", "map@3"],
+                                ["ndcg@10", "map"], ["f1@3", "ndcg@3"], ["hits@1"]]))
+def test_gathering_only_the_ranks_read_changes_no_number(qrels, lengths, seed, metrics):
+    """The sweep's metrics stage gathers a fused run's first k ranks (k the largest cutoff);
+    its numbers are those of the whole run, and a metric reading the whole run (``map``) or
+    left to ranx (``f1``) turns the cut off."""
+    from aiblox.eval.metrics import ranks_read, segment_heads
+
+    if not any(qrels.values()):
+        return
+    scorer = QrelsScorer(qrels)
+    qids = ["q1", "q2", "q3", "q4"]
+    rng = np.random.default_rng(seed)
+    doc_codes = scorer.codes(DOCS)
+    counts = np.asarray(lengths, dtype=np.int64)
+    positions = np.concatenate([rng.permutation(len(DOCS))[:n] for n in lengths]
+                               ).astype(np.int32)
+    whole = scorer.evaluate_packed(qids, doc_codes[positions], counts, metrics)
+    cut = scorer.evaluate_positions(qids, doc_codes, positions, counts, metrics)
+    assert whole.keys() == cut.keys()
+    assert all(np.array_equal(whole[k], cut[k]) for k in whole)
+    depth = ranks_read(metrics)
+    assert depth == (None if metrics[0] in ("ndcg@10", "f1@3") else
+                     max(int(m.split("@")[1]) for m in metrics))
+    if depth is not None:
+        heads, kept = segment_heads(positions, counts, depth)
+        assert kept.tolist() == [min(n, depth) for n in lengths]
+        ends = np.cumsum(counts)
+        assert heads.tolist() == [int(p) for q, n in enumerate(lengths)
+                                  for p in positions[ends[q] - n:ends[q] - n + min(n, depth)]]

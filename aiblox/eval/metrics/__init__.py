@@ -41,7 +41,14 @@ from aiblox.eval.metrics.directions import (
 )
 from aiblox.eval.metrics.names import RANX_METRICS, validate_metrics
 from aiblox.eval.metrics.packed import pack_metrics, packed_means, unpack_metrics
-from aiblox.eval.metrics.ranking import DEFAULT_METRICS, QrelsScorer, evaluate_run, ranked_run
+from aiblox.eval.metrics.ranking import (
+    DEFAULT_METRICS,
+    QrelsScorer,
+    evaluate_run,
+    ranked_run,
+    ranks_read,
+    segment_heads,
+)
 from aiblox.eval.metrics.significance import (
     CORRECTIONS,
     STAT_TESTS,
@@ -95,6 +102,8 @@ __all__ = [
     "paired_test",
     "query_answer_metrics",
     "ranked_run",
+    "ranks_read",
+    "segment_heads",
     "setup_numba_cache",
     "token_f1",
     "unpack_metrics",

@@ -38,7 +38,8 @@ from aiblox.compiled import setup_numba_cache
 from aiblox.eval.metrics.names import validate_metrics
 from aiblox.eval.metrics.packed import pack_metrics, unpack_metrics
 
-__all__ = ["DEFAULT_METRICS", "QrelsScorer", "evaluate_run", "ranked_run"]
+__all__ = ["DEFAULT_METRICS", "QrelsScorer", "evaluate_run", "ranked_run", "ranks_read",
+           "segment_heads"]
 
 DEFAULT_METRICS: tuple[str, ...] = ("ndcg@10", "recall@100", "mrr@10", "map@100")
 
@@ -121,6 +122,18 @@ class QrelsScorer:
         hits per query, ``codes`` each hit's document code (:meth:`codes`), best first."""
         out = unpack_metrics(self.evaluate_packed(qids, codes, counts, metrics))
         return out["means"], out["per_query"]
+
+    def evaluate_positions(self, qids: Sequence[str], doc_codes: np.ndarray,
+                           positions: np.ndarray, counts: np.ndarray,
+                           metrics: Sequence[str]) -> dict[str, np.ndarray]:
+        """:meth:`evaluate_packed` of the run whose hits are ``doc_codes[positions]`` (a fused
+        run's flat positions, ``counts`` per query): only the ranks the metrics read are
+        gathered (:func:`ranks_read`: 100 of a 1,000-deep run for ``recall@100``), so the
+        numbers are those of the whole run."""
+        depth = ranks_read(metrics)
+        if depth is not None and counts.size and int(counts.max()) > depth:
+            positions, counts = segment_heads(positions, counts, depth)
+        return self.evaluate_packed(qids, doc_codes[positions], counts, metrics)
 
     def evaluate_packed(self, qids: Sequence[str], codes: np.ndarray, counts: np.ndarray,
                         metrics: Sequence[str]) -> dict[str, np.ndarray]:
@@ -213,6 +226,32 @@ class QrelsScorer:
         # a document absent from the qrels matches nothing, so all share the id -1
         codes = np.asarray([c for p in parts for c in p], dtype=np.float64)
         return self._packed_codes(codes, starts, lens, metrics)
+
+
+def ranks_read(metrics: Sequence[str]) -> int | None:
+    """How deep into a run ``metrics`` look: the largest cutoff when every one is computed by
+    :func:`~aiblox.eval.metrics.kernels.ranking_metrics` with a cutoff (``ndcg@10``,
+    ``recall@100``: a metric @k reads the first k ranks), else None (the whole run:
+    ``map``, ``r-precision``, ``bpref``, ``rbp`` ...)."""
+    from aiblox.eval.metrics.kernels import KINDS
+
+    parsed = [_parse(m) for m in metrics]
+    if not parsed or any(kind not in KINDS or k <= 0 for kind, k, _ in parsed):
+        return None
+    return max(k for _, k, _ in parsed)
+
+
+def segment_heads(positions: np.ndarray, counts: np.ndarray, depth: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``depth`` entries of each query's segment of ``positions`` (segments of
+    ``counts`` entries, one after another) and their new counts."""
+    heads = np.minimum(counts, depth)
+    starts = np.zeros(len(counts), dtype=np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
+    new_starts = np.zeros(len(counts), dtype=np.int64)
+    np.cumsum(heads[:-1], out=new_starts[1:])
+    take = np.arange(int(heads.sum()), dtype=np.int64) + np.repeat(starts - new_starts, heads)
+    return positions[take], heads
 
 
 def _parse(name: str) -> tuple[str, int, int]:

@@ -74,9 +74,9 @@ def split_point(ctx: SweepContext, pt: PipelinePoint, split: str, read_all: bool
     def score() -> dict[str, Any]:
         arrays = fused if fused is not None else ctx.run(fusion)[1]
         run = FusedArrays.from_dict(arrays)
-        codes = ctx.codes(split, skey)[run.positions]
-        return ctx.scorer(split).evaluate_packed(ctx.fusion_index(split, skey).qids, codes,
-                                                 run.counts, list(settings.metrics))
+        return ctx.scorer(split).evaluate_positions(ctx.fusion_index(split, skey).qids,
+                                                    ctx.codes(split, skey), run.positions,
+                                                    run.counts, list(settings.metrics))
 
     metrics = make_stage("metrics", metrics_config(settings.metrics, split), [fusion.key], score,
                          codec="arrays")
