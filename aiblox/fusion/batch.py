@@ -173,9 +173,9 @@ class BatchFusion:
         """The fused run in compact form: per query best first (score desc, id asc), cut to
         ``top_k``."""
         fused = self.scores(cfg)
-        positions, kept = _kernels().segment_order(fused, self.starts, self.counts,
-                                                   -1 if top_k is None else int(top_k))
-        return FusedArrays(positions.astype(np.int32), kept.astype(np.int32), fused[positions])
+        positions, kept, ordered = _kernels().segment_order(fused, self.starts, self.counts,
+                                                            -1 if top_k is None else int(top_k))
+        return FusedArrays(positions, kept, ordered)
 
     def decode(self, fused: FusedArrays) -> dict[str, list[list[Any]]]:
         """``{qid: [[doc_id, score], ...]}`` of a compact run."""

@@ -348,8 +348,11 @@ def _radix_sort(v: np.ndarray, idx: np.ndarray, s: int, n: int, fbuf: np.ndarray
 
 @njit(cache=True, parallel=True)
 def segment_order(scores: np.ndarray, starts: np.ndarray, counts: np.ndarray,
-                  top_k: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
-    """``(positions, kept)``: flat positions, query by query, best first; ``kept[q]`` per query.
+                  top_k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray
+                                       ]:  # pragma: no cover - compiled
+    """``(positions, kept, ordered)``: int32 flat positions, query by query, best first;
+    ``kept[q]`` (int32) per query; ``ordered``, the scores at those positions (the fused run's
+    three arrays, written by the sorting threads, no copies after).
 
     Segment ``q`` is ``scores[starts[q]:starts[q] + counts[q]]``; best first is score
     descending, ties in position order (positions follow document ids), as a stable sort of
@@ -370,7 +373,8 @@ def segment_order(scores: np.ndarray, starts: np.ndarray, counts: np.ndarray,
     for q in range(nq):
         at[q + 1] = at[q] + kept[q]
         longest = max(longest, counts[q])
-    out = np.empty(at[nq], dtype=np.int64)
+    out = np.empty(at[nq], dtype=np.int32)
+    ordered = np.empty(at[nq], dtype=np.float64)
     blocks = min(nq, _BLOCKS)
     for blk in prange(blocks):
         idx = np.empty(longest, dtype=np.int64)
@@ -391,4 +395,5 @@ def segment_order(scores: np.ndarray, starts: np.ndarray, counts: np.ndarray,
                 _partial_sort(scores, idx, 0, n, kept[q], stack)
             for i in range(kept[q]):
                 out[at[q] + i] = idx[i]
-    return out, kept
+                ordered[at[q] + i] = scores[idx[i]]
+    return out, kept.astype(np.int32), ordered

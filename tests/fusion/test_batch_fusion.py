@@ -92,7 +92,8 @@ def test_partial_segment_sort_is_the_stable_lexsort_order(sizes, levels, top_k, 
     starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
     neg = rng.integers(0, levels, int(counts.sum())).astype(np.float64) / 7.0
     neg[rng.random(neg.size) < 0.05] = -0.0  # -0.0 ties with 0.0
-    positions, kept = kernels.segment_order(-neg, starts, counts, top_k)
+    positions, kept, ordered = kernels.segment_order(-neg, starts, counts, top_k)
+    assert ordered.tolist() == (-neg)[positions].tolist()
     expect = []
     for s, n in zip(starts.tolist(), counts.tolist(), strict=True):
         order = s + np.argsort(neg[s:s + n], kind="stable")
@@ -137,7 +138,8 @@ def test_radix_sort_orders_scores_equal_to_seven_digits(n, spread, top_k, seed):
     neg[rng.random(n) < 0.05] = -0.0
     counts = np.asarray([n // 3, n - n // 3], dtype=np.int64)
     starts = np.asarray([0, n // 3], dtype=np.int64)
-    positions, kept = kernels.segment_order(-neg, starts, counts, top_k)
+    positions, kept, ordered = kernels.segment_order(-neg, starts, counts, top_k)
+    assert ordered.tolist() == (-neg)[positions].tolist()
     expect = []
     for s, c in zip(starts.tolist(), counts.tolist(), strict=True):
         order = s + np.argsort(neg[s:s + c], kind="stable")
