@@ -9,7 +9,6 @@ from typing import Any, Literal, get_args, get_origin
 
 import typer
 from pydantic import BaseModel
-from rich.table import Table
 
 # the commands' consoles, re-exported: results (tables, reports, ``--json``) go to stdout
 # (``out``), progress and informational lines to stderr (``console``)
@@ -84,21 +83,6 @@ def cached_embedder(name: str | Embedder, store: Store, progress: bool = True
 def print_json(value: Any) -> None:
     """One JSON object on stdout."""
     typer.echo(json.dumps(value, sort_keys=True, ensure_ascii=False))
-
-
-def metrics_table(title: str, rows: list[dict[str, Any]], metric_names: list[str]) -> Table:
-    """A rich table: one row per result, one column per metric."""
-    table = Table(title=title)
-    for col in ("dataset", "split", "mode"):
-        table.add_column(col)
-    for m in metric_names:
-        table.add_column(m, justify="right")
-    table.add_column("q/s", justify="right")
-    for r in rows:
-        table.add_row(r["dataset"], r["split"], r["mode"],
-                      *[f"{r['metrics'][m]:.4f}" for m in metric_names],
-                      f"{r['timings'].get('qps', 0):.0f}")
-    return table
 
 
 def quiet_progress() -> bool:
