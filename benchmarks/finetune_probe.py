@@ -1,9 +1,11 @@
 """Probe toward issue 17's scifact target (test nDCG@10 >= 0.75, chosen on train): does
 fine-tuning the dense model on scifact's own training queries move the hybrid's ceiling?
 
-Not a product path (aiblox has no fine-tuning stage yet): a self-contained script, outside the
-sweep, so that the numbers quoted in evals/sweeps/README.md ("Quality levers on scifact") can
-be reproduced. Steps:
+The probe that led to the sweep stage: the product path is ``[finetune]`` in a sweep spec
+(``evals/sweeps/scifact_finetune.toml``, :mod:`aiblox.eval.sweep.finetune`). This script stays
+a self-contained reproduction, outside the sweep, of the numbers first quoted in
+evals/sweeps/README.md ("Quality levers on scifact": one epoch, in-batch negatives only).
+Steps:
 
 1. scifact train's judged queries, sorted, shuffled with ``random.Random(seed)``: 20% held out
    (``dev``), 80% to fine-tune on;

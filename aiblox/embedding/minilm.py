@@ -57,6 +57,9 @@ class MiniLMEmbedder:
                     "the minilm embedder needs sentence-transformers: "
                     "pip install 'aiblox[embeddings]'"
                 ) from exc
+            from aiblox.embedding.sentence_transformers import quiet_transformers
+
+            quiet_transformers()
             self._model = SentenceTransformer(self.model_path, device=self.device)
             self._model.max_seq_length = 256
         return self._model

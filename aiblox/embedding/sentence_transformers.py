@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SentenceTransformerEmbedder", "find_model", "model_digest"]
+__all__ = ["SentenceTransformerEmbedder", "find_model", "model_digest", "quiet_transformers"]
 
 _DIGESTS: dict[tuple[str, tuple[tuple[str, int, int], ...]], str] = {}
 """Folder digests of this process, by path and every file's (name, size, mtime)."""
@@ -55,6 +55,16 @@ def model_digest(folder: str | Path) -> str:
             h.update(f"{p.relative_to(folder).as_posix()}\0{fh.hexdigest()}\n".encode())
         _DIGESTS[memo] = h.hexdigest()
     return _DIGESTS[memo]
+
+
+def quiet_transformers() -> None:
+    """Turn off transformers' own progress bars (loading and writing weights): aiblox reports
+    progress itself, on stderr, and only where it is wanted (:mod:`aiblox.progress`)."""
+    try:
+        from transformers.utils import logging
+    except ImportError:
+        return
+    logging.disable_progress_bar()
 
 
 def _is_model(folder: Path) -> bool:
@@ -131,6 +141,7 @@ class SentenceTransformerEmbedder:
             except ImportError as exc:
                 raise ImportError("a sentence-transformers model needs sentence-transformers: "
                                   "pip install 'aiblox[embeddings]'") from exc
+            quiet_transformers()
             self._model = SentenceTransformer(str(self.model_path), device=self.device)
             if self.max_seq_length is not None:
                 self._model.max_seq_length = self.max_seq_length

@@ -7,7 +7,8 @@ sample dataset, every stage record (key and output hash), run hash, prompt hash 
 A changed value is either a bug or a deliberate version bump: regenerate the file with
 ``python tests/sweep/test_pinned_keys.py`` and name the bump in the commit. A spec added without
 touching the main file is pinned in a ``pinned_keys_<topic>.json`` beside it (``specs`` only;
-``pinned_keys_cv.json``: the cross-validated BM25 specs), read with it.
+``pinned_keys_cv.json``: the cross-validated BM25 specs; ``pinned_keys_finetune.json``: the
+fine-tuned scifact spec), read with it.
 """
 
 from __future__ import annotations

@@ -159,7 +159,7 @@ def test_verify_re_executes_a_point_from_its_manifest(first, sweep_db, sample_da
     assert report.identical and report.first_difference is None
     values = [f"{m} (manifest)" for m in point.metrics["train"]]
     assert [c.where for c in report.checks] == [
-        "dataset", "config", "train/signals", "train/fusion", "train/metrics",
+        "dataset", "config", "embedder", "train/signals", "train/fusion", "train/metrics",
         *[f"train/{v}" for v in sorted(values)],
         "test/signals", "test/fusion", "test/metrics", *[f"test/{v}" for v in sorted(values)]]
 

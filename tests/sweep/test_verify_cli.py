@@ -42,8 +42,8 @@ def test_a_logged_point_verifies_identical(logged):
     out = json.loads(res.stdout)
     assert out["identical"] and out["config_hash"] == point.config_hash
     where = [c["where"] for c in out["checks"]]
-    assert where[:2] == ["dataset", "config"]
-    stages = sorted(w for w in where[2:] if "(" not in w)
+    assert where[:3] == ["dataset", "config", "embedder"]  # the model's id: its files
+    stages = sorted(w for w in where[3:] if "(" not in w)
     assert stages == [f"{s}/{st}" for s in ("test", "train")
                       for st in ("fusion", "metrics", "signals")]
     values = sorted(w for w in where if "(" in w)  # every logged value, manifest and MLflow

@@ -29,7 +29,7 @@ def test_a_pipeline_point_verifies_stage_by_stage(point, sweep_db, sample_datase
                        dataset=sample_dataset)
     assert rep.identical, [c for c in rep.checks if not c.identical]
     where = [c.where for c in rep.checks]
-    assert where[:3] == ["dataset", "config", "selection/policy"]
+    assert where[:4] == ["dataset", "config", "selection/policy", "embedder"]
     for split, sm in point.manifest.splits.items():
         mine = [w.split("/", 1)[1] for w in where if w.startswith(f"{split}/")]
         assert mine[:len(STAGES) + 1] == [*STAGES, "prompts"]

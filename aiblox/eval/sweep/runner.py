@@ -29,6 +29,7 @@ damaged cache entry is computed again wherever it is found, even after its point
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -48,6 +49,7 @@ from aiblox.eval.sweep.distributed import (
     connect,
     merge_counts,
 )
+from aiblox.eval.sweep.finetune import ensure_fine_tuned
 from aiblox.eval.sweep.manifest import PointManifest, SplitManifest, environment
 from aiblox.eval.sweep.pareto import objective_values
 from aiblox.eval.sweep.pipeline import evaluate_point, recheck_point
@@ -119,6 +121,9 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     ds = dataset or load_dataset(spec.dataset, splits=splits)
     tune_qids = check_cv(spec, ds)  # before any work: k folds need k queries
     settings = SweepSettings.from_spec(spec)
+    if spec.finetune is not None:  # the tuned model is the sweep's embedder (trained once)
+        model = ensure_fine_tuned(spec, ds, cache_dir, db or spec.db, progress=progress)
+        settings = dataclasses.replace(settings, embedder=str(model))
     backend = backend_of(db or spec.db, spec.backend)  # an explicit db may name another backend
     cache = RecordingCache(cache_dir) if cpus else StageCache(cache_dir)
     ctx = SweepContext(settings, ds, cache, db or spec.db, backend, splits, progress=progress)
@@ -157,7 +162,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         chash, config = point_config(settings, pt, ctx.embedder_id, backend)
         manifest = PointManifest(
             sweep=spec.name, sweep_hash=sweep_hash, dataset=ds.name, dataset_hash=ds.hash,
-            config_hash=chash, config=config, embedder_name=spec.embedder,
+            config_hash=chash, config=config, embedder_name=settings.embedder,
             metrics=list(spec.metrics),
             splits={s: SplitManifest(split=s, **out[s]) for s in splits},
             environment=environment())

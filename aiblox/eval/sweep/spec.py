@@ -77,6 +77,7 @@ from aiblox.contracts.retrieval import (
     ScoringConfig,
     VectorConfig,
 )
+from aiblox.embedding.finetune import FineTuneConfig
 from aiblox.eval.metrics import (
     ANSWER_METRICS,
     CHUNK_SCALARS,
@@ -159,6 +160,18 @@ def pipeline_metric_names(metrics: list[str], chunk_k: list[int],
     return out
 
 
+class FineTuneSpec(FineTuneConfig):
+    """``[finetune]`` of a sweep spec: the recipe and the split whose queries are trained on."""
+
+    split: str
+    """The split trained on (a file split such as ``train`` or a derived one such as
+    ``train:1/2``), less every query of the sweep's tune and report splits."""
+
+    def recipe(self) -> FineTuneConfig:
+        """The recipe alone (no split)."""
+        return FineTuneConfig(**self.model_dump(exclude={"split"}))
+
+
 class SweepSpec(_Strict):
     """A sweep: what to score, on which splits, over which grid."""
 
@@ -231,6 +244,10 @@ class SweepSpec(_Strict):
     cv: CVConfig | None = None
     """``[cv]``: seeded k-fold cross-validation over the tuning split's queries
     (:mod:`aiblox.eval.sweep.crossval`); None: none."""
+    finetune: FineTuneSpec | None = None
+    """``[finetune]``: fine-tune the embedder on the judged queries of a split the sweep does
+    not score, before any point (:mod:`aiblox.eval.sweep.finetune`); None: the embedder as
+    it is."""
 
     @field_validator("metrics")
     @classmethod
@@ -262,6 +279,8 @@ class SweepSpec(_Strict):
                              f"scored (search strategy 'grid' or 'random'); "
                              f"{self.search.strategy!r} chooses its trials from the scores on "
                              f"every tuning query, so held-out queries would steer the search")
+        if self.finetune is not None:
+            self._check_finetune()
         if (self.backend == "postgres") != backend_of(self.db, "duckdb").startswith("postgres"):
             raise ValueError(f"backend {self.backend!r} does not match db {self.db!r}: "
                              f"postgres needs a postgresql+psycopg:// URL, duckdb a file path")
@@ -335,6 +354,25 @@ class SweepSpec(_Strict):
         if self.search.strategy in NUMERIC_STRATEGIES:
             self._check_numeric_space()
         return self
+
+    def _check_finetune(self) -> None:
+        from aiblox.embedding.sentence_transformers import find_model
+        from aiblox.eval.datasets import parse_split
+
+        assert self.finetune is not None
+        split = self.finetune.split
+        try:
+            parse_split(split)
+        except ValueError as exc:
+            raise ValueError(f"finetune.split: {exc}") from None
+        if split in self.splits:
+            raise ValueError(f"finetune.split {split!r} is a split the sweep scores: train on "
+                             f"another split (its queries in tune_split or report_split are "
+                             f"held out of training)")
+        if self.embedder != "minilm" and find_model(self.embedder) is None:
+            raise ValueError(f"finetune: the embedder {self.embedder!r} is not a "
+                             f"sentence-transformers model (minilm, a model folder or an "
+                             f"installed model package)")
 
     @property
     def splits(self) -> list[str]:
@@ -624,7 +662,8 @@ def _with_chunking(prefs: RetrievalPrefs, chunking: dict[str, Any],
 SEARCH_OPTIONAL = ("objectives", "directions")
 """``[search]`` fields left out of the hashes while unset (a spec keeps its hash)."""
 
-_NEW_FIELDS = ("query_limit", "chunk_k", "reader", "reader_options", "search", "cv")
+_NEW_FIELDS = ("query_limit", "chunk_k", "reader", "reader_options", "search", "cv",
+               "finetune")
 """SweepSpec fields added after the first fusion specs: left out of the hash at defaults."""
 
 

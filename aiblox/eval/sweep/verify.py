@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.eval.datasets import Dataset, load_dataset
 from aiblox.eval.sweep.cache import StageCache
-from aiblox.eval.sweep.context import SweepContext
+from aiblox.eval.sweep.context import SweepContext, embedder_id
 from aiblox.eval.sweep.manifest import PointManifest
 from aiblox.eval.sweep.pipeline import split_point
 from aiblox.eval.sweep.points import SweepSettings, point_config
@@ -168,6 +168,13 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
     if selection and not check("selection/policy", selection["policy_sha256"],
                                config["selection"]["policy_sha256"]):
         return report()
+    if settings.needs_vectors and emb_id is not None:  # the very model (a fine-tuned one's files)
+        try:
+            actual = embedder_id(settings.embedder)
+        except (ImportError, ValueError) as exc:
+            actual = f"{settings.embedder}: {exc}"
+        if not check("embedder", emb_id, actual):
+            return report()
     with tempfile.TemporaryDirectory() as tmp:
         ctx = SweepContext(settings, ds, StageCache(tmp), db, backend, list(m.splits),
                            embedder=emb_id, progress=progress)

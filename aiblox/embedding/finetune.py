@@ -1,0 +1,157 @@
+"""Fine-tuning a sentence-transformers model on judged (query, relevant document) pairs, offline
+and seeded: the dense side's lever that no fusion setting reaches.
+
+The recipe is the standard one for a bi-encoder on a few hundred labelled queries (Karpukhin et
+al., "Dense Passage Retrieval", EMNLP 2020; sentence-transformers'
+``MultipleNegativesRankingLoss``): each batch of ``batch_size`` pairs is scored query against
+every document of the batch, the other pairs' documents and ``hard_negatives`` sampled
+non-relevant documents per pair (in aiblox, from BM25's top ranks: what the lexical side
+confuses) being the negatives; the loss is the cross-entropy of the cosine similarities times
+``scale`` toward the pair's own document. AdamW, a linear warm-up over the first ``warmup``
+fraction of the steps, then a constant rate.
+
+Deterministic for given inputs on one machine and thread count: ``torch.manual_seed(seed)``,
+``random.Random(seed)`` for the order of the pairs and the negatives drawn, deterministic
+algorithms. The saved folder (weights, tokenizer, configuration, no model card) hashes the same
+on a re-run; with another torch build or thread count the weights may differ in the last bits,
+and the model id (:func:`aiblox.embedding.sentence_transformers.model_digest`) says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from aiblox.embedding.sentence_transformers import quiet_transformers
+
+__all__ = ["RECIPE_FILE", "FineTuneConfig", "TrainingPair", "fine_tune"]
+
+RECIPE_FILE = "aiblox_finetune.json"
+"""The file a fine-tuned folder records its recipe, base model and training set in."""
+
+
+class FineTuneConfig(BaseModel):
+    """How a model is fine-tuned (each field enters the fine-tuning stage's key)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    epochs: int = Field(default=3, ge=1, le=100)
+    """Passes over the training pairs."""
+    lr: float = Field(default=3e-5, gt=0.0, le=1.0)
+    """AdamW learning rate (after the warm-up)."""
+    batch_size: int = Field(default=32, ge=2, le=4096)
+    """Pairs per step; the other pairs' documents are in-batch negatives."""
+    warmup: float = Field(default=0.1, ge=0.0, lt=1.0)
+    """Fraction of the steps over which the rate rises linearly from 0."""
+    hard_negatives: int = Field(default=1, ge=0, le=16)
+    """Non-relevant documents drawn per pair from its query's candidates (0: in-batch only)."""
+    negative_depth: int = Field(default=30, ge=1, le=1000)
+    """Candidates: the query's top ``negative_depth`` full-text (BM25) documents not judged
+    relevant."""
+    scale: float = Field(default=20.0, gt=0.0, le=1000.0)
+    """Inverse temperature of the cosine scores in the loss (sentence-transformers' 20)."""
+    seed: int = 0
+    """Seeds torch and the order of the pairs and the negatives drawn."""
+
+
+@dataclass(frozen=True)
+class TrainingPair:
+    """One training example: a query, one relevant document's text, and the texts the hard
+    negatives are drawn from (its non-relevant candidates, best first)."""
+
+    query: str
+    positive: str
+    candidates: tuple[str, ...] = ()
+
+
+def fine_tune(base: str | Path, pairs: Sequence[TrainingPair], out: str | Path,
+              config: FineTuneConfig, *, record: dict[str, Any] | None = None,
+              on_step: Callable[[int, int, float], None] | None = None) -> Path:
+    """Fine-tune the sentence-transformers model in folder ``base`` on ``pairs`` and save it to
+    the folder ``out`` (made; it must not exist), with :data:`RECIPE_FILE` holding ``config``,
+    ``record`` (what the caller wants kept: base model id, training set hash, ...) and the
+    versions that trained it. ``on_step(step, steps, loss)`` after every step (progress).
+
+    ``ValueError`` for no pairs, or a pair without a candidate when ``hard_negatives`` > 0
+    (nothing to draw from). Needs torch and sentence-transformers (``aiblox[embeddings]``)."""
+    if not pairs:
+        raise ValueError("fine-tuning needs at least one (query, relevant document) pair")
+    if config.hard_negatives and any(not p.candidates for p in pairs):
+        bad = next(p.query for p in pairs if not p.candidates)
+        raise ValueError(f"hard_negatives = {config.hard_negatives} but the query {bad!r} has no "
+                         f"non-relevant candidate to draw from")
+    out = Path(out)
+    if out.exists():
+        raise ValueError(f"{out}: already exists (a fine-tuned model is never overwritten)")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        import sentence_transformers
+        import torch
+    except ImportError as exc:
+        raise ImportError("fine-tuning needs torch and sentence-transformers: "
+                          "pip install 'aiblox[embeddings]'") from exc
+
+    quiet_transformers()
+    torch.manual_seed(config.seed)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    rng = random.Random(config.seed)
+    model = sentence_transformers.SentenceTransformer(str(base), device="cpu")
+    model.train()
+    order = list(pairs)
+    per_epoch = -(-len(order) // config.batch_size)
+    steps = config.epochs * per_epoch
+    warm = int(config.warmup * steps)
+    opt = torch.optim.AdamW(model.parameters(), lr=config.lr)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0)
+
+    prepare = getattr(model, "preprocess", None) or model.tokenize  # renamed in 6.x
+
+    def encode(texts: list[str]) -> Any:
+        features = prepare(texts)
+        return torch.nn.functional.normalize(model(features)["sentence_embedding"], dim=-1)
+
+    step = 0
+    for _ in range(config.epochs):
+        rng.shuffle(order)
+        for start in range(0, len(order), config.batch_size):
+            batch = order[start:start + config.batch_size]
+            docs = [p.positive for p in batch]
+            for p in batch:
+                k = min(config.hard_negatives, len(p.candidates))
+                docs += rng.sample(p.candidates, k)
+            scores = encode([p.query for p in batch]) @ encode(docs).T * config.scale
+            loss = torch.nn.functional.cross_entropy(scores, torch.arange(len(batch)))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            step += 1
+            if on_step is not None:
+                on_step(step, steps, float(loss.item()))
+    model.eval()
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    try:
+        model.save(str(tmp), create_model_card=False)
+        recipe = {"config": config.model_dump(mode="json"), "pairs": len(pairs),
+                  "steps": steps, "record": record or {},
+                  "versions": {"torch": torch.__version__,
+                               "sentence_transformers": sentence_transformers.__version__}}
+        (tmp / RECIPE_FILE).write_text(json.dumps(recipe, indent=2, sort_keys=True) + "\n",
+                                       encoding="utf-8")
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out

