@@ -10,11 +10,13 @@ import sys
 from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
-from aiblox.stores import DuckDBStore
+if TYPE_CHECKING:
+    from aiblox.stores import DuckDBStore
 
 __all__ = ["environment_line", "err", "open_quiet_store", "print_table"]
 
@@ -24,6 +26,8 @@ err = Console(stderr=True)
 
 def open_quiet_store(path: str | Path) -> DuckDBStore:
     """A DuckDB store with DuckDB's own terminal progress bar switched off."""
+    from aiblox.stores import DuckDBStore
+
     store = DuckDBStore(path)
     store.con.execute("SET enable_progress_bar = false")
     return store
@@ -33,10 +37,14 @@ def environment_line() -> str:
     """Date, Python, DuckDB and CPU count, for the record under a table."""
     import os
 
-    import duckdb
+    try:
+        import duckdb
 
+        db = f"duckdb {duckdb.__version__}, "
+    except ImportError:  # a script that runs without aiblox (finetune_recipes.py on a GPU box)
+        db = ""
     return (f"{date.today().isoformat()}, Python {platform.python_version()}, "
-            f"duckdb {duckdb.__version__}, {os.cpu_count()} CPUs, {platform.machine()}")
+            f"{db}{os.cpu_count()} CPUs, {platform.machine()}")
 
 
 def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]],

@@ -85,7 +85,7 @@ def print_json(value: Any) -> None:
     typer.echo(json.dumps(value, sort_keys=True, ensure_ascii=False))
 
 
-def quiet_progress() -> bool:
+def show_progress() -> bool:
     """Whether to show progress (:func:`aiblox.progress.progress_on`): not with ``--quiet`` or
     ``AIBLOX_NO_PROGRESS``; bars on a terminal, plain lines on a log or pipe."""
     from aiblox.progress import progress_on

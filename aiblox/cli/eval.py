@@ -19,7 +19,7 @@ from aiblox.cli._common import (
     field_choices,
     out,
     print_json,
-    quiet_progress,
+    show_progress,
     writable_folder,
 )
 from aiblox.contracts.retrieval import RetrievalPrefs
@@ -163,7 +163,7 @@ def eval_command(
         try:
             ws = open_workspace(ds, db or None, embedder, vectors=vectors,
                                 with_vectors=any(m != "bm25" for m in modes),
-                                progress=quiet_progress())
+                                progress=show_progress())
         except (StoreError, ValueError, ImportError) as exc:
             fail(str(exc))
             raise  # unreachable
@@ -180,7 +180,7 @@ def eval_command(
                 except ValueError as exc:
                     fail(str(exc))
                 results.append(evaluate_retrieval(ws.retriever, ds, split, prefs, metric,
-                                                  progress=quiet_progress()))
+                                                  progress=show_progress()))
                 chunk_results.append(None)
                 if with_chunks:
                     try:
@@ -195,7 +195,7 @@ def eval_command(
                         late = make_retriever(ws.store, ws.embedder if m != "bm25" else None)
                         chunk_results[-1] = evaluate_chunks(late, ds, split, cprefs, metric,
                                                             limit=chunk_limit,
-                                                            progress=quiet_progress())
+                                                            progress=show_progress())
                     except ValueError as exc:
                         fail(str(exc))
         finally:
@@ -220,7 +220,7 @@ def eval_command(
         manifests = {s.name: mode_manifest(ds, split, s, embedder=embedder, metrics=metric,
                                            db=db or None, backend=backend,
                                            vectors=[str(v) for v in vectors],
-                                           progress=quiet_progress())
+                                           progress=show_progress())
                      for s in systems if s.kind == "mode"}
         ids = log_experiment(exp, manifests, tracking_uri, experiment_name)
         for name, rid in ids.items():

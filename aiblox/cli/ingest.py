@@ -14,7 +14,7 @@ from aiblox.cli._common import (
     open_db,
     out,
     print_json,
-    quiet_progress,
+    show_progress,
 )
 from aiblox.eval.datasets import DatasetError
 from aiblox.eval.sweep.distributed import ExecutorError, check_executor
@@ -62,14 +62,14 @@ def ingest(
 
             try:  # the workers build the embedder by its name
                 emb = ray_cached_embedder(embedder, store, address or None,
-                                          progress=quiet_progress())
+                                          progress=show_progress())
             except (ValueError, ImportError) as exc:
                 fail(str(exc))
         else:
-            emb = cached_embedder(model, store, progress=quiet_progress())
+            emb = cached_embedder(model, store, progress=show_progress())
         report = ingest_dataset(store, binding.source, emb, vectors=vectors,
                                 auto_vectors=auto_vectors, replace=replace,
-                                progress=quiet_progress())
+                                progress=show_progress())
     finally:
         store.close()
     if as_json:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from aiblox.cli._common import checked_embedder, console, fail, out, quiet_progress
+from aiblox.cli._common import checked_embedder, console, fail, out, show_progress
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.eval.datasets import DatasetError, load_dataset
 from aiblox.eval.metrics import DEFAULT_METRICS
@@ -52,7 +52,7 @@ def quickstart(
                       f"{len(ds.qrels['test'])} judged queries")
         try:
             ws = open_workspace(ds, (db or None) if name == "sample" else None, embedder,
-                                progress=quiet_progress())
+                                progress=show_progress())
         except (StoreError, ValueError, ImportError) as exc:
             fail(str(exc))
             raise  # unreachable
@@ -60,7 +60,7 @@ def quickstart(
             for mode in ("bm25", "dense", "hybrid"):
                 prefs = RetrievalPrefs(query_text="", mode=mode, top_k_items=100)
                 r = evaluate_retrieval(ws.retriever, ds, "test", prefs,
-                                       progress=quiet_progress())
+                                       progress=show_progress())
                 table.add_row(name, mode, *[f"{r.metrics[m]:.4f}" for m in DEFAULT_METRICS],
                               f"{r.timings['qps']:.0f}", PUBLISHED.get((name, mode), ""))
         finally:

@@ -19,7 +19,7 @@ from aiblox.cli._common import (
     fail,
     out,
     print_json,
-    quiet_progress,
+    show_progress,
     writable_folder,
 )
 from aiblox.eval.datasets import DatasetError, load_dataset
@@ -129,7 +129,7 @@ def sweep(
         with _sigterm_as_exit():  # a terminated sweep gives its MLflow run up, as Ctrl-C does
             result = run_sweep(spec, cache_dir=cache_dir, db=db or None,
                                jobs=default_jobs() if jobs <= 0 else jobs, tracker=tracker,
-                               progress=quiet_progress(), dataset=dataset,
+                               progress=show_progress(), dataset=dataset,
                                executor=executor, address=address or None)
     except (DatasetError, ValueError, SweepBusy) as exc:
         fail(str(exc))

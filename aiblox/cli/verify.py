@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from aiblox.cli._common import console, fail, print_json, quiet_progress
+from aiblox.cli._common import console, fail, print_json, show_progress
 from aiblox.eval.datasets import DatasetError
 from aiblox.eval.sweep.tracking import DEFAULT_TRACKING_URI
 
@@ -44,7 +44,7 @@ def verify_command(
         fail(str(exc))
         return
     try:
-        rep = verify_point(manifest, db=db or None, progress=quiet_progress(), logged=logged)
+        rep = verify_point(manifest, db=db or None, progress=show_progress(), logged=logged)
         # a [cv] sweep: its fold table recomputed from the children's logged per-query values
         cv_checks = verify_cv(run, tracking_uri) if source.startswith("run ") else None
     except (DatasetError, ValueError) as exc:

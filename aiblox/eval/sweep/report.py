@@ -243,6 +243,8 @@ def load_sweep_report(sweep: str, tracking_uri: str) -> SweepReport:
                                           best_child.data.tags.get("aiblox.dataset_hash")),
                     "manifest_hash": best_child.data.tags.get("aiblox.manifest_hash"),
                     "git_commit": (m.get("environment") or {}).get("git_commit"),
+                    "embedder": (m.get("config") or {}).get("embedder"),
+                    "embedder_name": m.get("embedder_name"),
                     "splits": {s: {"run_hash": sm.get("run_hash"),
                                    "stages": [{k: st.get(k) for k in ("name", "key", "output")
                                                if k in st} for st in sm.get("stages", [])]}
@@ -390,7 +392,8 @@ def _tables(rep: SweepReport, top: int) -> list[tuple[str, list[str], list[list[
         if first.get("correction", "holm") != "none" else "unadjusted"
     man = rep.manifest
     mrows = [[k, str(man.get(k))] for k in ("config_hash", "dataset_hash", "manifest_hash",
-                                           "git_commit", "run_id")]
+                                           "git_commit", "run_id", "embedder", "embedder_name")
+             if k in man]
     for split, sm in man.get("splits", {}).items():
         mrows.append([f"run hash ({split})", str(sm["run_hash"])])
         for st in sm["stages"]:
