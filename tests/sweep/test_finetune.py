@@ -166,3 +166,38 @@ def test_a_sweep_trains_once_scores_with_the_tuned_model_and_verifies(tmp_path, 
     recipe.write_text(recipe.read_text() + " ", encoding="utf-8")  # other files, other model
     changed = verify_point(best.manifest, db=db)
     assert not changed.identical and changed.first_difference == "embedder"
+
+
+def test_a_remote_cache_shares_the_trained_model(tmp_path, monkeypatch):
+    """With a remote stage cache the model trained on one machine is published to the cache and
+    copied (every file checked) by another instead of being trained again; a damaged copy is
+    trained again."""
+    import shutil
+
+    import fsspec
+
+    import aiblox.eval.sweep.finetune as ft
+
+    monkeypatch.chdir(tmp_path)
+    spec = _spec(tmp_path)
+    scored = load_dataset("sample", splits=spec.splits)
+    uri, db = "memory://ft-share/stages", str(tmp_path / "store.duckdb")
+    folder = ensure_fine_tuned(spec, scored, uri, db, progress=False)
+    assert folder.parent == Path(".aiblox/models") and (folder / RECIPE_FILE).is_file()
+    digest = model_digest(folder)
+    fs = fsspec.filesystem("memory")
+    assert fs.exists(f"/ft-share/stages/models/{folder.name}/files.json")
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained again")
+
+    monkeypatch.setattr(ft, "fine_tune", no_training)
+    shutil.rmtree(folder)  # another machine: nothing local
+    again = ensure_fine_tuned(spec, scored, uri, db, progress=False)
+    assert again == folder and model_digest(again) == digest
+
+    shutil.rmtree(folder)
+    fs.pipe(f"/ft-share/stages/models/{folder.name}/{RECIPE_FILE}", b"damaged")
+    with pytest.raises(AssertionError, match="trained again"):
+        ensure_fine_tuned(spec, scored, uri, db, progress=False)
+    assert not folder.exists()

@@ -12,9 +12,12 @@ reported as always.
 The stage's key is the sha256 of the base model's id, the dataset's hash, the split and the
 query ids trained on, the full-text settings that drew the negatives and the recipe
 (:class:`aiblox.embedding.finetune.FineTuneConfig`). The tuned model is a folder
-``<cache-dir>/models/ft-<16 hex of the key>`` beside a local stage cache (``.aiblox/models/``
-for a remote one), written under a temporary name and renamed: a killed run leaves nothing
-under the real name, and a finished one is never trained again. Its model id, which keys the
+``<cache-dir>/models/ft-<16 hex of the key>`` beside a local stage cache, written under a
+temporary name and renamed: a killed run leaves nothing under the real name, and a finished one
+is never trained again. With a remote stage cache (``s3://``, any fsspec URI) the folder is
+``.aiblox/models/ft-<16 hex>`` on the machine that trains it, published to the cache's
+``models/`` (``files.json``, every file's sha256, last) so that another machine of the team
+copies it (each file checked) instead of training it again. Its model id, which keys the
 embedding cache, every signals stage and the points' config hashes, is the sha256 of its files
 (:func:`aiblox.embedding.sentence_transformers.model_digest`), so ``aiblox eval verify`` of a
 point checks the very weights it was scored with.
@@ -22,14 +25,18 @@ point checks the very weights it was scored with.
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 from aiblox.embedding.finetune import RECIPE_FILE, TrainingPair, fine_tune
 from aiblox.eval.datasets import Dataset, load_dataset
+from aiblox.eval.sweep.cache import StageCache, local_cache_root
 from aiblox.eval.sweep.compute import signals_output
 from aiblox.eval.sweep.spec import FineTuneSpec, SweepSpec
-from aiblox.hashing import sha256_hex
+from aiblox.hashing import sha256_bytes, sha256_hex
 from aiblox.progress import phase, progress_bar
 
 __all__ = ["FINETUNE_VERSION", "FineTuneSpec", "base_model_folder", "ensure_fine_tuned",
@@ -85,8 +92,6 @@ def finetune_key(spec: SweepSpec, train: Dataset, base_id: str, qids: list[str])
 
 
 def _models_root(cache_root: Path | str) -> Path:
-    from aiblox.eval.sweep.cache import local_cache_root
-
     local = local_cache_root(cache_root)
     return (local if local is not None else Path(".aiblox")) / "models"
 
@@ -135,7 +140,8 @@ def ensure_fine_tuned(spec: SweepSpec, scored: Dataset, cache_root: Path | str,
     base_id = embedder_id(spec.embedder)
     key = finetune_key(spec, train, base_id, qids)
     folder = _models_root(cache_root) / f"ft-{key[:16]}"
-    if (folder / RECIPE_FILE).is_file():
+    remote = None if local_cache_root(cache_root) is not None else StageCache(cache_root)
+    if (folder / RECIPE_FILE).is_file() or (remote is not None and _fetch(remote, folder)):
         return folder
     pairs = _pairs(spec, train, qids, db, progress)
     bar = progress_bar(ft.epochs * -(-len(pairs) // ft.batch_size),
@@ -161,4 +167,49 @@ def ensure_fine_tuned(spec: SweepSpec, scored: Dataset, cache_root: Path | str,
             raise
         finally:
             bar.close()
+    if remote is not None:
+        _publish(remote, folder)
     return folder
+
+
+def _publish(cache: StageCache, folder: Path) -> None:
+    """Copy a trained model folder into a remote stage cache (``models/<folder name>/...``),
+    ``files.json`` (every file's sha256) last: a reader that finds it finds every file."""
+    files = {p.relative_to(folder).as_posix(): p for p in sorted(folder.rglob("*"))
+             if p.is_file()}
+    digests = {}
+    for rel, path in files.items():
+        data = path.read_bytes()
+        cache.write_file(_MODELS, f"{folder.name}/{rel}", data)
+        digests[rel] = sha256_bytes(data)
+    cache.write_file(_MODELS, f"{folder.name}/{_FILES}",
+                     json.dumps(digests, sort_keys=True).encode("utf-8"))
+
+
+def _fetch(cache: StageCache, folder: Path) -> bool:
+    """Copy a model another worker trained from a remote stage cache to ``folder`` (each
+    file's sha256 checked, written under a temporary name and renamed); False when the cache
+    has none (or a damaged one: trained again)."""
+    listing = cache.read_file(_MODELS, f"{folder.name}/{_FILES}")
+    if listing is None:
+        return False
+    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.fetch")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        for rel, digest in sorted(json.loads(listing).items()):
+            data = cache.read_file(_MODELS, f"{folder.name}/{rel}")
+            if data is None or sha256_bytes(data) != digest:
+                return False
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / rel).write_bytes(data)
+        os.replace(tmp, folder)
+    except OSError:
+        if not (folder / RECIPE_FILE).is_file():
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return True
+
+
+_MODELS = "models"
+_FILES = "files.json"
