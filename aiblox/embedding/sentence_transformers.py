@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SentenceTransformerEmbedder", "find_model", "model_digest", "quiet_transformers"]
+__all__ = ["SentenceTransformerEmbedder", "find_model", "load_sentence_transformer",
+           "model_digest", "quiet_transformers"]
 
 _DIGESTS: dict[tuple[str, tuple[tuple[str, int, int], ...]], str] = {}
 """Folder digests of this process, by path and every file's (name, size, mtime)."""
@@ -65,6 +66,22 @@ def quiet_transformers() -> None:
     except ImportError:
         return
     logging.disable_progress_bar()
+
+
+def load_sentence_transformer(path: str | Path, device: str, needed_by: str) -> Any:
+    """A ``SentenceTransformer`` from ``path``: offline when ``path`` is a local folder (nothing
+    is downloaded), transformers' own progress bars off. ``ImportError`` naming ``needed_by``
+    and the extra to install when sentence-transformers is missing."""
+    if os.path.isdir(path):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        raise ImportError(f"{needed_by} needs sentence-transformers: "
+                          f"pip install 'aiblox[embeddings]'") from exc
+    quiet_transformers()
+    return SentenceTransformer(str(path), device=device)
 
 
 def _is_model(folder: Path) -> bool:
@@ -134,15 +151,8 @@ class SentenceTransformerEmbedder:
 
     def _load(self) -> Any:
         if self._model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            try:
-                from sentence_transformers import SentenceTransformer
-            except ImportError as exc:
-                raise ImportError("a sentence-transformers model needs sentence-transformers: "
-                                  "pip install 'aiblox[embeddings]'") from exc
-            quiet_transformers()
-            self._model = SentenceTransformer(str(self.model_path), device=self.device)
+            self._model = load_sentence_transformer(self.model_path, self.device,
+                                                    "a sentence-transformers model")
             if self.max_seq_length is not None:
                 self._model.max_seq_length = self.max_seq_length
         return self._model

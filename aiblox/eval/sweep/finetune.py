@@ -150,8 +150,7 @@ def ensure_fine_tuned(spec: SweepSpec, scored: Dataset, cache_root: Path | str,
 
     def step(n: int, total: int, loss: float) -> None:
         bar.update(1)
-        if hasattr(bar, "set_postfix"):
-            bar.set_postfix(loss=f"{loss:.3f}")
+        bar.set_postfix(loss=f"{loss:.3f}")
 
     record: dict[str, Any] = {"base": base_id, "dataset": train.name,
                               "dataset_hash": train.hash, "split": ft.split,
