@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from aiblox.embedding import CachedEmbedder, Embedder, get_embedder
 from aiblox.embedding.cache import EmbeddingCache
 from aiblox.eval.sweep.distributed import MAX_RETRIES, connect
+from aiblox.progress import progress_bar
 
 __all__ = ["BATCH", "RayEmbedder", "ray_cached_embedder"]
 
@@ -70,8 +70,8 @@ class RayEmbedder:
         refs = {self._task.remote(self.name, list(texts[s:s + BATCH])): s for s in starts}
         out: dict[int, np.ndarray] = {}
         pending: list[Any] = list(refs)
-        with tqdm(total=len(texts), desc=f"embedding on the cluster ({self.model_id})",
-                  unit="text", disable=not self.progress) as bar:
+        with progress_bar(len(texts), f"embedding on the cluster ({self.model_id})",
+                          unit="text", enabled=self.progress) as bar:
             while pending:
                 ready, pending = ray.wait(pending, num_returns=1)
                 for ref in ready:
