@@ -1,0 +1,372 @@
+"""Retrieval pipelines a researcher composes, in the spirit of PyTerrier's operators.
+
+A pipeline is a :class:`Stage` (one registered stage kind with its parameters) or a
+composition of pipelines::
+
+    from aiblox.engine import Stage
+
+    bm25, dense = Stage("bm25"), Stage("dense")
+    rm3 = Stage("rm3", fb_docs=10, fb_terms=20)
+    bm25 >> rm3 >> bm25          # then: the output of one is the input of the next
+    bm25 + dense                 # fuse: rank fusion of both runs (RRF or a linear blend)
+    (bm25 + dense) % 100 >> Stage("cross_encoder", model="models/ce")   # % cut-off
+
+The operators and their precedence are Python's (``%`` binds tighter than ``+``, which binds
+tighter than ``>>``), and the same text is a spec's ``pipeline`` expression
+(:mod:`aiblox.engine.expression`). Each stage is typed by what it takes and gives
+(:data:`~aiblox.engine.registry.DataKind`); a stage that does not fit where it is placed (a
+reranker with nothing to rerank, feedback fused with a run) is refused when the pipeline is
+built, naming it. A pipeline is data: frozen, hashable, with a canonical form
+(:meth:`Pipeline.as_data`) that keys its cached stages, and its stages' parameters are what a
+sweep varies (:meth:`Pipeline.with_params`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from aiblox.engine.registry import DataKind, StageKind, StageKindError, get_stage_kind
+
+__all__ = ["Cutoff", "Fuse", "Pipeline", "PipelineError", "Stage", "Then", "plain"]
+
+
+class PipelineError(ValueError):
+    """A pipeline that cannot be built: an unknown stage, a bad parameter, or a stage whose
+    input does not fit where it is placed. The message names the stage."""
+
+
+def plain(value: Any) -> Any:
+    """A parameter value in hashable plain form (lists become tuples)."""
+    if isinstance(value, list | tuple):
+        return tuple(plain(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), plain(v)) for k, v in value.items()))
+    return value
+
+
+def _unplain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_unplain(v) for v in value]
+    return value
+
+
+_WHAT = {"queries": "queries", "run": "a ranked run"}
+
+
+class Pipeline:
+    """Base of every pipeline: what it takes and gives, the operators, its canonical form."""
+
+    takes: DataKind
+    gives: DataKind
+
+    # -- the algebra ----------------------------------------------------------------------
+    def __rshift__(self, other: Pipeline) -> Pipeline:
+        return Then.of(self, _pipeline(other, ">>"))
+
+    def __add__(self, other: Pipeline) -> Pipeline:
+        return Fuse.of(self, _pipeline(other, "+"))
+
+    def __mod__(self, k: int) -> Pipeline:
+        return Cutoff(self, k)
+
+    # -- what it is -----------------------------------------------------------------------
+    def stages(self) -> Iterator[Stage]:
+        """Every stage in the order data flows through them."""
+        raise NotImplementedError
+
+    def expression(self) -> str:
+        """The pipeline as an expression (parameters shown), parseable by
+        :func:`aiblox.engine.expression.parse_pipeline`."""
+        raise NotImplementedError
+
+    def as_data(self) -> dict[str, Any]:
+        """Canonical plain form (for hashing, manifests and MLflow)."""
+        raise NotImplementedError
+
+    def with_params(self, params: Mapping[str, Mapping[str, Any]]) -> Pipeline:
+        """A copy with ``{stage name: {parameter: value}}`` applied to every stage of that
+        name (a sweep point's stage axes); :class:`PipelineError` for a name no stage has."""
+        unknown = sorted(set(params) - set(self.names()))
+        if unknown:
+            raise PipelineError(f"no stage named {unknown[0]!r} in {self.expression()}; "
+                                f"stages: {', '.join(self.names())}")
+        return self._apply(params)
+
+    def _apply(self, params: Mapping[str, Mapping[str, Any]]) -> Pipeline:
+        raise NotImplementedError
+
+    def names(self) -> list[str]:
+        """The stage names (what axes address: ``"rm3.fb_terms"``), in order, once each."""
+        out: list[str] = []
+        for s in self.stages():
+            if s.name not in out:
+                out.append(s.name)
+        return out
+
+    def check(self) -> Pipeline:
+        """This pipeline as a whole retrieval pipeline: it must take the topics and give a
+        ranked run; :class:`PipelineError` otherwise."""
+        if self.takes != "queries":
+            first = next(self.stages())
+            raise PipelineError(f"{first.name} takes {_WHAT[self.takes]} and comes first in "
+                                f"{self.expression()}: nothing to {_verb(first)}; put a "
+                                f"retrieval stage before it (e.g. bm25 >> {first.name})")
+        if self.gives != "run":
+            raise PipelineError(f"{self.expression()} ends in queries (feedback gives "
+                                f"queries, not a ranking): follow it with a retrieval stage "
+                                f"(e.g. >> bm25)")
+        return self
+
+    def __str__(self) -> str:
+        return self.expression()
+
+    def __repr__(self) -> str:
+        return f"Pipeline({self.expression()!r})"
+
+
+def _verb(stage: Stage) -> str:
+    return "rerank" if stage.gives == "run" else "take feedback from"
+
+
+def _pipeline(other: Any, op: str) -> Pipeline:
+    if not isinstance(other, Pipeline):
+        raise PipelineError(f"{op} needs a pipeline on both sides, got {other!r}")
+    return other
+
+
+def _paren(p: Pipeline, binds: int) -> str:
+    """``p``'s expression, parenthesised when its operator binds looser than ``binds``
+    (``>>`` 1, ``+`` 2, ``%`` 3)."""
+    own = {Then: 1, Fuse: 2, Cutoff: 3}.get(type(p), 4)
+    text = p.expression()
+    return f"({text})" if own < binds else text
+
+
+@dataclass(frozen=True, repr=False, init=False)
+class Stage(Pipeline):
+    """One stage: a registered kind (:mod:`aiblox.engine.registry`) with its parameters.
+
+    ``name`` is what sweep axes and a spec's ``[stages.NAME]`` table address (default: the
+    kind); two stages of one name share their parameters."""
+
+    kind: str
+    params: tuple[tuple[str, Any], ...] = ()
+    name: str = ""
+
+    def __init__(self, kind: str, name: str | None = None, **params: Any) -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "name", name or kind)
+        object.__setattr__(self, "params", tuple(sorted((k, plain(v))
+                                                        for k, v in params.items())))
+        self.config()  # validated now: a bad parameter fails where the pipeline is built
+
+    @property
+    def spec(self) -> StageKind:
+        """The registered kind."""
+        try:
+            return get_stage_kind(self.kind)
+        except StageKindError as exc:
+            raise PipelineError(str(exc)) from None
+
+    @property
+    def takes(self) -> DataKind:  # type: ignore[override]
+        return self.spec.takes
+
+    @property
+    def gives(self) -> DataKind:  # type: ignore[override]
+        return self.spec.gives
+
+    def param_dict(self) -> dict[str, Any]:
+        """The parameters set explicitly (plain lists, not tuples)."""
+        return {k: _unplain(v) for k, v in self.params}
+
+    def config(self, defaults: Mapping[str, Any] | None = None) -> BaseModel:
+        """The kind's config from ``defaults`` (e.g. a spec's base settings) overridden by the
+        stage's parameters; :class:`PipelineError` naming the stage and the field."""
+        try:
+            return self.spec.make_config({**(defaults or {}), **self.param_dict()})
+        except ValidationError as exc:
+            errs = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '?'}: {e['msg']}"
+                             for e in exc.errors())
+            raise PipelineError(f"stage {self.name} ({self.kind}): {errs}") from None
+
+    def stages(self) -> Iterator[Stage]:
+        yield self
+
+    def expression(self) -> str:
+        head = self.name if self.name != self.kind else self.kind
+        if not self.params or self.name != self.kind:
+            return head
+        args = ", ".join(f"{k}={_literal(v)}" for k, v in self.params)
+        return f"{head}({args})"
+
+    def as_data(self) -> dict[str, Any]:
+        return {"stage": self.kind, "name": self.name, "params": self.param_dict()}
+
+    def _apply(self, params: Mapping[str, Mapping[str, Any]]) -> Pipeline:
+        if self.name not in params:
+            return self
+        return Stage(self.kind, self.name, **{**self.param_dict(), **params[self.name]})
+
+
+def _literal(v: Any) -> str:
+    if isinstance(v, tuple):
+        return "[" + ", ".join(_literal(x) for x in v) + "]"
+    if isinstance(v, bool):
+        return "True" if v else "False"
+    return repr(v)
+
+
+@dataclass(frozen=True, repr=False)
+class Then(Pipeline):
+    """``a >> b >> ...``: each step's output is the next one's input."""
+
+    steps: tuple[Pipeline, ...]
+
+    @classmethod
+    def of(cls, a: Pipeline, b: Pipeline) -> Then:
+        steps = (*(a.steps if isinstance(a, Then) else (a,)),
+                 *(b.steps if isinstance(b, Then) else (b,)))
+        return cls(steps)
+
+    def __post_init__(self) -> None:
+        for left, right in zip(self.steps, self.steps[1:], strict=False):
+            if left.gives != right.takes:
+                nxt = next(right.stages())
+                raise PipelineError(
+                    f"{nxt.name} takes {_WHAT[right.takes]} but follows "
+                    f"{left.expression()}, which gives {_WHAT[left.gives]}"
+                    + (": feedback must be followed by a retrieval stage"
+                       if left.gives == "queries" else
+                       ": a retrieval stage after a run needs feedback in between "
+                       "(e.g. >> rm3 >>)"))
+
+    @property
+    def takes(self) -> DataKind:  # type: ignore[override]
+        return self.steps[0].takes
+
+    @property
+    def gives(self) -> DataKind:  # type: ignore[override]
+        return self.steps[-1].gives
+
+    def stages(self) -> Iterator[Stage]:
+        for s in self.steps:
+            yield from s.stages()
+
+    def expression(self) -> str:
+        return " >> ".join(_paren(s, 2) for s in self.steps)
+
+    def as_data(self) -> dict[str, Any]:
+        return {"then": [s.as_data() for s in self.steps]}
+
+    def _apply(self, params: Mapping[str, Mapping[str, Any]]) -> Pipeline:
+        return Then(tuple(s._apply(params) for s in self.steps))
+
+
+@dataclass(frozen=True, repr=False)
+class Fuse(Pipeline):
+    """``a + b + ...``: rank fusion of the members' runs, each given the same input. Its
+    parameters (the ``fuse`` kind's config: RRF or a linear blend, weights, normalisation)
+    are addressed by its ``name``."""
+
+    members: tuple[Pipeline, ...]
+    params: tuple[tuple[str, Any], ...] = ()
+    name: str = "fuse"
+
+    @classmethod
+    def of(cls, a: Pipeline, b: Pipeline) -> Fuse:
+        if isinstance(a, Fuse) and a.name == "fuse" and not a.params:  # a + b + c: one fusion
+            return cls((*a.members, b))
+        return cls((a, b))
+
+    def __post_init__(self) -> None:
+        if len(self.members) < 2:
+            raise PipelineError("fuse needs two or more pipelines")
+        for m in self.members:
+            if m.gives != "run":
+                raise PipelineError(f"fuse: {m.expression()} gives queries, not a ranked "
+                                    f"run; fusion merges rankings")
+        takes = {m.takes for m in self.members}
+        if len(takes) > 1:
+            raise PipelineError(f"fuse: {' + '.join(_paren(m, 3) for m in self.members)} "
+                                f"mixes pipelines that take queries with pipelines that "
+                                f"take a ranked run")
+        self.stage.config()  # the fusion's own parameters, validated now
+
+    @property
+    def stage(self) -> Stage:
+        """The fusion step itself, as a stage of kind ``fuse``."""
+        return Stage("fuse", self.name, **{k: _unplain(v) for k, v in self.params})
+
+    @property
+    def takes(self) -> DataKind:  # type: ignore[override]
+        return self.members[0].takes
+
+    @property
+    def gives(self) -> DataKind:  # type: ignore[override]
+        return "run"
+
+    def stages(self) -> Iterator[Stage]:
+        for m in self.members:
+            yield from m.stages()
+        yield self.stage
+
+    def expression(self) -> str:
+        text = " + ".join(_paren(m, 3) for m in self.members)
+        if self.name != "fuse":
+            return f"{self.name}({', '.join(m.expression() for m in self.members)})"
+        if self.params:
+            args = ", ".join(f"{k}={_literal(v)}" for k, v in self.params)
+            return f"fuse({', '.join(m.expression() for m in self.members)}, {args})"
+        return text
+
+    def as_data(self) -> dict[str, Any]:
+        return {"fuse": [m.as_data() for m in self.members], "name": self.name,
+                "params": self.stage.param_dict()}
+
+    def _apply(self, params: Mapping[str, Mapping[str, Any]]) -> Pipeline:
+        own = dict(self.params)
+        if self.name in params:
+            own = {**own, **{k: plain(v) for k, v in params[self.name].items()}}
+        return Fuse(tuple(m._apply(params) for m in self.members),
+                    tuple(sorted(own.items())), self.name)
+
+
+@dataclass(frozen=True, repr=False)
+class Cutoff(Pipeline):
+    """``p % k``: the first ``k`` documents of each query of ``p``'s run."""
+
+    inner: Pipeline
+    k: int
+
+    def __post_init__(self) -> None:
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
+            raise PipelineError(f"% needs a whole number of documents >= 1, got {self.k!r} "
+                                f"in {_paren(self.inner, 4)} % {self.k!r}")
+        if self.inner.gives != "run":
+            raise PipelineError(f"% {self.k}: {self.inner.expression()} gives queries; a "
+                                f"cut-off keeps the top of a ranked run")
+
+    @property
+    def takes(self) -> DataKind:  # type: ignore[override]
+        return self.inner.takes
+
+    @property
+    def gives(self) -> DataKind:  # type: ignore[override]
+        return "run"
+
+    def stages(self) -> Iterator[Stage]:
+        yield from self.inner.stages()
+
+    def expression(self) -> str:
+        return f"{_paren(self.inner, 4)} % {self.k}"
+
+    def as_data(self) -> dict[str, Any]:
+        return {"cutoff": self.inner.as_data(), "k": self.k}
+
+    def _apply(self, params: Mapping[str, Mapping[str, Any]]) -> Pipeline:
+        return Cutoff(self.inner._apply(params), self.k)

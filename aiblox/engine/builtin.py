@@ -1,0 +1,81 @@
+"""The built-in stage kinds the engine plans itself: retrieval on the topics (``bm25``,
+``dense``, and ``retrieve``, the whole first stage of a :class:`RetrievalPrefs`), rank fusion
+(``fuse``, the ``+`` operator) and ``identity`` (a run passed on unchanged, for score
+combination such as ``bm25 >> (cross_encoder + identity)``).
+
+Their parameters default to a sweep spec's ``[base]`` settings (or to
+:class:`~aiblox.contracts.retrieval.RetrievalPrefs`' defaults in Python), so ``bm25 + dense``
+in a spec is the spec's hybrid retrieval, with the same stage keys as a spec that names no
+pipeline.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from aiblox.contracts.retrieval import FtsConfig, ScoringConfig, VectorConfig
+from aiblox.engine.registry import StageKind, add_kind
+
+__all__ = ["FuseConfig", "IdentityConfig", "RetrieveConfig"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+class RetrieveConfig(_Strict):
+    """``retrieve``: the first stage of :class:`RetrievalPrefs` (both signals fused, or one)."""
+
+    mode: Literal["hybrid", "bm25", "dense"] = "hybrid"
+    """Which signals: both fused, or one."""
+    fts: FtsConfig = Field(default_factory=FtsConfig)
+    """BM25 settings (``top_k``: its depth)."""
+    vector: VectorConfig = Field(default_factory=VectorConfig)
+    """Vector search settings (``top_k``: its depth)."""
+    scoring: ScoringConfig = Field(default_factory=ScoringConfig)
+    """Fusion of the two signals."""
+    top_k_items: int = Field(default=100, ge=1)
+    """Documents kept per query after fusion."""
+    filters: dict[str, Any] = Field(default_factory=dict)
+    """Metadata filters."""
+    ignore_identical_ids: bool = False
+    """Drop a document whose id equals the query's (BEIR's argument-retrieval protocol)."""
+
+
+class FuseConfig(_Strict):
+    """``fuse`` (``a + b``): rank fusion of two or more runs."""
+
+    blend: Literal["rrf", "linear"] = "rrf"
+    """Reciprocal rank fusion, or a normalised linear blend of the scores."""
+    rrf_k: int = Field(default=60, ge=0)
+    """RRF's k in ``w / (k + rank)``."""
+    weights: tuple[float, ...] | None = None
+    """One weight per fused run, in order (None: RRF 1 each; linear, the spec's ``w_text``
+    and ``w_vec`` for BM25 + dense, else equal weights)."""
+    normalize: Literal["minmax", "zscore", "sigmoid", "none"] = "sigmoid"
+    """Per-run score normalisation before a linear blend."""
+    missing: Literal["zero", "list_min"] = "zero"
+    """Linear blend: the normalised score of a document absent from a run."""
+    top_k: int | None = Field(default=None, ge=1)
+    """Fused documents kept per query (None: the spec's ``top_k_items``)."""
+
+
+class IdentityConfig(_Strict):
+    """``identity``: no parameters."""
+
+
+add_kind(StageKind("retrieve", "1", "queries", "run", RetrieveConfig,
+                   reads=frozenset({"items", "vectors", "embedder"}),
+                   doc="first-stage retrieval: BM25, dense or both fused (RetrievalPrefs)"))
+add_kind(StageKind("bm25", "1", "queries", "run", FtsConfig, reads=frozenset({"items"}),
+                   doc="BM25 over the store's items (top_k: depth); weighted terms after "
+                       "feedback"))
+add_kind(StageKind("dense", "1", "queries", "run", VectorConfig,
+                   reads=frozenset({"items", "vectors", "embedder"}),
+                   doc="nearest neighbours of the query's vector (top_k: depth)"))
+add_kind(StageKind("fuse", "1", "run", "run", FuseConfig,
+                   doc="rank fusion of two or more runs (the + operator)"))
+add_kind(StageKind("identity", "1", "run", "run", IdentityConfig,
+                   doc="the run unchanged (for score combination)"))

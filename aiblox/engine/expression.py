@@ -1,0 +1,126 @@
+"""A spec's ``pipeline`` expression, parsed into a :class:`~aiblox.engine.algebra.Pipeline`.
+
+The expression is the Python the algebra writes, restricted to names, calls with literal
+keyword arguments, ``>>``, ``+``, ``%`` and parentheses::
+
+    pipeline = "bm25 >> rm3(fb_terms=20) >> bm25 % 100 >> ce"
+
+A name is a ``[stages.NAME]`` table of the spec (``kind`` defaults to the name, every other key
+is a parameter; or ``pipeline = "..."``, a named sub-pipeline) or a registered stage kind.
+``fuse(a, b, blend="linear")`` is ``a + b`` with the fusion's parameters given; a
+``[stages.NAME]`` table with ``kind = "fuse"`` names a fusion (``NAME(a, b)``). Errors name the
+spec's field (``pipeline``, ``stages.NAME``) and what is wrong: unknown stages, bad parameters,
+a stage that does not fit where it is placed, and names that refer to themselves.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from typing import Any
+
+from aiblox.engine.algebra import Cutoff, Fuse, Pipeline, PipelineError, Stage, plain
+
+__all__ = ["parse_pipeline"]
+
+
+def parse_pipeline(text: str, stages: Mapping[str, Mapping[str, Any]] | None = None,
+                   where: str = "pipeline") -> Pipeline:
+    """``text`` as a pipeline, its names resolved against ``stages`` (a spec's ``[stages]``
+    tables) and the registry; :class:`PipelineError` naming ``where`` otherwise. The result
+    is not yet checked as a whole (:meth:`Pipeline.check`)."""
+    return _Parser(dict(stages or {})).parse(text, where, ())
+
+
+class _Parser:
+    def __init__(self, tables: dict[str, Mapping[str, Any]]) -> None:
+        self.tables = tables
+
+    def parse(self, text: str, where: str, chain: tuple[str, ...]) -> Pipeline:
+        if not isinstance(text, str) or not text.strip():
+            raise PipelineError(f"{where}: an expression such as \"bm25 >> rm3 >> bm25\" "
+                                f"is needed, got {text!r}")
+        try:
+            tree = ast.parse(text.strip(), mode="eval")
+        except SyntaxError as exc:
+            raise PipelineError(f"{where}: {text!r} is not a pipeline expression "
+                                f"({exc.msg} at column {exc.offset})") from None
+        try:
+            return self.node(tree.body, chain)
+        except PipelineError as exc:
+            msg = str(exc)
+            raise PipelineError(msg if msg.startswith(("pipeline", "stages."))
+                                else f"{where}: {msg}") from None
+
+    def node(self, n: ast.AST, chain: tuple[str, ...]) -> Pipeline:
+        if isinstance(n, ast.BinOp):
+            if isinstance(n.op, ast.Mod):
+                k = n.right
+                if not (isinstance(k, ast.Constant) and isinstance(k.value, int)
+                        and not isinstance(k.value, bool)):
+                    raise PipelineError(f"% takes a whole number, got {ast.unparse(k)!r}")
+                return Cutoff(self.node(n.left, chain), k.value)
+            left, right = self.node(n.left, chain), self.node(n.right, chain)
+            if isinstance(n.op, ast.RShift):
+                return left >> right
+            if isinstance(n.op, ast.Add):
+                return left + right
+            raise PipelineError(f"operator {type(n.op).__name__} is not a pipeline operator "
+                                f"(>> then, + fuse, % cut-off)")
+        if isinstance(n, ast.Name):
+            return self.named(n.id, {}, [], chain)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+            params = {}
+            for kw in n.keywords:
+                if kw.arg is None:
+                    raise PipelineError(f"{n.func.id}(**...) is not allowed")
+                params[kw.arg] = _literal(kw.value, f"{n.func.id}({kw.arg}=...)")
+            members = [self.node(a, chain) for a in n.args]
+            return self.named(n.func.id, params, members, chain)
+        raise PipelineError(f"{ast.unparse(n)!r} is not a stage, a call or an operator")
+
+    def named(self, name: str, params: dict[str, Any], members: list[Pipeline],
+              chain: tuple[str, ...]) -> Pipeline:
+        table = dict(self.tables.get(name, {}))
+        if name in chain:
+            loop = " -> ".join((*chain[chain.index(name):], name))
+            raise PipelineError(f"stages.{name}: refers to itself ({loop})")
+        if "pipeline" in table:  # a named sub-pipeline
+            extra = sorted(set(table) - {"pipeline"})
+            if extra or params or members:
+                raise PipelineError(f"stages.{name}: a named pipeline takes no parameters "
+                                    f"(set them on its stages); got {extra or sorted(params)}")
+            return self.parse(table["pipeline"], f"stages.{name}", (*chain, name))
+        kind = str(table.pop("kind", name))
+        if kind in self.tables and kind != name:
+            raise PipelineError(f"stages.{name}: kind {kind!r} is another [stages] table; "
+                                f"kind names a registered stage")
+        merged = {**table, **params}
+        if kind == "fuse":
+            if len(members) < 2:
+                raise PipelineError(f"{name}(...) fuses two or more pipelines, e.g. "
+                                    f"{name}(bm25, dense)")
+            f = members[0] + members[1]
+            for m in members[2:]:
+                f = f + m
+            assert isinstance(f, Fuse)
+            return Fuse(f.members, tuple(sorted((k, plain(v)) for k, v in merged.items())),
+                        name)
+        if members:
+            raise PipelineError(f"{name}(...) takes keyword parameters only (pipelines go "
+                                f"in fuse(a, b))")
+        if kind == "identity" and merged:
+            raise PipelineError(f"{name}: identity takes no parameters")
+        try:
+            return Stage(kind, name, **merged)
+        except PipelineError as exc:
+            where = f"stages.{name}" if name in self.tables else "pipeline"
+            raise PipelineError(f"{where}: {exc}") from None
+
+
+def _literal(n: ast.AST, where: str) -> Any:
+    try:
+        return ast.literal_eval(n)
+    except ValueError:
+        raise PipelineError(f"{where}: parameters are literals (numbers, strings, lists), "
+                            f"got {ast.unparse(n)!r}") from None

@@ -1,0 +1,286 @@
+"""A pipeline applied to a split's topics, stage by stage, each stage memoised by its key.
+
+:func:`apply_pipeline` walks a checked :class:`~aiblox.engine.algebra.Pipeline` and gives the
+:class:`Value` at its end: its key, the records of every stage that led to it, and its output
+(read on demand). What it asks of the caller is a :class:`PlanContext`: the split's topics, the
+first stage of a :class:`RetrievalPrefs` (the signals and fusion stages every sweep already
+has), a memoised stage runner and the fingerprints that stage keys include.
+
+Retrieval on the topics is planned as that first stage, so ``bm25``, ``dense``,
+``bm25 + dense`` (RRF or a linear blend) and ``(bm25 + dense) % 100`` have the same stage keys
+as the equivalent :class:`RetrievalPrefs`, and a spec without a pipeline (``retrieve``) keeps
+its keys. Every other stage is a generic stage: its key is the sha256 of its kind, version,
+config (with what it ``reads``: the store's digests, the embedder) and its input's key; its
+output is computed by its kind's function (:func:`~aiblox.engine.registry.register_stage`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, cast
+
+from pydantic import BaseModel
+
+from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs, VectorConfig
+from aiblox.engine.algebra import Cutoff, Fuse, Pipeline, PipelineError, Stage, Then
+from aiblox.engine.builtin import FuseConfig, RetrieveConfig
+from aiblox.engine.data import Queries, Run
+from aiblox.engine.registry import DataKind, get_stage_kind
+
+__all__ = ["PlanContext", "StageInputs", "Value", "apply_pipeline", "first_stage_prefs",
+           "stage_defaults"]
+
+
+@dataclass
+class Value:
+    """What a pipeline step gives: queries or a run, with its key and the stage records that
+    led to it. :meth:`get` reads (or computes) the output once."""
+
+    kind: DataKind
+    key: str
+    records: tuple[Any, ...]
+    load: Callable[[], Any]
+    prefs: RetrievalPrefs | None = None
+    """For a run of the first stage: its prefs (the sweep's fast paths read it)."""
+    topics: bool = False
+    """True for the split's topics themselves."""
+    queries: Value | None = None
+    """For a run: the queries it answers (the topics, or a feedback stage's queries)."""
+    _out: Any = field(default=None, repr=False)
+
+    def get(self) -> Any:
+        """The output (:class:`Queries` or :class:`Run`), read once."""
+        if self._out is None:
+            self._out = self.load()
+        return self._out
+
+
+@dataclass(frozen=True)
+class StageInputs:
+    """What a stage's function receives: the split's topics, and for a stage that takes a run,
+    the run (and the queries it answers: after feedback, the expanded ones)."""
+
+    topics: Queries
+    queries: Queries
+    run: Run | None = None
+    runs: tuple[Run, ...] = ()
+    """A fusion's runs, in order."""
+
+
+class PlanContext(Protocol):
+    """What the engine needs from the sweep (or one-point evaluation) it plans for."""
+
+    def topics(self, split: str) -> Value:
+        """The split's topics (a :class:`Queries` value keyed by dataset, split and limit)."""
+
+    def first_stage(self, prefs: RetrievalPrefs, split: str) -> Value:
+        """The run of ``prefs``' first stage (signals, fusion) on the split's topics."""
+
+    def run_stage(self, name: str, version: str, config: Any, inputs: Sequence[str],
+                  compute: Callable[[], Any]) -> tuple[Any, Any]:
+        """A memoised ``arrays`` stage: ``(record, output arrays)``."""
+
+    def fingerprints(self, reads: frozenset[str]) -> dict[str, Any]:
+        """What the stage reads besides its inputs, for its key (store digests, embedder)."""
+
+    def stage_context(self) -> Any:
+        """The context a stage function receives (workspace, embedder, progress)."""
+
+
+def stage_defaults(kind: str, base: RetrievalPrefs) -> dict[str, Any]:
+    """The defaults of a retrieval kind's config from the spec's base prefs: ``bm25`` its
+    ``fts``, ``dense`` its ``vector``, ``fuse`` its ``scoring`` and ``top_k_items``,
+    ``retrieve`` all of its first stage."""
+    if kind == "bm25":
+        return base.fts.model_dump()
+    if kind == "dense":
+        return base.vector.model_dump()
+    if kind == "retrieve":
+        return {f: getattr(base, f) for f in RetrieveConfig.model_fields}
+    return {}
+
+
+def first_stage_prefs(p: Pipeline, base: RetrievalPrefs) -> RetrievalPrefs | None:
+    """The :class:`RetrievalPrefs` whose first stage is ``p`` on the topics (``retrieve``,
+    ``bm25``, ``dense``, ``bm25 + dense`` with the fusion's parameters, each optionally cut
+    with ``%``), or None when ``p`` is not a first stage."""
+    if isinstance(p, Cutoff):
+        inner = first_stage_prefs(p.inner, base)
+        if inner is None:
+            return None
+        return inner.model_copy(update={"top_k_items": min(p.k, inner.top_k_items)})
+    if isinstance(p, Stage):
+        if p.kind == "retrieve":
+            cfg = p.config(stage_defaults("retrieve", base))
+            return base.model_copy(update=dict(cfg))
+        if p.kind == "bm25":
+            fts = cast(FtsConfig, p.config(stage_defaults("bm25", base)))
+            return base.model_copy(update={"mode": "bm25", "fts": fts, "top_k_items": fts.top_k})
+        if p.kind == "dense":
+            vec = cast(VectorConfig, p.config(stage_defaults("dense", base)))
+            return base.model_copy(update={"mode": "dense", "vector": vec,
+                                           "top_k_items": vec.top_k})
+        return None
+    if isinstance(p, Fuse) and len(p.members) == 2:
+        kinds = [m.kind if isinstance(m, Stage) else None for m in p.members]
+        if sorted(k or "" for k in kinds) != ["bm25", "dense"]:
+            return None
+        text, dense = p.members[kinds.index("bm25")], p.members[kinds.index("dense")]
+        assert isinstance(text, Stage) and isinstance(dense, Stage)
+        fts_cfg = text.config(stage_defaults("bm25", base))
+        vcfg = dense.config(stage_defaults("dense", base))
+        fuse = p.stage.param_dict()
+        scoring = base.scoring.model_dump()
+        for f in ("blend", "rrf_k", "normalize", "missing"):
+            if f in fuse:
+                scoring[f] = fuse[f]
+        if fuse.get("weights") is not None:
+            w = list(fuse["weights"])
+            if len(w) != 2:
+                raise PipelineError(f"{p.name}: weights needs one weight per fused run (2), "
+                                    f"got {w}")
+            wt, wv = (w[0], w[1]) if kinds[0] == "bm25" else (w[1], w[0])
+            keys = ("w_text", "w_vec") if scoring["blend"] == "linear" else ("rrf_w_text",
+                                                                             "rrf_w_vec")
+            scoring[keys[0]], scoring[keys[1]] = wt, wv
+        top = fuse.get("top_k") or base.top_k_items
+        return base.model_copy(update={"mode": "hybrid", "fts": fts_cfg, "vector": vcfg,
+                                       "scoring": type(base.scoring)(**scoring),
+                                       "top_k_items": top})
+    return None
+
+
+def apply_pipeline(p: Pipeline, base: RetrievalPrefs, ctx: PlanContext, split: str) -> Value:
+    """The run ``p`` gives on ``split``'s topics (``p`` checked: it takes the topics and gives
+    a run)."""
+    p.check()
+    return _apply(p, ctx.topics(split), base, ctx, split)
+
+
+def _apply(p: Pipeline, v: Value, base: RetrievalPrefs, ctx: PlanContext, split: str) -> Value:
+    if v.topics:
+        prefs = first_stage_prefs(p, base)
+        if prefs is not None:
+            return ctx.first_stage(prefs, split)
+    if isinstance(p, Then):
+        for step in p.steps:
+            v = _apply(step, v, base, ctx, split)
+        return v
+    if isinstance(p, Cutoff):
+        inner = _apply(p.inner, v, base, ctx, split)
+        out = _generic(ctx, "cutoff", "1", {"k": p.k}, [inner], "run",
+                       lambda: inner.get().cut(p.k).to_arrays())
+        out.queries = inner.queries
+        return out
+    if isinstance(p, Fuse):
+        members = [_apply(m, v, base, ctx, split) for m in p.members]
+        fcfg = cast(FuseConfig, p.stage.config(_fuse_defaults(base)))
+        out = _generic(ctx, "fuse", get_stage_kind("fuse").version,
+                       {"params": fcfg.model_dump(mode="json")}, members, "run",
+                       lambda: fuse_runs([m.get() for m in members], fcfg).to_arrays())
+        out.queries = v if v.kind == "queries" else v.queries
+        return out
+    assert isinstance(p, Stage)
+    kind = p.spec
+    cfg = p.config(stage_defaults(p.kind, base))
+    if p.kind == "identity":
+        return v
+    if p.kind in ("bm25", "dense"):
+        from aiblox.engine.retrieval import retrieve
+
+        out = _generic(ctx, p.kind, kind.version, _config(ctx, cfg, kind.reads), [v], "run",
+                       lambda: retrieve(p.kind, cast(FtsConfig | VectorConfig, cfg), v.get(),
+                                        ctx.stage_context()).to_arrays())
+        out.queries = v
+        return out
+    if kind.compute is None:
+        raise PipelineError(f"{p.name} ({p.kind}) reads the topics themselves; after feedback "
+                            f"use bm25 or dense")
+    fn = kind.compute
+    topics = ctx.topics(split)
+
+    def compute() -> dict[str, Any]:
+        if v.kind == "run":
+            inputs = StageInputs(topics.get(), (v.queries or topics).get(), v.get())
+        else:
+            inputs = StageInputs(topics.get(), v.get())
+        out = fn(cfg, inputs, ctx.stage_context())
+        if not isinstance(out, Queries | Run):
+            raise TypeError(f"stage {p.kind} returned {type(out).__name__}, not Queries or "
+                            f"Run")
+        if (out.__class__ is Run) != (kind.gives == "run"):
+            raise TypeError(f"stage {p.kind} gives {kind.gives} but returned "
+                            f"{type(out).__name__}")
+        return out.to_arrays()
+
+    val = _generic(ctx, p.kind, kind.version, _config(ctx, cfg, kind.reads), [v], kind.gives,
+                   compute)
+    if kind.gives == "run":
+        val.queries = v if v.kind == "queries" else v.queries
+    return val
+
+
+def _config(ctx: PlanContext, cfg: BaseModel, reads: frozenset[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {"params": cfg.model_dump(mode="json")}
+    if reads:
+        out["reads"] = ctx.fingerprints(reads)
+    return out
+
+
+def _fuse_defaults(base: RetrievalPrefs) -> dict[str, Any]:
+    s = base.scoring
+    return {"blend": s.blend, "rrf_k": s.rrf_k, "normalize": s.normalize, "missing": s.missing,
+            "top_k": base.top_k_items}
+
+
+def _generic(ctx: PlanContext, name: str, version: str, config: dict[str, Any],
+             inputs: list[Value], gives: DataKind, compute: Callable[[], Any]) -> Value:
+    rec, out = ctx.run_stage(name, version, config, [i.key for i in inputs], compute)
+    records = tuple(r for i in inputs for r in i.records) + (rec,)
+    cls = Run if gives == "run" else Queries
+    first = out
+
+    def load() -> Any:
+        nonlocal first
+        if first is not None:
+            data, first = first, None
+            return cls.from_arrays(data)
+        return cls.from_arrays(ctx.run_stage(name, version, config, [i.key for i in inputs],
+                                             compute)[1])
+
+    return Value(gives, rec.key, _unique(records), load)
+
+
+def _unique(records: tuple[Any, ...]) -> tuple[Any, ...]:
+    seen: set[str] = set()
+    out = []
+    for r in records:
+        if r.key not in seen:
+            seen.add(r.key)
+            out.append(r)
+    return tuple(out)
+
+
+def fuse_runs(runs: Sequence[Run], cfg: FuseConfig) -> Run:
+    """Rank fusion of ``runs`` (the same queries) under ``cfg``: RRF or a normalised linear
+    blend (:mod:`aiblox.fusion`), best first with ties by document id, cut to ``top_k``."""
+    from aiblox.fusion.linear import linear
+    from aiblox.fusion.rrf import rrf
+
+    n = len(runs)
+    weights = list(cfg.weights) if cfg.weights is not None else None
+    if weights is not None and len(weights) != n:
+        raise PipelineError(f"fuse: weights needs one weight per fused run ({n}), got {weights}")
+    dicts = [r.as_dict() for r in runs]
+    qids = runs[0].qids
+    lists = []
+    for q in qids:
+        members = [d.get(q, []) for d in dicts]
+        if cfg.blend == "rrf":
+            fused = rrf(members, k=cfg.rrf_k, weights=weights or [1.0] * n)
+        else:
+            fused = linear(members, weights=weights or [1.0 / n] * n, normalize=cfg.normalize,
+                           missing=cfg.missing)
+        lists.append(fused[:cfg.top_k] if cfg.top_k else fused)
+    return Run.from_lists(qids, lists)

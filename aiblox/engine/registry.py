@@ -1,0 +1,142 @@
+"""Stage kinds by name: what a stage takes and gives, its typed config, its version and the
+function that computes it.
+
+A *stage kind* is registered once (:func:`register_stage`) and then used by name in a pipeline
+expression (``"bm25 >> rm3 >> bm25"``), in Python (``Stage("rm3", fb_terms=20)``) and as sweep
+axes (``"rm3.fb_terms" = [10, 20]``). Built-in kinds go through the same registry as a
+researcher's own: their modules are imported on first lookup (:data:`BUILTIN_MODULES`), so
+naming a kind costs nothing until it is used.
+
+A kind's types are one of two shapes of data, as in PyTerrier:
+
+- ``"queries"``: the topics (a query id and its text; after feedback also weighted terms or a
+  vector);
+- ``"run"``: a ranked list of documents per query (with the queries it answers).
+
+so a retrieval stage takes queries and gives a run, a feedback stage (RM3, Rocchio) takes a run
+and gives queries, a reranker takes a run and gives a run. A stage is refused where its input
+does not fit (:mod:`aiblox.engine.algebra`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+__all__ = [
+    "BUILTIN_MODULES",
+    "DataKind",
+    "READS",
+    "StageKind",
+    "StageKindError",
+    "get_stage_kind",
+    "register_stage",
+    "stage_kinds",
+]
+
+DataKind = Literal["queries", "run"]
+"""What flows between stages: topics, or a ranked run (with the topics it answers)."""
+
+READS = frozenset({"items", "vectors", "embedder"})
+"""What a stage may read besides its inputs; the engine adds the matching fingerprint (the
+store's item digest, the embedder's vectors digest, the embedder's model id) to the stage's
+key, so a changed corpus or model recomputes it."""
+
+BUILTIN_MODULES: dict[str, str] = {
+    # first-stage retrieval and its operators (planned by the engine, see aiblox.engine.plan)
+    "retrieve": "aiblox.engine.builtin",
+    "bm25": "aiblox.engine.builtin",
+    "dense": "aiblox.engine.builtin",
+    "fuse": "aiblox.engine.builtin",
+    "identity": "aiblox.engine.builtin",
+}
+"""Built-in stage kind -> the module that registers it (imported on first lookup). A kind
+registered by other code is found without an entry here."""
+
+
+class StageKindError(ValueError):
+    """An unknown stage kind, or a registration that contradicts itself."""
+
+
+@dataclass(frozen=True)
+class StageKind:
+    """A registered stage kind."""
+
+    name: str
+    """The name pipelines use (``bm25``, ``rm3``, ``cross_encoder``)."""
+    version: str
+    """Bumped whenever the kind's output changes for the same config and inputs (its keys, and
+    every key downstream, change with it)."""
+    takes: DataKind
+    """What it reads: ``queries`` or a ``run`` (a run stage also receives its queries)."""
+    gives: DataKind
+    """What it returns."""
+    config: type[BaseModel]
+    """Its typed config (unknown keys rejected); every field is a sweepable parameter."""
+    compute: Callable[..., Any] | None = None
+    """``compute(config, inputs, context) -> output``; None for the kinds the engine plans
+    itself (retrieval on the topics, fusion, cut-offs)."""
+    reads: frozenset[str] = field(default_factory=frozenset)
+    """What it reads besides its inputs (:data:`READS`)."""
+    doc: str = ""
+    """One line for ``aiblox stages`` and error messages."""
+
+    def make_config(self, params: dict[str, Any]) -> BaseModel:
+        """The config from ``params`` (validated: unknown keys and bad values refused)."""
+        return self.config(**params)
+
+
+_REGISTRY: dict[str, StageKind] = {}
+
+
+def register_stage(name: str, *, version: str, takes: DataKind, gives: DataKind,
+                   config: type[BaseModel], reads: Iterable[str] = (), doc: str = ""
+                   ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the decorated function as stage kind ``name``::
+
+        @register_stage("title_boost", version="1", takes="run", gives="run",
+                        config=TitleBoost, reads=["items"])
+        def title_boost(cfg: TitleBoost, inputs: StageInputs, ctx: StageContext) -> Run: ...
+
+    Registering a name again replaces it (a notebook re-running its cell)."""
+    reads = frozenset(reads)
+    if reads - READS:
+        raise StageKindError(f"stage {name!r}: reads {sorted(reads - READS)} unknown; "
+                             f"known: {sorted(READS)}")
+    if takes not in ("queries", "run") or gives not in ("queries", "run"):
+        raise StageKindError(f"stage {name!r}: takes and gives are 'queries' or 'run', got "
+                             f"{takes!r} -> {gives!r}")
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        _REGISTRY[name] = StageKind(name, str(version), takes, gives, config, fn, reads,
+                                    doc or (fn.__doc__ or "").strip().split("\n")[0])
+        return fn
+
+    return wrap
+
+
+def add_kind(kind: StageKind) -> StageKind:
+    """Register a kind directly (the engine's own planned kinds)."""
+    _REGISTRY[kind.name] = kind
+    return kind
+
+
+def get_stage_kind(name: str) -> StageKind:
+    """The kind registered as ``name`` (a built-in's module imported on first use);
+    :class:`StageKindError` naming the known kinds otherwise."""
+    kind = _REGISTRY.get(name)
+    if kind is None and name in BUILTIN_MODULES:
+        importlib.import_module(BUILTIN_MODULES[name])
+        kind = _REGISTRY.get(name)
+    if kind is None:
+        raise StageKindError(f"unknown stage {name!r}; known: {', '.join(stage_kinds())}")
+    return kind
+
+
+def stage_kinds() -> list[str]:
+    """Every known kind's name, sorted (built-ins included, not imported)."""
+    return sorted(set(_REGISTRY) | set(BUILTIN_MODULES))

@@ -1,0 +1,80 @@
+"""``bm25`` and ``dense`` as stages after feedback: retrieval for :class:`Queries` that are not
+the topics themselves (rewritten texts, weighted terms from RM3 or Bo1, Rocchio's vectors).
+On the topics the engine plans them as the first stage instead (:mod:`aiblox.engine.plan`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs, VectorConfig
+from aiblox.engine.data import Queries, Run
+
+__all__ = ["StageContext", "retrieve"]
+
+
+class StageContext:
+    """What a stage function may use besides its inputs: the dataset's workspace (store,
+    indexes, retriever, embedder), opened on first need, and whether to show progress."""
+
+    def __init__(self, workspace: Any, progress: bool = False) -> None:
+        self._workspace = workspace
+        self.progress = progress
+
+    @property
+    def workspace(self) -> Any:
+        """The dataset's :class:`~aiblox.eval.workspace.Workspace`."""
+        ws = self._workspace
+        return ws() if callable(ws) else ws
+
+    @property
+    def retriever(self) -> Any:
+        """The workspace's hybrid retriever."""
+        return self.workspace.retriever
+
+    @property
+    def indexes(self) -> Any:
+        """The store's BM25 and vector indexes."""
+        return self.workspace.indexes
+
+    @property
+    def embedder(self) -> Any:
+        """The workspace's embedder."""
+        return self.workspace.retriever.embedder
+
+    @property
+    def store(self) -> Any:
+        """The store (items by id: ``store.get_items(ids)``)."""
+        return self.workspace.store
+
+
+def retrieve(kind: str, cfg: FtsConfig | VectorConfig, queries: Queries,
+             ctx: StageContext) -> Run:
+    """The ``kind`` (``bm25`` or ``dense``) run of ``queries`` under ``cfg``, ``cfg.top_k``
+    deep: weighted terms or query vectors when the queries carry them, else their texts."""
+    if kind == "bm25":
+        assert isinstance(cfg, FtsConfig)
+        if queries.terms is not None:
+            index = ctx.indexes.lexical(cfg)
+            lists = index.search_terms([dict(t) for t in queries.terms], cfg.top_k)
+            return Run.from_lists(queries.qids, lists)
+        return _by_text(queries, RetrievalPrefs(query_text="", mode="bm25", fts=cfg), ctx)
+    assert isinstance(cfg, VectorConfig)
+    if queries.vectors is not None:
+        emb = ctx.embedder
+        knn = ctx.indexes.vectors(emb.model_id, cfg)
+        lists = knn.search(np.ascontiguousarray(queries.vectors, dtype=np.float32), cfg.top_k)
+        return Run.from_lists(queries.qids, lists)
+    return _by_text(queries, RetrievalPrefs(query_text="", mode="dense", vector=cfg), ctx)
+
+
+def _by_text(queries: Queries, prefs: RetrievalPrefs, ctx: StageContext) -> Run:
+    group = [prefs.model_copy(update={"query_text": t, "query_id": q})
+             for q, t in zip(queries.qids, queries.texts, strict=True)]
+    if not group:
+        return Run((), (), ())
+    sig = ctx.retriever.signals(group)
+    lists = sig.text if prefs.mode == "bm25" else sig.vec
+    return Run.from_lists(queries.qids, lists)

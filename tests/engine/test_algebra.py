@@ -1,0 +1,167 @@
+"""Pipelines as data: the operators, their precedence, typing, parameters and the spec
+expression (aiblox.engine.algebra, aiblox.engine.expression)."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+from aiblox.engine import (
+    Cutoff,
+    Fuse,
+    PipelineError,
+    Stage,
+    Then,
+    parse_pipeline,
+    register_stage,
+)
+from aiblox.engine.data import Queries, Run
+
+
+class _Fb(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    fb_docs: int = 10
+    fb_terms: int = 10
+
+
+class _Rr(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    top_n: int = 100
+
+
+@register_stage("t_feedback", version="1", takes="run", gives="queries", config=_Fb)
+def _feedback(cfg: _Fb, inputs, ctx):  # pragma: no cover - typing only here
+    return inputs.queries
+
+
+@register_stage("t_rerank", version="1", takes="run", gives="run", config=_Rr)
+def _rerank(cfg: _Rr, inputs, ctx):  # pragma: no cover - typing only here
+    return inputs.run
+
+
+bm25, dense = Stage("bm25"), Stage("dense")
+fb, rr = Stage("t_feedback"), Stage("t_rerank")
+
+
+def test_operators_build_the_expected_tree_with_pythons_precedence():
+    p = bm25 + dense >> rr % 10
+    # + binds tighter than >>, % tighter than +: (bm25 + dense) >> (rr % 10)
+    assert isinstance(p, Then)
+    assert isinstance(p.steps[0], Fuse) and isinstance(p.steps[1], Cutoff)
+    assert p.expression() == "bm25 + dense >> t_rerank % 10"
+    chain = bm25 >> fb >> bm25 >> rr
+    assert isinstance(chain, Then) and len(chain.steps) == 4  # flattened
+    assert [s.kind for s in chain.stages()] == ["bm25", "t_feedback", "bm25", "t_rerank"]
+    assert chain.names() == ["bm25", "t_feedback", "t_rerank"]
+    three = bm25 + dense + Stage("bm25", name="b2", k1=2.0)
+    assert isinstance(three, Fuse) and len(three.members) == 3
+
+
+def test_pipelines_are_values_equal_and_hashable():
+    a = Stage("bm25", k1=0.9) >> fb >> bm25
+    b = Stage("bm25", k1=0.9) >> fb >> bm25
+    assert a == b and hash(a) == hash(b)
+    assert a != Stage("bm25", k1=1.0) >> fb >> bm25
+    assert a.as_data() == b.as_data()
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: (rr >> bm25), "bm25 takes queries but follows t_rerank"),
+    (lambda: (bm25 >> bm25), "a retrieval stage after a run needs feedback"),
+    (lambda: (bm25 >> fb >> rr), "t_rerank takes a ranked run but follows"),
+    (lambda: (bm25 >> fb) + dense, "gives queries, not a ranked run"),
+    (lambda: (bm25 >> fb) % 5, "gives queries"),
+    (lambda: bm25 % 0, ">= 1"),
+    (lambda: Stage("nope"), "unknown stage 'nope'"),
+    (lambda: Stage("bm25", k1="high"), "stage bm25"),
+    (lambda: Stage("t_rerank", top_k=5), "top_k"),
+])
+def test_a_stage_that_does_not_fit_is_refused_naming_it(build, message):
+    with pytest.raises(PipelineError, match=message):
+        p = build()
+        p.check()
+
+
+def test_check_refuses_a_reranker_first_and_a_pipeline_ending_in_queries():
+    with pytest.raises(PipelineError, match="nothing to rerank"):
+        rr.check()
+    with pytest.raises(PipelineError, match="ends in queries"):
+        (bm25 >> fb).check()
+    assert (bm25 >> fb >> bm25 >> rr).check()
+
+
+def test_with_params_sets_every_stage_of_a_name_and_refuses_unknown_names():
+    p = bm25 >> fb >> bm25
+    q = p.with_params({"bm25": {"k1": 2.0}, "t_feedback": {"fb_terms": 30}})
+    assert [s.param_dict() for s in q.stages()] == [{"k1": 2.0}, {"fb_terms": 30}, {"k1": 2.0}]
+    with pytest.raises(PipelineError, match="no stage named 'rm9'"):
+        p.with_params({"rm9": {"x": 1}})
+    with pytest.raises(PipelineError, match="fb_terms"):
+        p.with_params({"t_feedback": {"fb_terms": "many"}})
+
+
+def test_expression_round_trips_and_equals_the_python_pipeline():
+    text = "bm25(k1=0.9) >> t_feedback(fb_terms=20) >> bm25 + dense >> t_rerank % 10"
+    p = parse_pipeline(text)
+    assert p == (Stage("bm25", k1=0.9) >> Stage("t_feedback", fb_terms=20)
+                 >> (bm25 + dense) >> rr % 10)
+    assert parse_pipeline(p.expression()) == p
+
+
+def test_spec_tables_name_stages_fusions_and_sub_pipelines():
+    tables = {"first": {"kind": "bm25", "k1": 1.5},
+              "blend": {"kind": "fuse", "blend": "linear", "weights": [0.3, 0.7]},
+              "hybrid": {"pipeline": "blend(first, dense)"}}
+    p = parse_pipeline("hybrid >> t_rerank", tables)
+    fuse = p.steps[0]
+    assert isinstance(fuse, Fuse) and fuse.name == "blend"
+    assert fuse.stage.param_dict() == {"blend": "linear", "weights": [0.3, 0.7]}
+    assert fuse.members[0] == Stage("bm25", "first", k1=1.5)
+    assert parse_pipeline("fuse(bm25, dense, rrf_k=10)").stage.param_dict() == {"rrf_k": 10}
+
+
+@pytest.mark.parametrize("text, tables, message", [
+    ("a", {"a": {"pipeline": "b"}, "b": {"pipeline": "a >> t_rerank"}}, "refers to itself"),
+    ("a", {"a": {"pipeline": "a"}}, r"stages.a: refers to itself \(a -> a\)"),
+    ("bm25 >> ", {}, "not a pipeline expression"),
+    ("bm25 - dense", {}, "not a pipeline operator"),
+    ("bm25(k1=x)", {}, "literals"),
+    ("bm25 % 2.5", {}, "whole number"),
+    ("fuse(bm25)", {}, "two or more"),
+    ("x", {"x": {"kind": "bm25", "k9": 1}}, "stages.x"),
+    ("unknown_stage", {}, "unknown stage"),
+    ("", {}, "an expression"),
+])
+def test_bad_expressions_are_refused_naming_the_field(text, tables, message):
+    with pytest.raises(PipelineError, match=message):
+        parse_pipeline(text, tables)
+
+
+def test_queries_and_runs_round_trip_through_arrays():
+    q = Queries.of([("q1", "a b"), ("q2", "c")]).with_terms([{"b": 0.5, "a": 1.0}, {}])
+    assert Queries.from_arrays(q.to_arrays()) == q
+    r = Run.from_dict({"q2": [("d1", 2.0)], "q1": [("d3", 1.5), ("d2", 1.5)]})
+    assert r.qids == ("q1", "q2")
+    assert Run.from_arrays(r.to_arrays()) == r
+    assert r.cut(1).as_dict() == {"q1": [("d3", 1.5)], "q2": [("d1", 2.0)]}
+
+
+def test_retrieval_on_the_topics_is_the_first_stage_of_retrieval_prefs():
+    from aiblox.contracts.retrieval import RetrievalPrefs
+    from aiblox.engine.plan import first_stage_prefs
+
+    base = RetrievalPrefs(query_text="", top_k_items=100, fts={"top_k": 200},
+                          vector={"top_k": 200}, scoring={"blend": "linear", "w_text": 0.3,
+                                                          "w_vec": 0.7, "normalize": "minmax"})
+    assert first_stage_prefs(Stage("retrieve"), base) == base
+    hybrid = first_stage_prefs(bm25 + dense, base)
+    assert hybrid == base.model_copy(update={"mode": "hybrid"})
+    swapped = first_stage_prefs(parse_pipeline("fuse(dense, bm25, weights=[0.6, 0.4])"), base)
+    assert (swapped.scoring.w_text, swapped.scoring.w_vec) == (0.4, 0.6)
+    rrf = first_stage_prefs(parse_pipeline("fuse(bm25, dense, blend='rrf', rrf_k=10) % 20"),
+                            base)
+    assert (rrf.scoring.blend, rrf.scoring.rrf_k, rrf.top_k_items) == ("rrf", 10, 20)
+    one = first_stage_prefs(Stage("bm25", k1=0.9, top_k=1000) % 100, base)
+    assert (one.mode, one.fts.k1, one.fts.top_k, one.top_k_items) == ("bm25", 0.9, 1000, 100)
+    assert first_stage_prefs(bm25 >> fb >> bm25, base) is None
+    assert first_stage_prefs(bm25 + bm25, base) is None
