@@ -161,7 +161,7 @@ def _warn_queries(where: str, run: dict[str, list[tuple[str, float]]], judged: s
                  f"{', '.join(map(repr, unknown[:3]))})" if unknown else "",
                  f"{len(known)} not judged in {split} (e.g. {', '.join(map(repr, known[:3]))})"
                  if known else ""]
-        warnings.warn(f"{where}: {_plural(len(extra), 'query')} of the run's {len(run)} "
+        warnings.warn(f"{where}: {_plural(len(extra), 'query', 'queries')} of the run's {len(run)} "
                       f"{'is' if len(extra) == 1 else 'are'} ignored, as trec_eval ignores "
                       f"them: {'; '.join(p for p in parts if p)}", stacklevel=3)
     absent = sorted(judged - set(run))
