@@ -477,8 +477,8 @@ def _same_id_note(at: Any, raw: Any, first_raw: Any) -> str:
     """``(first at line 3)``, saying why when the two were written differently."""
     if str(raw) == str(first_raw):
         return f"(first at {at})"
-    return (f"(first at {at}, written {str(first_raw)!r}; ids are compared without "
-            f"surrounding whitespace)")
+    return (f"(first at {at}, written {str(first_raw)!r} there and {str(raw)!r} here: ids are "
+            f"compared without surrounding whitespace)")
 
 
 def _get_id(obj: dict, path: Path, lineno: int, key: str = "_id") -> str:
