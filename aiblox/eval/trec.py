@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["RunFileError", "read_trec_run", "single", "trec_order", "trec_run_text",
+__all__ = ["RunFileError", "float32_scores", "read_trec_run", "trec_order", "trec_run_text",
            "trec_scores"]
 
 
@@ -54,9 +54,9 @@ class RunFileError(ValueError):
     """A TREC run file that cannot be read: the message is one line naming the file and line."""
 
 
-def single(scores: Sequence[float]) -> list[float]:
-    """``scores`` as trec_eval 9 keeps them: rounded to 32-bit floats (as doubles; one beyond
-    single precision's range is infinite)."""
+def float32_scores(scores: Sequence[float]) -> list[float]:
+    """``scores`` as trec_eval 9 keeps them: rounded to 32-bit floats (given as doubles; one
+    beyond single precision's range is infinite)."""
     with np.errstate(over="ignore"):
         return np.asarray(scores, dtype=np.float64).astype(np.float32).tolist()
 
@@ -67,9 +67,14 @@ def trec_scores(scores: Sequence[float]) -> list[float]:
     below the one written before it, else the next 32-bit float below that one (written as its
     shortest decimal: 0.49999997 below 0.5). Scores that already decrease in single precision
     come back unchanged."""
+    arr = np.asarray(scores, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        low = arr.astype(np.float32)
+        if bool((low[1:] < low[:-1]).all()):  # no tie: nothing to write otherwise
+            return arr.tolist()
     out: list[float] = []
     prev = math.inf  # the single-precision value of the score written last
-    for s, s32 in zip(scores, single(scores), strict=True):
+    for s, s32 in zip(arr.tolist(), low.tolist(), strict=True):
         if s32 < prev or not out:
             w, prev = float(s), s32
         else:  # a tie (or a rise) in single precision: just below the score written above
@@ -84,7 +89,7 @@ def trec_scores(scores: Sequence[float]) -> list[float]:
 def trec_order(hits: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
     """``hits`` in trec_eval 9's order: score descending as 32-bit floats, ties by document
     id descending."""
-    keys = single([h[1] for h in hits])
+    keys = float32_scores([h[1] for h in hits])
     order = sorted(range(len(hits)), key=lambda i: (keys[i], hits[i][0]), reverse=True)
     return [hits[i] for i in order]
 
