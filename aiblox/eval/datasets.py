@@ -27,6 +27,16 @@ least 1), so TREC's negative grades (``-1``, ``-2`` for junk and spam in the Web
 and count as non-relevant; bpref's judged non-relevant documents are the grade-0 ones. Every
 ranx metric stays finite up to the bound (``ndcg_burges``'s gain is ``2^grade - 1``).
 
+Ids, one rule in every layout (corpus, queries, qrels and answers; BEIR and TREC files, CSV,
+TSV, parquet, JSONL, DataFrames) and in TREC run files (:mod:`aiblox.eval.trec`): an id is its
+text without surrounding whitespace (``" d1 "`` is ``d1``, as a whitespace-separated TREC line
+gives it), so a corpus, its qrels and a run written from it name a document alike. An empty id,
+or one holding whitespace inside (which no TREC run or qrels line can carry: trec_eval splits
+lines on whitespace), is an error naming the file, line and field; two ids equal under the rule
+are duplicates (an error naming both). Integer ids are their decimal text. A BEIR file's hash
+is its bytes and a table's hash its rows' BEIR lines (ids as the rule gives them), so the rule
+moves no hash of a dataset whose ids have no surrounding whitespace.
+
 Bad input raises :class:`DatasetError` naming the file, the line and the field: malformed JSON
 or UTF-8, lone surrogates (``"\\ud800"`` escapes, which are not Unicode text), NUL characters
 and non-finite numbers in any JSON field, an empty corpus, a qrels file with no judgment or no
@@ -60,7 +70,7 @@ optional ``title`` and ``metadata`` (an object; JSON text in CSV); queries ``_id
 ``query-id``, ``qid``), ``doc_id`` (or ``corpus_id``, ``corpus-id``, ``docid``), ``score``
 (or ``relevance``, ``grade``) and optional ``split``. Other columns are ignored. CSV and TSV
 files have a header row and are read as text (an id ``007`` stays ``007``); ids are strings
-or integers, surrounding whitespace dropped. Errors name the file (or frame), the line (CSV,
+or integers, under the id rule above. Errors name the file (or frame), the line (CSV,
 TSV, JSONL), row (parquet, 1-based) or index label (DataFrame), and the column: a missing
 column (with the columns present), a missing, empty or duplicate id, a grade that is not a
 whole number, a qrels row naming an unknown query, conflicting grades. As for BEIR files, a
@@ -97,6 +107,7 @@ from aiblox.contracts.items import ItemRecord
 from aiblox.text.lexical_gaps import LexicalGaps, lexical_gaps
 
 __all__ = [
+    "ID_RULE",
     "Dataset",
     "DatasetError",
     "GoldAnswer",
@@ -113,6 +124,10 @@ __all__ = [
 ]
 
 CORPUS_FILES = ("corpus.jsonl", "corpus.jsonl.gz")
+
+ID_RULE = "ids: surrounding whitespace dropped, none inside"
+"""The id rule every loader applies (see the module doc), named in what a store's sync record
+covers (:mod:`aiblox.eval.workspace`): a store synced under another rule syncs again."""
 
 MAX_GRADE = 1000
 """Qrels grades must lie in ``[-MAX_GRADE, MAX_GRADE]``."""
@@ -435,13 +450,47 @@ def _check_unicode(value: Any, path: Path, lineno: int, where: str) -> None:
             _check_unicode(v, path, lineno, f"{where}[{i}]")
 
 
+def _id_problem(value: str) -> str | None:
+    """Why ``value`` (already stripped) breaks the id rule (:func:`_clean_id`), or None."""
+    if not value:
+        return "missing id (empty)"
+    if value.split() != [value]:
+        i = next(i for i, c in enumerate(value) if c.isspace())
+        return (f"id {value!r} holds whitespace ({value[i]!r} at character {i}), which a TREC "
+                f"run or qrels line cannot carry (trec_eval splits its lines on whitespace): "
+                f"rename it")
+    return None
+
+
+def _clean_id(value: str) -> str:
+    """The one id rule of corpus, queries, qrels, answers (every layout) and run files: an id
+    is its text without surrounding whitespace (``" d1 "`` is ``d1``, as a TREC line gives
+    it); an empty one, or one holding whitespace inside, is refused (``ValueError``)."""
+    value = value.strip()
+    problem = _id_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+def _same_id_note(at: Any, raw: Any, first_raw: Any) -> str:
+    """``(first at line 3)``, saying why when the two were written differently."""
+    if str(raw) == str(first_raw):
+        return f"(first at {at})"
+    return (f"(first at {at}, written {str(first_raw)!r} there and {str(raw)!r} here: ids are "
+            f"compared without surrounding whitespace)")
+
+
 def _get_id(obj: dict, path: Path, lineno: int, key: str = "_id") -> str:
     value = obj.get(key)
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
-    if not isinstance(value, str) or not value:
+    if not isinstance(value, str) or not value.strip():
         raise DatasetError(path, lineno, key, "missing or not a non-empty string")
-    return value
+    try:
+        return _clean_id(value)
+    except ValueError as exc:
+        raise DatasetError(path, lineno, key, str(exc)) from None
 
 
 def _text_field(obj: dict, path: Path, lineno: int, key: str) -> str:
@@ -480,16 +529,17 @@ def iter_corpus(corpus_path: Path, name: str, hasher: _Hasher | None = None
             table, mapping = _file_table(corpus_path, "corpus"), {}
         yield from _tab_corpus(table, mapping, name, hasher)
         return
-    first_line: dict[str, int] = {}
+    first_line: dict[str, tuple[int, Any]] = {}
     for lineno, obj in _read_jsonl(corpus_path, hasher, "corpus.jsonl"):
         doc_id = _get_id(obj, corpus_path, lineno)
         if doc_id in first_line:
-            raise DatasetError(corpus_path, lineno, "_id",
-                               f"duplicate id {doc_id!r} (first at line {first_line[doc_id]})")
+            n, raw = first_line[doc_id]
+            raise DatasetError(corpus_path, lineno, "_id", f"duplicate id {doc_id!r} "
+                               f"{_same_id_note(f'line {n}', obj['_id'], raw)}")
         meta = obj.get("metadata") or {}
         if not isinstance(meta, dict):
             raise DatasetError(corpus_path, lineno, "metadata", "expected a JSON object")
-        first_line[doc_id] = lineno
+        first_line[doc_id] = lineno, obj["_id"]
         yield ItemRecord(
             id=doc_id, kind="doc", source=name, source_ref=f"{corpus_path.name}:{lineno}",
             title=_text_field(obj, corpus_path, lineno, "title"),
@@ -529,16 +579,17 @@ def load_dataset(name_or_path: str | Path, splits: list[str] | None = None,
                                               _Both(hasher, corpus_hasher))}
 
     queries: dict[str, str] = {}
-    qfirst: dict[str, int] = {}
+    qfirst: dict[str, tuple[int, Any]] = {}
     qpath = path / "queries.jsonl"
     for lineno, obj in _read_jsonl(qpath, hasher):
         qid = _get_id(obj, qpath, lineno)
         if qid in queries:
-            raise DatasetError(qpath, lineno, "_id",
-                               f"duplicate id {qid!r} (first at line {qfirst[qid]})")
+            n, raw = qfirst[qid]
+            raise DatasetError(qpath, lineno, "_id", f"duplicate id {qid!r} "
+                               f"{_same_id_note(f'line {n}', obj['_id'], raw)}")
         if "text" not in obj:
             raise DatasetError(qpath, lineno, "text", "missing")
-        qfirst[qid] = lineno
+        qfirst[qid] = lineno, obj["_id"]
         queries[qid] = _text_field(obj, qpath, lineno, "text")
 
     def read(base: str) -> tuple[dict[str, dict[str, int]], int, int, str]:
@@ -747,6 +798,10 @@ def _read_qrels(path: Path, hasher: _Hasher, queries: dict[str, str],
                                    f"expected query-id, corpus-id, score separated by tabs, "
                                    f"as from line {first}; got {len(tabs)} column(s){hint}")
             qid, doc_id, raw = (c.strip() for c in tabs)
+            for value, column in ((qid, "query-id"), (doc_id, "corpus-id")):
+                problem = _id_problem(value) if value else None  # empty: named below
+                if problem is not None:
+                    raise DatasetError(path, lineno, column, problem)
         else:
             cols = line.split()
             if len(cols) != 4:
@@ -887,7 +942,7 @@ def _missing(value: Any) -> bool:
 
 
 def _cell_id(value: Any, table: _Table, at: Any, column: str) -> str:
-    """An id: a string or an integer, surrounding whitespace dropped."""
+    """An id: a string or an integer, under the id rule (:func:`_clean_id`)."""
     if _missing(value):
         raise table.error(at, column, "missing id")
     if isinstance(value, int) and not isinstance(value, bool):
@@ -898,12 +953,10 @@ def _cell_id(value: Any, table: _Table, at: Any, column: str) -> str:
     if not isinstance(value, str):
         raise table.error(at, column, f"expected a string or an integer id, got "
                                       f"{type(value).__name__}")
-    value = value.strip()
-    if not value:
-        raise table.error(at, column, "missing id (empty)")
-    if any(c in value for c in "\t\r\n"):
-        raise table.error(at, column, f"id {value!r} holds a tab or a line break (a qrels row "
-                                      f"could not name it)")
+    try:
+        value = _clean_id(value)
+    except ValueError as exc:
+        raise table.error(at, column, str(exc)) from None
     _cell_unicode(value, table, at, column)
     return value
 
@@ -1179,9 +1232,10 @@ def _tab_corpus(table: _Table, mapping: dict[str, str], name: str, hasher: _Hash
     for at, row in table.read(hasher):
         doc_id = _cell_id(row.get(id_col, _ABSENT), table, at, id_col)
         if doc_id in first:
-            raise table.error(at, id_col, f"duplicate id {doc_id!r} (first at {table.unit} "
-                                          f"{first[doc_id]})")
-        first[doc_id] = at
+            n, raw = first[doc_id]
+            raise table.error(at, id_col, f"duplicate id {doc_id!r} "
+                                          f"{_same_id_note(f'{table.unit} {n}', row[id_col], raw)}")
+        first[doc_id] = at, row[id_col]
         item = ItemRecord(
             id=doc_id, kind="doc", source=name, source_ref=f"{source}:{at}",
             title=_cell_text(row.get(cols["title"] or "", None), table, at, cols["title"]),
@@ -1206,11 +1260,12 @@ def _tab_queries(table: _Table, mapping: dict[str, str], hasher: _Hasher) -> dic
     for at, row in table.read(hasher):
         qid = _cell_id(row.get(id_col, _ABSENT), table, at, id_col)
         if qid in first:
-            raise table.error(at, id_col, f"duplicate id {qid!r} (first at {table.unit} "
-                                          f"{first[qid]})")
+            n, raw = first[qid]
+            raise table.error(at, id_col, f"duplicate id {qid!r} "
+                                          f"{_same_id_note(f'{table.unit} {n}', row[id_col], raw)}")
         if row.get(text_col, _ABSENT) is _ABSENT:
             raise table.error(at, text_col, "missing")
-        first[qid] = at
+        first[qid] = at, row[id_col]
         queries[qid] = _cell_text(row[text_col], table, at, text_col)
         if not table.raw:
             hasher.update(_query_line(qid, queries[qid]).encode("utf-8"))

@@ -24,6 +24,7 @@ from aiblox.embedding import Embedder, get_embedder
 from aiblox.embedding.cache import CachedEmbedder
 from aiblox.embedding.vectors import import_vectors
 from aiblox.eval.datasets import (
+    ID_RULE,
     Dataset,
     corpus_file,
     corpus_hash,
@@ -49,6 +50,7 @@ __all__ = [
     "ingest_dataset",
     "open_workspace",
     "prepare_store",
+    "sync_key",
 ]
 
 STORES_DIR = Path(".aiblox") / "datasets"
@@ -82,6 +84,16 @@ def find_precomputed_vectors(dataset: Dataset | DatasetBinding, model_id: str) -
     return sorted(folder.glob(f"*.{model_id}.parquet")) if folder.is_dir() else []
 
 
+def sync_key(corpus_digest: str) -> str:
+    """What a store's sync record names for a corpus: its hash together with the loaders' id
+    rule (:data:`aiblox.eval.datasets.ID_RULE`). A corpus file's hash is its bytes, which an
+    id rule does not change, so a store synced from a file whose ids had surrounding
+    whitespace before that rule (holding ``" d1 "`` where the dataset now says ``d1``) is not
+    taken as up to date: it syncs once more, which rewrites only the record when no id
+    changed."""
+    return sha256_text(f"{ID_RULE}\x00{corpus_digest}")
+
+
 def ingest_dataset(store: Store, dataset: str | Path, embedder: CachedEmbedder | None,
                    vectors: Sequence[str | Path] = (), auto_vectors: bool = True,
                    replace: bool = False, progress: bool = True,
@@ -94,7 +106,7 @@ def ingest_dataset(store: Store, dataset: str | Path, embedder: CachedEmbedder |
     changes nothing stored."""
     binding = dataset_binding(dataset)
     cpath = corpus_file(binding.source)
-    digest = corpus_hash(cpath)
+    digest = sync_key(corpus_hash(cpath))
     model = embedder.model_id if embedder is not None else None
     if in_sync(store, binding, digest, model) is not None:
         return sync_dataset(store, binding, digest, (), embedder)  # reports up to date
@@ -120,7 +132,8 @@ def prepare_store(store: Store, dataset: Dataset, embedder: CachedEmbedder | Non
     """
     binding = dataset_binding(dataset)
     items = list(dataset.corpus.values())
-    digest = dataset.corpus_hash or items_digest({it.id: it.content_hash for it in items})
+    digest = sync_key(dataset.corpus_hash
+                      or items_digest({it.id: it.content_hash for it in items}))
     if embedder is not None and in_sync(store, binding, digest, embedder.model_id) is None:
         texts = [d.embedding_text for d in items] + list(dataset.queries.values())
         _import_precomputed(store, binding, embedder, vectors, auto_vectors, texts)

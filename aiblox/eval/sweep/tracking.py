@@ -60,6 +60,7 @@ from typing import Any, ParamSpec, TypeVar
 from aiblox.eval.sweep.cache import StageCache
 from aiblox.eval.sweep.outputs import StageReader
 from aiblox.eval.sweep.results import ranked
+from aiblox.eval.trec import trec_run_text
 
 __all__ = [
     "DEFAULT_TRACKING_URI",
@@ -165,12 +166,10 @@ def metric_key(split: str, metric: str) -> str:
 
 
 def trec_run(run: dict[str, list[list[Any]]], tag: str) -> str:
-    """TREC run format: ``qid Q0 doc rank score tag`` per line, queries sorted by id."""
-    lines = []
-    for qid in sorted(run):
-        for rank, (doc, score) in enumerate(run[qid], start=1):
-            lines.append(f"{qid} Q0 {doc} {rank} {score!r} {tag}")
-    return "\n".join(lines) + ("\n" if lines else "")
+    """TREC run format: ``qid Q0 doc rank score tag`` per line, queries sorted by id, scores
+    strictly decreasing (:func:`aiblox.eval.trec.trec_run_text`: trec_eval scores the ranking
+    the sweep scored)."""
+    return trec_run_text(run, tag)
 
 
 def _artifact_root(tracking_uri: str) -> str | None:
