@@ -173,6 +173,15 @@ class Dataset:
     """Per split: qrels rows naming a document absent from the corpus (kept, counted)."""
     _hash: str = field(default="", init=False, repr=False, compare=False)
     _corpus_hash: str = field(default="", init=False, repr=False, compare=False)
+    _source: str | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def source(self) -> str | None:
+        """Where :func:`load_dataset` read it from, resolved: the folder, or the ``*.toml``
+        manifest file passed by path (what a sweep point's manifest records, so that
+        ``aiblox eval verify`` re-reads the very files); None for a dataset built otherwise
+        (:meth:`from_frames`, by hand)."""
+        return self._source
 
     @property
     def hash(self) -> str:
@@ -517,7 +526,12 @@ def load_dataset(name_or_path: str | Path, splits: list[str] | None = None,
     """Load a dataset (all splits when ``splits`` is None): a BEIR folder, a folder of
     CSV/TSV/parquet files, or a ``dataset.toml`` manifest (see the module docstring)."""
     path = find_dataset(name_or_path)
-    name = name or dataset_name(path)
+    ds = _load_files(path, name or dataset_name(path), splits)
+    ds._source = path.resolve().as_posix()
+    return ds
+
+
+def _load_files(path: Path, name: str, splits: list[str] | None) -> Dataset:
     src = _tabular_source(path)
     if src is not None:
         return _load_tabular(src, path, name, splits)
