@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +32,7 @@ from aiblox.eval.datasets import Dataset
 from aiblox.eval.metrics import evaluate_run
 from aiblox.eval.metrics.significance import StatTest, compare_to_baseline
 from aiblox.eval.runner import EvalResult, run_hash
+from aiblox.inputs import InputFileError, bounded_lines
 
 __all__ = [
     "CORRECTIONS",
@@ -43,6 +44,7 @@ __all__ = [
     "TESTS",
     "read_trec_run",
     "run_experiment",
+    "run_file_lines",
     "system_from_result",
     "system_from_run",
     "trec_run_text",
@@ -132,13 +134,8 @@ def read_trec_run(path: str | Path) -> dict[str, list[tuple[str, float]]]:
     naming the file and the first bad line (not 6 columns, a rank that is not an integer, a
     score that is not a finite number), or an unreadable or empty file."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise RunFileError(f"--run {p}: cannot read it: {reason}") from None
     rows: dict[str, list[tuple[float, int, int, str]]] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in run_file_lines(p):
         fields = line.split()
         if not fields:
             continue
@@ -162,6 +159,26 @@ def read_trec_run(path: str | Path) -> dict[str, list[tuple[str, float]]]:
         raise RunFileError(f"--run {p}: no run lines (expected 'qid Q0 docid rank score tag')")
     return {q: [(doc, -neg) for neg, _r, _n, doc in sorted(hits)]
             for q, hits in sorted(rows.items())}
+
+
+def run_file_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """The numbered lines of a run file, read in bounded memory
+    (:func:`aiblox.inputs.bounded_lines`): :class:`RunFileError` naming the file (and line) for
+    one that is not a regular file (``/dev/zero``, a FIFO), a line too long, text that is not
+    UTF-8, or a read that fails."""
+    lineno = 0
+    try:
+        for lineno, raw in bounded_lines(path):
+            try:
+                yield lineno, raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise RunFileError(f"--run {path}:{lineno}: cannot read it: {exc}") from None
+    except InputFileError as exc:
+        where = f"{path}:{exc.line}" if exc.line is not None else str(path)
+        raise RunFileError(f"--run {where}: cannot read it: {exc.reason}") from None
+    except OSError as exc:
+        where = f"{path}:{lineno + 1}" if lineno else str(path)
+        raise RunFileError(f"--run {where}: cannot read it: {exc.strerror or exc}") from None
 
 
 def system_from_run(dataset: Dataset, split: str, run: dict[str, list[tuple[str, float]]],
