@@ -223,6 +223,7 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
                                  identical=expected == actual, detail=detail))
         return expected == actual
 
+    differs: str | None
     if dataset is not None:
         ds, differs = dataset, f"dataset {dataset.name!r} given is not the data the point " \
                                f"was computed from"
