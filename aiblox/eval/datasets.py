@@ -40,7 +40,10 @@ moves no hash of a dataset whose ids have no surrounding whitespace.
 Bad input raises :class:`DatasetError` naming the file, the line and the field: malformed JSON
 or UTF-8, lone surrogates (``"\\ud800"`` escapes, which are not Unicode text), NUL characters
 and non-finite numbers in any JSON field, an empty corpus, a qrels file with no judgment or no
-relevant one, two different grades for one (query, document) pair (naming both lines).
+relevant one, two different grades for one (query, document) pair (naming both lines), a file
+that is not a regular file (a device such as ``/dev/zero``, a FIFO: refused before any read) or
+a line longer than :data:`aiblox.inputs.MAX_LINE_BYTES` (files are read line by line, in
+bounded memory).
 Tolerated, counted and warned about, not fatal: a qrels row naming a document absent from the
 corpus (``Dataset.missing_qrels_docs``; a defect of public collections), a repeated identical
 judgment (``Dataset.duplicate_qrels``) and a derived split part that holds no query.
@@ -89,7 +92,6 @@ Documents and judged queries whose text the DuckDB store's BM25 cannot index (CJ
 from __future__ import annotations
 
 import csv
-import gzip
 import hashlib
 import json
 import math
@@ -104,6 +106,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from aiblox.contracts.items import ItemRecord
+from aiblox.inputs import InputFileError, bounded_lines, check_regular_file, read_bounded
 from aiblox.text.lexical_gaps import LexicalGaps, lexical_gaps
 
 __all__ = [
@@ -188,6 +191,15 @@ class Dataset:
     """Per split: qrels rows naming a document absent from the corpus (kept, counted)."""
     _hash: str = field(default="", init=False, repr=False, compare=False)
     _corpus_hash: str = field(default="", init=False, repr=False, compare=False)
+    _source: str | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def source(self) -> str | None:
+        """Where :func:`load_dataset` read it from, resolved: the folder, or the ``*.toml``
+        manifest file passed by path (what a sweep point's manifest records, so that
+        ``aiblox eval verify`` re-reads the very files); None for a dataset built otherwise
+        (:meth:`from_frames`, by hand)."""
+        return self._source
 
     @property
     def hash(self) -> str:
@@ -367,27 +379,37 @@ def find_dataset(name_or_path: str | Path) -> Path:
 def _is_dataset(p: Path) -> bool:
     if p.is_file():
         return p.suffix == ".toml"
-    return (p / MANIFEST).is_file() or any((p / f"queries{s}").exists() for s in QUERY_SUFFIXES)
+    return (p / MANIFEST).exists() or any((p / f"queries{s}").exists() for s in QUERY_SUFFIXES)
 
 
 def _read_lines(path: Path, hasher: _Hasher, hashed_name: str | None = None
                 ) -> Iterator[tuple[int, str]]:
-    opener = gzip.open if path.suffix == ".gz" else open
+    """The lines of a text file (decompressed when ``.gz``), bounded: a file that is not a
+    regular one (``/dev/zero``, a FIFO) or a line over :data:`~aiblox.inputs.MAX_LINE_BYTES`
+    is a :class:`DatasetError` naming it, not a read until memory runs out."""
     hashed_name = hashed_name or path.name.removesuffix(".gz")
     hasher.update(f"\x00{hashed_name}\x00".encode())
     lineno = 0
     try:
-        with opener(path, "rb") as fh:
-            for lineno, raw in enumerate(fh, start=1):
-                hasher.update(raw)
-                try:
-                    yield lineno, raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise DatasetError(path, lineno, "encoding", f"not UTF-8: {exc}") from None
+        for lineno, raw in bounded_lines(path, gz=path.suffix == ".gz"):
+            hasher.update(raw)
+            try:
+                yield lineno, raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DatasetError(path, lineno, "encoding", f"not UTF-8: {exc}") from None
+    except InputFileError as exc:
+        raise _file_error(path, exc) from None
     except (OSError, EOFError, zlib.error) as exc:  # unreadable, or a damaged .gz
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise DatasetError(path, lineno + 1 if lineno else None, "file",
                            f"cannot read: {reason or type(exc).__name__}") from None
+
+
+def _file_error(path: str | Path, exc: InputFileError) -> DatasetError:
+    """An input file refused by :mod:`aiblox.inputs` (not a regular file, a line too long), as
+    a :class:`DatasetError` naming it."""
+    return DatasetError(path, exc.line, "line" if exc.line is not None else "file",
+                        f"cannot read: {exc.reason}")
 
 
 _SUSPECT_ESCAPE = re.compile(r"\\u(?:[dD][89a-fA-F]|0000)")
@@ -567,7 +589,12 @@ def load_dataset(name_or_path: str | Path, splits: list[str] | None = None,
     """Load a dataset (all splits when ``splits`` is None): a BEIR folder, a folder of
     CSV/TSV/parquet files, or a ``dataset.toml`` manifest (see the module docstring)."""
     path = find_dataset(name_or_path)
-    name = name or dataset_name(path)
+    ds = _load_files(path, name or dataset_name(path), splits)
+    ds._source = path.resolve().as_posix()
+    return ds
+
+
+def _load_files(path: Path, name: str, splits: list[str] | None) -> Dataset:
     src = _tabular_source(path)
     if src is not None:
         return _load_tabular(src, path, name, splits)
@@ -999,14 +1026,14 @@ def _csv_table(path: Path) -> _Table:
 
     def lines() -> Iterator[str]:
         try:
-            with open(path, "rb") as fh:
-                for lineno, raw in enumerate(fh, start=1):
-                    try:
-                        text = raw.decode("utf-8")
-                    except UnicodeDecodeError as exc:
-                        raise DatasetError(path, lineno, "encoding", f"not UTF-8: {exc}"
-                                           ) from None
-                    yield text.removeprefix("\ufeff") if lineno == 1 else text
+            for lineno, raw in bounded_lines(path):
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise DatasetError(path, lineno, "encoding", f"not UTF-8: {exc}") from None
+                yield text.removeprefix("\ufeff") if lineno == 1 else text
+        except InputFileError as exc:
+            raise _file_error(path, exc) from None
         except OSError as exc:
             raise DatasetError(path, None, "file", f"cannot read: {exc.strerror or exc}"
                                ) from None
@@ -1052,6 +1079,10 @@ def _parquet_table(path: Path) -> _Table:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    try:
+        check_regular_file(path)
+    except InputFileError as exc:
+        raise _file_error(path, exc) from None
     try:
         pfile = pq.ParquetFile(path)
     except (OSError, pa.ArrowException) as exc:
@@ -1121,7 +1152,7 @@ def _qrels_files(folder: Path) -> dict[str, Path]:
     out: dict[str, Path] = {}
     qdir = folder / "qrels"
     for p in sorted(qdir.iterdir()) if qdir.is_dir() else []:
-        if p.suffix not in TABLE_SUFFIXES or not p.is_file():
+        if p.suffix not in TABLE_SUFFIXES or p.is_dir():  # a device: refused by name when read
             continue
         if p.stem in out:
             raise DatasetError(qdir, None, "file", f"two qrels files for split {p.stem!r}: "
@@ -1133,7 +1164,7 @@ def _qrels_files(folder: Path) -> dict[str, Path]:
 def _manifest_path(path: Path) -> Path | None:
     if path.is_file() and path.suffix == ".toml":
         return path
-    return path / MANIFEST if (path / MANIFEST).is_file() else None
+    return path / MANIFEST if (path / MANIFEST).exists() else None
 
 
 def _is_beir(path: Path) -> bool:
@@ -1150,7 +1181,9 @@ def _read_manifest(mpath: Path) -> tuple[_TabularSource, dict[str, Any]]:
     import tomllib
 
     try:
-        data = tomllib.loads(mpath.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_bounded(mpath).decode("utf-8"))
+    except InputFileError as exc:
+        raise _file_error(mpath, exc) from None
     except OSError as exc:
         raise DatasetError(mpath, None, "file", f"cannot read: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -1166,8 +1199,12 @@ def _read_manifest(mpath: Path) -> tuple[_TabularSource, dict[str, Any]]:
         if not isinstance(value, str) or not value:
             raise DatasetError(mpath, None, key, "expected a file name (a non-empty string)")
         p = mpath.parent / value
-        if not p.is_file():
+        if not p.exists():
             raise DatasetError(mpath, None, key, f"file not found: {p}")
+        try:
+            check_regular_file(p)
+        except InputFileError as exc:
+            raise DatasetError(mpath, None, key, f"{p}: {exc.reason}") from None
         return p
 
     for key in ("corpus", "queries", "qrels"):

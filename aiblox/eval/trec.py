@@ -40,14 +40,16 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["RunFileError", "float32_scores", "read_trec_run", "trec_order", "trec_run_text",
-           "trec_scores"]
+from aiblox.inputs import InputFileError, bounded_lines
+
+__all__ = ["RunFileError", "float32_scores", "read_trec_run", "run_file_lines", "trec_order",
+           "trec_run_text", "trec_scores"]
 
 
 class RunFileError(ValueError):
@@ -134,14 +136,9 @@ def read_trec_run(path: str | Path) -> dict[str, list[tuple[str, float]]]:
     the file and the first bad line (not 6 columns, a rank that is not an integer, a score that
     is not a finite number), or an unreadable or empty file."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise RunFileError(f"--run {p}: cannot read it: {reason}") from None
     rows: dict[str, dict[str, tuple[float, int, int]]] = {}  # qid -> doc -> (score, rank, line)
     twice: list[tuple[int, str, str, int]] = []  # (line, qid, doc, line it repeats)
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in run_file_lines(p):
         fields = line.split()
         if not fields or fields[0].startswith("#"):
             continue
@@ -206,3 +203,23 @@ def read_trec_run(path: str | Path) -> dict[str, list[tuple[str, float]]]:
 
 def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
+
+
+def run_file_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """The numbered lines of a run file, read in bounded memory
+    (:func:`aiblox.inputs.bounded_lines`): :class:`RunFileError` naming the file (and line) for
+    one that is not a regular file (``/dev/zero``, a FIFO), a line too long, text that is not
+    UTF-8, or a read that fails."""
+    lineno = 0
+    try:
+        for lineno, raw in bounded_lines(path):
+            try:
+                yield lineno, raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise RunFileError(f"--run {path}:{lineno}: cannot read it: {exc}") from None
+    except InputFileError as exc:
+        where = f"{path}:{exc.line}" if exc.line is not None else str(path)
+        raise RunFileError(f"--run {where}: cannot read it: {exc.reason}") from None
+    except OSError as exc:
+        where = f"{path}:{lineno + 1}" if lineno else str(path)
+        raise RunFileError(f"--run {where}: cannot read it: {exc.strerror or exc}") from None

@@ -61,6 +61,7 @@ from aiblox.eval.sweep.cache import StageCache
 from aiblox.eval.sweep.outputs import StageReader
 from aiblox.eval.sweep.results import ranked
 from aiblox.eval.trec import trec_run_text
+from aiblox.inputs import env_seconds
 
 __all__ = [
     "DEFAULT_TRACKING_URI",
@@ -105,20 +106,14 @@ TAG_SPEC_PATH = "aiblox.spec_path"
 """Parent-run tag: the spec file the sweep was run from (for the report's reproduce command)."""
 
 
-def _env_seconds(name: str, default: float) -> float:
-    try:
-        value = float(os.environ.get(name, default))
-    except ValueError:
-        return default
-    return value if value > 0 else default
-
-
-HEARTBEAT_S = _env_seconds("AIBLOX_SWEEP_HEARTBEAT_S", 10.0)
-"""Seconds between two heartbeats of a running sweep (``AIBLOX_SWEEP_HEARTBEAT_S``)."""
-LEASE_S = _env_seconds("AIBLOX_SWEEP_LEASE_S", 60.0)
+HEARTBEAT_S = 10.0
+"""Seconds between two heartbeats of a running sweep, unless ``AIBLOX_SWEEP_HEARTBEAT_S`` says
+otherwise. Each of these variables is read when used (:func:`_seconds`): a value that is not a
+finite number > 0 is an :class:`~aiblox.inputs.EnvVarError` naming it, before the sweep starts."""
+LEASE_S = 60.0
 """A sweep owned from another machine is live while its heartbeat is younger than this
 (``AIBLOX_SWEEP_LEASE_S``); on the same machine the owner's process is checked instead."""
-SETTLE_S = _env_seconds("AIBLOX_TRACKING_SETTLE_S", 2.0)
+SETTLE_S = 2.0
 """Remote tracking servers (no file lock): seconds between writing a claim and reading it back
 (``AIBLOX_TRACKING_SETTLE_S``)."""
 LOCK_TIMEOUT_S = 600.0
@@ -263,9 +258,19 @@ def check_tracking_store(tracking_uri: str) -> None:
                                  f"{tracking_uri}); nothing was created")
 
 
-REACH_TIMEOUT_S = _env_seconds("AIBLOX_TRACKING_CONNECT_S", 10.0)
+REACH_TIMEOUT_S = 10.0
 """Seconds to wait for a tracking server to accept a connection (``AIBLOX_TRACKING_CONNECT_S``)
 before the sweep stops; MLflow's own retries would take minutes to give up."""
+_SECONDS_ENV = {"heartbeat": ("AIBLOX_SWEEP_HEARTBEAT_S", HEARTBEAT_S),
+                "lease": ("AIBLOX_SWEEP_LEASE_S", LEASE_S),
+                "settle": ("AIBLOX_TRACKING_SETTLE_S", SETTLE_S),
+                "connect": ("AIBLOX_TRACKING_CONNECT_S", REACH_TIMEOUT_S)}
+
+
+def _seconds(what: str) -> float:
+    """The duration ``what`` (``heartbeat``, ``lease``, ``settle``, ``connect``): its variable's
+    value, else the default."""
+    return env_seconds(*_SECONDS_ENV[what])
 
 
 def check_tracking_server(tracking_uri: str) -> None:
@@ -277,10 +282,10 @@ def check_tracking_server(tracking_uri: str) -> None:
     parts = urlsplit(tracking_uri)
     if parts.scheme not in ("http", "https"):
         return
+    timeout = _seconds("connect")
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
-        with socket.create_connection((parts.hostname or "localhost", port),
-                                      timeout=REACH_TIMEOUT_S):
+        with socket.create_connection((parts.hostname or "localhost", port), timeout=timeout):
             pass
     except (OSError, ValueError) as exc:
         why = (exc.strerror if isinstance(exc, OSError) else None) or str(exc) \
@@ -434,18 +439,20 @@ def owner_status(tags: dict[str, str], now: float | None = None) -> tuple[bool, 
         age = (time.time() if now is None else now) - float(tags.get(TAG_HEARTBEAT, ""))
     except ValueError:
         return False, f"{owner}, which ran it, left no heartbeat"
-    if age < LEASE_S:
+    lease = _seconds("lease")
+    if age < lease:
         return True, f"{owner} is running it (heartbeat {max(age, 0):.0f} s ago)"
     return False, (f"{owner}, which ran it, has been silent for {age:.0f} s "
-                   f"(lease {LEASE_S:.0f} s)")
+                   f"(lease {lease:.0f} s)")
 
 
 class _Heartbeat:
     """Renews the parent's heartbeat tag every :data:`HEARTBEAT_S` seconds from a daemon
     thread, and notes (``lost``) when the parent is no longer owned by ``token``."""
 
-    def __init__(self, tracking_uri: str, run_id: str, token: str) -> None:
+    def __init__(self, tracking_uri: str, run_id: str, token: str, every: float) -> None:
         self.tracking_uri, self.run_id, self.token = tracking_uri, run_id, token
+        self.every = every
         self.stop_event = threading.Event()
         self.lost: str | None = None
         self.thread = threading.Thread(target=self._run, name="aiblox-sweep-heartbeat",
@@ -456,7 +463,7 @@ class _Heartbeat:
         from mlflow.tracking import MlflowClient
 
         client = None
-        while not self.stop_event.wait(HEARTBEAT_S):
+        while not self.stop_event.wait(self.every):
             try:
                 client = client or MlflowClient(tracking_uri=self.tracking_uri)
                 run = client.get_run(self.run_id)
@@ -506,6 +513,7 @@ class SweepTracker:
     def __init__(self, tracking_uri: str, experiment: str, sweep_hash: str,
                  spec: dict[str, Any], resume: bool = False,
                  spec_path: str | None = None) -> None:
+        self.seconds = {what: _seconds(what) for what in ("heartbeat", "lease", "settle")}
         self.client = tracking_client(tracking_uri, create=True)
         self.tracking_uri = tracking_uri
         self.sweep_hash = sweep_hash
@@ -582,7 +590,8 @@ class SweepTracker:
         return {TAG_OWNER: _this_process(self.token).tag(), TAG_HEARTBEAT: f"{time.time():.3f}"}
 
     def _start_heartbeat(self) -> None:
-        beat = _Heartbeat(self.tracking_uri, self.parent_id, self.token)
+        beat = _Heartbeat(self.tracking_uri, self.parent_id, self.token,
+                          self.seconds["heartbeat"])
         self._heartbeat = beat
         weakref.finalize(self, beat.stop_event.set)  # a collected tracker stops beating
 
@@ -612,7 +621,7 @@ class SweepTracker:
     def _settle(self) -> None:
         """A remote store: read the claim back after :data:`SETTLE_S` seconds; the earliest
         parent and the last claim win, a loser withdraws and is refused."""
-        time.sleep(SETTLE_S)
+        time.sleep(self.seconds["settle"])
         first = self._first_parent()
         mine = self.client.get_run(self.parent_id)
         owner = Owner.parse(mine.data.tags.get(TAG_OWNER))
