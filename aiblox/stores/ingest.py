@@ -159,7 +159,7 @@ def sync_dataset(store: Store, binding: DatasetBinding, corpus_hash: str,
         "source": binding.source, "corpus_hash": corpus_hash,
         "refresh_vectors": again or prepare is not None})
     if mark.embedder is None and embedder is not None:
-        mark = mark.model_copy(update={"embedder": embedder_option(embedder)})
+        mark = mark.model_copy(update={"embedder": _embedder_option(embedder)})
     # the mark first, committed: from here on every reader refuses the store until the end
     store.write_meta({"dataset": canonical_json(binding.model_dump()), "sync": None,
                       "syncing": json.dumps(mark.model_dump(mode="json"), sort_keys=True)})
@@ -210,7 +210,7 @@ def sync_dataset(store: Store, binding: DatasetBinding, corpus_hash: str,
     return report
 
 
-def embedder_option(embedder: CachedEmbedder) -> str:
+def _embedder_option(embedder: CachedEmbedder) -> str:
     """The ``--embedder`` value that builds ``embedder``'s model: its registered name, else
     the model folder it loads, else its model id."""
     from aiblox.embedding.base import registry
