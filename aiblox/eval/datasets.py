@@ -123,6 +123,7 @@ __all__ = [
     "iter_corpus",
     "load_dataset",
     "parse_split",
+    "read_queries",
     "split_part",
 ]
 
@@ -582,6 +583,28 @@ def corpus_hash(corpus_path: Path) -> str:
         for _ in iter_corpus(corpus_path, "", h):
             pass
     return h.hexdigest()
+
+
+def read_queries(name_or_path: str | Path) -> dict[str, str]:
+    """The queries of a dataset (``{id: text}``, file order, validated as :func:`load_dataset`
+    does), without reading its corpus or judgments."""
+    path = find_dataset(name_or_path)
+    src = _tabular_source(path)
+    if src is not None:
+        return _tab_queries(src.queries, src.columns.get("queries", {}), _NoHash())
+    queries: dict[str, str] = {}
+    qfirst: dict[str, int] = {}
+    qpath = path / "queries.jsonl"
+    for lineno, obj in _read_jsonl(qpath, _NoHash()):
+        qid = _get_id(obj, qpath, lineno)
+        if qid in queries:
+            raise DatasetError(qpath, lineno, "_id",
+                               f"duplicate id {qid!r} (first at line {qfirst[qid]})")
+        if "text" not in obj:
+            raise DatasetError(qpath, lineno, "text", "missing")
+        qfirst[qid] = lineno
+        queries[qid] = _text_field(obj, qpath, lineno, "text")
+    return queries
 
 
 def load_dataset(name_or_path: str | Path, splits: list[str] | None = None,
