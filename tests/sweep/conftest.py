@@ -1,4 +1,5 @@
-"""Sweep fixtures: the sample dataset in a real DuckDB file (hashing embedder), a small spec."""
+"""Sweep fixtures: a small spec, an MLflow store (the sample store is ``sweep_db``, in
+tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -8,20 +9,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_SPEC = REPO / "evals" / "sweeps" / "sample_fusion.toml"
-
-
-@pytest.fixture(scope="session")
-def sweep_db(tmp_path_factory, sample_dataset):
-    """Path of a DuckDB file holding the sample dataset with hashing vectors."""
-    from aiblox.embedding import CachedEmbedder, HashingEmbedder
-    from aiblox.eval.workspace import prepare_store
-    from aiblox.stores import DuckDBStore
-
-    path = tmp_path_factory.mktemp("sweepdb") / "sample.duckdb"
-    store = DuckDBStore(path)
-    prepare_store(store, sample_dataset, CachedEmbedder(HashingEmbedder(), store), progress=False)
-    store.close()
-    return str(path)
 
 
 @pytest.fixture(scope="session")

@@ -73,11 +73,9 @@ def default_jobs() -> int:
 
 def sweep_points(spec: SweepSpec) -> tuple[list[PipelinePoint], PipelinePoint | None]:
     """The grid's points (the ``[search]`` draw applied) and the baseline point (None without
-    one): a fusion sweep's are its retrieval settings without chunking or selection."""
-    if spec.has_pipeline_axes:
-        return spec.pipeline_points(), spec.baseline_point()
-    base = spec.baseline_prefs()
-    return [PipelinePoint(p) for p in spec.points()], None if base is None else PipelinePoint(base)
+    one): a fusion sweep's are its retrieval settings without chunking or selection; with a
+    retrieval pipeline, each setting times every pipeline variant."""
+    return spec.grid_points(), spec.grid_baseline()
 
 
 def check_cv(spec: SweepSpec, ds: Dataset) -> list[str]:
@@ -139,6 +137,8 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     remote = None
     try:
         for pt in todo:
+            if pt.pipeline is not None:  # planned as its stages come (pipeline.split_point)
+                continue
             for split in splits:
                 ctx.plan_signals(pt.prefs, split)
         if cpus:  # the workers open the store only for a chunk stage not yet cached
