@@ -62,6 +62,14 @@ def sweep_db(tmp_path_factory, sample_dataset):
     return str(path)
 
 
+@pytest.fixture(scope="session")
+def mlflow_uri(tmp_path_factory):
+    """One tmp sqlite MLflow store per session (creating its tables takes seconds); tests keep
+    apart by experiment name."""
+    pytest.importorskip("mlflow")
+    return f"sqlite:///{tmp_path_factory.mktemp('mlflow')}/mlflow.db"
+
+
 # PostgreSQL, for the store contract suite (tests/stores) and the evidence bundle tables
 # (tests/bundles): the server at ``AIBLOX_PG_URL`` when set (an admin URL: the tests create and
 # drop their own databases), else a throwaway PostgreSQL 16 + pgvector from the ``pgserver``

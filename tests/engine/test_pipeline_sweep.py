@@ -5,12 +5,13 @@ parameters are axes, and a point is verified from its manifest."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import BaseModel, ConfigDict
 
 from aiblox.engine import register_stage
 from aiblox.engine.data import Run
-
 from tests.engine.stages_for_tests import CALLS  # registers t_expand and t_flip
 
 HEAD = """
@@ -149,7 +150,8 @@ pipeline = "bm25"
     ('pipeline = "bm25 >> t_flip"\n[stages.unused]\nkind = "bm25"', "stages.unused: no pipeline"),
     ('pipeline = "bm25"\n[grid.stages.t_flip]\ntop_n = [1]', "grid.stages.t_flip: no stage"),
     ('pipeline = "bm25 >> t_flip"\n[grid.stages.t_flip]\ntop_n = [0]', "top_n = 0"),
-    ('pipeline = "(a)"\n[stages.a]\npipeline = "b"\n[stages.b]\npipeline = "a"', "refers to itself"),
+    ('pipeline = "(a)"\n[stages.a]\npipeline = "b"\n[stages.b]\npipeline = "a"',
+     "refers to itself"),
     ('[stages.x]\nkind = "bm25"', "set pipeline"),
 ])
 def test_a_bad_pipeline_is_refused_when_the_spec_loads(tmp_path, extra, message):
@@ -186,3 +188,42 @@ def test_a_stage_returning_the_wrong_type_is_an_error_naming_it(tmp_path, sweep_
     with pytest.raises(TypeError, match="t_wrong gives run but returned Queries"):
         run_sweep(spec, cache_dir=tmp_path / "c", db=sweep_db, progress=False)
     assert Run  # the type a run stage returns
+
+
+def test_a_tracked_pipeline_point_logs_its_final_run_and_verifies_from_mlflow(
+        tmp_path, sweep_db, mlflow_uri):
+    from aiblox.eval.sweep import SweepTracker
+    from aiblox.eval.sweep.tracking import tracking_client
+    from aiblox.eval.sweep.verify import logged_manifest, verify_point
+
+    spec = spec_of(tmp_path, BASE + 'pipeline = "bm25 >> t_flip(top_n=3)"\n')
+    tracker = SweepTracker(mlflow_uri, "pipelines", spec.hash, spec.model_dump(mode="json"))
+    result = run_sweep_tracked(spec, sweep_db, tmp_path / "c", tracker)
+    (point,) = result.points
+    client = tracking_client(mlflow_uri)
+    child = next(r for r in client.search_runs([result.tracking["experiment_id"]])
+                 if r.data.tags.get("aiblox.config_hash") == point.config_hash)
+    trec = (tmp_path / "dl")
+    trec.mkdir()
+    path = client.download_artifacts(child.info.run_id, "run.test.trec", str(trec))
+    logged: dict[str, list[str]] = {}
+    for line in Path(path).read_text().splitlines():
+        q, _, d, _, _, _ = line.split()
+        logged.setdefault(q, []).append(d)
+    # the logged run is t_flip's (the run the metrics scored): bm25's top 3 reversed
+    from aiblox.eval.sweep.cache import StageCache
+    from aiblox.eval.sweep.outputs import StageReader
+
+    plain = sweep(spec_of(tmp_path, BASE + 'pipeline = "bm25"\n'), sweep_db, tmp_path / "c")
+    stages = {s["name"]: s["key"] for s in plain.points[0].manifest.splits["test"].stages}
+    bm25 = StageReader(StageCache(tmp_path / "c")).fused_run(stages["signals"], stages["fusion"])
+    assert logged and all(logged[q][:3] == [d for d, _ in bm25[q][:3]][::-1] for q in logged)
+    assert "pipeline.then" in " ".join(child.data.params)  # the pipeline is logged
+    manifest, _ = logged_manifest(child.info.run_id, mlflow_uri)
+    assert verify_point(manifest, db=sweep_db).identical
+
+
+def run_sweep_tracked(spec, db, cache, tracker):
+    from aiblox.eval.sweep import run_sweep
+
+    return run_sweep(spec, cache_dir=cache, db=db, progress=False, tracker=tracker)

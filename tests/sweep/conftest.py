@@ -32,11 +32,3 @@ def small_spec():
     """``small_spec(spec, **grid)``: the sample spec with another grid (no baseline unless
     ``baseline=`` is given)."""
     return _small_spec
-
-
-@pytest.fixture(scope="session")
-def mlflow_uri(tmp_path_factory):
-    """One tmp sqlite MLflow store per session (creating its tables takes seconds); tests keep
-    apart by experiment name."""
-    pytest.importorskip("mlflow")
-    return f"sqlite:///{tmp_path_factory.mktemp('mlflow')}/mlflow.db"
