@@ -152,6 +152,10 @@ def load_policy(
                 f"policy '{raw}': no evals/policies folder found (set {POLICIES_DIR_ENV} or pass "
                 "policies_dir)"
             )
+        if policies_dir is None and os.environ.get(POLICIES_DIR_ENV) and not folder.is_dir():
+            raise PolicyError(f"policy '{raw}': environment variable {POLICIES_DIR_ENV}="
+                              f"{str(folder)!r}: expected a folder of policies (<name>.toml); "
+                              f"there is no such folder")
         path = folder / f"{raw}.toml"
         by_name = raw
     if not path.is_file():

@@ -143,13 +143,7 @@ def embedder_name(model_id: str) -> str | None:
     """The registered embedder name whose model is ``model_id`` (None for another model)."""
     from aiblox.embedding import registry
 
-    for name in registry.names():
-        try:
-            if get_embedder(name).model_id == model_id:
-                return name
-        except (ValueError, ImportError):
-            continue
-    return None
+    return registry.name_of(model_id)
 
 
 def check_store_searchable(store: Store, model_id: str | None, embedder: str,

@@ -78,7 +78,7 @@ def _os_message(exc: OSError) -> str:
     if exc.errno == errno.EROFS:
         why = "read-only file system"
     elif exc.errno == errno.ENOSPC:
-        why = "no space left on the device"
+        why = "the disk is full (ENOSPC, no space left on the device)"
     elif isinstance(exc, FileExistsError | NotADirectoryError) and exc.filename is not None:
         why = f"{why} (a file where a folder is needed?)"
     where = exc.filename if exc.filename is not None else ""
@@ -122,9 +122,10 @@ def _validation_message(exc: Any) -> str:
 def fault_message(exc: BaseException) -> str | None:
     """The one-line message of an input or environment fault, or None when ``exc`` is none
     of those (a bug)."""
-    from aiblox.stores.base import StoreError
+    from aiblox.stores.base import StoreError, is_disk_full
 
     msg: str | None = None
+    full = is_disk_full(exc)
     if _module_error(exc, "pydantic", "ValidationError"):
         msg = _validation_message(exc)
     elif isinstance(exc, UnicodeError):
@@ -133,8 +134,8 @@ def fault_message(exc: BaseException) -> str | None:
         msg = _os_message(exc)
     elif any(_module_error(exc, "duckdb", name) for name in _DUCKDB_ENVIRONMENT):
         where = _store_location(exc)
-        msg = (f"DuckDB{f' store {where}' if where else ''}: {exc} (a damaged or foreign "
-               f"database file? check --db)")
+        msg = f"DuckDB{f' store {where}' if where else ''}: {exc}" + (
+            "" if full else " (a damaged or foreign database file? check --db)")
     elif _module_error(exc, "sqlalchemy.exc", "SQLAlchemyError"):
         msg = f"database: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
     elif _module_error(exc, "sqlite3", "Error"):
@@ -151,6 +152,8 @@ def fault_message(exc: BaseException) -> str | None:
         msg = f"{exc} (a missing optional dependency? the README lists the extras)"
     if msg is None:
         return None
+    if full and "ENOSPC" not in msg:
+        msg += " (the disk is full: ENOSPC)"
     return one_line(_masked(msg))
 
 

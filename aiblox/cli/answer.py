@@ -11,6 +11,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from aiblox.assembly import PolicyError, answer_question, get_llm, load_policy
+from aiblox.assembly.llm.openai_chat import shown_url
 from aiblox.cli._common import (
     DATASET_STORE_HELP,
     STORE_HELP,
@@ -104,7 +105,7 @@ def answer(
         print_json({**result.model_dump(mode="json"),
                     "sources": rag_sources_event(sources)["payload"]["sources"],
                     "pack_id": pack.pack_id})
-        _exit_if_generation_failed(pack)
+        _exit_if_generation_failed(pack, reader)
         return
     v = result.validation
     title = "refusal" if v.is_refusal else f"answer ({v.validation_status})"
@@ -125,18 +126,21 @@ def answer(
         out.print(f"{k}: {h}", soft_wrap=True)
     out.print(f"evidence pack: {pack.pack_id} (aiblox pack show {pack.pack_id} --db {db})",
                   soft_wrap=True)
-    _exit_if_generation_failed(pack)
+    _exit_if_generation_failed(pack, reader)
 
 
-def _exit_if_generation_failed(pack: EvidencePack) -> None:
+def _exit_if_generation_failed(pack: EvidencePack, reader: object = None) -> None:
     """Exit 1 with one line when the reader's call failed (generation status ``FAILED``, the
     pack's failed LLM call): the answer bundle, the status and the evidence pack were printed
     and stored all the same, since a failed call is data; the exit status says the question
-    went unanswered."""
+    went unanswered. The line names the endpoint of a reader that has one (``AIBLOX_LLM_BASE_URL``,
+    without credentials)."""
     failed = [c for c in pack.tool_calls if c.kind == "llm" and c.status == "failed"]
     if failed:
         call = failed[0]
-        print_error(f"generation failed ({call.tool_name} {pack.model}): {call.error}; "
+        url = getattr(getattr(reader, "settings", None), "base_url", None)
+        at = f" at {shown_url(url)}" if isinstance(url, str) else ""
+        print_error(f"generation failed ({call.tool_name} {pack.model}{at}): {call.error}; "
                     f"evidence pack {pack.pack_id}")
         raise typer.Exit(1)
 

@@ -91,9 +91,10 @@ def eval_command(
     chunk_limit: int | None = typer.Option(None, "--chunk-limit",
                                            help="Chunk metrics on the first N query ids only."),
     run_files: list[Path] = typer.Option([], "--run", help=(
-        "External TREC run file (qid Q0 docid rank score tag) scored beside the modes; "
-        "repeatable. Its label is the file stem (the file name when a stem is taken). Given "
-        "alone, without --mode, only the run files are scored.")),
+        "External TREC run file (qid Q0 docid rank score tag) scored beside the modes, read "
+        "as trec_eval reads it (ties by document id descending; warnings say where a rule "
+        "applied); repeatable. Its label is the file stem (the file name when a stem is taken). "
+        "Given alone, without --mode, only the run files are scored.")),
     baseline: str = typer.Option("", "--baseline", help=(
         "System label (a mode or a run file's label) every other system is tested against.")),
     test: str = typer.Option("t", "--test", help="Paired test on per-query values: t, wilcoxon "
@@ -104,7 +105,8 @@ def eval_command(
     per_query: Path | None = typer.Option(None, "--per-query", help=(
         "Write per-query values (system, query_id, metric, value) to this .parquet or .csv.")),
     save_runs: Path | None = typer.Option(None, "--save-runs", help=(
-        "Write each system's TREC run file to this folder (<label>.trec).")),
+        "Write each system's TREC run file to this folder (<label>.trec; tied scores written "
+        "strictly decreasing, so trec_eval scores the same ranking).")),
     fmt: str = typer.Option("table", "--format", help=(
         "Output on stdout: table, markdown, latex, csv or json.")),
     mlflow: bool = typer.Option(False, "--mlflow", help=(

@@ -30,8 +30,10 @@ def ingest(
         "Embedder: minilm, hashing, or a sentence-transformers model folder or package.")),
     vectors: list[Path] = typer.Option([], "--vectors",
                                        help="Parquet file of precomputed vectors (_id, "
-                                            "text_sha256, vector) put into the embedding cache; "
-                                            "repeatable."),
+                                            "text_sha256, vector), always read and checked "
+                                            "(every _id a document or query of DATASET, its "
+                                            "text's sha256, the embedder's dimension); its "
+                                            "vectors replace those in the store; repeatable."),
     auto_vectors: bool = typer.Option(True, help="Find precomputed vectors beside the dataset."),
     replace: bool = typer.Option(False, "--replace", help="The store holds another dataset: "
                                  "delete its items (with vectors and cached chunks) first."),
@@ -75,13 +77,18 @@ def ingest(
     if as_json:
         print_json({"dataset": binding.name, "source": binding.source, "db": db,
                     **report.model_dump()})
-    elif report.up_to_date:
-        out.print(f"[green]up to date[/green]: {db} holds {binding.name} "
-                      f"({report.items.unchanged} items, vectors complete)")
     else:
-        i = report.items
-        out.print(f"[green]ingested[/green] {binding.name} into {db}: {i.inserted} new, "
-                      f"{i.updated} updated, {i.deleted} deleted, {i.unchanged} unchanged; "
-                      f"{report.vectors_written} vectors written "
+        files = (f"; {report.vector_rows} rows of --vectors checked, "
+                 f"{report.vectors_imported} new or changed" if vectors else "")
+        if report.up_to_date:
+            out.print(f"[green]up to date[/green]: {db} holds {binding.name} "
+                      f"({report.items.unchanged} items, vectors complete){files}")
+        else:
+            i = report.items
+            done = (f" (completing the ingest interrupted, started {report.completed})"
+                    if report.completed else "")
+            out.print(f"[green]ingested[/green] {binding.name} into {db}{done}: {i.inserted} "
+                      f"new, {i.updated} updated, {i.deleted} deleted, {i.unchanged} "
+                      f"unchanged; {report.vectors_written} vectors written "
                       f"({report.embedding_cache_misses} embedded, "
-                      f"{report.embedding_cache_hits} from cache)")
+                      f"{report.embedding_cache_hits} from cache){files}")

@@ -37,6 +37,7 @@ from aiblox.eval.sweep import (
 from aiblox.eval.sweep.cache import StageCacheError, check_cache_root
 from aiblox.eval.sweep.distributed import ExecutorError, check_executor
 from aiblox.eval.sweep.runner import DEFAULT_CACHE_DIR, check_cv, default_jobs
+from aiblox.stores.base import StoreError, is_disk_full
 
 
 def sweep(
@@ -131,9 +132,15 @@ def sweep(
                                jobs=default_jobs() if jobs <= 0 else jobs, tracker=tracker,
                                progress=show_progress(), dataset=dataset,
                                executor=executor, address=address or None)
-    except (DatasetError, ValueError, SweepBusy) as exc:
-        fail(str(exc))
-        return
+    except Exception as exc:
+        if is_disk_full(exc):  # one line: what could not be written, and how to go on
+            fail(f"cannot write {_written(exc, cache_dir, tracking_uri)}: the disk is full "
+                 f"(ENOSPC, no space left on the device); free space, then `aiblox sweep "
+                 f"{spec_reference(spec_path)} --resume` continues where it stopped (finished "
+                 f"points are kept)")
+        if isinstance(exc, DatasetError | ValueError | SweepBusy):
+            fail(str(exc))
+        raise
     if as_json:
         print_json(_summary(result, top))
         return
@@ -281,6 +288,39 @@ def _summary(result: SweepResult, top: int) -> dict:
             **({"objectives": [[n, d] for n, d in result.objectives.items()],  # in order
                 "pareto": result.pareto}
                if result.objectives else {})}
+
+
+def _causes(exc: BaseException | None) -> Iterator[BaseException]:
+    """``exc`` and the exceptions it was raised from or while handling, outermost first."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def _written(exc: BaseException, cache_dir: str, tracking_uri: str) -> str:
+    """What a sweep failed to write on a full disk: the stage cache, the MLflow store or the
+    store (named), else the file the error names."""
+    from aiblox.cli._errors import _store_location
+
+    for e in _causes(exc):
+        if isinstance(e, StageCacheError):
+            return f"the stage cache ({cache_dir})"
+        if type(e).__module__.split(".")[0] in ("mlflow", "sqlalchemy", "sqlite3"):
+            return f"the MLflow store ({tracking_uri})"
+        if isinstance(e, StoreError) or type(e).__module__.split(".")[0] in ("duckdb",
+                                                                             "_duckdb"):
+            where = _store_location(e)
+            return f"the store{f' ({where})' if where else ''}"
+    folder = local_tracking_folder(tracking_uri)
+    for e in _causes(exc):
+        name = getattr(e, "filename", None)
+        if isinstance(e, OSError) and name:
+            inside = folder is not None and Path(name).resolve().is_relative_to(
+                folder.resolve())
+            return f"the MLflow store ({tracking_uri}): {name}" if inside else str(name)
+    return "a file"
 
 
 def local_tracking_folder(uri: str) -> Path | None:

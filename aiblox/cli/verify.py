@@ -6,9 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from aiblox.cli._common import console, fail, print_json, show_progress
+from aiblox.cli._errors import print_error
 from aiblox.eval.datasets import DatasetError
 from aiblox.eval.sweep.tracking import DEFAULT_TRACKING_URI
 
@@ -22,6 +24,10 @@ def verify_command(
                                      help="MLflow tracking URI the point was logged to."),
     db: str = typer.Option("", "--db", help="Store to re-run retrieval on (synced to the dataset "
                                             "first); default: the dataset's own store."),
+    dataset: str = typer.Option("", "--dataset", metavar="PATH",
+                                help="Re-read the point's dataset here (a copy, when the "
+                                     "folder the point was computed from is gone; checked by "
+                                     "its hash); default: the folder the manifest records."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Re-execute RUN's logged point from its config alone; exit 1 names the first stage that
@@ -44,7 +50,8 @@ def verify_command(
         fail(str(exc))
         return
     try:
-        rep = verify_point(manifest, db=db or None, progress=show_progress(), logged=logged)
+        rep = verify_point(manifest, db=db or None, dataset_path=dataset or None,
+                           progress=show_progress(), logged=logged)
         # a [cv] sweep: its fold table recomputed from the children's logged per-query values
         cv_checks = verify_cv(run, tracking_uri) if source.startswith("run ") else None
     except (DatasetError, ValueError) as exc:
@@ -55,6 +62,8 @@ def verify_command(
         bad = next((c.where for c in checks if not c.identical), None)
         rep = rep.model_copy(update={"checks": checks, "identical": bad is None,
                                      "first_difference": bad})
+    for note in rep.notes:
+        print_error(note, prefix="note")
     if as_json:
         print_json({"source": source, **rep.model_dump(mode="json")})
     else:
@@ -72,7 +81,9 @@ def verify_command(
                              if cv_checks else ""))
         else:
             first = next(c for c in rep.checks if not c.identical)
-            console.print(f"[red]differs[/red]: first at {rep.first_difference} (logged "
-                          f"{first.expected}, recomputed {first.actual})", soft_wrap=True)
+            said = (f": {escape(first.detail)}" if first.detail else
+                    f" (logged {first.expected}, recomputed {first.actual})")
+            console.print(f"[red]differs[/red]: first at {rep.first_difference}{said}",
+                          soft_wrap=True)
     if not rep.identical:
         raise typer.Exit(1)

@@ -43,6 +43,17 @@ class EmbedderRegistry:
         """Registered names, sorted."""
         return sorted(self._factories)
 
+    def name_of(self, model_id: str) -> str | None:
+        """The registered name whose embedder's model is ``model_id`` (None for another model,
+        a folder's or a package's)."""
+        for name in self.names():
+            try:
+                if self.get(name).model_id == model_id:
+                    return name
+            except (ValueError, ImportError):
+                continue
+        return None
+
     def get(self, name: str, **params: Any) -> Embedder:
         """Build the embedder registered as ``name``; a name not registered may be a folder
         holding a sentence-transformers model or an installed package that ships one

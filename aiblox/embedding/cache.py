@@ -26,8 +26,11 @@ class EmbeddingCache(Protocol):
         """The cached vectors among ``text_hashes`` (missing ones are absent)."""
         ...
 
-    def put_embeddings(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]]) -> int:
-        """Store ``(text_sha256, vector)`` rows; returns how many were new."""
+    def put_embeddings(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]],
+                       replace: bool = False) -> int:
+        """Store ``(text_sha256, vector)`` rows; returns how many were new. A row whose hash
+        is cached already is skipped, or with ``replace`` replaces the cached vector (then
+        every row given counts as written)."""
         ...
 
 
@@ -40,13 +43,14 @@ class InMemoryEmbeddingCache:
     def get_embeddings(self, model_id: str, text_hashes: Sequence[str]) -> dict[str, np.ndarray]:
         return {h: self._rows[(model_id, h)] for h in text_hashes if (model_id, h) in self._rows}
 
-    def put_embeddings(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]]) -> int:
-        new = 0
+    def put_embeddings(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]],
+                       replace: bool = False) -> int:
+        written = 0
         for h, vec in rows:
-            if (model_id, h) not in self._rows:
-                new += 1
-            self._rows[(model_id, h)] = np.asarray(vec, dtype=np.float32)
-        return new
+            if replace or (model_id, h) not in self._rows:
+                written += 1
+                self._rows[(model_id, h)] = np.asarray(vec, dtype=np.float32)
+        return written
 
 
 class CachedEmbedder:

@@ -4,12 +4,20 @@ The file holds one row per text with columns ``_id`` (string), ``text_sha256`` (
 the exact UTF-8 text embedded) and ``vector`` (a list of floats); ``../shared/embeddings`` holds
 such files for the shared datasets. Every row is checked before anything is written: a wrong
 dimension, a malformed hash, a missing or non-finite value is an error naming the file, the row
-and the field, and the cache is left unchanged.
+(counted from 0) and the field, and the cache is left unchanged.
+
+:func:`plan_import` checks files given for one dataset further (:class:`KnownTexts`): each
+row's ``_id`` must be one of the dataset's documents or queries, and its ``text_sha256`` the
+sha256 of that document's or query's text; it then compares every row with the cache, and
+:func:`write_import` writes the rows that are new or differ, replacing the cached vector: a
+new file's vectors replace the old ones. Where one text hash comes twice, its first row wins.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import hashlib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +25,15 @@ import numpy as np
 
 from aiblox.embedding.cache import EmbeddingCache
 
-__all__ = ["VectorImportError", "import_vectors", "read_vectors"]
+__all__ = [
+    "ImportPlan",
+    "KnownTexts",
+    "VectorImportError",
+    "import_vectors",
+    "plan_import",
+    "read_vectors",
+    "write_import",
+]
 
 REQUIRED_COLUMNS = ("_id", "text_sha256", "vector")
 
@@ -119,3 +135,102 @@ def import_vectors(path: str | Path, cache: EmbeddingCache, model_id: str, dim: 
         done += len(hashes)
         new += cache.put_embeddings(model_id, zip(hashes, matrix, strict=True))
     return new
+
+
+@dataclass(frozen=True)
+class KnownTexts:
+    """What a dataset embeds: ``{id: sha256 of the text}`` of its documents (their embedding
+    text) and of its queries; the rows of a vectors file given for it must name one."""
+
+    docs: Mapping[str, str]
+    queries: Mapping[str, str]
+    dataset: str = "the dataset"
+    """For messages: the dataset's name and folder."""
+
+    def check(self, path: Path, row: int, item_id: str, text_hash: str) -> None:
+        """Raise :class:`VectorImportError` unless ``item_id`` is a document or query whose
+        text has the sha256 ``text_hash``."""
+        doc, query = self.docs.get(item_id), self.queries.get(item_id)
+        if text_hash in (doc, query):
+            return
+        if doc is None and query is None:
+            raise VectorImportError(path, row, "_id", f"unknown id {item_id!r}: no document "
+                                    f"or query of {self.dataset} has it")
+        which = "document" if doc is not None else "query"
+        raise VectorImportError(path, row, "text_sha256", f"{text_hash[:16]}... is not the "
+                                f"sha256 of the text of {which} {item_id!r} "
+                                f"({(doc or query or '')[:16]}...): the vector was made from "
+                                f"other text")
+
+
+@dataclass
+class ImportPlan:
+    """What :func:`write_import` will write: the rows checked and how they compare with the
+    cache."""
+
+    files: list[Path]
+    rows: int = 0
+    """Rows read, every one checked."""
+    new: set[str] = field(default_factory=set)
+    """Text hashes the cache does not hold yet."""
+    replaced: set[str] = field(default_factory=set)
+    """Text hashes whose cached vector differs from the file's."""
+    replaced_digest: str | None = None
+    """sha256 over the replaced rows (text hash and vector bytes, in file order)."""
+
+    @property
+    def written(self) -> set[str]:
+        """Text hashes to write."""
+        return self.new | self.replaced
+
+
+def plan_import(paths: Sequence[str | Path], cache: EmbeddingCache, model_id: str, dim: int,
+                known: KnownTexts | None = None) -> ImportPlan:
+    """Check every row of ``paths`` (format, dimension, finite values, and with ``known`` the
+    id and the text hash) and compare it with ``cache``; writes nothing. Raises
+    :class:`VectorImportError` at the first bad row."""
+    plan = ImportPlan([Path(p) for p in paths])
+    seen: set[str] = set()
+    changed = hashlib.sha256(f"{model_id}\n".encode())
+    for path in plan.files:
+        rows = 0
+        for batch in _batches(path):
+            ids, hashes, matrix = _checked(path, batch, rows, dim)
+            if known is not None:
+                for i, (item_id, h) in enumerate(zip(ids, hashes, strict=True)):
+                    known.check(path, rows + i, item_id, h)
+            rows += len(ids)
+            fresh = [(h, v) for h, v in zip(hashes, matrix, strict=True) if h not in seen]
+            seen.update(h for h, _ in fresh)
+            cached = cache.get_embeddings(model_id, sorted({h for h, _ in fresh}))
+            for h, v in fresh:
+                old = cached.get(h)
+                if old is None:
+                    plan.new.add(h)
+                elif not np.array_equal(np.asarray(old, dtype=np.float32), v):
+                    plan.replaced.add(h)
+                    changed.update(h.encode() + np.ascontiguousarray(v, "<f4").tobytes())
+        plan.rows += rows
+    if plan.replaced:
+        plan.replaced_digest = changed.hexdigest()
+    return plan
+
+
+def write_import(plan: ImportPlan, cache: EmbeddingCache, model_id: str, dim: int) -> int:
+    """Write the rows :func:`plan_import` found new or different (the first row of each text
+    hash), replacing cached vectors, a batch at a time; returns rows written."""
+    todo = set(plan.written)
+    written = 0
+    for path in plan.files:
+        done = 0
+        for batch in _batches(path):
+            _ids, hashes, matrix = _checked(path, batch, done, dim)
+            done += len(hashes)
+            rows = []
+            for h, v in zip(hashes, matrix, strict=True):
+                if h in todo:
+                    todo.discard(h)
+                    rows.append((h, v))
+            if rows:
+                written += cache.put_embeddings(model_id, rows, replace=True)
+    return written

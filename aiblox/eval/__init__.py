@@ -9,6 +9,8 @@ module / package       what it is for
                        retrievers (every command, the sweep, verify and the notebooks)
 ``runner``             :func:`evaluate_retrieval`: one configuration scored on one split
 ``chunk_eval``         :func:`evaluate_chunks`: which chunking serves evidence best
+``experiment``         experiment tables: modes and TREC run files, tested against a baseline
+``trec``               TREC run files read and written as trec_eval reads them
 ``metrics``            ranking, chunk and answer metrics, significance and intervals (one place)
 ``sweep``              incremental sweeps over grids of configurations (:mod:`aiblox.eval.sweep`)
 ``explore``            what the notebooks compute (thin views over the above)

@@ -27,10 +27,23 @@ least 1), so TREC's negative grades (``-1``, ``-2`` for junk and spam in the Web
 and count as non-relevant; bpref's judged non-relevant documents are the grade-0 ones. Every
 ranx metric stays finite up to the bound (``ndcg_burges``'s gain is ``2^grade - 1``).
 
+Ids, one rule in every layout (corpus, queries, qrels and answers; BEIR and TREC files, CSV,
+TSV, parquet, JSONL, DataFrames) and in TREC run files (:mod:`aiblox.eval.trec`): an id is its
+text without surrounding whitespace (``" d1 "`` is ``d1``, as a whitespace-separated TREC line
+gives it), so a corpus, its qrels and a run written from it name a document alike. An empty id,
+or one holding whitespace inside (which no TREC run or qrels line can carry: trec_eval splits
+lines on whitespace), is an error naming the file, line and field; two ids equal under the rule
+are duplicates (an error naming both). Integer ids are their decimal text. A BEIR file's hash
+is its bytes and a table's hash its rows' BEIR lines (ids as the rule gives them), so the rule
+moves no hash of a dataset whose ids have no surrounding whitespace.
+
 Bad input raises :class:`DatasetError` naming the file, the line and the field: malformed JSON
 or UTF-8, lone surrogates (``"\\ud800"`` escapes, which are not Unicode text), NUL characters
 and non-finite numbers in any JSON field, an empty corpus, a qrels file with no judgment or no
-relevant one, two different grades for one (query, document) pair (naming both lines).
+relevant one, two different grades for one (query, document) pair (naming both lines), a file
+that is not a regular file (a device such as ``/dev/zero``, a FIFO: refused before any read) or
+a line longer than :data:`aiblox.inputs.MAX_LINE_BYTES` (files are read line by line, in
+bounded memory).
 Tolerated, counted and warned about, not fatal: a qrels row naming a document absent from the
 corpus (``Dataset.missing_qrels_docs``; a defect of public collections), a repeated identical
 judgment (``Dataset.duplicate_qrels``) and a derived split part that holds no query.
@@ -60,7 +73,7 @@ optional ``title`` and ``metadata`` (an object; JSON text in CSV); queries ``_id
 ``query-id``, ``qid``), ``doc_id`` (or ``corpus_id``, ``corpus-id``, ``docid``), ``score``
 (or ``relevance``, ``grade``) and optional ``split``. Other columns are ignored. CSV and TSV
 files have a header row and are read as text (an id ``007`` stays ``007``); ids are strings
-or integers, surrounding whitespace dropped. Errors name the file (or frame), the line (CSV,
+or integers, under the id rule above. Errors name the file (or frame), the line (CSV,
 TSV, JSONL), row (parquet, 1-based) or index label (DataFrame), and the column: a missing
 column (with the columns present), a missing, empty or duplicate id, a grade that is not a
 whole number, a qrels row naming an unknown query, conflicting grades. As for BEIR files, a
@@ -79,7 +92,6 @@ Documents and judged queries whose text the DuckDB store's BM25 cannot index (CJ
 from __future__ import annotations
 
 import csv
-import gzip
 import hashlib
 import json
 import math
@@ -94,9 +106,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from aiblox.contracts.items import ItemRecord
+from aiblox.inputs import InputFileError, bounded_lines, check_regular_file, read_bounded
 from aiblox.text.lexical_gaps import LexicalGaps, lexical_gaps
 
 __all__ = [
+    "ID_RULE",
     "Dataset",
     "DatasetError",
     "GoldAnswer",
@@ -109,10 +123,15 @@ __all__ = [
     "iter_corpus",
     "load_dataset",
     "parse_split",
+    "read_queries",
     "split_part",
 ]
 
 CORPUS_FILES = ("corpus.jsonl", "corpus.jsonl.gz")
+
+ID_RULE = "ids: surrounding whitespace dropped, none inside"
+"""The id rule every loader applies (see the module doc), named in what a store's sync record
+covers (:mod:`aiblox.eval.workspace`): a store synced under another rule syncs again."""
 
 MAX_GRADE = 1000
 """Qrels grades must lie in ``[-MAX_GRADE, MAX_GRADE]``."""
@@ -173,6 +192,15 @@ class Dataset:
     """Per split: qrels rows naming a document absent from the corpus (kept, counted)."""
     _hash: str = field(default="", init=False, repr=False, compare=False)
     _corpus_hash: str = field(default="", init=False, repr=False, compare=False)
+    _source: str | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def source(self) -> str | None:
+        """Where :func:`load_dataset` read it from, resolved: the folder, or the ``*.toml``
+        manifest file passed by path (what a sweep point's manifest records, so that
+        ``aiblox eval verify`` re-reads the very files); None for a dataset built otherwise
+        (:meth:`from_frames`, by hand)."""
+        return self._source
 
     @property
     def hash(self) -> str:
@@ -352,27 +380,37 @@ def find_dataset(name_or_path: str | Path) -> Path:
 def _is_dataset(p: Path) -> bool:
     if p.is_file():
         return p.suffix == ".toml"
-    return (p / MANIFEST).is_file() or any((p / f"queries{s}").exists() for s in QUERY_SUFFIXES)
+    return (p / MANIFEST).exists() or any((p / f"queries{s}").exists() for s in QUERY_SUFFIXES)
 
 
 def _read_lines(path: Path, hasher: _Hasher, hashed_name: str | None = None
                 ) -> Iterator[tuple[int, str]]:
-    opener = gzip.open if path.suffix == ".gz" else open
+    """The lines of a text file (decompressed when ``.gz``), bounded: a file that is not a
+    regular one (``/dev/zero``, a FIFO) or a line over :data:`~aiblox.inputs.MAX_LINE_BYTES`
+    is a :class:`DatasetError` naming it, not a read until memory runs out."""
     hashed_name = hashed_name or path.name.removesuffix(".gz")
     hasher.update(f"\x00{hashed_name}\x00".encode())
     lineno = 0
     try:
-        with opener(path, "rb") as fh:
-            for lineno, raw in enumerate(fh, start=1):
-                hasher.update(raw)
-                try:
-                    yield lineno, raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise DatasetError(path, lineno, "encoding", f"not UTF-8: {exc}") from None
+        for lineno, raw in bounded_lines(path, gz=path.suffix == ".gz"):
+            hasher.update(raw)
+            try:
+                yield lineno, raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DatasetError(path, lineno, "encoding", f"not UTF-8: {exc}") from None
+    except InputFileError as exc:
+        raise _file_error(path, exc) from None
     except (OSError, EOFError, zlib.error) as exc:  # unreadable, or a damaged .gz
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise DatasetError(path, lineno + 1 if lineno else None, "file",
                            f"cannot read: {reason or type(exc).__name__}") from None
+
+
+def _file_error(path: str | Path, exc: InputFileError) -> DatasetError:
+    """An input file refused by :mod:`aiblox.inputs` (not a regular file, a line too long), as
+    a :class:`DatasetError` naming it."""
+    return DatasetError(path, exc.line, "line" if exc.line is not None else "file",
+                        f"cannot read: {exc.reason}")
 
 
 _SUSPECT_ESCAPE = re.compile(r"\\u(?:[dD][89a-fA-F]|0000)")
@@ -435,13 +473,47 @@ def _check_unicode(value: Any, path: Path, lineno: int, where: str) -> None:
             _check_unicode(v, path, lineno, f"{where}[{i}]")
 
 
+def _id_problem(value: str) -> str | None:
+    """Why ``value`` (already stripped) breaks the id rule (:func:`_clean_id`), or None."""
+    if not value:
+        return "missing id (empty)"
+    if value.split() != [value]:
+        i = next(i for i, c in enumerate(value) if c.isspace())
+        return (f"id {value!r} holds whitespace ({value[i]!r} at character {i}), which a TREC "
+                f"run or qrels line cannot carry (trec_eval splits its lines on whitespace): "
+                f"rename it")
+    return None
+
+
+def _clean_id(value: str) -> str:
+    """The one id rule of corpus, queries, qrels, answers (every layout) and run files: an id
+    is its text without surrounding whitespace (``" d1 "`` is ``d1``, as a TREC line gives
+    it); an empty one, or one holding whitespace inside, is refused (``ValueError``)."""
+    value = value.strip()
+    problem = _id_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+def _same_id_note(at: Any, raw: Any, first_raw: Any) -> str:
+    """``(first at line 3)``, saying why when the two were written differently."""
+    if str(raw) == str(first_raw):
+        return f"(first at {at})"
+    return (f"(first at {at}, written {str(first_raw)!r} there and {str(raw)!r} here: ids are "
+            f"compared without surrounding whitespace)")
+
+
 def _get_id(obj: dict, path: Path, lineno: int, key: str = "_id") -> str:
     value = obj.get(key)
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
-    if not isinstance(value, str) or not value:
+    if not isinstance(value, str) or not value.strip():
         raise DatasetError(path, lineno, key, "missing or not a non-empty string")
-    return value
+    try:
+        return _clean_id(value)
+    except ValueError as exc:
+        raise DatasetError(path, lineno, key, str(exc)) from None
 
 
 def _text_field(obj: dict, path: Path, lineno: int, key: str) -> str:
@@ -480,16 +552,17 @@ def iter_corpus(corpus_path: Path, name: str, hasher: _Hasher | None = None
             table, mapping = _file_table(corpus_path, "corpus"), {}
         yield from _tab_corpus(table, mapping, name, hasher)
         return
-    first_line: dict[str, int] = {}
+    first_line: dict[str, tuple[int, Any]] = {}
     for lineno, obj in _read_jsonl(corpus_path, hasher, "corpus.jsonl"):
         doc_id = _get_id(obj, corpus_path, lineno)
         if doc_id in first_line:
-            raise DatasetError(corpus_path, lineno, "_id",
-                               f"duplicate id {doc_id!r} (first at line {first_line[doc_id]})")
+            n, raw = first_line[doc_id]
+            raise DatasetError(corpus_path, lineno, "_id", f"duplicate id {doc_id!r} "
+                               f"{_same_id_note(f'line {n}', obj['_id'], raw)}")
         meta = obj.get("metadata") or {}
         if not isinstance(meta, dict):
             raise DatasetError(corpus_path, lineno, "metadata", "expected a JSON object")
-        first_line[doc_id] = lineno
+        first_line[doc_id] = lineno, obj["_id"]
         yield ItemRecord(
             id=doc_id, kind="doc", source=name, source_ref=f"{corpus_path.name}:{lineno}",
             title=_text_field(obj, corpus_path, lineno, "title"),
@@ -512,12 +585,39 @@ def corpus_hash(corpus_path: Path) -> str:
     return h.hexdigest()
 
 
+def read_queries(name_or_path: str | Path) -> dict[str, str]:
+    """The queries of a dataset (``{id: text}``, file order, validated as :func:`load_dataset`
+    does), without reading its corpus or judgments."""
+    path = find_dataset(name_or_path)
+    src = _tabular_source(path)
+    if src is not None:
+        return _tab_queries(src.queries, src.columns.get("queries", {}), _NoHash())
+    queries: dict[str, str] = {}
+    qfirst: dict[str, int] = {}
+    qpath = path / "queries.jsonl"
+    for lineno, obj in _read_jsonl(qpath, _NoHash()):
+        qid = _get_id(obj, qpath, lineno)
+        if qid in queries:
+            raise DatasetError(qpath, lineno, "_id",
+                               f"duplicate id {qid!r} (first at line {qfirst[qid]})")
+        if "text" not in obj:
+            raise DatasetError(qpath, lineno, "text", "missing")
+        qfirst[qid] = lineno
+        queries[qid] = _text_field(obj, qpath, lineno, "text")
+    return queries
+
+
 def load_dataset(name_or_path: str | Path, splits: list[str] | None = None,
                  name: str | None = None) -> Dataset:
     """Load a dataset (all splits when ``splits`` is None): a BEIR folder, a folder of
     CSV/TSV/parquet files, or a ``dataset.toml`` manifest (see the module docstring)."""
     path = find_dataset(name_or_path)
-    name = name or dataset_name(path)
+    ds = _load_files(path, name or dataset_name(path), splits)
+    ds._source = path.resolve().as_posix()
+    return ds
+
+
+def _load_files(path: Path, name: str, splits: list[str] | None) -> Dataset:
     src = _tabular_source(path)
     if src is not None:
         return _load_tabular(src, path, name, splits)
@@ -529,16 +629,17 @@ def load_dataset(name_or_path: str | Path, splits: list[str] | None = None,
                                               _Both(hasher, corpus_hasher))}
 
     queries: dict[str, str] = {}
-    qfirst: dict[str, int] = {}
+    qfirst: dict[str, tuple[int, Any]] = {}
     qpath = path / "queries.jsonl"
     for lineno, obj in _read_jsonl(qpath, hasher):
         qid = _get_id(obj, qpath, lineno)
         if qid in queries:
-            raise DatasetError(qpath, lineno, "_id",
-                               f"duplicate id {qid!r} (first at line {qfirst[qid]})")
+            n, raw = qfirst[qid]
+            raise DatasetError(qpath, lineno, "_id", f"duplicate id {qid!r} "
+                               f"{_same_id_note(f'line {n}', obj['_id'], raw)}")
         if "text" not in obj:
             raise DatasetError(qpath, lineno, "text", "missing")
-        qfirst[qid] = lineno
+        qfirst[qid] = lineno, obj["_id"]
         queries[qid] = _text_field(obj, qpath, lineno, "text")
 
     def read(base: str) -> tuple[dict[str, dict[str, int]], int, int, str]:
@@ -747,6 +848,10 @@ def _read_qrels(path: Path, hasher: _Hasher, queries: dict[str, str],
                                    f"expected query-id, corpus-id, score separated by tabs, "
                                    f"as from line {first}; got {len(tabs)} column(s){hint}")
             qid, doc_id, raw = (c.strip() for c in tabs)
+            for value, column in ((qid, "query-id"), (doc_id, "corpus-id")):
+                problem = _id_problem(value) if value else None  # empty: named below
+                if problem is not None:
+                    raise DatasetError(path, lineno, column, problem)
         else:
             cols = line.split()
             if len(cols) != 4:
@@ -887,7 +992,7 @@ def _missing(value: Any) -> bool:
 
 
 def _cell_id(value: Any, table: _Table, at: Any, column: str) -> str:
-    """An id: a string or an integer, surrounding whitespace dropped."""
+    """An id: a string or an integer, under the id rule (:func:`_clean_id`)."""
     if _missing(value):
         raise table.error(at, column, "missing id")
     if isinstance(value, int) and not isinstance(value, bool):
@@ -898,12 +1003,10 @@ def _cell_id(value: Any, table: _Table, at: Any, column: str) -> str:
     if not isinstance(value, str):
         raise table.error(at, column, f"expected a string or an integer id, got "
                                       f"{type(value).__name__}")
-    value = value.strip()
-    if not value:
-        raise table.error(at, column, "missing id (empty)")
-    if any(c in value for c in "\t\r\n"):
-        raise table.error(at, column, f"id {value!r} holds a tab or a line break (a qrels row "
-                                      f"could not name it)")
+    try:
+        value = _clean_id(value)
+    except ValueError as exc:
+        raise table.error(at, column, str(exc)) from None
     _cell_unicode(value, table, at, column)
     return value
 
@@ -946,14 +1049,14 @@ def _csv_table(path: Path) -> _Table:
 
     def lines() -> Iterator[str]:
         try:
-            with open(path, "rb") as fh:
-                for lineno, raw in enumerate(fh, start=1):
-                    try:
-                        text = raw.decode("utf-8")
-                    except UnicodeDecodeError as exc:
-                        raise DatasetError(path, lineno, "encoding", f"not UTF-8: {exc}"
-                                           ) from None
-                    yield text.removeprefix("\ufeff") if lineno == 1 else text
+            for lineno, raw in bounded_lines(path):
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise DatasetError(path, lineno, "encoding", f"not UTF-8: {exc}") from None
+                yield text.removeprefix("\ufeff") if lineno == 1 else text
+        except InputFileError as exc:
+            raise _file_error(path, exc) from None
         except OSError as exc:
             raise DatasetError(path, None, "file", f"cannot read: {exc.strerror or exc}"
                                ) from None
@@ -999,6 +1102,10 @@ def _parquet_table(path: Path) -> _Table:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    try:
+        check_regular_file(path)
+    except InputFileError as exc:
+        raise _file_error(path, exc) from None
     try:
         pfile = pq.ParquetFile(path)
     except (OSError, pa.ArrowException) as exc:
@@ -1068,7 +1175,7 @@ def _qrels_files(folder: Path) -> dict[str, Path]:
     out: dict[str, Path] = {}
     qdir = folder / "qrels"
     for p in sorted(qdir.iterdir()) if qdir.is_dir() else []:
-        if p.suffix not in TABLE_SUFFIXES or not p.is_file():
+        if p.suffix not in TABLE_SUFFIXES or p.is_dir():  # a device: refused by name when read
             continue
         if p.stem in out:
             raise DatasetError(qdir, None, "file", f"two qrels files for split {p.stem!r}: "
@@ -1080,7 +1187,7 @@ def _qrels_files(folder: Path) -> dict[str, Path]:
 def _manifest_path(path: Path) -> Path | None:
     if path.is_file() and path.suffix == ".toml":
         return path
-    return path / MANIFEST if (path / MANIFEST).is_file() else None
+    return path / MANIFEST if (path / MANIFEST).exists() else None
 
 
 def _is_beir(path: Path) -> bool:
@@ -1097,7 +1204,9 @@ def _read_manifest(mpath: Path) -> tuple[_TabularSource, dict[str, Any]]:
     import tomllib
 
     try:
-        data = tomllib.loads(mpath.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_bounded(mpath).decode("utf-8"))
+    except InputFileError as exc:
+        raise _file_error(mpath, exc) from None
     except OSError as exc:
         raise DatasetError(mpath, None, "file", f"cannot read: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -1113,8 +1222,12 @@ def _read_manifest(mpath: Path) -> tuple[_TabularSource, dict[str, Any]]:
         if not isinstance(value, str) or not value:
             raise DatasetError(mpath, None, key, "expected a file name (a non-empty string)")
         p = mpath.parent / value
-        if not p.is_file():
+        if not p.exists():
             raise DatasetError(mpath, None, key, f"file not found: {p}")
+        try:
+            check_regular_file(p)
+        except InputFileError as exc:
+            raise DatasetError(mpath, None, key, f"{p}: {exc.reason}") from None
         return p
 
     for key in ("corpus", "queries", "qrels"):
@@ -1179,9 +1292,10 @@ def _tab_corpus(table: _Table, mapping: dict[str, str], name: str, hasher: _Hash
     for at, row in table.read(hasher):
         doc_id = _cell_id(row.get(id_col, _ABSENT), table, at, id_col)
         if doc_id in first:
-            raise table.error(at, id_col, f"duplicate id {doc_id!r} (first at {table.unit} "
-                                          f"{first[doc_id]})")
-        first[doc_id] = at
+            n, raw = first[doc_id]
+            raise table.error(at, id_col, f"duplicate id {doc_id!r} "
+                                          f"{_same_id_note(f'{table.unit} {n}', row[id_col], raw)}")
+        first[doc_id] = at, row[id_col]
         item = ItemRecord(
             id=doc_id, kind="doc", source=name, source_ref=f"{source}:{at}",
             title=_cell_text(row.get(cols["title"] or "", None), table, at, cols["title"]),
@@ -1206,11 +1320,12 @@ def _tab_queries(table: _Table, mapping: dict[str, str], hasher: _Hasher) -> dic
     for at, row in table.read(hasher):
         qid = _cell_id(row.get(id_col, _ABSENT), table, at, id_col)
         if qid in first:
-            raise table.error(at, id_col, f"duplicate id {qid!r} (first at {table.unit} "
-                                          f"{first[qid]})")
+            n, raw = first[qid]
+            raise table.error(at, id_col, f"duplicate id {qid!r} "
+                                          f"{_same_id_note(f'{table.unit} {n}', row[id_col], raw)}")
         if row.get(text_col, _ABSENT) is _ABSENT:
             raise table.error(at, text_col, "missing")
-        first[qid] = at
+        first[qid] = at, row[id_col]
         queries[qid] = _cell_text(row[text_col], table, at, text_col)
         if not table.raw:
             hasher.update(_query_line(qid, queries[qid]).encode("utf-8"))

@@ -4,9 +4,10 @@ test=, correction=)``, ranx's ``compare`` and ``Report``).
 
 A system is a retrieval mode scored by :func:`aiblox.eval.runner.evaluate_retrieval`
 (:func:`system_from_result`) or an external TREC run file (:func:`read_trec_run`,
-:func:`system_from_run`). :func:`run_experiment` compares every other system with the baseline,
-metric by metric, on the per-query values (queries paired by id): a paired t-test (``t``,
-ranx's, deterministic), the Wilcoxon signed-rank test (``wilcoxon``, scipy's, deterministic) or
+:func:`system_from_run`), read as trec_eval reads it (:mod:`aiblox.eval.trec`).
+:func:`run_experiment` compares every other system with the baseline, metric by metric, on
+the per-query values (queries paired by id): a paired t-test (``t``, ranx's, deterministic),
+the Wilcoxon signed-rank test (``wilcoxon``, scipy's, deterministic) or
 ranx's Fisher randomisation test (``fisher``, seeded; its p-values can vary with the numba
 thread count). The p-values of one metric form one family, adjusted with Holm's step-down
 method (``holm``, Holm 1979), Bonferroni's (``bonferroni``) or left as they are (``none``).
@@ -15,14 +16,15 @@ method (``holm``, Holm 1979), Bonferroni's (``bonferroni``) or left as they are 
 JSON object whose shape does not depend on how many systems there are (:meth:`Experiment.
 as_json`); every rendering names the test, the correction and the baseline. Per-query values
 (:meth:`Experiment.per_query_frame`, long form ``system, query_id, metric, value``) and each
-system's TREC run (:func:`write_trec_run`, byte-identical for the same ranking) can be saved.
+system's TREC run (:func:`write_trec_run`, byte-identical for the same ranking, with strictly
+decreasing scores so trec_eval and ir-measures score it as aiblox does) can be saved.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +34,7 @@ from aiblox.eval.datasets import Dataset
 from aiblox.eval.metrics import evaluate_run
 from aiblox.eval.metrics.significance import StatTest, compare_to_baseline
 from aiblox.eval.runner import EvalResult, run_hash
+from aiblox.eval.trec import RunFileError, read_trec_run, trec_run_text
 
 __all__ = [
     "CORRECTIONS",
@@ -61,10 +64,6 @@ EVAL_EXPERIMENT = "aiblox-eval"
 """The MLflow experiment ``aiblox eval --mlflow`` logs to by default."""
 MARK = "†"
 """Marks a value significantly different from the baseline's (adjusted p <= alpha)."""
-
-
-class RunFileError(ValueError):
-    """A TREC run file that cannot be read: the message is one line naming the file and line."""
 
 
 class Significance(BaseModel):
@@ -125,57 +124,22 @@ def system_from_result(result: EvalResult, name: str | None = None) -> System:
                   per_query=result.per_query, run=result.run)
 
 
-def read_trec_run(path: str | Path) -> dict[str, list[tuple[str, float]]]:
-    """A TREC run file (``qid Q0 docid rank score tag`` per line, whitespace separated) as
-    ``{qid: [(doc, score), ...]}``, each query's hits best first: by score descending, ties by
-    the rank column, then by line (trec_eval orders by score too). Raises :class:`RunFileError`
-    naming the file and the first bad line (not 6 columns, a rank that is not an integer, a
-    score that is not a finite number), or an unreadable or empty file."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise RunFileError(f"--run {p}: cannot read it: {reason}") from None
-    rows: dict[str, list[tuple[float, int, int, str]]] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        fields = line.split()
-        if not fields:
-            continue
-        if len(fields) != 6:
-            raise RunFileError(f"--run {p}:{lineno}: expected 6 columns 'qid Q0 docid rank "
-                               f"score tag', got {len(fields)}: {line.strip()[:80]!r}")
-        qid, _q0, doc, rank, score, _tag = fields
-        try:
-            r = int(rank)
-        except ValueError:
-            raise RunFileError(f"--run {p}:{lineno}: rank {rank!r} is not an integer") from None
-        try:
-            s = float(score)
-        except ValueError:
-            s = math.nan
-        if not math.isfinite(s):
-            raise RunFileError(f"--run {p}:{lineno}: score {score!r} is not a finite "
-                               f"number") from None
-        rows.setdefault(qid, []).append((-s, r, lineno, doc))
-    if not rows:
-        raise RunFileError(f"--run {p}: no run lines (expected 'qid Q0 docid rank score tag')")
-    return {q: [(doc, -neg) for neg, _r, _n, doc in sorted(hits)]
-            for q, hits in sorted(rows.items())}
-
-
 def system_from_run(dataset: Dataset, split: str, run: dict[str, list[tuple[str, float]]],
                     name: str, metrics: Sequence[str], source: str | Path | None = None
                     ) -> System:
-    """An external run scored on ``dataset``'s ``split`` with ranx (queries of the run that the
-    split does not judge are ignored; a judged query missing from the run scores 0). Raises
-    :class:`RunFileError` when the run holds none of the split's judged queries (a run of
-    another dataset or split)."""
+    """An external run scored on ``dataset``'s ``split`` with ranx, each query's hits in the
+    run's order (:func:`read_trec_run` gives trec_eval's). As trec_eval reads it, with a
+    warning naming the run for each rule applied: queries of the run that the split does not
+    judge are ignored; a judged query with no line scores 0 and every mean is over all the
+    judged queries (``trec_eval -c``, ir-measures; plain trec_eval averages over the queries
+    the run holds). Raises :class:`RunFileError` when the run holds none of the split's judged
+    queries (a run of another dataset or split)."""
     judged = {q for q, docs in dataset.qrels[split].items() if docs}
+    where = f"--run {source}" if source is not None else f"run {name!r}"
     if not judged & set(run):
-        where = f"--run {source}" if source is not None else f"run {name!r}"
         raise RunFileError(f"{where}: none of its {len(run)} query ids is a judged query of "
                            f"{dataset.name}/{split} (e.g. {sorted(run)[0]!r})")
+    _warn_queries(where, run, judged, dataset, split)
     means, per_query = evaluate_run(dataset.qrels[split], run, metrics)
     hashes = {"dataset": dataset.hash, "run": run_hash(run)}
     if source is not None:
@@ -185,15 +149,29 @@ def system_from_run(dataset: Dataset, split: str, run: dict[str, list[tuple[str,
                   run=run)
 
 
-def trec_run_text(run: Mapping[str, Sequence[tuple[str, float]]], tag: str) -> str:
-    """A run in TREC format, ``qid Q0 doc rank score tag`` per line: queries sorted by id, each
-    query's hits in their ranked order (the order ties were broken in), scores written with
-    ``repr`` so they read back exactly."""
-    lines = []
-    for qid in sorted(run):
-        for rank, (doc, score) in enumerate(run[qid], start=1):
-            lines.append(f"{qid} Q0 {doc} {rank} {float(score)!r} {tag}")
-    return "\n".join(lines) + ("\n" if lines else "")
+def _warn_queries(where: str, run: dict[str, list[tuple[str, float]]], judged: set[str],
+                  dataset: Dataset, split: str) -> None:
+    """Warn about the run's queries ``split`` does not judge and judged queries it lacks."""
+    scored = f"{dataset.name}/{split}"
+    extra = sorted(set(run) - judged)
+    if extra:
+        unknown = [q for q in extra if q not in dataset.queries]
+        known = [q for q in extra if q in dataset.queries]
+        parts = [f"{len(unknown)} no query of {dataset.name} (e.g. "
+                 f"{', '.join(map(repr, unknown[:3]))})" if unknown else "",
+                 f"{len(known)} not judged in {split} (e.g. {', '.join(map(repr, known[:3]))})"
+                 if known else ""]
+        warnings.warn(f"{where}: {_plural(len(extra), 'query', 'queries')} of the run's {len(run)} "
+                      f"{'is' if len(extra) == 1 else 'are'} ignored, as trec_eval ignores "
+                      f"them: {'; '.join(p for p in parts if p)}", stacklevel=3)
+    absent = sorted(judged - set(run))
+    if absent:
+        warnings.warn(f"{where}: {_plural(len(absent), 'judged query', 'judged queries')} of "
+                      f"{scored} {'has' if len(absent) == 1 else 'have'} no line in the run "
+                      f"(e.g. {', '.join(map(repr, absent[:3]))}); scored 0, every mean over "
+                      f"all {len(judged)} judged queries, as trec_eval -c and ir-measures "
+                      f"(plain trec_eval averages over the {len(judged) - len(absent)} the run "
+                      f"holds)", stacklevel=3)
 
 
 def write_trec_run(system: System, folder: str | Path) -> Path:
@@ -401,5 +379,5 @@ def _tex(text: str) -> str:
     return "".join(_TEX.get(c, c) for c in text)
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+def _plural(n: int, word: str, words: str | None = None) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {words or word + 's'}"

@@ -63,7 +63,8 @@ def mode_manifest(dataset: Dataset, split: str, system: System, *, embedder: str
         sweep="eval", sweep_hash=sha256_hex({"eval": dataset.name, "split": split,
                                              "config_hash": chash,
                                              "metrics": list(metrics)}),
-        dataset=dataset.name, dataset_hash=dataset.hash, config_hash=chash, config=config,
+        dataset=dataset.name, dataset_hash=dataset.hash, dataset_path=dataset.source,
+        config_hash=chash, config=config,
         embedder_name=embedder, metrics=list(metrics),
         splits={split: SplitManifest(split=split, **out)}, environment=environment())
 

@@ -2,7 +2,8 @@
 
 The config hash covers everything that decides the ranking (retrieval preferences without the
 query, embedder, backend); the run hash covers the ranked lists themselves (query ids, document
-ids, scores, order). Both are canonical-JSON sha256, so they are identical in any process.
+ids, order, and the scores a TREC run file of them carries). Both are canonical-JSON sha256,
+so they are identical in any process.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.eval.datasets import Dataset
 from aiblox.eval.metrics import DEFAULT_METRICS, evaluate_run
+from aiblox.eval.trec import trec_scores
 from aiblox.fusion.types import RankedList
 from aiblox.hashing import canonical_plain_json, sha256_hex, sha256_text
 from aiblox.memory import paused_gc
@@ -71,9 +73,13 @@ def config_hash(prefs: RetrievalPrefs, embedder_id: str | None, backend: str) ->
 
 
 def run_hash(run: dict[str, RankedList]) -> str:
-    """Hash of a ranked run: query ids, document ids, scores and order (the canonical JSON of
-    ``{qid: [[doc, score], ...]}``)."""
-    return sha256_text(canonical_plain_json(dict(sorted(run.items()))))  # tuples: arrays
+    """Hash of a ranked run: query ids, document ids, order and scores as a TREC run file
+    carries them (the canonical JSON of ``{qid: [[doc, score], ...]}``, each query's scores
+    made strictly decreasing by :func:`aiblox.eval.trec.trec_scores`: unchanged unless tied).
+    So the run written by ``--save-runs`` and read back has the hash of the run it came from."""
+    return sha256_text(canonical_plain_json(
+        {q: [[h[0], s] for h, s in zip(hits, trec_scores([h[1] for h in hits]), strict=True)]
+         for q, hits in sorted(run.items())}))
 
 
 def evaluate_retrieval(retriever: HybridRetriever, dataset: Dataset, split: str,

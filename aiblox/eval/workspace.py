@@ -14,28 +14,40 @@ what is missing; :func:`ingest_dataset` does the same streamed from a corpus fil
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aiblox.contracts.items import ItemRecord
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.embedding import Embedder, get_embedder
 from aiblox.embedding.cache import CachedEmbedder
-from aiblox.embedding.vectors import import_vectors
+from aiblox.embedding.vectors import KnownTexts, import_vectors, plan_import, write_import
 from aiblox.eval.datasets import (
+    ID_RULE,
     Dataset,
     corpus_file,
     corpus_hash,
     dataset_name,
     find_dataset,
     iter_corpus,
+    read_queries,
 )
 from aiblox.hashing import sha256_hex, sha256_text
 from aiblox.indexes import StoreIndexes
 from aiblox.retrieval import HybridRetriever, make_retriever
 from aiblox.stores import Store, StoreError, mask_password, open_store, store_fingerprint
-from aiblox.stores.identity import DatasetBinding, in_sync, items_digest
+from aiblox.stores.base import UpsertReport
+from aiblox.stores.identity import (
+    DatasetBinding,
+    SyncMark,
+    check_sync_complete,
+    in_sync,
+    items_digest,
+    note_replaced_vectors,
+)
 from aiblox.stores.ingest import IngestReport, sync_dataset
 
 if TYPE_CHECKING:
@@ -49,6 +61,7 @@ __all__ = [
     "ingest_dataset",
     "open_workspace",
     "prepare_store",
+    "sync_key",
 ]
 
 STORES_DIR = Path(".aiblox") / "datasets"
@@ -82,26 +95,44 @@ def find_precomputed_vectors(dataset: Dataset | DatasetBinding, model_id: str) -
     return sorted(folder.glob(f"*.{model_id}.parquet")) if folder.is_dir() else []
 
 
+def sync_key(corpus_digest: str) -> str:
+    """What a store's sync record names for a corpus: its hash together with the loaders' id
+    rule (:data:`aiblox.eval.datasets.ID_RULE`). A corpus file's hash is its bytes, which an
+    id rule does not change, so a store synced from a file whose ids had surrounding
+    whitespace before that rule (holding ``" d1 "`` where the dataset now says ``d1``) is not
+    taken as up to date: it syncs once more, which rewrites only the record when no id
+    changed."""
+    return sha256_text(f"{ID_RULE}\x00{corpus_digest}")
+
+
 def ingest_dataset(store: Store, dataset: str | Path, embedder: CachedEmbedder | None,
                    vectors: Sequence[str | Path] = (), auto_vectors: bool = True,
                    replace: bool = False, progress: bool = True,
                    batch_size: int = 2000) -> IngestReport:
     """:func:`prepare_store` for a dataset named or found by path, streamed from its corpus
     file: documents are read, written and embedded a batch at a time, so a corpus of any size
-    ingests in bounded memory (the queries and judgments are not read). When the store already
-    holds this corpus (its hash, and the embedder's vectors) nothing is parsed at all; else the
-    whole file is checked first (file, line and field of the first bad line), so bad input
-    changes nothing stored."""
+    ingests in bounded memory. When the store already holds this corpus (its hash, and the
+    embedder's vectors) and no vectors file is given, nothing is parsed at all; else the whole
+    corpus is checked first (file, line and field of the first bad line), and every vectors
+    file too (:func:`_sync_with_files`), so bad input changes nothing stored."""
     binding = dataset_binding(dataset)
     cpath = corpus_file(binding.source)
-    digest = corpus_hash(cpath)
+    digest = sync_key(corpus_hash(cpath))
     model = embedder.model_id if embedder is not None else None
+    files = _vector_files(vectors, embedder)
+    if files and embedder is not None:
+        docs = {it.id: sha256_text(it.embedding_text) for it in iter_corpus(cpath, binding.name)}
+        queries = {q: sha256_text(t) for q, t in read_queries(binding.source).items()}
+        known = KnownTexts(docs, queries, binding.describe())
+        return _sync_with_files(store, binding, digest, iter_corpus(cpath, binding.name),
+                                embedder, files, known, replace=replace, batch_size=batch_size,
+                                progress=progress, total=len(docs))
     if in_sync(store, binding, digest, model) is not None:
         return sync_dataset(store, binding, digest, (), embedder)  # reports up to date
     for _ in iter_corpus(cpath, binding.name):  # refuse bad input before any write
         pass
     if embedder is not None:
-        _import_precomputed(store, binding, embedder, vectors, auto_vectors)
+        _import_precomputed(store, binding, embedder, auto_vectors)
     return sync_dataset(store, binding, digest, iter_corpus(cpath, binding.name), embedder,
                         replace=replace, batch_size=batch_size, progress=progress)
 
@@ -114,28 +145,76 @@ def prepare_store(store: Store, dataset: Dataset, embedder: CachedEmbedder | Non
     doing only what is missing (see :func:`aiblox.stores.ingest.sync_dataset`: a store of
     another dataset is refused unless ``replace``).
 
-    Precomputed vectors (given, or found beside the dataset when ``auto_vectors``) are imported
-    into the embedding cache first, but only when some document or query text is not cached yet
-    and the store is not already in sync.
+    Vectors files given (``vectors``) are always read and checked, and their vectors replace
+    those in the embedding cache and the store (:func:`_sync_with_files`). Precomputed vectors
+    found beside the dataset (``auto_vectors``) are imported into the embedding cache first,
+    but only when some document or query text is not cached yet and the store is not already
+    in sync.
     """
     binding = dataset_binding(dataset)
     items = list(dataset.corpus.values())
-    digest = dataset.corpus_hash or items_digest({it.id: it.content_hash for it in items})
+    digest = sync_key(dataset.corpus_hash
+                      or items_digest({it.id: it.content_hash for it in items}))
+    files = _vector_files(vectors, embedder)
+    if files and embedder is not None:
+        known = KnownTexts({d.id: sha256_text(d.embedding_text) for d in items},
+                           {q: sha256_text(t) for q, t in dataset.queries.items()},
+                           binding.describe())
+        return _sync_with_files(store, binding, digest, items, embedder, files, known,
+                                replace=replace, batch_size=batch_size, progress=progress)
     if embedder is not None and in_sync(store, binding, digest, embedder.model_id) is None:
         texts = [d.embedding_text for d in items] + list(dataset.queries.values())
-        _import_precomputed(store, binding, embedder, vectors, auto_vectors, texts)
+        _import_precomputed(store, binding, embedder, auto_vectors, texts)
     return sync_dataset(store, binding, digest, items, embedder, replace=replace,
                         batch_size=batch_size, progress=progress)
 
 
-def _import_precomputed(store: Store, binding: DatasetBinding, embedder: CachedEmbedder,
-                        vectors: Sequence[str | Path], auto_vectors: bool,
-                        texts: Sequence[str] | None = None) -> None:
-    """Import precomputed vectors (``vectors``, else those found beside the dataset when
-    ``auto_vectors``) into the embedding cache; with ``texts``, only when one is not cached."""
+def _vector_files(vectors: Sequence[str | Path], embedder: CachedEmbedder | None
+                  ) -> list[Path]:
     files = [Path(v) for v in vectors]
-    if auto_vectors and not files:
-        files = find_precomputed_vectors(binding, embedder.model_id)
+    if files and embedder is None:
+        raise ValueError(f"vectors files ({', '.join(map(str, files))}) need an embedder: "
+                         f"their model and dimension")
+    return files
+
+
+def _sync_with_files(store: Store, binding: DatasetBinding, digest: str,
+                     items: Iterable[ItemRecord], embedder: CachedEmbedder,
+                     files: list[Path], known: KnownTexts, *, replace: bool, batch_size: int,
+                     progress: bool, total: int | None = None) -> IngestReport:
+    """Sync with vectors files: every row of every file is checked first (an id of a document
+    or query of the dataset, the sha256 of its text, the embedder's dimension, finite values:
+    else :class:`~aiblox.embedding.VectorImportError` naming the file and row, and nothing is
+    written); the rows new to the embedding cache or differing from it are then written into
+    it (replacing), and the vectors of the documents they are for written again, within the
+    sync (so a killed import leaves the store marked half-synced; the rerun completes it)."""
+    model = embedder.model_id
+    plan = plan_import(files, store, model, embedder.dim, known)
+    counts = {"vector_rows": plan.rows, "vectors_imported": len(plan.written)}
+    done = in_sync(store, binding, digest, model)
+    if done is not None and not plan.written:
+        return IngestReport(items=UpsertReport(unchanged=done.n_items), up_to_date=True,
+                            vector_rows=plan.rows)
+
+    def prepare() -> set[str]:
+        if plan.replaced_digest is not None:
+            note_replaced_vectors(store, model, plan.replaced_digest)
+        write_import(plan, store, model, embedder.dim)
+        return {i for i, h in known.docs.items() if h in plan.written}
+
+    mark = SyncMark.now(vectors=tuple(str(f.resolve()) for f in files))
+    report = sync_dataset(store, binding, digest, items, embedder, replace=replace,
+                          batch_size=batch_size, progress=progress, total=total,
+                          prepare=prepare if plan.written else None, mark=mark)
+    return report.model_copy(update=counts)
+
+
+def _import_precomputed(store: Store, binding: DatasetBinding, embedder: CachedEmbedder,
+                        auto_vectors: bool, texts: Sequence[str] | None = None) -> None:
+    """Import the precomputed vectors found beside the dataset (when ``auto_vectors``) into
+    the embedding cache, adding only texts not cached yet; with ``texts``, only when one of
+    them is not cached."""
+    files = find_precomputed_vectors(binding, embedder.model_id) if auto_vectors else []
     if not files:
         return
     if texts is not None:
@@ -230,6 +309,10 @@ def open_workspace(dataset: Dataset, db: str | None = None,
     open store ...`` when the store cannot be opened), ``ValueError`` for an unknown embedder.
     """
     model = get_embedder(embedder) if isinstance(embedder, str) else embedder
+    if vectors and not with_vectors:
+        warnings.warn(f"vectors files not read ({', '.join(map(str, vectors))}): nothing here "
+                      f"uses vectors", stacklevel=2)
+        vectors = ()
     path = db or default_store_path(dataset)
     if "://" not in path and path != ":memory:":
         Path(path.removeprefix("duckdb:///")).parent.mkdir(parents=True, exist_ok=True)
@@ -238,6 +321,7 @@ def open_workspace(dataset: Dataset, db: str | None = None,
     except Exception as exc:  # noqa: BLE001 - re-raised naming the store
         raise StoreError(f"cannot open store {mask_password(path)}: {exc}") from exc
     try:
+        check_sync_complete(store)  # a store left half-synced is completed by `aiblox ingest`
         cached = CachedEmbedder(model, store, progress=progress)
         prepare_store(store, dataset, cached if with_vectors else None, vectors=vectors,
                       replace=replace, progress=progress)

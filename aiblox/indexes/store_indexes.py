@@ -14,6 +14,12 @@ another key and gets a freshly built index; an index is never served for content
 built from. Builds are published atomically (a temporary folder renamed into place) and show a
 progress bar; the manifest records each file's size and sha256, checked before an index is first
 used in a process, so a corrupt, truncated or foreign index is rebuilt, never trusted.
+
+A build's temporary folder (``.tmp-<pid>-<name>-<random>``, and an in-memory store's root,
+``aiblox-index-root-<pid>-<random>`` in the system's temporary folder) is held by its process: an
+exclusive ``flock`` on its ``.lock`` file, which the kernel releases when the process ends,
+killed or not. The next build (and ``drop``) removes the temporary folders no live process
+holds, and never one a concurrent builder holds.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from aiblox.progress import phase, progress_bar
 from aiblox.stores.base import Store, StoreError
 from aiblox.stores.identity import store_fingerprint
 
-__all__ = ["IndexInfo", "StoreIndexes", "forget_loaded", "index_root"]
+__all__ = ["IndexInfo", "StoreIndexes", "forget_loaded", "index_root", "remove_abandoned"]
 
 _LOADED: dict[tuple[str, str], Any] = {}
 """Indexes loaded (and checked) in this process, by (root, folder name)."""
@@ -81,11 +87,112 @@ def index_root(store: Store) -> Path:
     if store.kind == "duckdb":  # in memory: a temporary folder that lives as long as the store
         own = getattr(store, "_aiblox_index_tmp", None)
         if own is None:
-            own = tempfile.mkdtemp(prefix="aiblox-indexes-")
-            weakref.finalize(store, shutil.rmtree, own, True)
+            temp = Path(tempfile.gettempdir())
+            remove_abandoned(temp, MEMORY_ROOT_PREFIX)  # of processes gone (killed)
+            own = tempfile.mkdtemp(prefix=f"{MEMORY_ROOT_PREFIX}{os.getpid()}-", dir=temp)
+            held = _hold(Path(own))
+            weakref.finalize(store, _release, Path(own), held)
             store._aiblox_index_tmp = own  # type: ignore[attr-defined]
         return Path(own)
     return Path(".aiblox") / "indexes" / f"{store.kind}-{digest}"
+
+
+BUILD_PREFIX = ".tmp-"
+"""Prefix of a build's temporary folder under the index root."""
+MEMORY_ROOT_PREFIX = "aiblox-index-root-"
+"""Prefix of an in-memory store's index root in the system's temporary folder."""
+LOCK_FILE = ".lock"
+"""The file in a temporary folder its process holds an exclusive ``flock`` on."""
+LEGACY_TMP_AGE_S = 24 * 3600
+"""Temporary build folders of older versions (``.bm25-*``, ``.knn-*``, no lock) are removed
+once this old."""
+
+
+def _hold(folder: Path) -> int | None:
+    """Take an exclusive ``flock`` on ``folder/.lock``, held while the returned descriptor is
+    open (or until the process ends); None where ``flock`` does not exist."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: the pid in the name decides
+        return None
+    fd = os.open(folder / LOCK_FILE, os.O_CREAT | os.O_RDWR, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return fd
+
+
+def _release(folder: Path, held: int | None) -> None:
+    """Remove a temporary folder this process holds, then let go of it."""
+    shutil.rmtree(folder, ignore_errors=True)
+    if held is not None:
+        os.close(held)
+
+
+def _pid_gone(name: str, prefix: str) -> bool:
+    """The process whose pid the folder name carries (``<prefix><pid>-...``) has ended."""
+    head = name[len(prefix):].split("-", 1)[0]
+    if not head.isdigit():
+        return False
+    try:
+        os.kill(int(head), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def _abandoned(folder: Path, prefix: str) -> bool:
+    """True when no live process holds ``folder``: nobody holds the ``flock`` on its lock
+    file, or (no lock file yet) the pid in its name has ended."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover
+        return _pid_gone(folder.name, prefix)
+    try:
+        fd = os.open(folder / LOCK_FILE, os.O_RDWR)
+    except FileNotFoundError:
+        return _pid_gone(folder.name, prefix)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # held: its process is alive
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def remove_abandoned(parent: Path, prefix: str) -> list[str]:
+    """Remove the temporary folders ``parent/<prefix>*`` whose process has ended (a killed
+    build's); never one a live process holds. Returns the names removed."""
+    removed: list[str] = []
+    try:
+        candidates = sorted(p for p in parent.iterdir() if p.name.startswith(prefix))
+    except OSError:
+        return removed
+    for p in candidates:
+        if p.is_dir() and not p.is_symlink() and _abandoned(p, prefix):
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p.name)
+    return removed
+
+
+def _remove_legacy(root: Path) -> None:
+    """Temporary build folders of older versions (``.bm25-<key>-<random>``, no lock file),
+    removed once :data:`LEGACY_TMP_AGE_S` old (a live build of those versions that long is
+    implausible)."""
+    try:
+        folders = [p for p in root.iterdir() if p.name.startswith((".bm25-", ".knn-"))]
+    except OSError:
+        return
+    for p in folders:
+        try:
+            old = time.time() - p.stat().st_mtime > LEGACY_TMP_AGE_S
+        except OSError:
+            continue
+        if p.is_dir() and old and not (p / LOCK_FILE).exists():
+            shutil.rmtree(p, ignore_errors=True)
 
 
 def _progress_bar(total: int, desc: str) -> Any:
@@ -112,6 +219,7 @@ class StoreIndexes:
         """Folder names found damaged and built again."""
         self.passage_stats: PassageStats | None = None
         """What the last passage build of this object did (None: none built)."""
+        self._swept = False
 
     # -- keys ------------------------------------------------------------------------------------
     def lexical_key(self, cfg: FtsConfig) -> tuple[str, dict[str, Any]]:
@@ -199,6 +307,9 @@ class StoreIndexes:
         with _LOCK:
             if cache_key in _LOADED:
                 return _LOADED[cache_key]
+        if not self._swept and self.root.is_dir():  # killed builds' folders, once
+            remove_abandoned(self.root, BUILD_PREFIX)
+            self._swept = True
         folder = self.root / name
         problem = self._check(folder, key) if folder.exists() else "missing"
         if problem is not None:
@@ -233,8 +344,13 @@ class StoreIndexes:
 
     def _publish(self, folder: Path, key: str, spec: dict[str, Any], build: Any) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=self.root))
+        remove_abandoned(self.root, BUILD_PREFIX)  # killed builds' folders, never a live one's
+        _remove_legacy(self.root)
+        tmp = Path(tempfile.mkdtemp(prefix=f"{BUILD_PREFIX}{os.getpid()}-{folder.name}-",
+                                    dir=self.root))
+        held = None
         try:
+            held = _hold(tmp)
             t0 = time.perf_counter()
             files, n = build(tmp)
             manifest = {
@@ -246,6 +362,7 @@ class StoreIndexes:
             }
             (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True),
                                                encoding="utf-8")
+            (tmp / LOCK_FILE).unlink()  # not part of the index (the pid in the name holds it)
             if folder.exists():
                 shutil.rmtree(folder)
             os.replace(tmp, folder)
@@ -254,6 +371,8 @@ class StoreIndexes:
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
+            if held is not None:
+                os.close(held)
 
     def _drop_superseded(self, name: str, spec: dict[str, Any]) -> None:
         """Remove indexes of the same kind and settings built from older content."""
@@ -301,7 +420,9 @@ class StoreIndexes:
         """Delete one index folder (or all of them); returns the names deleted."""
         if not self.root.is_dir():
             return []
+        remove_abandoned(self.root, BUILD_PREFIX)
         names = [p.name for p in self.root.iterdir() if p.is_dir()
+                 and not p.name.startswith(".")  # a live build's temporary folder stays
                  and (name is None or p.name == name)]
         for n in names:
             shutil.rmtree(self.root / n, ignore_errors=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -23,6 +24,7 @@ __all__ = [
     "StoreMismatch",
     "UpsertReport",
     "check_pack_row",
+    "is_disk_full",
     "parse_filters",
     "plan_upsert",
 ]
@@ -45,6 +47,24 @@ class StoreError(RuntimeError):
 class StoreMismatch(StoreError):
     """The store holds something other than what was asked for (another dataset, an unfinished
     ingest, missing vectors); the message says what differs and what to run."""
+
+
+DISK_FULL_TEXTS = ("No space left on device", "database or disk is full")
+"""How DuckDB and SQLite (MLflow's store) word a full disk in their errors."""
+
+
+def is_disk_full(exc: BaseException | None) -> bool:
+    """True when ``exc``, or an exception it was raised from or while handling, is a full
+    disk: an ``OSError`` ENOSPC (or EDQUOT, a quota), or a database error saying so."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if any(t in str(exc) for t in DISK_FULL_TEXTS):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 class UpsertReport(BaseModel):
@@ -212,8 +232,11 @@ class Store(Protocol):
         """Embedding cache lookup."""
         ...
 
-    def put_embeddings(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]]) -> int:
-        """Embedding cache insert; returns rows new."""
+    def put_embeddings(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]],
+                       replace: bool = False) -> int:
+        """Embedding cache insert; returns rows new. With ``replace``, a cached vector is
+        replaced by the row's and every row given is written (and counted); the first row of
+        a hash given twice is the one kept."""
         ...
 
     # -- audit packs (`EvidencePack`, the record behind each answer; insert-only) -------

@@ -22,7 +22,9 @@ BM25 for many queries runs as one SQL statement over the index's own tables (``d
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -40,6 +42,7 @@ from aiblox.stores.base import (
     StoreError,
     UpsertReport,
     check_pack_row,
+    is_disk_full,
     parse_filters,
     plan_upsert,
 )
@@ -160,6 +163,39 @@ class DuckDBStore:
             raise StoreError(f"{self.location}: no row from {sql!r}")
         return int(row[0])
 
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """``BEGIN`` ... ``COMMIT`` under the lock. On an error the transaction is rolled back,
+        and a ``ROLLBACK`` that fails in turn (a failed ``COMMIT`` ended the transaction
+        already) never hides the first error; a full disk is raised as a :class:`StoreError`
+        naming the file (:meth:`_writing`)."""
+        with self._lock, self._writing():
+            self.con.execute("BEGIN TRANSACTION")
+            try:
+                yield
+                self.con.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    self.con.execute("ROLLBACK")
+                raise
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Around a write: DuckDB's error for a full disk becomes one :class:`StoreError`
+        naming the store, the file and ENOSPC (what the store held before is intact: a
+        transaction is all or nothing, and the write-ahead log's torn tail is dropped when
+        the file is next opened)."""
+        try:
+            yield
+        except Exception as exc:
+            if not is_disk_full(exc):
+                raise
+            found = re.search(r'file "([^"]+)"', str(exc))
+            raise StoreError(
+                f"store {self.location}: the disk is full (ENOSPC, no space left on the "
+                f"device) writing {found.group(1) if found else self.location}; nothing stored "
+                f"was lost: free space, then run the command again") from exc
+
     def _set_meta(self, key: str, value: str) -> None:
         self.con.execute("INSERT OR REPLACE INTO aiblox_meta VALUES (?, ?)", [key, value])
 
@@ -177,18 +213,12 @@ class DuckDBStore:
                 return {}
 
     def write_meta(self, values: dict[str, str | None]) -> None:
-        with self._lock:
-            self.con.execute("BEGIN TRANSACTION")
-            try:
-                for key in sorted(values):
-                    if values[key] is None:
-                        self.con.execute("DELETE FROM aiblox_meta WHERE key = ?", [key])
-                    else:
-                        self._set_meta(key, str(values[key]))
-                self.con.execute("COMMIT")
-            except Exception:
-                self.con.execute("ROLLBACK")
-                raise
+        with self._transaction():
+            for key in sorted(values):
+                if values[key] is None:
+                    self.con.execute("DELETE FROM aiblox_meta WHERE key = ?", [key])
+                else:
+                    self._set_meta(key, str(values[key]))
 
     @property
     def lock(self) -> threading.RLock:
@@ -203,18 +233,12 @@ class DuckDBStore:
 
     def rebuild_fts(self) -> None:
         """(Re)build the BM25 index over title + text: porter stemmer, English stop words."""
-        with self._lock:
-            self.con.execute("BEGIN TRANSACTION")
-            try:
-                self.con.execute(
-                    "PRAGMA create_fts_index('items', 'id', 'title', 'text', stemmer='porter', "
-                    "stopwords='english', ignore='(\\.|[^a-z])+', strip_accents=1, lower=1, "
-                    "overwrite=1)")
-                self._set_meta("fts_state", "fresh")
-                self.con.execute("COMMIT")
-            except Exception:
-                self.con.execute("ROLLBACK")
-                raise
+        with self._transaction():
+            self.con.execute(
+                "PRAGMA create_fts_index('items', 'id', 'title', 'text', stemmer='porter', "
+                "stopwords='english', ignore='(\\.|[^a-z])+', strip_accents=1, lower=1, "
+                "overwrite=1)")
+            self._set_meta("fts_state", "fresh")
 
     # -- items ---------------------------------------------------------------------------
     def upsert_items(self, items: Iterable[ItemRecord]) -> UpsertReport:
@@ -239,21 +263,17 @@ class DuckDBStore:
                 "content_hash": [r.content_hash for r in ordered],
             })
             changed = [r.id for r in ordered if r.id in existing]
-            self.con.execute("BEGIN TRANSACTION")
+            self.con.register("_aiblox_upsert", table)
             try:
-                self.con.register("_aiblox_upsert", table)
-                if changed:
-                    self.con.execute("DELETE FROM item_vectors WHERE item_id IN "
-                                     "(SELECT unnest(?::VARCHAR[]))", [changed])
-                    self.con.execute("DELETE FROM items WHERE id IN (SELECT unnest(?::VARCHAR[]))",
-                                     [changed])
-                self.con.execute("INSERT INTO items SELECT id, kind, source, source_ref, title, "
-                                 "text, metadata, content_hash FROM _aiblox_upsert")
-                self._content_changed()
-                self.con.execute("COMMIT")
-            except Exception:
-                self.con.execute("ROLLBACK")
-                raise
+                with self._transaction():
+                    if changed:
+                        self.con.execute("DELETE FROM item_vectors WHERE item_id IN "
+                                         "(SELECT unnest(?::VARCHAR[]))", [changed])
+                        self.con.execute("DELETE FROM items WHERE id IN "
+                                         "(SELECT unnest(?::VARCHAR[]))", [changed])
+                    self.con.execute("INSERT INTO items SELECT id, kind, source, source_ref, "
+                                     "title, text, metadata, content_hash FROM _aiblox_upsert")
+                    self._content_changed()
             finally:
                 self.con.unregister("_aiblox_upsert")
         return report
@@ -264,17 +284,12 @@ class DuckDBStore:
             present = self._count("SELECT count(*) FROM items WHERE id IN "
                                   "(SELECT unnest(?::VARCHAR[]))", [ids])
             if present:
-                self.con.execute("BEGIN TRANSACTION")
-                try:
+                with self._transaction():
                     self.con.execute("DELETE FROM item_vectors WHERE item_id IN "
                                      "(SELECT unnest(?::VARCHAR[]))", [ids])
                     self.con.execute("DELETE FROM items WHERE id IN "
                                      "(SELECT unnest(?::VARCHAR[]))", [ids])
                     self._content_changed()
-                    self.con.execute("COMMIT")
-                except Exception:
-                    self.con.execute("ROLLBACK")
-                    raise
             return int(present)
 
     def get_items(self, ids: Sequence[str]) -> dict[str, ItemRecord]:
@@ -342,16 +357,12 @@ class DuckDBStore:
         })
         with self._lock:
             self.con.register("_aiblox_vecs", table)
-            self.con.execute("BEGIN TRANSACTION")
             try:
-                self.con.execute(
-                    f"INSERT OR REPLACE INTO item_vectors SELECT item_id, model_id, text_sha256, "
-                    f"vector::FLOAT[{self.dim}] FROM _aiblox_vecs")
-                self.con.execute("DELETE FROM aiblox_meta WHERE key = 'sync'")
-                self.con.execute("COMMIT")
-            except Exception:
-                self.con.execute("ROLLBACK")
-                raise
+                with self._transaction():
+                    self.con.execute(
+                        f"INSERT OR REPLACE INTO item_vectors SELECT item_id, model_id, "
+                        f"text_sha256, vector::FLOAT[{self.dim}] FROM _aiblox_vecs")
+                    self.con.execute("DELETE FROM aiblox_meta WHERE key = 'sync'")
             finally:
                 self.con.unregister("_aiblox_vecs")
         return len(rows)
@@ -519,7 +530,8 @@ class DuckDBStore:
         return {h: flat[offsets[i]:offsets[i + 1]]
                 for i, h in enumerate(table.column("text_sha256").to_pylist())}
 
-    def put_embeddings(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]]) -> int:
+    def put_embeddings(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]],
+                       replace: bool = False) -> int:
         unique: dict[str, np.ndarray] = {}
         for h, vec in rows:
             unique.setdefault(h, np.asarray(vec, dtype=np.float32))
@@ -539,8 +551,10 @@ class DuckDBStore:
         with self._lock:
             self.con.register("_aiblox_emb", table)
             try:  # DuckDB returns the rows an INSERT OR IGNORE wrote: no count(*) before and after
-                written = self._count("INSERT OR IGNORE INTO embedding_cache "
-                                      "SELECT model_id, text_sha256, vector FROM _aiblox_emb")
+                with self._transaction():
+                        written = self._count(f"INSERT OR {'REPLACE' if replace else 'IGNORE'} "
+                                          "INTO embedding_cache SELECT model_id, text_sha256, "
+                                          "vector FROM _aiblox_emb")
             finally:
                 self.con.unregister("_aiblox_emb")
         return written
@@ -559,28 +573,18 @@ class DuckDBStore:
                           trace_id: str | None = None, created_at: str | None = None,
                           signed: bool = False) -> bool:
         check_pack_row(pack_id, parent_pack_id, sha256, json_text)
-        with self._lock:
-            self.con.execute("BEGIN TRANSACTION")
-            try:
-                old = self.con.execute("SELECT sha256 FROM evidence_packs WHERE pack_id = ?",
-                                       [pack_id]).fetchone()
-                if old is not None:
-                    self.con.execute("ROLLBACK")
-                    if old[0] != sha256:
-                        raise StoreError(f"{self.location}: a different evidence pack is "
-                                         f"stored under {pack_id}")
-                    return False
+        with self._transaction():
+            old = self.con.execute("SELECT sha256 FROM evidence_packs WHERE pack_id = ?",
+                                   [pack_id]).fetchone()
+            if old is None:
                 self.con.execute(
                     "INSERT INTO evidence_packs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [pack_id, parent_pack_id, tenant_id, trace_id, created_at, sha256,
                      bool(signed), json_text])
-                self.con.execute("COMMIT")
-            except StoreError:
-                raise
-            except Exception:
-                self.con.execute("ROLLBACK")
-                raise
-        return True
+        if old is not None and old[0] != sha256:
+            raise StoreError(f"{self.location}: a different evidence pack is stored under "
+                             f"{pack_id}")
+        return old is None
 
     def get_evidence_pack(self, pack_id: str) -> dict[str, Any] | None:
         with self._lock:
@@ -594,7 +598,7 @@ class DuckDBStore:
                               "ORDER BY pack_id", [])
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, self._writing():  # closing checkpoints: a write
             self.con.close()
 
     def __enter__(self) -> DuckDBStore:

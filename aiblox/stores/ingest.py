@@ -11,7 +11,7 @@ the store to that dataset and records what it holds (:mod:`aiblox.stores.identit
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sized
+from collections.abc import Callable, Collection, Iterable, Iterator, Sized
 from itertools import islice
 
 from pydantic import BaseModel, ConfigDict
@@ -24,10 +24,12 @@ from aiblox.stores.base import Store, StoreError, StoreMismatch, UpsertReport
 from aiblox.stores.chunk_cache import default_chunk_cache
 from aiblox.stores.identity import (
     DatasetBinding,
+    SyncMark,
     SyncRecord,
     in_sync,
     items_digest,
     read_binding,
+    read_mark,
     read_sync,
     store_vectors_digest,
 )
@@ -51,14 +53,24 @@ class IngestReport(BaseModel):
     chunks_pruned: int = 0
     """Chunk-cache entries dropped with deleted or changed items."""
     up_to_date: bool = False
-    """True when the store's sync record already described this dataset: nothing was read."""
+    """True when the store's sync record already described this dataset (and the vectors
+    files given held nothing new): nothing was written."""
+    vector_rows: int = 0
+    """Rows of the vectors files given (``--vectors``), every one checked."""
+    vectors_imported: int = 0
+    """Of those, the rows new to the embedding cache or replacing the vector it held."""
+    completed: str | None = None
+    """When this sync completed one that was interrupted: the time that one started."""
 
 
 def ingest_items(store: Store, items: Iterable[ItemRecord], embedder: CachedEmbedder | None,
                  batch_size: int = 2000, progress: bool = True,
-                 total: int | None = None) -> IngestReport:
+                 total: int | None = None,
+                 refresh: Collection[str] | bool = ()) -> IngestReport:
     """Upsert ``items`` (any iterable: read once, a batch at a time, so memory is bounded by
-    one batch) and give each a vector for ``embedder``'s model, batch by batch."""
+    one batch) and give each a vector for ``embedder``'s model, batch by batch. ``refresh``:
+    ids of items whose vector is written again even though their text did not change (their
+    cached vector was replaced), or True for every item."""
     counts = UpsertReport()
     report = IngestReport(items=counts)
     n = len(items) if isinstance(items, Sized) else total
@@ -68,6 +80,8 @@ def ingest_items(store: Store, items: Iterable[ItemRecord], embedder: CachedEmbe
     stored = store.item_hashes() if model is not None else {}
     hits = embedder.hits if embedder is not None else 0
     misses = embedder.misses if embedder is not None else 0
+    refresh_all = refresh is True
+    refresh_ids: Collection[str] = () if isinstance(refresh, bool) else refresh
     it = iter(items)
     while batch := list(islice(it, batch_size)):
         r = store.upsert_items(batch)
@@ -78,7 +92,8 @@ def ingest_items(store: Store, items: Iterable[ItemRecord], embedder: CachedEmbe
             # a changed item lost its vector in the upsert; an unchanged one keeps it
             todo = [(x, h) for x in batch
                     if (h := sha256_text(x.embedding_text)) != have.get(x.id)
-                    or stored.get(x.id, x.content_hash) != x.content_hash]
+                    or stored.get(x.id, x.content_hash) != x.content_hash
+                    or refresh_all or x.id in refresh_ids]
             if todo:
                 vectors = embedder.embed([x.embedding_text for x, _ in todo])
                 report.vectors_written += store.set_item_vectors(
@@ -94,42 +109,68 @@ def ingest_items(store: Store, items: Iterable[ItemRecord], embedder: CachedEmbe
 def sync_dataset(store: Store, binding: DatasetBinding, corpus_hash: str,
                  items: Iterable[ItemRecord], embedder: CachedEmbedder | None, *,
                  replace: bool = False, batch_size: int = 2000,
-                 progress: bool = True, total: int | None = None) -> IngestReport:
+                 progress: bool = True, total: int | None = None,
+                 prepare: Callable[[], Collection[str]] | None = None,
+                 mark: SyncMark | None = None) -> IngestReport:
     """Make ``store`` hold exactly ``items``, the dataset ``binding`` names, with a vector per
     item for ``embedder``'s model (when given), and record it. ``items`` is read once, in
     batches (a stream from the corpus file never sits in memory whole).
 
     - A store bound to another dataset (name or source folder), or holding items without a
-      binding, is refused with :class:`StoreMismatch` naming both, unless ``replace``: then
-      its items, vectors and chunk-cache entries are deleted first.
+      binding, is refused with :class:`StoreMismatch` naming both, before anything is
+      written, unless ``replace``: then its items, vectors and chunk-cache entries are deleted.
     - Items the dataset no longer holds are deleted with their vectors and chunk-cache entries;
       new and changed ones are written, unchanged ones left alone.
-    - The store is marked ``syncing`` first and the sync record written last: a sync killed at
-      any point leaves a store that searches refuse and the next sync completes.
+    - ``prepare`` (an import of vectors into the embedding cache) runs once the store is
+      marked, before any item is written; it returns the ids of the items whose cached vector
+      it replaced, whose item vectors are then written again.
+    - Before its first change the store is marked ``syncing`` (``mark``, a
+      :class:`~aiblox.stores.identity.SyncMark` naming the command that completes it), in a
+      transaction of its own; the sync record is written and the mark deleted in the last one.
+      A sync killed (or failed) at any point leaves a store that every reader refuses
+      (:func:`~aiblox.stores.identity.check_sync_complete`) until a sync completes it.
     - When the store's sync record already names ``corpus_hash`` (the hash of the corpus the
-      items come from) and the embedder's vectors, nothing is read or written (``up_to_date``).
+      items come from) and the embedder's vectors, and there is nothing to ``prepare``, nothing
+      is read or written (``up_to_date``).
     """
     model_id = embedder.model_id if embedder is not None else None
     done = in_sync(store, binding, corpus_hash, model_id)
-    if done is not None:
+    if done is not None and prepare is None:
         return IngestReport(items=UpsertReport(unchanged=done.n_items), up_to_date=True)
     current = read_binding(store)
     record = read_sync(store)
+    interrupted = read_mark(store)
     stored = store.item_hashes()
     if current != binding and (current is not None or stored):
         if not replace:
             held = (f"dataset {current.describe()}" if current is not None
                     else f"{len(stored)} items of no recorded dataset")
+            half = (" (half-synced: its last ingest was interrupted)"
+                    if interrupted is not None else "")
             raise StoreMismatch(
-                f"store {store.location} holds {held}, not {binding.describe()}; use another "
-                f"--db (each dataset has its own default store) or replace its items "
+                f"store {store.location} holds {held}{half}, not {binding.describe()}; use "
+                f"another --db (each dataset has its own default store) or replace its items "
                 f"(`aiblox ingest {binding.source} --db {store.location} --replace`)")
-        replaced = _drop_items(store, sorted(stored))
-        stored = {}
+        replacing = True
     else:
-        replaced = 0
+        replacing = False
+    again = interrupted is not None and interrupted.refresh_vectors  # an import was stopped
+    mark = (mark or SyncMark.now()).model_copy(update={
+        "source": binding.source, "corpus_hash": corpus_hash,
+        "refresh_vectors": again or prepare is not None})
+    if mark.embedder is None and embedder is not None:
+        mark = mark.model_copy(update={"embedder": _embedder_option(embedder)})
+    # the mark first, committed: from here on every reader refuses the store until the end
     store.write_meta({"dataset": canonical_json(binding.model_dump()), "sync": None,
-                      "syncing": corpus_hash})
+                      "syncing": json.dumps(mark.model_dump(mode="json"), sort_keys=True)})
+    replaced = _drop_items(store, sorted(stored)) if replacing else 0
+    if replacing:
+        stored = {}
+    # after a stopped import, which cached vectors it replaced is unknown: all items again
+    refresh: Collection[str] | bool = again
+    if prepare is not None:
+        ids = prepare()
+        refresh = refresh or ids
     wanted: dict[str, str] = {}
 
     def noted(stream: Iterable[ItemRecord]) -> Iterator[ItemRecord]:
@@ -141,12 +182,17 @@ def sync_dataset(store: Store, binding: DatasetBinding, corpus_hash: str,
 
     report = ingest_items(store, noted(items), embedder, batch_size=batch_size,
                           progress=progress,
-                          total=len(items) if isinstance(items, Sized) else total)
+                          total=len(items) if isinstance(items, Sized) else total,
+                          refresh=refresh)
     gone = sorted(set(stored) - set(wanted))
     deleted = _drop_items(store, gone) if gone else 0
     report.items.deleted = deleted
     if report.items.updated or deleted or replaced:
         report.chunks_pruned = default_chunk_cache(store).prune(wanted)
+    if refresh:  # their cached passages may hold a vector replaced (a one-passage document's)
+        stale = set(wanted) if isinstance(refresh, bool) else set(refresh)
+        report.chunks_pruned += default_chunk_cache(store).prune(
+            {i: h for i, h in wanted.items() if i not in stale})
     untouched = not (report.items.inserted or report.items.updated or deleted or replaced
                      or report.vectors_written)
     vectors: dict[str, str] = {}
@@ -157,8 +203,23 @@ def sync_dataset(store: Store, binding: DatasetBinding, corpus_hash: str,
             vectors[model] = store_vectors_digest(store, model)
     final = SyncRecord(corpus_hash=corpus_hash, items=items_digest(wanted),
                        n_items=len(wanted), vectors=vectors)
+    # the record and the end of the mark in one transaction
     store.write_meta({"sync": json.dumps(final.model_dump(), sort_keys=True), "syncing": None})
+    report.completed = (interrupted.started or "at an unknown time") \
+        if interrupted is not None else None
     return report
+
+
+def _embedder_option(embedder: CachedEmbedder) -> str:
+    """The ``--embedder`` value that builds ``embedder``'s model: its registered name, else
+    the model folder it loads, else its model id."""
+    from aiblox.embedding.base import registry
+
+    name = registry.name_of(embedder.model_id)
+    if name is not None:
+        return name
+    folder = getattr(getattr(embedder, "embedder", None), "model_path", None)
+    return str(folder) if folder is not None else embedder.model_id
 
 
 def _drop_items(store: Store, ids: list[str]) -> int:

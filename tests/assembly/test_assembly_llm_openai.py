@@ -198,6 +198,61 @@ def test_connection_refused_is_transient_and_reported() -> None:
         PROMPT, request_id="r6", max_output_tokens=8
     )
     assert result.generation_status == "FAILED" and result.attempts == 2
+    assert (result.failure_reason or "").startswith(  # the error, and what it said
+        "transient failure after 2 attempts: ConnectError: ")
+
+
+def test_a_url_the_transport_refuses_is_failed_not_raised() -> None:
+    """Trouble that is not transient (here a scheme httpx has no transport for, in settings
+    built without validation) is a FAILED result at the first attempt, never an exception."""
+    settings = LLMSettings.model_construct(
+        base_url="gopher://127.0.0.1:9/v1", model="m", api_key=None, timeout_s=0.2,
+        max_attempts=3, backoff_initial_s=0.0, backoff_max_s=0.0, temperature=0.0)
+    result = OpenAIChatLLM(settings, sleep=lambda s: None).generate(
+        PROMPT, request_id="r6b", max_output_tokens=8)
+    assert result.generation_status == "FAILED" and result.attempts == 1
+    assert (result.failure_reason or "").startswith("UnsupportedProtocol: ")
+    assert (result.failure_reason or "").endswith("(not retried)")
+
+
+@pytest.mark.parametrize(("variable", "value", "expected"), [
+    ("AIBLOX_LLM_BASE_URL", "notaurl", "an http:// or https:// URL with a host, e.g. "
+                                       "https://api.openai.com/v1"),
+    ("AIBLOX_LLM_BASE_URL", "ftp://example.org/v1", "an http:// or https:// URL"),
+    ("AIBLOX_LLM_BASE_URL", "https:///v1", "an http:// or https:// URL"),
+    ("AIBLOX_LLM_BASE_URL", "http://h:99999/v1", "an http:// or https:// URL"),
+    ("AIBLOX_LLM_MAX_ATTEMPTS", "abc", "a whole number from 1 to 10"),
+    ("AIBLOX_LLM_MAX_ATTEMPTS", "0", "a whole number from 1 to 10"),
+    ("AIBLOX_LLM_MAX_ATTEMPTS", "2.5", "a whole number from 1 to 10"),
+    ("AIBLOX_LLM_TIMEOUT_S", "soon", "a finite number of seconds > 0"),
+    ("AIBLOX_LLM_TIMEOUT_S", "inf", "a finite number of seconds > 0"),
+])
+def test_a_malformed_variable_is_named_with_its_value(variable: str, value: str,
+                                                      expected: str) -> None:
+    from aiblox.inputs import EnvVarError
+
+    env = {"AIBLOX_LLM_BASE_URL": "http://127.0.0.1:9/v1", "AIBLOX_LLM_MODEL": "m",
+           "AIBLOX_LLM_API_KEY": API_KEY, variable: value}
+    with pytest.raises(EnvVarError) as err:
+        LLMSettings.from_env(env)
+    said = str(err.value)
+    assert said.startswith(f"environment variable {variable}={value!r}: expected {expected}")
+    assert API_KEY not in said and "\n" not in said
+    if variable != "AIBLOX_LLM_BASE_URL":  # an optional one empty: its default
+        assert LLMSettings.from_env({**env, variable: ""}).model == "m"
+
+
+def test_a_password_in_a_malformed_url_is_masked_and_an_override_is_not_a_variable() -> None:
+    from pydantic import ValidationError
+
+    from aiblox.inputs import EnvVarError
+
+    env = {"AIBLOX_LLM_BASE_URL": "http://me:hunter2@host:port/v1", "AIBLOX_LLM_MODEL": "m"}
+    with pytest.raises(EnvVarError) as err:
+        LLMSettings.from_env(env)
+    assert "hunter2" not in str(err.value) and "http://me:***@host:port/v1" in str(err.value)
+    with pytest.raises(ValidationError):  # an argument, not the environment: pydantic's error
+        LLMSettings.from_env({"AIBLOX_LLM_MODEL": "m"}, base_url="notaurl")
 
 
 def test_prompt_and_key_never_logged(server: FakeServer, caplog: pytest.LogCaptureFixture) -> None:

@@ -83,3 +83,17 @@ def test_policy_is_frozen_and_budgets_are_checked() -> None:
     with pytest.raises(ValueError, match="reserved_output_tokens"):
         policy.with_updates(reserved_output_tokens=3500)
     assert isinstance(policy.with_updates(max_chunks=3), SelectionPolicy)
+
+
+def test_a_policies_folder_variable_naming_no_folder_is_named(tmp_path, monkeypatch):
+    from aiblox.assembly.policy import POLICIES_DIR_ENV
+
+    monkeypatch.setenv(POLICIES_DIR_ENV, str(tmp_path / "nowhere"))
+    with pytest.raises(PolicyError) as err:
+        load_policy("R2_POLICY_V1")
+    assert str(err.value) == (f"policy 'R2_POLICY_V1': environment variable {POLICIES_DIR_ENV}="
+                              f"{str(tmp_path / 'nowhere')!r}: expected a folder of policies "
+                              f"(<name>.toml); there is no such folder")
+    monkeypatch.setenv(POLICIES_DIR_ENV, str(tmp_path))  # a folder, without the file
+    with pytest.raises(PolicyError, match="R2_POLICY_V1.toml: policy file not found"):
+        load_policy("R2_POLICY_V1")

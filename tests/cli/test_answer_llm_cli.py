@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -59,12 +60,16 @@ def answering() -> Iterator[ChatServer]:
     s.close()
 
 
-def answer(server: ChatServer, db: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "AIBLOX_NO_PROGRESS": "1", "AIBLOX_LLM_BASE_URL": server.url,
+def answer(server: ChatServer | str, db: str, *extra: str,
+           **variables: str) -> subprocess.CompletedProcess[str]:
+    """``aiblox answer --llm openai`` against ``server`` (or a base URL), in a real process;
+    ``variables`` set (or override) environment variables."""
+    url = server if isinstance(server, str) else server.url
+    env = {**os.environ, "AIBLOX_NO_PROGRESS": "1", "AIBLOX_LLM_BASE_URL": url,
            "AIBLOX_LLM_MODEL": "test-model", "AIBLOX_LLM_API_KEY": KEY,
            "AIBLOX_LLM_MAX_ATTEMPTS": "2", "AIBLOX_LLM_TIMEOUT_S": "10",
            "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH"))
-                                         if p)}
+                                         if p), **variables}
     return subprocess.run(
         [sys.executable, "-c", DRIVER, "answer", Q, "--db", db, "--embedder", "hashing",
          "--llm", "openai", "--retrieved-at", "2024-01-15T10:30:00Z", *extra],
@@ -94,8 +99,8 @@ def test_a_failed_generation_prints_its_data_and_exits_1(failing, db):
     assert out["llm_result"]["failure_reason"] == "transient failure after 2 attempts: HTTP 500"
     assert out["validation"]["validation_status"] == "FAILED"
     last = r.stderr.strip().splitlines()[-1]
-    assert last == (f"error: generation failed (openai test-model): transient failure after 2 "
-                    f"attempts: HTTP 500; evidence pack {out['pack_id']}")
+    assert last == (f"error: generation failed (openai test-model at {failing.url}): transient "
+                    f"failure after 2 attempts: HTTP 500; evidence pack {out['pack_id']}")
     # the pack was stored and records the failed call
     pack = pack_from_json(stored_pack_json(db, out["pack_id"]))
     assert verify_pack(pack) == [] and pack.decision.status == "FAILED"
@@ -126,3 +131,52 @@ def test_a_generated_answer_exits_0_and_the_key_stays_out(answering, db):
     assert e.returncode == 0, e.stderr
     assert_no_key(r.stdout, r.stderr, stored_pack_json(db, out["pack_id"]),
                   exported.read_bytes(), Path(db).read_bytes())
+
+
+def _packs(db: str) -> list[str]:
+    with DuckDBStore(db) as store:
+        return [str(p["pack_id"]) for p in store.list_evidence_packs()]
+
+
+def _free_port() -> int:
+    """A port on 127.0.0.1 where nothing listens (bound, then closed)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize(("variable", "value", "expected"), [
+    ("AIBLOX_LLM_BASE_URL", "notaurl", "an http:// or https:// URL with a host"),
+    ("AIBLOX_LLM_BASE_URL", "http://127.0.0.1:port/v1", "an http:// or https:// URL with a host"),
+    ("AIBLOX_LLM_MAX_ATTEMPTS", "abc", "a whole number from 1 to 10"),
+    ("AIBLOX_LLM_TIMEOUT_S", "0", "a finite number of seconds > 0"),
+])
+def test_a_malformed_variable_is_one_error_line_before_any_work(db, variable, value, expected):
+    before = _packs(db)
+    r = answer("http://127.0.0.1:9/v1", db, **{variable: value})
+    assert r.returncode == 2, r.stderr
+    assert [ln for ln in r.stderr.splitlines()
+            if ln.startswith(("error", "warning", "WARNING", "ERROR", "CRITICAL"))] == [
+        f"error: environment variable {variable}={value!r}: expected {expected}"
+        + (", e.g. https://api.openai.com/v1" if variable == "AIBLOX_LLM_BASE_URL" else "")]
+    assert r.stdout == "" and _packs(db) == before  # nothing retrieved, nothing stored
+
+
+def test_an_unreachable_url_is_a_failed_generation_stored_and_named(db):
+    """A well-formed URL where nothing listens: the call FAILED is data (the pack is stored),
+    and the one error line names the URL."""
+    url = f"http://127.0.0.1:{_free_port()}/v1"
+    r = answer(url, db, "--json")
+    assert r.returncode == 1, r.stderr
+    out = json.loads(r.stdout)
+    assert out["llm_result"]["generation_status"] == "FAILED"
+    assert out["llm_result"]["attempts"] == 2
+    reason = out["llm_result"]["failure_reason"]
+    assert reason.startswith("transient failure after 2 attempts: ConnectError")
+    lines = [ln for ln in r.stderr.splitlines()  # the driver logs every logger at DEBUG
+             if ln.startswith(("error", "warning", "WARNING", "ERROR", "CRITICAL"))]
+    assert lines == [f"error: generation failed (openai test-model at {url}): {reason}; "
+                     f"evidence pack {out['pack_id']}"]
+    assert out["pack_id"] in _packs(db)
+    pack = pack_from_json(stored_pack_json(db, out["pack_id"]))
+    assert verify_pack(pack) == [] and pack.tool_calls[-1].status == "failed"

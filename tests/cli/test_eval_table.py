@@ -251,14 +251,18 @@ def test_bad_input_is_one_error_line_before_any_work(tmp_path):
             f"(e.g. 'zz1')") in r.stderr
 
 
-def test_read_trec_run_orders_by_score_then_rank(tmp_path):
+def test_read_trec_run_orders_as_trec_eval(tmp_path):
     f = tmp_path / "r.trec"
     f.write_text("q2 Q0 a 1 1.5 t\n\nq1 Q0 b 2 0.5 t\nq1 Q0 c 1 2.0 t\nq1 Q0 d 3 0.5 t\n"
                  "q1 Q0 e 1 0.5 t\n")
-    run = read_trec_run(f)
+    with pytest.warns(UserWarning, match="the rank column orders 1 query otherwise"):
+        run = read_trec_run(f)
     assert list(run) == ["q1", "q2"]
-    assert run["q1"] == [("c", 2.0), ("e", 0.5), ("b", 0.5), ("d", 0.5)]  # ties: rank column
-    assert trec_run_text(run, "x").splitlines()[:2] == ["q1 Q0 c 1 2.0 x", "q1 Q0 e 2 0.5 x"]
+    # ties by document id descending, as trec_eval (the rank column is ignored)
+    assert run["q1"] == [("c", 2.0), ("e", 0.5), ("d", 0.5), ("b", 0.5)]
+    lines = trec_run_text(run, "x").splitlines()
+    assert lines[:2] == ["q1 Q0 c 1 2.0 x", "q1 Q0 e 2 0.5 x"]  # ties written decreasing
+    assert [float(ln.split()[4]) for ln in lines[1:4]] == [0.5, 0.49999997, 0.49999994]
     assert adjust([0.01, 0.04, 0.03], "holm") == pytest.approx([0.03, 0.06, 0.06])
     assert adjust([0.01, 0.04, 0.5], "bonferroni") == pytest.approx([0.03, 0.12, 1.0])
     assert adjust([0.01, 0.04], "none") == [0.01, 0.04]

@@ -197,8 +197,8 @@ def test_a_killed_ingest_is_named_then_completed(tmp_path, where):
     assert (items, vectors) == ((10, 0) if where == "items" else (30, 20))
     for mode in ("dense", "hybrid", "bm25"):
         r = _run("search", "BM25", "--db", db, "--embedder", "hashing", "--mode", mode)
-        assert r.exit_code == 2 and "did not finish" in _said(r), (mode, r.output)
-        assert "aiblox ingest" in _said(r) and "Traceback" not in _said(r)
+        assert r.exit_code == 2 and "left half-synced" in _said(r), (mode, r.output)
+        assert "rerun: aiblox ingest" in _said(r) and "Traceback" not in _said(r)
     report = _ok("ingest", "sample", "--db", db, "--embedder", "hashing")
     assert report["items"]["inserted"] == 40 - items
     assert report["vectors_written"] == 40 - vectors

@@ -17,7 +17,8 @@ def empty_pg_store(url):
     with store.engine.begin() as conn:
         conn.execute(text("TRUNCATE items, item_vectors, embedding_cache, chunk_cache, "
                           "evidence_packs"))
-        conn.execute(text("DELETE FROM aiblox_meta WHERE key IN ('dataset', 'sync', 'syncing')"))
+        conn.execute(text("DELETE FROM aiblox_meta WHERE key IN ('dataset', 'sync', 'syncing', "
+                          "'vectors_replaced')"))
     return store
 
 

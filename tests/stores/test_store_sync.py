@@ -5,6 +5,7 @@ silently miss documents."""
 from __future__ import annotations
 
 import json
+import shlex
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from aiblox.stores.identity import (
     check_searchable,
     items_digest,
     read_binding,
+    read_mark,
     read_sync,
     store_fingerprint,
 )
@@ -145,8 +147,8 @@ def test_searches_refuse_a_store_that_would_miss_documents(store):
 
 def test_an_unfinished_sync_is_named_until_a_sync_completes_it(store):
     _sync(store)
-    store.write_meta({"syncing": "h2"})  # what a sync killed half way leaves
-    with pytest.raises(StoreMismatch, match="did not finish"):
+    store.write_meta({"syncing": "h2"})  # what a sync of an older version killed half way left
+    with pytest.raises(StoreMismatch, match="left half-synced by an interrupted ingest"):
         check_searchable(store, None)
     _sync(store, corpus_hash="h2")
     check_searchable(store, HashingEmbedder().model_id)
@@ -172,3 +174,82 @@ def test_meta_round_trips_and_none_deletes(store):
     store.write_meta({"k1": None})
     assert "k1" not in store.read_meta() and "k2" in store.read_meta()
     assert isinstance(StoreMismatch("x"), StoreError)
+
+
+class Interrupted(BaseException):
+    """What a Ctrl-C (or a full disk) raises in the middle of a sync."""
+
+
+def _stream_then_stop(docs, after):
+    for i, d in enumerate(docs):
+        if i == after:
+            raise Interrupted
+        yield d
+
+
+def test_an_interrupted_replace_is_marked_before_its_first_deletion(store):
+    """The replace's deletions come first: a sync stopped after them leaves the store bound to
+    the new dataset, marked, refused by every search, and completed by the next sync."""
+    model = HashingEmbedder().model_id
+    _sync(store)
+    many = [ItemRecord(id=f"x{i:02d}", source="beta", title="", text=f"beta document {i}")
+            for i in range(30)]
+    embedder = CachedEmbedder(HashingEmbedder(), store)
+    with pytest.raises(Interrupted):
+        sync_dataset(store, B, "h2", _stream_then_stop(many, 15), embedder, replace=True,
+                     progress=False, batch_size=10)
+    assert store.count_items() == 10  # alpha's items gone, one batch of beta's written
+    mark = read_mark(store)
+    assert mark is not None and mark.source == "/data/beta" and mark.embedder == "hashing"
+    assert read_binding(store) == B and read_sync(store) is None
+    for m in (None, model):
+        with pytest.raises(StoreMismatch) as err:
+            check_searchable(store, m)
+        assert str(err.value).startswith(f"store {store.location} was left half-synced by an "
+                                         f"interrupted ingest (started {mark.started} by pid ")
+        assert str(err.value).endswith(f"; rerun: aiblox ingest /data/beta --db "
+                                       f"{shlex.quote(store.location)} --embedder hashing")
+    with pytest.raises(StoreMismatch, match="half-synced"):  # another dataset: refused still
+        _sync(store, A, DOCS, "h1")
+    report = _sync(store, B, many, "h2")  # no --replace needed: bound to beta already
+    assert report.completed == mark.started and report.items.inserted == 20
+    assert read_mark(store) is None and store.count_items() == 30
+    check_searchable(store, model)
+
+
+def test_an_interrupted_vectors_import_rewrites_every_vector_on_completion(store, tmp_path):
+    """A sync whose vectors import was stopped (cache rows written, item vectors not yet)
+    marks it; the sync that completes it writes every item vector again from the cache."""
+    from aiblox.embedding.vectors import KnownTexts, plan_import, write_import
+    from aiblox.hashing import sha256_text
+
+    model = HashingEmbedder().model_id
+    _sync(store)
+    fp = store_fingerprint(store, model)
+    texts = {d.id: sha256_text(d.embedding_text) for d in DOCS}
+    vectors = np.eye(store.dim, dtype=np.float32)[:3]
+    path = tmp_path / "v.parquet"
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"_id": list(texts), "text_sha256": list(texts.values()),
+                             "vector": [list(map(float, v)) for v in vectors]}), path)
+    plan = plan_import([path], store, model, store.dim, KnownTexts(texts, {}))
+    assert plan.replaced == set(texts.values()) and plan.rows == 3
+
+    def stopped() -> set[str]:
+        write_import(plan, store, model, store.dim)
+        raise Interrupted
+
+    with pytest.raises(Interrupted):
+        sync_dataset(store, A, "h1", DOCS, CachedEmbedder(HashingEmbedder(), store),
+                     prepare=stopped, progress=False)
+    mark = read_mark(store)
+    assert mark is not None and mark.refresh_vectors
+    with pytest.raises(StoreMismatch, match="half-synced"):
+        check_searchable(store, model)
+    report = _sync(store)  # no file this time: every item vector comes from the cache again
+    assert report.vectors_written == 3 and read_mark(store) is None
+    ids, matrix = store.item_vectors(model)
+    assert ids == ["d1", "d2", "d3"] and np.array_equal(matrix, vectors)
+    assert store_fingerprint(store, model)["vectors"] != fp["vectors"]

@@ -151,3 +151,37 @@ def test_a_finished_sweep_missing_a_point_is_completed_and_cleaned(env, sample_d
     assert gone.info.lifecycle_stage == "deleted" and gone.info.status == "KILLED"
     every = tr.client.search_runs([tr.experiment_id], run_view_type=ViewType.ALL)
     assert "RUNNING" not in {x.info.status for x in every}
+
+
+@pytest.mark.parametrize("variable", ["AIBLOX_SWEEP_HEARTBEAT_S", "AIBLOX_SWEEP_LEASE_S",
+                                      "AIBLOX_TRACKING_SETTLE_S"])
+def test_a_malformed_duration_variable_stops_the_tracker_before_any_work(tmp_path, monkeypatch,
+                                                                          variable):
+    """Once read at import and silently replaced by its default; now one error naming it, before
+    the tracking database is even created."""
+    from aiblox.inputs import EnvVarError
+
+    monkeypatch.setenv(variable, "abc")
+    db = tmp_path / "ml" / "mlflow.db"
+    with pytest.raises(EnvVarError) as err:
+        SweepTracker(f"sqlite:///{db}", "exp", "h" * 64, {"name": "x"})
+    assert str(err.value).startswith(f"environment variable {variable}='abc': expected a "
+                                     f"finite number of seconds > 0")
+    assert not db.exists()
+
+
+def test_sweep_cli_names_a_malformed_variable_in_one_line(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from aiblox.cli.main import app
+
+    monkeypatch.chdir(tmp_path)
+    spec = Path(__file__).resolve().parents[2] / "evals" / "sweeps" / "sample_fusion.toml"
+    r = CliRunner().invoke(app, ["sweep", str(spec), "--tracking-uri", "http://127.0.0.1:9",
+                                 "--cache-dir", str(tmp_path / "stages")],
+                           env={"AIBLOX_NO_PROGRESS": "1", "AIBLOX_TRACKING_CONNECT_S": "-3"})
+    assert r.exit_code == 2
+    assert [ln for ln in r.stderr.splitlines() if ln.startswith(("error", "warning"))] == [
+        "error: environment variable AIBLOX_TRACKING_CONNECT_S='-3': expected a finite number "
+        "of seconds > 0 (unset: 10)"]
+    assert not any((tmp_path / "stages").rglob("*"))  # no stage computed

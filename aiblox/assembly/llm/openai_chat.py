@@ -5,11 +5,17 @@ text unchanged; no system message or other instruction is added. The JSON body i
 (sorted keys, compact, UTF-8) and the same bytes are re-sent on every retry. Only transient
 failures are retried (timeouts, network errors, HTTP 429 and 5xx), at most ``max_attempts`` in
 all, with exponential backoff bounded by ``backoff_max_s`` (a ``Retry-After`` header is honoured
-within the same bound). The model is never switched and its text never edited. Logs carry the
-request id, model, prompt sha256, attempt, status and latency; never the prompt text or the key.
+within the same bound). The model is never switched and its text never edited. Logs (INFO, one
+per attempt) carry the request id, model, prompt sha256, attempt, status or network error and
+latency; never the prompt text or the key. Network and HTTP trouble is never raised: the result
+is FAILED with the reason (``transient failure after 4 attempts: ConnectError: [Errno 111]
+Connection refused``).
 
 Settings come from :class:`LLMSettings` (``AIBLOX_LLM_BASE_URL``, ``AIBLOX_LLM_MODEL``,
-``AIBLOX_LLM_API_KEY``, ``AIBLOX_LLM_TIMEOUT_S``, ``AIBLOX_LLM_MAX_ATTEMPTS``). Needs ``httpx``
+``AIBLOX_LLM_API_KEY``, ``AIBLOX_LLM_TIMEOUT_S``, ``AIBLOX_LLM_MAX_ATTEMPTS``), each checked
+when read: a value that is not valid (a base URL that is not ``http(s)://host...``, attempts
+that are not a whole number from 1 to 10) is :class:`~aiblox.inputs.EnvVarError` naming the
+variable, its value and what is expected, before any request. Needs ``httpx``
 (``pip install 'aiblox[llm]'``).
 """
 
@@ -18,16 +24,18 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from aiblox.assembly.records import LLMExecutionResult
 from aiblox.hashing import sha256_text
+from aiblox.inputs import EnvVarError
 
-__all__ = ["ENV_PREFIX", "LLMSettings", "OpenAIChatLLM", "build_request_body"]
+__all__ = ["ENV_PREFIX", "LLMSettings", "OpenAIChatLLM", "build_request_body", "shown_url"]
 
 logger = logging.getLogger(__name__)
 ENV_PREFIX = "AIBLOX_LLM_"
@@ -44,7 +52,7 @@ class LLMSettings(BaseModel):
     """Model name sent with every request; never switched on failure."""
     api_key: SecretStr | None = None
     """Bearer token; kept out of reprs and logs."""
-    timeout_s: float = Field(default=60.0, gt=0)
+    timeout_s: float = Field(default=60.0, gt=0, allow_inf_nan=False)
     """Per-attempt timeout in seconds (connect, read, write, pool)."""
     max_attempts: int = Field(default=4, ge=1, le=10)
     """Attempts in all, the first included."""
@@ -55,21 +63,79 @@ class LLMSettings(BaseModel):
     temperature: float = Field(default=0.0, ge=0)
     """Sampling temperature (0 for the most repeatable answers)."""
 
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        """An ``http://`` or ``https://`` URL with a host (and a numeric port, if any): anything
+        else is refused here, not when the first request fails."""
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+        except ValueError:
+            parts = None
+        if (parts is None or parts.scheme not in ("http", "https") or not parts.hostname
+                or any(c.isspace() for c in value)):
+            raise ValueError(f"expected {_EXPECTED['base_url']}")
+        return value
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> LLMSettings:
         """Settings from ``AIBLOX_LLM_*`` variables; ``overrides`` win. A missing required
-        variable raises ``ValueError`` naming it."""
+        variable raises ``ValueError`` naming it; a value that is not valid
+        :class:`~aiblox.inputs.EnvVarError` naming the variable, the value (never the API key's)
+        and what is expected."""
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
+        from_env: dict[str, str] = {}
         for field in ("base_url", "model", "api_key", "timeout_s", "max_attempts"):
             var = ENV_PREFIX + field.upper()
             if env.get(var):
-                values[field] = env[var]
-        values.update({k: v for k, v in overrides.items() if v is not None})
+                values[field] = from_env[field] = env[var]
+        given = {k: v for k, v in overrides.items() if v is not None}
+        values.update(given)
         for field in ("base_url", "model"):
             if field not in values:
                 raise ValueError(f"LLM setting '{field}' missing: set {ENV_PREFIX}{field.upper()}")
-        return cls.model_validate(values)
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            for err in exc.errors():
+                field = str(err["loc"][0]) if err.get("loc") else ""
+                if field in from_env and field not in given:
+                    value = _URL_PASSWORD.sub(r"\1***@", from_env[field])
+                    raise EnvVarError(ENV_PREFIX + field.upper(), value, _EXPECTED[field],
+                                      shown=field != "api_key") from None
+            raise
+
+
+_URL_PASSWORD = re.compile(r"(://[^/@:\s]*:)[^@\s/]*@")
+"""The password of a ``scheme://user:password@host`` URL (masked where a value is shown)."""
+
+_EXPECTED = {
+    "base_url": "an http:// or https:// URL with a host, e.g. https://api.openai.com/v1",
+    "model": "a model name",
+    "api_key": "an API key",
+    "timeout_s": "a finite number of seconds > 0",
+    "max_attempts": "a whole number from 1 to 10",
+}
+"""What each ``AIBLOX_LLM_*`` variable must hold, for its error."""
+
+
+def shown_url(url: str) -> str:
+    """``url`` as errors show it: without a user name, password or query (where credentials
+    may sit), e.g. ``https://api.example.com/v1``."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:
+        return "(a malformed URL)"
+    host = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
 def build_request_body(
@@ -83,6 +149,13 @@ def build_request_body(
         "temperature": temperature,
     }
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _error_text(exc: BaseException) -> str:
+    """``ConnectError: [Errno 111] Connection refused``: the type, and its message when it has
+    one (at most 200 characters)."""
+    text = " ".join(str(exc).split())[:200]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -174,8 +247,8 @@ class OpenAIChatLLM:
                     httpx.NetworkError,
                     httpx.RemoteProtocolError,
                 ) as exc:
-                    last_error = f"{type(exc).__name__}"
-                    logger.warning(
+                    last_error = _error_text(exc)
+                    logger.info(  # like an HTTP failure's: the result (FAILED) is what reports
                         "llm attempt failed request_id=%s model=%s prompt_sha256=%s attempt=%d "
                         "error=%s latency_ms=%.1f",
                         request_id,
@@ -185,6 +258,8 @@ class OpenAIChatLLM:
                         last_error,
                         (time.perf_counter() - t0) * 1000.0,
                     )
+                except (httpx.HTTPError, httpx.InvalidURL) as exc:  # e.g. a proxy refusing
+                    return failed(f"{_error_text(exc)} (not retried)")
                 else:
                     status = response.status_code
                     logger.info(

@@ -7,8 +7,9 @@ fusion, metrics, chunks, chunk_metrics, then selection, prompt, reader, validati
 answer_metrics) and the sha256 of all its prompt bytes; its ``config`` holds the chunking
 settings and the selection policy.
 
-``manifest_hash`` covers the deterministic part only (not the environment), so the same point
-computed on two machines has the same manifest hash when its results are identical.
+``manifest_hash`` covers the deterministic part only (not the environment, nor the folder the
+dataset was read from), so the same point computed on two machines has the same manifest hash
+when its results are identical.
 """
 
 from __future__ import annotations
@@ -66,6 +67,12 @@ class PointManifest(_Strict):
     """Dataset name."""
     dataset_hash: str
     """sha256 of the dataset files."""
+    dataset_path: str | None = None
+    """Where the dataset was read from, resolved (its folder, or its ``*.toml`` manifest file):
+    ``aiblox eval verify`` re-reads the very files there and checks their hash. None for a
+    dataset not read from files (DataFrames) and in manifests written before it was recorded
+    (verify then finds the dataset by name). Not part of ``manifest_hash``: it names this
+    machine's folders."""
     config_hash: str
     """sha256 of the point's effective config (same as ``aiblox eval`` reports)."""
     config: dict[str, Any]
@@ -81,9 +88,10 @@ class PointManifest(_Strict):
 
     @property
     def manifest_hash(self) -> str:
-        """sha256 of everything but the environment. Optional fields added later are left out
-        while None, so a fusion point's manifest hash is what it was before they existed."""
-        data = self.model_dump(mode="json", exclude={"environment"})
+        """sha256 of everything but the environment and the dataset's path (where it lies on
+        this machine; the dataset hash says what it holds). Optional fields added later are left
+        out while None, so a fusion point's manifest hash is what it was before they existed."""
+        data = self.model_dump(mode="json", exclude={"environment", "dataset_path"})
         for split in data["splits"].values():
             if split.get("prompts_sha256") is None:
                 split.pop("prompts_sha256", None)

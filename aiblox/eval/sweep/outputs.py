@@ -14,6 +14,7 @@ from typing import Any
 
 from aiblox.eval.metrics import unpack_metrics
 from aiblox.eval.sweep.cache import StageCache
+from aiblox.eval.trec import trec_scores
 from aiblox.fusion import BatchFusion, FusedArrays
 
 __all__ = [
@@ -58,9 +59,10 @@ class StageReader:
         return self.index(signals_key).decode(fused)
 
     def fused_trec(self, signals_key: str, fusion_key: str, tag: str) -> str:
-        """:func:`~aiblox.eval.sweep.tracking.trec_run` of a cached fused run, the same text,
-        written from the compact run (no ``{qid: [[doc, score]]}`` in between; each split's
-        ``"qid Q0 doc "`` heads are built once per reader)."""
+        """:func:`~aiblox.eval.sweep.tracking.trec_run` of a cached fused run, the same text
+        (scores strictly decreasing: :func:`aiblox.eval.trec.trec_scores`), written from the
+        compact run (no ``{qid: [[doc, score]]}`` in between; each split's ``"qid Q0 doc "``
+        heads are built once per reader)."""
         fused = FusedArrays.from_dict(self.cache.load("fusion", fusion_key))
         index = self.index(signals_key)
         if signals_key not in self._heads:
@@ -76,10 +78,12 @@ class StageReader:
         counts = fused.counts.tolist()
         for i in range(1, len(counts)):
             starts[i] = starts[i - 1] + counts[i - 1]
-        positions, scores = fused.positions.tolist(), fused.scores.tolist()
-        end = f" {tag}"
-        lines = [f"{heads[positions[j]]}{j - a + 1} {scores[j]!r}{end}"
-                 for a, n in ((starts[q], counts[q]) for q in by_id) for j in range(a, a + n)]
+        positions = fused.positions.tolist()
+        end = f" {_safe_tag(tag)}"
+        lines = []
+        for a, n in ((starts[q], counts[q]) for q in by_id):
+            scores = trec_scores(fused.scores[a:a + n].tolist())  # ties strictly decreasing
+            lines += [f"{heads[positions[a + i]]}{i + 1} {scores[i]!r}{end}" for i in range(n)]
         return "\n".join(lines) + ("\n" if lines else "")
 
     def point_trec(self, stages: Sequence[dict[str, Any]], tag: str) -> str:
@@ -105,6 +109,11 @@ class StageReader:
                           ) -> list[dict[str, Any]] | None:
         """:func:`selected_evidence` of one split's stage records."""
         return selected_evidence(self.cache, stages)
+
+
+def _safe_tag(tag: str) -> str:
+    """A run tag as :func:`aiblox.eval.trec.trec_run_text` writes it (whitespace as ``_``)."""
+    return "_".join(tag.split()) or "run"
 
 
 def load_fused_run(cache: StageCache, signals_key: str, fusion_key: str

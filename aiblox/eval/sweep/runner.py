@@ -162,8 +162,8 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         chash, config = point_config(settings, pt, ctx.embedder_id, backend)
         manifest = PointManifest(
             sweep=spec.name, sweep_hash=sweep_hash, dataset=ds.name, dataset_hash=ds.hash,
-            config_hash=chash, config=config, embedder_name=settings.embedder,
-            metrics=list(spec.metrics),
+            dataset_path=ds.source, config_hash=chash, config=config,
+            embedder_name=settings.embedder, metrics=list(spec.metrics),
             splits={s: SplitManifest(split=s, **out[s]) for s in splits},
             environment=environment())
         c = pt.prefs.chunking

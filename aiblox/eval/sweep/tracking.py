@@ -60,6 +60,9 @@ from typing import Any, ParamSpec, TypeVar
 from aiblox.eval.sweep.cache import StageCache
 from aiblox.eval.sweep.outputs import StageReader
 from aiblox.eval.sweep.results import ranked
+from aiblox.eval.trec import trec_run_text
+from aiblox.inputs import env_seconds
+from aiblox.stores.base import is_disk_full
 
 __all__ = [
     "DEFAULT_TRACKING_URI",
@@ -104,20 +107,14 @@ TAG_SPEC_PATH = "aiblox.spec_path"
 """Parent-run tag: the spec file the sweep was run from (for the report's reproduce command)."""
 
 
-def _env_seconds(name: str, default: float) -> float:
-    try:
-        value = float(os.environ.get(name, default))
-    except ValueError:
-        return default
-    return value if value > 0 else default
-
-
-HEARTBEAT_S = _env_seconds("AIBLOX_SWEEP_HEARTBEAT_S", 10.0)
-"""Seconds between two heartbeats of a running sweep (``AIBLOX_SWEEP_HEARTBEAT_S``)."""
-LEASE_S = _env_seconds("AIBLOX_SWEEP_LEASE_S", 60.0)
+HEARTBEAT_S = 10.0
+"""Seconds between two heartbeats of a running sweep, unless ``AIBLOX_SWEEP_HEARTBEAT_S`` says
+otherwise. Each of these variables is read when used (:func:`_seconds`): a value that is not a
+finite number > 0 is an :class:`~aiblox.inputs.EnvVarError` naming it, before the sweep starts."""
+LEASE_S = 60.0
 """A sweep owned from another machine is live while its heartbeat is younger than this
 (``AIBLOX_SWEEP_LEASE_S``); on the same machine the owner's process is checked instead."""
-SETTLE_S = _env_seconds("AIBLOX_TRACKING_SETTLE_S", 2.0)
+SETTLE_S = 2.0
 """Remote tracking servers (no file lock): seconds between writing a claim and reading it back
 (``AIBLOX_TRACKING_SETTLE_S``)."""
 LOCK_TIMEOUT_S = 600.0
@@ -165,12 +162,10 @@ def metric_key(split: str, metric: str) -> str:
 
 
 def trec_run(run: dict[str, list[list[Any]]], tag: str) -> str:
-    """TREC run format: ``qid Q0 doc rank score tag`` per line, queries sorted by id."""
-    lines = []
-    for qid in sorted(run):
-        for rank, (doc, score) in enumerate(run[qid], start=1):
-            lines.append(f"{qid} Q0 {doc} {rank} {score!r} {tag}")
-    return "\n".join(lines) + ("\n" if lines else "")
+    """TREC run format: ``qid Q0 doc rank score tag`` per line, queries sorted by id, scores
+    strictly decreasing (:func:`aiblox.eval.trec.trec_run_text`: trec_eval scores the ranking
+    the sweep scored)."""
+    return trec_run_text(run, tag)
 
 
 def _artifact_root(tracking_uri: str) -> str | None:
@@ -264,9 +259,19 @@ def check_tracking_store(tracking_uri: str) -> None:
                                  f"{tracking_uri}); nothing was created")
 
 
-REACH_TIMEOUT_S = _env_seconds("AIBLOX_TRACKING_CONNECT_S", 10.0)
+REACH_TIMEOUT_S = 10.0
 """Seconds to wait for a tracking server to accept a connection (``AIBLOX_TRACKING_CONNECT_S``)
 before the sweep stops; MLflow's own retries would take minutes to give up."""
+_SECONDS_ENV = {"heartbeat": ("AIBLOX_SWEEP_HEARTBEAT_S", HEARTBEAT_S),
+                "lease": ("AIBLOX_SWEEP_LEASE_S", LEASE_S),
+                "settle": ("AIBLOX_TRACKING_SETTLE_S", SETTLE_S),
+                "connect": ("AIBLOX_TRACKING_CONNECT_S", REACH_TIMEOUT_S)}
+
+
+def _seconds(what: str) -> float:
+    """The duration ``what`` (``heartbeat``, ``lease``, ``settle``, ``connect``): its variable's
+    value, else the default."""
+    return env_seconds(*_SECONDS_ENV[what])
 
 
 def check_tracking_server(tracking_uri: str) -> None:
@@ -278,10 +283,10 @@ def check_tracking_server(tracking_uri: str) -> None:
     parts = urlsplit(tracking_uri)
     if parts.scheme not in ("http", "https"):
         return
+    timeout = _seconds("connect")
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
-        with socket.create_connection((parts.hostname or "localhost", port),
-                                      timeout=REACH_TIMEOUT_S):
+        with socket.create_connection((parts.hostname or "localhost", port), timeout=timeout):
             pass
     except (OSError, ValueError) as exc:
         why = (exc.strerror if isinstance(exc, OSError) else None) or str(exc) \
@@ -293,11 +298,17 @@ def check_tracking_server(tracking_uri: str) -> None:
 def tracking_client(tracking_uri: str, *, create: bool = False) -> Any:
     """An ``MlflowClient`` on ``tracking_uri`` whose store has been opened once under the local
     store's file lock (MLflow creates or upgrades a sqlite schema on first open; two processes
-    doing it at once fail). ``create=False`` (readers): a ``sqlite:///`` file or a file-store
-    folder that does not exist raises :class:`TrackingStoreError` naming it (nothing is
-    created); ``create=True`` makes the folder."""
+    doing it at once fail; a new sqlite database is made by :func:`_create_sqlite`, never left
+    half made). MLflow's database-error log (``mlflow.store.db.utils``, which logs each failed
+    write with its traceback before raising it) is turned off. ``create=False`` (readers): a
+    ``sqlite:///`` file or a file-store folder that does not exist raises
+    :class:`TrackingStoreError` naming it (nothing is created); ``create=True`` makes the
+    folder."""
     from mlflow.tracking import MlflowClient
 
+    # MLflow logs every failed database write with its traceback, then raises it: the error
+    # raised is the one shown (one line from the CLI), so its log is off (with its INFO notes)
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
     db = _sqlite_path(tracking_uri)
     local = db if db is not None else _file_store(tracking_uri)
     check_tracking_server(tracking_uri)
@@ -310,14 +321,113 @@ def tracking_client(tracking_uri: str, *, create: bool = False) -> Any:
             raise TrackingStoreError(f"cannot create the MLflow store's folder for "
                                      f"{tracking_uri}: {exc.strerror or exc}") from None
     with store_lock(tracking_uri, required=create):
+        if create and db is not None:
+            _create_sqlite(db, tracking_uri)
         try:
             client = MlflowClient(tracking_uri=tracking_uri)
             client.search_experiments(max_results=1)  # opens the store: schema made or checked
         except Exception as exc:  # noqa: BLE001 - one line for the user, with the URI
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise TrackingStoreError(f"cannot open the MLflow store {tracking_uri}: "
-                                     f"{first}") from exc
+            if not (create and db is not None and _holds_nothing(db)):
+                raise _open_error(tracking_uri, exc) from exc
+            # a database whose creation an older version left half done (a full disk, a
+            # kill): it holds no run, no experiment of ours, nothing: made again
+            _remove_sqlite(db, tracking_uri)
+            _create_sqlite(db, tracking_uri)
+            try:
+                client = MlflowClient(tracking_uri=tracking_uri)
+                client.search_experiments(max_results=1)
+            except Exception as again:  # noqa: BLE001 - as above
+                raise _open_error(tracking_uri, again) from again
     return client
+
+
+def _open_error(tracking_uri: str, exc: BaseException) -> TrackingStoreError:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if is_disk_full(exc):
+        first = f"the disk is full (ENOSPC: {first})"
+    return TrackingStoreError(f"cannot open the MLflow store {tracking_uri}: {first}")
+
+
+CREATING = ".creating-"
+"""Infix of the temporary file a sqlite MLflow store is made in (``.mlflow.db.creating-PID``)."""
+
+
+def _create_sqlite(db: Path, tracking_uri: str) -> None:
+    """Make the sqlite MLflow database ``db`` when it does not exist (or is empty): MLflow
+    makes its schema in a temporary file beside it, which is renamed into place when complete,
+    so a full disk or a kill never leaves a half-made database under the real name. Called
+    under the store's file lock: a temporary file found is one whose creation did not finish,
+    and is removed."""
+    for stale in db.parent.glob(f".{db.name}{CREATING}*"):
+        stale.unlink(missing_ok=True)
+    if db.exists() and db.stat().st_size > 0:
+        return
+    from mlflow.tracking import MlflowClient
+
+    tmp = db.with_name(f".{db.name}{CREATING}{os.getpid()}")
+    tmp_uri = f"sqlite:///{tmp.resolve().as_posix()}"
+    try:
+        try:
+            MlflowClient(tracking_uri=tmp_uri).search_experiments(max_results=1)  # the schema
+        finally:
+            _forget_engine(tmp_uri)
+        os.replace(tmp, db)
+    except Exception as exc:  # noqa: BLE001 - one line, with the URI
+        raise _open_error(tracking_uri, exc) from exc
+    finally:
+        for leftover in db.parent.glob(f".{db.name}{CREATING}*"):
+            leftover.unlink(missing_ok=True)
+
+
+def _holds_nothing(db: Path) -> bool:
+    """True when the sqlite file ``db`` holds no MLflow content: every table empty but the
+    schema's version and the ``Default`` experiment (id 0) MLflow makes first. Read-only;
+    False when it cannot be read."""
+    import sqlite3
+
+    if not db.is_file():
+        return False
+    try:
+        con = sqlite3.connect(f"file:{db.resolve().as_posix()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        tables = [r[0] for r in con.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")]
+        for table in tables:
+            if table == "alembic_version" or table.startswith(("_alembic_tmp_", "sqlite_")):
+                continue
+            quoted = '"' + table.replace('"', '""') + '"'
+            if table == "experiments":
+                n = con.execute(f"SELECT count(*) FROM {quoted} "  # noqa: S608
+                                "WHERE experiment_id != 0").fetchone()[0]
+            else:
+                n = con.execute(f"SELECT count(*) FROM {quoted}").fetchone()[0]  # noqa: S608
+            if n:
+                return False
+        return True
+    except sqlite3.Error:
+        return False
+    finally:
+        con.close()
+
+
+def _remove_sqlite(db: Path, tracking_uri: str) -> None:
+    _forget_engine(tracking_uri)
+    for path in (db, *(db.with_name(db.name + s) for s in ("-journal", "-wal", "-shm"))):
+        path.unlink(missing_ok=True)
+
+
+def _forget_engine(uri: str) -> None:
+    """Close the connections MLflow keeps open to the database at ``uri`` (one engine per URI
+    for the life of the process) and forget them, so a database file replaced under that URI
+    is opened afresh."""
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    engines = getattr(SqlAlchemyStore, "_engine_map", None)
+    engine = engines.pop(uri, None) if isinstance(engines, dict) else None
+    if engine is not None:
+        engine.dispose()
 
 
 @contextlib.contextmanager
@@ -435,18 +545,20 @@ def owner_status(tags: dict[str, str], now: float | None = None) -> tuple[bool, 
         age = (time.time() if now is None else now) - float(tags.get(TAG_HEARTBEAT, ""))
     except ValueError:
         return False, f"{owner}, which ran it, left no heartbeat"
-    if age < LEASE_S:
+    lease = _seconds("lease")
+    if age < lease:
         return True, f"{owner} is running it (heartbeat {max(age, 0):.0f} s ago)"
     return False, (f"{owner}, which ran it, has been silent for {age:.0f} s "
-                   f"(lease {LEASE_S:.0f} s)")
+                   f"(lease {lease:.0f} s)")
 
 
 class _Heartbeat:
     """Renews the parent's heartbeat tag every :data:`HEARTBEAT_S` seconds from a daemon
     thread, and notes (``lost``) when the parent is no longer owned by ``token``."""
 
-    def __init__(self, tracking_uri: str, run_id: str, token: str) -> None:
+    def __init__(self, tracking_uri: str, run_id: str, token: str, every: float) -> None:
         self.tracking_uri, self.run_id, self.token = tracking_uri, run_id, token
+        self.every = every
         self.stop_event = threading.Event()
         self.lost: str | None = None
         self.thread = threading.Thread(target=self._run, name="aiblox-sweep-heartbeat",
@@ -457,7 +569,7 @@ class _Heartbeat:
         from mlflow.tracking import MlflowClient
 
         client = None
-        while not self.stop_event.wait(HEARTBEAT_S):
+        while not self.stop_event.wait(self.every):
             try:
                 client = client or MlflowClient(tracking_uri=self.tracking_uri)
                 run = client.get_run(self.run_id)
@@ -474,6 +586,19 @@ class _Heartbeat:
         self.stop_event.set()
         if self.thread is not threading.current_thread():
             self.thread.join(timeout=5)
+
+
+@contextlib.contextmanager
+def _mlflow_logs_off() -> Iterator[None]:
+    """MLflow's loggers silent for a while (they log a failed database write with its
+    traceback before raising it)."""
+    mlflow_logger = logging.getLogger("mlflow")
+    before = mlflow_logger.level
+    mlflow_logger.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        mlflow_logger.setLevel(before)
 
 
 P = ParamSpec("P")
@@ -507,6 +632,7 @@ class SweepTracker:
     def __init__(self, tracking_uri: str, experiment: str, sweep_hash: str,
                  spec: dict[str, Any], resume: bool = False,
                  spec_path: str | None = None) -> None:
+        self.seconds = {what: _seconds(what) for what in ("heartbeat", "lease", "settle")}
         self.client = tracking_client(tracking_uri, create=True)
         self.tracking_uri = tracking_uri
         self.sweep_hash = sweep_hash
@@ -583,7 +709,8 @@ class SweepTracker:
         return {TAG_OWNER: _this_process(self.token).tag(), TAG_HEARTBEAT: f"{time.time():.3f}"}
 
     def _start_heartbeat(self) -> None:
-        beat = _Heartbeat(self.tracking_uri, self.parent_id, self.token)
+        beat = _Heartbeat(self.tracking_uri, self.parent_id, self.token,
+                          self.seconds["heartbeat"])
         self._heartbeat = beat
         weakref.finalize(self, beat.stop_event.set)  # a collected tracker stops beating
 
@@ -613,7 +740,7 @@ class SweepTracker:
     def _settle(self) -> None:
         """A remote store: read the claim back after :data:`SETTLE_S` seconds; the earliest
         parent and the last claim win, a loser withdraws and is refused."""
-        time.sleep(SETTLE_S)
+        time.sleep(self.seconds["settle"])
         first = self._first_parent()
         mine = self.client.get_run(self.parent_id)
         owner = Owner.parse(mine.data.tags.get(TAG_OWNER))
@@ -673,14 +800,22 @@ class SweepTracker:
         self._withdraw()
         status = "FAILED" if isinstance(error, Exception) else "KILLED"
         try:
-            if self._inflight is not None:
-                self._discard(self._inflight)
-                self._inflight = None
-            owner = Owner.parse(self.client.get_run(self.parent_id).data.tags.get(TAG_OWNER))
-            if owner is not None and owner.token == self.token:
-                self.client.set_terminated(self.parent_id, status=status)
+            with _mlflow_logs_off():  # MLflow logs its own failures with their tracebacks
+                if self._inflight is not None:
+                    self._discard(self._inflight)
+                    self._inflight = None
+                owner = Owner.parse(
+                    self.client.get_run(self.parent_id).data.tags.get(TAG_OWNER))
+                if owner is not None and owner.token == self.token:
+                    self.client.set_terminated(self.parent_id, status=status)
         except Exception as exc:  # noqa: BLE001 - the original error matters more
-            logger.warning("could not release MLflow run %s: %s", self.parent_id, exc)
+            # a full disk is what the error says already; ``--resume`` adopts the run anyway
+            level = logging.DEBUG if is_disk_full(exc) or is_disk_full(error) \
+                else logging.WARNING
+            first = next((ln for ln in str(exc).splitlines()
+                          if ln.strip() and not ln.startswith("(raised as a result")), "")
+            logger.log(level, "could not release MLflow run %s: %s", self.parent_id,
+                       first or type(exc).__name__)
 
     # -- children -------------------------------------------------------------------------
     def children(self) -> list[Any]:

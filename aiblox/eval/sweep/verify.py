@@ -7,6 +7,13 @@ and for a pipeline point the chunk and answer stages) is recomputed through the 
 chain (:func:`aiblox.eval.sweep.pipeline.split_point`) into a fresh, temporary stage cache,
 split by split, its key and output hash compared with the manifest's. The workspace named by
 ``db`` (default: the dataset's own store) is synced to the dataset first.
+
+The dataset is re-read where the point read it (:func:`point_dataset`): the manifest's
+``dataset_path``, never another dataset that shares its name. Data changed there is the first
+difference, said in words (``dataset at PATH changed since the point was computed: hash X, now
+Y``); a path that is gone is an error unless the dataset's name finds the very same bytes
+elsewhere, or a copy is named explicitly (checked by hash). A manifest written before the path
+was recorded finds the dataset by name, with a note.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.engine.algebra import from_data
-from aiblox.eval.datasets import Dataset, load_dataset
+from aiblox.eval.datasets import Dataset, DatasetError, load_dataset
 from aiblox.eval.sweep.cache import StageCache
 from aiblox.eval.sweep.context import SweepContext, embedder_id
 from aiblox.eval.sweep.manifest import PointManifest
@@ -37,6 +44,7 @@ __all__ = [
     "logged_manifest",
     "logged_metrics",
     "logged_point",
+    "point_dataset",
     "verify_cv",
     "verify_point",
 ]
@@ -55,6 +63,9 @@ class StageCheck(BaseModel):
     """The same, recomputed."""
     identical: bool
     """``expected == actual``."""
+    detail: str | None = None
+    """What the check means in words, when the hashes alone do not say it (the dataset's:
+    where it was read, and how it differs)."""
 
 
 class VerifyReport(BaseModel):
@@ -70,6 +81,11 @@ class VerifyReport(BaseModel):
     """The first check that differs (pipeline order), or None."""
     checks: list[StageCheck] = Field(default_factory=list)
     """Every check, in pipeline order (stops after the first difference)."""
+    dataset_path: str | None = None
+    """Where the dataset was re-read (resolved); None for a dataset given in memory."""
+    notes: list[str] = Field(default_factory=list)
+    """How the dataset was found, when not at the manifest's path (an old manifest found by
+    name, a copy named explicitly)."""
 
 
 def _load(manifest: PointManifest | dict[str, Any] | str | Path) -> PointManifest:
@@ -93,14 +109,14 @@ def logged_manifest(run: str, tracking_uri: str) -> tuple[PointManifest, str]:
             raise ValueError(f"{run}: no such manifest file")
         return _load(path), str(path)
     from aiblox.eval.sweep.runs import resolve_run
-    from aiblox.eval.sweep.tracking import tracking_client
+    from aiblox.eval.sweep.tracking import quiet_downloads, tracking_client
 
     ref = resolve_run(run, tracking_uri, sweep_best=True)
     client = tracking_client(tracking_uri)
     point = client.get_run(ref.run_id)
     if point.data.tags.get("aiblox.kind") != "point":
         raise ValueError(f"run {run} is not an aiblox sweep point or sweep")
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, quiet_downloads():
         local = client.download_artifacts(point.info.run_id, "manifest.json", tmp)
         return _load(local), f"run {point.info.run_id} ({point.data.tags.get('aiblox.label')})"
 
@@ -146,30 +162,96 @@ def logged_point(manifest: PointManifest) -> tuple[SweepSettings, PipelinePoint]
     return settings, pt
 
 
+def point_dataset(manifest: PointManifest, override: str | Path | None = None
+                  ) -> tuple[Dataset, str | None, list[str]]:
+    """The dataset ``manifest``'s point is re-executed on, what its hash check means when it
+    differs (``dataset at PATH changed since the point was computed: ...``), and notes on how it
+    was found. Its hash is not compared here.
+
+    - ``override`` (a dataset folder or manifest, ``--dataset``): that one, whatever the
+      manifest records;
+    - the manifest's ``dataset_path``: the files there (loaded under the manifest's dataset
+      name); when that path is gone, the dataset the name finds if it holds the very same bytes
+      (same hash), else ``ValueError`` saying the path is gone and how to name a copy;
+    - no ``dataset_path`` (a manifest written before it was recorded): found by name, noted.
+    """
+    splits, recorded, notes = list(manifest.splits), manifest.dataset_path, []
+    if override is not None:
+        ds = load_dataset(override, splits=splits, name=manifest.dataset)
+        where = recorded or f"dataset {manifest.dataset!r}"
+        if recorded != ds.source:
+            notes.append(f"the point was computed from {where}; verifying against the dataset "
+                         f"at {ds.source} instead (checked by its hash)")
+        return ds, f"dataset at {ds.source} (named for {where}) is not the data the point was " \
+                   f"computed from", notes
+    if recorded is None:
+        ds = load_dataset(manifest.dataset, splits=splits)
+        notes.append(f"the manifest records no dataset path (a dataset built in memory, or a "
+                     f"manifest older than the path): dataset {manifest.dataset!r} found by "
+                     f"name at {ds.source}")
+        return ds, f"dataset {manifest.dataset!r} found by name at {ds.source} is not the " \
+                   f"data the point was computed from (the manifest records no path: name " \
+                   f"the point's dataset with --dataset PATH)", notes
+    if Path(recorded).exists():
+        ds = load_dataset(recorded, splits=splits, name=manifest.dataset)
+        return ds, f"dataset at {recorded} changed since the point was computed", notes
+    try:
+        by_name: Dataset | None = load_dataset(manifest.dataset, splits=splits)
+    except DatasetError:
+        by_name = None
+    if by_name is not None and by_name.hash == manifest.dataset_hash:
+        notes.append(f"dataset at {recorded} is gone; dataset {manifest.dataset!r} found by "
+                     f"name at {by_name.source} holds the very same data (hash "
+                     f"{manifest.dataset_hash[:16]})")
+        return by_name, None, notes
+    other = ("" if by_name is None else f"; dataset {manifest.dataset!r} found by name at "
+             f"{by_name.source} holds other data (hash {by_name.hash[:16]})")
+    raise ValueError(f"dataset at {recorded} is gone: the point was computed from it (hash "
+                     f"{manifest.dataset_hash[:16]}){other}; name a copy with --dataset PATH "
+                     f"(checked by its hash)")
+
+
 def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: str | None = None,
-                 dataset: Dataset | None = None, progress: bool = False,
+                 dataset: Dataset | None = None, dataset_path: str | Path | None = None,
+                 progress: bool = False,
                  logged: dict[str, dict[str, float]] | None = None) -> VerifyReport:
     """Re-execute the point of ``manifest`` (a model, a dict or a ``manifest.json`` path).
 
-    Besides every stage's key and output hash, the recomputed metric values are compared with
-    the values the manifest records and, given ``logged`` (``{split: {metric: value}}``, e.g.
+    The dataset is ``dataset`` (in memory), else the one at ``dataset_path`` (a copy of the
+    point's dataset, ``--dataset``), else the one the manifest's path (or, in an old manifest,
+    its name) finds (:func:`point_dataset`); its hash is the first check. Besides every stage's
+    key and output hash, the recomputed metric values are compared with the values the
+    manifest records and, given ``logged`` (``{split: {metric: value}}``, e.g.
     :func:`logged_metrics` of its MLflow run), with those: a logged number that differs from a
-    clean recomputation is a difference even when every hash matches."""
+    clean recomputation is a difference even when every hash matches. ``ValueError`` (a
+    :class:`~aiblox.eval.datasets.DatasetError` for unreadable data) when no dataset can be
+    read: the manifest's path is gone and no copy is named."""
     m = _load(manifest)
     checks: list[StageCheck] = []
+    notes: list[str] = []
 
-    def check(where: str, expected: str, actual: str) -> bool:
+    def check(where: str, expected: str, actual: str, detail: str | None = None) -> bool:
         checks.append(StageCheck(where=where, expected=expected, actual=actual,
-                                 identical=expected == actual))
+                                 identical=expected == actual, detail=detail))
         return expected == actual
+
+    differs: str | None
+    if dataset is not None:
+        ds, differs = dataset, f"dataset {dataset.name!r} given is not the data the point " \
+                               f"was computed from"
+    else:
+        ds, differs, notes = point_dataset(m, dataset_path)
 
     def report() -> VerifyReport:
         bad = next((c.where for c in checks if not c.identical), None)
         return VerifyReport(config_hash=m.config_hash, identical=bad is None,
-                            first_difference=bad, checks=checks)
+                            first_difference=bad, checks=checks, dataset_path=ds.source,
+                            notes=notes)
 
-    ds = dataset or load_dataset(m.dataset, splits=list(m.splits))
-    if not check("dataset", m.dataset_hash, ds.hash):
+    same = ds.hash == m.dataset_hash
+    detail = (f"read from {ds.source or 'memory'}" if same or differs is None
+              else f"{differs}: hash {m.dataset_hash}, now {ds.hash}")
+    if not check("dataset", m.dataset_hash, ds.hash, detail):
         return report()
     settings, pt = logged_point(m)
     emb_id, backend = m.config["embedder"], m.config["backend"]
@@ -247,7 +329,7 @@ def verify_cv(run: str, tracking_uri: str) -> list[StageCheck] | None:
         parent = find_sweep_run(client, run)
     except ValueError:
         return None
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, quiet_downloads():
         try:
             path = client.download_artifacts(parent.info.run_id, "cv_folds.json", tmp)
         except Exception:  # noqa: BLE001 - a sweep without [cv]

@@ -273,15 +273,19 @@ class EmbeddingCacheRepo:
                                     _any(EmbeddingCacheRow.text_sha256, hashes, "h"))).all()
         return {h: np.asarray(v, dtype=np.float32) for h, v in rows}
 
-    def put(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]]) -> int:
+    def put(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]],
+            replace: bool = False) -> int:
         unique: dict[str, np.ndarray] = {}
         for h, vec in rows:
             unique.setdefault(h, np.asarray(vec, dtype=np.float32))
         if not unique:
             return 0
         table = EmbeddingCacheRow.__table__
-        stmt = (pg_insert(table).on_conflict_do_nothing()
-                .returning(table.c.text_sha256))
+        insert = pg_insert(table)
+        stmt = (insert.on_conflict_do_update(
+                    index_elements=[table.c.model_id, table.c.text_sha256],
+                    set_={"vector": insert.excluded.vector}) if replace
+                else insert.on_conflict_do_nothing()).returning(table.c.text_sha256)
         with self.sessions.begin() as s:
             result = s.connection().execute(
                 stmt, [{"model_id": model_id, "text_sha256": h, "vector": unique[h]}

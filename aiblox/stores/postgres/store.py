@@ -266,9 +266,10 @@ class PostgresStore:
         with self.db_errors("read the embedding cache"):
             return self.embeddings.get(model_id, text_hashes)
 
-    def put_embeddings(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]]) -> int:
+    def put_embeddings(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]],
+                       replace: bool = False) -> int:
         with self.db_errors("write the embedding cache"):
-            return self.embeddings.put(model_id, rows)
+            return self.embeddings.put(model_id, rows, replace=replace)
 
     # -- audit packs ---------------------------------------------------------------------
     def put_evidence_pack(self, pack_id: str, parent_pack_id: str | None, sha256: str,

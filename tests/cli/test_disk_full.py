@@ -1,0 +1,229 @@
+"""A full disk ends a command with one ``error:`` line naming what could not be written and
+saying the disk is full (ENOSPC), and leaves nothing unusable once space is freed: an ingest's
+store (nothing stored lost; the half-synced ingest is completed by its rerun), a sweep (its
+stage cache, its store or its MLflow store: ``--resume`` continues), MLflow's database made on
+a full disk (the next command makes it again).
+
+The full disk is real: a small tmpfs mounted for the test (CI runs these tests as root, like
+this machine; without the right to mount, the tests fail, they are never skipped), filled by a
+ballast file and freed by deleting it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from aiblox.cli.main import app
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "datasets" / "sample"
+runner = CliRunner()
+ENV = {**os.environ, "AIBLOX_NO_PROGRESS": "1",
+       "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+
+
+class Disk:
+    """A mounted tmpfs, filled and freed on demand."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.ballast = path / "ballast"
+
+    def fill(self, leave: int) -> None:
+        """Write a ballast file leaving about ``leave`` bytes free."""
+        st = os.statvfs(self.path)
+        free = st.f_bavail * st.f_frsize
+        with open(self.ballast, "ab") as f:
+            f.write(b"\0" * max(0, free - leave))
+        st = os.statvfs(self.path)
+        assert st.f_bavail * st.f_frsize <= leave + st.f_frsize
+
+    def free(self) -> None:
+        self.ballast.unlink(missing_ok=True)
+
+
+@pytest.fixture()
+def disk(tmp_path):
+    """A 64 MiB tmpfs at ``tmp_path/disk``, unmounted afterwards."""
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mnt)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.fail(f"cannot mount a tmpfs for a real full disk (run as root, as CI does): "
+                    f"{done.stderr.strip()}")
+    try:
+        yield Disk(mnt)
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def _said(r) -> str:
+    return " ".join(r.output.split())
+
+
+def _aiblox(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "aiblox.cli", *args], env=ENV, cwd=cwd or REPO,
+                          capture_output=True, text=True, timeout=600)
+
+
+def _one_error(err: str) -> str:
+    """The one ``error:`` line of a command's stderr (no traceback)."""
+    assert "Traceback" not in err, err
+    errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1, err
+    return errors[0]
+
+
+def _grow(ds: Path, n: int) -> None:
+    with (ds / "corpus.jsonl").open("a", encoding="utf-8") as f:
+        for i in range(n):
+            f.write(json.dumps({"_id": f"extra{i:05d}", "title": f"Extra {i}",
+                                "text": f"an added document number {i} " * 20}) + "\n")
+
+
+def test_a_full_disk_during_ingest_is_one_line_and_loses_nothing(tmp_path, disk):
+    from aiblox.stores import DuckDBStore
+    from aiblox.stores.identity import read_mark
+
+    ds = tmp_path / "mydata"
+    shutil.copytree(SAMPLE, ds, ignore=shutil.ignore_patterns("*.py", "README.md"))
+    db = str(disk.path / "s.duckdb")
+    r = runner.invoke(app, ["ingest", str(ds), "--db", db, "--embedder", "hashing"])
+    assert r.exit_code == 0, r.output
+    with DuckDBStore(db) as store:
+        before = store.item_hashes()
+    _grow(ds, 3000)
+    disk.fill(leave=256 * 1024)
+    done = _aiblox("ingest", str(ds), "--db", db, "--embedder", "hashing")
+    assert done.returncode == 2, done.stderr
+    line = _one_error(done.stderr)
+    assert line.startswith(f"error: store {db}: the disk is full (ENOSPC, no space left on the "
+                           f"device) writing {db}"), line
+    assert "nothing stored was lost" in line and "damaged" not in line
+
+    disk.free()
+    with DuckDBStore(db) as store:  # readable, everything stored before still there
+        now = store.item_hashes()
+        assert {k: now[k] for k in before} == before
+        mark = read_mark(store)
+    assert mark is not None  # the ingest had begun: readers refuse until it is completed
+    r = runner.invoke(app, ["search", "BM25", "--db", db, "--embedder", "hashing"])
+    assert r.exit_code == 2 and "left half-synced" in _said(r)
+    r = runner.invoke(app, ["ingest", str(ds), "--db", db, "--embedder", "hashing", "--json"])
+    assert r.exit_code == 0, r.output
+    with DuckDBStore(db) as store:
+        assert store.count_items() == 3040 and read_mark(store) is None
+    ours = runner.invoke(app, ["eval", str(ds), "--db", db, "--embedder", "hashing", "--json"])
+    fresh = runner.invoke(app, ["eval", str(ds), "--db", str(tmp_path / "fresh.duckdb"),
+                                "--embedder", "hashing", "--json"])
+    assert ours.exit_code == 0 and fresh.exit_code == 0
+    assert (json.loads(ours.stdout)["systems"][0]["hashes"]
+            == json.loads(fresh.stdout)["systems"][0]["hashes"])
+
+
+def _sweep(tmp: Path, cache: Path, uri: str, *extra: str) -> subprocess.CompletedProcess:
+    return _aiblox("sweep", "evals/sweeps/sample_fusion.toml", "--cache-dir", str(cache), "--db",
+                   str(tmp / "sweep.duckdb"), "--tracking-uri", uri, "--json", *extra)
+
+
+def _best(done: subprocess.CompletedProcess) -> list:
+    """The leaderboard: label, config hash and metrics of each point, best first."""
+    out = json.loads(done.stdout)
+    return [(p["label"], p["config_hash"], p["metrics"])
+            for p in [out["best"], *out["leaderboard"]]]
+
+
+@pytest.fixture(scope="module")
+def clean_sweep(tmp_path_factory):
+    """What the sample sweep gives with room to spare."""
+    tmp = tmp_path_factory.mktemp("clean")
+    done = _sweep(tmp, tmp / "stages", f"sqlite:///{tmp}/mlruns/mlflow.db")
+    assert done.returncode == 0, done.stderr
+    return _best(done)
+
+
+@pytest.mark.parametrize("where", ["stage cache", "MLflow store"])
+def test_a_full_disk_mid_sweep_is_one_line_and_resume_continues(tmp_path, disk, where,
+                                                                   clean_sweep):
+    cache = (disk.path if where == "stage cache" else tmp_path) / "stages"
+    folder = disk.path if where == "MLflow store" else tmp_path
+    uri = f"sqlite:///{folder}/mlruns/mlflow.db"
+    if where == "MLflow store":  # made with room to spare; the points' runs fill the disk
+        from aiblox.eval.sweep.tracking import tracking_client
+
+        tracking_client(uri, create=True)
+    disk.fill(leave=200 * 1024)
+    done = _sweep(tmp_path, cache, uri)
+    assert done.returncode == 2, done.stderr
+    line = _one_error(done.stderr)
+    named = f"the stage cache ({cache})" if where == "stage cache" else f"the MLflow store ({uri})"
+    assert line.startswith(f"error: cannot write {named}"), line
+    assert "the disk is full (ENOSPC" in line
+    assert "`aiblox sweep evals/sweeps/sample_fusion.toml --resume` continues where it " \
+           "stopped" in line
+    assert len(done.stderr.splitlines()) <= 4, done.stderr  # the plan, MLflow's notes, error
+
+    disk.free()
+    again = _sweep(tmp_path, cache, uri, "--resume")
+    assert again.returncode == 0, again.stderr
+    assert _best(again) == clean_sweep
+    tracking = json.loads(again.stdout)["tracking"]
+    assert tracking["logged"] + tracking["skipped"] == 24
+
+
+def test_mlflow_s_database_made_on_a_full_disk_is_made_again_once_space_frees(tmp_path, disk):
+    db = disk.path / "mlruns" / "mlflow.db"
+    uri = f"sqlite:///{db}"
+    disk.fill(leave=100 * 1024)  # MLflow's schema takes ~900 kB
+    done = _sweep(tmp_path, tmp_path / "stages", uri)
+    assert done.returncode == 2, done.stderr
+    line = _one_error(done.stderr)
+    assert line.startswith(f"error: cannot open the MLflow store {uri}: "), line
+    assert "database or disk is full" in line and "ENOSPC" in line
+    assert sorted(p.name for p in db.parent.iterdir()) == ["mlflow.db.lock"]  # no half-made db
+    disk.free()
+    again = _sweep(tmp_path, tmp_path / "stages", uri)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["tracking"]["logged"] == 24
+
+
+def test_a_half_made_mlflow_database_of_an_older_version_is_made_again(tmp_path, disk):
+    """MLflow itself (as aiblox did before) leaves a half-made schema on a full disk, which it
+    cannot open afterwards ('table ... already exists'); holding nothing, it is made again."""
+    import logging
+
+    from mlflow.tracking import MlflowClient
+
+    from aiblox.eval.sweep.tracking import tracking_client
+
+    db = disk.path / "mlruns" / "mlflow.db"
+    db.parent.mkdir()
+    uri = f"sqlite:///{db}"
+    disk.fill(leave=300 * 1024)
+    logging.getLogger("mlflow").setLevel(logging.CRITICAL)
+    try:
+        with pytest.raises(Exception, match="database or disk is full"):
+            MlflowClient(tracking_uri=f"sqlite:///{db.parent}/../mlruns/mlflow.db"
+                         ).search_experiments()
+    finally:
+        logging.getLogger("mlflow").setLevel(logging.NOTSET)
+    disk.free()
+    with pytest.raises(Exception, match="already exists"):  # what MLflow makes of it
+        MlflowClient(tracking_uri=f"sqlite:///{db.parent}/./mlflow.db").search_experiments()
+    client = tracking_client(uri, create=True)
+    eid = client.create_experiment("after")
+    run = client.create_run(eid)
+    client.set_terminated(run.info.run_id)
+    assert client.get_run(run.info.run_id).info.status == "FINISHED"
+    # a database holding runs is never touched, even when it cannot be opened
+    from aiblox.eval.sweep.tracking import _holds_nothing
+
+    assert not _holds_nothing(db)
