@@ -38,7 +38,16 @@ def t_expand(cfg: ExpandConfig, inputs, ctx) -> Queries:
     return Queries(inputs.queries.qids, tuple(texts))
 
 
-@register_stage("t_flip", version="1", takes="run", gives="run", config=FlipConfig)
+def _check_flip(cfg: FlipConfig, facts) -> int | None:
+    """Refuse a top_n deeper than the run it receives."""
+    if facts.depth is not None and cfg.top_n > facts.depth:
+        raise ValueError(f"top_n = {cfg.top_n} but its input run holds at most {facts.depth} "
+                         f"documents per query")
+    return None
+
+
+@register_stage("t_flip", version="1", takes="run", gives="run", config=FlipConfig,
+                check=_check_flip)
 def t_flip(cfg: FlipConfig, inputs, ctx) -> Run:
     """The top ``top_n`` of each query reversed (scores rewritten to keep the order)."""
     CALLS.append("t_flip")
@@ -47,3 +56,4 @@ def t_flip(cfg: FlipConfig, inputs, ctx) -> Run:
         top = list(reversed(docs[:cfg.top_n])) + list(docs[cfg.top_n:])
         lists.append([(d, float(len(top) - i)) for i, d in enumerate(top)])
     return Run.from_lists(inputs.run.qids, lists)
+

@@ -161,6 +161,18 @@ def test_a_bad_pipeline_is_refused_when_the_spec_loads(tmp_path, extra, message)
         spec_of(tmp_path, BASE + extra + "\n")
 
 
+def test_a_stage_that_cannot_work_here_is_refused_before_any_work(tmp_path, sweep_db):
+    from aiblox.engine import PipelineError
+    from aiblox.eval.sweep import run_sweep
+
+    CALLS.clear()
+    spec = spec_of(tmp_path, BASE + 'pipeline = "bm25 % 4 >> t_flip(top_n=5)"\n')
+    with pytest.raises(PipelineError, match="t_flip: top_n = 5 but its input run holds at "
+                                            "most 4"):
+        run_sweep(spec, cache_dir=tmp_path / "c", db=sweep_db, progress=False)
+    assert CALLS == [] and not (tmp_path / "c" / "signals").exists()
+
+
 def test_a_pipeline_point_verifies_from_its_manifest(tmp_path, sweep_db):
     from aiblox.eval.sweep.verify import verify_point
 
