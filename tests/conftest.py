@@ -48,6 +48,28 @@ def sample_store(tmp_path, sample_dataset):
     store.close()
 
 
+@pytest.fixture(scope="session")
+def sweep_db(tmp_path_factory, sample_dataset):
+    """Path of a DuckDB file holding the sample dataset with hashing vectors."""
+    from aiblox.embedding import CachedEmbedder, HashingEmbedder
+    from aiblox.eval.workspace import prepare_store
+    from aiblox.stores import DuckDBStore
+
+    path = tmp_path_factory.mktemp("sweepdb") / "sample.duckdb"
+    store = DuckDBStore(path)
+    prepare_store(store, sample_dataset, CachedEmbedder(HashingEmbedder(), store), progress=False)
+    store.close()
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def mlflow_uri(tmp_path_factory):
+    """One tmp sqlite MLflow store per session (creating its tables takes seconds); tests keep
+    apart by experiment name."""
+    pytest.importorskip("mlflow")
+    return f"sqlite:///{tmp_path_factory.mktemp('mlflow')}/mlflow.db"
+
+
 # PostgreSQL, for the store contract suite (tests/stores) and the evidence bundle tables
 # (tests/bundles): the server at ``AIBLOX_PG_URL`` when set (an admin URL: the tests create and
 # drop their own databases), else a throwaway PostgreSQL 16 + pgvector from the ``pgserver``

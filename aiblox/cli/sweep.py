@@ -79,7 +79,7 @@ def sweep(
     except ExecutorError as exc:
         fail(str(exc))
         return
-    n_points = len(spec.pipeline_points() if spec.has_pipeline_axes else spec.points())
+    n_points = len(spec.grid_points())
     drawn = "" if spec.search.strategy == "grid" else f" drawn from {spec.grid_size():,}"
     if spec.search.model_based:
         trials = min(int(spec.search.n or 0), n_points)

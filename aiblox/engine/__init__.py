@@ -8,11 +8,16 @@ module              what it is for
 ``algebra``         pipelines: :class:`Stage`, ``>>`` then, ``+`` fuse, ``%`` cut-off
 ``expression``      a spec's ``pipeline`` expression parsed into a pipeline
 ``builtin``         the kinds the engine plans itself (bm25, dense, retrieve, fuse, identity)
+``data``            what flows between stages: :class:`Queries`, :class:`Run`
+``plan``            a pipeline applied to a split's topics, stage by stage, keyed and cached
+``retrieval``       bm25 and dense after feedback; :class:`StageContext`
 ==================  ==========================================================================
 """
 
 from aiblox.engine.algebra import Cutoff, Fuse, Pipeline, PipelineError, Stage, Then
+from aiblox.engine.data import Queries, Run
 from aiblox.engine.expression import parse_pipeline
+from aiblox.engine.plan import StageInputs
 from aiblox.engine.registry import (
     StageKind,
     StageKindError,
@@ -20,13 +25,18 @@ from aiblox.engine.registry import (
     register_stage,
     stage_kinds,
 )
+from aiblox.engine.retrieval import StageContext
 
 __all__ = [
     "Cutoff",
     "Fuse",
     "Pipeline",
     "PipelineError",
+    "Queries",
+    "Run",
     "Stage",
+    "StageContext",
+    "StageInputs",
     "StageKind",
     "StageKindError",
     "Then",

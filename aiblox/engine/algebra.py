@@ -31,7 +31,8 @@ from pydantic import BaseModel, ValidationError
 
 from aiblox.engine.registry import DataKind, StageKind, StageKindError, get_stage_kind
 
-__all__ = ["Cutoff", "Fuse", "Pipeline", "PipelineError", "Stage", "Then", "plain"]
+__all__ = ["Cutoff", "Fuse", "Pipeline", "PipelineError", "Stage", "Then", "from_data", "label",
+           "plain"]
 
 
 class PipelineError(ValueError):
@@ -370,3 +371,42 @@ class Cutoff(Pipeline):
 
     def _apply(self, params: Mapping[str, Mapping[str, Any]]) -> Pipeline:
         return Cutoff(self.inner._apply(params), self.k)
+
+
+def from_data(data: Mapping[str, Any]) -> Pipeline:
+    """The pipeline of :meth:`Pipeline.as_data`'s form (a logged point's, for verification)."""
+    if "stage" in data:
+        return Stage(data["stage"], data.get("name") or data["stage"], **data.get("params", {}))
+    if "then" in data:
+        return Then(tuple(from_data(d) for d in data["then"]))
+    if "fuse" in data:
+        return Fuse(tuple(from_data(d) for d in data["fuse"]),
+                    tuple(sorted((k, plain(v)) for k, v in data.get("params", {}).items())),
+                    data.get("name", "fuse"))
+    if "cutoff" in data:
+        return Cutoff(from_data(data["cutoff"]), int(data["k"]))
+    raise PipelineError(f"not a pipeline: {dict(data)!r}")
+
+
+def label(p: Pipeline) -> str:
+    """A readable name: the expression with every stage's parameters shown, named stages as
+    ``name[kind](...)``; parameter values as ``k=v``."""
+    if isinstance(p, Stage):
+        head = p.kind if p.name == p.kind else f"{p.name}[{p.kind}]"
+        args = ",".join(f"{k}={_literal(v)}" for k, v in p.params)
+        return f"{head}({args})" if args else head
+    if isinstance(p, Then):
+        return " >> ".join(f"({label(s)})" if isinstance(s, Then) else label(s)
+                           for s in p.steps)
+    if isinstance(p, Fuse):
+        args = ",".join(f"{k}={_literal(v)}" for k, v in p.params)
+        if p.name != "fuse" or args:  # the call form: binds like a stage
+            members = ", ".join(label(m) for m in p.members)
+            return f"{p.name}({members}{'; ' + args if args else ''})"
+        return " + ".join(f"({label(m)})" if isinstance(m, Then) else label(m)
+                          for m in p.members)
+    assert isinstance(p, Cutoff)
+    inner = label(p.inner)
+    bare = isinstance(p.inner, Then) or (isinstance(p.inner, Fuse) and p.inner.name == "fuse"
+                                          and not p.inner.params)
+    return f"({inner}) % {p.k}" if bare else f"{inner} % {p.k}"

@@ -21,7 +21,7 @@ from typing import Any
 
 from aiblox.engine.algebra import Cutoff, Fuse, Pipeline, PipelineError, Stage, plain
 
-__all__ = ["parse_pipeline"]
+__all__ = ["parse_pipeline", "referenced_names"]
 
 
 def parse_pipeline(text: str, stages: Mapping[str, Mapping[str, Any]] | None = None,
@@ -124,3 +124,25 @@ def _literal(n: ast.AST, where: str) -> Any:
     except ValueError:
         raise PipelineError(f"{where}: parameters are literals (numbers, strings, lists), "
                             f"got {ast.unparse(n)!r}") from None
+
+
+def referenced_names(text: str, stages: Mapping[str, Mapping[str, Any]] | None = None
+                     ) -> set[str]:
+    """The names ``text`` uses (stage names, calls), following named sub-pipelines of
+    ``stages`` (for "is every ``[stages]`` table used"); an unparseable text uses none."""
+    tables = dict(stages or {})
+    out: set[str] = set()
+    todo = [text]
+    while todo:
+        try:
+            tree = ast.parse(str(todo.pop()).strip(), mode="eval")
+        except SyntaxError:
+            continue
+        for n in ast.walk(tree):
+            name = n.id if isinstance(n, ast.Name) else None
+            if name is not None and name not in out:
+                out.add(name)
+                sub = tables.get(name, {})
+                if "pipeline" in sub:
+                    todo.append(sub["pipeline"])
+    return out

@@ -26,10 +26,10 @@ from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs, VectorConfig
 from aiblox.engine.algebra import Cutoff, Fuse, Pipeline, PipelineError, Stage, Then
 from aiblox.engine.builtin import FuseConfig, RetrieveConfig
 from aiblox.engine.data import Queries, Run
-from aiblox.engine.registry import DataKind, get_stage_kind
+from aiblox.engine.registry import DataKind, StageFacts, get_stage_kind
 
-__all__ = ["PlanContext", "StageInputs", "Value", "apply_pipeline", "first_stage_prefs",
-           "stage_defaults"]
+__all__ = ["PlanContext", "StageInputs", "Value", "apply_pipeline", "check_pipeline",
+           "first_stage_depth", "first_stage_prefs", "stage_defaults"]
 
 
 @dataclass
@@ -149,6 +149,61 @@ def first_stage_prefs(p: Pipeline, base: RetrievalPrefs) -> RetrievalPrefs | Non
                                        "scoring": type(base.scoring)(**scoring),
                                        "top_k_items": top})
     return None
+
+
+def check_pipeline(p: Pipeline, base: RetrievalPrefs, n_docs: int | None = None,
+                   context: Any = None) -> int:
+    """Refuse, before anything is computed, a pipeline whose stages cannot work here: each
+    kind's ``check`` (:attr:`~aiblox.engine.registry.StageKind.check`) sees the depth of the
+    run it receives and the store's size. Returns the depth of the pipeline's run.
+    ``PipelineError`` naming the stage."""
+    p.check()
+    return _depth(p, None, base, n_docs, context) or 0
+
+
+def _depth(p: Pipeline, depth: int | None, base: RetrievalPrefs, n_docs: int | None,
+           context: Any) -> int | None:
+    if depth is None and not isinstance(p, Then):  # on the topics
+        prefs = first_stage_prefs(p, base)
+        if prefs is not None:
+            return first_stage_depth(prefs)
+    if isinstance(p, Then):
+        for step in p.steps:
+            depth = _depth(step, depth, base, n_docs, context)
+        return depth
+    if isinstance(p, Cutoff):
+        inner = _depth(p.inner, depth, base, n_docs, context)
+        return p.k if inner is None else min(inner, p.k)
+    if isinstance(p, Fuse):
+        depths = [_depth(m, depth, base, n_docs, context) for m in p.members]
+        total = sum(d or 0 for d in depths)
+        cfg = cast(FuseConfig, p.stage.config(_fuse_defaults(base)))
+        return min(total, cfg.top_k) if cfg.top_k else total
+    assert isinstance(p, Stage)
+    kind = p.spec
+    cfg = p.config(stage_defaults(p.kind, base))
+    if p.kind == "identity":
+        return depth
+    if p.kind in ("bm25", "dense"):
+        return int(cast(FtsConfig | VectorConfig, cfg).top_k)
+    out = depth if kind.gives == "run" else None
+    if kind.check is not None:
+        try:
+            given = kind.check(cfg, StageFacts(depth, n_docs, context))
+        except ValueError as exc:
+            raise PipelineError(f"stage {p.name}: {exc}") from None
+        if given is not None and kind.gives == "run":
+            out = int(given)
+    return out
+
+
+def first_stage_depth(prefs: RetrievalPrefs) -> int:
+    """The most documents per query the first stage of ``prefs`` gives."""
+    if prefs.mode == "bm25":
+        return min(prefs.top_k_items, prefs.fts.top_k)
+    if prefs.mode == "dense":
+        return min(prefs.top_k_items, prefs.vector.top_k)
+    return min(prefs.top_k_items, prefs.fts.top_k + prefs.vector.top_k)
 
 
 def apply_pipeline(p: Pipeline, base: RetrievalPrefs, ctx: PlanContext, split: str) -> Value:

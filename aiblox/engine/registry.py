@@ -32,6 +32,7 @@ __all__ = [
     "DataKind",
     "READS",
     "StageKind",
+    "StageFacts",
     "StageKindError",
     "get_stage_kind",
     "register_stage",
@@ -84,17 +85,36 @@ class StageKind:
     """What it reads besides its inputs (:data:`READS`)."""
     doc: str = ""
     """One line for ``aiblox stages`` and error messages."""
+    check: Callable[[Any, StageFacts], int | None] | None = None
+    """``check(config, facts)``, run for every point before any stage computes: raises
+    ``ValueError`` (one line, naming the stage and the parameter) for a setting that cannot
+    work here (a reranker asked for more documents than its input run holds, feedback from
+    more documents than the store has); may return the depth of the run it gives."""
 
     def make_config(self, params: dict[str, Any]) -> BaseModel:
         """The config from ``params`` (validated: unknown keys and bad values refused)."""
         return self.config(**params)
 
 
+@dataclass(frozen=True)
+class StageFacts:
+    """What is known of a stage's input before anything is computed (for a kind's ``check``)."""
+
+    depth: int | None
+    """The most documents per query of the run it receives (None: it receives queries)."""
+    n_docs: int | None
+    """Documents in the store (None when not known)."""
+    context: Any = None
+    """The stage context (:class:`~aiblox.engine.retrieval.StageContext`), for checks that
+    read the store or the index (e.g. its vocabulary)."""
+
+
 _REGISTRY: dict[str, StageKind] = {}
 
 
 def register_stage(name: str, *, version: str, takes: DataKind, gives: DataKind,
-                   config: type[BaseModel], reads: Iterable[str] = (), doc: str = ""
+                   config: type[BaseModel], reads: Iterable[str] = (), doc: str = "",
+                   check: Callable[[Any, StageFacts], int | None] | None = None
                    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the decorated function as stage kind ``name``::
 
@@ -102,7 +122,9 @@ def register_stage(name: str, *, version: str, takes: DataKind, gives: DataKind,
                         config=TitleBoost, reads=["items"])
         def title_boost(cfg: TitleBoost, inputs: StageInputs, ctx: StageContext) -> Run: ...
 
-    Registering a name again replaces it (a notebook re-running its cell)."""
+    ``check(config, facts)`` (:class:`StageFacts`) runs for every point before any stage
+    computes, to refuse a setting that cannot work (see :attr:`StageKind.check`). Registering a
+    name again replaces it (a notebook re-running its cell)."""
     reads = frozenset(reads)
     if reads - READS:
         raise StageKindError(f"stage {name!r}: reads {sorted(reads - READS)} unknown; "
@@ -113,7 +135,7 @@ def register_stage(name: str, *, version: str, takes: DataKind, gives: DataKind,
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         _REGISTRY[name] = StageKind(name, str(version), takes, gives, config, fn, reads,
-                                    doc or (fn.__doc__ or "").strip().split("\n")[0])
+                                    doc or (fn.__doc__ or "").strip().split("\n")[0], check)
         return fn
 
     return wrap

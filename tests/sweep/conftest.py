@@ -1,4 +1,5 @@
-"""Sweep fixtures: the sample dataset in a real DuckDB file (hashing embedder), a small spec."""
+"""Sweep fixtures: a small spec, an MLflow store (the sample store is ``sweep_db``, in
+tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -8,20 +9,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_SPEC = REPO / "evals" / "sweeps" / "sample_fusion.toml"
-
-
-@pytest.fixture(scope="session")
-def sweep_db(tmp_path_factory, sample_dataset):
-    """Path of a DuckDB file holding the sample dataset with hashing vectors."""
-    from aiblox.embedding import CachedEmbedder, HashingEmbedder
-    from aiblox.eval.workspace import prepare_store
-    from aiblox.stores import DuckDBStore
-
-    path = tmp_path_factory.mktemp("sweepdb") / "sample.duckdb"
-    store = DuckDBStore(path)
-    prepare_store(store, sample_dataset, CachedEmbedder(HashingEmbedder(), store), progress=False)
-    store.close()
-    return str(path)
 
 
 @pytest.fixture(scope="session")
@@ -45,11 +32,3 @@ def small_spec():
     """``small_spec(spec, **grid)``: the sample spec with another grid (no baseline unless
     ``baseline=`` is given)."""
     return _small_spec
-
-
-@pytest.fixture(scope="session")
-def mlflow_uri(tmp_path_factory):
-    """One tmp sqlite MLflow store per session (creating its tables takes seconds); tests keep
-    apart by experiment name."""
-    pytest.importorskip("mlflow")
-    return f"sqlite:///{tmp_path_factory.mktemp('mlflow')}/mlflow.db"

@@ -111,9 +111,9 @@ def test_new_fields_at_defaults_keep_the_fusion_hash(tmp_path):
     a = load_spec(write(tmp_path, MINIMAL))
     data = a.model_dump(mode="json")
     for k in ("query_limit", "chunk_k", "reader", "reader_options", "search", "cv",
-              "finetune"):
+              "finetune", "pipeline", "stages", "stage_modules"):
         data.pop(k)
-    left_out = ("chunking", "selection", "k1", "b", "method", "title_weight", "title_b",
+    left_out = ("chunking", "selection", "stages", "k1", "b", "method", "title_weight", "title_b",
                 "fts_depth", "vector_depth", "doc_score", "passage_chunker", "passage_tokens")
     data["grid"] = {k: v for k, v in data["grid"].items() if k not in left_out}
     from aiblox.hashing import sha256_hex

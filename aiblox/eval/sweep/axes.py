@@ -413,6 +413,34 @@ class FusionGrid(_Strict):
     """Axes over late chunking (``[grid.chunking]``); None: no chunking stage."""
     selection: SelectionGrid | None = None
     """Axes over answer selection (``[grid.selection]``); None: no answer stages."""
+    stages: dict[str, dict[str, list[Any] | Steps]] | None = None
+    """Axes over the parameters of the spec's pipeline stages (``[grid.stages.NAME]``:
+    ``param = [values]`` or ``{start, stop, step}``), e.g. ``[grid.stages.rm3] fb_terms = [10,
+    20]``; NAME is a stage of the ``pipeline`` (its kind, or its ``[stages.NAME]`` table)."""
+
+    @field_validator("stages")
+    @classmethod
+    def _stage_axes(cls, v: dict[str, dict[str, list[Any] | Steps]] | None
+                    ) -> dict[str, dict[str, list[Any] | Steps]] | None:
+        for name, params in (v or {}).items():
+            if not params:
+                raise ValueError(f"stages.{name}: no parameter axes")
+            for param, values in params.items():
+                if isinstance(values, list) and not values:
+                    raise ValueError(f"stages.{name}.{param}: an axis needs at least one value")
+        return v
+
+    def stage_axes(self) -> list[tuple[str, str, list[Any]]]:
+        """``(stage, parameter, values)`` of every stage axis, in the order written."""
+        out = []
+        for name, params in (self.stages or {}).items():
+            for param, values in params.items():
+                vals = values.values() if isinstance(values, Steps) else list(values)
+                if isinstance(values, Steps) and all(
+                        to_decimal(x) % 1 == 0 for x in (values.start, values.step)):
+                    vals = [int(x) for x in vals]  # a whole-number axis stays whole
+                out.append((name, param, vals))
+        return out
 
     @field_validator("w_text")
     @classmethod

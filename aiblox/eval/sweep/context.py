@@ -16,16 +16,26 @@ from typing import Any
 import numpy as np
 
 from aiblox.contracts.retrieval import RetrievalPrefs
+from aiblox.engine.data import Queries, Run
+from aiblox.engine.plan import Value
+from aiblox.engine.retrieval import StageContext
 from aiblox.eval.chunk_eval import gold_answers
 from aiblox.eval.datasets import Dataset
 from aiblox.eval.metrics import QrelsScorer
 from aiblox.eval.sweep.cache import StageCache
-from aiblox.eval.sweep.compute import signals_output
+from aiblox.eval.sweep.compute import fused_arrays, signals_output
 from aiblox.eval.sweep.outputs import StageReader
 from aiblox.eval.sweep.points import SweepSettings
-from aiblox.eval.sweep.stages import Stage, StageRecord, make_stage, signals_config
+from aiblox.eval.sweep.stages import (
+    Stage,
+    StageRecord,
+    fusion_config,
+    make_stage,
+    signals_config,
+    stage_key,
+)
 from aiblox.eval.workspace import Workspace, open_workspace
-from aiblox.fusion import BatchFusion
+from aiblox.fusion import BatchFusion, FusedArrays
 from aiblox.retrieval import LateChunker, default_chunk_cache
 
 __all__ = ["SweepContext", "embedder_id"]
@@ -71,6 +81,7 @@ class SweepContext:
         self._seen: set[tuple[str, str]] = set()
         self._planned: dict[tuple[str, int], tuple[RetrievalPrefs, str]] = {}
         self._kept: dict[tuple[str, str], tuple[StageRecord, Any]] = {}
+        self._topics: dict[str, Value] = {}
 
     # -- the workspace ----------------------------------------------------------------------
     def workspace(self) -> Workspace:
@@ -172,6 +183,63 @@ class SweepContext:
         if key not in self._codes:
             self._codes[key] = self.scorer(split).codes(self.fusion_index(split, key).docs)
         return self._codes[key]
+
+    # -- the engine's planning (aiblox.engine.plan.PlanContext) ------------------------------
+    def topics(self, split: str) -> Value:
+        """The split's scored queries as the topics of a pipeline, keyed by the dataset, the
+        split and ``query_limit``."""
+        if split not in self._topics:
+            limit = self.settings.query_limit
+            key = stage_key("topics", "1", {"dataset": self.dataset.hash, "split": split,
+                                            "limit": limit})
+            queries = self.dataset.split_queries(split)[:limit]
+            self._topics[split] = Value("queries", key, (), partial(Queries.of, queries),
+                                        topics=True)
+        return self._topics[split]
+
+    def first_stage(self, prefs: RetrievalPrefs, split: str) -> Value:
+        """The fused run of ``prefs``' first stage (the signals and fusion stages every point
+        has); its output, a :class:`~aiblox.engine.data.Run`, is read on demand."""
+        skey = self.plan_signals(prefs, split)
+        sig_rec = self.signals[(split, skey)][0]
+        fusion = self.fusion_stage(prefs, split, skey)
+        frec, _ = self.run(fusion, load=False)
+
+        def load() -> Run:
+            arrays = self.run(fusion)[1]
+            index = self.fusion_index(split, skey)
+            return Run.from_dict(index.decode(FusedArrays.from_dict(arrays)), index.qids)
+
+        return Value("run", frec.key, (sig_rec, frec), load, prefs=prefs,
+                     queries=self.topics(split))
+
+    def fusion_stage(self, prefs: RetrievalPrefs, split: str, skey: str) -> Stage:
+        """The fusion stage of ``prefs`` over the split's signals ``skey``."""
+        def fuse() -> dict[str, Any]:
+            index = self.fusion_index(split, skey)
+            return fused_arrays(prefs, index, self.signals_output(split, skey)).as_dict()
+
+        return make_stage("fusion", fusion_config(prefs), [skey], fuse, codec="arrays")
+
+    def run_stage(self, name: str, version: str, config: Any, inputs: Sequence[str],
+                  compute: Callable[[], Any]) -> tuple[StageRecord, Any]:
+        """A pipeline stage (arrays), memoised by its key and kept for later points."""
+        return self.run(Stage(name, version, config, tuple(inputs), compute, "arrays"),
+                        keep=True)
+
+    def fingerprints(self, reads: frozenset[str]) -> dict[str, Any]:
+        """What a pipeline stage reads besides its inputs, for its key: the dataset, the
+        backend, the store's digests (items, the embedder's vectors) and the embedder."""
+        out: dict[str, Any] = {"dataset": self.dataset.hash, "backend": self.backend}
+        if reads & {"items", "vectors"}:
+            out["store"] = self.fingerprint()
+        if reads & {"vectors", "embedder"}:
+            out["embedder"] = self.embedder_id
+        return out
+
+    def stage_context(self) -> StageContext:
+        """What a stage's function may use: the workspace (opened on first need)."""
+        return StageContext(self.workspace, progress=self.progress)
 
     # -- the split's queries ----------------------------------------------------------------
     def qids(self, split: str) -> list[str]:

@@ -86,6 +86,21 @@ class StageReader:
             lines += [f"{heads[positions[a + i]]}{i + 1} {scores[i]!r}{end}" for i in range(n)]
         return "\n".join(lines) + ("\n" if lines else "")
 
+    def point_trec(self, stages: Sequence[dict[str, Any]], tag: str) -> str:
+        """The TREC text of the run a point's metrics were computed from (one split's stage
+        records): its fused run, or the output of the last stage of its retrieval pipeline."""
+        by_key = {s["key"]: s for s in stages}
+        metrics = next(s for s in stages if s["name"] == "metrics")
+        run = by_key[metrics["inputs"][0]]
+        if run["name"] == "fusion":
+            return self.fused_trec(run["inputs"][0], run["key"], tag)
+        from aiblox.engine.data import Run
+
+        out = Run.from_arrays(self.cache.load(run["name"], run["key"])).as_dict()
+        lines = [f"{q} Q0 {d} {rank} {score!r} {tag}" for q in sorted(out)
+                 for rank, (d, score) in enumerate(out[q], start=1)]
+        return "\n".join(lines) + ("\n" if lines else "")
+
     def per_query(self, stages: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
         """:func:`logged_per_query` of one split's stage records."""
         return logged_per_query(self.cache, stages)

@@ -15,9 +15,14 @@ document codes, :meth:`~aiblox.eval.metrics.QrelsScorer.evaluate_packed`).
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from aiblox.assembly import get_llm
+from aiblox.engine.plan import Value, apply_pipeline
 from aiblox.eval.metrics import chunk_metrics, packed_means
 from aiblox.eval.sweep import compute
 from aiblox.eval.sweep.context import SweepContext
@@ -30,7 +35,6 @@ from aiblox.eval.sweep.stages import (
     StageRecord,
     chunk_metrics_config,
     chunks_config,
-    fusion_config,
     make_stage,
     metrics_config,
     selection_config,
@@ -52,6 +56,8 @@ def recheck_point(ctx: SweepContext, pt: PipelinePoint) -> dict[str, dict[str, A
     """A point whose stages were not all read (a damaged entry turned up later): its signals
     read again, every stage read and checked, a damaged one computed again."""
     for split in ctx.splits:
+        if pt.pipeline is not None:  # its stages are read (and checked) as it runs again
+            continue
         key = ctx.plan_signals(pt.prefs, split)
         ctx.forget(split, key)
         ctx.fusion_index(split, key)
@@ -60,16 +66,20 @@ def recheck_point(ctx: SweepContext, pt: PipelinePoint) -> dict[str, dict[str, A
 
 def split_point(ctx: SweepContext, pt: PipelinePoint, split: str, read_all: bool = False
                 ) -> dict[str, Any]:
-    """Every stage of one point on one split (see :func:`evaluate_point`)."""
+    """Every stage of one point on one split (see :func:`evaluate_point`). A point with a
+    retrieval pipeline runs its stages first (:func:`aiblox.engine.plan.apply_pipeline`);
+    retrieval on the topics alone is the prefs' own first stage, with the same keys."""
+    if pt.pipeline is not None:
+        for module in ctx.settings.stage_modules:
+            importlib.import_module(module)
+        value = apply_pipeline(pt.pipeline, pt.prefs, ctx, split)
+        if value.prefs is None:
+            return _pipeline_split(ctx, pt, split, value)
+        pt = PipelinePoint(value.prefs, pt.policy, pt.overrides)
     prefs, settings = pt.prefs, ctx.settings
     skey = ctx.plan_signals(prefs, split)
     sig_rec = ctx.signals[(split, skey)][0]
-
-    def fuse() -> dict[str, Any]:
-        index = ctx.fusion_index(split, skey)
-        return compute.fused_arrays(prefs, index, ctx.signals_output(split, skey)).as_dict()
-
-    fusion = make_stage("fusion", fusion_config(prefs), [skey], fuse, codec="arrays")
+    fusion = ctx.fusion_stage(prefs, split, skey)
 
     def score() -> dict[str, Any]:
         arrays = fused if fused is not None else ctx.run(fusion)[1]
@@ -88,13 +98,44 @@ def split_point(ctx: SweepContext, pt: PipelinePoint, split: str, read_all: bool
                            "metrics": packed_means(mout), "n_queries": len(ctx.qids(split)),
                            "prompts_sha256": None}
     if settings.chunk_stages:
-        _chunk_stages(ctx, pt, split, skey, frec, fused, out)
+        def run_of() -> dict[str, Any]:
+            return ctx.fusion_index(split, skey).decode(FusedArrays.from_dict(fused))
+
+        _chunk_stages(ctx, pt, split, frec, run_of, out)
     out["stages"] = [r.as_dict() for r in out["stages"]]
     return out
 
 
-def _chunk_stages(ctx: SweepContext, pt: PipelinePoint, split: str, skey: str,
-                  frec: StageRecord, fused: Any, out: dict[str, Any]) -> None:
+def _pipeline_split(ctx: SweepContext, pt: PipelinePoint, split: str, value: Value
+                    ) -> dict[str, Any]:
+    """The metrics (and chunk and answer stages) of a point whose retrieval pipeline ends in
+    a stage of its own (feedback, reranking, a fusion of stage outputs)."""
+    settings = ctx.settings
+    last = value.records[-1]
+
+    def score() -> dict[str, Any]:
+        run = value.get()
+        scorer = ctx.scorer(split)
+        codes = scorer.codes([d for docs in run.docs for d in docs])
+        counts = np.asarray([len(d) for d in run.docs], dtype=np.int64)
+        return scorer.evaluate_packed(list(run.qids), codes, counts, list(settings.metrics))
+
+    mrec, mout = ctx.run(make_stage("metrics", metrics_config(settings.metrics, split),
+                                    [value.key], score, codec="arrays"))
+    out: dict[str, Any] = {"stages": [*value.records, mrec], "run_hash": last.output_hash,
+                           "metrics": packed_means(mout), "n_queries": len(ctx.qids(split)),
+                           "prompts_sha256": None}
+    if settings.chunk_stages:
+        def run_of() -> dict[str, Any]:
+            return {q: [[d, s] for d, s in hits] for q, hits in value.get().as_dict().items()}
+
+        _chunk_stages(ctx, pt, split, last, run_of, out)
+    out["stages"] = [r.as_dict() for r in out["stages"]]
+    return out
+
+
+def _chunk_stages(ctx: SweepContext, pt: PipelinePoint, split: str, frec: StageRecord,
+                  run_of: Callable[[], dict[str, Any]], out: dict[str, Any]) -> None:
     """The chunk stages of a pipeline point (and its answer stages with a policy), appended
     to ``out``'s records and metrics."""
     prefs, settings = pt.prefs, ctx.settings
@@ -102,7 +143,7 @@ def _chunk_stages(ctx: SweepContext, pt: PipelinePoint, split: str, skey: str,
     questions = {q: ctx.dataset.queries[q] for q in qids}
 
     def chunk() -> dict[str, Any]:
-        run = ctx.fusion_index(split, skey).decode(FusedArrays.from_dict(fused))
+        run = run_of()
         return compute.chunk_output(ctx.late, ctx.workspace().store, prefs,
                                     [(q, questions[q]) for q in qids], run,
                                     progress=ctx.progress,

@@ -10,10 +10,12 @@ the reader.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs
+from aiblox.engine.algebra import Pipeline, label
 from aiblox.eval.runner import config_hash
 from aiblox.eval.sweep.axes import load_policy_by_name
 from aiblox.eval.sweep.spec import PipelinePoint
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SweepSettings",
     "chunk_label",
+    "needs_vectors",
     "pipeline_config",
     "point_config",
     "point_label",
@@ -59,7 +62,10 @@ class SweepSettings:
     vectors: tuple[str, ...] = ()
     """Precomputed vector files to import into the store's embedding cache."""
     needs_vectors: bool = True
-    """Whether retrieval needs vectors (any mode but ``bm25``)."""
+    """Whether retrieval needs vectors (any mode but ``bm25``; a pipeline with a dense stage
+    or a stage that reads vectors)."""
+    stage_modules: tuple[str, ...] = ()
+    """Modules registering the spec's own stage kinds (imported before a point is planned)."""
 
     @classmethod
     def from_spec(cls, spec: SweepSpec) -> SweepSettings:
@@ -70,7 +76,24 @@ class SweepSettings:
                    chunk_k=tuple(spec.chunk_k), reader=spec.reader,
                    reader_options=dict(spec.reader_options),
                    swept_selection=tuple(sel.override_names()) if sel is not None else (),
-                   vectors=tuple(spec.vectors), needs_vectors=spec.base_prefs().mode != "bm25")
+                   vectors=tuple(spec.vectors),
+                   needs_vectors=needs_vectors(spec.base_prefs(), spec.pipelines()),
+                   stage_modules=tuple(spec.stage_modules))
+
+
+def needs_vectors(base: RetrievalPrefs, pipelines: Sequence[Pipeline]) -> bool:
+    """Whether retrieval reads the store's vectors: the base's mode but ``bm25`` without a
+    pipeline; with pipelines, any ``dense`` stage, a ``retrieve`` whose mode is not ``bm25``,
+    or a stage kind that reads vectors."""
+    if not pipelines:
+        return base.mode != "bm25"
+    for p in pipelines:
+        for s in p.stages():
+            if s.kind == "dense" or "vectors" in s.spec.reads and s.kind != "retrieve":
+                return True
+            if s.kind == "retrieve" and s.config({"mode": base.mode}).mode != "bm25":
+                return True
+    return False
 
 
 def point_label(prefs: RetrievalPrefs) -> str:
@@ -110,13 +133,18 @@ def chunk_label(prefs: RetrievalPrefs) -> str:
 
 
 def point_title(settings: SweepSettings, pt: PipelinePoint) -> str:
-    """A point's label: the fusion setting; for a pipeline point, ``|`` its chunking and ``|``
-    its selection policy with its overrides."""
+    """A point's label: the fusion setting (with a retrieval pipeline: the pipeline, every
+    stage's parameters shown, ``@`` the base's fusion setting its retrieval stages default
+    to); for a pipeline point, ``|`` its chunking and ``|`` its selection policy with its
+    overrides."""
+    head = point_label(pt.prefs)
+    if pt.pipeline is not None:
+        head = f"{label(pt.pipeline)} @ {head}"
     if not settings.chunk_stages:
-        return point_label(pt.prefs)
+        return head
     selection = "" if pt.policy is None else "|" + pt.policy + "".join(
         f"-{k}={v!r}" for k, v in pt.overrides.items())
-    return point_label(pt.prefs) + "|" + chunk_label(pt.prefs) + selection
+    return head + "|" + chunk_label(pt.prefs) + selection
 
 
 def point_policy(pt: PipelinePoint) -> Any:
@@ -147,7 +175,16 @@ def pipeline_config(spec: SweepSpec | SweepSettings, pt: PipelinePoint, embedder
 def point_config(settings: SweepSettings, pt: PipelinePoint, embedder_id: str | None,
                  backend: str) -> tuple[str, dict[str, Any]]:
     """A point's config hash and config: :func:`aiblox.eval.runner.config_hash` for a fusion
-    point, :func:`pipeline_config` for a pipeline point."""
+    point, :func:`pipeline_config` for a pipeline point; with a retrieval pipeline, the
+    pipeline (:meth:`~aiblox.engine.Pipeline.as_data`) and the modules registering its own
+    stage kinds are part of it (a point without one keeps the hash it always had)."""
     if settings.chunk_stages:
-        return pipeline_config(settings, pt, embedder_id, backend)
-    return config_hash(pt.prefs, embedder_id, backend)
+        chash, config = pipeline_config(settings, pt, embedder_id, backend)
+    else:
+        chash, config = config_hash(pt.prefs, embedder_id, backend)
+    if pt.pipeline is None:
+        return chash, config
+    config = {**config, "pipeline": pt.pipeline.as_data()}
+    if settings.stage_modules:
+        config["stage_modules"] = list(settings.stage_modules)
+    return sha256_hex(config), config

@@ -38,6 +38,7 @@ from typing import Any
 
 from aiblox.chunking import make_chunker
 from aiblox.compiled import compiled_threads
+from aiblox.engine.plan import check_pipeline
 from aiblox.eval.datasets import Dataset, load_dataset
 from aiblox.eval.sweep.cache import StageCache, StageCacheCorrupt
 from aiblox.eval.sweep.context import SweepContext
@@ -60,7 +61,8 @@ from aiblox.eval.sweep.tracking import release_on_error
 from aiblox.memory import paused_gc
 from aiblox.progress import progress_bar
 
-__all__ = ["DEFAULT_CACHE_DIR", "check_cv", "default_jobs", "run_sweep", "sweep_points"]
+__all__ = ["DEFAULT_CACHE_DIR", "check_cv", "check_pipelines", "default_jobs", "run_sweep",
+           "sweep_points"]
 
 DEFAULT_CACHE_DIR = ".aiblox/stages"
 """The stage cache ``aiblox sweep`` uses unless told otherwise."""
@@ -73,11 +75,28 @@ def default_jobs() -> int:
 
 def sweep_points(spec: SweepSpec) -> tuple[list[PipelinePoint], PipelinePoint | None]:
     """The grid's points (the ``[search]`` draw applied) and the baseline point (None without
-    one): a fusion sweep's are its retrieval settings without chunking or selection."""
-    if spec.has_pipeline_axes:
-        return spec.pipeline_points(), spec.baseline_point()
-    base = spec.baseline_prefs()
-    return [PipelinePoint(p) for p in spec.points()], None if base is None else PipelinePoint(base)
+    one): a fusion sweep's are its retrieval settings without chunking or selection; with a
+    retrieval pipeline, each setting times every pipeline variant."""
+    return spec.grid_points(), spec.grid_baseline()
+
+
+def check_pipelines(ctx: SweepContext, points: list[PipelinePoint]) -> None:
+    """Every distinct retrieval pipeline of the points checked against the store before any
+    stage computes (:func:`aiblox.engine.plan.check_pipeline`: a reranker asked for more
+    documents than its input holds, feedback from more documents than the store has);
+    ``PipelineError`` naming the stage."""
+    seen: set[tuple[Any, str]] = set()
+    n_docs = None
+    for pt in points:
+        if pt.pipeline is None:
+            continue
+        key = (pt.pipeline, pt.prefs.model_dump_json())
+        if key in seen:
+            continue
+        seen.add(key)
+        if n_docs is None:
+            n_docs = ctx.workspace().store.count_items()
+        check_pipeline(pt.pipeline, pt.prefs, n_docs, ctx.stage_context())
 
 
 def check_cv(spec: SweepSpec, ds: Dataset) -> list[str]:
@@ -138,7 +157,10 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
             todo.append(baseline)
     remote = None
     try:
+        check_pipelines(ctx, [*grid, *([baseline] if baseline is not None else [])])
         for pt in todo:
+            if pt.pipeline is not None:  # planned as its stages come (pipeline.split_point)
+                continue
             for split in splits:
                 ctx.plan_signals(pt.prefs, split)
         if cpus:  # the workers open the store only for a chunk stage not yet cached

@@ -80,6 +80,7 @@ from aiblox.contracts.retrieval import (
     VectorConfig,
 )
 from aiblox.embedding.finetune import FineTuneConfig
+from aiblox.engine.algebra import Pipeline, PipelineError
 from aiblox.eval.metrics import (
     ANSWER_METRICS,
     CHUNK_SCALARS,
@@ -139,6 +140,9 @@ class PipelinePoint:
     prefs: RetrievalPrefs
     policy: str | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
+    pipeline: Pipeline | None = None
+    """The retrieval pipeline (its stage parameters resolved); None: the prefs' first stage,
+    as before pipelines existed."""
 
     @property
     def selection(self) -> dict[str, Any] | None:
@@ -149,8 +153,12 @@ class PipelinePoint:
 
     def key(self) -> str:
         """sha256 identifying the point's settings (for deduplication)."""
-        return sha256_hex({"prefs": self.prefs.model_dump(exclude={"query_text", "query_id"}),
-                           "selection": self.selection})
+        key: dict[str, Any] = {
+            "prefs": self.prefs.model_dump(exclude={"query_text", "query_id"}),
+            "selection": self.selection}
+        if self.pipeline is not None:
+            key["pipeline"] = self.pipeline.as_data()
+        return sha256_hex(key)
 
 
 def pipeline_metric_names(metrics: list[str], chunk_k: list[int],
@@ -250,6 +258,21 @@ class SweepSpec(_Strict):
     cv: CVConfig | None = None
     """``[cv]``: seeded k-fold cross-validation over the tuning split's queries
     (:mod:`aiblox.eval.sweep.crossval`); None: none."""
+    pipeline: str | list[str] | None = None
+    """The retrieval pipeline every point runs, as an expression such as
+    ``"bm25 >> rm3 >> bm25"`` or ``"(bm25 + dense) % 100 >> cross_encoder"``
+    (:mod:`aiblox.engine.expression`: ``>>`` then, ``+`` fuse, ``%`` cut-off), or a list of
+    them (an axis: every pipeline is scored). Retrieval stages take their defaults from
+    ``[base]`` (``bm25`` its ``fts``, ``dense`` its ``vector``, a fusion its ``scoring``), so the
+    fusion and BM25 axes apply to them. None: the base's own retrieval (``retrieve``)."""
+    stages: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """``[stages.NAME]``: the parameters of a pipeline stage called NAME (``kind`` names its
+    registered kind, default NAME; ``kind = "fuse"`` names a fusion, ``NAME(a, b)``), or a
+    named sub-pipeline (``pipeline = "..."``). Swept by ``[grid.stages.NAME]``."""
+    stage_modules: list[str] = Field(default_factory=list)
+    """Python modules imported before the pipeline is read: where your own stage kinds are
+    registered (:func:`aiblox.engine.register_stage`). Recorded with every point, so
+    ``aiblox eval verify`` imports them too."""
     finetune: FineTuneSpec | None = None
     """``[finetune]``: fine-tune the embedder on the judged queries of a split the sweep does
     not score, before any point (:mod:`aiblox.eval.sweep.finetune`); None: the embedder as
@@ -304,11 +327,12 @@ class SweepSpec(_Strict):
         if any(k < 1 for k in self.chunk_k) or not self.chunk_k:
             raise ValueError(f"chunk_k must be positive ints, got {self.chunk_k}")
         bad = sorted(set(self.baseline or {}) - SCORING_FIELDS - set(CHUNKING_KEYS)
-                     - set(CHUNK_DEPTH_KEYS) - {"policy"} - policy_fields() - set(DENSE_AXES))
+                     - set(CHUNK_DEPTH_KEYS) - {"policy", "pipeline"} - policy_fields()
+                     - set(DENSE_AXES))
         if bad:
             raise ValueError(f"baseline: unknown key(s) {bad}")
         if not self.has_pipeline_axes and set(self.baseline or {}) - SCORING_FIELDS \
-                - set(DENSE_AXES):
+                - set(DENSE_AXES) - {"pipeline"}:
             raise ValueError("baseline: chunking and selection keys need a pipeline sweep")
         sel_keys = sorted(set(self.baseline or {}) & ({"policy"} | policy_fields()))
         if self.grid.selection is None and sel_keys:
@@ -341,6 +365,8 @@ class SweepSpec(_Strict):
                 except ValidationError as exc:
                     raise ValueError(f"grid.{name} = {value!r}: " + "; ".join(
                         e["msg"].removeprefix("Value error, ") for e in exc.errors())) from None
+        if self.pipeline is not None or self.stages or self.grid.stages:
+            self._check_pipelines()
         size, limit = self.grid_size(), point_limit(info)
         if size > limit:
             raise ValueError(f"grid: {size:,} points, above the limit of {limit:,}: "
@@ -359,6 +385,133 @@ class SweepSpec(_Strict):
         if self.search.strategy in NUMERIC_STRATEGIES:
             self._check_numeric_space()
         return self
+
+    def _check_pipelines(self) -> None:
+        """Every pipeline parses and fits (each stage where it is placed), every ``[stages]``
+        table is used, every stage axis names a stage of a pipeline and each of its values is
+        a valid parameter; the baseline's pipeline too. Refused here, before any work."""
+        import importlib
+
+        from aiblox.engine.expression import referenced_names
+
+        for module in self.stage_modules:
+            try:
+                importlib.import_module(module)
+            except ImportError as exc:
+                raise ValueError(f"stage_modules: cannot import {module!r}: {exc}") from None
+        if self.pipeline is None:
+            raise ValueError("stages and grid.stages configure the stages of a pipeline: set "
+                             "pipeline = \"...\" (e.g. \"bm25 >> rm3 >> bm25\")")
+        pipelines = self.pipelines()
+        used: set[str] = set()
+        for text in self._pipeline_texts():
+            used |= referenced_names(text, self.stages)
+        unused = sorted(set(self.stages) - used)
+        if unused:
+            raise ValueError(f"stages.{unused[0]}: no pipeline uses it (pipelines: "
+                             f"{'; '.join(self._pipeline_texts())})")
+        names = {n for p in pipelines for n in p.names()}
+        for stage, param, values in self.grid.stage_axes():
+            if stage not in names:
+                raise ValueError(f"grid.stages.{stage}: no stage of that name in the pipeline "
+                                 f"(stages: {', '.join(sorted(names))})")
+            for p in pipelines:
+                if stage in p.names():
+                    for value in values:
+                        try:
+                            p.with_params({stage: {param: value}})
+                        except PipelineError as exc:
+                            raise ValueError(f"grid.stages.{stage}.{param} = {value!r}: "
+                                             f"{exc}") from None
+        self._baseline_pipeline()
+
+    def _pipeline_texts(self) -> list[str]:
+        texts = [self.pipeline] if isinstance(self.pipeline, str) else list(self.pipeline or [])
+        if self.baseline and isinstance(self.baseline.get("pipeline"), str):
+            texts.append(self.baseline["pipeline"])
+        return texts
+
+    def pipelines(self) -> list[Pipeline]:
+        """The spec's pipelines, parsed and checked (``[]`` without ``pipeline``);
+        ``ValueError`` naming the field otherwise."""
+        from aiblox.engine.expression import parse_pipeline
+
+        if self.pipeline is None:
+            return []
+        texts = [self.pipeline] if isinstance(self.pipeline, str) else list(self.pipeline)
+        if not texts:
+            raise ValueError("pipeline: an empty list; give one expression or several")
+        out = []
+        for i, text in enumerate(texts):
+            where = "pipeline" if isinstance(self.pipeline, str) else f"pipeline[{i}]"
+            try:
+                out.append(parse_pipeline(text, self.stages, where).check())
+            except PipelineError as exc:
+                msg = str(exc)
+                raise ValueError(msg if msg.startswith(("pipeline", "stages.")) else
+                                 f"{where}: {msg}") from None
+        return out
+
+    def pipeline_variants(self) -> list[Pipeline | None]:
+        """Every pipeline with every combination of its stage axes applied, in order
+        (``[None]`` without ``pipeline``: the base's own retrieval)."""
+        if self.pipeline is None:
+            return [None]
+        axes = self.grid.stage_axes()
+        out: list[Pipeline | None] = []
+        for p in self.pipelines():
+            mine = [(stage, param, values) for stage, param, values in axes
+                    if stage in p.names()]
+            for combo in product(*[values for _, _, values in mine]):
+                params: dict[str, dict[str, Any]] = {}
+                for (stage, param, _), value in zip(mine, combo, strict=True):
+                    params.setdefault(stage, {})[param] = value
+                out.append(p.with_params(params) if params else p)
+        return list(dict.fromkeys(out))
+
+    def _baseline_pipeline(self) -> Pipeline | None:
+        """The baseline's pipeline: ``[baseline] pipeline`` when set, else the spec's first
+        pipeline with no stage axis applied (None without pipelines)."""
+        from aiblox.engine.expression import parse_pipeline
+
+        text = (self.baseline or {}).get("pipeline")
+        if text is None:
+            ps = self.pipelines()
+            return ps[0] if ps else None
+        try:
+            return parse_pipeline(str(text), self.stages, "baseline.pipeline").check()
+        except PipelineError as exc:
+            msg = str(exc)
+            raise ValueError(msg if msg.startswith("baseline") else
+                             f"baseline.pipeline: {msg}") from None
+
+    def grid_points(self) -> list[PipelinePoint]:
+        """Every point the sweep may score, in grid order, the ``[search]`` draw applied: the
+        retrieval settings (and chunking and selection) times every pipeline variant."""
+        if self.pipeline is None:
+            if self.has_pipeline_axes:
+                return self.pipeline_points()
+            return [PipelinePoint(p) for p in self.points()]
+        base = (self.pipeline_points(draw=False) if self.has_pipeline_axes
+                else [PipelinePoint(p) for p in self.fusion_points()])
+        out: dict[str, PipelinePoint] = {}
+        for pt in base:
+            for variant in self.pipeline_variants():
+                point = PipelinePoint(pt.prefs, pt.policy, pt.overrides, variant)
+                out.setdefault(point.key(), point)
+        points = list(out.values())
+        return [points[i] for i in self.search.pick(len(points))]
+
+    def grid_baseline(self) -> PipelinePoint | None:
+        """The named baseline as a point (None without ``[baseline]``)."""
+        if self.has_pipeline_axes:
+            pt = self.baseline_point()
+        else:
+            prefs = self.baseline_prefs()
+            pt = None if prefs is None else PipelinePoint(prefs)
+        if pt is None or self.pipeline is None:
+            return pt
+        return PipelinePoint(pt.prefs, pt.policy, pt.overrides, self._baseline_pipeline())
 
     def _check_finetune(self) -> None:
         from aiblox.embedding.sentence_transformers import model_folder
@@ -405,9 +558,7 @@ class SweepSpec(_Strict):
         :mod:`aiblox.eval.sweep.search`), and CMA-ES at least two settings."""
         from aiblox.eval.sweep.search import SearchSpace
 
-        grid = (self.pipeline_points() if self.has_pipeline_axes
-                else [PipelinePoint(p) for p in self.points()])
-        space = SearchSpace(grid)
+        space = SearchSpace(self.grid_points())
         strategy = self.search.strategy
         if not space.numeric_dimensions:
             other = ", ".join(space.dimensions) or "nothing"
@@ -525,7 +676,24 @@ class SweepSpec(_Strict):
             size *= len(dict.fromkeys(sel.policies()))
             for name, raw in (sel.model_extra or {}).items():
                 size *= sel.count_values(name, raw)
+        if self.pipeline is not None:
+            size *= self._pipeline_count()
         return size
+
+    def _pipeline_count(self) -> int:
+        """Pipeline variants (each pipeline times the lengths of its stage axes), counted
+        without building them."""
+        axes = {(stage, param): axis_len(values)
+                for stage, params in (self.grid.stages or {}).items()
+                for param, values in params.items()}
+        total = 0
+        for p in self.pipelines():
+            n = 1
+            for (stage, _), length in axes.items():
+                if stage in p.names():
+                    n *= length
+            total += n
+        return max(total, 1)
 
     @property
     def has_pipeline_axes(self) -> bool:
@@ -583,7 +751,7 @@ class SweepSpec(_Strict):
         for name in SEARCH_OPTIONAL:  # added after tpe specs were logged: out while unset
             if search.get(name) is None:
                 search.pop(name, None)
-        for name in ("chunking", "selection", *BM25_AXES, *DEPTH_AXES, *DENSE_AXES):
+        for name in ("chunking", "selection", "stages", *BM25_AXES, *DEPTH_AXES, *DENSE_AXES):
             if data["grid"].get(name) is None:
                 data["grid"].pop(name, None)
         return sha256_hex(data)
@@ -604,9 +772,10 @@ class SweepSpec(_Strict):
         full = self.fusion_points()
         return [full[i] for i in self.search.pick(len(full))]
 
-    def pipeline_points(self) -> list[PipelinePoint]:
+    def pipeline_points(self, draw: bool = True) -> list[PipelinePoint]:
         """Every point of a pipeline sweep (fusion x chunking x selection), deduplicated, in
-        grid order, with the ``[search]`` draw applied; ``[]`` without pipeline axes."""
+        grid order, with the ``[search]`` draw applied (unless ``draw`` is False); ``[]``
+        without pipeline axes."""
         if not self.has_pipeline_axes:
             return []
         chunked = [p for f in self.fusion_points() for p in self._chunking_points(f)]
@@ -630,6 +799,8 @@ class SweepSpec(_Strict):
                 if key not in seen:
                     seen.add(key)
                     out.append(pt)
+        if not draw:
+            return out
         return [out[i] for i in self.search.pick(len(out))]
 
     def _chunking_points(self, prefs: RetrievalPrefs) -> list[RetrievalPrefs]:
@@ -728,7 +899,7 @@ SEARCH_OPTIONAL = ("objectives", "directions")
 """``[search]`` fields left out of the hashes while unset (a spec keeps its hash)."""
 
 _NEW_FIELDS = ("query_limit", "chunk_k", "reader", "reader_options", "search", "cv",
-               "finetune")
+               "finetune", "pipeline", "stages", "stage_modules")
 """SweepSpec fields added after the first fusion specs: left out of the hash at defaults."""
 
 

@@ -880,11 +880,9 @@ class SweepTracker:
                 json.dumps(m.model_dump(mode="json"), sort_keys=True, indent=1), encoding="utf-8")
             for split, sm in m.splits.items():
                 name = split_file(split)
-                signals = next(s for s in sm.stages if s["name"] == "signals")
-                fusion = next(s for s in sm.stages if s["name"] == "fusion")
                 (folder / f"run.{name}.trec").write_text(
-                    reader.fused_trec(signals["key"], fusion["key"],
-                                      f"aiblox-{point.config_hash[:12]}"), encoding="utf-8")
+                    reader.point_trec(sm.stages, f"aiblox-{point.config_hash[:12]}"),
+                    encoding="utf-8")
                 # every stage with per-query values: ranx; chunk and answer metrics (pipeline)
                 per_query = reader.per_query(sm.stages)
                 rows = [{"query_id": q, "metric": metric, "value": v}

@@ -18,6 +18,8 @@ was recorded finds the dataset by name, with a note.
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import json
 import tempfile
 from collections.abc import Callable
@@ -27,12 +29,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from aiblox.contracts.retrieval import RetrievalPrefs
+from aiblox.engine.algebra import from_data
 from aiblox.eval.datasets import Dataset, DatasetError, load_dataset
 from aiblox.eval.sweep.cache import StageCache
 from aiblox.eval.sweep.context import SweepContext, embedder_id
 from aiblox.eval.sweep.manifest import PointManifest
 from aiblox.eval.sweep.pipeline import split_point
-from aiblox.eval.sweep.points import SweepSettings, point_config
+from aiblox.eval.sweep.points import SweepSettings, needs_vectors, point_config
 from aiblox.eval.sweep.spec import PipelinePoint
 
 __all__ = [
@@ -145,8 +148,17 @@ def logged_point(manifest: PointManifest) -> tuple[SweepSettings, PipelinePoint]
         chunk_k=tuple(cfg.get("chunk_k", (1, 5, 10))), reader=reader.get("name", "extractive"),
         reader_options=dict(reader.get("options", {})), needs_vectors=prefs.mode != "bm25")
     selection = cfg.get("selection")
+    pipeline = None
+    if cfg.get("pipeline") is not None:  # its own stage kinds registered first
+        for module in cfg.get("stage_modules", []):
+            importlib.import_module(module)
+        pipeline = from_data(cfg["pipeline"])
+        settings = dataclasses.replace(
+            settings, stage_modules=tuple(cfg.get("stage_modules", [])),
+            needs_vectors=needs_vectors(prefs, [pipeline]))
     pt = PipelinePoint(prefs=prefs, policy=selection["policy"] if selection else None,
-                       overrides=dict(selection["params"]) if selection else {})
+                       overrides=dict(selection["params"]) if selection else {},
+                       pipeline=pipeline)
     return settings, pt
 
 

@@ -1,0 +1,241 @@
+"""Retrieval pipelines in a sweep, end to end on the sample dataset (a real DuckDB store, the
+stage cache on disk): retrieval on the topics keeps the keys of a spec without a pipeline,
+stages of their own are planned, cached and recomputed only downstream of a change, stage
+parameters are axes, and a point is verified from its manifest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+from aiblox.engine import register_stage
+from aiblox.engine.data import Run
+from tests.engine.stages_for_tests import CALLS  # registers t_expand and t_flip
+
+HEAD = """
+name = "pipe"
+dataset = "sample"
+tune_split = "train"
+report_split = "test"
+embedder = "hashing"
+metrics = ["ndcg@10", "recall@10"]
+stage_modules = ["tests.engine.stages_for_tests"]
+"""
+TABLE = """
+[base]
+top_k_items = 10
+fts = { top_k = 20 }
+vector = { top_k = 20 }
+scoring = { blend = "rrf", rrf_k = 60 }
+"""
+
+
+BASE = HEAD + TABLE
+
+
+def spec_of(tmp_path, text):
+    """A spec from ``text``: HEAD, TABLE and more, with top-level keys (a ``pipeline = ...``
+    line) moved above the first table, as TOML needs."""
+    from aiblox.eval.sweep import load_spec
+
+    lines = text.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("["))
+    rest = lines[first:]
+    top = [line for line in rest if line.startswith("pipeline =")
+           and not _in_table(rest, line)]
+    body = [line for line in rest if line not in top]
+    path = tmp_path / "spec.toml"
+    path.write_text("\n".join(lines[:first] + top + body) + "\n")
+    return load_spec(path)
+
+
+def _in_table(lines, line):
+    """Whether ``line`` sits in a table that takes a pipeline key (``[stages.X]``, baseline)."""
+    i = lines.index(line)
+    head = next((x for x in reversed(lines[:i]) if x.startswith("[")), "")
+    return head.startswith(("[stages.", "[baseline"))
+
+
+def sweep(spec, db, cache):
+    from aiblox.eval.sweep import run_sweep
+
+    return run_sweep(spec, cache_dir=cache, db=db, progress=False)
+
+
+def stage_keys(result):
+    return {p.label: [s["key"] for sm in p.manifest.splits.values() for s in sm.stages]
+            for p in result.points}
+
+
+def test_bm25_plus_dense_is_the_hybrid_first_stage_with_its_keys(tmp_path, sweep_db):
+    plain = spec_of(tmp_path, BASE.replace('stage_modules = ["tests.engine.stages_for_tests"]',
+                                           ""))
+    piped = spec_of(tmp_path, BASE + 'pipeline = "bm25 + dense"\n')
+    a = sweep(plain, sweep_db, tmp_path / "c1")
+    b = sweep(piped, sweep_db, tmp_path / "c2")
+    (pa,), (pb,) = a.points, b.points
+    assert [s["key"] for s in pa.manifest.splits["test"].stages] == \
+        [s["key"] for s in pb.manifest.splits["test"].stages]
+    assert pa.metrics == pb.metrics
+    assert pb.manifest.config["pipeline"] == {"fuse": [
+        {"stage": "bm25", "name": "bm25", "params": {}},
+        {"stage": "dense", "name": "dense", "params": {}}], "name": "fuse", "params": {}}
+
+
+def test_stages_of_their_own_run_cached_and_only_downstream_of_a_change(tmp_path, sweep_db):
+    text = BASE + """
+pipeline = "bm25 >> t_expand >> bm25 >> t_flip"
+
+[stages.t_flip]
+top_n = 3
+
+[grid.stages.t_flip]
+top_n = [2, 5]
+"""
+    spec = spec_of(tmp_path, text)
+    CALLS.clear()
+    first = sweep(spec, sweep_db, tmp_path / "cache")
+    assert len(first.points) == 2
+    names = [s["name"] for s in first.points[0].manifest.splits["test"].stages]
+    assert names == ["signals", "fusion", "t_expand", "bm25", "t_flip", "metrics"]
+    # t_expand ran once per split for both points; t_flip once per point and split
+    assert CALLS.count("t_expand") == 2 and CALLS.count("t_flip") == 4
+    labels = sorted(p.label for p in first.points)
+    assert labels[0].startswith("bm25 >> t_expand >> bm25 >> t_flip(top_n=2)")
+    # a re-run computes nothing
+    CALLS.clear()
+    again = sweep(spec, sweep_db, tmp_path / "cache")
+    assert CALLS == [] and stage_keys(again) == stage_keys(first)
+    assert [p.metrics for p in again.points] == [p.metrics for p in first.points]
+    # a new value of the late stage's axis: only t_flip (and metrics) run
+    CALLS.clear()
+    wider = spec_of(tmp_path, text.replace("top_n = [2, 5]", "top_n = [2, 5, 7]"))
+    sweep(wider, sweep_db, tmp_path / "cache")
+    assert CALLS == ["t_flip", "t_flip"]
+
+
+def test_flipping_the_top_changes_the_metrics_it_should(tmp_path, sweep_db):
+    plain = sweep(spec_of(tmp_path, BASE + 'pipeline = "bm25"\n'), sweep_db, tmp_path / "c")
+    flipped = sweep(spec_of(tmp_path, BASE + 'pipeline = "bm25 >> t_flip(top_n=10)"\n'),
+                    sweep_db, tmp_path / "c")
+    # the same documents in the top 10 (recall@10 equal), reversed (nDCG@10 lower)
+    for split in ("train", "test"):
+        a, b = plain.points[0].metrics[split], flipped.points[0].metrics[split]
+        assert a["recall@10"] == pytest.approx(b["recall@10"])
+        assert b["ndcg@10"] < a["ndcg@10"]
+
+
+def test_a_pipeline_axis_a_generic_fusion_and_the_baseline(tmp_path, sweep_db):
+    text = BASE + """
+pipeline = ["bm25", "(bm25 >> t_flip) + dense"]
+
+[baseline]
+pipeline = "bm25"
+"""
+    result = sweep(spec_of(tmp_path, text), sweep_db, tmp_path / "c")
+    assert len(result.points) == 2
+    fused = next(p for p in result.points if "t_flip" in p.label)
+    names = [s["name"] for s in fused.manifest.splits["test"].stages]
+    assert names[-2:] == ["fuse", "metrics"] and "t_flip" in names
+    assert result.baseline is not None
+    assert result.baseline.label.startswith("bm25 @")
+
+
+@pytest.mark.parametrize("extra, message", [
+    ('pipeline = "t_flip >> bm25"', "bm25 takes queries but follows t_flip"),
+    ('pipeline = "t_flip"', "nothing to rerank"),
+    ('pipeline = "bm25 >> nope"', "unknown stage 'nope'"),
+    ('pipeline = "bm25 >> t_flip"\n[stages.unused]\nkind = "bm25"', "stages.unused: no pipeline"),
+    ('pipeline = "bm25"\n[grid.stages.t_flip]\ntop_n = [1]', "grid.stages.t_flip: no stage"),
+    ('pipeline = "bm25 >> t_flip"\n[grid.stages.t_flip]\ntop_n = [0]', "top_n = 0"),
+    ('pipeline = "(a)"\n[stages.a]\npipeline = "b"\n[stages.b]\npipeline = "a"',
+     "refers to itself"),
+    ('[stages.x]\nkind = "bm25"', "set pipeline"),
+])
+def test_a_bad_pipeline_is_refused_when_the_spec_loads(tmp_path, extra, message):
+    from aiblox.eval.sweep import SweepSpecError
+
+    with pytest.raises(SweepSpecError, match=message):
+        spec_of(tmp_path, BASE + extra + "\n")
+
+
+def test_a_stage_that_cannot_work_here_is_refused_before_any_work(tmp_path, sweep_db):
+    from aiblox.engine import PipelineError
+    from aiblox.eval.sweep import run_sweep
+
+    CALLS.clear()
+    spec = spec_of(tmp_path, BASE + 'pipeline = "bm25 % 4 >> t_flip(top_n=5)"\n')
+    with pytest.raises(PipelineError, match="t_flip: top_n = 5 but its input run holds at "
+                                            "most 4"):
+        run_sweep(spec, cache_dir=tmp_path / "c", db=sweep_db, progress=False)
+    assert CALLS == [] and not (tmp_path / "c" / "signals").exists()
+
+
+def test_a_pipeline_point_verifies_from_its_manifest(tmp_path, sweep_db):
+    from aiblox.eval.sweep.verify import verify_point
+
+    result = sweep(spec_of(tmp_path, BASE + 'pipeline = "bm25 >> t_expand >> bm25"\n'),
+                   sweep_db, tmp_path / "c")
+    report = verify_point(result.points[0].manifest, db=sweep_db)
+    assert report.identical, report.first_difference
+    wheres = [c.where for c in report.checks]
+    assert {"train/t_expand", "train/bm25", "test/t_expand", "test/bm25"} <= set(wheres), wheres
+
+
+class _NoCfg(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def test_a_stage_returning_the_wrong_type_is_an_error_naming_it(tmp_path, sweep_db):
+    @register_stage("t_wrong", version="1", takes="run", gives="run", config=_NoCfg)
+    def wrong(cfg, inputs, ctx):
+        return inputs.queries
+
+    from aiblox.eval.sweep import run_sweep
+
+    spec = spec_of(tmp_path, BASE.replace('stage_modules = ["tests.engine.stages_for_tests"]',
+                                          "") + 'pipeline = "bm25 >> t_wrong"\n')
+    with pytest.raises(TypeError, match="t_wrong gives run but returned Queries"):
+        run_sweep(spec, cache_dir=tmp_path / "c", db=sweep_db, progress=False)
+    assert Run  # the type a run stage returns
+
+
+def test_a_tracked_pipeline_point_logs_its_final_run_and_verifies_from_mlflow(
+        tmp_path, sweep_db, mlflow_uri):
+    from aiblox.eval.sweep import SweepTracker
+    from aiblox.eval.sweep.tracking import tracking_client
+    from aiblox.eval.sweep.verify import logged_manifest, verify_point
+
+    spec = spec_of(tmp_path, BASE + 'pipeline = "bm25 >> t_flip(top_n=3)"\n')
+    tracker = SweepTracker(mlflow_uri, "pipelines", spec.hash, spec.model_dump(mode="json"))
+    result = run_sweep_tracked(spec, sweep_db, tmp_path / "c", tracker)
+    (point,) = result.points
+    client = tracking_client(mlflow_uri)
+    child = next(r for r in client.search_runs([result.tracking["experiment_id"]])
+                 if r.data.tags.get("aiblox.config_hash") == point.config_hash)
+    trec = (tmp_path / "dl")
+    trec.mkdir()
+    path = client.download_artifacts(child.info.run_id, "run.test.trec", str(trec))
+    logged: dict[str, list[str]] = {}
+    for line in Path(path).read_text().splitlines():
+        q, _, d, _, _, _ = line.split()
+        logged.setdefault(q, []).append(d)
+    # the logged run is t_flip's (the run the metrics scored): bm25's top 3 reversed
+    from aiblox.eval.sweep.cache import StageCache
+    from aiblox.eval.sweep.outputs import StageReader
+
+    plain = sweep(spec_of(tmp_path, BASE + 'pipeline = "bm25"\n'), sweep_db, tmp_path / "c")
+    stages = {s["name"]: s["key"] for s in plain.points[0].manifest.splits["test"].stages}
+    bm25 = StageReader(StageCache(tmp_path / "c")).fused_run(stages["signals"], stages["fusion"])
+    assert logged and all(logged[q][:3] == [d for d, _ in bm25[q][:3]][::-1] for q in logged)
+    assert "pipeline.then" in " ".join(child.data.params)  # the pipeline is logged
+    manifest, _ = logged_manifest(child.info.run_id, mlflow_uri)
+    assert verify_point(manifest, db=sweep_db).identical
+
+
+def run_sweep_tracked(spec, db, cache, tracker):
+    from aiblox.eval.sweep import run_sweep
+
+    return run_sweep(spec, cache_dir=cache, db=db, progress=False, tracker=tracker)
