@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "Dataset": "aiblox.eval.datasets",
+    "Dataset": "aiblox.data",
     "RequestContext": "aiblox.contracts",
     "RetrievalPrefs": "aiblox.contracts",
     "Workspace": "aiblox.eval.workspace",
@@ -28,7 +28,7 @@ _EXPORTS = {
     "evaluate_retrieval": "aiblox.eval.runner",
     "evaluate_run": "aiblox.eval.metrics",
     "get_llm": "aiblox.assembly",
-    "load_dataset": "aiblox.eval.datasets",
+    "load_dataset": "aiblox.data",
     "load_policy": "aiblox.assembly",
     "load_spec": "aiblox.eval.sweep",
     "open_workspace": "aiblox.eval.workspace",
@@ -57,7 +57,7 @@ __all__ = [
 if TYPE_CHECKING:  # what type checkers and IDEs see
     from aiblox.assembly import answer_question, get_llm, load_policy
     from aiblox.contracts import RequestContext, RetrievalPrefs
-    from aiblox.eval.datasets import Dataset, load_dataset
+    from aiblox.data import Dataset, load_dataset
     from aiblox.eval.metrics import evaluate_run
     from aiblox.eval.runner import evaluate_retrieval
     from aiblox.eval.sweep import compare_runs, load_spec, run_sweep

@@ -47,8 +47,8 @@ from _common import environment_line, err, open_quiet_store, print_table
 
 from aiblox.assembly import answer_question, get_llm, load_policy
 from aiblox.contracts.retrieval import RetrievalBundle, RetrievalPrefs
+from aiblox.data import Dataset, load_dataset
 from aiblox.embedding import CachedEmbedder, get_embedder
-from aiblox.eval.datasets import Dataset, load_dataset
 from aiblox.eval.metrics import contains_answer, covers_span
 from aiblox.eval.workspace import prepare_store
 from aiblox.hashing import sha256_hex

@@ -27,8 +27,8 @@ import numpy as np
 from _common import environment_line, err, open_quiet_store, print_table
 
 from aiblox.contracts import FtsConfig, RetrievalPrefs, VectorConfig
+from aiblox.data import load_dataset
 from aiblox.embedding import CachedEmbedder, get_embedder
-from aiblox.eval.datasets import load_dataset
 from aiblox.eval.runner import EvalResult, evaluate_retrieval
 from aiblox.eval.workspace import prepare_store
 from aiblox.fusion.types import RankedList

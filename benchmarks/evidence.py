@@ -39,8 +39,8 @@ from _common import environment_line, err, open_quiet_store, print_table
 from aiblox.bundles import EvidencePolicy, build_evidence_bundle
 from aiblox.contracts import RetrievalPrefs
 from aiblox.contracts.retrieval import RetrievalBundle
+from aiblox.data import load_dataset
 from aiblox.embedding import CachedEmbedder, get_embedder
-from aiblox.eval.datasets import load_dataset
 from aiblox.eval.workspace import prepare_store
 from aiblox.evidence import DefaultEvidencePacker, rag_sources_event
 from aiblox.retrieval import HybridRetriever

@@ -45,7 +45,7 @@ import numpy as np  # noqa: E402
 from _common import environment_line, err, print_table  # noqa: E402
 
 from aiblox.compiled import compiled_threads  # noqa: E402
-from aiblox.eval.datasets import load_dataset  # noqa: E402
+from aiblox.data import load_dataset  # noqa: E402
 from aiblox.eval.metrics import packed_means, ranked_run, setup_numba_cache  # noqa: E402
 from aiblox.eval.sweep import (  # noqa: E402
     StageCache,

@@ -37,9 +37,9 @@ from pathlib import Path
 from _common import environment_line, err, open_quiet_store, print_table
 
 from aiblox.contracts import FtsConfig, RetrievalPrefs, VectorConfig
+from aiblox.data import Dataset, load_dataset
 from aiblox.embedding import CachedEmbedder, get_embedder
 from aiblox.embedding.vectors import import_vectors
-from aiblox.eval.datasets import Dataset, load_dataset
 from aiblox.eval.metrics import evaluate_run
 from aiblox.eval.runner import run_hash
 from aiblox.eval.workspace import find_precomputed_vectors

@@ -325,8 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     import faiss
 
     from aiblox.contracts import FtsConfig, RetrievalPrefs, VectorConfig
+    from aiblox.data import Dataset
     from aiblox.embedding import CachedEmbedder, get_embedder
-    from aiblox.eval.datasets import Dataset
     from aiblox.eval.runner import evaluate_retrieval
     from aiblox.indexes import StoreIndexes
     from aiblox.retrieval import HybridRetriever

@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:
-    from aiblox.eval.datasets import load_dataset
+    from aiblox.data import load_dataset
     from aiblox.eval.sweep import SweepSpec, load_spec, run_sweep
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

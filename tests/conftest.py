@@ -29,7 +29,7 @@ def shared_dataset(name: str) -> Path:
 
 @pytest.fixture(scope="session")
 def sample_dataset():
-    from aiblox.eval.datasets import load_dataset
+    from aiblox.data import load_dataset
 
     return load_dataset(SAMPLE)
 

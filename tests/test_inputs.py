@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from aiblox.cli.main import app
-from aiblox.eval.datasets import DatasetError, load_dataset
+from aiblox.data import DatasetError, load_dataset
 from aiblox.eval.experiment import RunFileError, read_trec_run
 from aiblox.inputs import (
     MAX_LINE_BYTES,

@@ -53,7 +53,7 @@ def existing_store(db: str, dataset: str) -> str:
     if db and dataset:
         fail("give --db or --dataset, not both")
     if dataset:
-        from aiblox.eval.datasets import DatasetError
+        from aiblox.data import DatasetError
         from aiblox.eval.workspace import default_store_path
 
         try:

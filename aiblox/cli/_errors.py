@@ -4,7 +4,7 @@
 project's error types and the environment's into one line ``error: <message>`` on stderr with
 exit status 2, never a traceback:
 
-- bad input: :class:`~aiblox.eval.datasets.DatasetError`, sweep spec, grid, policy and vector
+- bad input: :class:`~aiblox.data.DatasetError`, sweep spec, grid, policy and vector
   import errors, pydantic validation errors, any other ``ValueError`` (the library's validation
   raises ``ValueError`` subclasses naming the file, line and field or the option), text that is
   not Unicode (``UnicodeError``);

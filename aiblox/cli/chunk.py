@@ -9,7 +9,7 @@ from rich.table import Table
 
 from aiblox.chunking import UnknownChunkerError, get_chunker
 from aiblox.cli._common import fail, out, print_json
-from aiblox.eval.datasets import DatasetError, load_dataset
+from aiblox.data import DatasetError, load_dataset
 from aiblox.hashing import sha256_text
 from aiblox.text.tokens import DEFAULT_ENCODING
 

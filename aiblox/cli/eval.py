@@ -26,8 +26,8 @@ from aiblox.cli._common import (
 )
 from aiblox.cli._errors import print_error
 from aiblox.contracts.retrieval import RetrievalPrefs
+from aiblox.data import DatasetError, load_dataset
 from aiblox.eval.chunk_eval import ChunkEvalResult, evaluate_chunks
-from aiblox.eval.datasets import DatasetError, load_dataset
 from aiblox.eval.experiment import (
     CORRECTIONS,
     EVAL_EXPERIMENT,

@@ -16,7 +16,7 @@ from aiblox.cli._common import (
     print_json,
     show_progress,
 )
-from aiblox.eval.datasets import DatasetError
+from aiblox.data import DatasetError
 from aiblox.eval.sweep.distributed import ExecutorError, check_executor
 from aiblox.eval.workspace import dataset_binding, default_store_path, ingest_dataset
 

@@ -22,7 +22,7 @@ from aiblox.cli._common import (
     show_progress,
     writable_folder,
 )
-from aiblox.eval.datasets import DatasetError, load_dataset
+from aiblox.data import DatasetError, load_dataset
 from aiblox.eval.sweep import (
     DEFAULT_MAX_POINTS,
     DEFAULT_TRACKING_URI,

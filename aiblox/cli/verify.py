@@ -11,7 +11,7 @@ from rich.table import Table
 
 from aiblox.cli._common import console, fail, print_json, show_progress
 from aiblox.cli._errors import print_error
-from aiblox.eval.datasets import DatasetError
+from aiblox.data import DatasetError
 from aiblox.eval.sweep.tracking import DEFAULT_TRACKING_URI
 
 

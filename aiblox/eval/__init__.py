@@ -17,8 +17,7 @@ module / package       what it is for
 =====================  =========================================================================
 """
 
-from aiblox.eval.chunk_eval import ChunkEvalResult, evaluate_chunks
-from aiblox.eval.datasets import (
+from aiblox.data import (
     Dataset,
     DatasetError,
     GoldAnswer,
@@ -26,6 +25,7 @@ from aiblox.eval.datasets import (
     find_dataset,
     load_dataset,
 )
+from aiblox.eval.chunk_eval import ChunkEvalResult, evaluate_chunks
 from aiblox.eval.metrics import DEFAULT_METRICS, evaluate_run
 from aiblox.eval.runner import EvalResult, config_hash, evaluate_retrieval, run_hash
 from aiblox.eval.workspace import Workspace, default_store_path, open_workspace, prepare_store

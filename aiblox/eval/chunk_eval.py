@@ -33,7 +33,7 @@ from aiblox.chunking.metrics import (
     mean_evidence_tokens,
 )
 from aiblox.contracts.retrieval import RetrievalPrefs
-from aiblox.eval.datasets import Dataset
+from aiblox.data import Dataset
 from aiblox.eval.metrics import DEFAULT_METRICS, DepthError, check_depth, evaluate_run
 from aiblox.eval.metrics.depth import metrics_within
 from aiblox.eval.runner import config_hash

@@ -4,7 +4,7 @@ test=, correction=)``, ranx's ``compare`` and ``Report``).
 
 A system is a retrieval mode scored by :func:`aiblox.eval.runner.evaluate_retrieval`
 (:func:`system_from_result`) or an external TREC run file (:func:`read_trec_run`,
-:func:`system_from_run`), read as trec_eval reads it (:mod:`aiblox.eval.trec`).
+:func:`system_from_run`), read as trec_eval reads it (:mod:`aiblox.data.trec`).
 :func:`run_experiment` compares every other system with the baseline, metric by metric, on
 the per-query values (queries paired by id): a paired t-test (``t``, ranx's, deterministic),
 the Wilcoxon signed-rank test (``wilcoxon``, scipy's, deterministic) or
@@ -30,11 +30,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
-from aiblox.eval.datasets import Dataset
+from aiblox.data import Dataset
+from aiblox.data.trec import RunFileError, read_trec_run, trec_run_text
 from aiblox.eval.metrics import evaluate_run
 from aiblox.eval.metrics.significance import StatTest, compare_to_baseline
 from aiblox.eval.runner import EvalResult, run_hash
-from aiblox.eval.trec import RunFileError, read_trec_run, trec_run_text
 
 __all__ = [
     "CORRECTIONS",

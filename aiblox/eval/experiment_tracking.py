@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from aiblox.contracts.retrieval import RetrievalPrefs
-from aiblox.eval.datasets import Dataset
+from aiblox.data import Dataset
 from aiblox.eval.experiment import EVAL_EXPERIMENT, Experiment, System, trec_run_text
 from aiblox.eval.sweep.cache import StageCache
 from aiblox.eval.sweep.context import SweepContext

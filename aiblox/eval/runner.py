@@ -15,7 +15,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from aiblox.contracts.retrieval import RetrievalPrefs
-from aiblox.eval.datasets import Dataset
+from aiblox.data import Dataset
+from aiblox.data.trec import trec_scores
 from aiblox.eval.metrics import (
     DEFAULT_METRICS,
     check_depth,
@@ -23,7 +24,6 @@ from aiblox.eval.metrics import (
     evaluation_prefs,
     validate_metrics,
 )
-from aiblox.eval.trec import trec_scores
 from aiblox.fusion.types import RankedList
 from aiblox.hashing import canonical_plain_json, sha256_hex, sha256_text
 from aiblox.memory import paused_gc
@@ -81,7 +81,7 @@ def config_hash(prefs: RetrievalPrefs, embedder_id: str | None, backend: str) ->
 def run_hash(run: dict[str, RankedList]) -> str:
     """Hash of a ranked run: query ids, document ids, order and scores as a TREC run file
     carries them (the canonical JSON of ``{qid: [[doc, score], ...]}``, each query's scores
-    made strictly decreasing by :func:`aiblox.eval.trec.trec_scores`: unchanged unless tied).
+    made strictly decreasing by :func:`aiblox.data.trec.trec_scores`: unchanged unless tied).
     So the run written by ``--save-runs`` and read back has the hash of the run it came from."""
     return sha256_text(canonical_plain_json(
         {q: [[h[0], s] for h, s in zip(hits, trec_scores([h[1] for h in hits]), strict=True)]

@@ -22,10 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiblox.contracts.items import ItemRecord
 from aiblox.contracts.retrieval import RetrievalPrefs
-from aiblox.embedding import Embedder, get_embedder
-from aiblox.embedding.cache import CachedEmbedder
-from aiblox.embedding.vectors import KnownTexts, import_vectors, plan_import, write_import
-from aiblox.eval.datasets import (
+from aiblox.data import (
     ID_RULE,
     Dataset,
     corpus_file,
@@ -35,6 +32,9 @@ from aiblox.eval.datasets import (
     iter_corpus,
     read_queries,
 )
+from aiblox.embedding import Embedder, get_embedder
+from aiblox.embedding.cache import CachedEmbedder
+from aiblox.embedding.vectors import KnownTexts, import_vectors, plan_import, write_import
 from aiblox.hashing import sha256_hex, sha256_text
 from aiblox.indexes import StoreIndexes
 from aiblox.retrieval import HybridRetriever, make_retriever
@@ -97,7 +97,7 @@ def find_precomputed_vectors(dataset: Dataset | DatasetBinding, model_id: str) -
 
 def sync_key(corpus_digest: str) -> str:
     """What a store's sync record names for a corpus: its hash together with the loaders' id
-    rule (:data:`aiblox.eval.datasets.ID_RULE`). A corpus file's hash is its bytes, which an
+    rule (:data:`aiblox.data.ID_RULE`). A corpus file's hash is its bytes, which an
     id rule does not change, so a store synced from a file whose ids had surrounding
     whitespace before that rule (holding ``" d1 "`` where the dataset now says ``d1``) is not
     taken as up to date: it syncs once more, which rewrites only the record when no id

@@ -31,8 +31,8 @@ def test_the_small_scale_run_ranks_like_the_reference_tools(collection, tmp_path
     import Stemmer
 
     from aiblox.contracts import FtsConfig, VectorConfig
+    from aiblox.data import load_dataset
     from aiblox.embedding import CachedEmbedder, get_embedder
-    from aiblox.eval.datasets import load_dataset
     from aiblox.eval.workspace import ingest_dataset
     from aiblox.indexes import StoreIndexes
     from aiblox.stores import DuckDBStore

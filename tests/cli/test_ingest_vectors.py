@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from aiblox.cli.main import app
 from aiblox.contracts.retrieval import VectorConfig
+from aiblox.data import load_dataset
 from aiblox.embedding import HashingEmbedder
-from aiblox.eval.datasets import load_dataset
 from aiblox.hashing import sha256_text
 from aiblox.indexes import StoreIndexes
 from aiblox.stores import DuckDBStore, store_fingerprint

@@ -136,7 +136,7 @@ KILL_SCRIPT = r"""
 import sys, time
 from pathlib import Path
 from aiblox.embedding import CachedEmbedder, HashingEmbedder
-from aiblox.eval.datasets import load_dataset
+from aiblox.data import load_dataset
 from aiblox.eval.workspace import prepare_store
 from aiblox.stores import DuckDBStore
 

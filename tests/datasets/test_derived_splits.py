@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from aiblox.eval.datasets import DatasetError, load_dataset, parse_split, split_part
+from aiblox.data import DatasetError, load_dataset, parse_split, split_part
 
 SAMPLE = Path(__file__).resolve().parents[2] / "datasets" / "sample"
 

@@ -3,8 +3,8 @@
 import pytest
 
 from aiblox.contracts import RetrievalPrefs
+from aiblox.data import load_dataset
 from aiblox.embedding import CachedEmbedder, get_embedder
-from aiblox.eval.datasets import load_dataset
 from aiblox.eval.runner import evaluate_retrieval
 from aiblox.eval.workspace import prepare_store
 from aiblox.retrieval import HybridRetriever

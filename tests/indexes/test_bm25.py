@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from aiblox.contracts import FtsConfig, ItemRecord
-from aiblox.eval.datasets import load_dataset
+from aiblox.data import load_dataset
 from aiblox.indexes import BM25Index
 from aiblox.text.analysis import Analyzer
 from tests.conftest import SAMPLE, shared_dataset
@@ -103,7 +103,7 @@ def test_index_bytes_do_not_depend_on_hash_order(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys, hashlib; from aiblox.eval.datasets import load_dataset;"
+    code = ("import sys, hashlib; from aiblox.data import load_dataset;"
             "from aiblox.contracts import FtsConfig; from aiblox.indexes import BM25Index;"
             "ds = load_dataset(sys.argv[1], splits=[]);"
             "ix = BM25Index.build([sorted(ds.corpus.values(), key=lambda i: i.id)], FtsConfig());"

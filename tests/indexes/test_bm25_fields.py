@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from aiblox.contracts import FtsConfig, ItemRecord
-from aiblox.eval.datasets import load_dataset
+from aiblox.data import load_dataset
 from aiblox.indexes import BM25Index
 from tests.conftest import SAMPLE
 
@@ -142,7 +142,7 @@ def test_fielded_indexes_do_not_depend_on_batches_or_hash_seed(items, tmp_path):
         split = BM25Index.build([items[:3], items[3:20], items[20:]], cfg)
         assert one.data.tobytes() == split.data.tobytes() and one.vocab == split.vocab
     code = ("import hashlib; from aiblox.contracts import FtsConfig; "
-            "from aiblox.eval.datasets import load_dataset; from aiblox.indexes import BM25Index;"
+            "from aiblox.data import load_dataset; from aiblox.indexes import BM25Index;"
             "from tests.conftest import SAMPLE; "
             "its = sorted(load_dataset(SAMPLE, splits=['test']).corpus.values(), "
             "key=lambda it: it.id); "

@@ -8,9 +8,9 @@ from typer.testing import CliRunner
 
 from aiblox.chunking import get_chunker
 from aiblox.contracts import RetrievalPrefs
+from aiblox.data import load_dataset
 from aiblox.embedding import CachedEmbedder, HashingEmbedder
 from aiblox.eval.chunk_eval import evaluate_chunks, gold_answers
-from aiblox.eval.datasets import load_dataset
 from aiblox.eval.metrics import DepthError
 from aiblox.eval.workspace import prepare_store
 from aiblox.retrieval import HybridRetriever, make_retriever

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from aiblox.data import load_dataset
 from aiblox.embedding.finetune import RECIPE_FILE, FineTuneConfig, TrainingPair, fine_tune
 from aiblox.embedding.sentence_transformers import model_digest
-from aiblox.eval.datasets import load_dataset
 from aiblox.eval.sweep import SweepSpecError, load_spec, run_sweep
 from aiblox.eval.sweep.finetune import (
     base_model_folder,

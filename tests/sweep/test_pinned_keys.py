@@ -144,8 +144,8 @@ def test_sample_sweeps_reproduce_pinned_records(tmp_path, pinned, sample_dataset
 if __name__ == "__main__":  # regenerate: python tests/sweep/test_pinned_keys.py
     import tempfile
 
+    from aiblox.data import load_dataset
     from aiblox.embedding import CachedEmbedder, HashingEmbedder
-    from aiblox.eval.datasets import load_dataset
     from aiblox.eval.workspace import prepare_store
     from aiblox.stores import DuckDBStore
 

@@ -197,7 +197,7 @@ policy = ["R2_POLICY_V1", "R2_POLICY_V2"]
 
 
 def test_a_primary_the_dataset_cannot_give_is_a_clear_error(tmp_path, sample_spec, sweep_db):
-    from aiblox.eval.datasets import load_dataset
+    from aiblox.data import load_dataset
 
     ds = load_dataset(sample_spec.dataset, splits=["train", "test"])
     ds.answers = {}  # as a dataset without answers.jsonl (scifact)

@@ -288,8 +288,8 @@ def test_ingest_on_the_cluster_writes_the_local_vectors(cluster, tmp_path):
     from typer.testing import CliRunner
 
     from aiblox.cli.main import app
+    from aiblox.data import load_dataset
     from aiblox.embedding import get_embedder
-    from aiblox.eval.datasets import load_dataset
     from aiblox.hashing import sha256_text
     from aiblox.stores import DuckDBStore
 

@@ -116,7 +116,7 @@ def test_eval_dataset_still_runs_as_the_default_command(sweep_db):
 def test_dataset_hash_does_not_depend_on_split_order():
     """A manifest's splits come back in any order (the logged JSON sorts its keys); the dataset
     hash verify recomputes must not change with it."""
-    from aiblox.eval.datasets import load_dataset
+    from aiblox.data import load_dataset
 
     a = load_dataset("sample", splits=["train", "test"])
     b = load_dataset("sample", splits=["test", "train"])

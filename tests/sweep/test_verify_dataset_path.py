@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from aiblox.cli.main import app
-from aiblox.eval.datasets import load_dataset
+from aiblox.data import load_dataset
 from aiblox.eval.sweep import SweepSpec, run_sweep
 from aiblox.eval.sweep.manifest import PointManifest
 from tests.conftest import SAMPLE

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from aiblox.assembly import find_policies_dir
 from aiblox.contracts.retrieval import RetrievalPrefs
+from aiblox.data import Dataset, load_dataset
 from aiblox.embedding import CachedEmbedder
-from aiblox.eval.datasets import Dataset, load_dataset
 from aiblox.eval.metrics import DEFAULT_DEPTH
 from aiblox.eval.workspace import Workspace, default_store_path
 from aiblox.eval.workspace import open_workspace as open_dataset_workspace

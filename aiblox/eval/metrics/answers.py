@@ -14,7 +14,7 @@ Per query, from the final answer bundle and the R5 validation result (their JSON
 - ``selected_chunks`` and ``selected_tokens``: the evidence the policy kept.
 
 :func:`covers_span` and :func:`contains_answer` are the same tests for one chunk or one text
-against a dataset's :class:`~aiblox.eval.datasets.GoldAnswer` (the answer-assembly benchmark's).
+against a dataset's :class:`~aiblox.data.GoldAnswer` (the answer-assembly benchmark's).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from aiblox.chunking import answer_recall_at_k
 from aiblox.eval.metrics.squad import exact_match, token_f1
 
 if TYPE_CHECKING:
-    from aiblox.eval.datasets import GoldAnswer
+    from aiblox.data import GoldAnswer
 
 __all__ = [
     "ANSWER_METRICS",

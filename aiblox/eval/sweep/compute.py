@@ -40,7 +40,7 @@ from aiblox.assembly import (
 )
 from aiblox.chunking import max_passage_projection
 from aiblox.contracts.retrieval import RetrievalPrefs
-from aiblox.eval.datasets import Dataset
+from aiblox.data import Dataset
 from aiblox.eval.metrics import answer_metrics
 from aiblox.eval.metrics.answers import Gold
 from aiblox.fusion import BatchFusion, FusedArrays, FusedHit

@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 
 from aiblox.contracts.retrieval import RetrievalPrefs
+from aiblox.data import Dataset
 from aiblox.engine.data import Queries, Run
 from aiblox.engine.plan import Value
 from aiblox.engine.retrieval import StageContext
 from aiblox.eval.chunk_eval import gold_answers
-from aiblox.eval.datasets import Dataset
 from aiblox.eval.metrics import QrelsScorer
 from aiblox.eval.sweep.cache import StageCache
 from aiblox.eval.sweep.compute import fused_arrays, signals_output

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from aiblox.compiled import compiled_threads
-from aiblox.eval.datasets import Dataset
+from aiblox.data import Dataset
 from aiblox.eval.sweep.cache import StageCache
 from aiblox.eval.sweep.context import SweepContext
 from aiblox.eval.sweep.pipeline import evaluate_point

@@ -31,9 +31,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from aiblox.data import Dataset, load_dataset
 from aiblox.embedding.finetune import RECIPE_FILE, TrainingPair, fine_tune
 from aiblox.embedding.sentence_transformers import model_folder
-from aiblox.eval.datasets import Dataset, load_dataset
 from aiblox.eval.sweep.cache import StageCache, local_cache_root
 from aiblox.eval.sweep.compute import signals_output
 from aiblox.eval.sweep.spec import FineTuneSpec, SweepSpec

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from aiblox.data.trec import trec_scores
 from aiblox.eval.metrics import unpack_metrics
 from aiblox.eval.sweep.cache import StageCache
-from aiblox.eval.trec import trec_scores
 from aiblox.fusion import BatchFusion, FusedArrays
 
 __all__ = [
@@ -60,7 +60,7 @@ class StageReader:
 
     def fused_trec(self, signals_key: str, fusion_key: str, tag: str) -> str:
         """:func:`~aiblox.eval.sweep.tracking.trec_run` of a cached fused run, the same text
-        (scores strictly decreasing: :func:`aiblox.eval.trec.trec_scores`), written from the
+        (scores strictly decreasing: :func:`aiblox.data.trec.trec_scores`), written from the
         compact run (no ``{qid: [[doc, score]]}`` in between; each split's ``"qid Q0 doc "``
         heads are built once per reader)."""
         fused = FusedArrays.from_dict(self.cache.load("fusion", fusion_key))
@@ -112,7 +112,7 @@ class StageReader:
 
 
 def _safe_tag(tag: str) -> str:
-    """A run tag as :func:`aiblox.eval.trec.trec_run_text` writes it (whitespace as ``_``)."""
+    """A run tag as :func:`aiblox.data.trec.trec_run_text` writes it (whitespace as ``_``)."""
     return "_".join(tag.split()) or "run"
 
 

@@ -38,8 +38,8 @@ from typing import Any
 
 from aiblox.chunking import make_chunker
 from aiblox.compiled import compiled_threads
+from aiblox.data import Dataset, load_dataset
 from aiblox.engine.plan import check_pipeline
-from aiblox.eval.datasets import Dataset, load_dataset
 from aiblox.eval.sweep.cache import StageCache, StageCacheCorrupt
 from aiblox.eval.sweep.context import SweepContext
 from aiblox.eval.sweep.crossval import check_folds

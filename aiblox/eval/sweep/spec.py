@@ -514,8 +514,8 @@ class SweepSpec(_Strict):
         return PipelinePoint(pt.prefs, pt.policy, pt.overrides, self._baseline_pipeline())
 
     def _check_finetune(self) -> None:
+        from aiblox.data import parse_split
         from aiblox.embedding.sentence_transformers import model_folder
-        from aiblox.eval.datasets import parse_split
 
         assert self.finetune is not None
         split = self.finetune.split

@@ -57,10 +57,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
+from aiblox.data.trec import trec_run_text
 from aiblox.eval.sweep.cache import StageCache
 from aiblox.eval.sweep.outputs import StageReader
 from aiblox.eval.sweep.results import ranked
-from aiblox.eval.trec import trec_run_text
 from aiblox.inputs import env_seconds
 from aiblox.stores.base import is_disk_full
 
@@ -163,7 +163,7 @@ def metric_key(split: str, metric: str) -> str:
 
 def trec_run(run: dict[str, list[list[Any]]], tag: str) -> str:
     """TREC run format: ``qid Q0 doc rank score tag`` per line, queries sorted by id, scores
-    strictly decreasing (:func:`aiblox.eval.trec.trec_run_text`: trec_eval scores the ranking
+    strictly decreasing (:func:`aiblox.data.trec.trec_run_text`: trec_eval scores the ranking
     the sweep scored)."""
     return trec_run_text(run, tag)
 

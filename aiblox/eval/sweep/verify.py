@@ -29,8 +29,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from aiblox.contracts.retrieval import RetrievalPrefs
+from aiblox.data import Dataset, DatasetError, load_dataset
 from aiblox.engine.algebra import from_data
-from aiblox.eval.datasets import Dataset, DatasetError, load_dataset
 from aiblox.eval.sweep.cache import StageCache
 from aiblox.eval.sweep.context import SweepContext, embedder_id
 from aiblox.eval.sweep.manifest import PointManifest
@@ -224,7 +224,7 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
     manifest records and, given ``logged`` (``{split: {metric: value}}``, e.g.
     :func:`logged_metrics` of its MLflow run), with those: a logged number that differs from a
     clean recomputation is a difference even when every hash matches. ``ValueError`` (a
-    :class:`~aiblox.eval.datasets.DatasetError` for unreadable data) when no dataset can be
+    :class:`~aiblox.data.DatasetError` for unreadable data) when no dataset can be
     read: the manifest's path is gone and no copy is named."""
     m = _load(manifest)
     checks: list[StageCheck] = []

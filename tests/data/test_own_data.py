@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from aiblox.eval.datasets import (
+from aiblox.data import (
     Dataset,
     DatasetError,
     available_splits,
@@ -324,7 +324,7 @@ def test_manifest_splits_and_a_split_column(tmp_path):
 
 def test_same_rows_same_hash_in_a_new_process(tmp_path, beir):
     folder = _write(tmp_path / "csv", "csv", _adi_frames())
-    code = ("from aiblox.eval.datasets import load_dataset; import sys; "
+    code = ("from aiblox.data import load_dataset; import sys; "
             "print(load_dataset(sys.argv[1]).hash)")
     done = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)

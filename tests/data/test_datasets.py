@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from aiblox.eval.datasets import DatasetError, load_dataset
+from aiblox.data import DatasetError, load_dataset
 from tests.conftest import SAMPLE, shared_dataset
 
 COUNTS = {  # name: (documents, {split: judged queries}) from ../shared/datasets/README.md

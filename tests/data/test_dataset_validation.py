@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from aiblox.eval.datasets import MAX_GRADE, DatasetError, load_dataset
+from aiblox.data import MAX_GRADE, DatasetError, load_dataset
 from tests.conftest import SAMPLE, shared_dataset
 
 

@@ -1,0 +1,443 @@
+"""A loaded :class:`Dataset` (corpus, queries, qrels, gold answers), its content hash, and the
+loaders: :func:`load_dataset` (a BEIR folder, a folder of tables, a manifest),
+:meth:`Dataset.from_frames`, and the corpus or queries read alone (:func:`iter_corpus`,
+:func:`corpus_hash`, :func:`read_queries`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiblox.contracts.items import ItemRecord
+from aiblox.data.beir import _get_id, _read_jsonl, _read_lines, _read_qrels, _text_field
+from aiblox.data.find import available_splits, corpus_file, dataset_name, find_dataset
+from aiblox.data.rules import (
+    DatasetError,
+    _Both,
+    _doc_line,
+    _feed_file,
+    _Hasher,
+    _NoHash,
+    _qrels_lines,
+    _query_line,
+    _same_id_note,
+    parse_split,
+    split_part,
+)
+from aiblox.data.tables import (
+    _check_columns,
+    _file_table,
+    _frame_table,
+    _QrelsRow,
+    _read_manifest,
+    _tab_corpus,
+    _tab_judged,
+    _tab_qrels_rows,
+    _tab_queries,
+    _tabular_source,
+    _TabularSource,
+)
+from aiblox.text.lexical_gaps import LexicalGaps, lexical_gaps
+
+__all__ = [
+    "Dataset",
+    "GoldAnswer",
+    "LEXICAL_ANALYZER",
+    "content_hash",
+    "corpus_hash",
+    "iter_corpus",
+    "load_dataset",
+    "read_queries",
+]
+
+
+LEXICAL_ANALYZER = "bm25s"
+"""The analyser whose blind spots :func:`load_dataset` warns about: the default BM25 engine's
+(the index's bm25s tokens; ``fts.engine = "native"`` on DuckDB sees less: ``duckdb-fts``)."""
+
+
+@dataclass(frozen=True)
+class GoldAnswer:
+    """SQuAD-style gold answers for one query: strings and their offsets in the gold document."""
+
+    corpus_id: str
+    answers: tuple[str, ...]
+    answer_starts: tuple[int, ...]
+
+
+@dataclass
+class Dataset:
+    """A loaded dataset. ``corpus`` and ``queries`` keep file order.
+
+    Made by :func:`load_dataset` (a BEIR folder, a folder of CSV/TSV/parquet files, or a
+    ``dataset.toml`` manifest) or by :meth:`from_frames` (pandas DataFrames). :attr:`hash` and
+    :attr:`corpus_hash` are computed, never given: a dataset built by hand (or by
+    ``dataclasses.replace``) hashes its own content (:func:`content_hash`).
+    """
+
+    name: str
+    path: Path
+    corpus: dict[str, ItemRecord]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, dict[str, int]]]
+    """``{split: {query_id: {doc_id: grade}}}``."""
+    duplicate_qrels: dict[str, int] = field(default_factory=dict)
+    """Per qrels file read (base split): repeated identical judgments (kept once, counted)."""
+    lexical_gaps: dict[str, LexicalGaps] = field(default_factory=dict)
+    """``documents`` and ``queries`` (the judged ones of the splits loaded) that
+    :data:`LEXICAL_ANALYZER` gives no token although they hold text (empty when none)."""
+    answers: dict[str, GoldAnswer] = field(default_factory=dict)
+    missing_qrels_docs: dict[str, int] = field(default_factory=dict)
+    """Per split: qrels rows naming a document absent from the corpus (kept, counted)."""
+    _hash: str = field(default="", init=False, repr=False, compare=False)
+    _corpus_hash: str = field(default="", init=False, repr=False, compare=False)
+    _source: str | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def source(self) -> str | None:
+        """Where :func:`load_dataset` read it from, resolved: the folder, or the ``*.toml``
+        manifest file passed by path (what a sweep point's manifest records, so that
+        ``aiblox eval verify`` re-reads the very files); None for a dataset built otherwise
+        (:meth:`from_frames`, by hand)."""
+        return self._source
+
+    @property
+    def hash(self) -> str:
+        """sha256 over the (decompressed) bytes of every BEIR file read, in a fixed order
+        (corpus, queries, the qrels of the splits loaded in name order, answers). Tabular files
+        and DataFrames hash the BEIR bytes of their rows (:func:`content_hash`), so the same
+        rows give the same hash whichever form they came in."""
+        if not self._hash:
+            self._hash = content_hash(self)
+        return self._hash
+
+    @property
+    def corpus_hash(self) -> str:
+        """sha256 over the corpus file's (decompressed) bytes alone, the BEIR bytes of a
+        tabular corpus: what a store holds."""
+        if not self._corpus_hash:
+            self._corpus_hash = content_hash(self, corpus_only=True)
+        return self._corpus_hash
+
+    def split_queries(self, split: str) -> list[tuple[str, str]]:
+        """``(query_id, text)`` of the queries judged in ``split``, sorted by id."""
+        if split not in self.qrels:
+            raise DatasetError(self.path / "qrels" / f"{split}.tsv", None, "split",
+                               f"split not loaded; loaded: {sorted(self.qrels)}")
+        return [(q, self.queries[q]) for q in sorted(self.qrels[split])]
+
+    @classmethod
+    def from_frames(cls, corpus: Any, queries: Any, qrels: Any, name: str = "frames",
+                    split: str = "test", columns: dict[str, dict[str, str]] | None = None
+                    ) -> Dataset:
+        """A dataset from pandas DataFrames, validated like files are.
+
+        - ``corpus``: ``_id`` (or ``id``, ``doc_id``, ``docid``), ``text``, optional ``title``;
+        - ``queries``: ``_id`` (or ``id``, ``query_id``, ``qid``), ``text`` (or ``query``);
+        - ``qrels``: ``query_id`` (or ``query-id``, ``qid``), ``doc_id`` (or ``corpus_id``,
+          ``corpus-id``, ``docid``), ``score`` (or ``relevance``, ``grade``), optional
+          ``split`` (rows without one are in ``split``); or ``{split: frame}``.
+
+        ``columns`` maps other names: ``{"corpus": {"id": "doc"}, "qrels": {"score": "rel"}}``
+        (keys: corpus ``id``, ``text``, ``title``; queries ``id``, ``text``; qrels
+        ``query_id``, ``doc_id``, ``score``, ``split``). Other columns are ignored. Ids are
+        strings or integers. A bad frame raises :class:`DatasetError` naming the frame, the row
+        (its index label) and the column. :attr:`hash` is that of the same rows written as a
+        BEIR folder (:func:`content_hash`)."""
+        tables = _TabularSource(
+            corpus=_frame_table(corpus, "corpus frame"),
+            queries=_frame_table(queries, "queries frame"),
+            qrels=({str(k): _frame_table(v, f"qrels frame {k!r}") for k, v in qrels.items()}
+                   if isinstance(qrels, dict) else {None: _frame_table(qrels, "qrels frame")}),
+            columns=_check_columns(columns or {}, "columns"), default_split=split)
+        return _load_tabular(tables, Path(name), name, None)
+
+
+def content_hash(dataset: Dataset, corpus_only: bool = False) -> str:
+    """The hash of ``dataset`` as the BEIR folder holding its content: ``corpus.jsonl`` with
+    ``json.dumps({"_id", "title", "text"})`` lines (``"metadata"`` after them when not empty),
+    ``queries.jsonl`` with ``{"_id", "text"}`` lines, ``qrels/<split>.tsv`` with the header
+    ``query-id<TAB>corpus-id<TAB>score`` and one row per judgment, ``answers.jsonl``; each file
+    fed as :func:`load_dataset` reads it (its name, then its bytes)."""
+    h = hashlib.sha256()
+    _feed_file(h, "corpus.jsonl", (_doc_line(d) for d in dataset.corpus.values()))
+    if corpus_only:
+        return h.hexdigest()
+    _feed_file(h, "queries.jsonl", (_query_line(q, t) for q, t in dataset.queries.items()))
+    for split in sorted(dataset.qrels):
+        _feed_file(h, f"{split}.tsv", _qrels_lines(
+            (q, d, g) for q, docs in dataset.qrels[split].items() for d, g in docs.items()))
+    if dataset.answers:
+        _feed_file(h, "answers.jsonl", _answer_lines(dataset.answers))
+    return h.hexdigest()
+
+
+def _answer_lines(answers: dict[str, GoldAnswer]) -> Iterator[str]:
+    for q, a in answers.items():
+        yield json.dumps({"_id": q, "corpus-id": a.corpus_id, "answers": list(a.answers),
+                          "answer_starts": list(a.answer_starts)}) + "\n"
+
+
+def iter_corpus(corpus_path: Path, name: str, hasher: _Hasher | None = None
+                ) -> Iterator[ItemRecord]:
+    """The documents of a corpus file, one at a time in file order, each validated like
+    :func:`load_dataset` does (errors name the file, line and field); only the ids seen are
+    kept, so a corpus of any size streams in bounded memory. ``hasher`` is fed every byte
+    (of a CSV, TSV or parquet corpus: the BEIR bytes of its rows; of a manifest: its corpus
+    file's)."""
+    hasher = hasher if hasher is not None else _NoHash()
+    if not corpus_path.name.endswith((".jsonl", ".jsonl.gz")):
+        if corpus_path.suffix == ".toml":
+            src = _read_manifest(corpus_path)[0]
+            table, mapping = src.corpus, src.columns.get("corpus", {})
+        else:
+            table, mapping = _file_table(corpus_path, "corpus"), {}
+        yield from _tab_corpus(table, mapping, name, hasher)
+        return
+    first_line: dict[str, tuple[int, Any]] = {}
+    for lineno, obj in _read_jsonl(corpus_path, hasher, "corpus.jsonl"):
+        doc_id = _get_id(obj, corpus_path, lineno)
+        if doc_id in first_line:
+            n, raw = first_line[doc_id]
+            raise DatasetError(corpus_path, lineno, "_id", f"duplicate id {doc_id!r} "
+                               f"{_same_id_note(f'line {n}', obj['_id'], raw)}")
+        meta = obj.get("metadata") or {}
+        if not isinstance(meta, dict):
+            raise DatasetError(corpus_path, lineno, "metadata", "expected a JSON object")
+        first_line[doc_id] = lineno, obj["_id"]
+        yield ItemRecord(
+            id=doc_id, kind="doc", source=name, source_ref=f"{corpus_path.name}:{lineno}",
+            title=_text_field(obj, corpus_path, lineno, "title"),
+            text=_text_field(obj, corpus_path, lineno, "text"), metadata=meta)
+    if not first_line:
+        raise DatasetError(corpus_path, None, "corpus",
+                           "no documents (the file holds no JSON object line)")
+
+
+def corpus_hash(corpus_path: Path) -> str:
+    """:attr:`Dataset.corpus_hash` of a corpus file (as :func:`corpus_file` gives it): a JSONL
+    one read (and decompressed) without parsing, another parsed."""
+    h = hashlib.sha256()
+    if corpus_path.name.endswith((".jsonl", ".jsonl.gz")):
+        for _ in _read_lines(corpus_path, h, "corpus.jsonl"):
+            pass
+    else:
+        for _ in iter_corpus(corpus_path, "", h):
+            pass
+    return h.hexdigest()
+
+
+def read_queries(name_or_path: str | Path) -> dict[str, str]:
+    """The queries of a dataset (``{id: text}``, file order, validated as :func:`load_dataset`
+    does), without reading its corpus or judgments."""
+    path = find_dataset(name_or_path)
+    src = _tabular_source(path)
+    if src is not None:
+        return _tab_queries(src.queries, src.columns.get("queries", {}), _NoHash())
+    queries: dict[str, str] = {}
+    qfirst: dict[str, int] = {}
+    qpath = path / "queries.jsonl"
+    for lineno, obj in _read_jsonl(qpath, _NoHash()):
+        qid = _get_id(obj, qpath, lineno)
+        if qid in queries:
+            raise DatasetError(qpath, lineno, "_id",
+                               f"duplicate id {qid!r} (first at line {qfirst[qid]})")
+        if "text" not in obj:
+            raise DatasetError(qpath, lineno, "text", "missing")
+        qfirst[qid] = lineno
+        queries[qid] = _text_field(obj, qpath, lineno, "text")
+    return queries
+
+
+def load_dataset(name_or_path: str | Path, splits: list[str] | None = None,
+                 name: str | None = None) -> Dataset:
+    """Load a dataset (all splits when ``splits`` is None): a BEIR folder, a folder of
+    CSV/TSV/parquet files, or a ``dataset.toml`` manifest (see the module docstring)."""
+    path = find_dataset(name_or_path)
+    ds = _load_files(path, name or dataset_name(path), splits)
+    ds._source = path.resolve().as_posix()
+    return ds
+
+
+def _load_files(path: Path, name: str, splits: list[str] | None) -> Dataset:
+    src = _tabular_source(path)
+    if src is not None:
+        return _load_tabular(src, path, name, splits)
+    hasher = hashlib.sha256()
+    corpus_path = corpus_file(path)
+
+    corpus_hasher = hashlib.sha256()
+    corpus = {it.id: it for it in iter_corpus(corpus_path, name,
+                                              _Both(hasher, corpus_hasher))}
+
+    queries: dict[str, str] = {}
+    qfirst: dict[str, tuple[int, Any]] = {}
+    qpath = path / "queries.jsonl"
+    for lineno, obj in _read_jsonl(qpath, hasher):
+        qid = _get_id(obj, qpath, lineno)
+        if qid in queries:
+            n, raw = qfirst[qid]
+            raise DatasetError(qpath, lineno, "_id", f"duplicate id {qid!r} "
+                               f"{_same_id_note(f'line {n}', obj['_id'], raw)}")
+        if "text" not in obj:
+            raise DatasetError(qpath, lineno, "text", "missing")
+        qfirst[qid] = lineno, obj["_id"]
+        queries[qid] = _text_field(obj, qpath, lineno, "text")
+
+    def read(base: str) -> tuple[dict[str, dict[str, int]], int, int, str]:
+        split_path = path / "qrels" / f"{base}.tsv"
+        return (*_read_qrels(split_path, hasher, queries, corpus), str(split_path))
+
+    apath = path / "answers.jsonl"
+    return _assemble(name, path, path, corpus, queries, splits, available_splits(path), read,
+                     hasher, corpus_hasher, apath if apath.exists() else None,
+                     queries_label=str(qpath))
+
+
+_ReadSplit = Callable[[str], tuple[dict[str, dict[str, int]], int, int, str]]
+
+
+def _assemble(name: str, path: Path, where: Path, corpus: dict[str, ItemRecord],
+              queries: dict[str, str], splits: list[str] | None, known: list[str],
+              read_split: _ReadSplit, hasher: Any, corpus_hasher: Any,
+              apath: Path | None, canonical_answers: bool = False,
+              queries_label: str = "queries") -> Dataset:
+    """The qrels of the splits asked for (derived ones cut from their base split), the
+    answers, the warnings, and the :class:`Dataset`: the part every layout shares.
+    ``read_split(base)`` reads (and hashes) one base split: ``(judged, rows naming documents
+    absent from the corpus, repeated identical rows, the file it came from)``."""
+    wanted = known if splits is None else list(splits)
+    qrels: dict[str, dict[str, dict[str, int]]] = {}
+    missing_docs: dict[str, int] = {}
+    read: dict[str, tuple[dict[str, dict[str, int]], int]] = {}
+    parsed: dict[str, tuple[str, int, int] | None] = {}
+    files: dict[str, str] = {}
+    for split in wanted:
+        try:
+            parsed[split] = parse_split(split)
+        except ValueError as exc:
+            raise DatasetError(where / "qrels", None, "split", str(exc)) from None
+        base = parsed[split][0] if parsed[split] is not None else split  # type: ignore[index]
+        if base not in known:
+            raise DatasetError(where / "qrels" / f"{base}.tsv", None, "split",
+                               f"no split {split!r}; available: {known}")
+        read[base] = ({}, 0)
+    # each file is read (and hashed) once, in name order: the dataset hash does not depend on
+    # the order in which the splits were asked for
+    duplicates: dict[str, int] = {}
+    for base in sorted(read):
+        judged, missing, duplicates[base], files[base] = read_split(base)
+        read[base] = judged, missing
+        if missing:
+            warnings.warn(f"{files[base]}: {missing} qrels rows name documents absent "
+                          f"from the corpus (kept; they count as unretrievable)", stacklevel=3)
+        if duplicates[base]:
+            warnings.warn(f"{files[base]}: {duplicates[base]} qrels rows repeat an identical "
+                          f"judgment (kept once)", stacklevel=3)
+    for split in wanted:
+        derived = parsed[split]
+        judged, missing = read[derived[0] if derived is not None else split]
+        if derived is not None:
+            base, i, n = derived
+            judged = {q: docs for q, docs in judged.items() if split_part(q, n) == i}
+            missing = sum(1 for docs in judged.values() for d in docs if d not in corpus)
+            if not judged:
+                warnings.warn(f"{files[base]}: derived split {split!r} "
+                              f"holds no judged query (every metric on it is 0)", stacklevel=3)
+        qrels[split], missing_docs[split] = judged, missing
+
+    answers: dict[str, GoldAnswer] = {}
+    if apath is not None:
+        answers = _read_answers(apath, _NoHash() if canonical_answers else hasher, queries)
+        if canonical_answers and answers:
+            _feed_file(hasher, "answers.jsonl", _answer_lines(answers))
+
+    _warn_empty_queries(queries, qrels, queries_label)
+    gaps = _lexical_gaps(corpus, queries, qrels)
+    for what, gap in gaps.items():
+        warnings.warn(f"{where}: {gap.describe(what, 'doc' if what == 'documents' else 'query')}",
+                      stacklevel=3)
+    ds = Dataset(name=name, path=path, corpus=corpus, queries=queries, qrels=qrels,
+                 answers=answers, missing_qrels_docs=missing_docs, duplicate_qrels=duplicates,
+                 lexical_gaps=gaps)
+    ds._hash, ds._corpus_hash = hasher.hexdigest(), corpus_hasher.hexdigest()
+    return ds
+
+
+def _warn_empty_queries(queries: dict[str, str], qrels: dict[str, dict[str, dict[str, int]]],
+                       label: str) -> None:
+    """One warning naming the judged queries of the loaded splits whose text is empty or
+    blanks only: kept (dropping them would raise every mean), they retrieve nothing and score 0
+    in every metric, as trec_eval scores a judged topic with no run lines."""
+    empty = sorted({q for docs in qrels.values() for q in docs if not queries[q].strip()})
+    if empty:
+        shown = ", ".join(empty[:10]) + (f" and {len(empty) - 10} more" if len(empty) > 10
+                                         else "")
+        have = "query has" if len(empty) == 1 else "queries have"
+        warnings.warn(f"{label}: {len(empty)} judged {have} empty text ({shown}): kept, "
+                      f"they retrieve nothing and score 0 in "
+                      f"every metric (as trec_eval scores a judged query with no run lines)",
+                      stacklevel=4)
+
+
+def _read_answers(apath: Path, hasher: _Hasher, queries: dict[str, str]
+                  ) -> dict[str, GoldAnswer]:
+    answers: dict[str, GoldAnswer] = {}
+    for lineno, obj in _read_jsonl(apath, hasher):
+        qid = _get_id(obj, apath, lineno)
+        if qid not in queries:
+            raise DatasetError(apath, lineno, "_id", f"unknown query {qid!r}")
+        doc_id = _get_id(obj, apath, lineno, "corpus-id")
+        texts, starts = obj.get("answers"), obj.get("answer_starts")
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            raise DatasetError(apath, lineno, "answers", "expected a list of strings")
+        if not isinstance(starts, list) or len(starts) != len(texts) \
+                or not all(isinstance(s, int) for s in starts):
+            raise DatasetError(apath, lineno, "answer_starts",
+                               "expected one integer offset per answer")
+        answers[qid] = GoldAnswer(doc_id, tuple(texts), tuple(starts))
+    return answers
+
+
+def _lexical_gaps(corpus: dict[str, ItemRecord], queries: dict[str, str],
+                  qrels: dict[str, dict[str, dict[str, int]]]) -> dict[str, LexicalGaps]:
+    """Documents (title and text, as indexed) and judged queries of the loaded splits that
+    :data:`LEXICAL_ANALYZER` cannot index."""
+    judged = sorted({q for docs in qrels.values() for q in docs})
+    found = {
+        "documents": lexical_gaps(((d.id, f"{d.title} {d.text}") for d in corpus.values()),
+                                  LEXICAL_ANALYZER),
+        "queries": lexical_gaps(((q, queries[q]) for q in judged), LEXICAL_ANALYZER),
+    }
+    return {what: gap for what, gap in found.items() if gap}
+
+
+def _load_tabular(src: _TabularSource, path: Path, name: str, splits: list[str] | None
+                  ) -> Dataset:
+    hasher, corpus_hasher = hashlib.sha256(), hashlib.sha256()
+    corpus = {it.id: it for it in _tab_corpus(src.corpus, src.columns.get("corpus", {}), name,
+                                              _Both(hasher, corpus_hasher))}
+    queries = _tab_queries(src.queries, src.columns.get("queries", {}), hasher)
+    mapping = src.columns.get("qrels", {})
+    rows: dict[str, list[_QrelsRow]] = {}
+    mixed = src.qrels.get(None)
+    if mixed is not None and splits != []:
+        rows = _tab_qrels_rows(mixed, mapping, None, src.default_split, queries)
+    known = sorted({*rows, *(s for s in src.qrels if s is not None)})
+    where = src.where or path
+
+    def read(base: str) -> tuple[dict[str, dict[str, int]], int, int, str]:
+        table = src.qrels.get(base)
+        got = rows.get(base, []) if table is None else \
+            _tab_qrels_rows(table, mapping, base, src.default_split, queries)[base]
+        label = table.label if table is not None else (mixed.label if mixed else base)
+        return (*_tab_judged(base, got, corpus, hasher), label)
+
+    return _assemble(name, path, where, corpus, queries, splits, known, read, hasher,
+                     corpus_hasher, src.answers, canonical_answers=True,
+                     queries_label=src.queries.label)
