@@ -26,7 +26,7 @@ _EXPORTS = {
     "answer_question": "aiblox.assembly",
     "compare_runs": "aiblox.eval.sweep",
     "evaluate_retrieval": "aiblox.eval.runner",
-    "evaluate_run": "aiblox.eval.metrics",
+    "evaluate_run": "aiblox.metrics",
     "get_llm": "aiblox.assembly",
     "load_dataset": "aiblox.data",
     "load_policy": "aiblox.assembly",
@@ -58,10 +58,10 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from aiblox.assembly import answer_question, get_llm, load_policy
     from aiblox.contracts import RequestContext, RetrievalPrefs
     from aiblox.data import Dataset, load_dataset
-    from aiblox.eval.metrics import evaluate_run
     from aiblox.eval.runner import evaluate_retrieval
     from aiblox.eval.sweep import compare_runs, load_spec, run_sweep
     from aiblox.eval.workspace import Workspace, open_workspace
+    from aiblox.metrics import evaluate_run
 
 
 def __getattr__(name: str) -> Any:

@@ -46,7 +46,6 @@ from _common import environment_line, err, print_table  # noqa: E402
 
 from aiblox.compiled import compiled_threads  # noqa: E402
 from aiblox.data import load_dataset  # noqa: E402
-from aiblox.eval.metrics import packed_means, ranked_run, setup_numba_cache  # noqa: E402
 from aiblox.eval.sweep import (  # noqa: E402
     StageCache,
     SweepSpec,
@@ -57,6 +56,7 @@ from aiblox.eval.sweep import (  # noqa: E402
 )
 from aiblox.eval.sweep.points import point_label  # noqa: E402
 from aiblox.fusion import BatchFusion  # noqa: E402
+from aiblox.metrics import packed_means, ranked_run, setup_numba_cache  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -167,9 +167,9 @@ def scoring_table(args, spec: SweepSpec, ds, cache_dir: Path) -> None:
     """Points per second of the sweep's scoring (fusion, ranking, metrics) on the report
     split's 1,000-deep runs, of ranx's fuse + evaluate on the same lists, and of the whole
     sweep (both splits, stage cache, MLflow)."""
-    from aiblox.eval.metrics import QrelsScorer, unpack_metrics
     from aiblox.eval.sweep.cache import encode_arrays
     from aiblox.hashing import sha256_bytes
+    from aiblox.metrics import QrelsScorer, unpack_metrics
 
     deep = _deep_spec(spec, args.depth, args.keep)
     keep = int(deep.base.get("top_k_items", args.depth))
@@ -200,7 +200,7 @@ def scoring_table(args, spec: SweepSpec, ds, cache_dir: Path) -> None:
             if with_hash:
                 sha256_bytes(encode_arrays(fused.as_dict()))
             if ranx_metrics:  # the route before: ranx's kernels on typed lists
-                from aiblox.eval.metrics.kernels import run_arrays
+                from aiblox.metrics.kernels import run_arrays
 
                 offsets = np.zeros(len(index.qids) + 1, dtype=np.int64)
                 np.cumsum(fused.counts, out=offsets[1:])

@@ -267,7 +267,7 @@ def bm25s_phase(ds: str, db: str) -> dict[str, Any]:
 
 # -- comparisons --------------------------------------------------------------------------------
 def ndcg10(qrels: dict[str, dict[str, int]], run: dict[str, list[tuple[str, float]]]) -> float:
-    from aiblox.eval.metrics import evaluate_run
+    from aiblox.metrics import evaluate_run
 
     return evaluate_run(qrels, run, ["ndcg@10"])[0]["ndcg@10"]
 

@@ -222,7 +222,7 @@ def check_store_searchable(store: Store, model_id: str | None, embedder: str,
 def checked_metrics(names: list[str], option: str = "--metric") -> list[str]:
     """``names`` when every one is a ranx metric, else one ``error:`` line naming ``option``
     (before any work: a typo must not cost a whole evaluation)."""
-    from aiblox.eval.metrics.names import validate_metrics
+    from aiblox.metrics.names import validate_metrics
 
     try:
         return validate_metrics(names)

@@ -62,8 +62,8 @@ def compare(
     decrease is a win); the queries that moved most; for selection-policy runs, the evidence
     that entered or left per query."""
     try:
-        from aiblox.eval.metrics.significance import TEST_NAMES
         from aiblox.eval.sweep.compare import compare_runs
+        from aiblox.metrics.significance import TEST_NAMES
     except ImportError:  # pragma: no cover - mlflow is the `tracking` extra
         fail("MLflow is not installed: pip install 'aiblox[tracking]'")
         return

@@ -40,17 +40,11 @@ from aiblox.eval.experiment import (
     system_from_run,
     write_trec_run,
 )
-from aiblox.eval.metrics import (
-    DEFAULT_METRICS,
-    DepthError,
-    check_depth,
-    evaluation_prefs,
-    metric_cutoff,
-)
-from aiblox.eval.metrics.depth import deepest_cutoff
 from aiblox.eval.runner import EvalResult, evaluate_retrieval
 from aiblox.eval.sweep.tracking import DEFAULT_TRACKING_URI
 from aiblox.eval.workspace import open_workspace
+from aiblox.metrics import DEFAULT_METRICS, DepthError, check_depth, evaluation_prefs, metric_cutoff
+from aiblox.metrics.depth import deepest_cutoff
 from aiblox.retrieval import make_retriever
 from aiblox.stores import StoreError
 
@@ -273,7 +267,7 @@ def _mode_prefs(mode: str, metrics: list[str], *, depth: int | None, top_k: int 
     """The retrieval preferences of ``mode`` from the options, checked before any work: a value
     the contract refuses, or a --top-k / --depth below a metric's cutoff, is one ``error:``
     line naming the option. A depth left out is the evaluation depth
-    (:func:`~aiblox.eval.metrics.evaluation_prefs`)."""
+    (:func:`~aiblox.metrics.evaluation_prefs`)."""
     data: dict[str, Any] = {
         "query_text": "", "mode": mode, "ignore_identical_ids": ignore_identical_ids,
         "scoring": {"blend": blend, "rrf_k": rrf_k, "w_text": w_text, "w_vec": w_vec,

@@ -12,9 +12,9 @@ from rich.table import Table
 from aiblox.cli._common import checked_embedder, console, fail, out, show_progress
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import DatasetError, load_dataset
-from aiblox.eval.metrics import DEFAULT_METRICS
 from aiblox.eval.runner import evaluate_retrieval
 from aiblox.eval.workspace import open_workspace
+from aiblox.metrics import DEFAULT_METRICS
 from aiblox.stores import StoreError
 
 PUBLISHED = {  # nDCG@10 on the test split, from ../shared/datasets/README.md: BM25 (BEIR paper,

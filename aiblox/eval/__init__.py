@@ -26,9 +26,9 @@ from aiblox.data import (
     load_dataset,
 )
 from aiblox.eval.chunk_eval import ChunkEvalResult, evaluate_chunks
-from aiblox.eval.metrics import DEFAULT_METRICS, evaluate_run
 from aiblox.eval.runner import EvalResult, config_hash, evaluate_retrieval, run_hash
 from aiblox.eval.workspace import Workspace, default_store_path, open_workspace, prepare_store
+from aiblox.metrics import DEFAULT_METRICS, evaluate_run
 
 __all__ = [
     "ChunkEvalResult",

@@ -34,10 +34,10 @@ from aiblox.chunking.metrics import (
 )
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import Dataset
-from aiblox.eval.metrics import DEFAULT_METRICS, DepthError, check_depth, evaluate_run
-from aiblox.eval.metrics.depth import metrics_within
 from aiblox.eval.runner import config_hash
 from aiblox.hashing import sha256_hex
+from aiblox.metrics import DEFAULT_METRICS, DepthError, check_depth, evaluate_run
+from aiblox.metrics.depth import metrics_within
 from aiblox.progress import progress_bar
 from aiblox.retrieval.late_chunking import LateChunker, ScoredChunk
 from aiblox.retrieval.retriever import HybridRetriever
@@ -118,9 +118,9 @@ def evaluate_chunks(retriever: HybridRetriever, dataset: Dataset, split: str,
     The document runs scored with ranx ``metrics`` (the fused run and its max-passage
     projection) hold the ``top_k_items`` chunked documents, and ``top_k_chunks`` chunks are
     returned: a metric cutoff above ``top_k_items`` or a ``k_values`` entry above
-    ``top_k_chunks`` raises :class:`~aiblox.eval.metrics.DepthError` before any work
-    (:mod:`aiblox.eval.metrics.depth`). ``metrics`` None: those of
-    :data:`~aiblox.eval.metrics.DEFAULT_METRICS` whose cutoff is at most ``top_k_items`` (and
+    ``top_k_chunks`` raises :class:`~aiblox.metrics.DepthError` before any work
+    (:mod:`aiblox.metrics.depth`). ``metrics`` None: those of
+    :data:`~aiblox.metrics.DEFAULT_METRICS` whose cutoff is at most ``top_k_items`` (and
     the candidate depths)."""
     late = _late(retriever)
     if limit is not None and limit < 1:

@@ -32,9 +32,9 @@ from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from aiblox.data import Dataset
 from aiblox.data.trec import RunFileError, read_trec_run, trec_run_text
-from aiblox.eval.metrics import evaluate_run
-from aiblox.eval.metrics.significance import StatTest, compare_to_baseline
 from aiblox.eval.runner import EvalResult, run_hash
+from aiblox.metrics import evaluate_run
+from aiblox.metrics.significance import StatTest, compare_to_baseline
 
 __all__ = [
     "CORRECTIONS",
@@ -183,7 +183,7 @@ def write_trec_run(system: System, folder: str | Path) -> Path:
 
 
 _STAT: dict[str, StatTest] = {"t": "student", "wilcoxon": "wilcoxon", "fisher": "fisher"}
-"""The CLI's test names (PyTerrier's ``t``) as :mod:`aiblox.eval.metrics.significance` names
+"""The CLI's test names (PyTerrier's ``t``) as :mod:`aiblox.metrics.significance` names
 them."""
 
 

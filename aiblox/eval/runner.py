@@ -17,16 +17,16 @@ from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import Dataset
 from aiblox.data.trec import trec_scores
-from aiblox.eval.metrics import (
+from aiblox.fusion.types import RankedList
+from aiblox.hashing import canonical_plain_json, sha256_hex, sha256_text
+from aiblox.memory import paused_gc
+from aiblox.metrics import (
     DEFAULT_METRICS,
     check_depth,
     evaluate_run,
     evaluation_prefs,
     validate_metrics,
 )
-from aiblox.fusion.types import RankedList
-from aiblox.hashing import canonical_plain_json, sha256_hex, sha256_text
-from aiblox.memory import paused_gc
 from aiblox.progress import progress_bar
 from aiblox.retrieval.retriever import HybridRetriever
 
@@ -97,11 +97,11 @@ def evaluate_retrieval(retriever: HybridRetriever, dataset: Dataset, split: str,
                        batch_size: int = 1000, progress: bool = True) -> EvalResult:
     """Retrieve every judged query of ``split`` with ``prefs`` and score the run with ranx.
 
-    The run is as deep as ``metrics`` need (:mod:`aiblox.eval.metrics.depth`): a depth
+    The run is as deep as ``metrics`` need (:mod:`aiblox.metrics.depth`): a depth
     ``prefs`` leaves unset (``top_k_items``, ``fts.top_k``, ``vector.top_k``; e.g.
     ``RetrievalPrefs(query_text="")``) is the evaluation depth, 100 or the deepest cutoff
     (1,000 for a metric without one), as ``aiblox eval`` retrieves; a depth set below a
-    cutoff raises :class:`~aiblox.eval.metrics.DepthError` before anything is retrieved.
+    cutoff raises :class:`~aiblox.metrics.DepthError` before anything is retrieved.
     ``EvalResult.config`` holds the depths used."""
     metrics = validate_metrics(metrics)
     prefs = evaluation_prefs(prefs, metrics)

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from aiblox.cli.main import app
 from aiblox.eval.experiment import read_trec_run, trec_run_text
-from aiblox.eval.metrics import adjust
+from aiblox.metrics import adjust
 from tests.conftest import REPO
 
 runner = CliRunner()

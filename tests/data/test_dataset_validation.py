@@ -144,7 +144,7 @@ def test_negative_and_zero_grades_load_as_non_relevant(tmp_path):
     ds = load_dataset(path, splits=["test"])
     assert {d: ds.qrels["test"]["q01"][d] for d in ("d05", "d06", "d07")} == \
         {"d05": -1, "d06": 0, "d07": -2}
-    from aiblox.eval.metrics import evaluate_run
+    from aiblox.metrics import evaluate_run
 
     # ranx counts grades >= 1 as relevant: the negative ones change nothing
     run = {"q01": [("d05", 3.0), ("d01", 2.0), ("d07", 1.0)]}

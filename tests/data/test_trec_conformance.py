@@ -34,8 +34,8 @@ from ir_measures import AP, RR, P, R, nDCG
 from aiblox.data import Dataset
 from aiblox.data.trec import trec_scores
 from aiblox.eval.experiment import read_trec_run, system_from_run, trec_run_text
-from aiblox.eval.metrics import evaluate_run
 from aiblox.eval.runner import run_hash
+from aiblox.metrics import evaluate_run
 
 KS = (1, 3, 10)
 METRICS = [f"{m}@{k}" for m in ("ndcg", "recall", "precision", "map", "mrr") for k in KS]

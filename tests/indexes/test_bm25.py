@@ -131,7 +131,7 @@ def test_bad_settings_name_the_field():
                                            ("medline", 0.6986), ("cranfield", 0.3695),
                                            ("adi", 0.4832), ("vaswani", 0.4362)])
 def test_default_bm25_reaches_the_reference_runs(name, expected):
-    from aiblox.eval.metrics import evaluate_run
+    from aiblox.metrics import evaluate_run
 
     ds = load_dataset(shared_dataset(name), splits=["test"])
     index = BM25Index.build(_batches(ds.corpus.values(), 2000), FtsConfig())

@@ -33,9 +33,9 @@ from aiblox.eval.explore import (
     score_point,
     weight_curve,
 )
-from aiblox.eval.metrics import DepthError
 from aiblox.evidence import pack_from_json, pack_to_json, verify_pack
 from aiblox.hashing import sha256_text
+from aiblox.metrics import DepthError
 
 REPO = Path(__file__).resolve().parents[2]
 QUESTION = "Who developed BM25 and where was it tested?"

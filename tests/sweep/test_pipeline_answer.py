@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aiblox.eval.metrics import answer_status, exact_match, normalize_answer, token_f1
+from aiblox.metrics import answer_status, exact_match, normalize_answer, token_f1
 
 
 def test_normalize_drops_case_punctuation_articles_and_citations():

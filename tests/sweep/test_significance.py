@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import ttest_rel
 
-from aiblox.eval.metrics import bootstrap_ci, compare_to_baseline, holm
+from aiblox.metrics import bootstrap_ci, compare_to_baseline, holm
 
 
 def test_holm_by_hand():

@@ -45,7 +45,7 @@ CHUNKING = '[grid.chunking]\nchunker_id = ["sentences"]\n'
     ("alpha = 2.0\n", "alpha", "got 2.0: out of range; valid: a number > 0 and < 1"),
     ("query_limit = 0\n", "query_limit", "got 0: out of range; valid: a whole number >= 1, or "
                                         "none"),
-    # every point's run at least as deep as the metrics' cutoffs (aiblox.eval.metrics.depth)
+    # every point's run at least as deep as the metrics' cutoffs (aiblox.metrics.depth)
     ("[grid]\ndepth = [50, 200]\n", "grid.depth",
      "recall@100, map@100 read 100 documents per query, but grid.depth = 50 retrieves at "
      "most 50 candidates per list"),

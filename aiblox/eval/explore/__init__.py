@@ -13,7 +13,7 @@ module        what it is for
               (:func:`aiblox.eval.workspace.open_workspace`) with one split's signals computed
               once at the deepest depth offered; the dataset, embedder and policy pickers
 ``fusion``    :func:`score_point` fuses those signals under one setting and scores the run
-              (:func:`aiblox.eval.metrics.evaluate_run`); :func:`weight_curve`,
+              (:func:`aiblox.metrics.evaluate_run`); :func:`weight_curve`,
               :func:`moved_queries`
 ``chunking``  :func:`chunk_table` (how a chunker cut one document), :func:`compare_chunkers`
               (:func:`aiblox.eval.chunk_eval.evaluate_chunks` per chunker)

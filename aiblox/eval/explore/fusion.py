@@ -1,9 +1,9 @@
 """Fusion in a notebook: cached signals re-fused under one scoring setting and scored with ranx
 (milliseconds on the sample, about a second on SciFact), a metric along a weight axis built
 from integer steps (``i / steps``, never a float accumulation), and the queries a change moved.
-Depths default to the evaluation depth (100, :data:`~aiblox.eval.metrics.DEFAULT_DEPTH`); a
+Depths default to the evaluation depth (100, :data:`~aiblox.metrics.DEFAULT_DEPTH`); a
 metric whose cutoff is deeper than the run is refused, as everywhere
-(:mod:`aiblox.eval.metrics.depth`).
+(:mod:`aiblox.metrics.depth`).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import pandas as pd
 
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.eval.explore.workspace import NotebookWorkspace
-from aiblox.eval.metrics import DEFAULT_DEPTH, DEFAULT_METRICS, check_depth, evaluate_run
-from aiblox.eval.metrics.depth import metrics_within
 from aiblox.eval.runner import config_hash, run_hash
 from aiblox.fusion import RankedList
+from aiblox.metrics import DEFAULT_DEPTH, DEFAULT_METRICS, check_depth, evaluate_run
+from aiblox.metrics.depth import metrics_within
 from aiblox.retrieval import HybridRetriever, SignalRuns
 
 __all__ = [
@@ -91,9 +91,9 @@ def fitting_metrics(prefs: RetrievalPrefs, metrics: Sequence[str] = DEFAULT_METR
 def score_point(ws: NotebookWorkspace, prefs: RetrievalPrefs,
                 metrics: Sequence[str] | None = None) -> FusionPoint:
     """Fuse the cached signals under ``prefs`` and score the run with ranx. ``metrics`` None:
-    those of :data:`~aiblox.eval.metrics.DEFAULT_METRICS` the run is deep enough for
+    those of :data:`~aiblox.metrics.DEFAULT_METRICS` the run is deep enough for
     (:func:`fitting_metrics`); a metric named whose cutoff is above the run's depths raises
-    :class:`~aiblox.eval.metrics.DepthError` (:mod:`aiblox.eval.metrics.depth`)."""
+    :class:`~aiblox.metrics.DepthError` (:mod:`aiblox.metrics.depth`)."""
     if metrics is None:
         metrics = fitting_metrics(prefs) or list(DEFAULT_METRICS)  # none fits: refused below
     check_depth(prefs, metrics, fix=_FIX)

@@ -1,7 +1,7 @@
 """Selection policies compared in a notebook: a query sample retrieved once (late-chunked
 bundles), answered under each policy, scored with the answer metrics the sweep records
-(:mod:`aiblox.eval.metrics.answers`), compared query by query with the paired test ``aiblox
-compare`` runs (:func:`aiblox.eval.metrics.paired_test`), and the evidence that changed.
+(:mod:`aiblox.metrics.answers`), compared query by query with the paired test ``aiblox
+compare`` runs (:func:`aiblox.metrics.paired_test`), and the evidence that changed.
 """
 
 from __future__ import annotations
@@ -14,14 +14,9 @@ from aiblox.assembly import AnswerResult, answer_question, get_llm, load_policy
 from aiblox.contracts.retrieval import RetrievalBundle, RetrievalPrefs
 from aiblox.eval.chunk_eval import gold_answers
 from aiblox.eval.explore.workspace import NotebookWorkspace
-from aiblox.eval.metrics import StatTest, answer_metrics, paired_test
-from aiblox.eval.metrics.directions import (
-    COST_METRICS,
-    FAILURE_RATES,
-    directed_counts,
-    metric_direction,
-)
 from aiblox.eval.sweep.compare import evidence_changes as selection_changes
+from aiblox.metrics import StatTest, answer_metrics, paired_test
+from aiblox.metrics.directions import COST_METRICS, FAILURE_RATES, directed_counts, metric_direction
 
 __all__ = [
     "LOWER_IS_BETTER",
@@ -33,7 +28,7 @@ __all__ = [
 ]
 
 LOWER_IS_BETTER = frozenset({*COST_METRICS, *FAILURE_RATES})
-"""Metrics named as lower-is-better (:mod:`aiblox.eval.metrics.directions`, the one place; a
+"""Metrics named as lower-is-better (:mod:`aiblox.metrics.directions`, the one place; a
 name counting tokens or time is lower-is-better too, :func:`lower_is_better`)."""
 
 
@@ -69,7 +64,7 @@ def answer_all(ws: NotebookWorkspace, bundles: Mapping[str, RetrievalBundle], po
 def score_answers(ws: NotebookWorkspace, bundles: Mapping[str, RetrievalBundle],
                       results: Mapping[str, AnswerResult]) -> dict[str, dict[str, float]]:
     """Per-query answer metrics ``{metric: {qid: value}}`` of answered queries: the sweep's
-    (:func:`aiblox.eval.metrics.answer_metrics`: status rates, SQuAD EM and F1, evidence
+    (:func:`aiblox.metrics.answer_metrics`: status rates, SQuAD EM and F1, evidence
     answer recall, citation precision, selected chunks and tokens); the gold-based ones need
     gold answers (``answers.jsonl``) and are left out without them."""
     qids = sorted(results)
@@ -87,9 +82,9 @@ def compare_per_query(a: Mapping[str, Mapping[str, float]], b: Mapping[str, Mapp
                       higher_is_better: Mapping[str, bool] | None = None,
                       alpha: float = 0.05, test: StatTest = "student") -> pd.DataFrame:
     """Per metric, B against A over the queries both have: means, delta ``B - A``, the p-value
-    of the paired test ``aiblox compare`` runs (:func:`aiblox.eval.metrics.paired_test`, the
+    of the paired test ``aiblox compare`` runs (:func:`aiblox.metrics.paired_test`, the
     same numbers for the same values), the metric's direction (``better``: ``higher`` or
-    ``lower``, :func:`aiblox.eval.metrics.directions.metric_direction`, as ``aiblox compare``
+    ``lower``, :func:`aiblox.metrics.directions.metric_direction`, as ``aiblox compare``
     and the sweep report show it) and win/tie/loss counts of B against A (a win is a better
     value under that direction, unless ``higher_is_better`` says otherwise)."""
     rows = []

@@ -14,9 +14,9 @@ from aiblox.assembly import find_policies_dir
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import Dataset, load_dataset
 from aiblox.embedding import CachedEmbedder
-from aiblox.eval.metrics import DEFAULT_DEPTH
 from aiblox.eval.workspace import Workspace, default_store_path
 from aiblox.eval.workspace import open_workspace as open_dataset_workspace
+from aiblox.metrics import DEFAULT_DEPTH
 from aiblox.retrieval import HybridRetriever, SignalRuns
 from aiblox.stores import Store
 

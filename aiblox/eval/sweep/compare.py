@@ -1,7 +1,7 @@
 """Compare two logged sweep points (MLflow child runs): per-metric deltas with a paired test on
-their per-query metrics (:func:`aiblox.eval.metrics.compare_to_baseline`, the sweep's
+their per-query metrics (:func:`aiblox.metrics.compare_to_baseline`, the sweep's
 significance table and the notebooks' route too), win/tie/loss counts per query under each
-metric's direction (:mod:`aiblox.eval.metrics.directions`: for a cost such as
+metric's direction (:mod:`aiblox.metrics.directions`: for a cost such as
 ``selected_tokens``, a decrease is a win), the queries whose primary metric moved most, and for
 selection-policy points the evidence that entered or left per query.
 
@@ -26,14 +26,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aiblox.eval.metrics.directions import Direction, metric_direction
-from aiblox.eval.metrics.significance import (
-    Correction,
-    StatTest,
-    adjust,
-    compare_to_baseline,
-)
 from aiblox.eval.sweep.tracking import metric_key, quiet_downloads, split_file
+from aiblox.metrics.directions import Direction, metric_direction
+from aiblox.metrics.significance import Correction, StatTest, adjust, compare_to_baseline
 
 __all__ = [
     "EvidenceChange",
@@ -64,7 +59,7 @@ class MetricDelta(_Strict):
     delta: float
     """``b - a``."""
     direction: Direction = "higher"
-    """Which way is better (:func:`~aiblox.eval.metrics.directions.metric_direction`)."""
+    """Which way is better (:func:`~aiblox.metrics.directions.metric_direction`)."""
     p_value: float
     """Two-sided p-value of the paired test on per-query values (1.0 when identical)."""
     p_adjusted: float = 1.0

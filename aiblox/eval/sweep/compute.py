@@ -5,9 +5,9 @@ Every function takes plain inputs (the previous stages' outputs, JSON-shaped) an
 JSON-shaped output with no timestamps, latencies or cache counts in it, so the same inputs give
 the same bytes and the same output hash. A point's chain (:mod:`aiblox.eval.sweep.pipeline`)
 memoises them by stage key. The fusion and metrics stages compute with
-:class:`~aiblox.fusion.BatchFusion` and :class:`~aiblox.eval.metrics.QrelsScorer` directly
+:class:`~aiblox.fusion.BatchFusion` and :class:`~aiblox.metrics.QrelsScorer` directly
 (:func:`fused_arrays`); the chunk metrics and answer metrics are
-:mod:`aiblox.eval.metrics`'.
+:mod:`aiblox.metrics`'.
 
 - :func:`signals_output`: the full-text and vector ranked lists of a split's queries.
 - :func:`fused_arrays`: the fused run of a split, in compact form.
@@ -21,7 +21,7 @@ memoises them by stage key. The fusion and metrics stages compute with
   prompt's sha256 and text, and the sha256 of all prompt bytes of the split.
 - :func:`reader_output`: the reader's answer to each built prompt (latency left out).
 - :func:`validation_output`: R5 citation validation; NO_EVIDENCE, FAILED and refusals are data.
-- :func:`answer_metrics_output`: the answer metrics (:mod:`aiblox.eval.metrics.answers`) of
+- :func:`answer_metrics_output`: the answer metrics (:mod:`aiblox.metrics.answers`) of
   every query, per query and mean.
 """
 
@@ -41,10 +41,10 @@ from aiblox.assembly import (
 from aiblox.chunking import max_passage_projection
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import Dataset
-from aiblox.eval.metrics import answer_metrics
-from aiblox.eval.metrics.answers import Gold
 from aiblox.fusion import BatchFusion, FusedArrays, FusedHit
 from aiblox.hashing import sha256_hex
+from aiblox.metrics import answer_metrics
+from aiblox.metrics.answers import Gold
 from aiblox.progress import phase, progress_bar
 from aiblox.retrieval import HybridRetriever, SignalRuns
 
@@ -231,7 +231,7 @@ def validation_output(prompts: Mapping[str, Any], reader: Mapping[str, Any]) -> 
 def answer_metrics_output(chunks: Mapping[str, Any], prompts: Mapping[str, Any],
                           validation: Mapping[str, Any], gold: Gold,
                           gold_texts: Mapping[str, Sequence[str]]) -> dict[str, Any]:
-    """:func:`aiblox.eval.metrics.answer_metrics` of every validated query: its final bundle
+    """:func:`aiblox.metrics.answer_metrics` of every validated query: its final bundle
     (after the prompt build) and validation result, the returned chunks' spans."""
     spans = {c["chunk_id"]: (c["item_id"], c["start"], c["end"], c["text"])
              for ev in chunks["evidence"].values() for c in ev}

@@ -21,7 +21,6 @@ from aiblox.engine.data import Queries, Run
 from aiblox.engine.plan import Value
 from aiblox.engine.retrieval import StageContext
 from aiblox.eval.chunk_eval import gold_answers
-from aiblox.eval.metrics import QrelsScorer
 from aiblox.eval.sweep.cache import StageCache
 from aiblox.eval.sweep.compute import fused_arrays, signals_output
 from aiblox.eval.sweep.outputs import StageReader
@@ -36,6 +35,7 @@ from aiblox.eval.sweep.stages import (
 )
 from aiblox.eval.workspace import Workspace, open_workspace
 from aiblox.fusion import BatchFusion, FusedArrays
+from aiblox.metrics import QrelsScorer
 from aiblox.retrieval import LateChunker, default_chunk_cache
 
 __all__ = ["SweepContext", "embedder_id"]

@@ -13,8 +13,8 @@ sweep's one ranking, :func:`~aiblox.eval.sweep.ranking.ranking_order`) and score
 fold. Held out exactly once, each query has one cross-validated value: the value, on that query,
 of the point chosen without it. Against the spec's baseline those values are paired by query:
 the margin ``mean(cv - baseline)`` with a seeded percentile bootstrap interval over queries
-(:func:`~aiblox.eval.metrics.bootstrap_ci` of the per-query differences) and the p-value of the
-spec's paired test (:func:`~aiblox.eval.metrics.paired_test`). Tuning beats the baseline only
+(:func:`~aiblox.metrics.bootstrap_ci` of the per-query differences) and the p-value of the
+spec's paired test (:func:`~aiblox.metrics.paired_test`). Tuning beats the baseline only
 when the interval lies above zero; the verdict says so in words either way.
 """
 
@@ -26,8 +26,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aiblox.eval.metrics import StatTest, bootstrap_ci, paired_test
 from aiblox.eval.sweep.ranking import ranking_order
+from aiblox.metrics import StatTest, bootstrap_ci, paired_test
 
 __all__ = [
     "CI_METHOD",

@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from aiblox.data.trec import trec_scores
-from aiblox.eval.metrics import unpack_metrics
 from aiblox.eval.sweep.cache import StageCache
 from aiblox.fusion import BatchFusion, FusedArrays
+from aiblox.metrics import unpack_metrics
 
 __all__ = [
     "PER_QUERY_STAGES",

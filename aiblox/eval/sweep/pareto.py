@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from aiblox.eval.metrics.directions import COST_METRICS, metric_direction
+from aiblox.metrics.directions import COST_METRICS, metric_direction
 
 __all__ = [
     "COSTS",
@@ -41,7 +41,7 @@ COSTS: dict[str, str] = {
 
 MINIMISED = frozenset({*COST_METRICS, *COSTS})
 """Metrics (and costs) where lower is better: tokens and chunks handed on, candidates fused
-(:data:`aiblox.eval.metrics.directions.COST_METRICS`)."""
+(:data:`aiblox.metrics.directions.COST_METRICS`)."""
 
 _MAXIMISED_STATUS = "status:ANSWERED"
 _STATUS = re.compile(r"^status:")
@@ -50,7 +50,7 @@ _STATUS = re.compile(r"^status:")
 def infer_direction(name: str) -> str | None:
     """``minimize`` for a cost, ``maximize`` for a quality metric (ranx metrics, chunk and
     answer metrics, ``status:ANSWERED``): the direction comparisons use
-    (:func:`aiblox.eval.metrics.directions.metric_direction`); None for another status rate,
+    (:func:`aiblox.metrics.directions.metric_direction`); None for another status rate,
     which an objective must be given a direction for."""
     if _STATUS.match(name) and name != _MAXIMISED_STATUS:
         return None

@@ -10,7 +10,7 @@ stage back.
 
 A fusion-only point reads its fused run only when its metrics must be computed: the sweep's hot
 path never turns a fused run back into strings (the metrics are scored from the compact run's
-document codes, :meth:`~aiblox.eval.metrics.QrelsScorer.evaluate_packed`).
+document codes, :meth:`~aiblox.metrics.QrelsScorer.evaluate_packed`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import numpy as np
 
 from aiblox.assembly import get_llm
 from aiblox.engine.plan import Value, apply_pipeline
-from aiblox.eval.metrics import chunk_metrics, packed_means
 from aiblox.eval.sweep import compute
 from aiblox.eval.sweep.context import SweepContext
 from aiblox.eval.sweep.points import point_policy
@@ -40,6 +39,7 @@ from aiblox.eval.sweep.stages import (
     selection_config,
 )
 from aiblox.fusion import FusedArrays
+from aiblox.metrics import chunk_metrics, packed_means
 
 __all__ = ["evaluate_point", "recheck_point", "split_point"]
 

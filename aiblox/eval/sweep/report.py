@@ -6,7 +6,7 @@ leaderboard (tune and report metrics), the primary metric as a function of each 
 points holding a value, the one best on tune, with its tune and report values, so the report
 split is never chosen on; an axis grouping the points exactly as an earlier one is left out),
 the tune-versus-report table of the chosen point, the significance table (each metric's direction
-and win/tie/loss under it, :mod:`aiblox.eval.metrics.directions`), the manifest hashes
+and win/tie/loss under it, :mod:`aiblox.metrics.directions`), the manifest hashes
 of the best point, and the one command that reproduces the sweep. A spec with ``[search]
 objectives`` adds its Pareto front on the tune split (a table, and one plot of the primary
 metric against each other objective: every point, the front, the chosen point).
@@ -27,11 +27,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aiblox.eval.metrics.directions import metric_direction
-from aiblox.eval.metrics.significance import TEST_NAMES
 from aiblox.eval.sweep.applies import series_of, setting_applies
 from aiblox.eval.sweep.results import ranking_order
 from aiblox.eval.sweep.tracking import metric_key, tag_filter, tracking_client
+from aiblox.metrics.directions import metric_direction
+from aiblox.metrics.significance import TEST_NAMES
 
 __all__ = ["SweepReport", "find_sweep_run", "load_sweep_report", "render_html",
            "render_markdown", "write_report"]

@@ -5,7 +5,7 @@ top points against it and the confidence intervals of the best (:func:`conclude`
 The configuration is chosen on the tune split only (primary metric, ties broken by config hash
 ascending) and reported on the report split, where the top ``significance_top`` points (ranked
 on tune) are tested against the baseline, Holm-adjusted, and the best point's primary metric
-gets a bootstrap interval on both splits (:mod:`aiblox.eval.metrics.significance`).
+gets a bootstrap interval on both splits (:mod:`aiblox.metrics.significance`).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aiblox.eval.metrics import PROJECTION_PREFIX, Comparison, bootstrap_ci, compare_to_baseline
 from aiblox.eval.sweep.crossval import CrossValidation, check_folds, cross_validate
 from aiblox.eval.sweep.manifest import PointManifest
 from aiblox.eval.sweep.pareto import objective_values, pareto_front
 from aiblox.eval.sweep.ranking import ranking_order
+from aiblox.metrics import PROJECTION_PREFIX, Comparison, bootstrap_ci, compare_to_baseline
 
 if TYPE_CHECKING:
     from aiblox.eval.sweep.spec import SweepSpec

@@ -81,18 +81,6 @@ from aiblox.contracts.retrieval import (
 )
 from aiblox.embedding.finetune import FineTuneConfig
 from aiblox.engine.algebra import Pipeline, PipelineError
-from aiblox.eval.metrics import (
-    ANSWER_METRICS,
-    CHUNK_SCALARS,
-    DEFAULT_METRICS,
-    PROJECTION_PREFIX,
-    STATUSES,
-    DepthError,
-    check_depth,
-    evaluation_prefs,
-    validate_metrics,
-)
-from aiblox.eval.metrics.depth import shallow_limit
 from aiblox.eval.sweep.axes import (
     BM25_AXES,
     CHUNK_DEPTH_KEYS,
@@ -113,6 +101,18 @@ from aiblox.eval.sweep.axes import (
 from aiblox.eval.sweep.crossval import CVConfig
 from aiblox.eval.sweep.grid import to_decimal
 from aiblox.hashing import sha256_hex
+from aiblox.metrics import (
+    ANSWER_METRICS,
+    CHUNK_SCALARS,
+    DEFAULT_METRICS,
+    PROJECTION_PREFIX,
+    STATUSES,
+    DepthError,
+    check_depth,
+    evaluation_prefs,
+    validate_metrics,
+)
+from aiblox.metrics.depth import shallow_limit
 
 __all__ = [
     "DEFAULT_MAX_POINTS",
@@ -572,7 +572,7 @@ class SweepSpec(_Strict):
 
     def _check_depths(self, base: RetrievalPrefs) -> None:
         """Every point's run is at least as deep as the deepest metric cutoff
-        (:mod:`aiblox.eval.metrics.depth`): ``base.top_k_items``, and each depth the grid
+        (:mod:`aiblox.metrics.depth`): ``base.top_k_items``, and each depth the grid
         sweeps (``depth``, or ``fts_depth`` x ``vector_depth``; the base's when none), refused
         here, naming the metric and the key; in a pipeline sweep ``chunk_k`` against every
         ``top_k_chunks`` (base, grid, baseline) too."""
@@ -704,7 +704,7 @@ class SweepSpec(_Strict):
     def base_prefs(self) -> RetrievalPrefs:
         """The base :class:`RetrievalPrefs` every point starts from: ``base``, with the depths
         it leaves out (``top_k_items``, ``fts.top_k``, ``vector.top_k``) at the evaluation
-        depth of ``metrics`` (:func:`~aiblox.eval.metrics.evaluation_prefs`: 100, or the
+        depth of ``metrics`` (:func:`~aiblox.metrics.evaluation_prefs`: 100, or the
         deepest cutoff; 1,000 with a metric without one)."""
         return evaluation_prefs(RetrievalPrefs(query_text="", **self.base), self.metrics)
 

@@ -48,9 +48,9 @@ from typing import Any, Literal
 from aiblox.assembly import PROMPT_CONTRACT_VERSION, TEMPLATE_SHA256
 from aiblox.chunking import ANSWER_MATCH_RULE, PROJECTION, make_chunker
 from aiblox.contracts.retrieval import RetrievalPrefs
-from aiblox.eval.metrics import STATUSES
 from aiblox.hashing import canonical_plain_json, sha256_text
 from aiblox.indexes import passage_chunker_id
+from aiblox.metrics import STATUSES
 from aiblox.retrieval.late_chunking import LateChunker
 
 __all__ = [

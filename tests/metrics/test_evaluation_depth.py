@@ -1,4 +1,4 @@
-"""The evaluation depth (aiblox.eval.metrics.depth): how deep a run must be for its metrics, the
+"""The evaluation depth (aiblox.metrics.depth): how deep a run must be for its metrics, the
 rule worked out by hand on small cases, and ``evaluate_retrieval`` following it: depths left
 unset retrieve as deep as the metrics read (the CLI's run, hash for hash), depths set too
 shallow are refused before anything is retrieved."""
@@ -10,7 +10,7 @@ import pytest
 from aiblox.contracts import RetrievalPrefs
 from aiblox.contracts.problems import valid_values, value_problem
 from aiblox.eval import evaluate_retrieval
-from aiblox.eval.metrics import (
+from aiblox.metrics import (
     DEFAULT_DEPTH,
     WHOLE_RUN_DEPTH,
     DepthError,
@@ -19,7 +19,7 @@ from aiblox.eval.metrics import (
     evaluation_prefs,
     metric_cutoff,
 )
-from aiblox.eval.metrics.depth import metrics_within, run_limits, shallow_limit
+from aiblox.metrics.depth import metrics_within, run_limits, shallow_limit
 from aiblox.retrieval import HybridRetriever
 
 

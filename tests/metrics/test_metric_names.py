@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from aiblox.eval.metrics import RANX_METRICS, evaluate_run, validate_metrics
+from aiblox.metrics import RANX_METRICS, evaluate_run, validate_metrics
 
 QRELS = {"q1": {"d1": 2, "d2": 1}, "q2": {"d3": 1}}
 RUN = {"q1": [("d2", 3.0), ("d9", 2.0), ("d1", 1.0)], "q2": [("d3", 1.0)]}

@@ -10,7 +10,7 @@ did not as a loss (:data:`FAILURE_RATES`); as a search objective a status rate o
 ``status:ANSWERED`` still needs an explicit direction (is refusing good?), see
 :func:`aiblox.eval.sweep.pareto.infer_direction`.
 
-Win/tie/loss counts (:func:`aiblox.eval.metrics.significance.compare_to_baseline`, the sweep's
+Win/tie/loss counts (:func:`aiblox.metrics.significance.compare_to_baseline`, the sweep's
 significance table, its report, ``aiblox compare`` and the notebooks) count a win where B is
 better under the metric's direction: for a cost, a decrease.
 """

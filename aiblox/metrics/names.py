@@ -4,7 +4,7 @@ ranx parses a metric name only when it scores it: a typo (``bogus@10``) or a neg
 (``ndcg@-3``, which fails inside a compiled kernel) raises after every query was retrieved, and
 some malformed names are silently read as something else (``ndcg@10@5`` is ``ndcg@10``).
 :func:`validate_metrics` refuses both in microseconds, so every entry point (``aiblox eval
---metric``, sweep specs' ``metrics``, :func:`aiblox.eval.metrics.evaluate_run`, the sweep's
+--metric``, sweep specs' ``metrics``, :func:`aiblox.metrics.evaluate_run`, the sweep's
 metrics stage) checks names first.
 """
 
@@ -21,7 +21,7 @@ RANX_METRICS: tuple[str, ...] = (
     "precision", "r-precision", "rbp", "recall",
 )
 """The metric names ``ranx.evaluate`` accepts (ranx 0.3's ``metric_switch``;
-``tests/eval/test_metric_names.py`` holds the list to ranx's)."""
+``tests/metrics/test_metric_names.py`` holds the list to ranx's)."""
 
 _POSITIVE = re.compile(r"[1-9][0-9]*")
 

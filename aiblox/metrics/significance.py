@@ -10,7 +10,7 @@ baseline: the p-values of the candidates compared on one metric form one family 
 (:func:`adjust`) with Holm's step-down method (Holm 1979, "A simple sequentially rejective
 multiple test procedure") by default, or Bonferroni's, so comparing the top few configurations
 does not inflate the false-positive rate. Its win/tie/loss counts follow the metric's direction
-(:mod:`aiblox.eval.metrics.directions`: for a cost, a decrease is a win). Note that ranx's
+(:mod:`aiblox.metrics.directions`: for a cost, a decrease is a win). Note that ranx's
 Fisher test permutes inside numba parallel threads, so its p-values can vary with the thread
 count; the t-test and the Wilcoxon test are deterministic.
 """
@@ -25,7 +25,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from aiblox.eval.metrics.directions import Direction, directed_counts, metric_direction
+from aiblox.metrics.directions import Direction, directed_counts, metric_direction
 
 __all__ = [
     "CORRECTIONS",
@@ -90,7 +90,7 @@ class Comparison(BaseModel):
     test: str
     """Test used (``student``, ``fisher`` or ``wilcoxon``)."""
     direction: Direction = "higher"
-    """Which way is better for this metric (:func:`~aiblox.eval.metrics.directions.
+    """Which way is better for this metric (:func:`~aiblox.metrics.directions.
     metric_direction`)."""
     correction: Correction = "holm"
     """Correction behind :attr:`p_holm`."""
@@ -204,7 +204,7 @@ def compare_to_baseline(baseline: Mapping[str, Mapping[str, float]],
                         correction: Correction = "holm") -> list[Comparison]:
     """Paired tests (:func:`paired_test`) of each candidate against the baseline, per metric,
     adjusted within a metric (:func:`adjust`, Holm's by default); win/tie/loss counts under
-    each metric's direction (:func:`~aiblox.eval.metrics.directions.directed_counts`).
+    each metric's direction (:func:`~aiblox.metrics.directions.directed_counts`).
 
     ``baseline`` and each candidate are per-query values ``{metric: {qid: value}}``; queries are
     paired by id (those both have), in sorted order.

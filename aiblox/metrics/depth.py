@@ -68,7 +68,7 @@ class DepthError(ValueError):
 def metric_cutoff(name: str) -> int | None:
     """The ranks metric ``name`` reads: ``k`` of ``name@k`` (``ndcg@10-l2``: 10), None for a
     metric without a cutoff (``map``, ``r-precision``, ``rbp.95``), which reads the whole
-    run. ``name`` is a valid ranx name (:func:`~aiblox.eval.metrics.validate_metrics`)."""
+    run. ``name`` is a valid ranx name (:func:`~aiblox.metrics.validate_metrics`)."""
     head = name.split("-l")[0]
     if head.startswith("rbp"):
         return None  # rbp@95 / rbp.95: its persistence, not a cutoff

@@ -1,4 +1,4 @@
-"""numba kernel of the ranking metrics (:class:`aiblox.eval.metrics.QrelsScorer`), compiled once
+"""numba kernel of the ranking metrics (:class:`aiblox.metrics.QrelsScorer`), compiled once
 and cached in ``NUMBA_CACHE_DIR`` (set before numba is imported).
 
 - :func:`run_arrays`: a ranx run (a numba typed list of ``(n, 2)`` arrays: judged-document code,

@@ -7,8 +7,8 @@ import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from aiblox.eval.metrics import QrelsScorer, evaluate_run, ranked_run, setup_numba_cache
 from aiblox.hashing import canonical_json
+from aiblox.metrics import QrelsScorer, evaluate_run, ranked_run, setup_numba_cache
 
 METRICS = ["ndcg@10", "recall@5", "mrr@10", "map@100", "bpref", "ndcg@3-l2"]
 DOCS = [f"d{i}" for i in range(15)]
@@ -100,7 +100,7 @@ def test_bpref_without_relevant_documents_is_a_clear_error():
         "import numpy as np\n"
         "from aiblox.compiled import compiled_threads\n"
         "from aiblox.fusion import kernels\n"
-        "from aiblox.eval.metrics import QrelsScorer\n"
+        "from aiblox.metrics import QrelsScorer\n"
         "with compiled_threads(2):\n"
         "    kernels.segment_order(np.arange(4.0), np.array([0, 2]), np.array([2, 2]), 1)\n"
         "    sm = QrelsScorer({'q1': {'d0': 1}, 'q2': {'d1': 0}})\n"
@@ -121,8 +121,8 @@ def test_bpref_without_relevant_documents_is_a_clear_error():
 def test_packed_metrics_round_trip_through_the_stage_cache(tmp_path):
     """The metrics stage stores arrays (names, query ids, means, per-query matrix): read back,
     they unpack to the very floats and ids, non-ASCII ids and NaN included."""
-    from aiblox.eval.metrics import pack_metrics, unpack_metrics
     from aiblox.eval.sweep.cache import StageCache
+    from aiblox.metrics import pack_metrics, unpack_metrics
 
     qids = ["q1", "q10", "qé-😀"]
     matrix = np.array([[0.1, 1 / 3, 0.0], [float("nan"), 1e-300, 1.0]])
@@ -169,7 +169,7 @@ def test_gathering_only_the_ranks_read_changes_no_number(qrels, lengths, seed, m
     """The sweep's metrics stage gathers a fused run's first k ranks (k the largest cutoff);
     its numbers are those of the whole run, and a metric reading the whole run (``map``) or
     left to ranx (``f1``) turns the cut off."""
-    from aiblox.eval.metrics import ranks_read, segment_heads
+    from aiblox.metrics import ranks_read, segment_heads
 
     if not any(qrels.values()):
         return

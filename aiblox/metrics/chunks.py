@@ -1,7 +1,7 @@
 """Chunk metrics of a sweep point: how well the returned evidence chunks serve the query.
 
 Built on the pure chunk-level functions of :mod:`aiblox.chunking.metrics` (answer recall@k, the
-max-passage projection) and on :class:`~aiblox.eval.metrics.QrelsScorer` for the ranx metrics of
+max-passage projection) and on :class:`~aiblox.metrics.QrelsScorer` for the ranx metrics of
 the projection, as :func:`aiblox.eval.chunk_eval.evaluate_chunks` is. Per query:
 
 - ``answer_recall@k``: a returned chunk among the first ``k`` comes from the gold document and
@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aiblox.chunking import PROJECTION, answer_recall_at_k
-from aiblox.eval.metrics.answers import Gold
-from aiblox.eval.metrics.ranking import QrelsScorer
+from aiblox.metrics.answers import Gold
+from aiblox.metrics.ranking import QrelsScorer
 
 __all__ = ["CHUNK_SCALARS", "PROJECTION_PREFIX", "chunk_metrics"]
 

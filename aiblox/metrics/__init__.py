@@ -24,7 +24,7 @@ module                    holds
 """
 
 from aiblox.compiled import setup_numba_cache
-from aiblox.eval.metrics.answers import (
+from aiblox.metrics.answers import (
     ANSWER_METRICS,
     STATUSES,
     answer_metrics,
@@ -33,8 +33,8 @@ from aiblox.eval.metrics.answers import (
     covers_span,
     query_answer_metrics,
 )
-from aiblox.eval.metrics.chunks import CHUNK_SCALARS, PROJECTION_PREFIX, chunk_metrics
-from aiblox.eval.metrics.depth import (
+from aiblox.metrics.chunks import CHUNK_SCALARS, PROJECTION_PREFIX, chunk_metrics
+from aiblox.metrics.depth import (
     DEFAULT_DEPTH,
     WHOLE_RUN_DEPTH,
     DepthError,
@@ -43,16 +43,16 @@ from aiblox.eval.metrics.depth import (
     evaluation_prefs,
     metric_cutoff,
 )
-from aiblox.eval.metrics.directions import (
+from aiblox.metrics.directions import (
     COST_METRICS,
     Direction,
     directed_counts,
     lower_is_better,
     metric_direction,
 )
-from aiblox.eval.metrics.names import RANX_METRICS, validate_metrics
-from aiblox.eval.metrics.packed import pack_metrics, packed_means, unpack_metrics
-from aiblox.eval.metrics.ranking import (
+from aiblox.metrics.names import RANX_METRICS, validate_metrics
+from aiblox.metrics.packed import pack_metrics, packed_means, unpack_metrics
+from aiblox.metrics.ranking import (
     DEFAULT_METRICS,
     QrelsScorer,
     evaluate_run,
@@ -60,7 +60,7 @@ from aiblox.eval.metrics.ranking import (
     ranks_read,
     segment_heads,
 )
-from aiblox.eval.metrics.significance import (
+from aiblox.metrics.significance import (
     CORRECTIONS,
     STAT_TESTS,
     Comparison,
@@ -74,7 +74,7 @@ from aiblox.eval.metrics.significance import (
     paired_p_value,
     paired_test,
 )
-from aiblox.eval.metrics.squad import exact_match, normalize_answer, token_f1
+from aiblox.metrics.squad import exact_match, normalize_answer, token_f1
 
 __all__ = [
     "ANSWER_METRICS",

@@ -15,11 +15,11 @@ hundred queries, and several seconds of compilation in every new process. :class
 builds the judgements once, judged documents mapped to exact small integers (instead of ranx's
 float-cast string hashes), every unjudged one to -1 (ranx's metrics only ever match run
 documents against judged ones). ranx's own kernels then walk a typed list per metric; instead,
-:func:`~aiblox.eval.metrics.kernels.ranking_metrics` computes every metric of a run in one
+:func:`~aiblox.metrics.kernels.ranking_metrics` computes every metric of a run in one
 compiled pass (hits, hit rate, precision, recall, mrr, map, dcg, nDCG and the Burges forms, at
 any ``k`` and relevance level) with ranx's arithmetic in ranx's order, so the doubles are ranx's
 bit for bit; f1, r-precision, bpref and rbp still go to ``ranx.evaluate`` on the typed lists.
-``tests/eval/test_ranking_metrics.py`` holds every value equal to the ``Qrels``/``Run`` route.
+``tests/metrics/test_ranking_metrics.py`` holds every value equal to the ``Qrels``/``Run`` route.
 
 :meth:`QrelsScorer.evaluate_packed` scores a run already in compact form (per kept hit its
 document's code from :meth:`QrelsScorer.codes`, per query the number of hits): the sweep's hot
@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from aiblox.compiled import setup_numba_cache
-from aiblox.eval.metrics.names import validate_metrics
-from aiblox.eval.metrics.packed import pack_metrics, unpack_metrics
+from aiblox.metrics.names import validate_metrics
+from aiblox.metrics.packed import pack_metrics, unpack_metrics
 
 __all__ = ["DEFAULT_METRICS", "QrelsScorer", "evaluate_run", "ranked_run", "ranks_read",
            "segment_heads"]
@@ -160,7 +160,7 @@ class QrelsScorer:
         (best first): ranx's own kernels' numbers, computed by :func:`ranking_metrics` in one
         pass over the run (the metrics it covers) or by ranx (the others: f1, r-precision,
         bpref, rbp)."""
-        from aiblox.eval.metrics.kernels import KINDS, ranking_metrics, run_arrays
+        from aiblox.metrics.kernels import KINDS, ranking_metrics, run_arrays
 
         validate_metrics(metrics)  # cached: a bad name fails here, never inside a kernel
         parsed = [_parse(m) for m in metrics]
@@ -230,10 +230,10 @@ class QrelsScorer:
 
 def ranks_read(metrics: Sequence[str]) -> int | None:
     """How deep into a run ``metrics`` look: the largest cutoff when every one is computed by
-    :func:`~aiblox.eval.metrics.kernels.ranking_metrics` with a cutoff (``ndcg@10``,
+    :func:`~aiblox.metrics.kernels.ranking_metrics` with a cutoff (``ndcg@10``,
     ``recall@100``: a metric @k reads the first k ranks), else None (the whole run:
     ``map``, ``r-precision``, ``bpref``, ``rbp`` ...)."""
-    from aiblox.eval.metrics.kernels import KINDS
+    from aiblox.metrics.kernels import KINDS
 
     parsed = [_parse(m) for m in metrics]
     if not parsed or any(kind not in KINDS or k <= 0 for kind, k, _ in parsed):

@@ -6,7 +6,7 @@ Per query, from the final answer bundle and the R5 validation result (their JSON
 
 - ``status:<STATUS>`` (1/0) for each of :data:`STATUSES` (:func:`answer_status`), ``answered``;
 - ``answer_em`` and ``answer_f1``: SQuAD exact match and token F1 of the validated answer
-  (:mod:`aiblox.eval.metrics.squad`; 0 unless answered), for queries with gold answer texts;
+  (:mod:`aiblox.metrics.squad`; 0 unless answered), for queries with gold answer texts;
 - ``evidence_answer_recall``: a selected chunk's span holds a gold answer span
   (:func:`aiblox.chunking.answer_recall_at_k`'s span rule), for queries with gold spans;
 - ``citation_precision``: the share of cited chunks holding one (queries with gold spans and
@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aiblox.chunking import answer_recall_at_k
-from aiblox.eval.metrics.squad import exact_match, token_f1
+from aiblox.metrics.squad import exact_match, token_f1
 
 if TYPE_CHECKING:
     from aiblox.data import GoldAnswer
