@@ -22,16 +22,16 @@ _EXPORTS = {
     "Dataset": "aiblox.data",
     "RequestContext": "aiblox.contracts",
     "RetrievalPrefs": "aiblox.contracts",
-    "Workspace": "aiblox.eval.workspace",
+    "Workspace": "aiblox.engine.workspace",
     "answer_question": "aiblox.assembly",
     "compare_runs": "aiblox.eval.sweep",
-    "evaluate_retrieval": "aiblox.eval.runner",
+    "evaluate_retrieval": "aiblox.engine.evaluate",
     "evaluate_run": "aiblox.metrics",
     "get_llm": "aiblox.assembly",
     "load_dataset": "aiblox.data",
     "load_policy": "aiblox.assembly",
     "load_spec": "aiblox.eval.sweep",
-    "open_workspace": "aiblox.eval.workspace",
+    "open_workspace": "aiblox.engine.workspace",
     "run_sweep": "aiblox.eval.sweep",
 }
 """Front-door name -> the module that defines (or exports) it."""
@@ -58,9 +58,9 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from aiblox.assembly import answer_question, get_llm, load_policy
     from aiblox.contracts import RequestContext, RetrievalPrefs
     from aiblox.data import Dataset, load_dataset
-    from aiblox.eval.runner import evaluate_retrieval
+    from aiblox.engine.evaluate import evaluate_retrieval
+    from aiblox.engine.workspace import Workspace, open_workspace
     from aiblox.eval.sweep import compare_runs, load_spec, run_sweep
-    from aiblox.eval.workspace import Workspace, open_workspace
     from aiblox.metrics import evaluate_run
 
 

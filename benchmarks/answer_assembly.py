@@ -49,7 +49,7 @@ from aiblox.assembly import answer_question, get_llm, load_policy
 from aiblox.contracts.retrieval import RetrievalBundle, RetrievalPrefs
 from aiblox.data import Dataset, load_dataset
 from aiblox.embedding import CachedEmbedder, get_embedder
-from aiblox.eval.workspace import prepare_store
+from aiblox.engine.workspace import prepare_store
 from aiblox.hashing import sha256_hex
 from aiblox.metrics import contains_answer, covers_span
 from aiblox.retrieval.late_chunking import make_retriever

@@ -29,8 +29,8 @@ from _common import environment_line, err, open_quiet_store, print_table
 from aiblox.contracts import FtsConfig, RetrievalPrefs, VectorConfig
 from aiblox.data import load_dataset
 from aiblox.embedding import CachedEmbedder, get_embedder
-from aiblox.eval.runner import EvalResult, evaluate_retrieval
-from aiblox.eval.workspace import prepare_store
+from aiblox.engine.evaluate import EvalResult, evaluate_retrieval
+from aiblox.engine.workspace import prepare_store
 from aiblox.fusion.types import RankedList
 from aiblox.retrieval import HybridRetriever
 

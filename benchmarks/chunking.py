@@ -42,8 +42,8 @@ from rich.table import Table  # noqa: E402
 from aiblox.contracts.retrieval import RetrievalPrefs  # noqa: E402
 from aiblox.data import load_dataset  # noqa: E402
 from aiblox.embedding import CachedEmbedder, get_embedder  # noqa: E402
-from aiblox.eval.chunk_eval import evaluate_chunks  # noqa: E402
-from aiblox.eval.workspace import prepare_store  # noqa: E402
+from aiblox.engine.chunk_eval import evaluate_chunks  # noqa: E402
+from aiblox.engine.workspace import prepare_store  # noqa: E402
 from aiblox.metrics import evaluate_run  # noqa: E402
 from aiblox.retrieval import make_retriever  # noqa: E402
 from aiblox.stores import DuckDBStore  # noqa: E402

@@ -41,7 +41,7 @@ from aiblox.contracts import RetrievalPrefs
 from aiblox.contracts.retrieval import RetrievalBundle
 from aiblox.data import load_dataset
 from aiblox.embedding import CachedEmbedder, get_embedder
-from aiblox.eval.workspace import prepare_store
+from aiblox.engine.workspace import prepare_store
 from aiblox.evidence import DefaultEvidencePacker, rag_sources_event
 from aiblox.retrieval import HybridRetriever
 from aiblox.retrieval.late_chunking import LateChunker, default_chunk_cache

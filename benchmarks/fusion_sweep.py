@@ -46,15 +46,8 @@ from _common import environment_line, err, print_table  # noqa: E402
 
 from aiblox.compiled import compiled_threads  # noqa: E402
 from aiblox.data import load_dataset  # noqa: E402
-from aiblox.eval.sweep import (  # noqa: E402
-    StageCache,
-    SweepSpec,
-    choose_best,
-    default_jobs,
-    load_spec,
-    run_sweep,
-)
-from aiblox.eval.sweep.points import point_label  # noqa: E402
+from aiblox.engine.settings import point_label  # noqa: E402
+from aiblox.eval.sweep import StageCache, SweepSpec, choose_best, default_jobs, load_spec, run_sweep
 from aiblox.fusion import BatchFusion  # noqa: E402
 from aiblox.metrics import packed_means, ranked_run, setup_numba_cache  # noqa: E402
 
@@ -167,7 +160,7 @@ def scoring_table(args, spec: SweepSpec, ds, cache_dir: Path) -> None:
     """Points per second of the sweep's scoring (fusion, ranking, metrics) on the report
     split's 1,000-deep runs, of ranx's fuse + evaluate on the same lists, and of the whole
     sweep (both splits, stage cache, MLflow)."""
-    from aiblox.eval.sweep.cache import encode_arrays
+    from aiblox.engine.cache import encode_arrays
     from aiblox.hashing import sha256_bytes
     from aiblox.metrics import QrelsScorer, unpack_metrics
 

@@ -38,9 +38,11 @@ from _common import environment_line, err, print_table  # noqa: E402
 
 from aiblox.contracts.retrieval import RetrievalPrefs  # noqa: E402
 from aiblox.data import load_dataset  # noqa: E402
+from aiblox.engine.settings import (
+    point_label,  # noqa: E402
+    ranking_order,  # noqa: E402
+)
 from aiblox.eval.sweep import load_spec, run_sweep  # noqa: E402
-from aiblox.eval.sweep.points import point_label  # noqa: E402
-from aiblox.eval.sweep.results import ranking_order  # noqa: E402
 from aiblox.metrics import setup_numba_cache  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -25,8 +25,8 @@ from _common import environment_line, err, open_quiet_store, print_table
 from aiblox.contracts import RetrievalPrefs
 from aiblox.data import load_dataset
 from aiblox.embedding import CachedEmbedder, get_embedder
-from aiblox.eval.runner import EvalResult, evaluate_retrieval
-from aiblox.eval.workspace import find_precomputed_vectors, prepare_store
+from aiblox.engine.evaluate import EvalResult, evaluate_retrieval
+from aiblox.engine.workspace import find_precomputed_vectors, prepare_store
 from aiblox.retrieval import HybridRetriever
 
 DEFAULT_DATASETS = ("scifact", "cranfield", "medline")

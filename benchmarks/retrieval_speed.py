@@ -40,8 +40,8 @@ from aiblox.contracts import FtsConfig, RetrievalPrefs, VectorConfig
 from aiblox.data import Dataset, load_dataset
 from aiblox.embedding import CachedEmbedder, get_embedder
 from aiblox.embedding.vectors import import_vectors
-from aiblox.eval.runner import run_hash
-from aiblox.eval.workspace import find_precomputed_vectors
+from aiblox.engine.evaluate import run_hash
+from aiblox.engine.workspace import find_precomputed_vectors
 from aiblox.fusion.types import RankedList
 from aiblox.indexes import StoreIndexes
 from aiblox.metrics import evaluate_run

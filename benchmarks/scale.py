@@ -174,7 +174,7 @@ if phase == "bm25s":
     sys.exit(0)
 store = DuckDBStore(db)
 if phase == "ingest":
-    from aiblox.eval.workspace import ingest_dataset
+    from aiblox.engine.workspace import ingest_dataset
     emb = CachedEmbedder(get_embedder("synthetic"), store)
     r = ingest_dataset(store, ds, emb, progress=False, batch_size=5000)
     out = {"items": r.items.inserted, "vectors": r.vectors_written,
@@ -327,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     from aiblox.contracts import FtsConfig, RetrievalPrefs, VectorConfig
     from aiblox.data import Dataset
     from aiblox.embedding import CachedEmbedder, get_embedder
-    from aiblox.eval.runner import evaluate_retrieval
+    from aiblox.engine.evaluate import evaluate_retrieval
     from aiblox.indexes import StoreIndexes
     from aiblox.retrieval import HybridRetriever
     from aiblox.stores import DuckDBStore

@@ -27,14 +27,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import environment_line, err, print_table  # noqa: E402
 
-from aiblox.eval.sweep.cache import StageCache  # noqa: E402
+from aiblox.engine.cache import StageCache  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def baseline_class(ref: str) -> type:
     """``StageCache`` as it is at git ``ref`` (its module loaded from ``git show``)."""
-    source = subprocess.run(["git", "show", f"{ref}:aiblox/eval/sweep/cache.py"], cwd=REPO,
+    source = subprocess.run(["git", "show", f"{ref}:aiblox/engine/cache.py"], cwd=REPO,
                             check=True, capture_output=True, text=True).stdout
     module = types.ModuleType(f"baseline_cache_{ref}")
     module.__dict__["__name__"] = module.__name__

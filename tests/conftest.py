@@ -38,7 +38,7 @@ def sample_dataset():
 def sample_store(tmp_path, sample_dataset):
     """A real DuckDB file holding the sample dataset with hashing-embedder vectors."""
     from aiblox.embedding import CachedEmbedder, HashingEmbedder
-    from aiblox.eval.workspace import prepare_store
+    from aiblox.engine.workspace import prepare_store
     from aiblox.stores import DuckDBStore
 
     store = DuckDBStore(tmp_path / "sample.duckdb")
@@ -52,7 +52,7 @@ def sample_store(tmp_path, sample_dataset):
 def sweep_db(tmp_path_factory, sample_dataset):
     """Path of a DuckDB file holding the sample dataset with hashing vectors."""
     from aiblox.embedding import CachedEmbedder, HashingEmbedder
-    from aiblox.eval.workspace import prepare_store
+    from aiblox.engine.workspace import prepare_store
     from aiblox.stores import DuckDBStore
 
     path = tmp_path_factory.mktemp("sweepdb") / "sample.duckdb"

@@ -9,7 +9,7 @@ import re
 import fsspec
 import yaml
 
-from aiblox.eval.sweep.cache import local_cache_root
+from aiblox.engine.cache import local_cache_root
 from tests.conftest import REPO
 
 DOCS = REPO / "docs"

@@ -54,7 +54,7 @@ def existing_store(db: str, dataset: str) -> str:
         fail("give --db or --dataset, not both")
     if dataset:
         from aiblox.data import DatasetError
-        from aiblox.eval.workspace import default_store_path
+        from aiblox.engine.workspace import default_store_path
 
         try:
             db = default_store_path(dataset)

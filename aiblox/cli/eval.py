@@ -27,7 +27,9 @@ from aiblox.cli._common import (
 from aiblox.cli._errors import print_error
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import DatasetError, load_dataset
-from aiblox.eval.chunk_eval import ChunkEvalResult, evaluate_chunks
+from aiblox.engine.chunk_eval import ChunkEvalResult, evaluate_chunks
+from aiblox.engine.evaluate import EvalResult, evaluate_retrieval
+from aiblox.engine.workspace import open_workspace
 from aiblox.eval.experiment import (
     CORRECTIONS,
     EVAL_EXPERIMENT,
@@ -40,9 +42,7 @@ from aiblox.eval.experiment import (
     system_from_run,
     write_trec_run,
 )
-from aiblox.eval.runner import EvalResult, evaluate_retrieval
 from aiblox.eval.sweep.tracking import DEFAULT_TRACKING_URI
-from aiblox.eval.workspace import open_workspace
 from aiblox.metrics import DEFAULT_METRICS, DepthError, check_depth, evaluation_prefs, metric_cutoff
 from aiblox.metrics.depth import deepest_cutoff
 from aiblox.retrieval import make_retriever

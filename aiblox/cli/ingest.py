@@ -17,8 +17,8 @@ from aiblox.cli._common import (
     show_progress,
 )
 from aiblox.data import DatasetError
+from aiblox.engine.workspace import dataset_binding, default_store_path, ingest_dataset
 from aiblox.eval.sweep.distributed import ExecutorError, check_executor
-from aiblox.eval.workspace import dataset_binding, default_store_path, ingest_dataset
 
 
 def ingest(

@@ -12,8 +12,8 @@ from rich.table import Table
 from aiblox.cli._common import checked_embedder, console, fail, out, show_progress
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import DatasetError, load_dataset
-from aiblox.eval.runner import evaluate_retrieval
-from aiblox.eval.workspace import open_workspace
+from aiblox.engine.evaluate import evaluate_retrieval
+from aiblox.engine.workspace import open_workspace
 from aiblox.metrics import DEFAULT_METRICS
 from aiblox.stores import StoreError
 

@@ -21,7 +21,7 @@ CORPUS_FILES = ("corpus.jsonl", "corpus.jsonl.gz")
 
 ID_RULE = "ids: surrounding whitespace dropped, none inside"
 """The id rule every loader applies (see the module doc), named in what a store's sync record
-covers (:mod:`aiblox.eval.workspace`): a store synced under another rule syncs again."""
+covers (:mod:`aiblox.engine.workspace`): a store synced under another rule syncs again."""
 
 
 MAX_GRADE = 1000

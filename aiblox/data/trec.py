@@ -16,7 +16,7 @@ that one (ties at 0.5 are written 0.5, 0.49999997, 0.49999994, ...: a few parts 
 apart). trec_eval 9 and 10, ``pytrec_eval`` and ir-measures then meet no tie and read the
 written order whatever the ids; a list whose scores already decrease in single precision is
 written unchanged. Scores are written with ``repr``, so they read back exactly.
-:func:`aiblox.eval.runner.run_hash` hashes the written scores, so a run written and read back
+:func:`aiblox.engine.evaluate.run_hash` hashes the written scores, so a run written and read back
 has the run hash of the run it was written from.
 
 Reading (:func:`read_trec_run`) follows trec_eval 9 (``pytrec_eval``, ir-measures), with a

@@ -25,7 +25,7 @@ class StageContext:
 
     @property
     def workspace(self) -> Any:
-        """The dataset's :class:`~aiblox.eval.workspace.Workspace`."""
+        """The dataset's :class:`~aiblox.engine.workspace.Workspace`."""
         ws = self._workspace
         return ws() if callable(ws) else ws
 

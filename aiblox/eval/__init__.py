@@ -25,9 +25,9 @@ from aiblox.data import (
     find_dataset,
     load_dataset,
 )
-from aiblox.eval.chunk_eval import ChunkEvalResult, evaluate_chunks
-from aiblox.eval.runner import EvalResult, config_hash, evaluate_retrieval, run_hash
-from aiblox.eval.workspace import Workspace, default_store_path, open_workspace, prepare_store
+from aiblox.engine.chunk_eval import ChunkEvalResult, evaluate_chunks
+from aiblox.engine.evaluate import EvalResult, config_hash, evaluate_retrieval, run_hash
+from aiblox.engine.workspace import Workspace, default_store_path, open_workspace, prepare_store
 from aiblox.metrics import DEFAULT_METRICS, evaluate_run
 
 __all__ = [

@@ -2,7 +2,7 @@
 paired significance tests against a baseline system (PyTerrier's ``pt.Experiment(baseline=,
 test=, correction=)``, ranx's ``compare`` and ``Report``).
 
-A system is a retrieval mode scored by :func:`aiblox.eval.runner.evaluate_retrieval`
+A system is a retrieval mode scored by :func:`aiblox.engine.evaluate.evaluate_retrieval`
 (:func:`system_from_result`) or an external TREC run file (:func:`read_trec_run`,
 :func:`system_from_run`), read as trec_eval reads it (:mod:`aiblox.data.trec`).
 :func:`run_experiment` compares every other system with the baseline, metric by metric, on
@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from aiblox.data import Dataset
 from aiblox.data.trec import RunFileError, read_trec_run, trec_run_text
-from aiblox.eval.runner import EvalResult, run_hash
+from aiblox.engine.evaluate import EvalResult, run_hash
 from aiblox.metrics import evaluate_run
 from aiblox.metrics.significance import StatTest, compare_to_baseline
 
@@ -117,7 +117,7 @@ class System(BaseModel):
 
 
 def system_from_result(result: EvalResult, name: str | None = None) -> System:
-    """A mode's :class:`~aiblox.eval.runner.EvalResult` as a system (named after its mode)."""
+    """A mode's :class:`~aiblox.engine.evaluate.EvalResult` as a system (named after its mode)."""
     return System(name=name or result.mode, kind="mode", n_queries=result.n_queries,
                   metrics=dict(result.metrics), hashes=dict(result.hashes),
                   timings=dict(result.timings), config=dict(result.config),

@@ -2,8 +2,8 @@
 the way a sweep logs a point (:mod:`aiblox.eval.sweep.tracking`), so that ``aiblox eval verify
 RUN_ID`` re-checks a mode's run from its manifest alone.
 
-A mode's manifest is the sweep's :class:`~aiblox.eval.sweep.manifest.PointManifest`, computed
-through the sweep's own stage chain (:func:`aiblox.eval.sweep.pipeline.split_point`) into a
+A mode's manifest is the sweep's :class:`~aiblox.engine.manifest.PointManifest`, computed
+through the sweep's own stage chain (:func:`aiblox.engine.point.split_point`) into a
 temporary stage cache (:func:`mode_manifest`): its config hash is the one ``aiblox eval``
 reports, its stages are what ``verify`` recomputes. Its run carries tag ``aiblox.kind=point``
 (what ``verify`` accepts) and ``aiblox.source=eval``, params (the flattened config), metrics
@@ -25,13 +25,12 @@ from typing import Any
 
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import Dataset
+from aiblox.engine.cache import StageCache
+from aiblox.engine.context import RunContext
+from aiblox.engine.manifest import PointManifest, SplitManifest, environment
+from aiblox.engine.point import split_point
+from aiblox.engine.settings import PipelinePoint, SweepSettings, point_config
 from aiblox.eval.experiment import EVAL_EXPERIMENT, Experiment, System, trec_run_text
-from aiblox.eval.sweep.cache import StageCache
-from aiblox.eval.sweep.context import SweepContext
-from aiblox.eval.sweep.manifest import PointManifest, SplitManifest, environment
-from aiblox.eval.sweep.pipeline import split_point
-from aiblox.eval.sweep.points import SweepSettings, point_config
-from aiblox.eval.sweep.spec import PipelinePoint
 from aiblox.hashing import sha256_hex
 
 __all__ = ["EVAL_EXPERIMENT", "log_experiment", "mode_manifest"]
@@ -49,7 +48,7 @@ def mode_manifest(dataset: Dataset, split: str, system: System, *, embedder: str
                              needs_vectors=prefs.mode != "bm25")
     pt = PipelinePoint(prefs=prefs)
     with tempfile.TemporaryDirectory() as tmp:
-        ctx = SweepContext(settings, dataset, StageCache(tmp), db, backend, [split],
+        ctx = RunContext(settings, dataset, StageCache(tmp), db, backend, [split],
                            embedder=system.config.get("embedder"), progress=progress)
         try:
             out = split_point(ctx, pt, split)

@@ -1,7 +1,7 @@
 """Every number an evaluation reports, computed in one place: ranking metrics (ranx), chunk
 metrics, answer metrics, significance tests and confidence intervals.
 
-The one-shot eval (:mod:`aiblox.eval.runner`, :mod:`aiblox.eval.chunk_eval`), the sweep,
+The one-shot eval (:mod:`aiblox.engine.evaluate`, :mod:`aiblox.engine.chunk_eval`), the sweep,
 ``aiblox compare``, the report and the notebooks all go through these modules:
 
 ========================  ====================================================================

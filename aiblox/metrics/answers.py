@@ -55,7 +55,7 @@ generation failed."""
 
 Gold = Mapping[str, Sequence[tuple[str, str, int]]]
 """``{qid: [(doc_id, answer_text, answer_start), ...]}`` (see
-:func:`aiblox.eval.chunk_eval.gold_answers`)."""
+:func:`aiblox.engine.chunk_eval.gold_answers`)."""
 
 Span = tuple[str, int | None, int | None, str]
 """A chunk's ``(item_id, start, end, text)``."""

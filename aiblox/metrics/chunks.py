@@ -2,7 +2,7 @@
 
 Built on the pure chunk-level functions of :mod:`aiblox.chunking.metrics` (answer recall@k, the
 max-passage projection) and on :class:`~aiblox.metrics.QrelsScorer` for the ranx metrics of
-the projection, as :func:`aiblox.eval.chunk_eval.evaluate_chunks` is. Per query:
+the projection, as :func:`aiblox.engine.chunk_eval.evaluate_chunks` is. Per query:
 
 - ``answer_recall@k``: a returned chunk among the first ``k`` comes from the gold document and
   its span holds a gold answer span (queries with gold answers);

@@ -9,7 +9,7 @@ and by the candidate lists it is made from: ``fts.top_k`` (BM25), ``vector.top_k
 HNSW index returns at most ``vector.ef_search`` when that is set), for hybrid the deeper of the
 two (the union of two lists holds at least the longer one).
 
-The rule, the same in ``aiblox eval``, :func:`~aiblox.eval.runner.evaluate_retrieval`, sweeps
+The rule, the same in ``aiblox eval``, :func:`~aiblox.engine.evaluate.evaluate_retrieval`, sweeps
 and the notebooks' helpers:
 
 - the evaluation depth (:func:`evaluation_depth`) is :data:`DEFAULT_DEPTH` (100), or the

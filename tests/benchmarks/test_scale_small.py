@@ -33,7 +33,7 @@ def test_the_small_scale_run_ranks_like_the_reference_tools(collection, tmp_path
     from aiblox.contracts import FtsConfig, VectorConfig
     from aiblox.data import load_dataset
     from aiblox.embedding import CachedEmbedder, get_embedder
-    from aiblox.eval.workspace import ingest_dataset
+    from aiblox.engine.workspace import ingest_dataset
     from aiblox.indexes import StoreIndexes
     from aiblox.stores import DuckDBStore
 

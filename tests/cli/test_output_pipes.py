@@ -185,7 +185,7 @@ def test_search_on_a_store_of_another_embedder(store):
 def test_one_default_store_per_dataset(tmp_path, monkeypatch):
     """``ingest DATASET`` builds the store every ``--dataset`` command reads (the one
     :func:`default_store_path` names), and a dataset without one gets the command to run."""
-    from aiblox.eval.workspace import default_store_path
+    from aiblox.engine.workspace import default_store_path
 
     monkeypatch.chdir(tmp_path)
     r = runner.invoke(app, ["search", "q", "--dataset", "sample", "--embedder", "hashing"])

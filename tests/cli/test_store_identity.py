@@ -137,7 +137,7 @@ import sys, time
 from pathlib import Path
 from aiblox.embedding import CachedEmbedder, HashingEmbedder
 from aiblox.data import load_dataset
-from aiblox.eval.workspace import prepare_store
+from aiblox.engine.workspace import prepare_store
 from aiblox.stores import DuckDBStore
 
 where, db, flag = sys.argv[1], sys.argv[2], Path(sys.argv[3])
@@ -210,7 +210,7 @@ def test_a_killed_ingest_is_named_then_completed(tmp_path, where):
 
 
 def test_ingest_streams_and_bad_input_changes_nothing(tmp_path):
-    from aiblox.eval.workspace import ingest_dataset
+    from aiblox.engine.workspace import ingest_dataset
     from aiblox.stores import DuckDBStore
 
     ds = _copy_sample(tmp_path / "mydata")

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from aiblox.cli.main import app
 from aiblox.contracts import ItemRecord
 from aiblox.data import Dataset, DatasetError, corpus_file, corpus_hash, load_dataset
-from aiblox.eval.workspace import dataset_binding, ingest_dataset
+from aiblox.engine.workspace import dataset_binding, ingest_dataset
 from aiblox.stores import DuckDBStore
 from aiblox.stores.identity import read_sync
 from aiblox.stores.ingest import sync_dataset

@@ -33,8 +33,8 @@ from ir_measures import AP, RR, P, R, nDCG
 
 from aiblox.data import Dataset
 from aiblox.data.trec import trec_scores
+from aiblox.engine.evaluate import run_hash
 from aiblox.eval.experiment import read_trec_run, system_from_run, trec_run_text
-from aiblox.eval.runner import run_hash
 from aiblox.metrics import evaluate_run
 
 KS = (1, 3, 10)
@@ -272,8 +272,8 @@ def test_saved_run_of_a_mode_scores_alike_in_trec_eval(tmp_path, sample_dataset,
     """What ``aiblox eval sample --mode hybrid --save-runs DIR`` writes, scored by pytrec_eval
     and ir-measures: aiblox's numbers on every query."""
     from aiblox.contracts.retrieval import RetrievalPrefs
+    from aiblox.engine.evaluate import evaluate_retrieval
     from aiblox.eval.experiment import system_from_result, write_trec_run
-    from aiblox.eval.runner import evaluate_retrieval
     from aiblox.retrieval import HybridRetriever
 
     store, emb = sample_store

@@ -223,8 +223,8 @@ def test_a_tracked_pipeline_point_logs_its_final_run_and_verifies_from_mlflow(
         q, _, d, _, _, _ = line.split()
         logged.setdefault(q, []).append(d)
     # the logged run is t_flip's (the run the metrics scored): bm25's top 3 reversed
-    from aiblox.eval.sweep.cache import StageCache
-    from aiblox.eval.sweep.outputs import StageReader
+    from aiblox.engine.cache import StageCache
+    from aiblox.engine.outputs import StageReader
 
     plain = sweep(spec_of(tmp_path, BASE + 'pipeline = "bm25"\n'), sweep_db, tmp_path / "c")
     stages = {s["name"]: s["key"] for s in plain.points[0].manifest.splits["test"].stages}

@@ -16,7 +16,7 @@ from aiblox.stores import DuckDBStore
 
 @pytest.fixture()
 def store(tmp_path, sample_dataset):
-    from aiblox.eval.workspace import prepare_store
+    from aiblox.engine.workspace import prepare_store
 
     s = DuckDBStore(tmp_path / "s.duckdb")
     prepare_store(s, sample_dataset, CachedEmbedder(HashingEmbedder(), s), progress=False)

@@ -10,8 +10,8 @@ from aiblox.chunking import get_chunker
 from aiblox.contracts import RetrievalPrefs
 from aiblox.data import load_dataset
 from aiblox.embedding import CachedEmbedder, HashingEmbedder
-from aiblox.eval.chunk_eval import evaluate_chunks, gold_answers
-from aiblox.eval.workspace import prepare_store
+from aiblox.engine.chunk_eval import evaluate_chunks, gold_answers
+from aiblox.engine.workspace import prepare_store
 from aiblox.metrics import DepthError
 from aiblox.retrieval import HybridRetriever, make_retriever
 from aiblox.stores import DuckDBStore

@@ -121,7 +121,7 @@ def test_bpref_without_relevant_documents_is_a_clear_error():
 def test_packed_metrics_round_trip_through_the_stage_cache(tmp_path):
     """The metrics stage stores arrays (names, query ids, means, per-query matrix): read back,
     they unpack to the very floats and ids, non-ASCII ids and NaN included."""
-    from aiblox.eval.sweep.cache import StageCache
+    from aiblox.engine.cache import StageCache
     from aiblox.metrics import pack_metrics, unpack_metrics
 
     qids = ["q1", "q10", "qé-😀"]

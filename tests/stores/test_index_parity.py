@@ -8,8 +8,8 @@ import pytest
 
 from aiblox.contracts import RetrievalPrefs
 from aiblox.embedding import CachedEmbedder, HashingEmbedder
-from aiblox.eval.runner import evaluate_retrieval
-from aiblox.eval.workspace import prepare_store
+from aiblox.engine.evaluate import evaluate_retrieval
+from aiblox.engine.workspace import prepare_store
 from aiblox.retrieval import HybridRetriever
 from aiblox.stores import DuckDBStore
 

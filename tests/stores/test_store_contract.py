@@ -261,7 +261,7 @@ def test_evidence_packs_are_insert_only(store):
 
 def test_retriever_and_late_chunking_run_unchanged(store, sample_dataset):
     from aiblox.contracts import RetrievalPrefs
-    from aiblox.eval.workspace import prepare_store
+    from aiblox.engine.workspace import prepare_store
     from aiblox.retrieval import make_retriever
 
     emb = CachedEmbedder(HashingEmbedder(), store)

@@ -11,7 +11,8 @@ import pytest
 
 pytest.importorskip("mlflow")
 
-from aiblox.eval.sweep import (  # noqa: E402
+from aiblox.engine.cache import StageCache  # noqa: E402
+from aiblox.eval.sweep import (
     SweepSpec,
     SweepTracker,
     axis_frame,
@@ -21,7 +22,6 @@ from aiblox.eval.sweep import (  # noqa: E402
     run_sweep,
 )
 from aiblox.eval.sweep.applies import setting_applies  # noqa: E402
-from aiblox.eval.sweep.cache import StageCache  # noqa: E402
 
 # (blend, rrf_k or w_text, depth) -> (tune, report) nDCG@10
 FUSION_KNOWN = {

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiblox.eval.sweep.cache import (
+from aiblox.engine.cache import (
     StageCache,
     StageCacheCorrupt,
     StageCacheError,

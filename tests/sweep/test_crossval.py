@@ -16,10 +16,10 @@ import pytest
 from typer.testing import CliRunner
 
 from aiblox.cli.main import app
+from aiblox.engine.cache import StageCache
+from aiblox.engine.outputs import StageReader
 from aiblox.eval.sweep import SweepSpec, SweepSpecError, load_spec, run_sweep
-from aiblox.eval.sweep.cache import StageCache
 from aiblox.eval.sweep.crossval import check_folds, cross_validate, fold_partition
-from aiblox.eval.sweep.outputs import StageReader
 
 REPO = Path(__file__).resolve().parents[2]
 QIDS = [f"q{i:02d}" for i in range(23)]

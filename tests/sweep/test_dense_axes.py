@@ -40,7 +40,8 @@ def test_dense_axes_expand_run_and_rerun_free(tmp_path, sample_spec, small_spec)
 
 
 def test_signals_keys_differ_per_setting_and_first_is_unchanged():
-    from aiblox.eval.sweep.stages import signals_config, stage_key
+    from aiblox.engine.configs import signals_config
+    from aiblox.engine.task import stage_key
 
     def key(**vector):
         prefs = RetrievalPrefs(query_text="", mode="dense", vector=vector)
@@ -68,7 +69,7 @@ def test_tpe_space_sees_dense_settings(sample_spec, small_spec):
 
     spec = small_spec(sample_spec, doc_score=["first", "maxp"], passage_tokens=[32, 64],
                       w_text=[0.3, 0.5], blend=["linear"])
-    from aiblox.eval.sweep.spec import PipelinePoint
+    from aiblox.engine.settings import PipelinePoint
 
     space = SearchSpace([PipelinePoint(p) for p in spec.points()])
     assert len(space.points) == 6  # 2 weights x (first + maxp x 2 sizes)

@@ -9,8 +9,8 @@ import pytest
 from spec_text import MINIMAL, as_logged, write
 
 from aiblox.contracts import FtsConfig
+from aiblox.engine.settings import point_label
 from aiblox.eval.sweep import load_spec, run_sweep
-from aiblox.eval.sweep.points import point_label
 
 
 def test_per_signal_depths_expand_apart(tmp_path):

@@ -31,24 +31,19 @@ EMBEDDER_ID = "pinned-embedder"
 
 def spec_keys(path: Path) -> list[dict[str, Any]]:
     """Every point of a shipped spec: label, config hash, stage keys per split."""
-    from aiblox.eval.runner import config_hash
+    from aiblox.engine.configs import fusion_config, metrics_config, signals_config
+    from aiblox.engine.evaluate import config_hash
+    from aiblox.engine.settings import chunk_label, pipeline_config, point_label
+    from aiblox.engine.task import STAGE_VERSIONS, stage_key
     from aiblox.eval.sweep import load_spec
-    from aiblox.eval.sweep.points import chunk_label, pipeline_config, point_label
     from aiblox.eval.sweep.spec import backend_of
-    from aiblox.eval.sweep.stages import (
-        STAGE_VERSIONS,
-        fusion_config,
-        metrics_config,
-        signals_config,
-        stage_key,
-    )
     SIGNALS_VERSION, FUSION_VERSION, METRICS_VERSION = (
         STAGE_VERSIONS[s] for s in ("signals", "fusion", "metrics"))
 
     spec = load_spec(path)
     backend = backend_of(spec.db, spec.backend)
     if spec.has_pipeline_axes:
-        pts = [(p.prefs, pipeline_config(spec, p, EMBEDDER_ID, backend)[0],
+        pts = [(p.prefs, pipeline_config(spec.settings(), p, EMBEDDER_ID, backend)[0],
                 point_label(p.prefs) + "|" + chunk_label(p.prefs))
                for p in spec.pipeline_points()]
         limit = spec.query_limit
@@ -146,7 +141,7 @@ if __name__ == "__main__":  # regenerate: python tests/sweep/test_pinned_keys.py
 
     from aiblox.data import load_dataset
     from aiblox.embedding import CachedEmbedder, HashingEmbedder
-    from aiblox.eval.workspace import prepare_store
+    from aiblox.engine.workspace import prepare_store
     from aiblox.stores import DuckDBStore
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -143,15 +143,16 @@ def test_chunking_only_sweep_stops_after_chunk_metrics(tmp_path, sample_spec, sw
 
 
 def test_an_override_equal_to_the_policy_value_is_the_same_point(sample_spec):
+    from aiblox.engine.settings import pipeline_config
     from aiblox.eval.sweep import PipelinePoint
-    from aiblox.eval.sweep.points import pipeline_config
 
     spec = pipeline_spec(sample_spec)
     prefs = spec.pipeline_points()[0].prefs
-    plain = pipeline_config(spec, PipelinePoint(prefs, "R2_POLICY_V1", {}), "h", "duckdb")
-    same = pipeline_config(spec, PipelinePoint(prefs, "R2_POLICY_V1", {"max_chunks": 6}),
+    settings = spec.settings()
+    plain = pipeline_config(settings, PipelinePoint(prefs, "R2_POLICY_V1", {}), "h", "duckdb")
+    same = pipeline_config(settings, PipelinePoint(prefs, "R2_POLICY_V1", {"max_chunks": 6}),
                            "h", "duckdb")  # V1's own max_chunks
-    other = pipeline_config(spec, PipelinePoint(prefs, "R2_POLICY_V1", {"max_chunks": 4}),
+    other = pipeline_config(settings, PipelinePoint(prefs, "R2_POLICY_V1", {"max_chunks": 4}),
                             "h", "duckdb")
     assert plain == same
     assert other[0] != plain[0]
@@ -210,8 +211,8 @@ def test_a_primary_the_dataset_cannot_give_is_a_clear_error(tmp_path, sample_spe
 
 
 def test_logged_per_query_and_selected_evidence(first):
+    from aiblox.engine.outputs import logged_per_query, selected_evidence
     from aiblox.eval.sweep import StageCache
-    from aiblox.eval.sweep.outputs import logged_per_query, selected_evidence
 
     _, cache_dir, r = first
     cache = StageCache(cache_dir)

@@ -14,7 +14,7 @@ pytest.importorskip("matplotlib")
 from typer.testing import CliRunner  # noqa: E402
 
 from aiblox.cli.main import app  # noqa: E402
-from aiblox.eval.sweep import (  # noqa: E402
+from aiblox.eval.sweep import (
     SweepSpec,
     SweepTracker,
     compare_runs,

@@ -197,12 +197,12 @@ def numeric_run(request, tmp_path_factory, sample_spec, sweep_db, sample_dataset
 
 
 def test_numeric_sampler_same_seed_same_trials(numeric_run, tmp_path, sweep_db, sample_dataset):
-    from aiblox.eval.sweep.points import SweepSettings, point_config
+    from aiblox.engine.settings import point_config
     from aiblox.eval.sweep.runner import sweep_points
 
     spec, r = numeric_run
     assert len(r.trials) == 12 and len(set(r.trials)) > 1
-    settings, embedder = SweepSettings.from_spec(spec), r.best.manifest.config["embedder"]
+    settings, embedder = spec.settings(), r.best.manifest.config["embedder"]
     grid = {point_config(settings, p, embedder, "duckdb")[0] for p in sweep_points(spec)[0]}
     assert len(grid) == 24 and set(r.trials) <= grid  # every trial an ordinary grid point
     again = run(spec, tmp_path / "again", sweep_db, sample_dataset)  # fresh cache and study

@@ -16,14 +16,14 @@ import pytest
 from typer.testing import CliRunner
 
 from aiblox.cli.main import app
-from aiblox.eval.sweep import run_sweep
-from aiblox.eval.sweep.cache import (
+from aiblox.engine.cache import (
     StageCache,
     StageCacheCorrupt,
     StageCacheError,
     check_cache_root,
     encode_arrays,
 )
+from aiblox.eval.sweep import run_sweep
 from aiblox.hashing import sha256_bytes
 from tests.sweep.conftest import SAMPLE_SPEC
 

@@ -20,7 +20,7 @@ def test_stage_key_covers_name_version_config_and_inputs():
 
 
 def test_stage_key_is_identical_in_a_fresh_process():
-    code = ("from aiblox.eval.sweep.stages import stage_key;"
+    code = ("from aiblox.engine.task import stage_key;"
             "print(stage_key('fusion', '1', {'b': [1, 0.1], 'a': {'x': None}}, ['k']))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={"PYTHONHASHSEED": "123", "PATH": ""}, check=True).stdout.strip()
@@ -68,12 +68,8 @@ def test_stage_keys_of_real_configs_are_the_canonical_json_hashes(sample_spec):
     """stage_key takes the fast canonical form; for every config a sweep keys (pydantic dumps:
     string keys, plain values) that is the hash it had through canonical_json, so caches and
     logged manifests keep their keys."""
-    from aiblox.eval.sweep.stages import (
-        STAGE_VERSIONS,
-        fusion_config,
-        metrics_config,
-        signals_config,
-    )
+    from aiblox.engine.configs import fusion_config, metrics_config, signals_config
+    from aiblox.engine.task import STAGE_VERSIONS
     from aiblox.hashing import sha256_hex
 
     for prefs in sample_spec.points():
@@ -88,7 +84,7 @@ def test_stage_keys_of_real_configs_are_the_canonical_json_hashes(sample_spec):
 def test_arrays_codec_round_trips_and_hashes_its_bytes(tmp_path):
     import numpy as np
 
-    from aiblox.eval.sweep.cache import decode_arrays, encode_arrays
+    from aiblox.engine.cache import decode_arrays, encode_arrays
     from aiblox.hashing import sha256_bytes
 
     arrays = {"scores": np.array([0.5, 1 / 3, -0.0]), "positions": np.array([2, 0, 1], np.int32),

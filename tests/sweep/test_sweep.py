@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from aiblox.eval.runner import config_hash
+from aiblox.engine.cache import encode_arrays
+from aiblox.engine.evaluate import config_hash
+from aiblox.engine.outputs import load_fused_run
 from aiblox.eval.sweep import StageCache, choose_best, run_sweep
-from aiblox.eval.sweep.cache import encode_arrays
-from aiblox.eval.sweep.outputs import load_fused_run
 from aiblox.hashing import sha256_bytes
 
 GRID = {"blend": ["linear", "rrf"], "w_text": [0.25, 0.5, 0.75], "normalize": ["minmax"],
@@ -181,8 +181,9 @@ def test_fused_run_reads_back_a_point_s_fusion_stage(first):
     """The fusion stage a sweep point logged: its key from the point's config, its output
     recomputed from the signals to the same bytes, and read back as a ranked run."""
     from aiblox.contracts.retrieval import RetrievalPrefs
-    from aiblox.eval.sweep.compute import fused_arrays
-    from aiblox.eval.sweep.stages import STAGE_VERSIONS, fusion_config, signals_config, stage_key
+    from aiblox.engine.compute import fused_arrays
+    from aiblox.engine.configs import fusion_config, signals_config
+    from aiblox.engine.task import STAGE_VERSIONS, stage_key
     from aiblox.fusion import BatchFusion
 
     SIGNALS_VERSION = STAGE_VERSIONS["signals"]

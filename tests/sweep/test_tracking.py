@@ -9,12 +9,7 @@ import pytest
 
 pytest.importorskip("mlflow")
 
-from aiblox.eval.sweep import (  # noqa: E402
-    SweepInterrupted,
-    SweepTracker,
-    metric_key,
-    run_sweep,
-)
+from aiblox.eval.sweep import SweepInterrupted, SweepTracker, metric_key, run_sweep
 from aiblox.eval.sweep.tracking import flatten, trec_run  # noqa: E402
 
 GRID = {"blend": ["linear", "rrf"], "w_text": [0.3, 0.7], "normalize": ["minmax"],
@@ -79,8 +74,8 @@ def test_parent_and_children_logged_once(env, sample_dataset, sweep_db):
     local = client.download_artifacts(child.info.run_id, "manifest.json", str(env["root"]))
     assert json.loads(Path(local).read_text())["config_hash"] == point.config_hash
     # the TREC file is written from the compact run: the text trec_run gives of the decoded run
-    from aiblox.eval.sweep.cache import StageCache
-    from aiblox.eval.sweep.outputs import load_fused_run
+    from aiblox.engine.cache import StageCache
+    from aiblox.engine.outputs import load_fused_run
 
     stages = {s["name"]: s["key"] for s in point.manifest.splits["test"].stages}
     trec = client.download_artifacts(child.info.run_id, "run.test.trec", str(env["root"]))

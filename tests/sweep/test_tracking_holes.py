@@ -18,7 +18,7 @@ from typer.testing import CliRunner  # noqa: E402
 
 from aiblox.cli.main import app  # noqa: E402
 from aiblox.eval.explore import mlflow_runs  # noqa: E402
-from aiblox.eval.sweep import (  # noqa: E402
+from aiblox.eval.sweep import (
     SweepSpec,
     SweepSpecError,
     SweepTracker,

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from aiblox.cli.main import app
 from aiblox.data import load_dataset
+from aiblox.engine.manifest import PointManifest
 from aiblox.eval.sweep import SweepSpec, run_sweep
-from aiblox.eval.sweep.manifest import PointManifest
 from tests.conftest import SAMPLE
 
 runner = CliRunner()

@@ -10,13 +10,13 @@ on here:
 module        what it is for
 ============  ==================================================================================
 ``workspace`` :func:`open_workspace`: a dataset's workspace
-              (:func:`aiblox.eval.workspace.open_workspace`) with one split's signals computed
+              (:func:`aiblox.engine.workspace.open_workspace`) with one split's signals computed
               once at the deepest depth offered; the dataset, embedder and policy pickers
 ``fusion``    :func:`score_point` fuses those signals under one setting and scores the run
               (:func:`aiblox.metrics.evaluate_run`); :func:`weight_curve`,
               :func:`moved_queries`
 ``chunking``  :func:`chunk_table` (how a chunker cut one document), :func:`compare_chunkers`
-              (:func:`aiblox.eval.chunk_eval.evaluate_chunks` per chunker)
+              (:func:`aiblox.engine.chunk_eval.evaluate_chunks` per chunker)
 ``policies``  :func:`retrieve_bundles`, :func:`answer_all` and :func:`score_answers` (the
               sweep's answer metrics) answer a query sample under a selection policy;
               :func:`compare_per_query` (the paired test of ``aiblox compare``) and

@@ -1,5 +1,5 @@
 """Chunking in a notebook: how a chunker cut one document, and the chunk-level evaluation
-(:func:`aiblox.eval.chunk_eval.evaluate_chunks`) of several chunkers on a query sample.
+(:func:`aiblox.engine.chunk_eval.evaluate_chunks`) of several chunkers on a query sample.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pandas as pd
 
 from aiblox.chunking import make_chunker
 from aiblox.contracts.retrieval import ChunkingConfig, RetrievalPrefs
-from aiblox.eval.chunk_eval import evaluate_chunks
+from aiblox.engine.chunk_eval import evaluate_chunks
 from aiblox.eval.explore.workspace import NotebookWorkspace
 from aiblox.hashing import sha256_text
 from aiblox.text import count_tokens

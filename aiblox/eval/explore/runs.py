@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from aiblox.engine.evaluate import config_hash
 from aiblox.eval.explore.fusion import FusionPoint
 from aiblox.eval.explore.workspace import NotebookWorkspace
-from aiblox.eval.runner import config_hash
 from aiblox.eval.sweep.compare import compare_runs
 from aiblox.eval.sweep.tracking import (
     DEFAULT_TRACKING_URI,

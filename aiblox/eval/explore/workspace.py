@@ -1,4 +1,4 @@
-"""The notebooks' workspace: a dataset's workspace (:func:`aiblox.eval.workspace.open_workspace`,
+"""The notebooks' workspace: a dataset's workspace (:func:`aiblox.engine.workspace.open_workspace`,
 the one way every caller opens a dataset) with the full-text and vector lists of every query of
 one split computed once, at the deepest depth offered; and the pickers the notebooks offer.
 """
@@ -14,8 +14,8 @@ from aiblox.assembly import find_policies_dir
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import Dataset, load_dataset
 from aiblox.embedding import CachedEmbedder
-from aiblox.eval.workspace import Workspace, default_store_path
-from aiblox.eval.workspace import open_workspace as open_dataset_workspace
+from aiblox.engine.workspace import Workspace, default_store_path
+from aiblox.engine.workspace import open_workspace as open_dataset_workspace
 from aiblox.metrics import DEFAULT_DEPTH
 from aiblox.retrieval import HybridRetriever, SignalRuns
 from aiblox.stores import Store
@@ -132,7 +132,7 @@ class NotebookWorkspace:
 
 def default_db(dataset: str) -> str:
     """``:memory:`` for the sample; the dataset's default store otherwise (the CLI's
-    :func:`~aiblox.eval.workspace.default_store_path`), so a notebook reuses what ``aiblox eval``
+    :func:`~aiblox.engine.workspace.default_store_path`), so a notebook reuses what ``aiblox eval``
     ingested (and the other way round)."""
     return ":memory:" if dataset == DEFAULT_DATASET else default_store_path(dataset)
 
@@ -141,7 +141,7 @@ def open_workspace(dataset: str = DEFAULT_DATASET, embedder: str = DEFAULT_EMBED
                    split: str = "test", db: str | None = None,
                    max_depth: int = DEFAULT_DEPTH,
                    backend: str = "duckdb") -> NotebookWorkspace:
-    """Load ``dataset``, open its workspace (:func:`aiblox.eval.workspace.open_workspace`: the
+    """Load ``dataset``, open its workspace (:func:`aiblox.engine.workspace.open_workspace`: the
     store :func:`default_db` names unless ``db`` is given, made to hold the dataset, only what
     is missing is done), and compute the hybrid signals of every query of ``split`` at
     ``max_depth``."""

@@ -35,8 +35,11 @@ module              what it is for
 ==================  ==========================================================================
 """
 
+from aiblox.engine.cache import StageCache
+from aiblox.engine.manifest import MANIFEST_VERSION, PointManifest, SplitManifest
+from aiblox.engine.settings import PipelinePoint, ranking_key
+from aiblox.engine.task import STAGE_VERSIONS, StageRecord, Task, stage_key
 from aiblox.eval.sweep.axes import ChunkingGrid, FusionGrid, SearchConfig, SelectionGrid, Steps
-from aiblox.eval.sweep.cache import StageCache
 from aiblox.eval.sweep.compare import MetricDelta, RunComparison, compare_runs, per_query_metrics
 from aiblox.eval.sweep.crossval import CrossValidation, CVConfig, FoldResult, fold_partition
 from aiblox.eval.sweep.frames import (
@@ -52,7 +55,6 @@ from aiblox.eval.sweep.frames import (
     tune_vs_report,
 )
 from aiblox.eval.sweep.grid import GridError, decimal_count, decimal_range, simplex, to_decimal
-from aiblox.eval.sweep.manifest import MANIFEST_VERSION, PointManifest, SplitManifest
 from aiblox.eval.sweep.pareto import pareto_front
 from aiblox.eval.sweep.report import (
     SweepReport,
@@ -62,17 +64,10 @@ from aiblox.eval.sweep.report import (
     render_markdown,
     write_report,
 )
-from aiblox.eval.sweep.results import PointResult, SweepResult, choose_best, ranking_key
+from aiblox.eval.sweep.results import PointResult, SweepResult, choose_best
 from aiblox.eval.sweep.runner import DEFAULT_CACHE_DIR, default_jobs, run_sweep
 from aiblox.eval.sweep.runs import RunRef, list_points, list_sweeps, resolve_run
-from aiblox.eval.sweep.spec import (
-    DEFAULT_MAX_POINTS,
-    PipelinePoint,
-    SweepSpec,
-    SweepSpecError,
-    load_spec,
-)
-from aiblox.eval.sweep.stages import STAGE_VERSIONS, Stage, StageRecord, stage_key
+from aiblox.eval.sweep.spec import DEFAULT_MAX_POINTS, SweepSpec, SweepSpecError, load_spec
 from aiblox.eval.sweep.tracking import (
     DEFAULT_TRACKING_URI,
     SweepBusy,
@@ -105,7 +100,6 @@ __all__ = [
     "SearchConfig",
     "SelectionGrid",
     "SplitManifest",
-    "Stage",
     "StageCache",
     "StageCheck",
     "StageRecord",
@@ -117,6 +111,7 @@ __all__ = [
     "SweepSpec",
     "SweepSpecError",
     "SweepTracker",
+    "Task",
     "TrackingStoreError",
     "VerifyReport",
     "axis_frame",

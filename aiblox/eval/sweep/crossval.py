@@ -9,7 +9,7 @@ query is in exactly one fold, and the same ids and seed give the same folds in a
 Every grid point is scored once per query on the tuning split (its per-query values, which a
 sweep has anyway); :func:`cross_validate` then, for each fold, chooses the point with the best
 mean primary metric over the other ``k - 1`` folds' queries (ties by config hash ascending, the
-sweep's one ranking, :func:`~aiblox.eval.sweep.ranking.ranking_order`) and scores it on the held-out
+sweep's one ranking, :func:`~aiblox.engine.settings.ranking_order`) and scores it on the held-out
 fold. Held out exactly once, each query has one cross-validated value: the value, on that query,
 of the point chosen without it. Against the spec's baseline those values are paired by query:
 the margin ``mean(cv - baseline)`` with a seeded percentile bootstrap interval over queries
@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aiblox.eval.sweep.ranking import ranking_order
+from aiblox.engine.settings import ranking_order
 from aiblox.metrics import StatTest, bootstrap_ci, paired_test
 
 __all__ = [

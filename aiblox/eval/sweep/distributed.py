@@ -9,7 +9,7 @@ advances its progress bar as :func:`ray.wait` returns, and hands the points back
 (MLflow logging and ``on_point`` happen in the driver, in that order). A model-based search asks
 its trials one at a time, each a task, so its seeded trial sequence is the local one.
 
-A worker builds one :class:`SweepContext` per sweep (the first of its tasks reads the sweep's
+A worker builds one :class:`RunContext` per sweep (the first of its tasks reads the sweep's
 job, a later one reuses it: the split indexes are built once per worker process) over the same
 stage cache folder as the driver, which every node must see (a shared file system). Stage
 entries are written atomically and content-addressed, so two workers computing one key (a
@@ -34,12 +34,11 @@ from typing import Any, Literal
 
 from aiblox.compiled import compiled_threads
 from aiblox.data import Dataset
-from aiblox.eval.sweep.cache import StageCache
-from aiblox.eval.sweep.context import SweepContext
-from aiblox.eval.sweep.pipeline import evaluate_point
-from aiblox.eval.sweep.points import SweepSettings
-from aiblox.eval.sweep.spec import PipelinePoint
-from aiblox.eval.workspace import Workspace, default_store_path
+from aiblox.engine.cache import StageCache
+from aiblox.engine.context import RunContext
+from aiblox.engine.point import evaluate_point
+from aiblox.engine.settings import PipelinePoint, SweepSettings
+from aiblox.engine.workspace import Workspace, default_store_path
 from aiblox.memory import paused_gc
 
 __all__ = ["EXECUTORS", "MAX_RETRIES", "ExecutorError", "RayPoints", "RecordingCache",
@@ -210,7 +209,7 @@ class SweepJob:
     jobs: int
 
 
-class _WorkerContext(SweepContext):
+class _WorkerContext(RunContext):
     """A worker's sweep context: the store fingerprint comes from the driver (a fusion point
     never opens the store), and a DuckDB store file is opened under a lock file beside it."""
 
@@ -284,7 +283,7 @@ def run_points(job_id: str, holder: list[Any], points: list[PipelinePoint]
 class RayPoints:
     """The driver's side: a sweep's points scored as Ray tasks over a shared stage cache."""
 
-    def __init__(self, ctx: SweepContext, cpus: int, threads: int = 1) -> None:
+    def __init__(self, ctx: RunContext, cpus: int, threads: int = 1) -> None:
         import ray
 
         self.cpus = cpus

@@ -34,8 +34,8 @@ from typing import Any
 from aiblox.data import Dataset, load_dataset
 from aiblox.embedding.finetune import RECIPE_FILE, TrainingPair, fine_tune
 from aiblox.embedding.sentence_transformers import model_folder
-from aiblox.eval.sweep.cache import StageCache, local_cache_root
-from aiblox.eval.sweep.compute import signals_output
+from aiblox.engine.cache import StageCache, local_cache_root
+from aiblox.engine.compute import signals_output
 from aiblox.eval.sweep.spec import FineTuneSpec, SweepSpec
 from aiblox.hashing import sha256_bytes, sha256_hex
 from aiblox.progress import phase, progress_bar
@@ -99,7 +99,7 @@ def _pairs(spec: SweepSpec, train: Dataset, qids: list[str], db: str | None,
     judged = train.qrels[split]
     negatives: dict[str, list[str]] = {q: [] for q in qids}
     if recipe.hard_negatives:
-        from aiblox.eval.workspace import open_workspace
+        from aiblox.engine.workspace import open_workspace
 
         base = spec.base_prefs()
         prefs = base.model_copy(update={
@@ -127,7 +127,7 @@ def ensure_fine_tuned(spec: SweepSpec, scored: Dataset, cache_root: Path | str,
     """The folder of ``spec``'s fine-tuned model, trained now unless a finished one is there
     (see the module doc). ``scored`` is the sweep's dataset (its tune and report splits)."""
     assert spec.finetune is not None
-    from aiblox.eval.sweep.context import embedder_id
+    from aiblox.engine.context import embedder_id
 
     ft = spec.finetune
     train = load_dataset(spec.dataset, splits=[ft.split])

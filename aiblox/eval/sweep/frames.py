@@ -9,7 +9,7 @@ Settings a point does not use are left empty, and per-value tables leave those p
 (:mod:`aiblox.eval.sweep.applies`): an RRF point has no ``w_text``, ``normalize`` or
 ``missing``, a linear point no ``rrf_k``, a point whose chunker takes no token budget (``whole``)
 no ``max_chunk_tokens`` or ``overlap_tokens``. Rank and "best" follow
-:func:`~aiblox.eval.sweep.results.ranking_key`: the primary metric on the tune split, highest
+:func:`~aiblox.engine.settings.ranking_key`: the primary metric on the tune split, highest
 first, ties broken by config hash ascending; the report split never decides anything.
 """
 
@@ -20,9 +20,10 @@ from typing import Any
 
 import pandas as pd
 
+from aiblox.engine.settings import ranked
 from aiblox.eval.sweep.applies import setting_applies
 from aiblox.eval.sweep.pareto import objective_values
-from aiblox.eval.sweep.results import PointResult, SweepResult, pareto_points, ranked
+from aiblox.eval.sweep.results import PointResult, SweepResult, pareto_points
 
 __all__ = [
     "axis_frame",

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aiblox.engine.manifest import PointManifest
+from aiblox.engine.settings import ranked, ranking_key, ranking_order
 from aiblox.eval.sweep.crossval import CrossValidation, check_folds, cross_validate
-from aiblox.eval.sweep.manifest import PointManifest
 from aiblox.eval.sweep.pareto import objective_values, pareto_front
-from aiblox.eval.sweep.ranking import ranking_order
 from aiblox.metrics import PROJECTION_PREFIX, Comparison, bootstrap_ci, compare_to_baseline
 
 if TYPE_CHECKING:
@@ -137,17 +137,6 @@ class SweepResult(_Strict):
             return None
         m = self.best.metrics
         return m[self.tune_split][self.primary] - m[self.report_split][self.primary]
-
-
-def ranking_key(point: Any, split: str, metric: str) -> tuple[float, str]:
-    """:func:`ranking_order` of a :class:`PointResult` (or anything with ``metrics`` and
-    ``config_hash``) by ``metric`` on ``split``."""
-    return ranking_order(point.metrics[split][metric], point.config_hash)
-
-
-def ranked(points: Sequence[Any], split: str, metric: str) -> list[Any]:
-    """``points`` best first under :func:`ranking_key`."""
-    return sorted(points, key=lambda p: ranking_key(p, split, metric))
 
 
 def choose_best(points: Sequence[PointResult], split: str, metric: str) -> PointResult:

@@ -1,8 +1,8 @@
 """The sweep runner: every point of a spec scored on its tune and report splits, every stage
-memoised by its key in a :class:`~aiblox.eval.sweep.cache.StageCache`.
+memoised by its key in a :class:`~aiblox.engine.cache.StageCache`.
 
 A fusion sweep is a pipeline sweep without chunk and answer stages: both run here, point by
-point through the same chain of stages (:mod:`aiblox.eval.sweep.pipeline`). The run has three
+point through the same chain of stages (:mod:`aiblox.engine.point`). The run has three
 phases:
 
 1. signals: the store is opened and synced to the dataset (a no-op when its sync record already
@@ -39,9 +39,12 @@ from typing import Any
 from aiblox.chunking import make_chunker
 from aiblox.compiled import compiled_threads
 from aiblox.data import Dataset, load_dataset
+from aiblox.engine.cache import StageCache, StageCacheCorrupt
+from aiblox.engine.context import RunContext
+from aiblox.engine.manifest import PointManifest, SplitManifest, environment
 from aiblox.engine.plan import check_pipeline
-from aiblox.eval.sweep.cache import StageCache, StageCacheCorrupt
-from aiblox.eval.sweep.context import SweepContext
+from aiblox.engine.point import evaluate_point, recheck_point
+from aiblox.engine.settings import PipelinePoint, point_config, point_title
 from aiblox.eval.sweep.crossval import check_folds
 from aiblox.eval.sweep.distributed import (
     RayPoints,
@@ -51,12 +54,9 @@ from aiblox.eval.sweep.distributed import (
     merge_counts,
 )
 from aiblox.eval.sweep.finetune import ensure_fine_tuned
-from aiblox.eval.sweep.manifest import PointManifest, SplitManifest, environment
 from aiblox.eval.sweep.pareto import objective_values
-from aiblox.eval.sweep.pipeline import evaluate_point, recheck_point
-from aiblox.eval.sweep.points import SweepSettings, point_config, point_title
 from aiblox.eval.sweep.results import PointResult, SweepResult, conclude
-from aiblox.eval.sweep.spec import PipelinePoint, SweepSpec, backend_of
+from aiblox.eval.sweep.spec import SweepSpec, backend_of
 from aiblox.eval.sweep.tracking import release_on_error
 from aiblox.memory import paused_gc
 from aiblox.progress import progress_bar
@@ -80,7 +80,7 @@ def sweep_points(spec: SweepSpec) -> tuple[list[PipelinePoint], PipelinePoint | 
     return spec.grid_points(), spec.grid_baseline()
 
 
-def check_pipelines(ctx: SweepContext, points: list[PipelinePoint]) -> None:
+def check_pipelines(ctx: RunContext, points: list[PipelinePoint]) -> None:
     """Every distinct retrieval pipeline of the points checked against the store before any
     stage computes (:func:`aiblox.engine.plan.check_pipeline`: a reranker asked for more
     documents than its input holds, feedback from more documents than the store has);
@@ -139,13 +139,13 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     splits = spec.splits
     ds = dataset or load_dataset(spec.dataset, splits=splits)
     tune_qids = check_cv(spec, ds)  # before any work: k folds need k queries
-    settings = SweepSettings.from_spec(spec)
+    settings = spec.settings()
     if spec.finetune is not None:  # the tuned model is the sweep's embedder (trained once)
         model = ensure_fine_tuned(spec, ds, cache_dir, db or spec.db, progress=progress)
         settings = dataclasses.replace(settings, embedder=str(model))
     backend = backend_of(db or spec.db, spec.backend)  # an explicit db may name another backend
     cache = RecordingCache(cache_dir) if cpus else StageCache(cache_dir)
-    ctx = SweepContext(settings, ds, cache, db or spec.db, backend, splits, progress=progress)
+    ctx = RunContext(settings, ds, cache, db or spec.db, backend, splits, progress=progress)
     grid, baseline = sweep_points(spec)
     model_based = spec.search.model_based  # trials chosen while it runs, among the grid's points
     todo = [] if model_based else list(grid)

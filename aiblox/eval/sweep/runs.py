@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from aiblox.eval.sweep.results import ranking_order
+from aiblox.engine.settings import ranking_order
 from aiblox.eval.sweep.tracking import (
     TAG_CONFIG,
     TAG_KIND,

@@ -43,11 +43,12 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aiblox.eval.sweep.cache import StageCache, local_cache_root
+from aiblox.engine.cache import StageCache, local_cache_root
 from aiblox.hashing import sha256_hex
 
 if TYPE_CHECKING:
-    from aiblox.eval.sweep.spec import PipelinePoint, SweepSpec
+    from aiblox.engine.settings import PipelinePoint
+    from aiblox.eval.sweep.spec import SweepSpec
 
 __all__ = ["N_STARTUP_TRIALS", "SearchSpace", "make_sampler", "run_search", "study_key",
            "study_path"]

@@ -22,7 +22,7 @@ Selection expansion (``[grid.selection]``): every chunking point times every ``p
 (a version in ``evals/policies``) times every override axis (any other key must be a field of
 :class:`~aiblox.assembly.SelectionPolicy`, e.g. ``max_chunks = [4, 6]``; an unknown one is
 rejected). A spec with chunking or selection axes is a *pipeline* sweep: its points go on
-past fusion to the chunk stages (:mod:`aiblox.eval.sweep.pipeline`); the answer stages
+past fusion to the chunk stages (:mod:`aiblox.engine.point`); the answer stages
 (selection, prompt, reader, validation) run only when it has selection axes.
 
 ``[search]`` picks the points scored: ``strategy = "grid"`` (default) every point;
@@ -55,7 +55,6 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from decimal import Decimal
 from itertools import product
 from pathlib import Path
@@ -81,6 +80,7 @@ from aiblox.contracts.retrieval import (
 )
 from aiblox.embedding.finetune import FineTuneConfig
 from aiblox.engine.algebra import Pipeline, PipelineError
+from aiblox.engine.settings import PipelinePoint, SweepSettings, needs_vectors
 from aiblox.eval.sweep.axes import (
     BM25_AXES,
     CHUNK_DEPTH_KEYS,
@@ -116,7 +116,6 @@ from aiblox.metrics.depth import shallow_limit
 
 __all__ = [
     "DEFAULT_MAX_POINTS",
-    "PipelinePoint",
     "SweepSpec",
     "SweepSpecError",
     "backend_of",
@@ -130,35 +129,6 @@ class _Strict(BaseModel):
 
 class SweepSpecError(ValueError):
     """A sweep spec that cannot be read or validated; the message names the file and field."""
-
-
-@dataclass(frozen=True)
-class PipelinePoint:
-    """One point of a pipeline sweep: retrieval prefs (fusion and chunking) and a selection
-    policy with its overrides (None without selection axes)."""
-
-    prefs: RetrievalPrefs
-    policy: str | None = None
-    overrides: dict[str, Any] = field(default_factory=dict)
-    pipeline: Pipeline | None = None
-    """The retrieval pipeline (its stage parameters resolved); None: the prefs' first stage,
-    as before pipelines existed."""
-
-    @property
-    def selection(self) -> dict[str, Any] | None:
-        """``{"policy", "overrides"}`` or None."""
-        if self.policy is None:
-            return None
-        return {"policy": self.policy, "overrides": dict(self.overrides)}
-
-    def key(self) -> str:
-        """sha256 identifying the point's settings (for deduplication)."""
-        key: dict[str, Any] = {
-            "prefs": self.prefs.model_dump(exclude={"query_text", "query_id"}),
-            "selection": self.selection}
-        if self.pipeline is not None:
-            key["pipeline"] = self.pipeline.as_data()
-        return sha256_hex(key)
 
 
 def pipeline_metric_names(metrics: list[str], chunk_k: list[int],
@@ -208,7 +178,7 @@ class SweepSpec(_Strict):
     """Store backend; ``postgres`` needs ``db`` to be a ``postgresql+psycopg://`` URL."""
     db: str | None = None
     """Store path or PostgreSQL URL; None: the dataset's default store
-    (:func:`aiblox.eval.workspace.default_store_path`, the one `aiblox ingest` builds)."""
+    (:func:`aiblox.engine.workspace.default_store_path`, the one `aiblox ingest` builds)."""
     embedder: str = "minilm"
     """Embedder: a registered name (``minilm``, ``hashing``), a folder holding a
     sentence-transformers model, or an installed package that ships one (its model id, which
@@ -698,7 +668,7 @@ class SweepSpec(_Strict):
     @property
     def has_pipeline_axes(self) -> bool:
         """True when points go past fusion (chunking or selection axes): such a sweep is run by
-        :func:`aiblox.eval.sweep.pipeline.run_pipeline_sweep`."""
+        :func:`aiblox.engine.point.run_pipeline_sweep`."""
         return self.grid.chunking is not None or self.grid.selection is not None
 
     def base_prefs(self) -> RetrievalPrefs:
@@ -707,6 +677,20 @@ class SweepSpec(_Strict):
         depth of ``metrics`` (:func:`~aiblox.metrics.evaluation_prefs`: 100, or the
         deepest cutoff; 1,000 with a metric without one)."""
         return evaluation_prefs(RetrievalPrefs(query_text="", **self.base), self.metrics)
+
+    def settings(self) -> SweepSettings:
+        """What the stages of its points read from it (:class:`~aiblox.engine.settings.
+        SweepSettings`)."""
+        sel = self.grid.selection
+        return SweepSettings(
+            name=self.name, embedder=self.embedder, metrics=tuple(self.metrics),
+            chunk_stages=self.has_pipeline_axes, query_limit=self.query_limit,
+            chunk_k=tuple(self.chunk_k), reader=self.reader,
+            reader_options=dict(self.reader_options),
+            swept_selection=tuple(sel.override_names()) if sel is not None else (),
+            vectors=tuple(self.vectors),
+            needs_vectors=needs_vectors(self.base_prefs(), self.pipelines()),
+            stage_modules=tuple(self.stage_modules))
 
     def baseline_prefs(self) -> RetrievalPrefs | None:
         """The baseline point's prefs, or None."""

@@ -58,9 +58,9 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from aiblox.data.trec import trec_run_text
-from aiblox.eval.sweep.cache import StageCache
-from aiblox.eval.sweep.outputs import StageReader
-from aiblox.eval.sweep.results import ranked
+from aiblox.engine.cache import StageCache
+from aiblox.engine.outputs import StageReader
+from aiblox.engine.settings import ranked
 from aiblox.inputs import env_seconds
 from aiblox.stores.base import is_disk_full
 

@@ -4,7 +4,7 @@ same bytes, or which stage first differs.
 Nothing is read from the sweep's stage cache: the dataset is loaded and hashed, the config hash
 is recomputed from the logged config, and every stage of the point (signals, fusion, metrics,
 and for a pipeline point the chunk and answer stages) is recomputed through the sweep's own
-chain (:func:`aiblox.eval.sweep.pipeline.split_point`) into a fresh, temporary stage cache,
+chain (:func:`aiblox.engine.point.split_point`) into a fresh, temporary stage cache,
 split by split, its key and output hash compared with the manifest's. The workspace named by
 ``db`` (default: the dataset's own store) is synced to the dataset first.
 
@@ -31,12 +31,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import Dataset, DatasetError, load_dataset
 from aiblox.engine.algebra import from_data
-from aiblox.eval.sweep.cache import StageCache
-from aiblox.eval.sweep.context import SweepContext, embedder_id
-from aiblox.eval.sweep.manifest import PointManifest
-from aiblox.eval.sweep.pipeline import split_point
-from aiblox.eval.sweep.points import SweepSettings, needs_vectors, point_config
-from aiblox.eval.sweep.spec import PipelinePoint
+from aiblox.engine.cache import StageCache
+from aiblox.engine.context import RunContext, embedder_id
+from aiblox.engine.manifest import PointManifest
+from aiblox.engine.point import split_point
+from aiblox.engine.settings import PipelinePoint, SweepSettings, needs_vectors, point_config
 
 __all__ = [
     "StageCheck",
@@ -270,7 +269,7 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
         if not check("embedder", emb_id, actual):
             return report()
     with tempfile.TemporaryDirectory() as tmp:
-        ctx = SweepContext(settings, ds, StageCache(tmp), db, backend, list(m.splits),
+        ctx = RunContext(settings, ds, StageCache(tmp), db, backend, list(m.splits),
                            embedder=emb_id, progress=progress)
         try:
             for split, sm in m.splits.items():
@@ -281,7 +280,7 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
     return report()
 
 
-def _verify_split(ctx: SweepContext, pt: PipelinePoint, split: str, sm: Any,
+def _verify_split(ctx: RunContext, pt: PipelinePoint, split: str, sm: Any,
                   check: Callable[[str, str, str], bool], mlflow: dict[str, float]) -> bool:
     """One split of a point recomputed and compared, stage by stage in pipeline order, then its
     metric values (the manifest's and MLflow's); False at the first difference."""

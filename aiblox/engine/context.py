@@ -3,7 +3,7 @@ workspace (opened on first need), the signals of every split planned, the split 
 scorers built from them, and the outputs later points share.
 
 Nothing here is global: two sweeps in one process never see each other's indexes, and a
-sweep's memory goes when its :class:`SweepContext` does.
+sweep's memory goes when its :class:`RunContext` does.
 """
 
 from __future__ import annotations
@@ -17,28 +17,22 @@ import numpy as np
 
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import Dataset
+from aiblox.engine.cache import StageCache
+from aiblox.engine.chunk_eval import gold_answers
+from aiblox.engine.compute import fused_arrays, signals_output
+from aiblox.engine.configs import fusion_config, signals_config
 from aiblox.engine.data import Queries, Run
+from aiblox.engine.outputs import StageReader
 from aiblox.engine.plan import Value
 from aiblox.engine.retrieval import StageContext
-from aiblox.eval.chunk_eval import gold_answers
-from aiblox.eval.sweep.cache import StageCache
-from aiblox.eval.sweep.compute import fused_arrays, signals_output
-from aiblox.eval.sweep.outputs import StageReader
-from aiblox.eval.sweep.points import SweepSettings
-from aiblox.eval.sweep.stages import (
-    Stage,
-    StageRecord,
-    fusion_config,
-    make_stage,
-    signals_config,
-    stage_key,
-)
-from aiblox.eval.workspace import Workspace, open_workspace
+from aiblox.engine.settings import SweepSettings
+from aiblox.engine.task import StageRecord, Task, make_task, stage_key
+from aiblox.engine.workspace import Workspace, open_workspace
 from aiblox.fusion import BatchFusion, FusedArrays
 from aiblox.metrics import QrelsScorer
 from aiblox.retrieval import LateChunker, default_chunk_cache
 
-__all__ = ["SweepContext", "embedder_id"]
+__all__ = ["RunContext", "embedder_id"]
 
 
 def embedder_id(name: str) -> str:
@@ -48,7 +42,7 @@ def embedder_id(name: str) -> str:
     return get_embedder(name).model_id
 
 
-class SweepContext:
+class RunContext:
     """The state of one sweep (or of one verification): see the module doc.
 
     ``outputs`` memoises stage runs by ``(name, key)``: a key is run (and counted by the
@@ -85,7 +79,7 @@ class SweepContext:
 
     # -- the workspace ----------------------------------------------------------------------
     def workspace(self) -> Workspace:
-        """The dataset's workspace (:func:`aiblox.eval.workspace.open_workspace`), opened on
+        """The dataset's workspace (:func:`aiblox.engine.workspace.open_workspace`), opened on
         first need (again after :meth:`close`)."""
         if self._workspace is None:
             s = self.settings
@@ -117,7 +111,7 @@ class SweepContext:
         self._late = None
 
     # -- stages -----------------------------------------------------------------------------
-    def run(self, stage: Stage, load: bool = True, keep: bool = False
+    def run(self, stage: Task, load: bool = True, keep: bool = False
             ) -> tuple[StageRecord, Any]:
         """A memoised stage: its first run in this sweep is counted by the cache, a later one
         reads the entry again (``load``) without counting; ``keep`` holds the output for the
@@ -141,7 +135,7 @@ class SweepContext:
         limit = self.settings.query_limit
         cfg = signals_config(prefs, self.dataset.hash, split, self.backend, self.embedder_id,
                              limit=limit, store=self.fingerprint())
-        stage = make_stage("signals", cfg, [], partial(self._retrieve, prefs, split))
+        stage = make_task("signals", cfg, [], partial(self._retrieve, prefs, split))
         key = stage.key
         if (split, key) not in self.signals:
             # a cached output is not read here, only when a point needs it
@@ -213,18 +207,18 @@ class SweepContext:
         return Value("run", frec.key, (sig_rec, frec), load, prefs=prefs,
                      queries=self.topics(split))
 
-    def fusion_stage(self, prefs: RetrievalPrefs, split: str, skey: str) -> Stage:
+    def fusion_stage(self, prefs: RetrievalPrefs, split: str, skey: str) -> Task:
         """The fusion stage of ``prefs`` over the split's signals ``skey``."""
         def fuse() -> dict[str, Any]:
             index = self.fusion_index(split, skey)
             return fused_arrays(prefs, index, self.signals_output(split, skey)).as_dict()
 
-        return make_stage("fusion", fusion_config(prefs), [skey], fuse, codec="arrays")
+        return make_task("fusion", fusion_config(prefs), [skey], fuse, codec="arrays")
 
     def run_stage(self, name: str, version: str, config: Any, inputs: Sequence[str],
                   compute: Callable[[], Any]) -> tuple[StageRecord, Any]:
         """A pipeline stage (arrays), memoised by its key and kept for later points."""
-        return self.run(Stage(name, version, config, tuple(inputs), compute, "arrays"),
+        return self.run(Task(name, version, config, tuple(inputs), compute, "arrays"),
                         keep=True)
 
     def fingerprints(self, reads: frozenset[str]) -> dict[str, Any]:

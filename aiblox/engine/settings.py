@@ -1,7 +1,8 @@
-"""A sweep point's identity: what its stages read from the spec (:class:`SweepSettings`), its
-effective config and config hash (:func:`point_config`), and its readable label.
+"""What a point is: its settings (:class:`PipelinePoint`), what its stages read from its spec
+(:class:`SweepSettings`), its effective config and config hash (:func:`point_config`), its
+readable label, and the one ranking of scored points (:func:`ranking_order`).
 
-A fusion point's config is what decides its ranking (:func:`aiblox.eval.runner.config_hash`:
+A fusion point's config is what decides its ranking (:func:`aiblox.engine.evaluate.config_hash`:
 prefs without the query, embedder, backend), the same hash ``aiblox eval`` reports. A pipeline
 point's (:func:`pipeline_config`) adds ``query_limit``, ``chunk_k`` and, with selection, the
 policy (id, sha256 of the effective policy, the effective value of each swept parameter) and
@@ -12,19 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs
 from aiblox.engine.algebra import Pipeline, label
-from aiblox.eval.runner import config_hash
-from aiblox.eval.sweep.axes import load_policy_by_name
-from aiblox.eval.sweep.spec import PipelinePoint
+from aiblox.engine.evaluate import config_hash
 from aiblox.hashing import sha256_hex
 
-if TYPE_CHECKING:
-    from aiblox.eval.sweep.spec import SweepSpec
-
 __all__ = [
+    "PipelinePoint",
     "SweepSettings",
     "chunk_label",
     "needs_vectors",
@@ -33,13 +30,45 @@ __all__ = [
     "point_label",
     "point_policy",
     "point_title",
+    "ranked",
+    "ranking_key",
+    "ranking_order",
 ]
 
 
 @dataclass(frozen=True)
+class PipelinePoint:
+    """One point of a pipeline sweep: retrieval prefs (fusion and chunking) and a selection
+    policy with its overrides (None without selection axes)."""
+
+    prefs: RetrievalPrefs
+    policy: str | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+    pipeline: Pipeline | None = None
+    """The retrieval pipeline (its stage parameters resolved); None: the prefs' first stage,
+    as before pipelines existed."""
+
+    @property
+    def selection(self) -> dict[str, Any] | None:
+        """``{"policy", "overrides"}`` or None."""
+        if self.policy is None:
+            return None
+        return {"policy": self.policy, "overrides": dict(self.overrides)}
+
+    def key(self) -> str:
+        """sha256 identifying the point's settings (for deduplication)."""
+        key: dict[str, Any] = {
+            "prefs": self.prefs.model_dump(exclude={"query_text", "query_id"}),
+            "selection": self.selection}
+        if self.pipeline is not None:
+            key["pipeline"] = self.pipeline.as_data()
+        return sha256_hex(key)
+
+
+@dataclass(frozen=True)
 class SweepSettings:
-    """What the stages of a sweep's points read from its spec (:meth:`from_spec`), or from a
-    logged point's manifest when it is verified."""
+    """What the stages of a sweep's points read from its spec (``SweepSpec.settings()``), or
+    from a logged point's manifest when it is verified."""
 
     name: str
     """Sweep name."""
@@ -66,19 +95,6 @@ class SweepSettings:
     or a stage that reads vectors)."""
     stage_modules: tuple[str, ...] = ()
     """Modules registering the spec's own stage kinds (imported before a point is planned)."""
-
-    @classmethod
-    def from_spec(cls, spec: SweepSpec) -> SweepSettings:
-        """The settings of a spec."""
-        sel = spec.grid.selection
-        return cls(name=spec.name, embedder=spec.embedder, metrics=tuple(spec.metrics),
-                   chunk_stages=spec.has_pipeline_axes, query_limit=spec.query_limit,
-                   chunk_k=tuple(spec.chunk_k), reader=spec.reader,
-                   reader_options=dict(spec.reader_options),
-                   swept_selection=tuple(sel.override_names()) if sel is not None else (),
-                   vectors=tuple(spec.vectors),
-                   needs_vectors=needs_vectors(spec.base_prefs(), spec.pipelines()),
-                   stage_modules=tuple(spec.stage_modules))
 
 
 def needs_vectors(base: RetrievalPrefs, pipelines: Sequence[Pipeline]) -> bool:
@@ -149,15 +165,16 @@ def point_title(settings: SweepSettings, pt: PipelinePoint) -> str:
 
 def point_policy(pt: PipelinePoint) -> Any:
     """The effective selection policy of a point (its policy with its overrides)."""
-    return load_policy_by_name(str(pt.policy)).with_updates(**pt.overrides)
+    from aiblox.assembly import load_policy
+
+    return load_policy(str(pt.policy)).with_updates(**pt.overrides)
 
 
-def pipeline_config(spec: SweepSpec | SweepSettings, pt: PipelinePoint, embedder_id: str | None,
+def pipeline_config(settings: SweepSettings, pt: PipelinePoint, embedder_id: str | None,
                     backend: str) -> tuple[str, dict[str, Any]]:
     """A pipeline point's effective config and its hash: retrieval prefs (fusion and chunking),
     embedder, backend, ``query_limit``, ``chunk_k``, and with selection the policy (id, sha256
     of the effective policy, the effective value of each swept parameter) and the reader."""
-    settings = spec if isinstance(spec, SweepSettings) else SweepSettings.from_spec(spec)
     _, config = config_hash(pt.prefs, embedder_id, backend)
     config = {**config, "query_limit": settings.query_limit, "chunk_k": list(settings.chunk_k)}
     if pt.policy is not None:
@@ -174,7 +191,7 @@ def pipeline_config(spec: SweepSpec | SweepSettings, pt: PipelinePoint, embedder
 
 def point_config(settings: SweepSettings, pt: PipelinePoint, embedder_id: str | None,
                  backend: str) -> tuple[str, dict[str, Any]]:
-    """A point's config hash and config: :func:`aiblox.eval.runner.config_hash` for a fusion
+    """A point's config hash and config: :func:`aiblox.engine.evaluate.config_hash` for a fusion
     point, :func:`pipeline_config` for a pipeline point; with a retrieval pipeline, the
     pipeline (:meth:`~aiblox.engine.Pipeline.as_data`) and the modules registering its own
     stage kinds are part of it (a point without one keeps the hash it always had)."""
@@ -188,3 +205,20 @@ def point_config(settings: SweepSettings, pt: PipelinePoint, embedder_id: str | 
     if settings.stage_modules:
         config["stage_modules"] = list(settings.stage_modules)
     return sha256_hex(config), config
+
+
+def ranking_order(value: float, config_hash: str) -> tuple[float, str]:
+    """The one ranking of sweep points: by value descending, ties by config hash ascending (a
+    point logged to MLflow ranks the same way, :mod:`aiblox.eval.sweep.report`)."""
+    return -value, config_hash
+
+
+def ranking_key(point: Any, split: str, metric: str) -> tuple[float, str]:
+    """:func:`ranking_order` of a :class:`~aiblox.eval.sweep.results.PointResult` (or anything
+    with ``metrics`` and ``config_hash``) by ``metric`` on ``split``."""
+    return ranking_order(point.metrics[split][metric], point.config_hash)
+
+
+def ranked(points: Sequence[Any], split: str, metric: str) -> list[Any]:
+    """``points`` best first under :func:`ranking_key`."""
+    return sorted(points, key=lambda p: ranking_key(p, split, metric))

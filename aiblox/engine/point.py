@@ -1,7 +1,7 @@
 """The stages of one sweep point on one split, in pipeline order, each memoised by its key
-(:mod:`aiblox.eval.sweep.stages` lists them with their configs and versions).
+(:mod:`aiblox.engine.task` lists them with their configs and versions).
 
-Every point runs ``signals`` (planned for the whole sweep first, :meth:`SweepContext.plan_signals`),
+Every point runs ``signals`` (planned for the whole sweep first, :meth:`RunContext.plan_signals`),
 ``fusion`` and ``metrics``; a pipeline point goes on to ``chunks`` and ``chunk_metrics``, and
 with a selection policy to ``selection``, ``prompt``, ``reader``, ``validation`` and
 ``answer_metrics``. So changing a fusion weight recomputes fusion and what follows, nothing
@@ -22,29 +22,27 @@ from typing import Any
 import numpy as np
 
 from aiblox.assembly import get_llm
-from aiblox.engine.plan import Value, apply_pipeline
-from aiblox.eval.sweep import compute
-from aiblox.eval.sweep.context import SweepContext
-from aiblox.eval.sweep.points import point_policy
-from aiblox.eval.sweep.spec import PipelinePoint
-from aiblox.eval.sweep.stages import (
+from aiblox.engine import compute
+from aiblox.engine.configs import (
     ANSWER_METRICS_CONFIG,
     PROMPT_CONFIG,
     VALIDATION_CONFIG,
-    StageRecord,
     chunk_metrics_config,
     chunks_config,
-    make_stage,
     metrics_config,
     selection_config,
 )
+from aiblox.engine.context import RunContext
+from aiblox.engine.plan import Value, apply_pipeline
+from aiblox.engine.settings import PipelinePoint, point_policy
+from aiblox.engine.task import StageRecord, make_task
 from aiblox.fusion import FusedArrays
 from aiblox.metrics import chunk_metrics, packed_means
 
 __all__ = ["evaluate_point", "recheck_point", "split_point"]
 
 
-def evaluate_point(ctx: SweepContext, pt: PipelinePoint, read_all: bool = False
+def evaluate_point(ctx: RunContext, pt: PipelinePoint, read_all: bool = False
                    ) -> dict[str, dict[str, Any]]:
     """Every stage of one point on the tune and report splits: per split its stage records,
     run hash, metric means, scored queries and prompt hash (a :class:`SplitManifest`'s
@@ -52,7 +50,7 @@ def evaluate_point(ctx: SweepContext, pt: PipelinePoint, read_all: bool = False
     return {split: split_point(ctx, pt, split, read_all) for split in ctx.splits}
 
 
-def recheck_point(ctx: SweepContext, pt: PipelinePoint) -> dict[str, dict[str, Any]]:
+def recheck_point(ctx: RunContext, pt: PipelinePoint) -> dict[str, dict[str, Any]]:
     """A point whose stages were not all read (a damaged entry turned up later): its signals
     read again, every stage read and checked, a damaged one computed again."""
     for split in ctx.splits:
@@ -64,7 +62,7 @@ def recheck_point(ctx: SweepContext, pt: PipelinePoint) -> dict[str, dict[str, A
     return evaluate_point(ctx, pt, read_all=True)
 
 
-def split_point(ctx: SweepContext, pt: PipelinePoint, split: str, read_all: bool = False
+def split_point(ctx: RunContext, pt: PipelinePoint, split: str, read_all: bool = False
                 ) -> dict[str, Any]:
     """Every stage of one point on one split (see :func:`evaluate_point`). A point with a
     retrieval pipeline runs its stages first (:func:`aiblox.engine.plan.apply_pipeline`);
@@ -88,7 +86,7 @@ def split_point(ctx: SweepContext, pt: PipelinePoint, split: str, read_all: bool
                                                     ctx.codes(split, skey), run.positions,
                                                     run.counts, list(settings.metrics))
 
-    metrics = make_stage("metrics", metrics_config(settings.metrics, split), [fusion.key], score,
+    metrics = make_task("metrics", metrics_config(settings.metrics, split), [fusion.key], score,
                          codec="arrays")
     # the fused run is read when a later stage needs it (or to check it)
     load = read_all or settings.chunk_stages or not ctx.cache.has("metrics", metrics.key)
@@ -106,7 +104,7 @@ def split_point(ctx: SweepContext, pt: PipelinePoint, split: str, read_all: bool
     return out
 
 
-def _pipeline_split(ctx: SweepContext, pt: PipelinePoint, split: str, value: Value
+def _pipeline_split(ctx: RunContext, pt: PipelinePoint, split: str, value: Value
                     ) -> dict[str, Any]:
     """The metrics (and chunk and answer stages) of a point whose retrieval pipeline ends in
     a stage of its own (feedback, reranking, a fusion of stage outputs)."""
@@ -120,7 +118,7 @@ def _pipeline_split(ctx: SweepContext, pt: PipelinePoint, split: str, value: Val
         counts = np.asarray([len(d) for d in run.docs], dtype=np.int64)
         return scorer.evaluate_packed(list(run.qids), codes, counts, list(settings.metrics))
 
-    mrec, mout = ctx.run(make_stage("metrics", metrics_config(settings.metrics, split),
+    mrec, mout = ctx.run(make_task("metrics", metrics_config(settings.metrics, split),
                                     [value.key], score, codec="arrays"))
     out: dict[str, Any] = {"stages": [*value.records, mrec], "run_hash": last.output_hash,
                            "metrics": packed_means(mout), "n_queries": len(ctx.qids(split)),
@@ -134,7 +132,7 @@ def _pipeline_split(ctx: SweepContext, pt: PipelinePoint, split: str, value: Val
     return out
 
 
-def _chunk_stages(ctx: SweepContext, pt: PipelinePoint, split: str, frec: StageRecord,
+def _chunk_stages(ctx: RunContext, pt: PipelinePoint, split: str, frec: StageRecord,
                   run_of: Callable[[], dict[str, Any]], out: dict[str, Any]) -> None:
     """The chunk stages of a pipeline point (and its answer stages with a policy), appended
     to ``out``'s records and metrics."""
@@ -150,10 +148,10 @@ def _chunk_stages(ctx: SweepContext, pt: PipelinePoint, split: str, frec: StageR
                                     desc=f"chunks {split} {ccfg['chunker']}")
 
     ccfg = chunks_config(prefs, ctx.embedder_id)
-    crec, chunks = ctx.run(make_stage("chunks", ccfg, [frec.key], chunk), keep=True)
+    crec, chunks = ctx.run(make_task("chunks", ccfg, [frec.key], chunk), keep=True)
     gold, gold_texts = ctx.gold(qids)
     kcfg = chunk_metrics_config(settings.metrics, settings.chunk_k, split)
-    krec, kout = ctx.run(make_stage("chunk_metrics", kcfg, [crec.key], lambda: chunk_metrics(
+    krec, kout = ctx.run(make_task("chunk_metrics", kcfg, [crec.key], lambda: chunk_metrics(
         chunks, ctx.qrels(split), gold, settings.metrics, settings.chunk_k, ctx.scorer(split))),
         keep=True)
     out["stages"] += [crec, krec]
@@ -162,20 +160,20 @@ def _chunk_stages(ctx: SweepContext, pt: PipelinePoint, split: str, frec: StageR
         return
     policy = point_policy(pt)
     scfg = selection_config(pt.policy, policy, ctx.index_version, ctx.embedder_id)
-    srec, sel = ctx.run(make_stage("selection", scfg, [crec.key], lambda: (
+    srec, sel = ctx.run(make_task("selection", scfg, [crec.key], lambda: (
         compute.selection_output(chunks, questions, policy, ctx.index_version,
                                  str(ctx.embedder_id), prefs.top_k_chunks))), keep=True)
-    prec, prompts = ctx.run(make_stage("prompt", PROMPT_CONFIG, [srec.key], lambda: (
+    prec, prompts = ctx.run(make_task("prompt", PROMPT_CONFIG, [srec.key], lambda: (
         compute.prompt_output(sel, questions, policy))), keep=True)
     llm = get_llm(settings.reader, **settings.reader_options)
     rcfg = {"name": settings.reader, "options": dict(settings.reader_options),
             "model": getattr(llm, "model_name", None)}
-    rrec, reader = ctx.run(make_stage("reader", rcfg, [prec.key], lambda: (
+    rrec, reader = ctx.run(make_task("reader", rcfg, [prec.key], lambda: (
         compute.reader_output(prompts, llm, policy.reserved_output_tokens))), keep=True)
-    vrec, valid = ctx.run(make_stage("validation", VALIDATION_CONFIG, [prec.key, rrec.key],
+    vrec, valid = ctx.run(make_task("validation", VALIDATION_CONFIG, [prec.key, rrec.key],
                                      lambda: compute.validation_output(prompts, reader)),
                           keep=True)
-    arec, aout = ctx.run(make_stage("answer_metrics", ANSWER_METRICS_CONFIG,
+    arec, aout = ctx.run(make_task("answer_metrics", ANSWER_METRICS_CONFIG,
                                     [crec.key, prec.key, vrec.key],
                                     lambda: compute.answer_metrics_output(
                                         chunks, prompts, valid, gold, gold_texts)), keep=True)

@@ -5,8 +5,8 @@ import pytest
 from aiblox.contracts import RetrievalPrefs
 from aiblox.data import load_dataset
 from aiblox.embedding import CachedEmbedder, get_embedder
-from aiblox.eval.runner import evaluate_retrieval
-from aiblox.eval.workspace import prepare_store
+from aiblox.engine.evaluate import evaluate_retrieval
+from aiblox.engine.workspace import prepare_store
 from aiblox.retrieval import HybridRetriever
 from aiblox.stores import DuckDBStore
 from tests.conftest import shared_dataset

@@ -46,7 +46,7 @@ class SplitManifest(_Strict):
     stages: list[dict[str, Any]]
     """Stage records in pipeline order: name, version, key, input keys, output hash."""
     run_hash: str
-    """sha256 of the fused ranked run (``aiblox.eval.runner.run_hash``)."""
+    """sha256 of the fused ranked run (``aiblox.engine.evaluate.run_hash``)."""
     metrics: dict[str, float]
     """Mean metric values."""
     prompts_sha256: str | None = None

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from aiblox.data.trec import trec_scores
-from aiblox.eval.sweep.cache import StageCache
+from aiblox.engine.cache import StageCache
 from aiblox.fusion import BatchFusion, FusedArrays
 from aiblox.metrics import unpack_metrics
 
@@ -54,7 +54,7 @@ class StageReader:
 
     def fused_run(self, signals_key: str, fusion_key: str) -> dict[str, list[list[Any]]]:
         """A cached fused run as ``{qid: [[doc_id, score], ...]}``;
-        :class:`~aiblox.eval.sweep.cache.StageCacheCorrupt` when an entry it reads is damaged."""
+        :class:`~aiblox.engine.cache.StageCacheCorrupt` when an entry it reads is damaged."""
         fused = FusedArrays.from_dict(self.cache.load("fusion", fusion_key))
         return self.index(signals_key).decode(fused)
 
@@ -119,7 +119,7 @@ def _safe_tag(tag: str) -> str:
 def load_fused_run(cache: StageCache, signals_key: str, fusion_key: str
                    ) -> dict[str, list[list[Any]]]:
     """A cached fused run as ``{qid: [[doc_id, score], ...]}`` (for TREC files and reports);
-    :class:`~aiblox.eval.sweep.cache.StageCacheCorrupt` when an entry it reads is damaged."""
+    :class:`~aiblox.engine.cache.StageCacheCorrupt` when an entry it reads is damaged."""
     return StageReader(cache).fused_run(signals_key, fusion_key)
 
 

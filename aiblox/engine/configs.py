@@ -1,13 +1,7 @@
-"""What a sweep stage is: a small typed record (:class:`Stage`: name, version, config, inputs,
-function), the one table of stage versions (:data:`STAGE_VERSIONS`), stage keys, and the
-config of every stage.
+"""The config of every stage of a point: what decides its output besides its inputs (the
+stages, their versions and keys: :mod:`aiblox.engine.task`).
 
-A stage's key is the sha256 of its name, its version, its config and the keys of its inputs
-(:func:`stage_key`), so it changes exactly when something that decides the stage's output
-changes, and everything downstream of a changed stage gets a new key too. Outputs are memoised
-by key on disk (:class:`~aiblox.eval.sweep.cache.StageCache`).
-
-The stages of a sweep point per split, in pipeline order. A fusion sweep's points stop after
+The stages of a point per split, in pipeline order. A fusion sweep's points stop after
 ``metrics``; a pipeline point (a spec with ``[grid.chunking]`` or ``[grid.selection]``) goes on
 to the chunk stages, and to the answer stages when it has a selection policy:
 
@@ -34,21 +28,17 @@ stage                   config (the function that builds it)                    
                                                                                     validation
 ======================  ==========================================================  ==============
 
-What each stage computes is in :mod:`aiblox.eval.sweep.compute`; the chain of one point is
-:mod:`aiblox.eval.sweep.pipeline`.
-"""
+What each stage computes is in :mod:`aiblox.engine.compute`; the chain of one point is
+:mod:`aiblox.engine.point`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from functools import cached_property
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any
 
 from aiblox.assembly import PROMPT_CONTRACT_VERSION, TEMPLATE_SHA256
 from aiblox.chunking import ANSWER_MATCH_RULE, PROJECTION, make_chunker
 from aiblox.contracts.retrieval import RetrievalPrefs
-from aiblox.hashing import canonical_plain_json, sha256_text
 from aiblox.indexes import passage_chunker_id
 from aiblox.metrics import STATUSES
 from aiblox.retrieval.late_chunking import LateChunker
@@ -56,88 +46,16 @@ from aiblox.retrieval.late_chunking import LateChunker
 __all__ = [
     "ANSWER_METRICS_CONFIG",
     "PROMPT_CONFIG",
-    "STAGE_VERSIONS",
-    "Stage",
-    "StageRecord",
     "VALIDATION_CONFIG",
     "chunk_metrics_config",
     "chunks_config",
     "fusion_config",
-    "make_stage",
     "metrics_config",
     "selection_config",
     "signals_config",
-    "stage_key",
 ]
 
-STAGE_VERSIONS: Mapping[str, str] = {
-    "signals": "1",
-    "fusion": "2",  # 2: stored as compact arrays (flat positions, counts, scores)
-    "metrics": "2",  # 2: stored as arrays (metric names, query ids, means, per-query matrix)
-    "chunks": "1",
-    "chunk_metrics": "1",
-    "selection": "1",
-    "prompt": "1",
-    "reader": "1",
-    "validation": "1",
-    "answer_metrics": "1",
-}
-"""The version of every stage, in pipeline order: bump a stage's version when what it computes
-changes for the same config and inputs (its key changes, and so does every key downstream)."""
 
-
-def stage_key(name: str, version: str | int, config: Any, inputs: Sequence[str] = ()) -> str:
-    """sha256 of ``{"name", "version", "config", "inputs"}`` in canonical JSON."""
-    return sha256_text(canonical_plain_json({"name": name, "version": str(version),
-                                             "config": config, "inputs": list(inputs)}))
-
-
-@dataclass(frozen=True)
-class Stage:
-    """One stage of one point: what decides its output, and the function that computes it."""
-
-    name: str
-    """Stage name, a key of :data:`STAGE_VERSIONS`."""
-    version: str
-    """The stage's version (from :data:`STAGE_VERSIONS`)."""
-    config: Any
-    """What decides the output besides the inputs (plain JSON data)."""
-    inputs: tuple[str, ...]
-    """Keys of the stages whose outputs it reads."""
-    compute: Callable[[], Any]
-    """Computes the output (called only when the stage cache has none)."""
-    codec: Literal["json", "arrays"] = "json"
-    """How the output is stored: canonical JSON, or named numpy arrays."""
-
-    @cached_property
-    def key(self) -> str:
-        """:func:`stage_key` of the record (computed once)."""
-        return stage_key(self.name, self.version, self.config, self.inputs)
-
-
-def make_stage(name: str, config: Any, inputs: Sequence[str], compute: Callable[[], Any],
-               codec: Literal["json", "arrays"] = "json") -> Stage:
-    """A :class:`Stage` at its version in :data:`STAGE_VERSIONS`."""
-    return Stage(name, STAGE_VERSIONS[name], config, tuple(inputs), compute, codec)
-
-
-@dataclass(frozen=True)
-class StageRecord:
-    """What the manifest records of one stage execution (or reuse)."""
-
-    name: str
-    version: str
-    key: str
-    inputs: tuple[str, ...]
-    output_hash: str
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain JSON form (for manifests)."""
-        return {"name": self.name, "version": self.version, "key": self.key,
-                "inputs": list(self.inputs), "output_hash": self.output_hash}
-
-
-# -- the config of each stage ----------------------------------------------------------------
 def signals_config(prefs: RetrievalPrefs, dataset_hash: str, split: str, backend: str,
                    embedder_id: str | None, limit: int | None = None,
                    store: dict[str, str | None] | None = None) -> dict[str, Any]:
@@ -200,8 +118,12 @@ def selection_config(policy_name: str, policy: Any, index_version: str,
 PROMPT_CONFIG: dict[str, Any] = {"contract": PROMPT_CONTRACT_VERSION,
                                  "template_sha256": TEMPLATE_SHA256}
 """The prompt stage's config: Prompt Contract V1 and its template."""
+
+
 VALIDATION_CONFIG: dict[str, Any] = {"validator": "R5"}
 """The validation stage's config."""
+
+
 ANSWER_METRICS_CONFIG: dict[str, Any] = {"metrics": list(STATUSES), "match": ANSWER_MATCH_RULE,
                                          "squad": "v1.1"}
 """The answer metrics stage's config."""

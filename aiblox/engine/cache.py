@@ -1,4 +1,4 @@
-"""The on-disk stage cache: stage outputs memoised by their key (:mod:`aiblox.eval.sweep.stages`)::
+"""The on-disk stage cache: stage outputs memoised by their key (:mod:`aiblox.engine.task`)::
 
     <root>/<stage>/<key>.json.gz    the output (canonical JSON, gzip), or
     <root>/<stage>/<key>.bin        the output of an ``arrays`` stage (see :func:`encode_arrays`)
@@ -42,7 +42,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from aiblox.eval.sweep.stages import Stage, StageRecord, stage_key
+from aiblox.engine.task import StageRecord, Task, stage_key
 from aiblox.hashing import canonical_json, canonical_plain_json, sha256_bytes, sha256_text
 
 __all__ = [
@@ -468,8 +468,8 @@ class StageCache:
         with self._lock:
             counter[name] = counter.get(name, 0) + 1
 
-    def run_stage(self, stage: Stage, load: bool = True,
+    def run_stage(self, stage: Task, load: bool = True,
                   count_reuse: bool = True) -> tuple[StageRecord, Any]:
-        """:meth:`run` of a :class:`~aiblox.eval.sweep.stages.Stage` record."""
+        """:meth:`run` of a :class:`~aiblox.engine.task.Task` record."""
         return self.run(stage.name, stage.version, stage.config, stage.inputs, stage.compute,
                         load=load, codec=stage.codec, count_reuse=count_reuse, key=stage.key)

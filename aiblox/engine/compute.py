@@ -1,9 +1,9 @@
 """What each stage of a sweep computes, one function per stage, on one split (the stages, their
-configs and versions: :mod:`aiblox.eval.sweep.stages`).
+configs and versions: :mod:`aiblox.engine.task`).
 
 Every function takes plain inputs (the previous stages' outputs, JSON-shaped) and returns a
 JSON-shaped output with no timestamps, latencies or cache counts in it, so the same inputs give
-the same bytes and the same output hash. A point's chain (:mod:`aiblox.eval.sweep.pipeline`)
+the same bytes and the same output hash. A point's chain (:mod:`aiblox.engine.point`)
 memoises them by stage key. The fusion and metrics stages compute with
 :class:`~aiblox.fusion.BatchFusion` and :class:`~aiblox.metrics.QrelsScorer` directly
 (:func:`fused_arrays`); the chunk metrics and answer metrics are

@@ -1,0 +1,87 @@
+"""What the engine computes and keys: a :class:`Task` (name, version, config, inputs, compute
+function, codec), the one table of stage versions (:data:`STAGE_VERSIONS`), stage keys
+(:func:`stage_key`) and the record a manifest keeps of each (:class:`StageRecord`).
+
+A task's key is the sha256 of its name, its version, its config and the keys of its inputs
+(:func:`stage_key`), so it changes exactly when something that decides the task's output
+changes, and everything downstream of a changed task gets a new key too. Outputs are memoised
+by key on disk (:class:`~aiblox.engine.cache.StageCache`); the config of every stage of a point
+is built by :mod:`aiblox.engine.configs`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Literal
+
+from aiblox.hashing import canonical_plain_json, sha256_text
+
+__all__ = ["STAGE_VERSIONS", "StageRecord", "Task", "make_task", "stage_key"]
+
+STAGE_VERSIONS: Mapping[str, str] = {
+    "signals": "1",
+    "fusion": "2",  # 2: stored as compact arrays (flat positions, counts, scores)
+    "metrics": "2",  # 2: stored as arrays (metric names, query ids, means, per-query matrix)
+    "chunks": "1",
+    "chunk_metrics": "1",
+    "selection": "1",
+    "prompt": "1",
+    "reader": "1",
+    "validation": "1",
+    "answer_metrics": "1",
+}
+"""The version of every stage, in pipeline order: bump a stage's version when what it computes
+changes for the same config and inputs (its key changes, and so does every key downstream)."""
+
+
+def stage_key(name: str, version: str | int, config: Any, inputs: Sequence[str] = ()) -> str:
+    """sha256 of ``{"name", "version", "config", "inputs"}`` in canonical JSON."""
+    return sha256_text(canonical_plain_json({"name": name, "version": str(version),
+                                             "config": config, "inputs": list(inputs)}))
+
+
+@dataclass(frozen=True)
+class Task:
+    """The engine's keyed unit, one stage of one point: what decides its output, and the
+    function that computes it."""
+
+    name: str
+    """Stage name, a key of :data:`STAGE_VERSIONS`."""
+    version: str
+    """The stage's version (from :data:`STAGE_VERSIONS`)."""
+    config: Any
+    """What decides the output besides the inputs (plain JSON data)."""
+    inputs: tuple[str, ...]
+    """Keys of the stages whose outputs it reads."""
+    compute: Callable[[], Any]
+    """Computes the output (called only when the stage cache has none)."""
+    codec: Literal["json", "arrays"] = "json"
+    """How the output is stored: canonical JSON, or named numpy arrays."""
+
+    @cached_property
+    def key(self) -> str:
+        """:func:`stage_key` of the record (computed once)."""
+        return stage_key(self.name, self.version, self.config, self.inputs)
+
+
+def make_task(name: str, config: Any, inputs: Sequence[str], compute: Callable[[], Any],
+              codec: Literal["json", "arrays"] = "json") -> Task:
+    """A :class:`Task` at its version in :data:`STAGE_VERSIONS`."""
+    return Task(name, STAGE_VERSIONS[name], config, tuple(inputs), compute, codec)
+
+
+@dataclass(frozen=True)
+class StageRecord:
+    """What the manifest records of one stage execution (or reuse)."""
+
+    name: str
+    version: str
+    key: str
+    inputs: tuple[str, ...]
+    output_hash: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON form (for manifests)."""
+        return {"name": self.name, "version": self.version, "key": self.key,
+                "inputs": list(self.inputs), "output_hash": self.output_hash}
