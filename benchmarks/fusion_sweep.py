@@ -292,7 +292,7 @@ def _whole_sweep(spec: SweepSpec, ds, cache_dir: Path, db: str, jobs: int, track
     store when ``tracking``), signals cached, fusion and metrics computed again."""
     import tempfile
 
-    from aiblox.eval.sweep.tracking import SweepTracker
+    from aiblox.engine.tracking import SweepTracker
 
     for stage in ("fusion", "metrics"):
         shutil.rmtree(cache_dir / stage, ignore_errors=True)
@@ -407,8 +407,8 @@ def tpe_table(args, spec: SweepSpec, ds, cache_dir: Path) -> None:
     empty fusion/metrics cache, signals cached; with and without MLflow tracking."""
     import tempfile
 
+    from aiblox.engine.tracking import SweepTracker
     from aiblox.eval.sweep.axes import SearchConfig
-    from aiblox.eval.sweep.tracking import SweepTracker
 
     jobs = default_jobs() if args.jobs <= 0 else args.jobs
     study = spec.model_copy(update={"name": f"{spec.name}_tpe{args.tpe}",

@@ -144,7 +144,7 @@ def fault_message(exc: BaseException) -> str | None:
         msg = f"MLflow: {getattr(exc, 'message', None) or exc}"
     elif isinstance(exc, StoreError | ValueError):
         msg = str(exc) or type(exc).__name__
-    elif _module_error(exc, "aiblox.eval.sweep.tracking", "SweepInterrupted"):
+    elif _module_error(exc, "aiblox.engine.tracking", "SweepInterrupted"):
         msg = str(exc)
     elif isinstance(exc, MemoryError):
         msg = "out of memory" + (f": {exc}" if str(exc) else "")

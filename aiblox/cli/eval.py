@@ -29,6 +29,7 @@ from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import DatasetError, load_dataset
 from aiblox.engine.chunk_eval import ChunkEvalResult, evaluate_chunks
 from aiblox.engine.evaluate import EvalResult, evaluate_retrieval
+from aiblox.engine.tracking import DEFAULT_TRACKING_URI
 from aiblox.engine.workspace import open_workspace
 from aiblox.eval.experiment import (
     CORRECTIONS,
@@ -42,7 +43,6 @@ from aiblox.eval.experiment import (
     system_from_run,
     write_trec_run,
 )
-from aiblox.eval.sweep.tracking import DEFAULT_TRACKING_URI
 from aiblox.metrics import DEFAULT_METRICS, DepthError, check_depth, evaluation_prefs, metric_cutoff
 from aiblox.metrics.depth import deepest_cutoff
 from aiblox.retrieval import make_retriever
@@ -191,7 +191,7 @@ def eval_command(
         writable_folder(per_query.parent if str(per_query.parent) else Path("."), "--per-query")
     if mlflow:
         try:
-            from aiblox.eval.sweep.tracking import tracking_client
+            from aiblox.engine.tracking import tracking_client
 
             tracking_client(tracking_uri, create=True)
         except (ValueError, ImportError) as exc:

@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 
 from aiblox.cli._common import fail, out, print_json
-from aiblox.eval.sweep.tracking import DEFAULT_TRACKING_URI
+from aiblox.engine.tracking import DEFAULT_TRACKING_URI
 
 SHORT_HASH = 12
 """Config-hash digits a table shows (``--format json|csv`` give all)."""

@@ -117,7 +117,7 @@ def sweep(
         # fetches the run again to do so): stdout is for results (--json), so not here
         os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
         try:
-            from aiblox.eval.sweep.tracking import SweepTracker
+            from aiblox.engine.tracking import SweepTracker
         except ImportError:  # pragma: no cover - mlflow is the `tracking` extra
             fail("MLflow is not installed: pip install 'aiblox[tracking]' or pass --no-tracking")
         try:
@@ -227,7 +227,7 @@ def _cv_lines(result: SweepResult) -> None:
 
 def _front(result: SweepResult) -> Table:
     """The Pareto front on the tune split (``[search] objectives``), best first by primary."""
-    from aiblox.eval.sweep.tracking import pareto_summary
+    from aiblox.engine.tracking import pareto_summary
 
     par = pareto_summary(result)
     names = list(result.objectives)

@@ -12,7 +12,7 @@ from rich.table import Table
 from aiblox.cli._common import console, fail, print_json, show_progress
 from aiblox.cli._errors import print_error
 from aiblox.data import DatasetError
-from aiblox.eval.sweep.tracking import DEFAULT_TRACKING_URI
+from aiblox.engine.tracking import DEFAULT_TRACKING_URI
 
 
 def verify_command(
@@ -32,7 +32,7 @@ def verify_command(
 ) -> None:
     """Re-execute RUN's logged point from its config alone; exit 1 names the first stage that
     differs."""
-    from aiblox.eval.sweep.tracking import check_tracking_store
+    from aiblox.engine.tracking import check_tracking_store
     from aiblox.eval.sweep.verify import (
         logged_manifest,
         logged_metrics,

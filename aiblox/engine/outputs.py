@@ -59,7 +59,7 @@ class StageReader:
         return self.index(signals_key).decode(fused)
 
     def fused_trec(self, signals_key: str, fusion_key: str, tag: str) -> str:
-        """:func:`~aiblox.eval.sweep.tracking.trec_run` of a cached fused run, the same text
+        """:func:`~aiblox.engine.tracking.trec_run` of a cached fused run, the same text
         (scores strictly decreasing: :func:`aiblox.data.trec.trec_scores`), written from the
         compact run (no ``{qid: [[doc, score]]}`` in between; each split's ``"qid Q0 doc "``
         heads are built once per reader)."""

@@ -1,5 +1,5 @@
 """MLflow logging of a one-off experiment (``aiblox eval --mlflow``): one run per system, logged
-the way a sweep logs a point (:mod:`aiblox.eval.sweep.tracking`), so that ``aiblox eval verify
+the way a sweep logs a point (:mod:`aiblox.engine.tracking`), so that ``aiblox eval verify
 RUN_ID`` re-checks a mode's run from its manifest alone.
 
 A mode's manifest is the sweep's :class:`~aiblox.engine.manifest.PointManifest`, computed
@@ -75,14 +75,14 @@ def log_experiment(exp: Experiment, manifests: dict[str, PointManifest], trackin
     import pandas as pd
     from mlflow.entities import Metric, Param
 
-    from aiblox.eval.sweep.tracking import (
+    from aiblox.engine.tracking import (
         artifact_location,
         flatten,
         metric_key,
         split_file,
-        store_lock,
         tracking_client,
     )
+    from aiblox.engine.tracking.store import store_lock
 
     client = tracking_client(tracking_uri, create=True)
     with store_lock(tracking_uri):

@@ -8,7 +8,7 @@ ending in ``_ms``, ``_s``, ``_seconds``). The failure rates ``status:REFUSED``,
 ``status:NO_EVIDENCE``, ``status:INVALID`` and ``status:FAILED`` count a query B fails that A
 did not as a loss (:data:`FAILURE_RATES`); as a search objective a status rate other than
 ``status:ANSWERED`` still needs an explicit direction (is refusing good?), see
-:func:`aiblox.eval.sweep.pareto.infer_direction`.
+:func:`aiblox.metrics.pareto.infer_direction`.
 
 Win/tie/loss counts (:func:`aiblox.metrics.significance.compare_to_baseline`, the sweep's
 significance table, its report, ``aiblox compare`` and the notebooks) count a win where B is

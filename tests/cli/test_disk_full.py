@@ -157,7 +157,7 @@ def test_a_full_disk_mid_sweep_is_one_line_and_resume_continues(tmp_path, disk, 
     folder = disk.path if where == "MLflow store" else tmp_path
     uri = f"sqlite:///{folder}/mlruns/mlflow.db"
     if where == "MLflow store":  # made with room to spare; the points' runs fill the disk
-        from aiblox.eval.sweep.tracking import tracking_client
+        from aiblox.engine.tracking import tracking_client
 
         tracking_client(uri, create=True)
     disk.fill(leave=200 * 1024)
@@ -202,7 +202,7 @@ def test_a_half_made_mlflow_database_of_an_older_version_is_made_again(tmp_path,
 
     from mlflow.tracking import MlflowClient
 
-    from aiblox.eval.sweep.tracking import tracking_client
+    from aiblox.engine.tracking import tracking_client
 
     db = disk.path / "mlruns" / "mlflow.db"
     db.parent.mkdir()
@@ -224,6 +224,6 @@ def test_a_half_made_mlflow_database_of_an_older_version_is_made_again(tmp_path,
     client.set_terminated(run.info.run_id)
     assert client.get_run(run.info.run_id).info.status == "FINISHED"
     # a database holding runs is never touched, even when it cannot be opened
-    from aiblox.eval.sweep.tracking import _holds_nothing
+    from aiblox.engine.tracking.store import _holds_nothing
 
     assert not _holds_nothing(db)

@@ -4,8 +4,8 @@ Wilcoxon test, by hand and against scipy."""
 import pytest
 from scipy.stats import wilcoxon
 
-from aiblox.eval.sweep.pareto import infer_direction
 from aiblox.metrics import adjust, compare_to_baseline, metric_direction, paired_p_value
+from aiblox.metrics.pareto import infer_direction
 
 
 @pytest.mark.parametrize("name", ["evidence_tokens", "selected_tokens", "selected_chunks",

@@ -128,7 +128,7 @@ def test_compare_lists_the_evidence_that_entered_or_left(logged):
 
 def test_derived_splits_are_logged_under_safe_file_names(tmp_path, sample_spec, mlflow_uri,
                                                           sweep_db):
-    from aiblox.eval.sweep.tracking import split_file
+    from aiblox.engine.tracking import split_file
 
     assert split_file("test:0/2") == "test-0of2" and split_file("train") == "train"
     data = sample_spec.model_dump()

@@ -11,9 +11,9 @@ import pytest
 pytest.importorskip("optuna")
 
 from aiblox.eval.sweep import SweepSpec, pareto_front, run_sweep  # noqa: E402
-from aiblox.eval.sweep.pareto import infer_direction, resolve_objectives  # noqa: E402
 from aiblox.eval.sweep.results import pareto_points  # noqa: E402
 from aiblox.eval.sweep.search import study_path  # noqa: E402
+from aiblox.metrics.pareto import infer_direction, resolve_objectives  # noqa: E402
 
 MO = ["ndcg@10", "candidates"]
 

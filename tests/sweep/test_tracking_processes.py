@@ -52,7 +52,7 @@ N = 8  # linear: 2 weights x 2 depths; rrf: 2 k x 2 depths
 DRIVER = r"""
 import os, signal, sys, time
 from pathlib import Path
-from aiblox.eval.sweep import tracking
+from aiblox.engine import tracking
 mode, _, k = os.environ.get("KILL", "").partition(":")
 k = int(k or 0)
 logged = [0]
@@ -287,7 +287,8 @@ def test_a_live_sweep_refuses_a_second_process_until_it_is_gone(tmp_path, sweep_
 
 def test_an_owner_on_another_machine_is_live_while_its_heartbeat_is(tmp_path, sample_spec):
     """Another host's pid cannot be checked: its heartbeat's age against the lease decides."""
-    from aiblox.eval.sweep.tracking import LEASE_S, TAG_HEARTBEAT, TAG_OWNER, Owner
+    from aiblox.engine.tracking import LEASE_S
+    from aiblox.engine.tracking.owner import TAG_HEARTBEAT, TAG_OWNER, Owner
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     spec = sample_spec

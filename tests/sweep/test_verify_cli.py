@@ -71,7 +71,7 @@ def test_a_tampered_manifest_names_the_first_stage_that_differs(logged, tmp_path
 
 def test_tampered_logged_values_fail_although_every_hash_matches(logged, tmp_path):
     """The reported defect: halved metrics logged to MLflow, and verify said identical."""
-    from aiblox.eval.sweep.tracking import tracking_client
+    from aiblox.engine.tracking import tracking_client
 
     point = logged["result"].points[1]
     data = point.manifest.model_dump(mode="json")

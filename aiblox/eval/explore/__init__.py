@@ -30,6 +30,7 @@ module        what it is for
 ============  ==================================================================================
 """
 
+from aiblox.engine.tracking import DEFAULT_TRACKING_URI
 from aiblox.eval.explore.chunking import chunk_table, compare_chunkers
 from aiblox.eval.explore.fusion import (
     FusionPoint,
@@ -65,7 +66,6 @@ from aiblox.eval.explore.workspace import (
     default_db,
     open_workspace,
 )
-from aiblox.eval.sweep.tracking import DEFAULT_TRACKING_URI
 
 __all__ = [
     "DEFAULT_DATASET",

@@ -11,15 +11,10 @@ from pathlib import Path
 import pandas as pd
 
 from aiblox.engine.evaluate import config_hash
+from aiblox.engine.tracking import DEFAULT_TRACKING_URI, flatten, split_file, tracking_client
 from aiblox.eval.explore.fusion import FusionPoint
 from aiblox.eval.explore.workspace import NotebookWorkspace
 from aiblox.eval.sweep.compare import compare_runs
-from aiblox.eval.sweep.tracking import (
-    DEFAULT_TRACKING_URI,
-    flatten,
-    split_file,
-    tracking_client,
-)
 
 __all__ = ["compare_mlflow_runs", "log_fusion_point", "mlflow_runs"]
 
@@ -32,7 +27,7 @@ def mlflow_runs(tracking_uri: str = DEFAULT_TRACKING_URI, max_results: int = 500
         return pd.DataFrame()
     import mlflow
 
-    from aiblox.eval.sweep.tracking import TrackingStoreError, check_tracking_store
+    from aiblox.engine.tracking import TrackingStoreError, check_tracking_store
 
     try:
         check_tracking_store(tracking_uri)  # a missing store is not created
@@ -69,7 +64,7 @@ def log_fusion_point(ws: NotebookWorkspace, point: FusionPoint,
     Returns the run id."""
     import tempfile
 
-    from aiblox.eval.sweep.tracking import artifact_location
+    from aiblox.engine.tracking import artifact_location
 
     client = tracking_client(tracking_uri, create=True)  # schema made once, under a file lock
     exp = client.get_experiment_by_name(experiment)

@@ -39,6 +39,15 @@ from aiblox.engine.cache import StageCache
 from aiblox.engine.manifest import MANIFEST_VERSION, PointManifest, SplitManifest
 from aiblox.engine.settings import PipelinePoint, ranking_key
 from aiblox.engine.task import STAGE_VERSIONS, StageRecord, Task, stage_key
+from aiblox.engine.tracking import (
+    DEFAULT_TRACKING_URI,
+    SweepBusy,
+    SweepInterrupted,
+    SweepTracker,
+    TrackingStoreError,
+    metric_key,
+    tracking_client,
+)
 from aiblox.eval.sweep.axes import ChunkingGrid, FusionGrid, SearchConfig, SelectionGrid, Steps
 from aiblox.eval.sweep.compare import MetricDelta, RunComparison, compare_runs, per_query_metrics
 from aiblox.eval.sweep.crossval import CrossValidation, CVConfig, FoldResult, fold_partition
@@ -55,7 +64,6 @@ from aiblox.eval.sweep.frames import (
     tune_vs_report,
 )
 from aiblox.eval.sweep.grid import GridError, decimal_count, decimal_range, simplex, to_decimal
-from aiblox.eval.sweep.pareto import pareto_front
 from aiblox.eval.sweep.report import (
     SweepReport,
     find_sweep_run,
@@ -68,16 +76,8 @@ from aiblox.eval.sweep.results import PointResult, SweepResult, choose_best
 from aiblox.eval.sweep.runner import DEFAULT_CACHE_DIR, default_jobs, run_sweep
 from aiblox.eval.sweep.runs import RunRef, list_points, list_sweeps, resolve_run
 from aiblox.eval.sweep.spec import DEFAULT_MAX_POINTS, SweepSpec, SweepSpecError, load_spec
-from aiblox.eval.sweep.tracking import (
-    DEFAULT_TRACKING_URI,
-    SweepBusy,
-    SweepInterrupted,
-    SweepTracker,
-    TrackingStoreError,
-    metric_key,
-    tracking_client,
-)
 from aiblox.eval.sweep.verify import StageCheck, VerifyReport, verify_point
+from aiblox.metrics.pareto import pareto_front
 
 __all__ = [
     "CVConfig",

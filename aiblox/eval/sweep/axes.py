@@ -315,7 +315,7 @@ class SearchConfig(_Strict):
     seed: int = 0
     """Seed of the draw (logged with the spec, so the same spec draws the same points)."""
     objectives: list[str] | None = None
-    """Quality against cost: the metrics (and costs, :data:`aiblox.eval.sweep.pareto.COSTS`)
+    """Quality against cost: the metrics (and costs, :data:`aiblox.metrics.pareto.COSTS`)
     whose Pareto front the sweep reports; the spec's ``primary`` must be one of them. A
     model-based strategy then searches all of them (Optuna multi-objective); None: ``primary``
     alone."""

@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aiblox.eval.sweep.tracking import metric_key, quiet_downloads, split_file
+from aiblox.engine.tracking import metric_key, quiet_downloads, split_file
 from aiblox.metrics.directions import Direction, metric_direction
 from aiblox.metrics.significance import Correction, StatTest, adjust, compare_to_baseline
 
@@ -260,8 +260,8 @@ def compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str = "test",
 
 def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str, primary: str | None,
                   alpha: float, test: StatTest, correction: Correction) -> RunComparison:
+    from aiblox.engine.tracking import tracking_client
     from aiblox.eval.sweep.runs import resolve_run
-    from aiblox.eval.sweep.tracking import tracking_client
 
     refs = [resolve_run(r, tracking_uri) for r in (run_a, run_b)]
     run_a, run_b = refs[0].run_id, refs[1].run_id

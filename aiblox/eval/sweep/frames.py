@@ -22,8 +22,8 @@ import pandas as pd
 
 from aiblox.engine.settings import ranked
 from aiblox.eval.sweep.applies import setting_applies
-from aiblox.eval.sweep.pareto import objective_values
 from aiblox.eval.sweep.results import PointResult, SweepResult, pareto_points
+from aiblox.metrics.pareto import objective_values
 
 __all__ = [
     "axis_frame",

@@ -28,8 +28,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from aiblox.engine.settings import ranking_order
+from aiblox.engine.tracking import metric_key, tag_filter, tracking_client
 from aiblox.eval.sweep.applies import series_of, setting_applies
-from aiblox.eval.sweep.tracking import metric_key, tag_filter, tracking_client
 from aiblox.metrics.directions import metric_direction
 from aiblox.metrics.significance import TEST_NAMES
 

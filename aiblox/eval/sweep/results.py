@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from aiblox.engine.manifest import PointManifest
 from aiblox.engine.settings import ranked, ranking_key, ranking_order
 from aiblox.eval.sweep.crossval import CrossValidation, check_folds, cross_validate
-from aiblox.eval.sweep.pareto import objective_values, pareto_front
 from aiblox.metrics import PROJECTION_PREFIX, Comparison, bootstrap_ci, compare_to_baseline
+from aiblox.metrics.pareto import objective_values, pareto_front
 
 if TYPE_CHECKING:
     from aiblox.eval.sweep.spec import SweepSpec
@@ -243,7 +243,7 @@ def conclude(spec: SweepSpec, points: Sequence[PointResult], n_grid: int,
 def pareto_points(points: Sequence[PointResult], split: str, objectives: dict[str, str],
                   primary: str) -> list[PointResult]:
     """The Pareto front of ``points`` on ``split`` under ``objectives`` (``{name: direction}``;
-    :func:`~aiblox.eval.sweep.pareto.pareto_front`), best first by ``primary`` (ties by config
+    :func:`~aiblox.metrics.pareto.pareto_front`), best first by ``primary`` (ties by config
     hash ascending, :func:`ranked`)."""
     names = list(objectives)
     values = [objective_values(p, split, names) for p in points]

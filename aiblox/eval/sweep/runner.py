@@ -45,6 +45,7 @@ from aiblox.engine.manifest import PointManifest, SplitManifest, environment
 from aiblox.engine.plan import check_pipeline
 from aiblox.engine.point import evaluate_point, recheck_point
 from aiblox.engine.settings import PipelinePoint, point_config, point_title
+from aiblox.engine.tracking import release_on_error
 from aiblox.eval.sweep.crossval import check_folds
 from aiblox.eval.sweep.distributed import (
     RayPoints,
@@ -54,11 +55,10 @@ from aiblox.eval.sweep.distributed import (
     merge_counts,
 )
 from aiblox.eval.sweep.finetune import ensure_fine_tuned
-from aiblox.eval.sweep.pareto import objective_values
 from aiblox.eval.sweep.results import PointResult, SweepResult, conclude
 from aiblox.eval.sweep.spec import SweepSpec, backend_of
-from aiblox.eval.sweep.tracking import release_on_error
 from aiblox.memory import paused_gc
+from aiblox.metrics.pareto import objective_values
 from aiblox.progress import progress_bar
 
 __all__ = ["DEFAULT_CACHE_DIR", "check_cv", "check_pipelines", "default_jobs", "run_sweep",
@@ -119,7 +119,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
               executor: str = "local", address: str | None = None) -> SweepResult:
     """Score every point of ``spec`` on its tune and report splits, reusing cached stages.
 
-    ``tracker`` (a :class:`aiblox.eval.sweep.tracking.SweepTracker`) logs each point to MLflow
+    ``tracker`` (a :class:`aiblox.engine.tracking.SweepTracker`) logs each point to MLflow
     and skips points it already logged. ``on_point`` is called after each point is scored (and
     logged). ``jobs``: numba threads for the compiled fusion and metrics kernels, 0 for every
     available core (points run one after another in this process; the thread count never

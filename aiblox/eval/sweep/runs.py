@@ -30,14 +30,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from aiblox.engine.settings import ranking_order
-from aiblox.eval.sweep.tracking import (
-    TAG_CONFIG,
-    TAG_KIND,
-    TAG_PARENT,
-    metric_key,
-    tag_filter,
-    tracking_client,
-)
+from aiblox.engine.tracking import metric_key, tag_filter, tracking_client
+from aiblox.engine.tracking.layout import TAG_CONFIG, TAG_KIND, TAG_PARENT
 
 __all__ = [
     "MIN_HASH_PREFIX",
@@ -169,7 +163,7 @@ def _sweep_row(parent: Any, points: int) -> SweepRow:
 
 def list_sweeps(tracking_uri: str) -> list[SweepRow]:
     """Every sweep of the store, newest first (ties by run id). A missing local store raises
-    :class:`~aiblox.eval.sweep.tracking.TrackingStoreError` (nothing is created)."""
+    :class:`~aiblox.engine.tracking.TrackingStoreError` (nothing is created)."""
     client = tracking_client(tracking_uri)
     exps = _experiments(client)
     parents = _search(client, exps, tag_filter(TAG_KIND, "sweep"))
@@ -304,7 +298,7 @@ def resolve_run(ref: str, tracking_uri: str, *, sweep_best: bool = False) -> Run
     """The point run ``ref`` names (see the module doc for the forms, in the order tried).
     With ``sweep_best``, a sweep name or parent run id is its best point. Raises
     :class:`AmbiguousRun` listing the candidates, ``ValueError`` when nothing matches, and
-    :class:`~aiblox.eval.sweep.tracking.TrackingStoreError` for a missing local store."""
+    :class:`~aiblox.engine.tracking.TrackingStoreError` for a missing local store."""
     ref = ref.strip()
     if not ref:
         raise ValueError("empty run reference: give a run id, SWEEP:LABEL or a config-hash "

@@ -30,7 +30,7 @@ past fusion to the chunk stages (:mod:`aiblox.engine.point`); the answer stages
 order; ``"tpe"``, ``"cmaes"``, ``"gp"`` ``n`` trials among the grid's points chosen by Optuna
 while the sweep runs (:mod:`aiblox.eval.sweep.search`; :meth:`SweepSpec.points` is then the
 whole grid, the search space). ``objectives`` (quality against cost) adds the Pareto front
-(:mod:`aiblox.eval.sweep.pareto`) and makes a model-based search multi-objective. New fields
+(:mod:`aiblox.metrics.pareto`) and makes a model-based search multi-objective. New fields
 at their defaults stay out of the spec hash, so specs written before them keep their hash.
 
 ``[cv]`` (``folds``, ``seed``) adds seeded k-fold cross-validation over the tune split's queries
@@ -508,9 +508,9 @@ class SweepSpec(_Strict):
         return [self.tune_split] + ([self.report_split] if self.report_split else [])
     def objective_directions(self) -> dict[str, str]:
         """``{objective: direction}`` of ``[search] objectives`` in their order
-        (:func:`~aiblox.eval.sweep.pareto.resolve_objectives`); ``{primary: "maximize"}`` when
+        (:func:`~aiblox.metrics.pareto.resolve_objectives`); ``{primary: "maximize"}`` when
         the spec sets none."""
-        from aiblox.eval.sweep.pareto import resolve_objectives
+        from aiblox.metrics.pareto import resolve_objectives
 
         if self.search.objectives is None:
             return {self.primary: "maximize"}

@@ -107,8 +107,8 @@ def logged_manifest(run: str, tracking_uri: str) -> tuple[PointManifest, str]:
         if not path.is_file():
             raise ValueError(f"{run}: no such manifest file")
         return _load(path), str(path)
+    from aiblox.engine.tracking import quiet_downloads, tracking_client
     from aiblox.eval.sweep.runs import resolve_run
-    from aiblox.eval.sweep.tracking import quiet_downloads, tracking_client
 
     ref = resolve_run(run, tracking_uri, sweep_best=True)
     client = tracking_client(tracking_uri)
@@ -124,7 +124,7 @@ def logged_metrics(manifest: PointManifest, run_id: str, tracking_uri: str
                    ) -> dict[str, dict[str, float]]:
     """The metric values MLflow holds for a point's run, ``{split: {metric: value}}``, for the
     manifest's splits and metrics (what a verification compares with a clean recomputation)."""
-    from aiblox.eval.sweep.tracking import metric_key, tracking_client
+    from aiblox.engine.tracking import metric_key, tracking_client
 
     data = tracking_client(tracking_uri).get_run(run_id).data.metrics
     return {split: {name: float(data[metric_key(split, name)]) for name in sm.metrics
@@ -312,14 +312,9 @@ def verify_cv(run: str, tracking_uri: str) -> list[StageCheck] | None:
     (a point run id, a manifest, a sweep without ``[cv]``)."""
     import pandas as pd
 
+    from aiblox.engine.tracking import quiet_downloads, split_file, tag_filter, tracking_client
     from aiblox.eval.sweep.crossval import CrossValidation, cross_validate
     from aiblox.eval.sweep.report import find_sweep_run
-    from aiblox.eval.sweep.tracking import (
-        quiet_downloads,
-        split_file,
-        tag_filter,
-        tracking_client,
-    )
 
     if Path(run).suffix == ".json" or Path(run).is_file():
         return None

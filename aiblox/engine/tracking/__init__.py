@@ -1,0 +1,96 @@
+"""MLflow logging of sweeps: one parent run per sweep, one child run per point.
+
+The parent run is found by the sweep's hash (tag ``aiblox.sweep_hash``), so running the same spec
+again logs nothing twice: a child is logged only when no FINISHED child of the parent carries
+the point's config hash (tag ``aiblox.config_hash``).
+
+One writer per sweep. A process writing a parent run owns it: tag ``aiblox.owner`` names the
+host (with its boot id and pid namespace), the pid (and the process's start time) and a random
+token, and tag
+``aiblox.heartbeat`` holds a timestamp that a background thread renews every
+:data:`HEARTBEAT_S` seconds while the sweep runs. An unfinished parent is live when its owner
+is: on the same machine, when that process still runs (a definite answer, whatever the
+heartbeat says); from another machine, when its heartbeat is younger than the lease
+(:data:`LEASE_S`, ``AIBLOX_SWEEP_LEASE_S``). A second process on a live sweep is refused
+(:class:`SweepBusy`), ``resume`` or not; an unfinished parent whose owner is gone is adopted
+only with ``resume=True`` (else :class:`SweepInterrupted`). Adopting it deletes its children
+that never finished (terminated ``KILLED`` first, so no run stays ``RUNNING``) and the repeats
+of a config hash, so every point is logged exactly once, and the parent ends ``FINISHED``. A
+sweep that raises in this process (Ctrl-C, an error) gives its parent up at once (status
+``KILLED`` or ``FAILED``), see :func:`release_on_error`.
+
+Creating and adopting a parent happen under an inter-process file lock for a local store
+(``sqlite:///PATH``: ``PATH.lock``; a file store: ``.aiblox.lock`` in its folder), which also
+covers MLflow's first use of the store (schema creation) and the experiment's creation, so
+sweeps started together on a fresh store neither race nor duplicate. A remote tracking server
+has no such lock: a claim is written, then read back after :data:`SETTLE_S` seconds, and the
+earliest parent (or the last claim) wins. :func:`tracking_client` opens a store; read-only
+callers pass ``create=False`` and a missing ``sqlite:///`` file is an error, not a new empty
+database. Values put into MLflow filter strings go through :func:`tag_filter`, which refuses
+anything but a plain name.
+
+Children: params are the flattened config; metrics ``<split>.<metric>`` (``@`` written ``_at_``,
+which MLflow names cannot hold); tags hold the hashes; artifacts hold ``manifest.json``, one TREC
+run file and one per-query metrics parquet per split (every stage with per-query values: ranx
+metrics, and for pipeline points chunk and answer metrics), and for selection points
+``evidence.<split>.parquet`` (``query_id, rank, chunk_id, item_id``). In file names a derived
+split is written by :func:`split_file` (``test:0/2`` as ``test-0of2``). mlflow (and filelock,
+which it brings) is imported in this package only (the ``tracking`` extra).
+
+==============  ==============================================================================
+module          what it is for
+==============  ==============================================================================
+``store``       the store: URIs, its file lock, a client opened once, filter values
+``owner``       the process owning a parent run, its heartbeat, a sweep given up on an error
+``layout``      a point's tags, params, metric names, artifact files; the parent's summary
+``writer``      :class:`SweepTracker`: the one writer
+==============  ==============================================================================
+"""
+
+from aiblox.engine.tracking.layout import (
+    cv_metrics,
+    flatten,
+    metric_key,
+    pareto_summary,
+    split_file,
+    trec_run,
+)
+from aiblox.engine.tracking.owner import SweepBusy, SweepInterrupted, release_on_error
+from aiblox.engine.tracking.store import (
+    DEFAULT_TRACKING_URI,
+    HEARTBEAT_S,
+    LEASE_S,
+    SETTLE_S,
+    TrackingStoreError,
+    artifact_location,
+    check_tracking_server,
+    check_tracking_store,
+    quiet_downloads,
+    tag_filter,
+    tracking_client,
+)
+from aiblox.engine.tracking.writer import SweepTracker
+
+__all__ = [
+    "DEFAULT_TRACKING_URI",
+    "HEARTBEAT_S",
+    "LEASE_S",
+    "SETTLE_S",
+    "SweepBusy",
+    "SweepInterrupted",
+    "SweepTracker",
+    "TrackingStoreError",
+    "artifact_location",
+    "check_tracking_server",
+    "check_tracking_store",
+    "cv_metrics",
+    "flatten",
+    "metric_key",
+    "pareto_summary",
+    "quiet_downloads",
+    "release_on_error",
+    "split_file",
+    "tag_filter",
+    "tracking_client",
+    "trec_run",
+]
