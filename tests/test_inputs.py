@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from aiblox.cli.main import app
 from aiblox.data import DatasetError, load_dataset
-from aiblox.eval.experiment import RunFileError, read_trec_run
+from aiblox.experiment.table import RunFileError, read_trec_run
 from aiblox.inputs import (
     MAX_LINE_BYTES,
     EnvVarError,

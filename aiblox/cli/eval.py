@@ -1,5 +1,5 @@
 """``aiblox eval``: score retrieval systems on a labelled dataset with ranx, as one experiment
-table (:mod:`aiblox.eval.experiment`): retrieval modes and external TREC run files, tested
+table (:mod:`aiblox.experiment.table`): retrieval modes and external TREC run files, tested
 against a baseline, printed as a table, markdown, LaTeX, CSV or JSON on stdout."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from aiblox.engine.chunk_eval import ChunkEvalResult, evaluate_chunks
 from aiblox.engine.evaluate import EvalResult, evaluate_retrieval
 from aiblox.engine.tracking import DEFAULT_TRACKING_URI
 from aiblox.engine.workspace import open_workspace
-from aiblox.eval.experiment import (
+from aiblox.experiment.table import (
     CORRECTIONS,
     EVAL_EXPERIMENT,
     TESTS,
@@ -240,7 +240,7 @@ def eval_command(
     if per_query is not None:
         exp.write_per_query(per_query)
     if mlflow:
-        from aiblox.eval.experiment_tracking import log_experiment, mode_manifest
+        from aiblox.experiment.tracking import log_experiment, mode_manifest
 
         manifests = {s.name: mode_manifest(ds, split, s, embedder=embedder, metrics=metric,
                                            db=db or None, backend=backend,

@@ -31,7 +31,7 @@ warning naming the file wherever it applied a rule the file may not have meant:
   file, "duplicate docs"). Warned about with the count, the query, the document and the lines;
 - ``#`` comment lines and blank lines are skipped (trec_eval 10 skips comments).
 
-The scoring side (:func:`aiblox.eval.experiment.system_from_run`) warns about queries of the
+The scoring side (:func:`aiblox.experiment.table.system_from_run`) warns about queries of the
 run that the split does not judge (ignored, as by trec_eval) and judged queries with no line
 (scored 0 and averaged over every judged query, as ``trec_eval -c`` and ir-measures do).
 """

@@ -19,7 +19,7 @@ from scipy.stats import ttest_rel, wilcoxon
 from typer.testing import CliRunner
 
 from aiblox.cli.main import app
-from aiblox.eval.experiment import read_trec_run, trec_run_text
+from aiblox.experiment.table import read_trec_run, trec_run_text
 from aiblox.metrics import adjust
 from tests.conftest import REPO
 

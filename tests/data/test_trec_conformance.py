@@ -34,7 +34,7 @@ from ir_measures import AP, RR, P, R, nDCG
 from aiblox.data import Dataset
 from aiblox.data.trec import trec_scores
 from aiblox.engine.evaluate import run_hash
-from aiblox.eval.experiment import read_trec_run, system_from_run, trec_run_text
+from aiblox.experiment.table import read_trec_run, system_from_run, trec_run_text
 from aiblox.metrics import evaluate_run
 
 KS = (1, 3, 10)
@@ -273,7 +273,7 @@ def test_saved_run_of_a_mode_scores_alike_in_trec_eval(tmp_path, sample_dataset,
     and ir-measures: aiblox's numbers on every query."""
     from aiblox.contracts.retrieval import RetrievalPrefs
     from aiblox.engine.evaluate import evaluate_retrieval
-    from aiblox.eval.experiment import system_from_result, write_trec_run
+    from aiblox.experiment.table import system_from_result, write_trec_run
     from aiblox.retrieval import HybridRetriever
 
     store, emb = sample_store

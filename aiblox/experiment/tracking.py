@@ -30,7 +30,7 @@ from aiblox.engine.context import RunContext
 from aiblox.engine.manifest import PointManifest, SplitManifest, environment
 from aiblox.engine.point import split_point
 from aiblox.engine.settings import PipelinePoint, SweepSettings, point_config
-from aiblox.eval.experiment import EVAL_EXPERIMENT, Experiment, System, trec_run_text
+from aiblox.experiment.table import EVAL_EXPERIMENT, Experiment, System, trec_run_text
 from aiblox.hashing import sha256_hex
 
 __all__ = ["EVAL_EXPERIMENT", "log_experiment", "mode_manifest"]
