@@ -23,7 +23,7 @@ def _():
     import matplotlib.pyplot as plt
 
     from aiblox.chunking import default_registry
-    from aiblox.eval.explore import (
+    from aiblox.explore import (
         available_datasets,
         available_embedders,
         chunk_table,

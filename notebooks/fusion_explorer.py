@@ -25,7 +25,7 @@ def _():
     import matplotlib.pyplot as plt
 
     from aiblox.eval import available_splits, find_dataset
-    from aiblox.eval.explore import (
+    from aiblox.explore import (
         available_datasets,
         available_embedders,
         baseline_prefs,

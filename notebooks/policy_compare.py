@@ -20,7 +20,7 @@ app = marimo.App(width="medium", app_title="aiblox policy compare")
 def _():
     import marimo as mo
 
-    from aiblox.eval.explore import (
+    from aiblox.explore import (
         DEFAULT_TRACKING_URI,
         answer_all,
         available_datasets,

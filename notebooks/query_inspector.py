@@ -23,7 +23,8 @@ def _():
     import marimo as mo
     import pandas as pd
 
-    from aiblox.eval.explore import (
+    from aiblox.evidence import pack_to_html, pack_to_json, verify_pack
+    from aiblox.explore import (
         PACK_RETRIEVED_AT,
         available_datasets,
         available_embedders,
@@ -31,7 +32,6 @@ def _():
         inspect_question,
         open_workspace,
     )
-    from aiblox.evidence import pack_to_html, pack_to_json, verify_pack
 
     return (
         PACK_RETRIEVED_AT,

@@ -27,7 +27,6 @@ def _():
     import matplotlib.pyplot as plt
 
     import aiblox
-    from aiblox.eval.explore import default_db
     from aiblox.eval.sweep import (
         axis_frame,
         leaderboard,
@@ -40,6 +39,7 @@ def _():
         swept_axes,
         tune_vs_report,
     )
+    from aiblox.explore import default_db
 
     return (
         Path,

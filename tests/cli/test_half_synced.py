@@ -119,7 +119,7 @@ def test_a_killed_ingest_is_refused_by_every_reader_and_the_rerun_completes_it(t
     # the sweep's and the notebooks' workspaces open stores the one same way
     from aiblox.data import load_dataset
     from aiblox.engine.workspace import open_workspace
-    from aiblox.eval.explore import open_workspace as notebook_workspace
+    from aiblox.explore import open_workspace as notebook_workspace
     from aiblox.stores import StoreMismatch
 
     with pytest.raises(StoreMismatch, match="left half-synced"):

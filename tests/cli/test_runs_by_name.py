@@ -284,8 +284,8 @@ def test_report_compare_and_notebook_agree_on_a_cost_metric(logged):
     """The sweep's significance table (its --json, the report read from MLflow), ``aiblox
     compare`` and the notebooks' per-query comparison classify the same queries as wins and
     losses of selected_tokens, and give the same p-value and delta."""
-    from aiblox.eval.explore import compare_per_query
     from aiblox.eval.sweep import load_sweep_report, per_query_metrics, tracking_client
+    from aiblox.explore import compare_per_query
 
     sweep, points, base = _selection_runs(logged)
     by_label = {p["label"]: p for p in points}

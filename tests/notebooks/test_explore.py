@@ -1,4 +1,4 @@
-"""aiblox.eval.explore: what the notebooks compute, checked against the package's own runners
+"""aiblox.explore: what the notebooks compute, checked against the package's own runners
 and against values worked out by hand."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from aiblox.eval import evaluate_retrieval
-from aiblox.eval.explore import (
+from aiblox.evidence import pack_from_json, pack_to_json, verify_pack
+from aiblox.explore import (
     PACK_RETRIEVED_AT,
     answer_all,
     available_datasets,
@@ -33,7 +34,6 @@ from aiblox.eval.explore import (
     score_point,
     weight_curve,
 )
-from aiblox.evidence import pack_from_json, pack_to_json, verify_pack
 from aiblox.hashing import sha256_text
 from aiblox.metrics import DepthError
 
@@ -289,8 +289,8 @@ def test_mlflow_runs_logged_like_a_sweep_are_listed_and_compared(tmp_path, monke
     """Two runs logged the way ``aiblox sweep`` logs a point (``<split>.<metric>`` metrics,
     ``per_query.<split>.parquet`` artifacts in long layout) are listed and compared."""
     mlflow = pytest.importorskip("mlflow")
-    from aiblox.eval.explore import compare_mlflow_runs
     from aiblox.eval.sweep import compare_runs
+    from aiblox.explore import compare_mlflow_runs
 
     monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
@@ -328,7 +328,7 @@ def test_fusion_points_logged_from_a_notebook_show_up_in_the_store(ws, tmp_path)
     """The other way round: a setting logged from the fusion explorer lands in the MLflow store
     in the sweep layout, and the policy-compare listing reads it back, per query included."""
     pytest.importorskip("mlflow")
-    from aiblox.eval.explore import compare_mlflow_runs, log_fusion_point
+    from aiblox.explore import compare_mlflow_runs, log_fusion_point
 
     uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
     a = score_point(ws, baseline_prefs(depth=50))

@@ -40,7 +40,7 @@ def test_pep723_header_and_readme_line(name):
 
 
 def test_fusion_explorer_computes_metrics_from_cached_signals():
-    from aiblox.eval.explore import fusion_prefs, score_point
+    from aiblox.explore import fusion_prefs, score_point
 
     d = run_notebook("fusion_explorer")
     ws, point, baseline = d["ws"], d["point"], d["baseline"]
@@ -120,7 +120,7 @@ def test_query_inspector_traces_one_question():
     assert len(d["hashes"]) == len(trace.hashes) >= 10
     assert trace.candidates["rank_vec"].notna().all()
     # the evidence pack: intact, and the same id as the question's on a fresh store
-    from aiblox.eval.explore import inspect_question, open_workspace
+    from aiblox.explore import inspect_question, open_workspace
 
     pack = d["pack"]
     assert pack is trace.pack and d["pack_problems"] == []

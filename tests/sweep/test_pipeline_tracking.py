@@ -104,7 +104,7 @@ def test_compare_lists_the_evidence_that_entered_or_left(logged):
     assert "answer_f1" in {m.metric for m in cmp.metrics}
     # the notebooks' comparison of the same runs: evidence.<split>.parquet holds chunks, not
     # metrics, and the numbers are aiblox compare's
-    from aiblox.eval.explore import compare_mlflow_runs
+    from aiblox.explore import compare_mlflow_runs
 
     _, per_query = compare_mlflow_runs(a, b, logged["uri"])
     rows = per_query.set_index("metric")

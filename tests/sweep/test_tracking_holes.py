@@ -18,7 +18,6 @@ from typer.testing import CliRunner  # noqa: E402
 
 from aiblox.cli.main import app  # noqa: E402
 from aiblox.engine.tracking import artifact_location, tag_filter  # noqa: E402
-from aiblox.eval.explore import mlflow_runs  # noqa: E402
 from aiblox.eval.sweep import (
     SweepSpec,
     SweepSpecError,
@@ -29,6 +28,7 @@ from aiblox.eval.sweep import (
     run_sweep,
     tracking_client,
 )
+from aiblox.explore import mlflow_runs  # noqa: E402
 from tests.chat_server import ChatServer  # noqa: E402
 
 runner = CliRunner()

@@ -12,7 +12,7 @@ import pandas as pd
 from aiblox.chunking import make_chunker
 from aiblox.contracts.retrieval import ChunkingConfig, RetrievalPrefs
 from aiblox.engine.chunk_eval import evaluate_chunks
-from aiblox.eval.explore.workspace import NotebookWorkspace
+from aiblox.explore.notebook import NotebookWorkspace
 from aiblox.hashing import sha256_text
 from aiblox.text import count_tokens
 

@@ -9,7 +9,7 @@ on here:
 ============  ==================================================================================
 module        what it is for
 ============  ==================================================================================
-``workspace`` :func:`open_workspace`: a dataset's workspace
+``notebook``  :func:`open_workspace`: a dataset's workspace
               (:func:`aiblox.engine.workspace.open_workspace`) with one split's signals computed
               once at the deepest depth offered; the dataset, embedder and policy pickers
 ``fusion``    :func:`score_point` fuses those signals under one setting and scores the run
@@ -31,8 +31,8 @@ module        what it is for
 """
 
 from aiblox.engine.tracking import DEFAULT_TRACKING_URI
-from aiblox.eval.explore.chunking import chunk_table, compare_chunkers
-from aiblox.eval.explore.fusion import (
+from aiblox.explore.chunking import chunk_table, compare_chunkers
+from aiblox.explore.fusion import (
     FusionPoint,
     baseline_prefs,
     fitting_metrics,
@@ -41,22 +41,7 @@ from aiblox.eval.explore.fusion import (
     score_point,
     weight_curve,
 )
-from aiblox.eval.explore.policies import (
-    answer_all,
-    compare_per_query,
-    evidence_changes,
-    retrieve_bundles,
-    score_answers,
-)
-from aiblox.eval.explore.runs import compare_mlflow_runs, log_fusion_point, mlflow_runs
-from aiblox.eval.explore.trace import (
-    PACK_RETRIEVED_AT,
-    QueryTrace,
-    diff_packs,
-    evidence_pack,
-    inspect_question,
-)
-from aiblox.eval.explore.workspace import (
+from aiblox.explore.notebook import (
     DEFAULT_DATASET,
     DEFAULT_EMBEDDER,
     NotebookWorkspace,
@@ -65,6 +50,21 @@ from aiblox.eval.explore.workspace import (
     available_policies,
     default_db,
     open_workspace,
+)
+from aiblox.explore.policies import (
+    answer_all,
+    compare_per_query,
+    evidence_changes,
+    retrieve_bundles,
+    score_answers,
+)
+from aiblox.explore.runs import compare_mlflow_runs, log_fusion_point, mlflow_runs
+from aiblox.explore.trace import (
+    PACK_RETRIEVED_AT,
+    QueryTrace,
+    diff_packs,
+    evidence_pack,
+    inspect_question,
 )
 
 __all__ = [

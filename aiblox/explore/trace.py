@@ -13,8 +13,8 @@ import pandas as pd
 from aiblox.assembly import AnswerResult, answer_question, get_llm, load_policy
 from aiblox.contracts.retrieval import RetrievalBundle, RetrievalPrefs
 from aiblox.engine.evaluate import config_hash
-from aiblox.eval.explore.workspace import NotebookWorkspace
 from aiblox.evidence import DefaultEvidencePacker, EvidencePack, answer_evidence_pack
+from aiblox.explore.notebook import NotebookWorkspace
 from aiblox.hashing import canonical_json, sha256_hex
 
 __all__ = ["PACK_RETRIEVED_AT", "QueryTrace", "diff_packs", "evidence_pack", "inspect_question"]

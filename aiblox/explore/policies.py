@@ -13,8 +13,8 @@ import pandas as pd
 from aiblox.assembly import AnswerResult, answer_question, get_llm, load_policy
 from aiblox.contracts.retrieval import RetrievalBundle, RetrievalPrefs
 from aiblox.engine.chunk_eval import gold_answers
-from aiblox.eval.explore.workspace import NotebookWorkspace
 from aiblox.eval.sweep.compare import evidence_changes as selection_changes
+from aiblox.explore.notebook import NotebookWorkspace
 from aiblox.metrics import StatTest, answer_metrics, paired_test
 from aiblox.metrics.directions import COST_METRICS, FAILURE_RATES, directed_counts, metric_direction
 

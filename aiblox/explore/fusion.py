@@ -15,7 +15,7 @@ import pandas as pd
 
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.engine.evaluate import config_hash, run_hash
-from aiblox.eval.explore.workspace import NotebookWorkspace
+from aiblox.explore.notebook import NotebookWorkspace
 from aiblox.fusion import RankedList
 from aiblox.metrics import DEFAULT_DEPTH, DEFAULT_METRICS, check_depth, evaluate_run
 from aiblox.metrics.depth import metrics_within

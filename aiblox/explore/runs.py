@@ -12,9 +12,9 @@ import pandas as pd
 
 from aiblox.engine.evaluate import config_hash
 from aiblox.engine.tracking import DEFAULT_TRACKING_URI, flatten, split_file, tracking_client
-from aiblox.eval.explore.fusion import FusionPoint
-from aiblox.eval.explore.workspace import NotebookWorkspace
 from aiblox.eval.sweep.compare import compare_runs
+from aiblox.explore.fusion import FusionPoint
+from aiblox.explore.notebook import NotebookWorkspace
 
 __all__ = ["compare_mlflow_runs", "log_fusion_point", "mlflow_runs"]
 
