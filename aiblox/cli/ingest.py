@@ -16,9 +16,9 @@ from aiblox.cli._common import (
     print_json,
     show_progress,
 )
+from aiblox.cluster import ExecutorError, check_executor
 from aiblox.data import DatasetError
 from aiblox.engine.workspace import dataset_binding, default_store_path, ingest_dataset
-from aiblox.eval.sweep.distributed import ExecutorError, check_executor
 
 
 def ingest(
@@ -60,7 +60,7 @@ def ingest(
     store = open_db(db)
     try:
         if executor == "ray":
-            from aiblox.eval.ray_embedding import ray_cached_embedder
+            from aiblox.embedding.ray import ray_cached_embedder
 
             try:  # the workers build the embedder by its name
                 emb = ray_cached_embedder(embedder, store, address or None,

@@ -22,6 +22,7 @@ from aiblox.cli._common import (
     show_progress,
     writable_folder,
 )
+from aiblox.cluster import ExecutorError, check_executor
 from aiblox.data import DatasetError, load_dataset
 from aiblox.engine.cache import StageCacheError, check_cache_root
 from aiblox.eval.sweep import (
@@ -35,7 +36,6 @@ from aiblox.eval.sweep import (
     load_spec,
     run_sweep,
 )
-from aiblox.eval.sweep.distributed import ExecutorError, check_executor
 from aiblox.eval.sweep.runner import DEFAULT_CACHE_DIR, check_cv, default_jobs
 from aiblox.stores.base import StoreError, is_disk_full
 

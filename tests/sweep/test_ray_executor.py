@@ -267,7 +267,7 @@ def test_a_bad_executor_or_address_is_refused_before_any_work(tmp_path, args, me
 
 def test_embedding_on_the_cluster_embeds_each_missing_text_once(cluster):
     from aiblox.embedding import CachedEmbedder, HashingEmbedder, InMemoryEmbeddingCache
-    from aiblox.eval.ray_embedding import BATCH, ray_cached_embedder
+    from aiblox.embedding.ray import BATCH, ray_cached_embedder
 
     address, _ = cluster
     texts = [f"document {i % 700} about topic {i % 700 % 13}" for i in range(900)]  # 700 distinct

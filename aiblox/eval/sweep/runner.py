@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from aiblox.chunking import make_chunker
+from aiblox.cluster import check_executor, connect
 from aiblox.compiled import compiled_threads
 from aiblox.data import Dataset, load_dataset
 from aiblox.engine.cache import StageCache, StageCacheCorrupt
@@ -47,13 +48,7 @@ from aiblox.engine.point import evaluate_point, recheck_point
 from aiblox.engine.settings import PipelinePoint, point_config, point_title
 from aiblox.engine.tracking import release_on_error
 from aiblox.eval.sweep.crossval import check_folds
-from aiblox.eval.sweep.distributed import (
-    RayPoints,
-    RecordingCache,
-    check_executor,
-    connect,
-    merge_counts,
-)
+from aiblox.eval.sweep.distributed import RayPoints, RecordingCache, merge_counts
 from aiblox.eval.sweep.finetune import ensure_fine_tuned
 from aiblox.eval.sweep.results import PointResult, SweepResult, conclude
 from aiblox.eval.sweep.spec import SweepSpec, backend_of

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from aiblox.cluster import MAX_RETRIES, connect
 from aiblox.embedding import CachedEmbedder, Embedder, get_embedder
 from aiblox.embedding.cache import EmbeddingCache
-from aiblox.eval.sweep.distributed import MAX_RETRIES, connect
 from aiblox.progress import progress_bar
 
 __all__ = ["BATCH", "RayEmbedder", "ray_cached_embedder"]
