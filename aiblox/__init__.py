@@ -24,15 +24,15 @@ _EXPORTS = {
     "RetrievalPrefs": "aiblox.contracts",
     "Workspace": "aiblox.engine.workspace",
     "answer_question": "aiblox.assembly",
-    "compare_runs": "aiblox.eval.sweep",
+    "compare_runs": "aiblox.sweep",
     "evaluate_retrieval": "aiblox.engine.evaluate",
     "evaluate_run": "aiblox.metrics",
     "get_llm": "aiblox.assembly",
     "load_dataset": "aiblox.data",
     "load_policy": "aiblox.assembly",
-    "load_spec": "aiblox.eval.sweep",
+    "load_spec": "aiblox.sweep",
     "open_workspace": "aiblox.engine.workspace",
-    "run_sweep": "aiblox.eval.sweep",
+    "run_sweep": "aiblox.sweep",
 }
 """Front-door name -> the module that defines (or exports) it."""
 
@@ -60,8 +60,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from aiblox.data import Dataset, load_dataset
     from aiblox.engine.evaluate import evaluate_retrieval
     from aiblox.engine.workspace import Workspace, open_workspace
-    from aiblox.eval.sweep import compare_runs, load_spec, run_sweep
     from aiblox.metrics import evaluate_run
+    from aiblox.sweep import compare_runs, load_spec, run_sweep
 
 
 def __getattr__(name: str) -> Any:

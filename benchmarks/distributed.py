@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import environment_line, err, print_table  # noqa: E402
 
 from aiblox.data import load_dataset  # noqa: E402
-from aiblox.eval.sweep import load_spec, run_sweep  # noqa: E402
 from aiblox.metrics import setup_numba_cache  # noqa: E402
+from aiblox.sweep import load_spec, run_sweep  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / ".aiblox" / "bench" / "distributed"

@@ -2,7 +2,7 @@
 fine-tuning the dense model on scifact's own training queries move the hybrid's ceiling?
 
 The probe that led to the sweep stage: the product path is ``[finetune]`` in a sweep spec
-(``evals/sweeps/scifact_finetune.toml``, :mod:`aiblox.eval.sweep.finetune`). This script stays
+(``evals/sweeps/scifact_finetune.toml``, :mod:`aiblox.sweep.finetune`). This script stays
 a self-contained reproduction, outside the sweep, of the numbers first quoted in
 evals/sweeps/README.md ("Quality levers on scifact": one epoch, in-batch negatives only).
 Steps:

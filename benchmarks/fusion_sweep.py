@@ -47,9 +47,9 @@ from _common import environment_line, err, print_table  # noqa: E402
 from aiblox.compiled import compiled_threads  # noqa: E402
 from aiblox.data import load_dataset  # noqa: E402
 from aiblox.engine.settings import point_label  # noqa: E402
-from aiblox.eval.sweep import StageCache, SweepSpec, choose_best, default_jobs, load_spec, run_sweep
 from aiblox.fusion import BatchFusion  # noqa: E402
 from aiblox.metrics import packed_means, ranked_run, setup_numba_cache  # noqa: E402
+from aiblox.sweep import StageCache, SweepSpec, choose_best, default_jobs, load_spec, run_sweep
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -408,7 +408,7 @@ def tpe_table(args, spec: SweepSpec, ds, cache_dir: Path) -> None:
     import tempfile
 
     from aiblox.engine.tracking import SweepTracker
-    from aiblox.eval.sweep.axes import SearchConfig
+    from aiblox.sweep.axes import SearchConfig
 
     jobs = default_jobs() if args.jobs <= 0 else args.jobs
     study = spec.model_copy(update={"name": f"{spec.name}_tpe{args.tpe}",

@@ -42,8 +42,8 @@ from aiblox.engine.settings import (
     point_label,  # noqa: E402
     ranking_order,  # noqa: E402
 )
-from aiblox.eval.sweep import load_spec, run_sweep  # noqa: E402
 from aiblox.metrics import setup_numba_cache  # noqa: E402
+from aiblox.sweep import load_spec, run_sweep  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO / "evals" / "sweeps" / "levers"

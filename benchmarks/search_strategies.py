@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def main() -> None:
     from aiblox.data import load_dataset
-    from aiblox.eval.sweep import SweepSpec, load_spec, run_sweep
+    from aiblox.sweep import SweepSpec, load_spec, run_sweep
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--spec", default=str(REPO / "evals" / "sweeps" / "scifact_fusion.toml"))
@@ -93,7 +93,7 @@ def main_tables(args, base, ds, run) -> None:
 
 def numeric_table(args, base, ds, studies) -> None:
     """Every swept setting numeric and applying to every point: what CMA-ES and GP model."""
-    from aiblox.eval.sweep import SweepSpec, run_sweep
+    from aiblox.sweep import SweepSpec, run_sweep
 
     tune, report, primary = base.tune_split, base.report_split, base.primary
     numeric = base.model_dump()

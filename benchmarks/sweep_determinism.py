@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 CHILD = """
 import json, sys
-from aiblox.eval.sweep import load_spec, run_sweep
+from aiblox.sweep import load_spec, run_sweep
 spec = load_spec(sys.argv[1])
 r = run_sweep(spec, cache_dir=sys.argv[2], db=sys.argv[3] or None, progress=False)
 print(json.dumps({p.config_hash: {

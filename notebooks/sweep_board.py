@@ -27,7 +27,8 @@ def _():
     import matplotlib.pyplot as plt
 
     import aiblox
-    from aiblox.eval.sweep import (
+    from aiblox.explore import default_db
+    from aiblox.sweep import (
         axis_frame,
         leaderboard,
         load_spec,
@@ -39,7 +40,6 @@ def _():
         swept_axes,
         tune_vs_report,
     )
-    from aiblox.explore import default_db
 
     return (
         Path,

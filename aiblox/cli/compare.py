@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from aiblox.cli._common import fail, out, print_json
-from aiblox.eval.sweep import DEFAULT_TRACKING_URI
+from aiblox.sweep import DEFAULT_TRACKING_URI
 
 RUN_HELP = ("a 32-hex MLflow run id, SWEEP:LABEL (a label or its unique prefix) or a "
             "config-hash prefix (aiblox runs lists them)")
@@ -62,8 +62,8 @@ def compare(
     decrease is a win); the queries that moved most; for selection-policy runs, the evidence
     that entered or left per query."""
     try:
-        from aiblox.eval.sweep.compare import compare_runs
         from aiblox.metrics.significance import TEST_NAMES
+        from aiblox.sweep.compare import compare_runs
     except ImportError:  # pragma: no cover - mlflow is the `tracking` extra
         fail("MLflow is not installed: pip install 'aiblox[tracking]'")
         return

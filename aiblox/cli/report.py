@@ -9,7 +9,7 @@ import typer
 
 from aiblox.cli._common import fail, print_json
 from aiblox.cli._common import out as results
-from aiblox.eval.sweep import DEFAULT_TRACKING_URI
+from aiblox.sweep import DEFAULT_TRACKING_URI
 
 
 def report(
@@ -24,7 +24,7 @@ def report(
 ) -> None:
     """Write report.html (no network needed to view it) and report.md for SWEEP."""
     try:
-        from aiblox.eval.sweep.report import write_report
+        from aiblox.sweep.report import write_report
     except ImportError:  # pragma: no cover - mlflow is the `tracking` extra
         fail("MLflow is not installed: pip install 'aiblox[tracking]'")
         return

@@ -52,7 +52,7 @@ def runs(
     labels, config hashes and MLflow run ids: name a point to `aiblox compare` and `aiblox eval
     verify` as SWEEP:LABEL, a config-hash prefix or its run id."""
     try:
-        from aiblox.eval.sweep.runs import list_points, list_sweeps
+        from aiblox.sweep.runs import list_points, list_sweeps
     except ImportError:  # pragma: no cover - mlflow is the `tracking` extra
         fail("MLflow is not installed: pip install 'aiblox[tracking]'")
         return

@@ -25,7 +25,8 @@ from aiblox.cli._common import (
 from aiblox.cluster import ExecutorError, check_executor
 from aiblox.data import DatasetError, load_dataset
 from aiblox.engine.cache import StageCacheError, check_cache_root
-from aiblox.eval.sweep import (
+from aiblox.stores.base import StoreError, is_disk_full
+from aiblox.sweep import (
     DEFAULT_MAX_POINTS,
     DEFAULT_TRACKING_URI,
     SweepBusy,
@@ -36,8 +37,7 @@ from aiblox.eval.sweep import (
     load_spec,
     run_sweep,
 )
-from aiblox.eval.sweep.runner import DEFAULT_CACHE_DIR, check_cv, default_jobs
-from aiblox.stores.base import StoreError, is_disk_full
+from aiblox.sweep.runner import DEFAULT_CACHE_DIR, check_cv, default_jobs
 
 
 def sweep(

@@ -33,12 +33,7 @@ def verify_command(
     """Re-execute RUN's logged point from its config alone; exit 1 names the first stage that
     differs."""
     from aiblox.engine.tracking import check_tracking_store
-    from aiblox.eval.sweep.verify import (
-        logged_manifest,
-        logged_metrics,
-        verify_cv,
-        verify_point,
-    )
+    from aiblox.sweep.verify import logged_manifest, logged_metrics, verify_cv, verify_point
 
     try:
         if not (run.endswith(".json") or Path(run).is_file()):

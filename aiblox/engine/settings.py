@@ -209,12 +209,12 @@ def point_config(settings: SweepSettings, pt: PipelinePoint, embedder_id: str | 
 
 def ranking_order(value: float, config_hash: str) -> tuple[float, str]:
     """The one ranking of sweep points: by value descending, ties by config hash ascending (a
-    point logged to MLflow ranks the same way, :mod:`aiblox.eval.sweep.report`)."""
+    point logged to MLflow ranks the same way, :mod:`aiblox.sweep.report`)."""
     return -value, config_hash
 
 
 def ranking_key(point: Any, split: str, metric: str) -> tuple[float, str]:
-    """:func:`ranking_order` of a :class:`~aiblox.eval.sweep.results.PointResult` (or anything
+    """:func:`ranking_order` of a :class:`~aiblox.sweep.results.PointResult` (or anything
     with ``metrics`` and ``config_hash``) by ``metric`` on ``split``."""
     return ranking_order(point.metrics[split][metric], point.config_hash)
 

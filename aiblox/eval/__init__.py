@@ -12,7 +12,7 @@ module / package       what it is for
 ``experiment``         experiment tables: modes and TREC run files, tested against a baseline
 ``trec``               TREC run files read and written as trec_eval reads them
 ``metrics``            ranking, chunk and answer metrics, significance and intervals (one place)
-``sweep``              incremental sweeps over grids of configurations (:mod:`aiblox.eval.sweep`)
+``sweep``              incremental sweeps over grids of configurations (:mod:`aiblox.sweep`)
 ``explore``            what the notebooks compute (thin views over the above)
 =====================  =========================================================================
 """

@@ -13,10 +13,10 @@ import pandas as pd
 from aiblox.assembly import AnswerResult, answer_question, get_llm, load_policy
 from aiblox.contracts.retrieval import RetrievalBundle, RetrievalPrefs
 from aiblox.engine.chunk_eval import gold_answers
-from aiblox.eval.sweep.compare import evidence_changes as selection_changes
 from aiblox.explore.notebook import NotebookWorkspace
 from aiblox.metrics import StatTest, answer_metrics, paired_test
 from aiblox.metrics.directions import COST_METRICS, FAILURE_RATES, directed_counts, metric_direction
+from aiblox.sweep.compare import evidence_changes as selection_changes
 
 __all__ = [
     "LOWER_IS_BETTER",
@@ -110,7 +110,7 @@ def compare_per_query(a: Mapping[str, Mapping[str, float]], b: Mapping[str, Mapp
 def evidence_changes(ws: NotebookWorkspace, a: Mapping[str, AnswerResult],
                      b: Mapping[str, AnswerResult]) -> pd.DataFrame:
     """Per query whose selected or cited evidence or answer differs between A and B: the chunks
-    only A or only B selected (:func:`aiblox.eval.sweep.compare.evidence_changes`, as ``aiblox
+    only A or only B selected (:func:`aiblox.sweep.compare.evidence_changes`, as ``aiblox
     compare`` lists them), B's drop reasons for the chunks A kept, and both answers."""
     text = ws.query_text
     common = sorted(set(a) & set(b))

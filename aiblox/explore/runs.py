@@ -1,6 +1,6 @@
 """MLflow runs in a notebook: the runs of the store ``aiblox sweep`` logs to, a fusion setting
 logged from a notebook in the sweep's layout, and two runs compared the way ``aiblox compare``
-compares them (:func:`aiblox.eval.sweep.compare_runs`: the same p-values and deltas).
+compares them (:func:`aiblox.sweep.compare_runs`: the same p-values and deltas).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pandas as pd
 
 from aiblox.engine.evaluate import config_hash
 from aiblox.engine.tracking import DEFAULT_TRACKING_URI, flatten, split_file, tracking_client
-from aiblox.eval.sweep.compare import compare_runs
 from aiblox.explore.fusion import FusionPoint
 from aiblox.explore.notebook import NotebookWorkspace
+from aiblox.sweep.compare import compare_runs
 
 __all__ = ["compare_mlflow_runs", "log_fusion_point", "mlflow_runs"]
 
@@ -97,15 +97,15 @@ def compare_mlflow_runs(run_a: str, run_b: str, tracking_uri: str = DEFAULT_TRAC
                         ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Two MLflow runs side by side: ``(logged metric deltas, per-query comparison)``. Each run
     is a run id, ``SWEEP:LABEL`` or a config-hash prefix, as ``aiblox compare`` takes them
-    (:func:`aiblox.eval.sweep.runs.resolve_run`). The second frame is ``aiblox compare``'s
-    (:func:`aiblox.eval.sweep.compare_runs`: the same test, Holm's correction over the metrics
+    (:func:`aiblox.sweep.runs.resolve_run`). The second frame is ``aiblox compare``'s
+    (:func:`aiblox.sweep.compare_runs`: the same test, Holm's correction over the metrics
     of a split, the metric's direction in ``better`` and win/tie/loss under it) for every split
     both runs logged per-query values of (``per_query.<split>.parquet``), one row per
     ``<split>:<metric>``; it is empty when they logged none."""
     runs = mlflow_runs(tracking_uri)
     if runs.empty:
         return pd.DataFrame(), pd.DataFrame()
-    from aiblox.eval.sweep.runs import resolve_run
+    from aiblox.sweep.runs import resolve_run
 
     run_a, run_b = (resolve_run(r, tracking_uri).run_id for r in (run_a, run_b))
     by_id = runs.set_index("run_id")

@@ -355,7 +355,7 @@ def test_a_sweep_on_tables_reproduces_the_pinned_beir_runs(tmp_path, monkeypatch
     """The sample as a CSV corpus (metadata as JSON text), parquet queries, CSV qrels: the
     sample_fusion sweep on it gives every point's pinned ranked lists and metrics (stage keys
     differ: they hold the dataset hash, which is the hash of these rows)."""
-    from aiblox.eval.sweep import SweepSpec, load_spec, run_sweep
+    from aiblox.sweep import SweepSpec, load_spec, run_sweep
 
     sample = REPO / "datasets" / "sample"
     folder = tmp_path / "sample-tables"

@@ -85,7 +85,7 @@ def test_unknown_names_are_refused(tmp_path):
 
 
 def test_spec_refuses_an_unknown_embedder_when_it_loads(tmp_path, minilm_path):
-    from aiblox.eval.sweep import SweepSpecError, load_spec
+    from aiblox.sweep import SweepSpecError, load_spec
 
     def spec(embedder):
         p = tmp_path / "spec.toml"

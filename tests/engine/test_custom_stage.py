@@ -24,7 +24,7 @@ def test_the_documented_custom_stage_runs_in_a_sweep(tmp_path, sweep_db, monkeyp
     exec(compile(code, str(DOC), "exec"), module.__dict__)
     monkeypatch.setitem(sys.modules, "doc_title_boost", module)
 
-    from aiblox.eval.sweep import load_spec, run_sweep
+    from aiblox.sweep import load_spec, run_sweep
 
     spec = tmp_path / "spec.toml"
     spec.write_text('''

@@ -38,7 +38,7 @@ BASE = HEAD + TABLE
 def spec_of(tmp_path, text):
     """A spec from ``text``: HEAD, TABLE and more, with top-level keys (a ``pipeline = ...``
     line) moved above the first table, as TOML needs."""
-    from aiblox.eval.sweep import load_spec
+    from aiblox.sweep import load_spec
 
     lines = text.splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("["))
@@ -59,7 +59,7 @@ def _in_table(lines, line):
 
 
 def sweep(spec, db, cache):
-    from aiblox.eval.sweep import run_sweep
+    from aiblox.sweep import run_sweep
 
     return run_sweep(spec, cache_dir=cache, db=db, progress=False)
 
@@ -155,7 +155,7 @@ pipeline = "bm25"
     ('[stages.x]\nkind = "bm25"', "set pipeline"),
 ])
 def test_a_bad_pipeline_is_refused_when_the_spec_loads(tmp_path, extra, message):
-    from aiblox.eval.sweep import SweepSpecError
+    from aiblox.sweep import SweepSpecError
 
     with pytest.raises(SweepSpecError, match=message):
         spec_of(tmp_path, BASE + extra + "\n")
@@ -163,7 +163,7 @@ def test_a_bad_pipeline_is_refused_when_the_spec_loads(tmp_path, extra, message)
 
 def test_a_stage_that_cannot_work_here_is_refused_before_any_work(tmp_path, sweep_db):
     from aiblox.engine import PipelineError
-    from aiblox.eval.sweep import run_sweep
+    from aiblox.sweep import run_sweep
 
     CALLS.clear()
     spec = spec_of(tmp_path, BASE + 'pipeline = "bm25 % 4 >> t_flip(top_n=5)"\n')
@@ -174,7 +174,7 @@ def test_a_stage_that_cannot_work_here_is_refused_before_any_work(tmp_path, swee
 
 
 def test_a_pipeline_point_verifies_from_its_manifest(tmp_path, sweep_db):
-    from aiblox.eval.sweep.verify import verify_point
+    from aiblox.sweep.verify import verify_point
 
     result = sweep(spec_of(tmp_path, BASE + 'pipeline = "bm25 >> t_expand >> bm25"\n'),
                    sweep_db, tmp_path / "c")
@@ -193,7 +193,7 @@ def test_a_stage_returning_the_wrong_type_is_an_error_naming_it(tmp_path, sweep_
     def wrong(cfg, inputs, ctx):
         return inputs.queries
 
-    from aiblox.eval.sweep import run_sweep
+    from aiblox.sweep import run_sweep
 
     spec = spec_of(tmp_path, BASE.replace('stage_modules = ["tests.engine.stages_for_tests"]',
                                           "") + 'pipeline = "bm25 >> t_wrong"\n')
@@ -205,8 +205,8 @@ def test_a_stage_returning_the_wrong_type_is_an_error_naming_it(tmp_path, sweep_
 def test_a_tracked_pipeline_point_logs_its_final_run_and_verifies_from_mlflow(
         tmp_path, sweep_db, mlflow_uri):
     from aiblox.engine.tracking import tracking_client
-    from aiblox.eval.sweep import SweepTracker
-    from aiblox.eval.sweep.verify import logged_manifest, verify_point
+    from aiblox.sweep import SweepTracker
+    from aiblox.sweep.verify import logged_manifest, verify_point
 
     spec = spec_of(tmp_path, BASE + 'pipeline = "bm25 >> t_flip(top_n=3)"\n')
     tracker = SweepTracker(mlflow_uri, "pipelines", spec.hash, spec.model_dump(mode="json"))
@@ -236,6 +236,6 @@ def test_a_tracked_pipeline_point_logs_its_final_run_and_verifies_from_mlflow(
 
 
 def run_sweep_tracked(spec, db, cache, tracker):
-    from aiblox.eval.sweep import run_sweep
+    from aiblox.sweep import run_sweep
 
     return run_sweep(spec, cache_dir=cache, db=db, progress=False, tracker=tracker)

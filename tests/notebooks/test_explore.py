@@ -289,8 +289,8 @@ def test_mlflow_runs_logged_like_a_sweep_are_listed_and_compared(tmp_path, monke
     """Two runs logged the way ``aiblox sweep`` logs a point (``<split>.<metric>`` metrics,
     ``per_query.<split>.parquet`` artifacts in long layout) are listed and compared."""
     mlflow = pytest.importorskip("mlflow")
-    from aiblox.eval.sweep import compare_runs
     from aiblox.explore import compare_mlflow_runs
+    from aiblox.sweep import compare_runs
 
     monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"

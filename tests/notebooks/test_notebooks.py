@@ -136,8 +136,8 @@ def test_query_inspector_traces_one_question():
 def test_sweep_board_shows_the_sample_sweep(tmp_path):
     """The default spec (sample_fusion) run through the repository's stage cache gives what a
     fresh sweep in an empty cache gives, and every table and plot is drawn from that result."""
-    from aiblox.eval.sweep import axis_frame, choose_best, load_spec, pareto_frame, run_sweep
-    from aiblox.eval.sweep.results import pareto_points
+    from aiblox.sweep import axis_frame, choose_best, load_spec, pareto_frame, run_sweep
+    from aiblox.sweep.results import pareto_points
 
     d = run_notebook("sweep_board")
     result, spec = d["result"], d["spec"]

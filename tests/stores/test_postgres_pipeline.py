@@ -2,8 +2,8 @@
 
 import pytest
 
-from aiblox.eval.sweep import load_spec, run_sweep
 from aiblox.explore import fusion_prefs, open_workspace, score_point
+from aiblox.sweep import load_spec, run_sweep
 from tests.conftest import REPO
 
 

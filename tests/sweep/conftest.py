@@ -13,13 +13,13 @@ SAMPLE_SPEC = REPO / "evals" / "sweeps" / "sample_fusion.toml"
 
 @pytest.fixture(scope="session")
 def sample_spec():
-    from aiblox.eval.sweep import load_spec
+    from aiblox.sweep import load_spec
 
     return load_spec(SAMPLE_SPEC)
 
 
 def _small_spec(spec, **grid):
-    from aiblox.eval.sweep import SweepSpec
+    from aiblox.sweep import SweepSpec
 
     data = spec.model_dump()
     data["grid"] = grid

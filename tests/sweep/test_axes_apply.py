@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("mlflow")
 
 from aiblox.engine.cache import StageCache  # noqa: E402
-from aiblox.eval.sweep import (
+from aiblox.sweep import (
     SweepSpec,
     SweepTracker,
     axis_frame,
@@ -21,7 +21,7 @@ from aiblox.eval.sweep import (
     point_settings,
     run_sweep,
 )
-from aiblox.eval.sweep.applies import setting_applies  # noqa: E402
+from aiblox.sweep.applies import setting_applies  # noqa: E402
 
 # (blend, rrf_k or w_text, depth) -> (tune, report) nDCG@10
 FUSION_KNOWN = {
@@ -106,7 +106,7 @@ def test_the_board_frames_agree(fusion):
 
 
 def test_the_report_plots_and_tabulates_each_series(fusion):
-    from aiblox.eval.sweep.report import render_html, render_markdown
+    from aiblox.sweep.report import render_html, render_markdown
 
     html = render_html(fusion["report"])
     assert html.count('<img alt="ndcg@10 by ') == 4

@@ -8,7 +8,7 @@ from spec_text import as_logged
 
 
 def test_bm25_axes_expand_and_rerun_free(tmp_path, sample_spec, small_spec):
-    from aiblox.eval.sweep import run_sweep
+    from aiblox.sweep import run_sweep
 
     spec = small_spec(sample_spec, k1=[0.9, 1.5], method=["lucene", "bm25+"])
     base = spec.model_copy(update={"base": {**spec.base, "mode": "bm25"}})
@@ -28,7 +28,7 @@ def test_bm25_axes_expand_and_rerun_free(tmp_path, sample_spec, small_spec):
 
 
 def test_bad_bm25_axes_and_unchanged_hashes(sample_spec, small_spec):
-    from aiblox.eval.sweep import SweepSpec
+    from aiblox.sweep import SweepSpec
 
     data = sample_spec.model_dump()
     with pytest.raises(ValueError, match="b values must be in"):

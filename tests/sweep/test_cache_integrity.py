@@ -27,7 +27,7 @@ from aiblox.engine.cache import (
 def clean(tmp_path_factory, sample_spec, small_spec, sweep_db):
     """A small fusion sweep run once into a cache folder: the reference every damaged copy
     must reproduce exactly."""
-    from aiblox.eval.sweep import run_sweep
+    from aiblox.sweep import run_sweep
 
     spec = small_spec(sample_spec, blend=["linear", "rrf"], w_text=[0.25, 0.75],
                       normalize=["minmax"], rrf_k=[10, 60], depth=[20])
@@ -77,7 +77,7 @@ DAMAGE = {
 
 @pytest.mark.parametrize("case", sorted(DAMAGE))
 def test_damaged_entries_are_recomputed_and_reported(tmp_path, clean, sweep_db, case):
-    from aiblox.eval.sweep import run_sweep
+    from aiblox.sweep import run_sweep
 
     spec, root, first = clean
     copy = tmp_path / "stages"
@@ -103,7 +103,7 @@ def test_damaged_entries_are_recomputed_and_reported(tmp_path, clean, sweep_db, 
 def test_a_damaged_entry_read_late_is_recomputed_too(tmp_path, clean, sweep_db):
     """A flipped bit in the signals (read only when a fused run must be made again) and a
     deleted fused run of the same point: the signals are found damaged when read."""
-    from aiblox.eval.sweep import run_sweep
+    from aiblox.sweep import run_sweep
 
     spec, root, first = clean
     copy = tmp_path / "stages"

@@ -36,7 +36,7 @@ def test_sweep_json_then_rerun_costs_nothing(tmp_path, sweep_db, mlflow_uri):
     # the parent run names the spec file, and the report's reproduce command reruns it
     from mlflow.tracking import MlflowClient
 
-    from aiblox.eval.sweep import load_sweep_report
+    from aiblox.sweep import load_sweep_report
 
     parent = MlflowClient(mlflow_uri).get_run(out["tracking"]["parent_run_id"])
     tagged = parent.data.tags["aiblox.spec_path"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aiblox.eval.sweep.compare import evidence_changes
+from aiblox.sweep.compare import evidence_changes
 
 
 def test_entered_left_kept_and_order_of_the_changes():

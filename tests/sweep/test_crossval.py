@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 from aiblox.cli.main import app
 from aiblox.engine.cache import StageCache
 from aiblox.engine.outputs import StageReader
-from aiblox.eval.sweep import SweepSpec, SweepSpecError, load_spec, run_sweep
-from aiblox.eval.sweep.crossval import check_folds, cross_validate, fold_partition
+from aiblox.sweep import SweepSpec, SweepSpecError, load_spec, run_sweep
+from aiblox.sweep.crossval import check_folds, cross_validate, fold_partition
 
 REPO = Path(__file__).resolve().parents[2]
 QIDS = [f"q{i:02d}" for i in range(23)]
@@ -46,7 +46,7 @@ def test_folds_follow_the_documented_recipe_and_the_seed():
 
 
 def test_folds_are_the_same_in_a_new_process():
-    code = ("import json; from aiblox.eval.sweep.crossval import fold_partition; "
+    code = ("import json; from aiblox.sweep.crossval import fold_partition; "
             f"print(json.dumps(fold_partition({QIDS!r}, 5, 3)))")
     env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(REPO)}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
@@ -255,7 +255,7 @@ def test_cli_prints_and_logs_the_fold_table(tmp_path, sweep_db, mlflow_uri):
     assert len(out["cv"]["rows"]) == 3 and out["report_split"] is None
     from mlflow.tracking import MlflowClient
 
-    from aiblox.eval.sweep import load_sweep_report, render_markdown
+    from aiblox.sweep import load_sweep_report, render_markdown
 
     rep = load_sweep_report("cv_cli", mlflow_uri)
     parent = MlflowClient(mlflow_uri).get_run(rep.parent_run_id)

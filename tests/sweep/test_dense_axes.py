@@ -14,7 +14,7 @@ from aiblox.contracts import RetrievalPrefs
 
 
 def test_dense_axes_expand_run_and_rerun_free(tmp_path, sample_spec, small_spec):
-    from aiblox.eval.sweep import run_sweep
+    from aiblox.sweep import run_sweep
 
     spec = small_spec(sample_spec, doc_score=["first", "maxp", "mean_top2"],
                       passage_tokens=[32, 64], baseline={"doc_score": "first"})
@@ -65,7 +65,7 @@ def test_signals_keys_differ_per_setting_and_first_is_unchanged():
 
 
 def test_tpe_space_sees_dense_settings(sample_spec, small_spec):
-    from aiblox.eval.sweep.search import SearchSpace
+    from aiblox.sweep.search import SearchSpace
 
     spec = small_spec(sample_spec, doc_score=["first", "maxp"], passage_tokens=[32, 64],
                       w_text=[0.3, 0.5], blend=["linear"])
@@ -112,7 +112,7 @@ def test_tpe_space_sees_dense_settings(sample_spec, small_spec):
 def test_bad_dense_settings_fail_when_the_spec_loads(tmp_path, grid, base, message):
     from spec_text import MINIMAL, write
 
-    from aiblox.eval.sweep import SweepSpecError, load_spec
+    from aiblox.sweep import SweepSpecError, load_spec
 
     def toml(table, value):
         return f"[{table}]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in value.items())
@@ -132,7 +132,7 @@ def test_specs_without_dense_axes_keep_their_hash(sample_spec):
 def test_shipped_maxp_spec_loads():
     from pathlib import Path
 
-    from aiblox.eval.sweep import load_spec
+    from aiblox.sweep import load_spec
 
     path = Path(__file__).resolve().parents[2] / "evals/sweeps/levers/scifact_maxp.toml"
     spec = load_spec(path)

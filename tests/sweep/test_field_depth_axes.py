@@ -10,7 +10,7 @@ from spec_text import MINIMAL, as_logged, write
 
 from aiblox.contracts import FtsConfig
 from aiblox.engine.settings import point_label
-from aiblox.eval.sweep import load_spec, run_sweep
+from aiblox.sweep import load_spec, run_sweep
 
 
 def test_per_signal_depths_expand_apart(tmp_path):
@@ -68,8 +68,8 @@ def test_title_weights_are_indexes_and_stages_of_their_own(tmp_path, sample_spec
 
 
 def test_tpe_space_holds_the_new_axes(sample_spec, small_spec):
-    from aiblox.eval.sweep.runner import sweep_points
-    from aiblox.eval.sweep.search import SearchSpace
+    from aiblox.sweep.runner import sweep_points
+    from aiblox.sweep.search import SearchSpace
 
     spec = small_spec(sample_spec, blend=["rrf"], rrf_k=[60], title_weight=[1, 2],
                       title_b=[0.3, 0.75], fts_depth=[5, 20], vector_depth=[10, 20])
@@ -113,7 +113,7 @@ def test_lever_specs_load_and_expand():
 def test_tracked_title_weight_points_all_carry_the_param(tmp_path, sample_spec, small_spec,
                                                          sample_dataset, sweep_db, mlflow_uri):
     pytest.importorskip("mlflow")
-    from aiblox.eval.sweep import SweepTracker
+    from aiblox.sweep import SweepTracker
 
     spec = small_spec(sample_spec, title_weight=[1, 2], blend=["rrf"], rrf_k=[60], depth=[20])
     tr = SweepTracker(mlflow_uri, "title-weight", spec.hash, spec.model_dump(mode="json"))

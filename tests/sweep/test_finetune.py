@@ -14,14 +14,14 @@ import pytest
 from aiblox.data import load_dataset
 from aiblox.embedding.finetune import RECIPE_FILE, FineTuneConfig, TrainingPair, fine_tune
 from aiblox.embedding.sentence_transformers import model_digest
-from aiblox.eval.sweep import SweepSpecError, load_spec, run_sweep
-from aiblox.eval.sweep.finetune import (
+from aiblox.sweep import SweepSpecError, load_spec, run_sweep
+from aiblox.sweep.finetune import (
     base_model_folder,
     ensure_fine_tuned,
     finetune_key,
     training_query_ids,
 )
-from aiblox.eval.sweep.verify import verify_point
+from aiblox.sweep.verify import verify_point
 
 pytest.importorskip("sentence_transformers")
 
@@ -151,7 +151,7 @@ def test_a_sweep_trains_once_scores_with_the_tuned_model_and_verifies(tmp_path, 
     assert best.manifest.embedder_name == str(folder)
     assert len(result.points) == 2
 
-    import aiblox.eval.sweep.finetune as ft
+    import aiblox.sweep.finetune as ft
 
     def no_training(*args, **kwargs):
         raise AssertionError("trained again")
@@ -179,7 +179,7 @@ def test_a_remote_cache_shares_the_trained_model(tmp_path, monkeypatch):
 
     import fsspec
 
-    import aiblox.eval.sweep.finetune as ft
+    import aiblox.sweep.finetune as ft
 
     monkeypatch.chdir(tmp_path)
     spec = _spec(tmp_path)

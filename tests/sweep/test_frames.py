@@ -1,4 +1,4 @@
-"""The sweep as DataFrames (aiblox.eval.sweep.frames) on the sample fusion sweep: 24 points
+"""The sweep as DataFrames (aiblox.sweep.frames) on the sample fusion sweep: 24 points
 (linear 5 weights x 2 normalisations x 2 depths, RRF k 10/60 x 2 depths), baseline RRF k=60."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from aiblox.eval.sweep import (
+from aiblox.sweep import (
     axis_frame,
     choose_best,
     leaderboard,

@@ -35,8 +35,8 @@ def spec_keys(path: Path) -> list[dict[str, Any]]:
     from aiblox.engine.evaluate import config_hash
     from aiblox.engine.settings import chunk_label, pipeline_config, point_label
     from aiblox.engine.task import STAGE_VERSIONS, stage_key
-    from aiblox.eval.sweep import load_spec
-    from aiblox.eval.sweep.spec import backend_of
+    from aiblox.sweep import load_spec
+    from aiblox.sweep.spec import backend_of
     SIGNALS_VERSION, FUSION_VERSION, METRICS_VERSION = (
         STAGE_VERSIONS[s] for s in ("signals", "fusion", "metrics"))
 
@@ -83,7 +83,7 @@ def run_record(result: Any) -> dict[str, Any]:
 def sample_runs(sample_dataset: Any, db: str, cache_dir: Path) -> dict[str, Any]:
     """A fusion sweep and a pipeline sweep (chunking, selection, extractive reader) on the
     sample dataset with the hashing embedder."""
-    from aiblox.eval.sweep import SweepSpec, load_spec, run_sweep
+    from aiblox.sweep import SweepSpec, load_spec, run_sweep
 
     spec = load_spec(REPO / "evals" / "sweeps" / "sample_fusion.toml")
     fusion = run_sweep(spec, cache_dir=cache_dir / "fusion", db=db, progress=False,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from aiblox.eval.sweep import SweepSpec, run_sweep
+from aiblox.sweep import SweepSpec, run_sweep
 
 STAGES = ["signals", "fusion", "metrics", "chunks", "chunk_metrics", "selection", "prompt",
           "reader", "validation", "answer_metrics"]
@@ -144,7 +144,7 @@ def test_chunking_only_sweep_stops_after_chunk_metrics(tmp_path, sample_spec, sw
 
 def test_an_override_equal_to_the_policy_value_is_the_same_point(sample_spec):
     from aiblox.engine.settings import pipeline_config
-    from aiblox.eval.sweep import PipelinePoint
+    from aiblox.sweep import PipelinePoint
 
     spec = pipeline_spec(sample_spec)
     prefs = spec.pipeline_points()[0].prefs
@@ -212,7 +212,7 @@ def test_a_primary_the_dataset_cannot_give_is_a_clear_error(tmp_path, sample_spe
 
 def test_logged_per_query_and_selected_evidence(first):
     from aiblox.engine.outputs import logged_per_query, selected_evidence
-    from aiblox.eval.sweep import StageCache
+    from aiblox.sweep import StageCache
 
     _, cache_dir, r = first
     cache = StageCache(cache_dir)

@@ -14,7 +14,7 @@ pytest.importorskip("matplotlib")
 from typer.testing import CliRunner  # noqa: E402
 
 from aiblox.cli.main import app  # noqa: E402
-from aiblox.eval.sweep import (
+from aiblox.sweep import (
     SweepSpec,
     SweepTracker,
     compare_runs,
@@ -23,7 +23,7 @@ from aiblox.eval.sweep import (
     run_sweep,
     write_report,
 )
-from aiblox.eval.sweep.compare import per_query_evidence  # noqa: E402
+from aiblox.sweep.compare import per_query_evidence  # noqa: E402
 
 runner = CliRunner()
 
@@ -69,7 +69,7 @@ def _run_of(logged, policy, max_chunks):
 
 
 def _selected(logged, point, split):
-    from aiblox.eval.sweep import StageCache
+    from aiblox.sweep import StageCache
 
     cache = StageCache(logged["root"] / "stages")
     st = next(s for s in point.manifest.splits[split].stages if s["name"] == "selection")

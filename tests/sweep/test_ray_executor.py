@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from aiblox.eval.sweep import SweepSpec, run_sweep
+from aiblox.sweep import SweepSpec, run_sweep
 
 REPO = Path(__file__).resolve().parents[2]
 

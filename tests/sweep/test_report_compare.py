@@ -14,7 +14,7 @@ pytest.importorskip("matplotlib")
 from typer.testing import CliRunner  # noqa: E402
 
 from aiblox.cli.main import app  # noqa: E402
-from aiblox.eval.sweep import (
+from aiblox.sweep import (
     SweepSpec,
     SweepTracker,
     compare_runs,
@@ -24,7 +24,7 @@ from aiblox.eval.sweep import (
     run_sweep,
     write_report,
 )
-from aiblox.eval.sweep.report import _applies  # noqa: E402
+from aiblox.sweep.report import _applies  # noqa: E402
 
 GRID = {"blend": ["linear", "rrf"], "w_text": [0.25, 0.75], "normalize": ["minmax"],
         "rrf_k": [60], "depth": [10, 20], "baseline": {"blend": "rrf", "rrf_k": 10}}

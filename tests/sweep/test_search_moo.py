@@ -10,10 +10,10 @@ import pytest
 
 pytest.importorskip("optuna")
 
-from aiblox.eval.sweep import SweepSpec, pareto_front, run_sweep  # noqa: E402
-from aiblox.eval.sweep.results import pareto_points  # noqa: E402
-from aiblox.eval.sweep.search import study_path  # noqa: E402
 from aiblox.metrics.pareto import infer_direction, resolve_objectives  # noqa: E402
+from aiblox.sweep import SweepSpec, pareto_front, run_sweep  # noqa: E402
+from aiblox.sweep.results import pareto_points  # noqa: E402
+from aiblox.sweep.search import study_path  # noqa: E402
 
 MO = ["ndcg@10", "candidates"]
 
@@ -164,8 +164,8 @@ def test_a_shipped_tpe_spec_keeps_its_hash_and_study():
     study key (its study file) of a spec written before them."""
     from pathlib import Path
 
-    from aiblox.eval.sweep import load_spec
-    from aiblox.eval.sweep.search import study_key
+    from aiblox.sweep import load_spec
+    from aiblox.sweep.search import study_key
 
     spec = load_spec(Path(__file__).resolve().parents[2] / "evals" / "sweeps"
                      / "scifact_fusion_tpe.toml")
@@ -198,7 +198,7 @@ def numeric_run(request, tmp_path_factory, sample_spec, sweep_db, sample_dataset
 
 def test_numeric_sampler_same_seed_same_trials(numeric_run, tmp_path, sweep_db, sample_dataset):
     from aiblox.engine.settings import point_config
-    from aiblox.eval.sweep.runner import sweep_points
+    from aiblox.sweep.runner import sweep_points
 
     spec, r = numeric_run
     assert len(r.trials) == 12 and len(set(r.trials)) > 1
@@ -280,7 +280,7 @@ def test_multi_objective_tpe(sample_spec, tmp_path, sweep_db, sample_dataset):
 def test_report_shows_the_front(sample_spec, small_spec, tmp_path, sweep_db, sample_dataset,
                                 mlflow_uri):
     pytest.importorskip("matplotlib")
-    from aiblox.eval.sweep import SweepTracker, load_sweep_report, write_report
+    from aiblox.sweep import SweepTracker, load_sweep_report, write_report
 
     spec = small_spec(sample_spec, blend=["linear", "rrf"], w_text=[0.25, 0.75],
                       normalize=["minmax"], rrf_k=[60], depth=[10, 20],

@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("optuna")
 
-from aiblox.eval.sweep import SweepSpec, run_sweep  # noqa: E402
-from aiblox.eval.sweep.search import SearchSpace, study_path  # noqa: E402
+from aiblox.sweep import SweepSpec, run_sweep  # noqa: E402
+from aiblox.sweep.search import SearchSpace, study_path  # noqa: E402
 
 
 def tpe(spec: SweepSpec, n: int | None, seed: int = 0, **search) -> SweepSpec:
@@ -115,7 +115,7 @@ def test_n_above_the_grid_is_capped(small_spec, sample_spec, tmp_path, sweep_db,
 
 
 def test_search_space_is_the_grid(sample_spec):
-    from aiblox.eval.sweep.runner import sweep_points
+    from aiblox.sweep.runner import sweep_points
 
     grid, _ = sweep_points(tpe(sample_spec, 5))
     space = SearchSpace(grid)
@@ -149,7 +149,7 @@ def test_empty_search_space_refused(sample_spec, small_spec):
 
 def test_every_trial_logged_to_mlflow(sample_spec, small_spec, tmp_path, sweep_db,
                                       sample_dataset, mlflow_uri):
-    from aiblox.eval.sweep import SweepTracker
+    from aiblox.sweep import SweepTracker
 
     spec = tpe(small_spec(sample_spec, blend=["linear", "rrf"], w_text=[0.2, 0.5, 0.8],
                           normalize=["minmax"], rrf_k=[10, 60], depth=[20],
@@ -208,7 +208,7 @@ def test_a_stale_study_is_refused(fourteen, tmp_path, sweep_db, sample_dataset):
 def test_pipeline_sweep_tpe(sample_spec, small_spec, tmp_path, sweep_db, sample_dataset):
     """Chunkers that take sizes and one that does not: every trial is a pipeline grid point,
     and the same seed gives the same trials."""
-    from aiblox.eval.sweep.runner import sweep_points
+    from aiblox.sweep.runner import sweep_points
 
     data = sample_spec.model_dump()
     data.update(grid={"blend": ["rrf"], "rrf_k": [10, 60],

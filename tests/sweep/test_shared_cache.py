@@ -23,8 +23,8 @@ from aiblox.engine.cache import (
     check_cache_root,
     encode_arrays,
 )
-from aiblox.eval.sweep import run_sweep
 from aiblox.hashing import sha256_bytes
+from aiblox.sweep import run_sweep
 from tests.sweep.conftest import SAMPLE_SPEC
 
 GRID = {"blend": ["linear", "rrf"], "w_text": [0.25, 0.75], "normalize": ["minmax"],
@@ -136,8 +136,8 @@ def test_sample_sweep_twice_on_a_memory_cache_reuses_every_stage(
 def test_a_search_study_lives_in_the_cache_uri_and_resumes(sample_spec, small_spec, sweep_db,
                                                            sample_dataset):
     pytest.importorskip("optuna")
-    from aiblox.eval.sweep import SweepSpec
-    from aiblox.eval.sweep.search import study_path
+    from aiblox.sweep import SweepSpec
+    from aiblox.sweep.search import study_path
 
     data = small_spec(sample_spec, blend=["linear"], w_text=[0.1, 0.3, 0.5, 0.7, 0.9],
                       normalize=["minmax", "zscore"], depth=[20]).model_dump()

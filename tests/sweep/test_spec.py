@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from spec_text import MINIMAL, write
 
-from aiblox.eval.sweep import SweepSpec, SweepSpecError, load_spec
+from aiblox.sweep import SweepSpec, SweepSpecError, load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 SPECS = REPO / "evals" / "sweeps"

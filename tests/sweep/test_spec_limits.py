@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from spec_text import MINIMAL, write
 
-from aiblox.eval.sweep import (
+from aiblox.sweep import (
     DEFAULT_MAX_POINTS,
     GridError,
     SweepSpec,

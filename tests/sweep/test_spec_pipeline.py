@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from spec_text import MINIMAL, write
 
-from aiblox.eval.sweep import SweepSpec, SweepSpecError, load_spec
+from aiblox.sweep import SweepSpec, SweepSpecError, load_spec
 
 
 def test_chunking_axes_multiply_only_chunkers_that_take_sizes(tmp_path):

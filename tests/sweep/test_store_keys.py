@@ -11,8 +11,8 @@ def _signals_keys(result) -> set[str]:
 
 def test_signals_follow_the_store_content(tmp_path, sample_spec, small_spec):
     from aiblox.embedding import HashingEmbedder
-    from aiblox.eval.sweep import run_sweep
     from aiblox.stores import DuckDBStore
+    from aiblox.sweep import run_sweep
 
     spec = small_spec(sample_spec, blend=["rrf"], rrf_k=[60], depth=[20])
     cache = tmp_path / "stages"

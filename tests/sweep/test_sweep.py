@@ -8,8 +8,8 @@ import pytest
 from aiblox.engine.cache import encode_arrays
 from aiblox.engine.evaluate import config_hash
 from aiblox.engine.outputs import load_fused_run
-from aiblox.eval.sweep import StageCache, choose_best, run_sweep
 from aiblox.hashing import sha256_bytes
+from aiblox.sweep import StageCache, choose_best, run_sweep
 
 GRID = {"blend": ["linear", "rrf"], "w_text": [0.25, 0.5, 0.75], "normalize": ["minmax"],
         "rrf_k": [60], "depth": [10, 20]}
@@ -150,7 +150,7 @@ def test_baseline_point_is_scored_and_flagged(tmp_path, sample_spec, sweep_db, s
 
 
 def test_verify_re_executes_a_point_from_its_manifest(first, sweep_db, sample_dataset):
-    from aiblox.eval.sweep import verify_point
+    from aiblox.sweep import verify_point
 
     _, _, r = first
     point = r.points[0]
@@ -165,7 +165,7 @@ def test_verify_re_executes_a_point_from_its_manifest(first, sweep_db, sample_da
 
 
 def test_verify_names_the_first_stage_that_differs(first, sweep_db, sample_dataset):
-    from aiblox.eval.sweep import verify_point
+    from aiblox.sweep import verify_point
 
     _, _, r = first
     data = r.points[0].manifest.model_dump(mode="json")

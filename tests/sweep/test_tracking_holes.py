@@ -18,7 +18,8 @@ from typer.testing import CliRunner  # noqa: E402
 
 from aiblox.cli.main import app  # noqa: E402
 from aiblox.engine.tracking import artifact_location, tag_filter  # noqa: E402
-from aiblox.eval.sweep import (
+from aiblox.explore import mlflow_runs  # noqa: E402
+from aiblox.sweep import (
     SweepSpec,
     SweepSpecError,
     SweepTracker,
@@ -28,7 +29,6 @@ from aiblox.eval.sweep import (
     run_sweep,
     tracking_client,
 )
-from aiblox.explore import mlflow_runs  # noqa: E402
 from tests.chat_server import ChatServer  # noqa: E402
 
 runner = CliRunner()

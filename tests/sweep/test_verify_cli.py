@@ -12,7 +12,7 @@ pytest.importorskip("mlflow")
 from typer.testing import CliRunner  # noqa: E402
 
 from aiblox.cli.main import app  # noqa: E402
-from aiblox.eval.sweep import SweepSpec, SweepTracker, run_sweep  # noqa: E402
+from aiblox.sweep import SweepSpec, SweepTracker, run_sweep  # noqa: E402
 
 runner = CliRunner()
 

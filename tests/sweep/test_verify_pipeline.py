@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from aiblox.eval.sweep import SweepSpec, run_sweep, verify_point
+from aiblox.sweep import SweepSpec, run_sweep, verify_point
 
 STAGES = ["signals", "fusion", "metrics", "chunks", "chunk_metrics", "selection", "prompt",
           "reader", "validation", "answer_metrics"]

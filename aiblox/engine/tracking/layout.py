@@ -76,7 +76,7 @@ def trec_run(run: dict[str, list[list[Any]]], tag: str) -> str:
 
 
 def cv_metrics(cv: Any) -> dict[str, float]:
-    """The parent run's metrics of a k-fold result (:class:`~aiblox.eval.sweep.crossval.
+    """The parent run's metrics of a k-fold result (:class:`~aiblox.sweep.crossval.
     CrossValidation`): per fold ``cv.fold<i>.tune`` / ``.held_out`` / ``.gap``, the means, the
     pooled held-out score and, with a baseline, the margin, its interval and the p-value."""
     out = {}

@@ -15,11 +15,11 @@ phases:
    read the signals back, normalise them again and hand the runs back;
    ``benchmarks/README.md``, "Fusion sweep"). With a model-based ``[search] strategy`` the points
    are the trials Optuna chooses among the grid's points, one after another
-   (:mod:`aiblox.eval.sweep.search`), their signals planned as they come; the baseline after.
+   (:mod:`aiblox.sweep.search`), their signals planned as they come; the baseline after.
    With ``executor="ray"`` the points run as Ray tasks on a cluster's workers over the same
    (shared) stage cache and come back in point order, to be logged here
-   (:mod:`aiblox.eval.sweep.distributed`);
-3. the conclusion (:func:`aiblox.eval.sweep.results.conclude`): the best point on the tune
+   (:mod:`aiblox.sweep.distributed`);
+3. the conclusion (:func:`aiblox.sweep.results.conclude`): the best point on the tune
    split, the baseline, significance and intervals on the report split.
 
 So changing a fusion weight reruns fusion and metrics, nothing before; a repeated sweep reads
@@ -47,14 +47,14 @@ from aiblox.engine.plan import check_pipeline
 from aiblox.engine.point import evaluate_point, recheck_point
 from aiblox.engine.settings import PipelinePoint, point_config, point_title
 from aiblox.engine.tracking import release_on_error
-from aiblox.eval.sweep.crossval import check_folds
-from aiblox.eval.sweep.distributed import RayPoints, RecordingCache, merge_counts
-from aiblox.eval.sweep.finetune import ensure_fine_tuned
-from aiblox.eval.sweep.results import PointResult, SweepResult, conclude
-from aiblox.eval.sweep.spec import SweepSpec, backend_of
 from aiblox.memory import paused_gc
 from aiblox.metrics.pareto import objective_values
 from aiblox.progress import progress_bar
+from aiblox.sweep.crossval import check_folds
+from aiblox.sweep.distributed import RayPoints, RecordingCache, merge_counts
+from aiblox.sweep.finetune import ensure_fine_tuned
+from aiblox.sweep.results import PointResult, SweepResult, conclude
+from aiblox.sweep.spec import SweepSpec, backend_of
 
 __all__ = ["DEFAULT_CACHE_DIR", "check_cv", "check_pipelines", "default_jobs", "run_sweep",
            "sweep_points"]
@@ -255,7 +255,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     try:
         with paused_gc(), compiled_threads(jobs):
             if model_based:
-                from aiblox.eval.sweep.search import run_search
+                from aiblox.sweep.search import run_search
 
                 run_search(spec, grid, cache_dir, score, context={
                     "dataset_hash": ds.hash, "embedder": ctx.embedder_id, "backend": backend})

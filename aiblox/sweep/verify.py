@@ -99,7 +99,7 @@ def logged_manifest(run: str, tracking_uri: str) -> tuple[PointManifest, str]:
     """The manifest of a logged point and where it came from.
 
     ``run`` is a ``manifest.json`` path, a point's reference (an MLflow run id, ``SWEEP:LABEL``
-    or a config-hash prefix, :func:`~aiblox.eval.sweep.runs.resolve_run`), or a sweep (its
+    or a config-hash prefix, :func:`~aiblox.sweep.runs.resolve_run`), or a sweep (its
     parent run id or its name): then the sweep's best point, as chosen on the tune split.
     Raises :class:`ValueError` naming ``run`` when it is none of these (or is ambiguous)."""
     path = Path(run)
@@ -108,7 +108,7 @@ def logged_manifest(run: str, tracking_uri: str) -> tuple[PointManifest, str]:
             raise ValueError(f"{run}: no such manifest file")
         return _load(path), str(path)
     from aiblox.engine.tracking import quiet_downloads, tracking_client
-    from aiblox.eval.sweep.runs import resolve_run
+    from aiblox.sweep.runs import resolve_run
 
     ref = resolve_run(run, tracking_uri, sweep_best=True)
     client = tracking_client(tracking_uri)
@@ -306,15 +306,15 @@ def _verify_split(ctx: RunContext, pt: PipelinePoint, split: str, sm: Any,
 def verify_cv(run: str, tracking_uri: str) -> list[StageCheck] | None:
     """The k-fold table of a logged ``[cv]`` sweep (``run``: its parent run id or name)
     recomputed from what its child runs logged: each point's per-query primary values
-    (``per_query.<split>.parquet``) go through :func:`~aiblox.eval.sweep.crossval.cross_validate`
+    (``per_query.<split>.parquet``) go through :func:`~aiblox.sweep.crossval.cross_validate`
     again with the logged folds, seed and test, and the folds, each fold's choice and scores and
     the margin are compared with ``cv_folds.json``. None when ``run`` is not a sweep with one
     (a point run id, a manifest, a sweep without ``[cv]``)."""
     import pandas as pd
 
     from aiblox.engine.tracking import quiet_downloads, split_file, tag_filter, tracking_client
-    from aiblox.eval.sweep.crossval import CrossValidation, cross_validate
-    from aiblox.eval.sweep.report import find_sweep_run
+    from aiblox.sweep.crossval import CrossValidation, cross_validate
+    from aiblox.sweep.report import find_sweep_run
 
     if Path(run).suffix == ".json" or Path(run).is_file():
         return None

@@ -48,7 +48,7 @@ from aiblox.hashing import sha256_hex
 
 if TYPE_CHECKING:
     from aiblox.engine.settings import PipelinePoint
-    from aiblox.eval.sweep.spec import SweepSpec
+    from aiblox.sweep.spec import SweepSpec
 
 __all__ = ["N_STARTUP_TRIALS", "SearchSpace", "make_sampler", "run_search", "study_key",
            "study_path"]

@@ -29,9 +29,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aiblox.engine.settings import ranking_order
 from aiblox.engine.tracking import metric_key, tag_filter, tracking_client
-from aiblox.eval.sweep.applies import series_of, setting_applies
 from aiblox.metrics.directions import metric_direction
 from aiblox.metrics.significance import TEST_NAMES
+from aiblox.sweep.applies import series_of, setting_applies
 
 __all__ = ["SweepReport", "find_sweep_run", "load_sweep_report", "render_html",
            "render_markdown", "write_report"]
@@ -79,7 +79,7 @@ class SweepReport(_Strict):
     series (their blend; ``all`` for the blend axis) holding the value, the one best on tune
     (primary metric), its tune and report values. Only points the parameter applies to count
     (``rrf_k`` for RRF points, ``w_text`` for linear ones, a chunk size where the chunker
-    takes one; :mod:`aiblox.eval.sweep.applies`)."""
+    takes one; :mod:`aiblox.sweep.applies`)."""
     manifest: dict[str, Any] = Field(default_factory=dict)
     """Hashes of the best point's manifest."""
     pareto: dict[str, Any] = Field(default_factory=dict)
@@ -93,7 +93,7 @@ class SweepReport(_Strict):
     """One command that reproduces the sweep (the spec path is tagged on the parent run)."""
     cv: dict[str, Any] | None = None
     """``[cv]``: the k-fold table (``sweep_summary.json``'s ``cv``; see
-    :class:`~aiblox.eval.sweep.crossval.CrossValidation`), None without."""
+    :class:`~aiblox.sweep.crossval.CrossValidation`), None without."""
 
     @property
     def splits(self) -> list[str]:
@@ -152,7 +152,7 @@ def _value_key(v: str) -> tuple[int, float, str]:
 
 def _applies(key: str, params: dict[str, str]) -> bool:
     """Whether the logged param ``key`` applies to a child with ``params`` (see
-    :mod:`aiblox.eval.sweep.applies`): fusion settings by blend, chunking settings by chunker."""
+    :mod:`aiblox.sweep.applies`): fusion settings by blend, chunking settings by chunker."""
     group, _, setting = key.rpartition(".")
     if group not in ("prefs.scoring", "prefs.chunking"):
         return True

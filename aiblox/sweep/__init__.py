@@ -48,10 +48,11 @@ from aiblox.engine.tracking import (
     metric_key,
     tracking_client,
 )
-from aiblox.eval.sweep.axes import ChunkingGrid, FusionGrid, SearchConfig, SelectionGrid, Steps
-from aiblox.eval.sweep.compare import MetricDelta, RunComparison, compare_runs, per_query_metrics
-from aiblox.eval.sweep.crossval import CrossValidation, CVConfig, FoldResult, fold_partition
-from aiblox.eval.sweep.frames import (
+from aiblox.metrics.pareto import pareto_front
+from aiblox.sweep.axes import ChunkingGrid, FusionGrid, SearchConfig, SelectionGrid, Steps
+from aiblox.sweep.compare import MetricDelta, RunComparison, compare_runs, per_query_metrics
+from aiblox.sweep.crossval import CrossValidation, CVConfig, FoldResult, fold_partition
+from aiblox.sweep.frames import (
     axis_frame,
     folds_frame,
     leaderboard,
@@ -63,8 +64,8 @@ from aiblox.eval.sweep.frames import (
     swept_axes,
     tune_vs_report,
 )
-from aiblox.eval.sweep.grid import GridError, decimal_count, decimal_range, simplex, to_decimal
-from aiblox.eval.sweep.report import (
+from aiblox.sweep.grid import GridError, decimal_count, decimal_range, simplex, to_decimal
+from aiblox.sweep.report import (
     SweepReport,
     find_sweep_run,
     load_sweep_report,
@@ -72,12 +73,11 @@ from aiblox.eval.sweep.report import (
     render_markdown,
     write_report,
 )
-from aiblox.eval.sweep.results import PointResult, SweepResult, choose_best
-from aiblox.eval.sweep.runner import DEFAULT_CACHE_DIR, default_jobs, run_sweep
-from aiblox.eval.sweep.runs import RunRef, list_points, list_sweeps, resolve_run
-from aiblox.eval.sweep.spec import DEFAULT_MAX_POINTS, SweepSpec, SweepSpecError, load_spec
-from aiblox.eval.sweep.verify import StageCheck, VerifyReport, verify_point
-from aiblox.metrics.pareto import pareto_front
+from aiblox.sweep.results import PointResult, SweepResult, choose_best
+from aiblox.sweep.runner import DEFAULT_CACHE_DIR, default_jobs, run_sweep
+from aiblox.sweep.runs import RunRef, list_points, list_sweeps, resolve_run
+from aiblox.sweep.spec import DEFAULT_MAX_POINTS, SweepSpec, SweepSpecError, load_spec
+from aiblox.sweep.verify import StageCheck, VerifyReport, verify_point
 
 __all__ = [
     "CVConfig",

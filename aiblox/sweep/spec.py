@@ -28,13 +28,13 @@ past fusion to the chunk stages (:mod:`aiblox.engine.point`); the answer stages
 ``[search]`` picks the points scored: ``strategy = "grid"`` (default) every point;
 ``"random"`` ``n`` points drawn from the full grid with ``random.Random(seed)``, kept in grid
 order; ``"tpe"``, ``"cmaes"``, ``"gp"`` ``n`` trials among the grid's points chosen by Optuna
-while the sweep runs (:mod:`aiblox.eval.sweep.search`; :meth:`SweepSpec.points` is then the
+while the sweep runs (:mod:`aiblox.sweep.search`; :meth:`SweepSpec.points` is then the
 whole grid, the search space). ``objectives`` (quality against cost) adds the Pareto front
 (:mod:`aiblox.metrics.pareto`) and makes a model-based search multi-objective. New fields
 at their defaults stay out of the spec hash, so specs written before them keep their hash.
 
 ``[cv]`` (``folds``, ``seed``) adds seeded k-fold cross-validation over the tune split's queries
-(:mod:`aiblox.eval.sweep.crossval`): the choice per fold is made on the other folds and scored
+(:mod:`aiblox.sweep.crossval`): the choice per fold is made on the other folds and scored
 on the held-out one, and ``report_split`` may then be left out (a collection with one judged
 split). Refused with a model-based strategy (its trials would be steered by every tuning
 query's score).
@@ -47,7 +47,7 @@ limit with ``load_spec(path, max_points=N)`` (``aiblox sweep --max-points N``), 
 ``SweepSpec.model_validate(data, context={"max_points": N})``; a ``[search]`` random draw
 samples the full grid, so the limit applies to the full grid.
 
-The axes themselves (their fields, bounds and validation) are :mod:`aiblox.eval.sweep.axes`.
+The axes themselves (their fields, bounds and validation) are :mod:`aiblox.sweep.axes`.
 """
 
 from __future__ import annotations
@@ -81,7 +81,20 @@ from aiblox.contracts.retrieval import (
 from aiblox.embedding.finetune import FineTuneConfig
 from aiblox.engine.algebra import Pipeline, PipelineError
 from aiblox.engine.settings import PipelinePoint, SweepSettings, needs_vectors
-from aiblox.eval.sweep.axes import (
+from aiblox.hashing import sha256_hex
+from aiblox.metrics import (
+    ANSWER_METRICS,
+    CHUNK_SCALARS,
+    DEFAULT_METRICS,
+    PROJECTION_PREFIX,
+    STATUSES,
+    DepthError,
+    check_depth,
+    evaluation_prefs,
+    validate_metrics,
+)
+from aiblox.metrics.depth import shallow_limit
+from aiblox.sweep.axes import (
     BM25_AXES,
     CHUNK_DEPTH_KEYS,
     CHUNKING_KEYS,
@@ -98,21 +111,8 @@ from aiblox.eval.sweep.axes import (
     point_limit,
     policy_fields,
 )
-from aiblox.eval.sweep.crossval import CVConfig
-from aiblox.eval.sweep.grid import to_decimal
-from aiblox.hashing import sha256_hex
-from aiblox.metrics import (
-    ANSWER_METRICS,
-    CHUNK_SCALARS,
-    DEFAULT_METRICS,
-    PROJECTION_PREFIX,
-    STATUSES,
-    DepthError,
-    check_depth,
-    evaluation_prefs,
-    validate_metrics,
-)
-from aiblox.metrics.depth import shallow_limit
+from aiblox.sweep.crossval import CVConfig
+from aiblox.sweep.grid import to_decimal
 
 __all__ = [
     "DEFAULT_MAX_POINTS",
@@ -227,7 +227,7 @@ class SweepSpec(_Strict):
     """Which points of the grid are scored (``[search]``: grid, or seeded random)."""
     cv: CVConfig | None = None
     """``[cv]``: seeded k-fold cross-validation over the tuning split's queries
-    (:mod:`aiblox.eval.sweep.crossval`); None: none."""
+    (:mod:`aiblox.sweep.crossval`); None: none."""
     pipeline: str | list[str] | None = None
     """The retrieval pipeline every point runs, as an expression such as
     ``"bm25 >> rm3 >> bm25"`` or ``"(bm25 + dense) % 100 >> cross_encoder"``
@@ -245,7 +245,7 @@ class SweepSpec(_Strict):
     ``aiblox eval verify`` imports them too."""
     finetune: FineTuneSpec | None = None
     """``[finetune]``: fine-tune the embedder on the judged queries of a split the sweep does
-    not score, before any point (:mod:`aiblox.eval.sweep.finetune`); None: the embedder as
+    not score, before any point (:mod:`aiblox.sweep.finetune`); None: the embedder as
     it is."""
 
     @field_validator("metrics")
@@ -525,8 +525,8 @@ class SweepSpec(_Strict):
     def _check_numeric_space(self) -> None:
         """CMA-ES and the GP sampler are for numeric settings: the grid must vary at least one
         (categorical ones are modelled too: GP as categoricals, CMA-ES as indexes in grid order;
-        :mod:`aiblox.eval.sweep.search`), and CMA-ES at least two settings."""
-        from aiblox.eval.sweep.search import SearchSpace
+        :mod:`aiblox.sweep.search`), and CMA-ES at least two settings."""
+        from aiblox.sweep.search import SearchSpace
 
         space = SearchSpace(self.grid_points())
         strategy = self.search.strategy

@@ -1,7 +1,7 @@
 """Sweep points as Ray tasks (``aiblox sweep --executor ray``): the same points, stages, keys
 and results as the local executor, computed on the workers of an existing Ray cluster.
 
-The driver (:func:`aiblox.eval.sweep.runner.run_sweep`) keeps everything that decides the
+The driver (:func:`aiblox.sweep.runner.run_sweep`) keeps everything that decides the
 result: it runs the signals phase (so every worker reads the signals from the shared stage
 cache instead of retrieving them), cuts the points into batches of consecutive points, one Ray
 task each (``max_retries``: a task whose worker process or node dies is run again elsewhere),

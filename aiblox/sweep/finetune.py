@@ -36,9 +36,9 @@ from aiblox.embedding.finetune import RECIPE_FILE, TrainingPair, fine_tune
 from aiblox.embedding.sentence_transformers import model_folder
 from aiblox.engine.cache import StageCache, local_cache_root
 from aiblox.engine.compute import signals_output
-from aiblox.eval.sweep.spec import FineTuneSpec, SweepSpec
 from aiblox.hashing import sha256_bytes, sha256_hex
 from aiblox.progress import phase, progress_bar
+from aiblox.sweep.spec import FineTuneSpec, SweepSpec
 
 __all__ = ["FINETUNE_VERSION", "FineTuneSpec", "base_model_folder", "ensure_fine_tuned",
            "finetune_key", "training_query_ids"]

@@ -2,11 +2,11 @@
 value of one swept setting, which settings were swept, tune against report per point, the stage
 counts, the significance table and the best point's manifest hashes.
 
-Pure functions of a :class:`~aiblox.eval.sweep.results.SweepResult` (no store, no cache, no
+Pure functions of a :class:`~aiblox.sweep.results.SweepResult` (no store, no cache, no
 MLflow); the sweep board notebook (``notebooks/sweep_board.py``) draws from them.
 
 Settings a point does not use are left empty, and per-value tables leave those points out
-(:mod:`aiblox.eval.sweep.applies`): an RRF point has no ``w_text``, ``normalize`` or
+(:mod:`aiblox.sweep.applies`): an RRF point has no ``w_text``, ``normalize`` or
 ``missing``, a linear point no ``rrf_k``, a point whose chunker takes no token budget (``whole``)
 no ``max_chunk_tokens`` or ``overlap_tokens``. Rank and "best" follow
 :func:`~aiblox.engine.settings.ranking_key`: the primary metric on the tune split, highest
@@ -21,9 +21,9 @@ from typing import Any
 import pandas as pd
 
 from aiblox.engine.settings import ranked
-from aiblox.eval.sweep.applies import setting_applies
-from aiblox.eval.sweep.results import PointResult, SweepResult, pareto_points
 from aiblox.metrics.pareto import objective_values
+from aiblox.sweep.applies import setting_applies
+from aiblox.sweep.results import PointResult, SweepResult, pareto_points
 
 __all__ = [
     "axis_frame",

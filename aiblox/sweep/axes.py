@@ -1,4 +1,4 @@
-"""The grid axes of a sweep spec (:mod:`aiblox.eval.sweep.spec`): exact numeric steps, the axes
+"""The grid axes of a sweep spec (:mod:`aiblox.sweep.spec`): exact numeric steps, the axes
 over fusion (and BM25), over late chunking and over answer selection, and the ``[search]``
 draw. Validated by pydantic; unknown keys are rejected; every numeric axis is checked against
 its bounds arithmetically (a ``Steps`` axis is counted, never built, to be checked).
@@ -20,7 +20,7 @@ from pydantic import (
 )
 
 from aiblox.contracts.retrieval import ScoringConfig, VectorConfig
-from aiblox.eval.sweep.grid import GridError, decimal_count, decimal_range, to_decimal
+from aiblox.sweep.grid import GridError, decimal_count, decimal_range, to_decimal
 
 __all__ = [
     "BM25_AXES",
@@ -308,7 +308,7 @@ class SearchConfig(_Strict):
     """``grid``: every point; ``random``: ``n`` points drawn with ``random.Random(seed)``;
     ``tpe``, ``cmaes``, ``gp``: ``n`` trials chosen one after another by Optuna's TPE, CMA-ES
     or Gaussian-process sampler (seeded), each a point of the grid
-    (:mod:`aiblox.eval.sweep.search`)."""
+    (:mod:`aiblox.sweep.search`)."""
     n: int | None = Field(default=None, ge=1)
     """Points drawn by ``random``, trials of a model-based strategy (all points when the grid
     is smaller)."""

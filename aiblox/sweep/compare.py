@@ -5,7 +5,7 @@ metric's direction (:mod:`aiblox.metrics.directions`: for a cost such as
 ``selected_tokens``, a decrease is a win), the queries whose primary metric moved most, and for
 selection-policy points the evidence that entered or left per query.
 
-The runs are named by any reference :func:`aiblox.eval.sweep.runs.resolve_run` takes (a run id,
+The runs are named by any reference :func:`aiblox.sweep.runs.resolve_run` takes (a run id,
 ``SWEEP:LABEL``, a config-hash prefix). Deltas are ``B - A`` of the metrics logged on the runs
 (``<split>.<metric>``); the paired test (ranx's two-sided paired Student t-test by default,
 deterministic; or the Wilcoxon signed-rank or Fisher randomisation test) runs on the
@@ -124,7 +124,7 @@ class RunComparison(_Strict):
     label_b: str
     """B's label."""
     name_a: str = ""
-    """A as ``SWEEP:LABEL`` (:attr:`~aiblox.eval.sweep.runs.RunRef.name`)."""
+    """A as ``SWEEP:LABEL`` (:attr:`~aiblox.sweep.runs.RunRef.name`)."""
     name_b: str = ""
     """B as ``SWEEP:LABEL``."""
     split: str
@@ -251,7 +251,7 @@ def compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str = "test",
                  primary: str | None = None, alpha: float = 0.05, test: StatTest = "student",
                  correction: Correction = "holm") -> RunComparison:
     """Compare point ``run_b`` against ``run_a`` on ``split`` (see the module doc); each is a
-    run id, ``SWEEP:LABEL`` or a config-hash prefix (:func:`~aiblox.eval.sweep.runs.
+    run id, ``SWEEP:LABEL`` or a config-hash prefix (:func:`~aiblox.sweep.runs.
     resolve_run`)."""
     with quiet_downloads():
         return _compare_runs(run_a, run_b, tracking_uri, split, primary, alpha, test,
@@ -261,7 +261,7 @@ def compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str = "test",
 def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str, primary: str | None,
                   alpha: float, test: StatTest, correction: Correction) -> RunComparison:
     from aiblox.engine.tracking import tracking_client
-    from aiblox.eval.sweep.runs import resolve_run
+    from aiblox.sweep.runs import resolve_run
 
     refs = [resolve_run(r, tracking_uri) for r in (run_a, run_b)]
     run_a, run_b = refs[0].run_id, refs[1].run_id

@@ -18,12 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aiblox.engine.manifest import PointManifest
 from aiblox.engine.settings import ranked, ranking_key, ranking_order
-from aiblox.eval.sweep.crossval import CrossValidation, check_folds, cross_validate
 from aiblox.metrics import PROJECTION_PREFIX, Comparison, bootstrap_ci, compare_to_baseline
 from aiblox.metrics.pareto import objective_values, pareto_front
+from aiblox.sweep.crossval import CrossValidation, check_folds, cross_validate
 
 if TYPE_CHECKING:
-    from aiblox.eval.sweep.spec import SweepSpec
+    from aiblox.sweep.spec import SweepSpec
 
 __all__ = [
     "Conclusion",
@@ -191,7 +191,7 @@ def conclude(spec: SweepSpec, points: Sequence[PointResult], n_grid: int,
     (:func:`tested_metrics`, Holm within a metric) and bootstrap the best point's primary metric
     on both splits. ``per_query`` reads a point's per-query values. With ``[cv]``, the grid's
     points are also cross-validated over ``tune_qids`` (the tune split's scored queries,
-    :func:`~aiblox.eval.sweep.crossval.cross_validate`); without a report split there is no
+    :func:`~aiblox.sweep.crossval.cross_validate`); without a report split there is no
     significance table: the cross-validated margin against the baseline takes its place."""
     missing = [p.label for p in points if spec.primary not in p.metrics[spec.tune_split]]
     if missing:

@@ -177,7 +177,7 @@ def list_sweeps(tracking_uri: str) -> list[SweepRow]:
 
 
 def _sweep(client: Any, sweep: str) -> Any:
-    from aiblox.eval.sweep.report import find_sweep_run
+    from aiblox.sweep.report import find_sweep_run
 
     return find_sweep_run(client, sweep)
 
