@@ -7,23 +7,12 @@ index engine) multiply every other axis; each combination is a BM25 index and a 
 (signals) stage of its own, reused by every fusion point over it. A title axis needs the base's
 ``fts.fields`` to hold ``title`` and ``text`` (checked when the spec loads).
 
-Fusion expansion: ``blend`` picks which axes apply. Linear points take ``w_text`` (``w_vec`` is
-``1 - w_text``, exactly), ``normalize`` and ``missing``; RRF points take ``rrf_k``. ``depth``
-(candidates per signal before fusion) applies to both; ``fts_depth`` and ``vector_depth`` set
-the two signals' depths apart (their product; a spec sweeps either ``depth`` or these). An axis
-left out keeps the base value, so no two points share a configuration.
-
-Chunking expansion (``[grid.chunking]``): every fusion point times every ``chunker_id`` times
-``top_k_chunks`` times ``per_item_chunk_cap``; ``max_chunk_tokens`` and ``overlap_tokens``
-multiply only the chunkers that take them (``whole`` is one point whatever the sizes), and a
-size pair the chunker rejects (``overlap_tokens >= max_chunk_tokens``) is left out.
-
-Selection expansion (``[grid.selection]``): every chunking point times every ``policy``
-(a version in ``evals/policies``) times every override axis (any other key must be a field of
-:class:`~aiblox.assembly.SelectionPolicy`, e.g. ``max_chunks = [4, 6]``; an unknown one is
-rejected). A spec with chunking or selection axes is a *pipeline* sweep: its points go on
-past fusion to the chunk stages (:mod:`aiblox.engine.point`); the answer stages
-(selection, prompt, reader, validation) run only when it has selection axes.
+Points: fusion axes (``blend`` picks which apply), chunking axes (``[grid.chunking]``) and
+selection axes (``[grid.selection]``: a ``policy`` version in ``evals/policies`` and overrides of
+its fields) multiply, expanded in grid order by :mod:`aiblox.sweep.points`. A spec with chunking
+or selection axes is a *pipeline* sweep: its points go on past fusion to the chunk stages
+(:mod:`aiblox.engine.point`); the answer stages (selection, prompt, reader, validation) run only
+when it has selection axes.
 
 ``[search]`` picks the points scored: ``strategy = "grid"`` (default) every point;
 ``"random"`` ``n`` points drawn from the full grid with ``random.Random(seed)``, kept in grid
@@ -39,13 +28,9 @@ on the held-out one, and ``report_split`` may then be left out (a collection wit
 split). Refused with a model-based strategy (its trials would be steered by every tuning
 query's score).
 
-Limits, checked before any point is built: depths, chunk budgets, ``top_k_chunks`` and
-``per_item_chunk_cap`` are at least 1 (``overlap_tokens`` and ``rrf_k`` at least 0), and the
-full grid (:meth:`SweepSpec.grid_size`, computed from the axes' lengths, so a ``w_text`` step of
-``1e-7`` is refused in microseconds) holds at most :data:`DEFAULT_MAX_POINTS` points. Raise the
-limit with ``load_spec(path, max_points=N)`` (``aiblox sweep --max-points N``), or
-``SweepSpec.model_validate(data, context={"max_points": N})``; a ``[search]`` random draw
-samples the full grid, so the limit applies to the full grid.
+Limits and cross-field checks (depths against metric cutoffs, the grid's size against
+:data:`DEFAULT_MAX_POINTS`, ...) are checked before any point is built
+(:mod:`aiblox.sweep.spec_checks`).
 
 The axes themselves (their fields, bounds and validation) are :mod:`aiblox.sweep.axes`.
 """
@@ -55,8 +40,6 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Mapping
-from decimal import Decimal
-from itertools import product
 from pathlib import Path
 from typing import Any, Literal
 
@@ -72,32 +55,24 @@ from pydantic import (
 
 from aiblox.contracts.problems import value_problem
 from aiblox.contracts.retrieval import (
-    ChunkingConfig,
     FtsConfig,
     RetrievalPrefs,
     ScoringConfig,
     VectorConfig,
 )
 from aiblox.embedding.finetune import FineTuneConfig
-from aiblox.engine.algebra import Pipeline, PipelineError
+from aiblox.engine.algebra import Pipeline
 from aiblox.engine.settings import PipelinePoint, SweepSettings, needs_vectors
 from aiblox.hashing import sha256_hex
 from aiblox.metrics import (
-    ANSWER_METRICS,
-    CHUNK_SCALARS,
     DEFAULT_METRICS,
-    PROJECTION_PREFIX,
     STATUSES,
-    DepthError,
-    check_depth,
     evaluation_prefs,
     validate_metrics,
 )
-from aiblox.metrics.depth import shallow_limit
 from aiblox.sweep.axes import (
     BM25_AXES,
     CHUNK_DEPTH_KEYS,
-    CHUNKING_KEYS,
     DEFAULT_MAX_POINTS,
     DENSE_AXES,
     DEPTH_AXES,
@@ -106,13 +81,31 @@ from aiblox.sweep.axes import (
     SCORING_FIELDS,
     FusionGrid,
     SearchConfig,
-    axis_len,
-    load_policy_by_name,
     point_limit,
-    policy_fields,
 )
 from aiblox.sweep.crossval import CVConfig
-from aiblox.sweep.grid import to_decimal
+from aiblox.sweep.points import (
+    baseline_point,
+    chunking_points,
+    fusion_points,
+    grid_size,
+    parse_baseline_pipeline,
+    parse_pipelines,
+    pipeline_metric_names,
+    pipeline_variants,
+    selection_points,
+)
+from aiblox.sweep.spec_checks import (
+    check_baseline_keys,
+    check_depths,
+    check_finetune,
+    check_numeric_space,
+    check_passages,
+    check_stage_tables,
+    import_stage_modules,
+    loc,
+    problems,
+)
 
 __all__ = [
     "DEFAULT_MAX_POINTS",
@@ -120,7 +113,6 @@ __all__ = [
     "SweepSpecError",
     "backend_of",
     "load_spec",
-    "pipeline_metric_names",
 ]
 
 class _Strict(BaseModel):
@@ -129,19 +121,6 @@ class _Strict(BaseModel):
 
 class SweepSpecError(ValueError):
     """A sweep spec that cannot be read or validated; the message names the file and field."""
-
-
-def pipeline_metric_names(metrics: list[str], chunk_k: list[int],
-                          answers: bool) -> list[str]:
-    """Metric names a pipeline point reports: the ranx metrics of the fused run, chunk metrics
-    (``answer_recall@k``, ``evidence_tokens``, ``max_passage:<m>``) and, with selection,
-    :data:`ANSWER_METRICS`."""
-    out = list(metrics)
-    out += [f"answer_recall@{k}" for k in chunk_k] + list(CHUNK_SCALARS)
-    out += [f"{PROJECTION_PREFIX}{m}" for m in metrics]
-    if answers:
-        out += list(ANSWER_METRICS)
-    return out
 
 
 class FineTuneSpec(FineTuneConfig):
@@ -279,7 +258,7 @@ class SweepSpec(_Strict):
                              f"{self.search.strategy!r} chooses its trials from the scores on "
                              f"every tuning query, so held-out queries would steer the search")
         if self.finetune is not None:
-            self._check_finetune()
+            check_finetune(self.finetune.split, self.splits, self.embedder)
         if (self.backend == "postgres") != backend_of(self.db, "duckdb").startswith("postgres"):
             raise ValueError(f"backend {self.backend!r} does not match db {self.db!r}: "
                              f"postgres needs a postgresql+psycopg:// URL, duckdb a file path")
@@ -296,25 +275,16 @@ class SweepSpec(_Strict):
                                      f"[grid.chunking] or [grid.selection])")
         if any(k < 1 for k in self.chunk_k) or not self.chunk_k:
             raise ValueError(f"chunk_k must be positive ints, got {self.chunk_k}")
-        bad = sorted(set(self.baseline or {}) - SCORING_FIELDS - set(CHUNKING_KEYS)
-                     - set(CHUNK_DEPTH_KEYS) - {"policy", "pipeline"} - policy_fields()
-                     - set(DENSE_AXES))
-        if bad:
-            raise ValueError(f"baseline: unknown key(s) {bad}")
-        if not self.has_pipeline_axes and set(self.baseline or {}) - SCORING_FIELDS \
-                - set(DENSE_AXES) - {"pipeline"}:
-            raise ValueError("baseline: chunking and selection keys need a pipeline sweep")
-        sel_keys = sorted(set(self.baseline or {}) & ({"policy"} | policy_fields()))
-        if self.grid.selection is None and sel_keys:
-            raise ValueError(f"baseline: selection key(s) {sel_keys} need [grid.selection]")
+        check_baseline_keys(self.baseline, self.has_pipeline_axes, self.grid.selection)
         if "query_text" in self.base or "query_id" in self.base:
             raise ValueError("base may not set query_text or query_id")
         try:  # validates the overrides (unknown keys rejected)
             base = self.base_prefs()
         except ValidationError as exc:
-            raise ValueError(_problems("base", exc)) from None
-        self._check_passages(base)
-        self._check_depths(base)
+            raise ValueError(problems("base", exc)) from None
+        check_passages(base, self.grid, self.baseline)
+        check_depths(base, self.grid, self.metrics, self.chunk_k, self.baseline,
+                     self.has_pipeline_axes)
         if self.has_pipeline_axes and base.top_k_chunks < 1:
             raise ValueError(f"base.top_k_chunks must be >= 1 in a pipeline sweep (no chunk "
                              f"is returned otherwise), got {base.top_k_chunks}")
@@ -346,53 +316,26 @@ class SweepSpec(_Strict):
             self.baseline_prefs()
             self.baseline_point()
         except ValidationError as exc:
-            raise ValueError(_problems("baseline", exc)) from None
+            raise ValueError(problems("baseline", exc)) from None
         try:
             self.pipeline_points()
         except ValidationError as exc:  # a policy combination the policy model rejects
             raise ValueError("grid.selection: " + "; ".join(
-                f"{_loc(e)}: {e['msg']}" for e in exc.errors())) from None
+                f"{loc(e)}: {e['msg']}" for e in exc.errors())) from None
         if self.search.strategy in NUMERIC_STRATEGIES:
-            self._check_numeric_space()
+            check_numeric_space(self.grid_points(), self.search.strategy)
         return self
 
     def _check_pipelines(self) -> None:
         """Every pipeline parses and fits (each stage where it is placed), every ``[stages]``
         table is used, every stage axis names a stage of a pipeline and each of its values is
         a valid parameter; the baseline's pipeline too. Refused here, before any work."""
-        import importlib
-
-        from aiblox.engine.expression import referenced_names
-
-        for module in self.stage_modules:
-            try:
-                importlib.import_module(module)
-            except ImportError as exc:
-                raise ValueError(f"stage_modules: cannot import {module!r}: {exc}") from None
+        import_stage_modules(self.stage_modules)
         if self.pipeline is None:
             raise ValueError("stages and grid.stages configure the stages of a pipeline: set "
                              "pipeline = \"...\" (e.g. \"bm25 >> rm3 >> bm25\")")
-        pipelines = self.pipelines()
-        used: set[str] = set()
-        for text in self._pipeline_texts():
-            used |= referenced_names(text, self.stages)
-        unused = sorted(set(self.stages) - used)
-        if unused:
-            raise ValueError(f"stages.{unused[0]}: no pipeline uses it (pipelines: "
-                             f"{'; '.join(self._pipeline_texts())})")
-        names = {n for p in pipelines for n in p.names()}
-        for stage, param, values in self.grid.stage_axes():
-            if stage not in names:
-                raise ValueError(f"grid.stages.{stage}: no stage of that name in the pipeline "
-                                 f"(stages: {', '.join(sorted(names))})")
-            for p in pipelines:
-                if stage in p.names():
-                    for value in values:
-                        try:
-                            p.with_params({stage: {param: value}})
-                        except PipelineError as exc:
-                            raise ValueError(f"grid.stages.{stage}.{param} = {value!r}: "
-                                             f"{exc}") from None
+        check_stage_tables(self.pipelines(), self._pipeline_texts(), self.stages,
+                           self.grid.stage_axes())
         self._baseline_pipeline()
 
     def _pipeline_texts(self) -> list[str]:
@@ -404,56 +347,23 @@ class SweepSpec(_Strict):
     def pipelines(self) -> list[Pipeline]:
         """The spec's pipelines, parsed and checked (``[]`` without ``pipeline``);
         ``ValueError`` naming the field otherwise."""
-        from aiblox.engine.expression import parse_pipeline
-
-        if self.pipeline is None:
-            return []
-        texts = [self.pipeline] if isinstance(self.pipeline, str) else list(self.pipeline)
-        if not texts:
-            raise ValueError("pipeline: an empty list; give one expression or several")
-        out = []
-        for i, text in enumerate(texts):
-            where = "pipeline" if isinstance(self.pipeline, str) else f"pipeline[{i}]"
-            try:
-                out.append(parse_pipeline(text, self.stages, where).check())
-            except PipelineError as exc:
-                msg = str(exc)
-                raise ValueError(msg if msg.startswith(("pipeline", "stages.")) else
-                                 f"{where}: {msg}") from None
-        return out
+        return parse_pipelines(self.pipeline, self.stages)
 
     def pipeline_variants(self) -> list[Pipeline | None]:
         """Every pipeline with every combination of its stage axes applied, in order
         (``[None]`` without ``pipeline``: the base's own retrieval)."""
         if self.pipeline is None:
             return [None]
-        axes = self.grid.stage_axes()
-        out: list[Pipeline | None] = []
-        for p in self.pipelines():
-            mine = [(stage, param, values) for stage, param, values in axes
-                    if stage in p.names()]
-            for combo in product(*[values for _, _, values in mine]):
-                params: dict[str, dict[str, Any]] = {}
-                for (stage, param, _), value in zip(mine, combo, strict=True):
-                    params.setdefault(stage, {})[param] = value
-                out.append(p.with_params(params) if params else p)
-        return list(dict.fromkeys(out))
+        return pipeline_variants(self.pipelines(), self.grid.stage_axes())
 
     def _baseline_pipeline(self) -> Pipeline | None:
         """The baseline's pipeline: ``[baseline] pipeline`` when set, else the spec's first
         pipeline with no stage axis applied (None without pipelines)."""
-        from aiblox.engine.expression import parse_pipeline
-
         text = (self.baseline or {}).get("pipeline")
         if text is None:
             ps = self.pipelines()
             return ps[0] if ps else None
-        try:
-            return parse_pipeline(str(text), self.stages, "baseline.pipeline").check()
-        except PipelineError as exc:
-            msg = str(exc)
-            raise ValueError(msg if msg.startswith("baseline") else
-                             f"baseline.pipeline: {msg}") from None
+        return parse_baseline_pipeline(str(text), self.stages)
 
     def grid_points(self) -> list[PipelinePoint]:
         """Every point the sweep may score, in grid order, the ``[search]`` draw applied: the
@@ -483,25 +393,6 @@ class SweepSpec(_Strict):
             return pt
         return PipelinePoint(pt.prefs, pt.policy, pt.overrides, self._baseline_pipeline())
 
-    def _check_finetune(self) -> None:
-        from aiblox.data import parse_split
-        from aiblox.embedding.sentence_transformers import model_folder
-
-        assert self.finetune is not None
-        split = self.finetune.split
-        try:
-            parse_split(split)
-        except ValueError as exc:
-            raise ValueError(f"finetune.split: {exc}") from None
-        if split in self.splits:
-            raise ValueError(f"finetune.split {split!r} is a split the sweep scores: train on "
-                             f"another split (its queries in tune_split or report_split are "
-                             f"held out of training)")
-        if model_folder(self.embedder) is None:
-            raise ValueError(f"finetune: the embedder {self.embedder!r} is not a "
-                             f"sentence-transformers model (minilm, a model folder or an "
-                             f"installed model package)")
-
     @property
     def splits(self) -> list[str]:
         """The splits every point is scored on: the tune split, then the report split if any."""
@@ -522,148 +413,13 @@ class SweepSpec(_Strict):
         return resolve_objectives(self.search.objectives, self.search.directions, known,
                                   self.primary)
 
-    def _check_numeric_space(self) -> None:
-        """CMA-ES and the GP sampler are for numeric settings: the grid must vary at least one
-        (categorical ones are modelled too: GP as categoricals, CMA-ES as indexes in grid order;
-        :mod:`aiblox.sweep.search`), and CMA-ES at least two settings."""
-        from aiblox.sweep.search import SearchSpace
-
-        space = SearchSpace(self.grid_points())
-        strategy = self.search.strategy
-        if not space.numeric_dimensions:
-            other = ", ".join(space.dimensions) or "nothing"
-            raise ValueError(f"search: strategy {strategy!r} needs a numeric axis with two or "
-                             f"more values, and the grid varies {other} (not numbers); use "
-                             f"'tpe' for categorical settings")
-        if strategy == "cmaes" and len(space.dimensions) < 2:
-            raise ValueError(f"search: strategy 'cmaes' needs two or more varying settings "
-                             f"(CMA-ES does not search one dimension), and the grid varies "
-                             f"only {', '.join(space.dimensions)}; use 'gp' or 'tpe'")
-
-    def _check_depths(self, base: RetrievalPrefs) -> None:
-        """Every point's run is at least as deep as the deepest metric cutoff
-        (:mod:`aiblox.metrics.depth`): ``base.top_k_items``, and each depth the grid
-        sweeps (``depth``, or ``fts_depth`` x ``vector_depth``; the base's when none), refused
-        here, naming the metric and the key; in a pipeline sweep ``chunk_k`` against every
-        ``top_k_chunks`` (base, grid, baseline) too."""
-        g = self.grid
-        if g.depth is not None:
-            pairs = [(d, d) for d in g.axis("depth") or []]
-            keys = {"fts.top_k": "grid.depth", "vector.top_k": "grid.depth"}
-        else:
-            pairs = list(product(g.axis("fts_depth") or [base.fts.top_k],
-                                 g.axis("vector_depth") or [base.vector.top_k]))
-            keys = {"fts.top_k": "grid.fts_depth" if g.fts_depth is not None
-                    else "base.fts.top_k",
-                    "vector.top_k": "grid.vector_depth" if g.vector_depth is not None
-                    else "base.vector.top_k"}
-        keys["top_k_items"] = "base.top_k_items"
-        keys["vector.ef_search"] = "base.vector.ef_search"
-        for fts_depth, vec_depth in pairs:
-            prefs = base.model_copy(update={
-                "fts": base.fts.model_copy(update={"top_k": int(fts_depth)}),
-                "vector": base.vector.model_copy(update={"top_k": int(vec_depth)})})
-            limit = shallow_limit(prefs, self.metrics)
-            if limit is None:
-                continue
-            key = keys[limit.fields[0]]
-            if key.startswith("base."):
-                fix = ("set it to {cut} or more (or leave it out: a sweep retrieves as deep as "
-                       "its metrics read), or use cutoffs of at most {depth}")
-            elif len({keys[f] for f in limit.fields}) > 1:
-                fix = ("every pair needs one depth of at least {cut}, or use cutoffs of at "
-                       "most {depth}")
-            else:
-                fix = (f"drop the values below {{cut}} from {key}, or use cutoffs of at most "
-                       f"{{depth}}")
-            try:
-                check_depth(prefs, self.metrics, keys, fix=fix)
-            except DepthError as exc:
-                raise ValueError(f"{key}: {exc}") from None
-        if not self.has_pipeline_axes:
-            return
-        chunk_k = max(self.chunk_k)
-        tops = [("base.top_k_chunks", base.top_k_chunks)]
-        if g.chunking is not None and g.chunking.top_k_chunks is not None:
-            tops = [("grid.chunking.top_k_chunks", int(v))
-                    for v in g.chunking.axis("top_k_chunks") or []]
-        if (self.baseline or {}).get("top_k_chunks") is not None:
-            tops.append(("baseline.top_k_chunks", self.baseline["top_k_chunks"]))  # type: ignore
-        for key, top in tops:
-            if isinstance(top, int) and 1 <= top < chunk_k:
-                raise ValueError(f"{key}: answer_recall@{chunk_k} (chunk_k) reads {chunk_k} "
-                                 f"chunks per query, but {key.rsplit('.', 1)[-1]} = {top} "
-                                 f"returns at most {top}: it would be computed over {top} "
-                                 f"chunks under the name @{chunk_k}; return at least "
-                                 f"{chunk_k} chunks, or use chunk_k values of at most {top}")
-
-    def _check_passages(self, base: RetrievalPrefs) -> None:
-        """Every passage setting the spec can reach (base, grid, baseline) makes a chunker:
-        an unknown chunker or a size pair it refuses fails when the spec loads."""
-        from aiblox.indexes import passage_chunker_id
-
-        g = self.grid
-        combos = [dict(zip(DENSE_AXES, values, strict=True)) for values in product(
-            *[g.axis(a) or [getattr(base.vector, a)] for a in DENSE_AXES])]
-        combos.append({k: v for k, v in (self.baseline or {}).items() if k in DENSE_AXES})
-        for combo in combos:
-            where = "baseline" if combo is combos[-1] else "grid"
-            try:
-                cfg = VectorConfig(**{**dict(base.vector), **combo})
-                passage_chunker_id(cfg)
-            except ValidationError as exc:
-                raise ValueError(f"{where}: " + "; ".join(e["msg"] for e in exc.errors())) \
-                    from None
-            except (KeyError, ValueError) as exc:
-                raise ValueError(f"{where}: passages {combo or 'of base.vector'}: "
-                                 f"{exc}") from None
-
     def grid_size(self) -> int:
         """Points of the full grid (before the ``[search]`` draw), computed from the axes'
-        lengths without building any: the product of the distinct values of every axis, blend
-        by blend for fusion. An upper bound of the points built (a chunker that takes no sizes
-        is one point whatever the sizes, and a size pair it refuses is left out); exact for a
-        fusion grid. Validation refuses a spec above its point limit with this count."""
-        g = self.grid
-        blends = list(dict.fromkeys(g.blend or [self.base_prefs().scoring.blend]))
-        fusion = 0
-        for blend in blends:
-            if blend == "linear":
-                fusion += axis_len(g.w_text) * axis_len(g.normalize) * axis_len(g.missing)
-            else:
-                fusion += axis_len(g.rrf_k)
-        size = fusion * axis_len(g.depth) * axis_len(g.k1) * axis_len(g.b) \
-            * axis_len(g.method)
-        for name in (*FIELD_AXES, *DEPTH_AXES, *DENSE_AXES):
-            size *= axis_len(getattr(g, name))
-        if g.chunking is not None:
-            c = g.chunking
-            size *= (axis_len(c.chunker_id) * axis_len(c.max_chunk_tokens)
-                     * axis_len(c.overlap_tokens) * axis_len(c.top_k_chunks)
-                     * axis_len(c.per_item_chunk_cap))
-        if g.selection is not None:
-            sel = g.selection
-            size *= len(dict.fromkeys(sel.policies()))
-            for name, raw in (sel.model_extra or {}).items():
-                size *= sel.count_values(name, raw)
-        if self.pipeline is not None:
-            size *= self._pipeline_count()
-        return size
-
-    def _pipeline_count(self) -> int:
-        """Pipeline variants (each pipeline times the lengths of its stage axes), counted
-        without building them."""
-        axes = {(stage, param): axis_len(values)
-                for stage, params in (self.grid.stages or {}).items()
-                for param, values in params.items()}
-        total = 0
-        for p in self.pipelines():
-            n = 1
-            for (stage, _), length in axes.items():
-                if stage in p.names():
-                    n *= length
-            total += n
-        return max(total, 1)
+        lengths without building any (:func:`~aiblox.sweep.points.grid_size`): an upper bound
+        of the points built, exact for a fusion grid. Validation refuses a spec above its point
+        limit with this count."""
+        return grid_size(self.grid, self.base_prefs().scoring.blend,
+                         None if self.pipeline is None else self.pipelines())
 
     @property
     def has_pipeline_axes(self) -> bool:
@@ -712,15 +468,7 @@ class SweepSpec(_Strict):
         prefs = self.baseline_prefs()
         if prefs is None or not self.has_pipeline_axes:
             return None
-        b = self.baseline or {}
-        prefs = _with_chunking(prefs, {k: b[k] for k in CHUNKING_KEYS if k in b},
-                               {k: b[k] for k in CHUNK_DEPTH_KEYS if k in b})
-        if self.grid.selection is None:
-            return PipelinePoint(prefs)
-        policy = str(b.get("policy", self.grid.selection.policies()[0]))
-        overrides = {k: v for k, v in b.items() if k in policy_fields()}
-        load_policy_by_name(policy).with_updates(**overrides)  # validates
-        return PipelinePoint(prefs, policy, overrides)
+        return baseline_point(prefs, self.baseline or {}, self.grid.selection)
 
     @property
     def hash(self) -> str:
@@ -762,121 +510,16 @@ class SweepSpec(_Strict):
         without pipeline axes."""
         if not self.has_pipeline_axes:
             return []
-        chunked = [p for f in self.fusion_points() for p in self._chunking_points(f)]
-        sel = self.grid.selection
-        out: list[PipelinePoint] = []
-        seen: set[str] = set()
-        for prefs in chunked:
-            if sel is None:
-                candidates = [PipelinePoint(prefs)]
-            else:
-                names = sel.override_names()
-                candidates = []
-                for policy in sel.policies():
-                    loaded = load_policy_by_name(policy)
-                    for combo in product(*[sel.axis(n) for n in names]):
-                        overrides = dict(zip(names, combo, strict=True))
-                        loaded.with_updates(**overrides)  # a bad combination raises here
-                        candidates.append(PipelinePoint(prefs, policy, overrides))
-            for pt in candidates:
-                key = pt.key()
-                if key not in seen:
-                    seen.add(key)
-                    out.append(pt)
+        out = selection_points([p for f in self.fusion_points()
+                                for p in chunking_points(f, self.grid.chunking)],
+                               self.grid.selection)
         if not draw:
             return out
         return [out[i] for i in self.search.pick(len(out))]
 
-    def _chunking_points(self, prefs: RetrievalPrefs) -> list[RetrievalPrefs]:
-        g = self.grid.chunking
-        if g is None:
-            return [prefs]
-        from aiblox.chunking import make_chunker
-
-        out = []
-        chunkers = g.axis("chunker_id") or [prefs.chunking.chunker_id]
-        sizes = list(product(g.axis("max_chunk_tokens") or [None],
-                             g.axis("overlap_tokens") or [None]))
-        depth = list(product(g.axis("top_k_chunks") or [None],
-                             g.axis("per_item_chunk_cap") or [None]))
-        for chunker in chunkers:
-            plain = make_chunker(prefs.chunking.model_copy(update={"chunker_id": chunker}))
-            kept = []
-            for mx, ov in sizes:
-                cfg = {"chunker_id": chunker, "max_chunk_tokens": mx, "overlap_tokens": ov}
-                base_cfg = prefs.chunking.model_copy(update={"chunker_id": chunker})
-                try:
-                    made = make_chunker(_chunking_config(base_cfg, cfg))
-                except ValueError:  # e.g. overlap_tokens >= max_chunk_tokens: left out
-                    continue
-                if made.chunker_id == plain.chunker_id and (mx, ov) != (None, None):
-                    cfg = {"chunker_id": chunker}  # sizes do not apply to this chunker
-                kept.append(cfg)
-            if not kept:
-                raise ValueError(f"grid.chunking: no size pair is valid for chunker "
-                                 f"{chunker!r} (overlap_tokens must be below max_chunk_tokens)")
-            for cfg, (k, cap) in product(kept, depth):
-                out.append(_with_chunking(prefs, cfg, {"top_k_chunks": k,
-                                                       "per_item_chunk_cap": cap}))
-        return out
-
     def fusion_points(self) -> list[RetrievalPrefs]:
         """Every fusion grid point (no search draw), deduplicated, in grid order."""
-        base = self.base_prefs()
-        g = self.grid
-        blends = g.axis("blend") or [base.scoring.blend]
-        depths: list[tuple[int | None, int | None]] = [  # (full-text, vector)
-            (d, d) for d in g.axis("depth") or [None]]
-        if g.fts_depth is not None or g.vector_depth is not None:
-            depths = list(product(g.axis("fts_depth") or [None],
-                                  g.axis("vector_depth") or [None]))
-        out: list[RetrievalPrefs] = []
-        seen: set[str] = set()
-        bm25 = [dict(zip(BM25_AXES, values, strict=True)) for values in product(
-            *[g.axis(a) or [getattr(base.fts, a)] for a in BM25_AXES])]
-        dense = [dict(zip(DENSE_AXES, values, strict=True)) for values in product(
-            *[g.axis(a) or [getattr(base.vector, a)] for a in DENSE_AXES])]
-        for lexical, vector, blend in product(bm25, dense, blends):
-            if blend == "linear":
-                axes = [g.axis("w_text") or [None], g.axis("normalize") or [None],
-                        g.axis("missing") or [None]]
-                combos = [{"w_text": w, "normalize": n, "missing": m}
-                          for w, n, m in product(*axes)]
-            else:
-                combos = [{"rrf_k": k} for k in (g.axis("rrf_k") or [None])]
-            for (fts_depth, vec_depth), combo in product(depths, combos):
-                scoring = {**base.scoring.model_dump(), "blend": blend,
-                           **{k: v for k, v in combo.items() if v is not None}}
-                if blend == "linear" and combo.get("w_text") is not None:
-                    scoring["w_vec"] = float(Decimal(1) - to_decimal(combo["w_text"]))
-                update: dict[str, Any] = {"scoring": ScoringConfig(**scoring)}
-                fts = FtsConfig(**{**base.fts.model_dump(), **lexical})
-                vec = VectorConfig(**{**dict(base.vector), **vector})
-                if fts_depth is not None:
-                    fts = fts.model_copy(update={"top_k": int(fts_depth)})
-                if vec_depth is not None:
-                    vec = vec.model_copy(update={"top_k": int(vec_depth)})
-                update["vector"] = vec
-                update["fts"] = fts
-                p = base.model_copy(update=update)
-                key = sha256_hex(p.model_dump(exclude={"query_text", "query_id"}))
-                if key not in seen:
-                    seen.add(key)
-                    out.append(p)
-        return out
-
-
-def _chunking_config(base: ChunkingConfig, cfg: dict[str, Any]) -> ChunkingConfig:
-    return ChunkingConfig(**{**base.model_dump(),
-                             **{k: v for k, v in cfg.items() if v is not None}})
-
-
-def _with_chunking(prefs: RetrievalPrefs, chunking: dict[str, Any],
-                   depth: dict[str, Any]) -> RetrievalPrefs:
-    update: dict[str, Any] = {k: int(v) for k, v in depth.items() if v is not None}
-    if chunking:
-        update["chunking"] = _chunking_config(prefs.chunking, chunking)
-    return prefs.model_copy(update=update) if update else prefs
+        return fusion_points(self.base_prefs(), self.grid)
 
 
 SEARCH_OPTIONAL = ("objectives", "directions")
@@ -885,29 +528,6 @@ SEARCH_OPTIONAL = ("objectives", "directions")
 _NEW_FIELDS = ("query_limit", "chunk_k", "reader", "reader_options", "search", "cv",
                "finetune", "pipeline", "stages", "stage_modules")
 """SweepSpec fields added after the first fusion specs: left out of the hash at defaults."""
-
-
-def _loc(err: Mapping[str, Any]) -> str:
-    return ".".join(str(x) for x in err["loc"]) or "(spec)"
-
-
-_MODELS: dict[str, type[BaseModel]] = {m.__name__: m for m in (
-    RetrievalPrefs, FtsConfig, VectorConfig, ScoringConfig, ChunkingConfig)}
-
-
-def _problems(prefix: str, exc: ValidationError) -> str:
-    """The errors of validating the spec's ``prefix`` section (``base``, ``baseline``) as
-    ``base.fts.top_k: got 0: out of range; valid: a whole number >= 1``, one per key."""
-    model = _MODELS.get(exc.title)
-    parts = []
-    for e in exc.errors():
-        loc = ".".join(str(x) for x in e["loc"])
-        key = f"{prefix}.{loc}" if loc else prefix
-        msg = str(e["msg"]).removeprefix("Value error, ")
-        problem = value_problem(model, e) if model is not None else msg
-        parts.append(f"{key}: got {e['input']!r}: {problem}" if problem != msg
-                     else f"{key}: {msg}")
-    return "; ".join(parts)
 
 
 _KEY_FIRST = re.compile(r"([A-Za-z_]\w*(?:\.\w+)+): (.*)", re.S)
@@ -923,7 +543,7 @@ def _field_and_message(err: Mapping[str, Any]) -> tuple[str, str]:
         if found:
             return found.group(1), found.group(2)
     problem = value_problem(SweepSpec, err)  # a number out of range: the valid values
-    return _loc(err), (f"got {err['input']!r}: {problem}" if problem != msg else msg)
+    return loc(err), (f"got {err['input']!r}: {problem}" if problem != msg else msg)
 
 
 def _defaults() -> dict[str, Any]:

@@ -65,7 +65,7 @@ def test_signals_keys_differ_per_setting_and_first_is_unchanged():
 
 
 def test_tpe_space_sees_dense_settings(sample_spec, small_spec):
-    from aiblox.sweep.search import SearchSpace
+    from aiblox.sweep.space import SearchSpace
 
     spec = small_spec(sample_spec, doc_score=["first", "maxp"], passage_tokens=[32, 64],
                       w_text=[0.3, 0.5], blend=["linear"])

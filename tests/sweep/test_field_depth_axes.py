@@ -69,7 +69,7 @@ def test_title_weights_are_indexes_and_stages_of_their_own(tmp_path, sample_spec
 
 def test_tpe_space_holds_the_new_axes(sample_spec, small_spec):
     from aiblox.sweep.runner import sweep_points
-    from aiblox.sweep.search import SearchSpace
+    from aiblox.sweep.space import SearchSpace
 
     spec = small_spec(sample_spec, blend=["rrf"], rrf_k=[60], title_weight=[1, 2],
                       title_b=[0.3, 0.75], fts_depth=[5, 20], vector_depth=[10, 20])

@@ -11,7 +11,8 @@ import pytest
 pytest.importorskip("optuna")
 
 from aiblox.sweep import SweepSpec, run_sweep  # noqa: E402
-from aiblox.sweep.search import SearchSpace, study_path  # noqa: E402
+from aiblox.sweep.search import study_path
+from aiblox.sweep.space import SearchSpace  # noqa: E402
 
 
 def tpe(spec: SweepSpec, n: int | None, seed: int = 0, **search) -> SweepSpec:

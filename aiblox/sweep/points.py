@@ -1,0 +1,302 @@
+"""The points of a spec's grid, expanded in grid order and deduplicated, and the grid's size
+counted without building them (:class:`~aiblox.sweep.spec.SweepSpec` calls these).
+
+Fusion expansion: ``blend`` picks which axes apply. Linear points take ``w_text`` (``w_vec`` is
+``1 - w_text``, exactly), ``normalize`` and ``missing``; RRF points take ``rrf_k``. ``depth``
+(candidates per signal before fusion) applies to both; ``fts_depth`` and ``vector_depth`` set
+the two signals' depths apart (their product; a spec sweeps either ``depth`` or these). An axis
+left out keeps the base value, so no two points share a configuration.
+
+Chunking expansion (``[grid.chunking]``): every fusion point times every ``chunker_id`` times
+``top_k_chunks`` times ``per_item_chunk_cap``; ``max_chunk_tokens`` and ``overlap_tokens``
+multiply only the chunkers that take them (``whole`` is one point whatever the sizes), and a
+size pair the chunker rejects (``overlap_tokens >= max_chunk_tokens``) is left out.
+
+Selection expansion (``[grid.selection]``): every chunking point times every ``policy``
+(a version in ``evals/policies``) times every override axis (any other key must be a field of
+:class:`~aiblox.assembly.SelectionPolicy`, e.g. ``max_chunks = [4, 6]``; an unknown one is
+rejected).
+
+Pipeline variants: every pipeline of the spec times the values of its stage axes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+from itertools import product
+from typing import Any, Literal
+
+from aiblox.contracts.retrieval import (
+    ChunkingConfig,
+    FtsConfig,
+    RetrievalPrefs,
+    ScoringConfig,
+    VectorConfig,
+)
+from aiblox.engine.algebra import Pipeline, PipelineError
+from aiblox.engine.settings import PipelinePoint
+from aiblox.hashing import sha256_hex
+from aiblox.metrics import ANSWER_METRICS, CHUNK_SCALARS, PROJECTION_PREFIX
+from aiblox.sweep.axes import (
+    BM25_AXES,
+    CHUNK_DEPTH_KEYS,
+    CHUNKING_KEYS,
+    DENSE_AXES,
+    DEPTH_AXES,
+    FIELD_AXES,
+    ChunkingGrid,
+    FusionGrid,
+    SelectionGrid,
+    axis_len,
+    load_policy_by_name,
+    policy_fields,
+)
+from aiblox.sweep.grid import to_decimal
+
+__all__ = ["baseline_point", "chunking_points", "fusion_points", "grid_size",
+           "parse_baseline_pipeline", "parse_pipelines", "pipeline_count",
+           "pipeline_metric_names", "pipeline_variants", "selection_points", "with_chunking"]
+
+
+def fusion_points(base: RetrievalPrefs, g: FusionGrid) -> list[RetrievalPrefs]:
+    """Every fusion grid point (no search draw), deduplicated, in grid order."""
+    blends = g.axis("blend") or [base.scoring.blend]
+    depths: list[tuple[int | None, int | None]] = [  # (full-text, vector)
+        (d, d) for d in g.axis("depth") or [None]]
+    if g.fts_depth is not None or g.vector_depth is not None:
+        depths = list(product(g.axis("fts_depth") or [None],
+                              g.axis("vector_depth") or [None]))
+    out: list[RetrievalPrefs] = []
+    seen: set[str] = set()
+    bm25 = [dict(zip(BM25_AXES, values, strict=True)) for values in product(
+        *[g.axis(a) or [getattr(base.fts, a)] for a in BM25_AXES])]
+    dense = [dict(zip(DENSE_AXES, values, strict=True)) for values in product(
+        *[g.axis(a) or [getattr(base.vector, a)] for a in DENSE_AXES])]
+    for lexical, vector, blend in product(bm25, dense, blends):
+        if blend == "linear":
+            axes = [g.axis("w_text") or [None], g.axis("normalize") or [None],
+                    g.axis("missing") or [None]]
+            combos = [{"w_text": w, "normalize": n, "missing": m}
+                      for w, n, m in product(*axes)]
+        else:
+            combos = [{"rrf_k": k} for k in (g.axis("rrf_k") or [None])]
+        for (fts_depth, vec_depth), combo in product(depths, combos):
+            scoring = {**base.scoring.model_dump(), "blend": blend,
+                       **{k: v for k, v in combo.items() if v is not None}}
+            if blend == "linear" and combo.get("w_text") is not None:
+                scoring["w_vec"] = float(Decimal(1) - to_decimal(combo["w_text"]))
+            update: dict[str, Any] = {"scoring": ScoringConfig(**scoring)}
+            fts = FtsConfig(**{**base.fts.model_dump(), **lexical})
+            vec = VectorConfig(**{**dict(base.vector), **vector})
+            if fts_depth is not None:
+                fts = fts.model_copy(update={"top_k": int(fts_depth)})
+            if vec_depth is not None:
+                vec = vec.model_copy(update={"top_k": int(vec_depth)})
+            update["vector"] = vec
+            update["fts"] = fts
+            p = base.model_copy(update=update)
+            key = sha256_hex(p.model_dump(exclude={"query_text", "query_id"}))
+            if key not in seen:
+                seen.add(key)
+                out.append(p)
+    return out
+
+
+def chunking_points(prefs: RetrievalPrefs, g: ChunkingGrid | None) -> list[RetrievalPrefs]:
+    """``prefs`` times the chunking axes ``g`` (``[prefs]`` without them)."""
+    if g is None:
+        return [prefs]
+    from aiblox.chunking import make_chunker
+
+    out = []
+    chunkers = g.axis("chunker_id") or [prefs.chunking.chunker_id]
+    sizes = list(product(g.axis("max_chunk_tokens") or [None],
+                         g.axis("overlap_tokens") or [None]))
+    depth = list(product(g.axis("top_k_chunks") or [None],
+                         g.axis("per_item_chunk_cap") or [None]))
+    for chunker in chunkers:
+        plain = make_chunker(prefs.chunking.model_copy(update={"chunker_id": chunker}))
+        kept = []
+        for mx, ov in sizes:
+            cfg = {"chunker_id": chunker, "max_chunk_tokens": mx, "overlap_tokens": ov}
+            base_cfg = prefs.chunking.model_copy(update={"chunker_id": chunker})
+            try:
+                made = make_chunker(chunking_config(base_cfg, cfg))
+            except ValueError:  # e.g. overlap_tokens >= max_chunk_tokens: left out
+                continue
+            if made.chunker_id == plain.chunker_id and (mx, ov) != (None, None):
+                cfg = {"chunker_id": chunker}  # sizes do not apply to this chunker
+            kept.append(cfg)
+        if not kept:
+            raise ValueError(f"grid.chunking: no size pair is valid for chunker "
+                             f"{chunker!r} (overlap_tokens must be below max_chunk_tokens)")
+        for cfg, (k, cap) in product(kept, depth):
+            out.append(with_chunking(prefs, cfg, {"top_k_chunks": k,
+                                                   "per_item_chunk_cap": cap}))
+    return out
+
+
+def selection_points(chunked: Sequence[RetrievalPrefs], sel: SelectionGrid | None
+                     ) -> list[PipelinePoint]:
+    """Every chunking point times every policy and override combination of ``sel``,
+    deduplicated, in grid order (a combination the policy model rejects raises here)."""
+    out: list[PipelinePoint] = []
+    seen: set[str] = set()
+    for prefs in chunked:
+        if sel is None:
+            candidates = [PipelinePoint(prefs)]
+        else:
+            names = sel.override_names()
+            candidates = []
+            for policy in sel.policies():
+                loaded = load_policy_by_name(policy)
+                for combo in product(*[sel.axis(n) for n in names]):
+                    overrides = dict(zip(names, combo, strict=True))
+                    loaded.with_updates(**overrides)  # a bad combination raises here
+                    candidates.append(PipelinePoint(prefs, policy, overrides))
+        for pt in candidates:
+            key = pt.key()
+            if key not in seen:
+                seen.add(key)
+                out.append(pt)
+    return out
+
+
+def chunking_config(base: ChunkingConfig, cfg: dict[str, Any]) -> ChunkingConfig:
+    return ChunkingConfig(**{**base.model_dump(),
+                             **{k: v for k, v in cfg.items() if v is not None}})
+
+
+def with_chunking(prefs: RetrievalPrefs, chunking: dict[str, Any],
+                  depth: dict[str, Any]) -> RetrievalPrefs:
+    update: dict[str, Any] = {k: int(v) for k, v in depth.items() if v is not None}
+    if chunking:
+        update["chunking"] = chunking_config(prefs.chunking, chunking)
+    return prefs.model_copy(update=update) if update else prefs
+
+
+def parse_pipelines(pipeline: str | list[str] | None, stages: dict[str, dict[str, Any]]
+                    ) -> list[Pipeline]:
+    """The spec's pipelines, parsed and checked (``[]`` without ``pipeline``);
+    ``ValueError`` naming the field otherwise."""
+    from aiblox.engine.expression import parse_pipeline
+
+    if pipeline is None:
+        return []
+    texts = [pipeline] if isinstance(pipeline, str) else list(pipeline)
+    if not texts:
+        raise ValueError("pipeline: an empty list; give one expression or several")
+    out = []
+    for i, text in enumerate(texts):
+        where = "pipeline" if isinstance(pipeline, str) else f"pipeline[{i}]"
+        try:
+            out.append(parse_pipeline(text, stages, where).check())
+        except PipelineError as exc:
+            msg = str(exc)
+            raise ValueError(msg if msg.startswith(("pipeline", "stages.")) else
+                             f"{where}: {msg}") from None
+    return out
+
+
+def pipeline_variants(pipelines: Sequence[Pipeline], axes: Sequence[tuple[str, str, list[Any]]]
+                      ) -> list[Pipeline | None]:
+    """Every pipeline with every combination of its stage axes applied, in order."""
+    out: list[Pipeline | None] = []
+    for p in pipelines:
+        mine = [(stage, param, values) for stage, param, values in axes
+                if stage in p.names()]
+        for combo in product(*[values for _, _, values in mine]):
+            params: dict[str, dict[str, Any]] = {}
+            for (stage, param, _), value in zip(mine, combo, strict=True):
+                params.setdefault(stage, {})[param] = value
+            out.append(p.with_params(params) if params else p)
+    return list(dict.fromkeys(out))
+
+
+def grid_size(g: FusionGrid, base_blend: Literal["rrf", "linear"],
+              pipelines: Sequence[Pipeline] | None) -> int:
+    """Points of the full grid (before the ``[search]`` draw), computed from the axes'
+    lengths without building any: the product of the distinct values of every axis, blend
+    by blend for fusion. An upper bound of the points built (a chunker that takes no sizes
+    is one point whatever the sizes, and a size pair it refuses is left out); exact for a
+    fusion grid. Validation refuses a spec above its point limit with this count."""
+    blends = list(dict.fromkeys(g.blend or [base_blend]))
+    fusion = 0
+    for blend in blends:
+        if blend == "linear":
+            fusion += axis_len(g.w_text) * axis_len(g.normalize) * axis_len(g.missing)
+        else:
+            fusion += axis_len(g.rrf_k)
+    size = fusion * axis_len(g.depth) * axis_len(g.k1) * axis_len(g.b) \
+        * axis_len(g.method)
+    for name in (*FIELD_AXES, *DEPTH_AXES, *DENSE_AXES):
+        size *= axis_len(getattr(g, name))
+    if g.chunking is not None:
+        c = g.chunking
+        size *= (axis_len(c.chunker_id) * axis_len(c.max_chunk_tokens)
+                 * axis_len(c.overlap_tokens) * axis_len(c.top_k_chunks)
+                 * axis_len(c.per_item_chunk_cap))
+    if g.selection is not None:
+        sel = g.selection
+        size *= len(dict.fromkeys(sel.policies()))
+        for name, raw in (sel.model_extra or {}).items():
+            size *= sel.count_values(name, raw)
+    if pipelines is not None:
+        size *= pipeline_count(g, pipelines)
+    return size
+
+
+def pipeline_count(g: FusionGrid, pipelines: Sequence[Pipeline]) -> int:
+    """Pipeline variants (each pipeline times the lengths of its stage axes), counted
+    without building them."""
+    axes = {(stage, param): axis_len(values)
+            for stage, params in (g.stages or {}).items()
+            for param, values in params.items()}
+    total = 0
+    for p in pipelines:
+        n = 1
+        for (stage, _), length in axes.items():
+            if stage in p.names():
+                n *= length
+        total += n
+    return max(total, 1)
+
+
+def baseline_point(prefs: RetrievalPrefs, b: dict[str, Any], sel: SelectionGrid | None
+                   ) -> PipelinePoint:
+    """The baseline point of a pipeline sweep: ``prefs`` (the base with the baseline's scoring)
+    with the baseline's (``b``) chunking and selection keys."""
+    prefs = with_chunking(prefs, {k: b[k] for k in CHUNKING_KEYS if k in b},
+                          {k: b[k] for k in CHUNK_DEPTH_KEYS if k in b})
+    if sel is None:
+        return PipelinePoint(prefs)
+    policy = str(b.get("policy", sel.policies()[0]))
+    overrides = {k: v for k, v in b.items() if k in policy_fields()}
+    load_policy_by_name(policy).with_updates(**overrides)  # validates
+    return PipelinePoint(prefs, policy, overrides)
+
+
+def parse_baseline_pipeline(text: str, stages: dict[str, dict[str, Any]]) -> Pipeline:
+    """``[baseline] pipeline``, parsed and checked; ``ValueError`` naming the field."""
+    from aiblox.engine.expression import parse_pipeline
+
+    try:
+        return parse_pipeline(text, stages, "baseline.pipeline").check()
+    except PipelineError as exc:
+        msg = str(exc)
+        raise ValueError(msg if msg.startswith("baseline") else
+                         f"baseline.pipeline: {msg}") from None
+
+
+def pipeline_metric_names(metrics: list[str], chunk_k: list[int],
+                          answers: bool) -> list[str]:
+    """Metric names a pipeline point reports: the ranx metrics of the fused run, chunk metrics
+    (``answer_recall@k``, ``evidence_tokens``, ``max_passage:<m>``) and, with selection,
+    :data:`ANSWER_METRICS`."""
+    out = list(metrics)
+    out += [f"answer_recall@{k}" for k in chunk_k] + list(CHUNK_SCALARS)
+    out += [f"{PROJECTION_PREFIX}{m}" for m in metrics]
+    if answers:
+        out += list(ANSWER_METRICS)
+    return out

@@ -1,0 +1,246 @@
+"""What a sweep spec is checked for when it loads, beyond each field's own bounds (the
+:class:`~aiblox.sweep.spec.SweepSpec` validator calls these): depths against metric cutoffs,
+passage settings, the baseline's keys, the pipelines' stage tables, the fine-tuning split and
+a numeric search space; and the errors of its ``base`` and ``baseline`` sections, one per key.
+
+Limits, checked before any point is built: depths, chunk budgets, ``top_k_chunks`` and
+``per_item_chunk_cap`` are at least 1 (``overlap_tokens`` and ``rrf_k`` at least 0), and the
+full grid (:meth:`SweepSpec.grid_size <aiblox.sweep.spec.SweepSpec.grid_size>`, computed from
+the axes' lengths, so a ``w_text`` step of ``1e-7`` is refused in microseconds) holds at most
+:data:`~aiblox.sweep.axes.DEFAULT_MAX_POINTS` points. Raise the limit with
+``load_spec(path, max_points=N)`` (``aiblox sweep --max-points N``), or
+``SweepSpec.model_validate(data, context={"max_points": N})``; a ``[search]`` random draw
+samples the full grid, so the limit applies to the full grid.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping, Sequence
+from itertools import product
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from aiblox.contracts.problems import value_problem
+from aiblox.contracts.retrieval import (
+    ChunkingConfig,
+    FtsConfig,
+    RetrievalPrefs,
+    ScoringConfig,
+    VectorConfig,
+)
+from aiblox.engine.algebra import Pipeline, PipelineError
+from aiblox.engine.settings import PipelinePoint
+from aiblox.metrics import DepthError, check_depth
+from aiblox.metrics.depth import shallow_limit
+from aiblox.sweep.axes import (
+    CHUNK_DEPTH_KEYS,
+    CHUNKING_KEYS,
+    DENSE_AXES,
+    SCORING_FIELDS,
+    FusionGrid,
+    SelectionGrid,
+    policy_fields,
+)
+from aiblox.sweep.space import SearchSpace
+
+__all__ = ["check_baseline_keys", "check_depths", "check_finetune", "check_numeric_space",
+           "check_passages", "check_stage_tables", "import_stage_modules", "problems"]
+
+
+def check_baseline_keys(baseline: dict[str, Any] | None, pipeline_sweep: bool,
+                        selection: SelectionGrid | None) -> None:
+    """The baseline's keys: known ones, chunking and selection keys only in a pipeline sweep,
+    selection keys only with ``[grid.selection]``."""
+    bad = sorted(set(baseline or {}) - SCORING_FIELDS - set(CHUNKING_KEYS)
+                 - set(CHUNK_DEPTH_KEYS) - {"policy", "pipeline"} - policy_fields()
+                 - set(DENSE_AXES))
+    if bad:
+        raise ValueError(f"baseline: unknown key(s) {bad}")
+    if not pipeline_sweep and set(baseline or {}) - SCORING_FIELDS \
+            - set(DENSE_AXES) - {"pipeline"}:
+        raise ValueError("baseline: chunking and selection keys need a pipeline sweep")
+    sel_keys = sorted(set(baseline or {}) & ({"policy"} | policy_fields()))
+    if selection is None and sel_keys:
+        raise ValueError(f"baseline: selection key(s) {sel_keys} need [grid.selection]")
+
+
+def import_stage_modules(modules: Sequence[str]) -> None:
+    """Import the modules registering a spec's own stage kinds (``stage_modules``)."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ValueError(f"stage_modules: cannot import {module!r}: {exc}") from None
+
+
+def check_stage_tables(pipelines: Sequence[Pipeline], texts: Sequence[str],
+                       stages: dict[str, dict[str, Any]],
+                       stage_axes: Sequence[tuple[str, str, list[Any]]]) -> None:
+    """Every ``[stages]`` table is used by a pipeline (``texts``: every pipeline expression,
+    the baseline's too), every stage axis names a stage of a pipeline and each of its values is
+    a valid parameter."""
+    from aiblox.engine.expression import referenced_names
+
+    used: set[str] = set()
+    for text in texts:
+        used |= referenced_names(text, stages)
+    unused = sorted(set(stages) - used)
+    if unused:
+        raise ValueError(f"stages.{unused[0]}: no pipeline uses it (pipelines: "
+                         f"{'; '.join(texts)})")
+    names = {n for p in pipelines for n in p.names()}
+    for stage, param, values in stage_axes:
+        if stage not in names:
+            raise ValueError(f"grid.stages.{stage}: no stage of that name in the pipeline "
+                             f"(stages: {', '.join(sorted(names))})")
+        for p in pipelines:
+            if stage in p.names():
+                for value in values:
+                    try:
+                        p.with_params({stage: {param: value}})
+                    except PipelineError as exc:
+                        raise ValueError(f"grid.stages.{stage}.{param} = {value!r}: "
+                                         f"{exc}") from None
+
+
+def check_depths(base: RetrievalPrefs, g: FusionGrid, metrics: Sequence[str],
+                 chunk_ks: Sequence[int], baseline: dict[str, Any] | None,
+                 pipeline_sweep: bool) -> None:
+    """Every point's run is at least as deep as the deepest metric cutoff
+    (:mod:`aiblox.metrics.depth`): ``base.top_k_items``, and each depth the grid
+    sweeps (``depth``, or ``fts_depth`` x ``vector_depth``; the base's when none), refused
+    here, naming the metric and the key; in a pipeline sweep ``chunk_k`` against every
+    ``top_k_chunks`` (base, grid, baseline) too."""
+    if g.depth is not None:
+        pairs = [(d, d) for d in g.axis("depth") or []]
+        keys = {"fts.top_k": "grid.depth", "vector.top_k": "grid.depth"}
+    else:
+        pairs = list(product(g.axis("fts_depth") or [base.fts.top_k],
+                             g.axis("vector_depth") or [base.vector.top_k]))
+        keys = {"fts.top_k": "grid.fts_depth" if g.fts_depth is not None
+                else "base.fts.top_k",
+                "vector.top_k": "grid.vector_depth" if g.vector_depth is not None
+                else "base.vector.top_k"}
+    keys["top_k_items"] = "base.top_k_items"
+    keys["vector.ef_search"] = "base.vector.ef_search"
+    for fts_depth, vec_depth in pairs:
+        prefs = base.model_copy(update={
+            "fts": base.fts.model_copy(update={"top_k": int(fts_depth)}),
+            "vector": base.vector.model_copy(update={"top_k": int(vec_depth)})})
+        limit = shallow_limit(prefs, metrics)
+        if limit is None:
+            continue
+        key = keys[limit.fields[0]]
+        if key.startswith("base."):
+            fix = ("set it to {cut} or more (or leave it out: a sweep retrieves as deep as "
+                   "its metrics read), or use cutoffs of at most {depth}")
+        elif len({keys[f] for f in limit.fields}) > 1:
+            fix = ("every pair needs one depth of at least {cut}, or use cutoffs of at "
+                   "most {depth}")
+        else:
+            fix = (f"drop the values below {{cut}} from {key}, or use cutoffs of at most "
+                   f"{{depth}}")
+        try:
+            check_depth(prefs, metrics, keys, fix=fix)
+        except DepthError as exc:
+            raise ValueError(f"{key}: {exc}") from None
+    if not pipeline_sweep:
+        return
+    chunk_k = max(chunk_ks)
+    tops = [("base.top_k_chunks", base.top_k_chunks)]
+    if g.chunking is not None and g.chunking.top_k_chunks is not None:
+        tops = [("grid.chunking.top_k_chunks", int(v))
+                for v in g.chunking.axis("top_k_chunks") or []]
+    if (baseline or {}).get("top_k_chunks") is not None:
+        tops.append(("baseline.top_k_chunks", baseline["top_k_chunks"]))  # type: ignore
+    for key, top in tops:
+        if isinstance(top, int) and 1 <= top < chunk_k:
+            raise ValueError(f"{key}: answer_recall@{chunk_k} (chunk_k) reads {chunk_k} "
+                             f"chunks per query, but {key.rsplit('.', 1)[-1]} = {top} "
+                             f"returns at most {top}: it would be computed over {top} "
+                             f"chunks under the name @{chunk_k}; return at least "
+                             f"{chunk_k} chunks, or use chunk_k values of at most {top}")
+
+
+def check_passages(base: RetrievalPrefs, g: FusionGrid, baseline: dict[str, Any] | None
+                   ) -> None:
+    """Every passage setting the spec can reach (base, grid, baseline) makes a chunker:
+    an unknown chunker or a size pair it refuses fails when the spec loads."""
+    from aiblox.indexes import passage_chunker_id
+
+    combos = [dict(zip(DENSE_AXES, values, strict=True)) for values in product(
+        *[g.axis(a) or [getattr(base.vector, a)] for a in DENSE_AXES])]
+    combos.append({k: v for k, v in (baseline or {}).items() if k in DENSE_AXES})
+    for combo in combos:
+        where = "baseline" if combo is combos[-1] else "grid"
+        try:
+            cfg = VectorConfig(**{**dict(base.vector), **combo})
+            passage_chunker_id(cfg)
+        except ValidationError as exc:
+            raise ValueError(f"{where}: " + "; ".join(e["msg"] for e in exc.errors())) \
+                from None
+        except (KeyError, ValueError) as exc:
+            raise ValueError(f"{where}: passages {combo or 'of base.vector'}: "
+                             f"{exc}") from None
+
+
+def check_numeric_space(points: Sequence[PipelinePoint], strategy: str) -> None:
+    """CMA-ES and the GP sampler are for numeric settings: the grid must vary at least one
+    (categorical ones are modelled too: GP as categoricals, CMA-ES as indexes in grid order;
+    :mod:`aiblox.sweep.search`), and CMA-ES at least two settings."""
+    space = SearchSpace(points)
+    if not space.numeric_dimensions:
+        other = ", ".join(space.dimensions) or "nothing"
+        raise ValueError(f"search: strategy {strategy!r} needs a numeric axis with two or "
+                         f"more values, and the grid varies {other} (not numbers); use "
+                         f"'tpe' for categorical settings")
+    if strategy == "cmaes" and len(space.dimensions) < 2:
+        raise ValueError(f"search: strategy 'cmaes' needs two or more varying settings "
+                         f"(CMA-ES does not search one dimension), and the grid varies "
+                         f"only {', '.join(space.dimensions)}; use 'gp' or 'tpe'")
+
+
+def check_finetune(split: str, splits: Sequence[str], embedder: str) -> None:
+    """``[finetune] split``: a split name, not one the sweep scores; the embedder a
+    sentence-transformers model."""
+    from aiblox.data import parse_split
+    from aiblox.embedding.sentence_transformers import model_folder
+
+    try:
+        parse_split(split)
+    except ValueError as exc:
+        raise ValueError(f"finetune.split: {exc}") from None
+    if split in splits:
+        raise ValueError(f"finetune.split {split!r} is a split the sweep scores: train on "
+                         f"another split (its queries in tune_split or report_split are "
+                         f"held out of training)")
+    if model_folder(embedder) is None:
+        raise ValueError(f"finetune: the embedder {embedder!r} is not a "
+                         f"sentence-transformers model (minilm, a model folder or an "
+                         f"installed model package)")
+
+
+def loc(err: Mapping[str, Any]) -> str:
+    """The dotted key of a validation error (``(spec)`` for the whole spec)."""
+    return ".".join(str(x) for x in err["loc"]) or "(spec)"
+
+
+_MODELS: dict[str, type[BaseModel]] = {m.__name__: m for m in (
+    RetrievalPrefs, FtsConfig, VectorConfig, ScoringConfig, ChunkingConfig)}
+
+
+def problems(prefix: str, exc: ValidationError) -> str:
+    """The errors of validating the spec's ``prefix`` section (``base``, ``baseline``) as
+    ``base.fts.top_k: got 0: out of range; valid: a whole number >= 1``, one per key."""
+    model = _MODELS.get(exc.title)
+    parts = []
+    for e in exc.errors():
+        loc = ".".join(str(x) for x in e["loc"])
+        key = f"{prefix}.{loc}" if loc else prefix
+        msg = str(e["msg"]).removeprefix("Value error, ")
+        problem = value_problem(model, e) if model is not None else msg
+        parts.append(f"{key}: got {e['input']!r}: {problem}" if problem != msg
+                     else f"{key}: {msg}")
+    return "; ".join(parts)
