@@ -46,10 +46,12 @@ from _common import environment_line, err, print_table  # noqa: E402
 
 from aiblox.compiled import compiled_threads  # noqa: E402
 from aiblox.data import load_dataset  # noqa: E402
+from aiblox.engine.cache import StageCache
 from aiblox.engine.settings import point_label  # noqa: E402
 from aiblox.fusion import BatchFusion  # noqa: E402
 from aiblox.metrics import packed_means, ranked_run, setup_numba_cache  # noqa: E402
-from aiblox.sweep import StageCache, SweepSpec, choose_best, default_jobs, load_spec, run_sweep
+from aiblox.sweep import SweepSpec, choose_best, load_spec, run_sweep
+from aiblox.sweep.runner import default_jobs
 
 REPO = Path(__file__).resolve().parents[1]
 

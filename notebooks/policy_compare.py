@@ -68,7 +68,7 @@ def _(mo):
     under each metric's direction (`better`: for a cost such as `selected_tokens`, a decrease is
     a win), as `aiblox compare` and the sweep report count them. Runs can be named as
     `aiblox compare` names them: a run id, `SWEEP:LABEL` or a config-hash prefix
-    (`aiblox.sweep.resolve_run`).
+    (`aiblox.sweep.runs.resolve_run`).
     """)
     return
 

@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from aiblox.cli._common import fail, out, print_json
-from aiblox.sweep import DEFAULT_TRACKING_URI
+from aiblox.engine.tracking import DEFAULT_TRACKING_URI
 
 RUN_HELP = ("a 32-hex MLflow run id, SWEEP:LABEL (a label or its unique prefix) or a "
             "config-hash prefix (aiblox runs lists them)")

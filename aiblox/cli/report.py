@@ -9,7 +9,7 @@ import typer
 
 from aiblox.cli._common import fail, print_json
 from aiblox.cli._common import out as results
-from aiblox.sweep import DEFAULT_TRACKING_URI
+from aiblox.engine.tracking import DEFAULT_TRACKING_URI
 
 
 def report(

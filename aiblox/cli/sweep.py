@@ -25,19 +25,16 @@ from aiblox.cli._common import (
 from aiblox.cluster import ExecutorError, check_executor
 from aiblox.data import DatasetError, load_dataset
 from aiblox.engine.cache import StageCacheError, check_cache_root
-from aiblox.stores.base import StoreError, is_disk_full
-from aiblox.sweep import (
-    DEFAULT_MAX_POINTS,
+from aiblox.engine.tracking import (
     DEFAULT_TRACKING_URI,
     SweepBusy,
     SweepInterrupted,
-    SweepResult,
-    SweepSpecError,
     TrackingStoreError,
-    load_spec,
-    run_sweep,
 )
+from aiblox.stores.base import StoreError, is_disk_full
+from aiblox.sweep import SweepResult, SweepSpecError, load_spec, run_sweep
 from aiblox.sweep.runner import DEFAULT_CACHE_DIR, check_cv, default_jobs
+from aiblox.sweep.spec import DEFAULT_MAX_POINTS
 
 
 def sweep(

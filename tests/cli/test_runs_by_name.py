@@ -132,7 +132,7 @@ def test_runs_sweep_json_has_every_point_in_full(logged):
     points = _points(logged, "sample_fusion")
     fusion = logged["sweeps"]["sample_fusion"]
     assert len(points) == 24
-    from aiblox.sweep import tracking_client
+    from aiblox.engine.tracking import tracking_client
 
     client = tracking_client(logged["uri"])
     parent = client.get_run(fusion["tracking"]["parent_run_id"])
@@ -258,7 +258,8 @@ def _selection_runs(logged):
 
 
 def test_a_cost_metric_decrease_is_a_win(logged):
-    from aiblox.sweep import per_query_metrics, tracking_client
+    from aiblox.engine.tracking import tracking_client
+    from aiblox.sweep.compare import per_query_metrics
 
     sweep, points, base = _selection_runs(logged)
     # V1 with one chunk at most against V1 with four (the baseline): fewer selected tokens
@@ -284,8 +285,10 @@ def test_report_compare_and_notebook_agree_on_a_cost_metric(logged):
     """The sweep's significance table (its --json, the report read from MLflow), ``aiblox
     compare`` and the notebooks' per-query comparison classify the same queries as wins and
     losses of selected_tokens, and give the same p-value and delta."""
+    from aiblox.engine.tracking import tracking_client
     from aiblox.explore import compare_per_query
-    from aiblox.sweep import load_sweep_report, per_query_metrics, tracking_client
+    from aiblox.sweep import load_sweep_report
+    from aiblox.sweep.compare import per_query_metrics
 
     sweep, points, base = _selection_runs(logged)
     by_label = {p["label"]: p for p in points}
@@ -321,7 +324,7 @@ def test_report_compare_and_notebook_agree_on_a_cost_metric(logged):
 
 
 def test_missing_or_empty_store_is_one_line_and_creates_nothing(tmp_path):
-    from aiblox.sweep import tracking_client
+    from aiblox.engine.tracking import tracking_client
 
     typo = tmp_path / "typo.db"
     for args in (["runs"], ["runs", "sample_fusion"]):

@@ -204,8 +204,7 @@ def test_a_stage_returning_the_wrong_type_is_an_error_naming_it(tmp_path, sweep_
 
 def test_a_tracked_pipeline_point_logs_its_final_run_and_verifies_from_mlflow(
         tmp_path, sweep_db, mlflow_uri):
-    from aiblox.engine.tracking import tracking_client
-    from aiblox.sweep import SweepTracker
+    from aiblox.engine.tracking import SweepTracker, tracking_client
     from aiblox.sweep.verify import logged_manifest, verify_point
 
     spec = spec_of(tmp_path, BASE + 'pipeline = "bm25 >> t_flip(top_n=3)"\n')

@@ -255,7 +255,8 @@ def test_cli_prints_and_logs_the_fold_table(tmp_path, sweep_db, mlflow_uri):
     assert len(out["cv"]["rows"]) == 3 and out["report_split"] is None
     from mlflow.tracking import MlflowClient
 
-    from aiblox.sweep import load_sweep_report, render_markdown
+    from aiblox.sweep import load_sweep_report
+    from aiblox.sweep.report import render_markdown
 
     rep = load_sweep_report("cv_cli", mlflow_uri)
     parent = MlflowClient(mlflow_uri).get_run(rep.parent_run_id)

@@ -113,7 +113,7 @@ def test_lever_specs_load_and_expand():
 def test_tracked_title_weight_points_all_carry_the_param(tmp_path, sample_spec, small_spec,
                                                          sample_dataset, sweep_db, mlflow_uri):
     pytest.importorskip("mlflow")
-    from aiblox.sweep import SweepTracker
+    from aiblox.engine.tracking import SweepTracker
 
     spec = small_spec(sample_spec, title_weight=[1, 2], blend=["rrf"], rrf_k=[60], depth=[20])
     tr = SweepTracker(mlflow_uri, "title-weight", spec.hash, spec.model_dump(mode="json"))

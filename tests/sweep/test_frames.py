@@ -12,13 +12,13 @@ from aiblox.sweep import (
     choose_best,
     leaderboard,
     manifest_frame,
-    point_settings,
     run_sweep,
     significance_frame,
     stage_counts,
     swept_axes,
     tune_vs_report,
 )
+from aiblox.sweep.frames import point_settings
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiblox.sweep import GridError, decimal_range, simplex
+from aiblox.sweep.grid import GridError, decimal_range, simplex
 
 
 def test_step_005_gives_exactly_21_weights_written_as_decimals():

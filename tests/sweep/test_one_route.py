@@ -12,8 +12,10 @@ pytest.importorskip("mlflow")
 from typer.testing import CliRunner  # noqa: E402
 
 from aiblox.cli.main import app  # noqa: E402
+from aiblox.engine.tracking import SweepTracker, tracking_client
 from aiblox.explore import compare_mlflow_runs, compare_per_query  # noqa: E402
-from aiblox.sweep import SweepSpec, SweepTracker, per_query_metrics, run_sweep, tracking_client
+from aiblox.sweep import SweepSpec, run_sweep
+from aiblox.sweep.compare import per_query_metrics
 
 GRID = {"blend": ["linear", "rrf"], "w_text": [0.3, 0.7], "normalize": ["minmax"],
         "rrf_k": [60], "depth": [20], "baseline": {"blend": "rrf", "rrf_k": 5}}

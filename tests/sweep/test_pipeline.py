@@ -143,8 +143,7 @@ def test_chunking_only_sweep_stops_after_chunk_metrics(tmp_path, sample_spec, sw
 
 
 def test_an_override_equal_to_the_policy_value_is_the_same_point(sample_spec):
-    from aiblox.engine.settings import pipeline_config
-    from aiblox.sweep import PipelinePoint
+    from aiblox.engine.settings import PipelinePoint, pipeline_config
 
     spec = pipeline_spec(sample_spec)
     prefs = spec.pipeline_points()[0].prefs
@@ -211,8 +210,8 @@ def test_a_primary_the_dataset_cannot_give_is_a_clear_error(tmp_path, sample_spe
 
 
 def test_logged_per_query_and_selected_evidence(first):
+    from aiblox.engine.cache import StageCache
     from aiblox.engine.outputs import logged_per_query, selected_evidence
-    from aiblox.sweep import StageCache
 
     _, cache_dir, r = first
     cache = StageCache(cache_dir)

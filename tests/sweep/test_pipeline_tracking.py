@@ -14,16 +14,12 @@ pytest.importorskip("matplotlib")
 from typer.testing import CliRunner  # noqa: E402
 
 from aiblox.cli.main import app  # noqa: E402
-from aiblox.sweep import (
-    SweepSpec,
-    SweepTracker,
-    compare_runs,
-    load_sweep_report,
+from aiblox.engine.tracking import SweepTracker
+from aiblox.sweep import SweepSpec, compare_runs, load_sweep_report, run_sweep, write_report
+from aiblox.sweep.compare import (
+    per_query_evidence,  # noqa: E402
     per_query_metrics,
-    run_sweep,
-    write_report,
 )
-from aiblox.sweep.compare import per_query_evidence  # noqa: E402
 
 runner = CliRunner()
 
@@ -69,7 +65,7 @@ def _run_of(logged, policy, max_chunks):
 
 
 def _selected(logged, point, split):
-    from aiblox.sweep import StageCache
+    from aiblox.engine.cache import StageCache
 
     cache = StageCache(logged["root"] / "stages")
     st = next(s for s in point.manifest.splits[split].stages if s["name"] == "selection")

@@ -14,16 +14,9 @@ pytest.importorskip("matplotlib")
 from typer.testing import CliRunner  # noqa: E402
 
 from aiblox.cli.main import app  # noqa: E402
-from aiblox.sweep import (
-    SweepSpec,
-    SweepTracker,
-    compare_runs,
-    load_sweep_report,
-    metric_key,
-    per_query_metrics,
-    run_sweep,
-    write_report,
-)
+from aiblox.engine.tracking import SweepTracker, metric_key
+from aiblox.sweep import SweepSpec, compare_runs, load_sweep_report, run_sweep, write_report
+from aiblox.sweep.compare import per_query_metrics
 from aiblox.sweep.report import _applies  # noqa: E402
 
 GRID = {"blend": ["linear", "rrf"], "w_text": [0.25, 0.75], "normalize": ["minmax"],

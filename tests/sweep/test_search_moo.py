@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("optuna")
 
-from aiblox.metrics.pareto import infer_direction, resolve_objectives  # noqa: E402
-from aiblox.sweep import SweepSpec, pareto_front, run_sweep  # noqa: E402
+from aiblox.metrics.pareto import infer_direction, pareto_front, resolve_objectives  # noqa: E402
+from aiblox.sweep import SweepSpec, run_sweep  # noqa: E402
 from aiblox.sweep.results import pareto_points  # noqa: E402
 from aiblox.sweep.search import study_path  # noqa: E402
 
@@ -280,7 +280,8 @@ def test_multi_objective_tpe(sample_spec, tmp_path, sweep_db, sample_dataset):
 def test_report_shows_the_front(sample_spec, small_spec, tmp_path, sweep_db, sample_dataset,
                                 mlflow_uri):
     pytest.importorskip("matplotlib")
-    from aiblox.sweep import SweepTracker, load_sweep_report, write_report
+    from aiblox.engine.tracking import SweepTracker
+    from aiblox.sweep import load_sweep_report, write_report
 
     spec = small_spec(sample_spec, blend=["linear", "rrf"], w_text=[0.25, 0.75],
                       normalize=["minmax"], rrf_k=[60], depth=[10, 20],

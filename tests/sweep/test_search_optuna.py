@@ -150,7 +150,7 @@ def test_empty_search_space_refused(sample_spec, small_spec):
 
 def test_every_trial_logged_to_mlflow(sample_spec, small_spec, tmp_path, sweep_db,
                                       sample_dataset, mlflow_uri):
-    from aiblox.sweep import SweepTracker
+    from aiblox.engine.tracking import SweepTracker
 
     spec = tpe(small_spec(sample_spec, blend=["linear", "rrf"], w_text=[0.2, 0.5, 0.8],
                           normalize=["minmax"], rrf_k=[10, 60], depth=[20],

@@ -9,16 +9,9 @@ from pathlib import Path
 import pytest
 from spec_text import MINIMAL, write
 
-from aiblox.sweep import (
-    DEFAULT_MAX_POINTS,
-    GridError,
-    SweepSpec,
-    SweepSpecError,
-    decimal_count,
-    decimal_range,
-    load_spec,
-    simplex,
-)
+from aiblox.sweep import SweepSpec, SweepSpecError, load_spec
+from aiblox.sweep.grid import GridError, decimal_count, decimal_range, simplex
+from aiblox.sweep.spec import DEFAULT_MAX_POINTS
 
 REPO = Path(__file__).resolve().parents[2]
 CHUNKING = '[grid.chunking]\nchunker_id = ["sentences"]\n'

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiblox.sweep import StageCache, stage_key
+from aiblox.engine.cache import StageCache
+from aiblox.engine.task import stage_key
 
 
 def test_stage_key_covers_name_version_config_and_inputs():

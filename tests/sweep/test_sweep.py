@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from aiblox.engine.cache import encode_arrays
+from aiblox.engine.cache import StageCache, encode_arrays
 from aiblox.engine.evaluate import config_hash
 from aiblox.engine.outputs import load_fused_run
 from aiblox.hashing import sha256_bytes
-from aiblox.sweep import StageCache, choose_best, run_sweep
+from aiblox.sweep import choose_best, run_sweep
 
 GRID = {"blend": ["linear", "rrf"], "w_text": [0.25, 0.5, 0.75], "normalize": ["minmax"],
         "rrf_k": [60], "depth": [10, 20]}

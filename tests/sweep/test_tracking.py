@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("mlflow")
 
-from aiblox.engine.tracking import flatten, trec_run  # noqa: E402
-from aiblox.sweep import SweepInterrupted, SweepTracker, metric_key, run_sweep
+from aiblox.engine.tracking import SweepInterrupted, SweepTracker, flatten, metric_key, trec_run  # noqa: E402
+from aiblox.sweep import run_sweep
 
 GRID = {"blend": ["linear", "rrf"], "w_text": [0.3, 0.7], "normalize": ["minmax"],
         "rrf_k": [60], "depth": [20], "baseline": {"blend": "rrf", "rrf_k": 10}}

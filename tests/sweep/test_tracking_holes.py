@@ -17,18 +17,16 @@ from mlflow.tracking import MlflowClient  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from aiblox.cli.main import app  # noqa: E402
-from aiblox.engine.tracking import artifact_location, tag_filter  # noqa: E402
-from aiblox.explore import mlflow_runs  # noqa: E402
-from aiblox.sweep import (
-    SweepSpec,
-    SweepSpecError,
+from aiblox.engine.tracking import (  # noqa: E402
     SweepTracker,
     TrackingStoreError,
-    find_sweep_run,
-    load_spec,
-    run_sweep,
+    artifact_location,
+    tag_filter,
     tracking_client,
 )
+from aiblox.explore import mlflow_runs  # noqa: E402
+from aiblox.sweep import SweepSpec, SweepSpecError, load_spec, run_sweep
+from aiblox.sweep.report import find_sweep_run
 from tests.chat_server import ChatServer  # noqa: E402
 
 runner = CliRunner()

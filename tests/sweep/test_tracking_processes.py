@@ -21,7 +21,8 @@ pytest.importorskip("mlflow")
 from mlflow.entities import ViewType  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
-from aiblox.sweep import SweepBusy, SweepInterrupted, SweepTracker, load_spec, run_sweep
+from aiblox.engine.tracking import SweepBusy, SweepInterrupted, SweepTracker
+from aiblox.sweep import load_spec, run_sweep
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC_TEXT = """

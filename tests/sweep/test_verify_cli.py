@@ -12,7 +12,8 @@ pytest.importorskip("mlflow")
 from typer.testing import CliRunner  # noqa: E402
 
 from aiblox.cli.main import app  # noqa: E402
-from aiblox.sweep import SweepSpec, SweepTracker, run_sweep  # noqa: E402
+from aiblox.engine.tracking import SweepTracker
+from aiblox.sweep import SweepSpec, run_sweep  # noqa: E402
 
 runner = CliRunner()
 

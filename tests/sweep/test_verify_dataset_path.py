@@ -184,7 +184,7 @@ def test_logged_sweep_and_eval_points_record_and_verify_the_folder(tmp_path, mon
                                                                    mlflow_uri):
     """``aiblox sweep`` then ``eval verify SWEEP``, and ``aiblox eval --mlflow`` then
     ``eval verify RUN_ID``, on a folder given by path: both verify, both see an edit."""
-    from aiblox.sweep import SweepTracker
+    from aiblox.engine.tracking import SweepTracker
 
     monkeypatch.chdir(tmp_path)
     folder = _copy(tmp_path / "data" / "scifact")
