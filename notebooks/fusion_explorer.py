@@ -24,7 +24,7 @@ def _():
     import marimo as mo
     import matplotlib.pyplot as plt
 
-    from aiblox.eval import available_splits, find_dataset
+    from aiblox.data import available_splits, find_dataset
     from aiblox.explore import (
         available_datasets,
         available_embedders,

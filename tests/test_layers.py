@@ -40,13 +40,13 @@ def package_copy(tmp_path_factory):
 
 def test_an_upward_import_breaks_the_layers(package_copy):
     bad = package_copy / "aiblox" / "fusion" / "upward.py"
-    bad.write_text("from aiblox.eval import workspace  # noqa: F401\n")
+    bad.write_text("from aiblox.engine import workspace  # noqa: F401\n")
     try:
         done = lint(package_copy)
     finally:
         bad.unlink()
     assert done.returncode != 0
-    assert "aiblox.fusion.upward -> aiblox.eval" in done.stdout
+    assert "aiblox.fusion.upward -> aiblox.engine" in done.stdout
 
 
 def test_a_cycle_between_siblings_is_caught(package_copy):

@@ -47,7 +47,7 @@ def _dataset_roots() -> list[Path]:
 
 def available_datasets() -> list[str]:
     """Dataset names the notebooks offer: ``sample`` first, then every BEIR-layout folder
-    found where :func:`aiblox.eval.find_dataset` looks (``../shared/datasets`` and so on)."""
+    found where :func:`aiblox.data.find_dataset` looks (``../shared/datasets`` and so on)."""
     names: set[str] = set()
     for root in _dataset_roots():
         if root.is_dir():

@@ -9,7 +9,7 @@ import pytest
 
 from aiblox.contracts import RetrievalPrefs
 from aiblox.contracts.problems import valid_values, value_problem
-from aiblox.eval import evaluate_retrieval
+from aiblox.engine.evaluate import evaluate_retrieval
 from aiblox.metrics import (
     DEFAULT_DEPTH,
     WHOLE_RUN_DEPTH,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from aiblox.eval import evaluate_retrieval
+from aiblox.engine.evaluate import evaluate_retrieval
 from aiblox.evidence import pack_from_json, pack_to_json, verify_pack
 from aiblox.explore import (
     PACK_RETRIEVED_AT,
