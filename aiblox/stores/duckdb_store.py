@@ -17,7 +17,8 @@ search rebuilds a stale index before it reads, so a query never sees a stale ind
 
 BM25 for many queries runs as one SQL statement over the index's own tables (``dict``,
 ``terms``, ``docs``, ``stats``) with the same formula, tokenizer and stemmer as the extension's
-``match_bm25`` macro (k1 = 1.2, b = 0.75), which costs ~50 ms per call.
+``match_bm25`` macro (k1 = 1.2, b = 0.75), which costs ~50 ms per call
+(:mod:`aiblox.stores.duckdb_fts`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from aiblox.stores.base import (
     parse_filters,
     plan_upsert,
 )
+from aiblox.stores.duckdb_fts import bm25_sql
 
 __all__ = ["SCHEMA_VERSION", "DuckDBStore", "load_extension", "query_rows"]
 
@@ -58,8 +60,6 @@ CHECKPOINT_THRESHOLD = "1GB"
 """How much write-ahead log DuckDB gathers before it checkpoints (its default, 16MB, checkpoints
 after every few batches of an ingest, and each checkpoint rewrites the primary-key indexes:
 quadratic in the corpus; at 1GB an ingest of 100k documents takes 16 s instead of 38 s)."""
-BM25_K1 = 1.2
-BM25_B = 0.75
 
 
 def load_extension(con: Any, name: str) -> None:
@@ -439,34 +439,7 @@ class DuckDBStore:
             self.con.register("_aiblox_q", pa.table({"qidx": list(range(len(queries))),
                                                      "qtext": list(queries)}))
             try:
-                rows = self.con.execute(f"""
-                    WITH tokens AS (
-                        SELECT DISTINCT qidx, t FROM (
-                            SELECT qidx, stem(unnest(fts_main_items.tokenize(qtext)), 'porter') AS t
-                            FROM _aiblox_q)),
-                    qterms AS (
-                        SELECT tokens.qidx, d.termid, d.df
-                        FROM tokens JOIN fts_main_items.dict d ON d.term = tokens.t),
-                    term_tf AS (
-                        SELECT q.qidx, t.docid, t.termid, any_value(q.df) AS df, count(*) AS tf
-                        FROM qterms q JOIN fts_main_items.terms t ON t.termid = q.termid
-                        GROUP BY q.qidx, t.docid, t.termid),
-                    sub AS (
-                        SELECT tt.qidx, docs.name AS id, tt.termid,
-                            log(((st.num_docs - tt.df) + 0.5) / (tt.df + 0.5) + 1)
-                            * ((tt.tf * ({BM25_K1} + 1))
-                               / (tt.tf + {BM25_K1} * ((1 - {BM25_B})
-                                  + {BM25_B} * (docs.len / st.avgdl)))) AS subscore
-                        FROM term_tf tt JOIN fts_main_items.docs docs ON docs.docid = tt.docid,
-                             fts_main_items.stats st),
-                    scores AS (
-                        SELECT qidx, id, list_sum(list_sort(list(subscore))) AS score
-                        FROM sub GROUP BY qidx, id)
-                    SELECT s.qidx, s.id, s.score FROM scores s JOIN items i ON i.id = s.id
-                    WHERE {where} {min_rank}
-                    QUALIFY row_number() OVER (PARTITION BY s.qidx
-                                               ORDER BY s.score DESC, s.id ASC) <= {int(k)}
-                    ORDER BY s.qidx, s.score DESC, s.id ASC""", params).fetchall()
+                rows = self.con.execute(bm25_sql(where, min_rank, k), params).fetchall()
             finally:
                 self.con.unregister("_aiblox_q")
         for qidx, doc_id, score in rows:
