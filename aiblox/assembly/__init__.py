@@ -37,16 +37,16 @@ from aiblox.assembly.llm.extractive import ExtractiveLLM
 from aiblox.assembly.llm.openai_chat import LLMSettings, OpenAIChatLLM
 from aiblox.assembly.llm.registry import LLM, available_llms, get_llm, register_llm
 from aiblox.assembly.policy import PolicyError, SelectionPolicy, find_policies_dir, load_policy
-from aiblox.assembly.prompt.builder import build_prompt_v1
+from aiblox.assembly.prompt.builder import build_prompt
 from aiblox.assembly.prompt.contract import (
     PROMPT_CONTRACT_VERSION,
     REFUSAL_TEXT,
     SECTION_HEADERS,
     TEMPLATE_SHA256,
     PromptContractError,
-    load_prompt_contract_v1,
-    parse_prompt_v1,
-    render_prompt_v1,
+    load_prompt_contract,
+    parse_prompt,
+    render_prompt,
 )
 from aiblox.assembly.prompt.sentence_split import split_sentences
 from aiblox.assembly.records import (
@@ -69,7 +69,7 @@ from aiblox.assembly.records import (
     SelectedEvidence,
     ValidationResult,
 )
-from aiblox.assembly.sanitize import safe_normalize_v1
+from aiblox.assembly.sanitize import safe_normalize
 from aiblox.assembly.selection.chunk_selection import (
     SelectionOutcome,
     order_rank_strict,
@@ -116,20 +116,20 @@ __all__ = [
     "assembly_input_from_retrieval",
     "assign_anchors",
     "available_llms",
-    "build_prompt_v1",
+    "build_prompt",
     "default_request_id",
     "find_policies_dir",
     "get_llm",
     "load_policy",
-    "load_prompt_contract_v1",
+    "load_prompt_contract",
     "normalize_question",
     "order_rank_strict",
     "overlap_ratio",
-    "parse_prompt_v1",
+    "parse_prompt",
     "register_llm",
     "render_evidence_block",
-    "render_prompt_v1",
-    "safe_normalize_v1",
+    "render_prompt",
+    "safe_normalize",
     "select_chunks",
     "split_sentences",
     "validate_answer",

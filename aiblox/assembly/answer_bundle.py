@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from aiblox.assembly.anchoring.citation_anchors import anchor_map
 from aiblox.assembly.input.validation import validate_assembly_input
 from aiblox.assembly.policy import SelectionPolicy
-from aiblox.assembly.prompt.contract import PROMPT_CONTRACT_VERSION, render_prompt_v1
+from aiblox.assembly.prompt.contract import PROMPT_CONTRACT_VERSION, render_prompt
 from aiblox.assembly.records import (
     AnswerBundle,
     AssemblyInput,
@@ -79,7 +79,7 @@ def assemble_answer_bundle(
             f"max_question_tokens={policy.max_question_tokens}",
             trace,
         )
-    overhead = count_tokens(render_prompt_v1("", q), enc)
+    overhead = count_tokens(render_prompt("", q), enc)
     room = policy.max_total_prompt_tokens - policy.reserved_output_tokens - overhead
     if room <= 0:
         return _failed(

@@ -2,7 +2,7 @@
 
 ``answer_question`` runs every step of answer assembly: input validation, chunk selection,
 anchors and the evidence block (:func:`assemble_answer_bundle`), the prompt build with its final
-budget loop (:func:`build_prompt_v1`), the reader (skipped unless the prompt is OK) and answer
+budget loop (:func:`build_prompt`), the reader (skipped unless the prompt is OK) and answer
 validation (:func:`validate_answer`), and returns every artifact with its hashes. It never raises
 for the chain's statuses: NO_EVIDENCE gives the refusal without an LLM call, FAILED gives
 ``answer_text=None``.
@@ -18,7 +18,7 @@ from aiblox.assembly.answer_validation.checks import validate_answer
 from aiblox.assembly.input.from_retrieval import assembly_input_from_retrieval
 from aiblox.assembly.llm.registry import LLM
 from aiblox.assembly.policy import SelectionPolicy
-from aiblox.assembly.prompt.builder import build_prompt_v1
+from aiblox.assembly.prompt.builder import build_prompt
 from aiblox.assembly.prompt.contract import TEMPLATE_SHA256
 from aiblox.assembly.records import AnswerResult, AssemblyInput, LLMExecutionResult
 from aiblox.contracts.retrieval import RetrievalBundle
@@ -42,7 +42,7 @@ def answer_from_input(
 ) -> AnswerResult:
     """Run the chain from assembly input (typed or a plain mapping)."""
     bundle = assemble_answer_bundle(question, raw_input, policy)
-    bundle, prompt = build_prompt_v1(bundle, question, policy)
+    bundle, prompt = build_prompt(bundle, question, policy)
     llm_result: LLMExecutionResult | None = None
     if prompt.build_status == "OK":
         llm_result = llm.generate(

@@ -81,7 +81,7 @@ class RetrievalResult(_Strict):
     knowledge_id: str = Field(min_length=1)
     """Id of the knowledge item (document) the chunk was cut from; the diversity cap counts it."""
     chunk_text: str = Field(min_length=1)
-    """Raw chunk text as retrieved; sanitised by ``safe_normalize_v1``, never rewritten."""
+    """Raw chunk text as retrieved; sanitised by ``safe_normalize``, never rewritten."""
     rank: StrictInt = Field(ge=0)
     """0-based retrieval rank; the primary ordering key (ties broken by chunk_id)."""
     similarity_score: float
@@ -131,7 +131,7 @@ class SelectedEvidence(_Strict):
     citation_anchor: str
     """``C{n}``, n the position in the final ordered evidence list (assigned after ordering)."""
     sanitized_text: str
-    """Chunk text after ``safe_normalize_v1`` (and the per-chunk token cap when truncated)."""
+    """Chunk text after ``safe_normalize`` (and the per-chunk token cap when truncated)."""
     source_reference: str
     """Source shown in the evidence header (``unknown`` when retrieval had none)."""
     token_count: int

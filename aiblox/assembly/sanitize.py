@@ -1,4 +1,4 @@
-"""``safe_normalize_v1``: the sanitiser of evidence and question text (:data:`SANITIZATION_MODE`),
+"""``safe_normalize``: the sanitiser of evidence and question text (:data:`SANITIZATION_MODE`),
 applied in step 2 of answer assembly (an empty result drops the chunk) and to the question.
 
 It removes what can break a prompt's structure and nothing else:
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import unicodedata
 
-__all__ = ["SANITIZATION_MODE", "normalize_question", "safe_normalize_v1"]
+__all__ = ["SANITIZATION_MODE", "normalize_question", "safe_normalize"]
 
 SANITIZATION_MODE = "safe_normalize_v1"
 
@@ -31,7 +31,7 @@ _REMOVED_FORMAT_CHARS = frozenset(
 )
 
 
-def safe_normalize_v1(text: str) -> str:
+def safe_normalize(text: str) -> str:
     """Sanitise ``text``: whitespace to single spaces, control characters removed, ends stripped."""
     out: list[str] = []
     for ch in text:
@@ -45,6 +45,6 @@ def safe_normalize_v1(text: str) -> str:
 
 
 def normalize_question(question: str) -> str:
-    """The question as inserted into the prompt: ``safe_normalize_v1`` (whitespace collapsed,
+    """The question as inserted into the prompt: ``safe_normalize`` (whitespace collapsed,
     control characters removed), nothing rewritten."""
-    return safe_normalize_v1(question)
+    return safe_normalize(question)

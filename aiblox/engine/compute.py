@@ -17,7 +17,7 @@ memoises them by stage key. The fusion and metrics stages compute with
 - :func:`selection_output`: R2 input validation and chunk selection under a policy
   (:func:`~aiblox.assembly.assemble_answer_bundle`): selected chunk ids in order, dropped
   chunks with reasons, the answer bundle.
-- :func:`prompt_output`: Prompt Contract V1 (:func:`~aiblox.assembly.build_prompt_v1`): each
+- :func:`prompt_output`: Prompt Contract V1 (:func:`~aiblox.assembly.build_prompt`): each
   prompt's sha256 and text, and the sha256 of all prompt bytes of the split.
 - :func:`reader_output`: the reader's answer to each built prompt (latency left out).
 - :func:`validation_output`: R5 citation validation; NO_EVIDENCE, FAILED and refusals are data.
@@ -35,7 +35,7 @@ from aiblox.assembly import (
     LLMExecutionResult,
     SelectionPolicy,
     assemble_answer_bundle,
-    build_prompt_v1,
+    build_prompt,
     validate_answer,
 )
 from aiblox.chunking import max_passage_projection
@@ -188,7 +188,7 @@ def prompt_output(selection: Mapping[str, Any], questions: Mapping[str, str],
     out: dict[str, Any] = {}
     for qid in sorted(selection["queries"]):
         bundle = AnswerBundle.model_validate(selection["queries"][qid]["bundle"])
-        bundle, prompt = build_prompt_v1(bundle, questions[qid], policy)
+        bundle, prompt = build_prompt(bundle, questions[qid], policy)
         if prompt.build_status == "FAILED" and bundle.assembly_status == "OK":
             bundle = bundle.model_copy(update={"assembly_status": "FAILED",
                                                "failure_reason": prompt.failure_reason})

@@ -11,7 +11,7 @@ from aiblox.assembly import (
     ExtractiveLLM,
     assemble_answer_bundle,
     available_llms,
-    build_prompt_v1,
+    build_prompt,
     get_llm,
     validate_answer,
 )
@@ -33,7 +33,7 @@ ROWS = [
 def _prompt(question: str, rows=ROWS) -> tuple[object, str]:  # type: ignore[no-untyped-def]
     policy = policy_v1()
     bundle = assemble_answer_bundle(question, make_input(rows), policy)
-    bundle, build = build_prompt_v1(bundle, question, policy)
+    bundle, build = build_prompt(bundle, question, policy)
     assert build.build_status == "OK"
     return bundle, build.prompt_text
 

@@ -13,9 +13,9 @@ from aiblox.assembly import (
     SECTION_HEADERS,
     TEMPLATE_SHA256,
     PromptContractError,
-    load_prompt_contract_v1,
-    parse_prompt_v1,
-    render_prompt_v1,
+    load_prompt_contract,
+    parse_prompt,
+    render_prompt,
 )
 from aiblox.assembly.prompt import contract as contract_module
 
@@ -37,22 +37,22 @@ def test_template_file_matches_the_recorded_sha256() -> None:
 
 
 def test_a_changed_template_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    load_prompt_contract_v1.cache_clear()
+    load_prompt_contract.cache_clear()
     monkeypatch.setattr(contract_module, "TEMPLATE_SHA256", "0" * 64)
     try:
         with pytest.raises(PromptContractError, match="frozen"):
-            load_prompt_contract_v1()
+            load_prompt_contract()
     finally:
         monkeypatch.undo()
-        load_prompt_contract_v1.cache_clear()
-    assert load_prompt_contract_v1().template_text.encode() == _template_bytes()
+        load_prompt_contract.cache_clear()
+    assert load_prompt_contract().template_text.encode() == _template_bytes()
 
 
 def test_refusal_string_is_the_seed_text_byte_for_byte_in_the_system_section() -> None:
     assert REFUSAL_TEXT.encode("utf-8") == SEED_REFUSAL
     text = _template_bytes().decode()
     assert text.count(REFUSAL_TEXT) == 1
-    contract = load_prompt_contract_v1()
+    contract = load_prompt_contract()
     assert REFUSAL_TEXT in contract.system_section
     assert text.index(REFUSAL_TEXT) < text.index(SECTION_HEADERS[1])
 
@@ -66,7 +66,7 @@ def test_five_sections_in_order_each_once() -> None:
 
 
 def test_closed_world_and_no_implicit_knowledge_rules_are_stated() -> None:
-    contract = load_prompt_contract_v1()
+    contract = load_prompt_contract()
     system = contract.system_section
     assert "only use the evidence provided" in system
     assert "must not use external knowledge" in system
@@ -87,8 +87,8 @@ def test_render_then_parse_round_trip() -> None:
         "[C0 | chunk_id=a1 | knowledge_id=k1 | source=s1]\nFirst chunk.\n\n"
         "[C1 | chunk_id=a2 | knowledge_id=k2 | source=s2]\nSecond chunk."
     )
-    prompt = render_prompt_v1(block, "Why?")
-    parsed = parse_prompt_v1(prompt)
+    prompt = render_prompt(block, "Why?")
+    parsed = parse_prompt(prompt)
     assert [e.anchor for e in parsed.evidence] == ["C0", "C1"]
     assert [e.chunk_id for e in parsed.evidence] == ["a1", "a2"]
     assert parsed.evidence[1].text == "Second chunk."
@@ -109,15 +109,15 @@ def test_render_then_parse_round_trip() -> None:
 )
 def test_malformed_evidence_is_refused(block: str) -> None:
     with pytest.raises(PromptContractError):
-        parse_prompt_v1(render_prompt_v1(block, "Why?"))
+        parse_prompt(render_prompt(block, "Why?"))
 
 
 def test_reordered_or_edited_sections_are_refused() -> None:
-    prompt = render_prompt_v1("[C0 | chunk_id=a | knowledge_id=k | source=s]\nx", "Why?")
+    prompt = render_prompt("[C0 | chunk_id=a | knowledge_id=k | source=s]\nx", "Why?")
     with pytest.raises(PromptContractError):
-        parse_prompt_v1(prompt.replace("must refuse", "may refuse"))
+        parse_prompt(prompt.replace("must refuse", "may refuse"))
     with pytest.raises(PromptContractError):
-        parse_prompt_v1(prompt + "\nExtra hidden section")
+        parse_prompt(prompt + "\nExtra hidden section")
     head, tail = prompt.split("### EVIDENCE ###")
     with pytest.raises(PromptContractError):
-        parse_prompt_v1("### EVIDENCE ###" + tail + head)
+        parse_prompt("### EVIDENCE ###" + tail + head)

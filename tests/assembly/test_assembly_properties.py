@@ -10,11 +10,11 @@ from aiblox.assembly import (
     SECTION_HEADERS,
     SelectionPolicy,
     assemble_answer_bundle,
-    build_prompt_v1,
+    build_prompt,
     load_policy,
-    load_prompt_contract_v1,
-    parse_prompt_v1,
-    safe_normalize_v1,
+    load_prompt_contract,
+    parse_prompt,
+    safe_normalize,
 )
 from aiblox.text.tokens import count_tokens
 
@@ -104,7 +104,7 @@ questions = st.sampled_from(
 @given(raw=raw_inputs(), policy=policies(), question=questions)
 def test_prompt_fits_anchors_sequential_evidence_contained(raw, policy, question) -> None:  # type: ignore[no-untyped-def]
     bundle = assemble_answer_bundle(question, raw, policy)
-    bundle, build = build_prompt_v1(bundle, question, policy)
+    bundle, build = build_prompt(bundle, question, policy)
     assert build.build_status == bundle.assembly_status or (
         build.build_status == "FAILED" and bundle.assembly_status == "FAILED"
     )
@@ -130,14 +130,14 @@ def test_prompt_fits_anchors_sequential_evidence_contained(raw, policy, question
     assert keys == sorted(keys)
     assert bundle.anchor_map == {ev.citation_anchor: ev.chunk_id for ev in bundle.selected_evidence}
     # structure: fixed sections byte for byte, evidence only inside its section
-    contract = load_prompt_contract_v1()
+    contract = load_prompt_contract()
     assert prompt.startswith(contract.prefix) and prompt.endswith(contract.suffix)
-    parsed = parse_prompt_v1(prompt)
+    parsed = parse_prompt(prompt)
     assert [e.anchor for e in parsed.evidence] == anchors
     assert [e.text for e in parsed.evidence] == [
         ev.sanitized_text for ev in bundle.selected_evidence
     ]
-    assert parsed.question == safe_normalize_v1(question)
+    assert parsed.question == safe_normalize(question)
     # outside the evidence bodies (data lines), each section header is one line, once
     start = contract.prefix.count("\n")
     body_positions = {start + 1 + 3 * i for i in range(len(parsed.evidence))}
@@ -164,7 +164,7 @@ def test_prompt_fits_anchors_sequential_evidence_contained(raw, policy, question
     ]
     assert all(line == "" for line in block_lines[2::3])
     # evidence text is never rewritten: it is a prefix of the sanitised input text
-    by_id = {r["chunk_id"]: safe_normalize_v1(r["chunk_text"]) for r in raw["results"]}
+    by_id = {r["chunk_id"]: safe_normalize(r["chunk_text"]) for r in raw["results"]}
     for ev in bundle.selected_evidence:
         assert by_id[ev.chunk_id].startswith(ev.sanitized_text)
         assert ev.truncated or by_id[ev.chunk_id] == ev.sanitized_text
@@ -173,9 +173,9 @@ def test_prompt_fits_anchors_sequential_evidence_contained(raw, policy, question
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=300))
 def test_safe_normalize_is_one_line_idempotent_and_keeps_words(text: str) -> None:
-    clean = safe_normalize_v1(text)
+    clean = safe_normalize(text)
     assert "\n" not in clean and "\r" not in clean and "\x00" not in clean
     assert clean == clean.strip()
     assert "  " not in clean
-    assert safe_normalize_v1(clean) == clean
+    assert safe_normalize(clean) == clean
     clean.encode("utf-8")  # never unencodable

@@ -13,10 +13,10 @@ from aiblox.assembly import (
     DROP_PER_KNOWLEDGE_CAP,
     DROP_REASONS,
     assemble_answer_bundle,
-    build_prompt_v1,
+    build_prompt,
     overlap_ratio,
     render_evidence_block,
-    safe_normalize_v1,
+    safe_normalize,
 )
 from aiblox.text.tokens import count_tokens
 
@@ -166,7 +166,7 @@ def test_a_chunk_whose_first_character_exceeds_the_cap_is_pruned_not_sent_empty(
     assert _ids(bundle) == ["ok"]
     assert bundle.selected_evidence[0].citation_anchor == "C0"  # anchors stay sequential
     assert [(d.chunk_id, d.reason) for d in bundle.metrics.dropped] == [("a-tib", DROP_BUDGET)]
-    bundle, build = build_prompt_v1(bundle, QUESTION, policy)
+    bundle, build = build_prompt(bundle, QUESTION, policy)
     assert build.build_status == "OK"
     alone = assemble_answer_bundle(QUESTION, make_input(rows[:1]), policy)
     assert alone.assembly_status == "NO_EVIDENCE"
@@ -227,5 +227,5 @@ def test_question_and_overhead_failures() -> None:
     ],
 )
 def test_safe_normalize_v1(raw: str, clean: str) -> None:
-    assert safe_normalize_v1(raw) == clean
-    assert safe_normalize_v1(clean) == clean  # idempotent
+    assert safe_normalize(raw) == clean
+    assert safe_normalize(clean) == clean  # idempotent

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from aiblox.assembly.records import SelectedEvidence
-from aiblox.assembly.sanitize import safe_normalize_v1
+from aiblox.assembly.sanitize import safe_normalize
 
 __all__ = ["EVIDENCE_SEPARATOR", "header_value", "render_evidence_block", "render_evidence_entry"]
 
@@ -30,7 +30,7 @@ _HEADER_ESCAPES = str.maketrans({"[": "(", "]": ")", "|": "/"})
 
 def header_value(value: str) -> str:
     """A metadata value made safe for an evidence header (one line, no delimiters)."""
-    return safe_normalize_v1(value).translate(_HEADER_ESCAPES) or "unknown"
+    return safe_normalize(value).translate(_HEADER_ESCAPES) or "unknown"
 
 
 def render_evidence_entry(

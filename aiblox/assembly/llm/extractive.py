@@ -1,7 +1,7 @@
 """``extractive``: a deterministic offline reader (step 5 of answer assembly) that answers only
 by quoting evidence.
 
-It reads the prompt it is given (Prompt Contract V1, parsed back with ``parse_prompt_v1``), so it
+It reads the prompt it is given (Prompt Contract V1, parsed back with ``parse_prompt``), so it
 sees exactly what a hosted model would. Question terms are casefolded ``\\w+`` words minus a small
 stop list (a trailing plural ``s`` removed from words over three letters). Each evidence sentence
 scores the share of distinct question terms it contains. Sentences that carry citation-like
@@ -19,7 +19,7 @@ import time
 from pydantic import BaseModel, ConfigDict, Field
 
 from aiblox.assembly.prompt.answer_rules import is_quotable
-from aiblox.assembly.prompt.contract import REFUSAL_TEXT, PromptContractError, parse_prompt_v1
+from aiblox.assembly.prompt.contract import REFUSAL_TEXT, PromptContractError, parse_prompt
 from aiblox.assembly.prompt.sentence_split import split_sentences
 from aiblox.assembly.records import LLMExecutionResult
 from aiblox.hashing import sha256_text
@@ -84,7 +84,7 @@ class ExtractiveLLM:
 
     def answer(self, prompt_text: str) -> str:
         """The answer text for a V1 prompt (raises PromptContractError on another prompt)."""
-        parsed = parse_prompt_v1(prompt_text)
+        parsed = parse_prompt(prompt_text)
         q_terms = question_terms(parsed.question)
         if not q_terms:
             return REFUSAL_TEXT

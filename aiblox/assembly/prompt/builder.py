@@ -10,7 +10,7 @@ prompt contract :data:`~aiblox.assembly.prompt.contract.PROMPT_CONTRACT_VERSION`
   lowest-ranked chunk is dropped (DROP_BUDGET) and the evidence block is rebuilt; the surviving
   anchors do not move, as the dropped chunk is always the last.
 - Byte determinism: no timestamps, ids or unordered iteration, so identical inputs give
-  identical bytes. The built prompt is parsed back with :func:`parse_prompt_v1` and compared
+  identical bytes. The built prompt is parsed back with :func:`parse_prompt` and compared
   with the bundle before it is returned.
 
 The next step is the reader (:mod:`aiblox.assembly.llm`).
@@ -25,9 +25,9 @@ from aiblox.assembly.prompt.contract import (
     PROMPT_CONTRACT_VERSION,
     TEMPLATE_SHA256,
     PromptContractError,
-    load_prompt_contract_v1,
-    parse_prompt_v1,
-    render_prompt_v1,
+    load_prompt_contract,
+    parse_prompt,
+    render_prompt,
 )
 from aiblox.assembly.records import (
     DROP_BUDGET,
@@ -41,7 +41,7 @@ from aiblox.assembly.selection.outcome import build_metrics
 from aiblox.hashing import sha256_text
 from aiblox.text.tokens import count_tokens
 
-__all__ = ["build_prompt_v1"]
+__all__ = ["build_prompt"]
 
 
 def _result(
@@ -102,7 +102,7 @@ def _rebundle(
     )
 
 
-def build_prompt_v1(
+def build_prompt(
     bundle: AnswerBundle, question: str, policy: SelectionPolicy
 ) -> tuple[AnswerBundle, PromptBuildResult]:
     """Build the exact prompt for an AnswerBundle.
@@ -137,7 +137,7 @@ def build_prompt_v1(
     dropped: list[SelectedEvidence] = []
     while True:
         block = render_evidence_block(kept)
-        prompt = render_prompt_v1(block, q)
+        prompt = render_prompt(block, q)
         block_tokens = count_tokens(block, enc)
         prompt_tokens = count_tokens(prompt, enc)
         total = prompt_tokens + policy.reserved_output_tokens
@@ -158,14 +158,14 @@ def build_prompt_v1(
             )
             return bundle, build
     try:
-        parsed = parse_prompt_v1(prompt)
+        parsed = parse_prompt(prompt)
     except PromptContractError as err:
         return bundle, _result(bundle, policy, "FAILED", f"prompt structure: {err}")
     if parsed.question != q or [e.text for e in parsed.evidence] != [
         ev.sanitized_text for ev in kept
     ]:
         return bundle, _result(bundle, policy, "FAILED", "prompt does not parse back to its inputs")
-    contract = load_prompt_contract_v1()
+    contract = load_prompt_contract()
     build = _result(
         bundle,
         policy,

@@ -16,8 +16,8 @@ The template has five sections in this exact order, each header exactly once:
 
 Rendering splits the template at its two placeholders once and concatenates the pieces, so
 evidence or question text that contains a placeholder or a header is never substituted into.
-Evidence and question text are sanitised by ``safe_normalize_v1`` to single lines, which makes
-:func:`parse_prompt_v1` unambiguous: every evidence body is the one line after its header. The
+Evidence and question text are sanitised by ``safe_normalize`` to single lines, which makes
+:func:`parse_prompt` unambiguous: every evidence body is the one line after its header. The
 builder (:mod:`aiblox.assembly.prompt.builder`) renders through this module; the extractive
 reader parses prompts back with it.
 """
@@ -36,19 +36,19 @@ __all__ = [
     "EVIDENCE_HEADER_PATTERN",
     "EVIDENCE_PLACEHOLDER",
     "PROMPT_CONTRACT_VERSION",
+    "ParsedEvidence",
+    "ParsedPrompt",
+    "PromptContractError",
+    "PromptTemplate",
     "QUESTION_PLACEHOLDER",
     "REFUSAL_TEXT",
     "SECTION_HEADERS",
     "TEMPLATE_FILE",
     "TEMPLATE_SHA256",
-    "ParsedEvidence",
-    "ParsedPrompt",
-    "PromptContractError",
-    "PromptTemplate",
-    "load_prompt_contract_v1",
+    "load_prompt_contract",
     "parse_evidence_block",
-    "parse_prompt_v1",
-    "render_prompt_v1",
+    "parse_prompt",
+    "render_prompt",
 ]
 
 PROMPT_CONTRACT_VERSION = "PROMPT_CONTRACT_V1"
@@ -146,7 +146,7 @@ def _check_template(text: str) -> PromptTemplate:
 
 
 @lru_cache(maxsize=1)
-def load_prompt_contract_v1() -> PromptTemplate:
+def load_prompt_contract() -> PromptTemplate:
     """Read the template shipped in the package, check its sha256 and structure."""
     data = resources.files("aiblox.assembly.prompt").joinpath(TEMPLATE_FILE).read_bytes()
     digest = sha256_bytes(data)
@@ -158,9 +158,9 @@ def load_prompt_contract_v1() -> PromptTemplate:
     return _check_template(data.decode("utf-8"))
 
 
-def render_prompt_v1(evidence_block: str, question: str) -> str:
+def render_prompt(evidence_block: str, question: str) -> str:
     """The prompt text for a rendered evidence block and a normalised question."""
-    contract = load_prompt_contract_v1()
+    contract = load_prompt_contract()
     return contract.prefix + evidence_block + contract.middle + question + contract.suffix
 
 
@@ -177,7 +177,7 @@ class ParsedEvidence:
 
 @dataclass(frozen=True)
 class ParsedPrompt:
-    """A prompt read back by :func:`parse_prompt_v1`."""
+    """A prompt read back by :func:`parse_prompt`."""
 
     evidence: tuple[ParsedEvidence, ...]
     question: str
@@ -217,10 +217,10 @@ def parse_evidence_block(block: str) -> tuple[ParsedEvidence, ...]:
     return tuple(parsed)
 
 
-def parse_prompt_v1(prompt: str) -> ParsedPrompt:
+def parse_prompt(prompt: str) -> ParsedPrompt:
     """Split a V1 prompt back into its evidence chunks and question, checking the structure:
     the fixed sections byte for byte, in order, the evidence entirely inside its section."""
-    contract = load_prompt_contract_v1()
+    contract = load_prompt_contract()
     if not prompt.startswith(contract.prefix):
         raise PromptContractError("system, safety or evidence header sections differ from V1")
     if not prompt.endswith(contract.suffix):
