@@ -1,6 +1,7 @@
 """The import contracts in ``pyproject.toml`` (import-linter): layers one way, the pipeline's parts
-independent, pure layers free of databases and models, no cycles between sibling modules. The
-contracts hold on this checkout, and they do catch an upward import and a cycle."""
+independent, pure layers free of databases and models, no cycles between sibling modules, imports
+made for type checking only included. The contracts hold on this checkout, and they do catch an
+upward import, a cycle and a cycle one of whose imports is for type checking only."""
 
 from __future__ import annotations
 
@@ -61,3 +62,18 @@ def test_a_cycle_between_siblings_is_caught(package_copy):
         b.unlink()
     assert done.returncode != 0
     assert "No cycles are allowed in aiblox.text" in done.stdout
+
+
+def test_a_cycle_through_a_type_checking_import_is_caught(package_copy):
+    a = package_copy / "aiblox" / "sweep" / "cycle_a.py"
+    b = package_copy / "aiblox" / "sweep" / "cycle_b.py"
+    a.write_text("from aiblox.sweep import cycle_b  # noqa: F401\n")
+    b.write_text("from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+                 "    from aiblox.sweep import cycle_a  # noqa: F401\n")
+    try:
+        done = lint(package_copy)
+    finally:
+        a.unlink()
+        b.unlink()
+    assert done.returncode != 0
+    assert "No cycles are allowed in aiblox.sweep" in done.stdout

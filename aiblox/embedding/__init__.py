@@ -9,7 +9,7 @@ from aiblox.embedding.base import (
     registry,
 )
 from aiblox.embedding.cache import CachedEmbedder, EmbeddingCache, InMemoryEmbeddingCache
-from aiblox.embedding.hashing import HashingEmbedder
+from aiblox.embedding.hashing_embedder import HashingEmbedder
 from aiblox.embedding.sentence_transformers import SentenceTransformerEmbedder, model_digest
 from aiblox.embedding.vectors import VectorImportError, import_vectors, read_vectors
 

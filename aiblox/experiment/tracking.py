@@ -82,7 +82,7 @@ def log_experiment(exp: Experiment, manifests: dict[str, PointManifest], trackin
         split_file,
         tracking_client,
     )
-    from aiblox.engine.tracking.store import store_lock
+    from aiblox.engine.tracking.mlflow_store import store_lock
 
     client = tracking_client(tracking_uri, create=True)
     with store_lock(tracking_uri):

@@ -224,6 +224,6 @@ def test_a_half_made_mlflow_database_of_an_older_version_is_made_again(tmp_path,
     client.set_terminated(run.info.run_id)
     assert client.get_run(run.info.run_id).info.status == "FINISHED"
     # a database holding runs is never touched, even when it cannot be opened
-    from aiblox.engine.tracking.store import _holds_nothing
+    from aiblox.engine.tracking.mlflow_store import _holds_nothing
 
     assert not _holds_nothing(db)

@@ -37,14 +37,14 @@ metrics, and for pipeline points chunk and answer metrics), and for selection po
 split is written by :func:`split_file` (``test:0/2`` as ``test-0of2``). mlflow (and filelock,
 which it brings) is imported in this package only (the ``tracking`` extra).
 
-==============  ==============================================================================
-module          what it is for
-==============  ==============================================================================
-``store``       the store: URIs, its file lock, a client opened once, filter values
-``owner``       the process owning a parent run, its heartbeat, a sweep given up on an error
-``layout``      a point's tags, params, metric names, artifact files; the parent's summary
-``writer``      :class:`SweepTracker`: the one writer
-==============  ==============================================================================
+================  ============================================================================
+module            what it is for
+================  ============================================================================
+``mlflow_store``  the store: URIs, its file lock, a client opened once, filter values
+``owner``         the process owning a parent run, its heartbeat, a sweep given up on an error
+``layout``        a point's tags, params, metric names, artifact files; the parent's summary
+``writer``        :class:`SweepTracker`: the one writer
+================  ============================================================================
 """
 
 from aiblox.engine.tracking.layout import (
@@ -55,8 +55,7 @@ from aiblox.engine.tracking.layout import (
     split_file,
     trec_run,
 )
-from aiblox.engine.tracking.owner import SweepBusy, SweepInterrupted, release_on_error
-from aiblox.engine.tracking.store import (
+from aiblox.engine.tracking.mlflow_store import (
     DEFAULT_TRACKING_URI,
     HEARTBEAT_S,
     LEASE_S,
@@ -69,6 +68,7 @@ from aiblox.engine.tracking.store import (
     tag_filter,
     tracking_client,
 )
+from aiblox.engine.tracking.owner import SweepBusy, SweepInterrupted, release_on_error
 from aiblox.engine.tracking.writer import SweepTracker
 
 __all__ = [

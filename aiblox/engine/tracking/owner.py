@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
-from aiblox.engine.tracking.store import _seconds
+from aiblox.engine.tracking.mlflow_store import _seconds
 
 __all__ = [
     "Owner",

@@ -32,6 +32,14 @@ from aiblox.engine.tracking.layout import (
     pareto_summary,
     split_file,
 )
+from aiblox.engine.tracking.mlflow_store import (
+    _mlflow_logs_off,
+    _seconds,
+    artifact_location,
+    store_lock,
+    tag_filter,
+    tracking_client,
+)
 from aiblox.engine.tracking.owner import (
     _LIVE_TOKENS,
     TAG_HEARTBEAT,
@@ -42,14 +50,6 @@ from aiblox.engine.tracking.owner import (
     _Heartbeat,
     _this_process,
     owner_status,
-)
-from aiblox.engine.tracking.store import (
-    _mlflow_logs_off,
-    _seconds,
-    artifact_location,
-    store_lock,
-    tag_filter,
-    tracking_client,
 )
 from aiblox.stores.base import is_disk_full
 
