@@ -424,7 +424,8 @@ class SweepSpec(_Strict):
     @property
     def has_pipeline_axes(self) -> bool:
         """True when points go past fusion (chunking or selection axes): such a sweep is run by
-        :func:`aiblox.engine.point.run_pipeline_sweep`."""
+        :func:`~aiblox.sweep.runner.run_sweep` through the chunk stages of
+        :mod:`aiblox.engine.point`."""
         return self.grid.chunking is not None or self.grid.selection is not None
 
     def base_prefs(self) -> RetrievalPrefs:
