@@ -29,6 +29,7 @@ def _():
         available_datasets,
         available_embedders,
         baseline_prefs,
+        fitting_metrics,
         fusion_prefs,
         log_fusion_point,
         moved_queries,
@@ -43,6 +44,7 @@ def _():
         available_splits,
         baseline_prefs,
         find_dataset,
+        fitting_metrics,
         fusion_prefs,
         log_fusion_point,
         mo,
@@ -111,13 +113,19 @@ def _(mo):
                                value="minmax", label="normalisation")
     missing = mo.ui.dropdown(options=["zero", "list_min"], value="zero",
                              label="missing document")
-    depth = mo.ui.slider(5, 100, step=5, value=100, label="depth", show_value=True)
-    metric = mo.ui.dropdown(options=["ndcg@10", "mrr@10", "map@100", "recall@100"],
+    depth = mo.ui.slider(10, 100, step=5, value=100, label="depth", show_value=True)
+    return blend, depth, missing, normalize, rrf_k, w_text
+
+
+@app.cell
+def _(blend, depth, fitting_metrics, fusion_prefs, missing, mo, normalize, rrf_k, w_text):
+    # only the metrics a run this deep computes: recall@100 reads 100 documents per query
+    metric = mo.ui.dropdown(options=fitting_metrics(fusion_prefs(depth=depth.value)),
                             value="ndcg@10", label="metric")
     mo.vstack([mo.hstack([blend, metric], justify="start"),
                mo.hstack([w_text, rrf_k, depth], justify="start"),
                mo.hstack([normalize, missing], justify="start")])
-    return blend, depth, metric, missing, normalize, rrf_k, w_text
+    return (metric,)
 
 
 @app.cell

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -25,9 +26,23 @@ def test_the_readme_python_block_runs(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.strip().splitlines()
     assert lines[0].startswith("PASSED ") and "[C0]" in done.stdout  # a cited answer, validated
-    ndcg, run_hash = lines[-2].split()
+    ndcg, recall, run_hash = lines[-2].split()
     assert 0.0 < float(ndcg) <= 1.0 and len(run_hash) == 64
     assert 0.0 < float(lines[-1].split()[-1]) <= 1.0  # the sweep's best point, scored on test
+    # the numbers of the CLI (issue 25: Python once scored a 20-deep run under recall@100)
+    cli = subprocess.run([sys.executable, "-m", "aiblox.cli", "eval", "sample", "--blend", "linear",
+                          "--normalize", "zscore", "--json"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert cli.returncode == 0, cli.stderr[-3000:]
+    system = json.loads(cli.stdout)["systems"][0]
+    assert system["metrics"]["ndcg@10"] == float(ndcg)
+    assert system["metrics"]["recall@100"] == float(recall)
+    assert system["hashes"]["run"] == run_hash
+    # and the numbers the README prints beside the block
+    printed = re.search(r"# ([0-9.]+) ([0-9.]+) ([0-9a-f]{8})\.\.\.: `aiblox eval sample", code)
+    assert printed, "the README block prints its numbers in a comment"
+    assert printed.group(1) == f"{float(ndcg):.4f}" and float(printed.group(2)) == float(recall)
+    assert run_hash.startswith(printed.group(3))
 
 
 def test_import_aiblox_stays_light():

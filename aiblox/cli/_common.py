@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
@@ -13,6 +14,7 @@ from pydantic import BaseModel
 # the commands' consoles, re-exported: results (tables, reports, ``--json``) go to stdout
 # (``out``), progress and informational lines to stderr (``console``)
 from aiblox.cli._console import console, out  # noqa: F401
+from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.embedding import CachedEmbedder, Embedder, get_embedder
 from aiblox.stores import Store, StoreError, mask_password, open_store
 
@@ -129,6 +131,45 @@ def checked_chunker(name: str) -> None:
         get_chunker(name)
     except (UnknownChunkerError, ValueError) as exc:
         fail(f"--chunker: {exc}")
+
+
+def checked_prefs(data: dict[str, Any], options: Mapping[str, tuple[str, Any]]
+                  ) -> RetrievalPrefs:
+    """``RetrievalPrefs`` of ``data``, or one ``error:`` line (exit 2, before any work) when the
+    contract refuses a value: naming the option as the user typed it, the value and the valid
+    values (``--depth 0: out of range; valid: a whole number >= 1``), never pydantic's field
+    path. ``options`` maps a field's dotted path (``fts.top_k``) to ``(option, value given)``."""
+    from pydantic import ValidationError
+
+    try:
+        return RetrievalPrefs.model_validate(data)
+    except ValidationError as exc:
+        fail(option_problems(exc, options))
+        raise  # unreachable
+
+
+def option_problems(exc: Any, options: Mapping[str, tuple[str, Any]]) -> str:
+    """The errors of a ``RetrievalPrefs`` validation as options (see :func:`checked_prefs`):
+    a field's error names its option and value; an error of a whole section (linear weights
+    summing to 0) has the fields it names written as their options."""
+    from aiblox.contracts.problems import value_problem
+
+    parts = []
+    for err in exc.errors():
+        path = ".".join(str(x) for x in err.get("loc", ()))
+        problem = value_problem(RetrievalPrefs, err)
+        if path in options:
+            option, value = options[path]
+            parts.append(f"{option} {value}: {problem}")
+            continue
+        named = False
+        for field, (option, _) in options.items():
+            if not path or field.startswith(path + "."):
+                leaf = re.escape(field.rsplit(".", 1)[-1])
+                problem, n = re.subn(rf"(?<![\w-]){leaf}\b", option, problem)
+                named = named or n > 0
+        parts.append(problem if named or not path else f"{path}: {problem}")
+    return "; ".join(dict.fromkeys(parts))
 
 
 def option_message(exc: BaseException) -> str:

@@ -19,6 +19,7 @@ from aiblox.cli._common import (
     check_store_searchable,
     checked_chunker,
     checked_embedder,
+    checked_prefs,
     existing_store,
     fail,
     open_db,
@@ -26,7 +27,7 @@ from aiblox.cli._common import (
     print_json,
 )
 from aiblox.cli._errors import print_error
-from aiblox.contracts.retrieval import RequestContext, RetrievalPrefs
+from aiblox.contracts.retrieval import RequestContext
 from aiblox.evidence import (
     DefaultEvidencePacker,
     EvidencePack,
@@ -71,13 +72,15 @@ def answer(
         fail(str(exc))
     model = checked_embedder(embedder)
     checked_chunker(chunker)
+    prefs = checked_prefs({"query_text": question, "top_k_chunks": top_k_chunks,
+                           "chunking": {"chunker_id": chunker}},
+                          {"top_k_chunks": ("--top-k-chunks", top_k_chunks),
+                           "chunking.chunker_id": ("--chunker", chunker)})
     db = existing_store(db, dataset)
     store = open_db(db)
     try:
         check_store_searchable(store, model.model_id, embedder, bm25_hint=False)
         emb = cached_embedder(model, store, progress=False)
-        prefs = RetrievalPrefs(query_text=question, top_k_chunks=top_k_chunks,
-                               chunking={"chunker_id": chunker})  # type: ignore[arg-type]
         bundle = asyncio.run(make_retriever(store, emb).search(RequestContext(), prefs))
         index_version = sha256_hex(store.item_hashes())[:16]
         items = store.get_items(sorted({c.item_id for c in bundle.candidates}))

@@ -13,7 +13,9 @@ from rich.text import Text
 
 from aiblox.cli._common import (
     checked_choice,
+    checked_chunker,
     checked_metrics,
+    checked_prefs,
     console,
     fail,
     field_choices,
@@ -22,6 +24,7 @@ from aiblox.cli._common import (
     show_progress,
     writable_folder,
 )
+from aiblox.cli._errors import print_error
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.eval.chunk_eval import ChunkEvalResult, evaluate_chunks
 from aiblox.eval.datasets import DatasetError, load_dataset
@@ -37,7 +40,14 @@ from aiblox.eval.experiment import (
     system_from_run,
     write_trec_run,
 )
-from aiblox.eval.metrics import DEFAULT_METRICS
+from aiblox.eval.metrics import (
+    DEFAULT_METRICS,
+    DepthError,
+    check_depth,
+    evaluation_prefs,
+    metric_cutoff,
+)
+from aiblox.eval.metrics.depth import deepest_cutoff
 from aiblox.eval.runner import EvalResult, evaluate_retrieval
 from aiblox.eval.sweep.tracking import DEFAULT_TRACKING_URI
 from aiblox.eval.workspace import open_workspace
@@ -65,8 +75,12 @@ def eval_command(
     normalize: str = typer.Option("sigmoid", help="minmax, zscore, sigmoid or none."),
     missing: str = typer.Option("zero", help="Linear blend score of a document absent from a "
                                              "list: zero or list_min."),
-    depth: int = typer.Option(100, help="Candidates taken from each signal before fusion."),
-    top_k: int = typer.Option(100, "--top-k", help="Fused candidates scored per query."),
+    depth: int | None = typer.Option(None, help=(
+        "Candidates taken from each signal before fusion (default: the evaluation depth, 100 "
+        "or the deepest --metric cutoff; 1,000 with a metric without one, such as map).")),
+    top_k: int | None = typer.Option(None, "--top-k", help=(
+        "Fused candidates scored per query (default: the evaluation depth, as --depth). A "
+        "--top-k or --depth below a --metric cutoff is refused.")),
     metric: list[str] = typer.Option(list(DEFAULT_METRICS), "--metric",
                                      help="ranx metric name; repeatable."),
     ignore_identical_ids: bool = typer.Option(
@@ -132,6 +146,41 @@ def eval_command(
         fail(f"--alpha must be between 0 and 1, got {alpha}")
     if per_query is not None and per_query.suffix.lower() not in (".parquet", ".pq", ".csv"):
         fail(f"--per-query {per_query}: the suffix picks the format: .parquet or .csv")
+    mode_prefs = {m: _mode_prefs(m, metric, depth=depth, top_k=top_k, blend=blend,
+                                 rrf_k=rrf_k, w_text=w_text, w_vec=w_vec, normalize=normalize,
+                                 missing=missing, ignore_identical_ids=ignore_identical_ids)
+                  for m in modes}
+    with_chunks = chunks or bool(chunker)
+    chunk_prefs: dict[str, RetrievalPrefs] = {}
+    chunk_metrics: list[str] = []
+    chunk_ks: list[int] = []
+    if with_chunks and modes:
+        if chunk_limit is not None and chunk_limit < 1:
+            fail(f"--chunk-limit {chunk_limit}: out of range; valid: a whole number >= 1")
+        if chunker:
+            checked_chunker(chunker)
+        chunk_options = {
+            "top_k_items": ("--chunk-items", chunk_items),
+            "top_k_chunks": ("--top-k-chunks", top_k_chunks),
+            "per_item_chunk_cap": ("--per-item-chunk-cap", per_item_chunk_cap),
+            "chunking.strategy": ("--chunk-strategy", chunk_strategy),
+            "chunking.max_chunk_tokens": ("--max-chunk-tokens", max_chunk_tokens),
+            "chunking.overlap_tokens": ("--overlap-tokens", overlap_tokens)}
+        for m, prefs in mode_prefs.items():
+            chunk_prefs[m] = checked_prefs({
+                **prefs.model_dump(), "top_k_items": chunk_items, "top_k_chunks": top_k_chunks,
+                "per_item_chunk_cap": per_item_chunk_cap,
+                "chunking": {"strategy": chunk_strategy, "chunker_id": chunker or "sentences",
+                             "max_chunk_tokens": max_chunk_tokens,
+                             "overlap_tokens": overlap_tokens}}, chunk_options)
+        try:  # sizes the chunker refuses (an overlap not below the budget): before any work
+            from aiblox.chunking import make_chunker
+
+            make_chunker(next(iter(chunk_prefs.values())).chunking)
+        except ValueError as exc:
+            fail(str(exc).replace("overlap_tokens", "--overlap-tokens").replace(
+                "max_chunk_tokens", "--max-chunk-tokens"))
+        chunk_metrics, chunk_ks = _chunk_depths(metric, chunk_items, top_k_chunks)
     runs = {}
     for f in run_files:  # read before any work: a bad line is one error, at once
         try:
@@ -159,7 +208,6 @@ def eval_command(
         fail(str(exc))
     results: list[EvalResult] = []
     chunk_results: list[ChunkEvalResult | None] = []
-    with_chunks = chunks or bool(chunker)
     backend = ""
     if modes:
         try:
@@ -172,34 +220,15 @@ def eval_command(
         backend = ws.store.kind
         try:
             for m in modes:
-                try:
-                    prefs = RetrievalPrefs(
-                        query_text="", mode=m, top_k_items=top_k,  # type: ignore[arg-type]
-                        ignore_identical_ids=ignore_identical_ids,
-                        fts={"top_k": depth}, vector={"top_k": depth},  # type: ignore[arg-type]
-                        scoring={"blend": blend, "rrf_k": rrf_k, "w_text": w_text,  # type: ignore
-                                 "w_vec": w_vec, "normalize": normalize, "missing": missing})
-                except ValueError as exc:
-                    fail(str(exc))
-                results.append(evaluate_retrieval(ws.retriever, ds, split, prefs, metric,
-                                                  progress=show_progress()))
+                results.append(evaluate_retrieval(ws.retriever, ds, split, mode_prefs[m],
+                                                  metric, progress=show_progress()))
                 chunk_results.append(None)
                 if with_chunks:
-                    try:
-                        cprefs = RetrievalPrefs.model_validate({
-                            **prefs.model_dump(), "top_k_items": chunk_items,
-                            "top_k_chunks": top_k_chunks,
-                            "per_item_chunk_cap": per_item_chunk_cap,
-                            "chunking": {"strategy": chunk_strategy,
-                                         "chunker_id": chunker or "sentences",
-                                         "max_chunk_tokens": max_chunk_tokens,
-                                         "overlap_tokens": overlap_tokens}})
-                        late = make_retriever(ws.store, ws.embedder if m != "bm25" else None)
-                        chunk_results[-1] = evaluate_chunks(late, ds, split, cprefs, metric,
-                                                            limit=chunk_limit,
-                                                            progress=show_progress())
-                    except ValueError as exc:
-                        fail(str(exc))
+                    late = make_retriever(ws.store, ws.embedder if m != "bm25" else None)
+                    chunk_results[-1] = evaluate_chunks(late, ds, split, chunk_prefs[m],
+                                                        chunk_metrics, k_values=chunk_ks,
+                                                        limit=chunk_limit,
+                                                        progress=show_progress())
         finally:
             ws.close()
     systems = [system_from_result(r) for r in results]
@@ -234,6 +263,60 @@ def eval_command(
 
 MODES = field_choices(RetrievalPrefs, "mode")
 FORMATS = ("table", "markdown", "latex", "csv", "json")
+DEPTH_OPTIONS = {"top_k_items": "--top-k", "fts.top_k": "--depth", "vector.top_k": "--depth"}
+"""The options that set an evaluation's depths, by ``RetrievalPrefs`` field."""
+
+
+def _mode_prefs(mode: str, metrics: list[str], *, depth: int | None, top_k: int | None,
+                blend: str, rrf_k: int, w_text: float, w_vec: float, normalize: str,
+                missing: str, ignore_identical_ids: bool) -> RetrievalPrefs:
+    """The retrieval preferences of ``mode`` from the options, checked before any work: a value
+    the contract refuses, or a --top-k / --depth below a metric's cutoff, is one ``error:``
+    line naming the option. A depth left out is the evaluation depth
+    (:func:`~aiblox.eval.metrics.evaluation_prefs`)."""
+    data: dict[str, Any] = {
+        "query_text": "", "mode": mode, "ignore_identical_ids": ignore_identical_ids,
+        "scoring": {"blend": blend, "rrf_k": rrf_k, "w_text": w_text, "w_vec": w_vec,
+                    "normalize": normalize, "missing": missing}}
+    if top_k is not None:
+        data["top_k_items"] = top_k
+    if depth is not None:
+        data["fts"], data["vector"] = {"top_k": depth}, {"top_k": depth}
+    prefs = checked_prefs(data, {
+        "top_k_items": ("--top-k", top_k), "fts.top_k": ("--depth", depth),
+        "vector.top_k": ("--depth", depth), "scoring.blend": ("--blend", blend),
+        "scoring.rrf_k": ("--rrf-k", rrf_k), "scoring.w_text": ("--w-text", w_text),
+        "scoring.w_vec": ("--w-vec", w_vec), "scoring.normalize": ("--normalize", normalize),
+        "scoring.missing": ("--missing", missing)})
+    prefs = evaluation_prefs(prefs, metrics)
+    try:
+        check_depth(prefs, metrics, DEPTH_OPTIONS, fix=(
+            "give {names} {cut} or more, or leave it out (the evaluation then retrieves as "
+            "deep as its deepest cutoff), or use cutoffs of at most {depth}"))
+    except DepthError as exc:
+        fail(str(exc))
+    return prefs
+
+
+def _chunk_depths(metrics: list[str], chunk_items: int, top_k_chunks: int
+                  ) -> tuple[list[str], list[int]]:
+    """The metrics and ``answer_recall@k`` cutoffs chunk evaluation can compute: the
+    max-passage projection ranks only the ``--chunk-items`` chunked documents, and
+    ``--top-k-chunks`` chunks are returned; deeper ones are left out with one warning line."""
+    fit = [m for m in metrics if (metric_cutoff(m) or 0) <= chunk_items]
+    ks = [k for k in (1, 5, 10) if k <= top_k_chunks]
+    left = [m for m in metrics if m not in fit]
+    if left:
+        print_error(f"--chunks: {', '.join(left)} left out of the chunk-level (max-passage) "
+                    f"metrics: they rank only the --chunk-items {chunk_items} chunked "
+                    f"documents (raise --chunk-items to {deepest_cutoff(left)} to score them)",
+                    prefix="warning")
+    if not ks:
+        fail(f"--top-k-chunks {top_k_chunks}: chunk evaluation needs at least 1 chunk returned")
+    if len(ks) < 3:
+        print_error(f"--chunks: answer_recall@k only for k <= --top-k-chunks {top_k_chunks}: "
+                    f"{', '.join(f'@{k}' for k in ks) or 'none'}", prefix="warning")
+    return fit, ks
 
 
 def _labels(modes: list[str], run_files: list[Path]) -> dict[Any, str]:

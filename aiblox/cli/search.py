@@ -15,6 +15,7 @@ from aiblox.cli._common import (
     check_store_searchable,
     checked_choice,
     checked_embedder,
+    checked_prefs,
     fail,
     field_choices,
     open_existing_store,
@@ -31,7 +32,7 @@ def search(
     db: str = typer.Option("", "--db", help=STORE_HELP),
     dataset: str = typer.Option("", "--dataset", help=DATASET_STORE_HELP),
     mode: str = typer.Option("hybrid", help="hybrid, bm25 or dense."),
-    k: int = typer.Option(10, "-k", "--top-k", min=1, help="Candidates to show."),
+    k: int = typer.Option(10, "-k", "--top-k", help="Candidates to show."),
     embedder: str = typer.Option("minilm", "--embedder", help="Embedder the store was built with."),
     blend: str = typer.Option("rrf", help="Fusion: rrf or linear."),
     normalize: str = typer.Option("sigmoid", help="Linear blend: per-list score normalisation "
@@ -43,15 +44,17 @@ def search(
     checked_choice(mode, field_choices(RetrievalPrefs, "mode"), "--mode")
     checked_choice(blend, field_choices(ScoringConfig, "blend"), "--blend")
     checked_choice(normalize, field_choices(ScoringConfig, "normalize"), "--normalize")
+    scoring = {"blend": blend} if normalize == "sigmoid" else {"blend": blend,
+                                                              "normalize": normalize}
+    prefs = checked_prefs({"query_text": query, "mode": mode, "top_k_items": k,
+                           "scoring": scoring},
+                          {"top_k_items": ("--top-k", k), "scoring.blend": ("--blend", blend),
+                           "scoring.normalize": ("--normalize", normalize)})
     model = checked_embedder(embedder)
     store = open_existing_store(db, dataset)
     try:
         check_store_searchable(store, None if mode == "bm25" else model.model_id, embedder)
         emb = cached_embedder(model, store, progress=False)
-        scoring = {"blend": blend} if normalize == "sigmoid" else {"blend": blend,
-                                                                  "normalize": normalize}
-        prefs = RetrievalPrefs(query_text=query, mode=mode, top_k_items=k,  # type: ignore[arg-type]
-                               scoring=scoring)  # type: ignore[arg-type]
         bundle = asyncio.run(make_retriever(store, emb).search(RequestContext(), prefs))
     except StoreError as exc:
         fail(str(exc))

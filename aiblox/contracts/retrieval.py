@@ -48,6 +48,13 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
+class _Settings(_Strict):
+    """Search settings: numbers are finite (a NaN weight or an infinite ``k1`` would rank every
+    document the same, or by nothing, without a word)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+
 class CancelledError(RuntimeError):
     """Raised by :meth:`CancellationToken.raise_if_cancelled` once the request is cancelled."""
 
@@ -85,7 +92,7 @@ class RequestContext(BaseModel):
     """Token the caller may cancel; the retriever checks it between stages."""
 
 
-class FtsConfig(_Strict):
+class FtsConfig(_Settings):
     """Full-text search settings (the seed's ``fts`` dict).
 
     With ``engine = "index"`` (the default) BM25 is served by a bm25s-style index built from the
@@ -206,7 +213,7 @@ class FtsConfig(_Strict):
         return out
 
 
-class VectorConfig(_Strict):
+class VectorConfig(_Settings):
     """Vector search settings (the seed's ``vector`` dict).
 
     With ``engine = "index"`` (the default) vectors are searched in a derived index built from
@@ -299,7 +306,7 @@ HNSW_FROM_VECTORS = 300_000
 is fast enough (about 1,800 queries/s at 100k x 384 on 2 cores) and gives the exact answer."""
 
 
-class ScoringConfig(_Strict):
+class ScoringConfig(_Settings):
     """Hybrid fusion settings (the seed's ``scoring`` dict)."""
 
     blend: Literal["rrf", "linear"] = "rrf"
@@ -320,6 +327,18 @@ class ScoringConfig(_Strict):
     """Linear blend: the normalised score a document gets for a list it is absent from.
     ``zero`` (ranx's choice) or ``list_min``, the list's lowest normalised score (pyserini's).
     RRF always counts an absent list as contributing nothing."""
+
+    @model_validator(mode="after")
+    def _weights_not_all_zero(self) -> ScoringConfig:
+        # weights summing to 0 score every document 0: the fused run would be the documents
+        # in id order, a ranking by nothing
+        names = ("w_text", "w_vec") if self.blend == "linear" else ("rrf_w_text", "rrf_w_vec")
+        if all(getattr(self, n) == 0 for n in names):
+            what = "linear fusion's" if self.blend == "linear" else "RRF's"
+            raise ValueError(f"{what} weights sum to 0 ({names[0]} 0, {names[1]} 0): every "
+                             f"document would score 0 and come back in id order; give "
+                             f"{names[0]} or {names[1]} a positive weight")
+        return self
 
 
 class ChunkingConfig(_Strict):

@@ -34,7 +34,8 @@ from aiblox.chunking.metrics import (
 )
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.eval.datasets import Dataset
-from aiblox.eval.metrics import DEFAULT_METRICS, evaluate_run
+from aiblox.eval.metrics import DEFAULT_METRICS, DepthError, check_depth, evaluate_run
+from aiblox.eval.metrics.depth import metrics_within
 from aiblox.eval.runner import config_hash
 from aiblox.hashing import sha256_hex
 from aiblox.progress import progress_bar
@@ -107,18 +108,33 @@ def _late(retriever: HybridRetriever) -> LateChunker:
 
 
 def evaluate_chunks(retriever: HybridRetriever, dataset: Dataset, split: str,
-                    prefs: RetrievalPrefs, metrics: Sequence[str] = DEFAULT_METRICS,
+                    prefs: RetrievalPrefs, metrics: Sequence[str] | None = None,
                     k_values: Sequence[int] = (1, 5, 10), limit: int | None = None,
                     batch_size: int = 100, match: str = ANSWER_MATCH_RULE,
                     progress: bool = True) -> ChunkEvalResult:
     """Chunk-level evaluation of ``prefs`` (its ``chunking``, ``cache``, ``top_k_items``,
-    ``top_k_chunks`` and ``per_item_chunk_cap``) on the first ``limit`` queries of ``split``."""
+    ``top_k_chunks`` and ``per_item_chunk_cap``) on the first ``limit`` queries of ``split``.
+
+    The document runs scored with ranx ``metrics`` (the fused run and its max-passage
+    projection) hold the ``top_k_items`` chunked documents, and ``top_k_chunks`` chunks are
+    returned: a metric cutoff above ``top_k_items`` or a ``k_values`` entry above
+    ``top_k_chunks`` raises :class:`~aiblox.eval.metrics.DepthError` before any work
+    (:mod:`aiblox.eval.metrics.depth`). ``metrics`` None: those of
+    :data:`~aiblox.eval.metrics.DEFAULT_METRICS` whose cutoff is at most ``top_k_items`` (and
+    the candidate depths)."""
     late = _late(retriever)
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be a positive int or None, got {limit!r}")
     ks = sorted({int(k) for k in k_values})
     if not ks or ks[0] < 1:
         raise ValueError(f"k_values must be positive ints, got {list(k_values)!r}")
+    metrics = list(metrics_within(prefs, DEFAULT_METRICS) if metrics is None else metrics)
+    check_depth(prefs, metrics)
+    if ks[-1] > prefs.top_k_chunks:
+        raise DepthError(f"answer_recall@{ks[-1]} reads {ks[-1]} chunks per query, but "
+                         f"top_k_chunks = {prefs.top_k_chunks} returns at most "
+                         f"{prefs.top_k_chunks}: use k_values of at most {prefs.top_k_chunks}, "
+                         f"or return more chunks")
     queries = dataset.split_queries(split)[:limit]
     chunker_id = late.chunker_for(prefs.chunking).chunker_id
     counts: dict[str, int] = {}
@@ -168,8 +184,9 @@ def evaluate_chunks(retriever: HybridRetriever, dataset: Dataset, split: str,
         evidence_tokens[f"@{k}"] = mean_evidence_tokens(tokens, k)[0]
     qrels = {q: dataset.qrels[split][q] for q in qids if q in dataset.qrels[split]}
     projected = {q: list(docs.items()) for q, docs in max_passage_projection(pooled).items()}
-    projection_metrics, proj_per = evaluate_run(qrels, projected, metrics) if qrels else ({}, {})
-    document_metrics, _ = evaluate_run(qrels, fused, metrics) if qrels else ({}, {})
+    scored = bool(qrels) and bool(metrics)
+    projection_metrics, proj_per = evaluate_run(qrels, projected, metrics) if scored else ({}, {})
+    document_metrics, _ = evaluate_run(qrels, fused, metrics) if scored else ({}, {})
     for m, per in proj_per.items():
         per_query[f"{PROJECTION}:{m}"] = per
     score_s = time.perf_counter() - t3

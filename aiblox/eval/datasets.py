@@ -648,7 +648,8 @@ def _load_files(path: Path, name: str, splits: list[str] | None) -> Dataset:
 
     apath = path / "answers.jsonl"
     return _assemble(name, path, path, corpus, queries, splits, available_splits(path), read,
-                     hasher, corpus_hasher, apath if apath.exists() else None)
+                     hasher, corpus_hasher, apath if apath.exists() else None,
+                     queries_label=str(qpath))
 
 
 _ReadSplit = Callable[[str], tuple[dict[str, dict[str, int]], int, int, str]]
@@ -657,7 +658,8 @@ _ReadSplit = Callable[[str], tuple[dict[str, dict[str, int]], int, int, str]]
 def _assemble(name: str, path: Path, where: Path, corpus: dict[str, ItemRecord],
               queries: dict[str, str], splits: list[str] | None, known: list[str],
               read_split: _ReadSplit, hasher: Any, corpus_hasher: Any,
-              apath: Path | None, canonical_answers: bool = False) -> Dataset:
+              apath: Path | None, canonical_answers: bool = False,
+              queries_label: str = "queries") -> Dataset:
     """The qrels of the splits asked for (derived ones cut from their base split), the
     answers, the warnings, and the :class:`Dataset`: the part every layout shares.
     ``read_split(base)`` reads (and hashes) one base split: ``(judged, rows naming documents
@@ -708,6 +710,7 @@ def _assemble(name: str, path: Path, where: Path, corpus: dict[str, ItemRecord],
         if canonical_answers and answers:
             _feed_file(hasher, "answers.jsonl", _answer_lines(answers))
 
+    _warn_empty_queries(queries, qrels, queries_label)
     gaps = _lexical_gaps(corpus, queries, qrels)
     for what, gap in gaps.items():
         warnings.warn(f"{where}: {gap.describe(what, 'doc' if what == 'documents' else 'query')}",
@@ -717,6 +720,22 @@ def _assemble(name: str, path: Path, where: Path, corpus: dict[str, ItemRecord],
                  lexical_gaps=gaps)
     ds._hash, ds._corpus_hash = hasher.hexdigest(), corpus_hasher.hexdigest()
     return ds
+
+
+def _warn_empty_queries(queries: dict[str, str], qrels: dict[str, dict[str, dict[str, int]]],
+                       label: str) -> None:
+    """One warning naming the judged queries of the loaded splits whose text is empty or
+    blanks only: kept (dropping them would raise every mean), they retrieve nothing and score 0
+    in every metric, as trec_eval scores a judged topic with no run lines."""
+    empty = sorted({q for docs in qrels.values() for q in docs if not queries[q].strip()})
+    if empty:
+        shown = ", ".join(empty[:10]) + (f" and {len(empty) - 10} more" if len(empty) > 10
+                                         else "")
+        have = "query has" if len(empty) == 1 else "queries have"
+        warnings.warn(f"{label}: {len(empty)} judged {have} empty text ({shown}): kept, "
+                      f"they retrieve nothing and score 0 in "
+                      f"every metric (as trec_eval scores a judged query with no run lines)",
+                      stacklevel=4)
 
 
 def _read_answers(apath: Path, hasher: _Hasher, queries: dict[str, str]
@@ -1420,4 +1439,5 @@ def _load_tabular(src: _TabularSource, path: Path, name: str, splits: list[str] 
         return (*_tab_judged(base, got, corpus, hasher), label)
 
     return _assemble(name, path, where, corpus, queries, splits, known, read, hasher,
-                     corpus_hasher, src.answers, canonical_answers=True)
+                     corpus_hasher, src.answers, canonical_answers=True,
+                     queries_label=src.queries.label)

@@ -16,7 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.eval.datasets import Dataset
-from aiblox.eval.metrics import DEFAULT_METRICS, evaluate_run
+from aiblox.eval.metrics import (
+    DEFAULT_METRICS,
+    check_depth,
+    evaluate_run,
+    evaluation_prefs,
+    validate_metrics,
+)
 from aiblox.eval.trec import trec_scores
 from aiblox.fusion.types import RankedList
 from aiblox.hashing import canonical_plain_json, sha256_hex, sha256_text
@@ -82,10 +88,24 @@ def run_hash(run: dict[str, RankedList]) -> str:
          for q, hits in sorted(run.items())}))
 
 
+_UNSET_FIX = ("set {names} to {cut} or more, or leave it unset (an evaluation then retrieves as "
+              "deep as its metrics read), or use cutoffs of at most {depth}")
+
+
 def evaluate_retrieval(retriever: HybridRetriever, dataset: Dataset, split: str,
                        prefs: RetrievalPrefs, metrics: Sequence[str] = DEFAULT_METRICS,
                        batch_size: int = 1000, progress: bool = True) -> EvalResult:
-    """Retrieve every judged query of ``split`` with ``prefs`` and score the run with ranx."""
+    """Retrieve every judged query of ``split`` with ``prefs`` and score the run with ranx.
+
+    The run is as deep as ``metrics`` need (:mod:`aiblox.eval.metrics.depth`): a depth
+    ``prefs`` leaves unset (``top_k_items``, ``fts.top_k``, ``vector.top_k``; e.g.
+    ``RetrievalPrefs(query_text="")``) is the evaluation depth, 100 or the deepest cutoff
+    (1,000 for a metric without one), as ``aiblox eval`` retrieves; a depth set below a
+    cutoff raises :class:`~aiblox.eval.metrics.DepthError` before anything is retrieved.
+    ``EvalResult.config`` holds the depths used."""
+    metrics = validate_metrics(metrics)
+    prefs = evaluation_prefs(prefs, metrics)
+    check_depth(prefs, metrics, fix=_UNSET_FIX)
     queries = dataset.split_queries(split)
     t0 = time.perf_counter()
     run: dict[str, RankedList] = {}

@@ -164,6 +164,10 @@ class HybridRetriever:
                 vec_runs = self.store.vector_search_many(qvecs, self.embedder.model_id,
                                                          p.vector.top_k, p.vector, p.filters)
             timings["vector_ms"] = _ms(t0)
+        if not all(t.strip() for t in texts):  # a query with no text retrieves nothing, as
+            # a topic with no run lines in trec_eval (an empty string's vector is not a query)
+            text_runs = [r if t.strip() else [] for r, t in zip(text_runs, texts, strict=True)]
+            vec_runs = [r if t.strip() else [] for r, t in zip(vec_runs, texts, strict=True)]
         if p.ignore_identical_ids:
             text_runs = [_drop(run, g.query_id) for run, g in zip(text_runs, group, strict=True)]
             vec_runs = [_drop(run, g.query_id) for run, g in zip(vec_runs, group, strict=True)]

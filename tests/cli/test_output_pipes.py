@@ -77,7 +77,7 @@ def test_search_results_land_in_the_file_and_stderr_is_plain(store, tmp_path):
 
 def test_sweep_report_in_the_file_labels_whole_and_progress_plain(tmp_path):
     """A narrow COLUMNS (rich's width when stdout is no terminal) once cut the leaderboard's
-    labels to ``linear-w0.25-mi…``: labels that differ only at their end (``-d5``, ``-d20``)
+    labels to ``linear-w0.25-mi…``: labels that differ only at their end (``-d10``, ``-d20``)
     must reach the file whole and distinct. The signals phase (minutes on a large dataset) shows
     as plain lines on stderr."""
     out = tmp_path / "sweep.txt"
@@ -93,9 +93,9 @@ def test_sweep_report_in_the_file_labels_whole_and_progress_plain(tmp_path):
     board = text.split("best on train")[0]  # the leaderboard: every point, best first
     labels = [m.group(1) for line in board.splitlines() if (m := label.match(line))]
     assert len(labels) == 24 and len(set(labels)) == 24, labels  # the whole grid, distinct
-    assert {"linear-w0.25-minmax-zero-d5", "linear-w0.25-minmax-zero-d20"} <= set(labels)
+    assert {"linear-w0.25-minmax-zero-d10", "linear-w0.25-minmax-zero-d20"} <= set(labels)
     _plain(r.stderr)
-    assert re.search(r"^signals: sample train hybrid depth 5/5 \(\d+ queries\) \.\.\. [0-9.]+ s$",
+    assert re.search(r"^signals: sample train hybrid depth 10/10 \(\d+ queries\) \.\.\. [0-9.]+ s$",
                      r.stderr, re.M), r.stderr
     assert "sweep sample_fusion: 24 points" in r.stderr
     assert "best on train" not in r.stderr

@@ -37,6 +37,7 @@ embedder = "hashing"
 metrics = ["ndcg@10"]
 primary = "answer_f1"
 query_limit = 4
+chunk_k = [1, 5]
 
 [base]
 top_k_items = 10
@@ -218,7 +219,7 @@ def test_ambiguous_references_are_one_line_errors_listing_the_candidates(logged)
     assert r.exit_code == 2 and "Traceback" not in r.output
     lines = r.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: 'sample_fusion:rrf-k60' is ambiguous")
-    for label in ("rrf-k60-d20", "rrf-k60-d5"):
+    for label in ("rrf-k60-d20", "rrf-k60-d10"):
         assert f"sample_fusion:{label}" in lines[0] and points[label]["run_id"] in lines[0]
     # one config hash logged by two sweeps: its prefix names two runs
     shared = points["rrf-k60-d20"]["config_hash"]

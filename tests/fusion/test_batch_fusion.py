@@ -23,9 +23,10 @@ def ranked(pairs):
 
 lists = st.lists(st.tuples(st.sampled_from(DOCS), score), max_size=10).map(ranked)
 configs = st.one_of(
-    st.builds(lambda k, wt, wv: ScoringConfig(blend="rrf", rrf_k=k, rrf_w_text=wt, rrf_w_vec=wv),
-              st.integers(0, 100), st.sampled_from([0.0, 0.5, 1.0]),
-              st.sampled_from([0.0, 1.0, 2.5])),
+    # RRF weights both 0 are refused (every document would score 0): not a configuration
+    st.tuples(st.integers(0, 100), st.sampled_from([0.0, 0.5, 1.0]),
+              st.sampled_from([0.0, 1.0, 2.5])).filter(lambda t: t[1] + t[2] > 0).map(
+        lambda t: ScoringConfig(blend="rrf", rrf_k=t[0], rrf_w_text=t[1], rrf_w_vec=t[2])),
     st.builds(lambda w, n, m: ScoringConfig(blend="linear", w_text=w, w_vec=1.0 - w,
                                             normalize=n, missing=m),
               st.sampled_from([0.0, 0.05, 0.15, 0.35, 0.5, 0.7, 1.0]),

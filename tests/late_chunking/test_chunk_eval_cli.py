@@ -11,6 +11,7 @@ from aiblox.contracts import RetrievalPrefs
 from aiblox.embedding import CachedEmbedder, HashingEmbedder
 from aiblox.eval.chunk_eval import evaluate_chunks, gold_answers
 from aiblox.eval.datasets import load_dataset
+from aiblox.eval.metrics import DepthError
 from aiblox.eval.workspace import prepare_store
 from aiblox.retrieval import HybridRetriever, make_retriever
 from aiblox.stores import DuckDBStore
@@ -46,7 +47,7 @@ def test_squad_answer_recall_and_projection(squad_subset, tmp_path):
         r = make_retriever(store, emb)
         prefs = RetrievalPrefs(query_text="", top_k_items=5, top_k_chunks=5,
                                chunking={"chunker_id": "sentences", "max_chunk_tokens": 64})
-        res = evaluate_chunks(r, ds, "test", prefs, metrics=["ndcg@10", "recall@5"],
+        res = evaluate_chunks(r, ds, "test", prefs, metrics=["ndcg@5", "recall@5"],
                               k_values=(1, 5), limit=30, batch_size=8, progress=False)
         assert res.n_queries == 30 and res.n_answer_queries == 30
         r1, r5 = res.answer_recall["answer_recall@1"], res.answer_recall["answer_recall@5"]
@@ -68,15 +69,27 @@ def test_squad_answer_recall_and_projection(squad_subset, tmp_path):
         assert res.evidence_tokens["@1"] <= res.evidence_tokens["@5"] == res.evidence_tokens[
             "all"] <= 5 * 64
         assert res.projection == "max_passage" and res.config["projection"] == "max_passage"
-        assert 0.0 < res.projection_metrics["ndcg@10"] <= 1.0
-        assert set(res.document_metrics) == {"ndcg@10", "recall@5"}
+        assert 0.0 < res.projection_metrics["ndcg@5"] <= 1.0
+        assert set(res.document_metrics) == {"ndcg@5", "recall@5"}
         assert res.counts["chunk_cache_misses"] > 0 and res.counts["chunk_cache_hits"] >= 0
-        again = evaluate_chunks(r, ds, "test", prefs, metrics=["ndcg@10", "recall@5"],
+        again = evaluate_chunks(r, ds, "test", prefs, metrics=["ndcg@5", "recall@5"],
                                 k_values=(1, 5), limit=30, batch_size=8, progress=False)
         assert again.counts["chunk_cache_misses"] == 0 and again.counts["chunk_cache_hits"] > 0
         assert again.hashes == res.hashes and again.answer_recall == res.answer_recall
         with pytest.raises(ValueError, match="LateChunker"):
             evaluate_chunks(HybridRetriever(store, emb), ds, "test", prefs, limit=2)
+        # the 5 chunked documents cannot give ndcg@10, nor 5 chunks answer_recall@10:
+        # refused before anything is retrieved (no chunk cache traffic)
+        with pytest.raises(DepthError, match="ndcg@10 reads 10 documents per query, but "
+                                             "top_k_items = 5 cuts the run at 5"):
+            evaluate_chunks(r, ds, "test", prefs, metrics=["ndcg@10"], limit=2)
+        with pytest.raises(DepthError, match="answer_recall@10 reads 10 chunks per query, "
+                                             "but top_k_chunks = 5 returns at most 5"):
+            evaluate_chunks(r, ds, "test", prefs, metrics=["ndcg@5"], k_values=(1, 10),
+                            limit=2)
+        # no metrics named: the default ones 5 documents hold (none: only chunk metrics)
+        assert evaluate_chunks(r, ds, "test", prefs, k_values=(1,), limit=2,
+                               progress=False).projection_metrics == {}
 
 
 def test_sample_gold_offsets_index_item_text(sample_dataset):
@@ -131,8 +144,10 @@ def test_cli_eval_reports_chunk_metrics(tmp_path):
     out = json.loads(r.stdout)["systems"][0]
     chunks = out["chunks"]
     assert chunks["chunker_id"].startswith("headings(max=128")
-    assert set(chunks["answer_recall"]) == {"answer_recall@1", "answer_recall@5",
-                                            "answer_recall@10"}
+    # 5 chunks returned: answer_recall@10 would read 5 chunks under the name @10, left out
+    assert set(chunks["answer_recall"]) == {"answer_recall@1", "answer_recall@5"}
+    assert "warning: --chunks: answer_recall@k only for k <= --top-k-chunks 5: @1, @5" in \
+        r.stderr
     assert chunks["n_answer_queries"] > 0 and chunks["evidence_tokens"]["all"] > 0
     assert chunks["projection"] == "max_passage"
     assert set(chunks["projection_metrics"]) == {"ndcg@10"}

@@ -22,6 +22,7 @@ from aiblox.eval.explore import (
     diff_packs,
     evidence_changes,
     evidence_pack,
+    fitting_metrics,
     fusion_prefs,
     inspect_question,
     mlflow_runs,
@@ -32,6 +33,7 @@ from aiblox.eval.explore import (
     score_point,
     weight_curve,
 )
+from aiblox.eval.metrics import DepthError
 from aiblox.evidence import pack_from_json, pack_to_json, verify_pack
 from aiblox.hashing import sha256_text
 
@@ -66,9 +68,11 @@ def test_pickers_offer_the_sample_and_the_policies():
 ], ids=["rrf-default", "linear-minmax-20", "rrf-weighted-10", "linear-zscore-5"])
 def test_cached_signals_give_the_runners_run(ws, prefs):
     """Re-fusing the cached depth-50 lists cut to ``depth`` is exactly what the eval runner
-    gets by retrieving at ``depth``: same run hash, same metrics."""
-    point = score_point(ws, prefs)
-    full = evaluate_retrieval(ws.retriever, ws.dataset, "test", prefs, progress=False)
+    gets by retrieving at ``depth``: same run hash, same metrics (at cutoffs the run holds)."""
+    d = prefs.fts.top_k
+    metrics = [f"ndcg@{d}", f"recall@{d}", "mrr@5", "map"]
+    point = score_point(ws, prefs, metrics)
+    full = evaluate_retrieval(ws.retriever, ws.dataset, "test", prefs, metrics, progress=False)
     assert point.hashes["run"] == full.hashes["run"]
     assert point.hashes["config"] == full.hashes["config"]
     assert point.metrics == pytest.approx(full.metrics)
@@ -77,6 +81,19 @@ def test_cached_signals_give_the_runners_run(ws, prefs):
 def test_depth_above_the_cache_is_refused(ws):
     with pytest.raises(ValueError, match="cached depth 50"):
         score_point(ws, fusion_prefs(depth=60))
+
+
+def test_a_metric_deeper_than_the_run_is_refused_and_the_default_fits(ws):
+    prefs = fusion_prefs(depth=20, top_k=50)
+    with pytest.raises(DepthError, match=r"recall@100 reads 100 documents per query, but "
+                                         r"fts.top_k = 20 and vector.top_k = 20 retrieve at "
+                                         r"most 20 candidates per list"):
+        score_point(ws, prefs, ["ndcg@10", "recall@100"])
+    with pytest.raises(DepthError, match="top_k_items = 50 cuts the run at 50"):
+        weight_curve(ws, fusion_prefs(depth=50, top_k=50), metric="map@100")
+    # no metrics named: the default ones a 20-deep run computes
+    assert fitting_metrics(prefs) == ["ndcg@10", "mrr@10"]
+    assert set(score_point(ws, prefs).metrics) == {"ndcg@10", "mrr@10"}
 
 
 def test_weight_grid_uses_integer_steps(ws):

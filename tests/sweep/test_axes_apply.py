@@ -25,10 +25,10 @@ from aiblox.eval.sweep.cache import StageCache  # noqa: E402
 
 # (blend, rrf_k or w_text, depth) -> (tune, report) nDCG@10
 FUSION_KNOWN = {
-    ("rrf", 10, 5): (0.50, 0.45), ("rrf", 10, 20): (0.52, 0.47),
-    ("rrf", 60, 5): (0.40, 0.35), ("rrf", 60, 20): (0.42, 0.37),
-    ("linear", 0.3, 5): (0.90, 0.80), ("linear", 0.3, 20): (0.91, 0.81),
-    ("linear", 0.7, 5): (0.92, 0.82), ("linear", 0.7, 20): (0.93, 0.83),
+    ("rrf", 10, 10): (0.50, 0.45), ("rrf", 10, 20): (0.52, 0.47),
+    ("rrf", 60, 10): (0.40, 0.35), ("rrf", 60, 20): (0.42, 0.37),
+    ("linear", 0.3, 10): (0.90, 0.80), ("linear", 0.3, 20): (0.91, 0.81),
+    ("linear", 0.7, 10): (0.92, 0.82), ("linear", 0.7, 20): (0.93, 0.83),
 }
 
 
@@ -58,7 +58,7 @@ def _log(result, spec, uri, cache, experiment):
 def fusion(tmp_path_factory, sample_spec, small_spec, sweep_db, sample_dataset):
     root = tmp_path_factory.mktemp("axes-fusion")
     spec = small_spec(sample_spec, blend=["linear", "rrf"], w_text=[0.3, 0.7],
-                      normalize=["minmax"], rrf_k=[10, 60], depth=[5, 20])
+                      normalize=["minmax"], rrf_k=[10, 60], depth=[10, 20])
     spec = SweepSpec.model_validate({**spec.model_dump(), "name": "axes_fusion"})
     real = run_sweep(spec, cache_dir=root / "stages", db=sweep_db, progress=False,
                      dataset=sample_dataset)
@@ -87,9 +87,9 @@ def test_the_report_series_use_only_the_points_a_parameter_applies_to(fusion):
         {"series": "linear", "value": "0.3", "n": 2, "tune": 0.91, "report": 0.81},
         {"series": "linear", "value": "0.7", "n": 2, "tune": 0.93, "report": 0.83}]
     assert axes["prefs.fts.top_k"] == [  # a line per blend
-        {"series": "linear", "value": "5", "n": 2, "tune": 0.92, "report": 0.82},
+        {"series": "linear", "value": "10", "n": 2, "tune": 0.92, "report": 0.82},
         {"series": "linear", "value": "20", "n": 2, "tune": 0.93, "report": 0.83},
-        {"series": "rrf", "value": "5", "n": 2, "tune": 0.50, "report": 0.45},
+        {"series": "rrf", "value": "10", "n": 2, "tune": 0.50, "report": 0.45},
         {"series": "rrf", "value": "20", "n": 2, "tune": 0.52, "report": 0.47}]
     assert axes["prefs.scoring.blend"] == [
         {"series": "all", "value": "linear", "n": 4, "tune": 0.93, "report": 0.83},

@@ -6,7 +6,7 @@ them; and a spec without them keeps its hashes."""
 from __future__ import annotations
 
 import pytest
-from spec_text import MINIMAL, write
+from spec_text import MINIMAL, as_logged, write
 
 from aiblox.contracts import FtsConfig
 from aiblox.eval.sweep import load_spec, run_sweep
@@ -14,7 +14,8 @@ from aiblox.eval.sweep.points import point_label
 
 
 def test_per_signal_depths_expand_apart(tmp_path):
-    spec = load_spec(write(tmp_path, MINIMAL + '[base]\nscoring = { blend = "rrf" }\n'
+    spec = load_spec(write(tmp_path, MINIMAL + 'metrics = ["ndcg@10"]\nprimary = "ndcg@10"\n'
+                                               '[base]\nscoring = { blend = "rrf" }\n'
                                                '[grid]\nfts_depth = [5, 20]\n'
                                                'vector_depth = { start = 10, stop = 30, '
                                                'step = 10 }\n'))
@@ -82,14 +83,15 @@ def test_tpe_space_holds_the_new_axes(sample_spec, small_spec):
     assert (p.fts.title_weight, p.fts.title_b, p.fts.top_k, p.vector.top_k) == (2.0, 0.3, 20, 10)
     # the shared `depth` axis moves both depths together: only `depth` is asked, as before
     # (a FixedTrial raises for a parameter it is not given)
-    shared, _ = sweep_points(small_spec(sample_spec, blend=["rrf"], depth=[5, 20]))
+    shared, _ = sweep_points(small_spec(sample_spec, blend=["rrf"], depth=[10, 20]))
     j = SearchSpace(shared).point(optuna.trial.FixedTrial({"depth": 1}))
     assert (shared[j].prefs.fts.top_k, shared[j].prefs.vector.top_k) == (20, 20)
 
 
 def test_specs_without_the_new_axes_keep_their_hash(sample_spec, small_spec):
     # the value logged before these axes existed (tests/sweep/test_bm25_axes.py)
-    assert sample_spec.hash == "50b7ac6705fe1f481cd7cbcdac3acb39933d37e5cdcdbd55c0347410f73ad656"
+    assert as_logged(sample_spec).hash == (
+        "50b7ac6705fe1f481cd7cbcdac3acb39933d37e5cdcdbd55c0347410f73ad656")
     weighted = small_spec(sample_spec, title_weight=[1, 2])
     assert "title_weight" in weighted.model_dump(mode="json")["grid"]
     assert weighted.hash != small_spec(sample_spec).hash

@@ -86,7 +86,7 @@ def test_axis_frame_per_value(result):
     blend = axis_frame(result, "blend")
     assert blend["blend"].tolist() == ["linear", "rrf"] and blend["n"].tolist() == [20, 4]
     depth = axis_frame(result, "depth")
-    assert depth["depth"].tolist() == [5, 20] and depth["n"].sum() == 24
+    assert depth["depth"].tolist() == [10, 20] and depth["n"].sum() == 24
     with pytest.raises(KeyError, match="chunker_id"):
         axis_frame(result, "chunker_id")
 

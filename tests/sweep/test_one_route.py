@@ -30,7 +30,7 @@ def logged(tmp_path_factory, sample_spec, small_spec, mlflow_uri, sample_dataset
     root = tmp_path_factory.mktemp("one-route")
     spec = small_spec(sample_spec, **GRID)
     spec = SweepSpec.model_validate({**spec.model_dump(), "name": "one_route", "metrics":
-                                     ["ndcg@10", "recall@100", "mrr@10"], "significance_top": 1})
+                                     ["ndcg@10", "recall@10", "mrr@10"], "significance_top": 1})
     tracker = SweepTracker(mlflow_uri, "one-route", spec.hash, spec.model_dump(mode="json"))
     result = run_sweep(spec, cache_dir=root / "stages", db=sweep_db, progress=False,
                        dataset=sample_dataset, tracker=tracker)
@@ -45,7 +45,7 @@ def test_notebook_and_compare_give_identical_p_values_and_deltas(logged):
                                  "--json"])
     assert r.exit_code == 0, r.output
     cli = {m["metric"]: m for m in json.loads(r.stdout)["metrics"]}
-    assert set(cli) == {"ndcg@10", "recall@100", "mrr@10"}
+    assert set(cli) == {"ndcg@10", "recall@10", "mrr@10"}
     assert any(m["delta"] != 0 for m in cli.values())  # two different runs
 
     _, notebook = compare_mlflow_runs(a, b, uri)
@@ -71,7 +71,7 @@ def test_the_sweep_s_significance_table_is_the_same_test(logged):
     pq_b = per_query_metrics(client, b, result.report_split)
     table = compare_per_query(pq_a, pq_b).set_index("metric")
     tested = [c for c in result.significance if c.candidate == result.best.label]
-    assert {c.metric for c in tested} == {"ndcg@10", "recall@100", "mrr@10"}
+    assert {c.metric for c in tested} == {"ndcg@10", "recall@10", "mrr@10"}
     for c in tested:  # one candidate: Holm leaves its p-values as they are
         assert c.p_value == c.p_holm == table.loc[c.metric, "p_value"]
         assert c.delta == table.loc[c.metric, "delta"]

@@ -14,6 +14,7 @@ STAGES = ["signals", "fusion", "metrics", "chunks", "chunk_metrics", "selection"
 def pipeline_spec(sample_spec, chunking=None, selection=None, **extra):
     data = sample_spec.model_dump()
     data["base"] = {**data["base"], "top_k_chunks": 6}
+    data["chunk_k"] = [1, 5]  # 6 chunks returned: answer_recall@k for k <= 6 (issue 25)
     data.update({"grid": {"chunking": chunking or {"chunker_id": ["sentences"]},
                           "selection": selection or {"policy": ["R2_POLICY_V1",
                                                                 "R2_POLICY_V2"],

@@ -34,6 +34,7 @@ def logged(tmp_path_factory, sample_spec, mlflow_uri, sample_dataset, sweep_db):
     data = sample_spec.model_dump()
     data.update({"name": "report_selection", "primary": "answer_f1", "query_limit": 4,
                  "metrics": ["ndcg@10"], "base": {**data["base"], "top_k_chunks": 6},
+                 "chunk_k": [1, 5],  # 6 chunks returned: k <= 6
                  "grid": {"selection": {"policy": ["R2_POLICY_V1", "R2_POLICY_V2"],
                                         "max_chunks": [1, 4]}},
                  "baseline": {"policy": "R2_POLICY_V1", "max_chunks": 4}})

@@ -127,6 +127,7 @@ def _fingerprint(result) -> dict:
 def _pipeline_spec(sample_spec) -> SweepSpec:
     data = sample_spec.model_dump()
     data["base"] = {**data["base"], "top_k_chunks": 6}
+    data["chunk_k"] = [1, 5]  # 6 chunks returned: answer_recall@k for k <= 6 (issue 25)
     data.update({"grid": {"chunking": {"chunker_id": ["sentences", "token_window"]},
                           "selection": {"policy": ["R2_POLICY_V1", "R2_POLICY_V2"],
                                         "max_chunks": [2, 4]}},

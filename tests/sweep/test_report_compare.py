@@ -27,7 +27,7 @@ from aiblox.eval.sweep import (  # noqa: E402
 from aiblox.eval.sweep.report import _applies  # noqa: E402
 
 GRID = {"blend": ["linear", "rrf"], "w_text": [0.25, 0.75], "normalize": ["minmax"],
-        "rrf_k": [60], "depth": [5, 20], "baseline": {"blend": "rrf", "rrf_k": 10}}
+        "rrf_k": [60], "depth": [10, 20], "baseline": {"blend": "rrf", "rrf_k": 10}}
 runner = CliRunner()
 
 

@@ -124,7 +124,7 @@ def test_search_space_is_the_grid(sample_spec):
 
     i = space.point(FixedTrial({"blend": "rrf", "rrf_k": 1, "depth": 0}))
     p = grid[i].prefs
-    assert (p.scoring.blend, p.scoring.rrf_k, p.fts.top_k) == ("rrf", 60, 5)
+    assert (p.scoring.blend, p.scoring.rrf_k, p.fts.top_k) == ("rrf", 60, 10)
 
 
 @pytest.mark.parametrize(("search", "message"), [
@@ -215,7 +215,7 @@ def test_pipeline_sweep_tpe(sample_spec, small_spec, tmp_path, sweep_db, sample_
                       "chunking": {"chunker_id": ["token_window", "whole"],
                                    "max_chunk_tokens": [32, 64], "overlap_tokens": [0, 40]}},
                 baseline=None, base={**data["base"], "top_k_chunks": 4}, query_limit=4,
-                metrics=["ndcg@10"], primary="answer_recall@5",
+                metrics=["ndcg@10"], primary="answer_recall@4", chunk_k=[1, 4],
                 search={"strategy": "tpe", "n": 8, "seed": 0})
     spec = SweepSpec.model_validate(data)
     grid, _ = sweep_points(spec)

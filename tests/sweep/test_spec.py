@@ -27,7 +27,7 @@ def test_sample_spec_expands_blend_specific_axes_without_duplicates():
     assert len(linear) == 5 * 2 * 1 * 2  # w_text x normalize x missing x depth
     assert len(rrf) == 2 * 2  # rrf_k x depth: linear axes do not multiply RRF points
     assert len({p.model_dump_json() for p in points}) == len(points)
-    assert {p.fts.top_k for p in points} == {5, 20} == {p.vector.top_k for p in points}
+    assert {p.fts.top_k for p in points} == {10, 20} == {p.vector.top_k for p in points}
 
 
 def test_w_vec_is_one_minus_w_text_exactly(tmp_path):

@@ -32,8 +32,35 @@ CHUNKING = '[grid.chunking]\nchunker_id = ["sentences"]\n'
     ("[grid]\nrrf_k = [-1, 60]\n", "grid.rrf_k", "rrf_k values must be >= 0, got [-1]"),
     ("[grid]\nw_text = { start = -0.5, stop = 1, step = 0.5 }\n", "grid.w_text",
      "in [0.0, 1.0], got [-0.5]"),
-    ("[base]\nfts = { top_k = 0 }\n", "(spec)", "base.fts.top_k"),
-    ("[base]\ntop_k_items = -3\n", "(spec)", "base.top_k_items"),
+    ("[base]\nfts = { top_k = 0 }\n", "base.fts.top_k",
+     "got 0: out of range; valid: a whole number >= 1"),
+    ("[base]\ntop_k_items = -3\n", "base.top_k_items",
+     "got -3: out of range; valid: a whole number >= 1"),
+    ("[base]\nscoring = { w_text = nan }\n", "base.scoring.w_text",
+     "got nan: not a finite number; valid: a finite number >= 0"),
+    ('[base]\nscoring = { blend = "linear", w_text = 0, w_vec = 0 }\n', "base.scoring",
+     "linear fusion's weights sum to 0 (w_text 0, w_vec 0)"),
+    ('[baseline]\nblend = "linear"\nw_text = 0.0\nw_vec = 0\n', "(spec)",
+     "baseline: linear fusion's weights sum to 0"),
+    ("alpha = 2.0\n", "alpha", "got 2.0: out of range; valid: a number > 0 and < 1"),
+    ("query_limit = 0\n", "query_limit", "got 0: out of range; valid: a whole number >= 1, or "
+                                        "none"),
+    # every point's run at least as deep as the metrics' cutoffs (aiblox.eval.metrics.depth)
+    ("[grid]\ndepth = [50, 200]\n", "grid.depth",
+     "recall@100, map@100 read 100 documents per query, but grid.depth = 50 retrieves at "
+     "most 50 candidates per list"),
+    ("[base]\ntop_k_items = 20\n", "base.top_k_items",
+     "recall@100, map@100 read 100 documents per query, but base.top_k_items = 20 cuts the "
+     "run at 20"),
+    ('metrics = ["ndcg@10"]\n[base]\nmode = "bm25"\nfts = { top_k = 5 }\n', "base.fts.top_k",
+     "ndcg@10 reads 10 documents per query, but base.fts.top_k = 5 cuts the run at 5"),
+    ('metrics = ["recall@1000"]\nprimary = "recall@1000"\n'
+     '[grid]\nfts_depth = [100, 1000]\nvector_depth = [100]\n',
+     "grid.fts_depth", "recall@1000 reads 1000 documents per query, but grid.fts_depth = 100 "
+     "and grid.vector_depth = 100 retrieve at most 100 candidates per list"),
+    ('chunk_k = [1, 10]\n' + CHUNKING + "top_k_chunks = [5, 12]\n", "grid.chunking.top_k_chunks",
+     "answer_recall@10 (chunk_k) reads 10 chunks per query, but top_k_chunks = 5 returns at "
+     "most 5"),
     ('[base]\ntop_k_chunks = 0\n' + CHUNKING, "(spec)", "base.top_k_chunks must be >= 1"),
     ("[grid.chunking]\ntop_k_chunks = [0, 5]\n", "grid.chunking.top_k_chunks", "got [0]"),
     ("[grid.chunking]\nper_item_chunk_cap = [0]\n", "grid.chunking.per_item_chunk_cap",
@@ -86,7 +113,7 @@ def test_a_tiny_step_fails_fast_with_the_count_and_the_limit(tmp_path):
 
 def test_the_limit_counts_the_product_of_the_axes(tmp_path):
     # 101 weights x 2 normalisations x 2 missing x 3 depths + 4 rrf_k x 3 depths = 1224
-    text = MINIMAL + ('[grid]\nblend = ["linear", "rrf"]\n'
+    text = MINIMAL + ('metrics = ["ndcg@10"]\n[grid]\nblend = ["linear", "rrf"]\n'
                       'w_text = { start = 0, stop = 1, step = 0.01 }\n'
                       'normalize = ["minmax", "zscore"]\nmissing = ["zero", "list_min"]\n'
                       'depth = [10, 20, 50]\nrrf_k = [10, 20, 60, 100]\n')
@@ -114,7 +141,7 @@ def test_max_points_raises_the_limit(tmp_path):
 
 
 def test_pipeline_grids_count_every_stage(tmp_path):
-    text = MINIMAL + ('[grid]\nrrf_k = [10, 60]\n[grid.chunking]\n'
+    text = MINIMAL + ('chunk_k = [1, 4]\n[grid]\nrrf_k = [10, 60]\n[grid.chunking]\n'
                       'chunker_id = ["sentences", "token_window"]\n'
                       'max_chunk_tokens = { start = 16, stop = 4096, step = 16 }\n'
                       'top_k_chunks = [4, 8]\n[grid.selection]\npolicy = ["R2_POLICY_V1"]\n'
@@ -144,11 +171,14 @@ def test_grid_helpers_count_before_building():
         decimal_count(0, "Infinity", 1)
 
 
-HASHES = {  # the shipped specs' hashes before the limits existed
-    "sample_fusion.toml": "50b7ac6705fe1f481cd7cbcdac3acb39933d37e5cdcdbd55c0347410f73ad656",
-    "scifact_chunking.toml": "9d15ad282c4e0e2ff23ac9ca7a6f55f7023231d87c888aa3ecc9cd4a7c0e25e5",
-    "scifact_fusion.toml": "1090a81136b9abde75834c03b8afd15335a489af84758a92b8470d95cc096aa0",
-    "squad_selection.toml": "3c8d4e1901fe15cb029f72c34fe78939ede8d93ff0d3cc530fd15fea2be23821",
+HASHES = {  # the shipped specs' hashes: the limits did not move them; the depth rule did
+    # (issue 25: each computed metrics over runs shallower than their cutoffs, and now names
+    # cutoffs its runs hold: sample_fusion depth 10 not 5, scifact_fusion recall@25/map@25,
+    # scifact_chunking @5, squad_selection @3)
+    "sample_fusion.toml": "2e2aae6192363365e1910ae480553ba84e33e5dea9dd6854d0b4f9e1bd390532",
+    "scifact_chunking.toml": "93b831d5720aa456eeb4f0c93ddd347db306fe8ce527466bceeb92bc8afbdd2a",
+    "scifact_fusion.toml": "95e3c9b719fc8868428f837da1092bbc05d1379f01d102b86928194d2419b91a",
+    "squad_selection.toml": "759f84fdfbaef2182d54fd31e857c261ea754b991a931ae669efd7ce8aadaf86",
 }
 
 

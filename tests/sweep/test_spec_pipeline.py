@@ -11,6 +11,7 @@ from aiblox.eval.sweep import SweepSpec, SweepSpecError, load_spec
 
 def test_chunking_axes_multiply_only_chunkers_that_take_sizes(tmp_path):
     spec = load_spec(write(tmp_path, MINIMAL + """
+chunk_k = [1, 5]
 [grid.chunking]
 chunker_id = ["sentences", "token_window", "whole"]
 max_chunk_tokens = [64, 128]
@@ -118,7 +119,8 @@ def test_new_fields_at_defaults_keep_the_fusion_hash(tmp_path):
     from aiblox.hashing import sha256_hex
 
     assert a.hash == sha256_hex(data)
-    b = load_spec(write(tmp_path, MINIMAL + "[grid.chunking]\ntop_k_chunks = [3]\n"))
-    c = load_spec(write(tmp_path, MINIMAL + "query_limit = 4\n[grid.chunking]\n"
+    b = load_spec(write(tmp_path, MINIMAL + "chunk_k = [1, 3]\n[grid.chunking]\n"
                                             "top_k_chunks = [3]\n"))
+    c = load_spec(write(tmp_path, MINIMAL + "chunk_k = [1, 3]\nquery_limit = 4\n"
+                                            "[grid.chunking]\ntop_k_chunks = [3]\n"))
     assert len({a.hash, b.hash, c.hash}) == 3

@@ -12,7 +12,7 @@ from aiblox.eval.sweep.outputs import load_fused_run
 from aiblox.hashing import sha256_bytes
 
 GRID = {"blend": ["linear", "rrf"], "w_text": [0.25, 0.5, 0.75], "normalize": ["minmax"],
-        "rrf_k": [60], "depth": [5, 20]}
+        "rrf_k": [60], "depth": [10, 20]}
 N_POINTS = 3 * 2 + 1 * 2  # linear (w_text x depth) + rrf (k x depth)
 
 

@@ -142,6 +142,7 @@ def test_an_api_key_reaches_the_server_and_no_log_run_artifact_or_stage(
     data = sample_spec.model_dump()
     data.update({"name": "keyed", "primary": "answer_f1", "query_limit": 2,
                  "metrics": ["ndcg@10"], "base": {**data["base"], "top_k_chunks": 4},
+                 "chunk_k": [1, 4],  # 4 chunks returned: k <= 4
                  "grid": {"selection": {"policy": ["R2_POLICY_V1"], "max_chunks": [1, 2]}},
                  "baseline": None, "reader": "openai"})
     spec = SweepSpec.model_validate(data)

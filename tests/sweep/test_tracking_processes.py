@@ -47,7 +47,7 @@ blend = ["linear", "rrf"]
 w_text = [0.3, 0.7]
 normalize = ["minmax"]
 rrf_k = [10, 60]
-depth = [5, 20]
+depth = [10, 20]
 """
 N = 8  # linear: 2 weights x 2 depths; rrf: 2 k x 2 depths
 

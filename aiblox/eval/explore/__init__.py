@@ -34,6 +34,7 @@ from aiblox.eval.explore.chunking import chunk_table, compare_chunkers
 from aiblox.eval.explore.fusion import (
     FusionPoint,
     baseline_prefs,
+    fitting_metrics,
     fusion_prefs,
     moved_queries,
     score_point,
@@ -87,6 +88,7 @@ __all__ = [
     "diff_packs",
     "evidence_changes",
     "evidence_pack",
+    "fitting_metrics",
     "fusion_prefs",
     "inspect_question",
     "log_fusion_point",

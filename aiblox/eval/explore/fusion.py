@@ -1,6 +1,9 @@
 """Fusion in a notebook: cached signals re-fused under one scoring setting and scored with ranx
 (milliseconds on the sample, about a second on SciFact), a metric along a weight axis built
 from integer steps (``i / steps``, never a float accumulation), and the queries a change moved.
+Depths default to the evaluation depth (100, :data:`~aiblox.eval.metrics.DEFAULT_DEPTH`); a
+metric whose cutoff is deeper than the run is refused, as everywhere
+(:mod:`aiblox.eval.metrics.depth`).
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ import pandas as pd
 
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.eval.explore.workspace import NotebookWorkspace
-from aiblox.eval.metrics import DEFAULT_METRICS, evaluate_run
+from aiblox.eval.metrics import DEFAULT_DEPTH, DEFAULT_METRICS, check_depth, evaluate_run
+from aiblox.eval.metrics.depth import metrics_within
 from aiblox.eval.runner import config_hash, run_hash
 from aiblox.fusion import RankedList
 from aiblox.retrieval import HybridRetriever, SignalRuns
@@ -20,6 +24,7 @@ from aiblox.retrieval import HybridRetriever, SignalRuns
 __all__ = [
     "FusionPoint",
     "baseline_prefs",
+    "fitting_metrics",
     "fusion_prefs",
     "moved_queries",
     "score_point",
@@ -28,8 +33,8 @@ __all__ = [
 
 
 def fusion_prefs(blend: str = "rrf", w_text: float = 0.35, rrf_k: int = 60,
-                 normalize: str = "sigmoid", depth: int = 100, missing: str = "zero",
-                 top_k: int = 100, mode: str = "hybrid") -> RetrievalPrefs:
+                 normalize: str = "sigmoid", depth: int = DEFAULT_DEPTH, missing: str = "zero",
+                 top_k: int = DEFAULT_DEPTH, mode: str = "hybrid") -> RetrievalPrefs:
     """Retrieval preferences of one fusion setting. ``w_text`` is the text share: the linear
     blend uses ``(w_text, 1 - w_text)``, RRF the per-signal weights ``(w_text, 1 - w_text)``
     scaled so that 0.5 is classic unweighted RRF."""
@@ -44,7 +49,7 @@ def fusion_prefs(blend: str = "rrf", w_text: float = 0.35, rrf_k: int = 60,
                  "rrf_w_text": round(2 * w_text, 12), "rrf_w_vec": round(2 * w_vec, 12)})
 
 
-def baseline_prefs(depth: int = 100, top_k: int = 100) -> RetrievalPrefs:
+def baseline_prefs(depth: int = DEFAULT_DEPTH, top_k: int = DEFAULT_DEPTH) -> RetrievalPrefs:
     """The package's default fusion (classic RRF, k=60) at ``depth``: what moves are measured
     against."""
     return RetrievalPrefs(query_text="", mode="hybrid", top_k_items=top_k,
@@ -72,9 +77,26 @@ def _fuse(ws: NotebookWorkspace, prefs: RetrievalPrefs) -> dict[str, RankedList]
             for (q, _), hs in zip(ws.queries, hits, strict=True)}
 
 
+_FIX = ("give fusion_prefs(depth=..., top_k=...) {cut} or more (the workspace's signals are "
+        "cached as deep as open_workspace(max_depth=...)), or use cutoffs of at most {depth}")
+
+
+def fitting_metrics(prefs: RetrievalPrefs, metrics: Sequence[str] = DEFAULT_METRICS
+                    ) -> list[str]:
+    """The ``metrics`` a run under ``prefs`` is deep enough for (a cutoff at most its depths:
+    ``recall@100`` needs ``depth`` and ``top_k`` of 100 or more), in their order."""
+    return metrics_within(prefs, metrics)
+
+
 def score_point(ws: NotebookWorkspace, prefs: RetrievalPrefs,
-                metrics: Sequence[str] = DEFAULT_METRICS) -> FusionPoint:
-    """Fuse the cached signals under ``prefs`` and score the run with ranx."""
+                metrics: Sequence[str] | None = None) -> FusionPoint:
+    """Fuse the cached signals under ``prefs`` and score the run with ranx. ``metrics`` None:
+    those of :data:`~aiblox.eval.metrics.DEFAULT_METRICS` the run is deep enough for
+    (:func:`fitting_metrics`); a metric named whose cutoff is above the run's depths raises
+    :class:`~aiblox.eval.metrics.DepthError` (:mod:`aiblox.eval.metrics.depth`)."""
+    if metrics is None:
+        metrics = fitting_metrics(prefs) or list(DEFAULT_METRICS)  # none fits: refused below
+    check_depth(prefs, metrics, fix=_FIX)
     run = _fuse(ws, prefs)
     means, per_query = evaluate_run(ws.qrels, run, metrics)
     chash, _ = config_hash(prefs, ws.embedder.model_id, ws.store.kind)
@@ -89,6 +111,7 @@ def weight_curve(ws: NotebookWorkspace, prefs: RetrievalPrefs, metric: str = "nd
     setting of ``prefs`` kept: columns ``w_text`` and ``value``."""
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
+    check_depth(prefs, [metric], fix=_FIX)
     s = prefs.scoring
     rows = []
     for i in range(steps + 1):

@@ -14,6 +14,7 @@ from aiblox.assembly import find_policies_dir
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.embedding import CachedEmbedder
 from aiblox.eval.datasets import Dataset, load_dataset
+from aiblox.eval.metrics import DEFAULT_DEPTH
 from aiblox.eval.workspace import Workspace, default_store_path
 from aiblox.eval.workspace import open_workspace as open_dataset_workspace
 from aiblox.retrieval import HybridRetriever, SignalRuns
@@ -137,7 +138,8 @@ def default_db(dataset: str) -> str:
 
 
 def open_workspace(dataset: str = DEFAULT_DATASET, embedder: str = DEFAULT_EMBEDDER,
-                   split: str = "test", db: str | None = None, max_depth: int = 100,
+                   split: str = "test", db: str | None = None,
+                   max_depth: int = DEFAULT_DEPTH,
                    backend: str = "duckdb") -> NotebookWorkspace:
     """Load ``dataset``, open its workspace (:func:`aiblox.eval.workspace.open_workspace`: the
     store :func:`default_db` names unless ``db`` is given, made to hold the dataset, only what

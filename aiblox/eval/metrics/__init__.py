@@ -8,6 +8,8 @@ The one-shot eval (:mod:`aiblox.eval.runner`, :mod:`aiblox.eval.chunk_eval`), th
 module                    holds
 ========================  ====================================================================
 ``names``                 which metric names ranx computes, checked before any work
+``depth``                 how deep a run must be for its metrics: the evaluation depth, and
+                          retrieval settings refused when they cut a run above a cutoff
 ``ranking``               :func:`evaluate_run` and :class:`QrelsScorer` (ranx, one route)
 ``packed``                metric values as named arrays (a sweep's metrics stage output)
 ``kernels``               the compiled metrics (ranx's numbers) and ranx run builder (numba)
@@ -32,6 +34,15 @@ from aiblox.eval.metrics.answers import (
     query_answer_metrics,
 )
 from aiblox.eval.metrics.chunks import CHUNK_SCALARS, PROJECTION_PREFIX, chunk_metrics
+from aiblox.eval.metrics.depth import (
+    DEFAULT_DEPTH,
+    WHOLE_RUN_DEPTH,
+    DepthError,
+    check_depth,
+    evaluation_depth,
+    evaluation_prefs,
+    metric_cutoff,
+)
 from aiblox.eval.metrics.directions import (
     COST_METRICS,
     Direction,
@@ -72,7 +83,9 @@ __all__ = [
     "COST_METRICS",
     "Comparison",
     "Correction",
+    "DEFAULT_DEPTH",
     "DEFAULT_METRICS",
+    "DepthError",
     "Direction",
     "PROJECTION_PREFIX",
     "PairedTest",
@@ -81,19 +94,24 @@ __all__ = [
     "STATUSES",
     "STAT_TESTS",
     "StatTest",
+    "WHOLE_RUN_DEPTH",
     "adjust",
     "answer_metrics",
     "answer_status",
     "bootstrap_ci",
+    "check_depth",
     "chunk_metrics",
     "compare_to_baseline",
     "contains_answer",
     "covers_span",
     "directed_counts",
     "evaluate_run",
+    "evaluation_depth",
+    "evaluation_prefs",
     "exact_match",
     "holm",
     "lower_is_better",
+    "metric_cutoff",
     "metric_direction",
     "normalize_answer",
     "pack_metrics",

@@ -52,6 +52,7 @@ The axes themselves (their fields, bounds and validation) are :mod:`aiblox.eval.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -70,6 +71,7 @@ from pydantic import (
     model_validator,
 )
 
+from aiblox.contracts.problems import value_problem
 from aiblox.contracts.retrieval import (
     ChunkingConfig,
     FtsConfig,
@@ -85,8 +87,12 @@ from aiblox.eval.metrics import (
     DEFAULT_METRICS,
     PROJECTION_PREFIX,
     STATUSES,
+    DepthError,
+    check_depth,
+    evaluation_prefs,
     validate_metrics,
 )
+from aiblox.eval.metrics.depth import shallow_limit
 from aiblox.eval.sweep.axes import (
     BM25_AXES,
     CHUNK_DEPTH_KEYS,
@@ -336,9 +342,9 @@ class SweepSpec(_Strict):
         try:  # validates the overrides (unknown keys rejected)
             base = self.base_prefs()
         except ValidationError as exc:
-            raise ValueError("; ".join(f"base.{_loc(e)}: {e['msg']}"
-                                       for e in exc.errors())) from None
+            raise ValueError(_problems("base", exc)) from None
         self._check_passages(base)
+        self._check_depths(base)
         if self.has_pipeline_axes and base.top_k_chunks < 1:
             raise ValueError(f"base.top_k_chunks must be >= 1 in a pipeline sweep (no chunk "
                              f"is returned otherwise), got {base.top_k_chunks}")
@@ -370,8 +376,7 @@ class SweepSpec(_Strict):
             self.baseline_prefs()
             self.baseline_point()
         except ValidationError as exc:
-            raise ValueError("; ".join(f"baseline.{_loc(e)}: {e['msg']}"
-                                       for e in exc.errors())) from None
+            raise ValueError(_problems("baseline", exc)) from None
         try:
             self.pipeline_points()
         except ValidationError as exc:  # a policy combination the policy model rejects
@@ -565,6 +570,63 @@ class SweepSpec(_Strict):
                              f"(CMA-ES does not search one dimension), and the grid varies "
                              f"only {', '.join(space.dimensions)}; use 'gp' or 'tpe'")
 
+    def _check_depths(self, base: RetrievalPrefs) -> None:
+        """Every point's run is at least as deep as the deepest metric cutoff
+        (:mod:`aiblox.eval.metrics.depth`): ``base.top_k_items``, and each depth the grid
+        sweeps (``depth``, or ``fts_depth`` x ``vector_depth``; the base's when none), refused
+        here, naming the metric and the key; in a pipeline sweep ``chunk_k`` against every
+        ``top_k_chunks`` (base, grid, baseline) too."""
+        g = self.grid
+        if g.depth is not None:
+            pairs = [(d, d) for d in g.axis("depth") or []]
+            keys = {"fts.top_k": "grid.depth", "vector.top_k": "grid.depth"}
+        else:
+            pairs = list(product(g.axis("fts_depth") or [base.fts.top_k],
+                                 g.axis("vector_depth") or [base.vector.top_k]))
+            keys = {"fts.top_k": "grid.fts_depth" if g.fts_depth is not None
+                    else "base.fts.top_k",
+                    "vector.top_k": "grid.vector_depth" if g.vector_depth is not None
+                    else "base.vector.top_k"}
+        keys["top_k_items"] = "base.top_k_items"
+        keys["vector.ef_search"] = "base.vector.ef_search"
+        for fts_depth, vec_depth in pairs:
+            prefs = base.model_copy(update={
+                "fts": base.fts.model_copy(update={"top_k": int(fts_depth)}),
+                "vector": base.vector.model_copy(update={"top_k": int(vec_depth)})})
+            limit = shallow_limit(prefs, self.metrics)
+            if limit is None:
+                continue
+            key = keys[limit.fields[0]]
+            if key.startswith("base."):
+                fix = ("set it to {cut} or more (or leave it out: a sweep retrieves as deep as "
+                       "its metrics read), or use cutoffs of at most {depth}")
+            elif len({keys[f] for f in limit.fields}) > 1:
+                fix = ("every pair needs one depth of at least {cut}, or use cutoffs of at "
+                       "most {depth}")
+            else:
+                fix = (f"drop the values below {{cut}} from {key}, or use cutoffs of at most "
+                       f"{{depth}}")
+            try:
+                check_depth(prefs, self.metrics, keys, fix=fix)
+            except DepthError as exc:
+                raise ValueError(f"{key}: {exc}") from None
+        if not self.has_pipeline_axes:
+            return
+        chunk_k = max(self.chunk_k)
+        tops = [("base.top_k_chunks", base.top_k_chunks)]
+        if g.chunking is not None and g.chunking.top_k_chunks is not None:
+            tops = [("grid.chunking.top_k_chunks", int(v))
+                    for v in g.chunking.axis("top_k_chunks") or []]
+        if (self.baseline or {}).get("top_k_chunks") is not None:
+            tops.append(("baseline.top_k_chunks", self.baseline["top_k_chunks"]))  # type: ignore
+        for key, top in tops:
+            if isinstance(top, int) and 1 <= top < chunk_k:
+                raise ValueError(f"{key}: answer_recall@{chunk_k} (chunk_k) reads {chunk_k} "
+                                 f"chunks per query, but {key.rsplit('.', 1)[-1]} = {top} "
+                                 f"returns at most {top}: it would be computed over {top} "
+                                 f"chunks under the name @{chunk_k}; return at least "
+                                 f"{chunk_k} chunks, or use chunk_k values of at most {top}")
+
     def _check_passages(self, base: RetrievalPrefs) -> None:
         """Every passage setting the spec can reach (base, grid, baseline) makes a chunker:
         an unknown chunker or a size pair it refuses fails when the spec loads."""
@@ -640,8 +702,11 @@ class SweepSpec(_Strict):
         return self.grid.chunking is not None or self.grid.selection is not None
 
     def base_prefs(self) -> RetrievalPrefs:
-        """The base :class:`RetrievalPrefs` every point starts from."""
-        return RetrievalPrefs(query_text="", **self.base)
+        """The base :class:`RetrievalPrefs` every point starts from: ``base``, with the depths
+        it leaves out (``top_k_items``, ``fts.top_k``, ``vector.top_k``) at the evaluation
+        depth of ``metrics`` (:func:`~aiblox.eval.metrics.evaluation_prefs`: 100, or the
+        deepest cutoff; 1,000 with a metric without one)."""
+        return evaluation_prefs(RetrievalPrefs(query_text="", **self.base), self.metrics)
 
     def baseline_prefs(self) -> RetrievalPrefs | None:
         """The baseline point's prefs, or None."""
@@ -842,6 +907,41 @@ def _loc(err: Mapping[str, Any]) -> str:
     return ".".join(str(x) for x in err["loc"]) or "(spec)"
 
 
+_MODELS: dict[str, type[BaseModel]] = {m.__name__: m for m in (
+    RetrievalPrefs, FtsConfig, VectorConfig, ScoringConfig, ChunkingConfig)}
+
+
+def _problems(prefix: str, exc: ValidationError) -> str:
+    """The errors of validating the spec's ``prefix`` section (``base``, ``baseline``) as
+    ``base.fts.top_k: got 0: out of range; valid: a whole number >= 1``, one per key."""
+    model = _MODELS.get(exc.title)
+    parts = []
+    for e in exc.errors():
+        loc = ".".join(str(x) for x in e["loc"])
+        key = f"{prefix}.{loc}" if loc else prefix
+        msg = str(e["msg"]).removeprefix("Value error, ")
+        problem = value_problem(model, e) if model is not None else msg
+        parts.append(f"{key}: got {e['input']!r}: {problem}" if problem != msg
+                     else f"{key}: {msg}")
+    return "; ".join(parts)
+
+
+_KEY_FIRST = re.compile(r"([A-Za-z_]\w*(?:\.\w+)+): (.*)", re.S)
+"""A spec-level error that starts with the dotted key it is about (``grid.depth: ...``)."""
+
+
+def _field_and_message(err: Mapping[str, Any]) -> tuple[str, str]:
+    """The key an error of the spec is about and its message: pydantic's ``loc``, or for an
+    error of the whole spec (``loc`` empty) the dotted key its message starts with."""
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    if not err["loc"]:
+        found = _KEY_FIRST.fullmatch(msg)
+        if found:
+            return found.group(1), found.group(2)
+    problem = value_problem(SweepSpec, err)  # a number out of range: the valid values
+    return _loc(err), (f"got {err['input']!r}: {problem}" if problem != msg else msg)
+
+
 def _defaults() -> dict[str, Any]:
     """The new fields' defaults."""
     fields = SweepSpec.model_fields
@@ -876,8 +976,8 @@ def load_spec(path: str | Path, max_points: int | None = None) -> SweepSpec:
     try:
         return SweepSpec.model_validate(data, context={"max_points": max_points})
     except ValidationError as exc:
-        lines = [f"{p}: field {_loc(e)!r}: {e['msg'].removeprefix('Value error, ')}"
-                 for e in exc.errors()]
+        lines = [f"{p}: field {key!r}: {msg}"
+                 for key, msg in map(_field_and_message, exc.errors())]
         raise SweepSpecError("\n".join(lines)) from exc
 
 
