@@ -7,7 +7,8 @@ fusion, metrics, chunks, chunk_metrics, then selection, prompt, reader, validati
 answer_metrics) and the sha256 of all its prompt bytes; its ``config`` holds the chunking
 settings and the selection policy.
 
-``manifest_hash`` covers the deterministic part only (not the environment), so the same point
+``manifest_hash`` covers the deterministic part only (not the environment, nor the device the
+embedder ran on, whose class is in the embedder's model id in ``config``), so the same point
 computed on two machines has the same manifest hash when its results are identical.
 """
 
@@ -72,6 +73,10 @@ class PointManifest(_Strict):
     """The effective config: prefs without the query, embedder, backend."""
     embedder_name: str | None = None
     """Registry name of the embedder (``config`` holds its model id), to rebuild the point."""
+    device: str | None = None
+    """The device the embedder ran on, resolved (``cpu``, ``cuda:0 (NVIDIA H100 80GB HBM3)``;
+    None: a manifest from before devices, made on the CPU). Not part of ``manifest_hash``:
+    off the CPU the embedder's model id in ``config`` carries the device class."""
     metrics: list[str] = Field(default_factory=list)
     """ranx metric names scored."""
     splits: dict[str, SplitManifest]
@@ -81,9 +86,10 @@ class PointManifest(_Strict):
 
     @property
     def manifest_hash(self) -> str:
-        """sha256 of everything but the environment. Optional fields added later are left out
-        while None, so a fusion point's manifest hash is what it was before they existed."""
-        data = self.model_dump(mode="json", exclude={"environment"})
+        """sha256 of everything but the environment and the device. Optional fields added later
+        are left out while None, so a fusion point's manifest hash is what it was before they
+        existed."""
+        data = self.model_dump(mode="json", exclude={"environment", "device"})
         for split in data["splits"].values():
             if split.get("prompts_sha256") is None:
                 split.pop("prompts_sha256", None)

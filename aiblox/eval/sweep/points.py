@@ -60,6 +60,9 @@ class SweepSettings:
     """Precomputed vector files to import into the store's embedding cache."""
     needs_vectors: bool = True
     """Whether retrieval needs vectors (any mode but ``bm25``)."""
+    device: str = "auto"
+    """Where the embedder runs (:func:`aiblox.embedding.device.resolve_device`; a sweep
+    resolves it before any point, so its workers embed where the driver's keys say)."""
 
     @classmethod
     def from_spec(cls, spec: SweepSpec) -> SweepSettings:
@@ -70,7 +73,8 @@ class SweepSettings:
                    chunk_k=tuple(spec.chunk_k), reader=spec.reader,
                    reader_options=dict(spec.reader_options),
                    swept_selection=tuple(sel.override_names()) if sel is not None else (),
-                   vectors=tuple(spec.vectors), needs_vectors=spec.base_prefs().mode != "bm25")
+                   vectors=tuple(spec.vectors), needs_vectors=spec.base_prefs().mode != "bm25",
+                   device=spec.device)
 
 
 def point_label(prefs: RetrievalPrefs) -> str:

@@ -38,6 +38,7 @@ from typing import Any
 
 from aiblox.chunking import make_chunker
 from aiblox.compiled import compiled_threads
+from aiblox.embedding.device import describe_device, resolve_device
 from aiblox.eval.datasets import Dataset, load_dataset
 from aiblox.eval.sweep.cache import StageCache, StageCacheCorrupt
 from aiblox.eval.sweep.context import SweepContext
@@ -120,9 +121,12 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     splits = spec.splits
     ds = dataset or load_dataset(spec.dataset, splits=splits)
     tune_qids = check_cv(spec, ds)  # before any work: k folds need k queries
-    settings = SweepSettings.from_spec(spec)
+    # one device for the whole sweep, resolved here: the workers embed where the keys say
+    device = resolve_device(spec.device, "device")
+    settings = dataclasses.replace(SweepSettings.from_spec(spec), device=device)
     if spec.finetune is not None:  # the tuned model is the sweep's embedder (trained once)
-        model = ensure_fine_tuned(spec, ds, cache_dir, db or spec.db, progress=progress)
+        model = ensure_fine_tuned(spec, ds, cache_dir, db or spec.db, progress=progress,
+                                  device=device)
         settings = dataclasses.replace(settings, embedder=str(model))
     backend = backend_of(db or spec.db, spec.backend)  # an explicit db may name another backend
     cache = RecordingCache(cache_dir) if cpus else StageCache(cache_dir)
@@ -156,6 +160,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
              if model_based else len(todo))  # a trial that is the baseline leaves one unticked
     bar = progress_bar(total, f"sweep {spec.name}", unit="pt", enabled=progress)
     sweep_hash = spec.hash  # a property that hashes the spec: once, not per point
+    shown_device = describe_device(device)
 
     def make_point(i: int, out: dict[str, Any]) -> PointResult:
         pt = todo[i]
@@ -163,7 +168,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         manifest = PointManifest(
             sweep=spec.name, sweep_hash=sweep_hash, dataset=ds.name, dataset_hash=ds.hash,
             config_hash=chash, config=config, embedder_name=settings.embedder,
-            metrics=list(spec.metrics),
+            device=shown_device, metrics=list(spec.metrics),
             splits={s: SplitManifest(split=s, **out[s]) for s in splits},
             environment=environment())
         c = pt.prefs.chunking
