@@ -13,10 +13,12 @@ from rich.table import Table
 from aiblox.assembly import PolicyError, answer_question, get_llm, load_policy
 from aiblox.cli._common import (
     DATASET_STORE_HELP,
+    DEVICE_HELP,
     STORE_HELP,
     cached_embedder,
     check_store_searchable,
     checked_chunker,
+    checked_device,
     checked_embedder,
     existing_store,
     fail,
@@ -50,6 +52,7 @@ def answer(
                             help="extractive (offline, deterministic) or openai (AIBLOX_LLM_* "
                                  "settings)."),
     embedder: str = typer.Option("minilm", "--embedder", help="Embedder the store was built with."),
+    device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
     chunker: str = typer.Option("sentences", "--chunker", help="Chunker for late chunking."),
     top_k_chunks: int = typer.Option(12, "--top-k-chunks", help="Evidence chunks retrieved."),
     as_json: bool = typer.Option(False, "--json", help="Print every artifact as JSON."),
@@ -68,7 +71,7 @@ def answer(
         reader = get_llm(llm)
     except (PolicyError, ValueError, KeyError) as exc:
         fail(str(exc))
-    model = checked_embedder(embedder)
+    model = checked_embedder(embedder, checked_device(device))
     checked_chunker(chunker)
     db = existing_store(db, dataset)
     store = open_db(db)
