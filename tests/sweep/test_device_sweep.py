@@ -54,6 +54,11 @@ def test_the_spec_key_is_checked_when_it_loads_and_hashed_by_class_off_the_cpu(t
     assert gpu[0].hash == gpu[1].hash != plain.hash  # the class, not the index
     assert plain.model_copy(update={"device": "cuda:0"}).hash == gpu[0].hash
     assert plain.model_copy(update={"device": "cpu"}).hash == plain.hash
+    from aiblox.eval.sweep.search import study_key
+
+    # a search's study is keyed by the embedder's id in its context, which carries the class
+    assert {study_key(s, {"embedder": "e"}) for s in (plain, *same, *gpu)} == {
+        study_key(plain, {"embedder": "e"})}
 
 
 def test_every_manifest_names_the_device_outside_its_hash(tmp_path, sweep_db, small_spec,
