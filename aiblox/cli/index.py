@@ -9,9 +9,11 @@ from rich.table import Table
 
 from aiblox.cli._common import (
     DATASET_STORE_HELP,
+    DEVICE_HELP,
     STORE_HELP,
     cached_embedder,
     checked_choice,
+    checked_device,
     checked_embedder,
     console,
     fail,
@@ -90,6 +92,7 @@ def build(
     dataset: str = typer.Option("", "--dataset", help=DATASET_STORE_HELP),
     embedder: str = typer.Option("minilm", "--embedder",
                                  help="Vector index of this embedder's vectors."),
+    device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
     bm25: bool = typer.Option(True, "--bm25/--no-bm25", help="Build the BM25 index."),
     vectors: bool = typer.Option(True, "--vectors/--no-vectors", help="Build the vector index."),
     k1: float = typer.Option(1.2, "--k1", help="BM25 k1."),
@@ -104,7 +107,7 @@ def build(
     checked_choice(method, field_choices(FtsConfig, "method"), "--method")
     checked_choice(index, field_choices(VectorConfig, "index"), "--index")
     checked_choice(distance, field_choices(VectorConfig, "distance"), "--distance")
-    model = checked_embedder(embedder) if vectors else None
+    model = checked_embedder(embedder, checked_device(device)) if vectors else None
     try:
         fts = FtsConfig(k1=k1, b=b, method=method,  # type: ignore[arg-type]
                         stemmer=None if stemmer == "none" else stemmer)

@@ -66,6 +66,9 @@ class SweepSettings:
     or a stage that reads vectors)."""
     stage_modules: tuple[str, ...] = ()
     """Modules registering the spec's own stage kinds (imported before a point is planned)."""
+    device: str = "auto"
+    """Where the embedder runs (:func:`aiblox.embedding.device.resolve_device`; a sweep
+    resolves it before any point, so its workers embed where the driver's keys say)."""
 
     @classmethod
     def from_spec(cls, spec: SweepSpec) -> SweepSettings:
@@ -78,7 +81,7 @@ class SweepSettings:
                    swept_selection=tuple(sel.override_names()) if sel is not None else (),
                    vectors=tuple(spec.vectors),
                    needs_vectors=needs_vectors(spec.base_prefs(), spec.pipelines()),
-                   stage_modules=tuple(spec.stage_modules))
+                   stage_modules=tuple(spec.stage_modules), device=spec.device)
 
 
 def needs_vectors(base: RetrievalPrefs, pipelines: Sequence[Pipeline]) -> bool:

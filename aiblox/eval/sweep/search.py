@@ -178,6 +178,7 @@ def study_key(spec: SweepSpec, context: dict[str, Any] | None = None) -> str:
     for name in LATER_FIELDS:  # likewise the spec fields added after the first tpe studies
         if data.get(name) is None:
             data.pop(name, None)
+    data.pop("device", None)  # its class is in the context's embedder id (+cuda off the CPU)
     for name in LATER_GRID_AXES:
         if data["grid"].get(name) is None:
             data["grid"].pop(name, None)

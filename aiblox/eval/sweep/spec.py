@@ -79,6 +79,7 @@ from aiblox.contracts.retrieval import (
     ScoringConfig,
     VectorConfig,
 )
+from aiblox.embedding.device import device_class, parse_device
 from aiblox.embedding.finetune import FineTuneConfig
 from aiblox.engine.algebra import Pipeline, PipelineError
 from aiblox.eval.metrics import (
@@ -213,6 +214,12 @@ class SweepSpec(_Strict):
     """Embedder: a registered name (``minilm``, ``hashing``), a folder holding a
     sentence-transformers model, or an installed package that ships one (its model id, which
     keys the caches, is the sha256 of its files). One per spec: a sweep's points share it."""
+    device: str = "auto"
+    """Where the embedder runs (and a ``[finetune]`` model trains): ``auto`` (the first GPU
+    torch sees, else the CPU), ``cpu``, ``cuda``, ``cuda:N`` or ``mps``; ``aiblox sweep
+    --device`` overrides it. Off the CPU the embedder's model id carries the device class, so
+    the points' results are keyed apart from the CPU's (another device may give other last
+    bits)."""
     vectors: list[str] = Field(default_factory=list)
     """Precomputed vector files to import (default: found beside the dataset)."""
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))
@@ -282,6 +289,11 @@ class SweepSpec(_Strict):
     @classmethod
     def _ranx_metrics(cls, v: list[str]) -> list[str]:
         return validate_metrics(v)
+
+    @field_validator("device")
+    @classmethod
+    def _device_form(cls, v: str) -> str:
+        return parse_device(v, "device")
 
     @field_validator("embedder")
     @classmethod
@@ -742,11 +754,19 @@ class SweepSpec(_Strict):
     def hash(self) -> str:
         """sha256 of the spec's canonical JSON: identifies the sweep (parent MLflow run).
         Fields added for pipeline sweeps and search are left out while at their defaults, so
-        a fusion spec keeps the hash it had before they existed."""
+        a fusion spec keeps the hash it had before they existed. ``device`` counts by its class
+        and only off the CPU (``aiblox sweep`` resolves ``auto`` before it hashes: a sweep on a
+        GPU is another parent run than the same spec on the CPU)."""
         data = self.model_dump(mode="json")
         for name in _NEW_FIELDS:
             if data[name] == _DEFAULTS[name]:
                 data.pop(name)
+        if "device" in data:
+            cls = device_class(data["device"])
+            if cls == "cpu":
+                data.pop("device")
+            else:
+                data["device"] = cls
         search = data.get("search") or {}
         for name in SEARCH_OPTIONAL:  # added after tpe specs were logged: out while unset
             if search.get(name) is None:
@@ -899,7 +919,7 @@ SEARCH_OPTIONAL = ("objectives", "directions")
 """``[search]`` fields left out of the hashes while unset (a spec keeps its hash)."""
 
 _NEW_FIELDS = ("query_limit", "chunk_k", "reader", "reader_options", "search", "cv",
-               "finetune", "pipeline", "stages", "stage_modules")
+               "finetune", "pipeline", "stages", "stage_modules", "device")
 """SweepSpec fields added after the first fusion specs: left out of the hash at defaults."""
 
 
