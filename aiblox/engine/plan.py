@@ -177,8 +177,8 @@ def _depth(p: Pipeline, depth: int | None, base: RetrievalPrefs, n_docs: int | N
     if isinstance(p, Fuse):
         depths = [_depth(m, depth, base, n_docs, context) for m in p.members]
         total = sum(d or 0 for d in depths)
-        cfg = cast(FuseConfig, p.stage.config(_fuse_defaults(base)))
-        return min(total, cfg.top_k) if cfg.top_k else total
+        fcfg = cast(FuseConfig, p.stage.config(_fuse_defaults(base)))
+        return min(total, fcfg.top_k) if fcfg.top_k else total
     assert isinstance(p, Stage)
     kind = p.spec
     cfg = p.config(stage_defaults(p.kind, base))

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs
 from aiblox.engine.algebra import Pipeline, label
+from aiblox.engine.builtin import RetrieveConfig
 from aiblox.eval.runner import config_hash
 from aiblox.eval.sweep.axes import load_policy_by_name
 from aiblox.eval.sweep.spec import PipelinePoint
@@ -94,8 +95,10 @@ def needs_vectors(base: RetrievalPrefs, pipelines: Sequence[Pipeline]) -> bool:
         for s in p.stages():
             if s.kind == "dense" or "vectors" in s.spec.reads and s.kind != "retrieve":
                 return True
-            if s.kind == "retrieve" and s.config({"mode": base.mode}).mode != "bm25":
-                return True
+            if s.kind == "retrieve":
+                cfg = cast(RetrieveConfig, s.config({"mode": base.mode}))
+                if cfg.mode != "bm25":
+                    return True
     return False
 
 
