@@ -55,6 +55,11 @@ def _describe(spec: dict) -> str:
         if spec.get("hnsw"):
             extra = f" M={spec['hnsw']['m']} efC={spec['hnsw']['ef_construction']}"
         return f"{spec.get('model')} {spec.get('distance')} {spec.get('index')}{extra}"
+    if spec.get("kind") == "terms":  # term statistics for feedback (rm3, bo1)
+        a = spec.get("analysis", {})
+        tw = f" title_weight={spec['title_weight']}" if "title_weight" in spec else ""
+        return (f"term counts stem={a.get('stemmer')} stop={a.get('stopwords')} "
+                f"fields={'+'.join(a.get('fields', []))}{tw}")
     return "?"
 
 
