@@ -21,8 +21,8 @@ in the same default store the sweeps use:
   vectors and the similarities); ``pipeline``: the whole pipeline with the stage
   (``dense >> rocchio >> dense``, ``bm25 >> dense_rescore``), beside the pipeline it is compared
   with. The note under the table gives what embedding a query with the model itself costs on
-  this machine (the collection's first 50 queries, one batch, the median of at most 3), paid by every dense step whose
-  query is not cached.
+  this machine (the collection's first 50 queries, one batch, the median of at most 3 runs),
+  paid by every dense step whose query is not cached.
 
     python benchmarks/dense_stages.py [--datasets scifact,adi] [--repeat 3] [--markdown]
 
