@@ -23,6 +23,9 @@ DB_HELP = ("Store: a DuckDB file path or a postgresql+psycopg:// URL (default: t
 STORE_HELP = "Store: a DuckDB file path or a postgresql+psycopg:// URL (or use --dataset)."
 DATASET_STORE_HELP = ("Use this dataset's default store (the one `aiblox ingest DATASET` "
                       "builds) instead of --db.")
+DEVICE_HELP = ("Where the embedder runs: auto (the first GPU torch sees, else the CPU), cpu, "
+               "cuda, cuda:N or mps. Off the CPU its vectors are keyed apart (model id "
+               "+cuda): a store embedded on the CPU is searched with --device cpu.")
 
 
 def fail(message: str) -> None:
@@ -71,11 +74,12 @@ def existing_store(db: str, dataset: str) -> str:
     return db
 
 
-def cached_embedder(name: str | Embedder, store: Store, progress: bool = True
-                    ) -> CachedEmbedder:
-    """The named (or given) embedder behind the store's embedding cache."""
+def cached_embedder(name: str | Embedder, store: Store, progress: bool = True,
+                    device: str | None = None) -> CachedEmbedder:
+    """The named (or given) embedder behind the store's embedding cache (a name built on
+    ``device``)."""
     try:
-        model = get_embedder(name) if isinstance(name, str) else name
+        model = get_embedder(name, device=device) if isinstance(name, str) else name
         return CachedEmbedder(model, store, progress=progress)
     except (ValueError, ImportError) as exc:
         fail(str(exc))
@@ -113,11 +117,26 @@ def field_choices(model: type[BaseModel], name: str) -> list[str]:
     return [str(v) for v in get_args(ann)]
 
 
-def checked_embedder(name: str) -> Embedder:
-    """The embedder ``name`` (built, its model not loaded yet), else one ``error:`` line with
-    the known names (before any store is opened)."""
+def checked_device(device: str, option: str = "--device") -> str:
+    """``device`` checked before any work (its form; a GPU asked for must be one torch sees),
+    else one ``error:`` line naming ``option``. ``auto`` comes back as it is (resolved where a
+    model runs, so a command that runs none never imports torch to ask); any other device
+    resolved (``cuda`` is ``cuda:0``)."""
+    from aiblox.embedding.device import DeviceError, parse_device, resolve_device
+
     try:
-        return get_embedder(name)
+        spec = parse_device(device, option)
+        return spec if spec == "auto" else resolve_device(spec, option)
+    except DeviceError as exc:
+        fail(str(exc))
+        raise
+
+
+def checked_embedder(name: str, device: str | None = None) -> Embedder:
+    """The embedder ``name`` on ``device`` (built, its model not loaded yet), else one
+    ``error:`` line with the known names (before any store is opened)."""
+    try:
+        return get_embedder(name, device=device)
     except (ValueError, ImportError) as exc:
         fail(f"--embedder: {exc}")
         raise
@@ -181,7 +200,8 @@ def option_message(exc: BaseException) -> str:
 
 
 def embedder_name(model_id: str) -> str | None:
-    """The registered embedder name whose model is ``model_id`` (None for another model)."""
+    """The registered embedder name whose model is ``model_id`` on whatever device (None for
+    another model)."""
     from aiblox.embedding import registry
 
     return registry.name_of(model_id)
@@ -208,6 +228,16 @@ def check_store_searchable(store: Store, model_id: str | None, embedder: str,
     ingest = f"`aiblox ingest {source} --db {store.location} --embedder {embedder}`"
     bm25 = "; --mode bm25 needs no vectors" if bm25_hint else ""
     if built:
+        from aiblox.embedding.device import split_device
+
+        base, cls = split_device(model_id)
+        same = [split_device(m)[1] for m in built if split_device(m)[0] == base]
+        if same:  # the same model, embedded on another device
+            use = " or ".join(f"--device {c}" for c in same)
+            fail(f"store {store.location} holds {embedder} vectors made on "
+                 f"{' and '.join(same)}, not on {cls} ({model_id}; another device gives other "
+                 f"last bits, so its vectors are keyed apart): run with {use}, or add {cls} "
+                 f"vectors with {ingest[:-1]} --device {cls}`{bm25}")
         names = [embedder_name(m) for m in built]
         use = " or ".join(f"--embedder {n}" for n in names if n) or "--embedder for that model"
         fail(f"store {store.location} was built with {', '.join(built)} vectors, not "

@@ -14,10 +14,12 @@ from aiblox.assembly import PolicyError, answer_question, get_llm, load_policy
 from aiblox.assembly.llm.openai_chat import shown_url
 from aiblox.cli._common import (
     DATASET_STORE_HELP,
+    DEVICE_HELP,
     STORE_HELP,
     cached_embedder,
     check_store_searchable,
     checked_chunker,
+    checked_device,
     checked_embedder,
     checked_prefs,
     existing_store,
@@ -52,6 +54,7 @@ def answer(
                             help="extractive (offline, deterministic) or openai (AIBLOX_LLM_* "
                                  "settings)."),
     embedder: str = typer.Option("minilm", "--embedder", help="Embedder the store was built with."),
+    device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
     chunker: str = typer.Option("sentences", "--chunker", help="Chunker for late chunking."),
     top_k_chunks: int = typer.Option(12, "--top-k-chunks", help="Evidence chunks retrieved."),
     as_json: bool = typer.Option(False, "--json", help="Print every artifact as JSON."),
@@ -70,7 +73,7 @@ def answer(
         reader = get_llm(llm)
     except (PolicyError, ValueError, KeyError) as exc:
         fail(str(exc))
-    model = checked_embedder(embedder)
+    model = checked_embedder(embedder, checked_device(device))
     checked_chunker(chunker)
     prefs = checked_prefs({"query_text": question, "top_k_chunks": top_k_chunks,
                            "chunking": {"chunker_id": chunker}},

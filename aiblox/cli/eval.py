@@ -12,8 +12,10 @@ from rich.table import Table
 from rich.text import Text
 
 from aiblox.cli._common import (
+    DEVICE_HELP,
     checked_choice,
     checked_chunker,
+    checked_device,
     checked_metrics,
     checked_prefs,
     console,
@@ -27,6 +29,7 @@ from aiblox.cli._common import (
 from aiblox.cli._errors import print_error
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import DatasetError, load_dataset
+from aiblox.embedding.device import embedder_device
 from aiblox.engine.chunk_eval import ChunkEvalResult, evaluate_chunks
 from aiblox.engine.evaluate import EvalResult, evaluate_retrieval
 from aiblox.engine.tracking import DEFAULT_TRACKING_URI
@@ -61,6 +64,7 @@ def eval_command(
                                             "store under .aiblox/datasets."),
     embedder: str = typer.Option("minilm", "--embedder", help=(
         "Embedder: minilm, hashing, or a sentence-transformers model folder or package.")),
+    device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
     vectors: list[Path] = typer.Option([], "--vectors", help="Precomputed vectors parquet."),
     blend: str = typer.Option("rrf", help="Fusion: rrf or linear."),
     rrf_k: int = typer.Option(60, "--rrf-k", help="RRF constant k."),
@@ -129,6 +133,7 @@ def eval_command(
     """Score retrieval systems on DATASET's SPLIT with ranx, as one experiment table: modes
     (--mode) and external TREC runs (--run), tested against --baseline."""
     metric = checked_metrics(metric)
+    device = checked_device(device)
     fmt = "json" if as_json else fmt
     modes = list(mode) or ([] if run_files else ["hybrid"])
     checked_choice(fmt, FORMATS, "--format")
@@ -205,7 +210,7 @@ def eval_command(
     backend = ""
     if modes:
         try:
-            ws = open_workspace(ds, db or None, embedder, vectors=vectors,
+            ws = open_workspace(ds, db or None, embedder, device=device, vectors=vectors,
                                 with_vectors=any(m != "bm25" for m in modes),
                                 progress=show_progress())
         except (StoreError, ValueError, ImportError) as exc:
@@ -245,6 +250,7 @@ def eval_command(
         manifests = {s.name: mode_manifest(ds, split, s, embedder=embedder, metrics=metric,
                                            db=db or None, backend=backend,
                                            vectors=[str(v) for v in vectors],
+                                           device=embedder_device(ws.embedder),
                                            progress=show_progress())
                      for s in systems if s.kind == "mode"}
         ids = log_experiment(exp, manifests, tracking_uri, experiment_name)

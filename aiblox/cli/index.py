@@ -9,9 +9,11 @@ from rich.table import Table
 
 from aiblox.cli._common import (
     DATASET_STORE_HELP,
+    DEVICE_HELP,
     STORE_HELP,
     cached_embedder,
     checked_choice,
+    checked_device,
     checked_embedder,
     console,
     fail,
@@ -53,6 +55,11 @@ def _describe(spec: dict) -> str:
         if spec.get("hnsw"):
             extra = f" M={spec['hnsw']['m']} efC={spec['hnsw']['ef_construction']}"
         return f"{spec.get('model')} {spec.get('distance')} {spec.get('index')}{extra}"
+    if spec.get("kind") == "terms":  # term statistics for feedback (rm3, bo1)
+        a = spec.get("analysis", {})
+        tw = f" title_weight={spec['title_weight']}" if "title_weight" in spec else ""
+        return (f"term counts stem={a.get('stemmer')} stop={a.get('stopwords')} "
+                f"fields={'+'.join(a.get('fields', []))}{tw}")
     return "?"
 
 
@@ -90,6 +97,7 @@ def build(
     dataset: str = typer.Option("", "--dataset", help=DATASET_STORE_HELP),
     embedder: str = typer.Option("minilm", "--embedder",
                                  help="Vector index of this embedder's vectors."),
+    device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
     bm25: bool = typer.Option(True, "--bm25/--no-bm25", help="Build the BM25 index."),
     vectors: bool = typer.Option(True, "--vectors/--no-vectors", help="Build the vector index."),
     k1: float = typer.Option(1.2, "--k1", help="BM25 k1."),
@@ -104,7 +112,7 @@ def build(
     checked_choice(method, field_choices(FtsConfig, "method"), "--method")
     checked_choice(index, field_choices(VectorConfig, "index"), "--index")
     checked_choice(distance, field_choices(VectorConfig, "distance"), "--distance")
-    model = checked_embedder(embedder) if vectors else None
+    model = checked_embedder(embedder, checked_device(device)) if vectors else None
     try:
         fts = FtsConfig(k1=k1, b=b, method=method,  # type: ignore[arg-type]
                         stemmer=None if stemmer == "none" else stemmer)

@@ -8,7 +8,9 @@ import typer
 
 from aiblox.cli._common import (
     DB_HELP,
+    DEVICE_HELP,
     cached_embedder,
+    checked_device,
     checked_embedder,
     fail,
     open_db,
@@ -18,6 +20,7 @@ from aiblox.cli._common import (
 )
 from aiblox.cluster import ExecutorError, check_executor
 from aiblox.data import DatasetError
+from aiblox.embedding.device import DeviceError, parse_device
 from aiblox.engine.workspace import dataset_binding, default_store_path, ingest_dataset
 
 
@@ -28,6 +31,8 @@ def ingest(
     db: str = typer.Option("", "--db", help=DB_HELP),
     embedder: str = typer.Option("minilm", "--embedder", help=(
         "Embedder: minilm, hashing, or a sentence-transformers model folder or package.")),
+    device: str = typer.Option("auto", "--device", help=DEVICE_HELP + " With --executor ray: "
+                               "cuda embeds on the workers' GPUs (one per task)."),
     vectors: list[Path] = typer.Option([], "--vectors",
                                        help="Parquet file of precomputed vectors (_id, "
                                             "text_sha256, vector), always read and checked "
@@ -51,11 +56,17 @@ def ingest(
         binding = dataset_binding(dataset)
     except DatasetError as exc:
         fail(str(exc))
-    model = checked_embedder(embedder)  # before the store is made
+    try:
+        device = parse_device(device)
+    except DeviceError as exc:
+        fail(str(exc))
+    model = checked_embedder(embedder, device)  # before the store is made
     try:
         check_executor(executor, address or None)
     except ExecutorError as exc:
         fail(str(exc))
+    if executor != "ray":  # with ray, the workers' GPUs count, not this machine's
+        checked_device(device)
     db = db or default_store_path(binding)
     store = open_db(db)
     try:
@@ -64,7 +75,7 @@ def ingest(
 
             try:  # the workers build the embedder by its name
                 emb = ray_cached_embedder(embedder, store, address or None,
-                                          progress=show_progress())
+                                          progress=show_progress(), device=device)
             except (ValueError, ImportError) as exc:
                 fail(str(exc))
         else:

@@ -10,10 +10,12 @@ from rich.text import Text
 
 from aiblox.cli._common import (
     DATASET_STORE_HELP,
+    DEVICE_HELP,
     STORE_HELP,
     cached_embedder,
     check_store_searchable,
     checked_choice,
+    checked_device,
     checked_embedder,
     checked_prefs,
     fail,
@@ -34,6 +36,7 @@ def search(
     mode: str = typer.Option("hybrid", help="hybrid, bm25 or dense."),
     k: int = typer.Option(10, "-k", "--top-k", help="Candidates to show."),
     embedder: str = typer.Option("minilm", "--embedder", help="Embedder the store was built with."),
+    device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
     blend: str = typer.Option("rrf", help="Fusion: rrf or linear."),
     normalize: str = typer.Option("sigmoid", help="Linear blend: per-list score normalisation "
                                   "(minmax, zscore, sigmoid or none)."),
@@ -50,7 +53,7 @@ def search(
                            "scoring": scoring},
                           {"top_k_items": ("--top-k", k), "scoring.blend": ("--blend", blend),
                            "scoring.normalize": ("--normalize", normalize)})
-    model = checked_embedder(embedder)
+    model = checked_embedder(embedder, checked_device(device))
     store = open_existing_store(db, dataset)
     try:
         check_store_searchable(store, None if mode == "bm25" else model.model_id, embedder)

@@ -24,6 +24,7 @@ from aiblox.cli._common import (
 )
 from aiblox.cluster import ExecutorError, check_executor
 from aiblox.data import DatasetError, load_dataset
+from aiblox.embedding.device import DeviceError, describe_device
 from aiblox.engine.cache import StageCacheError, check_cache_root
 from aiblox.engine.tracking import (
     DEFAULT_TRACKING_URI,
@@ -33,7 +34,7 @@ from aiblox.engine.tracking import (
 )
 from aiblox.stores.base import StoreError, is_disk_full
 from aiblox.sweep import SweepResult, SweepSpecError, load_spec, run_sweep
-from aiblox.sweep.runner import DEFAULT_CACHE_DIR, check_cv, default_jobs
+from aiblox.sweep.runner import DEFAULT_CACHE_DIR, check_cv, default_jobs, sweep_device
 from aiblox.sweep.spec import DEFAULT_MAX_POINTS
 
 
@@ -52,6 +53,10 @@ def sweep(
                                   help="Stage cache: a folder, or an fsspec URI shared by "
                                        "workers (s3://bucket/stages, file:///mnt/shared/stages)."),
     db: str = typer.Option("", "--db", help="Store path (overrides the spec's)."),
+    device: str = typer.Option("", "--device", help="Where the embedder runs and a "
+                               "[finetune] model trains (overrides the spec's device, default "
+                               "auto): auto, cpu, cuda, cuda:N or mps. Off the CPU the "
+                               "points are keyed apart (model id +cuda)."),
     top: int = typer.Option(10, "--top", help="Leaderboard rows printed."),
     max_points: int = typer.Option(DEFAULT_MAX_POINTS, "--max-points", min=1,
                                    help="Refuse a grid of more points than this (counted from "
@@ -76,6 +81,14 @@ def sweep(
     except ExecutorError as exc:
         fail(str(exc))
         return
+    # one device for the sweep, resolved before the spec is hashed: a GPU sweep is its own run
+    option = "--device" if device else f"{spec_path}: device"
+    try:
+        resolved = sweep_device(spec, device or None, option)
+    except DeviceError as exc:
+        fail(str(exc))
+        return
+    spec = spec.model_copy(update={"device": resolved})
     n_points = len(spec.grid_points())
     drawn = "" if spec.search.strategy == "grid" else f" drawn from {spec.grid_size():,}"
     if spec.search.model_based:
@@ -87,8 +100,8 @@ def sweep(
     cv = (f"; chosen by {spec.cv.folds}-fold cross-validation (seed {spec.cv.seed}) over the "
           f"{spec.tune_split} queries" if spec.cv is not None else "")
     console.print(f"sweep {spec.name}: {n_points:,} points{drawn} (limit {max_points:,}; "
-                  f"--max-points raises it), each on {' and '.join(spec.splits)}{cv}",
-                  soft_wrap=True)
+                  f"--max-points raises it), each on {' and '.join(spec.splits)}{cv}; "
+                  f"embedder {spec.embedder} on {describe_device(resolved)}", soft_wrap=True)
     dataset = None
     if spec.cv is not None:  # k folds need k queries: checked before anything is logged
         try:

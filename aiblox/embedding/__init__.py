@@ -1,5 +1,5 @@
-"""Embedders (by name, or any sentence-transformers model by folder or package), the
-embedding cache and import of precomputed vectors."""
+"""Embedders (by name, or any sentence-transformers model by folder or package), the device
+they run on, the embedding cache and import of precomputed vectors."""
 
 from aiblox.embedding.base import (
     Embedder,
@@ -9,6 +9,7 @@ from aiblox.embedding.base import (
     registry,
 )
 from aiblox.embedding.cache import CachedEmbedder, EmbeddingCache, InMemoryEmbeddingCache
+from aiblox.embedding.device import DeviceError, resolve_device
 from aiblox.embedding.hashing_embedder import HashingEmbedder
 from aiblox.embedding.sentence_transformers import SentenceTransformerEmbedder, model_digest
 from aiblox.embedding.vectors import VectorImportError, import_vectors, read_vectors
@@ -25,6 +26,7 @@ register_embedder("minilm", _minilm)
 
 __all__ = [
     "CachedEmbedder",
+    "DeviceError",
     "Embedder",
     "EmbedderRegistry",
     "EmbeddingCache",
@@ -38,4 +40,5 @@ __all__ = [
     "read_vectors",
     "register_embedder",
     "registry",
+    "resolve_device",
 ]

@@ -13,6 +13,7 @@ from typing import Protocol
 import numpy as np
 
 from aiblox.embedding.base import Embedder
+from aiblox.embedding.device import embedder_device
 from aiblox.hashing import sha256_text
 from aiblox.progress import progress_bar
 
@@ -73,6 +74,11 @@ class CachedEmbedder:
     def dim(self) -> int:
         return self.embedder.dim
 
+    @property
+    def device(self) -> str:
+        """The device the embedder runs its model on (``cpu`` for one that runs none)."""
+        return embedder_device(self.embedder)
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for ``texts``, from the cache where possible."""
         hashes = [sha256_text(t) for t in texts]
@@ -83,8 +89,8 @@ class CachedEmbedder:
         self.misses += len(todo)
         if todo:
             text_of = dict(zip(hashes, texts, strict=True))
-            bar = progress_bar(len(todo), f"embedding ({self.model_id})", unit="text",
-                               enabled=self.progress)
+            bar = progress_bar(len(todo), f"embedding ({self.model_id} on {self.device})",
+                               unit="text", enabled=self.progress)
             for start in range(0, len(todo), self.batch_size):
                 batch = todo[start:start + self.batch_size]
                 vectors = self.embedder.embed([text_of[h] for h in batch])

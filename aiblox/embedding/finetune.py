@@ -12,9 +12,12 @@ fraction of the steps, then a constant rate.
 
 Deterministic for given inputs on one machine and thread count: ``torch.manual_seed(seed)``,
 ``random.Random(seed)`` for the order of the pairs and the negatives drawn, deterministic
-algorithms. The saved folder (weights, tokenizer, configuration, no model card) hashes the same
-on a re-run; with another torch build or thread count the weights may differ in the last bits,
-and the model id (:func:`aiblox.embedding.sentence_transformers.model_digest`) says so.
+algorithms (on a GPU with cuBLAS's deterministic workspace, ``CUBLAS_WORKSPACE_CONFIG``). The
+saved folder (weights, tokenizer, configuration, no model card) hashes the same on a re-run;
+with another torch build, thread count or device the weights may differ in the last bits, and
+the model id (:func:`aiblox.embedding.sentence_transformers.model_digest`) says so. It trains
+on ``device`` (``auto``: the first GPU torch sees, else the CPU:
+:func:`aiblox.embedding.device.resolve_device`); off the CPU the recipe file records it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aiblox.embedding.device import describe_device, device_class, resolve_device
 from aiblox.embedding.sentence_transformers import load_sentence_transformer
 
 __all__ = ["RECIPE_FILE", "FineTuneConfig", "TrainingPair", "fine_tune"]
@@ -73,15 +77,19 @@ class TrainingPair:
 
 
 def fine_tune(base: str | Path, pairs: Sequence[TrainingPair], out: str | Path,
-              config: FineTuneConfig, *, record: dict[str, Any] | None = None,
+              config: FineTuneConfig, *, device: str = "auto",
+              record: dict[str, Any] | None = None,
               on_step: Callable[[int, int, float], None] | None = None) -> Path:
-    """Fine-tune the sentence-transformers model in folder ``base`` on ``pairs`` and save it to
-    the folder ``out`` (made; it must not exist), with :data:`RECIPE_FILE` holding ``config``,
-    ``record`` (what the caller wants kept: base model id, training set hash, ...) and the
-    versions that trained it. ``on_step(step, steps, loss)`` after every step (progress).
+    """Fine-tune the sentence-transformers model in folder ``base`` on ``pairs`` on ``device``
+    and save it to the folder ``out`` (made; it must not exist), with :data:`RECIPE_FILE`
+    holding ``config``, ``record`` (what the caller wants kept: base model id, training set
+    hash, ...), the versions that trained it and, off the CPU, the device.
+    ``on_step(step, steps, loss)`` after every step (progress).
 
     ``ValueError`` for no pairs, or a pair without a candidate when ``hard_negatives`` > 0
-    (nothing to draw from). Needs torch and sentence-transformers (``aiblox[embeddings]``)."""
+    (nothing to draw from); :class:`~aiblox.embedding.device.DeviceError` (a ``ValueError``)
+    for a device that is not there. Needs torch and sentence-transformers
+    (``aiblox[embeddings]``)."""
     if not pairs:
         raise ValueError("fine-tuning needs at least one (query, relevant document) pair")
     if config.hard_negatives and any(not p.candidates for p in pairs):
@@ -95,22 +103,25 @@ def fine_tune(base: str | Path, pairs: Sequence[TrainingPair], out: str | Path,
         import torch
     except ImportError as exc:
         raise ImportError("fine-tuning needs torch: pip install 'aiblox[embeddings]'") from exc
+    device = resolve_device(device)
+    if device_class(device) == "cuda":  # cuBLAS is deterministic only with a fixed workspace
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
     was = (torch.are_deterministic_algorithms_enabled(),
            torch.is_deterministic_algorithms_warn_only_enabled())
     torch.use_deterministic_algorithms(True, warn_only=True)  # this call only: restored below
     try:
-        return _train_and_save(torch, base, pairs, out, config, record, on_step)
+        return _train_and_save(torch, base, pairs, out, config, device, record, on_step)
     finally:
         torch.use_deterministic_algorithms(was[0], warn_only=was[1])
 
 
 def _train_and_save(torch: Any, base: str | Path, pairs: Sequence[TrainingPair], out: Path,
-                    config: FineTuneConfig, record: dict[str, Any] | None,
+                    config: FineTuneConfig, device: str, record: dict[str, Any] | None,
                     on_step: Callable[[int, int, float], None] | None) -> Path:
-    torch.manual_seed(config.seed)
+    torch.manual_seed(config.seed)  # every device's generator
     rng = random.Random(config.seed)
-    model = load_sentence_transformer(base, "cpu", "fine-tuning")
+    model = load_sentence_transformer(base, device, "fine-tuning")
     model.train()
     order = list(pairs)
     per_epoch = -(-len(order) // config.batch_size)
@@ -123,7 +134,8 @@ def _train_and_save(torch: Any, base: str | Path, pairs: Sequence[TrainingPair],
     prepare = getattr(model, "preprocess", None) or model.tokenize  # renamed in 6.x
 
     def encode(texts: list[str]) -> Any:
-        features = prepare(texts)
+        features = {k: (v.to(device) if hasattr(v, "to") else v)
+                    for k, v in prepare(texts).items()}
         return torch.nn.functional.normalize(model(features)["sentence_embedding"], dim=-1)
 
     step = 0
@@ -136,7 +148,8 @@ def _train_and_save(torch: Any, base: str | Path, pairs: Sequence[TrainingPair],
                 k = min(config.hard_negatives, len(p.candidates))
                 docs += rng.sample(p.candidates, k)
             scores = encode([p.query for p in batch]) @ encode(docs).T * config.scale
-            loss = torch.nn.functional.cross_entropy(scores, torch.arange(len(batch)))
+            loss = torch.nn.functional.cross_entropy(
+                scores, torch.arange(len(batch), device=scores.device))
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -156,6 +169,8 @@ def _train_and_save(torch: Any, base: str | Path, pairs: Sequence[TrainingPair],
                   "steps": steps, "record": record or {},
                   "versions": {"torch": torch.__version__,
                                "sentence_transformers": sentence_transformers.__version__}}
+        if device_class(device) != "cpu":  # a CPU-trained folder stays byte for byte as it was
+            recipe["device"] = describe_device(device)
         (tmp / RECIPE_FILE).write_text(json.dumps(recipe, indent=2, sort_keys=True) + "\n",
                                        encoding="utf-8")
         os.replace(tmp, out)

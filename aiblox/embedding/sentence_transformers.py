@@ -8,6 +8,7 @@ has, or a ``model`` folder inside it). The model id, which keys the embedding an
 and enters every stage key, is ``st:<folder name>@<16 hex>``, the hex being the sha256 of every
 file's relative path and sha256 (hidden files and ``__pycache__`` left out), so a changed model
 file is another cache key, whatever the path; the same files under two paths are one model.
+Off the CPU the id ends in the device class (``...@<16 hex>+cuda``: :mod:`aiblox.embedding.device`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from aiblox.embedding.device import parse_device, resolve_device, with_device
 
 __all__ = ["SentenceTransformerEmbedder", "find_model", "load_sentence_transformer",
            "model_digest", "model_folder", "quiet_transformers"]
@@ -125,9 +128,10 @@ def model_folder(embedder: str) -> Path | None:
 
 class SentenceTransformerEmbedder:
     """A sentence-transformers model from a local folder: normalised vectors, batch 64, the
-    model's own ``max_seq_length`` unless one is given."""
+    model's own ``max_seq_length`` unless one is given, on ``device`` (``auto``: resolved on
+    first need)."""
 
-    def __init__(self, model_path: str | Path, batch_size: int = 64, device: str = "cpu",
+    def __init__(self, model_path: str | Path, batch_size: int = 64, device: str = "auto",
                  max_seq_length: int | None = None) -> None:
         path = Path(model_path)
         if not _is_model(path):
@@ -135,13 +139,29 @@ class SentenceTransformerEmbedder:
                              f"(no modules.json or config.json)")
         self.model_path = path
         self.batch_size = batch_size
-        self.device = device
+        self.device_spec = parse_device(device)
+        """The device asked for (``auto``, ``cpu``, ``cuda:1``, ...)."""
         self.max_seq_length = max_seq_length
         name = path.name if path.name != "model" else path.parent.name
         length = "" if max_seq_length is None else f"-len{max_seq_length}"
-        self.model_id = f"st:{name}@{model_digest(path)[:16]}{length}"
+        self.base_id = f"st:{name}@{model_digest(path)[:16]}{length}"
+        """The model id on the CPU."""
         self.dim = self._read_dim(path)
+        self._device: str | None = None
         self._model: Any = None
+
+    @property
+    def device(self) -> str:
+        """The device the model runs on (:func:`~aiblox.embedding.device.resolve_device` of
+        :attr:`device_spec`, on first need)."""
+        if self._device is None:
+            self._device = resolve_device(self.device_spec)
+        return self._device
+
+    @property
+    def model_id(self) -> str:
+        """``st:<name>@<16 hex>``, with the device class off the CPU."""
+        return with_device(self.base_id, self.device)
 
     @staticmethod
     def _read_dim(path: Path) -> int:

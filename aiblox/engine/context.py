@@ -35,11 +35,12 @@ from aiblox.retrieval import LateChunker, default_chunk_cache
 __all__ = ["RunContext", "embedder_id"]
 
 
-def embedder_id(name: str) -> str:
-    """The model id of the registry embedder ``name`` (its model is not loaded)."""
+def embedder_id(name: str, device: str | None = None) -> str:
+    """The model id of the registry embedder ``name`` on ``device`` (None: ``auto``; its
+    model is not loaded)."""
     from aiblox.embedding import get_embedder
 
-    return get_embedder(name).model_id
+    return get_embedder(name, device=device).model_id
 
 
 class RunContext:
@@ -57,7 +58,8 @@ class RunContext:
         self.db, self.backend, self.progress = db, backend, progress
         self.splits = list(splits)
         """The splits every point is scored on (tune, then report)."""
-        self.embedder_id = embedder if embedder is not None else embedder_id(settings.embedder)
+        self.embedder_id = (embedder if embedder is not None
+                            else embedder_id(settings.embedder, settings.device))
         self.reader = StageReader(cache)
         self.signals: dict[tuple[str, str], tuple[StageRecord, dict[str, Any] | None]] = {}
         """``(split, signals key) -> (record, output)``; the output is None until needed."""
@@ -84,7 +86,7 @@ class RunContext:
         if self._workspace is None:
             s = self.settings
             self._workspace = open_workspace(
-                self.dataset, self.db, s.embedder, vectors=s.vectors,
+                self.dataset, self.db, s.embedder, device=s.device, vectors=s.vectors,
                 with_vectors=s.needs_vectors, progress=self.progress)
         return self._workspace
 

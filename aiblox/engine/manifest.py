@@ -8,7 +8,8 @@ answer_metrics) and the sha256 of all its prompt bytes; its ``config`` holds the
 settings and the selection policy.
 
 ``manifest_hash`` covers the deterministic part only (not the environment, nor the folder the
-dataset was read from), so the same point computed on two machines has the same manifest hash
+dataset was read from, nor the device the embedder ran on, whose class is in the embedder's
+model id in ``config``), so the same point computed on two machines has the same manifest hash
 when its results are identical.
 """
 
@@ -79,6 +80,10 @@ class PointManifest(_Strict):
     """The effective config: prefs without the query, embedder, backend."""
     embedder_name: str | None = None
     """Registry name of the embedder (``config`` holds its model id), to rebuild the point."""
+    device: str | None = None
+    """The device the embedder ran on, resolved (``cpu``, ``cuda:0 (NVIDIA H100 80GB HBM3)``;
+    None: a manifest from before devices, made on the CPU). Not part of ``manifest_hash``:
+    off the CPU the embedder's model id in ``config`` carries the device class."""
     metrics: list[str] = Field(default_factory=list)
     """ranx metric names scored."""
     splits: dict[str, SplitManifest]
@@ -88,10 +93,11 @@ class PointManifest(_Strict):
 
     @property
     def manifest_hash(self) -> str:
-        """sha256 of everything but the environment and the dataset's path (where it lies on
-        this machine; the dataset hash says what it holds). Optional fields added later are left
-        out while None, so a fusion point's manifest hash is what it was before they existed."""
-        data = self.model_dump(mode="json", exclude={"environment", "dataset_path"})
+        """sha256 of everything but the environment, the dataset's path (where it lies on this
+        machine; the dataset hash says what it holds) and the device. Optional fields added later
+        are left out while None, so a fusion point's manifest hash is what it was before they
+        existed."""
+        data = self.model_dump(mode="json", exclude={"environment", "dataset_path", "device"})
         for split in data["splits"].values():
             if split.get("prompts_sha256") is None:
                 split.pop("prompts_sha256", None)

@@ -91,13 +91,17 @@ class PlanContext(Protocol):
 def stage_defaults(kind: str, base: RetrievalPrefs) -> dict[str, Any]:
     """The defaults of a retrieval kind's config from the spec's base prefs: ``bm25`` its
     ``fts``, ``dense`` its ``vector``, ``fuse`` its ``scoring`` and ``top_k_items``,
-    ``retrieve`` all of its first stage."""
+    ``retrieve`` all of its first stage; any other kind whose config has an ``fts`` field
+    (feedback read from the BM25 index: ``rm3``, ``bo1``) the base's ``fts``, so its terms are
+    analysed as the ``bm25`` after it analyses them."""
     if kind == "bm25":
         return base.fts.model_dump()
     if kind == "dense":
         return base.vector.model_dump()
     if kind == "retrieve":
         return {f: getattr(base, f) for f in RetrieveConfig.model_fields}
+    if "fts" in get_stage_kind(kind).config.model_fields:  # feedback on the BM25 index (rm3,
+        return {"fts": base.fts.model_dump()}              # bo1): the analysis bm25 searches
     return {}
 
 
@@ -177,8 +181,8 @@ def _depth(p: Pipeline, depth: int | None, base: RetrievalPrefs, n_docs: int | N
     if isinstance(p, Fuse):
         depths = [_depth(m, depth, base, n_docs, context) for m in p.members]
         total = sum(d or 0 for d in depths)
-        cfg = cast(FuseConfig, p.stage.config(_fuse_defaults(base)))
-        return min(total, cfg.top_k) if cfg.top_k else total
+        fcfg = cast(FuseConfig, p.stage.config(_fuse_defaults(base)))
+        return min(total, fcfg.top_k) if fcfg.top_k else total
     assert isinstance(p, Stage)
     kind = p.spec
     cfg = p.config(stage_defaults(p.kind, base))

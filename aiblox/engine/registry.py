@@ -54,6 +54,12 @@ BUILTIN_MODULES: dict[str, str] = {
     "dense": "aiblox.engine.builtin",
     "fuse": "aiblox.engine.builtin",
     "identity": "aiblox.engine.builtin",
+    # pseudo-relevance feedback on the BM25 index's statistics (takes a run, gives queries)
+    "rm3": "aiblox.engine.stages.rm3",
+    "bo1": "aiblox.engine.stages.bo1",
+    # dense feedback and the dense model as a rescorer
+    "rocchio": "aiblox.engine.stages.rocchio",
+    "dense_rescore": "aiblox.engine.stages.dense_rescore",
 }
 """Built-in stage kind -> the module that registers it (imported on first lookup). A kind
 registered by other code is found without an entry here."""

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs
 from aiblox.engine.algebra import Pipeline, label
+from aiblox.engine.builtin import RetrieveConfig
 from aiblox.engine.evaluate import config_hash
 from aiblox.hashing import sha256_hex
 
@@ -95,6 +96,9 @@ class SweepSettings:
     or a stage that reads vectors)."""
     stage_modules: tuple[str, ...] = ()
     """Modules registering the spec's own stage kinds (imported before a point is planned)."""
+    device: str = "auto"
+    """Where the embedder runs (:func:`aiblox.embedding.device.resolve_device`; a sweep
+    resolves it before any point, so its workers embed where the driver's keys say)."""
 
 
 def needs_vectors(base: RetrievalPrefs, pipelines: Sequence[Pipeline]) -> bool:
@@ -107,8 +111,10 @@ def needs_vectors(base: RetrievalPrefs, pipelines: Sequence[Pipeline]) -> bool:
         for s in p.stages():
             if s.kind == "dense" or "vectors" in s.spec.reads and s.kind != "retrieve":
                 return True
-            if s.kind == "retrieve" and s.config({"mode": base.mode}).mode != "bm25":
-                return True
+            if s.kind == "retrieve":
+                cfg = cast(RetrieveConfig, s.config({"mode": base.mode}))
+                if cfg.mode != "bm25":
+                    return True
     return False
 
 

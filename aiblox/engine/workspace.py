@@ -295,20 +295,20 @@ class Workspace:
 
 
 def open_workspace(dataset: Dataset, db: str | None = None,
-                   embedder: str | Embedder = "minilm", *, vectors: Sequence[str | Path] = (),
-                   with_vectors: bool = True, replace: bool = False,
-                   progress: bool = True) -> Workspace:
+                   embedder: str | Embedder = "minilm", *, device: str | None = None,
+                   vectors: Sequence[str | Path] = (), with_vectors: bool = True,
+                   replace: bool = False, progress: bool = True) -> Workspace:
     """Open ``dataset``'s workspace: the store ``db`` names (a DuckDB path, ``:memory:`` or a
     PostgreSQL URL; None: the dataset's default store, its folder made), synchronised to the
     dataset (:func:`prepare_store`, only what is missing is done; with vectors for the embedder
-    unless ``with_vectors`` is False, as for BM25 alone), and the embedder (a registry name or
-    an embedder) behind the store's embedding cache.
+    unless ``with_vectors`` is False, as for BM25 alone), and the embedder (a registry name,
+    built on ``device``, None: ``auto``; or an embedder) behind the store's embedding cache.
 
     The one way every caller opens a dataset: ``aiblox eval`` and ``quickstart``, the sweep,
     ``aiblox verify`` and the notebooks. Raises :class:`~aiblox.stores.StoreError` (``cannot
     open store ...`` when the store cannot be opened), ``ValueError`` for an unknown embedder.
     """
-    model = get_embedder(embedder) if isinstance(embedder, str) else embedder
+    model = get_embedder(embedder, device=device) if isinstance(embedder, str) else embedder
     if vectors and not with_vectors:
         warnings.warn(f"vectors files not read ({', '.join(map(str, vectors))}): nothing here "
                       f"uses vectors", stacklevel=2)

@@ -25,6 +25,7 @@ from typing import Any
 
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import Dataset
+from aiblox.embedding.device import describe_device, resolve_device
 from aiblox.engine.cache import StageCache
 from aiblox.engine.context import RunContext
 from aiblox.engine.manifest import PointManifest, SplitManifest, environment
@@ -37,15 +38,18 @@ __all__ = ["EVAL_EXPERIMENT", "log_experiment", "mode_manifest"]
 
 def mode_manifest(dataset: Dataset, split: str, system: System, *, embedder: str,
                   metrics: Sequence[str], db: str | None, backend: str,
-                  vectors: Sequence[str] = (), progress: bool = False) -> PointManifest:
+                  vectors: Sequence[str] = (), device: str = "auto",
+                  progress: bool = False) -> PointManifest:
     """The sweep manifest of a mode system: its prefs (from ``system.config``) run through the
     sweep's stages on ``split`` in a temporary stage cache, on the store ``db`` (None: the
-    dataset's own). ``embedder`` is the registry name the manifest records. Raises
-    ``ValueError`` when the config hash differs from the one the system reports."""
+    dataset's own), the embedder on ``device`` (the one the eval ran on). ``embedder`` is the
+    registry name the manifest records. Raises ``ValueError`` when the config hash differs
+    from the one the system reports."""
     prefs = RetrievalPrefs(query_text="", **system.config["prefs"])
+    device = resolve_device(device)
     settings = SweepSettings(name="eval", embedder=embedder, metrics=tuple(metrics),
                              vectors=tuple(str(v) for v in vectors),
-                             needs_vectors=prefs.mode != "bm25")
+                             needs_vectors=prefs.mode != "bm25", device=device)
     pt = PipelinePoint(prefs=prefs)
     with tempfile.TemporaryDirectory() as tmp:
         ctx = RunContext(settings, dataset, StageCache(tmp), db, backend, [split],
@@ -64,7 +68,7 @@ def mode_manifest(dataset: Dataset, split: str, system: System, *, embedder: str
                                              "metrics": list(metrics)}),
         dataset=dataset.name, dataset_hash=dataset.hash, dataset_path=dataset.source,
         config_hash=chash, config=config,
-        embedder_name=embedder, metrics=list(metrics),
+        embedder_name=embedder, device=describe_device(device), metrics=list(metrics),
         splits={split: SplitManifest(split=split, **out)}, environment=environment())
 
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -366,6 +366,66 @@ class BM25Index:
                 self.data, self.indices, self.indptr, flat, offsets, extra, mask,
                 self.n_docs, int(k))
         return ranked_lists(self.id_array, pos, scores, counts)
+
+    def weighted_terms(self, queries: Sequence[Mapping[str, float]]
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each query's ``{analysed term: weight}`` as term columns and float32 weights (in the
+        mapping's order; terms not in the vocabulary dropped, as :meth:`query_terms` drops
+        them) and ``len(queries) + 1`` offsets. ``ValueError`` for a weight that is not a
+        finite number."""
+        vocab = self.vocab
+        cols: list[int] = []
+        weights: list[float] = []
+        offsets = [0]
+        for terms in queries:
+            for t, w in terms.items():
+                if not math.isfinite(w):
+                    raise ValueError(f"term {t!r}: weight {w!r} is not a finite number")
+                col = vocab.get(t)
+                if col is not None:
+                    cols.append(col)
+                    weights.append(w)
+            offsets.append(len(cols))
+        return (np.asarray(cols, dtype=np.int32), np.asarray(weights, dtype=np.float32),
+                np.asarray(offsets, dtype=np.int64))
+
+    def search_terms(self, queries: Sequence[Mapping[str, float]], k: int,
+                     allowed: np.ndarray | None = None, threads: int | None = None
+                     ) -> list[RankedList]:
+        """Top ``k`` documents per query of weighted analysed terms (``{term: weight}``, e.g.
+        RM3's or Bo1's expanded query): ``score(d) = sum_t w_t * bm25(t, d)``, the products
+        and their sum in float32 (the weight rounded to float32 once, the index's stored term
+        scores as they are), in the mapping's order. The terms are index terms, not analysed
+        again; those not in the vocabulary contribute nothing. The rest as :meth:`search`:
+        best first (score desc, id asc), ``allowed`` a filter, documents scoring 0.0 left
+        out. Weights all 1.0 give :meth:`search`'s scores for the same terms."""
+        from aiblox.indexes.kernels import bm25_top_k_weighted, compiled_threads
+
+        flat, weights, offsets = self.weighted_terms(queries)
+        extra = np.zeros(len(queries), dtype=np.float32)
+        if self.nonoccurrence is not None:
+            for i in range(len(queries)):
+                sl = slice(offsets[i], offsets[i + 1])
+                extra[i] = (weights[sl] * self.nonoccurrence[flat[sl]]).sum()
+        mask = (np.ones(self.n_docs, dtype=np.bool_) if allowed is None
+                else np.ascontiguousarray(allowed, dtype=np.bool_))
+        with compiled_threads(threads):
+            pos, scores, counts = bm25_top_k_weighted(
+                self.data, self.indices, self.indptr, flat, weights, offsets, extra, mask,
+                self.n_docs, int(k))
+        return ranked_lists(self.id_array, pos, scores, counts)
+
+    def term_scores(self, terms: Mapping[str, float]) -> np.ndarray:
+        """Every document's score for weighted analysed ``terms`` (float32; the reference
+        :meth:`search_terms` is held to)."""
+        flat, weights, _ = self.weighted_terms([terms])
+        out = np.zeros(self.n_docs, dtype=np.float32)
+        for t, w in zip(flat.tolist(), weights, strict=True):
+            lo, hi = int(self.indptr[t]), int(self.indptr[t + 1])
+            np.add.at(out, self.indices[lo:hi], w * self.data[lo:hi])
+        if self.nonoccurrence is not None:
+            out += (weights * self.nonoccurrence[flat]).sum()
+        return out
 
     def scores(self, query: str) -> np.ndarray:
         """Every document's score for ``query`` (float32; the reference the kernel is held

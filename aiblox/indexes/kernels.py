@@ -1,7 +1,8 @@
 """Compiled kernels of the indexes (numba, cached in ``NUMBA_CACHE_DIR``): queries in parallel.
 
 - :func:`bm25_top_k`: a query's BM25 scores as the float32 sum of its terms' score columns, in
-  query order (bm25s's arithmetic), then the top ``k`` among the documents that hold a term.
+  query order (bm25s's arithmetic), then the top ``k`` among the documents that hold a term;
+  :func:`bm25_top_k_weighted` the same with a weight per query term (expanded queries).
 - :func:`top_k_rows`: each query's running top ``k`` over blocks of similarity scores (exact
   kNN: a float32 matrix product per block of documents, then this), kept as a heap.
 - :func:`rescore`: the final similarity of each candidate, in float64 and in a fixed order, so a
@@ -23,7 +24,8 @@ setup_numba_cache()
 
 from numba import njit, prange  # noqa: E402 - after the cache folder is set
 
-__all__ = ["bm25_top_k", "compiled_threads", "rescore", "top_k_rows"]
+__all__ = ["bm25_top_k", "bm25_top_k_weighted", "compiled_threads", "rescore",
+           "top_k_rows"]
 
 
 @njit(cache=True, inline="always")
@@ -79,6 +81,55 @@ def _sorted(hs: np.ndarray, hp: np.ndarray, n: int
     return pos[order], score[order]
 
 
+@njit(cache=True, inline="always")
+def _bm25_select(scores: np.ndarray, indices: np.ndarray, indptr: np.ndarray, flat: np.ndarray,
+                 a: int, b: int, postings: int, add: float, allowed: np.ndarray, n_docs: int,
+                 k: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """The top ``k`` of one query's summed ``scores`` (its terms ``flat[a:b]``, ``postings``
+    entries in all), ``add`` added to each: every document with a score other than 0.0 is
+    offered to a heap of the best ``k``, by one sequential pass over the scores when the
+    postings are many (common terms), else by a second pass over the postings, each document
+    once (rare terms: the cost follows the postings, not the collection's size). Both passes
+    select the same documents. ``scores`` is left dirty."""
+    hs = np.empty(k, dtype=np.float32)
+    hp = np.empty(k, dtype=np.int64)
+    n = 0
+    floor = np.float32(-np.inf)  # float32 like the scores: a mixed compare costs 3x
+    if 4 * postings > n_docs and add == 0.0:  # common terms: one pass over every score
+        for d in range(n_docs):  # (without bm25l/bm25+'s constant: 3x faster compiled)
+            s = scores[d]
+            if s < floor or s == 0.0 or not allowed[d]:  # the floor test rejects most
+                continue
+            n = _offer(hs, hp, n, s, d)
+            if n == k:
+                floor = hs[0]
+    elif 4 * postings > n_docs:
+        for d in range(n_docs):
+            s = scores[d]
+            v = s + add
+            if v < floor or s == 0.0 or not allowed[d]:
+                continue
+            n = _offer(hs, hp, n, v, d)
+            if n == k:
+                floor = hs[0]
+    else:  # rare terms: visit the documents that hold them (once each)
+        for i in range(a, b):
+            t = flat[i]
+            for j in range(indptr[t], indptr[t + 1]):
+                d = indices[j]
+                s = scores[d]
+                if s == 0.0:  # visited (or held only zero-scored terms)
+                    continue
+                scores[d] = 0.0
+                v = s + add
+                if v < floor or not allowed[d]:
+                    continue
+                n = _offer(hs, hp, n, v, d)
+                if n == k:
+                    floor = hs[0]
+    return _sorted(hs, hp, n)
+
+
 @njit(cache=True, parallel=True)
 def bm25_top_k(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, flat: np.ndarray,
                offsets: np.ndarray, extra: np.ndarray, allowed: np.ndarray, n_docs: int,
@@ -87,11 +138,8 @@ def bm25_top_k(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, flat: 
     and counts of its top ``k`` documents among those holding a query term and ``allowed``;
     ``extra[q]`` is added to every score (bm25l/bm25+'s non-occurrence sum).
 
-    The columns are summed into a score per document; then every document with a score other
-    than 0.0 is offered to a heap of the best ``k``: by one sequential pass over the scores
-    when the query's postings are many (common terms), else by a second pass over the
-    postings, each document once (rare terms: the cost follows the postings, not the
-    collection's size). Both passes select the same documents."""
+    The columns are summed into a score per document, then the top ``k`` of those other than
+    0.0 are taken (:func:`_bm25_select`)."""
     nq = offsets.shape[0] - 1
     out_pos = np.zeros((nq, k), dtype=np.int64)
     out_score = np.zeros((nq, k), dtype=np.float32)
@@ -107,44 +155,43 @@ def bm25_top_k(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, flat: 
             postings += indptr[t + 1] - indptr[t]
             for j in range(indptr[t], indptr[t + 1]):
                 scores[indices[j]] += data[j]
-        hs = np.empty(k, dtype=np.float32)
-        hp = np.empty(k, dtype=np.int64)
-        n = 0
-        floor = np.float32(-np.inf)  # float32 like the scores: a mixed compare costs 3x
-        add = extra[q]
-        if 4 * postings > n_docs and add == 0.0:  # common terms: one pass over every score
-            for d in range(n_docs):  # (without bm25l/bm25+'s constant: 3x faster compiled)
-                s = scores[d]
-                if s < floor or s == 0.0 or not allowed[d]:  # the floor test rejects most
-                    continue
-                n = _offer(hs, hp, n, s, d)
-                if n == k:
-                    floor = hs[0]
-        elif 4 * postings > n_docs:
-            for d in range(n_docs):
-                s = scores[d]
-                v = s + add
-                if v < floor or s == 0.0 or not allowed[d]:
-                    continue
-                n = _offer(hs, hp, n, v, d)
-                if n == k:
-                    floor = hs[0]
-        else:  # rare terms: visit the documents that hold them (once each)
-            for i in range(a, b):
-                t = flat[i]
-                for j in range(indptr[t], indptr[t + 1]):
-                    d = indices[j]
-                    s = scores[d]
-                    if s == 0.0:  # visited (or held only zero-scored terms)
-                        continue
-                    scores[d] = 0.0
-                    v = s + add
-                    if v < floor or not allowed[d]:
-                        continue
-                    n = _offer(hs, hp, n, v, d)
-                    if n == k:
-                        floor = hs[0]
-        pos, score = _sorted(hs, hp, n)
+        pos, score = _bm25_select(scores, indices, indptr, flat, a, b, postings, extra[q],
+                                  allowed, n_docs, k)
+        n = pos.shape[0]
+        counts[q] = n
+        out_pos[q, :n] = pos
+        out_score[q, :n] = score
+    return out_pos, out_score, counts
+
+
+@njit(cache=True, parallel=True)
+def bm25_top_k_weighted(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray,
+                        flat: np.ndarray, weights: np.ndarray, offsets: np.ndarray,
+                        extra: np.ndarray, allowed: np.ndarray, n_docs: int, k: int
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
+    """:func:`bm25_top_k` with a float32 weight per query term (``weights`` beside ``flat``):
+    a document's score is the float32 sum, in query order, of ``weight * score`` over the
+    query's terms (RM3's and Bo1's expanded queries); ``extra[q]`` (the weighted
+    non-occurrence sum) is added to every score. The same selection and tie rule."""
+    nq = offsets.shape[0] - 1
+    out_pos = np.zeros((nq, k), dtype=np.int64)
+    out_score = np.zeros((nq, k), dtype=np.float32)
+    counts = np.zeros(nq, dtype=np.int64)
+    for q in prange(nq):
+        a, b = offsets[q], offsets[q + 1]
+        if a == b:
+            continue
+        scores = np.zeros(n_docs, dtype=np.float32)
+        postings = 0
+        for i in range(a, b):
+            t = flat[i]
+            w = weights[i]
+            postings += indptr[t + 1] - indptr[t]
+            for j in range(indptr[t], indptr[t + 1]):
+                scores[indices[j]] += w * data[j]
+        pos, score = _bm25_select(scores, indices, indptr, flat, a, b, postings, extra[q],
+                                  allowed, n_docs, k)
+        n = pos.shape[0]
         counts[q] = n
         out_pos[q, :n] = pos
         out_score[q, :n] = score

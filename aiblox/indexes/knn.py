@@ -10,6 +10,12 @@ are ordered by the same rule.
 
 Similarities (higher is better): ``cosine`` (vectors and queries L2-normalised, then inner
 product), ``ip`` (inner product) and ``l2`` (negated Euclidean distance).
+
+On a GPU (a search on ``device="cuda:N"``, as a retriever whose embedder runs there asks) with
+faiss's GPU build installed (``faiss.StandardGpuResources``: faiss-gpu), the exact search's
+candidates come from faiss's brute-force kNN on that GPU (``faiss.knn_gpu``); they are rescored
+in float64 on the CPU as the CPU's are, so the hits are the same. Without the GPU build, or on
+the CPU, nothing changes.
 """
 
 from __future__ import annotations
@@ -26,13 +32,39 @@ from aiblox.contracts.retrieval import HNSW_FROM_VECTORS, VectorConfig
 from aiblox.fusion.types import RankedList
 from aiblox.indexes.bm25 import ranked_lists
 
-__all__ = ["KNN_VERSION", "VectorIndex", "effective_kind", "exact_reference"]
+__all__ = ["KNN_VERSION", "VectorIndex", "effective_kind", "exact_reference", "gpu_index"]
 
 KNN_VERSION = "1"
 """Version of the vector index layout; part of the index key."""
 
 BLOCK = 16384
 """Documents per block of the exact search's matrix products."""
+
+_GPU_RESOURCES: dict[int, Any] = {}
+"""faiss's GPU resources (scratch memory, streams) by GPU index, made once per process."""
+
+
+def gpu_index(device: str | None) -> int | None:
+    """The GPU faiss searches on for ``device`` (``cuda:N``): N, when faiss has its GPU build
+    (``StandardGpuResources``) and sees that GPU; else None (the CPU path)."""
+    if not device or not device.startswith("cuda"):
+        return None
+    import faiss
+
+    if not hasattr(faiss, "StandardGpuResources"):
+        return None
+    index = int(device.partition(":")[2] or 0)
+    return index if index < faiss.get_num_gpus() else None
+
+
+def _gpu_knn(q: np.ndarray, vectors: np.ndarray, k: int, metric: int,
+             gpu: int) -> tuple[np.ndarray, np.ndarray]:
+    import faiss
+
+    res = _GPU_RESOURCES.get(gpu)
+    if res is None:
+        res = _GPU_RESOURCES[gpu] = faiss.StandardGpuResources()
+    return faiss.knn_gpu(res, q, vectors, k, metric=metric, device=gpu)
 
 
 def effective_kind(cfg: VectorConfig, n_vectors: int) -> str:
@@ -147,8 +179,10 @@ class VectorIndex:
 
     # -- search ------------------------------------------------------------------------------
     def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None,
-               threads: int | None = None) -> list[RankedList]:
-        """Top ``k`` items per query vector, best first (score desc, id asc)."""
+               threads: int | None = None, device: str = "cpu") -> list[RankedList]:
+        """Top ``k`` items per query vector, best first (score desc, id asc). ``device``
+        ``cuda:N``: an unfiltered exact search finds its candidates on that GPU when faiss has
+        its GPU build (the same hits: see the module doc)."""
         q = _prepared(np.atleast_2d(queries), self.config.distance)
         if len(q) == 0:
             return []
@@ -160,20 +194,21 @@ class VectorIndex:
         if self.kind == "hnsw" and self.hnsw is not None:
             pos, scores, counts = self._hnsw(q, k, allowed)
         else:
-            pos, scores, counts = self._exact(q, k, allowed, threads)
+            pos, scores, counts = self._exact(q, k, allowed, threads, device)
         out = ranked_lists(self.id_array, pos, scores, counts)
         floor = self.config.min_score
         return out if floor is None else [[h for h in hits if h[1] >= floor] for hits in out]
 
     def _exact(self, q: np.ndarray, k: int, allowed: np.ndarray | None,
-               threads: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+               threads: int | None, device: str = "cpu"
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Candidates by float32 matrix products, with room for their rounding, then every
         candidate rescored in float64 (:func:`kernels.rescore`), ordered and cut to ``k``.
 
-        Unfiltered, the candidates come from faiss's exhaustive search (BLAS ``sgemm`` and a
-        heap, as ``IndexFlatIP``/``IndexFlatL2``); a query whose candidate window ends in a
-        tie with its ``k``-th score (faiss keeps any of equal scores) is searched again by the
-        compiled path, which keeps the lowest positions. Filtered, the compiled path runs:
+        Unfiltered, the candidates come from faiss's exhaustive search (BLAS ``sgemm`` and a heap,
+        as ``IndexFlatIP``/``IndexFlatL2``; on a GPU, ``knn_gpu``); a query whose candidate window
+        ends in a tie with its ``k``-th score (faiss keeps any of equal scores) is searched again by
+        the compiled path, which keeps the lowest positions. Filtered, the compiled path runs:
         blocks of documents multiplied by the queries, each query's top kept in a heap."""
         nq = len(q)
         want = min(int(k), self.n)
@@ -185,7 +220,12 @@ class VectorIndex:
             import faiss
 
             metric = faiss.METRIC_L2 if l2 else faiss.METRIC_INNER_PRODUCT
-            dist, idx = faiss.knn(q, np.ascontiguousarray(self.vectors), wide, metric=metric)
+            gpu = gpu_index(device)
+            if gpu is not None:
+                dist, idx = _gpu_knn(q, np.ascontiguousarray(self.vectors), wide, metric, gpu)
+            else:
+                dist, idx = faiss.knn(q, np.ascontiguousarray(self.vectors), wide,
+                                      metric=metric)
             pos = idx.astype(np.int64)
             counts = np.full(nq, wide, dtype=np.int64)
             # the k-th and the last candidate tied: faiss may have dropped a lower position

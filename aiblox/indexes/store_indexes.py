@@ -5,6 +5,7 @@ are derived data, each in a folder of its own under the store's index root::
 
     <store>.duckdb.indexes/bm25-<key>/     manifest.json, data.npy, indices.npy, ...
     <store>.duckdb.indexes/knn-<key>/      manifest.json, vectors.npy, ids.json[, hnsw.faiss]
+    <store>.duckdb.indexes/terms-<key>/    manifest.json, doc_ptr.npy, cols.npy, tfs.npy, ...
 
 (a PostgreSQL store's root is ``$AIBLOX_INDEX_DIR`` or ``.aiblox/indexes/<db>-<hash>``; an
 in-memory store's, a temporary folder). A key is the sha256 of the index kind and version, its
@@ -43,6 +44,7 @@ from aiblox.hashing import sha256_hex
 from aiblox.indexes.bm25 import BM25_VERSION, BM25Index
 from aiblox.indexes.knn import KNN_VERSION, VectorIndex, effective_kind
 from aiblox.indexes.passages import PassageIndex, PassageStats, passage_chunker_id
+from aiblox.indexes.term_stats import TERMS_VERSION, TermStats, term_stats_spec
 from aiblox.progress import phase, progress_bar
 from aiblox.stores.base import Store, StoreError
 from aiblox.stores.identity import store_fingerprint
@@ -256,6 +258,31 @@ class StoreIndexes:
         index: BM25Index = self._get(name, key, spec, build,
                                      lambda folder: BM25Index.load(folder, cfg))
         return index
+
+    def term_stats_key(self, cfg: FtsConfig) -> tuple[str, dict[str, Any]]:
+        fp = store_fingerprint(self.store, None)
+        spec = {"kind": "terms", "version": TERMS_VERSION, "items": fp["items"],
+                **term_stats_spec(cfg)}
+        return sha256_hex(spec), spec
+
+    def term_stats(self, cfg: FtsConfig) -> TermStats:
+        """The store's raw term statistics under ``cfg``'s analysis (feedback: RM3, Bo1;
+        :mod:`aiblox.indexes.term_stats`), built when missing; one per analysis, whatever
+        the BM25 scoring settings."""
+        key, spec = self.term_stats_key(cfg)
+        name = f"terms-{key[:16]}"
+
+        def build(folder: Path) -> tuple[list[str], int]:
+            bar = _progress_bar(self.store.count_items(), "index terms")
+            try:
+                stats = TermStats.build(self.store.iter_items(), cfg, progress=bar.update)
+            finally:
+                bar.close()
+            return stats.save(folder), stats.n_docs
+
+        stats: TermStats = self._get(name, key, spec, build,
+                                     lambda folder: TermStats.load(folder, cfg))
+        return stats
 
     def vectors(self, model_id: str, cfg: VectorConfig) -> VectorIndex:
         """The store's vector index of ``model_id`` for ``cfg`` (built when missing)."""

@@ -31,6 +31,7 @@ from aiblox.contracts.retrieval import (
     RetrievalStats,
 )
 from aiblox.embedding.base import Embedder
+from aiblox.embedding.device import embedder_device
 from aiblox.fusion.hybrid import HybridScorer
 from aiblox.fusion.types import FusedHit, RankedList
 from aiblox.indexes import StoreIndexes, passage_chunker_id
@@ -159,7 +160,8 @@ class HybridRetriever:
             elif p.vector.engine == "index":
                 knn = self.indexes.vectors(self.embedder.model_id, p.vector)
                 vec_runs = knn.search(qvecs, p.vector.top_k,
-                                      self.indexes.allowed(knn.ids, p.filters))
+                                      self.indexes.allowed(knn.ids, p.filters),
+                                      device=embedder_device(self.embedder))
             else:
                 vec_runs = self.store.vector_search_many(qvecs, self.embedder.model_id,
                                                          p.vector.top_k, p.vector, p.filters)

@@ -435,7 +435,8 @@ class FusionGrid(_Strict):
         out = []
         for name, params in (self.stages or {}).items():
             for param, values in params.items():
-                vals = values.values() if isinstance(values, Steps) else list(values)
+                vals: list[Any] = (values.values() if isinstance(values, Steps)
+                                   else list(values))
                 if isinstance(values, Steps) and all(
                         to_decimal(x) % 1 == 0 for x in (values.start, values.step)):
                     vals = [int(x) for x in vals]  # a whole-number axis stays whole

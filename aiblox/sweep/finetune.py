@@ -11,16 +11,20 @@ reported as always.
 
 The stage's key is the sha256 of the base model's id, the dataset's hash, the split and the
 query ids trained on, the full-text settings that drew the negatives and the recipe
-(:class:`aiblox.embedding.finetune.FineTuneConfig`). The tuned model is a folder
-``<cache-dir>/models/ft-<16 hex of the key>`` beside a local stage cache, written under a
-temporary name and renamed: a killed run leaves nothing under the real name, and a finished one
-is never trained again. With a remote stage cache (``s3://``, any fsspec URI) the folder is
-``.aiblox/models/ft-<16 hex>`` on the machine that trains it, published to the cache's
-``models/`` (``files.json``, every file's sha256, last) so that another machine of the team
-copies it (each file checked) instead of training it again. Its model id, which keys the
-embedding cache, every signals stage and the points' config hashes, is the sha256 of its files
-(:func:`aiblox.embedding.sentence_transformers.model_digest`), so ``aiblox eval verify`` of a
-point checks the very weights it was scored with.
+(:class:`aiblox.embedding.finetune.FineTuneConfig`). The model trains on the sweep's device (the
+spec's ``device``, ``aiblox sweep --device``); off the CPU the base model's id carries the
+device class (``all-MiniLM-L6-v2+cuda``), so a model trained on a GPU is another key, and
+another folder, than the one trained on the CPU, whose key is what it was before devices.
+
+The tuned model is a folder ``<cache-dir>/models/ft-<16 hex of the key>`` beside a local stage
+cache, written under a temporary name and renamed: a killed run leaves nothing under the real name,
+and a finished one is never trained again. With a remote stage cache (``s3://``, any fsspec URI) the
+folder is ``.aiblox/models/ft-<16 hex>`` on the machine that trains it, published to the cache's
+``models/`` (``files.json``, every file's sha256, last) so that another machine of the team copies
+it (each file checked) instead of training it again. Its model id, which keys the embedding cache,
+every signals stage and the points' config hashes, is the sha256 of its files
+(:func:`aiblox.embedding.sentence_transformers.model_digest`), so ``aiblox eval verify`` of a point
+checks the very weights it was scored with.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from aiblox.data import Dataset, load_dataset
+from aiblox.embedding.device import describe_device, resolve_device
 from aiblox.embedding.finetune import RECIPE_FILE, TrainingPair, fine_tune
 from aiblox.embedding.sentence_transformers import model_folder
 from aiblox.engine.cache import StageCache, local_cache_root
@@ -41,7 +46,7 @@ from aiblox.progress import phase, progress_bar
 from aiblox.sweep.spec import FineTuneSpec, SweepSpec
 
 __all__ = ["FINETUNE_VERSION", "FineTuneSpec", "base_model_folder", "ensure_fine_tuned",
-           "finetune_key", "training_query_ids"]
+           "finetune_key", "training_pairs", "training_query_ids"]
 
 FINETUNE_VERSION = 1
 """Bumped when the stage's training set or recipe changes meaning (a new key, a new model)."""
@@ -91,8 +96,11 @@ def _models_root(cache_root: Path | str) -> Path:
     return (local if local is not None else Path(".aiblox")) / "models"
 
 
-def _pairs(spec: SweepSpec, train: Dataset, qids: list[str], db: str | None,
-           progress: bool) -> list[TrainingPair]:
+def training_pairs(spec: SweepSpec, train: Dataset, qids: list[str], db: str | None,
+                   progress: bool = False) -> list[TrainingPair]:
+    """The training pairs of ``qids`` (:func:`training_query_ids`): each judged relevant
+    document of a query, with its candidates for hard negatives (its top ``negative_depth``
+    BM25 documents on the store ``db`` not judged relevant; None: the dataset's own store)."""
     assert spec.finetune is not None
     recipe = spec.finetune.recipe()
     split = spec.finetune.split
@@ -123,25 +131,28 @@ def _pairs(spec: SweepSpec, train: Dataset, qids: list[str], db: str | None,
 
 
 def ensure_fine_tuned(spec: SweepSpec, scored: Dataset, cache_root: Path | str,
-                      db: str | None = None, progress: bool = True) -> Path:
-    """The folder of ``spec``'s fine-tuned model, trained now unless a finished one is there
-    (see the module doc). ``scored`` is the sweep's dataset (its tune and report splits)."""
+                      db: str | None = None, progress: bool = True,
+                      device: str | None = None) -> Path:
+    """The folder of ``spec``'s fine-tuned model, trained now on ``device`` (None: the spec's
+    ``device``) unless a finished one is there (see the module doc). ``scored`` is the sweep's
+    dataset (its tune and report splits)."""
     assert spec.finetune is not None
     from aiblox.engine.context import embedder_id
 
     ft = spec.finetune
+    device = resolve_device(device or spec.device, "device")
     train = load_dataset(spec.dataset, splits=[ft.split])
     qids = training_query_ids(spec, train, scored)
-    base_id = embedder_id(spec.embedder)
+    base_id = embedder_id(spec.embedder, device)
     key = finetune_key(spec, train, base_id, qids)
     folder = _models_root(cache_root) / f"ft-{key[:16]}"
     remote = None if local_cache_root(cache_root) is not None else StageCache(cache_root)
     if (folder / RECIPE_FILE).is_file() or (remote is not None and _fetch(remote, folder)):
         return folder
-    pairs = _pairs(spec, train, qids, db, progress)
+    pairs = training_pairs(spec, train, qids, db, progress)
     bar = progress_bar(ft.epochs * -(-len(pairs) // ft.batch_size),
                        f"finetune: {spec.embedder} on {len(pairs)} pairs ({len(qids)} queries "
-                       f"of {ft.split})", unit="step", enabled=progress)
+                       f"of {ft.split}) on {device}", unit="step", enabled=progress)
 
     def step(n: int, total: int, loss: float) -> None:
         bar.update(1)
@@ -150,11 +161,12 @@ def ensure_fine_tuned(spec: SweepSpec, scored: Dataset, cache_root: Path | str,
     record: dict[str, Any] = {"base": base_id, "dataset": train.name,
                               "dataset_hash": train.hash, "split": ft.split,
                               "queries": len(qids), "key": key}
-    with phase(f"finetune: {len(pairs)} pairs, {ft.epochs} epoch(s)", enabled=progress):
+    with phase(f"finetune: {len(pairs)} pairs, {ft.epochs} epoch(s) on "
+               f"{describe_device(device)}", enabled=progress):
         folder.parent.mkdir(parents=True, exist_ok=True)
         try:
             fine_tune(base_model_folder(spec.embedder), pairs, folder, ft.recipe(),
-                      record=record, on_step=step)
+                      device=device, record=record, on_step=step)
         except ValueError:
             if (folder / RECIPE_FILE).is_file():  # another process finished it first
                 return folder

@@ -300,3 +300,14 @@ def pipeline_metric_names(metrics: list[str], chunk_k: list[int],
     if answers:
         out += list(ANSWER_METRICS)
     return out
+
+
+def pipeline_grid(base: Sequence[PipelinePoint], variants: Sequence[Pipeline | None]
+                  ) -> list[PipelinePoint]:
+    """Every point of ``base`` with every pipeline variant, deduplicated, in grid order."""
+    out: dict[str, PipelinePoint] = {}
+    for pt in base:
+        for variant in variants:
+            point = PipelinePoint(pt.prefs, pt.policy, pt.overrides, variant)
+            out.setdefault(point.key(), point)
+    return list(out.values())

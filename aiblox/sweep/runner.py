@@ -40,6 +40,7 @@ from aiblox.chunking import make_chunker
 from aiblox.cluster import check_executor, connect
 from aiblox.compiled import compiled_threads
 from aiblox.data import Dataset, load_dataset
+from aiblox.embedding.device import describe_device, resolve_device
 from aiblox.engine.cache import StageCache, StageCacheCorrupt
 from aiblox.engine.context import RunContext
 from aiblox.engine.manifest import PointManifest, SplitManifest, environment
@@ -57,6 +58,7 @@ from aiblox.sweep.results import PointResult, SweepResult, conclude
 from aiblox.sweep.spec import SweepSpec, backend_of
 
 __all__ = ["DEFAULT_CACHE_DIR", "check_cv", "check_pipelines", "default_jobs", "run_sweep",
+           "sweep_device",
            "sweep_points"]
 
 DEFAULT_CACHE_DIR = ".aiblox/stages"
@@ -66,6 +68,17 @@ DEFAULT_CACHE_DIR = ".aiblox/stages"
 def default_jobs() -> int:
     """Threads for ``--jobs 0``: the available cores."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def sweep_device(spec: SweepSpec, device: str | None = None, option: str = "device") -> str:
+    """The device a sweep's embedder runs on: ``device`` (None: the spec's ``device``)
+    resolved (:func:`~aiblox.embedding.device.resolve_device`, a :class:`DeviceError` naming
+    ``option``); ``cpu`` for an embedder that runs no model (``hashing``), which gives the
+    same bits everywhere, so its sweep is one run on any machine."""
+    from aiblox.embedding import get_embedder
+
+    resolved = resolve_device(device or spec.device, option)
+    return resolved if hasattr(get_embedder(spec.embedder, device="cpu"), "device") else "cpu"
 
 
 def sweep_points(spec: SweepSpec) -> tuple[list[PipelinePoint], PipelinePoint | None]:
@@ -134,9 +147,12 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     splits = spec.splits
     ds = dataset or load_dataset(spec.dataset, splits=splits)
     tune_qids = check_cv(spec, ds)  # before any work: k folds need k queries
-    settings = spec.settings()
+    # one device for the whole sweep, resolved here: the workers embed where the keys say
+    device = sweep_device(spec)
+    settings = dataclasses.replace(spec.settings(), device=device)
     if spec.finetune is not None:  # the tuned model is the sweep's embedder (trained once)
-        model = ensure_fine_tuned(spec, ds, cache_dir, db or spec.db, progress=progress)
+        model = ensure_fine_tuned(spec, ds, cache_dir, db or spec.db, progress=progress,
+                                  device=device)
         settings = dataclasses.replace(settings, embedder=str(model))
     backend = backend_of(db or spec.db, spec.backend)  # an explicit db may name another backend
     cache = RecordingCache(cache_dir) if cpus else StageCache(cache_dir)
@@ -173,6 +189,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
              if model_based else len(todo))  # a trial that is the baseline leaves one unticked
     bar = progress_bar(total, f"sweep {spec.name}", unit="pt", enabled=progress)
     sweep_hash = spec.hash  # a property that hashes the spec: once, not per point
+    shown_device = describe_device(device)
 
     def make_point(i: int, out: dict[str, Any]) -> PointResult:
         pt = todo[i]
@@ -180,7 +197,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         manifest = PointManifest(
             sweep=spec.name, sweep_hash=sweep_hash, dataset=ds.name, dataset_hash=ds.hash,
             dataset_path=ds.source, config_hash=chash, config=config,
-            embedder_name=settings.embedder, metrics=list(spec.metrics),
+            embedder_name=settings.embedder, device=shown_device, metrics=list(spec.metrics),
             splits={s: SplitManifest(split=s, **out[s]) for s in splits},
             environment=environment())
         c = pt.prefs.chunking

@@ -59,12 +59,12 @@ N_STARTUP_TRIALS = 10
 starts from the middle of the space at once)."""
 
 
-LATER_FIELDS = ("cv", "finetune")
+LATER_FIELDS = ("cv", "finetune", "pipeline", "stages", "stage_modules")
 """Spec fields added after the first tpe studies: out of :func:`study_key` while unset."""
 
 
 LATER_GRID_AXES: tuple[str, ...] = ("title_weight", "title_b", "fts_depth", "vector_depth",
-                                     "doc_score", "passage_chunker", "passage_tokens")
+                                     "doc_score", "passage_chunker", "passage_tokens", "stages")
 """Grid axes added after the first tpe studies: out of :func:`study_key` while unset."""
 
 
@@ -78,8 +78,9 @@ def study_key(spec: SweepSpec, context: dict[str, Any] | None = None) -> str:
         if data["search"].get(name) is None:
             data["search"].pop(name, None)
     for name in LATER_FIELDS:  # likewise the spec fields added after the first tpe studies
-        if data.get(name) is None:
+        if data.get(name) in (None, [], {}):
             data.pop(name, None)
+    data.pop("device", None)  # its class is in the context's embedder id (+cuda off the CPU)
     for name in LATER_GRID_AXES:
         if data["grid"].get(name) is None:
             data["grid"].pop(name, None)

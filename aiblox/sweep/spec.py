@@ -60,6 +60,7 @@ from aiblox.contracts.retrieval import (
     ScoringConfig,
     VectorConfig,
 )
+from aiblox.embedding.device import parse_device
 from aiblox.embedding.finetune import FineTuneConfig
 from aiblox.engine.algebra import Pipeline
 from aiblox.engine.settings import PipelinePoint, SweepSettings, needs_vectors
@@ -71,11 +72,9 @@ from aiblox.metrics import (
     validate_metrics,
 )
 from aiblox.sweep.axes import (
-    BM25_AXES,
     CHUNK_DEPTH_KEYS,
     DEFAULT_MAX_POINTS,
     DENSE_AXES,
-    DEPTH_AXES,
     FIELD_AXES,
     NUMERIC_STRATEGIES,
     SCORING_FIELDS,
@@ -91,6 +90,7 @@ from aiblox.sweep.points import (
     grid_size,
     parse_baseline_pipeline,
     parse_pipelines,
+    pipeline_grid,
     pipeline_metric_names,
     pipeline_variants,
     selection_points,
@@ -102,6 +102,7 @@ from aiblox.sweep.spec_checks import (
     check_numeric_space,
     check_passages,
     check_stage_tables,
+    hashed_form,
     import_stage_modules,
     loc,
     problems,
@@ -162,6 +163,12 @@ class SweepSpec(_Strict):
     """Embedder: a registered name (``minilm``, ``hashing``), a folder holding a
     sentence-transformers model, or an installed package that ships one (its model id, which
     keys the caches, is the sha256 of its files). One per spec: a sweep's points share it."""
+    device: str = "auto"
+    """Where the embedder runs (and a ``[finetune]`` model trains): ``auto`` (the first GPU
+    torch sees, else the CPU), ``cpu``, ``cuda``, ``cuda:N`` or ``mps``; ``aiblox sweep
+    --device`` overrides it. Off the CPU the embedder's model id carries the device class, so
+    the points' results are keyed apart from the CPU's (another device may give other last
+    bits)."""
     vectors: list[str] = Field(default_factory=list)
     """Precomputed vector files to import (default: found beside the dataset)."""
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))
@@ -231,6 +238,11 @@ class SweepSpec(_Strict):
     @classmethod
     def _ranx_metrics(cls, v: list[str]) -> list[str]:
         return validate_metrics(v)
+
+    @field_validator("device")
+    @classmethod
+    def _device_form(cls, v: str) -> str:
+        return parse_device(v, "device")
 
     @field_validator("embedder")
     @classmethod
@@ -374,12 +386,7 @@ class SweepSpec(_Strict):
             return [PipelinePoint(p) for p in self.points()]
         base = (self.pipeline_points(draw=False) if self.has_pipeline_axes
                 else [PipelinePoint(p) for p in self.fusion_points()])
-        out: dict[str, PipelinePoint] = {}
-        for pt in base:
-            for variant in self.pipeline_variants():
-                point = PipelinePoint(pt.prefs, pt.policy, pt.overrides, variant)
-                out.setdefault(point.key(), point)
-        points = list(out.values())
+        points = pipeline_grid(base, self.pipeline_variants())
         return [points[i] for i in self.search.pick(len(points))]
 
     def grid_baseline(self) -> PipelinePoint | None:
@@ -447,7 +454,7 @@ class SweepSpec(_Strict):
             swept_selection=tuple(sel.override_names()) if sel is not None else (),
             vectors=tuple(self.vectors),
             needs_vectors=needs_vectors(self.base_prefs(), self.pipelines()),
-            stage_modules=tuple(self.stage_modules))
+            stage_modules=tuple(self.stage_modules), device=self.device)
 
     def baseline_prefs(self) -> RetrievalPrefs | None:
         """The baseline point's prefs, or None."""
@@ -475,19 +482,14 @@ class SweepSpec(_Strict):
     def hash(self) -> str:
         """sha256 of the spec's canonical JSON: identifies the sweep (parent MLflow run).
         Fields added for pipeline sweeps and search are left out while at their defaults, so
-        a fusion spec keeps the hash it had before they existed."""
+        a fusion spec keeps the hash it had before they existed. ``device`` counts by its class
+        and only off the CPU (``aiblox sweep`` resolves ``auto`` before it hashes: a sweep on a
+        GPU is another parent run than the same spec on the CPU)."""
         data = self.model_dump(mode="json")
         for name in _NEW_FIELDS:
             if data[name] == _DEFAULTS[name]:
                 data.pop(name)
-        search = data.get("search") or {}
-        for name in SEARCH_OPTIONAL:  # added after tpe specs were logged: out while unset
-            if search.get(name) is None:
-                search.pop(name, None)
-        for name in ("chunking", "selection", "stages", *BM25_AXES, *DEPTH_AXES, *DENSE_AXES):
-            if data["grid"].get(name) is None:
-                data["grid"].pop(name, None)
-        return sha256_hex(data)
+        return sha256_hex(hashed_form(data))
 
     def points(self) -> list[RetrievalPrefs]:
         """Every grid point as full :class:`RetrievalPrefs`, deduplicated, in grid order (the
@@ -523,11 +525,8 @@ class SweepSpec(_Strict):
         return fusion_points(self.base_prefs(), self.grid)
 
 
-SEARCH_OPTIONAL = ("objectives", "directions")
-"""``[search]`` fields left out of the hashes while unset (a spec keeps its hash)."""
-
 _NEW_FIELDS = ("query_limit", "chunk_k", "reader", "reader_options", "search", "cv",
-               "finetune", "pipeline", "stages", "stage_modules")
+               "finetune", "pipeline", "stages", "stage_modules", "device")
 """SweepSpec fields added after the first fusion specs: left out of the hash at defaults."""
 
 

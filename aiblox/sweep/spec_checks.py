@@ -35,9 +35,11 @@ from aiblox.engine.settings import PipelinePoint
 from aiblox.metrics import DepthError, check_depth
 from aiblox.metrics.depth import shallow_limit
 from aiblox.sweep.axes import (
+    BM25_AXES,
     CHUNK_DEPTH_KEYS,
     CHUNKING_KEYS,
     DENSE_AXES,
+    DEPTH_AXES,
     SCORING_FIELDS,
     FusionGrid,
     SelectionGrid,
@@ -244,3 +246,30 @@ def problems(prefix: str, exc: ValidationError) -> str:
         parts.append(f"{key}: got {e['input']!r}: {problem}" if problem != msg
                      else f"{key}: {msg}")
     return "; ".join(parts)
+
+
+SEARCH_OPTIONAL = ("objectives", "directions")
+"""``[search]`` fields left out of the hashes while unset (a spec keeps its hash)."""
+
+
+def hashed_form(data: dict[str, Any]) -> dict[str, Any]:
+    """A spec's JSON as its hash reads it (the caller has dropped the fields added later that
+    sit at their defaults): ``device`` by its class and only off the CPU (``aiblox sweep``
+    resolves ``auto`` before it hashes: a sweep on a GPU is another parent run than the same
+    spec on the CPU); unset ``[search]`` options and grid axes added later left out."""
+    from aiblox.embedding.device import device_class
+
+    if "device" in data:
+        cls = device_class(data["device"])
+        if cls == "cpu":
+            data.pop("device")
+        else:
+            data["device"] = cls
+    search = data.get("search") or {}
+    for name in SEARCH_OPTIONAL:  # added after tpe specs were logged: out while unset
+        if search.get(name) is None:
+            search.pop(name, None)
+    for name in ("chunking", "selection", "stages", *BM25_AXES, *DEPTH_AXES, *DENSE_AXES):
+        if data["grid"].get(name) is None:
+            data["grid"].pop(name, None)
+    return data

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import Dataset, DatasetError, load_dataset
+from aiblox.embedding.device import device_class
 from aiblox.engine.algebra import from_data
 from aiblox.engine.cache import StageCache
 from aiblox.engine.context import RunContext, embedder_id
@@ -40,6 +41,7 @@ from aiblox.engine.settings import PipelinePoint, SweepSettings, needs_vectors, 
 __all__ = [
     "StageCheck",
     "VerifyReport",
+    "logged_device",
     "logged_manifest",
     "logged_metrics",
     "logged_point",
@@ -132,6 +134,15 @@ def logged_metrics(manifest: PointManifest, run_id: str, tracking_uri: str
             for split, sm in manifest.splits.items()}
 
 
+def logged_device(manifest: PointManifest) -> str:
+    """The device class a logged point's embedder ran on (``cpu`` for a manifest from before
+    devices): verification runs it on that class (``cuda``: the first GPU), so a GPU point is
+    recomputed on a GPU and refused, naming the device, where there is none."""
+    if not manifest.device:
+        return "cpu"
+    return device_class(manifest.device.split()[0])
+
+
 def logged_point(manifest: PointManifest) -> tuple[SweepSettings, PipelinePoint]:
     """What a logged point's stages read (its sweep's settings, rebuilt from the logged config;
     the point's own splits stand in for the tune and report splits) and the point itself (the
@@ -145,7 +156,8 @@ def logged_point(manifest: PointManifest) -> tuple[SweepSettings, PipelinePoint]
         metrics=tuple(manifest.metrics) or tuple(first.metrics),
         chunk_stages="query_limit" in cfg, query_limit=cfg.get("query_limit"),
         chunk_k=tuple(cfg.get("chunk_k", (1, 5, 10))), reader=reader.get("name", "extractive"),
-        reader_options=dict(reader.get("options", {})), needs_vectors=prefs.mode != "bm25")
+        reader_options=dict(reader.get("options", {})), needs_vectors=prefs.mode != "bm25",
+        device=logged_device(manifest))
     selection = cfg.get("selection")
     pipeline = None
     if cfg.get("pipeline") is not None:  # its own stage kinds registered first
@@ -263,7 +275,7 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
         return report()
     if settings.needs_vectors and emb_id is not None:  # the very model (a fine-tuned one's files)
         try:
-            actual = embedder_id(settings.embedder)
+            actual = embedder_id(settings.embedder, settings.device)
         except (ImportError, ValueError) as exc:
             actual = f"{settings.embedder}: {exc}"
         if not check("embedder", emb_id, actual):

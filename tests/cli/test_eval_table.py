@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -295,6 +296,8 @@ def test_mlflow_logs_each_system_and_verify_rechecks_a_mode(db, tmp_path):
     names = {a.path for a in client.list_artifacts(ids["hybrid"])}
     assert names == {"manifest.json", "run.test.trec", "per_query.test.parquet",
                      "experiment.json"}
+    manifest = client.download_artifacts(ids["hybrid"], "manifest.json", str(tmp_path))
+    assert json.loads(Path(manifest).read_text())["device"] == "cpu"  # where it embedded
     local = client.download_artifacts(ids["hybrid"], "per_query.test.parquet", str(tmp_path))
     pq = pd.read_parquet(local)
     assert len(pq) == 4 * 12 and list(pq.columns) == ["query_id", "metric", "value"]

@@ -97,3 +97,46 @@ def test_ties_beyond_the_candidate_window_keep_the_lowest_ids():
     assert batch[-1] == alone
     allowed = np.ones(500, dtype=bool)
     assert index.search(vecs[7:8], k=10, allowed=allowed)[0] == alone
+
+
+@pytest.mark.parametrize("distance", ["cosine", "l2"])
+def test_on_a_gpu_with_faiss_gpu_the_candidates_come_from_knn_gpu_with_the_same_hits(
+        distance, monkeypatch):
+    """faiss-gpu is not installed here: its three names are played by faiss's CPU search (the
+    same contract: distances and positions of the ``k`` nearest), so the routing is what is
+    checked: a CUDA device goes to ``knn_gpu`` on its GPU, the CPU and a filter do not, and
+    the hits are the CPU's."""
+    import faiss
+
+    calls: list[tuple[int, int]] = []
+
+    class Resources:  # faiss.StandardGpuResources
+        pass
+
+    def knn_gpu(res, xq, xb, k, metric=faiss.METRIC_L2, device=-1):
+        assert isinstance(res, Resources)
+        calls.append((device, k))
+        return faiss.knn(xq, xb, k, metric=metric)
+
+    vecs = _clustered(500)
+    ids = [f"i{i:05d}" for i in range(len(vecs))]
+    queries = _clustered(12, seed=2)
+    index = VectorIndex.build(ids, vecs, VectorConfig(distance=distance, index="exact"))
+    on_cpu = index.search(queries, k=20)
+    assert knn_module.gpu_index("cuda:0") is None  # the real faiss here: CPU only
+    assert index.search(queries, k=20, device="cuda:0") == on_cpu
+
+    monkeypatch.setattr(faiss, "StandardGpuResources", Resources, raising=False)
+    monkeypatch.setattr(faiss, "knn_gpu", knn_gpu, raising=False)
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: 2)
+    monkeypatch.setattr(knn_module, "_GPU_RESOURCES", {})
+    assert [knn_module.gpu_index(d) for d in ("cuda:1", "cuda", "cuda:2", "cpu", None)] == [
+        1, 0, None, None, None]
+    assert index.search(queries, k=20, device="cuda:1") == on_cpu
+    assert calls and {d for d, _ in calls} == {1} and calls[0][1] >= 20
+    n = len(calls)
+    assert index.search(queries, k=20, device="cpu") == on_cpu
+    allowed = np.ones(len(ids), dtype=bool)
+    assert index.search(queries, k=20, allowed=allowed, device="cuda:1") == on_cpu
+    assert len(calls) == n  # the CPU, and a filtered search, never reach the GPU path
+    assert list(knn_module._GPU_RESOURCES) == [1]  # one set of GPU resources, reused

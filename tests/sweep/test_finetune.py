@@ -118,6 +118,24 @@ def test_fine_tune_refuses_what_it_cannot_train_on(tmp_path):
                   FineTuneConfig())
 
 
+def test_a_gpu_asked_for_where_there_is_none_is_refused_before_training(tmp_path):
+    from aiblox.embedding import DeviceError
+    from aiblox.embedding.device import gpu_count
+
+    if gpu_count():
+        pytest.skip("this machine has a GPU")
+    pairs = [TrainingPair("q", "d")]
+    with pytest.raises(DeviceError, match=r"^--device cuda: torch sees no GPU"):
+        fine_tune(base_model_folder("minilm"), pairs, tmp_path / "m",
+                  FineTuneConfig(hard_negatives=0), device="cuda")
+    assert not (tmp_path / "m").exists()
+    spec = _spec(tmp_path, **{'embedder = "minilm"': 'embedder = "minilm"\ndevice = "cuda"'})
+    with pytest.raises(DeviceError, match=r"^device cuda: torch sees no GPU"):
+        ensure_fine_tuned(spec, load_dataset("sample", splits=spec.splits), tmp_path / "c",
+                          str(tmp_path / "s.duckdb"), progress=False)
+    assert not (tmp_path / "c").exists()
+
+
 def test_same_recipe_and_seed_give_the_same_files(tmp_path):
     base = base_model_folder("minilm")
     pairs = [TrainingPair(f"what is topic {i}", f"topic {i} is a study of thing {i}",
@@ -134,6 +152,7 @@ def test_same_recipe_and_seed_give_the_same_files(tmp_path):
     assert model_digest(a) != model_digest(base)
     recipe = json.loads((a / RECIPE_FILE).read_text())
     assert recipe["config"]["seed"] == 0 and recipe["pairs"] == 6 and recipe["steps"] == 2
+    assert "device" not in recipe  # trained on the CPU: the folder as before devices existed
     c = fine_tune(base, pairs, tmp_path / "c", cfg.model_copy(update={"seed": 1}))
     assert model_digest(c) != model_digest(a)
 

@@ -114,11 +114,20 @@ def test_a_sweep_logged_to_an_mlflow_server_matches_a_local_sqlite_store(
     assert server["best"] == local["best"]
 
 
+@pytest.fixture()
+def team_db(pg_admin_url):
+    """A database of its own (the session's scratch database holds other tests' datasets)."""
+    from aiblox.stores.postgres import scratch_database
+
+    with scratch_database(pg_admin_url) as url:
+        yield url
+
+
 def test_a_team_sweep_on_postgres_a_cache_uri_and_an_mlflow_server(
-        tmp_path, mlflow_server, pg_url):
+        tmp_path, mlflow_server, team_db):
     """The whole shared set-up from the CLI: the store at a PostgreSQL URL, the stages at a
     cache URI, the points at the tracking server; run again, nothing is computed or logged."""
-    db = pg_url if isinstance(pg_url, str) else pg_url.render_as_string(hide_password=False)
+    db = team_db if isinstance(team_db, str) else team_db.render_as_string(hide_password=False)
     cache = f"file://{tmp_path}/shared/stages"
     args = ["sweep", SAMPLE_SPEC, "--db", db, "--cache-dir", cache, "--tracking-uri",
             mlflow_server, "--json"]
