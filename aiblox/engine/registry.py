@@ -54,6 +54,8 @@ BUILTIN_MODULES: dict[str, str] = {
     "dense": "aiblox.engine.builtin",
     "fuse": "aiblox.engine.builtin",
     "identity": "aiblox.engine.builtin",
+    "cross_encoder": "aiblox.engine.stages.cross_encoder",
+    "cutoff": "aiblox.engine.stages.cutoff",
 }
 """Built-in stage kind -> the module that registers it (imported on first lookup). A kind
 registered by other code is found without an entry here."""

@@ -159,7 +159,7 @@ class SearchSpace:
         return idx[0]
 
 
-LATER_FIELDS = ("cv", "finetune")
+LATER_FIELDS = ("cv", "finetune", "finetune_reranker")
 """Spec fields added after the first tpe studies: out of :func:`study_key` while unset."""
 LATER_GRID_AXES: tuple[str, ...] = ("title_weight", "title_b", "fts_depth", "vector_depth",
                                      "doc_score", "passage_chunker", "passage_tokens")

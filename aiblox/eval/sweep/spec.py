@@ -80,6 +80,7 @@ from aiblox.contracts.retrieval import (
     VectorConfig,
 )
 from aiblox.embedding.device import device_class, parse_device
+from aiblox.embedding.cross_encoder_finetune import RerankerConfig
 from aiblox.embedding.finetune import FineTuneConfig
 from aiblox.engine.algebra import Pipeline, PipelineError
 from aiblox.eval.metrics import (
@@ -187,6 +188,19 @@ class FineTuneSpec(FineTuneConfig):
         return FineTuneConfig(**self.model_dump(exclude={"split"}))
 
 
+class RerankerFineTuneSpec(RerankerConfig):
+    """``[finetune_reranker]`` of a sweep spec: a cross-encoder trained on the judged queries of
+    a split the sweep does not score (:mod:`aiblox.eval.sweep.finetune_reranker`), used by a
+    ``cross_encoder`` stage with ``model = "finetune"``."""
+
+    split: str
+    """The split trained on, less every query of the sweep's tune and report splits."""
+
+    def recipe(self) -> RerankerConfig:
+        """The recipe alone (no split)."""
+        return RerankerConfig(**self.model_dump(exclude={"split"}))
+
+
 class SweepSpec(_Strict):
     """A sweep: what to score, on which splits, over which grid."""
 
@@ -284,6 +298,10 @@ class SweepSpec(_Strict):
     """``[finetune]``: fine-tune the embedder on the judged queries of a split the sweep does
     not score, before any point (:mod:`aiblox.eval.sweep.finetune`); None: the embedder as
     it is."""
+    finetune_reranker: RerankerFineTuneSpec | None = None
+    """``[finetune_reranker]``: train a cross-encoder on the judged queries of a split the
+    sweep does not score, before any point; a ``cross_encoder`` stage names it with
+    ``model = "finetune"`` (:mod:`aiblox.eval.sweep.finetune_reranker`)."""
 
     @field_validator("metrics")
     @classmethod
@@ -379,6 +397,7 @@ class SweepSpec(_Strict):
                         e["msg"].removeprefix("Value error, ") for e in exc.errors())) from None
         if self.pipeline is not None or self.stages or self.grid.stages:
             self._check_pipelines()
+        self._check_finetune_reranker()
         size, limit = self.grid_size(), point_limit(info)
         if size > limit:
             raise ValueError(f"grid: {size:,} points, above the limit of {limit:,}: "
@@ -543,6 +562,39 @@ class SweepSpec(_Strict):
             raise ValueError(f"finetune: the embedder {self.embedder!r} is not a "
                              f"sentence-transformers model (minilm, a model folder or an "
                              f"installed model package)")
+
+    def _check_finetune_reranker(self) -> None:
+        """``[finetune_reranker]`` trains on a split the sweep does not score, from a model
+        there is, and is used by a ``cross_encoder`` stage (``model = "finetune"``), which
+        needs it."""
+        pipes = [p for p in self.pipeline_variants() if p is not None]
+        if self.pipeline is not None:
+            pipes.append(self._baseline_pipeline())
+        uses = any(s.kind == "cross_encoder" and s.param_dict().get("model") == "finetune"
+                   for p in pipes if p is not None for s in p.stages())
+        ft = self.finetune_reranker
+        if ft is None:
+            if uses:
+                raise ValueError("a cross_encoder stage has model = \"finetune\": add "
+                                 "[finetune_reranker] (split = \"train\", ...) to train it")
+            return
+        from aiblox.embedding.sentence_transformers import model_folder
+        from aiblox.eval.datasets import parse_split
+
+        try:
+            parse_split(ft.split)
+        except ValueError as exc:
+            raise ValueError(f"finetune_reranker.split: {exc}") from None
+        if ft.split in self.splits:
+            raise ValueError(f"finetune_reranker.split {ft.split!r} is a split the sweep scores: "
+                             f"train on another split (its queries in tune_split or "
+                             f"report_split are held out of training)")
+        if model_folder(ft.base) is None:
+            raise ValueError(f"finetune_reranker.base: {ft.base!r} is not a model folder or an "
+                             f"installed model package (minilm, a folder, a package)")
+        if not uses:
+            raise ValueError("finetune_reranker: no cross_encoder stage uses it (set "
+                             "model = \"finetune\" in [stages.cross_encoder])")
 
     @property
     def splits(self) -> list[str]:
@@ -919,7 +971,8 @@ SEARCH_OPTIONAL = ("objectives", "directions")
 """``[search]`` fields left out of the hashes while unset (a spec keeps its hash)."""
 
 _NEW_FIELDS = ("query_limit", "chunk_k", "reader", "reader_options", "search", "cv",
-               "finetune", "pipeline", "stages", "stage_modules", "device")
+               "finetune", "pipeline", "stages", "stage_modules", "device",
+               "finetune_reranker")
 """SweepSpec fields added after the first fusion specs: left out of the hash at defaults."""
 
 

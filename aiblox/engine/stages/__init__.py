@@ -1,0 +1,2 @@
+"""Built-in stage kinds beyond the engine's own, one module each, registered on first lookup
+(:data:`aiblox.engine.registry.BUILTIN_MODULES`)."""
