@@ -116,14 +116,20 @@ def _load(base: str | Path, device: str, max_length: int) -> Any:
         raise ImportError("training a cross-encoder needs sentence-transformers: pip install "
                           "'aiblox[embeddings]'") from exc
     quiet_transformers()
+    import logging as std_logging
+
     from transformers.utils import logging
 
     level = logging.get_verbosity()
+    st_log = std_logging.getLogger("sentence_transformers")
+    st_level = st_log.level
     logging.set_verbosity_error()  # "classifier newly initialised": that is the point
+    st_log.setLevel(std_logging.ERROR)  # "converting a SentenceTransformer model": likewise
     try:
         return CrossEncoder(str(base), num_labels=1, max_length=max_length, device=device)
     finally:
         logging.set_verbosity(level)
+        st_log.setLevel(st_level)
 
 
 def _train_and_save(torch: Any, base: str | Path, pairs: Sequence[TrainingPair], out: Path,

@@ -79,8 +79,8 @@ from aiblox.contracts.retrieval import (
     ScoringConfig,
     VectorConfig,
 )
-from aiblox.embedding.device import device_class, parse_device
 from aiblox.embedding.cross_encoder_finetune import RerankerConfig
+from aiblox.embedding.device import device_class, parse_device
 from aiblox.embedding.finetune import FineTuneConfig
 from aiblox.engine.algebra import Pipeline, PipelineError
 from aiblox.eval.metrics import (
@@ -567,7 +567,7 @@ class SweepSpec(_Strict):
         """``[finetune_reranker]`` trains on a split the sweep does not score, from a model
         there is, and is used by a ``cross_encoder`` stage (``model = "finetune"``), which
         needs it."""
-        pipes = [p for p in self.pipeline_variants() if p is not None]
+        pipes: list[Pipeline | None] = list(self.pipeline_variants())
         if self.pipeline is not None:
             pipes.append(self._baseline_pipeline())
         uses = any(s.kind == "cross_encoder" and s.param_dict().get("model") == "finetune"
