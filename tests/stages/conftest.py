@@ -1,6 +1,7 @@
 """Tiny real transformers models for the reranker tests: a one-layer BERT with MiniLM's
 tokenizer, as a cross-encoder (a one-output classification head) and as a bare model to train
-one from. Seeded, made in a second, so the stage and its training run for real in seconds."""
+one from. Seeded, made in a second, so the stage and its training run for real in seconds (skipped
+without sentence-transformers; nothing here applies to the directory's other tests)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("sentence_transformers")
 
 
 def tiny_bert(folder: Path, head: bool, seed: int = 0) -> Path:
@@ -34,12 +33,14 @@ def tiny_bert(folder: Path, head: bool, seed: int = 0) -> Path:
 @pytest.fixture(scope="session")
 def tiny_ce(tmp_path_factory) -> Path:
     """A tiny cross-encoder folder (random, seeded weights)."""
+    pytest.importorskip("sentence_transformers")
     return tiny_bert(tmp_path_factory.mktemp("models") / "tiny-ce", head=True)
 
 
 @pytest.fixture(scope="session")
 def tiny_base(tmp_path_factory) -> Path:
     """A tiny bare BERT folder (no head): what a cross-encoder is trained from."""
+    pytest.importorskip("sentence_transformers")
     return tiny_bert(tmp_path_factory.mktemp("models") / "tiny-base", head=False)
 
 
