@@ -8,7 +8,7 @@ A changed value is either a bug or a deliberate version bump: regenerate the fil
 ``python tests/sweep/test_pinned_keys.py`` and name the bump in the commit. A spec added without
 touching the main file is pinned in a ``pinned_keys_<topic>.json`` beside it (``specs`` only;
 ``pinned_keys_cv.json``: the cross-validated BM25 specs; ``pinned_keys_finetune.json``: the
-fine-tuned scifact spec), read with it.
+fine-tuned scifact spec; ``pinned_keys_rerank.json``: the reranked scifact spec), read with it.
 """
 
 from __future__ import annotations
