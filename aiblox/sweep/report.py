@@ -27,11 +27,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aiblox.engine.applies import series_of, setting_applies
 from aiblox.engine.settings import ranking_order
 from aiblox.engine.tracking import metric_key, tag_filter, tracking_client
 from aiblox.metrics.directions import metric_direction
 from aiblox.metrics.significance import TEST_NAMES
-from aiblox.sweep.applies import series_of, setting_applies
 
 __all__ = ["SweepReport", "find_sweep_run", "load_sweep_report", "render_html",
            "render_markdown", "write_report"]
@@ -79,7 +79,7 @@ class SweepReport(_Strict):
     series (their blend; ``all`` for the blend axis) holding the value, the one best on tune
     (primary metric), its tune and report values. Only points the parameter applies to count
     (``rrf_k`` for RRF points, ``w_text`` for linear ones, a chunk size where the chunker
-    takes one; :mod:`aiblox.sweep.applies`)."""
+    takes one; :mod:`aiblox.engine.applies`)."""
     manifest: dict[str, Any] = Field(default_factory=dict)
     """Hashes of the best point's manifest."""
     pareto: dict[str, Any] = Field(default_factory=dict)
@@ -152,7 +152,7 @@ def _value_key(v: str) -> tuple[int, float, str]:
 
 def _applies(key: str, params: dict[str, str]) -> bool:
     """Whether the logged param ``key`` applies to a child with ``params`` (see
-    :mod:`aiblox.sweep.applies`): fusion settings by blend, chunking settings by chunker."""
+    :mod:`aiblox.engine.applies`): fusion settings by blend, chunking settings by chunker."""
     group, _, setting = key.rpartition(".")
     if group not in ("prefs.scoring", "prefs.chunking"):
         return True

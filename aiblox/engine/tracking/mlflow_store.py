@@ -166,11 +166,13 @@ before the sweep stops; MLflow's own retries would take minutes to give up."""
 _SECONDS_ENV = {"heartbeat": ("AIBLOX_SWEEP_HEARTBEAT_S", HEARTBEAT_S),
                 "lease": ("AIBLOX_SWEEP_LEASE_S", LEASE_S),
                 "settle": ("AIBLOX_TRACKING_SETTLE_S", SETTLE_S),
-                "connect": ("AIBLOX_TRACKING_CONNECT_S", REACH_TIMEOUT_S)}
+                "connect": ("AIBLOX_TRACKING_CONNECT_S", REACH_TIMEOUT_S),
+                "batch": ("AIBLOX_TRACKING_BATCH_S", 2.0)}
 
 
 def _seconds(what: str) -> float:
-    """The duration ``what`` (``heartbeat``, ``lease``, ``settle``, ``connect``): its variable's
+    """The duration ``what`` (``heartbeat``, ``lease``, ``settle``, ``connect``, ``batch``): its
+    variable's
     value, else the default."""
     return env_seconds(*_SECONDS_ENV[what])
 
