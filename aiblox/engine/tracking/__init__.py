@@ -55,6 +55,7 @@ module            what it is for
 """
 
 from aiblox.engine.tracking.layout import (
+    MANIFEST,
     PointLog,
     cv_metrics,
     flatten,
@@ -95,6 +96,7 @@ __all__ = [
     "DEFAULT_TRACKING_URI",
     "HEARTBEAT_S",
     "LEASE_S",
+    "MANIFEST",
     "SETTLE_S",
     "PointLog",
     "SweepBusy",
