@@ -150,7 +150,7 @@ class BulkRunWriter:
                 assert folder is not None
                 folder.mkdir(parents=True, exist_ok=True)
                 for name, data in r.artifacts.items():
-                    (folder / name).write_bytes(data)
+                    _named(folder / name, (folder / name).write_bytes, data)
             rows[SqlRun].append(dict(
                 run_uuid=r.run_id, name=r.name, experiment_id=int(self.experiment_id),
                 user_id=self.user, status=r.status, start_time=now, end_time=now,
@@ -177,8 +177,19 @@ class BulkRunWriter:
 def _write_file(path: Path, data: bytes) -> None:
     """``data`` into ``path`` whole: written beside it, then renamed into place."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
+    _named(path, tmp.write_bytes, data)
     os.replace(tmp, path)
+
+
+def _named(path: Path, write: Any, data: bytes) -> None:
+    """``write(data)``; an ``OSError`` that names no file (a full disk found by the write, not
+    the open) raised again naming ``path``, so the error says what could not be written."""
+    try:
+        write(data)
+    except OSError as exc:
+        if exc.filename:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
 
 
 def _is_sql_store(store: Any) -> bool:
