@@ -18,6 +18,13 @@ fused run kept that deep, on the report split (scifact test, 300 queries), retri
    per point with its artifacts, on a fresh SQLite store), and with ``--no-tracking``: at the
    deep setting and for the spec itself (depths 25-200, top 100).
 
+``--tracking``: the cost of logging (issue 26): the spec's sweep (268 points) on both splits,
+signals cached, its first run (fusion and metrics computed) and a re-run with every stage
+cached, each with MLflow tracking on a fresh SQLite store and with ``--no-tracking``, timed
+whole (``run_sweep`` to its return: the last batch, the named points' run files and the
+parent's summary included). Goals: >= 100 logged points/s on the re-run, >= 200 new points/s
+untracked.
+
 ``--tpe N``: an N-trial TPE study over the spec's grid (signals cached, empty fusion/metrics
 cache and study), with MLflow tracking and without. ``--phases``: the sweep's phases (first
 run on an empty cache, re-run, one axis changed, one thread, ``ranx.optimize_fusion``).
@@ -26,6 +33,7 @@ Goals (issue 17): 200 points/s on scifact test at 1,000 deep on 2 cores, metrics
 ranx's; a 200-trial TPE study on scifact train under 5 minutes once signals are cached.
 
     python benchmarks/fusion_sweep.py [--markdown] [--jobs N] [--depth D] [--repeat R]
+    python benchmarks/fusion_sweep.py --tracking [--markdown]
     python benchmarks/fusion_sweep.py --tpe 200 [--markdown]
     python benchmarks/fusion_sweep.py --phases [--markdown]
 """
@@ -322,6 +330,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="passes of the scoring loop (best)")
     ap.add_argument("--phases", action="store_true",
                     help="instead: the sweep's phases (first run, re-run, one axis changed)")
+    ap.add_argument("--tracking", action="store_true",
+                    help="instead: the spec's sweep with and without MLflow tracking, first "
+                         "run and re-run (signals cached)")
     ap.add_argument("--tpe", type=int, default=0, metavar="N",
                     help="instead: an N-trial TPE study over the spec's grid, signals cached")
     ap.add_argument("--markdown", action="store_true")
@@ -331,7 +342,9 @@ def main() -> None:
     ds = load_dataset(spec.dataset, splits=[spec.tune_split, spec.report_split])
     cache_dir = Path(args.cache_dir)
     Path(args.db).parent.mkdir(parents=True, exist_ok=True)
-    if args.tpe:
+    if args.tracking:
+        tracking_table(args, spec, ds, cache_dir)
+    elif args.tpe:
         tpe_table(args, spec, ds, cache_dir)
     elif args.phases:
         phases(args, spec, ds, cache_dir)
@@ -402,6 +415,48 @@ def phases(args, spec: SweepSpec, ds, cache_dir: Path) -> None:
                 ["phase", "points", "stages computed", "signals s", "points s", "wall s",
                  "points/s"], rows, args.markdown,
                 right=["points", "signals s", "points s", "wall s", "points/s"], notes=notes)
+
+
+def tracking_table(args, spec: SweepSpec, ds, cache_dir: Path) -> None:
+    """The spec's sweep, signals cached: first run (fusion and metrics computed) and re-run
+    (every stage cached), each tracked on a fresh SQLite store and untracked (see the module
+    doc)."""
+    import tempfile
+
+    from aiblox.engine.tracking import SweepTracker
+
+    jobs = default_jobs() if args.jobs <= 0 else args.jobs
+    err.print("signals (cached after the first run; not timed) ...")
+    run_sweep(spec, cache_dir=cache_dir, db=args.db, dataset=ds, jobs=jobs, progress=False)
+    rows = []
+    for phase in ("first run (fusion + metrics computed)", "re-run (every stage cached)"):
+        for label, tracking in (("MLflow tracking (sqlite)", True), ("--no-tracking", False)):
+            if phase.startswith("first"):
+                for stage in ("fusion", "metrics"):
+                    shutil.rmtree(cache_dir / stage, ignore_errors=True)
+            err.print(f"{phase}, {label} ...")
+            with tempfile.TemporaryDirectory() as tmp:
+                t0 = time.perf_counter()
+                tracker = (SweepTracker(f"sqlite:///{tmp}/mlflow.db", f"bench/{spec.name}",
+                                        spec.hash, spec.model_dump(mode="json"))
+                           if tracking else None)
+                r = run_sweep(spec, cache_dir=cache_dir, db=args.db, dataset=ds, jobs=jobs,
+                              tracker=tracker, progress=False)
+                wall = time.perf_counter() - t0
+            n = len(r.points)
+            rows.append([phase, label, str(n), f"{r.timings['signals_s']:.2f}",
+                         f"{r.timings['points_s']:.2f}", f"{wall:.2f}", f"{n / wall:.1f}",
+                         str(r.tracking.get("logged", "-")) if r.tracking else "-"])
+    print_table(f"Tracked and untracked sweep on {ds.name} ({spec.name})",
+                ["run", "tracking", "points", "signals s", "points s", "wall s", "points/s",
+                 "logged"], rows, args.markdown,
+                right=["points", "signals s", "points s", "wall s", "points/s", "logged"],
+                notes=[f"{len(ds.qrels[spec.tune_split])} {spec.tune_split} + "
+                       f"{len(ds.qrels[spec.report_split])} {spec.report_split} queries, each "
+                       f"point on both splits, {jobs} numba threads; wall s: the tracker "
+                       f"opened, run_sweep to its return (the last batch, the named points' "
+                       f"run files and the parent's summary written); points/s = points / "
+                       f"wall s; {environment_line()}"])
 
 
 def tpe_table(args, spec: SweepSpec, ds, cache_dir: Path) -> None:

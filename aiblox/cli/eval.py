@@ -130,8 +130,8 @@ def eval_command(
     fmt: str = typer.Option("table", "--format", help=(
         "Output on stdout: table, markdown, latex, csv or json.")),
     mlflow: bool = typer.Option(False, "--mlflow", help=(
-        "Log each system as an MLflow run (a mode with its sweep manifest, so `aiblox eval "
-        "verify RUN_ID` re-checks it).")),
+        "Log each system as an MLflow run (a mode or a --pipeline with its sweep manifest, so "
+        "`aiblox eval verify RUN_ID` re-checks it).")),
     tracking_uri: str = typer.Option(DEFAULT_TRACKING_URI, "--tracking-uri",
                                      help="MLflow tracking URI for --mlflow."),
     experiment_name: str = typer.Option(EVAL_EXPERIMENT, "--experiment",
@@ -165,9 +165,6 @@ def eval_command(
     if with_chunks and pipes:
         fail("--chunks and --chunker score modes' evidence; a --pipeline is scored on its "
              "ranking only: leave them out, or score the pipeline's first stage as a --mode")
-    if mlflow and pipes:
-        fail("--mlflow logs modes and run files; a --pipeline is logged through a sweep spec "
-             "(aiblox sweep SPEC with pipeline = \"...\") until eval logs pipelines too")
     if with_chunks and modes:
         if chunk_limit is not None and chunk_limit < 1:
             fail(f"--chunk-limit {chunk_limit}: out of range; valid: a whole number >= 1")
@@ -222,7 +219,6 @@ def eval_command(
         fail(str(exc))
     results: list[EvalResult] = []
     chunk_results: list[ChunkEvalResult | None] = []
-    backend = ""
     if modes or pipes:
         base = _mode_prefs("hybrid", metric, depth=depth, top_k=top_k, blend=blend,
                            rrf_k=rrf_k, w_text=w_text, w_vec=w_vec, normalize=normalize,
@@ -235,7 +231,6 @@ def eval_command(
         except (StoreError, ValueError, ImportError) as exc:
             fail(str(exc))
             raise  # unreachable
-        backend = ws.store.kind
         for label, p in pipes.items():  # every pipeline checked against the store first
             try:
                 check_evaluation(ws, ds, p, base, metric)
@@ -278,14 +273,11 @@ def eval_command(
     if per_query is not None:
         exp.write_per_query(per_query)
     if mlflow:
-        from aiblox.experiment.tracking import log_experiment, mode_manifest
+        from aiblox.experiment.tracking import log_experiment, result_manifest
 
-        manifests = {s.name: mode_manifest(ds, split, s, embedder=embedder, metrics=metric,
-                                           db=db or None, backend=backend,
-                                           vectors=[str(v) for v in vectors],
-                                           device=embedder_device(ws.embedder),
-                                           progress=show_progress())
-                     for s in systems if s.kind == "mode"}
+        manifests = {name: result_manifest(ds, r, embedder=embedder, metrics=metric,
+                                           device=embedder_device(ws.embedder))
+                     for r, name in zip(results, names, strict=True)}
         ids = log_experiment(exp, manifests, tracking_uri, experiment_name)
         for name, rid in ids.items():
             console.print(f"mlflow: {name} logged as run {rid}"

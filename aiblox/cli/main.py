@@ -6,7 +6,7 @@ import typer
 
 from aiblox.cli._console import set_quiet
 from aiblox.cli._errors import AibloxGroup
-from aiblox.cli._groups import DefaultCommandGroup
+from aiblox.cli._groups import DefaultCommandGroup, RunsGroup
 from aiblox.cli.answer import answer
 from aiblox.cli.chunk import chunk_command
 from aiblox.cli.compare import compare
@@ -16,7 +16,7 @@ from aiblox.cli.ingest import ingest
 from aiblox.cli.pack import pack_app
 from aiblox.cli.quickstart import quickstart
 from aiblox.cli.report import report
-from aiblox.cli.runs import runs
+from aiblox.cli.runs import export_runs, runs
 from aiblox.cli.search import search
 from aiblox.cli.sweep import sweep
 from aiblox.cli.verify import verify_command
@@ -67,7 +67,13 @@ app.command("answer")(answer)
 app.command("sweep")(sweep)
 app.command("report")(report)
 app.command("compare")(compare)
-app.command("runs")(runs)
+runs_app = typer.Typer(
+    cls=RunsGroup, help="List logged sweeps or a sweep's points (aiblox runs [SWEEP]), or write "
+                        "a logged point's TREC run files (aiblox runs export REF --trec DIR).")
+runs_app.command("list", help="List logged sweeps, or one sweep's points (the default: aiblox "
+                              "runs [SWEEP]).")(runs)
+runs_app.command("export")(export_runs)
+app.add_typer(runs_app, name="runs")
 app.add_typer(pack_app, name="pack")
 app.add_typer(index_app, name="index")
 

@@ -1,19 +1,24 @@
 """``aiblox runs [SWEEP]``: the sweeps an MLflow store holds, or one sweep's points, with what
 ``aiblox compare`` and ``aiblox eval verify`` accept to name them: the full label (as
-``SWEEP:LABEL``), the config hash (a unique prefix will do) and the MLflow run id."""
+``SWEEP:LABEL``), the config hash (a unique prefix will do) and the MLflow run id.
+``aiblox runs export REF --trec DIR``: a logged point's TREC run files (logged, or written from
+the stage cache by the keys its manifest records)."""
 
 from __future__ import annotations
 
 import csv
 import io
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 import typer
 from rich.table import Table
 
-from aiblox.cli._common import fail, out, print_json
+from aiblox.cli._common import fail, out, print_json, writable_folder
+from aiblox.cli._console import console
 from aiblox.engine.tracking import DEFAULT_TRACKING_URI
+from aiblox.sweep.runner import DEFAULT_CACHE_DIR
 
 SHORT_HASH = 12
 """Config-hash digits a table shows (``--format json|csv`` give all)."""
@@ -121,3 +126,58 @@ def _points(sweep: Any, points: list[Any], fmt: Format) -> None:
         table.add_row(p.sweep, p.label, p.config_hash[:SHORT_HASH], p.run_id, _value(p.tune),
                       *([_value(p.report)] if report else []), note)
     out.print(table)
+
+
+def export_runs(
+    ref: str = typer.Argument(..., metavar="REF", help="A logged point: its MLflow run id, "
+                              "SWEEP:LABEL, a config-hash prefix, or a sweep (its best point)."),
+    trec: Path = typer.Option(..., "--trec", help="Folder to write <label>.<split>.trec into."),
+    split: list[str] = typer.Option([], "--split", help="A split to write (repeatable; default: "
+                                    "every split of the point)."),
+    cache_dir: str = typer.Option(DEFAULT_CACHE_DIR, "--cache-dir", help="The stage cache the "
+                                  "sweep ran with (a run file the point did not log is written "
+                                  "from it)."),
+    tracking_uri: str = typer.Option(DEFAULT_TRACKING_URI, "--tracking-uri",
+                                     help="MLflow tracking URI."),
+) -> None:
+    """Write a logged point's TREC run files: the ones its run logged (a sweep logs them for the
+    points its conclusion names), else written from the stage cache by the stage keys its
+    manifest records (the run its metrics were computed from, the same bytes)."""
+    try:
+        from aiblox.engine.cache import StageCache, StageCacheError
+        from aiblox.engine.outputs import StageReader
+        from aiblox.engine.tracking import (
+            logged_runs,
+            read_manifest,
+            split_file,
+            tracking_client,
+        )
+        from aiblox.sweep.runs import resolve_run
+    except ImportError:  # pragma: no cover - mlflow is the `tracking` extra
+        fail("MLflow is not installed: pip install 'aiblox[tracking]'")
+        return
+    writable_folder(trec, "--trec")
+    try:
+        point = resolve_run(ref, tracking_uri, sweep_best=True)
+        client = tracking_client(tracking_uri)
+        manifest = read_manifest(client, point.run_id)
+        reader = StageReader(StageCache(cache_dir)) if Path(cache_dir).is_dir() else None
+        texts = logged_runs(client, point.run_id, manifest, reader, splits=split or None)
+    except KeyError as exc:
+        fail(f"{point.name}: run {point.run_id} logged no run file of split {exc.args[0]} and "
+             f"the stage cache {cache_dir} does not exist; pass --cache-dir (the sweep's), or "
+             f"rerun the sweep with it")
+        return
+    except StageCacheError as exc:
+        fail(f"{point.name}: its run is not in the stage cache {cache_dir} ({exc}); rerun the "
+             f"sweep with --cache-dir {cache_dir} to compute it again")
+        return
+    except ValueError as exc:  # unknown or ambiguous references, a missing store, a split
+        fail(str(exc))
+        return
+    stem = "_".join((point.label or manifest.config_hash[:12]).split()).replace("/", "_")
+    for s, text in texts.items():
+        path = trec / f"{stem}.{split_file(s)}.trec"
+        path.write_text(text, encoding="utf-8")
+        console.print(f"wrote {path} ({text.count(chr(10))} lines)", markup=False,
+                      soft_wrap=True)

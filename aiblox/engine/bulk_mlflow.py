@@ -69,6 +69,8 @@ class BulkRunWriter:
             else:
                 self._store = None
         self.user = os.environ.get("USER") or os.environ.get("USERNAME") or "aiblox"
+        self.inflight: str | None = None
+        """The run the client's route is writing now (unfinished if the process dies)."""
 
     @property
     def bulk(self) -> bool:
@@ -91,7 +93,7 @@ class BulkRunWriter:
         from mlflow.entities import Metric, Param
 
         run = self.client.create_run(self.experiment_id, run_name=r.name, tags=dict(r.tags))
-        rid = run.info.run_id
+        rid = self.inflight = run.info.run_id
         params = [Param(k, str(v)[:MAX_PARAM]) for k, v in sorted(r.params.items())]
         metrics = [Metric(k, float(v), 0, 0) for k, v in sorted(r.metrics.items())]
         while params or metrics:
@@ -103,7 +105,27 @@ class BulkRunWriter:
                     (Path(tmp) / name).write_bytes(data)
                 self.client.log_artifacts(rid, tmp)
         self.client.set_terminated(rid, status=r.status)
+        self.inflight = None
         return rid
+
+    def add_artifacts(self, run_id: str, files: Mapping[str, bytes]) -> None:
+        """Write ``files`` (name -> content) into the artifacts of the existing run ``run_id``
+        (its local folder, else through the client)."""
+        import tempfile
+
+        if not files:
+            return
+        if self._store is not None:
+            folder = _local_path(self.client.get_run(run_id).info.artifact_uri)
+            if folder is not None:
+                folder.mkdir(parents=True, exist_ok=True)
+                for name, data in files.items():
+                    _write_file(folder / name, data)
+                return
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, data in files.items():
+                (Path(tmp) / name).write_bytes(data)
+            self.client.log_artifacts(run_id, tmp)
 
     # -- one transaction per batch -----------------------------------------------------------
     def _batch(self, runs: Sequence[RunRecord]) -> list[str]:
@@ -128,7 +150,7 @@ class BulkRunWriter:
                 assert folder is not None
                 folder.mkdir(parents=True, exist_ok=True)
                 for name, data in r.artifacts.items():
-                    (folder / name).write_bytes(data)
+                    _named(folder / name, (folder / name).write_bytes, data)
             rows[SqlRun].append(dict(
                 run_uuid=r.run_id, name=r.name, experiment_id=int(self.experiment_id),
                 user_id=self.user, status=r.status, start_time=now, end_time=now,
@@ -140,9 +162,8 @@ class BulkRunWriter:
             rows[SqlParam] += [dict(key=k, value=str(v)[:MAX_PARAM], run_uuid=r.run_id)
                                for k, v in sorted(r.params.items())]
             for k, v in sorted(r.metrics.items()):
-                value = float(v)
-                nan = value != value
-                row = dict(key=k, value=0.0 if nan else value, timestamp=now, step=0,
+                nan, value = self._store.sanitize_metric_value(float(v))  # NaN, infinities
+                row = dict(key=k, value=float(value), timestamp=now, step=0,
                            is_nan=nan, run_uuid=r.run_id)
                 rows[SqlMetric].append(row)
                 rows[SqlLatestMetric].append(dict(row))
@@ -151,6 +172,24 @@ class BulkRunWriter:
                 if values:
                     session.execute(insert(model), values)
         return [r.run_id for r in runs]
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    """``data`` into ``path`` whole: written beside it, then renamed into place."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    _named(path, tmp.write_bytes, data)
+    os.replace(tmp, path)
+
+
+def _named(path: Path, write: Any, data: bytes) -> None:
+    """``write(data)``; an ``OSError`` that names no file (a full disk found by the write, not
+    the open) raised again naming ``path``, so the error says what could not be written."""
+    try:
+        write(data)
+    except OSError as exc:
+        if exc.filename:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
 
 
 def _is_sql_store(store: Any) -> bool:

@@ -7,7 +7,7 @@ the same keys, the same fused runs and metric values, in a stage cache of its ow
 folder unless ``cache_dir`` is given, whose entries a later call or sweep then reuses). So
 ``aiblox eval``, ``evaluate_retrieval`` and a sweep's point give one number, by one route, and
 the result carries the point's stage records for its determinism manifest
-(:func:`aiblox.experiment.tracking.mode_manifest`) without scoring it again.
+(:func:`aiblox.experiment.tracking.result_manifest`) without scoring it again.
 """
 
 from __future__ import annotations

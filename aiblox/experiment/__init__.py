@@ -22,7 +22,7 @@ from aiblox.experiment.table import (
     system_from_run,
     write_trec_run,
 )
-from aiblox.experiment.tracking import log_experiment, mode_manifest
+from aiblox.experiment.tracking import log_experiment, result_manifest
 
 __all__ = [
     "CORRECTIONS",
@@ -32,7 +32,7 @@ __all__ = [
     "System",
     "TESTS",
     "log_experiment",
-    "mode_manifest",
+    "result_manifest",
     "run_experiment",
     "system_from_result",
     "system_from_run",

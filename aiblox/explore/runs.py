@@ -6,12 +6,11 @@ compares them (:func:`aiblox.sweep.compare_runs`: the same p-values and deltas).
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
 import pandas as pd
 
 from aiblox.engine.evaluate import config_hash
-from aiblox.engine.tracking import DEFAULT_TRACKING_URI, flatten, split_file, tracking_client
+from aiblox.engine.tracking import DEFAULT_TRACKING_URI, split_file, tracking_client
 from aiblox.explore.fusion import FusionPoint
 from aiblox.explore.notebook import NotebookWorkspace
 from aiblox.sweep.compare import compare_runs
@@ -57,39 +56,23 @@ def _logged_splits(client: object, run_id: str) -> list[str]:
 def log_fusion_point(ws: NotebookWorkspace, point: FusionPoint,
                      tracking_uri: str = DEFAULT_TRACKING_URI,
                      experiment: str = "aiblox-notebooks") -> str:
-    """Log a fusion setting from a notebook to the MLflow store the CLI's sweeps use, in their
-    layout: params are the flattened config, metrics ``<split>.<metric>`` (``@`` written
+    """Log a fusion setting from a notebook to the MLflow store the CLI's sweeps use, by the
+    sweep's own writer (:func:`aiblox.engine.tracking.log_runs`) in its layout: params are the
+    settings of its config that apply to it, metrics ``<split>.<metric>`` (``@`` written
     ``_at_``), tags the hashes, and a ``per_query.<split>.parquet`` artifact
     (``query_id, metric, value``); artifacts beside a SQLite store (``<db dir>/artifacts``).
     Returns the run id."""
-    import tempfile
+    from aiblox.engine.tracking import PointLog, log_runs
 
-    from aiblox.engine.tracking import artifact_location
-
-    client = tracking_client(tracking_uri, create=True)  # schema made once, under a file lock
-    exp = client.get_experiment_by_name(experiment)
-    exp_id = exp.experiment_id if exp is not None else client.create_experiment(
-        experiment, artifact_location=artifact_location(tracking_uri, experiment))
     _, config = config_hash(point.prefs, ws.embedder.model_id, ws.store.kind)
     s = point.prefs.scoring
     label = (f"notebook {s.blend} w_text={s.w_text} k={s.rrf_k} {s.normalize} "
              f"depth={point.prefs.fts.top_k}")
-    run = client.create_run(exp_id, run_name=label, tags={
-        "aiblox.kind": "notebook", "aiblox.config_hash": point.hashes["config"],
-        "aiblox.dataset_hash": point.hashes["dataset"],
-        f"aiblox.run_hash.{ws.split}": point.hashes["run"], "aiblox.label": label})
-    rid = run.info.run_id
-    for k, v in sorted(flatten({**config, "dataset": ws.dataset.name}).items()):
-        client.log_param(rid, k, v[:6000])
-    for m, score in sorted(point.metrics.items()):
-        client.log_metric(rid, f"{ws.split}.{m.replace('@', '_at_')}", float(score))
-    rows = [{"query_id": q, "metric": m, "value": v}
-            for m, vals in sorted(point.per_query.items()) for q, v in sorted(vals.items())]
-    with tempfile.TemporaryDirectory() as tmp:
-        pd.DataFrame(rows, columns=["query_id", "metric", "value"]).to_parquet(
-            Path(tmp) / f"per_query.{ws.split}.parquet", index=False)
-        client.log_artifacts(rid, tmp)
-    client.set_terminated(rid, status="FINISHED")
+    (rid,) = log_runs(tracking_uri, experiment, [PointLog(
+        kind="notebook", label=label, metrics={ws.split: point.metrics},
+        per_query={ws.split: point.per_query}, config=config,
+        config_hash=point.hashes["config"], dataset_hash=point.hashes["dataset"],
+        run_hashes={ws.split: point.hashes["run"]}, params={"dataset": ws.dataset.name})])
     return rid
 
 

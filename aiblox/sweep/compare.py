@@ -20,13 +20,11 @@ them. mlflow is imported lazily (the ``tracking`` extra).
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aiblox.engine.tracking import metric_key, quiet_downloads, split_file
+from aiblox.engine.tracking import metric_key, quiet_downloads
 from aiblox.metrics.directions import Direction, metric_direction
 from aiblox.metrics.significance import Correction, StatTest, adjust, compare_to_baseline
 
@@ -159,45 +157,20 @@ class RunComparison(_Strict):
 
 
 def per_query_metrics(client: Any, run_id: str, split: str) -> dict[str, dict[str, float]]:
-    """``{metric: {query_id: value}}`` from a run's ``per_query.<split>.parquet`` artifact."""
-    import pandas as pd
+    """``{metric: {query_id: value}}`` from a run's ``per_query.<split>.parquet`` artifact
+    (:func:`aiblox.engine.tracking.read_per_query`)."""
+    from aiblox.engine.tracking import read_per_query
 
-    with tempfile.TemporaryDirectory() as tmp:
-        name = f"per_query.{split_file(split)}.parquet"
-        try:
-            with quiet_downloads():
-                local = client.download_artifacts(run_id, name, tmp)
-        except Exception as exc:  # noqa: BLE001 - re-raised with the run and split named
-            raise ValueError(f"run {run_id} has no {name} artifact (split {split})") from exc
-        frame = pd.read_parquet(Path(local))
-    out: dict[str, dict[str, float]] = {}
-    for qid, metric, value in zip(frame["query_id"], frame["metric"], frame["value"],
-                                  strict=True):
-        out.setdefault(str(metric), {})[str(qid)] = float(value)
-    return out
+    return read_per_query(client, run_id, split)
 
 
 def per_query_evidence(client: Any, run_id: str, split: str) -> dict[str, list[str]] | None:
     """``{query_id: [chunk_id, ...]}`` (selected evidence, in rank order) from a run's
-    ``evidence.<split>.parquet`` artifact; None when the run has none (not a selection point).
-    A query that selected nothing is listed with an empty list (a row with no chunk id)."""
-    import pandas as pd
+    ``evidence.<split>.parquet`` artifact; None when the run has none (not a selection point;
+    :func:`aiblox.engine.tracking.read_evidence`)."""
+    from aiblox.engine.tracking import read_evidence
 
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            with quiet_downloads():
-                local = client.download_artifacts(
-                    run_id, f"evidence.{split_file(split)}.parquet", tmp)
-        except Exception:  # noqa: BLE001 - no artifact: not a selection-policy point
-            return None
-        frame = pd.read_parquet(Path(local))
-    out: dict[str, list[tuple[int, str]]] = {}
-    for qid, rank, chunk in zip(frame["query_id"], frame["rank"], frame["chunk_id"],
-                                strict=True):
-        rows = out.setdefault(str(qid), [])
-        if chunk is not None and not pd.isna(chunk) and int(rank) >= 0:
-            rows.append((int(rank), str(chunk)))
-    return {q: [c for _, c in sorted(rows)] for q, rows in sorted(out.items())}
+    return read_evidence(client, run_id, split)
 
 
 def evidence_changes(a: dict[str, list[str]], b: dict[str, list[str]]

@@ -6,7 +6,7 @@ Pure functions of a :class:`~aiblox.sweep.results.SweepResult` (no store, no cac
 MLflow); the sweep board notebook (``notebooks/sweep_board.py``) draws from them.
 
 Settings a point does not use are left empty, and per-value tables leave those points out
-(:mod:`aiblox.sweep.applies`): an RRF point has no ``w_text``, ``normalize`` or
+(:mod:`aiblox.engine.applies`): an RRF point has no ``w_text``, ``normalize`` or
 ``missing``, a linear point no ``rrf_k``, a point whose chunker takes no token budget (``whole``)
 no ``max_chunk_tokens`` or ``overlap_tokens``. Rank and "best" follow
 :func:`~aiblox.engine.settings.ranking_key`: the primary metric on the tune split, highest
@@ -20,9 +20,9 @@ from typing import Any
 
 import pandas as pd
 
+from aiblox.engine.applies import setting_applies
 from aiblox.engine.settings import ranked
 from aiblox.metrics.pareto import objective_values
-from aiblox.sweep.applies import setting_applies
 from aiblox.sweep.results import PointResult, SweepResult, pareto_points
 
 __all__ = [

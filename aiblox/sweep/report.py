@@ -21,17 +21,23 @@ import html
 import io
 import json
 import shlex
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aiblox.engine.applies import series_of, setting_applies
 from aiblox.engine.settings import ranking_order
-from aiblox.engine.tracking import metric_key, tag_filter, tracking_client
+from aiblox.engine.tracking import (
+    MANIFEST,
+    child_runs,
+    find_sweep_run,
+    metric_key,
+    read_json,
+    tracking_client,
+)
 from aiblox.metrics.directions import metric_direction
 from aiblox.metrics.significance import TEST_NAMES
-from aiblox.sweep.applies import series_of, setting_applies
 
 __all__ = ["SweepReport", "find_sweep_run", "load_sweep_report", "render_html",
            "render_markdown", "write_report"]
@@ -79,7 +85,7 @@ class SweepReport(_Strict):
     series (their blend; ``all`` for the blend axis) holding the value, the one best on tune
     (primary metric), its tune and report values. Only points the parameter applies to count
     (``rrf_k`` for RRF points, ``w_text`` for linear ones, a chunk size where the chunker
-    takes one; :mod:`aiblox.sweep.applies`)."""
+    takes one; :mod:`aiblox.engine.applies`)."""
     manifest: dict[str, Any] = Field(default_factory=dict)
     """Hashes of the best point's manifest."""
     pareto: dict[str, Any] = Field(default_factory=dict)
@@ -101,39 +107,8 @@ class SweepReport(_Strict):
         return [self.tune_split] + ([self.report_split] if self.report_split else [])
 
 
-def find_sweep_run(client: Any, sweep: str) -> Any:
-    """The parent run whose id is ``sweep``, else the newest sweep run named ``sweep``."""
-    try:
-        run = client.get_run(sweep)
-        if run.data.tags.get("aiblox.kind") == "sweep":
-            return run
-    except Exception:  # noqa: BLE001 - not a run id: look it up by name
-        pass
-    try:  # a name with a quote (or anything but a plain name) builds no filter
-        where = f"{tag_filter('aiblox.kind', 'sweep')} and " \
-                f"{tag_filter('aiblox.sweep_name', sweep)}"
-    except ValueError:
-        raise ValueError(f"no sweep run with id or name {sweep!r}") from None
-    exps = [e.experiment_id for e in client.search_experiments()]
-    runs = client.search_runs(exps, filter_string=where, order_by=["attributes.start_time DESC"],
-                              max_results=1) if exps else []
-    if not runs:
-        raise ValueError(f"no sweep run with id or name {sweep!r}")
-    return runs[0]
-
-
 def _children(client: Any, parent: Any) -> list[Any]:
-    out: list[Any] = []
-    token = None
-    while True:
-        page = client.search_runs(
-            [parent.info.experiment_id],
-            filter_string=tag_filter("mlflow.parentRunId", parent.info.run_id),
-            max_results=1000, page_token=token)
-        out.extend(r for r in page if r.info.status == "FINISHED")
-        token = page.token
-        if not token:
-            return out
+    return child_runs(client, parent)
 
 
 def _reproduce(name: str, tracking_uri: str, spec_path: str | None = None) -> str:
@@ -152,7 +127,7 @@ def _value_key(v: str) -> tuple[int, float, str]:
 
 def _applies(key: str, params: dict[str, str]) -> bool:
     """Whether the logged param ``key`` applies to a child with ``params`` (see
-    :mod:`aiblox.sweep.applies`): fusion settings by blend, chunking settings by chunker."""
+    :mod:`aiblox.engine.applies`): fusion settings by blend, chunking settings by chunker."""
     group, _, setting = key.rpartition(".")
     if group not in ("prefs.scoring", "prefs.chunking"):
         return True
@@ -209,12 +184,9 @@ def load_sweep_report(sweep: str, tracking_uri: str) -> SweepReport:
     client = tracking_client(tracking_uri)  # a reader: a missing store is an error
     parent = find_sweep_run(client, sweep)
     pid = parent.info.run_id
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            local = client.download_artifacts(pid, "sweep_summary.json", tmp)
-        except Exception as exc:  # noqa: BLE001 - named for the user
-            raise ValueError(f"sweep run {pid} has no sweep_summary.json (unfinished?)") from exc
-        summary = json.loads(Path(local).read_text(encoding="utf-8"))
+    summary = read_json(client, pid, "sweep_summary.json", parent)
+    if summary is None:
+        raise ValueError(f"sweep run {pid} has no sweep_summary.json (unfinished?)")
     p = parent.data.params
     name = p.get("spec.name") or parent.data.tags.get("aiblox.sweep_name", sweep)
     tune, report = p["spec.tune_split"], p.get("spec.report_split")
@@ -231,12 +203,10 @@ def load_sweep_report(sweep: str, tracking_uri: str) -> SweepReport:
     best_child = next((c for c in children
                        if c.data.tags.get("aiblox.config_hash") == best["config_hash"]), None)
     if best_child is not None:
-        with tempfile.TemporaryDirectory() as tmp:
-            try:
-                m = json.loads(Path(client.download_artifacts(
-                    best_child.info.run_id, "manifest.json", tmp)).read_text(encoding="utf-8"))
-            except Exception:  # noqa: BLE001 - the report still shows the tags
-                m = {}
+        try:  # the report still shows the tags without it
+            m = read_json(client, best_child.info.run_id, MANIFEST, best_child) or {}
+        except (OSError, ValueError):
+            m = {}
         manifest = {"run_id": best_child.info.run_id,
                     "config_hash": best["config_hash"],
                     "dataset_hash": m.get("dataset_hash",

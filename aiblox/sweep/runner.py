@@ -11,8 +11,8 @@ phases:
    read: a sweep whose fusion and metrics are all cached never reads its signals);
 2. points: one after another in this process, each point's compiled work (fused scores,
    per-query sorts, the metrics) on ``jobs`` numba threads; each point is logged to MLflow
-   (``tracker``) as it finishes. Worker processes were measured slower on 2 cores (each must
-   read the signals back, normalise them again and hand the runs back;
+   (``tracker``: buffered, written in batches) as it finishes. Worker processes were measured
+   slower on 2 cores (each must read the signals back, normalise them again and hand the runs back;
    ``benchmarks/README.md``, "Fusion sweep"). With a model-based ``[search] strategy`` the points
    are the trials Optuna chooses among the grid's points, one after another
    (:mod:`aiblox.sweep.search`), their signals planned as they come; the baseline after.
@@ -332,5 +332,15 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         objectives=end.objectives,
         pareto=[p.config_hash for p in end.pareto])
     if tracker is not None:
-        result = result.model_copy(update={"tracking": tracker.finish(result)})
+        def runs(point: PointResult) -> dict[str, str]:
+            """The TREC text of a point the conclusion names, per split (its run file)."""
+            tag = f"aiblox-{point.config_hash[:12]}"
+            splits = point.manifest.splits
+            try:
+                return {s: ctx.reader.point_trec(sm.stages, tag) for s, sm in splits.items()}
+            except StageCacheCorrupt:
+                recheck_point(ctx, todo[results.index(point)])
+                return {s: ctx.reader.point_trec(sm.stages, tag) for s, sm in splits.items()}
+
+        result = result.model_copy(update={"tracking": tracker.finish(result, runs)})
     return result

@@ -109,7 +109,7 @@ def logged_manifest(run: str, tracking_uri: str) -> tuple[PointManifest, str]:
         if not path.is_file():
             raise ValueError(f"{run}: no such manifest file")
         return _load(path), str(path)
-    from aiblox.engine.tracking import quiet_downloads, tracking_client
+    from aiblox.engine.tracking import read_manifest, tracking_client
     from aiblox.sweep.runs import resolve_run
 
     ref = resolve_run(run, tracking_uri, sweep_best=True)
@@ -117,9 +117,8 @@ def logged_manifest(run: str, tracking_uri: str) -> tuple[PointManifest, str]:
     point = client.get_run(ref.run_id)
     if point.data.tags.get("aiblox.kind") != "point":
         raise ValueError(f"run {run} is not an aiblox sweep point or sweep")
-    with tempfile.TemporaryDirectory() as tmp, quiet_downloads():
-        local = client.download_artifacts(point.info.run_id, "manifest.json", tmp)
-        return _load(local), f"run {point.info.run_id} ({point.data.tags.get('aiblox.label')})"
+    return (read_manifest(client, point.info.run_id, point),
+            f"run {point.info.run_id} ({point.data.tags.get('aiblox.label')})")
 
 
 def logged_metrics(manifest: PointManifest, run_id: str, tracking_uri: str
@@ -322,11 +321,14 @@ def verify_cv(run: str, tracking_uri: str) -> list[StageCheck] | None:
     again with the logged folds, seed and test, and the folds, each fold's choice and scores and
     the margin are compared with ``cv_folds.json``. None when ``run`` is not a sweep with one
     (a point run id, a manifest, a sweep without ``[cv]``)."""
-    import pandas as pd
-
-    from aiblox.engine.tracking import quiet_downloads, split_file, tag_filter, tracking_client
+    from aiblox.engine.tracking import (
+        artifact_bytes,
+        child_runs,
+        find_sweep_run,
+        read_per_query,
+        tracking_client,
+    )
     from aiblox.sweep.crossval import CrossValidation, cross_validate
-    from aiblox.sweep.report import find_sweep_run
 
     if Path(run).suffix == ".json" or Path(run).is_file():
         return None
@@ -335,15 +337,11 @@ def verify_cv(run: str, tracking_uri: str) -> list[StageCheck] | None:
         parent = find_sweep_run(client, run)
     except ValueError:
         return None
-    with tempfile.TemporaryDirectory() as tmp, quiet_downloads():
-        try:
-            path = client.download_artifacts(parent.info.run_id, "cv_folds.json", tmp)
-        except Exception:  # noqa: BLE001 - a sweep without [cv]
-            return None
-        logged = CrossValidation.model_validate_json(Path(path).read_text(encoding="utf-8"))
-    children = [c for c in client.search_runs(
-        [parent.info.experiment_id], tag_filter("mlflow.parentRunId", parent.info.run_id),
-        max_results=50000) if c.info.status == "FINISHED"]
+    data = artifact_bytes(client, parent.info.run_id, "cv_folds.json", parent)
+    if data is None:  # a sweep without [cv]
+        return None
+    logged = CrossValidation.model_validate_json(data)
+    children = child_runs(client, parent)
     by_hash = {c.data.tags.get("aiblox.config_hash"): c for c in children}
     base = next((c for c in children if c.data.tags.get("aiblox.baseline") == "true"), None)
     checks: list[StageCheck] = []
@@ -358,11 +356,8 @@ def verify_cv(run: str, tracking_uri: str) -> list[StageCheck] | None:
         return checks
 
     def values(child: Any) -> dict[str, float]:
-        with tempfile.TemporaryDirectory() as tmp:
-            got = pd.read_parquet(client.download_artifacts(
-                child.info.run_id, f"per_query.{split_file(logged.split)}.parquet", tmp))
-        got = got[got["metric"] == logged.metric]
-        return {str(q): float(v) for q, v in zip(got["query_id"], got["value"], strict=True)}
+        return read_per_query(client, child.info.run_id, logged.split, child).get(
+            logged.metric, {})
 
     class _Pt:
         def __init__(self, child: Any) -> None:
@@ -370,9 +365,8 @@ def verify_cv(run: str, tracking_uri: str) -> list[StageCheck] | None:
             self.config_hash = child.data.tags.get("aiblox.config_hash", "")
 
     pts = [_Pt(by_hash[h]) for h in logged.candidates]
-    with quiet_downloads():
-        vals = {h: values(by_hash[h]) for h in logged.candidates}
-        base_values = None if base is None or logged.margin is None else values(base)
+    vals = {h: values(by_hash[h]) for h in logged.candidates}
+    base_values = None if base is None or logged.margin is None else values(base)
     qids = sorted(q for fold in logged.fold_ids for q in fold)
     again = cross_validate(
         pts, vals, qids, folds=logged.folds, seed=logged.seed, split=logged.split,

@@ -308,3 +308,40 @@ def test_mlflow_logs_each_system_and_verify_rechecks_a_mode(db, tmp_path):
     assert report["identical"] is True and report["config_hash"] == hybrid.data.tags[
         "aiblox.config_hash"]
     assert any(c["where"] == "test/ndcg@10 (mlflow)" for c in report["checks"])
+
+
+def test_mlflow_logs_a_pipeline_from_its_one_scoring_and_verify_rechecks_it(db, tmp_path):
+    """A --pipeline is logged by the sweep's writer from the result of its one scoring (its
+    stage records as its manifest), only the params that apply to it, and verify re-executes
+    it to the same bytes."""
+    uri = f"sqlite:///{tmp_path / 'ml' / 'mlflow.db'}"
+    r = _eval(db, "--mode", "bm25", "--pipeline", "prf=bm25 >> rm3(fb_docs=3) >> bm25",
+              "--mlflow", "--tracking-uri", uri, "--format", "json")
+    table = json.loads(r.stdout)
+    ids = dict(re.findall(r"^mlflow: (\S+) logged as run (\w+)", r.stderr, re.MULTILINE))
+    assert set(ids) == {"bm25", "prf"}
+    assert "Creating initial MLflow database tables" not in r.stderr
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    prf = client.get_run(ids["prf"])
+    system = next(s for s in table["systems"] if s["name"] == "prf")
+    assert prf.data.tags["aiblox.kind"] == "point"
+    assert prf.data.tags["aiblox.config_hash"] == system["hashes"]["config"]
+    assert prf.data.metrics["test.ndcg_at_10"] == system["metrics"]["ndcg@10"]
+    assert any(k.startswith("pipeline") and "rm3" in v for k, v in prf.data.params.items()), \
+        prf.data.params
+    bm25 = client.get_run(ids["bm25"]).data.params
+    # what does not apply to a BM25 run on DuckDB is not logged (the manifest keeps it all)
+    assert not [k for k in bm25 if k.startswith(("prefs.vector.", "prefs.chunking.",
+                                                 "prefs.snippet.", "prefs.cache."))]
+    assert "prefs.fts.rank_func" not in bm25 and "prefs.fts.config" not in bm25
+    assert "prefs.fts.k1" in bm25 and "embedder" not in bm25
+
+    v = _run("eval", "verify", ids["prf"], "--tracking-uri", uri, "--db", db, "--json")
+    assert v.exit_code == 0, v.output
+    report = json.loads(v.stdout)
+    assert report["identical"] is True
+    assert report["config_hash"] == system["hashes"]["config"]
+    assert any(c["where"].startswith("test/") and "rm3" in c["where"] for c in report["checks"])

@@ -338,3 +338,43 @@ def test_missing_or_empty_store_is_one_line_and_creates_nothing(tmp_path):
     assert r.exit_code == 2 and r.output.startswith("error: no sweeps logged in")
     r = _cli("runs", "nope", "--tracking-uri", f"sqlite:///{empty}")
     assert r.exit_code == 2 and "no sweep run with id or name 'nope'" in r.output
+
+
+def test_runs_export_writes_any_points_run_as_the_sweep_scored_it(logged, tmp_path):
+    """A sweep logs the TREC run files of the points its conclusion names only; any other
+    point's run is written from the stage cache by the keys its manifest records: the same
+    text as a logged one (the best point's, both ways), and its metrics recomputed from it are
+    the logged ones."""
+    from aiblox.data import load_dataset
+    from aiblox.data.trec import read_trec_run
+    from aiblox.engine.tracking import artifact_bytes, run_file, tracking_client
+    from aiblox.metrics import evaluate_run
+
+    fusion = logged["sweeps"]["sample_fusion"]
+    points = _points(logged, "sample_fusion")
+    client = tracking_client(logged["uri"])
+    named = {p["label"] for p in points
+             if artifact_bytes(client, p["run_id"], run_file("test")) is not None}
+    assert fusion["best"]["label"] in named and len(named) < len(points)
+    common = ["--cache-dir", str(logged["root"] / "stages"), "--tracking-uri", logged["uri"]]
+    best = fusion["best"]["label"]
+    r = _cli("runs", "export", f"sample_fusion:{best}", "--trec", str(tmp_path / "a"), *common)
+    assert r.exit_code == 0, r.output
+    best_id = next(p["run_id"] for p in points if p["label"] == best)
+    assert (tmp_path / "a" / f"{best}.test.trec").read_bytes() == artifact_bytes(
+        client, best_id, run_file("test"))
+    # a point whose run was not logged: written from the cache
+    other = next(p for p in points if p["label"] not in named)
+    r = _cli("runs", "export", other["run_id"], "--trec", str(tmp_path / "b"), "--split",
+             "test", *common)
+    assert r.exit_code == 0, r.output
+    written = tmp_path / "b" / f"{other['label']}.test.trec"
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == [written.name]
+    ds = load_dataset("sample", splits=["test"])
+    means, _ = evaluate_run(ds.qrels["test"], read_trec_run(written), ["ndcg@10"])
+    assert means["ndcg@10"] == pytest.approx(other["report"], abs=1e-12)
+    # without the cache the run cannot be written: one line saying so
+    r = _cli("runs", "export", other["run_id"], "--trec", str(tmp_path / "c"), "--cache-dir",
+             str(tmp_path / "none"), "--tracking-uri", logged["uri"])
+    assert r.exit_code == 2
+    assert "logged no run file of split" in r.output and "--cache-dir" in r.output

@@ -11,10 +11,10 @@ import pytest
 
 pytest.importorskip("mlflow")
 
+from aiblox.engine.applies import setting_applies  # noqa: E402
 from aiblox.engine.cache import StageCache  # noqa: E402
 from aiblox.engine.tracking import SweepTracker
 from aiblox.sweep import SweepSpec, axis_frame, choose_best, load_sweep_report, run_sweep
-from aiblox.sweep.applies import setting_applies  # noqa: E402
 from aiblox.sweep.frames import point_settings
 
 # (blend, rrf_k or w_text, depth) -> (tune, report) nDCG@10

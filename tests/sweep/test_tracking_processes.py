@@ -46,46 +46,52 @@ depth = [10, 20]
 """
 N = 8  # linear: 2 weights x 2 depths; rrf: 2 k x 2 depths
 
-# The CLI as `aiblox` runs it, with a test hook that stops the process at a chosen moment:
-# KILL=after:K (SIGKILL once K points are logged), inflight:K (SIGKILL while the K+1th point's
-# child run is being written), finish (SIGKILL while the parent's summary is written),
-# term:K (SIGTERM once K points are logged), hold:K (after K points, write MARKER and sleep).
+# The CLI as `aiblox` runs it, with a test hook that stops the process at a chosen moment.
+# Points are written in batches (AIBLOX_TRACKING_BATCH points, set by env() to BATCH); a point
+# is logged once its batch is written. KILL=after:K (SIGKILL once K points are logged),
+# inflight:K (SIGKILL inside the transaction of the batch holding the K+1th point; through a
+# server, while its child run is being written), finish (SIGKILL while the parent's summary is
+# written), term:K (SIGTERM once K points are logged), hold:K (after K points, write MARKER and
+# sleep).
 DRIVER = r"""
 import os, signal, sys, time
 from pathlib import Path
+from sqlalchemy.orm import Session
 from aiblox.engine import tracking
 mode, _, k = os.environ.get("KILL", "").partition(":")
 k = int(k or 0)
 logged = [0]
-log_point, finish = tracking.SweepTracker.log_point, tracking.SweepTracker.finish
+write, finish = tracking.SweepTracker._write_pending, tracking.SweepTracker.finish
 
 def killed(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGKILL)
 
-def patched_log_point(self, point, cache):
-    if mode == "inflight" and logged[0] == k:
+def patched_write(self):
+    n = len(self._pending)
+    if mode == "inflight" and logged[0] <= k < logged[0] + n:
         self.client.log_artifacts = killed
-    rid = log_point(self, point, cache)
-    logged[0] += 1
-    if logged[0] == k and mode in ("after", "term", "hold"):
+        Session.execute = killed
+    write(self)
+    logged[0] += n
+    if n and logged[0] == k and mode in ("after", "term", "hold"):
         if mode == "after":
             killed()
         if mode == "term":
             os.kill(os.getpid(), signal.SIGTERM)
         Path(os.environ["MARKER"]).write_text(str(os.getpid()))
         time.sleep(600)
-    return rid
 
-def patched_finish(self, result):
+def patched_finish(self, result, *args):
     if mode == "finish":
         self.client.log_text = killed
-    return finish(self, result)
+    return finish(self, result, *args)
 
-tracking.SweepTracker.log_point = patched_log_point
+tracking.SweepTracker._write_pending = patched_write
 tracking.SweepTracker.finish = patched_finish
 from aiblox.cli.main import app
 app(sys.argv[1:], prog_name="aiblox")
 """
+BATCH = 2
 
 
 def write_spec(folder: Path, name: str) -> Path:
@@ -98,7 +104,7 @@ def env(**extra: str) -> dict[str, str]:
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
     # COLUMNS: rich wraps a line at 80 columns when stderr is a pipe; the message is one line
     return {**os.environ, "AIBLOX_NO_PROGRESS": "1", "PYTHONPATH": path, "COLUMNS": "500",
-            **extra}
+            "AIBLOX_TRACKING_BATCH": str(BATCH), "AIBLOX_TRACKING_BATCH_S": "600", **extra}
 
 
 def sweep_cmd(spec: Path, uri: str, cache: Path, db: str, *extra: str) -> list[str]:
@@ -201,7 +207,7 @@ def test_sweeps_started_together_on_a_fresh_store(tmp_path, sweep_db):
     assert_complete(uri, "together_b")
 
 
-@pytest.mark.parametrize("kill", ["after:3", "inflight:5", "finish", "term:2"])
+@pytest.mark.parametrize("kill", ["after:4", "inflight:4", "finish", "term:2"])
 def test_a_killed_sweep_resumes_to_each_point_once(kill, tmp_path, sweep_db, reference):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     spec = write_spec(tmp_path, "procs")
@@ -218,8 +224,9 @@ def test_a_killed_sweep_resumes_to_each_point_once(kill, tmp_path, sweep_db, ref
     assert c["parent"].info.status == ("KILLED" if mode == "term" else "RUNNING")
     logged = N if mode == "finish" else int(k)
     assert sum(r.info.status == "FINISHED" for rs in c["by_hash"].values() for r in rs) == logged
-    if mode == "inflight":  # the child being written when the process died
-        assert [r.info.status for rs in c["by_hash"].values() for r in rs].count("RUNNING") == 1
+    # the batch being written when the process died left nothing: its transaction never
+    # committed (its artifacts, written first, belong to no run)
+    assert "RUNNING" not in [r.info.status for rs in c["by_hash"].values() for r in rs]
 
     # its process is gone: a plain rerun is told to resume, in one line
     again = run(sweep_cmd(spec, uri, tmp_path / "stages", sweep_db))
@@ -235,10 +242,7 @@ def test_a_killed_sweep_resumes_to_each_point_once(kill, tmp_path, sweep_db, ref
     c = assert_complete(uri, "procs")
     assert c["parent"].info.run_id == parent_id  # adopted, not a second parent
     assert child_metrics(c) == reference
-    if mode == "inflight":  # the orphan was terminated, then deleted
-        assert [r.info.status for r in c["deleted"]] == ["KILLED"]
-    else:
-        assert c["deleted"] == []
+    assert c["deleted"] == []
 
 
 def test_a_live_sweep_refuses_a_second_process_until_it_is_gone(tmp_path, sweep_db,
@@ -392,7 +396,7 @@ def test_a_remote_server_has_one_writer_too(mlflow_server, tmp_path, sweep_db, r
 
     killed = write_spec(tmp_path, "remote_killed")
     cmd = sweep_cmd(killed, uri, tmp_path / "c0", str(tmp_path / "s0.duckdb"))
-    first = run(cmd, KILL="after:3", AIBLOX_TRACKING_SETTLE_S="1")
+    first = run(cmd, KILL="after:4", AIBLOX_TRACKING_SETTLE_S="1")
     assert first.returncode == -9, first.stderr[-3000:]
     assert "which ran it, has exited" in error_line(run(cmd))
     resumed = run(cmd + ["--resume"], AIBLOX_TRACKING_SETTLE_S="1")

@@ -29,29 +29,42 @@ callers pass ``create=False`` and a missing ``sqlite:///`` file is an error, not
 database. Values put into MLflow filter strings go through :func:`tag_filter`, which refuses
 anything but a plain name.
 
-Children: params are the flattened config; metrics ``<split>.<metric>`` (``@`` written ``_at_``,
-which MLflow names cannot hold); tags hold the hashes; artifacts hold ``manifest.json``, one TREC
-run file and one per-query metrics parquet per split (every stage with per-query values: ranx
-metrics, and for pipeline points chunk and answer metrics), and for selection points
-``evidence.<split>.parquet`` (``query_id, rank, chunk_id, item_id``). In file names a derived
-split is written by :func:`split_file` (``test:0/2`` as ``test-0of2``). mlflow (and filelock,
-which it brings) is imported in this package only (the ``tracking`` extra).
+Children: params are the flattened config, the settings that apply to the point only
+(:func:`logged_params`); metrics ``<split>.<metric>`` (``@`` written ``_at_``, which MLflow names
+cannot hold); tags hold the hashes; artifacts hold ``manifest.json`` and one per-query metrics
+parquet per split (every stage with per-query values: ranx metrics, and for pipeline points
+chunk and answer metrics), for selection points ``evidence.<split>.parquet`` (``query_id, rank,
+chunk_id, item_id``), and for the points the conclusion names one TREC run file per split (any
+other point's is written from the stage cache: :func:`logged_runs`). In file names a derived
+split is written by :func:`split_file` (``test:0/2`` as ``test-0of2``). Points are written in
+batches, one transaction each into a SQL store (:mod:`aiblox.engine.tracking.writer`). mlflow
+(and filelock, which it brings) is imported in this package only (the ``tracking`` extra).
 
 ================  ============================================================================
 module            what it is for
 ================  ============================================================================
 ``mlflow_store``  the store: URIs, its file lock, a client opened once, filter values
 ``owner``         the process owning a parent run, its heartbeat, a sweep given up on an error
-``layout``        a point's tags, params, metric names, artifact files; the parent's summary
-``writer``        :class:`SweepTracker`: the one writer
+``layout``        a point's tags, params, metric names, artifact files (:func:`point_record`);
+                  the parent's summary
+``writer``        the one writer: :class:`SweepTracker` (a sweep, its points in batches),
+                  :func:`log_runs` (``aiblox eval --mlflow``, the notebooks)
+``reader``        the one reader: artifacts, manifests, per-query values, a sweep's points,
+                  a point's run files written again from the stage cache
 ================  ============================================================================
 """
 
 from aiblox.engine.tracking.layout import (
+    MANIFEST,
+    PointLog,
     cv_metrics,
     flatten,
+    logged_params,
     metric_key,
     pareto_summary,
+    per_query_file,
+    point_record,
+    run_file,
     split_file,
     trec_run,
 )
@@ -69,26 +82,51 @@ from aiblox.engine.tracking.mlflow_store import (
     tracking_client,
 )
 from aiblox.engine.tracking.owner import SweepBusy, SweepInterrupted, release_on_error
-from aiblox.engine.tracking.writer import SweepTracker
+from aiblox.engine.tracking.reader import (
+    artifact_bytes,
+    child_runs,
+    find_sweep_run,
+    logged_runs,
+    read_evidence,
+    read_json,
+    read_manifest,
+    read_per_query,
+)
+from aiblox.engine.tracking.writer import SweepTracker, log_runs
 
 __all__ = [
     "DEFAULT_TRACKING_URI",
     "HEARTBEAT_S",
     "LEASE_S",
+    "MANIFEST",
+    "PointLog",
     "SETTLE_S",
     "SweepBusy",
     "SweepInterrupted",
     "SweepTracker",
     "TrackingStoreError",
+    "artifact_bytes",
     "artifact_location",
     "check_tracking_server",
     "check_tracking_store",
+    "child_runs",
     "cv_metrics",
+    "find_sweep_run",
     "flatten",
+    "log_runs",
+    "logged_params",
+    "logged_runs",
     "metric_key",
     "pareto_summary",
+    "per_query_file",
+    "point_record",
     "quiet_downloads",
+    "read_evidence",
+    "read_json",
+    "read_manifest",
+    "read_per_query",
     "release_on_error",
+    "run_file",
     "split_file",
     "tag_filter",
     "tracking_client",

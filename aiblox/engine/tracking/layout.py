@@ -1,31 +1,58 @@
-"""A point's MLflow layout: its tags, params (the flattened config), metric names
-(``<split>.<metric>``), artifact file names, TREC run text, and the parent's conclusion
-(cross-validation metrics, the Pareto summary)."""
+"""A point's MLflow layout, in one place: its tags, params (the flattened config, restricted to the
+settings that apply to it), metric names (``<split>.<metric>``), artifact files, and the parent's
+conclusion (cross-validation metrics, the Pareto summary).
+
+:class:`PointLog` is a point as any writer has it (a sweep's point, an ``aiblox eval`` system, a
+notebook's fusion setting); :func:`point_record` turns it into the one run the layout describes
+(:class:`~aiblox.engine.bulk_mlflow.RunRecord`), which :mod:`aiblox.engine.tracking.writer`
+writes. The readers of the layout are in :mod:`aiblox.engine.tracking.reader`.
+
+Artifacts of a point: ``manifest.json`` (when it has one), ``per_query.<split>.parquet``
+(``query_id, metric, value``, written with pyarrow), ``evidence.<split>.parquet`` for selection
+points (``query_id, rank, chunk_id, item_id``) and ``run.<split>.trec`` where the writer gives
+the run's text (``aiblox eval``; a sweep writes it for the points its conclusion names, at the
+end: every other point's run is written from the stage cache on demand, ``aiblox runs export``).
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiblox.data.trec import trec_run_text
+from aiblox.engine.applies import param_applies
+from aiblox.engine.bulk_mlflow import RunRecord
+from aiblox.engine.manifest import PointManifest
 
 __all__ = [
     "EVIDENCE_COLUMNS",
+    "MANIFEST",
+    "PointLog",
     "TAG_CONFIG",
     "TAG_KIND",
+    "TAG_LABEL",
     "TAG_PARENT",
     "TAG_SPEC_PATH",
     "TAG_SWEEP",
     "cv_metrics",
+    "evidence_file",
     "flatten",
+    "logged_params",
     "metric_key",
     "pareto_summary",
+    "per_query_file",
+    "point_record",
+    "run_file",
     "split_file",
     "trec_run",
 ]
 
 
 TAG_KIND = "aiblox.kind"
+"""What a run is: ``sweep`` (a parent), ``point`` (a sweep's point, an ``aiblox eval`` mode),
+``run`` (an external run file scored by ``aiblox eval``), ``notebook``."""
 
 
 TAG_SWEEP = "aiblox.sweep_hash"
@@ -34,11 +61,18 @@ TAG_SWEEP = "aiblox.sweep_hash"
 TAG_CONFIG = "aiblox.config_hash"
 
 
+TAG_LABEL = "aiblox.label"
+
+
 TAG_PARENT = "mlflow.parentRunId"
 
 
 EVIDENCE_COLUMNS = ["query_id", "rank", "chunk_id", "item_id"]
 """Columns of ``evidence.<split>.parquet``: the evidence a selection point kept, in order."""
+
+
+MANIFEST = "manifest.json"
+"""A point's manifest artifact (what ``aiblox eval verify`` re-executes)."""
 
 
 TAG_SPEC_PATH = "aiblox.spec_path"
@@ -61,6 +95,21 @@ def split_file(split: str) -> str:
     """A split's name in artifact file names: a derived split's ``:`` and ``/`` are written
     ``-`` and ``of`` (``test:0/2`` is ``test-0of2``); plain names stay as they are."""
     return split.replace(":", "-").replace("/", "of")
+
+
+def per_query_file(split: str) -> str:
+    """``per_query.<split>.parquet``."""
+    return f"per_query.{split_file(split)}.parquet"
+
+
+def evidence_file(split: str) -> str:
+    """``evidence.<split>.parquet``."""
+    return f"evidence.{split_file(split)}.parquet"
+
+
+def run_file(split: str) -> str:
+    """``run.<split>.trec``."""
+    return f"run.{split_file(split)}.trec"
 
 
 def metric_key(split: str, metric: str) -> str:
@@ -106,10 +155,131 @@ def _with_field_defaults(params: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def _params(flat: dict[str, str]) -> list[Any]:
-    from mlflow.entities import Param
+def logged_params(config: Mapping[str, Any]) -> dict[str, str]:
+    """A point's MLflow params: its config flattened (field weighting at its defaults), less
+    the settings that do not apply to it (:func:`aiblox.engine.applies.param_applies`: no
+    PostgreSQL settings on a DuckDB point, no chunking settings without chunk stages, no
+    ``vector.*`` for BM25 ...). The config hash and the manifest keep every setting."""
+    flat = _with_field_defaults(flatten(dict(config)))
+    return {k: v for k, v in flat.items() if param_applies(k, config)}
 
-    return [Param(k, v[:6000]) for k, v in sorted(flat.items())]
+
+def _parquet(columns: dict[str, Any]) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table(columns), sink)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def per_query_bytes(per_query: Mapping[str, Mapping[str, float]]) -> bytes:
+    """``per_query.<split>.parquet``: one row ``query_id, metric, value`` per query and metric,
+    by metric then query id."""
+    import pyarrow as pa
+
+    qids: list[str] = []
+    names: list[str] = []
+    values: list[float] = []
+    for metric in sorted(per_query):
+        vals = per_query[metric]
+        keys = sorted(vals)
+        qids += keys
+        names += [metric] * len(keys)
+        values += [float(vals[q]) for q in keys]
+    return _parquet({"query_id": pa.array(qids, pa.string()),
+                     "metric": pa.array(names, pa.string()),
+                     "value": pa.array(values, pa.float64())})
+
+
+def evidence_bytes(rows: Sequence[Mapping[str, Any]]) -> bytes:
+    """``evidence.<split>.parquet``: the rows of :func:`aiblox.engine.outputs.selected_evidence`
+    (``query_id, rank, chunk_id, item_id``)."""
+    import pyarrow as pa
+
+    return _parquet({"query_id": pa.array([r["query_id"] for r in rows], pa.string()),
+                     "rank": pa.array([int(r["rank"]) for r in rows], pa.int64()),
+                     "chunk_id": pa.array([r["chunk_id"] for r in rows], pa.string()),
+                     "item_id": pa.array([r["item_id"] for r in rows], pa.string())})
+
+
+def manifest_bytes(manifest: PointManifest) -> bytes:
+    """``manifest.json``: the manifest as JSON (keys sorted, indented)."""
+    return json.dumps(manifest.model_dump(mode="json"), sort_keys=True,
+                      indent=1).encode("utf-8")
+
+
+@dataclass
+class PointLog:
+    """One point's run, as a writer has it: a sweep's point, an ``aiblox eval`` system, a
+    notebook's setting. :func:`point_record` lays it out."""
+
+    kind: str
+    """Tag ``aiblox.kind``: ``point``, ``run`` (an external run file) or ``notebook``."""
+    label: str
+    """Its label (tag ``aiblox.label`` and the run name)."""
+    metrics: Mapping[str, Mapping[str, float]]
+    """``{split: {metric: mean}}``: metrics ``<split>.<metric>``."""
+    per_query: Mapping[str, Mapping[str, Mapping[str, float]]] = field(default_factory=dict)
+    """``{split: {metric: {query_id: value}}}``: ``per_query.<split>.parquet``."""
+    manifest: PointManifest | None = None
+    """The point's manifest: ``manifest.json``, its params (its config), its hashes as tags."""
+    config: Mapping[str, Any] | None = None
+    """Without a manifest: the config its params are logged from."""
+    config_hash: str | None = None
+    """Without a manifest: tag ``aiblox.config_hash``."""
+    dataset_hash: str | None = None
+    """Without a manifest: tag ``aiblox.dataset_hash``."""
+    run_hashes: Mapping[str, str] = field(default_factory=dict)
+    """Without a manifest: tags ``aiblox.run_hash.<split>``."""
+    tags: Mapping[str, str] = field(default_factory=dict)
+    """More tags (the parent run, the sweep hash, the baseline flag, ...)."""
+    params: Mapping[str, str] = field(default_factory=dict)
+    """More params, as they are."""
+    extra_metrics: Mapping[str, float] = field(default_factory=dict)
+    """More metrics, by their MLflow names (``test.ndcg_at_10.p``)."""
+    evidence: Mapping[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
+    """``{split: rows}`` of a selection point: ``evidence.<split>.parquet``."""
+    runs: Mapping[str, str] = field(default_factory=dict)
+    """``{split: TREC text}``: ``run.<split>.trec``."""
+    files: Mapping[str, bytes] = field(default_factory=dict)
+    """More artifacts, by file name (``experiment.json``)."""
+
+
+def point_record(log: PointLog) -> RunRecord:
+    """The run of ``log`` in the layout (see the module doc)."""
+    m = log.manifest
+    tags = {TAG_KIND: log.kind, TAG_LABEL: log.label}
+    if m is not None:
+        tags.update({TAG_CONFIG: m.config_hash, "aiblox.dataset_hash": m.dataset_hash,
+                     "aiblox.manifest_hash": m.manifest_hash})
+        tags.update({f"aiblox.run_hash.{s}": sm.run_hash for s, sm in m.splits.items()})
+        if m.environment.get("git_commit"):
+            tags["aiblox.git_commit"] = str(m.environment["git_commit"])
+    else:
+        if log.config_hash:
+            tags[TAG_CONFIG] = log.config_hash
+        if log.dataset_hash:
+            tags["aiblox.dataset_hash"] = log.dataset_hash
+        tags.update({f"aiblox.run_hash.{s}": h for s, h in log.run_hashes.items()})
+    tags.update(log.tags)
+    config = m.config if m is not None else log.config
+    params = {**(logged_params(config) if config is not None else {}), **log.params}
+    metrics = {metric_key(s, k): float(v) for s, vals in log.metrics.items()
+               for k, v in vals.items()}
+    metrics.update({k: float(v) for k, v in log.extra_metrics.items()})
+    files: dict[str, bytes] = {}
+    if m is not None:
+        files[MANIFEST] = manifest_bytes(m)
+    for split, text in log.runs.items():
+        files[run_file(split)] = text.encode("utf-8")
+    for split, values in log.per_query.items():
+        files[per_query_file(split)] = per_query_bytes(values)
+    for split, rows in log.evidence.items():
+        files[evidence_file(split)] = evidence_bytes(rows)
+    files.update(log.files)
+    return RunRecord(name=log.label, tags=tags, params=params, metrics=metrics,
+                     artifacts=files)
 
 
 def pareto_summary(result: Any) -> dict[str, Any]:

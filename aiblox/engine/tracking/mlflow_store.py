@@ -166,11 +166,13 @@ before the sweep stops; MLflow's own retries would take minutes to give up."""
 _SECONDS_ENV = {"heartbeat": ("AIBLOX_SWEEP_HEARTBEAT_S", HEARTBEAT_S),
                 "lease": ("AIBLOX_SWEEP_LEASE_S", LEASE_S),
                 "settle": ("AIBLOX_TRACKING_SETTLE_S", SETTLE_S),
-                "connect": ("AIBLOX_TRACKING_CONNECT_S", REACH_TIMEOUT_S)}
+                "connect": ("AIBLOX_TRACKING_CONNECT_S", REACH_TIMEOUT_S),
+                "batch": ("AIBLOX_TRACKING_BATCH_S", 2.0)}
 
 
 def _seconds(what: str) -> float:
-    """The duration ``what`` (``heartbeat``, ``lease``, ``settle``, ``connect``): its variable's
+    """The duration ``what`` (``heartbeat``, ``lease``, ``settle``, ``connect``, ``batch``): its
+    variable's
     value, else the default."""
     return env_seconds(*_SECONDS_ENV[what])
 
@@ -267,17 +269,81 @@ def _create_sqlite(db: Path, tracking_uri: str) -> None:
 
     tmp = db.with_name(f".{db.name}{CREATING}{os.getpid()}")
     tmp_uri = f"sqlite:///{tmp.resolve().as_posix()}"
+    template = _schema_template()
     try:
-        try:
-            MlflowClient(tracking_uri=tmp_uri).search_experiments(max_results=1)  # the schema
+        made = template is not None and _copy_template(template, tmp)
+        try:  # the schema (MLflow's migrations, unless copied), the Default experiment
+            MlflowClient(tracking_uri=tmp_uri).search_experiments(max_results=1)
         finally:
             _forget_engine(tmp_uri)
+        if template is not None and not made:
+            _save_template(tmp, template)
         os.replace(tmp, db)
     except Exception as exc:  # noqa: BLE001 - one line, with the URI
         raise _open_error(tracking_uri, exc) from exc
     finally:
         for leftover in db.parent.glob(f".{db.name}{CREATING}*"):
             leftover.unlink(missing_ok=True)
+
+
+def _schema_template() -> Path | None:
+    """Where an empty sqlite MLflow schema of this MLflow version is kept
+    (``~/.cache/aiblox/mlflow/schema-<version>.db``, ``AIBLOX_MLFLOW_TEMPLATE_DIR`` elsewhere;
+    ``AIBLOX_MLFLOW_TEMPLATE_DIR=off``: none): a new store is a copy of it rather than MLflow's
+    ~50 schema migrations run again (seconds each time)."""
+    import mlflow
+
+    folder = os.environ.get("AIBLOX_MLFLOW_TEMPLATE_DIR", "").strip()
+    if folder.lower() == "off":
+        return None
+    root = Path(folder) if folder else Path.home() / ".cache" / "aiblox" / "mlflow"
+    return root / f"schema-{mlflow.__version__}.db"
+
+
+def _copy_template(template: Path, tmp: Path) -> bool:
+    """``tmp`` as a copy of the schema ``template``; False (nothing copied) when there is none
+    or it is not a whole database of the schema."""
+    import shutil
+    import sqlite3
+
+    try:
+        con = sqlite3.connect(f"file:{template.resolve().as_posix()}?mode=ro", uri=True)
+        try:
+            (version,) = con.execute("SELECT version_num FROM alembic_version").fetchone()
+            (runs,) = con.execute("SELECT count(*) FROM runs").fetchone()
+        finally:
+            con.close()
+        if not version or runs:
+            return False
+        shutil.copyfile(template, tmp)
+        return True
+    except (OSError, sqlite3.Error, TypeError, ValueError):
+        tmp.unlink(missing_ok=True)
+        return False
+
+
+def _save_template(made: Path, template: Path) -> None:
+    """Keep the schema of the store MLflow just made (``made``), its experiments removed (MLflow
+    makes the Default one on first open, with the store's own artifact root), as ``template``:
+    written beside it, then renamed into place. Best effort: a folder that cannot be written
+    keeps no template."""
+    import shutil
+    import sqlite3
+
+    tmp = template.with_name(f".{template.name}.{os.getpid()}.tmp")
+    try:
+        template.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(made, tmp)
+        con = sqlite3.connect(tmp)
+        try:
+            con.execute("DELETE FROM experiment_tags")
+            con.execute("DELETE FROM experiments")
+            con.commit()
+        finally:
+            con.close()
+        os.replace(tmp, template)
+    except (OSError, sqlite3.Error):
+        tmp.unlink(missing_ok=True)
 
 
 def _holds_nothing(db: Path) -> bool:

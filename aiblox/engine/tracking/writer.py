@@ -1,36 +1,50 @@
-"""The one MLflow writer (:class:`SweepTracker`): a sweep's parent run, created, adopted or
-resumed under its owner, and one child run per point with its params, metrics, tags and
-artifacts."""
+"""The one MLflow writer: a sweep's parent run, created, adopted or resumed under its owner,
+and its points' child runs (:class:`SweepTracker`); the runs of ``aiblox eval --mlflow`` and of
+the notebooks (:func:`log_runs`). Every run is laid out by
+:func:`~aiblox.engine.tracking.layout.point_record` and written by
+:class:`~aiblox.engine.bulk_mlflow.BulkRunWriter`.
+
+A sweep's points are buffered and written in batches, :data:`BATCH_POINTS` points or
+:data:`BATCH_S` seconds after the first one buffered, whichever comes first, and at the end;
+each batch is one transaction into a SQL store, its artifacts in place before it commits (a
+server or a file store: run by run through MLflow's client). A point is logged once its batch
+is written: a process killed loses the batch not yet written, whose points ``--resume`` scores
+again from their cached stages and logs, each once; an error or Ctrl-C in this process writes
+the buffered points before the parent is given up.
+
+The TREC run file of a point is written for the points the sweep's conclusion names (the best,
+the baseline, the points tested against it, the folds' choices), at :meth:`SweepTracker.finish`:
+every manifest records the stage keys of its run, so any other point's run is written from the
+stage cache on demand (:func:`aiblox.engine.tracking.reader.logged_runs`, ``aiblox runs export
+REF --trec DIR``)."""
 
 from __future__ import annotations
 
 import json
 import logging
-import tempfile
+import os
 import time
 import uuid
 import weakref
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from aiblox.engine.bulk_mlflow import BulkRunWriter, RunRecord
 from aiblox.engine.cache import StageCache
 from aiblox.engine.outputs import StageReader
 from aiblox.engine.settings import ranked
 from aiblox.engine.tracking.layout import (
-    EVIDENCE_COLUMNS,
     TAG_CONFIG,
     TAG_KIND,
     TAG_PARENT,
     TAG_SPEC_PATH,
     TAG_SWEEP,
-    _params,
-    _with_field_defaults,
+    PointLog,
     cv_metrics,
     flatten,
-    metric_key,
     pareto_summary,
-    split_file,
+    point_record,
+    run_file,
 )
 from aiblox.engine.tracking.mlflow_store import (
     _mlflow_logs_off,
@@ -51,14 +65,87 @@ from aiblox.engine.tracking.owner import (
     _this_process,
     owner_status,
 )
+from aiblox.inputs import EnvVarError
 from aiblox.stores.base import is_disk_full
 
-__all__ = ["SweepTracker"]
+__all__ = ["BATCH_POINTS", "BATCH_S", "SweepTracker", "experiment_id", "log_runs",
+           "named_points"]
 
 logger = logging.getLogger("aiblox.engine.tracking")
 
 
 _TERMINAL = ("FINISHED", "FAILED", "KILLED")
+
+
+BATCH_POINTS = 50
+"""A sweep's buffered points are written once this many are waiting (``AIBLOX_TRACKING_BATCH``)
+..."""
+
+
+BATCH_S = 2.0
+"""... or once the first of them has waited this many seconds (``AIBLOX_TRACKING_BATCH_S``),
+and at the end."""
+
+
+def _batch_points() -> int:
+    """:data:`BATCH_POINTS`, or the whole number > 0 in ``AIBLOX_TRACKING_BATCH``."""
+    raw = os.environ.get("AIBLOX_TRACKING_BATCH", "").strip()
+    if not raw:
+        return BATCH_POINTS
+    if not raw.isdigit() or int(raw) < 1:
+        raise EnvVarError("AIBLOX_TRACKING_BATCH", raw,
+                          f"a whole number of points > 0 (unset: {BATCH_POINTS})")
+    return int(raw)
+
+
+def _params(flat: Mapping[str, str]) -> list[Any]:
+    from mlflow.entities import Param
+
+    return [Param(k, v[:6000]) for k, v in sorted(flat.items())]
+
+
+def experiment_id(client: Any, tracking_uri: str, name: str, *, locked: bool = False) -> str:
+    """The id of the experiment ``name``, created (its artifacts beside a local sqlite store,
+    :func:`~aiblox.engine.tracking.artifact_location`) under the store's lock when missing
+    (``locked``: the caller holds it)."""
+    if not locked:
+        with store_lock(tracking_uri):
+            return experiment_id(client, tracking_uri, name, locked=True)
+    exp = client.get_experiment_by_name(name)
+    if exp is not None:
+        return str(exp.experiment_id)
+    try:
+        return str(client.create_experiment(
+            name, artifact_location=artifact_location(tracking_uri, name)))
+    except Exception:  # another process created it first (a remote server has no lock)
+        exp = client.get_experiment_by_name(name)
+        if exp is None:
+            raise
+        return str(exp.experiment_id)
+
+
+def log_runs(tracking_uri: str, experiment: str, logs: Sequence[PointLog]) -> list[str]:
+    """Write ``logs`` as finished runs of ``experiment`` (created when missing), in one batch:
+    ``aiblox eval --mlflow`` and the notebooks. Returns their run ids, in order."""
+    client = tracking_client(tracking_uri, create=True)
+    writer = BulkRunWriter(client, experiment_id(client, tracking_uri, experiment))
+    return writer.write([point_record(log) for log in logs])
+
+
+def named_points(result: Any) -> list[Any]:
+    """The points a sweep's conclusion names, each once: the best, the baseline, the points
+    tested against the baseline, the folds' choices (a ``[cv]`` sweep)."""
+    by_hash = {p.config_hash: p for p in result.points}
+    by_label = {p.label: p for p in result.points}
+    hashes = [result.best.config_hash]
+    if result.baseline is not None:
+        hashes.append(result.baseline.config_hash)
+    hashes += [by_label[c.candidate].config_hash for c in result.significance
+               if c.candidate in by_label]
+    cv = getattr(result, "cv", None)
+    if cv is not None:
+        hashes += [r.config_hash for r in cv.rows]
+    return [by_hash[h] for h in dict.fromkeys(hashes) if h in by_hash]
 
 
 class SweepTracker:
@@ -80,8 +167,13 @@ class SweepTracker:
         self.owned = False
         self.token = uuid.uuid4().hex
         self._heartbeat: _Heartbeat | None = None
-        self._inflight: str | None = None
         self._existing: set[str] | None = None
+        self._writer: BulkRunWriter | None = None
+        self._pending: list[RunRecord] = []
+        self._pending_since = 0.0
+        self._ids: dict[str, str] = {}  # config hash -> run id, of the points written here
+        self.batch_points = _batch_points()
+        self.batch_s = _seconds("batch")
         with store_lock(tracking_uri) as locked:
             self.experiment_id = self._experiment(experiment)
             parent = self._first_parent()
@@ -119,17 +211,7 @@ class SweepTracker:
 
     # -- ownership ------------------------------------------------------------------------
     def _experiment(self, name: str) -> str:
-        exp = self.client.get_experiment_by_name(name)
-        if exp is not None:
-            return str(exp.experiment_id)
-        try:
-            return str(self.client.create_experiment(
-                name, artifact_location=artifact_location(self.tracking_uri, name)))
-        except Exception:  # another process created it first (a remote server has no lock)
-            exp = self.client.get_experiment_by_name(name)
-            if exp is None:
-                raise
-            return str(exp.experiment_id)
+        return experiment_id(self.client, self.tracking_uri, name, locked=True)
 
     def _parents(self) -> list[Any]:
         """Every (undeleted) parent run of this sweep hash, earliest first (ties by id)."""
@@ -230,30 +312,41 @@ class SweepTracker:
         self.client.delete_run(run_id)
 
     def release(self, error: BaseException | None = None) -> None:
-        """Give the parent up after an error in this process: the point being logged is
-        discarded, the parent ends ``KILLED`` (interrupted) or ``FAILED`` and is no longer
-        owned, so ``--resume`` adopts it at once. Never raises."""
+        """Give the parent up after an error in this process: the buffered points are written
+        (they are whole), a run the client's route left half written is discarded, the parent
+        ends ``KILLED`` (interrupted) or ``FAILED`` and is no longer owned, so ``--resume``
+        adopts it at once. Never raises."""
         if not self.owned:
             return
-        self._withdraw()
         status = "FAILED" if isinstance(error, Exception) else "KILLED"
-        try:
-            with _mlflow_logs_off():  # MLflow logs its own failures with their tracebacks
-                if self._inflight is not None:
-                    self._discard(self._inflight)
-                    self._inflight = None
+        with _mlflow_logs_off():  # MLflow logs its own failures with their tracebacks
+            try:
+                try:
+                    self._write_pending()
+                except Exception as exc:  # noqa: BLE001 - the original error matters more
+                    self._pending = []
+                    self._warn("write the buffered points of", exc, error)
+            finally:
+                self._withdraw()
+            try:
+                inflight = self._writer.inflight if self._writer is not None else None
+                if inflight is not None:  # a run the client's route left half written
+                    self._writer.inflight = None  # type: ignore[union-attr]
+                    self._discard(inflight)
                 owner = Owner.parse(
                     self.client.get_run(self.parent_id).data.tags.get(TAG_OWNER))
                 if owner is not None and owner.token == self.token:
                     self.client.set_terminated(self.parent_id, status=status)
-        except Exception as exc:  # noqa: BLE001 - the original error matters more
-            # a full disk is what the error says already; ``--resume`` adopts the run anyway
-            level = logging.DEBUG if is_disk_full(exc) or is_disk_full(error) \
-                else logging.WARNING
-            first = next((ln for ln in str(exc).splitlines()
-                          if ln.strip() and not ln.startswith("(raised as a result")), "")
-            logger.log(level, "could not release MLflow run %s: %s", self.parent_id,
-                       first or type(exc).__name__)
+            except Exception as exc:  # noqa: BLE001 - the original error matters more
+                self._warn("release", exc, error)
+
+    def _warn(self, what: str, exc: BaseException, error: BaseException | None) -> None:
+        # a full disk is what the error says already; ``--resume`` adopts the run anyway
+        level = logging.DEBUG if is_disk_full(exc) or is_disk_full(error) else logging.WARNING
+        first = next((ln for ln in str(exc).splitlines()
+                      if ln.strip() and not ln.startswith("(raised as a result")), "")
+        logger.log(level, "could not %s MLflow run %s: %s", what, self.parent_id,
+                   first or type(exc).__name__)
 
     # -- children -------------------------------------------------------------------------
     def children(self) -> list[Any]:
@@ -285,60 +378,68 @@ class SweepTracker:
             self.skipped = len(done)
         return set(self._existing)
 
-    def log_point(self, point: Any, outputs: StageCache | StageReader) -> str:
-        """Log one point as a child run (params, metrics, tags, artifacts), its stage outputs
-        read from ``outputs`` (a sweep passes its reader, which keeps the split indexes its
-        fused runs are decoded with); returns its id."""
-        import pandas as pd
-        from mlflow.entities import Metric
-
+    def log_point(self, point: Any, outputs: StageCache | StageReader) -> None:
+        """Log one point as a child run (params, metrics, tags, artifacts; the layout's
+        :func:`~aiblox.engine.tracking.layout.point_record`), its per-query values and evidence
+        read from ``outputs`` now (a sweep passes its reader). The run is buffered and written
+        with its batch (see the module doc; :meth:`flush` writes the batch at once)."""
         reader = outputs if isinstance(outputs, StageReader) else StageReader(outputs)
         if not self.owned:
             self._claim_finished()
         self._check_owner()
         m = point.manifest
-        tags = {TAG_PARENT: self.parent_id, TAG_CONFIG: point.config_hash,
-                TAG_SWEEP: self.sweep_hash, TAG_KIND: "point",
-                "aiblox.dataset_hash": m.dataset_hash, "aiblox.manifest_hash": m.manifest_hash,
-                "aiblox.label": point.label, "aiblox.baseline": str(point.is_baseline).lower()}
+        evidence = {}
+        per_query = {}
         for split, sm in m.splits.items():
-            tags[f"aiblox.run_hash.{split}"] = sm.run_hash
-        if m.environment.get("git_commit"):
-            tags["aiblox.git_commit"] = str(m.environment["git_commit"])
-        run = self.client.create_run(self.experiment_id, run_name=point.label, tags=tags)
-        rid = run.info.run_id
-        self._inflight = rid
-        params = _with_field_defaults(flatten(m.config))
-        metrics = [Metric(metric_key(s, k), float(v), 0, 0)
-                   for s, vals in sorted(point.metrics.items()) for k, v in sorted(vals.items())]
-        self._log_batch(rid, metrics=metrics, params=_params(params))
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = Path(tmp)
-            (folder / "manifest.json").write_text(
-                json.dumps(m.model_dump(mode="json"), sort_keys=True, indent=1), encoding="utf-8")
-            for split, sm in m.splits.items():
-                name = split_file(split)
-                (folder / f"run.{name}.trec").write_text(
-                    reader.point_trec(sm.stages, f"aiblox-{point.config_hash[:12]}"),
-                    encoding="utf-8")
-                # every stage with per-query values: ranx; chunk and answer metrics (pipeline)
-                per_query = reader.per_query(sm.stages)
-                rows = [{"query_id": q, "metric": metric, "value": v}
-                        for metric, vals in sorted(per_query.items())
-                        for q, v in sorted(vals.items())]
-                pd.DataFrame(rows, columns=["query_id", "metric", "value"]).to_parquet(
-                    folder / f"per_query.{name}.parquet", index=False)
-                evidence = reader.selected_evidence(sm.stages)  # selection points only
-                if evidence is not None:
-                    pd.DataFrame(evidence, columns=EVIDENCE_COLUMNS).astype(
-                        {"query_id": "string", "rank": "int64", "chunk_id": "string",
-                         "item_id": "string"}).to_parquet(
-                        folder / f"evidence.{name}.parquet", index=False)
-            self.client.log_artifacts(rid, str(folder))
-        self.client.set_terminated(rid, status="FINISHED")
-        self._inflight = None
-        self.logged += 1
-        return rid
+            # every stage with per-query values: ranx; chunk and answer metrics (pipeline)
+            per_query[split] = reader.per_query(sm.stages)
+            rows = reader.selected_evidence(sm.stages)  # selection points only
+            if rows is not None:
+                evidence[split] = rows
+        record = point_record(PointLog(
+            kind="point", label=point.label, metrics=point.metrics, per_query=per_query,
+            manifest=m, evidence=evidence,
+            tags={TAG_PARENT: self.parent_id, TAG_SWEEP: self.sweep_hash,
+                  "aiblox.baseline": str(point.is_baseline).lower()}))
+        if not self._pending:
+            self._pending_since = time.monotonic()
+        self._pending.append(record)
+        if len(self._pending) >= self.batch_points or \
+                time.monotonic() - self._pending_since >= self.batch_s:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the buffered points now (one batch), as the parent's owner."""
+        if self._pending:
+            self._check_owner()
+            self._write_pending()
+
+    def _write_pending(self) -> None:
+        if not self._pending:
+            return
+        if self._writer is None:
+            self._writer = BulkRunWriter(self.client, self.experiment_id)
+        ids = self._writer.write(self._pending)
+        for record, rid in zip(self._pending, ids, strict=True):
+            self._ids[record.tags[TAG_CONFIG]] = rid
+        self.logged += len(ids)
+        self._pending = []
+
+    def _write_runs(self, points: Sequence[Any],
+                    runs: Callable[[Any], Mapping[str, str]]) -> None:
+        """``run.<split>.trec`` of ``points`` into their child runs' artifacts."""
+        missing = [p.config_hash for p in points if p.config_hash not in self._ids]
+        if missing:  # logged by an earlier process
+            for r in self.children():
+                h = r.data.tags.get(TAG_CONFIG)
+                if r.info.status == "FINISHED" and h in missing and h not in self._ids:
+                    self._ids[h] = r.info.run_id
+        if self._writer is None:
+            self._writer = BulkRunWriter(self.client, self.experiment_id)
+        for p in points:
+            if p.config_hash in self._ids:
+                self._writer.add_artifacts(self._ids[p.config_hash], {
+                    run_file(split): text.encode("utf-8") for split, text in runs(p).items()})
 
     def _log_batch(self, run_id: str, metrics: Sequence[Any] = (), params: Sequence[Any] = (),
                    tags: Sequence[Any] = ()) -> None:
@@ -348,16 +449,23 @@ class SweepTracker:
             self.client.log_batch(run_id, metrics=m[:1000], params=p[:100], tags=t[:100])
             m, p, t = m[1000:], p[100:], t[100:]
 
-    def finish(self, result: Any) -> dict[str, Any]:
-        """Log the choice (best on tune, reported on report) to the parent and close it."""
+    def finish(self, result: Any,
+               runs: Callable[[Any], Mapping[str, str]] | None = None) -> dict[str, Any]:
+        """Write the buffered points, then the TREC run files of the points the conclusion
+        names (:func:`named_points`; ``runs(point)`` gives ``{split: TREC text}``, None: no
+        run files), log the choice (best on tune, reported on report) to the parent and close
+        it."""
         from mlflow.entities import Metric, RunTag
 
+        self.flush()
         info = {"tracking_uri": self.tracking_uri, "experiment_id": self.experiment_id,
                 "parent_run_id": self.parent_id, "logged": self.logged,
                 "skipped": self.skipped, "resumed": self.resumed}
         if self.was_finished and self.logged == 0:
             return info  # nothing new: the parent already holds this summary
         self._check_owner()
+        if runs is not None:
+            self._write_runs(named_points(result), runs)
         best = result.best
         metrics = []
         for split, role in ((result.tune_split, "tune"), (result.report_split, "report")):

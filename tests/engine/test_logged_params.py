@@ -1,0 +1,62 @@
+"""Only the settings that apply to a run are logged as its MLflow params (issue 29 item 3): the
+config hash and the manifest keep every setting; the params leave out PostgreSQL's full-text
+settings on DuckDB, chunking settings without chunk stages, ``vector.*`` on a BM25 run,
+``fts.*`` on a dense one, the other blend's scoring settings."""
+
+from __future__ import annotations
+
+from aiblox.contracts.retrieval import RetrievalPrefs
+from aiblox.engine.result import config_hash
+from aiblox.engine.tracking import flatten, logged_params
+
+
+def _params(backend: str = "duckdb", embedder: str | None = "m", **prefs) -> tuple[dict, dict]:
+    _, config = config_hash(RetrievalPrefs(query_text="", **prefs), embedder, backend)
+    return flatten(config), logged_params(config)
+
+
+def test_a_bm25_run_on_duckdb_logs_its_full_text_settings_only():
+    every, logged = _params(mode="bm25")
+    assert len(every) == 51 and len(logged) == 17
+    # field weighting is written out at its defaults (a config leaves it out: its hash)
+    assert set(logged) - set(every) == {"prefs.fts.title_weight", "prefs.fts.title_b"}
+    assert {"backend", "prefs.mode", "prefs.fts.k1", "prefs.fts.b", "prefs.fts.method",
+            "prefs.fts.top_k", "prefs.top_k_items"} <= set(logged)
+    for gone in ("embedder", "prefs.fts.config", "prefs.fts.rank_func", "prefs.fts.mode",
+                 "prefs.fts.min_rank", "prefs.fts.delta", "prefs.scoring.rrf_k",
+                 "prefs.top_k_chunks", "prefs.per_item_chunk_cap"):
+        assert gone not in logged, gone
+    assert not [k for k in logged if k.startswith(("prefs.vector.", "prefs.chunking.",
+                                                   "prefs.cache.", "prefs.snippet."))]
+    assert all(logged[k] == every[k] for k in logged if k in every)  # the values as flattened
+
+
+def test_scoring_settings_follow_the_blend_and_the_fields_follow_the_mode():
+    _, rrf = _params(mode="hybrid", scoring={"blend": "rrf"})
+    _, linear = _params(mode="hybrid", scoring={"blend": "linear"})
+    assert "prefs.scoring.rrf_k" in rrf and "prefs.scoring.w_text" not in rrf
+    assert "prefs.scoring.w_text" in linear and "prefs.scoring.rrf_k" not in linear
+    assert "prefs.vector.top_k" in linear and "prefs.fts.k1" in linear
+    _, dense = _params(mode="dense")
+    assert "prefs.vector.top_k" in dense and "embedder" in dense
+    assert not [k for k in dense if k.startswith("prefs.fts.")]
+
+
+def test_postgres_full_text_settings_apply_to_its_native_search_only():
+    _, native = _params("postgres", mode="bm25", fts={"engine": "native"})
+    assert {"prefs.fts.config", "prefs.fts.rank_func", "prefs.fts.mode",
+            "prefs.fts.min_rank"} <= set(native)
+    assert "prefs.fts.title_weight" not in native
+    _, duck_native = _params(mode="bm25", fts={"engine": "native"})
+    assert "prefs.fts.min_rank" in duck_native and "prefs.fts.rank_func" not in duck_native
+    _, bm25l = _params(mode="bm25", fts={"method": "bm25l"})
+    assert "prefs.fts.delta" in bm25l
+
+
+def test_a_retrieval_pipeline_keeps_both_fields_and_chunk_stages_keep_chunking():
+    _, config = config_hash(RetrievalPrefs(query_text="", mode="bm25"), "m", "duckdb")
+    piped = logged_params({**config, "pipeline": {"stages": ["bm25", "rm3", "bm25"]}})
+    assert "prefs.vector.top_k" in piped and "prefs.fts.k1" in piped
+    assert any(k.startswith("pipeline.") for k in piped)
+    chunked = logged_params({**config, "chunk_k": 5})
+    assert "prefs.chunking.chunker_id" in chunked and "prefs.top_k_chunks" in chunked
