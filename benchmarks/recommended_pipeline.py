@@ -1,0 +1,131 @@
+"""Which untuned pipeline should a user with new data start from? A fixed list of candidates
+against today's hybrid default (``bm25 + dense``, RRF k 60) on every shared collection.
+
+The candidates and the rule that picks one were fixed before any of them was run here (this
+module's first commit): every pipeline is untuned (published or neutral settings, no parameter
+fitted to any collection), and the recommendation is the candidate whose *worst* difference to
+RRF k 60 over the six collections is largest (maximin), provided it is at least 0 on every one;
+ties broken by the mean difference. Quality: nDCG@10 on each collection's test split (scifact:
+its 300 test queries; the others: their one judged split), the difference to RRF k 60 with its
+95% paired bootstrap interval (1,000 resamples, seed 0), the paired t-test's p and W/T/L. Cost:
+seconds per query of the whole pipeline (median of ``--repeat`` runs over the split, indexes
+loaded, query vectors cached), beside RRF's.
+
+all-MiniLM-L6-v2 throughout (vectors imported from ``../shared/embeddings``), BM25 k1 1.2,
+b 0.75, every run 100 deep, in the default store the sweeps use. Each candidate is one
+``aiblox eval DATASET --pipeline EXPR`` away:
+
+    python benchmarks/recommended_pipeline.py [--datasets scifact,adi] [--repeat 3] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import environment_line, err, print_table  # noqa: E402
+
+from aiblox.data import load_dataset  # noqa: E402
+from aiblox.engine.evaluate import evaluate_retrieval  # noqa: E402
+from aiblox.engine.workspace import open_workspace  # noqa: E402
+from aiblox.metrics import bootstrap_ci, paired_test  # noqa: E402
+
+DATASETS = ["scifact", "cranfield", "cisi", "medline", "adi", "vaswani"]
+PRIMARY = "ndcg@10"
+METRICS = [PRIMARY, "recall@100"]
+BASELINE = "rrf"
+CANDIDATES: dict[str, str] = {
+    "rrf": "bm25 + dense",
+    "minmax": 'fuse(bm25, dense, blend="linear", normalize="minmax", weights=(0.5, 0.5))',
+    "zscore": 'fuse(bm25, dense, blend="linear", normalize="zscore", weights=(0.5, 0.5))',
+    "bo1_rrf": "(bm25 >> bo1 >> bm25) + dense",
+    "bo1_minmax": 'fuse(bm25 >> bo1 >> bm25, dense, blend="linear", normalize="minmax", '
+                  'weights=(0.5, 0.5))',
+    "rrf3_bo1": "bm25 + (bm25 >> bo1 >> bm25) + dense",
+    "rescore_0.5": "bm25 >> dense_rescore(alpha=0.5)",
+}
+"""Name -> pipeline expression (``aiblox eval --pipeline``). Linear blends weigh both runs
+0.5 after per-query normalisation (min-max: the best document 1, the 100th 0; z-score); Bo1 at
+Terrier's defaults (3 documents, 10 terms); ``dense_rescore`` reorders BM25's top 100 by
+0.5 x its min-max BM25 score + 0.5 x MiniLM's min-max cosine."""
+
+
+def measure(name: str, repeat: int) -> dict[str, Any]:
+    ds = load_dataset(name)
+    ws = open_workspace(ds, None, "minilm", progress=False)
+    try:
+        out: dict[str, Any] = {"name": name, "mean": {}, "per": {}, "cost": {}}
+        for key, expr in CANDIDATES.items():
+            times = []
+            for _ in range(max(repeat, 1) + 1):  # the first run fills caches: not timed
+                t0 = time.perf_counter()
+                res = evaluate_retrieval(ws, ds, "test", metrics=METRICS, pipeline=expr,
+                                         progress=False)
+                times.append(time.perf_counter() - t0)
+            out["mean"][key] = res.metrics
+            out["per"][key] = res.per_query[PRIMARY]
+            out["cost"][key] = statistics.median(times[1:]) / res.n_queries
+            out["queries"] = res.n_queries
+        return out
+    finally:
+        ws.close()
+
+
+def delta(a: dict[str, float], b: dict[str, float]) -> tuple[float, float, float, str, str]:
+    qids = sorted(set(a) & set(b))
+    mean, lo, hi = bootstrap_ci([b[q] - a[q] for q in qids], seed=0)
+    t = paired_test(a, b)
+    return mean, lo, hi, f"{t.p_value:.3f}", f"{t.wins}/{t.ties}/{t.losses}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--datasets", default=",".join(DATASETS))
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--markdown", action="store_true")
+    args = ap.parse_args()
+    results = []
+    for name in args.datasets.split(","):
+        err.print(f"[dim]{name} ...[/dim]")
+        results.append(measure(name, args.repeat))
+    rows, worst = [], {}
+    for key, expr in CANDIDATES.items():
+        diffs = []
+        for r in results:
+            m, base = r["mean"][key][PRIMARY], r["mean"][BASELINE][PRIMARY]
+            if key == BASELINE:
+                cells = ["", "", "", ""]
+            else:
+                d, lo, hi, p, wtl = delta(r["per"][BASELINE], r["per"][key])
+                diffs.append(d)
+                cells = [f"{d:+.4f}", f"[{lo:+.4f}, {hi:+.4f}]", p, wtl]
+            rows.append([key, f"`{expr}`", r["name"], str(r["queries"]), f"{base:.4f}",
+                         f"{m:.4f}", *cells,
+                         f"{r['mean'][key]['recall@100']:.4f}",
+                         f"{r['cost'][key]:.5f} ({r['cost'][BASELINE]:.5f})"])
+        if diffs:
+            worst[key] = (min(diffs), statistics.fmean(diffs))
+    ok = {k: v for k, v in worst.items() if v[0] >= 0}
+    pick = max(ok, key=lambda k: ok[k]) if ok else None
+    print_table(
+        "Untuned pipelines against the hybrid default (RRF k 60): nDCG@10 on each collection",
+        ["candidate", "pipeline", "collection", "queries", "RRF k 60", "candidate nDCG@10",
+         "delta", "95% CI", "p", "W/T/L", "R@100", "s/query (RRF)"],
+        rows, args.markdown,
+        right=["queries", "RRF k 60", "candidate nDCG@10", "delta", "p", "R@100",
+               "s/query (RRF)"],
+        notes=[environment_line(),
+               "worst / mean delta over the collections: " + ", ".join(
+                   f"{k} {w:+.4f} / {m:+.4f}" for k, (w, m) in worst.items()),
+               f"recommended (maximin, >= 0 everywhere): {pick or 'none of the candidates'}"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
