@@ -273,8 +273,9 @@ def eval_command(
                 chunk_results.append(None)
         finally:
             ws.close()
-    names = [*modes, *pipes]
-    systems = [system_from_result(r, name) for r, name in zip(results, names, strict=True)]
+    kinds = [*(("mode", m) for m in modes), *(("pipeline", p) for p in pipes)]
+    systems = [system_from_result(r, name, kind)  # type: ignore[arg-type]
+               for r, (kind, name) in zip(results, kinds, strict=True)]
     for f, run in runs.items():
         try:
             systems.append(system_from_run(ds, split, run, labels[f], metric, source=f))

@@ -13,7 +13,7 @@ module          what it is for
 ==============  ==============================================================================
 """
 
-from aiblox.experiment.systems import run_experiment, score_pipeline
+from aiblox.experiment.systems import run_experiment
 from aiblox.experiment.table import (
     CORRECTIONS,
     EVAL_EXPERIMENT,
@@ -39,7 +39,6 @@ __all__ = [
     "log_experiment",
     "mode_manifest",
     "run_experiment",
-    "score_pipeline",
     "system_from_result",
     "system_from_run",
     "write_trec_run",

@@ -17,13 +17,14 @@ A system is any of:
   evaluation depth), scored by :func:`~aiblox.engine.evaluate.evaluate_retrieval`;
 - a retrieval pipeline: a :class:`~aiblox.engine.Pipeline` (``Stage("bm25") >> Stage("rm3")
   >> Stage("bm25")``) or its expression (``"bm25 >> rm3 >> bm25"``), scored as a one-point run
-  of the engine (:func:`score_pipeline`);
+  of the engine (:func:`~aiblox.engine.evaluate.evaluate_retrieval` with ``pipeline=``, as
+  ``aiblox eval --pipeline``);
 - a saved run: a TREC run file (a path; read as trec_eval reads it,
   :func:`~aiblox.data.trec.read_trec_run`), a mapping ``{qid: [(doc, score), ...]}`` (in the
   order given) or ``{qid: {doc: score}}`` (ranx, pytrec_eval; ordered as trec_eval orders
   them), a ranx ``Run``, or a run frame with columns ``qid``, ``docno``, ``score`` (PyTerrier's;
   ``query_id``, ``doc_id`` also read);
-- an :class:`~aiblox.engine.evaluate.EvalResult` or a :class:`~aiblox.experiment.table.System`
+- an :class:`~aiblox.engine.result.EvalResult` or a :class:`~aiblox.experiment.table.System`
   already scored.
 
 Every argument is checked before any work (an unknown mode, metric, test or correction, a
@@ -43,8 +44,9 @@ from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import Dataset, load_dataset
 from aiblox.data.trec import read_trec_run, trec_order
 from aiblox.engine.algebra import Pipeline, PipelineError, label
-from aiblox.engine.evaluate import EvalResult, evaluate_retrieval
+from aiblox.engine.evaluate import check_evaluation, evaluate_retrieval
 from aiblox.engine.expression import parse_pipeline
+from aiblox.engine.result import EvalResult
 from aiblox.engine.settings import needs_vectors
 from aiblox.experiment.table import (
     CORRECTIONS,
@@ -61,9 +63,8 @@ from aiblox.metrics import DEFAULT_METRICS, validate_metrics
 
 if TYPE_CHECKING:
     from aiblox.embedding.base import Embedder
-    from aiblox.engine.workspace import Workspace
 
-__all__ = ["MODES", "run_experiment", "score_pipeline"]
+__all__ = ["MODES", "run_experiment"]
 
 MODES = ("bm25", "dense", "hybrid")
 """The retrieval modes a system may name."""
@@ -132,22 +133,6 @@ def run_experiment(systems: Sequence[Any], dataset: Dataset | str | Path, split:
                     progress=progress)
     return compare_systems(scored, name, split, metrics, baseline=base, test=test,
                            correction=correction, alpha=alpha, seed=seed, pairwise=pairwise)
-
-
-def score_pipeline(ws: Workspace, dataset: Dataset, split: str, pipeline: Pipeline,
-                   prefs: RetrievalPrefs, metrics: Sequence[str],
-                   progress: bool = True) -> EvalResult:
-    """``pipeline`` scored on ``dataset``'s ``split`` as a one-point run of the engine, its
-    retrieval stages defaulting to ``prefs``: the one route a pipeline system takes.
-
-    This is the seam for :func:`~aiblox.engine.evaluate.evaluate_retrieval`'s ``pipeline=``
-    (``evaluate_retrieval(ws.retriever, dataset, split, prefs, metrics, progress=progress,
-    pipeline=pipeline)``); until it accepts one, a pipeline system raises
-    ``NotImplementedError``."""
-    raise NotImplementedError(
-        f"pipeline systems ({label(pipeline)}) are scored by evaluate_retrieval(..., "
-        f"pipeline=), which this version does not have yet; score the pipeline with a sweep "
-        f"spec's `pipeline` and pass its TREC run file (aiblox eval --save-runs) meanwhile")
 
 
 def _plan(system: Any, i: int, name: str | None) -> _Planned:
@@ -249,13 +234,20 @@ def _score(plans: list[_Planned], ds: Dataset | None, split: str, metrics: list[
             needs_vectors(base, [p.pipeline for p in retrieved if p.pipeline is not None]))
         with open_workspace(ds, db, embedder, device=device, with_vectors=vectors,
                             progress=progress) as ws:
+            for p in retrieved:  # every pipeline checked against the store before any work
+                if p.pipeline is not None:
+                    try:
+                        check_evaluation(ws, ds, p.pipeline, base, metrics)
+                    except ValueError as exc:  # PipelineError, DepthError
+                        raise ValueError(f"system {p.name!r}: {exc}") from exc
             for i, p in enumerate(plans):
                 if p.prefs is not None:
                     result = evaluate_retrieval(ws.retriever, ds, split, p.prefs, metrics,
                                                 progress=progress)
                     out[i] = system_from_result(result, p.name)
                 elif p.pipeline is not None:
-                    result = score_pipeline(ws, ds, split, p.pipeline, base, metrics, progress)
+                    result = evaluate_retrieval(ws, ds, split, base, metrics,
+                                                pipeline=p.pipeline, progress=progress)
                     out[i] = system_from_result(result, p.name, kind="pipeline")
     for i, p in enumerate(plans):
         if p.scored is not None:

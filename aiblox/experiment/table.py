@@ -36,7 +36,7 @@ from pydantic_core import to_jsonable_python
 
 from aiblox.data import Dataset
 from aiblox.data.trec import RunFileError, read_trec_run, trec_run_text
-from aiblox.engine.evaluate import EvalResult, run_hash
+from aiblox.engine.result import EvalResult, run_hash
 from aiblox.metrics import evaluate_run
 from aiblox.metrics.marks import DOWN, UP, delta_text, mark, p_text, value_text
 from aiblox.metrics.significance import (
@@ -97,7 +97,7 @@ class Significance(BaseModel):
 
 class System(BaseModel):
     """One scored system: a retrieval mode, a retrieval pipeline or an external run, holding
-    its :class:`~aiblox.engine.evaluate.EvalResult` (what the table reads through the
+    its :class:`~aiblox.engine.result.EvalResult` (what the table reads through the
     properties below)."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
@@ -158,7 +158,7 @@ class System(BaseModel):
 
 def system_from_result(result: EvalResult, name: str | None = None,
                        kind: Literal["mode", "pipeline"] = "mode") -> System:
-    """A :class:`~aiblox.engine.evaluate.EvalResult` as a system (named after its mode)."""
+    """A :class:`~aiblox.engine.result.EvalResult` as a system (named after its mode)."""
     return System(name=name or result.mode, kind=kind, result=result)
 
 

@@ -125,8 +125,6 @@ def test_bad_arguments_fail_before_any_work(sample_dataset, tmp_path):
     assert not (tmp_path / "never.duckdb").exists()  # refused before a store was opened
 
 
-@pytest.mark.xfail(raises=NotImplementedError, strict=False,
-                   reason="evaluate_retrieval(..., pipeline=) is the lead's change (issue 29)")
 def test_a_pipeline_is_a_system(scored, sample_dataset):
     _, db, _ = scored
     pipeline = Stage("bm25") >> Stage("rm3") >> Stage("bm25")
@@ -173,8 +171,6 @@ def test_the_readme_experiment_block_runs(tmp_path):
            "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-c", code + "\nprint(frame.to_json())"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    if "NotImplementedError: pipeline systems" in done.stderr:  # the lead's seam, not yet filled
-        pytest.xfail("evaluate_retrieval(..., pipeline=) is not there yet")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "**sample / test (12 queries)**" in done.stdout
     assert "| bm25 (baseline) | " in done.stdout and "| bm25 >> rm3 >> bm25 | " in done.stdout
