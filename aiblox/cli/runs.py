@@ -14,9 +14,7 @@ from rich.table import Table
 
 from aiblox.cli._common import fail, out, print_json
 from aiblox.engine.tracking import DEFAULT_TRACKING_URI
-
-SHORT_HASH = 12
-"""Config-hash digits a table shows (``--format json|csv`` give all)."""
+from aiblox.hashing import SHORT_HASH  # digits a table shows (--format json|csv: all)
 
 
 class Format(StrEnum):

@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from aiblox.engine.settings import ranked
+from aiblox.hashing import SHORT_HASH
 from aiblox.metrics.pareto import objective_values
 from aiblox.sweep.applies import setting_applies
 from aiblox.sweep.results import PointResult, SweepResult, pareto_points
@@ -38,8 +39,9 @@ __all__ = [
     "tune_vs_report",
 ]
 
-HASH_PREFIX = 12
-"""Characters of the config hash shown in the tables."""
+HASH_PREFIX = SHORT_HASH
+"""Config-hash digits a frame shows: the start every command shows
+(:data:`aiblox.hashing.SHORT_HASH`)."""
 
 _CHUNKING_KEYS = ("chunker_id", "max_chunk_tokens", "overlap_tokens", "top_k_chunks",
                   "per_item_chunk_cap")
