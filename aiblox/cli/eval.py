@@ -53,7 +53,7 @@ from aiblox.metrics import DEFAULT_METRICS, DepthError, check_depth, evaluation_
 from aiblox.metrics.depth import deepest_cutoff
 from aiblox.metrics.marks import value_text
 from aiblox.retrieval import make_retriever
-from aiblox.stores import StoreError
+from aiblox.stores import StoreError, mask_password
 
 
 def eval_command(
@@ -240,12 +240,17 @@ def eval_command(
                            missing=missing, ignore_identical_ids=ignore_identical_ids)
         try:
             ws = open_workspace(ds, db or None, embedder, device=device, vectors=vectors,
-                                with_vectors=any(m != "bm25" for m in modes) or needs_vectors(
-                                    base, list(pipes.values())),
+                                # bm25 alone embeds nothing (needs_vectors of no pipeline is
+                                # the base's mode, hybrid)
+                                with_vectors=any(m != "bm25" for m in modes) or bool(
+                                    pipes and needs_vectors(base, list(pipes.values()))),
                                 progress=show_progress())
         except (StoreError, ValueError, ImportError) as exc:
             fail(str(exc))
             raise  # unreachable
+        if ws.synced is not None and not ws.synced.up_to_date:  # as `aiblox ingest` says it
+            console.print(f"synced {ds.name} into {mask_password(ws.db)}: "
+                          f"{ws.synced.changes()}", markup=False, highlight=False, soft_wrap=True)
         backend = ws.store.kind
         for label, p in pipes.items():  # every pipeline checked against the store first
             try:

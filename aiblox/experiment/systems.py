@@ -230,8 +230,9 @@ def _score(plans: list[_Planned], ds: Dataset | None, split: str, metrics: list[
 
         assert ds is not None
         base = RetrievalPrefs(query_text="")
-        vectors = any(p.prefs.mode != "bm25" for p in retrieved if p.prefs is not None) or (
-            needs_vectors(base, [p.pipeline for p in retrieved if p.pipeline is not None]))
+        pipelines = [p.pipeline for p in retrieved if p.pipeline is not None]
+        vectors = any(p.prefs.mode != "bm25" for p in retrieved if p.prefs is not None) or bool(
+            pipelines and needs_vectors(base, pipelines))  # none: the base's mode would say
         with open_workspace(ds, db, embedder, device=device, with_vectors=vectors,
                             progress=progress) as ws:
             for p in retrieved:  # every pipeline checked against the store before any work

@@ -10,6 +10,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -240,6 +241,32 @@ def test_pairwise_tests_every_pair_as_ranx_compare(db, tmp_path):
     both = _run("eval", "sample", "--db", db, "--embedder", "hashing", *MODES, "--pairwise",
                 "--baseline", "bm25")
     assert both.exit_code == 2 and "--baseline bm25 and --pairwise" in both.output
+
+
+def test_eval_says_what_syncing_changed_as_ingest_does(tmp_path):
+    """An edited dataset is synced before it is scored: eval says what changed in the words
+    of `aiblox ingest` (issue 29: it printed `ingest: 29/29 doc`), and nothing when in sync."""
+    ds, store = tmp_path / "mine", str(tmp_path / "mine.duckdb")
+    shutil.copytree(REPO / "datasets" / "sample", ds)
+    first = _ok("eval", ds, "--db", store, "--embedder", "hashing", "--mode", "bm25")
+    n = len((ds / "corpus.jsonl").read_text(encoding="utf-8").splitlines())
+    assert (f"synced mine into {store}: {n} new, 0 updated, 0 deleted, 0 unchanged; 0 vectors "
+            f"written (0 embedded, 0 from cache)") in first.stderr
+    judged = {ln.split("\t")[1] for f in (ds / "qrels").iterdir()
+              for ln in f.read_text(encoding="utf-8").splitlines()[1:]}
+    docs = [json.loads(ln) for ln in (ds / "corpus.jsonl").read_text().splitlines()]
+    gone = next(d["_id"] for d in reversed(docs) if d["_id"] not in judged)
+    docs = [d for d in docs if d["_id"] != gone]
+    docs[0]["text"] += " One more sentence."
+    (ds / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    again = _ok("eval", ds, "--db", store, "--embedder", "hashing", "--mode", "bm25")
+    said = [ln for ln in again.stderr.splitlines() if ln.startswith("synced ")]
+    assert said == [f"synced mine into {store}: 0 new, 1 updated, 1 deleted, {n - 2} "
+                    f"unchanged; 0 vectors written (0 embedded, 0 from cache)"]
+    ingest = _ok("ingest", ds, "--db", store, "--embedder", "hashing")
+    assert f"{n - 1} unchanged" in ingest.stdout  # the same words; nothing left to do
+    third = _ok("eval", ds, "--db", store, "--embedder", "hashing", "--mode", "bm25")
+    assert "synced " not in third.stderr  # in sync: nothing said
 
 
 def test_table_redirected_to_a_file_holds_the_table(db, tmp_path):
