@@ -19,9 +19,7 @@ backend). Both files are logged as artifacts of the parent run (``report/``).
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import json
 import shlex
 import tempfile
@@ -37,6 +35,7 @@ from aiblox.metrics.directions import metric_direction
 from aiblox.metrics.marks import delta_text, legend, p_text, value_text
 from aiblox.metrics.significance import TEST_NAMES
 from aiblox.sweep.applies import series_of, setting_applies
+from aiblox.sweep.report_plots import axis_png, pareto_png, value_key
 
 __all__ = ["SweepReport", "find_sweep_run", "load_sweep_report", "render_html",
            "render_markdown", "write_report"]
@@ -159,13 +158,6 @@ def _reproduce(name: str, tracking_uri: str, spec_path: str | None = None) -> st
     return f"aiblox sweep {shlex.quote(path)} --tracking-uri {shlex.quote(tracking_uri)}"
 
 
-def _value_key(v: str) -> tuple[int, float, str]:
-    try:
-        return (0, float(v), v)
-    except ValueError:
-        return (1, 0.0, v)
-
-
 def _applies(key: str, params: dict[str, str]) -> bool:
     """Whether the logged param ``key`` applies to a child with ``params`` (see
     :mod:`aiblox.sweep.applies`): fusion settings by blend, chunking settings by chunker."""
@@ -204,7 +196,7 @@ def _axes(children: list[Any], tk: str, rk: str | None) -> dict[str, list[dict[s
         seen.add(groups)
         rows = []
         for series in sorted({_series(k, c.data.params) for c in pts}):
-            for v in sorted(values, key=_value_key):
+            for v in sorted(values, key=value_key):
                 group = [c for c in pts if c.data.params[k] == v
                          and _series(k, c.data.params) == series]
                 if not group:
@@ -298,98 +290,6 @@ def load_sweep_report(sweep: str, tracking_uri: str) -> SweepReport:
                        cv=summary.get("cv"),
                        reproduce=_reproduce(name, tracking_uri,
                                             parent.data.tags.get("aiblox.spec_path")))
-
-
-def _png_base64(fig: Any) -> str:
-    """A finished figure as a base64 PNG (no software stamp: the same bytes every run),
-    closed."""
-    from matplotlib import pyplot as plt
-
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _plot(rep: SweepReport, axis: str) -> str:
-    """Base64 PNG of the primary metric against one swept parameter."""
-    return _png_base64(axis_figure(rep, axis))
-
-
-def axis_figure(rep: SweepReport, axis: str) -> Any:
-    """The matplotlib figure of the primary metric against one swept parameter (named as the
-    spec names it): a line per series and split over a numeric axis; over categories (a blend,
-    a normalisation) the points side by side at each category, no line between them."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    rows = rep.axes[axis]
-    xs = sorted({r["value"] for r in rows}, key=_value_key)
-    numeric = all(_value_key(x)[0] == 0 for x in xs)
-    at = {x: (float(x) if numeric else float(i)) for i, x in enumerate(xs)}
-    fig, ax = plt.subplots(figsize=(5, 3.2), dpi=90)
-    series = list(dict.fromkeys(r.get("series", "all") for r in rows))
-    # categories (a blend, a normalisation): each series' and split's point side by side
-    # around the category's tick, never a line between categories
-    slots = 2 * len(series)
-    for n, name in enumerate(series):
-        line = [r for r in rows if r.get("series", "all") == name]
-        color = f"C{n}"
-        for i, (split, key, mark) in enumerate(((rep.tune_split, "tune", "o-"),
-                                                (rep.report_split, "report", "s--"))):
-            if split is None:
-                continue
-            label = f"{split} ({key})" if name == "all" else f"{name}: {split} ({key})"
-            shift = 0.0 if numeric else (2 * n + i - (slots - 1) / 2) * 0.6 / slots
-            ax.plot([at[r["value"]] + shift for r in line], [r[key] for r in line],
-                    mark if numeric else mark[0], color=color, label=label)
-    if not numeric:
-        ax.set_xticks([at[x] for x in xs], xs)
-        ax.set_xlim(-0.5, len(xs) - 0.5)
-    shown = rep.axis_name(axis)
-    ax.set_xlabel(shown)
-    ax.set_ylabel(f"{rep.primary} (best on {rep.tune_split})")
-    ax.set_title(f"{rep.primary} by {shown}")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=.3)
-    return fig
-
-
-def _plot_pareto(rep: SweepReport, cost: str) -> str:
-    """Base64 PNG of the primary metric against one other objective on the tune split: every
-    point, the front as a step line, the chosen point starred."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    par = rep.pareto
-    directions = dict(par["objectives"])
-    names = list(directions)
-    q, c = names.index(rep.primary), names.index(cost)
-    pts = par["points"]
-    fig, ax = plt.subplots(figsize=(5, 3.2), dpi=90)
-    ax.scatter([p["tune"][c] for p in pts], [p["tune"][q] for p in pts], s=14, alpha=.45,
-               color="C0", label="points")
-    front = sorted((p for p in pts if p["front"]), key=lambda p: (p["tune"][c], p["tune"][q]))
-    ax.step([p["tune"][c] for p in front], [p["tune"][q] for p in front], "o-", where="post",
-            color="C3", label=f"Pareto front ({len(front)})")
-    for p in pts:
-        if p["config_hash"] == rep.best["config_hash"]:
-            ax.scatter([p["tune"][c]], [p["tune"][q]], marker="*", s=200, color="black",
-                       zorder=4, label=f"chosen: {p['label']}")
-        elif p["baseline"]:
-            ax.scatter([p["tune"][c]], [p["tune"][q]], marker="D", s=40, color="grey",
-                       zorder=4, label=f"baseline: {p['label']}")
-    ax.set_xlabel(f"{cost} ({directions[cost]})")
-    ax.set_ylabel(f"{rep.primary} ({rep.tune_split})")
-    ax.set_title(f"{rep.primary} against {cost}")
-    ax.legend(fontsize=7)
-    ax.grid(alpha=.3)
-    return _png_base64(fig)
 
 
 def _pareto_table(rep: SweepReport) -> tuple[str, list[str], list[list[str]]]:
@@ -573,14 +473,14 @@ def render_html(rep: SweepReport, top: int = 20) -> str:
             parts.append("<h2>Metric by swept parameter</h2><div class=\"plots\">")
             for axis in rep.axes:
                 parts.append(f"<img alt=\"{e(rep.primary)} by {e(rep.axis_name(axis))}\" "
-                             f"src=\"data:image/png;base64,{_plot(rep, axis)}\">")
+                             f"src=\"data:image/png;base64,{axis_png(rep, axis)}\">")
             parts.append("</div>")
         if rep.pareto and title.startswith("Pareto front"):
             parts.append("<div class=\"plots\">")
             for cost, _ in rep.pareto["objectives"]:
                 if cost != rep.primary:
                     parts.append(f"<img alt=\"{e(rep.primary)} against {e(cost)}\" "
-                                 f"src=\"data:image/png;base64,{_plot_pareto(rep, cost)}\">")
+                                 f"src=\"data:image/png;base64,{pareto_png(rep, cost)}\">")
             parts.append("</div>")
     parts += ["<h2>Reproduce</h2>", f"<pre>{e(rep.reproduce)}</pre>",
               f"<p>The spec must hash to <code>{e(rep.sweep_hash)}</code> (MLflow tag "

@@ -104,7 +104,7 @@ def test_axis_rows_follow_the_tune_choice(logged):
 def test_categorical_axes_are_drawn_as_categories(logged):
     from matplotlib import pyplot as plt
 
-    from aiblox.sweep.report import axis_figure
+    from aiblox.sweep.report_plots import axis_figure
 
     rep = load_sweep_report(logged["result"].tracking["parent_run_id"], logged["uri"])
     blend = axis_figure(rep, "prefs.scoring.blend")
