@@ -6,6 +6,8 @@ The front door: what a notebook or a script needs, importable as ``from aiblox i
     with open_workspace(ds) as ws:                      # the dataset's store, synced to it
         result = evaluate_retrieval(ws.retriever, ds, "test", RetrievalPrefs(query_text=""))
     sweep = run_sweep(load_spec("evals/sweeps/sample_fusion.toml"))
+    table = run_experiment(["bm25", "hybrid", Stage("bm25") >> Stage("rm3") >> Stage("bm25")],
+                           ds, "test", baseline=0)   # an experiment table, as `aiblox eval`
 
 The names are imported on first use, so ``import aiblox`` (and the ``aiblox`` command) stays
 fast. Everything else lives in the subpackages; ``docs/architecture.md`` maps them.
@@ -22,6 +24,7 @@ _EXPORTS = {
     "Dataset": "aiblox.data",
     "RequestContext": "aiblox.contracts",
     "RetrievalPrefs": "aiblox.contracts",
+    "Stage": "aiblox.engine",
     "Workspace": "aiblox.engine.workspace",
     "answer_question": "aiblox.assembly",
     "compare_runs": "aiblox.sweep",
@@ -32,6 +35,7 @@ _EXPORTS = {
     "load_policy": "aiblox.assembly",
     "load_spec": "aiblox.sweep",
     "open_workspace": "aiblox.engine.workspace",
+    "run_experiment": "aiblox.experiment",
     "run_sweep": "aiblox.sweep",
 }
 """Front-door name -> the module that defines (or exports) it."""
@@ -40,6 +44,7 @@ __all__ = [
     "Dataset",
     "RequestContext",
     "RetrievalPrefs",
+    "Stage",
     "Workspace",
     "__version__",
     "answer_question",
@@ -51,6 +56,7 @@ __all__ = [
     "load_policy",
     "load_spec",
     "open_workspace",
+    "run_experiment",
     "run_sweep",
 ]
 
@@ -58,8 +64,10 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from aiblox.assembly import answer_question, get_llm, load_policy
     from aiblox.contracts import RequestContext, RetrievalPrefs
     from aiblox.data import Dataset, load_dataset
+    from aiblox.engine import Stage
     from aiblox.engine.evaluate import evaluate_retrieval
     from aiblox.engine.workspace import Workspace, open_workspace
+    from aiblox.experiment import run_experiment
     from aiblox.metrics import evaluate_run
     from aiblox.sweep import compare_runs, load_spec, run_sweep
 

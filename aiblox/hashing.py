@@ -14,8 +14,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["canonical_json", "canonical_plain_json", "sha256_bytes", "sha256_hex", "sha256_text",
-           "to_plain"]
+__all__ = ["SHORT_HASH", "canonical_json", "canonical_plain_json", "sha256_bytes", "sha256_hex",
+           "sha256_text", "short_hash", "to_plain"]
+
+SHORT_HASH = 16
+"""Hex digits of a hash shown in a table or a line (its start: the prefix every command shows,
+and a prefix ``aiblox compare`` and ``aiblox eval verify`` accept)."""
 
 
 def to_plain(value: Any) -> Any:
@@ -70,3 +74,8 @@ def sha256_text(text: str) -> str:
 def sha256_hex(value: Any) -> str:
     """Hex sha256 of the canonical JSON of ``value``."""
     return sha256_text(canonical_json(value))
+
+
+def short_hash(digest: str) -> str:
+    """The start of a hex digest as every command shows it (:data:`SHORT_HASH` digits)."""
+    return digest[:SHORT_HASH]

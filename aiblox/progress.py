@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from typing import Any
 
 __all__ = ["HEARTBEAT_S", "PHASE_START_S", "bars_on", "is_quiet", "phase", "progress_bar",
-           "progress_on", "set_quiet"]
+           "progress_on", "set_quiet", "settle"]
 
 NO_PROGRESS_ENV = "AIBLOX_NO_PROGRESS"
 HEARTBEAT_S = 30.0
@@ -149,6 +149,16 @@ def progress_bar(total: int | None, desc: str, unit: str = "it", enabled: bool =
 
         return tqdm(total=total, desc=desc, unit=unit, leave=leave)
     return _PlainProgress(total, desc, unit)
+
+
+def settle(bar: Any) -> None:
+    """A bar whose work turned out smaller than its total (a search's baseline that was one of
+    its trials) made to end at ``n/n``: its total set to what it counted."""
+    if bar.total is not None and bar.n < bar.total:
+        bar.total = bar.n
+        refresh = getattr(bar, "refresh", None)
+        if refresh is not None:  # tqdm redraws
+            refresh()
 
 
 @contextmanager

@@ -212,3 +212,10 @@ class AibloxGroup(TyperGroup):
         with user_faults():
             return super().invoke(ctx)
 
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: Context | None = None, **extra: Any) -> Context:
+        from aiblox.cli._groups import tidy_help
+
+        tidy_help(self)  # before any --help is printed, at any depth
+        return super().make_context(info_name, args, parent, **extra)
+

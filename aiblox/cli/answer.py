@@ -110,11 +110,14 @@ def answer(
     if as_json:
         print_json({**result.model_dump(mode="json"),
                     "sources": rag_sources_event(sources)["payload"]["sources"],
-                    "pack_id": pack.pack_id})
+                    "pack_id": pack.pack_id,
+                    "decision": pack.decision.model_dump(mode="json")})
         _exit_if_generation_failed(pack, reader)
         return
     v = result.validation
-    title = "refusal" if v.is_refusal else f"answer ({v.validation_status})"
+    # in the pack's words (`answer (OK)`, `refusal (NO_EVIDENCE)`, as `aiblox pack show`),
+    # not validation's PASSED beside the pack's "status": "OK"
+    title = f"{pack.decision.kind} ({pack.decision.status})"
     out.print(Panel(result.answer_text or f"[red]{v.failure_reason}[/red]", title=title,
                     expand=False))
     if result.answer_bundle.selected_evidence and not v.is_refusal:

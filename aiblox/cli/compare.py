@@ -12,6 +12,7 @@ from rich.table import Table
 
 from aiblox.cli._common import fail, out, print_json
 from aiblox.engine.tracking import DEFAULT_TRACKING_URI
+from aiblox.metrics.marks import delta_text, legend, p_text, value_text
 
 RUN_HELP = ("a 32-hex MLflow run id, SWEEP:LABEL (a label or its unique prefix) or a "
             "config-hash prefix (aiblox runs lists them)")
@@ -83,14 +84,15 @@ def compare(
     table = Table(title=f"{result.name_b or result.label_b} (B) vs "
                         f"{result.name_a or result.label_a} (A) on {split}, "
                         f"{result.n_queries} queries, {TEST_NAMES[stat]}, {family}")
-    for col in ("metric", "better", "A", "B", "delta", "p", "p adj", "sig", "win", "tie",
+    for col in ("metric", "better", "A", "B", "delta", "p", "p (adjusted)", "win", "tie",
                 "loss"):
         table.add_column(col, justify="left" if col in ("metric", "better") else "right")
-    for m in result.metrics:
-        table.add_row(m.metric, m.direction, f"{m.a:.4f}", f"{m.b:.4f}", f"{m.delta:+.4f}",
-                      f"{m.p_value:.4g}", f"{m.p_adjusted:.4g}", "*" if m.significant else "",
-                      str(m.wins), str(m.ties), str(m.losses))
+    for m in result.metrics:  # one precision for every number (aiblox.metrics.marks)
+        table.add_row(m.metric, m.direction, value_text(m.a), value_text(m.b),
+                      delta_text(m.delta, m.significant), p_text(m.p_value),
+                      p_text(m.p_adjusted), str(m.wins), str(m.ties), str(m.losses))
     out.print(table)
+    out.print(legend("A", result.alpha), markup=False, highlight=False)
     p = result.primary_row
     out.print(f"{result.primary} ({p.direction} is better): B wins {p.wins}, ties {p.ties}, "
               f"loses {p.losses} of {result.n_queries} queries")
@@ -101,7 +103,7 @@ def compare(
         for col in ("query", "A", "B", "delta", "B is"):
             mv.add_column(col, justify="left" if col in ("query", "B is") else "right")
         for q in result.moved[:changed]:
-            mv.add_row(q.query_id, f"{q.a:.4f}", f"{q.b:.4f}", f"{q.delta:+.4f}",
+            mv.add_row(q.query_id, value_text(q.a), value_text(q.b), delta_text(q.delta),
                        "better" if q.better else "worse")
         out.print(mv)
     elif not result.moved:

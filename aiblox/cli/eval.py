@@ -39,19 +39,21 @@ from aiblox.engine.workspace import open_workspace
 from aiblox.experiment.table import (
     CORRECTIONS,
     EVAL_EXPERIMENT,
+    PAIR_HEAD,
     TESTS,
     Experiment,
     RunFileError,
+    compare_systems,
     read_trec_run,
-    run_experiment,
     system_from_result,
     system_from_run,
     write_trec_run,
 )
 from aiblox.metrics import DEFAULT_METRICS, DepthError, check_depth, evaluation_prefs, metric_cutoff
 from aiblox.metrics.depth import deepest_cutoff
+from aiblox.metrics.marks import value_text
 from aiblox.retrieval import make_retriever
-from aiblox.stores import StoreError
+from aiblox.stores import StoreError, mask_password
 
 
 def eval_command(
@@ -116,7 +118,13 @@ def eval_command(
         "applied); repeatable. Its label is the file stem (the file name when a stem is taken). "
         "Given alone, without --mode, only the run files are scored.")),
     baseline: str = typer.Option("", "--baseline", help=(
-        "System label (a mode or a run file's label) every other system is tested against.")),
+        "System label (a mode or a run file's label) every other system is tested against: "
+        "each value then shows its delta to the baseline (▲/▼ when significant) and its "
+        "adjusted p.")),
+    pairwise: bool = typer.Option(False, "--pairwise", help=(
+        "Test every pair of systems, as ranx's compare does (instead of --baseline): a value "
+        "shows ▲x/▼x for each system x it is significantly above or below, and a second "
+        "table lists every pair's delta and adjusted p.")),
     test: str = typer.Option("t", "--test", help="Paired test on per-query values: t, wilcoxon "
                                                   "or fisher."),
     correction: str = typer.Option("holm", "--correction", help=(
@@ -202,6 +210,9 @@ def eval_command(
     if baseline and baseline not in labels.values():
         fail(f"--baseline {baseline!r} is not a system; choose one of "
              f"{', '.join(labels.values())}")
+    if baseline and pairwise:
+        fail(f"--baseline {baseline} and --pairwise: test against one baseline, or every pair "
+             f"of systems; give one of them")
     if save_runs is not None:
         writable_folder(save_runs, "--save-runs")
     if per_query is not None:
@@ -225,12 +236,17 @@ def eval_command(
                            missing=missing, ignore_identical_ids=ignore_identical_ids)
         try:
             ws = open_workspace(ds, db or None, embedder, device=device, vectors=vectors,
-                                with_vectors=any(m != "bm25" for m in modes) or needs_vectors(
-                                    base, list(pipes.values())),
+                                # bm25 alone embeds nothing (needs_vectors of no pipeline is
+                                # the base's mode, hybrid)
+                                with_vectors=any(m != "bm25" for m in modes) or bool(
+                                    pipes and needs_vectors(base, list(pipes.values()))),
                                 progress=show_progress())
         except (StoreError, ValueError, ImportError) as exc:
             fail(str(exc))
             raise  # unreachable
+        if ws.synced is not None and not ws.synced.up_to_date:  # as `aiblox ingest` says it
+            console.print(f"synced {ds.name} into {mask_password(ws.db)}: "
+                          f"{ws.synced.changes()}", markup=False, highlight=False, soft_wrap=True)
         for label, p in pipes.items():  # every pipeline checked against the store first
             try:
                 check_evaluation(ws, ds, p, base, metric)
@@ -257,16 +273,18 @@ def eval_command(
                 chunk_results.append(None)
         finally:
             ws.close()
-    names = [*modes, *pipes]
-    systems = [system_from_result(r, name) for r, name in zip(results, names, strict=True)]
+    kinds = [*(("mode", m) for m in modes), *(("pipeline", p) for p in pipes)]
+    systems = [system_from_result(r, name, kind)  # type: ignore[arg-type]
+               for r, (kind, name) in zip(results, kinds, strict=True)]
     for f, run in runs.items():
         try:
             systems.append(system_from_run(ds, split, run, labels[f], metric, source=f))
         except RunFileError as exc:
             fail(str(exc))
         chunk_results.append(None)
-    exp = run_experiment(systems, ds.name, split, metric, baseline=baseline or None,
-                         test=test, correction=correction, alpha=alpha)  # type: ignore[arg-type]
+    exp = compare_systems(systems, ds.name, split, metric, baseline=baseline or None,
+                          test=test, correction=correction, alpha=alpha,  # type: ignore[arg-type]
+                          pairwise=pairwise)
     if save_runs is not None:
         for s in systems:
             write_trec_run(s, save_runs)
@@ -277,7 +295,7 @@ def eval_command(
 
         manifests = {name: result_manifest(ds, r, embedder=embedder, metrics=metric,
                                            device=embedder_device(ws.embedder))
-                     for r, name in zip(results, names, strict=True)}
+                     for r, (_, name) in zip(results, kinds, strict=True)}
         ids = log_experiment(exp, manifests, tracking_uri, experiment_name)
         for name, rid in ids.items():
             console.print(f"mlflow: {name} logged as run {rid}"
@@ -395,10 +413,21 @@ def _print(exp: Experiment, fmt: str, chunk_results: list[ChunkEvalResult | None
     for m in exp.metrics:
         table.add_column(m, justify="right")
     table.add_column("q/s", justify="right")
-    for s in exp.systems:
+    for s in exp.systems:  # a compared value: its delta and adjusted p on a second line
         qps = f"{s.timings['qps']:.0f}" if "qps" in s.timings else "-"
-        table.add_row(Text(exp.label(s)), *(exp.cell(s, m) for m in exp.metrics), qps)
+        table.add_row(Text(exp.label(s)), *(Text("\n".join(
+            filter(None, (value_text(s.metrics[m]), exp.detail(s, m))))) for m in exp.metrics),
+            qps)
     out.print(table)  # piped: as wide as the table (aiblox.cli._console)
+    if exp.pairwise and len(exp.systems) > 1:
+        pairs = Table(title=f"every pair of systems ({exp.split}): the system's mean minus the "
+                            f"other's")
+        for col in PAIR_HEAD:
+            pairs.add_column(col, justify="right" if col in ("delta", "p (adjusted)", "W/T/L")
+                             else "left")
+        for row in exp.pair_rows():
+            pairs.add_row(*(Text(c) for c in row))
+        out.print(pairs)
     out.print(exp.footer(), markup=False, highlight=False)
     for s, c in zip(exp.systems, chunk_results, strict=True):
         if c is not None:

@@ -95,11 +95,7 @@ def ingest(
             out.print(f"[green]up to date[/green]: {db} holds {binding.name} "
                       f"({report.items.unchanged} items, vectors complete){files}")
         else:
-            i = report.items
             done = (f" (completing the ingest interrupted, started {report.completed})"
                     if report.completed else "")
-            out.print(f"[green]ingested[/green] {binding.name} into {db}{done}: {i.inserted} "
-                      f"new, {i.updated} updated, {i.deleted} deleted, {i.unchanged} "
-                      f"unchanged; {report.vectors_written} vectors written "
-                      f"({report.embedding_cache_misses} embedded, "
-                      f"{report.embedding_cache_hits} from cache){files}")
+            out.print(f"[green]ingested[/green] {binding.name} into {db}{done}: "
+                      f"{report.changes()}{files}")

@@ -18,10 +18,8 @@ from rich.table import Table
 from aiblox.cli._common import fail, out, print_json, writable_folder
 from aiblox.cli._console import console
 from aiblox.engine.tracking import DEFAULT_TRACKING_URI
+from aiblox.hashing import SHORT_HASH  # digits a table shows (--format json|csv: all)
 from aiblox.sweep.runner import DEFAULT_CACHE_DIR
-
-SHORT_HASH = 12
-"""Config-hash digits a table shows (``--format json|csv`` give all)."""
 
 
 class Format(StrEnum):

@@ -32,6 +32,9 @@ from aiblox.engine.tracking import (
     SweepInterrupted,
     TrackingStoreError,
 )
+from aiblox.hashing import short_hash
+from aiblox.metrics.marks import delta_text, legend, p_text, value_text
+from aiblox.metrics.significance import TEST_NAMES
 from aiblox.stores.base import StoreError, is_disk_full
 from aiblox.sweep import SweepResult, SweepSpecError, load_spec, run_sweep
 from aiblox.sweep.runner import DEFAULT_CACHE_DIR, check_cv, default_jobs, sweep_device
@@ -157,7 +160,7 @@ def sweep(
     out.print(_leaderboard(result, top))
     b = result.best
     out.print(f"best on {result.tune_split} by {result.primary}: [bold]{escape(b.label)}[/bold] "
-                  f"(config {b.config_hash[:16]})")
+                  f"(config {short_hash(b.config_hash)})")
     for split in result.splits:
         vals = "  ".join(f"{m} {v:.4f}" for m, v in b.metrics[split].items())
         out.print(f"  {split}: {vals}")
@@ -187,16 +190,29 @@ def sweep(
 
 
 def _leaderboard(result: SweepResult, top: int) -> Table:
+    """The top points by the tune split's primary metric; with a baseline, each point's delta
+    to it on the report split (its mark and adjusted p where the point was tested)."""
     report = f"report split {result.report_split}" if result.report_split else "no report split"
     table = Table(title=f"{result.name}: top {top} on {result.tune_split} ({report})")
     table.add_column("point")
     for split in result.splits:
         table.add_column(f"{split} {result.primary}", justify="right")
+    base, against = result.baseline, result.report_split or result.tune_split
+    if base is not None:
+        table.add_column(f"vs baseline ({against})", justify="right")
     table.add_column("config", justify="left")
+    tested = {c.candidate: c for c in result.significance if c.metric == result.primary}
     for p in _ranked(result)[:top]:
-        table.add_row(Text(p.label + (" (baseline)" if p.is_baseline else "")),
-                      *(f"{p.metrics[s][result.primary]:.4f}" for s in result.splits),
-                      p.config_hash[:12])
+        row: list[Text | str] = [
+            Text(p.label + (" (baseline)" if p.is_baseline else "")),
+            *(value_text(p.metrics[s][result.primary]) for s in result.splits)]
+        if base is not None:
+            c = tested.get(p.label)
+            row.append("" if p.is_baseline else (
+                f"{delta_text(c.delta, c.significant)} p={p_text(c.p_holm)}" if c is not None
+                else delta_text(p.metrics[against][result.primary]
+                                - base.metrics[against][result.primary])))
+        table.add_row(*row, short_hash(p.config_hash))
     return table
 
 
@@ -212,7 +228,8 @@ def _folds(result: SweepResult) -> Table:
         table.add_column(col, justify="left" if col.startswith("chosen") else "right",
                          overflow="fold")
     for r in cv.rows:
-        table.add_row(str(r.fold), str(r.n_held_out), Text(f"{r.label} ({r.config_hash[:8]})"),
+        table.add_row(str(r.fold), str(r.n_held_out),
+                      Text(f"{r.label} ({short_hash(r.config_hash)})"),
                       f"{r.tune:.4f}", f"{r.held_out:.4f}", f"{r.gap:+.4f}",
                       "" if r.baseline_held_out is None else f"{r.baseline_held_out:.4f}")
     table.add_row("mean", "", "", f"{cv.mean_tune:.4f}", f"{cv.mean_held_out:.4f}",
@@ -259,16 +276,23 @@ def _front(result: SweepResult) -> Table:
 
 
 def _significance(result: SweepResult) -> Table:
+    """The top points against the baseline on the report split: value, delta (marked when
+    significant), p and adjusted p, wins/ties/losses under the metric's direction."""
+    first = result.significance[0] if result.significance else None
+    corr = first.correction if first is not None else "holm"
+    adjusted = f"{corr.capitalize()}-adjusted" if corr != "none" else "unadjusted"
     table = Table(title=f"top points vs baseline on {result.report_split} "
-                        f"(paired test, Holm-adjusted)")
-    for col in ("point", "metric", "better", "delta", "p", "p (Holm)", "W/T/L"):
+                        f"({TEST_NAMES.get(first.test, first.test) if first else 'paired test'}, "
+                        f"{adjusted} over the points per metric)",
+                  caption=legend("the baseline", first.alpha if first else 0.05),
+                  caption_justify="left")
+    for col in ("point", "metric", "better", "value", "delta", "p", "p (adjusted)", "W/T/L"):
         table.add_column(col, justify="left" if col in ("point", "metric", "better")
                          else "right")
     for c in result.significance:  # W/T/L under the metric's direction (fewer tokens wins)
-        table.add_row(Text(c.candidate), c.metric, c.direction, f"{c.delta:+.4f}",
-                      f"{c.p_value:.4f}",
-                      f"{c.p_holm:.4f}" + (" *" if c.significant else ""),
-                      f"{c.wins}/{c.ties}/{c.losses}")
+        table.add_row(Text(c.candidate), c.metric, c.direction, value_text(c.candidate_mean),
+                      delta_text(c.delta, c.significant), p_text(c.p_value),
+                      p_text(c.p_holm), f"{c.wins}/{c.ties}/{c.losses}")
     return table
 
 

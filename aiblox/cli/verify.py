@@ -8,11 +8,15 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from aiblox.cli._common import console, fail, print_json, show_progress
+from aiblox.cli._common import fail, out, print_json, show_progress
 from aiblox.cli._errors import print_error
 from aiblox.data import DatasetError
 from aiblox.engine.tracking import DEFAULT_TRACKING_URI
+from aiblox.hashing import SHORT_HASH, short_hash
+
+_HEX = frozenset("0123456789abcdef")
 
 
 def verify_command(
@@ -62,23 +66,37 @@ def verify_command(
     if as_json:
         print_json({"source": source, **rep.model_dump(mode="json")})
     else:
-        table = Table(title=f"verify {manifest.sweep} point {rep.config_hash[:16]} ({source})")
+        # results to stdout, whole (aiblox eval verify > v.txt holds them): values at full
+        # precision, hashes as every command shows them (their start)
+        table = Table(title=f"verify {manifest.sweep} point {short_hash(rep.config_hash)} "
+                            f"({source})")
         for col in ("check", "logged", "recomputed", "same"):
-            table.add_column(col)
+            table.add_column(col, overflow="fold")
         for c in rep.checks:
-            table.add_row(c.where, c.expected[-16:], c.actual[-16:],
+            table.add_row(Text(c.where), Text(shown(c.expected)), Text(shown(c.actual)),
                           "yes" if c.identical else "[red]NO[/red]")
-        console.print(table)
+        out.print(table)
         if rep.identical:
-            console.print(f"identical: {len(rep.checks)} checks, every stage gives the logged "
-                          f"bytes and every logged metric value is recomputed exactly"
-                          + (" (and the k-fold table from the logged per-query values)"
-                             if cv_checks else ""))
+            out.print(f"identical: {len(rep.checks)} checks, every stage gives the logged "
+                      f"bytes and every logged metric value is recomputed exactly"
+                      + (" (and the k-fold table from the logged per-query values)"
+                         if cv_checks else ""), soft_wrap=True)
         else:
             first = next(c for c in rep.checks if not c.identical)
             said = (f": {escape(first.detail)}" if first.detail else
-                    f" (logged {first.expected}, recomputed {first.actual})")
-            console.print(f"[red]differs[/red]: first at {rep.first_difference}{said}",
-                          soft_wrap=True)
+                    f" (logged {escape(first.expected)}, recomputed {escape(first.actual)})")
+            out.print(f"[red]differs[/red]: first at {escape(rep.first_difference or '')}"
+                      f"{said}", soft_wrap=True)
     if not rep.identical:
         raise typer.Exit(1)
+
+
+def shown(value: str) -> str:
+    """A check's value as the table shows it: a hex digest (or ``key:hash``, a stage's key and
+    output hash) as the start every command shows (:func:`~aiblox.hashing.short_hash`, the
+    prefix ``aiblox compare`` and ``eval verify`` accept); anything else (a metric value at
+    full precision, a count, a model id) whole."""
+    parts = value.split(":")
+    if all(len(p) > SHORT_HASH and set(p) <= _HEX for p in parts):
+        return ":".join(short_hash(p) for p in parts)
+    return value

@@ -119,8 +119,10 @@ def needs_vectors(base: RetrievalPrefs, pipelines: Sequence[Pipeline]) -> bool:
 
 
 def point_label(prefs: RetrievalPrefs) -> str:
-    """A short readable name for a fusion setting, e.g. ``linear-w0.35-minmax-zero-d100`` (not
-    unique on its own; the config hash is)."""
+    """A short readable name for a fusion setting, e.g. ``linear-w0.35-minmax-zero-d100`` or
+    ``bm25-lucene-k1=2.8-b=0.85-d100`` (a BM25 parameter named with ``=``, so ``k1=2.8`` does
+    not read as ``k = 12.8``). Shown and logged only: never part of a hash (the config hash
+    identifies a point; this name is not unique on its own)."""
     s = prefs.scoring
     head: str
     if prefs.mode != "hybrid":
@@ -132,7 +134,7 @@ def point_label(prefs: RetrievalPrefs) -> str:
     f, default = prefs.fts, FtsConfig()
     bm25 = ""
     if prefs.mode != "dense" and (f.k1, f.b, f.method) != (default.k1, default.b, default.method):
-        bm25 = f"-{f.method}-k1{f.k1!r}-b{f.b!r}"
+        bm25 = f"-{f.method}-k1={f.k1!r}-b={f.b!r}"
     if prefs.mode != "dense" and f.fielded:
         bm25 += f"-tw{f.title_weight!r}" + ("" if f.title_b is None else f"-tb{f.title_b!r}")
     v = prefs.vector

@@ -25,7 +25,7 @@ STAGE_VERSIONS: Mapping[str, str] = {
     "metrics": "2",  # 2: stored as arrays (metric names, query ids, means, per-query matrix)
     "chunks": "1",
     "chunk_metrics": "1",
-    "selection": "1",
+    "selection": "2",  # 2: a Markdown heading line ends as a sentence (sanitize.end_headings)
     "prompt": "1",
     "reader": "1",
     "validation": "1",

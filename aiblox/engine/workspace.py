@@ -238,6 +238,9 @@ class Workspace:
     """The store (the system of record)."""
     embedder: CachedEmbedder
     """The embedder behind the store's embedding cache (its model loads on first embedding)."""
+    synced: IngestReport | None = None
+    """What opening it changed to bring the store in sync (:meth:`IngestReport.changes`;
+    ``up_to_date``: nothing)."""
     _retriever: HybridRetriever | None = field(default=None, repr=False)
 
     @property
@@ -323,9 +326,9 @@ def open_workspace(dataset: Dataset, db: str | None = None,
     try:
         check_sync_complete(store)  # a store left half-synced is completed by `aiblox ingest`
         cached = CachedEmbedder(model, store, progress=progress)
-        prepare_store(store, dataset, cached if with_vectors else None, vectors=vectors,
-                      replace=replace, progress=progress)
+        synced = prepare_store(store, dataset, cached if with_vectors else None,
+                               vectors=vectors, replace=replace, progress=progress)
     except BaseException:
         store.close()
         raise
-    return Workspace(dataset=dataset, db=path, store=store, embedder=cached)
+    return Workspace(dataset=dataset, db=path, store=store, embedder=cached, synced=synced)

@@ -1,15 +1,19 @@
-"""Experiment tables: several retrieval systems (modes, TREC run files) on one labelled split,
-tested against a baseline, rendered and logged to MLflow (``aiblox eval``).
+"""Experiment tables: several retrieval systems (modes, pipelines, saved runs) on one labelled
+split, tested against a baseline or pairwise, rendered and logged to MLflow (``aiblox eval``;
+from Python, :func:`run_experiment`).
 
 ==============  ==============================================================================
 module          what it is for
 ==============  ==============================================================================
-``table``       :class:`System`, :class:`Experiment`, :func:`run_experiment`: the table, its
+``table``       :class:`System`, :class:`Experiment`, :func:`compare_systems`: the table, its
                 paired tests and corrections, its renderings and TREC run files
+``systems``     :func:`run_experiment`: the one call, systems given as modes, pipelines, run
+                files, run mappings or frames, scored and compared
 ``tracking``    :func:`log_experiment`: one MLflow run per system, logged as a sweep point
 ==============  ==============================================================================
 """
 
+from aiblox.experiment.systems import run_experiment
 from aiblox.experiment.table import (
     CORRECTIONS,
     EVAL_EXPERIMENT,
@@ -17,7 +21,7 @@ from aiblox.experiment.table import (
     Experiment,
     Significance,
     System,
-    run_experiment,
+    compare_systems,
     system_from_result,
     system_from_run,
     write_trec_run,
@@ -31,6 +35,7 @@ __all__ = [
     "Significance",
     "System",
     "TESTS",
+    "compare_systems",
     "log_experiment",
     "result_manifest",
     "run_experiment",

@@ -1,25 +1,28 @@
 """An experiment table: several retrieval systems on one labelled split, each metric's mean, and
 paired significance tests against a baseline system (PyTerrier's ``pt.Experiment(baseline=,
-test=, correction=)``, ranx's ``compare`` and ``Report``).
+test=, correction=)``) or between every pair of systems (ranx's ``compare`` and ``Report``).
 
-A system is a retrieval mode scored by :func:`aiblox.engine.evaluate.evaluate_retrieval`
-(:func:`system_from_result`) or an external TREC run file (:func:`read_trec_run`,
-:func:`system_from_run`), read as trec_eval reads it (:mod:`aiblox.data.trec`).
-:func:`run_experiment` compares every other system with the baseline, metric by metric, on
-the per-query values (queries paired by id): a paired t-test (``t``, ranx's, deterministic),
-the Wilcoxon signed-rank test (``wilcoxon``, scipy's, deterministic) or
+A system is a retrieval mode or pipeline scored by :func:`aiblox.engine.evaluate.
+evaluate_retrieval` (:func:`system_from_result`) or an external run (:func:`system_from_run`;
+a TREC run file read as trec_eval reads it, :func:`read_trec_run`, :mod:`aiblox.data.trec`).
+:func:`compare_systems` compares every other system with the baseline, or every pair, metric by
+metric, on the per-query values (queries paired by id): a paired t-test (``t``, ranx's,
+deterministic), the Wilcoxon signed-rank test (``wilcoxon``, scipy's, deterministic) or
 ranx's Fisher randomisation test (``fisher``, seeded; its p-values can vary with the numba
 thread count). The p-values of one metric form one family, adjusted with Holm's step-down
 method (``holm``, Holm 1979), Bonferroni's (``bonferroni``) or left as they are (``none``).
+(:func:`aiblox.experiment.systems.run_experiment` is the one call that scores the systems
+too.)
 
-:class:`Experiment` renders the same numbers as a markdown or LaTeX table, a long CSV or one
-JSON object whose shape does not depend on how many systems there are (:meth:`Experiment.
-as_json`); every rendering names the test, the correction and the baseline. Per-query values
+:class:`Experiment` renders the same numbers as a markdown or LaTeX table, a long CSV, a pandas
+frame or one JSON object whose shape does not depend on how many systems there are
+(:meth:`Experiment.as_json`); every rendering names the test, the correction and the baseline,
+and marks a difference as :mod:`aiblox.metrics.marks` says (the signed delta and the adjusted
+p-value beside each compared value, ``▲``/``▼`` beside a significant delta). Per-query values
 (:meth:`Experiment.per_query_frame`, long form ``system, query_id, metric, value``) and each
 system's TREC run (:func:`write_trec_run`, byte-identical for the same ranking, with strictly
 decreasing scores so trec_eval and ir-measures score it as aiblox does) can be saved.
 """
-
 from __future__ import annotations
 
 import hashlib
@@ -29,12 +32,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation
+from pydantic_core import to_jsonable_python
 
 from aiblox.data import Dataset
 from aiblox.data.trec import RunFileError, read_trec_run, trec_run_text
-from aiblox.engine.evaluate import EvalResult, run_hash
+from aiblox.engine.result import EvalResult, run_hash
 from aiblox.metrics import evaluate_run
-from aiblox.metrics.significance import StatTest, compare_to_baseline
+from aiblox.metrics.marks import DOWN, UP, delta_text, mark, p_text, value_text
+from aiblox.metrics.significance import (
+    Comparison,
+    StatTest,
+    compare_pairwise,
+    compare_to_baseline,
+)
 
 __all__ = [
     "CORRECTIONS",
@@ -44,8 +54,8 @@ __all__ = [
     "Significance",
     "System",
     "TESTS",
+    "compare_systems",
     "read_trec_run",
-    "run_experiment",
     "system_from_result",
     "system_from_run",
     "trec_run_text",
@@ -62,8 +72,6 @@ CORRECTIONS: dict[str, str] = {"holm": "Holm correction", "bonferroni": "Bonferr
 """The multiple-comparison corrections by CLI name, with their footer names."""
 EVAL_EXPERIMENT = "aiblox-eval"
 """The MLflow experiment ``aiblox eval --mlflow`` logs to by default."""
-MARK = "†"
-"""Marks a value significantly different from the baseline's (adjusted p <= alpha)."""
 
 
 class Significance(BaseModel):
@@ -88,40 +96,70 @@ class Significance(BaseModel):
 
 
 class System(BaseModel):
-    """One scored system: a retrieval mode or an external run."""
+    """One scored system: a retrieval mode, a retrieval pipeline or an external run, holding
+    its :class:`~aiblox.engine.result.EvalResult` (what the table reads through the
+    properties below)."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     name: str
-    """Label in the table (a mode name, or a run file's stem)."""
-    kind: Literal["mode", "run"]
-    """``mode``: retrieved here; ``run``: read from a TREC run file."""
+    """Label in the table (a mode name, a pipeline's expression, or a run file's stem)."""
+    kind: Literal["mode", "pipeline", "run"]
+    """``mode``: retrieved here with retrieval preferences; ``pipeline``: retrieved here by a
+    pipeline of stages; ``run``: an external run (a TREC run file, a run mapping or frame)."""
     source: str | None = None
     """The run file a ``run`` system was read from."""
-    n_queries: int
-    """Judged queries scored."""
-    metrics: dict[str, float]
-    """Mean metric values (ranx names)."""
-    hashes: dict[str, str]
-    """``dataset``, ``run`` (and ``config`` for a mode, ``file`` sha256 for a run file)."""
-    timings: dict[str, float] = Field(default_factory=dict)
-    """Seconds for retrieval and scoring, queries per second (modes)."""
-    config: dict[str, Any] = Field(default_factory=dict)
-    """A mode's effective configuration (what ``hashes['config']`` covers)."""
-    per_query: SkipValidation[dict[str, dict[str, float]]] = Field(default_factory=dict,
-                                                                   exclude=True)
-    """Per-query values ``{metric: {qid: value}}`` (not serialised)."""
-    run: SkipValidation[dict[str, list[tuple[str, float]]]] = Field(default_factory=dict,
-                                                                    exclude=True)
-    """The ranked run ``{qid: [(doc, score), ...]}``, best first (not serialised)."""
+    result: SkipValidation[EvalResult] = Field(exclude=True)
+    """Its scores on the split: means, per-query values, hashes, timings, config, the run."""
+
+    @property
+    def n_queries(self) -> int:
+        """Judged queries scored."""
+        return self.result.n_queries
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        """Mean metric values (ranx names)."""
+        return self.result.metrics
+
+    @property
+    def hashes(self) -> dict[str, str]:
+        """``dataset``, ``run`` (and ``config`` for a mode, ``file`` sha256 for a run file)."""
+        return self.result.hashes
+
+    @property
+    def timings(self) -> dict[str, float]:
+        """Seconds for retrieval and scoring, queries per second (systems retrieved here)."""
+        return self.result.timings
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The effective configuration of a system retrieved here (what ``hashes['config']``
+        covers)."""
+        return self.result.config
+
+    @property
+    def per_query(self) -> dict[str, dict[str, float]]:
+        """Per-query values ``{metric: {qid: value}}``."""
+        return self.result.per_query
+
+    @property
+    def run(self) -> dict[str, list[tuple[str, float]]]:
+        """The ranked run ``{qid: [(doc, score), ...]}``, best first."""
+        return self.result.run
+
+    def as_json(self) -> dict[str, Any]:
+        """``name, kind, source, n_queries, metrics, hashes, timings, config`` (JSON types)."""
+        return {"name": self.name, "kind": self.kind, "source": self.source,
+                "n_queries": self.n_queries, "metrics": dict(self.metrics),
+                "hashes": dict(self.hashes), "timings": dict(self.timings),
+                "config": to_jsonable_python(self.config)}
 
 
-def system_from_result(result: EvalResult, name: str | None = None) -> System:
-    """A mode's :class:`~aiblox.engine.evaluate.EvalResult` as a system (named after its mode)."""
-    return System(name=name or result.mode, kind="mode", n_queries=result.n_queries,
-                  metrics=dict(result.metrics), hashes=dict(result.hashes),
-                  timings=dict(result.timings), config=dict(result.config),
-                  per_query=result.per_query, run=result.run)
+def system_from_result(result: EvalResult, name: str | None = None,
+                       kind: Literal["mode", "pipeline"] = "mode") -> System:
+    """A :class:`~aiblox.engine.result.EvalResult` as a system (named after its mode)."""
+    return System(name=name or result.mode, kind=kind, result=result)
 
 
 def system_from_run(dataset: Dataset, split: str, run: dict[str, list[tuple[str, float]]],
@@ -144,9 +182,10 @@ def system_from_run(dataset: Dataset, split: str, run: dict[str, list[tuple[str,
     hashes = {"dataset": dataset.hash, "run": run_hash(run)}
     if source is not None:
         hashes["file"] = hashlib.sha256(Path(source).read_bytes()).hexdigest()
+    result = EvalResult(dataset=dataset.name, split=split, mode="run", n_queries=len(judged),
+                        metrics=means, hashes=hashes, per_query=per_query, run=run)
     return System(name=name, kind="run", source=str(source) if source is not None else None,
-                  n_queries=len(judged), metrics=means, hashes=hashes, per_query=per_query,
-                  run=run)
+                  result=result)
 
 
 def _warn_queries(where: str, run: dict[str, list[tuple[str, float]]], judged: set[str],
@@ -188,7 +227,8 @@ them."""
 
 
 class Experiment(BaseModel):
-    """Systems scored on one split, compared with a baseline (see the module doc)."""
+    """Systems scored on one split, compared with a baseline or pairwise (see the module
+    doc)."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
@@ -205,73 +245,145 @@ class Experiment(BaseModel):
     alpha: float = 0.05
     """Significance level of the adjusted p-values."""
     baseline: str | None = None
-    """The baseline system's name (None: no tests)."""
+    """The baseline system's name (None: no tests against a baseline)."""
+    pairwise: bool = False
+    """Every pair of systems tested (ranx's ``compare``): :attr:`pairs`."""
     systems: list[System]
     """The systems, in the order given."""
     significance: dict[str, dict[str, Significance]] = Field(default_factory=dict)
     """``{system: {metric: Significance}}`` for every system but the baseline."""
+    pairs: dict[str, dict[str, dict[str, Significance]]] = Field(default_factory=dict)
+    """With :attr:`pairwise`: ``{system: {other: {metric: Significance}}}``, the system
+    against each other one (both ways round: the delta is the system's mean minus the
+    other's); one family per metric, the ``n(n-1)/2`` pairs."""
+
+    def key(self, system: System) -> str:
+        """A system's letter in a pairwise table (``a``, ``b``, ...; ``aa`` after ``z``)."""
+        i = [s.name for s in self.systems].index(system.name)
+        return _letters(i)
+
+    def compared(self, system: System, metric: str) -> Significance | None:
+        """The system against the baseline on ``metric`` (None: the baseline itself, or no
+        baseline)."""
+        return self.significance.get(system.name, {}).get(metric)
 
     def footer(self, tex: bool = False) -> str:
-        """One line naming the test, the correction and the baseline (and the mark); ``tex``:
-        as LaTeX text."""
+        """What the marks mean, the test, the correction and the family; ``tex``: as LaTeX
+        text."""
         esc = _tex if tex else (lambda x: x)
         test, corr = TESTS[self.test], CORRECTIONS[self.correction]
+        up, down, le = (_TEX_UP, _TEX_DOWN, "$\\leq$") if tex else (UP, DOWN, "<=")
+        n = len(self.systems)
+        if self.pairwise:
+            return (f"{up}x/{down}x: significantly higher/lower than system x with adjusted p "
+                    f"{le} {self.alpha:g} ({esc(test)}, {esc(corr)} across the "
+                    f"{_plural(n * (n - 1) // 2, 'pair')} of systems per metric)")
         if self.baseline is None:
-            return esc(f"no significance tests: no --baseline given (test: {test}, {corr})")
-        mark, le = ("$^\\dagger$", "$\\leq$") if tex else (MARK, "<=")
-        return (f"{mark} differs from baseline {esc(self.baseline)} with adjusted p {le} "
-                f"{self.alpha:g} ({esc(test)}, {esc(corr)} across the "
-                f"{_plural(len(self.systems) - 1, 'system')} compared per metric)")
+            return esc(f"no significance tests: no baseline given (test: {test}, {corr})")
+        return (f"(delta, p): the difference from baseline {esc(self.baseline)}'s mean and its "
+                f"adjusted p; {up}/{down} significantly higher/lower (adjusted p {le} "
+                f"{self.alpha:g}; {esc(test)}, {esc(corr)} across the "
+                f"{_plural(n - 1, 'system')} compared per metric)")
 
     def title(self) -> str:
         """``dataset / split (n queries)``."""
         n = max((s.n_queries for s in self.systems), default=0)
         return f"{self.dataset} / {self.split} ({n} queries)"
 
-    def cell(self, system: System, metric: str, digits: int = 4) -> str:
-        """A metric value as a table shows it, marked when significant."""
-        sig = self.significance.get(system.name, {}).get(metric)
-        mark = MARK if sig is not None and sig.significant else ""
-        return f"{system.metrics[metric]:.{digits}f}{mark}"
+    def detail(self, system: System, metric: str) -> str:
+        """What a table shows beside a value: ``-0.2326▼ p=0.0003`` against the baseline (its
+        mark when significant), ``▲b,c ▼d`` pairwise (the systems it is significantly above
+        or below), ``""`` for the baseline or without tests."""
+        if self.pairwise:
+            ups: list[str] = []
+            downs: list[str] = []
+            for other in self.systems:
+                sig = self.pairs.get(system.name, {}).get(other.name, {}).get(metric)
+                if sig is not None and sig.significant and sig.delta != 0:
+                    (ups if sig.delta > 0 else downs).append(self.key(other))
+            return " ".join(f"{m}{','.join(keys)}" for m, keys in ((UP, ups), (DOWN, downs))
+                            if keys)
+        sig = self.compared(system, metric)
+        if sig is None:
+            return ""
+        return f"{delta_text(sig.delta, sig.significant)} p={p_text(sig.p_adjusted)}"
+
+    def cell(self, system: System, metric: str) -> str:
+        """A value as Markdown and CSV readers see it: ``0.4688 (-0.2326▼, p=0.0003)``
+        against the baseline, ``0.7014 ▲b,c`` pairwise, ``0.7014`` alone."""
+        value, detail = value_text(system.metrics[metric]), self.detail(system, metric)
+        if not detail:
+            return value
+        if self.pairwise:
+            return f"{value} {detail}"
+        return f"{value} ({detail.replace(' p=', ', p=')})"
 
     def label(self, system: System) -> str:
-        """A system's name, ``(baseline)`` appended to the baseline's."""
+        """A system's name, ``(baseline)`` appended to the baseline's, its letter before it
+        in a pairwise table."""
+        if self.pairwise:
+            return f"({self.key(system)}) {system.name}"
         return f"{system.name} (baseline)" if system.name == self.baseline else system.name
+
+    def pair_rows(self) -> list[list[str]]:
+        """With :attr:`pairwise`: ``[metric, system, against, delta (marked), p adjusted,
+        W/T/L]`` for every pair (each once: the later system against the earlier)."""
+        rows = []
+        for m in self.metrics:
+            for i, a in enumerate(self.systems):
+                for b in self.systems[i + 1:]:
+                    sig = self.pairs[b.name][a.name][m]
+                    rows.append([m, self.label(b), self.label(a),
+                                 delta_text(sig.delta, sig.significant), p_text(sig.p_adjusted),
+                                 f"{sig.wins}/{sig.ties}/{sig.losses}"])
+        return rows
 
     def as_json(self) -> dict[str, Any]:
         """One JSON object, the same shape for one system or many: dataset, split, test,
-        correction, alpha, baseline, metrics, and ``systems``, each with name, kind, source,
-        n_queries, metrics, hashes, timings, config and ``significance`` ``{metric: {p,
+        correction, alpha, baseline, pairwise, metrics, and ``systems``, each with name, kind,
+        source, n_queries, metrics, hashes, timings, config, ``significance`` ``{metric: {p,
         p_adjusted, significant, delta, wins, ties, losses}}`` (empty for the baseline or
-        without one)."""
+        without one) and ``pairwise`` ``{other: {metric: {...}}}`` (empty unless
+        :attr:`pairwise`)."""
         systems = []
         for s in self.systems:
-            d = s.model_dump(mode="json")
+            d = s.as_json()
             d["significance"] = {m: sig.model_dump(mode="json")
                                  for m, sig in self.significance.get(s.name, {}).items()}
+            d["pairwise"] = {o: {m: sig.model_dump(mode="json") for m, sig in by_m.items()}
+                             for o, by_m in self.pairs.get(s.name, {}).items()}
             systems.append(d)
         return {"dataset": self.dataset, "split": self.split, "test": self.test,
                 "correction": self.correction, "alpha": self.alpha, "baseline": self.baseline,
-                "metrics": list(self.metrics), "systems": systems}
+                "pairwise": self.pairwise, "metrics": list(self.metrics), "systems": systems}
 
     def to_markdown(self) -> str:
-        """A GitHub-flavoured markdown table, the title above and the footer below."""
-        head = ["system", *self.metrics]
+        """A GitHub-flavoured markdown table, the title above and the footer below (and,
+        pairwise, the table of every pair: delta, adjusted p, wins/ties/losses)."""
         lines = [f"**{_md(self.title())}**", "",
-                 "| " + " | ".join(_md(h) for h in head) + " |",
-                 "|" + "|".join(["---", *(["---:"] * len(self.metrics))]) + "|"]
-        for s in self.systems:
-            lines.append("| " + " | ".join([_md(self.label(s)),
-                                            *(self.cell(s, m) for m in self.metrics)]) + " |")
+                 *_md_table(["system", *self.metrics],
+                            [[self.label(s), *(self.cell(s, m) for m in self.metrics)]
+                             for s in self.systems])]
+        if self.pairwise and len(self.systems) > 1:
+            lines += ["", *_md_table(PAIR_HEAD, self.pair_rows(), left=3)]
         lines += ["", _md(self.footer())]
         return "\n".join(lines) + "\n"
 
+    def _repr_markdown_(self) -> str:  # a notebook shows the table
+        return self.to_markdown()
+
     def to_latex(self) -> str:
         """A LaTeX ``table`` (plain ``tabular`` with ``\\hline``; no packages needed), the
-        footer as its caption."""
+        footer as its caption; a compared value carries its delta (marked
+        :math:`\\bigtriangleup`/:math:`\\bigtriangledown` when significant) and adjusted p
+        in small type."""
         def cell(s: System, m: str) -> str:
-            text = self.cell(s, m)
-            return text.replace(MARK, "$^\\dagger$")
+            value, detail = value_text(s.metrics[m]), self.detail(s, m)
+            if not detail:
+                return value
+            detail = (detail.replace(UP, _TEX_UP).replace(DOWN, _TEX_DOWN)
+                      .replace("p=<", "$p<$").replace("p=", "$p$=").replace(" $p", ", $p"))
+            return f"{value} {{\\scriptsize {detail if self.pairwise else f'({detail})'}}}"
 
         cols = "l" + "r" * len(self.metrics)
         caption = f"{_tex(self.title())}. {self.footer(tex=True)}"
@@ -287,23 +399,53 @@ class Experiment(BaseModel):
 
     def to_csv(self) -> str:
         """Long CSV, one row per system and metric: ``system, metric, value, delta, p,
-        p_adjusted, significant, test, correction, baseline`` (delta and the p-values empty
-        for the baseline or without one), so every row names the test and the correction."""
+        p_adjusted, significant, mark, test, correction, baseline`` (delta, the p-values and
+        the mark empty for the baseline or without one; ``mark`` ``▲``/``▼`` when
+        significant), so every row names the test and the correction. Pairwise, one row per
+        system, metric and other system, named in ``baseline``. Values at full precision."""
         import csv
         import io
 
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(["system", "metric", "value", "delta", "p", "p_adjusted", "significant",
-                    "test", "correction", "baseline"])
+                    "mark", "test", "correction", "baseline"])
         for s in self.systems:
             for m in self.metrics:
-                sig = self.significance.get(s.name, {}).get(m)
-                w.writerow([s.name, m, repr(s.metrics[m]),
-                            *((repr(sig.delta), repr(sig.p), repr(sig.p_adjusted),
-                               str(sig.significant).lower()) if sig else ("", "", "", "")),
-                            self.test, self.correction, self.baseline or ""])
+                against: list[tuple[str, Significance | None]] = (
+                    [(o.name, self.pairs.get(s.name, {}).get(o.name, {}).get(m))
+                     for o in self.systems if o.name != s.name] if self.pairwise
+                    else [(self.baseline or "", self.compared(s, m))])
+                for other, sig in against or [("", None)]:
+                    w.writerow([s.name, m, repr(s.metrics[m]),
+                                *((repr(sig.delta), repr(sig.p), repr(sig.p_adjusted),
+                                   str(sig.significant).lower(), mark(sig.delta, sig.significant))
+                                  if sig else ("", "", "", "", "")),
+                                self.test, self.correction, other])
         return buf.getvalue()
+
+    def to_frame(self) -> Any:
+        """The table as a pandas frame, one row per system: ``system``, each metric's mean,
+        and where a test ran, per metric ``<metric> delta``, ``<metric> p``, ``<metric>
+        p_adjusted`` and ``<metric> mark`` against the baseline (None for the baseline), or
+        pairwise ``<metric> mark`` (``▲b ▼c``: the systems it is significantly above and
+        below). Values at full precision."""
+        import pandas as pd
+
+        rows = []
+        for s in self.systems:
+            row: dict[str, Any] = {"system": s.name, **{m: s.metrics[m] for m in self.metrics}}
+            for m in self.metrics:
+                if self.pairwise:
+                    row[f"{m} mark"] = self.detail(s, m)
+                elif self.baseline is not None:
+                    sig = self.compared(s, m)
+                    row.update({f"{m} delta": sig.delta if sig else None,
+                                f"{m} p": sig.p if sig else None,
+                                f"{m} p_adjusted": sig.p_adjusted if sig else None,
+                                f"{m} mark": mark(sig.delta, sig.significant) if sig else None})
+            rows.append(row)
+        return pd.DataFrame(rows)
 
     def per_query_frame(self) -> Any:
         """Per-query values as a long pandas frame ``system, query_id, metric, value``, systems
@@ -328,14 +470,21 @@ class Experiment(BaseModel):
         return p
 
 
-def run_experiment(systems: Sequence[System], dataset: str, split: str, metrics: Sequence[str],
-                   baseline: str | None = None, test: Test = "t",
-                   correction: Correction = "holm", alpha: float = 0.05,
-                   seed: int = 42) -> Experiment:
-    """Compare every system with ``baseline`` (a system's name; None: no tests) on each metric's
-    per-query values, queries paired by id; the p-values of one metric form one family for the
-    correction. Raises ``ValueError`` naming the choices for an unknown baseline, test or
-    correction, or two systems with one name."""
+PAIR_HEAD = ["metric", "system", "against", "delta", "p (adjusted)", "W/T/L"]
+"""The columns of a pairwise table (:meth:`Experiment.pair_rows`)."""
+_TEX_UP, _TEX_DOWN = "$\\bigtriangleup$", "$\\bigtriangledown$"
+
+
+def compare_systems(systems: Sequence[System], dataset: str, split: str,
+                    metrics: Sequence[str], baseline: str | None = None, test: Test = "t",
+                    correction: Correction = "holm", alpha: float = 0.05, seed: int = 42,
+                    pairwise: bool = False) -> Experiment:
+    """The table of scored systems: every system compared with ``baseline`` (a system's name;
+    None: no tests), or with ``pairwise`` every pair of systems (ranx's ``compare``), on each
+    metric's per-query values, queries paired by id; the p-values of one metric form one
+    family for the correction. Raises ``ValueError`` naming the choices for an unknown
+    baseline, test or correction, a baseline given with ``pairwise``, or two systems with one
+    name."""
     names = [s.name for s in systems]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -346,9 +495,13 @@ def run_experiment(systems: Sequence[System], dataset: str, split: str, metrics:
         raise ValueError(f"unknown correction {correction!r}; choose one of "
                          f"{', '.join(CORRECTIONS)}")
     if baseline is not None and baseline not in names:
-        raise ValueError(f"--baseline {baseline!r} is not a system; choose one of "
+        raise ValueError(f"baseline {baseline!r} is not a system; choose one of "
                          f"{', '.join(names)}")
+    if baseline is not None and pairwise:
+        raise ValueError(f"baseline {baseline!r} and pairwise: tests against one baseline, or "
+                         f"between every pair of systems; choose one")
     significance: dict[str, dict[str, Significance]] = {}
+    pairs: dict[str, dict[str, dict[str, Significance]]] = {}
     if baseline is not None:
         base = next(s for s in systems if s.name == baseline)
         others = [(s.name, s.per_query) for s in systems if s.name != baseline]
@@ -356,12 +509,41 @@ def run_experiment(systems: Sequence[System], dataset: str, split: str, metrics:
         # under the metric's direction
         for c in compare_to_baseline(base.per_query, others, metrics, _STAT[test], alpha, seed,
                                      correction):
-            significance.setdefault(c.candidate, {})[c.metric] = Significance(
-                delta=c.delta, p=c.p_value, p_adjusted=c.p_holm, significant=c.significant,
-                wins=c.wins, ties=c.ties, losses=c.losses)
+            significance.setdefault(c.candidate, {})[c.metric] = _significance(c)
+    if pairwise:
+        for c in compare_pairwise([(s.name, s.per_query) for s in systems], metrics,
+                                  _STAT[test], alpha, seed, correction):
+            assert c.against is not None
+            sig = _significance(c)
+            pairs.setdefault(c.candidate, {}).setdefault(c.against, {})[c.metric] = sig
+            pairs.setdefault(c.against, {}).setdefault(c.candidate, {})[c.metric] = (
+                sig.model_copy(update={"delta": -sig.delta, "wins": sig.losses,
+                                       "losses": sig.wins}))
     return Experiment(dataset=dataset, split=split, metrics=list(metrics), test=test,
-                      correction=correction, alpha=alpha, baseline=baseline,
-                      systems=list(systems), significance=significance)
+                      correction=correction, alpha=alpha, baseline=baseline, pairwise=pairwise,
+                      systems=list(systems), significance=significance, pairs=pairs)
+
+
+def _significance(c: Comparison) -> Significance:
+    return Significance(delta=c.delta, p=c.p_value, p_adjusted=c.p_holm,
+                        significant=c.significant, wins=c.wins, ties=c.ties, losses=c.losses)
+
+
+def _letters(i: int) -> str:
+    """``a`` .. ``z``, then ``aa``, ``ab``, ...: the i-th system's letter."""
+    out = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        out = chr(ord("a") + r) + out
+    return out
+
+
+def _md_table(head: list[str], rows: list[list[str]], left: int = 1) -> list[str]:
+    """A Markdown table: the first ``left`` columns aligned left, the others right."""
+    return ["| " + " | ".join(_md(h) for h in head) + " |",
+            "|" + "|".join(["---"] * left + ["---:"] * (len(head) - left)) + "|",
+            *("| " + " | ".join(_md(c) for c in row) + " |" for row in rows)]
 
 
 def _md(text: str) -> str:

@@ -20,6 +20,8 @@ module                    holds
                           recall, citation precision)
 ``significance``          paired tests, Holm's correction, bootstrap intervals
 ``directions``            which way is better per metric (costs: lower), win/loss under it
+``marks``                 how every table marks a difference from the baseline (▲/▼ beside
+                          the signed delta, the adjusted p-value)
 ========================  ====================================================================
 """
 
@@ -69,6 +71,7 @@ from aiblox.metrics.significance import (
     StatTest,
     adjust,
     bootstrap_ci,
+    compare_pairwise,
     compare_to_baseline,
     holm,
     paired_p_value,
@@ -101,6 +104,7 @@ __all__ = [
     "bootstrap_ci",
     "check_depth",
     "chunk_metrics",
+    "compare_pairwise",
     "compare_to_baseline",
     "contains_answer",
     "covers_span",

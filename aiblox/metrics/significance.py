@@ -6,7 +6,8 @@ confidence intervals, ``aiblox compare`` and the notebooks' comparisons.
 means, delta, the p-value of ranx's paired test (``paired_student_t_test``, two-sided, by
 default; or ``fisher_randomization_test``, seeded; or scipy's Wilcoxon signed-rank test) and
 win/tie/loss counts. :func:`compare_to_baseline` runs it for several candidates against one
-baseline: the p-values of the candidates compared on one metric form one family and are adjusted
+baseline (:func:`compare_pairwise` for every pair of systems, as ranx's ``compare``): the
+p-values of the candidates compared on one metric form one family and are adjusted
 (:func:`adjust`) with Holm's step-down method (Holm 1979, "A simple sequentially rejective
 multiple test procedure") by default, or Bonferroni's, so comparing the top few configurations
 does not inflate the false-positive rate. Its win/tie/loss counts follow the metric's direction
@@ -38,6 +39,7 @@ __all__ = [
     "adjust",
     "bonferroni",
     "bootstrap_ci",
+    "compare_pairwise",
     "compare_to_baseline",
     "holm",
     "paired_p_value",
@@ -94,6 +96,11 @@ class Comparison(BaseModel):
     metric_direction`)."""
     correction: Correction = "holm"
     """Correction behind :attr:`p_holm`."""
+    alpha: float = 0.05
+    """The significance level :attr:`significant` was decided at."""
+    against: str | None = None
+    """The system the candidate is compared with (:func:`compare_pairwise`); None: the one
+    baseline (:func:`compare_to_baseline`)."""
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -220,7 +227,30 @@ def compare_to_baseline(baseline: Mapping[str, Mapping[str, float]],
                 candidate=name, metric=metric, baseline_mean=t.mean_a, candidate_mean=t.mean_b,
                 delta=t.delta, p_value=t.p_value, p_holm=p_adj, significant=p_adj <= alpha,
                 wins=wins, ties=ties, losses=losses, test=test,
-                direction=metric_direction(metric), correction=correction))
+                direction=metric_direction(metric), correction=correction, alpha=alpha))
+    return out
+
+
+def compare_pairwise(systems: Sequence[tuple[str, Mapping[str, Mapping[str, float]]]],
+                     metrics: Sequence[str], test: StatTest = "student", alpha: float = 0.05,
+                     seed: int = 42, correction: Correction = "holm") -> list[Comparison]:
+    """Every pair of systems tested, as ranx's ``compare`` does: for systems ``s_0 .. s_n-1``
+    (name and per-query values ``{metric: {qid: value}}``) and each metric, ``s_j`` against
+    ``s_i`` for every ``i < j`` (:attr:`Comparison.against` names ``s_i``). The ``n(n-1)/2``
+    p-values of one metric form one family, adjusted together (:func:`adjust`); win/tie/loss
+    under the metric's direction, as :func:`compare_to_baseline`."""
+    out: list[Comparison] = []
+    for metric in metrics:
+        rows = [(a, b, paired_test(pa[metric], pb[metric], test, seed))
+                for i, (a, pa) in enumerate(systems) for b, pb in systems[i + 1:]]
+        adjusted = adjust([t.p_value for _, _, t in rows], correction)
+        for (a, b, t), p_adj in zip(rows, adjusted, strict=True):
+            wins, ties, losses = directed_counts(metric, t.wins, t.ties, t.losses)
+            out.append(Comparison(
+                candidate=b, against=a, metric=metric, baseline_mean=t.mean_a,
+                candidate_mean=t.mean_b, delta=t.delta, p_value=t.p_value, p_holm=p_adj,
+                significant=p_adj <= alpha, wins=wins, ties=ties, losses=losses, test=test,
+                direction=metric_direction(metric), correction=correction, alpha=alpha))
     return out
 
 

@@ -62,6 +62,16 @@ class IngestReport(BaseModel):
     completed: str | None = None
     """When this sync completed one that was interrupted: the time that one started."""
 
+    def changes(self) -> str:
+        """What the sync changed, in the words every command uses (``aiblox ingest``, and
+        ``aiblox eval`` when it syncs): ``1 new, 1 updated, 1 deleted, 27 unchanged; 2 vectors
+        written (2 embedded, 0 from cache)``."""
+        i = self.items
+        return (f"{i.inserted} new, {i.updated} updated, {i.deleted} deleted, {i.unchanged} "
+                f"unchanged; {self.vectors_written} vectors written "
+                f"({self.embedding_cache_misses} embedded, {self.embedding_cache_hits} from "
+                f"cache)")
+
 
 def ingest_items(store: Store, items: Iterable[ItemRecord], embedder: CachedEmbedder | None,
                  batch_size: int = 2000, progress: bool = True,

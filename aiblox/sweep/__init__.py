@@ -20,6 +20,7 @@ module              what it is for
 ``crossval``        seeded k-fold cross-validation over the tuning queries (``[cv]``)
 ``finetune``        the embedder fine-tuned on a split the sweep does not score (``[finetune]``)
 ``report``          Markdown and HTML reports of a logged sweep
+``report_plots``    the report's plots (metric by swept parameter, Pareto front)
 ``frames``          pandas views of a result (leaderboard, axes, significance)
 ``compare``         two logged points compared (``aiblox compare``)
 ``runs``            logged sweeps and points listed, a point found by name (``aiblox runs``)

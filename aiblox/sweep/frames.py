@@ -22,6 +22,8 @@ import pandas as pd
 
 from aiblox.engine.applies import setting_applies
 from aiblox.engine.settings import ranked
+from aiblox.hashing import SHORT_HASH
+from aiblox.metrics.marks import mark
 from aiblox.metrics.pareto import objective_values
 from aiblox.sweep.results import PointResult, SweepResult, pareto_points
 
@@ -38,8 +40,9 @@ __all__ = [
     "tune_vs_report",
 ]
 
-HASH_PREFIX = 12
-"""Characters of the config hash shown in the tables."""
+HASH_PREFIX = SHORT_HASH
+"""Config-hash digits a frame shows: the start every command shows
+(:data:`aiblox.hashing.SHORT_HASH`)."""
 
 _CHUNKING_KEYS = ("chunker_id", "max_chunk_tokens", "overlap_tokens", "top_k_chunks",
                   "per_item_chunk_cap")
@@ -210,12 +213,15 @@ def stage_counts(result: SweepResult) -> pd.DataFrame:
 def significance_frame(result: SweepResult) -> pd.DataFrame:
     """The significance table: per tested point and metric, baseline and candidate means on
     the report split, the delta, raw and Holm-adjusted p-values, the metric's direction
-    (``higher`` or ``lower`` is better) and win/tie/loss counts under it. Empty
-    (with the columns) when the spec names no baseline."""
+    (``higher`` or ``lower`` is better) and win/tie/loss counts under it, and ``mark``: ``▲`` /
+    ``▼`` for a significant difference up or down, as every table marks it
+    (:mod:`aiblox.metrics.marks`). Empty (with the columns) when the spec names no
+    baseline."""
     columns = ["candidate", "metric", "direction", "baseline_mean", "candidate_mean", "delta",
-               "p_value", "p_holm", "significant", "wins", "ties", "losses", "test",
+               "p_value", "p_holm", "significant", "mark", "wins", "ties", "losses", "test",
                "correction"]
-    return pd.DataFrame([c.model_dump() for c in result.significance], columns=columns)
+    return pd.DataFrame([{**c.model_dump(), "mark": mark(c.delta, c.significant)}
+                         for c in result.significance], columns=columns)
 
 
 def manifest_frame(point: PointResult) -> pd.DataFrame:

@@ -1,12 +1,15 @@
 """Sweep reports: a self-contained HTML page and a Markdown summary of one logged sweep.
 
 Read from MLflow alone (the parent run, its ``sweep_summary.json`` and its child runs): the
-leaderboard (tune and report metrics), the primary metric as a function of each swept parameter
-(one plot per axis, one line per blend, over the points the parameter applies to only: of the
-points holding a value, the one best on tune, with its tune and report values, so the report
-split is never chosen on; an axis grouping the points exactly as an earlier one is left out),
-the tune-versus-report table of the chosen point, the significance table (each metric's direction
-and win/tie/loss under it, :mod:`aiblox.metrics.directions`), the manifest hashes
+leaderboard (tune and report metrics, each point's delta to the baseline), the primary metric as
+a function of each swept parameter (one plot per axis, named as the spec names it, one line per
+blend, over the points the parameter applies to only: of the points holding a value, the one
+best on tune, with its tune and report values, so the report split is never chosen on; a
+categorical axis drawn as categories, without a line between them; an axis grouping the points
+exactly as an earlier one is left out), the tune-versus-report table of the chosen point, the
+significance table (each metric's direction and win/tie/loss under it,
+:mod:`aiblox.metrics.directions`; deltas marked as :mod:`aiblox.metrics.marks` says), the
+manifest hashes
 of the best point, and the one command that reproduces the sweep. A spec with ``[search]
 objectives`` adds its Pareto front on the tune split (a table, and one plot of the primary
 metric against each other objective: every point, the front, the chosen point).
@@ -16,9 +19,7 @@ backend). Both files are logged as artifacts of the parent run (``report/``).
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import json
 import shlex
 from pathlib import Path
@@ -36,8 +37,11 @@ from aiblox.engine.tracking import (
     read_json,
     tracking_client,
 )
+from aiblox.hashing import short_hash
 from aiblox.metrics.directions import metric_direction
+from aiblox.metrics.marks import delta_text, legend, p_text, value_text
 from aiblox.metrics.significance import TEST_NAMES
+from aiblox.sweep.report_plots import axis_png, pareto_png, value_key
 
 __all__ = ["SweepReport", "find_sweep_run", "load_sweep_report", "render_html",
            "render_markdown", "write_report"]
@@ -86,6 +90,12 @@ class SweepReport(_Strict):
     (primary metric), its tune and report values. Only points the parameter applies to count
     (``rrf_k`` for RRF points, ``w_text`` for linear ones, a chunk size where the chunker
     takes one; :mod:`aiblox.engine.applies`)."""
+    axis_names: dict[str, str] = Field(default_factory=dict)
+    """Swept parameter (its MLflow param, the key of :attr:`axes`) -> the name the spec gives
+    its axis (``prefs.fts.top_k`` -> ``depth``), which plots and headings show."""
+    baseline: dict[str, Any] | None = None
+    """The baseline point's leaderboard row (``label``, ``config_hash``, ``metrics``), None
+    without a baseline."""
     manifest: dict[str, Any] = Field(default_factory=dict)
     """Hashes of the best point's manifest."""
     pareto: dict[str, Any] = Field(default_factory=dict)
@@ -106,6 +116,11 @@ class SweepReport(_Strict):
         """Tune, then report if any."""
         return [self.tune_split] + ([self.report_split] if self.report_split else [])
 
+    def axis_name(self, axis: str) -> str:
+        """The spec's name of a swept parameter (the parameter itself when the spec has no
+        other)."""
+        return self.axis_names.get(axis, axis)
+
 
 def _children(client: Any, parent: Any) -> list[Any]:
     return child_runs(client, parent)
@@ -116,13 +131,6 @@ def _reproduce(name: str, tracking_uri: str, spec_path: str | None = None) -> st
     run), or ``evals/sweeps/<name>.toml`` for sweeps logged before the tag existed."""
     path = spec_path or (Path("evals") / "sweeps" / f"{name}.toml").as_posix()
     return f"aiblox sweep {shlex.quote(path)} --tracking-uri {shlex.quote(tracking_uri)}"
-
-
-def _value_key(v: str) -> tuple[int, float, str]:
-    try:
-        return (0, float(v), v)
-    except ValueError:
-        return (1, 0.0, v)
 
 
 def _applies(key: str, params: dict[str, str]) -> bool:
@@ -163,7 +171,7 @@ def _axes(children: list[Any], tk: str, rk: str | None) -> dict[str, list[dict[s
         seen.add(groups)
         rows = []
         for series in sorted({_series(k, c.data.params) for c in pts}):
-            for v in sorted(values, key=_value_key):
+            for v in sorted(values, key=value_key):
                 group = [c for c in pts if c.data.params[k] == v
                          and _series(k, c.data.params) == series]
                 if not group:
@@ -177,6 +185,23 @@ def _axes(children: list[Any], tk: str, rk: str | None) -> dict[str, list[dict[s
                              "report": top.data.metrics.get(rk) if rk else None})
         axes[k] = rows
     return axes
+
+
+_DEPTHS = {"prefs.fts.top_k": "fts_depth", "prefs.vector.top_k": "vector_depth"}
+"""The per-signal depth params and their axes (``depth`` sweeps both at once)."""
+
+
+def spec_axis_name(param: str, grid: set[str]) -> str:
+    """The name a spec gives the axis of a logged ``param``: a setting's own name
+    (``prefs.scoring.w_text`` is ``w_text``, ``prefs.chunking.chunker_id`` is ``chunker_id``,
+    ``selection.params.max_chunks`` is ``max_chunks``), a depth as the spec's ``grid`` swept it
+    (``depth``, else ``fts_depth`` / ``vector_depth``); any other param as it is."""
+    if param in _DEPTHS:
+        return "depth" if "depth" in grid or _DEPTHS[param] not in grid else _DEPTHS[param]
+    for head in ("prefs.", "selection.params."):
+        if param.startswith(head):
+            return param.rpartition(".")[2]
+    return param
 
 
 def load_sweep_report(sweep: str, tracking_uri: str) -> SweepReport:
@@ -198,7 +223,13 @@ def load_sweep_report(sweep: str, tracking_uri: str) -> SweepReport:
     children = _children(client, parent)
     axes = _axes(children, metric_key(tune, primary),
                  metric_key(report, primary) if report else None)
+    grid = {k.removeprefix("spec.grid.").split(".")[0] for k, v in p.items()
+            if k.startswith("spec.grid.") and v != "None"}
     best = summary["best"]
+    base_hash = next((c.data.tags.get("aiblox.config_hash") for c in children
+                      if c.data.tags.get("aiblox.baseline") == "true"), None)
+    baseline = next((r for r in summary.get("leaderboard", [])
+                     if base_hash is not None and r["config_hash"] == base_hash), None)
     manifest: dict[str, Any] = {}
     best_child = next((c for c in children
                        if c.data.tags.get("aiblox.config_hash") == best["config_hash"]), None)
@@ -223,90 +254,12 @@ def load_sweep_report(sweep: str, tracking_uri: str) -> SweepReport:
                        report_split=report, primary=primary, metrics=metrics, best=best,
                        leaderboard=summary.get("leaderboard", []),
                        significance=summary.get("significance", []), ci=summary.get("ci", {}),
-                       axes=axes, manifest=manifest, pareto=summary.get("pareto", {}),
+                       axes=axes, axis_names={k: spec_axis_name(k, grid) for k in axes},
+                       baseline=baseline, manifest=manifest, pareto=summary.get("pareto", {}),
                        sweep_hash=parent.data.tags.get("aiblox.sweep_hash", ""),
                        cv=summary.get("cv"),
                        reproduce=_reproduce(name, tracking_uri,
                                             parent.data.tags.get("aiblox.spec_path")))
-
-
-def _png_base64(fig: Any) -> str:
-    """A finished figure as a base64 PNG (no software stamp: the same bytes every run),
-    closed."""
-    from matplotlib import pyplot as plt
-
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _plot(rep: SweepReport, axis: str) -> str:
-    """Base64 PNG of the primary metric against one swept parameter."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    rows = rep.axes[axis]
-    xs = sorted({r["value"] for r in rows}, key=_value_key)
-    numeric = all(_value_key(x)[0] == 0 for x in xs)
-    at = {x: (float(x) if numeric else float(i)) for i, x in enumerate(xs)}
-    fig, ax = plt.subplots(figsize=(5, 3.2), dpi=90)
-    series = list(dict.fromkeys(r.get("series", "all") for r in rows))
-    for n, name in enumerate(series):
-        line = [r for r in rows if r.get("series", "all") == name]
-        color = f"C{n}"
-        for split, key, mark in ((rep.tune_split, "tune", "o-"),
-                                 (rep.report_split, "report", "s--")):
-            if split is None:
-                continue
-            label = f"{split} ({key})" if name == "all" else f"{name}: {split} ({key})"
-            ax.plot([at[r["value"]] for r in line], [r[key] for r in line], mark, color=color,
-                    label=label)
-    if not numeric:
-        ax.set_xticks([at[x] for x in xs], xs)
-    ax.set_xlabel(axis)
-    ax.set_ylabel(f"{rep.primary} (best on {rep.tune_split})")
-    ax.set_title(f"{rep.primary} by {axis}")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=.3)
-    return _png_base64(fig)
-
-
-def _plot_pareto(rep: SweepReport, cost: str) -> str:
-    """Base64 PNG of the primary metric against one other objective on the tune split: every
-    point, the front as a step line, the chosen point starred."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    par = rep.pareto
-    directions = dict(par["objectives"])
-    names = list(directions)
-    q, c = names.index(rep.primary), names.index(cost)
-    pts = par["points"]
-    fig, ax = plt.subplots(figsize=(5, 3.2), dpi=90)
-    ax.scatter([p["tune"][c] for p in pts], [p["tune"][q] for p in pts], s=14, alpha=.45,
-               color="C0", label="points")
-    front = sorted((p for p in pts if p["front"]), key=lambda p: (p["tune"][c], p["tune"][q]))
-    ax.step([p["tune"][c] for p in front], [p["tune"][q] for p in front], "o-", where="post",
-            color="C3", label=f"Pareto front ({len(front)})")
-    for p in pts:
-        if p["config_hash"] == rep.best["config_hash"]:
-            ax.scatter([p["tune"][c]], [p["tune"][q]], marker="*", s=200, color="black",
-                       zorder=4, label=f"chosen: {p['label']}")
-        elif p["baseline"]:
-            ax.scatter([p["tune"][c]], [p["tune"][q]], marker="D", s=40, color="grey",
-                       zorder=4, label=f"baseline: {p['label']}")
-    ax.set_xlabel(f"{cost} ({directions[cost]})")
-    ax.set_ylabel(f"{rep.primary} ({rep.tune_split})")
-    ax.set_title(f"{rep.primary} against {cost}")
-    ax.legend(fontsize=7)
-    ax.grid(alpha=.3)
-    return _png_base64(fig)
 
 
 def _pareto_table(rep: SweepReport) -> tuple[str, list[str], list[list[str]]]:
@@ -316,7 +269,7 @@ def _pareto_table(rep: SweepReport) -> tuple[str, list[str], list[list[str]]]:
     head = ["#", "label", "config hash"] + [
         f"{s} {n} ({'max' if d == 'maximize' else 'min'})"
         for s in rep.splits for n, d in directions.items()]
-    rows = [[str(i), by_hash[h]["label"], h[:16]] + [
+    rows = [[str(i), by_hash[h]["label"], short_hash(h)] + [
         _count_or_f(v) for key in ("tune", "report") for v in by_hash[h][key]]
         for i, h in enumerate(par["front"], start=1)]
     return (f"Pareto front ({rep.tune_split}; the chosen point is the front's best by "
@@ -324,7 +277,7 @@ def _pareto_table(rep: SweepReport) -> tuple[str, list[str], list[list[str]]]:
 
 
 def _f(v: Any) -> str:
-    return f"{v:.4f}" if isinstance(v, float) else str(v)
+    return value_text(v) if isinstance(v, float) else str(v)
 
 
 def _count_or_f(v: Any) -> str:
@@ -338,9 +291,22 @@ def _tables(rep: SweepReport, top: int) -> list[tuple[str, list[str], list[list[
     shown = rep.metrics if rep.primary in rep.metrics else [rep.primary, *rep.metrics]
     splits = rep.splits
     lb_head = ["#", "label", "config hash"] + [f"{s} {m}" for s in splits for m in shown]
-    lb = [[str(i), r["label"], r["config_hash"][:16]] + [
+    lb = [[str(i), r["label"], short_hash(r["config_hash"])] + [
         _f(r["metrics"].get(s, {}).get(m, "")) for s in splits
         for m in shown] for i, r in enumerate(rep.leaderboard[:top], start=1)]
+    if rep.baseline is not None:  # each point's delta to the baseline; marked where tested
+        against = rep.report_split or rep.tune_split
+        lb_head.append(f"vs baseline ({against} {rep.primary})")
+        tested = {c["candidate"]: c for c in rep.significance if c["metric"] == rep.primary}
+        base = rep.baseline["metrics"].get(against, {}).get(rep.primary)
+        for row, r in zip(lb, rep.leaderboard[:top], strict=True):
+            c = tested.get(r["label"])
+            value = r["metrics"].get(against, {}).get(rep.primary)
+            row.append("baseline" if r["config_hash"] == rep.baseline["config_hash"] else
+                       f"{delta_text(c['delta'], c['significant'])} p={p_text(c['p_holm'])}"
+                       if c is not None else
+                       delta_text(value - base) if value is not None and base is not None
+                       else "")
     tvr = [[m, *(_f(rep.best["metrics"][s].get(m, "")) for s in splits)] for m in shown]
     if rep.ci:
         tvr.append([f"{rep.primary} 95% bootstrap CI"] + [
@@ -353,8 +319,8 @@ def _tables(rep: SweepReport, top: int) -> list[tuple[str, list[str], list[list[
     # the direction as the library declares it (a summary logged before it carried one)
     sig = [[c["candidate"], c["metric"], c.get("direction") or metric_direction(c["metric"]),
             _f(c["baseline_mean"]), _f(c["candidate_mean"]),
-            f"{c['delta']:+.4f}", f"{c['p_value']:.4g}", f"{c['p_holm']:.4g}",
-            "yes" if c["significant"] else "no", f"{c['wins']}/{c['ties']}/{c['losses']}"]
+            delta_text(c["delta"], c["significant"]), p_text(c["p_value"]),
+            p_text(c["p_holm"]), f"{c['wins']}/{c['ties']}/{c['losses']}"]
            for c in rep.significance]
     first = rep.significance[0] if rep.significance else {}
     tested = TEST_NAMES.get(first.get("test", "student"), first.get("test", ""))
@@ -380,16 +346,16 @@ def _tables(rep: SweepReport, top: int) -> list[tuple[str, list[str], list[list[
     if rep.report_split is not None:
         tables.append((f"Significance against the baseline ({rep.report_split}, {tested}, "
                        f"{corrected} over the points per metric; W/T/L under the metric's "
-                       f"direction)",
+                       f"direction; {legend('the baseline', first.get('alpha', 0.05))})",
                        ["candidate", "metric", "better", "baseline", "candidate", "delta", "p",
-                        "p (adjusted)", "significant", "W/T/L"], sig))
+                        "p (adjusted)", "W/T/L"], sig))
     tables.append(("Manifest hashes of the best point", ["field", "value"], mrows))
     return tables
 
 
 def _cv_tables(cv: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
     """The k-fold table and the cross-validated margin against the baseline."""
-    rows = [[str(r["fold"]), str(r["n_held_out"]), r["label"], r["config_hash"][:16],
+    rows = [[str(r["fold"]), str(r["n_held_out"]), r["label"], short_hash(r["config_hash"]),
              _f(r["tune"]), _f(r["held_out"]), f"{r['gap']:+.4f}",
              "" if r.get("baseline_held_out") is None else _f(r["baseline_held_out"])]
             for r in cv["rows"]]
@@ -431,14 +397,18 @@ def render_markdown(rep: SweepReport, top: int = 20) -> str:
         out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
         out.append("")
     out += ["## Swept parameters", "", "Plots are in the HTML report: " +
-            ", ".join(f"`{a}`" for a in rep.axes) if rep.axes else "(no swept parameter)", ""]
+            ", ".join(f"`{rep.axis_name(a)}`" for a in rep.axes) if rep.axes
+            else "(no swept parameter)", ""]
     if rep.axes:
         out += [f"Per value, among the points a parameter applies to (one series per blend), "
                 f"the point best on {rep.tune_split} by {rep.primary}:", ""]
     for axis, axis_rows in rep.axes.items():
         report = f" {rep.report_split} (report) |" if rep.report_split else ""
-        out += [f"### {axis}", "", f"| series | value | points | {rep.tune_split} (tune) |"
-                f"{report}", "|---|---|---|---|" + ("---|" if report else "")]
+        name = rep.axis_name(axis)
+        logged = f" (MLflow param `{axis}`)" if name != axis else ""
+        out += [f"### {name}{logged}", "",
+                f"| series | value | points | {rep.tune_split} (tune) |{report}",
+                "|---|---|---|---|" + ("---|" if report else "")]
         out += [f"| {r.get('series', 'all')} | {r['value']} | {r['n']} | {_f(r['tune'])} |"
                 + (f" {_f(r['report'])} |" if report else "") for r in axis_rows]
         out.append("")
@@ -451,7 +421,7 @@ def render_markdown(rep: SweepReport, top: int = 20) -> str:
 def render_html(rep: SweepReport, top: int = 20) -> str:
     """The self-contained HTML report (inline CSS, inline base64 PNG plots, no scripts)."""
     e = html.escape
-    best_hash = rep.best["config_hash"][:16]
+    best_hash = short_hash(rep.best["config_hash"])
     parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
              f"<title>Sweep report: {e(rep.name)}</title><style>{_CSS}</style></head><body>",
              f"<h1>Sweep report: {e(rep.name)}</h1>",
@@ -472,15 +442,15 @@ def render_html(rep: SweepReport, top: int = 20) -> str:
         if i == 0:
             parts.append("<h2>Metric by swept parameter</h2><div class=\"plots\">")
             for axis in rep.axes:
-                parts.append(f"<img alt=\"{e(rep.primary)} by {e(axis)}\" "
-                             f"src=\"data:image/png;base64,{_plot(rep, axis)}\">")
+                parts.append(f"<img alt=\"{e(rep.primary)} by {e(rep.axis_name(axis))}\" "
+                             f"src=\"data:image/png;base64,{axis_png(rep, axis)}\">")
             parts.append("</div>")
         if rep.pareto and title.startswith("Pareto front"):
             parts.append("<div class=\"plots\">")
             for cost, _ in rep.pareto["objectives"]:
                 if cost != rep.primary:
                     parts.append(f"<img alt=\"{e(rep.primary)} against {e(cost)}\" "
-                                 f"src=\"data:image/png;base64,{_plot_pareto(rep, cost)}\">")
+                                 f"src=\"data:image/png;base64,{pareto_png(rep, cost)}\">")
             parts.append("</div>")
     parts += ["<h2>Reproduce</h2>", f"<pre>{e(rep.reproduce)}</pre>",
               f"<p>The spec must hash to <code>{e(rep.sweep_hash)}</code> (MLflow tag "

@@ -50,7 +50,7 @@ from aiblox.engine.settings import PipelinePoint, point_config, point_title
 from aiblox.engine.tracking import release_on_error
 from aiblox.memory import paused_gc
 from aiblox.metrics.pareto import objective_values
-from aiblox.progress import progress_bar
+from aiblox.progress import progress_bar, settle
 from aiblox.sweep.crossval import check_folds
 from aiblox.sweep.distributed import RayPoints, RecordingCache, merge_counts
 from aiblox.sweep.finetune import ensure_fine_tuned
@@ -194,7 +194,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     results: list[PointResult | None] = [None] * len(todo)
     done = tracker.logged_config_hashes() if tracker is not None else set()
     total = (min(int(spec.search.n or 0), len(grid)) + (baseline is not None)
-             if model_based else len(todo))  # a trial that is the baseline leaves one unticked
+             if model_based else len(todo))  # a trial that is the baseline: settled below
     bar = progress_bar(total, f"sweep {spec.name}", unit="pt", enabled=progress)
     sweep_hash = spec.hash  # a property that hashes the spec: once, not per point
     shown_device = describe_device(device)
@@ -289,6 +289,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
                     todo.append(baseline)
                     results.append(None)
                     finish(len(todo) - 1, evaluate(baseline))
+                settle(bar)  # the baseline was a trial (or trials ended early): ends at n/n
             elif remote is not None:  # as the tasks return; handed on in point order
                 for i, out in remote.ordered(todo, bar.update):
                     finish(i, out, tick=False)

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict
 from aiblox.engine.settings import ranking_order
 from aiblox.engine.tracking import metric_key, tag_filter, tracking_client
 from aiblox.engine.tracking.layout import TAG_CONFIG, TAG_KIND, TAG_PARENT
+from aiblox.hashing import short_hash
 
 __all__ = [
     "MIN_HASH_PREFIX",
@@ -238,7 +239,7 @@ def _sweep_names(client: Any, runs: list[Any]) -> dict[str, str]:
 def _one(ref: str, matches: list[RunRef], what: str) -> RunRef:
     if len(matches) == 1:
         return matches[0]
-    listed = "; ".join(f"{m.name} ({m.config_hash[:12]}, run {m.run_id})"
+    listed = "; ".join(f"{m.name} ({short_hash(m.config_hash)}, run {m.run_id})"
                        for m in matches[:10])
     more = f"; and {len(matches) - 10} more" if len(matches) > 10 else ""
     raise AmbiguousRun(f"{ref!r} is ambiguous: {len(matches)} points match its {what}: "
@@ -289,8 +290,8 @@ def _sweep_best(client: Any, parent: Any) -> RunRef:
     found = [c for c in _children(client, parent)
              if c.data.tags.get(TAG_CONFIG) == row.best_config_hash]
     if not found:
-        raise ValueError(f"sweep {row.name!r}: the best point {row.best_config_hash[:12]} has "
-                         f"no child run")
+        raise ValueError(f"sweep {row.name!r}: the best point "
+                         f"{short_hash(row.best_config_hash)} has no child run")
     return _ref(found[0], row.name)
 
 

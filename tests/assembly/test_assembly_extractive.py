@@ -98,3 +98,15 @@ def test_registry() -> None:
         assert "extractive" in str(err)
     else:  # pragma: no cover
         raise AssertionError("unknown LLM accepted")
+
+
+def test_a_markdown_heading_ends_as_a_sentence_and_is_never_quoted() -> None:
+    from aiblox.assembly.prompt.answer_rules import is_quotable
+    from aiblox.assembly.sanitize import end_headings, safe_normalize
+
+    text = "# BM25\n\nBM25 is a ranking function.\n## Why?\n  ### Notes:\nA #hashtag is no heading."
+    assert safe_normalize(end_headings(text)) == (
+        "# BM25. BM25 is a ranking function. ## Why? ### Notes: A #hashtag is no heading.")
+    assert end_headings("    # code, not a heading") == "    # code, not a heading"
+    assert end_headings("#not-a-heading") == "#not-a-heading"
+    assert not is_quotable("# BM25.") and is_quotable("BM25 is a ranking function.")

@@ -32,8 +32,35 @@ def test_answer_cites_evidence_and_is_deterministic(tmp_path):
         assert first[key] == second[key], key
     refused = _answer(db, "What is the boiling point of liquid nitrogen on Jupiter's moons?")
     assert refused["answer_text"] == REFUSAL_TEXT and refused["validation"]["is_refusal"]
+    # one status vocabulary: the answer says what its pack says (issue 29: PASSED beside OK)
+    assert (first["decision"]["kind"], first["decision"]["status"]) == ("answer", "OK")
+    assert refused["decision"]["kind"] == "refusal"
+    shown = runner.invoke(app, ["answer", q, "--db", db, "--embedder", "hashing"],
+                          env={"AIBLOX_NO_PROGRESS": "1"})
+    assert shown.exit_code == 0, shown.output
+    assert "answer (OK)" in shown.stdout and "PASSED" not in shown.stdout
+    pack_id = shown.stdout.split("evidence pack: ")[1].split()[0]
+    pack = runner.invoke(app, ["pack", "show", pack_id, "--db", db])
+    assert json.loads(pack.stdout)["decision"]["status"] == "OK"
+    assert f"{pack_id}: answer (OK)" in pack.stderr
     v2 = _answer(db, q, "--policy", "R2_POLICY_V2")
     assert v2["hashes"]["policy_sha256"] != first["hashes"]["policy_sha256"]
+
+
+def test_a_heading_is_kept_apart_from_the_sentence_under_it(tmp_path):
+    """The sample's documents open with a Markdown heading (`# BM25`); a quoted sentence never
+    carries it (issue 29: `# BM25 BM25 is a ranking function ...`)."""
+    db = str(tmp_path / "h.duckdb")
+    ing = runner.invoke(app, ["ingest", "sample", "--db", db, "--embedder", "hashing"],
+                        env={"AIBLOX_NO_PROGRESS": "1"})
+    assert ing.exit_code == 0, ing.output
+    out = _answer(db, "who developed BM25?")
+    cited = {e["citation_anchor"]: e["sanitized_text"]
+             for e in out["answer_bundle"]["selected_evidence"]}
+    assert any(t.startswith("# BM25. BM25 is a ranking function") for t in cited.values())
+    lines = out["answer_text"].splitlines()
+    assert "BM25 is a ranking function for lexical retrieval. [C1]" in lines
+    assert not any("#" in ln for ln in lines)
 
 
 def test_unknown_policy_is_a_clear_error(tmp_path):

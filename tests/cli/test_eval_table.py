@@ -10,6 +10,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -91,11 +92,12 @@ def test_json_has_one_shape_for_one_system_or_three(db):
     one = _json(db, "--mode", "bm25")
     three = _json(db, *MODES, "--baseline", "bm25")
     assert set(one) == set(three) == {"dataset", "split", "test", "correction", "alpha",
-                                      "baseline", "metrics", "systems"}
+                                      "baseline", "pairwise", "metrics", "systems"}
     assert len(one["systems"]) == 1 and len(three["systems"]) == 3
     keys = set(one["systems"][0])
     assert all(set(s) == keys for s in three["systems"])
-    assert {"name", "kind", "metrics", "hashes", "significance", "chunks"} <= keys
+    assert {"name", "kind", "metrics", "hashes", "significance", "pairwise", "chunks"} <= keys
+    assert one["pairwise"] is False and three["systems"][1]["pairwise"] == {}
     assert (one["test"], one["correction"], one["baseline"]) == ("t", "holm", None)
     assert one["systems"][0]["significance"] == {}
     assert three["baseline"] == "bm25" and three["systems"][0]["significance"] == {}
@@ -155,23 +157,37 @@ def test_significance_matches_scipy_with_holm_and_bonferroni(db, tmp_path):
     assert 0.0 < p["p"] <= 1.0 and p["p"] == p["p_adjusted"]  # one system: no correction
 
 
-def test_markdown_latex_csv_name_the_test_and_mark_significance(db):
+def test_markdown_latex_csv_name_the_test_and_mark_direction_delta_and_p(db):
     md = _eval(db, "--mode", "bm25", "--mode", "dense", "--baseline", "bm25", "--format",
                "markdown").stdout
+    data = _json(db, "--mode", "bm25", "--mode", "dense", "--baseline", "bm25")
+    sig = data["systems"][1]["significance"]
     rows = [ln for ln in md.splitlines() if ln.startswith("| ")]
     assert rows[0] == "| system | ndcg@10 | recall@100 | mrr@10 | map@100 |"
-    assert rows[1].startswith("| bm25 (baseline) | ") and "†" not in rows[1]
+    assert rows[1] == "| bm25 (baseline) | 0.7014 | 1.0000 | 0.7343 | 0.6729 |"
     dense = rows[2].split(" | ")
-    assert dense[1].endswith("†")  # ndcg@10 of dense: significantly below bm25
-    assert dense[2] == "1.0000"  # recall@100: both 1.0, nothing to mark
-    assert ("† differs from baseline bm25 with adjusted p <= 0.05 (paired t-test, Holm "
-            "correction across the 1 system compared per metric)") in md
+    # ndcg@10 of dense: significantly below bm25: the value, the signed delta marked ▼ (the
+    # way it differs) and the adjusted p, at one precision
+    assert sig["ndcg@10"]["significant"] and sig["ndcg@10"]["delta"] < 0
+    assert dense[1] == (f"0.4688 ({sig['ndcg@10']['delta']:+.4f}▼, "
+                        f"p={sig['ndcg@10']['p_adjusted']:.4f})")
+    assert dense[2] == "1.0000 (+0.0000, p=1.0000)"  # recall@100: both 1.0, nothing to mark
+    for m, cell in zip(data["metrics"], dense[1:], strict=True):  # marked iff significant
+        assert ("▼" in cell) == sig[m]["significant"] and "▲" not in cell
+    assert not all(sig[m]["significant"] for m in data["metrics"])
+    assert ("(delta, p): the difference from baseline bm25's mean and its adjusted p; ▲/▼ "
+            "significantly higher/lower (adjusted p <= 0.05; paired t-test, Holm correction "
+            "across the 1 system compared per metric)") in md
+    assert "†" not in md and "*" not in md.replace("**", "")
 
     tex = _eval(db, "--mode", "bm25", "--mode", "dense", "--baseline", "bm25", "--test",
                 "wilcoxon", "--correction", "bonferroni", "--format", "latex").stdout
     assert tex.startswith("\\begin{table}") and tex.rstrip().endswith("\\end{table}")
     assert "Wilcoxon signed-rank test, Bonferroni correction" in tex
-    assert "bm25 (baseline) & " in tex and "\\begin{tabular}{lrrrr}" in tex
+    assert "bm25 (baseline) & 0.7014 & " in tex and "\\begin{tabular}{lrrrr}" in tex
+    dense_tex = next(ln for ln in tex.splitlines() if ln.startswith("dense & "))
+    assert "0.4688 {\\scriptsize (-0.2325$\\bigtriangledown$, $p$=" in dense_tex
+    assert "$\\bigtriangleup$/$\\bigtriangledown$ significantly higher/lower" in tex
 
     text = _eval(db, "--mode", "bm25", "--mode", "hybrid", "--baseline", "hybrid", "--format",
                  "csv").stdout
@@ -181,11 +197,76 @@ def test_markdown_latex_csv_name_the_test_and_mark_significance(db):
         ("t", "holm", "hybrid")}
     bm25 = [r for r in table if r["system"] == "bm25"]
     assert all(float(r["p_adjusted"]) >= float(r["p"]) for r in bm25)
-    assert all(r["p"] == "" for r in table if r["system"] == "hybrid")
+    assert all(r["mark"] == ("" if r["significant"] == "false" else
+                             "▲" if float(r["delta"]) > 0 else "▼") for r in bm25)
+    assert all(r["p"] == r["mark"] == "" for r in table if r["system"] == "hybrid")
 
     plain = _eval(db, "--mode", "bm25", "--format", "markdown").stdout
-    assert "no significance tests: no --baseline given (test: paired t-test, Holm correction)" \
+    assert "no significance tests: no baseline given (test: paired t-test, Holm correction)" \
         in plain
+
+
+def test_pairwise_tests_every_pair_as_ranx_compare(db, tmp_path):
+    pq = tmp_path / "pq.csv"
+    data = _json(db, *MODES, "--pairwise", "--per-query", pq)
+    frame = pd.read_csv(pq, dtype={"query_id": str})
+
+    def values(system: str) -> list[float]:
+        rows = frame[(frame.system == system) & (frame.metric == "ndcg@10")]
+        return rows.sort_values("query_id")["value"].tolist()
+
+    assert data["pairwise"] is True and data["baseline"] is None
+    by_name = {s["name"]: s for s in data["systems"]}
+    pairs = [("bm25", "dense"), ("bm25", "hybrid"), ("dense", "hybrid")]
+    raw = [float(ttest_rel(values(b), values(a)).pvalue) for a, b in pairs]
+    got = [by_name[b]["pairwise"][a]["ndcg@10"] for a, b in pairs]
+    assert [g["p"] for g in got] == pytest.approx(raw, rel=1e-9)
+    assert [g["p_adjusted"] for g in got] == pytest.approx(adjust(raw, "holm"))  # 3 pairs
+    for a, b in pairs:  # both ways round: the delta and the wins turn over
+        ab, ba = by_name[b]["pairwise"][a]["ndcg@10"], by_name[a]["pairwise"][b]["ndcg@10"]
+        assert ab["delta"] == -ba["delta"] and ab["p_adjusted"] == ba["p_adjusted"]
+        assert (ab["wins"], ab["losses"]) == (ba["losses"], ba["wins"])
+        assert by_name[a]["significance"] == {}
+    md = _eval(db, *MODES, "--pairwise", "--format", "markdown").stdout
+    rows = {ln.split(" | ")[0][2:]: ln.split(" | ") for ln in md.splitlines()
+            if ln.startswith("| (")}
+    assert set(rows) == {"(a) bm25", "(b) dense", "(c) hybrid"}
+    dense = by_name["dense"]["pairwise"]
+    assert dense["bm25"]["ndcg@10"]["significant"] and dense["bm25"]["ndcg@10"]["delta"] < 0
+    assert rows["(b) dense"][1].startswith("0.4688 ▼a")  # below bm25 (a), significantly
+    assert rows["(a) bm25"][1].startswith("0.7014 ▲b")
+    assert "| ndcg@10 | (c) hybrid | (b) dense | +0.1488" in md  # every pair listed once
+    assert ("▲x/▼x: significantly higher/lower than system x with adjusted p <= 0.05 (paired "
+            "t-test, Holm correction across the 3 pairs of systems per metric)") in md
+    both = _run("eval", "sample", "--db", db, "--embedder", "hashing", *MODES, "--pairwise",
+                "--baseline", "bm25")
+    assert both.exit_code == 2 and "--baseline bm25 and --pairwise" in both.output
+
+
+def test_eval_says_what_syncing_changed_as_ingest_does(tmp_path):
+    """An edited dataset is synced before it is scored: eval says what changed in the words
+    of `aiblox ingest` (issue 29: it printed `ingest: 29/29 doc`), and nothing when in sync."""
+    ds, store = tmp_path / "mine", str(tmp_path / "mine.duckdb")
+    shutil.copytree(REPO / "datasets" / "sample", ds)
+    first = _ok("eval", ds, "--db", store, "--embedder", "hashing", "--mode", "bm25")
+    n = len((ds / "corpus.jsonl").read_text(encoding="utf-8").splitlines())
+    assert (f"synced mine into {store}: {n} new, 0 updated, 0 deleted, 0 unchanged; 0 vectors "
+            f"written (0 embedded, 0 from cache)") in first.stderr
+    judged = {ln.split("\t")[1] for f in (ds / "qrels").iterdir()
+              for ln in f.read_text(encoding="utf-8").splitlines()[1:]}
+    docs = [json.loads(ln) for ln in (ds / "corpus.jsonl").read_text().splitlines()]
+    gone = next(d["_id"] for d in reversed(docs) if d["_id"] not in judged)
+    docs = [d for d in docs if d["_id"] != gone]
+    docs[0]["text"] += " One more sentence."
+    (ds / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    again = _ok("eval", ds, "--db", store, "--embedder", "hashing", "--mode", "bm25")
+    said = [ln for ln in again.stderr.splitlines() if ln.startswith("synced ")]
+    assert said == [f"synced mine into {store}: 0 new, 1 updated, 1 deleted, {n - 2} "
+                    f"unchanged; 0 vectors written (0 embedded, 0 from cache)"]
+    ingest = _ok("ingest", ds, "--db", store, "--embedder", "hashing")
+    assert f"{n - 1} unchanged" in ingest.stdout  # the same words; nothing left to do
+    third = _ok("eval", ds, "--db", store, "--embedder", "hashing", "--mode", "bm25")
+    assert "synced " not in third.stderr  # in sync: nothing said
 
 
 def test_table_redirected_to_a_file_holds_the_table(db, tmp_path):

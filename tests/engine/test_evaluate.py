@@ -100,6 +100,7 @@ def test_eval_scores_pipelines_as_systems_and_refuses_a_bad_one_first(tmp_path):
     assert ok.returncode == 0, ok.stderr
     systems = {s["name"]: s for s in json.loads(ok.stdout)["systems"]}
     assert set(systems) == {"bm25", "prf"}
+    assert (systems["bm25"]["kind"], systems["prf"]["kind"]) == ("mode", "pipeline")
     assert systems["prf"]["metrics"]["ndcg@10"] != systems["bm25"]["metrics"]["ndcg@10"]
     bad = aiblox("eval", "sample", "--embedder", "hashing", "--db", db, "--pipeline", "bm25",
                  "--pipeline", "bm25 >> rm3(fb_docs=500) >> bm25", cwd=tmp_path)

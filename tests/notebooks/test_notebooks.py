@@ -28,6 +28,25 @@ def test_marimo_check_passes():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_what_marimo_export_writes_beside_a_notebook_is_ignored(tmp_path):
+    """``marimo export html`` leaves its session cache beside the notebook
+    (``__marimo__/session/<name>.json``): every file it writes there is ignored by git when
+    it lands in notebooks/, so an export leaves nothing untracked (issue 29)."""
+    nb = tmp_path / "tiny.py"
+    nb.write_text("import marimo\napp = marimo.App()\n\n\n@app.cell\ndef _():\n    x = 1\n"
+                  "    return (x,)\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "marimo", "export", "html", str(nb), "-o",
+                           str(tmp_path / "out" / "tiny.html")],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    written = [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")
+               if p.is_file() and p != nb and "out" not in p.relative_to(tmp_path).parts]
+    assert written  # marimo's session cache, where this marimo puts it
+    for rel in written:
+        check = subprocess.run(["git", "check-ignore", "-q", f"notebooks/{rel}"], cwd=REPO)
+        assert check.returncode == 0, f"notebooks/{rel} would be left untracked"
+
+
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_pep723_header_and_readme_line(name):
     source = (NOTEBOOKS_DIR / f"{name}.py").read_text(encoding="utf-8")

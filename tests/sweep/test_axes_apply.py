@@ -105,7 +105,7 @@ def test_the_report_plots_and_tabulates_each_series(fusion):
     html = render_html(fusion["report"])
     assert html.count('<img alt="ndcg@10 by ') == 4
     md = render_markdown(fusion["report"])
-    i = md.index("### prefs.scoring.rrf_k")
+    i = md.index("### rrf_k (MLflow param `prefs.scoring.rrf_k`)")
     assert md[i:].split("\n\n")[1].splitlines()[2:] == [
         "| rrf | 10 | 2 | 0.5200 | 0.4700 |", "| rrf | 60 | 2 | 0.4200 | 0.3700 |"]
 

@@ -19,8 +19,8 @@ def test_bm25_axes_expand_and_rerun_free(tmp_path, sample_spec, small_spec):
                       progress=False)
     assert first.computed["signals"] == 8  # 4 settings x 2 splits
     assert len({p.manifest.splits["test"].run_hash for p in first.points}) == 4
-    assert {p.label for p in first.points} >= {"bm25-lucene-k10.9-b0.75-d20",
-                                                "bm25-bm25+-k11.5-b0.75-d20"}
+    assert {p.label for p in first.points} >= {"bm25-lucene-k1=0.9-b=0.75-d20",
+                                                "bm25-bm25+-k1=1.5-b=0.75-d20"}
     again = run_sweep(base, cache_dir=tmp_path / "c", db=str(tmp_path / "s.duckdb"),
                       progress=False)
     assert again.computed == {} and [p.metrics for p in again.points] == \

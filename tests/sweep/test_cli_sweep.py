@@ -51,6 +51,26 @@ def test_sweep_table_without_tracking(tmp_path, sweep_db):
              "--jobs", "1", "--top", "3")
     assert r.exit_code == 0, r.output
     assert "best on train by ndcg@10" in r.output and "MLflow" not in r.output
+    # the board marks a difference as every table does: the delta to the baseline, ▲/▼
+    # beside it when significant, the adjusted p; never a bare `*`
+    js = json.loads(_run("sweep", SPEC, "--db", sweep_db, "--cache-dir", str(tmp_path),
+                         "--no-tracking", "--json").stdout)
+    lines = r.stdout.splitlines()
+    head = next(ln for ln in lines if "vs baseline (test)" in ln)
+    assert [c.strip() for c in head.strip("┃ ").split("┃")] == [
+        "point", "train ndcg@10", "test ndcg@10", "vs baseline (test)", "config"]
+    best = js["best"]
+    row = next(ln for ln in lines if ln.startswith(f"│ {best['label']} "))
+    tested = next(c for c in js["significance"]
+                  if c["candidate"] == best["label"] and c["metric"] == "ndcg@10")
+    assert (f"{tested['delta']:+.4f}{'▲' if tested['significant'] else ''} "
+            f"p={tested['p_holm']:.4f}") in row
+    assert best["config_hash"][:16] in row  # the hash prefix every command shows
+    sig = next(ln for ln in lines if "p (adjusted)" in ln)
+    assert [c.strip() for c in sig.strip("┃ ").split("┃")] == [
+        "point", "metric", "better", "value", "delta", "p", "p (adjusted)", "W/T/L"]
+    assert "▲/▼ significantly higher/lower than the baseline (adjusted p <= 0.05)" in r.stdout
+    assert " *" not in r.stdout
 
 
 def test_bad_spec_names_the_file_and_field(tmp_path):

@@ -45,7 +45,7 @@ def test_leaderboard_rows_ranks_and_best(result):
     assert board["tune"].is_monotonic_decreasing
     first = board.iloc[0]
     assert first["label"] == result.best.label and bool(first["best"])
-    assert first["config"] == result.best.config_hash[:12]
+    assert first["config"] == result.best.config_hash[:16]  # the prefix every command shows
     assert first["tune"] == result.best.metrics["train"]["ndcg@10"]
     assert first["report"] == result.best.metrics["test"]["ndcg@10"]
     assert board["best"].sum() == 1 and board["baseline"].sum() == 1
@@ -76,7 +76,7 @@ def test_axis_frame_per_value(result):
         pts = [p for p in result.points
                if p.scoring["blend"] == "linear" and p.scoring["w_text"] == row["w_text"]]
         top = choose_best(pts, t, m)
-        assert row["label"] == top.label and row["config"] == top.config_hash[:12]
+        assert row["label"] == top.label and row["config"] == top.config_hash[:16]
         assert row["tune"] == top.metrics[t][m] and row["report"] == top.metrics[r][m]
         assert row["mean_tune"] == pytest.approx(sum(p.metrics[t][m] for p in pts) / 4)
         assert row["mean_report"] == pytest.approx(sum(p.metrics[r][m] for p in pts) / 4)
@@ -98,13 +98,13 @@ def test_ties_break_by_config_hash(result):
     tied = _with_tune(result, {p.config_hash: 0.99 for p in half})
     row = axis_frame(tied, "w_text").set_index("w_text").loc[0.5]
     winner = min(half, key=lambda p: p.config_hash)
-    assert row["config"] == winner.config_hash[:12] and row["tune"] == 0.99
+    assert row["config"] == winner.config_hash[:16] and row["tune"] == 0.99
     # and the leaderboard ranks the tied points by config hash, the first being result.best
     board = leaderboard(tied)
     assert tied.best.config_hash == winner.config_hash
     top4 = board.head(4)
     assert (top4["tune"] == 0.99).all() and bool(top4.iloc[0]["best"])
-    assert top4["config"].tolist() == sorted(p.config_hash[:12] for p in half)
+    assert top4["config"].tolist() == sorted(p.config_hash[:16] for p in half)
     assert result.best.config_hash not in {p.config_hash for p in half}  # a real change
 
 
@@ -127,6 +127,8 @@ def test_stage_counts_significance_and_manifest(result):
     assert len(sig) == len(result.significance) == 3 * 3  # 3 top points x 3 metrics
     assert sig["p_holm"].ge(sig["p_value"]).all() and sig["p_holm"].le(1).all()
     assert sig.iloc[0]["candidate"] == result.best.label
+    assert (sig["mark"] == [("" if not r.significant else "▲" if r.delta > 0 else "▼")
+                            for r in sig.itertuples()]).all()  # as every table marks it
     no_base = result.model_copy(update={"significance": []})
     assert significance_frame(no_base).empty and "p_holm" in significance_frame(no_base)
     hashes = manifest_frame(result.best)

@@ -51,7 +51,19 @@ def test_report_writes_self_contained_html_and_markdown(logged):
     assert info["best_config_hash"] == best
     assert best in html and best in md
     assert html.count('<img alt="') == len(info["axes"]) >= 3  # blend, w_text, depth at least
-    assert '<img alt="ndcg@10 by prefs.scoring.blend" src="data:image/png;base64,' in html
+    assert '<img alt="ndcg@10 by blend" src="data:image/png;base64,' in html
+    # axes named as the spec names them (issue 29: `depth`, not prefs.fts.top_k)
+    assert '<img alt="ndcg@10 by depth"' in html and "by prefs." not in html
+    assert "### depth (MLflow param `prefs.fts.top_k`)" in md
+    # the leaderboard gives each point's delta to the baseline, marked with p where tested
+    head = next(ln for ln in md.splitlines() if ln.startswith("| # | label |"))
+    assert head.endswith("| vs baseline (test ndcg@10) |")
+    rows = {ln.split(" | ")[1]: ln for ln in md.splitlines() if ln.startswith("| ")}
+    assert rows[r.baseline.label].endswith("| baseline |")
+    tested = next(c for c in r.significance if c.metric == "ndcg@10")
+    assert rows[tested.candidate].endswith(f"| {tested.delta:+.4f}"
+                                           f"{'▲' if tested.significant else ''} "
+                                           f"p={tested.p_holm:.4f} |")
     _no_remote_refs(html)
     assert "<script" not in html
     # tune-versus-report and significance tables carry the logged numbers
@@ -87,6 +99,23 @@ def test_axis_rows_follow_the_tune_choice(logged):
     assert {row["series"] for row in rep.axes["prefs.fts.top_k"]} == {"linear", "rrf"}
     assert len(rrf) == 3 and "prefs.scoring.rrf_k" in rep.axes
     assert sum(row["n"] for row in rep.axes["prefs.scoring.rrf_k"]) == 3
+
+
+def test_categorical_axes_are_drawn_as_categories(logged):
+    from matplotlib import pyplot as plt
+
+    from aiblox.sweep.report_plots import axis_figure
+
+    rep = load_sweep_report(logged["result"].tracking["parent_run_id"], logged["uri"])
+    blend = axis_figure(rep, "prefs.scoring.blend")
+    lines = blend.axes[0].get_lines()
+    assert lines and all(ln.get_linestyle() == "None" for ln in lines)  # points, no line
+    assert [t.get_text() for t in blend.axes[0].get_xticklabels()] == ["linear", "rrf"]
+    assert blend.axes[0].get_xlabel() == "blend"
+    depth = axis_figure(rep, "prefs.fts.top_k")
+    assert any(ln.get_linestyle() == "-" for ln in depth.axes[0].get_lines())  # numbers: lines
+    assert depth.axes[0].get_xlabel() == "depth"
+    plt.close("all")
 
 
 def test_report_cli_by_sweep_name(logged, tmp_path):
@@ -136,5 +165,12 @@ def test_compare_cli_json_and_table(logged):
                                 "--split", "train"])
     assert table.exit_code == 0, table.output
     assert "ndcg@10" in table.output and "queries" in table.output
+    # every number at one precision (issue 29: a p of 0.482 printed beside 0.5322), the mark
+    # beside the delta as in every table
+    rows = [ln for ln in table.stdout.splitlines() if ln.startswith("│ ndcg@10")]
+    cells = [c.strip() for c in rows[0].strip("│").split("│")]
+    assert re.fullmatch(r"[+-]\d\.\d{4}[▲▼]?", cells[4]), cells
+    assert all(re.fullmatch(r"<?\d\.\d{4}", c) for c in (cells[2], cells[3], cells[5], cells[6]))
+    assert "▲/▼ significantly higher/lower than A" in table.stdout and "*" not in table.stdout
     bad = runner.invoke(app, ["compare", a, "nope", "--tracking-uri", logged["uri"]])
     assert bad.exit_code == 2 and "nope" in bad.output

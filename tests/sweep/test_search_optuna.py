@@ -115,6 +115,22 @@ def test_n_above_the_grid_is_capped(small_spec, sample_spec, tmp_path, sweep_db,
     assert len(r.trials) == 3 and len(r.points) == len(set(r.trials))
 
 
+def test_progress_ends_at_n_of_n_when_the_baseline_is_a_trial(small_spec, sample_spec, tmp_path,
+                                                              sweep_db, sample_dataset, capsys,
+                                                              monkeypatch):
+    from aiblox import progress
+
+    monkeypatch.delenv("AIBLOX_NO_PROGRESS", raising=False)
+    monkeypatch.setattr(progress, "MIN_LINE_S", 0.0)  # the closing line of a short sweep
+    spec = tpe(small_spec(sample_spec, blend=["rrf"], rrf_k=[10, 60, 100],
+                          baseline={"blend": "rrf", "rrf_k": 60}), 3)
+    r = run_sweep(spec, cache_dir=tmp_path, db=sweep_db, progress=True, dataset=sample_dataset)
+    assert r.baseline is not None and r.baseline.config_hash in r.trials  # ticked as a trial
+    closing = [ln for ln in capsys.readouterr().err.splitlines()
+               if ln.startswith(f"sweep {spec.name}: ")]
+    assert closing and closing[-1].split(" in ")[0] == f"sweep {spec.name}: 3/3 pt"  # not 3/4
+
+
 def test_search_space_is_the_grid(sample_spec):
     from aiblox.sweep.runner import sweep_points
 

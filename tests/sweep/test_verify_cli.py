@@ -57,6 +57,20 @@ def test_a_sweep_name_verifies_its_best_point(logged):
     res = _verify(logged, "verify_cli")
     assert res.exit_code == 0, res.output
     assert logged["result"].best.config_hash[:16] in res.output and "identical" in res.output
+    # the table is a result: on stdout, whole (issue 29: `> v.txt` left the file empty),
+    # values at full precision, hashes by their start as every command shows them
+    best = logged["result"].best
+    assert "identical:" in res.stdout and "identical:" not in res.stderr
+    assert f"point {best.config_hash[:16]} (" in res.stdout
+    rows = {ln.split("│")[1].strip(): [c.strip() for c in ln.split("│")[2:4]]
+            for ln in res.stdout.splitlines() if ln.startswith("│ ") and ln.count("│") == 5}
+    value = best.metrics["test"]["ndcg@10"]
+    assert rows["test/ndcg@10 (mlflow)"] == [repr(value)] * 2  # whole, not its last 16
+    assert rows["config"] == [best.config_hash[:16]] * 2  # the start, not the end
+    key, output = best.manifest.splits["test"].stages[0]["key"], \
+        best.manifest.splits["test"].stages[0]["output_hash"]
+    assert rows[f"test/{best.manifest.splits['test'].stages[0]['name']}"][0] == \
+        f"{key[:16]}:{output[:16]}"
 
 
 def test_a_tampered_manifest_names_the_first_stage_that_differs(logged, tmp_path):

@@ -25,10 +25,14 @@ META_COMMENTARY_PATTERN = re.compile(
 """Talk about the evidence, the prompt, the instructions or being an AI."""
 
 
+_HEADING = re.compile(r"#{1,6}\s")
+
+
 def is_quotable(sentence: str) -> bool:
     """True when quoting ``sentence`` cannot break an answer rule by itself."""
     return not (
-        CITATION_LIKE_PATTERN.search(sentence)
+        _HEADING.match(sentence)  # a Markdown heading (``# BM25.``): a title, not a claim
+        or CITATION_LIKE_PATTERN.search(sentence)
         or re.search(r"\[C\d+\]", sentence)
         or "NO_EVIDENCE" in sentence
         or METADATA_PATTERN.search(sentence)

@@ -65,6 +65,7 @@ from aiblox.engine.tracking.owner import (
     _this_process,
     owner_status,
 )
+from aiblox.hashing import short_hash
 from aiblox.inputs import EnvVarError
 from aiblox.stores.base import is_disk_full
 
@@ -244,7 +245,7 @@ class SweepTracker:
             live, why = owner_status(parent.data.tags)
         else:  # KILLED or FAILED: its owner gave it up (release)
             live, why = False, "its process gave it up"
-        head = f"sweep {self.name} ({self.sweep_hash[:12]}), MLflow run {parent.info.run_id}"
+        head = f"sweep {self.name} ({short_hash(self.sweep_hash)}), MLflow run {parent.info.run_id}"
         if live:
             raise SweepBusy(f"{head}: {why}; wait for it to finish, or stop it and pass "
                             f"--resume")
@@ -267,11 +268,11 @@ class SweepTracker:
         if first is not None and first.info.run_id != self.parent_id and not self.resumed:
             self._withdraw()
             self._discard(self.parent_id)
-            raise SweepBusy(f"sweep {self.name} ({self.sweep_hash[:12]}) was started at the same "
+            raise SweepBusy(f"sweep {self.name} ({short_hash(self.sweep_hash)}) was started at the same "
                             f"time by another process (MLflow run {first.info.run_id})")
         if owner is None or owner.token != self.token:
             self._withdraw()
-            raise SweepBusy(f"sweep {self.name} ({self.sweep_hash[:12]}), MLflow run "
+            raise SweepBusy(f"sweep {self.name} ({short_hash(self.sweep_hash)}), MLflow run "
                             f"{self.parent_id}: taken over at the same time by {owner}")
 
     def _withdraw(self) -> None:

@@ -1,0 +1,62 @@
+"""How every table marks a difference from the baseline: the one convention of ``aiblox eval``
+(terminal, Markdown, LaTeX, CSV), the sweep board, ``aiblox compare`` and the sweep report.
+
+A compared value carries its signed delta to the baseline (``+0.0123``, ``-0.2326``) and the
+adjusted p-value of its paired test (``p=0.0120``; ``p<0.0001`` below four decimals); a
+significant difference (adjusted p <= alpha) is marked by its direction beside the delta:
+``▲`` significantly higher than the baseline, ``▼`` significantly lower. The arrow follows the
+value, not the verdict: for a cost (tokens, latency; :mod:`aiblox.metrics.directions`) a
+``▼`` is the better way, and the tables that hold costs name each metric's direction.
+Values are shown at :data:`DIGITS` decimals everywhere (p-values too); CSV and JSON keep full
+precision.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DIGITS",
+    "DOWN",
+    "UP",
+    "delta_text",
+    "legend",
+    "mark",
+    "p_text",
+    "value_text",
+]
+
+UP = "▲"
+"""Significantly higher than the baseline (adjusted p <= alpha)."""
+DOWN = "▼"
+"""Significantly lower than the baseline (adjusted p <= alpha)."""
+DIGITS = 4
+"""Decimals of a value, a delta and a p-value in every table."""
+
+
+def mark(delta: float, significant: bool) -> str:
+    """``▲`` or ``▼`` for a significant difference by the sign of ``delta``; ``""`` otherwise
+    (not significant, or no difference in the means)."""
+    if not significant or delta == 0:
+        return ""
+    return UP if delta > 0 else DOWN
+
+
+def value_text(value: float) -> str:
+    """A metric value as a table shows it (:data:`DIGITS` decimals)."""
+    return f"{value:.{DIGITS}f}"
+
+
+def delta_text(delta: float, significant: bool = False) -> str:
+    """The signed delta, its mark beside it when significant: ``-0.2326▼``, ``+0.0120``."""
+    return f"{delta:+.{DIGITS}f}{mark(delta, significant)}"
+
+
+def p_text(p: float) -> str:
+    """A p-value at :data:`DIGITS` decimals; ``<0.0001`` below that."""
+    floor = 10.0 ** -DIGITS
+    return f"<{floor:.{DIGITS}f}" if p < floor / 2 else f"{p:.{DIGITS}f}"
+
+
+def legend(against: str = "the baseline", alpha: float = 0.05) -> str:
+    """The line under a table that says what the marks mean."""
+    return (f"{UP}/{DOWN} significantly higher/lower than {against} (adjusted p <= "
+            f"{alpha:g}); deltas are the system's mean minus {against}'s")

@@ -1,0 +1,178 @@
+"""``run_experiment``: one call from the front door for an experiment table, systems given as
+modes, retrieval preferences, pipelines, saved run files, run mappings and run frames, on the
+sample dataset with the hashing embedder and a real DuckDB file; the table's renderings; the
+marks every table uses (:mod:`aiblox.metrics.marks`) and the pairwise tests, worked by hand."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from aiblox import RetrievalPrefs, Stage, run_experiment
+from aiblox.data.trec import trec_scores
+from aiblox.experiment import write_trec_run
+from aiblox.metrics import adjust, compare_pairwise
+from aiblox.metrics.marks import delta_text, mark, p_text, value_text
+from tests.conftest import REPO
+
+METRICS = ["ndcg@10", "recall@100"]
+
+
+@pytest.fixture(scope="module")
+def scored(sample_dataset, tmp_path_factory):
+    """bm25 and hybrid scored once, baseline bm25; their runs written as TREC files."""
+    db = str(tmp_path_factory.mktemp("exp") / "sample.duckdb")
+    table = run_experiment(["bm25", "hybrid"], sample_dataset, "test", METRICS, baseline=0,
+                           db=db, embedder="hashing", progress=False)
+    folder = tmp_path_factory.mktemp("runs")
+    paths = {s.name: write_trec_run(s, folder) for s in table.systems}
+    return table, db, paths
+
+
+def test_one_call_scores_modes_and_tests_them_against_the_baseline(scored):
+    table, _, _ = scored
+    assert [s.name for s in table.systems] == ["bm25", "hybrid"]
+    assert table.baseline == "bm25" and (table.test, table.correction) == ("t", "holm")
+    bm25, hybrid = table.systems
+    sig = table.significance["hybrid"]["ndcg@10"]
+    assert sig.delta == pytest.approx(hybrid.metrics["ndcg@10"] - bm25.metrics["ndcg@10"])
+    assert table.significance.get("bm25") is None  # the baseline is not tested
+    assert bm25.kind == hybrid.kind == "mode" and hybrid.n_queries == 12
+    # the numbers of `aiblox eval` (tests/cli/test_eval_table.py pins bm25 0.7014, hybrid 0.6177)
+    assert (round(bm25.metrics["ndcg@10"], 4), round(hybrid.metrics["ndcg@10"], 4)) == (
+        0.7014, 0.6177)
+
+
+def test_renderings_carry_value_delta_mark_and_p(scored):
+    table, _, _ = scored
+    sig = table.significance["hybrid"]["ndcg@10"]
+    md = table.to_markdown()
+    row = next(ln for ln in md.splitlines() if ln.startswith("| hybrid |"))
+    assert row.split(" | ")[1] == (f"0.6177 ({sig.delta:+.4f}"
+                                   f"{'▼' if sig.significant else ''}, "
+                                   f"p={sig.p_adjusted:.4f})")
+    assert table._repr_markdown_() == md  # what a notebook shows
+    assert "\\begin{tabular}{lrr}" in table.to_latex()
+    frame = table.to_frame()
+    assert list(frame["system"]) == ["bm25", "hybrid"]
+    assert list(frame.columns[:3]) == ["system", "ndcg@10", "recall@100"]
+    assert frame.loc[1, "ndcg@10 delta"] == sig.delta
+    assert frame.loc[1, "ndcg@10 p_adjusted"] == sig.p_adjusted
+    assert frame.loc[0, "ndcg@10 delta"] is None or pd.isna(frame.loc[0, "ndcg@10 delta"])
+    assert frame.loc[1, "ndcg@10 mark"] == mark(sig.delta, sig.significant)
+
+
+def test_saved_runs_frames_and_mappings_score_as_the_modes(scored, sample_dataset):
+    table, _, paths = scored
+    hybrid = table.systems[1]
+    # scores as a run file carries them (ties made strictly decreasing): a frame or a mapping
+    # is ordered as trec_eval orders it, by score, so tied scores would be ordered by id
+    written = {q: list(zip([d for d, _ in hits], trec_scores([s for _, s in hits]), strict=True))
+               for q, hits in hybrid.run.items()}
+    frame = pd.DataFrame([(q, d, s) for q, hits in written.items() for d, s in hits],
+                         columns=["qid", "docno", "score"])
+    mapping = {q: dict(hits) for q, hits in written.items()}  # ranx / pytrec_eval form
+    again = run_experiment([paths["bm25"], str(paths["hybrid"]), frame, mapping, hybrid.run],
+                           sample_dataset, "test", METRICS, baseline="bm25", progress=False)
+    assert [s.name for s in again.systems] == ["bm25", "hybrid", "run2", "run3", "run4"]
+    assert all(s.kind == "run" for s in again.systems)
+    for s in again.systems[1:]:  # a run read back, from a file, a frame or a mapping
+        assert s.metrics == hybrid.metrics, s.name
+        got, want = again.significance[s.name]["ndcg@10"], table.significance["hybrid"]["ndcg@10"]
+        assert (got.delta, got.p, got.wins) == (want.delta, want.p, want.wins)  # 4 in a family
+    assert again.systems[0].hashes["run"] == table.systems[0].hashes["run"]
+    named = run_experiment([hybrid], "sample", "test", METRICS, names=["mine"], progress=False)
+    assert named.systems[0].name == "mine" and named.dataset == "sample"
+
+
+def test_retrieval_prefs_and_pairwise(scored, sample_dataset):
+    _, db, paths = scored
+    linear = RetrievalPrefs(query_text="", scoring={"blend": "linear", "normalize": "zscore"})
+    table = run_experiment([linear, "dense", paths["bm25"]], sample_dataset, "test", METRICS,
+                           names=["linear", "dense", "bm25"], pairwise=True, db=db,
+                           embedder="hashing", progress=False)
+    assert table.pairwise and table.baseline is None and table.significance == {}
+    assert table.systems[0].config["prefs"]["scoring"]["blend"] == "linear"
+    assert set(table.pairs) == {"linear", "dense", "bm25"}
+    assert table.pairs["dense"]["bm25"]["ndcg@10"].delta == pytest.approx(
+        table.systems[1].metrics["ndcg@10"] - table.systems[2].metrics["ndcg@10"])
+    assert len(table.pair_rows()) == 3 * len(METRICS)  # each pair once per metric
+
+
+def test_bad_arguments_fail_before_any_work(sample_dataset, tmp_path):
+    cases = [
+        (["bm25", "hybrid"], {"baseline": 2}, "baseline=2: there are 2 systems"),
+        (["bm25", "hybrid"], {"baseline": "dense"}, "baseline 'dense' is not a system"),
+        (["bm25", "bm25"], {}, "two systems are named 'bm25'"),
+        (["bm25"], {"test": "z"}, "unknown test 'z'"),
+        (["bm25"], {"metrics": ["ndcg@x"]}, "ndcg@x"),
+        (["bm25", "hybrid"], {"baseline": 0, "pairwise": True}, "choose one"),
+        (["bm25 >> nonsense"], {}, "not a mode (bm25, dense, hybrid), a run file or a pipeline"),
+        ([3.5], {}, "float is not a system"),
+        ([pd.DataFrame({"q": ["1"]})], {}, "a run frame needs columns qid, docno and score"),
+    ]
+    for systems, kwargs, message in cases:
+        with pytest.raises(ValueError) as err:
+            run_experiment(systems, sample_dataset, "test", db=str(tmp_path / "never.duckdb"),
+                           embedder="hashing", progress=False, **kwargs)
+        assert message in str(err.value), (systems, kwargs, str(err.value))
+    assert not (tmp_path / "never.duckdb").exists()  # refused before a store was opened
+
+
+def test_a_pipeline_is_a_system(scored, sample_dataset):
+    _, db, _ = scored
+    pipeline = Stage("bm25") >> Stage("rm3") >> Stage("bm25")
+    table = run_experiment(["bm25", pipeline, "bm25 >> rm3(fb_terms=5) >> bm25"],
+                           sample_dataset, "test", METRICS, baseline=0, db=db,
+                           embedder="hashing", progress=False)
+    assert [s.kind for s in table.systems] == ["mode", "pipeline", "pipeline"]
+    assert table.systems[1].name == "bm25 >> rm3 >> bm25"
+    assert 0.0 < table.systems[1].metrics["ndcg@10"] <= 1.0
+
+
+def test_marks_by_hand():
+    assert (mark(0.1, True), mark(-0.1, True), mark(0.1, False), mark(0.0, True)) == (
+        "▲", "▼", "", "")
+    assert delta_text(-0.23254, True) == "-0.2325▼" and delta_text(0.0, False) == "+0.0000"
+    assert (p_text(0.48200001), p_text(0.5322), p_text(0.00004), p_text(0.00005)) == (
+        "0.4820", "0.5322", "<0.0001", "0.0001")  # one precision: no 0.482 beside 0.5322
+    assert value_text(0.7) == "0.7000"
+
+
+def test_pairwise_families_by_hand():
+    # three systems, four queries: c is above a and b on every query, a and b tie
+    a = {"m": {"q1": 0.1, "q2": 0.2, "q3": 0.3, "q4": 0.4}}
+    b = {"m": {"q1": 0.1, "q2": 0.2, "q3": 0.3, "q4": 0.4}}
+    c = {"m": {"q1": 0.6, "q2": 0.8, "q3": 0.7, "q4": 0.9}}
+    rows = compare_pairwise([("a", a), ("b", b), ("c", c)], ["m"])
+    assert [(r.against, r.candidate) for r in rows] == [("a", "b"), ("a", "c"), ("b", "c")]
+    ab, ac, bc = rows
+    assert (ab.delta, ab.p_value, ab.ties) == (0.0, 1.0, 4)  # identical: no test to run
+    assert ac.delta == pytest.approx(0.5) and ac.wins == 4 and ac.p_value == bc.p_value
+    # one family of 3 p-values per metric, Holm: the two equal smallest times 3 and 2, made
+    # monotone, and 1.0 stays 1.0
+    assert [r.p_holm for r in rows] == pytest.approx(adjust([1.0, ac.p_value, bc.p_value]))
+    assert ac.p_holm == pytest.approx(min(1.0, 3 * ac.p_value))
+
+
+def test_the_readme_experiment_block_runs(tmp_path):
+    """The README's one-call block, as written, in a fresh process from a folder of its own."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    block = text[text.index("The same experiment from Python is one call"):]
+    code = re.search(r"```python\n(.*?)```", block, re.S).group(1)  # type: ignore[union-attr]
+    assert "from aiblox import" in code and "run_experiment(" in code
+    env = {**os.environ, "AIBLOX_DATASETS": str(REPO / "datasets"), "AIBLOX_NO_PROGRESS": "1",
+           "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", code + "\nprint(frame.to_json())"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "**sample / test (12 queries)**" in done.stdout
+    assert "| bm25 (baseline) | " in done.stdout and "| bm25 >> rm3 >> bm25 | " in done.stdout
+    frame = json.loads(done.stdout.strip().splitlines()[-1])
+    assert list(frame["system"].values()) == ["bm25", "hybrid", "bm25 >> rm3 >> bm25"]
