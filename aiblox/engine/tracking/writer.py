@@ -268,8 +268,8 @@ class SweepTracker:
         if first is not None and first.info.run_id != self.parent_id and not self.resumed:
             self._withdraw()
             self._discard(self.parent_id)
-            raise SweepBusy(f"sweep {self.name} ({short_hash(self.sweep_hash)}) was started at the same "
-                            f"time by another process (MLflow run {first.info.run_id})")
+            raise SweepBusy(f"sweep {self.name} ({short_hash(self.sweep_hash)}) was started "
+                            f"at the same time by another process (MLflow run {first.info.run_id})")
         if owner is None or owner.token != self.token:
             self._withdraw()
             raise SweepBusy(f"sweep {self.name} ({short_hash(self.sweep_hash)}), MLflow run "
