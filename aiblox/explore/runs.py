@@ -10,7 +10,7 @@ import importlib.util
 import pandas as pd
 
 from aiblox.engine.evaluate import config_hash
-from aiblox.engine.tracking import DEFAULT_TRACKING_URI, split_file, tracking_client
+from aiblox.engine.tracking import DEFAULT_TRACKING_URI, logged_splits, tracking_client
 from aiblox.explore.fusion import FusionPoint
 from aiblox.explore.notebook import NotebookWorkspace
 from aiblox.sweep.compare import compare_runs
@@ -43,14 +43,6 @@ def mlflow_runs(tracking_uri: str = DEFAULT_TRACKING_URI, max_results: int = 500
     finally:
         mlflow.set_tracking_uri(previous)
     return df if isinstance(df, pd.DataFrame) else pd.DataFrame()
-
-
-def _logged_splits(client: object, run_id: str) -> list[str]:
-    """The splits a run logged metrics of (``<split>.<metric>``) and per-query values for."""
-    run = client.get_run(run_id)  # type: ignore[attr-defined]
-    names = {f.path for f in client.list_artifacts(run_id)}  # type: ignore[attr-defined]
-    splits = {key.split(".", 1)[0] for key in run.data.metrics if "." in key}
-    return sorted(s for s in splits if f"per_query.{split_file(s)}.parquet" in names)
 
 
 def log_fusion_point(ws: NotebookWorkspace, point: FusionPoint,
@@ -101,7 +93,7 @@ def compare_mlflow_runs(run_a: str, run_b: str, tracking_uri: str = DEFAULT_TRAC
         rows.append({"metric": c[len("metrics."):], "A": va, "B": vb,
                      "delta": (vb - va) if not (pd.isna(va) or pd.isna(vb)) else None})
     client = tracking_client(tracking_uri)
-    splits = sorted(set(_logged_splits(client, run_a)) & set(_logged_splits(client, run_b)))
+    splits = sorted(set(logged_splits(client, run_a)) & set(logged_splits(client, run_b)))
     per_query = []
     for split in splits:
         try:

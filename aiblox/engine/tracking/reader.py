@@ -31,6 +31,7 @@ __all__ = [
     "child_runs",
     "find_sweep_run",
     "logged_runs",
+    "logged_splits",
     "read_evidence",
     "read_json",
     "read_manifest",
@@ -92,6 +93,19 @@ def read_per_query(client: Any, run_id: str, split: str,
                                   table.column("value").to_pylist(), strict=True):
         out.setdefault(str(metric), {})[str(qid)] = float(value)
     return out
+
+
+def logged_splits(client: Any, run_id: str, run: Any = None) -> list[str]:
+    """The splits a run logged both metrics (``<split>.<metric>``) and per-query values of,
+    sorted; the artifacts looked up in place where the store is local (nothing downloaded)."""
+    run = run if run is not None else client.get_run(run_id)
+    folder = _local_path(run.info.artifact_uri or "")
+    if folder is not None:
+        names = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+    else:
+        names = {f.path for f in client.list_artifacts(run_id)}
+    splits = {key.split(".", 1)[0] for key in run.data.metrics if "." in key}
+    return sorted(s for s in splits if per_query_file(s) in names)
 
 
 def read_evidence(client: Any, run_id: str, split: str,
