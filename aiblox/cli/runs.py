@@ -10,10 +10,9 @@ from enum import StrEnum
 from typing import Any
 
 import typer
-from rich.table import Table
 
 from aiblox.cli._common import fail, out, print_json
-from aiblox.engine.tracking import DEFAULT_TRACKING_URI
+from aiblox.cli._defaults import TRACKING_URI
 
 SHORT_HASH = 12
 """Config-hash digits a table shows (``--format json|csv`` give all)."""
@@ -43,7 +42,7 @@ def _print_csv(rows: list[dict[str, Any]], columns: list[str]) -> None:
 def runs(
     sweep: str = typer.Argument("", metavar="SWEEP", help="A sweep's name (its newest run) or "
                                 "parent run id: list its points. Without it: list the sweeps."),
-    tracking_uri: str = typer.Option(DEFAULT_TRACKING_URI, "--tracking-uri",
+    tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri",
                                      help="MLflow tracking URI."),
     fmt: Format = typer.Option(Format.table, "--format", help="table, json (one JSON array) or "
                                "csv."),
@@ -81,6 +80,8 @@ def _sweeps(sweeps: list[Any], fmt: Format) -> None:
     if fmt is Format.csv:
         _print_csv(rows, list(rows[0]))
         return
+    from rich.table import Table
+
     table = Table(title="sweeps (newest first); aiblox runs SWEEP lists its points")
     for col in ("sweep", "parent run id", "status", "points", "primary", "best point",
                 "config", "tune", "report"):
@@ -106,6 +107,8 @@ def _points(sweep: Any, points: list[Any], fmt: Format) -> None:
                 "baseline", "best"]
         _print_csv(rows, cols)
         return
+    from rich.table import Table
+
     report = f"{sweep.report_split} {sweep.primary}" if sweep.report_split else ""
     table = Table(title=f"sweep {sweep.name} (parent run {sweep.parent_run_id}): "
                         f"{len(points)} points, best first on {sweep.tune_split} "
