@@ -21,6 +21,8 @@ SAME_NAME = {
     "builder.py": "builds its package's product (an evidence bundle, a prompt)",
     "cache.py": "its package's cache of computed outputs, keyed by content (stage outputs, "
                 "embeddings)",
+    "cross_encoder.py": "the cross-encoder: the model that scores pairs, and the rerank stage "
+                        "that runs it",
     "duckdb_store.py": "its package's store on DuckDB (items; evidence bundles)",
     "finetune.py": "fine-tuning the embedder: the trainer, and the sweep stage that runs it",
     "kernels.py": "its package's compiled (numba) kernels",

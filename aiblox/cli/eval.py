@@ -29,6 +29,7 @@ from aiblox.cli._errors import print_error
 
 if TYPE_CHECKING:  # the engine, ranx and the stores are imported when the command runs
     from aiblox.contracts.retrieval import RetrievalPrefs
+    from aiblox.engine import Pipeline
     from aiblox.engine.chunk_eval import ChunkEvalResult
     from aiblox.engine.evaluate import EvalResult
     from aiblox.experiment.table import Experiment
@@ -40,7 +41,13 @@ def eval_command(
         "dataset.toml.")),
     split: str = typer.Option("test", help="qrels split to score."),
     mode: list[str] = typer.Option([], "--mode", help=(
-        "bm25, dense or hybrid; repeat for several (default: hybrid, none with --run).")),
+        "bm25, dense or hybrid; repeat for several (default: hybrid, none with --run or "
+        "--pipeline).")),
+    pipeline: list[str] = typer.Option([], "--pipeline", help=(
+        "A retrieval pipeline scored as a system: an expression such as 'bm25 >> rm3 >> "
+        "bm25' or '(bm25 + dense) % 100 >> dense_rescore' (>> then, + fuse, % cut-off; "
+        "stages: aiblox.engine), optionally labelled 'LABEL=EXPR'; its retrieval stages take "
+        "the options' settings (--depth, --blend ...) as defaults. Repeatable.")),
     db: str = typer.Option("", "--db", help="Store to use, synced to the dataset first (only what "
                                             "is missing is done); default: the dataset's own "
                                             "store under .aiblox/datasets."),
@@ -120,7 +127,8 @@ def eval_command(
     metric = checked_metrics(metric)
     device = checked_device(device)
     fmt = "json" if as_json else fmt
-    modes = list(mode) or ([] if run_files else ["hybrid"])
+    modes = list(mode) or ([] if run_files or pipeline else ["hybrid"])
+    pipes = _pipelines(pipeline)
     checked_choice(fmt, FORMATS, "--format")
     checked_choice(test, TESTS, "--test")
     checked_choice(correction, CORRECTIONS, "--correction")
@@ -138,6 +146,12 @@ def eval_command(
     chunk_prefs: dict[str, RetrievalPrefs] = {}
     chunk_metrics: list[str] = []
     chunk_ks: list[int] = []
+    if with_chunks and pipes:
+        fail("--chunks and --chunker score modes' evidence; a --pipeline is scored on its "
+             "ranking only: leave them out, or score the pipeline's first stage as a --mode")
+    if mlflow and pipes:
+        fail("--mlflow logs modes and run files; a --pipeline is logged through a sweep spec "
+             "(aiblox sweep SPEC with pipeline = \"...\") until eval logs pipelines too")
     if with_chunks and modes:
         if chunk_limit is not None and chunk_limit < 1:
             fail(f"--chunk-limit {chunk_limit}: out of range; valid: a whole number >= 1")
@@ -171,7 +185,7 @@ def eval_command(
             runs[f] = read_trec_run(f)
         except RunFileError as exc:
             fail(str(exc))
-    labels = _labels(modes, run_files)
+    labels = _labels(modes, run_files, list(pipes))
     if baseline and baseline not in labels.values():
         fail(f"--baseline {baseline!r} is not a system; choose one of "
              f"{', '.join(labels.values())}")
@@ -187,8 +201,10 @@ def eval_command(
         except (ValueError, ImportError) as exc:
             fail(f"--mlflow: {exc}")
     from aiblox.data import DatasetError, load_dataset
+    from aiblox.engine import PipelineError
     from aiblox.engine.chunk_eval import evaluate_chunks
-    from aiblox.engine.evaluate import evaluate_retrieval
+    from aiblox.engine.evaluate import check_evaluation, evaluate_retrieval
+    from aiblox.engine.settings import needs_vectors
     from aiblox.engine.workspace import open_workspace
     from aiblox.experiment.table import (
         run_experiment,
@@ -196,6 +212,7 @@ def eval_command(
         system_from_run,
         write_trec_run,
     )
+    from aiblox.metrics import DepthError
     from aiblox.retrieval import make_retriever
     from aiblox.stores import StoreError
 
@@ -206,15 +223,25 @@ def eval_command(
     results: list[EvalResult] = []
     chunk_results: list[ChunkEvalResult | None] = []
     backend = ""
-    if modes:
+    if modes or pipes:
+        base = _mode_prefs("hybrid", metric, depth=depth, top_k=top_k, blend=blend,
+                           rrf_k=rrf_k, w_text=w_text, w_vec=w_vec, normalize=normalize,
+                           missing=missing, ignore_identical_ids=ignore_identical_ids)
         try:
             ws = open_workspace(ds, db or None, embedder, device=device, vectors=vectors,
-                                with_vectors=any(m != "bm25" for m in modes),
+                                with_vectors=any(m != "bm25" for m in modes) or needs_vectors(
+                                    base, list(pipes.values())),
                                 progress=show_progress())
         except (StoreError, ValueError, ImportError) as exc:
             fail(str(exc))
             raise  # unreachable
         backend = ws.store.kind
+        for label, p in pipes.items():  # every pipeline checked against the store first
+            try:
+                check_evaluation(ws, ds, p, base, metric)
+            except (PipelineError, DepthError) as exc:
+                ws.close()
+                fail(f"--pipeline {label}: {exc}")
         try:
             for m in modes:
                 results.append(evaluate_retrieval(ws.retriever, ds, split, mode_prefs[m],
@@ -226,9 +253,17 @@ def eval_command(
                                                         chunk_metrics, k_values=chunk_ks,
                                                         limit=chunk_limit,
                                                         progress=show_progress())
+            for label, p in pipes.items():
+                try:
+                    results.append(evaluate_retrieval(ws, ds, split, base, metric, pipeline=p,
+                                                      progress=show_progress()))
+                except (PipelineError, DepthError) as exc:
+                    fail(f"--pipeline {label}: {exc}")
+                chunk_results.append(None)
         finally:
             ws.close()
-    systems = [system_from_result(r) for r in results]
+    names = [*modes, *pipes]
+    systems = [system_from_result(r, name) for r, name in zip(results, names, strict=True)]
     for f, run in runs.items():
         try:
             systems.append(system_from_run(ds, split, run, labels[f], metric, source=f))
@@ -322,17 +357,37 @@ def _chunk_depths(metrics: list[str], chunk_items: int, top_k_chunks: int
     return fit, ks
 
 
-def _labels(modes: list[str], run_files: list[Path]) -> dict[Any, str]:
-    """Every system's label, modes first (``{mode: label}`` and ``{path: label}``): a run
-    file's stem, or its file name when the stem is taken; two systems with one label fail."""
+def _pipelines(texts: list[str]) -> dict[str, Pipeline]:
+    """Every ``--pipeline`` parsed and checked before any work, by label (``LABEL=EXPR``, else
+    the expression itself): one ``error:`` line naming the option and the stage otherwise."""
+    from aiblox.engine import PipelineError, parse_pipeline
+
+    out: dict[str, Pipeline] = {}
+    for text in texts:
+        label, sep, expr = text.partition("=")
+        if not sep or not label.strip().replace("_", "").replace("-", "").isalnum():
+            label, expr = text.strip(), text
+        try:
+            out[label.strip()] = parse_pipeline(expr, where="--pipeline").check()
+        except PipelineError as exc:
+            fail(str(exc))
+    return out
+
+
+def _labels(modes: list[str], run_files: list[Path],
+            pipelines: list[str] | None = None) -> dict[Any, str]:
+    """Every system's label, modes first, then pipelines (``{mode: label}``,
+    ``{expression label: label}`` and ``{path: label}``): a run file's stem, or its file name
+    when the stem is taken; two systems with one label fail."""
     labels: dict[Any, str] = {}
     taken: set[str] = set()
-    for key, label in [*((m, m) for m in modes), *((f, f.stem) for f in run_files)]:
+    for key, label in [*((m, m) for m in modes), *((p, p) for p in pipelines or []),
+                       *((f, f.stem) for f in run_files)]:
         if label in taken and isinstance(key, Path):
             label = key.name
         if label in taken:
-            fail(f"two systems are labelled {label!r} (--mode and --run labels must differ: "
-                 f"rename a run file)")
+            fail(f"two systems are labelled {label!r} (--mode, --pipeline and --run labels "
+                 f"must differ: rename a run file, or label a pipeline LABEL=EXPR)")
         taken.add(label)
         labels[key] = label
     return labels

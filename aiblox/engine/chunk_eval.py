@@ -34,7 +34,7 @@ from aiblox.chunking.metrics import (
 )
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import Dataset
-from aiblox.engine.evaluate import config_hash
+from aiblox.engine.result import config_hash
 from aiblox.hashing import sha256_hex
 from aiblox.metrics import DEFAULT_METRICS, DepthError, check_depth, evaluate_run
 from aiblox.metrics.depth import metrics_within

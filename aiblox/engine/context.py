@@ -53,7 +53,8 @@ class RunContext:
 
     def __init__(self, settings: SweepSettings, dataset: Dataset, cache: StageCache,
                  db: str | None, backend: str, splits: Sequence[str],
-                 embedder: str | None = None, progress: bool = True) -> None:
+                 embedder: str | None = None, progress: bool = True,
+                 workspace: Workspace | None = None) -> None:
         self.settings, self.dataset, self.cache = settings, dataset, cache
         self.db, self.backend, self.progress = db, backend, progress
         self.splits = list(splits)
@@ -68,7 +69,9 @@ class RunContext:
         self.index_version = dataset.hash[:16]
         """The ``index_version`` the answer stages record."""
         self._loaders: dict[tuple[str, str], Callable[[], tuple[StageRecord, Any]]] = {}
-        self._workspace: Workspace | None = None
+        self._given = workspace
+        """A workspace the caller opened (a one-point evaluation's): used, never closed here."""
+        self._workspace: Workspace | None = workspace
         self._fingerprint: dict[str, str | None] | None = None
         self._scorers: dict[str, QrelsScorer] = {}
         self._qids: dict[str, list[str]] = {}
@@ -106,10 +109,11 @@ class RunContext:
         return self._late
 
     def close(self) -> None:
-        """Close the store (a later need opens it again: a damaged entry found late)."""
-        if self._workspace is not None:
+        """Close the store (a later need opens it again: a damaged entry found late); a
+        workspace the caller gave is left open."""
+        if self._workspace is not None and self._workspace is not self._given:
             self._workspace.close()
-        self._workspace = None
+        self._workspace = self._given
         self._late = None
 
     # -- stages -----------------------------------------------------------------------------

@@ -1,137 +1,169 @@
-"""Evaluate retrieval on a labelled dataset: prepare the store, retrieve in batches, score.
+"""One configuration evaluated on one split: a one-point run of the engine.
 
-The config hash covers everything that decides the ranking (retrieval preferences without the
-query, embedder, backend); the run hash covers the ranked lists themselves (query ids, document
-ids, order, and the scores a TREC run file of them carries). Both are canonical-JSON sha256,
-so they are identical in any process.
+:func:`evaluate_retrieval` scores a :class:`RetrievalPrefs` (BM25, dense or hybrid) or a
+retrieval pipeline (``Stage("bm25") >> Stage("rm3") >> Stage("bm25")``, or its expression) the
+way a sweep scores a point: the same stages (signals, fusion, a pipeline's own stages, metrics),
+the same keys, the same fused runs and metric values, in a stage cache of its own (a temporary
+folder unless ``cache_dir`` is given, whose entries a later call or sweep then reuses). So
+``aiblox eval``, ``evaluate_retrieval`` and a sweep's point give one number, by one route, and
+the result carries the point's stage records for its determinism manifest
+(:func:`aiblox.experiment.tracking.mode_manifest`) without scoring it again.
 """
 
 from __future__ import annotations
 
+import tempfile
 import time
-from collections.abc import Sequence
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, SkipValidation
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import Dataset
-from aiblox.data.trec import trec_scores
-from aiblox.fusion.types import RankedList
-from aiblox.hashing import canonical_plain_json, sha256_hex, sha256_text
+from aiblox.engine.algebra import Pipeline
+from aiblox.engine.cache import StageCache
+from aiblox.engine.context import RunContext
+from aiblox.engine.expression import parse_pipeline
+from aiblox.engine.plan import check_pipeline, first_stage_prefs
+from aiblox.engine.point import split_point
+from aiblox.engine.result import EvalResult, config_hash, run_hash
+from aiblox.engine.settings import PipelinePoint, SweepSettings, needs_vectors, point_config
+from aiblox.engine.workspace import Workspace
 from aiblox.memory import paused_gc
 from aiblox.metrics import (
     DEFAULT_METRICS,
+    DepthError,
     check_depth,
-    evaluate_run,
     evaluation_prefs,
     validate_metrics,
 )
-from aiblox.progress import progress_bar
+from aiblox.metrics.depth import deepest_cutoff, shallow_metrics
 from aiblox.retrieval.retriever import HybridRetriever
 
 __all__ = [
     "EvalResult",
+    "check_evaluation",
     "config_hash",
     "evaluate_retrieval",
     "run_hash",
 ]
 
-
-class EvalResult(BaseModel):
-    """Scores of one retrieval configuration on one split."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    dataset: str
-    """Dataset name."""
-    split: str
-    """Split scored."""
-    mode: str
-    """bm25, dense or hybrid."""
-    n_queries: int
-    """Judged queries scored."""
-    metrics: dict[str, float]
-    """Mean metric values (ranx names, e.g. ``ndcg@10``)."""
-    hashes: dict[str, str]
-    """``dataset``, ``config`` and ``run`` sha256 hashes."""
-    timings: dict[str, float] = Field(default_factory=dict)
-    """Seconds for retrieval and scoring, and queries per second."""
-    config: dict[str, Any] = Field(default_factory=dict)
-    """The effective configuration (what ``hashes['config']`` covers)."""
-    per_query: SkipValidation[dict[str, dict[str, float]]] = Field(default_factory=dict,
-                                                                   exclude=True)
-    """Per-query metric values ``{metric: {qid: value}}`` (not serialised by default; built by
-    the metrics, so not validated again: 10^5 values cost a fifth of a second)."""
-    run: SkipValidation[dict[str, RankedList]] = Field(default_factory=dict, exclude=True)
-    """The ranked run ``{qid: [(doc_id, score), ...]}`` (not serialised by default; built by
-    the retriever, so not validated again)."""
-
-
-def config_hash(prefs: RetrievalPrefs, embedder_id: str | None, backend: str) -> tuple[str, dict]:
-    """Hash of what decides a ranking: prefs without the query, the embedder and the backend."""
-    config = {
-        "prefs": prefs.model_dump(exclude={"query_text", "query_id"}),
-        "embedder": embedder_id,
-        "backend": backend,
-    }
-    return sha256_hex(config), config
-
-
-def run_hash(run: dict[str, RankedList]) -> str:
-    """Hash of a ranked run: query ids, document ids, order and scores as a TREC run file
-    carries them (the canonical JSON of ``{qid: [[doc, score], ...]}``, each query's scores
-    made strictly decreasing by :func:`aiblox.data.trec.trec_scores`: unchanged unless tied).
-    So the run written by ``--save-runs`` and read back has the hash of the run it came from."""
-    return sha256_text(canonical_plain_json(
-        {q: [[h[0], s] for h, s in zip(hits, trec_scores([h[1] for h in hits]), strict=True)]
-         for q, hits in sorted(run.items())}))
-
-
 _UNSET_FIX = ("set {names} to {cut} or more, or leave it unset (an evaluation then retrieves as "
               "deep as its metrics read), or use cutoffs of at most {depth}")
 
 
-def evaluate_retrieval(retriever: HybridRetriever, dataset: Dataset, split: str,
-                       prefs: RetrievalPrefs, metrics: Sequence[str] = DEFAULT_METRICS,
-                       batch_size: int = 1000, progress: bool = True) -> EvalResult:
-    """Retrieve every judged query of ``split`` with ``prefs`` and score the run with ranx.
+def evaluate_retrieval(retriever: HybridRetriever | Workspace, dataset: Dataset, split: str,
+                       prefs: RetrievalPrefs | None = None,
+                       metrics: Sequence[str] = DEFAULT_METRICS, *,
+                       pipeline: Pipeline | str | None = None,
+                       cache_dir: str | Path | None = None,
+                       progress: bool = True, batch_size: int | None = None) -> EvalResult:
+    """Score ``prefs`` (or ``pipeline``) on every judged query of ``split`` as a one-point run
+    of the engine (see the module doc).
 
-    The run is as deep as ``metrics`` need (:mod:`aiblox.metrics.depth`): a depth
-    ``prefs`` leaves unset (``top_k_items``, ``fts.top_k``, ``vector.top_k``; e.g.
-    ``RetrievalPrefs(query_text="")``) is the evaluation depth, 100 or the deepest cutoff
-    (1,000 for a metric without one), as ``aiblox eval`` retrieves; a depth set below a
-    cutoff raises :class:`~aiblox.metrics.DepthError` before anything is retrieved.
-    ``EvalResult.config`` holds the depths used."""
+    ``retriever``: a workspace (:func:`~aiblox.engine.workspace.open_workspace`) or its
+    retriever. ``prefs`` (default ``RetrievalPrefs(query_text="")``): the retrieval settings;
+    with a ``pipeline`` (a :class:`~aiblox.engine.Pipeline` or an expression such as
+    ``"bm25 >> rm3 >> bm25"``) they are the defaults of its retrieval stages, as a spec's
+    ``[base]`` is. The run is as deep as ``metrics`` need (:mod:`aiblox.metrics.depth`): a
+    depth ``prefs`` leaves unset is the evaluation depth (100, or the deepest cutoff; 1,000
+    for a metric without one), as ``aiblox eval`` retrieves; a depth set below a cutoff, or a
+    pipeline whose run is shallower than one, raises :class:`~aiblox.metrics.DepthError`
+    before anything is retrieved, as does a stage that cannot work here
+    (:class:`~aiblox.engine.PipelineError`). ``cache_dir``: a stage cache to read and fill
+    (default: a temporary one). ``batch_size`` is accepted for compatibility (retrieval runs
+    in the engine's batches)."""
+    del batch_size
     metrics = validate_metrics(metrics)
-    prefs = evaluation_prefs(prefs, metrics)
-    check_depth(prefs, metrics, fix=_UNSET_FIX)
-    queries = dataset.split_queries(split)
-    t0 = time.perf_counter()
-    run: dict[str, RankedList] = {}
-    bar = progress_bar(len(queries), f"{prefs.mode} {dataset.name}/{split}", unit="q",
-                       enabled=progress)
-    with paused_gc():
-        for start in range(0, len(queries), batch_size):
-            batch = queries[start:start + batch_size]
-            group = [prefs.model_copy(update={"query_text": text, "query_id": qid})
-                     for qid, text in batch]
-            signals = retriever.signals(group)
-            hits = retriever.fuse(group, signals)
-            for (qid, _), hs in zip(batch, hits, strict=True):
-                run[qid] = [(h.doc_id, h.score) for h in hs]
-            bar.update(len(batch))
-        bar.close()
-        retrieve_s = time.perf_counter() - t0
-        t1 = time.perf_counter()
-        means, per_query = evaluate_run(dataset.qrels[split], run, metrics)
-        score_s = time.perf_counter() - t1
-    chash, config = config_hash(prefs, getattr(retriever.embedder, "model_id", None),
-                                retriever.store.kind)
+    prefs = evaluation_prefs(prefs or RetrievalPrefs(query_text=""), metrics)
+    pipe = parse_pipeline(pipeline) if isinstance(pipeline, str) else pipeline
+    ws = _workspace(retriever, dataset)
+    backend = ws.store.kind
+    emb_id = getattr(ws.embedder, "model_id", None)
+    first = first_stage_prefs(pipe.check(), prefs) if pipe is not None else prefs
+    settings = SweepSettings(name="eval", embedder=emb_id or "", metrics=tuple(metrics),
+                             needs_vectors=needs_vectors(prefs, [pipe] if pipe else []))
+    if first is not None:  # retrieval on the topics: its own depth settings decide
+        check_depth(first, metrics, fix=_UNSET_FIX)
+    with _stage_cache(cache_dir) as cache:
+        ctx = RunContext(settings, dataset, cache, ws.db, backend, [split], embedder=emb_id,
+                         progress=progress, workspace=ws)
+        if pipe is not None and first is None:
+            _check_pipeline_depth(pipe, prefs, metrics, ws)
+        point = PipelinePoint(prefs, pipeline=pipe)
+        t0 = time.perf_counter()
+        with paused_gc():
+            if first is not None:  # the first stage's retrieval, timed apart from the rest
+                ctx.plan_signals(first, split)
+            t1 = time.perf_counter()
+            out = split_point(ctx, point, split)
+            stages = out["stages"]
+            per_query = ctx.reader.per_query(stages)
+            run = {q: [(d, s) for d, s in hits] for q, hits in ctx.reader.point_run(stages).items()}
+        t2 = time.perf_counter()
+        ctx.close()
+    retrieve_s = (t1 - t0) if first is not None else (t2 - t0)
+    score_s = (t2 - t1) if first is not None else 0.0
+    chash, config = point_config(settings, point, emb_id, backend)
+    n = out["n_queries"]
     return EvalResult(
-        dataset=dataset.name, split=split, mode=prefs.mode, n_queries=len(queries),
-        metrics=means,
+        dataset=dataset.name, split=split,
+        mode=first.mode if first is not None else "pipeline",
+        n_queries=n, metrics=dict(out["metrics"]),
         hashes={"dataset": dataset.hash, "config": chash, "run": run_hash(run)},
         timings={"retrieve_s": round(retrieve_s, 3), "score_s": round(score_s, 3),
-                 "qps": round(len(queries) / retrieve_s, 1) if retrieve_s > 0 else 0.0},
-        config=config, per_query=per_query, run=run)
+                 "qps": round(n / retrieve_s, 1) if retrieve_s > 0 else 0.0},
+        config=config, per_query=per_query, run=run,
+        pipeline=pipe.expression() if pipe is not None else None,
+        stages=stages, stage_run_hash=out["run_hash"])
+
+
+def _workspace(retriever: HybridRetriever | Workspace, dataset: Dataset) -> Workspace:
+    """``retriever`` as the workspace a one-point run reads (its own store and embedder)."""
+    if isinstance(retriever, Workspace):
+        return retriever
+    store = retriever.store
+    return Workspace(dataset=dataset, db=str(getattr(store, "location", "")), store=store,
+                     embedder=retriever.embedder,  # type: ignore[arg-type]  # as the retriever's
+                     _retriever=retriever)
+
+
+@contextmanager
+def _stage_cache(cache_dir: str | Path | None) -> Iterator[StageCache]:
+    if cache_dir is not None:
+        yield StageCache(cache_dir)
+        return
+    with tempfile.TemporaryDirectory(prefix="aiblox-eval-") as tmp:
+        yield StageCache(tmp)
+
+
+def check_evaluation(retriever: HybridRetriever | Workspace, dataset: Dataset,
+                     pipeline: Pipeline | str, prefs: RetrievalPrefs | None = None,
+                     metrics: Sequence[str] = DEFAULT_METRICS) -> None:
+    """What :func:`evaluate_retrieval` refuses of ``pipeline`` before any work, checked alone
+    (so a command with several systems refuses a bad one before scoring any): its stages'
+    checks against the store, and its run's depth against the metrics' cutoffs."""
+    metrics = validate_metrics(metrics)
+    prefs = evaluation_prefs(prefs or RetrievalPrefs(query_text=""), metrics)
+    pipe = (parse_pipeline(pipeline) if isinstance(pipeline, str) else pipeline).check()
+    first = first_stage_prefs(pipe, prefs)
+    if first is not None:
+        check_depth(first, metrics, fix=_UNSET_FIX)
+        return
+    ws = _workspace(retriever, dataset)
+    _check_pipeline_depth(pipe, prefs, metrics, ws)
+
+
+def _check_pipeline_depth(pipe: Pipeline, prefs: RetrievalPrefs, metrics: Sequence[str],
+                          ws: Workspace) -> None:
+    """A pipeline checked against the store before any stage computes (its stages' own
+    checks), and its run's depth against the metrics' cutoffs."""
+    from aiblox.engine.retrieval import StageContext
+
+    depth = check_pipeline(pipe, prefs, ws.store.count_items(), StageContext(ws))
+    shallow = shallow_metrics(metrics, depth)
+    if shallow:
+        raise DepthError(f"{', '.join(shallow)} read {deepest_cutoff(shallow)} documents per "
+                         f"query, but the pipeline {pipe.expression()} gives at most {depth}: "
+                         f"deepen its retrieval stages (top_k) or cut-offs, or use cutoffs of "
+                         f"at most {depth}")

@@ -101,6 +101,19 @@ class StageReader:
                  for rank, (d, score) in enumerate(out[q], start=1)]
         return "\n".join(lines) + ("\n" if lines else "")
 
+    def point_run(self, stages: Sequence[dict[str, Any]]) -> dict[str, list[list[Any]]]:
+        """The run a point's metrics were computed from (one split's stage records), as
+        ``{qid: [[doc_id, score], ...]}``: its fused run, or its pipeline's last stage's."""
+        by_key = {s["key"]: s for s in stages}
+        metrics = next(s for s in stages if s["name"] == "metrics")
+        run = by_key[metrics["inputs"][0]]
+        if run["name"] == "fusion":
+            return self.fused_run(run["inputs"][0], run["key"])
+        from aiblox.engine.data import Run
+
+        out = Run.from_arrays(self.cache.load(run["name"], run["key"]))
+        return {q: [[d, s] for d, s in hits] for q, hits in out.as_dict().items()}
+
     def per_query(self, stages: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
         """:func:`logged_per_query` of one split's stage records."""
         return logged_per_query(self.cache, stages)

@@ -60,6 +60,9 @@ BUILTIN_MODULES: dict[str, str] = {
     # dense feedback and the dense model as a rescorer
     "rocchio": "aiblox.engine.stages.rocchio",
     "dense_rescore": "aiblox.engine.stages.dense_rescore",
+    # rerankers and cut-offs as stages
+    "cross_encoder": "aiblox.engine.stages.cross_encoder",
+    "cutoff": "aiblox.engine.stages.cutoff",
 }
 """Built-in stage kind -> the module that registers it (imported on first lookup). A kind
 registered by other code is found without an entry here."""

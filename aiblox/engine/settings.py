@@ -18,7 +18,7 @@ from typing import Any, cast
 from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs
 from aiblox.engine.algebra import Pipeline, label
 from aiblox.engine.builtin import RetrieveConfig
-from aiblox.engine.evaluate import config_hash
+from aiblox.engine.result import config_hash
 from aiblox.hashing import sha256_hex
 
 __all__ = [

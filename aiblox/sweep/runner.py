@@ -54,6 +54,7 @@ from aiblox.progress import progress_bar
 from aiblox.sweep.crossval import check_folds
 from aiblox.sweep.distributed import RayPoints, RecordingCache, merge_counts
 from aiblox.sweep.finetune import ensure_fine_tuned
+from aiblox.sweep.finetune_reranker import ensure_reranker, with_reranker
 from aiblox.sweep.results import PointResult, SweepResult, conclude
 from aiblox.sweep.spec import SweepSpec, backend_of
 
@@ -154,10 +155,17 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         model = ensure_fine_tuned(spec, ds, cache_dir, db or spec.db, progress=progress,
                                   device=device)
         settings = dataclasses.replace(settings, embedder=str(model))
+    reranker = None
+    if spec.finetune_reranker is not None:  # its folder replaces model = "finetune"
+        reranker = ensure_reranker(spec, ds, cache_dir, db or spec.db, progress=progress,
+                                   device=device)
     backend = backend_of(db or spec.db, spec.backend)  # an explicit db may name another backend
     cache = RecordingCache(cache_dir) if cpus else StageCache(cache_dir)
     ctx = RunContext(settings, ds, cache, db or spec.db, backend, splits, progress=progress)
     grid, baseline = sweep_points(spec)
+    if reranker is not None:
+        grid = with_reranker(grid, reranker)
+        baseline = None if baseline is None else with_reranker([baseline], reranker)[0]
     model_based = spec.search.model_based  # trials chosen while it runs, among the grid's points
     todo = [] if model_based else list(grid)
     base_key = None

@@ -61,7 +61,6 @@ from aiblox.contracts.retrieval import (
     VectorConfig,
 )
 from aiblox.embedding.device import parse_device
-from aiblox.embedding.finetune import FineTuneConfig
 from aiblox.engine.algebra import Pipeline
 from aiblox.engine.settings import PipelinePoint, SweepSettings, needs_vectors
 from aiblox.hashing import sha256_hex
@@ -107,6 +106,7 @@ from aiblox.sweep.spec_checks import (
     loc,
     problems,
 )
+from aiblox.sweep.training import FineTuneSpec, RerankerFineTuneSpec, check_finetune_reranker
 
 __all__ = [
     "DEFAULT_MAX_POINTS",
@@ -122,18 +122,6 @@ class _Strict(BaseModel):
 
 class SweepSpecError(ValueError):
     """A sweep spec that cannot be read or validated; the message names the file and field."""
-
-
-class FineTuneSpec(FineTuneConfig):
-    """``[finetune]`` of a sweep spec: the recipe and the split whose queries are trained on."""
-
-    split: str
-    """The split trained on (a file split such as ``train`` or a derived one such as
-    ``train:1/2``), less every query of the sweep's tune and report splits."""
-
-    def recipe(self) -> FineTuneConfig:
-        """The recipe alone (no split)."""
-        return FineTuneConfig(**self.model_dump(exclude={"split"}))
 
 
 class SweepSpec(_Strict):
@@ -233,6 +221,10 @@ class SweepSpec(_Strict):
     """``[finetune]``: fine-tune the embedder on the judged queries of a split the sweep does
     not score, before any point (:mod:`aiblox.sweep.finetune`); None: the embedder as
     it is."""
+    finetune_reranker: RerankerFineTuneSpec | None = None
+    """``[finetune_reranker]``: train a cross-encoder on the judged queries of a split the
+    sweep does not score, before any point; a ``cross_encoder`` stage names it with
+    ``model = "finetune"`` (:mod:`aiblox.sweep.finetune_reranker`)."""
 
     @field_validator("metrics")
     @classmethod
@@ -319,6 +311,9 @@ class SweepSpec(_Strict):
                         e["msg"].removeprefix("Value error, ") for e in exc.errors())) from None
         if self.pipeline is not None or self.stages or self.grid.stages:
             self._check_pipelines()
+        check_finetune_reranker(self.finetune_reranker, self.splits, [
+            *self.pipeline_variants(),
+            *([self._baseline_pipeline()] if self.pipeline is not None else [])])
         size, limit = self.grid_size(), point_limit(info)
         if size > limit:
             raise ValueError(f"grid: {size:,} points, above the limit of {limit:,}: "
@@ -526,7 +521,8 @@ class SweepSpec(_Strict):
 
 
 _NEW_FIELDS = ("query_limit", "chunk_k", "reader", "reader_options", "search", "cv",
-               "finetune", "pipeline", "stages", "stage_modules", "device")
+               "finetune", "pipeline", "stages", "stage_modules", "device",
+               "finetune_reranker")
 """SweepSpec fields added after the first fusion specs: left out of the hash at defaults."""
 
 

@@ -105,7 +105,8 @@ def test_lever_specs_load_and_expand():
     assert sizes == {"scifact_bm25_hybrid": 360, "scifact_bm25f": 180, "scifact_depth": 324,
                      "scifact_fields": 63, "scifact_fusion_levers": 205,
                      "scifact_levers_combined": 1344, "scifact_fields_bm25": 7,
-                     "scifact_bm25f_bm25": 20, "scifact_maxp": 336}
+                     "scifact_bm25f_bm25": 20, "scifact_maxp": 336,
+                     "scifact_rerank_ft": 72, "medline_ce_zeroshot": 11, "cisi_ce_zeroshot": 11}
     depth = load_spec(folder / "scifact_depth.toml").points()
     assert {(p.fts.top_k, p.vector.top_k) for p in depth} >= {(1000, 25), (25, 1000)}
 

@@ -8,7 +8,7 @@ A changed value is either a bug or a deliberate version bump: regenerate the fil
 ``python tests/sweep/test_pinned_keys.py`` and name the bump in the commit. A spec added without
 touching the main file is pinned in a ``pinned_keys_<topic>.json`` beside it (``specs`` only;
 ``pinned_keys_cv.json``: the cross-validated BM25 specs; ``pinned_keys_finetune.json``: the
-fine-tuned scifact spec), read with it.
+fine-tuned scifact spec; ``pinned_keys_rerank.json``: the reranked scifact spec), read with it.
 """
 
 from __future__ import annotations
@@ -42,6 +42,10 @@ def spec_keys(path: Path) -> list[dict[str, Any]]:
 
     spec = load_spec(path)
     backend = backend_of(spec.db, spec.backend)
+    if spec.pipeline is not None and spec.finetune_reranker is None:
+        # (a trained reranker's key holds its files' sha256, known only once it is trained:
+        # such a spec is pinned by its first stage, as below)
+        return pipeline_spec_keys(spec, backend)
     if spec.has_pipeline_axes:
         pts = [(p.prefs, pipeline_config(spec.settings(), p, EMBEDDER_ID, backend)[0],
                 point_label(p.prefs) + "|" + chunk_label(p.prefs))
@@ -64,6 +68,88 @@ def spec_keys(path: Path) -> list[dict[str, Any]]:
             keys[split] = [skey, fkey, mkey]
         out.append({"label": label, "config_hash": chash, "keys": keys})
     return out
+
+
+class KeyContext:
+    """The engine's planning context (:class:`aiblox.engine.plan.PlanContext`) that computes
+    keys and nothing else: every stage of a retrieval pipeline keyed as a sweep keys it, from
+    a fixed dataset hash, store fingerprint and embedder id (``dataset_hash``, ``fingerprint``,
+    ``embedder``: a real sweep's, to hold the planner to it)."""
+
+    def __init__(self, backend: str, limit: int | None = None, dataset_hash: str = DATASET_HASH,
+                 fingerprint: dict[str, Any] | None = None, embedder: str = EMBEDDER_ID):
+        self.backend, self.limit, self.dataset_hash = backend, limit, dataset_hash
+        self.fp, self.embedder = fingerprint or FINGERPRINT, embedder
+
+    class _Record:
+        def __init__(self, key: str) -> None:
+            self.key = key
+
+    def topics(self, split):
+        from aiblox.engine.plan import Value
+        from aiblox.engine.task import stage_key
+
+        key = stage_key("topics", "1", {"dataset": self.dataset_hash, "split": split,
+                                        "limit": self.limit})
+        return Value("queries", key, (), lambda: None, topics=True)
+
+    def first_stage(self, prefs, split):
+        from aiblox.engine.configs import fusion_config, signals_config
+        from aiblox.engine.plan import Value
+        from aiblox.engine.task import STAGE_VERSIONS, stage_key
+
+        scfg = signals_config(prefs, self.dataset_hash, split, self.backend, self.embedder,
+                              limit=self.limit, store=self.fp)
+        skey = stage_key("signals", STAGE_VERSIONS["signals"], scfg, [])
+        fkey = stage_key("fusion", STAGE_VERSIONS["fusion"], fusion_config(prefs), [skey])
+        return Value("run", fkey, (self._Record(skey), self._Record(fkey)), lambda: None,
+                     prefs=prefs, queries=self.topics(split))
+
+    def run_stage(self, name, version, config, inputs, compute):
+        from aiblox.engine.task import stage_key
+
+        return self._Record(stage_key(name, version, config, inputs)), None
+
+    def fingerprints(self, reads):
+        out: dict[str, Any] = {"dataset": self.dataset_hash, "backend": self.backend}
+        if reads & {"items", "vectors"}:
+            out["store"] = self.fp
+        if reads & {"vectors", "embedder"}:
+            out["embedder"] = self.embedder
+        return out
+
+    def stage_context(self):
+        return None
+
+
+def pipeline_keys(pt: Any, split: str, metrics: list[str], ctx: KeyContext) -> list[str]:
+    """The keys of a pipeline point's stages on ``split``, metrics last, as a sweep keys them."""
+    from aiblox.engine.configs import metrics_config
+    from aiblox.engine.plan import apply_pipeline
+    from aiblox.engine.task import STAGE_VERSIONS, stage_key
+
+    value = apply_pipeline(pt.pipeline, pt.prefs, ctx, split)
+    keys = [r.key for r in value.records]
+    return keys + [stage_key("metrics", STAGE_VERSIONS["metrics"],
+                             metrics_config(metrics, split), [value.key])]
+
+
+def pipeline_spec_keys(spec: Any, backend: str) -> list[dict[str, Any]]:
+    """Every point of a spec with a retrieval pipeline: label, config hash, and the keys of
+    every stage of its pipeline per split (its own stages too, not only the first)."""
+    import importlib
+
+    from aiblox.engine.settings import point_config, point_title
+
+    for module in spec.stage_modules:
+        importlib.import_module(module)
+    settings = spec.settings()
+    ctx = KeyContext(backend, spec.query_limit)
+    return [{"label": point_title(settings, pt),
+             "config_hash": point_config(settings, pt, EMBEDDER_ID, backend)[0],
+             "keys": {split: pipeline_keys(pt, split, list(spec.metrics), ctx)
+                      for split in spec.splits}}
+            for pt in spec.grid_points()]
 
 
 def run_record(result: Any) -> dict[str, Any]:

@@ -1,0 +1,196 @@
+"""The reranker-training stage of a sweep: ``[finetune_reranker]`` in a spec trains a
+cross-encoder on judged queries the sweep never scores, and every ``cross_encoder`` stage with
+``model = "finetune"`` reranks with it.
+
+::
+
+    pipeline = "bm25 + dense >> cross_encoder"
+    [stages.cross_encoder]
+    model = "finetune"
+    top_n = 30
+    [finetune_reranker]
+    split = "train"        # less the tune and report splits' queries
+    base = "minilm"        # the layers it starts from
+    epochs = 1
+    negatives = 3          # per group, from its query's BM25 top negative_depth not judged relevant
+    seed = 0
+
+What is trained on: the judged queries of ``split`` less every query of the sweep's tune and
+report splits, each relevant document of each (grade >= 1) a group with ``negatives`` documents
+drawn from the query's top ``negative_depth`` BM25 documents (the spec's ``[base]`` full-text
+settings) not judged relevant (:func:`aiblox.embedding.cross_encoder_finetune.train_cross_encoder`).
+It is keyed like the tuned embedder (:mod:`aiblox.sweep.finetune`): the sha256 of the base
+model's id, the dataset's hash, the split and the query ids trained on, the full-text settings
+that drew the negatives and the recipe; the folder is ``<cache-dir>/models/ce-<16 hex of the
+key>`` (with a remote stage cache, ``.aiblox/models/`` on the machine that trains it), written
+under a temporary name and renamed, trained once. The points' pipelines name that folder in
+place of ``finetune``, and the stage's key holds the model's id (the sha256 of its files), so
+``aiblox eval verify`` checks the very weights a point was scored with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aiblox.data import Dataset, load_dataset
+from aiblox.embedding.cross_encoder_finetune import train_cross_encoder
+from aiblox.embedding.device import describe_device, resolve_device
+from aiblox.embedding.finetune import RECIPE_FILE, TrainingPair
+from aiblox.embedding.sentence_transformers import model_folder
+from aiblox.engine.algebra import Pipeline
+from aiblox.engine.cache import local_cache_root
+from aiblox.engine.compute import signals_output
+from aiblox.hashing import sha256_hex
+from aiblox.progress import phase, progress_bar
+
+if TYPE_CHECKING:
+    from aiblox.engine.settings import PipelinePoint
+    from aiblox.sweep.spec import SweepSpec
+
+__all__ = ["RERANKER_VERSION", "ensure_reranker", "reranker_key", "reranker_pairs",
+           "reranker_query_ids", "uses_finetuned_reranker", "with_reranker"]
+
+RERANKER_VERSION = 1
+"""Bumped when the stage's training set or recipe changes meaning (a new key, a new model)."""
+
+FINETUNED = "finetune"
+"""The ``cross_encoder`` stage's ``model`` value standing for the trained reranker."""
+
+
+def _finetuned_stages(p: Pipeline) -> list[str]:
+    return [s.name for s in p.stages()
+            if s.kind == "cross_encoder" and s.param_dict().get("model") == FINETUNED]
+
+
+def uses_finetuned_reranker(p: Pipeline) -> bool:
+    """Whether a ``cross_encoder`` stage of ``p`` names the trained reranker."""
+    return bool(_finetuned_stages(p))
+
+
+def with_reranker(points: list[PipelinePoint], folder: str | Path) -> list[PipelinePoint]:
+    """``points`` with every ``cross_encoder`` stage whose model is ``finetune`` naming
+    ``folder`` instead (its key then holds the trained model's id)."""
+    out = []
+    for pt in points:
+        names = [] if pt.pipeline is None else _finetuned_stages(pt.pipeline)
+        if names:
+            assert pt.pipeline is not None
+            pipe = pt.pipeline.with_params({n: {"model": str(folder)} for n in names})
+            pt = dataclasses.replace(pt, pipeline=pipe)
+        out.append(pt)
+    return out
+
+
+def _split_qids(ds: Dataset, split: str) -> set[str]:
+    return {q for q, _ in ds.split_queries(split)}
+
+
+def reranker_query_ids(spec: SweepSpec, train: Dataset, scored: Dataset) -> list[str]:
+    """The judged queries of ``[finetune_reranker] split`` in neither of the sweep's splits,
+    sorted; ``ValueError`` when none is left."""
+    ft = spec.finetune_reranker
+    assert ft is not None
+    held = set().union(*(_split_qids(scored, s) for s in spec.splits))
+    qids = sorted(_split_qids(train, ft.split) - held)
+    if not qids:
+        raise ValueError(f"finetune_reranker: no query of split {ft.split!r} is left to train "
+                         f"on once the tune and report splits' queries are held out "
+                         f"({', '.join(spec.splits)})")
+    return qids
+
+
+def reranker_key(spec: SweepSpec, train: Dataset, base_id: str, qids: list[str]) -> str:
+    """The training stage's key (see the module doc)."""
+    ft = spec.finetune_reranker
+    assert ft is not None
+    return sha256_hex({"stage": "finetune_reranker", "version": RERANKER_VERSION,
+                       "base": base_id, "dataset": train.hash, "split": ft.split,
+                       "queries": sha256_hex(qids),
+                       "negatives": spec.base_prefs().fts.model_dump(mode="json"),
+                       "recipe": ft.recipe().model_dump(mode="json")})
+
+
+def reranker_pairs(spec: SweepSpec, train: Dataset, qids: list[str], db: str | None,
+                   progress: bool = False) -> list[TrainingPair]:
+    """The training groups of ``qids``: each judged relevant document of a query, with the
+    query's top ``negative_depth`` BM25 documents (on the store ``db``) not judged relevant as
+    the candidates its negatives are drawn from."""
+    from aiblox.engine.workspace import open_workspace
+
+    ft = spec.finetune_reranker
+    assert ft is not None
+    judged = train.qrels[ft.split]
+    base = spec.base_prefs()
+    prefs = base.model_copy(update={
+        "mode": "bm25", "fts": base.fts.model_copy(update={"top_k": ft.negative_depth})})
+    ws = open_workspace(train, db, spec.embedder, with_vectors=False, progress=progress)
+    try:
+        sig = signals_output(ws.retriever, train, ft.split, prefs, progress=progress)
+    finally:
+        ws.close()
+    wanted = set(qids)
+    negatives = {q: [d for d, _ in hits if judged[q].get(d, 0) < 1]
+                 for q, hits in zip(sig["qids"], sig["text"], strict=True) if q in wanted}
+    pairs = []
+    for q in qids:
+        cands = tuple(train.corpus[d].embedding_text for d in negatives.get(q, []))
+        for d, grade in sorted(judged[q].items()):
+            if grade >= 1 and d in train.corpus and cands:
+                pairs.append(TrainingPair(train.queries[q], train.corpus[d].embedding_text,
+                                          cands))
+    return pairs
+
+
+def _models_root(cache_root: Path | str) -> Path:
+    local = local_cache_root(cache_root)
+    return (local if local is not None else Path(".aiblox")) / "models"
+
+
+def ensure_reranker(spec: SweepSpec, scored: Dataset, cache_root: Path | str,
+                    db: str | None = None, progress: bool = True,
+                    device: str | None = None) -> Path:
+    """The folder of ``spec``'s trained cross-encoder, trained now on ``device`` (None: the
+    spec's ``device``) unless a finished one is there. ``scored``: the sweep's dataset."""
+    from aiblox.engine.context import embedder_id
+
+    ft = spec.finetune_reranker
+    assert ft is not None
+    device = resolve_device(device or spec.device, "device")
+    train = load_dataset(spec.dataset, splits=[ft.split])
+    qids = reranker_query_ids(spec, train, scored)
+    base_id = embedder_id(ft.base, device)
+    key = reranker_key(spec, train, base_id, qids)
+    folder = _models_root(cache_root) / f"ce-{key[:16]}"
+    if (folder / RECIPE_FILE).is_file():
+        return folder
+    pairs = reranker_pairs(spec, train, qids, db, progress)
+    base = model_folder(ft.base)
+    if base is None:
+        raise ValueError(f"finetune_reranker.base: {ft.base!r} is not installed")
+    bar = progress_bar(ft.epochs * -(-len(pairs) // ft.batch_size),
+                       f"finetune_reranker: {ft.base} on {len(pairs)} groups ({len(qids)} "
+                       f"queries of {ft.split}) on {device}", unit="step", enabled=progress)
+
+    def step(n: int, total: int, loss: float) -> None:
+        bar.update(1)
+        bar.set_postfix(loss=f"{loss:.3f}")
+
+    record: dict[str, Any] = {"base": base_id, "dataset": train.name,
+                              "dataset_hash": train.hash, "split": ft.split,
+                              "queries": len(qids), "key": key}
+    with phase(f"finetune_reranker: {len(pairs)} groups, {ft.epochs} epoch(s) on "
+               f"{describe_device(device)}", enabled=progress):
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            train_cross_encoder(base, pairs, folder, ft.recipe(), device=device, record=record,
+                                on_step=step)
+        except ValueError:
+            if (folder / RECIPE_FILE).is_file():  # another process finished it first
+                return folder
+            raise
+        finally:
+            bar.close()
+    return folder
+

