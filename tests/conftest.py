@@ -19,6 +19,37 @@ SHARED = REPO.parent / "shared"
 SAMPLE = REPO / "datasets" / "sample"
 
 
+# Parallel runs (pytest-xdist; `-n auto --dist loadgroup` in pyproject.toml's addopts). The whole
+# suite (`python -m pytest`, no paths) runs on one worker per CPU, at least 2: many tests wait on
+# the processes they start (kills, leases, servers), so two workers overlap well even on two
+# cores. A run of chosen paths stays in this one process, as before, unless `-n N` is given
+# (`-n 0`: the whole suite in one process). Each test module runs on one worker (its module
+# fixtures are set up once: a Ray cluster, an MLflow or marimo server); modules marked
+# `pytest.mark.xdist_group(NAME)` share one worker with the others of that NAME (they share
+# something outside tmp_path). Every worker has its own tmp_path root, sample stores, MLflow
+# store and throwaway PostgreSQL server (the session fixtures below).
+def pytest_xdist_auto_num_workers(config):
+    env = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
+    if env:
+        return int(env)
+    given = any(a == "-n" or a.startswith(("-n", "--numprocesses"))
+                for a in config.invocation_params.args)
+    if not given and config.args_source is not pytest.Config.ArgsSource.TESTPATHS:
+        return 0  # chosen paths: one process, as before
+    return max(2, os.cpu_count() or 1)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under ``--dist loadgroup``, a test without an ``xdist_group`` mark is grouped with its
+    module (xdist then runs each group on one worker, the groups with most tests first)."""
+    if not getattr(config.option, "loadgroup", False):  # set on xdist's workers
+        return
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+
 def shared_dataset(name: str) -> Path:
     path = SHARED / "datasets" / name
     if not path.exists():
