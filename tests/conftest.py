@@ -39,15 +39,44 @@ def pytest_xdist_auto_num_workers(config):
     return max(2, os.cpu_count() or 1)
 
 
+LONG_MODULES = (
+    "tests/sweep/test_tracking_processes.py", "tests/sweep/test_ray_executor.py",
+    "tests/cli/test_disk_full.py", "tests/sweep/test_finetune.py",
+    "tests/sweep/test_shared_state.py", "tests/notebooks/test_jupyter.py",
+    "tests/sweep/test_shared_cache.py", "tests/stages/test_search_terms.py",
+    "tests/data/test_own_data.py", "tests/cli/test_half_synced.py",
+    "tests/indexes/test_bm25.py", "tests/test_readme_python.py",
+    "tests/benchmarks/test_gpu_small.py")
+"""The modules that take longest (``--durations`` of a whole run, 2026-11-26), longest first:
+handed out first, so that no long module starts last while the other worker idles."""
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Under ``--dist loadgroup``, a test without an ``xdist_group`` mark is grouped with its
-    module (xdist then runs each group on one worker, the groups with most tests first)."""
+    module, and the groups are handed out in the order of the collection (``addopts``:
+    ``--no-loadscope-reorder``), which this orders: :data:`LONG_MODULES` first, then the other
+    groups, most tests first (ties in collection order), each group's tests in their order."""
     if not getattr(config.option, "loadgroup", False):  # set on xdist's workers
         return
+    group_of = {}
     for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+        mark = item.get_closest_marker("xdist_group")
+        if mark is None:
+            mark = pytest.mark.xdist_group(item.nodeid.split("::", 1)[0])
+            item.add_marker(mark)
+        group_of[item.nodeid] = mark.args[0] if mark.args else mark.kwargs.get("name", "")
+    size: dict[str, int] = {}
+    for g in group_of.values():
+        size[g] = size.get(g, 0) + 1
+    first = {g: i for i, g in enumerate(dict.fromkeys(group_of.values()))}
+    long = {m: i for i, m in enumerate(LONG_MODULES)}
+
+    def key(item):
+        g = group_of[item.nodeid]
+        return (long.get(g, len(long)), -size[g], first[g])
+
+    items.sort(key=key)
 
 
 def shared_dataset(name: str) -> Path:
