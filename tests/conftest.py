@@ -19,6 +19,66 @@ SHARED = REPO.parent / "shared"
 SAMPLE = REPO / "datasets" / "sample"
 
 
+# Parallel runs (pytest-xdist; `-n auto --dist loadgroup` in pyproject.toml's addopts). The whole
+# suite (`python -m pytest`, no paths) runs on one worker per CPU, at least 2: many tests wait on
+# the processes they start (kills, leases, servers), so two workers overlap well even on two
+# cores. A run of chosen paths stays in this one process, as before, unless `-n N` is given
+# (`-n 0`: the whole suite in one process). Each test module runs on one worker (its module
+# fixtures are set up once: a Ray cluster, an MLflow or marimo server); modules marked
+# `pytest.mark.xdist_group(NAME)` share one worker with the others of that NAME (they share
+# something outside tmp_path). Every worker has its own tmp_path root, sample stores, MLflow
+# store and throwaway PostgreSQL server (the session fixtures below).
+def pytest_xdist_auto_num_workers(config):
+    env = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
+    if env:
+        return int(env)
+    given = any(a == "-n" or a.startswith(("-n", "--numprocesses"))
+                for a in config.invocation_params.args)
+    if not given and config.args_source is not pytest.Config.ArgsSource.TESTPATHS:
+        return 0  # chosen paths: one process, as before
+    return max(2, os.cpu_count() or 1)
+
+
+LONG_MODULES = (
+    "tests/sweep/test_tracking_processes.py", "tests/sweep/test_ray_executor.py",
+    "tests/cli/test_disk_full.py", "tests/sweep/test_finetune.py",
+    "tests/sweep/test_shared_state.py", "tests/notebooks/test_jupyter.py",
+    "tests/sweep/test_shared_cache.py", "tests/stages/test_search_terms.py",
+    "tests/data/test_own_data.py", "tests/cli/test_half_synced.py",
+    "tests/indexes/test_bm25.py", "tests/test_readme_python.py",
+    "tests/benchmarks/test_gpu_small.py")
+"""The modules that take longest (``--durations`` of a whole run, 2026-11-26), longest first:
+handed out first, so that no long module starts last while the other worker idles."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under ``--dist loadgroup``, a test without an ``xdist_group`` mark is grouped with its
+    module, and the groups are handed out in the order of the collection (``addopts``:
+    ``--no-loadscope-reorder``), which this orders: :data:`LONG_MODULES` first, then the other
+    groups, most tests first (ties in collection order), each group's tests in their order."""
+    if not getattr(config.option, "loadgroup", False):  # set on xdist's workers
+        return
+    group_of = {}
+    for item in items:
+        mark = item.get_closest_marker("xdist_group")
+        if mark is None:
+            mark = pytest.mark.xdist_group(item.nodeid.split("::", 1)[0])
+            item.add_marker(mark)
+        group_of[item.nodeid] = mark.args[0] if mark.args else mark.kwargs.get("name", "")
+    size: dict[str, int] = {}
+    for g in group_of.values():
+        size[g] = size.get(g, 0) + 1
+    first = {g: i for i, g in enumerate(dict.fromkeys(group_of.values()))}
+    long = {m: i for i, m in enumerate(LONG_MODULES)}
+
+    def key(item):
+        g = group_of[item.nodeid]
+        return (long.get(g, len(long)), -size[g], first[g])
+
+    items.sort(key=key)
+
+
 def shared_dataset(name: str) -> Path:
     path = SHARED / "datasets" / name
     if not path.exists():

@@ -6,17 +6,20 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 import typer
-from pydantic import BaseModel
 
 # the commands' consoles, re-exported: results (tables, reports, ``--json``) go to stdout
 # (``out``), progress and informational lines to stderr (``console``)
 from aiblox.cli._console import console, out  # noqa: F401
-from aiblox.contracts.retrieval import RetrievalPrefs
-from aiblox.embedding import CachedEmbedder, Embedder, get_embedder
-from aiblox.stores import Store, StoreError, mask_password, open_store
+
+if TYPE_CHECKING:  # imported where used: a command's startup imports no store or model code
+    from pydantic import BaseModel
+
+    from aiblox.contracts.retrieval import RetrievalPrefs
+    from aiblox.embedding import CachedEmbedder, Embedder
+    from aiblox.stores import Store
 
 DB_HELP = ("Store: a DuckDB file path or a postgresql+psycopg:// URL (default: the dataset's "
            "own store under .aiblox/datasets).")
@@ -38,6 +41,8 @@ def fail(message: str) -> None:
 
 def open_db(db: str) -> Store:
     """Open the store at ``db`` or exit with a clear message."""
+    from aiblox.stores import mask_password, open_store
+
     try:
         return open_store(db)
     except Exception as exc:  # noqa: BLE001 - shown to the user, not swallowed
@@ -78,6 +83,8 @@ def cached_embedder(name: str | Embedder, store: Store, progress: bool = True,
                     device: str | None = None) -> CachedEmbedder:
     """The named (or given) embedder behind the store's embedding cache (a name built on
     ``device``)."""
+    from aiblox.embedding import CachedEmbedder, get_embedder
+
     try:
         model = get_embedder(name, device=device) if isinstance(name, str) else name
         return CachedEmbedder(model, store, progress=progress)
@@ -135,6 +142,8 @@ def checked_device(device: str, option: str = "--device") -> str:
 def checked_embedder(name: str, device: str | None = None) -> Embedder:
     """The embedder ``name`` on ``device`` (built, its model not loaded yet), else one
     ``error:`` line with the known names (before any store is opened)."""
+    from aiblox.embedding import get_embedder
+
     try:
         return get_embedder(name, device=device)
     except (ValueError, ImportError) as exc:
@@ -160,6 +169,8 @@ def checked_prefs(data: dict[str, Any], options: Mapping[str, tuple[str, Any]]
     path. ``options`` maps a field's dotted path (``fts.top_k``) to ``(option, value given)``."""
     from pydantic import ValidationError
 
+    from aiblox.contracts.retrieval import RetrievalPrefs
+
     try:
         return RetrievalPrefs.model_validate(data)
     except ValidationError as exc:
@@ -172,6 +183,7 @@ def option_problems(exc: Any, options: Mapping[str, tuple[str, Any]]) -> str:
     a field's error names its option and value; an error of a whole section (linear weights
     summing to 0) has the fields it names written as their options."""
     from aiblox.contracts.problems import value_problem
+    from aiblox.contracts.retrieval import RetrievalPrefs
 
     parts = []
     for err in exc.errors():
@@ -213,6 +225,7 @@ def check_store_searchable(store: Store, model_id: str | None, embedder: str,
     come back empty or incomplete: no items, an unfinished ingest, or (``model_id`` given, a
     dense or hybrid search) no vectors of that model, naming the embedder(s) the store was
     built with (``bm25_hint``: and that ``--mode bm25`` needs no vectors)."""
+    from aiblox.stores import StoreError
     from aiblox.stores.identity import check_searchable, read_binding, read_sync
 
     try:

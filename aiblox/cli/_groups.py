@@ -55,7 +55,9 @@ def tidy_help(command: Command) -> Command:
         if getattr(param, "is_flag", False) and param.metavar is None:
             param.metavar = ""  # Typer shows the metavar in place of its `<bool>`
     if isinstance(command, TyperGroup):
-        for sub in command.commands.values():
+        commands = command.commands
+        loaded = getattr(commands, "loaded", None)  # a lazy group: never import to tidy
+        for sub in loaded() if callable(loaded) else list(commands.values()):
             if sub.short_help is None and sub.help:
                 first = sub.help.split("\f")[0].strip().split("\n\n")[0]
                 sub.short_help = " ".join(first.split())

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.panel import Panel
-from rich.table import Table
 
-from aiblox.assembly import PolicyError, answer_question, get_llm, load_policy
-from aiblox.assembly.llm.openai_chat import shown_url
 from aiblox.cli._common import (
     DATASET_STORE_HELP,
     DEVICE_HELP,
@@ -29,19 +25,10 @@ from aiblox.cli._common import (
     print_json,
 )
 from aiblox.cli._errors import print_error
-from aiblox.contracts.retrieval import RequestContext
-from aiblox.evidence import (
-    DefaultEvidencePacker,
-    EvidencePack,
-    answer_evidence_pack,
-    pack_content,
-    pack_to_json,
-    rag_sources_event,
-    sign_pack,
-)
-from aiblox.hashing import sha256_hex
-from aiblox.retrieval.late_chunking import make_retriever
-from aiblox.stores import Store, StoreError
+
+if TYPE_CHECKING:  # the pipeline and the stores are imported when the command runs
+    from aiblox.evidence import EvidencePack
+    from aiblox.stores import Store
 
 
 def answer(
@@ -68,6 +55,23 @@ def answer(
                                  "(HMAC-SHA256, key id = the tenant)."),
 ) -> None:
     """Answer QUESTION from the store's evidence with citations, or give the exact refusal."""
+    import asyncio
+
+    from rich.panel import Panel
+    from rich.table import Table
+
+    from aiblox.assembly import PolicyError, answer_question, get_llm, load_policy
+    from aiblox.contracts.retrieval import RequestContext
+    from aiblox.evidence import (
+        DefaultEvidencePacker,
+        answer_evidence_pack,
+        rag_sources_event,
+        sign_pack,
+    )
+    from aiblox.hashing import sha256_hex
+    from aiblox.retrieval.late_chunking import make_retriever
+    from aiblox.stores import StoreError
+
     try:
         pol = load_policy(policy)
         reader = get_llm(llm)
@@ -144,6 +148,8 @@ def _exit_if_generation_failed(pack: EvidencePack, reader: object = None) -> Non
     and stored all the same, since a failed call is data; the exit status says the question
     went unanswered. The line names the endpoint of a reader that has one (``AIBLOX_LLM_BASE_URL``,
     without credentials)."""
+    from aiblox.assembly.llm.openai_chat import shown_url
+
     failed = [c for c in pack.tool_calls if c.kind == "llm" and c.status == "failed"]
     if failed:
         call = failed[0]
@@ -168,6 +174,9 @@ def read_key(path: Path) -> bytes:
 
 def put_pack(store: Store, pack: EvidencePack) -> bool:
     """Store ``pack`` (insert-only); True when it was new."""
+    from aiblox.evidence import pack_content, pack_to_json
+    from aiblox.hashing import sha256_hex
+
     return store.put_evidence_pack(
         pack.pack_id, pack.parent_pack_id, sha256_hex(pack_content(pack)), pack_to_json(pack),
         tenant_id=pack.tenant_id, trace_id=pack.trace_id, created_at=pack.created_at,

@@ -5,13 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
-from aiblox.chunking import UnknownChunkerError, get_chunker
 from aiblox.cli._common import fail, out, print_json
-from aiblox.data import DatasetError, load_dataset
-from aiblox.hashing import sha256_text
-from aiblox.text.tokens import DEFAULT_ENCODING
+from aiblox.cli._defaults import TOKEN_ENCODING
 
 __all__ = ["chunk_command"]
 
@@ -30,12 +26,18 @@ def chunk_command(
                                               help="Tokens shared by consecutive chunks."),
     include_headers: bool = typer.Option(True, "--headers/--no-headers",
                                          help="Heading chunker: heading lines inside chunks."),
-    encoding: str = typer.Option(DEFAULT_ENCODING, "--encoding",
+    encoding: str = typer.Option(TOKEN_ENCODING, "--encoding",
                                  help="tiktoken encoding (cl100k_base, o200k_base)."),
     preview: int = typer.Option(60, "--preview", help="Characters of each chunk shown."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Split one document with a chunker and show the chunks."""
+    from rich.table import Table
+
+    from aiblox.chunking import UnknownChunkerError, get_chunker
+    from aiblox.data import DatasetError, load_dataset
+    from aiblox.hashing import sha256_text
+
     if text is not None and (dataset or doc):
         fail("give either --text FILE or --dataset NAME --doc ID, not both")
     if text is not None:

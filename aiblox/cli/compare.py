@@ -8,11 +8,9 @@ from __future__ import annotations
 from enum import StrEnum
 
 import typer
-from rich.table import Table
 
 from aiblox.cli._common import fail, out, print_json
-from aiblox.engine.tracking import DEFAULT_TRACKING_URI
-from aiblox.metrics.marks import delta_text, legend, p_text, value_text
+from aiblox.cli._defaults import TRACKING_URI
 
 RUN_HELP = ("a 32-hex MLflow run id, SWEEP:LABEL (a label or its unique prefix) or a "
             "config-hash prefix (aiblox runs lists them)")
@@ -40,7 +38,7 @@ _TEST = {"t": "student", "wilcoxon": "wilcoxon", "fisher": "fisher"}
 def compare(
     run_a: str = typer.Argument(..., metavar="RUN_A", help=f"A (baseline): {RUN_HELP}."),
     run_b: str = typer.Argument(..., metavar="RUN_B", help=f"B (candidate): {RUN_HELP}."),
-    tracking_uri: str = typer.Option(DEFAULT_TRACKING_URI, "--tracking-uri",
+    tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri",
                                      help="MLflow tracking URI."),
     split: str = typer.Option("test", "--split", help="Split to compare on."),
     primary: str = typer.Option("", "--primary", help="Metric of the headline win/tie/loss "
@@ -62,6 +60,10 @@ def compare(
     metrics, and win/tie/loss under each metric's direction (for a cost such as tokens, a
     decrease is a win); the queries that moved most; for selection-policy runs, the evidence
     that entered or left per query."""
+    from rich.table import Table
+
+    from aiblox.metrics.marks import delta_text, legend, p_text, value_text
+
     try:
         from aiblox.metrics.significance import TEST_NAMES
         from aiblox.sweep.compare import compare_runs

@@ -5,11 +5,9 @@ against a baseline, printed as a table, markdown, LaTeX, CSV or JSON on stdout."
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
 from aiblox.cli._common import (
     DEVICE_HELP,
@@ -26,34 +24,15 @@ from aiblox.cli._common import (
     show_progress,
     writable_folder,
 )
+from aiblox.cli._defaults import EVAL_EXPERIMENT, METRICS, TRACKING_URI
 from aiblox.cli._errors import print_error
-from aiblox.contracts.retrieval import RetrievalPrefs
-from aiblox.data import DatasetError, load_dataset
-from aiblox.embedding.device import embedder_device
-from aiblox.engine import Pipeline, PipelineError, parse_pipeline
-from aiblox.engine.chunk_eval import ChunkEvalResult, evaluate_chunks
-from aiblox.engine.evaluate import EvalResult, check_evaluation, evaluate_retrieval
-from aiblox.engine.settings import needs_vectors
-from aiblox.engine.tracking import DEFAULT_TRACKING_URI
-from aiblox.engine.workspace import open_workspace
-from aiblox.experiment.table import (
-    CORRECTIONS,
-    EVAL_EXPERIMENT,
-    PAIR_HEAD,
-    TESTS,
-    Experiment,
-    RunFileError,
-    compare_systems,
-    read_trec_run,
-    system_from_result,
-    system_from_run,
-    write_trec_run,
-)
-from aiblox.metrics import DEFAULT_METRICS, DepthError, check_depth, evaluation_prefs, metric_cutoff
-from aiblox.metrics.depth import deepest_cutoff
-from aiblox.metrics.marks import value_text
-from aiblox.retrieval import make_retriever
-from aiblox.stores import StoreError, mask_password
+
+if TYPE_CHECKING:  # the engine, ranx and the stores are imported when the command runs
+    from aiblox.contracts.retrieval import RetrievalPrefs
+    from aiblox.engine import Pipeline
+    from aiblox.engine.chunk_eval import ChunkEvalResult
+    from aiblox.engine.evaluate import EvalResult
+    from aiblox.experiment.table import Experiment
 
 
 def eval_command(
@@ -89,7 +68,7 @@ def eval_command(
     top_k: int | None = typer.Option(None, "--top-k", help=(
         "Fused candidates scored per query (default: the evaluation depth, as --depth). A "
         "--top-k or --depth below a --metric cutoff is refused.")),
-    metric: list[str] = typer.Option(list(DEFAULT_METRICS), "--metric",
+    metric: list[str] = typer.Option(list(METRICS), "--metric",
                                      help="ranx metric name; repeatable."),
     ignore_identical_ids: bool = typer.Option(
         False, "--ignore-identical-ids",
@@ -140,7 +119,7 @@ def eval_command(
     mlflow: bool = typer.Option(False, "--mlflow", help=(
         "Log each system as an MLflow run (a mode or a --pipeline with its sweep manifest, so "
         "`aiblox eval verify RUN_ID` re-checks it).")),
-    tracking_uri: str = typer.Option(DEFAULT_TRACKING_URI, "--tracking-uri",
+    tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri",
                                      help="MLflow tracking URI for --mlflow."),
     experiment_name: str = typer.Option(EVAL_EXPERIMENT, "--experiment",
                                         help="MLflow experiment for --mlflow."),
@@ -148,6 +127,16 @@ def eval_command(
 ) -> None:
     """Score retrieval systems on DATASET's SPLIT with ranx, as one experiment table: modes
     (--mode) and external TREC runs (--run), tested against --baseline."""
+    from aiblox.contracts.retrieval import RetrievalPrefs
+    from aiblox.experiment.table import (
+        CORRECTIONS,
+        TESTS,
+        RunFileError,
+        compare_systems,
+        read_trec_run,
+    )
+    from aiblox.stores import mask_password
+
     metric = checked_metrics(metric)
     device = checked_device(device)
     fmt = "json" if as_json else fmt
@@ -157,7 +146,7 @@ def eval_command(
     checked_choice(test, TESTS, "--test")
     checked_choice(correction, CORRECTIONS, "--correction")
     for m in modes:
-        checked_choice(m, MODES, "--mode")
+        checked_choice(m, field_choices(RetrievalPrefs, "mode"), "--mode")
     if not 0 < alpha < 1:
         fail(f"--alpha must be between 0 and 1, got {alpha}")
     if per_query is not None and per_query.suffix.lower() not in (".parquet", ".pq", ".csv"):
@@ -224,6 +213,21 @@ def eval_command(
             tracking_client(tracking_uri, create=True)
         except (ValueError, ImportError) as exc:
             fail(f"--mlflow: {exc}")
+    from aiblox.data import DatasetError, load_dataset
+    from aiblox.engine import PipelineError
+    from aiblox.engine.chunk_eval import evaluate_chunks
+    from aiblox.engine.evaluate import check_evaluation, evaluate_retrieval
+    from aiblox.engine.settings import needs_vectors
+    from aiblox.engine.workspace import open_workspace
+    from aiblox.experiment.table import (
+        system_from_result,
+        system_from_run,
+        write_trec_run,
+    )
+    from aiblox.metrics import DepthError
+    from aiblox.retrieval import make_retriever
+    from aiblox.stores import StoreError
+
     try:
         ds = load_dataset(dataset, splits=[split])
     except DatasetError as exc:
@@ -291,6 +295,7 @@ def eval_command(
     if per_query is not None:
         exp.write_per_query(per_query)
     if mlflow:
+        from aiblox.embedding.device import embedder_device
         from aiblox.experiment.tracking import log_experiment, result_manifest
 
         manifests = {name: result_manifest(ds, r, embedder=embedder, metrics=metric,
@@ -304,7 +309,6 @@ def eval_command(
     _print(exp, fmt, chunk_results)
 
 
-MODES = field_choices(RetrievalPrefs, "mode")
 FORMATS = ("table", "markdown", "latex", "csv", "json")
 DEPTH_OPTIONS = {"top_k_items": "--top-k", "fts.top_k": "--depth", "vector.top_k": "--depth"}
 """The options that set an evaluation's depths, by ``RetrievalPrefs`` field."""
@@ -317,6 +321,8 @@ def _mode_prefs(mode: str, metrics: list[str], *, depth: int | None, top_k: int 
     the contract refuses, or a --top-k / --depth below a metric's cutoff, is one ``error:``
     line naming the option. A depth left out is the evaluation depth
     (:func:`~aiblox.metrics.evaluation_prefs`)."""
+    from aiblox.metrics import DepthError, check_depth, evaluation_prefs
+
     data: dict[str, Any] = {
         "query_text": "", "mode": mode, "ignore_identical_ids": ignore_identical_ids,
         "scoring": {"blend": blend, "rrf_k": rrf_k, "w_text": w_text, "w_vec": w_vec,
@@ -346,6 +352,9 @@ def _chunk_depths(metrics: list[str], chunk_items: int, top_k_chunks: int
     """The metrics and ``answer_recall@k`` cutoffs chunk evaluation can compute: the
     max-passage projection ranks only the ``--chunk-items`` chunked documents, and
     ``--top-k-chunks`` chunks are returned; deeper ones are left out with one warning line."""
+    from aiblox.metrics import metric_cutoff
+    from aiblox.metrics.depth import deepest_cutoff
+
     fit = [m for m in metrics if (metric_cutoff(m) or 0) <= chunk_items]
     ks = [k for k in (1, 5, 10) if k <= top_k_chunks]
     left = [m for m in metrics if m not in fit]
@@ -365,6 +374,8 @@ def _chunk_depths(metrics: list[str], chunk_items: int, top_k_chunks: int
 def _pipelines(texts: list[str]) -> dict[str, Pipeline]:
     """Every ``--pipeline`` parsed and checked before any work, by label (``LABEL=EXPR``, else
     the expression itself): one ``error:`` line naming the option and the stage otherwise."""
+    from aiblox.engine import PipelineError, parse_pipeline
+
     out: dict[str, Pipeline] = {}
     for text in texts:
         label, sep, expr = text.partition("=")
@@ -398,6 +409,12 @@ def _labels(modes: list[str], run_files: list[Path],
 
 def _print(exp: Experiment, fmt: str, chunk_results: list[ChunkEvalResult | None]) -> None:
     """The experiment on stdout in ``fmt``."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from aiblox.experiment.table import PAIR_HEAD
+    from aiblox.metrics.marks import value_text
+
     if fmt == "json":
         data = exp.as_json()
         for d, c in zip(data["systems"], chunk_results, strict=True):

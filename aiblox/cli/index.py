@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 import typer
-from rich.table import Table
 
 from aiblox.cli._common import (
     DATASET_STORE_HELP,
@@ -23,10 +22,6 @@ from aiblox.cli._common import (
     out,
     print_json,
 )
-from aiblox.contracts.retrieval import FtsConfig, VectorConfig
-from aiblox.indexes import StoreIndexes
-from aiblox.stores import StoreError
-from aiblox.stores.identity import check_searchable
 
 index_app = typer.Typer(
     name="index",
@@ -71,6 +66,8 @@ def list_indexes(
 ) -> None:
     """The store's indexes: kind, documents, size on disk, when built, settings, and whether the
     store still holds what each was built from."""
+    from aiblox.indexes import StoreIndexes
+
     store = open_existing_store(db, dataset)
     try:
         ix = StoreIndexes(store)
@@ -82,6 +79,8 @@ def list_indexes(
             {"name": i.name, "kind": i.kind, "n": i.n, "size_bytes": i.size_bytes,
              "built_at": i.built_at, "current": i.current, "config": i.config} for i in infos]})
         return
+    from rich.table import Table
+
     table = Table(title=f"indexes of {store.location} ({ix.root})")
     for col in ("name", "kind", "docs", "size", "built (UTC)", "settings", "current"):
         table.add_column(col)
@@ -109,6 +108,8 @@ def build(
     distance: str = typer.Option("cosine", "--distance", help="cosine, ip or l2."),
 ) -> None:
     """Build (or check and reuse) the store's indexes for these settings."""
+    from aiblox.contracts.retrieval import FtsConfig, VectorConfig
+
     checked_choice(method, field_choices(FtsConfig, "method"), "--method")
     checked_choice(index, field_choices(VectorConfig, "index"), "--index")
     checked_choice(distance, field_choices(VectorConfig, "distance"), "--distance")
@@ -120,6 +121,10 @@ def build(
     except ValueError as exc:
         fail(option_message(exc))
         return
+    from aiblox.indexes import StoreIndexes
+    from aiblox.stores import StoreError
+    from aiblox.stores.identity import check_searchable
+
     store = open_existing_store(db, dataset)
     try:
         ix = StoreIndexes(store)
@@ -152,6 +157,8 @@ def drop(
     dataset: str = typer.Option("", "--dataset", help=DATASET_STORE_HELP),
 ) -> None:
     """Delete one index, or all of them (they are rebuilt on next use)."""
+    from aiblox.indexes import StoreIndexes
+
     store = open_existing_store(db, dataset)
     try:
         dropped = StoreIndexes(store).drop(name or None)

@@ -18,10 +18,6 @@ from aiblox.cli._common import (
     print_json,
     show_progress,
 )
-from aiblox.cluster import ExecutorError, check_executor
-from aiblox.data import DatasetError
-from aiblox.embedding.device import DeviceError, parse_device
-from aiblox.engine.workspace import dataset_binding, default_store_path, ingest_dataset
 
 
 def ingest(
@@ -52,6 +48,11 @@ def ingest(
     """Make the store hold exactly DATASET (adding, changing and deleting items), with vectors;
     idempotent (a second run changes nothing). A store holding another dataset is refused. The
     corpus streams: documents are read, written and embedded a batch at a time."""
+    from aiblox.cluster import ExecutorError, check_executor
+    from aiblox.data import DatasetError
+    from aiblox.embedding.device import DeviceError, parse_device
+    from aiblox.engine.workspace import dataset_binding, default_store_path, ingest_dataset
+
     try:
         binding = dataset_binding(dataset)
     except DatasetError as exc:

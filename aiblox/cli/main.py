@@ -1,28 +1,113 @@
-"""The ``aiblox`` command line: one module per subcommand, each thin over library calls."""
+"""The ``aiblox`` command line: one module per subcommand, each thin over library calls.
+
+Each subcommand's module is imported only when that command runs or its own ``--help`` is
+asked (:mod:`aiblox.cli._lazy`): ``aiblox --help`` and ``aiblox eval --help`` list the commands
+from the one-line summaries below and import none of them, so they start in a blink.
+"""
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 import typer
 
 from aiblox.cli._console import set_quiet
 from aiblox.cli._errors import AibloxGroup
 from aiblox.cli._groups import DefaultCommandGroup, RunsGroup
-from aiblox.cli.answer import answer
-from aiblox.cli.chunk import chunk_command
-from aiblox.cli.compare import compare
-from aiblox.cli.eval import eval_command
-from aiblox.cli.index import index_app
-from aiblox.cli.ingest import ingest
-from aiblox.cli.pack import pack_app
-from aiblox.cli.quickstart import quickstart
-from aiblox.cli.report import report
-from aiblox.cli.runs import export_runs, runs
-from aiblox.cli.search import search
-from aiblox.cli.sweep import sweep
-from aiblox.cli.verify import verify_command
+from aiblox.cli._lazy import LazyCommand, LazyGroup
+
+EVAL_HELP = ("Score retrieval on a labelled dataset (aiblox eval DATASET), or re-execute a "
+             "logged sweep point and check its hashes (aiblox eval verify RUN).")
+EVAL_RUN_HELP = ("Score retrieval modes on DATASET's split with ranx (the default: aiblox eval "
+                 "DATASET).")
+
+
+class EvalGroup(LazyGroup, DefaultCommandGroup):
+    """``aiblox eval``: ``run`` (the default) and ``verify``, imported on use."""
+
+    lazy: ClassVar[dict[str, LazyCommand]] = {
+        "run": LazyCommand("aiblox.cli.eval:eval_command", EVAL_RUN_HELP, help=EVAL_RUN_HELP),
+        "verify": LazyCommand(
+            "aiblox.cli.verify:verify_command",
+            "Re-execute RUN's logged point from its config alone; exit 1 names the first stage "
+            "that\ndiffers."),
+    }
+
+
+eval_app = typer.Typer(cls=EvalGroup, no_args_is_help=True, help=EVAL_HELP)
+
+RUNS_HELP = ("List logged sweeps or a sweep's points (aiblox runs [SWEEP]), or write a logged "
+             "point's TREC run files (aiblox runs export REF --trec DIR).")
+RUNS_LIST_HELP = ("List logged sweeps, or one sweep's points (the default: aiblox runs "
+                  "[SWEEP]).")
+
+
+class RunsLazyGroup(LazyGroup, RunsGroup):
+    """``aiblox runs``: ``list`` (the default) and ``export``, imported on use."""
+
+    lazy: ClassVar[dict[str, LazyCommand]] = {
+        "list": LazyCommand("aiblox.cli.runs:runs", RUNS_LIST_HELP, help=RUNS_LIST_HELP),
+        "export": LazyCommand(
+            "aiblox.cli.runs:export_runs",
+            "Write a logged point's TREC run files: the ones its run logged (a sweep logs them "
+            "for the\npoints its conclusion names), else written from the stage cache by the "
+            "stage keys its\nmanifest records (the run its metrics were computed from, the "
+            "same bytes)."),
+    }
+
+
+runs_app = typer.Typer(cls=RunsLazyGroup, help=RUNS_HELP)
+
+
+class MainGroup(LazyGroup, AibloxGroup):
+    """The ``aiblox`` group: its commands imported on use, each run under
+    :func:`~aiblox.cli._errors.user_faults`. A summary is the first paragraph of the command's
+    help, line breaks included (as the help lists it)."""
+
+    lazy: ClassVar[dict[str, LazyCommand]] = {
+        "quickstart": LazyCommand(
+            "aiblox.cli.quickstart:quickstart",
+            "Ingest the sample dataset, score bm25, dense and hybrid retrieval, print a table."),
+        "ingest": LazyCommand(
+            "aiblox.cli.ingest:ingest",
+            "Make the store hold exactly DATASET (adding, changing and deleting items), with "
+            "vectors;\nidempotent (a second run changes nothing). A store holding another "
+            "dataset is refused. The\ncorpus streams: documents are read, written and embedded "
+            "a batch at a time."),
+        "search": LazyCommand("aiblox.cli.search:search",
+                              "Search the store for QUERY (results on stdout)."),
+        "chunk": LazyCommand("aiblox.cli.chunk:chunk_command",
+                             "Split one document with a chunker and show the chunks."),
+        "answer": LazyCommand(
+            "aiblox.cli.answer:answer",
+            "Answer QUESTION from the store's evidence with citations, or give the exact "
+            "refusal."),
+        "sweep": LazyCommand(
+            "aiblox.cli.sweep:sweep",
+            "Score every point of SPEC (only stages not cached), choose on the tune split, "
+            "report on\nthe report split."),
+        "report": LazyCommand(
+            "aiblox.cli.report:report",
+            "Write report.html (no network needed to view it) and report.md for SWEEP."),
+        "compare": LazyCommand(
+            "aiblox.cli.compare:compare",
+            "Per-metric deltas (B - A) with a paired test on per-query values, corrected over "
+            "the\nmetrics, and win/tie/loss under each metric's direction (for a cost such as "
+            "tokens, a\ndecrease is a win); the queries that moved most; for selection-policy "
+            "runs, the evidence\nthat entered or left per query."),
+        "runs": LazyCommand(runs_app, RUNS_HELP),
+        "eval": LazyCommand(eval_app, EVAL_HELP),
+        "pack": LazyCommand("aiblox.cli.pack:pack_app",
+                            "Evidence packs: the auditable record of each answered query."),
+        "index": LazyCommand(
+            "aiblox.cli.index:index_app",
+            "A store's derived indexes (BM25, vectors): built from its items, kept beside it, "
+            "rebuilt when the items change."),
+    }
+
 
 app = typer.Typer(
-    cls=AibloxGroup,  # one line `error: ...` (exit 2) for every input or environment fault
+    cls=MainGroup,  # one line `error: ...` (exit 2) for every input or environment fault
     name="aiblox",
     help="Research and evaluation harness for retrieval-augmented generation.",
     no_args_is_help=True,
@@ -49,33 +134,6 @@ def _global_options(
     """Research and evaluation harness for retrieval-augmented generation. Results go to
     stdout, progress, logs and errors to stderr (progress bars only on a terminal)."""
     set_quiet(quiet)
-
-
-app.command("quickstart")(quickstart)
-app.command("ingest")(ingest)
-app.command("search")(search)
-eval_app = typer.Typer(
-    cls=DefaultCommandGroup, no_args_is_help=True,
-    help="Score retrieval on a labelled dataset (aiblox eval DATASET), or re-execute a logged "
-         "sweep point and check its hashes (aiblox eval verify RUN).")
-eval_app.command("run", help="Score retrieval modes on DATASET's split with ranx (the default: "
-                             "aiblox eval DATASET).")(eval_command)
-eval_app.command("verify")(verify_command)
-app.add_typer(eval_app, name="eval")
-app.command("chunk")(chunk_command)
-app.command("answer")(answer)
-app.command("sweep")(sweep)
-app.command("report")(report)
-app.command("compare")(compare)
-runs_app = typer.Typer(
-    cls=RunsGroup, help="List logged sweeps or a sweep's points (aiblox runs [SWEEP]), or write "
-                        "a logged point's TREC run files (aiblox runs export REF --trec DIR).")
-runs_app.command("list", help="List logged sweeps, or one sweep's points (the default: aiblox "
-                              "runs [SWEEP]).")(runs)
-runs_app.command("export")(export_runs)
-app.add_typer(runs_app, name="runs")
-app.add_typer(pack_app, name="pack")
-app.add_typer(index_app, name="index")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -24,15 +24,9 @@ from aiblox.cli._common import (
     open_db,
 )
 from aiblox.cli.answer import read_key
-from aiblox.evidence import (
-    EvidencePack,
-    pack_content,
-    pack_from_json,
-    pack_to_html,
-    pack_to_json,
-    verify_pack,
-)
-from aiblox.hashing import sha256_hex
+
+if TYPE_CHECKING:  # the evidence module is imported when a command runs
+    from aiblox.evidence import EvidencePack
 
 pack_app = typer.Typer(
     name="pack",
@@ -55,6 +49,8 @@ def _load_row(pack_id: str, db: str, dataset: str = "") -> dict[str, Any]:
 
 
 def _parse(row: dict[str, Any], db: str) -> EvidencePack:
+    from aiblox.evidence import pack_from_json
+
     try:
         return pack_from_json(row["json"])
     except ValueError as exc:
@@ -64,6 +60,9 @@ def _parse(row: dict[str, Any], db: str) -> EvidencePack:
 
 def _problems(row: dict[str, Any], pack: EvidencePack, keys: dict[str, bytes] | None,
               require_signature: bool) -> list[str]:
+    from aiblox.evidence import pack_content, verify_pack
+    from aiblox.hashing import sha256_hex
+
     # without keys a signature cannot be checked: check the id and content alone
     checked = pack if keys is not None else pack.model_copy(update={"signature": None})
     problems = verify_pack(checked, keys, require_signature=require_signature)
@@ -137,6 +136,8 @@ def export(
         for p in problems:
             console.print(f"[red]FAILED[/red] {pack_id}: {p}", soft_wrap=True)
         raise typer.Exit(1)
+    from aiblox.evidence import pack_to_html, pack_to_json
+
     text = pack_to_json(pack) if fmt == "json" else pack_to_html(pack)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")

@@ -7,15 +7,8 @@ it is scored too, with precomputed vectors, next to the published figures.
 from __future__ import annotations
 
 import typer
-from rich.table import Table
 
 from aiblox.cli._common import checked_embedder, console, fail, out, show_progress
-from aiblox.contracts.retrieval import RetrievalPrefs
-from aiblox.data import DatasetError, load_dataset
-from aiblox.engine.evaluate import evaluate_retrieval
-from aiblox.engine.workspace import open_workspace
-from aiblox.metrics import DEFAULT_METRICS
-from aiblox.stores import StoreError
 
 PUBLISHED = {  # nDCG@10 on the test split, from ../shared/datasets/README.md: BM25 (BEIR paper,
     # bm25s), all-MiniLM-L6-v2 (MTEB), BM25 + dense fusion as reported
@@ -32,6 +25,15 @@ def quickstart(
     scifact: bool = typer.Option(True, help="Also score SciFact when ../shared/datasets has it."),
 ) -> None:
     """Ingest the sample dataset, score bm25, dense and hybrid retrieval, print a table."""
+    from rich.table import Table
+
+    from aiblox.contracts.retrieval import RetrievalPrefs
+    from aiblox.data import DatasetError, load_dataset
+    from aiblox.engine.evaluate import evaluate_retrieval
+    from aiblox.engine.workspace import open_workspace
+    from aiblox.metrics import DEFAULT_METRICS
+    from aiblox.stores import StoreError
+
     checked_embedder(embedder)
     datasets = ["sample"]
     if scifact:

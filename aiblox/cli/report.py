@@ -9,12 +9,12 @@ import typer
 
 from aiblox.cli._common import fail, print_json
 from aiblox.cli._common import out as results
-from aiblox.engine.tracking import DEFAULT_TRACKING_URI
+from aiblox.cli._defaults import TRACKING_URI
 
 
 def report(
     sweep: str = typer.Argument(..., metavar="SWEEP", help="Parent run id or sweep name."),
-    tracking_uri: str = typer.Option(DEFAULT_TRACKING_URI, "--tracking-uri",
+    tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri",
                                      help="MLflow tracking URI."),
     out: str = typer.Option("", "--out", help="Output folder (default: reports/<sweep>, which "
                             "must stay inside reports/)."),

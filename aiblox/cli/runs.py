@@ -13,13 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.table import Table
 
 from aiblox.cli._common import fail, out, print_json, writable_folder
 from aiblox.cli._console import console
-from aiblox.engine.tracking import DEFAULT_TRACKING_URI
+from aiblox.cli._defaults import STAGE_CACHE_DIR, TRACKING_URI
 from aiblox.hashing import SHORT_HASH  # digits a table shows (--format json|csv: all)
-from aiblox.sweep.runner import DEFAULT_CACHE_DIR
 
 
 class Format(StrEnum):
@@ -46,7 +44,7 @@ def _print_csv(rows: list[dict[str, Any]], columns: list[str]) -> None:
 def runs(
     sweep: str = typer.Argument("", metavar="SWEEP", help="A sweep's name (its newest run) or "
                                 "parent run id: list its points. Without it: list the sweeps."),
-    tracking_uri: str = typer.Option(DEFAULT_TRACKING_URI, "--tracking-uri",
+    tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri",
                                      help="MLflow tracking URI."),
     fmt: Format = typer.Option(Format.table, "--format", help="table, json (one JSON array) or "
                                "csv."),
@@ -84,6 +82,8 @@ def _sweeps(sweeps: list[Any], fmt: Format) -> None:
     if fmt is Format.csv:
         _print_csv(rows, list(rows[0]))
         return
+    from rich.table import Table
+
     table = Table(title="sweeps (newest first); aiblox runs SWEEP lists its points")
     for col in ("sweep", "parent run id", "status", "points", "primary", "best point",
                 "config", "tune", "report"):
@@ -109,6 +109,8 @@ def _points(sweep: Any, points: list[Any], fmt: Format) -> None:
                 "baseline", "best"]
         _print_csv(rows, cols)
         return
+    from rich.table import Table
+
     report = f"{sweep.report_split} {sweep.primary}" if sweep.report_split else ""
     table = Table(title=f"sweep {sweep.name} (parent run {sweep.parent_run_id}): "
                         f"{len(points)} points, best first on {sweep.tune_split} "
@@ -132,10 +134,10 @@ def export_runs(
     trec: Path = typer.Option(..., "--trec", help="Folder to write <label>.<split>.trec into."),
     split: list[str] = typer.Option([], "--split", help="A split to write (repeatable; default: "
                                     "every split of the point)."),
-    cache_dir: str = typer.Option(DEFAULT_CACHE_DIR, "--cache-dir", help="The stage cache the "
+    cache_dir: str = typer.Option(STAGE_CACHE_DIR, "--cache-dir", help="The stage cache the "
                                   "sweep ran with (a run file the point did not log is written "
                                   "from it)."),
-    tracking_uri: str = typer.Option(DEFAULT_TRACKING_URI, "--tracking-uri",
+    tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri",
                                      help="MLflow tracking URI."),
 ) -> None:
     """Write a logged point's TREC run files: the ones its run logged (a sweep logs them for the

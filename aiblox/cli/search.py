@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import typer
-from rich.table import Table
-from rich.text import Text
 
 from aiblox.cli._common import (
     DATASET_STORE_HELP,
@@ -24,9 +20,6 @@ from aiblox.cli._common import (
     out,
     print_json,
 )
-from aiblox.contracts.retrieval import RequestContext, RetrievalPrefs, ScoringConfig
-from aiblox.retrieval.late_chunking import make_retriever
-from aiblox.stores import StoreError
 
 
 def search(
@@ -43,6 +36,8 @@ def search(
     as_json: bool = typer.Option(False, "--json", help="Print the RetrievalBundle as JSON."),
 ) -> None:
     """Search the store for QUERY (results on stdout)."""
+    from aiblox.contracts.retrieval import RequestContext, RetrievalPrefs, ScoringConfig
+
     # every option is checked before the store is opened
     checked_choice(mode, field_choices(RetrievalPrefs, "mode"), "--mode")
     checked_choice(blend, field_choices(ScoringConfig, "blend"), "--blend")
@@ -54,6 +49,11 @@ def search(
                           {"top_k_items": ("--top-k", k), "scoring.blend": ("--blend", blend),
                            "scoring.normalize": ("--normalize", normalize)})
     model = checked_embedder(embedder, checked_device(device))
+    import asyncio
+
+    from aiblox.retrieval.late_chunking import make_retriever
+    from aiblox.stores import StoreError
+
     store = open_existing_store(db, dataset)
     try:
         check_store_searchable(store, None if mode == "bm25" else model.model_id, embedder)
@@ -66,6 +66,9 @@ def search(
     if as_json:
         print_json(bundle.model_dump(mode="json"))
         return
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title=f"{mode} results for {query!r}")
     for col in ("#", "id", "score", "bm25 rank", "vec rank", "title / snippet"):
         table.add_column(col)

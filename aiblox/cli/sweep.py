@@ -8,11 +8,9 @@ import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
 
 from aiblox.cli._common import (
     console,
@@ -22,23 +20,13 @@ from aiblox.cli._common import (
     show_progress,
     writable_folder,
 )
-from aiblox.cluster import ExecutorError, check_executor
-from aiblox.data import DatasetError, load_dataset
-from aiblox.embedding.device import DeviceError, describe_device
-from aiblox.engine.cache import StageCacheError, check_cache_root
-from aiblox.engine.tracking import (
-    DEFAULT_TRACKING_URI,
-    SweepBusy,
-    SweepInterrupted,
-    TrackingStoreError,
-)
+from aiblox.cli._defaults import MAX_POINTS, STAGE_CACHE_DIR, TRACKING_URI
 from aiblox.hashing import short_hash
-from aiblox.metrics.marks import delta_text, legend, p_text, value_text
-from aiblox.metrics.significance import TEST_NAMES
-from aiblox.stores.base import StoreError, is_disk_full
-from aiblox.sweep import SweepResult, SweepSpecError, load_spec, run_sweep
-from aiblox.sweep.runner import DEFAULT_CACHE_DIR, check_cv, default_jobs, sweep_device
-from aiblox.sweep.spec import DEFAULT_MAX_POINTS
+
+if TYPE_CHECKING:  # the sweep, the engine and MLflow are imported when the command runs
+    from rich.table import Table
+
+    from aiblox.sweep import SweepResult
 
 
 def sweep(
@@ -49,10 +37,10 @@ def sweep(
                                 "points are not redone). A live sweep is never taken over."),
     jobs: int = typer.Option(0, "--jobs", "-j", help="Threads for the compiled fusion and "
                              "metrics kernels; 0: all available cores."),
-    tracking_uri: str = typer.Option(DEFAULT_TRACKING_URI, "--tracking-uri",
+    tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri",
                                      help="MLflow tracking URI (any MLflow server)."),
     no_tracking: bool = typer.Option(False, "--no-tracking", help="Do not log to MLflow."),
-    cache_dir: str = typer.Option(DEFAULT_CACHE_DIR, "--cache-dir",
+    cache_dir: str = typer.Option(STAGE_CACHE_DIR, "--cache-dir",
                                   help="Stage cache: a folder, or an fsspec URI shared by "
                                        "workers (s3://bucket/stages, file:///mnt/shared/stages)."),
     db: str = typer.Option("", "--db", help="Store path (overrides the spec's)."),
@@ -61,7 +49,7 @@ def sweep(
                                "auto): auto, cpu, cuda, cuda:N or mps. Off the CPU the "
                                "points are keyed apart (model id +cuda)."),
     top: int = typer.Option(10, "--top", help="Leaderboard rows printed."),
-    max_points: int = typer.Option(DEFAULT_MAX_POINTS, "--max-points", min=1,
+    max_points: int = typer.Option(MAX_POINTS, "--max-points", min=1,
                                    help="Refuse a grid of more points than this (counted from "
                                         "the axes before anything is built)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -74,6 +62,17 @@ def sweep(
 ) -> None:
     """Score every point of SPEC (only stages not cached), choose on the tune split, report on
     the report split."""
+    from rich.markup import escape
+
+    from aiblox.cluster import ExecutorError, check_executor
+    from aiblox.data import DatasetError, load_dataset
+    from aiblox.embedding.device import DeviceError, describe_device
+    from aiblox.engine.cache import StageCacheError, check_cache_root
+    from aiblox.engine.tracking import SweepBusy, SweepInterrupted, TrackingStoreError
+    from aiblox.stores.base import is_disk_full
+    from aiblox.sweep import SweepSpecError, load_spec, run_sweep
+    from aiblox.sweep.runner import check_cv, default_jobs, sweep_device
+
     try:
         spec = load_spec(spec_path, max_points=max_points)
     except SweepSpecError as exc:
@@ -192,6 +191,11 @@ def sweep(
 def _leaderboard(result: SweepResult, top: int) -> Table:
     """The top points by the tune split's primary metric; with a baseline, each point's delta
     to it on the report split (its mark and adjusted p where the point was tested)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from aiblox.metrics.marks import delta_text, p_text, value_text
+
     report = f"report split {result.report_split}" if result.report_split else "no report split"
     table = Table(title=f"{result.name}: top {top} on {result.tune_split} ({report})")
     table.add_column("point")
@@ -218,6 +222,9 @@ def _leaderboard(result: SweepResult, top: int) -> Table:
 
 def _folds(result: SweepResult) -> Table:
     """The k-fold table: per fold the point chosen on the other folds and its scores."""
+    from rich.table import Table
+    from rich.text import Text
+
     cv = result.cv
     assert cv is not None
     table = Table(title=f"{cv.folds}-fold cross-validation over {cv.split} ({cv.n_queries} "
@@ -254,6 +261,9 @@ def _cv_lines(result: SweepResult) -> None:
 
 def _front(result: SweepResult) -> Table:
     """The Pareto front on the tune split (``[search] objectives``), best first by primary."""
+    from rich.table import Table
+    from rich.text import Text
+
     from aiblox.engine.tracking import pareto_summary
 
     par = pareto_summary(result)
@@ -278,9 +288,15 @@ def _front(result: SweepResult) -> Table:
 def _significance(result: SweepResult) -> Table:
     """The top points against the baseline on the report split: value, delta (marked when
     significant), p and adjusted p, wins/ties/losses under the metric's direction."""
+    from aiblox.metrics.marks import delta_text, legend, p_text, value_text
+    from aiblox.metrics.significance import TEST_NAMES
+
     first = result.significance[0] if result.significance else None
     corr = first.correction if first is not None else "holm"
     adjusted = f"{corr.capitalize()}-adjusted" if corr != "none" else "unadjusted"
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title=f"top points vs baseline on {result.report_split} "
                         f"({TEST_NAMES.get(first.test, first.test) if first else 'paired test'}, "
                         f"{adjusted} over the points per metric)",
@@ -337,6 +353,8 @@ def _written(exc: BaseException, cache_dir: str, tracking_uri: str) -> str:
     """What a sweep failed to write on a full disk: the stage cache, the MLflow store or the
     store (named), else the file the error names."""
     from aiblox.cli._errors import _store_location
+    from aiblox.engine.cache import StageCacheError
+    from aiblox.stores.base import StoreError
 
     for e in _causes(exc):
         if isinstance(e, StageCacheError):

@@ -6,14 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
 
 from aiblox.cli._common import fail, out, print_json, show_progress
+from aiblox.cli._defaults import TRACKING_URI
 from aiblox.cli._errors import print_error
-from aiblox.data import DatasetError
-from aiblox.engine.tracking import DEFAULT_TRACKING_URI
 from aiblox.hashing import SHORT_HASH, short_hash
 
 _HEX = frozenset("0123456789abcdef")
@@ -24,7 +20,7 @@ def verify_command(
                               help="A point (its MLflow run id, SWEEP:LABEL with a label or "
                                    "its unique prefix, or a config-hash prefix), a sweep (parent "
                                    "run id or name: its best point), or a manifest.json path."),
-    tracking_uri: str = typer.Option(DEFAULT_TRACKING_URI, "--tracking-uri",
+    tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri",
                                      help="MLflow tracking URI the point was logged to."),
     db: str = typer.Option("", "--db", help="Store to re-run retrieval on (synced to the dataset "
                                             "first); default: the dataset's own store."),
@@ -36,6 +32,11 @@ def verify_command(
 ) -> None:
     """Re-execute RUN's logged point from its config alone; exit 1 names the first stage that
     differs."""
+    from rich.markup import escape
+    from rich.table import Table
+    from rich.text import Text
+
+    from aiblox.data import DatasetError
     from aiblox.engine.tracking import check_tracking_store
     from aiblox.sweep.verify import logged_manifest, logged_metrics, verify_cv, verify_point
 
