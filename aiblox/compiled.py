@@ -20,6 +20,12 @@ def setup_numba_cache() -> str:
     so compiled kernels are reused across processes."""
     path = os.environ.get("NUMBA_CACHE_DIR") or str(Path.home() / ".cache" / "aiblox" / "numba")
     os.environ["NUMBA_CACHE_DIR"] = path
+    # numba's OpenMP threads otherwise spin between parallel regions: on a machine busy with
+    # other work a spinning thread holds a core its partner needs at the next barrier, and a
+    # sweep's many short kernels ran 5x slower on 2 threads than on one (benchmarks/README.md,
+    # "Fusion sweep"). Sleeping workers cost microseconds on an idle machine. Read once, when
+    # the OpenMP runtime loads (the first parallel kernel); a value already set is kept.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     Path(path).mkdir(parents=True, exist_ok=True)
     return path
 

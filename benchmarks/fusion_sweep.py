@@ -18,12 +18,18 @@ fused run kept that deep, on the report split (scifact test, 300 queries), retri
    per point with its artifacts, on a fresh SQLite store), and with ``--no-tracking``: at the
    deep setting and for the spec itself (depths 25-200, top 100).
 
-``--tracking``: the cost of logging (issue 26): the spec's sweep (268 points) on both splits,
-signals cached, its first run (fusion and metrics computed) and a re-run with every stage
-cached, each with MLflow tracking on a fresh SQLite store and with ``--no-tracking``, timed
-whole (``run_sweep`` to its return: the last batch, the named points' run files and the
-parent's summary included). Goals: >= 100 logged points/s on the re-run, >= 200 new points/s
-untracked.
+``--tracking``: the cost of logging and of new points (issue 26): the spec's sweep (268
+points) on both splits, signals cached, its first run (fusion and metrics computed) and a
+re-run with every stage cached, each with MLflow tracking on a fresh SQLite store and with
+``--no-tracking``, timed whole (the tracker opened, ``run_sweep`` to its return: the last
+batch, the named points' run files and the parent's summary included), and the logging alone
+(the re-run's points seconds, tracked less untracked); then a denser grid over the same cached
+signals (``w_text`` step ``--dense-step``, 0.01: 1,228 points, every one new) run as
+``aiblox sweep --no-tracking`` in a process of its own, timed whole, and again as it ran
+before issue 26's changes to threads: every core, ``OMP_WAIT_POLICY=ACTIVE`` (numba's OpenMP
+workers spinning; leave it out with ``--skip-active``); and ranx's route (``ranx.fuse`` +
+``ranx.evaluate``) on a handful of the points over the same lists. Goals: >= 100 logged
+points/s, >= 200 new points/s untracked whole-process.
 
 ``--tpe N``: an N-trial TPE study over the spec's grid (signals cached, empty fusion/metrics
 cache and study), with MLflow tracking and without. ``--phases``: the sweep's phases (first
@@ -33,7 +39,7 @@ Goals (issue 17): 200 points/s on scifact test at 1,000 deep on 2 cores, metrics
 ranx's; a 200-trial TPE study on scifact train under 5 minutes once signals are cached.
 
     python benchmarks/fusion_sweep.py [--markdown] [--jobs N] [--depth D] [--repeat R]
-    python benchmarks/fusion_sweep.py --tracking [--markdown]
+    python benchmarks/fusion_sweep.py --tracking [--markdown] [--dense-step 0.01] [--skip-active]
     python benchmarks/fusion_sweep.py --tpe 200 [--markdown]
     python benchmarks/fusion_sweep.py --phases [--markdown]
 """
@@ -41,6 +47,7 @@ ranx's; a 200-trial TPE study on scifact train under 5 minutes once signals are 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import time
@@ -333,6 +340,10 @@ def main() -> None:
     ap.add_argument("--tracking", action="store_true",
                     help="instead: the spec's sweep with and without MLflow tracking, first "
                          "run and re-run (signals cached)")
+    ap.add_argument("--dense-step", type=float, default=0.01,
+                    help="--tracking: the w_text step of the denser grid (new points)")
+    ap.add_argument("--skip-active", action="store_true",
+                    help="--tracking: leave out the denser grid with spinning OpenMP workers")
     ap.add_argument("--tpe", type=int, default=0, metavar="N",
                     help="instead: an N-trial TPE study over the spec's grid, signals cached")
     ap.add_argument("--markdown", action="store_true")
@@ -419,16 +430,17 @@ def phases(args, spec: SweepSpec, ds, cache_dir: Path) -> None:
 
 def tracking_table(args, spec: SweepSpec, ds, cache_dir: Path) -> None:
     """The spec's sweep, signals cached: first run (fusion and metrics computed) and re-run
-    (every stage cached), each tracked on a fresh SQLite store and untracked (see the module
-    doc)."""
+    (every stage cached), each tracked on a fresh SQLite store and untracked; then a denser
+    grid over the same cached signals as ``aiblox sweep --no-tracking`` runs it (a process of
+    its own, every point new); and ranx's route on the same lists (see the module doc)."""
     import tempfile
 
     from aiblox.engine.tracking import SweepTracker
 
     jobs = default_jobs() if args.jobs <= 0 else args.jobs
     err.print("signals (cached after the first run; not timed) ...")
-    run_sweep(spec, cache_dir=cache_dir, db=args.db, dataset=ds, jobs=jobs, progress=False)
-    rows = []
+    r0 = run_sweep(spec, cache_dir=cache_dir, db=args.db, dataset=ds, jobs=jobs, progress=False)
+    rows, points_s = [], {}
     for phase in ("first run (fusion + metrics computed)", "re-run (every stage cached)"):
         for label, tracking in (("MLflow tracking (sqlite)", True), ("--no-tracking", False)):
             if phase.startswith("first"):
@@ -440,13 +452,41 @@ def tracking_table(args, spec: SweepSpec, ds, cache_dir: Path) -> None:
                 tracker = (SweepTracker(f"sqlite:///{tmp}/mlflow.db", f"bench/{spec.name}",
                                         spec.hash, spec.model_dump(mode="json"))
                            if tracking else None)
+                t_open = time.perf_counter() - t0
                 r = run_sweep(spec, cache_dir=cache_dir, db=args.db, dataset=ds, jobs=jobs,
                               tracker=tracker, progress=False)
                 wall = time.perf_counter() - t0
             n = len(r.points)
+            points_s[(phase, tracking)] = r.timings["points_s"]
+            logged = "-"
+            if tracking:
+                logged = str(r.tracking.get("logged", "-"))
+                err.print(f"  tracker opened in {t_open:.2f} s")
             rows.append([phase, label, str(n), f"{r.timings['signals_s']:.2f}",
                          f"{r.timings['points_s']:.2f}", f"{wall:.2f}", f"{n / wall:.1f}",
-                         str(r.tracking.get("logged", "-")) if r.tracking else "-"])
+                         logged])
+    rerun = "re-run (every stage cached)"
+    log_s = points_s[(rerun, True)] - points_s[(rerun, False)]
+    n = len(r0.points)
+    rows.append(["re-run: logging alone (points s tracked - untracked)", "MLflow tracking "
+                 "(sqlite)", str(n), "-", f"{log_s:.2f}", "-",
+                 f"{n / log_s:.1f}" if log_s > 0 else "-", str(n)])
+    dense = _dense_spec(spec, args.dense_step)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    for label, threads, env in (
+            ("--no-tracking, whole process (--jobs 0: the idle cores)", args.jobs, {}),
+            (f"the same as before: --jobs {cores} (every core), OMP_WAIT_POLICY=ACTIVE "
+             f"(numba's workers spinning)", cores, {"OMP_WAIT_POLICY": "ACTIVE"})):
+        if env and args.skip_active:
+            continue
+        err.print(f"denser grid ({dense['points']} points), {label} ...")
+        wall, cpu, new = _dense_process(dense, cache_dir, args.db, threads, env)
+        rows.append([f"denser grid, new points over cached signals (w_text step "
+                     f"{args.dense_step})", label, str(new), "cached", "-", f"{wall:.2f}",
+                     f"{new / wall:.1f}", "-"])
+        err.print(f"  CPU {cpu:.2f} s ({1000 * cpu / new:.2f} ms a point)")
+    err.print("ranx: fuse + evaluate on the same cached lists ...")
+    rows.append(_ranx_row(spec, ds, cache_dir, r0))
     print_table(f"Tracked and untracked sweep on {ds.name} ({spec.name})",
                 ["run", "tracking", "points", "signals s", "points s", "wall s", "points/s",
                  "logged"], rows, args.markdown,
@@ -456,7 +496,79 @@ def tracking_table(args, spec: SweepSpec, ds, cache_dir: Path) -> None:
                        f"point on both splits, {jobs} numba threads; wall s: the tracker "
                        f"opened, run_sweep to its return (the last batch, the named points' "
                        f"run files and the parent's summary written); points/s = points / "
-                       f"wall s; {environment_line()}"])
+                       f"wall s (logging alone: points / its seconds); the denser grid: "
+                       f"`aiblox sweep --no-tracking` in a process of its own (imports, "
+                       f"dataset, conclusion included), its fusion and metrics not cached, "
+                       f"points/s = new points / wall s; ranx: ranx.fuse + ranx.evaluate of "
+                       f"the same lists, both splits; {environment_line()}"])
+
+
+def _dense_spec(spec: SweepSpec, step: float) -> dict:
+    """The spec's TOML with ``w_text`` at a finer step (and its own name): its text, the spec
+    and its point count."""
+    import re
+    import tomllib
+
+    text = (REPO / "evals" / "sweeps" / f"{spec.name}.toml").read_text()
+    text = re.sub(r'(?m)^name = ".*"$', f'name = "{spec.name}_dense"', text, count=1)
+    text = re.sub(r"(?m)^w_text = .*$", f"w_text = {{ start = 0, stop = 1, step = {step} }}",
+                  text, count=1)
+    dense = SweepSpec.model_validate(tomllib.loads(text))
+    return {"text": text, "points": len(dense.points()), "spec": dense}
+
+
+def _dense_process(dense: dict, cache_dir: Path, db: str, jobs: int, env: dict
+                   ) -> tuple[float, float, int]:
+    """``aiblox sweep SPEC --no-tracking --jobs JOBS`` of the denser grid in a process of its
+    own, its fusion and metrics cache emptied first (every point new; signals cached): wall
+    seconds, the child's CPU seconds and the new points (fusion entries computed / 2
+    splits)."""
+    import resource
+    import subprocess
+    import tempfile
+
+    for stage in ("fusion", "metrics"):
+        shutil.rmtree(cache_dir / stage, ignore_errors=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{dense['spec'].name}.toml"
+        path.write_text(dense["text"])
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        out = subprocess.run(
+            [sys.executable, "-m", "aiblox.cli", "sweep", str(path), "--no-tracking", "--json",
+             "--jobs", str(jobs), "--cache-dir", str(cache_dir), "--db", db],
+            env={**os.environ, **env}, capture_output=True, text=True, check=True)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    import json
+
+    computed = json.loads(out.stdout).get("computed", {})
+    new = int(computed.get("fusion", 0)) // 2
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, new
+
+
+def _ranx_row(spec: SweepSpec, ds, cache_dir: Path, result) -> list[str]:
+    """ranx's documented route (``ranx.fuse`` then ``ranx.evaluate``) on a handful of the
+    spec's points at depth 100, on both splits, over the sweep's cached lists."""
+    cache = StageCache(cache_dir)
+    picked = [p for p in result.points if p.depth == (100, 100) and (
+        p.scoring["blend"] == "rrf" or (p.scoring["normalize"] == "minmax"
+                                        and p.scoring["w_text"] in (0.0, 0.3, 0.55, 1.0)))]
+    prefs = {point_label(p): p for p in spec.points()}
+    todo = [prefs[p.label] for p in picked if p.label in prefs]
+    seconds = 0.0
+    for split in (spec.tune_split, spec.report_split):
+        key = picked[0].manifest.splits[split].stages[0]["key"]
+        sig = cache.load("signals", key)
+        qrels = {q: {d: int(g) for d, g in docs.items()} for q, docs in ds.qrels[split].items()
+                 if docs}
+        if split == spec.tune_split:  # ranx's kernels compiled and loaded (not timed)
+            _ranx_route([todo[0], todo[-1]], sig, qrels, list(spec.metrics))
+        t, _, _ = _ranx_route(todo, sig, qrels, list(spec.metrics))
+        seconds += t
+    return ["ranx: fuse (min-max wsum / rrf) + evaluate, both splits, depth 100", "-",
+            str(len(todo)), "cached", f"{seconds:.2f}", "-", f"{len(todo) / seconds:.1f}", "-"]
 
 
 def tpe_table(args, spec: SweepSpec, ds, cache_dir: Path) -> None:

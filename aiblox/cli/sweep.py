@@ -36,7 +36,8 @@ def sweep(
                                 "process is gone (its MLflow parent run is adopted; finished "
                                 "points are not redone). A live sweep is never taken over."),
     jobs: int = typer.Option(0, "--jobs", "-j", help="Threads for the compiled fusion and "
-                             "metrics kernels; 0: all available cores."),
+                             "metrics kernels; 0: the available cores not busy with other "
+                             "work (load average), at least one."),
     tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri",
                                      help="MLflow tracking URI (any MLflow server)."),
     no_tracking: bool = typer.Option(False, "--no-tracking", help="Do not log to MLflow."),

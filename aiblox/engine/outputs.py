@@ -9,12 +9,14 @@ lifetime (one sweep), so logging a thousand points builds each split's index onc
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from aiblox.data.trec import trec_scores
 from aiblox.engine.cache import StageCache
 from aiblox.fusion import BatchFusion, FusedArrays
+from aiblox.hashing import sha256_bytes
 from aiblox.metrics import unpack_metrics
 
 __all__ = [
@@ -36,7 +38,7 @@ class StageReader:
     def __init__(self, cache: StageCache) -> None:
         self.cache = cache
         self._indexes: dict[str, BatchFusion] = {}
-        self._heads: dict[str, tuple[list[str], list[int]]] = {}
+        self._tables: dict[str, tuple[list[str], list[str]]] = {}
 
     def index(self, signals_key: str,
               signals: Callable[[], dict[str, Any]] | None = None) -> BatchFusion:
@@ -50,7 +52,7 @@ class StageReader:
     def forget(self, signals_key: str) -> None:
         """Drop the index of a signals output (built again, from a fresh read, on next use)."""
         self._indexes.pop(signals_key, None)
-        self._heads.pop(signals_key, None)
+        self._tables.pop(signals_key, None)
 
     def fused_run(self, signals_key: str, fusion_key: str) -> dict[str, list[list[Any]]]:
         """A cached fused run as ``{qid: [[doc_id, score], ...]}``;
@@ -61,30 +63,44 @@ class StageReader:
     def fused_trec(self, signals_key: str, fusion_key: str, tag: str) -> str:
         """:func:`~aiblox.engine.tracking.trec_run` of a cached fused run, the same text
         (scores strictly decreasing: :func:`aiblox.data.trec.trec_scores`), written from the
-        compact run (no ``{qid: [[doc, score]]}`` in between; each split's ``"qid Q0 doc "``
-        heads are built once per reader)."""
+        compact run (no ``{qid: [[doc, score]]}`` in between) and its split's document table
+        (:meth:`doc_table`: a re-run that never read its signals reads no signals for it)."""
         fused = FusedArrays.from_dict(self.cache.load("fusion", fusion_key))
-        index = self.index(signals_key)
-        if signals_key not in self._heads:
-            docs = index.docs.tolist()
-            heads = [f"{q} Q0 " for q in index.qids]
-            seg = index.seg.tolist()
-            self._heads[signals_key] = ([heads[s] + d + " " for s, d in zip(seg, docs,
-                                                                           strict=True)],
-                                        sorted(range(len(index.qids)),
-                                               key=index.qids.__getitem__))
-        heads, by_id = self._heads[signals_key]
-        starts = [0] * len(index.qids)
+        qids, docs = self.doc_table(signals_key)
+        starts = [0] * len(qids)
         counts = fused.counts.tolist()
         for i in range(1, len(counts)):
             starts[i] = starts[i - 1] + counts[i - 1]
         positions = fused.positions.tolist()
         end = f" {_safe_tag(tag)}"
         lines = []
-        for a, n in ((starts[q], counts[q]) for q in by_id):
+        for q in sorted(range(len(qids)), key=qids.__getitem__):
+            a, n = starts[q], counts[q]
+            head = f"{qids[q]} Q0 "
             scores = trec_scores(fused.scores[a:a + n].tolist())  # ties strictly decreasing
-            lines += [f"{heads[positions[a + i]]}{i + 1} {scores[i]!r}{end}" for i in range(n)]
+            lines += [f"{head}{docs[positions[a + i]]} {i + 1} {scores[i]!r}{end}"
+                      for i in range(n)]
         return "\n".join(lines) + ("\n" if lines else "")
+
+    def doc_table(self, signals_key: str) -> tuple[list[str], list[str]]:
+        """The query ids and the document id of every flat position of a signals output's
+        :class:`BatchFusion` index: all a fused run's TREC text needs of its signals. From
+        the index when this reader built it; else from ``<root>/doc_tables/<key>.txt``, kept
+        beside the entries and checked against the signals entry's output hash and its own
+        sha256; else built from the signals and written there (once per signals output)."""
+        if signals_key in self._tables:
+            return self._tables[signals_key]
+        signals_hash = self.cache.meta("signals", signals_key)["output_hash"]
+        file = f"{signals_key}.txt"
+        table = _read_doc_table(self.cache.read_file(_DOC_TABLES, file), signals_hash)
+        if table is None:
+            index = self.index(signals_key)
+            table = (list(index.qids), index.docs.tolist())
+            data = _doc_table_bytes(*table, signals_hash)
+            if data is not None:
+                self.cache.write_file(_DOC_TABLES, file, data)
+        self._tables[signals_key] = table
+        return table
 
     def point_trec(self, stages: Sequence[dict[str, Any]], tag: str) -> str:
         """The TREC text of the run a point's metrics were computed from (one split's stage
@@ -122,6 +138,42 @@ class StageReader:
                           ) -> list[dict[str, Any]] | None:
         """:func:`selected_evidence` of one split's stage records."""
         return selected_evidence(self.cache, stages)
+
+
+_DOC_TABLES = "doc_tables"
+"""The cache folder of :meth:`StageReader.doc_table`'s files."""
+
+
+def _doc_table_bytes(qids: list[str], docs: list[str], signals_hash: str) -> bytes | None:
+    """A doc table's file: one JSON header line (the signals output hash, the query ids, the
+    sha256 of the body), then the document ids one a line; None when an id holds a line
+    break (such a table is rebuilt each time instead)."""
+    if any("\n" in d or "\r" in d for d in docs):
+        return None
+    body = "\n".join(docs).encode("utf-8")
+    header = {"signals": signals_hash, "qids": qids, "n": len(docs),
+              "sha256": sha256_bytes(body)}
+    return json.dumps(header).encode("utf-8") + b"\n" + body
+
+
+def _read_doc_table(data: bytes | None, signals_hash: str
+                    ) -> tuple[list[str], list[str]] | None:
+    """The ``(qids, docs)`` of a doc table's file, None when there is none or it is not the
+    table of this signals output, whole."""
+    if data is None:
+        return None
+    try:
+        end = data.index(b"\n")
+        header = json.loads(data[:end])
+        body = data[end + 1:]
+        if header["signals"] != signals_hash or sha256_bytes(body) != header["sha256"]:
+            return None
+        docs = body.decode("utf-8").split("\n") if header["n"] else []
+        if len(docs) != header["n"]:
+            return None
+        return list(header["qids"]), docs
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _safe_tag(tag: str) -> str:

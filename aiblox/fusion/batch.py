@@ -116,6 +116,7 @@ class BatchFusion:
         self._where: list[dict[str, int]] | None = None
         self._flat: list[tuple[np.ndarray, np.ndarray]] | None = None
         self._norm: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._fill: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray]] = {}
 
     @classmethod
     def from_signals(cls, sig: dict[str, Any]) -> BatchFusion:
@@ -164,10 +165,27 @@ class BatchFusion:
             # a document absent from a list gets no term from it (rank 0 is never divided by)
             return k.rrf_scores(self.rank_t, self.rank_v, self.has_t, self.has_v,
                                 float(cfg.rrf_k), float(cfg.rrf_w_text), float(cfg.rrf_w_vec))
-        nt, nv, min_t, min_v = self._normalised(cfg.normalize)
-        return k.linear_scores(nt, nv, min_t, min_v, self.has_t, self.has_v, self.starts,
-                               self.counts, float(cfg.w_text), float(cfg.w_vec),
-                               cfg.missing == "list_min")
+        a, b = self._filled(cfg.normalize, cfg.missing == "list_min")
+        return k.linear_blend(a, b, float(cfg.w_text), float(cfg.w_vec))
+
+    def _filled(self, name: str, list_min: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Per flat position the normalised text and vector score a linear blend adds, a
+        document missing from a list given that list's minimum (``list_min``) or 0: built
+        once per normalisation and rule, so a point's fused scores are one pass
+        (:func:`~aiblox.fusion.kernels.linear_blend`), the same doubles as
+        :func:`~aiblox.fusion.kernels.linear_scores`."""
+        key = (name, list_min)
+        if key not in self._fill:
+            nt, nv, min_t, min_v = self._normalised(name)
+            if list_min:
+                a = np.where(self.has_t, nt, min_t[self.seg])
+                b = np.where(self.has_v, nv, min_v[self.seg])
+            else:
+                a = np.where(self.has_t, nt, 0.0)
+                b = np.where(self.has_v, nv, 0.0)
+            self._fill[key] = (np.ascontiguousarray(a, dtype=np.float64),
+                               np.ascontiguousarray(b, dtype=np.float64))
+        return self._fill[key]
 
     def fuse_arrays(self, cfg: ScoringConfig, top_k: int | None) -> FusedArrays:
         """The fused run in compact form: per query best first (score desc, id asc), cut to

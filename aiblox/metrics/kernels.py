@@ -49,14 +49,13 @@ KINDS = {"hits": HITS, "hit_rate": HIT_RATE, "precision": PRECISION, "recall": R
 """The ranx metrics :func:`ranking_metrics` computes (the others go to ranx itself)."""
 
 
-@njit(cache=True)
-def _dcg(w: np.ndarray, jarvelin: bool) -> float:  # pragma: no cover - compiled
-    """ranx's ``_dcg`` sum over the weighted hit list ``w``, the same expression (so the
-    same doubles: numba's ``np.sum`` adds from 0.0 in order)."""
-    k = w.shape[0]
+@njit(cache=True, inline="always")
+def _gain(grade: float, i: int, jarvelin: bool) -> float:  # pragma: no cover - compiled
+    """Rank ``i``'s (from 0) term of ranx's ``_dcg`` sum (``w / log2(arange(1, k + 1) + 1)``,
+    or ``2**w - 1`` over it in the Burges form): the same expression, element for element."""
     if jarvelin:
-        return np.sum(w / np.log2(np.arange(1, k + 1) + 1))
-    return np.sum((2**w - 1) / np.log2(np.arange(1, k + 1) + 1))
+        return grade / np.log2(np.float64(i + 1) + 1)
+    return (2**grade - 1) / np.log2(np.float64(i + 1) + 1)
 
 
 @njit(cache=True)
@@ -77,19 +76,23 @@ def _one(codes: np.ndarray, a: int, n: int, q_codes: np.ndarray, q_grades: np.nd
     else:
         k0 = k
     keff = n if k0 == 0 or k0 > n else k0
-    w = np.zeros(keff, dtype=np.float64)  # grade of each kept hit (0: not relevant)
+    jarvelin = kind == DCG or kind == NDCG  # noqa: SIM109
+    # ranx's _dcg is np.sum over every kept rank, from 0.0 in order; a rank without a hit adds
+    # +0.0, which never changes a sum that starts at 0.0, so summing the hits alone, in rank
+    # order, gives the same double with no array per query
     hits = 0.0
     first = -1
     ap = 0.0
+    dcg = 0.0
     for i in range(keff):
         c = codes[a + i]
         for j in range(qa, qb):
             if q_grades[j] >= lvl and c == q_codes[j]:
-                w[i] = q_grades[j]
                 hits += 1.0
                 if first < 0:
                     first = i
                 ap += hits / (i + 1)
+                dcg += _gain(q_grades[j], i, jarvelin)
                 break
     if kind == HITS:
         return hits
@@ -103,18 +106,15 @@ def _one(codes: np.ndarray, a: int, n: int, q_codes: np.ndarray, q_grades: np.nd
         return 1 / (first + 1) if first >= 0 else 0.0
     if kind == MAP:
         return ap / n_rel
-    jarvelin = kind == DCG or kind == NDCG  # noqa: SIM109
-    dcg = _dcg(w, jarvelin)
     if kind == DCG or kind == DCG_BURGES:  # noqa: SIM109
         return dcg
     # the ideal run is the judged list itself, relevance descending (ranx's _idcg)
     m = qb - qa
     ki = m if k == 0 or k > m else k
-    ideal = np.zeros(ki, dtype=np.float64)
+    idcg = 0.0
     for i in range(ki):
         if q_grades[qa + i] >= lvl:
-            ideal[i] = q_grades[qa + i]
-    idcg = _dcg(ideal, jarvelin)
+            idcg += _gain(q_grades[qa + i], i, jarvelin)
     if idcg == 0.0:
         idcg = 1.0
     return dcg / idcg

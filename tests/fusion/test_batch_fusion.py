@@ -176,3 +176,21 @@ def test_compiled_zscore_and_sigmoid_are_the_normalisers_bit_for_bit(lists):
     for xs in lists:
         assert kernels.fsum(np.asarray(xs, dtype=np.float64),
                             np.empty(len(xs) + 1)) == math.fsum(xs)
+
+
+@settings(max_examples=60, deadline=None)
+@given(pairs=st.lists(st.tuples(lists, lists), min_size=1, max_size=5),
+       w=st.sampled_from([0.0, 0.01, 0.37, 0.5, 0.99, 1.0]),
+       norm=st.sampled_from(["minmax", "zscore", "sigmoid", "none"]),
+       list_min=st.booleans())
+def test_linear_blend_over_filled_lists_is_linear_scores_bit_for_bit(pairs, w, norm, list_min):
+    from aiblox.fusion import kernels
+
+    index = BatchFusion([f"q{i}" for i in range(len(pairs))],
+                        [[[d, s] for d, s in t] for t, _ in pairs],
+                        [[[d, s] for d, s in v] for _, v in pairs])
+    nt, nv, min_t, min_v = index._normalised(norm)
+    want = kernels.linear_scores(nt, nv, min_t, min_v, index.has_t, index.has_v,
+                                 index.starts, index.counts, w, 1.0 - w, list_min)
+    got = kernels.linear_blend(*index._filled(norm, list_min), w, 1.0 - w)
+    assert got.tobytes() == want.tobytes()
