@@ -229,8 +229,8 @@ def eval_command(
                            missing=missing, ignore_identical_ids=ignore_identical_ids)
         try:
             ws = open_workspace(ds, db or None, embedder, device=device, vectors=vectors,
-                                with_vectors=any(m != "bm25" for m in modes) or needs_vectors(
-                                    base, list(pipes.values())),
+                                with_vectors=any(m != "bm25" for m in modes) or bool(
+                                    pipes) and needs_vectors(base, list(pipes.values())),
                                 progress=show_progress())
         except (StoreError, ValueError, ImportError) as exc:
             fail(str(exc))
