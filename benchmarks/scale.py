@@ -190,7 +190,9 @@ else:
                                                              ef_construction=100)).n}
 store.close()
 out["seconds"] = time.perf_counter() - t0
-out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+usage = resource.getrusage(resource.RUSAGE_SELF)
+out["peak_rss_mib"] = usage.ru_maxrss / 1024
+out["cpu_s"] = usage.ru_utime + usage.ru_stime
 print(json.dumps(out))
 """
 
@@ -343,13 +345,11 @@ qrels = {}
 with open(f"{ds}/qrels/test.tsv", encoding="utf-8") as fh:
     next(fh)
     for line in fh:
-        q, d, g = line.rstrip("
-").split("	")
+        q, d, g = line.rstrip("\n").split("\t")
         qrels.setdefault(q, {})[d] = int(g)
 qids = sorted(qrels)
 ref = bm25s.BM25.load(f"{db}.bm25s", mmap=True, show_progress=False)
-ids = open(f"{db}.bm25s.ids", encoding="utf-8").read().split("
-")
+ids = open(f"{db}.bm25s.ids", encoding="utf-8").read().split("\n")
 tokens = bm25s.tokenize([queries[q] for q in qids], stopwords="en",
                         stemmer=Stemmer.Stemmer("english"), show_progress=False)
 docs, scores = ref.retrieve(tokens, k=100, n_threads=len(os.sched_getaffinity(0)),
@@ -370,8 +370,7 @@ qrels = {}
 with open(f"{ds}/qrels/test.tsv", encoding="utf-8") as fh:
     next(fh)
     for line in fh:
-        q, d, g = line.rstrip("
-").split("	")
+        q, d, g = line.rstrip("\n").split("\t")
         qrels.setdefault(q, {})[d] = int(g)
 qids = sorted(qrels)
 table = pq.read_table(vectors, columns=["_id", "vector"])
@@ -381,8 +380,7 @@ row = {q: i for i, q in enumerate(table.column(0).to_pylist())}
 qv = np.ascontiguousarray(mat[[row[q] for q in qids]], dtype=np.float32)
 faiss.omp_set_num_threads(len(os.sched_getaffinity(0)))
 index = faiss.read_index(f"{db}.faiss.flat")
-ids = open(f"{db}.faiss.ids", encoding="utf-8").read().split("
-")
+ids = open(f"{db}.faiss.ids", encoding="utf-8").read().split("\n")
 dist, idx = index.search(qv, 100)
 run = {q: {ids[int(i)]: float(d) for d, i in zip(dr, ir)} for q, dr, ir in zip(qids, dist, idx)}
 print(json.dumps({"ndcg@10": float(evaluate(Qrels.from_dict(qrels), Run.from_dict(run),
@@ -390,24 +388,36 @@ print(json.dumps({"ndcg@10": float(evaluate(Qrels.from_dict(qrels), Run.from_dic
 """
 
 
-def whole(args: list[str]) -> tuple[float, float, str]:
+MEASURE = r"""
+import json, resource, subprocess, sys
+code = subprocess.call(sys.argv[2:])
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+with open(sys.argv[1], "w") as fh:
+    json.dump({"rss": usage.ru_maxrss / 1024, "cpu": usage.ru_utime + usage.ru_stime}, fh)
+sys.exit(code)
+"""
+"""Runs a command and writes its peak RSS and CPU time. A process's peak RSS counts its
+parent's resident memory at the fork (Linux carries it over exec), so the command is started
+by this small launcher, not by the benchmark's large process."""
+
+
+def whole(args: list[str]) -> tuple[float, float, str, float]:
     """Run one command as a process of its own: ``(seconds from start to exit, its peak RSS
-    in MiB, its stdout)``; a failure stops the benchmark with its stderr."""
+    in MiB, its stdout, its CPU seconds)``; a failure stops the benchmark with its stderr."""
     import tempfile
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get(
         "PYTHONPATH", "")])}
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as errs:
+    with tempfile.TemporaryDirectory() as tmp:
+        stats = Path(tmp) / "usage.json"
         t0 = time.perf_counter()
-        proc = subprocess.Popen(args, stdout=out, stderr=errs, env=env, text=True)
-        _, status, usage = os.wait4(proc.pid, 0)  # its own rusage: its peak memory
+        proc = subprocess.run([sys.executable, "-S", "-c", MEASURE, str(stats), *args],
+                              capture_output=True, text=True, env=env)
         seconds = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        errs.seek(0)
         if proc.returncode != 0:
-            raise SystemExit(f"{' '.join(args[:6])} failed:\n{errs.read()[-3000:]}")
-        return seconds, usage.ru_maxrss / 1024, out.read()
+            raise SystemExit(f"{' '.join(args[:6])} failed:\n{proc.stderr[-3000:]}")
+        usage = json.loads(stats.read_text())
+        return seconds, usage["rss"], proc.stdout, usage["cpu"]
 
 
 # -- comparisons --------------------------------------------------------------------------------
@@ -456,6 +466,51 @@ def timed(fn: Any, repeat: int = 3) -> tuple[Any, float]:
     return out, best
 
 
+def whole_commands(ds_dir: Path, db: Path, query: str) -> list[list[str]]:
+    """The whole commands, from scratch: each a process timed from start to exit, the first
+    run (after a build it checks the index files once) and the best of two more; the table's
+    rows."""
+    err.print("whole commands ...")
+    here = str(Path(__file__).resolve().parent)
+    aiblox = [sys.executable, "-c", AIBLOX, here]
+    vectors_file = (ds_dir.parent.parent / "embeddings" / ds_dir.name /
+                    f"queries.{MODEL_ID}.parquet")
+    commands = {
+        "aiblox eval --mode bm25": [*aiblox, "eval", str(ds_dir), "--mode", "bm25",
+                                    "--db", str(db), "--format", "json"],
+        "bm25s + ranx (script)": [sys.executable, "-c", BM25S_SCRIPT, str(ds_dir), str(db)],
+        "aiblox eval --mode dense": [*aiblox, "eval", str(ds_dir), "--mode", "dense",
+                                     "--embedder", "synthetic", "--db", str(db),
+                                     "--format", "json"],
+        "faiss flat + ranx (script)": [sys.executable, "-c", FAISS_SCRIPT, str(ds_dir),
+                                       str(db), str(vectors_file)],
+        "aiblox search (hybrid, top 10)": [*aiblox, "search", query, "--db", str(db),
+                                           "--embedder", "synthetic"],
+    }
+    runs: dict[str, tuple[float, float, float, str, float]] = {}
+    for label, cmd in commands.items():
+        first = whole(cmd)
+        best = min((whole(cmd) for _ in range(2)), key=lambda r: r[0])
+        runs[label] = (first[0], best[0], max(first[1], best[1]), best[2], best[3])
+        err.print(f"  {label}: first {first[0]:.1f} s, then {best[0]:.1f} s "
+                  f"(CPU {best[3]:.1f} s), {runs[label][2]:,.0f} MiB")
+
+    def whole_ndcg(label: str) -> str:
+        found = re.search(r'"ndcg@10"\s*:\s*([0-9.]+)', runs[label][3])
+        return f"{float(found.group(1)):.4f}" if found else ""
+
+    rows = []
+    against = {"aiblox eval --mode bm25": "bm25s + ranx (script)",
+               "aiblox eval --mode dense": "faiss flat + ranx (script)"}
+    for label, (first_s, best_s, rss, _, cpu_s) in runs.items():
+        base = against.get(label)
+        ratio = (f"{best_s / runs[base][1]:.2f}x {base.split(' (')[0]}" if base
+                 else ("baseline" if label in against.values() else ""))
+        rows.append([f"whole command: {label}", f"{best_s:.1f} s (first {first_s:.1f} s)",
+                     ratio, f"{rss:,.0f} MiB", whole_ndcg(label), f"CPU {cpu_s:.1f} s"])
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--docs", type=int, default=100_000)
@@ -465,6 +520,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", default=".aiblox/bench/scale")
     ap.add_argument("--keep", action="store_true", help="reuse the collection if present")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--commands-only", action="store_true",
+                    help="with --keep: time the whole commands on the store a previous run "
+                         "built (and the baselines' saved indexes, made when missing)")
     args = ap.parse_args(argv)
     register()
     import resource
@@ -481,6 +539,22 @@ def main(argv: list[str] | None = None) -> int:
     ds_dir = work / "datasets" / f"synthetic{args.docs}"
     db = work / "store.duckdb"
     t_all = time.perf_counter()
+    if args.commands_only:
+        if not (args.keep and db.exists()):
+            raise SystemExit("--commands-only needs --keep and a store built by a previous run")
+        for phase, saved in (("bm25s", f"{db}.bm25s.npz"), ("faiss", f"{db}.faiss.npz")):
+            if not Path(saved).exists():
+                err.print(f"{phase} (index and queries, a process of its own) ...")
+                err.print(f"  {child(phase, ds_dir, db)}")
+        _, qtexts, _ = read_queries(ds_dir)
+        load = os.getloadavg()
+        print_table(f"Whole commands: {args.docs:,} documents, {len(qtexts):,} queries",
+                    ["what", "time", "against the baseline", "peak RSS", "nDCG@10", "CPU"],
+                    whole_commands(ds_dir, db, qtexts[0]), args.markdown,
+                    right=("time", "peak RSS", "nDCG@10"),
+                    notes=[f"Measured {environment_line()}; load average at the end "
+                           f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min)."])
+        return 0
     if not (args.keep and (ds_dir / "corpus.jsonl").exists()):
         shutil.rmtree(work, ignore_errors=True)
         err.print(f"writing {args.docs:,} documents ...")
@@ -584,37 +658,7 @@ def main(argv: list[str] | None = None) -> int:
     forget_loaded()
     parent_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-    # whole commands, from scratch: each a process timed from start to exit, the first run
-    # (after the build: index files checked once) and the best of two more
-    err.print("whole commands ...")
-    here = str(Path(__file__).resolve().parent)
-    aiblox = [sys.executable, "-c", AIBLOX, here]
-    vectors_file = (ds_dir.parent.parent / "embeddings" / ds_dir.name /
-                    f"queries.{MODEL_ID}.parquet")
-    commands = {
-        "aiblox eval --mode bm25": [*aiblox, "eval", str(ds_dir), "--mode", "bm25",
-                                    "--db", str(db), "--format", "json"],
-        "bm25s + ranx (script)": [sys.executable, "-c", BM25S_SCRIPT, str(ds_dir), str(db)],
-        "aiblox eval --mode dense": [*aiblox, "eval", str(ds_dir), "--mode", "dense",
-                                     "--embedder", "synthetic", "--db", str(db),
-                                     "--format", "json"],
-        "faiss flat + ranx (script)": [sys.executable, "-c", FAISS_SCRIPT, str(ds_dir),
-                                       str(db), str(vectors_file)],
-        "aiblox search (hybrid, top 10)": [*aiblox, "search", qtexts[0], "--db", str(db),
-                                           "--embedder", "synthetic"],
-    }
-    runs: dict[str, tuple[float, float, float, str]] = {}
-    for label, cmd in commands.items():
-        first = whole(cmd)
-        best = min((whole(cmd) for _ in range(2)), key=lambda r: r[0])
-        runs[label] = (first[0], best[0], max(first[1], best[1]), best[2])
-        err.print(f"  {label}: first {first[0]:.1f} s, then {best[0]:.1f} s, "
-                  f"{runs[label][2]:,.0f} MiB")
-
-    def whole_ndcg(label: str) -> str:
-        out = runs[label][3]
-        found = re.search(r'"ndcg@10"\s*:\s*([0-9.]+)', out)
-        return f"{float(found.group(1)):.4f}" if found else ""
+    command_rows = whole_commands(ds_dir, db, qtexts[0])
 
     nq = len(qids)
 
@@ -626,14 +670,15 @@ def main(argv: list[str] | None = None) -> int:
     built_s = ing["seconds"] + builds["bm25"]["seconds"] + builds[default_vec]["seconds"]
     rows = [
         ["ingest (stream, batches of 5,000)", f"{ing['seconds']:.0f} s",
-         f"{n / ing['seconds']:,.0f} docs/s", f"{ing['peak_rss_mib']:,.0f} MiB", "", ""],
+         f"{n / ing['seconds']:,.0f} docs/s", f"{ing['peak_rss_mib']:,.0f} MiB", "",
+         f"CPU {ing['cpu_s']:.0f} s"],
         ["store on disk", f"{store_mib:,.0f} MiB", "", "", "", ""],
     ]
     for phase, label in (("bm25", "BM25 index build"), ("exact", "exact vector index build"),
                          ("hnsw", "HNSW index build (M 32, efC 100)")):
         b = builds[phase]
         rows.append([label, f"{b['seconds']:.0f} s", f"{index_mib[phase]:,.0f} MiB on disk",
-                     f"{b['peak_rss_mib']:,.0f} MiB", "", ""])
+                     f"{b['peak_rss_mib']:,.0f} MiB", "", f"CPU {b['cpu_s']:.0f} s"])
     rows += [
         [f"ingest + BM25 + {default_vec} index (the default vector index at this size)",
          f"{built_s / 60:.1f} min", "", "", "", ""],
@@ -673,14 +718,7 @@ def main(argv: list[str] | None = None) -> int:
         ["this benchmark's own process (indexes loaded, no baseline in it)", "", "",
          f"{parent_rss:,.0f} MiB", "", ""],
     ]
-    against = {"aiblox eval --mode bm25": "bm25s + ranx (script)",
-               "aiblox eval --mode dense": "faiss flat + ranx (script)"}
-    for label, (first_s, best_s, rss, _) in runs.items():
-        base = against.get(label)
-        ratio = (f"{best_s / runs[base][1]:.2f}x {base.split(' (')[0]}" if base
-                 else ("baseline" if label in against.values() else ""))
-        rows.append([f"whole command: {label}", f"{best_s:.1f} s (first {first_s:.1f} s)",
-                     ratio, f"{rss:,.0f} MiB", whole_ndcg(label), ""])
+    rows += command_rows
     load = os.getloadavg()
     print_table(f"Retrieval at scale: {n:,} documents, {nq:,} queries",
                 ["what", "time or rate", "against the baseline", "peak RSS", "nDCG@10",
