@@ -207,6 +207,9 @@ def corpus_facts(path: Path, read: Reader, analyzer: str, feed: _Hasher | None =
         if _write_atomic(ids_path, "\n".join(ids)):
             facts.ids_file = ids_path.as_posix()
             facts.save()
+            for old in side.parent.glob(f"{side.stem}.*.ids"):  # an earlier content's ids
+                if old != ids_path:
+                    old.unlink(missing_ok=True)
     return facts, True
 
 

@@ -120,6 +120,7 @@ def test_a_changed_corpus_is_read_again(big, reads, change):
     assert len(reads) == n + 2  # this load read it, as did the full one
     assert after.corpus_hash != before.corpus_hash
     _same(after, full)
+    assert len(list((big.parent / "cache" / "corpus-facts").glob("*.ids"))) == 1  # the new ids
 
 
 def test_a_lazy_corpus_refuses_a_file_changed_after_the_load(big):
