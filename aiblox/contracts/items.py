@@ -10,6 +10,12 @@ from aiblox.hashing import canonical_plain_json, sha256_hex, sha256_text
 
 __all__ = ["ItemRecord", "embedding_text"]
 
+_HASHES: dict[tuple[str, str], str] = {}
+"""Content hashes of items without metadata by ``(title, text)``: an ingest asks an item's
+hash several times (the sync record, the upsert plan, the row written), each a JSON dump and a
+sha256; keyed by the values themselves, so a copy with other content never gets a stale one."""
+_HASHES_MAX = 1 << 16
+
 
 def embedding_text(title: str | None, text: str | None) -> str:
     """The text embedded for a document: ``(title + " " + text).strip()``, None counting as "".
@@ -42,11 +48,18 @@ class ItemRecord(BaseModel):
     @property
     def content_hash(self) -> str:
         """sha256 of the canonical JSON of title, text and metadata: changes when any does
-        (without metadata by one ``json.dumps``: the same bytes, 3x faster). Not cached: a
-        ``model_copy(update=...)`` must not carry its source's hash."""
+        (without metadata by one ``json.dumps``: the same bytes, 3x faster, remembered for the
+        last items asked by their title and text, never by the object: a
+        ``model_copy(update=...)`` must not carry its source's hash)."""
         value = {"metadata": self.metadata, "text": self.text, "title": self.title}
         if not self.metadata:
-            return sha256_text(canonical_plain_json(value))
+            key = (self.title, self.text)
+            found = _HASHES.get(key)
+            if found is None:
+                if len(_HASHES) >= _HASHES_MAX:
+                    _HASHES.clear()
+                found = _HASHES[key] = sha256_text(canonical_plain_json(value))
+            return found
         return sha256_hex(value)
 
     @property

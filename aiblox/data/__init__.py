@@ -97,6 +97,8 @@ module          what it is for
 ``beir``        BEIR JSONL and qrels files, read in bounded memory
 ``tables``      CSV, TSV, parquet and JSONL tables, ``dataset.toml`` manifests, DataFrames
 ``trec``        TREC run files read and written as trec_eval reads them
+``facts``       a large corpus's hash, ids and lexical gaps, recorded once, trusted while its
+                file is unchanged
 ==============  ==============================================================================
 """
 

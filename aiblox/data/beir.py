@@ -8,7 +8,7 @@ import json
 import math
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -188,7 +188,7 @@ def _check_judged(judged: dict[str, dict[str, int]], path: Path) -> None:
 
 
 def _read_qrels(path: Path, hasher: _Hasher, queries: dict[str, str],
-                corpus: dict[str, ItemRecord]) -> tuple[dict[str, dict[str, int]], int, int]:
+                corpus: Mapping[str, ItemRecord]) -> tuple[dict[str, dict[str, int]], int, int]:
     """``(judged, rows naming a document absent from the corpus, repeated identical rows)``."""
     judged: dict[str, dict[str, int]] = {}
     at: dict[tuple[str, str], int] = {}

@@ -8,13 +8,22 @@ from __future__ import annotations
 import hashlib
 import json
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from aiblox.contracts.items import ItemRecord
 from aiblox.data.beir import _get_id, _read_jsonl, _read_lines, _read_qrels, _text_field
+from aiblox.data.facts import (
+    LazyCorpus,
+    corpus_facts,
+    rehash_corpus,
+    remember_dataset_hash,
+    trusted_facts,
+    trusts,
+)
 from aiblox.data.find import available_splits, corpus_file, dataset_name, find_dataset
 from aiblox.data.rules import (
     DatasetError,
@@ -82,7 +91,10 @@ class Dataset:
 
     name: str
     path: Path
-    corpus: dict[str, ItemRecord]
+    corpus: Mapping[str, ItemRecord]
+    """``{doc_id: record}``. A large JSONL corpus whose facts are recorded
+    (:mod:`aiblox.data.facts`) is a :class:`~aiblox.data.facts.LazyCorpus`: its ids and size
+    known, its documents read from the file only when one is asked for."""
     queries: dict[str, str]
     qrels: dict[str, dict[str, dict[str, int]]]
     """``{split: {query_id: {doc_id: grade}}}``."""
@@ -221,7 +233,12 @@ def iter_corpus(corpus_path: Path, name: str, hasher: _Hasher | None = None
 
 def corpus_hash(corpus_path: Path) -> str:
     """:attr:`Dataset.corpus_hash` of a corpus file (as :func:`corpus_file` gives it): a JSONL
-    one read (and decompressed) without parsing, another parsed."""
+    one read (and decompressed) without parsing, another parsed; a large JSONL one whose facts
+    are recorded and whose file is unchanged not read at all (:mod:`aiblox.data.facts`)."""
+    if trusts(corpus_path):
+        facts = trusted_facts(corpus_path, LEXICAL_ANALYZER)
+        if facts is not None:  # recorded, the file unchanged
+            return facts.corpus_hash
     h = hashlib.sha256()
     if corpus_path.name.endswith((".jsonl", ".jsonl.gz")):
         for _ in _read_lines(corpus_path, h, "corpus.jsonl"):
@@ -271,14 +288,24 @@ def _load_files(path: Path, name: str, splits: list[str] | None) -> Dataset:
     hasher = hashlib.sha256()
     corpus_path = corpus_file(path)
 
+    corpus: Mapping[str, ItemRecord]
     corpus_hasher = hashlib.sha256()
-    corpus = {it.id: it for it in iter_corpus(corpus_path, name,
-                                              _Both(hasher, corpus_hasher))}
+    facts = None
+    if trusts(corpus_path):  # large: its facts recorded once, trusted while it is unchanged
+        reader = partial(iter_corpus, corpus_path, name)
+        facts, was_read = corpus_facts(corpus_path, reader, LEXICAL_ANALYZER, feed=hasher)
+        corpus = LazyCorpus(corpus_path, reader, facts)
+        tail = _Tail()  # what is hashed after the corpus
+        after: Any = tail
+    else:
+        corpus = {it.id: it for it in iter_corpus(corpus_path, name,
+                                                  _Both(hasher, corpus_hasher))}
+        after = hasher
 
     queries: dict[str, str] = {}
     qfirst: dict[str, tuple[int, Any]] = {}
     qpath = path / "queries.jsonl"
-    for lineno, obj in _read_jsonl(qpath, hasher):
+    for lineno, obj in _read_jsonl(qpath, after):
         qid = _get_id(obj, qpath, lineno)
         if qid in queries:
             n, raw = qfirst[qid]
@@ -291,26 +318,62 @@ def _load_files(path: Path, name: str, splits: list[str] | None) -> Dataset:
 
     def read(base: str) -> tuple[dict[str, dict[str, int]], int, int, str]:
         split_path = path / "qrels" / f"{base}.tsv"
-        return (*_read_qrels(split_path, hasher, queries, corpus), str(split_path))
+        return (*_read_qrels(split_path, after, queries, corpus), str(split_path))
 
     apath = path / "answers.jsonl"
-    return _assemble(name, path, path, corpus, queries, splits, available_splits(path), read,
-                     hasher, corpus_hasher, apath if apath.exists() else None,
-                     queries_label=str(qpath))
+    ds = _assemble(name, path, path, corpus, queries, splits, available_splits(path), read,
+                   after, corpus_hasher, apath if apath.exists() else None,
+                   queries_label=str(qpath),
+                   doc_gaps=facts.doc_gaps if facts is not None else None)
+    if facts is not None:
+        key = tail.key()
+        known = facts.dataset_hashes.get(key)
+        if known is None:
+            if not was_read:  # the corpus was trusted: its bytes hashed again, not parsed
+                rehash_corpus(corpus_path, hasher)
+            tail.feed(hasher)
+            known = hasher.hexdigest()
+            remember_dataset_hash(facts, key, known)
+        ds._hash, ds._corpus_hash = known, facts.corpus_hash
+    return ds
+
+
+class _Tail:
+    """The bytes a load hashes after a trusted corpus (queries, qrels, answers), kept to be
+    fed after the corpus's, and their own sha256 (the key of the dataset hash they give)."""
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+
+    def update(self, data: bytes, /) -> None:
+        self.chunks.append(bytes(data))
+
+    def key(self) -> str:
+        h = hashlib.sha256()
+        for c in self.chunks:
+            h.update(c)
+        return h.hexdigest()
+
+    hexdigest = key
+
+    def feed(self, hasher: Any) -> None:
+        for c in self.chunks:
+            hasher.update(c)
 
 
 _ReadSplit = Callable[[str], tuple[dict[str, dict[str, int]], int, int, str]]
 
 
-def _assemble(name: str, path: Path, where: Path, corpus: dict[str, ItemRecord],
+def _assemble(name: str, path: Path, where: Path, corpus: Mapping[str, ItemRecord],
               queries: dict[str, str], splits: list[str] | None, known: list[str],
               read_split: _ReadSplit, hasher: Any, corpus_hasher: Any,
               apath: Path | None, canonical_answers: bool = False,
-              queries_label: str = "queries") -> Dataset:
+              queries_label: str = "queries", doc_gaps: LexicalGaps | None = None) -> Dataset:
     """The qrels of the splits asked for (derived ones cut from their base split), the
     answers, the warnings, and the :class:`Dataset`: the part every layout shares.
     ``read_split(base)`` reads (and hashes) one base split: ``(judged, rows naming documents
-    absent from the corpus, repeated identical rows, the file it came from)``."""
+    absent from the corpus, repeated identical rows, the file it came from)``. ``doc_gaps``:
+    the documents' lexical gaps when already known (a trusted corpus's recorded facts)."""
     wanted = known if splits is None else list(splits)
     qrels: dict[str, dict[str, dict[str, int]]] = {}
     missing_docs: dict[str, int] = {}
@@ -358,7 +421,7 @@ def _assemble(name: str, path: Path, where: Path, corpus: dict[str, ItemRecord],
             _feed_file(hasher, "answers.jsonl", _answer_lines(answers))
 
     _warn_empty_queries(queries, qrels, queries_label)
-    gaps = _lexical_gaps(corpus, queries, qrels)
+    gaps = _lexical_gaps(corpus, queries, qrels, doc_gaps)
     for what, gap in gaps.items():
         warnings.warn(f"{where}: {gap.describe(what, 'doc' if what == 'documents' else 'query')}",
                       stacklevel=3)
@@ -404,14 +467,15 @@ def _read_answers(apath: Path, hasher: _Hasher, queries: dict[str, str]
     return answers
 
 
-def _lexical_gaps(corpus: dict[str, ItemRecord], queries: dict[str, str],
-                  qrels: dict[str, dict[str, dict[str, int]]]) -> dict[str, LexicalGaps]:
-    """Documents (title and text, as indexed) and judged queries of the loaded splits that
-    :data:`LEXICAL_ANALYZER` cannot index."""
+def _lexical_gaps(corpus: Mapping[str, ItemRecord], queries: dict[str, str],
+                  qrels: dict[str, dict[str, dict[str, int]]],
+                  doc_gaps: LexicalGaps | None = None) -> dict[str, LexicalGaps]:
+    """Documents (title and text, as indexed; ``doc_gaps`` when already known) and judged
+    queries of the loaded splits that :data:`LEXICAL_ANALYZER` cannot index."""
     judged = sorted({q for docs in qrels.values() for q in docs})
     found = {
-        "documents": lexical_gaps(((d.id, f"{d.title} {d.text}") for d in corpus.values()),
-                                  LEXICAL_ANALYZER),
+        "documents": doc_gaps if doc_gaps is not None else lexical_gaps(
+            ((d.id, f"{d.title} {d.text}") for d in corpus.values()), LEXICAL_ANALYZER),
         "queries": lexical_gaps(((q, queries[q]) for q in judged), LEXICAL_ANALYZER),
     }
     return {what: gap for what, gap in found.items() if gap}

@@ -17,6 +17,7 @@ import hashlib
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ from aiblox.contracts.items import ItemRecord
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import (
     ID_RULE,
+    LEXICAL_ANALYZER,
     Dataset,
     corpus_file,
     corpus_hash,
@@ -32,11 +34,13 @@ from aiblox.data import (
     iter_corpus,
     read_queries,
 )
+from aiblox.data.facts import corpus_facts, trusts
 from aiblox.embedding import Embedder, get_embedder
 from aiblox.embedding.cache import CachedEmbedder
 from aiblox.embedding.vectors import KnownTexts, import_vectors, plan_import, write_import
 from aiblox.hashing import sha256_hex, sha256_text
 from aiblox.indexes import StoreIndexes
+from aiblox.progress import phase
 from aiblox.retrieval import HybridRetriever, make_retriever
 from aiblox.stores import Store, StoreError, mask_password, open_store, store_fingerprint
 from aiblox.stores.base import UpsertReport
@@ -45,7 +49,6 @@ from aiblox.stores.identity import (
     SyncMark,
     check_sync_complete,
     in_sync,
-    items_digest,
     note_replaced_vectors,
 )
 from aiblox.stores.ingest import IngestReport, sync_dataset
@@ -117,20 +120,31 @@ def ingest_dataset(store: Store, dataset: str | Path, embedder: CachedEmbedder |
     file too (:func:`_sync_with_files`), so bad input changes nothing stored."""
     binding = dataset_binding(dataset)
     cpath = corpus_file(binding.source)
-    digest = sync_key(corpus_hash(cpath))
     model = embedder.model_id if embedder is not None else None
     files = _vector_files(vectors, embedder)
     if files and embedder is not None:
+        digest = sync_key(corpus_hash(cpath))
         docs = {it.id: sha256_text(it.embedding_text) for it in iter_corpus(cpath, binding.name)}
         queries = {q: sha256_text(t) for q, t in read_queries(binding.source).items()}
         known = KnownTexts(docs, queries, binding.describe())
         return _sync_with_files(store, binding, digest, iter_corpus(cpath, binding.name),
                                 embedder, files, known, replace=replace, batch_size=batch_size,
                                 progress=progress, total=len(docs))
-    if in_sync(store, binding, digest, model) is not None:
-        return sync_dataset(store, binding, digest, (), embedder)  # reports up to date
-    for _ in iter_corpus(cpath, binding.name):  # refuse bad input before any write
-        pass
+    if trusts(cpath):
+        # one pass checks every line and records the corpus's facts (its hash, ids and lexical
+        # gaps) for every later command; an unchanged file's are trusted, read before
+        with phase(f"read {cpath.name}", progress):
+            facts, _ = corpus_facts(cpath, partial(iter_corpus, cpath, binding.name),
+                                    LEXICAL_ANALYZER, progress=False)
+        digest = sync_key(facts.corpus_hash)
+        if in_sync(store, binding, digest, model) is not None:
+            return sync_dataset(store, binding, digest, (), embedder)  # reports up to date
+    else:
+        digest = sync_key(corpus_hash(cpath))
+        if in_sync(store, binding, digest, model) is not None:
+            return sync_dataset(store, binding, digest, (), embedder)  # reports up to date
+        for _ in iter_corpus(cpath, binding.name):  # refuse bad input before any write
+            pass
     if embedder is not None:
         _import_precomputed(store, binding, embedder, auto_vectors)
     return sync_dataset(store, binding, digest, iter_corpus(cpath, binding.name), embedder,
@@ -152,10 +166,12 @@ def prepare_store(store: Store, dataset: Dataset, embedder: CachedEmbedder | Non
     in sync.
     """
     binding = dataset_binding(dataset)
-    items = list(dataset.corpus.values())
-    digest = sync_key(dataset.corpus_hash
-                      or items_digest({it.id: it.content_hash for it in items}))
+    digest = sync_key(dataset.corpus_hash)
     files = _vector_files(vectors, embedder)
+    if not files and in_sync(store, binding, digest,
+                             embedder.model_id if embedder is not None else None) is not None:
+        return sync_dataset(store, binding, digest, (), embedder)  # reports up to date
+    items = list(dataset.corpus.values())  # a lazy corpus is read from its file only now
     if files and embedder is not None:
         known = KnownTexts({d.id: sha256_text(d.embedding_text) for d in items},
                            {q: sha256_text(t) for q, t in dataset.queries.items()},

@@ -14,7 +14,9 @@ configuration and the digest of what it was built from (the items, or one model'
 another key and gets a freshly built index; an index is never served for content it was not
 built from. Builds are published atomically (a temporary folder renamed into place) and show a
 progress bar; the manifest records each file's size and sha256, checked before an index is first
-used in a process, so a corrupt, truncated or foreign index is rebuilt, never trusted.
+used in a process, so a corrupt, truncated or foreign index is rebuilt, never trusted. The sha256
+check is not repeated while the files keep the size and modification time they had when it last
+passed (:data:`VERIFIED`).
 
 A build's temporary folder (``.tmp-<pid>-<name>-<random>``, and an in-memory store's root,
 ``aiblox-index-root-<pid>-<random>`` in the system's temporary folder) is held by its process: an
@@ -201,6 +203,43 @@ def _progress_bar(total: int, desc: str) -> Any:
     return progress_bar(total, desc, unit="doc", leave=False)
 
 
+VERIFIED = "verified.json"
+"""Beside an index's manifest: when its files' sha256 last matched the manifest, and the size
+and modification time (ns) each had then. While they still match, and the files were last
+modified well before that check (:data:`RACY_S`), opening the index trusts them; any change
+means a real check, every sha256, again."""
+
+RACY_S = 2.0
+"""A file modified less than this before its check is checked again next time: a write in the
+same clock tick as the check could keep its recorded modification time (git's "racy" rule)."""
+
+
+def _read_verified(folder: Path) -> dict[str, list[int]] | None:
+    """The files' recorded ``[size, mtime_ns]`` when every one was modified well before its
+    check was recorded; None otherwise, or when there is no readable record."""
+    try:
+        got = json.loads((folder / VERIFIED).read_text(encoding="utf-8"))
+        at, files = int(got["at_ns"]), got["files"]
+        if not isinstance(files, dict) or any(
+                v[1] > at - RACY_S * 1e9 for v in files.values()):
+            return None
+        return files
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
+
+
+def _write_verified(folder: Path, seen: dict[str, list[int]]) -> None:
+    """Record ``seen`` (just checked) atomically; best effort (a read-only index folder is
+    checked every time)."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{VERIFIED}-", dir=folder)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"at_ns": time.time_ns(), "files": seen}, fh, sort_keys=True)
+        os.replace(tmp, folder / VERIFIED)
+    except OSError:
+        pass
+
+
 def _file_digest(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -358,15 +397,24 @@ class StoreIndexes:
             return "no readable manifest"
         if manifest.get("key") != key:
             return "built from other content or settings"
-        for fname, meta in manifest.get("files", {}).items():
-            path = folder / fname
+        files = manifest.get("files", {})
+        seen: dict[str, list[int]] = {}
+        for fname, meta in files.items():
             try:
-                if path.stat().st_size != meta["size"]:
-                    return f"{fname} has the wrong size"
+                st = (folder / fname).stat()
             except OSError:
                 return f"{fname} is missing"
-            if _file_digest(path) != meta["sha256"]:
-                return f"{fname} does not match its sha256"
+            if st.st_size != meta["size"]:
+                return f"{fname} has the wrong size"
+            seen[fname] = [st.st_size, st.st_mtime_ns]
+        if _read_verified(folder) == seen:  # checked before, and untouched since
+            return None
+        mib = sum(v[0] for v in seen.values()) / 2**20  # a large index says what it does
+        with phase(f"check {folder.name} (sha256 of {mib:,.0f} MiB, once)", mib >= 256):
+            for fname, meta in files.items():
+                if _file_digest(folder / fname) != meta["sha256"]:
+                    return f"{fname} does not match its sha256"
+        _write_verified(folder, seen)
         return None
 
     def _publish(self, folder: Path, key: str, spec: dict[str, Any], build: Any) -> None:

@@ -81,7 +81,12 @@ scikit-learn's) token pattern ``(?u)\\b\\w\\w+\\b``: runs of two or more word ch
 script (emoji and single-character texts give none)."""
 
 
-_SEES: dict[str, Callable[[str], bool]] = {DUCKDB_FTS: _duckdb_fts_sees}
+def _bm25s_sees(text: str) -> bool:
+    """Whether :func:`_bm25s_tokens` gives a token (the first match, not all of them)."""
+    return _BM25S_TOKEN.search(text.lower()) is not None
+
+
+_SEES: dict[str, Callable[[str], bool]] = {DUCKDB_FTS: _duckdb_fts_sees, "bm25s": _bm25s_sees}
 """Fast "gives at least one token" checks, where an analyser has one."""
 
 

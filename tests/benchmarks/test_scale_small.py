@@ -77,3 +77,32 @@ def test_the_small_scale_run_ranks_like_the_reference_tools(collection, tmp_path
     recall = np.mean([len({d for d, _ in a} & {d for d, _ in b[:10]}) / 10
                       for a, b in zip(approx, ours_knn, strict=True)])
     assert recall >= 0.95, recall
+
+
+def test_the_baseline_scripts_score_what_aiblox_scores(collection, tmp_path):
+    """The whole-command baselines (bm25s + ranx, faiss flat + ranx), each a process of its
+    own over the files their phases saved, score the nDCG@10 aiblox's evaluation gives; and
+    ``aiblox eval`` runs through the benchmark's launcher."""
+    import json
+
+    scale, _ = collection
+    folder = tmp_path / "datasets" / "syn"  # the embedder's own 384 dimensions
+    scale.write_collection(folder, n_docs=600, n_queries=60, dim=384, seed=5)
+    db = tmp_path / "store.duckdb"
+    for phase in ("ingest", "bm25s", "faiss"):
+        out = scale.child(phase, folder, db)
+        assert out["peak_rss_mib"] > 0
+    vectors = folder.parent.parent / "embeddings" / folder.name / \
+        f"queries.{scale.MODEL_ID}.parquet"
+    _, rss, bm25s_out, cpu = scale.whole([sys.executable, "-c", scale.BM25S_SCRIPT,
+                                         str(folder), str(db)])
+    _, _, faiss_out, _ = scale.whole([sys.executable, "-c", scale.FAISS_SCRIPT, str(folder),
+                                      str(db), str(vectors)])
+    assert rss > 0 and cpu > 0
+    _, _, ours, _ = scale.whole([sys.executable, "-c", scale.AIBLOX, str(BENCH), "eval",
+                                 str(folder), "--mode", "bm25", "--mode", "dense",
+                                 "--embedder", "synthetic", "--db", str(db), "--format",
+                                 "json"])
+    systems = {s["name"]: s["metrics"]["ndcg@10"] for s in json.loads(ours)["systems"]}
+    assert systems["bm25"] == pytest.approx(json.loads(bm25s_out)["ndcg@10"], abs=0.01)
+    assert systems["dense"] == pytest.approx(json.loads(faiss_out)["ndcg@10"], abs=1e-4)

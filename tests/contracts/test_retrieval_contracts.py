@@ -73,3 +73,8 @@ def test_item_content_hash_is_the_canonical_json_hash(title, text, metadata):
 
     item = ItemRecord(id="x", title=title, text=text, metadata=metadata)
     assert item.content_hash == sha256_hex({"title": title, "text": text, "metadata": metadata})
+    # remembered by content, never by object: a copy with other content hashes that content
+    other = item.model_copy(update={"text": text + "!"})
+    assert other.content_hash == sha256_hex({"title": title, "text": text + "!",
+                                             "metadata": metadata})
+    assert item.content_hash == sha256_hex({"title": title, "text": text, "metadata": metadata})

@@ -82,3 +82,54 @@ def test_list_and_drop(store):
     assert len(ix.infos()) == 2
     assert ix.drop() == sorted(i.name for i in ix.infos()) or ix.infos() == []
     assert ix.infos() == []
+
+
+def _age(folder, seconds=60):
+    """Date every file of an index back, as if built ``seconds`` ago."""
+    import os
+    import time
+
+    for p in folder.iterdir():
+        t = time.time() - seconds
+        os.utime(p, (t, t))
+
+
+def test_a_checked_index_is_not_hashed_again_until_a_file_changes(store, monkeypatch):
+    import aiblox.indexes.store_indexes as si
+
+    sig, ix = _hits(store, "bm25")
+    folder = ix.root / next(n for n in ix.built if n.startswith("bm25"))
+    _age(folder)
+    digests = []
+    real = si._file_digest
+    monkeypatch.setattr(si, "_file_digest", lambda p: digests.append(p.name) or real(p))
+    forget_loaded()
+    _hits(store, "bm25")  # the first open since the build: every file hashed, then recorded
+    n_files = len(json.loads((folder / "manifest.json").read_text())["files"])
+    assert len(digests) == n_files and (folder / si.VERIFIED).exists()
+    forget_loaded()
+    again, ix2 = _hits(store, "bm25")  # unchanged since: trusted, nothing hashed
+    assert len(digests) == n_files and ix2.rebuilt == [] and again == sig
+    target = folder / "data.npy"  # the same size, a byte flipped: a new mtime, a real check
+    raw = bytearray(target.read_bytes())
+    raw[-3] ^= 0x40
+    target.write_bytes(bytes(raw))
+    forget_loaded()
+    again, ix3 = _hits(store, "bm25")
+    assert ix3.rebuilt == [folder.name] and again == sig
+
+
+def test_a_file_changed_just_before_its_check_is_checked_again(store, monkeypatch):
+    import aiblox.indexes.store_indexes as si
+
+    _, ix = _hits(store, "bm25")
+    folder = ix.root / next(n for n in ix.built if n.startswith("bm25"))
+    digests = []
+    real = si._file_digest
+    monkeypatch.setattr(si, "_file_digest", lambda p: digests.append(p.name) or real(p))
+    _age(folder, -60)  # modified at (or after) its checks: a write in their clock tick could hide
+    for _ in range(2):
+        forget_loaded()
+        _hits(store, "bm25")
+    n_files = len(json.loads((folder / "manifest.json").read_text())["files"])
+    assert len(digests) == 2 * n_files
