@@ -87,7 +87,7 @@ def _os_message(exc: OSError) -> str:
     return f"{where}: {why}" if where else why
 
 
-def _store_location(exc: BaseException) -> str | None:
+def store_location(exc: BaseException) -> str | None:
     """The location of the store whose method raised ``exc`` (the innermost frame of the
     traceback running a method of a store: an object with ``kind`` and ``location``)."""
     found = None
@@ -133,7 +133,7 @@ def fault_message(exc: BaseException) -> str | None:
     elif isinstance(exc, OSError):
         msg = _os_message(exc)
     elif any(_module_error(exc, "duckdb", name) for name in _DUCKDB_ENVIRONMENT):
-        where = _store_location(exc)
+        where = store_location(exc)
         msg = f"DuckDB{f' store {where}' if where else ''}: {exc}" + (
             "" if full else " (a damaged or foreign database file? check --db)")
     elif _module_error(exc, "sqlalchemy.exc", "SQLAlchemyError"):

@@ -353,7 +353,7 @@ def _causes(exc: BaseException | None) -> Iterator[BaseException]:
 def _written(exc: BaseException, cache_dir: str, tracking_uri: str) -> str:
     """What a sweep failed to write on a full disk: the stage cache, the MLflow store or the
     store (named), else the file the error names."""
-    from aiblox.cli._errors import _store_location
+    from aiblox.cli._errors import store_location
     from aiblox.engine.cache import StageCacheError
     from aiblox.stores.base import StoreError
 
@@ -364,7 +364,7 @@ def _written(exc: BaseException, cache_dir: str, tracking_uri: str) -> str:
             return f"the MLflow store ({tracking_uri})"
         if isinstance(e, StoreError) or type(e).__module__.split(".")[0] in ("duckdb",
                                                                              "_duckdb"):
-            where = _store_location(e)
+            where = store_location(e)
             return f"the store{f' ({where})' if where else ''}"
     folder = local_tracking_folder(tracking_uri)
     for e in _causes(exc):

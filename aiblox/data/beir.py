@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from aiblox.contracts.items import ItemRecord
-from aiblox.data.rules import MAX_GRADE, DatasetError, _clean_id, _Hasher, _id_problem
+from aiblox.data.rules import MAX_GRADE, DatasetError, Hasher, clean_id, id_problem
 from aiblox.inputs import InputFileError, bounded_lines
 
 __all__ = []
 
 
-def _read_lines(path: Path, hasher: _Hasher, hashed_name: str | None = None
+def read_lines(path: Path, hasher: Hasher, hashed_name: str | None = None
                 ) -> Iterator[tuple[int, str]]:
     """The lines of a text file (decompressed when ``.gz``), bounded: a file that is not a
     regular one (``/dev/zero``, a FIFO) or a line over :data:`~aiblox.inputs.MAX_LINE_BYTES`
@@ -36,14 +36,14 @@ def _read_lines(path: Path, hasher: _Hasher, hashed_name: str | None = None
             except UnicodeDecodeError as exc:
                 raise DatasetError(path, lineno, "encoding", f"not UTF-8: {exc}") from None
     except InputFileError as exc:
-        raise _file_error(path, exc) from None
+        raise file_error(path, exc) from None
     except (OSError, EOFError, zlib.error) as exc:  # unreadable, or a damaged .gz
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise DatasetError(path, lineno + 1 if lineno else None, "file",
                            f"cannot read: {reason or type(exc).__name__}") from None
 
 
-def _file_error(path: str | Path, exc: InputFileError) -> DatasetError:
+def file_error(path: str | Path, exc: InputFileError) -> DatasetError:
     """An input file refused by :mod:`aiblox.inputs` (not a regular file, a line too long), as
     a :class:`DatasetError` naming it."""
     return DatasetError(path, exc.line, "line" if exc.line is not None else "file",
@@ -55,24 +55,24 @@ _SUSPECT_ESCAPE = re.compile(r"\\u(?:[dD][89a-fA-F]|0000)")
 of NUL (``\\u0000``)."""
 
 
-def _non_finite(value: str) -> float:
+def non_finite(value: str) -> float:
     raise ValueError(f"non-finite number {value}")
 
 
-def _finite_float(value: str) -> float:
+def finite_float(value: str) -> float:
     f = float(value)
     if not math.isfinite(f):
         raise ValueError(f"number {value} is out of range (not finite as a float)")
     return f
 
 
-def _read_jsonl(path: Path, hasher: _Hasher, hashed_name: str | None = None
+def read_jsonl(path: Path, hasher: Hasher, hashed_name: str | None = None
                 ) -> Iterator[tuple[int, dict]]:
-    for lineno, line in _read_lines(path, hasher, hashed_name):
+    for lineno, line in read_lines(path, hasher, hashed_name):
         if not line.strip():
             continue
         try:
-            obj = json.loads(line, parse_constant=_non_finite, parse_float=_finite_float)
+            obj = json.loads(line, parse_constant=non_finite, parse_float=finite_float)
         except json.JSONDecodeError as exc:
             raise DatasetError(path, lineno, "json", f"malformed JSON: {exc.msg}") from None
         except RecursionError:
@@ -82,11 +82,11 @@ def _read_jsonl(path: Path, hasher: _Hasher, hashed_name: str | None = None
         if not isinstance(obj, dict):
             raise DatasetError(path, lineno, "json", "expected a JSON object")
         if _SUSPECT_ESCAPE.search(line):
-            _check_unicode(obj, path, lineno, "")
+            check_unicode(obj, path, lineno, "")
         yield lineno, obj
 
 
-def _check_unicode(value: Any, path: Path, lineno: int, where: str) -> None:
+def check_unicode(value: Any, path: Path, lineno: int, where: str) -> None:
     """Refuse strings that are not Unicode text (lone surrogates from ``\\udXXX`` escapes) or
     hold NUL (PostgreSQL cannot store it; DuckDB's text functions stop at it)."""
     if isinstance(value, str):
@@ -103,26 +103,26 @@ def _check_unicode(value: Any, path: Path, lineno: int, where: str) -> None:
                                ) from None
     elif isinstance(value, dict):
         for k, v in value.items():
-            _check_unicode(k, path, lineno, f"{where} (a key)" if where else "(a key)")
-            _check_unicode(v, path, lineno, f"{where}.{k}" if where else str(k))
+            check_unicode(k, path, lineno, f"{where} (a key)" if where else "(a key)")
+            check_unicode(v, path, lineno, f"{where}.{k}" if where else str(k))
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            _check_unicode(v, path, lineno, f"{where}[{i}]")
+            check_unicode(v, path, lineno, f"{where}[{i}]")
 
 
-def _get_id(obj: dict, path: Path, lineno: int, key: str = "_id") -> str:
+def get_id(obj: dict, path: Path, lineno: int, key: str = "_id") -> str:
     value = obj.get(key)
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str) or not value.strip():
         raise DatasetError(path, lineno, key, "missing or not a non-empty string")
     try:
-        return _clean_id(value)
+        return clean_id(value)
     except ValueError as exc:
         raise DatasetError(path, lineno, key, str(exc)) from None
 
 
-def _text_field(obj: dict, path: Path, lineno: int, key: str) -> str:
+def text_field(obj: dict, path: Path, lineno: int, key: str) -> str:
     value = obj.get(key, "")
     if value is None:
         return ""
@@ -157,7 +157,7 @@ def _qrels_layout(line: str, path: Path, lineno: int) -> str:
                        f"column(s)")
 
 
-def _grade(raw: str, path: Path, lineno: int) -> int:
+def parse_grade(raw: str, path: Path, lineno: int) -> int:
     """A qrels grade: a whole number in ``[-MAX_GRADE, MAX_GRADE]`` (``2`` or ``2.0``)."""
     if not _NUMBER.fullmatch(raw):
         try:
@@ -176,7 +176,7 @@ def _grade(raw: str, path: Path, lineno: int) -> int:
     return int(value)
 
 
-def _check_judged(judged: dict[str, dict[str, int]], path: Path) -> None:
+def check_judged(judged: dict[str, dict[str, int]], path: Path) -> None:
     """A qrels file must judge some query and hold a relevant judgment: without one every
     metric is 0."""
     if not judged:
@@ -187,14 +187,14 @@ def _check_judged(judged: dict[str, dict[str, int]], path: Path) -> None:
                                                 f"below 1, so every metric would be 0")
 
 
-def _read_qrels(path: Path, hasher: _Hasher, queries: dict[str, str],
+def read_qrels(path: Path, hasher: Hasher, queries: dict[str, str],
                 corpus: Mapping[str, ItemRecord]) -> tuple[dict[str, dict[str, int]], int, int]:
     """``(judged, rows naming a document absent from the corpus, repeated identical rows)``."""
     judged: dict[str, dict[str, int]] = {}
     at: dict[tuple[str, str], int] = {}
     missing = duplicates = 0
     layout, first = "", 0
-    for lineno, line in _read_lines(path, hasher):
+    for lineno, line in read_lines(path, hasher):
         line = line.rstrip("\r\n")
         if lineno == 1:
             line = line.removeprefix("\ufeff")
@@ -219,7 +219,7 @@ def _read_qrels(path: Path, hasher: _Hasher, queries: dict[str, str],
                                    f"as from line {first}; got {len(tabs)} column(s){hint}")
             qid, doc_id, raw = (c.strip() for c in tabs)
             for value, column in ((qid, "query-id"), (doc_id, "corpus-id")):
-                problem = _id_problem(value) if value else None  # empty: named below
+                problem = id_problem(value) if value else None  # empty: named below
                 if problem is not None:
                     raise DatasetError(path, lineno, column, problem)
         else:
@@ -229,7 +229,7 @@ def _read_qrels(path: Path, hasher: _Hasher, queries: dict[str, str],
                                    f"expected {_TREC}, as from line {first}; got "
                                    f"{len(cols)} column(s)")
             qid, _iteration, doc_id, raw = cols
-        grade = _grade(raw, path, lineno)
+        grade = parse_grade(raw, path, lineno)
         if qid not in queries:
             raise DatasetError(path, lineno, "query-id", f"unknown query {qid!r}")
         if not doc_id:
@@ -248,5 +248,5 @@ def _read_qrels(path: Path, hasher: _Hasher, queries: dict[str, str],
             missing += 1
         docs[doc_id] = grade
         at[qid, doc_id] = lineno
-    _check_judged(judged, path)
+    check_judged(judged, path)
     return judged, missing, duplicates

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from aiblox.contracts.items import ItemRecord
-from aiblox.data.beir import _get_id, _read_jsonl, _read_lines, _read_qrels, _text_field
+from aiblox.data.beir import get_id, read_jsonl, read_lines, read_qrels, text_field
 from aiblox.data.facts import (
     LazyCorpus,
     corpus_facts,
@@ -26,30 +26,30 @@ from aiblox.data.facts import (
 )
 from aiblox.data.find import available_splits, corpus_file, dataset_name, find_dataset
 from aiblox.data.rules import (
+    Both,
     DatasetError,
-    _Both,
-    _doc_line,
-    _feed_file,
-    _Hasher,
-    _NoHash,
-    _qrels_lines,
-    _query_line,
-    _same_id_note,
+    Hasher,
+    NoHash,
+    doc_line,
+    feed_file,
     parse_split,
+    qrels_lines,
+    query_line,
+    same_id_note,
     split_part,
 )
 from aiblox.data.tables import (
-    _check_columns,
-    _file_table,
-    _frame_table,
-    _QrelsRow,
-    _read_manifest,
-    _tab_corpus,
-    _tab_judged,
-    _tab_qrels_rows,
-    _tab_queries,
-    _tabular_source,
-    _TabularSource,
+    QrelsRow,
+    TabularSource,
+    check_columns,
+    file_table,
+    frame_table,
+    read_manifest,
+    tab_corpus,
+    tab_judged,
+    tab_qrels_rows,
+    tab_queries,
+    tabular_source,
 )
 from aiblox.text.lexical_gaps import LexicalGaps, lexical_gaps
 
@@ -161,12 +161,12 @@ class Dataset:
         strings or integers. A bad frame raises :class:`DatasetError` naming the frame, the row
         (its index label) and the column. :attr:`hash` is that of the same rows written as a
         BEIR folder (:func:`content_hash`)."""
-        tables = _TabularSource(
-            corpus=_frame_table(corpus, "corpus frame"),
-            queries=_frame_table(queries, "queries frame"),
-            qrels=({str(k): _frame_table(v, f"qrels frame {k!r}") for k, v in qrels.items()}
-                   if isinstance(qrels, dict) else {None: _frame_table(qrels, "qrels frame")}),
-            columns=_check_columns(columns or {}, "columns"), default_split=split)
+        tables = TabularSource(
+            corpus=frame_table(corpus, "corpus frame"),
+            queries=frame_table(queries, "queries frame"),
+            qrels=({str(k): frame_table(v, f"qrels frame {k!r}") for k, v in qrels.items()}
+                   if isinstance(qrels, dict) else {None: frame_table(qrels, "qrels frame")}),
+            columns=check_columns(columns or {}, "columns"), default_split=split)
         return _load_tabular(tables, Path(name), name, None)
 
 
@@ -177,15 +177,15 @@ def content_hash(dataset: Dataset, corpus_only: bool = False) -> str:
     ``query-id<TAB>corpus-id<TAB>score`` and one row per judgment, ``answers.jsonl``; each file
     fed as :func:`load_dataset` reads it (its name, then its bytes)."""
     h = hashlib.sha256()
-    _feed_file(h, "corpus.jsonl", (_doc_line(d) for d in dataset.corpus.values()))
+    feed_file(h, "corpus.jsonl", (doc_line(d) for d in dataset.corpus.values()))
     if corpus_only:
         return h.hexdigest()
-    _feed_file(h, "queries.jsonl", (_query_line(q, t) for q, t in dataset.queries.items()))
+    feed_file(h, "queries.jsonl", (query_line(q, t) for q, t in dataset.queries.items()))
     for split in sorted(dataset.qrels):
-        _feed_file(h, f"{split}.tsv", _qrels_lines(
+        feed_file(h, f"{split}.tsv", qrels_lines(
             (q, d, g) for q, docs in dataset.qrels[split].items() for d, g in docs.items()))
     if dataset.answers:
-        _feed_file(h, "answers.jsonl", _answer_lines(dataset.answers))
+        feed_file(h, "answers.jsonl", _answer_lines(dataset.answers))
     return h.hexdigest()
 
 
@@ -195,37 +195,37 @@ def _answer_lines(answers: dict[str, GoldAnswer]) -> Iterator[str]:
                           "answer_starts": list(a.answer_starts)}) + "\n"
 
 
-def iter_corpus(corpus_path: Path, name: str, hasher: _Hasher | None = None
+def iter_corpus(corpus_path: Path, name: str, hasher: Hasher | None = None
                 ) -> Iterator[ItemRecord]:
     """The documents of a corpus file, one at a time in file order, each validated like
     :func:`load_dataset` does (errors name the file, line and field); only the ids seen are
     kept, so a corpus of any size streams in bounded memory. ``hasher`` is fed every byte
     (of a CSV, TSV or parquet corpus: the BEIR bytes of its rows; of a manifest: its corpus
     file's)."""
-    hasher = hasher if hasher is not None else _NoHash()
+    hasher = hasher if hasher is not None else NoHash()
     if not corpus_path.name.endswith((".jsonl", ".jsonl.gz")):
         if corpus_path.suffix == ".toml":
-            src = _read_manifest(corpus_path)[0]
+            src = read_manifest(corpus_path)[0]
             table, mapping = src.corpus, src.columns.get("corpus", {})
         else:
-            table, mapping = _file_table(corpus_path, "corpus"), {}
-        yield from _tab_corpus(table, mapping, name, hasher)
+            table, mapping = file_table(corpus_path, "corpus"), {}
+        yield from tab_corpus(table, mapping, name, hasher)
         return
     first_line: dict[str, tuple[int, Any]] = {}
-    for lineno, obj in _read_jsonl(corpus_path, hasher, "corpus.jsonl"):
-        doc_id = _get_id(obj, corpus_path, lineno)
+    for lineno, obj in read_jsonl(corpus_path, hasher, "corpus.jsonl"):
+        doc_id = get_id(obj, corpus_path, lineno)
         if doc_id in first_line:
             n, raw = first_line[doc_id]
             raise DatasetError(corpus_path, lineno, "_id", f"duplicate id {doc_id!r} "
-                               f"{_same_id_note(f'line {n}', obj['_id'], raw)}")
+                               f"{same_id_note(f'line {n}', obj['_id'], raw)}")
         meta = obj.get("metadata") or {}
         if not isinstance(meta, dict):
             raise DatasetError(corpus_path, lineno, "metadata", "expected a JSON object")
         first_line[doc_id] = lineno, obj["_id"]
         yield ItemRecord(
             id=doc_id, kind="doc", source=name, source_ref=f"{corpus_path.name}:{lineno}",
-            title=_text_field(obj, corpus_path, lineno, "title"),
-            text=_text_field(obj, corpus_path, lineno, "text"), metadata=meta)
+            title=text_field(obj, corpus_path, lineno, "title"),
+            text=text_field(obj, corpus_path, lineno, "text"), metadata=meta)
     if not first_line:
         raise DatasetError(corpus_path, None, "corpus",
                            "no documents (the file holds no JSON object line)")
@@ -241,7 +241,7 @@ def corpus_hash(corpus_path: Path) -> str:
             return facts.corpus_hash
     h = hashlib.sha256()
     if corpus_path.name.endswith((".jsonl", ".jsonl.gz")):
-        for _ in _read_lines(corpus_path, h, "corpus.jsonl"):
+        for _ in read_lines(corpus_path, h, "corpus.jsonl"):
             pass
     else:
         for _ in iter_corpus(corpus_path, "", h):
@@ -253,21 +253,21 @@ def read_queries(name_or_path: str | Path) -> dict[str, str]:
     """The queries of a dataset (``{id: text}``, file order, validated as :func:`load_dataset`
     does), without reading its corpus or judgments."""
     path = find_dataset(name_or_path)
-    src = _tabular_source(path)
+    src = tabular_source(path)
     if src is not None:
-        return _tab_queries(src.queries, src.columns.get("queries", {}), _NoHash())
+        return tab_queries(src.queries, src.columns.get("queries", {}), NoHash())
     queries: dict[str, str] = {}
     qfirst: dict[str, int] = {}
     qpath = path / "queries.jsonl"
-    for lineno, obj in _read_jsonl(qpath, _NoHash()):
-        qid = _get_id(obj, qpath, lineno)
+    for lineno, obj in read_jsonl(qpath, NoHash()):
+        qid = get_id(obj, qpath, lineno)
         if qid in queries:
             raise DatasetError(qpath, lineno, "_id",
                                f"duplicate id {qid!r} (first at line {qfirst[qid]})")
         if "text" not in obj:
             raise DatasetError(qpath, lineno, "text", "missing")
         qfirst[qid] = lineno
-        queries[qid] = _text_field(obj, qpath, lineno, "text")
+        queries[qid] = text_field(obj, qpath, lineno, "text")
     return queries
 
 
@@ -282,7 +282,7 @@ def load_dataset(name_or_path: str | Path, splits: list[str] | None = None,
 
 
 def _load_files(path: Path, name: str, splits: list[str] | None) -> Dataset:
-    src = _tabular_source(path)
+    src = tabular_source(path)
     if src is not None:
         return _load_tabular(src, path, name, splits)
     hasher = hashlib.sha256()
@@ -299,26 +299,26 @@ def _load_files(path: Path, name: str, splits: list[str] | None) -> Dataset:
         after: Any = tail
     else:
         corpus = {it.id: it for it in iter_corpus(corpus_path, name,
-                                                  _Both(hasher, corpus_hasher))}
+                                                  Both(hasher, corpus_hasher))}
         after = hasher
 
     queries: dict[str, str] = {}
     qfirst: dict[str, tuple[int, Any]] = {}
     qpath = path / "queries.jsonl"
-    for lineno, obj in _read_jsonl(qpath, after):
-        qid = _get_id(obj, qpath, lineno)
+    for lineno, obj in read_jsonl(qpath, after):
+        qid = get_id(obj, qpath, lineno)
         if qid in queries:
             n, raw = qfirst[qid]
             raise DatasetError(qpath, lineno, "_id", f"duplicate id {qid!r} "
-                               f"{_same_id_note(f'line {n}', obj['_id'], raw)}")
+                               f"{same_id_note(f'line {n}', obj['_id'], raw)}")
         if "text" not in obj:
             raise DatasetError(qpath, lineno, "text", "missing")
         qfirst[qid] = lineno, obj["_id"]
-        queries[qid] = _text_field(obj, qpath, lineno, "text")
+        queries[qid] = text_field(obj, qpath, lineno, "text")
 
     def read(base: str) -> tuple[dict[str, dict[str, int]], int, int, str]:
         split_path = path / "qrels" / f"{base}.tsv"
-        return (*_read_qrels(split_path, after, queries, corpus), str(split_path))
+        return (*read_qrels(split_path, after, queries, corpus), str(split_path))
 
     apath = path / "answers.jsonl"
     ds = _assemble(name, path, path, corpus, queries, splits, available_splits(path), read,
@@ -416,9 +416,9 @@ def _assemble(name: str, path: Path, where: Path, corpus: Mapping[str, ItemRecor
 
     answers: dict[str, GoldAnswer] = {}
     if apath is not None:
-        answers = _read_answers(apath, _NoHash() if canonical_answers else hasher, queries)
+        answers = _read_answers(apath, NoHash() if canonical_answers else hasher, queries)
         if canonical_answers and answers:
-            _feed_file(hasher, "answers.jsonl", _answer_lines(answers))
+            feed_file(hasher, "answers.jsonl", _answer_lines(answers))
 
     _warn_empty_queries(queries, qrels, queries_label)
     gaps = _lexical_gaps(corpus, queries, qrels, doc_gaps)
@@ -448,14 +448,14 @@ def _warn_empty_queries(queries: dict[str, str], qrels: dict[str, dict[str, dict
                       stacklevel=4)
 
 
-def _read_answers(apath: Path, hasher: _Hasher, queries: dict[str, str]
+def _read_answers(apath: Path, hasher: Hasher, queries: dict[str, str]
                   ) -> dict[str, GoldAnswer]:
     answers: dict[str, GoldAnswer] = {}
-    for lineno, obj in _read_jsonl(apath, hasher):
-        qid = _get_id(obj, apath, lineno)
+    for lineno, obj in read_jsonl(apath, hasher):
+        qid = get_id(obj, apath, lineno)
         if qid not in queries:
             raise DatasetError(apath, lineno, "_id", f"unknown query {qid!r}")
-        doc_id = _get_id(obj, apath, lineno, "corpus-id")
+        doc_id = get_id(obj, apath, lineno, "corpus-id")
         texts, starts = obj.get("answers"), obj.get("answer_starts")
         if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
             raise DatasetError(apath, lineno, "answers", "expected a list of strings")
@@ -481,26 +481,26 @@ def _lexical_gaps(corpus: Mapping[str, ItemRecord], queries: dict[str, str],
     return {what: gap for what, gap in found.items() if gap}
 
 
-def _load_tabular(src: _TabularSource, path: Path, name: str, splits: list[str] | None
+def _load_tabular(src: TabularSource, path: Path, name: str, splits: list[str] | None
                   ) -> Dataset:
     hasher, corpus_hasher = hashlib.sha256(), hashlib.sha256()
-    corpus = {it.id: it for it in _tab_corpus(src.corpus, src.columns.get("corpus", {}), name,
-                                              _Both(hasher, corpus_hasher))}
-    queries = _tab_queries(src.queries, src.columns.get("queries", {}), hasher)
+    corpus = {it.id: it for it in tab_corpus(src.corpus, src.columns.get("corpus", {}), name,
+                                              Both(hasher, corpus_hasher))}
+    queries = tab_queries(src.queries, src.columns.get("queries", {}), hasher)
     mapping = src.columns.get("qrels", {})
-    rows: dict[str, list[_QrelsRow]] = {}
+    rows: dict[str, list[QrelsRow]] = {}
     mixed = src.qrels.get(None)
     if mixed is not None and splits != []:
-        rows = _tab_qrels_rows(mixed, mapping, None, src.default_split, queries)
+        rows = tab_qrels_rows(mixed, mapping, None, src.default_split, queries)
     known = sorted({*rows, *(s for s in src.qrels if s is not None)})
     where = src.where or path
 
     def read(base: str) -> tuple[dict[str, dict[str, int]], int, int, str]:
         table = src.qrels.get(base)
         got = rows.get(base, []) if table is None else \
-            _tab_qrels_rows(table, mapping, base, src.default_split, queries)[base]
+            tab_qrels_rows(table, mapping, base, src.default_split, queries)[base]
         label = table.label if table is not None else (mixed.label if mixed else base)
-        return (*_tab_judged(base, got, corpus, hasher), label)
+        return (*tab_judged(base, got, corpus, hasher), label)
 
     return _assemble(name, path, where, corpus, queries, splits, known, read, hasher,
                      corpus_hasher, src.answers, canonical_answers=True,

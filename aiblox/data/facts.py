@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from aiblox.contracts.items import ItemRecord
-from aiblox.data.beir import _read_lines
-from aiblox.data.rules import DatasetError, _Both, _Hasher
+from aiblox.data.beir import read_lines
+from aiblox.data.rules import Both, DatasetError, Hasher
 from aiblox.progress import phase
 from aiblox.text.lexical_gaps import LexicalGaps, lexical_gaps
 
-Reader = Callable[[_Hasher | None], Iterable[ItemRecord]]
+Reader = Callable[[Hasher | None], Iterable[ItemRecord]]
 """Reads a corpus file's documents (validated), feeding its bytes to the hasher given:
 ``functools.partial(iter_corpus, path, name)``."""
 
@@ -176,7 +176,7 @@ def trusts(path: Path) -> bool:
         return False
 
 
-def corpus_facts(path: Path, read: Reader, analyzer: str, feed: _Hasher | None = None,
+def corpus_facts(path: Path, read: Reader, analyzer: str, feed: Hasher | None = None,
                  progress: bool = True) -> tuple[CorpusFacts, bool]:
     """The facts of the corpus file ``path``: trusted from its sidecar when the file is
     unchanged, else read in one pass (every document validated as :func:`iter_corpus` does)
@@ -192,7 +192,7 @@ def corpus_facts(path: Path, read: Reader, analyzer: str, feed: _Hasher | None =
     ids: list[str] = []
 
     def texts() -> Iterator[tuple[str, str]]:
-        for doc in read(_Both(h, feed) if feed is not None else h):
+        for doc in read(Both(h, feed) if feed is not None else h):
             ids.append(doc.id)
             yield doc.id, f"{doc.title} {doc.text}"
 
@@ -222,10 +222,10 @@ def remember_dataset_hash(facts: CorpusFacts, tail: str, digest: str) -> None:
         facts.save()
 
 
-def rehash_corpus(path: Path, hasher: _Hasher) -> None:
+def rehash_corpus(path: Path, hasher: Hasher) -> None:
     """Feed ``hasher`` the corpus bytes as a load does (``corpus.jsonl``'s name, then the
     decompressed bytes), without parsing them."""
-    for _ in _read_lines(path, hasher, "corpus.jsonl"):
+    for _ in read_lines(path, hasher, "corpus.jsonl"):
         pass
 
 

@@ -6,17 +6,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from aiblox.data.rules import DatasetError, _NoHash
+from aiblox.data.rules import DatasetError, NoHash
 from aiblox.data.tables import (
     CORPUS_SUFFIXES,
     MANIFEST,
     QUERY_SUFFIXES,
     TABLE_SUFFIXES,
-    _manifest_path,
-    _one_file,
-    _read_manifest,
-    _resolve,
-    _row_split,
+    manifest_path,
+    one_file,
+    read_manifest,
+    resolve,
+    row_split,
 )
 
 __all__ = ["available_splits", "corpus_file", "dataset_name", "find_dataset"]
@@ -26,18 +26,18 @@ def available_splits(path: str | Path) -> list[str]:
     """Split names that have a ``qrels/<split>.{tsv,csv,parquet}`` file, or that a manifest
     names (a qrels file with a ``split`` column is read to list its splits)."""
     p = Path(path)
-    manifest = _manifest_path(p)
+    manifest = manifest_path(p)
     if manifest is None:
         qdir = p / "qrels"
         return sorted({q.stem for q in qdir.glob("*") if q.suffix in TABLE_SUFFIXES}) \
             if qdir.is_dir() else []
-    src = _read_manifest(manifest)[0]
+    src = read_manifest(manifest)[0]
     names = {s for s in src.qrels if s is not None}
     mixed = src.qrels.get(None)
     if mixed is not None:
-        column = _resolve(mixed, "qrels", src.columns.get("qrels", {}))["split"]
-        names |= {_row_split(row.get(column) if column else None, src.default_split)
-                  for _, row in mixed.read(_NoHash())}
+        column = resolve(mixed, "qrels", src.columns.get("qrels", {}))["split"]
+        names |= {row_split(row.get(column) if column else None, src.default_split)
+                  for _, row in mixed.read(NoHash())}
     return sorted(str(n) for n in names)
 
 
@@ -80,10 +80,10 @@ def corpus_file(path: str | Path) -> Path:
     read from: ``corpus.jsonl`` or ``corpus.jsonl.gz`` of a BEIR folder, the
     ``corpus.{csv,tsv,parquet}`` of a tabular folder, or the manifest naming it (with its
     column names). :func:`iter_corpus` and :func:`corpus_hash` take any of them."""
-    manifest = _manifest_path(Path(path))
+    manifest = manifest_path(Path(path))
     if manifest is not None:
         return manifest
-    return _one_file(Path(path), "corpus", CORPUS_SUFFIXES)
+    return one_file(Path(path), "corpus", CORPUS_SUFFIXES)
 
 
 def dataset_name(path: str | Path) -> str:
@@ -91,9 +91,9 @@ def dataset_name(path: str | Path) -> str:
     manifest's ``name``, else its folder's name (or the file's stem when it is not
     ``dataset.toml``)."""
     p = Path(path)
-    manifest = _manifest_path(p)
+    manifest = manifest_path(p)
     if manifest is not None:
-        data = _read_manifest(manifest)[1]
+        data = read_manifest(manifest)[1]
         if "name" in data:
             return str(data["name"])
         return manifest.parent.name if manifest.name == MANIFEST else manifest.stem

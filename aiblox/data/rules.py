@@ -44,30 +44,30 @@ class DatasetError(ValueError):
         self.unit = unit
 
 
-def _doc_line(doc: ItemRecord) -> str:
+def doc_line(doc: ItemRecord) -> str:
     obj: dict[str, Any] = {"_id": doc.id, "title": doc.title, "text": doc.text}
     if doc.metadata:
         obj["metadata"] = doc.metadata
     return json.dumps(obj) + "\n"
 
 
-def _query_line(qid: str, text: str) -> str:
+def query_line(qid: str, text: str) -> str:
     return json.dumps({"_id": qid, "text": text}) + "\n"
 
 
-def _qrels_lines(rows: Iterator[tuple[str, str, int]]) -> Iterator[str]:
+def qrels_lines(rows: Iterator[tuple[str, str, int]]) -> Iterator[str]:
     yield "query-id\tcorpus-id\tscore\n"
     for q, d, g in rows:
         yield f"{q}\t{d}\t{g}\n"
 
 
-def _feed_file(h: _Hasher, name: str, lines: Iterator[str]) -> None:
+def feed_file(h: Hasher, name: str, lines: Iterator[str]) -> None:
     h.update(f"\x00{name}\x00".encode())
     for line in lines:
         h.update(line.encode("utf-8"))
 
 
-class _Hasher(Protocol):
+class Hasher(Protocol):
     def update(self, data: bytes, /) -> None: ...
 
 
@@ -95,8 +95,8 @@ def split_part(query_id: str, n: int) -> int:
     return int(hashlib.sha256(query_id.encode("utf-8")).hexdigest(), 16) % n
 
 
-def _id_problem(value: str) -> str | None:
-    """Why ``value`` (already stripped) breaks the id rule (:func:`_clean_id`), or None."""
+def id_problem(value: str) -> str | None:
+    """Why ``value`` (already stripped) breaks the id rule (:func:`clean_id`), or None."""
     if not value:
         return "missing id (empty)"
     if value.split() != [value]:
@@ -107,18 +107,18 @@ def _id_problem(value: str) -> str | None:
     return None
 
 
-def _clean_id(value: str) -> str:
+def clean_id(value: str) -> str:
     """The one id rule of corpus, queries, qrels, answers (every layout) and run files: an id
     is its text without surrounding whitespace (``" d1 "`` is ``d1``, as a TREC line gives
     it); an empty one, or one holding whitespace inside, is refused (``ValueError``)."""
     value = value.strip()
-    problem = _id_problem(value)
+    problem = id_problem(value)
     if problem is not None:
         raise ValueError(problem)
     return value
 
 
-def _same_id_note(at: Any, raw: Any, first_raw: Any) -> str:
+def same_id_note(at: Any, raw: Any, first_raw: Any) -> str:
     """``(first at line 3)``, saying why when the two were written differently."""
     if str(raw) == str(first_raw):
         return f"(first at {at})"
@@ -126,15 +126,15 @@ def _same_id_note(at: Any, raw: Any, first_raw: Any) -> str:
             f"compared without surrounding whitespace)")
 
 
-class _NoHash:
+class NoHash:
     def update(self, data: bytes, /) -> None:
         pass
 
 
-class _Both:
+class Both:
     """Feeds the bytes read to two hashers (the dataset's and the corpus's own)."""
 
-    def __init__(self, *hashers: _Hasher) -> None:
+    def __init__(self, *hashers: Hasher) -> None:
         self.hashers = hashers
 
     def update(self, data: bytes) -> None:

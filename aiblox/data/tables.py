@@ -13,25 +13,25 @@ from typing import Any
 
 from aiblox.contracts.items import ItemRecord
 from aiblox.data.beir import (
-    _check_judged,
-    _check_unicode,
-    _file_error,
-    _finite_float,
-    _grade,
-    _non_finite,
-    _read_jsonl,
+    check_judged,
+    check_unicode,
+    file_error,
+    finite_float,
+    non_finite,
+    parse_grade,
+    read_jsonl,
 )
 from aiblox.data.rules import (
     CORPUS_FILES,
     DatasetError,
-    _clean_id,
-    _doc_line,
-    _feed_file,
-    _Hasher,
-    _NoHash,
-    _qrels_lines,
-    _query_line,
-    _same_id_note,
+    Hasher,
+    NoHash,
+    clean_id,
+    doc_line,
+    feed_file,
+    qrels_lines,
+    query_line,
+    same_id_note,
 )
 from aiblox.inputs import InputFileError, bounded_lines, check_regular_file, read_bounded
 
@@ -93,7 +93,7 @@ class _Table:
 
 
 @dataclass
-class _TabularSource:
+class TabularSource:
     corpus: _Table
     queries: _Table
     qrels: dict[str | None, _Table]
@@ -106,7 +106,7 @@ class _TabularSource:
     """The manifest, or the folder, the files were found by (for errors)."""
 
 
-def _check_columns(columns: Any, where: str | Path) -> dict[str, dict[str, str]]:
+def check_columns(columns: Any, where: str | Path) -> dict[str, dict[str, str]]:
     """A column mapping ``{role: {key: column}}``, checked."""
     if not isinstance(columns, dict):
         raise DatasetError(where, None, "columns", "expected a table {corpus, queries, qrels}")
@@ -127,7 +127,7 @@ def _check_columns(columns: Any, where: str | Path) -> dict[str, dict[str, str]]
     return columns
 
 
-def _resolve(table: _Table, role: str, mapping: dict[str, str]) -> dict[str, str | None]:
+def resolve(table: _Table, role: str, mapping: dict[str, str]) -> dict[str, str | None]:
     """The column each key of ``role`` reads in ``table`` (None: an optional one absent)."""
     out: dict[str, str | None] = {}
     for key, names in _ROLES[role].items():
@@ -160,7 +160,7 @@ def _missing(value: Any) -> bool:
 
 
 def _cell_id(value: Any, table: _Table, at: Any, column: str) -> str:
-    """An id: a string or an integer, under the id rule (:func:`_clean_id`)."""
+    """An id: a string or an integer, under the id rule (:func:`clean_id`)."""
     if _missing(value):
         raise table.error(at, column, "missing id")
     if isinstance(value, int) and not isinstance(value, bool):
@@ -172,7 +172,7 @@ def _cell_id(value: Any, table: _Table, at: Any, column: str) -> str:
         raise table.error(at, column, f"expected a string or an integer id, got "
                                       f"{type(value).__name__}")
     try:
-        value = _clean_id(value)
+        value = clean_id(value)
     except ValueError as exc:
         raise table.error(at, column, str(exc)) from None
     _cell_unicode(value, table, at, column)
@@ -190,7 +190,7 @@ def _cell_text(value: Any, table: _Table, at: Any, column: str | None) -> str:
 
 def _cell_unicode(value: Any, table: _Table, at: Any, column: str) -> None:
     try:
-        _check_unicode(value, Path(table.label), at, column)
+        check_unicode(value, Path(table.label), at, column)
     except DatasetError as exc:
         raise table.error(at, exc.field, exc.message) from None
 
@@ -200,7 +200,7 @@ def _cell_metadata(value: Any, table: _Table, at: Any, column: str | None) -> di
         return {}
     if isinstance(value, str):
         try:
-            value = json.loads(value, parse_constant=_non_finite, parse_float=_finite_float)
+            value = json.loads(value, parse_constant=non_finite, parse_float=finite_float)
         except (ValueError, RecursionError) as exc:
             raise table.error(at, column, f"not a JSON object: {exc}") from None
     if not isinstance(value, dict):
@@ -224,7 +224,7 @@ def _csv_table(path: Path) -> _Table:
                     raise DatasetError(path, lineno, "encoding", f"not UTF-8: {exc}") from None
                 yield text.removeprefix("\ufeff") if lineno == 1 else text
         except InputFileError as exc:
-            raise _file_error(path, exc) from None
+            raise file_error(path, exc) from None
         except OSError as exc:
             raise DatasetError(path, None, "file", f"cannot read: {exc.strerror or exc}"
                                ) from None
@@ -252,7 +252,7 @@ def _csv_table(path: Path) -> _Table:
                                f"column {i + 1} is {'empty' if not column else 'repeated'}: "
                                f"{header} (the first line names the columns)")
 
-    def read(_hasher: _Hasher) -> Iterator[tuple[int, dict[str, Any]]]:
+    def read(_hasher: Hasher) -> Iterator[tuple[int, dict[str, Any]]]:
         rows = records()
         next(rows)
         for lineno, record in rows:
@@ -273,14 +273,14 @@ def _parquet_table(path: Path) -> _Table:
     try:
         check_regular_file(path)
     except InputFileError as exc:
-        raise _file_error(path, exc) from None
+        raise file_error(path, exc) from None
     try:
         pfile = pq.ParquetFile(path)
     except (OSError, pa.ArrowException) as exc:
         raise DatasetError(path, None, "file", f"cannot read as parquet: {exc}") from None
     columns = list(pfile.schema_arrow.names)
 
-    def read(_hasher: _Hasher) -> Iterator[tuple[int, dict[str, Any]]]:
+    def read(_hasher: Hasher) -> Iterator[tuple[int, dict[str, Any]]]:
         n = 0
         for batch in pfile.iter_batches(batch_size=8192):
             for row in batch.to_pylist():
@@ -292,13 +292,13 @@ def _parquet_table(path: Path) -> _Table:
 
 def _jsonl_table(path: Path, hashed_name: str) -> _Table:
     """A JSONL file, validated like a BEIR one; its bytes are its hash, as in a BEIR folder."""
-    def read(hasher: _Hasher) -> Iterator[tuple[int, dict[str, Any]]]:
-        yield from _read_jsonl(path, hasher, hashed_name)
+    def read(hasher: Hasher) -> Iterator[tuple[int, dict[str, Any]]]:
+        yield from read_jsonl(path, hasher, hashed_name)
 
     return _Table(str(path), "line", None, read, raw=True)
 
 
-def _file_table(path: Path, role: str) -> _Table:
+def file_table(path: Path, role: str) -> _Table:
     name = path.name.lower()
     if name.endswith((".jsonl", ".jsonl.gz")) and role != "qrels":
         return _jsonl_table(path, "corpus.jsonl" if role == "corpus" else "queries.jsonl")
@@ -310,7 +310,7 @@ def _file_table(path: Path, role: str) -> _Table:
     raise DatasetError(path, None, "file", f"unknown file type for the {role}; valid: {valid}")
 
 
-def _frame_table(frame: Any, label: str) -> _Table:
+def frame_table(frame: Any, label: str) -> _Table:
     """A pandas DataFrame; numbers are its index labels."""
     if not (hasattr(frame, "columns") and hasattr(frame, "index") and hasattr(frame, "iloc")):
         raise DatasetError(label, None, "frame",
@@ -319,7 +319,7 @@ def _frame_table(frame: Any, label: str) -> _Table:
     if len(set(columns)) != len(columns):
         raise DatasetError(label, None, "columns", f"repeated column names: {columns}")
 
-    def read(_hasher: _Hasher) -> Iterator[tuple[Any, dict[str, Any]]]:
+    def read(_hasher: Hasher) -> Iterator[tuple[Any, dict[str, Any]]]:
         values = [frame.iloc[:, i].tolist() for i in range(len(columns))]
         for at, row in zip(frame.index.tolist(), zip(*values, strict=True), strict=True):
             yield at, dict(zip(columns, row, strict=True))
@@ -327,7 +327,7 @@ def _frame_table(frame: Any, label: str) -> _Table:
     return _Table(label, "row", columns, read)
 
 
-def _one_file(folder: Path, stem: str, suffixes: tuple[str, ...]) -> Path:
+def one_file(folder: Path, stem: str, suffixes: tuple[str, ...]) -> Path:
     found = [folder / f"{stem}{s}" for s in suffixes if (folder / f"{stem}{s}").exists()]
     if not found:
         raise DatasetError(folder / f"{stem}.*", None, "file",
@@ -352,7 +352,7 @@ def _qrels_files(folder: Path) -> dict[str, Path]:
     return out
 
 
-def _manifest_path(path: Path) -> Path | None:
+def manifest_path(path: Path) -> Path | None:
     if path.is_file() and path.suffix == ".toml":
         return path
     return path / MANIFEST if (path / MANIFEST).exists() else None
@@ -360,7 +360,7 @@ def _manifest_path(path: Path) -> Path | None:
 
 def _is_beir(path: Path) -> bool:
     """A plain BEIR folder: corpus.jsonl(.gz), queries.jsonl, qrels/*.tsv only."""
-    return (path.is_dir() and _manifest_path(path) is None
+    return (path.is_dir() and manifest_path(path) is None
             and any((path / f).exists() for f in CORPUS_FILES)
             and (path / "queries.jsonl").exists()
             and not any((path / f"{stem}{s}").exists() for stem in ("corpus", "queries")
@@ -368,13 +368,13 @@ def _is_beir(path: Path) -> bool:
             and not any(p.suffix in (".csv", ".parquet") for p in (path / "qrels").glob("*")))
 
 
-def _read_manifest(mpath: Path) -> tuple[_TabularSource, dict[str, Any]]:
+def read_manifest(mpath: Path) -> tuple[TabularSource, dict[str, Any]]:
     import tomllib
 
     try:
         data = tomllib.loads(read_bounded(mpath).decode("utf-8"))
     except InputFileError as exc:
-        raise _file_error(mpath, exc) from None
+        raise file_error(mpath, exc) from None
     except OSError as exc:
         raise DatasetError(mpath, None, "file", f"cannot read: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -407,36 +407,36 @@ def _read_manifest(mpath: Path) -> tuple[_TabularSource, dict[str, Any]]:
         if not qrels:
             raise DatasetError(mpath, None, "qrels", "no split: expected {split = \"file\"}")
         tables: dict[str | None, _Table] = {
-            str(s): _file_table(file(f"qrels.{s}", f), "qrels") for s, f in qrels.items()}
+            str(s): file_table(file(f"qrels.{s}", f), "qrels") for s, f in qrels.items()}
     else:
-        tables = {None: _file_table(file("qrels", qrels), "qrels")}
-    src = _TabularSource(
-        corpus=_file_table(file("corpus", data["corpus"]), "corpus"),
-        queries=_file_table(file("queries", data["queries"]), "queries"),
-        qrels=tables, columns=_check_columns(data.get("columns", {}), mpath),
+        tables = {None: file_table(file("qrels", qrels), "qrels")}
+    src = TabularSource(
+        corpus=file_table(file("corpus", data["corpus"]), "corpus"),
+        queries=file_table(file("queries", data["queries"]), "queries"),
+        qrels=tables, columns=check_columns(data.get("columns", {}), mpath),
         default_split=data.get("split", "test"),
         answers=file("answers", data["answers"]) if "answers" in data else None, where=mpath)
     return src, data
 
 
-def _tabular_source(path: Path) -> _TabularSource | None:
+def tabular_source(path: Path) -> TabularSource | None:
     """The files of a manifest or a folder of tabular files; None for a plain BEIR folder."""
-    manifest = _manifest_path(path)
+    manifest = manifest_path(path)
     if manifest is not None:
-        return _read_manifest(manifest)[0]
+        return read_manifest(manifest)[0]
     if _is_beir(path):
         return None
     answers = path / "answers.jsonl"
-    return _TabularSource(
-        corpus=_file_table(_one_file(path, "corpus", CORPUS_SUFFIXES), "corpus"),
-        queries=_file_table(_one_file(path, "queries", QUERY_SUFFIXES), "queries"),
-        qrels={s: _file_table(p, "qrels") for s, p in _qrels_files(path).items()},
+    return TabularSource(
+        corpus=file_table(one_file(path, "corpus", CORPUS_SUFFIXES), "corpus"),
+        queries=file_table(one_file(path, "queries", QUERY_SUFFIXES), "queries"),
+        qrels={s: file_table(p, "qrels") for s, p in _qrels_files(path).items()},
         columns={}, answers=answers if answers.is_file() else None, where=path)
 
 
-def _tab_corpus(table: _Table, mapping: dict[str, str], name: str, hasher: _Hasher
+def tab_corpus(table: _Table, mapping: dict[str, str], name: str, hasher: Hasher
                 ) -> Iterator[ItemRecord]:
-    cols = _resolve(table, "corpus", mapping)
+    cols = resolve(table, "corpus", mapping)
     id_col, text_col = cols["id"], cols["text"]
     assert id_col is not None and text_col is not None
     first: dict[str, Any] = {}
@@ -448,7 +448,7 @@ def _tab_corpus(table: _Table, mapping: dict[str, str], name: str, hasher: _Hash
         if doc_id in first:
             n, raw = first[doc_id]
             raise table.error(at, id_col, f"duplicate id {doc_id!r} "
-                                          f"{_same_id_note(f'{table.unit} {n}', row[id_col], raw)}")
+                                          f"{same_id_note(f'{table.unit} {n}', row[id_col], raw)}")
         first[doc_id] = at, row[id_col]
         item = ItemRecord(
             id=doc_id, kind="doc", source=name, source_ref=f"{source}:{at}",
@@ -457,14 +457,14 @@ def _tab_corpus(table: _Table, mapping: dict[str, str], name: str, hasher: _Hash
             metadata=_cell_metadata(row.get(cols["metadata"] or "", None), table, at,
                                     cols["metadata"]))
         if not table.raw:
-            hasher.update(_doc_line(item).encode("utf-8"))
+            hasher.update(doc_line(item).encode("utf-8"))
         yield item
     if not first:
         raise table.error(None, "corpus", "no documents")
 
 
-def _tab_queries(table: _Table, mapping: dict[str, str], hasher: _Hasher) -> dict[str, str]:
-    cols = _resolve(table, "queries", mapping)
+def tab_queries(table: _Table, mapping: dict[str, str], hasher: Hasher) -> dict[str, str]:
+    cols = resolve(table, "queries", mapping)
     id_col, text_col = cols["id"], cols["text"]
     assert id_col is not None and text_col is not None
     queries: dict[str, str] = {}
@@ -476,47 +476,47 @@ def _tab_queries(table: _Table, mapping: dict[str, str], hasher: _Hasher) -> dic
         if qid in first:
             n, raw = first[qid]
             raise table.error(at, id_col, f"duplicate id {qid!r} "
-                                          f"{_same_id_note(f'{table.unit} {n}', row[id_col], raw)}")
+                                          f"{same_id_note(f'{table.unit} {n}', row[id_col], raw)}")
         if row.get(text_col, _ABSENT) is _ABSENT:
             raise table.error(at, text_col, "missing")
         first[qid] = at, row[id_col]
         queries[qid] = _cell_text(row[text_col], table, at, text_col)
         if not table.raw:
-            hasher.update(_query_line(qid, queries[qid]).encode("utf-8"))
+            hasher.update(query_line(qid, queries[qid]).encode("utf-8"))
     return queries
 
 
-_QrelsRow = tuple[_Table, Any, str, str, int]
+QrelsRow = tuple[_Table, Any, str, str, int]
 
 
-def _row_split(value: Any, default: str) -> str:
+def row_split(value: Any, default: str) -> str:
     """A qrels row's split: its ``split`` cell, else (none, or empty) ``default``."""
     return default if _missing(value) or not str(value).strip() else str(value).strip()
 
 
-def _tab_qrels_rows(table: _Table, mapping: dict[str, str], split: str | None,
+def tab_qrels_rows(table: _Table, mapping: dict[str, str], split: str | None,
                     default_split: str, queries: dict[str, str]
-                    ) -> dict[str, list[_QrelsRow]]:
+                    ) -> dict[str, list[QrelsRow]]:
     """``{split: rows}`` of one qrels table, each row checked alone."""
-    cols = _resolve(table, "qrels", mapping)
+    cols = resolve(table, "qrels", mapping)
     q_col, d_col, s_col = cols["query_id"], cols["doc_id"], cols["score"]
     assert q_col is not None and d_col is not None and s_col is not None
-    out: dict[str, list[_QrelsRow]] = {}
-    for at, row in table.read(_NoHash()):
+    out: dict[str, list[QrelsRow]] = {}
+    for at, row in table.read(NoHash()):
         qid = _cell_id(row.get(q_col), table, at, q_col)
         doc_id = _cell_id(row.get(d_col), table, at, d_col)
         raw = row.get(s_col)
         if _missing(raw):
             raise table.error(at, s_col, "missing grade")
         try:
-            grade = _grade(str(raw).strip(), Path(table.label), at)
+            grade = parse_grade(str(raw).strip(), Path(table.label), at)
         except DatasetError as exc:
             raise table.error(at, s_col, exc.message) from None
         if qid not in queries:
             raise table.error(at, q_col, f"unknown query {qid!r}")
         name = split
         if name is None:
-            name = _row_split(row.get(cols["split"]) if cols["split"] else None, default_split)
+            name = row_split(row.get(cols["split"]) if cols["split"] else None, default_split)
         if not name or ":" in name or "/" in name or "\t" in name:
             raise table.error(at, cols["split"] or "split",
                               f"bad split name {name!r} (no ':', '/' or tab)")
@@ -524,14 +524,14 @@ def _tab_qrels_rows(table: _Table, mapping: dict[str, str], split: str | None,
     return out
 
 
-def _tab_judged(split: str, rows: list[_QrelsRow], corpus: dict[str, ItemRecord],
-                hasher: _Hasher) -> tuple[dict[str, dict[str, int]], int, int]:
+def tab_judged(split: str, rows: list[QrelsRow], corpus: dict[str, ItemRecord],
+                hasher: Hasher) -> tuple[dict[str, dict[str, int]], int, int]:
     """``(judged, rows naming a document absent from the corpus, repeated identical rows)`` of
     one split, its rows fed to ``hasher`` as a BEIR qrels file."""
     judged: dict[str, dict[str, int]] = {}
     at: dict[tuple[str, str], tuple[_Table, Any]] = {}
     missing = duplicates = 0
-    _feed_file(hasher, f"{split}.tsv", _qrels_lines(iter([(q, d, g) for _, _, q, d, g in rows])))
+    feed_file(hasher, f"{split}.tsv", qrels_lines(iter([(q, d, g) for _, _, q, d, g in rows])))
     for table, n, qid, doc_id, grade in rows:
         docs = judged.setdefault(qid, {})
         if doc_id in docs:
@@ -548,5 +548,5 @@ def _tab_judged(split: str, rows: list[_QrelsRow], corpus: dict[str, ItemRecord]
         docs[doc_id] = grade
         at[qid, doc_id] = (table, n)
     label = rows[0][0].label if rows else split
-    _check_judged(judged, Path(label))
+    check_judged(judged, Path(label))
     return judged, missing, duplicates

@@ -45,7 +45,7 @@ class RunRecord:
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
-def _local_path(uri: str) -> Path | None:
+def local_path(uri: str) -> Path | None:
     """The local folder of a ``file:`` URI or a plain path; None for remote artifact stores."""
     parsed = urlparse(uri)
     if parsed.scheme in ("", "file"):
@@ -64,7 +64,7 @@ class BulkRunWriter:
         self._artifact_root: str | None = None
         if self._store is not None:
             location = client.get_experiment(self.experiment_id).artifact_location
-            if _local_path(location) is not None:
+            if local_path(location) is not None:
                 self._artifact_root = location
             else:
                 self._store = None
@@ -116,7 +116,7 @@ class BulkRunWriter:
         if not files:
             return
         if self._store is not None:
-            folder = _local_path(self.client.get_run(run_id).info.artifact_uri)
+            folder = local_path(self.client.get_run(run_id).info.artifact_uri)
             if folder is not None:
                 folder.mkdir(parents=True, exist_ok=True)
                 for name, data in files.items():
@@ -146,7 +146,7 @@ class BulkRunWriter:
         for r in runs:
             artifact_uri = f"{root}/{r.run_id}/artifacts"
             if r.artifacts:  # in place before the run exists: a visible run is complete
-                folder = _local_path(artifact_uri)
+                folder = local_path(artifact_uri)
                 assert folder is not None
                 folder.mkdir(parents=True, exist_ok=True)
                 for name, data in r.artifacts.items():

@@ -114,7 +114,7 @@ def _field_norm(lens: np.ndarray, b: float) -> np.ndarray:
     return norm
 
 
-def _item_text(fields: Sequence[str]) -> Callable[[Any], str]:
+def item_text(fields: Sequence[str]) -> Callable[[Any], str]:
     if tuple(fields) == ("title", "text"):
         return lambda it: f"{it.title or ''} {it.text or ''}".strip()
     return lambda it: " ".join(getattr(it, f) or "" for f in fields).strip()
@@ -156,7 +156,7 @@ class BM25Index:
             return cls._build_fielded(items, config, progress)
         analyzer = Analyzer(lower=config.lower, stopwords=config.stopwords,
                             stemmer=config.stemmer)
-        text_of = _item_text(config.fields)
+        text_of = item_text(config.fields)
         ids: list[str] = []
         vocab: dict[str, int] = {}
         doc_parts: list[np.ndarray] = []

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import numpy as np
 
 from aiblox.contracts.retrieval import VectorConfig
-from aiblox.indexes.knn import VectorIndex, _prepared
+from aiblox.indexes.knn import VectorIndex, prepared
 
 __all__ = ["exact_index", "positions", "prepared_queries", "similarities"]
 
@@ -52,7 +52,7 @@ def positions(index: VectorIndex, ids: Sequence[str]) -> np.ndarray:
 def prepared_queries(index: VectorIndex, queries: np.ndarray) -> np.ndarray:
     """``(n, dim)`` query vectors as the index's search prepares them (L2-normalised for
     ``cosine``), float32."""
-    return _prepared(np.atleast_2d(queries), index.config.distance)
+    return prepared(np.atleast_2d(queries), index.config.distance)
 
 
 def similarities(index: VectorIndex, queries: np.ndarray, rows: Sequence[np.ndarray]

@@ -82,7 +82,7 @@ def _normalised(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x / norms, dtype=np.float32)
 
 
-def _prepared(vectors: np.ndarray, distance: str) -> np.ndarray:
+def prepared(vectors: np.ndarray, distance: str) -> np.ndarray:
     v = np.ascontiguousarray(vectors, dtype=np.float32)
     return _normalised(v) if distance == "cosine" else v
 
@@ -91,8 +91,8 @@ def exact_reference(vectors: np.ndarray, queries: np.ndarray, ids: Sequence[str]
                     distance: str) -> list[RankedList]:
     """The plain numpy answer that exact search must equal: every similarity computed in
     float64 and rounded to float32 once, a full sort (score desc, id asc)."""
-    v = _prepared(vectors, distance).astype(np.float64)
-    q = _prepared(queries, distance).astype(np.float64)
+    v = prepared(vectors, distance).astype(np.float64)
+    q = prepared(queries, distance).astype(np.float64)
     if distance == "l2":
         scores = np.stack([-np.sqrt(((v - row[None, :]) ** 2).sum(1)) for row in q])
     else:
@@ -135,7 +135,7 @@ class VectorIndex:
         """An index over ``vectors`` (rows in ``ids`` order, ids ascending)."""
         if list(ids) != sorted(ids):
             raise ValueError("vector index: item ids must be in ascending order")
-        v = _prepared(vectors, cfg.distance)
+        v = prepared(vectors, cfg.distance)
         kind = effective_kind(cfg, len(ids))
         hnsw = None
         if kind == "hnsw" and len(ids):
@@ -183,7 +183,7 @@ class VectorIndex:
         """Top ``k`` items per query vector, best first (score desc, id asc). ``device``
         ``cuda:N``: an unfiltered exact search finds its candidates on that GPU when faiss has
         its GPU build (the same hits: see the module doc)."""
-        q = _prepared(np.atleast_2d(queries), self.config.distance)
+        q = prepared(np.atleast_2d(queries), self.config.distance)
         if len(q) == 0:
             return []
         if self.n == 0:

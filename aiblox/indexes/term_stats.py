@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from aiblox.contracts.retrieval import FtsConfig
-from aiblox.indexes.bm25 import _item_text
+from aiblox.indexes.bm25 import item_text
 from aiblox.text.analysis import Analyzer
 
 __all__ = ["TERMS_VERSION", "TermStats", "term_stats_spec"]
@@ -121,7 +121,7 @@ class TermStats:
                             stemmer=config.stemmer)
         w = config.title_weight
         joined = w == 1.0
-        text_of = _item_text(config.fields)
+        text_of = item_text(config.fields)
         ids: list[str] = []
         vocab: dict[str, int] = {}
         term_parts: list[np.ndarray] = []

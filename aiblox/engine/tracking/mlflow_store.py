@@ -41,8 +41,9 @@ DEFAULT_TRACKING_URI = "sqlite:///mlruns/mlflow.db"
 
 HEARTBEAT_S = 10.0
 """Seconds between two heartbeats of a running sweep, unless ``AIBLOX_SWEEP_HEARTBEAT_S`` says
-otherwise. Each of these variables is read when used (:func:`_seconds`): a value that is not a
-finite number > 0 is an :class:`~aiblox.inputs.EnvVarError` naming it, before the sweep starts."""
+otherwise. Each of these variables is read when used (:func:`tracking_seconds`): a value that
+is not a finite number > 0 is an :class:`~aiblox.inputs.EnvVarError` naming it, before the
+sweep starts."""
 
 
 LEASE_S = 60.0
@@ -170,10 +171,9 @@ _SECONDS_ENV = {"heartbeat": ("AIBLOX_SWEEP_HEARTBEAT_S", HEARTBEAT_S),
                 "batch": ("AIBLOX_TRACKING_BATCH_S", 2.0)}
 
 
-def _seconds(what: str) -> float:
+def tracking_seconds(what: str) -> float:
     """The duration ``what`` (``heartbeat``, ``lease``, ``settle``, ``connect``, ``batch``): its
-    variable's
-    value, else the default."""
+    variable's value, else the default."""
     return env_seconds(*_SECONDS_ENV[what])
 
 
@@ -186,7 +186,7 @@ def check_tracking_server(tracking_uri: str) -> None:
     parts = urlsplit(tracking_uri)
     if parts.scheme not in ("http", "https"):
         return
-    timeout = _seconds("connect")
+    timeout = tracking_seconds("connect")
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
         with socket.create_connection((parts.hostname or "localhost", port), timeout=timeout):
@@ -424,7 +424,7 @@ def tag_filter(key: str, value: str) -> str:
 
 
 @contextlib.contextmanager
-def _mlflow_logs_off() -> Iterator[None]:
+def mlflow_logs_off() -> Iterator[None]:
     """MLflow's loggers silent for a while (they log a failed database write with its
     traceback before raising it)."""
     mlflow_logger = logging.getLogger("mlflow")

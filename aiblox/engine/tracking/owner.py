@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
-from aiblox.engine.tracking.mlflow_store import _seconds
+from aiblox.engine.tracking.mlflow_store import tracking_seconds
 
 __all__ = [
     "Owner",
@@ -97,20 +97,20 @@ def _proc_stat(pid: int) -> tuple[str, str] | None:
     return (fields[0], fields[19]) if len(fields) > 19 else None
 
 
-def _this_process(token: str) -> Owner:
+def this_process(token: str) -> Owner:
     stat = _proc_stat(os.getpid())
     return Owner(host=socket.gethostname(), boot=_boot_id(), pid=os.getpid(),
                  started=stat[1] if stat else "", token=token)
 
 
-_LIVE_TOKENS: weakref.WeakValueDictionary[str, object] = weakref.WeakValueDictionary()
+LIVE_TOKENS: weakref.WeakValueDictionary[str, object] = weakref.WeakValueDictionary()
 """The trackers of this process that own a parent run now, by token (a tracker garbage
 collected without finishing, e.g. a notebook cell run again, owns nothing any more)."""
 
 
 def _process_alive(owner: Owner) -> bool:
     if owner.pid == os.getpid():
-        return owner.token in _LIVE_TOKENS
+        return owner.token in LIVE_TOKENS
     try:
         os.kill(owner.pid, 0)
     except ProcessLookupError:
@@ -131,7 +131,7 @@ def owner_status(tags: dict[str, str], now: float | None = None) -> tuple[bool, 
     owner = Owner.parse(tags.get(TAG_OWNER))
     if owner is None:
         return False, "no owner recorded"
-    me = _this_process("")
+    me = this_process("")
     if owner.host == me.host and owner.boot == me.boot and os.name == "posix":
         return (True, f"{owner} is running it") if _process_alive(owner) else \
             (False, f"{owner}, which ran it, has exited")
@@ -139,14 +139,14 @@ def owner_status(tags: dict[str, str], now: float | None = None) -> tuple[bool, 
         age = (time.time() if now is None else now) - float(tags.get(TAG_HEARTBEAT, ""))
     except ValueError:
         return False, f"{owner}, which ran it, left no heartbeat"
-    lease = _seconds("lease")
+    lease = tracking_seconds("lease")
     if age < lease:
         return True, f"{owner} is running it (heartbeat {max(age, 0):.0f} s ago)"
     return False, (f"{owner}, which ran it, has been silent for {age:.0f} s "
                    f"(lease {lease:.0f} s)")
 
 
-class _Heartbeat:
+class Heartbeat:
     """Renews the parent's heartbeat tag every :data:`HEARTBEAT_S` seconds from a daemon
     thread, and notes (``lost``) when the parent is no longer owned by ``token``."""
 

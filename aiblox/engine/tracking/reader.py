@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from aiblox.engine.bulk_mlflow import _local_path
+from aiblox.engine.bulk_mlflow import local_path
 from aiblox.engine.manifest import PointManifest
 from aiblox.engine.outputs import StageReader
 from aiblox.engine.tracking.layout import (
@@ -44,7 +44,7 @@ def artifact_bytes(client: Any, run_id: str, name: str, run: Any = None) -> byte
     when it has none: read in place from a local artifact folder, else downloaded (no progress
     bars)."""
     run = run if run is not None else client.get_run(run_id)
-    folder = _local_path(run.info.artifact_uri or "")
+    folder = local_path(run.info.artifact_uri or "")
     if folder is not None:
         path = folder / name
         return path.read_bytes() if path.is_file() else None
@@ -99,7 +99,7 @@ def logged_splits(client: Any, run_id: str, run: Any = None) -> list[str]:
     """The splits a run logged both metrics (``<split>.<metric>``) and per-query values of,
     sorted; the artifacts looked up in place where the store is local (nothing downloaded)."""
     run = run if run is not None else client.get_run(run_id)
-    folder = _local_path(run.info.artifact_uri or "")
+    folder = local_path(run.info.artifact_uri or "")
     if folder is not None:
         names = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
     else:

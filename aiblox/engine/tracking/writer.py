@@ -47,23 +47,23 @@ from aiblox.engine.tracking.layout import (
     run_file,
 )
 from aiblox.engine.tracking.mlflow_store import (
-    _mlflow_logs_off,
-    _seconds,
     artifact_location,
+    mlflow_logs_off,
     store_lock,
     tag_filter,
     tracking_client,
+    tracking_seconds,
 )
 from aiblox.engine.tracking.owner import (
-    _LIVE_TOKENS,
+    LIVE_TOKENS,
     TAG_HEARTBEAT,
     TAG_OWNER,
+    Heartbeat,
     Owner,
     SweepBusy,
     SweepInterrupted,
-    _Heartbeat,
-    _this_process,
     owner_status,
+    this_process,
 )
 from aiblox.hashing import short_hash
 from aiblox.inputs import EnvVarError
@@ -158,7 +158,7 @@ class SweepTracker:
     def __init__(self, tracking_uri: str, experiment: str, sweep_hash: str,
                  spec: dict[str, Any], resume: bool = False,
                  spec_path: str | None = None) -> None:
-        self.seconds = {what: _seconds(what) for what in ("heartbeat", "lease", "settle")}
+        self.seconds = {what: tracking_seconds(what) for what in ("heartbeat", "lease", "settle")}
         self.client = tracking_client(tracking_uri, create=True)
         self.tracking_uri = tracking_uri
         self.sweep_hash = sweep_hash
@@ -167,14 +167,14 @@ class SweepTracker:
         self.skipped = 0
         self.owned = False
         self.token = uuid.uuid4().hex
-        self._heartbeat: _Heartbeat | None = None
+        self._heartbeat: Heartbeat | None = None
         self._existing: set[str] | None = None
         self._writer: BulkRunWriter | None = None
         self._pending: list[RunRecord] = []
         self._pending_since = 0.0
         self._ids: dict[str, str] = {}  # config hash -> run id, of the points written here
         self.batch_points = _batch_points()
-        self.batch_s = _seconds("batch")
+        self.batch_s = tracking_seconds("batch")
         with store_lock(tracking_uri) as locked:
             self.experiment_id = self._experiment(experiment)
             parent = self._first_parent()
@@ -227,17 +227,17 @@ class SweepTracker:
         return parents[0] if parents else None
 
     def _owner_tags(self) -> dict[str, str]:
-        return {TAG_OWNER: _this_process(self.token).tag(), TAG_HEARTBEAT: f"{time.time():.3f}"}
+        return {TAG_OWNER: this_process(self.token).tag(), TAG_HEARTBEAT: f"{time.time():.3f}"}
 
     def _start_heartbeat(self) -> None:
-        beat = _Heartbeat(self.tracking_uri, self.parent_id, self.token,
+        beat = Heartbeat(self.tracking_uri, self.parent_id, self.token,
                           self.seconds["heartbeat"])
         self._heartbeat = beat
         weakref.finalize(self, beat.stop_event.set)  # a collected tracker stops beating
 
     def _own(self) -> None:
         self.owned = True
-        _LIVE_TOKENS[self.token] = self
+        LIVE_TOKENS[self.token] = self
 
     def _adopt(self, parent: Any, resume: bool) -> None:
         """Take over an unfinished parent whose owner is gone (``resume`` only)."""
@@ -277,7 +277,7 @@ class SweepTracker:
 
     def _withdraw(self) -> None:
         self.owned = False
-        _LIVE_TOKENS.pop(self.token, None)
+        LIVE_TOKENS.pop(self.token, None)
         if self._heartbeat is not None:
             self._heartbeat.stop()
             self._heartbeat = None
@@ -320,7 +320,7 @@ class SweepTracker:
         if not self.owned:
             return
         status = "FAILED" if isinstance(error, Exception) else "KILLED"
-        with _mlflow_logs_off():  # MLflow logs its own failures with their tracebacks
+        with mlflow_logs_off():  # MLflow logs its own failures with their tracebacks
             try:
                 try:
                     self._write_pending()
