@@ -23,6 +23,7 @@ from aiblox.cli._common import (
     fail,
     open_db,
 )
+from aiblox.cli._common import out as results
 from aiblox.cli.answer import read_key
 
 if TYPE_CHECKING:  # the evidence module is imported when a command runs
@@ -109,9 +110,9 @@ def verify(
     if key_file is not None:
         keys = {key_id or pack.tenant_id: read_key(key_file)}
     problems = _problems(row, pack, keys, require_signature=key_file is not None)
-    if problems:
+    if problems:  # the verdict is the result: stdout, as OK is
         for p in problems:
-            console.print(f"[red]FAILED[/red] {pack_id}: {p}", soft_wrap=True)
+            results.print(f"[red]FAILED[/red] {pack_id}: {p}", soft_wrap=True)
         raise typer.Exit(1)
     signed = f", signature ok (key {pack.signature.key_id})" if pack.signature and keys else ""
     typer.echo(f"OK {pack_id}: id matches content{signed}")

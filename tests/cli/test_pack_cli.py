@@ -94,7 +94,7 @@ def test_verify_checks_id_and_signature(answered):
     wrong = answered["tmp"] / "wrong.key"
     wrong.write_bytes(b"another-key")
     r = _run("pack", "verify", signed, "--db", db, "--key-file", str(wrong), code=1)
-    assert "signature does not match" in r.output
+    assert r.stdout.startswith("FAILED ") and "signature does not match" in r.stdout  # stdout
     # an unsigned pack fails when a signature is asked for
     r = _run("pack", "verify", answered["out"]["pack_id"], "--db", db, "--key-file", str(key),
              code=1)

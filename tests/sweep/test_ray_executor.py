@@ -334,7 +334,7 @@ def test_a_killed_driver_resumes_on_the_cluster_reusing_every_finished_stage(
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     cmd = sweep_cmd(spec, uri, tmp_path / "stages", sweep_db, "--executor", "ray",
                     "--address", address)
-    first = run(cmd, KILL="after:3")  # the driver SIGKILLed once 3 points are logged
+    first = run(cmd, KILL="after:4")  # the driver SIGKILLed once 4 points (2 batches) are logged
     assert first.returncode == -9, first.stderr[-3000:]
     resumed = run(cmd + ["--resume"])
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -342,7 +342,7 @@ def test_a_killed_driver_resumes_on_the_cluster_reusing_every_finished_stage(
     c = assert_complete(uri, "procs")  # each point logged once, nothing left RUNNING
     assert child_metrics(c) == reference  # the local executor's metrics
     out = json.loads(resumed.stdout)
-    assert out["reused"]["fusion"] >= 3 * 2  # the logged points' stages were not redone
+    assert out["reused"]["fusion"] >= 4 * 2  # the logged points' stages were not redone
     done = {k: out["computed"].get(k, 0) + out["reused"].get(k, 0) for k in ("fusion",
                                                                              "metrics")}
     assert done == {"fusion": N * 2, "metrics": N * 2}

@@ -231,7 +231,7 @@ def test_a_killed_sweep_resumes_to_each_point_once(kill, tmp_path, sweep_db, ref
     # its process is gone: a plain rerun is told to resume, in one line
     again = run(sweep_cmd(spec, uri, tmp_path / "stages", sweep_db))
     line = error_line(again)
-    assert line.startswith(f"error: sweep procs ({load_spec(spec).hash[:12]}), MLflow run "
+    assert line.startswith(f"error: sweep procs ({load_spec(spec).hash[:16]}), MLflow run "
                            f"{parent_id} is unfinished (")
     assert line.endswith("pass --resume to finish it")
     assert ("which ran it, has exited" if mode != "term" else "its process gave it up") in line
