@@ -18,10 +18,9 @@ of the chunk it came from).
 
 from __future__ import annotations
 
-import re
 import unicodedata
 
-__all__ = ["SANITIZATION_MODE", "end_headings", "normalize_question", "safe_normalize"]
+__all__ = ["SANITIZATION_MODE", "normalize_question", "safe_normalize"]
 
 SANITIZATION_MODE = "safe_normalize_v1"
 
@@ -30,19 +29,6 @@ _REMOVED_FORMAT_CHARS = frozenset(
     "\u202a\u202b\u202c\u202d\u202e"  # bidi embeddings and overrides
     "\u2066\u2067\u2068\u2069"  # bidi isolates
 )
-
-
-_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+\S.*?(?<![.!?:;])[ \t]*$", re.MULTILINE)
-
-
-def end_headings(text: str) -> str:
-    """``text`` with each Markdown heading line (``# BM25``, ``## Parameters``) ended as a
-    sentence: a full stop after its text when it has no end mark (``# BM25.``). Applied to
-    evidence before :func:`safe_normalize` makes it one line, so a heading stays a sentence of
-    its own and is never quoted glued to the first sentence under it (``# BM25 BM25 is ...``);
-    a reader does not quote a heading (:func:`aiblox.assembly.prompt.answer_rules.
-    is_quotable`). Nothing else changes."""
-    return _HEADING.sub(lambda m: m.group(0).rstrip() + ".", text)
 
 
 def safe_normalize(text: str) -> str:

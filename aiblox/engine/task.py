@@ -25,9 +25,9 @@ STAGE_VERSIONS: Mapping[str, str] = {
     "metrics": "2",  # 2: stored as arrays (metric names, query ids, means, per-query matrix)
     "chunks": "1",
     "chunk_metrics": "1",
-    "selection": "2",  # 2: a Markdown heading line ends as a sentence (sanitize.end_headings)
+    "selection": "1",
     "prompt": "1",
-    "reader": "1",
+    "reader": "2",  # 2: a sentence opening with a Markdown heading is never quoted
     "validation": "1",
     "answer_metrics": "1",
 }

@@ -100,13 +100,14 @@ def test_registry() -> None:
         raise AssertionError("unknown LLM accepted")
 
 
-def test_a_markdown_heading_ends_as_a_sentence_and_is_never_quoted() -> None:
+def test_a_sentence_opening_with_a_markdown_heading_is_never_quoted() -> None:
+    """Evidence is sanitised, never rewritten (the prompt contract), so a heading line is glued
+    to the sentence under it (``# BM25 BM25 is ...``); the reader does not quote such a
+    sentence (issue 29)."""
     from aiblox.assembly.prompt.answer_rules import is_quotable
-    from aiblox.assembly.sanitize import end_headings, safe_normalize
+    from aiblox.assembly.sanitize import safe_normalize
 
-    text = "# BM25\n\nBM25 is a ranking function.\n## Why?\n  ### Notes:\nA #hashtag is no heading."
-    assert safe_normalize(end_headings(text)) == (
-        "# BM25. BM25 is a ranking function. ## Why? ### Notes: A #hashtag is no heading.")
-    assert end_headings("    # code, not a heading") == "    # code, not a heading"
-    assert end_headings("#not-a-heading") == "#not-a-heading"
-    assert not is_quotable("# BM25.") and is_quotable("BM25 is a ranking function.")
+    glued = safe_normalize("# BM25\n\nBM25 is a ranking function.")
+    assert glued == "# BM25 BM25 is a ranking function."  # not rewritten
+    assert not is_quotable(glued) and not is_quotable("## Why?")
+    assert is_quotable("BM25 is a ranking function.") and is_quotable("A #hashtag is no heading.")

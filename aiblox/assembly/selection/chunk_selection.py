@@ -6,8 +6,7 @@ ascending on ties), each drop recorded with its reason code:
 1. top similarity gate (``top_similarity_gate``): when the best similarity is below it, every
    chunk is dropped (DROP_BELOW_SIMILARITY_FLOOR);
 2. similarity floor (``min_similarity_score``): chunks below it (DROP_BELOW_SIMILARITY_FLOOR);
-3. sanitisation (``safe_normalize``, a Markdown heading line first ended as a sentence,
-   ``end_headings``): chunks empty afterwards (DROP_EMPTY_AFTER_SANITIZE);
+3. sanitisation (``safe_normalize``): chunks empty afterwards (DROP_EMPTY_AFTER_SANITIZE);
 4. near-duplicates: a chunk whose word overlap ratio with a better-ranked kept chunk exceeds
    ``overlap_ratio_threshold`` (DROP_DUP; the better-ranked chunk is kept);
 5. diversity cap: chunks beyond ``max_chunks_per_knowledge_id`` of one knowledge id
@@ -39,7 +38,7 @@ from aiblox.assembly.records import (
     RetrievalResult,
     SelectedEvidence,
 )
-from aiblox.assembly.sanitize import SANITIZATION_MODE, end_headings, safe_normalize
+from aiblox.assembly.sanitize import SANITIZATION_MODE, safe_normalize
 from aiblox.assembly.selection.overlap_ratio import overlap_ratio, word_set
 from aiblox.assembly.selection.token_truncation import truncate_to_token_budget
 from aiblox.text.tokens import count_tokens
@@ -100,10 +99,10 @@ def select_chunks(
         else:
             gated.append(r)
 
-    # 3. sanitisation (a Markdown heading line ended as a sentence first: one line after it)
+    # 3. sanitisation
     sanitized: list[tuple[RetrievalResult, str]] = []
     for r in gated:
-        text = safe_normalize(end_headings(r.chunk_text))
+        text = safe_normalize(r.chunk_text)
         if text:
             sanitized.append((r, text))
         else:
