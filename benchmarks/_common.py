@@ -70,3 +70,14 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]
     console.print(table)
     for n in notes:
         console.print(n, highlight=False)
+
+
+def paired_delta(a: dict[str, float], b: dict[str, float]) -> tuple[float, float, float, str, str]:
+    """``b - a`` over the queries both score: the mean difference and its 95% paired bootstrap
+    interval (1,000 resamples, seed 0), the paired t-test's p (3 decimals) and W/T/L."""
+    from aiblox.metrics import bootstrap_ci, paired_test
+
+    qids = sorted(set(a) & set(b))
+    mean, lo, hi = bootstrap_ci([b[q] - a[q] for q in qids], seed=0)
+    t = paired_test(a, b)
+    return mean, lo, hi, f"{t.p_value:.3f}", f"{t.wins}/{t.ties}/{t.losses}"

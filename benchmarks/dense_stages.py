@@ -43,7 +43,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import environment_line, err, print_table  # noqa: E402
+from _common import environment_line, err, paired_delta, print_table  # noqa: E402
 
 from aiblox.contracts.retrieval import FtsConfig, VectorConfig  # noqa: E402
 from aiblox.data import load_dataset  # noqa: E402
@@ -53,7 +53,7 @@ from aiblox.engine.plan import fuse_runs  # noqa: E402
 from aiblox.engine.registry import get_stage_kind  # noqa: E402
 from aiblox.engine.retrieval import retrieve  # noqa: E402
 from aiblox.engine.workspace import open_workspace  # noqa: E402
-from aiblox.metrics import bootstrap_ci, evaluate_run, paired_test  # noqa: E402
+from aiblox.metrics import evaluate_run  # noqa: E402
 
 DATASETS = ["scifact", "cranfield", "cisi", "medline", "adi", "vaswani"]
 METRICS = ["ndcg@10", "map@100", "recall@100"]
@@ -82,13 +82,9 @@ def stage(name: str, params: dict[str, Any], queries: Queries, run: Run,
 
 
 def compare(a: dict[str, float], b: dict[str, float]) -> list[str]:
-    """``b - a``: the mean difference, its paired bootstrap interval, the paired t-test's p and
-    W/T/L."""
-    qids = sorted(set(a) & set(b))
-    mean, lo, hi = bootstrap_ci([b[q] - a[q] for q in qids], seed=0)
-    t = paired_test(a, b)
-    return [f"{mean:+.4f}", f"[{lo:+.4f}, {hi:+.4f}]", f"{t.p_value:.3f}",
-            f"{t.wins}/{t.ties}/{t.losses}"]
+    """``b - a`` as table cells: the mean difference, its interval, p and W/T/L."""
+    mean, lo, hi, p, wtl = paired_delta(a, b)
+    return [f"{mean:+.4f}", f"[{lo:+.4f}, {hi:+.4f}]", p, wtl]
 
 
 def measure(name: str, repeat: int) -> dict[str, Any]:

@@ -32,12 +32,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import environment_line, err, print_table  # noqa: E402
+from _common import environment_line, err, paired_delta, print_table  # noqa: E402
 
 from aiblox.data import load_dataset  # noqa: E402
 from aiblox.engine.evaluate import evaluate_retrieval  # noqa: E402
 from aiblox.engine.workspace import open_workspace  # noqa: E402
-from aiblox.metrics import bootstrap_ci, paired_test  # noqa: E402
 
 DATASETS = ["scifact", "cranfield", "cisi", "medline", "adi", "vaswani"]
 PRIMARY = "ndcg@10"
@@ -80,13 +79,6 @@ def measure(name: str, repeat: int) -> dict[str, Any]:
         ws.close()
 
 
-def delta(a: dict[str, float], b: dict[str, float]) -> tuple[float, float, float, str, str]:
-    qids = sorted(set(a) & set(b))
-    mean, lo, hi = bootstrap_ci([b[q] - a[q] for q in qids], seed=0)
-    t = paired_test(a, b)
-    return mean, lo, hi, f"{t.p_value:.3f}", f"{t.wins}/{t.ties}/{t.losses}"
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--datasets", default=",".join(DATASETS))
@@ -105,7 +97,7 @@ def main() -> int:
             if key == BASELINE:
                 cells = ["", "", "", ""]
             else:
-                d, lo, hi, p, wtl = delta(r["per"][BASELINE], r["per"][key])
+                d, lo, hi, p, wtl = paired_delta(r["per"][BASELINE], r["per"][key])
                 diffs.append(d)
                 cells = [f"{d:+.4f}", f"[{lo:+.4f}, {hi:+.4f}]", p, wtl]
             rows.append([key, f"`{expr}`", r["name"], str(r["queries"]), f"{base:.4f}",
