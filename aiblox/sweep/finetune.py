@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -91,9 +92,36 @@ def finetune_key(spec: SweepSpec, train: Dataset, base_id: str, qids: list[str])
                        "recipe": recipe.model_dump(mode="json")})
 
 
-def _models_root(cache_root: Path | str) -> Path:
+def models_root(cache_root: Path | str) -> Path:
+    """Where trained models live: ``models/`` beside a local stage cache, else
+    ``.aiblox/models`` (a remote cache gets a copy, :func:`_publish`)."""
     local = local_cache_root(cache_root)
     return (local if local is not None else Path(".aiblox")) / "models"
+
+
+def train_once(folder: Path, train: Callable[[Callable[[int, int, float], None]], object], *,
+               steps: int, bar: str, phase_text: str, progress: bool) -> bool:
+    """Run ``train(on_step)`` into ``folder`` under a bar of ``steps`` steps (showing the loss)
+    and a phase line: True when it trained ``folder``, False when it failed (``ValueError``)
+    because another process finished ``folder`` first (its recipe file is there); any other
+    failure is raised."""
+    steps_bar = progress_bar(steps, bar, unit="step", enabled=progress)
+
+    def step(n: int, total: int, loss: float) -> None:
+        steps_bar.update(1)
+        steps_bar.set_postfix(loss=f"{loss:.3f}")
+
+    with phase(phase_text, enabled=progress):
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            train(step)
+        except ValueError:
+            if (folder / RECIPE_FILE).is_file():  # another process finished it first
+                return False
+            raise
+        finally:
+            steps_bar.close()
+    return True
 
 
 def training_pairs(spec: SweepSpec, train: Dataset, qids: list[str], db: str | None,
@@ -145,35 +173,23 @@ def ensure_fine_tuned(spec: SweepSpec, scored: Dataset, cache_root: Path | str,
     qids = training_query_ids(spec, train, scored)
     base_id = embedder_id(spec.embedder, device)
     key = finetune_key(spec, train, base_id, qids)
-    folder = _models_root(cache_root) / f"ft-{key[:16]}"
+    folder = models_root(cache_root) / f"ft-{key[:16]}"
     remote = None if local_cache_root(cache_root) is not None else StageCache(cache_root)
     if (folder / RECIPE_FILE).is_file() or (remote is not None and _fetch(remote, folder)):
         return folder
     pairs = training_pairs(spec, train, qids, db, progress)
-    bar = progress_bar(ft.epochs * -(-len(pairs) // ft.batch_size),
-                       f"finetune: {spec.embedder} on {len(pairs)} pairs ({len(qids)} queries "
-                       f"of {ft.split}) on {device}", unit="step", enabled=progress)
-
-    def step(n: int, total: int, loss: float) -> None:
-        bar.update(1)
-        bar.set_postfix(loss=f"{loss:.3f}")
-
     record: dict[str, Any] = {"base": base_id, "dataset": train.name,
                               "dataset_hash": train.hash, "split": ft.split,
                               "queries": len(qids), "key": key}
-    with phase(f"finetune: {len(pairs)} pairs, {ft.epochs} epoch(s) on "
-               f"{describe_device(device)}", enabled=progress):
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            fine_tune(base_model_folder(spec.embedder), pairs, folder, ft.recipe(),
-                      device=device, record=record, on_step=step)
-        except ValueError:
-            if (folder / RECIPE_FILE).is_file():  # another process finished it first
-                return folder
-            raise
-        finally:
-            bar.close()
-    if remote is not None:
+    trained = train_once(folder, lambda on_step: fine_tune(
+        base_model_folder(spec.embedder), pairs, folder, ft.recipe(), device=device,
+        record=record, on_step=on_step),
+        steps=ft.epochs * -(-len(pairs) // ft.batch_size),
+        bar=f"finetune: {spec.embedder} on {len(pairs)} pairs ({len(qids)} queries of "
+            f"{ft.split}) on {device}",
+        phase_text=f"finetune: {len(pairs)} pairs, {ft.epochs} epoch(s) on "
+                   f"{describe_device(device)}", progress=progress)
+    if trained and remote is not None:
         _publish(remote, folder)
     return folder
 

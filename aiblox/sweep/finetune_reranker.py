@@ -40,10 +40,9 @@ from aiblox.embedding.device import describe_device, resolve_device
 from aiblox.embedding.finetune import RECIPE_FILE, TrainingPair
 from aiblox.embedding.sentence_transformers import model_folder
 from aiblox.engine.algebra import Pipeline
-from aiblox.engine.cache import local_cache_root
 from aiblox.engine.compute import signals_output
 from aiblox.hashing import sha256_hex
-from aiblox.progress import phase, progress_bar
+from aiblox.sweep.finetune import models_root, train_once
 
 if TYPE_CHECKING:
     from aiblox.engine.settings import PipelinePoint
@@ -143,11 +142,6 @@ def reranker_pairs(spec: SweepSpec, train: Dataset, qids: list[str], db: str | N
     return pairs
 
 
-def _models_root(cache_root: Path | str) -> Path:
-    local = local_cache_root(cache_root)
-    return (local if local is not None else Path(".aiblox")) / "models"
-
-
 def ensure_reranker(spec: SweepSpec, scored: Dataset, cache_root: Path | str,
                     db: str | None = None, progress: bool = True,
                     device: str | None = None) -> Path:
@@ -162,35 +156,22 @@ def ensure_reranker(spec: SweepSpec, scored: Dataset, cache_root: Path | str,
     qids = reranker_query_ids(spec, train, scored)
     base_id = embedder_id(ft.base, device)
     key = reranker_key(spec, train, base_id, qids)
-    folder = _models_root(cache_root) / f"ce-{key[:16]}"
+    folder = models_root(cache_root) / f"ce-{key[:16]}"
     if (folder / RECIPE_FILE).is_file():
         return folder
     pairs = reranker_pairs(spec, train, qids, db, progress)
     base = model_folder(ft.base)
     if base is None:
         raise ValueError(f"finetune_reranker.base: {ft.base!r} is not installed")
-    bar = progress_bar(ft.epochs * -(-len(pairs) // ft.batch_size),
-                       f"finetune_reranker: {ft.base} on {len(pairs)} groups ({len(qids)} "
-                       f"queries of {ft.split}) on {device}", unit="step", enabled=progress)
-
-    def step(n: int, total: int, loss: float) -> None:
-        bar.update(1)
-        bar.set_postfix(loss=f"{loss:.3f}")
-
     record: dict[str, Any] = {"base": base_id, "dataset": train.name,
                               "dataset_hash": train.hash, "split": ft.split,
                               "queries": len(qids), "key": key}
-    with phase(f"finetune_reranker: {len(pairs)} groups, {ft.epochs} epoch(s) on "
-               f"{describe_device(device)}", enabled=progress):
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            train_cross_encoder(base, pairs, folder, ft.recipe(), device=device, record=record,
-                                on_step=step)
-        except ValueError:
-            if (folder / RECIPE_FILE).is_file():  # another process finished it first
-                return folder
-            raise
-        finally:
-            bar.close()
+    train_once(folder, lambda on_step: train_cross_encoder(
+        base, pairs, folder, ft.recipe(), device=device, record=record, on_step=on_step),
+        steps=ft.epochs * -(-len(pairs) // ft.batch_size),
+        bar=f"finetune_reranker: {ft.base} on {len(pairs)} groups ({len(qids)} queries of "
+            f"{ft.split}) on {device}",
+        phase_text=f"finetune_reranker: {len(pairs)} groups, {ft.epochs} epoch(s) on "
+                   f"{describe_device(device)}", progress=progress)
     return folder
 
