@@ -22,18 +22,16 @@ model card; :data:`RECIPE_FILE` its recipe) hashes the same on a re-run on the s
 
 from __future__ import annotations
 
-import json
 import os
 import random
-import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aiblox.embedding.device import describe_device, device_class, resolve_device
-from aiblox.embedding.finetune import RECIPE_FILE, TrainingPair
+from aiblox.embedding.device import device_class, resolve_device
+from aiblox.embedding.finetune import RECIPE_FILE, TrainingPair, save_trained
 from aiblox.embedding.sentence_transformers import quiet_transformers
 
 __all__ = ["RECIPE_FILE", "RerankerConfig", "train_cross_encoder"]
@@ -172,23 +170,6 @@ def _train_and_save(torch: Any, base: str | Path, pairs: Sequence[TrainingPair],
             if on_step is not None:
                 on_step(step, steps, float(loss.item()))
     model.eval()
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    try:
-        import sentence_transformers
-
-        ce.save(str(tmp), create_model_card=False)
-        recipe = {"config": config.model_dump(mode="json"), "pairs": len(pairs),
-                  "steps": steps, "record": record or {}, "kind": "cross_encoder",
-                  "versions": {"torch": torch.__version__,
-                               "sentence_transformers": sentence_transformers.__version__}}
-        if device_class(device) != "cpu":
-            recipe["device"] = describe_device(device)
-        (tmp / RECIPE_FILE).write_text(json.dumps(recipe, indent=2, sort_keys=True) + "\n",
-                                       encoding="utf-8")
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out
+    return save_trained(ce, out, {"config": config.model_dump(mode="json"),
+                                  "pairs": len(pairs), "steps": steps, "record": record or {},
+                                  "kind": "cross_encoder"}, device)

@@ -158,6 +158,18 @@ def _train_and_save(torch: Any, base: str | Path, pairs: Sequence[TrainingPair],
             if on_step is not None:
                 on_step(step, steps, float(loss.item()))
     model.eval()
+    return save_trained(model, out, {"config": config.model_dump(mode="json"),
+                                     "pairs": len(pairs), "steps": steps,
+                                     "record": record or {}}, device)
+
+
+def save_trained(model: Any, out: Path, recipe: dict[str, Any], device: str) -> Path:
+    """Save a trained sentence-transformers model (a ``SentenceTransformer`` or a
+    ``CrossEncoder``) to ``out`` as a whole or not at all: into a temporary sibling folder with
+    ``recipe`` (plus the torch and sentence-transformers versions, and the device when it is
+    not the CPU) as :data:`RECIPE_FILE`, then renamed; a failure leaves nothing behind."""
+    import torch
+
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     if tmp.exists():
         shutil.rmtree(tmp)
@@ -165,10 +177,9 @@ def _train_and_save(torch: Any, base: str | Path, pairs: Sequence[TrainingPair],
         import sentence_transformers
 
         model.save(str(tmp), create_model_card=False)
-        recipe = {"config": config.model_dump(mode="json"), "pairs": len(pairs),
-                  "steps": steps, "record": record or {},
-                  "versions": {"torch": torch.__version__,
-                               "sentence_transformers": sentence_transformers.__version__}}
+        recipe = {**recipe, "versions": {"torch": torch.__version__,
+                                         "sentence_transformers":
+                                             sentence_transformers.__version__}}
         if device_class(device) != "cpu":  # a CPU-trained folder stays byte for byte as it was
             recipe["device"] = describe_device(device)
         (tmp / RECIPE_FILE).write_text(json.dumps(recipe, indent=2, sort_keys=True) + "\n",
