@@ -37,10 +37,11 @@ the plain path (the same bytes as before field weighting existed).
 
 from __future__ import annotations
 
+import collections
 import functools
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,7 @@ import numpy as np
 
 from aiblox.contracts.retrieval import FtsConfig
 from aiblox.fusion.types import RankedList
+from aiblox.indexes.bm25_counts import BatchCounter, global_terms
 from aiblox.memory import paused_gc
 from aiblox.text.analysis import Analyzer
 
@@ -149,43 +151,47 @@ class BM25Index:
     # -- build -------------------------------------------------------------------------------
     @classmethod
     def build(cls, items: Iterable[Sequence[Any]], config: FtsConfig,
-              progress: Callable[[int], None] | None = None) -> BM25Index:
+              progress: Callable[[int], None] | None = None, workers: int = 1) -> BM25Index:
         """Index item batches (each a sequence of objects with ``id``, ``title``, ``text``,
-        ids ascending across batches); ``progress(n)`` is called after each batch."""
+        ids ascending across batches); ``progress(n)`` is called after each batch counted;
+        ``workers`` processes tokenise (1: this one; the index is the same bytes either way)."""
         if config.fielded:
             return cls._build_fielded(items, config, progress)
         analyzer = Analyzer(lower=config.lower, stopwords=config.stopwords,
                             stemmer=config.stemmer)
         text_of = item_text(config.fields)
         ids: list[str] = []
+        sizes: collections.deque[int] = collections.deque()
+
+        def texts() -> Iterator[list[str]]:
+            last: str | None = None
+            for batch in items:
+                for it in batch:
+                    if last is not None and it.id <= last:
+                        raise ValueError(f"items must come in ascending id order: {it.id!r} "
+                                         f"after {last!r}")
+                    last = it.id
+                    ids.append(it.id)
+                sizes.append(len(batch))
+                yield [text_of(it) for it in batch]
+
         vocab: dict[str, int] = {}
         doc_parts: list[np.ndarray] = []
         term_parts: list[np.ndarray] = []
         tf_parts: list[np.ndarray] = []
-        lens: list[int] = []
-        last: str | None = None
-        for batch in items:
-            terms = analyzer.terms_many([text_of(it) for it in batch])
-            for it, doc_terms in zip(batch, terms, strict=True):
-                if last is not None and it.id <= last:
-                    raise ValueError(f"items must come in ascending id order: {it.id!r} "
-                                     f"after {last!r}")
-                last = it.id
-                pos = len(ids)
-                ids.append(it.id)
-                lens.append(len(doc_terms))
-                if not doc_terms:
-                    continue
-                tids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in doc_terms),
-                                   dtype=np.int64, count=len(doc_terms))
-                uniq, counts = np.unique(tids, return_counts=True)
-                term_parts.append(uniq.astype(np.int32))
-                tf_parts.append(counts.astype(np.float32))
-                doc_parts.append(np.full(len(uniq), pos, dtype=np.int32))
+        len_parts: list[np.ndarray] = []
+        base = 0
+        for counts in BatchCounter(analyzer, workers).map(texts()):
+            term_parts.append(global_terms(counts, vocab))
+            doc_parts.append(counts.docs + np.int32(base))
+            tf_parts.append(counts.counts)
+            len_parts.append(counts.lens)
+            size = sizes.popleft()
+            base += size
             if progress is not None:
-                progress(len(batch))
-        return cls._from_counts(ids, vocab, doc_parts, term_parts, tf_parts,
-                                np.asarray(lens, dtype=np.int64), config)
+                progress(size)
+        lens = np.concatenate(len_parts) if len_parts else np.zeros(0, dtype=np.int64)
+        return cls._from_counts(ids, vocab, doc_parts, term_parts, tf_parts, lens, config)
 
     @classmethod
     def _build_fielded(cls, items: Iterable[Sequence[Any]], config: FtsConfig,

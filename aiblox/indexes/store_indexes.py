@@ -44,6 +44,7 @@ import numpy as np
 from aiblox.contracts.retrieval import FtsConfig, VectorConfig
 from aiblox.hashing import sha256_hex
 from aiblox.indexes.bm25 import BM25_VERSION, BM25Index
+from aiblox.indexes.bm25_counts import PARALLEL_FROM_DOCS, usable_cores
 from aiblox.indexes.knn import KNN_VERSION, VectorIndex, effective_kind
 from aiblox.indexes.passages import PassageIndex, PassageStats, passage_chunker_id
 from aiblox.indexes.term_stats import TERMS_VERSION, TermStats, term_stats_spec
@@ -289,7 +290,9 @@ class StoreIndexes:
             n = self.store.count_items()
             bar = _progress_bar(n, "index bm25")
             try:
-                index = BM25Index.build(self.store.iter_items(), cfg, progress=bar.update)
+                workers = usable_cores() if n >= PARALLEL_FROM_DOCS else 1
+                index = BM25Index.build(self.store.iter_items(), cfg, progress=bar.update,
+                                        workers=workers)
             finally:
                 bar.close()
             return index.save(folder), index.n_docs

@@ -139,3 +139,24 @@ def test_default_bm25_reaches_the_reference_runs(name, expected):
     hits = index.search([ds.queries[q] for q in qids], k=100)
     means, _ = evaluate_run(ds.qrels["test"], dict(zip(qids, hits, strict=True)), ["ndcg@10"])
     assert abs(means["ndcg@10"] - expected) <= 0.002, means
+
+
+@pytest.mark.parametrize("method", ["lucene", "bm25+"])
+def test_worker_processes_build_the_same_bytes(tmp_path, method):
+    """Two worker processes tokenise (as big stores do) and the saved index is the same bytes
+    as the one built in this process, on a real collection in batches of 500."""
+    items = list(load_dataset(shared_dataset("cranfield"), splits=[]).corpus.values())
+    cfg = FtsConfig(method=method)
+    built = {}
+    for workers in (1, 2):
+        index = BM25Index.build(_batches(items, 500), cfg, workers=workers)
+        index.save(tmp_path / str(workers))
+        built[workers] = {p.name: p.read_bytes() for p in (tmp_path / str(workers)).iterdir()}
+    assert built[1] == built[2]
+    assert index.n_docs == len(items)
+
+
+def test_worker_build_refuses_ids_out_of_order():
+    a, b = (ItemRecord(id=i, kind="doc", source="t", text="some words here") for i in "ba")
+    with pytest.raises(ValueError, match="ascending id order"):
+        BM25Index.build([[a], [b]], FtsConfig(), workers=2)
