@@ -48,7 +48,8 @@ def search(
                            "scoring": scoring},
                           {"top_k_items": ("--top-k", k), "scoring.blend": ("--blend", blend),
                            "scoring.normalize": ("--normalize", normalize)})
-    model = checked_embedder(embedder, checked_device(device))
+    # bm25 needs no vectors: no embedder is built, so its evidence is ranked by text alone
+    model = None if mode == "bm25" else checked_embedder(embedder, checked_device(device))
     import asyncio
 
     from aiblox.retrieval.late_chunking import make_retriever
@@ -56,8 +57,8 @@ def search(
 
     store = open_existing_store(db, dataset)
     try:
-        check_store_searchable(store, None if mode == "bm25" else model.model_id, embedder)
-        emb = cached_embedder(model, store, progress=False)
+        check_store_searchable(store, None if model is None else model.model_id, embedder)
+        emb = None if model is None else cached_embedder(model, store, progress=False)
         bundle = asyncio.run(make_retriever(store, emb).search(RequestContext(), prefs))
     except StoreError as exc:
         fail(str(exc))
