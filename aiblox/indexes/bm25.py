@@ -48,6 +48,7 @@ import numpy as np
 
 from aiblox.contracts.retrieval import FtsConfig
 from aiblox.fusion.types import RankedList
+from aiblox.indexes.single_query import bm25_top_k_one
 from aiblox.memory import paused_gc
 from aiblox.text.analysis import Analyzer
 
@@ -351,14 +352,22 @@ class BM25Index:
                threads: int | None = None) -> list[RankedList]:
         """Top ``k`` documents per query, best first (score desc, id asc). ``allowed``: a bool
         mask over documents (a filter); documents whose term scores sum to 0.0 (no query term)
-        are not returned."""
-        from aiblox.indexes.kernels import bm25_top_k, compiled_threads
-
+        are not returned. One query is scored in numpy (:mod:`aiblox.indexes.single_query`:
+        the kernel's bits), a batch by the compiled kernel."""
         flat, offsets = self.query_terms(queries)
         extra = np.zeros(len(queries), dtype=np.float32)
         if self.nonoccurrence is not None:
             for i in range(len(queries)):
                 extra[i] = self.nonoccurrence[flat[offsets[i]:offsets[i + 1]]].sum()
+        if len(queries) == 1:  # the same hits, without loading numba (a search command)
+            pos1, scores1 = bm25_top_k_one(
+                self.data, self.indices, self.indptr, flat, float(extra[0]),
+                None if allowed is None else np.asarray(allowed, dtype=np.bool_),
+                self.n_docs, int(k))
+            return [list(zip([self.ids[p] for p in pos1.tolist()], scores1.tolist(),
+                             strict=True))]
+        from aiblox.indexes.kernels import bm25_top_k, compiled_threads
+
         mask = (np.ones(self.n_docs, dtype=np.bool_) if allowed is None
                 else np.ascontiguousarray(allowed, dtype=np.bool_))
         with compiled_threads(threads):
