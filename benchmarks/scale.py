@@ -4,9 +4,9 @@ A deterministic synthetic collection of ``--docs N`` documents is written in BEI
 document a seeded choice of real sentences from the shared collections, each query a few words
 of one document (its one relevant document), and seeded vectors with the structure embeddings
 have (documents in clusters inside a low-dimensional subspace, plus a little noise; a query near
-its document), imported from parquet, so no model ever runs (the ``synthetic`` embedder gives a text the
-cache lacks, a chunk late chunking scores, a vector seeded by its hash). Then, in this one process (ingest and index builds in child processes, so
-each phase's peak memory is its own):
+its document), imported from parquet, so no model ever runs (the ``synthetic`` embedder gives a
+text the cache lacks, a chunk late chunking scores, a vector seeded by its hash). Then, in this
+one process (ingest and index builds in child processes, so each phase's peak memory is its own):
 
 1. ingest (``aiblox ingest``'s streamed route): seconds, documents/s, peak RSS;
 2. index builds: BM25 (bm25s's scoring), exact vectors, HNSW: seconds, peak RSS, size on disk;

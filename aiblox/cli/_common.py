@@ -233,7 +233,7 @@ def check_store_searchable(store: Store, model_id: str | None, embedder: str,
     except StoreError as exc:
         fail(str(exc))
     n_items, n_vec = stored_counts(store, model_id)
-    if n_vec is None or n_vec >= n_items:
+    if model_id is None or n_vec is None or n_vec >= n_items:
         return
     record = read_sync(store)
     built = sorted(m for m in (record.vectors if record else {}) if m != model_id)

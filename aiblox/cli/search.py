@@ -28,7 +28,8 @@ def search(
     dataset: str = typer.Option("", "--dataset", help=DATASET_STORE_HELP),
     mode: str = typer.Option("hybrid", help="hybrid, bm25 or dense."),
     k: int = typer.Option(10, "-k", "--top-k", help="Candidates to show."),
-    embedder: str = typer.Option("minilm", "--embedder", help="Embedder the store was built with."),
+    embedder: str = typer.Option("minilm", "--embedder", help="Embedder the store was built "
+                                 "with (--mode bm25 builds none)."),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
     blend: str = typer.Option("rrf", help="Fusion: rrf or linear."),
     normalize: str = typer.Option("sigmoid", help="Linear blend: per-list score normalisation "

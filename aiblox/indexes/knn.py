@@ -30,7 +30,7 @@ import numpy as np
 
 from aiblox.contracts.retrieval import HNSW_FROM_VECTORS, VectorConfig
 from aiblox.fusion.types import RankedList
-from aiblox.indexes.bm25 import ranked_lists
+from aiblox.indexes.bm25 import ranked_lists, read_ids
 from aiblox.indexes.single_query import rescore_one
 
 __all__ = ["KNN_VERSION", "VectorIndex", "effective_kind", "exact_reference", "gpu_index"]
@@ -169,7 +169,7 @@ class VectorIndex:
              ) -> VectorIndex:
         vectors = np.load(folder / "vectors.npy", mmap_mode="r" if mmap else None,
                           allow_pickle=False)
-        ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
+        ids = read_ids(folder / "ids.json")
         hnsw = None
         if kind == "hnsw" and (folder / "hnsw.faiss").exists():
             import faiss

@@ -484,38 +484,42 @@ class DuckDBStore:
 
     # -- embedding cache -----------------------------------------------------------------
     def get_embeddings(self, model_id: str, text_hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        """Two reads: the row ids of the cached hashes (the key columns only), then the vectors
-        of those rows alone. Reading the vector column joined against the hashes scanned every
-        row's vector (0.9-1.5 s at 1M cached texts whatever the number asked); a batch none of
-        whose texts is cached (a fresh ingest) now never touches a vector, and tens of hashes
-        (a search) read tens of rows."""
+        """Row ids of the cached hashes, then those rows' vectors: the join of
+        :meth:`_embeddings_by_key` scans every vector (0.9-1.5 s at 1M); a fresh ingest batch
+        reads none, a search tens; one hash (a query) is one read by equality (~20 ms)."""
         if not text_hashes:
             return {}
         wanted = sorted(set(text_hashes))
+        if len(wanted) == 1:
+            return self._embeddings("model_id = ? AND text_sha256 = ?", [model_id, *wanted])[1]
         with self._lock:
             rowids = [r[0] for r in self.con.execute(
                 "SELECT rowid FROM embedding_cache WHERE model_id = ? AND text_sha256 IN "
                 "(SELECT unnest(?::VARCHAR[]))", [model_id, wanted]).fetchall()]
             if not rowids:
                 return {}
-            table = self.con.execute(
-                "SELECT model_id, text_sha256, vector FROM embedding_cache WHERE rowid IN "
-                "(SELECT unnest(?::BIGINT[]))", [sorted(rowids)]).to_arrow_table()
-            hashes = table.column("text_sha256").to_pylist()
-            if (len(hashes) != len(rowids) or set(table.column("model_id").to_pylist())
-                    != {model_id} or not set(hashes) <= set(wanted)):
-                # row ids moved between the reads (another connection wrote): one read by key
-                table = self.con.execute(
-                    "SELECT model_id, text_sha256, vector FROM embedding_cache WHERE "
-                    "model_id = ? AND text_sha256 IN (SELECT unnest(?::VARCHAR[]))",
-                    [model_id, wanted]).to_arrow_table()
-                hashes = table.column("text_sha256").to_pylist()
-        if table.num_rows == 0:
-            return {}
+            models, found = self._embeddings("rowid IN (SELECT unnest(?::BIGINT[]))",
+                                              [sorted(rowids)])
+            if len(found) != len(rowids) or models - {model_id} or found.keys() - set(wanted):
+                return self._embeddings_by_key(model_id, wanted)  # rows moved between reads
+        return found
+
+    def _embeddings_by_key(self, model_id: str, wanted: list[str]) -> dict[str, np.ndarray]:
+        """:meth:`get_embeddings` in one read by key (every cached vector scanned)."""
+        return self._embeddings("model_id = ? AND text_sha256 IN (SELECT unnest(?::VARCHAR[]))",
+                                [model_id, sorted(set(wanted))])[1]
+
+    def _embeddings(self, where: str, params: list[Any]) -> tuple[set[str], dict[str, Any]]:
+        """The model ids and ``{text_sha256: float32 vector}`` of the cache rows ``where``."""
+        with self._lock:
+            table = self.con.execute("SELECT model_id, text_sha256, vector FROM embedding_cache "
+                                     f"WHERE {where}", params).to_arrow_table()
         vectors = table.column("vector").combine_chunks()
         flat = np.asarray(vectors.values.to_numpy(zero_copy_only=False), dtype=np.float32)
         offsets = vectors.offsets.to_numpy()
-        return {h: flat[offsets[i]:offsets[i + 1]] for i, h in enumerate(hashes)}
+        hashes = table.column("text_sha256").to_pylist()
+        return set(table.column("model_id").to_pylist()), {
+            h: flat[offsets[i]:offsets[i + 1]] for i, h in enumerate(hashes)}
 
     def put_embeddings(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]],
                        replace: bool = False) -> int:
@@ -593,3 +597,4 @@ class DuckDBStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+

@@ -311,8 +311,7 @@ def check_searchable(store: Store, model_id: str | None) -> None:
     if n_items == 0:
         raise StoreMismatch(f"store {store.location} holds no items: run `aiblox ingest "
                             f"DATASET --db {store.location}` first")
-    if n_vec is not None:
-        if n_vec < n_items:
-            raise StoreMismatch(f"store {store.location}: {n_items - n_vec} of {n_items} items "
-                                f"have no {model_id} vector, so vector and hybrid search would "
-                                f"miss them; {again} with that embedder")
+    if n_vec is not None and n_vec < n_items:
+        raise StoreMismatch(f"store {store.location}: {n_items - n_vec} of {n_items} items "
+                            f"have no {model_id} vector, so vector and hybrid search would "
+                            f"miss them; {again} with that embedder")
