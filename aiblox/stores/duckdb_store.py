@@ -487,8 +487,6 @@ class DuckDBStore:
         """Row ids of the cached hashes, then those rows' vectors: the join of
         :meth:`_embeddings_by_key` scans every vector (0.9-1.5 s at 1M); a fresh ingest batch
         reads none, a search tens; one hash (a query) is one read by equality (~20 ms)."""
-        if not text_hashes:
-            return {}
         wanted = sorted(set(text_hashes))
         if len(wanted) == 1:
             return self._embeddings("model_id = ? AND text_sha256 = ?", [model_id, *wanted])[1]
@@ -498,6 +496,8 @@ class DuckDBStore:
                 "(SELECT unnest(?::VARCHAR[]))", [model_id, wanted]).fetchall()]
             if not rowids:
                 return {}
+            if len({r >> 11 for r in rowids}) > 64:  # rows in many 2,048-row vectors: a scan
+                return self._embeddings_by_key(model_id, wanted)  # either way, the join's faster
             models, found = self._embeddings("rowid IN (SELECT unnest(?::BIGINT[]))",
                                               [sorted(rowids)])
             if len(found) != len(rowids) or models - {model_id} or found.keys() - set(wanted):

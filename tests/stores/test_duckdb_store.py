@@ -86,7 +86,8 @@ def test_embedding_lookup_by_row_ids_equals_the_read_by_key(tmp_path):
     cases = {
         "none cached": absent,
         "some": [hashes[3], absent[0], hashes[129_999], absent[1], hashes[64_000]],
-        "all": [hashes[i] for i in range(0, 130_000, 997)],
+        "all, spread (read by key)": [hashes[i] for i in range(0, 130_000, 997)],
+        "a contiguous batch (by row id)": hashes[50_000:55_000] + absent[:5],
         "duplicates": [hashes[7], hashes[7], absent[2], hashes[122_880], hashes[7]],
         "another model's only": ["only-other"],
         "one (a query)": [hashes[100_001]],
