@@ -491,6 +491,8 @@ def whole_commands(ds_dir: Path, db: Path, query: str) -> list[list[str]]:
                                      "--format", "json"],
         "faiss flat + ranx (script)": [sys.executable, "-c", FAISS_SCRIPT, str(ds_dir),
                                        str(db), str(vectors_file)],
+        "aiblox search --mode bm25 (top 10)": [*aiblox, "search", query, "--db", str(db),
+                                               "--mode", "bm25"],
         "aiblox search (hybrid, top 10)": [*aiblox, "search", query, "--db", str(db),
                                            "--embedder", "synthetic"],
     }
