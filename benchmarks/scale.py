@@ -333,9 +333,9 @@ import sys
 sys.path.insert(0, sys.argv.pop(1))
 import scale
 scale.register()  # the benchmark's embedder: every vector from the store's embedding cache
-from aiblox.cli.main import app
+from aiblox.cli.main import main
 sys.argv[0] = "aiblox"
-app()
+main()  # as the console script
 """
 
 BM25S_SCRIPT = r"""
