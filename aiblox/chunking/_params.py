@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from aiblox.text.tokens import DEFAULT_ENCODING, get_encoding
+from aiblox.text.tokens import DEFAULT_ENCODING, get_encoding, seed_tiktoken_cache
 
 
 def check_budget(name: str, max_chunk_tokens: int, overlap_tokens: int) -> None:
@@ -25,7 +25,13 @@ def check_budget(name: str, max_chunk_tokens: int, overlap_tokens: int) -> None:
 
 
 def check_encoding(name: str, encoding: str) -> None:
-    """Raise ``ValueError`` when tiktoken does not know ``encoding``."""
+    """Raise ``ValueError`` when tiktoken does not know ``encoding``. A known encoding whose
+    BPE file is in tiktoken's cache is not loaded here (0.1 s, for a chunker that may never
+    chunk: a search whose chunks are cached); any other is loaded, so it fails now."""
+    import tiktoken
+
+    if encoding in tiktoken.list_encoding_names() and seed_tiktoken_cache(encoding):
+        return
     try:
         get_encoding(encoding)
     except ValueError as exc:

@@ -1,5 +1,5 @@
 """``python -m aiblox.cli``: the ``aiblox`` command."""
 
-from aiblox.cli.main import app
+from aiblox.cli.main import main
 
-app()
+main()

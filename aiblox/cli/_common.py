@@ -226,13 +226,14 @@ def check_store_searchable(store: Store, model_id: str | None, embedder: str,
     dense or hybrid search) no vectors of that model, naming the embedder(s) the store was
     built with (``bm25_hint``: and that ``--mode bm25`` needs no vectors)."""
     from aiblox.stores import StoreError
-    from aiblox.stores.identity import check_searchable, read_binding, read_sync
+    from aiblox.stores.identity import check_searchable, read_binding, read_sync, stored_counts
 
     try:
         check_searchable(store, None)
     except StoreError as exc:
         fail(str(exc))
-    if model_id is None or store.vector_count(model_id) >= store.count_items():
+    n_items, n_vec = stored_counts(store, model_id)
+    if model_id is None or n_vec is None or n_vec >= n_items:
         return
     record = read_sync(store)
     built = sorted(m for m in (record.vectors if record else {}) if m != model_id)

@@ -136,5 +136,18 @@ def _global_options(
     set_quiet(quiet)
 
 
-if __name__ == "__main__":  # pragma: no cover
+def main() -> None:
+    """The ``aiblox`` console script (and ``python -m aiblox.cli``): :data:`app`, in a process
+    that skips the interpreter's last garbage collection at exit (``gc.freeze`` from atexit).
+    A command that loaded numpy, pandas, DuckDB and faiss spent ~0.2 s of its life in that pass
+    (a fifth of a search at 1M) with nothing left to release: stores are closed and files
+    flushed by their commands, atexit handlers still run, the OS takes the memory back."""
+    import atexit
+    import gc
+
+    atexit.register(gc.freeze)
     app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

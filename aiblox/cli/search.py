@@ -28,7 +28,8 @@ def search(
     dataset: str = typer.Option("", "--dataset", help=DATASET_STORE_HELP),
     mode: str = typer.Option("hybrid", help="hybrid, bm25 or dense."),
     k: int = typer.Option(10, "-k", "--top-k", help="Candidates to show."),
-    embedder: str = typer.Option("minilm", "--embedder", help="Embedder the store was built with."),
+    embedder: str = typer.Option("minilm", "--embedder", help="Embedder the store was built "
+                                 "with (--mode bm25 builds none)."),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
     blend: str = typer.Option("rrf", help="Fusion: rrf or linear."),
     normalize: str = typer.Option("sigmoid", help="Linear blend: per-list score normalisation "
@@ -48,7 +49,8 @@ def search(
                            "scoring": scoring},
                           {"top_k_items": ("--top-k", k), "scoring.blend": ("--blend", blend),
                            "scoring.normalize": ("--normalize", normalize)})
-    model = checked_embedder(embedder, checked_device(device))
+    # bm25 needs no vectors: no embedder is built, so its evidence is ranked by text alone
+    model = None if mode == "bm25" else checked_embedder(embedder, checked_device(device))
     import asyncio
 
     from aiblox.retrieval.late_chunking import make_retriever
@@ -56,8 +58,8 @@ def search(
 
     store = open_existing_store(db, dataset)
     try:
-        check_store_searchable(store, None if mode == "bm25" else model.model_id, embedder)
-        emb = cached_embedder(model, store, progress=False)
+        check_store_searchable(store, None if model is None else model.model_id, embedder)
+        emb = None if model is None else cached_embedder(model, store, progress=False)
         bundle = asyncio.run(make_retriever(store, emb).search(RequestContext(), prefs))
     except StoreError as exc:
         fail(str(exc))

@@ -50,6 +50,7 @@ import numpy as np
 from aiblox.contracts.retrieval import FtsConfig
 from aiblox.fusion.types import RankedList
 from aiblox.indexes.bm25_counts import BatchCounter, global_terms
+from aiblox.indexes.single_query import bm25_top_k_one
 from aiblox.memory import paused_gc
 from aiblox.text.analysis import Analyzer
 
@@ -102,6 +103,22 @@ def ranked_lists(ids: np.ndarray, pos: np.ndarray, scores: np.ndarray, counts: n
     with paused_gc():  # 10^5 tuples: no collector passes over everything alive meanwhile
         return [list(zip(ids[pos[i, :n]].tolist(), scores[i, :n].tolist(), strict=True))
                 for i, n in enumerate(counts.tolist())]
+
+
+_IDS_READ: list[tuple[bytes, list[str]]] = []
+"""The last ids file read, as ``(bytes, parsed)``."""
+
+
+def read_ids(path: Path) -> list[str]:
+    """An index's ``ids.json``: the indexes of one store hold the same ids (a hybrid search
+    loads BM25 and kNN), so a file whose bytes equal the last one read is not parsed again
+    (1M ids: ~0.1 s). The list is shared: read only."""
+    raw = path.read_bytes()
+    if _IDS_READ and _IDS_READ[0][0] == raw:
+        return _IDS_READ[0][1]
+    ids: list[str] = json.loads(raw.decode("utf-8"))
+    _IDS_READ[:] = [(raw, ids)]
+    return ids
 
 
 def _field_norm(lens: np.ndarray, b: float) -> np.ndarray:
@@ -336,7 +353,7 @@ class BM25Index:
         nonocc = None
         if (folder / "nonoccurrence.npy").exists():
             nonocc = np.load(folder / "nonoccurrence.npy", allow_pickle=False)
-        ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
+        ids = read_ids(folder / "ids.json")
         terms = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
         return cls(ids, {t: i for i, t in enumerate(terms)}, arrays["data"],
                    arrays["indices"], arrays["indptr"], arrays["doc_lens"], config, nonocc)
@@ -357,14 +374,22 @@ class BM25Index:
                threads: int | None = None) -> list[RankedList]:
         """Top ``k`` documents per query, best first (score desc, id asc). ``allowed``: a bool
         mask over documents (a filter); documents whose term scores sum to 0.0 (no query term)
-        are not returned."""
-        from aiblox.indexes.kernels import bm25_top_k, compiled_threads
-
+        are not returned. One query is scored in numpy (:mod:`aiblox.indexes.single_query`:
+        the kernel's bits), a batch by the compiled kernel."""
         flat, offsets = self.query_terms(queries)
         extra = np.zeros(len(queries), dtype=np.float32)
         if self.nonoccurrence is not None:
             for i in range(len(queries)):
                 extra[i] = self.nonoccurrence[flat[offsets[i]:offsets[i + 1]]].sum()
+        if len(queries) == 1:  # the same hits, without loading numba (a search command)
+            pos1, scores1 = bm25_top_k_one(
+                self.data, self.indices, self.indptr, flat, float(extra[0]),
+                None if allowed is None else np.asarray(allowed, dtype=np.bool_),
+                self.n_docs, int(k))
+            return [list(zip([self.ids[p] for p in pos1.tolist()], scores1.tolist(),
+                             strict=True))]
+        from aiblox.indexes.kernels import bm25_top_k, compiled_threads
+
         mask = (np.ones(self.n_docs, dtype=np.bool_) if allowed is None
                 else np.ascontiguousarray(allowed, dtype=np.bool_))
         with compiled_threads(threads):

@@ -50,7 +50,7 @@ from aiblox.indexes.passages import PassageIndex, PassageStats, passage_chunker_
 from aiblox.indexes.term_stats import TERMS_VERSION, TermStats, term_stats_spec
 from aiblox.progress import phase, progress_bar
 from aiblox.stores.base import Store, StoreError
-from aiblox.stores.identity import store_fingerprint
+from aiblox.stores.identity import store_fingerprint, stored_counts
 
 __all__ = ["IndexInfo", "StoreIndexes", "forget_loaded", "index_root", "remove_abandoned"]
 
@@ -272,8 +272,8 @@ class StoreIndexes:
 
     def vector_key(self, model_id: str, cfg: VectorConfig) -> tuple[str, dict[str, Any]]:
         fp = store_fingerprint(self.store, model_id)
-        n = self.store.vector_count(model_id)
-        kind = effective_kind(cfg, n)
+        n = stored_counts(self.store, model_id)[1]  # the sync record's, else counted
+        kind = effective_kind(cfg, n or 0)
         spec: dict[str, Any] = {"kind": "knn", "version": KNN_VERSION, "vectors": fp["vectors"],
                                 "model": model_id, "distance": cfg.distance, "index": kind}
         if kind == "hnsw":

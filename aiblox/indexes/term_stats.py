@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from aiblox.contracts.retrieval import FtsConfig
-from aiblox.indexes.bm25 import item_text
+from aiblox.indexes.bm25 import item_text, read_ids
 from aiblox.text.analysis import Analyzer
 
 __all__ = ["TERMS_VERSION", "TermStats", "term_stats_spec"]
@@ -205,7 +205,7 @@ class TermStats:
         """Read statistics written by :meth:`save` (arrays memory-mapped when ``mmap``)."""
         arrays = {n: np.load(folder / f"{n}.npy", mmap_mode="r" if mmap else None,
                              allow_pickle=False) for n in _ARRAYS}
-        ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
+        ids = read_ids(folder / "ids.json")
         terms = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
         return cls(ids, terms, arrays["doc_ptr"], arrays["cols"], arrays["tfs"],
                    arrays["doc_lens"], arrays["cf"], arrays["df"], config)

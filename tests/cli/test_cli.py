@@ -58,3 +58,61 @@ def test_bad_input_is_a_clear_error(tmp_path):
     assert r.exit_code == 2 and "no split 'dev'" in r.output
     r = _run("eval", "sample", "--embedder", "nope", "--db", str(tmp_path / "x.duckdb"))
     assert r.exit_code == 2 and "unknown embedder 'nope'" in r.output
+
+
+SEARCH_WITH = """
+import json, sys
+from aiblox.embedding import register_embedder
+
+class Unavailable:
+    model_id = "unavailable-1"
+    dim = 384
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("this embedder cannot be built here")
+
+    def embed(self, texts):
+        raise RuntimeError("this embedder cannot embed")
+
+register_embedder("unavailable", Unavailable)
+from aiblox.cli.main import app
+try:
+    app(sys.argv[1:], prog_name="aiblox")
+finally:
+    sys.stderr.write("\\nloaded " + json.dumps(
+        [m for m in ("numba", "torch", "sentence_transformers") if m in sys.modules]))
+"""
+
+
+def test_bm25_search_needs_no_embedder(tmp_path):
+    """``search --mode bm25`` builds no embedder and embeds nothing (a whole process, with an
+    embedder that can neither be built nor embed): a ranked list, evidence scored by text
+    alone, and neither numba nor a model library loaded; hybrid with it fails."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    db = str(tmp_path / "bm25.duckdb")
+    assert _run("ingest", "sample", "--db", db, "--embedder", "hashing").exit_code == 0
+    env = {**os.environ, "AIBLOX_NO_PROGRESS": "1", "PYTHONPATH": os.pathsep.join(
+        [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")])}
+
+    def search(mode: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", SEARCH_WITH, "search",
+                               "BM25 term frequency saturation", "--db", db, "--mode", mode,
+                               "--embedder", "unavailable", "--json", "-k", "5"],
+                              capture_output=True, text=True, env=env, timeout=300)
+
+    r = search("bm25")
+    assert r.returncode == 0, r.stderr[-3000:]
+    bundle = json.loads(r.stdout)
+    scores = [c["score"] for c in bundle["candidates"]]
+    assert bundle["candidates"][0]["item_id"] == "d01" and len(scores) == 5
+    assert scores == sorted(scores, reverse=True) and scores[-1] > 0
+    assert all(c["rank_vec"] is None for c in bundle["candidates"])
+    assert bundle["evidence"] and all(e["score_vec"] is None for e in bundle["evidence"])
+    assert bundle["stats"]["params"]["embedder"] is None
+    assert r.stderr.strip().splitlines()[-1] == "loaded []"
+    hybrid = search("hybrid")
+    assert hybrid.returncode != 0 and "cannot be built" in hybrid.stderr, hybrid.stderr[-2000:]

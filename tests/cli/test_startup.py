@@ -128,3 +128,17 @@ def test_a_command_that_cannot_be_imported_is_one_error_line():
     assert r.exit_code == 0 and "A broken command." in r.output
     r = runner.invoke(broken, ["ok", "--help"], prog_name="aiblox")
     assert r.exit_code == 0 and "--tracking-uri" in r.output
+
+
+def test_the_console_script_is_main():
+    """The installed ``aiblox`` and ``python -m aiblox.cli`` run ``main`` (the app, in a process
+    that skips the last garbage collection at exit), and its output is all there."""
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"aiblox": "aiblox.cli.main:main"}
+    proc = subprocess.run([sys.executable, "-m", "aiblox.cli", "--version"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.startswith("aiblox "), proc.stderr

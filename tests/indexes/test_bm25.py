@@ -99,6 +99,26 @@ def test_search_equals_the_full_sort_on_a_real_collection(method):
         assert got == [(index.ids[i], float(s[i])) for i in order], q
 
 
+@pytest.mark.parametrize("method", ["lucene", "robertson", "bm25+"])
+def test_one_query_equals_the_compiled_kernel_bit_for_bit(method):
+    """One query is scored in numpy (no numba to load: a search command), a batch by the
+    compiled kernel: the same documents, order and float32 scores, bit for bit, with
+    repeated terms, a filter, a query of no known term and ``k`` beyond the matches."""
+    ds = load_dataset(shared_dataset("cisi"), splits=["test"])
+    index = BM25Index.build(_batches(ds.corpus.values(), 500), FtsConfig(method=method))
+    queries = [ds.queries[q] for q in sorted(ds.qrels["test"])][:25] + [
+        "retrieval retrieval of information", "zebra", "qqqq", "the"]
+    allowed = np.arange(index.n_docs) % 3 != 0
+    for k, mask in ((10, None), (1000, None), (20, allowed)):
+        batch = index.search(queries, k=k, allowed=mask)  # the kernel
+        for q, want in zip(queries, batch, strict=True):
+            got = index.search([q], k=k, allowed=mask)[0]  # numpy
+            assert got == want, (q, k)
+            assert [np.float32(s).tobytes() for _, s in got] == \
+                [np.float32(s).tobytes() for _, s in want]
+    assert index.search(["qqqq"], k=5) == [[]]
+
+
 def test_index_bytes_do_not_depend_on_hash_order(tmp_path):
     import subprocess
     import sys

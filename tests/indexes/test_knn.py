@@ -140,3 +140,21 @@ def test_on_a_gpu_with_faiss_gpu_the_candidates_come_from_knn_gpu_with_the_same_
     assert index.search(queries, k=20, allowed=allowed, device="cuda:1") == on_cpu
     assert len(calls) == n  # the CPU, and a filtered search, never reach the GPU path
     assert list(knn_module._GPU_RESOURCES) == [1]  # one set of GPU resources, reused
+
+
+@pytest.mark.parametrize("distance", ["cosine", "ip", "l2"])
+@pytest.mark.parametrize("kind", ["exact", "hnsw"])
+def test_one_query_is_rescored_as_in_a_batch(distance, kind):
+    """A single query's candidates are rescored in numpy (float64, rounded once: no numba to
+    load), a batch's by the compiled kernel: the same hits and float32 scores, bit for bit."""
+    vecs = _clustered(2000)
+    ids = [f"i{i:05d}" for i in range(len(vecs))]
+    index = VectorIndex.build(ids, vecs, VectorConfig(distance=distance, index=kind))
+    queries = _clustered(40, seed=3)
+    batch = index.search(queries, k=30)
+    for q, want in zip(queries, batch, strict=True):
+        got = index.search(q[None, :], k=30)[0]
+        assert [h[0] for h in got] == [h[0] for h in want]
+        assert np.array([h[1] for h in got], np.float32).tobytes() == \
+            np.array([h[1] for h in want], np.float32).tobytes()
+

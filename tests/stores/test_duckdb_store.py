@@ -60,3 +60,48 @@ def test_persists_across_reopen(tmp_path):
         assert s.count_items() == 3 and not s.fts_stale
         assert s.fts_search_many(["fox"], 1)[0][0][0] == "b"
         assert s.get_items(["a"])["a"].metadata == {"y": 2020}
+
+
+def test_embedding_lookup_by_row_ids_equals_the_read_by_key(tmp_path):
+    """get_embeddings (row ids of the cached hashes, then the vectors of those rows) returns
+    what one read by key returns, vector bytes included: none cached, some, all, duplicate
+    hashes, one hash (read by equality), rows spread over DuckDB's row groups (122,880 rows
+    each) and another model's rows beside them; and the same after the file is opened
+    again read-only."""
+    import hashlib
+
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    hashes = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(130_000)]
+    vectors = rng.standard_normal((len(hashes), 8)).astype(np.float32)
+    path = tmp_path / "cache.duckdb"
+    with DuckDBStore(path) as store:
+        for start in range(0, len(hashes), 50_000):  # several writes, as ingest batches
+            rows = zip(hashes[start:start + 50_000], vectors[start:start + 50_000], strict=True)
+            assert store.put_embeddings("m", rows) == len(hashes[start:start + 50_000])
+        store.put_embeddings("other", [(hashes[5], -vectors[5]), ("only-other", vectors[0])])
+    at = {h: i for i, h in enumerate(hashes)}
+    absent = [hashlib.sha256(f"absent {i}".encode()).hexdigest() for i in range(100)]
+    cases = {
+        "none cached": absent,
+        "some": [hashes[3], absent[0], hashes[129_999], absent[1], hashes[64_000]],
+        "all, spread (read by key)": [hashes[i] for i in range(0, 130_000, 997)],
+        "a contiguous batch (by row id)": hashes[50_000:55_000] + absent[:5],
+        "duplicates": [hashes[7], hashes[7], absent[2], hashes[122_880], hashes[7]],
+        "another model's only": ["only-other"],
+        "one (a query)": [hashes[100_001]],
+        "one, not cached": [absent[3]],
+    }
+    for reopen in (False, True):
+        with DuckDBStore(path, read_only=reopen) as store:
+            for name, asked in cases.items():
+                got = store.get_embeddings("m", asked)
+                assert sorted(got) == sorted({h for h in asked if h in at}), name
+                want = store._embeddings_by_key("m", asked)
+                assert got.keys() == want.keys(), name
+                for h, v in got.items():
+                    assert v.dtype == np.float32 and v.tobytes() == want[h].tobytes(), name
+                    assert v.tobytes() == vectors[at[h]].tobytes(), name
+            assert store.get_embeddings("other", [hashes[5]])[hashes[5]].tobytes() == \
+                (-vectors[5]).tobytes()
