@@ -4,16 +4,17 @@ confidence intervals, ``aiblox compare`` and the notebooks' comparisons.
 
 :func:`paired_test` compares two runs' per-query values of one metric, queries paired by id:
 means, delta, the p-value of ranx's paired test (``paired_student_t_test``, two-sided, by
-default; or ``fisher_randomization_test``, seeded; or scipy's Wilcoxon signed-rank test) and
-win/tie/loss counts. :func:`compare_to_baseline` runs it for several candidates against one
-baseline (:func:`compare_pairwise` for every pair of systems, as ranx's ``compare``): the
-p-values of the candidates compared on one metric form one family and are adjusted
-(:func:`adjust`) with Holm's step-down method (Holm 1979, "A simple sequentially rejective
-multiple test procedure") by default, or Bonferroni's, so comparing the top few configurations
-does not inflate the false-positive rate. Its win/tie/loss counts follow the metric's direction
-(:mod:`aiblox.metrics.directions`: for a cost, a decrease is a win). Note that ranx's
-Fisher test permutes inside numba parallel threads, so its p-values can vary with the thread
-count; the t-test and the Wilcoxon test are deterministic.
+default, computed bit for bit from its formula by :func:`student_t_p_value`, which imports
+neither ranx nor ``scipy.stats``; or ``fisher_randomization_test``, seeded; or scipy's Wilcoxon
+signed-rank test) and win/tie/loss counts. :func:`compare_to_baseline` runs it for several
+candidates against one baseline (:func:`compare_pairwise` for every pair of systems, as ranx's
+``compare``): the p-values of the candidates compared on one metric form one family and are
+adjusted (:func:`adjust`) with Holm's step-down method (Holm 1979, "A simple sequentially
+rejective multiple test procedure") by default, or Bonferroni's, so comparing the top few
+configurations does not inflate the false-positive rate. Its win/tie/loss counts follow the
+metric's direction (:mod:`aiblox.metrics.directions`: for a cost, a decrease is a win). Note
+that ranx's Fisher test permutes inside numba parallel threads, so its p-values can vary with
+the thread count; the t-test and the Wilcoxon test are deterministic.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ __all__ = [
     "holm",
     "paired_p_value",
     "paired_test",
+    "student_t_p_value",
 ]
 
 StatTest = Literal["student", "fisher", "wilcoxon"]
@@ -137,6 +139,26 @@ def adjust(p_values: Sequence[float], correction: Correction = "holm") -> list[f
     raise ValueError(f"unknown correction {correction!r}; one of {', '.join(CORRECTIONS)}")
 
 
+def student_t_p_value(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided p-value of the paired t-test of ``a`` against ``b``: bit for bit what ranx's
+    ``paired_student_t_test`` returns (scipy's ``ttest_rel``, whose steps it repeats: the mean
+    of the differences over the standard error from their unbiased variance, then twice the
+    Student t tail, ``scipy.special.stdtr``). Only ``scipy.special`` is imported, not
+    ``scipy.stats`` and ranx (over a second of start-up for a sweep's conclusion); the
+    equality is tested on random and real per-query values (``tests/metrics``). NaN when
+    undefined (fewer than two pairs, or no variance)."""
+    from scipy.special import stdtr
+
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    n = d.shape[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.mean(d) if n else np.float64("nan")
+        var = np.mean((d - mean) ** 2) if n else np.float64("nan")
+        var *= np.float64(n) / np.float64(n - 1)
+        t = np.divide(mean, np.sqrt(var / n))
+        return float(2 * stdtr(np.float64(n - 1), -np.abs(t)))
+
+
 def paired_p_value(a: np.ndarray, b: np.ndarray, test: StatTest = "student",
                    seed: int = 42) -> float:
     """Two-sided p-value of ranx's paired ``test`` on two aligned value arrays (1.0 when they
@@ -144,11 +166,9 @@ def paired_p_value(a: np.ndarray, b: np.ndarray, test: StatTest = "student",
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if test == "student":
-            from ranx.statistical_tests import paired_student_t_test
-
             if np.array_equal(a, b):
                 return 1.0  # no differences: t is undefined (scipy returns nan)
-            p, _ = paired_student_t_test(a, b)
+            p = student_t_p_value(a, b)
         elif test == "wilcoxon":
             from scipy.stats import wilcoxon
 

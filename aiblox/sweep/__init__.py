@@ -30,26 +30,42 @@ module              what it is for
 
 The package exports what a user of sweeps needs; everything else is imported from its module
 (the stage cache, keys and MLflow writer from :mod:`aiblox.engine`, the Pareto front from
-:mod:`aiblox.metrics.pareto`).
+:mod:`aiblox.metrics.pareto`). The names are imported on first use, so a sweep that does not
+use a report, a comparison or pandas's frames does not import them (nor pandas).
 """
 
-from aiblox.sweep.compare import RunComparison, compare_runs
-from aiblox.sweep.frames import (
-    axis_frame,
-    leaderboard,
-    manifest_frame,
-    pareto_frame,
-    significance_frame,
-    stage_counts,
-    swept_axes,
-    tune_vs_report,
-)
-from aiblox.sweep.report import SweepReport, load_sweep_report, write_report
-from aiblox.sweep.results import PointResult, SweepResult, choose_best
-from aiblox.sweep.runner import run_sweep
-from aiblox.sweep.runs import list_points, list_sweeps
-from aiblox.sweep.spec import SweepSpec, SweepSpecError, load_spec
-from aiblox.sweep.verify import VerifyReport, verify_point
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "PointResult": "aiblox.sweep.results",
+    "RunComparison": "aiblox.sweep.compare",
+    "SweepReport": "aiblox.sweep.report",
+    "SweepResult": "aiblox.sweep.results",
+    "SweepSpec": "aiblox.sweep.spec",
+    "SweepSpecError": "aiblox.sweep.spec",
+    "VerifyReport": "aiblox.sweep.verify",
+    "axis_frame": "aiblox.sweep.frames",
+    "choose_best": "aiblox.sweep.results",
+    "compare_runs": "aiblox.sweep.compare",
+    "leaderboard": "aiblox.sweep.frames",
+    "list_points": "aiblox.sweep.runs",
+    "list_sweeps": "aiblox.sweep.runs",
+    "load_spec": "aiblox.sweep.spec",
+    "load_sweep_report": "aiblox.sweep.report",
+    "manifest_frame": "aiblox.sweep.frames",
+    "pareto_frame": "aiblox.sweep.frames",
+    "run_sweep": "aiblox.sweep.runner",
+    "significance_frame": "aiblox.sweep.frames",
+    "stage_counts": "aiblox.sweep.frames",
+    "swept_axes": "aiblox.sweep.frames",
+    "tune_vs_report": "aiblox.sweep.frames",
+    "verify_point": "aiblox.sweep.verify",
+    "write_report": "aiblox.sweep.report",
+}
+"""Exported name -> the module that defines it (imported on first use)."""
 
 __all__ = [
     "PointResult",
@@ -77,3 +93,35 @@ __all__ = [
     "verify_point",
     "write_report",
 ]
+
+if TYPE_CHECKING:  # what type checkers and IDEs see
+    from aiblox.sweep.compare import RunComparison, compare_runs
+    from aiblox.sweep.frames import (
+        axis_frame,
+        leaderboard,
+        manifest_frame,
+        pareto_frame,
+        significance_frame,
+        stage_counts,
+        swept_axes,
+        tune_vs_report,
+    )
+    from aiblox.sweep.report import SweepReport, load_sweep_report, write_report
+    from aiblox.sweep.results import PointResult, SweepResult, choose_best
+    from aiblox.sweep.runner import run_sweep
+    from aiblox.sweep.runs import list_points, list_sweeps
+    from aiblox.sweep.spec import SweepSpec, SweepSpecError, load_spec
+    from aiblox.sweep.verify import VerifyReport, verify_point
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'aiblox.sweep' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # imported once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,5 +1,7 @@
 """Holm's correction by hand, paired tests against scipy, seeded bootstrap intervals."""
 
+import warnings
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -54,3 +56,88 @@ def test_bootstrap_is_seeded_and_brackets_the_mean():
     assert low <= mean <= high
     assert mean == pytest.approx(sum(values.values()) / 50)
     assert bootstrap_ci([]) == (0.0, 0.0, 0.0)
+
+
+def _metric_like(rng, n: int, kind: int):
+    """Per-query value pairs shaped as the sweep's metrics: continuous, nearly equal, binary
+    (recall at a small cutoff), rounded with many ties and zeros, a constant shift."""
+    import numpy as np
+
+    a = rng.random(n)
+    if kind == 0:
+        b = rng.random(n)
+    elif kind == 1:
+        b = a + rng.normal(0, 1e-4, n)
+    elif kind == 2:
+        a, b = (rng.integers(0, 2, n).astype(float) for _ in range(2))
+    elif kind == 3:
+        a = np.where(rng.random(n) < 0.3, 0.0, np.round(a, 3))
+        b = np.where(rng.random(n) < 0.7, a, np.round(rng.random(n), 3))
+    else:
+        b = a + 0.25  # zero variance of the differences
+    return a, b
+
+
+def test_student_p_value_is_bit_identical_to_ranx():
+    """The t-test from its formula (no ranx, no scipy.stats) returns ranx's
+    ``paired_student_t_test`` p-value bit for bit, through ``paired_p_value`` too."""
+    import numpy as np
+    from ranx.statistical_tests import paired_student_t_test
+
+    from aiblox.metrics.significance import paired_p_value, student_t_p_value
+
+    rng = np.random.default_rng(26)
+    sizes = [0, 1, 2, 3, 5, 30, 300, 809, *rng.integers(2, 1500, 40).tolist()]
+    checked = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for n in sizes:
+            for kind in range(5):
+                a, b = _metric_like(rng, int(n), kind)
+                ranx_p, _ = paired_student_t_test(a, b)
+                ours = student_t_p_value(a, b)
+                assert np.isnan(ours) == np.isnan(ranx_p), (n, kind)
+                if not np.isnan(ours):
+                    assert float(ranx_p).hex() == ours.hex(), (n, kind, ranx_p, ours)
+                expected = 1.0 if np.array_equal(a, b) or np.isnan(ranx_p) else float(ranx_p)
+                assert paired_p_value(a, b).hex() == expected.hex()
+                checked += 1
+    assert checked == len(sizes) * 5
+
+
+def test_student_p_value_on_real_metric_values(tmp_path, sample_spec, sweep_db, sample_dataset,
+                                               small_spec):
+    """On real per-query values (a sweep over the sample store: every pair of its points, every
+    metric, both splits, as the conclusion reads them from the stage cache), bit-identical to
+    ranx's ``paired_student_t_test``."""
+    import numpy as np
+    from ranx.statistical_tests import paired_student_t_test
+
+    from aiblox.engine.cache import StageCache
+    from aiblox.engine.outputs import logged_per_query
+    from aiblox.metrics.significance import student_t_p_value
+    from aiblox.sweep import run_sweep
+
+    spec = small_spec(sample_spec, blend=["linear", "rrf"], w_text=[0.2, 0.5, 0.8], depth=[20],
+                      rrf_k=[60])
+    r = run_sweep(spec, cache_dir=tmp_path, db=sweep_db, progress=False, dataset=sample_dataset,
+                  jobs=1)
+    cache = StageCache(tmp_path)
+    compared = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for split in spec.splits:
+            values = [logged_per_query(cache, p.manifest.splits[split].stages) for p in r.points]
+            for i, a in enumerate(values):
+                for b in values[i + 1:]:
+                    for metric in spec.metrics:
+                        qids = sorted(set(a[metric]) & set(b[metric]))
+                        va = np.array([a[metric][q] for q in qids])
+                        vb = np.array([b[metric][q] for q in qids])
+                        ranx_p, _ = paired_student_t_test(va, vb)
+                        ours = student_t_p_value(va, vb)
+                        assert np.isnan(ours) == np.isnan(ranx_p)
+                        if not np.isnan(ours):
+                            assert float(ranx_p).hex() == ours.hex(), (split, metric)
+                            compared += 1
+    assert compared >= 10  # distinct points, defined p-values
