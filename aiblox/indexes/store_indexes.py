@@ -291,7 +291,7 @@ class StoreIndexes:
             bar = _progress_bar(n, "index bm25")
             try:
                 workers = usable_cores() if n >= PARALLEL_FROM_DOCS else 1
-                index = BM25Index.build(self.store.iter_items(), cfg, progress=bar.update,
+                index = BM25Index.build(self.store.iter_item_texts(), cfg, progress=bar.update,
                                         workers=workers)
             finally:
                 bar.close()
@@ -317,7 +317,7 @@ class StoreIndexes:
         def build(folder: Path) -> tuple[list[str], int]:
             bar = _progress_bar(self.store.count_items(), "index terms")
             try:
-                stats = TermStats.build(self.store.iter_items(), cfg, progress=bar.update)
+                stats = TermStats.build(self.store.iter_item_texts(), cfg, progress=bar.update)
             finally:
                 bar.close()
             return stats.save(folder), stats.n_docs

@@ -5,7 +5,7 @@ from __future__ import annotations
 import errno
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -16,6 +16,7 @@ from aiblox.fusion.types import RankedList
 
 __all__ = [
     "FILTER_FIELDS",
+    "ItemText",
     "PACK_COLUMNS",
     "PACK_ID_RE",
     "SHA256_RE",
@@ -38,6 +39,14 @@ PACK_COLUMNS = ("pack_id", "parent_pack_id", "tenant_id", "trace_id", "created_a
 """Columns of an audit pack row (``evidence_packs``, besides its JSON)."""
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 PACK_ID_RE = re.compile(r"^pack_[0-9a-f]{16}$")
+
+
+class ItemText(NamedTuple):
+    """An item's id and the fields an index reads (:meth:`Store.iter_item_texts`)."""
+
+    id: str
+    title: str
+    text: str
 
 
 class StoreError(RuntimeError):
@@ -171,6 +180,11 @@ class Store(Protocol):
     def iter_items(self, batch_size: int = 10000) -> Iterator[list[ItemRecord]]:
         """Every stored item in batches, item ids ascending (code point order); memory is
         bounded by one batch."""
+        ...
+
+    def iter_item_texts(self, batch_size: int = 10000) -> Iterator[list[ItemText]]:
+        """:meth:`iter_items` with only the id, title and text of each item (an index build
+        reads nothing else: no records to validate, no metadata to parse)."""
         ...
 
     def matching_ids(self, filters: dict[str, Any]) -> list[str]:

@@ -40,6 +40,7 @@ from aiblox.fusion.types import RankedList
 from aiblox.hashing import canonical_json
 from aiblox.stores.base import (
     PACK_COLUMNS,
+    ItemText,
     StoreError,
     UpsertReport,
     check_pack_row,
@@ -48,6 +49,7 @@ from aiblox.stores.base import (
     plan_upsert,
 )
 from aiblox.stores.duckdb_fts import bm25_sql
+from aiblox.stores.duckdb_sql import Connection
 
 __all__ = ["SCHEMA_VERSION", "DuckDBStore", "load_extension", "query_rows"]
 
@@ -103,9 +105,9 @@ class DuckDBStore:
             Path(self.location).parent.mkdir(parents=True, exist_ok=True)
         limit = memory_limit or os.environ.get("AIBLOX_DUCKDB_MEMORY_LIMIT") or MEMORY_LIMIT
         try:
-            self.con = duckdb.connect(self.location, read_only=read_only,
-                                      config={"memory_limit": limit,
-                                              "checkpoint_threshold": CHECKPOINT_THRESHOLD})
+            self.con = Connection(duckdb.connect(
+                self.location, read_only=read_only,
+                config={"memory_limit": limit, "checkpoint_threshold": CHECKPOINT_THRESHOLD}))
         except (duckdb.ParserException, duckdb.InvalidInputException) as exc:
             raise StoreError(f"DuckDB memory limit {limit!r} (memory_limit= or "
                              f"$AIBLOX_DUCKDB_MEMORY_LIMIT): {exc}") from exc
@@ -326,6 +328,22 @@ class DuckDBStore:
                               text=r[5], metadata=json.loads(r[6])) for r in rows]
             last = rows[-1][0]
 
+    def iter_item_texts(self, batch_size: int = 10000) -> Iterator[list[ItemText]]:
+        last: str | None = None
+        while True:
+            with self._lock:
+                table = self.con.execute(
+                    "SELECT id, title, text FROM items "
+                    + ("WHERE id > ? " if last is not None else "")
+                    + "ORDER BY id LIMIT ?",
+                    [*([last] if last is not None else []), int(batch_size)]).to_arrow_table()
+            if table.num_rows == 0:
+                return
+            ids = table.column("id").to_pylist()
+            yield list(map(ItemText, ids, table.column("title").to_pylist(),
+                           table.column("text").to_pylist()))
+            last = ids[-1]
+
     def matching_ids(self, filters: dict[str, Any]) -> list[str]:
         where, params = self._filter_sql(filters, "i")
         with self._lock:
@@ -487,6 +505,8 @@ class DuckDBStore:
         """Row ids of the cached hashes, then those rows' vectors (a fresh ingest batch reads
         none); :meth:`_embeddings_by_key` scans every vector (0.9-1.5 s at 1M)."""
         wanted = sorted(set(text_hashes))
+        if not wanted:
+            return {}
         with self._lock:
             if len(wanted) == 1:  # fetched as a row: no arrow set-up (~45 ms) for one vector
                 row = self.con.execute("SELECT vector FROM embedding_cache WHERE model_id = ? "

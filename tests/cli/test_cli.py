@@ -80,7 +80,7 @@ try:
     app(sys.argv[1:], prog_name="aiblox")
 finally:
     sys.stderr.write("\\nloaded " + json.dumps(
-        [m for m in ("numba", "torch", "sentence_transformers") if m in sys.modules]))
+        [m for m in ("numba", "torch", "sentence_transformers", "pandas") if m in sys.modules]))
 """
 
 
@@ -113,6 +113,31 @@ def test_bm25_search_needs_no_embedder(tmp_path):
     assert all(c["rank_vec"] is None for c in bundle["candidates"])
     assert bundle["evidence"] and all(e["score_vec"] is None for e in bundle["evidence"])
     assert bundle["stats"]["params"]["embedder"] is None
-    assert r.stderr.strip().splitlines()[-1] == "loaded []"
+    loaded = json.loads(r.stderr.strip().splitlines()[-1].removeprefix("loaded "))
+    assert set(loaded) <= {"pandas"}  # pandas: DuckDB's client, writing the chunk cache once
     hybrid = search("hybrid")
     assert hybrid.returncode != 0 and "cannot be built" in hybrid.stderr, hybrid.stderr[-2000:]
+
+
+def test_warm_hybrid_search_loads_neither_pandas_nor_numba(tmp_path):
+    """A repeated hybrid search (its query's and chunks' vectors cached by the first) binds no
+    DuckDB parameter (the client would import pandas: 0.2-0.3 s) and scores its one query
+    without numba: neither is loaded."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    db = str(tmp_path / "hybrid.duckdb")
+    assert _run("ingest", "sample", "--db", db, "--embedder", "hashing").exit_code == 0
+    env = {**os.environ, "AIBLOX_NO_PROGRESS": "1", "PYTHONPATH": os.pathsep.join(
+        [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")])}
+    runs = [subprocess.run([sys.executable, "-c", SEARCH_WITH, "search", "it's a 'quoted' query?",
+                            "--db", db, "--embedder", "hashing", "--json", "-k", "5"],
+                           capture_output=True, text=True, env=env, timeout=300)
+            for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[-1].stderr[-3000:]
+    first, again = (json.loads(r.stdout) for r in runs)
+    assert [c["item_id"] for c in first["candidates"]] == \
+        [c["item_id"] for c in again["candidates"]] and len(first["candidates"]) == 5
+    assert runs[1].stderr.strip().splitlines()[-1] == "loaded []"

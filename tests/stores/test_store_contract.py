@@ -147,6 +147,19 @@ def test_items_round_trip_and_persist_across_reopen(store):
         again.close()
 
 
+def test_item_texts_are_the_items_ids_titles_and_texts_in_order(store):
+    """What an index build reads (:meth:`Store.iter_item_texts`): every item's id, title and
+    text, ids ascending in code point order, in batches, as :meth:`Store.iter_items` has them."""
+    items = [*DOCS, ItemRecord(id="B", kind="doc", source="t", title="", text="upper"),
+             ItemRecord(id="ä", kind="doc", source="t", title="t", text="umlaut")]
+    ingest_items(store, items, None, progress=False)
+    texts = [list(batch) for batch in store.iter_item_texts(batch_size=2)]
+    records = [it for batch in store.iter_items(batch_size=2) for it in batch]
+    assert [len(b) for b in texts] == [2, 2, 1]
+    assert [tuple(t) for b in texts for t in b] == [(it.id, it.title, it.text) for it in records]
+    assert [t.id for b in texts for t in b] == sorted(it.id for it in items)
+
+
 def test_wrong_dimension_refused(store):
     with pytest.raises(StoreError, match="384-dim"):
         store.set_item_vectors("m", [("a", "h", np.zeros(10))])

@@ -18,7 +18,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from aiblox.contracts.items import ItemRecord
-from aiblox.stores.base import StoreError, UpsertReport, plan_upsert
+from aiblox.stores.base import ItemText, StoreError, UpsertReport, plan_upsert
 from aiblox.stores.chunk_cache import (
     ChunkCacheEntry,
     ChunkCacheKey,
@@ -136,6 +136,22 @@ class ItemRepo:
                 batch = [ItemRecord(id=r.id, kind=r.kind, source=r.source,
                                     source_ref=r.source_ref, title=r.title, text=r.text,
                                     metadata=r.metadata_) for r in rows]
+            if not batch:
+                return
+            yield batch
+            last = batch[-1].id
+
+    def text_batches(self, batch_size: int) -> Iterator[list[ItemText]]:
+        """:meth:`batches` with only ids, titles and texts."""
+        key = ItemRow.id.collate("C")
+        last: str | None = None
+        while True:
+            stmt = select(ItemRow.id, ItemRow.title, ItemRow.text).order_by(key).limit(
+                int(batch_size))
+            if last is not None:
+                stmt = stmt.where(key > last)
+            with self.sessions.begin() as s:
+                batch = [ItemText(*r) for r in s.execute(stmt).all()]
             if not batch:
                 return
             yield batch

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from aiblox.contracts.items import ItemRecord
 from aiblox.contracts.retrieval import FtsConfig, VectorConfig
 from aiblox.fusion.types import RankedList
-from aiblox.stores.base import StoreError, UpsertReport
+from aiblox.stores.base import ItemText, StoreError, UpsertReport
 from aiblox.stores.postgres.fts_query import fts_batch_query, tsquery_check
 from aiblox.stores.postgres.models import FTS_CONFIG, VECTOR_DIM
 from aiblox.stores.postgres.pack_repo import PackRepo
@@ -129,6 +129,10 @@ class PostgresStore:
     def iter_items(self, batch_size: int = 10000) -> Iterator[list[ItemRecord]]:
         with self.db_errors("read items"):
             yield from self.items.batches(batch_size)
+
+    def iter_item_texts(self, batch_size: int = 10000) -> Iterator[list[ItemText]]:
+        with self.db_errors("read items"):
+            yield from self.items.text_batches(batch_size)
 
     def matching_ids(self, filters: dict[str, Any]) -> list[str]:
         with self.db_errors("filter items"):
