@@ -50,6 +50,7 @@ from aiblox.stores.base import (
 )
 from aiblox.stores.duckdb_fts import bm25_sql
 from aiblox.stores.duckdb_sql import Connection
+from aiblox.stores.duckdb_vectors import cached_embeddings, vector_batches
 
 __all__ = ["SCHEMA_VERSION", "DuckDBStore", "load_extension", "query_rows"]
 
@@ -407,16 +408,7 @@ class DuckDBStore:
         with self._lock:  # a cursor of its own: the store stays usable between batches
             cur = self.con.cursor()
         try:
-            reader = cur.execute(
-                "SELECT v.item_id, v.vector FROM item_vectors v JOIN items i ON i.id = v.item_id "
-                "WHERE v.model_id = ? ORDER BY v.item_id", [model_id]
-            ).to_arrow_reader(batch_size)
-            for batch in reader:
-                if batch.num_rows == 0:
-                    continue
-                flat = batch.column(1).values.to_numpy(zero_copy_only=False)
-                yield (batch.column(0).to_pylist(),
-                       np.asarray(flat, dtype=np.float32).reshape(batch.num_rows, self.dim))
+            yield from vector_batches(cur, self.dim, model_id, batch_size)
         finally:
             cur.close()
 
@@ -502,44 +494,8 @@ class DuckDBStore:
 
     # -- embedding cache -----------------------------------------------------------------
     def get_embeddings(self, model_id: str, text_hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        """Row ids of the cached hashes, then those rows' vectors (a fresh ingest batch reads
-        none); :meth:`_embeddings_by_key` scans every vector (0.9-1.5 s at 1M)."""
-        wanted = sorted(set(text_hashes))
-        if not wanted:
-            return {}
         with self._lock:
-            if len(wanted) == 1:  # fetched as a row: no arrow set-up (~45 ms) for one vector
-                row = self.con.execute("SELECT vector FROM embedding_cache WHERE model_id = ? "
-                                       "AND text_sha256 = ?", [model_id, *wanted]).fetchone()
-                return {} if row is None else {wanted[0]: np.asarray(row[0], dtype=np.float32)}
-            rowids = [r[0] for r in self.con.execute(
-                "SELECT rowid FROM embedding_cache WHERE model_id = ? AND text_sha256 IN "
-                "(SELECT unnest(?::VARCHAR[]))", [model_id, wanted]).fetchall()]
-            if not rowids:
-                return {}
-            if len({r >> 11 for r in rowids}) > 64:  # rows in many 2,048-row vectors: a scan
-                return self._embeddings_by_key(model_id, wanted)  # either way, the join's faster
-            models, found = self._embeddings("rowid IN (SELECT unnest(?::BIGINT[]))",
-                                              [sorted(rowids)])
-            if len(found) != len(rowids) or models - {model_id} or found.keys() - set(wanted):
-                return self._embeddings_by_key(model_id, wanted)  # rows moved between reads
-        return found
-
-    def _embeddings_by_key(self, model_id: str, wanted: list[str]) -> dict[str, np.ndarray]:
-        return self._embeddings("model_id = ? AND text_sha256 IN (SELECT unnest(?::VARCHAR[]))",
-                                [model_id, sorted(set(wanted))])[1]
-
-    def _embeddings(self, where: str, params: list[Any]) -> tuple[set[str], dict[str, Any]]:
-        """The model ids and ``{text_sha256: float32 vector}`` of the cache rows ``where``."""
-        with self._lock:
-            table = self.con.execute("SELECT model_id, text_sha256, vector FROM embedding_cache "
-                                     f"WHERE {where}", params).to_arrow_table()
-        vectors = table.column("vector").combine_chunks()
-        flat = np.asarray(vectors.values.to_numpy(zero_copy_only=False), dtype=np.float32)
-        offsets = vectors.offsets.to_numpy()
-        hashes = table.column("text_sha256").to_pylist()
-        return set(table.column("model_id").to_pylist()), {
-            h: flat[offsets[i]:offsets[i + 1]] for i, h in enumerate(hashes)}
+            return cached_embeddings(self.con, model_id, text_hashes)
 
     def put_embeddings(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]],
                        replace: bool = False) -> int:

@@ -6,6 +6,7 @@ import pytest
 from aiblox.contracts import ItemRecord
 from aiblox.embedding import CachedEmbedder, HashingEmbedder
 from aiblox.stores import DuckDBStore, ingest_items
+from aiblox.stores.duckdb_vectors import embeddings_by_key
 
 DOCS = [
     ItemRecord(id="a", title="Hello world", text="the quick brown fox", metadata={"y": 2020}),
@@ -98,10 +99,51 @@ def test_embedding_lookup_by_row_ids_equals_the_read_by_key(tmp_path):
             for name, asked in cases.items():
                 got = store.get_embeddings("m", asked)
                 assert sorted(got) == sorted({h for h in asked if h in at}), name
-                want = store._embeddings_by_key("m", asked)
+                want = embeddings_by_key(store.con, "m", sorted(set(asked)))
                 assert got.keys() == want.keys(), name
                 for h, v in got.items():
                     assert v.dtype == np.float32 and v.tobytes() == want[h].tobytes(), name
                     assert v.tobytes() == vectors[at[h]].tobytes(), name
             assert store.get_embeddings("other", [hashes[5]])[hashes[5]].tobytes() == \
                 (-vectors[5]).tobytes()
+
+
+def test_item_vectors_in_id_order(tmp_path):
+    """Item vectors come back in id order, batch by batch, equal to what was written, before
+    and after vectors were replaced and items deleted; vectors of another model and of deleted
+    items never show."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    ids = [f"d{i:05d}" for i in range(2_000)]
+    vecs = rng.standard_normal((len(ids), 8)).astype(np.float32)
+    with DuckDBStore(tmp_path / "v.duckdb", dim=8) as store:
+        store.upsert_items([ItemRecord(id=i, kind="doc", source="t", text=f"text {i}")
+                            for i in ids])
+        for start in range(0, len(ids), 700):  # several writes, as ingest batches
+            store.set_item_vectors("m", [(i, "h", vecs[n]) for n, i in
+                                         enumerate(ids[start:start + 700], start)])
+        store.set_item_vectors("other", [(i, "h", -vecs[n]) for n, i in enumerate(ids[:50])])
+
+        def read(batch_size):
+            batches = list(store.iter_item_vectors("m", batch_size=batch_size))
+            return [i for b, _ in batches for i in b], np.concatenate([m for _, m in batches])
+
+        expect = dict(zip(ids, vecs, strict=True))
+        for stage in ("in id order", "replaced and deleted"):
+            for size in (333, 5_000):
+                got_ids, got = read(size)
+                assert got_ids == sorted(expect), (stage, size)
+                assert got.tobytes() == np.stack([expect[i] for i in got_ids]).tobytes()
+            whole_ids, whole = store.item_vectors("m")
+            assert whole_ids == sorted(expect) and whole.tobytes() == got.tobytes()
+            if stage != "in id order":
+                break
+            changed = ids[10:20] + ids[1_500:1_510]
+            for i in changed:
+                expect[i] = expect[i] * 2
+            store.set_item_vectors("m", [(i, "h2", expect[i]) for i in changed])
+            gone = ids[100:130]
+            store.delete_items(gone)
+            for i in gone:
+                del expect[i]

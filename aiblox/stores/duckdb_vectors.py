@@ -1,0 +1,83 @@
+"""Reading vectors out of a DuckDB store without moving more of them than asked for.
+
+A 1M-document store holds 1.5 GB of item vectors and as much again in its embedding cache.
+
+- :func:`vector_batches`: the item vectors of a model in id order, batch by batch, streamed
+  from one sorted query (reading by row-id ranges instead was measured slower: 10.2 s against
+  5.5 s at 1M).
+- :func:`cached_embeddings`: the embedding cache's vectors of some text hashes: the row ids of
+  those cached, then those rows (nothing read when none is cached, as in a fresh ingest
+  batch; tens of rows for a search), or one read by key when the rows are spread over the
+  table (a scan either way).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["cached_embeddings", "embeddings_by_key", "vector_batches"]
+
+
+def _matrix(column: Any, rows: int, dim: int) -> np.ndarray:
+    """A fixed-size-list column (an arrow array, or chunked) as a ``rows x dim`` matrix."""
+    if hasattr(column, "combine_chunks"):
+        column = column.combine_chunks()
+    flat = column.values.to_numpy(zero_copy_only=False)
+    return np.asarray(flat, dtype=np.float32).reshape(rows, dim)
+
+
+def vector_batches(cur: Any, dim: int, model_id: str, batch_size: int
+                   ) -> Iterator[tuple[list[str], np.ndarray]]:
+    """Batches of item ids ascending and their ``model_id`` vectors (items that exist only),
+    streamed from the cursor ``cur`` (one query sorted by id: 5.5 s at 1M, warm)."""
+    reader = cur.execute(
+        "SELECT v.item_id, v.vector FROM item_vectors v JOIN items i ON i.id = v.item_id "
+        "WHERE v.model_id = ? ORDER BY v.item_id", [model_id]).to_arrow_reader(batch_size)
+    for batch in reader:
+        if batch.num_rows:
+            yield batch.column(0).to_pylist(), _matrix(batch.column(1), batch.num_rows, dim)
+
+
+def _embeddings(con: Any, where: str, params: list[Any]) -> tuple[set[str], dict[str, Any]]:
+    """The model ids and ``{text_sha256: float32 vector}`` of the cache rows ``where``."""
+    table = con.execute("SELECT model_id, text_sha256, vector FROM embedding_cache "
+                        f"WHERE {where}", params).to_arrow_table()
+    vectors = table.column("vector").combine_chunks()
+    flat = np.asarray(vectors.values.to_numpy(zero_copy_only=False), dtype=np.float32)
+    offsets = vectors.offsets.to_numpy()
+    hashes = table.column("text_sha256").to_pylist()
+    return set(table.column("model_id").to_pylist()), {
+        h: flat[offsets[i]:offsets[i + 1]] for i, h in enumerate(hashes)}
+
+
+def embeddings_by_key(con: Any, model_id: str, wanted: list[str]) -> dict[str, np.ndarray]:
+    """The cached vectors of ``wanted`` (hashes, sorted and unique) read by key: a scan of
+    every cached vector."""
+    return _embeddings(con, "model_id = ? AND text_sha256 IN (SELECT unnest(?::VARCHAR[]))",
+                       [model_id, wanted])[1]
+
+
+def cached_embeddings(con: Any, model_id: str, text_hashes: Sequence[str]
+                      ) -> dict[str, np.ndarray]:
+    """``{hash: vector}`` of the ``text_hashes`` the embedding cache holds for ``model_id``."""
+    wanted = sorted(set(text_hashes))
+    if not wanted:
+        return {}
+    if len(wanted) == 1:  # fetched as a row: no arrow set-up (~45 ms) for one vector
+        row = con.execute("SELECT vector FROM embedding_cache WHERE model_id = ? "
+                          "AND text_sha256 = ?", [model_id, *wanted]).fetchone()
+        return {} if row is None else {wanted[0]: np.asarray(row[0], dtype=np.float32)}
+    rowids = [r[0] for r in con.execute(
+        "SELECT rowid FROM embedding_cache WHERE model_id = ? AND text_sha256 IN "
+        "(SELECT unnest(?::VARCHAR[]))", [model_id, wanted]).fetchall()]
+    if not rowids:
+        return {}
+    if len({r >> 11 for r in rowids}) > 64:  # rows in many 2,048-row vectors: a scan
+        return embeddings_by_key(con, model_id, wanted)  # either way, the read by key is faster
+    models, found = _embeddings(con, "rowid IN (SELECT unnest(?::BIGINT[]))", [sorted(rowids)])
+    if len(found) != len(rowids) or models - {model_id} or found.keys() - set(wanted):
+        return embeddings_by_key(con, model_id, wanted)  # rows moved between the reads
+    return found
