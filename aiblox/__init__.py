@@ -15,8 +15,9 @@ fast. Everything else lives in the subpackages; ``docs/architecture.md`` maps th
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from aiblox.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -72,14 +73,4 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from aiblox.sweep import compare_runs, load_spec, run_sweep
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'aiblox' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value  # imported once
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS, __all__)

@@ -36,8 +36,9 @@ use a report, a comparison or pandas's frames does not import them (nor pandas).
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from aiblox.lazy import lazy_exports
 
 _EXPORTS = {
     "PointResult": "aiblox.sweep.results",
@@ -114,14 +115,4 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from aiblox.sweep.verify import VerifyReport, verify_point
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'aiblox.sweep' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value  # imported once
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS, __all__)
