@@ -312,38 +312,37 @@ class DuckDBStore:
         with self._lock:
             return dict(self.con.execute("SELECT id, content_hash FROM items").fetchall())
 
-    def iter_items(self, batch_size: int = 10000) -> Iterator[list[ItemRecord]]:
-        import json
-
-        last: str | None = None
-        while True:
-            with self._lock:
-                rows = self.con.execute(
-                    "SELECT id, kind, source, source_ref, title, text, metadata FROM items "
-                    + ("WHERE id > ? " if last is not None else "")
-                    + "ORDER BY id LIMIT ?",
-                    [*([last] if last is not None else []), int(batch_size)]).fetchall()
-            if not rows:
-                return
-            yield [ItemRecord(id=r[0], kind=r[1], source=r[2], source_ref=r[3], title=r[4],
-                              text=r[5], metadata=json.loads(r[6])) for r in rows]
-            last = rows[-1][0]
-
-    def iter_item_texts(self, batch_size: int = 10000) -> Iterator[list[ItemText]]:
+    def _item_pages(self, columns: str, batch_size: int) -> Iterator[list[list[Any]]]:
+        """``columns`` (``id`` first) of every item, a page of ``batch_size`` at a time, ids
+        ascending (keyset paging: each page starts after the last id of the one before), as
+        one list of values per column."""
         last: str | None = None
         while True:
             with self._lock:
                 table = self.con.execute(
-                    "SELECT id, title, text FROM items "
+                    f"SELECT {columns} FROM items "
                     + ("WHERE id > ? " if last is not None else "")
                     + "ORDER BY id LIMIT ?",
                     [*([last] if last is not None else []), int(batch_size)]).to_arrow_table()
             if table.num_rows == 0:
                 return
-            ids = table.column("id").to_pylist()
-            yield list(map(ItemText, ids, table.column("title").to_pylist(),
-                           table.column("text").to_pylist()))
-            last = ids[-1]
+            page = [col.to_pylist() for col in table.columns]
+            yield page
+            last = page[0][-1]
+
+    def iter_items(self, batch_size: int = 10000) -> Iterator[list[ItemRecord]]:
+        import json
+
+        for ids, kinds, sources, refs, titles, texts, metas in self._item_pages(
+                "id, kind, source, source_ref, title, text, metadata", batch_size):
+            yield [ItemRecord(id=i, kind=k, source=s, source_ref=r, title=ti, text=te,
+                              metadata=json.loads(m))
+                   for i, k, s, r, ti, te, m in zip(ids, kinds, sources, refs, titles, texts,
+                                                    metas, strict=True)]
+
+    def iter_item_texts(self, batch_size: int = 10000) -> Iterator[list[ItemText]]:
+        for ids, titles, texts in self._item_pages("id, title, text", batch_size):
+            yield list(map(ItemText, ids, titles, texts))
 
     def matching_ids(self, filters: dict[str, Any]) -> list[str]:
         where, params = self._filter_sql(filters, "i")
