@@ -338,6 +338,17 @@ sys.argv[0] = "aiblox"
 main()  # as the console script
 """
 
+READ_QRELS = r"""
+qrels = {}
+with open(f"{ds}/qrels/test.tsv", encoding="utf-8") as fh:
+    next(fh)
+    for line in fh:
+        q, d, g = line.rstrip("\n").split("\t")
+        qrels.setdefault(q, {})[d] = int(g)
+qids = sorted(qrels)
+"""
+"""The baseline scripts' qrels (the dataset folder ``ds``'s test split) and query ids."""
+
 BM25S_SCRIPT = r"""
 import json, os, sys, time
 import bm25s, Stemmer
@@ -348,14 +359,7 @@ with open(f"{ds}/queries.jsonl", encoding="utf-8") as fh:
     for line in fh:
         obj = json.loads(line)
         queries[obj["_id"]] = obj["text"]
-qrels = {}
-with open(f"{ds}/qrels/test.tsv", encoding="utf-8") as fh:
-    next(fh)
-    for line in fh:
-        q, d, g = line.rstrip("\n").split("\t")
-        qrels.setdefault(q, {})[d] = int(g)
-qids = sorted(qrels)
-ref = bm25s.BM25.load(f"{db}.bm25s", mmap=True, show_progress=False)
+""" + READ_QRELS + r"""ref = bm25s.BM25.load(f"{db}.bm25s", mmap=True, show_progress=False)
 ids = open(f"{db}.bm25s.ids", encoding="utf-8").read().split("\n")
 tokens = bm25s.tokenize([queries[q] for q in qids], stopwords="en",
                         stemmer=Stemmer.Stemmer("english"), show_progress=False)
@@ -373,14 +377,7 @@ import numpy as np
 import pyarrow.parquet as pq
 from ranx import Qrels, Run, evaluate
 ds, db, vectors = sys.argv[1], sys.argv[2], sys.argv[3]
-qrels = {}
-with open(f"{ds}/qrels/test.tsv", encoding="utf-8") as fh:
-    next(fh)
-    for line in fh:
-        q, d, g = line.rstrip("\n").split("\t")
-        qrels.setdefault(q, {})[d] = int(g)
-qids = sorted(qrels)
-table = pq.read_table(vectors, columns=["_id", "vector"])
+""" + READ_QRELS + r"""table = pq.read_table(vectors, columns=["_id", "vector"])
 col = table.column(1).combine_chunks()
 mat = col.values.to_numpy(zero_copy_only=False).reshape(len(col), -1)
 row = {q: i for i, q in enumerate(table.column(0).to_pylist())}
