@@ -1,4 +1,5 @@
-"""numba set-up shared by every compiled kernel: a stable cache folder and a thread count.
+"""numba set-up shared by every compiled kernel: a stable cache folder and a thread count (and
+the cores a process may use, for kernels and worker processes alike).
 
 numba reads ``NUMBA_CACHE_DIR`` when it is first imported, so :func:`setup_numba_cache` runs
 before any module with ``@njit(cache=True)`` kernels is imported; compiled code is then reused
@@ -12,7 +13,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["compiled_threads", "setup_numba_cache"]
+__all__ = ["compiled_threads", "setup_numba_cache", "usable_cores"]
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, else the machine's)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def setup_numba_cache() -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import collections
 import concurrent.futures as cf
 import multiprocessing
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -22,8 +21,7 @@ import numpy as np
 
 from aiblox.text.analysis import Analyzer
 
-__all__ = ["PARALLEL_FROM_DOCS", "BatchCounter", "BatchCounts", "count_batch", "global_terms",
-           "usable_cores"]
+__all__ = ["PARALLEL_FROM_DOCS", "BatchCounter", "BatchCounts", "count_batch", "global_terms"]
 
 PARALLEL_FROM_DOCS = 50_000
 """Builds over fewer documents stay in this process (a worker costs about 0.3 s to start)."""
@@ -43,13 +41,6 @@ class BatchCounts:
     counts: np.ndarray
     lens: np.ndarray
     """Terms per document (repeats counted), one per text."""
-
-
-def usable_cores() -> int:
-    """The cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def count_batch(texts: Sequence[str], lower: bool, stopwords: str,

@@ -41,10 +41,11 @@ from typing import Any
 
 import numpy as np
 
+from aiblox.compiled import usable_cores
 from aiblox.contracts.retrieval import FtsConfig, VectorConfig
 from aiblox.hashing import sha256_hex
 from aiblox.indexes.bm25 import BM25_VERSION, BM25Index
-from aiblox.indexes.bm25_counts import PARALLEL_FROM_DOCS, usable_cores
+from aiblox.indexes.bm25_counts import PARALLEL_FROM_DOCS
 from aiblox.indexes.knn import KNN_VERSION, VectorIndex, effective_kind
 from aiblox.indexes.passages import PassageIndex, PassageStats, passage_chunker_id
 from aiblox.indexes.term_stats import TERMS_VERSION, TermStats, term_stats_spec

@@ -38,7 +38,7 @@ from typing import Any
 
 from aiblox.chunking import make_chunker
 from aiblox.cluster import check_executor, connect
-from aiblox.compiled import compiled_threads
+from aiblox.compiled import compiled_threads, usable_cores
 from aiblox.data import Dataset, load_dataset
 from aiblox.embedding.device import describe_device, resolve_device
 from aiblox.engine.cache import StageCache, StageCacheCorrupt
@@ -74,8 +74,7 @@ def default_jobs() -> int:
     thread than on two at a load of 4-5 on 2 cores (``benchmarks/README.md``, "Fusion
     sweep").
     The thread count never changes a result."""
-    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-             else os.cpu_count() or 1)
+    cores = usable_cores()
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):  # no load average on this platform
