@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from json.encoder import encode_basestring
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aiblox.hashing import canonical_plain_json, sha256_hex, sha256_text
+from aiblox.hashing import sha256_hex, sha256_text
 
 __all__ = ["ItemRecord", "embedding_text"]
 
@@ -48,19 +49,21 @@ class ItemRecord(BaseModel):
     @property
     def content_hash(self) -> str:
         """sha256 of the canonical JSON of title, text and metadata: changes when any does
-        (without metadata by one ``json.dumps``: the same bytes, 3x faster, remembered for the
-        last items asked by their title and text, never by the object: a
-        ``model_copy(update=...)`` must not carry its source's hash)."""
-        value = {"metadata": self.metadata, "text": self.text, "title": self.title}
+        (without metadata written by hand with ``json``'s own string encoder: the same bytes
+        as ``json.dumps``, in half its time, remembered for the last items asked by their title
+        and text, never by the object: a ``model_copy(update=...)`` must not carry its
+        source's hash)."""
         if not self.metadata:
             key = (self.title, self.text)
             found = _HASHES.get(key)
             if found is None:
                 if len(_HASHES) >= _HASHES_MAX:
                     _HASHES.clear()
-                found = _HASHES[key] = sha256_text(canonical_plain_json(value))
+                found = _HASHES[key] = sha256_text(  # canonical_plain_json(value), by hand
+                    f'{{"metadata":{{}},"text":{encode_basestring(self.text)},'
+                    f'"title":{encode_basestring(self.title)}}}')
             return found
-        return sha256_hex(value)
+        return sha256_hex({"metadata": self.metadata, "text": self.text, "title": self.title})
 
     @property
     def embedding_text(self) -> str:

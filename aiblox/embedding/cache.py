@@ -27,6 +27,10 @@ class EmbeddingCache(Protocol):
         """The cached vectors among ``text_hashes`` (missing ones are absent)."""
         ...
 
+    def cached_hashes(self, model_id: str, text_hashes: Sequence[str]) -> set[str]:
+        """The hashes among ``text_hashes`` that have a cached vector (none is read)."""
+        ...
+
     def put_embeddings(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]],
                        replace: bool = False) -> int:
         """Store ``(text_sha256, vector)`` rows; returns how many were new. A row whose hash
@@ -43,6 +47,9 @@ class InMemoryEmbeddingCache:
 
     def get_embeddings(self, model_id: str, text_hashes: Sequence[str]) -> dict[str, np.ndarray]:
         return {h: self._rows[(model_id, h)] for h in text_hashes if (model_id, h) in self._rows}
+
+    def cached_hashes(self, model_id: str, text_hashes: Sequence[str]) -> set[str]:
+        return {h for h in text_hashes if (model_id, h) in self._rows}
 
     def put_embeddings(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]],
                        replace: bool = False) -> int:
@@ -84,21 +91,41 @@ class CachedEmbedder:
         hashes = [sha256_text(t) for t in texts]
         unique = sorted(set(hashes))
         found = self.cache.get_embeddings(self.model_id, unique)
-        todo = [h for h in unique if h not in found]
-        self.hits += len(unique) - len(todo)
-        self.misses += len(todo)
-        if todo:
-            text_of = dict(zip(hashes, texts, strict=True))
-            bar = progress_bar(len(todo), f"embedding ({self.model_id} on {self.device})",
-                               unit="text", enabled=self.progress)
-            for start in range(0, len(todo), self.batch_size):
-                batch = todo[start:start + self.batch_size]
-                vectors = self.embedder.embed([text_of[h] for h in batch])
-                rows = list(zip(batch, vectors, strict=True))
-                self.cache.put_embeddings(self.model_id, rows)
-                found.update(rows)
-                bar.update(len(batch))
-            bar.close()
+        found.update(self._embed_missing(texts, hashes, [h for h in unique if h not in found]))
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([np.asarray(found[h], dtype=np.float32) for h in hashes])
+
+    def ensure_cached(self, texts: Sequence[str], hashes: Sequence[str] | None = None
+                      ) -> list[str]:
+        """Make the cache hold a vector of each of ``texts`` (``hashes``: their sha256, when
+        known), embedding the texts it lacks as :meth:`embed` does (and counting hits and
+        misses alike), without reading a cached vector; returns the texts' hashes. An ingest
+        then copies the vectors inside the store (:meth:`Store.set_item_vectors_from_cache`)."""
+        hashes = list(hashes) if hashes is not None else [sha256_text(t) for t in texts]
+        unique = sorted(set(hashes))
+        held = self.cache.cached_hashes(self.model_id, unique)
+        self._embed_missing(texts, hashes, [h for h in unique if h not in held])
+        return hashes
+
+    def _embed_missing(self, texts: Sequence[str], hashes: Sequence[str], todo: list[str]
+                       ) -> dict[str, np.ndarray]:
+        """Embed the texts whose hashes are ``todo`` (the cache lacks them; the other unique
+        hashes of ``hashes`` count as hits) and store their vectors; returns them."""
+        self.hits += len(set(hashes)) - len(todo)
+        self.misses += len(todo)
+        made: dict[str, np.ndarray] = {}
+        if not todo:
+            return made
+        text_of = dict(zip(hashes, texts, strict=True))
+        bar = progress_bar(len(todo), f"embedding ({self.model_id} on {self.device})",
+                           unit="text", enabled=self.progress)
+        for start in range(0, len(todo), self.batch_size):
+            batch = todo[start:start + self.batch_size]
+            vectors = self.embedder.embed([text_of[h] for h in batch])
+            rows = list(zip(batch, vectors, strict=True))
+            self.cache.put_embeddings(self.model_id, rows)
+            made.update(rows)
+            bar.update(len(batch))
+        bar.close()
+        return made

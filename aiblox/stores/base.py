@@ -200,6 +200,14 @@ class Store(Protocol):
         """Store ``(item_id, text_sha256, vector)`` rows for ``model_id``; returns rows written."""
         ...
 
+    def set_item_vectors_from_cache(self, model_id: str,
+                                    rows: Sequence[tuple[str, str]]) -> int:
+        """Store ``(item_id, text_sha256)`` rows for ``model_id`` (item ids unique) with the
+        embedding cache's vector of each text: what :meth:`set_item_vectors` would store
+        with those vectors, copied inside the store. A text the cache lacks is a
+        :class:`StoreError`, and nothing is written. Returns rows written."""
+        ...
+
     def item_vector_hashes(self, model_id: str) -> dict[str, str]:
         """``{item_id: text_sha256}`` of the vectors stored for ``model_id``."""
         ...
@@ -244,6 +252,10 @@ class Store(Protocol):
 
     def get_embeddings(self, model_id: str, text_hashes: Sequence[str]) -> dict[str, np.ndarray]:
         """Embedding cache lookup."""
+        ...
+
+    def cached_hashes(self, model_id: str, text_hashes: Sequence[str]) -> set[str]:
+        """The hashes among ``text_hashes`` that have a cached vector (none is read)."""
         ...
 
     def put_embeddings(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]],

@@ -307,18 +307,14 @@ class DuckDBChunkCache:
         table = pa.table({**cols, "vectors": pa.array(cols["vectors"], type=pa.binary()),
                           "dim": pa.array(cols["dim"], type=pa.int32()),
                           "n_chunks": pa.array(cols["n_chunks"], type=pa.int32())})
-        with self._lock:
-            self.con.register("_aiblox_cw", table)
-            try:
-                self.con.execute(
-                    "INSERT INTO chunk_cache SELECT * FROM _aiblox_cw ON CONFLICT DO UPDATE SET "
-                    "chunks_json = excluded.chunks_json, vectors = excluded.vectors, "
-                    "dim = excluded.dim, n_chunks = excluded.n_chunks, "
-                    "payload_sha256 = excluded.payload_sha256, "
-                    "precomputed = chunk_cache.precomputed OR excluded.precomputed, "
-                    "created_at = excluded.created_at")
-            finally:
-                self.con.unregister("_aiblox_cw")
+        with self._lock, self.con.registered("_aiblox_cw", table):
+            self.con.execute(
+                "INSERT INTO chunk_cache SELECT * FROM _aiblox_cw ON CONFLICT DO UPDATE SET "
+                "chunks_json = excluded.chunks_json, vectors = excluded.vectors, "
+                "dim = excluded.dim, n_chunks = excluded.n_chunks, "
+                "payload_sha256 = excluded.payload_sha256, "
+                "precomputed = chunk_cache.precomputed OR excluded.precomputed, "
+                "created_at = excluded.created_at")
         return len(latest)
 
     def prune(self, current: dict[str, str]) -> int:
@@ -330,14 +326,11 @@ class DuckDBChunkCache:
                           "content_hash": [current[k] for k in sorted(current)]})
         with self._lock:
             before = self.count()
-            self.con.register("_aiblox_cur", table)
-            try:
+            with self.con.registered("_aiblox_cur", table):
                 self.con.execute(
                     "DELETE FROM chunk_cache WHERE NOT EXISTS (SELECT 1 FROM _aiblox_cur k "
                     "WHERE k.item_id = chunk_cache.item_id "
                     "AND k.content_hash = chunk_cache.content_hash)")
-            finally:
-                self.con.unregister("_aiblox_cur")
             return before - self.count()
 
     def count(self) -> int:

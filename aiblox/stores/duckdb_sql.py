@@ -15,7 +15,9 @@ identifiers.
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["INLINE_LIST_MAX", "Connection", "inline_parameters"]
@@ -92,6 +94,15 @@ class Connection:
         if inlined is not None:
             return self._con.execute(inlined)
         return self._con.execute(query, parameters)
+
+    @contextlib.contextmanager
+    def registered(self, name: str, table: Any) -> Iterator[None]:
+        """``table`` (an arrow table) readable as the view ``name`` inside the block."""
+        self._con.register(name, table)
+        try:
+            yield
+        finally:
+            self._con.unregister(name)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._con, name)

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["cached_embeddings", "embeddings_by_key", "vector_batches"]
+__all__ = ["cache_rows", "cached_embeddings", "cached_hash_set", "copy_cached_vectors",
+           "embeddings_by_key", "vector_batches"]
 
 
 def _matrix(column: Any, rows: int, dim: int) -> np.ndarray:
@@ -81,3 +82,41 @@ def cached_embeddings(con: Any, model_id: str, text_hashes: Sequence[str]
     if len(found) != len(rowids) or models - {model_id} or found.keys() - set(wanted):
         return embeddings_by_key(con, model_id, wanted)  # rows moved between the reads
     return found
+
+
+def cache_rows(model_id: str, hashes: list[str], vectors: list[np.ndarray]) -> Any:
+    """Embedding cache rows as an arrow table (``model_id``, ``text_sha256``, ``vector``)."""
+    import pyarrow as pa
+
+    offsets = np.zeros(len(vectors) + 1, dtype=np.int32)
+    np.cumsum([len(v) for v in vectors], out=offsets[1:])
+    values = np.concatenate([np.asarray(v, dtype=np.float32).ravel() for v in vectors])
+    return pa.table({"model_id": pa.array([model_id] * len(hashes), type=pa.string()),
+                     "text_sha256": hashes,
+                     "vector": pa.ListArray.from_arrays(pa.array(offsets), pa.array(values))})
+
+
+def cached_hash_set(con: Any, model_id: str, text_hashes: Sequence[str]) -> set[str]:
+    """The hashes among ``text_hashes`` the embedding cache holds for ``model_id`` (the hash
+    column alone is read)."""
+    wanted = sorted(set(text_hashes))
+    if not wanted:
+        return set()
+    return {r[0] for r in con.execute(
+        "SELECT text_sha256 FROM embedding_cache WHERE model_id = ? AND text_sha256 IN "
+        "(SELECT unnest(?::VARCHAR[]))", [model_id, wanted]).fetchall()}
+
+
+def copy_cached_vectors(con: Any, dim: int, model_id: str, pairs: str) -> int:
+    """Write the item vectors of the registered table ``pairs`` (``item_id``, unique, and
+    ``text_sha256``) from the embedding cache's vectors of ``model_id``, replacing those the
+    items had; returns rows written (fewer than ``pairs`` holds when the cache lacks a text).
+    One join: the cache is scanned once per call, so callers copy many rows at a time."""
+    held = con.execute(f"SELECT count(*) FROM item_vectors WHERE model_id = ? AND item_id IN "
+                       f"(SELECT item_id FROM {pairs})", [model_id]).fetchone()[0]
+    verb = "INSERT OR REPLACE" if held else "INSERT"  # a plain insert: 1.5x faster
+    row = con.execute(
+        f"{verb} INTO item_vectors SELECT p.item_id, ?, p.text_sha256, c.vector::FLOAT[{dim}] "
+        f"FROM {pairs} p JOIN embedding_cache c ON c.model_id = ? "
+        f"AND c.text_sha256 = p.text_sha256", [model_id, model_id]).fetchone()
+    return int(row[0]) if row else 0

@@ -195,6 +195,36 @@ def test_embedding_cache_counts_new_rows(store):
     assert store.get_embeddings("other", ["h1"]) == {} and store.get_embeddings("m", []) == {}
 
 
+def test_cached_hashes_read_no_vector(store):
+    v = np.ones(384, dtype=np.float32)
+    store.put_embeddings("m", [("h1", v), ("h2", v)])
+    assert store.cached_hashes("m", ["h2", "nope", "h1", "h2"]) == {"h1", "h2"}
+    assert store.cached_hashes("other", ["h1"]) == set() and store.cached_hashes("m", []) == set()
+
+
+def test_item_vectors_copied_from_the_cache_are_the_cached_vectors(store):
+    items = [ItemRecord(id=f"d{i}", text=f"text {i}") for i in range(4)]
+    store.upsert_items(items)
+    rng = np.random.default_rng(3)
+    cached = {f"h{i}": rng.standard_normal(384).astype(np.float32) for i in range(3)}
+    store.put_embeddings("m", cached.items())
+    store.write_meta({"sync": "{}"})
+    assert store.set_item_vectors_from_cache("m", [("d2", "h0"), ("d0", "h1"), ("d1", "h1")]) == 3
+    ids, matrix = store.item_vectors("m")
+    assert ids == ["d0", "d1", "d2"]
+    for row, h in zip(matrix, ["h1", "h1", "h0"], strict=True):
+        assert row.tobytes() == cached[h].tobytes()  # the very bits, as set_item_vectors
+    assert store.item_vector_hashes("m") == {"d0": "h1", "d1": "h1", "d2": "h0"}
+    assert "sync" not in store.read_meta()  # a write to item vectors ends the sync record
+    # an item's vector is replaced; a text the cache lacks refuses the whole call
+    assert store.set_item_vectors_from_cache("m", [("d0", "h2")]) == 1
+    assert store.item_vector_hashes("m")["d0"] == "h2"
+    with pytest.raises(StoreError, match="lacks 1 of 2"):
+        store.set_item_vectors_from_cache("m", [("d3", "h0"), ("d1", "nope")])
+    assert store.item_vector_hashes("m") == {"d0": "h2", "d1": "h1", "d2": "h0"}
+    assert store.set_item_vectors_from_cache("m", []) == 0
+
+
 def _write_vectors(path, rows):
     pq.write_table(pa.table({"_id": [r[0] for r in rows], "text_sha256": [r[1] for r in rows],
                              "vector": [r[2] for r in rows]}), path)

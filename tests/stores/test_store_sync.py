@@ -103,6 +103,38 @@ def test_resync_adds_changes_and_deletes_items_with_their_vectors(store):
     assert record is not None and record.corpus_hash == "h2" and record.n_items == 3
 
 
+def test_vectors_copied_inside_the_store_equal_those_written_from_python(store, monkeypatch,
+                                                                         tmp_path):
+    """The store as its own embedding cache: item vectors are copied from the cache inside the
+    store, every few batches (COPY_ROWS) and at the end; with the cache elsewhere they are
+    written from Python. Both give the same vectors, digests and counts, a resync included."""
+    import aiblox.stores.ingest as ingest
+    from aiblox.embedding import InMemoryEmbeddingCache
+    from aiblox.stores import DuckDBStore
+
+    monkeypatch.setattr(ingest, "COPY_ROWS", 4)
+    docs = [ItemRecord(id=f"d{i:02d}", source="alpha", title=f"T{i}", text=f"text number {i}")
+            for i in range(11)]
+    other = DuckDBStore(tmp_path / "other.duckdb")
+    reports = []
+    for target, cache in ((store, store), (other, InMemoryEmbeddingCache())):
+        first = sync_dataset(target, A, "h1", docs, CachedEmbedder(HashingEmbedder(), cache),
+                             batch_size=3, progress=False)
+        changed = [d.model_copy(update={"text": d.text + " changed"}) if i % 3 == 0 else d
+                   for i, d in enumerate(docs)]
+        second = sync_dataset(target, A, "h2", changed, CachedEmbedder(HashingEmbedder(), cache),
+                              batch_size=3, progress=False)
+        reports.append((first.model_dump(), second.model_dump()))
+    assert reports[0] == reports[1]
+    assert reports[0][0]["vectors_written"] == 11 and reports[0][1]["vectors_written"] == 4
+    model = HashingEmbedder().model_id
+    ids, matrix = store.item_vectors(model)
+    ids_o, matrix_o = other.item_vectors(model)
+    assert ids == ids_o and matrix.tobytes() == matrix_o.tobytes()
+    assert read_sync(store) == read_sync(other)
+    other.close()
+
+
 def test_any_write_drops_the_sync_record(store):
     _sync(store)
     fp = store_fingerprint(store, HashingEmbedder().model_id)

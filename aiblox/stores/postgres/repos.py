@@ -289,6 +289,15 @@ class EmbeddingCacheRepo:
                                     _any(EmbeddingCacheRow.text_sha256, hashes, "h"))).all()
         return {h: np.asarray(v, dtype=np.float32) for h, v in rows}
 
+    def hashes(self, model_id: str, text_hashes: Sequence[str]) -> set[str]:
+        hashes = sorted(set(text_hashes))
+        if not hashes:
+            return set()
+        with self.sessions.begin() as s:
+            return set(s.execute(select(EmbeddingCacheRow.text_sha256).where(
+                EmbeddingCacheRow.model_id == model_id,
+                _any(EmbeddingCacheRow.text_sha256, hashes, "h"))).scalars())
+
     def put(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]],
             replace: bool = False) -> int:
         unique: dict[str, np.ndarray] = {}

@@ -147,6 +147,15 @@ class PostgresStore:
         with self.db_errors("write item vectors"):
             return self.items.set_vectors(model_id, rows)
 
+    def set_item_vectors_from_cache(self, model_id: str,
+                                    rows: Sequence[tuple[str, str]]) -> int:
+        found = self.get_embeddings(model_id, [h for _, h in rows])
+        lacking = sum(h not in found for _, h in rows)
+        if lacking:
+            raise StoreError(f"{self.location}: the embedding cache lacks {lacking} of "
+                             f"{len(rows)} texts' {model_id} vectors")
+        return self.set_item_vectors(model_id, [(i, h, found[h]) for i, h in rows])
+
     def item_vector_hashes(self, model_id: str) -> dict[str, str]:
         with self.db_errors("read item vector hashes"):
             return self.items.vector_hashes(model_id)
@@ -269,6 +278,10 @@ class PostgresStore:
     def get_embeddings(self, model_id: str, text_hashes: Sequence[str]) -> dict[str, np.ndarray]:
         with self.db_errors("read the embedding cache"):
             return self.embeddings.get(model_id, text_hashes)
+
+    def cached_hashes(self, model_id: str, text_hashes: Sequence[str]) -> set[str]:
+        with self.db_errors("read the embedding cache"):
+            return self.embeddings.hashes(model_id, text_hashes)
 
     def put_embeddings(self, model_id: str, rows: Iterable[tuple[str, np.ndarray]],
                        replace: bool = False) -> int:
