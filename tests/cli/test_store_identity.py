@@ -162,6 +162,9 @@ def stalling_upsert(self, items):
     return out
 DuckDBStore.upsert_items = stalling_upsert
 
+import aiblox.stores.ingest
+aiblox.stores.ingest.COPY_ROWS = 20  # item vectors copied from the cache every two batches
+
 store = DuckDBStore(db)
 prepare_store(store, load_dataset(sys.argv[4]), CachedEmbedder(Stalling(), store),
               progress=False, batch_size=10)
