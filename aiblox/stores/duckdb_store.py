@@ -65,6 +65,8 @@ MEMORY_LIMIT = "2GB"
 """DuckDB's buffer pool limit unless ``memory_limit=`` or ``$AIBLOX_DUCKDB_MEMORY_LIMIT`` says
 otherwise (DuckDB's own default, 80% of RAM, lets an ingest of a million documents cache the
 whole file in memory; past the limit DuckDB evicts pages and spills, so memory stays flat)."""
+ROW_GROUP_ROWS = 122_880
+"""DuckDB's row group: an insert of this many rows or more is written before its commit."""
 CHECKPOINT_THRESHOLD = "1GB"
 """How much write-ahead log DuckDB gathers before it checkpoints (its default, 16MB, checkpoints
 after every few batches of an ingest, and each checkpoint rewrites the primary-key indexes:
@@ -395,7 +397,20 @@ class DuckDBStore:
                                  f"{len(rows) - written} of {len(rows)} texts' "
                                  f"{model_id} vectors")
             self.con.execute("DELETE FROM aiblox_meta WHERE key = 'sync'")
+        if written >= ROW_GROUP_ROWS:
+            self._checkpoint()  # its row groups were written before the commit: see below
         return written
+
+    def _checkpoint(self) -> None:
+        """Checkpoint now. DuckDB writes the row groups of a large insert to the file before
+        its commit and rewrites them at the next checkpoint, leaving the first copy's blocks
+        free for good (3,143 of 13,534 blocks after 600k vectors in 250k inserts); a
+        checkpoint right after the commit leaves almost none (25), in less time (20 s against
+        24 s). Skipped while another connection has a transaction."""
+        import duckdb
+
+        with self._lock, contextlib.suppress(duckdb.TransactionException):
+            self.con.execute("CHECKPOINT")
 
     def item_vector_hashes(self, model_id: str) -> dict[str, str]:
         with self._lock:
@@ -521,9 +536,12 @@ class DuckDBStore:
             table = cache_rows(model_id, hashes, [unique[h] for h in hashes])
             # DuckDB returns the rows an INSERT wrote: no count(*) before and after
             with self.con.registered("_aiblox_emb", table), self._transaction():
-                return self._count(f"INSERT {'OR REPLACE ' if replace else ''}INTO "
-                                   "embedding_cache SELECT model_id, text_sha256, vector "
-                                   "FROM _aiblox_emb")
+                written = self._count(f"INSERT {'OR REPLACE ' if replace else ''}INTO "
+                                      "embedding_cache SELECT model_id, text_sha256, vector "
+                                      "FROM _aiblox_emb")
+            if written >= ROW_GROUP_ROWS:
+                self._checkpoint()
+            return written
 
     # -- audit packs ---------------------------------------------------------------------
     def _create_pack_schema(self) -> None:
