@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from aiblox.contracts.items import ItemRecord
 from aiblox.embedding.cache import CachedEmbedder
 from aiblox.hashing import canonical_json, sha256_text
-from aiblox.progress import progress_bar
+from aiblox.progress import phase, progress_bar
 from aiblox.stores.base import Store, StoreError, StoreMismatch, UpsertReport
 from aiblox.stores.chunk_cache import default_chunk_cache
 from aiblox.stores.identity import (
@@ -36,7 +36,11 @@ from aiblox.stores.identity import (
     store_vectors_digest,
 )
 
-__all__ = ["COPY_ROWS", "IngestReport", "ingest_items", "sync_dataset"]
+__all__ = ["COPY_ROWS", "PHASE_ITEMS", "IngestReport", "ingest_items", "sync_dataset"]
+
+PHASE_ITEMS = 50_000
+"""From this many items on, the steps after the batches (the item vectors' copy from the
+embedding cache, their digest) each say so while they run (21 s and 12 s at 1M)."""
 
 COPY_ROWS = 1_000_000
 """Item vectors an ingest gathers before it copies them from the embedding cache (when the
@@ -120,22 +124,28 @@ def ingest_items(store: Store, items: Iterable[ItemRecord], embedder: CachedEmbe
                 embedder.ensure_cached(texts, [h for _, h in todo])
                 copies.update((x.id, h) for x, h in todo)
                 if len(copies) >= COPY_ROWS:
-                    report.vectors_written += store.set_item_vectors_from_cache(
-                        model, list(copies.items()))
+                    report.vectors_written += _copy_vectors(store, model, copies, progress)
                     copies = {}
             elif todo:
                 vectors = embedder.embed(texts)
                 report.vectors_written += store.set_item_vectors(
                     model, [(x.id, h, v) for (x, h), v in zip(todo, vectors, strict=True)])
         bar.update(len(batch))
-    if copies and model is not None:
-        report.vectors_written += store.set_item_vectors_from_cache(model,
-                                                                    list(copies.items()))
     bar.close()
+    if copies and model is not None:
+        report.vectors_written += _copy_vectors(store, model, copies, progress)
     if embedder is not None:
         report.embedding_cache_hits = embedder.hits - hits
         report.embedding_cache_misses = embedder.misses - misses
     return report
+
+
+def _copy_vectors(store: Store, model: str, copies: dict[str, str], progress: bool) -> int:
+    """Write ``copies`` (item id -> text hash) as item vectors from the embedding cache (said
+    while it runs from :data:`PHASE_ITEMS` on)."""
+    with phase(f"item vectors: {len(copies):,} copied from the embedding cache",
+               enabled=progress and len(copies) >= PHASE_ITEMS):
+        return store.set_item_vectors_from_cache(model, list(copies.items()))
 
 
 @contextlib.contextmanager
@@ -246,7 +256,9 @@ def sync_dataset(store: Store, binding: DatasetBinding, corpus_hash: str,
         if untouched and record is not None and model in record.vectors:
             vectors[model] = record.vectors[model]  # nothing written: the digest stands
         elif store.vector_count(model) == len(wanted):  # changed items lost their vectors
-            vectors[model] = store_vectors_digest(store, model)
+            with phase(f"item vectors: {model} digest",
+                       enabled=progress and len(wanted) >= PHASE_ITEMS):
+                vectors[model] = store_vectors_digest(store, model)
     final = SyncRecord(corpus_hash=corpus_hash, items=items_digest(wanted),
                        n_items=len(wanted), vectors=vectors)
     # the record and the end of the mark in one transaction

@@ -135,6 +135,22 @@ def test_vectors_copied_inside_the_store_equal_those_written_from_python(store, 
     other.close()
 
 
+def test_a_large_syncs_last_steps_say_so(store, monkeypatch, capsys):
+    import aiblox.stores.ingest as ingest
+
+    monkeypatch.delenv("AIBLOX_NO_PROGRESS", raising=False)
+    monkeypatch.setattr(ingest, "PHASE_ITEMS", 3)
+    sync_dataset(store, A, "h1", DOCS, CachedEmbedder(HashingEmbedder(), store), progress=True)
+    said = capsys.readouterr().err
+    model = HashingEmbedder().model_id
+    assert "item vectors: 3 copied from the embedding cache ... " in said
+    assert f"item vectors: {model} digest ... " in said
+    monkeypatch.setattr(ingest, "PHASE_ITEMS", 4)  # fewer items: the steps run unannounced
+    sync_dataset(store, A, "h2", DOCS[:2], CachedEmbedder(HashingEmbedder(), store),
+                 progress=True)
+    assert "item vectors" not in capsys.readouterr().err
+
+
 def test_any_write_drops_the_sync_record(store):
     _sync(store)
     fp = store_fingerprint(store, HashingEmbedder().model_id)
