@@ -16,6 +16,7 @@ SAMPLES = [
     "Привет мир", "Ωmega x", "😀 🔍", "1984 2001", "... --- !!!", "", "naïve façade résumé",
     "e.g. U.S.A.", "mañana ÇA", "İstanbul", "ΣΊΣΥΦΟΣ", "x\u0301y", "\u00a0\u2003tab\tnew\nline",
     "한국어 텍스트", "العربية", "हिन्दी", "ǈuto", "ﬀ", "Ⓐⓑ", "𝐁𝐨𝐥𝐝",
+    "A\U00016f51A", "a\u0903b", "x\u20ddy",  # spacing and enclosing marks, dropped like accents
 ]
 
 
