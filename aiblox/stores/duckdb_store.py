@@ -472,8 +472,8 @@ class DuckDBStore:
                 self.rebuild_fts()
             where, params = self._filter_sql(filters, "i")
             min_rank = "" if cfg.min_rank is None else f"AND score >= {float(cfg.min_rank)!r}"
-            with self.con.registered("_aiblox_q", pa.table({"qidx": list(range(len(queries))),
-                                                     "qtext": list(queries)})):
+            queries_table = pa.table({"qidx": list(range(len(queries))), "qtext": list(queries)})
+            with self.con.registered("_aiblox_q", queries_table):
                 rows = self.con.execute(bm25_sql(where, min_rank, k), params).fetchall()
         for qidx, doc_id, score in rows:
             results[qidx].append((doc_id, float(score)))

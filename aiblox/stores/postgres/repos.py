@@ -123,39 +123,35 @@ class ItemRepo:
         with self.sessions.begin() as s:
             return dict(s.execute(select(ItemRow.id, ItemRow.content_hash)).all())
 
-    def batches(self, batch_size: int) -> Iterator[list[ItemRecord]]:
-        """Every item in batches, ids ascending in code point order (``COLLATE "C"``)."""
+    def _pages(self, columns: Sequence[Any], batch_size: int) -> Iterator[Sequence[Any]]:
+        """Rows of ``columns`` (``ItemRow.id`` first) of every item, ``batch_size`` at a time,
+        ids ascending in code point order (``COLLATE "C"``; keyset paging: each page starts
+        after the last id of the one before)."""
         key = ItemRow.id.collate("C")
         last: str | None = None
         while True:
-            stmt = select(ItemRow).order_by(key).limit(int(batch_size))
+            stmt = select(*columns).order_by(key).limit(int(batch_size))
             if last is not None:
                 stmt = stmt.where(key > last)
             with self.sessions.begin() as s:
-                rows = s.scalars(stmt).all()
-                batch = [ItemRecord(id=r.id, kind=r.kind, source=r.source,
-                                    source_ref=r.source_ref, title=r.title, text=r.text,
-                                    metadata=r.metadata_) for r in rows]
-            if not batch:
+                rows = s.execute(stmt).all()
+            if not rows:
                 return
-            yield batch
-            last = batch[-1].id
+            yield rows
+            last = rows[-1][0]
+
+    def batches(self, batch_size: int) -> Iterator[list[ItemRecord]]:
+        """Every item in batches, ids ascending in code point order (``COLLATE "C"``)."""
+        r = ItemRow
+        for rows in self._pages((r.id, r.kind, r.source, r.source_ref, r.title, r.text,
+                                 r.metadata_), batch_size):
+            yield [ItemRecord(id=i, kind=k, source=src, source_ref=ref, title=ti, text=te,
+                              metadata=m) for i, k, src, ref, ti, te, m in rows]
 
     def text_batches(self, batch_size: int) -> Iterator[list[ItemText]]:
         """:meth:`batches` with only ids, titles and texts."""
-        key = ItemRow.id.collate("C")
-        last: str | None = None
-        while True:
-            stmt = select(ItemRow.id, ItemRow.title, ItemRow.text).order_by(key).limit(
-                int(batch_size))
-            if last is not None:
-                stmt = stmt.where(key > last)
-            with self.sessions.begin() as s:
-                batch = [ItemText(*r) for r in s.execute(stmt).all()]
-            if not batch:
-                return
-            yield batch
-            last = batch[-1].id
+        for rows in self._pages((ItemRow.id, ItemRow.title, ItemRow.text), batch_size):
+            yield [ItemText(*row) for row in rows]
 
     def matching(self, filters: dict[str, Any]) -> list[str]:
         """Ids of the items passing ``filters``, in code point order."""
