@@ -28,8 +28,11 @@ signals (``w_text`` step ``--dense-step``, 0.01: 1,228 points, every one new) ru
 ``aiblox sweep --no-tracking`` in a process of its own, timed whole, and again as it ran
 before issue 26's changes to threads: every core, ``OMP_WAIT_POLICY=ACTIVE`` (numba's OpenMP
 workers spinning; leave it out with ``--skip-active``); and ranx's route (``ranx.fuse`` +
-``ranx.evaluate``) on a handful of the points over the same lists. Goals: >= 100 logged
-points/s, >= 200 new points/s untracked whole-process.
+``ranx.evaluate``) on a handful of the points over the same lists. Then the ceiling: the
+denser grid run again with every stage cached (a process of its own: its fixed cost) and the
+sweep's fusion and metrics kernels alone over its points in this process; points / (both)
+is about what the whole process would reach if its stage cache entries cost nothing. Goals:
+>= 100 logged points/s, >= 200 new points/s untracked whole-process.
 
 ``--tpe N``: an N-trial TPE study over the spec's grid (signals cached, empty fusion/metrics
 cache and study), with MLflow tracking and without. ``--phases``: the sweep's phases (first
@@ -485,6 +488,18 @@ def tracking_table(args, spec: SweepSpec, ds, cache_dir: Path) -> None:
                      f"{args.dense_step})", label, str(new), "cached", "-", f"{wall:.2f}",
                      f"{new / wall:.1f}", "-"])
         err.print(f"  CPU {cpu:.2f} s ({1000 * cpu / new:.2f} ms a point)")
+    # the ceiling on 2 cores: what the whole process would reach if storing cost nothing
+    err.print("denser grid re-run, every stage cached (the process's fixed cost) ...")
+    fixed, _, _ = _dense_process(dense, cache_dir, args.db, args.jobs, {}, fresh=False)
+    rows.append(["denser grid re-run, every stage cached (start, dataset, reads, conclusion)",
+                 "--no-tracking, whole process", str(dense["points"]), "cached", "-",
+                 f"{fixed:.2f}", "-", "-"])
+    err.print("denser grid, fusion + metrics alone in this process ...")
+    compute = _dense_compute(dense["spec"], ds, cache_dir, r0, jobs)
+    rows.append(["denser grid, fusion + metrics alone (in process: no cache, no start)", "-",
+                 str(dense["points"]), "cached", f"{compute:.2f}", "-",
+                 f"{dense['points'] / compute:.1f}", "-"])
+    ceiling = dense["points"] / (compute + fixed)
     err.print("ranx: fuse + evaluate on the same cached lists ...")
     rows.append(_ranx_row(spec, ds, cache_dir, r0))
     print_table(f"Tracked and untracked sweep on {ds.name} ({spec.name})",
@@ -500,7 +515,10 @@ def tracking_table(args, spec: SweepSpec, ds, cache_dir: Path) -> None:
                        f"`aiblox sweep --no-tracking` in a process of its own (imports, "
                        f"dataset, conclusion included), its fusion and metrics not cached, "
                        f"points/s = new points / wall s; ranx: ranx.fuse + ranx.evaluate of "
-                       f"the same lists, both splits; {environment_line()}"])
+                       f"the same lists, both splits; ceiling: the denser grid's points / "
+                       f"(fusion + metrics alone + the re-run's whole process) = "
+                       f"{ceiling:.1f} new points/s, what the whole process would reach if "
+                       f"its stage cache entries cost nothing; {environment_line()}"])
 
 
 def _dense_spec(spec: SweepSpec, step: float) -> dict:
@@ -517,17 +535,17 @@ def _dense_spec(spec: SweepSpec, step: float) -> dict:
     return {"text": text, "points": len(dense.points()), "spec": dense}
 
 
-def _dense_process(dense: dict, cache_dir: Path, db: str, jobs: int, env: dict
-                   ) -> tuple[float, float, int]:
+def _dense_process(dense: dict, cache_dir: Path, db: str, jobs: int, env: dict,
+                   fresh: bool = True) -> tuple[float, float, int]:
     """``aiblox sweep SPEC --no-tracking --jobs JOBS`` of the denser grid in a process of its
-    own, its fusion and metrics cache emptied first (every point new; signals cached): wall
-    seconds, the child's CPU seconds and the new points (fusion entries computed / 2
-    splits)."""
+    own, its fusion and metrics cache emptied first when ``fresh`` (every point new; signals
+    cached): wall seconds, the child's CPU seconds and the new points (fusion entries computed
+    / 2 splits)."""
     import resource
     import subprocess
     import tempfile
 
-    for stage in ("fusion", "metrics"):
+    for stage in ("fusion", "metrics") if fresh else ():
         shutil.rmtree(cache_dir / stage, ignore_errors=True)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{dense['spec'].name}.toml"
@@ -546,6 +564,39 @@ def _dense_process(dense: dict, cache_dir: Path, db: str, jobs: int, env: dict
     new = int(computed.get("fusion", 0)) // 2
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu, new
+
+
+def _dense_compute(dense: SweepSpec, ds, cache_dir: Path, result, jobs: int) -> float:
+    """Seconds of the sweep's fusion and metrics kernels alone (:meth:`BatchFusion.fuse_arrays`,
+    :meth:`QrelsScorer.evaluate_positions`) over every point of the denser grid on both splits,
+    in this process, from the signals ``result`` cached (indexes built and kernels warmed
+    first, not timed): no stage keys, hashes, files or start-up."""
+    from aiblox.metrics import QrelsScorer
+
+    cache = StageCache(cache_dir)
+    splits = (dense.tune_split, dense.report_split)
+    keys = {(p.depth, s): p.manifest.splits[s].stages[0]["key"]
+            for p in result.points for s in splits}
+    indexes = {k: BatchFusion.from_signals(cache.load("signals", key)) for k, key in keys.items()}
+    scorers = {s: QrelsScorer(ds.qrels[s]) for s in splits}
+    codes = {k: scorers[k[1]].codes(index.docs) for k, index in indexes.items()}
+    metrics = list(dense.metrics)
+    points = dense.points()
+
+    def one(prefs) -> None:
+        for s in splits:
+            k = ((prefs.fts.top_k, prefs.vector.top_k), s)
+            fused = indexes[k].fuse_arrays(prefs.scoring, prefs.top_k_items)
+            scorers[s].evaluate_positions(indexes[k].qids, codes[k], fused.positions,
+                                          fused.counts, metrics)
+
+    with compiled_threads(jobs):
+        for prefs in points[:: max(1, len(points) // 20)]:  # every kernel compiled and warm
+            one(prefs)
+        t0 = time.perf_counter()
+        for prefs in points:
+            one(prefs)
+        return time.perf_counter() - t0
 
 
 def _ranx_row(spec: SweepSpec, ds, cache_dir: Path, result) -> list[str]:
