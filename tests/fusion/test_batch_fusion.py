@@ -78,12 +78,14 @@ def test_normalisation_is_computed_once_per_normaliser():
 
 
 @settings(max_examples=120, deadline=None)
-@given(sizes=st.lists(st.integers(0, 400), min_size=1, max_size=6),
+@given(sizes=st.lists(st.one_of(st.integers(0, 40), st.integers(0, 400)), min_size=1,
+                     max_size=6),
        levels=st.integers(1, 50), top_k=st.sampled_from([-1, 0, 1, 5, 16, 17, 100, 500]),
        seed=st.integers(0, 2**32 - 1))
 def test_partial_segment_sort_is_the_stable_lexsort_order(sizes, levels, top_k, seed):
-    """The compiled partial quicksort (segments far longer than its insertion-sort cut-off,
-    few distinct scores so ties are everywhere) gives numpy's stable order, cut to top_k."""
+    """Segment sorting, compiled (the partial quicksort below 32 positions, longer than its
+    insertion-sort cut-off of 16; the radix sort from 32; few distinct scores so ties are
+    everywhere) gives numpy's stable order, cut to top_k."""
     import numpy as np
 
     from aiblox.fusion import kernels
@@ -122,7 +124,7 @@ def test_compiled_minmax_is_the_normaliser_bit_for_bit(lists):
 
 
 @settings(max_examples=60, deadline=None)
-@given(n=st.integers(96, 700), spread=st.integers(1, 40),
+@given(n=st.integers(96, 700), spread=st.integers(1, 40),  # segments of 32 or more: radix
        top_k=st.sampled_from([-1, 0, 1, 10, 100, 400]),
        seed=st.integers(0, 2**32 - 1))
 def test_radix_sort_orders_scores_equal_to_seven_digits(n, spread, top_k, seed):
