@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from aiblox.compiled import readonly_view
 from aiblox.contracts.retrieval import FtsConfig
 from aiblox.fusion.types import RankedList
 from aiblox.indexes.bm25_counts import BatchCounter, global_terms
@@ -149,7 +150,8 @@ class BM25Index:
         """Item ids, ascending: a document's position is its rank among ties."""
         self.vocab = vocab
         """Term -> column."""
-        self.data, self.indices, self.indptr = data, indices, indptr
+        # read-only, built or memory-mapped alike: one compiled kernel for both
+        self.data, self.indices, self.indptr = (readonly_view(a) for a in (data, indices, indptr))
         self.doc_lens = doc_lens
         self.config = config
         self.nonoccurrence = nonoccurrence

@@ -73,12 +73,33 @@ def _offer(hs: np.ndarray, hp: np.ndarray, n: int, s: float, p: int
 @njit(cache=True, inline="always")
 def _sorted(hs: np.ndarray, hp: np.ndarray, n: int
             ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
-    """The ``n`` entries of a heap ordered by score desc, then position asc."""
-    by_pos = np.argsort(hp[:n], kind="mergesort")
-    pos = hp[:n][by_pos]
-    score = hs[:n][by_pos]
-    order = np.argsort(-score, kind="mergesort")  # stable: ties stay in position order
-    return pos[order], score[order]
+    """The ``n`` entries of a heap ordered by score desc, then position asc: a heap sort (the
+    root, the worst kept, goes to the end, and the last entry sifts down from the root). The
+    heap is consumed. The order is :func:`_worse`'s, a total order (positions are distinct), so
+    it equals two stable argsorts'; it compiles in half their time (a fresh install's first
+    query) and runs faster at top 100."""
+    pos = np.empty(n, dtype=np.int64)
+    score = np.empty(n, dtype=np.float32)
+    m = n
+    while m > 0:
+        m -= 1
+        pos[m] = hp[0]
+        score[m] = hs[0]
+        hs[0] = hs[m]
+        hp[0] = hp[m]
+        j = 0
+        while True:
+            c = 2 * j + 1
+            if c >= m:
+                break
+            if c + 1 < m and _worse(hs[c + 1], hp[c + 1], hs[c], hp[c]):
+                c += 1
+            if not _worse(hs[c], hp[c], hs[j], hp[j]):
+                break
+            hs[j], hs[c] = hs[c], hs[j]
+            hp[j], hp[c] = hp[c], hp[j]
+            j = c
+    return pos, score
 
 
 @njit(cache=True, inline="always")

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from aiblox.compiled import readonly_view
 from aiblox.contracts.retrieval import HNSW_FROM_VECTORS, VectorConfig
 from aiblox.fusion.types import RankedList
 from aiblox.indexes.bm25 import ranked_lists, read_ids
@@ -113,8 +114,8 @@ class VectorIndex:
                  hnsw: Any = None) -> None:
         self.ids = ids
         """Item ids, ascending (a position is the rank among ties)."""
-        self.vectors = vectors
-        """``(n, dim)`` float32, normalised for cosine."""
+        self.vectors = readonly_view(vectors)  # built or memory-mapped: one compiled kernel
+        """``(n, dim)`` float32, normalised for cosine (read-only)."""
         self.config = cfg
         self.kind = kind
         """``exact`` or ``hnsw``."""
