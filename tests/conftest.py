@@ -47,8 +47,9 @@ LONG_MODULES = (
     "tests/stages/test_search_terms.py", "tests/notebooks/test_notebooks.py",
     "tests/sweep/test_shared_cache.py", "tests/cli/test_half_synced.py",
     "tests/experiment/test_run_experiment.py", "tests/test_readme_python.py")
-"""The modules that take longest (``--durations`` of two whole runs in a clean clone, 2026-11-26), longest first:
-handed out first, so that no long module starts last while the other worker idles."""
+"""The modules that take longest (``--durations`` of two whole runs in a clean clone,
+2026-11-26), longest first: handed out first, so that no long module starts last while the
+other worker idles."""
 
 
 @pytest.hookimpl(tryfirst=True)
