@@ -28,13 +28,13 @@ __all__ = ["bm25_top_k", "bm25_top_k_weighted", "compiled_threads", "rescore",
            "top_k_rows"]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _worse(s1: float, p1: int, s2: float, p2: int) -> bool:  # pragma: no cover - compiled
     """``(s1, p1)`` ranks below ``(s2, p2)``: a lower score, or the same and a higher position."""
     return s1 < s2 or (s1 == s2 and p1 > p2)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _offer(hs: np.ndarray, hp: np.ndarray, n: int, s: float, p: int
            ) -> int:  # pragma: no cover - compiled
     """Offer ``(s, p)`` to a heap of the best ``len(hs)`` seen (its root the worst of them;
@@ -70,7 +70,7 @@ def _offer(hs: np.ndarray, hp: np.ndarray, n: int, s: float, p: int
     return n
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _sorted(hs: np.ndarray, hp: np.ndarray, n: int
             ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
     """The ``n`` entries of a heap ordered by score desc, then position asc: a heap sort (the
@@ -102,7 +102,7 @@ def _sorted(hs: np.ndarray, hp: np.ndarray, n: int
     return pos, score
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _bm25_select(scores: np.ndarray, indices: np.ndarray, indptr: np.ndarray, flat: np.ndarray,
                  a: int, b: int, postings: int, add: float, allowed: np.ndarray, n_docs: int,
                  k: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
