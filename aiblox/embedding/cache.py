@@ -7,7 +7,7 @@ documents and queries alike.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -91,7 +91,7 @@ class CachedEmbedder:
         hashes = [sha256_text(t) for t in texts]
         unique = sorted(set(hashes))
         found = self.cache.get_embeddings(self.model_id, unique)
-        found.update(self._embed_missing(texts, hashes, [h for h in unique if h not in found]))
+        found.update(self._embed_missing(texts, hashes, unique, found))
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([np.asarray(found[h], dtype=np.float32) for h in hashes])
@@ -105,14 +105,15 @@ class CachedEmbedder:
         hashes = list(hashes) if hashes is not None else [sha256_text(t) for t in texts]
         unique = sorted(set(hashes))
         held = self.cache.cached_hashes(self.model_id, unique)
-        self._embed_missing(texts, hashes, [h for h in unique if h not in held])
+        self._embed_missing(texts, hashes, unique, held)
         return hashes
 
-    def _embed_missing(self, texts: Sequence[str], hashes: Sequence[str], todo: list[str]
-                       ) -> dict[str, np.ndarray]:
-        """Embed the texts whose hashes are ``todo`` (the cache lacks them; the other unique
-        hashes of ``hashes`` count as hits) and store their vectors; returns them."""
-        self.hits += len(set(hashes)) - len(todo)
+    def _embed_missing(self, texts: Sequence[str], hashes: Sequence[str], unique: list[str],
+                       cached: Container[str]) -> dict[str, np.ndarray]:
+        """Embed the texts whose hashes (``unique``: those of ``hashes``, once each) are not
+        ``cached`` and store their vectors; returns them. The cached ones count as hits."""
+        todo = [h for h in unique if h not in cached]
+        self.hits += len(unique) - len(todo)
         self.misses += len(todo)
         made: dict[str, np.ndarray] = {}
         if not todo:
