@@ -44,6 +44,7 @@ from aiblox.engine.evaluate import run_hash
 from aiblox.engine.workspace import find_precomputed_vectors
 from aiblox.fusion.types import RankedList
 from aiblox.indexes import StoreIndexes
+from aiblox.memory import paused_gc
 from aiblox.metrics import evaluate_run
 from aiblox.retrieval import HybridRetriever
 from aiblox.stores import DuckDBStore
@@ -81,9 +82,10 @@ SLOWEST = Clock(float("inf"), float("inf"))
 
 def run_aiblox(retriever: HybridRetriever, queries: list[tuple[str, str]], mode: str,
                batch_size: int) -> tuple[Clock, dict[str, RankedList]]:
-    """Retrieval only, as the eval runner does it: signals (indexes) then fusion, per batch."""
+    """Retrieval only, as the eval runner does it: signals (indexes) then fusion, per batch,
+    the cyclic collector paused (as ``evaluate_retrieval`` pauses it)."""
     run: dict[str, RankedList] = {}
-    with Clock.measure() as clock:
+    with paused_gc(), Clock.measure() as clock:
         for start in range(0, len(queries), batch_size):
             batch = queries[start:start + batch_size]
             group = [RetrievalPrefs(query_text=text, query_id=qid, mode=mode,  # type: ignore[arg-type]
