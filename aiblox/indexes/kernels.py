@@ -35,6 +35,24 @@ def _worse(s1: float, p1: int, s2: float, p2: int) -> bool:  # pragma: no cover 
 
 
 @njit(cache=True)
+def _sift_down(hs: np.ndarray, hp: np.ndarray, n: int) -> None:  # pragma: no cover - compiled
+    """Move the root of a heap of ``n`` entries (its root the worst of them) down to its place:
+    after the root was replaced (:func:`_offer`) or taken (:func:`_sorted`)."""
+    j = 0
+    while True:
+        c = 2 * j + 1
+        if c >= n:
+            break
+        if c + 1 < n and _worse(hs[c + 1], hp[c + 1], hs[c], hp[c]):
+            c += 1
+        if not _worse(hs[c], hp[c], hs[j], hp[j]):
+            break
+        hs[j], hs[c] = hs[c], hs[j]
+        hp[j], hp[c] = hp[c], hp[j]
+        j = c
+
+
+@njit(cache=True)
 def _offer(hs: np.ndarray, hp: np.ndarray, n: int, s: float, p: int
            ) -> int:  # pragma: no cover - compiled
     """Offer ``(s, p)`` to a heap of the best ``len(hs)`` seen (its root the worst of them;
@@ -55,18 +73,7 @@ def _offer(hs: np.ndarray, hp: np.ndarray, n: int, s: float, p: int
     if kk and _worse(hs[0], hp[0], s, p):  # better than the worst kept: replace it
         hs[0] = s
         hp[0] = p
-        j = 0
-        while True:
-            c = 2 * j + 1
-            if c >= n:
-                break
-            if c + 1 < n and _worse(hs[c + 1], hp[c + 1], hs[c], hp[c]):
-                c += 1
-            if not _worse(hs[c], hp[c], hs[j], hp[j]):
-                break
-            hs[j], hs[c] = hs[c], hs[j]
-            hp[j], hp[c] = hp[c], hp[j]
-            j = c
+        _sift_down(hs, hp, n)
     return n
 
 
@@ -87,18 +94,7 @@ def _sorted(hs: np.ndarray, hp: np.ndarray, n: int
         score[m] = hs[0]
         hs[0] = hs[m]
         hp[0] = hp[m]
-        j = 0
-        while True:
-            c = 2 * j + 1
-            if c >= m:
-                break
-            if c + 1 < m and _worse(hs[c + 1], hp[c + 1], hs[c], hp[c]):
-                c += 1
-            if not _worse(hs[c], hp[c], hs[j], hp[j]):
-                break
-            hs[j], hs[c] = hs[c], hs[j]
-            hp[j], hp[c] = hp[c], hp[j]
-            j = c
+        _sift_down(hs, hp, m)
     return pos, score
 
 
