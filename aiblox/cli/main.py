@@ -99,6 +99,9 @@ class MainGroup(LazyGroup, AibloxGroup):
         "eval": LazyCommand(eval_app, EVAL_HELP),
         "pack": LazyCommand("aiblox.cli.pack:pack_app",
                             "Evidence packs: the auditable record of each answered query."),
+        "cache": LazyCommand(
+            "aiblox.cli.cache:cache_app",
+            "The stage cache (.aiblox/stages): what it holds, pruning it, verifying it."),
         "index": LazyCommand(
             "aiblox.cli.index:index_app",
             "A store's derived indexes (BM25, vectors): built from its items, kept beside it, "

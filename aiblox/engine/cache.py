@@ -46,6 +46,7 @@ from aiblox.engine.task import StageRecord, Task, stage_key
 from aiblox.hashing import canonical_json, canonical_plain_json, sha256_bytes, sha256_text
 
 __all__ = [
+    "FileInfo",
     "StageCache",
     "StageCacheCorrupt",
     "StageCacheError",
@@ -159,6 +160,33 @@ class _Files(Protocol):
     def exists(self, path: Any) -> bool: ...
     def size(self, path: Any) -> int: ...
     def unlink(self, path: Any) -> None: ...
+    def listing(self, folder: str) -> list[FileInfo]: ...
+
+
+FileInfo = tuple[str, int, float | None]
+"""A file in a cache folder: its name, its size in bytes and when it was last written (seconds
+since the epoch; None where the filesystem does not say)."""
+
+_MODIFIED_KEYS = ("mtime", "LastModified", "last_modified", "updated", "created")
+"""Where fsspec filesystems report a file's modification time (local and sftp ``mtime``, S3
+``LastModified``, GCS ``updated``, the memory filesystem ``created``)."""
+
+
+def _epoch(value: Any) -> float | None:
+    """Seconds since the epoch from a listing's time field (a number, a datetime or an ISO
+    string); None when it is none of these."""
+    import datetime as dt
+
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    if isinstance(value, dt.datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=dt.UTC)).timestamp()
+    return None
 
 
 class _LocalFiles:
@@ -184,6 +212,15 @@ class _LocalFiles:
 
     def unlink(self, path: Path) -> None:
         path.unlink()
+
+    def listing(self, folder: str) -> list[FileInfo]:
+        try:
+            with os.scandir(self.root / folder if folder else self.root) as it:
+                found = [(e.name, e.is_dir(), e.stat()) for e in it]
+        except FileNotFoundError:
+            return []
+        return [(name, -1 if is_dir else st.st_size, st.st_mtime)
+                for name, is_dir, st in found]
 
 
 class _FsspecFiles:
@@ -243,6 +280,20 @@ class _FsspecFiles:
 
     def unlink(self, path: str) -> None:
         self.fs.rm_file(path)
+
+    def listing(self, folder: str) -> list[FileInfo]:
+        try:
+            infos = self.fs.ls(self.path("", folder) if folder else self.base, detail=True)
+        except FileNotFoundError:
+            return []
+        out: list[FileInfo] = []
+        for info in infos:
+            name = str(info["name"]).rstrip("/").rsplit("/", 1)[-1]
+            when = next((_epoch(info[k]) for k in _MODIFIED_KEYS if info.get(k) is not None),
+                        None)
+            out.append((name, -1 if info.get("type") == "directory" else int(info["size"]),
+                        when))
+        return out
 
 
 def check_cache_root(root: str | Path, label: str = "stage cache") -> None:
@@ -312,6 +363,22 @@ class StageCache:
         """Publish a file beside the entries, atomically (as entries are)."""
         self._files.write(self._files.path(folder, file), data)
 
+    def listing(self, folder: str = "") -> list[FileInfo]:
+        """The files of one folder of the cache (the root's when ``folder`` is empty): name,
+        size (-1 for a folder) and when last written, sorted by name; [] when it is absent."""
+        return sorted(self._files.listing(folder))
+
+    def remove(self, name: str, key: str) -> None:
+        """Remove an entry, meta first (from then on it no longer exists: a reader computes it
+        again), then its output; nothing when it is absent."""
+        self._discard(name, key)
+
+    def remove_file(self, folder: str, file: str) -> None:
+        """Remove a file kept beside the entries (or a leftover of an interrupted write);
+        nothing when it is absent."""
+        with contextlib.suppress(FileNotFoundError):
+            self._files.unlink(self._files.path(folder, file))
+
     def _paths(self, name: str, key: str, codec: str = "json") -> tuple[Any, Any]:
         out = f"{key}.bin" if codec == "arrays" else f"{key}.json.gz"
         return self._files.path(name, out), self._files.path(name, f"{key}.meta.json")
@@ -374,6 +441,15 @@ class StageCache:
             reason = "its output does not match the sha256 recorded when it was written"
         self._discard(name, key)
         raise StageCacheCorrupt(name, key, path, reason)
+
+    def check(self, name: str, key: str) -> str | None:
+        """Read an entry back and check it as every read does: None when its output is what
+        its meta recorded; else why not (the damaged entry has been removed)."""
+        try:
+            self._raw(name, key)
+        except StageCacheCorrupt as exc:
+            return exc.reason
+        return None
 
     def load(self, name: str, key: str) -> Any:
         """The output of a complete entry (named arrays for an ``arrays`` stage), checked

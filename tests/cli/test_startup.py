@@ -27,10 +27,13 @@ HEAVY = ["pandas", "mlflow", "numba", "torch", "duckdb", "ranx", "faiss",
 """Libraries (and aiblox's own layers over them) a command's startup must not import."""
 
 HELPS = [["--help"], [], ["eval", "--help"], ["eval"], ["pack", "--help"], ["index", "--help"],
-         *([name, "--help"] for name in MainGroup.lazy if name not in ("eval", "pack", "index")),
+         ["cache", "--help"],
+         *([name, "--help"] for name in MainGroup.lazy
+           if name not in ("eval", "pack", "index", "cache")),
          ["eval", "run", "--help"], ["eval", "verify", "--help"], ["pack", "show", "--help"],
          ["pack", "verify", "--help"], ["pack", "export", "--help"], ["index", "list", "--help"],
-         ["index", "build", "--help"], ["index", "drop", "--help"]]
+         ["index", "build", "--help"], ["index", "drop", "--help"], ["cache", "list", "--help"],
+         ["cache", "prune", "--help"], ["cache", "verify", "--help"]]
 
 # one fresh process runs every help screen in turn and says, after each, which heavy modules
 # are loaded (none may be: they would stay loaded for the next, so the first culprit is named)

@@ -1,0 +1,185 @@
+"""``aiblox cache``: what the stage cache holds, prune it, verify it
+(:mod:`aiblox.engine.housekeeping`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING
+
+import typer
+
+from aiblox.cli._common import console, fail, out, print_json, show_progress
+from aiblox.cli._defaults import STAGE_CACHE_DIR
+
+if TYPE_CHECKING:
+    from aiblox.engine.cache import StageCache
+
+cache_app = typer.Typer(
+    name="cache",
+    help="The stage cache (.aiblox/stages): what it holds, pruning it, verifying it.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+CACHE_DIR_HELP = "The stage cache: a folder or an fsspec URI (s3://..., gs://...)."
+STAGE_HELP = "Only this stage's entries (repeatable; default: every stage)."
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _when(t: float | None) -> str:
+    if t is None:
+        return "-"
+    return dt.datetime.fromtimestamp(t, tz=dt.UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def _open(cache_dir: str) -> StageCache:
+    """The cache at ``cache_dir``, or one ``error:`` line (a file, an unknown protocol)."""
+    from pathlib import Path
+
+    from aiblox.engine.cache import StageCache, StageCacheError, local_cache_root
+
+    local = local_cache_root(cache_dir)
+    if local is not None and local.exists() and not local.is_dir():
+        fail(f"--cache-dir {cache_dir} is a file, not a stage cache folder")
+    try:
+        cache = StageCache(Path(local) if local is not None else cache_dir)
+        cache.listing()
+    except (StageCacheError, OSError) as exc:
+        fail(f"--cache-dir {cache_dir}: {exc}")
+        raise
+    return cache
+
+
+@cache_app.command("list")
+def list_cache(
+    cache_dir: str = typer.Option(STAGE_CACHE_DIR, "--cache-dir", help=CACHE_DIR_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Every folder of the cache: entries, size, oldest and newest write (UTC), and files that
+    interrupted writes left behind. Stage folders are pruned; doc_tables go with their signals
+    entries; models and studies are kept."""
+    from aiblox.engine.housekeeping import cache_usage
+
+    cache = _open(cache_dir)
+    rows = cache_usage(cache)
+    total = sum(r.size + r.leftover_size for r in rows)
+    if as_json:
+        print_json({"root": str(cache.root), "size": total, "folders": [
+            {"folder": r.folder, "kind": r.kind, "entries": r.entries, "size": r.size,
+             "oldest": r.oldest, "newest": r.newest, "leftovers": r.leftovers,
+             "leftover_size": r.leftover_size} for r in rows]})
+        return
+    if not rows:
+        out.print(f"stage cache {cache.root}: empty (nothing cached yet)")
+        return
+    from rich.table import Table
+
+    table = Table(title=f"stage cache {cache.root}: {_size(total)}")
+    for col in ("folder", "kind", "entries", "size", "oldest (UTC)", "newest (UTC)",
+                "leftovers"):
+        table.add_column(col, justify="right" if col in ("entries", "size") else "left")
+    for r in rows:
+        left = f"{r.leftovers} ({_size(r.leftover_size)})" if r.leftovers else "-"
+        table.add_row(r.folder, r.kind, str(r.entries), _size(r.size), _when(r.oldest),
+                      _when(r.newest), left)
+    out.print(table)
+
+
+@cache_app.command("prune")
+def prune(
+    cache_dir: str = typer.Option(STAGE_CACHE_DIR, "--cache-dir", help=CACHE_DIR_HELP),
+    stage: list[str] = typer.Option([], "--stage", help=STAGE_HELP),
+    older_than: str = typer.Option("", "--older-than", help="Remove entries written longer "
+                                   "ago than this: 30d, 12h, 90m, 2w."),
+    max_size: str = typer.Option("", "--max-size", help="Then remove the oldest until the "
+                                 "entries take at most this: 2GiB, 500MB, bytes."),
+    everything: bool = typer.Option(False, "--all", help="Remove every entry (of --stage)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Remove nothing; say what would go."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Remove stage entries: older than an age, the oldest beyond a size, or all. Never an
+    entry that a kept one was computed from (a fusion sweep's retrieval goes last). A removed
+    entry is computed again, with the same bytes, when a sweep next needs it. Models and
+    search studies are never touched."""
+    from aiblox.engine.housekeeping import parse_age, parse_size, prune_cache
+
+    if not (older_than or max_size or everything):
+        fail("say what to remove: --older-than AGE, --max-size SIZE or --all "
+             "(with --dry-run to see it first)")
+    age: float | None = None
+    size: int | None = None
+    try:
+        age = parse_age(older_than) if older_than else None
+    except ValueError as exc:
+        fail(f"--older-than: {exc}")
+    try:
+        size = parse_size(max_size) if max_size else None
+    except ValueError as exc:
+        fail(f"--max-size: {exc}")
+    cache = _open(cache_dir)
+    try:
+        r = prune_cache(cache, stages=stage or None, older_than=age, max_size=size,
+                        everything=everything, dry_run=dry_run)
+    except ValueError as exc:
+        fail(str(exc))
+        return
+    by_stage: dict[str, list[int]] = {}
+    for e in r.removed:
+        n = by_stage.setdefault(e.stage, [0, 0])
+        n[0] += 1
+        n[1] += e.size
+    if as_json:
+        print_json({"root": str(cache.root), "dry_run": dry_run, "freed": r.freed,
+                    "removed": {s: {"entries": n, "size": b} for s, (n, b) in by_stage.items()},
+                    "kept": {"entries": len(r.kept), "size": sum(e.size for e in r.kept)},
+                    "leftovers": len(r.leftovers), "doc_tables": len(r.doc_tables)})
+        return
+    verb = "would remove" if dry_run else "removed"
+    parts = [f"{s} {n} ({_size(b)})" for s, (n, b) in sorted(by_stage.items())]
+    extra = []
+    if r.leftovers:
+        extra.append(f"{len(r.leftovers)} leftover files")
+    if r.doc_tables:
+        extra.append(f"{len(r.doc_tables)} document tables")
+    out.print(f"{verb} {len(r.removed)} entries: {', '.join(parts) or 'none'}"
+              + (f"; and {', '.join(extra)}" if extra else "")
+              + f"; {_size(r.freed)} in all")
+    kept = _size(sum(e.size for e in r.kept))
+    console.print(f"{'would keep' if dry_run else 'kept'} {len(r.kept)} entries ({kept}) in "
+                  f"{cache.root}")
+
+
+@cache_app.command("verify")
+def verify(
+    cache_dir: str = typer.Option(STAGE_CACHE_DIR, "--cache-dir", help=CACHE_DIR_HELP),
+    stage: list[str] = typer.Option([], "--stage", help=STAGE_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Read every entry back and check it against the sha256 recorded when it was written;
+    remove the damaged ones (computed again when next needed). Exit 1 when any was damaged."""
+    from aiblox.engine.housekeeping import verify_cache
+
+    cache = _open(cache_dir)
+    try:
+        r = verify_cache(cache, stage or None, progress=show_progress())
+    except ValueError as exc:
+        fail(str(exc))
+        return
+    if as_json:
+        print_json({"root": str(cache.root), "checked": r.checked, "size": r.size,
+                    "damaged": [{"stage": s, "key": k, "reason": why}
+                                for s, k, why in r.damaged]})
+    else:
+        for s, k, why in r.damaged:
+            out.print(f"damaged, removed: {s}/{k[:16]}: {why}")
+        out.print(f"checked {r.checked} entries ({_size(r.size)}): "
+                  f"{len(r.damaged) or 'none'} damaged")
+    if r.damaged:
+        raise typer.Exit(1)

@@ -1,0 +1,346 @@
+"""What a stage cache holds, and keeping it in bounds (``aiblox cache list|prune|verify``).
+
+A cache root (:class:`~aiblox.engine.cache.StageCache`) holds one folder per stage, each entry
+two files (``<key>.meta.json`` and its output), and folders of files kept beside the entries:
+``doc_tables`` (derived from signals entries, one per entry: removed with it), ``studies``
+(search studies) and ``models`` (fine-tuned models), which pruning never touches.
+
+Nothing is lost by removing an entry: the cache is a memo, and a removed stage is computed
+again, with the same key and the same bytes, the next time a sweep needs it. What is lost is
+time: signals entries hold retrieval runs (and a dense retrieval's embeddings are cached
+elsewhere), fusion and metrics entries cost milliseconds each. A dense fusion sweep writes
+about half a megabyte a point, which is why ``prune`` exists.
+
+An entry's age is when it was written (its meta's modification time): a re-run that reuses an
+entry does not renew it. Files an interrupted write left behind (an output without its meta, a
+temporary file) are leftovers, removed by ``prune`` once an hour old (a write in flight takes
+milliseconds).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from aiblox.engine.cache import FileInfo, StageCache, StageCacheCorrupt
+from aiblox.progress import progress_bar
+
+__all__ = ["CacheEntry", "FolderUsage", "PruneResult", "VerifyResult", "cache_entries",
+           "cache_usage", "parse_age", "parse_size", "prune_cache", "verify_cache"]
+
+DOC_TABLES = "doc_tables"
+"""The folder of split document tables, one per signals entry (``<signals key>.txt``)."""
+KEPT = ("models", "studies")
+"""Folders ``prune`` never touches: fine-tuned models and search studies (costly to make
+again, and not keyed entries)."""
+LEFTOVER_AGE_S = 3600.0
+"""A leftover of an interrupted write older than this is removed by ``prune``."""
+
+_ENTRY_FILE = re.compile(r"^([0-9a-f]{64})\.(meta\.json|bin|json\.gz)$")
+_TEMP_FILE = re.compile(r"^\..+\.tmp$")
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """One stored stage output: its stage, key, bytes on disk (meta and output) and when it
+    was written (seconds since the epoch; None where the filesystem does not say)."""
+
+    stage: str
+    key: str
+    size: int
+    written: float | None
+
+
+@dataclass(frozen=True)
+class Leftover:
+    """A file an interrupted write left in a stage folder (a temporary file, or an output
+    whose meta was never written)."""
+
+    stage: str
+    file: str
+    size: int
+    written: float | None
+
+
+@dataclass
+class FolderUsage:
+    """One folder of a cache root: ``kind`` is ``stage`` (keyed entries), ``derived``
+    (``doc_tables``: removed with their signals entries) or ``kept`` (never pruned)."""
+
+    folder: str
+    kind: str
+    entries: int = 0
+    size: int = 0
+    oldest: float | None = None
+    newest: float | None = None
+    leftovers: int = 0
+    leftover_size: int = 0
+
+    def add(self, size: int, written: float | None) -> None:
+        self.entries += 1
+        self.size += size
+        if written is not None:
+            self.oldest = written if self.oldest is None else min(self.oldest, written)
+            self.newest = written if self.newest is None else max(self.newest, written)
+
+
+@dataclass
+class _Folder:
+    entries: list[CacheEntry] = field(default_factory=list)
+    leftovers: list[Leftover] = field(default_factory=list)
+
+
+def _stage_folder(stage: str, files: list[FileInfo]) -> _Folder:
+    """A stage folder's complete entries and leftovers, from its listing."""
+    metas: dict[str, tuple[int, float | None]] = {}
+    outputs: dict[str, list[tuple[str, int, float | None]]] = defaultdict(list)
+    out = _Folder()
+    for name, size, written in files:
+        m = _ENTRY_FILE.match(name)
+        if m is None:
+            if _TEMP_FILE.match(name) and size >= 0:
+                out.leftovers.append(Leftover(stage, name, size, written))
+            continue
+        if m.group(2) == "meta.json":
+            metas[m.group(1)] = (size, written)
+        else:
+            outputs[m.group(1)].append((name, size, written))
+    for key, (size, written) in metas.items():
+        out.entries.append(CacheEntry(stage, key, size + sum(s for _, s, _ in outputs[key]),
+                                      written))
+    for key, files_ in outputs.items():
+        if key not in metas:
+            out.leftovers += [Leftover(stage, n, s, w) for n, s, w in files_]
+    out.entries.sort(key=lambda e: e.key)
+    out.leftovers.sort(key=lambda x: x.file)
+    return out
+
+
+def _is_stage_folder(name: str, files: list[FileInfo]) -> bool:
+    return name not in (DOC_TABLES, *KEPT) and all(
+        size >= 0 and (_ENTRY_FILE.match(n) or _TEMP_FILE.match(n)) for n, size, _ in files)
+
+
+def _scan(cache: StageCache, stages: Sequence[str] | None = None) -> dict[str, _Folder]:
+    """Every stage folder's entries (only ``stages`` when given), by stage name. A name in
+    ``stages`` that is not a stage folder of this cache is refused (``ValueError``, naming the
+    stages there)."""
+    folders = {name: cache.listing(name) for name, size, _ in cache.listing() if size < 0}
+    found = sorted(name for name in folders if _is_stage_folder(name, folders[name]))
+    for name in stages or ():
+        if name not in found:
+            why = ("holds no stage entries" if name in folders else "is not there")
+            raise ValueError(f"stage {name!r} of the cache {cache.root} {why}; its stages: "
+                             f"{', '.join(found) or 'none (nothing cached yet)'}")
+    return {name: _stage_folder(name, folders[name]) for name in found
+            if stages is None or name in stages}
+
+
+def cache_entries(cache: StageCache, stages: Sequence[str] | None = None) -> list[CacheEntry]:
+    """Every complete entry of the cache (of ``stages`` only when given), by stage and key."""
+    return [e for f in _scan(cache, stages).values() for e in f.entries]
+
+
+def cache_usage(cache: StageCache) -> list[FolderUsage]:
+    """Entries, bytes and age of every folder of the cache, stage folders first (by name),
+    then ``doc_tables`` and the kept folders; [] for a cache never written."""
+    scanned = _scan(cache)
+    rows = []
+    for name, folder in scanned.items():
+        row = FolderUsage(name, "stage")
+        for e in folder.entries:
+            row.add(e.size, e.written)
+        row.leftovers = len(folder.leftovers)
+        row.leftover_size = sum(x.size for x in folder.leftovers)
+        rows.append(row)
+    others = sorted((name for name, size, _ in cache.listing()
+                     if size < 0 and name not in scanned),
+                    key=lambda n: (n != DOC_TABLES, n))
+    for name in others:
+        row = FolderUsage(name, "derived" if name == DOC_TABLES else "kept")
+        for size, written in _files_below(cache, name):
+            row.add(size, written)
+        rows.append(row)
+    return rows
+
+
+def _files_below(cache: StageCache, folder: str) -> Iterable[tuple[int, float | None]]:
+    """Size and time of every file under ``folder`` (a model is a folder of files)."""
+    for name, size, written in cache.listing(folder):
+        if size < 0:
+            yield from _files_below(cache, f"{folder}/{name}")
+        else:
+            yield size, written
+
+
+@dataclass
+class PruneResult:
+    """What :func:`prune_cache` removed (or, dry run, would remove) and what it kept."""
+
+    removed: list[CacheEntry]
+    kept: list[CacheEntry]
+    leftovers: list[Leftover]
+    doc_tables: list[str]
+    doc_table_size: int
+    dry_run: bool
+
+    @property
+    def freed(self) -> int:
+        """Bytes removed (entries, leftovers and document tables)."""
+        return (sum(e.size for e in self.removed) + sum(x.size for x in self.leftovers)
+                + self.doc_table_size)
+
+
+def prune_cache(cache: StageCache, *, stages: Sequence[str] | None = None,
+                older_than: float | None = None, max_size: int | None = None,
+                everything: bool = False, dry_run: bool = False,
+                now: float | None = None) -> PruneResult:
+    """Remove stage entries (of ``stages``, default every stage).
+
+    With ``everything``, all of them. Else entries go oldest first, and never one that a
+    remaining entry was computed from (a signals entry stays while a fusion entry made from
+    it stays): first every entry written more than ``older_than`` seconds ago, then, while the
+    entries of those stages pass ``max_size`` bytes, the oldest left. So a pruned cache never
+    holds an output whose inputs are gone, and the retrieval that every fusion point reuses
+    goes last. Leftovers of interrupted writes in those folders older than
+    :data:`LEFTOVER_AGE_S` go too, and the document tables whose signals entry no longer
+    exists. ``dry_run``: remove nothing, report what would go.
+
+    ``ValueError`` when nothing says what to remove, for a negative age or size, for an age
+    or size where the filesystem reports no times, or for a name in ``stages`` that is not a
+    stage folder of this cache."""
+    if not everything and older_than is None and max_size is None:
+        raise ValueError("say what to remove: an age (older_than), a size to keep under "
+                         "(max_size) or everything")
+    if (older_than is not None and older_than < 0) or (max_size is not None and max_size < 0):
+        raise ValueError("an age or a size cannot be negative")
+    now = time.time() if now is None else now
+    scanned = _scan(cache)
+    if stages is not None:
+        _scan(cache, stages)  # refuses a name that is not a stage folder here
+    scope = set(scanned if stages is None else stages)
+    entries = [e for name in sorted(scope) for e in scanned[name].entries]
+    if everything:
+        removed, kept = entries, []
+    else:
+        if any(e.written is None for e in entries):
+            raise ValueError(f"{cache.root} does not report when its files were written: "
+                             f"prune it by stage (everything) instead of by age or size")
+        removed = _leaves_first(cache, scanned, scope, older_than, max_size, now)
+        gone = {e.key for e in removed}
+        kept = [e for e in entries if e.key not in gone]
+    removed.sort(key=lambda e: (e.stage, e.key))
+    leftovers = [x for name in sorted(scope) for x in scanned[name].leftovers
+                 if x.written is not None and now - x.written > LEFTOVER_AGE_S]
+    signals_left = ({e.key for e in scanned.get("signals", _Folder()).entries}
+                    - {e.key for e in removed if e.stage == "signals"})
+    tables = [(name, size) for name, size, _ in cache.listing(DOC_TABLES)
+              if size >= 0 and name.removesuffix(".txt") not in signals_left]
+    result = PruneResult(removed, kept, leftovers, [name for name, _ in tables],
+                         sum(size for _, size in tables), dry_run)
+    if not dry_run:
+        for e in removed:
+            cache.remove(e.stage, e.key)
+        for x in leftovers:
+            cache.remove_file(x.stage, x.file)
+        for name, _ in tables:
+            cache.remove_file(DOC_TABLES, name)
+    return result
+
+
+def _leaves_first(cache: StageCache, scanned: dict[str, _Folder], scope: set[str],
+                  older_than: float | None, max_size: int | None,
+                  now: float) -> list[CacheEntry]:
+    """The entries :func:`prune_cache` removes by age and size: repeatedly the oldest entry
+    of ``scope`` that no remaining entry (of any stage) lists among its inputs."""
+    import heapq
+
+    everyone = {e.key: e for f in scanned.values() for e in f.entries}
+    inputs = {}
+    for e in everyone.values():
+        try:
+            inputs[e.key] = [k for k in cache.meta(e.stage, e.key)["inputs"] if k in everyone]
+        except StageCacheCorrupt:  # removed as damaged: nothing depends on it any more
+            inputs[e.key] = []
+    users = dict.fromkeys(everyone, 0)
+    for keys in inputs.values():
+        for k in keys:
+            users[k] += 1
+
+    def order(e: CacheEntry) -> tuple[float, str, str]:
+        return (e.written or 0.0, e.stage, e.key)
+
+    heap = [(order(e), e.key) for e in everyone.values() if e.stage in scope and not users[e.key]]
+    heapq.heapify(heap)
+    total = sum(e.size for e in everyone.values() if e.stage in scope)
+    removed = []
+    while heap:
+        _, key = heapq.heappop(heap)
+        e = everyone[key]
+        too_old = older_than is not None and now - (e.written or now) > older_than
+        too_big = max_size is not None and total > max_size
+        if not (too_old or too_big):
+            break  # the leaves left are newer still, and nothing more frees up below them
+        removed.append(e)
+        total -= e.size
+        for k in inputs[key]:
+            users[k] -= 1
+            if not users[k] and everyone[k].stage in scope:
+                heapq.heappush(heap, (order(everyone[k]), k))
+    return removed
+
+
+@dataclass
+class VerifyResult:
+    """What :func:`verify_cache` read: entries checked, their bytes, and the damaged ones
+    (stage, key, why), each removed."""
+
+    checked: int
+    size: int
+    damaged: list[tuple[str, str, str]]
+
+
+def verify_cache(cache: StageCache, stages: Sequence[str] | None = None,
+                 progress: bool = True) -> VerifyResult:
+    """Read every entry (of ``stages``) back and check its output against the sha256 its meta
+    recorded, as every read does; a damaged entry is removed (computed again when next
+    needed) and reported. A progress bar over the entries."""
+    entries = cache_entries(cache, stages)
+    damaged = []
+    bar = progress_bar(len(entries), "verify", unit="entry", enabled=progress)
+    try:
+        for e in entries:
+            reason = cache.check(e.stage, e.key)
+            if reason is not None:
+                damaged.append((e.stage, e.key, reason))
+            bar.update(1)
+    finally:
+        bar.close()
+    return VerifyResult(len(entries), sum(e.size for e in entries), damaged)
+
+
+_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def parse_age(text: str) -> float:
+    """Seconds of an age such as ``30d``, ``12h``, ``90m``, ``45s`` or ``2w``."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", text)
+    if m is None:
+        raise ValueError(f"not an age: {text!r} (a number and a unit: s, m, h, d or w, "
+                         f"e.g. 30d)")
+    return float(m.group(1)) * _AGE_UNITS[m.group(2)]
+
+
+def parse_size(text: str) -> int:
+    """Bytes of a size such as ``500MB``, ``2GiB`` or ``1000000`` (KB, MB, GB, TB: powers of
+    1000; KiB, MiB, GiB, TiB: powers of 1024)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    if m is None or m.group(2).lower() not in _SIZE_UNITS:
+        raise ValueError(f"not a size: {text!r} (a number of bytes, or with a unit: KB, MB, "
+                         f"GB, TB, KiB, MiB, GiB or TiB, e.g. 2GiB)")
+    return int(float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()])

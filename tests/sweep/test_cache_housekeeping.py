@@ -1,0 +1,223 @@
+"""``aiblox cache list|prune|verify`` over a real sweep's stage cache: what is listed is what
+is on disk, pruning never keeps an entry whose inputs went, and a pruned cache re-runs to the
+same bytes computing exactly what was removed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from aiblox.cli.main import app
+from aiblox.engine.cache import StageCache
+from aiblox.engine.housekeeping import (
+    LEFTOVER_AGE_S,
+    cache_entries,
+    cache_usage,
+    parse_age,
+    parse_size,
+    prune_cache,
+    verify_cache,
+)
+
+ENV = {"AIBLOX_NO_PROGRESS": "1", "COLUMNS": "200"}
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory, sample_spec, small_spec, sweep_db):
+    """A small fusion sweep (two depths: two signals entries per split) run once."""
+    from aiblox.sweep import run_sweep
+
+    spec = small_spec(sample_spec, blend=["linear", "rrf"], w_text=[0.25, 0.75],
+                      normalize=["minmax"], rrf_k=[60], depth=[10, 20])
+    root = tmp_path_factory.mktemp("swept") / "stages"
+    result = run_sweep(spec, cache_dir=root, db=sweep_db, progress=False)
+    from aiblox.engine.outputs import StageReader
+
+    reader = StageReader(StageCache(root))  # the document tables TREC run files are made from
+    for e in cache_entries(StageCache(root), ["signals"]):
+        reader.doc_table(e.key)
+    return spec, root, result
+
+
+@pytest.fixture
+def copy(tmp_path, swept):
+    dst = tmp_path / "stages"
+    shutil.copytree(swept[1], dst)
+    return dst
+
+
+def _files(root: Path) -> dict[str, int]:
+    return {str(p.relative_to(root)): p.stat().st_size for p in root.rglob("*") if p.is_file()}
+
+
+def _age(root: Path, stage: str, seconds_ago: float, now: float) -> None:
+    for p in (root / stage).iterdir():
+        os.utime(p, (now - seconds_ago, now - seconds_ago))
+
+
+def _inputs(cache: StageCache) -> dict[str, list[str]]:
+    return {e.key: cache.meta(e.stage, e.key)["inputs"] for e in cache_entries(cache)}
+
+
+def test_usage_counts_what_is_on_disk(swept):
+    _, root, result = swept
+    rows = {r.folder: r for r in cache_usage(StageCache(root))}
+    for stage, n in result.computed.items():
+        assert rows[stage].kind == "stage" and rows[stage].entries == n
+        assert rows[stage].size == sum(_files(root / stage).values())
+    assert rows["doc_tables"].kind == "derived" and rows["doc_tables"].entries == 4
+    assert list(rows)[:3] == sorted(result.computed)  # stage folders first, by name
+
+
+def test_prune_by_size_keeps_inputs_and_reruns_to_the_same_bytes(copy, swept, sweep_db):
+    from aiblox.sweep import run_sweep
+
+    spec, _, first = swept
+    cache = StageCache(copy)
+    total = sum(e.size for e in cache_entries(cache))
+    signals = sum(e.size for e in cache_entries(cache, ["signals"]))
+    limit = signals + (total - signals) // 3
+    r = prune_cache(cache, max_size=limit)
+    kept = cache_entries(cache)
+    assert sum(e.size for e in kept) <= limit < total
+    assert {e.stage for e in r.removed} == {"fusion", "metrics"}  # retrieval goes last
+    inputs, have = _inputs(cache), {e.key for e in kept}
+    gone = {e.key for e in r.removed}
+    assert not any(k in gone for e in kept for k in inputs[e.key])  # no orphaned output
+    assert gone.isdisjoint(have)
+    again = run_sweep(spec, cache_dir=copy, db=sweep_db, progress=False)
+    removed = {s: sum(e.stage == s for e in r.removed) for s in ("fusion", "metrics")}
+    assert again.computed == removed
+    assert [p.metrics for p in again.points] == [p.metrics for p in first.points]
+    assert [p.manifest.manifest_hash for p in again.points] == \
+        [p.manifest.manifest_hash for p in first.points]
+
+
+def test_prune_by_age_spares_old_inputs_of_new_entries(copy):
+    cache, now = StageCache(copy), time.time()
+    _age(copy, "signals", 40 * 86400, now)
+    for stage in ("fusion", "metrics"):
+        _age(copy, stage, 3600, now)
+    before = _files(copy)
+    r = prune_cache(cache, older_than=parse_age("30d"), now=now)
+    assert r.removed == [] and _files(copy) == before  # the old signals feed kept entries
+    for stage in ("fusion", "metrics"):
+        _age(copy, stage, 31 * 86400, now)
+    r = prune_cache(cache, older_than=parse_age("30d"), now=now)
+    assert cache_entries(cache) == [] and len(r.removed) == len(r.kept) + len(r.removed)
+    assert not (copy / "doc_tables").exists() or not any((copy / "doc_tables").iterdir())
+
+
+def test_dry_run_removes_nothing_and_all_of_one_stage(copy):
+    cache, before = StageCache(copy), _files(copy)
+    r = prune_cache(cache, everything=True, dry_run=True)
+    assert _files(copy) == before and len(r.removed) == len(cache_entries(cache))
+    r = prune_cache(cache, stages=["fusion"], everything=True)
+    assert {e.stage for e in cache_entries(cache)} == {"metrics", "signals"}
+    assert r.freed == sum(before.values()) - sum(_files(copy).values())
+
+
+def test_leftovers_of_interrupted_writes_go_once_an_hour_old(copy):
+    cache, now = StageCache(copy), time.time()
+    old_tmp = copy / "fusion" / f".{'a' * 64}.bin.123-456-7.tmp"
+    orphan = copy / "fusion" / f"{'b' * 64}.bin"  # an output whose meta was never written
+    fresh = copy / "fusion" / f".{'c' * 64}.bin.123-456-8.tmp"
+    for p in (old_tmp, orphan, fresh):
+        p.write_bytes(b"x" * 10)
+    for p in (old_tmp, orphan):
+        os.utime(p, (now - LEFTOVER_AGE_S - 60, now - LEFTOVER_AGE_S - 60))
+    row = next(r for r in cache_usage(cache) if r.folder == "fusion")
+    assert row.leftovers == 3 and row.leftover_size == 30
+    r = prune_cache(cache, older_than=parse_age("365d"), now=now)
+    assert r.removed == [] and {x.file for x in r.leftovers} == {old_tmp.name, orphan.name}
+    assert fresh.exists() and not old_tmp.exists() and not orphan.exists()
+
+
+def test_verify_finds_and_removes_a_damaged_entry(copy):
+    cache = StageCache(copy)
+    assert verify_cache(cache, progress=False).damaged == []
+    fused = next(p for p in sorted((copy / "fusion").iterdir()) if p.suffix == ".bin")
+    raw = bytearray(fused.read_bytes())
+    raw[-1] ^= 0x01
+    fused.write_bytes(bytes(raw))
+    r = verify_cache(cache, ["fusion"], progress=False)
+    assert [(s, k) for s, k, _ in r.damaged] == [("fusion", fused.name.removesuffix(".bin"))]
+    assert "sha256" in r.damaged[0][2] and not fused.exists()
+    assert r.checked == len(cache_entries(cache, ["fusion"])) + 1
+
+
+def test_a_memory_uri_cache_is_listed_and_pruned():
+    cache = StageCache("memory://aiblox-housekeeping-test")
+    for i in range(3):
+        cache.store("signals", 1, {"i": i}, [], {"run": i})
+    cache.store("fusion", 1, {"w": 1}, [cache_entries(cache, ["signals"])[0].key],
+                {"fused": 1})
+    rows = {r.folder: r for r in cache_usage(cache)}
+    assert rows["signals"].entries == 3 and rows["fusion"].entries == 1
+    assert rows["signals"].newest is not None  # the memory filesystem's created time
+    r = prune_cache(cache, max_size=0)
+    assert len(r.removed) == 4 and cache_entries(cache) == []
+
+
+def test_sizes_and_ages_parse_and_refuse_clearly():
+    assert parse_size("2GiB") == 2 * 2**30 and parse_size("500MB") == 500 * 10**6
+    assert parse_size("1000") == 1000 and parse_age("2w") == 14 * 86400
+    with pytest.raises(ValueError, match="not a size: '2 GB!'"):
+        parse_size("2 GB!")
+    with pytest.raises(ValueError, match="not an age: '3x'"):
+        parse_age("3x")
+
+
+def test_the_cli_lists_prunes_and_verifies(copy):
+    def cli(*args):
+        return CliRunner().invoke(app, ["cache", *args, "--cache-dir", str(copy)], env=ENV)
+
+    listed = cli("list", "--json")
+    assert listed.exit_code == 0, listed.output
+    data = json.loads(listed.stdout)
+    assert data["size"] == sum(_files(copy).values())
+    assert [f["folder"] for f in data["folders"]][:3] == ["fusion", "metrics", "signals"]
+    table = cli("list")
+    assert table.exit_code == 0 and "fusion" in table.stdout and "derived" in table.stdout
+    before = _files(copy)
+    dry = cli("prune", "--all", "--stage", "metrics", "--dry-run")
+    assert dry.exit_code == 0 and dry.stdout.startswith("would remove ")
+    assert _files(copy) == before
+    done = cli("prune", "--all", "--stage", "metrics", "--json")
+    assert done.exit_code == 0, done.output
+    n = json.loads(done.stdout)["removed"]["metrics"]["entries"]
+    assert n == data["folders"][1]["entries"] and not list((copy / "metrics").iterdir())
+    ok = cli("verify")
+    assert ok.exit_code == 0 and "none damaged" in ok.stdout
+    victim = next(p for p in sorted((copy / "fusion").iterdir()) if p.suffix == ".bin")
+    victim.write_bytes(victim.read_bytes()[:-1])
+    bad = cli("verify")
+    assert bad.exit_code == 1 and f"fusion/{victim.stem[:16]}" in bad.stdout
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["prune"], "say what to remove: --older-than AGE, --max-size SIZE or --all"),
+    (["prune", "--older-than", "3x"], "--older-than: not an age: '3x'"),
+    (["prune", "--max-size", "lots"], "--max-size: not a size: 'lots'"),
+    (["prune", "--all", "--stage", "fusoin"], "stage 'fusoin' of the cache"),
+    (["prune", "--all", "--stage", "doc_tables"], "holds no stage entries"),
+    (["verify", "--stage", "nope"], "its stages: fusion, metrics, signals"),
+])
+def test_bad_input_is_one_error_line_and_removes_nothing(copy, args, message):
+    before = _files(copy)
+    r = CliRunner().invoke(app, ["cache", *args, "--cache-dir", str(copy)], env=ENV)
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
+    assert _files(copy) == before
+
+
+def test_a_file_is_not_a_cache(tmp_path):
+    f = tmp_path / "notes.txt"
+    f.write_text("x")
+    r = CliRunner().invoke(app, ["cache", "list", "--cache-dir", str(f)], env=ENV)
+    assert r.exit_code == 2 and "is a file, not a stage cache folder" in r.output
