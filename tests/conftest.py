@@ -80,6 +80,21 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=key)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """A worker ends with a large heap (loaded corpora, compiled kernels, ranx's typed dicts),
+    and pytest's unraisable-exception check collects it five times after this hook. That
+    took 5-10 s at the end of a worker (with xdist interrupting it by SIGINT after 5 s, the
+    ``KeyboardInterrupt`` in a gc callback some runs printed), while the other worker and the
+    run waited. One collection here (a ``__del__`` that raises is still reported), then what
+    survives is frozen: the later passes, and the interpreter's at exit, have nothing old to
+    scan."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 def shared_dataset(name: str) -> Path:
     path = SHARED / "datasets" / name
     if not path.exists():
