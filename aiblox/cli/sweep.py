@@ -180,13 +180,26 @@ def sweep(
         out.print(f"baseline {escape(base.label)}: {result.report_split} {result.primary} "
                       f"{base.metrics[result.report_split][result.primary]:.4f}")
         out.print(_significance(result))
-    out.print(f"stages computed {result.computed or {}}  reused {result.reused or {}}"
-                  + (f"  repaired (damaged, computed again) {result.repaired}"
-                     if result.repaired else ""))
+    out.print(f"stages computed: {_counts(result.computed)}; reused: {_counts(result.reused)}"
+              + (f"; repaired (damaged, computed again): {_counts(result.repaired)}"
+                 if result.repaired else ""))
+    if result.computed and "://" not in cache_dir:  # the cache grew: say how big it is now
+        from aiblox.engine.cache import StageCache
+        from aiblox.engine.housekeeping import cache_usage
+
+        rows = [r for r in cache_usage(StageCache(cache_dir)) if r.kind == "stage"]
+        size = sum(r.size for r in rows) / 2**20
+        console.print(f"stage cache {cache_dir}: {sum(r.entries for r in rows)} entries, "
+                      f"{size:.1f} MiB (aiblox cache list, aiblox cache prune)", soft_wrap=True)
     if result.tracking:
         t = result.tracking
         out.print(f"MLflow {t['tracking_uri']}: parent run {t['parent_run_id']}, "
                       f"{t['logged']} points logged, {t['skipped']} already logged")
+
+
+def _counts(counts: dict[str, int]) -> str:
+    """``signals 4, fusion 48, metrics 48`` (stage order as counted), or ``none``."""
+    return ", ".join(f"{name} {n}" for name, n in counts.items()) or "none"
 
 
 def _leaderboard(result: SweepResult, top: int) -> Table:
