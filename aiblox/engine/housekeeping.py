@@ -120,8 +120,10 @@ def _stage_folder(stage: str, files: list[FileInfo]) -> _Folder:
 
 
 def _is_stage_folder(name: str, files: list[FileInfo]) -> bool:
-    return name not in (DOC_TABLES, *KEPT) and all(
-        size >= 0 and (_ENTRY_FILE.match(n) or _TEMP_FILE.match(n)) for n, size, _ in files)
+    """A folder of entries: not one of the named others, and holding entry files (a stray
+    file of another kind beside them is ignored, never removed) or nothing at all."""
+    return name not in (DOC_TABLES, *KEPT) and (
+        not files or any(size >= 0 and _ENTRY_FILE.match(n) for n, size, _ in files))
 
 
 def _scan(cache: StageCache, stages: Sequence[str] | None = None) -> dict[str, _Folder]:

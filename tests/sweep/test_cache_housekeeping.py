@@ -139,6 +139,15 @@ def test_leftovers_of_interrupted_writes_go_once_an_hour_old(copy):
     assert fresh.exists() and not old_tmp.exists() and not orphan.exists()
 
 
+def test_a_stray_file_is_neither_an_entry_nor_removed(copy):
+    stray = copy / "fusion" / "notes.txt"
+    stray.write_text("mine")
+    cache = StageCache(copy)
+    assert next(r for r in cache_usage(cache) if r.folder == "fusion").kind == "stage"
+    prune_cache(cache, stages=["fusion"], everything=True)
+    assert [p.name for p in (copy / "fusion").iterdir()] == ["notes.txt"]
+
+
 def test_verify_finds_and_removes_a_damaged_entry(copy):
     cache = StageCache(copy)
     assert verify_cache(cache, progress=False).damaged == []
