@@ -151,9 +151,12 @@ def prune(
     out.print(f"{verb} {len(r.removed)} entries: {', '.join(parts) or 'none'}"
               + (f"; and {', '.join(extra)}" if extra else "")
               + f"; {_size(r.freed)} in all")
-    kept = _size(sum(e.size for e in r.kept))
-    console.print(f"{'would keep' if dry_run else 'kept'} {len(r.kept)} entries ({kept}) in "
-                  f"{cache.root}")
+    kept_size = sum(e.size for e in r.kept)
+    console.print(f"{'would keep' if dry_run else 'kept'} {len(r.kept)} entries "
+                  f"({_size(kept_size)}) in {cache.root}")
+    if size is not None and kept_size > size:
+        console.print(f"still above --max-size {max_size}: what is left was computed into "
+                      f"entries of stages not named by --stage (kept while those are)")
 
 
 @cache_app.command("verify")

@@ -202,6 +202,9 @@ def test_the_cli_lists_prunes_and_verifies(copy):
     assert done.exit_code == 0, done.output
     n = json.loads(done.stdout)["removed"]["metrics"]["entries"]
     assert n == data["folders"][1]["entries"] and not list((copy / "metrics").iterdir())
+    above = cli("prune", "--stage", "signals", "--max-size", "0")  # fusion entries use them
+    assert above.exit_code == 0 and above.stdout.startswith("removed 0 entries")
+    assert "still above --max-size 0" in " ".join(above.stderr.split())
     ok = cli("verify")
     assert ok.exit_code == 0 and "none damaged" in ok.stdout
     victim = next(p for p in sorted((copy / "fusion").iterdir()) if p.suffix == ".bin")
