@@ -93,6 +93,15 @@ def cached_embedder(name: str | Embedder, store: Store, progress: bool = True,
         raise
 
 
+def size_text(n: float) -> str:
+    """Bytes for people: ``512 B``, ``3.4 KiB``, ``1.2 MiB``, ``5.0 GiB``."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
 def print_json(value: Any) -> None:
     """One JSON object on stdout."""
     typer.echo(json.dumps(value, sort_keys=True, ensure_ascii=False))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aiblox.cli._common import console, fail, out, print_json, show_progress
+from aiblox.cli._common import console, fail, out, print_json, show_progress, size_text
 from aiblox.cli._defaults import STAGE_CACHE_DIR
 
 if TYPE_CHECKING:
@@ -24,13 +24,6 @@ cache_app = typer.Typer(
 CACHE_DIR_HELP = "The stage cache: a folder or an fsspec URI (s3://..., gs://...)."
 STAGE_HELP = "Only this stage's entries (repeatable; default: every stage)."
 
-
-def _size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
 
 
 def _when(t: float | None) -> str:
@@ -81,13 +74,13 @@ def list_cache(
         return
     from rich.table import Table
 
-    table = Table(title=f"stage cache {cache.root}: {_size(total)}")
+    table = Table(title=f"stage cache {cache.root}: {size_text(total)}")
     for col in ("folder", "kind", "entries", "size", "oldest (UTC)", "newest (UTC)",
                 "leftovers"):
         table.add_column(col, justify="right" if col in ("entries", "size") else "left")
     for r in rows:
-        left = f"{r.leftovers} ({_size(r.leftover_size)})" if r.leftovers else "-"
-        table.add_row(r.folder, r.kind, str(r.entries), _size(r.size), _when(r.oldest),
+        left = f"{r.leftovers} ({size_text(r.leftover_size)})" if r.leftovers else "-"
+        table.add_row(r.folder, r.kind, str(r.entries), size_text(r.size), _when(r.oldest),
                       _when(r.newest), left)
     out.print(table)
 
@@ -142,7 +135,7 @@ def prune(
                     "leftovers": len(r.leftovers), "doc_tables": len(r.doc_tables)})
         return
     verb = "would remove" if dry_run else "removed"
-    parts = [f"{s} {n} ({_size(b)})" for s, (n, b) in sorted(by_stage.items())]
+    parts = [f"{s} {n} ({size_text(b)})" for s, (n, b) in sorted(by_stage.items())]
     extra = []
     if r.leftovers:
         extra.append(f"{len(r.leftovers)} leftover files")
@@ -150,10 +143,10 @@ def prune(
         extra.append(f"{len(r.doc_tables)} document tables")
     out.print(f"{verb} {len(r.removed)} entries: {', '.join(parts) or 'none'}"
               + (f"; and {', '.join(extra)}" if extra else "")
-              + f"; {_size(r.freed)} in all")
+              + f"; {size_text(r.freed)} in all")
     kept_size = sum(e.size for e in r.kept)
     console.print(f"{'would keep' if dry_run else 'kept'} {len(r.kept)} entries "
-                  f"({_size(kept_size)}) in {cache.root}")
+                  f"({size_text(kept_size)}) in {cache.root}")
     if size is not None and kept_size > size:
         console.print(f"still above --max-size {max_size}: what is left was computed into "
                       f"entries of stages not named by --stage (kept while those are)")
@@ -182,7 +175,7 @@ def verify(
     else:
         for s, k, why in r.damaged:
             out.print(f"damaged, removed: {s}/{k[:16]}: {why}")
-        out.print(f"checked {r.checked} entries ({_size(r.size)}): "
+        out.print(f"checked {r.checked} entries ({size_text(r.size)}): "
                   f"{len(r.damaged) or 'none'} damaged")
     if r.damaged:
         raise typer.Exit(1)

@@ -21,6 +21,7 @@ from aiblox.cli._common import (
     option_message,
     out,
     print_json,
+    size_text,
 )
 
 index_app = typer.Typer(
@@ -31,13 +32,6 @@ index_app = typer.Typer(
     add_completion=False,
 )
 
-
-def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return str(n)
 
 
 def _describe(spec: dict) -> str:
@@ -85,7 +79,7 @@ def list_indexes(
     for col in ("name", "kind", "docs", "size", "built (UTC)", "settings", "current"):
         table.add_column(col)
     for i in infos:
-        table.add_row(i.name, i.kind, str(i.n), _size(i.size_bytes), i.built_at,
+        table.add_row(i.name, i.kind, str(i.n), size_text(i.size_bytes), i.built_at,
                       _describe(i.config), "yes" if i.current else "[yellow]stale[/yellow]")
     out.print(table)
 

@@ -18,6 +18,7 @@ from aiblox.cli._common import (
     out,
     print_json,
     show_progress,
+    size_text,
     writable_folder,
 )
 from aiblox.cli._defaults import MAX_POINTS, STAGE_CACHE_DIR, TRACKING_URI
@@ -188,9 +189,9 @@ def sweep(
         from aiblox.engine.housekeeping import cache_usage
 
         rows = [r for r in cache_usage(StageCache(cache_dir)) if r.kind == "stage"]
-        size = sum(r.size for r in rows) / 2**20
         console.print(f"stage cache {cache_dir}: {sum(r.entries for r in rows)} entries, "
-                      f"{size:.1f} MiB (aiblox cache list, aiblox cache prune)", soft_wrap=True)
+                      f"{size_text(sum(r.size for r in rows))} (aiblox cache list, aiblox "
+                      f"cache prune)", soft_wrap=True)
     if result.tracking:
         t = result.tracking
         out.print(f"MLflow {t['tracking_uri']}: parent run {t['parent_run_id']}, "

@@ -85,13 +85,15 @@ def test_sweep_report_in_the_file_labels_whole_and_progress_plain(tmp_path):
                  str(tmp_path / "stages"), "--no-tracking", "--top", "30"], out, tmp_path,
                 COLUMNS="50")
     assert r.returncode == 0, r.stderr[-3000:]
+    from aiblox.cli._common import size_text
+
     text = out.read_text(encoding="utf-8")
     assert "best on train by ndcg@10" in text
     assert "stages computed: signals 4, fusion 48, metrics 48; reused: none" in text
     stages = tmp_path / "stages"  # the cache's size now, on stderr, as `aiblox cache` counts it
-    size = sum(p.stat().st_size for d in ("signals", "fusion", "metrics")
-               for p in (stages / d).iterdir()) / 2**20
-    assert f"stage cache {stages}: 100 entries, {size:.1f} MiB (aiblox cache list" in \
+    size = size_text(sum(p.stat().st_size for d in ("signals", "fusion", "metrics")
+                         for p in (stages / d).iterdir()))
+    assert f"stage cache {stages}: 100 entries, {size} (aiblox cache list" in \
         " ".join(r.stderr.split())
     assert "\u2026" not in text  # nothing elided
     label = re.compile(r"^│ ((?:linear-w[0-9.]+-(?:minmax|zscore)-zero|rrf-k\d+)-d\d+"
