@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -351,7 +352,8 @@ def mlflow_server(tmp_path_factory):
         [sys.executable, "-m", "mlflow", "server", "--backend-store-uri",
          f"sqlite:///{root}/m.db", "--default-artifact-root", str(root / "artifacts"),
          "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-        stdout=log, stderr=subprocess.STDOUT, env=env(), cwd=root)
+        stdout=log, stderr=subprocess.STDOUT, env=env(), cwd=root,
+        start_new_session=True)  # stopped as a group: the CLI and its uvicorn at once
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while True:
@@ -362,13 +364,18 @@ def mlflow_server(tmp_path_factory):
         except OSError:
             pass
         if server.poll() is not None or time.monotonic() > deadline:
-            server.kill()
+            os.killpg(server.pid, signal.SIGKILL)
             log.close()
             pytest.fail(f"mlflow server did not start: {(root / 'server.log').read_text()}")
         time.sleep(0.5)
     yield url
-    server.terminate()
-    server.wait(timeout=30)
+    # its data is thrown away: a graceful stop waits ~5 s for clients' keep-alive connections
+    os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=1)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait(timeout=30)
     log.close()
 
 
