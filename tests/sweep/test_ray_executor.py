@@ -59,7 +59,7 @@ def _stop(temp_dir: str, address: str) -> None:
     for p in procs:
         with contextlib.suppress(psutil.NoSuchProcess):
             p.terminate()
-    _, alive = psutil.wait_procs(procs, timeout=10)
+    _, alive = psutil.wait_procs(procs, timeout=2)  # some daemons outwait a SIGTERM
     for p in alive:
         with contextlib.suppress(psutil.NoSuchProcess):
             p.kill()
