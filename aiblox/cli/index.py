@@ -33,7 +33,6 @@ index_app = typer.Typer(
 )
 
 
-
 def _describe(spec: dict) -> str:
     if spec.get("kind") == "bm25":
         a, s = spec.get("analysis", {}), spec.get("scoring", {})

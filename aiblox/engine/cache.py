@@ -368,11 +368,6 @@ class StageCache:
         size (-1 for a folder) and when last written, sorted by name; [] when it is absent."""
         return sorted(self._files.listing(folder))
 
-    def remove(self, name: str, key: str) -> None:
-        """Remove an entry, meta first (from then on it no longer exists: a reader computes it
-        again), then its output; nothing when it is absent."""
-        self._discard(name, key)
-
     def remove_file(self, folder: str, file: str) -> None:
         """Remove a file kept beside the entries (or a leftover of an interrupted write);
         nothing when it is absent."""
@@ -399,7 +394,7 @@ class StageCache:
         except FileNotFoundError:
             raise StageCacheCorrupt(name, key, path, "its meta file is missing") from None
         except (OSError, ValueError) as exc:
-            self._discard(name, key)
+            self.remove(name, key)
             raise StageCacheCorrupt(name, key, path, f"unreadable meta ({exc})") from None
         return m
 
@@ -409,8 +404,9 @@ class StageCache:
         return StageRecord(m["name"], m["version"], m["key"], tuple(m["inputs"]),
                            m["output_hash"])
 
-    def _discard(self, name: str, key: str) -> None:
-        """Remove an entry (meta first: without it the entry no longer exists)."""
+    def remove(self, name: str, key: str) -> None:
+        """Remove an entry, meta first (from then on it no longer exists: a reader computes it
+        again), then its output; nothing when it is absent."""
         meta_path = self._paths(name, key)[1]
         for path in (meta_path, *(self._paths(name, key, c)[0] for c in ("json", "arrays"))):
             try:
@@ -439,7 +435,7 @@ class StageCache:
             if sha256_bytes(data) == m["output_hash"]:
                 return m, data
             reason = "its output does not match the sha256 recorded when it was written"
-        self._discard(name, key)
+        self.remove(name, key)
         raise StageCacheCorrupt(name, key, path, reason)
 
     def check(self, name: str, key: str) -> str | None:
@@ -463,7 +459,7 @@ class StageCache:
         try:
             return m, decode_arrays(data)
         except ValueError as exc:  # a hash match with a bad layout: written by a bug
-            self._discard(name, key)
+            self.remove(name, key)
             raise StageCacheCorrupt(name, key, self._paths(name, key, "arrays")[0],
                                     f"not an arrays blob ({exc})") from None
 
@@ -481,7 +477,7 @@ class StageCache:
         except OSError:
             size = -1
         if size < 0 or ("size" in m and size != m["size"]):
-            self._discard(name, key)
+            self.remove(name, key)
             return False
         return True
 

@@ -126,24 +126,29 @@ def _is_stage_folder(name: str, files: list[FileInfo]) -> bool:
         not files or any(size >= 0 and _ENTRY_FILE.match(n) for n, size, _ in files))
 
 
-def _scan(cache: StageCache, stages: Sequence[str] | None = None) -> dict[str, _Folder]:
-    """Every stage folder's entries (only ``stages`` when given), by stage name. A name in
-    ``stages`` that is not a stage folder of this cache is refused (``ValueError``, naming the
-    stages there)."""
+def _scan(cache: StageCache) -> dict[str, _Folder]:
+    """Every stage folder's entries, by stage name."""
     folders = {name: cache.listing(name) for name, size, _ in cache.listing() if size < 0}
-    found = sorted(name for name in folders if _is_stage_folder(name, folders[name]))
+    return {name: _stage_folder(name, folders[name]) for name in sorted(folders)
+            if _is_stage_folder(name, folders[name])}
+
+
+def _named(cache: StageCache, scanned: dict[str, _Folder],
+           stages: Sequence[str] | None) -> dict[str, _Folder]:
+    """``scanned`` cut to ``stages`` (all of it when None). A name in ``stages`` that is not a
+    stage folder of this cache is refused (``ValueError``, naming the stages there)."""
     for name in stages or ():
-        if name not in found:
-            why = ("holds no stage entries" if name in folders else "is not there")
+        if name not in scanned:
+            folders = {n for n, size, _ in cache.listing() if size < 0}
+            why = "holds no stage entries" if name in folders else "is not there"
             raise ValueError(f"stage {name!r} of the cache {cache.root} {why}; its stages: "
-                             f"{', '.join(found) or 'none (nothing cached yet)'}")
-    return {name: _stage_folder(name, folders[name]) for name in found
-            if stages is None or name in stages}
+                             f"{', '.join(scanned) or 'none (nothing cached yet)'}")
+    return {name: f for name, f in scanned.items() if stages is None or name in stages}
 
 
 def cache_entries(cache: StageCache, stages: Sequence[str] | None = None) -> list[CacheEntry]:
     """Every complete entry of the cache (of ``stages`` only when given), by stage and key."""
-    return [e for f in _scan(cache, stages).values() for e in f.entries]
+    return [e for f in _named(cache, _scan(cache), stages).values() for e in f.entries]
 
 
 def cache_usage(cache: StageCache) -> list[FolderUsage]:
@@ -221,9 +226,7 @@ def prune_cache(cache: StageCache, *, stages: Sequence[str] | None = None,
         raise ValueError("an age or a size cannot be negative")
     now = time.time() if now is None else now
     scanned = _scan(cache)
-    if stages is not None:
-        _scan(cache, stages)  # refuses a name that is not a stage folder here
-    scope = set(scanned if stages is None else stages)
+    scope = set(_named(cache, scanned, stages))
     entries = [e for name in sorted(scope) for e in scanned[name].entries]
     if everything:
         removed, kept = entries, []
