@@ -6,28 +6,16 @@ runs from the CLI and is reused whole the second time."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 import uuid
 
 import pytest
 from typer.testing import CliRunner
 
 from aiblox.cli.main import app
+from tests.mlflow_server import mlflow_server as start_mlflow_server
 from tests.sweep.conftest import SAMPLE_SPEC
 
 pytest.importorskip("mlflow")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -35,37 +23,8 @@ def mlflow_server(tmp_path_factory):
     """``mlflow server`` on a free local port: sqlite backend, artifacts proxied to a folder;
     its URL once ``/health`` answers. Stopped (its own process group) afterwards."""
     root = tmp_path_factory.mktemp("mlflow-server")
-    port = _free_port()
-    log = open(root / "server.log", "wb")  # noqa: SIM115 - closed at teardown
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri",
-         f"sqlite:///{root}/db.sqlite", "--artifacts-destination", str(root / "artifacts"),
-         "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    try:
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=5) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"mlflow server did not start: "
-                                   f"{(root / 'server.log').read_text()[-2000:]}")
-            time.sleep(0.25)
+    with start_mlflow_server(root, "--artifacts-destination", str(root / "artifacts")) as url:
         yield url
-    finally:
-        # its data is thrown away: a graceful stop waits ~5 s for keep-alive connections
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(1)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(30)
-        log.close()
 
 
 def _cli(*args):

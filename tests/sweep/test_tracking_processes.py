@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from mlflow.tracking import MlflowClient  # noqa: E402
 
 from aiblox.engine.tracking import SweepBusy, SweepInterrupted, SweepTracker
 from aiblox.sweep import load_spec, run_sweep
+from tests.mlflow_server import mlflow_server as start_mlflow_server
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC_TEXT = """
@@ -341,42 +341,10 @@ def test_a_tracker_of_this_process_owns_its_sweep_until_released_or_collected(tm
 @pytest.fixture(scope="module")
 def mlflow_server(tmp_path_factory):
     """A real MLflow tracking server on 127.0.0.1 (a remote store: no file lock applies)."""
-    import urllib.request
-
     root = tmp_path_factory.mktemp("mlflow-server")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = open(root / "server.log", "w")  # noqa: SIM115 - closed at teardown
-    server = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri",
-         f"sqlite:///{root}/m.db", "--default-artifact-root", str(root / "artifacts"),
-         "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-        stdout=log, stderr=subprocess.STDOUT, env=env(), cwd=root,
-        start_new_session=True)  # stopped as a group: the CLI and its uvicorn at once
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if server.poll() is not None or time.monotonic() > deadline:
-            os.killpg(server.pid, signal.SIGKILL)
-            log.close()
-            pytest.fail(f"mlflow server did not start: {(root / 'server.log').read_text()}")
-        time.sleep(0.5)
-    yield url
-    # its data is thrown away: a graceful stop waits ~5 s for clients' keep-alive connections
-    os.killpg(server.pid, signal.SIGTERM)
-    try:
-        server.wait(timeout=1)
-    except subprocess.TimeoutExpired:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait(timeout=30)
-    log.close()
+    with start_mlflow_server(root, "--default-artifact-root", str(root / "artifacts"),
+                             env=env()) as url:
+        yield url
 
 
 def test_a_remote_server_has_one_writer_too(mlflow_server, tmp_path, sweep_db, reference):
