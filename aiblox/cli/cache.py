@@ -34,15 +34,13 @@ def _when(t: float | None) -> str:
 
 def _open(cache_dir: str) -> StageCache:
     """The cache at ``cache_dir``, or one ``error:`` line (a file, an unknown protocol)."""
-    from pathlib import Path
-
     from aiblox.engine.cache import StageCache, StageCacheError, local_cache_root
 
     local = local_cache_root(cache_dir)
     if local is not None and local.exists() and not local.is_dir():
         fail(f"--cache-dir {cache_dir} is a file, not a stage cache folder")
     try:
-        cache = StageCache(Path(local) if local is not None else cache_dir)
+        cache = StageCache(cache_dir)
         cache.listing()
     except (StageCacheError, OSError) as exc:
         fail(f"--cache-dir {cache_dir}: {exc}")
@@ -128,10 +126,11 @@ def prune(
         n = by_stage.setdefault(e.stage, [0, 0])
         n[0] += 1
         n[1] += e.size
+    kept_size = sum(e.size for e in r.kept)
     if as_json:
         print_json({"root": str(cache.root), "dry_run": dry_run, "freed": r.freed,
                     "removed": {s: {"entries": n, "size": b} for s, (n, b) in by_stage.items()},
-                    "kept": {"entries": len(r.kept), "size": sum(e.size for e in r.kept)},
+                    "kept": {"entries": len(r.kept), "size": kept_size},
                     "leftovers": len(r.leftovers), "doc_tables": len(r.doc_tables)})
         return
     verb = "would remove" if dry_run else "removed"
@@ -144,7 +143,6 @@ def prune(
     out.print(f"{verb} {len(r.removed)} entries: {', '.join(parts) or 'none'}"
               + (f"; and {', '.join(extra)}" if extra else "")
               + f"; {size_text(r.freed)} in all")
-    kept_size = sum(e.size for e in r.kept)
     console.print(f"{'would keep' if dry_run else 'kept'} {len(r.kept)} entries "
                   f"({size_text(kept_size)}) in {cache.root}")
     if size is not None and kept_size > size:
