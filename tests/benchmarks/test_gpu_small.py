@@ -69,3 +69,23 @@ def test_without_a_gpu_the_cpu_side_runs_at_tiny_sizes(tmp_path):
     assert ft["steps"] == 1 and ft["extrapolated"] and ft["recipe_steps"] == 4  # 8 pairs / 2
     assert ft["recipe_s"] == pytest.approx(ft["per_step_s"] * 4, rel=0.01)
     assert jobs["rerank"]["cpu"]["pairs"] == 8 and jobs["rerank"]["cpu"]["pairs_per_s"] > 0
+
+
+def test_the_gpu_side_embeds_in_parts_and_reports_each(tmp_path):
+    """The GPU's long embedding runs in parts, each reported (a run cut short at 1M keeps the
+    rate it measured), and the parts' vectors are the vectors of one call, in order."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import gpu
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    texts = [f"document {i} about {w}" for i, w in enumerate(
+        ["proteins", "wings", "libraries", "cells", "shock waves"])]
+    seen: list[tuple[int, float]] = []
+    vectors, seconds = gpu.embed_in_parts(texts, "cpu", 2, lambda n, s: seen.append((n, s)))
+    whole, _, _ = gpu.embed(texts, "cpu")
+    assert [n for n, _ in seen] == [2, 4, 5]
+    assert all(b >= a for (_, a), (_, b) in zip(seen, seen[1:], strict=False))  # they add up
+    assert seconds == pytest.approx(seen[-1][1])
+    assert vectors.shape == (5, 384)
+    assert abs(vectors - whole).max() < 1e-5
