@@ -483,10 +483,21 @@ def timed(fn: Any, repeat: int = 3) -> tuple[Any, float]:
     return out, best
 
 
-def whole_commands(ds_dir: Path, db: Path, query: str) -> list[list[str]]:
+def drop_page_cache() -> None:
+    """Write dirty pages out and drop the page cache (``--cold``: needs root on Linux)."""
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3\n", encoding="ascii")
+    except OSError as exc:
+        raise SystemExit(f"--cold: cannot drop the page cache ({exc}); run as root, on Linux, "
+                         f"or leave --cold out") from None
+
+
+def whole_commands(ds_dir: Path, db: Path, query: str, cold: bool = False) -> list[list[str]]:
     """The whole commands, from scratch: each a process timed from start to exit, the first
-    run (after a build it checks the index files once) and the best of two more; the table's
-    rows."""
+    run (after a build it checks the index files once; with ``cold``, right after the page
+    cache is dropped, so it reads every file from the disk) and the best of two more; the
+    table's rows."""
     err.print("whole commands ...")
     here = str(Path(__file__).resolve().parent)
     aiblox = [sys.executable, "-c", AIBLOX, here]
@@ -508,6 +519,8 @@ def whole_commands(ds_dir: Path, db: Path, query: str) -> list[list[str]]:
     }
     runs: dict[str, tuple[float, float, float, str, float]] = {}
     for label, cmd in commands.items():
+        if cold:
+            drop_page_cache()
         first = whole(cmd)
         best = min((whole(cmd) for _ in range(2)), key=lambda r: r[0])
         runs[label] = (first[0], best[0], max(first[1], best[1]), best[2], best[3])
@@ -525,7 +538,8 @@ def whole_commands(ds_dir: Path, db: Path, query: str) -> list[list[str]]:
         base = against.get(label)
         ratio = (f"{best_s / runs[base][1]:.2f}x {base.split(' (')[0]}" if base
                  else ("baseline" if label in against.values() else ""))
-        rows.append([f"whole command: {label}", f"{best_s:.1f} s (first {first_s:.1f} s)",
+        rows.append([f"whole command: {label}",
+                     f"{best_s:.1f} s ({'cold' if cold else 'first'} {first_s:.1f} s)",
                      ratio, f"{rss:,.0f} MiB", whole_ndcg(label), f"CPU {cpu_s:.1f} s"])
     return rows
 
@@ -542,7 +556,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--commands-only", action="store_true",
                     help="with --keep: time the whole commands on the store a previous run "
                          "built (and the baselines' saved indexes, made when missing)")
+    ap.add_argument("--cold", action="store_true",
+                    help="drop the page cache before each whole command's first run (root "
+                         "only): the first run then reads every file from the disk")
     args = ap.parse_args(argv)
+    if args.cold:
+        drop_page_cache()  # refused before any work when not permitted
     register()
     import resource
 
@@ -569,7 +588,7 @@ def main(argv: list[str] | None = None) -> int:
         load = os.getloadavg()
         print_table(f"Whole commands: {args.docs:,} documents, {len(qtexts):,} queries",
                     ["what", "time", "against the baseline", "peak RSS", "nDCG@10", "CPU"],
-                    whole_commands(ds_dir, db, qtexts[0]), args.markdown,
+                    whole_commands(ds_dir, db, qtexts[0], args.cold), args.markdown,
                     right=("time", "peak RSS", "nDCG@10"),
                     notes=[f"Measured {environment_line()}; load average at the end "
                            f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min)."])
@@ -679,7 +698,7 @@ def main(argv: list[str] | None = None) -> int:
     forget_loaded()
     parent_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-    command_rows = whole_commands(ds_dir, db, qtexts[0])
+    command_rows = whole_commands(ds_dir, db, qtexts[0], args.cold)
 
     nq = len(qids)
 

@@ -32,6 +32,7 @@ from aiblox.compiled import readonly_view
 from aiblox.contracts.retrieval import HNSW_FROM_VECTORS, VectorConfig
 from aiblox.fusion.types import RankedList
 from aiblox.indexes.bm25 import ranked_lists, read_ids
+from aiblox.indexes.page_cache import PREFETCH_FROM_QUERIES, prefetch
 from aiblox.indexes.single_query import rescore_one
 
 __all__ = ["KNN_VERSION", "VectorIndex", "effective_kind", "exact_reference", "gpu_index"]
@@ -121,6 +122,9 @@ class VectorIndex:
         """``exact`` or ``hnsw``."""
         self.hnsw = hnsw
         self._sq_norms: np.ndarray | None = None
+        self.mapped_files: tuple[Path, ...] = ()
+        """The files a loaded index searches in place (memory-mapped), read ahead once by the
+        first batch of :data:`~aiblox.indexes.page_cache.PREFETCH_FROM_QUERIES` queries."""
 
     @property
     def n(self) -> int:
@@ -180,7 +184,11 @@ class VectorIndex:
             in_place = getattr(faiss, "IO_FLAG_MMAP_IFC", faiss.IO_FLAG_MMAP)
             flags = in_place | faiss.IO_FLAG_READ_ONLY if mmap else 0
             hnsw = faiss.read_index(str(folder / "hnsw.faiss"), flags)
-        return cls(ids, vectors, cfg, kind, hnsw)
+        index = cls(ids, vectors, cfg, kind, hnsw)
+        if mmap:
+            index.mapped_files = (folder / "vectors.npy",
+                                  *((folder / "hnsw.faiss",) if hnsw is not None else ()))
+        return index
 
     # -- search ------------------------------------------------------------------------------
     def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None,
@@ -196,6 +204,9 @@ class VectorIndex:
         if q.shape[1] != self.vectors.shape[1]:
             raise ValueError(f"query vectors have {q.shape[1]} dimensions, the index "
                              f"{self.vectors.shape[1]}")
+        if self.mapped_files and len(q) >= PREFETCH_FROM_QUERIES:
+            prefetch(self.mapped_files)  # a cold page cache read in large requests, once
+            self.mapped_files = ()
         if self.kind == "hnsw" and self.hnsw is not None:
             pos, scores, counts = self._hnsw(q, k, allowed)
         else:

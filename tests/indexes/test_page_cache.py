@@ -1,0 +1,83 @@
+"""Reading a memory-mapped index ahead: a cold file is asked for and arrives in the page cache,
+a cached one is left alone, and a loaded index reads its files ahead for a batch of queries
+(once), not for a single query, with the same hits either way. The page cache is the real one:
+a file's pages are dropped with ``POSIX_FADV_DONTNEED`` (no privileges needed)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from aiblox.contracts import VectorConfig
+from aiblox.indexes import VectorIndex, page_cache
+from aiblox.indexes.page_cache import PREFETCH_FROM_QUERIES, cached, prefetch
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "posix_fadvise"),
+                                reason="no posix_fadvise on this platform: nothing to read ahead")
+
+
+def _drop(path) -> None:
+    """The file's clean pages out of the page cache."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def _cached(path) -> bool:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return cached(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+
+
+def _arrives(path, seconds: float = 5.0) -> bool:
+    end = time.monotonic() + seconds
+    while not _cached(path):
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_a_cold_file_is_read_ahead_and_a_cached_one_left_alone(tmp_path):
+    path = tmp_path / "index.bin"
+    path.write_bytes(os.urandom(3 * page_cache.WINDOW + 12345))  # windows and a remainder
+    assert _cached(path)  # just written
+    assert prefetch([path]) == 0  # cached: nothing asked for
+    _drop(path)
+    if _cached(path):
+        pytest.skip("this filesystem keeps the pages: nothing to observe")
+    assert prefetch([path, tmp_path / "missing.bin"]) == path.stat().st_size  # missing: skipped
+    assert _arrives(path)  # every sampled page, the last window's too
+
+
+def test_a_loaded_index_reads_ahead_for_a_batch_once_and_not_for_one_query(tmp_path):
+    rng = np.random.default_rng(0)
+    vecs = rng.normal(size=(2000, 32)).astype(np.float32)
+    ids = [f"d{i:05d}" for i in range(2000)]
+    cfg = VectorConfig(index="hnsw", hnsw_m=8, ef_construction=40)
+    built = VectorIndex.build(ids, vecs, cfg, threads=1)
+    built.save(tmp_path / "knn")
+    files = [tmp_path / "knn" / "vectors.npy", tmp_path / "knn" / "hnsw.faiss"]
+    queries = rng.normal(size=(PREFETCH_FROM_QUERIES, 32)).astype(np.float32)
+
+    index = VectorIndex.load(tmp_path / "knn", cfg, "hnsw")
+    assert set(index.mapped_files) == set(files)
+    in_memory = VectorIndex.load(tmp_path / "knn", cfg, "hnsw", mmap=False)
+    assert in_memory.mapped_files == ()
+    for f in files:
+        _drop(f)
+    assert index.search(queries[:1], k=5) == built.search(queries[:1], k=5)
+    assert set(index.mapped_files) == set(files)  # one query: nothing read ahead
+    for f in files:
+        _drop(f)
+    assert index.search(queries, k=5) == built.search(queries, k=5)
+    assert index.mapped_files == ()  # read ahead, once
+    assert all(_arrives(f) for f in files)
