@@ -70,6 +70,17 @@ def _gpu_knn(q: np.ndarray, vectors: np.ndarray, k: int, metric: int,
     return faiss.knn_gpu(res, q, vectors, k, metric=metric, device=gpu)
 
 
+def _graph_bytes(folder: Path, vectors: np.ndarray) -> int:
+    """The bytes of ``hnsw.faiss`` before its stored vectors: faiss writes an ``IndexHNSWFlat``
+    as its graph (levels, offsets, neighbour lists), then the flat vectors (float32, the
+    index's own copy of ``vectors``)."""
+    try:
+        size = (folder / "hnsw.faiss").stat().st_size
+    except OSError:
+        return 0
+    return max(0, size - int(vectors.shape[0]) * int(vectors.shape[1]) * 4)
+
+
 def effective_kind(cfg: VectorConfig, n_vectors: int) -> str:
     """``exact`` or ``hnsw``: ``cfg.index``, with ``auto`` resolved by the size rule
     (HNSW from :data:`HNSW_FROM_VECTORS` vectors on)."""
@@ -183,6 +194,8 @@ class VectorIndex:
             # 0.06 s and ~0.4 GiB at 1M, where IO_FLAG_MMAP still copied them (1.4 s, 1.7 GiB)
             in_place = getattr(faiss, "IO_FLAG_MMAP_IFC", faiss.IO_FLAG_MMAP)
             flags = in_place | faiss.IO_FLAG_READ_ONLY if mmap else 0
+            if mmap:  # faiss reads the graph whole on opening: its part of the file, ahead
+                prefetch([folder / "hnsw.faiss"], first=_graph_bytes(folder, vectors))
             hnsw = faiss.read_index(str(folder / "hnsw.faiss"), flags)
         index = cls(ids, vectors, cfg, kind, hnsw)
         if mmap:

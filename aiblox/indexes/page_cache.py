@@ -1,18 +1,23 @@
-"""Reading a memory-mapped index ahead: its files brought into the page cache before a batch of
-queries walks them.
+"""Reading a memory-mapped index ahead: its files brought into the page cache in large requests,
+before faiss opens it and before a batch of queries walks it.
 
 A search over a memory-mapped index reads its pages as it touches them. An HNSW graph and the
 vectors its candidates are rescored with are touched at random, so from a cold page cache every
 touch is a small read that waits on the disk: a 1M-document dense evaluation (1,000 queries)
 spent 23 s retrieving cold (411k major page faults) against 1.9 s warm (benchmarks/README.md).
-Read ahead, the same files arrive in large requests, in the background: ``POSIX_FADV_WILLNEED``
-over each window of :data:`WINDOW` bytes (one call reads no more than the device's readahead
-limit, so a file is asked for window by window). There the cold retrieval took 8.3 s: the rest
-of the gap is the libraries and numba's cached kernels, read cold too. Waiting for the reads
-(``MADV_POPULATE_READ``) before searching measured the same, so the search does not wait. A file
-whose sampled pages are already cached is left alone (a warm file costs :data:`SAMPLES`
-non-blocking one-byte reads, where asking costs about 20 ms a GB). Where these calls do not
-exist (macOS, Windows) the search reads as it goes, as before.
+Opening such an index reads part of it whole: faiss, mapping an HNSW index in place, reads
+every node's neighbour list when it opens it, page by page (5.2-5.4 s and 66k major faults at
+1M documents cold, before a single query; 0.3 s read ahead), so :meth:`VectorIndex.load` reads
+that part, the file's start, ahead whatever follows.
+
+Read ahead, the same files arrive in large requests, in the background:
+``POSIX_FADV_WILLNEED`` over each window of :data:`WINDOW` bytes (one call reads no more than
+the device's readahead limit, so a file is asked for window by window). With both, the cold
+1M dense evaluation takes 8-10 s and a cold ``aiblox search`` 2.8 s (8 s before). Waiting for
+the reads (``MADV_POPULATE_READ``) before searching measured the same as not waiting, so the
+search does not wait. A file whose sampled pages are already cached is left alone (a warm file
+costs :data:`SAMPLES` non-blocking one-byte reads, where asking costs about 20 ms a GB). Where
+these calls do not exist (macOS, Windows) the search reads as it goes, as before.
 """
 
 from __future__ import annotations
@@ -49,10 +54,11 @@ def cached(fd: int, size: int) -> bool:
     return True
 
 
-def prefetch(paths: Iterable[str | Path]) -> int:
-    """Ask the kernel to bring ``paths`` into the page cache in large requests, in the
-    background; returns the bytes asked for (0 for files already cached). Missing files and
-    refused calls are skipped: reading ahead is a hint, never a reason for a search to fail."""
+def prefetch(paths: Iterable[str | Path], first: int | None = None) -> int:
+    """Ask the kernel to bring ``paths`` (each file's ``first`` bytes, when given) into the page
+    cache in large requests, in the background; returns the bytes asked for (0 for files
+    already cached). Missing files and refused calls are skipped: reading ahead is a hint,
+    never a reason for a search to fail."""
     advise = getattr(os, "posix_fadvise", None)
     if advise is None:
         return 0
@@ -64,6 +70,8 @@ def prefetch(paths: Iterable[str | Path]) -> int:
             continue
         try:
             size = os.fstat(fd).st_size
+            if first is not None:
+                size = max(0, min(size, first))
             if cached(fd, size):
                 continue
             for offset in range(0, size, WINDOW):

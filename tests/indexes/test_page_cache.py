@@ -13,6 +13,7 @@ import pytest
 
 from aiblox.contracts import VectorConfig
 from aiblox.indexes import VectorIndex, page_cache
+from aiblox.indexes import knn as knn_module
 from aiblox.indexes.page_cache import PREFETCH_FROM_QUERIES, cached, prefetch
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "posix_fadvise"),
@@ -29,17 +30,18 @@ def _drop(path) -> None:
         os.close(fd)
 
 
-def _cached(path) -> bool:
+def _cached(path, first: int | None = None) -> bool:
     fd = os.open(path, os.O_RDONLY)
     try:
-        return cached(fd, os.fstat(fd).st_size)
+        size = os.fstat(fd).st_size
+        return cached(fd, size if first is None else min(size, first))
     finally:
         os.close(fd)
 
 
-def _arrives(path, seconds: float = 5.0) -> bool:
+def _arrives(path, seconds: float = 5.0, first: int | None = None) -> bool:
     end = time.monotonic() + seconds
-    while not _cached(path):
+    while not _cached(path, first):
         if time.monotonic() > end:
             return False
         time.sleep(0.01)
@@ -56,9 +58,24 @@ def test_a_cold_file_is_read_ahead_and_a_cached_one_left_alone(tmp_path):
         pytest.skip("this filesystem keeps the pages: nothing to observe")
     assert prefetch([path, tmp_path / "missing.bin"]) == path.stat().st_size  # missing: skipped
     assert _arrives(path)  # every sampled page, the last window's too
+    _drop(path)
+    assert prefetch([path], first=page_cache.WINDOW + 1) == page_cache.WINDOW + 1
+    assert _arrives(path, first=page_cache.WINDOW + 1)
 
 
-def test_a_loaded_index_reads_ahead_for_a_batch_once_and_not_for_one_query(tmp_path):
+def test_a_loaded_index_reads_ahead_for_a_batch_once_and_not_for_one_query(tmp_path,
+                                                                            monkeypatch):
+    """On opening, the graph's part of ``hnsw.faiss`` (faiss reads it whole); on the first
+    batch, every mapped file; on a single query, nothing more. The real read-ahead runs,
+    recorded on its way."""
+    asked: list[tuple[list[str], int | None]] = []
+
+    def recorded(paths, first=None):
+        paths = list(paths)
+        asked.append(([p.name for p in paths], first))
+        return prefetch(paths, first)
+
+    monkeypatch.setattr(knn_module, "prefetch", recorded)
     rng = np.random.default_rng(0)
     vecs = rng.normal(size=(2000, 32)).astype(np.float32)
     ids = [f"d{i:05d}" for i in range(2000)]
@@ -67,17 +84,22 @@ def test_a_loaded_index_reads_ahead_for_a_batch_once_and_not_for_one_query(tmp_p
     built.save(tmp_path / "knn")
     files = [tmp_path / "knn" / "vectors.npy", tmp_path / "knn" / "hnsw.faiss"]
     queries = rng.normal(size=(PREFETCH_FROM_QUERIES, 32)).astype(np.float32)
+    graph = files[1].stat().st_size - vecs.nbytes  # faiss writes the graph, then the vectors
 
-    index = VectorIndex.load(tmp_path / "knn", cfg, "hnsw")
-    assert set(index.mapped_files) == set(files)
     in_memory = VectorIndex.load(tmp_path / "knn", cfg, "hnsw", mmap=False)
-    assert in_memory.mapped_files == ()
+    assert in_memory.mapped_files == () and asked == []  # nothing mapped: nothing to read
     for f in files:
         _drop(f)
+    index = VectorIndex.load(tmp_path / "knn", cfg, "hnsw")
+    assert asked == [(["hnsw.faiss"], graph)]
+    assert _arrives(files[1], first=graph)
+    assert set(index.mapped_files) == set(files)
     assert index.search(queries[:1], k=5) == built.search(queries[:1], k=5)
-    assert set(index.mapped_files) == set(files)  # one query: nothing read ahead
+    assert len(asked) == 1  # one query: nothing read ahead
     for f in files:
         _drop(f)
     assert index.search(queries, k=5) == built.search(queries, k=5)
-    assert index.mapped_files == ()  # read ahead, once
+    assert asked[1:] == [(["vectors.npy", "hnsw.faiss"], None)] and index.mapped_files == ()
     assert all(_arrives(f) for f in files)
+    index.search(queries, k=5)
+    assert len(asked) == 2  # once
