@@ -25,7 +25,6 @@ CACHE_DIR_HELP = "The stage cache: a folder or an fsspec URI (s3://..., gs://...
 STAGE_HELP = "Only this stage's entries (repeatable; default: every stage)."
 
 
-
 def _when(t: float | None) -> str:
     if t is None:
         return "-"

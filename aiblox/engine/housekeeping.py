@@ -126,9 +126,11 @@ def _is_stage_folder(name: str, files: list[FileInfo]) -> bool:
         not files or any(size >= 0 and _ENTRY_FILE.match(n) for n, size, _ in files))
 
 
-def _scan(cache: StageCache) -> dict[str, _Folder]:
-    """Every stage folder's entries, by stage name."""
-    folders = {name: cache.listing(name) for name, size, _ in cache.listing() if size < 0}
+def _scan(cache: StageCache, root: list[FileInfo] | None = None) -> dict[str, _Folder]:
+    """Every stage folder's entries, by stage name (``root``: the root's listing, when the
+    caller has it already)."""
+    root = cache.listing() if root is None else root
+    folders = {name: cache.listing(name) for name, size, _ in root if size < 0}
     return {name: _stage_folder(name, folders[name]) for name in sorted(folders)
             if _is_stage_folder(name, folders[name])}
 
@@ -154,7 +156,8 @@ def cache_entries(cache: StageCache, stages: Sequence[str] | None = None) -> lis
 def cache_usage(cache: StageCache) -> list[FolderUsage]:
     """Entries, bytes and age of every folder of the cache, stage folders first (by name),
     then ``doc_tables`` and the kept folders; [] for a cache never written."""
-    scanned = _scan(cache)
+    root = cache.listing()
+    scanned = _scan(cache, root)
     rows = []
     for name, folder in scanned.items():
         row = FolderUsage(name, "stage")
@@ -163,8 +166,7 @@ def cache_usage(cache: StageCache) -> list[FolderUsage]:
         row.leftovers = len(folder.leftovers)
         row.leftover_size = sum(x.size for x in folder.leftovers)
         rows.append(row)
-    others = sorted((name for name, size, _ in cache.listing()
-                     if size < 0 and name not in scanned),
+    others = sorted((name for name, size, _ in root if size < 0 and name not in scanned),
                     key=lambda n: (n != DOC_TABLES, n))
     for name in others:
         row = FolderUsage(name, "derived" if name == DOC_TABLES else "kept")
