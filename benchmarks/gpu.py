@@ -6,9 +6,10 @@ pairs/s, every number beside the device (and card) that gave it.
    synthetic collection (seeded choices of real sentences from the shared collections; the same
    folder, reused when scale.py wrote it). The GPU embeds all ``--docs`` of them, then runs a real
    dense evaluation at that size: the queries embedded, aiblox's exact kNN (on the GPU through
-   faiss when faiss-gpu is installed) over every document vector, nDCG@10 and recall@100 with
-   ranx. The CPU embeds the first ``--cpu-docs`` (the same texts: the largest difference between
-   the two devices' vectors is shown) and its time for ``--docs`` is extrapolated, labelled so;
+   faiss when faiss-gpu is installed) over every document vector, nDCG@10 and recall@100 by
+   aiblox's metrics (ranx's numbers). The CPU embeds the first ``--cpu-docs`` (the same
+   texts: the largest difference between the two devices' vectors is shown) and its time for
+   ``--docs`` is extrapolated, labelled so;
 2. fine-tuning: the recipe of a ``[finetune]`` spec (``--spec``, default the scifact spec) on its
    training pairs (the sweep's own, BM25 hard negatives from a throwaway store), through aiblox's
    ``fine_tune``: every step on the GPU; ``--cpu-steps`` steps on the CPU, the whole recipe
@@ -177,7 +178,7 @@ def embed_in_parts(texts: list[str], device: str, part: int,
 def dense_eval(ids: list[str], vectors: Any, folder: Path, device: str) -> dict[str, Any]:
     """The collection's queries embedded on ``device`` and searched exactly over every
     document vector (aiblox's exact kNN; on the GPU via faiss-gpu when installed), scored by
-    ranx: nDCG@10, recall@100, queries/s of the search."""
+    aiblox's metrics (ranx's numbers): nDCG@10, recall@100, queries/s of the search."""
     from scale import read_queries
 
     from aiblox.contracts import VectorConfig
