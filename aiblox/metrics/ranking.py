@@ -82,8 +82,6 @@ class QrelsScorer:
 
     def __init__(self, qrels: Mapping[str, Mapping[str, int]]) -> None:
         setup_numba_cache()
-        from numba.typed import List
-
         self.qids = sorted(q for q, docs in qrels.items() if docs)
         self._ids: dict[str, int] = {}
         arrays = []
@@ -95,7 +93,8 @@ class QrelsScorer:
                 arr[i, 0] = self._id(d)
                 arr[i, 1] = g
             arrays.append(arr)
-        self._qrels = List(arrays) if arrays else None
+        self._arrays = arrays
+        self._typed: Any = None
         # the same judgements flat, for the compiled metrics (:func:`ranking_metrics`)
         self._q_offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
         np.cumsum([len(a) for a in arrays], out=self._q_offsets[1:])
@@ -139,7 +138,7 @@ class QrelsScorer:
                         metrics: Sequence[str]) -> dict[str, np.ndarray]:
         """:meth:`evaluate_arrays` as :func:`pack_metrics` arrays (over the judged queries),
         without building per-query dictionaries: the sweep's hot path."""
-        if self._qrels is None:
+        if not self._arrays:
             return _no_queries(metrics)
         offsets = np.zeros(len(qids) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
@@ -182,6 +181,16 @@ class QrelsScorer:
             matrix[rest] = self._ranx(run, [metrics[i] for i in rest], metrics)
         return pack_metrics(metrics, self.qids, [float(np.mean(row)) for row in matrix], matrix)
 
+    def _ranx_qrels(self) -> Any:
+        """The judgements as ranx's typed list, built on first need (only the metrics ranx
+        computes itself need it; building one compiles numba's list methods, ~0.5 s a
+        process)."""
+        if self._typed is None:
+            from numba.typed import List
+
+            self._typed = List(self._arrays)
+        return self._typed
+
     def _ranx(self, run: Any, metrics: Sequence[str], asked: Sequence[str]) -> np.ndarray:
         """ranx's per-query scores of a typed-list run (one row per metric, columns in
         :attr:`qids` order); ``asked``: every metric of the call (named in an error)."""
@@ -192,12 +201,12 @@ class QrelsScorer:
             # twice when alone: ranx's evaluate(return_mean=False) fails on a single metric name
             names = list(metrics) if len(metrics) > 1 else [metrics[0], metrics[0]]
             try:
-                scores = evaluate(self._qrels, run, names, return_mean=False,
+                scores = evaluate(self._ranx_qrels(), run, names, return_mean=False,
                                   save_results_in_run=False)
             except ZeroDivisionError:
                 # ranx's bpref divides by the number of relevant documents; whether that
                 # raises or leaves a silent 0 depends on numba's thread state, so name it
-                unrelevant = [q for q, arr in zip(self.qids, self._qrels or [], strict=True)
+                unrelevant = [q for q, arr in zip(self.qids, self._arrays, strict=True)
                               if not (arr[:, 1] > 0).any()]
                 raise ValueError(
                     f"metrics {', '.join(asked)}: ranx divided by zero; {len(unrelevant)} "
@@ -216,7 +225,7 @@ class QrelsScorer:
     def evaluate_packed_run(self, run: Mapping[str, Sequence[Sequence[Any]]],
                             metrics: Sequence[str]) -> dict[str, np.ndarray]:
         """:meth:`evaluate` as :func:`pack_metrics` arrays."""
-        if self._qrels is None:
+        if not self._arrays:
             return _no_queries(metrics)
         get = self._ids.get
         parts = [[get(d, -1) for d, _ in run.get(q, ())] for q in self.qids]
