@@ -32,7 +32,7 @@ from aiblox.compiled import readonly_view
 from aiblox.contracts.retrieval import HNSW_FROM_VECTORS, VectorConfig
 from aiblox.fusion.types import RankedList
 from aiblox.indexes.bm25 import ranked_lists, read_ids
-from aiblox.indexes.page_cache import PREFETCH_FROM_QUERIES, prefetch
+from aiblox.indexes.page_cache import PREFETCH_FROM_QUERIES, map_npy, prefetch, read_around
 from aiblox.indexes.single_query import rescore_one
 
 __all__ = ["KNN_VERSION", "VectorIndex", "effective_kind", "exact_reference", "gpu_index"]
@@ -136,6 +136,9 @@ class VectorIndex:
         self.mapped_files: tuple[Path, ...] = ()
         """The files a loaded index searches in place (memory-mapped), read ahead once by the
         first batch of :data:`~aiblox.indexes.page_cache.PREFETCH_FROM_QUERIES` queries."""
+        self.mapping: Any = None
+        """The vectors' mapping when loaded in place (:func:`~aiblox.indexes.page_cache.map_npy`:
+        no read-around until a batch gives it back)."""
 
     @property
     def n(self) -> int:
@@ -183,8 +186,11 @@ class VectorIndex:
     @classmethod
     def load(cls, folder: Path, cfg: VectorConfig, kind: str, mmap: bool = True
              ) -> VectorIndex:
-        vectors = np.load(folder / "vectors.npy", mmap_mode="r" if mmap else None,
-                          allow_pickle=False)
+        mapping = None
+        if mmap:  # read in place; a page touched is read alone (few queries touch few rows)
+            vectors, mapping = map_npy(folder / "vectors.npy")
+        else:
+            vectors = np.load(folder / "vectors.npy", allow_pickle=False)
         ids = read_ids(folder / "ids.json")
         hnsw = None
         if kind == "hnsw" and (folder / "hnsw.faiss").exists():
@@ -199,6 +205,7 @@ class VectorIndex:
             hnsw = faiss.read_index(str(folder / "hnsw.faiss"), flags)
         index = cls(ids, vectors, cfg, kind, hnsw)
         if mmap:
+            index.mapping = mapping
             index.mapped_files = (folder / "vectors.npy",
                                   *((folder / "hnsw.faiss",) if hnsw is not None else ()))
         return index
@@ -218,6 +225,7 @@ class VectorIndex:
             raise ValueError(f"query vectors have {q.shape[1]} dimensions, the index "
                              f"{self.vectors.shape[1]}")
         if self.mapped_files and len(q) >= PREFETCH_FROM_QUERIES:
+            read_around(self.mapping)  # a batch touches most pages: as before
             prefetch(self.mapped_files)  # a cold page cache read in large requests, once
             self.mapped_files = ()
         if self.kind == "hnsw" and self.hnsw is not None:

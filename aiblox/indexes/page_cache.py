@@ -18,15 +18,26 @@ the reads (``MADV_POPULATE_READ``) before searching measured the same as not wai
 search does not wait. A file whose sampled pages are already cached is left alone (a warm file
 costs :data:`SAMPLES` non-blocking one-byte reads, where asking costs about 20 ms a GB). Where
 these calls do not exist (macOS, Windows) the search reads as it goes, as before.
+
+The other way round, a few queries touch few of the vectors, at random: a touched page of a
+normal mapping brings its neighbours with it (the kernel's read-around), so one cold ``aiblox
+search`` at 1M documents read 1.3 GB, half of it vectors it never looked at.
+:func:`map_npy` maps the vectors with ``MADV_RANDOM`` (a touch reads its page only: 0.7 GB);
+:func:`read_around` gives a batch its read-around back before the files are read ahead.
 """
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 import os
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["PREFETCH_FROM_QUERIES", "SAMPLES", "WINDOW", "cached", "prefetch"]
+import numpy as np
+
+__all__ = ["PREFETCH_FROM_QUERIES", "SAMPLES", "WINDOW", "cached", "map_npy", "prefetch",
+           "read_around"]
 
 WINDOW = 8 << 20
 """Bytes asked for in one ``posix_fadvise`` call."""
@@ -82,3 +93,43 @@ def prefetch(paths: Iterable[str | Path], first: int | None = None) -> int:
         finally:
             os.close(fd)
     return asked
+
+
+def map_npy(path: str | Path) -> tuple[np.ndarray, mmap.mmap | None]:
+    """The array of the ``.npy`` file at ``path``, read-only and mapped in place (the array
+    ``np.load(path, mmap_mode="r")`` gives), and its mapping, advised ``MADV_RANDOM``: a page
+    touched is read alone, without its neighbours. The mapping is None, and the array
+    ``np.load``'s own, where the header is not one this reads (Fortran order, a format other
+    than 1.0 and 2.0) or the file is empty."""
+    from numpy.lib import format as npy
+
+    with open(path, "rb") as f:
+        version = npy.read_magic(f)
+        if version not in ((1, 0), (2, 0)):
+            return np.load(path, mmap_mode="r", allow_pickle=False), None
+        header = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+        shape, fortran, dtype = header(f)
+        offset = f.tell()
+        count = int(np.prod(shape, dtype=np.int64))
+        if fortran or dtype.hasobject or count == 0:
+            return np.load(path, mmap_mode="r", allow_pickle=False), None
+        mapping = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    _advise(mapping, "MADV_RANDOM")
+    array = np.frombuffer(mapping, dtype=dtype, count=count, offset=offset).reshape(shape)
+    return array, mapping
+
+
+def read_around(mapping: mmap.mmap | None) -> None:
+    """Give a :func:`map_npy` mapping the kernel's default read-around back (a batch of queries
+    touches most pages; its files are read ahead as well)."""
+    if mapping is not None:
+        _advise(mapping, "MADV_NORMAL")
+
+
+def _advise(mapping: mmap.mmap, name: str) -> None:
+    """``madvise`` the whole mapping where the platform has the call and the advice (a hint:
+    a refusal changes nothing but speed)."""
+    advice = getattr(mmap, name, None)
+    if advice is not None and hasattr(mapping, "madvise"):
+        with contextlib.suppress(OSError):
+            mapping.madvise(advice)
