@@ -106,7 +106,8 @@ def test_lever_specs_load_and_expand():
                      "scifact_fields": 63, "scifact_fusion_levers": 205,
                      "scifact_levers_combined": 1344, "scifact_fields_bm25": 7,
                      "scifact_bm25f_bm25": 20, "scifact_maxp": 336,
-                     "scifact_rerank_ft": 72, "medline_ce_zeroshot": 11, "cisi_ce_zeroshot": 11}
+                     "scifact_rerank_ft": 72, "medline_ce_zeroshot": 11, "cisi_ce_zeroshot": 11,
+                     "scifact_finetune_e5": 84}
     depth = load_spec(folder / "scifact_depth.toml").points()
     assert {(p.fts.top_k, p.vector.top_k) for p in depth} >= {(1000, 25), (25, 1000)}
 
