@@ -12,8 +12,8 @@ import typer
 from aiblox.cli._common import fail, out, print_json
 from aiblox.cli._defaults import TRACKING_URI
 
-RUN_HELP = ("a 32-hex MLflow run id, SWEEP:LABEL (a label or its unique prefix) or a "
-            "config-hash prefix (aiblox runs lists them)")
+RUN_HELP = ("a 32-hex MLflow run id, SWEEP:LABEL (a label or its unique prefix; SWEEP:best, "
+            "SWEEP:baseline) or a config-hash prefix (aiblox runs lists them)")
 
 
 class TestChoice(StrEnum):

@@ -10,8 +10,9 @@ and primary metric on the tune and report splits. ``aiblox runs`` prints both.
 
 1. a 32-hex MLflow run id of a run in the store;
 2. ``SWEEP:LABEL``: the sweep by name (its newest parent run) or parent run id, then the point
-   whose label is ``LABEL`` exactly, else the one point whose label starts with it, else the
-   one point whose config hash starts with it;
+   whose label is ``LABEL`` exactly, else the one point whose label starts with it, else
+   ``best`` or ``baseline`` (the sweep's best point, its named baseline), else the one point
+   whose config hash starts with it;
 3. a sweep name or parent run id (only with ``sweep_best=True``): the sweep's best point;
 4. a config-hash prefix (at least :data:`MIN_HASH_PREFIX` hex digits) matching one point.
 
@@ -260,13 +261,23 @@ def _in_sweep(client: Any, ref: str, sweep: str, key: str) -> RunRef:
     prefix = [r for r in refs if r.label.startswith(key)]
     if prefix:
         return _one(ref, prefix, "label prefix")
+    if key == "best":  # no label is "best": the sweep's best point
+        return _sweep_best(client, parent)
+    if key == "baseline":
+        base = [_ref(c, row.name) for c in _children(client, parent)
+                if c.data.tags.get("aiblox.baseline") == "true"]
+        if not base:
+            raise ValueError(f"{ref!r}: sweep {row.name} has no baseline point (its spec "
+                             f"names none)")
+        return _one(ref, base, "baseline")
     if _HEX.match(key.lower()):
         by_hash = [r for r in refs if r.config_hash.startswith(key.lower())]
         if by_hash:
             return _one(ref, by_hash, "config-hash prefix")
     shown = ", ".join(r.label for r in refs[:8]) + (", ..." if len(refs) > 8 else "")
     raise ValueError(f"{ref!r}: sweep {row.name} has no point labelled {key!r} (nor a label "
-                     f"or config hash starting with it); its points: {shown or 'none'}")
+                     f"or config hash starting with it; {row.name}:best and {row.name}:baseline "
+                     f"name its best point and baseline); its points: {shown or 'none'}")
 
 
 def _by_hash_prefix(client: Any, ref: str) -> RunRef | None:

@@ -234,6 +234,20 @@ def test_ambiguous_references_are_one_line_errors_listing_the_candidates(logged)
     assert one["run_a"] == copy[0]["run_id"]
     nothing = _cli("compare", "sample_fusion:nope", "ffff0000", "--tracking-uri", uri)
     assert nothing.exit_code == 2 and "has no point labelled 'nope'" in nothing.output
+    assert "sample_fusion:best and sample_fusion:baseline" in nothing.output
+
+
+def test_best_and_baseline_name_the_sweep_s_points(logged):
+    from aiblox.sweep.runs import resolve_run
+
+    uri = logged["uri"]
+    points = _points(logged, "sample_fusion")
+    best = resolve_run("sample_fusion:best", uri)
+    assert best == resolve_run("sample_fusion", uri, sweep_best=True)  # the sweep's best point
+    assert best.config_hash == next(p for p in points if p["best"])["config_hash"]
+    base = resolve_run("sample_fusion:baseline", uri)
+    assert base.config_hash == next(p for p in points if p["baseline"])["config_hash"]
+    assert base.config_hash != best.config_hash
 
 
 def test_verify_by_sweep_and_label(logged):
