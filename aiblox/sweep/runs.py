@@ -253,7 +253,8 @@ def _in_sweep(client: Any, ref: str, sweep: str, key: str) -> RunRef:
     except ValueError:
         raise ValueError(f"{ref!r}: no sweep named {sweep!r} (aiblox runs lists them)") from None
     row = _sweep_row(parent, 0)
-    refs = [_ref(c, row.name) for c in _children(client, parent)]
+    children = _children(client, parent)
+    refs = [_ref(c, row.name) for c in children]
     refs.sort(key=lambda r: (r.label, r.config_hash))
     exact = [r for r in refs if r.label == key]
     if exact:
@@ -262,9 +263,9 @@ def _in_sweep(client: Any, ref: str, sweep: str, key: str) -> RunRef:
     if prefix:
         return _one(ref, prefix, "label prefix")
     if key == "best":  # no label is "best": the sweep's best point
-        return _sweep_best(client, parent)
+        return _sweep_best(client, parent, children)
     if key == "baseline":
-        base = [_ref(c, row.name) for c in _children(client, parent)
+        base = [_ref(c, row.name) for c in children
                 if c.data.tags.get("aiblox.baseline") == "true"]
         if not base:
             raise ValueError(f"{ref!r}: sweep {row.name} has no baseline point (its spec "
@@ -294,12 +295,13 @@ def _by_hash_prefix(client: Any, ref: str) -> RunRef | None:
     return _one(ref, refs, "config-hash prefix")
 
 
-def _sweep_best(client: Any, parent: Any) -> RunRef:
+def _sweep_best(client: Any, parent: Any, children: list[Any] | None = None) -> RunRef:
+    """The sweep's best point (``children``: its point runs, when the caller has them)."""
     row = _sweep_row(parent, 0)
     if not row.best_config_hash:
         raise ValueError(f"sweep {row.name!r} has no best point logged (unfinished?)")
-    found = [c for c in _children(client, parent)
-             if c.data.tags.get(TAG_CONFIG) == row.best_config_hash]
+    children = _children(client, parent) if children is None else children
+    found = [c for c in children if c.data.tags.get(TAG_CONFIG) == row.best_config_hash]
     if not found:
         raise ValueError(f"sweep {row.name!r}: the best point "
                          f"{short_hash(row.best_config_hash)} has no child run")
