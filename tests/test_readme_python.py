@@ -39,10 +39,10 @@ def test_the_readme_python_block_runs(tmp_path):
     assert system["metrics"]["recall@100"] == float(recall)
     assert system["hashes"]["run"] == run_hash
     # and the numbers the README prints beside the block
-    printed = re.search(r"# ([0-9.]+) ([0-9.]+) ([0-9a-f]{8})\.\.\.: `aiblox eval sample", code)
+    # (not its run hash: that is the CPU's, see the README's "Determinism")
+    printed = re.search(r"# ([0-9.]+) ([0-9.]+) and a run hash: `aiblox eval sample", code)
     assert printed, "the README block prints its numbers in a comment"
     assert printed.group(1) == f"{float(ndcg):.4f}" and float(printed.group(2)) == float(recall)
-    assert run_hash.startswith(printed.group(3))
 
 
 def test_import_aiblox_stays_light():

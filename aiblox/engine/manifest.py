@@ -1,6 +1,6 @@
 """Determinism manifest of one sweep point: everything needed to check that a re-run gives the
 same bytes (dataset hash, config hash, stage keys and output hashes, run hashes) and where it
-was made (package versions, git commit).
+was made (package versions, git commit, the CPU).
 
 A pipeline point (chunking, selection) lists every stage in pipeline order per split (signals,
 fusion, metrics, chunks, chunk_metrics, then selection, prompt, reader, validation,
@@ -26,11 +26,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aiblox.hashing import sha256_hex
 
-__all__ = ["MANIFEST_VERSION", "PointManifest", "SplitManifest", "environment", "git_commit"]
+__all__ = ["MANIFEST_VERSION", "PointManifest", "SplitManifest", "cpu", "environment",
+           "git_commit"]
 
 MANIFEST_VERSION = 1
 
-PACKAGES = ("aiblox", "duckdb", "mlflow", "numpy", "pandas", "pydantic", "ranx")
+PACKAGES = ("aiblox", "duckdb", "mlflow", "numpy", "pandas", "pydantic", "ranx",
+            "sentence-transformers", "torch")
 
 
 class _Strict(BaseModel):
@@ -127,13 +129,40 @@ def _version(name: str) -> str | None:
 
 
 @lru_cache(maxsize=1)
+def cpu() -> str:
+    """The CPU, as its model name and the widest vector instructions it has (``AMD EPYC 7B13
+    (avx2)``, ``Intel(R) Xeon(R) Processor (avx512)``): a neural embedder's kernels differ
+    between those, and so do the last bits of its vectors, the scores computed from them and
+    every hash after them (the metrics rarely). Read from ``/proc/cpuinfo`` where there is one,
+    else :func:`platform.processor`."""
+    model, flags = "", set[str]()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                name, _, value = line.partition(":")
+                name = name.strip()
+                if name == "model name" and not model:
+                    model = value.strip()
+                elif name == "flags" and not flags:
+                    flags = set(value.split())
+                if model and flags:
+                    break
+    except OSError:
+        pass
+    model = model or platform.processor() or platform.machine() or "unknown CPU"
+    isa = next((f for f in ("avx512", "avx2", "avx") if f in flags or f + "f" in flags), None)
+    return f"{model} ({isa})" if isa else model
+
+
+@lru_cache(maxsize=1)
 def _environment() -> tuple[tuple[str, Any], ...]:
     env = {"python": platform.python_version(),
            "packages": {p: _version(p) for p in PACKAGES},
-           "git_commit": git_commit()}
+           "git_commit": git_commit(), "cpu": cpu()}
     return tuple(env.items())
 
 
 def environment() -> dict[str, Any]:
-    """Package versions, Python version and git commit (computed once per process)."""
+    """Package versions, Python version, git commit and :func:`cpu` (computed once per
+    process)."""
     return {k: (dict(v) if isinstance(v, dict) else v) for k, v in _environment()}

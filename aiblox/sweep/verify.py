@@ -34,7 +34,7 @@ from aiblox.embedding.device import device_class
 from aiblox.engine.algebra import from_data
 from aiblox.engine.cache import StageCache
 from aiblox.engine.context import RunContext, embedder_id
-from aiblox.engine.manifest import PointManifest
+from aiblox.engine.manifest import PointManifest, cpu
 from aiblox.engine.point import split_point
 from aiblox.engine.settings import PipelinePoint, SweepSettings, needs_vectors, point_config
 
@@ -254,9 +254,10 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
 
     def report() -> VerifyReport:
         bad = next((c.where for c in checks if not c.identical), None)
+        said = [*notes, *_cpu_note(m, bad)]
         return VerifyReport(config_hash=m.config_hash, identical=bad is None,
                             first_difference=bad, checks=checks, dataset_path=ds.source,
-                            notes=notes)
+                            notes=said)
 
     same = ds.hash == m.dataset_hash
     detail = (f"read from {ds.source or 'memory'}" if same or differs is None
@@ -289,6 +290,19 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
         finally:
             ctx.close()
     return report()
+
+
+def _cpu_note(m: PointManifest, bad: str | None) -> list[str]:
+    """Why a stage's bytes can differ with nothing else changed: the point was computed on
+    another CPU (``environment.cpu``), whose floating-point kernels (a neural embedder's
+    above all) round differently."""
+    logged, here = m.environment.get("cpu"), cpu()
+    if bad is None or "/" not in bad or not logged or logged == here:
+        return []
+    return [f"the point was computed on another CPU ({logged}; this one: {here}): a neural "
+            f"embedder's vectors differ in their last bits between CPUs' kernels, and so do "
+            f"the scores and every hash after them; run the sweep on this machine to compare "
+            f"its metric values"]
 
 
 def _verify_split(ctx: RunContext, pt: PipelinePoint, split: str, sm: Any,

@@ -137,3 +137,25 @@ def test_dataset_hash_does_not_depend_on_split_order():
     b = load_dataset("sample", splits=["test", "train"])
     assert a.hash == b.hash and list(a.qrels) == ["train", "test"]
     assert load_dataset("sample", splits=["test"]).hash != a.hash  # what was read still counts
+
+
+def test_a_difference_on_another_cpu_says_so(logged, tmp_path):
+    """The point's stage bytes differ and its manifest names another CPU: the note says why
+    (a neural embedder's vectors round differently there); on the same CPU it says nothing."""
+    from aiblox.engine.manifest import cpu
+
+    data = logged["result"].points[1].manifest.model_dump(mode="json")
+    assert data["environment"]["cpu"] == cpu()  # recorded where it was computed
+    data["splits"]["train"]["stages"][0]["output_hash"] = "f" * 64  # train signals
+    for where, note in ((cpu(), False), ("AMD EPYC 7B13 (avx2)", True)):
+        data["environment"]["cpu"] = where
+        path = tmp_path / "manifest.json"
+        path.write_text(json.dumps(data, sort_keys=True))
+        res = _verify(logged, str(path), "--json")
+        assert res.exit_code == 1
+        out = json.loads(res.stdout)
+        assert out["first_difference"] == "train/signals"
+        said = [n for n in out["notes"] if "another CPU" in n]
+        assert bool(said) == note
+        if note:
+            assert "AMD EPYC 7B13 (avx2)" in said[0] and cpu() in said[0]
