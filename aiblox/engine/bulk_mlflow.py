@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-__all__ = ["BulkRunWriter", "RunRecord"]
+__all__ = ["BulkRunWriter", "RunRecord", "sql_store"]
 
 MAX_PARAM = 6000
 """MLflow's longest param value; longer ones are cut (as the client's writer does)."""
@@ -59,8 +59,7 @@ class BulkRunWriter:
     def __init__(self, client: Any, experiment_id: str) -> None:
         self.client = client
         self.experiment_id = str(experiment_id)
-        store = getattr(getattr(client, "_tracking_client", None), "store", None)
-        self._store = store if _is_sql_store(store) else None
+        self._store = sql_store(client)
         self._artifact_root: str | None = None
         if self._store is not None:
             location = client.get_experiment(self.experiment_id).artifact_location
@@ -192,9 +191,12 @@ def _named(path: Path, write: Any, data: bytes) -> None:
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
 
 
-def _is_sql_store(store: Any) -> bool:
+def sql_store(client: Any) -> Any:
+    """The ``SqlAlchemyStore`` behind an ``MlflowClient`` (a SQLite, PostgreSQL or MySQL
+    store MLflow manages), None for any other store (a tracking server, a file store)."""
+    store = getattr(getattr(client, "_tracking_client", None), "store", None)
     try:
         from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
     except ImportError:  # pragma: no cover - mlflow without SQLAlchemy
-        return False
-    return isinstance(store, SqlAlchemyStore)
+        return None
+    return store if isinstance(store, SqlAlchemyStore) else None

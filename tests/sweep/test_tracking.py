@@ -134,6 +134,14 @@ def test_a_finished_sweep_missing_a_point_is_completed_and_cleaned(env, sample_d
     stray = tr.client.create_run(tr.experiment_id, tags={
         "mlflow.parentRunId": tr.parent_id, "aiblox.config_hash":
             children[1].data.tags["aiblox.config_hash"], "aiblox.kind": "point"})
+    # the re-run's one SQL query sees what MLflow's search_runs sees: not the deleted child,
+    # the stray (RUNNING) with its repeated config hash, every finished one
+    rows = tr.child_rows()
+    assert rows == sorted(((c.info.run_id, c.info.status, c.info.start_time,
+                            c.data.tags.get("aiblox.config_hash")) for c in tr.children()),
+                          key=lambda x: (x[2], x[0]))
+    assert len(rows) == len(children) and lost.info.run_id not in {x[0] for x in rows}
+    assert (stray.info.run_id, "RUNNING") in {x[:2] for x in rows}
     r = sweep(e2, sample_dataset, sweep_db, tracker(e2, experiment="holes"))
     assert r.tracking["logged"] == 1 and r.tracking["parent_run_id"] == \
         first.tracking["parent_run_id"]

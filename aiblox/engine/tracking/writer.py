@@ -29,7 +29,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from aiblox.engine.bulk_mlflow import BulkRunWriter, RunRecord
+from aiblox.engine.bulk_mlflow import BulkRunWriter, RunRecord, sql_store
 from aiblox.engine.cache import StageCache
 from aiblox.engine.outputs import StageReader
 from aiblox.engine.settings import ranked
@@ -363,18 +363,44 @@ class SweepTracker:
             if not token:
                 return out
 
+    def child_rows(self) -> list[tuple[str, str, int, str | None]]:
+        """``(run id, status, start time, config hash)`` of every child run (any status),
+        sorted. In a SQL store one query on MLflow's own tables: ``search_runs`` reads every
+        tag, param and metric of every child (2-3 s for 1,228 children), where a re-run needs
+        four columns. Elsewhere (a tracking server) through :meth:`children`."""
+        store = sql_store(self.client)
+        if store is None:
+            rows = [(r.info.run_id, r.info.status, int(r.info.start_time or 0),
+                     r.data.tags.get(TAG_CONFIG)) for r in self.children()]
+        else:
+            from mlflow.store.tracking.dbmodels.models import SqlRun, SqlTag
+            from sqlalchemy import and_, select
+            from sqlalchemy.orm import aliased
+
+            parent, config = aliased(SqlTag), aliased(SqlTag)
+            query: Any = (
+                select(SqlRun.run_uuid, SqlRun.status, SqlRun.start_time, config.value)
+                .join(parent, and_(parent.run_uuid == SqlRun.run_uuid,
+                                   parent.key == TAG_PARENT, parent.value == self.parent_id))
+                .outerjoin(config, and_(config.run_uuid == SqlRun.run_uuid,
+                                        config.key == TAG_CONFIG))
+                .where(SqlRun.experiment_id == int(self.experiment_id),
+                       SqlRun.lifecycle_stage == "active"))
+            with store.ManagedSessionMaker() as session:
+                rows = [(str(u), str(st), int(t or 0), v) for u, st, t, v in
+                        session.execute(query)]
+        return sorted(rows, key=lambda r: (r[2], r[0]))
+
     def logged_config_hashes(self) -> set[str]:
         """Config hashes of FINISHED children. As the owner, children that never finished and
         repeats of a config hash (the earliest is kept) are deleted: each point once."""
         if self._existing is None:
             done: set[str] = set()
-            for r in sorted(self.children(),
-                            key=lambda r: (r.info.start_time or 0, r.info.run_id)):
-                h = r.data.tags.get(TAG_CONFIG)
-                if r.info.status == "FINISHED" and h and h not in done:
+            for run_id, status, _, h in self.child_rows():
+                if status == "FINISHED" and h and h not in done:
                     done.add(h)
                 elif self.owned:
-                    self._discard(r.info.run_id)
+                    self._discard(run_id)
             self._existing = done
             self.skipped = len(done)
         return set(self._existing)
