@@ -185,11 +185,20 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         baseline = None if baseline is None else with_reranker([baseline], reranker)[0]
     model_based = spec.search.model_based  # trials chosen while it runs, among the grid's points
     todo = [] if model_based else list(grid)
+    configs: dict[int, tuple[str, dict[str, Any]]] = {}  # id(point) -> point_config, once
+
+    def config_of(pt: PipelinePoint) -> tuple[str, dict[str, Any]]:
+        """The point's config hash and config, computed once (the points live as long as
+        this sweep: ``grid``, ``todo``)."""
+        out = configs.get(id(pt))
+        if out is None:
+            out = configs[id(pt)] = point_config(settings, pt, ctx.embedder_id, backend)
+        return out
+
     base_key = None
     if baseline is not None:
-        base_key = point_config(settings, baseline, ctx.embedder_id, backend)[0]
-        if model_based or base_key not in {point_config(settings, p, ctx.embedder_id, backend)[0]
-                                           for p in grid}:
+        base_key = config_of(baseline)[0]
+        if model_based or base_key not in {config_of(p)[0] for p in grid}:
             todo.append(baseline)
     remote = None
     try:
@@ -218,7 +227,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
 
     def make_point(i: int, out: dict[str, Any]) -> PointResult:
         pt = todo[i]
-        chash, config = point_config(settings, pt, ctx.embedder_id, backend)
+        chash, config = config_of(pt)
         manifest = PointManifest(
             sweep=spec.name, sweep_hash=sweep_hash, dataset=ds.name, dataset_hash=ds.hash,
             dataset_path=ds.source, config_hash=chash, config=config,
@@ -275,7 +284,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         chosen; its primary metric on the tune split (its objectives, when the spec names
         several)."""
         pt = grid[i]
-        chash = point_config(settings, pt, ctx.embedder_id, backend)[0]
+        chash = config_of(pt)[0]
         point = scored.get(chash)
         if point is None:
             todo.append(pt)
