@@ -43,7 +43,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from aiblox.engine.task import StageRecord, Task, stage_key
-from aiblox.hashing import canonical_json, canonical_plain_json, sha256_bytes, sha256_text
+from aiblox.hashing import canonical_plain_json, sha256_bytes, sha256_text
 
 __all__ = [
     "FileInfo",
@@ -65,8 +65,8 @@ def encode_arrays(arrays: dict[str, np.ndarray]) -> bytes:
     names = sorted(arrays)
     arrs = [np.ascontiguousarray(arrays[n]) for n in names]
     arrs = [a.astype(a.dtype.newbyteorder("<")) if a.dtype.byteorder == ">" else a for a in arrs]
-    header = canonical_json([[n, a.dtype.newbyteorder("<").str, list(a.shape)]
-                             for n, a in zip(names, arrs, strict=True)])
+    header = canonical_plain_json([[n, a.dtype.newbyteorder("<").str, [int(d) for d in a.shape]]
+                                   for n, a in zip(names, arrs, strict=True)])
     return b"".join([_ARRAYS_MAGIC, header.encode("utf-8"), b"\n", *(a.tobytes() for a in arrs)])
 
 
@@ -104,7 +104,7 @@ class StageCacheCorrupt(StageCacheError):
         self.name, self.key, self.path, self.reason = name, key, path, reason
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def _atomic_write(path: str | Path, data: bytes) -> None:
     """Write ``data`` under a temporary name unique to this process and thread, then rename it
     into place: a reader never sees a partial file, a killed process never leaves one under
     the real name, and parallel writers of one key (same bytes) simply replace each other. No
@@ -112,13 +112,14 @@ def _atomic_write(path: Path, data: bytes) -> None:
     output, or an output cut short by a power loss, is a damaged entry, computed again), and
     two syncs per file cost a sweep more than its fusion and metrics. The folder is made when
     missing. Failures are a :class:`StageCacheError` naming the folder."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}-"
-                         f"{next(_TMP_SEQ)}.tmp")
+    folder, name = os.path.split(os.fspath(path))
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}-{threading.get_ident()}-"
+                               f"{next(_TMP_SEQ)}.tmp")
     try:
         try:
             f = open(tmp, "wb")  # noqa: SIM115 - closed below
         except FileNotFoundError:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            os.makedirs(folder, exist_ok=True)
             f = open(tmp, "wb")  # noqa: SIM115
         with f:
             f.write(data)
@@ -126,7 +127,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
     except OSError as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
-        raise StageCacheError(f"cannot write the stage cache in {path.parent}: "
+        raise StageCacheError(f"cannot write the stage cache in {folder}: "
                               f"{exc.strerror or exc}") from exc
     except BaseException:
         if os.path.exists(tmp):
@@ -190,28 +191,31 @@ def _epoch(value: Any) -> float | None:
 
 
 class _LocalFiles:
-    """A local (or mounted shared) folder, through ``os`` directly: the fast path."""
+    """A local (or mounted shared) folder, through ``os`` directly: the fast path (paths are
+    strings: a sweep point touches a dozen, and ``pathlib`` costs more than ``os`` here)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._prefix = os.fspath(root)
 
-    def path(self, name: str, file: str) -> Path:
-        return self.root / name / file
+    def path(self, name: str, file: str) -> str:
+        return os.path.join(self._prefix, name, file)
 
-    def read(self, path: Path) -> bytes:
-        return path.read_bytes()
+    def read(self, path: str) -> bytes:
+        with open(path, "rb") as f:
+            return f.read()
 
-    def write(self, path: Path, data: bytes) -> None:
+    def write(self, path: str, data: bytes) -> None:
         _atomic_write(path, data)
 
-    def exists(self, path: Path) -> bool:
-        return path.exists()
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
 
-    def size(self, path: Path) -> int:
-        return path.stat().st_size
+    def size(self, path: str) -> int:
+        return os.stat(path).st_size
 
-    def unlink(self, path: Path) -> None:
-        path.unlink()
+    def unlink(self, path: str) -> None:
+        os.unlink(path)
 
     def listing(self, folder: str) -> list[FileInfo]:
         try:
