@@ -165,6 +165,6 @@ def test_touched_vectors_read_their_pages_not_their_neighbours(tmp_path):
     mapped, mapping = map_npy(path)
     assert mapping is not None
     alone = cached_after_touching(mapped)
-    # alone, a few probes (2 here); once, beside a busy suite, 47 of the 256 against 257: the
-    # kernel's reads vary with load, read-around's fill the file
+    # alone, a few probes (2 here); once, beside a busy suite, 47 of the 257 probes, against
+    # all 257: the kernel's reads vary with load, read-around's fill the file
     assert alone * 4 <= around, (alone, around)
