@@ -65,7 +65,7 @@ def encode_arrays(arrays: dict[str, np.ndarray]) -> bytes:
     names = sorted(arrays)
     arrs = [np.ascontiguousarray(arrays[n]) for n in names]
     arrs = [a.astype(a.dtype.newbyteorder("<")) if a.dtype.byteorder == ">" else a for a in arrs]
-    header = canonical_plain_json([[n, a.dtype.newbyteorder("<").str, [int(d) for d in a.shape]]
+    header = canonical_plain_json([[n, a.dtype.newbyteorder("<").str, list(a.shape)]
                                    for n, a in zip(names, arrs, strict=True)])
     return b"".join([_ARRAYS_MAGIC, header.encode("utf-8"), b"\n", *(a.tobytes() for a in arrs)])
 

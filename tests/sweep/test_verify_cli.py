@@ -36,6 +36,16 @@ def _verify(logged, run, *extra):
                          env={"AIBLOX_NO_PROGRESS": "1"})
 
 
+def _verify_changed(logged, tmp_path, data) -> dict:
+    """``aiblox eval verify`` of a changed manifest (written as the logged artifact is): it
+    differs (exit 1); its JSON report."""
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps(data, sort_keys=True))
+    res = _verify(logged, str(path), "--json")
+    assert res.exit_code == 1
+    return json.loads(res.stdout)
+
+
 def test_a_logged_point_verifies_identical(logged):
     point = logged["result"].points[0]
     res = _verify(logged, logged["children"][point.config_hash], "--json")
@@ -76,11 +86,7 @@ def test_a_sweep_name_verifies_its_best_point(logged):
 def test_a_tampered_manifest_names_the_first_stage_that_differs(logged, tmp_path):
     data = logged["result"].points[1].manifest.model_dump(mode="json")
     data["splits"]["test"]["stages"][2]["output_hash"] = "f" * 64  # test metrics
-    path = tmp_path / "manifest.json"
-    path.write_text(json.dumps(data, sort_keys=True))  # as the logged artifact
-    res = _verify(logged, str(path), "--json")
-    assert res.exit_code == 1
-    out = json.loads(res.stdout)
+    out = _verify_changed(logged, tmp_path, data)
     assert not out["identical"] and out["first_difference"] == "test/metrics"
 
 
@@ -91,11 +97,7 @@ def test_tampered_logged_values_fail_although_every_hash_matches(logged, tmp_pat
     point = logged["result"].points[1]
     data = point.manifest.model_dump(mode="json")
     data["splits"]["test"]["metrics"]["ndcg@10"] /= 2
-    path = tmp_path / "manifest.json"
-    path.write_text(json.dumps(data, sort_keys=True))
-    res = _verify(logged, str(path), "--json")
-    assert res.exit_code == 1
-    out = json.loads(res.stdout)
+    out = _verify_changed(logged, tmp_path, data)
     assert out["first_difference"] == "test/ndcg@10 (manifest)"
     bad = next(c for c in out["checks"] if not c["identical"])
     assert float(bad["expected"]) * 2 == float(bad["actual"]) == point.metrics["test"]["ndcg@10"]
@@ -149,11 +151,7 @@ def test_a_difference_on_another_cpu_says_so(logged, tmp_path):
     data["splits"]["train"]["stages"][0]["output_hash"] = "f" * 64  # train signals
     for where, note in ((cpu(), False), ("AMD EPYC 7B13 (avx2)", True)):
         data["environment"]["cpu"] = where
-        path = tmp_path / "manifest.json"
-        path.write_text(json.dumps(data, sort_keys=True))
-        res = _verify(logged, str(path), "--json")
-        assert res.exit_code == 1
-        out = json.loads(res.stdout)
+        out = _verify_changed(logged, tmp_path, data)
         assert out["first_difference"] == "train/signals"
         said = [n for n in out["notes"] if "another CPU" in n]
         assert bool(said) == note
