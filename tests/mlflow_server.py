@@ -1,6 +1,8 @@
 """A throwaway ``mlflow server`` on 127.0.0.1 for the tests that log over HTTP (a remote store:
 no file lock applies): started on a free port in a process group of its own, its URL yielded
-once ``/health`` answers, the group stopped afterwards."""
+once ``/health`` answers, the group stopped afterwards. MLflow's job runner is off
+(``MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false``, as docs/distributed.md advises): aiblox submits
+no server jobs, and its seven ``huey`` consumer processes cost 23 s of CPU at every start."""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ def mlflow_server(root: Path, *artifacts: str, env: dict[str, str] | None = None
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
+    env = {**(os.environ if env is None else env), "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     with open(root / "server.log", "wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "mlflow", "server", "--backend-store-uri",
