@@ -68,3 +68,32 @@ def test_wilcoxon_is_scipy_s_and_deterministic():
     assert paired_p_value(a, a, "wilcoxon") == 1.0
     with pytest.raises(ValueError, match="student, fisher, wilcoxon"):
         paired_p_value(a, b, "z")  # type: ignore[arg-type]
+
+
+def test_wilcoxon_on_few_pairs_with_zeros_or_ties_is_scipy_s_sign_flip_test():
+    """Up to 13 pairs with a zero difference or tied magnitudes, scipy runs an exact
+    permutation test (every sign flip); aiblox computes it at once, to the same bits."""
+    import numpy as np
+
+    from aiblox.metrics.significance import _wilcoxon_sign_flip_p
+
+    rng = np.random.default_rng(7)
+    checked = 0
+    cases = [(n, grid) for n in (1, 2, 3, 5, 8) for grid in (4, 10, 3)] + [(13, 10)]
+    for n, grid in cases:  # metric values on a coarse grid: ties and zeros are common
+        a = rng.integers(0, grid + 1, n) / grid
+        b = rng.integers(0, grid + 1, n) / grid
+        mine = _wilcoxon_sign_flip_p(a, b)
+        if np.array_equal(a, b):
+            continue
+        if mine is None:  # no zero, no tie: scipy's own exact distribution, unchanged
+            d = np.abs(a - b)
+            assert (d > 0).all() and len(set(d)) == n
+            continue
+        assert mine == wilcoxon(a, b).pvalue == paired_p_value(a, b, "wilcoxon"), (a, b)
+        checked += 1
+    assert checked >= 8  # 10 with this seed
+    a = np.array([0.1, 0.4, 0.35, 0.8, 0.5, 0.2, 0.9])  # no tie, no zero: scipy decides
+    assert _wilcoxon_sign_flip_p(a, a + np.arange(1, 8) / 100) is None
+    assert _wilcoxon_sign_flip_p(np.arange(14.0), np.zeros(14)) is None  # 14 pairs: asymptotic
+    assert _wilcoxon_sign_flip_p(a.astype(np.float32), a[::-1].astype(np.float32)) is None
