@@ -1,11 +1,16 @@
 """BM25 for many queries in one DuckDB statement over the fts extension's own tables (``dict``,
 ``terms``, ``docs``, ``stats``), with the same formula, tokenizer and stemmer as the
 extension's ``match_bm25`` macro (:data:`BM25_K1`, :data:`BM25_B`); the query texts travel as
-a registered table ``_aiblox_q`` (``qidx``, ``qtext``)."""
+a registered table ``_aiblox_q`` (``qidx``, ``qtext``); and the extension's loading, from its
+installed PyPI package."""
 
 from __future__ import annotations
 
-__all__ = ["BM25_B", "BM25_K1", "bm25_sql"]
+from typing import Any
+
+from aiblox.stores.base import StoreError
+
+__all__ = ["BM25_B", "BM25_K1", "bm25_sql", "load_extension"]
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -43,3 +48,17 @@ def bm25_sql(where: str, min_rank: str, k: int) -> str:
                     QUALIFY row_number() OVER (PARTITION BY s.qidx
                                                ORDER BY s.score DESC, s.id ASC) <= {int(k)}
                     ORDER BY s.qidx, s.score DESC, s.id ASC"""
+
+
+def load_extension(con: Any, name: str) -> None:
+    """Load a DuckDB extension from its installed PyPI package (never from the network)."""
+    try:
+        import duckdb_extensions
+    except ImportError as exc:  # pragma: no cover - a core dependency
+        raise StoreError("DuckDB extensions need: pip install duckdb-extensions") from exc
+    try:
+        duckdb_extensions.import_extension(name, con=con)
+    except ModuleNotFoundError as exc:
+        raise StoreError(f"DuckDB extension {name!r} needs: pip install "
+                         f"duckdb-extension-{name}==1.5.5") from exc
+    con.execute(f"LOAD {name}")

@@ -48,7 +48,7 @@ from aiblox.stores.base import (
     parse_filters,
     plan_upsert,
 )
-from aiblox.stores.duckdb_fts import bm25_sql
+from aiblox.stores.duckdb_fts import bm25_sql, load_extension
 from aiblox.stores.duckdb_sql import Connection
 from aiblox.stores.duckdb_vectors import (
     cache_rows,
@@ -58,7 +58,7 @@ from aiblox.stores.duckdb_vectors import (
     vector_batches,
 )
 
-__all__ = ["SCHEMA_VERSION", "DuckDBStore", "load_extension", "query_rows"]
+__all__ = ["SCHEMA_VERSION", "DuckDBStore", "query_rows"]
 
 SCHEMA_VERSION = "1"
 MEMORY_LIMIT = "2GB"
@@ -71,20 +71,6 @@ CHECKPOINT_THRESHOLD = "1GB"
 """How much write-ahead log DuckDB gathers before it checkpoints (its default, 16MB, checkpoints
 after every few batches of an ingest, and each checkpoint rewrites the primary-key indexes:
 quadratic in the corpus; at 1GB an ingest of 100k documents takes 16 s instead of 38 s)."""
-
-
-def load_extension(con: Any, name: str) -> None:
-    """Load a DuckDB extension from its installed PyPI package (never from the network)."""
-    try:
-        import duckdb_extensions
-    except ImportError as exc:  # pragma: no cover - a core dependency
-        raise StoreError("DuckDB extensions need: pip install duckdb-extensions") from exc
-    try:
-        duckdb_extensions.import_extension(name, con=con)
-    except ModuleNotFoundError as exc:
-        raise StoreError(f"DuckDB extension {name!r} needs: pip install "
-                         f"duckdb-extension-{name}==1.5.5") from exc
-    con.execute(f"LOAD {name}")
 
 
 def query_rows(con: Any, sql: str, params: list[Any]) -> list[dict[str, Any]]:
@@ -121,7 +107,7 @@ class DuckDBStore:
             raise StoreError(f"DuckDB memory limit {limit!r} (memory_limit= or "
                              f"$AIBLOX_DUCKDB_MEMORY_LIMIT): {exc}") from exc
         self._lock = threading.RLock()
-        load_extension(self.con, "fts")
+        self._fts_loaded = False  # loaded by the first full-text use (40 ms a connection)
         if not read_only:
             self._create_schema(dim)
         self.dim = int(self._meta("vector_dim") or dim)
@@ -242,8 +228,16 @@ class DuckDBStore:
         """True when items changed since the full-text index was last built."""
         return self._meta("fts_state") != "fresh"
 
+    def _load_fts(self) -> None:
+        """DuckDB's fts extension on this connection, at its first use (index build, search)."""
+        with self._lock:
+            if not self._fts_loaded:
+                load_extension(self.con, "fts")
+                self._fts_loaded = True
+
     def rebuild_fts(self) -> None:
         """(Re)build the BM25 index over title + text: porter stemmer, English stop words."""
+        self._load_fts()
         with self._transaction():
             self.con.execute(
                 "PRAGMA create_fts_index('items', 'id', 'title', 'text', stemmer='porter', "
@@ -470,6 +464,7 @@ class DuckDBStore:
                 return results
             if self.fts_stale:
                 self.rebuild_fts()
+            self._load_fts()
             where, params = self._filter_sql(filters, "i")
             min_rank = "" if cfg.min_rank is None else f"AND score >= {float(cfg.min_rank)!r}"
             queries_table = pa.table({"qidx": list(range(len(queries))), "qtext": list(queries)})

@@ -23,7 +23,7 @@ SAMPLES = [
 @pytest.fixture(scope="module")
 def duckdb_tokenize():
     """DuckDB's tokenizer from a real fts index made with the DuckDB store's options."""
-    from aiblox.stores.duckdb_store import load_extension
+    from aiblox.stores.duckdb_fts import load_extension
 
     con = duckdb.connect()
     load_extension(con, "fts")
