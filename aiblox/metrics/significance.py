@@ -202,8 +202,8 @@ def _wilcoxon_sign_flip_p(a: np.ndarray, b: np.ndarray) -> float | None:
     difference or tied magnitudes; float64 values), computed at once; None elsewhere (scipy
     is fast there).
 
-    scipy evaluates the statistic once per flip in Python: about 0.2 s a test at 13 pairs,
-    seconds for a table of them. Here every flip's rank sum is one matrix product. The rank sum
+    scipy evaluates the statistic once per flip in Python: 0.05 s a test at 8 pairs, 1.5 s at
+    13, seconds for a table of them. Here every flip's rank sum is one matrix product. The rank sum
     under a flip is the sum of the (average) ranks of the differences made positive; ranks are
     multiples of 0.5, so every sum is exact and the counts below, with scipy's tolerance
     (100 eps of the observed sum) and scipy's two-sided rule (twice the smaller tail, at most
@@ -219,9 +219,7 @@ def _wilcoxon_sign_flip_p(a: np.ndarray, b: np.ndarray) -> float | None:
     magnitudes = np.abs(d[nonzero])
     if nonzero.all() and np.unique(magnitudes).shape[0] == magnitudes.shape[0]:
         return None  # no zero, no tie: scipy's exact null distribution
-    if not nonzero.any():
-        return 1.0
-    n = d.shape[0]
+    n = d.shape[0]  # every difference zero: every flip's sum is 0, so p is 1
     ranks = np.zeros(n)
     ranks[nonzero] = rankdata(magnitudes, method="average")
     observed = float(np.sum((d > 0) * ranks))
