@@ -24,7 +24,8 @@ Grades are integers (``2`` or ``2.0``) in ``[-1000, 1000]``; a non-integer (``1.
 non-finite (``inf``, ``nan``) or a larger one is an error. Grades below 1 are judged
 non-relevant, as in ranx and trec_eval (ranx counts a document relevant when its grade is at
 least 1), so TREC's negative grades (``-1``, ``-2`` for junk and spam in the Web tracks) load
-and count as non-relevant; bpref's judged non-relevant documents are the grade-0 ones. Every
+and count as non-relevant; bpref (trec_eval's) judges non-relevant only grades 0 up to the
+relevance level, a negative grade counting there as unjudged, as in trec_eval. Every
 ranx metric stays finite up to the bound (``ndcg_burges``'s gain is ``2^grade - 1``).
 
 Ids, one rule in every layout (corpus, queries, qrels and answers; BEIR and TREC files, CSV,

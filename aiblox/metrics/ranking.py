@@ -18,7 +18,9 @@ documents against judged ones). ranx's own kernels then walk a typed list per me
 :func:`~aiblox.metrics.kernels.ranking_metrics` computes every metric of a run in one
 compiled pass (hits, hit rate, precision, recall, mrr, map, dcg, nDCG and the Burges forms, at
 any ``k`` and relevance level) with ranx's arithmetic in ranx's order, so the doubles are ranx's
-bit for bit; f1, r-precision, bpref and rbp still go to ``ranx.evaluate`` on the typed lists.
+bit for bit; f1, r-precision and rbp still go to ``ranx.evaluate`` on the typed lists, and bpref
+is trec_eval's, computed here (ranx's is NaN for a query without a judged non-relevant document,
+and counts negative grades as judged).
 ``tests/metrics/test_ranking_metrics.py`` holds every value equal to the ``Qrels``/``Run`` route.
 
 :meth:`QrelsScorer.evaluate_packed` scores a run already in compact form (per kept hit its
@@ -157,8 +159,8 @@ class QrelsScorer:
                       metrics: Sequence[str]) -> dict[str, np.ndarray]:
         """The metrics of judged query ``q``'s run ``codes[starts[q]:starts[q] + lens[q]]``
         (best first): ranx's own kernels' numbers, computed by :func:`ranking_metrics` in one
-        pass over the run (the metrics it covers) or by ranx (the others: f1, r-precision,
-        bpref, rbp)."""
+        pass over the run (the metrics it covers), bpref by :meth:`_bpref` (trec_eval's), the
+        others (f1, r-precision, rbp) by ranx."""
         from aiblox.metrics.kernels import KINDS, ranking_metrics, run_arrays
 
         validate_metrics(metrics)  # cached: a bad name fails here, never inside a kernel
@@ -171,7 +173,10 @@ class QrelsScorer:
                 np.asarray([KINDS[parsed[i][0]] for i in own], dtype=np.int64),
                 np.asarray([parsed[i][1] for i in own], dtype=np.int64),
                 np.asarray([parsed[i][2] for i in own], dtype=np.int64))
-        rest = [i for i in range(len(metrics)) if i not in own]
+        for i, (kind, _, level) in enumerate(parsed):
+            if kind == "bpref":
+                matrix[i] = self._bpref(codes, starts, lens, level)
+        rest = [i for i in range(len(metrics)) if i not in own and parsed[i][0] != "bpref"]
         if rest:
             offsets = np.zeros(len(self.qids) + 1, dtype=np.int64)
             np.cumsum(lens, out=offsets[1:])
@@ -180,6 +185,36 @@ class QrelsScorer:
             run = run_arrays(np.ascontiguousarray(flat, dtype=np.float64), offsets)
             matrix[rest] = self._ranx(run, [metrics[i] for i in rest], metrics)
         return pack_metrics(metrics, self.qids, [float(np.mean(row)) for row in matrix], matrix)
+
+    def _bpref(self, codes: np.ndarray, starts: np.ndarray, lens: np.ndarray, level: int
+               ) -> np.ndarray:
+        """trec_eval's bpref (``m_bpref.c``) of each judged query, step for step in its order
+        (so the doubles are trec_eval's): walking the run, a relevant document (grade >=
+        ``level``) adds 1 - min(n, R) / min(N, R), n the judged non-relevant documents above
+        it, or 1 when there are none; the sum is divided by R. Judged non-relevant means a
+        grade from 0 to ``level`` - 1: a negative grade counts as unjudged, as in trec_eval.
+        With no judged non-relevant document each relevant one retrieved adds 1 (ranx's bpref
+        divides 0 by 0 there: NaN on most BEIR collections, which judge only relevant
+        documents); with no relevant document the value is 0, as every measure's."""
+        out = np.zeros(len(self.qids), dtype=np.float64)
+        for q in range(len(self.qids)):
+            a, b = self._q_offsets[q], self._q_offsets[q + 1]
+            grades = dict(zip(self._q_codes[a:b].tolist(), self._q_grades[a:b].tolist(),
+                              strict=True))
+            n_rel = sum(g >= level for g in grades.values())
+            n_nonrel = sum(0 <= g < level for g in grades.values())
+            if not n_rel:
+                continue
+            total, nonrel_so_far = 0.0, 0
+            for code in codes[starts[q]:starts[q] + lens[q]].tolist():
+                g = grades.get(code, -1.0)
+                if g >= level:
+                    total += (1.0 - min(nonrel_so_far, n_rel) / min(n_nonrel, n_rel)
+                              if nonrel_so_far > 0 else 1.0)
+                elif g >= 0:
+                    nonrel_so_far += 1
+            out[q] = total / n_rel
+        return out
 
     def _ranx_qrels(self) -> Any:
         """The judgements as ranx's typed list, built on first need (only the metrics ranx
@@ -204,15 +239,15 @@ class QrelsScorer:
                 scores = evaluate(self._ranx_qrels(), run, names, return_mean=False,
                                   save_results_in_run=False)
             except ZeroDivisionError:
-                # ranx's bpref divides by the number of relevant documents; whether that
-                # raises or leaves a silent 0 depends on numba's thread state, so name it
+                # a ranx kernel dividing by a query's relevant count: whether that raises or
+                # leaves a silent 0 depends on numba's thread state, so name the queries
                 unrelevant = [q for q, arr in zip(self.qids, self._arrays, strict=True)
                               if not (arr[:, 1] > 0).any()]
                 raise ValueError(
                     f"metrics {', '.join(asked)}: ranx divided by zero; {len(unrelevant)} "
                     f"judged queries have no relevant document (e.g. "
-                    f"{', '.join(unrelevant[:3]) or '-'}), for which bpref is undefined: leave "
-                    f"bpref out or drop those queries' judgements") from None
+                    f"{', '.join(unrelevant[:3]) or '-'}): leave {', '.join(metrics)} out or "
+                    f"drop those queries' judgements") from None
         return np.asarray([np.asarray(scores[m], dtype=np.float64) for m in metrics],
                           dtype=np.float64).reshape(len(metrics), len(self.qids))
 

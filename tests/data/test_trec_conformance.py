@@ -5,7 +5,8 @@ Random runs (hypothesis): ties, scores equal only in single precision, documents
 judged queries with no line, queries no one judged, graded qrels with negative grades and
 binary qrels; written as a TREC file and scored by aiblox's own route (``read_trec_run``, then
 ``evaluate_run``), by ``pytrec_eval`` and by ir-measures: equal to 1e-9 on every query for
-ndcg@k, recall@k, precision@k, map@k and mrr@k; and runs aiblox writes (``trec_run_text``) score
+ndcg@k, recall@k, precision@k, map@k and mrr@k, and bpref equal to trec_eval's doubles (at
+relevance levels 1 and 2); and runs aiblox writes (``trec_run_text``) score
 in all three as the in-memory run they were written from.
 
 The conventions the three share, checked here: nDCG's gain is the grade itself (Järvelin and
@@ -140,6 +141,22 @@ def test_random_run_files_score_alike(tmp_path_factory, case):
         run = read_trec_run(path)
     means, per_query = evaluate_run(qrels, run, METRICS)
     assert_agree(qrels, path, means, per_query)
+    assert_bpref_agrees(qrels, path, run)
+
+
+def assert_bpref_agrees(qrels: dict, path: Path, run: dict) -> None:
+    """bpref, at relevance levels 1 and 2, is trec_eval's double for double on every query
+    (negative grades unjudged; no judged non-relevant document, no relevant one)."""
+    runs: dict[str, dict[str, float]] = {}
+    for line in path.read_text().splitlines():
+        q, _q0, d, _r, s, _t = line.split()
+        runs.setdefault(q, {})[d] = float(s)
+    _, per_query = evaluate_run(qrels, run, ["bpref", "bpref-l2"])
+    for level, metric in ((1, "bpref"), (2, "bpref-l2")):
+        te = pytrec_eval.RelevanceEvaluator(qrels, {"bpref"},
+                                            relevance_level=level).evaluate(runs)
+        for q in qrels:
+            assert per_query[metric][q] == te.get(q, {}).get("bpref", 0.0), (metric, q)
 
 
 @st.composite
