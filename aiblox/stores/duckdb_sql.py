@@ -11,6 +11,9 @@ parameters, arrays, long lists, bytes) is bound as before.
 String literals are DuckDB's standard ones (``'...'``, a quote doubled, backslashes literal),
 so any text is written exactly; placeholders are the ``?`` outside quoted strings and
 identifiers.
+
+:func:`check_database_file` refuses, before DuckDB opens it, an existing file that is not a
+DuckDB database.
 """
 
 from __future__ import annotations
@@ -18,13 +21,33 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-__all__ = ["INLINE_LIST_MAX", "Connection", "inline_parameters"]
+from aiblox.stores.base import StoreError
+
+__all__ = ["INLINE_LIST_MAX", "Connection", "check_database_file", "inline_parameters"]
 
 INLINE_LIST_MAX = 1000
 """Longer lists are bound: a literal list costs DuckDB about 8 µs an element to parse (10 ms
 at 1,000), binding about 1 µs, plus the one pandas import this module avoids."""
+
+
+def check_database_file(location: str) -> None:
+    """Refuse an existing file that is not a DuckDB database (a DuckDB file names ``DUCK`` at
+    byte 8) with :class:`~aiblox.stores.StoreError`: DuckDB opens a JSON, CSV or Parquet file as
+    a temporary in-memory database, so ``--db corpus.jsonl`` would ingest into nothing and say
+    it had stored every document. A missing or empty file, a folder or an unreadable path are
+    left to DuckDB (it makes a store, or says what is wrong)."""
+    try:
+        with open(location, "rb") as f:
+            head = f.read(12)
+    except OSError:
+        return
+    if head and head[8:12] != b"DUCK":
+        raise StoreError(f"the file {location!r} exists, but it is not a DuckDB database file "
+                         f"(a dataset file? the store is the file aiblox writes: name a new "
+                         f"one, e.g. {Path(location).stem}.duckdb)")
 
 
 def _literal(value: Any, in_list: bool = False) -> str | None:

@@ -49,7 +49,7 @@ from aiblox.stores.base import (
     plan_upsert,
 )
 from aiblox.stores.duckdb_fts import bm25_sql, load_extension
-from aiblox.stores.duckdb_sql import Connection
+from aiblox.stores.duckdb_sql import Connection, check_database_file
 from aiblox.stores.duckdb_vectors import (
     cache_rows,
     cached_embeddings,
@@ -97,6 +97,7 @@ class DuckDBStore:
 
         self.location = str(path)
         if self.location != ":memory:":
+            check_database_file(self.location)
             Path(self.location).parent.mkdir(parents=True, exist_ok=True)
         limit = memory_limit or os.environ.get("AIBLOX_DUCKDB_MEMORY_LIMIT") or MEMORY_LIMIT
         try:

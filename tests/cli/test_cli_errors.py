@@ -211,7 +211,7 @@ def test_a_corrupted_store_is_one_line_naming_it(tmp_path, store_file):
             continue
         err = _one_error(r)
         assert str(bad) in err and ("Corrupt database file" in err or "not a valid DuckDB"
-                                    in err), err
+                                    in err or "not a DuckDB database file" in err), err
         seen["at open" if err.startswith("error: cannot open store") else "later"] += 1
     assert seen["at open"] >= 2 and seen["later"] >= 1, seen
 
@@ -222,6 +222,27 @@ def test_a_folder_or_a_text_file_as_store_is_one_line(tmp_path):
     for db in (text, tmp_path):
         err = _one_error(_eval(SAMPLE, db))
         assert str(db) in err
+
+
+@pytest.mark.parametrize("name", ["corpus.jsonl", "corpus.csv", "corpus.parquet"])
+def test_a_dataset_file_as_store_is_refused_and_left_as_it_was(tmp_path, name):
+    """DuckDB opens a JSON, CSV or Parquet file as a temporary in-memory database: ``--db
+    corpus.jsonl`` once ingested into nothing and said it had stored every document."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"_id": ["d1", "d2"], "title": ["", ""], "text": ["a b", "c d"]})
+    path = tmp_path / name
+    {"corpus.jsonl": lambda: frame.to_json(path, orient="records", lines=True),
+     "corpus.csv": lambda: frame.to_csv(path, index=False),
+     "corpus.parquet": lambda: frame.to_parquet(path)}[name]()
+    before = path.read_bytes()
+    for r in (_run("ingest", "sample", "--db", path, "--embedder", "hashing"), _eval(SAMPLE, path),
+              _run("search", "bm25", "--db", path, "--mode", "bm25")):
+        err = _one_error(r)
+        assert err.startswith(f"error: cannot open store {path}: the file") and \
+            "is not a DuckDB database file" in err and "corpus.duckdb" in err, err
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no index folder beside it
 
 
 def test_text_that_is_not_unicode_in_an_argument_is_one_line(tmp_path, store_file):
