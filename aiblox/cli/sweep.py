@@ -47,7 +47,7 @@ def sweep(
                                        "workers (s3://bucket/stages, file:///mnt/shared/stages)."),
     db: str = typer.Option("", "--db", help="Store path (overrides the spec's)."),
     device: str = typer.Option("", "--device", help="Where the embedder runs and a "
-                               "[finetune] model trains (overrides the spec's device, default "
+                               "fine-tuned model trains (overrides the spec's device, default "
                                "auto): auto, cpu, cuda, cuda:N or mps. Off the CPU the "
                                "points are keyed apart (model id +cuda)."),
     top: int = typer.Option(10, "--top", help="Leaderboard rows printed."),

@@ -67,3 +67,26 @@ def test_command_listings_wrap_as_prose():
             assert len(desc) + 1 + len(more[0]) > width - col, (path, name, desc)
             checked += 1
     assert checked >= 5  # ingest, compare, runs ... wrap over lines
+
+
+def test_no_help_text_loses_words_to_markup():
+    """Every command's and option's help shows all its words: rich reads a lowercase
+    ``[word]`` as a style tag and drops it (``--device`` once read "Where the embedder runs
+    and a  model trains", its ``[finetune]`` gone)."""
+    import re
+
+    tag = re.compile(r"\[[a-z#/@][^\]\n]*\]")
+    root = typer.main.get_command(app)
+    found, seen = [], 0
+
+    def walk(cmd, path):
+        nonlocal seen
+        for text in [cmd.help or "", *(getattr(p, "help", None) or "" for p in cmd.params)]:
+            seen += 1
+            found.extend((" ".join(path), m) for m in tag.findall(text))
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(sub, [*path, name])
+
+    walk(root, ["aiblox"])
+    assert seen > 100 and not found, found
+    assert "fine-tuned" in _help(["sweep"])
