@@ -71,10 +71,12 @@ def read_jsonl(path: Path, hasher: Hasher, hashed_name: str | None = None
     for lineno, line in read_lines(path, hasher, hashed_name):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line, parse_constant=non_finite, parse_float=finite_float)
+        try:  # without its line break: an unterminated string is one, not a control character
+            obj = json.loads(line.rstrip("\r\n"), parse_constant=non_finite,
+                             parse_float=finite_float)
         except json.JSONDecodeError as exc:
-            raise DatasetError(path, lineno, "json", f"malformed JSON: {exc.msg}") from None
+            raise DatasetError(path, lineno, "json",
+                               f"malformed JSON: {exc.msg} (column {exc.colno})") from None
         except RecursionError:
             raise DatasetError(path, lineno, "json", "nested too deeply") from None
         except ValueError as exc:  # a non-finite number, an integer too long to convert

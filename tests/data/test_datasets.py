@@ -68,6 +68,10 @@ def _corrupt(path, rel, line_no, new_line):
 
 @pytest.mark.parametrize(("rel", "line", "content", "field", "msg"), [
     ("corpus.jsonl", 3, '{"_id": "d03", "title": ', "json", "malformed JSON"),
+    # an unterminated string, not the line break after it (once "Invalid control character
+    # at", cut short): the reason and where
+    ("corpus.jsonl", 3, '{"_id": "d03", "text": "cherry}', "json",
+     "malformed JSON: Unterminated string starting at (column 24)"),
     ("corpus.jsonl", 4, '{"title": "t", "text": "x"}', "_id", "missing"),
     ("corpus.jsonl", 5, '{"_id": "d01", "title": "t", "text": "x"}', "_id", "duplicate id 'd01'"),
     ("corpus.jsonl", 6, '{"_id": "d06", "title": 7, "text": "x"}', "title", "expected a string"),
