@@ -233,7 +233,8 @@ def read_qrels(path: Path, hasher: Hasher, queries: dict[str, str],
             qid, _iteration, doc_id, raw = cols
         grade = parse_grade(raw, path, lineno)
         if qid not in queries:
-            raise DatasetError(path, lineno, "query-id", f"unknown query {qid!r}")
+            raise DatasetError(path, lineno, "query-id", f"unknown query {qid!r}"
+                               + ("" if queries else " (the queries file holds no query)"))
         if not doc_id:
             raise DatasetError(path, lineno, "corpus-id", "empty")
         docs = judged.setdefault(qid, {})

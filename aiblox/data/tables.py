@@ -513,7 +513,8 @@ def tab_qrels_rows(table: _Table, mapping: dict[str, str], split: str | None,
         except DatasetError as exc:
             raise table.error(at, s_col, exc.message) from None
         if qid not in queries:
-            raise table.error(at, q_col, f"unknown query {qid!r}")
+            raise table.error(at, q_col, f"unknown query {qid!r}"
+                              + ("" if queries else " (the queries table holds no query)"))
         name = split
         if name is None:
             name = row_split(row.get(cols["split"]) if cols["split"] else None, default_split)

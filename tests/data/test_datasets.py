@@ -90,6 +90,15 @@ def test_bad_input_names_file_line_field(tmp_path, rel, line, content, field, ms
     assert msg in str(e) and f"{rel}:{line}" in str(e)
 
 
+def test_an_empty_queries_file_is_named_when_the_qrels_judge_queries(tmp_path):
+    path = _copy(tmp_path)
+    (path / "queries.jsonl").write_text("")
+    with pytest.raises(DatasetError) as err:
+        load_dataset(path)
+    assert err.value.file.endswith("test.tsv") and err.value.field == "query-id"
+    assert str(err.value).endswith("(the queries file holds no query)")
+
+
 def test_missing_split(tmp_path):
     with pytest.raises(DatasetError) as err:
         load_dataset(_copy(tmp_path), splits=["dev"])
