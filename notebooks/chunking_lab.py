@@ -28,7 +28,7 @@ def _():
         available_embedders,
         chunk_table,
         compare_chunkers,
-        open_workspace,
+        open_notebook_workspace,
     )
 
     return (
@@ -38,7 +38,7 @@ def _():
         compare_chunkers,
         default_registry,
         mo,
-        open_workspace,
+        open_notebook_workspace,
         plt,
     )
 
@@ -73,9 +73,9 @@ def _(available_datasets, available_embedders, default_registry, mo):
 
 
 @app.cell
-def _(dataset, embedder, mo, open_workspace):
+def _(dataset, embedder, mo, open_notebook_workspace):
     with mo.status.spinner(title="loading the dataset"):
-        ws = open_workspace(dataset.value, embedder.value, max_depth=20)
+        ws = open_notebook_workspace(dataset.value, embedder.value, max_depth=20)
     return (ws,)
 
 

@@ -33,7 +33,7 @@ def _():
         fusion_prefs,
         log_fusion_point,
         moved_queries,
-        open_workspace,
+        open_notebook_workspace,
         score_point,
         weight_curve,
     )
@@ -49,7 +49,7 @@ def _():
         log_fusion_point,
         mo,
         moved_queries,
-        open_workspace,
+        open_notebook_workspace,
         plt,
         score_point,
         time,
@@ -91,11 +91,11 @@ def _(backend, dataset, embedder, mo, split):
 
 
 @app.cell
-def _(backend, dataset, embedder, mo, open_workspace, split, time):
+def _(backend, dataset, embedder, mo, open_notebook_workspace, split, time):
     _t0 = time.perf_counter()
     with mo.status.spinner(title="loading the dataset and computing signals"):
-        ws = open_workspace(dataset.value, embedder.value, split=split.value, max_depth=100,
-                            backend=backend.value)
+        ws = open_notebook_workspace(dataset.value, embedder.value, split=split.value,
+                                     max_depth=100, backend=backend.value)
     signals_s = time.perf_counter() - _t0
     mo.md(f"**{ws.dataset.name}/{ws.split}**: {len(ws.queries)} queries, "
           f"{len(ws.dataset.corpus)} documents, signals computed in {signals_s:.2f} s "

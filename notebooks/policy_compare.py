@@ -29,10 +29,10 @@ def _():
         compare_mlflow_runs,
         compare_per_query,
         diff_packs,
-        evidence_changes,
+        evidence_changes_table,
         evidence_pack,
         mlflow_runs,
-        open_workspace,
+        open_notebook_workspace,
         retrieve_bundles,
         score_answers,
     )
@@ -46,11 +46,11 @@ def _():
         compare_mlflow_runs,
         compare_per_query,
         diff_packs,
-        evidence_changes,
+        evidence_changes_table,
         evidence_pack,
         mlflow_runs,
         mo,
-        open_workspace,
+        open_notebook_workspace,
         retrieve_bundles,
         score_answers,
     )
@@ -89,9 +89,9 @@ def _(available_datasets, available_embedders, available_policies, mo):
 
 
 @app.cell
-def _(chunker, dataset, embedder, limit, mo, open_workspace, retrieve_bundles):
+def _(chunker, dataset, embedder, limit, mo, open_notebook_workspace, retrieve_bundles):
     with mo.status.spinner(title="retrieving the query sample"):
-        ws = open_workspace(dataset.value, embedder.value, max_depth=20)
+        ws = open_notebook_workspace(dataset.value, embedder.value, max_depth=20)
         bundles = retrieve_bundles(ws, limit=limit.value, chunker=chunker.value)
     return bundles, ws
 
@@ -114,8 +114,8 @@ def _(compare_per_query, mo, per_query_a, per_query_b, policy_a, policy_b):
 
 
 @app.cell
-def _(evidence_changes, mo, results_a, results_b, ws):
-    changes = evidence_changes(ws, results_a, results_b)
+def _(evidence_changes_table, mo, results_a, results_b, ws):
+    changes = evidence_changes_table(ws, results_a, results_b)
     mo.vstack([mo.md(f"### Evidence that changed: {len(changes)} of {len(results_a)} queries"),
                mo.ui.table(changes, selection=None, page_size=8)])
     return (changes,)

@@ -30,7 +30,7 @@ def _():
         available_embedders,
         available_policies,
         inspect_question,
-        open_workspace,
+        open_notebook_workspace,
     )
 
     return (
@@ -41,7 +41,7 @@ def _():
         hashlib,
         inspect_question,
         mo,
-        open_workspace,
+        open_notebook_workspace,
         pack_to_html,
         pack_to_json,
         pd,
@@ -78,9 +78,9 @@ def _(available_datasets, available_embedders, available_policies, mo):
 
 
 @app.cell
-def _(dataset, embedder, mo, open_workspace):
+def _(dataset, embedder, mo, open_notebook_workspace):
     with mo.status.spinner(title="loading the dataset"):
-        ws = open_workspace(dataset.value, embedder.value, max_depth=20)
+        ws = open_notebook_workspace(dataset.value, embedder.value, max_depth=20)
     return (ws,)
 
 

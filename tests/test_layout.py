@@ -1,10 +1,13 @@
 """The layout shows the architecture (issue 26): no module over 600 lines, the sweep package's
-public names at most 25, no two modules of one name with different meanings, no version suffix
-in a code name. (The layers, and no import cycle counting type-checking imports, are
-``tests/test_layers.py``; every package's ``__all__`` sorted, ``tests/test_public_api.py``.)"""
+public names at most 25, no two modules of one name with different meanings, no two public
+functions or classes of one name (a notebook's ``open_notebook_workspace`` is not the engine's
+``open_workspace``), no version suffix in a code name. (The layers, and no import cycle
+counting type-checking imports, are ``tests/test_layers.py``; every package's ``__all__``
+sorted, ``tests/test_public_api.py``.)"""
 
 from __future__ import annotations
 
+import ast
 import re
 import tokenize
 from collections import defaultdict
@@ -68,6 +71,29 @@ def test_no_two_modules_share_a_name_but_by_design():
                              f"SAME_NAME what they share")
     stale = sorted(set(SAME_NAME) - set(shared))
     assert not stale, f"SAME_NAME lists names no two modules share any more: {stale}"
+
+
+def test_no_two_modules_define_one_public_name():
+    """A function or class a module exports (its ``__all__``) is defined nowhere else: a name
+    that reads the same in two packages (``evidence_changes``, a notebook table and the sweep
+    comparison's records) sends a reader to the wrong one. Re-exports are not definitions."""
+    where: dict[str, list[str]] = defaultdict(list)
+    for p in MODULES:
+        if p.parent.name == "cli":
+            continue
+        tree = ast.parse(p.read_text(encoding="utf-8"))
+        exported: set[str] = set()
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+                exported = set(ast.literal_eval(node.value))
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) \
+                    and node.name in exported:
+                where[node.name].append(str(p.relative_to(PACKAGE)))
+    assert sum(len(v) for v in where.values()) > 300  # the walk saw the package
+    twice = {name: paths for name, paths in where.items() if len(paths) > 1}
+    assert not twice, f"public names defined in two modules: {twice}"
 
 
 def test_only_one_module_is_called_workspace_runner_or_ranking():

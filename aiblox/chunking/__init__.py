@@ -18,7 +18,7 @@ from aiblox.chunking.headings import HeadingChunker, Section, split_sections
 from aiblox.chunking.metrics import (
     ANSWER_MATCH_RULE,
     PROJECTION,
-    GoldAnswer,
+    GoldSpan,
     RankedChunk,
     answer_recall_at_k,
     max_passage_projection,
@@ -46,7 +46,7 @@ __all__ = [
     "Chunker",
     "ChunkerFactory",
     "ChunkerRegistry",
-    "GoldAnswer",
+    "GoldSpan",
     "HeadingChunker",
     "PROJECTION",
     "RankedChunk",

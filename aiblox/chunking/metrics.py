@@ -14,7 +14,7 @@ from typing import Any, Literal, NamedTuple
 
 __all__ = [
     "ANSWER_MATCH_RULE",
-    "GoldAnswer",
+    "GoldSpan",
     "PROJECTION",
     "RankedChunk",
     "answer_recall_at_k",
@@ -39,7 +39,7 @@ class RankedChunk(NamedTuple):
     text: str
 
 
-class GoldAnswer(NamedTuple):
+class GoldSpan(NamedTuple):
     """A gold answer: its document, the answer text, and its character offset (if known)."""
 
     doc_id: str
@@ -60,13 +60,13 @@ def _as_chunk(chunk: Any) -> RankedChunk:
         ) from None
 
 
-def _as_answer(answer: Any) -> GoldAnswer:
+def _as_answer(answer: Any) -> GoldSpan:
     if isinstance(answer, tuple) and len(answer) == 3:
-        return GoldAnswer(*answer)
+        return GoldSpan(*answer)
     raise ValueError(f"a gold answer must be (doc_id, answer_text, answer_start), got {answer!r}")
 
 
-def _hit(chunk: RankedChunk, answer: GoldAnswer, match: str) -> bool:
+def _hit(chunk: RankedChunk, answer: GoldSpan, match: str) -> bool:
     if chunk.item_id != answer.doc_id:
         return False
     start, end, at = chunk.start_idx, chunk.end_idx, answer.start

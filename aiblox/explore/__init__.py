@@ -9,7 +9,7 @@ on here:
 ============  ==================================================================================
 module        what it is for
 ============  ==================================================================================
-``notebook``  :func:`open_workspace`: a dataset's workspace
+``notebook``  :func:`open_notebook_workspace`: a dataset's workspace
               (:func:`aiblox.engine.workspace.open_workspace`) with one split's signals computed
               once at the deepest depth offered; the dataset, embedder and policy pickers
 ``fusion``    :func:`score_point` fuses those signals under one setting and scores the run
@@ -20,7 +20,7 @@ module        what it is for
 ``policies``  :func:`retrieve_bundles`, :func:`answer_all` and :func:`score_answers` (the
               sweep's answer metrics) answer a query sample under a selection policy;
               :func:`compare_per_query` (the paired test of ``aiblox compare``) and
-              :func:`evidence_changes`
+              :func:`evidence_changes_table`
 ``runs``      :func:`mlflow_runs` lists the runs of the MLflow store the CLI's sweeps log to,
               :func:`log_fusion_point` logs a notebook setting there, :func:`compare_mlflow_runs`
               compares two of them as ``aiblox compare`` does
@@ -49,12 +49,12 @@ from aiblox.explore.notebook import (
     available_embedders,
     available_policies,
     default_db,
-    open_workspace,
+    open_notebook_workspace,
 )
 from aiblox.explore.policies import (
     answer_all,
     compare_per_query,
-    evidence_changes,
+    evidence_changes_table,
     retrieve_bundles,
     score_answers,
 )
@@ -86,7 +86,7 @@ __all__ = [
     "compare_per_query",
     "default_db",
     "diff_packs",
-    "evidence_changes",
+    "evidence_changes_table",
     "evidence_pack",
     "fitting_metrics",
     "fusion_prefs",
@@ -94,7 +94,7 @@ __all__ = [
     "log_fusion_point",
     "mlflow_runs",
     "moved_queries",
-    "open_workspace",
+    "open_notebook_workspace",
     "retrieve_bundles",
     "score_answers",
     "score_point",

@@ -78,7 +78,8 @@ def _fuse(ws: NotebookWorkspace, prefs: RetrievalPrefs) -> dict[str, RankedList]
 
 
 _FIX = ("give fusion_prefs(depth=..., top_k=...) {cut} or more (the workspace's signals are "
-        "cached as deep as open_workspace(max_depth=...)), or use cutoffs of at most {depth}")
+        "cached as deep as open_notebook_workspace(max_depth=...)), or use cutoffs of at most "
+        "{depth}")
 
 
 def fitting_metrics(prefs: RetrievalPrefs, metrics: Sequence[str] = DEFAULT_METRICS

@@ -28,7 +28,7 @@ __all__ = [
     "available_embedders",
     "available_policies",
     "default_db",
-    "open_workspace",
+    "open_notebook_workspace",
 ]
 
 DEFAULT_DATASET = "sample"
@@ -137,7 +137,7 @@ def default_db(dataset: str) -> str:
     return ":memory:" if dataset == DEFAULT_DATASET else default_store_path(dataset)
 
 
-def open_workspace(dataset: str = DEFAULT_DATASET, embedder: str = DEFAULT_EMBEDDER,
+def open_notebook_workspace(dataset: str = DEFAULT_DATASET, embedder: str = DEFAULT_EMBEDDER,
                    split: str = "test", db: str | None = None,
                    max_depth: int = DEFAULT_DEPTH,
                    backend: str = "duckdb") -> NotebookWorkspace:

@@ -23,7 +23,7 @@ __all__ = [
     "answer_all",
     "score_answers",
     "compare_per_query",
-    "evidence_changes",
+    "evidence_changes_table",
     "retrieve_bundles",
 ]
 
@@ -107,7 +107,7 @@ def compare_per_query(a: Mapping[str, Mapping[str, float]], b: Mapping[str, Mapp
                                        "significant", "wins", "ties", "losses"])
 
 
-def evidence_changes(ws: NotebookWorkspace, a: Mapping[str, AnswerResult],
+def evidence_changes_table(ws: NotebookWorkspace, a: Mapping[str, AnswerResult],
                      b: Mapping[str, AnswerResult]) -> pd.DataFrame:
     """Per query whose selected or cited evidence or answer differs between A and B: the chunks
     only A or only B selected (:func:`aiblox.sweep.compare.evidence_changes`, as ``aiblox

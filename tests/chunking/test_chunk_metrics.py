@@ -6,7 +6,7 @@ import pytest
 
 from aiblox.chunking import (
     PROJECTION,
-    GoldAnswer,
+    GoldSpan,
     RankedChunk,
     answer_recall_at_k,
     get_chunker,
@@ -18,8 +18,8 @@ from aiblox.contracts.retrieval import EvidenceChunk
 DOC = "Super Bowl 50 was played in Santa Clara. The Denver Broncos won."
 #      0         1         2         3         4         5         6
 #      0123456789012345678901234567890123456789012345678901234567890123
-BRONCOS = GoldAnswer("d1", "Denver Broncos", 45)
-SANTA = GoldAnswer("d1", "Santa Clara", 28)
+BRONCOS = GoldSpan("d1", "Denver Broncos", 45)
+SANTA = GoldSpan("d1", "Santa Clara", 28)
 
 
 def test_gold_offsets_used_below_match_the_document() -> None:
@@ -47,14 +47,14 @@ def test_answer_recall_by_span() -> None:
 def test_span_rule_prefers_offsets_over_text() -> None:
     # The chunk holds the string "Santa Clara" but the gold span is elsewhere in the document.
     text = "Santa Clara hosts. Later: Santa Clara again."
-    gold = GoldAnswer("d1", "Santa Clara", 26)
+    gold = GoldSpan("d1", "Santa Clara", 26)
     chunks = {"q": [RankedChunk("d1", 0, 18, text[0:18])]}
     assert answer_recall_at_k(chunks, {"q": [gold]}, k=1)[0] == 0.0
     assert answer_recall_at_k(chunks, {"q": [gold]}, k=1, match="text")[0] == 1.0
     # Unknown offsets fall back to the text rule.
     chunks_no_offsets = {"q": [RankedChunk("d1", None, None, text[0:18])]}
     assert answer_recall_at_k(chunks_no_offsets, {"q": [gold]}, k=1)[0] == 1.0
-    assert answer_recall_at_k(chunks, {"q": [GoldAnswer("d1", "Santa Clara", None)]}, 1)[0] == 1.0
+    assert answer_recall_at_k(chunks, {"q": [GoldSpan("d1", "Santa Clara", None)]}, 1)[0] == 1.0
 
 
 def test_any_of_several_gold_answers_counts() -> None:

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from aiblox.chunking import GoldAnswer, answer_recall_at_k, get_chunker
+from aiblox.chunking import GoldSpan, answer_recall_at_k, get_chunker
 from tests.conftest import shared_dataset
 
 pytestmark = pytest.mark.slow
@@ -21,14 +21,14 @@ CHUNKERS = [
 
 
 @pytest.fixture(scope="module")
-def squad() -> tuple[dict[str, str], dict[str, list[GoldAnswer]]]:
+def squad() -> tuple[dict[str, str], dict[str, list[GoldSpan]]]:
     root = shared_dataset("squad-v1.1-dev")
     with open(root / "corpus.jsonl", encoding="utf-8") as fh:
         docs = {row["_id"]: row["text"] for row in map(json.loads, fh)}
-    answers: dict[str, list[GoldAnswer]] = {}
+    answers: dict[str, list[GoldSpan]] = {}
     with open(root / "answers.jsonl", encoding="utf-8") as fh:
         for row in map(json.loads, fh):
-            answers[row["_id"]] = [GoldAnswer(row["corpus-id"], text, start)
+            answers[row["_id"]] = [GoldSpan(row["corpus-id"], text, start)
                                    for text, start in zip(row["answers"], row["answer_starts"],
                                                           strict=True)]
     return docs, answers

@@ -119,13 +119,13 @@ def test_a_killed_ingest_is_refused_by_every_reader_and_the_rerun_completes_it(t
     # the sweep's and the notebooks' workspaces open stores the one same way
     from aiblox.data import load_dataset
     from aiblox.engine.workspace import open_workspace
-    from aiblox.explore import open_workspace as notebook_workspace
+    from aiblox.explore import open_notebook_workspace
     from aiblox.stores import StoreMismatch
 
     with pytest.raises(StoreMismatch, match="left half-synced"):
         open_workspace(load_dataset(target), db, "hashing", progress=False)
     with pytest.raises(StoreMismatch, match="left half-synced"):
-        notebook_workspace(str(target), "hashing", db=db)
+        open_notebook_workspace(str(target), "hashing", db=db)
     with DuckDBStore(db) as store:
         assert store.count_items() == n  # the readers changed nothing
 

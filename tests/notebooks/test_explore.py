@@ -21,14 +21,14 @@ from aiblox.explore import (
     chunk_table,
     compare_per_query,
     diff_packs,
-    evidence_changes,
+    evidence_changes_table,
     evidence_pack,
     fitting_metrics,
     fusion_prefs,
     inspect_question,
     mlflow_runs,
     moved_queries,
-    open_workspace,
+    open_notebook_workspace,
     retrieve_bundles,
     score_answers,
     score_point,
@@ -43,7 +43,7 @@ QUESTION = "Who developed BM25 and where was it tested?"
 
 @pytest.fixture(scope="module")
 def ws():
-    w = open_workspace("sample", "hashing", split="test", max_depth=50)
+    w = open_notebook_workspace("sample", "hashing", split="test", max_depth=50)
     yield w
     w.close()
 
@@ -184,9 +184,9 @@ def test_policies_compared_on_the_same_bundles(ws):
     assert (table["wins"] + table["ties"] + table["losses"] == table["n"]).all()
     # every query, but citation precision: only the queries that cited something
     assert (table.loc[table["metric"] != "citation_precision", "n"] == 6).all()
-    changes = evidence_changes(ws, a, b)
+    changes = evidence_changes_table(ws, a, b)
     assert set(changes["qid"]) <= set(bundles)
-    same = evidence_changes(ws, a, a)
+    same = evidence_changes_table(ws, a, a)
     assert same.empty
 
 
@@ -246,7 +246,7 @@ def test_inspected_question_carries_a_reproducible_evidence_pack(ws):
 def test_fresh_stores_give_the_same_pack_id():
     ids = []
     for _ in range(2):  # each a new in-memory store: a cold chunk cache both times
-        w = open_workspace("sample", "hashing", split="test", max_depth=5)
+        w = open_notebook_workspace("sample", "hashing", split="test", max_depth=5)
         try:
             ids.append(inspect_question(w, QUESTION, top_k_chunks=12).pack.pack_id)
         finally:

@@ -139,12 +139,12 @@ def test_query_inspector_traces_one_question():
     assert len(d["hashes"]) == len(trace.hashes) >= 10
     assert trace.candidates["rank_vec"].notna().all()
     # the evidence pack: intact, and the same id as the question's on a fresh store
-    from aiblox.explore import inspect_question, open_workspace
+    from aiblox.explore import inspect_question, open_notebook_workspace
 
     pack = d["pack"]
     assert pack is trace.pack and d["pack_problems"] == []
     assert pack.decision.kind == "answer" and len(d["pack_sources"]) == len(pack.sources) > 0
-    ws = open_workspace("sample", "hashing", max_depth=5)
+    ws = open_notebook_workspace("sample", "hashing", max_depth=5)
     try:
         again = inspect_question(ws, trace.question, top_k_chunks=12)
     finally:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from aiblox.explore import fusion_prefs, open_workspace, score_point
+from aiblox.explore import fusion_prefs, open_notebook_workspace, score_point
 from aiblox.sweep import load_spec, run_sweep
 from tests.conftest import REPO
 
@@ -39,9 +39,9 @@ def test_spec_backend_must_match_db(tmp_path):
 
 
 def test_notebook_workspace_on_postgres(empty_pg_url):
-    ws = open_workspace(backend="postgres", db=_url(empty_pg_url))
+    ws = open_notebook_workspace(backend="postgres", db=_url(empty_pg_url))
     assert ws.store.kind == "postgres"
     point = score_point(ws, fusion_prefs(blend="rrf", rrf_k=60))
     assert 0.3 < point.metrics["ndcg@10"] <= 1.0
     with pytest.raises(ValueError, match="needs db="):
-        open_workspace(backend="postgres")
+        open_notebook_workspace(backend="postgres")
