@@ -245,6 +245,9 @@ class Then(Pipeline):
                        if left.gives == "queries" else
                        ": a retrieval stage after a run needs feedback in between "
                        "(e.g. >> rm3 >>)"))
+            if left.gives == "queries":
+                for entry in _entries(right):
+                    _check_feedback_read(list(left.stages())[-1], entry)
 
     @property
     def takes(self) -> DataKind:  # type: ignore[override]
@@ -266,6 +269,33 @@ class Then(Pipeline):
 
     def _apply(self, params: Mapping[str, Mapping[str, Any]]) -> Pipeline:
         return Then(tuple(s._apply(params) for s in self.steps))
+
+
+_FEEDBACK = {"terms": ("weighted terms", "bm25"), "vector": ("query vectors", "dense")}
+
+
+def _entries(p: Pipeline) -> Iterator[Stage]:
+    """The stages that receive ``p``'s input: its first stage, every member's in a fusion."""
+    if isinstance(p, Then):
+        yield from _entries(p.steps[0])
+    elif isinstance(p, Fuse):
+        for m in p.members:
+            yield from _entries(m)
+    else:
+        yield from p.stages()
+
+
+def _check_feedback_read(feedback: Stage, retrieval: Stage) -> None:
+    """Refuse a retrieval stage that would ignore what the feedback before it gives (``bm25 >>
+    rm3 >> dense`` would retrieve by the original text: the run of plain ``dense``, whatever
+    rm3's parameters)."""
+    carries = feedback.spec.carries
+    if carries is None or carries in retrieval.spec.reads_queries:
+        return
+    what, reader = _FEEDBACK[carries]
+    raise PipelineError(f"{retrieval.name} cannot read the {what} {feedback.name} gives (it "
+                        f"would retrieve by the original query text, ignoring the feedback): "
+                        f"follow {feedback.name} with {reader}")
 
 
 @dataclass(frozen=True, repr=False)

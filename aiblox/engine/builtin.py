@@ -71,10 +71,11 @@ add_kind(StageKind("retrieve", "1", "queries", "run", RetrieveConfig,
                    doc="first-stage retrieval: BM25, dense or both fused (RetrievalPrefs)"))
 add_kind(StageKind("bm25", "1", "queries", "run", FtsConfig, reads=frozenset({"items"}),
                    doc="BM25 over the store's items (top_k: depth); weighted terms after "
-                       "feedback"))
+                       "feedback", reads_queries=frozenset({"terms"})))
 add_kind(StageKind("dense", "1", "queries", "run", VectorConfig,
                    reads=frozenset({"items", "vectors", "embedder"}),
-                   doc="nearest neighbours of the query's vector (top_k: depth)"))
+                   doc="nearest neighbours of the query's vector (top_k: depth)",
+                   reads_queries=frozenset({"vector"})))
 add_kind(StageKind("fuse", "1", "run", "run", FuseConfig,
                    doc="rank fusion of two or more runs (the + operator)"))
 add_kind(StageKind("identity", "1", "run", "run", IdentityConfig,

@@ -99,6 +99,13 @@ class StageKind:
     ``ValueError`` (one line, naming the stage and the parameter) for a setting that cannot
     work here (a reranker asked for more documents than its input run holds, feedback from
     more documents than the store has); may return the depth of the run it gives."""
+    carries: Literal["terms", "vector"] | None = None
+    """A kind that gives queries: what it adds to them (RM3's weighted terms, Rocchio's
+    vectors), read only by a retrieval stage whose :attr:`reads_queries` names it."""
+    reads_queries: frozenset[str] = frozenset({"terms", "vector"})
+    """A kind that takes queries: what it reads of them besides their text (``bm25`` reads
+    weighted terms, ``dense`` vectors); a pipeline feeding it queries whose feedback it would
+    ignore is refused (:class:`~aiblox.engine.algebra.Then`)."""
 
     def make_config(self, params: dict[str, Any]) -> BaseModel:
         """The config from ``params`` (validated: unknown keys and bad values refused)."""
@@ -123,7 +130,8 @@ _REGISTRY: dict[str, StageKind] = {}
 
 def register_stage(name: str, *, version: str, takes: DataKind, gives: DataKind,
                    config: type[BaseModel], reads: Iterable[str] = (), doc: str = "",
-                   check: Callable[[Any, StageFacts], int | None] | None = None
+                   check: Callable[[Any, StageFacts], int | None] | None = None,
+                   carries: Literal["terms", "vector"] | None = None
                    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the decorated function as stage kind ``name``::
 
@@ -132,8 +140,9 @@ def register_stage(name: str, *, version: str, takes: DataKind, gives: DataKind,
         def title_boost(cfg: TitleBoost, inputs: StageInputs, ctx: StageContext) -> Run: ...
 
     ``check(config, facts)`` (:class:`StageFacts`) runs for every point before any stage
-    computes, to refuse a setting that cannot work (see :attr:`StageKind.check`). Registering a
-    name again replaces it (a notebook re-running its cell)."""
+    computes, to refuse a setting that cannot work (see :attr:`StageKind.check`); ``carries``:
+    what a feedback kind adds to the queries it gives (:attr:`StageKind.carries`). Registering
+    a name again replaces it (a notebook re-running its cell)."""
     reads = frozenset(reads)
     if reads - READS:
         raise StageKindError(f"stage {name!r}: reads {sorted(reads - READS)} unknown; "
@@ -144,7 +153,8 @@ def register_stage(name: str, *, version: str, takes: DataKind, gives: DataKind,
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         _REGISTRY[name] = StageKind(name, str(version), takes, gives, config, fn, reads,
-                                    doc or (fn.__doc__ or "").strip().split("\n")[0], check)
+                                    doc or (fn.__doc__ or "").strip().split("\n")[0], check,
+                                    carries if gives == "queries" else None)
         return fn
 
     return wrap

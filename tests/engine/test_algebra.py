@@ -75,6 +75,11 @@ def test_pipelines_are_values_equal_and_hashable():
     (lambda: Stage("nope"), "unknown stage 'nope'"),
     (lambda: Stage("bm25", k1="high"), "stage bm25"),
     (lambda: Stage("t_rerank", top_k=5), "top_k"),
+    # feedback the next retrieval would ignore (once run as plain dense / bm25, silently)
+    (lambda: bm25 >> Stage("rm3") >> dense, "dense cannot read the weighted terms rm3 gives"),
+    (lambda: bm25 >> Stage("bo1") >> (bm25 + dense), "dense cannot read the weighted terms"),
+    (lambda: dense >> Stage("rocchio") >> bm25,
+     "bm25 cannot read the query vectors rocchio gives .*follow rocchio with dense"),
 ])
 def test_a_stage_that_does_not_fit_is_refused_naming_it(build, message):
     with pytest.raises(PipelineError, match=message):
@@ -88,6 +93,9 @@ def test_check_refuses_a_reranker_first_and_a_pipeline_ending_in_queries():
     with pytest.raises(PipelineError, match="ends in queries"):
         (bm25 >> fb).check()
     assert (bm25 >> fb >> bm25 >> rr).check()
+    # feedback read by the retrieval that follows it, also inside a fusion
+    assert (bm25 >> Stage("rm3") >> (bm25 + Stage("bm25", k1=0.9))).check()
+    assert (dense >> Stage("rocchio") >> dense).check()
 
 
 def test_with_params_sets_every_stage_of_a_name_and_refuses_unknown_names():

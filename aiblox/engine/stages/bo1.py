@@ -114,7 +114,8 @@ def bo1_expand(stats: TermStats, original: dict[str, float], rows: list[int],
     return {t: v for t, v in out.items() if v != 0.0}
 
 
-@register_stage("bo1", version="1", takes="run", gives="queries", config=Bo1Config,
+@register_stage("bo1", version="1", takes="run", gives="queries", carries="terms",
+                config=Bo1Config,
                 reads=["items"], check=check_feedback,
                 doc="Bo1 (DFR) query expansion from the run's top documents (Terrier's)")
 def bo1(cfg: Bo1Config, inputs: StageInputs, ctx: StageContext) -> Queries:

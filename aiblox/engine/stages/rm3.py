@@ -138,7 +138,8 @@ def _relevance_model(stats: TermStats, docs: list[tuple[int, float]], fb_terms: 
     return list(zip(kept_c.tolist(), (kept_w / norm).tolist(), strict=True))
 
 
-@register_stage("rm3", version="1", takes="run", gives="queries", config=Rm3Config,
+@register_stage("rm3", version="1", takes="run", gives="queries", carries="terms",
+                config=Rm3Config,
                 reads=["items"], check=check_feedback,
                 doc="RM3 query expansion from the run's top documents (Anserini's variant)")
 def rm3(cfg: Rm3Config, inputs: StageInputs, ctx: StageContext) -> Queries:

@@ -113,7 +113,8 @@ def rocchio_vectors(q: np.ndarray, docs: list[np.ndarray], alpha: float, beta: f
     return out.astype(np.float32)
 
 
-@register_stage("rocchio", version="1", takes="run", gives="queries", config=RocchioConfig,
+@register_stage("rocchio", version="1", takes="run", gives="queries", carries="vector",
+                config=RocchioConfig,
                 reads=["items", "vectors", "embedder"], check=_check,
                 doc="dense feedback: the query vector moved toward its top k documents' "
                     "(Rocchio; alpha, beta, k)")
