@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from aiblox.data.trec import trec_scores
+from aiblox.data.trec import trec_run_text, trec_scores
 from aiblox.engine.cache import StageCache
 from aiblox.fusion import BatchFusion, FusedArrays
 from aiblox.hashing import sha256_bytes
@@ -112,10 +112,10 @@ class StageReader:
             return self.fused_trec(run["inputs"][0], run["key"], tag)
         from aiblox.engine.data import Run
 
-        out = Run.from_arrays(self.cache.load(run["name"], run["key"])).as_dict()
-        lines = [f"{q} Q0 {d} {rank} {score!r} {tag}" for q in sorted(out)
-                 for rank, (d, score) in enumerate(out[q], start=1)]
-        return "\n".join(lines) + ("\n" if lines else "")
+        # ties written strictly decreasing, as every TREC file aiblox writes (trec_eval would
+        # re-sort equal scores by document id and score another ranking)
+        return trec_run_text(Run.from_arrays(self.cache.load(run["name"], run["key"])).as_dict(),
+                             tag)
 
     def point_run(self, stages: Sequence[dict[str, Any]]) -> dict[str, list[list[Any]]]:
         """The run a point's metrics were computed from (one split's stage records), as

@@ -238,3 +238,31 @@ def run_sweep_tracked(spec, db, cache, tracker):
     from aiblox.sweep import run_sweep
 
     return run_sweep(spec, cache_dir=cache, db=db, progress=False, tracker=tracker)
+
+
+def test_a_pipeline_run_with_ties_is_written_as_trec_eval_reads_it(tmp_path):
+    """A pipeline stage's run (feedback, a reranker) written as TREC text for MLflow and ``aiblox
+    runs export``: tied scores strictly decreasing, as every TREC file aiblox writes, so
+    trec_eval scores the order the metrics scored (equal scores were once written as they
+    were, and trec_eval re-sorted them by document id: another MAP than the one logged)."""
+    import warnings
+
+    from aiblox.data.trec import read_trec_run
+    from aiblox.engine.cache import StageCache
+    from aiblox.engine.outputs import StageReader
+
+    cache = StageCache(tmp_path / "c")
+    run = Run.from_lists(["q1", "q2"], [[("a", 2.0), ("b", 1.0), ("c", 1.0)],
+                                         [("z", 0.5), ("y", 0.5)]])
+    rec = cache.store("t_flip", "1", {}, ["k"], run.to_arrays(), codec="arrays")
+    metrics = {"name": "metrics", "key": "m", "inputs": [rec.key]}
+    text = StageReader(cache).point_trec([rec.as_dict(), metrics], "my run")
+    assert text == ("q1 Q0 a 1 2.0 my_run\nq1 Q0 b 2 1.0 my_run\nq1 Q0 c 3 0.99999994 my_run\n"
+                    "q2 Q0 z 1 0.5 my_run\nq2 Q0 y 2 0.49999997 my_run\n")
+    path = tmp_path / "run.trec"
+    path.write_text(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "orders otherwise than trec_eval" warning
+        back = read_trec_run(path)
+    assert {q: [d for d, _ in hits] for q, hits in back.items()} == \
+        {"q1": ["a", "b", "c"], "q2": ["z", "y"]}
