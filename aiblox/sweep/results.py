@@ -4,7 +4,7 @@ top points against it and the confidence intervals of the best (:func:`conclude`
 
 The configuration is chosen on the tune split only (primary metric, ties broken by config hash
 ascending) and reported on the report split, where the top ``significance_top`` points (ranked
-on tune) are tested against the baseline, Holm-adjusted, and the best point's primary metric
+on tune; the baseline itself left out) are tested against the baseline, Holm-adjusted, and the best point's primary metric
 gets a bootstrap interval on both splits (:mod:`aiblox.metrics.significance`).
 """
 
@@ -211,7 +211,10 @@ def conclude(spec: SweepSpec, points: Sequence[PointResult], n_grid: int,
     baseline = next((p for p in points if p.is_baseline), None)
     significance: list[Comparison] = []
     if baseline is not None and spec.report_split is not None:
-        top = ranked(grid, spec.tune_split, spec.primary)[:spec.significance_top]
+        # the baseline is tested against, not with itself (a grid point can be the baseline:
+        # in the top it would take a slot, tie at p = 1 and count in Holm's family)
+        top = [p for p in ranked(grid, spec.tune_split, spec.primary)
+               if p.config_hash != baseline.config_hash][:spec.significance_top]
         report = spec.report_split
         available = {m for p in points for m in p.metrics[report]}
         wanted = [m for m in tested_metrics(spec) if m in available]

@@ -149,6 +149,19 @@ def test_baseline_point_is_scored_and_flagged(tmp_path, sample_spec, sweep_db, s
     assert mean == pytest.approx(r.best.metrics["test"]["ndcg@10"]) and low <= mean <= high
 
 
+def test_a_baseline_that_is_a_grid_point_is_not_tested_against_itself(
+        tmp_path, sample_spec, sweep_db, sample_dataset, small_spec):
+    """The top points tested against the baseline leave the baseline out, however it ranks:
+    in the list it took a slot, tied itself at p = 1 and made Holm's family one larger."""
+    spec = small_spec(sample_spec, blend=["rrf"], rrf_k=[10, 60], depth=[20],
+                      baseline={"blend": "rrf", "rrf_k": 60})
+    r = run_sweep(spec, cache_dir=tmp_path, db=sweep_db, progress=False, dataset=sample_dataset)
+    assert len(r.points) == 2 and r.baseline is not None
+    assert r.baseline.config_hash in {p.config_hash for p in r.points}  # a grid point
+    other = next(p for p in r.points if p.config_hash != r.baseline.config_hash)
+    assert [c.candidate for c in r.significance] == [other.label] * len(spec.metrics)
+
+
 def test_verify_re_executes_a_point_from_its_manifest(first, sweep_db, sample_dataset):
     from aiblox.sweep import verify_point
 
