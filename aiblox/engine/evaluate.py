@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from aiblox.contracts.retrieval import RetrievalPrefs
-from aiblox.data import Dataset
+from aiblox.data import Dataset, load_dataset
 from aiblox.engine.algebra import Pipeline
 from aiblox.engine.cache import StageCache
 from aiblox.engine.context import RunContext
@@ -28,7 +28,7 @@ from aiblox.engine.plan import check_pipeline, first_stage_prefs
 from aiblox.engine.point import split_point
 from aiblox.engine.result import EvalResult, config_hash, run_hash
 from aiblox.engine.settings import PipelinePoint, SweepSettings, needs_vectors, point_config
-from aiblox.engine.workspace import Workspace
+from aiblox.engine.workspace import Workspace, dataset_binding
 from aiblox.memory import paused_gc
 from aiblox.metrics import (
     DEFAULT_METRICS,
@@ -39,6 +39,8 @@ from aiblox.metrics import (
 )
 from aiblox.metrics.depth import deepest_cutoff, shallow_metrics
 from aiblox.retrieval.retriever import HybridRetriever
+from aiblox.stores import StoreMismatch
+from aiblox.stores.identity import read_binding
 
 __all__ = [
     "EvalResult",
@@ -52,7 +54,8 @@ _UNSET_FIX = ("set {names} to {cut} or more, or leave it unset (an evaluation th
               "deep as its metrics read), or use cutoffs of at most {depth}")
 
 
-def evaluate_retrieval(retriever: HybridRetriever | Workspace, dataset: Dataset, split: str,
+def evaluate_retrieval(retriever: HybridRetriever | Workspace, dataset: Dataset | str | Path,
+                       split: str,
                        prefs: RetrievalPrefs | None = None,
                        metrics: Sequence[str] = DEFAULT_METRICS, *,
                        pipeline: Pipeline | str | None = None,
@@ -62,19 +65,24 @@ def evaluate_retrieval(retriever: HybridRetriever | Workspace, dataset: Dataset,
     of the engine (see the module doc).
 
     ``retriever``: a workspace (:func:`~aiblox.engine.workspace.open_workspace`) or its
-    retriever. ``prefs`` (default ``RetrievalPrefs(query_text="")``): the retrieval settings;
-    with a ``pipeline`` (a :class:`~aiblox.engine.Pipeline` or an expression such as
-    ``"bm25 >> rm3 >> bm25"``) they are the defaults of its retrieval stages, as a spec's
-    ``[base]`` is. The run is as deep as ``metrics`` need (:mod:`aiblox.metrics.depth`): a
-    depth ``prefs`` leaves unset is the evaluation depth (100, or the deepest cutoff; 1,000
+    retriever, over a store of ``dataset`` (a :class:`~aiblox.data.Dataset`, or a name or
+    folder, loaded): a store that records another dataset raises
+    :class:`~aiblox.stores.StoreMismatch`, as the CLI does (its documents would match no
+    judgement: every metric 0). ``prefs`` (default ``RetrievalPrefs(query_text="")``): the
+    retrieval settings; with a ``pipeline`` (a :class:`~aiblox.engine.Pipeline` or an expression
+    such as ``"bm25 >> rm3 >> bm25"``) they are the defaults of its retrieval stages, as a
+    spec's ``[base]`` is. The run is as deep as ``metrics`` need (:mod:`aiblox.metrics.depth`):
+    a depth ``prefs`` leaves unset is the evaluation depth (100, or the deepest cutoff; 1,000
     for a metric without one), as ``aiblox eval`` retrieves; a depth set below a cutoff, or a
-    pipeline whose run is shallower than one, raises :class:`~aiblox.metrics.DepthError`
-    before anything is retrieved, as does a stage that cannot work here
+    pipeline whose run is shallower than one, raises :class:`~aiblox.metrics.DepthError` before
+    anything is retrieved, as does a stage that cannot work here
     (:class:`~aiblox.engine.PipelineError`). ``cache_dir``: a stage cache to read and fill
-    (default: a temporary one). ``batch_size`` is accepted for compatibility (retrieval runs
-    in the engine's batches)."""
+    (default: a temporary one). ``batch_size`` is accepted for compatibility (retrieval runs in
+    the engine's batches)."""
     del batch_size
     metrics = validate_metrics(metrics)
+    if not isinstance(dataset, Dataset):
+        dataset = load_dataset(dataset, splits=[split])
     prefs = evaluation_prefs(prefs or RetrievalPrefs(query_text=""), metrics)
     pipe = parse_pipeline(pipeline) if isinstance(pipeline, str) else pipeline
     ws = _workspace(retriever, dataset)
@@ -120,9 +128,15 @@ def evaluate_retrieval(retriever: HybridRetriever | Workspace, dataset: Dataset,
 
 def _workspace(retriever: HybridRetriever | Workspace, dataset: Dataset) -> Workspace:
     """``retriever`` as the workspace a one-point run reads (its own store and embedder)."""
+    store = retriever.store
+    held = read_binding(store)
+    if held is not None and held != dataset_binding(dataset):
+        raise StoreMismatch(f"store {getattr(store, 'location', store)} holds dataset "
+                            f"{held.describe()}, not {dataset_binding(dataset).describe()}: "
+                            f"evaluate with that dataset, or open its own workspace "
+                            f"(open_workspace(dataset))")
     if isinstance(retriever, Workspace):
         return retriever
-    store = retriever.store
     return Workspace(dataset=dataset, db=str(getattr(store, "location", "")), store=store,
                      embedder=retriever.embedder,  # type: ignore[arg-type]  # as the retriever's
                      _retriever=retriever)

@@ -112,3 +112,35 @@ def test_eval_scores_pipelines_as_systems_and_refuses_a_bad_one_first(tmp_path):
     typo = aiblox("eval", "sample", "--embedder", "hashing", "--db", db, "--pipeline",
                   "bm25 >> rm4 >> bm25", cwd=tmp_path)
     assert typo.returncode == 2 and "unknown stage 'rm4'" in typo.stderr
+
+
+def test_a_store_of_another_dataset_is_refused_and_a_name_is_loaded(ws, sample_dataset,
+                                                                    tmp_path):
+    """A workspace of one dataset evaluated against another: refused, naming both (its
+    documents would match no judgement, every metric 0, as it once silently did). The dataset
+    may be given by name, as ``load_dataset`` reads it."""
+    from aiblox.data import load_dataset
+    from aiblox.engine.workspace import open_workspace
+    from aiblox.stores import StoreMismatch
+
+    by_name = evaluate_retrieval(ws, "sample", "test", prefs(mode="bm25"), METRICS,
+                                 progress=False)
+    assert by_name.metrics == evaluate_retrieval(ws, sample_dataset, "test", prefs(mode="bm25"),
+                                                 METRICS, progress=False).metrics
+    tiny = load_dataset(_tiny(tmp_path))
+    with open_workspace(tiny, str(tmp_path / "tiny.duckdb"), "hashing", progress=False) as other:
+        for retriever in (other, other.retriever):
+            with pytest.raises(StoreMismatch, match=r"holds dataset 'tiny' .*not 'sample'"):
+                evaluate_retrieval(retriever, sample_dataset, "test", prefs(mode="bm25"),
+                                   METRICS, progress=False)
+
+
+def _tiny(tmp_path):
+    folder = tmp_path / "tiny"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text(
+        '{"_id": "t1", "title": "", "text": "alpha beta"}\n'
+        '{"_id": "t2", "title": "", "text": "gamma delta"}\n')
+    (folder / "queries.jsonl").write_text('{"_id": "x1", "text": "alpha"}\n')
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nx1\tt1\t1\n")
+    return folder
