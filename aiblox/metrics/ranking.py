@@ -56,13 +56,15 @@ def ranked_run(run: Mapping[str, Sequence[tuple[str, float]]]) -> dict[str, dict
 
 
 def evaluate_run(qrels: Mapping[str, Mapping[str, int]],
-                 run: Mapping[str, Sequence[tuple[str, float]]],
+                 run: Mapping[str, Sequence[tuple[str, float]] | Mapping[str, float]],
                  metrics: Sequence[str] = DEFAULT_METRICS,
                  ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     """Mean and per-query values of ``metrics`` (any ranx metric name) over the judged queries.
 
     Returns ``(means, per_query)`` with ``per_query[metric][qid]``. Each query's hits are taken
-    best first (a document listed twice counts once, at its best rank).
+    best first (a document listed twice counts once, at its best rank); a query's hits given as
+    ``{doc: score}`` (ranx's and pytrec_eval's form) are ranked by score, descending, ties by
+    document id ascending (aiblox's order).
     """
     metrics = validate_metrics(metrics)
     judged = {q: {d: int(g) for d, g in docs.items()} for q, docs in qrels.items() if docs}
@@ -70,7 +72,11 @@ def evaluate_run(qrels: Mapping[str, Mapping[str, int]],
     for q in judged:
         seen: set[str] = set()
         kept: list[tuple[str, float]] = []
-        for d, s in run.get(q, ()):
+        given = run.get(q, ())
+        if isinstance(given, Mapping):
+            given = sorted(((str(d), float(s)) for d, s in given.items()),
+                           key=lambda hit: (-hit[1], hit[0]))
+        for d, s in given:
             if d not in seen:
                 seen.add(d)
                 kept.append((d, s))
