@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from aiblox.compiled import setup_numba_cache
+from aiblox.data.trec import trec_order
 from aiblox.metrics.names import validate_metrics
 from aiblox.metrics.packed import pack_metrics, unpack_metrics
 
@@ -63,8 +64,9 @@ def evaluate_run(qrels: Mapping[str, Mapping[str, int]],
 
     Returns ``(means, per_query)`` with ``per_query[metric][qid]``. Each query's hits are taken
     best first (a document listed twice counts once, at its best rank); a query's hits given as
-    ``{doc: score}`` (ranx's and pytrec_eval's form) are ranked by score, descending, ties by
-    document id ascending (aiblox's order).
+    ``{doc: score}`` (ranx's and pytrec_eval's form) are ranked as trec_eval ranks them
+    (:func:`~aiblox.data.trec.trec_order`: score descending, ties by id descending), as
+    ``run_experiment`` reads that form.
     """
     metrics = validate_metrics(metrics)
     judged = {q: {d: int(g) for d, g in docs.items()} for q, docs in qrels.items() if docs}
@@ -74,8 +76,7 @@ def evaluate_run(qrels: Mapping[str, Mapping[str, int]],
         kept: list[tuple[str, float]] = []
         given = run.get(q, ())
         if isinstance(given, Mapping):
-            given = sorted(((str(d), float(s)) for d, s in given.items()),
-                           key=lambda hit: (-hit[1], hit[0]))
+            given = trec_order([(str(d), float(s)) for d, s in given.items()])
         for d, s in given:
             if d not in seen:
                 seen.add(d)

@@ -4,8 +4,9 @@ top points against it and the confidence intervals of the best (:func:`conclude`
 
 The configuration is chosen on the tune split only (primary metric, ties broken by config hash
 ascending) and reported on the report split, where the top ``significance_top`` points (ranked
-on tune; the baseline itself left out) are tested against the baseline, Holm-adjusted, and the best point's primary metric
-gets a bootstrap interval on both splits (:mod:`aiblox.metrics.significance`).
+on tune; the baseline itself left out) are tested against the baseline, Holm-adjusted, and the
+best point's primary metric gets a bootstrap interval on both splits
+(:mod:`aiblox.metrics.significance`).
 """
 
 from __future__ import annotations

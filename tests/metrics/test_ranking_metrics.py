@@ -180,12 +180,16 @@ def test_gathering_only_the_ranks_read_changes_no_number(qrels, lengths, seed, m
 
 
 def test_a_run_given_as_doc_score_dicts_is_ranked_by_score():
-    """ranx's and pytrec_eval's run form, ``{qid: {doc: score}}``: ranked by score (ties by id),
-    the same numbers as the ranked list (it was once iterated as document ids: two-letter ids
-    unpacked into a document and a score, silently 0)."""
-    qrels = {"q1": {"d1": 1, "d2": 2}, "q2": {"xy": 1}}
+    """ranx's and pytrec_eval's run form, ``{qid: {doc: score}}``: ranked as trec_eval ranks it
+    (score descending, ties by id descending), the numbers of that ranked list (it was once
+    iterated as document ids: two-letter ids unpacked into a document and a score, silently
+    0)."""
+    import pytrec_eval
+
+    qrels = {"q1": {"d1": 1, "d2": 2}, "q2": {"ab": 1}}
     as_dict = {"q1": {"d9": 0.1, "d1": 0.5, "d2": 0.9}, "q2": {"ab": 1.0, "xy": 1.0}}
-    as_list = {"q1": [("d2", 0.9), ("d1", 0.5), ("d9", 0.1)], "q2": [("ab", 1.0), ("xy", 1.0)]}
-    got = evaluate_run(qrels, as_dict, ["ndcg@10", "mrr@10"])
-    assert got == evaluate_run(qrels, as_list, ["ndcg@10", "mrr@10"])
-    assert got[1]["mrr@10"] == {"q1": 1.0, "q2": 0.5}
+    as_list = {"q1": [("d2", 0.9), ("d1", 0.5), ("d9", 0.1)], "q2": [("xy", 1.0), ("ab", 1.0)]}
+    got = evaluate_run(qrels, as_dict, ["ndcg@10", "map"])
+    assert got == evaluate_run(qrels, as_list, ["ndcg@10", "map"])
+    te = pytrec_eval.RelevanceEvaluator(qrels, {"map"}).evaluate(as_dict)
+    assert got[1]["map"] == {q: te[q]["map"] for q in qrels} and te["q2"]["map"] == 0.5
