@@ -383,8 +383,8 @@ def _pipelines(texts: list[str]) -> dict[str, Pipeline]:
             label, expr = text.strip(), text
         try:
             out[label.strip()] = parse_pipeline(expr, where="--pipeline").check()
-        except PipelineError as exc:
-            fail(str(exc))
+        except PipelineError as exc:  # named as a later refusal names it: by its label
+            fail(f"--pipeline {label.strip()}: {str(exc).removeprefix('--pipeline: ')}")
     return out
 
 

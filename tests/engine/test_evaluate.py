@@ -112,6 +112,12 @@ def test_eval_scores_pipelines_as_systems_and_refuses_a_bad_one_first(tmp_path):
     typo = aiblox("eval", "sample", "--embedder", "hashing", "--db", db, "--pipeline",
                   "bm25 >> rm4 >> bm25", cwd=tmp_path)
     assert typo.returncode == 2 and "unknown stage 'rm4'" in typo.stderr
+    # a refusal when the expression is built names the --pipeline by its label, as later ones do
+    ignored = aiblox("eval", "sample", "--embedder", "hashing", "--db", db, "--pipeline",
+                     "x=bm25 >> rm3 >> dense", cwd=tmp_path)
+    assert ignored.returncode == 2
+    assert ignored.stderr.strip().splitlines()[-1].startswith(
+        "error: --pipeline x: dense cannot read the weighted terms rm3 gives")
 
 
 def test_a_store_of_another_dataset_is_refused_and_a_name_is_loaded(ws, sample_dataset,
