@@ -213,7 +213,12 @@ def build_evidence_bundle(
         meta = dict(raw.metadata)
         if active is not None:
             full, records = redact(full, active)
+            # a chunk of a text redacted whole before its split carries that text's records
+            # (its own redaction then finds nothing more)
+            records = [*raw.metadata.get("redactions", []), *records]
             meta["redactions"] = [r.model_dump(mode="json") for r in records]
+            if isinstance(meta.get("title"), str):  # text shown with the content
+                meta["title"] = redact(meta["title"], active)[0]
         kept, bounding = _bound(raw, full, policy)
         meta["bounding"] = bounding.model_dump(mode="json")
         items.append((raw, full, kept, meta, bounding))

@@ -468,6 +468,11 @@ def _chunk_loader(evidence_type: str, id_key: str, make_id: Callable[[str, int],
                     lake_size=lake_size,
                 )
             ]
+        # redacted whole before it is split: a secret across a chunk boundary matches no
+        # redactor in either piece (offsets are then the redacted text's)
+        found = redact(text, ctx.redactors) if ctx.redactors else None
+        if found is not None:
+            text = found[0]
         data_b = text.encode("utf-8")
         ranges = split_utf8(text, ctx.policy.chunk_size, ctx.policy.chunk_overlap)
         out = []
@@ -476,6 +481,8 @@ def _chunk_loader(evidence_type: str, id_key: str, make_id: Callable[[str, int],
                 **base,
                 "chunk": {"index": i, "count": len(ranges), "byte_start": s, "byte_end": e},
             }
+            if found is not None:
+                meta["redactions"] = _chunk_records(found[1], data_b, s, e)
             out.append(
                 RawEvidence(
                     make_id(doc_id, i),
@@ -488,6 +495,19 @@ def _chunk_loader(evidence_type: str, id_key: str, make_id: Callable[[str, int],
         return out
 
     return load
+
+
+def _chunk_records(records: list[Any], data: bytes, start: int, end: int) -> list[Any]:
+    """The whole text's redaction records as they fall in its chunk ``data[start:end]``
+    (bytes): each replacement that overlaps the chunk, in the chunk's character offsets."""
+    lo = len(data[:start].decode("utf-8"))
+    hi = lo + len(data[start:end].decode("utf-8"))
+    out = []
+    for rec in records:
+        spans = [(max(a, lo) - lo, min(b, hi) - lo) for a, b in rec.spans if a < hi and b > lo]
+        if spans:
+            out.append(rec.model_copy(update={"count": len(spans), "spans": spans}))
+    return out
 
 
 LOADERS["doc_chunk"] = _chunk_loader("doc_chunk", "doc_id", doc_evidence_id)

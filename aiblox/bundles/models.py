@@ -87,7 +87,9 @@ class EvidencePolicy(_Strict):
     chunk_overlap: int = Field(default=200, ge=0)
     """UTF-8 bytes shared by consecutive chunks."""
     enable_redaction: bool = False
-    """Run the redactors over every item's content before bounding."""
+    """Run the redactors over every item's content (a document or transcript whole, before it
+    is split into chunks) and its title, before bounding. Identifiers and source references
+    (``doc_id``, ``source_uri``, lake URIs) are kept as given: they name the source."""
     redactors: tuple[str, ...] | None = None
     """Names of the redactors to run (in registry order); None: every registered redactor."""
 

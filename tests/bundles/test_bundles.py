@@ -203,6 +203,27 @@ def test_redaction_runs_before_bounding_and_is_recorded(lake):
     assert "luke@rebels.org" in off.items[0].content and "redactions" not in off.items[0].metadata
 
 
+def test_a_secret_across_a_chunk_boundary_and_a_title_are_redacted(lake):
+    """A document is redacted whole before it is split (a key cut in two by a chunk boundary
+    once matched no redactor in either piece and leaked whole across two items); each chunk
+    records the replacements that fall in it; a title is redacted as content is."""
+    key, email = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", "alice.secret@example.com"
+    text = "x" * 80 + f" {key} " + "y" * 60 + f" mail {email} end " + "z" * 100
+    policy = EvidencePolicy(enable_redaction=True, chunk_size=100, chunk_overlap=10)
+    refs = {"doc_chunk": [{"doc_id": "d1", "text": text, "title": f"from {email}"}]}
+    b = build_evidence_bundle(evidence_refs=refs, policy=policy,
+                              created_utc="2026-01-01T00:00:00Z")
+    dumped = json.dumps(b.model_dump(mode="json"))
+    assert len(b.items) > 2
+    assert not any(part in dumped for part in (key[:12], key[12:], "ABCDEFGHIJKL", email))
+    for item in b.items:
+        for rec in item.metadata["redactions"]:  # in the chunk's own offsets, on its tokens
+            for start, end in rec["spans"]:
+                assert set(item.content[start:end]) <= set(rec["replacement"])
+    assert sum(r["count"] for it in b.items for r in it.metadata["redactions"]) >= 2
+    assert b.items[0].metadata["title"] == "from [REDACTED:email]"
+
+
 def test_sql_from_rows_from_duckdb_and_query_defs(lake):
     import duckdb
 
