@@ -77,6 +77,12 @@ def answer(
         reader = get_llm(llm)
     except (PolicyError, ValueError, KeyError) as exc:
         fail(str(exc))
+    if retrieved_at is not None:  # recorded and hashed into the pack id: a time, or refused
+        try:
+            datetime.fromisoformat(retrieved_at)
+        except ValueError:
+            fail(f"--retrieved-at {retrieved_at!r} is not an ISO-8601 time "
+                 f"(e.g. 2026-02-02T00:00:00Z)")
     model = checked_embedder(embedder, checked_device(device))
     checked_chunker(chunker)
     prefs = checked_prefs({"query_text": question, "top_k_chunks": top_k_chunks,
@@ -107,8 +113,9 @@ def answer(
     if key_file is not None:
         pack = sign_pack(pack, read_key(key_file), key_id=tenant)
     store = open_db(db)
-    try:
-        put_pack(store, pack)
+    try:  # packs are never rewritten: one stored unsigned stays so (said at the end)
+        unsigned = (not put_pack(store, pack) and pack.signature is not None
+                    and not (store.get_evidence_pack(pack.pack_id) or {}).get("signed"))
     finally:
         store.close()
     if as_json:
@@ -117,6 +124,7 @@ def answer(
                     "pack_id": pack.pack_id,
                     "decision": pack.decision.model_dump(mode="json")})
         _exit_if_generation_failed(pack, reader)
+        _exit_if_left_unsigned(pack, unsigned)
         return
     v = result.validation
     # in the pack's words (`answer (OK)`, `refusal (NO_EVIDENCE)`, as `aiblox pack show`),
@@ -140,6 +148,18 @@ def answer(
     out.print(f"evidence pack: {pack.pack_id} (aiblox pack show {pack.pack_id} --db {db})",
                   soft_wrap=True)
     _exit_if_generation_failed(pack, reader)
+    _exit_if_left_unsigned(pack, unsigned)
+
+
+def _exit_if_left_unsigned(pack: EvidencePack, unsigned: bool) -> None:
+    """Exit 1 with one line when ``--key-file`` asked for a signature but the same pack (same
+    id, same content) was already stored unsigned: packs are insert-only, so the stored one
+    stays as it was, and ``pack verify --key-file`` would say it is not signed."""
+    if unsigned:
+        print_error(f"evidence pack {pack.pack_id} was already stored unsigned and packs are "
+                    f"never rewritten: the signature was not stored (a new --retrieved-at "
+                    f"makes a new pack)")
+        raise typer.Exit(1)
 
 
 def _exit_if_generation_failed(pack: EvidencePack, reader: object = None) -> None:

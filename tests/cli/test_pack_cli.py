@@ -131,3 +131,25 @@ def test_a_tampered_stored_pack_fails_verify_and_is_not_exported(answered, tmp_p
     _run("pack", "export", pack_id, "--db", db, "--format", "json",
          "--out", str(tmp_path / "t.json"), code=1)
     assert not (tmp_path / "t.json").exists()
+
+
+def test_signing_a_pack_already_stored_unsigned_is_refused_not_dropped(answered):
+    """``--key-file`` for a pack whose id is already stored unsigned: packs are insert-only, so
+    the answer says in one line that the signature was not stored, and exits 1 (it exited 0
+    and ``pack verify`` then said the pack was not signed)."""
+    db, key = answered["db"], answered["key"]
+    r = _run("answer", Q, "--db", db, "--embedder", "hashing", "--retrieved-at", AT,
+             "--key-file", str(key), code=1)
+    last = r.output.strip().splitlines()[-1]
+    assert last.startswith(f"error: evidence pack {answered['out']['pack_id']} was already "
+                           f"stored unsigned") and "signature was not stored" in last
+    _run("pack", "verify", answered["out"]["pack_id"], "--db", db, "--key-file", str(key),
+         code=1)  # still the unsigned one
+
+
+@pytest.mark.parametrize("when", ["notadate", "2026-13-45T99:00:00Z"])
+def test_a_retrieved_at_that_is_not_a_time_is_one_error_line(answered, when):
+    r = _run("answer", Q, "--db", answered["db"], "--embedder", "hashing", "--retrieved-at",
+             when, code=2)
+    assert r.output.strip().splitlines()[-1] == (
+        f"error: --retrieved-at {when!r} is not an ISO-8601 time (e.g. 2026-02-02T00:00:00Z)")
