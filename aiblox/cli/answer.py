@@ -164,10 +164,11 @@ def _exit_if_left_unsigned(pack: EvidencePack, unsigned: bool) -> None:
 
 def _exit_if_generation_failed(pack: EvidencePack, reader: object = None) -> None:
     """Exit 1 with one line when the reader's call failed (generation status ``FAILED``, the
-    pack's failed LLM call): the answer bundle, the status and the evidence pack were printed
-    and stored all the same, since a failed call is data; the exit status says the question
-    went unanswered. The line names the endpoint of a reader that has one (``AIBLOX_LLM_BASE_URL``,
-    without credentials)."""
+    pack's failed LLM call), or the decision's status is ``FAILED`` (the question empty or too
+    long, an answer citing an anchor it was not given: its reason): the answer bundle, the
+    status and the evidence pack were printed and stored all the same, since a failed call is
+    data; the exit status says the question went unanswered. The line names the endpoint of a
+    reader that has one (``AIBLOX_LLM_BASE_URL``, without credentials)."""
     from aiblox.assembly.llm.openai_chat import shown_url
 
     failed = [c for c in pack.tool_calls if c.kind == "llm" and c.status == "failed"]
@@ -176,6 +177,10 @@ def _exit_if_generation_failed(pack: EvidencePack, reader: object = None) -> Non
         url = getattr(getattr(reader, "settings", None), "base_url", None)
         at = f" at {shown_url(url)}" if isinstance(url, str) else ""
         print_error(f"generation failed ({call.tool_name} {pack.model}{at}): {call.error}; "
+                    f"evidence pack {pack.pack_id}")
+        raise typer.Exit(1)
+    if pack.decision.status == "FAILED":  # an empty or too long question, an answer citing
+        print_error(f"answer failed: {pack.decision.reason or 'status FAILED'}; "  # no anchor
                     f"evidence pack {pack.pack_id}")
         raise typer.Exit(1)
 

@@ -153,3 +153,14 @@ def test_a_retrieved_at_that_is_not_a_time_is_one_error_line(answered, when):
              when, code=2)
     assert r.output.strip().splitlines()[-1] == (
         f"error: --retrieved-at {when!r} is not an ISO-8601 time (e.g. 2026-02-02T00:00:00Z)")
+
+
+def test_an_answer_whose_status_is_failed_exits_1_with_its_reason(answered):
+    """Status ``FAILED`` without a failed LLM call (an empty question): the refusal is printed
+    and its pack stored, as data, and the exit status says the question went unanswered (it
+    exited 0: only a failed call exited 1)."""
+    r = _run("answer", "   ", "--db", answered["db"], "--embedder", "hashing", "--json", code=1)
+    out = json.loads(r.stdout)
+    assert out["decision"]["status"] == "FAILED"
+    assert r.stderr.strip().splitlines()[-1] == (
+        f"error: answer failed: {out['decision']['reason']}; evidence pack {out['pack_id']}")
