@@ -42,7 +42,7 @@ def chunk_command(
         fail("give either --text FILE or --dataset NAME --doc ID, not both")
     if text is not None:
         try:
-            body = text.read_text(encoding="utf-8")
+            body = text.read_bytes().decode("utf-8")  # as given: offsets index the file
         except (OSError, UnicodeDecodeError) as exc:
             fail(f"{text}: cannot read as UTF-8 text: {exc}")
         item_id, content_hash, source = text.name, sha256_text(body), str(text)

@@ -128,6 +128,19 @@ def test_cli_chunk_json_and_table(tmp_path, sample_dataset):
     assert out["item_id"] == "note.md" and out["n_chunks"] >= 3
     assert out["chunker_id"].startswith("token_window(max=8,overlap=2")
 
+    # a file with CRLF line ends is chunked as given: offsets and hash index its own text
+    # (read_text turned \r\n into \n: 71 characters of a 77-character file)
+    crlf = tmp_path / "crlf.md"
+    crlf.write_bytes(b"# Title\r\n\r\nOne sentence here. Another one.\r\n\r\n"
+                     b"## Sub\r\n\r\nMore.\r\n")
+    for chunker in ("sentences", "token_window", "headings"):
+        r = _run("chunk", "--text", str(crlf), "--chunker", chunker, "--json")
+        assert r.exit_code == 0, r.output
+        body = crlf.read_bytes().decode("utf-8")
+        out = json.loads(r.stdout)
+        assert out["chunks"] and all(body[c["start_idx"]:c["end_idx"]] == c["text"]
+                                     for c in out["chunks"]), chunker
+
     bad = _run("chunk", "--dataset", "sample", "--doc", "nope")
     assert bad.exit_code == 2 and "nope" in bad.output
     bad = _run("chunk", "--text", str(f), "--chunker", "paragraphs")
