@@ -159,7 +159,10 @@ def load_policy(
         path = folder / f"{raw}.toml"
         by_name = raw
     if not path.is_file():
-        raise PolicyError(f"{path}: policy file not found")
+        known = (sorted(p.stem for p in path.parent.glob("*.toml"))
+                 if by_name is not None and path.parent.is_dir() else [])
+        raise PolicyError(f"{path}: policy file not found"
+                          + (f"; known: {', '.join(known)}" if known else ""))
     try:
         with path.open("rb") as fh:
             data = tomllib.load(fh)

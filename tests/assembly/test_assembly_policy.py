@@ -97,3 +97,7 @@ def test_a_policies_folder_variable_naming_no_folder_is_named(tmp_path, monkeypa
     monkeypatch.setenv(POLICIES_DIR_ENV, str(tmp_path))  # a folder, without the file
     with pytest.raises(PolicyError, match="R2_POLICY_V1.toml: policy file not found"):
         load_policy("R2_POLICY_V1")
+    monkeypatch.delenv(POLICIES_DIR_ENV)  # the shipped folder: an unknown name lists the known
+    with pytest.raises(PolicyError, match=r"NOPE.toml: policy file not found; known: "
+                                          r"R2_POLICY_V1, R2_POLICY_V2"):
+        load_policy("NOPE")
