@@ -125,6 +125,16 @@ def test_bad_arguments_fail_before_any_work(sample_dataset, tmp_path):
     assert not (tmp_path / "never.duckdb").exists()  # refused before a store was opened
 
 
+def test_one_metric_may_be_given_as_a_string(scored, sample_dataset):
+    """``metrics="ndcg@10"`` is that metric (it was read letter by letter: 'n' is not a
+    metric), as ``evaluate_retrieval`` reads it."""
+    table, db, _ = scored
+    one = run_experiment(["bm25"], sample_dataset, "test", "ndcg@10", db=db,
+                         embedder="hashing", progress=False)
+    assert one.metrics == ["ndcg@10"]
+    assert one.systems[0].metrics["ndcg@10"] == table.systems[0].metrics["ndcg@10"]
+
+
 def test_a_pipeline_is_a_system(scored, sample_dataset):
     _, db, _ = scored
     pipeline = Stage("bm25") >> Stage("rm3") >> Stage("bm25")
