@@ -52,6 +52,21 @@ __all__ = [
 
 _UNSET_FIX = ("set {names} to {cut} or more, or leave it unset (an evaluation then retrieves as "
               "deep as its metrics read), or use cutoffs of at most {depth}")
+_PIPELINE_NAMES = {"top_k_items": "its depth (a % cut-off, or its last stage's top_k)",
+                   "fts.top_k": "bm25's top_k", "vector.top_k": "dense's top_k",
+                   "vector.ef_search": "dense's ef_search"}
+"""A pipeline's first stage's settings, in the pipeline's words (not RetrievalPrefs' fields)."""
+_PIPELINE_FIX = "make the pipeline {cut} deep or more, or use cutoffs of at most {depth}"
+
+
+def _check_first_depth(first: RetrievalPrefs, metrics: Sequence[str],
+                       pipe: Pipeline | None) -> None:
+    """:func:`check_depth` of the first stage's prefs, worded for a pipeline when there is one
+    (``bm25 % 5`` cuts the run, not a ``top_k_items`` the user never set)."""
+    if pipe is None:
+        check_depth(first, metrics, fix=_UNSET_FIX)
+    else:
+        check_depth(first, metrics, _PIPELINE_NAMES, fix=_PIPELINE_FIX)
 
 
 def evaluate_retrieval(retriever: HybridRetriever | Workspace, dataset: Dataset | str | Path,
@@ -92,7 +107,7 @@ def evaluate_retrieval(retriever: HybridRetriever | Workspace, dataset: Dataset 
     settings = SweepSettings(name="eval", embedder=emb_id or "", metrics=tuple(metrics),
                              needs_vectors=needs_vectors(prefs, [pipe] if pipe else []))
     if first is not None:  # retrieval on the topics: its own depth settings decide
-        check_depth(first, metrics, fix=_UNSET_FIX)
+        _check_first_depth(first, metrics, pipe)
     with _stage_cache(cache_dir) as cache:
         ctx = RunContext(settings, dataset, cache, ws.db, backend, [split], embedder=emb_id,
                          progress=progress, workspace=ws)
@@ -162,7 +177,7 @@ def check_evaluation(retriever: HybridRetriever | Workspace, dataset: Dataset,
     pipe = (parse_pipeline(pipeline) if isinstance(pipeline, str) else pipeline).check()
     first = first_stage_prefs(pipe, prefs)
     if first is not None:
-        check_depth(first, metrics, fix=_UNSET_FIX)
+        _check_first_depth(first, metrics, pipe)
         return
     ws = _workspace(retriever, dataset)
     _check_pipeline_depth(pipe, prefs, metrics, ws)

@@ -85,6 +85,16 @@ def test_a_pipeline_too_shallow_for_its_metrics_is_refused_before_any_work(ws, s
                            pipeline="bm25 % 5 >> dense_rescore(top_n=5)",
                            cache_dir=tmp_path / "c", progress=False)
     assert not (tmp_path / "c").exists() or not any((tmp_path / "c").iterdir())
+    # a first stage cut by the pipeline is refused in the pipeline's words, not in those of
+    # a RetrievalPrefs field the user never set (top_k_items = 5)
+    for pipe in ("bm25 % 5", "bm25(top_k=5)", "(bm25 + dense) % 5"):
+        with pytest.raises(DepthError) as err:
+            evaluate_retrieval(ws, sample_dataset, "test", prefs(), METRICS, pipeline=pipe,
+                               progress=False)
+        said = str(err.value)
+        assert "but its depth (a % cut-off, or its last stage's top_k) = 5 cuts the run" in said
+        assert said.endswith("make the pipeline 20 deep or more, or use cutoffs of at most 5")
+        assert "top_k_items" not in said
 
 
 def aiblox(*args, cwd):
