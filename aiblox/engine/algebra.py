@@ -246,8 +246,9 @@ class Then(Pipeline):
                        ": a retrieval stage after a run needs feedback in between "
                        "(e.g. >> rm3 >>)"))
             if left.gives == "queries":
+                feedback = list(left.stages())[-1]
                 for entry in _entries(right):
-                    _check_feedback_read(list(left.stages())[-1], entry)
+                    _check_feedback_read(feedback, entry)
 
     @property
     def takes(self) -> DataKind:  # type: ignore[override]

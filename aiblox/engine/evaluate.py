@@ -144,10 +144,10 @@ def evaluate_retrieval(retriever: HybridRetriever | Workspace, dataset: Dataset 
 def _workspace(retriever: HybridRetriever | Workspace, dataset: Dataset) -> Workspace:
     """``retriever`` as the workspace a one-point run reads (its own store and embedder)."""
     store = retriever.store
-    held = read_binding(store)
-    if held is not None and held != dataset_binding(dataset):
+    held, wanted = read_binding(store), dataset_binding(dataset)
+    if held is not None and held != wanted:
         raise StoreMismatch(f"store {getattr(store, 'location', store)} holds dataset "
-                            f"{held.describe()}, not {dataset_binding(dataset).describe()}: "
+                            f"{held.describe()}, not {wanted.describe()}: "
                             f"evaluate with that dataset, or open its own workspace "
                             f"(open_workspace(dataset))")
     if isinstance(retriever, Workspace):

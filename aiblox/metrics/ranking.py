@@ -21,7 +21,8 @@ any ``k`` and relevance level) with ranx's arithmetic in ranx's order, so the do
 bit for bit; f1, r-precision and rbp still go to ``ranx.evaluate`` on the typed lists, and bpref
 is trec_eval's, computed here (ranx's is NaN for a query without a judged non-relevant document,
 and counts negative grades as judged).
-``tests/metrics/test_ranking_metrics.py`` holds every value equal to the ``Qrels``/``Run`` route.
+``tests/metrics/test_ranking_metrics.py`` holds every other value equal to the ``Qrels``/``Run``
+route, ``tests/data/test_trec_conformance.py`` bpref equal to trec_eval's.
 
 :meth:`QrelsScorer.evaluate_packed` scores a run already in compact form (per kept hit its
 document's code from :meth:`QrelsScorer.codes`, per query the number of hits): the sweep's hot
@@ -190,7 +191,7 @@ class QrelsScorer:
             flat = (np.concatenate([codes[s:s + n] for s, n in zip(starts, lens, strict=True)])
                     if len(lens) else np.zeros(0, dtype=np.float64))
             run = run_arrays(np.ascontiguousarray(flat, dtype=np.float64), offsets)
-            matrix[rest] = self._ranx(run, [metrics[i] for i in rest], metrics)
+            matrix[rest] = self._ranx(run, [metrics[i] for i in rest])
         return pack_metrics(metrics, self.qids, [float(np.mean(row)) for row in matrix], matrix)
 
     def _bpref(self, codes: np.ndarray, starts: np.ndarray, lens: np.ndarray, level: int
@@ -233,28 +234,19 @@ class QrelsScorer:
             self._typed = List(self._arrays)
         return self._typed
 
-    def _ranx(self, run: Any, metrics: Sequence[str], asked: Sequence[str]) -> np.ndarray:
+    def _ranx(self, run: Any, metrics: Sequence[str]) -> np.ndarray:
         """ranx's per-query scores of a typed-list run (one row per metric, columns in
-        :attr:`qids` order); ``asked``: every metric of the call (named in an error)."""
+        :attr:`qids` order). The metrics that come here (f1, r-precision, rbp) give 0 for a
+        query with no relevant document; only ranx's bpref divided by zero there, and bpref is
+        computed by :meth:`_bpref`."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             from ranx import evaluate
 
             # twice when alone: ranx's evaluate(return_mean=False) fails on a single metric name
             names = list(metrics) if len(metrics) > 1 else [metrics[0], metrics[0]]
-            try:
-                scores = evaluate(self._ranx_qrels(), run, names, return_mean=False,
-                                  save_results_in_run=False)
-            except ZeroDivisionError:
-                # a ranx kernel dividing by a query's relevant count: whether that raises or
-                # leaves a silent 0 depends on numba's thread state, so name the queries
-                unrelevant = [q for q, arr in zip(self.qids, self._arrays, strict=True)
-                              if not (arr[:, 1] > 0).any()]
-                raise ValueError(
-                    f"metrics {', '.join(asked)}: ranx divided by zero; {len(unrelevant)} "
-                    f"judged queries have no relevant document (e.g. "
-                    f"{', '.join(unrelevant[:3]) or '-'}): leave {', '.join(metrics)} out or "
-                    f"drop those queries' judgements") from None
+            scores = evaluate(self._ranx_qrels(), run, names, return_mean=False,
+                              save_results_in_run=False)
         return np.asarray([np.asarray(scores[m], dtype=np.float64) for m in metrics],
                           dtype=np.float64).reshape(len(metrics), len(self.qids))
 
