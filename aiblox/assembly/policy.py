@@ -177,4 +177,34 @@ def load_policy(
             f"{path}: field 'policy_version': is '{policy.policy_version}', "
             f"expected '{by_name}' (the file name)"
         )
+    if by_name is None:
+        _check_not_a_changed_copy(path, policy, policies_dir)
     return policy
+
+
+def _check_not_a_changed_copy(path: Path, policy: SelectionPolicy,
+                              policies_dir: str | os.PathLike[str] | None) -> None:
+    """A policy loaded by path may not take the version name of a policy in the policies
+    folder while changing its values: a version names frozen values, and packs, sweeps and
+    comparisons label their results by it."""
+    folder = Path(policies_dir) if policies_dir is not None else find_policies_dir()
+    if folder is None:
+        return
+    frozen = folder / f"{policy.policy_version}.toml"
+    if not frozen.is_file() or frozen.resolve() == path.resolve():
+        return
+    try:
+        with frozen.open("rb") as fh:
+            original = SelectionPolicy.model_validate(tomllib.load(fh))
+    except (OSError, tomllib.TOMLDecodeError, ValidationError):
+        return  # that file's own problem, reported when it is loaded by name
+    if original == policy:
+        return
+    mine, theirs = policy.model_dump(), original.model_dump()
+    changed = ", ".join(f"{k} ({theirs[k]!r} -> {mine[k]!r})"
+                        for k in sorted(mine) if mine[k] != theirs[k])
+    raise PolicyError(
+        f"{path}: field 'policy_version': '{policy.policy_version}' is the frozen policy "
+        f"{frozen}, and this file changes {changed}; give the changed policy a version "
+        f"name of its own"
+    )

@@ -101,3 +101,23 @@ def test_a_policies_folder_variable_naming_no_folder_is_named(tmp_path, monkeypa
     with pytest.raises(PolicyError, match=r"NOPE.toml: policy file not found; known: "
                                           r"R2_POLICY_V1, R2_POLICY_V2"):
         load_policy("NOPE")
+
+
+def test_a_changed_copy_may_not_keep_a_frozen_version_name(tmp_path: Path) -> None:
+    """A version names frozen values: a file loaded by path that calls itself R2_POLICY_V1
+    but changes a budget is refused, naming the field; an unchanged copy and a renamed
+    changed one load."""
+    text = (POLICIES / "R2_POLICY_V1.toml").read_text()
+    same = tmp_path / "copy.toml"
+    same.write_text(text)
+    assert load_policy(same, policies_dir=POLICIES) == load_policy(POLICIES / "R2_POLICY_V1.toml")
+    original = load_policy(same, policies_dir=POLICIES)
+    changed = tmp_path / "mine.toml"
+    changed.write_text(text.replace(f"max_chunks = {original.max_chunks}\n",
+                                    f"max_chunks = {original.max_chunks + 1}\n"))
+    with pytest.raises(PolicyError, match=r"mine\.toml.*'R2_POLICY_V1' is the frozen policy"
+                                          r".*max_chunks \(6 -> 7\)"):
+        load_policy(changed, policies_dir=POLICIES)
+    renamed = tmp_path / "R2_POLICY_MINE.toml"
+    renamed.write_text(changed.read_text().replace('"R2_POLICY_V1"', '"R2_POLICY_MINE"'))
+    assert load_policy(renamed, policies_dir=POLICIES).max_chunks == original.max_chunks + 1
