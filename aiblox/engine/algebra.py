@@ -32,7 +32,7 @@ from pydantic import BaseModel, ValidationError
 from aiblox.engine.registry import DataKind, StageKind, StageKindError, get_stage_kind
 
 __all__ = ["Cutoff", "Fuse", "Pipeline", "PipelineError", "Stage", "Then", "from_data", "label",
-           "plain"]
+           "plain", "settings", "shape"]
 
 
 class PipelineError(ValueError):
@@ -441,3 +441,33 @@ def label(p: Pipeline) -> str:
     bare = isinstance(p.inner, Then) or (isinstance(p.inner, Fuse) and p.inner.name == "fuse"
                                           and not p.inner.params)
     return f"({inner}) % {p.k}" if bare else f"{inner} % {p.k}"
+
+
+def shape(p: Pipeline) -> str:
+    """The pipeline's form without its parameters (``bm25 >> rm3 >> bm25``, ``bm25 + dense``):
+    what its points share whatever their stage settings, a report's and a leaderboard's
+    ``pipeline`` column."""
+    if isinstance(p, Stage):
+        return p.name
+    if isinstance(p, Then):
+        return " >> ".join(f"({shape(s)})" if isinstance(s, Then) else shape(s)
+                           for s in p.steps)
+    if isinstance(p, Fuse):
+        if p.name != "fuse":
+            return f"{p.name}({', '.join(shape(m) for m in p.members)})"
+        return " + ".join(f"({shape(m)})" if isinstance(m, Then) else shape(m)
+                          for m in p.members)
+    assert isinstance(p, Cutoff)
+    inner = shape(p.inner)
+    return f"({inner}) % {p.k}" if isinstance(p.inner, Then | Fuse) else f"{inner} % {p.k}"
+
+
+def settings(p: Pipeline) -> dict[str, Any]:
+    """The pipeline as settings a table can group by: ``pipeline`` (its :func:`shape`), then
+    ``<stage name>.<parameter>`` for each parameter a stage sets (what a sweep's stage axes
+    address), in stage order; a stage named twice sets the same values (``with_params``)."""
+    out: dict[str, Any] = {"pipeline": shape(p)}
+    for s in p.stages():
+        for k, v in s.params:
+            out.setdefault(f"{s.name}.{k}", _unplain(v))
+    return out

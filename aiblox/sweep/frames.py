@@ -20,6 +20,8 @@ from typing import Any
 
 import pandas as pd
 
+from aiblox.engine.algebra import from_data
+from aiblox.engine.algebra import settings as pipeline_settings
 from aiblox.engine.applies import setting_applies
 from aiblox.engine.settings import ranked
 from aiblox.hashing import SHORT_HASH
@@ -59,7 +61,8 @@ def point_settings(point: PointResult) -> dict[str, Any]:
     """The settings of one point, one entry per column: ``blend``, ``w_text``, ``normalize``,
     ``missing``, ``rrf_k`` (None where the blend does not use it), ``depth`` (full-text
     ``top_k``; ``vector_depth`` too when it differs), the chunking settings of a pipeline point
-    (None where its chunker does not take them) and, with selection, ``policy`` and the
+    (None where its chunker does not take them), a retrieval pipeline's ``pipeline`` (its shape)
+    and stage parameters (``rm3.fb_terms``) and, with selection, ``policy`` and the
     effective value of each swept policy parameter."""
     s = point.scoring
     linear = s.get("blend") == "linear"
@@ -78,6 +81,9 @@ def point_settings(point: PointResult) -> dict[str, Any]:
         row.update({k: _cell(point.chunking.get(k))
                     if setting_applies(k, chunker_id=chunker) else None
                     for k in _CHUNKING_KEYS})
+    pipeline = point.manifest.config.get("pipeline")
+    if pipeline is not None:  # its shape, then each stage parameter it sets (rm3.fb_terms)
+        row.update({k: _cell(v) for k, v in pipeline_settings(from_data(pipeline)).items()})
     if point.selection is not None:
         row["policy"] = point.selection.get("policy")
         params = point.selection.get("params") or {}

@@ -145,6 +145,10 @@ def _applies(key: str, params: dict[str, str]) -> bool:
 
 
 def _series(key: str, params: dict[str, str]) -> str:
+    """A point's line in a parameter's plot: its pipeline's shape for a pipeline point (all
+    points for the ``pipeline`` axis itself), else its blend (:func:`series_of`)."""
+    if "pipeline" in params:
+        return "all" if key == "pipeline" else params["pipeline"]
     return series_of(key.rpartition(".")[2], mode=params.get("prefs.mode"),
                      blend=params.get("prefs.scoring.blend"))
 
@@ -194,10 +198,13 @@ _DEPTHS = {"prefs.fts.top_k": "fts_depth", "prefs.vector.top_k": "vector_depth"}
 def spec_axis_name(param: str, grid: set[str]) -> str:
     """The name a spec gives the axis of a logged ``param``: a setting's own name
     (``prefs.scoring.w_text`` is ``w_text``, ``prefs.chunking.chunker_id`` is ``chunker_id``,
-    ``selection.params.max_chunks`` is ``max_chunks``), a depth as the spec's ``grid`` swept it
-    (``depth``, else ``fts_depth`` / ``vector_depth``); any other param as it is."""
+    ``selection.params.max_chunks`` is ``max_chunks``), a pipeline stage's parameter as its
+    stage axis (``pipeline.rm3.fb_terms`` is ``rm3.fb_terms``), a depth as the spec's ``grid``
+    swept it (``depth``, else ``fts_depth`` / ``vector_depth``); any other param as it is."""
     if param in _DEPTHS:
         return "depth" if "depth" in grid or _DEPTHS[param] not in grid else _DEPTHS[param]
+    if param.startswith("pipeline."):
+        return param.removeprefix("pipeline.")
     for head in ("prefs.", "selection.params."):
         if param.startswith(head):
             return param.rpartition(".")[2]
@@ -400,7 +407,8 @@ def render_markdown(rep: SweepReport, top: int = 20) -> str:
             ", ".join(f"`{rep.axis_name(a)}`" for a in rep.axes) if rep.axes
             else "(no swept parameter)", ""]
     if rep.axes:
-        out += [f"Per value, among the points a parameter applies to (one series per blend), "
+        out += [f"Per value, among the points a parameter applies to (one series per blend, "
+                f"or per pipeline shape), "
                 f"the point best on {rep.tune_split} by {rep.primary}:", ""]
     for axis, axis_rows in rep.axes.items():
         report = f" {rep.report_split} (report) |" if rep.report_split else ""

@@ -55,8 +55,14 @@ def test_postgres_full_text_settings_apply_to_its_native_search_only():
 
 def test_a_retrieval_pipeline_keeps_both_fields_and_chunk_stages_keep_chunking():
     _, config = config_hash(RetrievalPrefs(query_text="", mode="bm25"), "m", "duckdb")
-    piped = logged_params({**config, "pipeline": {"stages": ["bm25", "rm3", "bm25"]}})
+    rm3 = {"then": [{"stage": "bm25", "name": "bm25", "params": {}},
+                    {"stage": "rm3", "name": "rm3", "params": {"fb_docs": 5, "fb_terms": 20}},
+                    {"stage": "bm25", "name": "bm25", "params": {}}]}
+    piped = logged_params({**config, "pipeline": rm3})
     assert "prefs.vector.top_k" in piped and "prefs.fts.k1" in piped
-    assert any(k.startswith("pipeline.") for k in piped)
+    # the pipeline as a report groups it: its shape, then each stage parameter it sets
+    assert {k: v for k, v in piped.items() if k.startswith("pipeline")} == {
+        "pipeline": "bm25 >> rm3 >> bm25", "pipeline.rm3.fb_docs": "5",
+        "pipeline.rm3.fb_terms": "20"}
     chunked = logged_params({**config, "chunk_k": 5})
     assert "prefs.chunking.chunker_id" in chunked and "prefs.top_k_chunks" in chunked

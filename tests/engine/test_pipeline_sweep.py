@@ -229,9 +229,43 @@ def test_a_tracked_pipeline_point_logs_its_final_run_and_verifies_from_mlflow(
     stages = {s["name"]: s["key"] for s in plain.points[0].manifest.splits["test"].stages}
     bm25 = StageReader(StageCache(tmp_path / "c")).fused_run(stages["signals"], stages["fusion"])
     assert logged and all(logged[q][:3] == [d for d, _ in bm25[q][:3]][::-1] for q in logged)
-    assert "pipeline.then" in " ".join(child.data.params)  # the pipeline is logged
+    # the pipeline is logged as its shape and its stages' parameters, not as JSON
+    assert child.data.params["pipeline"] == "bm25 >> t_flip"
+    assert child.data.params["pipeline.t_flip.top_n"] == "3"
+    assert not [v for v in child.data.params.values() if v.startswith(("[{", '{"'))]
     manifest, _ = logged_manifest(child.info.run_id, mlflow_uri)
     assert verify_point(manifest, db=sweep_db).identical
+
+
+def test_a_pipeline_sweeps_report_and_leaderboard_group_by_shape_and_stage_parameter(
+        tmp_path, sweep_db, mlflow_uri):
+    """A report's swept parameters and the notebooks' leaderboard show a pipeline as its shape
+    (one row per shape, the plain pipeline too) and each stage parameter as an axis of its
+    own, one line per shape; they once showed one row per point of the pipeline's JSON and
+    left the plain pipeline out."""
+    from aiblox.engine.tracking import SweepTracker
+    from aiblox.sweep.frames import axis_frame, leaderboard
+    from aiblox.sweep.report import load_sweep_report, render_markdown
+
+    spec = spec_of(tmp_path, BASE + 'pipeline = ["bm25", "bm25 >> t_flip"]\n'
+                   "[grid.stages.t_flip]\ntop_n = [2, 5]\n")
+    tracker = SweepTracker(mlflow_uri, "shapes", spec.hash, spec.model_dump(mode="json"))
+    result = run_sweep_tracked(spec, sweep_db, tmp_path / "c", tracker)
+    assert len(result.points) == 3
+    rep = load_sweep_report(spec.name, mlflow_uri)
+    assert sorted(rep.axes) == ["pipeline", "pipeline.t_flip.top_n"]
+    assert [(r["value"], r["n"]) for r in rep.axes["pipeline"]] == [
+        ("bm25", 1), ("bm25 >> t_flip", 2)]
+    assert [(r["series"], r["value"]) for r in rep.axes["pipeline.t_flip.top_n"]] == [
+        ("bm25 >> t_flip", "2"), ("bm25 >> t_flip", "5")]
+    text = render_markdown(rep)
+    assert "### t_flip.top_n (MLflow param `pipeline.t_flip.top_n`)" in text
+    assert '"params"' not in text
+    board = leaderboard(result)
+    assert set(board["pipeline"]) == {"bm25", "bm25 >> t_flip"}
+    assert sorted(board["t_flip.top_n"].dropna()) == [2, 5]
+    assert list(axis_frame(result, "t_flip.top_n")["t_flip.top_n"]) == [2, 5]
+    assert list(axis_frame(result, "pipeline")["n"]) == [1, 2]
 
 
 def run_sweep_tracked(spec, db, cache, tracker):

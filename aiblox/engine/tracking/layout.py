@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiblox.data.trec import trec_run_text
+from aiblox.engine.algebra import from_data, settings
 from aiblox.engine.applies import param_applies
 from aiblox.engine.bulk_mlflow import RunRecord
 from aiblox.engine.manifest import PointManifest
@@ -156,12 +157,17 @@ def _with_field_defaults(params: dict[str, str]) -> dict[str, str]:
 
 
 def logged_params(config: Mapping[str, Any]) -> dict[str, str]:
-    """A point's MLflow params: its config flattened (field weighting at its defaults), less
+    """A point's MLflow params: its config flattened (field weighting at its defaults; a
+    retrieval pipeline as ``pipeline``, its shape, and ``pipeline.<stage>.<parameter>``,
+    :func:`aiblox.engine.algebra.settings`), less
     the settings that do not apply to it (:func:`aiblox.engine.applies.param_applies`: no
     PostgreSQL settings on a DuckDB point, no chunking settings without chunk stages, no
     ``vector.*`` for BM25 ...). The config hash and the manifest keep every setting."""
-    flat = _with_field_defaults(flatten(dict(config)))
-    return {k: v for k, v in flat.items() if param_applies(k, config)}
+    flat = _with_field_defaults(flatten({k: v for k, v in config.items() if k != "pipeline"}))
+    if config.get("pipeline") is not None:  # its shape and stage settings, not its JSON
+        flat.update(flatten({f"pipeline.{k}" if k != "pipeline" else k: v
+                             for k, v in settings(from_data(config["pipeline"])).items()}))
+    return {k: v for k, v in dict(sorted(flat.items())).items() if param_applies(k, config)}
 
 
 def _parquet(columns: dict[str, Any]) -> bytes:
