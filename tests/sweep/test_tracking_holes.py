@@ -113,6 +113,42 @@ def test_read_only_commands_never_create_a_database(logged, tmp_path):
     assert typo.is_file()
 
 
+def test_another_tools_database_is_refused_and_left_as_it_was(
+        logged, tmp_path, sample_spec, small_spec, sweep_db, sample_dataset):
+    """A sqlite file of another tool given as --tracking-uri: a reader once added MLflow's
+    ~60 tables to it, and a sweep, failing to open it as MLflow, took its empty tables for a
+    half-made store and removed the file. Both refuse it now, naming it, and change nothing;
+    an empty file is no store for a reader either."""
+    import sqlite3
+
+    app_db = tmp_path / "app.db"
+    con = sqlite3.connect(app_db)
+    con.execute("CREATE TABLE runs (id INTEGER, note TEXT)")
+    con.execute("CREATE TABLE users (name TEXT, email TEXT)")
+    con.commit()
+    con.close()
+    before = app_db.read_bytes()
+    uri = f"sqlite:///{app_db}"
+    for args in (["runs"], ["report", "holes"], ["eval", "verify", "holes"]):
+        r = _cli(*args, "--tracking-uri", uri)
+        assert r.exit_code == 2, (args, r.output)
+        assert f"{app_db} is not an MLflow tracking database" in r.output, r.output
+        assert "runs, users" in r.output and "Traceback" not in r.output
+    spec = small_spec(sample_spec, blend=["rrf"], rrf_k=[10], depth=[10])
+    with pytest.raises(TrackingStoreError, match="nothing was changed"):
+        SweepTracker(uri, "foreign", spec.hash, spec.model_dump(mode="json"))
+    assert app_db.read_bytes() == before
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    r = _cli("runs", "--tracking-uri", f"sqlite:///{empty}")
+    assert r.exit_code == 2 and "holds no table; nothing was created" in r.output, r.output
+    assert empty.stat().st_size == 0
+    tracking_client(f"sqlite:///{empty}", create=True)  # a writer makes its store there
+    assert empty.stat().st_size > 0
+    # MLflow's own store still opens for reading (the module's logged sweep)
+    assert _cli("runs", "--tracking-uri", logged["uri"]).exit_code == 0
+
+
 def test_experiment_artifacts_stay_under_artifacts(tmp_path):
     uri = f"sqlite:///{tmp_path}/m/mlflow.db"
     root = (tmp_path / "m" / "artifacts").resolve().as_uri()

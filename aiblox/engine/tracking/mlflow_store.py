@@ -157,6 +157,54 @@ def check_tracking_store(tracking_uri: str) -> None:
         what = "database" if db is not None else "store"
         raise TrackingStoreError(f"no MLflow tracking {what} at {local} (--tracking-uri "
                                  f"{tracking_uri}); nothing was created")
+    if db is not None and _sqlite_tables(db) == []:
+        raise TrackingStoreError(f"no MLflow tracking database at {db} (--tracking-uri "
+                                 f"{tracking_uri}): the file holds no table; nothing was "
+                                 f"created")
+    check_not_foreign(db, tracking_uri)
+
+
+def _sqlite_tables(db: Path) -> list[str] | None:
+    """The tables of the sqlite file ``db`` ([] for an empty file); None when it is missing or
+    cannot be read as sqlite (MLflow's own error names it then)."""
+    import sqlite3
+
+    if not db.is_file():
+        return None
+    if db.stat().st_size == 0:
+        return []
+    try:
+        con = sqlite3.connect(f"file:{db.resolve().as_posix()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        return sorted(r[0] for r in con.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'"))
+    except sqlite3.Error:
+        return None
+    finally:
+        con.close()
+
+
+def _mlflow_schema(tables: list[str]) -> bool:
+    """Whether ``tables`` are an MLflow schema, whole or half made: alembic's version table
+    with MLflow's ``experiments`` table, or nothing but alembic's own tables (a first migration
+    cut short)."""
+    own = [t for t in tables if not t.startswith(("sqlite_", "_alembic_tmp_"))]
+    return "alembic_version" in own and ("experiments" in own or own == ["alembic_version"])
+
+
+def check_not_foreign(db: Path | None, tracking_uri: str) -> None:
+    """Raise :class:`TrackingStoreError` when the sqlite file ``db`` holds tables and they are
+    not MLflow's (another tool's database given as ``--tracking-uri``): MLflow would add its
+    ~60 tables to it, and a store it could not open is made again. Nothing is changed."""
+    tables = _sqlite_tables(db) if db is not None else None
+    if tables and not _mlflow_schema(tables):
+        shown = ", ".join(tables[:5]) + (f", ... ({len(tables)} tables)"
+                                         if len(tables) > 5 else "")
+        raise TrackingStoreError(f"{db} is not an MLflow tracking database (--tracking-uri "
+                                 f"{tracking_uri}): it holds the tables {shown} and no MLflow "
+                                 f"schema; nothing was changed. Give MLflow a file of its own")
 
 
 REACH_TIMEOUT_S = 10.0
@@ -223,6 +271,7 @@ def tracking_client(tracking_uri: str, *, create: bool = False) -> Any:
         except OSError as exc:
             raise TrackingStoreError(f"cannot create the MLflow store's folder for "
                                      f"{tracking_uri}: {exc.strerror or exc}") from None
+        check_not_foreign(db, tracking_uri)
     with store_lock(tracking_uri, required=create):
         if create and db is not None:
             _create_sqlite(db, tracking_uri)
@@ -347,20 +396,19 @@ def _save_template(made: Path, template: Path) -> None:
 
 
 def _holds_nothing(db: Path) -> bool:
-    """True when the sqlite file ``db`` holds no MLflow content: every table empty but the
-    schema's version and the ``Default`` experiment (id 0) MLflow makes first. Read-only;
-    False when it cannot be read."""
+    """True when the sqlite file ``db`` is an MLflow schema (:func:`_mlflow_schema`) that holds
+    no MLflow content: every table empty but the schema's version and the ``Default``
+    experiment (id 0) MLflow makes first. Read-only; False when it cannot be read."""
     import sqlite3
 
-    if not db.is_file():
+    tables = _sqlite_tables(db)
+    if not tables or not _mlflow_schema(tables):  # another tool's database is never removed
         return False
     try:
         con = sqlite3.connect(f"file:{db.resolve().as_posix()}?mode=ro", uri=True)
     except sqlite3.Error:
         return False
     try:
-        tables = [r[0] for r in con.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")]
         for table in tables:
             if table == "alembic_version" or table.startswith(("_alembic_tmp_", "sqlite_")):
                 continue
