@@ -39,20 +39,27 @@ def verify_command(
 
     from aiblox.data import DatasetError
     from aiblox.engine.tracking import check_tracking_store
-    from aiblox.sweep.verify import logged_manifest, logged_metrics, verify_cv, verify_point
+    from aiblox.sweep.verify import (
+        logged_artifacts,
+        logged_manifest,
+        logged_metrics,
+        verify_cv,
+        verify_point,
+    )
 
     try:
         if not (run.endswith(".json") or Path(run).is_file()):
             check_tracking_store(tracking_uri)  # a read: never create an empty database
         manifest, source = logged_manifest(run, tracking_uri)
-        logged = (logged_metrics(manifest, source.split()[1], tracking_uri)
-                  if source.startswith("run ") else None)
+        run_id = source.split()[1] if source.startswith("run ") else None
+        logged = logged_metrics(manifest, run_id, tracking_uri) if run_id else None
+        files = logged_artifacts(manifest, run_id, tracking_uri) if run_id else None
     except ValueError as exc:
         fail(str(exc))
         return
     try:
         rep = verify_point(manifest, db=db or None, dataset_path=dataset or None,
-                           progress=show_progress(), logged=logged)
+                           progress=show_progress(), logged=logged, artifacts=files)
         # a [cv] sweep: its fold table recomputed from the children's logged per-query values
         cv_checks = verify_cv(run, tracking_uri) if source.startswith("run ") else None
     except (DatasetError, ValueError) as exc:
@@ -81,6 +88,8 @@ def verify_command(
         if rep.identical:
             out.print(f"identical: {len(rep.checks)} checks, every stage gives the logged "
                       f"bytes and every logged metric value is recomputed exactly"
+                      + (" (per query, and the logged run files line by line)"
+                         if files else "")
                       + (" (and the k-fold table from the logged per-query values)"
                          if cv_checks else ""), soft_wrap=True)
         else:

@@ -20,11 +20,12 @@ them. mlflow is imported lazily (the ``tracking`` extra).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aiblox.engine.tracking import metric_key, quiet_downloads
+from aiblox.engine.tracking import metric_key, per_query_file, quiet_downloads
 from aiblox.metrics.directions import Direction, metric_direction
 from aiblox.metrics.significance import Correction, StatTest, adjust, compare_to_baseline
 
@@ -231,6 +232,26 @@ def compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str = "test",
                              correction)
 
 
+def _check_logged_means(run: Any, per_query: dict[str, dict[str, float]], metrics: list[str],
+                        split: str) -> None:
+    """``ValueError`` when a run's logged per-query values of a metric do not average to the
+    mean it logged: the means shown and the paired test (which reads the per-query values)
+    would then describe two different runs (an artifact changed after logging)."""
+    for m in metrics:
+        logged = run.data.metrics.get(metric_key(split, m))
+        values = list(per_query[m].values())
+        if logged is None or not values:
+            continue
+        mean = math.fsum(values) / len(values)
+        if not math.isclose(mean, float(logged), rel_tol=1e-9, abs_tol=1e-12):
+            rid = run.info.run_id
+            raise ValueError(f"run {rid}: its logged per-query values of {m} on {split} "
+                             f"average {mean:.6f}, but it logged {m} = {float(logged):.6f}: "
+                             f"{per_query_file(split)} is not what the run was scored from "
+                             f"(changed after logging?); aiblox eval verify {rid} recomputes "
+                             f"both")
+
+
 def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str, primary: str | None,
                   alpha: float, test: StatTest, correction: Correction) -> RunComparison:
     from aiblox.engine.tracking import tracking_client
@@ -248,6 +269,8 @@ def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str, primary
     pq_a = per_query_metrics(client, run_a, split)
     pq_b = per_query_metrics(client, run_b, split)
     metrics = sorted(set(pq_a) & set(pq_b))
+    for run, pq in zip(runs, (pq_a, pq_b), strict=True):
+        _check_logged_means(run, pq, metrics, split)
     if not metrics:
         raise ValueError(f"runs {run_a} and {run_b} share no per-query metrics on {split}")
     prim = primary if primary is not None else _primary(client, runs[0], metrics)

@@ -35,12 +35,15 @@ from aiblox.engine.algebra import from_data
 from aiblox.engine.cache import StageCache
 from aiblox.engine.context import RunContext, embedder_id
 from aiblox.engine.manifest import PointManifest, cpu
+from aiblox.engine.outputs import StageReader
 from aiblox.engine.point import split_point
 from aiblox.engine.settings import PipelinePoint, SweepSettings, needs_vectors, point_config
 
 __all__ = [
+    "LoggedArtifacts",
     "StageCheck",
     "VerifyReport",
+    "logged_artifacts",
     "logged_device",
     "logged_manifest",
     "logged_metrics",
@@ -87,6 +90,16 @@ class VerifyReport(BaseModel):
     notes: list[str] = Field(default_factory=list)
     """How the dataset was found, when not at the manifest's path (an old manifest found by
     name, a copy named explicitly)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LoggedArtifacts:
+    """What a logged point's MLflow run holds for one split besides its metrics: its per-query
+    values (``per_query.<split>.parquet``, ``{metric: {query: value}}``) and its TREC run file
+    (``run.<split>.trec``; None when not logged)."""
+
+    per_query: dict[str, dict[str, float]] | None
+    trec: str | None
 
 
 def _load(manifest: PointManifest | dict[str, Any] | str | Path) -> PointManifest:
@@ -224,7 +237,8 @@ def point_dataset(manifest: PointManifest, override: str | Path | None = None
 def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: str | None = None,
                  dataset: Dataset | None = None, dataset_path: str | Path | None = None,
                  progress: bool = False,
-                 logged: dict[str, dict[str, float]] | None = None) -> VerifyReport:
+                 logged: dict[str, dict[str, float]] | None = None,
+                 artifacts: dict[str, LoggedArtifacts] | None = None) -> VerifyReport:
     """Re-execute the point of ``manifest`` (a model, a dict or a ``manifest.json`` path).
 
     The dataset is ``dataset`` (in memory), else the one at ``dataset_path`` (a copy of the
@@ -233,7 +247,10 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
     key and output hash, the recomputed metric values are compared with the values the
     manifest records and, given ``logged`` (``{split: {metric: value}}``, e.g.
     :func:`logged_metrics` of its MLflow run), with those: a logged number that differs from a
-    clean recomputation is a difference even when every hash matches. ``ValueError`` (a
+    clean recomputation is a difference even when every hash matches; given ``artifacts``
+    (per split, :func:`logged_artifacts` of the run), its per-query values and its TREC run
+    file are compared with the recomputed ones too (what ``aiblox compare`` and ``aiblox runs
+    export`` read). ``ValueError`` (a
     :class:`~aiblox.data.DatasetError` for unreadable data) when no dataset can be
     read: the manifest's path is gone and no copy is named."""
     m = _load(manifest)
@@ -285,7 +302,8 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
                            embedder=emb_id, progress=progress)
         try:
             for split, sm in m.splits.items():
-                if not _verify_split(ctx, pt, split, sm, check, (logged or {}).get(split, {})):
+                if not _verify_split(ctx, pt, split, sm, check, (logged or {}).get(split, {}),
+                                     (artifacts or {}).get(split)):
                     break
         finally:
             ctx.close()
@@ -306,9 +324,11 @@ def _cpu_note(m: PointManifest, bad: str | None) -> list[str]:
 
 
 def _verify_split(ctx: RunContext, pt: PipelinePoint, split: str, sm: Any,
-                  check: Callable[[str, str, str], bool], mlflow: dict[str, float]) -> bool:
+                  check: Callable[[str, str, str], bool], mlflow: dict[str, float],
+                  files: LoggedArtifacts | None = None) -> bool:
     """One split of a point recomputed and compared, stage by stage in pipeline order, then its
-    metric values (the manifest's and MLflow's); False at the first difference."""
+    metric values (the manifest's and MLflow's), then its logged per-query values and TREC run
+    file; False at the first difference."""
     out = split_point(ctx, pt, split)
     for logged, again in zip(sm.stages, out["stages"], strict=False):
         if not check(f"{split}/{logged['name']}", _pair(logged), _pair(again)):
@@ -325,7 +345,66 @@ def _verify_split(ctx: RunContext, pt: PipelinePoint, split: str, sm: Any,
                                                 repr(float(values[name])),
                                                 repr(float(recomputed[name]))):
                 return False
+    if files is None:
+        return True
+    reader = StageReader(ctx.cache)
+    if files.per_query is not None:
+        again = reader.per_query(out["stages"])
+        for name in sorted(files.per_query):
+            if name in again and not check(
+                    f"{split}/{name} per query (mlflow)",
+                    *_first_difference(files.per_query[name], again[name])):
+                return False
+    if files.trec is not None:
+        lines = _trec_rows(reader.point_trec(out["stages"], "x"))
+        if not check(f"{split}/run file (mlflow)",
+                     *_first_difference(_trec_rows(files.trec), lines, "line")):
+            return False
     return True
+
+
+def logged_artifacts(manifest: PointManifest, run_id: str, tracking_uri: str
+                     ) -> dict[str, LoggedArtifacts]:
+    """Per split of ``manifest``, what its MLflow run ``run_id`` logged of it
+    (:class:`LoggedArtifacts`)."""
+    from aiblox.engine.tracking import artifact_bytes, read_per_query, run_file, tracking_client
+
+    client = tracking_client(tracking_uri)
+    run = client.get_run(run_id)
+    out = {}
+    for split in manifest.splits:
+        try:
+            per_query: dict[str, dict[str, float]] | None = read_per_query(
+                client, run_id, split, run)
+        except ValueError:  # none logged for this split
+            per_query = None
+        data = artifact_bytes(client, run_id, run_file(split), run)
+        out[split] = LoggedArtifacts(per_query, None if data is None else data.decode("utf-8"))
+    return out
+
+
+def _trec_rows(text: str) -> dict[str, str]:
+    """A TREC run's lines by number, without their run tag (the tag is a label, not data)."""
+    return {str(i): " ".join(line.split()[:5])
+            for i, line in enumerate(text.splitlines(), start=1) if line.strip()}
+
+
+def _first_difference(logged: dict[str, Any], again: dict[str, Any], what: str = "query"
+                      ) -> tuple[str, str]:
+    """The check's two sides: ``N values`` twice when ``logged`` equals ``again`` (keys and
+    values, exactly); else the first key that differs with each side's value."""
+    if logged == again:
+        count = f"{len(logged)} {'lines' if what == 'line' else 'values'}"
+        return count, count
+    def order(key: str) -> tuple[int, str]:
+        return (int(key), "") if key.isdigit() and what == "line" else (0, key)
+
+    key = min(set(logged) ^ set(again) | {k for k in logged if k in again
+                                          and logged[k] != again[k]}, key=order)
+    def side(d: dict[str, Any]) -> str:
+        return f"{what} {key}: {d[key]!r}" if key in d else f"{what} {key}: missing"
+
+    return side(logged), side(again)
 
 
 def verify_cv(run: str, tracking_uri: str) -> list[StageCheck] | None:

@@ -57,9 +57,13 @@ def test_a_logged_point_verifies_identical(logged):
     stages = sorted(w for w in where[3:] if "(" not in w)
     assert stages == [f"{s}/{st}" for s in ("test", "train")
                       for st in ("fusion", "metrics", "signals")]
-    values = sorted(w for w in where if "(" in w)  # every logged value, manifest and MLflow
+    values = sorted(w for w in where if "(" in w and " per query" not in w
+                    and "run file" not in w)  # every logged value, manifest and MLflow
     assert values == sorted(f"{s}/{m} ({src})" for s in ("test", "train")
                             for m in point.metrics[s] for src in ("manifest", "mlflow"))
+    # and every logged per-query value (what aiblox compare tests)
+    assert sorted(w for w in where if " per query" in w) == sorted(
+        f"{s}/{m} per query (mlflow)" for s in ("test", "train") for m in point.metrics[s])
     assert all(c["identical"] for c in out["checks"])
 
 
@@ -114,6 +118,52 @@ def test_tampered_logged_values_fail_although_every_hash_matches(logged, tmp_pat
         assert repr(point.metrics["test"]["ndcg@10"]) in said
     finally:
         client.log_metric(run_id, "test.ndcg_at_10", point.metrics["test"]["ndcg@10"])
+
+
+def test_changed_per_query_values_and_run_file_are_found_and_compare_refuses_them(logged):
+    """The per-query values (``per_query.<split>.parquet``, what ``aiblox compare`` tests) and
+    the TREC run file (what ``aiblox runs export`` writes) of a logged point, changed after
+    logging: verify once said identical (it checked hashes and means only), and compare
+    printed the logged means beside a test of the changed values (a significant gain with
+    W/T/L 0/1/11). Verify now names the first query or line that differs; compare refuses."""
+    import pandas as pd
+
+    from aiblox.engine.bulk_mlflow import local_path
+    from aiblox.engine.tracking import tracking_client
+
+    r = logged["result"]
+    best = r.best.config_hash
+    other = next(p.config_hash for p in r.points if p.config_hash != best)
+    run_id = logged["children"][best]
+    folder = local_path(tracking_client(logged["uri"]).get_run(run_id).info.artifact_uri)
+    parquet, trec = folder / "per_query.test.parquet", folder / "run.test.trec"
+    saved = {f: f.read_bytes() for f in (parquet, trec)}
+    try:
+        frame = pd.read_parquet(parquet)
+        first = sorted(frame.loc[frame.metric == "ndcg@10", "query_id"])[0]
+        frame.loc[frame.metric == "ndcg@10", "value"] = 0.0
+        frame.to_parquet(parquet)
+        res = _verify(logged, run_id)
+        assert res.exit_code == 1, res.output
+        said = " ".join(res.output.split())
+        assert f"first at test/ndcg@10 per query (mlflow) (logged query {first}: 0.0" in said
+        cmp = runner.invoke(app, ["compare", logged["children"][other], run_id,
+                                  "--tracking-uri", logged["uri"]])
+        assert cmp.exit_code == 2, cmp.output
+        assert f"run {run_id}: its logged per-query values of ndcg@10 on test average " \
+               f"0.000000" in " ".join(cmp.output.split())
+        parquet.write_bytes(saved[parquet])
+        lines = trec.read_text().splitlines()
+        trec.write_text("\n".join(lines[1:]) + "\n")  # the first line gone
+        res = _verify(logged, run_id)
+        assert res.exit_code == 1, res.output
+        said = " ".join(res.output.split())
+        assert "first at test/run file (mlflow) (logged line 1: " in said
+        assert " ".join(lines[0].split()[:5]) in said  # the recomputed first line
+    finally:
+        for f, data in saved.items():
+            f.write_bytes(data)
+    assert _verify(logged, run_id).exit_code == 0
 
 
 def test_unknown_run_and_missing_file_fail_clearly(logged, tmp_path):
