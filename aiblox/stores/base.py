@@ -88,7 +88,8 @@ class UpsertReport(BaseModel):
     unchanged: int = 0
     """Items already stored with the same content hash."""
     deleted: int = 0
-    """Items removed because the dataset no longer holds them (a sync)."""
+    """Items removed: those the dataset no longer holds (a sync), or every item of the dataset
+    a ``--replace`` replaced."""
 
 
 def parse_filters(filters: dict[str, Any]) -> list[tuple[str, str | None, list[Any]]]:
@@ -134,6 +135,17 @@ def plan_upsert(items: Iterable[ItemRecord], existing: dict[str, str]
         else:
             report.updated += 1
     return rows, report
+
+
+def relocated(items: Iterable[ItemRecord], rows: dict[str, ItemRecord],
+              places: dict[str, tuple[str, str | None]]) -> list[ItemRecord]:
+    """The stored items of an upsert whose content is unchanged (not in ``rows``) but whose
+    place in the dataset is not the stored one (``places``: id -> stored ``(source,
+    source_ref)``): a line inserted above a document moves its ``corpus.jsonl:N``. Their place
+    is rewritten in the store, nothing else (their vectors and indexes stand), so a synced
+    store cites what a fresh ingest cites."""
+    return [it for it in items if it.id in places and it.id not in rows
+            and places[it.id] != (it.source, it.source_ref)]
 
 
 def check_pack_row(pack_id: str, parent_pack_id: str | None, sha256: str,

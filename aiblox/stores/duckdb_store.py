@@ -47,6 +47,7 @@ from aiblox.stores.base import (
     is_disk_full,
     parse_filters,
     plan_upsert,
+    relocated,
 )
 from aiblox.stores.duckdb_fts import bm25_sql, load_extension
 from aiblox.stores.duckdb_sql import Connection, check_database_file
@@ -251,10 +252,18 @@ class DuckDBStore:
         """Insert new items, replace changed ones, drop vectors of changed ones; one transaction."""
         items = list(items)
         with self._lock:
-            existing = dict(self.con.execute(
-                "SELECT id, content_hash FROM items WHERE id IN (SELECT unnest(?::VARCHAR[]))",
-                [sorted({it.id for it in items})]).fetchall())
+            stored = self.con.execute(
+                "SELECT id, content_hash, source, source_ref FROM items "
+                "WHERE id IN (SELECT unnest(?::VARCHAR[]))",
+                [sorted({it.id for it in items})]).fetchall()
+            existing = {r[0]: r[1] for r in stored}
             rows, report = plan_upsert(items, existing)
+            moved = relocated(items, rows, {r[0]: (r[2], r[3]) for r in stored})
+            if moved:
+                with self._transaction():
+                    self.con.executemany("UPDATE items SET source = ?, source_ref = ? "
+                                         "WHERE id = ?",
+                                         [[it.source, it.source_ref, it.id] for it in moved])
             if not rows:
                 return report
             ordered = [rows[k] for k in sorted(rows)]

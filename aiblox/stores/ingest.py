@@ -242,7 +242,7 @@ def sync_dataset(store: Store, binding: DatasetBinding, corpus_hash: str,
                           refresh=refresh)
     gone = sorted(set(stored) - set(wanted))
     deleted = _drop_items(store, gone) if gone else 0
-    report.items.deleted = deleted
+    report.items.deleted = deleted + replaced  # --replace: every item of the dataset before
     if report.items.updated or deleted or replaced:
         report.chunks_pruned = default_chunk_cache(store).prune(wanted)
     if refresh:  # their cached passages may hold a vector replaced (a one-passage document's)

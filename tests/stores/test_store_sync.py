@@ -74,7 +74,8 @@ def test_another_dataset_is_refused_and_nothing_stored_is_lost(store):
 def test_replace_empties_the_store_and_binds_it_to_the_new_dataset(store):
     _sync(store)
     report = _sync(store, B, OTHER, "h2", replace=True)
-    assert report.items.inserted == 2 and report.items.deleted == 0
+    # every item of the dataset replaced counts as deleted (it was once reported as 0)
+    assert report.items.inserted == 2 and report.items.deleted == len(DOCS)
     assert read_binding(store) == B
     assert store.item_hashes() == {d.id: d.content_hash for d in OTHER}
     assert store.get_items(["d1"])["d1"].text == "a different first document"
@@ -101,6 +102,29 @@ def test_resync_adds_changes_and_deletes_items_with_their_vectors(store):
     assert store.vector_count(model) == 3
     record = read_sync(store)
     assert record is not None and record.corpus_hash == "h2" and record.n_items == 3
+
+
+def test_a_document_moved_in_its_file_is_cited_where_it_now_is(store):
+    """A line inserted above a document moves its ``corpus.jsonl:N``: a sync once kept the old
+    place of every unchanged document (two documents then cited one line, and answers cited
+    the wrong one). Its place is rewritten; its content, vectors and the digests stand."""
+    placed = [d.model_copy(update={"source_ref": f"corpus.jsonl:{i}"})
+              for i, d in enumerate(DOCS, start=1)]
+    _sync(store, docs=placed)
+    model = HashingEmbedder().model_id
+    vectors = store.item_vector_hashes(model)
+    top = ItemRecord(id="d0", source="alpha", source_ref="corpus.jsonl:1", title="Top",
+                     text="a document inserted first")
+    moved = [top] + [d.model_copy(update={"source_ref": f"corpus.jsonl:{i}"})
+                     for i, d in enumerate(DOCS, start=2)]
+    report = _sync(store, docs=moved, corpus_hash="h2")
+    i = report.items
+    assert (i.inserted, i.updated, i.deleted, i.unchanged) == (1, 0, 0, 3)
+    got = store.get_items([d.id for d in moved])
+    assert {k: v.source_ref for k, v in got.items()} == {d.id: d.source_ref for d in moved}
+    assert {k: v for k, v in store.item_vector_hashes(model).items() if k != "d0"} == vectors
+    assert {k: store.item_hashes()[k] for k in vectors} == {d.id: d.content_hash for d in DOCS}
+    assert read_sync(store).items == items_digest({d.id: d.content_hash for d in moved})
 
 
 def test_vectors_copied_inside_the_store_equal_those_written_from_python(store, monkeypatch,

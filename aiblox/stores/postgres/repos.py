@@ -12,13 +12,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Text, any_, bindparam, delete, func, select
+from sqlalchemy import Text, any_, bindparam, delete, func, select, update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from aiblox.contracts.items import ItemRecord
-from aiblox.stores.base import ItemText, StoreError, UpsertReport, plan_upsert
+from aiblox.stores.base import ItemText, StoreError, UpsertReport, plan_upsert, relocated
 from aiblox.stores.chunk_cache import (
     ChunkCacheEntry,
     ChunkCacheKey,
@@ -74,11 +74,16 @@ class ItemRepo:
             return UpsertReport()
         with self.sessions.begin() as s:
             ids = sorted({it.id for it in items})
-            existing = dict(s.execute(select(ItemRow.id, ItemRow.content_hash)
-                                      .where(_any(ItemRow.id, ids, "ids"))).all())
+            stored = s.execute(select(ItemRow.id, ItemRow.content_hash, ItemRow.source,
+                                      ItemRow.source_ref)
+                               .where(_any(ItemRow.id, ids, "ids"))).all()
+            existing = {r[0]: r[1] for r in stored}
             rows, report = plan_upsert(items, existing)
             for item in rows.values():
                 _no_nul(item)
+            for it in relocated(items, rows, {r[0]: (r[2], r[3]) for r in stored}):
+                s.execute(update(ItemRow).where(ItemRow.id == it.id)
+                          .values(source=it.source, source_ref=it.source_ref))
             if not rows:
                 return report
             changed = sorted(i for i in rows if i in existing)
