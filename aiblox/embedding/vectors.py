@@ -190,7 +190,8 @@ def plan_import(paths: Sequence[str | Path], cache: EmbeddingCache, model_id: st
     id and the text hash) and compare it with ``cache``; writes nothing. Raises
     :class:`VectorImportError` at the first bad row."""
     plan = ImportPlan([Path(p) for p in paths])
-    seen: set[str] = set()
+    first: dict[str, tuple[bytes, Path, int, str]] = {}  # text hash -> its first row's vector
+    suspects: list[tuple[str, Path, int, str, np.ndarray]] = []
     changed = hashlib.sha256(f"{model_id}\n".encode())
     for path in plan.files:
         rows = 0
@@ -199,9 +200,17 @@ def plan_import(paths: Sequence[str | Path], cache: EmbeddingCache, model_id: st
             if known is not None:
                 for i, (item_id, h) in enumerate(zip(ids, hashes, strict=True)):
                     known.check(path, rows + i, item_id, h)
+            fresh = []
+            for i, (item_id, h, v) in enumerate(zip(ids, hashes, matrix, strict=True)):
+                digest = hashlib.blake2b(np.ascontiguousarray(v, "<f4").tobytes(),
+                                         digest_size=16).digest()
+                held = first.get(h)
+                if held is None:
+                    first[h] = (digest, path, rows + i, str(item_id))
+                    fresh.append((h, v))
+                elif held[0] != digest:  # one text, two vectors: compared once all is read
+                    suspects.append((h, path, rows + i, str(item_id), np.array(v)))
             rows += len(ids)
-            fresh = [(h, v) for h, v in zip(hashes, matrix, strict=True) if h not in seen]
-            seen.update(h for h, _ in fresh)
             cached = cache.get_embeddings(model_id, sorted({h for h, _ in fresh}))
             for h, v in fresh:
                 old = cached.get(h)
@@ -211,9 +220,37 @@ def plan_import(paths: Sequence[str | Path], cache: EmbeddingCache, model_id: st
                     plan.replaced.add(h)
                     changed.update(h.encode() + np.ascontiguousarray(v, "<f4").tobytes())
         plan.rows += rows
+    _check_repeated_texts(suspects, first, dim)
     if plan.replaced:
         plan.replaced_digest = changed.hexdigest()
     return plan
+
+
+def _check_repeated_texts(suspects: list[tuple[str, Path, int, str, np.ndarray]],
+                          first: dict[str, tuple[bytes, Path, int, str]], dim: int) -> None:
+    """Rows whose text came before with other vector bytes: the same vector up to float noise
+    (one text embedded in two batches: padding moves the last bits) keeps the first row's;
+    another vector is a :class:`VectorImportError` naming both rows (which one is meant?)."""
+    wanted: dict[Path, set[int]] = {}
+    for h, *_ in suspects:
+        wanted.setdefault(first[h][1], set()).add(first[h][2])
+    firsts: dict[tuple[Path, int], np.ndarray] = {}
+    for path, rows in wanted.items():
+        done = 0
+        for batch in _batches(path):
+            _ids, _hashes, matrix = _checked(path, batch, done, dim)
+            for r in rows:
+                if done <= r < done + len(matrix):
+                    firsts[(path, r)] = np.array(matrix[r - done])
+            done += len(matrix)
+    for h, path, row, item_id, v in suspects:
+        _, at, first_row, first_id = first[h]
+        if not np.allclose(firsts[(at, first_row)], v, rtol=1e-5, atol=1e-6):
+            raise VectorImportError(
+                path, row, "vector",
+                f"_id {item_id!r} (text_sha256 {h[:16]}...) has another vector than row "
+                f"{first_row} of {at} (_id {first_id!r}) for the same text; a text has one "
+                f"vector: keep one of the rows")
 
 
 def write_import(plan: ImportPlan, cache: EmbeddingCache, model_id: str, dim: int) -> int:
