@@ -14,11 +14,11 @@ from aiblox.cli._common import (
     checked_choice,
     checked_device,
     checked_embedder,
+    checked_prefs,
     console,
     fail,
     field_choices,
     open_existing_store,
-    option_message,
     out,
     print_json,
     size_text,
@@ -107,13 +107,14 @@ def build(
     checked_choice(index, field_choices(VectorConfig, "index"), "--index")
     checked_choice(distance, field_choices(VectorConfig, "distance"), "--distance")
     model = checked_embedder(embedder, checked_device(device)) if vectors else None
-    try:
-        fts = FtsConfig(k1=k1, b=b, method=method,  # type: ignore[arg-type]
-                        stemmer=None if stemmer == "none" else stemmer)
-        vec = VectorConfig(index=index, distance=distance)  # type: ignore[arg-type]
-    except ValueError as exc:
-        fail(option_message(exc))
-        return
+    prefs = checked_prefs(  # --k1 -1: out of range, named as typed (not FtsConfig's field)
+        {"query_text": "", "fts": {"k1": k1, "b": b, "method": method,
+                                   "stemmer": None if stemmer == "none" else stemmer},
+         "vector": {"index": index, "distance": distance}},
+        {"fts.k1": ("--k1", k1), "fts.b": ("--b", b), "fts.method": ("--method", method),
+         "fts.stemmer": ("--stemmer", stemmer), "vector.index": ("--index", index),
+         "vector.distance": ("--distance", distance)})
+    fts, vec = prefs.fts, prefs.vector
     from aiblox.indexes import StoreIndexes
     from aiblox.stores import StoreError
     from aiblox.stores.identity import check_searchable

@@ -38,3 +38,19 @@ def test_build_list_drop(tmp_path):
     assert r.exit_code == 2 and "no index" in r.output
     r = _run("index", "build", "--db", db, "--k1", "-1")
     assert r.exit_code == 2 and "k1" in r.output
+
+
+def test_bad_bm25_options_name_the_option_as_typed(tmp_path):
+    """``--k1 -1`` once printed ``invalid FtsConfig: k1: ...`` (a field the user never typed);
+    now the option, its value and the valid values, as every command's options, before the
+    store is opened."""
+    db = str(tmp_path / "never.duckdb")
+    for args, said in ((["--k1", "-1"], "--k1 -1.0: out of range; valid: a finite number >= 0"),
+                       (["--b", "1.5"], "--b 1.5: out of range; valid: a finite number from 0 "
+                                        "to 1"),
+                       (["--k1", "nan"], "--k1 nan: not a finite number")):
+        r = _run("index", "build", "--db", db, "--no-vectors", *args)
+        assert r.exit_code == 2, r.output
+        assert " ".join(r.output.split()) == f"error: {said}" or said in r.output, r.output
+        assert "FtsConfig" not in r.output
+    assert not (tmp_path / "never.duckdb").exists()
