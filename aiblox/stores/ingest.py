@@ -196,6 +196,8 @@ def sync_dataset(store: Store, binding: DatasetBinding, corpus_hash: str,
     current = read_binding(store)
     record = read_sync(store)
     interrupted = read_mark(store)
+    if interrupted is not None and interrupted.running():  # another ingest's, under way now
+        raise StoreError(interrupted.describe(store.location))
     stored = store.item_hashes()
     if current != binding and (current is not None or stored):
         if not replace:

@@ -226,6 +226,33 @@ def test_an_unfinished_sync_is_named_until_a_sync_completes_it(store):
     check_searchable(store, HashingEmbedder().model_id)
 
 
+def test_an_ingest_still_running_is_not_taken_for_an_interrupted_one(store):
+    """Two ingests of one PostgreSQL store at once (DuckDB's file lock refuses the second): the
+    second once took the first's mark for an interrupted ingest and wrote beside it. A mark of
+    a process still running on this machine is refused, naming it; once it is gone, the
+    sync completes it."""
+    import subprocess
+    import sys
+
+    from aiblox.stores.identity import SyncMark
+
+    _sync(store)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        mark = SyncMark.now(source=A.source, corpus_hash="h2").model_copy(
+            update={"pid": other.pid})
+        store.write_meta({"syncing": json.dumps(mark.model_dump(mode="json"))})
+        with pytest.raises(StoreError, match=rf"being synced by an ingest still running "
+                                             rf"\(pid {other.pid}"):
+            _sync(store, corpus_hash="h2")
+        assert read_mark(store) == mark  # left as it was
+    finally:
+        other.kill()
+        other.wait()
+    report = _sync(store, corpus_hash="h2")
+    assert report.completed == mark.started and read_mark(store) is None
+
+
 def test_digests_are_equal_across_backends(tmp_path, pg_store):
     from aiblox.stores import DuckDBStore
 
