@@ -212,7 +212,7 @@ def _(plt, result, tune_vs_report):
 @app.cell
 def _(mo, pareto_frame, plt, result):
     # quality against cost: the spec's [search] objectives, else the primary metric against the
-    # documents fused per query (candidates)
+    # documents retrieved per query (candidates)
     front = pareto_frame(result)
     _objs = [c for c in front.columns if c not in ("label", "config_hash", "front", "best",
                                                    "baseline")]
@@ -234,7 +234,7 @@ def _(mo, pareto_frame, plt, result):
     _source = ("the spec's `[search] objectives`; the chosen point is the front's best by "
                f"{result.primary}" if result.objectives else
                f"the spec sets no `[search] objectives`: {result.primary} against `candidates` "
-               "(documents fused per query), the baseline left out")
+               "(documents retrieved per query), the baseline left out")
     mo.vstack([
         mo.md(f"### Quality against cost\n\nThe points no other point beats in every "
               f"objective on `{result.tune_split}` ({_source})."),

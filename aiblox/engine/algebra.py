@@ -81,7 +81,8 @@ class Pipeline:
 
     def expression(self) -> str:
         """The pipeline as an expression (parameters shown), parseable by
-        :func:`aiblox.engine.expression.parse_pipeline`."""
+        :func:`aiblox.engine.expression.parse_pipeline` (given, for a stage named other than
+        its kind, a ``[stages]`` table naming its kind)."""
         raise NotImplementedError
 
     def as_data(self) -> dict[str, Any]:
@@ -191,19 +192,20 @@ class Stage(Pipeline):
         try:
             return self.spec.make_config({**(defaults or {}), **self.param_dict()})
         except ValidationError as exc:
-            errs = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '?'}: {e['msg']}"
-                             for e in exc.errors())
+            errs = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '?'}: "
+                             f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors())
             raise PipelineError(f"stage {self.name} ({self.kind}): {errs}") from None
 
     def stages(self) -> Iterator[Stage]:
         yield self
 
     def expression(self) -> str:
-        head = self.name if self.name != self.kind else self.kind
-        if not self.params or self.name != self.kind:
-            return head
+        # a named stage as its name (its kind comes from its [stages] table), with its
+        # parameters as an unnamed one's: two settings of one named stage read differently
+        if not self.params:
+            return self.name
         args = ", ".join(f"{k}={_literal(v)}" for k, v in self.params)
-        return f"{head}({args})"
+        return f"{self.name}({args})"
 
     def as_data(self) -> dict[str, Any]:
         return {"stage": self.kind, "name": self.name, "params": self.param_dict()}
@@ -434,13 +436,19 @@ def label(p: Pipeline) -> str:
         if p.name != "fuse" or args:  # the call form: binds like a stage
             members = ", ".join(label(m) for m in p.members)
             return f"{p.name}({members}{'; ' + args if args else ''})"
-        return " + ".join(f"({label(m)})" if isinstance(m, Then) else label(m)
+        return " + ".join(f"({label(m)})" if isinstance(m, Then) or _bare_fuse(m) else label(m)
                           for m in p.members)
     assert isinstance(p, Cutoff)
     inner = label(p.inner)
     bare = isinstance(p.inner, Then) or (isinstance(p.inner, Fuse) and p.inner.name == "fuse"
                                           and not p.inner.params)
     return f"({inner}) % {p.k}" if bare else f"{inner} % {p.k}"
+
+
+def _bare_fuse(p: Pipeline) -> bool:
+    """``p`` is written ``a + b`` (no name, no parameters): inside another fusion it keeps its
+    parentheses (``bm25 + (dense + x)`` is not ``bm25 + dense + x``)."""
+    return isinstance(p, Fuse) and p.name == "fuse" and not p.params
 
 
 def shape(p: Pipeline) -> str:
@@ -455,7 +463,7 @@ def shape(p: Pipeline) -> str:
     if isinstance(p, Fuse):
         if p.name != "fuse":
             return f"{p.name}({', '.join(shape(m) for m in p.members)})"
-        return " + ".join(f"({shape(m)})" if isinstance(m, Then) else shape(m)
+        return " + ".join(f"({shape(m)})" if isinstance(m, Then) or _bare_fuse(m) else shape(m)
                           for m in p.members)
     assert isinstance(p, Cutoff)
     inner = shape(p.inner)

@@ -11,9 +11,10 @@ pipeline.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from aiblox.contracts.retrieval import FtsConfig, ScoringConfig, VectorConfig
 from aiblox.engine.registry import StageKind, add_kind
@@ -60,6 +61,23 @@ class FuseConfig(_Strict):
     """Linear blend: the normalised score of a document absent from a run."""
     top_k: int | None = Field(default=None, ge=1)
     """Fused documents kept per query (None: the spec's ``top_k_items``)."""
+
+    @field_validator("weights")
+    @classmethod
+    def _weights_rank_something(cls, v: tuple[float, ...] | None) -> tuple[float, ...] | None:
+        # as ScoringConfig's w_text/w_vec, for any number of runs: each finite and >= 0, and
+        # not all 0 (every document would score 0: the fused run in id order)
+        if v is None:
+            return v
+        bad = next((w for w in v if not math.isfinite(w) or w < 0), None)
+        if bad is not None:
+            raise ValueError(f"each is a finite number >= 0, got {bad!r} in {list(v)!r}")
+        if not math.isfinite(sum(v)):
+            raise ValueError(f"{list(v)!r} sum past the largest float")
+        if v and math.fsum(v) == 0:
+            raise ValueError(f"{list(v)!r} sum to 0: every document would score 0 and come "
+                             f"back in id order; give a run a positive weight")
+        return v
 
 
 class IdentityConfig(_Strict):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs
-from aiblox.engine.algebra import Pipeline, label
+from aiblox.engine.algebra import Pipeline, from_data, label
 from aiblox.engine.builtin import RetrieveConfig
 from aiblox.engine.result import config_hash
 from aiblox.hashing import sha256_hex
@@ -24,6 +24,7 @@ from aiblox.hashing import sha256_hex
 __all__ = [
     "PipelinePoint",
     "SweepSettings",
+    "candidate_depth",
     "chunk_label",
     "needs_vectors",
     "pipeline_config",
@@ -154,6 +155,35 @@ def chunk_label(prefs: RetrievalPrefs) -> str:
     sizes = "".join(f"-{tag}{v}" for tag, v in (("m", c.max_chunk_tokens),
                                                   ("o", c.overlap_tokens)) if v is not None)
     return f"{c.chunker_id}{sizes}-k{prefs.top_k_chunks}-c{prefs.per_item_chunk_cap}"
+
+
+def candidate_depth(config: dict[str, Any]) -> int:
+    """Documents retrieved per query by a point of effective config ``config`` (the
+    ``candidates`` cost of a quality-against-cost search): its full-text depth, its vector
+    depth, or both for a hybrid point; for a retrieval pipeline, the depth of every list its
+    retrieval stages fetch (``bm25 >> rm3 >> bm25`` fetches two). Reranking, feedback and
+    cut-offs fetch nothing new."""
+    prefs = config.get("prefs") or {}
+    fts, vec = int(prefs["fts"]["top_k"]), int(prefs["vector"]["top_k"])
+
+    def lists(mode: str, f: int, v: int) -> int:
+        return {"bm25": f, "dense": v}.get(mode, f + v)
+
+    pipeline = config.get("pipeline")
+    if pipeline is None:
+        return lists(str(prefs.get("mode", "hybrid")), fts, vec)
+    total = 0
+    for stage in from_data(pipeline).stages():
+        p = stage.param_dict()
+        if stage.kind == "bm25":
+            total += int(p.get("top_k", fts))
+        elif stage.kind == "dense":
+            total += int(p.get("top_k", vec))
+        elif stage.kind == "retrieve":
+            total += lists(str(p.get("mode", prefs.get("mode", "hybrid"))),
+                           int((p.get("fts") or {}).get("top_k", fts)),
+                           int((p.get("vector") or {}).get("top_k", vec)))
+    return total
 
 
 def point_title(settings: SweepSettings, pt: PipelinePoint) -> str:

@@ -2,7 +2,7 @@
 
 A quality metric (ranx metrics, chunk and answer metrics, ``status:ANSWERED``) is better
 higher; a cost is better lower: the tokens and chunks handed on (``evidence_tokens``,
-``selected_tokens``, ``selected_chunks``), the candidates fused per query (``candidates``), and
+``selected_tokens``, ``selected_chunks``), the candidates retrieved per query (``candidates``), and
 anything that counts tokens or time (a name holding ``tokens``, ``latency`` or ``time``, or
 ending in ``_ms``, ``_s``, ``_seconds``). The failure rates ``status:REFUSED``,
 ``status:NO_EVIDENCE``, ``status:INVALID`` and ``status:FAILED`` count a query B fails that A
@@ -34,7 +34,7 @@ Direction = Literal["higher", "lower"]
 
 COST_METRICS: frozenset[str] = frozenset(
     {"evidence_tokens", "selected_tokens", "selected_chunks", "candidates"})
-"""Costs by name: tokens and chunks handed on, candidates fused per query."""
+"""Costs by name: tokens and chunks handed on, candidates retrieved per query."""
 
 FAILURE_RATES: frozenset[str] = frozenset(
     {"status:REFUSED", "status:NO_EVIDENCE", "status:INVALID", "status:FAILED"})

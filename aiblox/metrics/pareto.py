@@ -3,7 +3,7 @@ and the Pareto front of the scored points.
 
 An objective is a metric a point reports on the tune split (``ndcg@10``, ``evidence_tokens``,
 ``selected_tokens``, ...) or a cost read from the point's settings (:data:`COSTS`:
-``candidates``, the documents fused per query). Its direction is inferred from its name
+``candidates``, the documents retrieved per query). Its direction is inferred from its name
 (:func:`infer_direction`): quality metrics are maximised, token and chunk counts and the
 candidate depth minimised; a status rate other than ``status:ANSWERED`` (``status:REFUSED``:
 is refusing good?) has no inferred direction and needs ``[search] directions``.
@@ -35,7 +35,8 @@ __all__ = [
 ]
 
 COSTS: dict[str, str] = {
-    "candidates": "documents fused per query: the full-text plus the vector candidate depth",
+    "candidates": "documents retrieved per query: the full-text depth, the vector depth, or both "
+                  "for a hybrid point (each retrieval stage's list for a pipeline)",
 }
 """Costs read from a point's settings (deterministic), by name."""
 
@@ -81,10 +82,12 @@ def resolve_objectives(objectives: Sequence[str], directions: Sequence[str] | No
     return out
 
 
-def cost_value(name: str, depth: Sequence[int]) -> float:
-    """The cost ``name`` (:data:`COSTS`) of a point with full-text and vector depth ``depth``."""
+def cost_value(name: str, point: Any) -> float:
+    """The cost ``name`` (:data:`COSTS`) of ``point``: its ``candidates`` (documents retrieved
+    per query) when it has them, else the sum of its full-text and vector ``depth``."""
     if name == "candidates":
-        return float(depth[0] + depth[1])
+        n = getattr(point, "candidates", None)
+        return float(n if n is not None else point.depth[0] + point.depth[1])
     raise KeyError(name)
 
 
@@ -94,7 +97,7 @@ def objective_values(point: Any, split: str, objectives: Sequence[str]) -> list[
     out = []
     for o in objectives:
         if o in COSTS:
-            out.append(cost_value(o, point.depth))
+            out.append(cost_value(o, point))
             continue
         v = point.metrics[split].get(o)
         if v is None or math.isnan(float(v)):

@@ -247,7 +247,7 @@ def pareto_frame(result: SweepResult, objectives: dict[str, str] | None = None) 
     one column per objective, and ``front`` (on the Pareto front), ``best``, ``baseline``;
     front first, best first by the primary metric. The objectives are the spec's (``[search]
     objectives``, :attr:`SweepResult.objectives`, whose front is :attr:`SweepResult.pareto`),
-    else ``objectives``, else the primary metric against ``candidates`` (documents fused per
+    else ``objectives``, else the primary metric against ``candidates`` (documents retrieved per
     query); a front computed here leaves the baseline out (it is never chosen)."""
     objs = dict(result.objectives or objectives or {result.primary: "maximize",
                                                     "candidates": "minimize"})

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from aiblox.engine.manifest import PointManifest
-from aiblox.engine.settings import ranked, ranking_key, ranking_order
+from aiblox.engine.settings import candidate_depth, ranked, ranking_key, ranking_order
 from aiblox.metrics import PROJECTION_PREFIX, Comparison, bootstrap_ci, compare_to_baseline
 from aiblox.metrics.pareto import objective_values, pareto_front
 from aiblox.sweep.crossval import CrossValidation, check_folds, cross_validate
@@ -70,6 +70,12 @@ class PointResult(_Strict):
     fusion-only sweep."""
     selection: dict[str, Any] | None = None
     """Selection policy of a pipeline point (id, version, overrides); None without one."""
+
+    @property
+    def candidates(self) -> int:
+        """Documents it retrieves per query (:func:`~aiblox.engine.settings.candidate_depth`):
+        the ``candidates`` cost."""
+        return candidate_depth(self.manifest.config)
 
 
 class SweepResult(_Strict):

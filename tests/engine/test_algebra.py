@@ -116,6 +116,48 @@ def test_expression_round_trips_and_equals_the_python_pipeline():
     assert parse_pipeline(p.expression()) == p
 
 
+def test_a_nested_fusion_keeps_its_parentheses_in_labels_and_shapes():
+    """``bm25 + (dense + x)`` is another pipeline than ``bm25 + dense + x`` (other results);
+    their labels and shapes were once one string, so a sweep's two rows read the same and
+    ``SWEEP:LABEL`` was ambiguous."""
+    from aiblox.engine.algebra import label, shape
+
+    x = Stage("bm25", k1=0.9)
+    flat, nested = bm25 + dense + x, bm25 + (dense + x)
+    assert flat != nested
+    assert label(flat) == "bm25 + dense + bm25(k1=0.9)"
+    assert label(nested) == "bm25 + (dense + bm25(k1=0.9))"
+    assert (shape(flat), shape(nested)) == ("bm25 + dense + bm25", "bm25 + (dense + bm25)")
+    assert parse_pipeline(nested.expression()) == nested
+
+
+def test_a_named_stages_expression_shows_its_parameters():
+    """Two settings of a named stage once had one expression (``bm25 >> fb >> bm25``), so an
+    eval result's ``pipeline`` could not tell them apart; with its kind from a [stages] table
+    the expression parses back to the same pipeline."""
+    a = bm25 >> Stage("t_feedback", "fb", fb_terms=5) >> bm25
+    b = bm25 >> Stage("t_feedback", "fb", fb_terms=30) >> bm25
+    assert a.expression() == "bm25 >> fb(fb_terms=5) >> bm25"
+    assert a.expression() != b.expression()
+    assert parse_pipeline(a.expression(), {"fb": {"kind": "t_feedback"}}) == a
+    assert (bm25 >> Stage("t_feedback", "fb") >> bm25).expression() == "bm25 >> fb >> bm25"
+
+
+@pytest.mark.parametrize("weights, message", [
+    ("[0, 0, 0]", r"weights: \[0.0, 0.0, 0.0\] sum to 0"),
+    ("[-1, 2, 0]", r"weights: each is a finite number >= 0, got -1.0"),
+    ("[1e308, 1e308, 1]", r"weights: \[1e\+308, 1e\+308, 1.0\] sum past the largest "
+                          r"float"),
+])
+def test_fusion_weights_are_checked_for_any_number_of_runs(weights, message):
+    """Linear (and RRF) weights summing to 0 or negative were refused for two runs only (and in
+    ScoringConfig's words); three runs scored a ranking in document-id order."""
+    for blend in ("linear", "rrf"):
+        with pytest.raises(PipelineError, match=rf"stage fuse \(fuse\): {message}"):
+            parse_pipeline(f"fuse(bm25, dense, bm25(k1=0.9), blend='{blend}', "
+                           f"weights={weights})")
+
+
 def test_spec_tables_name_stages_fusions_and_sub_pipelines():
     tables = {"first": {"kind": "bm25", "k1": 1.5},
               "blend": {"kind": "fuse", "blend": "linear", "weights": [0.3, 0.7]},

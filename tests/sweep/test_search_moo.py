@@ -251,6 +251,35 @@ def test_grid_front_is_the_front_of_every_point(sample_spec, tmp_path, sweep_db,
     assert plain.pareto == [] and plain.objectives == {} and plain.computed == {}
 
 
+def test_candidates_count_the_lists_a_point_retrieves(sample_spec, tmp_path, sweep_db,
+                                                     sample_dataset):
+    """``candidates`` once added the vector depth to every point: a BM25-only or dense-only
+    point cost as much as a hybrid one, and the front leaned against fusion. It counts the
+    lists a point fetches: one for bm25 or dense, two for bm25 + dense and for bm25 >> rm3 >>
+    bm25 (retrieval twice); a stage's own top_k is its depth."""
+    from aiblox.engine.settings import candidate_depth
+
+    data = sample_spec.model_dump()
+    data["grid"] = {"depth": [10, 20]}
+    data.pop("baseline", None)
+    data["pipeline"] = ["bm25", "dense", "bm25 + dense", "bm25 >> rm3 >> bm25",
+                        "bm25(top_k=15) + dense"]
+    data["search"] = {"strategy": "grid", "objectives": MO}
+    r = run(SweepSpec.model_validate(data), tmp_path, sweep_db, sample_dataset)
+    got = sorted((p.label.split(" @ ")[0], p.depth[0], p.candidates) for p in r.points)
+    assert got == sorted([("bm25", 10, 10), ("bm25", 20, 20), ("dense", 10, 10),
+                          ("dense", 20, 20), ("bm25 + dense", 10, 20), ("bm25 + dense", 20, 40),
+                          ("bm25 >> rm3 >> bm25", 10, 20), ("bm25 >> rm3 >> bm25", 20, 40),
+                          ("bm25(top_k=15) + dense", 10, 25),
+                          ("bm25(top_k=15) + dense", 20, 35)])
+    values = [(p.metrics["train"]["ndcg@10"], p.candidates) for p in r.points]
+    assert set(r.pareto) == {r.points[i].config_hash
+                             for i in brute_front(values, list(r.objectives.values()))}
+    hybrid = {"prefs": {"mode": "hybrid", "fts": {"top_k": 30}, "vector": {"top_k": 50}}}
+    assert candidate_depth(hybrid) == 80
+    assert candidate_depth({"prefs": {**hybrid["prefs"], "mode": "dense"}}) == 50
+
+
 def test_multi_objective_tpe(sample_spec, tmp_path, sweep_db, sample_dataset):
     import optuna
 
