@@ -24,7 +24,7 @@ from aiblox.engine.algebra import Pipeline
 from aiblox.engine.cache import StageCache
 from aiblox.engine.context import RunContext
 from aiblox.engine.expression import parse_pipeline
-from aiblox.engine.plan import check_pipeline, first_stage_prefs
+from aiblox.engine.plan import first_stage_prefs, pipeline_depths
 from aiblox.engine.point import split_point
 from aiblox.engine.result import EvalResult, config_hash, run_hash
 from aiblox.engine.settings import PipelinePoint, SweepSettings, needs_vectors, point_config
@@ -189,10 +189,13 @@ def _check_pipeline_depth(pipe: Pipeline, prefs: RetrievalPrefs, metrics: Sequen
     checks), and its run's depth against the metrics' cutoffs."""
     from aiblox.engine.retrieval import StageContext
 
-    depth = check_pipeline(pipe, prefs, ws.store.count_items(), StageContext(ws))
-    shallow = shallow_metrics(metrics, depth)
+    most, least = pipeline_depths(pipe, prefs, ws.store.count_items(), StageContext(ws))
+    shallow = shallow_metrics(metrics, least)
     if shallow:
-        raise DepthError(f"{', '.join(shallow)} read {deepest_cutoff(shallow)} documents per "
-                         f"query, but the pipeline {pipe.expression()} gives at most {depth}: "
+        fused = f" (at most {most}: a fusion is as deep as its deepest run)" if most > least \
+            else ""
+        read = "reads" if len(shallow) == 1 else "read"
+        raise DepthError(f"{', '.join(shallow)} {read} {deepest_cutoff(shallow)} documents per "
+                         f"query, but the pipeline {pipe.expression()} gives {least}{fused}: "
                          f"deepen its retrieval stages (top_k) or cut-offs, or use cutoffs of "
-                         f"at most {depth}")
+                         f"at most {least}")

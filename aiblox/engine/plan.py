@@ -29,7 +29,8 @@ from aiblox.engine.data import Queries, Run
 from aiblox.engine.registry import DataKind, StageFacts, get_stage_kind
 
 __all__ = ["PlanContext", "StageInputs", "Value", "apply_pipeline", "check_pipeline",
-           "first_stage_depth", "first_stage_prefs", "stage_defaults"]
+           "first_stage_depth", "first_stage_least", "first_stage_prefs", "pipeline_depths",
+           "stage_defaults"]
 
 
 @dataclass
@@ -159,45 +160,62 @@ def check_pipeline(p: Pipeline, base: RetrievalPrefs, n_docs: int | None = None,
                    context: Any = None) -> int:
     """Refuse, before anything is computed, a pipeline whose stages cannot work here: each
     kind's ``check`` (:attr:`~aiblox.engine.registry.StageKind.check`) sees the depth of the
-    run it receives and the store's size. Returns the depth of the pipeline's run.
-    ``PipelineError`` naming the stage."""
+    run it receives and the store's size. Returns the depth of the pipeline's run (the most
+    documents per query it can hold). ``PipelineError`` naming the stage."""
+    return pipeline_depths(p, base, n_docs, context)[0]
+
+
+def pipeline_depths(p: Pipeline, base: RetrievalPrefs, n_docs: int | None = None,
+                    context: Any = None) -> tuple[int, int]:
+    """:func:`check_pipeline`, returning the most documents per query the pipeline's run can
+    hold and the fewest it holds for sure where the store has them: a fusion holds at most the
+    sum of its runs' depths and at least the deepest one's (the rule for a hybrid first stage,
+    :mod:`aiblox.metrics.depth`); a cut-off or a stage's ``top_k`` bounds both."""
     p.check()
-    return _depth(p, None, base, n_docs, context) or 0
+    return _depth(p, None, base, n_docs, context) or (0, 0)
 
 
-def _depth(p: Pipeline, depth: int | None, base: RetrievalPrefs, n_docs: int | None,
-           context: Any) -> int | None:
+_Depth = tuple[int, int]
+"""(most, least) documents per query of a run."""
+
+
+def _depth(p: Pipeline, depth: _Depth | None, base: RetrievalPrefs, n_docs: int | None,
+           context: Any) -> _Depth | None:
     if depth is None and not isinstance(p, Then):  # on the topics
         prefs = first_stage_prefs(p, base)
         if prefs is not None:
-            return first_stage_depth(prefs)
+            return first_stage_depth(prefs), first_stage_least(prefs)
     if isinstance(p, Then):
         for step in p.steps:
             depth = _depth(step, depth, base, n_docs, context)
         return depth
     if isinstance(p, Cutoff):
         inner = _depth(p.inner, depth, base, n_docs, context)
-        return p.k if inner is None else min(inner, p.k)
+        return (p.k, p.k) if inner is None else (min(inner[0], p.k), min(inner[1], p.k))
     if isinstance(p, Fuse):
-        depths = [_depth(m, depth, base, n_docs, context) for m in p.members]
-        total = sum(d or 0 for d in depths)
+        depths = [d for d in (_depth(m, depth, base, n_docs, context) for m in p.members)
+                  if d is not None]
+        most = sum(d[0] for d in depths)
+        least = max((d[1] for d in depths), default=0)
         fcfg = cast(FuseConfig, p.stage.config(_fuse_defaults(base)))
-        return min(total, fcfg.top_k) if fcfg.top_k else total
+        return (min(most, fcfg.top_k), min(least, fcfg.top_k)) if fcfg.top_k else (most, least)
     assert isinstance(p, Stage)
     kind = p.spec
     cfg = p.config(stage_defaults(p.kind, base))
     if p.kind == "identity":
         return depth
     if p.kind in ("bm25", "dense"):
-        return int(cast(FtsConfig | VectorConfig, cfg).top_k)
+        top = int(cast(FtsConfig | VectorConfig, cfg).top_k)
+        return top, top
     out = depth if kind.gives == "run" else None
     if kind.check is not None:
         try:
-            given = kind.check(cfg, StageFacts(depth, n_docs, context))
+            given = kind.check(cfg, StageFacts(None if depth is None else depth[0], n_docs,
+                                               context))
         except ValueError as exc:
             raise PipelineError(f"stage {p.name}: {exc}") from None
         if given is not None and kind.gives == "run":
-            out = int(given)
+            out = (int(given), min(int(given), depth[1]) if depth is not None else int(given))
     return out
 
 
@@ -208,6 +226,16 @@ def first_stage_depth(prefs: RetrievalPrefs) -> int:
     if prefs.mode == "dense":
         return min(prefs.top_k_items, prefs.vector.top_k)
     return min(prefs.top_k_items, prefs.fts.top_k + prefs.vector.top_k)
+
+
+def first_stage_least(prefs: RetrievalPrefs) -> int:
+    """The fewest documents per query the first stage of ``prefs`` gives where the store has
+    them: its list's depth, the deeper list's for a hybrid one."""
+    if prefs.mode == "bm25":
+        return min(prefs.top_k_items, prefs.fts.top_k)
+    if prefs.mode == "dense":
+        return min(prefs.top_k_items, prefs.vector.top_k)
+    return min(prefs.top_k_items, max(prefs.fts.top_k, prefs.vector.top_k))
 
 
 def apply_pipeline(p: Pipeline, base: RetrievalPrefs, ctx: PlanContext, split: str) -> Value:

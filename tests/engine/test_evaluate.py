@@ -80,11 +80,22 @@ def test_a_pipeline_of_its_own_stages(ws, sample_dataset):
 
 def test_a_pipeline_too_shallow_for_its_metrics_is_refused_before_any_work(ws, sample_dataset,
                                                                           tmp_path):
-    with pytest.raises(DepthError, match="gives at most 5"):
+    with pytest.raises(DepthError, match=r"dense_rescore\(top_n=5\) gives 5: deepen"):
         evaluate_retrieval(ws, sample_dataset, "test", prefs(), METRICS,
                            pipeline="bm25 % 5 >> dense_rescore(top_n=5)",
                            cache_dir=tmp_path / "c", progress=False)
     assert not (tmp_path / "c").exists() or not any((tmp_path / "c").iterdir())
+    # a fusion of cut runs is as deep as its deepest one, as a hybrid first stage (bm25 % 5 +
+    # dense % 5 was once scored at @10 over 6-9 documents, while bm25(top_k=5) + dense(top_k=5)
+    # was refused)
+    for pipe in ("bm25 % 5 + dense % 5", "bm25(top_k=5) + dense(top_k=5)"):
+        with pytest.raises(DepthError, match="gives 5|retrieve at most 5"):
+            evaluate_retrieval(ws, sample_dataset, "test", prefs(), METRICS, pipeline=pipe,
+                               progress=False)
+    with pytest.raises(DepthError, match=r"gives 5 \(at most 10: a fusion is as deep as its "
+                                         r"deepest run\)"):
+        evaluate_retrieval(ws, sample_dataset, "test", prefs(), METRICS,
+                           pipeline="bm25 % 5 + dense % 5", progress=False)
     # a first stage cut by the pipeline is refused in the pipeline's words, not in those of
     # a RetrievalPrefs field the user never set (top_k_items = 5)
     for pipe in ("bm25 % 5", "bm25(top_k=5)", "(bm25 + dense) % 5"):
