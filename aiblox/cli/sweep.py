@@ -417,12 +417,16 @@ def spec_reference(path: Path) -> str:
 @contextlib.contextmanager
 def _sigterm_as_exit() -> Iterator[None]:
     """SIGTERM raises SystemExit(143) while the sweep runs (main thread only), so the tracker
-    releases its parent run instead of leaving it RUNNING."""
+    releases its parent run instead of leaving it RUNNING; inside a batch's database
+    transaction, just after it (:func:`~aiblox.engine.bulk_mlflow.whole_write`)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    from aiblox.engine.bulk_mlflow import defer_signal
 
     def _exit(signum: int, frame: object) -> None:
+        if defer_signal(signum):  # inside a batch's transaction: exit once it is written
+            return
         raise SystemExit(128 + signum)
 
     previous = signal.signal(signal.SIGTERM, _exit)

@@ -16,16 +16,49 @@ run, with the same result.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-__all__ = ["BulkRunWriter", "RunRecord", "sql_store"]
+__all__ = ["BulkRunWriter", "RunRecord", "defer_signal", "sql_store", "whole_write"]
+
+_writing = 0
+"""Whole writes under way in this process (:func:`whole_write`)."""
+_deferred: list[int] = []
+"""Signals that arrived during one (:func:`defer_signal`)."""
+
+
+@contextlib.contextmanager
+def whole_write() -> Iterator[None]:
+    """A database transaction that a terminating signal must not cut: a SIGTERM handler that
+    asks :func:`defer_signal` first lets it finish and exits just after it (``SystemExit(128 +
+    signal)``). A sweep killed inside a batch's transaction once left SQLite's write lock held,
+    so the release of its run failed (``database is locked``) and the run stayed RUNNING."""
+    global _writing
+    _writing += 1
+    try:
+        yield
+    finally:
+        _writing -= 1
+    if not _writing and _deferred:
+        signum = _deferred[0]
+        _deferred.clear()
+        raise SystemExit(128 + signum)
+
+
+def defer_signal(signum: int) -> bool:
+    """True, with ``signum`` kept for the end of the write, while a :func:`whole_write` runs
+    (the caller's handler then returns); False otherwise."""
+    if _writing:
+        _deferred.append(signum)
+        return True
+    return False
 
 MAX_PARAM = 6000
 """MLflow's longest param value; longer ones are cut (as the client's writer does)."""
@@ -166,7 +199,7 @@ class BulkRunWriter:
                            is_nan=nan, run_uuid=r.run_id)
                 rows[SqlMetric].append(row)
                 rows[SqlLatestMetric].append(dict(row))
-        with self._store.ManagedSessionMaker() as session:
+        with whole_write(), self._store.ManagedSessionMaker() as session:
             for model, values in rows.items():
                 if values:
                     session.execute(insert(model), values)

@@ -52,8 +52,8 @@ N = 8  # linear: 2 weights x 2 depths; rrf: 2 k x 2 depths
 # is logged once its batch is written. KILL=after:K (SIGKILL once K points are logged),
 # inflight:K (SIGKILL inside the transaction of the batch holding the K+1th point; through a
 # server, while its child run is being written), finish (SIGKILL while the parent's summary is
-# written), term:K (SIGTERM once K points are logged), hold:K (after K points, write MARKER and
-# sleep).
+# written), term:K (SIGTERM once K points are logged), termin:K (SIGTERM inside the transaction
+# of the batch holding the K+1th point), hold:K (after K points, write MARKER and sleep).
 DRIVER = r"""
 import os, signal, sys, time
 from pathlib import Path
@@ -72,6 +72,15 @@ def patched_write(self):
     if mode == "inflight" and logged[0] <= k < logged[0] + n:
         self.client.log_artifacts = killed
         Session.execute = killed
+    if mode == "termin" and logged[0] <= k < logged[0] + n:
+        execute = Session.execute
+
+        def termed(*args, **kwargs):  # SIGTERM arrives inside the batch's transaction, once
+            Session.execute = execute
+            os.kill(os.getpid(), signal.SIGTERM)
+            return execute(*args, **kwargs)
+
+        Session.execute = termed
     write(self)
     logged[0] += n
     if n and logged[0] == k and mode in ("after", "term", "hold"):
@@ -208,22 +217,26 @@ def test_sweeps_started_together_on_a_fresh_store(tmp_path, sweep_db):
     assert_complete(uri, "together_b")
 
 
-@pytest.mark.parametrize("kill", ["after:4", "inflight:4", "finish", "term:2"])
+@pytest.mark.parametrize("kill", ["after:4", "inflight:4", "finish", "term:2", "termin:2"])
 def test_a_killed_sweep_resumes_to_each_point_once(kill, tmp_path, sweep_db, reference):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     spec = write_spec(tmp_path, "procs")
     cmd = sweep_cmd(spec, uri, tmp_path / "stages", sweep_db)
     first = run(cmd, KILL=kill, MARKER=str(tmp_path / "marker"))
     mode, _, k = kill.partition(":")
-    if mode == "term":
+    term = mode in ("term", "termin")
+    if term:
         assert first.returncode == 143, first.stderr[-3000:]
+        # a SIGTERM inside a batch's transaction waits for it: the lock is released, the run
+        # given up (it once printed "database is locked" and raw SQL, and stayed RUNNING)
+        assert "locked" not in first.stderr and "[SQL" not in first.stderr, first.stderr
     else:
         assert first.returncode == -9, first.stderr[-3000:]
     c = census(uri, "procs")
     parent_id = c["parent"].info.run_id
     # SIGTERM gives the run up (KILLED); a SIGKILLed process leaves it RUNNING
-    assert c["parent"].info.status == ("KILLED" if mode == "term" else "RUNNING")
-    logged = N if mode == "finish" else int(k)
+    assert c["parent"].info.status == ("KILLED" if term else "RUNNING")
+    logged = N if mode == "finish" else int(k) + (BATCH if mode == "termin" else 0)
     assert sum(r.info.status == "FINISHED" for rs in c["by_hash"].values() for r in rs) == logged
     # the batch being written when the process died left nothing: its transaction never
     # committed (its artifacts, written first, belong to no run)
@@ -238,7 +251,7 @@ def test_a_killed_sweep_resumes_to_each_point_once(kill, tmp_path, sweep_db, ref
     assert line.startswith(f"sweep procs ({loaded.hash[:16]}), MLflow run {parent_id} is "
                            f"unfinished (")
     assert line.endswith("pass --resume to finish it")
-    assert ("which ran it, has exited" if mode != "term" else "its process gave it up") in line
+    assert ("which ran it, has exited" if not term else "its process gave it up") in line
 
     resumed = run(cmd + ["--resume"])
     assert resumed.returncode == 0, resumed.stderr[-3000:]
