@@ -29,7 +29,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from aiblox.engine.bulk_mlflow import BulkRunWriter, RunRecord, sql_store
+from aiblox.engine.bulk_mlflow import BulkRunWriter, RunRecord, sql_store, whole_write
 from aiblox.engine.cache import StageCache
 from aiblox.engine.outputs import StageReader
 from aiblox.engine.settings import ranked
@@ -446,11 +446,12 @@ class SweepTracker:
             return
         if self._writer is None:
             self._writer = BulkRunWriter(self.client, self.experiment_id)
-        ids = self._writer.write(self._pending)
-        for record, rid in zip(self._pending, ids, strict=True):
-            self._ids[record.tags[TAG_CONFIG]] = rid
-        self.logged += len(ids)
-        self._pending = []
+        with whole_write():  # a SIGTERM waits for the batch and its bookkeeping: the release
+            ids = self._writer.write(self._pending)  # then writes none of it again
+            for record, rid in zip(self._pending, ids, strict=True):
+                self._ids[record.tags[TAG_CONFIG]] = rid
+            self.logged += len(ids)
+            self._pending = []
 
     def _write_runs(self, points: Sequence[Any],
                     runs: Callable[[Any], Mapping[str, str]]) -> None:
