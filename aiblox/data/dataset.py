@@ -387,7 +387,7 @@ def _assemble(name: str, path: Path, where: Path, corpus: Mapping[str, ItemRecor
             raise DatasetError(where / "qrels", None, "split", str(exc)) from None
         base = parsed[split][0] if parsed[split] is not None else split  # type: ignore[index]
         if base not in known:
-            raise DatasetError(where / "qrels" / f"{base}.tsv", None, "split",
+            raise DatasetError(where / "qrels", None, "split",
                                f"no split {split!r}; available: {known}")
         read[base] = ({}, 0)
     # each file is read (and hashed) once, in name order: the dataset hash does not depend on

@@ -212,8 +212,12 @@ def _cell_metadata(value: Any, table: _Table, at: Any, column: str | None) -> di
 
 def _csv_table(path: Path) -> _Table:
     """A CSV (``,``) or TSV (tab) file with a header row; numbers are the line a row starts on.
-    Fields are read as written (ids stay strings: ``007`` is not ``7``)."""
-    delimiter = "\t" if path.suffix == ".tsv" else ","
+    Fields are read as written (ids stay strings: ``007`` is not ``7``). A CSV field may be
+    quoted (RFC 4180: a quoted field may hold commas, ``""`` and line breaks), and a quote
+    never closed is an error naming the line it opens on; a TSV field is the text between tabs,
+    quotes and all, one row per line (MS MARCO's and BEIR's TSVs hold quotes in passages)."""
+    tsv = path.suffix == ".tsv"
+    delimiter = "\t" if tsv else ","
 
     def lines() -> Iterator[str]:
         try:
@@ -231,7 +235,8 @@ def _csv_table(path: Path) -> _Table:
 
     def records() -> Iterator[tuple[int, list[str]]]:
         csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))  # long documents
-        reader = csv.reader(lines(), delimiter=delimiter)
+        reader = (csv.reader(lines(), delimiter=delimiter, quoting=csv.QUOTE_NONE) if tsv
+                  else csv.reader(lines(), delimiter=delimiter, strict=True))
         done = 0
         try:
             for record in reader:
@@ -239,8 +244,10 @@ def _csv_table(path: Path) -> _Table:
                 if record:
                     yield start, record
         except csv.Error as exc:
+            hint = ("; a quote opened on this line is never closed" if "end of data" in str(exc)
+                    else "")
             raise DatasetError(path, done + 1, "row", f"malformed {path.suffix[1:].upper()}: "
-                                                      f"{exc}") from None
+                                                      f"{exc}{hint}") from None
 
     first = next(records(), None)
     if first is None:
@@ -518,6 +525,14 @@ def tab_qrels_rows(table: _Table, mapping: dict[str, str], split: str | None,
         name = split
         if name is None:
             name = row_split(row.get(cols["split"]) if cols["split"] else None, default_split)
+        elif cols["split"] and row_split(row.get(cols["split"]), split) != split:
+            # the file holds one split (its name, or its manifest key): a row of another
+            # would be scored as this one
+            raise table.error(at, cols["split"],
+                              f"split {row_split(row.get(cols['split']), split)!r}, but this "
+                              f"file holds the {split!r} split; move the row to that split's "
+                              f"file, or give one file with a split column "
+                              f"(qrels = \"FILE\" in dataset.toml)")
         if not name or ":" in name or "/" in name or "\t" in name:
             raise table.error(at, cols["split"] or "split",
                               f"bad split name {name!r} (no ':', '/' or tab)")

@@ -218,6 +218,12 @@ BAD = [  # (what, file, replaced text, expected start of the message, field)
     ("no relevant judgment", "qrels", "query_id,doc_id,score\nq1,d1,0\n", "test.csv", "score"),
     ("empty file", "queries", "", "queries.csv", "header"),
     ("multi-line field", "corpus", _CORPUS + 'd3,"a\nb",c\nd3,x,y\n', "corpus.csv:6", "_id"),
+    # a quote never closed once swallowed every row after it into one document, silently
+    ("quote never closed", "corpus", _CORPUS.replace("d1,One,first doc", 'd1,One,"first doc'),
+     "corpus.csv:2", "row"),
+    # qrels/test.csv holds the test split: a row saying train was once scored as test
+    ("another split's row", "qrels", "query_id,doc_id,score,split\nq1,d1,1,test\n"
+                                     "q2,d2,2,train\n", "test.csv:3", "split"),
 ]
 
 
@@ -231,6 +237,21 @@ def test_bad_csv_names_file_line_and_field(tmp_path, what, role, text, where, fi
     assert "\n" not in message
     assert re.search(re.escape(where) + r": field " + re.escape(repr(field)), message), message
     assert err.value.field == field
+
+
+def test_a_tsv_field_is_the_text_between_tabs_quotes_and_all(tmp_path):
+    """A TSV's quotes are text (MS MARCO's passages hold them): ``"alpha" is a word`` once lost
+    its quotes, and a field starting with a quote swallowed the next row (d4 vanished)."""
+    folder = tmp_path / "tsv"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.tsv").write_text('_id\ttitle\ttext\nd1\t\t"alpha" is a word\n'
+                                       'd3\t\t"quoted start\nd4\t\tgamma delta\n')
+    (folder / "queries.tsv").write_text('_id\ttext\nq1\t"gamma"\n')
+    (folder / "qrels" / "test.tsv").write_text("query_id\tdoc_id\tscore\nq1\td4\t1\n")
+    ds = load_dataset(folder)
+    assert {k: v.text for k, v in ds.corpus.items()} == {
+        "d1": '"alpha" is a word', "d3": '"quoted start', "d4": "gamma delta"}
+    assert ds.corpus["d4"].source_ref == "corpus.tsv:4" and ds.queries["q1"] == '"gamma"'
 
 
 def test_missing_column_lists_the_present_ones(tmp_path):
