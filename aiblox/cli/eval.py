@@ -189,6 +189,11 @@ def eval_command(
             fail(str(exc).replace("overlap_tokens", "--overlap-tokens").replace(
                 "max_chunk_tokens", "--max-chunk-tokens"))
         chunk_metrics, chunk_ks = _chunk_depths(metric, chunk_items, top_k_chunks)
+    seen_files: dict[Path, Path] = {}
+    for f in run_files:  # one file twice would be one system under another label
+        same = seen_files.setdefault(f.resolve(), f)
+        if same is not f:
+            fail(f"--run {f}: given twice (as {same}); give each run file once")
     runs = {}
     for f in run_files:  # read before any work: a bad line is one error, at once
         try:

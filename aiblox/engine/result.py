@@ -70,7 +70,8 @@ def run_hash(run: dict[str, RankedList]) -> str:
     """Hash of a ranked run: query ids, document ids, order and scores as a TREC run file
     carries them (the canonical JSON of ``{qid: [[doc, score], ...]}``, each query's scores
     made strictly decreasing by :func:`aiblox.data.trec.trec_scores`: unchanged unless tied).
-    So the run written by ``--save-runs`` and read back has the hash of the run it came from."""
+    So the run written by ``--save-runs`` and read back has the hash of the run it came from;
+    a query that retrieved nothing has no line in a TREC file, so it is left out here too."""
     return sha256_text(canonical_plain_json(
         {q: [[h[0], s] for h, s in zip(hits, trec_scores([h[1] for h in hits]), strict=True)]
-         for q, hits in sorted(run.items())}))
+         for q, hits in sorted(run.items()) if hits}))

@@ -35,6 +35,8 @@ the dataset's own store, or ``db``, synced to the dataset first).
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,7 +183,7 @@ def _run_data(system: Any, where: str) -> dict[str, list[tuple[str, float]]]:
         lists: dict[str, list[tuple[str, float]]] = {}
         for q, d, s in zip(system[qcol], system[dcol], system["score"], strict=True):
             lists.setdefault(str(q), []).append((str(d), float(s)))
-        return {q: trec_order(hits) for q, hits in lists.items()}
+        return {q: trec_order(_checked_hits(hits, q, where)) for q, hits in lists.items()}
     if hasattr(system, "to_dict") and not isinstance(system, Mapping):  # a ranx Run
         system = system.to_dict()
     if not isinstance(system, Mapping):
@@ -191,10 +193,29 @@ def _run_data(system: Any, where: str) -> dict[str, list[tuple[str, float]]]:
     run: dict[str, list[tuple[str, float]]] = {}
     for q, hits in system.items():
         if isinstance(hits, Mapping):
-            run[str(q)] = trec_order([(str(d), float(s)) for d, s in hits.items()])
+            run[str(q)] = trec_order(_checked_hits([(str(d), float(s)) for d, s in hits.items()],
+                                                   str(q), where))
         else:
-            run[str(q)] = [(str(d), float(s)) for d, s in hits]
+            run[str(q)] = _checked_hits([(str(d), float(s)) for d, s in hits], str(q), where)
     return run
+
+
+def _checked_hits(hits: list[tuple[str, float]], qid: str, where: str
+                  ) -> list[tuple[str, float]]:
+    """One query's hits with the run-file rules: a score that is not finite is a
+    ``ValueError`` naming the query and document; a document listed twice keeps its last
+    entry, with a warning (as a run file's repeated line)."""
+    for doc, score in hits:
+        if not math.isfinite(score):
+            raise ValueError(f"{where}: query {qid!r}, document {doc!r}: score {score!r} is "
+                             f"not a finite number")
+    last = {doc: i for i, (doc, _) in enumerate(hits)}
+    if len(last) == len(hits):
+        return hits
+    twice = sorted({doc for i, (doc, _) in enumerate(hits) if last[doc] != i})
+    warnings.warn(f"{where}: query {qid!r} lists {', '.join(map(repr, twice))} more than once; "
+                  f"the last entry is kept (as for a run file's repeated line)", stacklevel=3)
+    return [h for i, h in enumerate(hits) if last[h[0]] == i]
 
 
 def _distinct(names: list[str]) -> None:

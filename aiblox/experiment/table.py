@@ -172,6 +172,10 @@ def system_from_run(dataset: Dataset, split: str, run: dict[str, list[tuple[str,
     judged queries (``trec_eval -c``, ir-measures; plain trec_eval averages over the queries
     the run holds). Raises :class:`RunFileError` when the run holds none of the split's judged
     queries (a run of another dataset or split)."""
+    if split not in dataset.qrels:
+        raise ValueError(f"dataset {dataset.name} has no split {split!r} loaded (it holds "
+                         f"{', '.join(sorted(dataset.qrels)) or 'none'}): load it with that "
+                         f"split (load_dataset(..., splits=[{split!r}]))")
     judged = {q for q, docs in dataset.qrels[split].items() if docs}
     where = f"--run {source}" if source is not None else f"run {name!r}"
     if not judged & set(run):
@@ -500,6 +504,7 @@ def compare_systems(systems: Sequence[System], dataset: str, split: str,
     if baseline is not None and pairwise:
         raise ValueError(f"baseline {baseline!r} and pairwise: tests against one baseline, or "
                          f"between every pair of systems; choose one")
+    _check_same_queries(systems, metrics)
     significance: dict[str, dict[str, Significance]] = {}
     pairs: dict[str, dict[str, dict[str, Significance]]] = {}
     if baseline is not None:
@@ -522,6 +527,25 @@ def compare_systems(systems: Sequence[System], dataset: str, split: str,
     return Experiment(dataset=dataset, split=split, metrics=list(metrics), test=test,
                       correction=correction, alpha=alpha, baseline=baseline, pairwise=pairwise,
                       systems=list(systems), significance=significance, pairs=pairs)
+
+
+def _check_same_queries(systems: Sequence[System], metrics: Sequence[str]) -> None:
+    """``ValueError`` when two systems were scored on different queries (another split, a
+    fold, another dataset): their means are not comparable, and a paired test would pair only
+    the queries they share (a delta of 0 beside different means)."""
+    first: tuple[str, set[str]] | None = None
+    for s in systems:
+        metric = next((m for m in metrics if m in s.per_query), None)
+        if metric is None:
+            continue
+        qids = set(s.per_query[metric])
+        if first is None:
+            first = (s.name, qids)
+        elif qids != first[1]:
+            only = sorted(qids ^ first[1])
+            raise ValueError(f"systems {first[0]!r} ({len(first[1])} queries) and {s.name!r} "
+                             f"({len(qids)} queries) were scored on different queries (e.g. "
+                             f"{only[0]!r}): score them on one dataset split to compare them")
 
 
 def _significance(c: Comparison) -> Significance:

@@ -319,6 +319,8 @@ def test_bad_input_is_one_error_line_before_any_work(tmp_path):
         (["--mode", "sparse"], "--mode 'sparse': not one of hybrid, bm25, dense"),
         (["--mode", "bm25", "--per-query", tmp_path / "pq.txt"], "suffix picks the format"),
         (["--mode", "bm25", "--mode", "bm25"], "two systems are labelled 'bm25'"),
+        # one file twice was one system, silently relabelled
+        (["--run", other, "--run", other], f"--run {other}: given twice"),
     ]
     for args, message in cases:
         r = _run("eval", "sample", "--db", db, "--embedder", "hashing", *args)

@@ -186,3 +186,51 @@ def test_the_readme_experiment_block_runs(tmp_path):
     assert "| bm25 (baseline) | " in done.stdout and "| bm25 >> rm3 >> bm25 | " in done.stdout
     frame = json.loads(done.stdout.strip().splitlines()[-1])
     assert list(frame["system"].values()) == ["bm25", "hybrid", "bm25 >> rm3 >> bm25"]
+
+
+def test_run_data_follows_the_run_file_rules_and_query_sets_must_match(scored, sample_dataset):
+    """A frame or list naming a document twice was scored with both entries (and written so,
+    which trec_eval refuses); a NaN score raised a bare JSON error; systems scored on other
+    queries were compared on the ones they share (a delta of 0 beside different means)."""
+    from aiblox.data import load_dataset
+    from aiblox.experiment import system_from_run
+
+    table, db, _ = scored
+    hybrid = table.systems[1]
+    q, hits = next(iter(sorted(hybrid.run.items())))
+    doubled = {**hybrid.run, q: [*hits, (hits[0][0], -1.0)]}  # its best document again, last
+    with pytest.warns(UserWarning, match=rf"query {q!r} lists {hits[0][0]!r} more than once; "
+                                         r"the last entry is kept"):
+        again = run_experiment([doubled], sample_dataset, "test", METRICS, progress=False)
+    assert again.systems[0].run[q] == [*hits[1:], (hits[0][0], -1.0)]
+    assert again.systems[0].metrics != hybrid.metrics  # the document scored where it was kept
+    nan = {**hybrid.run, q: [(hits[0][0], float("nan"))]}
+    with pytest.raises(ValueError, match=rf"systems\[0\]: query {q!r}, document "
+                                         rf"{hits[0][0]!r}: score nan is not a finite number"):
+        run_experiment([nan], sample_dataset, "test", METRICS, progress=False)
+    fewer = {k: v for k, v in hybrid.run.items() if k != q}
+    half = system_from_run(sample_dataset, "test", fewer, "fewer", METRICS)
+    assert len(half.per_query["ndcg@10"]) == len(hybrid.per_query["ndcg@10"])  # 0 for q
+    trained = run_experiment(["bm25"], sample_dataset, "train", METRICS, db=db,
+                             embedder="hashing", names=["bm25-train"], progress=False).systems[0]
+    with pytest.raises(ValueError, match=r"systems 'hybrid' \(12 queries\) and 'bm25-train' "
+                                         r"\(\d+ queries\) were scored on different queries"):
+        run_experiment([hybrid, trained], sample_dataset, "test", METRICS, baseline=0,
+                       progress=False)
+    other = load_dataset(sample_dataset.source, splits=["train"])
+    with pytest.raises(ValueError, match=r"has no split 'test:0/2' loaded"):
+        system_from_run(other, "test:0/2", hybrid.run, "x", METRICS)
+
+
+def test_a_query_that_retrieved_nothing_hashes_as_its_run_file_reads_back(tmp_path):
+    """A TREC file has no line for a query that retrieved nothing: ``--save-runs`` then
+    ``--run`` once gave another run hash (the empty list was hashed), the metrics equal."""
+    from aiblox.data.trec import read_trec_run, trec_run_text
+    from aiblox.engine.result import run_hash
+
+    run = {"q1": [("d2", 2.0), ("d1", 1.0)], "q2": []}
+    path = tmp_path / "r.trec"
+    path.write_text(trec_run_text(run, "r"))
+    back = read_trec_run(path)
+    assert "q2" not in back
+    assert run_hash(run) == run_hash(back) == run_hash({"q1": run["q1"]})
