@@ -525,12 +525,12 @@ def tab_qrels_rows(table: _Table, mapping: dict[str, str], split: str | None,
         name = split
         if name is None:
             name = row_split(row.get(cols["split"]) if cols["split"] else None, default_split)
-        elif cols["split"] and row_split(row.get(cols["split"]), split) != split:
+        elif cols["split"] and (said := row_split(row.get(cols["split"]), name)) != name:
             # the file holds one split (its name, or its manifest key): a row of another
             # would be scored as this one
             raise table.error(at, cols["split"],
-                              f"split {row_split(row.get(cols['split']), split)!r}, but this "
-                              f"file holds the {split!r} split; move the row to that split's "
+                              f"split {said!r}, but this "
+                              f"file holds the {name!r} split; move the row to that split's "
                               f"file, or give one file with a split column "
                               f"(qrels = \"FILE\" in dataset.toml)")
         if not name or ":" in name or "/" in name or "\t" in name:
