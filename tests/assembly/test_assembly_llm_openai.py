@@ -50,6 +50,32 @@ class FakeServer:
                 if action == "garbage":
                     self._send(200, b"not json")
                     return
+                if action == "oddmeta":  # the text is good; what is reported beside it is not
+                    self._send(200, json.dumps({
+                        "model": 5, "usage": "n/a",
+                        "choices": [{"message": {"content": "Paris. [C0]"},
+                                     "finish_reason": 7}]}).encode())
+                    return
+                if action == "oddusage":
+                    self._send(200, json.dumps({
+                        "usage": {"prompt_tokens": "many", "completion_tokens": -1,
+                                  "total_tokens": True},
+                        "choices": [{"message": {"content": "Paris. [C0]"}}]}).encode())
+                    return
+                if action == "trickle":  # headers, then the body a byte at a time, slowly
+                    payload = b'{"choices": [{"message": {"content": "late [C0]"}}]}'
+                    try:
+                        self.send_response(200)
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Content-Length", str(len(payload)))
+                        self.end_headers()
+                        for i in range(len(payload)):
+                            self.wfile.write(payload[i:i + 1])
+                            self.wfile.flush()
+                            time.sleep(0.05)
+                    except (BrokenPipeError, ConnectionResetError):
+                        pass
+                    return
                 if action == 200:
                     self._send(
                         200,
@@ -184,6 +210,31 @@ def test_malformed_response_fails_without_retry(server: FakeServer) -> None:
     result = _llm(server).generate(PROMPT, request_id="r5", max_output_tokens=64)
     assert result.generation_status == "FAILED" and result.attempts == 1
     assert (result.failure_reason or "").startswith("malformed response")
+
+
+def test_odd_metadata_beside_a_good_answer_is_dropped_not_a_crash(server: FakeServer) -> None:
+    """``"usage": "n/a"`` raised AttributeError (an internal error: no bundle, no pack), and a
+    token count or finish reason of the wrong type failed validation as an input fault (exit
+    2). The text is what the reader asked for: it is kept, the odd fields are None."""
+    server.actions = ["oddmeta", "oddusage"]
+    for rid in ("r-meta", "r-usage"):
+        result = _llm(server).generate(PROMPT, request_id=rid, max_output_tokens=64)
+        assert result.generation_status == "OK" and result.raw_model_text == "Paris. [C0]"
+        assert (result.prompt_tokens_actual, result.completion_tokens_actual,
+                result.total_tokens_actual) == (None, None, None)
+        assert result.finish_reason is None and result.model_reported is None
+
+
+def test_a_body_trickling_past_the_timeout_fails_the_attempt(server: FakeServer) -> None:
+    """httpx's timeout bounds each read: a body sent a byte every 0.05 s took 2.5 s against a
+    0.25 s timeout, and was accepted. The attempt is bounded whole, and retried."""
+    server.actions = ["trickle", "trickle"]
+    t0 = time.perf_counter()
+    result = _llm(server, max_attempts=2).generate(PROMPT, request_id="r-slow",
+                                                   max_output_tokens=64)
+    assert result.generation_status == "FAILED" and result.attempts == 2
+    assert "AttemptTooLong" in (result.failure_reason or "")
+    assert time.perf_counter() - t0 < 2.0  # two attempts of ~0.25 s, not two of 2.5 s
 
 
 def test_connection_refused_is_transient_and_reported() -> None:

@@ -53,7 +53,9 @@ class LLMSettings(BaseModel):
     api_key: SecretStr | None = None
     """Bearer token; kept out of reprs and logs."""
     timeout_s: float = Field(default=60.0, gt=0, allow_inf_nan=False)
-    """Per-attempt timeout in seconds (connect, read, write, pool)."""
+    """Per-attempt timeout in seconds: for each network step (connect, read, write, pool) and
+    for the whole response (a body trickling in past it fails the attempt, retried as a
+    timeout)."""
     max_attempts: int = Field(default=4, ge=1, le=10)
     """Attempts in all, the first included."""
     backoff_initial_s: float = Field(default=0.5, ge=0)
@@ -241,11 +243,12 @@ class OpenAIChatLLM:
                 retry_after = None
                 t0 = time.perf_counter()
                 try:
-                    response = client.post(url, content=body, headers=headers)
+                    response, content = _post(client, url, body, headers, t0 + s.timeout_s)
                 except (
                     httpx.TimeoutException,
                     httpx.NetworkError,
                     httpx.RemoteProtocolError,
+                    AttemptTooLong,
                 ) as exc:
                     last_error = _error_text(exc)
                     logger.info(  # like an HTTP failure's: the result (FAILED) is what reports
@@ -278,37 +281,64 @@ class OpenAIChatLLM:
                     elif status >= 400:
                         return failed(f"HTTP {status} (not retried)")
                     else:
-                        return self._parse(response, common, attempts, start, failed)
+                        return self._parse(content, common, attempts, start, failed)
                 if attempts < s.max_attempts:
                     self._sleep(self._backoff(attempts, retry_after))
         return failed(f"transient failure after {attempts} attempts: {last_error}")
 
     @staticmethod
     def _parse(
-        response: Any,
+        content: bytes,
         common: dict[str, Any],
         attempts: int,
         start: float,
         failed: Callable[[str], LLMExecutionResult],
     ) -> LLMExecutionResult:
         try:
-            data = response.json()
+            data = json.loads(content)
             choice = data["choices"][0]
             text = choice["message"]["content"]
             if not isinstance(text, str):
                 raise TypeError("message.content is not a string")
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
             return failed(f"malformed response: {type(exc).__name__}")
-        usage = data.get("usage") or {}
+        # what the endpoint reports besides the text is kept when it has the right type, else
+        # None: an odd "usage" must not turn a good answer into a crash
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        finish = choice.get("finish_reason") if isinstance(choice, dict) else None
         return LLMExecutionResult(
             **common,
             generation_status="OK",
             raw_model_text=text,
-            finish_reason=choice.get("finish_reason"),
+            finish_reason=finish if isinstance(finish, str) else None,
             attempts=attempts,
             llm_latency_ms=(time.perf_counter() - start) * 1000.0,
-            prompt_tokens_actual=usage.get("prompt_tokens"),
-            completion_tokens_actual=usage.get("completion_tokens"),
-            total_tokens_actual=usage.get("total_tokens"),
+            prompt_tokens_actual=_count(usage.get("prompt_tokens")),
+            completion_tokens_actual=_count(usage.get("completion_tokens")),
+            total_tokens_actual=_count(usage.get("total_tokens")),
             model_reported=data.get("model") if isinstance(data.get("model"), str) else None,
         )
+
+
+class AttemptTooLong(Exception):
+    """An attempt whose response did not arrive whole within ``timeout_s`` (a server trickling
+    its body: httpx's timeouts bound each read, not the attempt)."""
+
+
+def _post(client: Any, url: str, body: bytes, headers: dict[str, str], deadline: float
+          ) -> tuple[Any, bytes]:
+    """POST ``body``; the response and its whole body, read before ``deadline``
+    (``time.perf_counter()``), else :class:`AttemptTooLong`."""
+    with client.stream("POST", url, content=body, headers=headers) as response:
+        parts = []
+        for part in response.iter_bytes():
+            parts.append(part)
+            if time.perf_counter() > deadline:
+                raise AttemptTooLong("no whole response within the attempt's timeout_s")
+        return response, b"".join(parts)
+
+
+def _count(value: Any) -> int | None:
+    """A token count the endpoint reported: a whole number >= 0, else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
+        else None
