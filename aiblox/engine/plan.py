@@ -29,8 +29,7 @@ from aiblox.engine.data import Queries, Run
 from aiblox.engine.registry import DataKind, StageFacts, get_stage_kind
 
 __all__ = ["PlanContext", "StageInputs", "Value", "apply_pipeline", "check_pipeline",
-           "first_stage_depth", "first_stage_least", "first_stage_prefs", "pipeline_depths",
-           "stage_defaults"]
+           "first_stage_prefs", "pipeline_depths", "stage_defaults"]
 
 
 @dataclass
@@ -184,7 +183,7 @@ def _depth(p: Pipeline, depth: _Depth | None, base: RetrievalPrefs, n_docs: int 
     if depth is None and not isinstance(p, Then):  # on the topics
         prefs = first_stage_prefs(p, base)
         if prefs is not None:
-            return first_stage_depth(prefs), first_stage_least(prefs)
+            return _first_stage_depths(prefs)
     if isinstance(p, Then):
         for step in p.steps:
             depth = _depth(step, depth, base, n_docs, context)
@@ -219,23 +218,15 @@ def _depth(p: Pipeline, depth: _Depth | None, base: RetrievalPrefs, n_docs: int 
     return out
 
 
-def first_stage_depth(prefs: RetrievalPrefs) -> int:
-    """The most documents per query the first stage of ``prefs`` gives."""
-    if prefs.mode == "bm25":
-        return min(prefs.top_k_items, prefs.fts.top_k)
-    if prefs.mode == "dense":
-        return min(prefs.top_k_items, prefs.vector.top_k)
-    return min(prefs.top_k_items, prefs.fts.top_k + prefs.vector.top_k)
-
-
-def first_stage_least(prefs: RetrievalPrefs) -> int:
-    """The fewest documents per query the first stage of ``prefs`` gives where the store has
-    them: its list's depth, the deeper list's for a hybrid one."""
-    if prefs.mode == "bm25":
-        return min(prefs.top_k_items, prefs.fts.top_k)
-    if prefs.mode == "dense":
-        return min(prefs.top_k_items, prefs.vector.top_k)
-    return min(prefs.top_k_items, max(prefs.fts.top_k, prefs.vector.top_k))
+def _first_stage_depths(prefs: RetrievalPrefs) -> _Depth:
+    """The most and the fewest documents per query the first stage of ``prefs`` gives (the
+    fewest where the store has them): its list's depth; for a hybrid one, at most both lists'
+    and at least the deeper one's."""
+    f, v = prefs.fts.top_k, prefs.vector.top_k
+    if prefs.mode != "hybrid":
+        one = min(prefs.top_k_items, f if prefs.mode == "bm25" else v)
+        return one, one
+    return min(prefs.top_k_items, f + v), min(prefs.top_k_items, max(f, v))
 
 
 def apply_pipeline(p: Pipeline, base: RetrievalPrefs, ctx: PlanContext, split: str) -> Value:
