@@ -59,6 +59,7 @@ def answer(
 
     from rich.panel import Panel
     from rich.table import Table
+    from rich.text import Text
 
     from aiblox.assembly import PolicyError, answer_question, get_llm, load_policy
     from aiblox.contracts.retrieval import RequestContext
@@ -130,8 +131,11 @@ def answer(
     # in the pack's words (`answer (OK)`, `refusal (NO_EVIDENCE)`, as `aiblox pack show`),
     # not validation's PASSED beside the pack's "status": "OK"
     title = f"{pack.decision.kind} ({pack.decision.status})"
-    out.print(Panel(result.answer_text or f"[red]{v.failure_reason}[/red]", title=title,
-                    expand=False))
+    # the answer (quoted evidence) as text, never as rich markup: "[/red]" in a document
+    # crashed the command, "[bold]x[/bold]" lost its characters
+    body = Text(result.answer_text) if result.answer_text else \
+        Text(str(v.failure_reason), style="red")
+    out.print(Panel(body, title=Text(title), expand=False))
     if result.answer_bundle.selected_evidence and not v.is_refusal:
         table = Table(title="cited evidence")
         for col in ("anchor", "item", "chunk", "score"):

@@ -111,8 +111,10 @@ def verify(
         keys = {key_id or pack.tenant_id: read_key(key_file)}
     problems = _problems(row, pack, keys, require_signature=key_file is not None)
     if problems:  # the verdict is the result: stdout, as OK is
+        from rich.text import Text  # a problem quotes stored text: printed as text, not markup
+
         for p in problems:
-            results.print(f"[red]FAILED[/red] {pack_id}: {p}", soft_wrap=True)
+            results.print(Text.assemble(("FAILED", "red"), f" {pack_id}: {p}"), soft_wrap=True)
         raise typer.Exit(1)
     signed = f", signature ok (key {pack.signature.key_id})" if pack.signature and keys else ""
     typer.echo(f"OK {pack_id}: id matches content{signed}")

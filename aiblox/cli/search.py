@@ -37,7 +37,13 @@ def search(
     as_json: bool = typer.Option(False, "--json", help="Print the RetrievalBundle as JSON."),
 ) -> None:
     """Search the store for QUERY (results on stdout)."""
-    from aiblox.contracts.retrieval import RequestContext, RetrievalPrefs, ScoringConfig
+    from aiblox.contracts.retrieval import (
+        FtsConfig,
+        RequestContext,
+        RetrievalPrefs,
+        ScoringConfig,
+        VectorConfig,
+    )
 
     # every option is checked before the store is opened
     checked_choice(mode, field_choices(RetrievalPrefs, "mode"), "--mode")
@@ -45,8 +51,11 @@ def search(
     checked_choice(normalize, field_choices(ScoringConfig, "normalize"), "--normalize")
     scoring = {"blend": blend} if normalize == "sigmoid" else {"blend": blend,
                                                               "normalize": normalize}
+    # -k above each list's default depth deepens the lists: -k 150 showed 100 (118 fused)
+    deep = {name: {"top_k": max(k, cfg.model_fields["top_k"].default)}
+            for name, cfg in (("fts", FtsConfig), ("vector", VectorConfig))}
     prefs = checked_prefs({"query_text": query, "mode": mode, "top_k_items": k,
-                           "scoring": scoring},
+                           "scoring": scoring, **deep},
                           {"top_k_items": ("--top-k", k), "scoring.blend": ("--blend", blend),
                            "scoring.normalize": ("--normalize", normalize)})
     # bm25 needs no vectors: no embedder is built, so its evidence is ranked by text alone
@@ -71,7 +80,7 @@ def search(
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=f"{mode} results for {query!r}")
+    table = Table(title=Text(f"{mode} results for {query!r}"))  # the query as typed, not markup
     for col in ("#", "id", "score", "bm25 rank", "vec rank", "title / snippet"):
         table.add_column(col)
     for i, c in enumerate(bundle.candidates, start=1):

@@ -141,3 +141,30 @@ def test_warm_hybrid_search_loads_neither_pandas_nor_numba(tmp_path):
     assert [c["item_id"] for c in first["candidates"]] == \
         [c["item_id"] for c in again["candidates"]] and len(first["candidates"]) == 5
     assert runs[1].stderr.strip().splitlines()[-1] == "loaded []"
+
+
+def test_text_is_printed_as_typed_and_k_deepens_the_lists(tmp_path):
+    """A query, an answer or a verdict holding rich markup crashed (``[/bold]``: MarkupError)
+    or lost characters (``[red]x[/red]`` shown as ``x``); and ``-k 150`` showed 100 (each list
+    kept its default depth of 100)."""
+    folder = tmp_path / "ds"
+    (folder / "qrels").mkdir(parents=True)
+    docs = [{"_id": "p1", "title": "", "text": "Platypus lay eggs [/red] and [bold]swim[/bold]."}]
+    docs += [{"_id": f"d{i:03d}", "title": "", "text": f"common alpha word {i}"}
+             for i in range(150)]
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (folder / "queries.jsonl").write_text('{"_id": "q1", "text": "platypus"}\n')
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tp1\t1\n")
+    db = str(tmp_path / "s.duckdb")
+    assert _run("ingest", str(folder), "--db", db, "--embedder", "hashing").exit_code == 0
+    r = _run("search", "[/bold] platypus", "--db", db, "--embedder", "hashing")
+    assert r.exit_code == 0, r.output
+    assert "results for '[/bold] platypus'" in r.stdout
+    r = _run("answer", "Do platypus lay eggs?", "--db", db, "--embedder", "hashing")
+    assert r.exit_code == 0, r.output
+    assert "[/red] and [bold]swim[/bold]" in r.stdout
+    for mode in ("bm25", "dense", "hybrid"):
+        r = _run("search", "common alpha", "--db", db, "--embedder", "hashing", "--mode", mode,
+                 "-k", "140", "--json")
+        assert r.exit_code == 0, r.output
+        assert len(json.loads(r.stdout)["candidates"]) == 140, mode
