@@ -22,6 +22,7 @@ from aiblox.cli._common import (
     existing_store,
     fail,
     open_db,
+    option_message,
 )
 from aiblox.cli._common import out as results
 from aiblox.cli.answer import read_key
@@ -49,13 +50,23 @@ def _load_row(pack_id: str, db: str, dataset: str = "") -> dict[str, Any]:
     return row
 
 
-def _parse(row: dict[str, Any], db: str) -> EvidencePack:
+def _parse(row: dict[str, Any], db: str, verdict: Any = None) -> EvidencePack:
+    """The stored pack; one that no longer parses (its stored JSON changed) is an error (exit
+    2), or with ``verdict`` (a console: verify, export) a ``FAILED`` verdict (exit 1), as any
+    other change to a stored pack."""
     from aiblox.evidence import pack_from_json
 
     try:
         return pack_from_json(row["json"])
     except ValueError as exc:
-        fail(f"{db}: evidence pack {row['pack_id']} is not a valid pack: {exc}")
+        why = f"its stored JSON is not a valid pack: {' '.join(option_message(exc).split())}"
+        if verdict is not None:
+            from rich.text import Text
+
+            verdict.print(Text.assemble(("FAILED", "red"), f" {row['pack_id']}: {why}"),
+                          soft_wrap=True)
+            raise typer.Exit(1) from None
+        fail(f"{db}: evidence pack {row['pack_id']}: {why}")
         raise
 
 
@@ -105,7 +116,7 @@ def verify(
     """Check that the stored pack is intact: its id matches its content, the content matches
     what was stored and, with --key-file, its signature matches. Exit 1 when it does not."""
     row = _load_row(pack_id, db, dataset)
-    pack = _parse(row, db)
+    pack = _parse(row, db, verdict=results)
     keys = None
     if key_file is not None:
         keys = {key_id or pack.tenant_id: read_key(key_file)}
@@ -133,11 +144,13 @@ def export(
     if fmt not in ("json", "html"):
         fail(f"--format must be json or html, not {fmt!r}")
     row = _load_row(pack_id, db, dataset)
-    pack = _parse(row, db)
+    pack = _parse(row, db, verdict=console)
     problems = _problems(row, pack, None, require_signature=False)
     if problems:
+        from rich.text import Text
+
         for p in problems:
-            console.print(f"[red]FAILED[/red] {pack_id}: {p}", soft_wrap=True)
+            console.print(Text.assemble(("FAILED", "red"), f" {pack_id}: {p}"), soft_wrap=True)
         raise typer.Exit(1)
     from aiblox.evidence import pack_to_html, pack_to_json
 

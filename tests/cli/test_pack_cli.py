@@ -131,6 +131,15 @@ def test_a_tampered_stored_pack_fails_verify_and_is_not_exported(answered, tmp_p
     _run("pack", "export", pack_id, "--db", db, "--format", "json",
          "--out", str(tmp_path / "t.json"), code=1)
     assert not (tmp_path / "t.json").exists()
+    # stored JSON cut short no longer parses: the same verdict (FAILED, exit 1), not a usage
+    # error (exit 2)
+    con = duckdb.connect(db)
+    con.execute("UPDATE evidence_packs SET json = left(json, 200)")
+    con.close()
+    r = _run("pack", "verify", pack_id, "--db", db, code=1)
+    assert f"FAILED {pack_id}: its stored JSON is not a valid pack" in r.output
+    _run("pack", "export", pack_id, "--db", db, "--out", str(tmp_path / "t.json"), code=1)
+    assert not (tmp_path / "t.json").exists()
 
 
 def test_signing_a_pack_already_stored_unsigned_is_refused_not_dropped(answered):
