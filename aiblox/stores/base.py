@@ -96,7 +96,8 @@ def parse_filters(filters: dict[str, Any]) -> list[tuple[str, str | None, list[A
     """Validate filters into ``(column, metadata_key, allowed_values)`` triples, sorted.
 
     ``{"kind": "doc", "metadata.year": [2020, 2021]}`` means kind = 'doc' AND the metadata field
-    ``year`` is 2020 or 2021 (compared as strings).
+    ``year`` is 2020 or 2021 (compared as the text of the JSON value: ``True`` is ``true``, as
+    JSON spells it, so a boolean field matches a boolean filter).
     """
     parsed: list[tuple[str, str | None, list[Any]]] = []
     for key in sorted(filters):
@@ -105,12 +106,20 @@ def parse_filters(filters: dict[str, Any]) -> list[tuple[str, str | None, list[A
         if key in FILTER_FIELDS:
             parsed.append((key, None, [str(v) for v in values]))
         elif key.startswith("metadata.") and len(key) > len("metadata."):
-            parsed.append(("metadata", key[len("metadata."):], [str(v) for v in values]))
+            parsed.append(("metadata", key[len("metadata."):], [_json_text(v) for v in values]))
         else:
             raise StoreError(
                 f"unknown filter field {key!r}: use one of {FILTER_FIELDS} or 'metadata.<key>'"
             )
     return parsed
+
+
+def _json_text(value: Any) -> str:
+    """A metadata filter value as both stores read a JSON field's text: booleans as JSON spells
+    them (``true``; Python's ``str`` gives ``True``, which no stored boolean ever equals)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def plan_upsert(items: Iterable[ItemRecord], existing: dict[str, str]

@@ -128,6 +128,17 @@ def test_metadata_filters(store):
         store.fts_search_many(["fox"], 5, filters={"year": 2020})
 
 
+def test_a_boolean_metadata_filter_matches_boolean_fields(store):
+    """``{"metadata.reviewed": True}`` matched nothing, and so did ``False``: the filter was
+    compared as Python's ``"True"`` with the field's JSON text ``true``."""
+    docs = [d.model_copy(update={"metadata": {**d.metadata, "reviewed": d.id != "b"}})
+            for d in DOCS]
+    ingest_items(store, docs, None, progress=False)
+    for flag, want in ((True, ["a"]), (False, ["b"])):
+        got = store.fts_search_many(["fox"], 5, filters={"metadata.reviewed": flag})[0]
+        assert [d for d, _ in got] == want, flag
+
+
 def test_items_round_trip_and_persist_across_reopen(store):
     odd = ItemRecord(id="o'1", kind="note", source="src", source_ref="file.txt:3",
                      title="Ünïcode \"quotes\"", text="back\\slash; DROP TABLE items; --",
