@@ -259,12 +259,7 @@ class DuckDBStore:
             existing = {r[0]: r[1] for r in stored}
             rows, report = plan_upsert(items, existing)
             moved = relocated(items, rows, {r[0]: (r[2], r[3]) for r in stored})
-            if moved:
-                with self._transaction():
-                    self.con.executemany("UPDATE items SET source = ?, source_ref = ? "
-                                         "WHERE id = ?",
-                                         [[it.source, it.source_ref, it.id] for it in moved])
-            if not rows:
+            if not rows and not moved:
                 return report
             ordered = [rows[k] for k in sorted(rows)]
             table = pa.table({
@@ -277,16 +272,23 @@ class DuckDBStore:
                 "metadata": [canonical_json(r.metadata) for r in ordered],
                 "content_hash": [r.content_hash for r in ordered],
             })
+            places = pa.table({"id": [r.id for r in moved], "source": [r.source for r in moved],
+                               "ref": pa.array([r.source_ref for r in moved], pa.string())})
             changed = [r.id for r in ordered if r.id in existing]
-            with self.con.registered("_aiblox_upsert", table), self._transaction():
+            with self.con.registered("_aiblox_upsert", table), \
+                    self.con.registered("_aiblox_moved", places), self._transaction():
+                if moved:  # one statement: a line inserted at the top moves every item
+                    self.con.execute("UPDATE items SET source = m.source, source_ref = m.ref "
+                                     "FROM _aiblox_moved m WHERE items.id = m.id")
                 if changed:
                     self.con.execute("DELETE FROM item_vectors WHERE item_id IN "
                                      "(SELECT unnest(?::VARCHAR[]))", [changed])
                     self.con.execute("DELETE FROM items WHERE id IN "
                                      "(SELECT unnest(?::VARCHAR[]))", [changed])
-                self.con.execute("INSERT INTO items SELECT id, kind, source, source_ref, "
-                                 "title, text, metadata, content_hash FROM _aiblox_upsert")
-                self._content_changed()
+                if rows:
+                    self.con.execute("INSERT INTO items SELECT id, kind, source, source_ref, "
+                                     "title, text, metadata, content_hash FROM _aiblox_upsert")
+                    self._content_changed()
         return report
 
     def delete_items(self, ids: Sequence[str]) -> int:

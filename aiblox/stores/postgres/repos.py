@@ -81,9 +81,10 @@ class ItemRepo:
             rows, report = plan_upsert(items, existing)
             for item in rows.values():
                 _no_nul(item)
-            for it in relocated(items, rows, {r[0]: (r[2], r[3]) for r in stored}):
-                s.execute(update(ItemRow).where(ItemRow.id == it.id)
-                          .values(source=it.source, source_ref=it.source_ref))
+            moved = relocated(items, rows, {r[0]: (r[2], r[3]) for r in stored})
+            if moved:  # one executemany (an UPDATE by primary key per row), not a call each
+                s.execute(update(ItemRow), [{"id": it.id, "source": it.source,
+                                             "source_ref": it.source_ref} for it in moved])
             if not rows:
                 return report
             changed = sorted(i for i in rows if i in existing)
