@@ -440,8 +440,7 @@ def label(p: Pipeline) -> str:
                           for m in p.members)
     assert isinstance(p, Cutoff)
     inner = label(p.inner)
-    bare = isinstance(p.inner, Then) or (isinstance(p.inner, Fuse) and p.inner.name == "fuse"
-                                          and not p.inner.params)
+    bare = isinstance(p.inner, Then) or _bare_fuse(p.inner)
     return f"({inner}) % {p.k}" if bare else f"{inner} % {p.k}"
 
 

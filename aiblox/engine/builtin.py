@@ -72,9 +72,10 @@ class FuseConfig(_Strict):
         bad = next((w for w in v if not math.isfinite(w) or w < 0), None)
         if bad is not None:
             raise ValueError(f"each is a finite number >= 0, got {bad!r} in {list(v)!r}")
-        if not math.isfinite(sum(v)):
+        total = sum(v)
+        if not math.isfinite(total):
             raise ValueError(f"{list(v)!r} sum past the largest float")
-        if v and math.fsum(v) == 0:
+        if v and total == 0:
             raise ValueError(f"{list(v)!r} sum to 0: every document would score 0 and come "
                              f"back in id order; give a run a positive weight")
         return v

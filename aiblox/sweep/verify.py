@@ -383,25 +383,24 @@ def logged_artifacts(manifest: PointManifest, run_id: str, tracking_uri: str
     return out
 
 
-def _trec_rows(text: str) -> dict[str, str]:
+def _trec_rows(text: str) -> dict[int, str]:
     """A TREC run's lines by number, without their run tag (the tag is a label, not data)."""
-    return {str(i): " ".join(line.split()[:5])
+    return {i: " ".join(line.split()[:5])
             for i, line in enumerate(text.splitlines(), start=1) if line.strip()}
 
 
-def _first_difference(logged: dict[str, Any], again: dict[str, Any], what: str = "query"
+def _first_difference(logged: dict[Any, Any], again: dict[Any, Any], what: str = "query"
                       ) -> tuple[str, str]:
     """The check's two sides: ``N values`` twice when ``logged`` equals ``again`` (keys and
-    values, exactly); else the first key that differs with each side's value."""
+    values, exactly); else the first key (a query id, a line number) that differs with each
+    side's value."""
     if logged == again:
         count = f"{len(logged)} {'lines' if what == 'line' else 'values'}"
         return count, count
-    def order(key: str) -> tuple[int, str]:
-        return (int(key), "") if key.isdigit() and what == "line" else (0, key)
+    key = min((set(logged) ^ set(again))
+              | {k for k in logged if k in again and logged[k] != again[k]})
 
-    key = min(set(logged) ^ set(again) | {k for k in logged if k in again
-                                          and logged[k] != again[k]}, key=order)
-    def side(d: dict[str, Any]) -> str:
+    def side(d: dict[Any, Any]) -> str:
         return f"{what} {key}: {d[key]!r}" if key in d else f"{what} {key}: missing"
 
     return side(logged), side(again)

@@ -157,11 +157,12 @@ def check_tracking_store(tracking_uri: str) -> None:
         what = "database" if db is not None else "store"
         raise TrackingStoreError(f"no MLflow tracking {what} at {local} (--tracking-uri "
                                  f"{tracking_uri}); nothing was created")
-    if db is not None and _sqlite_tables(db) == []:
+    tables = _sqlite_tables(db) if db is not None else None
+    if tables == []:
         raise TrackingStoreError(f"no MLflow tracking database at {db} (--tracking-uri "
                                  f"{tracking_uri}): the file holds no table; nothing was "
                                  f"created")
-    check_not_foreign(db, tracking_uri)
+    _refuse_foreign(db, tables, tracking_uri)
 
 
 def _sqlite_tables(db: Path) -> list[str] | None:
@@ -194,11 +195,10 @@ def _mlflow_schema(tables: list[str]) -> bool:
     return "alembic_version" in own and ("experiments" in own or own == ["alembic_version"])
 
 
-def check_not_foreign(db: Path | None, tracking_uri: str) -> None:
-    """Raise :class:`TrackingStoreError` when the sqlite file ``db`` holds tables and they are
-    not MLflow's (another tool's database given as ``--tracking-uri``): MLflow would add its
-    ~60 tables to it, and a store it could not open is made again. Nothing is changed."""
-    tables = _sqlite_tables(db) if db is not None else None
+def _refuse_foreign(db: Path | None, tables: list[str] | None, tracking_uri: str) -> None:
+    """Raise :class:`TrackingStoreError` when the sqlite file ``db`` holds ``tables`` and they
+    are not MLflow's (another tool's database given as ``--tracking-uri``): MLflow would add
+    its ~60 tables to it, and a store it could not open is made again. Nothing is changed."""
     if tables and not _mlflow_schema(tables):
         shown = ", ".join(tables[:5]) + (f", ... ({len(tables)} tables)"
                                          if len(tables) > 5 else "")
@@ -271,7 +271,7 @@ def tracking_client(tracking_uri: str, *, create: bool = False) -> Any:
         except OSError as exc:
             raise TrackingStoreError(f"cannot create the MLflow store's folder for "
                                      f"{tracking_uri}: {exc.strerror or exc}") from None
-        check_not_foreign(db, tracking_uri)
+        _refuse_foreign(db, _sqlite_tables(db) if db is not None else None, tracking_uri)
     with store_lock(tracking_uri, required=create):
         if create and db is not None:
             _create_sqlite(db, tracking_uri)
