@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
@@ -61,13 +61,19 @@ def _parse(row: dict[str, Any], db: str, verdict: Any = None) -> EvidencePack:
     except ValueError as exc:
         why = f"its stored JSON is not a valid pack: {' '.join(option_message(exc).split())}"
         if verdict is not None:
-            from rich.text import Text
-
-            verdict.print(Text.assemble(("FAILED", "red"), f" {row['pack_id']}: {why}"),
-                          soft_wrap=True)
-            raise typer.Exit(1) from None
+            _failed(verdict, row["pack_id"], [why])
         fail(f"{db}: evidence pack {row['pack_id']}: {why}")
         raise
+
+
+def _failed(where: Any, pack_id: str, problems: list[str]) -> NoReturn:
+    """Print a ``FAILED`` verdict per problem on the console ``where`` and exit 1. A problem
+    quotes stored text (a tenant, a field): printed as text, never as rich markup."""
+    from rich.text import Text
+
+    for p in problems:
+        where.print(Text.assemble(("FAILED", "red"), f" {pack_id}: {p}"), soft_wrap=True)
+    raise typer.Exit(1)
 
 
 def _problems(row: dict[str, Any], pack: EvidencePack, keys: dict[str, bytes] | None,
@@ -122,11 +128,7 @@ def verify(
         keys = {key_id or pack.tenant_id: read_key(key_file)}
     problems = _problems(row, pack, keys, require_signature=key_file is not None)
     if problems:  # the verdict is the result: stdout, as OK is
-        from rich.text import Text  # a problem quotes stored text: printed as text, not markup
-
-        for p in problems:
-            results.print(Text.assemble(("FAILED", "red"), f" {pack_id}: {p}"), soft_wrap=True)
-        raise typer.Exit(1)
+        _failed(results, pack_id, problems)
     signed = f", signature ok (key {pack.signature.key_id})" if pack.signature and keys else ""
     typer.echo(f"OK {pack_id}: id matches content{signed}")
 
@@ -147,11 +149,7 @@ def export(
     pack = _parse(row, db, verdict=console)
     problems = _problems(row, pack, None, require_signature=False)
     if problems:
-        from rich.text import Text
-
-        for p in problems:
-            console.print(Text.assemble(("FAILED", "red"), f" {pack_id}: {p}"), soft_wrap=True)
-        raise typer.Exit(1)
+        _failed(console, pack_id, problems)
     from aiblox.evidence import pack_to_html, pack_to_json
 
     text = pack_to_json(pack) if fmt == "json" else pack_to_html(pack)
