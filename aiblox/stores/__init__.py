@@ -7,6 +7,7 @@ from pathlib import Path
 
 from aiblox.stores.base import (
     FILTER_FIELDS,
+    FilterClause,
     Store,
     StoreError,
     StoreMismatch,
@@ -56,6 +57,7 @@ __all__ = [
     "DuckDBChunkCache",
     "DuckDBStore",
     "FILTER_FIELDS",
+    "FilterClause",
     "InMemoryChunkCache",
     "IngestReport",
     "Store",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
@@ -16,6 +17,7 @@ from aiblox.fusion.types import RankedList
 
 __all__ = [
     "FILTER_FIELDS",
+    "FilterClause",
     "ItemText",
     "PACK_COLUMNS",
     "PACK_ID_RE",
@@ -92,21 +94,43 @@ class UpsertReport(BaseModel):
     a ``--replace`` replaced."""
 
 
-def parse_filters(filters: dict[str, Any]) -> list[tuple[str, str | None, list[Any]]]:
-    """Validate filters into ``(column, metadata_key, allowed_values)`` triples, sorted.
+class FilterClause(NamedTuple):
+    """One filter of :func:`parse_filters`: the item ``column`` (``metadata`` for a metadata
+    field, then ``key`` names it) and the values it may take."""
+
+    column: str
+    key: str | None
+    texts: list[str]
+    """Every value as text: a column's text, or a metadata field's as both stores read it."""
+    numbers: list[float]
+    """The numeric values of a metadata filter (empty for a column's): they also match a
+    number field equal in value, so ``2`` matches a stored ``2.0`` and ``2.0`` a stored ``2``."""
+
+
+_EXACT_INT = 2**53  # beyond it a float no longer holds every integer: such values match as text
+
+
+def parse_filters(filters: dict[str, Any]) -> list[FilterClause]:
+    """Validate filters into :class:`FilterClause` es, sorted by key.
 
     ``{"kind": "doc", "metadata.year": [2020, 2021]}`` means kind = 'doc' AND the metadata field
-    ``year`` is 2020 or 2021 (compared as the text of the JSON value: ``True`` is ``true``, as
-    JSON spells it, so a boolean field matches a boolean filter).
+    ``year`` is 2020 or 2021. A metadata value matches a field whose JSON value has its text
+    (``True`` is ``true``, as JSON spells it, so a boolean field matches a boolean filter), and a
+    number also matches a number field of the same value (``2`` and ``2.0``; never a string
+    or a boolean field).
     """
-    parsed: list[tuple[str, str | None, list[Any]]] = []
+    parsed: list[FilterClause] = []
     for key in sorted(filters):
         value = filters[key]
         values = list(value) if isinstance(value, list | tuple | set) else [value]
         if key in FILTER_FIELDS:
-            parsed.append((key, None, [str(v) for v in values]))
+            parsed.append(FilterClause(key, None, [str(v) for v in values], []))
         elif key.startswith("metadata.") and len(key) > len("metadata."):
-            parsed.append(("metadata", key[len("metadata."):], [_json_text(v) for v in values]))
+            numbers = [float(v) for v in values if isinstance(v, int | float)
+                       and not isinstance(v, bool) and math.isfinite(v)
+                       and (isinstance(v, float) or abs(v) <= _EXACT_INT)]
+            parsed.append(FilterClause("metadata", key[len("metadata."):],
+                                       [_json_text(v) for v in values], numbers))
         else:
             raise StoreError(
                 f"unknown filter field {key!r}: use one of {FILTER_FIELDS} or 'metadata.<key>'"

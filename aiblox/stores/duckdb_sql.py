@@ -4,9 +4,11 @@ DuckDB's Python client (1.5) imports pandas the first time it binds any paramete
 type (it checks each value against pandas's types): 0.2-0.3 s, a fifth of a one-query
 ``aiblox search`` on a 1M-document store, spent in every command that opens a store. A
 statement whose parameters are a few plain values (``str`` without NUL, ``int``, finite
-``float``, ``bool``, ``None``, short non-empty lists of ``str`` or ``int``) is sent with them as
-SQL literals instead, which DuckDB reads to the same values; any other statement (named
-parameters, arrays, long lists, bytes) is bound as before.
+``float``, ``bool``, ``None``, short non-empty lists of ``str``, ``int`` or ``float``) is sent
+with them as SQL literals instead, which DuckDB reads to the same values; any other statement
+(named parameters, arrays, long lists, bytes) is bound as before.
+
+:func:`filter_sql` writes a store filter as a ``WHERE`` fragment in DuckDB's dialect.
 
 String literals are DuckDB's standard ones (``'...'``, a quote doubled, backslashes literal),
 so any text is written exactly; placeholders are the ``?`` outside quoted strings and
@@ -24,9 +26,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from aiblox.stores.base import StoreError
+from aiblox.stores.base import StoreError, parse_filters
 
-__all__ = ["INLINE_LIST_MAX", "Connection", "check_database_file", "inline_parameters"]
+__all__ = [
+    "INLINE_LIST_MAX",
+    "Connection",
+    "check_database_file",
+    "filter_sql",
+    "inline_parameters",
+]
 
 INLINE_LIST_MAX = 1000
 """Longer lists are bound: a literal list costs DuckDB about 8 µs an element to parse (10 ms
@@ -50,6 +58,32 @@ def check_database_file(location: str) -> None:
                          f"one, e.g. {Path(location).stem}.duckdb)")
 
 
+_NUMBER_TYPES = "('BIGINT', 'UBIGINT', 'DOUBLE')"  # json_type's names for a JSON number
+
+
+def filter_sql(filters: dict[str, Any] | None, alias: str) -> tuple[str, list[Any]]:
+    """``(sql, params)`` restricting ``items`` rows aliased ``alias`` (``TRUE`` when no filters):
+    :func:`~aiblox.stores.base.parse_filters`'s clauses in DuckDB's dialect, metadata read
+    from its canonical JSON text (a number matches by value as well, as on PostgreSQL)."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    for f in parse_filters(filters or {}):
+        if f.key is None:
+            clauses.append(f"{alias}.{f.column} IN (SELECT unnest(?::VARCHAR[]))")
+            params.append(f.texts)
+            continue
+        path = "$." + f.key
+        text = f"json_extract_string({alias}.metadata, ?) IN (SELECT unnest(?::VARCHAR[]))"
+        params += [path, f.texts]
+        if f.numbers:
+            text = (f"({text} OR (json_type({alias}.metadata, ?) IN {_NUMBER_TYPES} AND "
+                    f"TRY_CAST(json_extract_string({alias}.metadata, ?) AS DOUBLE) IN "
+                    f"(SELECT unnest(?::DOUBLE[]))))")
+            params += [path, path, f.numbers]
+        clauses.append(text)
+    return (" AND ".join(clauses) or "TRUE"), params
+
+
 def _literal(value: Any, in_list: bool = False) -> str | None:
     """``value`` as a DuckDB literal of the type its binding would give; None when it is not
     one of the plain kinds."""
@@ -65,7 +99,7 @@ def _literal(value: Any, in_list: bool = False) -> str | None:
         return None if "\x00" in value else "'" + value.replace("'", "''") + "'"
     if isinstance(value, (list, tuple)) and not in_list and 0 < len(value) <= INLINE_LIST_MAX:
         kinds = {type(v) for v in value}
-        if kinds not in ({str}, {int}):
+        if kinds not in ({str}, {int}, {float}):
             return None
         parts = [_literal(v, in_list=True) for v in value]
         return None if None in parts else "[" + ", ".join(parts) + "]"  # type: ignore[arg-type]

@@ -45,12 +45,11 @@ from aiblox.stores.base import (
     UpsertReport,
     check_pack_row,
     is_disk_full,
-    parse_filters,
     plan_upsert,
     relocated,
 )
 from aiblox.stores.duckdb_fts import bm25_sql, load_extension
-from aiblox.stores.duckdb_sql import Connection, check_database_file
+from aiblox.stores.duckdb_sql import Connection, check_database_file, filter_sql
 from aiblox.stores.duckdb_vectors import (
     cache_rows,
     cached_embeddings,
@@ -355,7 +354,7 @@ class DuckDBStore:
             yield list(map(ItemText, ids, titles, texts))
 
     def matching_ids(self, filters: dict[str, Any]) -> list[str]:
-        where, params = self._filter_sql(filters, "i")
+        where, params = filter_sql(filters, "i")
         with self._lock:
             return [r[0] for r in self.con.execute(
                 f"SELECT i.id FROM items i WHERE {where} ORDER BY i.id", params).fetchall()]
@@ -449,20 +448,6 @@ class DuckDBStore:
             return self._count("SELECT count(*) FROM item_vectors v JOIN items i "
                                "ON i.id = v.item_id WHERE v.model_id = ?", [model_id])
 
-    # -- filters -------------------------------------------------------------------------
-    @staticmethod
-    def _filter_sql(filters: dict[str, Any] | None, alias: str) -> tuple[str, list[Any]]:
-        clauses, params = [], []
-        for column, meta_key, values in parse_filters(filters or {}):
-            if meta_key is not None:  # a "metadata.<key>" filter
-                clauses.append(f"json_extract_string({alias}.metadata, ?) IN "
-                               f"(SELECT unnest(?::VARCHAR[]))")
-                params += ["$." + meta_key, values]
-            else:
-                clauses.append(f"{alias}.{column} IN (SELECT unnest(?::VARCHAR[]))")
-                params.append(values)
-        return (" AND ".join(clauses) or "TRUE"), params
-
     # -- search --------------------------------------------------------------------------
     def fts_search_many(self, queries: Sequence[str], k: int, cfg: FtsConfig | None = None,
                         filters: dict[str, Any] | None = None) -> list[RankedList]:
@@ -477,7 +462,7 @@ class DuckDBStore:
             if self.fts_stale:
                 self.rebuild_fts()
             self._load_fts()
-            where, params = self._filter_sql(filters, "i")
+            where, params = filter_sql(filters, "i")
             min_rank = "" if cfg.min_rank is None else f"AND score >= {float(cfg.min_rank)!r}"
             queries_table = pa.table({"qidx": list(range(len(queries))), "qtext": list(queries)})
             with self.con.registered("_aiblox_q", queries_table):
@@ -500,7 +485,7 @@ class DuckDBStore:
             "l2": "-array_distance(v.vector, q.vec)",
             "ip": "array_inner_product(v.vector, q.vec)",
         }[cfg.distance]
-        where, params = self._filter_sql(filters, "i")
+        where, params = filter_sql(filters, "i")
         min_score = "" if cfg.min_score is None else f"AND sim >= {float(cfg.min_score)!r}"
         table = pa.table({"qidx": list(range(len(vectors))), "vec": self._vector_array(vectors)})
         with self._lock, self.con.registered("_aiblox_qv", table):

@@ -139,6 +139,27 @@ def test_a_boolean_metadata_filter_matches_boolean_fields(store):
         assert [d for d, _ in got] == want, flag
 
 
+def test_a_numeric_metadata_filter_matches_by_value(store):
+    """``{"metadata.v": 2}`` missed a field stored as ``2.0`` (and ``2.0`` missed ``2``): the
+    values were compared as text. A number now matches a number field of the same value, on
+    both stores; booleans, strings and integers beyond a float's exact range keep their text."""
+    values = {"i": 2, "f": 2.0, "s": "2", "h": 2.5, "b": True, "big": 2**60, "none": None}
+    docs = [ItemRecord(id=k, title="fox", text="the fox", metadata={"v": v})
+            for k, v in values.items()]
+    ingest_items(store, [*docs, ItemRecord(id="missing", text="the fox")], None, progress=False)
+
+    def ids(value):
+        return sorted(store.matching_ids({"metadata.v": value}))
+
+    assert ids(2) == ["f", "i", "s"]   # "s" by its text, as before
+    assert ids(2.0) == ["f", "i"]
+    assert ids([2.5, "nothing"]) == ["h"]
+    assert ids(1) == [] and ids(True) == ["b"]
+    assert ids(2**60) == ["big"] and ids(2**60 + 1) == []
+    hits = store.fts_search_many(["fox"], 10, filters={"metadata.v": 2.0, "kind": "doc"})[0]
+    assert sorted(d for d, _ in hits) == ["f", "i"]
+
+
 def test_items_round_trip_and_persist_across_reopen(store):
     odd = ItemRecord(id="o'1", kind="note", source="src", source_ref="file.txt:3",
                      title="Ünïcode \"quotes\"", text="back\\slash; DROP TABLE items; --",

@@ -14,16 +14,23 @@ def filter_sql(filters: dict[str, Any] | None, alias: str = "i") -> tuple[str, d
 
     Column names come from :data:`aiblox.stores.base.FILTER_FIELDS` (validated by
     :func:`parse_filters`); metadata keys and every value travel as bound parameters.
-    Metadata values compare as text (``metadata ->> key``), as in the DuckDB store.
+    Metadata values compare as text (``metadata ->> key``), and a number also by value with a
+    number field, as in the DuckDB store.
     """
     clauses: list[str] = []
     params: dict[str, Any] = {}
-    for n, (column, meta_key, values) in enumerate(parse_filters(filters or {})):
-        if column == "metadata":
-            clauses.append(f"({alias}.metadata ->> CAST(:f{n}_key AS text)) "
-                           f"= ANY(CAST(:f{n} AS text[]))")
-            params[f"f{n}_key"] = meta_key
-        else:
-            clauses.append(f"{alias}.{column} = ANY(CAST(:f{n} AS text[]))")
-        params[f"f{n}"] = values
+    for n, f in enumerate(parse_filters(filters or {})):
+        params[f"f{n}"] = f.texts
+        if f.key is None:
+            clauses.append(f"{alias}.{f.column} = ANY(CAST(:f{n} AS text[]))")
+            continue
+        field = f"{alias}.metadata -> CAST(:f{n}_key AS text)"
+        text = f"(({alias}.metadata ->> CAST(:f{n}_key AS text)) = ANY(CAST(:f{n} AS text[]))"
+        if f.numbers:
+            text += (f" OR (CASE WHEN jsonb_typeof({field}) = 'number' THEN "
+                     f"CAST({alias}.metadata ->> CAST(:f{n}_key AS text) AS float8) END) "
+                     f"= ANY(CAST(:f{n}_num AS float8[]))")
+            params[f"f{n}_num"] = f.numbers
+        clauses.append(text + ")")
+        params[f"f{n}_key"] = f.key
     return (" AND ".join(clauses) or "TRUE"), params
