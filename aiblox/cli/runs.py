@@ -90,8 +90,11 @@ def _sweeps(sweeps: list[Any], fmt: Format) -> None:
         table.add_column(col, justify="right" if col in ("points", "tune", "report")
                          else "left", no_wrap=True)
     for s in sweeps:
-        table.add_row(s.name, s.parent_run_id, s.status, str(s.points), s.primary,
-                      s.best_label or "", (s.best_config_hash or "")[:SHORT_HASH],
+        table.add_row(s.name, s.parent_run_id, s.status,
+                      f"{s.points} (+{s.deleted} deleted)" if s.deleted else str(s.points),
+                      s.primary,
+                      (s.best_label or "") + (" (deleted)" if s.best_deleted_run_id else ""),
+                      (s.best_config_hash or "")[:SHORT_HASH],
                       f"{s.tune_split} {_value(s.best_tune)}".strip() if s.best_tune is not None
                       else "",
                       f"{s.report_split} {_value(s.best_report)}" if s.best_report is not None
@@ -126,6 +129,14 @@ def _points(sweep: Any, points: list[Any], fmt: Format) -> None:
         table.add_row(p.sweep, p.label, p.config_hash[:SHORT_HASH], p.run_id, _value(p.tune),
                       *([_value(p.report)] if report else []), note)
     out.print(table)
+    if sweep.deleted:
+        from rich.markup import escape
+
+        from aiblox.sweep.runs import deleted_best_note
+
+        best = deleted_best_note(sweep)
+        out.print(escape(f"{sweep.deleted} point run(s) of this sweep deleted from the tracking "
+                         f"store, not listed" + (f"; {best}" if best else "")))
 
 
 def export_runs(

@@ -107,6 +107,9 @@ class SweepReport(_Strict):
     """sha256 of the spec (tag ``aiblox.sweep_hash``): the spec file to rerun must hash to it."""
     reproduce: str
     """One command that reproduces the sweep (the spec path is tagged on the parent run)."""
+    best_deleted_run_id: str | None = None
+    """The best point's run id when that run was deleted from the store after the sweep (the
+    report still shows the sweep's record of it; its manifest hashes are gone with it)."""
     cv: dict[str, Any] | None = None
     """``[cv]``: the k-fold table (``sweep_summary.json``'s ``cv``; see
     :class:`~aiblox.sweep.crossval.CrossValidation`), None without."""
@@ -257,7 +260,13 @@ def load_sweep_report(sweep: str, tracking_uri: str) -> SweepReport:
                                    "stages": [{k: st.get(k) for k in ("name", "key", "output")
                                                if k in st} for st in sm.get("stages", [])]}
                                for s, sm in sorted((m.get("splits") or {}).items())}}
-    return SweepReport(name=name, parent_run_id=pid, tracking_uri=tracking_uri, tune_split=tune,
+    gone = None
+    if best_child is None:
+        from aiblox.sweep.runs import deleted_point_run
+
+        gone = deleted_point_run(client, parent, best["config_hash"])
+    return SweepReport(name=name, parent_run_id=pid, best_deleted_run_id=gone,
+                       tracking_uri=tracking_uri, tune_split=tune,
                        report_split=report, primary=primary, metrics=metrics, best=best,
                        leaderboard=summary.get("leaderboard", []),
                        significance=summary.get("significance", []), ci=summary.get("ci", {}),
@@ -387,11 +396,19 @@ def _cv_tables(cv: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]
     return out
 
 
+def _deleted_note(rep: SweepReport) -> str:
+    return (f"The best point's run ({rep.best_deleted_run_id}) was deleted from the tracking "
+            f"store after the sweep: the tables are the sweep's record of it; `mlflow runs "
+            f"restore --run-id {rep.best_deleted_run_id}` brings it back.")
+
+
 def render_markdown(rep: SweepReport, top: int = 20) -> str:
     """The Markdown summary."""
     out = [f"# Sweep report: {rep.name}", "",
            f"Best on {rep.tune_split} by {rep.primary}: **{rep.best['label']}** "
            f"(config `{rep.best['config_hash']}`), MLflow parent run `{rep.parent_run_id}`.", ""]
+    if rep.best_deleted_run_id:
+        out += [f"**{_deleted_note(rep)}**", ""]
     if rep.cv is not None:
         out += [f"**{rep.cv['verdict']}**", ""]
     for title, head, rows in _tables(rep, top):
@@ -436,6 +453,8 @@ def render_html(rep: SweepReport, top: int = 20) -> str:
              f"<p>Best on <b>{e(rep.tune_split)}</b> by <b>{e(rep.primary)}</b>: "
              f"<b>{e(rep.best['label'])}</b> (config <code>{e(rep.best['config_hash'])}</code>),"
              f" MLflow parent run <code>{e(rep.parent_run_id)}</code>.</p>"]
+    if rep.best_deleted_run_id:
+        parts.append(f"<p><b>{e(_deleted_note(rep))}</b></p>")
     tables = _tables(rep, top)
     for i, (title, head, rows) in enumerate(tables):
         parts.append(f"<h2>{e(title)}</h2>")

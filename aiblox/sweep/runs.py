@@ -31,7 +31,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from aiblox.engine.settings import ranking_order
-from aiblox.engine.tracking import metric_key, tag_filter, tracking_client
+from aiblox.engine.tracking import find_sweep_run, metric_key, tag_filter, tracking_client
 from aiblox.engine.tracking.layout import TAG_CONFIG, TAG_KIND, TAG_PARENT
 from aiblox.hashing import short_hash
 
@@ -41,6 +41,8 @@ __all__ = [
     "PointRow",
     "RunRef",
     "SweepRow",
+    "deleted_best_note",
+    "deleted_point_run",
     "list_points",
     "list_sweeps",
     "resolve_run",
@@ -82,6 +84,12 @@ class SweepRow(_Strict):
     """The best point's primary metric on the tune split."""
     best_report: float | None
     """The best point's primary metric on the report split."""
+    deleted: int = 0
+    """Point runs deleted from the store since the sweep logged them (MLflow's ``deleted``
+    stage; ``mlflow runs restore --run-id ID`` brings one back): not counted in ``points``."""
+    best_deleted_run_id: str | None = None
+    """The best point's run id when it is one of them (the sweep's choice stands; its run is
+    gone from every list until restored)."""
 
 
 class PointRow(_Strict):
@@ -149,6 +157,54 @@ def _search(client: Any, exps: list[str], where: str,
     return out
 
 
+def _deleted_points(client: Any, exps: list[str], parent_id: str | None = None) -> list[Any]:
+    """Point runs in MLflow's ``deleted`` stage (of one parent, or of every sweep)."""
+    from mlflow.entities import ViewType
+
+    where = tag_filter(TAG_KIND, "point")
+    if parent_id is not None:
+        where += f" and {tag_filter(TAG_PARENT, parent_id)}"
+    out: list[Any] = []
+    token = None
+    while exps:
+        page = client.search_runs(exps, filter_string=where, max_results=1000, page_token=token,
+                                  run_view_type=ViewType.DELETED_ONLY)
+        out.extend(page)
+        token = page.token
+        if not token:
+            break
+    return out
+
+
+def _with_deleted(row: SweepRow, deleted: list[Any]) -> SweepRow:
+    """``row`` with its sweep's deleted points counted and its best point's marked."""
+    mine = [r for r in deleted if r.data.tags.get(TAG_PARENT) == row.parent_run_id]
+    best = next((r.info.run_id for r in sorted(mine, key=lambda r: r.info.run_id)
+                 if row.best_config_hash
+                 and r.data.tags.get(TAG_CONFIG) == row.best_config_hash), None)
+    return row.model_copy(update={"deleted": len(mine), "best_deleted_run_id": best})
+
+
+def deleted_point_run(client: Any, parent: Any, config_hash: str) -> str | None:
+    """The run id of the sweep's point ``config_hash`` when that run was deleted from the store
+    (the lowest id of several), else None."""
+    ids = sorted(r.info.run_id for r in _deleted_points(client, [parent.info.experiment_id],
+                                                         parent.info.run_id)
+                 if r.data.tags.get(TAG_CONFIG) == config_hash)
+    return ids[0] if ids else None
+
+
+def deleted_best_note(row: SweepRow) -> str:
+    """One line saying that the sweep's best point's run was deleted, and how to restore it
+    ("" when it was not)."""
+    if row.best_deleted_run_id is None:
+        return ""
+    return (f"the best point of sweep {row.name!r}, {row.best_label} "
+            f"({short_hash(row.best_config_hash or '')}), was deleted from the tracking store "
+            f"(run {row.best_deleted_run_id}); `mlflow runs restore --run-id "
+            f"{row.best_deleted_run_id}` brings it back")
+
+
 def _sweep_row(parent: Any, points: int) -> SweepRow:
     p, t, m = parent.data.params, parent.data.tags, parent.data.metrics
     primary = p.get("spec.primary", "")
@@ -175,13 +231,9 @@ def list_sweeps(tracking_uri: str) -> list[SweepRow]:
         if pid and r.info.status == "FINISHED":
             counts[pid] = counts.get(pid, 0) + 1
     parents.sort(key=lambda r: (-(r.info.start_time or 0), r.info.run_id))
-    return [_sweep_row(r, counts.get(r.info.run_id, 0)) for r in parents]
-
-
-def _sweep(client: Any, sweep: str) -> Any:
-    from aiblox.sweep.report import find_sweep_run
-
-    return find_sweep_run(client, sweep)
+    deleted = _deleted_points(client, exps) if parents else []
+    return [_with_deleted(_sweep_row(r, counts.get(r.info.run_id, 0)), deleted)
+            for r in parents]
 
 
 def _children(client: Any, parent: Any) -> list[Any]:
@@ -208,9 +260,10 @@ def list_points(sweep: str, tracking_uri: str) -> tuple[SweepRow, list[PointRow]
     first on the tune split by the primary metric (ties by config hash, as the sweep ranks
     them; points without a tune value last)."""
     client = tracking_client(tracking_uri)
-    parent = _sweep(client, sweep)
+    parent = find_sweep_run(client, sweep)
     children = _children(client, parent)
-    row = _sweep_row(parent, len(children))
+    row = _with_deleted(_sweep_row(parent, len(children)),
+                        _deleted_points(client, [parent.info.experiment_id], parent.info.run_id))
     points = [_point_row(row, c) for c in children]
     points.sort(key=lambda p: ranking_order(p.tune if p.tune is not None else float("-inf"),
                                             p.config_hash))
@@ -249,7 +302,7 @@ def _one(ref: str, matches: list[RunRef], what: str) -> RunRef:
 
 def _in_sweep(client: Any, ref: str, sweep: str, key: str) -> RunRef:
     try:
-        parent = _sweep(client, sweep)
+        parent = find_sweep_run(client, sweep)
     except ValueError:
         raise ValueError(f"{ref!r}: no sweep named {sweep!r} (aiblox runs lists them)") from None
     row = _sweep_row(parent, 0)
@@ -303,8 +356,11 @@ def _sweep_best(client: Any, parent: Any, children: list[Any] | None = None) -> 
     children = _children(client, parent) if children is None else children
     found = [c for c in children if c.data.tags.get(TAG_CONFIG) == row.best_config_hash]
     if not found:
-        raise ValueError(f"sweep {row.name!r}: the best point "
-                         f"{short_hash(row.best_config_hash)} has no child run")
+        row = row.model_copy(update={"best_deleted_run_id": deleted_point_run(
+            client, parent, row.best_config_hash)})
+        raise ValueError(deleted_best_note(row) + "; or name another point" if
+                         row.best_deleted_run_id else f"sweep {row.name!r}: the best point "
+                         f"{short_hash(row.best_config_hash or '')} has no child run")
     return _ref(found[0], row.name)
 
 
@@ -339,7 +395,7 @@ def resolve_run(ref: str, tracking_uri: str, *, sweep_best: bool = False) -> Run
             return _in_sweep(client, ref, sweep, key)
     if sweep_best:
         try:
-            parent = _sweep(client, ref)
+            parent = find_sweep_run(client, ref)
         except ValueError:
             parent = None
         if parent is not None:

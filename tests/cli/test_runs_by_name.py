@@ -392,3 +392,35 @@ def test_runs_export_writes_any_points_run_as_the_sweep_scored_it(logged, tmp_pa
              str(tmp_path / "none"), "--tracking-uri", logged["uri"])
     assert r.exit_code == 2
     assert "logged no run file of split" in r.output and "--cache-dir" in r.output
+
+
+def test_a_deleted_best_point_is_named_by_runs_compare_and_report(logged, tmp_path):
+    """A point run deleted in MLflow (``mlflow runs delete``) after the sweep: ``runs`` still
+    called it the best with no word of the deletion, ``runs SWEEP`` marked no point best,
+    ``compare SWEEP:best`` said the best point "has no child run", and the report gave no sign.
+    Each now names the deleted run and the command that restores it."""
+    import shutil
+
+    import mlflow
+
+    db = tmp_path / "mlflow.db"
+    shutil.copy(logged["root"] / "mlflow.db", db)
+    uri = f"sqlite:///{db}"
+    best = next(p for p in _points(logged, "sample_fusion") if p["best"])
+    mlflow.MlflowClient(uri).delete_run(best["run_id"])
+
+    rows = json.loads(_cli("runs", "--tracking-uri", uri, "--format", "json").stdout)
+    fusion = next(s for s in rows if s["name"] == "sample_fusion")
+    assert (fusion["points"], fusion["deleted"]) == (23, 1)
+    assert fusion["best_deleted_run_id"] == best["run_id"]
+    assert all(s["deleted"] == 0 for s in rows if s["name"] != "sample_fusion")
+    restore = f"mlflow runs restore --run-id {best['run_id']}"
+    r = _cli("runs", "sample_fusion", "--tracking-uri", uri)
+    assert r.exit_code == 0 and restore in " ".join(r.stdout.split()), r.output
+    r = _cli("compare", "sample_fusion:best", "sample_fusion:baseline", "--tracking-uri", uri)
+    assert r.exit_code != 0 and "was deleted" in r.output and restore in r.output, r.output
+    r = _cli("report", "sample_fusion", "--tracking-uri", uri, "--no-log",
+             "--out", str(tmp_path / "rep"))
+    assert r.exit_code == 0, r.output
+    assert restore in (tmp_path / "rep" / "report.md").read_text(encoding="utf-8")
+    assert restore in (tmp_path / "rep" / "report.html").read_text(encoding="utf-8")
