@@ -310,7 +310,8 @@ class SweepSpec(_Strict):
                     raise ValueError(f"grid.{name} = {value!r}: " + "; ".join(
                         e["msg"].removeprefix("Value error, ") for e in exc.errors())) from None
         if self.pipeline is not None or self.stages or self.grid.stages:
-            self._check_pipelines()
+            ctx = info.context if info is not None and isinstance(info.context, dict) else {}
+            self._check_pipelines(ctx.get("spec_dir"))
         check_finetune_reranker(self.finetune_reranker, self.splits, [
             *self.pipeline_variants(),
             *([self._baseline_pipeline()] if self.pipeline is not None else [])])
@@ -333,11 +334,11 @@ class SweepSpec(_Strict):
             check_numeric_space(self.grid_points(), self.search.strategy)
         return self
 
-    def _check_pipelines(self) -> None:
+    def _check_pipelines(self, spec_dir: Path | None = None) -> None:
         """Every pipeline parses and fits (each stage where it is placed), every ``[stages]``
         table is used, every stage axis names a stage of a pipeline and each of its values is
         a valid parameter; the baseline's pipeline too. Refused here, before any work."""
-        import_stage_modules(self.stage_modules)
+        import_stage_modules(self.stage_modules, spec_dir)
         if self.pipeline is None:
             raise ValueError("stages and grid.stages configure the stages of a pipeline: set "
                              "pipeline = \"...\" (e.g. \"bm25 >> rm3 >> bm25\")")
@@ -574,7 +575,8 @@ def load_spec(path: str | Path, max_points: int | None = None) -> SweepSpec:
     except tomllib.TOMLDecodeError as exc:
         raise SweepSpecError(f"{p}: not valid TOML: {exc}") from exc
     try:
-        return SweepSpec.model_validate(data, context={"max_points": max_points})
+        return SweepSpec.model_validate(data, context={"max_points": max_points,
+                                                       "spec_dir": p.resolve().parent})
     except ValidationError as exc:
         lines = [f"{p}: field {key!r}: {msg}"
                  for key, msg in map(_field_and_message, exc.errors())]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping, Sequence
 from itertools import product
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -68,13 +69,23 @@ def check_baseline_keys(baseline: dict[str, Any] | None, pipeline_sweep: bool,
         raise ValueError(f"baseline: selection key(s) {sel_keys} need [grid.selection]")
 
 
-def import_stage_modules(modules: Sequence[str]) -> None:
-    """Import the modules registering a spec's own stage kinds (``stage_modules``)."""
+def import_stage_modules(modules: Sequence[str], near: Path | None = None) -> None:
+    """Import the modules registering a spec's own stage kinds (``stage_modules``). They are
+    imported by name, as every process of a sweep (a Ray worker, ``aiblox eval verify``)
+    imports them: a module must be installed or on ``PYTHONPATH``. When one is not, and its
+    file lies in ``near`` (the spec's folder) or the working folder, the error says which
+    ``PYTHONPATH`` finds it."""
     for module in modules:
         try:
             importlib.import_module(module)
         except ImportError as exc:
-            raise ValueError(f"stage_modules: cannot import {module!r}: {exc}") from None
+            top = module.split(".")[0]
+            found = next((d for d in (near, Path.cwd()) if d is not None and (
+                (d / f"{top}.py").is_file() or (d / top / "__init__.py").is_file())), None)
+            hint = (f" ({top} is in {found}, which is not on Python's path: run with "
+                    f"PYTHONPATH={found}, or install the module)" if found is not None else
+                    " (a module of stages must be installed or on PYTHONPATH)")
+            raise ValueError(f"stage_modules: cannot import {module!r}: {exc}{hint}") from None
 
 
 def check_stage_tables(pipelines: Sequence[Pipeline], texts: Sequence[str],

@@ -55,3 +55,34 @@ factor = [1.0, 3.0]
     names = [s["name"] for s in by_factor[3.0].manifest.splits["test"].stages]
     assert names == ["signals", "fusion", "title_boost", "metrics"]
     assert by_factor[3.0].metrics != by_factor[1.0].metrics
+
+
+def test_a_stage_module_beside_the_spec_is_named_with_the_path_that_imports_it(
+        tmp_path, monkeypatch):
+    """The documented layout, mystages.py beside the spec, failed with a bare "No module named
+    'mystages'": a command's own folder is not on Python's path. The error now names the
+    folder and the PYTHONPATH that imports it, and with that path the spec loads."""
+    import pytest
+
+    from aiblox.sweep import SweepSpecError, load_spec
+
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "mystages_doc.py").write_text(custom_stage_code(), encoding="utf-8")
+    spec = folder / "spec.toml"
+    spec.write_text('''
+name = "custom"
+dataset = "sample"
+tune_split = "train"
+report_split = "test"
+embedder = "hashing"
+metrics = ["ndcg@10"]
+pipeline = "bm25 >> title_boost"
+stage_modules = ["mystages_doc"]
+''')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "mystages_doc", raising=False)
+    with pytest.raises(SweepSpecError, match=f"PYTHONPATH={re.escape(str(folder))}"):
+        load_spec(spec)
+    monkeypatch.syspath_prepend(str(folder))
+    assert load_spec(spec).stage_modules == ["mystages_doc"]
