@@ -37,16 +37,25 @@ def fusion_prefs(blend: str = "rrf", w_text: float = 0.35, rrf_k: int = 60,
                  top_k: int = DEFAULT_DEPTH, mode: str = "hybrid") -> RetrievalPrefs:
     """Retrieval preferences of one fusion setting. ``w_text`` is the text share: the linear
     blend uses ``(w_text, 1 - w_text)``, RRF the per-signal weights ``(w_text, 1 - w_text)``
-    scaled so that 0.5 is classic unweighted RRF."""
+    scaled so that 0.5 is classic unweighted RRF.
+
+    Only the settings of ``blend`` are set (:mod:`aiblox.engine.applies`): the linear blend
+    takes ``w_text``, ``w_vec``, ``normalize`` and ``missing``, RRF ``rrf_k`` and its weights;
+    the other blend's settings keep their defaults, as ``aiblox eval`` and a sweep point leave
+    them, so the config hash is the one the CLI and a sweep give for the same setting."""
     if not 0.0 <= w_text <= 1.0:
         raise ValueError(f"w_text must lie in [0, 1], got {w_text}")
     w_vec = round(1.0 - w_text, 12)
+    scoring: dict[str, object] = {"blend": blend}
+    if blend == "linear":
+        scoring.update(w_text=w_text, w_vec=w_vec, normalize=normalize, missing=missing)
+    else:
+        scoring.update(rrf_k=rrf_k, rrf_w_text=round(2 * w_text, 12),
+                       rrf_w_vec=round(2 * w_vec, 12))
     return RetrievalPrefs(
         query_text="", mode=mode, top_k_items=top_k,  # type: ignore[arg-type]
         fts={"top_k": depth}, vector={"top_k": depth},  # type: ignore[arg-type]
-        scoring={"blend": blend, "w_text": w_text, "w_vec": w_vec,  # type: ignore[arg-type]
-                 "normalize": normalize, "rrf_k": rrf_k, "missing": missing,
-                 "rrf_w_text": round(2 * w_text, 12), "rrf_w_vec": round(2 * w_vec, 12)})
+        scoring=scoring)  # type: ignore[arg-type]
 
 
 def baseline_prefs(depth: int = DEFAULT_DEPTH, top_k: int = DEFAULT_DEPTH) -> RetrievalPrefs:

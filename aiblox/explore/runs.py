@@ -58,8 +58,9 @@ def log_fusion_point(ws: NotebookWorkspace, point: FusionPoint,
 
     _, config = config_hash(point.prefs, ws.embedder.model_id, ws.store.kind)
     s = point.prefs.scoring
-    label = (f"notebook {s.blend} w_text={s.w_text} k={s.rrf_k} {s.normalize} "
-             f"depth={point.prefs.fts.top_k}")
+    settings = (f"w_text={s.w_text} {s.normalize} missing={s.missing}" if s.blend == "linear"
+                else f"k={s.rrf_k} w={s.rrf_w_text}/{s.rrf_w_vec}")
+    label = f"notebook {s.blend} {settings} depth={point.prefs.fts.top_k}"
     (rid,) = log_runs(tracking_uri, experiment, [PointLog(
         kind="notebook", label=label, metrics={ws.split: point.metrics},
         per_query={ws.split: point.per_query}, config=config,

@@ -83,6 +83,41 @@ def test_fusion_explorer_computes_metrics_from_cached_signals():
     assert d["fuse_ms"] < 5000  # re-fusion answers in well under a second on the sample
 
 
+def _cli_config_hash(ws, **options):
+    """The config hash ``aiblox eval <dataset> --mode hybrid`` gives with these options (its
+    own prefs builder, every option left out at the CLI's default)."""
+    from aiblox.cli.eval import METRICS, _mode_prefs
+    from aiblox.engine.evaluate import config_hash
+
+    cli = {"blend": "rrf", "rrf_k": 60, "w_text": 0.35, "w_vec": 0.65, "normalize": "sigmoid",
+           "missing": "zero", **options}
+    prefs = _mode_prefs("hybrid", list(METRICS), depth=100, top_k=None,
+                        ignore_identical_ids=False, **cli)
+    return config_hash(prefs, ws.embedder.model_id, ws.store.kind)[0]
+
+
+def test_fusion_explorer_config_hash_is_the_clis():
+    """The config hash the explorer shows is the one ``aiblox eval`` (and a sweep point) gives
+    for the same setting: the other blend's settings stay at their defaults (a linear setting
+    carried RRF weights 0.6/1.4, an RRF one the linear sliders' normalisation)."""
+    from aiblox.explore import fusion_prefs, score_point
+
+    d = run_notebook("fusion_explorer")
+    ws, point = d["ws"], d["point"]
+    # the default widgets: linear, w_text 0.3, minmax, zero, depth 100 (RRF k slider at 60)
+    assert point.hashes["config"] == _cli_config_hash(
+        ws, blend="linear", w_text=0.3, w_vec=0.7, normalize="minmax", missing="zero")
+    # RRF with the linear widgets moved off their defaults: they do not apply, not hashed
+    rrf = score_point(ws, fusion_prefs(blend="rrf", w_text=0.5, rrf_k=10, normalize="minmax",
+                                       missing="list_min", depth=100))
+    assert rrf.hashes["config"] == _cli_config_hash(ws, blend="rrf", rrf_k=10)
+    # a linear setting with the RRF k slider moved: k does not apply either
+    linear = score_point(ws, fusion_prefs(blend="linear", w_text=0.6, rrf_k=10,
+                                          normalize="zscore", depth=100))
+    assert linear.hashes["config"] == _cli_config_hash(
+        ws, blend="linear", w_text=0.6, w_vec=0.4, normalize="zscore")
+
+
 def test_chunking_lab_cuts_and_compares():
     d = run_notebook("chunking_lab")
     doc, tables = d["doc"], d["tables"]
