@@ -33,6 +33,7 @@ def _():
         evidence_pack,
         mlflow_runs,
         open_notebook_workspace,
+        point_run_choices,
         retrieve_bundles,
         score_answers,
     )
@@ -51,6 +52,7 @@ def _():
         mlflow_runs,
         mo,
         open_notebook_workspace,
+        point_run_choices,
         retrieve_bundles,
         score_answers,
     )
@@ -175,25 +177,32 @@ def _(mo):
 
 
 @app.cell
-def _(DEFAULT_TRACKING_URI, mlflow_runs, mo):
+def _(DEFAULT_TRACKING_URI, mlflow_runs, mo, point_run_choices):
     runs = mlflow_runs(DEFAULT_TRACKING_URI)
-    _labels = {}
-    if not runs.empty:
-        for _, _r in runs.iterrows():
-            _name = _r.get("tags.mlflow.runName") or ""
-            _labels[f"{_name} {_r['run_id'][:8]}".strip()] = _r["run_id"]
-    run_a = mo.ui.dropdown(options=_labels, value=next(iter(_labels), None), label="run A")
-    run_b = mo.ui.dropdown(options=_labels, value=list(_labels)[1] if len(_labels) > 1
-                           else next(iter(_labels), None), label="run B")
-    (mo.md(f"No runs in `{DEFAULT_TRACKING_URI}` yet: "
-           "`aiblox sweep evals/sweeps/sample_fusion.toml` logs some.")
-     if runs.empty else mo.hstack([run_a, run_b], justify="start"))
-    return run_a, run_b, runs
+    # the points only: a sweep's parent run is no point to compare (aiblox compare refuses it)
+    run_choices = point_run_choices(runs)
+    _names = list(run_choices)
+    run_a = mo.ui.dropdown(options=run_choices, value=_names[0] if _names else None,
+                           label="run A")
+    run_b = mo.ui.dropdown(options=run_choices, value=_names[1] if len(_names) > 1 else None,
+                           label="run B")
+    if runs.empty:
+        _out = mo.md(f"No runs in `{DEFAULT_TRACKING_URI}` yet: "
+                     "`aiblox sweep evals/sweeps/sample_fusion.toml` logs some.")
+    elif len(run_choices) < 2:
+        _out = mo.md(f"{len(run_choices)} point run{'' if len(run_choices) == 1 else 's'} in "
+                     f"`{DEFAULT_TRACKING_URI}` (a sweep's own run is no point): two are needed "
+                     "to compare; a sweep with more points, `aiblox eval ... --mlflow` or the "
+                     "fusion explorer's log button adds some.")
+    else:
+        _out = mo.hstack([run_a, run_b], justify="start")
+    _out
+    return run_a, run_b, run_choices, runs
 
 
 @app.cell
-def _(DEFAULT_TRACKING_URI, compare_mlflow_runs, mo, run_a, run_b, runs):
-    if runs.empty or run_a.value is None or run_b.value is None:
+def _(DEFAULT_TRACKING_URI, compare_mlflow_runs, mo, run_a, run_b, run_choices):
+    if len(run_choices) < 2 or run_a.value is None or run_b.value is None:
         run_metrics, run_per_query = None, None
         _out = mo.md("")
     else:

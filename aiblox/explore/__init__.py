@@ -22,8 +22,9 @@ module        what it is for
               :func:`compare_per_query` (the paired test of ``aiblox compare``) and
               :func:`evidence_changes_table`
 ``runs``      :func:`mlflow_runs` lists the runs of the MLflow store the CLI's sweeps log to,
-              :func:`log_fusion_point` logs a notebook setting there, :func:`compare_mlflow_runs`
-              compares two of them as ``aiblox compare`` does
+              :func:`point_run_choices` the points among them (not a sweep's parent run),
+              :func:`log_fusion_point` logs a notebook setting there, and
+              :func:`compare_mlflow_runs` compares two of them as ``aiblox compare`` does
 ``trace``     :func:`inspect_question` runs one question through retrieval, late chunking,
               selection, prompt building, the reader and validation; :func:`evidence_pack`,
               :func:`diff_packs`
@@ -58,7 +59,12 @@ from aiblox.explore.policies import (
     retrieve_bundles,
     score_answers,
 )
-from aiblox.explore.runs import compare_mlflow_runs, log_fusion_point, mlflow_runs
+from aiblox.explore.runs import (
+    compare_mlflow_runs,
+    log_fusion_point,
+    mlflow_runs,
+    point_run_choices,
+)
 from aiblox.explore.trace import (
     PACK_RETRIEVED_AT,
     QueryTrace,
@@ -95,6 +101,7 @@ __all__ = [
     "mlflow_runs",
     "moved_queries",
     "open_notebook_workspace",
+    "point_run_choices",
     "retrieve_bundles",
     "score_answers",
     "score_point",

@@ -15,7 +15,7 @@ from aiblox.explore.fusion import FusionPoint
 from aiblox.explore.notebook import NotebookWorkspace
 from aiblox.sweep.compare import compare_runs
 
-__all__ = ["compare_mlflow_runs", "log_fusion_point", "mlflow_runs"]
+__all__ = ["compare_mlflow_runs", "log_fusion_point", "mlflow_runs", "point_run_choices"]
 
 
 def mlflow_runs(tracking_uri: str = DEFAULT_TRACKING_URI, max_results: int = 500) -> pd.DataFrame:
@@ -43,6 +43,22 @@ def mlflow_runs(tracking_uri: str = DEFAULT_TRACKING_URI, max_results: int = 500
     finally:
         mlflow.set_tracking_uri(previous)
     return df if isinstance(df, pd.DataFrame) else pd.DataFrame()
+
+
+def point_run_choices(runs: pd.DataFrame) -> dict[str, str]:
+    """``{label: run_id}`` of the runs of ``runs`` (:func:`mlflow_runs`) that can be compared:
+    the points (a sweep's child runs, ``aiblox eval`` runs, notebook settings), not a sweep's
+    parent run (tag ``aiblox.kind = sweep``), which ``aiblox compare`` refuses: a sweep is
+    compared point by point. In the frame's order (newest first); a label is the run's name
+    and its id's first 8 characters."""
+    if runs.empty:
+        return {}
+    kind = runs["tags.aiblox.kind"] if "tags.aiblox.kind" in runs.columns else None
+    points = runs if kind is None else runs[kind != "sweep"]
+    names = (points["tags.mlflow.runName"] if "tags.mlflow.runName" in points.columns
+             else pd.Series("", index=points.index))
+    return {f"{name if isinstance(name, str) else ''} {rid[:8]}".strip(): rid
+            for name, rid in zip(names, points["run_id"], strict=True)}
 
 
 def log_fusion_point(ws: NotebookWorkspace, point: FusionPoint,

@@ -17,16 +17,28 @@ NOTEBOOKS = ("fusion_explorer", "chunking_lab", "policy_compare", "query_inspect
 
 
 
-@cache
-def run_notebook(name: str) -> dict[str, Any]:
+def run_notebook_once(name: str) -> tuple[list[Any], dict[str, Any]]:
     """Run ``notebooks/<name>.py`` headless in this process (what ``python <name>.py`` does:
-    ``app.run()``, every widget at its default) and return the cells' definitions. Cached,
-    so each notebook runs once per test session."""
+    ``app.run()``, every widget at its default), in the current folder and environment:
+    ``(the cells' outputs, the cells' definitions)``. Not cached."""
     pytest.importorskip("marimo")
     spec = importlib.util.spec_from_file_location(f"aiblox_notebook_{name}",
                                                   NOTEBOOKS_DIR / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    _outputs, defs = module.app.run()
-    return dict(defs)
+    outputs, defs = module.app.run()
+    return list(outputs), dict(defs)
+
+
+@cache
+def run_notebook(name: str) -> dict[str, Any]:
+    """:func:`run_notebook_once`'s definitions, cached: each notebook runs once per test
+    session."""
+    return run_notebook_once(name)[1]
+
+
+def output_text(outputs: list[Any]) -> str:
+    """The text the cells' outputs show (their HTML, for the ones that are HTML), one output
+    a line."""
+    return "\n".join(o.text for o in outputs if isinstance(getattr(o, "text", None), str))

@@ -9,7 +9,14 @@ import subprocess
 import sys
 
 import pytest
-from _notebook_runs import NOTEBOOKS, NOTEBOOKS_DIR, REPO, run_notebook
+from _notebook_runs import (
+    NOTEBOOKS,
+    NOTEBOOKS_DIR,
+    REPO,
+    output_text,
+    run_notebook,
+    run_notebook_once,
+)
 
 pytest.importorskip("marimo")
 
@@ -163,6 +170,61 @@ def test_policy_compare_v1_vs_v2():
     only_b = {c for c in row["only_B"].split(", ") if c}
     added = set(diff.loc[(diff["field"] == "sources") & (diff["change"] == "added"), "B"])
     assert {a.rsplit("#", 1)[1] for a in added} == only_b  # the chunks only B selected
+
+
+ONE_POINT_SPEC = """
+name = "one_point"
+dataset = "sample"
+tune_split = "train"
+report_split = "test"
+backend = "duckdb"
+embedder = "hashing"
+metrics = ["ndcg@10", "recall@10"]
+primary = "ndcg@10"
+[base]
+top_k_items = 10
+scoring = { blend = "rrf" }
+fts = { top_k = 20 }
+vector = { top_k = 20 }
+"""
+
+
+def test_policy_compare_offers_points_only_and_needs_two(tmp_path, monkeypatch):
+    """The MLflow pickers list the points, never a sweep's parent run (which ``aiblox compare``
+    refuses): with one logged one-point sweep the notebook says two points are needed (its
+    default run B was the parent run, and the cell raised)."""
+    pytest.importorskip("mlflow")
+    from aiblox.engine.tracking import DEFAULT_TRACKING_URI, SweepTracker
+    from aiblox.sweep import load_spec, run_sweep
+
+    monkeypatch.chdir(tmp_path)  # the notebook reads ./mlruns/mlflow.db, as the CLI does
+    (tmp_path / "one_point.toml").write_text(ONE_POINT_SPEC, encoding="utf-8")
+    spec = load_spec(tmp_path / "one_point.toml")
+    tracker = SweepTracker(DEFAULT_TRACKING_URI, "one-point", spec.hash,
+                           spec.model_dump(mode="json"))
+    run_sweep(spec, cache_dir=tmp_path / "stages", db=":memory:", progress=False,
+              tracker=tracker)
+    (child,) = tracker.children()
+    outputs, d = run_notebook_once("policy_compare")
+    runs = d["runs"]
+    assert len(runs) == 2 and "sweep" in set(runs["tags.aiblox.kind"])  # parent and point
+    assert list(d["run_choices"].values()) == [child.info.run_id]
+    assert d["run_metrics"] is None and d["run_per_query"] is None
+    assert "1 point run in" in output_text(outputs)
+    assert "two are needed to compare" in output_text(outputs)
+
+
+def test_point_run_choices_leave_out_sweeps():
+    import pandas as pd
+
+    from aiblox.explore import point_run_choices
+
+    runs = pd.DataFrame({"run_id": ["c" * 32, "b" * 32, "a" * 32, "d" * 32],
+                         "tags.mlflow.runName": ["lin-w0.3", "sweep-s", "rrf-k60", None],
+                         "tags.aiblox.kind": ["point", "sweep", "point", "notebook"]})
+    assert point_run_choices(runs) == {"lin-w0.3 cccccccc": "c" * 32,
+                                       "rrf-k60 aaaaaaaa": "a" * 32, "dddddddd": "d" * 32}
+    assert point_run_choices(pd.DataFrame()) == {}
 
 
 def test_query_inspector_traces_one_question():
