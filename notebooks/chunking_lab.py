@@ -29,6 +29,7 @@ def _():
         chunk_table,
         compare_chunkers,
         open_notebook_workspace,
+        split_choices,
     )
 
     return (
@@ -40,6 +41,7 @@ def _():
         mo,
         open_notebook_workspace,
         plt,
+        split_choices,
     )
 
 
@@ -73,9 +75,19 @@ def _(available_datasets, available_embedders, default_registry, mo):
 
 
 @app.cell
-def _(dataset, embedder, mo, open_notebook_workspace):
+def _(dataset, mo, split_choices):
+    # the dataset's judged splits: test when it has one, else its first
+    _splits, _default = split_choices(dataset.value)
+    split = mo.ui.dropdown(options=_splits, value=_default, label="split")
+    split
+    return (split,)
+
+
+@app.cell
+def _(dataset, embedder, mo, open_notebook_workspace, split):
     with mo.status.spinner(title="loading the dataset"):
-        ws = open_notebook_workspace(dataset.value, embedder.value, max_depth=20)
+        ws = open_notebook_workspace(dataset.value, embedder.value, split=split.value,
+                                     max_depth=20)
     return (ws,)
 
 

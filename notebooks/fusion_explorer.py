@@ -24,7 +24,6 @@ def _():
     import marimo as mo
     import matplotlib.pyplot as plt
 
-    from aiblox.data import available_splits, find_dataset
     from aiblox.explore import (
         available_datasets,
         available_embedders,
@@ -35,15 +34,14 @@ def _():
         moved_queries,
         open_notebook_workspace,
         score_point,
+        split_choices,
         weight_curve,
     )
 
     return (
         available_datasets,
         available_embedders,
-        available_splits,
         baseline_prefs,
-        find_dataset,
         fitting_metrics,
         fusion_prefs,
         log_fusion_point,
@@ -52,6 +50,7 @@ def _():
         open_notebook_workspace,
         plt,
         score_point,
+        split_choices,
         time,
         weight_curve,
     )
@@ -77,10 +76,10 @@ def _(available_datasets, available_embedders, mo):
 
 
 @app.cell
-def _(available_splits, dataset, find_dataset, mo):
-    _splits = available_splits(find_dataset(dataset.value))
-    split = mo.ui.dropdown(options=_splits, value="test" if "test" in _splits else _splits[0],
-                           label="split")
+def _(dataset, mo, split_choices):
+    # the dataset's judged splits: test when it has one, else its first
+    _splits, _default = split_choices(dataset.value)
+    split = mo.ui.dropdown(options=_splits, value=_default, label="split")
     return (split,)
 
 

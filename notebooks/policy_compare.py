@@ -36,6 +36,7 @@ def _():
         point_run_choices,
         retrieve_bundles,
         score_answers,
+        split_choices,
     )
 
     return (
@@ -55,6 +56,7 @@ def _():
         point_run_choices,
         retrieve_bundles,
         score_answers,
+        split_choices,
     )
 
 
@@ -91,9 +93,19 @@ def _(available_datasets, available_embedders, available_policies, mo):
 
 
 @app.cell
-def _(chunker, dataset, embedder, limit, mo, open_notebook_workspace, retrieve_bundles):
+def _(dataset, mo, split_choices):
+    # the dataset's judged splits: test when it has one, else its first
+    _splits, _default = split_choices(dataset.value)
+    split = mo.ui.dropdown(options=_splits, value=_default, label="split")
+    split
+    return (split,)
+
+
+@app.cell
+def _(chunker, dataset, embedder, limit, mo, open_notebook_workspace, retrieve_bundles, split):
     with mo.status.spinner(title="retrieving the query sample"):
-        ws = open_notebook_workspace(dataset.value, embedder.value, max_depth=20)
+        ws = open_notebook_workspace(dataset.value, embedder.value, split=split.value,
+                                     max_depth=20)
         bundles = retrieve_bundles(ws, limit=limit.value, chunker=chunker.value)
     return bundles, ws
 

@@ -31,6 +31,7 @@ def _():
         available_policies,
         inspect_question,
         open_notebook_workspace,
+        split_choices,
     )
 
     return (
@@ -45,6 +46,7 @@ def _():
         pack_to_html,
         pack_to_json,
         pd,
+        split_choices,
         verify_pack,
     )
 
@@ -78,9 +80,19 @@ def _(available_datasets, available_embedders, available_policies, mo):
 
 
 @app.cell
-def _(dataset, embedder, mo, open_notebook_workspace):
+def _(dataset, mo, split_choices):
+    # the dataset's judged splits: test when it has one, else its first
+    _splits, _default = split_choices(dataset.value)
+    split = mo.ui.dropdown(options=_splits, value=_default, label="split")
+    split
+    return (split,)
+
+
+@app.cell
+def _(dataset, embedder, mo, open_notebook_workspace, split):
     with mo.status.spinner(title="loading the dataset"):
-        ws = open_notebook_workspace(dataset.value, embedder.value, max_depth=20)
+        ws = open_notebook_workspace(dataset.value, embedder.value, split=split.value,
+                                     max_depth=20)
     return (ws,)
 
 

@@ -11,7 +11,8 @@ module        what it is for
 ============  ==================================================================================
 ``notebook``  :func:`open_notebook_workspace`: a dataset's workspace
               (:func:`aiblox.engine.workspace.open_workspace`) with one split's signals computed
-              once at the deepest depth offered; the dataset, embedder and policy pickers
+              once at the deepest depth offered; the dataset, split, embedder and policy
+              pickers
 ``fusion``    :func:`score_point` fuses those signals under one setting and scores the run
               (:func:`aiblox.metrics.evaluate_run`); :func:`weight_curve`,
               :func:`moved_queries`
@@ -51,6 +52,7 @@ from aiblox.explore.notebook import (
     available_policies,
     default_db,
     open_notebook_workspace,
+    split_choices,
 )
 from aiblox.explore.policies import (
     answer_all,
@@ -105,5 +107,6 @@ __all__ = [
     "retrieve_bundles",
     "score_answers",
     "score_point",
+    "split_choices",
     "weight_curve",
 ]

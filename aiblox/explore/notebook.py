@@ -12,7 +12,7 @@ from pathlib import Path
 
 from aiblox.assembly import find_policies_dir
 from aiblox.contracts.retrieval import RetrievalPrefs
-from aiblox.data import Dataset, load_dataset
+from aiblox.data import Dataset, available_splits, find_dataset, load_dataset
 from aiblox.embedding import CachedEmbedder
 from aiblox.engine.workspace import Workspace, default_store_path
 from aiblox.engine.workspace import open_workspace as open_dataset_workspace
@@ -29,12 +29,15 @@ __all__ = [
     "available_policies",
     "default_db",
     "open_notebook_workspace",
+    "split_choices",
 ]
 
 DEFAULT_DATASET = "sample"
 """The project's own small dataset: fast and offline."""
 DEFAULT_EMBEDDER = "hashing"
 """The offline hashing embedder (no model to load)."""
+DEFAULT_SPLIT = "test"
+"""The split a notebook opens when the dataset has it (else its first, :func:`split_choices`)."""
 
 
 def _dataset_roots() -> list[Path]:
@@ -68,6 +71,14 @@ def available_policies() -> list[str]:
     """Selection policy versions in ``evals/policies`` (sorted names)."""
     folder = find_policies_dir()
     return sorted(p.stem for p in folder.glob("*.toml")) if folder is not None else []
+
+
+def split_choices(dataset: str) -> tuple[list[str], str | None]:
+    """``(splits, default)`` of the split picker the notebooks offer for ``dataset``: its
+    judged splits (:func:`aiblox.data.available_splits`, sorted), and ``test`` when it has one,
+    else the first of them (None when it has no qrels at all)."""
+    splits = sorted(available_splits(find_dataset(dataset)))
+    return splits, (DEFAULT_SPLIT if DEFAULT_SPLIT in splits else next(iter(splits), None))
 
 
 @dataclass
@@ -138,19 +149,25 @@ def default_db(dataset: str) -> str:
 
 
 def open_notebook_workspace(dataset: str = DEFAULT_DATASET, embedder: str = DEFAULT_EMBEDDER,
-                   split: str = "test", db: str | None = None,
+                   split: str | None = None, db: str | None = None,
                    max_depth: int = DEFAULT_DEPTH,
                    backend: str = "duckdb") -> NotebookWorkspace:
     """Load ``dataset``, open its workspace (:func:`aiblox.engine.workspace.open_workspace`: the
     store :func:`default_db` names unless ``db`` is given, made to hold the dataset, only what
     is missing is done), and compute the hybrid signals of every query of ``split`` at
-    ``max_depth``."""
+    ``max_depth``. ``split`` None: ``test`` when the dataset has it, else its first split
+    (:func:`split_choices`)."""
     if backend not in ("duckdb", "postgres"):
         raise ValueError(f"unknown backend {backend!r}; known: duckdb, postgres")
     if backend == "postgres" and not (db or "").startswith("postgres"):
         raise ValueError("backend 'postgres' needs db='postgresql+psycopg://...' (the server URL)")
     if max_depth < 1:
         raise ValueError(f"max_depth must be >= 1, got {max_depth}")
+    if split is None:
+        _, split = split_choices(dataset)
+        if split is None:
+            raise ValueError(f"dataset {dataset!r} has no qrels split (no qrels/<split> file): "
+                             "nothing to score")
     ds = load_dataset(dataset, splits=[split])
     path = db or (":memory:" if ds.name == DEFAULT_DATASET else default_store_path(ds))
     ws = open_dataset_workspace(ds, path, embedder, progress=False)

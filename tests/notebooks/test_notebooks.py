@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -247,6 +248,40 @@ def test_query_inspector_traces_one_question():
     finally:
         ws.close()
     assert again.pack.pack_id == pack.pack_id
+
+
+@pytest.fixture(scope="module")
+def train_only_root(tmp_path_factory):
+    """A dataset root whose ``sample`` is the project's with its ``train`` qrels only."""
+    root = tmp_path_factory.mktemp("train-only")
+    shutil.copytree(REPO / "datasets" / "sample", root / "sample",
+                    ignore=shutil.ignore_patterns("test.*"))
+    return root
+
+
+def test_split_choices_prefer_test_else_the_first(train_only_root, monkeypatch):
+    from aiblox.explore import split_choices
+
+    assert split_choices("sample") == (["test", "train"], "test")
+    monkeypatch.setenv("AIBLOX_DATASETS", str(train_only_root))
+    assert split_choices("sample") == (["train"], "train")
+    dev = train_only_root / "dev_first"
+    shutil.copytree(train_only_root / "sample", dev)
+    shutil.copy(dev / "qrels" / "train.tsv", dev / "qrels" / "dev.tsv")
+    assert split_choices(str(dev)) == (["dev", "train"], "dev")  # sorted: deterministic
+
+
+@pytest.mark.parametrize("name", ["query_inspector", "chunking_lab", "policy_compare"])
+def test_a_dataset_without_a_test_split_opens_its_first_split(name, train_only_root,
+                                                              monkeypatch):
+    """A dataset with no ``test`` qrels opens on its first split, with a split picker as the
+    fusion explorer's (the notebook asked for ``test`` and raised DatasetError)."""
+    monkeypatch.setenv("AIBLOX_DATASETS", str(train_only_root))
+    _, d = run_notebook_once(name)
+    ws = d["ws"]
+    assert ws.dataset.path.parent == train_only_root  # the train-only copy, not the sample
+    assert d["split"].value == ws.split == "train" and set(ws.dataset.qrels) == {"train"}
+    assert len(ws.queries) == len(ws.qrels) > 0
 
 
 def test_sweep_board_shows_the_sample_sweep(tmp_path):
