@@ -40,12 +40,14 @@ def _():
         swept_axes,
         tune_vs_report,
     )
+    from aiblox.sweep.frames import folds_frame
 
     return (
         Path,
         aiblox,
         axis_frame,
         default_db,
+        folds_frame,
         leaderboard,
         load_spec,
         manifest_frame,
@@ -79,7 +81,7 @@ def _(mo):
 
     Pick a sweep spec: the sweep runs with every stage memoised in `.aiblox/stages`, so a rerun
     reads everything back. The best point is chosen on the **tune** split only; the **report**
-    split confirms it.
+    split confirms it (a cross-validated spec has none: its k-fold held-out score is reported).
     """)
     return
 
@@ -103,13 +105,30 @@ def _(cache_dir, default_db, load_spec, mo, repo, run_sweep, spec_file, specs_di
 
 
 @app.cell
-def _(mo, result, spec, stage_counts):
+def _(result):
+    # what is reported: the report split, else (a [cv] spec) the k-fold held-out score, as
+    # `aiblox report` words it
+    _cv = result.cv
+    if result.report_split:
+        reported = f"reported on `{result.report_split}`"
+    elif _cv is not None:
+        reported = (f"reported by {_cv.folds}-fold cross-validation over `{_cv.split}` "
+                    f"({_cv.n_queries} queries, seed {_cv.seed}): each fold's point chosen on "
+                    f"the other folds, scored on the held-out fold; cross-validated "
+                    f"{_cv.metric} {_cv.pooled_held_out:.4f} (mean over queries)")
+    else:
+        reported = "no report split"
+    return (reported,)
+
+
+@app.cell
+def _(mo, reported, result, spec, stage_counts):
     counts = stage_counts(result)
     _t = result.timings
     mo.vstack([
         mo.md(f"## {result.name}: {len(result.points)} points on `{result.dataset}`\n\n"
               f"{spec.description} Primary metric **{result.primary}**, chosen on "
-              f"`{result.tune_split}`, reported on `{result.report_split}`."),
+              f"`{result.tune_split}`, {reported}."),
         mo.hstack([mo.stat(value=str(int(counts["computed"].sum())), label="stages computed"),
                    mo.stat(value=str(int(counts["reused"].sum())), label="stages reused"),
                    mo.stat(value=f"{_t.get('total_s', 0.0):.2f} s", label="sweep time",
@@ -136,7 +155,8 @@ def _(leaderboard, mo, result):
                  f"). No report split: `{result.cv.folds if result.cv else 0}`-fold "
                  f"cross-validation over `{result.tune_split}`: "
                  f"{result.cv.verdict if result.cv else ''}")),
-        mo.ui.table(board.round(4), selection=None, page_size=10),
+        mo.ui.table((board if result.report_split else board.drop(columns="report")).round(4),
+                    selection=None, page_size=10),
     ])
     return (board,)
 
@@ -159,7 +179,9 @@ def _(axis, axis_frame, board, plt, result):
     _pos = [float(x) for x in _xs] if _numeric else list(range(len(_xs)))
     _fig, _ax = plt.subplots(figsize=(7, 3.4))
     _ax.plot(_pos, along["tune"], "o-", label=f"{result.tune_split} (tune), best per value")
-    _ax.plot(_pos, along["report"], "s--", label=f"{result.report_split} (report), same point")
+    if result.report_split:
+        _ax.plot(_pos, along["report"], "s--",
+                 label=f"{result.report_split} (report), same point")
     _ax.plot(_pos, along["mean_tune"], ":", color="grey", label=f"{result.tune_split} mean")
     _best = result.best
     # the chosen point's value of this setting (None where its blend does not use it)
@@ -181,32 +203,48 @@ def _(axis, axis_frame, board, plt, result):
 
 
 @app.cell
-def _(along, mo):
-    mo.ui.table(along.round(4), selection=None, label="per value: the point best on tune")
+def _(along, mo, result):
+    mo.ui.table((along if result.report_split
+                 else along.drop(columns=["report", "mean_report"])).round(4),
+                selection=None, label="per value: the point best on tune")
     return
 
 
 @app.cell
-def _(plt, result, tune_vs_report):
+def _(folds_frame, mo, plt, result, tune_vs_report):
     scatter = tune_vs_report(result)
-    _fig, _ax = plt.subplots(figsize=(4.6, 4.4))
-    _ax.scatter(scatter["tune"], scatter["report"], s=18, alpha=0.6, label="points")
-    _lo = float(min(scatter["tune"].min(), scatter["report"].min()))
-    _hi = float(max(scatter["tune"].max(), scatter["report"].max()))
-    _ax.plot([_lo, _hi], [_lo, _hi], color="grey", lw=1, ls="--", label="tune = report")
-    for _flag, _marker, _color in (("best", "*", "tab:red"), ("baseline", "D", "black")):
-        _rows = scatter[scatter[_flag]]
-        if len(_rows):
-            _ax.scatter(_rows["tune"], _rows["report"], marker=_marker, s=160 if _marker == "*"
-                        else 60, color=_color, zorder=4, label=f"{_flag}: {_rows['label'].iloc[0]}")
-    _ax.set_xlabel(f"{result.primary} on {result.tune_split} (tune)")
-    _ax.set_ylabel(f"{result.primary} on {result.report_split} (report)")
-    _ax.set_title("tune vs report, every point")
-    _ax.grid(alpha=0.3)
-    _ax.legend(fontsize=7)
-    _fig.tight_layout()
-    _fig
-    return (scatter,)
+    folds = folds_frame(result)
+    if not result.report_split:
+        # no report split to scatter against: the k-fold choices (aiblox report's table)
+        _out = mo.vstack([
+            mo.md(f"### Cross-validation: each fold's choice\n\nPer fold, the point chosen "
+                  f"on the other folds (`tune`) and its {result.primary} on the held-out "
+                  f"fold (`held_out`), the gap and the baseline on the fold.")
+            if len(folds) else mo.md("No report split and no cross-validation: nothing "
+                                     "confirms the choice."),
+            mo.ui.table(folds.round(4), selection=None) if len(folds) else mo.md(""),
+        ])
+    else:
+        _fig, _ax = plt.subplots(figsize=(4.6, 4.4))
+        _ax.scatter(scatter["tune"], scatter["report"], s=18, alpha=0.6, label="points")
+        _lo = float(min(scatter["tune"].min(), scatter["report"].min()))
+        _hi = float(max(scatter["tune"].max(), scatter["report"].max()))
+        _ax.plot([_lo, _hi], [_lo, _hi], color="grey", lw=1, ls="--", label="tune = report")
+        for _flag, _marker, _color in (("best", "*", "tab:red"), ("baseline", "D", "black")):
+            _rows = scatter[scatter[_flag]]
+            if len(_rows):
+                _ax.scatter(_rows["tune"], _rows["report"], marker=_marker,
+                            s=160 if _marker == "*" else 60, color=_color, zorder=4,
+                            label=f"{_flag}: {_rows['label'].iloc[0]}")
+        _ax.set_xlabel(f"{result.primary} on {result.tune_split} (tune)")
+        _ax.set_ylabel(f"{result.primary} on {result.report_split} (report)")
+        _ax.set_title("tune vs report, every point")
+        _ax.grid(alpha=0.3)
+        _ax.legend(fontsize=7)
+        _fig.tight_layout()
+        _out = _fig
+    _out
+    return folds, scatter
 
 
 @app.cell
@@ -250,13 +288,29 @@ def _(mo, result, significance_frame):
     _ci = "\n".join(f"- `{s}`: {m:.4f} [{lo:.4f}, {hi:.4f}]"
                     for s, (m, lo, hi) in result.ci.items())
     _base = result.baseline.label if result.baseline is not None else None
+    _cv = result.cv
+    if not _base:
+        _head = "### Significance\n\nThe spec names no baseline: nothing tested."
+    elif result.report_split:
+        _head = (f"### Significance vs baseline {_base}\n\nThe top points on "
+                 f"`{result.tune_split}` against the baseline on `{result.report_split}` "
+                 "(paired test, Holm-adjusted across the points per metric; `direction` says "
+                 "which way is better, and W/T/L count under it: for a cost, a decrease wins, "
+                 "as in `aiblox compare` and the sweep report).")
+    elif _cv is not None and _cv.margin is not None:
+        # no report split: the cross-validated choice against the baseline, as aiblox report
+        _head = (f"### Cross-validated choice against the baseline {_base}\n\n"
+                 f"- cross-validated score (mean over queries): {_cv.pooled_held_out:.4f}\n"
+                 f"- baseline {_cv.baseline}: {_cv.baseline_mean:.4f}\n"
+                 f"- margin (cross-validated - baseline): {_cv.margin:+.4f}, 95% interval "
+                 f"[{_cv.margin_low:+.4f}, {_cv.margin_high:+.4f}] ({_cv.ci_method})\n"
+                 f"- p ({_cv.test} paired test): {_cv.p_value:.4g}; W/T/L (queries) "
+                 f"{_cv.wins}/{_cv.ties}/{_cv.losses}\n\n**{_cv.verdict}**")
+    else:
+        _head = (f"### Significance vs baseline {_base}\n\nNo report split: the points are "
+                 "not tested against the baseline.")
     mo.vstack([
-        mo.md(f"### Significance vs baseline {_base}\n\nThe top points on "
-              f"`{result.tune_split}` against the baseline on `{result.report_split}` "
-              "(paired test, Holm-adjusted across the points per metric; `direction` says "
-              "which way is better, and W/T/L count under it: for a cost, a decrease wins, as "
-              "in `aiblox compare` and the sweep report)."
-              if _base else "### Significance\n\nThe spec names no baseline: nothing tested."),
+        mo.md(_head),
         mo.ui.table(significance.round(4), selection=None) if len(significance) else mo.md(""),
         mo.md(f"**95% bootstrap interval** of the best point's {result.primary}:\n\n{_ci}"),
     ])

@@ -330,6 +330,57 @@ def test_sweep_board_shows_the_sample_sweep(tmp_path):
     assert d["verify"] == "aiblox eval verify sample_fusion"
 
 
+CV_SPEC = """
+name = "sample_cv"
+description = "RRF k on datasets/sample, 3-fold cross-validated over test."
+dataset = "sample"
+tune_split = "test"
+backend = "duckdb"
+embedder = "hashing"
+metrics = ["ndcg@10", "recall@10"]
+primary = "ndcg@10"
+[base]
+top_k_items = 10
+fts = { top_k = 20 }
+vector = { top_k = 20 }
+[grid]
+rrf_k = [10, 60]
+[baseline]
+rrf_k = 5
+[cv]
+folds = 3
+seed = 0
+"""
+
+
+def test_sweep_board_reports_a_cross_validated_sweep(tmp_path, monkeypatch):
+    """A ``[cv]`` spec has no report split: the board says what it reports instead (the k-fold
+    held-out score, in ``aiblox report``'s words) and the cross-validated verdict against the
+    baseline, and no text or plot label names a report split (it said "reported on `None`")."""
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
+
+    from aiblox.sweep.frames import folds_frame
+
+    sweeps = tmp_path / "evals" / "sweeps"
+    sweeps.mkdir(parents=True)
+    (sweeps / "sample_fusion.toml").write_text(CV_SPEC, encoding="utf-8")  # the default pick
+    monkeypatch.chdir(tmp_path)  # the checkout: the first folder up holding evals/sweeps
+    outputs, d = run_notebook_once("sweep_board")
+    result = d["result"]
+    assert result.name == "sample_cv" and result.report_split is None and result.cv is not None
+    cv = result.cv
+    text = output_text(outputs)
+    labels = [t.get_text() for o in outputs if isinstance(o, Figure) for t in o.findobj(Text)]
+    assert "None" not in text and not [t for t in labels if "None" in t or "report" in t]
+    assert (f"reported by 3-fold cross-validation over `test` ({cv.n_queries} queries, "
+            f"seed 0)") in d["reported"]
+    assert f"cross-validated ndcg@10 {cv.pooled_held_out:.4f}" in text
+    assert "Cross-validated choice against the baseline rrf-k5-d20" in text
+    assert cv.verdict in text
+    assert d["folds"].equals(folds_frame(result)) and len(d["folds"]) == 3
+
+
 @pytest.mark.parametrize("name", ["policy_compare", "query_inspector", "sweep_board"])
 def test_runs_as_a_plain_script(name, tmp_path):
     """``python notebooks/<name>.py`` from another folder: datasets and policies are found
