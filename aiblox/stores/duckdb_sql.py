@@ -8,7 +8,7 @@ statement whose parameters are a few plain values (``str`` without NUL, ``int``,
 with them as SQL literals instead, which DuckDB reads to the same values; any other statement
 (named parameters, arrays, long lists, bytes) is bound as before.
 
-:func:`filter_sql` writes a store filter as a ``WHERE`` fragment in DuckDB's dialect.
+:func:`duckdb_filter_sql` writes a store filter as a ``WHERE`` fragment in DuckDB's dialect.
 
 String literals are DuckDB's standard ones (``'...'``, a quote doubled, backslashes literal),
 so any text is written exactly; placeholders are the ``?`` outside quoted strings and
@@ -32,7 +32,7 @@ __all__ = [
     "INLINE_LIST_MAX",
     "Connection",
     "check_database_file",
-    "filter_sql",
+    "duckdb_filter_sql",
     "inline_parameters",
 ]
 
@@ -61,7 +61,7 @@ def check_database_file(location: str) -> None:
 _NUMBER_TYPES = "('BIGINT', 'UBIGINT', 'DOUBLE')"  # json_type's names for a JSON number
 
 
-def filter_sql(filters: dict[str, Any] | None, alias: str) -> tuple[str, list[Any]]:
+def duckdb_filter_sql(filters: dict[str, Any] | None, alias: str) -> tuple[str, list[Any]]:
     """``(sql, params)`` restricting ``items`` rows aliased ``alias`` (``TRUE`` when no filters):
     :func:`~aiblox.stores.base.parse_filters`'s clauses in DuckDB's dialect, metadata read
     from its canonical JSON text (a number matches by value as well, as on PostgreSQL)."""

@@ -49,7 +49,7 @@ from aiblox.stores.base import (
     relocated,
 )
 from aiblox.stores.duckdb_fts import bm25_sql, load_extension
-from aiblox.stores.duckdb_sql import Connection, check_database_file, filter_sql
+from aiblox.stores.duckdb_sql import Connection, check_database_file, duckdb_filter_sql
 from aiblox.stores.duckdb_vectors import (
     cache_rows,
     cached_embeddings,
@@ -354,7 +354,7 @@ class DuckDBStore:
             yield list(map(ItemText, ids, titles, texts))
 
     def matching_ids(self, filters: dict[str, Any]) -> list[str]:
-        where, params = filter_sql(filters, "i")
+        where, params = duckdb_filter_sql(filters, "i")
         with self._lock:
             return [r[0] for r in self.con.execute(
                 f"SELECT i.id FROM items i WHERE {where} ORDER BY i.id", params).fetchall()]
@@ -462,7 +462,7 @@ class DuckDBStore:
             if self.fts_stale:
                 self.rebuild_fts()
             self._load_fts()
-            where, params = filter_sql(filters, "i")
+            where, params = duckdb_filter_sql(filters, "i")
             min_rank = "" if cfg.min_rank is None else f"AND score >= {float(cfg.min_rank)!r}"
             queries_table = pa.table({"qidx": list(range(len(queries))), "qtext": list(queries)})
             with self.con.registered("_aiblox_q", queries_table):
@@ -485,7 +485,7 @@ class DuckDBStore:
             "l2": "-array_distance(v.vector, q.vec)",
             "ip": "array_inner_product(v.vector, q.vec)",
         }[cfg.distance]
-        where, params = filter_sql(filters, "i")
+        where, params = duckdb_filter_sql(filters, "i")
         min_score = "" if cfg.min_score is None else f"AND sim >= {float(cfg.min_score)!r}"
         table = pa.table({"qidx": list(range(len(vectors))), "vec": self._vector_array(vectors)})
         with self._lock, self.con.registered("_aiblox_qv", table):
