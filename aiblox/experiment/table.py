@@ -8,11 +8,11 @@ a TREC run file read as trec_eval reads it, :func:`read_trec_run`, :mod:`aiblox.
 :func:`compare_systems` compares every other system with the baseline, or every pair, metric by
 metric, on the per-query values (queries paired by id): a paired t-test (``t``, ranx's,
 deterministic), the Wilcoxon signed-rank test (``wilcoxon``, scipy's, deterministic) or
-ranx's Fisher randomisation test (``fisher``, seeded; its p-values can vary with the numba
-thread count). The p-values of one metric form one family, adjusted with Holm's step-down
-method (``holm``, Holm 1979), Bonferroni's (``bonferroni``) or left as they are (``none``).
-(:func:`aiblox.experiment.systems.run_experiment` is the one call that scores the systems
-too.)
+Fisher's randomisation test (``fisher``, ranx's definition, exact for few queries, else seeded:
+:func:`aiblox.metrics.significance.fisher_p_value`, deterministic). The p-values of one metric
+form one family, adjusted with Holm's step-down method (``holm``, Holm 1979), Bonferroni's
+(``bonferroni``) or left as they are (``none``).
+(:func:`aiblox.experiment.systems.run_experiment` is the one call that scores the systems too.)
 
 :class:`Experiment` renders the same numbers as a markdown or LaTeX table, a long CSV, a pandas
 frame or one JSON object whose shape does not depend on how many systems there are

@@ -5,16 +5,16 @@ confidence intervals, ``aiblox compare`` and the notebooks' comparisons.
 :func:`paired_test` compares two runs' per-query values of one metric, queries paired by id:
 means, delta, the p-value of ranx's paired test (``paired_student_t_test``, two-sided, by
 default, computed bit for bit from its formula by :func:`student_t_p_value`, which imports
-neither ranx nor ``scipy.stats``; or ``fisher_randomization_test``, seeded; or scipy's Wilcoxon
-signed-rank test) and win/tie/loss counts. :func:`compare_to_baseline` runs it for several
-candidates against one baseline (:func:`compare_pairwise` for every pair of systems, as ranx's
-``compare``): the p-values of the candidates compared on one metric form one family and are
-adjusted (:func:`adjust`) with Holm's step-down method (Holm 1979, "A simple sequentially
-rejective multiple test procedure") by default, or Bonferroni's, so comparing the top few
-configurations does not inflate the false-positive rate. Its win/tie/loss counts follow the
-metric's direction (:mod:`aiblox.metrics.directions`: for a cost, a decrease is a win). Note
-that ranx's Fisher test permutes inside numba parallel threads, so its p-values can vary with
-the thread count; the t-test and the Wilcoxon test are deterministic.
+neither ranx nor ``scipy.stats``; or the Fisher randomisation test, :func:`fisher_p_value`; or
+scipy's Wilcoxon signed-rank test) and win/tie/loss counts. :func:`compare_to_baseline` runs it
+for several candidates against one baseline (:func:`compare_pairwise` for every pair of
+systems, as ranx's ``compare``): the p-values of the candidates compared on one metric form one
+family and are adjusted (:func:`adjust`) with Holm's step-down method (Holm 1979, "A simple
+sequentially rejective multiple test procedure") by default, or Bonferroni's, so comparing the
+top few configurations does not inflate the false-positive rate. Its win/tie/loss counts follow
+the metric's direction (:mod:`aiblox.metrics.directions`: for a cost, a decrease is a win).
+Every test is deterministic: the same values (and, for Fisher's, the same seed) give the same
+p-value in any process, whatever the thread count.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ __all__ = [
     "bootstrap_ci",
     "compare_pairwise",
     "compare_to_baseline",
+    "fisher_p_value",
     "holm",
     "paired_p_value",
     "paired_test",
@@ -49,8 +50,9 @@ __all__ = [
 ]
 
 StatTest = Literal["student", "fisher", "wilcoxon"]
-"""The paired tests: ranx's two-sided paired t-test, its Fisher randomisation test, or scipy's
-two-sided Wilcoxon signed-rank test (zero differences dropped, exact for small samples)."""
+"""The paired tests: ranx's two-sided paired t-test, the two-sided Fisher randomisation test
+(:func:`fisher_p_value`, as ranx's), or scipy's two-sided Wilcoxon signed-rank test (zero
+differences dropped, exact for small samples)."""
 STAT_TESTS: tuple[str, ...] = ("student", "fisher", "wilcoxon")
 """The values of :data:`StatTest`."""
 TEST_NAMES: dict[str, str] = {"student": "paired t-test", "fisher": "Fisher randomisation test",
@@ -161,8 +163,8 @@ def student_t_p_value(a: np.ndarray, b: np.ndarray) -> float:
 
 def paired_p_value(a: np.ndarray, b: np.ndarray, test: StatTest = "student",
                    seed: int = 42) -> float:
-    """Two-sided p-value of ranx's paired ``test`` on two aligned value arrays (1.0 when they
-    are identical, or when the test is undefined)."""
+    """Two-sided p-value of the paired ``test`` on two aligned value arrays (1.0 when they
+    are identical, or when the test is undefined); ``seed`` draws Fisher's random flips."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if test == "student":
@@ -182,13 +184,57 @@ def paired_p_value(a: np.ndarray, b: np.ndarray, test: StatTest = "student",
             except ValueError:  # every difference zero
                 return 1.0
         elif test == "fisher":
-            from ranx.statistical_tests import fisher_randomization_test
-
-            p, _ = fisher_randomization_test(a, b, 1000, 0.05, seed)
+            p = fisher_p_value(a, b, seed=seed)
         else:
             raise ValueError(f"unknown paired test {test!r}; one of {', '.join(STAT_TESTS)}")
     p = float(p)
     return 1.0 if np.isnan(p) else p
+
+
+FISHER_PERMUTATIONS = 1000
+"""Random sign flips :func:`fisher_p_value` draws where it does not enumerate them all: ranx's
+default ``n_permutations``."""
+_FISHER_EXACT_MAX = 16
+"""Up to this many pairs :func:`fisher_p_value` enumerates every sign flip (2**16 sums, under a
+millisecond): the exact p-value, with no Monte Carlo error."""
+
+
+def fisher_p_value(a: np.ndarray, b: np.ndarray, seed: int = 42,
+                   permutations: int = FISHER_PERMUTATIONS) -> float:
+    """Two-sided p-value of Fisher's paired randomisation test of ``a`` against ``b`` (Smucker,
+    Allan and Carterette 2007, "A comparison of statistical significance tests for information
+    retrieval evaluation"): the share of sign flips of the per-query differences whose mean is
+    at least as far from zero as the observed one, ``|mean diff| >= observed`` (ranx's
+    ``fisher_randomization_test`` definition, which swaps each pair with probability 1/2).
+
+    Computed here, not by ranx: ranx draws its permutations inside numba parallel threads
+    from per-thread generators, so its p-value changed from call to call with the same seed
+    and, with two threads, came out about half the true value (0.12 where the exact p over
+    all 4,096 flips of 12 queries is 0.25). Up to :data:`_FISHER_EXACT_MAX` pairs every one of
+    the 2**n flips is counted (the exact p-value, the limit of ranx's estimate); beyond,
+    ``permutations`` random flips (ranx's count) from numpy's seeded generator, so the
+    estimate agrees with ranx's in expectation and is the same in every process. The flips'
+    sums are compared with a tolerance of the float error of summing the differences, so a
+    flip that ties the observed mean in exact arithmetic counts as it should. 1.0 when there is
+    no pair or a value is not finite (the test is undefined)."""
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    n = d.shape[0]
+    if n == 0 or not np.isfinite(d).all():
+        return 1.0
+    observed = abs(float(d.sum()))
+    gamma = 4 * n * np.finfo(np.float64).eps * float(np.abs(d).sum())
+    if n <= _FISHER_EXACT_MAX:
+        sums = np.zeros(1)
+        for x in d:  # n doublings: every flip's sum, 2**n of them
+            sums = np.concatenate((sums + x, sums - x))
+        return float(np.count_nonzero(np.abs(sums) >= observed - gamma) / sums.shape[0])
+    signs = np.random.default_rng(seed).integers(0, 2, size=(permutations, n), dtype=np.int8)
+    hits = 0
+    block = max(1, 2 ** 20 // n)  # rows per product: memory bounded for any number of queries
+    for start in range(0, permutations, block):
+        flipped = np.where(signs[start:start + block] == 1, d, -d)
+        hits += int(np.count_nonzero(np.abs(flipped.sum(axis=1)) >= observed - gamma))
+    return hits / permutations
 
 
 _FLIPS_MAX = 13

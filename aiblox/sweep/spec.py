@@ -173,7 +173,9 @@ class SweepSpec(_Strict):
     """How many of the top points (ranked on the tune split) are tested against the baseline on
     the report split; Holm's correction runs across them."""
     stat_test: Literal["student", "fisher"] = "student"
-    """Paired test from ranx: two-sided paired t-test or Fisher's randomisation test."""
+    """Paired test: ranx's two-sided paired t-test, or Fisher's two-sided randomisation test
+    (:func:`aiblox.metrics.significance.fisher_p_value`: exact up to 16 queries, else 1,000
+    sign flips drawn with seed 42)."""
     alpha: float = Field(default=0.05, gt=0.0, lt=1.0)
     """Significance level for Holm-adjusted p-values."""
     query_limit: int | None = Field(default=None, ge=1)
