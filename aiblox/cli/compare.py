@@ -56,10 +56,10 @@ def compare(
     changed: int = typer.Option(10, "--changed", help="Queries shown that moved most (and, "
                                 "for selection-policy runs, whose evidence changed most)."),
 ) -> None:
-    """Per-metric deltas (B - A) with a paired test on per-query values, corrected over the
-    metrics, and win/tie/loss under each metric's direction (for a cost such as tokens, a
-    decrease is a win); the queries that moved most; for selection-policy runs, the evidence
-    that entered or left per query."""
+    """Per-metric means and deltas (B - A) over the queries both runs have, with a paired test on
+    their per-query values, corrected over the metrics, and win/tie/loss under each metric's
+    direction (for a cost such as tokens, a decrease is a win); the queries that moved most;
+    for selection-policy runs, the evidence that entered or left per query."""
     from rich.table import Table
 
     from aiblox.metrics.marks import delta_text, legend, p_text, value_text
@@ -93,6 +93,10 @@ def compare(
         table.add_row(m.metric, m.direction, value_text(m.a), value_text(m.b),
                       delta_text(m.delta, m.significant), p_text(m.p_value),
                       p_text(m.p_adjusted), str(m.wins), str(m.ties), str(m.losses))
+    if (result.queries_a, result.queries_b) != (result.n_queries, result.n_queries):
+        out.print(f"query sets differ: A has {result.queries_a} queries on {split}, B has "
+                  f"{result.queries_b}, {result.n_queries} shared; every number below is over "
+                  f"the {result.n_queries} shared", markup=False, highlight=False)
     out.print(table)
     out.print(legend("A", result.alpha), markup=False, highlight=False)
     p = result.primary_row

@@ -6,16 +6,18 @@ metric's direction (:mod:`aiblox.metrics.directions`: for a cost such as
 selection-policy points the evidence that entered or left per query.
 
 The runs are named by any reference :func:`aiblox.sweep.runs.resolve_run` takes (a run id,
-``SWEEP:LABEL``, a config-hash prefix). Deltas are ``B - A`` of the metrics logged on the runs
-(``<split>.<metric>``); the paired test (ranx's two-sided paired Student t-test by default,
-deterministic; or the Wilcoxon signed-rank or Fisher randomisation test) runs on the
-``per_query.<split>.parquet`` artifacts, queries paired by id, and the metrics compared form one
-family whose p-values are adjusted together (Holm's correction by default; Bonferroni's, or
-none). Pipeline points with selection also log
+``SWEEP:LABEL``, a config-hash prefix). Means, deltas (``B - A``), the paired test (ranx's
+two-sided paired Student t-test by default, deterministic; or the Wilcoxon signed-rank or
+Fisher randomisation test) and win/tie/loss all come from the ``per_query.<split>.parquet``
+artifacts, over the queries both runs have, paired by id: a run's logged mean
+(``<split>.<metric>``) is over its own queries, so two runs scored on different query sets
+would otherwise show a delta their test and counts do not describe. Runs that share no query
+are refused. The metrics compared form one family whose p-values are adjusted together (Holm's
+correction by default; Bonferroni's, or none). Pipeline points with selection also log
 ``evidence.<split>.parquet`` (``query_id, rank, chunk_id, item_id``: the selected evidence in
-order); when both runs have it, :attr:`RunComparison.evidence` lists per query the chunks only B
-selected (entered) and only A selected (left), and :attr:`RunComparison.evidence_summary` counts
-them. mlflow is imported lazily (the ``tracking`` extra).
+order); when both runs have it, :attr:`RunComparison.evidence` lists per query the chunks only
+B selected (entered) and only A selected (left), and :attr:`RunComparison.evidence_summary`
+counts them. mlflow is imported lazily (the ``tracking`` extra).
 """
 
 from __future__ import annotations
@@ -52,9 +54,9 @@ class MetricDelta(_Strict):
     metric: str
     """ranx metric name, e.g. ``ndcg@10``."""
     a: float
-    """Run A's logged mean."""
+    """A's mean over the queries both runs have (its logged mean when the query sets agree)."""
     b: float
-    """Run B's logged mean."""
+    """B's mean over the queries both runs have."""
     delta: float
     """``b - a``."""
     direction: Direction = "higher"
@@ -131,7 +133,12 @@ class RunComparison(_Strict):
     primary: str
     """Metric of the headline win/tie/loss counts (the sweep's primary when known)."""
     n_queries: int
-    """Queries both runs have per-query values for."""
+    """Queries both runs have per-query values of the primary metric for: what the means,
+    deltas, tests and win/tie/loss are over."""
+    queries_a: int = 0
+    """Queries A has per-query values for (any metric compared)."""
+    queries_b: int = 0
+    """Queries B has per-query values for."""
     test: str
     """Paired test used (``student``, ``wilcoxon`` or ``fisher``)."""
     correction: str = "holm"
@@ -273,6 +280,11 @@ def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str, primary
         _check_logged_means(run, pq, metrics, split)
     if not metrics:
         raise ValueError(f"runs {run_a} and {run_b} share no per-query metrics on {split}")
+    own = [set().union(*(pq[m] for m in metrics)) for pq in (pq_a, pq_b)]
+    if not own[0] & own[1]:
+        raise ValueError(f"runs {run_a} and {run_b} share no query on {split} (A has "
+                         f"{len(own[0])}, B has {len(own[1])}): nothing to pair; were they "
+                         f"scored on different datasets?")
     prim = primary if primary is not None else _primary(client, runs[0], metrics)
     if prim not in metrics:
         raise ValueError(f"metric {prim} is not among {metrics}")
@@ -285,12 +297,9 @@ def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str, primary
                         strict=True))
     rows = []
     for m in metrics:
-        key = metric_key(split, m)
-        la, lb = runs[0].data.metrics.get(key), runs[1].data.metrics.get(key)
         c = tests[m]
-        a = float(la) if la is not None else c.baseline_mean
-        b = float(lb) if lb is not None else c.candidate_mean
-        rows.append(MetricDelta(metric=m, a=a, b=b, delta=b - a, direction=c.direction,
+        rows.append(MetricDelta(metric=m, a=c.baseline_mean, b=c.candidate_mean,
+                                delta=c.delta, direction=c.direction,
                                 p_value=c.p_value, p_adjusted=adjusted[m],
                                 significant=adjusted[m] <= alpha, wins=c.wins, ties=c.ties,
                                 losses=c.losses, n=c.wins + c.ties + c.losses))
@@ -306,7 +315,8 @@ def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str, primary
         evidence, summary = evidence_changes(ev_a, ev_b)
     return RunComparison(run_a=run_a, run_b=run_b, label_a=label(runs[0]),
                          label_b=label(runs[1]), name_a=refs[0].name, name_b=refs[1].name,
-                         split=split, primary=prim, n_queries=n, test=test,
+                         split=split, primary=prim, n_queries=n, queries_a=len(own[0]),
+                         queries_b=len(own[1]), test=test,
                          correction=correction, alpha=alpha, metrics=rows,
                          moved=query_moves(pq_a[prim], pq_b[prim], prim), evidence=evidence,
                          evidence_summary=summary)

@@ -1,0 +1,74 @@
+"""``aiblox compare`` on runs scored on different query sets: means, deltas, the test and
+win/tie/loss all over the shared queries, a line saying the sets differ, and a one-line
+refusal when no query is shared. Hand-made runs (per-query values worked out by hand) logged
+by the one writer into the session's tmp store."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("mlflow")
+
+from typer.testing import CliRunner  # noqa: E402
+
+from aiblox.cli.main import app  # noqa: E402
+from aiblox.engine.tracking import PointLog, log_runs  # noqa: E402
+
+runner = CliRunner()
+# the same system on q1-q4 (A) and on q3-q6 (B): equal on the shared q3, q4; the logged means
+# (0.5 and 0.8) differ only because the query sets do
+A = {"q1": 0.2, "q2": 0.4, "q3": 0.6, "q4": 0.8}
+B = {"q3": 0.6, "q4": 0.8, "q5": 0.9, "q6": 0.9}
+C = {"q7": 0.5, "q8": 0.7}  # another dataset: no query in common
+
+
+def _log(uri: str, label: str, values: dict[str, float]) -> str:
+    mean = sum(values.values()) / len(values)
+    log = PointLog(kind="run", label=label, metrics={"test": {"ndcg@10": mean}},
+                   per_query={"test": {"ndcg@10": values}})
+    return log_runs(uri, "compare-queries", [log])[0]
+
+
+@pytest.fixture(scope="module")
+def runs(mlflow_uri):
+    return {name: _log(mlflow_uri, name, v) for name, v in (("a", A), ("b", B), ("c", C))}
+
+
+def _cli(uri: str, *args: str):
+    return runner.invoke(app, ["compare", *args, "--tracking-uri", uri],
+                         env={"AIBLOX_NO_PROGRESS": "1", "COLUMNS": "120"})
+
+
+def test_means_and_delta_are_over_the_shared_queries(runs, mlflow_uri):
+    r = _cli(mlflow_uri, runs["a"], runs["b"], "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    (m,) = out["metrics"]
+    # (0.6 + 0.8) / 2 for both, not the logged 0.5 and 0.8 (a delta of +0.3 beside 0/2/0)
+    assert m["a"] == pytest.approx(0.7) and m["b"] == pytest.approx(0.7)
+    assert m["delta"] == 0.0 and (m["wins"], m["ties"], m["losses"]) == (0, 2, 0)
+    assert m["p_value"] == 1.0
+    assert (out["n_queries"], out["queries_a"], out["queries_b"]) == (2, 4, 4)
+
+
+def test_differing_query_sets_are_named_in_one_line(runs, mlflow_uri):
+    r = _cli(mlflow_uri, runs["a"], runs["b"])
+    assert r.exit_code == 0, r.output
+    lines = [ln for ln in r.stdout.splitlines() if "query sets differ" in ln]
+    assert lines == ["query sets differ: A has 4 queries on test, B has 4, 2 shared; every "
+                     "number below is over the 2 shared"]
+    same = _cli(mlflow_uri, runs["a"], runs["a"])
+    assert same.exit_code == 0 and "query sets differ" not in same.stdout
+
+
+def test_no_shared_query_is_refused_in_one_line(runs, mlflow_uri):
+    for args in ((runs["a"], runs["c"]), (runs["a"], runs["c"], "--json")):
+        r = _cli(mlflow_uri, *args)
+        assert r.exit_code == 2, r.output
+        assert r.stdout == ""  # no table, no JSON
+        (line,) = r.output.strip().splitlines()
+        assert line == (f"error: runs {runs['a']} and {runs['c']} share no query on test (A "
+                        f"has 4, B has 2): nothing to pair; were they scored on different "
+                        f"datasets?")
