@@ -42,8 +42,9 @@ def compare(
                                      help="MLflow tracking URI."),
     split: str = typer.Option("test", "--split", help="Split to compare on."),
     primary: str = typer.Option("", "--primary", help="Metric of the headline win/tie/loss "
-                                "and of the queries that moved (default: the sweep's primary "
-                                "metric)."),
+                                "and of the queries that moved (default: A's primary metric, "
+                                "its sweep's or the first its eval computed; else B's; else "
+                                "ndcg@10 or the first default metric both have)."),
     test: TestChoice = typer.Option(TestChoice.t, "--test", help="Paired test: t (Student's "
                                     "t-test), wilcoxon (signed-rank) or fisher (randomisation)."),
     correction: CorrectionChoice = typer.Option(

@@ -28,7 +28,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from aiblox.engine.tracking import metric_key, per_query_file, quiet_downloads
+from aiblox.engine.tracking.layout import TAG_PARENT, TAG_PRIMARY
 from aiblox.metrics.directions import Direction, metric_direction
+from aiblox.metrics.ranking import DEFAULT_METRICS
 from aiblox.metrics.significance import Correction, StatTest, adjust, compare_to_baseline
 
 __all__ = [
@@ -131,7 +133,9 @@ class RunComparison(_Strict):
     split: str
     """Split compared."""
     primary: str
-    """Metric of the headline win/tie/loss counts (the sweep's primary when known)."""
+    """Metric of the headline win/tie/loss counts: ``--primary``, else A's or B's logged
+    primary (its sweep's, or the first metric ``aiblox eval`` computed), else ``ndcg@10`` or the
+    first default metric both have."""
     n_queries: int
     """Queries both runs have per-query values of the primary metric for: what the means,
     deltas, tests and win/tie/loss are over."""
@@ -205,16 +209,31 @@ def evidence_changes(a: dict[str, list[str]], b: dict[str, list[str]]
     return changes, summary
 
 
-def _primary(client: Any, run: Any, metrics: list[str]) -> str:
-    parent = run.data.tags.get("mlflow.parentRunId")
-    if parent:
-        try:
-            prim = client.get_run(parent).data.params.get("spec.primary")
-        except Exception:  # noqa: BLE001 - parent gone: fall back to the first metric
-            prim = None
+def _run_primary(client: Any, run: Any) -> str | None:
+    """The primary metric ``run`` was logged with: its tag ``aiblox.primary`` (``aiblox eval
+    --mlflow``: the first metric it computed), else its sweep's ``spec.primary``; None when it
+    records none (an eval run logged before the tag, a parent gone)."""
+    if run.data.tags.get(TAG_PRIMARY):
+        return str(run.data.tags[TAG_PRIMARY])
+    parent = run.data.tags.get(TAG_PARENT)
+    if not parent:
+        return None
+    try:
+        return client.get_run(parent).data.params.get("spec.primary")
+    except Exception:  # noqa: BLE001 - parent gone: no primary recorded
+        return None
+
+
+def _primary(client: Any, runs: list[Any], metrics: list[str]) -> str:
+    """The headline metric: A's primary, else B's (:func:`_run_primary`), else the first of
+    :data:`~aiblox.metrics.ranking.DEFAULT_METRICS` (``ndcg@10`` first) both runs have, else
+    the first by name. Without a recorded primary the choice depends on neither the argument
+    order nor the metric names' alphabetical order (which put ``map@100`` first)."""
+    for run in runs:
+        prim = _run_primary(client, run)
         if prim in metrics:
             return prim
-    return metrics[0]
+    return next((m for m in DEFAULT_METRICS if m in metrics), metrics[0])
 
 
 def query_moves(a: dict[str, float], b: dict[str, float], metric: str) -> list[QueryMove]:
@@ -285,7 +304,7 @@ def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str, primary
         raise ValueError(f"runs {run_a} and {run_b} share no query on {split} (A has "
                          f"{len(own[0])}, B has {len(own[1])}): nothing to pair; were they "
                          f"scored on different datasets?")
-    prim = primary if primary is not None else _primary(client, runs[0], metrics)
+    prim = primary if primary is not None else _primary(client, runs, metrics)
     if prim not in metrics:
         raise ValueError(f"metric {prim} is not among {metrics}")
     # the sweep's own test (one candidate: no correction within a metric), then one family of

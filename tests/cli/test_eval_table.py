@@ -368,6 +368,8 @@ def test_mlflow_logs_each_system_and_verify_rechecks_a_mode(db, tmp_path):
     hybrid = client.get_run(ids["hybrid"])
     assert hybrid.data.tags["aiblox.kind"] == "point"
     assert hybrid.data.tags["aiblox.config_hash"] == table["systems"][0]["hashes"]["config"]
+    # the first metric computed: aiblox compare's headline
+    assert hybrid.data.tags["aiblox.primary"] == table["metrics"][0] == "ndcg@10"
     assert hybrid.data.metrics["test.ndcg_at_10"] == table["systems"][0]["metrics"]["ndcg@10"]
     sig = table["systems"][0]["significance"]["ndcg@10"]
     assert hybrid.data.metrics["test.ndcg_at_10.p_adjusted"] == sig["p_adjusted"]

@@ -1,7 +1,9 @@
-"""``aiblox compare`` on runs scored on different query sets: means, deltas, the test and
-win/tie/loss all over the shared queries, a line saying the sets differ, and a one-line
-refusal when no query is shared. Hand-made runs (per-query values worked out by hand) logged
-by the one writer into the session's tmp store."""
+"""``aiblox compare`` on hand-made runs (per-query values worked out by hand) logged by the one
+writer into the session's tmp store: on runs scored on different query sets, means, deltas,
+the test and win/tie/loss all over the shared queries, a line saying the sets differ, and a
+one-line refusal when no query is shared; and the headline metric of runs that record no
+primary (``aiblox eval --mlflow`` runs logged before ``aiblox.primary``), whatever the
+argument order."""
 
 from __future__ import annotations
 
@@ -24,10 +26,11 @@ B = {"q3": 0.6, "q4": 0.8, "q5": 0.9, "q6": 0.9}
 C = {"q7": 0.5, "q8": 0.7}  # another dataset: no query in common
 
 
-def _log(uri: str, label: str, values: dict[str, float]) -> str:
+def _log(uri: str, label: str, values: dict[str, float],
+         metrics: tuple[str, ...] = ("ndcg@10",), tags: dict[str, str] | None = None) -> str:
     mean = sum(values.values()) / len(values)
-    log = PointLog(kind="run", label=label, metrics={"test": {"ndcg@10": mean}},
-                   per_query={"test": {"ndcg@10": values}})
+    log = PointLog(kind="run", label=label, metrics={"test": dict.fromkeys(metrics, mean)},
+                   per_query={"test": dict.fromkeys(metrics, values)}, tags=tags or {})
     return log_runs(uri, "compare-queries", [log])[0]
 
 
@@ -72,3 +75,43 @@ def test_no_shared_query_is_refused_in_one_line(runs, mlflow_uri):
         assert line == (f"error: runs {runs['a']} and {runs['c']} share no query on test (A "
                         f"has 4, B has 2): nothing to pair; were they scored on different "
                         f"datasets?")
+
+
+EVAL_METRICS = ("ndcg@10", "recall@100", "mrr@10", "map@100")  # aiblox eval's, in its order
+
+
+@pytest.fixture(scope="module")
+def primaries(mlflow_uri):
+    """Two runs that record no primary, one tagged with its eval's first metric, and a sweep
+    point whose sweep's primary is mrr@10."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=mlflow_uri)
+    exp = client.get_experiment_by_name("compare-queries").experiment_id
+    sweep = client.create_run(exp, tags={"aiblox.kind": "sweep"}).info.run_id
+    client.log_param(sweep, "spec.primary", "mrr@10")
+    client.set_terminated(sweep)
+    return {"x": _log(mlflow_uri, "x", A, EVAL_METRICS),
+            "y": _log(mlflow_uri, "y", A, EVAL_METRICS),
+            "tagged": _log(mlflow_uri, "tagged", A, EVAL_METRICS,
+                           {"aiblox.primary": "recall@100"}),
+            "point": _log(mlflow_uri, "point", A, EVAL_METRICS,
+                          {"mlflow.parentRunId": sweep})}
+
+
+def _primary(uri: str, a: str, b: str) -> str:
+    r = _cli(uri, a, b, "--json")
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)["primary"]
+
+
+def test_without_a_recorded_primary_the_headline_is_ndcg_at_10(runs, primaries, mlflow_uri):
+    # not map@100, the alphabetically first metric
+    assert _primary(mlflow_uri, primaries["x"], primaries["y"]) == "ndcg@10"
+
+
+@pytest.mark.parametrize(("run", "expected"), [("point", "mrr@10"), ("tagged", "recall@100")])
+def test_one_run_s_primary_is_the_headline_in_either_order(runs, primaries, mlflow_uri, run,
+                                                          expected):
+    assert _primary(mlflow_uri, primaries[run], primaries["x"]) == expected
+    assert _primary(mlflow_uri, primaries["x"], primaries[run]) == expected

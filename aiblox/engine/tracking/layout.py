@@ -35,6 +35,7 @@ __all__ = [
     "TAG_KIND",
     "TAG_LABEL",
     "TAG_PARENT",
+    "TAG_PRIMARY",
     "TAG_SPEC_PATH",
     "TAG_SWEEP",
     "cv_metrics",
@@ -66,6 +67,11 @@ TAG_LABEL = "aiblox.label"
 
 
 TAG_PARENT = "mlflow.parentRunId"
+
+
+TAG_PRIMARY = "aiblox.primary"
+"""An ``aiblox eval`` run's primary metric: the first metric it computed (a sweep's point has
+its sweep's ``spec.primary`` param on the parent instead), the headline of ``aiblox compare``."""
 
 
 EVIDENCE_COLUMNS = ["query_id", "rank", "chunk_id", "item_id"]
