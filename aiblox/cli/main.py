@@ -91,10 +91,11 @@ class MainGroup(LazyGroup, AibloxGroup):
             "Write report.html (no network needed to view it) and report.md for SWEEP."),
         "compare": LazyCommand(
             "aiblox.cli.compare:compare",
-            "Per-metric deltas (B - A) with a paired test on per-query values, corrected over "
-            "the\nmetrics, and win/tie/loss under each metric's direction (for a cost such as "
-            "tokens, a\ndecrease is a win); the queries that moved most; for selection-policy "
-            "runs, the evidence\nthat entered or left per query."),
+            "Per-metric means and deltas (B - A) over the queries both runs have, with a paired "
+            "test on\ntheir per-query values, corrected over the metrics, and win/tie/loss under "
+            "each metric's\ndirection (for a cost such as tokens, a decrease is a win); the "
+            "queries that moved most;\nfor selection-policy runs, the evidence that entered or "
+            "left per query."),
         "runs": LazyCommand(runs_app, RUNS_HELP),
         "eval": LazyCommand(eval_app, EVAL_HELP),
         "pack": LazyCommand("aiblox.cli.pack:pack_app",
