@@ -217,7 +217,7 @@ def scoring_table(args, spec: SweepSpec, ds, cache_dir: Path) -> None:
 
                 offsets = np.zeros(len(index.qids) + 1, dtype=np.int64)
                 np.cumsum(fused.counts, out=offsets[1:])
-                mat = scorer._ranx(run_arrays(codes[fused.positions], offsets), metrics, metrics)
+                mat = scorer._ranx(run_arrays(codes[fused.positions], offsets), metrics)
                 outs.append(mat)
             else:  # as the sweep's metrics stage: the ranks the metrics read, gathered
                 outs.append(scorer.evaluate_positions(index.qids, codes, fused.positions,
@@ -265,11 +265,16 @@ def scoring_table(args, spec: SweepSpec, ds, cache_dir: Path) -> None:
                      f"{len(ranx_points) / t_ranx:.1f}", "-",
                      f"max |Δ mean| vs aiblox {diff:.1e} (its own fusion; ties differ)"])
     err.print("the whole sweep with MLflow (both splits, fusion and metrics recomputed) ...")
+    own_points = spec.points()
+    depths = sorted({max(p.fts.top_k, p.vector.top_k) for p in own_points})
+    tops = sorted({p.top_k_items for p in own_points})
+    own = (f"aiblox sweep {spec.name} (depth {depths[0]}-{depths[-1]}, "
+           f"top {'-'.join(str(t) for t in dict.fromkeys((tops[0], tops[-1])))})")
     for sweep, label, tracking in (
             (deep, f"aiblox sweep, {args.depth}-deep, MLflow tracking (sqlite)", True),
             (deep, f"aiblox sweep, {args.depth}-deep, --no-tracking", False),
-            (spec, f"aiblox sweep {spec.name} (depth 25-200, top 100), MLflow tracking", True),
-            (spec, f"aiblox sweep {spec.name} (depth 25-200, top 100), --no-tracking", False)):
+            (spec, f"{own}, MLflow tracking", True),
+            (spec, f"{own}, --no-tracking", False)):
         c0 = time.process_time()
         r = _whole_sweep(sweep, ds, cache_dir, args.db, jobs, tracking)
         cpu = time.process_time() - c0
