@@ -1,10 +1,12 @@
-"""Helpers shared by the benchmark scripts: opening a quiet store, printing a table.
+"""Helpers shared by the benchmark scripts: their argument parser and its number types, opening
+a quiet store, printing a table.
 
 Not part of the ``aiblox`` package; the scripts import it from their own folder.
 """
 
 from __future__ import annotations
 
+import argparse
 import platform
 import sys
 from collections.abc import Sequence
@@ -18,10 +20,39 @@ from rich.table import Table
 if TYPE_CHECKING:
     from aiblox.stores import DuckDBStore
 
-__all__ = ["environment_line", "err", "open_quiet_store", "print_table"]
+__all__ = ["arg_parser", "environment_line", "err", "nonnegative_int", "open_quiet_store",
+           "positive_int", "print_table"]
 
 err = Console(stderr=True)
 """Progress for people goes to stderr; the table alone goes to stdout."""
+
+
+def arg_parser(doc: str | None) -> argparse.ArgumentParser:
+    """The script's parser, its ``--help`` description the first paragraph of the script's
+    docstring ``doc`` (whole sentences, however many lines they take)."""
+    first = (doc or "").strip().split("\n\n")[0]
+    return argparse.ArgumentParser(description=" ".join(first.split()))
+
+
+def _int(text: str, least: int, what: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"{value} is not {what}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse ``type`` for a count, size or repeat: a whole number of at least 1, else
+    argparse's one-line usage error (exit status 2) naming the option."""
+    return _int(text, 1, "a positive number (at least 1)")
+
+
+def nonnegative_int(text: str) -> int:
+    """An argparse ``type`` for a number where 0 means something (all, none, off): at least 0."""
+    return _int(text, 0, "0 or more")
 
 
 def open_quiet_store(path: str | Path) -> DuckDBStore:

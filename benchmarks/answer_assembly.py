@@ -34,7 +34,6 @@ them. ``--embedder hashing`` is faster (no model) but retrieves worse.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
@@ -43,7 +42,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from _common import environment_line, err, open_quiet_store, print_table
+from _common import (
+    arg_parser,
+    environment_line,
+    err,
+    nonnegative_int,
+    open_quiet_store,
+    positive_int,
+    print_table,
+)
 
 from aiblox.assembly import answer_question, get_llm, load_policy
 from aiblox.contracts.retrieval import RetrievalBundle, RetrievalPrefs
@@ -146,21 +153,21 @@ def p95(xs: list[float]) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--limit", type=int, default=200,
+    ap = arg_parser(__doc__)
+    ap.add_argument("--limit", type=positive_int, default=200,
                     help="questions: the first N test query ids in sorted order (default 200)")
     ap.add_argument("--policies", default=",".join(DEFAULT_POLICIES),
                     help="comma-separated policy versions (default R2_POLICY_V1,R2_POLICY_V2)")
     ap.add_argument("--embedder", default="minilm", help="minilm (default) or hashing (fast)")
     ap.add_argument("--chunker", default="sentences", help="late chunker (default sentences)")
-    ap.add_argument("--max-chunk-tokens", type=int, default=64,
+    ap.add_argument("--max-chunk-tokens", type=positive_int, default=64,
                     help="token budget per chunk (default 64: a SQuAD paragraph gives about "
                          "three chunks, so the per-paragraph caps have something to cut)")
-    ap.add_argument("--overlap-tokens", type=int, default=0,
+    ap.add_argument("--overlap-tokens", type=nonnegative_int, default=0,
                     help="tokens shared by consecutive chunks (default 0)")
-    ap.add_argument("--top-k-items", type=int, default=4,
+    ap.add_argument("--top-k-items", type=positive_int, default=4,
                     help="candidate paragraphs chunked per question (default 4)")
-    ap.add_argument("--top-k-chunks", type=int, default=12,
+    ap.add_argument("--top-k-chunks", type=positive_int, default=12,
                     help="evidence chunks retrieved per question (default 12, as aiblox answer)")
     ap.add_argument("--db-dir", help="keep the DuckDB file here (reused with its chunk cache) "
                                      "instead of a temp folder")

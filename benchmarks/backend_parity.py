@@ -15,7 +15,6 @@ ranked lists (the index engines must: they are built from the same items and vec
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -24,7 +23,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
-from _common import environment_line, err, open_quiet_store, print_table
+from _common import arg_parser, environment_line, err, open_quiet_store, print_table
 
 from aiblox.contracts import FtsConfig, RetrievalPrefs, VectorConfig
 from aiblox.data import load_dataset
@@ -92,7 +91,7 @@ def engine_prefs(mode: str, fts: dict, vector: dict) -> RetrievalPrefs:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = arg_parser(__doc__)
     ap.add_argument("--dataset", default="scifact")
     ap.add_argument("--split", default="test")
     ap.add_argument("--pg-url", default=os.environ.get("AIBLOX_PG_URL"),

@@ -25,7 +25,6 @@ hashing`` is the fast option for larger subsets (it has no semantics beyond shar
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import shutil
@@ -35,7 +34,9 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("AIBLOX_NO_PROGRESS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _common import arg_parser, nonnegative_int, positive_int  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -145,19 +146,20 @@ def _fmt(v: float | None, digits: int = 3) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = arg_parser(__doc__)
     ap.add_argument("--embedder", default="minilm", help="minilm (default) or hashing (fast)")
-    ap.add_argument("--squad-queries", type=int, default=50,
+    ap.add_argument("--squad-queries", type=nonnegative_int, default=50,
                     help="first N squad-v1.1-dev query ids (sorted)")
-    ap.add_argument("--squad-items", type=int, default=3, help="squad candidates chunked/query")
-    ap.add_argument("--scifact-queries", type=int, default=20,
+    ap.add_argument("--squad-items", type=positive_int, default=3,
+                    help="squad candidates chunked/query")
+    ap.add_argument("--scifact-queries", type=nonnegative_int, default=20,
                     help="first N scifact test query ids (sorted)")
-    ap.add_argument("--scifact-items", type=int, default=5,
+    ap.add_argument("--scifact-items", type=positive_int, default=5,
                     help="scifact candidates chunked per query")
-    ap.add_argument("--top-k-chunks", type=int, default=5, help="evidence chunks returned")
+    ap.add_argument("--top-k-chunks", type=positive_int, default=5, help="evidence chunks returned")
     ap.add_argument("--workdir", default=".aiblox/bench/chunking",
                     help="where the prepared base stores are kept between runs")
-    ap.add_argument("--cached-repeats", type=int, default=2,
+    ap.add_argument("--cached-repeats", type=positive_int, default=2,
                     help="cached runs per configuration; the fastest is reported")
     ap.add_argument("--markdown", action="store_true", help="print a GitHub markdown table")
     args = ap.parse_args(argv)

@@ -18,7 +18,6 @@ Note the machine's load average (printed under the table): on 2 busy CPUs every 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -30,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import environment_line, err, print_table  # noqa: E402
+from _common import arg_parser, environment_line, err, positive_int, print_table  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 QUERY = "how does BM25 saturate term frequency?"
@@ -97,10 +96,10 @@ def setup(tree: Path, work: Path) -> list[tuple[str, list[str]]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = arg_parser(__doc__)
     ap.add_argument("--baseline-ref", default="main", help="git ref compared against")
     ap.add_argument("--no-baseline", action="store_true", help="time this tree alone")
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=positive_int, default=5)
     ap.add_argument("--only", choices=("all", "help"), default="all",
                     help="help: only the help and startup rows (no setup)")
     ap.add_argument("--markdown", action="store_true")

@@ -33,7 +33,6 @@ untuned points' values equal the ones printed here.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -43,7 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import environment_line, err, paired_delta, print_table  # noqa: E402
+from _common import arg_parser, environment_line, err, paired_delta, positive_int, print_table  # noqa: E402
 
 from aiblox.contracts.retrieval import FtsConfig, VectorConfig  # noqa: E402
 from aiblox.data import load_dataset  # noqa: E402
@@ -128,9 +127,9 @@ def measure(name: str, repeat: int) -> dict[str, Any]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = arg_parser(__doc__)
     ap.add_argument("--datasets", default=",".join(DATASETS))
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=positive_int, default=3)
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
     results = []

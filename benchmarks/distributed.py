@@ -19,7 +19,6 @@ costs beyond its share of the single-thread work.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import shutil
@@ -32,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import environment_line, err, print_table  # noqa: E402
+from _common import arg_parser, environment_line, err, positive_int, print_table  # noqa: E402
 
 from aiblox.data import load_dataset  # noqa: E402
 from aiblox.metrics import setup_numba_cache  # noqa: E402
@@ -120,11 +119,12 @@ def _points(r) -> list:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = arg_parser(__doc__)
     ap.add_argument("--spec", default=str(REPO / "evals" / "sweeps" / "scifact_fusion.toml"))
     ap.add_argument("--db", default=str(BENCH / "scifact.duckdb"))
     ap.add_argument("--cache-dir", default=str(BENCH / "stages"))
-    ap.add_argument("--nodes", type=int, default=2, help="worker nodes added, one at a time")
+    ap.add_argument("--nodes", type=positive_int, default=2,
+                    help="worker nodes added, one at a time")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
     setup_numba_cache()

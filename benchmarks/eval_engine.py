@@ -12,7 +12,6 @@ the metrics must be equal.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import environment_line, err, print_table  # noqa: E402
+from _common import arg_parser, environment_line, err, positive_int, print_table  # noqa: E402
 
 from aiblox.contracts import RetrievalPrefs  # noqa: E402
 from aiblox.data import load_dataset  # noqa: E402
@@ -54,9 +53,9 @@ def best(fn, repeat):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = arg_parser(__doc__)
     ap.add_argument("--markdown", action="store_true")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=positive_int, default=3)
     ap.add_argument("--dataset", default="scifact")
     args = ap.parse_args()
     metrics = list(DEFAULT_METRICS)

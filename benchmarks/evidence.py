@@ -24,7 +24,6 @@ since tracing slows Python down.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import sys
 import tempfile
@@ -34,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _common import environment_line, err, open_quiet_store, print_table
+from _common import arg_parser, environment_line, err, open_quiet_store, positive_int, print_table
 
 from aiblox.bundles import EvidencePolicy, build_evidence_bundle
 from aiblox.contracts import RetrievalPrefs
@@ -121,9 +120,11 @@ SQL_QUERY = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--queries", type=int, default=300, help="SciFact test queries (max 300)")
-    ap.add_argument("--repeat", type=int, default=3, help="passes; the table shows the best")
+    ap = arg_parser(__doc__)
+    ap.add_argument("--queries", type=positive_int, default=300,
+                    help="SciFact test queries (max 300)")
+    ap.add_argument("--repeat", type=positive_int, default=3,
+                    help="passes; the table shows the best")
     ap.add_argument("--markdown", action="store_true", help="print a markdown table")
     args = ap.parse_args(argv)
     t_start = time.perf_counter()

@@ -20,12 +20,11 @@ Nothing is tuned: no query's judgements are read before the metrics.
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 from pathlib import Path
 
-from _common import environment_line, err, print_table
+from _common import arg_parser, environment_line, err, positive_int, print_table
 
 from aiblox.contracts import FtsConfig
 from aiblox.data import load_dataset
@@ -101,14 +100,15 @@ def measure(name: str, db_dir: Path, repeat: int) -> list[dict]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = arg_parser(__doc__)
     ap.add_argument("--datasets", default=",".join(DATASETS))
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--db-dir", default=None,
                     help="where the stores and indexes go (default: a fresh temporary folder, "
                          "so the index builds are measured)")
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--threads", type=int, default=2, help="numba threads (2: the 2-CPU row)")
+    ap.add_argument("--repeat", type=positive_int, default=5)
+    ap.add_argument("--threads", type=positive_int, default=2,
+                    help="numba threads (2: the 2-CPU row)")
     args = ap.parse_args()
     db_dir = Path(args.db_dir or tempfile.mkdtemp(prefix="aiblox-feedback-"))
     db_dir.mkdir(parents=True, exist_ok=True)

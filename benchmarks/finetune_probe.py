@@ -33,7 +33,6 @@ Expect about 20 minutes on 2 CPUs for one epoch (training) plus the corpus's emb
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import random
@@ -44,7 +43,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
-from _common import environment_line, err, print_table  # noqa: E402
+from _common import arg_parser, environment_line, err, nonnegative_int, positive_int, print_table  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 DATA = SHARED / "datasets" / "scifact"
@@ -220,13 +219,13 @@ def _prf_probe(args, ids, titles, queries, qrels, dev) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--epochs", type=int, default=1)
+    ap = arg_parser(__doc__)
+    ap.add_argument("--epochs", type=positive_int, default=1)
     ap.add_argument("--lr", type=float, default=3e-5)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--title-weight", type=int, default=2)
-    ap.add_argument("--max-pairs", type=int, default=0, help="smoke run: fewer pairs")
-    ap.add_argument("--max-docs", type=int, default=0,
+    ap.add_argument("--title-weight", type=nonnegative_int, default=2)
+    ap.add_argument("--max-pairs", type=nonnegative_int, default=0, help="smoke run: fewer pairs")
+    ap.add_argument("--max-docs", type=nonnegative_int, default=0,
                     help="smoke run: the judged documents and this many others")
     ap.add_argument("--prf", action="store_true",
                     help="dense pseudo-relevance feedback instead of fine-tuning")

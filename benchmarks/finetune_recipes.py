@@ -23,7 +23,6 @@ minutes on 2 CPUs). Per recipe and seed:
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import random
@@ -34,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
-from _common import environment_line, err, print_table  # noqa: E402
+from _common import arg_parser, environment_line, err, print_table  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 DATA = SHARED / "datasets" / "scifact"
@@ -200,7 +199,7 @@ class Probe:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = arg_parser(__doc__)
     ap.add_argument("--recipes", default="ib_e3,hn1_e1,hn1_e2,hn1_e3",
                     help=f"comma-separated, of: {', '.join(RECIPES)}")
     ap.add_argument("--seeds", default="0,1,2")

@@ -49,7 +49,6 @@ ranx's; a 200-trial TPE study on scifact train under 5 minutes once signals are 
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import sys
@@ -60,7 +59,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
-from _common import environment_line, err, print_table  # noqa: E402
+from _common import arg_parser, environment_line, err, nonnegative_int, positive_int, print_table  # noqa: E402
 
 from aiblox.compiled import compiled_threads  # noqa: E402
 from aiblox.data import load_dataset  # noqa: E402
@@ -331,18 +330,19 @@ def _whole_sweep(spec: SweepSpec, ds, cache_dir: Path, db: str, jobs: int, track
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = arg_parser(__doc__)
     ap.add_argument("--spec", default=str(REPO / "evals" / "sweeps" / "scifact_fusion.toml"))
     ap.add_argument("--db", default=str(REPO / ".aiblox" / "bench" / "fusion_sweep" /
                                         "scifact.duckdb"))
     ap.add_argument("--cache-dir", default=str(REPO / ".aiblox" / "bench" / "fusion_sweep" /
                                                "stages"))
-    ap.add_argument("--jobs", type=int, default=0, help="numba threads (0: all cores)")
-    ap.add_argument("--depth", type=int, default=1000,
+    ap.add_argument("--jobs", type=nonnegative_int, default=0, help="numba threads (0: all cores)")
+    ap.add_argument("--depth", type=positive_int, default=1000,
                     help="candidate depth and fused-run depth of the scoring table")
-    ap.add_argument("--keep", type=int, default=None,
+    ap.add_argument("--keep", type=positive_int, default=None,
                     help="fused-run depth (default: --depth; the shipped specs keep 100)")
-    ap.add_argument("--repeat", type=int, default=3, help="passes of the scoring loop (best)")
+    ap.add_argument("--repeat", type=positive_int, default=3,
+                    help="passes of the scoring loop (best)")
     ap.add_argument("--phases", action="store_true",
                     help="instead: the sweep's phases (first run, re-run, one axis changed)")
     ap.add_argument("--tracking", action="store_true",
@@ -352,7 +352,7 @@ def main() -> None:
                     help="--tracking: the w_text step of the denser grid (new points)")
     ap.add_argument("--skip-active", action="store_true",
                     help="--tracking: leave out the denser grid with spinning OpenMP workers")
-    ap.add_argument("--tpe", type=int, default=0, metavar="N",
+    ap.add_argument("--tpe", type=nonnegative_int, default=0, metavar="N",
                     help="instead: an N-trial TPE study over the spec's grid, signals cached")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()

@@ -37,7 +37,6 @@ the GPU side's code on the CPU (labelled a dry run): the script checked end to e
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -49,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import environment_line, err, print_table  # noqa: E402
+from _common import arg_parser, environment_line, err, positive_int, print_table  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = REPO / "evals" / "sweeps" / "scifact_finetune.toml"
@@ -292,18 +291,21 @@ def rerank(pairs: list[tuple[str, str]], device: str) -> tuple[Any, float, float
 
 # -- the run -------------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--docs", type=int, default=100_000,
+    ap = arg_parser(__doc__)
+    ap.add_argument("--docs", type=positive_int, default=100_000,
                     help="documents the GPU embeds and evaluates on (the synthetic collection)")
-    ap.add_argument("--queries", type=int, default=1000)
+    ap.add_argument("--queries", type=positive_int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--cpu-docs", type=int, default=1000, help="documents the CPU embeds")
-    ap.add_argument("--embed-part", type=int, default=100_000,
+    ap.add_argument("--cpu-docs", type=positive_int, default=1000, help="documents the CPU embeds")
+    ap.add_argument("--embed-part", type=positive_int, default=100_000,
                     help="documents the GPU embeds between two lines (and --out writes): a "
                     "run cut short keeps its rate")
-    ap.add_argument("--cpu-steps", type=int, default=3, help="fine-tuning steps on the CPU")
-    ap.add_argument("--rerank-pairs", type=int, default=50_000, help="pairs the GPU scores")
-    ap.add_argument("--cpu-rerank-pairs", type=int, default=500, help="pairs the CPU scores")
+    ap.add_argument("--cpu-steps", type=positive_int, default=3,
+                    help="fine-tuning steps on the CPU")
+    ap.add_argument("--rerank-pairs", type=positive_int, default=50_000,
+                    help="pairs the GPU scores")
+    ap.add_argument("--cpu-rerank-pairs", type=positive_int, default=500,
+                    help="pairs the CPU scores")
     ap.add_argument("--spec", default=str(SPEC), help="the [finetune] spec whose recipe trains")
     ap.add_argument("--gpu", default="cuda:0", help="the GPU (cuda or cuda:N; cpu: a dry run "
                     "of the GPU side on the CPU, to check the script without a GPU)")

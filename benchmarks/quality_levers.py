@@ -24,7 +24,6 @@ sweeps' paired tests; ``aiblox sweep SPEC`` prints them).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Callable
@@ -34,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import environment_line, err, print_table  # noqa: E402
+from _common import arg_parser, environment_line, err, nonnegative_int, print_table  # noqa: E402
 
 from aiblox.contracts.retrieval import RetrievalPrefs  # noqa: E402
 from aiblox.data import load_dataset  # noqa: E402
@@ -118,9 +117,9 @@ def _run(name: str, cache_dir: Path, jobs: int, datasets: dict[str, Any]
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = arg_parser(__doc__)
     ap.add_argument("--cache-dir", default=str(REPO / ".aiblox" / "stages"))
-    ap.add_argument("--jobs", type=int, default=0, help="numba threads (0: all cores)")
+    ap.add_argument("--jobs", type=nonnegative_int, default=0, help="numba threads (0: all cores)")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
     setup_numba_cache()

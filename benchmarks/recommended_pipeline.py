@@ -23,7 +23,6 @@ b 0.75, every run 100 deep, in the default store the sweeps use. Each candidate 
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -32,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import environment_line, err, paired_delta, print_table  # noqa: E402
+from _common import arg_parser, environment_line, err, paired_delta, positive_int, print_table  # noqa: E402
 
 from aiblox.data import load_dataset  # noqa: E402
 from aiblox.engine.evaluate import evaluate_retrieval  # noqa: E402
@@ -65,7 +64,7 @@ def measure(name: str, repeat: int) -> dict[str, Any]:
         out: dict[str, Any] = {"name": name, "mean": {}, "per": {}, "cost": {}}
         for key, expr in CANDIDATES.items():
             times = []
-            for _ in range(max(repeat, 1) + 1):  # the first run fills caches: not timed
+            for _ in range(repeat + 1):  # the first run fills caches: not timed
                 t0 = time.perf_counter()
                 res = evaluate_retrieval(ws, ds, "test", metrics=METRICS, pipeline=expr,
                                          progress=False)
@@ -80,9 +79,9 @@ def measure(name: str, repeat: int) -> dict[str, Any]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = arg_parser(__doc__)
     ap.add_argument("--datasets", default=",".join(DATASETS))
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=positive_int, default=3)
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
     results = []

@@ -12,7 +12,6 @@ where issue 2 sets one, the quality bar with PASS or FAIL. The exit status is 1 
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -20,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from _common import environment_line, err, open_quiet_store, print_table
+from _common import arg_parser, environment_line, err, open_quiet_store, print_table
 
 from aiblox.contracts import RetrievalPrefs
 from aiblox.data import load_dataset
@@ -94,7 +93,7 @@ def score_dataset(name: str, db_path: Path, embedder_name: str) -> list[EvalResu
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = arg_parser(__doc__)
     ap.add_argument("--all", action="store_true",
                     help=f"also score {', '.join(EXTRA_DATASETS)}")
     ap.add_argument("--datasets", help="comma-separated dataset names (overrides --all)")

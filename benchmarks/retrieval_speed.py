@@ -24,7 +24,6 @@ time, which counts DuckDB's threads, drifts less when other work shares the mach
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -34,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from _common import environment_line, err, open_quiet_store, print_table
+from _common import arg_parser, environment_line, err, open_quiet_store, positive_int, print_table
 
 from aiblox.contracts import FtsConfig, RetrievalPrefs, VectorConfig
 from aiblox.data import Dataset, load_dataset
@@ -139,14 +138,14 @@ def same_ranking(a: RankedList, b: RankedList, tol: float = 1e-6) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = arg_parser(__doc__)
     ap.add_argument("--dataset", default="scifact", help="dataset name or path (default scifact)")
     ap.add_argument("--split", default="test")
-    ap.add_argument("--batch-size", type=int, default=1000,
+    ap.add_argument("--batch-size", type=positive_int, default=1000,
                     help="queries per round, as in the eval runner (default 1000)")
-    ap.add_argument("--macro-queries", type=int, default=30,
+    ap.add_argument("--macro-queries", type=positive_int, default=30,
                     help="queries sent through DuckDB's match_bm25 macro (default 30)")
-    ap.add_argument("--repeat", type=int, default=3,
+    ap.add_argument("--repeat", type=positive_int, default=3,
                     help="passes over the queries; the table shows the best (default 3)")
     ap.add_argument("--db-dir", help="put the fresh DuckDB file here instead of a temp folder")
     ap.add_argument("--markdown", action="store_true", help="print a markdown table")

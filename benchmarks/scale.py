@@ -24,7 +24,6 @@ Ratios are the claim (absolute times drift on a shared machine).
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -39,7 +38,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import environment_line, err, print_table  # noqa: E402
+from _common import arg_parser, environment_line, err, positive_int, print_table  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "datasets"
@@ -545,10 +544,10 @@ def whole_commands(ds_dir: Path, db: Path, query: str, cold: bool = False) -> li
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--docs", type=int, default=100_000)
-    ap.add_argument("--queries", type=int, default=1000)
-    ap.add_argument("--dim", type=int, default=384)
+    ap = arg_parser(__doc__)
+    ap.add_argument("--docs", type=positive_int, default=100_000)
+    ap.add_argument("--queries", type=positive_int, default=1000)
+    ap.add_argument("--dim", type=positive_int, default=384)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", default=".aiblox/bench/scale")
     ap.add_argument("--keep", action="store_true", help="reuse the collection if present")

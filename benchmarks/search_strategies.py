@@ -13,7 +13,6 @@ them; its time is not comparable) and every trial after that is fusion and metri
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 import time
@@ -21,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import environment_line, err, print_table  # noqa: E402
+from _common import arg_parser, environment_line, err, nonnegative_int, positive_int, print_table  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -30,12 +29,12 @@ def main() -> None:
     from aiblox.data import load_dataset
     from aiblox.sweep import SweepSpec, load_spec, run_sweep
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = arg_parser(__doc__)
     ap.add_argument("--spec", default=str(REPO / "evals" / "sweeps" / "scifact_fusion.toml"))
-    ap.add_argument("--n", type=int, default=60, help="trials per search")
+    ap.add_argument("--n", type=positive_int, default=60, help="trials per search")
     ap.add_argument("--seeds", default="0", help="comma-separated seeds")
     ap.add_argument("--cache-dir", default=str(REPO / ".aiblox" / "stages"))
-    ap.add_argument("--numeric-n", type=int, default=0,
+    ap.add_argument("--numeric-n", type=nonnegative_int, default=0,
                     help="also search a numeric-only grid (linear blend, zscore) with n trials")
     ap.add_argument("--skip-main", action="store_true", help="only the numeric-only grid")
     ap.add_argument("--markdown", action="store_true")

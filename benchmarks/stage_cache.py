@@ -13,7 +13,6 @@ entries, checked against their hashes (``StageCache.run`` reusing them), best of
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import environment_line, err, print_table  # noqa: E402
+from _common import arg_parser, environment_line, err, positive_int, print_table  # noqa: E402
 
 from aiblox.engine.cache import StageCache  # noqa: E402
 
@@ -65,9 +64,9 @@ def read_all(cache, entries) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--entries", type=int, default=1000)
-    ap.add_argument("--repeats", type=int, default=5)
+    ap = arg_parser(__doc__)
+    ap.add_argument("--entries", type=positive_int, default=1000)
+    ap.add_argument("--repeats", type=positive_int, default=5)
     ap.add_argument("--baseline-ref", default="main")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()

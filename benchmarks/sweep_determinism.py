@@ -7,7 +7,6 @@ every point's config hash, run hashes (per split), stage keys and manifest hash.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -18,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import environment_line, err, print_table  # noqa: E402
+from _common import arg_parser, environment_line, err, print_table  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -45,7 +44,7 @@ def run_once(spec: str, db: str, seed: str) -> tuple[dict, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = arg_parser(__doc__)
     ap.add_argument("--spec", default=str(REPO / "evals" / "sweeps" / "sample_fusion.toml"))
     ap.add_argument("--db", default="", help="store path (default: the spec's)")
     ap.add_argument("--markdown", action="store_true")
