@@ -43,7 +43,14 @@ from _common import arg_parser, environment_line, err, positive_int, print_table
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "datasets"
 SOURCES = ("scifact", "cranfield", "cisi", "medline", "vaswani", "adi")
-MODEL_ID = "synthetic-384"
+DEFAULT_DIM = 384
+
+
+def model_id(dim: int = DEFAULT_DIM) -> str:
+    """The synthetic embedder's model id at ``dim`` dimensions (the vectors files' names)."""
+    return f"synthetic-{dim}"
+
+
 _SENT = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"[A-Za-z]{4,}")
 
@@ -87,7 +94,7 @@ def write_collection(folder: Path, n_docs: int, n_queries: int, dim: int, seed: 
     vec_type = pa.list_(pa.float32(), dim)
     schema = pa.schema([("_id", pa.string()), ("text_sha256", pa.string()),
                         ("vector", vec_type)])
-    writer = pq.ParquetWriter(folder / f"corpus.{MODEL_ID}.parquet", schema)
+    writer = pq.ParquetWriter(folder / f"corpus.{model_id(dim)}.parquet", schema)
     qrows: list[tuple[str, str, np.ndarray]] = []
     block = 20000
     with open(folder / "corpus.jsonl", "w", encoding="utf-8") as corpus:
@@ -131,24 +138,23 @@ def write_collection(folder: Path, n_docs: int, n_queries: int, dim: int, seed: 
                              "text_sha256": [_sha(q) for _, q, _ in qrows],
                              "vector": pa.FixedSizeListArray.from_arrays(pa.array(qv.ravel()),
                                                                          dim)}, schema=schema),
-                   folder / f"queries.{MODEL_ID}.parquet")
+                   folder / f"queries.{model_id(dim)}.parquet")
     emb = folder.parent.parent / "embeddings" / folder.name  # as ../shared/embeddings
     emb.mkdir(parents=True, exist_ok=True)
-    for f in (f"corpus.{MODEL_ID}.parquet", f"queries.{MODEL_ID}.parquet"):
+    for f in (f"corpus.{model_id(dim)}.parquet", f"queries.{model_id(dim)}.parquet"):
         shutil.move(str(folder / f), emb / f)
 
 
 class SyntheticEmbedder:
-    """The benchmark's model id: documents' and queries' vectors come from the embedding
-    cache (imported from the parquet files). No model ever runs: a text the cache lacks (a
-    chunk that hybrid search's late chunking scores) gets a deterministic unit vector seeded
-    by its sha256; the ingest counts such texts as cache misses and the benchmark stops on
-    any."""
+    """The benchmark's model id (``synthetic-<dim>``): documents' and queries' vectors come
+    from the embedding cache (imported from the parquet files). No model ever runs: a text the
+    cache lacks (a chunk that hybrid search's late chunking scores) gets a deterministic unit
+    vector seeded by its sha256; the ingest counts such texts as cache misses and the benchmark
+    stops on any."""
 
-    model_id = MODEL_ID
-
-    def __init__(self, dim: int = 384) -> None:
+    def __init__(self, dim: int = DEFAULT_DIM) -> None:
         self.dim = dim
+        self.model_id = model_id(dim)
 
     def embed(self, texts: Any) -> np.ndarray:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
@@ -159,10 +165,14 @@ class SyntheticEmbedder:
         return out
 
 
-def register() -> None:
+def register(dim: int = DEFAULT_DIM) -> None:
+    """``synthetic``: the :class:`SyntheticEmbedder` at ``dim`` dimensions (unless asked for
+    another ``dim``)."""
+    from functools import partial
+
     from aiblox.embedding import register_embedder
 
-    register_embedder("synthetic", SyntheticEmbedder)
+    register_embedder("synthetic", partial(SyntheticEmbedder, dim=dim))
 
 
 # -- child phases (their own peak memory) ------------------------------------------------------
@@ -170,16 +180,17 @@ CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 import scale
-scale.register()
+phase, ds, db, dim = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+scale.register(dim)
 from aiblox.embedding import CachedEmbedder, get_embedder
 from aiblox.stores import DuckDBStore
-phase, ds, db = sys.argv[2], sys.argv[3], sys.argv[4]
 t0 = time.perf_counter()
 out = {}
 if phase in ("bm25s", "faiss"):
-    print(json.dumps(getattr(scale, f"{phase}_phase")(ds, db)))
+    print(json.dumps(scale.bm25s_phase(ds, db) if phase == "bm25s"
+                     else scale.faiss_phase(ds, db, dim)))
     sys.exit(0)
-store = DuckDBStore(db)
+store = DuckDBStore(db, dim=dim)
 if phase == "ingest":
     from aiblox.engine.workspace import ingest_dataset
     emb = CachedEmbedder(get_embedder("synthetic"), store)
@@ -193,7 +204,7 @@ else:
     if phase == "bm25":
         out = {"docs": ix.lexical(FtsConfig()).n_docs}
     else:
-        out = {"n": ix.vectors("synthetic-384", VectorConfig(index=phase)).n}  # defaults
+        out = {"n": ix.vectors(scale.model_id(dim), VectorConfig(index=phase)).n}  # defaults
 store.close()
 out["seconds"] = time.perf_counter() - t0
 usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -203,11 +214,11 @@ print(json.dumps(out))
 """
 
 
-def child(phase: str, ds: Path, db: Path) -> dict[str, Any]:
+def child(phase: str, ds: Path, db: Path, dim: int = DEFAULT_DIM) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get(
         "PYTHONPATH", "")]), "AIBLOX_NO_PROGRESS": "1"}
     proc = subprocess.run([sys.executable, "-c", CHILD, str(Path(__file__).parent), phase,
-                           str(ds), str(db)], capture_output=True, text=True, env=env)
+                           str(ds), str(db), str(dim)], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise SystemExit(f"{phase} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -288,7 +299,7 @@ def bm25s_phase(ds: str, db: str) -> dict[str, Any]:
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
-def faiss_phase(ds: str, db: str) -> dict[str, Any]:
+def faiss_phase(ds: str, db: str, dim: int = DEFAULT_DIM) -> dict[str, Any]:
     """faiss ``IndexFlatIP`` over the same vectors (the corpus parquet file, read a block at a
     time), in a process of its own: build time and peak memory, search time; the index written
     beside the store for the whole-command script, the ranked lists (positions in id order)
@@ -302,7 +313,7 @@ def faiss_phase(ds: str, db: str) -> dict[str, Any]:
     threads = len(os.sched_getaffinity(0))
     faiss.omp_set_num_threads(threads)
     t0 = time.perf_counter()
-    pf = pq.ParquetFile(emb / f"corpus.{MODEL_ID}.parquet")
+    pf = pq.ParquetFile(emb / f"corpus.{model_id(dim)}.parquet")
     ids: list[str] = []
     flat = None
     for batch in pf.iter_batches(batch_size=50_000, columns=["_id", "vector"]):
@@ -318,7 +329,7 @@ def faiss_phase(ds: str, db: str) -> dict[str, Any]:
     faiss.write_index(flat, f"{db}.faiss.flat")
     Path(f"{db}.faiss.ids").write_text("\n".join(ids), encoding="utf-8")
     qids, _, _ = read_queries(Path(ds))
-    qv = query_vectors(Path(ds), qids)
+    qv = query_vectors(Path(ds), qids, dim)
     flat.search(qv[:10], 100)
     _, search_s = timed(lambda: flat.search(qv, 100))
     dist, idx = flat.search(qv, 100)
@@ -327,12 +338,12 @@ def faiss_phase(ds: str, db: str) -> dict[str, Any]:
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
-def query_vectors(ds: Path, qids: list[str]) -> np.ndarray:
+def query_vectors(ds: Path, qids: list[str], dim: int = DEFAULT_DIM) -> np.ndarray:
     """The queries' vectors from the collection's parquet file, in the order of ``qids``."""
     import pyarrow.parquet as pq
 
     table = pq.read_table(ds.parent.parent / "embeddings" / ds.name /
-                          f"queries.{MODEL_ID}.parquet", columns=["_id", "vector"])
+                          f"queries.{model_id(dim)}.parquet", columns=["_id", "vector"])
     col = table.column(1).combine_chunks()
     mat = col.values.to_numpy(zero_copy_only=False).reshape(len(col), -1)
     row = {q: i for i, q in enumerate(table.column(0).to_pylist())}
@@ -344,7 +355,7 @@ AIBLOX = r"""
 import sys
 sys.path.insert(0, sys.argv.pop(1))
 import scale
-scale.register()  # the benchmark's embedder: every vector from the store's embedding cache
+scale.register(int(sys.argv.pop(1)))  # the benchmark's embedder at the collection's dimension
 from aiblox.cli.main import main
 sys.argv[0] = "aiblox"
 main()  # as the console script
@@ -492,19 +503,22 @@ def drop_page_cache() -> None:
                          f"or leave --cold out") from None
 
 
-def whole_commands(ds_dir: Path, db: Path, query: str, cold: bool = False) -> list[list[str]]:
+def whole_commands(ds_dir: Path, db: Path, query: str, cold: bool = False,
+                   dim: int = DEFAULT_DIM) -> list[list[str]]:
     """The whole commands, from scratch: each a process timed from start to exit, the first
     run (after a build it checks the index files once; with ``cold``, right after the page
     cache is dropped, so it reads every file from the disk) and the best of two more; the
     table's rows."""
     err.print("whole commands ...")
     here = str(Path(__file__).resolve().parent)
-    aiblox = [sys.executable, "-c", AIBLOX, here]
+    aiblox = [sys.executable, "-c", AIBLOX, here, str(dim)]
     vectors_file = (ds_dir.parent.parent / "embeddings" / ds_dir.name /
-                    f"queries.{MODEL_ID}.parquet")
+                    f"queries.{model_id(dim)}.parquet")
     commands = {
+        # every aiblox command names the embedder: the store is opened at its dimension
         "aiblox eval --mode bm25": [*aiblox, "eval", str(ds_dir), "--mode", "bm25",
-                                    "--db", str(db), "--format", "json"],
+                                    "--embedder", "synthetic", "--db", str(db),
+                                    "--format", "json"],
         "bm25s + ranx (script)": [sys.executable, "-c", BM25S_SCRIPT, str(ds_dir), str(db)],
         "aiblox eval --mode dense": [*aiblox, "eval", str(ds_dir), "--mode", "dense",
                                      "--embedder", "synthetic", "--db", str(db),
@@ -512,10 +526,13 @@ def whole_commands(ds_dir: Path, db: Path, query: str, cold: bool = False) -> li
         "faiss flat + ranx (script)": [sys.executable, "-c", FAISS_SCRIPT, str(ds_dir),
                                        str(db), str(vectors_file)],
         "aiblox search --mode bm25 (top 10)": [*aiblox, "search", query, "--db", str(db),
-                                               "--mode", "bm25"],
+                                               "--mode", "bm25", "--embedder", "synthetic"],
         "aiblox search (hybrid, top 10)": [*aiblox, "search", query, "--db", str(db),
                                            "--embedder", "synthetic"],
     }
+    if dim != DEFAULT_DIM:  # aiblox search opens its store at 384 dimensions (cli open_db)
+        err.print(f"  aiblox search: not timed at {dim} dimensions (it opens a store at 384)")
+        commands = {k: v for k, v in commands.items() if not k.startswith("aiblox search")}
     runs: dict[str, tuple[float, float, float, str, float]] = {}
     for label, cmd in commands.items():
         if cold:
@@ -547,7 +564,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = arg_parser(__doc__)
     ap.add_argument("--docs", type=positive_int, default=100_000)
     ap.add_argument("--queries", type=positive_int, default=1000)
-    ap.add_argument("--dim", type=positive_int, default=384)
+    ap.add_argument("--dim", type=positive_int, default=DEFAULT_DIM,
+                    help="the vectors' dimension (default 384; the model id is synthetic-DIM)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", default=".aiblox/bench/scale")
     ap.add_argument("--keep", action="store_true", help="reuse the collection if present")
@@ -561,7 +579,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.cold:
         drop_page_cache()  # refused before any work when not permitted
-    register()
+    register(args.dim)
     import resource
 
     from aiblox.contracts import FtsConfig, RetrievalPrefs, VectorConfig
@@ -572,7 +590,9 @@ def main(argv: list[str] | None = None) -> int:
     from aiblox.retrieval import HybridRetriever
     from aiblox.stores import DuckDBStore
 
-    work = Path(args.workdir) / f"n{args.docs}"
+    # a collection of another dimension is another folder (the default's keeps its name)
+    work = Path(args.workdir) / (f"n{args.docs}" if args.dim == DEFAULT_DIM
+                                 else f"n{args.docs}-d{args.dim}")
     ds_dir = work / "datasets" / f"synthetic{args.docs}"
     db = work / "store.duckdb"
     t_all = time.perf_counter()
@@ -582,12 +602,12 @@ def main(argv: list[str] | None = None) -> int:
         for phase, saved in (("bm25s", f"{db}.bm25s.npz"), ("faiss", f"{db}.faiss.npz")):
             if not Path(saved).exists():
                 err.print(f"{phase} (index and queries, a process of its own) ...")
-                err.print(f"  {child(phase, ds_dir, db)}")
+                err.print(f"  {child(phase, ds_dir, db, args.dim)}")
         _, qtexts, _ = read_queries(ds_dir)
         load = os.getloadavg()
         print_table(f"Whole commands: {args.docs:,} documents, {len(qtexts):,} queries",
                     ["what", "time", "against the baseline", "peak RSS", "nDCG@10", "CPU"],
-                    whole_commands(ds_dir, db, qtexts[0], args.cold), args.markdown,
+                    whole_commands(ds_dir, db, qtexts[0], args.cold, args.dim), args.markdown,
                     right=("time", "peak RSS", "nDCG@10"),
                     notes=[f"Measured {environment_line()}; load average at the end "
                            f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min)."])
@@ -603,14 +623,14 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(f"{db}.indexes", ignore_errors=True)
 
     err.print("ingest ...")
-    ing = child("ingest", ds_dir, db)
+    ing = child("ingest", ds_dir, db, args.dim)
     if ing["misses"]:
         raise SystemExit("texts were embedded live: the vectors files do not cover the corpus")
     err.print(f"  {ing}")
     builds = {}
     for phase in ("bm25", "exact", "hnsw"):
         err.print(f"index {phase} ...")
-        builds[phase] = child(phase, ds_dir, db)
+        builds[phase] = child(phase, ds_dir, db, args.dim)
         err.print(f"  {builds[phase]}")
     # the DuckDB file and its log only (the baselines' files beside it are not the store's)
     store_mib = sum(p.stat().st_size for p in (db, Path(f"{db}.wal")) if p.exists()) / 2**20
@@ -622,16 +642,16 @@ def main(argv: list[str] | None = None) -> int:
         index_mib[key] = folder_size(folder) / 2**20
 
     err.print("bm25s (index and queries, a process of its own) ...")
-    ref_out = child("bm25s", ds_dir, db)
+    ref_out = child("bm25s", ds_dir, db, args.dim)
     err.print(f"  {ref_out}")
     err.print("faiss IndexFlatIP (index and queries, a process of its own) ...")
-    faiss_out = child("faiss", ds_dir, db)
+    faiss_out = child("faiss", ds_dir, db, args.dim)
     err.print(f"  {faiss_out}")
     qids, qtexts, qrels = read_queries(ds_dir)
     ds = Dataset(name=ds_dir.name, path=ds_dir, corpus={},  # the corpus stays on disk
                  queries=dict(zip(qids, qtexts, strict=True)), qrels={"test": qrels})
     threads = len(os.sched_getaffinity(0))
-    store = DuckDBStore(db, read_only=False)
+    store = DuckDBStore(db, dim=args.dim, read_only=False)
     ix = StoreIndexes(store)
     emb = CachedEmbedder(get_embedder("synthetic"), store)
     qvecs = emb.embed(qtexts)
@@ -655,14 +675,15 @@ def main(argv: list[str] | None = None) -> int:
                                                offsets, zeros, mask, lex.n_docs, 100))
 
     # kNN: aiblox exact vs faiss flat (searched in its own process); HNSW vs exact
-    exact = ix.vectors(MODEL_ID, VectorConfig(index="exact"))
+    exact = ix.vectors(model_id(args.dim), VectorConfig(index="exact"))
     faiss_s = faiss_out["search_s"]
     fsaved = np.load(f"{db}.faiss.npz")
     faiss_run = [[(exact.ids[int(i)], float(d)) for d, i in zip(drow, irow, strict=True)]
                  for drow, irow in zip(fsaved["scores"], fsaved["docs"], strict=True)]
     ours_exact, exact_s = timed(lambda: exact.search(qvecs, 100))
     exact10, exact10_s = timed(lambda: exact.search(qvecs, 10))
-    hnsw = ix.vectors(MODEL_ID, VectorConfig(index="hnsw"))  # the default: the commands' own
+    # the default HNSW: the commands' own
+    hnsw = ix.vectors(model_id(args.dim), VectorConfig(index="hnsw"))
     ours_hnsw, hnsw_s = timed(lambda: hnsw.search(qvecs, 100))
     hnsw10, hnsw10_s = timed(lambda: hnsw.search(qvecs, 10))
     recall = float(np.mean([len({d for d, _ in a[:10]} & {d for d, _ in b[:10]}) / 10
@@ -697,7 +718,7 @@ def main(argv: list[str] | None = None) -> int:
     forget_loaded()
     parent_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-    command_rows = whole_commands(ds_dir, db, qtexts[0], args.cold)
+    command_rows = whole_commands(ds_dir, db, qtexts[0], args.cold, args.dim)
 
     nq = len(qids)
 

@@ -47,10 +47,10 @@ def test_the_small_scale_run_ranks_like_the_reference_tools(collection, tmp_path
         texts = [ds.queries[q] for q in qids]
         ix = StoreIndexes(store)
         ours = ix.lexical(FtsConfig()).search(texts, 50)
-        exact = ix.vectors(scale.MODEL_ID, VectorConfig(index="exact"))
+        exact = ix.vectors(scale.model_id(64), VectorConfig(index="exact"))
         qvecs = emb.embed(texts)
         ours_knn = exact.search(qvecs, 50)
-        hnsw = ix.vectors(scale.MODEL_ID, VectorConfig(index="hnsw", hnsw_m=16,
+        hnsw = ix.vectors(scale.model_id(64), VectorConfig(index="hnsw", hnsw_m=16,
                                                        ef_construction=100))
         approx = hnsw.search(qvecs, 10)
 
@@ -82,7 +82,9 @@ def test_the_small_scale_run_ranks_like_the_reference_tools(collection, tmp_path
 def test_the_baseline_scripts_score_what_aiblox_scores(collection, tmp_path, monkeypatch):
     """The whole-command baselines (bm25s + ranx, faiss flat + ranx), each a process of its
     own over the files their phases saved, score the nDCG@10 aiblox's evaluation gives; and
-    ``aiblox eval`` runs through the benchmark's launcher.
+    ``aiblox eval`` runs through the benchmark's launcher. At 64 dimensions, not the default
+    384: ``--dim`` reaches every process (``scale.py --dim 64`` failed at ingest, whose process
+    opened a 384-d store and embedder).
 
     The reference tools' processes run with ``NUMBA_DISABLE_JIT=1``: their kernels are the
     same Python functions, interpreted, and give the same numbers (checked: 0.98770 and 1.0
@@ -93,17 +95,17 @@ def test_the_baseline_scripts_score_what_aiblox_scores(collection, tmp_path, mon
     import json
 
     scale, _ = collection
-    folder = tmp_path / "datasets" / "syn"  # the embedder's own 384 dimensions
-    scale.write_collection(folder, n_docs=600, n_queries=60, dim=384, seed=5)
+    folder = tmp_path / "datasets" / "syn"
+    scale.write_collection(folder, n_docs=600, n_queries=60, dim=64, seed=5)
     db = tmp_path / "store.duckdb"
     for phase in ("ingest", "bm25s", "faiss"):
         with monkeypatch.context() as m:
             if phase == "bm25s":
                 m.setenv("NUMBA_DISABLE_JIT", "1")
-            out = scale.child(phase, folder, db)
+            out = scale.child(phase, folder, db, 64)
         assert out["peak_rss_mib"] > 0
     vectors = folder.parent.parent / "embeddings" / folder.name / \
-        f"queries.{scale.MODEL_ID}.parquet"
+        f"queries.{scale.model_id(64)}.parquet"
     with monkeypatch.context() as m:
         m.setenv("NUMBA_DISABLE_JIT", "1")
         _, rss, bm25s_out, cpu = scale.whole([sys.executable, "-c", scale.BM25S_SCRIPT,
@@ -111,7 +113,7 @@ def test_the_baseline_scripts_score_what_aiblox_scores(collection, tmp_path, mon
         _, _, faiss_out, _ = scale.whole([sys.executable, "-c", scale.FAISS_SCRIPT,
                                           str(folder), str(db), str(vectors)])
     assert rss > 0 and cpu > 0
-    _, _, ours, _ = scale.whole([sys.executable, "-c", scale.AIBLOX, str(BENCH), "eval",
+    _, _, ours, _ = scale.whole([sys.executable, "-c", scale.AIBLOX, str(BENCH), "64", "eval",
                                  str(folder), "--mode", "bm25", "--mode", "dense",
                                  "--embedder", "synthetic", "--db", str(db), "--format",
                                  "json"])
