@@ -34,7 +34,7 @@ from _common import arg_parser, environment_line, err, positive_int, print_table
 REPO = Path(__file__).resolve().parents[1]
 QUERY = "how does BM25 saturate term frequency?"
 STARTUP = ["quickstart", "ingest", "search", "chunk", "answer", "sweep", "report", "compare",
-           "runs", "eval run", "eval verify", "pack show", "index build"]
+           "runs", "eval run", "eval verify", "pack show", "cache", "index build"]
 """Commands whose own ``--help`` is timed: what a command costs before its work starts."""
 
 

@@ -78,8 +78,9 @@ def main() -> None:
     print_table(f"evaluate_retrieval through the engine vs the direct route "
                 f"({args.dataset} test, best of {args.repeat})",
                 ["mode", "queries", "direct route s", "engine s", "engine / direct",
-                 "metrics"], rows, args.markdown)
-    print(environment_line())
+                 "metrics"], rows, args.markdown,
+                right=("queries", "direct route s", "engine s", "engine / direct"),
+                notes=[environment_line()])
 
 
 if __name__ == "__main__":
