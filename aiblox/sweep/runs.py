@@ -144,12 +144,16 @@ def _experiments(client: Any) -> list[str]:
 
 
 def _search(client: Any, exps: list[str], where: str,
-            order_by: list[str] | None = None) -> list[Any]:
+            order_by: list[str] | None = None, deleted: bool = False) -> list[Any]:
+    """Every page of the runs matching ``where`` (the deleted ones alone with ``deleted``)."""
+    from mlflow.entities import ViewType
+
+    view = ViewType.DELETED_ONLY if deleted else ViewType.ACTIVE_ONLY
     out: list[Any] = []
     token = None
     while exps:
         page = client.search_runs(exps, filter_string=where, order_by=order_by,
-                                  max_results=1000, page_token=token)
+                                  max_results=1000, page_token=token, run_view_type=view)
         out.extend(page)
         token = page.token
         if not token:
@@ -159,39 +163,30 @@ def _search(client: Any, exps: list[str], where: str,
 
 def _deleted_points(client: Any, exps: list[str], parent_id: str | None = None) -> list[Any]:
     """Point runs in MLflow's ``deleted`` stage (of one parent, or of every sweep)."""
-    from mlflow.entities import ViewType
-
     where = tag_filter(TAG_KIND, "point")
     if parent_id is not None:
         where += f" and {tag_filter(TAG_PARENT, parent_id)}"
-    out: list[Any] = []
-    token = None
-    while exps:
-        page = client.search_runs(exps, filter_string=where, max_results=1000, page_token=token,
-                                  run_view_type=ViewType.DELETED_ONLY)
-        out.extend(page)
-        token = page.token
-        if not token:
-            break
-    return out
+    return _search(client, exps, where, deleted=True)
+
+
+def _run_of(runs: list[Any], config_hash: str | None) -> str | None:
+    """The lowest run id among ``runs`` of the point ``config_hash`` (None: none, or no hash)."""
+    return min((r.info.run_id for r in runs
+                if config_hash and r.data.tags.get(TAG_CONFIG) == config_hash), default=None)
 
 
 def _with_deleted(row: SweepRow, deleted: list[Any]) -> SweepRow:
     """``row`` with its sweep's deleted points counted and its best point's marked."""
     mine = [r for r in deleted if r.data.tags.get(TAG_PARENT) == row.parent_run_id]
-    best = next((r.info.run_id for r in sorted(mine, key=lambda r: r.info.run_id)
-                 if row.best_config_hash
-                 and r.data.tags.get(TAG_CONFIG) == row.best_config_hash), None)
-    return row.model_copy(update={"deleted": len(mine), "best_deleted_run_id": best})
+    return row.model_copy(update={"deleted": len(mine),
+                                  "best_deleted_run_id": _run_of(mine, row.best_config_hash)})
 
 
 def deleted_point_run(client: Any, parent: Any, config_hash: str) -> str | None:
     """The run id of the sweep's point ``config_hash`` when that run was deleted from the store
     (the lowest id of several), else None."""
-    ids = sorted(r.info.run_id for r in _deleted_points(client, [parent.info.experiment_id],
-                                                         parent.info.run_id)
-                 if r.data.tags.get(TAG_CONFIG) == config_hash)
-    return ids[0] if ids else None
+    return _run_of(_deleted_points(client, [parent.info.experiment_id], parent.info.run_id),
+                   config_hash)
 
 
 def deleted_best_note(row: SweepRow) -> str:
@@ -358,8 +353,9 @@ def _sweep_best(client: Any, parent: Any, children: list[Any] | None = None) -> 
     if not found:
         row = row.model_copy(update={"best_deleted_run_id": deleted_point_run(
             client, parent, row.best_config_hash)})
-        raise ValueError(deleted_best_note(row) + "; or name another point" if
-                         row.best_deleted_run_id else f"sweep {row.name!r}: the best point "
+        if row.best_deleted_run_id:
+            raise ValueError(deleted_best_note(row) + "; or name another point")
+        raise ValueError(f"sweep {row.name!r}: the best point "
                          f"{short_hash(row.best_config_hash or '')} has no child run")
     return _ref(found[0], row.name)
 
