@@ -10,6 +10,7 @@ give the same pack id.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -139,10 +140,11 @@ def export(
     db: str = typer.Option("", "--db", help=STORE_HELP),
     dataset: str = typer.Option("", "--dataset", help=DATASET_STORE_HELP),
     fmt: str = typer.Option("json", "--format", help="json (canonical JSON) or html."),
-    out: Path = typer.Option(..., "--out", help="File to write."),
+    out: str = typer.Option("-", "--out",
+                            help="File to write; - (the default) prints it to standard output."),
 ) -> None:
-    """Write the stored pack as canonical JSON or as a readable HTML page. A pack that fails
-    verification is not exported (exit 1)."""
+    """Write the stored pack as canonical JSON or as a readable HTML page, to a file or to
+    standard output. A pack that fails verification is not exported (exit 1)."""
     if fmt not in ("json", "html"):
         fail(f"--format must be json or html, not {fmt!r}")
     row = _load_row(pack_id, db, dataset)
@@ -153,6 +155,11 @@ def export(
     from aiblox.evidence import pack_to_html, pack_to_json
 
     text = pack_to_json(pack) if fmt == "json" else pack_to_html(pack)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
-    typer.echo(f"wrote {out} ({fmt}, {len(text.encode('utf-8'))} bytes)")
+    if out == "-":  # the exact bytes, nothing added: `aiblox pack export ID > pack.json`
+        sys.stdout.buffer.write(text.encode("utf-8"))
+        sys.stdout.flush()
+        return
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    typer.echo(f"wrote {path} ({fmt}, {len(text.encode('utf-8'))} bytes)")

@@ -114,6 +114,18 @@ def test_export_json_and_html(answered):
     assert "json or html" in r.output
 
 
+def test_export_without_out_prints_the_exact_bytes(answered):
+    """Left out (or ``-``), ``--out`` is standard output: the canonical JSON and nothing else,
+    the same bytes as the file, so ``aiblox pack export ID > pack.json`` is the export."""
+    db, pack_id, tmp = answered["db"], answered["out"]["pack_id"], answered["tmp"]
+    _run("pack", "export", pack_id, "--db", db, "--out", str(tmp / "same.json"))
+    want = (tmp / "same.json").read_bytes()
+    assert _run("pack", "export", pack_id, "--db", db).stdout_bytes == want
+    assert _run("pack", "export", pack_id, "--db", db, "--out", "-").stdout_bytes == want
+    page = _run("pack", "export", pack_id, "--db", db, "--format", "html").stdout
+    assert page.startswith("<!DOCTYPE html>") and page.endswith("</html>\n")
+
+
 def test_a_tampered_stored_pack_fails_verify_and_is_not_exported(answered, tmp_path):
     src = answered["db"]
     db = str(tmp_path / "copy.duckdb")
