@@ -106,6 +106,12 @@ class FilterClause(NamedTuple):
     """The numeric values of a metadata filter (empty for a column's): they also match a
     number field equal in value, so ``2`` matches a stored ``2.0`` and ``2.0`` a stored ``2``."""
 
+    @property
+    def path(self) -> tuple[str, ...]:
+        """A metadata field's path: ``key`` split at its dots (``source.year``: the field
+        ``year`` of the object ``source``), read the same way by every store."""
+        return tuple((self.key or "").split("."))
+
 
 _EXACT_INT = 2**53  # beyond it a float no longer holds every integer: such values match as text
 
@@ -114,7 +120,8 @@ def parse_filters(filters: dict[str, Any]) -> list[FilterClause]:
     """Validate filters into :class:`FilterClause` es, sorted by key.
 
     ``{"kind": "doc", "metadata.year": [2020, 2021]}`` means kind = 'doc' AND the metadata field
-    ``year`` is 2020 or 2021. A metadata value matches a field whose JSON value has its text
+    ``year`` is 2020 or 2021; a dotted key is a path into nested objects (``metadata.source.year``:
+    ``{"source": {"year": 2020}}``). A metadata value matches a field whose JSON value has its text
     (``True`` is ``true``, as JSON spells it, so a boolean field matches a boolean filter), and a
     number also matches a number field of the same value (``2`` and ``2.0``; never a string
     or a boolean field).
@@ -126,6 +133,9 @@ def parse_filters(filters: dict[str, Any]) -> list[FilterClause]:
         if key in FILTER_FIELDS:
             parsed.append(FilterClause(key, None, [str(v) for v in values], []))
         elif key.startswith("metadata.") and len(key) > len("metadata."):
+            if "" in key[len("metadata."):].split("."):
+                raise StoreError(f"filter field {key!r}: an empty name in the metadata path "
+                                 f"(two dots in a row, or a dot at the end)")
             numbers = [float(v) for v in values if isinstance(v, int | float)
                        and not isinstance(v, bool) and math.isfinite(v)
                        and (isinstance(v, float) or abs(v) <= _EXACT_INT)]

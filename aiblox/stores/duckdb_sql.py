@@ -21,6 +21,7 @@ DuckDB database.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -72,7 +73,7 @@ def duckdb_filter_sql(filters: dict[str, Any] | None, alias: str) -> tuple[str, 
             clauses.append(f"{alias}.{f.column} IN (SELECT unnest(?::VARCHAR[]))")
             params.append(f.texts)
             continue
-        path = "$." + f.key
+        path = "$" + "".join("." + json.dumps(p, ensure_ascii=False) for p in f.path)  # $."a"."b"
         text = f"json_extract_string({alias}.metadata, ?) IN (SELECT unnest(?::VARCHAR[]))"
         params += [path, f.texts]
         if f.numbers:

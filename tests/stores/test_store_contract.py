@@ -160,6 +160,32 @@ def test_a_numeric_metadata_filter_matches_by_value(store):
     assert sorted(d for d, _ in hits) == ["f", "i"]
 
 
+def test_a_dotted_metadata_key_is_a_path_on_every_store(store):
+    """``metadata.source.year`` was a JSON path on DuckDB and the literal key ``source.year`` on
+    PostgreSQL: one filter, two answers. A dotted key is now a path into nested objects on both,
+    each name taken whole (spaces, quotes and non-ASCII letters included)."""
+    metas = {"nested": {"source": {"year": 2020, "année": "x"}},
+             "flat": {"source.year": 2020},
+             "odd": {'my "key"': {"n": 2.0}},
+             "deeper": {"source": {"year": {"v": 2020}}}}
+    docs = [ItemRecord(id=k, title="fox", text="the fox", metadata=m) for k, m in metas.items()]
+    ingest_items(store, docs, None, progress=False)
+
+    def ids(key, value):
+        return sorted(store.matching_ids({key: value}))
+
+    assert ids("metadata.source.year", 2020) == ["nested"]
+    assert ids("metadata.source.année", "x") == ["nested"]
+    assert ids('metadata.my "key".n', 2) == ["odd"]
+    assert ids("metadata.source.year.v", [2020]) == ["deeper"]
+    assert ids("metadata.source", "2020") == []
+    hits = store.fts_search_many(["fox"], 10, filters={"metadata.source.year": 2020})[0]
+    assert [d for d, _ in hits] == ["nested"]
+    for bad in ("metadata.source..year", "metadata.source."):
+        with pytest.raises(StoreError, match="an empty name in the metadata path"):
+            store.matching_ids({bad: 1})
+
+
 def test_items_round_trip_and_persist_across_reopen(store):
     odd = ItemRecord(id="o'1", kind="note", source="src", source_ref="file.txt:3",
                      title="Ünïcode \"quotes\"", text="back\\slash; DROP TABLE items; --",

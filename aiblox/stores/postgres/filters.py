@@ -14,8 +14,8 @@ def filter_sql(filters: dict[str, Any] | None, alias: str = "i") -> tuple[str, d
 
     Column names come from :data:`aiblox.stores.base.FILTER_FIELDS` (validated by
     :func:`parse_filters`); metadata keys and every value travel as bound parameters.
-    Metadata values compare as text (``metadata ->> key``), and a number also by value with a
-    number field, as in the DuckDB store.
+    Metadata values compare as text (``metadata #>> path``: a dotted key is a path into nested
+    objects), and a number also by value with a number field, as in the DuckDB store.
     """
     clauses: list[str] = []
     params: dict[str, Any] = {}
@@ -24,13 +24,13 @@ def filter_sql(filters: dict[str, Any] | None, alias: str = "i") -> tuple[str, d
         if f.key is None:
             clauses.append(f"{alias}.{f.column} = ANY(CAST(:f{n} AS text[]))")
             continue
-        field = f"{alias}.metadata -> CAST(:f{n}_key AS text)"
-        text = f"(({alias}.metadata ->> CAST(:f{n}_key AS text)) = ANY(CAST(:f{n} AS text[]))"
+        field = f"{alias}.metadata #> CAST(:f{n}_path AS text[])"
+        value = f"{alias}.metadata #>> CAST(:f{n}_path AS text[])"
+        text = f"(({value}) = ANY(CAST(:f{n} AS text[]))"
         if f.numbers:
             text += (f" OR (CASE WHEN jsonb_typeof({field}) = 'number' THEN "
-                     f"CAST({alias}.metadata ->> CAST(:f{n}_key AS text) AS float8) END) "
-                     f"= ANY(CAST(:f{n}_num AS float8[]))")
+                     f"CAST({value} AS float8) END) = ANY(CAST(:f{n}_num AS float8[]))")
             params[f"f{n}_num"] = f.numbers
         clauses.append(text + ")")
-        params[f"f{n}_key"] = f.key
+        params[f"f{n}_path"] = list(f.path)
     return (" AND ".join(clauses) or "TRUE"), params
