@@ -54,7 +54,7 @@ def list_cache(
 ) -> None:
     """Every folder of the cache: entries, size, oldest and newest write (UTC), and files that
     interrupted writes left behind. Stage folders are pruned; doc_tables go with their signals
-    entries; models and studies are kept."""
+    entries; models and studies are kept (a trained model, a folder of files, is one entry)."""
     from aiblox.engine.housekeeping import cache_usage
 
     cache = _open(cache_dir)

@@ -155,7 +155,9 @@ def cache_entries(cache: StageCache, stages: Sequence[str] | None = None) -> lis
 
 def cache_usage(cache: StageCache) -> list[FolderUsage]:
     """Entries, bytes and age of every folder of the cache, stage folders first (by name),
-    then ``doc_tables`` and the kept folders; [] for a cache never written."""
+    then ``doc_tables`` and the kept folders; [] for a cache never written. An entry of a
+    kept folder is what it holds: a file, or a folder of files (a trained model, counted once,
+    its size all its files', its time its newest file's)."""
     root = cache.listing()
     scanned = _scan(cache, root)
     rows = []
@@ -168,10 +170,15 @@ def cache_usage(cache: StageCache) -> list[FolderUsage]:
         rows.append(row)
     others = sorted((name for name, size, _ in root if size < 0 and name not in scanned),
                     key=lambda n: (n != DOC_TABLES, n))
-    for name in others:
+    for name in others:  # an entry is what the folder holds: a file, or a model's folder
         row = FolderUsage(name, "derived" if name == DOC_TABLES else "kept")
-        for size, written in _files_below(cache, name):
-            row.add(size, written)
+        for child, size, written in cache.listing(name):
+            if size < 0:
+                files = list(_files_below(cache, f"{name}/{child}"))
+                times = [w for _, w in files if w is not None]
+                row.add(sum(s for s, _ in files), max(times) if times else None)
+            else:
+                row.add(size, written)
         rows.append(row)
     return rows
 

@@ -75,6 +75,28 @@ def test_usage_counts_what_is_on_disk(swept):
     assert list(rows)[:3] == sorted(result.computed)  # stage folders first, by name
 
 
+def test_a_trained_model_is_one_entry_of_models(tmp_path):
+    """``models`` holds one folder of files per trained model: listed as one entry each (not
+    one per file), its size every file's bytes."""
+    cache = StageCache(tmp_path / "stages")
+    cache.store("signals", 1, {"i": 0}, [], {"run": 0})
+    sizes = 0
+    for name, n in (("ce-0123456789abcdef", 9), ("ft-fedcba9876543210", 4)):
+        folder = tmp_path / "stages" / "models" / name / "sub"
+        folder.mkdir(parents=True)
+        for i in range(n):
+            (folder.parent if i % 2 else folder).joinpath(f"f{i}").write_bytes(b"x" * (i + 1))
+            sizes += i + 1
+    rows = {r.folder: r for r in cache_usage(cache)}
+    assert rows["models"].kind == "kept" and rows["models"].entries == 2
+    assert rows["models"].size == sizes and rows["models"].newest is not None
+    assert rows["signals"].entries == 1
+    shown = CliRunner().invoke(app, ["cache", "list", "--cache-dir", str(tmp_path / "stages"),
+                                     "--json"], env=ENV)
+    folders = {f["folder"]: f for f in json.loads(shown.stdout)["folders"]}
+    assert folders["models"]["entries"] == 2 and folders["models"]["size"] == sizes
+
+
 def test_prune_by_size_keeps_inputs_and_reruns_to_the_same_bytes(copy, swept, sweep_db):
     from aiblox.sweep import run_sweep
 
