@@ -82,6 +82,11 @@ class PointManifest(_Strict):
     """The effective config: prefs without the query, embedder, backend."""
     embedder_name: str | None = None
     """Registry name of the embedder (``config`` holds its model id), to rebuild the point."""
+    models: dict[str, str] | None = None
+    """The folders of the trained models the point's stages name by reference (``finetune:ce-
+    <hex>@<hex>``, a ``[finetune_reranker]`` model), where the sweep wrote them: ``aiblox eval
+    verify`` scores with the files there (their id is in every stage key). None: none. Not part
+    of ``manifest_hash``: it names this machine's folders."""
     device: str | None = None
     """The device the embedder ran on, resolved (``cpu``, ``cuda:0 (NVIDIA H100 80GB HBM3)``;
     None: a manifest from before devices, made on the CPU). Not part of ``manifest_hash``:
@@ -96,10 +101,12 @@ class PointManifest(_Strict):
     @property
     def manifest_hash(self) -> str:
         """sha256 of everything but the environment, the dataset's path (where it lies on this
-        machine; the dataset hash says what it holds) and the device. Optional fields added later
+        machine; the dataset hash says what it holds), the trained models' folders and the
+        device. Optional fields added later
         are left out while None, so a fusion point's manifest hash is what it was before they
         existed."""
-        data = self.model_dump(mode="json", exclude={"environment", "dataset_path", "device"})
+        data = self.model_dump(mode="json", exclude={"environment", "dataset_path", "device",
+                                                      "models"})
         for split in data["splits"].values():
             if split.get("prompts_sha256") is None:
                 split.pop("prompts_sha256", None)

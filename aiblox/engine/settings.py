@@ -100,6 +100,11 @@ class SweepSettings:
     device: str = "auto"
     """Where the embedder runs (:func:`aiblox.embedding.device.resolve_device`; a sweep
     resolves it before any point, so its workers embed where the driver's keys say)."""
+    trained: tuple[tuple[str, str], ...] = ()
+    """The folders of the models the sweep trained that its points' stages name by reference
+    (``(finetune:<name>@<hex>, folder)``, :func:`aiblox.engine.stages.cross_encoder.trained_ref`):
+    made known to every process that plans a point (:class:`~aiblox.engine.context.RunContext`),
+    never part of a key or a config hash."""
 
 
 def needs_vectors(base: RetrievalPrefs, pipelines: Sequence[Pipeline]) -> bool:

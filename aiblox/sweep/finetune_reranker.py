@@ -23,9 +23,14 @@ It is keyed like the tuned embedder (:mod:`aiblox.sweep.finetune`): the sha256 o
 model's id, the dataset's hash, the split and the query ids trained on, the full-text settings
 that drew the negatives and the recipe; the folder is ``<cache-dir>/models/ce-<16 hex of the
 key>`` (with a remote stage cache, ``.aiblox/models/`` on the machine that trains it), written
-under a temporary name and renamed, trained once. The points' pipelines name that folder in
-place of ``finetune``, and the stage's key holds the model's id (the sha256 of its files), so
-``aiblox eval verify`` checks the very weights a point was scored with.
+under a temporary name and renamed, trained once. The points' pipelines name it in place of
+``finetune`` as ``finetune:ce-<16 hex of the key>@<16 hex of its files' sha256>``
+(:func:`~aiblox.engine.stages.cross_encoder.trained_ref`), never by its folder: a point's config
+hash and label are the same whatever ``--cache-dir`` the sweep ran with (a cache copied, moved or
+shared logs no point twice); the sweep's settings carry the folder to every process that scores
+a point, and the point's manifest (``models``) to ``aiblox eval verify``. The stage's key holds
+the model's id (the sha256 of its files), so ``aiblox eval verify`` checks the very weights a
+point was scored with.
 """
 
 from __future__ import annotations
@@ -68,15 +73,16 @@ def uses_finetuned_reranker(p: Pipeline) -> bool:
     return bool(_finetuned_stages(p))
 
 
-def with_reranker(points: list[PipelinePoint], folder: str | Path) -> list[PipelinePoint]:
-    """``points`` with every ``cross_encoder`` stage whose model is ``finetune`` naming
-    ``folder`` instead (its key then holds the trained model's id)."""
+def with_reranker(points: list[PipelinePoint], ref: str) -> list[PipelinePoint]:
+    """``points`` with every ``cross_encoder`` stage whose model is ``finetune`` naming the
+    trained model ``ref`` (:func:`~aiblox.engine.stages.cross_encoder.trained_ref`) instead
+    (its key then holds the trained model's id)."""
     out = []
     for pt in points:
         names = [] if pt.pipeline is None else _finetuned_stages(pt.pipeline)
         if names:
             assert pt.pipeline is not None
-            pipe = pt.pipeline.with_params({n: {"model": str(folder)} for n in names})
+            pipe = pt.pipeline.with_params({n: {"model": ref} for n in names})
             pt = dataclasses.replace(pt, pipeline=pipe)
         out.append(pt)
     return out

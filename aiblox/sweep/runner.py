@@ -47,6 +47,7 @@ from aiblox.engine.manifest import PointManifest, SplitManifest, environment
 from aiblox.engine.plan import check_pipeline
 from aiblox.engine.point import evaluate_point, recheck_point
 from aiblox.engine.settings import PipelinePoint, point_config, point_title
+from aiblox.engine.stages.cross_encoder import trained_ref
 from aiblox.engine.tracking import release_on_error
 from aiblox.memory import paused_gc
 from aiblox.metrics.pareto import objective_values
@@ -173,9 +174,11 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
                                   device=device)
         settings = dataclasses.replace(settings, embedder=str(model))
     reranker = None
-    if spec.finetune_reranker is not None:  # its folder replaces model = "finetune"
-        reranker = ensure_reranker(spec, ds, cache_dir, db or spec.db, progress=progress,
-                                   device=device)
+    if spec.finetune_reranker is not None:  # named by its id in place of model = "finetune"
+        folder = ensure_reranker(spec, ds, cache_dir, db or spec.db, progress=progress,
+                                 device=device)
+        reranker = trained_ref(folder)
+        settings = dataclasses.replace(settings, trained=((reranker, str(folder)),))
     backend = backend_of(db or spec.db, spec.backend)  # an explicit db may name another backend
     cache = RecordingCache(cache_dir) if cpus else StageCache(cache_dir)
     ctx = RunContext(settings, ds, cache, db or spec.db, backend, splits, progress=progress)
@@ -232,6 +235,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
             sweep=spec.name, sweep_hash=sweep_hash, dataset=ds.name, dataset_hash=ds.hash,
             dataset_path=ds.source, config_hash=chash, config=config,
             embedder_name=settings.embedder, device=shown_device, metrics=list(spec.metrics),
+            models=dict(settings.trained) or None,
             splits={s: SplitManifest(split=s, **out[s]) for s in splits},
             environment=environment())
         c = pt.prefs.chunking

@@ -14,6 +14,7 @@ difference, said in words (``dataset at PATH changed since the point was compute
 Y``); a path that is gone is an error unless the dataset's name finds the very same bytes
 elsewhere, or a copy is named explicitly (checked by hash). A manifest written before the path
 was recorded finds the dataset by name, with a note.
+
 """
 
 from __future__ import annotations
@@ -169,7 +170,7 @@ def logged_point(manifest: PointManifest) -> tuple[SweepSettings, PipelinePoint]
         chunk_stages="query_limit" in cfg, query_limit=cfg.get("query_limit"),
         chunk_k=tuple(cfg.get("chunk_k", (1, 5, 10))), reader=reader.get("name", "extractive"),
         reader_options=dict(reader.get("options", {})), needs_vectors=prefs.mode != "bm25",
-        device=logged_device(manifest))
+        device=logged_device(manifest), trained=tuple(sorted((manifest.models or {}).items())))
     selection = cfg.get("selection")
     pipeline = None
     if cfg.get("pipeline") is not None:  # its own stage kinds registered first

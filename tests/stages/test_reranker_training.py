@@ -6,6 +6,7 @@ the points' pipelines in place of ``finetune``, and verified from a point's mani
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -123,8 +124,12 @@ def test_the_sweep_trains_once_and_points_name_the_model(tmp_path, tiny_base, ow
     first = run_sweep(s, cache_dir=tmp_path / "c", db=own_db, progress=False)
     folders = list((tmp_path / "c" / "models").glob("ce-*"))
     assert len(folders) == 1 and (folders[0] / RECIPE_FILE).is_file()
+    # named by what the spec said and which model (its files), never by where it lies
+    ref = f"finetune:{folders[0].name}@{model_digest(folders[0])[:16]}"
     models = {p.manifest.config["pipeline"]["then"][1]["params"]["model"] for p in first.points}
-    assert models == {str(folders[0])}
+    assert models == {ref}
+    assert all(ref in p.label and str(tmp_path) not in p.label for p in first.points)
+    assert all(p.manifest.models == {ref: str(folders[0])} for p in first.points)
 
     def no_training(*a, **k):
         raise AssertionError("trained again")
@@ -135,7 +140,15 @@ def test_the_sweep_trains_once_and_points_name_the_model(tmp_path, tiny_base, ow
     assert [p.metrics for p in again.points] == [p.metrics for p in first.points]
     report = verify_point(first.points[0].manifest, db=own_db)
     assert report.identical, report.first_difference
+    # the same spec over a copy of the cache elsewhere: the same points (an MLflow sweep logs
+    # none again), nothing trained or computed
+    shutil.copytree(tmp_path / "c", tmp_path / "elsewhere" / "c")
+    moved = run_sweep(s, cache_dir=tmp_path / "elsewhere" / "c", db=own_db, progress=False)
+    assert [(p.config_hash, p.label) for p in moved.points] == \
+        [(p.config_hash, p.label) for p in first.points]
+    assert moved.computed == {}
     # another seed is another model, in another folder
     with pytest.raises(AssertionError, match="trained again"):
         run_sweep(spec(tmp_path, tiny_base, "seed = 1"), cache_dir=tmp_path / "c", db=own_db,
                   progress=False)
+
