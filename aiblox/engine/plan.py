@@ -16,11 +16,13 @@ output is computed by its kind's function (:func:`~aiblox.engine.registry.regist
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
 from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError
 
 from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs, VectorConfig
 from aiblox.engine.algebra import Cutoff, Fuse, Pipeline, PipelineError, Stage, Then
@@ -300,10 +302,18 @@ def _apply(p: Pipeline, v: Value, base: RetrievalPrefs, ctx: PlanContext, split:
 
 
 def _config(ctx: PlanContext, cfg: BaseModel, reads: frozenset[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {"params": cfg.model_dump(mode="json")}
+    try:
+        params = cfg.model_dump(mode="json")
+    except PydanticSerializationError as exc:  # a key form's own error (a model not there)
+        raise ValueError(_WRAPPED.sub("", str(exc))) from None
+    out: dict[str, Any] = {"params": params}
     if reads:
         out["reads"] = ctx.fingerprints(reads)
     return out
+
+
+_WRAPPED = re.compile(r"^Error calling function `[^`]*`: \w+: ")
+"""The words pydantic puts before the error a serializer raised."""
 
 
 def _fuse_defaults(base: RetrievalPrefs) -> dict[str, Any]:

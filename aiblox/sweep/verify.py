@@ -15,6 +15,11 @@ Y``); a path that is gone is an error unless the dataset's name finds the very s
 elsewhere, or a copy is named explicitly (checked by hash). A manifest written before the path
 was recorded finds the dataset by name, with a note.
 
+The models a sweep trained (``[finetune]``'s embedder, ``[finetune_reranker]``'s cross-encoder)
+are read from the folders the manifest records (``embedder_name``, ``models``), the very files
+the point was scored with (their sha256 is in the embedder id and the stage keys), never trained
+again: a folder that is gone is an error naming it and how to get it back
+(:func:`check_model_folders`), not a difference.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ __all__ = [
     "LoggedArtifacts",
     "StageCheck",
     "VerifyReport",
+    "check_model_folders",
     "logged_artifacts",
     "logged_device",
     "logged_manifest",
@@ -282,6 +288,7 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
               else f"{differs}: hash {m.dataset_hash}, now {ds.hash}")
     if not check("dataset", m.dataset_hash, ds.hash, detail):
         return report()
+    check_model_folders(m)
     settings, pt = logged_point(m)
     emb_id, backend = m.config["embedder"], m.config["backend"]
     chash, config = point_config(settings, pt, emb_id, backend)
@@ -309,6 +316,46 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
         finally:
             ctx.close()
     return report()
+
+
+def _model_paths(data: Any) -> list[str]:
+    """Every stage's ``model`` parameter in a logged pipeline that names a folder by its path
+    (a manifest from before trained models were named by reference names the folder)."""
+    if isinstance(data, dict):
+        model = (data.get("params") or {}).get("model") if "stage" in data else None
+        own = [model] if isinstance(model, str) and ("/" in model or "\\" in model) else []
+        return own + [m for v in data.values() for m in _model_paths(v)]
+    if isinstance(data, list):
+        return [m for v in data for m in _model_paths(v)]
+    return []
+
+
+def check_model_folders(m: PointManifest) -> None:
+    """The model folders the point was scored with are there (the embedder's when it is a
+    folder, as a ``[finetune]`` model's is; each trained model of ``models``; a stage's model
+    named by its path): ``ValueError`` in one line naming the first one gone and how to get
+    it back. Verification scores with the very files (their id is in the keys) and trains no
+    model again: a missing folder is not a difference."""
+    name = m.embedder_name or ""
+    wanted = [(f"embedder {m.config.get('embedder')}", name)] if "/" in name or "\\" in name \
+        else []
+    wanted += [(f"cross-encoder {ref}", folder) for ref, folder in sorted((m.models or {}).items())]
+    wanted += [("cross-encoder", path) for path in _model_paths(m.config.get("pipeline"))]
+    for what, folder in wanted:
+        path = Path(folder)
+        if path.exists():
+            continue
+        table = {"ft-": "[finetune]", "ce-": "[finetune_reranker]"}.get(path.name[:3])
+        if path.parent.name != "models" or table is None:
+            raise ValueError(f"the {what} the point was scored with is gone: no model folder "
+                             f"{folder}; copy it back there (verification scores with the very "
+                             f"files)")
+        raise ValueError(f"the {what} the point was scored with is gone: no model folder "
+                         f"{folder} (trained by sweep {m.sweep!r}; verification scores with the "
+                         f"very files and trains nothing): copy it back there, or run the sweep "
+                         f"again with --cache-dir {path.parent.parent} (its {table} table trains "
+                         f"it there again: the same recipe and seed give the same files on the "
+                         f"same machine)")
 
 
 def _cpu_note(m: PointManifest, bad: str | None) -> list[str]:

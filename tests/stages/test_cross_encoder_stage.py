@@ -128,6 +128,22 @@ def test_the_key_holds_the_model_id_not_its_path_nor_batch_or_device(tiny_ce):
         CrossEncoderConfig(model=str(tiny_ce), device="gpu")
 
 
+def test_a_model_not_there_is_one_line_in_the_key_and_a_trained_one_is_named():
+    """The stage's key form computes the model's id: a model that is not there is the model's
+    own error, not pydantic's wrapper; a trained model's reference unknown to the process says
+    so."""
+    from aiblox.engine.plan import _config
+
+    with pytest.raises(ValueError) as err:
+        _config(None, CrossEncoderConfig(model="/nowhere/ce-0"), frozenset())  # type: ignore
+    assert str(err.value) == ("model '/nowhere/ce-0': no such model folder or installed model "
+                              "package")
+    with pytest.raises(ValueError, match=r"^model 'finetune:ce-0@1': a sweep's "
+                                         r"\[finetune_reranker\] model, whose folder this "
+                                         r"process does not know"):
+        _config(None, CrossEncoderConfig(model="finetune:ce-0@1"), frozenset())  # type: ignore
+
+
 def test_interpolation_and_the_documents_below_top_n():
     docs, incoming = ("d1", "d2", "d3", "d4"), (4.0, 3.0, 2.0, 1.0)
     ce = [0.0, 1.0, 5.0]  # reverses the top three

@@ -147,6 +147,16 @@ def test_the_sweep_trains_once_and_points_name_the_model(tmp_path, tiny_base, ow
     assert [(p.config_hash, p.label) for p in moved.points] == \
         [(p.config_hash, p.label) for p in first.points]
     assert moved.computed == {}
+    # the folder a point was scored with gone: one line naming it, not a difference
+    shutil.move(folders[0], tmp_path / "away")
+    with pytest.raises(ValueError) as err:
+        verify_point(first.points[0].manifest, db=own_db)
+    assert str(err.value).startswith(f"the cross-encoder {ref} the point was scored with is "
+                                     f"gone: no model folder {folders[0]} ")
+    assert f"--cache-dir {tmp_path / 'c'}" in str(err.value) and "Error calling" not in \
+        str(err.value)
+    report = verify_point(moved.points[0].manifest, db=own_db)  # the copy's folder
+    assert report.identical, report.first_difference
     # another seed is another model, in another folder
     with pytest.raises(AssertionError, match="trained again"):
         run_sweep(spec(tmp_path, tiny_base, "seed = 1"), cache_dir=tmp_path / "c", db=own_db,

@@ -188,6 +188,15 @@ def test_a_sweep_trains_once_scores_with_the_tuned_model_and_verifies(tmp_path, 
     recipe.write_text(recipe.read_text() + " ", encoding="utf-8")  # other files, other model
     changed = verify_point(best.manifest, db=db)
     assert not changed.identical and changed.first_difference == "embedder"
+    import shutil
+
+    shutil.move(folder, tmp_path / "away")  # gone: one line naming it, not a difference
+    with pytest.raises(ValueError) as err:
+        verify_point(best.manifest, db=db)
+    assert str(err.value).startswith(f"the embedder {model_id} the point was scored with is "
+                                     f"gone: no model folder {folder} (trained by sweep "
+                                     f"'sample_ft'")
+    assert f"--cache-dir {cache} (its [finetune] table" in str(err.value)
 
 
 def test_a_remote_cache_shares_the_trained_model(tmp_path, monkeypatch):
