@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -49,14 +50,25 @@ def _free_port() -> int:
 
 class Cluster:
     """A Ray cluster on this machine under its own temp folder, stopped by process id (``ray
-    stop`` would stop every Ray cluster on the machine)."""
+    stop`` would stop every Ray cluster on the machine).
+
+    Every node runs with token authentication and a token of the cluster's own: Ray 2.60 turns
+    it on for a head node wherever ``~/.ray/auth_token`` exists, and refuses a node that joins
+    without the token, so the nodes are not left to guess. This process (the driver) has the
+    token as ``RAY_AUTH_TOKEN`` and no ``RAY_AUTH_MODE``, as a default install: aiblox sends the
+    token because the cluster asks for it."""
 
     def __init__(self) -> None:
         self.temp_dir = tempfile.mkdtemp(prefix="aiblox-ray-", dir="/tmp")
         self.address = f"127.0.0.1:{_free_port()}"
+        token = secrets.token_hex(32)
+        os.environ.pop("RAY_AUTH_MODE", None)
+        os.environ.pop("RAY_AUTH_TOKEN_PATH", None)
+        os.environ["RAY_AUTH_TOKEN"] = token
         self.env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
-            "AIBLOX_NO_PROGRESS": "1", "RAY_USAGE_STATS_ENABLED": "0"}
+            "AIBLOX_NO_PROGRESS": "1", "RAY_USAGE_STATS_ENABLED": "0",
+            "RAY_AUTH_MODE": "token"}
 
     def _ray(self, *args: str) -> None:
         proc = subprocess.run([shutil.which("ray") or "ray", *args], env=self.env,

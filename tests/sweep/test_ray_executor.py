@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -66,14 +67,31 @@ def _stop(temp_dir: str, address: str) -> None:
     psutil.wait_procs(alive, timeout=10)
 
 
+AUTH_VARS = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+
+
+def _reload_ray_auth() -> None:
+    """Ray's token and mode read again from the environment (both are kept once read)."""
+    from ray._raylet import AuthenticationTokenLoader, Config
+
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
+
+
 @pytest.fixture(scope="module")
 def cluster():
-    """A head node and a second node, one CPU each, on this machine; the address and the
-    second node's raylet."""
+    """A head node and a second node, one CPU each, on this machine, with Ray 2.60's token
+    authentication (a token of its own, whatever ~/.ray/auth_token holds); the address and the
+    second node's raylet. This process has the token where Ray looks for it
+    (``RAY_AUTH_TOKEN``) and no ``RAY_AUTH_MODE``, as a user of a default install: aiblox sends
+    the token because the cluster asks for it."""
     temp_dir = tempfile.mkdtemp(prefix="aiblox-ray-", dir="/tmp")  # sockets: short paths
+    token = secrets.token_hex(32)
+    saved = {k: os.environ.pop(k) for k in AUTH_VARS if k in os.environ}
+    os.environ["RAY_AUTH_TOKEN"] = token
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
-        "AIBLOX_NO_PROGRESS": "1", "RAY_USAGE_STATS_ENABLED": "0"}
+        "AIBLOX_NO_PROGRESS": "1", "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
     address = ""
     try:
         for attempt in (1, 2, 3):  # on a loaded machine a node can time out starting (30 s)
@@ -107,6 +125,10 @@ def cluster():
         ray.shutdown()
         _stop(temp_dir, address)
         shutil.rmtree(temp_dir, ignore_errors=True)
+        for k in AUTH_VARS:
+            os.environ.pop(k, None)
+        os.environ.update(saved)
+        _reload_ray_auth()
 
 
 def _fingerprint(result) -> dict:
@@ -245,6 +267,61 @@ def test_an_address_where_no_cluster_answers_is_one_clear_error(tmp_path, sample
     assert lines[-1].startswith("error: --address 127.0.0.1:") and "no Ray cluster" in lines[-1]
     assert time.monotonic() - started < 20
     assert not (tmp_path / "stages").exists()  # nothing was opened or written
+
+
+def test_a_cluster_with_token_authentication_is_reached_with_the_token_ray_finds(
+        cluster, monkeypatch):
+    from aiblox.cluster import check_address
+
+    address, _ = cluster
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)  # a default install: no mode set
+    check_address(address)  # it asked for the token (RAY_AUTH_TOKEN here) and took it
+    assert os.environ["RAY_AUTH_MODE"] == "token"  # ray.init sends it too
+
+
+@pytest.fixture
+def ray_detached(monkeypatch):
+    """This process detached from Ray (a wrong token must not reach a live driver); the
+    environment and Ray's token and mode put back afterwards."""
+    import ray
+
+    ray.shutdown()
+    yield monkeypatch
+    monkeypatch.undo()
+    _reload_ray_auth()
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"RAY_AUTH_TOKEN": None}, "the Ray cluster there needs an authentication token and "
+                               "none was found: put the cluster's token"),
+    ({"RAY_AUTH_TOKEN": "not-the-token"}, "the Ray cluster there refused this machine's "
+                                          "authentication token; put the cluster's token"),
+    ({"RAY_AUTH_MODE": "disabled"}, "the Ray cluster there needs token authentication but "
+                                    "RAY_AUTH_MODE=disabled; set RAY_AUTH_MODE=token"),
+])
+def test_a_cluster_wanting_a_token_it_does_not_get_is_one_clear_error(
+        cluster, ray_detached, tmp_path, env, message):
+    from typer.testing import CliRunner
+
+    from aiblox.cli.main import app
+
+    address, _ = cluster
+    ray_detached.setenv("HOME", str(tmp_path))  # no ~/.ray/auth_token
+    for name, value in env.items():
+        if value is None:
+            ray_detached.delenv(name)
+        else:
+            ray_detached.setenv(name, value)
+    res = CliRunner().invoke(app, ["sweep", str(REPO / "evals/sweeps/sample_fusion.toml"),
+                                   "--executor", "ray", "--address", address,
+                                   "--cache-dir", str(tmp_path / "stages"), "--no-tracking"])
+    assert res.exit_code == 2
+    line = res.output.strip().splitlines()[-1]
+    assert line.startswith(f"error: --address {address}: {message}")
+    assert "RAY_AUTH_MODE" in message or line.endswith(
+        "(`ray get-auth-token` on its head node prints it) in ~/.ray/auth_token, or set "
+        "RAY_AUTH_TOKEN (or RAY_AUTH_TOKEN_PATH, a file)")
+    assert not (tmp_path / "stages").exists()
 
 
 @pytest.mark.parametrize(("args", "message"), [
