@@ -515,7 +515,9 @@ class StageCache:
         reused entry's output is not read (None is returned in its place: callers that only
         need the record skip the read) and only its meta and size are checked; read it later
         with :meth:`run` again (``load=True``, ``count_reuse=False`` so the reuse counts once)
-        to have a damaged one recomputed. ``key``: the stage's key, when the caller has it.
+        to have a damaged one recomputed. ``count_reuse=False``: a reused entry is not counted,
+        loaded or not (a key its caller has counted already). ``key``: the stage's key, when
+        the caller has it.
         """
         key = key or stage_key(name, version, config, inputs)
         if self.has(name, key):
@@ -527,7 +529,8 @@ class StageCache:
                     return StageRecord(m["name"], m["version"], m["key"], tuple(m["inputs"]),
                                        m["output_hash"]), output
                 if self.intact(name, key):
-                    self._count(self.reused, name)
+                    if count_reuse:
+                        self._count(self.reused, name)
                     return self.record(name, key), None
                 reason = "its meta or output file is missing, unreadable or of the wrong size"
             except StageCacheCorrupt as exc:

@@ -230,3 +230,29 @@ def test_logged_per_query_and_selected_evidence(first):
         assert [row["chunk_id"] for row in rows if row["query_id"] == qid and
                 row["rank"] >= 0] == q["selected"]
     assert selected_evidence(cache, stages[:5]) is None  # no selection stage
+
+
+def rescore_spec(sample_spec) -> SweepSpec:
+    """BM25 alone and BM25's run rescored by the dense model at three alphas: every rescore
+    point reads the fused run the BM25 point computed (one fusion key per split)."""
+    data = sample_spec.model_dump()
+    data.update({"pipeline": ["bm25", "bm25 >> dense_rescore"], "baseline": {"pipeline": "bm25"},
+                 "stages": {"dense_rescore": {"top_n": 20}},
+                 "grid": {"stages": {"dense_rescore": {"alpha": [0.0, 0.5, 1.0]}}}})
+    return SweepSpec.model_validate(data)
+
+
+def test_a_stage_several_pipeline_points_read_counts_once(tmp_path, sample_spec, sweep_db,
+                                                          sample_dataset):
+    """A stage counts once per sweep, computed or reused, however many points read it: the
+    rescore points' reads of BM25's fused run (without loading it) counted it again as reused,
+    11 times on adi_dense_rescore, where the Ray executor (one count per key) counted none."""
+    spec = rescore_spec(sample_spec)
+    first = run_sweep(spec, cache_dir=tmp_path, db=sweep_db, progress=False,
+                      dataset=sample_dataset)
+    assert len(first.points) == 4
+    assert first.computed == {"signals": 2, "fusion": 2, "dense_rescore": 6, "metrics": 8}
+    assert first.reused == {}
+    again = run_sweep(spec, cache_dir=tmp_path, db=sweep_db, progress=False,
+                      dataset=sample_dataset)
+    assert again.computed == {} and again.reused == first.computed

@@ -202,6 +202,21 @@ def test_pipeline_sweep_on_two_nodes_is_the_local_sweep(cluster, sample_spec, tm
     assert ray_.computed["chunks"] == 4 and ray_.computed["answer_metrics"] == 16
 
 
+def test_a_retrieval_pipeline_sweep_counts_its_stages_as_the_local_sweep(
+        cluster, sample_spec, tmp_path, sweep_db, sample_dataset):
+    """The rescore points read the BM25 point's fused run: counted once, on Ray as locally
+    (the local executor counted each read as a reuse; Ray's merged counts had none)."""
+    from test_pipeline import rescore_spec
+
+    address, _ = cluster
+    spec = rescore_spec(sample_spec)
+    for _ in ("cold", "warm"):
+        local, ray_ = _both(spec, tmp_path, sweep_db, sample_dataset, address)
+        assert _fingerprint(ray_) == _fingerprint(local)
+    assert ray_.computed == {} and ray_.reused == {"signals": 2, "fusion": 2,
+                                                   "dense_rescore": 6, "metrics": 8}
+
+
 def test_a_tpe_search_on_the_cluster_asks_the_local_trials(cluster, sample_spec, tmp_path,
                                                            sweep_db, sample_dataset):
     address, _ = cluster
