@@ -412,22 +412,41 @@ def test_a_killed_driver_resumes_on_the_cluster_reusing_every_finished_stage(
         N,
         assert_complete,
         child_metrics,
+        env,
         run,
         sweep_cmd,
         write_spec,
     )
 
+    from aiblox.engine.tracking import SweepTracker
+    from aiblox.sweep import load_spec
+
     address, _ = cluster
     spec = write_spec(tmp_path, "procs")
-    local_uri = f"sqlite:///{tmp_path}/local.db"  # the local executor, uninterrupted
-    local = run(sweep_cmd(spec, local_uri, tmp_path / "local", sweep_db))
-    assert local.returncode == 0, local.stderr[-3000:]
-    reference = child_metrics(assert_complete(local_uri, "procs"))
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     cmd = sweep_cmd(spec, uri, tmp_path / "stages", sweep_db, "--executor", "ray",
                     "--address", address)
-    first = run(cmd, KILL="after:4")  # the driver SIGKILLed once 4 points (2 batches) are logged
-    assert first.returncode == -9, first.stderr[-3000:]
+    # the driver SIGKILLed once 4 points (2 batches) are logged; meanwhile, the reference: the
+    # local executor, uninterrupted, in this process on its own store, cache and copy of the
+    # sample store (DuckDB: one process has a file open at a time), as test_tracking_processes's
+    # reference (a third process importing aiblox took 10-40 s)
+    local_db = tmp_path / "local.duckdb"
+    shutil.copyfile(sweep_db, local_db)
+    first_proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, env=env(KILL="after:4"), cwd=REPO)
+    try:
+        loaded = load_spec(spec)
+        local_uri = f"sqlite:///{tmp_path}/local.db"
+        run_sweep(loaded, cache_dir=tmp_path / "local", db=str(local_db), progress=False,
+                  tracker=SweepTracker(local_uri, "aiblox-sweep/procs", loaded.hash,
+                                       loaded.model_dump(mode="json")))
+        reference = child_metrics(assert_complete(local_uri, "procs"))
+        _, first_err = first_proc.communicate(timeout=400)
+    finally:
+        if first_proc.poll() is None:
+            first_proc.kill()
+            first_proc.communicate()
+    assert first_proc.returncode == -9, first_err[-3000:]
     resumed = run(cmd + ["--resume"])
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "Traceback" not in resumed.stderr
