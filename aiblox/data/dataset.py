@@ -45,6 +45,7 @@ from aiblox.data.tables import (
     file_table,
     frame_table,
     read_manifest,
+    split_column_hint,
     tab_corpus,
     tab_judged,
     tab_qrels_rows,
@@ -502,6 +503,13 @@ def _load_tabular(src: TabularSource, path: Path, name: str, splits: list[str] |
         label = table.label if table is not None else (mixed.label if mixed else base)
         return (*tab_judged(base, got, corpus, hasher), label)
 
-    return _assemble(name, path, where, corpus, queries, splits, known, read, hasher,
-                     corpus_hasher, src.answers, canonical_answers=True,
-                     queries_label=src.queries.label)
+    try:
+        return _assemble(name, path, where, corpus, queries, splits, known, read, hasher,
+                         corpus_hasher, src.answers, canonical_answers=True,
+                         queries_label=src.queries.label)
+    except DatasetError as exc:
+        hint = split_column_hint(src, path if path.is_dir() else path.parent) \
+            if exc.field == "split" and exc.message.startswith("no split ") else ""
+        if not hint:
+            raise
+        raise DatasetError(exc.file, exc.line, exc.field, exc.message + hint) from None

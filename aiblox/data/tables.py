@@ -540,6 +540,24 @@ def tab_qrels_rows(table: _Table, mapping: dict[str, str], split: str | None,
     return out
 
 
+def split_column_hint(src: TabularSource, base: Path) -> str:
+    """For a split asked for and not found: the first qrels file of a folder (one split per
+    file, by its name) that has a ``split`` column, and how to read each row's split from it
+    instead ("" when none has one)."""
+    for split, table in sorted((s, t) for s, t in src.qrels.items() if s is not None):
+        try:
+            column = resolve(table, "qrels", src.columns.get("qrels", {}))["split"]
+        except DatasetError:
+            continue
+        if column is not None:
+            label = Path(table.label)
+            rel = label.relative_to(base) if label.is_relative_to(base) else label
+            return (f"; {rel} has a {column!r} column, but a file in the qrels folder is the "
+                    f"split its name says ({split!r}): to read each row's split from that "
+                    f"column, name the file in {MANIFEST} (qrels = \"{rel.as_posix()}\")")
+    return ""
+
+
 def tab_judged(split: str, rows: list[QrelsRow], corpus: dict[str, ItemRecord],
                 hasher: Hasher) -> tuple[dict[str, dict[str, int]], int, int]:
     """``(judged, rows naming a document absent from the corpus, repeated identical rows)`` of

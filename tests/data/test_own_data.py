@@ -401,3 +401,31 @@ def test_a_sweep_on_tables_reproduces_the_pinned_beir_runs(tmp_path, monkeypatch
                       for s, m in sorted(p.manifest.splits.items())}) for p in result.points]
     assert got == want and len(got) >= 24
     assert result.dataset_hash == load_dataset(folder).hash != load_dataset(sample).hash
+
+
+def test_a_split_column_in_a_folder_file_is_named_when_a_split_is_missing(tmp_path):
+    """``qrels/all.csv`` whose rows carry a ``split`` column is the split ``all`` (a folder's file
+    is the split its name says): asking for ``test`` said only "no split 'test'; available:
+    ['all']". The error now names the file's column and the manifest line that reads it, and
+    that line works."""
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "corpus.csv").write_text("id,title,text\nd1,A,alpha\nd2,B,gamma\n")
+    (tmp_path / "queries.csv").write_text("id,text\nq1,alpha\nq2,gamma\n")
+    (tmp_path / "qrels" / "all.csv").write_text(
+        "query_id,doc_id,score,split\nq1,d1,1,test\nq2,d2,1,train\n")
+    with pytest.raises(DatasetError) as exc:
+        load_dataset(tmp_path, splits=["test"])
+    assert exc.value.message == (
+        "no split 'test'; available: ['all']; qrels/all.csv has a 'split' column, but a file in "
+        "the qrels folder is the split its name says ('all'): to read each row's split from "
+        "that column, name the file in dataset.toml (qrels = \"qrels/all.csv\")")
+    (tmp_path / "dataset.toml").write_text(
+        'corpus = "corpus.csv"\nqueries = "queries.csv"\nqrels = "qrels/all.csv"\n')
+    ds = load_dataset(tmp_path, splits=["test", "train"])
+    assert ds.qrels == {"test": {"q1": {"d1": 1}}, "train": {"q2": {"d2": 1}}}
+    (tmp_path / "dataset.toml").unlink()  # no split column in the folder: the plain message
+    (tmp_path / "qrels" / "all.csv").unlink()
+    (tmp_path / "qrels" / "test.csv").write_text("query_id,doc_id,score\nq1,d1,1\n")
+    with pytest.raises(DatasetError) as exc:
+        load_dataset(tmp_path, splits=["dev"])
+    assert exc.value.message == "no split 'dev'; available: ['test']"
