@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -20,8 +20,8 @@ from rich.table import Table
 if TYPE_CHECKING:
     from aiblox.stores import DuckDBStore
 
-__all__ = ["arg_parser", "environment_line", "err", "nonnegative_int", "open_quiet_store",
-           "positive_int", "print_table"]
+__all__ = ["arg_parser", "cpu_name", "environment_line", "err", "minilm_cross_encoder",
+           "nonnegative_int", "open_quiet_store", "positive_int", "print_table"]
 
 err = Console(stderr=True)
 """Progress for people goes to stderr; the table alone goes to stdout."""
@@ -76,6 +76,42 @@ def environment_line() -> str:
         db = ""
     return (f"{date.today().isoformat()}, Python {platform.python_version()}, "
             f"{db}{os.cpu_count()} CPUs, {platform.machine()}")
+
+
+def cpu_name() -> str:
+    """``cpu (16 threads, <model name>)``: the label of torch's CPU side."""
+    import torch
+
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"cpu ({torch.get_num_threads()} threads, {model})"
+
+
+def minilm_cross_encoder(device: str) -> Any:
+    """A sentence-transformers ``CrossEncoder`` built from MiniLM's weights with a fresh
+    one-output head (seed 0: the same head on every device), 256 word pieces, on ``device``: no
+    cross-encoder ships offline, and the head does not change the work a pair costs."""
+    import logging
+    import os
+
+    import torch
+    from sentence_transformers import CrossEncoder
+    from transformers.utils import logging as hf_logging
+
+    from aiblox.embedding.sentence_transformers import model_folder, quiet_transformers
+
+    quiet_transformers()
+    hf_logging.set_verbosity_error()  # the fresh head's "newly initialized" notice
+    logging.getLogger("sentence_transformers").setLevel(logging.ERROR)  # "Converting ..."
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    torch.manual_seed(0)
+    return CrossEncoder(str(model_folder("minilm")), num_labels=1, device=device, max_length=256)
 
 
 def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]],

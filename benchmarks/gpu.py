@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import shutil
 import sys
 import tempfile
@@ -48,28 +47,21 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import arg_parser, environment_line, err, positive_int, print_table  # noqa: E402
+from _common import (  # noqa: E402
+    arg_parser,
+    cpu_name,
+    environment_line,
+    err,
+    minilm_cross_encoder,
+    positive_int,
+    print_table,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = REPO / "evals" / "sweeps" / "scifact_finetune.toml"
 
 
 # -- what runs where -----------------------------------------------------------------------------
-def cpu_name() -> str:
-    """``cpu (16 threads, <model name>)``: the CPU side's label."""
-    import torch
-
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"cpu ({torch.get_num_threads()} threads, {model})"
-
-
 def gpu_device(wanted: str) -> tuple[str | None, str]:
     """``(device, label)``: the GPU asked for when torch sees it, else None and why not."""
     import torch
@@ -266,22 +258,9 @@ def rerank_pairs(folder: Path, texts: list[str], ids: list[str], n: int) -> list
 def rerank(pairs: list[tuple[str, str]], device: str) -> tuple[Any, float, float]:
     """Scores of ``pairs`` by a MiniLM cross-encoder on ``device`` (batch 64, 256 word pieces),
     the seconds and the CPU seconds (the model loaded and warmed up first, not counted)."""
-    import logging
-
     import numpy as np
-    import torch
-    from sentence_transformers import CrossEncoder
-    from transformers.utils import logging as hf_logging
 
-    from aiblox.embedding.sentence_transformers import model_folder, quiet_transformers
-
-    quiet_transformers()
-    hf_logging.set_verbosity_error()  # the fresh head's "newly initialized" notice
-    logging.getLogger("sentence_transformers").setLevel(logging.ERROR)  # "Converting ..."
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    torch.manual_seed(0)  # the same head on both devices
-    model = CrossEncoder(str(model_folder("minilm")), num_labels=1, device=device,
-                         max_length=256)
+    model = minilm_cross_encoder(device)
     model.predict(pairs[:64], batch_size=64, show_progress_bar=False)
     t0, c0 = time.perf_counter(), time.process_time()
     scores = model.predict(pairs, batch_size=64, show_progress_bar=False)

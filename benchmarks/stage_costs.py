@@ -43,7 +43,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import arg_parser, environment_line, err, nonnegative_int, positive_int, print_table  # noqa: E402
+from _common import (  # noqa: E402
+    arg_parser,
+    cpu_name,
+    environment_line,
+    err,
+    minilm_cross_encoder,
+    nonnegative_int,
+    positive_int,
+    print_table,
+)
 
 DATASETS = ["scifact", "cranfield", "cisi", "medline", "adi", "vaswani"]
 
@@ -99,41 +108,16 @@ def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
 
 def reranker_folder(work: Path) -> Path:
     """A cross-encoder folder built from MiniLM's weights with a fresh one-output head (seed 0)."""
-    import logging
-
-    import torch
-    from sentence_transformers import CrossEncoder
-    from transformers.utils import logging as hf_logging
-
-    from aiblox.embedding.sentence_transformers import model_folder, quiet_transformers
-
-    quiet_transformers()
-    hf_logging.set_verbosity_error()  # the fresh head's "newly initialized" notice
-    logging.getLogger("sentence_transformers").setLevel(logging.ERROR)
-    torch.manual_seed(0)
     folder = work / "ce-minilm"
-    CrossEncoder(str(model_folder("minilm")), num_labels=1, device="cpu",
-                 max_length=256).save(str(folder))
+    minilm_cross_encoder("cpu").save(str(folder))
     return folder
 
 
 def device_label(device: str) -> str:
     """``cuda:0 (NVIDIA H200)`` or ``cpu (2 threads, <model name>)``."""
-    import torch
-
     from aiblox.embedding.device import describe_device
 
-    if device.startswith("cuda"):
-        return describe_device(device)
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = ", " + line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"cpu ({torch.get_num_threads()} threads{model})"
+    return describe_device(device) if device.startswith("cuda") else cpu_name()
 
 
 def measure(pairs_file: Path, device: str, queries: int, repeat: int) -> dict[str, Any]:
