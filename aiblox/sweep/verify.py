@@ -30,7 +30,7 @@ import json
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -318,12 +318,17 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
     return report()
 
 
+def _is_path(name: Any) -> TypeGuard[str]:
+    """``name`` is a folder's path (not a registry name or a model reference)."""
+    return isinstance(name, str) and ("/" in name or "\\" in name)
+
+
 def _model_paths(data: Any) -> list[str]:
     """Every stage's ``model`` parameter in a logged pipeline that names a folder by its path
     (a manifest from before trained models were named by reference names the folder)."""
     if isinstance(data, dict):
         model = (data.get("params") or {}).get("model") if "stage" in data else None
-        own = [model] if isinstance(model, str) and ("/" in model or "\\" in model) else []
+        own = [model] if _is_path(model) else []
         return own + [m for v in data.values() for m in _model_paths(v)]
     if isinstance(data, list):
         return [m for v in data for m in _model_paths(v)]
@@ -337,8 +342,7 @@ def check_model_folders(m: PointManifest) -> None:
     it back. Verification scores with the very files (their id is in the keys) and trains no
     model again: a missing folder is not a difference."""
     name = m.embedder_name or ""
-    wanted = [(f"embedder {m.config.get('embedder')}", name)] if "/" in name or "\\" in name \
-        else []
+    wanted = [(f"embedder {m.config.get('embedder')}", name)] if _is_path(name) else []
     wanted += [(f"cross-encoder {ref}", folder) for ref, folder in sorted((m.models or {}).items())]
     wanted += [("cross-encoder", path) for path in _model_paths(m.config.get("pipeline"))]
     for what, folder in wanted:
