@@ -124,6 +124,23 @@ def checked_choice(value: str, choices: Iterable[str], option: str) -> str:
     return value
 
 
+def checked_at_least(value: int, minimum: int, option: str) -> int:
+    """``value`` when it is at least ``minimum``, else one ``error:`` line naming ``option`` in
+    the contracts' words (``--top -1: out of range; valid: a whole number >= 1``; exit 2,
+    before any work)."""
+    if value < minimum:
+        fail(f"{option} {value}: out of range; valid: a whole number >= {minimum}")
+    return value
+
+
+def checked_alpha(alpha: float, option: str = "--alpha") -> float:
+    """A significance level strictly between 0 and 1, else one ``error:`` line (a level of 5
+    would mark every delta significant)."""
+    if not 0 < alpha < 1:
+        fail(f"{option} must be between 0 and 1, got {alpha}")
+    return alpha
+
+
 def field_choices(model: type[BaseModel], name: str) -> list[str]:
     """The values a ``Literal`` field of a contract model accepts (so the CLI's choices are
     the contract's, never a copy that drifts)."""

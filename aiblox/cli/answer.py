@@ -14,6 +14,7 @@ from aiblox.cli._common import (
     STORE_HELP,
     cached_embedder,
     check_store_searchable,
+    checked_at_least,
     checked_chunker,
     checked_device,
     checked_embedder,
@@ -43,7 +44,8 @@ def answer(
     embedder: str = typer.Option("minilm", "--embedder", help="Embedder the store was built with."),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
     chunker: str = typer.Option("sentences", "--chunker", help="Chunker for late chunking."),
-    top_k_chunks: int = typer.Option(12, "--top-k-chunks", help="Evidence chunks retrieved."),
+    top_k_chunks: int = typer.Option(12, "--top-k-chunks",
+                                     help="Evidence chunks retrieved (at least 1)."),
     as_json: bool = typer.Option(False, "--json", help="Print every artifact as JSON."),
     retrieved_at: str | None = typer.Option(
         None, "--retrieved-at",
@@ -86,6 +88,8 @@ def answer(
                  f"(e.g. 2026-02-02T00:00:00Z)")
     model = checked_embedder(embedder, checked_device(device))
     checked_chunker(chunker)
+    # 0 chunks would always be a NO_EVIDENCE refusal: a bad option, not an answer
+    checked_at_least(top_k_chunks, 1, "--top-k-chunks")
     prefs = checked_prefs({"query_text": question, "top_k_chunks": top_k_chunks,
                            "chunking": {"chunker_id": chunker}},
                           {"top_k_chunks": ("--top-k-chunks", top_k_chunks),

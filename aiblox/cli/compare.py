@@ -9,7 +9,7 @@ from enum import StrEnum
 
 import typer
 
-from aiblox.cli._common import fail, out, print_json
+from aiblox.cli._common import checked_alpha, checked_at_least, fail, out, print_json
 from aiblox.cli._defaults import TRACKING_URI
 
 RUN_HELP = ("a 32-hex MLflow run id, SWEEP:LABEL (a label or its unique prefix; SWEEP:best, "
@@ -50,12 +50,14 @@ def compare(
     correction: CorrectionChoice = typer.Option(
         CorrectionChoice.holm, "--correction", help="Correction of the p-values over the "
         "metrics compared."),
-    alpha: float = typer.Option(0.05, "--alpha", help="Significance level."),
+    alpha: float = typer.Option(0.05, "--alpha", help="Significance level, between 0 and 1 "
+                                "(adjusted p <= it)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (with every "
                                  "query that moved, and every query's evidence changes for "
                                  "selection-policy runs)."),
     changed: int = typer.Option(10, "--changed", help="Queries shown that moved most (and, "
-                                "for selection-policy runs, whose evidence changed most)."),
+                                "for selection-policy runs, whose evidence changed most); 0: "
+                                "none."),
 ) -> None:
     """Per-metric means and deltas (B - A) over the queries both runs have, with a paired test on
     their per-query values, corrected over the metrics, and win/tie/loss under each metric's
@@ -64,6 +66,9 @@ def compare(
     from rich.table import Table
 
     from aiblox.metrics.marks import delta_text, legend, p_text, value_text
+
+    checked_alpha(alpha)
+    checked_at_least(changed, 0, "--changed")
 
     try:
         from aiblox.metrics.significance import TEST_NAMES

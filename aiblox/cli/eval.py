@@ -11,6 +11,7 @@ import typer
 
 from aiblox.cli._common import (
     DEVICE_HELP,
+    checked_alpha,
     checked_choice,
     checked_chunker,
     checked_device,
@@ -147,8 +148,7 @@ def eval_command(
     checked_choice(correction, CORRECTIONS, "--correction")
     for m in modes:
         checked_choice(m, field_choices(RetrievalPrefs, "mode"), "--mode")
-    if not 0 < alpha < 1:
-        fail(f"--alpha must be between 0 and 1, got {alpha}")
+    checked_alpha(alpha)
     if per_query is not None and per_query.suffix.lower() not in (".parquet", ".pq", ".csv"):
         fail(f"--per-query {per_query}: the suffix picks the format: .parquet or .csv")
     mode_prefs = {m: _mode_prefs(m, metric, depth=depth, top_k=top_k, blend=blend,
@@ -162,32 +162,39 @@ def eval_command(
     if with_chunks and pipes:
         fail("--chunks and --chunker score modes' evidence; a --pipeline is scored on its "
              "ranking only: leave them out, or score the pipeline's first stage as a --mode")
-    if with_chunks and modes:
-        if chunk_limit is not None and chunk_limit < 1:
-            fail(f"--chunk-limit {chunk_limit}: out of range; valid: a whole number >= 1")
-        if chunker:
-            checked_chunker(chunker)
-        chunk_options = {
-            "top_k_items": ("--chunk-items", chunk_items),
-            "top_k_chunks": ("--top-k-chunks", top_k_chunks),
-            "per_item_chunk_cap": ("--per-item-chunk-cap", per_item_chunk_cap),
-            "chunking.strategy": ("--chunk-strategy", chunk_strategy),
-            "chunking.max_chunk_tokens": ("--max-chunk-tokens", max_chunk_tokens),
-            "chunking.overlap_tokens": ("--overlap-tokens", overlap_tokens)}
-        for m, prefs in mode_prefs.items():
-            chunk_prefs[m] = checked_prefs({
-                **prefs.model_dump(), "top_k_items": chunk_items, "top_k_chunks": top_k_chunks,
-                "per_item_chunk_cap": per_item_chunk_cap,
-                "chunking": {"strategy": chunk_strategy, "chunker_id": chunker or "sentences",
-                             "max_chunk_tokens": max_chunk_tokens,
-                             "overlap_tokens": overlap_tokens}}, chunk_options)
-        try:  # sizes the chunker refuses (an overlap not below the budget): before any work
-            from aiblox.chunking import make_chunker
+    # the chunk options' values are checked whether or not chunks are scored: a bad value
+    # is one error line, never silently unused
+    if chunk_limit is not None and chunk_limit < 1:
+        fail(f"--chunk-limit {chunk_limit}: out of range; valid: a whole number >= 1")
+    if chunker:
+        checked_chunker(chunker)
+    chunk_options = {
+        "top_k_items": ("--chunk-items", chunk_items),
+        "top_k_chunks": ("--top-k-chunks", top_k_chunks),
+        "per_item_chunk_cap": ("--per-item-chunk-cap", per_item_chunk_cap),
+        "chunking.strategy": ("--chunk-strategy", chunk_strategy),
+        "chunking.max_chunk_tokens": ("--max-chunk-tokens", max_chunk_tokens),
+        "chunking.overlap_tokens": ("--overlap-tokens", overlap_tokens)}
+    chunk_fields = {"top_k_items": chunk_items, "top_k_chunks": top_k_chunks,
+                    "per_item_chunk_cap": per_item_chunk_cap,
+                    "chunking": {"strategy": chunk_strategy,
+                                 "chunker_id": chunker or "sentences",
+                                 "max_chunk_tokens": max_chunk_tokens,
+                                 "overlap_tokens": overlap_tokens}}
+    chunking = checked_prefs({"query_text": "", **chunk_fields}, chunk_options).chunking
+    sized = (max_chunk_tokens, overlap_tokens) != (None, None)
+    try:  # sizes the chunker refuses (an overlap not below the budget): before any work
+        from aiblox.chunking import make_chunker
 
-            make_chunker(next(iter(chunk_prefs.values())).chunking)
-        except ValueError as exc:
-            fail(str(exc).replace("overlap_tokens", "--overlap-tokens").replace(
-                "max_chunk_tokens", "--max-chunk-tokens"))
+        if with_chunks or sized:
+            make_chunker(chunking)
+    except ValueError as exc:
+        fail(str(exc).replace("overlap_tokens", "--overlap-tokens").replace(
+            "max_chunk_tokens", "--max-chunk-tokens"))
+    if with_chunks and modes:
+        for m, prefs in mode_prefs.items():
+            chunk_prefs[m] = checked_prefs({**prefs.model_dump(), **chunk_fields},
+                                           chunk_options)
         chunk_metrics, chunk_ks = _chunk_depths(metric, chunk_items, top_k_chunks)
     seen_files: dict[Path, Path] = {}
     for f in run_files:  # one file twice would be one system under another label

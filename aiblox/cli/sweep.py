@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from aiblox.cli._common import (
+    checked_at_least,
     console,
     fail,
     out,
@@ -50,8 +51,8 @@ def sweep(
                                "fine-tuned model trains (overrides the spec's device, default "
                                "auto): auto, cpu, cuda, cuda:N or mps. Off the CPU the "
                                "points are keyed apart (model id +cuda)."),
-    top: int = typer.Option(10, "--top", help="Leaderboard rows printed."),
-    max_points: int = typer.Option(MAX_POINTS, "--max-points", min=1,
+    top: int = typer.Option(10, "--top", help="Leaderboard rows printed (at least 1)."),
+    max_points: int = typer.Option(MAX_POINTS, "--max-points",
                                    help="Refuse a grid of more points than this (counted from "
                                         "the axes before anything is built)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -75,6 +76,9 @@ def sweep(
     from aiblox.sweep import SweepSpecError, load_spec, run_sweep
     from aiblox.sweep.runner import check_cv, default_jobs, sweep_device
 
+    checked_at_least(jobs, 0, "--jobs")
+    checked_at_least(top, 1, "--top")
+    checked_at_least(max_points, 1, "--max-points")
     try:
         spec = load_spec(spec_path, max_points=max_points)
     except SweepSpecError as exc:
@@ -143,7 +147,7 @@ def sweep(
     try:
         with _sigterm_as_exit():  # a terminated sweep gives its MLflow run up, as Ctrl-C does
             result = run_sweep(spec, cache_dir=cache_dir, db=db or None,
-                               jobs=default_jobs() if jobs <= 0 else jobs, tracker=tracker,
+                               jobs=jobs or default_jobs(), tracker=tracker,
                                progress=show_progress(), dataset=dataset,
                                executor=executor, address=address or None)
     except Exception as exc:

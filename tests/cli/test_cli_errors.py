@@ -117,6 +117,33 @@ def test_a_bad_metric_fails_in_a_moment_naming_the_option(tmp_path, metric, word
     assert elapsed < 1.0 and not db.exists()
 
 
+BAD_VALUES = [
+    (("compare", "a", "b", "--alpha", "5"), "--alpha must be between 0 and 1, got 5.0"),
+    (("compare", "a", "b", "--changed", "-1"),
+     "--changed -1: out of range; valid: a whole number >= 0"),
+    (("answer", "q", "--dataset", "sample", "--top-k-chunks", "0"),
+     "--top-k-chunks 0: out of range; valid: a whole number >= 1"),
+    (("eval", "sample", "--alpha", "2"), "--alpha must be between 0 and 1, got 2.0"),
+    (("sweep", SAMPLE_SPEC, "--jobs", "-1"), "--jobs -1: out of range; valid: a whole number >= 0"),
+    (("sweep", SAMPLE_SPEC, "--top", "-1"), "--top -1: out of range; valid: a whole number >= 1"),
+    (("sweep", SAMPLE_SPEC, "--max-points", "0"),
+     "--max-points 0: out of range; valid: a whole number >= 1"),
+    (("chunk", "--text", REPO / "README.md", "--preview", "-1"),
+     "--preview -1: out of range; valid: a whole number >= 1"),
+]
+
+
+@pytest.mark.parametrize(("args", "words"), BAD_VALUES,
+                         ids=[" ".join(str(a) for a in c[0][:1] + c[0][-2:]) for c in BAD_VALUES])
+def test_a_value_out_of_range_is_one_line_before_any_work(tmp_path, args, words):
+    """Each option with a least value (or a range) is refused as one ``error:`` line naming it,
+    before a store, MLflow or a dataset is opened (none of these runs gets that far)."""
+    t0 = time.perf_counter()
+    err = _one_error(_run(*args))
+    assert time.perf_counter() - t0 < 2.0
+    assert err.startswith(f"error: {words}"), err
+
+
 @pytest.mark.parametrize(("extra", "words"), [
     ('[grid]\ndepth = [0]\n', "field 'grid.depth': depths (candidates per signal) must be >= 1"),
     ('[grid]\nblend = ["linear"]\nw_text = { start = 0, stop = 1, step = 1e-7 }\n',

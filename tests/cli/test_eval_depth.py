@@ -114,6 +114,10 @@ EVAL_CASES = [
     (["--chunks", "--max-chunk-tokens", "10", "--overlap-tokens", "20"],
      "error: sentences: --overlap-tokens (20) must be smaller than --max-chunk-tokens (10)"),
     (["--chunks", "--chunk-limit", "0"], f"error: --chunk-limit 0: {E_RANGE}"),
+    # without --chunks too: a bad value is refused, never silently unused
+    (["--chunk-strategy", "foo"], "error: --chunk-strategy foo: Input should be 'late'"),
+    (["--max-chunk-tokens", "10", "--overlap-tokens", "20"],
+     "error: sentences: --overlap-tokens (20) must be smaller than --max-chunk-tokens (10)"),
 ]
 
 
@@ -131,8 +135,8 @@ def test_search_and_answer_options_name_the_option(tmp_path):
     for args, line in [
         (["search", "bm25", "--db", db, "--top-k", "0"], f"error: --top-k 0: {E_RANGE}"),
         (["search", "bm25", "--db", db, "-k", "-2"], f"error: --top-k -2: {E_RANGE}"),
-        (["answer", "What is BM25?", "--db", db, "--top-k-chunks", "-1"],
-         "error: --top-k-chunks -1: out of range; valid: a whole number >= 0")]:
+        (["answer", "What is BM25?", "--db", db, "--top-k-chunks", "0"],
+         f"error: --top-k-chunks 0: {E_RANGE}")]:  # 0 chunks: always a refusal
         assert _one_error(_run(*args)) == line  # before the store is looked for
     assert not db.exists()
 
