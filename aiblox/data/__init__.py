@@ -109,9 +109,11 @@ from aiblox.data.dataset import (
     GoldAnswer,
     content_hash,
     corpus_hash,
+    document_gaps,
     iter_corpus,
     load_dataset,
     read_queries,
+    warn_lexical_gaps,
 )
 from aiblox.data.find import available_splits, corpus_file, dataset_name, find_dataset
 from aiblox.data.rules import ID_RULE, MAX_GRADE, DatasetError, parse_split, split_part
@@ -130,6 +132,7 @@ __all__ = [
     "corpus_file",
     "corpus_hash",
     "dataset_name",
+    "document_gaps",
     "find_dataset",
     "iter_corpus",
     "load_dataset",
@@ -138,4 +141,5 @@ __all__ = [
     "read_trec_run",
     "split_part",
     "trec_run_text",
+    "warn_lexical_gaps",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -60,9 +60,11 @@ __all__ = [
     "LEXICAL_ANALYZER",
     "content_hash",
     "corpus_hash",
+    "document_gaps",
     "iter_corpus",
     "load_dataset",
     "read_queries",
+    "warn_lexical_gaps",
 ]
 
 
@@ -423,9 +425,7 @@ def _assemble(name: str, path: Path, where: Path, corpus: Mapping[str, ItemRecor
 
     _warn_empty_queries(queries, qrels, queries_label)
     gaps = _lexical_gaps(corpus, queries, qrels, doc_gaps)
-    for what, gap in gaps.items():
-        warnings.warn(f"{where}: {gap.describe(what, 'doc' if what == 'documents' else 'query')}",
-                      stacklevel=3)
+    warn_lexical_gaps(where, gaps)
     ds = Dataset(name=name, path=path, corpus=corpus, queries=queries, qrels=qrels,
                  answers=answers, missing_qrels_docs=missing_docs, duplicate_qrels=duplicates,
                  lexical_gaps=gaps)
@@ -468,6 +468,22 @@ def _read_answers(apath: Path, hasher: Hasher, queries: dict[str, str]
     return answers
 
 
+def document_gaps(docs: Iterable[ItemRecord]) -> LexicalGaps:
+    """The documents whose text as indexed (title and text) :data:`LEXICAL_ANALYZER` cannot
+    index."""
+    return lexical_gaps(((d.id, f"{d.title} {d.text}") for d in docs), LEXICAL_ANALYZER)
+
+
+def warn_lexical_gaps(where: str | Path, gaps: Mapping[str, LexicalGaps]) -> None:
+    """One warning per kind of text in ``gaps`` (``documents``, ``queries``) that holds texts
+    BM25 cannot index: ``<where>: 2 of 43 documents (e.g. doc 'em1') have text BM25 cannot
+    index ...``, as :func:`load_dataset` and ``aiblox ingest`` say it."""
+    for what, gap in gaps.items():
+        if gap:
+            one = "doc" if what == "documents" else "query"
+            warnings.warn(f"{where}: {gap.describe(what, one)}", stacklevel=4)
+
+
 def _lexical_gaps(corpus: Mapping[str, ItemRecord], queries: dict[str, str],
                   qrels: dict[str, dict[str, dict[str, int]]],
                   doc_gaps: LexicalGaps | None = None) -> dict[str, LexicalGaps]:
@@ -475,8 +491,7 @@ def _lexical_gaps(corpus: Mapping[str, ItemRecord], queries: dict[str, str],
     queries of the loaded splits that :data:`LEXICAL_ANALYZER` cannot index."""
     judged = sorted({q for docs in qrels.values() for q in docs})
     found = {
-        "documents": doc_gaps if doc_gaps is not None else lexical_gaps(
-            ((d.id, f"{d.title} {d.text}") for d in corpus.values()), LEXICAL_ANALYZER),
+        "documents": doc_gaps if doc_gaps is not None else document_gaps(corpus.values()),
         "queries": lexical_gaps(((q, queries[q]) for q in judged), LEXICAL_ANALYZER),
     }
     return {what: gap for what, gap in found.items() if gap}

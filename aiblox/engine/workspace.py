@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -30,9 +30,11 @@ from aiblox.data import (
     corpus_file,
     corpus_hash,
     dataset_name,
+    document_gaps,
     find_dataset,
     iter_corpus,
     read_queries,
+    warn_lexical_gaps,
 )
 from aiblox.data.facts import corpus_facts, trusts
 from aiblox.embedding import Embedder, get_embedder
@@ -117,14 +119,25 @@ def ingest_dataset(store: Store, dataset: str | Path, embedder: CachedEmbedder |
     ingests in bounded memory. When the store already holds this corpus (its hash, and the
     embedder's vectors) and no vectors file is given, nothing is parsed at all; else the whole
     corpus is checked first (file, line and field of the first bad line), and every vectors
-    file too (:func:`_sync_with_files`), so bad input changes nothing stored."""
+    file too (:func:`_sync_with_files`), so bad input changes nothing stored. Documents whose
+    text BM25 cannot index are warned about as :func:`~aiblox.data.load_dataset` warns
+    (:func:`~aiblox.data.warn_lexical_gaps`) whenever the corpus is read or its recorded
+    facts are."""
     binding = dataset_binding(dataset)
     cpath = corpus_file(binding.source)
     model = embedder.model_id if embedder is not None else None
     files = _vector_files(vectors, embedder)
     if files and embedder is not None:
         digest = sync_key(corpus_hash(cpath))
-        docs = {it.id: sha256_text(it.embedding_text) for it in iter_corpus(cpath, binding.name)}
+        docs: dict[str, str] = {}
+
+        def hashed(items: Iterable[ItemRecord]) -> Iterator[ItemRecord]:
+            for it in items:
+                docs[it.id] = sha256_text(it.embedding_text)
+                yield it
+
+        gaps = document_gaps(hashed(iter_corpus(cpath, binding.name)))
+        warn_lexical_gaps(binding.name, {"documents": gaps})
         queries = {q: sha256_text(t) for q, t in read_queries(binding.source).items()}
         known = KnownTexts(docs, queries, binding.describe())
         return _sync_with_files(store, binding, digest, iter_corpus(cpath, binding.name),
@@ -136,6 +149,7 @@ def ingest_dataset(store: Store, dataset: str | Path, embedder: CachedEmbedder |
         with phase(f"read {cpath.name}", progress):
             facts, _ = corpus_facts(cpath, partial(iter_corpus, cpath, binding.name),
                                     LEXICAL_ANALYZER, progress=False)
+        warn_lexical_gaps(binding.name, {"documents": facts.doc_gaps})
         digest = sync_key(facts.corpus_hash)
         if in_sync(store, binding, digest, model) is not None:
             return sync_dataset(store, binding, digest, (), embedder)  # reports up to date
@@ -143,8 +157,9 @@ def ingest_dataset(store: Store, dataset: str | Path, embedder: CachedEmbedder |
         digest = sync_key(corpus_hash(cpath))
         if in_sync(store, binding, digest, model) is not None:
             return sync_dataset(store, binding, digest, (), embedder)  # reports up to date
-        for _ in iter_corpus(cpath, binding.name):  # refuse bad input before any write
-            pass
+        # refuse bad input before any write; the same pass finds the text BM25 cannot index
+        gaps = document_gaps(iter_corpus(cpath, binding.name))
+        warn_lexical_gaps(binding.name, {"documents": gaps})
     if embedder is not None:
         _import_precomputed(store, binding, embedder, auto_vectors, progress=progress)
     return sync_dataset(store, binding, digest, iter_corpus(cpath, binding.name), embedder,

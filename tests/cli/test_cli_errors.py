@@ -102,6 +102,12 @@ def test_text_bm25_cannot_see_is_one_warning_line(tmp_path):
     warned = [line for line in r.output.splitlines() if line.startswith("warning:")]
     assert len(warned) == 1, r.output
     assert "2 of 43 documents (e.g. doc 'em1') have text BM25 cannot index" in warned[0]
+    # ingest warns alike (one function says it for both), once
+    r = _run("ingest", path, "--embedder", "hashing", "--db", tmp_path / "i.duckdb")
+    assert r.exit_code == 0, r.output
+    warned_ingest = [line for line in r.output.splitlines() if line.startswith("warning:")]
+    assert len(warned_ingest) == 1, r.output
+    assert warned_ingest[0].split(": ", 2)[2] == warned[0].split(": ", 2)[2]
 
 
 # ------------------------------------------------------------------ options, before any work
