@@ -13,7 +13,8 @@ from aiblox.cli._common import checked_alpha, checked_at_least, fail, out, print
 from aiblox.cli._defaults import TRACKING_URI
 
 RUN_HELP = ("a 32-hex MLflow run id, SWEEP:LABEL (a label or its unique prefix; SWEEP:best, "
-            "SWEEP:baseline) or a config-hash prefix (aiblox runs lists them)")
+            "SWEEP:baseline), a config-hash prefix (aiblox runs lists them) or a run-hash "
+            "prefix (the run hash aiblox eval prints)")
 
 
 class TestChoice(StrEnum):

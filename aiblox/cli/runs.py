@@ -51,7 +51,7 @@ def runs(
 ) -> None:
     """List logged sweeps, or one sweep's points (best first on the tune split) with their full
     labels, config hashes and MLflow run ids: name a point to `aiblox compare` and `aiblox eval
-    verify` as SWEEP:LABEL, a config-hash prefix or its run id."""
+    verify` as SWEEP:LABEL, a config-hash or run-hash prefix or its run id."""
     try:
         from aiblox.sweep.runs import list_points, list_sweeps
     except ImportError:  # pragma: no cover - mlflow is the `tracking` extra
@@ -141,7 +141,8 @@ def _points(sweep: Any, points: list[Any], fmt: Format) -> None:
 
 def export_runs(
     ref: str = typer.Argument(..., metavar="REF", help="A logged point: its MLflow run id, "
-                              "SWEEP:LABEL, a config-hash prefix, or a sweep (its best point)."),
+                              "SWEEP:LABEL, a config-hash or run-hash prefix, or a sweep (its "
+                              "best point)."),
     trec: Path = typer.Option(..., "--trec", help="Folder to write <label>.<split>.trec into."),
     split: list[str] = typer.Option([], "--split", help="A split to write (repeatable; default: "
                                     "every split of the point)."),

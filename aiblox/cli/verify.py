@@ -19,8 +19,8 @@ def verify_command(
     run: str = typer.Argument(..., metavar="RUN",
                               help="A point (its MLflow run id, SWEEP:LABEL with a label or "
                                    "its unique prefix, SWEEP:best or SWEEP:baseline, or a "
-                                   "config-hash prefix), a sweep (parent run id or name: its best "
-                                   "point), or a manifest.json path."),
+                                   "config-hash or run-hash prefix), a sweep (parent run id "
+                                   "or name: its best point), or a manifest.json path."),
     tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri",
                                      help="MLflow tracking URI the point was logged to."),
     db: str = typer.Option("", "--db", help="Store to re-run retrieval on (synced to the dataset "

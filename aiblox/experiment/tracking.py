@@ -7,8 +7,10 @@ A retrieval system (a mode or a ``--pipeline``) was scored by :func:`aiblox.engi
 evaluate_retrieval` as a one-point run of the engine, whose result carries the point's stage
 records: its manifest (:func:`result_manifest`) is the sweep's
 :class:`~aiblox.engine.manifest.PointManifest` built from them, not scored again. Its run
-carries tag ``aiblox.kind=point`` (what ``verify`` accepts), ``aiblox.source=eval`` and
-``aiblox.primary`` (the first metric computed: ``aiblox compare``'s headline), params
+carries tag ``aiblox.kind=point`` (what ``verify`` accepts), ``aiblox.source=eval``,
+``aiblox.primary`` (the first metric computed: ``aiblox compare``'s headline) and
+``aiblox.trec_hash.<split>`` (the ``run`` hash ``aiblox eval`` prints, a reference
+``compare`` and ``verify`` take), params
 (the settings of its config that apply to it), metrics ``<split>.<metric>`` (the manifest's
 values, which ``verify`` compares) and their p-values, and artifacts ``manifest.json``,
 ``run.<split>.trec``, ``per_query.<split>.parquet`` and ``experiment.json`` (the whole table,
@@ -62,7 +64,7 @@ def log_experiment(exp: Experiment, manifests: Mapping[str, PointManifest], trac
     ``manifests`` holds the retrieval systems' manifests by name. Returns ``{system name: run
     id}``."""
     from aiblox.engine.tracking import PointLog, log_runs
-    from aiblox.engine.tracking.layout import TAG_PRIMARY
+    from aiblox.engine.tracking.layout import TAG_PRIMARY, TAG_TREC_HASH
 
     table = exp.as_json()
     eval_id = sha256_hex(table)[:16]
@@ -85,7 +87,7 @@ def log_experiment(exp: Experiment, manifests: Mapping[str, PointManifest], trac
             params={} if m is not None else {"run_file": str(s.source),
                                              "run_file_sha256": s.hashes.get("file", "")},
             tags={"aiblox.source": "eval", "aiblox.eval_id": eval_id,
-                  TAG_PRIMARY: exp.metrics[0],
+                  TAG_PRIMARY: exp.metrics[0], f"{TAG_TREC_HASH}.{split}": s.hashes["run"],
                   "aiblox.baseline": str(s.name == exp.baseline).lower(),
                   "aiblox.test": exp.test, "aiblox.correction": exp.correction},
             extra_metrics=extra, runs={split: trec_run_text(s.run, s.name)}, files=files))

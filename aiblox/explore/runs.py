@@ -88,8 +88,8 @@ def log_fusion_point(ws: NotebookWorkspace, point: FusionPoint,
 def compare_mlflow_runs(run_a: str, run_b: str, tracking_uri: str = DEFAULT_TRACKING_URI,
                         ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Two MLflow runs side by side: ``(logged metric deltas, per-query comparison)``. Each run
-    is a run id, ``SWEEP:LABEL`` or a config-hash prefix, as ``aiblox compare`` takes them
-    (:func:`aiblox.sweep.runs.resolve_run`). The second frame is ``aiblox compare``'s
+    is a run id, ``SWEEP:LABEL`` or a config-hash or run-hash prefix, as ``aiblox compare``
+    takes them (:func:`aiblox.sweep.runs.resolve_run`). The second frame is ``aiblox compare``'s
     (:func:`aiblox.sweep.compare_runs`: the same test, Holm's correction over the metrics
     of a split, the metric's direction in ``better`` and win/tie/loss under it) for every split
     both runs logged per-query values of (``per_query.<split>.parquet``), one row per

@@ -14,11 +14,16 @@ and primary metric on the tune and report splits. ``aiblox runs`` prints both.
    ``best`` or ``baseline`` (the sweep's best point, its named baseline), else the one point
    whose config hash starts with it;
 3. a sweep name or parent run id (only with ``sweep_best=True``): the sweep's best point;
-4. a config-hash prefix (at least :data:`MIN_HASH_PREFIX` hex digits) matching one point.
+4. a config-hash prefix (at least :data:`MIN_HASH_PREFIX` hex digits) matching one point;
+5. else a run-hash prefix (as many digits) matching one logged run: the ``run`` hash ``aiblox
+   eval`` prints (tag ``aiblox.trec_hash.<split>``) or a point's manifest run hash (tag
+   ``aiblox.run_hash.<split>``, as ``aiblox report`` shows it).
 
-A reference matching several points raises :class:`AmbiguousRun` naming every candidate as
-``SWEEP:LABEL`` (config hash, run id); one matching none raises ``ValueError`` saying what was
-tried. The same config hash logged by two sweeps is two runs: qualify it with its sweep
+A hash prefix matching several runs of one point (the same sweep, config hash, dataset hash and
+splits: ``aiblox eval --mlflow`` run twice) is that point's latest finished run. A reference
+matching several points raises :class:`AmbiguousRun` naming every candidate as ``SWEEP:LABEL``
+(config hash, run id); one matching none raises ``ValueError`` saying what was tried. The same
+config hash logged by two sweeps is two points: qualify it with its sweep
 (``SWEEP:HASHPREFIX``). ``aiblox compare``, ``aiblox eval verify`` and the notebooks resolve
 through here. mlflow is imported lazily (the ``tracking`` extra).
 """
@@ -26,13 +31,20 @@ through here. mlflow is imported lazily (the ``tracking`` extra).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from aiblox.engine.settings import ranking_order
 from aiblox.engine.tracking import find_sweep_run, metric_key, tag_filter, tracking_client
-from aiblox.engine.tracking.layout import TAG_CONFIG, TAG_KIND, TAG_PARENT
+from aiblox.engine.tracking.layout import (
+    TAG_CONFIG,
+    TAG_KIND,
+    TAG_PARENT,
+    TAG_RUN_HASH,
+    TAG_TREC_HASH,
+)
 from aiblox.hashing import short_hash
 
 __all__ = [
@@ -329,6 +341,43 @@ def _in_sweep(client: Any, ref: str, sweep: str, key: str) -> RunRef:
                      f"name its best point and baseline); its points: {shown or 'none'}")
 
 
+_RUN_HASH_TAGS = (f"{TAG_RUN_HASH}.", f"{TAG_TREC_HASH}.")
+
+
+def _run_hashes(run: Any, prefix: str = "") -> dict[str, str]:
+    """The run hashes a logged run carries (``{tag: hash}``: its manifest's per split, and the
+    ``run`` hash ``aiblox eval`` printed), those starting with ``prefix``."""
+    return {k: v for k, v in run.data.tags.items()
+            if k.startswith(_RUN_HASH_TAGS) and v.startswith(prefix)}
+
+
+def _same_point(run: Any, sweep: str) -> tuple[str, ...]:
+    """What makes two logged runs one point: its sweep, config hash, dataset hash and splits
+    (``aiblox eval --mlflow`` run twice logs one point twice)."""
+    t = run.data.tags
+    splits = sorted({k.split(".", 2)[2] for k in _run_hashes(run)})
+    return (sweep, t.get(TAG_CONFIG, ""), t.get("aiblox.dataset_hash", ""), *splits)
+
+
+def _matches(client: Any, ref: str, runs: list[Any], what: str,
+             key: Callable[[Any], tuple[str, ...]] = lambda r: ()) -> RunRef:
+    """The one point ``runs`` (matching ``ref``'s ``what``) are: the runs of one point (as
+    :func:`_same_point` and ``key`` say) count once, as its latest finished run (ties by run
+    id); several points raise :class:`AmbiguousRun`."""
+    names = _sweep_names(client, runs)
+    latest: dict[tuple[Any, ...], tuple[Any, str]] = {}
+    for r in runs:
+        sweep = names.get(r.data.tags.get(TAG_PARENT, ""), "")
+        point = (*_same_point(r, sweep), *key(r))
+        seen = latest.get(point)
+        if seen is None or ((r.info.end_time or 0, r.info.run_id)
+                            > (seen[0].info.end_time or 0, seen[0].info.run_id)):
+            latest[point] = (r, sweep)
+    refs = sorted((_ref(r, sweep) for r, sweep in latest.values()),
+                  key=lambda r: (r.sweep, r.label, r.run_id))
+    return _one(ref, refs, what)
+
+
 def _by_hash_prefix(client: Any, ref: str) -> RunRef | None:
     prefix = ref.lower()
     runs = [r for r in _search(client, _experiments(client),
@@ -337,10 +386,22 @@ def _by_hash_prefix(client: Any, ref: str) -> RunRef | None:
             if r.info.status == "FINISHED"]
     if not runs:
         return None
-    names = _sweep_names(client, runs)
-    refs = sorted((_ref(r, names.get(r.data.tags.get(TAG_PARENT, ""), "")) for r in runs),
-                  key=lambda r: (r.sweep, r.label, r.run_id))
-    return _one(ref, refs, "config-hash prefix")
+    return _matches(client, ref, runs, "config-hash prefix")
+
+
+def _by_run_hash_prefix(client: Any, ref: str) -> RunRef | None:
+    """The run whose run hash (either kind, :func:`_run_hashes`) starts with ``ref``: every
+    finished point and scored run file is read (a run hash's tag names its split, which a
+    search cannot leave open), so this is tried after the config hashes."""
+    prefix = ref.lower()
+    exps = _experiments(client)
+    runs = [r for kind in ("point", "run")
+            for r in _search(client, exps, tag_filter(TAG_KIND, kind))
+            if r.info.status == "FINISHED" and _run_hashes(r, prefix)]
+    if not runs:
+        return None
+    return _matches(client, ref, runs, "run-hash prefix",
+                    key=lambda r: tuple(sorted(_run_hashes(r, prefix).values())))
 
 
 def _sweep_best(client: Any, parent: Any, children: list[Any] | None = None) -> RunRef:
@@ -397,12 +458,12 @@ def resolve_run(ref: str, tracking_uri: str, *, sweep_best: bool = False) -> Run
         if parent is not None:
             return _sweep_best(client, parent)
     if _HEX.match(ref.lower()) and len(ref) >= MIN_HASH_PREFIX:
-        found = _by_hash_prefix(client, ref)
+        found = _by_hash_prefix(client, ref) or _by_run_hash_prefix(client, ref)
         if found is not None:
             return found
     what = (f"no sweep run with id or name {ref!r}, and no point" if sweep_best
             else f"no point {ref!r} in {tracking_uri}")
     raise ValueError(
         f"{what}: give a 32-hex MLflow run id, SWEEP:LABEL (a label or its unique prefix), or "
-        f"a config-hash prefix of {MIN_HASH_PREFIX}+ hex digits"
+        f"a config-hash or run-hash prefix of {MIN_HASH_PREFIX}+ hex digits"
         + (", or a sweep name" if sweep_best else "") + " (aiblox runs lists them)")

@@ -430,3 +430,39 @@ def test_mlflow_logs_a_pipeline_from_its_one_scoring_and_verify_rechecks_it(db, 
     assert report["identical"] is True
     assert report["config_hash"] == system["hashes"]["config"]
     assert any(c["where"].startswith("test/") and "rm3" in c["where"] for c in report["checks"])
+
+
+def test_printed_hashes_name_the_logged_run_and_one_point_logged_twice_is_one(db, tmp_path):
+    """The ``run`` and ``config`` hashes ``aiblox eval`` prints (16 hex digits) are references
+    ``compare`` and ``eval verify`` take; an eval logged twice (one point, two runs) is its
+    latest run, not ambiguous; one config scored on two splits is two points, ambiguous."""
+    from aiblox.sweep.runs import AmbiguousRun, resolve_run
+
+    uri = f"sqlite:///{tmp_path / 'ml' / 'mlflow.db'}"
+
+    def logged(*more: str) -> tuple[dict[str, str], str]:
+        r = _eval(db, "--mode", "bm25", "--mlflow", "--tracking-uri", uri, *more)
+        ids = dict(re.findall(r"^mlflow: (\S+) logged as run (\w+)", r.stderr, re.MULTILINE))
+        return ids, r.stdout
+
+    first, _ = logged("--mode", "hybrid")
+    second, out = logged()
+    assert first["bm25"] != second["bm25"]
+    run16 = re.search(r"^bm25: run ([0-9a-f]{16})  config ([0-9a-f]{16})", out, re.MULTILINE)
+    assert run16 is not None, out
+    run_hash, config_hash = run16.groups()
+    # both printed hashes name the bm25 point, as its latest run
+    assert resolve_run(run_hash, uri).run_id == second["bm25"]
+    assert resolve_run(config_hash, uri).run_id == second["bm25"]
+    assert resolve_run(config_hash[:6], uri).run_id == second["bm25"]
+    v = _run("eval", "verify", run_hash, "--tracking-uri", uri, "--db", db, "--json")
+    assert v.exit_code == 0, v.output
+    assert json.loads(v.stdout)["source"].startswith(f"run {second['bm25']} ")
+    c = _run("compare", first["hybrid"], run_hash, "--tracking-uri", uri, "--json")
+    assert c.exit_code == 0, c.output
+    assert json.loads(c.stdout)["run_b"] == second["bm25"]
+    # the same config on another split is another point: its config prefix is ambiguous
+    logged("--split", "train")
+    with pytest.raises(AmbiguousRun, match="2 points match its config-hash prefix"):
+        resolve_run(config_hash, uri)
+    assert resolve_run(run_hash, uri).run_id == second["bm25"]  # the test split's ranking

@@ -36,8 +36,10 @@ __all__ = [
     "TAG_LABEL",
     "TAG_PARENT",
     "TAG_PRIMARY",
+    "TAG_RUN_HASH",
     "TAG_SPEC_PATH",
     "TAG_SWEEP",
+    "TAG_TREC_HASH",
     "cv_metrics",
     "evidence_file",
     "flatten",
@@ -72,6 +74,18 @@ TAG_PARENT = "mlflow.parentRunId"
 TAG_PRIMARY = "aiblox.primary"
 """An ``aiblox eval`` run's primary metric: the first metric it computed (a sweep's point has
 its sweep's ``spec.primary`` param on the parent instead), the headline of ``aiblox compare``."""
+
+
+TAG_RUN_HASH = "aiblox.run_hash"
+"""``aiblox.run_hash.<split>``: a point's run hash on a split, its manifest's (the output hash of
+the stage whose run the metrics scored), as ``aiblox report`` shows it."""
+
+
+TAG_TREC_HASH = "aiblox.trec_hash"
+"""``aiblox.trec_hash.<split>``: the hash of a system's run as its TREC file carries it
+(:func:`aiblox.engine.result.run_hash`), the ``run`` hash ``aiblox eval`` prints; logged by
+``aiblox eval --mlflow``. ``aiblox compare`` and ``aiblox eval verify`` take a prefix of either
+run hash."""
 
 
 EVIDENCE_COLUMNS = ["query_id", "rank", "chunk_id", "item_id"]
@@ -265,7 +279,7 @@ def point_record(log: PointLog) -> RunRecord:
     if m is not None:
         tags.update({TAG_CONFIG: m.config_hash, "aiblox.dataset_hash": m.dataset_hash,
                      "aiblox.manifest_hash": m.manifest_hash})
-        tags.update({f"aiblox.run_hash.{s}": sm.run_hash for s, sm in m.splits.items()})
+        tags.update({f"{TAG_RUN_HASH}.{s}": sm.run_hash for s, sm in m.splits.items()})
         if m.environment.get("git_commit"):
             tags["aiblox.git_commit"] = str(m.environment["git_commit"])
     else:
@@ -273,7 +287,7 @@ def point_record(log: PointLog) -> RunRecord:
             tags[TAG_CONFIG] = log.config_hash
         if log.dataset_hash:
             tags["aiblox.dataset_hash"] = log.dataset_hash
-        tags.update({f"aiblox.run_hash.{s}": h for s, h in log.run_hashes.items()})
+        tags.update({f"{TAG_RUN_HASH}.{s}": h for s, h in log.run_hashes.items()})
     tags.update(log.tags)
     config = m.config if m is not None else log.config
     params = {**(logged_params(config) if config is not None else {}), **log.params}
