@@ -45,6 +45,31 @@ def test_the_readme_python_block_runs(tmp_path):
     assert printed.group(1) == f"{float(ndcg):.4f}" and float(printed.group(2)) == float(recall)
 
 
+def test_the_readme_bundles_block_records_into_the_quickstart_store(tmp_path):
+    """The evidence-bundles example records its bundle in the store ``aiblox quickstart``
+    builds (the sample's own, under ``.aiblox/datasets``), never a new file beside it."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    block = text[text.index("### Evidence bundles"):]
+    code = re.search(r"```python\n(.*?)```", block, re.S).group(1)  # type: ignore[union-attr]
+    env = {**os.environ, "AIBLOX_DATASETS": str(REPO / "datasets"), "AIBLOX_NO_PROGRESS": "1",
+           "PYTHONPATH": str(REPO)}
+    check = ("\nfrom aiblox.engine.workspace import default_store_path\n"
+             "print(ws.db == default_store_path('sample'), bundle.bundle_id)\n")
+    done = subprocess.run([sys.executable, "-c", code + check], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    same, bundle_id = done.stdout.split()
+    assert same == "True"
+    stores = sorted(p.relative_to(tmp_path).as_posix()
+                    for p in (tmp_path / ".aiblox").rglob("*.duckdb"))
+    assert len(stores) == 1 and stores[0].startswith(".aiblox/datasets/sample-"), stores
+    import duckdb
+
+    with duckdb.connect(str(tmp_path / stores[0]), read_only=True) as con:
+        ids = [r[0] for r in con.execute("select bundle_id from evidence_bundles").fetchall()]
+    assert ids == [bundle_id]
+
+
 def test_import_aiblox_stays_light():
     code = ("import sys, aiblox; heavy = {'duckdb', 'ranx', 'torch', 'mlflow', 'pandas', "
             "'numba'} & {m.split('.')[0] for m in sys.modules}; print(sorted(heavy))")

@@ -313,7 +313,7 @@ class Experiment(BaseModel):
         return f"{delta_text(sig.delta, sig.significant)} p={p_text(sig.p_adjusted)}"
 
     def cell(self, system: System, metric: str) -> str:
-        """A value as Markdown and CSV readers see it: ``0.4688 (-0.2326▼, p=0.0003)``
+        """A value as Markdown and LaTeX readers see it: ``0.4688 (-0.2326▼, p=0.0003)``
         against the baseline, ``0.7014 ▲b,c`` pairwise, ``0.7014`` alone."""
         value, detail = value_text(system.metrics[metric]), self.detail(system, metric)
         if not detail:
