@@ -90,12 +90,15 @@ def prune(
                                    "ago than this: 30d, 12h, 90m, 2w."),
     max_size: str = typer.Option("", "--max-size", help="Then remove the oldest until the "
                                  "entries take at most this: 2GiB, 500MB, bytes."),
-    everything: bool = typer.Option(False, "--all", help="Remove every entry (of --stage)."),
+    everything: bool = typer.Option(False, "--all", help="Remove every entry (of --stage: "
+                                    "also those a kept entry of another stage was computed "
+                                    "from)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Remove nothing; say what would go."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Remove stage entries: older than an age, the oldest beyond a size, or all. Never an
-    entry that a kept one was computed from (a fusion sweep's retrieval goes last). A removed
+    """Remove stage entries: older than an age, the oldest beyond a size, or all. By age or
+    size, never an entry that a kept one was computed from (a fusion sweep's retrieval goes
+    last); --all --stage removes the stage's entries whatever was computed from them. A removed
     entry is computed again, with the same bytes, when a sweep next needs it. Models and
     search studies are never touched."""
     from aiblox.engine.housekeeping import parse_age, parse_size, prune_cache
@@ -125,11 +128,14 @@ def prune(
         n = by_stage.setdefault(e.stage, [0, 0])
         n[0] += 1
         n[1] += e.size
-    kept_size = sum(e.size for e in r.kept)
+    kept_size = sum(e.size for e in r.kept)  # of the stages pruned: what --max-size bounds
+    others_size = sum(e.size for e in r.others)
     if as_json:
         print_json({"root": str(cache.root), "dry_run": dry_run, "freed": r.freed,
                     "removed": {s: {"entries": n, "size": b} for s, (n, b) in by_stage.items()},
-                    "kept": {"entries": len(r.kept), "size": kept_size},
+                    "kept": {"entries": len(r.kept) + len(r.others),
+                             "size": kept_size + others_size,
+                             "of_stages": {"entries": len(r.kept), "size": kept_size}},
                     "leftovers": len(r.leftovers), "doc_tables": len(r.doc_tables)})
         return
     verb = "would remove" if dry_run else "removed"
@@ -142,8 +148,10 @@ def prune(
     out.print(f"{verb} {len(r.removed)} entries: {', '.join(parts) or 'none'}"
               + (f"; and {', '.join(extra)}" if extra else "")
               + f"; {size_text(r.freed)} in all")
-    console.print(f"{'would keep' if dry_run else 'kept'} {len(r.kept)} entries "
-                  f"({size_text(kept_size)}) in {cache.root}")
+    of_stages = (f": {len(r.kept)} of {', '.join(stage)} ({size_text(kept_size)}), "
+                 f"{len(r.others)} of the other stages" if stage else "")
+    console.print(f"{'would keep' if dry_run else 'kept'} {len(r.kept) + len(r.others)} entries "
+                  f"({size_text(kept_size + others_size)}) in {cache.root}{of_stages}")
     if size is not None and kept_size > size:
         console.print(f"still above --max-size {max_size}: what is left was computed into "
                       f"entries of stages not named by --stage (kept while those are)")

@@ -198,10 +198,13 @@ class PruneResult:
 
     removed: list[CacheEntry]
     kept: list[CacheEntry]
+    """The entries of the stages pruned that stay."""
     leftovers: list[Leftover]
     doc_tables: list[str]
     doc_table_size: int
     dry_run: bool
+    others: list[CacheEntry] = field(default_factory=list)
+    """The entries of the stages not pruned (not named in ``stages``): all stay."""
 
     @property
     def freed(self) -> int:
@@ -216,8 +219,9 @@ def prune_cache(cache: StageCache, *, stages: Sequence[str] | None = None,
                 now: float | None = None) -> PruneResult:
     """Remove stage entries (of ``stages``, default every stage).
 
-    With ``everything``, all of them. Else entries go oldest first, and never one that a
-    remaining entry was computed from (a signals entry stays while a fusion entry made from
+    With ``everything``, all of them (also those a kept entry of another stage was computed
+    from: naming stages, the caller chose them). Else entries go oldest first, and never one
+    that a remaining entry was computed from (a signals entry stays while a fusion entry made from
     it stays): first every entry written more than ``older_than`` seconds ago, then, while the
     entries of those stages pass ``max_size`` bytes, the oldest left. So a pruned cache never
     holds an output whose inputs are gone, and the retrieval that every fusion point reuses
@@ -253,8 +257,9 @@ def prune_cache(cache: StageCache, *, stages: Sequence[str] | None = None,
                     - {e.key for e in removed if e.stage == "signals"})
     tables = [(name, size) for name, size, _ in cache.listing(DOC_TABLES)
               if size >= 0 and name.removesuffix(".txt") not in signals_left]
+    others = [e for name in sorted(set(scanned) - scope) for e in scanned[name].entries]
     result = PruneResult(removed, kept, leftovers, [name for name, _ in tables],
-                         sum(size for _, size in tables), dry_run)
+                         sum(size for _, size in tables), dry_run, others)
     if not dry_run:
         for e in removed:
             cache.remove(e.stage, e.key)

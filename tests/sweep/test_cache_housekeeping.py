@@ -220,9 +220,15 @@ def test_the_cli_lists_prunes_and_verifies(copy):
     dry = cli("prune", "--all", "--stage", "metrics", "--dry-run")
     assert dry.exit_code == 0 and dry.stdout.startswith("would remove ")
     assert _files(copy) == before
+    # what stays is counted across the cache: the other stages' entries too
+    entries = {f["folder"]: f["entries"] for f in data["folders"] if f["kind"] == "stage"}
+    others = entries["fusion"] + entries["signals"]
+    assert others > 0 and (f"would keep {others} entries" in " ".join(dry.stderr.split()))
+    assert f"0 of metrics (0 B), {others} of the other stages" in " ".join(dry.stderr.split())
     done = cli("prune", "--all", "--stage", "metrics", "--json")
     assert done.exit_code == 0, done.output
     n = json.loads(done.stdout)["removed"]["metrics"]["entries"]
+    assert json.loads(done.stdout)["kept"]["entries"] == others
     assert n == data["folders"][1]["entries"] and not list((copy / "metrics").iterdir())
     above = cli("prune", "--stage", "signals", "--max-size", "0")  # fusion entries use them
     assert above.exit_code == 0 and above.stdout.startswith("removed 0 entries")
