@@ -6,9 +6,9 @@ metric's direction (:mod:`aiblox.metrics.directions`: for a cost such as
 selection-policy points the evidence that entered or left per query.
 
 The runs are named by any reference :func:`aiblox.sweep.runs.resolve_run` takes (a run id,
-``SWEEP:LABEL``, a config-hash prefix). Means, deltas (``B - A``), the paired test (ranx's
-two-sided paired Student t-test by default, deterministic; or the Wilcoxon signed-rank or
-Fisher randomisation test) and win/tie/loss all come from the ``per_query.<split>.parquet``
+``SWEEP:LABEL``, a config-hash or run-hash prefix). Means, deltas (``B - A``), the paired test
+(ranx's two-sided paired Student t-test by default, deterministic; or the Wilcoxon signed-rank
+or Fisher randomisation test) and win/tie/loss all come from the ``per_query.<split>.parquet``
 artifacts, over the queries both runs have, paired by id: a run's logged mean
 (``<split>.<metric>``) is over its own queries, so two runs scored on different query sets
 would otherwise show a delta their test and counts do not describe. Runs that share no query
@@ -151,7 +151,8 @@ class RunComparison(_Strict):
     alpha: float
     """Significance level."""
     metrics: list[MetricDelta]
-    """One row per metric, sorted by name."""
+    """One row per metric: the primary first, then in the order the runs were given them (a
+    sweep spec's ``metrics``, an eval's ``--metric``), then the others by name."""
     moved: list[QueryMove] = Field(default_factory=list)
     """Every query whose primary metric differs, largest change first (ties by query id)."""
     evidence: list[EvidenceChange] | None = None
@@ -224,10 +225,31 @@ def _run_primary(client: Any, run: Any) -> str | None:
         return None
 
 
+def _given_order(client: Any, run: Any) -> list[str]:
+    """The metrics in the order ``run`` was given them: its manifest's (a sweep spec's
+    ``metrics``, an eval's ``--metric`` options); [] for a run without a manifest (a scored
+    run file)."""
+    from aiblox.engine.tracking import read_manifest
+
+    try:
+        return list(read_manifest(client, run.info.run_id, run).metrics)
+    except ValueError:
+        return []
+
+
+def _metric_order(client: Any, runs: list[Any], metrics: set[str]) -> list[str]:
+    """``metrics`` in the order A was given them (else B; :func:`_given_order`), then those
+    of :data:`~aiblox.metrics.ranking.DEFAULT_METRICS`, then the others by name (a selection
+    point's answer and cost metrics)."""
+    given = next((g for g in (_given_order(client, r) for r in runs) if g), [])
+    ordered = list(dict.fromkeys(m for m in [*given, *DEFAULT_METRICS] if m in metrics))
+    return ordered + sorted(metrics - set(ordered))
+
+
 def _primary(client: Any, runs: list[Any], metrics: list[str]) -> str:
     """The headline metric: A's primary, else B's (:func:`_run_primary`), else the first of
     :data:`~aiblox.metrics.ranking.DEFAULT_METRICS` (``ndcg@10`` first) both runs have, else
-    the first by name. Without a recorded primary the choice depends on neither the argument
+    the first of ``metrics``. Without a recorded primary the choice depends on neither the argument
     order nor the metric names' alphabetical order (which put ``map@100`` first)."""
     for run in runs:
         prim = _run_primary(client, run)
@@ -251,7 +273,7 @@ def compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str = "test",
                  primary: str | None = None, alpha: float = 0.05, test: StatTest = "student",
                  correction: Correction = "holm") -> RunComparison:
     """Compare point ``run_b`` against ``run_a`` on ``split`` (see the module doc); each is a
-    run id, ``SWEEP:LABEL`` or a config-hash prefix (:func:`~aiblox.sweep.runs.
+    run id, ``SWEEP:LABEL`` or a config-hash or run-hash prefix (:func:`~aiblox.sweep.runs.
     resolve_run`)."""
     with quiet_downloads():
         return _compare_runs(run_a, run_b, tracking_uri, split, primary, alpha, test,
@@ -294,7 +316,7 @@ def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str, primary
             raise ValueError(f"no MLflow run {rid} in {tracking_uri}") from exc
     pq_a = per_query_metrics(client, run_a, split)
     pq_b = per_query_metrics(client, run_b, split)
-    metrics = sorted(set(pq_a) & set(pq_b))
+    metrics = _metric_order(client, runs, set(pq_a) & set(pq_b))
     for run, pq in zip(runs, (pq_a, pq_b), strict=True):
         _check_logged_means(run, pq, metrics, split)
     if not metrics:
@@ -307,6 +329,7 @@ def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str, primary
     prim = primary if primary is not None else _primary(client, runs, metrics)
     if prim not in metrics:
         raise ValueError(f"metric {prim} is not among {metrics}")
+    metrics = [prim, *(m for m in metrics if m != prim)]  # the headline first
     # the sweep's own test (one candidate: no correction within a metric), then one family of
     # the metrics compared here
     tests = {c.metric: c for c in compare_to_baseline(pq_a, [(run_b, pq_b)], metrics,

@@ -183,6 +183,8 @@ def test_compare_by_label_and_by_hash_prefix_is_compare_by_run_id(logged):
     assert by_id["run_a"] == a["run_id"] and by_id["run_b"] == b["run_id"]
     assert by_id["name_b"] == f"sample_fusion:{b['label']}"
     assert by_id["test"] == "student" and by_id["correction"] == "holm"
+    # the metrics in the spec's order (primary first), not by name
+    assert [m["metric"] for m in by_id["metrics"]] == ["ndcg@10", "recall@10", "mrr@10"]
     # the queries that moved, with A and B values, for a fusion run too
     assert by_id["moved"] and all(m["b"] - m["a"] == m["delta"] != 0 for m in by_id["moved"])
     deltas = [abs(m["delta"]) for m in by_id["moved"]]
