@@ -77,12 +77,19 @@ class IngestReport(BaseModel):
     def changes(self) -> str:
         """What the sync changed, in the words every command uses (``aiblox ingest``, and
         ``aiblox eval`` when it syncs): ``1 new, 1 updated, 1 deleted, 27 unchanged; 2 vectors
-        written (2 embedded, 0 from cache)``."""
+        written (2 embedded, 0 from cache)``. Embedded and cached count texts, each once: the
+        documents whose text another one written with them has too are counted apart (``1460
+        vectors written (0 embedded, 1458 from cache, 2 sharing their text with another
+        document)``)."""
         i = self.items
+        texts = self.embedding_cache_misses + self.embedding_cache_hits
+        shared = self.vectors_written - texts
+        same = (f", {shared} sharing their text with another document" if shared > 1
+                else ", 1 sharing its text with another document" if shared == 1 else "")
         return (f"{i.inserted} new, {i.updated} updated, {i.deleted} deleted, {i.unchanged} "
                 f"unchanged; {self.vectors_written} vectors written "
                 f"({self.embedding_cache_misses} embedded, {self.embedding_cache_hits} from "
-                f"cache)")
+                f"cache{same})")
 
 
 def ingest_items(store: Store, items: Iterable[ItemRecord], embedder: CachedEmbedder | None,

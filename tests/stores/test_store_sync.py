@@ -58,6 +58,20 @@ def test_first_sync_binds_the_store_and_records_what_it_holds(store):
     assert again.up_to_date and again.items.unchanged == 3 and again.vectors_written == 0
 
 
+def test_the_sync_line_adds_up_when_documents_share_a_text(store):
+    """Embedded and cached count texts once each: two documents with one text make the count
+    of vectors written one more than the texts, and the line says why."""
+    twins = [*DOCS, ItemRecord(id="d4", source="alpha", title="Foxes",
+                               text="the quick brown fox")]
+    report = _sync(store, docs=twins)
+    assert (report.vectors_written, report.embedding_cache_misses) == (4, 3)
+    assert report.changes().endswith(
+        "4 vectors written (3 embedded, 0 from cache, 1 sharing its text with another "
+        "document)")
+    assert _sync(store, B, DOCS, "h2", replace=True).changes().endswith(
+        "3 vectors written (0 embedded, 3 from cache)")
+
+
 def test_another_dataset_is_refused_and_nothing_stored_is_lost(store):
     _sync(store)
     before = store.item_hashes()
