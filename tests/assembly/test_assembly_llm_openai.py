@@ -44,6 +44,19 @@ class FakeServer:
                     server.headers.append(dict(self.headers))
                     server.paths.append(self.path)
                     action = server.actions.pop(0) if server.actions else 200
+                if isinstance(action, tuple):  # (status, body[, headers]) sent as they are
+                    self._send(*action)
+                    return
+                if action == "hdrtrickle":  # a status line, then a header line every 0.05 s
+                    try:
+                        self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+                        for _ in range(200):
+                            self.wfile.write(b"X-Slow: 1\r\n")
+                            self.wfile.flush()
+                            time.sleep(0.05)
+                    except (BrokenPipeError, ConnectionResetError):
+                        pass
+                    return
                 if action == "timeout":
                     time.sleep(0.5)
                     return  # the client gave up already
@@ -201,7 +214,7 @@ def test_client_errors_are_not_retried(server: FakeServer, status: int) -> None:
     server.actions = [status, 200]
     result = _llm(server).generate(PROMPT, request_id="r4", max_output_tokens=64)
     assert result.generation_status == "FAILED" and result.attempts == 1
-    assert result.failure_reason == f"HTTP {status} (not retried)"
+    assert result.failure_reason == f"HTTP {status} (not retried): injected"  # what it said
     assert len(server.bodies) == 1
 
 
@@ -210,6 +223,159 @@ def test_malformed_response_fails_without_retry(server: FakeServer) -> None:
     result = _llm(server).generate(PROMPT, request_id="r5", max_output_tokens=64)
     assert result.generation_status == "FAILED" and result.attempts == 1
     assert (result.failure_reason or "").startswith("malformed response")
+
+
+def _ok(content: object) -> bytes:
+    return json.dumps({"choices": [{"message": {"content": content}}]}).encode()
+
+
+@pytest.mark.parametrize(("body", "reason"), [
+    (b"not json", "body is not JSON (Expecting value: line 1 column 1 (char 0)); it starts "
+                  "'not json'"),
+    (b"<html>oops</html>", "body is not JSON (Expecting value: line 1 column 1 (char 0)); it "
+                           "starts '<html>oops</html>'"),
+    (b"", "empty body"),
+    (b'{"result": "hi"}', "no choices"),
+    (b"[1, 2, 3]", "the body is a list, not an object"),
+    (b'{"choices": []}', "choices is empty"),
+    (b'{"choices": {"a": 1}}', "choices is an object, not a list"),
+    (b'{"choices": [{"text": "hi"}]}', "no choices[0].message"),
+    (b'{"choices": [{"message": {"role": "assistant"}}]}', "no choices[0].message.content"),
+    (_ok(None), "choices[0].message.content is null, not a string"),
+    (_ok(["a", "b"]), "choices[0].message.content is a list, not a string"),
+    # JSON may hold a lone surrogate, UTF-8 may not: the answer's hash crashed the CLI (exit 2,
+    # "text that is not valid Unicode", no pack)
+    (b'{"choices":[{"message":{"content":"BM25 \\ud800 [C0]"}}]}',
+     "choices[0].message.content is not valid Unicode (a lone surrogate)"),
+    # RecursionError was an internal error (exit 1, no pack)
+    (b"[" * 200_000 + b"]" * 200_000, "JSON nested too deeply to decode (400000 bytes)"),
+    (b'{"choices": "\xc3("}', "body is not UTF-8 text (17 bytes)"),
+], ids=["text", "html", "empty", "nochoices", "list", "emptychoices", "choicesobject",
+        "nomessage", "nocontent", "nullcontent", "listcontent", "surrogate", "deep", "notutf8"])
+def test_a_malformed_response_says_what_is_wrong(server: FakeServer, body: bytes,
+                                                 reason: str) -> None:
+    """The reason named only the exception type (``malformed response: KeyError``), so an HTML
+    page and cut JSON recorded the same pack; it says what is missing or of the wrong type."""
+    server.actions = [(200, body), (200, body)]
+    results = [_llm(server).generate(PROMPT, request_id="r-bad", max_output_tokens=64)
+               for _ in range(2)]
+    assert results[0].generation_status == "FAILED" and results[0].attempts == 1
+    assert results[0].failure_reason == f"malformed response: {reason}"
+    assert results[1].failure_reason == results[0].failure_reason  # the same response, reason
+
+
+def test_a_redirect_is_named_not_read_as_json(server: FakeServer) -> None:
+    server.actions = [(302, b"", {"Location": "https://u:pw@other.example/v2/chat?key=s#f"}),
+                      (307, b"", {"Location": "/v2/chat/completions?token=abc"}), (301, b"")]
+    reasons = [_llm(server).generate(PROMPT, request_id="r-302", max_output_tokens=8)
+               .failure_reason for _ in range(3)]
+    assert reasons == [
+        "HTTP 302 redirect to https://other.example/v2/chat not followed (not retried)",
+        "HTTP 307 redirect to /v2/chat/completions not followed (not retried)",
+        "HTTP 301 redirect (no Location) not followed (not retried)"]
+    assert len(server.bodies) == 3
+
+
+def test_a_client_error_keeps_the_servers_message_sanitised_and_short(server: FakeServer) -> None:
+    said = "Invalid API key\n\x1b[31mprovided\u202e " + "x" * 500
+    server.actions = [(401, json.dumps({"error": {"message": said}}).encode()),
+                      (404, b"<html>\n<h1>Not   Found</h1></html>"), (400, b"")]
+    reasons = [_llm(server).generate(PROMPT, request_id="r-4xx", max_output_tokens=8)
+               .failure_reason or "" for _ in range(3)]
+    assert reasons[0].startswith("HTTP 401 (not retried): Invalid API key [31mprovided xxx")
+    assert reasons[0].endswith("x...") and len(reasons[0]) == len("HTTP 401 (not retried): ") + 160
+    assert reasons[1] == "HTTP 404 (not retried): <html> <h1>Not Found</h1></html>"
+    assert reasons[2] == "HTTP 400 (not retried)"
+
+
+def test_headers_sent_slowly_do_not_outlive_the_timeout(server: FakeServer) -> None:
+    """One header line every 0.05 s kept each read under httpx's 0.25 s read timeout: an
+    attempt ran as long as the server kept sending (45 s and more at timeout_s=2). The whole
+    attempt has a hard deadline; it is retried as a timeout."""
+    server.actions = ["hdrtrickle", "hdrtrickle"]
+    t0 = time.perf_counter()
+    result = _llm(server, max_attempts=2).generate(PROMPT, request_id="r-hdr",
+                                                   max_output_tokens=64)
+    took = time.perf_counter() - t0
+    assert result.generation_status == "FAILED" and result.attempts == 2
+    assert result.failure_reason == ("transient failure after 2 attempts: AttemptTooLong: no "
+                                     "whole response within the attempt's timeout_s=0.25")
+    assert took < 2.0, took  # two attempts of 0.25 s, not two of 10 s
+
+
+def test_a_body_over_the_byte_cap_is_not_read_whole(server: FakeServer) -> None:
+    """A 100 MiB body was buffered whole (RSS +300 MB); reading stops at max_response_bytes."""
+    server.actions = [(200, b'{"pad": "' + b"x" * (8 * 1024 * 1024) + b'"}'), 200]
+    result = _llm(server, max_response_bytes=64 * 1024).generate(
+        PROMPT, request_id="r-big", max_output_tokens=64)
+    assert result.generation_status == "FAILED" and result.attempts == 1
+    assert result.failure_reason == ("response body over 65536 bytes (max_response_bytes, "
+                                     "AIBLOX_LLM_MAX_RESPONSE_BYTES; not retried)")
+    assert LLMSettings(base_url=server.url, model="m").max_response_bytes == 4 * 1024 * 1024
+    env = {"AIBLOX_LLM_BASE_URL": server.url, "AIBLOX_LLM_MODEL": "m",
+           "AIBLOX_LLM_MAX_RESPONSE_BYTES": "2048"}
+    assert LLMSettings.from_env(env).max_response_bytes == 2048
+
+
+def test_an_answer_far_over_max_tokens_fails(server: FakeServer) -> None:
+    """9.9 M characters for max_tokens=800 passed validation; more than ANSWER_TOKEN_FACTOR
+    (4) times max_tokens tokens is FAILED, and the text is not kept."""
+    from aiblox.assembly.llm.openai_chat import ANSWER_TOKEN_FACTOR
+    from aiblox.text.tokens import count_tokens
+
+    at_limit = " ".join(["word"] * (ANSWER_TOKEN_FACTOR * 64))  # 4 x 64 tokens exactly
+    assert count_tokens(at_limit) == ANSWER_TOKEN_FACTOR * 64
+    server.actions = [(200, _ok(at_limit)), (200, _ok(at_limit + " word"))]
+    ok = _llm(server).generate(PROMPT, request_id="r-long", max_output_tokens=64)
+    assert ok.generation_status == "OK" and ok.raw_model_text == at_limit
+    over = _llm(server).generate(PROMPT, request_id="r-long", max_output_tokens=64)
+    assert over.generation_status == "FAILED" and over.raw_model_text is None
+    assert over.failure_reason == ("answer longer than the reserved output tokens: 257 tokens "
+                                   "(cl100k_base), over 4 x max_tokens=64")
+
+
+KEY_CR = "sk-TOPSECRET-0123456789\r"
+
+
+def test_a_key_with_a_control_character_is_refused_unshown() -> None:
+    """A pasted trailing CR made an illegal header whose error (the failure reason, the error
+    line, the stored pack) quoted the key."""
+    from pydantic import ValidationError
+
+    from aiblox.inputs import EnvVarError
+
+    for bad in (KEY_CR, "sk-abc\n", "sk abc", "sk-\x00abc", "sk-ключ"):
+        env = {"AIBLOX_LLM_BASE_URL": "http://127.0.0.1:9/v1", "AIBLOX_LLM_MODEL": "m",
+               "AIBLOX_LLM_API_KEY": bad}
+        with pytest.raises(EnvVarError) as err:
+            LLMSettings.from_env(env)
+        said = str(err.value)
+        assert said.startswith("environment variable AIBLOX_LLM_API_KEY=(the value, not "
+                               "shown): expected an API key of printable ASCII characters")
+        assert bad.strip() not in said and "\n" not in said
+        with pytest.raises(ValidationError) as verr:  # given as an argument: not quoted either
+            LLMSettings(base_url="http://127.0.0.1:9/v1", model="m", api_key=bad)
+        assert bad.strip() not in str(verr.value)
+        with pytest.raises(ValueError) as oerr:
+            LLMSettings.from_env({"AIBLOX_LLM_MODEL": "m"}, base_url="http://h/v1", api_key=bad)
+        assert bad.strip() not in str(oerr.value)
+
+
+def test_a_key_quoted_by_an_error_is_scrubbed_from_the_reason(server: FakeServer) -> None:
+    """Settings built without validation may still hold such a key: whatever quotes it (here
+    h11's illegal header value, as a bytes repr), the reason does not."""
+    from pydantic import SecretStr
+
+    settings = LLMSettings.model_construct(
+        base_url=server.url, model="m", api_key=SecretStr(KEY_CR), timeout_s=1.0,
+        max_attempts=2, backoff_initial_s=0.0, backoff_max_s=0.0, temperature=0.0,
+        max_response_bytes=1 << 20)
+    result = OpenAIChatLLM(settings, sleep=lambda s: None).generate(
+        PROMPT, request_id="r-key", max_output_tokens=8)
+    reason = result.failure_reason or ""
+    assert result.generation_status == "FAILED" and "Illegal header value" in reason
+    assert "TOPSECRET" not in reason and "***" in reason
+    assert server.bodies == []  # never sent
 
 
 def test_odd_metadata_beside_a_good_answer_is_dropped_not_a_crash(server: FakeServer) -> None:

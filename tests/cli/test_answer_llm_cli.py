@@ -180,3 +180,39 @@ def test_an_unreachable_url_is_a_failed_generation_stored_and_named(db):
     assert out["pack_id"] in _packs(db)
     pack = pack_from_json(stored_pack_json(db, out["pack_id"]))
     assert verify_pack(pack) == [] and pack.tool_calls[-1].status == "failed"
+
+
+def test_a_key_with_a_carriage_return_is_refused_without_showing_it(answering, db):
+    """A trailing CR (a pasted key, a .env with CRLF) made an illegal header whose error quoted
+    the key in the error line, the --json output and the stored pack."""
+    before = _packs(db)
+    r = answer(answering, db, "--json", AIBLOX_LLM_API_KEY=KEY + "\r")
+    assert r.returncode == 2, r.stderr
+    lines = [ln for ln in r.stderr.splitlines()
+             if ln.startswith(("error", "warning", "WARNING", "ERROR", "CRITICAL"))]
+    assert lines == ["error: environment variable AIBLOX_LLM_API_KEY=(the value, not shown): "
+                     "expected an API key of printable ASCII characters, without spaces or "
+                     "control characters (a trailing newline or carriage return?)"]
+    assert r.stdout == "" and _packs(db) == before and answering.auth == []
+    assert_no_key(r.stdout, r.stderr)
+
+
+def test_a_lone_surrogate_in_the_answer_is_a_failed_generation_with_its_pack(db):
+    """``"BM25 \\ud800 [C0]"`` is valid JSON but not UTF-8: hashing the answer raised, read as
+    the user's input ('text that is not valid Unicode', exit 2, no pack stored)."""
+    server = ChatServer(200, "BM25 \ud800 [C0]")
+    try:
+        r = answer(server, db, "--json")
+    finally:
+        server.close()
+    assert r.returncode == 1, r.stderr
+    out = json.loads(r.stdout)
+    reason = "malformed response: choices[0].message.content is not valid Unicode (a lone " \
+             "surrogate)"
+    assert out["llm_result"]["generation_status"] == "FAILED"
+    assert out["llm_result"]["failure_reason"] == reason
+    assert r.stderr.strip().splitlines()[-1] == (
+        f"error: generation failed (openai test-model at {server.url}): {reason}; "
+        f"evidence pack {out['pack_id']}")
+    pack = pack_from_json(stored_pack_json(db, out["pack_id"]))
+    assert verify_pack(pack) == [] and pack.tool_calls[-1].status == "failed"
