@@ -282,6 +282,13 @@ class Store(Protocol):
         one batch."""
         ...
 
+    def check_readable(self) -> None:
+        """Raise :class:`StoreError` naming the store when the items or item vectors it holds
+        cannot be read back (a DuckDB file truncated or damaged since it was written), by a
+        check that costs milliseconds whatever the store's size; run before a store is
+        reported up to date, since that report reads only its metadata."""
+        ...
+
     def read_meta(self) -> dict[str, str]:
         """The store's metadata (``aiblox_meta``): schema version, vector dimension, and the
         dataset binding and sync record of :mod:`aiblox.stores.identity`."""

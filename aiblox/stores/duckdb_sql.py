@@ -15,7 +15,8 @@ so any text is written exactly; placeholders are the ``?`` outside quoted string
 identifiers.
 
 :func:`check_database_file` refuses, before DuckDB opens it, an existing file that is not a
-DuckDB database.
+DuckDB database; :func:`check_tables_readable` finds, cheaply, a store file damaged since it was
+written (a truncated copy, a block that fails its checksum).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ __all__ = [
     "INLINE_LIST_MAX",
     "Connection",
     "check_database_file",
+    "check_tables_readable",
     "duckdb_filter_sql",
     "inline_parameters",
 ]
@@ -57,6 +59,34 @@ def check_database_file(location: str) -> None:
         raise StoreError(f"the file {location!r} exists, but it is not a DuckDB database file "
                          f"(a dataset file? the store is the file aiblox writes: name a new "
                          f"one, e.g. {Path(location).stem}.duckdb)")
+
+
+def check_tables_readable(con: Any, location: str, tables: Sequence[str]) -> None:
+    """Raise :class:`~aiblox.stores.StoreError` naming ``location`` when one of ``tables`` cannot
+    be read back: a block it uses lies past the end of the file (DuckDB's block list, read from
+    its metadata, against the file's size: a truncated copy), or its first row does not read
+    (DuckDB checks each block's checksum as it reads it). Milliseconds whatever the store's
+    size (its metadata and a block or two of each table, not every block: only a full read
+    finds a damaged block in the middle of a table)."""
+    import duckdb
+
+    try:
+        block_size = int(con.execute("SELECT block_size FROM pragma_database_size()")
+                         .fetchone()[0])
+        size = Path(location).stat().st_size
+        for table in tables:
+            last = con.execute(
+                "SELECT max(greatest(block_id, coalesce(list_max(additional_block_ids), -1))) "
+                f"FROM pragma_storage_info('{table}') WHERE persistent").fetchone()[0]
+            if last is not None and (int(last) + 1) * block_size > size:
+                raise StoreError(
+                    f"store {location} is damaged: its table {table} uses block {last}, past "
+                    f"the end of the file ({size:,} bytes: a truncated copy?); restore the file, "
+                    f"or ingest into a new --db")
+            con.execute(f"SELECT * FROM {table} LIMIT 1").fetchall()
+    except (duckdb.Error, OSError) as exc:
+        raise StoreError(f"store {location} is damaged: {' '.join(str(exc).split())[:300]}; "
+                         f"restore the file, or ingest into a new --db") from None
 
 
 _NUMBER_TYPES = "('BIGINT', 'UBIGINT', 'DOUBLE')"  # json_type's names for a JSON number

@@ -49,7 +49,12 @@ from aiblox.stores.base import (
     relocated,
 )
 from aiblox.stores.duckdb_fts import bm25_sql, load_extension
-from aiblox.stores.duckdb_sql import Connection, check_database_file, duckdb_filter_sql
+from aiblox.stores.duckdb_sql import (
+    Connection,
+    check_database_file,
+    check_tables_readable,
+    duckdb_filter_sql,
+)
 from aiblox.stores.duckdb_vectors import (
     cache_rows,
     cached_embeddings,
@@ -442,6 +447,11 @@ class DuckDBStore:
             yield from vector_batches(cur, self.dim, model_id, batch_size)
         finally:
             cur.close()
+
+    def check_readable(self) -> None:
+        if self.location != ":memory:":
+            with self._lock:
+                check_tables_readable(self.con, self.location, ("items", "item_vectors"))
 
     def vector_count(self, model_id: str) -> int:
         with self._lock:

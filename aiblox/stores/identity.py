@@ -237,7 +237,10 @@ def read_sync(store: Store) -> SyncRecord | None:
 def in_sync(store: Store, binding: DatasetBinding, corpus_hash: str,
             model_id: str | None) -> SyncRecord | None:
     """The sync record when ``store`` already holds the corpus ``corpus_hash`` of the dataset
-    ``binding`` names (with complete vectors for ``model_id`` when given), else None."""
+    ``binding`` names (with complete vectors for ``model_id`` when given), else None. The
+    record alone says so, so the tables it speaks for are checked to read back
+    (:meth:`~aiblox.stores.base.Store.check_readable`: a damaged file is a
+    :class:`~aiblox.stores.base.StoreError`, not "up to date")."""
     meta = store.read_meta()
     if not meta.get("sync") or not meta.get("dataset"):
         return None
@@ -246,6 +249,7 @@ def in_sync(store: Store, binding: DatasetBinding, corpus_hash: str,
             or record.corpus_hash != corpus_hash
             or (model_id is not None and model_id not in record.vectors)):
         return None
+    store.check_readable()
     return record
 
 

@@ -120,6 +120,34 @@ def test_a_deleted_document_leaves_the_store(tmp_path):
     assert again["up_to_date"] is True
 
 
+def test_a_damaged_store_is_not_up_to_date(tmp_path):
+    """Ingest read only the sync record to say "up to date": a truncated copy of a store was
+    reported up to date, and the next search failed with DuckDB's IO error. The tables the
+    record speaks for are checked to read back: one error line naming the file."""
+    import duckdb
+
+    ds = str(SAMPLE)
+    db = tmp_path / "s.duckdb"
+    assert _ok("ingest", ds, "--db", str(db), "--embedder", "hashing")["up_to_date"] is False
+    assert _ok("ingest", ds, "--db", str(db), "--embedder", "hashing")["up_to_date"] is True
+    whole = db.read_bytes()
+    with duckdb.connect(str(db), read_only=True) as con:
+        block = con.execute("SELECT min(block_id) FROM pragma_storage_info('items') "
+                            "WHERE persistent AND block_id >= 0").fetchone()[0]
+        size = con.execute("SELECT block_size FROM pragma_database_size()").fetchone()[0]
+    start = 3 * 4096 + block * size  # DuckDB 1.5's layout: three 4 KiB headers, then blocks
+    cut = tmp_path / "cut.duckdb"  # a copy cut short in the middle of a block of items
+    cut.write_bytes(whole[: start + size // 2])
+    zeroed = tmp_path / "zeroed.duckdb"  # a block of items zeroed: its checksum fails
+    zeroed.write_bytes(whole[:start] + bytes(size) + whole[start + size:])
+    for damaged, words in ((cut, "past the end of the file"), (zeroed, "checksum")):
+        r = _run("ingest", ds, "--db", str(damaged), "--embedder", "hashing")
+        assert r.exit_code == 2, r.output
+        lines = [ln for ln in r.output.splitlines() if ln.strip()]
+        assert len(lines) == 1 and lines[0].startswith(f"error: store {damaged} is damaged: ")
+        assert words in lines[0] and "up to date" not in r.output
+
+
 def test_read_commands_never_create_a_store(tmp_path):
     missing = tmp_path / "nope.duckdb"
     for args in (("search", "x", "--db", str(missing)),

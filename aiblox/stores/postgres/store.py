@@ -169,6 +169,9 @@ class PostgresStore:
         with self.db_errors("read item vectors"):
             yield from self.items.vector_batches(model_id, batch_size)
 
+    def check_readable(self) -> None:
+        """Nothing to check: the server verifies its own pages as it reads them."""
+
     def vector_count(self, model_id: str) -> int:
         with self.db_errors("count item vectors"):
             return self.items.vector_count(model_id)
