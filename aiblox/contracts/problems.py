@@ -16,7 +16,7 @@ from typing import Any, get_args
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-__all__ = ["field_info", "valid_values", "value_problem"]
+__all__ = ["field_info", "refuse_coercions", "valid_values", "value_problem"]
 
 _BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
 
@@ -115,3 +115,33 @@ def value_problem(model: type[BaseModel], error: Mapping[str, Any]) -> str:
     if why is None:
         return msg
     return f"{why}; valid: {valid}" if valid else msg
+
+
+def _wanted(annotation: Any) -> str | None:
+    """What a field of this annotation takes, when it is a number or a flag (``a whole number``,
+    ``a number``, ``true or false``); None for anything else."""
+    args = set(get_args(annotation)) or {annotation}
+    return "true or false" if args - {type(None)} == {bool} else _kind(annotation)
+
+
+def refuse_coercions(prefix: str, values: Mapping[str, Any],
+                     models: Sequence[type[BaseModel]]) -> None:
+    """Refuse a value pydantic would coerce into a number or a flag of one of ``models``: a
+    flag or a string where a number is expected (``top_k_items = true`` became 1, ``"10"``
+    became 10), anything but ``true``/``false`` where a flag is (whole or decimal numbers where a
+    decimal is expected stay fine). Nested tables (``fts = {top_k = 20}``) are walked into;
+    ``ValueError`` names the key (``base.top_k_items: got True: expected a whole number``)."""
+    for key, value in values.items():
+        info = next((m.model_fields[key] for m in models if key in m.model_fields), None)
+        if info is None:
+            continue
+        nested = _model_of(info.annotation)
+        if nested is not None and isinstance(value, Mapping):
+            refuse_coercions(f"{prefix}.{key}" if prefix else key, value, [nested])
+            continue
+        wanted = _wanted(info.annotation)
+        bad = (not isinstance(value, bool) if wanted == "true or false"
+               else isinstance(value, bool | str) if wanted else False)
+        if bad and value is not None:
+            where = f"{prefix}.{key}" if prefix else key
+            raise ValueError(f"{where}: got {value!r}: expected {wanted}")

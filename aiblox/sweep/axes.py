@@ -63,7 +63,8 @@ CHUNK_DEPTH_KEYS = ("top_k_chunks", "per_item_chunk_cap")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True,
+                              strict=True)  # no true for 1, no "10" for 10
 
 
 class Steps(_Strict):
@@ -227,7 +228,11 @@ class SelectionGrid(BaseModel):
             policies = [load_policy_by_name(p) for p in self.policies()]
         except PolicyError as exc:
             raise ValueError(str(exc)) from None
+        from aiblox.contracts.problems import refuse_coercions
+
         for name in self.override_names():
+            for v in self.axis_values(name, (self.model_extra or {})[name]):
+                refuse_coercions("", {name: v}, [SelectionPolicy])  # true for 1, "2" for 2
             for v in self.axis(name):
                 try:
                     policies[0].with_updates(**{name: v})

@@ -44,7 +44,8 @@ CI_METHOD = "paired percentile bootstrap over queries, 1000 resamples, 95%"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True,
+                              strict=True)  # no true for 1, no "10" for 10
 
 
 class CVConfig(_Strict):

@@ -1,6 +1,7 @@
 """Sweep specs: a TOML file naming a dataset, its tune and report splits, a base pipeline config
-and grid axes over fusion, chunking and selection. Validated by pydantic; unknown keys are
-rejected, and errors name the file and the field.
+and grid axes over fusion, chunking and selection. Validated by pydantic in strict mode (a
+number is never read from ``true`` or ``"10"``); unknown keys are rejected, and each error is
+one line naming the file, the line and the field (:mod:`aiblox.sweep.spec_errors`).
 
 BM25 axes (``k1``, ``b``, ``method``, ``title_weight``, ``title_b``: fields of ``fts``, for the
 index engine) multiply every other axis; each combination is a BM25 index and a retrieval
@@ -37,9 +38,7 @@ The axes themselves (their fields, bounds and validation) are :mod:`aiblox.sweep
 
 from __future__ import annotations
 
-import re
 import tomllib
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -53,8 +52,9 @@ from pydantic import (
     model_validator,
 )
 
-from aiblox.contracts.problems import value_problem
+from aiblox.contracts.problems import refuse_coercions
 from aiblox.contracts.retrieval import (
+    ChunkingConfig,
     FtsConfig,
     RetrievalPrefs,
     ScoringConfig,
@@ -106,6 +106,7 @@ from aiblox.sweep.spec_checks import (
     loc,
     problems,
 )
+from aiblox.sweep.spec_errors import error_lines
 from aiblox.sweep.training import FineTuneSpec, RerankerFineTuneSpec, check_finetune_reranker
 
 __all__ = [
@@ -117,7 +118,8 @@ __all__ = [
 ]
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True,
+                              strict=True)  # no true for 1, no "10" for 10
 
 
 class SweepSpecError(ValueError):
@@ -288,6 +290,10 @@ class SweepSpec(_Strict):
             base = self.base_prefs()
         except ValidationError as exc:
             raise ValueError(problems("base", exc)) from None
+        from aiblox.assembly import SelectionPolicy
+
+        refuse_coercions("base", self.base, [RetrievalPrefs])  # true for 1, "10" for 10
+        refuse_coercions("baseline", self.baseline or {}, [*_BASELINE_MODELS, SelectionPolicy])
         check_passages(base, self.grid, self.baseline)
         check_depths(base, self.grid, self.metrics, self.chunk_k, self.baseline,
                      self.has_pipeline_axes)
@@ -523,26 +529,13 @@ class SweepSpec(_Strict):
         return fusion_points(self.base_prefs(), self.grid)
 
 
+_BASELINE_MODELS = (ScoringConfig, VectorConfig, ChunkingConfig, RetrievalPrefs)
+"""Where the baseline's keys are fields (and the selection policy's)."""
+
 _NEW_FIELDS = ("query_limit", "chunk_k", "reader", "reader_options", "search", "cv",
                "finetune", "pipeline", "stages", "stage_modules", "device",
                "finetune_reranker")
 """SweepSpec fields added after the first fusion specs: left out of the hash at defaults."""
-
-
-_KEY_FIRST = re.compile(r"([A-Za-z_]\w*(?:\.\w+)+): (.*)", re.S)
-"""A spec-level error that starts with the dotted key it is about (``grid.depth: ...``)."""
-
-
-def _field_and_message(err: Mapping[str, Any]) -> tuple[str, str]:
-    """The key an error of the spec is about and its message: pydantic's ``loc``, or for an
-    error of the whole spec (``loc`` empty) the dotted key its message starts with."""
-    msg = str(err["msg"]).removeprefix("Value error, ")
-    if not err["loc"]:
-        found = _KEY_FIRST.fullmatch(msg)
-        if found:
-            return found.group(1), found.group(2)
-    problem = value_problem(SweepSpec, err)  # a number out of range: the valid values
-    return loc(err), (f"got {err['input']!r}: {problem}" if problem != msg else msg)
 
 
 def _defaults() -> dict[str, Any]:
@@ -565,7 +558,8 @@ def load_spec(path: str | Path, max_points: int | None = None) -> SweepSpec:
     if max_points is not None and max_points < 1:
         raise SweepSpecError(f"{p}: max_points must be >= 1, got {max_points}")
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        text = p.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
     except FileNotFoundError as exc:
         raise SweepSpecError(f"{p}: no such sweep spec") from exc
     except IsADirectoryError as exc:
@@ -580,8 +574,7 @@ def load_spec(path: str | Path, max_points: int | None = None) -> SweepSpec:
         return SweepSpec.model_validate(data, context={"max_points": max_points,
                                                        "spec_dir": p.resolve().parent})
     except ValidationError as exc:
-        lines = [f"{p}: field {key!r}: {msg}"
-                 for key, msg in map(_field_and_message, exc.errors())]
+        lines = error_lines(str(p), text, data, exc.errors(), SweepSpec)
         raise SweepSpecError("\n".join(lines)) from exc
 
 

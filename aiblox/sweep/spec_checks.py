@@ -52,6 +52,7 @@ __all__ = ["check_baseline_keys", "check_depths", "check_finetune", "check_numer
            "check_passages", "check_stage_tables", "import_stage_modules", "problems"]
 
 
+
 def check_baseline_keys(baseline: dict[str, Any] | None, pipeline_sweep: bool,
                         selection: SelectionGrid | None) -> None:
     """The baseline's keys: known ones, chunking and selection keys only in a pipeline sweep,

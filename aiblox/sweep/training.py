@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pydantic import ConfigDict
+
 from aiblox.embedding.cross_encoder_finetune import RerankerConfig
 from aiblox.embedding.finetune import FineTuneConfig
 from aiblox.engine.algebra import Pipeline
@@ -16,6 +18,8 @@ __all__ = ["FineTuneSpec", "RerankerFineTuneSpec", "check_finetune_reranker"]
 
 class FineTuneSpec(FineTuneConfig):
     """``[finetune]`` of a sweep spec: the recipe and the split whose queries are trained on."""
+
+    model_config = ConfigDict(strict=True)  # as the rest of a spec: no true for 1
 
     split: str
     """The split trained on (a file split such as ``train`` or a derived one such as
@@ -30,6 +34,8 @@ class RerankerFineTuneSpec(RerankerConfig):
     """``[finetune_reranker]`` of a sweep spec: a cross-encoder trained on the judged queries of
     a split the sweep does not score (:mod:`aiblox.sweep.finetune_reranker`), used by a
     ``cross_encoder`` stage with ``model = "finetune"``."""
+
+    model_config = ConfigDict(strict=True)
 
     split: str
     """The split trained on, less every query of the sweep's tune and report splits."""

@@ -147,7 +147,9 @@ def test_a_sweep_spec_with_a_depth_below_a_cutoff_is_one_line(tmp_path):
                     .replace("depth = [10, 20]", "depth = [5, 20]"))
     err = _one_error(_run("sweep", spec, "--cache-dir", tmp_path / "stages",
                           "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"))
-    assert err == (f"error: {spec}: field 'grid.depth': ndcg@10, recall@10, mrr@10 read 10 "
+    line = next(n for n, text in enumerate(spec.read_text().splitlines(), 1)
+                if text.startswith("depth = [5, 20]"))  # where the key is written
+    assert err == (f"error: {spec}:{line}: field 'grid.depth': ndcg@10, recall@10, mrr@10 read 10 "
                    f"documents per query, but grid.depth = 5 retrieves at most 5 candidates per "
                    f"list (a hybrid run is as deep as its deeper list): they would be computed "
                    f"over 5 documents under the name @10; drop the values below 10 from "

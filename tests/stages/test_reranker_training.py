@@ -62,7 +62,8 @@ def spec(tmp_path, base, extra="", **replace):
 @pytest.mark.parametrize(("extra", "replace", "message"), [
     ("", {'split = "train"': 'split = "test:0/2"'}, "finetune_reranker.split 'test:0/2' is a "
                                                     "split the sweep scores"),
-    ("", {'model = "finetune"': 'model = "/x"'}, "finetune_reranker: no cross_encoder stage"),
+    ("", {'model = "finetune"': 'model = "/x"'},
+     "field 'finetune_reranker': no cross_encoder stage"),
     ("", {"base = ": "base = 'nowhere-model' #"},
      "field 'finetune_reranker.base': 'nowhere-model' is not a model"),
     ("epochs = 0", {}, "finetune_reranker.epochs"),

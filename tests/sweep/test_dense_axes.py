@@ -105,7 +105,7 @@ def test_tpe_space_sees_dense_settings(sample_spec, small_spec):
     ({"passage_tokens": [0]}, {}, "passage_tokens values must be >= 1"),
     ({"doc_score": []}, {}, "at least one value"),
     ({"doc_score": ["maxp"], "passage_tokens": [16]},
-     {"vector": {"passage_overlap": 16}}, "grid: passages"),
+     {"vector": {"passage_overlap": 16}}, "field 'grid': passages"),
     ({}, {"vector": {"doc_score": "maxp", "passage_chunker": "nope"}}, "unknown chunker 'nope'"),
     ({}, {"vector": {"doc_score": "maxp", "distance": "l2"}}, "needs engine 'index'"),
 ])

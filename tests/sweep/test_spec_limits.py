@@ -3,6 +3,7 @@ point limit, before building anything; the limit is raised with max_points; hash
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -33,8 +34,8 @@ CHUNKING = '[grid.chunking]\nchunker_id = ["sentences"]\n'
      "got nan: not a finite number; valid: a finite number >= 0"),
     ('[base]\nscoring = { blend = "linear", w_text = 0, w_vec = 0 }\n', "base.scoring",
      "linear fusion's weights sum to 0 (w_text 0, w_vec 0)"),
-    ('[baseline]\nblend = "linear"\nw_text = 0.0\nw_vec = 0\n', "(spec)",
-     "baseline: linear fusion's weights sum to 0"),
+    ('[baseline]\nblend = "linear"\nw_text = 0.0\nw_vec = 0\n', "baseline",
+     "linear fusion's weights sum to 0"),
     ("alpha = 2.0\n", "alpha", "got 2.0: out of range; valid: a number > 0 and < 1"),
     ("query_limit = 0\n", "query_limit", "got 0: out of range; valid: a whole number >= 1, or "
                                         "none"),
@@ -77,9 +78,9 @@ CHUNKING = '[grid.chunking]\nchunker_id = ["sentences"]\n'
     ("[grid]\ndepth = [10]\nfts_depth = [20]\n", "grid",
      "sweep either depth or fts_depth / vector_depth, not both"),
     ("[grid]\ndepth = [10]\nvector_depth = [20]\n", "grid", "not both"),
-    ('[base]\nfts = { fields = ["text"] }\n[grid]\ntitle_weight = [2]\n', "(spec)",
-     "grid.title_weight = 2.0: title_weight and title_b weigh the title against the text"),
-    ('[base]\nfts = { engine = "native" }\n[grid]\ntitle_b = [0.5]\n', "(spec)",
+    ('[base]\nfts = { fields = ["text"] }\n[grid]\ntitle_weight = [2]\n', "grid.title_weight",
+     "got 2.0: title_weight and title_b weigh the title against the text"),
+    ('[base]\nfts = { engine = "native" }\n[grid]\ntitle_b = [0.5]\n', "grid.title_b",
      "apply to engine 'index' only"),
 ])
 def test_bad_values_are_refused_naming_the_field(tmp_path, extra, field, words):
@@ -87,7 +88,12 @@ def test_bad_values_are_refused_naming_the_field(tmp_path, extra, field, words):
     with pytest.raises(SweepSpecError) as err:
         load_spec(path)
     message = str(err.value)
-    assert message.startswith(f"{path}: field {field!r}: "), message
+    said = re.match(rf"{re.escape(str(path))}(?::(\d+))?: field {re.escape(repr(field))}: ",
+                    message)
+    assert said, message
+    if said.group(1):  # the line where the key (or its table) is written
+        written = path.read_text().splitlines()[int(said.group(1)) - 1]
+        assert re.sub(r"\[\d+\]$", "", field).split(".")[-1] in written, (written, message)
     assert words in message
     assert "Value error," not in message
 
@@ -99,7 +105,7 @@ def test_a_tiny_step_fails_fast_with_the_count_and_the_limit(tmp_path):
     with pytest.raises(SweepSpecError) as err:
         load_spec(path)
     assert time.perf_counter() - t0 < 1.0
-    assert f"grid: 10,000,001 points, above the limit of {DEFAULT_MAX_POINTS:,}" in \
+    assert f"field 'grid': 10,000,001 points, above the limit of {DEFAULT_MAX_POINTS:,}" in \
         str(err.value)
     assert "--max-points" in str(err.value)
 
@@ -113,7 +119,8 @@ def test_the_limit_counts_the_product_of_the_axes(tmp_path):
     path = write(tmp_path, text)
     spec = load_spec(path)
     assert spec.grid_size() == len(spec.points()) == 1224
-    with pytest.raises(SweepSpecError, match="grid: 1,224 points, above the limit of 1,223"):
+    with pytest.raises(SweepSpecError,
+                       match="field 'grid': 1,224 points, above the limit of 1,223"):
         load_spec(path, max_points=1223)
     assert load_spec(path, max_points=1224).hash == spec.hash  # the limit is not identity
 
@@ -139,7 +146,8 @@ def test_pipeline_grids_count_every_stage(tmp_path):
                       'max_chunk_tokens = { start = 16, stop = 4096, step = 16 }\n'
                       'top_k_chunks = [4, 8]\n[grid.selection]\npolicy = ["R2_POLICY_V1"]\n'
                       'max_chunks = [2, 4, 6]\n')
-    with pytest.raises(SweepSpecError, match=r"grid: 6,144 points, above the limit of 6,000"):
+    with pytest.raises(SweepSpecError,
+                       match=r"field 'grid': 6,144 points, above the limit of 6,000"):
         load_spec(write(tmp_path, text), max_points=6000)
 
 
