@@ -5,6 +5,10 @@ it was stored and, with a key, the signature. ``created_at`` and ``observations`
 retrieval's chunk-cache hits, misses and writes) are shown with the pack but are not content:
 the id, the stored sha256 and the signature leave them out, so a warm and a cold chunk cache
 give the same pack id.
+
+``pack export`` writes ``created_at`` as null: it is when this store stored the pack (its row
+keeps it, ``pack show`` prints it), not part of the pack, so a pack exports to the same bytes
+from any store that holds it, whenever it was answered and stored.
 """
 
 from __future__ import annotations
@@ -144,7 +148,9 @@ def export(
                             help="File to write; - (the default) prints it to standard output."),
 ) -> None:
     """Write the stored pack as canonical JSON or as a readable HTML page, to a file or to
-    standard output. A pack that fails verification is not exported (exit 1)."""
+    standard output; the same pack gives the same bytes from any store (its created_at, when
+    the store stored it, is left out: null). A pack that fails verification is not exported
+    (exit 1)."""
     if fmt not in ("json", "html"):
         fail(f"--format must be json or html, not {fmt!r}")
     row = _load_row(pack_id, db, dataset)
@@ -154,6 +160,7 @@ def export(
         _failed(console, pack_id, problems)
     from aiblox.evidence import pack_to_html, pack_to_json
 
+    pack = pack.model_copy(update={"created_at": None})  # the store's, not the pack's
     text = pack_to_json(pack) if fmt == "json" else pack_to_html(pack)
     if out == "-":  # the exact bytes, nothing added: `aiblox pack export ID > pack.json`
         sys.stdout.buffer.write(text.encode("utf-8"))
@@ -162,4 +169,5 @@ def export(
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
-    typer.echo(f"wrote {path} ({fmt}, {len(text.encode('utf-8'))} bytes)")
+    console.print(f"wrote {path} ({fmt}, {len(text.encode('utf-8'))} bytes)", markup=False,
+                  soft_wrap=True)  # informational: stderr, silenced by aiblox --quiet

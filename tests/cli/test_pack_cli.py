@@ -126,6 +126,31 @@ def test_export_without_out_prints_the_exact_bytes(answered):
     assert page.startswith("<!DOCTYPE html>") and page.endswith("</html>\n")
 
 
+def test_a_pack_exports_the_same_bytes_from_any_store_and_quietly(answered, tmp_path):
+    """Two stores holding the same pack exported different pack.json, only in created_at (when
+    each stored it): the export leaves it out (null), so a pack id exports to one byte string.
+    ``aiblox -q`` printed ``wrote FILE`` all the same: it is informational (stderr, quiet)."""
+    db, pack_id = answered["db"], answered["out"]["pack_id"]
+    with DuckDBStore(db) as store:
+        row = store.get_evidence_pack(pack_id)
+    assert row["created_at"]  # the store keeps when it stored the pack
+    later = pack_from_json(row["json"]).model_copy(update={"created_at": "2031-02-03T04:05:06Z"})
+    other = str(tmp_path / "other.duckdb")
+    with DuckDBStore(other) as store:
+        store.put_evidence_pack(pack_id, later.parent_pack_id, row["sha256"], pack_to_json(later),
+                                tenant_id=later.tenant_id, trace_id=later.trace_id,
+                                created_at=later.created_at)
+    exported = [_run("pack", "export", pack_id, "--db", d).stdout_bytes for d in (db, other)]
+    assert exported[0] == exported[1] and json.loads(exported[0])["created_at"] is None
+    page = [_run("pack", "export", pack_id, "--db", d, "--format", "html").stdout_bytes
+            for d in (db, other)]
+    assert page[0] == page[1]
+    loud = _run("pack", "export", pack_id, "--db", db, "--out", str(tmp_path / "a.json"))
+    assert loud.stdout == "" and loud.stderr.startswith(f"wrote {tmp_path / 'a.json'} (json, ")
+    quiet = _run("-q", "pack", "export", pack_id, "--db", db, "--out", str(tmp_path / "q.json"))
+    assert quiet.output == "" and (tmp_path / "q.json").read_bytes() == exported[0]
+
+
 def test_a_tampered_stored_pack_fails_verify_and_is_not_exported(answered, tmp_path):
     src = answered["db"]
     db = str(tmp_path / "copy.duckdb")
