@@ -39,12 +39,15 @@ REQUIRED_COLUMNS = ("_id", "text_sha256", "vector")
 
 
 class VectorImportError(ValueError):
-    """A vectors file that cannot be imported; names file, row and field."""
+    """A vectors file that cannot be imported; names file, row and field. ``row`` is given as
+    the row's index in the file (from 0) and shown, and kept in :attr:`row`, counted from 1
+    (the first row is row 1), as the dataset loader counts a parquet file's rows."""
 
     def __init__(self, path: str | Path, row: int | None, field: str, message: str) -> None:
-        where = f"{path}" + (f", row {row}" if row is not None else "")
+        shown = row + 1 if row is not None else None
+        where = f"{path}" + (f", row {shown}" if shown is not None else "")
         super().__init__(f"{where}, field {field!r}: {message}")
-        self.path, self.row, self.field = str(path), row, field
+        self.path, self.row, self.field = str(path), shown, field
 
 
 BATCH_ROWS = 65536
@@ -249,7 +252,7 @@ def _check_repeated_texts(suspects: list[tuple[str, Path, int, str, np.ndarray]]
             raise VectorImportError(
                 path, row, "vector",
                 f"_id {item_id!r} (text_sha256 {h[:16]}...) has another vector than row "
-                f"{first_row} of {at} (_id {first_id!r}) for the same text; a text has one "
+                f"{first_row + 1} of {at} (_id {first_id!r}) for the same text; a text has one "
                 f"vector: keep one of the rows")
 
 

@@ -143,7 +143,7 @@ def test_a_bad_file_is_an_error_naming_file_and_row_and_nothing_changes(tmp_path
     rows = _rows()
     vectors = _unit(len(rows), seed=3)
     bad = tmp_path / f"{case.replace(' ', '_')}.parquet"
-    where = "row 7"
+    where = "row 8"  # the 8th row: rows count from 1, as the dataset loader's
     if case == "missing":
         where = "no such file"
     elif case == "nan":
@@ -178,7 +178,7 @@ def test_a_bad_file_is_an_error_naming_file_and_row_and_nothing_changes(tmp_path
                 "dimension": "dimension 383, expected 384", "unknown id": "unknown id",
                 "other text": "is not the sha256 of the text of document 'd08'",
                 "two vectors": f"_id {rows[2][0]!r} (text_sha256 {rows[2][1][:16]}...) has "
-                               f"another vector than row 2 of {bad}"}
+                               f"another vector than row 3 of {bad}"}
     assert expected.get(case, "") in said
     assert _state(db) == before  # nothing stored lost, nothing written
     with DuckDBStore(db) as s:
@@ -192,7 +192,7 @@ def test_vectors_in_eval_are_checked_too_and_a_copy_of_the_dataset_is_not_anothe
     bad = _write(tmp_path / "bad.parquet", rows, _unit(len(rows), seed=5))
     r = _run("eval", str(SAMPLE), "--db", db, "--embedder", "hashing", "--mode", "dense",
              "--vectors", str(bad))
-    assert r.exit_code == 2 and "bad.parquet, row 3, field '_id': unknown id 'zzz'" in _said(r)
+    assert r.exit_code == 2 and "bad.parquet, row 4, field '_id': unknown id 'zzz'" in _said(r)
     # a file made for another copy of the dataset whose document d01 was edited
     ds = tmp_path / "mydata"
     shutil.copytree(SAMPLE, ds, ignore=shutil.ignore_patterns("*.py", "README.md"))
@@ -205,7 +205,7 @@ def test_vectors_in_eval_are_checked_too_and_a_copy_of_the_dataset_is_not_anothe
     r = _run("ingest", str(ds), "--db", str(tmp_path / "m.duckdb"), "--embedder", "hashing",
              "--vectors", str(good))
     assert r.exit_code == 2
-    assert "good.parquet, row 0, field 'text_sha256'" in _said(r) and "'d01'" in _said(r)
+    assert "good.parquet, row 1, field 'text_sha256'" in _said(r) and "'d01'" in _said(r)
 
 
 def test_a_text_repeated_with_its_vector_up_to_float_noise_keeps_the_first(tmp_path):

@@ -301,7 +301,8 @@ def test_vector_import_checks_every_row_before_writing(store, tmp_path):
         _write_vectors(bad, rows)
         with pytest.raises(VectorImportError) as err:
             import_vectors(bad, store, "m", 384)
-        assert err.value.row == 1 and err.value.field == field and "bad.parquet" in str(err.value)
+        assert err.value.row == 2 and err.value.field == field  # the second row, from 1
+        assert "bad.parquet, row 2," in str(err.value)
     assert len(store.get_embeddings("m", ["a" * 64, "b" * 64, "c" * 64])) == 1
 
 
