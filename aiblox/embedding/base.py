@@ -74,9 +74,16 @@ class EmbedderRegistry:
             if device is not None and _takes_device(factory):
                 params["device"] = device
             return factory(**params)
-        from aiblox.embedding.sentence_transformers import SentenceTransformerEmbedder, find_model
+        from aiblox.embedding.sentence_transformers import (
+            SentenceTransformerEmbedder,
+            find_model,
+            is_trained_ref,
+            unknown_trained,
+        )
 
         path = find_model(name)
+        if path is None and is_trained_ref(name):
+            raise ValueError(f"embedder {unknown_trained(name)}")
         if path is None:
             raise ValueError(
                 f"unknown embedder {name!r}; known: {', '.join(self.names())}, or a folder "

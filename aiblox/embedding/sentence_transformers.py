@@ -1,5 +1,5 @@
 """Any sentence-transformers model given by a local folder or an installed package, loaded
-offline, identified by its files' hashes.
+offline, identified by its files' hashes; a model a sweep trained is named by reference.
 
 ``get_embedder(name)`` resolves a name that is not registered here: a folder holding a
 sentence-transformers model (``modules.json`` or ``config.json`` in it), or the name of an
@@ -9,6 +9,16 @@ and enters every stage key, is ``st:<folder name>@<16 hex>``, the hex being the 
 file's relative path and sha256 (hidden files and ``__pycache__`` left out), so a changed model
 file is another cache key, whatever the path; the same files under two paths are one model.
 Off the CPU the id ends in the device class (``...@<16 hex>+cuda``: :mod:`aiblox.embedding.device`).
+
+A model a sweep trained (``[finetune]``'s embedder, folder ``ft-<16 hex of its key>``;
+``[finetune_reranker]``'s cross-encoder, ``ce-<16 hex>``) is named by reference,
+``finetune:<folder name>@<16 hex of its files' sha256>`` (:func:`trained_ref`), never by the
+folder it lies in, so a point's config hash, label and manifest hash say what the spec said and
+which model it was, not where the sweep's ``--cache-dir`` lies: the same sweep over a copied or
+moved cache gives the same points. The folder a reference stands for is made known to a process
+by :func:`use_trained` (a sweep's settings carry it to every worker, a point's manifest,
+``models``, to ``aiblox eval verify``), and :func:`find_model` finds it there, so an embedder or
+a cross-encoder named by reference loads as one named by its folder.
 """
 
 from __future__ import annotations
@@ -18,7 +28,7 @@ import importlib
 import importlib.util
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +36,9 @@ import numpy as np
 
 from aiblox.embedding.device import parse_device, resolve_device, with_device
 
-__all__ = ["SentenceTransformerEmbedder", "find_model", "load_sentence_transformer",
-           "model_digest", "model_folder", "quiet_transformers"]
+__all__ = ["FINETUNED", "SentenceTransformerEmbedder", "find_model", "is_trained_ref",
+           "load_sentence_transformer", "model_digest", "model_folder", "quiet_transformers",
+           "trained_folder", "trained_ref", "trained_table", "unknown_trained", "use_trained"]
 
 _DIGESTS: dict[tuple[str, tuple[tuple[str, int, int], ...]], str] = {}
 """Folder digests of this process, by path and every file's (name, size, mtime)."""
@@ -59,6 +70,55 @@ def model_digest(folder: str | Path) -> str:
             h.update(f"{p.relative_to(folder).as_posix()}\0{fh.hexdigest()}\n".encode())
         _DIGESTS[memo] = h.hexdigest()
     return _DIGESTS[memo]
+
+
+# -- trained models, named by reference ----------------------------------------------------
+FINETUNED = "finetune"
+"""What a spec writes for the model its sweep trains (``model = "finetune"``), and the prefix of
+a trained model's reference."""
+
+_TRAINED: dict[str, Path] = {}
+"""The trained models' folders this process knows, by reference (:func:`use_trained`)."""
+
+_TABLES = {"ft-": "[finetune]", "ce-": "[finetune_reranker]"}
+"""The spec table that trains a model, by the start of its folder's name."""
+
+
+def trained_ref(folder: str | Path) -> str:
+    """How a point names the trained model in ``folder``: ``finetune:<folder name>@<16 hex of
+    its files' sha256>`` (what the spec said, and which model: never where it lies)."""
+    folder = Path(folder)
+    return f"{FINETUNED}:{folder.name}@{model_digest(folder)[:16]}"
+
+
+def is_trained_ref(name: str) -> bool:
+    """Whether ``name`` is a trained model's reference (:func:`trained_ref`)."""
+    return name.startswith(f"{FINETUNED}:")
+
+
+def use_trained(models: Mapping[str, str | Path]) -> None:
+    """Make the folders of trained models known to this process, by reference
+    (:func:`trained_ref`)."""
+    _TRAINED.update({ref: Path(folder) for ref, folder in models.items()})
+
+
+def trained_folder(ref: str) -> Path | None:
+    """The folder this process knows for the trained model ``ref`` (None: none)."""
+    return _TRAINED.get(ref)
+
+
+def trained_table(name: str) -> str | None:
+    """The spec table that trains the model of folder name (or reference) ``name``
+    (``[finetune]``, ``[finetune_reranker]``), or None for a folder no sweep trains."""
+    return _TABLES.get(name.split(":", 1)[-1][:3])
+
+
+def unknown_trained(ref: str) -> str:
+    """Why the trained model ``ref`` cannot be loaded here (one line): its folder is not known
+    to this process."""
+    return (f"{ref!r}: a sweep's {trained_table(ref) or 'trained'} model, whose folder this "
+            f"process does not know (a sweep names it once trained; aiblox eval verify reads "
+            f"its folder from the point's manifest)")
 
 
 def quiet_transformers() -> None:
@@ -93,8 +153,12 @@ def _is_model(folder: Path) -> bool:
 
 
 def find_model(name: str) -> Path | None:
-    """The model folder ``name`` stands for: the folder itself, or what an installed package of
-    that name ships (``get_model_path()``, else a ``model`` folder in it); None if neither."""
+    """The model folder ``name`` stands for: the folder itself, what an installed package of
+    that name ships (``get_model_path()``, else a ``model`` folder in it), or the folder of a
+    trained model's reference that this process knows (:func:`use_trained`); None if none."""
+    if is_trained_ref(name):
+        found = trained_folder(name)
+        return found if found is not None and _is_model(found) else None
     path = Path(name).expanduser()
     if _is_model(path):
         return path

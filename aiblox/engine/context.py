@@ -56,8 +56,8 @@ class RunContext:
                  embedder: str | None = None, progress: bool = True,
                  workspace: Workspace | None = None) -> None:
         self.settings, self.dataset, self.cache = settings, dataset, cache
-        if settings.trained:  # the trained models its stages name by reference
-            from aiblox.engine.stages.cross_encoder import use_trained
+        if settings.trained:  # the trained models its embedder and stages name by reference
+            from aiblox.embedding.sentence_transformers import use_trained
 
             use_trained(dict(settings.trained))
         self.db, self.backend, self.progress = db, backend, progress

@@ -81,12 +81,15 @@ class PointManifest(_Strict):
     config: dict[str, Any]
     """The effective config: prefs without the query, embedder, backend."""
     embedder_name: str | None = None
-    """Registry name of the embedder (``config`` holds its model id), to rebuild the point."""
+    """Registry name of the embedder (``config`` holds its model id), to rebuild the point; a
+    ``[finetune]`` model's reference (its folder in ``models``; a manifest from before
+    references names the folder)."""
     models: dict[str, str] | None = None
-    """The folders of the trained models the point's stages name by reference (``finetune:ce-
-    <hex>@<hex>``, a ``[finetune_reranker]`` model), where the sweep wrote them: ``aiblox eval
-    verify`` scores with the files there (their id is in every stage key). None: none. Not part
-    of ``manifest_hash``: it names this machine's folders."""
+    """The folders of the trained models the point's embedder and stages name by reference
+    (``finetune:ft-<hex>@<hex>``, a ``[finetune]`` embedder; ``finetune:ce-<hex>@<hex>``, a
+    ``[finetune_reranker]`` model), where the sweep wrote them: ``aiblox eval verify`` scores
+    with the files there (their id is in every stage key). None: none. Not part of
+    ``manifest_hash``: it names this machine's folders."""
     device: str | None = None
     """The device the embedder ran on, resolved (``cpu``, ``cuda:0 (NVIDIA H100 80GB HBM3)``;
     None: a manifest from before devices, made on the CPU). Not part of ``manifest_hash``:

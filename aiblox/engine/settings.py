@@ -75,7 +75,8 @@ class SweepSettings:
     name: str
     """Sweep name."""
     embedder: str
-    """Embedder registry name."""
+    """Embedder registry name (a ``[finetune]`` model's reference, ``finetune:ft-<hex>@<hex>``:
+    :mod:`aiblox.embedding.sentence_transformers`)."""
     metrics: tuple[str, ...]
     """ranx metric names scored at every point."""
     chunk_stages: bool = False
@@ -101,8 +102,9 @@ class SweepSettings:
     """Where the embedder runs (:func:`aiblox.embedding.device.resolve_device`; a sweep
     resolves it before any point, so its workers embed where the driver's keys say)."""
     trained: tuple[tuple[str, str], ...] = ()
-    """The folders of the models the sweep trained that its points' stages name by reference
-    (``(finetune:<name>@<hex>, folder)``, :func:`aiblox.engine.stages.cross_encoder.trained_ref`):
+    """The folders of the models the sweep trained that its embedder and its points' stages
+    name by reference (``(finetune:<name>@<hex>, folder)``,
+    :func:`aiblox.embedding.sentence_transformers.trained_ref`):
     made known to every process that plans a point (:class:`~aiblox.engine.context.RunContext`),
     never part of a key or a config hash."""
 

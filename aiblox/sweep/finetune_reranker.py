@@ -25,12 +25,12 @@ that drew the negatives and the recipe; the folder is ``<cache-dir>/models/ce-<1
 key>`` (with a remote stage cache, ``.aiblox/models/`` on the machine that trains it), written
 under a temporary name and renamed, trained once. The points' pipelines name it in place of
 ``finetune`` as ``finetune:ce-<16 hex of the key>@<16 hex of its files' sha256>``
-(:func:`~aiblox.engine.stages.cross_encoder.trained_ref`), never by its folder: a point's config
-hash and label are the same whatever ``--cache-dir`` the sweep ran with (a cache copied, moved or
-shared logs no point twice); the sweep's settings carry the folder to every process that scores
-a point, and the point's manifest (``models``) to ``aiblox eval verify``. The stage's key holds
-the model's id (the sha256 of its files), so ``aiblox eval verify`` checks the very weights a
-point was scored with.
+(:func:`~aiblox.embedding.sentence_transformers.trained_ref`), never by its folder: a point's
+config hash and label are the same whatever ``--cache-dir`` the sweep ran with (a cache copied,
+moved or shared logs no point twice); the sweep's settings carry the folder to every process that
+scores a point, and the point's manifest (``models``) to ``aiblox eval verify``. The stage's key
+holds the model's id (the sha256 of its files), so ``aiblox eval verify`` checks the very weights
+a point was scored with.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from aiblox.data import Dataset, load_dataset
 from aiblox.embedding.cross_encoder_finetune import train_cross_encoder
 from aiblox.embedding.device import describe_device, resolve_device
 from aiblox.embedding.finetune import RECIPE_FILE, TrainingPair
-from aiblox.embedding.sentence_transformers import model_folder
+from aiblox.embedding.sentence_transformers import FINETUNED, model_folder
 from aiblox.engine.algebra import Pipeline
 from aiblox.engine.compute import signals_output
 from aiblox.hashing import sha256_hex
@@ -59,10 +59,6 @@ __all__ = ["RERANKER_VERSION", "ensure_reranker", "reranker_key", "reranker_pair
 RERANKER_VERSION = 1
 """Bumped when the stage's training set or recipe changes meaning (a new key, a new model)."""
 
-FINETUNED = "finetune"
-"""The ``cross_encoder`` stage's ``model`` value standing for the trained reranker."""
-
-
 def _finetuned_stages(p: Pipeline) -> list[str]:
     return [s.name for s in p.stages()
             if s.kind == "cross_encoder" and s.param_dict().get("model") == FINETUNED]
@@ -75,8 +71,8 @@ def uses_finetuned_reranker(p: Pipeline) -> bool:
 
 def with_reranker(points: list[PipelinePoint], ref: str) -> list[PipelinePoint]:
     """``points`` with every ``cross_encoder`` stage whose model is ``finetune`` naming the
-    trained model ``ref`` (:func:`~aiblox.engine.stages.cross_encoder.trained_ref`) instead
-    (its key then holds the trained model's id)."""
+    trained model ``ref`` (:func:`~aiblox.embedding.sentence_transformers.trained_ref`)
+    instead (its key then holds the trained model's id)."""
     out = []
     for pt in points:
         names = [] if pt.pipeline is None else _finetuned_stages(pt.pipeline)

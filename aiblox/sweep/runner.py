@@ -41,13 +41,13 @@ from aiblox.cluster import check_executor, connect
 from aiblox.compiled import compiled_threads, usable_cores
 from aiblox.data import Dataset, load_dataset
 from aiblox.embedding.device import describe_device, resolve_device
+from aiblox.embedding.sentence_transformers import trained_ref
 from aiblox.engine.cache import StageCache, StageCacheCorrupt
 from aiblox.engine.context import RunContext
 from aiblox.engine.manifest import PointManifest, SplitManifest, environment
 from aiblox.engine.plan import check_pipeline
 from aiblox.engine.point import evaluate_point, recheck_point
 from aiblox.engine.settings import PipelinePoint, point_config, point_title
-from aiblox.engine.stages.cross_encoder import trained_ref
 from aiblox.engine.tracking import release_on_error
 from aiblox.memory import paused_gc
 from aiblox.metrics.pareto import objective_values
@@ -176,16 +176,20 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     grid, baseline = sweep_points(spec)
     # what needs no store refused before a model trains or the store is opened and embedded
     check_pipelines(None, [*grid, *([baseline] if baseline is not None else [])])
+    # the trained models are named by reference, their folders carried beside (settings.trained)
     if spec.finetune is not None:  # the tuned model is the sweep's embedder (trained once)
         model = ensure_fine_tuned(spec, ds, cache_dir, db or spec.db, progress=progress,
                                   device=device)
-        settings = dataclasses.replace(settings, embedder=str(model))
+        embedder = trained_ref(model)
+        settings = dataclasses.replace(settings, embedder=embedder, trained=(
+            *settings.trained, (embedder, str(model))))
     reranker = None
     if spec.finetune_reranker is not None:  # named by its id in place of model = "finetune"
         folder = ensure_reranker(spec, ds, cache_dir, db or spec.db, progress=progress,
                                  device=device)
         reranker = trained_ref(folder)
-        settings = dataclasses.replace(settings, trained=((reranker, str(folder)),))
+        settings = dataclasses.replace(settings, trained=(
+            *settings.trained, (reranker, str(folder))))
     backend = backend_of(db or spec.db, spec.backend)  # an explicit db may name another backend
     cache = RecordingCache(cache_dir) if cpus else StageCache(cache_dir)
     ctx = RunContext(settings, ds, cache, db or spec.db, backend, splits, progress=progress)

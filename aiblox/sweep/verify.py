@@ -16,7 +16,8 @@ elsewhere, or a copy is named explicitly (checked by hash). A manifest written b
 was recorded finds the dataset by name, with a note.
 
 The models a sweep trained (``[finetune]``'s embedder, ``[finetune_reranker]``'s cross-encoder)
-are read from the folders the manifest records (``embedder_name``, ``models``), the very files
+are read from the folders the manifest records (``models``, by the reference the point names them
+with; an older manifest's ``embedder_name`` or stage ``model`` holds the folder), the very files
 the point was scored with (their sha256 is in the embedder id and the stage keys), never trained
 again: a folder that is gone is an error naming it and how to get it back
 (:func:`check_model_folders`), not a difference.
@@ -37,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import Dataset, DatasetError, load_dataset
 from aiblox.embedding.device import device_class
+from aiblox.embedding.sentence_transformers import trained_table, use_trained
 from aiblox.engine.algebra import from_data
 from aiblox.engine.cache import StageCache
 from aiblox.engine.context import RunContext, embedder_id
@@ -290,6 +292,7 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
         return report()
     check_model_folders(m)
     settings, pt = logged_point(m)
+    use_trained(dict(settings.trained))  # the folders its references stand for
     emb_id, backend = m.config["embedder"], m.config["backend"]
     chash, config = point_config(settings, pt, emb_id, backend)
     if not check("config", m.config_hash, chash):
@@ -341,15 +344,16 @@ def check_model_folders(m: PointManifest) -> None:
     named by its path): ``ValueError`` in one line naming the first one gone and how to get
     it back. Verification scores with the very files (their id is in the keys) and trains no
     model again: a missing folder is not a difference."""
-    name = m.embedder_name or ""
-    wanted = [(f"embedder {m.config.get('embedder')}", name)] if _is_path(name) else []
-    wanted += [(f"cross-encoder {ref}", folder) for ref, folder in sorted((m.models or {}).items())]
+    name, embedder = m.embedder_name or "", f"embedder {m.config.get('embedder')}"
+    wanted = [(embedder, name)] if _is_path(name) else []
+    wanted += [(embedder if ref == name else f"cross-encoder {ref}", folder)
+               for ref, folder in sorted((m.models or {}).items())]
     wanted += [("cross-encoder", path) for path in _model_paths(m.config.get("pipeline"))]
     for what, folder in wanted:
         path = Path(folder)
         if path.exists():
             continue
-        table = {"ft-": "[finetune]", "ce-": "[finetune_reranker]"}.get(path.name[:3])
+        table = trained_table(path.name)
         if path.parent.name != "models" or table is None:
             raise ValueError(f"the {what} the point was scored with is gone: no model folder "
                              f"{folder}; copy it back there (verification scores with the very "

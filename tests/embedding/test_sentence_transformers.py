@@ -75,6 +75,23 @@ def test_real_model_by_path_matches_minilm_and_caches_per_model(minilm_path):
     assert a.hits == 3
 
 
+def test_a_trained_model_by_reference_is_its_folder_wherever_it_lies(tmp_path, minilm_path):
+    from aiblox.embedding.sentence_transformers import trained_ref, use_trained
+
+    folder = tmp_path / "models" / "ft-0123456789abcdef"
+    _linked_copy(minilm_path, folder)
+    ref = trained_ref(folder)
+    assert ref == f"finetune:ft-0123456789abcdef@{model_digest(folder)[:16]}"
+    with pytest.raises(ValueError, match=rf"^embedder '{ref}': a sweep's \[finetune\] model, "
+                                         r"whose folder this process does not know"):
+        get_embedder(ref)
+    use_trained({ref: folder})
+    assert get_embedder(ref).model_id == get_embedder(str(folder)).model_id
+    moved = tmp_path / "elsewhere" / folder.name  # the same files elsewhere: the same name
+    shutil.move(folder, moved)
+    assert trained_ref(moved) == ref
+
+
 def test_unknown_names_are_refused(tmp_path):
     with pytest.raises(ValueError, match="unknown embedder 'no-such-model'.*folder holding"):
         get_embedder("no-such-model")

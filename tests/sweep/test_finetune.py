@@ -167,7 +167,10 @@ def test_a_sweep_trains_once_scores_with_the_tuned_model_and_verifies(tmp_path, 
     model_id = f"st:{folder.name}@{model_digest(folder)[:16]}"
     best = result.best
     assert best.manifest.config["embedder"] == model_id
-    assert best.manifest.embedder_name == str(folder)
+    # named by what the spec said and which model (its files), never by where it lies
+    ref = f"finetune:{folder.name}@{model_digest(folder)[:16]}"
+    assert best.manifest.embedder_name == ref
+    assert best.manifest.models == {ref: str(folder)}
     assert len(result.points) == 2
 
     import aiblox.sweep.finetune as ft
@@ -184,12 +187,25 @@ def test_a_sweep_trains_once_scores_with_the_tuned_model_and_verifies(tmp_path, 
 
     ok = verify_point(best.manifest, db=db)
     assert ok.identical, ok.first_difference
+    # the same spec over the cache moved elsewhere: the same points and manifests (an MLflow
+    # sweep logs none again), nothing trained or computed; the moved point verifies
+    import shutil
+
+    moved_cache = tmp_path / "elsewhere" / "stages"
+    shutil.copytree(cache, moved_cache)
+    shutil.rmtree(cache)
+    moved = run_sweep(spec, cache_dir=moved_cache, db=db, progress=False)
+    assert [(p.config_hash, p.label, p.manifest.manifest_hash) for p in moved.points] == \
+        [(p.config_hash, p.label, p.manifest.manifest_hash) for p in result.points]
+    assert moved.computed == {}
+    assert moved.best.manifest.models == {ref: str(moved_cache / "models" / folder.name)}
+    ok = verify_point(moved.best.manifest, db=db)
+    assert ok.identical, ok.first_difference
+    shutil.move(moved_cache, cache)
     recipe = folder / RECIPE_FILE
     recipe.write_text(recipe.read_text() + " ", encoding="utf-8")  # other files, other model
     changed = verify_point(best.manifest, db=db)
     assert not changed.identical and changed.first_difference == "embedder"
-    import shutil
-
     shutil.move(folder, tmp_path / "away")  # gone: one line naming it, not a difference
     with pytest.raises(ValueError) as err:
         verify_point(best.manifest, db=db)

@@ -27,9 +27,11 @@ are dropped (``rest = "drop"``).
 
 ``model = "finetune"`` is the cross-encoder a spec's ``[finetune_reranker]`` trains
 (:mod:`aiblox.sweep.finetune_reranker`): once it is trained the sweep names it
-``finetune:<folder name>@<16 hex of its files' sha256>`` (:func:`trained_ref`), and the folder
-that reference stands for is known to the process (:func:`use_trained`; a sweep's settings carry
-it to every worker, a point's manifest to ``aiblox eval verify``), never written in a pipeline:
+``finetune:<folder name>@<16 hex of its files' sha256>``
+(:func:`~aiblox.embedding.sentence_transformers.trained_ref`, as a ``[finetune]`` embedder is
+named), and the folder that reference stands for is known to the process
+(:func:`~aiblox.embedding.sentence_transformers.use_trained`; a sweep's settings carry it to every
+worker, a point's manifest to ``aiblox eval verify``), never written in a pipeline:
 a point's config hash and label say what the spec said and which model it was, not where the
 sweep's cache lies.
 
@@ -42,8 +44,6 @@ bi-encoder folder such as MiniLM's), and ``top_n`` beyond the incoming run's dep
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import (
@@ -57,40 +57,18 @@ from pydantic import (
 )
 
 from aiblox.embedding.device import parse_device, resolve_device
+from aiblox.embedding.sentence_transformers import (
+    FINETUNED,
+    is_trained_ref,
+    trained_folder,
+    unknown_trained,
+)
 from aiblox.engine.data import Run
 from aiblox.engine.registry import StageFacts, register_stage
 from aiblox.fusion.normalize import minmax, zscore
 from aiblox.progress import progress_bar
 
-__all__ = ["FINETUNED", "CrossEncoderConfig", "combine", "cross_encoder", "trained_folder",
-           "trained_ref", "use_trained"]
-
-FINETUNED = "finetune"
-"""The ``model`` value standing for the spec's ``[finetune_reranker]`` model."""
-
-_TRAINED: dict[str, Path] = {}
-"""The trained models' folders this process knows, by reference (:func:`use_trained`)."""
-
-
-def trained_ref(folder: str | Path) -> str:
-    """How a point names the trained cross-encoder in ``folder``: ``finetune:<folder
-    name>@<16 hex of its files' sha256>`` (what the spec said, and which model: never where it
-    lies)."""
-    from aiblox.embedding.sentence_transformers import model_digest
-
-    folder = Path(folder)
-    return f"{FINETUNED}:{folder.name}@{model_digest(folder)[:16]}"
-
-
-def use_trained(models: Mapping[str, str | Path]) -> None:
-    """Make the folders of trained models known to this process, by reference
-    (:func:`trained_ref`)."""
-    _TRAINED.update({ref: Path(folder) for ref, folder in models.items()})
-
-
-def trained_folder(ref: str) -> Path | None:
-    """The folder this process knows for the trained model ``ref`` (None: none)."""
-    return _TRAINED.get(ref)
+__all__ = ["FINETUNED", "CrossEncoderConfig", "combine", "cross_encoder"]
 
 
 class CrossEncoderConfig(BaseModel):
@@ -147,13 +125,10 @@ class CrossEncoderConfig(BaseModel):
             raise ValueError(f"model = {FINETUNED!r} is the cross-encoder a spec's "
                              f"[finetune_reranker] trains: add that table to the spec, or name "
                              f"a cross-encoder folder or installed package")
-        if self.model.startswith(f"{FINETUNED}:"):
+        if is_trained_ref(self.model):
             found = trained_folder(self.model)
             if found is None:
-                raise ValueError(f"model {self.model!r}: a sweep's [finetune_reranker] model, "
-                                 f"whose folder this process does not know (a sweep names it "
-                                 f"once trained; aiblox eval verify reads its folder from the "
-                                 f"point's manifest)")
+                raise ValueError(f"model {unknown_trained(self.model)}")
             return cross_encoder_folder(str(found))
         return cross_encoder_folder(self.model)
 
