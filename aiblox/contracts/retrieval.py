@@ -33,7 +33,9 @@ __all__ = [
     "EvidenceChunk",
     "FtsConfig",
     "HNSW_FROM_VECTORS",
+    "LINEAR_SETTINGS",
     "PASSAGE_FIELDS",
+    "RRF_SETTINGS",
     "RequestContext",
     "RetrievalBundle",
     "RetrievalPrefs",
@@ -306,6 +308,12 @@ HNSW_FROM_VECTORS = 300_000
 is fast enough (about 1,800 queries/s at 100k x 384 on 2 cores) and gives the exact answer."""
 
 
+LINEAR_SETTINGS = frozenset({"w_text", "w_vec", "normalize", "missing"})
+"""Scoring settings of the linear blend only."""
+RRF_SETTINGS = frozenset({"rrf_k", "rrf_w_text", "rrf_w_vec"})
+"""Scoring settings of reciprocal rank fusion only."""
+
+
 class ScoringConfig(_Settings):
     """Hybrid fusion settings (the seed's ``scoring`` dict)."""
 
@@ -339,6 +347,19 @@ class ScoringConfig(_Settings):
                              f"document would score 0 and come back in id order; give "
                              f"{names[0]} or {names[1]} a positive weight")
         return self
+
+    def canonical(self) -> ScoringConfig:
+        """This config with the settings its blend does not read at their defaults (RRF reads
+        none of :data:`LINEAR_SETTINGS`, the linear blend none of :data:`RRF_SETTINGS`): what
+        config hashes and stage keys are made of, so two configs that fuse alike are one point
+        (``--blend rrf --normalize zscore`` is ``--blend rrf``) and a point at the defaults keeps
+        the hash it always had. The config itself keeps what it was given (a spec's ``[base]``
+        with ``blend = "rrf"`` still hands its ``normalize`` to a grid's linear points)."""
+        unused = LINEAR_SETTINGS if self.blend == "rrf" else RRF_SETTINGS
+        fields = type(self).model_fields
+        reset = {k: fields[k].default for k in sorted(unused)
+                 if getattr(self, k) != fields[k].default}
+        return self.model_copy(update=reset) if reset else self
 
 
 class ChunkingConfig(_Strict):

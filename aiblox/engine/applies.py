@@ -39,13 +39,11 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+from aiblox.contracts.retrieval import LINEAR_SETTINGS, RRF_SETTINGS
+
 __all__ = ["CHUNKER_SETTINGS", "LINEAR_SETTINGS", "RRF_SETTINGS", "chunker_takes",
            "param_applies", "series_of", "setting_applies"]
 
-LINEAR_SETTINGS = frozenset({"w_text", "w_vec", "normalize", "missing"})
-"""Scoring settings of the linear blend only."""
-RRF_SETTINGS = frozenset({"rrf_k", "rrf_w_text", "rrf_w_vec"})
-"""Scoring settings of reciprocal rank fusion only."""
 CHUNKER_SETTINGS = frozenset({"max_chunk_tokens", "overlap_tokens", "include_headers"})
 """Chunking settings a chunker may ignore."""
 

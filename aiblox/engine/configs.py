@@ -80,8 +80,9 @@ def signals_config(prefs: RetrievalPrefs, dataset_hash: str, split: str, backend
 
 
 def fusion_config(prefs: RetrievalPrefs) -> dict[str, Any]:
-    """What decides the fusion stage's output (given its signals)."""
-    return {"mode": prefs.mode, "scoring": prefs.scoring.model_dump(),
+    """What decides the fusion stage's output (given its signals): the scoring in canonical
+    form (:meth:`~aiblox.contracts.retrieval.ScoringConfig.canonical`)."""
+    return {"mode": prefs.mode, "scoring": prefs.scoring.canonical().model_dump(),
             "top_k_items": prefs.top_k_items}
 
 

@@ -57,9 +57,13 @@ class EvalResult(BaseModel):
 
 
 def config_hash(prefs: RetrievalPrefs, embedder_id: str | None, backend: str) -> tuple[str, dict]:
-    """Hash of what decides a ranking: prefs without the query, the embedder and the backend."""
+    """Hash of what decides a ranking: prefs without the query (its scoring in canonical form,
+    :meth:`~aiblox.contracts.retrieval.ScoringConfig.canonical`: a setting its blend does not
+    read is at its default), the embedder and the backend."""
+    data = prefs.model_dump(exclude={"query_text", "query_id"})
+    data["scoring"] = prefs.scoring.canonical().model_dump()
     config = {
-        "prefs": prefs.model_dump(exclude={"query_text", "query_id"}),
+        "prefs": data,
         "embedder": embedder_id,
         "backend": backend,
     }

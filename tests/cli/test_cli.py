@@ -47,6 +47,13 @@ def test_eval_fusion_options_change_config_hash(tmp_path):
                           "--normalize", "minmax").stdout)["systems"][0]
     assert rrf["hashes"]["config"] != lin["hashes"]["config"]
     assert rrf["hashes"]["dataset"] == lin["hashes"]["dataset"]
+    # settings RRF does not read leave the point as it is (the defaults are hashed)
+    zscore = json.loads(_run(*base, "--blend", "rrf", "--normalize", "zscore", "--w-text", "0.9",
+                             "--missing", "list_min").stdout)["systems"][0]
+    assert zscore["hashes"] == rrf["hashes"]
+    lin_k = json.loads(_run(*base, "--blend", "linear", "--w-text", "0.5", "--w-vec", "0.5",
+                            "--normalize", "minmax", "--rrf-k", "10").stdout)["systems"][0]
+    assert lin_k["hashes"] == lin["hashes"]
     both = json.loads(_run(*base, "--mode", "bm25", "--mode", "hybrid").stdout)
     assert [r["name"] for r in both["systems"]] == ["bm25", "hybrid"]
 

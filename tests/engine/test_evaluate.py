@@ -54,6 +54,29 @@ def test_a_mode_scores_as_the_sweeps_point_does(ws, sample_dataset, tmp_path):
     assert all(len(hits) <= 20 for hits in result.run.values())
 
 
+@pytest.mark.parametrize(("blend", "unused"), [
+    ("rrf", {"normalize": "zscore", "missing": "list_min", "w_text": 0.9, "w_vec": 0.1}),
+    ("linear", {"rrf_k": 10, "rrf_w_text": 2.0, "rrf_w_vec": 0.5}),
+])
+def test_settings_the_blend_does_not_read_are_the_same_point(ws, sample_dataset, blend, unused):
+    """--blend rrf --normalize zscore is --blend rrf: the same config hash and stage keys (at
+    the defaults, what a default point has always had), the same run."""
+    default = evaluate_retrieval(ws, sample_dataset, "test", prefs(scoring={"blend": blend}),
+                                 METRICS, progress=False)
+    other = evaluate_retrieval(ws, sample_dataset, "test",
+                               prefs(scoring={"blend": blend, **unused}), METRICS,
+                               progress=False)
+    assert other.hashes == default.hashes
+    assert [s["key"] for s in other.stages] == [s["key"] for s in default.stages]
+    assert other.config["prefs"]["scoring"] == default.config["prefs"]["scoring"]
+    # a setting the blend reads is another point
+    read = {"rrf": {"rrf_k": 10}, "linear": {"normalize": "zscore"}}[blend]
+    another = evaluate_retrieval(ws, sample_dataset, "test",
+                                 prefs(scoring={"blend": blend, **read}), METRICS,
+                                 progress=False)
+    assert another.hashes["config"] != default.hashes["config"]
+
+
 def test_bm25_plus_dense_as_a_pipeline_is_the_hybrid_mode(ws, sample_dataset):
     p = prefs(mode="hybrid")
     mode = evaluate_retrieval(ws.retriever, sample_dataset, "test", p, METRICS, progress=False)

@@ -30,6 +30,30 @@ def test_sample_spec_expands_blend_specific_axes_without_duplicates():
     assert {p.fts.top_k for p in points} == {10, 20} == {p.vector.top_k for p in points}
 
 
+def test_a_setting_the_blend_does_not_read_leaves_the_points_hashes_and_keys(tmp_path):
+    """A base's normalize under RRF (and rrf_k under the linear blend) is no other point: the
+    same config hashes and fusion keys as the defaults; the linear points still get it."""
+    from aiblox.engine.configs import fusion_config
+    from aiblox.engine.evaluate import config_hash
+    from aiblox.engine.task import stage_key
+
+    def hashed(base: str) -> list[tuple[str, str, str]]:
+        spec = load_spec(write(tmp_path, MINIMAL + base + """
+[grid]
+blend = ["rrf", "linear"]
+w_text = [0.5]
+"""))
+        return [(p.scoring.blend, config_hash(p, "e", "duckdb")[0],
+                 stage_key("fusion", "1", fusion_config(p), ["s"])) for p in spec.points()]
+
+    default = hashed("")
+    moved = hashed('[base]\nscoring = { blend = "rrf", normalize = "zscore", rrf_k = 60 }\n')
+    assert [h for h in moved if h[0] == "rrf"] == [h for h in default if h[0] == "rrf"]
+    assert [h for h in moved if h[0] == "linear"] != [h for h in default if h[0] == "linear"]
+    linear_k = hashed('[base]\nscoring = { rrf_k = 10, rrf_w_vec = 2.0 }\n')
+    assert [h for h in linear_k if h[0] == "linear"] == [h for h in default if h[0] == "linear"]
+
+
 def test_w_vec_is_one_minus_w_text_exactly(tmp_path):
     spec = load_spec(write(tmp_path, MINIMAL + """
 [grid]

@@ -186,8 +186,14 @@ def test_verify_names_the_first_stage_that_differs(first, sweep_db, sample_datas
     report = verify_point(data, db=sweep_db, dataset=sample_dataset)
     assert not report.identical and report.first_difference == "test/fusion"
     data = r.points[0].manifest.model_dump(mode="json")
-    data["config"]["prefs"]["scoring"]["rrf_k"] += 1  # a config that is not the logged one
+    scoring = data["config"]["prefs"]["scoring"]
+    read = "rrf_k" if scoring["blend"] == "rrf" else "w_text"  # a setting its blend reads
+    scoring[read] += 1  # a config that is not the logged one
     assert verify_point(data, db=sweep_db, dataset=sample_dataset).first_difference == "config"
+    data = r.points[0].manifest.model_dump(mode="json")
+    unread = "w_text" if scoring["blend"] == "rrf" else "rrf_k"  # one it does not: hashed at
+    data["config"]["prefs"]["scoring"][unread] += 1  # its default, the same point
+    assert verify_point(data, db=sweep_db, dataset=sample_dataset).identical
 
 
 def test_fused_run_reads_back_a_point_s_fusion_stage(first):
