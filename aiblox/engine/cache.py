@@ -507,7 +507,8 @@ class StageCache:
     def run(self, name: str, version: str | int, config: Any, inputs: Sequence[str],
             compute: Callable[[], Any], load: bool = True,
             codec: Literal["json", "arrays"] = "json",
-            count_reuse: bool = True, key: str | None = None) -> tuple[StageRecord, Any]:
+            count_reuse: bool = True, key: str | None = None,
+            counted_as: str | None = None) -> tuple[StageRecord, Any]:
         """Memoised stage: reuse the entry for this key, or ``compute()`` and store it.
 
         A reused entry's output is checked against its recorded hash; a damaged entry is
@@ -517,30 +518,32 @@ class StageCache:
         with :meth:`run` again (``load=True``, ``count_reuse=False`` so the reuse counts once)
         to have a damaged one recomputed. ``count_reuse=False``: a reused entry is not counted,
         loaded or not (a key its caller has counted already). ``key``: the stage's key, when
-        the caller has it.
+        the caller has it. ``counted_as``: the name it is counted under (None: ``name``,
+        :attr:`~aiblox.engine.task.Task.counted_as`).
         """
         key = key or stage_key(name, version, config, inputs)
+        counted = counted_as or name
         if self.has(name, key):
             try:
                 if load:
                     m, output = self._read(name, key)
                     if count_reuse:
-                        self._count(self.reused, name)
+                        self._count(self.reused, counted)
                     return StageRecord(m["name"], m["version"], m["key"], tuple(m["inputs"]),
                                        m["output_hash"]), output
                 if self.intact(name, key):
                     if count_reuse:
-                        self._count(self.reused, name)
+                        self._count(self.reused, counted)
                     return self.record(name, key), None
                 reason = "its meta or output file is missing, unreadable or of the wrong size"
             except StageCacheCorrupt as exc:
                 reason = exc.reason
-            self._count(self.repaired, name)
+            self._count(self.repaired, counted)
             warnings.warn(f"stage cache: {name}/{key[:16]} under {self.root} was damaged "
                           f"({reason}); computing it again", stacklevel=2)
         output = compute()
         rec = self.store(name, version, config, inputs, output, codec)
-        self._count(self.computed, name)
+        self._count(self.computed, counted)
         return rec, output
 
     def _count(self, counter: dict[str, int], name: str) -> None:
@@ -551,4 +554,5 @@ class StageCache:
                   count_reuse: bool = True) -> tuple[StageRecord, Any]:
         """:meth:`run` of a :class:`~aiblox.engine.task.Task` record."""
         return self.run(stage.name, stage.version, stage.config, stage.inputs, stage.compute,
-                        load=load, codec=stage.codec, count_reuse=count_reuse, key=stage.key)
+                        load=load, codec=stage.codec, count_reuse=count_reuse, key=stage.key,
+                        counted_as=stage.counted_as)

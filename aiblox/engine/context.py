@@ -223,7 +223,8 @@ class RunContext:
             index = self.fusion_index(split, skey)
             return fused_arrays(prefs, index, self.signals_output(split, skey)).as_dict()
 
-        return make_task("fusion", fusion_config(prefs), [skey], fuse, codec="arrays")
+        return make_task("fusion", fusion_config(prefs), [skey], fuse, codec="arrays",
+                         counted_as=None if prefs.mode == "hybrid" else "cut")
 
     def run_stage(self, name: str, version: str, config: Any, inputs: Sequence[str],
                   compute: Callable[[], Any]) -> tuple[StageRecord, Any]:

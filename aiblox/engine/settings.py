@@ -27,6 +27,7 @@ __all__ = [
     "candidate_depth",
     "chunk_label",
     "needs_vectors",
+    "pipeline_signals",
     "pipeline_config",
     "point_config",
     "point_label",
@@ -126,15 +127,19 @@ def needs_vectors(base: RetrievalPrefs, pipelines: Sequence[Pipeline]) -> bool:
     return False
 
 
-def point_label(prefs: RetrievalPrefs) -> str:
+def point_label(prefs: RetrievalPrefs, fused: bool = True) -> str:
     """A short readable name for a fusion setting, e.g. ``linear-w0.35-minmax-zero-d100`` or
     ``bm25-lucene-k1=2.8-b=0.85-d100`` (a BM25 parameter named with ``=``, so ``k1=2.8`` does
-    not read as ``k = 12.8``). Shown and logged only: never part of a hash (the config hash
-    identifies a point; this name is not unique on its own)."""
+    not read as ``k = 12.8``). ``fused=False``: a hybrid setting without its fusion (``d100``;
+    a retrieval pipeline that reads both signals and fuses neither). Shown and logged only:
+    never part of a hash (the config hash identifies a point; this name is not unique on its
+    own)."""
     s = prefs.scoring
     head: str
     if prefs.mode != "hybrid":
         head = prefs.mode
+    elif not fused:
+        head = ""
     elif s.blend == "rrf":
         head = f"rrf-k{s.rrf_k}"
     else:
@@ -150,10 +155,10 @@ def point_label(prefs: RetrievalPrefs) -> str:
         f"-{v.doc_score}-{v.passage_chunker}"
         + "".join(f"{tag}{x}" for tag, x in (("", v.passage_tokens), ("o", v.passage_overlap))
                   if x is not None))
-    depth = f"-d{prefs.fts.top_k}"
+    depth = f"-d{prefs.vector.top_k if prefs.mode == 'dense' else prefs.fts.top_k}"
     if prefs.mode == "hybrid" and prefs.vector.top_k != prefs.fts.top_k:
         depth += f"v{prefs.vector.top_k}"
-    return f"{head}{bm25}{dense}{depth}"
+    return f"{head}{bm25}{dense}{depth}".lstrip("-")
 
 
 def chunk_label(prefs: RetrievalPrefs) -> str:
@@ -193,13 +198,32 @@ def candidate_depth(config: dict[str, Any]) -> int:
     return total
 
 
+def pipeline_signals(p: Pipeline, base: RetrievalPrefs) -> tuple[str, bool]:
+    """The signals ``p``'s retrieval stages read from the base (``bm25``, ``dense``, or
+    ``hybrid`` for both or neither known) and whether it fuses runs with the base's fusion
+    settings (a ``+``, a ``retrieve`` of both): ``bm25 >> cross_encoder`` is ``("bm25",
+    False)``, ``bm25 + dense`` ``("hybrid", True)``."""
+    kinds = [s.kind for s in p.stages()]
+    modes: set[str] = set()
+    for s in p.stages():
+        if s.kind in ("bm25", "dense"):
+            modes.add(s.kind)
+        elif s.kind == "retrieve":
+            modes.add(str(cast(RetrieveConfig, s.config({"mode": base.mode})).mode))
+    fused = "fuse" in kinds or "hybrid" in modes
+    return (modes.pop() if len(modes) == 1 else "hybrid"), fused
+
+
 def point_title(settings: SweepSettings, pt: PipelinePoint) -> str:
     """A point's label: the fusion setting (with a retrieval pipeline: the pipeline, every
-    stage's parameters shown, ``@`` the base's fusion setting its retrieval stages default
-    to); for a pipeline point, ``|`` its chunking and ``|`` its selection policy with its
-    overrides."""
+    stage's parameters shown, ``@`` the base's settings its retrieval stages default to, the
+    fusion only where it fuses: ``bm25 >> cross_encoder(...) @ bm25-d100``); for a pipeline
+    point, ``|`` its chunking and ``|`` its selection policy with its overrides."""
     head = point_label(pt.prefs)
     if pt.pipeline is not None:
+        mode, fused = pipeline_signals(pt.pipeline, pt.prefs)
+        if not fused:  # a single signal (or none fused): no fusion to name
+            head = point_label(pt.prefs.model_copy(update={"mode": mode}), fused=False)
         head = f"{label(pt.pipeline)} @ {head}"
     if not settings.chunk_stages:
         return head

@@ -58,6 +58,10 @@ class Task:
     """Computes the output (called only when the stage cache has none)."""
     codec: Literal["json", "arrays"] = "json"
     """How the output is stored: canonical JSON, or named numpy arrays."""
+    counted_as: str | None = None
+    """The name the stage cache counts it under (None: ``name``): a single-signal point's
+    ``fusion`` stage, its one list cut to ``top_k_items``, counts as ``cut``, so a sweep's
+    counts name only real fusion. Never part of the key."""
 
     @cached_property
     def key(self) -> str:
@@ -66,9 +70,9 @@ class Task:
 
 
 def make_task(name: str, config: Any, inputs: Sequence[str], compute: Callable[[], Any],
-              codec: Literal["json", "arrays"] = "json") -> Task:
+              codec: Literal["json", "arrays"] = "json", counted_as: str | None = None) -> Task:
     """A :class:`Task` at its version in :data:`STAGE_VERSIONS`."""
-    return Task(name, STAGE_VERSIONS[name], config, tuple(inputs), compute, codec)
+    return Task(name, STAGE_VERSIONS[name], config, tuple(inputs), compute, codec, counted_as)
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ Ray's per-task cost stays small against a batch of fast fusion points."""
 
 
 Event = tuple[str, str, str]
-"""A stage cache event: ``(stage name, key, "computed" | "reused" | "repaired")``."""
+"""A stage cache event: ``(stage name as counted, key, "computed" | "reused" | "repaired")``."""
 
 
 class RecordingCache(StageCache):
@@ -66,15 +66,17 @@ class RecordingCache(StageCache):
     def run(self, name: str, version: str | int, config: Any, inputs: Sequence[str],
             compute: Callable[[], Any], load: bool = True,
             codec: Literal["json", "arrays"] = "json",
-            count_reuse: bool = True, key: str | None = None) -> tuple[Any, Any]:
+            count_reuse: bool = True, key: str | None = None,
+            counted_as: str | None = None) -> tuple[Any, Any]:
         counters = (self.computed, self.reused, self.repaired)
-        before = [c.get(name, 0) for c in counters]
+        counted = counted_as or name
+        before = [c.get(counted, 0) for c in counters]
         rec, out = super().run(name, version, config, inputs, compute, load=load, codec=codec,
-                               count_reuse=count_reuse, key=key)
+                               count_reuse=count_reuse, key=key, counted_as=counted_as)
         for kind, counter, n in zip(("computed", "reused", "repaired"), counters, before,
                                     strict=True):
-            if counter.get(name, 0) > n:
-                self.events.append((name, rec.key, kind))
+            if counter.get(counted, 0) > n:
+                self.events.append((counted, rec.key, kind))
         return rec, out
 
     def take_events(self) -> list[Event]:

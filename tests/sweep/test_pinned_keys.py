@@ -9,6 +9,12 @@ A changed value is either a bug or a deliberate version bump: regenerate the fil
 touching the main file is pinned in a ``pinned_keys_<topic>.json`` beside it (``specs`` only;
 ``pinned_keys_cv.json``: the cross-validated BM25 specs; ``pinned_keys_finetune.json``: the
 fine-tuned scifact spec; ``pinned_keys_rerank.json``: the reranked scifact spec), read with it.
+
+Deliberate changes, recorded: the labels of the single-signal pipeline points of
+``pinned_keys_dense.json`` (``bm25 >> dense_rescore(...)``, ``dense >> rocchio(...) >> dense``)
+no longer name the base's RRF they never apply (``@ rrf-k60-d100`` -> ``@ bm25-d100``,
+``@ dense-d100``; ``evals/sweeps/README.md``, "What is cached"): labels only, every config hash
+and key as before.
 """
 
 from __future__ import annotations

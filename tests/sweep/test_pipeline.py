@@ -234,7 +234,7 @@ def test_logged_per_query_and_selected_evidence(first):
 
 def rescore_spec(sample_spec) -> SweepSpec:
     """BM25 alone and BM25's run rescored by the dense model at three alphas: every rescore
-    point reads the fused run the BM25 point computed (one fusion key per split)."""
+    point reads the run the BM25 point computed (one first-stage key per split)."""
     data = sample_spec.model_dump()
     data.update({"pipeline": ["bm25", "bm25 >> dense_rescore"], "baseline": {"pipeline": "bm25"},
                  "stages": {"dense_rescore": {"top_n": 20}},
@@ -251,8 +251,37 @@ def test_a_stage_several_pipeline_points_read_counts_once(tmp_path, sample_spec,
     first = run_sweep(spec, cache_dir=tmp_path, db=sweep_db, progress=False,
                       dataset=sample_dataset)
     assert len(first.points) == 4
-    assert first.computed == {"signals": 2, "fusion": 2, "dense_rescore": 6, "metrics": 8}
+    # BM25's one list cut to its depth: no fusion, counted as a cut (its entry is the
+    # fusion stage's, key unchanged)
+    assert first.computed == {"signals": 2, "cut": 2, "dense_rescore": 6, "metrics": 8}
     assert first.reused == {}
+    # and labelled without a fusion it does not have: the base's BM25 settings, not rrf-k60
+    assert sorted(p.label for p in first.points)[:2] == [
+        "bm25 >> dense_rescore(alpha=0.0,top_n=20) @ bm25-d20",
+        "bm25 >> dense_rescore(alpha=0.5,top_n=20) @ bm25-d20"]
+    assert all("rrf" not in p.label for p in first.points)
+    assert all(s["name"] == "fusion" for p in first.points
+               for s in p.manifest.splits["test"].stages[1:2])
     again = run_sweep(spec, cache_dir=tmp_path, db=sweep_db, progress=False,
                       dataset=sample_dataset)
     assert again.computed == {} and again.reused == first.computed
+
+
+@pytest.mark.parametrize(("expression", "title"), [
+    ("bm25 + dense", "bm25 + dense @ rrf-k60-d20v30"),
+    ("retrieve", "retrieve @ rrf-k60-d20v30"),
+    ("retrieve(mode='bm25')", "retrieve(mode='bm25') @ bm25-d20"),
+    ("bm25", "bm25 @ bm25-d20"),
+    ("dense >> rocchio >> dense", "dense >> rocchio >> dense @ dense-d30"),
+    ("bm25 >> rocchio >> dense", "bm25 >> rocchio >> dense @ d20v30"),
+])
+def test_a_point_s_label_names_fusion_only_where_it_fuses(expression, title):
+    """A pipeline that fuses nothing (one signal, or one after the other) is labelled with the
+    base's settings its retrieval reads, not the base's RRF it never applies."""
+    from aiblox.contracts.retrieval import RetrievalPrefs
+    from aiblox.engine.expression import parse_pipeline
+    from aiblox.engine.settings import PipelinePoint, SweepSettings, point_title
+
+    prefs = RetrievalPrefs(query_text="", fts={"top_k": 20}, vector={"top_k": 30})
+    pt = PipelinePoint(prefs, pipeline=parse_pipeline(expression))
+    assert point_title(SweepSettings(name="s", embedder="hashing", metrics=()), pt) == title

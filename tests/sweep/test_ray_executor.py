@@ -204,8 +204,9 @@ def test_pipeline_sweep_on_two_nodes_is_the_local_sweep(cluster, sample_spec, tm
 
 def test_a_retrieval_pipeline_sweep_counts_its_stages_as_the_local_sweep(
         cluster, sample_spec, tmp_path, sweep_db, sample_dataset):
-    """The rescore points read the BM25 point's fused run: counted once, on Ray as locally
-    (the local executor counted each read as a reuse; Ray's merged counts had none)."""
+    """The rescore points read the BM25 point's run (its one list cut, counted as ``cut``):
+    counted once, on Ray as locally (the local executor counted each read as a reuse; Ray's
+    merged counts had none)."""
     from test_pipeline import rescore_spec
 
     address, _ = cluster
@@ -213,7 +214,7 @@ def test_a_retrieval_pipeline_sweep_counts_its_stages_as_the_local_sweep(
     for _ in ("cold", "warm"):
         local, ray_ = _both(spec, tmp_path, sweep_db, sample_dataset, address)
         assert _fingerprint(ray_) == _fingerprint(local)
-    assert ray_.computed == {} and ray_.reused == {"signals": 2, "fusion": 2,
+    assert ray_.computed == {} and ray_.reused == {"signals": 2, "cut": 2,
                                                    "dense_rescore": 6, "metrics": 8}
 
 
