@@ -33,6 +33,7 @@ __all__ = [
     "CORRECTIONS",
     "Comparison",
     "Correction",
+    "DEFAULT_SEED",
     "PairedTest",
     "STAT_TESTS",
     "StatTest",
@@ -48,6 +49,9 @@ __all__ = [
     "paired_test",
     "student_t_p_value",
 ]
+
+DEFAULT_SEED = 42
+"""The seed of Fisher's random sign flips unless a caller gives one (a sweep spec's ``seed``)."""
 
 StatTest = Literal["student", "fisher", "wilcoxon"]
 """The paired tests: ranx's two-sided paired t-test, the two-sided Fisher randomisation test
@@ -162,7 +166,7 @@ def student_t_p_value(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def paired_p_value(a: np.ndarray, b: np.ndarray, test: StatTest = "student",
-                   seed: int = 42) -> float:
+                   seed: int = DEFAULT_SEED) -> float:
     """Two-sided p-value of the paired ``test`` on two aligned value arrays (1.0 when they
     are identical, or when the test is undefined); ``seed`` draws Fisher's random flips."""
     with warnings.catch_warnings():
@@ -199,7 +203,7 @@ _FISHER_EXACT_MAX = 16
 millisecond): the exact p-value, with no Monte Carlo error."""
 
 
-def fisher_p_value(a: np.ndarray, b: np.ndarray, seed: int = 42,
+def fisher_p_value(a: np.ndarray, b: np.ndarray, seed: int = DEFAULT_SEED,
                    permutations: int = FISHER_PERMUTATIONS) -> float:
     """Two-sided p-value of Fisher's paired randomisation test of ``a`` against ``b`` (Smucker,
     Allan and Carterette 2007, "A comparison of statistical significance tests for information
@@ -300,7 +304,7 @@ class PairedTest:
 
 
 def paired_test(a: Mapping[str, float], b: Mapping[str, float], test: StatTest = "student",
-                seed: int = 42) -> PairedTest:
+                seed: int = DEFAULT_SEED) -> PairedTest:
     """B against A on the queries both have (``{qid: value}`` each), in sorted id order."""
     qids = sorted(set(a) & set(b))
     va = np.array([a[q] for q in qids], dtype=float)
@@ -316,7 +320,7 @@ def paired_test(a: Mapping[str, float], b: Mapping[str, float], test: StatTest =
 def compare_to_baseline(baseline: Mapping[str, Mapping[str, float]],
                         candidates: Sequence[tuple[str, Mapping[str, Mapping[str, float]]]],
                         metrics: Sequence[str], test: StatTest = "student",
-                        alpha: float = 0.05, seed: int = 42,
+                        alpha: float = 0.05, seed: int = DEFAULT_SEED,
                         correction: Correction = "holm") -> list[Comparison]:
     """Paired tests (:func:`paired_test`) of each candidate against the baseline, per metric,
     adjusted within a metric (:func:`adjust`, Holm's by default); win/tie/loss counts under
@@ -342,7 +346,7 @@ def compare_to_baseline(baseline: Mapping[str, Mapping[str, float]],
 
 def compare_pairwise(systems: Sequence[tuple[str, Mapping[str, Mapping[str, float]]]],
                      metrics: Sequence[str], test: StatTest = "student", alpha: float = 0.05,
-                     seed: int = 42, correction: Correction = "holm") -> list[Comparison]:
+                     seed: int = DEFAULT_SEED, correction: Correction = "holm") -> list[Comparison]:
     """Every pair of systems tested, as ranx's ``compare`` does: for systems ``s_0 .. s_n-1``
     (name and per-query values ``{metric: {qid: value}}``) and each metric, ``s_j`` against
     ``s_i`` for every ``i < j`` (:attr:`Comparison.against` names ``s_i``). The ``n(n-1)/2``

@@ -21,6 +21,7 @@ from aiblox.engine.manifest import PointManifest
 from aiblox.engine.settings import candidate_depth, ranked, ranking_key, ranking_order
 from aiblox.metrics import PROJECTION_PREFIX, Comparison, bootstrap_ci, compare_to_baseline
 from aiblox.metrics.pareto import objective_values, pareto_front
+from aiblox.metrics.significance import DEFAULT_SEED
 from aiblox.sweep.crossval import CrossValidation, check_folds, cross_validate
 
 if TYPE_CHECKING:
@@ -230,8 +231,9 @@ def conclude(spec: SweepSpec, points: Sequence[PointResult], n_grid: int,
             got = per_query(p, report)
             return {m: got.get(m, {}) for m in wanted}
 
-        significance = compare_to_baseline(values(baseline), [(p.label, values(p)) for p in top],
-                                           wanted, test=spec.stat_test, alpha=spec.alpha)
+        significance = compare_to_baseline(
+            values(baseline), [(p.label, values(p)) for p in top], wanted, test=spec.stat_test,
+            alpha=spec.alpha, seed=DEFAULT_SEED if spec.seed is None else spec.seed)
     ci = {s: bootstrap_ci(per_query(best, s).get(spec.primary, {})) for s in spec.splits}
     cv = None
     if spec.cv is not None:

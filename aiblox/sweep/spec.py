@@ -177,9 +177,12 @@ class SweepSpec(_Strict):
     stat_test: Literal["student", "fisher"] = "student"
     """Paired test: ranx's two-sided paired t-test, or Fisher's two-sided randomisation test
     (:func:`aiblox.metrics.significance.fisher_p_value`: exact up to 16 queries, else 1,000
-    sign flips drawn with seed 42)."""
+    sign flips drawn with :attr:`seed`)."""
     alpha: float = Field(default=0.05, gt=0.0, lt=1.0)
     """Significance level for Holm-adjusted p-values."""
+    seed: int | None = None
+    """Seed of the significance table's random draws (Fisher's sign flips); None: the tests'
+    own default, 42. Out of the spec's hash while unset."""
     query_limit: int | None = Field(default=None, ge=1)
     """Pipeline sweeps: score only the first ``query_limit`` queries of each split (sorted by
     id, so the same queries every time); None: every judged query."""
@@ -534,7 +537,7 @@ _BASELINE_MODELS = (ScoringConfig, VectorConfig, ChunkingConfig, RetrievalPrefs)
 
 _NEW_FIELDS = ("query_limit", "chunk_k", "reader", "reader_options", "search", "cv",
                "finetune", "pipeline", "stages", "stage_modules", "device",
-               "finetune_reranker")
+               "finetune_reranker", "seed")
 """SweepSpec fields added after the first fusion specs: left out of the hash at defaults."""
 
 

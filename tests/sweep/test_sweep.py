@@ -177,6 +177,32 @@ def test_verify_re_executes_a_point_from_its_manifest(first, sweep_db, sample_da
         "test/signals", "test/fusion", "test/metrics", *[f"test/{v}" for v in sorted(values)]]
 
 
+def test_the_significance_table_draws_with_the_spec_s_seed(first, sweep_db, sample_dataset,
+                                                           monkeypatch):
+    """Fisher's random sign flips are drawn with the spec's ``seed``; a spec without one draws
+    with 42, as before (and keeps its hash: the key is out of it while unset)."""
+    import aiblox.sweep.results as results
+    from aiblox.metrics import compare_to_baseline
+
+    spec, cache, r = first
+    seeds: list[int] = []
+
+    def spy(*args, **kwargs):
+        seeds.append(kwargs["seed"])
+        return compare_to_baseline(*args, **kwargs)
+
+    monkeypatch.setattr(results, "compare_to_baseline", spy)
+    spec = spec.model_copy(update={"baseline": {"blend": "rrf", "rrf_k": 60},
+                                   "stat_test": "fisher"})
+    seeded = spec.model_copy(update={"seed": 7})
+    again = run_sweep(seeded, cache_dir=cache, db=sweep_db, progress=False,
+                      dataset=sample_dataset)
+    assert seeds == [7] and again.significance
+    assert seeded.hash != spec.hash == spec.model_copy(update={"seed": None}).hash
+    run_sweep(spec, cache_dir=cache, db=sweep_db, progress=False, dataset=sample_dataset)
+    assert seeds == [7, 42]
+
+
 def test_verify_names_the_first_stage_that_differs(first, sweep_db, sample_dataset):
     from aiblox.sweep import verify_point
 
