@@ -47,7 +47,7 @@ from aiblox.progress import phase, progress_bar
 from aiblox.sweep.spec import FineTuneSpec, SweepSpec
 
 __all__ = ["FINETUNE_VERSION", "FineTuneSpec", "base_model_folder", "ensure_fine_tuned",
-           "finetune_key", "training_pairs", "training_query_ids"]
+           "finetune_key", "shared_model", "training_pairs", "training_query_ids"]
 
 FINETUNE_VERSION = 1
 """Bumped when the stage's training set or recipe changes meaning (a new key, a new model)."""
@@ -174,22 +174,35 @@ def ensure_fine_tuned(spec: SweepSpec, scored: Dataset, cache_root: Path | str,
     base_id = embedder_id(spec.embedder, device)
     key = finetune_key(spec, train, base_id, qids)
     folder = models_root(cache_root) / f"ft-{key[:16]}"
+
+    def train_it() -> bool:
+        pairs = training_pairs(spec, train, qids, db, progress)
+        record: dict[str, Any] = {"base": base_id, "dataset": train.name,
+                                  "dataset_hash": train.hash, "split": ft.split,
+                                  "queries": len(qids), "key": key}
+        return train_once(folder, lambda on_step: fine_tune(
+            base_model_folder(spec.embedder), pairs, folder, ft.recipe(), device=device,
+            record=record, on_step=on_step),
+            steps=ft.epochs * -(-len(pairs) // ft.batch_size),
+            bar=f"finetune: {spec.embedder} on {len(pairs)} pairs ({len(qids)} queries of "
+                f"{ft.split}) on {device}",
+            phase_text=f"finetune: {len(pairs)} pairs, {ft.epochs} epoch(s) on "
+                       f"{describe_device(device)}", progress=progress)
+
+    return shared_model(folder, cache_root, train_it)
+
+
+def shared_model(folder: Path, cache_root: Path | str, train: Callable[[], bool]) -> Path:
+    """``folder``, a trained model (the embedder's or a reranker's): as it is when finished
+    (its recipe file there); with a remote stage cache, copied from the cache's ``models/``
+    when another machine published it (:func:`_fetch`); else trained now by ``train()`` (True:
+    this process trained it, False: another process finished it first, :func:`train_once`)
+    and, trained here with a remote cache, published to it (:func:`_publish`) so that the
+    team's other machines copy it instead of training it again."""
     remote = None if local_cache_root(cache_root) is not None else StageCache(cache_root)
     if (folder / RECIPE_FILE).is_file() or (remote is not None and _fetch(remote, folder)):
         return folder
-    pairs = training_pairs(spec, train, qids, db, progress)
-    record: dict[str, Any] = {"base": base_id, "dataset": train.name,
-                              "dataset_hash": train.hash, "split": ft.split,
-                              "queries": len(qids), "key": key}
-    trained = train_once(folder, lambda on_step: fine_tune(
-        base_model_folder(spec.embedder), pairs, folder, ft.recipe(), device=device,
-        record=record, on_step=on_step),
-        steps=ft.epochs * -(-len(pairs) // ft.batch_size),
-        bar=f"finetune: {spec.embedder} on {len(pairs)} pairs ({len(qids)} queries of "
-            f"{ft.split}) on {device}",
-        phase_text=f"finetune: {len(pairs)} pairs, {ft.epochs} epoch(s) on "
-                   f"{describe_device(device)}", progress=progress)
-    if trained and remote is not None:
+    if train() and remote is not None:
         _publish(remote, folder)
     return folder
 

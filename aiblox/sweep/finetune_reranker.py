@@ -22,8 +22,10 @@ settings) not judged relevant (:func:`aiblox.embedding.cross_encoder_finetune.tr
 It is keyed like the tuned embedder (:mod:`aiblox.sweep.finetune`): the sha256 of the base
 model's id, the dataset's hash, the split and the query ids trained on, the full-text settings
 that drew the negatives and the recipe; the folder is ``<cache-dir>/models/ce-<16 hex of the
-key>`` (with a remote stage cache, ``.aiblox/models/`` on the machine that trains it), written
-under a temporary name and renamed, trained once. The points' pipelines name it in place of
+key>`` (with a remote stage cache, ``.aiblox/models/`` on the machine that trains it, published
+to the cache's ``models/`` and copied from there by the team's other machines, every file
+checked, as the tuned embedder is: :func:`aiblox.sweep.finetune.shared_model`), written under a
+temporary name and renamed, trained once. The points' pipelines name it in place of
 ``finetune`` as ``finetune:ce-<16 hex of the key>@<16 hex of its files' sha256>``
 (:func:`~aiblox.embedding.sentence_transformers.trained_ref`), never by its folder: a point's
 config hash and label are the same whatever ``--cache-dir`` the sweep ran with (a cache copied,
@@ -42,12 +44,12 @@ from typing import TYPE_CHECKING, Any
 from aiblox.data import Dataset, load_dataset
 from aiblox.embedding.cross_encoder_finetune import train_cross_encoder
 from aiblox.embedding.device import describe_device, resolve_device
-from aiblox.embedding.finetune import RECIPE_FILE, TrainingPair
+from aiblox.embedding.finetune import TrainingPair
 from aiblox.embedding.sentence_transformers import FINETUNED, model_folder
 from aiblox.engine.algebra import Pipeline
 from aiblox.engine.compute import signals_output
 from aiblox.hashing import sha256_hex
-from aiblox.sweep.finetune import models_root, train_once
+from aiblox.sweep.finetune import models_root, shared_model, train_once
 
 if TYPE_CHECKING:
     from aiblox.engine.settings import PipelinePoint
@@ -159,21 +161,22 @@ def ensure_reranker(spec: SweepSpec, scored: Dataset, cache_root: Path | str,
     base_id = embedder_id(ft.base, device)
     key = reranker_key(spec, train, base_id, qids)
     folder = models_root(cache_root) / f"ce-{key[:16]}"
-    if (folder / RECIPE_FILE).is_file():
-        return folder
-    pairs = reranker_pairs(spec, train, qids, db, progress)
-    base = model_folder(ft.base)
-    if base is None:
-        raise ValueError(f"finetune_reranker.base: {ft.base!r} is not installed")
-    record: dict[str, Any] = {"base": base_id, "dataset": train.name,
-                              "dataset_hash": train.hash, "split": ft.split,
-                              "queries": len(qids), "key": key}
-    train_once(folder, lambda on_step: train_cross_encoder(
-        base, pairs, folder, ft.recipe(), device=device, record=record, on_step=on_step),
-        steps=ft.epochs * -(-len(pairs) // ft.batch_size),
-        bar=f"finetune_reranker: {ft.base} on {len(pairs)} groups ({len(qids)} queries of "
-            f"{ft.split}) on {device}",
-        phase_text=f"finetune_reranker: {len(pairs)} groups, {ft.epochs} epoch(s) on "
-                   f"{describe_device(device)}", progress=progress)
-    return folder
+
+    def train_it() -> bool:
+        pairs = reranker_pairs(spec, train, qids, db, progress)
+        base = model_folder(ft.base)
+        if base is None:
+            raise ValueError(f"finetune_reranker.base: {ft.base!r} is not installed")
+        record: dict[str, Any] = {"base": base_id, "dataset": train.name,
+                                  "dataset_hash": train.hash, "split": ft.split,
+                                  "queries": len(qids), "key": key}
+        return train_once(folder, lambda on_step: train_cross_encoder(
+            base, pairs, folder, ft.recipe(), device=device, record=record, on_step=on_step),
+            steps=ft.epochs * -(-len(pairs) // ft.batch_size),
+            bar=f"finetune_reranker: {ft.base} on {len(pairs)} groups ({len(qids)} queries "
+                f"of {ft.split}) on {device}",
+            phase_text=f"finetune_reranker: {len(pairs)} groups, {ft.epochs} epoch(s) on "
+                       f"{describe_device(device)}", progress=progress)
+
+    return shared_model(folder, cache_root, train_it)
 

@@ -209,3 +209,37 @@ def test_what_needs_no_store_is_refused_before_any_model_trains(tmp_path, tiny_b
     with pytest.raises(ValueError, match=r"^stage cross_encoder: .*not a cross-encoder"):
         run_sweep(load_spec(path), cache_dir=tmp_path / "c", db=own_db, progress=False)
     assert not (tmp_path / "c").exists()  # nothing trained, nothing computed
+
+
+def test_a_remote_cache_shares_the_trained_reranker(tmp_path, tiny_base, own_db, monkeypatch):
+    """With a remote stage cache the cross-encoder trained on one machine is published to the
+    cache (every file's sha256) and copied, each file checked, by another instead of being
+    trained again, as the tuned embedder is; a damaged copy is trained again."""
+    import fsspec
+
+    from aiblox.sweep import finetune_reranker as fr
+
+    monkeypatch.chdir(tmp_path)
+    s = spec(tmp_path, tiny_base)
+    scored = load_dataset("sample", splits=s.splits)
+    uri = "memory://rr-share/stages"
+    folder = fr.ensure_reranker(s, scored, uri, own_db, progress=False)
+    assert folder.parent.as_posix() == ".aiblox/models" and folder.name.startswith("ce-")
+    digest = model_digest(folder)
+    fs = fsspec.filesystem("memory")
+    assert fs.exists(f"/rr-share/stages/models/{folder.name}/files.json")
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained again")
+
+    monkeypatch.setattr(fr, "train_cross_encoder", no_training)
+    shutil.rmtree(folder)  # another machine: nothing local
+    again = fr.ensure_reranker(s, scored, uri, own_db, progress=False)
+    assert again == folder and model_digest(again) == digest
+    assert not_a_reranker(again) is None
+
+    shutil.rmtree(folder)
+    fs.pipe(f"/rr-share/stages/models/{folder.name}/{RECIPE_FILE}", b"damaged")
+    with pytest.raises(AssertionError, match="trained again"):
+        fr.ensure_reranker(s, scored, uri, own_db, progress=False)
+    assert not folder.exists()
