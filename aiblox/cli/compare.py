@@ -108,7 +108,12 @@ def compare(
     out.print(legend("A", result.alpha), markup=False, highlight=False)
     p = result.primary_row
     out.print(f"{result.primary} ({p.direction} is better): B wins {p.wins}, ties {p.ties}, "
-              f"loses {p.losses} of {result.n_queries} queries")
+              f"loses {p.losses} of {result.n_queries} queries"
+              + (f" ({p.dropped} left out: a value is NaN)" if p.dropped else ""))
+    nan = [f"{m.metric} {m.dropped}" for m in result.metrics if m.dropped]
+    if nan:  # a NaN is no score: those queries are out of that metric's test
+        out.print(f"queries left out of a test because a value is NaN: {', '.join(nan)}",
+                  markup=False, highlight=False)
     if result.moved and changed > 0:
         n = len(result.moved)
         shown = f"top {changed} of {n}" if n > changed else f"all {n}"

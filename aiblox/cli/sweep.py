@@ -306,8 +306,9 @@ def _front(result: SweepResult) -> Table:
 
 def _significance(result: SweepResult) -> Table:
     """The top points against the baseline on the report split: value, delta (marked when
-    significant), p and adjusted p, wins/ties/losses under the metric's direction."""
-    from aiblox.metrics.marks import delta_text, legend, p_text, value_text
+    significant), p and adjusted p, wins/ties/losses under the metric's direction (and the
+    queries left out for a NaN value)."""
+    from aiblox.metrics.marks import counts_text, delta_text, legend, p_text, value_text
     from aiblox.metrics.significance import TEST_NAMES
 
     first = result.significance[0] if result.significance else None
@@ -327,7 +328,7 @@ def _significance(result: SweepResult) -> Table:
     for c in result.significance:  # W/T/L under the metric's direction (fewer tokens wins)
         table.add_row(Text(c.candidate), c.metric, c.direction, value_text(c.candidate_mean),
                       delta_text(c.delta, c.significant), p_text(c.p_value),
-                      p_text(c.p_holm), f"{c.wins}/{c.ties}/{c.losses}")
+                      p_text(c.p_holm), counts_text(c.wins, c.ties, c.losses, c.dropped))
     return table
 
 

@@ -38,8 +38,9 @@ from aiblox.data import Dataset
 from aiblox.data.trec import RunFileError, read_trec_run, trec_run_text
 from aiblox.engine.result import EvalResult, run_hash
 from aiblox.metrics import evaluate_run
-from aiblox.metrics.marks import DOWN, UP, delta_text, mark, p_text, value_text
+from aiblox.metrics.marks import DOWN, UP, counts_text, delta_text, mark, p_text, value_text
 from aiblox.metrics.significance import (
+    DEFAULT_SEED,
     Comparison,
     StatTest,
     compare_pairwise,
@@ -93,6 +94,9 @@ class Significance(BaseModel):
     """Queries with equal values."""
     losses: int
     """Queries where the system scores lower."""
+    dropped: int = 0
+    """Queries left out of the test because either side's value is NaN
+    (:attr:`aiblox.metrics.Comparison.dropped`)."""
 
 
 class System(BaseModel):
@@ -310,7 +314,8 @@ class Experiment(BaseModel):
         sig = self.compared(system, metric)
         if sig is None:
             return ""
-        return f"{delta_text(sig.delta, sig.significant)} p={p_text(sig.p_adjusted)}"
+        left_out = f", {sig.dropped} NaN left out" if sig.dropped else ""
+        return f"{delta_text(sig.delta, sig.significant)} p={p_text(sig.p_adjusted)}{left_out}"
 
     def cell(self, system: System, metric: str) -> str:
         """A value as Markdown and LaTeX readers see it: ``0.4688 (-0.2326▼, p=0.0003)``
@@ -339,14 +344,14 @@ class Experiment(BaseModel):
                     sig = self.pairs[b.name][a.name][m]
                     rows.append([m, self.label(b), self.label(a),
                                  delta_text(sig.delta, sig.significant), p_text(sig.p_adjusted),
-                                 f"{sig.wins}/{sig.ties}/{sig.losses}"])
+                                 counts_text(sig.wins, sig.ties, sig.losses, sig.dropped)])
         return rows
 
     def as_json(self) -> dict[str, Any]:
         """One JSON object, the same shape for one system or many: dataset, split, test,
         correction, alpha, baseline, pairwise, metrics, and ``systems``, each with name, kind,
         source, n_queries, metrics, hashes, timings, config, ``significance`` ``{metric: {p,
-        p_adjusted, significant, delta, wins, ties, losses}}`` (empty for the baseline or
+        p_adjusted, significant, delta, wins, ties, losses, dropped}}`` (empty for the baseline or
         without one) and ``pairwise`` ``{other: {metric: {...}}}`` (empty unless
         :attr:`pairwise`)."""
         systems = []
@@ -481,7 +486,8 @@ _TEX_UP, _TEX_DOWN = "$\\bigtriangleup$", "$\\bigtriangledown$"
 
 def compare_systems(systems: Sequence[System], dataset: str, split: str,
                     metrics: Sequence[str], baseline: str | None = None, test: Test = "t",
-                    correction: Correction = "holm", alpha: float = 0.05, seed: int = 42,
+                    correction: Correction = "holm", alpha: float = 0.05,
+                    seed: int = DEFAULT_SEED,
                     pairwise: bool = False) -> Experiment:
     """The table of scored systems: every system compared with ``baseline`` (a system's name;
     None: no tests), or with ``pairwise`` every pair of systems (ranx's ``compare``), on each
@@ -550,7 +556,8 @@ def _check_same_queries(systems: Sequence[System], metrics: Sequence[str]) -> No
 
 def _significance(c: Comparison) -> Significance:
     return Significance(delta=c.delta, p=c.p_value, p_adjusted=c.p_holm,
-                        significant=c.significant, wins=c.wins, ties=c.ties, losses=c.losses)
+                        significant=c.significant, wins=c.wins, ties=c.ties, losses=c.losses,
+                        dropped=c.dropped)
 
 
 def _letters(i: int) -> str:

@@ -20,6 +20,7 @@ __all__ = [
     "delta_text",
     "legend",
     "mark",
+    "counts_text",
     "p_text",
     "value_text",
 ]
@@ -60,3 +61,9 @@ def legend(against: str = "the baseline", alpha: float = 0.05) -> str:
     """The line under a table that says what the marks mean."""
     return (f"{UP}/{DOWN} significantly higher/lower than {against} (adjusted p <= "
             f"{alpha:g}); deltas are the system's mean minus {against}'s")
+
+
+def counts_text(wins: int, ties: int, losses: int, dropped: int = 0) -> str:
+    """``7/3/2``: wins, ties and losses; ``7/3/2 (2 NaN)`` when ``dropped`` queries were left
+    out of the test because a side's value is NaN (:attr:`aiblox.metrics.Comparison.dropped`)."""
+    return f"{wins}/{ties}/{losses}" + (f" ({dropped} NaN left out)" if dropped else "")

@@ -15,6 +15,13 @@ top few configurations does not inflate the false-positive rate. Its win/tie/los
 the metric's direction (:mod:`aiblox.metrics.directions`: for a cost, a decrease is a win).
 Every test is deterministic: the same values (and, for Fisher's, the same seed) give the same
 p-value in any process, whatever the thread count.
+
+A NaN per-query value (a metric undefined for that query: no judged relevant chunk, no gold
+answer) is no score at all, neither 0 nor a tie: a query where either side is NaN is left out,
+pairwise, of the means, the test and the counts, and counted (:attr:`PairedTest.dropped`,
+:attr:`Comparison.dropped`, shown beside the win/tie/loss counts), so the p-value is the test of
+the queries both sides scored. It was 1.0 before (NaN made every test undefined), whatever the
+other queries said.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ __all__ = [
     "holm",
     "paired_p_value",
     "paired_test",
+    "scored_pairs",
     "student_t_p_value",
 ]
 
@@ -109,6 +117,8 @@ class Comparison(BaseModel):
     against: str | None = None
     """The system the candidate is compared with (:func:`compare_pairwise`); None: the one
     baseline (:func:`compare_to_baseline`)."""
+    dropped: int = 0
+    """Queries left out because either side's value is NaN (:attr:`PairedTest.dropped`)."""
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -165,10 +175,20 @@ def student_t_p_value(a: np.ndarray, b: np.ndarray) -> float:
         return float(2 * stdtr(np.float64(n - 1), -np.abs(t)))
 
 
+def scored_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The positions where both aligned value arrays hold a number (neither is NaN): the pairs
+    a paired test compares (see the module doc)."""
+    return ~(np.isnan(np.asarray(a, dtype=np.float64)) | np.isnan(np.asarray(b, dtype=np.float64)))
+
+
 def paired_p_value(a: np.ndarray, b: np.ndarray, test: StatTest = "student",
                    seed: int = DEFAULT_SEED) -> float:
-    """Two-sided p-value of the paired ``test`` on two aligned value arrays (1.0 when they
-    are identical, or when the test is undefined); ``seed`` draws Fisher's random flips."""
+    """Two-sided p-value of the paired ``test`` on two aligned value arrays, over the pairs
+    neither of whose values is NaN (:func:`scored_pairs`); 1.0 when they are identical, or when
+    the test is undefined (fewer pairs than it needs). ``seed`` draws Fisher's random flips."""
+    keep = scored_pairs(a, b)
+    if not keep.all():
+        a, b = a[keep], b[keep]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if test == "student":
@@ -286,7 +306,7 @@ class PairedTest:
     """One metric of run B against run A, queries paired by id."""
 
     n: int
-    """Queries both runs have a value for."""
+    """Queries both runs have a value for (neither NaN): those the test compares."""
     mean_a: float
     """A's mean over the paired queries (0.0 without any)."""
     mean_b: float
@@ -301,20 +321,29 @@ class PairedTest:
     """Queries with equal scores."""
     losses: int
     """Queries where B scores lower."""
+    dropped: int = 0
+    """Queries both runs have where either value is NaN (the metric undefined there): left
+    out of the means, the test and the counts."""
 
 
 def paired_test(a: Mapping[str, float], b: Mapping[str, float], test: StatTest = "student",
                 seed: int = DEFAULT_SEED) -> PairedTest:
-    """B against A on the queries both have (``{qid: value}`` each), in sorted id order."""
+    """B against A on the queries both have (``{qid: value}`` each), in sorted id order, less
+    those where either value is NaN (counted in :attr:`PairedTest.dropped`)."""
     qids = sorted(set(a) & set(b))
     va = np.array([a[q] for q in qids], dtype=float)
     vb = np.array([b[q] for q in qids], dtype=float)
+    keep = scored_pairs(va, vb)
+    dropped = int((~keep).sum())
+    if dropped:
+        va, vb = va[keep], vb[keep]
     mean_a = float(va.mean()) if va.size else 0.0
     mean_b = float(vb.mean()) if vb.size else 0.0
-    return PairedTest(n=len(qids), mean_a=mean_a, mean_b=mean_b,
+    return PairedTest(n=int(va.size), mean_a=mean_a, mean_b=mean_b,
                       delta=float(vb.mean() - va.mean()) if va.size else 0.0,
                       p_value=paired_p_value(va, vb, test, seed), wins=int((vb > va).sum()),
-                      ties=int((vb == va).sum()), losses=int((vb < va).sum()))
+                      ties=int((vb == va).sum()), losses=int((vb < va).sum()),
+                      dropped=dropped)
 
 
 def compare_to_baseline(baseline: Mapping[str, Mapping[str, float]],
@@ -340,7 +369,8 @@ def compare_to_baseline(baseline: Mapping[str, Mapping[str, float]],
                 candidate=name, metric=metric, baseline_mean=t.mean_a, candidate_mean=t.mean_b,
                 delta=t.delta, p_value=t.p_value, p_holm=p_adj, significant=p_adj <= alpha,
                 wins=wins, ties=ties, losses=losses, test=test,
-                direction=metric_direction(metric), correction=correction, alpha=alpha))
+                direction=metric_direction(metric), correction=correction, alpha=alpha,
+                dropped=t.dropped))
     return out
 
 
@@ -363,7 +393,8 @@ def compare_pairwise(systems: Sequence[tuple[str, Mapping[str, Mapping[str, floa
                 candidate=b, against=a, metric=metric, baseline_mean=t.mean_a,
                 candidate_mean=t.mean_b, delta=t.delta, p_value=t.p_value, p_holm=p_adj,
                 significant=p_adj <= alpha, wins=wins, ties=ties, losses=losses, test=test,
-                direction=metric_direction(metric), correction=correction, alpha=alpha))
+                direction=metric_direction(metric), correction=correction, alpha=alpha,
+                dropped=t.dropped))
     return out
 
 

@@ -75,6 +75,9 @@ class MetricDelta(_Strict):
     """Queries with equal scores."""
     losses: int
     """Queries where B is worse under :attr:`direction`."""
+    dropped: int = 0
+    """Queries both runs have where either value is NaN: left out of the means, the test and
+    the counts (:attr:`aiblox.metrics.Comparison.dropped`)."""
     n: int = Field(default=0, exclude=True)
     """Queries both runs have a value for (not serialised: ``aiblox compare --json`` prints
     the run's ``n_queries``)."""
@@ -344,7 +347,8 @@ def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str, primary
                                 delta=c.delta, direction=c.direction,
                                 p_value=c.p_value, p_adjusted=adjusted[m],
                                 significant=adjusted[m] <= alpha, wins=c.wins, ties=c.ties,
-                                losses=c.losses, n=c.wins + c.ties + c.losses))
+                                losses=c.losses, dropped=c.dropped,
+                                n=c.wins + c.ties + c.losses))
     n = len(set(pq_a[prim]) & set(pq_b[prim]))
 
     def label(r: Any) -> str:

@@ -39,7 +39,7 @@ from aiblox.engine.tracking import (
 )
 from aiblox.hashing import short_hash
 from aiblox.metrics.directions import metric_direction
-from aiblox.metrics.marks import delta_text, legend, p_text, value_text
+from aiblox.metrics.marks import counts_text, delta_text, legend, p_text, value_text
 from aiblox.metrics.significance import TEST_NAMES
 from aiblox.sweep.report_plots import axis_png, pareto_png, value_key
 
@@ -336,7 +336,8 @@ def _tables(rep: SweepReport, top: int) -> list[tuple[str, list[str], list[list[
     sig = [[c["candidate"], c["metric"], c.get("direction") or metric_direction(c["metric"]),
             _f(c["baseline_mean"]), _f(c["candidate_mean"]),
             delta_text(c["delta"], c["significant"]), p_text(c["p_value"]),
-            p_text(c["p_holm"]), f"{c['wins']}/{c['ties']}/{c['losses']}"]
+            p_text(c["p_holm"]),
+            counts_text(c["wins"], c["ties"], c["losses"], c.get("dropped", 0))]
            for c in rep.significance]
     first = rep.significance[0] if rep.significance else {}
     tested = TEST_NAMES.get(first.get("test", "student"), first.get("test", ""))

@@ -234,3 +234,25 @@ def test_a_query_that_retrieved_nothing_hashes_as_its_run_file_reads_back(tmp_pa
     back = read_trec_run(path)
     assert "q2" not in back
     assert run_hash(run) == run_hash(back) == run_hash({"q1": run["q1"]})
+
+
+def test_a_nan_per_query_value_is_left_out_of_the_test_and_said(sample_dataset):
+    """A query whose value is NaN on either side is out of that metric's test, and the table
+    says how many were left out."""
+    from aiblox.experiment import system_from_run
+    from aiblox.experiment.table import compare_systems
+
+    qrels = sample_dataset.qrels["test"]
+    perfect = {q: [(d, 1.0) for d in sorted(docs)] for q, docs in qrels.items() if docs}
+    shuffled = {q: [(d, 1.0) for d in sorted(docs, reverse=True)] + [("d40", 0.5)]
+                for q, docs in qrels.items() if docs}
+    a = system_from_run(sample_dataset, "test", perfect, "a", ["ndcg@10"])
+    b = system_from_run(sample_dataset, "test", shuffled, "b", ["ndcg@10"])
+    clean = compare_systems([a, b], sample_dataset.name, "test", ["ndcg@10"], baseline="a")
+    first = sorted(b.per_query["ndcg@10"])[0]
+    b.per_query["ndcg@10"][first] = float("nan")
+    table = compare_systems([a, b], sample_dataset.name, "test", ["ndcg@10"], baseline="a")
+    sig = table.significance["b"]["ndcg@10"]
+    assert sig.dropped == 1 and clean.significance["b"]["ndcg@10"].dropped == 0
+    assert "1 NaN left out" in table.detail(b, "ndcg@10")
+    assert table.as_json()["systems"][1]["significance"]["ndcg@10"]["dropped"] == 1

@@ -48,6 +48,27 @@ def test_identical_candidate_is_not_significant_and_holm_spans_candidates():
     assert better.p_holm == pytest.approx(min(1.0, 2 * better.p_value))
 
 
+@pytest.mark.parametrize("test", ["student", "fisher", "wilcoxon"])
+def test_a_nan_value_leaves_its_query_out_pairwise_and_is_counted(test):
+    """A NaN is no score: the query is left out of the means, the test and the counts, and
+    counted; the p-value is the test of the other queries (it was 1.0: NaN made every test
+    undefined), whatever side the NaN is on."""
+    from aiblox.metrics.marks import counts_text
+
+    nan = float("nan")
+    base = {"m": {**BASE["ndcg@10"], "q5": nan, "q6": 0.1}}
+    cand = {"m": {**BETTER["ndcg@10"], "q5": 0.8, "q6": nan}}
+    [c] = compare_to_baseline(base, [("better", cand)], ["m"], test=test)
+    [want] = compare_to_baseline(BASE, [("better", BETTER)], ["ndcg@10"], test=test)
+    assert c.dropped == 2 and want.dropped == 0
+    assert (c.p_value, c.wins, c.ties, c.losses) == (want.p_value, 3, 1, 0)
+    assert c.p_value < 1.0
+    assert (c.baseline_mean, c.candidate_mean, c.delta) == \
+        (want.baseline_mean, want.candidate_mean, want.delta)
+    assert counts_text(c.wins, c.ties, c.losses, c.dropped) == "3/1/0 (2 NaN left out)"
+    assert counts_text(3, 1, 0) == "3/1/0"
+
+
 def test_bootstrap_is_seeded_and_brackets_the_mean():
     values = {f"q{i}": (i % 7) / 7 for i in range(50)}
     a = bootstrap_ci(values)
