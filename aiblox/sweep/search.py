@@ -59,7 +59,8 @@ N_STARTUP_TRIALS = 10
 starts from the middle of the space at once)."""
 
 
-LATER_FIELDS = ("cv", "finetune", "pipeline", "stages", "stage_modules", "finetune_reranker")
+LATER_FIELDS = ("cv", "finetune", "pipeline", "stages", "stage_modules", "finetune_reranker",
+                "seed")
 """Spec fields added after the first tpe studies: out of :func:`study_key` while unset."""
 
 
