@@ -58,7 +58,7 @@ class FakeServer:
                         pass
                     return
                 if action == "timeout":
-                    time.sleep(0.5)
+                    time.sleep(1.5)  # past _llm's 1 s deadline
                     return  # the client gave up already
                 if action == "garbage":
                     self._send(200, b"not json")
@@ -151,12 +151,16 @@ def server() -> Iterator[FakeServer]:
     s.close()
 
 
-def _llm(server: FakeServer, sleeps: list[float] | None = None, **over: object) -> OpenAIChatLLM:
+def _llm(server: FakeServer, sleeps: list[float] | None = None, timeout_s: float = 1.0,
+         **over: object) -> OpenAIChatLLM:
+    """The client on ``server``; ``timeout_s`` is each attempt's hard deadline (connect, headers,
+    body), 1 s: room for a loaded machine (two test workers and more) to finish a good exchange,
+    which a deadline of 0.25 s did not always leave."""
     settings = LLMSettings(
         base_url=server.url,
         model="test-model",
         api_key=API_KEY,
-        timeout_s=0.25,
+        timeout_s=timeout_s,
         max_attempts=4,
         backoff_initial_s=0.01,
         backoff_max_s=0.05,
@@ -294,8 +298,8 @@ def test_headers_sent_slowly_do_not_outlive_the_timeout(server: FakeServer) -> N
     attempt has a hard deadline; it is retried as a timeout."""
     server.actions = ["hdrtrickle", "hdrtrickle"]
     t0 = time.perf_counter()
-    result = _llm(server, max_attempts=2).generate(PROMPT, request_id="r-hdr",
-                                                   max_output_tokens=64)
+    result = _llm(server, timeout_s=0.25, max_attempts=2).generate(
+        PROMPT, request_id="r-hdr", max_output_tokens=64)
     took = time.perf_counter() - t0
     assert result.generation_status == "FAILED" and result.attempts == 2
     assert result.failure_reason == ("transient failure after 2 attempts: AttemptTooLong: no "
@@ -396,8 +400,8 @@ def test_a_body_trickling_past_the_timeout_fails_the_attempt(server: FakeServer)
     0.25 s timeout, and was accepted. The attempt is bounded whole, and retried."""
     server.actions = ["trickle", "trickle"]
     t0 = time.perf_counter()
-    result = _llm(server, max_attempts=2).generate(PROMPT, request_id="r-slow",
-                                                   max_output_tokens=64)
+    result = _llm(server, timeout_s=0.25, max_attempts=2).generate(
+        PROMPT, request_id="r-slow", max_output_tokens=64)
     assert result.generation_status == "FAILED" and result.attempts == 2
     assert "AttemptTooLong" in (result.failure_reason or "")
     assert time.perf_counter() - t0 < 2.0  # two attempts of ~0.25 s, not two of 2.5 s
