@@ -53,8 +53,10 @@ class FuseConfig(_Strict):
     rrf_k: int = Field(default=60, ge=0)
     """RRF's k in ``w / (k + rank)``."""
     weights: tuple[float, ...] | None = None
-    """One weight per fused run, in order (None: RRF 1 each; linear, the spec's ``w_text``
-    and ``w_vec`` for BM25 + dense, else equal weights)."""
+    """One weight per fused run, in order. None: for two runs, one lexical and one dense by
+    their first stage (``bm25 + dense``, ``(bm25 % 100) + (dense >> x)``), the spec's
+    ``w_text``/``w_vec`` (``rrf_w_text``/``rrf_w_vec`` under RRF) in member order; for any
+    other fusion equal weights (:func:`aiblox.engine.plan.fuse_config`)."""
     normalize: Literal["minmax", "zscore", "sigmoid", "none"] = "sigmoid"
     """Per-run score normalisation before a linear blend."""
     missing: Literal["zero", "list_min"] = "zero"

@@ -31,7 +31,7 @@ from aiblox.engine.data import Queries, Run
 from aiblox.engine.registry import DataKind, StageFacts, get_stage_kind
 
 __all__ = ["PlanContext", "StageInputs", "Value", "apply_pipeline", "check_pipeline",
-           "first_stage_prefs", "pipeline_depths", "stage_defaults"]
+           "first_stage_prefs", "fuse_config", "pipeline_depths", "stage_defaults"]
 
 
 @dataclass
@@ -198,7 +198,7 @@ def _depth(p: Pipeline, depth: _Depth | None, base: RetrievalPrefs, n_docs: int 
                   if d is not None]
         most = sum(d[0] for d in depths)
         least = max((d[1] for d in depths), default=0)
-        fcfg = cast(FuseConfig, p.stage.config(_fuse_defaults(base)))
+        fcfg = fuse_config(p, base)
         return (min(most, fcfg.top_k), min(least, fcfg.top_k)) if fcfg.top_k else (most, least)
     assert isinstance(p, Stage)
     kind = p.spec
@@ -255,7 +255,7 @@ def _apply(p: Pipeline, v: Value, base: RetrievalPrefs, ctx: PlanContext, split:
         return out
     if isinstance(p, Fuse):
         members = [_apply(m, v, base, ctx, split) for m in p.members]
-        fcfg = cast(FuseConfig, p.stage.config(_fuse_defaults(base)))
+        fcfg = fuse_config(p, base)
         out = _generic(ctx, "fuse", get_stage_kind("fuse").version,
                        {"params": fcfg.model_dump(mode="json")}, members, "run",
                        lambda: fuse_runs([m.get() for m in members], fcfg).to_arrays())
@@ -320,6 +320,44 @@ def _fuse_defaults(base: RetrievalPrefs) -> dict[str, Any]:
     s = base.scoring
     return {"blend": s.blend, "rrf_k": s.rrf_k, "normalize": s.normalize, "missing": s.missing,
             "top_k": base.top_k_items}
+
+
+def fuse_config(p: Fuse, base: RetrievalPrefs) -> FuseConfig:
+    """The config a fusion runs with: its own parameters over the base's ``scoring`` and
+    ``top_k_items``. Without ``weights``, a fusion of two runs, one lexical and one dense by
+    their first stage (``bm25``, ``dense``, a ``retrieve`` of one mode: ``(bm25 % 100) +
+    (dense % 100)``, ``(bm25 >> rm3 >> bm25) + dense``), takes the base's weights of the two
+    signals in member order: ``w_text``/``w_vec`` in a linear blend, ``rrf_w_text``/
+    ``rrf_w_vec`` under RRF, as ``bm25 + dense`` (the first stage of the base's prefs) does;
+    any other fusion without weights weighs its runs equally."""
+    cfg = cast(FuseConfig, p.stage.config(_fuse_defaults(base)))
+    if cfg.weights is not None or len(p.members) != 2:
+        return cfg
+    signals = [_signal(m, base) for m in p.members]
+    if sorted(str(s) for s in signals) != ["text", "vector"]:
+        return cfg
+    s = base.scoring
+    pair = (s.w_text, s.w_vec) if cfg.blend == "linear" else (s.rrf_w_text, s.rrf_w_vec)
+    weights = pair if signals[0] == "text" else pair[::-1]
+    if weights == ((0.5, 0.5) if cfg.blend == "linear" else (1.0, 1.0)):
+        return cfg  # what no weights means: the same stage, the same key
+    return cfg.model_copy(update={"weights": tuple(float(w) for w in weights)})
+
+
+def _signal(p: Pipeline, base: RetrievalPrefs) -> str | None:
+    """``text`` or ``vector``: the signal ``p``'s first stage retrieves by (``bm25``,
+    ``dense``, a ``retrieve`` of one mode), None for any other (a fusion, a hybrid
+    ``retrieve``, a stage that takes a run)."""
+    if isinstance(p, Then):
+        return _signal(p.steps[0], base)
+    if isinstance(p, Cutoff):
+        return _signal(p.inner, base)
+    if not isinstance(p, Stage):
+        return None
+    mode = p.kind
+    if p.kind == "retrieve":
+        mode = cast(RetrieveConfig, p.config(stage_defaults("retrieve", base))).mode
+    return {"bm25": "text", "dense": "vector"}.get(mode)
 
 
 def _generic(ctx: PlanContext, name: str, version: str, config: dict[str, Any],

@@ -215,3 +215,27 @@ def test_retrieval_on_the_topics_is_the_first_stage_of_retrieval_prefs():
     assert (one.mode, one.fts.k1, one.fts.top_k, one.top_k_items) == ("bm25", 0.9, 1000, 100)
     assert first_stage_prefs(bm25 >> fb >> bm25, base) is None
     assert first_stage_prefs(bm25 + bm25, base) is None
+
+
+def test_a_fusion_takes_the_signals_weights_only_for_a_lexical_and_a_dense_run():
+    from aiblox.contracts.retrieval import RetrievalPrefs
+    from aiblox.engine.plan import fuse_config
+
+    base = RetrievalPrefs(query_text="", scoring={"blend": "linear", "w_text": 0.3,
+                                                  "w_vec": 0.7})
+    rrf = base.model_copy(update={"scoring": base.scoring.model_copy(
+        update={"blend": "rrf", "rrf_w_vec": 2.0})})
+    cases = [("(bm25 % 50) + (dense % 50)", base, (0.3, 0.7)),
+             ("dense + (bm25 >> t_feedback >> bm25)", base, (0.7, 0.3)),
+             ("retrieve(mode='dense') + bm25", base, (0.7, 0.3)),
+             ("(bm25 >> t_rerank) + dense", rrf, (1.0, 2.0)),
+             ("bm25 + bm25(k1=0.9)", base, None),           # no pair of signals: equal
+             ("retrieve + bm25", base, None),                # a hybrid is neither
+             ("fuse(bm25, dense, weights=[1, 1])", base, (1.0, 1.0)),  # explicit: kept
+             ("(bm25 >> t_rerank) + dense", base.model_copy(update={  # 0.5/0.5 is None's
+                 "scoring": base.scoring.model_copy(update={"w_text": 0.5, "w_vec": 0.5})}),
+              None)]
+    for text, prefs, weights in cases:
+        p = parse_pipeline(text)
+        assert isinstance(p, Fuse)
+        assert fuse_config(p, prefs).weights == weights, text

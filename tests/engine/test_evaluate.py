@@ -87,6 +87,29 @@ def test_bm25_plus_dense_as_a_pipeline_is_the_hybrid_mode(ws, sample_dataset):
     assert piped.hashes["config"] != mode.hashes["config"]  # the pipeline is in its config
 
 
+@pytest.mark.parametrize("scoring", [{"blend": "linear", "w_text": 0.2, "w_vec": 0.8,
+                                       "normalize": "minmax"},
+                                      {"blend": "rrf", "rrf_w_text": 3.0}])
+def test_a_fusion_of_a_lexical_and_a_dense_branch_takes_the_signals_weights(ws, sample_dataset,
+                                                                            scoring):
+    """QA13d #1: the weights of w_text/w_vec (rrf_w_text/rrf_w_vec) were taken by a bare
+    ``bm25 + dense`` alone; a cut-off or a no-op stage on a branch silently fused 0.5/0.5
+    (1/1), under a label that said w0.2."""
+    p = prefs(scoring=scoring)
+    hybrid = evaluate_retrieval(ws, sample_dataset, "test", p, METRICS,
+                                pipeline="bm25 + dense", progress=False)
+    for pipe in ("(bm25 % 20) + (dense % 20)", "(bm25 >> identity) + dense",
+                 "dense + bm25 % 20"):
+        r = evaluate_retrieval(ws, sample_dataset, "test", p, METRICS, pipeline=pipe,
+                               progress=False)
+        assert r.hashes["run"] == hybrid.hashes["run"], pipe
+        assert r.metrics == hybrid.metrics
+    equal = evaluate_retrieval(ws, sample_dataset, "test", p, METRICS,
+                               pipeline="fuse(bm25 % 20, dense, weights=[0.5, 0.5])",
+                               progress=False)
+    assert equal.hashes["run"] != hybrid.hashes["run"]  # explicit weights win
+
+
 def test_a_pipeline_of_its_own_stages(ws, sample_dataset):
     plain = evaluate_retrieval(ws, sample_dataset, "test", prefs(mode="bm25"), METRICS,
                                progress=False)
