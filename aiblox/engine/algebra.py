@@ -329,6 +329,12 @@ class Fuse(Pipeline):
             raise PipelineError(f"fuse: {' + '.join(_paren(m, 3) for m in self.members)} "
                                 f"mixes pipelines that take queries with pipelines that "
                                 f"take a ranked run")
+        weights = dict(self.params).get("weights")
+        if weights is not None and len(weights) != len(self.members):
+            runs = ", ".join(m.expression() for m in self.members)
+            raise PipelineError(f"{self.name}: weights needs one weight per fused run, in "
+                                f"order ({len(self.members)}: {runs}), got "
+                                f"{_literal(weights)}")
         self.stage.config()  # the fusion's own parameters, validated now
 
     @property
@@ -350,13 +356,10 @@ class Fuse(Pipeline):
         yield self.stage
 
     def expression(self) -> str:
-        text = " + ".join(_paren(m, 3) for m in self.members)
-        if self.name != "fuse":
-            return f"{self.name}({', '.join(m.expression() for m in self.members)})"
-        if self.params:
-            args = ", ".join(f"{k}={_literal(v)}" for k, v in self.params)
-            return f"fuse({', '.join(m.expression() for m in self.members)}, {args})"
-        return text
+        if self.name != "fuse" or self.params:  # the call form, its parameters shown
+            args = "".join(f", {k}={_literal(v)}" for k, v in self.params)
+            return f"{self.name}({', '.join(m.expression() for m in self.members)}{args})"
+        return " + ".join(_paren(m, 3) for m in self.members)
 
     def as_data(self) -> dict[str, Any]:
         return {"fuse": [m.as_data() for m in self.members], "name": self.name,

@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from aiblox.contracts.retrieval import ScoringConfig, VectorConfig
+from aiblox.hashing import canonical_plain_json
 from aiblox.sweep.grid import GridError, decimal_count, decimal_range, to_decimal
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "SelectionGrid",
     "Steps",
     "axis_len",
+    "axis_value_key",
     "check_numbers",
     "int_axis",
     "load_policy_by_name",
@@ -102,12 +104,20 @@ def point_limit(info: ValidationInfo | None) -> int:
 
 
 def axis_len(v: list[Any] | Steps | None) -> int:
-    """Distinct values of an axis (1 when not swept), without building a ``Steps`` axis."""
+    """Distinct values of an axis (1 when not swept), without building a ``Steps`` axis; a
+    list or table value (a fusion's ``weights = [[0.3, 0.7], [0.5, 0.5]]``) by its canonical
+    JSON (:func:`axis_value_key`)."""
     if v is None:
         return 1
     if isinstance(v, Steps):
         return v.count()
-    return len(dict.fromkeys(v))
+    return len(dict.fromkeys(map(axis_value_key, v)))
+
+
+def axis_value_key(value: Any) -> Any:
+    """An axis value as a key for telling values apart: itself, or for a list or table (not
+    hashable) its canonical plain JSON."""
+    return canonical_plain_json(value) if isinstance(value, list | tuple | dict) else value
 
 
 def check_numbers(v: list[Any] | Steps | None, *, low: int | float | None = None,

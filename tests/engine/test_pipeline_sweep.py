@@ -301,3 +301,41 @@ def test_a_pipeline_run_with_ties_is_written_as_trec_eval_reads_it(tmp_path):
         back = read_trec_run(path)
     assert {q: [d for d, _ in hits] for q, hits in back.items()} == \
         {"q1": ["a", "b", "c"], "q2": ["z", "y"]}
+
+
+def test_a_fusions_weights_are_a_sweep_axis(tmp_path, sweep_db, mlflow_uri):
+    """QA13d #2: ``[grid.stages.NAME] weights = [[...], [...]]`` (a list per value) failed with
+    ``internal error (TypeError: unhashable type: 'list')`` when the spec loaded; a weight
+    vector of the wrong length is refused then, per fusion."""
+    from aiblox.engine.tracking import SweepTracker
+    from aiblox.sweep import SweepSpecError
+    from aiblox.sweep.frames import leaderboard
+    from aiblox.sweep.report import load_sweep_report, render_markdown
+
+    text = BASE + """
+pipeline = "mix(bm25 % 20, dense % 20)"
+[stages.mix]
+kind = "fuse"
+blend = "linear"
+normalize = "minmax"
+[grid.stages.mix]
+weights = [[0.3, 0.7], [0.5, 0.5], [0.3, 0.7], [1, 0]]
+"""
+    spec = spec_of(tmp_path, text)
+    assert spec.grid_size() == 3 and len(spec.grid_points()) == 3  # the repeat counted once
+    tracker = SweepTracker(mlflow_uri, "weights", spec.hash, spec.model_dump(mode="json"))
+    result = run_sweep_tracked(spec, sweep_db, tmp_path / "c", tracker)
+    assert [p.label.split(" @ ")[0] for p in result.points] == [
+        f"mix(bm25 % 20, dense % 20; blend='linear',normalize='minmax',weights={w})"
+        for w in ("[0.3, 0.7]", "[0.5, 0.5]", "[1, 0]")]
+    assert len({p.metrics["test"]["ndcg@10"] for p in result.points}) > 1
+    assert "mix.weights" in render_markdown(load_sweep_report(spec.name, mlflow_uri))
+    assert len(leaderboard(result)["mix.weights"]) == 3
+    for pipeline, tables, bad in (
+            ("mix(bm25 % 20, dense % 20)", '[stages.mix]\nkind = "fuse"\n[grid.stages.mix]',
+             "[0.3, 0.7, 0.1]"),
+            ("bm25 + dense + (bm25 >> t_flip)", "[grid.stages.fuse]", "[0.3, 0.7]")):
+        with pytest.raises(SweepSpecError, match=r"weights needs one weight per fused run, in "
+                                                 r"order \((2|3): .*\), got "
+                                                 + bad.replace("[", r"\[")):
+            spec_of(tmp_path, BASE + f'pipeline = "{pipeline}"\n{tables}\nweights = [{bad}]\n')
