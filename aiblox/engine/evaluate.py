@@ -24,7 +24,7 @@ from aiblox.engine.algebra import Pipeline
 from aiblox.engine.cache import StageCache
 from aiblox.engine.context import RunContext
 from aiblox.engine.expression import parse_pipeline
-from aiblox.engine.plan import first_stage_prefs, pipeline_depths
+from aiblox.engine.plan import check_pipeline_depth, first_stage_prefs
 from aiblox.engine.point import split_point
 from aiblox.engine.result import EvalResult, config_hash, run_hash
 from aiblox.engine.settings import PipelinePoint, SweepSettings, needs_vectors, point_config
@@ -32,12 +32,10 @@ from aiblox.engine.workspace import Workspace, dataset_binding
 from aiblox.memory import paused_gc
 from aiblox.metrics import (
     DEFAULT_METRICS,
-    DepthError,
     check_depth,
     evaluation_prefs,
     validate_metrics,
 )
-from aiblox.metrics.depth import deepest_cutoff, shallow_metrics
 from aiblox.retrieval.retriever import HybridRetriever
 from aiblox.stores import StoreMismatch
 from aiblox.stores.identity import read_binding
@@ -52,21 +50,14 @@ __all__ = [
 
 _UNSET_FIX = ("set {names} to {cut} or more, or leave it unset (an evaluation then retrieves as "
               "deep as its metrics read), or use cutoffs of at most {depth}")
-_PIPELINE_NAMES = {"top_k_items": "its depth (a % cut-off, or its last stage's top_k)",
-                   "fts.top_k": "bm25's top_k", "vector.top_k": "dense's top_k",
-                   "vector.ef_search": "dense's ef_search"}
-"""A pipeline's first stage's settings, in the pipeline's words (not RetrievalPrefs' fields)."""
-_PIPELINE_FIX = "make the pipeline {cut} deep or more, or use cutoffs of at most {depth}"
-
-
-def _check_first_depth(first: RetrievalPrefs, metrics: Sequence[str],
+def _check_first_depth(prefs: RetrievalPrefs, first: RetrievalPrefs, metrics: Sequence[str],
                        pipe: Pipeline | None) -> None:
     """:func:`check_depth` of the first stage's prefs, worded for a pipeline when there is one
     (``bm25 % 5`` cuts the run, not a ``top_k_items`` the user never set)."""
     if pipe is None:
         check_depth(first, metrics, fix=_UNSET_FIX)
     else:
-        check_depth(first, metrics, _PIPELINE_NAMES, fix=_PIPELINE_FIX)
+        check_pipeline_depth(pipe, prefs, metrics)
 
 
 def evaluate_retrieval(retriever: HybridRetriever | Workspace, dataset: Dataset | str | Path,
@@ -107,7 +98,7 @@ def evaluate_retrieval(retriever: HybridRetriever | Workspace, dataset: Dataset 
     settings = SweepSettings(name="eval", embedder=emb_id or "", metrics=tuple(metrics),
                              needs_vectors=needs_vectors(prefs, [pipe] if pipe else []))
     if first is not None:  # retrieval on the topics: its own depth settings decide
-        _check_first_depth(first, metrics, pipe)
+        _check_first_depth(prefs, first, metrics, pipe)
     with _stage_cache(cache_dir) as cache:
         ctx = RunContext(settings, dataset, cache, ws.db, backend, [split], embedder=emb_id,
                          progress=progress, workspace=ws)
@@ -177,7 +168,7 @@ def check_evaluation(retriever: HybridRetriever | Workspace, dataset: Dataset,
     pipe = (parse_pipeline(pipeline) if isinstance(pipeline, str) else pipeline).check()
     first = first_stage_prefs(pipe, prefs)
     if first is not None:
-        _check_first_depth(first, metrics, pipe)
+        _check_first_depth(prefs, first, metrics, pipe)
         return
     ws = _workspace(retriever, dataset)
     _check_pipeline_depth(pipe, prefs, metrics, ws)
@@ -189,13 +180,4 @@ def _check_pipeline_depth(pipe: Pipeline, prefs: RetrievalPrefs, metrics: Sequen
     checks), and its run's depth against the metrics' cutoffs."""
     from aiblox.engine.retrieval import StageContext
 
-    most, least = pipeline_depths(pipe, prefs, ws.store.count_items(), StageContext(ws))
-    shallow = shallow_metrics(metrics, least)
-    if shallow:
-        fused = f" (at most {most}: a fusion is as deep as its deepest run)" if most > least \
-            else ""
-        read = "reads" if len(shallow) == 1 else "read"
-        raise DepthError(f"{', '.join(shallow)} {read} {deepest_cutoff(shallow)} documents per "
-                         f"query, but the pipeline {pipe.expression()} gives {least}{fused}: "
-                         f"deepen its retrieval stages (top_k) or cut-offs, or use cutoffs of "
-                         f"at most {least}")
+    check_pipeline_depth(pipe, prefs, metrics, ws.store.count_items(), StageContext(ws))

@@ -29,9 +29,12 @@ from aiblox.engine.algebra import Cutoff, Fuse, Pipeline, PipelineError, Stage, 
 from aiblox.engine.builtin import FuseConfig, RetrieveConfig
 from aiblox.engine.data import Queries, Run
 from aiblox.engine.registry import DataKind, StageFacts, get_stage_kind
+from aiblox.metrics import DepthError, check_depth
+from aiblox.metrics.depth import deepest_cutoff, shallow_metrics
 
 __all__ = ["PlanContext", "StageInputs", "Value", "apply_pipeline", "check_pipeline",
-           "first_stage_prefs", "fuse_config", "pipeline_depths", "stage_defaults"]
+           "check_pipeline_depth", "first_stage_prefs", "fuse_config", "pipeline_depths",
+           "stage_defaults"]
 
 
 @dataclass
@@ -174,6 +177,38 @@ def pipeline_depths(p: Pipeline, base: RetrievalPrefs, n_docs: int | None = None
     :mod:`aiblox.metrics.depth`); a cut-off or a stage's ``top_k`` bounds both."""
     p.check()
     return _depth(p, None, base, n_docs, context) or (0, 0)
+
+
+_PIPELINE_NAMES = {"top_k_items": "its depth (a % cut-off, or its last stage's top_k)",
+                   "fts.top_k": "bm25's top_k", "vector.top_k": "dense's top_k",
+                   "vector.ef_search": "dense's ef_search"}
+"""A pipeline's first stage's settings, in the pipeline's words (not RetrievalPrefs' fields)."""
+_PIPELINE_FIX = "make the pipeline {cut} deep or more, or use cutoffs of at most {depth}"
+
+
+def check_pipeline_depth(p: Pipeline, base: RetrievalPrefs, metrics: Sequence[str],
+                         n_docs: int | None = None, context: Any = None) -> None:
+    """Refuse, before anything is computed, a pipeline whose run is shallower than a cutoff of
+    ``metrics`` (``bm25 % 5`` scored by ndcg@10 would be computed over 5 documents under the
+    name @10): :class:`~aiblox.metrics.DepthError` naming the metrics and the depth, in the
+    pipeline's words (``aiblox eval``, ``evaluate_retrieval`` and a sweep spec when it loads).
+    A pipeline that is a first stage (``bm25 % 5``, ``(bm25 + dense) % 5``) by its prefs'
+    depths; any other by :func:`pipeline_depths` (its stages' checks run too: ``n_docs`` and
+    ``context`` are the store's, where known)."""
+    first = first_stage_prefs(p.check(), base)
+    if first is not None:
+        check_depth(first, metrics, _PIPELINE_NAMES, fix=_PIPELINE_FIX)
+        return
+    most, least = pipeline_depths(p, base, n_docs, context)
+    shallow = shallow_metrics(metrics, least)
+    if shallow:
+        fused = f" (at most {most}: a fusion is as deep as its deepest run)" if most > least \
+            else ""
+        read = "reads" if len(shallow) == 1 else "read"
+        raise DepthError(f"{', '.join(shallow)} {read} {deepest_cutoff(shallow)} documents per "
+                         f"query, but the pipeline {p.expression()} gives {least}{fused}: "
+                         f"deepen its retrieval stages (top_k) or cut-offs, or use cutoffs of "
+                         f"at most {least}")
 
 
 _Depth = tuple[int, int]

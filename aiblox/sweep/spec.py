@@ -100,6 +100,7 @@ from aiblox.sweep.spec_checks import (
     check_finetune,
     check_numeric_space,
     check_passages,
+    check_pipeline_depths,
     check_stage_tables,
     hashed_form,
     import_stage_modules,
@@ -355,7 +356,11 @@ class SweepSpec(_Strict):
                              "pipeline = \"...\" (e.g. \"bm25 >> rm3 >> bm25\")")
         check_stage_tables(self.pipelines(), self._pipeline_texts(), self.stages,
                            self.grid.stage_axes())
-        self._baseline_pipeline()
+        where = (["pipeline"] if isinstance(self.pipeline, str)
+                 else [f"pipeline[{i}]" for i in range(len(self.pipeline))])
+        check_pipeline_depths(list(zip(where, self.pipelines(), strict=True)),
+                              self.grid.stage_axes(), self.fusion_points(),
+                              self._baseline_pipeline(), self.metrics)
 
     def _pipeline_texts(self) -> list[str]:
         texts = [self.pipeline] if isinstance(self.pipeline, str) else list(self.pipeline or [])

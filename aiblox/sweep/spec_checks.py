@@ -49,7 +49,8 @@ from aiblox.sweep.axes import (
 from aiblox.sweep.space import SearchSpace
 
 __all__ = ["check_baseline_keys", "check_depths", "check_finetune", "check_numeric_space",
-           "check_passages", "check_stage_tables", "import_stage_modules", "problems"]
+           "check_passages", "check_pipeline_depths", "check_stage_tables",
+           "import_stage_modules", "problems"]
 
 
 
@@ -117,6 +118,37 @@ def check_stage_tables(pipelines: Sequence[Pipeline], texts: Sequence[str],
                     except PipelineError as exc:
                         raise ValueError(f"grid.stages.{stage}.{param} = {value!r}: "
                                          f"{exc}") from None
+
+
+def check_pipeline_depths(pipelines: Sequence[tuple[str, Pipeline]],
+                          stage_axes: Sequence[tuple[str, str, list[Any]]],
+                          points: Sequence[RetrievalPrefs], baseline: Pipeline | None,
+                          metrics: Sequence[str]) -> None:
+    """Every pipeline's run, with every combination of its stage axes and at every depth the
+    grid gives its retrieval stages (``points``: the fusion points), at least as deep as the
+    deepest metric cutoff; the baseline's pipeline (``baseline``, over the first point) too.
+    ``aiblox eval``'s check and words (:func:`aiblox.engine.plan.check_pipeline_depth`),
+    refused here naming the pipeline (``pipelines``: ``(field, pipeline)``). A stage that
+    cannot work here is left to the sweep's own check against the store."""
+    from aiblox.engine.plan import check_pipeline_depth
+    from aiblox.sweep.points import pipeline_variants
+
+    depths: dict[tuple[int, int, int], RetrievalPrefs] = {}
+    for p in points:
+        depths.setdefault((p.fts.top_k, p.vector.top_k, p.top_k_items), p)
+    checks = [(where, v, prefs) for where, pipe in pipelines
+              for v in pipeline_variants([pipe], stage_axes) for prefs in depths.values()]
+    if baseline is not None and points:
+        checks.append(("baseline.pipeline", baseline, points[0]))
+    for where, pipe, prefs in checks:
+        assert pipe is not None
+        try:
+            check_pipeline_depth(pipe, prefs, metrics)
+        except DepthError as exc:
+            named = "" if pipe.expression() in str(exc) else f"{pipe.expression()}: "
+            raise ValueError(f"{where}: {named}{exc}") from None
+        except PipelineError:
+            continue  # refused with the store's facts when the sweep starts (runner)
 
 
 def check_depths(base: RetrievalPrefs, g: FusionGrid, metrics: Sequence[str],

@@ -166,7 +166,7 @@ def test_interpolation_and_the_documents_below_top_n():
 def test_cutoff_and_alpha_are_axes_and_score_combination_by_fusion(tmp_path, own_db, tiny_ce):
     tail = """
 [grid.stages.cutoff]
-k = [3, 6]
+k = [10, 20]
 [grid.stages.cross_encoder]
 alpha = [0.5, 1.0]
 """
@@ -176,13 +176,18 @@ alpha = [0.5, 1.0]
     params = sorted((p.manifest.config["pipeline"]["then"][1]["params"]["k"],
                      p.manifest.config["pipeline"]["then"][2]["params"]["alpha"])
                     for p in result.points)
-    assert params == [(3, 0.5), (3, 1.0), (6, 0.5), (6, 1.0)]
+    assert params == [(10, 0.5), (10, 1.0), (20, 0.5), (20, 1.0)]
     for p in result.points:
         assert stage_names(p) == ["signals", "fusion", "cutoff", "cross_encoder", "metrics"]
-    # recall@10 of a run cut at 3 is at most that of one cut at 6 (the rest kept after)
+    # the documents below top_n kept after, in their order: a cut at 20 adds nothing to @10
     by = {(p.manifest.config["pipeline"]["then"][1]["params"]["k"],
            p.manifest.config["pipeline"]["then"][2]["params"]["alpha"]): p for p in result.points}
-    assert by[(3, 1.0)].metrics["test"]["recall@10"] <= by[(6, 1.0)].metrics["test"]["recall@10"]
+    assert by[(10, 1.0)].metrics["test"] == by[(20, 1.0)].metrics["test"]
+    # a cut at 3 scored at @10 (once run: recall@10 over 3 documents) is refused, as eval does
+    with pytest.raises(SweepSpecError, match=r"read 10 documents per query, but the pipeline "
+                                             r"bm25 >> cutoff\(k=3\) >> .* gives 3"):
+        spec(tmp_path, tiny_ce, pipeline="bm25 >> cutoff >> cross_encoder", extra="top_n = 3",
+             tail=tail.replace("[10, 20]", "[3, 10]"))
     # the reranker mixed with the run it reranks by a linear fusion of stage outputs
     fused = spec(tmp_path, tiny_ce, extra="top_n = 5",
                  pipeline="bm25 % 10 >> fuse(cross_encoder, identity, blend='linear', "
