@@ -144,11 +144,8 @@ def first_stage_prefs(p: Pipeline, base: RetrievalPrefs) -> RetrievalPrefs | Non
         for f in ("blend", "rrf_k", "normalize", "missing"):
             if f in fuse:
                 scoring[f] = fuse[f]
-        if fuse.get("weights") is not None:
+        if fuse.get("weights") is not None:  # one per input: checked when p was built
             w = list(fuse["weights"])
-            if len(w) != 2:
-                raise PipelineError(f"{p.name}: weights needs one weight per fused run (2), "
-                                    f"got {w}")
             wt, wv = (w[0], w[1]) if kinds[0] == "bm25" else (w[1], w[0])
             keys = ("w_text", "w_vec") if scoring["blend"] == "linear" else ("rrf_w_text",
                                                                              "rrf_w_vec")

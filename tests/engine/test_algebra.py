@@ -239,3 +239,22 @@ def test_a_fusion_takes_the_signals_weights_only_for_a_lexical_and_a_dense_run()
         p = parse_pipeline(text)
         assert isinstance(p, Fuse)
         assert fuse_config(p, prefs).weights == weights, text
+
+
+def test_a_fusions_weights_are_one_per_input_when_it_is_built():
+    """QA13d #4: ``fuse(bm25, dense, bm25 >> rm3 >> bm25, weights=[0.3, 0.7])`` was refused
+    only when the fusion computed, after its inputs were computed and cached."""
+    three = bm25 + dense + (bm25 >> fb >> bm25)
+    message = (r"fuse: weights needs one weight per fused run, in order \(3: bm25, dense, "
+               r"bm25 >> t_feedback >> bm25\), got \[0.3, 0.7\]")
+    with pytest.raises(PipelineError, match=message):
+        Fuse(three.members, (("weights", (0.3, 0.7)),))
+    with pytest.raises(PipelineError, match=message):
+        three.with_params({"fuse": {"weights": [0.3, 0.7]}})
+    with pytest.raises(PipelineError, match="pipeline: " + message):
+        parse_pipeline("fuse(bm25, dense, bm25 >> t_feedback >> bm25, weights=[0.3, 0.7])")
+    with pytest.raises(PipelineError, match=r"mix: weights needs one weight per fused run, in "
+                                            r"order \(2: bm25, dense\), got \[1.0\]"):
+        parse_pipeline("mix(bm25, dense)", {"mix": {"kind": "fuse", "weights": [1.0]}})
+    assert three.with_params({"fuse": {"weights": [1, 2, 3]}}).stage.param_dict() == {
+        "weights": [1, 2, 3]}

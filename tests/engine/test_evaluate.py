@@ -154,6 +154,20 @@ def test_a_pipeline_too_shallow_for_its_metrics_is_refused_before_any_work(ws, s
         assert "top_k_items" not in said
 
 
+def test_a_fusion_with_the_wrong_number_of_weights_is_refused_before_any_work(
+        ws, sample_dataset, tmp_path):
+    """QA13d #4: the traceback ended in plan.fuse_runs inside the stage cache, after the
+    fusion's inputs were computed and written."""
+    from aiblox.engine import PipelineError
+
+    with pytest.raises(PipelineError, match=r"weights needs one weight per fused run, in "
+                                            r"order \(3: "):
+        evaluate_retrieval(ws, sample_dataset, "test", prefs(), METRICS,
+                           pipeline="fuse(bm25, dense, bm25 >> rm3 >> bm25, weights=[0.3, 0.7])",
+                           cache_dir=tmp_path / "c", progress=False)
+    assert not (tmp_path / "c").exists()
+
+
 def aiblox(*args, cwd):
     return subprocess.run([sys.executable, "-m", "aiblox.cli.main", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=600)
