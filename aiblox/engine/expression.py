@@ -21,7 +21,7 @@ from typing import Any
 
 from aiblox.engine.algebra import Cutoff, Fuse, Pipeline, PipelineError, Stage, plain
 
-__all__ = ["parse_pipeline", "referenced_names"]
+__all__ = ["inline_params", "parse_pipeline", "referenced_names"]
 
 
 def parse_pipeline(text: str, stages: Mapping[str, Mapping[str, Any]] | None = None,
@@ -143,6 +143,36 @@ def referenced_names(text: str, stages: Mapping[str, Mapping[str, Any]] | None =
             if name is not None and name not in out:
                 out.add(name)
                 sub = tables.get(name, {})
+                if "pipeline" in sub:
+                    todo.append(sub["pipeline"])
+    return out
+
+
+def inline_params(text: str, stages: Mapping[str, Mapping[str, Any]] | None = None
+                  ) -> dict[str, dict[str, Any]]:
+    """The parameters ``text`` writes inline, by stage name (``bm25(k1=0.9) >> rm3 >> bm25``:
+    ``{"bm25": {"k1": 0.9}}``), following named sub-pipelines of ``stages``; not a
+    ``[stages]`` table's own parameters. An unparseable text writes none."""
+    tables = dict(stages or {})
+    out: dict[str, dict[str, Any]] = {}
+    todo, seen = [text], set()
+    while todo:
+        try:
+            tree = ast.parse(str(todo.pop()).strip(), mode="eval")
+        except SyntaxError:
+            continue
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+                for kw in n.keywords:
+                    if kw.arg is not None:
+                        try:
+                            value = ast.literal_eval(kw.value)
+                        except ValueError:
+                            continue
+                        out.setdefault(n.func.id, {}).setdefault(kw.arg, value)
+            if isinstance(n, ast.Name) and n.id not in seen:
+                seen.add(n.id)
+                sub = tables.get(n.id, {})
                 if "pipeline" in sub:
                     todo.append(sub["pipeline"])
     return out

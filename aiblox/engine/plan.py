@@ -34,7 +34,7 @@ from aiblox.metrics.depth import deepest_cutoff, shallow_metrics
 
 __all__ = ["PlanContext", "StageInputs", "Value", "apply_pipeline", "check_pipeline",
            "check_pipeline_depth", "first_stage_prefs", "fuse_config", "pipeline_depths",
-           "stage_defaults"]
+           "run_form", "stage_defaults"]
 
 
 @dataclass
@@ -331,6 +331,42 @@ def _apply(p: Pipeline, v: Value, base: RetrievalPrefs, ctx: PlanContext, split:
     if kind.gives == "run":
         val.queries = v if v.kind == "queries" else v.queries
     return val
+
+
+_TOPICS = ("topics",)
+
+
+def run_form(p: Pipeline, base: RetrievalPrefs) -> Any:
+    """What decides the run ``p`` gives on a split's topics, as :func:`apply_pipeline` keys
+    it, in plain form and without reading anything: the first stage's signals and fusion
+    configs, then each stage's kind, version and config (a model by its path, not its files'
+    hash) over its inputs' forms. Two pipelines of one form give one run (a sweep scores one
+    of them: ``bm25 + dense``, ``retrieve`` and ``(bm25 + dense) % 100`` over the same base;
+    ``dense`` under two BM25 settings)."""
+    return _form(p.check(), _TOPICS, base)
+
+
+def _form(p: Pipeline, inp: Any, base: RetrievalPrefs) -> Any:
+    from aiblox.engine.configs import fusion_config, signals_config
+
+    if inp is _TOPICS:
+        prefs = first_stage_prefs(p, base)
+        if prefs is not None:
+            return ("first", signals_config(prefs, "", "", "", "embedder"),
+                    fusion_config(prefs))
+    if isinstance(p, Then):
+        for step in p.steps:
+            inp = _form(step, inp, base)
+        return inp
+    if isinstance(p, Cutoff):
+        return ("cutoff", p.k, _form(p.inner, inp, base))
+    if isinstance(p, Fuse):
+        return ("fuse", fuse_config(p, base).model_dump(),
+                [_form(m, inp, base) for m in p.members])
+    assert isinstance(p, Stage)
+    if p.kind == "identity":
+        return inp
+    return (p.kind, p.spec.version, p.config(stage_defaults(p.kind, base)).model_dump(), inp)
 
 
 def _config(ctx: PlanContext, cfg: BaseModel, reads: frozenset[str]) -> dict[str, Any]:

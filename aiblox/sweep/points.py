@@ -36,7 +36,7 @@ from aiblox.contracts.retrieval import (
 )
 from aiblox.engine.algebra import Pipeline, PipelineError
 from aiblox.engine.settings import PipelinePoint
-from aiblox.hashing import canonical_plain_json
+from aiblox.hashing import canonical_plain_json, sha256_hex
 from aiblox.metrics import ANSWER_METRICS, CHUNK_SCALARS, PROJECTION_PREFIX
 from aiblox.sweep.axes import (
     BM25_AXES,
@@ -305,12 +305,34 @@ def pipeline_metric_names(metrics: list[str], chunk_k: list[int],
     return out
 
 
-def pipeline_grid(base: Sequence[PipelinePoint], variants: Sequence[Pipeline | None]
-                  ) -> list[PipelinePoint]:
-    """Every point of ``base`` with every pipeline variant, deduplicated, in grid order."""
+def pipeline_grid(base: Sequence[PipelinePoint], variants: Sequence[Pipeline | None],
+                  chunk_stages: bool = False) -> list[PipelinePoint]:
+    """Every point of ``base`` with every pipeline variant, in grid order, deduplicated by
+    what it computes: a point whose run (:func:`~aiblox.engine.plan.run_form`: its stages'
+    effective configs) and whose other settings are an earlier point's is left out (``dense``
+    under two ``k1`` axis values, ``retrieve`` beside ``bm25 + dense``), so no result is
+    scored and tested twice. ``chunk_stages``: the points go on to chunk stages, which read
+    the prefs (the prefs then count whole)."""
     out: dict[str, PipelinePoint] = {}
     for pt in base:
         for variant in variants:
             point = PipelinePoint(pt.prefs, pt.policy, pt.overrides, variant)
-            out.setdefault(point.key(), point)
+            out.setdefault(_effective_key(point, chunk_stages), point)
     return list(out.values())
+
+
+def _effective_key(pt: PipelinePoint, chunk_stages: bool) -> str:
+    """:func:`pipeline_grid`'s identity of a point (its settings' key without a pipeline, or
+    when its pipeline cannot be planned without the store)."""
+    if pt.pipeline is None:
+        return pt.key()
+    from aiblox.engine.plan import run_form
+
+    try:
+        form = run_form(pt.pipeline, pt.prefs)
+    except ValueError:  # a stage that cannot work here: refused when the sweep starts
+        return pt.key()
+    key = {"run": form, "selection": pt.selection,
+           "prefs": pt.prefs.model_dump(exclude={"query_text", "query_id"})
+           if chunk_stages else None}
+    return sha256_hex(key)

@@ -102,6 +102,7 @@ from aiblox.sweep.spec_checks import (
     check_passages,
     check_pipeline_depths,
     check_stage_tables,
+    check_swept_once,
     hashed_form,
     import_stage_modules,
     loc,
@@ -358,6 +359,8 @@ class SweepSpec(_Strict):
                            self.grid.stage_axes())
         where = (["pipeline"] if isinstance(self.pipeline, str)
                  else [f"pipeline[{i}]" for i in range(len(self.pipeline))])
+        texts = [self.pipeline] if isinstance(self.pipeline, str) else list(self.pipeline)
+        check_swept_once(list(zip(where, texts, strict=True)), self.stages, self.grid)
         check_pipeline_depths(list(zip(where, self.pipelines(), strict=True)),
                               self.grid.stage_axes(), self.fusion_points(),
                               self._baseline_pipeline(), self.metrics)
@@ -398,7 +401,7 @@ class SweepSpec(_Strict):
             return [PipelinePoint(p) for p in self.points()]
         base = (self.pipeline_points(draw=False) if self.has_pipeline_axes
                 else [PipelinePoint(p) for p in self.fusion_points()])
-        points = pipeline_grid(base, self.pipeline_variants())
+        points = pipeline_grid(base, self.pipeline_variants(), self.has_pipeline_axes)
         return [points[i] for i in self.search.pick(len(points))]
 
     def grid_baseline(self) -> PipelinePoint | None:

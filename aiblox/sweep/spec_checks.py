@@ -50,7 +50,7 @@ from aiblox.sweep.space import SearchSpace
 
 __all__ = ["check_baseline_keys", "check_depths", "check_finetune", "check_numeric_space",
            "check_passages", "check_pipeline_depths", "check_stage_tables",
-           "import_stage_modules", "problems"]
+           "check_swept_once", "import_stage_modules", "problems"]
 
 
 
@@ -118,6 +118,53 @@ def check_stage_tables(pipelines: Sequence[Pipeline], texts: Sequence[str],
                     except PipelineError as exc:
                         raise ValueError(f"grid.stages.{stage}.{param} = {value!r}: "
                                          f"{exc}") from None
+
+
+_GRID_DEFAULTS = {
+    "bm25": {"k1": "k1", "b": "b", "method": "method", "title_weight": "title_weight",
+             "title_b": "title_b", "depth": "top_k", "fts_depth": "top_k"},
+    "dense": {"doc_score": "doc_score", "passage_chunker": "passage_chunker",
+              "passage_tokens": "passage_tokens", "depth": "top_k", "vector_depth": "top_k"},
+    "fuse": {"blend": "blend", "rrf_k": "rrf_k", "normalize": "normalize",
+             "missing": "missing", "w_text": "weights"},
+}
+"""``[grid]`` axes that sweep a stage parameter's default (the base's ``fts``, ``vector`` and
+``scoring``), by stage kind: ``{axis: parameter}``."""
+
+
+def check_swept_once(pipelines: Sequence[tuple[str, str]], stages: dict[str, dict[str, Any]],
+                     g: FusionGrid) -> None:
+    """Refuse a stage parameter written inline in a pipeline (``bm25(k1=0.9)``) and swept: by
+    ``[grid.stages.bm25] k1`` (the axis would override the expression) or by a ``[grid]`` axis
+    of its default (``[grid] k1``, ``depth``, ``w_text``: the inline value would win, the points
+    be labelled with values the stage never ran with, and points that differ in name only be
+    scored and tested twice). A ``[stages.NAME]`` table's value is a named stage's own: the
+    default its ``[grid.stages.NAME]`` axis sweeps, kept apart from ``[grid]`` axes (the way to
+    hold one ``bm25`` fixed while the axis varies the others). ``pipelines``: ``(field,
+    expression)``."""
+    from aiblox.engine.expression import inline_params
+
+    swept = {(stage, param) for stage, param, _ in g.stage_axes()}
+    axes = [a for a in ("blend", "rrf_k", "normalize", "missing", "w_text", *BM25_AXES,
+                        "depth", *DEPTH_AXES, *DENSE_AXES) if getattr(g, a) is not None]
+    for where, text in pipelines:
+        for name, params in inline_params(text, stages).items():
+            kind = str(stages.get(name, {}).get("kind", name))
+            for param, value in params.items():
+                said = f"{where} sets {name}'s {param} = {value!r} inline"
+                if (name, param) in swept:
+                    raise ValueError(f"grid.stages.{name}.{param}: {said}, and the axis would "
+                                     f"override it: set {param} in one place (leave it out "
+                                     f"of the expression to sweep it)")
+                axis = next((a for a in axes if _GRID_DEFAULTS.get(kind, {}).get(a) == param),
+                            None)
+                if axis is not None:
+                    raise ValueError(f"grid.{axis}: {said}, and the axis sweeps the default "
+                                     f"it overrides (points would be labelled with values "
+                                     f"{name} never ran with): set {param} in one place: leave "
+                                     f"it out of the expression, or hold it in a [stages] table "
+                                     f"of a stage named apart ([stages.NAME] kind = "
+                                     f"\"{kind}\", {param} = {value!r})")
 
 
 def check_pipeline_depths(pipelines: Sequence[tuple[str, Pipeline]],

@@ -186,6 +186,54 @@ def test_a_pipeline_shallower_than_a_metric_is_refused_when_the_spec_loads(tmp_p
         spec_of(tmp_path, BASE + extra + "\n")
 
 
+@pytest.mark.parametrize("extra, message", [
+    ('pipeline = "bm25(k1=0.9) >> t_expand >> bm25"\n[grid]\nk1 = [1.2, 1.5]',
+     r"field 'grid.k1': pipeline sets bm25's k1 = 0.9 inline, and the axis sweeps the default "
+     r"it overrides .*leave it out of the expression, or hold it in a \[stages\] table of a "
+     r"stage named apart \(\[stages.NAME\] kind = \"bm25\", k1 = 0.9\)"),
+    ('pipeline = ["bm25", "bm25(k1=0.9) >> t_expand >> bm25(k1=0.9)"]\n'
+     '[grid.stages.bm25]\nk1 = [1.2, 1.5]',
+     r"field 'grid.stages.bm25.k1': pipeline\[1\] sets bm25's k1 = 0.9 inline, and the axis "
+     r"would override it: set k1 in one place"),
+    ('pipeline = "prf"\n[stages.prf]\npipeline = "bm25 >> t_expand >> bm25(top_k=30)"\n'
+     '[grid]\ndepth = [20, 40]', r"'grid.depth': pipeline sets bm25's top_k = 30 inline"),
+    ('pipeline = "fuse(bm25, dense, weights=[1, 2])"\n[grid]\nblend = ["linear"]\n'
+     'w_text = [0.2, 0.4]', r"'grid.w_text': pipeline sets fuse's weights = \[1, 2\] inline"),
+])
+def test_a_parameter_written_in_a_pipeline_and_swept_is_refused(tmp_path, extra, message):
+    """QA13d #5: an inline ``bm25(k1=0.9)`` silently beat a ``[grid] k1`` axis (points
+    labelled k1=1.5 ran 0.9, scored and tested twice), and a ``[grid.stages.bm25] k1`` axis
+    silently beat it; now one error naming the stage and the parameter."""
+    from aiblox.sweep import SweepSpecError
+
+    with pytest.raises(SweepSpecError, match=message):
+        spec_of(tmp_path, BASE + extra + "\n")
+
+
+def test_a_stage_table_is_the_default_its_axis_sweeps_and_identical_points_run_once(
+        tmp_path, sweep_db):
+    """A ``[stages]`` table's value is what ``[grid.stages]`` overrides (the documented form),
+    and a named stage's own against a ``[grid]`` axis; points that compute the same run
+    (``retrieve`` and ``(bm25 + dense) % 10`` are ``bm25 + dense`` here, ``dense`` is one run
+    whatever ``k1``) are scored once (QA13d #5, #10)."""
+    table = spec_of(tmp_path, BASE + 'pipeline = "bm25 >> t_flip"\n[stages.t_flip]\n'
+                    'top_n = 3\n[grid.stages.t_flip]\ntop_n = [2, 5]\n')
+    assert [str(p.pipeline) for p in table.grid_points()] == [
+        "bm25 >> t_flip(top_n=2)", "bm25 >> t_flip(top_n=5)"]
+    held = spec_of(tmp_path, BASE + 'pipeline = "first >> t_expand >> bm25"\n'
+                   '[stages.first]\nkind = "bm25"\nk1 = 0.9\n[grid]\nk1 = [1.2, 1.5]\n')
+    assert [[s.config(dict(p.prefs.fts)).k1 for s in p.pipeline.stages()  # type: ignore
+             if s.kind == "bm25"] for p in held.grid_points()] == [[0.9, 1.2], [0.9, 1.5]]
+    spec = spec_of(tmp_path, BASE + 'pipeline = ["bm25 + dense", "retrieve", '
+                   '"(bm25 + dense) % 10", "dense"]\n[grid]\nk1 = [0.9, 1.2]\n')
+    points = spec.grid_points()
+    assert [(str(p.pipeline), p.prefs.fts.k1) for p in points] == [
+        ("bm25 + dense", 0.9), ("dense", 0.9), ("bm25 + dense", 1.2)]
+    result = sweep(spec, sweep_db, tmp_path / "c")
+    assert len(result.points) == 3
+    assert len({p.manifest.splits["test"].run_hash for p in result.points}) == 3
+
+
 def test_a_stage_that_cannot_work_here_is_refused_before_any_work(tmp_path, sweep_db):
     from aiblox.engine import PipelineError
     from aiblox.sweep import run_sweep

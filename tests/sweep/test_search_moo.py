@@ -263,15 +263,16 @@ def test_candidates_count_the_lists_a_point_retrieves(sample_spec, tmp_path, swe
     data["grid"] = {"depth": [10, 20]}
     data.pop("baseline", None)
     data["pipeline"] = ["bm25", "dense", "bm25 + dense", "bm25 >> rm3 >> bm25",
-                        "bm25(top_k=15) + dense"]
+                        "bm15 + dense"]  # a bm25 held at 15 while depth varies the others
+    data["stages"] = {"bm15": {"kind": "bm25", "top_k": 15}}
     data["search"] = {"strategy": "grid", "objectives": MO}
     r = run(SweepSpec.model_validate(data), tmp_path, sweep_db, sample_dataset)
     got = sorted((p.label.split(" @ ")[0], p.depth[0], p.candidates) for p in r.points)
     assert got == sorted([("bm25", 10, 10), ("bm25", 20, 20), ("dense", 10, 10),
                           ("dense", 20, 20), ("bm25 + dense", 10, 20), ("bm25 + dense", 20, 40),
                           ("bm25 >> rm3 >> bm25", 10, 20), ("bm25 >> rm3 >> bm25", 20, 40),
-                          ("bm25(top_k=15) + dense", 10, 25),
-                          ("bm25(top_k=15) + dense", 20, 35)])
+                          ("bm15[bm25](top_k=15) + dense", 10, 25),
+                          ("bm15[bm25](top_k=15) + dense", 20, 35)])
     values = [(p.metrics["train"]["ndcg@10"], p.candidates) for p in r.points]
     assert set(r.pareto) == {r.points[i].config_hash
                              for i in brute_front(values, list(r.objectives.values()))}
