@@ -3,9 +3,11 @@ as parameters an Optuna trial asks (:class:`SearchSpace`), each trial an ordinar
 
 Every setting a point can differ in (the fusion method and its parameters, the full-text and
 vector candidate depths, BM25's ``k1``, ``b``, ``method``, ``title_weight`` and ``title_b``, the
-dense document score and its passages, chunking, the policy and each swept policy parameter) is
-one parameter. TPE asks them in that order among the points that agree with the values chosen
-before it; CMA-ES and the Gaussian process ask every varying setting in every trial (``flat``).
+dense document score and its passages, chunking, the policy and each swept policy parameter;
+with a retrieval pipeline, its shape (``pipeline``) and each parameter its stages set,
+``<stage>.<parameter>``, :func:`aiblox.engine.algebra.settings`) is one parameter. TPE asks
+them in that order among the points that agree with the values chosen before it; CMA-ES and the
+Gaussian process ask every varying setting in every trial (``flat``).
 A spec's validation reads it too (a numeric strategy needs a numeric axis)."""
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from aiblox.engine.algebra import settings as pipeline_settings
 from aiblox.hashing import sha256_hex
 
 if TYPE_CHECKING:
@@ -50,6 +53,8 @@ def _settings(pt: PipelinePoint) -> dict[str, Any]:
     out.update({k: getattr(p, k) for k in _DEPTH})
     out["policy"] = pt.policy
     out.update({f"selection.{k}": v for k, v in sorted(pt.overrides.items())})
+    if pt.pipeline is not None:  # its shape, then each stage parameter (numbers as numbers)
+        out.update(pipeline_settings(pt.pipeline))
     return out
 
 

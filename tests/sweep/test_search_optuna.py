@@ -144,6 +144,36 @@ def test_search_space_is_the_grid(sample_spec):
     assert (p.scoring.blend, p.scoring.rrf_k, p.fts.top_k) == ("rrf", 60, 10)
 
 
+def test_stage_axes_are_dimensions_of_the_search_space(sample_spec, tmp_path, sweep_db,
+                                                       sample_dataset):
+    """QA13d #7: a pipeline's stage axes (``[grid.stages.rm3] orig_weight``) were no part of
+    the space: ``gp`` was refused ("the grid varies nothing (not numbers)") and TPE chose such
+    points by an opaque position."""
+    from optuna.trial import FixedTrial
+
+    data = sample_spec.model_dump()
+    data.pop("baseline", None)
+    data.update({"grid": {"stages": {"rm3": {"orig_weight": [0.7, 0.3, 0.5]}}},
+                 "pipeline": "bm25 >> rm3 >> bm25",
+                 "search": {"strategy": "gp", "n": 2, "seed": 0}})
+    spec = SweepSpec.model_validate(data)  # was refused
+    space = SearchSpace(spec.grid_points())
+    assert space.dimensions == space.numeric_dimensions == ["rm3.orig_weight"]
+    i = space.point(FixedTrial({"rm3.orig_weight": 0}))  # the smallest value, as a number
+    assert spec.grid_points()[i].pipeline.expression() == "bm25 >> rm3(orig_weight=0.3) >> bm25"
+    data["pipeline"] = ["bm25", "bm25 >> rm3 >> bm25"]
+    data["search"] = {"strategy": "tpe", "n": 2, "seed": 0}
+    both = SweepSpec.model_validate(data)
+    points = both.grid_points()
+    assert SearchSpace(points).dimensions == ["pipeline", "rm3.orig_weight"]
+    # every point told apart by its settings (FixedTrial refuses a parameter it is not given:
+    # no opaque "point|..." position asked)
+    i = SearchSpace(points, flat=True).point(FixedTrial({"pipeline": "bm25 >> rm3 >> bm25",
+                                                         "rm3.orig_weight": 0.5}))
+    assert points[i].pipeline.expression() == "bm25 >> rm3(orig_weight=0.5) >> bm25"
+    assert len(run(both, tmp_path / "c", sweep_db, sample_dataset).points) == 2
+
+
 @pytest.mark.parametrize(("search", "message"), [
     ({"strategy": "bayes", "n": 5}, "unknown search strategy 'bayes'"),
     ({"strategy": "cmaes"}, "needs n"),
