@@ -6,7 +6,7 @@ point, of a one-shot evaluation and of chunks.
 module              what it is for
 ==================  ==========================================================================
 ``registry``        stage kinds by name: what each takes and gives, its config, its version
-``algebra``         pipelines: :class:`Stage`, ``>>`` then, ``+`` fuse, ``%`` cut-off
+``algebra``         pipelines: :class:`Stage`, ``>>`` then, ``+`` fuse (:func:`fuse`), ``%`` cut-off
 ``expression``      a spec's ``pipeline`` expression parsed into a pipeline
 ``builtin``         the kinds the engine plans itself (bm25, dense, retrieve, fuse, identity)
 ``data``            what flows between stages: :class:`Queries`, :class:`Run`
@@ -29,7 +29,7 @@ module              what it is for
 ==================  ==========================================================================
 """
 
-from aiblox.engine.algebra import Cutoff, Fuse, Pipeline, PipelineError, Stage, Then
+from aiblox.engine.algebra import Cutoff, Fuse, Pipeline, PipelineError, Stage, Then, fuse
 from aiblox.engine.data import Queries, Run
 from aiblox.engine.expression import parse_pipeline
 from aiblox.engine.plan import StageInputs
@@ -55,6 +55,7 @@ __all__ = [
     "StageKind",
     "StageKindError",
     "Then",
+    "fuse",
     "get_stage_kind",
     "parse_pipeline",
     "register_stage",

@@ -10,6 +10,14 @@ composition of pipelines::
     bm25 >> rm3 >> bm25          # then: the output of one is the input of the next
     bm25 + dense                 # fuse: rank fusion of both runs (RRF or a linear blend)
     (bm25 + dense) % 100 >> Stage("cross_encoder", model="models/ce")   # % cut-off
+    fuse(bm25, dense, blend="linear", weights=[0.3, 0.7])   # a fusion with its parameters
+
+``+`` is n-ary and associative: ``(a + b) + c``, ``a + (b + c)`` and ``a + b + c`` are one
+fusion of three runs. ``fuse(...)`` (or a named fusion) is one unit, never flattened:
+``fuse(a, b) + c`` fuses two runs, the first itself a fusion of two. ``+`` is rank fusion (RRF,
+k 60, unless the spec's ``scoring`` or the fusion's parameters say otherwise), not PyTerrier's
+sum of raw scores; weighting a pipeline by a number (``0.3 * bm25``) is refused, pointing to
+``fuse(..., weights=[...])``.
 
 The operators and their precedence are Python's (``%`` binds tighter than ``+``, which binds
 tighter than ``>>``), and the same text is a spec's ``pipeline`` expression
@@ -24,15 +32,15 @@ sweep varies (:meth:`Pipeline.with_params`).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, TypeGuard
 
 from pydantic import BaseModel, ValidationError
 
 from aiblox.engine.registry import DataKind, StageKind, StageKindError, get_stage_kind
 
-__all__ = ["Cutoff", "Fuse", "Pipeline", "PipelineError", "Stage", "Then", "from_data", "label",
-           "plain", "settings", "shape"]
+__all__ = ["Cutoff", "Fuse", "Pipeline", "PipelineError", "Stage", "Then", "from_data", "fuse",
+           "label", "plain", "settings", "shape"]
 
 
 class PipelineError(ValueError):
@@ -311,11 +319,15 @@ class Fuse(Pipeline):
     params: tuple[tuple[str, Any], ...] = ()
     name: str = "fuse"
 
+    unit: bool = field(default=False, compare=False)
+    """Written ``fuse(...)`` (or built by :func:`fuse`): one unit, never flattened by ``+``.
+    Not part of the pipeline's identity (``fuse(a, b)`` and ``a + b`` are one pipeline)."""
+
     @classmethod
     def of(cls, a: Pipeline, b: Pipeline) -> Fuse:
-        if isinstance(a, Fuse) and a.name == "fuse" and not a.params:  # a + b + c: one fusion
-            return cls((*a.members, b))
-        return cls((a, b))
+        """``a + b``: one fusion of the operands' runs, an operand that is itself a ``+``
+        fusion contributing its members, on either side (``+`` is associative)."""
+        return cls((*_operands(a), *_operands(b)))
 
     def __post_init__(self) -> None:
         if len(self.members) < 2:
@@ -359,7 +371,9 @@ class Fuse(Pipeline):
         if self.name != "fuse" or self.params:  # the call form, its parameters shown
             args = "".join(f", {k}={_literal(v)}" for k, v in self.params)
             return f"{self.name}({', '.join(m.expression() for m in self.members)}{args})"
-        return " + ".join(_paren(m, 3) for m in self.members)
+        # a nested fusion without parameters as a call: "(a + b) + c" would read as a + b + c
+        return " + ".join(f"fuse({', '.join(x.expression() for x in m.members)})"
+                          if _bare_fuse(m) else _paren(m, 3) for m in self.members)
 
     def as_data(self) -> dict[str, Any]:
         return {"fuse": [m.as_data() for m in self.members], "name": self.name,
@@ -370,7 +384,28 @@ class Fuse(Pipeline):
         if self.name in params:
             own = {**own, **{k: plain(v) for k, v in params[self.name].items()}}
         return Fuse(tuple(m._apply(params) for m in self.members),
-                    tuple(sorted(own.items())), self.name)
+                    tuple(sorted(own.items())), self.name, self.unit)
+
+
+def _operands(p: Pipeline) -> tuple[Pipeline, ...]:
+    """What ``p`` contributes to a ``+``: its members when it is itself a ``+`` fusion (no
+    name, no parameters, not written ``fuse(...)``), else itself."""
+    if isinstance(p, Fuse) and p.name == "fuse" and not p.params and not p.unit:
+        return p.members
+    return (p,)
+
+
+def fuse(*pipelines: Pipeline, name: str = "fuse", **params: Any) -> Fuse:
+    """Rank fusion of ``pipelines`` as one unit, with the fusion's parameters (the ``fuse``
+    kind's config: ``blend``, ``weights`` one per pipeline in order, ``rrf_k``,
+    ``normalize``, ``missing``, ``top_k``): ``fuse(bm25, dense, blend="linear", weights=[0.3,
+    0.7])``, PyTerrier's ``0.3 * bm25 + 0.7 * dense`` over normalised scores. The expression's
+    ``fuse(...)``; never flattened into a ``+`` around it."""
+    members = tuple(_pipeline(p, "fuse(...)") for p in pipelines)
+    if len(members) < 2:
+        raise PipelineError("fuse needs two or more pipelines")
+    return Fuse(members, tuple(sorted((k, plain(v)) for k, v in params.items())), name,
+                unit=True)
 
 
 @dataclass(frozen=True, repr=False)
@@ -439,17 +474,19 @@ def label(p: Pipeline) -> str:
         if p.name != "fuse" or args:  # the call form: binds like a stage
             members = ", ".join(label(m) for m in p.members)
             return f"{p.name}({members}{'; ' + args if args else ''})"
-        return " + ".join(f"({label(m)})" if isinstance(m, Then) or _bare_fuse(m) else label(m)
-                          for m in p.members)
+        return " + ".join(f"({label(m)})" if isinstance(m, Then) else
+                          f"fuse({', '.join(label(x) for x in m.members)})"
+                          if _bare_fuse(m) else label(m) for m in p.members)
     assert isinstance(p, Cutoff)
     inner = label(p.inner)
     bare = isinstance(p.inner, Then) or _bare_fuse(p.inner)
     return f"({inner}) % {p.k}" if bare else f"{inner} % {p.k}"
 
 
-def _bare_fuse(p: Pipeline) -> bool:
-    """``p`` is written ``a + b`` (no name, no parameters): inside another fusion it keeps its
-    parentheses (``bm25 + (dense + x)`` is not ``bm25 + dense + x``)."""
+def _bare_fuse(p: Pipeline) -> TypeGuard[Fuse]:
+    """``p`` is a fusion without name or parameters (``a + b``): inside another fusion it is
+    written ``fuse(a, b)`` (``bm25 + fuse(dense, x)`` is not ``bm25 + dense + x``), under a
+    cut-off in parentheses."""
     return isinstance(p, Fuse) and p.name == "fuse" and not p.params
 
 
@@ -465,8 +502,9 @@ def shape(p: Pipeline) -> str:
     if isinstance(p, Fuse):
         if p.name != "fuse":
             return f"{p.name}({', '.join(shape(m) for m in p.members)})"
-        return " + ".join(f"({shape(m)})" if isinstance(m, Then) or _bare_fuse(m) else shape(m)
-                          for m in p.members)
+        return " + ".join(f"({shape(m)})" if isinstance(m, Then) else
+                          f"fuse({', '.join(shape(x) for x in m.members)})"
+                          if _bare_fuse(m) else shape(m) for m in p.members)
     assert isinstance(p, Cutoff)
     inner = shape(p.inner)
     return f"({inner}) % {p.k}" if isinstance(p.inner, Then | Fuse) else f"{inner} % {p.k}"

@@ -7,8 +7,10 @@ keyword arguments, ``>>``, ``+``, ``%`` and parentheses::
 
 A name is a ``[stages.NAME]`` table of the spec (``kind`` defaults to the name, every other key
 is a parameter; or ``pipeline = "..."``, a named sub-pipeline) or a registered stage kind.
-``fuse(a, b, blend="linear")`` is ``a + b`` with the fusion's parameters given; a
-``[stages.NAME]`` table with ``kind = "fuse"`` names a fusion (``NAME(a, b)``). Errors name the
+``fuse(a, b, blend="linear")`` is ``a + b`` with the fusion's parameters given, one unit that
+``+`` never flattens (``fuse(a, b) + c`` fuses two runs; ``(a + b) + c`` and ``a + (b + c)``
+three: ``+`` is associative); a ``[stages.NAME]`` table with ``kind = "fuse"`` names a fusion
+(``NAME(a, b)``). Errors name the
 spec's field (``pipeline``, ``stages.NAME``) and what is wrong: unknown stages, bad parameters,
 a stage that does not fit where it is placed, and names that refer to themselves.
 """
@@ -100,12 +102,8 @@ class _Parser:
             if len(members) < 2:
                 raise PipelineError(f"{name}(...) fuses two or more pipelines, e.g. "
                                     f"{name}(bm25, dense)")
-            f = members[0] + members[1]
-            for m in members[2:]:
-                f = f + m
-            assert isinstance(f, Fuse)
-            return Fuse(f.members, tuple(sorted((k, plain(v)) for k, v in merged.items())),
-                        name)
+            return Fuse(tuple(members), tuple(sorted((k, plain(v)) for k, v in merged.items())),
+                        name, unit=True)  # a unit: never flattened, nor its members
         if members:
             raise PipelineError(f"{name}(...) takes keyword parameters only (pipelines go "
                                 f"in fuse(a, b))")

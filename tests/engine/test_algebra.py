@@ -116,19 +116,33 @@ def test_expression_round_trips_and_equals_the_python_pipeline():
     assert parse_pipeline(p.expression()) == p
 
 
-def test_a_nested_fusion_keeps_its_parentheses_in_labels_and_shapes():
-    """``bm25 + (dense + x)`` is another pipeline than ``bm25 + dense + x`` (other results);
-    their labels and shapes were once one string, so a sweep's two rows read the same and
-    ``SWEEP:LABEL`` was ambiguous."""
+def test_plus_is_associative_and_an_explicit_fusion_is_a_unit():
+    """QA13d #8: ``(bm25 + dense) + x`` (and even ``fuse(bm25 + dense, x)``) was a flat 3-way
+    fusion while ``x + (bm25 + dense)`` stayed nested, so ``(A + B) + X`` and ``X + (A + B)``
+    were other fusions. ``+`` is n-ary and associative on either side, in Python and in
+    expressions; ``fuse(...)`` is one unit, never flattened, written ``fuse(...)`` inside
+    another fusion (its labels and shapes were once ``bm25 + (dense + x)``)."""
+    from aiblox.engine import fuse
     from aiblox.engine.algebra import label, shape
 
     x = Stage("bm25", k1=0.9)
-    flat, nested = bm25 + dense + x, bm25 + (dense + x)
-    assert flat != nested
+    flat = bm25 + dense + x
+    for p in ((bm25 + dense) + x, bm25 + (dense + x),
+              parse_pipeline("(bm25 + dense) + bm25(k1=0.9)"),
+              parse_pipeline("bm25 + (dense + bm25(k1=0.9))")):
+        assert p == flat and len(p.members) == 3
+    nested = bm25 + fuse(dense, x)
+    assert nested != flat and len(nested.members) == 2
+    assert parse_pipeline("bm25 + fuse(dense, bm25(k1=0.9))") == nested
+    assert parse_pipeline("fuse(bm25 + dense, bm25(k1=0.9))").members[0] == bm25 + dense
+    assert (fuse(bm25, dense) + x).members == (bm25 + dense, x)
     assert label(flat) == "bm25 + dense + bm25(k1=0.9)"
-    assert label(nested) == "bm25 + (dense + bm25(k1=0.9))"
-    assert (shape(flat), shape(nested)) == ("bm25 + dense + bm25", "bm25 + (dense + bm25)")
-    assert parse_pipeline(nested.expression()) == nested
+    assert label(nested) == "bm25 + fuse(dense, bm25(k1=0.9))"
+    assert (shape(flat), shape(nested)) == ("bm25 + dense + bm25", "bm25 + fuse(dense, bm25)")
+    assert nested.expression() == "bm25 + fuse(dense, bm25(k1=0.9))"
+    for p in (flat, nested, fuse(bm25 + dense, x), fuse(fuse(bm25, dense), x) + dense):
+        assert parse_pipeline(p.expression()) == p
+        assert parse_pipeline(p.expression()).as_data() == p.as_data()
 
 
 def test_a_named_stages_expression_shows_its_parameters():
