@@ -46,8 +46,10 @@ def eval_command(
         "--pipeline).")),
     pipeline: list[str] = typer.Option([], "--pipeline", help=(
         "A retrieval pipeline scored as a system: an expression such as 'bm25 >> rm3 >> "
-        "bm25' or '(bm25 + dense) % 100 >> dense_rescore' (>> then, + fuse, % cut-off; "
-        "stages: aiblox.engine), optionally labelled 'LABEL=EXPR'; its retrieval stages take "
+        "bm25' or '(bm25 + dense) % 100 >> dense_rescore' (>> then, + rank fusion: RRF k 60 "
+        "by default, not a sum of scores; weights as fuse(bm25, dense, blend='linear', "
+        "weights=[0.3, 0.7]); % cut-off; stages: aiblox.engine), optionally labelled "
+        "'LABEL=EXPR'; its retrieval stages take "
         "the options' settings (--depth, --blend ...) as defaults. Repeatable.")),
     db: str = typer.Option("", "--db", help="Store to use, synced to the dataset first (only what "
                                             "is missing is done); default: the dataset's own "

@@ -40,7 +40,7 @@ from pydantic import BaseModel, ValidationError
 from aiblox.engine.registry import DataKind, StageKind, StageKindError, get_stage_kind
 
 __all__ = ["Cutoff", "Fuse", "Pipeline", "PipelineError", "Stage", "Then", "from_data", "fuse",
-           "label", "plain", "settings", "shape"]
+           "label", "plain", "scaled_message", "settings", "shape"]
 
 
 class PipelineError(ValueError):
@@ -81,6 +81,12 @@ class Pipeline:
 
     def __mod__(self, k: int) -> Pipeline:
         return Cutoff(self, k)
+
+    def __mul__(self, other: Any) -> Pipeline:
+        raise TypeError(scaled_message(f"{self.expression()} * {other!r}"))
+
+    def __rmul__(self, other: Any) -> Pipeline:
+        raise TypeError(scaled_message(f"{other!r} * {self.expression()}"))
 
     # -- what it is -----------------------------------------------------------------------
     def stages(self) -> Iterator[Stage]:
@@ -136,6 +142,15 @@ class Pipeline:
 
     def __repr__(self) -> str:
         return f"Pipeline({self.expression()!r})"
+
+
+def scaled_message(written: str) -> str:
+    """The refusal of a pipeline weighted by a number (PyTerrier's ``0.3 * bm25 + 0.7 *
+    dense``), in Python and in an expression: ``+`` is rank fusion, and a fusion's weights
+    are its parameter."""
+    return (f"{written}: a pipeline is not weighted by a number here (+ is rank fusion, RRF "
+            f"k 60 by default, not a sum of scores); weigh the runs of a fusion with its "
+            f"weights: fuse(bm25, dense, blend=\"linear\", weights=[0.3, 0.7])")
 
 
 def _verb(stage: Stage) -> str:

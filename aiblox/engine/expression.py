@@ -21,7 +21,15 @@ import ast
 from collections.abc import Mapping
 from typing import Any
 
-from aiblox.engine.algebra import Cutoff, Fuse, Pipeline, PipelineError, Stage, plain
+from aiblox.engine.algebra import (
+    Cutoff,
+    Fuse,
+    Pipeline,
+    PipelineError,
+    Stage,
+    plain,
+    scaled_message,
+)
 
 __all__ = ["inline_params", "parse_pipeline", "referenced_names"]
 
@@ -55,6 +63,8 @@ class _Parser:
                                 else f"{where}: {msg}") from None
 
     def node(self, n: ast.AST, chain: tuple[str, ...]) -> Pipeline:
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult):  # 0.3 * bm25
+            raise PipelineError(scaled_message(ast.unparse(n)))
         if isinstance(n, ast.BinOp):
             if isinstance(n.op, ast.Mod):
                 k = n.right

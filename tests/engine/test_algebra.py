@@ -272,3 +272,19 @@ def test_a_fusions_weights_are_one_per_input_when_it_is_built():
         parse_pipeline("mix(bm25, dense)", {"mix": {"kind": "fuse", "weights": [1.0]}})
     assert three.with_params({"fuse": {"weights": [1, 2, 3]}}).stage.param_dict() == {
         "weights": [1, 2, 3]}
+
+
+def test_a_pipeline_weighted_by_a_number_points_to_a_weighted_fusion():
+    """QA13d #9: PyTerrier's ``0.3 * bm25 + 0.7 * dense`` gave a raw ``TypeError: unsupported
+    operand`` in Python, and ``'0.3' is not a stage, a call or an operator`` in an
+    expression."""
+    hint = (r"a pipeline is not weighted by a number here \(\+ is rank fusion, RRF k 60 by "
+            r"default, not a sum of scores\); weigh the runs of a fusion with its weights: "
+            r"fuse\(bm25, dense, blend=\"linear\", weights=\[0.3, 0.7\]\)")
+    with pytest.raises(TypeError, match=r"^0.3 \* bm25: " + hint):
+        _ = 0.3 * bm25 + 0.7 * dense
+    with pytest.raises(TypeError, match=r"^dense \* 2: "):
+        _ = dense * 2
+    with pytest.raises(PipelineError, match=r"^pipeline: 0.3 \* bm25: " + hint) as err:
+        parse_pipeline("0.3 * bm25 + 0.7 * dense")
+    assert "\n" not in str(err.value)
