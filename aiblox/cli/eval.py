@@ -472,4 +472,5 @@ def _print(exp: Experiment, fmt: str, chunk_results: list[ChunkEvalResult | None
     for s in exp.systems:
         hashes = "  ".join(f"{k} {s.hashes[k][:16]}" for k in ("run", "config", "file", "dataset")
                            if k in s.hashes)
-        out.print(f"{s.name}: {hashes}", markup=False, highlight=False)
+        named = f" = {s.expression}" if s.expression not in (None, s.name) else ""
+        out.print(f"{s.name}{named}: {hashes}", markup=False, highlight=False)

@@ -7,7 +7,9 @@ the stage cache by the keys its manifest records)."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
+import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -187,9 +189,28 @@ def export_runs(
     except ValueError as exc:  # unknown or ambiguous references, a missing store, a split
         fail(str(exc))
         return
-    stem = "_".join((point.label or manifest.config_hash[:12]).split()).replace("/", "_")
+    stem = export_stem(point.label or manifest.config_hash[:12])
     for s, text in texts.items():
         path = trec / f"{stem}.{split_file(s)}.trec"
         path.write_text(text, encoding="utf-8")
         console.print(f"wrote {path} ({text.count(chr(10))} lines)", markup=False,
                       soft_wrap=True)
+
+
+_SPELLED = ((">>", "_then_"), ("+", "_plus_"), ("%", "_cut_"), ("@", "_at_"), ("=", "-"))
+"""A label's operators spelled out in a file name (``bm25 >> rm3`` is ``bm25_then_rm3``)."""
+
+
+def export_stem(label: str) -> str:
+    """A point's label as a file name safe to type in a shell, deterministically: operators
+    spelled out (:data:`_SPELLED`), every run of other characters than letters, digits, ``.``,
+    ``-`` and ``_`` one ``_`` (``bm25 >> rm3(orig_weight=0.5) >> bm25 @ bm25-d100`` is
+    ``bm25_then_rm3_orig_weight-0.5_then_bm25_at_bm25-d100``); never starting with ``-`` or
+    ``.``; a label past 120 characters cut, with 12 hex of its sha256 after the cut."""
+    text = label
+    for old, new in _SPELLED:
+        text = text.replace(old, new)
+    text = re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9._-]+", "_", text)).strip("_.-")
+    if len(text) > 120:
+        text = f"{text[:120].rstrip('_.-')}_{hashlib.sha256(label.encode()).hexdigest()[:12]}"
+    return text or "run"

@@ -121,9 +121,10 @@ class _Parser:
             raise PipelineError(f"{name}: identity takes no parameters")
         try:
             return Stage(kind, name, **merged)
-        except PipelineError as exc:
-            where = f"stages.{name}" if name in self.tables else "pipeline"
-            raise PipelineError(f"{where}: {exc}") from None
+        except PipelineError as exc:  # a table's stage by its table; else by the field parsed
+            if name in self.tables:
+                raise PipelineError(f"stages.{name}: {exc}") from None
+            raise
 
 
 def _literal(n: ast.AST, where: str) -> Any:

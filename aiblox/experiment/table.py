@@ -152,12 +152,22 @@ class System(BaseModel):
         """The ranked run ``{qid: [(doc, score), ...]}``, best first."""
         return self.result.run
 
+    @property
+    def expression(self) -> str | None:
+        """A pipeline system's expression (its name may be a label: ``--pipeline
+        'p=EXPR'``); None for a mode or a run."""
+        return self.result.pipeline if self.kind == "pipeline" else None
+
     def as_json(self) -> dict[str, Any]:
-        """``name, kind, source, n_queries, metrics, hashes, timings, config`` (JSON types)."""
-        return {"name": self.name, "kind": self.kind, "source": self.source,
-                "n_queries": self.n_queries, "metrics": dict(self.metrics),
-                "hashes": dict(self.hashes), "timings": dict(self.timings),
-                "config": to_jsonable_python(self.config)}
+        """``name, kind, source, n_queries, metrics, hashes, timings, config`` (JSON types),
+        and a pipeline's ``expression``."""
+        out = {"name": self.name, "kind": self.kind, "source": self.source,
+               "n_queries": self.n_queries, "metrics": dict(self.metrics),
+               "hashes": dict(self.hashes), "timings": dict(self.timings),
+               "config": to_jsonable_python(self.config)}
+        if self.kind == "pipeline":
+            out["expression"] = self.expression
+        return out
 
 
 def system_from_result(result: EvalResult, name: str | None = None,

@@ -426,3 +426,23 @@ def test_a_deleted_best_point_is_named_by_runs_compare_and_report(logged, tmp_pa
     assert r.exit_code == 0, r.output
     assert restore in (tmp_path / "rep" / "report.md").read_text(encoding="utf-8")
     assert restore in (tmp_path / "rep" / "report.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("label, stem", [
+    ("bm25 >> rm3(orig_weight=0.5) >> bm25 @ bm25-d100",
+     "bm25_then_rm3_orig_weight-0.5_then_bm25_at_bm25-d100"),
+    ("(bm25 + dense) % 5 @ rrf-k60-d100", "bm25_plus_dense_cut_5_at_rrf-k60-d100"),
+    ("mix(bm25, dense; blend='linear',weights=[0.3, 0.7])",
+     "mix_bm25_dense_blend-_linear_weights-_0.3_0.7"),
+    ("linear-w0.35-minmax-zero-d100", "linear-w0.35-minmax-zero-d100"),  # as it was
+    ("--x", "x"),
+    ("", "run"),
+])
+def test_runs_export_file_names_are_safe_in_a_shell(label, stem):
+    """QA13d #10: ``runs export`` wrote ``bm25_>>_rm3(orig_weight=0.5)_>>_bm25_@_bm25-d100
+    .test-1of2.trec``; ``>``, ``(``, ``=`` and ``@`` need quoting in a shell."""
+    from aiblox.cli.runs import export_stem
+
+    assert export_stem(label) == stem
+    long = export_stem("bm25 >> " * 40 + "bm25")
+    assert len(long) <= 133 and long != export_stem("bm25 >> " * 41 + "bm25")

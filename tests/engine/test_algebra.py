@@ -288,3 +288,14 @@ def test_a_pipeline_weighted_by_a_number_points_to_a_weighted_fusion():
     with pytest.raises(PipelineError, match=r"^pipeline: 0.3 \* bm25: " + hint) as err:
         parse_pipeline("0.3 * bm25 + 0.7 * dense")
     assert "\n" not in str(err.value)
+
+
+def test_a_stage_error_is_named_by_the_field_parsed_once():
+    """QA13d #10: a stage's bad parameter read ``--pipeline x: pipeline: stage bo1 (bo1): ...``
+    (and ``pipeline: ...`` for a spec's ``pipeline[1]``)."""
+    for where in ("--pipeline", "pipeline[1]", "baseline.pipeline"):
+        with pytest.raises(PipelineError) as err:
+            parse_pipeline("bm25 >> t_feedback(fb_terms='many') >> bm25", where=where)
+        assert str(err.value).startswith(f"{where}: stage t_feedback (t_feedback): fb_terms: ")
+    with pytest.raises(PipelineError, match=r"^stages.fb: stage fb \(t_feedback\): fb_terms"):
+        parse_pipeline("bm25 >> fb >> bm25", {"fb": {"kind": "t_feedback", "fb_terms": "x"}})

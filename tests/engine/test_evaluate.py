@@ -199,6 +199,12 @@ def test_eval_scores_pipelines_as_systems_and_refuses_a_bad_one_first(tmp_path):
     assert set(systems) == {"bm25", "prf"}
     assert (systems["bm25"]["kind"], systems["prf"]["kind"]) == ("mode", "pipeline")
     assert systems["prf"]["metrics"]["ndcg@10"] != systems["bm25"]["metrics"]["ndcg@10"]
+    # a labelled pipeline shows its expression (QA13d #10: only "prf" was shown anywhere)
+    assert systems["prf"]["expression"] == "bm25 >> rm3(fb_docs=3) >> bm25"
+    assert "expression" not in systems["bm25"]
+    table = aiblox("eval", "sample", "--embedder", "hashing", "--db", db, "--pipeline",
+                   "prf=bm25 >> rm3(fb_docs=3) >> bm25", cwd=tmp_path)
+    assert "prf = bm25 >> rm3(fb_docs=3) >> bm25: run " in table.stdout
     bad = aiblox("eval", "sample", "--embedder", "hashing", "--db", db, "--pipeline", "bm25",
                  "--pipeline", "bm25 >> rm3(fb_docs=500) >> bm25", cwd=tmp_path)
     assert bad.returncode == 2
@@ -215,6 +221,12 @@ def test_eval_scores_pipelines_as_systems_and_refuses_a_bad_one_first(tmp_path):
     assert ignored.returncode == 2
     assert ignored.stderr.strip().splitlines()[-1].startswith(
         "error: --pipeline x: dense cannot read the weighted terms rm3 gives")
+    # its context named once (was "--pipeline x: pipeline: stage bo1 (bo1): ...")
+    param = aiblox("eval", "sample", "--embedder", "hashing", "--db", db, "--pipeline",
+                   "x=bm25 >> bo1(fb_terms=0) >> bm25", cwd=tmp_path)
+    assert param.returncode == 2
+    assert param.stderr.strip().splitlines()[-1].startswith(
+        "error: --pipeline x: stage bo1 (bo1): fb_terms: ")
 
 
 def test_a_store_of_another_dataset_is_refused_and_a_name_is_loaded(ws, sample_dataset,
