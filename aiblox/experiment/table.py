@@ -37,6 +37,7 @@ from pydantic_core import to_jsonable_python
 from aiblox.data import Dataset
 from aiblox.data.trec import RunFileError, read_trec_run, trec_run_text
 from aiblox.engine.result import EvalResult, run_hash
+from aiblox.experiment.markup import md_escape, md_table, plural, tex_escape
 from aiblox.metrics import evaluate_run
 from aiblox.metrics.marks import DOWN, UP, counts_text, delta_text, mark, p_text, value_text
 from aiblox.metrics.significance import (
@@ -218,12 +219,12 @@ def _warn_queries(where: str, run: dict[str, list[tuple[str, float]]], judged: s
                  f"{', '.join(map(repr, unknown[:3]))})" if unknown else "",
                  f"{len(known)} not judged in {split} (e.g. {', '.join(map(repr, known[:3]))})"
                  if known else ""]
-        warnings.warn(f"{where}: {_plural(len(extra), 'query', 'queries')} of the run's {len(run)} "
+        warnings.warn(f"{where}: {plural(len(extra), 'query', 'queries')} of the run's {len(run)} "
                       f"{'is' if len(extra) == 1 else 'are'} ignored, as trec_eval ignores "
                       f"them: {'; '.join(p for p in parts if p)}", stacklevel=3)
     absent = sorted(judged - set(run))
     if absent:
-        warnings.warn(f"{where}: {_plural(len(absent), 'judged query', 'judged queries')} of "
+        warnings.warn(f"{where}: {plural(len(absent), 'judged query', 'judged queries')} of "
                       f"{scored} {'has' if len(absent) == 1 else 'have'} no line in the run "
                       f"(e.g. {', '.join(map(repr, absent[:3]))}); scored 0, every mean over "
                       f"all {len(judged)} judged queries, as trec_eval -c and ir-measures "
@@ -288,20 +289,20 @@ class Experiment(BaseModel):
     def footer(self, tex: bool = False) -> str:
         """What the marks mean, the test, the correction and the family; ``tex``: as LaTeX
         text."""
-        esc = _tex if tex else (lambda x: x)
+        esc = tex_escape if tex else (lambda x: x)
         test, corr = TESTS[self.test], CORRECTIONS[self.correction]
         up, down, le = (_TEX_UP, _TEX_DOWN, "$\\leq$") if tex else (UP, DOWN, "<=")
         n = len(self.systems)
         if self.pairwise:
             return (f"{up}x/{down}x: significantly higher/lower than system x with adjusted p "
                     f"{le} {self.alpha:g} ({esc(test)}, {esc(corr)} across the "
-                    f"{_plural(n * (n - 1) // 2, 'pair')} of systems per metric)")
+                    f"{plural(n * (n - 1) // 2, 'pair')} of systems per metric)")
         if self.baseline is None:
             return esc(f"no significance tests: no baseline given (test: {test}, {corr})")
         return (f"(delta, p): the difference from baseline {esc(self.baseline)}'s mean and its "
                 f"adjusted p; {up}/{down} significantly higher/lower (adjusted p {le} "
                 f"{self.alpha:g}; {esc(test)}, {esc(corr)} across the "
-                f"{_plural(n - 1, 'system')} compared per metric)")
+                f"{plural(n - 1, 'system')} compared per metric)")
 
     def title(self) -> str:
         """``dataset / split (n queries)``."""
@@ -379,13 +380,13 @@ class Experiment(BaseModel):
     def to_markdown(self) -> str:
         """A GitHub-flavoured markdown table, the title above and the footer below (and,
         pairwise, the table of every pair: delta, adjusted p, wins/ties/losses)."""
-        lines = [f"**{_md(self.title())}**", "",
-                 *_md_table(["system", *self.metrics],
+        lines = [f"**{md_escape(self.title())}**", "",
+                 *md_table(["system", *self.metrics],
                             [[self.label(s), *(self.cell(s, m) for m in self.metrics)]
                              for s in self.systems])]
         if self.pairwise and len(self.systems) > 1:
-            lines += ["", *_md_table(PAIR_HEAD, self.pair_rows(), left=3)]
-        lines += ["", _md(self.footer())]
+            lines += ["", *md_table(PAIR_HEAD, self.pair_rows(), left=3)]
+        lines += ["", md_escape(self.footer())]
         return "\n".join(lines) + "\n"
 
     def _repr_markdown_(self) -> str:  # a notebook shows the table
@@ -405,14 +406,14 @@ class Experiment(BaseModel):
             return f"{value} {{\\scriptsize {detail if self.pairwise else f'({detail})'}}}"
 
         cols = "l" + "r" * len(self.metrics)
-        caption = f"{_tex(self.title())}. {self.footer(tex=True)}"
+        caption = f"{tex_escape(self.title())}. {self.footer(tex=True)}"
         lines = ["\\begin{table}[t]", "\\centering",
                  f"\\caption{{{caption}}}",
                  f"\\begin{{tabular}}{{{cols}}}", "\\hline",
-                 " & ".join(["System", *(_tex(m) for m in self.metrics)]) + " \\\\", "\\hline"]
+                 " & ".join(["System", *map(tex_escape, self.metrics)]) + " \\\\", "\\hline"]
         for s in self.systems:
-            lines.append(" & ".join([_tex(self.label(s)), *(cell(s, m) for m in self.metrics)])
-                         + " \\\\")
+            row = [tex_escape(self.label(s)), *(cell(s, m) for m in self.metrics)]
+            lines.append(" & ".join(row) + " \\\\")
         lines += ["\\hline", "\\end{tabular}", "\\end{table}"]
         return "\n".join(lines) + "\n"
 
@@ -578,29 +579,3 @@ def _letters(i: int) -> str:
         i, r = divmod(i - 1, 26)
         out = chr(ord("a") + r) + out
     return out
-
-
-def _md_table(head: list[str], rows: list[list[str]], left: int = 1) -> list[str]:
-    """A Markdown table: the first ``left`` columns aligned left, the others right."""
-    return ["| " + " | ".join(_md(h) for h in head) + " |",
-            "|" + "|".join(["---"] * left + ["---:"] * (len(head) - left)) + "|",
-            *("| " + " | ".join(_md(c) for c in row) + " |" for row in rows)]
-
-
-def _md(text: str) -> str:
-    """Markdown table text: ``|`` escaped."""
-    return text.replace("|", "\\|")
-
-
-_TEX = {"\\": "\\textbackslash{}", "&": "\\&", "%": "\\%", "$": "\\$", "#": "\\#",
-        "_": "\\_", "{": "\\{", "}": "\\}", "~": "\\textasciitilde{}",
-        "^": "\\textasciicircum{}"}
-
-
-def _tex(text: str) -> str:
-    """LaTeX text with its special characters escaped."""
-    return "".join(_TEX.get(c, c) for c in text)
-
-
-def _plural(n: int, word: str, words: str | None = None) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {words or word + 's'}"

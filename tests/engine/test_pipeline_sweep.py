@@ -163,15 +163,15 @@ def test_a_bad_pipeline_is_refused_when_the_spec_loads(tmp_path, extra, message)
 
 
 @pytest.mark.parametrize("extra, message", [
-    ('pipeline = "bm25 % 5"', r"pipeline: bm25 % 5: ndcg@10, recall@10 read 10 documents per "
+    ('pipeline = "bm25 % 5"', r"pipeline'?: bm25 % 5: ndcg@10, recall@10 read 10 documents per "
                               r"query, but its depth \(a % cut-off, or its last stage's "
                               r"top_k\) = 5 cuts the run at 5"),
-    ('pipeline = "(bm25 + dense) % 5"', r"pipeline: \(bm25 \+ dense\) % 5: .* = 5 cuts"),
+    ('pipeline = "(bm25 + dense) % 5"', r"pipeline'?: \(bm25 \+ dense\) % 5: .* = 5 cuts"),
     ('pipeline = ["bm25", "bm25 >> t_expand >> bm25 % 5"]',
-     r"pipeline\[1\]: ndcg@10, recall@10 read 10 documents per query, but the pipeline "
+     r"pipeline\[1\]'?: ndcg@10, recall@10 read 10 documents per query, but the pipeline "
      r"bm25 >> t_expand >> bm25 % 5 gives 5: deepen"),
     ('pipeline = "bm25 >> cutoff"\n[grid.stages.cutoff]\nk = [20, 5]',
-     r"pipeline: ndcg@10, recall@10 read 10 .* the pipeline bm25 >> cutoff\(k=5\) gives 5"),
+     r"pipeline'?: ndcg@10, recall@10 read 10 .* the pipeline bm25 >> cutoff\(k=5\) gives 5"),
     ('pipeline = "bm25"\n[baseline]\npipeline = "bm25(top_k=5)"',
      r"baseline.pipeline'?: bm25\(top_k=5\): ndcg@10, recall@10 read 10 .* = 5 cuts"),
 ])
