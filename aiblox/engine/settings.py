@@ -16,18 +16,20 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs
-from aiblox.engine.algebra import Pipeline, from_data, label
+from aiblox.engine.algebra import Cutoff, Fuse, Pipeline, Stage, Then, from_data, label
 from aiblox.engine.builtin import RetrieveConfig
+from aiblox.engine.plan import fuse_config, stage_defaults
 from aiblox.engine.result import config_hash
 from aiblox.hashing import sha256_hex
 
 __all__ = [
+    "BaseReads",
     "PipelinePoint",
     "SweepSettings",
+    "base_reads",
     "candidate_depth",
     "chunk_label",
     "needs_vectors",
-    "pipeline_signals",
     "pipeline_config",
     "point_config",
     "point_label",
@@ -36,6 +38,7 @@ __all__ = [
     "ranked",
     "ranking_key",
     "ranking_order",
+    "reads_label",
 ]
 
 
@@ -127,38 +130,167 @@ def needs_vectors(base: RetrievalPrefs, pipelines: Sequence[Pipeline]) -> bool:
     return False
 
 
-def point_label(prefs: RetrievalPrefs, fused: bool = True) -> str:
+def point_label(prefs: RetrievalPrefs) -> str:
     """A short readable name for a fusion setting, e.g. ``linear-w0.35-minmax-zero-d100`` or
     ``bm25-lucene-k1=2.8-b=0.85-d100`` (a BM25 parameter named with ``=``, so ``k1=2.8`` does
-    not read as ``k = 12.8``). ``fused=False``: a hybrid setting without its fusion (``d100``;
-    a retrieval pipeline that reads both signals and fuses neither). Shown and logged only:
-    never part of a hash (the config hash identifies a point; this name is not unique on its
-    own)."""
-    s = prefs.scoring
-    head: str
-    if prefs.mode != "hybrid":
-        head = prefs.mode
-    elif not fused:
-        head = ""
-    elif s.blend == "rrf":
-        head = f"rrf-k{s.rrf_k}"
+    not read as ``k = 12.8``): :func:`reads_label` of all its first stage reads. Shown and
+    logged only: never part of a hash (the config hash identifies a point; this name is not
+    unique on its own)."""
+    return reads_label(prefs, base_reads(Stage("retrieve"), prefs))
+
+
+@dataclass
+class BaseReads:
+    """The settings of a spec's ``[base]`` a retrieval pipeline's stages read, those a label
+    names (a stage's own parameters are in its expression, not here): :func:`base_reads`."""
+
+    signals: set[str] = field(default_factory=set)
+    """``bm25``, ``dense``: the signals its stages retrieve by."""
+    fts: set[str] = field(default_factory=set)
+    """:class:`FtsConfig` fields read from the base."""
+    vector: set[str] = field(default_factory=set)
+    """:class:`VectorConfig` fields read from the base."""
+    blends: dict[str, set[str]] = field(default_factory=dict)
+    """Per blend its fusions run (``rrf``, ``linear``), the :class:`ScoringConfig` fields they
+    read from the base (``blend`` where the blend itself is the base's); a fusion that reads
+    none is not here."""
+
+
+_FTS = ("method", "k1", "b", "title_weight", "title_b", "top_k")
+"""The :class:`FtsConfig` fields a label names (its BM25 settings and depth)."""
+_PASSAGES = ("passage_chunker", "passage_tokens", "passage_overlap")
+_VECTOR = ("doc_score", *_PASSAGES, "top_k")
+"""The :class:`VectorConfig` fields a label names (its document scores and depth)."""
+_TERMS = ("title_weight",)
+"""What of the base's ``fts`` a feedback stage reads that a label names (rm3, bo1 read the
+analysis' term statistics: :func:`aiblox.indexes.term_stats.term_stats_spec`)."""
+
+
+def base_reads(p: Pipeline, base: RetrievalPrefs) -> BaseReads:
+    """What of ``base`` the stages of ``p`` read and a label names: a ``bm25`` stage the base's
+    BM25 settings and depth it does not set itself, ``dense`` its vector settings, a fusion
+    its blend and the blend's settings (``w_text`` where it takes the base's weights,
+    :func:`~aiblox.engine.plan.fuse_config`), ``retrieve`` all of its mode's first stage,
+    feedback on the BM25 index (rm3, bo1) the analysis' title weight. ``bm25 >> cutoff(k=20)
+    >> dense_rescore`` reads the BM25 settings and depth; ``fuse(bm25, dense, blend='linear',
+    normalize='minmax', weights=[0.3, 0.7])`` the depths and ``missing``."""
+    out = BaseReads()
+    _reads(p, base, out)
+    return out
+
+
+def _reads(p: Pipeline, base: RetrievalPrefs, out: BaseReads) -> None:
+    if isinstance(p, Then):
+        for step in p.steps:
+            _reads(step, base, out)
+    elif isinstance(p, Cutoff):
+        _reads(p.inner, base, out)
+    elif isinstance(p, Fuse):
+        for m in p.members:
+            _reads(m, base, out)
+        own = p.stage.param_dict()
+        # the base's weights where the fusion takes them (fuse_config's rule, asked of a base
+        # whose weights no fusion takes by default)
+        probe = base.scoring.model_copy(update={"w_text": 0.25, "w_vec": 0.75,
+                                               "rrf_w_text": 2.0, "rrf_w_vec": 1.0})
+        weighs = fuse_config(p, base.model_copy(update={"scoring": probe})).weights
+        _fusion_reads(base, own, out, weighs is not None and "weights" not in own)
     else:
-        head = f"linear-w{s.w_text!r}-{s.normalize}-{s.missing}"
-    f, default = prefs.fts, FtsConfig()
+        assert isinstance(p, Stage)
+        _stage_reads(p, base, out)
+
+
+def _stage_reads(s: Stage, base: RetrievalPrefs, out: BaseReads) -> None:
+    own = s.param_dict()
+    if s.kind == "bm25":
+        out.signals.add("bm25")
+        out.fts.update(f for f in _FTS if f not in own)
+    elif s.kind == "dense":
+        out.signals.add("dense")
+        _vector_reads(base, own, out)
+    elif s.kind == "retrieve":
+        mode = own.get("mode", base.mode)
+        if mode != "dense":
+            out.signals.add("bm25")
+            if "fts" not in own:
+                out.fts.update(_FTS)
+        if mode != "bm25":
+            out.signals.add("dense")
+            if "vector" not in own:
+                _vector_reads(base, {}, out)
+        if mode == "hybrid":
+            scoring = own.get("scoring")
+            if scoring is None:
+                _fusion_reads(base, {}, out, True)
+    elif "fts" in stage_defaults(s.kind, base) and "fts" not in own:
+        out.fts.update(_TERMS)
+
+
+def _vector_reads(base: RetrievalPrefs, own: dict[str, Any], out: BaseReads) -> None:
+    read = [f for f in _VECTOR if f not in own]
+    if own.get("doc_score", base.vector.doc_score) == "first":  # no passages read
+        read = [f for f in read if f not in _PASSAGES]
+    out.vector.update(read)
+
+
+def _fusion_reads(base: RetrievalPrefs, own: dict[str, Any], out: BaseReads,
+                  weights: bool) -> None:
+    blend = own.get("blend", base.scoring.blend)
+    wanted = ("rrf_k",) if blend == "rrf" else ("normalize", "missing")
+    read = {f for f in ("blend", *wanted) if f not in own}
+    if weights and blend == "linear":
+        read.add("w_text")
+    if read:
+        out.blends.setdefault(blend, set()).update(read)
+
+
+def reads_label(prefs: RetrievalPrefs, reads: BaseReads) -> str:
+    """The settings of ``prefs`` that ``reads`` names, in :func:`point_label`'s words: each
+    blend run with what it reads (``rrf-k60``, ``linear-w0.3-minmax-zero``; ``linear-zero``
+    where a fusion sets all but ``missing`` itself), or else the one signal read (``bm25``,
+    ``dense``); the BM25 settings read (named when one differs from its default), the
+    passages' document scores, the depths read (``d100``, ``d100v50``: BM25's, then the
+    vectors' where they differ). Empty where nothing but the signal is read."""
+    s, f, v = prefs.scoring, prefs.fts, prefs.vector
+    blends = []
+    if "rrf" in reads.blends:
+        blends.append("rrf" + (f"-k{s.rrf_k}" if "rrf_k" in reads.blends["rrf"] else ""))
+    if "linear" in reads.blends:
+        read = reads.blends["linear"]
+        blends.append("linear" + "".join(f"-{x}" for name, x in (
+            ("w_text", f"w{s.w_text!r}"), ("normalize", s.normalize), ("missing", s.missing))
+            if name in read))
+    default = FtsConfig()
+    bm25_read = [(n, tag) for n, tag in (("method", str(f.method)), ("k1", f"k1={f.k1!r}"),
+                                         ("b", f"b={f.b!r}")) if n in reads.fts]
     bm25 = ""
-    if prefs.mode != "dense" and (f.k1, f.b, f.method) != (default.k1, default.b, default.method):
-        bm25 = f"-{f.method}-k1={f.k1!r}-b={f.b!r}"
-    if prefs.mode != "dense" and f.fielded:
-        bm25 += f"-tw{f.title_weight!r}" + ("" if f.title_b is None else f"-tb{f.title_b!r}")
-    v = prefs.vector
-    dense = "" if prefs.mode == "bm25" or v.doc_score == "first" else (
-        f"-{v.doc_score}-{v.passage_chunker}"
-        + "".join(f"{tag}{x}" for tag, x in (("", v.passage_tokens), ("o", v.passage_overlap))
-                  if x is not None))
-    depth = f"-d{prefs.vector.top_k if prefs.mode == 'dense' else prefs.fts.top_k}"
-    if prefs.mode == "hybrid" and prefs.vector.top_k != prefs.fts.top_k:
-        depth += f"v{prefs.vector.top_k}"
-    return f"{head}{bm25}{dense}{depth}".lstrip("-")
+    if any(getattr(f, n) != getattr(default, n) for n, _ in bm25_read):
+        bm25 = "".join(f"-{tag}" for _, tag in bm25_read)
+    if "title_weight" in reads.fts and (f.title_weight != default.title_weight or (
+            "title_b" in reads.fts and f.title_b is not None)):
+        bm25 += f"-tw{f.title_weight!r}"
+    if "title_b" in reads.fts and f.title_b is not None:
+        bm25 += f"-tb{f.title_b!r}"
+    dense = ""
+    if "doc_score" in reads.vector and v.doc_score != "first":
+        dense = f"-{v.doc_score}"
+    # the chunker's passage sizes follow its name (token_window128o16), or a dash
+    dense += f"-{v.passage_chunker}" if "passage_chunker" in reads.vector else "-"
+    dense += "".join(f"{tag}{x}" for name, tag, x in (
+        ("passage_tokens", "", v.passage_tokens), ("passage_overlap", "o", v.passage_overlap))
+        if name in reads.vector and x is not None)
+    dense = dense.rstrip("-")
+    depths = [d for name, d in (("fts", f.top_k), ("vector", v.top_k))
+              if "top_k" in getattr(reads, name)]
+    depth = "" if not depths else f"-d{depths[0]}" + (
+        f"v{depths[1]}" if len(depths) == 2 and depths[1] != depths[0] else "")
+    rest = f"{bm25}{dense}{depth}"
+    if blends:
+        return "-".join(blends) + rest
+    if not rest:
+        return ""
+    head = next(iter(reads.signals)) if len(reads.signals) == 1 else ""
+    return f"{head}{rest}".lstrip("-")
 
 
 def chunk_label(prefs: RetrievalPrefs) -> str:
@@ -198,33 +330,17 @@ def candidate_depth(config: dict[str, Any]) -> int:
     return total
 
 
-def pipeline_signals(p: Pipeline, base: RetrievalPrefs) -> tuple[str, bool]:
-    """The signals ``p``'s retrieval stages read from the base (``bm25``, ``dense``, or
-    ``hybrid`` for both or neither known) and whether it fuses runs with the base's fusion
-    settings (a ``+``, a ``retrieve`` of both): ``bm25 >> cross_encoder`` is ``("bm25",
-    False)``, ``bm25 + dense`` ``("hybrid", True)``."""
-    kinds = [s.kind for s in p.stages()]
-    modes: set[str] = set()
-    for s in p.stages():
-        if s.kind in ("bm25", "dense"):
-            modes.add(s.kind)
-        elif s.kind == "retrieve":
-            modes.add(str(cast(RetrieveConfig, s.config({"mode": base.mode})).mode))
-    fused = "fuse" in kinds or "hybrid" in modes
-    return (modes.pop() if len(modes) == 1 else "hybrid"), fused
-
-
 def point_title(settings: SweepSettings, pt: PipelinePoint) -> str:
     """A point's label: the fusion setting (with a retrieval pipeline: the pipeline, every
-    stage's parameters shown, ``@`` the base's settings its retrieval stages default to, the
-    fusion only where it fuses: ``bm25 >> cross_encoder(...) @ bm25-d100``); for a pipeline
-    point, ``|`` its chunking and ``|`` its selection policy with its overrides."""
+    stage's parameters shown, ``@`` the settings of the base it reads that its expression
+    does not set, :func:`base_reads`: ``bm25 >> cross_encoder(...) @ bm25-d100``, ``fuse(bm25,
+    dense; blend='linear',normalize='minmax',weights=[0.3, 0.7]) @ linear-zero-d100``; no
+    ``@`` where it reads none); for a pipeline point, ``|`` its chunking and ``|`` its
+    selection policy with its overrides."""
     head = point_label(pt.prefs)
     if pt.pipeline is not None:
-        mode, fused = pipeline_signals(pt.pipeline, pt.prefs)
-        if not fused:  # a single signal (or none fused): no fusion to name
-            head = point_label(pt.prefs.model_copy(update={"mode": mode}), fused=False)
-        head = f"{label(pt.pipeline)} @ {head}"
+        reads = reads_label(pt.prefs, base_reads(pt.pipeline, pt.prefs))
+        head = label(pt.pipeline) + (f" @ {reads}" if reads else "")
     if not settings.chunk_stages:
         return head
     selection = "" if pt.policy is None else "|" + pt.policy + "".join(

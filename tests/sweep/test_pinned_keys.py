@@ -14,7 +14,9 @@ Deliberate changes, recorded: the labels of the single-signal pipeline points of
 ``pinned_keys_dense.json`` (``bm25 >> dense_rescore(...)``, ``dense >> rocchio(...) >> dense``)
 no longer name the base's RRF they never apply (``@ rrf-k60-d100`` -> ``@ bm25-d100``,
 ``@ dense-d100``; ``evals/sweeps/README.md``, "What is cached"): labels only, every config hash
-and key as before.
+and key as before. A pipeline point's ``@`` naming only the base's settings its stages read
+(``settings.base_reads``: ``mix(...; blend='linear',...) @ linear-zero-d100``, was ``@
+rrf-k60-d100``) changed no pinned label: every shipped pipeline reads all it names.
 """
 
 from __future__ import annotations
