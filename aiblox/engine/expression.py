@@ -18,7 +18,7 @@ a stage that does not fit where it is placed, and names that refer to themselves
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from aiblox.engine.algebra import (
@@ -135,35 +135,11 @@ def _literal(n: ast.AST, where: str) -> Any:
                             f"got {ast.unparse(n)!r}") from None
 
 
-def referenced_names(text: str, stages: Mapping[str, Mapping[str, Any]] | None = None
-                     ) -> set[str]:
-    """The names ``text`` uses (stage names, calls), following named sub-pipelines of
-    ``stages`` (for "is every ``[stages]`` table used"); an unparseable text uses none."""
+def _nodes(text: str, stages: Mapping[str, Mapping[str, Any]] | None = None
+           ) -> Iterator[ast.AST]:
+    """Every syntax node of ``text`` and of each named sub-pipeline of ``stages`` it reaches
+    (each followed once, at the first use of its name); an unparseable text has none."""
     tables = dict(stages or {})
-    out: set[str] = set()
-    todo = [text]
-    while todo:
-        try:
-            tree = ast.parse(str(todo.pop()).strip(), mode="eval")
-        except SyntaxError:
-            continue
-        for n in ast.walk(tree):
-            name = n.id if isinstance(n, ast.Name) else None
-            if name is not None and name not in out:
-                out.add(name)
-                sub = tables.get(name, {})
-                if "pipeline" in sub:
-                    todo.append(sub["pipeline"])
-    return out
-
-
-def inline_params(text: str, stages: Mapping[str, Mapping[str, Any]] | None = None
-                  ) -> dict[str, dict[str, Any]]:
-    """The parameters ``text`` writes inline, by stage name (``bm25(k1=0.9) >> rm3 >> bm25``:
-    ``{"bm25": {"k1": 0.9}}``), following named sub-pipelines of ``stages``; not a
-    ``[stages]`` table's own parameters. An unparseable text writes none."""
-    tables = dict(stages or {})
-    out: dict[str, dict[str, Any]] = {}
     todo, seen = [text], set()
     while todo:
         try:
@@ -171,17 +147,34 @@ def inline_params(text: str, stages: Mapping[str, Mapping[str, Any]] | None = No
         except SyntaxError:
             continue
         for n in ast.walk(tree):
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
-                for kw in n.keywords:
-                    if kw.arg is not None:
-                        try:
-                            value = ast.literal_eval(kw.value)
-                        except ValueError:
-                            continue
-                        out.setdefault(n.func.id, {}).setdefault(kw.arg, value)
+            yield n
             if isinstance(n, ast.Name) and n.id not in seen:
                 seen.add(n.id)
                 sub = tables.get(n.id, {})
                 if "pipeline" in sub:
                     todo.append(sub["pipeline"])
+
+
+def referenced_names(text: str, stages: Mapping[str, Mapping[str, Any]] | None = None
+                     ) -> set[str]:
+    """The names ``text`` uses (stage names, calls), following named sub-pipelines of
+    ``stages`` (for "is every ``[stages]`` table used"); an unparseable text uses none."""
+    return {n.id for n in _nodes(text, stages) if isinstance(n, ast.Name)}
+
+
+def inline_params(text: str, stages: Mapping[str, Mapping[str, Any]] | None = None
+                  ) -> dict[str, dict[str, Any]]:
+    """The parameters ``text`` writes inline, by stage name (``bm25(k1=0.9) >> rm3 >> bm25``:
+    ``{"bm25": {"k1": 0.9}}``), following named sub-pipelines of ``stages``; not a
+    ``[stages]`` table's own parameters. An unparseable text writes none."""
+    out: dict[str, dict[str, Any]] = {}
+    for n in _nodes(text, stages):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+            for kw in n.keywords:
+                if kw.arg is not None:
+                    try:
+                        value = ast.literal_eval(kw.value)
+                    except ValueError:
+                        continue
+                    out.setdefault(n.func.id, {}).setdefault(kw.arg, value)
     return out
