@@ -34,7 +34,7 @@ from aiblox.metrics.depth import deepest_cutoff, shallow_metrics
 
 __all__ = ["PlanContext", "StageInputs", "Value", "apply_pipeline", "check_pipeline",
            "check_pipeline_depth", "first_stage_prefs", "fuse_config", "pipeline_depths",
-           "run_form", "stage_defaults"]
+           "run_form", "stage_defaults", "takes_base_weights"]
 
 
 @dataclass
@@ -390,6 +390,14 @@ def _fuse_defaults(base: RetrievalPrefs) -> dict[str, Any]:
             "top_k": base.top_k_items}
 
 
+def takes_base_weights(p: Fuse, base: RetrievalPrefs) -> bool:
+    """True when a fusion without ``weights`` of its own takes the base's weights
+    (:func:`fuse_config`): it fuses two runs, one lexical and one dense by their first stage."""
+    if len(p.members) != 2:
+        return False
+    return sorted(str(_signal(m, base)) for m in p.members) == ["text", "vector"]
+
+
 def fuse_config(p: Fuse, base: RetrievalPrefs) -> FuseConfig:
     """The config a fusion runs with: its own parameters over the base's ``scoring`` and
     ``top_k_items``. Without ``weights``, a fusion of two runs, one lexical and one dense by
@@ -399,11 +407,9 @@ def fuse_config(p: Fuse, base: RetrievalPrefs) -> FuseConfig:
     ``rrf_w_vec`` under RRF, as ``bm25 + dense`` (the first stage of the base's prefs) does;
     any other fusion without weights weighs its runs equally."""
     cfg = cast(FuseConfig, p.stage.config(_fuse_defaults(base)))
-    if cfg.weights is not None or len(p.members) != 2:
+    if cfg.weights is not None or not takes_base_weights(p, base):
         return cfg
     signals = [_signal(m, base) for m in p.members]
-    if sorted(str(s) for s in signals) != ["text", "vector"]:
-        return cfg
     s = base.scoring
     pair = (s.w_text, s.w_vec) if cfg.blend == "linear" else (s.rrf_w_text, s.rrf_w_vec)
     weights = pair if signals[0] == "text" else pair[::-1]

@@ -18,7 +18,7 @@ from typing import Any, cast
 from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs
 from aiblox.engine.algebra import Cutoff, Fuse, Pipeline, Stage, Then, from_data, label
 from aiblox.engine.builtin import RetrieveConfig
-from aiblox.engine.plan import fuse_config, stage_defaults
+from aiblox.engine.plan import stage_defaults, takes_base_weights
 from aiblox.engine.result import config_hash
 from aiblox.hashing import sha256_hex
 
@@ -189,12 +189,7 @@ def _reads(p: Pipeline, base: RetrievalPrefs, out: BaseReads) -> None:
         for m in p.members:
             _reads(m, base, out)
         own = p.stage.param_dict()
-        # the base's weights where the fusion takes them (fuse_config's rule, asked of a base
-        # whose weights no fusion takes by default)
-        probe = base.scoring.model_copy(update={"w_text": 0.25, "w_vec": 0.75,
-                                               "rrf_w_text": 2.0, "rrf_w_vec": 1.0})
-        weighs = fuse_config(p, base.model_copy(update={"scoring": probe})).weights
-        _fusion_reads(base, own, out, weighs is not None and "weights" not in own)
+        _fusion_reads(base, own, out, "weights" not in own and takes_base_weights(p, base))
     else:
         assert isinstance(p, Stage)
         _stage_reads(p, base, out)
