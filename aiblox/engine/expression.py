@@ -30,6 +30,7 @@ from aiblox.engine.algebra import (
     plain,
     scaled_message,
 )
+from aiblox.engine.registry import StageKindError, get_stage_kind, param_path, param_problems
 
 __all__ = ["inline_params", "parse_pipeline", "referenced_names"]
 
@@ -107,6 +108,7 @@ class _Parser:
         if kind in self.tables and kind != name:
             raise PipelineError(f"stages.{name}: kind {kind!r} is another [stages] table; "
                                 f"kind names a registered stage")
+        _refuse_coercions(kind, name, table, params)
         merged = {**table, **params}
         if kind == "fuse":
             if len(members) < 2:
@@ -125,6 +127,23 @@ class _Parser:
             if name in self.tables:
                 raise PipelineError(f"stages.{name}: {exc}") from None
             raise
+
+
+def _refuse_coercions(kind: str, name: str, table: Mapping[str, Any],
+                      params: Mapping[str, Any]) -> None:
+    """Refuse a parameter written as text that its config would coerce (``fb_docs = true``
+    or ``"10"`` read as 1 or 10; :func:`~aiblox.engine.registry.param_problems`): a
+    ``[stages.NAME]`` table's by its key (``stages.fb.fb_docs: got True: expected a whole
+    number``), an inline one by the stage and the parameter (``stage rm3, parameter fb_docs:
+    ...``; the caller puts the field or option before it). An unknown kind is left to
+    :class:`Stage`."""
+    try:
+        config = get_stage_kind(kind).config
+    except StageKindError:
+        return
+    for own, where in ((table, f"stages.{name}."), (params, f"stage {name}, parameter ")):
+        for path, value, wanted in param_problems(config, own)[:1]:
+            raise PipelineError(f"{where}{param_path(path)}: got {value!r}: expected {wanted}")
 
 
 def _literal(n: ast.AST, where: str) -> Any:

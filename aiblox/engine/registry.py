@@ -21,9 +21,10 @@ does not fit (:mod:`aiblox.engine.algebra`).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable
+import types
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
@@ -35,6 +36,8 @@ __all__ = [
     "StageFacts",
     "StageKindError",
     "get_stage_kind",
+    "param_path",
+    "param_problems",
     "register_stage",
     "stage_kinds",
 ]
@@ -181,3 +184,62 @@ def get_stage_kind(name: str) -> StageKind:
 def stage_kinds() -> list[str]:
     """Every known kind's name, sorted (built-ins included, not imported)."""
     return sorted(set(_REGISTRY) | set(BUILTIN_MODULES))
+
+
+Problem = tuple[tuple[str | int, ...], Any, str]
+"""``(path, value, what the field takes)``: ``(("weights", 1), True, "a number")``."""
+
+
+def param_problems(config: type[BaseModel], params: Mapping[str, Any]) -> list[Problem]:
+    """The values of ``params`` that pydantic would coerce into a number or a flag of
+    ``config`` (read leniently, ``fb_docs = true`` is 1 and ``"10"`` is 10): a flag or a
+    string where a number is expected, a number with a fraction part (``10.0``, ``10.5``)
+    where a whole number is, anything but ``True``/``False`` where a flag is; lists and
+    tuples (a TOML array for a ``tuple[float, ...]`` field) element by element, tables of a
+    nested config key by key. A whole number stands for a decimal. Other values (strings,
+    choices) are left to the config's own validation. A stage written as text (a sweep spec's
+    ``[stages]`` tables and axes, a pipeline expression) is read this strictly; a
+    :class:`~aiblox.engine.algebra.Stage` built in Python is validated by its config alone."""
+    out: list[Problem] = []
+    for key, value in params.items():
+        info = config.model_fields.get(key)
+        if info is not None:
+            out += _problems(info.annotation, value, (key,))
+    return out
+
+
+def param_path(path: Iterable[str | int]) -> str:
+    """A :func:`param_problems` path as written: ``fts.k1``, ``weights[1]``."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+
+
+_NUMBERS = {bool: "true or false", int: "a whole number", float: "a number"}
+
+
+def _problems(annotation: Any, value: Any, path: tuple[str | int, ...]) -> list[Problem]:
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _problems(get_args(annotation)[0], value, path)
+    if origin is Union or origin is types.UnionType:
+        branches = [a for a in get_args(annotation) if a is not type(None)]
+        if value is None and len(branches) < len(get_args(annotation)):
+            return []
+        found = [_problems(a, value, path) for a in branches]
+        return [] if any(not f for f in found) else found[0]
+    if annotation in _NUMBERS:
+        ok = (isinstance(value, bool) if annotation is bool
+              else isinstance(value, int) and not isinstance(value, bool) if annotation is int
+              else isinstance(value, int | float) and not isinstance(value, bool))
+        return [] if ok else [(path, value, _NUMBERS[annotation])]
+    if origin in (list, tuple, set, frozenset) and isinstance(value, list | tuple):
+        args = [a for a in get_args(annotation) if a is not Ellipsis]
+        if not args:
+            return []
+        fixed = origin is tuple and Ellipsis not in get_args(annotation)
+        return [p for i, v in enumerate(value)
+                for p in _problems(args[min(i, len(args) - 1)] if fixed else args[0], v,
+                                   (*path, i))]
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel) \
+            and isinstance(value, Mapping):
+        return [(path + p, v, w) for p, v, w in param_problems(annotation, value)]
+    return []

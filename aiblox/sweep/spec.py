@@ -355,8 +355,7 @@ class SweepSpec(_Strict):
         if self.pipeline is None:
             raise ValueError("stages and grid.stages configure the stages of a pipeline: set "
                              "pipeline = \"...\" (e.g. \"bm25 >> rm3 >> bm25\")")
-        check_stage_tables(self.pipelines(), self._pipeline_texts(), self.stages,
-                           self.grid.stage_axes())
+        check_stage_tables(self.pipelines(), self._pipeline_texts(), self.stages, self.grid)
         where = (["pipeline"] if isinstance(self.pipeline, str)
                  else [f"pipeline[{i}]" for i in range(len(self.pipeline))])
         texts = [self.pipeline] if isinstance(self.pipeline, str) else list(self.pipeline)

@@ -91,12 +91,13 @@ def import_stage_modules(modules: Sequence[str], near: Path | None = None) -> No
 
 
 def check_stage_tables(pipelines: Sequence[Pipeline], texts: Sequence[str],
-                       stages: dict[str, dict[str, Any]],
-                       stage_axes: Sequence[tuple[str, str, list[Any]]]) -> None:
+                       stages: dict[str, dict[str, Any]], g: FusionGrid) -> None:
     """Every ``[stages]`` table is used by a pipeline (``texts``: every pipeline expression,
-    the baseline's too), every stage axis names a stage of a pipeline and each of its values is
-    a valid parameter."""
+    the baseline's too), every stage axis (of ``g``) names a stage of a pipeline and each of its
+    values is a valid parameter, read as strictly as the rest of the spec (``k1 = [0.9,
+    true]``: ``grid.stages.bm25.k1[1]: got True: expected a number``)."""
     from aiblox.engine.expression import referenced_names
+    from aiblox.engine.registry import get_stage_kind, param_path, param_problems
 
     used: set[str] = set()
     for text in texts:
@@ -106,10 +107,19 @@ def check_stage_tables(pipelines: Sequence[Pipeline], texts: Sequence[str],
         raise ValueError(f"stages.{unused[0]}: no pipeline uses it (pipelines: "
                          f"{'; '.join(texts)})")
     names = {n for p in pipelines for n in p.names()}
-    for stage, param, values in stage_axes:
+    for stage, param, values in g.stage_axes():
         if stage not in names:
             raise ValueError(f"grid.stages.{stage}: no stage of that name in the pipeline "
                              f"(stages: {', '.join(sorted(names))})")
+        listed = isinstance((g.stages or {})[stage][param], list)
+        kinds = dict.fromkeys(s.kind for p in pipelines for s in p.stages() if s.name == stage)
+        for i, value in enumerate(values):
+            for kind in kinds:
+                for path, got, wanted in param_problems(get_stage_kind(kind).config,
+                                                        {param: value})[:1]:
+                    at = param_path((param, *([i] if listed else []), *path[1:]))
+                    raise ValueError(f"grid.stages.{stage}.{at}: got {got!r}: expected "
+                                     f"{wanted}")
         for p in pipelines:
             if stage in p.names():
                 for value in values:

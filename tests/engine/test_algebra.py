@@ -296,6 +296,12 @@ def test_a_stage_error_is_named_by_the_field_parsed_once():
     for where in ("--pipeline", "pipeline[1]", "baseline.pipeline"):
         with pytest.raises(PipelineError) as err:
             parse_pipeline("bm25 >> t_feedback(fb_terms='many') >> bm25", where=where)
-        assert str(err.value).startswith(f"{where}: stage t_feedback (t_feedback): fb_terms: ")
-    with pytest.raises(PipelineError, match=r"^stages.fb: stage fb \(t_feedback\): fb_terms"):
+        assert str(err.value) == (f"{where}: stage t_feedback, parameter fb_terms: got 'many': "
+                                  f"expected a whole number")
+        with pytest.raises(PipelineError) as err:
+            parse_pipeline("bm25 >> t_feedback(fb_term=5) >> bm25", where=where)
+        assert str(err.value).startswith(f"{where}: stage t_feedback (t_feedback): fb_term: ")
+    with pytest.raises(PipelineError, match=r"^stages.fb.fb_terms: got 'x': expected a whole"):
         parse_pipeline("bm25 >> fb >> bm25", {"fb": {"kind": "t_feedback", "fb_terms": "x"}})
+    with pytest.raises(PipelineError, match=r"^stages.fb: stage fb \(t_feedback\): fb_term:"):
+        parse_pipeline("bm25 >> fb >> bm25", {"fb": {"kind": "t_feedback", "fb_term": 5}})

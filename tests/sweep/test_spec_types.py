@@ -43,7 +43,7 @@ GRID = '[grid]\nblend = ["rrf"]\n'  # MINIMAL is 6 lines (a blank first): [grid]
     ('pipeline = ["(bm25 + dense"]\n', 7, "pipeline[0]", "is not a pipeline expression"),
     ('pipeline = "bm25 >> frobnicate"\n', 7, "pipeline", "unknown stage 'frobnicate'"),
     ('pipeline = "bm25 >> rm3 >> bm25"\n[grid.stages.rm3]\nfb_docs = ["x"]\n', 9,
-     "grid.stages.rm3.fb_docs", "got 'x': stage rm3 (rm3): fb_docs:"),
+     "grid.stages.rm3.fb_docs[0]", "got 'x': expected a whole number"),
     ('[baseline]\nfoo = 1\n', 7, "baseline", "unknown key(s) ['foo']"),
 ])
 def test_a_wrong_type_is_one_line_naming_file_line_and_field(tmp_path, extra, line, field,

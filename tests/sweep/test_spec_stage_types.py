@@ -1,0 +1,94 @@
+"""A pipeline stage's parameters are read as strictly as the rest of a spec: in a ``[stages.NAME]``
+table, a ``[grid.stages.NAME]`` axis and a pipeline expression, ``true`` is not 1 and ``"10"``
+is not 10 (the stage's config read both leniently, so ``fb_docs = true`` ran RM3 from one
+document, labelled ``fb(fb_docs=True)``); a whole number stands for a decimal, and a TOML array
+for a tuple. Each error is one line naming the file, the line and the key, and for an
+expression the stage and the parameter. A stage built in Python is validated as before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from spec_text import MINIMAL, write
+
+from aiblox.sweep import SweepSpecError, load_spec
+
+REPO = Path(__file__).resolve().parents[2]
+RM3 = 'pipeline = "bm25 >> fb >> bm25"\n[stages.fb]\nkind = "rm3"\n'  # lines 7-9
+MIX = 'pipeline = "mix(bm25, dense)"\n[stages.mix]\nkind = "fuse"\nblend = "linear"\n'
+
+
+@pytest.mark.parametrize(("extra", "line", "field", "words"), [
+    (RM3 + "fb_docs = true\n", 10, "stages.fb.fb_docs", "got True: expected a whole number"),
+    (RM3 + 'fb_docs = "10"\n', 10, "stages.fb.fb_docs", "got '10': expected a whole number"),
+    (RM3 + "fb_docs = 10.0\n", 10, "stages.fb.fb_docs", "got 10.0: expected a whole number"),
+    (RM3 + "english_terms = 1\n", 10, "stages.fb.english_terms",
+     "got 1: expected true or false"),
+    (RM3 + 'orig_weight = "0.5"\n', 10, "stages.fb.orig_weight", "got '0.5': expected a number"),
+    (MIX + "weights = [1, true]\n", 11, "stages.mix.weights[1]", "got True: expected a number"),
+    ('pipeline = "bm25 >> rm3 >> bm25"\n[grid.stages.bm25]\nk1 = [0.9, true]\n', 9,
+     "grid.stages.bm25.k1[1]", "got True: expected a number"),
+    ('pipeline = "bm25 >> rm3 >> bm25"\n[grid.stages.rm3]\nfb_docs = [\n  5,\n  "10",\n]\n',
+     11, "grid.stages.rm3.fb_docs[1]", "got '10': expected a whole number"),
+    (MIX + "[grid.stages.mix]\nweights = [[0.3, 0.7], [1, false]]\n", 12,
+     "grid.stages.mix.weights[1][1]", "got False: expected a number"),
+    ('pipeline = "bm25 >> rm3(fb_docs=True) >> bm25"\n', 7, "pipeline",
+     "stage rm3, parameter fb_docs: got True: expected a whole number"),
+    ("pipeline = [\"bm25\", \"bm25 >> rm3(fb_terms='10') >> bm25\"]\n", 7, "pipeline[1]",
+     "stage rm3, parameter fb_terms: got '10': expected a whole number"),
+    ("pipeline = \"fuse(bm25, dense, blend='linear', weights=[1, True])\"\n", 7, "pipeline",
+     "stage fuse, parameter weights[1]: got True: expected a number"),
+    ('pipeline = "bm25(k1=\'1.2\')"\n', 7, "pipeline",
+     "stage bm25, parameter k1: got '1.2': expected a number"),
+    ('pipeline = "fb"\n[stages.fb]\npipeline = "bm25 >> rm3(fb_docs=True) >> bm25"\n', 8,
+     "stages.fb", "stage rm3, parameter fb_docs: got True"),
+    ('pipeline = "bm25"\n[baseline]\npipeline = "bm25(top_k=True)"\n', 9, "baseline.pipeline",
+     "stage bm25, parameter top_k: got True: expected a whole number"),
+])
+def test_a_stage_parameter_of_the_wrong_type_is_refused_in_one_line(tmp_path, extra, line,
+                                                                     field, words):
+    path = write(tmp_path, MINIMAL + extra)
+    with pytest.raises(SweepSpecError) as err:
+        load_spec(path)
+    said = str(err.value)
+    assert said.startswith(f"{path}:{line}: field {field!r}: "), said
+    assert words in said and "\n" not in said, said
+
+
+def test_numbers_that_are_numbers_and_arrays_for_tuples_still_load(tmp_path):
+    path = write(tmp_path, MINIMAL + 'metrics = ["ndcg@10"]\n'
+                 'pipeline = ["bm25 >> fb >> bm25", "mix(bm25, dense)",'
+                 ' "bm25 >> rm3(orig_weight=1, fb_docs=5) >> bm25"]\n'
+                 '[stages.fb]\nkind = "rm3"\norig_weight = 1\nfb_docs = 5\n'
+                 '[stages.mix]\nkind = "fuse"\nblend = "linear"\nweights = [1, 2]\n'
+                 '[grid.stages.mix]\nrrf_k = { start = 10, stop = 30, step = 10 }\n'
+                 '[grid.stages.fb]\nmax_df = [1, 0.5]\n')
+    spec = load_spec(path)
+    exprs = {p.pipeline.expression() for p in spec.grid_points()}
+    assert "mix(bm25, dense, blend='linear', rrf_k=10, weights=[1, 2])" in exprs
+    assert "bm25 >> rm3(fb_docs=5, orig_weight=1) >> bm25" in exprs
+
+
+def test_a_stage_built_in_python_keeps_its_lenient_config():
+    from aiblox.engine import Stage, parse_pipeline
+
+    assert Stage("rm3", fb_docs=10).config().fb_docs == 10  # type: ignore[attr-defined]
+    rm3 = parse_pipeline("bm25 >> rm3(fb_docs=10, orig_weight=1) >> bm25").check()
+    assert rm3.expression() == "bm25 >> rm3(fb_docs=10, orig_weight=1) >> bm25"
+
+
+def test_an_expression_option_names_the_stage_and_the_parameter():
+    from aiblox.engine import PipelineError, parse_pipeline
+
+    with pytest.raises(PipelineError) as err:
+        parse_pipeline("bm25 >> rm3(fb_docs=True) >> bm25", where="--pipeline")
+    assert str(err.value) == ("--pipeline: stage rm3, parameter fb_docs: got True: expected a "
+                              "whole number")
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "evals" / "sweeps").glob("*.toml"))
+                         + sorted((REPO / "evals" / "sweeps" / "levers").glob("*.toml")),
+                         ids=lambda p: p.stem)
+def test_every_shipped_spec_still_loads(path):
+    assert load_spec(path).grid_points()
