@@ -71,7 +71,6 @@ from aiblox.metrics import (
     validate_metrics,
 )
 from aiblox.sweep.axes import (
-    CHUNK_DEPTH_KEYS,
     DEFAULT_MAX_POINTS,
     DENSE_AXES,
     FIELD_AXES,
@@ -96,6 +95,8 @@ from aiblox.sweep.points import (
 )
 from aiblox.sweep.spec_checks import (
     check_baseline_keys,
+    check_chunk_depths,
+    check_chunk_k,
     check_depths,
     check_finetune,
     check_numeric_space,
@@ -260,11 +261,11 @@ class SweepSpec(_Strict):
     @model_validator(mode="after")
     def _check(self, info: ValidationInfo) -> SweepSpec:
         if self.report_split is None and self.cv is None:
-            raise ValueError("report_split is required (or set [cv] folds = k to choose by "
+            raise ValueError("report_split: required (or set [cv] folds = k to choose by "
                              "k-fold cross-validation on tune_split alone)")
         if self.tune_split == self.report_split:
-            raise ValueError("tune_split and report_split must differ: choose on one split, "
-                             "report on another")
+            raise ValueError(f"report_split = {self.report_split!r}: must differ from "
+                             f"tune_split: choose on one split, report on another")
         if self.cv is not None and self.search.model_based:
             raise ValueError(f"cv: k-fold cross-validation needs its points fixed before any is "
                              f"scored (search strategy 'grid' or 'random'); "
@@ -273,24 +274,25 @@ class SweepSpec(_Strict):
         if self.finetune is not None:
             check_finetune(self.finetune.split, self.splits, self.embedder)
         if (self.backend == "postgres") != backend_of(self.db, "duckdb").startswith("postgres"):
-            raise ValueError(f"backend {self.backend!r} does not match db {self.db!r}: "
+            key = "backend" if "backend" in self.model_fields_set else "db"
+            raise ValueError(f"{key}: backend {self.backend!r} does not match db {self.db!r}: "
                              f"postgres needs a postgresql+psycopg:// URL, duckdb a file path")
         known = (pipeline_metric_names(self.metrics, self.chunk_k,
                                        self.grid.selection is not None)
                  if self.has_pipeline_axes else self.metrics)
         if self.primary not in known:
-            raise ValueError(f"primary metric {self.primary!r} is not in metrics {known}")
+            raise ValueError(f"primary = {self.primary!r}: not in metrics {known}")
         if not self.has_pipeline_axes:
             data = self.model_dump(mode="json", include=set(_NEW_FIELDS))
             for name in ("query_limit", "chunk_k", "reader", "reader_options"):
                 if data[name] != _DEFAULTS[name]:
-                    raise ValueError(f"{name} applies to pipeline sweeps only (a spec with "
+                    raise ValueError(f"{name}: applies to pipeline sweeps only (a spec with "
                                      f"[grid.chunking] or [grid.selection])")
-        if any(k < 1 for k in self.chunk_k) or not self.chunk_k:
-            raise ValueError(f"chunk_k must be positive ints, got {self.chunk_k}")
+        check_chunk_k(self.chunk_k)
         check_baseline_keys(self.baseline, self.has_pipeline_axes, self.grid.selection)
-        if "query_text" in self.base or "query_id" in self.base:
-            raise ValueError("base may not set query_text or query_id")
+        for key in ("query_text", "query_id"):
+            if key in self.base:
+                raise ValueError(f"base.{key}: a query's own, not a setting of the base")
         try:  # validates the overrides (unknown keys rejected)
             base = self.base_prefs()
         except ValidationError as exc:
@@ -302,19 +304,16 @@ class SweepSpec(_Strict):
         check_passages(base, self.grid, self.baseline)
         check_depths(base, self.grid, self.metrics, self.chunk_k, self.baseline,
                      self.has_pipeline_axes)
-        if self.has_pipeline_axes and base.top_k_chunks < 1:
-            raise ValueError(f"base.top_k_chunks must be >= 1 in a pipeline sweep (no chunk "
-                             f"is returned otherwise), got {base.top_k_chunks}")
-        for key in CHUNK_DEPTH_KEYS:
-            value = (self.baseline or {}).get(key)
-            if value is not None and (not isinstance(value, int) or value < 1):
-                raise ValueError(f"baseline.{key} must be a whole number >= 1, got {value!r}")
+        check_chunk_depths(base, self.baseline, self.has_pipeline_axes)
         if self.search.model_based and not any(
                 getattr(self.grid, f) is not None for f in type(self.grid).model_fields):
             raise ValueError(f"search: strategy {self.search.strategy!r} needs a search space, "
                              f"and the spec has no grid axes")
-        if self.search.objectives is not None:
-            self.objective_directions()  # unknown names, undecidable directions: refused here
+        if self.search.objectives is not None:  # unknown names, undecidable directions
+            try:
+                self.objective_directions()
+            except ValueError as exc:
+                raise ValueError(f"search.{exc}") from None
         for name in FIELD_AXES:  # title weighting needs the index engine and both fields
             for value in self.grid.axis(name) or []:
                 try:
@@ -353,8 +352,10 @@ class SweepSpec(_Strict):
         a valid parameter; the baseline's pipeline too. Refused here, before any work."""
         import_stage_modules(self.stage_modules, spec_dir)
         if self.pipeline is None:
-            raise ValueError("stages and grid.stages configure the stages of a pipeline: set "
-                             "pipeline = \"...\" (e.g. \"bm25 >> rm3 >> bm25\")")
+            table = [f"stages.{n}" for n in self.stages] + [
+                f"grid.stages.{n}" for n in self.grid.stages or {}]
+            raise ValueError(f"{table[0]}: configures a stage of a pipeline: set pipeline = "
+                             f"\"...\" (e.g. \"bm25 >> rm3 >> bm25\")")
         check_stage_tables(self.pipelines(), self._pipeline_texts(), self.stages, self.grid)
         where = (["pipeline"] if isinstance(self.pipeline, str)
                  else [f"pipeline[{i}]" for i in range(len(self.pipeline))])

@@ -48,7 +48,8 @@ from aiblox.sweep.axes import (
 )
 from aiblox.sweep.space import SearchSpace
 
-__all__ = ["check_baseline_keys", "check_depths", "check_finetune", "check_numeric_space",
+__all__ = ["check_baseline_keys", "check_chunk_depths", "check_chunk_k", "check_depths",
+           "check_finetune", "check_numeric_space",
            "check_passages", "check_pipeline_depths", "check_stage_tables",
            "check_swept_once", "import_stage_modules", "problems"]
 
@@ -62,13 +63,38 @@ def check_baseline_keys(baseline: dict[str, Any] | None, pipeline_sweep: bool,
                  - set(CHUNK_DEPTH_KEYS) - {"policy", "pipeline"} - policy_fields()
                  - set(DENSE_AXES))
     if bad:
-        raise ValueError(f"baseline: unknown key(s) {bad}")
-    if not pipeline_sweep and set(baseline or {}) - SCORING_FIELDS \
-            - set(DENSE_AXES) - {"pipeline"}:
-        raise ValueError("baseline: chunking and selection keys need a pipeline sweep")
-    sel_keys = sorted(set(baseline or {}) & ({"policy"} | policy_fields()))
+        raise ValueError(f"baseline.{bad[0]}: unknown key(s) {bad}")
+    chunking = [k for k in baseline or {} if k not in {*SCORING_FIELDS, *DENSE_AXES, "pipeline"}]
+    if not pipeline_sweep and chunking:
+        raise ValueError(f"baseline.{chunking[0]}: chunking and selection keys need a pipeline "
+                         f"sweep")
+    sel_keys = [k for k in baseline or {} if k in {"policy"} | policy_fields()]
     if selection is None and sel_keys:
-        raise ValueError(f"baseline: selection key(s) {sel_keys} need [grid.selection]")
+        raise ValueError(f"baseline.{sel_keys[0]}: selection key(s) {sorted(sel_keys)} need "
+                         f"[grid.selection]")
+
+
+def check_chunk_k(chunk_k: Sequence[int]) -> None:
+    """``chunk_k``: one or more ``k`` of ``answer_recall@k``, each at least 1."""
+    if not chunk_k:
+        raise ValueError("chunk_k: needs at least one k (answer_recall@k)")
+    for i, k in enumerate(chunk_k):
+        if k < 1:
+            raise ValueError(f"chunk_k[{i}] = {k}: out of range; valid: a whole number >= 1")
+
+
+def check_chunk_depths(base: RetrievalPrefs, baseline: dict[str, Any] | None,
+                       pipeline_sweep: bool) -> None:
+    """A pipeline sweep returns chunks (``base.top_k_chunks`` >= 1); the baseline's chunk
+    depths are whole numbers >= 1."""
+    if pipeline_sweep and base.top_k_chunks < 1:
+        raise ValueError(f"base.top_k_chunks = {base.top_k_chunks}: must be >= 1 in a "
+                         f"pipeline sweep (no chunk is returned otherwise)")
+    for key in CHUNK_DEPTH_KEYS:
+        value = (baseline or {}).get(key)
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise ValueError(f"baseline.{key} = {value!r}: out of range; valid: a whole "
+                             f"number >= 1")
 
 
 def import_stage_modules(modules: Sequence[str], near: Path | None = None) -> None:
@@ -316,7 +342,7 @@ def check_finetune(split: str, splits: Sequence[str], embedder: str) -> None:
     except ValueError as exc:
         raise ValueError(f"finetune.split: {exc}") from None
     if split in splits:
-        raise ValueError(f"finetune.split {split!r} is a split the sweep scores: train on "
+        raise ValueError(f"finetune.split = {split!r}: a split the sweep scores: train on "
                          f"another split (its queries in tune_split or report_split are "
                          f"held out of training)")
     if model_folder(embedder) is None:

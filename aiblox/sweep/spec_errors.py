@@ -7,7 +7,9 @@ Steps]``). Here the branch whose shape the value has (a list for ``list[int]``, 
 ``Steps``) is the one reported, under the field's own path; a value of no branch's shape gets
 one line saying what the field takes (``expected a list of whole numbers or steps {start, stop,
 step}, got 60``). An error of the whole spec whose message starts with the key it is about
-(``pipeline[0]: ...``, ``grid.stages.rm3.fb_docs = 'x': ...``) is reported under that key.
+(``pipeline[0]: ...``, ``grid.stages.rm3.fb_docs = 'x': ...``) is reported under that key, and
+so is an error of a table whose message names a key inside it (``reader_options.api_key:
+...``, or ``objectives: ...`` of ``[search]``).
 
 The line is the line of the TOML text where the key (or the nearest table holding it) is
 written, found by :func:`key_lines`, a small reader of TOML's keys, tables, arrays and
@@ -48,9 +50,14 @@ def error_lines(path: str, text: str, data: Any, errors: Iterable[Mapping[str, A
     lines_of = key_lines(text)
     out: list[str] = []
     for key, msg in _merged(data, list(errors), model):
-        if not key and (found := _KEY_FIRST.fullmatch(msg)) and \
-                found.group("key").split(".")[0].split("[")[0] in model.model_fields:
-            key = _parse_key(found.group("key"))
+        found = _KEY_FIRST.fullmatch(msg)
+        named = _parse_key(found.group("key")) if found else ()
+        if key and named and named[:len(key)] != key and _present(data, key + named):
+            named = key + named  # a table's error naming a key inside it: ``objectives: ...``
+        if found and (not key and str(named[0]) in model.model_fields
+                      or key and len(named) > len(key) and named[:len(key)] == key):
+            # a message of the whole spec (or of a table) that starts with the key it is about
+            key = named
             value = found.group("value")
             msg = f"got {value}: {found.group('msg')}" if value else found.group("msg")
         line = _line(lines_of, key)
@@ -96,6 +103,15 @@ def _split(data: Any, loc: Sequence[Any]) -> tuple[Path, list[tuple[int, str]]]:
             present = False
         path.append(part)
     return tuple(path), branches
+
+
+def _present(data: Any, path: Path) -> bool:
+    for part in path:
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            return False
+    return True
 
 
 def _value_at(data: Any, path: Path) -> Any:

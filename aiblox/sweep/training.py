@@ -53,8 +53,9 @@ def check_finetune_reranker(ft: RerankerFineTuneSpec | None, splits: Sequence[st
                for p in pipelines if p is not None for s in p.stages())
     if ft is None:
         if uses:
-            raise ValueError("a cross_encoder stage has model = \"finetune\": add "
-                             "[finetune_reranker] (split = \"train\", ...) to train it")
+            raise ValueError("finetune_reranker: a cross_encoder stage has model = "
+                             "\"finetune\", and nothing trains it: add [finetune_reranker] "
+                             "(split = \"train\", ...)")
         return
     from aiblox.data import parse_split
     from aiblox.embedding.sentence_transformers import model_folder
@@ -64,7 +65,7 @@ def check_finetune_reranker(ft: RerankerFineTuneSpec | None, splits: Sequence[st
     except ValueError as exc:
         raise ValueError(f"finetune_reranker.split: {exc}") from None
     if ft.split in splits:
-        raise ValueError(f"finetune_reranker.split {ft.split!r} is a split the sweep scores: "
+        raise ValueError(f"finetune_reranker.split = {ft.split!r}: a split the sweep scores: "
                          f"train on another split (its queries in tune_split or report_split "
                          f"are held out of training)")
     if model_folder(ft.base) is None:

@@ -60,8 +60,8 @@ def spec(tmp_path, base, extra="", **replace):
 
 
 @pytest.mark.parametrize(("extra", "replace", "message"), [
-    ("", {'split = "train"': 'split = "test:0/2"'}, "finetune_reranker.split 'test:0/2' is a "
-                                                    "split the sweep scores"),
+    ("", {'split = "train"': 'split = "test:0/2"'},
+     "field 'finetune_reranker.split': got 'test:0/2': a split the sweep scores"),
     ("", {'model = "finetune"': 'model = "/x"'},
      "field 'finetune_reranker': no cross_encoder stage"),
     ("", {"base = ": "base = 'nowhere-model' #"},

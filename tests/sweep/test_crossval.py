@@ -167,7 +167,7 @@ def _spec(**over):
 
 def test_spec_errors_before_any_work(tmp_path):
     for bad, field in (({"cv": {"folds": 1}}, "cv.folds"),
-                       ({"cv": None}, "report_split is required"),
+                       ({"cv": None}, "field 'report_split': required"),
                        ({"search": {"strategy": "tpe", "n": 3}}, "field 'cv': k-fold")):
         path = tmp_path / "bad.toml"
         data = _spec().model_dump(mode="json", exclude_none=True)

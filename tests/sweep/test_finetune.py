@@ -63,7 +63,8 @@ def _spec(tmp_path: Path, extra: str = "", **replace: str):
 
 
 @pytest.mark.parametrize(("extra", "replace", "message"), [
-    ("", {'split = "train"': 'split = "test:0/2"'}, "finetune.split 'test:0/2' is a split"),
+    ("", {'split = "train"': 'split = "test:0/2"'},
+     "field 'finetune.split': got 'test:0/2': a split the sweep scores"),
     ("", {'split = "train"': 'split = "train:2"'}, "field 'finetune.split': derived split"),
     ("", {'embedder = "minilm"': 'embedder = "hashing"'}, "not a sentence-transformers model"),
     ("epochs_x = 1", {}, "finetune.epochs_x"),

@@ -55,15 +55,15 @@ CHUNKING = '[grid.chunking]\nchunker_id = ["sentences"]\n'
     ('chunk_k = [1, 10]\n' + CHUNKING + "top_k_chunks = [5, 12]\n", "grid.chunking.top_k_chunks",
      "answer_recall@10 (chunk_k) reads 10 chunks per query, but top_k_chunks = 5 returns at "
      "most 5"),
-    ('[base]\ntop_k_chunks = 0\n' + CHUNKING, "(spec)", "base.top_k_chunks must be >= 1"),
+    ('[base]\ntop_k_chunks = 0\n' + CHUNKING, "base.top_k_chunks", "got 0: must be >= 1"),
     ("[grid.chunking]\ntop_k_chunks = [0, 5]\n", "grid.chunking.top_k_chunks", "got [0]"),
     ("[grid.chunking]\nper_item_chunk_cap = [0]\n", "grid.chunking.per_item_chunk_cap",
      "got [0]"),
     ("[grid.chunking]\nmax_chunk_tokens = [0, 64]\n", "grid.chunking.max_chunk_tokens",
      "got [0]"),
     ("[grid.chunking]\noverlap_tokens = [-1]\n", "grid.chunking.overlap_tokens", "got [-1]"),
-    (CHUNKING + "[baseline]\nblend = \"rrf\"\nper_item_chunk_cap = 0\n", "(spec)",
-     "baseline.per_item_chunk_cap must be a whole number >= 1"),
+    (CHUNKING + "[baseline]\nblend = \"rrf\"\nper_item_chunk_cap = 0\n",
+     "baseline.per_item_chunk_cap", "got 0: out of range; valid: a whole number >= 1"),
     ('metrics = ["bogus@10", "ndcg@10"]\n', "metrics", "'bogus@10': unknown metric 'bogus'"),
     ('metrics = ["ndcg@-3", "ndcg@10"]\n', "metrics", "cutoff @k must be a positive integer"),
     ('metrics = ["ndcg@0"]\nprimary = "ndcg@0"\n', "metrics", "got '0'"),
@@ -155,7 +155,8 @@ def test_a_huge_selection_axis_is_refused_before_it_is_built(tmp_path):
     path = write(tmp_path, MINIMAL + CHUNKING
                  + '[grid.selection]\nmax_chunks = { start = 1, stop = 1e9, step = 1 }\n')
     t0 = time.perf_counter()
-    with pytest.raises(SweepSpecError, match="max_chunks: 1,000,000,000 values, above the limit"):
+    with pytest.raises(SweepSpecError, match="field 'grid.selection.max_chunks': "
+                                             "1,000,000,000 values, above the limit"):
         load_spec(path)
     assert time.perf_counter() - t0 < 1.0
 

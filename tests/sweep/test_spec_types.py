@@ -33,8 +33,8 @@ GRID = '[grid]\nblend = ["rrf"]\n'  # MINIMAL is 6 lines (a blank first): [grid]
      "got True: expected a whole number"),
     ('[grid.chunking]\ntop_k_chunks = [true]\n', 8, "grid.chunking.top_k_chunks[0]",
      "got True: expected a whole number"),
-    ('[grid.selection]\nmax_chunks = [true, 2]\n', 7, "grid.selection",
-     "max_chunks: got True: expected a whole number"),
+    ('[grid.selection]\nmax_chunks = [true, 2]\n', 8, "grid.selection.max_chunks",
+     "got True: expected a whole number"),
     ("significance_top = true\n", 7, "significance_top", "got True: expected a whole number"),
     ("[search]\nstrategy = \"random\"\nn = \"5\"\n", 9, "search.n",
      "got '5': expected a whole number"),
@@ -44,7 +44,7 @@ GRID = '[grid]\nblend = ["rrf"]\n'  # MINIMAL is 6 lines (a blank first): [grid]
     ('pipeline = "bm25 >> frobnicate"\n', 7, "pipeline", "unknown stage 'frobnicate'"),
     ('pipeline = "bm25 >> rm3 >> bm25"\n[grid.stages.rm3]\nfb_docs = ["x"]\n', 9,
      "grid.stages.rm3.fb_docs[0]", "got 'x': expected a whole number"),
-    ('[baseline]\nfoo = 1\n', 7, "baseline", "unknown key(s) ['foo']"),
+    ('[baseline]\nfoo = 1\n', 8, "baseline.foo", "unknown key(s) ['foo']"),
 ])
 def test_a_wrong_type_is_one_line_naming_file_line_and_field(tmp_path, extra, line, field,
                                                              words):

@@ -1,0 +1,63 @@
+"""Every spec error names the field it is about, and the line where that field is written:
+errors of the spec as a whole (``primary metric 'x' is not in metrics``, ``tune_split and
+report_split must differ``, ``chunk_k must be positive ints``, a ``[search]`` objective
+unknown, a ``[baseline]`` key unknown) read ``spec.toml: field '(spec)': ...`` with no line
+before."""
+
+from __future__ import annotations
+
+import pytest
+from spec_text import MINIMAL, write
+
+from aiblox.sweep import SweepSpecError, load_spec
+
+CHUNKING = '[grid.chunking]\nchunker_id = ["sentences"]\n'
+NO_REPORT = MINIMAL.replace('report_split = "test"\n', "")  # name .. embedder: lines 2-5
+
+
+@pytest.mark.parametrize(("text", "line", "field", "words"), [
+    (MINIMAL + 'primary = "map@7"\n', 7, "primary", "got 'map@7': not in metrics ["),
+    (MINIMAL.replace('"test"', '"train"'), 5, "report_split",
+     "got 'train': must differ from tune_split"),
+    (NO_REPORT, None, "report_split", "required (or set [cv] folds = k"),
+    (MINIMAL + "query_limit = 5\n", 7, "query_limit", "applies to pipeline sweeps only"),
+    (MINIMAL + "chunk_k = [1, 0]\n" + CHUNKING, 7, "chunk_k[1]",
+     "got 0: out of range; valid: a whole number >= 1"),
+    (MINIMAL + "chunk_k = []\n" + CHUNKING, 7, "chunk_k", "needs at least one k"),
+    (MINIMAL + '[base]\nquery_text = "x"\n', 8, "base.query_text", "a query's own"),
+    (MINIMAL + 'backend = "postgres"\n', 7, "backend", "does not match db None"),
+    (MINIMAL + "[base]\ntop_k_chunks = 0\n" + CHUNKING, 8, "base.top_k_chunks",
+     "got 0: must be >= 1 in a pipeline sweep"),
+    (MINIMAL + CHUNKING + "[baseline]\ntop_k_chunks = 0\n", 10, "baseline.top_k_chunks",
+     "got 0: out of range; valid: a whole number >= 1"),
+    (MINIMAL + "[stages.rm3]\nfb_docs = 5\n", 7, "stages.rm3",
+     "configures a stage of a pipeline: set pipeline"),
+    (MINIMAL + '[search]\nobjectives = ["ndcg@10", "bogus@3"]\n', 8, "search.objectives",
+     "unknown metric(s) ['bogus@3']"),
+    (MINIMAL + '[search]\nobjectives = ["ndcg@10"]\n', 8, "search.objectives",
+     "at least two distinct names"),
+    (MINIMAL + '[search]\nobjectives = ["ndcg@10", "candidates"]\ndirections = ["maximize"]\n',
+     9, "search.directions", "one per objective"),
+    (MINIMAL + '[finetune]\nsplit = "train"\n', 8, "finetune.split",
+     "got 'train': a split the sweep scores"),
+    (MINIMAL + 'reader_options = { api_key = "x" }\n' + CHUNKING, 7, "reader_options.api_key",
+     "a secret does not belong in a spec"),
+    (MINIMAL + "[baseline]\nfoo = 1\n", 8, "baseline.foo", "unknown key(s) ['foo']"),
+    (MINIMAL + '[baseline]\nchunker_id = "whole"\n', 8, "baseline.chunker_id",
+     "chunking and selection keys need a pipeline sweep"),
+    (MINIMAL + CHUNKING + '[baseline]\npolicy = "R2_POLICY_V1"\n', 10, "baseline.policy",
+     "selection key(s) ['policy'] need [grid.selection]"),
+    (MINIMAL + CHUNKING + '[grid.selection]\npolicy = ["R2_POLICY_V1"]\nmax_chunks = [0]\n',
+     11, "grid.selection.max_chunks", "got 0: "),
+    (MINIMAL + 'pipeline = "bm25 >> cross_encoder"\n[stages.cross_encoder]\n'
+     'model = "finetune"\n', None, "finetune_reranker",
+     'a cross_encoder stage has model = "finetune", and nothing trains it'),
+])
+def test_a_spec_error_names_its_field_and_line(tmp_path, text, line, field, words):
+    path = write(tmp_path, text)
+    with pytest.raises(SweepSpecError) as err:
+        load_spec(path)
+    said = str(err.value)
+    where = f"{path}:{line}" if line is not None else str(path)
+    assert said.startswith(f"{where}: field {field!r}: "), said
+    assert words in said and "\n" not in said and "(spec)" not in said, said
