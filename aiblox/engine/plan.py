@@ -342,7 +342,11 @@ def run_form(p: Pipeline, base: RetrievalPrefs) -> Any:
     configs, then each stage's kind, version and config (a model by its path, not its files'
     hash) over its inputs' forms. Two pipelines of one form give one run (a sweep scores one
     of them: ``bm25 + dense``, ``retrieve`` and ``(bm25 + dense) % 100`` over the same base;
-    ``dense`` under two BM25 settings)."""
+    ``dense`` under two BM25 settings). Only what is read counts: a first stage of one signal
+    (``bm25``, ``dense``) without the base's scoring (its one list is cut, never fused), a
+    fusion without the settings its blend ignores (RRF ``normalize`` and ``missing``, the
+    linear blend ``rrf_k``), so ``bm25`` under two ``rrf_k`` values is one run. Stage keys are
+    not made from this form: they keep every setting they always held."""
     return _form(p.check(), _TOPICS, base)
 
 
@@ -352,8 +356,10 @@ def _form(p: Pipeline, inp: Any, base: RetrievalPrefs) -> Any:
     if inp is _TOPICS:
         prefs = first_stage_prefs(p, base)
         if prefs is not None:
-            return ("first", signals_config(prefs, "", "", "", "embedder"),
-                    fusion_config(prefs))
+            fusion = fusion_config(prefs)
+            if prefs.mode != "hybrid":  # one list cut to top_k_items: no scoring read
+                fusion["scoring"] = None
+            return ("first", signals_config(prefs, "", "", "", "embedder"), fusion)
     if isinstance(p, Then):
         for step in p.steps:
             inp = _form(step, inp, base)
@@ -361,8 +367,10 @@ def _form(p: Pipeline, inp: Any, base: RetrievalPrefs) -> Any:
     if isinstance(p, Cutoff):
         return ("cutoff", p.k, _form(p.inner, inp, base))
     if isinstance(p, Fuse):
-        return ("fuse", fuse_config(p, base).model_dump(),
-                [_form(m, inp, base) for m in p.members])
+        cfg = fuse_config(p, base).model_dump()
+        for unread in ("normalize", "missing") if cfg["blend"] == "rrf" else ("rrf_k",):
+            cfg.pop(unread)  # what fuse_runs does not read under the blend
+        return ("fuse", cfg, [_form(m, inp, base) for m in p.members])
     assert isinstance(p, Stage)
     if p.kind == "identity":
         return inp
