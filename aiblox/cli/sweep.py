@@ -110,6 +110,11 @@ def sweep(
     console.print(f"sweep {spec.name}: {n_points:,} points{drawn} (limit {max_points:,}; "
                   f"--max-points raises it), each on {' and '.join(spec.splits)}{cv}; "
                   f"embedder {spec.embedder} on {describe_device(resolved)}", soft_wrap=True)
+    merged = _merged(spec)
+    if merged["points"]:
+        console.print(f"{merged['points']:,} more grid points merged into these: each "
+                      f"computes the same run as one of them, scored once; {merged['why']}",
+                      soft_wrap=True, markup=False)
     dataset = None
     if spec.cv is not None:  # k folds need k queries: checked before anything is logged
         try:
@@ -160,7 +165,7 @@ def sweep(
             fail(str(exc))
         raise
     if as_json:
-        print_json(_summary(result, top))
+        print_json({**_summary(result, top), "merged": merged})
         return
     out.print(_leaderboard(result, top))
     b = result.best
@@ -335,6 +340,15 @@ def _significance(result: SweepResult) -> Table:
 def _ranked(result: SweepResult) -> list:
     return sorted(result.points, key=lambda p: (-p.metrics[result.tune_split][result.primary],
                                                 p.config_hash))
+
+
+def _merged(spec) -> dict:
+    """How many points of the full grid were merged into others computing the same run, and
+    why (:meth:`SweepSpec.merged_points`): ``--json``'s ``merged``."""
+    from aiblox.sweep.points import merged_why
+
+    merged = spec.merged_points()
+    return {"points": len(merged), "why": merged_why(merged) or None}
 
 
 def _summary(result: SweepResult, top: int) -> dict:

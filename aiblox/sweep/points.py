@@ -54,8 +54,10 @@ from aiblox.sweep.axes import (
 )
 from aiblox.sweep.grid import to_decimal
 
-__all__ = ["baseline_point", "chunking_points", "fusion_points", "grid_size",
-           "parse_baseline_pipeline", "parse_pipelines", "pipeline_count",
+__all__ = ["Merged", "baseline_point", "chunking_points", "fusion_points", "grid_size",
+           "merged_grid", "merged_settings", "merged_why", "parse_baseline_pipeline",
+           "parse_pipelines",
+           "pipeline_count",
            "pipeline_metric_names", "pipeline_variants", "selection_points", "with_chunking"]
 
 
@@ -312,13 +314,77 @@ def pipeline_grid(base: Sequence[PipelinePoint], variants: Sequence[Pipeline | N
     effective configs) and whose other settings are an earlier point's is left out (``dense``
     under two ``k1`` axis values, ``retrieve`` beside ``bm25 + dense``), so no result is
     scored and tested twice. ``chunk_stages``: the points go on to chunk stages, which read
-    the prefs (the prefs then count whole)."""
+    the prefs (the prefs then count whole). :func:`merged_grid` also says which were left
+    out."""
+    return merged_grid(base, variants, chunk_stages)[0]
+
+
+Merged = list[tuple[PipelinePoint, PipelinePoint]]
+"""``(point left out, the earlier point that computes its run)``, in grid order."""
+
+
+def merged_grid(base: Sequence[PipelinePoint], variants: Sequence[Pipeline | None],
+                chunk_stages: bool = False) -> tuple[list[PipelinePoint], Merged]:
+    """:func:`pipeline_grid`'s points, and each point it left out with the point kept in its
+    place."""
     out: dict[str, PipelinePoint] = {}
+    merged: Merged = []
     for pt in base:
         for variant in variants:
             point = PipelinePoint(pt.prefs, pt.policy, pt.overrides, variant)
-            out.setdefault(_effective_key(point, chunk_stages), point)
-    return list(out.values())
+            kept = out.setdefault(_effective_key(point, chunk_stages), point)
+            if kept is not point:
+                merged.append((point, kept))
+    return list(out.values()), merged
+
+
+def merged_settings(merged: Merged) -> list[str]:
+    """What the points left out differ in from the points kept in their place, as the spec
+    names it: settings of ``[base]`` and ``[grid]`` (``scoring.rrf_k``, ``fts.k1``), and
+    ``pipeline`` where two expressions are one run (``retrieve`` and ``bm25 + dense``)."""
+    from aiblox.engine.algebra import shape
+
+    found: dict[str, None] = {}
+    for left, kept in merged:
+        a = _flat(left.prefs.model_dump(mode="json", exclude={"query_text", "query_id"}))
+        b = _flat(kept.prefs.model_dump(mode="json", exclude={"query_text", "query_id"}))
+        found.update(dict.fromkeys(k for k in a if a[k] != b.get(k)))
+        if left.pipeline is not None and kept.pipeline is not None:
+            if shape(left.pipeline) != shape(kept.pipeline):
+                found["pipeline"] = None
+            elif left.pipeline != kept.pipeline:
+                found["stage parameters"] = None
+    return list(found)
+
+
+def merged_why(merged: Merged) -> str:
+    """Why the points of ``merged`` were merged, in a clause: ``they differ only in
+    scoring.rrf_k, fts.k1, which their stages do not read``, ``... or in how the pipeline is
+    written (retrieve is bm25 + dense)``."""
+    from aiblox.engine.algebra import shape
+
+    found = merged_settings(merged)
+    settings = [s for s in found if s not in ("pipeline", "stage parameters")]
+    parts = [f"{', '.join(settings)}, which their stages do not read"] if settings else []
+    if "pipeline" in found:
+        left, kept = next((a, b) for a, b in merged if a.pipeline is not None
+                          and b.pipeline is not None and shape(a.pipeline) != shape(b.pipeline))
+        assert left.pipeline is not None and kept.pipeline is not None
+        parts.append(f"how the pipeline is written ({shape(left.pipeline)} is "
+                     f"{shape(kept.pipeline)})")
+    if "stage parameters" in found:
+        parts.append("stage parameters at the values their defaults give")
+    return "they differ only in " + ", or in ".join(parts) if parts else ""
+
+
+def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
 
 
 def _effective_key(pt: PipelinePoint, chunk_stages: bool) -> str:

@@ -82,18 +82,20 @@ from aiblox.sweep.axes import (
 )
 from aiblox.sweep.crossval import CVConfig
 from aiblox.sweep.points import (
+    Merged,
     baseline_point,
     chunking_points,
     fusion_points,
     grid_size,
+    merged_grid,
     parse_baseline_pipeline,
     parse_pipelines,
-    pipeline_grid,
     pipeline_metric_names,
     pipeline_variants,
     selection_points,
 )
 from aiblox.sweep.spec_checks import (
+    backend_of,
     check_baseline_keys,
     check_chunk_depths,
     check_chunk_k,
@@ -399,10 +401,18 @@ class SweepSpec(_Strict):
             if self.has_pipeline_axes:
                 return self.pipeline_points()
             return [PipelinePoint(p) for p in self.points()]
+        points = self._pipeline_grid()[0]
+        return [points[i] for i in self.search.pick(len(points))]
+
+    def merged_points(self) -> Merged:
+        """The points of the full grid left out because an earlier point computes the same
+        run (:func:`~aiblox.sweep.points.merged_grid`), each with the point kept."""
+        return [] if self.pipeline is None else self._pipeline_grid()[1]
+
+    def _pipeline_grid(self) -> tuple[list[PipelinePoint], Merged]:
         base = (self.pipeline_points(draw=False) if self.has_pipeline_axes
                 else [PipelinePoint(p) for p in self.fusion_points()])
-        points = pipeline_grid(base, self.pipeline_variants(), self.has_pipeline_axes)
-        return [points[i] for i in self.search.pick(len(points))]
+        return merged_grid(base, self.pipeline_variants(), self.has_pipeline_axes)
 
     def grid_baseline(self) -> PipelinePoint | None:
         """The named baseline as a point (None without ``[baseline]``)."""
@@ -553,13 +563,6 @@ def _defaults() -> dict[str, Any]:
     """The new fields' defaults."""
     fields = SweepSpec.model_fields
     return {n: fields[n].get_default(call_default_factory=True) for n in _NEW_FIELDS}
-
-
-def backend_of(db: str | None, default: str) -> str:
-    """``postgres`` for a PostgreSQL URL, ``duckdb`` for a file path, ``default`` for None."""
-    if db is None:
-        return default
-    return "postgres" if str(db).startswith(("postgresql", "postgres://")) else "duckdb"
 
 
 def load_spec(path: str | Path, max_points: int | None = None) -> SweepSpec:

@@ -48,11 +48,18 @@ from aiblox.sweep.axes import (
 )
 from aiblox.sweep.space import SearchSpace
 
-__all__ = ["check_baseline_keys", "check_chunk_depths", "check_chunk_k", "check_depths",
-           "check_finetune", "check_numeric_space",
+__all__ = ["backend_of", "check_baseline_keys", "check_chunk_depths", "check_chunk_k",
+           "check_depths", "check_finetune", "check_numeric_space",
            "check_passages", "check_pipeline_depths", "check_stage_tables",
            "check_swept_once", "import_stage_modules", "problems"]
 
+
+
+def backend_of(db: str | None, default: str) -> str:
+    """``postgres`` for a PostgreSQL URL, ``duckdb`` for a file path, ``default`` for None."""
+    if db is None:
+        return default
+    return "postgres" if str(db).startswith(("postgresql", "postgres://")) else "duckdb"
 
 
 def check_baseline_keys(baseline: dict[str, Any] | None, pipeline_sweep: bool,

@@ -11,10 +11,15 @@ merged were dropped without a word: ``aiblox sweep`` now says how many, and why,
 
 from __future__ import annotations
 
-from spec_text import MINIMAL, write
+import json
 
+from spec_text import MINIMAL, write
+from typer.testing import CliRunner
+
+from aiblox.cli.main import app
 from aiblox.engine.settings import point_config, point_title
 from aiblox.sweep import load_spec
+from aiblox.sweep.points import merged_why
 
 SINGLE = ('metrics = ["ndcg@10"]\npipeline = ["bm25", "bm25 >> rm3 >> bm25", "dense"]\n'
           "[grid]\nrrf_k = [10, 60]\n")
@@ -34,13 +39,16 @@ def test_single_signal_pipelines_under_a_fusion_axis_are_one_point_each(tmp_path
     settings = spec.settings()
     assert [point_config(settings, p, "e", "duckdb")[0] for p in spec.grid_points()] == [
         point_config(settings, p, "e", "duckdb")[0] for p in first.grid_points()]
+    assert len(spec.merged_points()) == 3
+    assert merged_why(spec.merged_points()) == ("they differ only in scoring.rrf_k, which "
+                                                 "their stages do not read")
 
 
 def test_a_fusion_axis_still_multiplies_what_fuses(tmp_path):
     spec = load_spec(write(tmp_path, MINIMAL + 'metrics = ["ndcg@10"]\npipeline = '
                            '["bm25 + dense", "(bm25 >> rm3 >> bm25) + dense"]\n'
                            "[grid]\nrrf_k = [10, 60]\n"))
-    assert len(spec.grid_points()) == 4
+    assert len(spec.grid_points()) == 4 and not spec.merged_points()
 
 
 def test_a_setting_the_fusions_blend_ignores_is_one_point(tmp_path):
@@ -50,3 +58,23 @@ def test_a_setting_the_fusions_blend_ignores_is_one_point(tmp_path):
                            '[base]\nscoring = { blend = "linear" }\n'
                            '[grid]\nnormalize = ["minmax", "zscore"]\n'))
     assert len(spec.grid_points()) == 1
+    assert "scoring.normalize" in merged_why(spec.merged_points())
+
+
+def test_the_sweep_says_how_many_points_it_merged_and_why(tmp_path, sweep_db):
+    path = write(tmp_path, MINIMAL + 'metrics = ["ndcg@10"]\npipeline = ["retrieve", '
+                 '"bm25 + dense", "dense"]\n[grid]\nk1 = [0.9, 1.2]\n')
+    args = ["sweep", str(path), "--db", sweep_db, "--cache-dir", str(tmp_path / "stages"),
+            "--no-tracking"]
+    runner = CliRunner()
+    r = runner.invoke(app, [*args, "--json"], env={"AIBLOX_NO_PROGRESS": "1"})
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    why = ("they differ only in fts.k1, which their stages do not read, or in how the "
+           "pipeline is written (bm25 + dense is retrieve)")
+    assert out["n_points"] == 3 and out["merged"] == {"points": 3, "why": why}
+    said = [ln for ln in r.stderr.splitlines() if "merged" in ln]
+    assert said == ["3 more grid points merged into these: each computes the same run as one "
+                    f"of them, scored once; {why}"]
+    quiet = runner.invoke(app, ["-q", *args], env={"AIBLOX_NO_PROGRESS": "1"})
+    assert quiet.exit_code == 0 and "merged" not in quiet.stderr
