@@ -111,3 +111,35 @@ def test_a_sentence_opening_with_a_markdown_heading_is_never_quoted() -> None:
     assert glued == "# BM25 BM25 is a ranking function."  # not rewritten
     assert not is_quotable(glued) and not is_quotable("## Why?")
     assert is_quotable("BM25 is a ranking function.") and is_quotable("A #hashtag is no heading.")
+
+
+TRICKY_SENTENCES = (
+    "Dr. Smith lives in Paris.",
+    "The capital was moved by the U.S. Paris is the capital of France.",
+    "J. K. Rowling visited Paris.",
+    "Paris is big, e.g. the capital of France.",
+    "It has approx. 2.1 million residents in Paris.",
+    "巴黎是法国的首都。Paris is in France。",
+    "باريس عاصمة فرنسا؟ Paris is the capital of France.",
+    "The answer is no. Paris is the capital!",
+    "Paris (France.) Capital of France?",
+)
+
+
+def test_quoted_sentences_validate_with_the_same_splitter() -> None:
+    """The reader quotes the pieces ``split_sentences`` returns; validation splits the answer with
+    the same (fail-closed) splitter, so every quote the reader makes validates: a quote is never
+    split into an uncited fragment."""
+    rows = [result(f"t{i}", text, i) for i, text in enumerate(TRICKY_SENTENCES)]
+    policy = policy_v1(max_chunks=len(rows), max_chunks_per_knowledge_id=len(rows))
+    for question in ("Is Paris the capital of France?", "Who lives in Paris?",
+                     "How many residents does Paris have?", "巴黎是法国的首都"):
+        bundle = assemble_answer_bundle(question, make_input(rows), policy)
+        bundle, build = build_prompt(bundle, question, policy)
+        assert build.build_status == "OK"
+        out = ExtractiveLLM(max_sentences=9, min_overlap=0.3).generate(
+            build.prompt_text, request_id="t", max_output_tokens=800
+        )
+        assert out.raw_model_text != REFUSAL_TEXT, question
+        validation = validate_answer(bundle, out)  # type: ignore[arg-type]
+        assert validation.validation_status == "PASSED", (question, validation.failure_reason)

@@ -15,7 +15,8 @@ Checks, in order (each failure adds its code to ``failure_codes``):
 - ``UNKNOWN_ANCHOR``: a ``\\[C\\d+\\]`` marker outside the allowed anchor set (``[C01]`` is not C1);
 - ``NO_CITATIONS``: an answer that is not the refusal cites nothing;
 - ``UNCITED_SENTENCE``: a sentence with factual content (a letter or digit outside markers)
-  carrying no marker;
+  carrying no marker (sentences as :func:`~aiblox.assembly.prompt.sentence_split.split_sentences`
+  splits them, failing closed on ambiguous boundaries);
 - ``METADATA_LEAK``: evidence metadata in the answer: ``chunk_id``/``knowledge_id``/``source=``
   fields, an evidence header, or a selected chunk or knowledge id that none of the evidence texts
   contains (so quoting evidence that happens to contain an id is not a leak);

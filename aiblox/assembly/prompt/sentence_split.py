@@ -1,10 +1,28 @@
 """A small deterministic sentence splitter: what counts as one sentence of an answer, shared
 by the extractive reader (step 5) and answer validation (step 6).
 
-A sentence ends at ``.``, ``!`` or ``?`` (optionally followed by closing quotes or brackets and
-by citation markers such as ``[C0]``) when whitespace or the end of the text follows, and at
-every newline. It does not end after a single letter (initials, ``U.S.``) or after a few common
-abbreviations. Citation markers written after the full stop belong to the sentence before them.
+It fails closed: answer validation requires a citation in every sentence with content (seed
+R5), so when a boundary is ambiguous it splits, and an extra uncited fragment fails the answer
+rather than an uncited claim passing inside a cited one. The rule:
+
+- every newline ends a sentence;
+- ``.``, ``!`` and ``?`` (a run of them) end a sentence when whitespace or the end of the line
+  follows (so ``3.14``, ``example.com`` and ``e.g.`` inside a word do not);
+- every other Unicode ``Sentence_Terminal`` character (PropList.txt, Unicode 16.0: the CJK
+  ``\u3002`` ``\uff01`` ``\uff1f`` ``\uff0e`` ``\uff61``, the Arabic ``\u061f`` ``\u06d4``, the
+  Devanagari dandas, ...) ends a sentence with or without whitespace after it (CJK text has
+  none); the Arabic semicolon ``\u061b`` and the ellipsis ``\u2026`` are not sentence terminals;
+- closing quotes and brackets right after the terminator, then citation markers such as
+  ``[C0]`` (spaces or tabs before them allowed), belong to the sentence before;
+- a single ``.`` is not a boundary only in two cases: after a title that always precedes a
+  name (``Mr.``, ``Mrs.``, ``Ms.``, ``Dr.``, ``Prof.``) when a word follows on the line, and
+  after an abbreviation or a single letter (``e.g.``, ``vs.``, ``No.``, ``U.S.``, ``J.``)
+  when the next word starts with a lowercase letter or a digit (``e.g. the``, ``vs. the``,
+  ``No. 5``). ``the U.S. Paris is ...``, ``Team A. Paris ...`` and ``is no. Paris ...``
+  are two sentences.
+
+Splitting more than a reader would costs a fragment, never a missed boundary: the extractive
+reader quotes the pieces this function returns and validation splits the quote the same way.
 """
 
 from __future__ import annotations
@@ -13,14 +31,32 @@ import re
 
 __all__ = ["split_sentences"]
 
-_BOUNDARY = re.compile(r"[.!?]+[\"'\)\]\u201d\u2019]*(?:[ \t]*\[C\d+\])*(?=\s|$)")
+# Unicode Sentence_Terminal characters outside ASCII (PropList.txt, Unicode 16.0)
+_OTHER_TERMINALS = (
+    r"\u0589\u061d-\u061f\u06d4\u0700-\u0702\u07f9\u0837\u0839\u083d-\u083e\u0964-\u0965"
+    r"\u104a-\u104b\u1362\u1367-\u1368\u166e\u1735-\u1736\u17d4-\u17d5\u1803\u1809"
+    r"\u1944-\u1945\u1aa8-\u1aab\u1b4e-\u1b4f\u1b5a-\u1b5b\u1b5e-\u1b5f\u1b7d-\u1b7f"
+    r"\u1c3b-\u1c3c\u1c7e-\u1c7f\u2024\u203c-\u203d\u2047-\u2049\u2cf9-\u2cfb\u2e2e\u2e3c"
+    r"\u2e53-\u2e54\u3002\ua4ff\ua60e-\ua60f\ua6f3\ua6f7\ua876-\ua877\ua8ce-\ua8cf\ua92f"
+    r"\ua9c8-\ua9c9\uaa5d-\uaa5f\uaaf0-\uaaf1\uabeb\ufe12\ufe15-\ufe16\ufe52\ufe56-\ufe57"
+    r"\uff01\uff0e\uff1f\uff61\U00010a56-\U00010a57\U00010f55-\U00010f59"
+    r"\U00010f86-\U00010f89\U00011047-\U00011048\U000110be-\U000110c1\U00011141-\U00011143"
+    r"\U000111c5-\U000111c6\U000111cd\U000111de-\U000111df\U00011238-\U00011239"
+    r"\U0001123b-\U0001123c\U000112a9\U000113d4-\U000113d5\U0001144b-\U0001144c"
+    r"\U000115c2-\U000115c3\U000115c9-\U000115d7\U00011641-\U00011642\U0001173c-\U0001173e"
+    r"\U00011944\U00011946\U00011a42-\U00011a43\U00011a9b-\U00011a9c\U00011c41-\U00011c42"
+    r"\U00011ef7-\U00011ef8\U00011f43-\U00011f44\U00016a6e-\U00016a6f\U00016af5"
+    r"\U00016b37-\U00016b38\U00016b44\U00016d6e-\U00016d6f\U00016e98\U0001bc9f\U0001da88"
+)
+_CLOSERS = "[\"'\\)\\]\u00bb\u2019\u201d\u203a\u3009\u300b\u300d\u300f\u3011\u3015\uff09\uff63]*"
+_CITATIONS = r"(?:[ \t]*\[C\d+\])*"
+_BOUNDARY = re.compile(
+    rf"[.!?]*[{_OTHER_TERMINALS}][.!?{_OTHER_TERMINALS}]*{_CLOSERS}{_CITATIONS}"
+    rf"|[.!?]+{_CLOSERS}{_CITATIONS}(?=\s|$)"
+)
+_TITLES = frozenset({"mr", "mrs", "ms", "dr", "prof"})
 _ABBREVIATIONS = frozenset(
     {
-        "mr",
-        "mrs",
-        "ms",
-        "dr",
-        "prof",
         "sr",
         "jr",
         "st",
@@ -28,6 +64,7 @@ _ABBREVIATIONS = frozenset(
         "etc",
         "e.g",
         "i.e",
+        "cf",
         "no",
         "inc",
         "ltd",
@@ -38,6 +75,7 @@ _ABBREVIATIONS = frozenset(
         "approx",
         "fig",
         "vol",
+        "pp",
         "jan",
         "feb",
         "mar",
@@ -58,17 +96,28 @@ _ABBREVIATIONS = frozenset(
 )
 
 
-def _is_abbreviation(line: str, end: int) -> bool:
-    """True when the word just before position ``end`` (a full stop) is an abbreviation."""
+def _word_before(line: str, end: int) -> str:
+    """The casefolded word just before position ``end`` (a full stop), opening quotes and
+    brackets left out."""
     start = end
     while start > 0 and not line[start - 1].isspace():
         start -= 1
-    word = line[start:end].lstrip("(\"'[\u201c\u2018").casefold()
-    if not word:
+    return line[start:end].lstrip("(\"'[\u201c\u2018").casefold()
+
+
+def _continues(line: str, stop: int, after: int) -> bool:
+    """True when the full stop at ``stop`` (its match ending at ``after``) does not end a
+    sentence: a title before a word, or an abbreviation or single letter before a word that
+    starts lowercase or with a digit."""
+    word = _word_before(line, stop)
+    nxt = line[after:].lstrip()
+    if not word or not nxt:
         return False
-    if len(word) == 1 and word.isalpha():
+    if word in _TITLES:
         return True
-    return word in _ABBREVIATIONS
+    if word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
+        return nxt[0].islower() or nxt[0].isdigit()
+    return False
 
 
 def split_sentences(text: str) -> list[str]:
@@ -77,8 +126,8 @@ def split_sentences(text: str) -> list[str]:
     for line in text.splitlines():
         start = 0
         for match in _BOUNDARY.finditer(line):
-            if match.group(0) == "." and _is_abbreviation(line, match.start()):
-                continue  # "Mr. Smith", "U.S. Army", "J. K. Rowling"
+            if match.group(0) == "." and _continues(line, match.start(), match.end()):
+                continue  # "Mr. Smith", "e.g. the", "No. 5"
             piece = line[start : match.end()].strip()
             if piece:
                 sentences.append(piece)
