@@ -170,6 +170,32 @@ def test_a_failed_llm_call_is_recorded_with_its_error(sample):
     assert pack.model == "m" and pack.prompts  # the prompt was built and sent
 
 
+class _MarkersOnlyLLM:
+    """A model that answers with a citation marker and nothing else."""
+
+    name = "markers-only"
+    model_name = "markers-only"
+
+    def generate(self, prompt_text, *, request_id, max_output_tokens):
+        from aiblox.assembly import LLMExecutionResult
+
+        return LLMExecutionResult(request_id=request_id, llm_name=self.name,
+                                  model_name=self.model_name,
+                                  prompt_sha256=sha256_text(prompt_text),
+                                  generation_status="OK", raw_model_text="[C0]", attempts=1)
+
+
+def test_an_answer_with_no_content_is_withheld_not_recorded_as_an_answer(sample):
+    """``[C0]`` alone is neither the refusal nor a cited content sentence: validation fails it
+    (NO_CONTENT) and the pack records a withheld answer, not ``kind="answer"``."""
+    bundle, cards, texts, result = _answer(sample, QUESTION, _MarkersOnlyLLM())
+    assert result.validation.validation_status == "FAILED"
+    assert result.validation.failure_codes == ["NO_CONTENT"]
+    pack = answer_evidence_pack(QUESTION, bundle, result, retrieved_at=AT, source_cards=cards)
+    assert (pack.decision.kind, pack.decision.status) == ("refusal", "FAILED")
+    assert verify_pack(pack) == []
+
+
 def test_a_cold_and_a_warm_chunk_cache_give_the_same_pack_id(tmp_path):
     """The same question answered twice on one store: the first retrieval chunks and writes the
     chunk cache, the second reads it. The pack id is the same; the cache counts differ, and are

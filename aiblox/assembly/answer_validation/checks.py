@@ -14,6 +14,8 @@ Checks, in order (each failure adds its code to ``failure_codes``):
   ``[C 1]``, ``[C0, C1]``, ``[C0 | ...]``);
 - ``UNKNOWN_ANCHOR``: a ``\\[C\\d+\\]`` marker outside the allowed anchor set (``[C01]`` is not C1);
 - ``NO_CITATIONS``: an answer that is not the refusal cites nothing;
+- ``NO_CONTENT``: an answer that is not the refusal has no sentence with content (only citation
+  markers and punctuation, ``[C0]``): it answers nothing, so it is not shown;
 - ``UNCITED_SENTENCE``: a sentence with factual content (a letter or digit outside markers)
   carrying no marker (sentences as :func:`~aiblox.assembly.prompt.sentence_split.split_sentences`
   splits them, failing closed on ambiguous boundaries);
@@ -139,6 +141,8 @@ def validate_answer(
         if any(m.group(0)[1:-1] in allowed for m in CITATION_PATTERN.finditer(s))
     ]
     uncited = [s for s in sentences if not CITATION_PATTERN.search(s)]
+    if not sentences:
+        fail("NO_CONTENT", "the answer has no sentence with content, only markers or punctuation")
     if uncited:
         fail("UNCITED_SENTENCE", f"sentence without citation: {uncited[0][:80]!r}")
 
