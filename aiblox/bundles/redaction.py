@@ -1,9 +1,24 @@
 """Redaction hooks: a registry of named redactors run over evidence content before bounding.
 
-Built in, in this order: ``api_key`` (provider-style secrets and ``key=value`` credentials),
-``email``, ``card`` (13 to 19 digit numbers that pass the Luhn check) and ``phone``. A redactor
-replaces each match with ``[REDACTED:<name>]``; the record of what it did holds offsets and
-counts, never the matched text.
+Built in, in this order:
+
+- ``api_key``: provider-style secrets (OpenAI/Anthropic, AWS, GitHub, Slack, Google keys, JWTs),
+  the credential of an ``Authorization:`` header (``Basic``, ``Bearer``, ``Digest`` ... or a bare
+  token) and of a ``Bearer`` token, and the value of a ``key=value`` / ``key: value`` credential
+  (``password``, ``pwd``, ``token``, ``api_key``, ``secret`` ...): after ``=`` any value, after
+  ``:`` a value of at least four characters (``password=hunter2``, ``pwd: abc123``);
+- ``email``: ``local@domain.tld`` with Unicode letters anywhere (``josé@example.com``,
+  ``用户@example.com``, ``user@exämple.com``), the top-level domain letters or ``xn--`` punycode;
+- ``card``: 13 to 19 digit numbers that pass the Luhn check, written as one run or with single
+  spaces or hyphens anywhere, or in groups (4-4-4-1..7 or 4-6-4..5 digits) separated by one
+  repeated separator: a dot, a no-break space, two or three spaces, or a spaced hyphen
+  (``4111.1111.1111.1111``, ``4111\u00a01111\u00a01111\u00a01111``, ``4111  1111  1111  1111``);
+- ``phone``.
+
+Ordinary numbers, dates, versions and decimals are left alone: a card needs 13 to 19 digits and
+the Luhn check, and a grouped card its card-shaped groups. A redactor replaces each match with
+``[REDACTED:<name>]``; the record of what it did holds offsets and counts, never the matched
+text. Redaction is deterministic: the same text gives the same output and records.
 """
 
 from __future__ import annotations
@@ -47,7 +62,7 @@ def _regex_finder(pattern: re.Pattern[str], group: int = 0) -> Finder:
 
 
 _EMAIL = re.compile(
-    r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
+    r"(?<![\w.+-])[\w.%+-]+@[\w-]+(?:\.[\w-]+)*\.(?:[^\W\d_]{2,}|xn--[a-z0-9-]+)(?![\w-])"
 )
 _API_KEY = re.compile(
     r"(?<![A-Za-z0-9])(?:"
@@ -60,14 +75,34 @@ _API_KEY = re.compile(
     r"|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"  # JWT
     r")"
 )
-# key=value / key: value credentials: redact the value only (group 1).
-_KV_SECRET = re.compile(
+# key=value / key: value credentials: redact the value only (group 1 after "=", group 2 after
+# ":"); a value never ends in sentence punctuation.
+_KV_KEYS = (
     r"(?i)\b(?:api[_-]?key|apikey|secret(?:[_-]?key)?|access[_-]?token|auth[_-]?token|token"
-    r"|password|passwd|pwd|client[_-]?secret|private[_-]?key)\b[\"']?\s*[:=]\s*[\"']?"
-    r"([^\s\"',;]{7,}[^\s\"',;.:!?)])"
+    r"|password|passwd|pwd|client[_-]?secret|private[_-]?key)\b[\"']?\s*"
+)
+_KV_SECRET = re.compile(
+    _KV_KEYS + r"(?:=\s*[\"']?([^\s\"',;]*[^\s\"',;.:!?)])"
+    r"|:\s*[\"']?([^\s\"',;]{3,}[^\s\"',;.:!?)]))"
 )
 _BEARER = re.compile(r"(?i)\bBearer\s+([A-Za-z0-9._~+/=-]{16,})")
+# an Authorization (or Proxy-Authorization) header: the credentials after a named scheme (a
+# token; for Digest and AWS4 the rest of the line, up to a closing quote), or a bare token of at
+# least eight characters; the scheme name and the header name stay
+_AUTH_HEADER = re.compile(
+    r"(?i)(?<![\w-])([\"']?)(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?"
+    r"(?:(digest|aws4-hmac-sha256)[ \t]+|(basic|bearer|token|apikey|negotiate|ntlm)[ \t]+"
+    r"|(?=[A-Za-z0-9._~+/=-]{8,}(?![^\s\"',;])))"
+)
+_AUTH_TOKEN = re.compile(r"[^\s\"',;]+")
 _CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
+# card-shaped groups with one repeated separator: a dot, a no-break or narrow no-break space,
+# two or three spaces, a spaced hyphen
+_CARD_SEP = r"(\.|\u00a0|\u202f|\u2007| {2,3}| ?[-\u2010\u2011\u2012\u2013] ?)"
+_CARD_GROUPED = re.compile(
+    rf"(?<![\d.,-])(?:\d{{4}}{_CARD_SEP}\d{{4}}\1\d{{4}}\1\d{{1,7}}"
+    rf"|\d{{4}}{_CARD_SEP}\d{{6}}\2\d{{4,5}})(?!\d|[.,]\d)"
+)
 _PHONE = re.compile(
     r"(?<![\w+])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,4}\)[\s.-]?)?\d{2,4}(?:[\s.-]?\d{2,4}){1,4}(?!\w)"
 )
@@ -100,18 +135,40 @@ def _merge(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
 
 def _find_api_keys(text: str) -> list[tuple[int, int]]:
     spans = [m.span() for m in _API_KEY.finditer(text)]
-    spans += [m.span(1) for m in _KV_SECRET.finditer(text)]
+    spans += [m.span(1) if m.group(1) else m.span(2) for m in _KV_SECRET.finditer(text)]
     spans += [m.span(1) for m in _BEARER.finditer(text)]
+    spans += _find_auth_headers(text)
     return _merge(spans)
+
+
+def _find_auth_headers(text: str) -> list[tuple[int, int]]:
+    out = []
+    for m in _AUTH_HEADER.finditer(text):
+        start = m.end()
+        if m.group(2):  # Digest / AWS4: comma-separated fields to the end of the line
+            end = text.find("\n", start)
+            end = len(text) if end < 0 else end
+            if m.group(1):  # the header was quoted: up to the closing quote
+                q = text.find(m.group(1), start, end)
+                end = end if q < 0 else q
+            while end > start and text[end - 1].isspace():
+                end -= 1
+        else:
+            tok = _AUTH_TOKEN.match(text, start)
+            end = tok.end() if tok else start
+        if end > start and not text.startswith("[REDACTED:", start):
+            out.append((start, end))
+    return out
 
 
 def _find_cards(text: str) -> list[tuple[int, int]]:
     out = []
-    for m in _CARD.finditer(text):
-        digits = re.sub(r"\D", "", m.group())
-        if 13 <= len(digits) <= 19 and luhn_valid(digits):
-            out.append(m.span())
-    return out
+    for pattern in (_CARD, _CARD_GROUPED):
+        for m in pattern.finditer(text):
+            digits = re.sub(r"\D", "", m.group())
+            if 13 <= len(digits) <= 19 and luhn_valid(digits):
+                out.append(m.span())
+    return _merge(out)
 
 
 def _find_phones(text: str) -> list[tuple[int, int]]:

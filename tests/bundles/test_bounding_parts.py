@@ -134,6 +134,56 @@ def test_builtin_redactors_remove_secrets_and_record_without_them():
         assert all(out[s:e] == r.replacement for s, e in r.spans)
 
 
+@pytest.mark.parametrize(
+    ("text", "redacted", "name"),
+    [
+        ("write to josé@example.com now", "josé@example.com", "email"),
+        ("write to 用户@example.com now", "用户@example.com", "email"),
+        ("write to user@exämple.com.", "user@exämple.com", "email"),
+        ("write to a.b@例え.テスト now", "a.b@例え.テスト", "email"),
+        ("card 4111.1111.1111.1111 ok", "4111.1111.1111.1111", "card"),
+        ("card 4111\u00a01111\u00a01111\u00a01111 ok", "4111\u00a01111\u00a01111\u00a01111",
+         "card"),
+        ("card 4111  1111  1111  1111.", "4111  1111  1111  1111", "card"),
+        ("amex 3782.822463.10005 ok", "3782.822463.10005", "card"),
+        ("login password=hunter2 ok", "hunter2", "api_key"),
+        ("login pwd: abc123 ok", "abc123", "api_key"),
+        ('{"password": "hunter2"}', "hunter2", "api_key"),
+        ("Authorization: Basic dXNlcjpwYXNz", "dXNlcjpwYXNz", "api_key"),
+        ('curl -H "Authorization: Basic dXNlcjpwYXNz" x', "dXNlcjpwYXNz", "api_key"),
+        ('Authorization: Digest username="a", response="6629fae4"', 'response="6629fae4"',
+         "api_key"),
+        ("Proxy-Authorization: Bearer zzz", "zzz", "api_key"),
+    ],
+)
+def test_redaction_covers_unicode_emails_grouped_cards_short_secrets_and_auth_headers(
+    text, redacted, name
+):
+    out, records = redact(text, default_redactors())
+    assert redacted not in out and f"[REDACTED:{name}]" in out
+    assert [r.redactor for r in records] == [name]
+    assert redacted not in str([r.model_dump() for r in records])
+    assert redact(text, default_redactors()) == (out, records)  # deterministic
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Pi is 3.14159265358979, e is 2.718281828459045.",
+        "Dates 2024.01.15 and 15.01.2024, version 1.2.3, ip 192.168.001.001.",
+        "Amounts 1234.5678 and 12.5  13.5  14.5  15.5; ids 1111.2222.3333.4445 (Luhn fails).",
+        "In 2024  1111 people came, total 4111.1111.1111.1111.5 units.",
+        "Invoice 1234567890 dated 2024-01-15.",
+        "The password: see below. A token: a unit of text. pad_token=0, max_tokens=5.",
+        "Authorization: the process of granting access.",
+        "Mail me at name at example dot com, or @handle.",
+        "Authorization: [REDACTED:header]",
+    ],
+)
+def test_redaction_leaves_ordinary_numbers_dates_and_prose_alone(text):
+    assert redact(text, default_redactors()) == (text, [])
+
+
 def test_luhn():
     assert luhn_valid("4111111111111111") and luhn_valid("79927398713")
     assert not luhn_valid("4111111111111112") and not luhn_valid("41x1")
