@@ -90,6 +90,44 @@ def test_near_duplicates_keep_the_better_ranked_chunk() -> None:
     assert stricter.metrics.drop_reasons[DROP_DUP] == 2
 
 
+def test_a_duplicate_is_kept_when_the_chunk_it_copies_is_dropped_by_the_cap() -> None:
+    """Seed R2.2: of near-duplicates the best-ranked *kept* chunk stays. c (doc k1) is over k1's
+    cap; d (doc k2) copies c's words: d was dropped as c's duplicate and c by the cap, losing
+    both. Now the duplicate check sees only chunks the cap keeps, so d stays."""
+    rows = [
+        result("a", "alpha one", 0, knowledge_id="k1"),
+        result("b", "beta two", 1, knowledge_id="k1"),
+        result("c", "gamma three delta four", 2, knowledge_id="k1"),
+        result("d", "gamma three delta four epsilon", 3, knowledge_id="k2"),
+    ]
+    bundle = assemble_answer_bundle(QUESTION, make_input(rows), policy_v1())
+    assert _ids(bundle) == ["a", "b", "d"]
+    assert [(d.chunk_id, d.reason) for d in bundle.metrics.dropped] == [
+        ("c", DROP_PER_KNOWLEDGE_CAP)
+    ]
+    # a chunk both a duplicate and over the cap is recorded as the duplicate, as before
+    rows.append(result("e", "gamma three delta four epsilon", 4, knowledge_id="k1"))
+    bundle = assemble_answer_bundle(QUESTION, make_input(rows), policy_v1())
+    assert [(d.chunk_id, d.reason) for d in bundle.metrics.dropped] == [
+        ("e", DROP_DUP), ("c", DROP_PER_KNOWLEDGE_CAP)
+    ]
+
+
+@pytest.mark.parametrize("text", ["🙂🙂", "→ ← ↑", "¡¿", "🙂 🙂"])
+def test_identical_texts_without_words_are_duplicates(text: str) -> None:
+    """``overlap_ratio`` of two word-less texts is 0.0 (no words to share); identical sanitised
+    texts are full overlap all the same: the better-ranked copy stays."""
+    rows = [result("a", text, 0, knowledge_id="k1"), result("b", text, 1, knowledge_id="k2")]
+    bundle = assemble_answer_bundle(QUESTION, make_input(rows), policy_v1())
+    assert _ids(bundle) == ["a"]
+    assert [(d.chunk_id, d.reason) for d in bundle.metrics.dropped] == [("b", DROP_DUP)]
+    assert overlap_ratio(text, text) == 1.0 and overlap_ratio(text, "🙂") == 0.0
+    # differently cased copies are one text too; different word-less texts are not
+    rows = [result("a", "ΣΑΣ 🙂", 0), result("b", "σας 🙂", 1), result("c", "🙃🙃", 2)]
+    bundle = assemble_answer_bundle(QUESTION, make_input(rows), policy_v1())
+    assert _ids(bundle) == ["a", "c"]
+
+
 def test_per_knowledge_cap_is_a_cap_not_single_chunk() -> None:
     rows = [
         result(f"d{i}", f"Document one distinct words number {w}.", i, knowledge_id="doc1")

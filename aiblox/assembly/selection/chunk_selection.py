@@ -8,10 +8,17 @@ ascending on ties), each drop recorded with its reason code:
 2. similarity floor (``min_similarity_score``): chunks below it (DROP_BELOW_SIMILARITY_FLOOR);
 3. sanitisation (``safe_normalize``): chunks empty afterwards (DROP_EMPTY_AFTER_SANITIZE);
 4. near-duplicates: a chunk whose word overlap ratio with a better-ranked kept chunk exceeds
-   ``overlap_ratio_threshold`` (DROP_DUP; the better-ranked chunk is kept);
+   ``overlap_ratio_threshold``, or whose sanitised text equals a kept chunk's (casefolded; so
+   two copies of a text with no words, ``🙂🙂``, are duplicates too) (DROP_DUP; the
+   better-ranked chunk is kept);
 5. diversity cap: chunks beyond ``max_chunks_per_knowledge_id`` of one knowledge id
    (DROP_PER_KNOWLEDGE_CAP; a cap, the best chunks of the top document stay);
 6. count budget: chunks beyond ``max_chunks`` (DROP_BUDGET);
+
+Gates 4 and 5 run as one pass in order, so "kept" in gate 4 means kept by both: a chunk is
+never dropped as the duplicate of a chunk that the cap then drops (seed R2.2: keep the
+best-ranked chunk of near-duplicates; before, both copies could be lost). A chunk failing both
+is a DROP_DUP; drops are recorded gate by gate.
 7. per-chunk cap: a chunk longer than ``max_chunk_token_ratio * max_evidence_tokens`` tokens is
    cut to its longest word prefix that fits (``truncated``; not a drop);
 8. token budget: chunks are rendered in order with anchors C0, C1, ...; when adding the next
@@ -108,29 +115,33 @@ def select_chunks(
         else:
             drop(r, DROP_EMPTY_AFTER_SANITIZE)
 
-    # 4. near-duplicates against better-ranked kept chunks
-    deduped: list[tuple[RetrievalResult, str]] = []
-    kept_words: list[frozenset[str]] = []
-    for r, text in sanitized:
-        words = word_set(text)
-        if any(overlap_ratio(words, k) > policy.overlap_ratio_threshold for k in kept_words):
-            drop(r, DROP_DUP)
-        else:
-            deduped.append((r, text))
-            kept_words.append(words)
-
-    # 5. per-knowledge-id cap
+    # 4-5. near-duplicates and the per-knowledge-id cap, in one pass in order: a chunk is
+    # compared only with chunks both gates keep, so a duplicate is never dropped for a chunk
+    # that the cap then drops (both copies lost)
+    dup_drops: list[DroppedChunk] = []
+    cap_drops: list[DroppedChunk] = []
+    kept: list[tuple[frozenset[str], str]] = []
     per_knowledge: dict[str, int] = {}
     capped: list[tuple[RetrievalResult, str]] = []
-    for r, text in deduped:
-        n = per_knowledge.get(r.knowledge_id, 0)
-        if n >= policy.max_chunks_per_knowledge_id:
-            drop(r, DROP_PER_KNOWLEDGE_CAP)
+    for r, text in sanitized:
+        words, key = word_set(text), text.casefold()
+        if any(
+            key == k_key or overlap_ratio(words, k_words) > policy.overlap_ratio_threshold
+            for k_words, k_key in kept
+        ):  # identical texts are duplicates even without words ("🙂🙂")
+            dup_drops.append(DroppedChunk(chunk_id=r.chunk_id, rank=r.rank, reason=DROP_DUP))
+        elif per_knowledge.get(r.knowledge_id, 0) >= policy.max_chunks_per_knowledge_id:
+            cap_drops.append(
+                DroppedChunk(chunk_id=r.chunk_id, rank=r.rank, reason=DROP_PER_KNOWLEDGE_CAP)
+            )
         else:
-            per_knowledge[r.knowledge_id] = n + 1
+            per_knowledge[r.knowledge_id] = per_knowledge.get(r.knowledge_id, 0) + 1
             capped.append((r, text))
+            kept.append((words, key))
+    dropped += dup_drops + cap_drops  # recorded gate by gate, as before
 
-    # 6. chunk count budget
+    # 6. chunk count budget (a duplicate ranks after the chunk it copies, so when that chunk is
+    # beyond the budget the duplicate is too)
     for r, _ in capped[policy.max_chunks :]:
         drop(r, DROP_BUDGET)
     capped = capped[: policy.max_chunks]
