@@ -8,7 +8,12 @@ It removes what can break a prompt's structure and nothing else:
 2. null bytes and the other control characters (Unicode category ``Cc``), lone surrogates
    (``Cs``), the byte order mark and the bidirectional embedding/override/isolate controls are
    removed;
-3. runs of spaces collapse to one space and the ends are stripped.
+3. runs of spaces collapse to one space and the ends are stripped;
+4. a text with no visible character left (only format characters such as the zero width space,
+   joiners and word joiner ``U+200B``/``U+200C``/``U+200D``/``U+2060``, variation selectors,
+   Hangul fillers: Unicode's default ignorable code points) becomes empty, so such a chunk is
+   dropped (DROP_EMPTY_AFTER_SANITIZE) and such a question fails as empty. Inside text with
+   visible characters they stay (a zero width joiner in an emoji sequence is not touched).
 
 Words, punctuation, casing and order are untouched: nothing is rewritten. Because newlines
 become spaces, sanitised text is always a single line, so evidence text can never start a line
@@ -29,10 +34,24 @@ _REMOVED_FORMAT_CHARS = frozenset(
     "\u202a\u202b\u202c\u202d\u202e"  # bidi embeddings and overrides
     "\u2066\u2067\u2068\u2069"  # bidi isolates
 )
+# default ignorable code points outside category Cf (combining grapheme joiner, Hangul fillers,
+# Khmer inherent vowels, Mongolian free variation selectors, variation selectors)
+_INVISIBLE_NON_FORMAT = frozenset(
+    "\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180f\u3164\uffa0"
+    + "".join(chr(c) for c in range(0xFE00, 0xFE10))
+    + "".join(chr(c) for c in range(0xE0100, 0xE01F0))
+)
+
+
+def _visible(ch: str) -> bool:
+    return not (
+        ch.isspace() or ch in _INVISIBLE_NON_FORMAT or unicodedata.category(ch) == "Cf"
+    )
 
 
 def safe_normalize(text: str) -> str:
-    """Sanitise ``text``: whitespace to single spaces, control characters removed, ends stripped."""
+    """Sanitise ``text``: whitespace to single spaces, control characters removed, ends stripped;
+    empty when no visible character is left."""
     out: list[str] = []
     for ch in text:
         if ch.isspace():
@@ -41,7 +60,8 @@ def safe_normalize(text: str) -> str:
             continue
         else:
             out.append(ch)
-    return " ".join("".join(out).split())
+    text = " ".join("".join(out).split())
+    return text if any(_visible(ch) for ch in text) else ""
 
 
 def normalize_question(question: str) -> str:

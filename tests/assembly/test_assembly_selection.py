@@ -128,6 +128,31 @@ def test_identical_texts_without_words_are_duplicates(text: str) -> None:
     assert _ids(bundle) == ["a", "c"]
 
 
+@pytest.mark.parametrize(
+    "text", ["\u200b", "\u200b\u200d\u2060", " \u200c \ufeff\u2060 ", "\ufe0f\u034f\u3164"]
+)
+def test_text_of_only_invisible_characters_is_empty_after_sanitize(text: str) -> None:
+    """Seed R2.3: a chunk empty after sanitisation is dropped. Zero width and other default
+    ignorable characters show nothing, so a chunk of only them is empty (it was citable
+    evidence) and a question of only them fails as empty (it built an OK prompt)."""
+    assert safe_normalize(text) == ""
+    rows = [result("z", text, 0), result("p", "Paris is the capital of France.", 1)]
+    bundle = assemble_answer_bundle(QUESTION, make_input(rows), policy_v1())
+    assert _ids(bundle) == ["p"]
+    assert [(d.chunk_id, d.reason) for d in bundle.metrics.dropped] == [
+        ("z", DROP_EMPTY_AFTER_SANITIZE)
+    ]
+    failed = assemble_answer_bundle(text, make_input(rows), policy_v1())
+    assert failed.assembly_status == "FAILED" and "empty" in (failed.failure_reason or "")
+
+
+def test_invisible_characters_inside_visible_text_are_kept() -> None:
+    """Only text with nothing visible is emptied: a zero width joiner inside an emoji sequence,
+    a zero width space between words, a variation selector stay untouched."""
+    for text in ("family 👨\u200d👩\u200d👧", "a\u200bb", "❤\ufe0f", "\u200b👍"):
+        assert safe_normalize(text) == text
+
+
 def test_per_knowledge_cap_is_a_cap_not_single_chunk() -> None:
     rows = [
         result(f"d{i}", f"Document one distinct words number {w}.", i, knowledge_id="doc1")
