@@ -10,8 +10,11 @@ with ``options.debug``, a reason in :class:`PackDebug`.
 Packing algorithm (v0.1):
 
 1. Order the candidates (``score``: score desc, then item id asc, then input position;
-   ``rank``: retrieval rank asc, see :func:`retrieval_rank`; ``input``: as given), drop repeated
-   item ids (the first in that order wins) and keep the top ``max_sources``.
+   ``rank``: retrieval rank asc (the better of ``rank_text`` and ``rank_vec``, see
+   :func:`retrieval_rank`), then score desc; ``input``: as given), drop repeated item ids (the
+   first in that order wins) and keep the top ``max_sources``. Descending score puts ``+inf``
+   first and ``-inf`` after every finite score, NaN last; a card's ``score`` is None when it is
+   not finite, so the payload stays valid JSON.
 2. Snippet: with ``prefer_chunk_snippets``, the highest-scoring chunk of the item (score desc,
    then chunk id, start offset and input position), whitespace collapsed and cut to
    ``max_snippet_chars`` (``snippet_from="chunk"``); else the candidate's summary or its own
@@ -159,12 +162,18 @@ def _finite(x: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
+def _desc(x: Any) -> tuple[bool, float]:
+    """Sort key for a score in descending order: ``+inf`` first, then finite scores high to low,
+    then ``-inf``; NaN and non-numbers last (the seed's "descending score" on every float)."""
+    if isinstance(x, bool) or not isinstance(x, int | float) or math.isnan(x):
+        return (True, 0.0)
+    return (False, -float(x))
+
+
 def retrieval_rank(candidate: CandidateItem) -> int | None:
-    """The candidate's retrieval rank: ``metadata["rank"]`` when it is a positive int, else the
-    better of ``rank_text`` and ``rank_vec``, else None (unranked candidates sort last)."""
-    meta_rank = candidate.metadata.get("rank")
-    if isinstance(meta_rank, int) and not isinstance(meta_rank, bool) and meta_rank > 0:
-        return meta_rank
+    """The candidate's retrieval rank: the better of its ranks in the retriever's lists
+    (``rank_text``, ``rank_vec``; positive ones), else None (unranked candidates sort last).
+    The item's stored ``metadata`` is not retrieval output: a ``metadata["rank"]`` is not read."""
     ranks = [r for r in (candidate.rank_text, candidate.rank_vec) if r is not None and r > 0]
     return min(ranks) if ranks else None
 
@@ -277,15 +286,13 @@ def _order(candidates: list[CandidateItem], order_by: str) -> list[CandidateItem
         def rank_key(pair: tuple[int, CandidateItem]) -> tuple[Any, ...]:
             i, c = pair
             r = retrieval_rank(c)
-            s = _finite(c.score)
-            return (r is None, r or 0, s is None, -(s or 0.0), c.item_id, i)
+            return (r is None, r or 0, *_desc(c.score), c.item_id, i)
 
         return [c for _, c in sorted(indexed, key=rank_key)]
 
     def score_key(pair: tuple[int, CandidateItem]) -> tuple[Any, ...]:
         i, c = pair
-        s = _finite(c.score)
-        return (s is None, -(s or 0.0), c.item_id, i)
+        return (*_desc(c.score), c.item_id, i)
 
     return [c for _, c in sorted(indexed, key=score_key)]
 
@@ -293,10 +300,8 @@ def _order(candidates: list[CandidateItem], order_by: str) -> list[CandidateItem
 def _best_chunks(chunks: list[EvidenceChunk]) -> dict[str, EvidenceChunk]:
     best: dict[str, tuple[tuple[Any, ...], EvidenceChunk]] = {}
     for i, ch in enumerate(chunks):
-        s = _finite(ch.score)
         key = (
-            s is None,
-            -(s or 0.0),
+            *_desc(ch.score),
             ch.chunk_id is None,
             ch.chunk_id or "",
             ch.start_idx is None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -18,6 +19,7 @@ from aiblox.evidence import (
     cut_snippet,
     rag_debug_event,
     rag_sources_event,
+    retrieval_rank,
 )
 from aiblox.hashing import canonical_json
 
@@ -138,10 +140,44 @@ def test_ordering_by_score_rank_and_input():
     assert ranks == [1, 2, 3, 4]
 
 
-def test_metadata_rank_wins_for_rank_ordering():
-    cands = [cand("x", 0.1, rank_text=1), cand("y", 0.2, metadata={"rank": 1}, rank_text=9)]
+def test_rank_ordering_uses_the_retrieval_rank_not_stored_metadata():
+    """Packer seed: ``order_by="rank"`` uses the retrieval rank. ``metadata`` is the item's
+    metadata as stored (a league table's "rank", a priority), not retrieval output: y's stored
+    rank 1 must not put it before x, retrieved first."""
+    cands = [cand("y", 0.2, metadata={"rank": 1}, rank_text=9), cand("x", 0.1, rank_text=1)]
     out = PACKER.pack(cands, None, EvidencePackOptions(order_by="rank"))
-    assert [s.source_id for s in out] == ["y", "x"]  # tie on rank 1: score desc
+    assert [s.source_id for s in out] == ["x", "y"]
+    assert retrieval_rank(cands[0]) == 9
+    assert retrieval_rank(cand("z", 0.3, metadata={"rank": 2})) is None
+    assert out[1].metadata == {"rank": 1}  # still shown as metadata
+
+
+def test_infinite_scores_sort_as_descending_scores_and_stay_valid_json():
+    """Packer seed: default ordering by descending score. +inf is the highest score (first),
+    -inf the lowest (after every finite score), NaN has no place (last); the card's score is
+    None when not finite, so the rag.sources payload is valid JSON."""
+    cands = [
+        cand("fin", 0.5),
+        cand("nan", math.nan),
+        cand("neg", -math.inf),
+        cand("pos", math.inf),
+        cand("low", -1e300),
+    ]
+    out = PACKER.pack(cands, None, EvidencePackOptions())
+    assert [s.source_id for s in out] == ["pos", "fin", "low", "neg", "nan"]
+    assert [s.score for s in out] == [None, 0.5, -1e300, None, None]
+    json.dumps(rag_sources_event(out), allow_nan=False)
+    # ties on retrieval rank are broken by the same descending score
+    ranked = [cand("a", 0.5, rank_text=1), cand("b", math.inf, rank_vec=1)]
+    by_rank = PACKER.pack(ranked, None, EvidencePackOptions(order_by="rank"))
+    assert [s.source_id for s in by_rank] == ["b", "a"]
+    # the best chunk of an item is its +inf chunk
+    [src] = PACKER.pack(
+        [cand("a", 1.0)],
+        [chunk("a", 0.9, "finite chunk"), chunk("a", math.inf, "infinite chunk")],
+        EvidencePackOptions(),
+    )
+    assert src.snippet == "infinite chunk"
 
 
 def test_max_sources_and_duplicates():
