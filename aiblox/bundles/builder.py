@@ -9,9 +9,12 @@ every decision in item and bundle metadata.
 
 Items come in a fixed order: inline evidence (``job_input["extra_params"]["evidence"]``, then
 ``job_input["evidence"]``), then the reference lists in :data:`EVIDENCE_TYPES` order, each in
-its given order. When an item's content is cut, ``full_ref`` points at the full content: the
-lake artifact it was read from, or a copy written to ``evidence/full/<sha256>.txt`` in the lake
-(redacted when redaction is on); without a lake root, ``full_ref`` carries only the hash and size.
+its given order. When an item's content is cut, ``full_ref`` points at the full content (after
+redaction, before bounding; its ``content_sha256`` and ``byte_count`` are that content's, so
+``byte_count`` equals ``bounding.original_size``): the lake artifact it was read from when
+redaction changed nothing in it, else a copy written to ``evidence/full/<sha256>.txt`` in the
+lake (the redacted text: a lake file redaction changed still holds the secrets, so it is never
+the pointer); without a lake root, ``full_ref`` carries only the hash and size.
 """
 
 from __future__ import annotations
@@ -245,7 +248,7 @@ def build_evidence_bundle(
     for raw, full, kept, meta, bounding in kept_items:
         full_ref = raw.full_ref
         if full_ref is None and bounding.applied:
-            full_ref = _full_ref(raw, full, root if persist_full else None)
+            full_ref = _full_ref(raw, full, root if persist_full else None, full != raw.content)
         n_tok = count_tokens(kept)
         tokens += n_tok
         type_counts[raw.evidence_type] = type_counts.get(raw.evidence_type, 0) + 1
@@ -294,10 +297,12 @@ def build_evidence_bundle(
     )
 
 
-def _full_ref(raw: RawEvidence, full: str, root: Path | None) -> FullRef:
+def _full_ref(raw: RawEvidence, full: str, root: Path | None, redacted: bool) -> FullRef:
+    """The pointer to ``full`` (the item's content after redaction); ``redacted``: redaction
+    changed it, so the lake file it was read from is not the full content."""
     data = full.encode("utf-8")
     sha = sha256_text(full)
-    if raw.lake_uri is not None and raw.lake_sha256 is not None:
+    if raw.lake_uri is not None and raw.lake_sha256 is not None and not redacted:
         return FullRef(
             lake_uri=raw.lake_uri,
             content_sha256=raw.lake_sha256,

@@ -203,6 +203,36 @@ def test_redaction_runs_before_bounding_and_is_recorded(lake):
     assert "luke@rebels.org" in off.items[0].content and "redactions" not in off.items[0].metadata
 
 
+def test_full_ref_of_a_redacted_lake_text_is_the_redacted_full_content(lake):
+    """FullRef.content_sha256 is "sha256 of the full content (after redaction, before
+    bounding)". A cut lake text whose secrets redaction replaced pointed at the raw lake file
+    (its hash and size, the secrets in it), disagreeing with bounding.original_size. Now the
+    redacted full text is written to the lake and pointed at; without redaction, or when it
+    changed nothing, the pointer is the lake file as before."""
+    secret = "sk-ant-ABCDEFGHIJKLMNOPQRSTUVWXYZ123456"
+    (lake / "docs" / "secret.txt").write_text(
+        "contact luke@rebels.org " + "pad " * 20 + f"key {secret}\n", encoding="utf-8"
+    )
+    (lake / "docs" / "clean.txt").write_text("nothing to hide " * 10, encoding="utf-8")
+    refs = {"lake_text": ["docs/secret.txt", "docs/clean.txt"]}
+    on = EvidencePolicy(enable_redaction=True, max_item_bytes=60)
+    secret_item, clean_item = build_evidence_bundle(None, refs, on, lake).items
+    ref = secret_item.full_ref
+    assert ref.lake_uri != "docs/secret.txt"
+    full = (lake / ref.lake_uri).read_bytes()
+    assert secret.encode() not in full and b"[REDACTED:api_key]" in full
+    assert ref.content_sha256 == sha256_bytes(full)
+    assert ref.byte_count == len(full) == secret_item.metadata["bounding"]["original_size"]
+    # redaction found nothing: the lake file is the full content
+    assert clean_item.full_ref.lake_uri == "docs/clean.txt"
+    clean = (lake / "docs/clean.txt").read_bytes()
+    assert clean_item.full_ref.content_sha256 == sha256_bytes(clean)
+    # redaction off: the lake file, as before
+    off = build_evidence_bundle(None, refs, EvidencePolicy(max_item_bytes=60), lake).items[0]
+    assert off.full_ref.lake_uri == "docs/secret.txt"
+    assert off.full_ref.content_sha256 == sha256_bytes((lake / "docs/secret.txt").read_bytes())
+
+
 def test_a_secret_across_a_chunk_boundary_and_a_title_are_redacted(lake):
     """A document is redacted whole before it is split (a key cut in two by a chunk boundary
     once matched no redactor in either piece and leaked whole across two items); each chunk
