@@ -29,6 +29,21 @@ def test_rrf_weights_and_k():
         rrf([TEXT, VEC], weights=[1.0])
 
 
+def test_rrf_counts_a_document_once_per_list_at_its_first_position():
+    """A document repeated inside one list has one rank there, its first (best) position (the
+    retriever seed's 1/(k + rank_text) + 1/(k + rank_vec); ranx runs hold one score per
+    document): it was summed once per occurrence, beating documents ranked above it."""
+    text = [("a", 9.0), ("b", 8.0), ("b", 7.0), ("b", 6.0)]
+    vec = [("c", 0.9), ("a", 0.8)]
+    fused = dict(rrf([text, vec], k=60))
+    assert fused["b"] == pytest.approx(1 / 62)
+    assert fused["a"] == pytest.approx(1 / 61 + 1 / 62)
+    assert fused["c"] == pytest.approx(1 / 61)
+    assert [d for d, _ in rrf([text, vec], k=60)] == ["a", "c", "b"]
+    # repeats are skipped; the other documents keep their positions (y is third, not second)
+    assert rrf([[("x", 1.0), ("x", 0.5), ("y", 0.4)]], k=0) == [("x", 1.0), ("y", 1 / 3)]
+
+
 def test_normalisers_hand_worked():
     assert minmax([10.0, 6.0, 2.0]) == [1.0, 0.5, 0.0]
     assert minmax([3.0, 3.0]) == [1.0, 1.0]
