@@ -25,10 +25,11 @@ STAGE_VERSIONS: Mapping[str, str] = {
     "metrics": "2",  # 2: stored as arrays (metric names, query ids, means, per-query matrix)
     "chunks": "1",
     "chunk_metrics": "1",
-    "selection": "1",
+    "selection": "2",  # 2: duplicates against kept chunks only; invisible-only text is empty
     "prompt": "1",
-    "reader": "2",  # 2: a sentence opening with a Markdown heading is never quoted
-    "validation": "1",
+    "reader": "3",  # 2: a sentence opening with a Markdown heading is never quoted; 3: sentences
+    #                 split failing closed (aiblox.assembly.prompt.sentence_split)
+    "validation": "2",  # 2: the fail-closed sentence split, and NO_CONTENT
     "answer_metrics": "1",
 }
 """The version of every stage, in pipeline order: bump a stage's version when what it computes

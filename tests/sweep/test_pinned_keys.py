@@ -16,7 +16,12 @@ no longer name the base's RRF they never apply (``@ rrf-k60-d100`` -> ``@ bm25-d
 ``@ dense-d100``; ``evals/sweeps/README.md``, "What is cached"): labels only, every config hash
 and key as before. A pipeline point's ``@`` naming only the base's settings its stages read
 (``settings.base_reads``: ``mix(...; blend='linear',...) @ linear-zero-d100``, was ``@
-rrf-k60-d100``) changed no pinned label: every shipped pipeline reads all it names.
+rrf-k60-d100``) changed no pinned label: every shipped pipeline reads all it names. Stage
+versions ``selection`` 2, ``reader`` 3 and ``validation`` 2 (the fail-closed sentence split,
+``NO_CONTENT``, duplicates judged against kept chunks only): the keys of those stages and of
+``prompt`` and ``answer_metrics`` after them moved in the sample pipeline runs, so a cache never
+serves an answer checked by the old splitter; every output hash, prompt hash and metric value
+is as before.
 """
 
 from __future__ import annotations
