@@ -318,6 +318,14 @@ def load_sql_result(ref: Any, ctx: LoadContext, index: int, where: str) -> list[
     sink_path: Path | None = None
     sink = None
     cell_filter = _redact_cell(ctx.redactors) if ctx.redactors else None
+    redacted = False  # redaction changed a cell: a lake file is not the full content then
+
+    def watched(v: Any) -> Any:
+        nonlocal redacted
+        out = cell_filter(v) if cell_filter is not None else v
+        redacted = redacted or out != v
+        return out
+
     try:
         if "lake_uri" in r:
             lake_uri, data = _read_lake(ctx, _need_str(r, "lake_uri", where), where)
@@ -327,7 +335,10 @@ def load_sql_result(ref: Any, ctx: LoadContext, index: int, where: str) -> list[
                 cols, rows = rows_from_records(json.loads(_decode(data, where, lake_uri)))
             except ValueError as exc:
                 raise EvidenceLoadError(f"{where}: {lake_uri!r}: {exc}") from exc
-            table = sample_table(cols, rows, len(rows), **kw)
+            if cell_filter is not None and ctx.lake_root is not None and ctx.persist_full:
+                sink_path, sink = _open_sink(ctx.lake_root)  # the redacted full result
+            table = sample_table(cols, rows, len(rows), sink=sink,
+                                 cell_filter=watched if cell_filter is not None else None, **kw)
         elif "sql" in r:
             sql = _need_str(r, "sql", where)
             source_ref["sql_sha256"] = sha256_bytes(sql.encode("utf-8"))
@@ -377,8 +388,11 @@ def load_sql_result(ref: Any, ctx: LoadContext, index: int, where: str) -> list[
             sink.close()
     full_ref = None
     if table.rows_cut or table.cols_cut:
-        uri = lake_uri
-        sha, nbytes = (lake_sha, len(data)) if lake_uri else (table.full_sha256, table.full_bytes)
+        # the lake file is the full content unless redaction changed a cell of it (then the
+        # redacted full result, as a query's: FullRef is the content after redaction)
+        uri = lake_uri if not redacted else None
+        sha, nbytes = ((lake_sha, len(data)) if uri is not None
+                       else (table.full_sha256, table.full_bytes))
         if uri is None and sink_path is not None:
             uri = f"{FULL_ARTIFACT_DIR}/{table.full_sha256}.json"
             os.replace(sink_path, resolve_lake_uri(ctx.lake_root, uri, must_exist=False))  # type: ignore[arg-type]

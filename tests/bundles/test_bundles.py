@@ -233,6 +233,28 @@ def test_full_ref_of_a_redacted_lake_text_is_the_redacted_full_content(lake):
     assert off.full_ref.content_sha256 == sha256_bytes((lake / "docs/secret.txt").read_bytes())
 
 
+def test_full_ref_of_a_redacted_lake_sql_result_is_the_redacted_full_result(lake):
+    """The same for a SQL result read from a lake file: cut, with redaction finding emails in
+    it, its full_ref pointed at the raw lake JSON (the emails in it). Now it is the redacted full
+    result, written to the lake, as a query's is; without redaction it is the lake file."""
+    (lake / "results" / "people.json").write_text(json.dumps(
+        {"columns": ["who", "email"], "rows": [[f"p{i}", f"user{i}@example.com"]
+                                               for i in range(40)]}))
+    refs = {"sql_results": [{"lake_uri": "results/people.json", "query_key": "people"}]}
+    [item] = build_evidence_bundle(
+        None, refs, EvidencePolicy(enable_redaction=True, max_sql_rows=5), lake).items
+    assert "example.com" not in item.content
+    ref = item.full_ref
+    assert ref.lake_uri != "results/people.json" and ref.row_count == 40
+    full = (lake / ref.lake_uri).read_bytes()
+    assert b"example.com" not in full and b"[REDACTED:email]" in full
+    assert ref.content_sha256 == sha256_bytes(full) and ref.byte_count == len(full)
+    [off] = build_evidence_bundle(None, refs, EvidencePolicy(max_sql_rows=5), lake).items
+    assert off.full_ref.lake_uri == "results/people.json"
+    assert off.full_ref.content_sha256 == sha256_bytes(
+        (lake / "results" / "people.json").read_bytes())
+
+
 def test_a_secret_across_a_chunk_boundary_and_a_title_are_redacted(lake):
     """A document is redacted whole before it is split (a key cut in two by a chunk boundary
     once matched no redactor in either piece and leaked whole across two items); each chunk
