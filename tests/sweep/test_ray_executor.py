@@ -57,14 +57,10 @@ def _stop(temp_dir: str, address: str) -> None:
     """Stop this test's cluster by process id (``ray stop`` would stop every Ray cluster on
     the machine, other users' too)."""
     procs = _cluster_processes(temp_dir, address)
-    for p in procs:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            p.terminate()
-    _, alive = psutil.wait_procs(procs, timeout=2)  # some daemons outwait a SIGTERM
-    for p in alive:
-        with contextlib.suppress(psutil.NoSuchProcess):
+    for p in procs:  # killed at once: the cluster is thrown away (some daemons outwait a
+        with contextlib.suppress(psutil.NoSuchProcess):  # SIGTERM, 2 s waited for nothing)
             p.kill()
-    psutil.wait_procs(alive, timeout=10)
+    psutil.wait_procs(procs, timeout=10)
 
 
 AUTH_VARS = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
@@ -82,9 +78,10 @@ def _reload_ray_auth() -> None:
 def cluster():
     """A head node and a second node, one CPU each, on this machine, with Ray 2.60's token
     authentication (a token of its own, whatever ~/.ray/auth_token holds); the address and the
-    second node's raylet. This process has the token where Ray looks for it
-    (``RAY_AUTH_TOKEN``) and no ``RAY_AUTH_MODE``, as a user of a default install: aiblox sends
-    the token because the cluster asks for it."""
+    second node's raylet. No log monitors (``--include-log-monitor false``): nothing here reads
+    the workers' output in the driver, and each monitor cost 2 s of CPU starting. This process
+    has the token where Ray looks for it (``RAY_AUTH_TOKEN``) and no ``RAY_AUTH_MODE``, as a
+    user of a default install: aiblox sends the token because the cluster asks for it."""
     temp_dir = tempfile.mkdtemp(prefix="aiblox-ray-", dir="/tmp")  # sockets: short paths
     token = secrets.token_hex(32)
     saved = {k: os.environ.pop(k) for k in AUTH_VARS if k in os.environ}
@@ -99,8 +96,8 @@ def cluster():
             address = f"127.0.0.1:{port}"
             try:
                 _ray(["start", "--head", "--port", str(port), "--num-cpus", "1", "--temp-dir",
-                      temp_dir, "--include-dashboard", "false", "--node-ip-address",
-                      "127.0.0.1", "--disable-usage-stats"], env)
+                      temp_dir, "--include-dashboard", "false", "--include-log-monitor",
+                      "false", "--node-ip-address", "127.0.0.1", "--disable-usage-stats"], env)
                 break
             except AssertionError:
                 _stop(temp_dir, address)
@@ -110,7 +107,7 @@ def cluster():
         for attempt in (1, 2, 3):
             try:
                 _ray(["start", "--address", address, "--num-cpus", "1", "--node-ip-address",
-                      "127.0.0.1"], env)
+                      "127.0.0.1", "--include-log-monitor", "false"], env)
                 break
             except AssertionError:
                 if attempt == 3:
@@ -411,16 +408,17 @@ def test_a_killed_driver_resumes_on_the_cluster_reusing_every_finished_stage(
 
     from test_tracking_processes import (
         N,
+        Processes,
         assert_complete,
         child_metrics,
         env,
-        run,
         sweep_cmd,
         write_spec,
     )
 
     from aiblox.engine.tracking import SweepTracker
     from aiblox.sweep import load_spec
+    from tests.preloaded import PRELOAD, ForkServer
 
     address, _ = cluster
     spec = write_spec(tmp_path, "procs")
@@ -433,22 +431,24 @@ def test_a_killed_driver_resumes_on_the_cluster_reusing_every_finished_stage(
     # reference (a third process importing aiblox took 10-40 s)
     local_db = tmp_path / "local.duckdb"
     shutil.copyfile(sweep_db, local_db)
-    first_proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True, env=env(KILL="after:4"), cwd=REPO)
-    try:
-        loaded = load_spec(spec)
-        local_uri = f"sqlite:///{tmp_path}/local.db"
-        run_sweep(loaded, cache_dir=tmp_path / "local", db=str(local_db), progress=False,
-                  tracker=SweepTracker(local_uri, "aiblox-sweep/procs", loaded.hash,
-                                       loaded.model_dump(mode="json")))
-        reference = child_metrics(assert_complete(local_uri, "procs"))
-        _, first_err = first_proc.communicate(timeout=400)
-    finally:
-        if first_proc.poll() is None:
+    # the two drivers: processes forked from one that imported MLflow and aiblox (not Ray) once,
+    # with this process's environment (the cluster's token)
+    with ForkServer(PRELOAD, env(), REPO, tmp_path / "forks") as server:
+        forks = Processes(server)
+        first_proc = forks.start(cmd, KILL="after:4")
+        try:
+            loaded = load_spec(spec)
+            local_uri = f"sqlite:///{tmp_path}/local.db"
+            run_sweep(loaded, cache_dir=tmp_path / "local", db=str(local_db), progress=False,
+                      tracker=SweepTracker(local_uri, "aiblox-sweep/procs", loaded.hash,
+                                           loaded.model_dump(mode="json")))
+            reference = child_metrics(assert_complete(local_uri, "procs"))
+            _, first_err = first_proc.communicate(timeout=400)
+        finally:
             first_proc.kill()
-            first_proc.communicate()
-    assert first_proc.returncode == -9, first_err[-3000:]
-    resumed = run(cmd + ["--resume"])
+            first_proc.wait()
+        assert first_proc.returncode == -9, first_err[-3000:]
+        resumed = forks.run(cmd + ["--resume"])
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "Traceback" not in resumed.stderr
     c = assert_complete(uri, "procs")  # each point logged once, nothing left RUNNING

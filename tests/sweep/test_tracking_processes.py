@@ -2,7 +2,11 @@
 on a fresh store, sweeps killed (SIGKILL, SIGTERM) at several points and resumed, a live sweep
 that a second process may not touch. Children are counted by config hash, every run's status
 is read back (deleted runs too), and the resumed metrics are compared with an uninterrupted
-run's."""
+run's.
+
+Each sweep command is a process of its own (its pid, its signals, its exit status), forked from a
+process that has imported MLflow and aiblox once (:mod:`tests.preloaded`): ``python -c`` paid
+5-8 s of CPU for those imports in each of the module's 22 processes."""
 
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from mlflow.tracking import MlflowClient  # noqa: E402
 from aiblox.engine.tracking import SweepBusy, SweepInterrupted, SweepTracker
 from aiblox.sweep import load_spec, run_sweep
 from tests.mlflow_server import mlflow_server as start_mlflow_server
+from tests.preloaded import PRELOAD, ForkServer
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC_TEXT = """
@@ -122,9 +127,30 @@ def sweep_cmd(spec: Path, uri: str, cache: Path, db: str, *extra: str) -> list[s
             str(cache), "--tracking-uri", uri, "--jobs", "1", "--json", *extra]
 
 
-def run(cmd: list[str], **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cmd, capture_output=True, text=True, env=env(**extra), cwd=REPO,
-                          timeout=400)
+class Processes:
+    """Starts ``python -c DRIVER ARGS`` commands (:func:`sweep_cmd`) as forks of one
+    :class:`ForkServer` (the environment of :func:`env`, the folder ``REPO``); the variables
+    given to :meth:`start` and :meth:`run` are added to a child's environment."""
+
+    def __init__(self, server: ForkServer) -> None:
+        self.server = server
+
+    def start(self, cmd: list[str], **extra: str):
+        assert cmd[1] == "-c", cmd
+        return self.server.start(cmd[2], cmd[3:], env=extra, cwd=REPO)
+
+    def run(self, cmd: list[str], **extra: str) -> subprocess.CompletedProcess[str]:
+        child = self.start(cmd, **extra)
+        try:
+            return child.completed(timeout=400)
+        finally:
+            child.kill()
+
+
+@pytest.fixture(scope="module")
+def forks(tmp_path_factory):
+    with ForkServer(PRELOAD, env(), REPO, tmp_path_factory.mktemp("forks")) as server:
+        yield Processes(server)
 
 
 def error_line(proc: subprocess.CompletedProcess[str]) -> str:
@@ -186,7 +212,7 @@ def reference(tmp_path_factory, sweep_db, sample_dataset):
     return child_metrics(assert_complete(uri, "procs"))
 
 
-def test_sweeps_started_together_on_a_fresh_store(tmp_path, sweep_db):
+def test_sweeps_started_together_on_a_fresh_store(tmp_path, sweep_db, forks):
     """Three processes at once on a store that does not exist yet: two of one spec, one of
     another. No traceback (MLflow's schema is made once, under the lock); the other spec's
     sweep succeeds; of the two same-spec sweeps each succeeds or is refused in one line; every
@@ -199,11 +225,8 @@ def test_sweeps_started_together_on_a_fresh_store(tmp_path, sweep_db):
         shutil.copyfile(sweep_db, dbs[-1])
     cmds = [sweep_cmd(spec, uri, tmp_path / f"c{i}", str(dbs[i]))
             for i, spec in enumerate((a, a, b))]
-    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=env(), cwd=REPO) for c in cmds]
-    outs = [p.communicate(timeout=400) for p in procs]
-    done = [subprocess.CompletedProcess(c, p.returncode, o, e)
-            for c, p, (o, e) in zip(cmds, procs, outs, strict=True)]
+    procs = [forks.start(c) for c in cmds]
+    done = [p.completed(timeout=400) for p in procs]
     for d in done:
         assert "Traceback" not in d.stderr, d.stderr[-3000:]
     assert done[2].returncode == 0, done[2].stderr[-3000:]
@@ -218,11 +241,12 @@ def test_sweeps_started_together_on_a_fresh_store(tmp_path, sweep_db):
 
 
 @pytest.mark.parametrize("kill", ["after:4", "inflight:4", "finish", "term:2", "termin:2"])
-def test_a_killed_sweep_resumes_to_each_point_once(kill, tmp_path, sweep_db, reference):
+def test_a_killed_sweep_resumes_to_each_point_once(kill, tmp_path, sweep_db, reference,
+                                                    forks):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     spec = write_spec(tmp_path, "procs")
     cmd = sweep_cmd(spec, uri, tmp_path / "stages", sweep_db)
-    first = run(cmd, KILL=kill, MARKER=str(tmp_path / "marker"))
+    first = forks.run(cmd, KILL=kill, MARKER=str(tmp_path / "marker"))
     mode, _, k = kill.partition(":")
     term = mode in ("term", "termin")
     if term:
@@ -253,7 +277,7 @@ def test_a_killed_sweep_resumes_to_each_point_once(kill, tmp_path, sweep_db, ref
     assert line.endswith("pass --resume to finish it")
     assert ("which ran it, has exited" if not term else "its process gave it up") in line
 
-    resumed = run(cmd + ["--resume"])
+    resumed = forks.run(cmd + ["--resume"])
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "Traceback" not in resumed.stderr
     c = assert_complete(uri, "procs")
@@ -263,14 +287,13 @@ def test_a_killed_sweep_resumes_to_each_point_once(kill, tmp_path, sweep_db, ref
 
 
 def test_a_live_sweep_refuses_a_second_process_until_it_is_gone(tmp_path, sweep_db,
-                                                                 reference):
+                                                                 reference, forks):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     spec_path = write_spec(tmp_path, "procs")
     cmd = sweep_cmd(spec_path, uri, tmp_path / "stages", sweep_db)
     marker = tmp_path / "marker"
-    holder = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=env(KILL="hold:2", MARKER=str(marker),
-                                      AIBLOX_SWEEP_HEARTBEAT_S="0.3"), cwd=REPO)
+    holder = forks.start(cmd, KILL="hold:2", MARKER=str(marker),
+                         AIBLOX_SWEEP_HEARTBEAT_S="0.3")
     try:
         deadline = time.monotonic() + 300
         while not marker.exists():
@@ -284,7 +307,7 @@ def test_a_live_sweep_refuses_a_second_process_until_it_is_gone(tmp_path, sweep_
         later = MlflowClient(uri).get_run(before["parent"].info.run_id)
         assert float(later.data.tags["aiblox.heartbeat"]) > beat
         host = socket.gethostname()
-        line = error_line(run(cmd))
+        line = error_line(forks.run(cmd))
         assert line.startswith("error: sweep procs ")
         assert f": pid {holder.pid} on {host} is running it; wait for it" in line
         # --resume is refused too (asked from this process: another pid on the same host)
@@ -301,7 +324,7 @@ def test_a_live_sweep_refuses_a_second_process_until_it_is_gone(tmp_path, sweep_
         holder.communicate()
     with pytest.raises(SweepInterrupted, match="which ran it, has exited"):
         SweepTracker(uri, "aiblox-sweep/procs", spec.hash, spec.model_dump(mode="json"))
-    resumed = run(cmd + ["--resume"])
+    resumed = forks.run(cmd + ["--resume"])
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert child_metrics(assert_complete(uri, "procs")) == reference
 
@@ -360,7 +383,8 @@ def mlflow_server(tmp_path_factory):
         yield url
 
 
-def test_a_remote_server_has_one_writer_too(mlflow_server, tmp_path, sweep_db, reference):
+def test_a_remote_server_has_one_writer_too(mlflow_server, tmp_path, sweep_db, reference,
+                                            forks):
     """Against a tracking server there is no file lock: a claim is written, read back after
     the settle time, and the earliest parent wins. Two sweeps started together: one writes,
     the other withdraws in one line; a killed one is resumed over HTTP."""
@@ -370,11 +394,8 @@ def test_a_remote_server_has_one_writer_too(mlflow_server, tmp_path, sweep_db, r
     for i in range(2):
         shutil.copyfile(sweep_db, tmp_path / f"s{i}.duckdb")
         cmds.append(sweep_cmd(spec, uri, tmp_path / f"c{i}", str(tmp_path / f"s{i}.duckdb")))
-    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=env(AIBLOX_TRACKING_SETTLE_S="1"), cwd=REPO) for c in cmds]
-    outs = [p.communicate(timeout=400) for p in procs]
-    done = [subprocess.CompletedProcess(c, p.returncode, o, e)
-            for c, p, (o, e) in zip(cmds, procs, outs, strict=True)]
+    procs = [forks.start(c, AIBLOX_TRACKING_SETTLE_S="1") for c in cmds]
+    done = [p.completed(timeout=400) for p in procs]
     assert sorted(d.returncode for d in done) in ([0, 0], [0, 2]), [d.stderr[-2000:]
                                                                     for d in done]
     for d in done:
@@ -386,9 +407,9 @@ def test_a_remote_server_has_one_writer_too(mlflow_server, tmp_path, sweep_db, r
 
     killed = write_spec(tmp_path, "remote_killed")
     cmd = sweep_cmd(killed, uri, tmp_path / "c0", str(tmp_path / "s0.duckdb"))
-    first = run(cmd, KILL="after:4", AIBLOX_TRACKING_SETTLE_S="1")
+    first = forks.run(cmd, KILL="after:4", AIBLOX_TRACKING_SETTLE_S="1")
     assert first.returncode == -9, first.stderr[-3000:]
-    assert "which ran it, has exited" in error_line(run(cmd))
-    resumed = run(cmd + ["--resume"], AIBLOX_TRACKING_SETTLE_S="1")
+    assert "which ran it, has exited" in error_line(forks.run(cmd))
+    resumed = forks.run(cmd + ["--resume"], AIBLOX_TRACKING_SETTLE_S="1")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert child_metrics(assert_complete(uri, "remote_killed")) == reference
