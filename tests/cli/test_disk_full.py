@@ -6,7 +6,11 @@ a full disk (the next command makes it again).
 
 The full disk is real: a small tmpfs mounted for the test (CI runs these tests as root, like
 this machine; without the right to mount, the tests fail, they are never skipped), filled by a
-ballast file and freed by deleting it."""
+ballast file and freed by deleting it.
+
+The commands that run into the full disk, and their reruns, are processes of their own, forked
+from one that has imported aiblox and MLflow once (:mod:`tests.preloaded`): eight
+``python -m aiblox.cli`` processes spent 5-8 s of CPU each on those imports."""
 
 from __future__ import annotations
 
@@ -14,13 +18,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from aiblox.cli.main import app
+from tests.preloaded import AIBLOX_CLI, PRELOAD, ForkServer
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "datasets" / "sample"
@@ -69,9 +73,19 @@ def _said(r) -> str:
     return " ".join(r.output.split())
 
 
-def _aiblox(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "aiblox.cli", *args], env=ENV, cwd=cwd or REPO,
-                          capture_output=True, text=True, timeout=600)
+@pytest.fixture(scope="module")
+def aiblox(tmp_path_factory):
+    """``aiblox(*args)``: ``python -m aiblox.cli ARGS`` in a process of its own (a fork of the
+    module's :class:`ForkServer`, in ``REPO``), run to its end."""
+    with ForkServer(PRELOAD, ENV, REPO, tmp_path_factory.mktemp("forks")) as server:
+        def run(*args: str) -> subprocess.CompletedProcess:
+            child = server.start(AIBLOX_CLI, list(args), cwd=REPO)
+            try:
+                return child.completed(timeout=600)
+            finally:
+                child.kill()
+
+        yield run
 
 
 def _one_error(err: str) -> str:
@@ -89,7 +103,7 @@ def _grow(ds: Path, n: int) -> None:
                                 "text": f"an added document number {i} " * 20}) + "\n")
 
 
-def test_a_full_disk_during_ingest_is_one_line_and_loses_nothing(tmp_path, disk):
+def test_a_full_disk_during_ingest_is_one_line_and_loses_nothing(tmp_path, disk, aiblox):
     from aiblox.stores import DuckDBStore
     from aiblox.stores.identity import read_mark
 
@@ -102,7 +116,7 @@ def test_a_full_disk_during_ingest_is_one_line_and_loses_nothing(tmp_path, disk)
         before = store.item_hashes()
     _grow(ds, 3000)
     disk.fill(leave=256 * 1024)
-    done = _aiblox("ingest", str(ds), "--db", db, "--embedder", "hashing")
+    done = aiblox("ingest", str(ds), "--db", db, "--embedder", "hashing")
     assert done.returncode == 2, done.stderr
     line = _one_error(done.stderr)
     assert line.startswith(f"error: store {db}: the disk is full (ENOSPC, no space left on the "
@@ -129,9 +143,9 @@ def test_a_full_disk_during_ingest_is_one_line_and_loses_nothing(tmp_path, disk)
             == json.loads(fresh.stdout)["systems"][0]["hashes"])
 
 
-def _sweep(tmp: Path, cache: Path, uri: str, *extra: str) -> subprocess.CompletedProcess:
-    return _aiblox("sweep", "evals/sweeps/sample_fusion.toml", "--cache-dir", str(cache), "--db",
-                   str(tmp / "sweep.duckdb"), "--tracking-uri", uri, "--json", *extra)
+def _sweep(aiblox, tmp: Path, cache: Path, uri: str, *extra: str) -> subprocess.CompletedProcess:
+    return aiblox("sweep", "evals/sweeps/sample_fusion.toml", "--cache-dir", str(cache), "--db",
+                  str(tmp / "sweep.duckdb"), "--tracking-uri", uri, "--json", *extra)
 
 
 def _best(done: subprocess.CompletedProcess) -> list:
@@ -142,17 +156,17 @@ def _best(done: subprocess.CompletedProcess) -> list:
 
 
 @pytest.fixture(scope="module")
-def clean_sweep(tmp_path_factory):
+def clean_sweep(tmp_path_factory, aiblox):
     """What the sample sweep gives with room to spare."""
     tmp = tmp_path_factory.mktemp("clean")
-    done = _sweep(tmp, tmp / "stages", f"sqlite:///{tmp}/mlruns/mlflow.db")
+    done = _sweep(aiblox, tmp, tmp / "stages", f"sqlite:///{tmp}/mlruns/mlflow.db")
     assert done.returncode == 0, done.stderr
     return _best(done)
 
 
 @pytest.mark.parametrize("where", ["stage cache", "MLflow store"])
 def test_a_full_disk_mid_sweep_is_one_line_and_resume_continues(tmp_path, disk, where,
-                                                                   clean_sweep):
+                                                                   clean_sweep, aiblox):
     cache = (disk.path if where == "stage cache" else tmp_path) / "stages"
     folder = disk.path if where == "MLflow store" else tmp_path
     uri = f"sqlite:///{folder}/mlruns/mlflow.db"
@@ -161,7 +175,7 @@ def test_a_full_disk_mid_sweep_is_one_line_and_resume_continues(tmp_path, disk, 
 
         tracking_client(uri, create=True)
     disk.fill(leave=200 * 1024)
-    done = _sweep(tmp_path, cache, uri)
+    done = _sweep(aiblox, tmp_path, cache, uri)
     assert done.returncode == 2, done.stderr
     line = _one_error(done.stderr)
     named = f"the stage cache ({cache})" if where == "stage cache" else f"the MLflow store ({uri})"
@@ -172,25 +186,26 @@ def test_a_full_disk_mid_sweep_is_one_line_and_resume_continues(tmp_path, disk, 
     assert len(done.stderr.splitlines()) <= 4, done.stderr  # the plan, MLflow's notes, error
 
     disk.free()
-    again = _sweep(tmp_path, cache, uri, "--resume")
+    again = _sweep(aiblox, tmp_path, cache, uri, "--resume")
     assert again.returncode == 0, again.stderr
     assert _best(again) == clean_sweep
     tracking = json.loads(again.stdout)["tracking"]
     assert tracking["logged"] + tracking["skipped"] == 24
 
 
-def test_mlflow_s_database_made_on_a_full_disk_is_made_again_once_space_frees(tmp_path, disk):
+def test_mlflow_s_database_made_on_a_full_disk_is_made_again_once_space_frees(tmp_path, disk,
+                                                                              aiblox):
     db = disk.path / "mlruns" / "mlflow.db"
     uri = f"sqlite:///{db}"
     disk.fill(leave=100 * 1024)  # MLflow's schema takes ~900 kB
-    done = _sweep(tmp_path, tmp_path / "stages", uri)
+    done = _sweep(aiblox, tmp_path, tmp_path / "stages", uri)
     assert done.returncode == 2, done.stderr
     line = _one_error(done.stderr)
     assert line.startswith(f"error: cannot open the MLflow store {uri}: "), line
     assert "database or disk is full" in line and "ENOSPC" in line
     assert sorted(p.name for p in db.parent.iterdir()) == ["mlflow.db.lock"]  # no half-made db
     disk.free()
-    again = _sweep(tmp_path, tmp_path / "stages", uri)
+    again = _sweep(aiblox, tmp_path, tmp_path / "stages", uri)
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["tracking"]["logged"] == 24
 
