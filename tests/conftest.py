@@ -40,18 +40,20 @@ def pytest_xdist_auto_num_workers(config):
 
 
 LONG_MODULES = (
-    "tests/sweep/test_tracking_processes.py", "tests/sweep/test_ray_executor.py",
-    "tests/sweep/test_shared_state.py", "tests/cli/test_disk_full.py",
-    "tests/notebooks/test_browser.py", "tests/benchmarks/test_scale_small.py",
-    "tests/benchmarks/test_fusion_sweep_small.py",
-    "tests/sweep/test_finetune.py", "tests/notebooks/test_jupyter.py", "tests/test_typing.py",
-    "tests/stages/test_search_terms.py", "tests/notebooks/test_notebooks.py",
-    "tests/sweep/test_shared_cache.py", "tests/cli/test_half_synced.py",
-    "tests/experiment/test_run_experiment.py", "tests/test_readme_python.py")
-"""The modules that take longest (``--durations`` of two whole runs in a clean clone,
-2026-11-26; a one-test module of 20 s or more belongs here too, or it is handed out last by
-its size), longest first: handed out first, so that no long module starts last while the
-other worker idles."""
+    "tests/sweep/test_ray_executor.py", "tests/sweep/test_tracking_processes.py",
+    "tests/test_typing.py", "tests/notebooks/test_browser.py", "tests/sweep/test_finetune.py",
+    "tests/sweep/test_shared_state.py", "tests/notebooks/test_notebooks.py",
+    "tests/notebooks/test_jupyter.py", "tests/cli/test_disk_full.py",
+    "tests/benchmarks/test_fusion_sweep_small.py", "tests/cli/test_half_synced.py",
+    "tests/benchmarks/test_scale_small.py", "tests/stages/test_search_terms.py",
+    "tests/test_readme_python.py", "tests/sweep/test_shared_cache.py",
+    "tests/experiment/test_run_experiment.py")
+"""The modules that take longest, longest first: handed out first, so that no long module
+starts last while the other worker idles (``--durations`` of a whole run, 2026-11-28, after the
+sweep, disk-full and half-synced processes were forked from a preloaded server; the type check
+and numba's kernels where a clean clone compiles them from nothing: ``test_typing`` runs mypy
+for 60-90 s there, 3 s with its cache). A one-test module of 20 s or more belongs here too, or
+it is handed out last by its size."""
 
 
 @pytest.hookimpl(tryfirst=True)
