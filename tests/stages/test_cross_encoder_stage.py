@@ -63,7 +63,9 @@ def test_a_missing_model_and_an_unresolved_finetune_are_refused(tmp_path, own_db
     s = spec(tmp_path, tmp_path / "nowhere")
     with pytest.raises(ValueError, match="no such model folder or installed model package"):
         run_sweep(s, cache_dir=tmp_path / "c", db=own_db, progress=False)
-    with pytest.raises(SweepSpecError, match=r'model = "finetune": add \[finetune_reranker\]'):
+    wanted = (r"field 'finetune_reranker': a cross_encoder stage has model = \"finetune\", "
+              r"and nothing trains it: add \[finetune_reranker\]")
+    with pytest.raises(SweepSpecError, match=wanted):
         spec(tmp_path, "finetune")
 
 
