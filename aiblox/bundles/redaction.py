@@ -227,24 +227,32 @@ class RedactorRegistry:
         return [r for n, r in self._redactors.items() if n in wanted]
 
 
-def _shift(span: tuple[int, int], edits: list[tuple[int, int, int]]) -> tuple[int, int]:
-    """Map a span through replacements ``(start, end, new_len)`` (sorted, in old coordinates)."""
-    a, b = span
-    delta_a = delta_b = 0
-    for s, e, n in edits:
-        d = n - (e - s)
-        if e <= a:
-            delta_a += d
-            delta_b += d
-        elif s >= b:
-            break
-        else:  # overlapping: the span grows to cover the replacement
+def _shift(spans: list[tuple[int, int]], edits: list[tuple[int, int, int]]
+           ) -> list[tuple[int, int]]:
+    """Map spans (sorted, not overlapping) through replacements ``(start, end, new_len)``
+    (sorted, not overlapping, in the same old coordinates) in one pass over both: a span after
+    an edit moves by its length change, a span overlapping edits grows to cover them. Linear:
+    a text with tens of thousands of matches is redacted in milliseconds, not minutes."""
+    out: list[tuple[int, int]] = []
+    i = 0
+    before = 0  # the length change of edits[:i], every one ending at or before the span
+    for a, b in spans:
+        while i < len(edits) and edits[i][1] <= a:
+            s, e, n = edits[i]
+            before += n - (e - s)
+            i += 1
+        delta_a = delta_b = before
+        j = i
+        while j < len(edits) and edits[j][0] < b:  # overlapping: the span grows to cover it
+            s, e, n = edits[j]
             if s < a:
                 delta_a -= a - s
             if e > b:
                 delta_b += e - b
-            delta_b += d
-    return a + delta_a, b + delta_b
+            delta_b += n - (e - s)
+            j += 1
+        out.append((a + delta_a, b + delta_b))
+    return out
 
 
 def redact(text: str, redactors: Iterable[Redactor]) -> tuple[str, list[RedactionRecord]]:
@@ -271,7 +279,7 @@ def redact(text: str, redactors: Iterable[Redactor]) -> tuple[str, list[Redactio
             pos = e
         parts.append(text[pos:])
         text = "".join(parts)
-        found = [(fr, [_shift(sp, edits) for sp in fs]) for fr, fs in found]
+        found = [(fr, _shift(fs, edits)) for fr, fs in found]
         found.append((r, new_spans))
     records = [
         RedactionRecord(redactor=r.name, count=len(sp), spans=sp, replacement=r.token())

@@ -322,3 +322,23 @@ def test_duckdb_query_sampled_and_sandboxed(tmp_path):
         "SELECT * FROM t ORDER BY x", database=db, max_rows=2, max_cols=5, strategy="first_last"
     )
     assert t.rows == [[0, "2024-01-01"], [4, "2024-01-05"]]
+
+
+def test_every_record_points_at_its_tokens_in_a_text_with_thousands_of_matches():
+    """Each redactor runs on the previous one's output, and the spans of the earlier ones are
+    moved through its replacements: in a text with thousands of matches of three redactors,
+    interleaved and some adjacent, every recorded span still slices out exactly its own token
+    in the final text, and nothing secret is left. (The moving was quadratic in the matches:
+    a 1 MB text with 28,000 short ``password:`` values took minutes under a profiler.)"""
+    import random
+
+    rng = random.Random(7)
+    pieces = ["pwd: hunter{}", "mail user{}@example.org", "card 4111 1111 1111 1111", "word{}",
+              "token=abc{}", "x"]
+    text = " ".join(rng.choice(pieces).format(i) for i in range(6000))
+    out, records = redact(text, default_redactors())
+    assert {r.redactor for r in records} >= {"api_key", "email", "card"}
+    for r in records:
+        assert r.count == len(r.spans) > 100
+        assert all(out[a:b] == r.replacement for a, b in r.spans)
+    assert "@example.org" not in out and "4111 1111" not in out and "hunter" not in out
