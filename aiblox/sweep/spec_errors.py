@@ -52,7 +52,8 @@ def error_lines(path: str, text: str, data: Any, errors: Iterable[Mapping[str, A
     for key, msg in _merged(data, list(errors), model):
         found = _KEY_FIRST.fullmatch(msg)
         named = _parse_key(found.group("key")) if found else ()
-        if key and named and named[:len(key)] != key and _present(data, key + named):
+        if key and named and named[:len(key)] != key \
+                and _value_at(data, key + named, _ABSENT) is not _ABSENT:
             named = key + named  # a table's error naming a key inside it: ``objectives: ...``
         if found and (not key and str(named[0]) in model.model_fields
                       or key and len(named) > len(key) and named[:len(key)] == key):
@@ -105,21 +106,16 @@ def _split(data: Any, loc: Sequence[Any]) -> tuple[Path, list[tuple[int, str]]]:
     return tuple(path), branches
 
 
-def _present(data: Any, path: Path) -> bool:
+_ABSENT = object()
+
+
+def _value_at(data: Any, path: Path, absent: Any = None) -> Any:
+    """The value at ``path`` in the spec's data, ``absent`` where there is none."""
     for part in path:
         try:
             data = data[part]
         except (KeyError, IndexError, TypeError):
-            return False
-    return True
-
-
-def _value_at(data: Any, path: Path) -> Any:
-    for part in path:
-        try:
-            data = data[part]
-        except (KeyError, IndexError, TypeError):
-            return None
+            return absent
     return data
 
 
