@@ -14,10 +14,18 @@ mid-write leaves no meta and the stage is simply recomputed. The cache counts, p
 many outputs it computed and how many it reused, which is how tests prove a re-run recomputes
 nothing.
 
+A stage whose output costs less to compute again than to store (a hybrid point's fused run:
+about a millisecond from its signals, against half a megabyte a point on disk) is *recorded*,
+not stored: its meta is written with ``"stored": false`` and its output hash, and no output
+file. Reading it computes the output again and checks it against the recorded hash (a mismatch
+is a damaged entry); :meth:`StageCache.load`, which has nothing to compute it with, raises
+:class:`StageOutputNotStored`.
+
 The root is a local folder (a path, or a ``file://`` URI) or any fsspec URI (``s3://bucket/x``,
 ``gs://``, ``memory://`` in tests; the protocol's package must be installed, e.g. ``s3fs``), so
-workers on several machines share one cache. A local folder keeps the direct ``os`` calls (a
-fusion sweep reads thousands of entries). Publication is atomic everywhere: a local or
+workers on several machines share one cache (the two kinds of files are in
+:mod:`aiblox.engine.cache_files`). A local folder keeps the direct ``os`` calls (a fusion sweep
+reads thousands of entries). Publication is atomic everywhere: a local or
 mounted shared folder writes a temporary file unique to the process and thread and renames
 it; an object store writes each file with one put, which a reader sees whole or not at all.
 Two workers computing one stage write the same bytes (stages are deterministic), so the last
@@ -30,7 +38,6 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import itertools
 import json
 import os
 import threading
@@ -38,18 +45,27 @@ import warnings
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import numpy as np
 
+from aiblox.engine.cache_files import (
+    FileInfo,
+    Files,
+    FsspecFiles,
+    LocalFiles,
+    StageCacheError,
+    local_cache_root,
+)
 from aiblox.engine.task import StageRecord, Task, stage_key
-from aiblox.hashing import canonical_plain_json, sha256_bytes, sha256_text
+from aiblox.hashing import canonical_plain_json, sha256_bytes
 
 __all__ = [
     "FileInfo",
     "StageCache",
     "StageCacheCorrupt",
     "StageCacheError",
+    "StageOutputNotStored",
     "check_cache_root",
     "decode_arrays",
     "encode_arrays",
@@ -86,12 +102,13 @@ def decode_arrays(data: bytes) -> dict[str, np.ndarray]:
     return out
 
 
-_TMP_SEQ = itertools.count()
-
-
-class StageCacheError(OSError):
-    """The stage cache cannot be written (a read-only or full disk, a path through a file, an
-    unknown URI protocol); the message names the folder or URI."""
+def _encoded(output: Any, codec: str) -> tuple[bytes, str]:
+    """An output's canonical bytes (before compression) and their sha256, its output hash."""
+    if codec == "arrays":
+        data = encode_arrays(output)
+        return data, sha256_bytes(data)
+    data = canonical_plain_json(output).encode("utf-8")
+    return data, sha256_bytes(data)
 
 
 class StageCacheCorrupt(StageCacheError):
@@ -104,200 +121,14 @@ class StageCacheCorrupt(StageCacheError):
         self.name, self.key, self.path, self.reason = name, key, path, reason
 
 
-def _atomic_write(path: str | Path, data: bytes) -> None:
-    """Write ``data`` under a temporary name unique to this process and thread, then rename it
-    into place: a reader never sees a partial file, a killed process never leaves one under
-    the real name, and parallel writers of one key (same bytes) simply replace each other. No
-    ``fsync``: every read checks the output's sha256 against its meta (a meta without its
-    output, or an output cut short by a power loss, is a damaged entry, computed again), and
-    two syncs per file cost a sweep more than its fusion and metrics. The folder is made when
-    missing. Failures are a :class:`StageCacheError` naming the folder."""
-    folder, name = os.path.split(os.fspath(path))
-    tmp = os.path.join(folder, f".{name}.{os.getpid()}-{threading.get_ident()}-"
-                               f"{next(_TMP_SEQ)}.tmp")
-    try:
-        try:
-            f = open(tmp, "wb")  # noqa: SIM115 - closed below
-        except FileNotFoundError:
-            os.makedirs(folder, exist_ok=True)
-            f = open(tmp, "wb")  # noqa: SIM115
-        with f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise StageCacheError(f"cannot write the stage cache in {folder}: "
-                              f"{exc.strerror or exc}") from exc
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+class StageOutputNotStored(StageCacheError):
+    """A recorded entry (its meta and output hash only) read without a way to compute its
+    output again: the caller recomputes it from the entry's inputs and config."""
 
-
-def local_cache_root(root: str | Path) -> Path | None:
-    """The local folder of a cache root (a path, or a ``file://`` URI); None for any other
-    fsspec URI (``s3://``, ``memory://``, ...)."""
-    if isinstance(root, Path):
-        return root
-    if root.startswith("file://"):
-        return Path(root.removeprefix("file://"))
-    return Path(root) if "://" not in root else None
-
-
-_PUT_IS_ATOMIC = frozenset({"memory", "s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl",
-                            "oci", "oss", "r2", "b2", "tos", "cos"})
-"""fsspec protocols where one put publishes the whole file or nothing (object stores, and the
-in-process ``memory`` store): written directly. Elsewhere (sftp, smb, hdfs, ...) a temporary
-name then a rename."""
-
-
-class _Files(Protocol):
-    """Where the cache's files live: the local folder or an fsspec filesystem."""
-
-    def path(self, name: str, file: str) -> Any: ...
-    def read(self, path: Any) -> bytes: ...
-    def write(self, path: Any, data: bytes) -> None: ...
-    def exists(self, path: Any) -> bool: ...
-    def size(self, path: Any) -> int: ...
-    def unlink(self, path: Any) -> None: ...
-    def listing(self, folder: str) -> list[FileInfo]: ...
-
-
-FileInfo = tuple[str, int, float | None]
-"""A file in a cache folder: its name, its size in bytes and when it was last written (seconds
-since the epoch; None where the filesystem does not say)."""
-
-_MODIFIED_KEYS = ("mtime", "LastModified", "last_modified", "updated", "created")
-"""Where fsspec filesystems report a file's modification time (local and sftp ``mtime``, S3
-``LastModified``, GCS ``updated``, the memory filesystem ``created``)."""
-
-
-def _epoch(value: Any) -> float | None:
-    """Seconds since the epoch from a listing's time field (a number, a datetime or an ISO
-    string); None when it is none of these."""
-    import datetime as dt
-
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            value = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-    if isinstance(value, dt.datetime):
-        return (value if value.tzinfo else value.replace(tzinfo=dt.UTC)).timestamp()
-    return None
-
-
-class _LocalFiles:
-    """A local (or mounted shared) folder, through ``os`` directly: the fast path (paths are
-    strings: a sweep point touches a dozen, and ``pathlib`` costs more than ``os`` here)."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self._prefix = os.fspath(root)
-
-    def path(self, name: str, file: str) -> str:
-        return os.path.join(self._prefix, name, file)
-
-    def read(self, path: str) -> bytes:
-        with open(path, "rb") as f:
-            return f.read()
-
-    def write(self, path: str, data: bytes) -> None:
-        _atomic_write(path, data)
-
-    def exists(self, path: str) -> bool:
-        return os.path.exists(path)
-
-    def size(self, path: str) -> int:
-        return os.stat(path).st_size
-
-    def unlink(self, path: str) -> None:
-        os.unlink(path)
-
-    def listing(self, folder: str) -> list[FileInfo]:
-        try:
-            with os.scandir(self.root / folder if folder else self.root) as it:
-                found = [(e.name, e.is_dir(), e.stat()) for e in it]
-        except FileNotFoundError:
-            return []
-        return [(name, -1 if is_dir else st.st_size, st.st_mtime)
-                for name, is_dir, st in found]
-
-
-class _FsspecFiles:
-    """An fsspec filesystem (``s3://``, ``gs://``, ``memory://``, ...)."""
-
-    def __init__(self, uri: str) -> None:
-        self.uri = uri
-        try:
-            import fsspec
-
-            self.fs, base = fsspec.core.url_to_fs(uri)
-        except ImportError as exc:  # the protocol's package: s3fs, gcsfs, adlfs, ...
-            raise StageCacheError(f"stage cache {uri}: {exc}") from None
-        except ValueError as exc:  # "Protocol not known: foo"
-            raise StageCacheError(f"stage cache {uri}: {exc}") from None
-        self.base = base.rstrip("/")
-        protocol = self.fs.protocol
-        protocols = {protocol} if isinstance(protocol, str) else set(protocol)
-        self.direct = bool(protocols & _PUT_IS_ATOMIC)
-        self._made: set[str] = set()
-
-    def path(self, name: str, file: str) -> str:
-        return f"{self.base}/{name}/{file}" if name else f"{self.base}/{file}"
-
-    def read(self, path: str) -> bytes:
-        return bytes(self.fs.cat_file(path))
-
-    def write(self, path: str, data: bytes) -> None:
-        folder = path.rsplit("/", 1)[0]
-        try:
-            if self.direct:  # object stores have no folders (makedirs could make a bucket)
-                self.fs.pipe_file(path, data)
-                return
-            if folder not in self._made:
-                self.fs.makedirs(folder, exist_ok=True)
-                self._made.add(folder)
-            name = path.rsplit("/", 1)[1]
-            tmp = (f"{folder}/.{name}.{os.getpid()}-{threading.get_ident()}-"
-                   f"{next(_TMP_SEQ)}.tmp")
-            try:
-                self.fs.pipe_file(tmp, data)
-                self.fs.mv(tmp, path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    self.fs.rm_file(tmp)
-                raise
-        except OSError as exc:
-            raise StageCacheError(f"cannot write the stage cache in "
-                                  f"{self.fs.unstrip_protocol(folder)}: "
-                                  f"{exc.strerror or exc}") from exc
-
-    def exists(self, path: str) -> bool:
-        return bool(self.fs.exists(path))
-
-    def size(self, path: str) -> int:
-        return int(self.fs.size(path))
-
-    def unlink(self, path: str) -> None:
-        self.fs.rm_file(path)
-
-    def listing(self, folder: str) -> list[FileInfo]:
-        try:
-            infos = self.fs.ls(self.path("", folder) if folder else self.base, detail=True)
-        except FileNotFoundError:
-            return []
-        out: list[FileInfo] = []
-        for info in infos:
-            name = str(info["name"]).rstrip("/").rsplit("/", 1)[-1]
-            when = next((_epoch(info[k]) for k in _MODIFIED_KEYS if info.get(k) is not None),
-                        None)
-            out.append((name, -1 if info.get("type") == "directory" else int(info["size"]),
-                        when))
-        return out
+    def __init__(self, name: str, key: str) -> None:
+        super().__init__(f"stage cache entry {name}/{key[:16]} keeps no output (it is recorded "
+                         f"and computed again from its inputs when read)")
+        self.name, self.key = name, key
 
 
 def check_cache_root(root: str | Path, label: str = "stage cache") -> None:
@@ -337,7 +168,7 @@ class StageCache:
 
     def __init__(self, root: str | Path) -> None:
         local = local_cache_root(root)
-        self._files: _Files = _LocalFiles(local) if local is not None else _FsspecFiles(str(root))
+        self._files: Files = LocalFiles(local) if local is not None else FsspecFiles(str(root))
         self.root: Path | str = local if local is not None else str(root)
         """The local folder, or the fsspec URI as given."""
         self.uri = str(local.absolute()) if local is not None else str(root)
@@ -425,6 +256,8 @@ class StageCache:
         """An entry's meta and its stored bytes (decompressed), checked against the recorded
         output hash; a damaged entry is removed and :class:`StageCacheCorrupt` raised."""
         m = self.meta(name, key)
+        if m.get("stored") is False:
+            raise StageOutputNotStored(name, key)
         codec = m.get("codec", "json")
         path = self._paths(name, key, codec)[0]
         try:
@@ -444,19 +277,47 @@ class StageCache:
 
     def check(self, name: str, key: str) -> str | None:
         """Read an entry back and check it as every read does: None when its output is what
-        its meta recorded; else why not (the damaged entry has been removed)."""
+        its meta recorded (a recorded entry: when its meta is whole; its output is checked
+        when it is computed again); else why not (the damaged entry has been removed)."""
         try:
             self._raw(name, key)
         except StageCacheCorrupt as exc:
             return exc.reason
+        except StageOutputNotStored:
+            return None
         return None
+
+    def stored(self, name: str, key: str) -> bool:
+        """Whether an entry keeps its output (False: recorded, computed again when read)."""
+        return self.meta(name, key).get("stored", True) is not False
+
+    def recomputed(self, name: str, key: str, output: Any, meta: dict[str, Any] | None = None
+                   ) -> Any:
+        """``output``, computed again for a recorded entry, when its hash is the one the
+        entry recorded; else the entry is removed and :class:`StageCacheCorrupt` raised (its
+        inputs or the code changed under the same key)."""
+        m = meta if meta is not None else self.meta(name, key)
+        if _encoded(output, m.get("codec", "json"))[1] != m["output_hash"]:
+            self.remove(name, key)
+            raise StageCacheCorrupt(name, key, self._paths(name, key)[1],
+                                    "its output, computed again, does not match the sha256 "
+                                    "recorded when it was first computed")
+        return output
 
     def load(self, name: str, key: str) -> Any:
         """The output of a complete entry (named arrays for an ``arrays`` stage), checked
-        against its recorded hash (:class:`StageCacheCorrupt` when it does not match)."""
+        against its recorded hash (:class:`StageCacheCorrupt` when it does not match;
+        :class:`StageOutputNotStored` for a recorded entry)."""
         return self._read(name, key)[1]
 
-    def _read(self, name: str, key: str) -> tuple[dict[str, Any], Any]:
+    def _read(self, name: str, key: str, compute: Callable[[], Any] | None = None
+              ) -> tuple[dict[str, Any], Any]:
+        """An entry's meta and output; a recorded entry's output computed again with
+        ``compute`` and checked (:class:`StageOutputNotStored` without one)."""
+        if compute is not None:
+            m = self.meta(name, key)
+            if m.get("stored") is False:
+                return m, self.recomputed(name, key, compute(), m)
         m, data = self._raw(name, key)
         if m.get("codec") != "arrays":
             return m, json.loads(data)
@@ -475,6 +336,8 @@ class StageCache:
             m = self.meta(name, key)
         except StageCacheCorrupt:
             return False
+        if m.get("stored") is False:
+            return True
         path = self._paths(name, key, m.get("codec", "json"))[0]
         try:
             size = self._files.size(path)
@@ -486,21 +349,25 @@ class StageCache:
         return True
 
     def store(self, name: str, version: str | int, config: Any, inputs: Sequence[str],
-              output: Any, codec: Literal["json", "arrays"] = "json") -> StageRecord:
+              output: Any, codec: Literal["json", "arrays"] = "json",
+              stored: bool = True) -> StageRecord:
         """Write an output under its key; returns its record. ``codec="arrays"``: ``output`` is
-        a dict of numpy arrays, stored (and hashed) as :func:`encode_arrays` bytes."""
+        a dict of numpy arrays, stored (and hashed) as :func:`encode_arrays` bytes.
+        ``stored=False``: only the meta, with the output's hash (a recorded entry)."""
         key = stage_key(name, version, config, inputs)
         out_path, meta_path = self._paths(name, key, codec)
-        if codec == "arrays":
-            data = encode_arrays(output)
-            rec = StageRecord(name, str(version), key, tuple(inputs), sha256_bytes(data))
+        encoded, output_hash = _encoded(output, codec)
+        rec = StageRecord(name, str(version), key, tuple(inputs), output_hash)
+        meta: dict[str, Any] = {**rec.as_dict(), "config": config}
+        if stored:
+            data = encoded if codec == "arrays" else gzip.compress(encoded, compresslevel=1,
+                                                                   mtime=0)
+            self._files.write(out_path, data)
+            meta["size"] = len(data)
         else:
-            text = canonical_plain_json(output)
-            rec = StageRecord(name, str(version), key, tuple(inputs), sha256_text(text))
-            data = gzip.compress(text.encode("utf-8"), compresslevel=1, mtime=0)
-        self._files.write(out_path, data)
-        meta = {**rec.as_dict(), "config": config, "size": len(data),
-                **({"codec": codec} if codec != "json" else {})}
+            meta["stored"] = False
+        if codec != "json":
+            meta["codec"] = codec
         self._files.write(meta_path, canonical_plain_json(meta).encode("utf-8"))
         return rec
 
@@ -508,7 +375,7 @@ class StageCache:
             compute: Callable[[], Any], load: bool = True,
             codec: Literal["json", "arrays"] = "json",
             count_reuse: bool = True, key: str | None = None,
-            counted_as: str | None = None) -> tuple[StageRecord, Any]:
+            counted_as: str | None = None, stored: bool = True) -> tuple[StageRecord, Any]:
         """Memoised stage: reuse the entry for this key, or ``compute()`` and store it.
 
         A reused entry's output is checked against its recorded hash; a damaged entry is
@@ -519,14 +386,16 @@ class StageCache:
         to have a damaged one recomputed. ``count_reuse=False``: a reused entry is not counted,
         loaded or not (a key its caller has counted already). ``key``: the stage's key, when
         the caller has it. ``counted_as``: the name it is counted under (None: ``name``,
-        :attr:`~aiblox.engine.task.Task.counted_as`).
+        :attr:`~aiblox.engine.task.Task.counted_as`). ``stored=False``: a computed output is
+        recorded, not stored (:attr:`~aiblox.engine.task.Task.stored`); a recorded entry read
+        with ``load`` is computed again and checked against its hash.
         """
         key = key or stage_key(name, version, config, inputs)
         counted = counted_as or name
         if self.has(name, key):
             try:
                 if load:
-                    m, output = self._read(name, key)
+                    m, output = self._read(name, key, compute)
                     if count_reuse:
                         self._count(self.reused, counted)
                     return StageRecord(m["name"], m["version"], m["key"], tuple(m["inputs"]),
@@ -542,7 +411,7 @@ class StageCache:
             warnings.warn(f"stage cache: {name}/{key[:16]} under {self.root} was damaged "
                           f"({reason}); computing it again", stacklevel=2)
         output = compute()
-        rec = self.store(name, version, config, inputs, output, codec)
+        rec = self.store(name, version, config, inputs, output, codec, stored)
         self._count(self.computed, counted)
         return rec, output
 
@@ -555,4 +424,4 @@ class StageCache:
         """:meth:`run` of a :class:`~aiblox.engine.task.Task` record."""
         return self.run(stage.name, stage.version, stage.config, stage.inputs, stage.compute,
                         load=load, codec=stage.codec, count_reuse=count_reuse, key=stage.key,
-                        counted_as=stage.counted_as)
+                        counted_as=stage.counted_as, stored=stage.stored)

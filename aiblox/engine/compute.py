@@ -39,7 +39,7 @@ from aiblox.assembly import (
     validate_answer,
 )
 from aiblox.chunking import max_passage_projection
-from aiblox.contracts.retrieval import RetrievalPrefs
+from aiblox.contracts.retrieval import RetrievalPrefs, ScoringConfig
 from aiblox.data import Dataset
 from aiblox.fusion import BatchFusion, FusedArrays, FusedHit
 from aiblox.hashing import sha256_hex
@@ -94,6 +94,16 @@ def fused_arrays(prefs: RetrievalPrefs, index: BatchFusion, sig: dict[str, Any])
     return index.encode({q: [[h.doc_id, h.score] for h in hs]
                          for q, hs in zip(sig["qids"], fused, strict=True)})
 
+
+
+def recorded_fusion(config: Mapping[str, Any], index: BatchFusion) -> FusedArrays:
+    """The fused run of a recorded ``fusion`` entry (a hybrid point's: the fusion the stage
+    cache records rather than stores) from its config (:func:`aiblox.engine.configs.
+    fusion_config`) and its signals' index: what :func:`fused_arrays` computed."""
+    if config.get("mode") != "hybrid":
+        raise ValueError(f"only a hybrid point's fusion is recorded, not {config.get('mode')!r}")
+    return index.fuse_arrays(ScoringConfig.model_validate(config["scoring"]),
+                             config["top_k_items"])
 
 
 # -- chunks --------------------------------------------------------------------------------------

@@ -223,8 +223,11 @@ class RunContext:
             index = self.fusion_index(split, skey)
             return fused_arrays(prefs, index, self.signals_output(split, skey)).as_dict()
 
+        # a hybrid fused run takes a millisecond to compute again from its signals and half a
+        # megabyte a point to store: recorded (key and output hash), not stored
+        hybrid = prefs.mode == "hybrid"
         return make_task("fusion", fusion_config(prefs), [skey], fuse, codec="arrays",
-                         counted_as=None if prefs.mode == "hybrid" else "cut")
+                         counted_as=None if hybrid else "cut", stored=not hybrid)
 
     def run_stage(self, name: str, version: str, config: Any, inputs: Sequence[str],
                   compute: Callable[[], Any]) -> tuple[StageRecord, Any]:

@@ -9,7 +9,9 @@ Nothing is lost by removing an entry: the cache is a memo, and a removed stage i
 again, with the same key and the same bytes, the next time a sweep needs it. What is lost is
 time: signals entries hold retrieval runs (and a dense retrieval's embeddings are cached
 elsewhere), fusion and metrics entries cost milliseconds each. A dense fusion sweep writes
-about half a megabyte a point, which is why ``prune`` exists.
+tens of kilobytes a point (its metrics; its fused runs are recorded, not stored: a meta
+file each), and a sweep of pipelines keeps each point's chunks and answers, which is why
+``prune`` exists.
 
 An entry's age is when it was written (its meta's modification time): a re-run that reuses an
 entry does not renew it. Files an interrupted write left behind (an output without its meta, a

@@ -2,8 +2,9 @@
 per-query metric values (for MLflow, significance and intervals) and the evidence its selection
 kept.
 
-A fused run is stored in compact form, relative to the :class:`~aiblox.fusion.BatchFusion`
-index of its split's signals; a :class:`StageReader` keeps the indexes it built for its own
+A fused run is kept in compact form, relative to the :class:`~aiblox.fusion.BatchFusion`
+index of its split's signals (a hybrid point's is recorded, not stored, and computed again
+from that index); a :class:`StageReader` keeps the indexes it built for its own
 lifetime (one sweep), so logging a thousand points builds each split's index once.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 
 from aiblox.data.trec import trec_run_text, trec_scores
 from aiblox.engine.cache import StageCache
+from aiblox.engine.compute import recorded_fusion
 from aiblox.fusion import BatchFusion, FusedArrays
 from aiblox.hashing import sha256_bytes
 from aiblox.metrics import unpack_metrics
@@ -54,18 +56,29 @@ class StageReader:
         self._indexes.pop(signals_key, None)
         self._tables.pop(signals_key, None)
 
+    def fused(self, signals_key: str, fusion_key: str) -> FusedArrays:
+        """A cached fusion entry's run in compact form: read back, or for a recorded entry
+        computed again from its signals and checked against its recorded hash
+        (:class:`~aiblox.engine.cache.StageCacheCorrupt` when an entry is damaged or the
+        computed run is not the recorded one)."""
+        m = self.cache.meta("fusion", fusion_key)
+        if m.get("stored") is not False:
+            return FusedArrays.from_dict(self.cache.load("fusion", fusion_key))
+        fused = recorded_fusion(m["config"], self.index(signals_key))
+        self.cache.recomputed("fusion", fusion_key, fused.as_dict(), m)
+        return fused
+
     def fused_run(self, signals_key: str, fusion_key: str) -> dict[str, list[list[Any]]]:
-        """A cached fused run as ``{qid: [[doc_id, score], ...]}``;
-        :class:`~aiblox.engine.cache.StageCacheCorrupt` when an entry it reads is damaged."""
-        fused = FusedArrays.from_dict(self.cache.load("fusion", fusion_key))
-        return self.index(signals_key).decode(fused)
+        """A cached fused run as ``{qid: [[doc_id, score], ...]}`` (:meth:`fused`)."""
+        return self.index(signals_key).decode(self.fused(signals_key, fusion_key))
 
     def fused_trec(self, signals_key: str, fusion_key: str, tag: str) -> str:
         """:func:`~aiblox.engine.tracking.trec_run` of a cached fused run, the same text
         (scores strictly decreasing: :func:`aiblox.data.trec.trec_scores`), written from the
         compact run (no ``{qid: [[doc, score]]}`` in between) and its split's document table
-        (:meth:`doc_table`: a re-run that never read its signals reads no signals for it)."""
-        fused = FusedArrays.from_dict(self.cache.load("fusion", fusion_key))
+        (:meth:`doc_table`: a stored run's re-run that never read its signals reads no signals
+        for it; a recorded run is computed again from them)."""
+        fused = self.fused(signals_key, fusion_key)
         qids, docs = self.doc_table(signals_key)
         starts = [0] * len(qids)
         counts = fused.counts.tolist()

@@ -63,6 +63,10 @@ class Task:
     """The name the stage cache counts it under (None: ``name``): a single-signal point's
     ``fusion`` stage, its one list cut to ``top_k_items``, counts as ``cut``, so a sweep's
     counts name only real fusion. Never part of the key."""
+    stored: bool = True
+    """Whether the stage cache stores the output (False: it records its key and output hash
+    only, and computes the output again, checked against that hash, when a stage reads it: for
+    outputs that cost less to compute than to store). Never part of the key."""
 
     @cached_property
     def key(self) -> str:
@@ -71,9 +75,11 @@ class Task:
 
 
 def make_task(name: str, config: Any, inputs: Sequence[str], compute: Callable[[], Any],
-              codec: Literal["json", "arrays"] = "json", counted_as: str | None = None) -> Task:
+              codec: Literal["json", "arrays"] = "json", counted_as: str | None = None,
+              stored: bool = True) -> Task:
     """A :class:`Task` at its version in :data:`STAGE_VERSIONS`."""
-    return Task(name, STAGE_VERSIONS[name], config, tuple(inputs), compute, codec, counted_as)
+    return Task(name, STAGE_VERSIONS[name], config, tuple(inputs), compute, codec, counted_as,
+                stored)
 
 
 @dataclass(frozen=True)

@@ -173,14 +173,17 @@ def test_a_stray_file_is_neither_an_entry_nor_removed(copy):
 def test_verify_finds_and_removes_a_damaged_entry(copy):
     cache = StageCache(copy)
     assert verify_cache(cache, progress=False).damaged == []
-    fused = next(p for p in sorted((copy / "fusion").iterdir()) if p.suffix == ".bin")
-    raw = bytearray(fused.read_bytes())
+    scores = next(p for p in sorted((copy / "metrics").iterdir()) if p.suffix == ".bin")
+    raw = bytearray(scores.read_bytes())
     raw[-1] ^= 0x01
-    fused.write_bytes(bytes(raw))
-    r = verify_cache(cache, ["fusion"], progress=False)
-    assert [(s, k) for s, k, _ in r.damaged] == [("fusion", fused.name.removesuffix(".bin"))]
-    assert "sha256" in r.damaged[0][2] and not fused.exists()
-    assert r.checked == len(cache_entries(cache, ["fusion"])) + 1
+    scores.write_bytes(bytes(raw))
+    r = verify_cache(cache, ["metrics"], progress=False)
+    assert [(s, k) for s, k, _ in r.damaged] == [("metrics", scores.name.removesuffix(".bin"))]
+    assert "sha256" in r.damaged[0][2] and not scores.exists()
+    assert r.checked == len(cache_entries(cache, ["metrics"])) + 1
+    # a hybrid point's fusion is recorded (meta only, no output file): nothing stored to damage
+    assert not any(p.suffix == ".bin" for p in (copy / "fusion").iterdir())
+    assert verify_cache(cache, ["fusion"], progress=False).damaged == []
 
 
 def test_a_memory_uri_cache_is_listed_and_pruned():
@@ -235,10 +238,10 @@ def test_the_cli_lists_prunes_and_verifies(copy):
     assert "still above --max-size 0" in " ".join(above.stderr.split())
     ok = cli("verify")
     assert ok.exit_code == 0 and "none damaged" in ok.stdout
-    victim = next(p for p in sorted((copy / "fusion").iterdir()) if p.suffix == ".bin")
+    victim = next(p for p in sorted((copy / "signals").iterdir()) if p.name.endswith(".gz"))
     victim.write_bytes(victim.read_bytes()[:-1])
     bad = cli("verify")
-    assert bad.exit_code == 1 and f"fusion/{victim.stem[:16]}" in bad.stdout
+    assert bad.exit_code == 1 and f"signals/{victim.name[:16]}" in bad.stdout
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -18,6 +18,7 @@ from aiblox.engine.cache import (
     StageCache,
     StageCacheCorrupt,
     StageCacheError,
+    StageOutputNotStored,
     decode_arrays,
     encode_arrays,
 )
@@ -37,10 +38,12 @@ def clean(tmp_path_factory, sample_spec, small_spec, sweep_db):
 
 
 def _entry(root: Path, result, stage: str) -> tuple[Path, Path]:
-    """The output and meta files of the best point's ``stage`` on the test split."""
+    """The output and meta files of the best point's ``stage`` on the test split (a recorded
+    entry's output path names no file)."""
     rec = next(s for s in result.best.manifest.splits["test"].stages if s["name"] == stage)
     folder = root / stage
-    out = next(p for p in folder.glob(f"{rec['key']}.*") if not p.name.endswith(".meta.json"))
+    out = next((p for p in folder.glob(f"{rec['key']}.*") if not p.name.endswith(".meta.json")),
+               folder / f"{rec['key']}.bin")
     return out, folder / f"{rec['key']}.meta.json"
 
 
@@ -67,8 +70,6 @@ DAMAGE = {
     "metrics bit flip": ("metrics", "out", _flip),
     "metrics halved, layout valid": ("metrics", "out", _halve),
     "metrics truncated": ("metrics", "out", _truncate),
-    "fusion deleted": ("fusion", "out", Path.unlink),
-    "fusion truncated": ("fusion", "out", _truncate),
     "signals truncated (json.gz)": ("signals", "out", _truncate),
     "metrics meta deleted": ("metrics", "meta", Path.unlink),
     "fusion meta not JSON": ("fusion", "meta", lambda p: p.write_text("{not json")),
@@ -98,6 +99,82 @@ def test_damaged_entries_are_recomputed_and_reported(tmp_path, clean, sweep_db, 
     assert sum(again.computed.values()) >= 1
     third = run_sweep(spec, cache_dir=copy, db=sweep_db, progress=False)
     assert third.computed == {} and third.repaired == {}
+
+
+def test_a_hybrid_fused_run_is_recorded_and_computed_again_when_read(tmp_path, clean, sweep_db):
+    """A hybrid point's fused run is recorded, not stored (its meta and output hash: no output
+    file): metrics computed again read it by fusing the signals again, with the same run
+    hashes and values, and it is counted as reused, not computed."""
+    from aiblox.sweep import run_sweep
+
+    spec, root, first = clean
+    fusion = sorted((root / "fusion").iterdir())
+    assert fusion and all(p.name.endswith(".meta.json") for p in fusion)
+    assert all(json.loads(p.read_text())["stored"] is False for p in fusion)
+    copy = tmp_path / "stages"
+    shutil.copytree(root, copy)
+    for p in (copy / "metrics").iterdir():
+        p.unlink()
+    again = run_sweep(spec, cache_dir=copy, db=sweep_db, progress=False)
+    assert set(again.computed) == {"metrics"} and again.repaired == {}
+    assert again.reused["fusion"] == first.computed["fusion"]
+    assert [p.metrics for p in again.points] == [p.metrics for p in first.points]
+    assert [p.manifest.splits["test"].run_hash for p in again.points] == \
+        [p.manifest.splits["test"].run_hash for p in first.points]
+
+
+def test_a_recorded_run_that_computes_to_another_hash_is_a_damaged_entry(tmp_path, clean,
+                                                                          sweep_db):
+    """A recorded fused run whose output, computed again, is not the one it recorded (its
+    meta's hash altered): repaired with a warning when read, never used; the TREC text of the
+    run is refused the same way."""
+    from aiblox.engine.outputs import StageReader
+    from aiblox.sweep import run_sweep
+
+    spec, root, first = clean
+    copy = tmp_path / "stages"
+    shutil.copytree(root, copy)
+    stages = first.best.manifest.splits["test"].stages
+    frec = next(s for s in stages if s["name"] == "fusion")
+    meta = copy / "fusion" / f"{frec['key']}.meta.json"
+    m = json.loads(meta.read_text())
+    meta.write_text(json.dumps({**m, "output_hash": "0" * 64}))
+    with pytest.raises(StageCacheCorrupt, match="computed again, does not match"):
+        StageReader(StageCache(copy)).fused_trec(frec["inputs"][0], frec["key"], "t")
+    assert not meta.exists()  # removed: computed (and recorded) again when next needed
+    meta.write_text(json.dumps({**m, "output_hash": "0" * 64}))
+    mrec = next(s for s in stages if s["name"] == "metrics")
+    (copy / "metrics" / f"{mrec['key']}.meta.json").unlink()  # so the fused run is read
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        again = run_sweep(spec, cache_dir=copy, db=sweep_db, progress=False)
+    assert again.repaired == {"fusion": 1}
+    assert any("fusion" in str(w.message) and "computed again, does not match" in
+               str(w.message) for w in seen)
+    assert [p.metrics for p in again.points] == [p.metrics for p in first.points]
+    assert json.loads(meta.read_text())["output_hash"] == m["output_hash"]
+    third = run_sweep(spec, cache_dir=copy, db=sweep_db, progress=False)
+    assert third.computed == {} and third.repaired == {}
+
+
+def test_a_recorded_entry_keeps_no_output(tmp_path):
+    """``store(stored=False)``: the meta and the hash only; a direct load says so, a run with
+    ``load`` computes it again and checks it, a different output is a damaged entry."""
+    cache = StageCache(tmp_path)
+    rec = cache.store("fusion", 2, {"w": 1}, ["k"], {"a": np.arange(3)}, "arrays", stored=False)
+    assert [p.name for p in (tmp_path / "fusion").iterdir()] == [f"{rec.key}.meta.json"]
+    assert cache.stored("fusion", rec.key) is False and cache.intact("fusion", rec.key)
+    assert cache.check("fusion", rec.key) is None
+    with pytest.raises(StageOutputNotStored, match="keeps no output"):
+        cache.load("fusion", rec.key)
+    again, out = cache.run("fusion", 2, {"w": 1}, ["k"], lambda: {"a": np.arange(3)},
+                           codec="arrays", stored=False)
+    assert again == rec and out["a"].tolist() == [0, 1, 2] and cache.reused == {"fusion": 1}
+    with pytest.warns(UserWarning, match="does not match the sha256 recorded"):
+        fixed, out = cache.run("fusion", 2, {"w": 1}, ["k"], lambda: {"a": np.arange(4)},
+                               codec="arrays", stored=False)
+    assert cache.repaired == {"fusion": 1} and fixed.output_hash != rec.output_hash
+    assert cache.stored("fusion", rec.key) is False  # recorded again, with the new hash
 
 
 def test_a_damaged_entry_read_late_is_recomputed_too(tmp_path, clean, sweep_db):

@@ -7,7 +7,7 @@ import pytest
 
 from aiblox.engine.cache import StageCache, encode_arrays
 from aiblox.engine.evaluate import config_hash
-from aiblox.engine.outputs import load_fused_run
+from aiblox.engine.outputs import StageReader, load_fused_run
 from aiblox.hashing import sha256_bytes
 from aiblox.sweep import choose_best, run_sweep
 
@@ -97,7 +97,9 @@ def test_manifest_fields_and_hashes(first, sample_dataset):
             assert [s["name"] for s in sm.stages] == ["signals", "fusion", "metrics"]
             sig, fus, met = sm.stages
             assert fus["inputs"] == [sig["key"]] and met["inputs"] == [fus["key"]]
-            arrays = store.load("fusion", fus["key"])  # compact: positions, counts, scores
+            # a hybrid point's fused run is recorded, not stored: computed again to be read
+            assert store.stored("fusion", fus["key"]) is False
+            arrays = StageReader(store).fused(sig["key"], fus["key"]).as_dict()
             assert sm.run_hash == fus["output_hash"] == sha256_bytes(encode_arrays(arrays))
             run = load_fused_run(store, sig["key"], fus["key"])
             assert sorted(run) == sorted(sample_dataset.qrels[split])
