@@ -37,7 +37,14 @@ from typing import Any, TypeGuard
 
 from pydantic import BaseModel, ValidationError
 
-from aiblox.engine.registry import DataKind, StageKind, StageKindError, get_stage_kind
+from aiblox.engine.registry import (
+    DataKind,
+    StageKind,
+    StageKindError,
+    get_stage_kind,
+    param_path,
+    param_problems,
+)
 
 __all__ = ["Cutoff", "Fuse", "Pipeline", "PipelineError", "Stage", "Then", "from_data", "fuse",
            "label", "plain", "scaled_message", "settings", "shape"]
@@ -187,7 +194,19 @@ class Stage(Pipeline):
         object.__setattr__(self, "name", name or kind)
         object.__setattr__(self, "params", tuple(sorted((k, plain(v))
                                                         for k, v in params.items())))
+        self._refuse_coercions()
         self.config()  # validated now: a bad parameter fails where the pipeline is built
+
+    def _refuse_coercions(self) -> None:
+        """Refuse a value its config would coerce (``fb_docs=True`` read as 1, ``"10"`` as
+        10): a stage built in Python is read as strictly as one written in a spec
+        (:func:`~aiblox.engine.registry.param_problems`)."""
+        for path, value, wanted in param_problems(self.spec.config, self.param_dict())[:1]:
+            raise PipelineError(f"stage {self._named()}, parameter {param_path(path)}: got "
+                                f"{value!r}: expected {wanted}")
+
+    def _named(self) -> str:
+        return self.name if self.name == self.kind else f"{self.name} ({self.kind})"
 
     @property
     def spec(self) -> StageKind:

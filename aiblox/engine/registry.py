@@ -197,9 +197,9 @@ def param_problems(config: type[BaseModel], params: Mapping[str, Any]) -> list[P
     where a whole number is, anything but ``True``/``False`` where a flag is; lists and
     tuples (a TOML array for a ``tuple[float, ...]`` field) element by element, tables of a
     nested config key by key. A whole number stands for a decimal. Other values (strings,
-    choices) are left to the config's own validation. A stage written as text (a sweep spec's
-    ``[stages]`` tables and axes, a pipeline expression) is read this strictly; a
-    :class:`~aiblox.engine.algebra.Stage` built in Python is validated by its config alone."""
+    choices) are left to the config's own validation. Every stage is read this strictly: one
+    written as text (a sweep spec's ``[stages]`` tables and axes, a pipeline expression) and a
+    :class:`~aiblox.engine.algebra.Stage` built in Python alike."""
     out: list[Problem] = []
     for key, value in params.items():
         info = config.model_fields.get(key)

@@ -12,6 +12,7 @@ from aiblox.engine import (
     PipelineError,
     Stage,
     Then,
+    fuse,
     parse_pipeline,
     register_stage,
 )
@@ -305,3 +306,35 @@ def test_a_stage_error_is_named_by_the_field_parsed_once():
         parse_pipeline("bm25 >> fb >> bm25", {"fb": {"kind": "t_feedback", "fb_terms": "x"}})
     with pytest.raises(PipelineError, match=r"^stages.fb: stage fb \(t_feedback\): fb_term:"):
         parse_pipeline("bm25 >> fb >> bm25", {"fb": {"kind": "t_feedback", "fb_term": 5}})
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: Stage("rm3", fb_docs=True), "stage rm3, parameter fb_docs: got True: expected a "
+                                         "whole number"),
+    (lambda: Stage("rm3", "fb", fb_terms="10"), "stage fb (rm3), parameter fb_terms: got '10': "
+                                                "expected a whole number"),
+    (lambda: Stage("bm25", k1="1.2"), "stage bm25, parameter k1: got '1.2': expected a number"),
+    (lambda: Stage("rm3", english_terms=1), "stage rm3, parameter english_terms: got 1: "
+                                            "expected true or false"),
+    (lambda: fuse(Stage("bm25"), Stage("dense"), weights=[1, True]),
+     "stage fuse, parameter weights[1]: got True: expected a number"),
+    (lambda: Stage("bm25") >> Stage("rm3", fb_docs=10.0) >> Stage("bm25"),
+     "stage rm3, parameter fb_docs: got 10.0: expected a whole number"),
+])
+def test_a_stage_built_in_python_is_read_as_strictly_as_a_spec(build, message):
+    """``Stage("rm3", fb_docs=True)`` silently ran RM3 from one document (labelled
+    ``rm3(fb_docs=True)``) where a spec refused the value: a stage built in Python is now read
+    as strictly (``registry.param_problems``), one error naming the stage and the parameter."""
+    with pytest.raises(PipelineError) as err:
+        build()
+    assert str(err.value) == message
+
+
+def test_a_python_stage_keeps_numbers_that_are_numbers():
+    rm3 = Stage("rm3", fb_docs=10, orig_weight=1, max_df=0.5)  # a whole number for a decimal
+    assert (rm3.config().fb_docs, rm3.config().orig_weight) == (10, 1.0)  # type: ignore
+    assert fuse(Stage("bm25"), Stage("dense"), weights=(1, 2)).stage.param_dict() == {
+        "weights": [1, 2]}
+    # with_params (a sweep's stage axes) is read as strictly
+    with pytest.raises(PipelineError, match="parameter fb_docs: got True"):
+        (Stage("bm25") >> rm3 >> Stage("bm25")).with_params({"rm3": {"fb_docs": True}})

@@ -3,7 +3,7 @@ table, a ``[grid.stages.NAME]`` axis and a pipeline expression, ``true`` is not 
 is not 10 (the stage's config read both leniently, so ``fb_docs = true`` ran RM3 from one
 document, labelled ``fb(fb_docs=True)``); a whole number stands for a decimal, and a TOML array
 for a tuple. Each error is one line naming the file, the line and the key, and for an
-expression the stage and the parameter. A stage built in Python is validated as before."""
+expression the stage and the parameter. A stage built in Python is read as strictly."""
 
 from __future__ import annotations
 
@@ -70,12 +70,15 @@ def test_numbers_that_are_numbers_and_arrays_for_tuples_still_load(tmp_path):
     assert "bm25 >> rm3(fb_docs=5, orig_weight=1) >> bm25" in exprs
 
 
-def test_a_stage_built_in_python_keeps_its_lenient_config():
-    from aiblox.engine import Stage, parse_pipeline
+def test_a_stage_built_in_python_is_as_strict_and_keeps_numbers_that_are_numbers():
+    from aiblox.engine import PipelineError, Stage, parse_pipeline
 
     assert Stage("rm3", fb_docs=10).config().fb_docs == 10  # type: ignore[attr-defined]
     rm3 = parse_pipeline("bm25 >> rm3(fb_docs=10, orig_weight=1) >> bm25").check()
     assert rm3.expression() == "bm25 >> rm3(fb_docs=10, orig_weight=1) >> bm25"
+    with pytest.raises(PipelineError) as err:  # coerced to 1 before: a spec refused it
+        Stage("rm3", fb_docs=True)
+    assert str(err.value) == "stage rm3, parameter fb_docs: got True: expected a whole number"
 
 
 def test_an_expression_option_names_the_stage_and_the_parameter():
