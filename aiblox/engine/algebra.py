@@ -46,8 +46,8 @@ from aiblox.engine.registry import (
     param_problems,
 )
 
-__all__ = ["Cutoff", "Fuse", "Pipeline", "PipelineError", "Stage", "Then", "from_data", "fuse",
-           "label", "plain", "scaled_message", "settings", "shape"]
+__all__ = ["Cutoff", "Fuse", "Pipeline", "PipelineError", "Stage", "Table", "Then", "from_data",
+           "fuse", "label", "plain", "scaled_message", "settings", "shape"]
 
 
 class PipelineError(ValueError):
@@ -55,19 +55,45 @@ class PipelineError(ValueError):
     input does not fit where it is placed. The message names the stage."""
 
 
+class Table(tuple[tuple[str, Any], ...]):
+    """A table-valued parameter (``rm3(fts={"stemmer": "none"})``) in plain form: its
+    ``(key, value)`` pairs sorted by key, hashable like the rest of a stage's parameters, and
+    read back as a table (:meth:`Stage.param_dict`), never as a list of pairs."""
+
+    __slots__ = ()
+
+
 def plain(value: Any) -> Any:
-    """A parameter value in hashable plain form (lists become tuples)."""
+    """A parameter value in hashable plain form: a list becomes a tuple, a table a
+    :class:`Table`."""
+    if isinstance(value, Mapping):
+        return Table(sorted((str(k), plain(v)) for k, v in value.items()))
     if isinstance(value, list | tuple):
         return tuple(plain(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((str(k), plain(v)) for k, v in value.items()))
     return value
 
 
 def _unplain(value: Any) -> Any:
+    if isinstance(value, Table):
+        return {k: _unplain(v) for k, v in value}
     if isinstance(value, tuple):
         return [_unplain(v) for v in value]
     return value
+
+
+def _layered(defaults: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` over ``defaults``, a table over a table (or a config) key by key:
+    ``rm3(fts={"stemmer": "none"})`` is the base's ``fts`` with another stemmer, not
+    :class:`~aiblox.contracts.retrieval.FtsConfig`'s defaults with it."""
+    out = dict(defaults)
+    for key, value in params.items():
+        below = out.get(key)
+        if isinstance(below, BaseModel):
+            below = below.model_dump()
+        if isinstance(value, Mapping) and isinstance(below, Mapping):
+            value = _layered(below, value)
+        out[key] = value
+    return out
 
 
 _WHAT = {"queries": "queries", "run": "a ranked run"}
@@ -230,9 +256,10 @@ class Stage(Pipeline):
 
     def config(self, defaults: Mapping[str, Any] | None = None) -> BaseModel:
         """The kind's config from ``defaults`` (e.g. a spec's base settings) overridden by the
-        stage's parameters; :class:`PipelineError` naming the stage and the field."""
+        stage's parameters (a table parameter key by key: ``fts={"k1": 0.9}`` over the
+        default ``fts``); :class:`PipelineError` naming the stage and the field."""
         try:
-            return self.spec.make_config({**(defaults or {}), **self.param_dict()})
+            return self.spec.make_config(_layered(defaults or {}, self.param_dict()))
         except ValidationError as exc:
             errs = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '?'}: "
                              f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors())
@@ -259,6 +286,8 @@ class Stage(Pipeline):
 
 
 def _literal(v: Any) -> str:
+    if isinstance(v, Table):
+        return "{" + ", ".join(f"{k!r}: {_literal(x)}" for k, x in v) + "}"
     if isinstance(v, tuple):
         return "[" + ", ".join(_literal(x) for x in v) + "]"
     if isinstance(v, bool):

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from pydantic import BaseModel
+
 from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs
 from aiblox.engine.algebra import Cutoff, Fuse, Pipeline, Stage, Then, from_data, label
 from aiblox.engine.builtin import RetrieveConfig
@@ -203,22 +205,28 @@ def _stage_reads(s: Stage, base: RetrievalPrefs, out: BaseReads) -> None:
     elif s.kind == "dense":
         out.signals.add("dense")
         _vector_reads(base, own, out)
-    elif s.kind == "retrieve":
+    elif s.kind == "retrieve":  # its tables over the base's, key by key
         mode = own.get("mode", base.mode)
         if mode != "dense":
             out.signals.add("bm25")
-            if "fts" not in own:
-                out.fts.update(_FTS)
+            out.fts.update(f for f in _FTS if f not in _table(own, "fts"))
         if mode != "bm25":
             out.signals.add("dense")
-            if "vector" not in own:
-                _vector_reads(base, {}, out)
+            _vector_reads(base, _table(own, "vector"), out)
         if mode == "hybrid":
-            scoring = own.get("scoring")
-            if scoring is None:
-                _fusion_reads(base, {}, out, True)
-    elif "fts" in stage_defaults(s.kind, base) and "fts" not in own:
-        out.fts.update(_TERMS)
+            scoring = _table(own, "scoring")
+            _fusion_reads(base, scoring, out, not {"w_text", "w_vec"} & set(scoring))
+    elif "fts" in stage_defaults(s.kind, base):
+        out.fts.update(f for f in _TERMS if f not in _table(own, "fts"))
+
+
+def _table(own: dict[str, Any], key: str) -> dict[str, Any]:
+    """A stage's table parameter (``fts={"k1": 0.9}``; a config given whole in Python as its
+    every field), ``{}`` when it sets none."""
+    value = own.get(key)
+    if isinstance(value, BaseModel):
+        return value.model_dump()
+    return value if isinstance(value, dict) else {}
 
 
 def _vector_reads(base: RetrievalPrefs, own: dict[str, Any], out: BaseReads) -> None:

@@ -173,6 +173,49 @@ _GRID_DEFAULTS = {
 }
 """``[grid]`` axes that sweep a stage parameter's default (the base's ``fts``, ``vector`` and
 ``scoring``), by stage kind: ``{axis: parameter}``."""
+_TABLE_AXES: dict[str, dict[str, tuple[str, ...]]] = {
+    "fts": {axis: (key,) for axis, key in _GRID_DEFAULTS["bm25"].items()},
+    "vector": {axis: (key,) for axis, key in _GRID_DEFAULTS["dense"].items()},
+    "scoring": {"blend": ("blend",), "rrf_k": ("rrf_k",), "normalize": ("normalize",),
+                "missing": ("missing",), "w_text": ("w_text", "w_vec")},
+}
+"""The same for a table parameter that defaults to the base's table of that name
+(``retrieve``'s ``fts``, ``vector`` and ``scoring``, ``rm3``'s ``fts``), read over it key by
+key: ``{table: {axis: keys}}``."""
+
+
+def _swept_defaults(kind: str) -> dict[str, list[tuple[str, ...]]]:
+    """``[grid]`` axes that sweep a default of ``kind``'s parameters: ``{axis: [path]}``,
+    ``("k1",)`` for ``bm25``'s own, ``("fts", "k1")`` for a key of a table parameter that
+    defaults to the base's table (:func:`~aiblox.engine.plan.stage_defaults`)."""
+    from aiblox.engine.plan import stage_defaults
+    from aiblox.engine.registry import StageKindError
+
+    if kind in _GRID_DEFAULTS:
+        return {axis: [(param,)] for axis, param in _GRID_DEFAULTS[kind].items()}
+    try:
+        tables = set(stage_defaults(kind, RetrievalPrefs(query_text=""))) & set(_TABLE_AXES)
+    except StageKindError:
+        return {}
+    out: dict[str, list[tuple[str, ...]]] = {}
+    for table in sorted(tables):
+        for axis, keys in _TABLE_AXES[table].items():
+            out.setdefault(axis, []).extend((table, key) for key in keys)
+    return out
+
+
+def _inline_at(params: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    """The inline value at ``path`` (a parameter, or a key of a table parameter), or
+    ``_UNSET``."""
+    value: Any = params
+    for part in path:
+        if not isinstance(value, Mapping) or part not in value:
+            return _UNSET
+        value = value[part]
+    return value
+
+
+_UNSET = object()
 
 
 def check_swept_once(pipelines: Sequence[tuple[str, str]], stages: dict[str, dict[str, Any]],
@@ -181,10 +224,12 @@ def check_swept_once(pipelines: Sequence[tuple[str, str]], stages: dict[str, dic
     ``[grid.stages.bm25] k1`` (the axis would override the expression) or by a ``[grid]`` axis
     of its default (``[grid] k1``, ``depth``, ``w_text``: the inline value would win, the points
     be labelled with values the stage never ran with, and points that differ in name only be
-    scored and tested twice). A ``[stages.NAME]`` table's value is a named stage's own: the
-    default its ``[grid.stages.NAME]`` axis sweeps, kept apart from ``[grid]`` axes (the way to
-    hold one ``bm25`` fixed while the axis varies the others). ``pipelines``: ``(field,
-    expression)``."""
+    scored and tested twice); a key of a table parameter too (``rm3(fts={"title_weight": 2})``
+    against ``[grid] title_weight``, ``retrieve(scoring={"rrf_k": 10})`` against ``rrf_k``:
+    the table is read over the base's key by key). A ``[stages.NAME]`` table's value is a named
+    stage's own: the default its ``[grid.stages.NAME]`` axis sweeps, kept apart from ``[grid]``
+    axes (the way to hold one ``bm25`` fixed while the axis varies the others).
+    ``pipelines``: ``(field, expression)``."""
     from aiblox.engine.expression import inline_params
 
     swept = {(stage, param) for stage, param, _ in g.stage_axes()}
@@ -194,20 +239,25 @@ def check_swept_once(pipelines: Sequence[tuple[str, str]], stages: dict[str, dic
         for name, params in inline_params(text, stages).items():
             kind = str(stages.get(name, {}).get("kind", name))
             for param, value in params.items():
-                said = f"{where} sets {name}'s {param} = {value!r} inline"
                 if (name, param) in swept:
-                    raise ValueError(f"grid.stages.{name}.{param}: {said}, and the axis would "
+                    raise ValueError(f"grid.stages.{name}.{param}: {where} sets {name}'s "
+                                     f"{param} = {value!r} inline, and the axis would "
                                      f"override it: set {param} in one place (leave it out "
                                      f"of the expression to sweep it)")
-                axis = next((a for a in axes if _GRID_DEFAULTS.get(kind, {}).get(a) == param),
-                            None)
-                if axis is not None:
-                    raise ValueError(f"grid.{axis}: {said}, and the axis sweeps the default "
-                                     f"it overrides (points would be labelled with values "
-                                     f"{name} never ran with): set {param} in one place: leave "
-                                     f"it out of the expression, or hold it in a [stages] table "
-                                     f"of a stage named apart ([stages.NAME] kind = "
-                                     f"\"{kind}\", {param} = {value!r})")
+            defaults = _swept_defaults(kind)
+            for axis in axes:
+                for path in defaults.get(axis, []):
+                    value = _inline_at(params, path)
+                    if value is _UNSET:
+                        continue
+                    at = ".".join(path)
+                    raise ValueError(f"grid.{axis}: {where} sets {name}'s {at} = {value!r} "
+                                     f"inline, and the axis sweeps the default it overrides "
+                                     f"(points would be labelled with values {name} never ran "
+                                     f"with): set {at} in one place: leave it out of the "
+                                     f"expression, or hold it in a [stages] table of a stage "
+                                     f"named apart ([stages.NAME] kind = \"{kind}\", {at} = "
+                                     f"{value!r})")
 
 
 def check_pipeline_depths(pipelines: Sequence[tuple[str, Pipeline]],

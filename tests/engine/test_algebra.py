@@ -316,6 +316,9 @@ def test_a_stage_error_is_named_by_the_field_parsed_once():
     (lambda: Stage("bm25", k1="1.2"), "stage bm25, parameter k1: got '1.2': expected a number"),
     (lambda: Stage("rm3", english_terms=1), "stage rm3, parameter english_terms: got 1: "
                                             "expected true or false"),
+    (lambda: Stage("rm3", fts={"title_weight": True}), "stage rm3, parameter "
+                                                       "fts.title_weight: got True: expected "
+                                                       "a number"),
     (lambda: fuse(Stage("bm25"), Stage("dense"), weights=[1, True]),
      "stage fuse, parameter weights[1]: got True: expected a number"),
     (lambda: Stage("bm25") >> Stage("rm3", fb_docs=10.0) >> Stage("bm25"),
@@ -338,3 +341,31 @@ def test_a_python_stage_keeps_numbers_that_are_numbers():
     # with_params (a sweep's stage axes) is read as strictly
     with pytest.raises(PipelineError, match="parameter fb_docs: got True"):
         (Stage("bm25") >> rm3 >> Stage("bm25")).with_params({"rm3": {"fb_docs": True}})
+
+
+def test_a_table_parameter_is_written_read_and_layered_over_its_default():
+    """``rm3(fts={...})`` failed with ``Input should be a valid dictionary``: the table became
+    a list of pairs. It is a table again, in Python and in an expression, round trips through
+    the expression and the logged form, and is read over the default (the spec's base
+    ``fts``) key by key."""
+    from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs
+    from aiblox.engine.algebra import from_data, label, settings
+    from aiblox.engine.plan import stage_defaults
+
+    text = "bm25 >> rm3(fb_docs=5, fts={'stemmer': None, 'title_weight': 2.0}) >> bm25"
+    p = parse_pipeline(text).check()
+    rm3 = Stage("rm3", fb_docs=5, fts={"title_weight": 2.0, "stemmer": None})
+    assert p == Stage("bm25") >> rm3 >> Stage("bm25")
+    assert p.expression() == text and parse_pipeline(p.expression()) == p
+    assert from_data(p.as_data()) == p and hash(from_data(p.as_data())) == hash(p)
+    assert rm3.param_dict() == {"fb_docs": 5, "fts": {"stemmer": None, "title_weight": 2.0}}
+    assert label(rm3) == "rm3(fb_docs=5,fts={'stemmer': None, 'title_weight': 2.0})"
+    assert settings(p)["rm3.fts"] == {"stemmer": None, "title_weight": 2.0}
+    base = RetrievalPrefs(query_text="", fts=FtsConfig(top_k=17, k1=1.5))
+    fts = rm3.config(stage_defaults("rm3", base)).fts  # type: ignore[attr-defined]
+    assert fts == base.fts.model_copy(update={"stemmer": None, "title_weight": 2.0})
+    # a config given whole in Python replaces the default
+    whole = Stage("rm3", fts=FtsConfig(stemmer=None))
+    assert whole.config(stage_defaults("rm3", base)).fts == FtsConfig(stemmer=None)  # type: ignore
+    with pytest.raises(PipelineError, match=r"^pipeline: stage rm3 \(rm3\): fts.k9: Extra "):
+        parse_pipeline("bm25 >> rm3(fts={'k9': 1}) >> bm25")

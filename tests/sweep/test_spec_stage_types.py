@@ -81,6 +81,73 @@ def test_a_stage_built_in_python_is_as_strict_and_keeps_numbers_that_are_numbers
     assert str(err.value) == "stage rm3, parameter fb_docs: got True: expected a whole number"
 
 
+def test_a_table_parameter_loads_inline_and_in_a_stages_table(tmp_path):
+    """``rm3(fts={...})`` was refused with ``Input should be a valid dictionary`` (the table
+    read as a list of pairs), and so was ``fts = {...}`` in a ``[stages]`` table; both load,
+    read over the base's ``fts`` key by key, and a bad key inside is refused by its path."""
+    from aiblox.engine.plan import stage_defaults
+
+    path = write(tmp_path, MINIMAL + 'metrics = ["ndcg@10"]\n'
+                 "pipeline = [\"bm25 >> rm3(fts={'title_weight': 2.0}) >> bm25\","
+                 ' "bm25 >> fb >> bm25"]\n'
+                 '[stages.fb]\nkind = "bo1"\nfts = { stemmer = "porter" }\n'
+                 "[base]\nfts = { top_k = 50, k1 = 1.1 }\n")
+    spec = load_spec(path)
+    feedback = [s for p in spec.grid_points() for s in p.pipeline.stages()  # type: ignore
+                if s.kind in ("rm3", "bo1")]
+    base = spec.base_prefs()
+    assert [s.config(stage_defaults(s.kind, base)).fts for s in feedback] == [  # type: ignore
+        base.fts.model_copy(update={"title_weight": 2.0}),
+        base.fts.model_copy(update={"stemmer": "porter"})]
+    assert [str(p.pipeline) for p in spec.grid_points()] == [
+        "bm25 >> rm3(fts={'title_weight': 2.0}) >> bm25",
+        "bm25 >> fb(fts={'stemmer': 'porter'}) >> bm25"]
+    bad = write(tmp_path, MINIMAL + 'pipeline = "bm25 >> fb >> bm25"\n'
+                '[stages.fb]\nkind = "rm3"\nfts = { title_weight = true }\n')
+    with pytest.raises(SweepSpecError) as err:
+        load_spec(bad)
+    assert str(err.value) == (f"{bad}:10: field 'stages.fb.fts.title_weight': got True: "
+                              f"expected a number")
+
+
+@pytest.mark.parametrize(("extra", "field", "words"), [
+    ("pipeline = \"bm25 >> rm3(fts={'title_weight': 2.0}) >> bm25\"\n[grid]\n"
+     "title_weight = [1.0, 2.0]\n", "grid.title_weight",
+     "pipeline sets rm3's fts.title_weight = 2.0 inline, and the axis sweeps the default it "
+     "overrides"),
+    ("pipeline = \"retrieve(scoring={'rrf_k': 10})\"\n[grid]\nrrf_k = [20, 60]\n",
+     "grid.rrf_k", "pipeline sets retrieve's scoring.rrf_k = 10 inline"),
+    ("pipeline = \"retrieve(fts={'top_k': 30}, vector={'top_k': 30})\"\n[grid]\n"
+     "depth = [20, 40]\n", "grid.depth", "pipeline sets retrieve's fts.top_k = 30 inline"),
+    ("pipeline = [\"bm25\", \"bm25 >> rm3(fts={'k1': 0.9}) >> bm25\"]\n[grid.stages.rm3]\n"
+     "fts = [{ k1 = 1.2 }, { k1 = 1.5 }]\n", "grid.stages.rm3.fts",
+     "pipeline[1] sets rm3's fts = {'k1': 0.9} inline, and the axis would override it"),
+])
+def test_a_table_parameters_key_written_inline_and_swept_is_refused(tmp_path, extra, field,
+                                                                    words):
+    """A key of a table parameter is read over the base's table key by key, so a ``[grid]``
+    axis of that key would be overridden inline as a flat parameter's is: refused alike."""
+    path = write(tmp_path, MINIMAL + 'metrics = ["ndcg@10"]\n' + extra)
+    with pytest.raises(SweepSpecError) as err:
+        load_spec(path)
+    said = str(err.value)
+    assert said.startswith(f"{path}:10: field {field!r}: "), said
+    assert words in said and "\n" not in said, said
+
+
+def test_a_table_parameter_is_an_axis_and_a_key_no_axis_sweeps_may_be_inline(tmp_path):
+    spec = load_spec(write(tmp_path, MINIMAL + 'metrics = ["ndcg@10"]\n'
+                           "pipeline = \"bm25 >> rm3(fts={'stemmer': 'porter'}) >> bm25\"\n"
+                           "[grid]\nk1 = [0.9, 1.2]\n"))
+    assert [p.prefs.fts.k1 for p in spec.grid_points()] == [0.9, 1.2]
+    axis = load_spec(write(tmp_path, MINIMAL + 'metrics = ["ndcg@10"]\n'
+                           'pipeline = "bm25 >> rm3 >> bm25"\n[grid.stages.rm3]\n'
+                           'fts = [{ stemmer = "porter" }, { title_weight = 2.0 }]\n'))
+    assert [str(p.pipeline) for p in axis.grid_points()] == [
+        "bm25 >> rm3(fts={'stemmer': 'porter'}) >> bm25",
+        "bm25 >> rm3(fts={'title_weight': 2.0}) >> bm25"]
+
+
 def test_an_expression_option_names_the_stage_and_the_parameter():
     from aiblox.engine import PipelineError, parse_pipeline
 
