@@ -112,7 +112,8 @@ def sweep(
                   f"embedder {spec.embedder} on {describe_device(resolved)}", soft_wrap=True)
     merged = _merged(spec)
     if merged["points"]:
-        console.print(f"{merged['points']:,} more grid points merged into these: each "
+        console.print(f"{merged['points']:,} more grid point"
+                      f"{'s' if merged['points'] != 1 else ''} merged into these: each "
                       f"computes the same run as one of them, scored once; {merged['why']}",
                       soft_wrap=True, markup=False)
     dataset = None
@@ -343,12 +344,14 @@ def _ranked(result: SweepResult) -> list:
 
 
 def _merged(spec) -> dict:
-    """How many points of the full grid were merged into others computing the same run, and
-    why (:meth:`SweepSpec.merged_points`): ``--json``'s ``merged``."""
-    from aiblox.sweep.points import merged_why
+    """How many points of the full grid were merged into others computing the same run (or
+    listed again: a value listed twice in one axis), and why (:meth:`SweepSpec.merged_points`):
+    ``--json``'s ``merged``."""
+    from aiblox.sweep.points import merged_why, repeated_values
 
     merged = spec.merged_points()
-    return {"points": len(merged), "why": merged_why(merged) or None}
+    repeated = repeated_values(spec.grid, spec.pipelines())
+    return {"points": len(merged), "why": merged_why(merged, repeated) or None}
 
 
 def _summary(result: SweepResult, top: int) -> dict:

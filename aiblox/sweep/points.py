@@ -45,24 +45,29 @@ from aiblox.sweep.axes import (
     DENSE_AXES,
     DEPTH_AXES,
     FIELD_AXES,
+    SCORING_FIELDS,
     ChunkingGrid,
     FusionGrid,
     SelectionGrid,
     axis_len,
+    axis_value_key,
     load_policy_by_name,
     policy_fields,
 )
 from aiblox.sweep.grid import to_decimal
 
-__all__ = ["Merged", "baseline_point", "chunking_points", "fusion_points", "grid_size",
-           "merged_grid", "merged_settings", "merged_why", "parse_baseline_pipeline",
-           "parse_pipelines",
-           "pipeline_count",
-           "pipeline_metric_names", "pipeline_variants", "selection_points", "with_chunking"]
+__all__ = ["Merged", "baseline_point", "baseline_point_prefs", "chunking_points",
+           "fusion_points", "grid_size", "merged_grid", "merged_settings", "merged_why",
+           "parse_baseline_pipeline", "parse_pipelines", "pipeline_count",
+           "pipeline_metric_names", "pipeline_variants", "repeated_values", "selection_points",
+           "with_chunking"]
 
 
-def fusion_points(base: RetrievalPrefs, g: FusionGrid) -> list[RetrievalPrefs]:
-    """Every fusion grid point (no search draw), deduplicated, in grid order."""
+def fusion_points(base: RetrievalPrefs, g: FusionGrid, repeats: bool = False
+                  ) -> list[RetrievalPrefs]:
+    """Every fusion grid point (no search draw), deduplicated, in grid order; with
+    ``repeats``, also each point again where an axis lists a value again (``rrf_k = [60,
+    60]``), for :meth:`~aiblox.sweep.spec.SweepSpec.merged_points` to count."""
     blends = g.axis("blend") or [base.scoring.blend]
     depths: list[tuple[int | None, int | None]] = [  # (full-text, vector)
         (d, d) for d in g.axis("depth") or [None]]
@@ -102,7 +107,7 @@ def fusion_points(base: RetrievalPrefs, g: FusionGrid) -> list[RetrievalPrefs]:
             # keys sorted, cheaper than hashing every point's canonical config
             key = canonical_plain_json(p.model_dump(mode="json",
                                                     exclude={"query_text", "query_id"}))
-            if key not in seen:
+            if repeats or key not in seen:
                 seen.add(key)
                 out.append(p)
     return out
@@ -131,7 +136,9 @@ def chunking_points(prefs: RetrievalPrefs, g: ChunkingGrid | None) -> list[Retri
             except ValueError:  # e.g. overlap_tokens >= max_chunk_tokens: left out
                 continue
             if made.chunker_id == plain.chunker_id and (mx, ov) != (None, None):
-                cfg = {"chunker_id": chunker}  # sizes do not apply to this chunker
+                cfg = {"chunker_id": chunker}  # sizes do not apply to this chunker: once
+                if cfg in kept:
+                    continue
             kept.append(cfg)
         if not kept:
             raise ValueError(f"grid.chunking: no size pair is valid for chunker "
@@ -142,10 +149,11 @@ def chunking_points(prefs: RetrievalPrefs, g: ChunkingGrid | None) -> list[Retri
     return out
 
 
-def selection_points(chunked: Sequence[RetrievalPrefs], sel: SelectionGrid | None
-                     ) -> list[PipelinePoint]:
+def selection_points(chunked: Sequence[RetrievalPrefs], sel: SelectionGrid | None,
+                     repeats: bool = False) -> list[PipelinePoint]:
     """Every chunking point times every policy and override combination of ``sel``,
-    deduplicated, in grid order (a combination the policy model rejects raises here)."""
+    deduplicated, in grid order (a combination the policy model rejects raises here); with
+    ``repeats``, also each point an axis lists again (:func:`fusion_points`)."""
     out: list[PipelinePoint] = []
     seen: set[str] = set()
     for prefs in chunked:
@@ -162,7 +170,7 @@ def selection_points(chunked: Sequence[RetrievalPrefs], sel: SelectionGrid | Non
                     candidates.append(PipelinePoint(prefs, policy, overrides))
         for pt in candidates:
             key = pt.key()
-            if key not in seen:
+            if repeats or key not in seen:
                 seen.add(key)
                 out.append(pt)
     return out
@@ -204,9 +212,10 @@ def parse_pipelines(pipeline: str | list[str] | None, stages: dict[str, dict[str
     return out
 
 
-def pipeline_variants(pipelines: Sequence[Pipeline], axes: Sequence[tuple[str, str, list[Any]]]
-                      ) -> list[Pipeline | None]:
-    """Every pipeline with every combination of its stage axes applied, in order."""
+def pipeline_variants(pipelines: Sequence[Pipeline], axes: Sequence[tuple[str, str, list[Any]]],
+                      repeats: bool = False) -> list[Pipeline | None]:
+    """Every pipeline with every combination of its stage axes applied, in order, once each
+    (with ``repeats``: also again where a pipeline or an axis value is listed again)."""
     out: list[Pipeline | None] = []
     for p in pipelines:
         mine = [(stage, param, values) for stage, param, values in axes
@@ -216,7 +225,7 @@ def pipeline_variants(pipelines: Sequence[Pipeline], axes: Sequence[tuple[str, s
             for (stage, param, _), value in zip(mine, combo, strict=True):
                 params.setdefault(stage, {})[param] = value
             out.append(p.with_params(params) if params else p)
-    return list(dict.fromkeys(out))
+    return out if repeats else list(dict.fromkeys(out))
 
 
 def grid_size(g: FusionGrid, base_blend: Literal["rrf", "linear"],
@@ -266,6 +275,16 @@ def pipeline_count(g: FusionGrid, pipelines: Sequence[Pipeline]) -> int:
                 n *= length
         total += n
     return max(total, 1)
+
+
+def baseline_point_prefs(base: RetrievalPrefs, b: dict[str, Any]) -> RetrievalPrefs:
+    """The baseline's prefs: ``base`` with the baseline's (``b``) scoring and dense keys."""
+    own = {k: v for k, v in b.items() if k in SCORING_FIELDS}
+    update: dict[str, Any] = {"scoring": ScoringConfig(**{**base.scoring.model_dump(), **own})}
+    dense = {k: v for k, v in b.items() if k in DENSE_AXES}
+    if dense:
+        update["vector"] = VectorConfig(**{**dict(base.vector), **dense})
+    return base.model_copy(update=update)
 
 
 def baseline_point(prefs: RetrievalPrefs, b: dict[str, Any], sel: SelectionGrid | None
@@ -357,12 +376,15 @@ def merged_settings(merged: Merged) -> list[str]:
     return list(found)
 
 
-def merged_why(merged: Merged) -> str:
+def merged_why(merged: Merged, repeated: Sequence[str] = ()) -> str:
     """Why the points of ``merged`` were merged, in a clause: ``they differ only in
     scoring.rrf_k, fts.k1, which their stages do not read``, ``... or in how the pipeline is
-    written (retrieve is bm25 + dense)``."""
+    written (retrieve is bm25 + dense)``; a point listed again (an axis's value listed twice,
+    ``repeated``: :func:`repeated_values`) as ``1 is a point listed again (grid.rrf_k lists 60
+    twice)``."""
     from aiblox.engine.algebra import shape
 
+    again = sum(1 for left, kept in merged if left == kept)
     found = merged_settings(merged)
     settings = [s for s in found if s not in ("pipeline", "stage parameters")]
     parts = [f"{', '.join(settings)}, which their stages do not read"] if settings else []
@@ -374,7 +396,39 @@ def merged_why(merged: Merged) -> str:
                      f"{shape(kept.pipeline)})")
     if "stage parameters" in found:
         parts.append("stage parameters at the values their defaults give")
-    return "they differ only in " + ", or in ".join(parts) if parts else ""
+    why = ["they differ only in " + ", or in ".join(parts)] if parts else []
+    if again:
+        why.append(f"{again:,} {'is a point' if again == 1 else 'are points'} listed again"
+                   + (f" ({', '.join(repeated)})" if repeated else ""))
+    return "; ".join(why)
+
+
+def repeated_values(g: FusionGrid, pipelines: Sequence[Pipeline] = ()) -> list[str]:
+    """Each value an axis lists more than once (its points are the first's again, scored
+    once), as ``grid.rrf_k lists 60 twice``, in the spec's order; ``pipelines``: the spec's
+    list of them, an axis too (``pipeline lists 'bm25' twice``)."""
+    axes: list[tuple[str, list[Any]]] = [("pipeline", [p.expression() for p in pipelines])]
+    axes += [(f"grid.{name}", getattr(g, name)) for name in type(g).model_fields]
+    for sub in (g.chunking, g.selection):
+        if sub is not None:
+            where = "grid.chunking" if sub is g.chunking else "grid.selection"
+            axes += [(f"{where}.{name}", getattr(sub, name)) for name in type(sub).model_fields]
+            axes += [(f"{where}.{name}", raw) for name, raw in (sub.model_extra or {}).items()]
+    axes += [(f"grid.stages.{stage}.{param}", values) for stage, param, values in g.stage_axes()]
+    out = []
+    for where, values in axes:
+        if not isinstance(values, list):
+            continue  # not swept, a table of axes, or steps (never twice)
+        counts: dict[Any, list[Any]] = {}
+        for v in values:
+            counts.setdefault(axis_value_key(v), []).append(v)
+        out += [f"{where} lists {same[0]!r} {_times(len(same))}" for same in counts.values()
+                if len(same) > 1]
+    return out
+
+
+def _times(n: int) -> str:
+    return "twice" if n == 2 else f"{n} times"
 
 
 def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:

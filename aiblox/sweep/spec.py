@@ -72,10 +72,8 @@ from aiblox.metrics import (
 )
 from aiblox.sweep.axes import (
     DEFAULT_MAX_POINTS,
-    DENSE_AXES,
     FIELD_AXES,
     NUMERIC_STRATEGIES,
-    SCORING_FIELDS,
     FusionGrid,
     SearchConfig,
     point_limit,
@@ -84,6 +82,7 @@ from aiblox.sweep.crossval import CVConfig
 from aiblox.sweep.points import (
     Merged,
     baseline_point,
+    baseline_point_prefs,
     chunking_points,
     fusion_points,
     grid_size,
@@ -406,13 +405,17 @@ class SweepSpec(_Strict):
 
     def merged_points(self) -> Merged:
         """The points of the full grid left out because an earlier point computes the same
-        run (:func:`~aiblox.sweep.points.merged_grid`), each with the point kept."""
-        return [] if self.pipeline is None else self._pipeline_grid()[1]
+        run (:func:`~aiblox.sweep.points.merged_grid`), each with the point kept; a point an
+        axis lists again (``rrf_k = [60, 60]``) with itself."""
+        return self._pipeline_grid(repeats=True)[1]
 
-    def _pipeline_grid(self) -> tuple[list[PipelinePoint], Merged]:
-        base = (self.pipeline_points(draw=False) if self.has_pipeline_axes
-                else [PipelinePoint(p) for p in self.fusion_points()])
-        return merged_grid(base, self.pipeline_variants(), self.has_pipeline_axes)
+    def _pipeline_grid(self, repeats: bool = False) -> tuple[list[PipelinePoint], Merged]:
+        base = (self.pipeline_points(draw=False, repeats=repeats) if self.has_pipeline_axes
+                else [PipelinePoint(p) for p in fusion_points(self.base_prefs(), self.grid,
+                                                              repeats)])
+        variants = ([None] if self.pipeline is None else
+                    pipeline_variants(self.pipelines(), self.grid.stage_axes(), repeats))
+        return merged_grid(base, variants, self.has_pipeline_axes)
 
     def grid_baseline(self) -> PipelinePoint | None:
         """The named baseline as a point (None without ``[baseline]``)."""
@@ -482,17 +485,10 @@ class SweepSpec(_Strict):
             stage_modules=tuple(self.stage_modules), device=self.device)
 
     def baseline_prefs(self) -> RetrievalPrefs | None:
-        """The baseline point's prefs, or None."""
-        if self.baseline is None:
-            return None
-        base = self.base_prefs()
-        own = {k: v for k, v in self.baseline.items() if k in SCORING_FIELDS}
-        scoring = ScoringConfig(**{**base.scoring.model_dump(), **own})
-        update: dict[str, Any] = {"scoring": scoring}
-        dense = {k: v for k, v in self.baseline.items() if k in DENSE_AXES}
-        if dense:
-            update["vector"] = VectorConfig(**{**dict(base.vector), **dense})
-        return base.model_copy(update=update)
+        """The baseline point's prefs, or None
+        (:func:`~aiblox.sweep.points.baseline_point_prefs`)."""
+        return None if self.baseline is None else baseline_point_prefs(self.base_prefs(),
+                                                                       self.baseline)
 
     def baseline_point(self) -> PipelinePoint | None:
         """The baseline of a pipeline sweep: the base with the baseline's scoring, chunking
@@ -532,15 +528,15 @@ class SweepSpec(_Strict):
         full = self.fusion_points()
         return [full[i] for i in self.search.pick(len(full))]
 
-    def pipeline_points(self, draw: bool = True) -> list[PipelinePoint]:
+    def pipeline_points(self, draw: bool = True, repeats: bool = False) -> list[PipelinePoint]:
         """Every point of a pipeline sweep (fusion x chunking x selection), deduplicated, in
-        grid order, with the ``[search]`` draw applied (unless ``draw`` is False); ``[]``
-        without pipeline axes."""
+        grid order, with the ``[search]`` draw applied (unless ``draw`` is False; ``repeats``:
+        :func:`~aiblox.sweep.points.fusion_points`); ``[]`` without pipeline axes."""
         if not self.has_pipeline_axes:
             return []
-        out = selection_points([p for f in self.fusion_points()
+        out = selection_points([p for f in fusion_points(self.base_prefs(), self.grid, repeats)
                                 for p in chunking_points(f, self.grid.chunking)],
-                               self.grid.selection)
+                               self.grid.selection, repeats)
         if not draw:
             return out
         return [out[i] for i in self.search.pick(len(out))]
