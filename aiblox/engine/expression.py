@@ -18,7 +18,7 @@ a stage that does not fit where it is placed, and names that refer to themselves
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from aiblox.engine.algebra import (
@@ -46,6 +46,10 @@ def parse_pipeline(text: str, stages: Mapping[str, Mapping[str, Any]] | None = N
 class _Parser:
     def __init__(self, tables: dict[str, Mapping[str, Any]]) -> None:
         self.tables = tables
+        self.where = "pipeline"
+        """The field whose text is being read (a named sub-pipeline's: ``stages.NAME``)."""
+        self.subs: list[tuple[Pipeline, str]] = []
+        """Each named sub-pipeline read, with its name (to say where an operand comes from)."""
 
     def parse(self, text: str, where: str, chain: tuple[str, ...]) -> Pipeline:
         if not isinstance(text, str) or not text.strip():
@@ -56,12 +60,15 @@ class _Parser:
         except SyntaxError as exc:
             raise PipelineError(f"{where}: {text!r} is not a pipeline expression "
                                 f"({exc.msg} at column {exc.offset})") from None
+        outer, self.where = self.where, where
         try:
             return self.node(tree.body, chain)
         except PipelineError as exc:
             msg = str(exc)
-            raise PipelineError(msg if msg.startswith(("pipeline", "stages."))
+            raise PipelineError(msg if msg.startswith(("pipeline", "stages.", f"{where}: "))
                                 else f"{where}: {msg}") from None
+        finally:
+            self.where = outer
 
     def node(self, n: ast.AST, chain: tuple[str, ...]) -> Pipeline:
         if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult):  # 0.3 * bm25
@@ -72,12 +79,13 @@ class _Parser:
                 if not (isinstance(k, ast.Constant) and isinstance(k.value, int)
                         and not isinstance(k.value, bool)):
                     raise PipelineError(f"% takes a whole number, got {ast.unparse(k)!r}")
-                return Cutoff(self.node(n.left, chain), k.value)
+                inner, depth = self.node(n.left, chain), k.value
+                return self.used(lambda: Cutoff(inner, depth), inner)
             left, right = self.node(n.left, chain), self.node(n.right, chain)
             if isinstance(n.op, ast.RShift):
-                return left >> right
+                return self.used(lambda: left >> right, left, right)
             if isinstance(n.op, ast.Add):
-                return left + right
+                return self.used(lambda: left + right, left, right)
             raise PipelineError(f"operator {type(n.op).__name__} is not a pipeline operator "
                                 f"(>> then, + fuse, % cut-off)")
         if isinstance(n, ast.Name):
@@ -100,10 +108,18 @@ class _Parser:
             raise PipelineError(f"stages.{name}: refers to itself ({loop})")
         if "pipeline" in table:  # a named sub-pipeline
             extra = sorted(set(table) - {"pipeline"})
-            if extra or params or members:
+            if extra:
                 raise PipelineError(f"stages.{name}: a named pipeline takes no parameters "
-                                    f"(set them on its stages); got {extra or sorted(params)}")
-            return self.parse(table["pipeline"], f"stages.{name}", (*chain, name))
+                                    f"(set them on its stages); got {extra}")
+            if params or members:  # how it is used: the using field's error, naming both
+                given = [*(["..."] if members else []),
+                         *(f"{k}={v!r}" for k, v in sorted(params.items()))]
+                raise PipelineError(f"{self.where}: {name}({', '.join(given)}): {name} is the "
+                                    f"named pipeline of [stages.{name}], which takes no "
+                                    f"parameters or pipelines: set them on its stages")
+            sub = self.parse(table["pipeline"], f"stages.{name}", (*chain, name))
+            self.subs.append((sub, name))
+            return sub
         kind = str(table.pop("kind", name))
         if kind in self.tables and kind != name:
             raise PipelineError(f"stages.{name}: kind {kind!r} is another [stages] table; "
@@ -114,8 +130,9 @@ class _Parser:
             if len(members) < 2:
                 raise PipelineError(f"{name}(...) fuses two or more pipelines, e.g. "
                                     f"{name}(bm25, dense)")
-            return Fuse(tuple(members), tuple(sorted((k, plain(v)) for k, v in merged.items())),
-                        name, unit=True)  # a unit: never flattened, nor its members
+            own = tuple(sorted((k, plain(v)) for k, v in merged.items()))
+            return self.used(lambda: Fuse(tuple(members), own, name, unit=True),  # a unit:
+                             *members)  # never flattened, nor its members
         if members:
             raise PipelineError(f"{name}(...) takes keyword parameters only (pipelines go "
                                 f"in fuse(a, b))")
@@ -124,9 +141,33 @@ class _Parser:
         try:
             return Stage(kind, name, **merged)
         except PipelineError as exc:  # a table's stage by its table; else by the field parsed
-            if name in self.tables:
-                raise PipelineError(f"stages.{name}: {exc}") from None
-            raise
+            if name not in self.tables:
+                raise
+            if params and _valid(kind, name, table):  # the table is fine, its use is not
+                raise PipelineError(f"{self.where}: {exc}; in the parameters written here, "
+                                    f"over those of [stages.{name}]") from None
+            raise PipelineError(f"stages.{name}: {exc}") from None
+
+    def used(self, build: Callable[[], Pipeline], *operands: Pipeline) -> Pipeline:
+        """``build()``, its error naming the ``[stages]`` table of each named sub-pipeline
+        among ``operands``: the error is about how it is used here, and its stages are
+        written there."""
+        try:
+            return build()
+        except PipelineError as exc:
+            names = [n for p, n in self.subs if any(p is o for o in operands)]
+            if not names:
+                raise
+            where = ", ".join(f"{n} is [stages.{n}]" for n in dict.fromkeys(names))
+            raise PipelineError(f"{exc}; {where}") from None
+
+
+def _valid(kind: str, name: str, params: Mapping[str, Any]) -> bool:
+    try:
+        Stage(kind, name, **params)
+    except PipelineError:
+        return False
+    return True
 
 
 def _refuse_coercions(kind: str, name: str, table: Mapping[str, Any],

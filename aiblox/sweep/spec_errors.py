@@ -63,8 +63,25 @@ def error_lines(path: str, text: str, data: Any, errors: Iterable[Mapping[str, A
             msg = f"got {value}: {found.group('msg')}" if value else found.group("msg")
         line = _line(lines_of, key)
         where = f"{path}:{line}" if line is not None else path
-        out.append(f"{where}: field {_shown(key)!r}: {msg}")
+        out.append(f"{where}: field {_shown(key)!r}: {_lines_named(msg, lines_of, line)}")
     return list(dict.fromkeys(out))
+
+
+_TABLE_NAMED = re.compile(r"\[((?:grid\.)?stages\.[A-Za-z_][\w-]*)\]")
+"""A ``[stages.NAME]`` or ``[grid.stages.NAME]`` table named in a message (``fb is
+[stages.fb]``)."""
+
+
+def _lines_named(msg: str, lines_of: Mapping[Path, int | None], line: int | None) -> str:
+    """``msg`` with the line of each ``[stages.NAME]`` (or ``[grid.stages.NAME]``) table it
+    names, but the error's own line: an error about how a named sub-pipeline is used is the
+    using field's, and names both lines (``pipeline`` at line 7: ``fb is [stages.fb] (line
+    9)``)."""
+    def named(m: re.Match[str]) -> str:
+        at = lines_of.get(tuple(m.group(1).split(".")))
+        return m.group(0) if at is None or at == line else f"{m.group(0)} (line {at})"
+
+    return _TABLE_NAMED.sub(named, msg)
 
 
 def _shown(key: Path) -> str:

@@ -369,3 +369,18 @@ def test_a_table_parameter_is_written_read_and_layered_over_its_default():
     assert whole.config(stage_defaults("rm3", base)).fts == FtsConfig(stemmer=None)  # type: ignore
     with pytest.raises(PipelineError, match=r"^pipeline: stage rm3 \(rm3\): fts.k9: Extra "):
         parse_pipeline("bm25 >> rm3(fts={'k9': 1}) >> bm25")
+
+
+def test_a_named_sub_pipeline_used_with_parameters_is_the_using_fields_error():
+    tables = {"fb": {"pipeline": "bm25 >> t_feedback >> bm25"}}
+    for where in ("pipeline", "pipeline[1]", "baseline.pipeline"):
+        with pytest.raises(PipelineError) as err:
+            parse_pipeline("fb(fb_docs=5)", tables, where)
+        assert str(err.value) == (f"{where}: fb(fb_docs=5): fb is the named pipeline of "
+                                  f"[stages.fb], which takes no parameters or pipelines: set "
+                                  f"them on its stages")
+    with pytest.raises(PipelineError, match=r"^stages.fb: a named pipeline takes no "):
+        parse_pipeline("fb", {"fb": {"pipeline": "bm25", "k1": 1.0}})
+    with pytest.raises(PipelineError, match=r"^pipeline: .* gives a ranked run.*; fb is "
+                                            r"\[stages.fb\]$"):
+        parse_pipeline("fb >> bm25", tables)

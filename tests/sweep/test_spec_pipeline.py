@@ -125,3 +125,35 @@ def test_new_fields_at_defaults_keep_the_fusion_hash(tmp_path):
     c = load_spec(write(tmp_path, MINIMAL + "chunk_k = [1, 3]\nquery_limit = 4\n"
                                             "[grid.chunking]\ntop_k_chunks = [3]\n"))
     assert len({a.hash, b.hash, c.hash}) == 3
+
+
+SUB = '[stages.fb]\npipeline = "bm25 >> rm3 >> bm25"\n'  # line 8 after the pipeline's 7
+
+
+@pytest.mark.parametrize(("extra", "line", "field", "said"), [
+    ('pipeline = "fb(fb_docs=5)"\n' + SUB, 7, "pipeline",
+     "fb(fb_docs=5): fb is the named pipeline of [stages.fb] (line 8), which takes no "
+     "parameters or pipelines: set them on its stages"),
+    ('pipeline = ["bm25", "fb >> bm25"]\n' + SUB, 7, "pipeline[1]",
+     "bm25 takes queries but follows bm25, which gives a ranked run: a retrieval stage after "
+     "a run needs feedback in between (e.g. >> rm3 >>); fb is [stages.fb] (line 8)"),
+    ('pipeline = "bm25 >> x(fb_docs=0) >> bm25"\n[stages.x]\nkind = "rm3"\nfb_terms = 5\n', 7,
+     "pipeline", "stage x (rm3): fb_docs: Input should be greater than or equal to 1; in the "
+     "parameters written here, over those of [stages.x] (line 8)"),
+    ('pipeline = "a"\n[stages.a]\npipeline = "fb(x=1)"\n' + SUB, 8,
+     "stages.a", "fb(x=1): fb is the named pipeline of [stages.fb] (line 10), which takes no "
+     "parameters or pipelines"),
+    ('pipeline = "fb"\n[stages.fb]\npipeline = "rm3 >> dense"\n', 8, "stages.fb",
+     "dense cannot read the weighted terms rm3 gives"),  # inside it: its own line
+])
+def test_an_error_about_how_a_named_pipeline_is_used_points_at_its_use(tmp_path, extra, line,
+                                                                       field, said):
+    """``fb(fb_docs=5)`` for a ``[stages.fb]`` named pipeline pointed at ``[stages.fb]``
+    alone, where nothing is wrong: an error about how a named sub-pipeline is used is the
+    using field's (``pipeline =``), naming the table's line too; an error inside it stays its
+    table's."""
+    path = write(tmp_path, MINIMAL + extra)
+    with pytest.raises(SweepSpecError) as err:
+        load_spec(path)
+    assert str(err.value).startswith(f"{path}:{line}: field {field!r}: {said}"), str(err.value)
+    assert "\n" not in str(err.value)
