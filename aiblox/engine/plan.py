@@ -28,7 +28,7 @@ from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs, VectorConfig
 from aiblox.engine.algebra import Cutoff, Fuse, Pipeline, PipelineError, Stage, Then
 from aiblox.engine.builtin import FuseConfig, RetrieveConfig
 from aiblox.engine.data import Queries, Run
-from aiblox.engine.registry import DataKind, StageFacts, get_stage_kind
+from aiblox.engine.registry import DataKind, StageFacts, StageKind, get_stage_kind
 from aiblox.metrics import DepthError, check_depth
 from aiblox.metrics.depth import deepest_cutoff, shallow_metrics
 
@@ -167,13 +167,17 @@ def check_pipeline(p: Pipeline, base: RetrievalPrefs, n_docs: int | None = None,
 
 
 def pipeline_depths(p: Pipeline, base: RetrievalPrefs, n_docs: int | None = None,
-                    context: Any = None) -> tuple[int, int]:
+                    context: Any = None, depths_only: bool = False) -> tuple[int, int]:
     """:func:`check_pipeline`, returning the most documents per query the pipeline's run can
     hold and the fewest it holds for sure where the store has them: a fusion holds at most the
     sum of its runs' depths and at least the deepest one's (the rule for a hybrid first stage,
-    :mod:`aiblox.metrics.depth`); a cut-off or a stage's ``top_k`` bounds both."""
+    :mod:`aiblox.metrics.depth`); a cut-off or a stage's ``top_k`` bounds both.
+    ``depths_only`` (a sweep spec when it loads, before the store is open or a model trained):
+    a kind's check that fails without the depth of its input too (a model not there yet) is
+    left to the run; one that fails for the depth (``bm25 >> cutoff(k=20) >>
+    dense_rescore(top_n=50)``) is refused."""
     p.check()
-    return _depth(p, None, base, n_docs, context) or (0, 0)
+    return _depth(p, None, base, n_docs, context, depths_only) or (0, 0)
 
 
 _PIPELINE_NAMES = {"top_k_items": "its depth (a % cut-off, or its last stage's top_k)",
@@ -184,19 +188,20 @@ _PIPELINE_FIX = "make the pipeline {cut} deep or more, or use cutoffs of at most
 
 
 def check_pipeline_depth(p: Pipeline, base: RetrievalPrefs, metrics: Sequence[str],
-                         n_docs: int | None = None, context: Any = None) -> None:
+                         n_docs: int | None = None, context: Any = None,
+                         depths_only: bool = False) -> None:
     """Refuse, before anything is computed, a pipeline whose run is shallower than a cutoff of
     ``metrics`` (``bm25 % 5`` scored by ndcg@10 would be computed over 5 documents under the
     name @10): :class:`~aiblox.metrics.DepthError` naming the metrics and the depth, in the
     pipeline's words (``aiblox eval``, ``evaluate_retrieval`` and a sweep spec when it loads).
     A pipeline that is a first stage (``bm25 % 5``, ``(bm25 + dense) % 5``) by its prefs'
     depths; any other by :func:`pipeline_depths` (its stages' checks run too: ``n_docs`` and
-    ``context`` are the store's, where known)."""
+    ``context`` are the store's, where known; ``depths_only``: :func:`pipeline_depths`')."""
     first = first_stage_prefs(p.check(), base)
     if first is not None:
         check_depth(first, metrics, _PIPELINE_NAMES, fix=_PIPELINE_FIX)
         return
-    most, least = pipeline_depths(p, base, n_docs, context)
+    most, least = pipeline_depths(p, base, n_docs, context, depths_only)
     shallow = shallow_metrics(metrics, least)
     if shallow:
         fused = f" (at most {most}: a fusion is as deep as its deepest run)" if most > least \
@@ -213,21 +218,21 @@ _Depth = tuple[int, int]
 
 
 def _depth(p: Pipeline, depth: _Depth | None, base: RetrievalPrefs, n_docs: int | None,
-           context: Any) -> _Depth | None:
+           context: Any, depths_only: bool = False) -> _Depth | None:
     if depth is None and not isinstance(p, Then):  # on the topics
         prefs = first_stage_prefs(p, base)
         if prefs is not None:
             return _first_stage_depths(prefs)
     if isinstance(p, Then):
         for step in p.steps:
-            depth = _depth(step, depth, base, n_docs, context)
+            depth = _depth(step, depth, base, n_docs, context, depths_only)
         return depth
     if isinstance(p, Cutoff):
-        inner = _depth(p.inner, depth, base, n_docs, context)
+        inner = _depth(p.inner, depth, base, n_docs, context, depths_only)
         return (p.k, p.k) if inner is None else (min(inner[0], p.k), min(inner[1], p.k))
     if isinstance(p, Fuse):
-        depths = [d for d in (_depth(m, depth, base, n_docs, context) for m in p.members)
-                  if d is not None]
+        depths = [d for d in (_depth(m, depth, base, n_docs, context, depths_only)
+                              for m in p.members) if d is not None]
         most = sum(d[0] for d in depths)
         least = max((d[1] for d in depths), default=0)
         fcfg = fuse_config(p, base)
@@ -246,10 +251,22 @@ def _depth(p: Pipeline, depth: _Depth | None, base: RetrievalPrefs, n_docs: int 
             given = kind.check(cfg, StageFacts(None if depth is None else depth[0], n_docs,
                                                context))
         except ValueError as exc:
+            if depths_only and _fails(kind, cfg, StageFacts(None, n_docs, context)):
+                return out  # not for the depth (a model not there yet): left to the run
             raise PipelineError(f"stage {p.name}: {exc}") from None
         if given is not None and kind.gives == "run":
             out = (int(given), min(int(given), depth[1]) if depth is not None else int(given))
     return out
+
+
+def _fails(kind: StageKind, cfg: Any, facts: StageFacts) -> bool:
+    """Whether ``kind``'s check refuses ``cfg`` given ``facts``."""
+    assert kind.check is not None
+    try:
+        kind.check(cfg, facts)
+    except ValueError:
+        return True
+    return False
 
 
 def _first_stage_depths(prefs: RetrievalPrefs) -> _Depth:

@@ -364,7 +364,7 @@ class SweepSpec(_Strict):
         check_swept_once(list(zip(where, texts, strict=True)), self.stages, self.grid)
         check_pipeline_depths(list(zip(where, self.pipelines(), strict=True)),
                               self.grid.stage_axes(), self.fusion_points(),
-                              self._baseline_pipeline(), self.metrics)
+                              self._baseline_pipeline(), self.metrics, self.stages)
 
     def _pipeline_texts(self) -> list[str]:
         texts = [self.pipeline] if isinstance(self.pipeline, str) else list(self.pipeline or [])

@@ -16,6 +16,7 @@ samples the full grid, so the limit applies to the full grid.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Mapping, Sequence
 from itertools import product
 from pathlib import Path
@@ -263,13 +264,18 @@ def check_swept_once(pipelines: Sequence[tuple[str, str]], stages: dict[str, dic
 def check_pipeline_depths(pipelines: Sequence[tuple[str, Pipeline]],
                           stage_axes: Sequence[tuple[str, str, list[Any]]],
                           points: Sequence[RetrievalPrefs], baseline: Pipeline | None,
-                          metrics: Sequence[str]) -> None:
+                          metrics: Sequence[str], stages: Mapping[str, Any] | None = None
+                          ) -> None:
     """Every pipeline's run, with every combination of its stage axes and at every depth the
     grid gives its retrieval stages (``points``: the fusion points), at least as deep as the
     deepest metric cutoff; the baseline's pipeline (``baseline``, over the first point) too.
     ``aiblox eval``'s check and words (:func:`aiblox.engine.plan.check_pipeline_depth`),
-    refused here naming the pipeline (``pipelines``: ``(field, pipeline)``). A stage that
-    cannot work here is left to the sweep's own check against the store."""
+    refused here naming the pipeline (``pipelines``: ``(field, pipeline)``). So is a stage
+    asked for more documents than the run before it holds (``bm25 >> cutoff(k=20) >>
+    dense_rescore(top_n=50)``: the stage's own check, on the depths alone); what needs the
+    store or a model (feedback from more documents than the store has, a model not there) is
+    left to the sweep's own check when it starts. A stage set in a ``[stages.NAME]`` table
+    or swept by ``[grid.stages.NAME]`` (of ``stages``, ``stage_axes``) is named with them."""
     from aiblox.engine.plan import check_pipeline_depth
     from aiblox.sweep.points import pipeline_variants
 
@@ -283,12 +289,18 @@ def check_pipeline_depths(pipelines: Sequence[tuple[str, Pipeline]],
     for where, pipe, prefs in checks:
         assert pipe is not None
         try:
-            check_pipeline_depth(pipe, prefs, metrics)
-        except DepthError as exc:
+            check_pipeline_depth(pipe, prefs, metrics, depths_only=True)
+        except (DepthError, PipelineError) as exc:
             named = "" if pipe.expression() in str(exc) else f"{pipe.expression()}: "
-            raise ValueError(f"{where}: {named}{exc}") from None
-        except PipelineError:
-            continue  # refused with the store's facts when the sweep starts (runner)
+            stage = re.match(r"stage (\S+): ", str(exc))
+            tables = [t for t, there in (
+                ("stages", stage is not None and stage.group(1) in (stages or {})),
+                ("grid.stages", stage is not None
+                 and any(a[0] == stage.group(1) for a in stage_axes))) if there]
+            also = "" if stage is None or not tables else (
+                f"; {stage.group(1)}'s parameters are written in "
+                + " and ".join(f"[{t}.{stage.group(1)}]" for t in tables))
+            raise ValueError(f"{where}: {named}{exc}{also}") from None
 
 
 def check_depths(base: RetrievalPrefs, g: FusionGrid, metrics: Sequence[str],

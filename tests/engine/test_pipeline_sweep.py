@@ -236,10 +236,16 @@ def test_a_stage_table_is_the_default_its_axis_sweeps_and_identical_points_run_o
 
 def test_a_stage_that_cannot_work_here_is_refused_before_any_work(tmp_path, sweep_db):
     from aiblox.engine import PipelineError
-    from aiblox.sweep import run_sweep
+    from aiblox.sweep import SweepSpecError, run_sweep
 
     CALLS.clear()
-    spec = spec_of(tmp_path, BASE + 'pipeline = "bm25 % 4 >> t_flip(top_n=5)"\n')
+    with pytest.raises(SweepSpecError, match=r":\d+: field 'pipeline': bm25 % 4 >> "
+                                             r"t_flip\(top_n=5\): stage t_flip: top_n = 5 but "
+                                             r"its input run holds at most 4"):
+        spec_of(tmp_path, BASE + 'pipeline = "bm25 % 4 >> t_flip(top_n=5)"\n')
+    # the runner's own check, for a spec whose pipeline was set after it loaded
+    spec = spec_of(tmp_path, BASE + 'pipeline = "bm25"\n').model_copy(
+        update={"pipeline": "bm25 % 4 >> t_flip(top_n=5)"})
     with pytest.raises(PipelineError, match="t_flip: top_n = 5 but its input run holds at "
                                             "most 4"):
         run_sweep(spec, cache_dir=tmp_path / "c", db=sweep_db, progress=False)

@@ -70,14 +70,18 @@ def test_a_missing_model_and_an_unresolved_finetune_are_refused(tmp_path, own_db
 
 
 def test_top_n_beyond_the_incoming_depth_is_refused(tmp_path, own_db, tiny_ce):
-    s = spec(tmp_path, tiny_ce, pipeline="bm25 % 5 >> cross_encoder", extra="top_n = 8")
-    with pytest.raises(ValueError, match=r"stage cross_encoder: top_n = 8 but its input run "
-                                         r"holds at most 5 documents per query"):
-        run_sweep(s, cache_dir=tmp_path / "c", db=own_db, progress=False)
+    with pytest.raises(SweepSpecError, match=r"stage cross_encoder: top_n = 8 but its input "
+                                             r"run holds at most 5 documents per query"):
+        spec(tmp_path, tiny_ce, pipeline="bm25 % 5 >> cross_encoder", extra="top_n = 8")
     # cutoff as a stage gives its depth to the check too
-    s = spec(tmp_path, tiny_ce, pipeline="bm25 >> cutoff(k=4) >> cross_encoder",
+    with pytest.raises(SweepSpecError, match="top_n = 5 but its input run holds at most 4"):
+        spec(tmp_path, tiny_ce, pipeline="bm25 >> cutoff(k=4) >> cross_encoder",
              extra="top_n = 5")
-    with pytest.raises(ValueError, match="top_n = 5 but its input run holds at most 4"):
+    # and the runner checks it again, for a spec whose pipeline was set after it loaded
+    s = spec(tmp_path, tiny_ce, extra="top_n = 5").model_copy(
+        update={"pipeline": "bm25 >> cutoff(k=4) >> cross_encoder"})
+    with pytest.raises(ValueError, match=r"stage cross_encoder: top_n = 5 but its input run "
+                                         r"holds at most 4 documents per query"):
         run_sweep(s, cache_dir=tmp_path / "c", db=own_db, progress=False)
 
 

@@ -92,9 +92,14 @@ pipeline = "dense"
 ])
 def test_a_setting_that_cannot_work_is_refused_before_any_work(tmp_path, sweep_db, pipeline,
                                                                message):
+    """Refused when the spec loads (the depths alone decide it), and by the runner before any
+    stage computes for a spec whose pipeline was set after it loaded."""
     from aiblox.engine import PipelineError
+    from aiblox.sweep import SweepSpecError
 
-    spec = spec_of(tmp_path, pipeline)
+    with pytest.raises(SweepSpecError, match=r":\d+: field 'pipeline': .*stage " + message):
+        spec_of(tmp_path, pipeline)
+    spec = spec_of(tmp_path, '"bm25"').model_copy(update={"pipeline": pipeline.strip('"')})
     with pytest.raises(PipelineError, match=message):
         sweep(spec, sweep_db, tmp_path / "c")
     assert not (tmp_path / "c" / "signals").exists()

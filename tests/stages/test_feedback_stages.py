@@ -111,13 +111,13 @@ def spec_of(tmp_path, text):
 @pytest.mark.parametrize("pipeline, stages, message", [
     ("bm25 >> rm3(fb_docs=50) >> bm25", "", "stage rm3: fb_docs = 50 but the store holds 40 "
                                             "documents"),
-    ("bm25 % 5 >> bo1(fb_docs=8) >> bm25", "", "stage bo1: fb_docs = 8 but its input run "
-                                               "holds at most 5 documents per query"),
     ("bm25 >> rm3 >> bm25", "[grid.stages.rm3]\nfb_terms = [10, 100000]\n",
      r"stage rm3: fb_terms = 100000 but the index's vocabulary holds \d+ terms"),
 ])
 def test_settings_that_cannot_work_are_refused_before_any_work(tmp_path, sweep_db, pipeline,
                                                               stages, message):
+    """What the store decides (its size, its vocabulary) is refused when the sweep starts;
+    what the depths decide, when the spec loads (below)."""
     from aiblox.engine import PipelineError
     from aiblox.sweep import run_sweep
 
@@ -127,6 +127,18 @@ def test_settings_that_cannot_work_are_refused_before_any_work(tmp_path, sweep_d
         run_sweep(spec, cache_dir=tmp_path / "c", db=sweep_db, progress=False)
     assert "\n" not in str(err.value)
     assert not (tmp_path / "c" / "signals").exists()  # nothing computed
+
+
+def test_feedback_from_more_documents_than_its_input_holds_is_refused_when_the_spec_loads(
+        tmp_path):
+    from aiblox.sweep import SweepSpecError
+
+    with pytest.raises(SweepSpecError, match=r":\d+: field 'pipeline': bm25 % 5 >> "
+                                             r"bo1\(fb_docs=8\) >> bm25: stage bo1: fb_docs = "
+                                             r"8 but its input run holds at most 5 documents "
+                                             r"per query$"):
+        spec_of(tmp_path, 'pipeline = "bm25 % 5 >> bo1(fb_docs=8) >> bm25"\n[base]\n'
+                          'mode = "bm25"\nfts = { top_k = 100 }\n')
 
 
 def test_a_feedback_sweep_end_to_end(tmp_path, sweep_db):

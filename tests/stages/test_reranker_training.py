@@ -199,7 +199,11 @@ def test_what_needs_no_store_is_refused_before_any_model_trains(tmp_path, tiny_b
 
     monkeypatch.setattr(fr, "train_cross_encoder", no_training)
     monkeypatch.setattr(ft, "fine_tune", no_training)
-    deep = spec(tmp_path, tiny_base, **{"top_n = 5": "top_n = 25"})
+    with pytest.raises(SweepSpecError, match=r"stage cross_encoder: top_n = 25 but its input "
+                                             r"run holds at most 20 documents per query"):
+        spec(tmp_path, tiny_base, **{"top_n = 5": "top_n = 25"})  # when the spec loads
+    deep = spec(tmp_path, tiny_base).model_copy(update={  # else by the run, before training
+        "stages": {"cross_encoder": {"model": "finetune", "top_n": 25, "max_length": 64}}})
     with pytest.raises(ValueError, match=r"^stage cross_encoder: top_n = 25 but its input run "
                                          r"holds at most 20 documents per query"):
         run_sweep(deep, cache_dir=tmp_path / "c", db=own_db, progress=False)

@@ -157,3 +157,54 @@ def test_an_error_about_how_a_named_pipeline_is_used_points_at_its_use(tmp_path,
         load_spec(path)
     assert str(err.value).startswith(f"{path}:{line}: field {field!r}: {said}"), str(err.value)
     assert "\n" not in str(err.value)
+
+
+DEPTH = 'metrics = ["ndcg@10"]\n[base]\nfts = { top_k = 100 }\n'
+
+
+@pytest.mark.parametrize(("extra", "line", "said"), [
+    ('pipeline = "bm25 >> cutoff(k=20) >> dense_rescore(top_n=50)"\n', 8,
+     "field 'pipeline': bm25 >> cutoff(k=20) >> dense_rescore(top_n=50): stage dense_rescore: "
+     "top_n = 50 but its input run holds at most 20 documents per query"),
+    ('pipeline = "bm25 % 20 >> rr"\n[stages.rr]\nkind = "dense_rescore"\ntop_n = 50\n', 8,
+     "field 'pipeline': bm25 % 20 >> rr(top_n=50): stage rr: top_n = 50 but its input run "
+     "holds at most 20 documents per query; rr's parameters are written in [stages.rr] (line "
+     "9)"),
+    ('pipeline = ["bm25", "bm25 >> cutoff(k=20) >> dense_rescore"]\n'
+     "[grid.stages.dense_rescore]\ntop_n = [10, 50]\n", 8,
+     "field 'pipeline[1]': bm25 >> cutoff(k=20) >> dense_rescore(top_n=50): stage "
+     "dense_rescore: top_n = 50 but its input run holds at most 20 documents per query; "
+     "dense_rescore's parameters are written in [grid.stages.dense_rescore] (line 9)"),
+    ('pipeline = "bm25"\n[baseline]\npipeline = "bm25 % 10 >> rocchio(k=20) >> dense"\n', 10,
+     "field 'baseline.pipeline': bm25 % 10 >> rocchio(k=20) >> dense: stage rocchio: k = 20 "
+     "feedback documents but its input run holds at most 10 documents per query"),
+])
+def test_a_stage_asked_for_more_than_its_input_holds_is_refused_when_the_spec_loads(
+        tmp_path, extra, line, said):
+    """``cutoff(k=20) >> dense_rescore(top_n=50)`` was refused by the runner before any work,
+    but loaded: the stage's own check runs on the depths when the spec loads, one line naming
+    the field, the stage and the file line (and where the stage's parameters are written)."""
+    path = write(tmp_path, MINIMAL + DEPTH.replace("[base]", extra + "[base]"))
+    with pytest.raises(SweepSpecError) as err:
+        load_spec(path)
+    assert str(err.value) == f"{path}:{line}: {said}"
+
+
+def test_what_needs_the_store_or_a_model_is_left_to_the_run(tmp_path):
+    """A check that fails without the depths too (a cross-encoder folder not there) is the
+    runner's to refuse, with the store and after any training; a depth within the input's
+    loads."""
+    from aiblox.engine import PipelineError, parse_pipeline
+    from aiblox.engine.settings import PipelinePoint
+    from aiblox.sweep.runner import check_pipelines
+
+    for pipeline in ("bm25 % 20 >> cross_encoder(model='/nowhere', top_n=50)",
+                     "bm25 >> cutoff(k=20) >> dense_rescore(top_n=20)",
+                     "bm25 >> rm3(fb_docs=50) >> bm25"):
+        assert load_spec(write(tmp_path, MINIMAL + f'pipeline = "{pipeline}"\n' + DEPTH))
+    # at the run: refused there, before any work
+    spec = load_spec(write(tmp_path, MINIMAL + 'pipeline = "bm25"\n' + DEPTH))
+    with pytest.raises(PipelineError, match="stage dense_rescore: top_n = 50 but its input "
+                                            "run holds at most 20"):
+        check_pipelines(None, [PipelinePoint(p.prefs, pipeline=parse_pipeline(
+            "bm25 % 20 >> dense_rescore(top_n=50)")) for p in spec.grid_points()])
