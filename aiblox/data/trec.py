@@ -28,7 +28,11 @@ warning naming the file wherever it applied a rule the file may not have meant:
   when it orders some query otherwise);
 - a document listed twice for a query: its last line is kept, as ``pytrec_eval`` and
   ir-measures keep it (their run is a ``{doc: score}`` mapping; trec_eval itself refuses such a
-  file, "duplicate docs"). Warned about with the count, the query, the document and the lines;
+  file, "duplicate docs", ``form_res_rels.c``). Warned about with the count, the query, the
+  document and the lines. A run file's lines are scored lines, not a ranked list (the rank
+  column is ignored), so this follows the scoring tools, not fusion's rule for a ranked list
+  (:func:`aiblox.fusion.types.first_occurrences`: the first entry); the run read holds each
+  document once, so nothing read here reaches fusion with a repeat;
 - ``#`` comment lines and blank lines are skipped (trec_eval 10 skips comments).
 
 The scoring side (:func:`aiblox.experiment.table.system_from_run`) warns about queries of the

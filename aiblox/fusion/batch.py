@@ -8,7 +8,9 @@ HybridScorer uses), and then fuses a config with a few elementwise operations ov
 array and one stable sort. The arithmetic is the reference's, in the same order, so every score
 is the same IEEE double: linear is ``(0 + w_text * a) + w_vec * b`` (Python's ``sum``), RRF adds
 ``w / (k + rank)`` text first, and ties break on document id ascending because the stable sort
-starts from id order. ``tests/fusion/test_batch_fusion.py`` holds it to the reference.
+starts from id order. A document listed twice in one list keeps its first entry, its rank and
+its score, as in every fusion route (:func:`~aiblox.fusion.types.first_occurrences`).
+``tests/fusion/test_batch_fusion.py`` holds it to the reference.
 
 :meth:`BatchFusion.fuse_arrays` gives the fused run in its compact form, :class:`FusedArrays`
 (flat positions into this index, per-query counts, scores: what the sweep's fusion stage stores
@@ -19,6 +21,7 @@ first use); :meth:`BatchFusion.decode` turns it into ``{qid: [[doc_id, score], .
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import chain
 from typing import Any, NamedTuple
 
@@ -26,6 +29,7 @@ import numpy as np
 
 from aiblox.contracts.retrieval import ScoringConfig
 from aiblox.fusion.normalize import get_normalizer, minmax, sigmoid, zscore
+from aiblox.fusion.types import first_occurrences
 
 __all__ = ["BatchFusion", "FusedArrays"]
 
@@ -75,15 +79,19 @@ class BatchFusion:
 
     def __init__(self, qids: list[str], text: list[list[Any]], vec: list[list[Any]]) -> None:
         self.qids = list(qids)
-        self.text = text
-        self.vec = vec
+        # each document's first entry in each list, at its rank there (the rule of every
+        # fusion route: aiblox.fusion.types.first_occurrences); the lists fused are these
+        text_ranked = [first_occurrences(t) for t in text]
+        vec_ranked = [first_occurrences(v) for v in vec]
+        self.text: list[Sequence[Any]] = [hits for hits, _ in text_ranked]
+        self.vec: list[Sequence[Any]] = [hits for hits, _ in vec_ranked]
         seg: list[int] = []
         docs: list[str] = []
         rank_t: list[float] = []
         rank_v: list[float] = []
         self._pos_t: list[list[int]] = []  # flat position of each text hit, in list order
         self._pos_v: list[list[int]] = []
-        for qi, (t, v) in enumerate(zip(text, vec, strict=True)):
+        for qi, (t, v) in enumerate(zip(self.text, self.vec, strict=True)):
             ids = sorted({d for d, _ in t} | {d for d, _ in v})
             base = len(docs)
             where = {d: base + i for i, d in enumerate(ids)}
@@ -91,9 +99,9 @@ class BatchFusion:
             seg.extend([qi] * len(ids))
             rt = [0.0] * len(ids)
             rv = [0.0] * len(ids)
-            for r, (d, _) in enumerate(t, start=1):
+            for r, (d, _) in zip(text_ranked[qi][1], t, strict=True):
                 rt[where[d] - base] = float(r)
-            for r, (d, _) in enumerate(v, start=1):
+            for r, (d, _) in zip(vec_ranked[qi][1], v, strict=True):
                 rv[where[d] - base] = float(r)
             rank_t.extend(rt)
             rank_v.extend(rv)
@@ -109,8 +117,8 @@ class BatchFusion:
         self.counts = np.bincount(self.seg, minlength=len(self.qids)).astype(np.int64)
         self.starts = np.concatenate(([0], np.cumsum(self.counts)[:-1])).astype(np.int64)
         # each list's raw scores per query, and where its hits sit, flat (for normalising)
-        self._raw = ([[float(sc) for _, sc in t] for t in text],
-                     [[float(sc) for _, sc in v] for v in vec])
+        self._raw = ([[float(sc) for _, sc in t] for t in self.text],
+                     [[float(sc) for _, sc in v] for v in self.vec])
         self._flat_pos = (np.asarray([p for pos in self._pos_t for p in pos], dtype=np.int64),
                           np.asarray([p for pos in self._pos_v for p in pos], dtype=np.int64))
         self._where: list[dict[str, int]] | None = None

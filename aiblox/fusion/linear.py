@@ -4,6 +4,9 @@ Each list's scores are normalised (see :mod:`aiblox.fusion.normalize`), then
 ``score(d) = sum_i w_i * norm_i(d)``. A document absent from list ``i`` gets the ``missing``
 value for that list: ``zero`` (ranx's convention) or ``list_min``, the lowest normalised score
 in that list (pyserini's convention). The choice changes rankings, so it is part of the config.
+A document listed more than once in one list keeps its first entry, whose score is the one
+normalised and blended; a later entry is dropped before the list is normalised
+(:func:`~aiblox.fusion.types.first_occurrences`, the rule of every fusion route).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from aiblox.fusion.normalize import get_normalizer
-from aiblox.fusion.types import RankedList, rank_sorted
+from aiblox.fusion.types import RankedList, first_occurrences, rank_sorted
 
 __all__ = ["MISSING_POLICIES", "linear"]
 
@@ -29,8 +32,9 @@ def linear(runs: Sequence[RankedList], weights: Sequence[float], normalize: str 
     normed: list[dict[str, float]] = []
     floors: list[float] = []
     for run in runs:
-        values = norm([s for _, s in run])
-        normed.append({d: v for (d, _), v in zip(run, values, strict=True)})
+        hits, _ranks = first_occurrences(run)
+        values = norm([s for _, s in hits])
+        normed.append({d: v for (d, _), v in zip(hits, values, strict=True)})
         floors.append(min(values) if (values and missing == "list_min") else 0.0)
     all_ids = sorted({d for run in runs for d, _ in run})
     fused = {

@@ -5,14 +5,15 @@ rank learning methods", SIGIR 2009: ``score(d) = sum_i w_i / (k + rank_i(d))`` w
 ranks; a list that does not contain ``d`` contributes nothing. A document listed more than once
 in one list has one rank there, its first (best) position: it counts once per list, as in the
 retriever seed's ``1 / (k + rank_text) + 1 / (k + rank_vec)`` and in ranx, whose runs map each
-document to one score. The other documents keep their positions.
+document to one score. The other documents keep their positions
+(:func:`~aiblox.fusion.types.first_occurrences`, the rule of every fusion route).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aiblox.fusion.types import RankedList, rank_sorted
+from aiblox.fusion.types import RankedList, first_occurrences, rank_sorted
 
 __all__ = ["rrf"]
 
@@ -26,10 +27,7 @@ def rrf(runs: Sequence[RankedList], k: int = 60, weights: Sequence[float] | None
         raise ValueError(f"rrf: {len(runs)} runs but {len(weights)} weights")
     fused: dict[str, float] = {}
     for run, w in zip(runs, weights, strict=True):
-        seen: set[str] = set()
-        for rank, (doc_id, _score) in enumerate(run, start=1):
-            if doc_id in seen:
-                continue  # a repeat in the same list: its first position is its rank
-            seen.add(doc_id)
+        hits, ranks = first_occurrences(run)  # a repeat in a list: its first position is its rank
+        for rank, (doc_id, _score) in zip(ranks, hits, strict=True):
             fused[doc_id] = fused.get(doc_id, 0.0) + w / (k + rank)
     return rank_sorted(fused)

@@ -1,10 +1,13 @@
-"""Plain types shared by the fusion functions."""
+"""Plain types shared by the fusion functions, and the one rule for a document listed twice."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import Any, NamedTuple, TypeVar
 
-__all__ = ["FusedHit", "RankedList", "rank_sorted"]
+__all__ = ["FusedHit", "RankedList", "first_occurrences", "rank_sorted"]
+
+_Hit = TypeVar("_Hit", bound=Sequence[Any])
 
 RankedList = list[tuple[str, float]]
 """A ranked list: ``(doc_id, score)`` pairs, best first (score desc, then doc_id asc)."""
@@ -24,3 +27,30 @@ class FusedHit(NamedTuple):
 def rank_sorted(scores: dict[str, float]) -> RankedList:
     """Sort ``{doc_id: score}`` by score desc, then doc_id asc: the one tie-break rule."""
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def first_occurrences(run: Sequence[_Hit]) -> tuple[Sequence[_Hit], Sequence[int]]:
+    """``(hits, ranks)``: ``run`` (``(doc_id, score)`` pairs, best first) with each document's
+    first entry only, and the rank of each entry kept, its 1-based position in ``run``.
+
+    Every fusion route reads its input lists through this (:func:`~aiblox.fusion.rrf`,
+    :func:`~aiblox.fusion.linear`, :class:`~aiblox.fusion.HybridScorer` and its reported ranks,
+    :class:`~aiblox.fusion.BatchFusion`): a document listed twice in one list keeps its first
+    entry, its rank and its score, and a later entry of it is dropped before anything is
+    normalised or fused, as the retriever seed's ``rank_text``/``rank_vec`` (one rank per
+    list) and ranx's runs (one score per document) have it. The documents after a dropped entry
+    keep their positions (``[a, a, b]``: ``b`` is ranked 3). aiblox's retrievers never list a
+    document twice; lists given from outside can (a user's stage, ``SignalRuns`` built by hand).
+    A list with no repeat comes back as it is, with ranks ``1 .. len(run)``."""
+    ids = [hit[0] for hit in run]
+    if len(set(ids)) == len(ids):
+        return run, range(1, len(run) + 1)
+    seen: set[Any] = set()
+    hits: list[_Hit] = []
+    ranks: list[int] = []
+    for rank, (doc_id, hit) in enumerate(zip(ids, run, strict=True), start=1):
+        if doc_id not in seen:
+            seen.add(doc_id)
+            hits.append(hit)
+            ranks.append(rank)
+    return hits, ranks
