@@ -97,7 +97,10 @@ add_kind(StageKind("dense", "1", "queries", "run", VectorConfig,
                    reads=frozenset({"items", "vectors", "embedder"}),
                    doc="nearest neighbours of the query's vector (top_k: depth)",
                    reads_queries=frozenset({"vector"})))
-add_kind(StageKind("fuse", "1", "run", "run", FuseConfig,
+# fuse 2: a document listed twice in one input run keeps its first entry (its rank and score)
+# in the linear blend too, as RRF did (aiblox.fusion.types.first_occurrences); a run from a
+# researcher's own stage can list one twice, so a cached fusion of it may differ
+add_kind(StageKind("fuse", "2", "run", "run", FuseConfig,
                    doc="rank fusion of two or more runs (the + operator)"))
 add_kind(StageKind("identity", "1", "run", "run", IdentityConfig,
                    doc="the run unchanged (for score combination)"))
