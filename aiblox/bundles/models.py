@@ -28,8 +28,15 @@ __all__ = [
     "SamplingStrategy",
 ]
 
-EVIDENCE_BUILD_VERSION = "2.0"
-"""Version of the evidence builder (the seed's ``build_version``)."""
+EVIDENCE_BUILD_VERSION = "2.1"
+"""Version of the evidence builder (the seed's ``build_version``). A bundle's ``bundle_id`` is
+derived from its content and this version, and the seed promises ids "stable for the same
+inputs and policy": bump it whenever the builder gives other content for the same inputs and
+policy (loading, redaction, bounding, sampling, summary), so one version never names two
+bundles for one input. 2.1: redaction catches Unicode emails, grouped card numbers, short
+``key=value`` secrets and ``Authorization`` headers (``aiblox/bundles/redaction.py``), so a
+redacted bundle holding them has other content, and another ``bundle_id``, than at 2.0
+(``tests/bundles/test_build_version.py`` pins one)."""
 EVIDENCE_POLICY_VERSION = "1"
 """Version of the bounding rules an :class:`EvidencePolicy` describes."""
 

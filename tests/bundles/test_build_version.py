@@ -1,0 +1,35 @@
+"""The builder version names the builder's output: one ``(build_version, input, policy)`` gives
+one bundle, and so one ``bundle_id`` (the evidence bundles seed: ids "stable for the same inputs
+and policy"; aiblox derives ``bundle_id`` from the content and ``build_version``).
+
+Pinned here: a redacted bundle of one input whose secrets only the redactors of
+``a9f84c0`` catch (a Unicode email, a card number grouped by dots, a short ``password=``
+value, an ``Authorization: Basic`` header). Before that commit the builder, at ``2.0``, kept
+them and gave bundle ``62ad0c0f-...``; after it, still at ``2.0``, it redacted them and gave
+``b11f114a-...``: two bundles under one version and input. ``EVIDENCE_BUILD_VERSION`` is 2.1
+since, and this bundle ``41099c52-...``. If this test fails because the builder's output
+changed on purpose, bump ``EVIDENCE_BUILD_VERSION`` (``aiblox/bundles/models.py``) and pin the
+new id and version here, with the reason.
+"""
+
+from __future__ import annotations
+
+from aiblox.bundles import EVIDENCE_BUILD_VERSION, EvidencePolicy, build_evidence_bundle
+
+TEXT = ("Contact josé@example.com; card 4111.1111.1111.1111; password=hunter2\n"
+        "Authorization: Basic dXNlcjpwYXNz\n")
+# the ids this input had at build version 2.0: before the redaction change, and after it
+IDS_AT_2_0 = {"62ad0c0f-fa68-5d1e-85ea-cd643feef66e", "b11f114a-5eee-5b97-9d5e-2887f6f3c23a"}
+
+
+def test_a_redacted_bundle_is_pinned_with_its_build_version():
+    bundle = build_evidence_bundle(
+        {"extra_params": {"evidence": [{"text": TEXT, "source_uri": "job"}]}}, None,
+        EvidencePolicy(enable_redaction=True), None)
+    assert [i.content for i in bundle.items] == [
+        "Contact [REDACTED:email]; card [REDACTED:card]; password=[REDACTED:api_key]\n"
+        "Authorization: Basic [REDACTED:api_key]\n"]
+    assert [i.evidence_id for i in bundle.items] == ["inline:0"]  # names, not content
+    assert (EVIDENCE_BUILD_VERSION, bundle.build_version) == ("2.1", "2.1")
+    assert bundle.bundle_id == "41099c52-2454-5474-aea2-213294503655"
+    assert bundle.bundle_id not in IDS_AT_2_0
