@@ -75,7 +75,10 @@ def signals_config(prefs: RetrievalPrefs, dataset_hash: str, split: str, backend
             "mode": prefs.mode,
             "fts": prefs.fts.model_dump() if prefs.mode in ("hybrid", "bm25") else None,
             "vector": prefs.vector.model_dump() if needs_vec else None,
-            "filters": prefs.filters, "ignore_identical_ids": prefs.ignore_identical_ids,
+            "filters": prefs.filters,
+            # "refilled": the lists are retrieved one deeper and cut after the identical id is
+            # dropped (they were one short before: such entries get new keys, no other moves)
+            "ignore_identical_ids": "refilled" if prefs.ignore_identical_ids else False,
             }
 
 

@@ -132,6 +132,10 @@ class HybridRetriever:
             raise ValueError(f"mode {p.mode!r} needs an embedder for the query vector")
         if needs_vec and p.vector.doc_score != "first":
             passage_chunker_id(p.vector)  # an unknown chunker or bad sizes: refused before work
+        # BEIR's way: the identical id is dropped from a list retrieved deeper, then the list is
+        # cut, so a list keeps its depth (one more per list: a document id is listed once)
+        extra = 1 if p.ignore_identical_ids else 0
+        fts_k, vec_k = p.fts.top_k + extra, p.vector.top_k + extra
         # never silently one-sided: an empty store, an unfinished ingest or missing vectors
         check_searchable(self.store, self.embedder.model_id if needs_vec and self.embedder
                          else None)
@@ -139,13 +143,12 @@ class HybridRetriever:
             t0 = time.perf_counter()
             if p.fts.engine == "index":
                 bm25 = self.indexes.lexical(p.fts)
-                text_runs = bm25.search(texts, p.fts.top_k,
-                                        self.indexes.allowed(bm25.ids, p.filters))
+                text_runs = bm25.search(texts, fts_k, self.indexes.allowed(bm25.ids, p.filters))
                 if p.fts.min_rank is not None:
                     text_runs = [[h for h in run if h[1] >= p.fts.min_rank]
                                  for run in text_runs]
             else:
-                text_runs = self.store.fts_search_many(texts, p.fts.top_k, p.fts, p.filters)
+                text_runs = self.store.fts_search_many(texts, fts_k, p.fts, p.filters)
             timings["fts_ms"] = _ms(t0)
         _check(ctx)
         if needs_vec and self.embedder is not None:
@@ -156,25 +159,27 @@ class HybridRetriever:
             t0 = time.perf_counter()
             if p.vector.doc_score != "first":  # documents scored from their passages
                 passages = self.indexes.passages(self.embedder, p.vector)
-                vec_runs = passages.search(qvecs, p.vector.top_k, p.vector.doc_score,
+                vec_runs = passages.search(qvecs, vec_k, p.vector.doc_score,
                                            self.indexes.allowed(passages.ids, p.filters),
                                            p.vector.min_score)
             elif p.vector.engine == "index":
                 knn = self.indexes.vectors(self.embedder.model_id, p.vector)
-                vec_runs = knn.search(qvecs, p.vector.top_k,
+                vec_runs = knn.search(qvecs, vec_k,
                                       self.indexes.allowed(knn.ids, p.filters),
                                       device=embedder_device(self.embedder))
             else:
                 vec_runs = self.store.vector_search_many(qvecs, self.embedder.model_id,
-                                                         p.vector.top_k, p.vector, p.filters)
+                                                         vec_k, p.vector, p.filters)
             timings["vector_ms"] = _ms(t0)
         if not all(t.strip() for t in texts):  # a query with no text retrieves nothing, as
             # a topic with no run lines in trec_eval (an empty string's vector is not a query)
             text_runs = [r if t.strip() else [] for r, t in zip(text_runs, texts, strict=True)]
             vec_runs = [r if t.strip() else [] for r, t in zip(vec_runs, texts, strict=True)]
         if p.ignore_identical_ids:
-            text_runs = [_drop(run, g.query_id) for run, g in zip(text_runs, group, strict=True)]
-            vec_runs = [_drop(run, g.query_id) for run, g in zip(vec_runs, group, strict=True)]
+            text_runs = [_drop(run, g.query_id)[:p.fts.top_k]
+                         for run, g in zip(text_runs, group, strict=True)]
+            vec_runs = [_drop(run, g.query_id)[:p.vector.top_k]
+                        for run, g in zip(vec_runs, group, strict=True)]
         return SignalRuns(text=text_runs, vec=vec_runs)
 
     @staticmethod

@@ -60,6 +60,30 @@ def test_ignore_identical_ids(sample_store):
     assert "d01" not in [c.item_id for c in dropped.candidates]
 
 
+@pytest.mark.parametrize("mode", ["bm25", "dense", "hybrid"])
+def test_ignore_identical_ids_keeps_each_list_as_deep(sample_store, mode):
+    """BEIR's way: the identical id is dropped from lists retrieved deeper, then each is cut to
+    its depth, so a 5-deep list holds 5 documents, the 6-deep list without the query's own id
+    (it was one short: the document at depth + 1 lost, recall@depth wrong with no warning)."""
+    store, emb = sample_store
+    d01 = store.get_items(["d01"])["d01"]
+    r = HybridRetriever(store, emb)
+
+    def signals(k, drop):
+        prefs = RetrievalPrefs(query_text=d01.title, query_id="d01", mode=mode,
+                               ignore_identical_ids=drop, fts={"top_k": k},
+                               vector={"top_k": k})
+        return r.signals([prefs])
+
+    deep, cut = signals(6, False), signals(5, True)
+    for deeper, dropped in ((deep.text[0], cut.text[0]), (deep.vec[0], cut.vec[0])):
+        if not deeper:  # the mode has no such list
+            assert dropped == []
+            continue
+        assert "d01" in [d for d, _ in deeper]
+        assert dropped == [h for h in deeper if h[0] != "d01"][:5] and len(dropped) == 5
+
+
 def test_deterministic_and_batched_equals_single(sample_store):
     store, emb = sample_store
     r = HybridRetriever(store, emb)
