@@ -59,6 +59,10 @@ def compare(
     changed: int = typer.Option(10, "--changed", help="Queries shown that moved most (and, "
                                 "for selection-policy runs, whose evidence changed most); 0: "
                                 "none."),
+    across_datasets: bool = typer.Option(False, "--across-datasets", help="Pair the queries of "
+                                         "runs scored on different datasets by id (refused "
+                                         "otherwise: the same queries with revised "
+                                         "judgements, say)."),
 ) -> None:
     """Per-metric means and deltas (B - A) over the queries both runs have, with a paired test on
     their per-query values, corrected over the metrics, and win/tie/loss under each metric's
@@ -81,7 +85,7 @@ def compare(
     try:
         result = compare_runs(run_a, run_b, tracking_uri, split=split,
                               primary=primary or None, alpha=alpha, test=stat,  # type: ignore[arg-type]
-                              correction=correction.value)
+                              correction=correction.value, across_datasets=across_datasets)
     except ValueError as exc:
         fail(str(exc))
         return
@@ -100,6 +104,10 @@ def compare(
         table.add_row(m.metric, m.direction, value_text(m.a), value_text(m.b),
                       delta_text(m.delta, m.significant), p_text(m.p_value),
                       p_text(m.p_adjusted), str(m.wins), str(m.ties), str(m.losses))
+    if result.datasets:
+        out.print(f"different datasets: A was scored on {str(result.datasets[0])[:16]}, B on "
+                  f"{str(result.datasets[1])[:16]}; their queries are paired by id "
+                  f"(--across-datasets)", markup=False, highlight=False)
     if (result.queries_a, result.queries_b) != (result.n_queries, result.n_queries):
         out.print(f"query sets differ: A has {result.queries_a} queries on {split}, B has "
                   f"{result.queries_b}, {result.n_queries} shared; every number below is over "

@@ -133,6 +133,9 @@ class RunComparison(_Strict):
     """A as ``SWEEP:LABEL`` (:attr:`~aiblox.sweep.runs.RunRef.name`)."""
     name_b: str = ""
     """B as ``SWEEP:LABEL``."""
+    datasets: list[str | None] = Field(default_factory=list)
+    """The dataset hashes of A and B when they differ (paired by query id anyway, asked for
+    with ``across_datasets``); empty when both were scored on one dataset."""
     split: str
     """Split compared."""
     primary: str
@@ -274,13 +277,17 @@ def query_moves(a: dict[str, float], b: dict[str, float], metric: str) -> list[Q
 
 def compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str = "test",
                  primary: str | None = None, alpha: float = 0.05, test: StatTest = "student",
-                 correction: Correction = "holm") -> RunComparison:
+                 correction: Correction = "holm",
+                 across_datasets: bool = False) -> RunComparison:
     """Compare point ``run_b`` against ``run_a`` on ``split`` (see the module doc); each is a
     run id, ``SWEEP:LABEL`` or a config-hash or run-hash prefix (:func:`~aiblox.sweep.runs.
-    resolve_run`)."""
+    resolve_run`). Runs scored on different datasets (their ``aiblox.dataset_hash`` tags
+    differ) are refused: their query ids need not name the same queries (cranfield's "1" is
+    not medline's "1"); ``across_datasets`` pairs them by id anyway (the same queries with
+    revised judgements), and the comparison says so (:attr:`RunComparison.datasets`)."""
     with quiet_downloads():
         return _compare_runs(run_a, run_b, tracking_uri, split, primary, alpha, test,
-                             correction)
+                             correction, across_datasets)
 
 
 def _check_logged_means(run: Any, per_query: dict[str, dict[str, float]], metrics: list[str],
@@ -304,7 +311,8 @@ def _check_logged_means(run: Any, per_query: dict[str, dict[str, float]], metric
 
 
 def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str, primary: str | None,
-                  alpha: float, test: StatTest, correction: Correction) -> RunComparison:
+                  alpha: float, test: StatTest, correction: Correction,
+                  across_datasets: bool = False) -> RunComparison:
     from aiblox.engine.tracking import tracking_client
     from aiblox.sweep.runs import resolve_run
 
@@ -317,6 +325,14 @@ def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str, primary
             runs.append(client.get_run(rid))
         except Exception as exc:  # noqa: BLE001 - shown to the user with the id
             raise ValueError(f"no MLflow run {rid} in {tracking_uri}") from exc
+    datasets = [r.data.tags.get("aiblox.dataset_hash") for r in runs]
+    differ = None not in datasets and datasets[0] != datasets[1]
+    if differ and not across_datasets:
+        raise ValueError(f"runs {run_a} and {run_b} were scored on different datasets (A on "
+                         f"{str(datasets[0])[:16]}, B on {str(datasets[1])[:16]}, their "
+                         f"aiblox.dataset_hash tags): a query id need not name the same query "
+                         f"in both; --across-datasets pairs them by id anyway (the same "
+                         f"queries with revised judgements)")
     pq_a = per_query_metrics(client, run_a, split)
     pq_b = per_query_metrics(client, run_b, split)
     metrics = _metric_order(client, runs, set(pq_a) & set(pq_b))
@@ -359,7 +375,8 @@ def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str, primary
     evidence = summary = None
     if ev_a is not None and ev_b is not None:
         evidence, summary = evidence_changes(ev_a, ev_b)
-    return RunComparison(run_a=run_a, run_b=run_b, label_a=label(runs[0]),
+    return RunComparison(run_a=run_a, run_b=run_b, datasets=datasets if differ else [],
+                         label_a=label(runs[0]),
                          label_b=label(runs[1]), name_a=refs[0].name, name_b=refs[1].name,
                          split=split, primary=prim, n_queries=n, queries_a=len(own[0]),
                          queries_b=len(own[1]), test=test,

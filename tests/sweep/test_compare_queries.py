@@ -115,3 +115,27 @@ def test_one_run_s_primary_is_the_headline_in_either_order(runs, primaries, mlfl
                                                           expected):
     assert _primary(mlflow_uri, primaries[run], primaries["x"]) == expected
     assert _primary(mlflow_uri, primaries["x"], primaries[run]) == expected
+
+
+def test_runs_on_different_datasets_are_refused_unless_asked(mlflow_uri):
+    """Numbered query ids (cranfield's, medline's "1", "2", ...) overlap across datasets: runs
+    whose dataset hashes differ are refused in one line, not paired by id into a 'significant'
+    difference; --across-datasets pairs them and says so."""
+    one = _log(mlflow_uri, "ds1", A, tags={"aiblox.dataset_hash": "1" * 64})
+    two = _log(mlflow_uri, "ds2", {q: v + 0.1 for q, v in A.items()},
+               tags={"aiblox.dataset_hash": "2" * 64})
+    same = _log(mlflow_uri, "ds1 again", A, tags={"aiblox.dataset_hash": "1" * 64})
+    r = _cli(mlflow_uri, one, two)
+    assert r.exit_code == 2 and r.stdout == ""
+    (line,) = r.output.strip().splitlines()
+    assert line.startswith(f"error: runs {one} and {two} were scored on different datasets "
+                           f"(A on {'1' * 16}, B on {'2' * 16}")
+    assert "--across-datasets" in line
+    asked = _cli(mlflow_uri, one, two, "--across-datasets")
+    assert asked.exit_code == 0, asked.output
+    assert (f"different datasets: A was scored on {'1' * 16}, B on {'2' * 16}; their queries "
+            f"are paired by id (--across-datasets)") in asked.stdout
+    js = json.loads(_cli(mlflow_uri, one, two, "--across-datasets", "--json").stdout)
+    assert js["datasets"] == ["1" * 64, "2" * 64] and js["n_queries"] == 4
+    ok = _cli(mlflow_uri, one, same, "--json")
+    assert ok.exit_code == 0 and json.loads(ok.stdout)["datasets"] == []
