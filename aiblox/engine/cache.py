@@ -252,10 +252,12 @@ class StageCache:
                 raise StageCacheError(f"cannot remove the damaged entry {path}: "
                                       f"{exc.strerror or exc}") from exc
 
-    def _raw(self, name: str, key: str) -> tuple[dict[str, Any], bytes]:
-        """An entry's meta and its stored bytes (decompressed), checked against the recorded
-        output hash; a damaged entry is removed and :class:`StageCacheCorrupt` raised."""
-        m = self.meta(name, key)
+    def _raw(self, name: str, key: str, meta: dict[str, Any] | None = None
+             ) -> tuple[dict[str, Any], bytes]:
+        """An entry's meta (``meta`` when the caller read it) and its stored bytes
+        (decompressed), checked against the recorded output hash; a damaged entry is removed
+        and :class:`StageCacheCorrupt` raised."""
+        m = meta if meta is not None else self.meta(name, key)
         if m.get("stored") is False:
             raise StageOutputNotStored(name, key)
         codec = m.get("codec", "json")
@@ -314,11 +316,10 @@ class StageCache:
               ) -> tuple[dict[str, Any], Any]:
         """An entry's meta and output; a recorded entry's output computed again with
         ``compute`` and checked (:class:`StageOutputNotStored` without one)."""
-        if compute is not None:
-            m = self.meta(name, key)
-            if m.get("stored") is False:
-                return m, self.recomputed(name, key, compute(), m)
-        m, data = self._raw(name, key)
+        m = self.meta(name, key)
+        if compute is not None and m.get("stored") is False:
+            return m, self.recomputed(name, key, compute(), m)
+        m, data = self._raw(name, key, m)
         if m.get("codec") != "arrays":
             return m, json.loads(data)
         try:
