@@ -18,7 +18,10 @@ Qrels layouts, detected per file from its first line: BEIR's three tab-separated
 ``query-id<TAB>corpus-id<TAB>score`` with or without that header, or TREC's four
 whitespace-separated columns ``query-id iteration corpus-id relevance`` (no header; the
 iteration column is ignored). Every line of a file must have the file's layout; a line that
-does not (or a first line that is neither) is an error naming it.
+does not (or a first line that is neither) is an error naming it. A file with BEIR's header
+is hashed as its bytes; one without it (BEIR rows alone, TREC's columns) as the BEIR file of its
+rows (header, then ``query-id<TAB>corpus-id<TAB>grade`` lines, as a CSV table is), so the same
+judgments give the same dataset hash in every layout.
 
 Grades are integers (``2`` or ``2.0``) in ``[-1000, 1000]``; a non-integer (``1.9``), a
 non-finite (``inf``, ``nan``) or a larger one is an error. Grades below 1 are judged

@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from aiblox.contracts.items import ItemRecord
-from aiblox.data.rules import MAX_GRADE, DatasetError, Hasher, clean_id, id_problem
+from aiblox.data.rules import (
+    MAX_GRADE,
+    DatasetError,
+    Hasher,
+    clean_id,
+    feed_file,
+    id_problem,
+    qrels_lines,
+)
 from aiblox.inputs import InputFileError, bounded_lines
 
 __all__ = []
@@ -189,14 +197,49 @@ def check_judged(judged: dict[str, dict[str, int]], path: Path) -> None:
                                                 f"below 1, so every metric would be 0")
 
 
+class _LayoutHash:
+    """The bytes :func:`read_lines` feeds, held until a qrels file's layout is known: a BEIR
+    file with its header is hashed as its bytes (every BEIR dataset keeps its hash); a file in
+    another layout (no header, TREC's four columns) is hashed as its rows written in that one
+    (:func:`~aiblox.data.rules.qrels_lines`, as a CSV table's rows are), so the same judgments
+    give the same dataset hash in every layout."""
+
+    def __init__(self, hasher: Hasher) -> None:
+        self.hasher = hasher
+        self.held: list[bytes] | None = []  # None: passed on (a BEIR file with its header)
+        self.rows = False  # its rows are fed, not its bytes
+
+    def update(self, data: bytes, /) -> None:
+        if self.held is None:
+            self.hasher.update(data)
+        elif not self.rows:
+            self.held.append(data)
+
+    def as_bytes(self) -> None:
+        for data in self.held or ():
+            self.hasher.update(data)
+        self.held = None
+
+    def as_rows(self, name: str) -> None:
+        self.held, self.rows = [], True
+        feed_file(self.hasher, name, qrels_lines(iter(())))  # the name and BEIR's header
+
+    def row(self, qid: str, doc_id: str, grade: int) -> None:
+        if self.rows:
+            self.hasher.update(f"{qid}\t{doc_id}\t{grade}\n".encode())
+
+
 def read_qrels(path: Path, hasher: Hasher, queries: dict[str, str],
                 corpus: Mapping[str, ItemRecord]) -> tuple[dict[str, dict[str, int]], int, int]:
-    """``(judged, rows naming a document absent from the corpus, repeated identical rows)``."""
+    """``(judged, rows naming a document absent from the corpus, repeated identical rows)``.
+    ``hasher`` is fed the file's bytes when it is a BEIR file with its header, else its rows in
+    that form (:class:`_LayoutHash`)."""
     judged: dict[str, dict[str, int]] = {}
     at: dict[tuple[str, str], int] = {}
     missing = duplicates = 0
     layout, first = "", 0
-    for lineno, line in read_lines(path, hasher):
+    fed = _LayoutHash(hasher)
+    for lineno, line in read_lines(path, fed):
         line = line.rstrip("\r\n")
         if lineno == 1:
             line = line.removeprefix("\ufeff")
@@ -210,8 +253,10 @@ def read_qrels(path: Path, hasher: Hasher, queries: dict[str, str],
                                        f"expected the header query-id<TAB>corpus-id<TAB>score; "
                                        f"got {len(tabs)} tab-separated column(s)")
                 layout, first = "beir", lineno
+                fed.as_bytes()
                 continue
             layout, first = _qrels_layout(line, path, lineno), lineno
+            fed.as_rows(path.name.removesuffix(".gz"))
         if layout == "beir":
             if len(tabs) != 3:
                 words = len(line.split())
@@ -232,6 +277,7 @@ def read_qrels(path: Path, hasher: Hasher, queries: dict[str, str],
                                    f"{len(cols)} column(s)")
             qid, _iteration, doc_id, raw = cols
         grade = parse_grade(raw, path, lineno)
+        fed.row(qid, doc_id, grade)
         if qid not in queries:
             raise DatasetError(path, lineno, "query-id", f"unknown query {qid!r}"
                                + ("" if queries else " (the queries file holds no query)"))

@@ -175,7 +175,49 @@ def test_trec_qrels_give_the_same_judgments_as_beir(tmp_path, sep, iteration):
     trec = load_dataset(path, name="x")
     assert trec.qrels == beir.qrels
     assert trec.qrels["test"]["q01"] == {"d01": 2, "d03": 1, "d29": 1}
-    assert trec.hash != beir.hash  # the bytes differ, so the dataset hash does
+    # the same judgments, the same dataset hash: TREC rows hash as the BEIR file of them (they
+    # hashed their bytes, so a copy converted to TREC read as changed data to eval verify)
+    assert trec.hash == beir.hash
+
+
+_FORMS = {  # a qrels file's rows written without BEIR's header
+    "trec": lambda q, d, g: f"{q} 0 {d} {g}\n",
+    "trec, tabs": lambda q, d, g: f"{q}\t0\t{d}\t{g}\n",
+    "trec, Q0, padded": lambda q, d, g: f"  {q}  Q0 {d}   {g} \n",
+    "no header": lambda q, d, g: f"{q}\t{d}\t{g}\n",
+    "no header, CRLF, 2.0": lambda q, d, g: f"{q}\t{d}\t{g}.0\r\n",
+}
+
+
+@pytest.mark.parametrize("form", list(_FORMS))
+def test_every_qrels_layout_hashes_as_the_beir_file_with_its_header(tmp_path, form):
+    """A qrels file without BEIR's header (TREC's four columns, spaces or tabs; BEIR rows
+    alone, CRLF line ends, grades written ``2.0``, a BOM) hashes as the BEIR file holding the
+    same rows, as a CSV table does (each layout hashed its own bytes: the same judgments, a
+    hash of their own); a changed grade still changes the hash."""
+    beir = load_dataset(_copy(tmp_path / "a"), name="x")
+    path = _copy(tmp_path / "b")
+    q = path / "qrels/test.tsv"
+    rows = [line.split("\t") for line in q.read_text().splitlines()[1:]]
+
+    def write(rows: list[list[str]]) -> str:
+        q.write_text("\ufeff" + "".join(_FORMS[form](*r) for r in rows), encoding="utf-8",
+                     newline="")
+        return load_dataset(path, name="x").hash
+
+    assert write(rows) == beir.hash
+    assert write([[rows[0][0], rows[0][1], str(int(rows[0][2]) + 1)], *rows[1:]]) != beir.hash
+
+
+def test_a_beir_qrels_file_with_its_header_hashes_as_its_bytes(tmp_path):
+    """Every BEIR dataset keeps its hash: a file with the header is hashed as it is written
+    (CRLF line ends, a grade written 2.0 are other bytes, so another hash), not as its rows."""
+    beir = load_dataset(_copy(tmp_path / "a"), name="x")
+    path = _copy(tmp_path / "b")
+    q = path / "qrels/test.tsv"
+    q.write_text(q.read_text().replace("\n", "\r\n"), encoding="utf-8", newline="")
+    crlf = load_dataset(path, name="x")
+    assert crlf.qrels == beir.qrels and crlf.hash != beir.hash
 
 
 def test_trec_layout_is_per_file(tmp_path):
