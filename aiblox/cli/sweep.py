@@ -228,7 +228,9 @@ def _leaderboard(result: SweepResult, top: int) -> Table:
         table.add_column(f"{split} {result.primary}", justify="right")
     base, against = result.baseline, result.report_split or result.tune_split
     if base is not None:
-        table.add_column(f"vs baseline ({against})", justify="right")
+        untested = ", untested: see the cross-validated margin" \
+            if result.cv is not None and result.report_split is None else ""  # no p to show
+        table.add_column(f"vs baseline ({against}{untested})", justify="right")
     table.add_column("config", justify="left")
     tested = {c.candidate: c for c in result.significance if c.metric == result.primary}
     for p in _ranked(result)[:top]:

@@ -312,7 +312,11 @@ def _tables(rep: SweepReport, top: int) -> list[tuple[str, list[str], list[list[
         for m in shown] for i, r in enumerate(rep.leaderboard[:top], start=1)]
     if rep.baseline is not None:  # each point's delta to the baseline; marked where tested
         against = rep.report_split or rep.tune_split
-        lb_head.append(f"vs baseline ({against} {rep.primary})")
+        # [cv] alone tests no point (each was tuned on the split it would be tested on): the
+        # test is the cross-validated margin's, so the cells are deltas and say why
+        untested = ", untested: see the cross-validated margin" \
+            if rep.cv is not None and rep.report_split is None else ""
+        lb_head.append(f"vs baseline ({against} {rep.primary}{untested})")
         tested = {c["candidate"]: c for c in rep.significance if c["metric"] == rep.primary}
         base = rep.baseline["metrics"].get(against, {}).get(rep.primary)
         for row, r in zip(lb, rep.leaderboard[:top], strict=True):

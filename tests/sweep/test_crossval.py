@@ -265,6 +265,12 @@ def test_cli_prints_and_logs_the_fold_table(tmp_path, sweep_db, mlflow_uri):
     md = render_markdown(rep)
     assert rep.report_split is None and "3-fold cross-validation over test" in md
     assert out["cv"]["verdict"] in md
+    # no point is tested under [cv] alone (the margin is): the board's deltas say so, as
+    # the report's, not leaving a missing p=... to be guessed at
+    head = next(ln for ln in md.splitlines() if ln.startswith("| # | label |"))
+    assert head.endswith("| vs baseline (test ndcg@10, untested: see the cross-validated "
+                         "margin) |")
+    assert "untested: see the cross-validated" in " ".join(r.output.split())
     # verify: the chosen point's stages, and the fold table from the logged per-query values
     v = runner.invoke(app, ["eval", "verify", "cv_cli", "--tracking-uri", mlflow_uri, "--db",
                             sweep_db, "--json"], env={"AIBLOX_NO_PROGRESS": "1"})
