@@ -218,11 +218,16 @@ def _(DEFAULT_TRACKING_URI, compare_mlflow_runs, mo, run_a, run_b, run_choices):
         run_metrics, run_per_query = None, None
         _out = mo.md("")
     else:
-        run_metrics, run_per_query = compare_mlflow_runs(run_a.value, run_b.value,
-                                                         DEFAULT_TRACKING_URI)
-        _out = mo.vstack([mo.ui.table(run_metrics, selection=None),
-                          mo.ui.table(run_per_query, selection=None)
-                          if len(run_per_query) else mo.md("no per-query artifacts")])
+        try:
+            run_metrics, run_per_query = compare_mlflow_runs(run_a.value, run_b.value,
+                                                             DEFAULT_TRACKING_URI)
+        except ValueError as _exc:  # runs scored on different datasets: not paired
+            run_metrics, run_per_query = None, None
+            _out = mo.md(f"`{_exc}`")
+        else:
+            _out = mo.vstack([mo.ui.table(run_metrics, selection=None),
+                              mo.ui.table(run_per_query, selection=None)
+                              if len(run_per_query) else mo.md("no per-query artifacts")])
     _out
     return run_metrics, run_per_query
 

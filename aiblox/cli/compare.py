@@ -77,7 +77,7 @@ def compare(
 
     try:
         from aiblox.metrics.significance import TEST_NAMES
-        from aiblox.sweep.compare import compare_runs
+        from aiblox.sweep.compare import compare_runs, dataset_text
     except ImportError:  # pragma: no cover - mlflow is the `tracking` extra
         fail("MLflow is not installed: pip install 'aiblox[tracking]'")
         return
@@ -105,9 +105,10 @@ def compare(
                       delta_text(m.delta, m.significant), p_text(m.p_value),
                       p_text(m.p_adjusted), str(m.wins), str(m.ties), str(m.losses))
     if result.datasets:
-        out.print(f"different datasets: A was scored on {str(result.datasets[0])[:16]}, B on "
-                  f"{str(result.datasets[1])[:16]}; their queries are paired by id "
-                  f"(--across-datasets)", markup=False, highlight=False)
+        a, b = (dataset_text(n, h) for n, h in zip(result.dataset_names or ["", ""],
+                                                     result.datasets, strict=True))
+        out.print(f"different datasets: A was scored on {a}, B on {b}; their queries are "
+                  f"paired by id (--across-datasets)", markup=False, highlight=False)
     if (result.queries_a, result.queries_b) != (result.n_queries, result.n_queries):
         out.print(f"query sets differ: A has {result.queries_a} queries on {split}, B has "
                   f"{result.queries_b}, {result.n_queries} shared; every number below is over "

@@ -13,7 +13,7 @@ from aiblox.engine.evaluate import config_hash
 from aiblox.engine.tracking import DEFAULT_TRACKING_URI, logged_splits, tracking_client
 from aiblox.explore.fusion import FusionPoint
 from aiblox.explore.notebook import NotebookWorkspace
-from aiblox.sweep.compare import compare_runs
+from aiblox.sweep.compare import DatasetMismatch, compare_runs
 
 __all__ = ["compare_mlflow_runs", "log_fusion_point", "mlflow_runs", "point_run_choices"]
 
@@ -86,14 +86,16 @@ def log_fusion_point(ws: NotebookWorkspace, point: FusionPoint,
 
 
 def compare_mlflow_runs(run_a: str, run_b: str, tracking_uri: str = DEFAULT_TRACKING_URI,
-                        ) -> tuple[pd.DataFrame, pd.DataFrame]:
+                        across_datasets: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Two MLflow runs side by side: ``(logged metric deltas, per-query comparison)``. Each run
     is a run id, ``SWEEP:LABEL`` or a config-hash or run-hash prefix, as ``aiblox compare``
     takes them (:func:`aiblox.sweep.runs.resolve_run`). The second frame is ``aiblox compare``'s
     (:func:`aiblox.sweep.compare_runs`: the same test, Holm's correction over the metrics
     of a split, the metric's direction in ``better`` and win/tie/loss under it) for every split
     both runs logged per-query values of (``per_query.<split>.parquet``), one row per
-    ``<split>:<metric>``; it is empty when they logged none."""
+    ``<split>:<metric>``; it is empty when they logged none. Runs scored on different datasets
+    are refused as ``aiblox compare`` refuses them (:class:`~aiblox.sweep.compare.
+    DatasetMismatch`, a ``ValueError`` naming both) unless ``across_datasets``."""
     runs = mlflow_runs(tracking_uri)
     if runs.empty:
         return pd.DataFrame(), pd.DataFrame()
@@ -114,7 +116,10 @@ def compare_mlflow_runs(run_a: str, run_b: str, tracking_uri: str = DEFAULT_TRAC
     per_query = []
     for split in splits:
         try:
-            cmp = compare_runs(run_a, run_b, tracking_uri, split=split)
+            cmp = compare_runs(run_a, run_b, tracking_uri, split=split,
+                               across_datasets=across_datasets)
+        except DatasetMismatch:  # not paired, nor its refusal passed over as an empty frame
+            raise
         except ValueError:  # no shared per-query metric on this split
             continue
         per_query += [{"metric": f"{split}:{m.metric}", "better": m.direction, "n": m.n,

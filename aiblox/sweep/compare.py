@@ -34,11 +34,13 @@ from aiblox.metrics.ranking import DEFAULT_METRICS
 from aiblox.metrics.significance import Correction, StatTest, adjust, compare_to_baseline
 
 __all__ = [
+    "DatasetMismatch",
     "EvidenceChange",
     "MetricDelta",
     "QueryMove",
     "RunComparison",
     "compare_runs",
+    "dataset_text",
     "evidence_changes",
     "per_query_evidence",
     "per_query_metrics",
@@ -136,6 +138,9 @@ class RunComparison(_Strict):
     datasets: list[str | None] = Field(default_factory=list)
     """The dataset hashes of A and B when they differ (paired by query id anyway, asked for
     with ``across_datasets``); empty when both were scored on one dataset."""
+    dataset_names: list[str] = Field(default_factory=list)
+    """The names of those datasets, beside :attr:`datasets` (a manifest's ``dataset``, else a
+    notebook run's ``dataset`` param; "" when the run records none)."""
     split: str
     """Split compared."""
     primary: str
@@ -310,6 +315,27 @@ def _check_logged_means(run: Any, per_query: dict[str, dict[str, float]], metric
                              f"both")
 
 
+class DatasetMismatch(ValueError):
+    """Two runs scored on different datasets, compared without ``across_datasets``."""
+
+
+def dataset_text(name: str, digest: str | None) -> str:
+    """A dataset as a comparison names it: ``adi (4c79a3481e8d811b)``, or its hash's first 16
+    characters alone when the run records no name."""
+    return f"{name} ({str(digest)[:16]})" if name else str(digest)[:16]
+
+
+def _dataset_name(client: Any, run: Any) -> str:
+    """The name of the dataset ``run`` was scored on: its manifest's, else its ``dataset``
+    param (a notebook's run); "" when it records neither."""
+    from aiblox.engine.tracking import read_manifest
+
+    try:
+        return read_manifest(client, run.info.run_id, run).dataset
+    except ValueError:
+        return str(run.data.params.get("dataset", ""))
+
+
 def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str, primary: str | None,
                   alpha: float, test: StatTest, correction: Correction,
                   across_datasets: bool = False) -> RunComparison:
@@ -327,12 +353,13 @@ def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str, primary
             raise ValueError(f"no MLflow run {rid} in {tracking_uri}") from exc
     datasets = [r.data.tags.get("aiblox.dataset_hash") for r in runs]
     differ = None not in datasets and datasets[0] != datasets[1]
+    names = [_dataset_name(client, r) for r in runs] if differ else []
     if differ and not across_datasets:
-        raise ValueError(f"runs {run_a} and {run_b} were scored on different datasets (A on "
-                         f"{str(datasets[0])[:16]}, B on {str(datasets[1])[:16]}, their "
-                         f"aiblox.dataset_hash tags): a query id need not name the same query "
-                         f"in both; --across-datasets pairs them by id anyway (the same "
-                         f"queries with revised judgements)")
+        a, b = (dataset_text(n, h) for n, h in zip(names, datasets, strict=True))
+        raise DatasetMismatch(f"runs {run_a} and {run_b} were scored on different datasets (A "
+                              f"on {a}, B on {b}, their aiblox.dataset_hash tags): a query id "
+                              f"need not name the same query in both; --across-datasets pairs "
+                              f"them by id anyway (the same queries with revised judgements)")
     pq_a = per_query_metrics(client, run_a, split)
     pq_b = per_query_metrics(client, run_b, split)
     metrics = _metric_order(client, runs, set(pq_a) & set(pq_b))
@@ -376,6 +403,7 @@ def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str, primary
     if ev_a is not None and ev_b is not None:
         evidence, summary = evidence_changes(ev_a, ev_b)
     return RunComparison(run_a=run_a, run_b=run_b, datasets=datasets if differ else [],
+                         dataset_names=names,
                          label_a=label(runs[0]),
                          label_b=label(runs[1]), name_a=refs[0].name, name_b=refs[1].name,
                          split=split, primary=prim, n_queries=n, queries_a=len(own[0]),

@@ -139,3 +139,69 @@ def test_runs_on_different_datasets_are_refused_unless_asked(mlflow_uri):
     assert js["datasets"] == ["1" * 64, "2" * 64] and js["n_queries"] == 4
     ok = _cli(mlflow_uri, one, same, "--json")
     assert ok.exit_code == 0 and json.loads(ok.stdout)["datasets"] == []
+
+
+@pytest.fixture(scope="module")
+def two_datasets(tmp_path_factory, mlflow_uri):
+    """``aiblox eval --mlflow`` of the sample (folder ``alpha``) and of a copy with one grade
+    revised (``beta``): the same query ids, the same rankings, other judgments."""
+    import re
+    import shutil
+
+    from tests.conftest import SAMPLE
+
+    root = tmp_path_factory.mktemp("two-datasets")
+    ids = {}
+    for name in ("alpha", "beta"):
+        folder = root / name
+        shutil.copytree(SAMPLE, folder)
+        if name == "beta":
+            q = folder / "qrels" / "test.tsv"
+            q.write_text(q.read_text().replace("q01\td01\t2\n", "q01\td01\t1\n", 1))
+        r = runner.invoke(app, ["eval", str(folder), "--mode", "bm25", "--embedder",
+                                "hashing", "--db", str(root / f"{name}.duckdb"),
+                                "--split", "test", "--mlflow", "--tracking-uri", mlflow_uri,
+                                "--experiment", "two-datasets"],
+                          env={"AIBLOX_NO_PROGRESS": "1"})
+        assert r.exit_code == 0, r.output
+        ids[name] = re.search(r"^mlflow: bm25 logged as run (\w+)", r.stderr, re.MULTILINE)[1]
+    from aiblox.data import load_dataset
+
+    hashes = {n: load_dataset(root / n, splits=["test"]).hash[:16] for n in ids}
+    assert hashes["alpha"] != hashes["beta"]
+    return ids, hashes
+
+
+def test_eval_runs_on_two_datasets_are_refused_naming_both(two_datasets, mlflow_uri):
+    """The refusal and the --across-datasets line name each dataset (its manifest's name) and
+    its hash, so the one that differs is plain."""
+    ids, hashes = two_datasets
+    r = _cli(mlflow_uri, ids["alpha"], ids["beta"])
+    assert r.exit_code == 2 and r.stdout == ""
+    (line,) = r.output.strip().splitlines()
+    assert line.startswith(f"error: runs {ids['alpha']} and {ids['beta']} were scored on "
+                           f"different datasets (A on alpha ({hashes['alpha']}), B on beta "
+                           f"({hashes['beta']}), ")
+    asked = _cli(mlflow_uri, ids["alpha"], ids["beta"], "--across-datasets")
+    assert asked.exit_code == 0, asked.output
+    assert (f"different datasets: A was scored on alpha ({hashes['alpha']}), B on beta "
+            f"({hashes['beta']}); their queries are paired by id (--across-datasets)"
+            ) in asked.stdout
+    js = json.loads(_cli(mlflow_uri, ids["alpha"], ids["beta"], "--across-datasets",
+                         "--json").stdout)
+    assert js["dataset_names"] == ["alpha", "beta"]
+
+
+def test_notebook_comparison_refuses_runs_on_two_datasets(two_datasets, mlflow_uri):
+    """The notebooks' compare_mlflow_runs pairs as aiblox compare does: the refusal is raised,
+    not passed over as a split with nothing to compare (an empty per-query frame beside the
+    logged means' deltas); across_datasets pairs them."""
+    from aiblox.explore import compare_mlflow_runs
+    from aiblox.sweep.compare import DatasetMismatch
+
+    ids, hashes = two_datasets
+    with pytest.raises(DatasetMismatch, match=rf"A on alpha \({hashes['alpha']}\), B on beta"):
+        compare_mlflow_runs(ids["alpha"], ids["beta"], mlflow_uri)
+    _, per_query = compare_mlflow_runs(ids["alpha"], ids["beta"], mlflow_uri,
+                                       across_datasets=True)
+    assert "test:ndcg@10" in set(per_query["metric"])
