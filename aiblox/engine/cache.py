@@ -281,12 +281,13 @@ class StageCache:
         """Read an entry back and check it as every read does: None when its output is what
         its meta recorded (a recorded entry: when its meta is whole; its output is checked
         when it is computed again); else why not (the damaged entry has been removed)."""
+        m = self.meta(name, key)
+        if m.get("stored") is False:
+            return None
         try:
-            self._raw(name, key)
+            self._raw(name, key, m)
         except StageCacheCorrupt as exc:
             return exc.reason
-        except StageOutputNotStored:
-            return None
         return None
 
     def stored(self, name: str, key: str) -> bool:

@@ -95,7 +95,6 @@ def fused_arrays(prefs: RetrievalPrefs, index: BatchFusion, sig: dict[str, Any])
                          for q, hs in zip(sig["qids"], fused, strict=True)})
 
 
-
 def recorded_fusion(config: Mapping[str, Any], index: BatchFusion) -> FusedArrays:
     """The fused run of a recorded ``fusion`` entry (a hybrid point's: the fusion the stage
     cache records rather than stores) from its config (:func:`aiblox.engine.configs.

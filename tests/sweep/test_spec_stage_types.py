@@ -19,6 +19,15 @@ RM3 = 'pipeline = "bm25 >> fb >> bm25"\n[stages.fb]\nkind = "rm3"\n'  # lines 7-
 MIX = 'pipeline = "mix(bm25, dense)"\n[stages.mix]\nkind = "fuse"\nblend = "linear"\n'
 
 
+def refused_in_one_line(path, line, field, words):
+    """Loading ``path`` fails with one line that names the file, line and field."""
+    with pytest.raises(SweepSpecError) as err:
+        load_spec(path)
+    said = str(err.value)
+    assert said.startswith(f"{path}:{line}: field {field!r}: "), said
+    assert words in said and "\n" not in said, said
+
+
 @pytest.mark.parametrize(("extra", "line", "field", "words"), [
     (RM3 + "fb_docs = true\n", 10, "stages.fb.fb_docs", "got True: expected a whole number"),
     (RM3 + 'fb_docs = "10"\n', 10, "stages.fb.fb_docs", "got '10': expected a whole number"),
@@ -48,12 +57,7 @@ MIX = 'pipeline = "mix(bm25, dense)"\n[stages.mix]\nkind = "fuse"\nblend = "line
 ])
 def test_a_stage_parameter_of_the_wrong_type_is_refused_in_one_line(tmp_path, extra, line,
                                                                      field, words):
-    path = write(tmp_path, MINIMAL + extra)
-    with pytest.raises(SweepSpecError) as err:
-        load_spec(path)
-    said = str(err.value)
-    assert said.startswith(f"{path}:{line}: field {field!r}: "), said
-    assert words in said and "\n" not in said, said
+    refused_in_one_line(write(tmp_path, MINIMAL + extra), line, field, words)
 
 
 def test_numbers_that_are_numbers_and_arrays_for_tuples_still_load(tmp_path):
@@ -127,12 +131,8 @@ def test_a_table_parameters_key_written_inline_and_swept_is_refused(tmp_path, ex
                                                                     words):
     """A key of a table parameter is read over the base's table key by key, so a ``[grid]``
     axis of that key would be overridden inline as a flat parameter's is: refused alike."""
-    path = write(tmp_path, MINIMAL + 'metrics = ["ndcg@10"]\n' + extra)
-    with pytest.raises(SweepSpecError) as err:
-        load_spec(path)
-    said = str(err.value)
-    assert said.startswith(f"{path}:10: field {field!r}: "), said
-    assert words in said and "\n" not in said, said
+    refused_in_one_line(write(tmp_path, MINIMAL + 'metrics = ["ndcg@10"]\n' + extra), 10,
+                        field, words)
 
 
 def test_a_table_parameter_is_an_axis_and_a_key_no_axis_sweeps_may_be_inline(tmp_path):
