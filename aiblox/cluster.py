@@ -93,7 +93,7 @@ def _cluster_id(hostport: str, timeout: float, metadata: tuple[tuple[str, str], 
 
     channel = grpc.insecure_channel(hostport)
     try:
-        request: Any = gcs_service_pb2.GetClusterIdRequest()  # type: ignore[attr-defined]
+        request: Any = gcs_service_pb2.GetClusterIdRequest()
         gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel).GetClusterId(
             request, timeout=timeout, metadata=metadata or None)
     except grpc.RpcError as exc:
