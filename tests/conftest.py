@@ -39,6 +39,76 @@ def pytest_xdist_auto_num_workers(config):
     return max(2, os.cpu_count() or 1)
 
 
+def pytest_configure(config):
+    """The whole suite on workers (the controller, before they start): aiblox's numba kernels
+    compiled by one process (:mod:`tests.warm_kernels`) while the workers start and collect;
+    each waits for it before its first test (:func:`pytest_runtestloop`). It holds an exclusive
+    lock on a file until it has finished, whatever its outcome."""
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", 0):
+        return
+    import fcntl
+    import subprocess
+    import sys
+    import tempfile
+    import threading
+    import time
+
+    lock_path = Path(tempfile.gettempdir()) / f"aiblox-test-kernels-{os.getpid()}.lock"
+    lock = open(lock_path, "w")  # noqa: SIM115 - released by the thread below
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    env = {**os.environ, "AIBLOX_NO_PROGRESS": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    started = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "tests.warm_kernels"], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    config.stash[_WARM] = {"lock": str(lock_path)}
+
+    def release() -> None:
+        try:
+            out, _ = proc.communicate(timeout=600)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+        config.stash[_WARM].update(rc=proc.returncode, out=out or "",
+                                   seconds=time.monotonic() - started)
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        lock.close()
+
+    config.stash[_WARM]["thread"] = thread = threading.Thread(target=release, daemon=True)
+    thread.start()
+    os.environ["AIBLOX_TEST_KERNELS_LOCK"] = str(lock_path)  # the workers inherit it
+
+
+_WARM = pytest.StashKey[dict]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):
+    """A worker waits for the kernels to be compiled (:func:`pytest_configure`)."""
+    path = os.environ.get("AIBLOX_TEST_KERNELS_LOCK")
+    if not hasattr(session.config, "workerinput") or not path or not Path(path).exists():
+        return
+    import fcntl
+
+    with open(path) as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    warm = config.stash.get(_WARM, None)
+    if warm is None:
+        return
+    warm["thread"].join()
+    Path(warm["lock"]).unlink(missing_ok=True)
+    if warm.get("rc") == 0:
+        terminalreporter.write_line(f"aiblox's numba kernels compiled before the tests in "
+                                    f"{warm['seconds']:.1f} s (tests/warm_kernels.py)")
+    else:
+        terminalreporter.write_line(f"tests/warm_kernels.py failed (exit {warm.get('rc')}), "
+                                    f"the tests compiled their kernels themselves:\n"
+                                    f"{warm.get('out', '')[-2000:]}", yellow=True)
+
+
 LONG_MODULES = (
     "tests/sweep/test_ray_executor.py", "tests/sweep/test_tracking_processes.py",
     "tests/test_typing.py", "tests/notebooks/test_browser.py", "tests/sweep/test_finetune.py",
