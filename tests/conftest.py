@@ -122,7 +122,7 @@ LONG_MODULES = (
 starts last while the other worker idles (``--durations`` of a whole run, 2026-11-28, after the
 sweep, disk-full and half-synced processes were forked from a preloaded server; the type check
 and numba's kernels where a clean clone compiles them from nothing: ``test_typing`` runs mypy
-for 60-90 s there, 3 s with its cache). A one-test module of 20 s or more belongs here too, or
+for 20-25 s there, 3 s with its cache). A one-test module of 20 s or more belongs here too, or
 it is handed out last by its size."""
 
 
