@@ -75,7 +75,8 @@ def eval_command(
                                      help="ranx metric name; repeatable."),
     ignore_identical_ids: bool = typer.Option(
         False, "--ignore-identical-ids",
-        help="Drop a retrieved document whose id equals the query id (BEIR/MTEB protocol)."),
+        help="Drop a retrieved document whose id equals the query id (BEIR/MTEB protocol), in "
+             "every stage of a pipeline that searches."),
     chunks: bool = typer.Option(False, "--chunks", help="Also report chunk-level metrics "
                                                         "(implied by --chunker)."),
     chunker: str = typer.Option("", "--chunker",

@@ -429,7 +429,9 @@ class RetrievalPrefs(_Strict):
     """Snippet settings."""
     ignore_identical_ids: bool = False
     """Drop a retrieved document whose id equals the query id (BEIR/MTEB protocol for
-    argument-retrieval collections). Needs ``query_id``."""
+    argument-retrieval collections), each list searched one deeper so it keeps its depth. In
+    a pipeline, every stage that searches (``bm25``, ``dense``, after feedback too) drops it.
+    Needs ``query_id``."""
     query_id: str | None = None
     """The query's id in a labelled dataset, used by ``ignore_identical_ids``."""
     debug: bool = False

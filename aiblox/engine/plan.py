@@ -318,9 +318,13 @@ def _apply(p: Pipeline, v: Value, base: RetrievalPrefs, ctx: PlanContext, split:
     if p.kind in ("bm25", "dense"):
         from aiblox.engine.retrieval import retrieve
 
-        out = _generic(ctx, p.kind, kind.version, _config(ctx, cfg, kind.reads), [v], "run",
+        key_cfg = _config(ctx, cfg, kind.reads)
+        if base.ignore_identical_ids:  # in the key only when set: no other key moves
+            key_cfg["ignore_identical_ids"] = "refilled"
+        out = _generic(ctx, p.kind, kind.version, key_cfg, [v], "run",
                        lambda: retrieve(p.kind, cast(FtsConfig | VectorConfig, cfg), v.get(),
-                                        ctx.stage_context()).to_arrays())
+                                        ctx.stage_context(),
+                                        base.ignore_identical_ids).to_arrays())
         out.queries = v
         return out
     if kind.compute is None:

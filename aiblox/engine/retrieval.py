@@ -51,9 +51,14 @@ class StageContext:
 
 
 def retrieve(kind: str, cfg: FtsConfig | VectorConfig, queries: Queries,
-             ctx: StageContext) -> Run:
+             ctx: StageContext, ignore_identical_ids: bool = False) -> Run:
     """The ``kind`` (``bm25`` or ``dense``) run of ``queries`` under ``cfg``, ``cfg.top_k``
-    deep: weighted terms or query vectors when the queries carry them, else their texts."""
+    deep: weighted terms or query vectors when the queries carry them, else their texts.
+    ``ignore_identical_ids``: without the document whose id is the query's, searched one
+    deeper so that ``cfg.top_k`` are kept (as the first stage's signals are)."""
+    if ignore_identical_ids:
+        deeper = cfg.model_copy(update={"top_k": cfg.top_k + 1})
+        return retrieve(kind, deeper, queries, ctx).without_own_ids(cfg.top_k)
     if kind == "bm25":
         assert isinstance(cfg, FtsConfig)
         if queries.terms is not None:
