@@ -64,15 +64,24 @@ def retrieve(kind: str, cfg: FtsConfig | VectorConfig, queries: Queries,
         if queries.terms is not None:
             index = ctx.indexes.lexical(cfg)
             lists = index.search_terms([dict(t) for t in queries.terms], cfg.top_k)
-            return Run.from_lists(queries.qids, lists)
+            return Run.from_lists(queries.qids, _blank_empty(queries, lists))
         return _by_text(queries, RetrievalPrefs(query_text="", mode="bm25", fts=cfg), ctx)
     assert isinstance(cfg, VectorConfig)
     if queries.vectors is not None:
         emb = ctx.embedder
         knn = ctx.indexes.vectors(emb.model_id, cfg)
         lists = knn.search(np.ascontiguousarray(queries.vectors, dtype=np.float32), cfg.top_k)
-        return Run.from_lists(queries.qids, lists)
+        return Run.from_lists(queries.qids, _blank_empty(queries, lists))
     return _by_text(queries, RetrievalPrefs(query_text="", mode="dense", vector=cfg), ctx)
+
+
+def _blank_empty(queries: Queries, lists: list[Any]) -> list[Any]:
+    """``lists`` with a query of no text retrieving nothing, as searched by its text
+    (:meth:`~aiblox.retrieval.HybridRetriever.signals`: a topic with no run lines, scoring 0):
+    feedback gave it terms or a vector (Rocchio's of the empty string's embedding), and its
+    search ranked documents for no query at all."""
+    return [hits if text.strip() else [] for hits, text in zip(lists, queries.texts,
+                                                                strict=True)]
 
 
 def _by_text(queries: Queries, prefs: RetrievalPrefs, ctx: StageContext) -> Run:
