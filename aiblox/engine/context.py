@@ -194,9 +194,15 @@ class RunContext:
         split and ``query_limit``."""
         if split not in self._topics:
             limit = self.settings.query_limit
-            key = stage_key("topics", "1", {"dataset": self.dataset.hash, "split": split,
-                                            "limit": limit})
             queries = self.dataset.split_queries(split)[:limit]
+            config: dict[str, Any] = {"dataset": self.dataset.hash, "split": split,
+                                      "limit": limit}
+            if any(not text.strip() for _, text in queries):
+                # a query with no text retrieves nothing in a stage after feedback too (it
+                # ranked documents before, aiblox.engine.retrieval): the stages that read
+                # these topics are keyed anew, only where such a query is
+                config["blank_queries"] = "retrieve nothing"
+            key = stage_key("topics", "1", config)
             self._topics[split] = Value("queries", key, (), partial(Queries.of, queries),
                                         topics=True)
         return self._topics[split]

@@ -48,3 +48,26 @@ def test_a_query_with_no_text_retrieves_nothing_in_any_pipeline(blank, pipeline)
     assert r.run.get("q2", []) == []
     assert r.per_query["ndcg@3"]["q2"] == 0.0
     assert r.metrics["ndcg@3"] == r.per_query["ndcg@3"]["q1"] / 2
+
+
+def test_topics_with_a_query_of_no_text_are_keyed_apart(blank, sample_dataset, tmp_path):
+    """A run a stage after feedback cached before the fix (its blank query ranked documents)
+    is not read back: such topics have a key of their own; others keep theirs."""
+    from aiblox.engine.cache import StageCache
+    from aiblox.engine.context import RunContext
+    from aiblox.engine.settings import SweepSettings
+
+    ds, ws = blank
+    keys = {}
+    for name, dataset in (("blank", ds), ("sample", sample_dataset)):
+        ctx = RunContext(SweepSettings(name="s", embedder="hashing", metrics=("ndcg@3",)),
+                         dataset, StageCache(tmp_path / name), ws.db, ws.store.kind, ["test"],
+                         progress=False)
+        keys[name] = ctx.topics("test").key
+        ctx.close()
+    from aiblox.engine.task import stage_key
+
+    assert keys["sample"] == stage_key("topics", "1", {"dataset": sample_dataset.hash,
+                                                       "split": "test", "limit": None})
+    assert keys["blank"] != stage_key("topics", "1", {"dataset": ds.hash, "split": "test",
+                                                      "limit": None})
