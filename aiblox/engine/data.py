@@ -125,14 +125,6 @@ class Run:
         """The first ``k`` documents of each query."""
         return Run(self.qids, tuple(d[:k] for d in self.docs), tuple(s[:k] for s in self.scores))
 
-    def without_own_ids(self, k: int) -> Run:
-        """Each query's list without the document whose id is the query's (BEIR's
-        ``ignore_identical_ids``), cut to ``k``: searched ``k + 1`` deep, a list keeps ``k``
-        documents whether or not its query's own was among them."""
-        kept = [[(d, s) for d, s in zip(ds, ss, strict=True) if d != q][:k]
-                for q, ds, ss in zip(self.qids, self.docs, self.scores, strict=True)]
-        return Run.from_lists(self.qids, kept)
-
     def depth(self) -> int:
         """The longest list's length."""
         return max((len(d) for d in self.docs), default=0)

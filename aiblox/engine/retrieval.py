@@ -11,6 +11,7 @@ import numpy as np
 
 from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs, VectorConfig
 from aiblox.engine.data import Queries, Run
+from aiblox.retrieval.retriever import blank_emptied, without_query_id
 
 __all__ = ["StageContext", "retrieve"]
 
@@ -57,31 +58,24 @@ def retrieve(kind: str, cfg: FtsConfig | VectorConfig, queries: Queries,
     ``ignore_identical_ids``: without the document whose id is the query's, searched one
     deeper so that ``cfg.top_k`` are kept (as the first stage's signals are)."""
     if ignore_identical_ids:
-        deeper = cfg.model_copy(update={"top_k": cfg.top_k + 1})
-        return retrieve(kind, deeper, queries, ctx).without_own_ids(cfg.top_k)
+        deeper = retrieve(kind, cfg.model_copy(update={"top_k": cfg.top_k + 1}), queries, ctx)
+        kept = [without_query_id(list(zip(docs, scores, strict=True)), q)[:cfg.top_k]
+                for q, docs, scores in zip(deeper.qids, deeper.docs, deeper.scores, strict=True)]
+        return Run.from_lists(deeper.qids, kept)
     if kind == "bm25":
         assert isinstance(cfg, FtsConfig)
         if queries.terms is not None:
             index = ctx.indexes.lexical(cfg)
             lists = index.search_terms([dict(t) for t in queries.terms], cfg.top_k)
-            return Run.from_lists(queries.qids, _blank_empty(queries, lists))
+            return Run.from_lists(queries.qids, blank_emptied(lists, queries.texts))
         return _by_text(queries, RetrievalPrefs(query_text="", mode="bm25", fts=cfg), ctx)
     assert isinstance(cfg, VectorConfig)
     if queries.vectors is not None:
         emb = ctx.embedder
         knn = ctx.indexes.vectors(emb.model_id, cfg)
         lists = knn.search(np.ascontiguousarray(queries.vectors, dtype=np.float32), cfg.top_k)
-        return Run.from_lists(queries.qids, _blank_empty(queries, lists))
+        return Run.from_lists(queries.qids, blank_emptied(lists, queries.texts))
     return _by_text(queries, RetrievalPrefs(query_text="", mode="dense", vector=cfg), ctx)
-
-
-def _blank_empty(queries: Queries, lists: list[Any]) -> list[Any]:
-    """``lists`` with a query of no text retrieving nothing, as searched by its text
-    (:meth:`~aiblox.retrieval.HybridRetriever.signals`: a topic with no run lines, scoring 0):
-    feedback gave it terms or a vector (Rocchio's of the empty string's embedding), and its
-    search ranked documents for no query at all."""
-    return [hits if text.strip() else [] for hits, text in zip(lists, queries.texts,
-                                                                strict=True)]
 
 
 def _by_text(queries: Queries, prefs: RetrievalPrefs, ctx: StageContext) -> Run:

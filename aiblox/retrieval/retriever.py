@@ -39,7 +39,8 @@ from aiblox.memory import paused_gc
 from aiblox.stores.base import Store
 from aiblox.stores.identity import check_searchable
 
-__all__ = ["EvidenceBuilder", "HybridRetriever", "Retriever", "SignalRuns"]
+__all__ = ["EvidenceBuilder", "HybridRetriever", "Retriever", "SignalRuns", "blank_emptied",
+           "without_query_id"]
 
 
 class Retriever(Protocol):
@@ -171,14 +172,11 @@ class HybridRetriever:
                 vec_runs = self.store.vector_search_many(qvecs, self.embedder.model_id,
                                                          vec_k, p.vector, p.filters)
             timings["vector_ms"] = _ms(t0)
-        if not all(t.strip() for t in texts):  # a query with no text retrieves nothing, as
-            # a topic with no run lines in trec_eval (an empty string's vector is not a query)
-            text_runs = [r if t.strip() else [] for r, t in zip(text_runs, texts, strict=True)]
-            vec_runs = [r if t.strip() else [] for r, t in zip(vec_runs, texts, strict=True)]
+        text_runs, vec_runs = blank_emptied(text_runs, texts), blank_emptied(vec_runs, texts)
         if p.ignore_identical_ids:
-            text_runs = [_drop(run, g.query_id)[:p.fts.top_k]
+            text_runs = [without_query_id(run, g.query_id)[:p.fts.top_k]
                          for run, g in zip(text_runs, group, strict=True)]
-            vec_runs = [_drop(run, g.query_id)[:p.vector.top_k]
+            vec_runs = [without_query_id(run, g.query_id)[:p.vector.top_k]
                         for run, g in zip(vec_runs, group, strict=True)]
         return SignalRuns(text=text_runs, vec=vec_runs)
 
@@ -269,10 +267,19 @@ def _check(ctx: RequestContext | None) -> None:
         ctx.cancellation.raise_if_cancelled()
 
 
-def _drop(run: RankedList, query_id: str | None) -> RankedList:
+def without_query_id(run: RankedList, query_id: str | None) -> RankedList:
+    """``run`` without the document whose id is the query's (``ignore_identical_ids``,
+    BEIR's protocol; the caller retrieved one deeper and cuts after)."""
     if query_id is None:
         raise ValueError("ignore_identical_ids needs prefs.query_id")
     return [(d, s) for d, s in run if d != query_id]
+
+
+def blank_emptied(runs: list[RankedList], texts: Sequence[str]) -> list[RankedList]:
+    """``runs`` (one per query text) with a query of no text retrieving nothing, as a topic
+    with no run lines in trec_eval: an empty string's vector, or feedback's terms or vector
+    for it, is not a query."""
+    return [run if text.strip() else [] for run, text in zip(runs, texts, strict=True)]
 
 
 def _ms(t0: float) -> float:
