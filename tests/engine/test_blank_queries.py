@@ -5,12 +5,11 @@ where it is 0.5)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.engine.evaluate import evaluate_retrieval
+from tests.stages.dense_fixtures import write_beir
 
 DOCS = {"d1": "apple banana", "d2": "zebra lion", "d3": "kiwi melon", "d4": "apple kiwi"}
 QUERIES = {"q1": "apple", "q2": ""}
@@ -22,14 +21,7 @@ def blank(tmp_path_factory):
     from aiblox.data import load_dataset
     from aiblox.engine.workspace import open_workspace
 
-    root = tmp_path_factory.mktemp("blank")
-    (root / "qrels").mkdir()
-    (root / "corpus.jsonl").write_text("".join(
-        json.dumps({"_id": k, "title": "", "text": v}) + "\n" for k, v in DOCS.items()))
-    (root / "queries.jsonl").write_text("".join(
-        json.dumps({"_id": k, "text": v}) + "\n" for k, v in QUERIES.items()))
-    (root / "qrels" / "test.tsv").write_text(
-        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t1\n" for q, d in QRELS))
+    root = write_beir(tmp_path_factory.mktemp("blank"), DOCS, QUERIES, QRELS)
     with pytest.warns(UserWarning):  # the loader names the query with no text
         ds = load_dataset(root)
     with open_workspace(ds, str(root / "store.duckdb"), "hashing", progress=False) as ws:
@@ -56,6 +48,7 @@ def test_topics_with_a_query_of_no_text_are_keyed_apart(blank, sample_dataset, t
     from aiblox.engine.cache import StageCache
     from aiblox.engine.context import RunContext
     from aiblox.engine.settings import SweepSettings
+    from aiblox.engine.task import stage_key
 
     ds, ws = blank
     keys = {}
@@ -65,8 +58,6 @@ def test_topics_with_a_query_of_no_text_are_keyed_apart(blank, sample_dataset, t
                          progress=False)
         keys[name] = ctx.topics("test").key
         ctx.close()
-    from aiblox.engine.task import stage_key
-
     assert keys["sample"] == stage_key("topics", "1", {"dataset": sample_dataset.hash,
                                                        "split": "test", "limit": None})
     assert keys["blank"] != stage_key("topics", "1", {"dataset": ds.hash, "split": "test",

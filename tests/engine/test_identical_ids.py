@@ -5,12 +5,11 @@ document again and scored it (mrr 0.75 where it is 1.0 once it is dropped)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.engine.evaluate import evaluate_retrieval
+from tests.stages.dense_fixtures import write_beir
 
 DOCS = {
     "a1": "cats purr and sleep all day in the sun",
@@ -32,14 +31,7 @@ def own_ids(tmp_path_factory):
     from aiblox.data import load_dataset
     from aiblox.engine.workspace import open_workspace
 
-    root = tmp_path_factory.mktemp("own_ids")
-    (root / "qrels").mkdir()
-    (root / "corpus.jsonl").write_text("".join(
-        json.dumps({"_id": k, "title": "", "text": v}) + "\n" for k, v in DOCS.items()))
-    (root / "queries.jsonl").write_text("".join(
-        json.dumps({"_id": k, "text": v}) + "\n" for k, v in QUERIES.items()))
-    (root / "qrels" / "test.tsv").write_text(
-        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t1\n" for q, d in QRELS))
+    root = write_beir(tmp_path_factory.mktemp("own_ids"), DOCS, QUERIES, QRELS)
     ds = load_dataset(root)
     with open_workspace(ds, str(root / "store.duckdb"), "hashing", progress=False) as ws:
         yield ds, ws
