@@ -66,8 +66,8 @@ def answer(
     from aiblox.assembly import PolicyError, answer_question, get_llm, load_policy
     from aiblox.contracts.retrieval import RequestContext
     from aiblox.evidence import (
-        DefaultEvidencePacker,
         answer_evidence_pack,
+        answer_source_cards,
         rag_sources_event,
         sign_pack,
     )
@@ -109,7 +109,7 @@ def answer(
         store.close()
     result = answer_question(question, bundle, pol, reader, index_version=index_version,
                              embedding_model=emb.model_id, retrieval_top_k=top_k_chunks)
-    sources = DefaultEvidencePacker().pack(bundle.candidates, bundle.evidence)
+    sources = answer_source_cards(bundle, result)  # every cited document has its card
     now = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
     pack = answer_evidence_pack(question, bundle, result, retrieved_at=retrieved_at or now,
                                 source_cards=sources,

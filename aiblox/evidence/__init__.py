@@ -1,6 +1,6 @@
 """Evidence behind answers: source cards (``rag.sources``) and audit packs."""
 
-from aiblox.evidence.answer_audit_pack import answer_evidence_pack
+from aiblox.evidence.answer_audit_pack import answer_evidence_pack, answer_source_cards
 from aiblox.evidence.audit_pack import (
     PACK_VERSION,
     Decision,
@@ -53,6 +53,7 @@ __all__ = [
     "SourceItem",
     "ToolCallRecord",
     "answer_evidence_pack",
+    "answer_source_cards",
     "build_evidence_pack",
     "compute_pack_id",
     "cut_snippet",

@@ -50,7 +50,11 @@ from aiblox.evidence.audit_pack import (
     ToolCallRecord,
     build_evidence_pack,
 )
-from aiblox.evidence.source_cards import SourceItem
+from aiblox.evidence.source_cards import (
+    DefaultEvidencePacker,
+    EvidencePackOptions,
+    SourceItem,
+)
 from aiblox.hashing import sha256_text, to_plain
 
 __all__ = [
@@ -58,6 +62,7 @@ __all__ = [
     "INTENDED_RETRIEVAL",
     "MEMO_SOURCES",
     "answer_evidence_pack",
+    "answer_source_cards",
 ]
 
 INTENDED_RETRIEVAL = "retrieve evidence for the query"
@@ -267,6 +272,37 @@ def _memo(question: str, decision: dict[str, Any], sources: Sequence[PackSource]
                         "body": body}}
 
 
+def _evidence_order(result: AnswerResult) -> list[str]:
+    """The chunk ids of the evidence the reader was given, the cited ones first (in citation
+    order), then the rest in anchor order: the order of an answer's pack sources."""
+    ab, v = result.answer_bundle, result.validation
+    given = {ev.chunk_id for ev in ab.selected_evidence}
+    cited = [cid for cid in v.cited_chunk_ids if cid in given]
+    return cited + [ev.chunk_id for ev in ab.selected_evidence if ev.chunk_id not in cited]
+
+
+def answer_source_cards(retrieval: RetrievalBundle, result: AnswerResult,
+                        max_sources: int = 6) -> list[SourceItem]:
+    """The ``rag.sources`` cards (:class:`~aiblox.evidence.source_cards.DefaultEvidencePacker`)
+    of an answered query: one per document of the evidence the reader was given, cited
+    documents first, in the order its pack lists them, so that every citation's document has
+    a card (and its link) however low it ranked among the candidates; at least
+    ``max_sources`` of them when the evidence spans more documents. A refusal before the model
+    (no evidence selected) shows the retrieval's top ``max_sources`` documents by score, as the
+    packer does by default."""
+    packer = DefaultEvidencePacker()
+    chunk_item = {ev.chunk_id: ev.knowledge_id for ev in result.answer_bundle.selected_evidence}
+    items = list(dict.fromkeys(chunk_item[c] for c in _evidence_order(result)))
+    if not items:
+        return packer.pack(retrieval.candidates, retrieval.evidence,
+                           EvidencePackOptions(max_sources=max_sources))
+    by_id = {c.item_id: c for c in retrieval.candidates}
+    given = [by_id[i] for i in items if i in by_id]
+    return packer.pack(given, retrieval.evidence,
+                       EvidencePackOptions(max_sources=max(max_sources, len(given)),
+                                           order_by="input"))
+
+
 def answer_evidence_pack(
     question: str,
     retrieval: RetrievalBundle,
@@ -284,17 +320,17 @@ def answer_evidence_pack(
     """The :class:`EvidencePack` of one answered query (see the module docstring).
 
     ``retrieved_at`` (ISO-8601) is recorded on every source and hashed into the pack id;
-    ``source_cards`` are the ``DefaultEvidencePacker`` cards (used for links and for the
-    sources of a refusal before the model); ``item_texts`` maps item ids to their full text so
-    that ``content_sha256`` covers the whole item; ``created_at`` and the retrieval's cache
-    counts (``observations``) are recorded, never hashed.
+    ``source_cards`` are the query's ``rag.sources`` cards (:func:`answer_source_cards`; used
+    for links and for the sources of a refusal before the model); ``item_texts`` maps item ids
+    to their full text so that ``content_sha256`` covers the whole item; ``created_at`` and the
+    retrieval's cache counts (``observations``) are recorded, never hashed.
     """
     names = {c.item_id: c.source for c in retrieval.candidates}
     urls = {s.source_id: s.url for s in source_cards or [] if s.url}
     ab, v = result.answer_bundle, result.validation
     anchor_of = {ev.chunk_id: ev.citation_anchor for ev in ab.selected_evidence}
     cited = [cid for cid in v.cited_chunk_ids if cid in anchor_of]
-    ordered = cited + [ev.chunk_id for ev in ab.selected_evidence if ev.chunk_id not in cited]
+    ordered = _evidence_order(result)
     if ordered:
         sources = _chunk_sources(ordered, retrieval, names, urls, item_texts, retrieved_at)
     else:

@@ -13,7 +13,7 @@ import pandas as pd
 from aiblox.assembly import AnswerResult, answer_question, get_llm, load_policy
 from aiblox.contracts.retrieval import RetrievalBundle, RetrievalPrefs
 from aiblox.engine.evaluate import config_hash
-from aiblox.evidence import DefaultEvidencePacker, EvidencePack, answer_evidence_pack
+from aiblox.evidence import EvidencePack, answer_evidence_pack, answer_source_cards
 from aiblox.explore.notebook import NotebookWorkspace
 from aiblox.hashing import canonical_json, sha256_hex
 
@@ -56,7 +56,7 @@ def evidence_pack(ws: NotebookWorkspace, question: str, bundle: RetrievalBundle,
     store for the content hashes), at the fixed ``retrieved_at``. The retrieval's cache counts
     are recorded in the pack's ``observations``, outside its id: a cold and a warm chunk cache
     give the same pack id."""
-    cards = DefaultEvidencePacker().pack(bundle.candidates, bundle.evidence)
+    cards = answer_source_cards(bundle, result)
     items = ws.store.get_items(sorted({c.item_id for c in bundle.candidates}))
     return answer_evidence_pack(question, bundle, result, retrieved_at=retrieved_at,
                                 source_cards=cards,
@@ -159,7 +159,7 @@ def inspect_question(ws: NotebookWorkspace, question: str, policy: str = "R2_POL
     result = answer_question(question, bundle, load_policy(policy), get_llm(llm),
                              index_version=index_version, embedding_model=ws.embedder.model_id,
                              retrieval_top_k=top_k_chunks)
-    sources = DefaultEvidencePacker().pack(bundle.candidates, bundle.evidence)
+    sources = answer_source_cards(bundle, result)
     candidates = pd.DataFrame([{
         "rank": i, "item_id": c.item_id, "title": c.title, "score": round(c.score, 6),
         "rank_text": c.rank_text, "rank_vec": c.rank_vec,

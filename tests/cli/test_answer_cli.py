@@ -6,6 +6,7 @@ from typer.testing import CliRunner
 
 from aiblox.assembly import REFUSAL_TEXT
 from aiblox.cli.main import app
+from tests.conftest import shared_dataset
 
 runner = CliRunner()
 
@@ -68,3 +69,28 @@ def test_unknown_policy_is_a_clear_error(tmp_path):
     r = runner.invoke(app, ["answer", "q", "--db", str(tmp_path / "x.duckdb"), "--policy",
                             "R2_POLICY_V9"])
     assert r.exit_code == 2 and "R2_POLICY_V9" in r.output
+
+
+def test_the_source_cards_are_the_documents_the_answer_was_given(tmp_path):
+    """`sources` (the `rag.sources` cards a UI shows beside the answer) list the documents of
+    the evidence in the prompt, cited ones first: on adi three of the six evidence documents
+    rank below the top six candidates, whose cards were shown instead (QA 19)."""
+    db = str(tmp_path / "adi.duckdb")
+    ing = runner.invoke(app, ["ingest", str(shared_dataset("adi")), "--db", db, "--embedder",
+                              "hashing"], env={"AIBLOX_NO_PROGRESS": "1"})
+    assert ing.exit_code == 0, ing.output
+    out = _answer(db, "What problems arise in computerized information retrieval of abstracts?",
+                  "--retrieved-at", "2026-01-01T00:00:00Z")
+    evidence = out["answer_bundle"]["selected_evidence"]
+    given = list(dict.fromkeys(e["knowledge_id"] for e in evidence))
+    cited = {e["knowledge_id"] for e in evidence
+             if e["chunk_id"] in out["validation"]["cited_chunk_ids"]}
+    shown = [s["source_id"] for s in out["sources"]]
+    assert cited and sorted(shown) == sorted(given)
+    assert set(shown[:len(cited)]) == cited  # cited documents first
+    assert [s["rank"] for s in out["sources"]] == list(range(1, len(shown) + 1))
+    shown_pack = runner.invoke(app, ["pack", "show", out["pack_id"], "--db", db],
+                               env={"AIBLOX_NO_PROGRESS": "1"})
+    assert shown_pack.exit_code == 0, shown_pack.output
+    pack_docs = [s["internal_ref"].split("#")[0] for s in json.loads(shown_pack.stdout)["sources"]]
+    assert list(dict.fromkeys(pack_docs)) == shown  # the pack's sources, document by document
