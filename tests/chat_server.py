@@ -1,6 +1,6 @@
 """A chat-completions endpoint on 127.0.0.1 for tests of the OpenAI-compatible reader: it
-answers every POST with ``status`` (200: a cited answer, ``content``) and records the
-Authorization header of each request."""
+answers every POST with ``status`` (200: a cited answer, ``content``, which stopped for
+``finish_reason``) and records the Authorization header of each request."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class ChatServer:
     """Start on construction; :meth:`close` stops it. ``url`` is the ``/v1`` base URL."""
 
-    def __init__(self, status: int = 200, content: str = "Robertson. [C0]") -> None:
+    def __init__(self, status: int = 200, content: str = "Robertson. [C0]",
+                 finish_reason: str = "stop") -> None:
         self.status = status
         self.auth: list[str] = []
         server = self
@@ -27,7 +28,7 @@ class ChatServer:
                 if server.status == 200:
                     body = json.dumps({"model": "served", "choices": [{"message": {
                         "role": "assistant", "content": content},
-                        "finish_reason": "stop"}]}).encode()
+                        "finish_reason": finish_reason}]}).encode()
                 else:
                     body = b'{"error": "injected"}'
                 self.send_response(server.status)

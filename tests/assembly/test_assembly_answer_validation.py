@@ -49,7 +49,8 @@ def _bundle() -> AnswerBundle:
 BUNDLE = _bundle()
 
 
-def _llm(text: str | None, status: str = "OK") -> LLMExecutionResult:
+def _llm(text: str | None, status: str = "OK", finish: str | None = None
+         ) -> LLMExecutionResult:
     return LLMExecutionResult(
         request_id="val",
         llm_name="test",
@@ -58,6 +59,7 @@ def _llm(text: str | None, status: str = "OK") -> LLMExecutionResult:
         generation_status=status,  # type: ignore[arg-type]
         raw_model_text=text,
         failure_reason=None if status == "OK" else "boom",
+        finish_reason=finish,
         attempts=1,
     )
 
@@ -106,3 +108,19 @@ def test_failed_generation_and_failed_assembly_fail_closed() -> None:
     assert validate_answer(BUNDLE, None).failure_codes == ["GENERATION_FAILED"]
     failed = AnswerBundle(request_id="x", assembly_status="FAILED", failure_reason="bad input")
     assert validate_answer(failed, _llm("Paris [C0].")).failure_codes == ["ASSEMBLY_FAILED"]
+
+
+@pytest.mark.parametrize(("finish", "passed"), [
+    ("stop", True), (None, True), ("length", False), ("content_filter", False)])
+def test_an_answer_the_reader_cut_off_is_not_shown(finish: str | None, passed: bool) -> None:
+    """A well-cited answer that stopped before its end (the reserved output tokens ran out, or
+    the endpoint withheld the rest) may end in half a claim: fail closed (QA 19)."""
+    result = validate_answer(BUNDLE, _llm("Paris is the capital of France. [C0]", finish=finish))
+    assert (result.validation_status == "PASSED") is passed
+    if not passed:
+        assert result.failure_codes == ["CUT_OFF"]
+        assert result.failure_reason == (
+            f"the answer was cut off (finish_reason {finish!r}: "
+            + ("the reserved output tokens ran out)" if finish == "length"
+               else "the endpoint withheld the rest)"))
+        assert result.validated_answer_text is None

@@ -133,6 +133,26 @@ def test_a_generated_answer_exits_0_and_the_key_stays_out(answering, db):
                   exported.read_bytes(), Path(db).read_bytes())
 
 
+def test_an_answer_cut_off_by_the_token_limit_is_refused_and_recorded(db):
+    """The endpoint says the answer stopped at the reserved tokens (finish_reason length): a
+    cited half sentence is not shown as an answer; the pack records what came (QA 19)."""
+    server = ChatServer(200, "General libraries have different retrieval problems than [C0]",
+                        finish_reason="length")
+    try:
+        r = answer(server, db, "--json")
+    finally:
+        server.close()
+    out = json.loads(r.stdout)
+    assert out["llm_result"]["generation_status"] == "OK"
+    assert out["llm_result"]["finish_reason"] == "length"
+    assert out["validation"]["validation_status"] == "FAILED"
+    assert out["validation"]["failure_codes"] == ["CUT_OFF"]
+    assert (out["decision"]["kind"], out["decision"]["status"]) != ("answer", "OK")
+    pack = pack_from_json(stored_pack_json(db, out["pack_id"]))
+    assert verify_pack(pack) == [] and pack.decision.status == "FAILED"
+    assert "cut off" in (pack.decision.text or "") + json.dumps(pack.decision.model_dump())
+
+
 def _packs(db: str) -> list[str]:
     with DuckDBStore(db) as store:
         return [str(p["pack_id"]) for p in store.list_evidence_packs()]

@@ -10,6 +10,9 @@ Checks, in order (each failure adds its code to ``failure_codes``):
 - ``EMPTY_ANSWER``: the model returned only whitespace;
 - refusal: an answer equal to the refusal string (surrounding whitespace stripped) PASSES with no
   citations; ``REFUSAL_MISMATCH`` when the text contains ``NO_EVIDENCE`` but is not exactly it;
+- ``CUT_OFF``: the reader reported that the answer stopped before its end (``finish_reason``
+  ``length``: the reserved output tokens ran out; ``content_filter``: the endpoint withheld the
+  rest), so its last sentence may be half a claim however well it is cited;
 - ``MALFORMED_CITATION``: a citation-like marker that is not exactly ``[C<n>]`` (``[c0]``,
   ``[C 1]``, ``[C0, C1]``, ``[C0 | ...]``);
 - ``UNKNOWN_ANCHOR``: a ``\\[C\\d+\\]`` marker outside the allowed anchor set (``[C01]`` is not C1);
@@ -46,6 +49,9 @@ from aiblox.assembly.records import (
 __all__ = ["validate_answer"]
 
 _CONTENT = re.compile(r"\w")
+_CUT_OFF = {"length": "the reserved output tokens ran out",
+            "content_filter": "the endpoint withheld the rest"}
+"""Finish reasons (OpenAI's) of an answer that stopped before its end."""
 
 
 def _id_pattern(value: str) -> re.Pattern[str]:
@@ -116,6 +122,9 @@ def validate_answer(
             codes.append(code)
             reasons.append(reason)
 
+    if llm_result.finish_reason in _CUT_OFF:
+        fail("CUT_OFF", f"the answer was cut off (finish_reason {llm_result.finish_reason!r}: "
+                        f"{_CUT_OFF[llm_result.finish_reason]})")
     if "NO_EVIDENCE" in text:
         fail("REFUSAL_MISMATCH", "the answer contains NO_EVIDENCE but is not the exact refusal")
 

@@ -124,9 +124,9 @@ class ExtractiveLLM:
                 prompt_tokens_actual=prompt_tokens,
             )
         completion = count_tokens(text, self.token_encoding)
-        finish = "stop"
-        if completion > max_output_tokens:
-            finish = "length"
+        # over the reserved tokens a model would have been cut there: reported as such, and
+        # validation fails it (CUT_OFF) as it fails a model's cut-off answer
+        finish = "length" if completion > max_output_tokens else "stop"
         return LLMExecutionResult(
             request_id=request_id,
             llm_name=self.name,
