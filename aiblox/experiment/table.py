@@ -39,6 +39,7 @@ from aiblox.data.trec import RunFileError, read_trec_run, trec_run_text
 from aiblox.engine.result import EvalResult, run_hash
 from aiblox.experiment.markup import md_escape, md_table, plural, tex_escape
 from aiblox.metrics import evaluate_run
+from aiblox.metrics.depth import uncut_depths_note
 from aiblox.metrics.marks import DOWN, UP, counts_text, delta_text, mark, p_text, value_text
 from aiblox.metrics.significance import (
     DEFAULT_SEED,
@@ -522,6 +523,10 @@ def compare_systems(systems: Sequence[System], dataset: str, split: str,
         raise ValueError(f"baseline {baseline!r} and pairwise: tests against one baseline, or "
                          f"between every pair of systems; choose one")
     _check_same_queries(systems, metrics)
+    note = uncut_depths_note(metrics, {s.name: [len(h) for h in s.result.run.values()]
+                                       for s in systems})
+    if note is not None:
+        warnings.warn(note, stacklevel=2)
     significance: dict[str, dict[str, Significance]] = {}
     pairs: dict[str, dict[str, dict[str, Significance]]] = {}
     if baseline is not None:

@@ -23,7 +23,10 @@ and the notebooks' helpers:
   as "as deep as the metrics need", so Python gives the CLI's numbers;
 - a depth set explicitly below a cutoff is refused (:func:`check_depth`:
   :class:`DepthError` naming the metrics, their cutoff, the setting and its value). A metric
-  without a cutoff reads whatever an explicitly set depth retrieves.
+  without a cutoff reads whatever an explicitly set depth retrieves, as trec_eval does; where
+  runs compared side by side are cut at different depths (``bm25`` 1,000 deep beside ``bm25 %
+  100``, a sweep's ``depth`` axis), their values differ by depth as well as by ranking, and a
+  warning says so (:func:`uncut_depths_note`).
 """
 
 from __future__ import annotations
@@ -49,6 +52,9 @@ __all__ = [
     "shallow_limit",
     "shallow_message",
     "shallow_metrics",
+    "run_cut_depth",
+    "uncut_depths_note",
+    "uncut_metrics_note",
 ]
 
 DEFAULT_DEPTH = 100
@@ -214,3 +220,45 @@ def shallow_message(metrics: Sequence[str], setting: str, depth: int, fused: boo
     return (f"{read} {cut} documents per query, but {setting} {cuts}: "
             f"{'it' if len(metrics) == 1 else 'they'} would be computed over {depth} documents "
             f"under the name @{cut}; " + fix.format(cut=cut, depth=depth, names=setting))
+
+
+_CUTTABLE = frozenset({"map", "recall", "ndcg", "ndcg_burges", "precision", "mrr", "hit_rate",
+                       "hits", "f1"})
+"""Metrics without a cutoff that take one (``map`` -> ``map@100``)."""
+
+
+def run_cut_depth(lengths: Sequence[int]) -> int | None:
+    """The depth a run looks cut at, from its queries' list lengths: the longest, when most
+    queries reach it (a cut, not the collection or the matches running out); else None."""
+    if not lengths:
+        return None
+    longest = max(lengths)
+    return longest if 2 * sum(n == longest for n in lengths) > len(lengths) else None
+
+
+def uncut_metrics_note(metrics: Iterable[str], shallow: int) -> str:
+    """How to name ``metrics`` (those without a cutoff) to compare runs cut at ``shallow``."""
+    named = [f"{m}@{shallow}" for m in metrics if m.split("-l")[0] in _CUTTABLE]
+    return (f"name a cutoff ({', '.join(named)}) to compare like with like" if named
+            else "compare runs of one depth")
+
+
+def uncut_depths_note(metrics: Iterable[str], lengths: Mapping[str, Sequence[int]]
+                      ) -> str | None:
+    """The warning when metrics without a cutoff (``map``, ``recall``: they read each run
+    whole) score runs compared side by side of which one is cut shallower than another run
+    goes (``lengths``: each run's list length per query, by its name); None when there is
+    nothing to say (every metric has a cutoff, or no run is cut above another's documents)."""
+    uncut = [m for m in metrics if metric_cutoff(m) is None]
+    if not uncut or len(lengths) < 2:
+        return None
+    cuts = {name: run_cut_depth(ls) for name, ls in lengths.items()}
+    deepest = max((max(ls) for ls in lengths.values() if ls), default=0)
+    shallow = [d for d in cuts.values() if d is not None and d < deepest]
+    if not shallow:
+        return None
+    read = f"{uncut[0]} reads" if len(uncut) == 1 else f"{', '.join(uncut)} read"
+    listed = ", ".join(f"{name} {max(ls, default=0):,}" for name, ls in lengths.items())
+    return (f"{read} each run whole, and these runs are not equally deep (documents per "
+            f"query, at most: {listed}): a run cut shallower scores lower for its depth "
+            f"alone; {uncut_metrics_note(uncut, min(shallow))}")

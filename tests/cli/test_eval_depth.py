@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,27 @@ def test_a_metric_without_a_cutoff_reads_a_1000_deep_run(cranfield_db):
                                   "--depth", "100"))["bm25"]
     assert shallow["config"]["prefs"]["top_k_items"] == 100
     assert shallow["metrics"]["map"] < whole["metrics"]["map"]
+
+
+def test_a_metric_without_a_cutoff_over_runs_of_different_depths_is_warned_about(cranfield_db):
+    """``map`` of a 1,000-deep run beside ``map`` of ``bm25 % 100`` in one table: the second is
+    lower for its depth alone (recall 0.95 against 0.74 on cranfield). One warning line names
+    the depths and the cutoff to use; with cutoffs, or runs of one depth, none (QA 18)."""
+    args = ["--pipeline", "c100=bm25 % 100"]
+    r = _cranfield(cranfield_db, *args, "--metric", "map", "--metric", "recall")
+    systems = _systems(r)
+    assert systems["bm25"]["metrics"]["recall"] > systems["c100"]["metrics"]["recall"] + 0.1
+    warned = [ln for ln in r.output.splitlines() if ln.startswith("warning:")]
+    assert warned == [
+        "warning: map, recall read each run whole, and these runs are not equally deep "
+        "(documents per query, at most: bm25 1,000, c100 100): a run cut shallower "
+        "scores lower for its depth alone; name a cutoff (map@100, recall@100) to compare "
+        "like with like"]
+    for more in (["--metric", "map@100", "--metric", "recall@100"],  # like with like
+                 ["--metric", "map", "--top-k", "100", "--depth", "100"]):  # one depth
+        quiet = _cranfield(cranfield_db, *(args if "map@100" in more else []), *more)
+        assert quiet.exit_code == 0, quiet.output
+        assert not [ln for ln in quiet.output.splitlines() if ln.startswith("warning:")]
 
 
 # -------------------------------------------------- refused before any work, naming the option
@@ -155,6 +177,28 @@ def test_a_sweep_spec_with_a_depth_below_a_cutoff_is_one_line(tmp_path):
                    f"over 5 documents under the name @10; drop the values below 10 from "
                    f"grid.depth, or use cutoffs of at most 5")
     assert not (tmp_path / "stages").exists() and not (tmp_path / "mlflow.db").exists()
+
+
+def test_a_sweep_of_depths_scored_without_a_cutoff_is_warned_about(tmp_path):
+    """A depth axis scored by ``map``: the board compares points that differ by depth alone,
+    said once when the spec loads (QA 18); with cutoffs (the shipped spec) nothing."""
+    from aiblox.sweep import load_spec
+
+    shipped = (SAMPLE.parents[1] / "evals" / "sweeps" / "sample_fusion.toml").read_text()
+    spec = tmp_path / "spec.toml"
+    spec.write_text(shipped.replace('metrics = ["ndcg@10", "recall@10", "mrr@10"]',
+                                    'metrics = ["ndcg@10", "map"]')
+                    .replace("top_k_items = 10", "top_k_items = 20"))
+    with pytest.warns(UserWarning) as caught:
+        load_spec(spec)
+    assert [str(w.message) for w in caught] == [
+        "map reads each run whole, and the grid's points are cut at 10, 20 documents per "
+        "query: a shallower point scores lower for its depth alone; name a cutoff (map@10) "
+        "to compare like with like"]
+    spec.write_text(shipped)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_spec(spec)
 
 
 # ---------------------------------------------------------------------- queries with no text
