@@ -78,7 +78,8 @@ def eval_command(
         help="Drop a retrieved document whose id equals the query id (BEIR/MTEB protocol), in "
              "every stage of a pipeline that searches."),
     chunks: bool = typer.Option(False, "--chunks", help="Also report chunk-level metrics "
-                                                        "(implied by --chunker)."),
+                                                        "(implied by --chunker and every "
+                                                        "other chunk option)."),
     chunker: str = typer.Option("", "--chunker",
                                 help="Chunker for chunk-level metrics (token_window, "
                                      "sentences, headings, whole)."),
@@ -94,7 +95,8 @@ def eval_command(
     per_item_chunk_cap: int = typer.Option(3, "--per-item-chunk-cap",
                                            help="Evidence chunks kept per document."),
     chunk_limit: int | None = typer.Option(None, "--chunk-limit",
-                                           help="Chunk metrics on the first N query ids only."),
+                                           help="Chunk metrics on the first N query ids "
+                                                "only, ids sorted as text (1, 10, 11, ...)."),
     run_files: list[Path] = typer.Option([], "--run", help=(
         "External TREC run file (qid Q0 docid rank score tag) scored beside the modes, read "
         "as trec_eval reads it (ties by document id descending; warnings say where a rule "
@@ -158,13 +160,22 @@ def eval_command(
                                  rrf_k=rrf_k, w_text=w_text, w_vec=w_vec, normalize=normalize,
                                  missing=missing, ignore_identical_ids=ignore_identical_ids)
                   for m in modes}
-    with_chunks = chunks or bool(chunker)
+    # any chunk option asks for chunk-level metrics (it sets nothing else): never silently unused
+    chunk_set = [name for name, value, default in (
+        ("--chunks", chunks, False), ("--chunker", chunker, ""),
+        ("--max-chunk-tokens", max_chunk_tokens, None), ("--overlap-tokens", overlap_tokens, None),
+        ("--chunk-strategy", chunk_strategy, "late"), ("--top-k-chunks", top_k_chunks, 12),
+        ("--chunk-items", chunk_items, 10), ("--per-item-chunk-cap", per_item_chunk_cap, 3),
+        ("--chunk-limit", chunk_limit, None)) if value != default]
+    with_chunks = bool(chunk_set)
     chunk_prefs: dict[str, RetrievalPrefs] = {}
     chunk_metrics: list[str] = []
     chunk_ks: list[int] = []
     if with_chunks and pipes:
-        fail("--chunks and --chunker score modes' evidence; a --pipeline is scored on its "
-             "ranking only: leave them out, or score the pipeline's first stage as a --mode")
+        fail(f"{', '.join(chunk_set)} score{'s' if len(chunk_set) == 1 else ''} modes' "
+             f"evidence (chunk-level metrics); a --pipeline is scored on its ranking only: "
+             f"leave {'it' if len(chunk_set) == 1 else 'them'} out, or score the pipeline's "
+             f"first stage as a --mode")
     # the chunk options' values are checked whether or not chunks are scored: a bad value
     # is one error line, never silently unused
     if chunk_limit is not None and chunk_limit < 1:

@@ -173,3 +173,25 @@ def test_cli_eval_reports_chunk_metrics(tmp_path):
     assert plain["systems"][0]["chunks"] is None
     bad = _run("eval", "sample", "--db", db, "--embedder", "hashing", "--chunker", "nope")
     assert bad.exit_code == 2 and "unknown chunker" in bad.output
+
+
+def test_a_chunk_option_alone_scores_chunks_and_a_pipeline_refuses_it_by_name(tmp_path):
+    """`--chunk-limit 3` or `--max-chunk-tokens 32` without `--chunks` printed the document
+    table alone, chunk scoring silently off (QA 19): any chunk option now asks for it, as
+    `--chunker` did; beside a `--pipeline` (scored on its ranking only) it is one error line
+    naming the options given."""
+    db = str(tmp_path / "ev.duckdb")
+    base = ["eval", "sample", "--db", db, "--embedder", "hashing", "--json", "--mode", "bm25",
+            "--metric", "ndcg@10"]
+    r = _run(*base, "--chunk-limit", "3", "--max-chunk-tokens", "32")
+    assert r.exit_code == 0, r.output
+    chunks = json.loads(r.stdout)["systems"][0]["chunks"]
+    assert chunks is not None and chunks["chunker_id"].startswith("sentences(max=32")
+    assert chunks["n_queries"] == 3
+    refused = _run("eval", "sample", "--db", db, "--embedder", "hashing", "--pipeline",
+                   "bm25 >> bo1 >> bm25", "--max-chunk-tokens", "64", "--chunk-limit", "5")
+    assert refused.exit_code == 2, refused.output
+    assert [ln for ln in refused.output.splitlines() if ln.startswith("error:")] == [
+        "error: --max-chunk-tokens, --chunk-limit score modes' evidence (chunk-level metrics); "
+        "a --pipeline is scored on its ranking only: leave them out, or score the pipeline's "
+        "first stage as a --mode"]
