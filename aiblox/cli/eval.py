@@ -116,7 +116,8 @@ def eval_command(
         "Multiple-comparison correction within each metric: holm, bonferroni or none.")),
     alpha: float = typer.Option(0.05, "--alpha", help="Significance level (adjusted p <= it)."),
     per_query: Path | None = typer.Option(None, "--per-query", help=(
-        "Write per-query values (system, query_id, metric, value) to this .parquet or .csv.")),
+        "Write per-query values (system, query_id, metric, value) to this .parquet or .csv; "
+        "with chunk metrics, theirs too (answer_recall@k, max_passage:<metric>).")),
     save_runs: Path | None = typer.Option(None, "--save-runs", help=(
         "Write each system's TREC run file to this folder (<label>.trec; tied scores written "
         "strictly decreasing, so trec_eval scores the same ranking).")),
@@ -318,8 +319,9 @@ def eval_command(
     if save_runs is not None:
         for s in systems:
             write_trec_run(s, save_runs)
-    if per_query is not None:
-        exp.write_per_query(per_query)
+    if per_query is not None:  # with --chunks, each mode's chunk-level values too
+        exp.write_per_query(per_query, {s.name: c.per_query for s, c in
+                                        zip(exp.systems, chunk_results, strict=True) if c})
     if mlflow:
         from aiblox.embedding.device import embedder_device
         from aiblox.experiment.tracking import log_experiment, result_manifest

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -468,20 +468,26 @@ class Experiment(BaseModel):
             rows.append(row)
         return pd.DataFrame(rows)
 
-    def per_query_frame(self) -> Any:
+    def per_query_frame(self, more: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None
+                        ) -> Any:
         """Per-query values as a long pandas frame ``system, query_id, metric, value``, systems
-        in order, then metric and query id sorted."""
+        in order, then metric and query id sorted; ``more``: further values of a system
+        (``{system: {metric: {query_id: value}}}``, e.g. its chunk-level metrics), after its
+        own."""
         import pandas as pd
 
         rows = [(s.name, q, m, float(v)) for s in self.systems
-                for m in sorted(s.per_query) for q, v in sorted(s.per_query[m].items())]
+                for values in (s.per_query, (more or {}).get(s.name, {}))
+                for m in sorted(values) for q, v in sorted(values[m].items())]
         return pd.DataFrame(rows, columns=["system", "query_id", "metric", "value"])
 
-    def write_per_query(self, path: str | Path) -> Path:
+    def write_per_query(self, path: str | Path,
+                        more: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None
+                        ) -> Path:
         """:meth:`per_query_frame` to ``path``: parquet (``.parquet``, ``.pq``) or CSV
         (``.csv``) by suffix."""
         p = Path(path)
-        frame = self.per_query_frame()
+        frame = self.per_query_frame(more)
         if p.suffix.lower() in (".parquet", ".pq"):
             frame.to_parquet(p, index=False)
         elif p.suffix.lower() == ".csv":

@@ -183,11 +183,22 @@ def test_a_chunk_option_alone_scores_chunks_and_a_pipeline_refuses_it_by_name(tm
     db = str(tmp_path / "ev.duckdb")
     base = ["eval", "sample", "--db", db, "--embedder", "hashing", "--json", "--mode", "bm25",
             "--metric", "ndcg@10"]
-    r = _run(*base, "--chunk-limit", "3", "--max-chunk-tokens", "32")
+    per_query = tmp_path / "pq.csv"
+    r = _run(*base, "--chunk-limit", "3", "--max-chunk-tokens", "32", "--per-query", per_query)
     assert r.exit_code == 0, r.output
     chunks = json.loads(r.stdout)["systems"][0]["chunks"]
     assert chunks is not None and chunks["chunker_id"].startswith("sentences(max=32")
     assert chunks["n_queries"] == 3
+    # --per-query holds the chunk-level values beside the documents' (it held the latter only)
+    import pandas as pd
+
+    frame = pd.read_csv(per_query, dtype={"query_id": str})
+    for metric, mean in [*chunks["answer_recall"].items(),
+                         *((f"max_passage:{m}", v) for m, v in
+                           chunks["projection_metrics"].items())]:
+        values = frame[(frame.system == "bm25") & (frame.metric == metric)]
+        assert len(values) == 3 and values.value.mean() == pytest.approx(mean, abs=1e-12)
+    assert set(frame.metric) >= {"ndcg@10", "max_passage:ndcg@10"}
     refused = _run("eval", "sample", "--db", db, "--embedder", "hashing", "--pipeline",
                    "bm25 >> bo1 >> bm25", "--max-chunk-tokens", "64", "--chunk-limit", "5")
     assert refused.exit_code == 2, refused.output
