@@ -11,7 +11,7 @@ import numpy as np
 
 from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs, VectorConfig
 from aiblox.engine.data import Queries, Run
-from aiblox.retrieval.retriever import blank_emptied, without_query_id
+from aiblox.retrieval.retriever import blank_emptied, without_query_id, zero_emptied
 
 __all__ = ["StageContext", "retrieve"]
 
@@ -73,7 +73,8 @@ def retrieve(kind: str, cfg: FtsConfig | VectorConfig, queries: Queries,
     if queries.vectors is not None:
         emb = ctx.embedder
         knn = ctx.indexes.vectors(emb.model_id, cfg)
-        lists = knn.search(np.ascontiguousarray(queries.vectors, dtype=np.float32), cfg.top_k)
+        vectors = np.ascontiguousarray(queries.vectors, dtype=np.float32)
+        lists = zero_emptied(knn.search(vectors, cfg.top_k), vectors)
         return Run.from_lists(queries.qids, blank_emptied(lists, queries.texts))
     return _by_text(queries, RetrievalPrefs(query_text="", mode="dense", vector=cfg), ctx)
 

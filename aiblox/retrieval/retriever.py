@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+import numpy as np
+
 from aiblox.contracts.items import ItemRecord
 from aiblox.contracts.retrieval import (
     CandidateItem,
@@ -40,7 +42,7 @@ from aiblox.stores.base import Store
 from aiblox.stores.identity import check_searchable
 
 __all__ = ["EvidenceBuilder", "HybridRetriever", "Retriever", "SignalRuns", "blank_emptied",
-           "without_query_id"]
+           "without_query_id", "zero_emptied"]
 
 
 class Retriever(Protocol):
@@ -172,6 +174,7 @@ class HybridRetriever:
                 vec_runs = self.store.vector_search_many(qvecs, self.embedder.model_id,
                                                          vec_k, p.vector, p.filters)
             timings["vector_ms"] = _ms(t0)
+            vec_runs = zero_emptied(vec_runs, qvecs)
         text_runs, vec_runs = blank_emptied(text_runs, texts), blank_emptied(vec_runs, texts)
         if p.ignore_identical_ids:
             text_runs = [without_query_id(run, g.query_id)[:p.fts.top_k]
@@ -280,6 +283,15 @@ def blank_emptied(runs: list[RankedList], texts: Sequence[str]) -> list[RankedLi
     with no run lines in trec_eval: an empty string's vector, or feedback's terms or vector
     for it, is not a query."""
     return [run if text.strip() else [] for run, text in zip(runs, texts, strict=True)]
+
+
+def zero_emptied(runs: list[RankedList], vectors: np.ndarray) -> list[RankedList]:
+    """``runs`` (one per query vector) with a query whose vector is all zeros retrieving
+    nothing: its cosine with every document is 0 (undefined), and a list of documents at score
+    0 in id order would earn credit for nothing (the hashing embedder's vector of a query with
+    no letter or digit)."""
+    empty = ~np.any(np.asarray(vectors) != 0, axis=1)
+    return [[] if e else run for run, e in zip(runs, empty.tolist(), strict=True)]
 
 
 def _ms(t0: float) -> float:
