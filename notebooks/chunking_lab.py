@@ -140,10 +140,12 @@ def _(mo):
 
 
 @app.cell
-def _(chunkers, compare_chunkers, limit, max_tokens, mo, ws):
+def _(chunkers, compare_chunkers, include_headers, limit, max_tokens, mo, overlap, ws):
     with mo.status.spinner(title="late chunking and scoring"):
         comparison = compare_chunkers(ws, chunkers.value, limit=limit.value,
-                                      max_chunk_tokens=max_tokens.value)
+                                      max_chunk_tokens=max_tokens.value,
+                                      overlap_tokens=overlap.value,
+                                      include_headers=include_headers.value)
     mo.ui.table(comparison, selection=None)
     return (comparison,)
 

@@ -195,7 +195,9 @@ def _(blend, curve, metric, plt, point, w_text):
     _ax.axvline(w_text.value, color="tab:red", ls="--", lw=1)
     _ax.scatter([w_text.value], [point.metrics.get(metric.value, float("nan"))],
                 color="tab:red", zorder=3)
-    _ax.set_xlabel("w_text (0 = vectors only, 1 = text only)")
+    # not "0 = vectors only": a document missing from one list still scores there (missing),
+    # and z-scores or min-max put a list's own documents at or below it
+    _ax.set_xlabel("w_text: the text list's weight (w_vec = 1 - w_text)")
     _ax.set_ylabel(metric.value)
     _ax.set_title(f"{metric.value} vs text weight ({blend.value})")
     _ax.grid(alpha=0.3)

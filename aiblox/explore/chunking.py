@@ -48,16 +48,21 @@ def chunk_table(item_id: str, text: str, chunker: str = "sentences",
 def compare_chunkers(ws: NotebookWorkspace, chunkers: Sequence[str], limit: int | None = 12,
                      top_k_items: int = 10, top_k_chunks: int = 12,
                      k_values: Sequence[int] = (1, 5), max_chunk_tokens: int | None = None,
+                     overlap_tokens: int | None = None, include_headers: bool = True,
                      ) -> pd.DataFrame:
     """Chunk-level evaluation of each chunker on the first ``limit`` queries: answer recall@k
-    (datasets with gold answers), mean evidence tokens, and the max-passage nDCG@10."""
+    (datasets with gold answers), mean evidence tokens, and the max-passage nDCG@10; the chunk
+    sizes (``max_chunk_tokens``, ``overlap_tokens``, ``include_headers``) are
+    :func:`chunk_table`'s, so a comparison scores the chunks the table shows."""
     retriever = ws.workspace.late_retriever()
     rows = []
     for name in chunkers:
         prefs = RetrievalPrefs(query_text="", mode="hybrid", top_k_items=top_k_items,
                                top_k_chunks=top_k_chunks,
                                chunking={"chunker_id": name,  # type: ignore[arg-type]
-                                         "max_chunk_tokens": max_chunk_tokens})
+                                         "max_chunk_tokens": max_chunk_tokens,
+                                         "overlap_tokens": overlap_tokens,
+                                         "include_headers": include_headers})
         r = evaluate_chunks(retriever, ws.dataset, ws.split, prefs, k_values=k_values,
                             limit=limit, progress=False)
         row: dict[str, Any] = {"chunker": name, "chunker_id": r.chunker_id,

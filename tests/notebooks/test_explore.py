@@ -19,6 +19,7 @@ from aiblox.explore import (
     available_policies,
     baseline_prefs,
     chunk_table,
+    compare_chunkers,
     compare_per_query,
     diff_packs,
     evidence_changes_table,
@@ -146,6 +147,35 @@ def test_chunk_table_offsets_overlap_and_headings():
     assert (windows["overlap_tokens"].iloc[1:] >= 1).all()
     assert windows["overlap_chars"].iloc[0] == 0
     assert list(windows["position"]) == list(range(len(windows)))
+
+
+def test_compare_chunkers_scores_the_chunks_the_table_shows(ws, tmp_path):
+    """The chunking lab's comparison took the token budget from its widgets but not the overlap
+    or the headings: a table of chunks with 16 tokens of overlap sat above recall scored on
+    chunks with none (QA 21). Now both, and the CLI's chunk eval gives the same numbers."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from aiblox.cli.main import app
+
+    table = compare_chunkers(ws, ["sentences"], limit=12, max_chunk_tokens=128,
+                             overlap_tokens=16, include_headers=True)
+    plain = compare_chunkers(ws, ["sentences"], limit=12, max_chunk_tokens=128,
+                             overlap_tokens=0)
+    assert "overlap=16" in table.chunker_id[0] and "overlap=0" in plain.chunker_id[0]
+    r = CliRunner().invoke(app, [
+        "eval", "sample", "--db", str(tmp_path / "s.duckdb"), "--embedder", "hashing",
+        "--mode", "hybrid", "--chunker", "sentences", "--max-chunk-tokens", "128",
+        "--overlap-tokens", "16", "--chunk-limit", "12", "--metric", "ndcg@10", "--json"],
+        env={"AIBLOX_NO_PROGRESS": "1"})
+    assert r.exit_code == 0, r.output
+    cli = json.loads(r.stdout)["systems"][0]["chunks"]
+    assert cli["chunker_id"] == table.chunker_id[0]
+    shared = [k for k in cli["answer_recall"] if k in table]
+    assert shared == ["answer_recall@1", "answer_recall@5"]
+    for k in shared:
+        assert table[k][0] == round(cli["answer_recall"][k], 4)
 
 
 def test_compare_per_query_counts_wins_ties_losses():

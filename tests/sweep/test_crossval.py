@@ -265,6 +265,12 @@ def test_cli_prints_and_logs_the_fold_table(tmp_path, sweep_db, mlflow_uri):
     md = render_markdown(rep)
     assert rep.report_split is None and "3-fold cross-validation over test" in md
     assert out["cv"]["verdict"] in md
+    # the fold table's mean row is a mean over the folds in every cell, the baseline's too (it
+    # showed the baseline's mean over queries beside the held-out mean over folds: QA 21)
+    mean_row = next(ln for ln in md.splitlines() if ln.startswith("| mean (over folds) |"))
+    folds = [row["baseline_held_out"] for row in out["cv"]["rows"]]
+    assert mean_row.rstrip(" |").endswith(f"{sum(folds) / len(folds):.4f}")
+    assert f"{out['cv']['mean_held_out']:.4f}" in mean_row
     # no point is tested under [cv] alone (the margin is): the board's deltas say so, as
     # the report's, not leaving a missing p=... to be guessed at
     head = next(ln for ln in md.splitlines() if ln.startswith("| # | label |"))
