@@ -49,7 +49,10 @@ class SplitManifest(_Strict):
     stages: list[dict[str, Any]]
     """Stage records in pipeline order: name, version, key, input keys, output hash."""
     run_hash: str
-    """sha256 of the fused ranked run (``aiblox.engine.evaluate.run_hash``)."""
+    """The output hash of the stage whose run the metrics scored (the sha256 of its stored
+    arrays: ``aiblox.run_hash.<split>``, what ``aiblox report`` shows). Not the ``run`` hash
+    ``aiblox eval`` prints (:func:`aiblox.engine.result.run_hash`, the hash of the run as its TREC
+    file carries it, ``aiblox.trec_hash.<split>``): one run has both, and they differ."""
     metrics: dict[str, float]
     """Mean metric values."""
     prompts_sha256: str | None = None

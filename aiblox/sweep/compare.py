@@ -356,10 +356,15 @@ def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str, primary
     names = [_dataset_name(client, r) for r in runs] if differ else []
     if differ and not across_datasets:
         a, b = (dataset_text(n, h) for n, h in zip(names, datasets, strict=True))
+        same_name = names[0] == names[1] != ""
         raise DatasetMismatch(f"runs {run_a} and {run_b} were scored on different datasets (A "
                               f"on {a}, B on {b}, their aiblox.dataset_hash tags): a query id "
                               f"need not name the same query in both; --across-datasets pairs "
-                              f"them by id anyway (the same queries with revised judgements)")
+                              f"them by id anyway (the same queries with revised judgements"
+                              + ("; or the same files with other splits loaded: a dataset's "
+                                 "hash covers the judgements of the splits it loaded, `aiblox "
+                                 "eval` the split it scores, a sweep its tune and report "
+                                 "splits)" if same_name else ")"))
     pq_a = per_query_metrics(client, run_a, split)
     pq_b = per_query_metrics(client, run_b, split)
     metrics = _metric_order(client, runs, set(pq_a) & set(pq_b))

@@ -27,10 +27,12 @@ C = {"q7": 0.5, "q8": 0.7}  # another dataset: no query in common
 
 
 def _log(uri: str, label: str, values: dict[str, float],
-         metrics: tuple[str, ...] = ("ndcg@10",), tags: dict[str, str] | None = None) -> str:
+         metrics: tuple[str, ...] = ("ndcg@10",), tags: dict[str, str] | None = None,
+         params: dict[str, str] | None = None) -> str:
     mean = sum(values.values()) / len(values)
     log = PointLog(kind="run", label=label, metrics={"test": dict.fromkeys(metrics, mean)},
-                   per_query={"test": dict.fromkeys(metrics, values)}, tags=tags or {})
+                   per_query={"test": dict.fromkeys(metrics, values)}, tags=tags or {},
+                   params=params or {})
     return log_runs(uri, "compare-queries", [log])[0]
 
 
@@ -135,6 +137,14 @@ def test_runs_on_different_datasets_are_refused_unless_asked(mlflow_uri):
     assert asked.exit_code == 0, asked.output
     assert (f"different datasets: A was scored on {'1' * 16}, B on {'2' * 16}; their queries "
             f"are paired by id (--across-datasets)") in asked.stdout
+    assert "other splits loaded" not in line  # nameless: nothing to say about splits
+    # one dataset's name, two hashes: perhaps the same files with other splits loaded (eval's
+    # hash covers its split's judgements, a sweep's its tune and report splits': QA 21)
+    named = [_log(mlflow_uri, f"named {h}", A, tags={"aiblox.dataset_hash": h * 64},
+                  params={"dataset": "sample"}) for h in "34"]
+    (line,) = _cli(mlflow_uri, *named).output.strip().splitlines()
+    assert "or the same files with other splits loaded: a dataset's hash covers the " \
+           "judgements of the splits it loaded" in line
     js = json.loads(_cli(mlflow_uri, one, two, "--across-datasets", "--json").stdout)
     assert js["datasets"] == ["1" * 64, "2" * 64] and js["n_queries"] == 4
     ok = _cli(mlflow_uri, one, same, "--json")
