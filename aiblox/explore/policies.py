@@ -16,6 +16,7 @@ from aiblox.engine.chunk_eval import gold_answers
 from aiblox.explore.notebook import NotebookWorkspace
 from aiblox.metrics import StatTest, answer_metrics, paired_test
 from aiblox.metrics.directions import COST_METRICS, FAILURE_RATES, directed_counts, metric_direction
+from aiblox.metrics.significance import holm
 from aiblox.sweep.compare import evidence_changes as selection_changes
 
 __all__ = [
@@ -83,7 +84,9 @@ def compare_per_query(a: Mapping[str, Mapping[str, float]], b: Mapping[str, Mapp
                       alpha: float = 0.05, test: StatTest = "student") -> pd.DataFrame:
     """Per metric, B against A over the queries both have: means, delta ``B - A``, the p-value
     of the paired test ``aiblox compare`` runs (:func:`aiblox.metrics.paired_test`, the
-    same numbers for the same values), the metric's direction (``better``: ``higher`` or
+    same numbers for the same values) and its Holm adjustment over the metrics compared
+    (``p_adjusted``, ``aiblox compare``'s; ``significant``: ``p_adjusted <= alpha``), the
+    metric's direction (``better``: ``higher`` or
     ``lower``, :func:`aiblox.metrics.directions.metric_direction`, as ``aiblox compare``
     and the sweep report show it) and win/tie/loss counts of B against A (a win is a better
     value under that direction, unless ``higher_is_better`` says otherwise)."""
@@ -101,10 +104,14 @@ def compare_per_query(a: Mapping[str, Mapping[str, float]], b: Mapping[str, Mapp
             better = metric_direction(m)
         rows.append({"metric": m, "better": better, "n": t.n, "A": t.mean_a, "B": t.mean_b,
                      "delta": t.delta, "p_value": t.p_value,
-                     "significant": bool(t.p_value <= alpha),
                      "wins": wins, "ties": ties, "losses": losses})
+    # one family, the metrics compared, Holm-adjusted as aiblox compare adjusts it: a mark is
+    # earned by the adjusted p, never the raw one
+    for row, p in zip(rows, holm([r["p_value"] for r in rows]), strict=True):
+        row["p_adjusted"] = p
+        row["significant"] = bool(p <= alpha)
     return pd.DataFrame(rows, columns=["metric", "better", "n", "A", "B", "delta", "p_value",
-                                       "significant", "wins", "ties", "losses"])
+                                       "p_adjusted", "significant", "wins", "ties", "losses"])
 
 
 def evidence_changes_table(ws: NotebookWorkspace, a: Mapping[str, AnswerResult],

@@ -58,6 +58,9 @@ def test_notebook_and_compare_give_identical_p_values_and_deltas(logged):
     for name, m in cli.items():
         assert per_query.loc[name, "p_value"] == m["p_value"], name
         assert per_query.loc[name, "delta"] == m["delta"], name
+        # and the same correction over the metrics: the notebook marked by the raw p (QA 21)
+        assert per_query.loc[name, "p_adjusted"] == m["p_adjusted"], name
+        assert per_query.loc[name, "significant"] == m["significant"], name
 
 
 def test_the_sweep_s_significance_table_is_the_same_test(logged):
