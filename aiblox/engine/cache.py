@@ -2,7 +2,8 @@
 
     <root>/<stage>/<key>.json.gz    the output (canonical JSON, gzip), or
     <root>/<stage>/<key>.bin        the output of an ``arrays`` stage (see :func:`encode_arrays`)
-    <root>/<stage>/<key>.meta.json  name, version, config, input keys, output hash, codec
+    <root>/<stage>/<key>.meta.json  name, version, config, input keys, output hash, codec,
+                                    and meta_sha256, the sha256 of the rest of its bytes
 
 The output hash is the sha256 of the stored bytes before compression: canonical JSON, or for
 ``arrays`` outputs (named numpy arrays, e.g. a fused run as flat positions and scores) the
@@ -40,6 +41,7 @@ import contextlib
 import gzip
 import json
 import os
+import re
 import threading
 import warnings
 import zlib
@@ -73,6 +75,27 @@ __all__ = [
 ]
 
 _ARRAYS_MAGIC = b"aiblox-arrays/1\n"
+_META_SUM = re.compile(rb'"meta_sha256":"([0-9a-f]{64})",')
+"""A meta's checksum field, as its canonical JSON writes it (``meta_sha256`` sorts between
+``key`` and ``name``, so a comma always follows it)."""
+
+
+def _meta_bytes(meta: dict[str, Any]) -> bytes:
+    """A meta's file: its canonical JSON with ``meta_sha256``, the sha256 of that JSON without
+    the field, so that a meta damaged into other JSON (a flipped hex digit of an input key or an
+    output hash) is caught when read, not passed on into a point's manifest."""
+    plain = canonical_plain_json(meta).encode("utf-8")
+    return canonical_plain_json({**meta, "meta_sha256": sha256_bytes(plain)}).encode("utf-8")
+
+
+def _meta_sum_ok(data: bytes) -> bool:
+    """Whether a meta file's checksum matches the rest of its bytes (True for a meta written
+    before metas carried one)."""
+    found = _META_SUM.search(data)
+    if found is None:
+        return b'"meta_sha256"' not in data
+    rest = data[:found.start()] + data[found.end():]
+    return sha256_bytes(rest) == found.group(1).decode("ascii")
 
 
 def encode_arrays(arrays: dict[str, np.ndarray]) -> bytes:
@@ -222,10 +245,14 @@ class StageCache:
         does not parse or does not describe this entry."""
         path = self._paths(name, key)[1]
         try:
-            m = json.loads(self._files.read(path).decode("utf-8"))
+            data = self._files.read(path)
+            m = json.loads(data.decode("utf-8"))
             if not isinstance(m, dict) or m.get("key") != key or m.get("name") != name \
                     or not isinstance(m.get("output_hash"), str):
                 raise ValueError("not this entry's meta record")
+            if not _meta_sum_ok(data):
+                raise ValueError("its bytes do not match the checksum written with them")
+            m.pop("meta_sha256", None)
         except FileNotFoundError:
             raise StageCacheCorrupt(name, key, path, "its meta file is missing") from None
         except (OSError, ValueError) as exc:
@@ -370,7 +397,7 @@ class StageCache:
             meta["stored"] = False
         if codec != "json":
             meta["codec"] = codec
-        self._files.write(meta_path, canonical_plain_json(meta).encode("utf-8"))
+        self._files.write(meta_path, _meta_bytes(meta))
         return rec
 
     def run(self, name: str, version: str | int, config: Any, inputs: Sequence[str],

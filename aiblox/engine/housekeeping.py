@@ -334,7 +334,10 @@ def verify_cache(cache: StageCache, stages: Sequence[str] | None = None,
     bar = progress_bar(len(entries), "verify", unit="entry", enabled=progress)
     try:
         for e in entries:
-            reason = cache.check(e.stage, e.key)
+            try:  # a meta that does not parse is one damaged entry among the others
+                reason = cache.check(e.stage, e.key)
+            except StageCacheCorrupt as exc:
+                reason = exc.reason
             if reason is not None:
                 damaged.append((e.stage, e.key, reason))
             bar.update(1)

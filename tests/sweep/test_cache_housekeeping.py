@@ -186,6 +186,21 @@ def test_verify_finds_and_removes_a_damaged_entry(copy):
     assert verify_cache(cache, ["fusion"], progress=False).damaged == []
 
 
+def test_verify_goes_on_past_a_meta_that_does_not_parse(copy):
+    """It stopped at the first unreadable meta with an error, the rest unchecked (QA 20)."""
+    cache = StageCache(copy)
+    metas = sorted((copy / "metrics").glob("*.meta.json"))
+    metas[0].write_text(metas[0].read_text()[:20])
+    scores = (copy / "metrics" / metas[1].name.replace(".meta.json", ".bin"))
+    raw = bytearray(scores.read_bytes())
+    raw[-1] ^= 0x01
+    scores.write_bytes(bytes(raw))
+    r = verify_cache(cache, ["metrics"], progress=False)
+    assert sorted(k for _, k, _ in r.damaged) == sorted(
+        m.name.removesuffix(".meta.json") for m in metas[:2])
+    assert verify_cache(cache, ["metrics"], progress=False).damaged == []
+
+
 def test_a_memory_uri_cache_is_listed_and_pruned():
     cache = StageCache("memory://aiblox-housekeeping-test")
     for i in range(3):

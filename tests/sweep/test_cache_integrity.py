@@ -66,6 +66,17 @@ def _halve(path: Path) -> None:
     path.write_bytes(encode_arrays(arrays))
 
 
+def _digit(field: str):
+    """Change one hex digit of a meta's ``field`` (its first input key, its output hash): the
+    file still parses, and its entry would pass the damage into a point's manifest."""
+    def damage(path: Path) -> None:
+        m = json.loads(path.read_text())
+        value = m[field][0] if field == "inputs" else m[field]
+        bad = value[:5] + ("0" if value[5] != "0" else "1") + value[6:]
+        path.write_text(path.read_text().replace(value, bad, 1))
+    return damage
+
+
 DAMAGE = {
     "metrics bit flip": ("metrics", "out", _flip),
     "metrics halved, layout valid": ("metrics", "out", _halve),
@@ -73,6 +84,9 @@ DAMAGE = {
     "signals truncated (json.gz)": ("signals", "out", _truncate),
     "metrics meta deleted": ("metrics", "meta", Path.unlink),
     "fusion meta not JSON": ("fusion", "meta", lambda p: p.write_text("{not json")),
+    # QA 20: parseable damage went into the manifests unnoticed
+    "metrics meta, an input key's digit": ("metrics", "meta", _digit("inputs")),
+    "fusion meta (recorded), the output hash's digit": ("fusion", "meta", _digit("output_hash")),
 }
 
 
@@ -138,6 +152,7 @@ def test_a_recorded_run_that_computes_to_another_hash_is_a_damaged_entry(tmp_pat
     frec = next(s for s in stages if s["name"] == "fusion")
     meta = copy / "fusion" / f"{frec['key']}.meta.json"
     m = json.loads(meta.read_text())
+    m.pop("meta_sha256")  # a meta written whole with another hash (its checksum catches a digit)
     meta.write_text(json.dumps({**m, "output_hash": "0" * 64}))
     with pytest.raises(StageCacheCorrupt, match="computed again, does not match"):
         StageReader(StageCache(copy)).fused_trec(frec["inputs"][0], frec["key"], "t")
