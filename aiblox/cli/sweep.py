@@ -136,6 +136,12 @@ def sweep(
         if folder is not None:
             writable_folder(folder, "--tracking-uri")
     tracker = None
+    if not no_tracking and dataset is None:  # its hash names the parent run (below)
+        try:
+            dataset = load_dataset(spec.dataset, splits=spec.splits)
+        except DatasetError as exc:
+            fail(f"{spec_path}: {exc}")
+            return
     if not no_tracking:
         # MLflow prints two "View run" links per run to stdout for a tracking server (and
         # fetches the run again to do so): stdout is for results (--json), so not here
@@ -147,9 +153,15 @@ def sweep(
         try:
             tracker = SweepTracker(tracking_uri, spec.experiment or f"aiblox-sweep/{spec.name}",
                                    spec.hash, spec.model_dump(mode="json"), resume=resume,
-                                   spec_path=spec_reference(spec_path))
+                                   spec_path=spec_reference(spec_path),
+                                   dataset_hash=dataset.hash if dataset is not None else None)
         except (SweepInterrupted, SweepBusy, TrackingStoreError) as exc:
             fail(str(exc))
+        if tracker is not None and tracker.other_data and not tracker.resumed:  # new data
+            console.print(f"sweep {spec.name}: its data changed since it was logged (dataset "
+                          f"{short_hash(dataset.hash if dataset is not None else '')}): a new "
+                          f"MLflow run; `aiblox runs {spec.name}` shows the newest",
+                          markup=False, highlight=False, soft_wrap=True)
     try:
         with _sigterm_as_exit():  # a terminated sweep gives its MLflow run up, as Ctrl-C does
             result = run_sweep(spec, cache_dir=cache_dir, db=db or None,

@@ -7,6 +7,7 @@ compare`` runs (:func:`aiblox.metrics.paired_test`), and the evidence that chang
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -90,7 +91,7 @@ def compare_per_query(a: Mapping[str, Mapping[str, float]], b: Mapping[str, Mapp
     ``lower``, :func:`aiblox.metrics.directions.metric_direction`, as ``aiblox compare``
     and the sweep report show it) and win/tie/loss counts of B against A (a win is a better
     value under that direction, unless ``higher_is_better`` says otherwise)."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for m in sorted(set(a) & set(b)):
         t = paired_test(a[m], b[m], test)
         if not t.n:

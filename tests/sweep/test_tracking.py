@@ -188,3 +188,41 @@ def test_sweep_cli_names_a_malformed_variable_in_one_line(tmp_path, monkeypatch)
         "error: environment variable AIBLOX_TRACKING_CONNECT_S='-3': expected a finite number "
         "of seconds > 0 (unset: 10)"]
     assert not any((tmp_path / "stages").rglob("*"))  # no stage computed
+
+
+def test_a_sweep_over_changed_data_is_a_new_parent_not_a_resumed_one(env, sample_dataset,
+                                                                      sweep_db, tmp_path):
+    """The spec's hash alone named the parent: run again after one judgement changed, the
+    sweep computed new numbers, logged none ("resumed", every point "skipped") and MLflow kept
+    the old data's (QA 20). The parent now records its data; other data is another parent."""
+    from dataclasses import replace
+
+    experiment = "changed-data"
+    first = sweep(env, sample_dataset, sweep_db,
+                  SweepTracker(env["uri"], experiment, env["spec"].hash,
+                               env["spec"].model_dump(mode="json"),
+                               dataset_hash=sample_dataset.hash))
+    q = sorted(sample_dataset.qrels["test"])[0]
+    qrels = {**sample_dataset.qrels["test"],
+             q: {d: g + 1 for d, g in sample_dataset.qrels["test"][q].items()}}
+    changed = replace(sample_dataset, qrels={**sample_dataset.qrels, "test": qrels})
+    changed._hash = ""  # noqa: SLF001 - computed again from the changed judgements
+    assert changed.hash != sample_dataset.hash
+    tr = SweepTracker(env["uri"], experiment, env["spec"].hash,
+                      env["spec"].model_dump(mode="json"), dataset_hash=changed.hash)
+    assert tr.other_data == 1 and not tr.resumed
+    again = sweep(env, changed, sweep_db, tr)
+    assert again.tracking["logged"] == N and not again.tracking["resumed"]
+    assert again.tracking["parent_run_id"] != first.tracking["parent_run_id"]
+    parent = tr.client.get_run(again.tracking["parent_run_id"])
+    assert parent.data.tags["aiblox.dataset_hash"] == changed.hash
+    # the same data again: that parent, resumed, nothing logged twice
+    same = SweepTracker(env["uri"], experiment, env["spec"].hash,
+                        env["spec"].model_dump(mode="json"), dataset_hash=changed.hash)
+    assert same.resumed and same.parent_id == again.tracking["parent_run_id"]
+    assert sweep(env, changed, sweep_db, same).tracking["logged"] == 0
+    # a tracker opened for other data is refused before any point is logged
+    wrong = SweepTracker(env["uri"], experiment, env["spec"].hash,
+                         env["spec"].model_dump(mode="json"), dataset_hash=changed.hash)
+    with pytest.raises(ValueError, match="the tracker's parent run is for dataset"):
+        sweep(env, sample_dataset, sweep_db, wrong)

@@ -37,6 +37,7 @@ __all__ = [
     "TAG_PARENT",
     "TAG_PRIMARY",
     "TAG_RUN_HASH",
+    "TAG_DATASET",
     "TAG_SPEC_PATH",
     "TAG_SWEEP",
     "TAG_TREC_HASH",
@@ -95,6 +96,10 @@ EVIDENCE_COLUMNS = ["query_id", "rank", "chunk_id", "item_id"]
 MANIFEST = "manifest.json"
 """A point's manifest artifact (what ``aiblox eval verify`` re-executes)."""
 
+
+TAG_DATASET = "aiblox.dataset_hash"
+"""The content hash of the data a run scored (:attr:`aiblox.data.Dataset.hash`), on a point and
+on its sweep's parent run."""
 
 TAG_SPEC_PATH = "aiblox.spec_path"
 """Parent-run tag: the spec file the sweep was run from (for the report's reproduce command)."""
@@ -277,7 +282,7 @@ def point_record(log: PointLog) -> RunRecord:
     m = log.manifest
     tags = {TAG_KIND: log.kind, TAG_LABEL: log.label}
     if m is not None:
-        tags.update({TAG_CONFIG: m.config_hash, "aiblox.dataset_hash": m.dataset_hash,
+        tags.update({TAG_CONFIG: m.config_hash, TAG_DATASET: m.dataset_hash,
                      "aiblox.manifest_hash": m.manifest_hash})
         tags.update({f"{TAG_RUN_HASH}.{s}": sm.run_hash for s, sm in m.splits.items()})
         if m.environment.get("git_commit"):
@@ -286,7 +291,7 @@ def point_record(log: PointLog) -> RunRecord:
         if log.config_hash:
             tags[TAG_CONFIG] = log.config_hash
         if log.dataset_hash:
-            tags["aiblox.dataset_hash"] = log.dataset_hash
+            tags[TAG_DATASET] = log.dataset_hash
         tags.update({f"{TAG_RUN_HASH}.{s}": h for s, h in log.run_hashes.items()})
     tags.update(log.tags)
     config = m.config if m is not None else log.config

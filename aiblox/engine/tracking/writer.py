@@ -35,6 +35,7 @@ from aiblox.engine.outputs import StageReader
 from aiblox.engine.settings import ranked
 from aiblox.engine.tracking.layout import (
     TAG_CONFIG,
+    TAG_DATASET,
     TAG_KIND,
     TAG_PARENT,
     TAG_SPEC_PATH,
@@ -157,11 +158,17 @@ class SweepTracker:
 
     def __init__(self, tracking_uri: str, experiment: str, sweep_hash: str,
                  spec: dict[str, Any], resume: bool = False,
-                 spec_path: str | None = None) -> None:
+                 spec_path: str | None = None, dataset_hash: str | None = None) -> None:
         self.seconds = {what: tracking_seconds(what) for what in ("heartbeat", "lease", "settle")}
         self.client = tracking_client(tracking_uri, create=True)
         self.tracking_uri = tracking_uri
         self.sweep_hash = sweep_hash
+        self.dataset_hash = dataset_hash
+        """The content hash of the data the sweep scores (tag ``aiblox.dataset_hash`` of its
+        parent): a parent of the same spec over other data is another sweep, never resumed
+        (None: any parent of the spec, as before parents carried it)."""
+        self.other_data = 0
+        """Parents of the same spec logged over other data (the dataset changed since)."""
         self.name = str(spec.get("name"))
         self.logged = 0
         self.skipped = 0
@@ -183,7 +190,8 @@ class SweepTracker:
                     self.experiment_id, run_name=f"sweep-{self.name}",
                     tags={TAG_KIND: "sweep", TAG_SWEEP: sweep_hash,
                           "aiblox.sweep_name": self.name, **self._owner_tags(),
-                          **({TAG_SPEC_PATH: spec_path} if spec_path else {})})
+                          **({TAG_SPEC_PATH: spec_path} if spec_path else {}),
+                          **({TAG_DATASET: dataset_hash} if dataset_hash else {})})
                 self.parent_id = run.info.run_id
                 self.resumed = False
                 self.was_finished = False
@@ -215,11 +223,17 @@ class SweepTracker:
         return experiment_id(self.client, self.tracking_uri, name, locked=True)
 
     def _parents(self) -> list[Any]:
-        """Every (undeleted) parent run of this sweep hash, earliest first (ties by id)."""
+        """Every (undeleted) parent run of this sweep hash over this data (a parent that
+        records no dataset hash: any), earliest first (ties by id)."""
         runs = self.client.search_runs(
             [self.experiment_id],
             filter_string=f"{tag_filter(TAG_SWEEP, self.sweep_hash)} and "
                           f"{tag_filter(TAG_KIND, 'sweep')}", max_results=1000)
+        if self.dataset_hash:
+            ours = [r for r in runs if r.data.tags.get(TAG_DATASET, self.dataset_hash)
+                    == self.dataset_hash]
+            self.other_data = len(runs) - len(ours)
+            runs = ours
         return sorted(runs, key=lambda r: (r.info.start_time or 0, r.info.run_id))
 
     def _first_parent(self) -> Any:
