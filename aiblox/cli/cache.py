@@ -89,7 +89,9 @@ def prune(
     older_than: str = typer.Option("", "--older-than", help="Remove entries written longer "
                                    "ago than this: 30d, 12h, 90m, 2w."),
     max_size: str = typer.Option("", "--max-size", help="Then remove the oldest until the "
-                                 "entries take at most this: 2GiB, 500MB, bytes."),
+                                 "entries take at most this: 2GiB, 500MB, bytes (the entries "
+                                 "alone: the document tables kept beside the signals go with "
+                                 "them, and `cache list` shows them apart)."),
     everything: bool = typer.Option(False, "--all", help="Remove every entry (of --stage: "
                                     "also those a kept entry of another stage was computed "
                                     "from)."),
