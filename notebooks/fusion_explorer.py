@@ -105,7 +105,10 @@ def _(backend, dataset, embedder, mo, open_notebook_workspace, split, time):
 @app.cell
 def _(mo):
     blend = mo.ui.radio(options=["rrf", "linear"], value="linear", label="blend", inline=True)
-    w_text = mo.ui.slider(0.0, 1.0, step=0.05, value=0.3, label="w_text (text share)",
+    # under rrf too: the two lists' RRF weights are 2 * w_text and 2 * (1 - w_text), so only
+    # 0.5 is plain RRF (the baseline's), unlike `aiblox eval --blend rrf`, which reads no weight
+    w_text = mo.ui.slider(0.0, 1.0, step=0.05, value=0.3,
+                          label="w_text (text share; with rrf, 0.5 = plain RRF)",
                           show_value=True)
     rrf_k = mo.ui.slider(0, 200, step=5, value=60, label="RRF k", show_value=True)
     normalize = mo.ui.dropdown(options=["minmax", "zscore", "sigmoid", "none"],
