@@ -3,8 +3,8 @@
 The parent run is found by the sweep's hash (tag ``aiblox.sweep_hash``) and the hash of the data
 it scores (tag ``aiblox.dataset_hash``, when the tracker is given it, as ``aiblox sweep`` does:
 the same spec over changed data is a new parent, never the old data's resumed), so running the
-same spec on the same data again logs nothing twice: a child is logged only when no FINISHED child of the parent carries
-the point's config hash (tag ``aiblox.config_hash``).
+same spec on the same data again logs nothing twice: a child is logged only when no FINISHED
+child of the parent carries the point's config hash (tag ``aiblox.config_hash``).
 
 One writer per sweep. A process writing a parent run owns it: tag ``aiblox.owner`` names the
 host (with its boot id and pid namespace), the pid (and the process's start time) and a random
