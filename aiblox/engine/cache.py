@@ -437,6 +437,8 @@ class StageCache:
             except StageCacheCorrupt as exc:
                 reason = exc.reason
             self._count(self.repaired, counted)
+            if not count_reuse:  # counted as reused by an earlier look: it was not reusable
+                self._count(self.reused, counted, -1)
             warnings.warn(f"stage cache: {name}/{key[:16]} under {self.root} was damaged "
                           f"({reason}); computing it again", stacklevel=2)
         output = compute()
@@ -444,9 +446,13 @@ class StageCache:
         self._count(self.computed, counted)
         return rec, output
 
-    def _count(self, counter: dict[str, int], name: str) -> None:
+    def _count(self, counter: dict[str, int], name: str, by: int = 1) -> None:
         with self._lock:
-            counter[name] = counter.get(name, 0) + 1
+            value = max(0, counter.get(name, 0) + by)
+            if value:
+                counter[name] = value
+            else:
+                counter.pop(name, None)
 
     def run_stage(self, stage: Task, load: bool = True,
                   count_reuse: bool = True) -> tuple[StageRecord, Any]:

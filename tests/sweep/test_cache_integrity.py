@@ -110,9 +110,36 @@ def test_damaged_entries_are_recomputed_and_reported(tmp_path, clean, sweep_db, 
     if "meta deleted" not in case:  # a missing meta is simply a missing entry
         assert again.repaired.get(stage) == 1, again.repaired
         assert any(stage in str(w.message) and "damaged" in str(w.message) for w in seen)
+    # every entry counted once, computed or reused: a damaged entry first looked at as intact
+    # (its size) and repaired when read was counted both ways (QA 20)
+    for name in {*first.computed, *again.computed, *again.reused}:
+        assert again.computed.get(name, 0) + again.reused.get(name, 0) == \
+            first.computed[name], (name, again.computed, again.reused)
     assert sum(again.computed.values()) >= 1
     third = run_sweep(spec, cache_dir=copy, db=sweep_db, progress=False)
     assert third.computed == {} and third.repaired == {}
+
+
+def test_a_same_size_damage_found_on_reading_is_counted_once(tmp_path, clean, sweep_db):
+    """A signals entry flipped in place (its size right) passes the first look and is found
+    damaged when its dependants read it: it was counted reused and repaired, 5 counts for 4
+    entries (QA 20); now computed (repaired) and not reused."""
+    from aiblox.sweep import run_sweep
+
+    spec, root, first = clean
+    copy = tmp_path / "stages"
+    shutil.copytree(root, copy)
+    out, _ = _entry(copy, first, "signals")
+    _flip(out)
+    for stage in ("fusion", "metrics"):  # so the signals are read
+        shutil.rmtree(copy / stage)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        again = run_sweep(spec, cache_dir=copy, db=sweep_db, progress=False)
+    assert again.repaired == {"signals": 1}
+    assert again.computed["signals"] == 1
+    assert again.reused.get("signals", 0) == first.computed["signals"] - 1
+    assert [p.metrics for p in again.points] == [p.metrics for p in first.points]
 
 
 def test_a_hybrid_fused_run_is_recorded_and_computed_again_when_read(tmp_path, clean, sweep_db):
