@@ -6,6 +6,7 @@ marks every table uses (:mod:`aiblox.metrics.marks`) and the pairwise tests, wor
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -103,6 +104,18 @@ def test_retrieval_prefs_and_pairwise(scored, sample_dataset):
     assert table.pairs["dense"]["bm25"]["ndcg@10"].delta == pytest.approx(
         table.systems[1].metrics["ndcg@10"] - table.systems[2].metrics["ndcg@10"])
     assert len(table.pair_rows()) == 3 * len(METRICS)  # each pair once per metric
+
+
+def test_a_pair_of_equal_systems_has_no_negative_zero(scored, sample_dataset):
+    """The reverse of a pair is its delta negated: 0.0 became -0.0 in the CSV (QA 21)."""
+    _, db, paths = scored
+    table = run_experiment(["bm25", paths["bm25"]], sample_dataset, "test", METRICS,
+                           names=["mode", "file"], pairwise=True, db=db, embedder="hashing",
+                           progress=False)
+    deltas = [sig.delta for against in table.pairs.values() for by in against.values()
+              for sig in by.values()]
+    assert deltas and all(d == 0.0 and math.copysign(1.0, d) == 1.0 for d in deltas)
+    assert "-0.0" not in table.to_csv()
 
 
 def test_bad_arguments_fail_before_any_work(sample_dataset, tmp_path):
