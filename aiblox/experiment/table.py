@@ -550,7 +550,8 @@ def compare_systems(systems: Sequence[System], dataset: str, split: str,
             sig = _significance(c)
             pairs.setdefault(c.candidate, {}).setdefault(c.against, {})[c.metric] = sig
             pairs.setdefault(c.against, {}).setdefault(c.candidate, {})[c.metric] = (
-                sig.model_copy(update={"delta": 0.0 - sig.delta,  # never -0.0 "wins": sig.losses,
+                # 0.0 - delta: the reverse of a zero delta is 0.0, never -0.0
+                sig.model_copy(update={"delta": 0.0 - sig.delta, "wins": sig.losses,
                                        "losses": sig.wins}))
     return Experiment(dataset=dataset, split=split, metrics=list(metrics), test=test,
                       correction=correction, alpha=alpha, baseline=baseline, pairwise=pairwise,
