@@ -46,15 +46,15 @@ __all__ = [
     "deepest_cutoff",
     "evaluation_depth",
     "evaluation_prefs",
+    "grid_depths_note",
     "metric_cutoff",
     "metrics_within",
+    "run_depth",
     "run_limits",
     "shallow_limit",
     "shallow_message",
     "shallow_metrics",
-    "run_cut_depth",
     "uncut_depths_note",
-    "uncut_metrics_note",
 ]
 
 DEFAULT_DEPTH = 100
@@ -194,8 +194,19 @@ def check_depth(prefs: RetrievalPrefs, metrics: Iterable[str],
 def metrics_within(prefs: RetrievalPrefs, metrics: Iterable[str]) -> list[str]:
     """The ``metrics`` a run under ``prefs`` is deep enough for (a cutoff at most every bound
     of :func:`run_limits`; a metric without a cutoff always), in their order."""
-    depth = min(limit.depth for limit in run_limits(prefs))
+    depth = run_depth(prefs)
     return [m for m in metrics if (metric_cutoff(m) or 0) <= depth]
+
+
+def run_depth(prefs: RetrievalPrefs) -> int:
+    """The most documents per query a run under ``prefs`` can hold: its tightest bound of
+    :func:`run_limits`."""
+    return min(limit.depth for limit in run_limits(prefs))
+
+
+def _reads(metrics: Sequence[str]) -> str:
+    """``ndcg@10 reads`` or ``map, recall read``: the subject of a depth message."""
+    return f"{metrics[0]} reads" if len(metrics) == 1 else f"{', '.join(metrics)} read"
 
 
 def shallow_limit(prefs: RetrievalPrefs, metrics: Iterable[str]) -> DepthLimit | None:
@@ -211,7 +222,7 @@ def shallow_message(metrics: Sequence[str], setting: str, depth: int, fused: boo
     """The refusal of ``metrics`` over a run that ``setting`` cuts at ``depth``: ``recall@100
     reads 100 documents per query, but top_k_items = 20 cuts the run at 20 ...``."""
     cut = deepest_cutoff(metrics) or 0
-    read = f"{metrics[0]} reads" if len(metrics) == 1 else f"{', '.join(metrics)} read"
+    read = _reads(metrics)
     if fused:
         cuts = (f"retrieve{'' if plural else 's'} at most {depth} candidates per list (a hybrid "
                 f"run is as deep as its deeper list)")
@@ -227,7 +238,7 @@ _CUTTABLE = frozenset({"map", "recall", "ndcg", "ndcg_burges", "precision", "mrr
 """Metrics without a cutoff that take one (``map`` -> ``map@100``)."""
 
 
-def run_cut_depth(lengths: Sequence[int]) -> int | None:
+def _run_cut_depth(lengths: Sequence[int]) -> int | None:
     """The depth a run looks cut at, from its queries' list lengths: the longest, when most
     queries reach it (a cut, not the collection or the matches running out); else None."""
     if not lengths:
@@ -236,7 +247,7 @@ def run_cut_depth(lengths: Sequence[int]) -> int | None:
     return longest if 2 * sum(n == longest for n in lengths) > len(lengths) else None
 
 
-def uncut_metrics_note(metrics: Iterable[str], shallow: int) -> str:
+def _cutoff_advice(metrics: Iterable[str], shallow: int) -> str:
     """How to name ``metrics`` (those without a cutoff) to compare runs cut at ``shallow``."""
     named = [f"{m}@{shallow}" for m in metrics if m.split("-l")[0] in _CUTTABLE]
     return (f"name a cutoff ({', '.join(named)}) to compare like with like" if named
@@ -252,13 +263,25 @@ def uncut_depths_note(metrics: Iterable[str], lengths: Mapping[str, Sequence[int
     uncut = [m for m in metrics if metric_cutoff(m) is None]
     if not uncut or len(lengths) < 2:
         return None
-    cuts = {name: run_cut_depth(ls) for name, ls in lengths.items()}
+    cuts = {name: _run_cut_depth(ls) for name, ls in lengths.items()}
     deepest = max((max(ls) for ls in lengths.values() if ls), default=0)
     shallow = [d for d in cuts.values() if d is not None and d < deepest]
     if not shallow:
         return None
-    read = f"{uncut[0]} reads" if len(uncut) == 1 else f"{', '.join(uncut)} read"
     listed = ", ".join(f"{name} {max(ls, default=0):,}" for name, ls in lengths.items())
-    return (f"{read} each run whole, and these runs are not equally deep (documents per "
-            f"query, at most: {listed}): a run cut shallower scores lower for its depth "
-            f"alone; {uncut_metrics_note(uncut, min(shallow))}")
+    return (f"{_reads(uncut)} each run whole, and these runs are not equally deep (documents "
+            f"per query, at most: {listed}): a run cut shallower scores lower for its depth "
+            f"alone; {_cutoff_advice(uncut, min(shallow))}")
+
+
+def grid_depths_note(metrics: Iterable[str], depths: Iterable[int]) -> str | None:
+    """The warning when metrics without a cutoff score a sweep's points cut at different
+    ``depths`` (:func:`run_depth` of each): the board compares points that differ by depth
+    alone. None when there is nothing to say."""
+    uncut = [m for m in metrics if metric_cutoff(m) is None]
+    cut_at = sorted(set(depths))
+    if not uncut or len(cut_at) < 2:
+        return None
+    return (f"{_reads(uncut)} each run whole, and the grid's points are cut at "
+            f"{', '.join(map(str, cut_at))} documents per query: a shallower point scores "
+            f"lower for its depth alone; {_cutoff_advice(uncut, cut_at[0])}")

@@ -36,7 +36,7 @@ from aiblox.contracts.retrieval import (
 from aiblox.engine.algebra import Pipeline, PipelineError
 from aiblox.engine.settings import PipelinePoint
 from aiblox.metrics import DepthError, check_depth
-from aiblox.metrics.depth import metric_cutoff, run_limits, shallow_limit, uncut_metrics_note
+from aiblox.metrics.depth import grid_depths_note, run_depth, shallow_limit
 from aiblox.sweep.axes import (
     BM25_AXES,
     CHUNK_DEPTH_KEYS,
@@ -329,7 +329,7 @@ def check_depths(base: RetrievalPrefs, g: FusionGrid, metrics: Sequence[str],
         prefs = base.model_copy(update={
             "fts": base.fts.model_copy(update={"top_k": int(fts_depth)}),
             "vector": base.vector.model_copy(update={"top_k": int(vec_depth)})})
-        cut_at.add(min(limit.depth for limit in run_limits(prefs)))
+        cut_at.add(run_depth(prefs))
         limit = shallow_limit(prefs, metrics)
         if limit is None:
             continue
@@ -347,13 +347,9 @@ def check_depths(base: RetrievalPrefs, g: FusionGrid, metrics: Sequence[str],
             check_depth(prefs, metrics, keys, fix=fix)
         except DepthError as exc:
             raise ValueError(f"{key}: {exc}") from None
-    uncut = [m for m in metrics if metric_cutoff(m) is None]
-    if uncut and len(cut_at) > 1:  # the board compares points of different depths
-        read = f"{uncut[0]} reads" if len(uncut) == 1 else f"{', '.join(uncut)} read"
-        warnings.warn(f"{read} each run whole, and the grid's points are cut at "
-                      f"{', '.join(map(str, sorted(cut_at)))} documents per query: a shallower "
-                      f"point scores lower for its depth alone; "
-                      f"{uncut_metrics_note(uncut, min(cut_at))}", stacklevel=2)
+    note = grid_depths_note(metrics, cut_at)  # the board compares points of other depths
+    if note is not None:
+        warnings.warn(note, stacklevel=2)
     if not pipeline_sweep:
         return
     chunk_k = max(chunk_ks)
