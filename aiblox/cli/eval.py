@@ -35,6 +35,12 @@ if TYPE_CHECKING:  # the engine, ranx and the stores are imported when the comma
     from aiblox.engine.evaluate import EvalResult
     from aiblox.experiment.table import Experiment
 
+CHUNK_DEFAULTS: dict[str, Any] = {
+    "--chunks": False, "--chunker": "", "--max-chunk-tokens": None, "--overlap-tokens": None,
+    "--chunk-strategy": "late", "--top-k-chunks": 12, "--chunk-items": 10,
+    "--per-item-chunk-cap": 3, "--chunk-limit": None}
+"""The chunk options' defaults: any other value asks for chunk-level metrics."""
+
 
 def eval_command(
     dataset: str = typer.Argument(..., help=(
@@ -77,24 +83,29 @@ def eval_command(
         False, "--ignore-identical-ids",
         help="Drop a retrieved document whose id equals the query id (BEIR/MTEB protocol), in "
              "every stage of a pipeline that searches."),
-    chunks: bool = typer.Option(False, "--chunks", help="Also report chunk-level metrics "
-                                                        "(implied by --chunker and every "
-                                                        "other chunk option)."),
-    chunker: str = typer.Option("", "--chunker",
+    chunks: bool = typer.Option(CHUNK_DEFAULTS["--chunks"], "--chunks",
+                                help="Also report chunk-level metrics (implied by --chunker "
+                                     "and every other chunk option)."),
+    chunker: str = typer.Option(CHUNK_DEFAULTS["--chunker"], "--chunker",
                                 help="Chunker for chunk-level metrics (token_window, "
                                      "sentences, headings, whole)."),
-    max_chunk_tokens: int | None = typer.Option(None, "--max-chunk-tokens",
+    max_chunk_tokens: int | None = typer.Option(CHUNK_DEFAULTS["--max-chunk-tokens"],
+                                                "--max-chunk-tokens",
                                                 help="Token budget per chunk."),
-    overlap_tokens: int | None = typer.Option(None, "--overlap-tokens",
+    overlap_tokens: int | None = typer.Option(CHUNK_DEFAULTS["--overlap-tokens"],
+                                              "--overlap-tokens",
                                               help="Tokens shared by consecutive chunks."),
-    chunk_strategy: str = typer.Option("late", "--chunk-strategy",
+    chunk_strategy: str = typer.Option(CHUNK_DEFAULTS["--chunk-strategy"],
+                                       "--chunk-strategy",
                                        help="late, precomputed or mixed."),
-    top_k_chunks: int = typer.Option(12, "--top-k-chunks", help="Evidence chunks returned."),
-    chunk_items: int = typer.Option(10, "--chunk-items",
+    top_k_chunks: int = typer.Option(CHUNK_DEFAULTS["--top-k-chunks"], "--top-k-chunks",
+                                    help="Evidence chunks returned."),
+    chunk_items: int = typer.Option(CHUNK_DEFAULTS["--chunk-items"], "--chunk-items",
                                     help="Top fused candidates chunked per query."),
-    per_item_chunk_cap: int = typer.Option(3, "--per-item-chunk-cap",
+    per_item_chunk_cap: int = typer.Option(CHUNK_DEFAULTS["--per-item-chunk-cap"],
+                                           "--per-item-chunk-cap",
                                            help="Evidence chunks kept per document."),
-    chunk_limit: int | None = typer.Option(None, "--chunk-limit",
+    chunk_limit: int | None = typer.Option(CHUNK_DEFAULTS["--chunk-limit"], "--chunk-limit",
                                            help="Chunk metrics on the first N query ids "
                                                 "only, ids sorted as text (1, 10, 11, ...)."),
     run_files: list[Path] = typer.Option([], "--run", help=(
@@ -162,12 +173,10 @@ def eval_command(
                                  missing=missing, ignore_identical_ids=ignore_identical_ids)
                   for m in modes}
     # any chunk option asks for chunk-level metrics (it sets nothing else): never silently unused
-    chunk_set = [name for name, value, default in (
-        ("--chunks", chunks, False), ("--chunker", chunker, ""),
-        ("--max-chunk-tokens", max_chunk_tokens, None), ("--overlap-tokens", overlap_tokens, None),
-        ("--chunk-strategy", chunk_strategy, "late"), ("--top-k-chunks", top_k_chunks, 12),
-        ("--chunk-items", chunk_items, 10), ("--per-item-chunk-cap", per_item_chunk_cap, 3),
-        ("--chunk-limit", chunk_limit, None)) if value != default]
+    given = (chunks, chunker, max_chunk_tokens, overlap_tokens, chunk_strategy, top_k_chunks,
+             chunk_items, per_item_chunk_cap, chunk_limit)  # CHUNK_DEFAULTS' order
+    chunk_set = [name for (name, default), value in zip(CHUNK_DEFAULTS.items(), given,
+                                                         strict=True) if value != default]
     with_chunks = bool(chunk_set)
     chunk_prefs: dict[str, RetrievalPrefs] = {}
     chunk_metrics: list[str] = []

@@ -150,17 +150,19 @@ def sweep(
             from aiblox.engine.tracking import SweepTracker
         except ImportError:  # pragma: no cover - mlflow is the `tracking` extra
             fail("MLflow is not installed: pip install 'aiblox[tracking]' or pass --no-tracking")
+        assert dataset is not None  # loaded above
         try:
             tracker = SweepTracker(tracking_uri, spec.experiment or f"aiblox-sweep/{spec.name}",
                                    spec.hash, spec.model_dump(mode="json"), resume=resume,
                                    spec_path=spec_reference(spec_path),
-                                   dataset_hash=dataset.hash if dataset is not None else None)
+                                   dataset_hash=dataset.hash)
         except (SweepInterrupted, SweepBusy, TrackingStoreError) as exc:
             fail(str(exc))
-        if tracker is not None and tracker.other_data and not tracker.resumed:  # new data
+            raise  # unreachable
+        if tracker.other_data and not tracker.resumed:  # the data changed: another parent
             console.print(f"sweep {spec.name}: its data changed since it was logged (dataset "
-                          f"{short_hash(dataset.hash if dataset is not None else '')}): a new "
-                          f"MLflow run; `aiblox runs {spec.name}` shows the newest",
+                          f"{short_hash(dataset.hash)}): a new MLflow run; `aiblox runs "
+                          f"{spec.name}` shows the newest",
                           markup=False, highlight=False, soft_wrap=True)
     try:
         with _sigterm_as_exit():  # a terminated sweep gives its MLflow run up, as Ctrl-C does
