@@ -2,7 +2,8 @@
 
 A cache root (:class:`~aiblox.engine.cache.StageCache`) holds one folder per stage, each entry
 two files (``<key>.meta.json`` and its output), and folders of files kept beside the entries:
-``doc_tables`` (derived from signals entries, one per entry: removed with it), ``studies``
+``doc_tables`` (derived from signals entries: each one's document table, ``<key>.txt``, and
+fusion index, ``<key>.index``; removed with it), ``studies``
 (search studies) and ``models`` (fine-tuned models), which pruning never touches.
 
 Nothing is lost by removing an entry: the cache is a memo, and a removed stage is computed
@@ -34,7 +35,9 @@ __all__ = ["CacheEntry", "FolderUsage", "PruneResult", "VerifyResult", "cache_en
            "cache_usage", "parse_age", "parse_size", "prune_cache", "verify_cache"]
 
 DOC_TABLES = "doc_tables"
-"""The folder of split document tables, one per signals entry (``<signals key>.txt``)."""
+"""The folder of files derived from signals entries: a split's document table
+(``<signals key>.txt``) and its fusion index (``<signals key>.index``,
+:meth:`~aiblox.engine.outputs.StageReader.index`)."""
 KEPT = ("models", "studies")
 """Folders ``prune`` never touches: fine-tuned models and search studies (costly to make
 again, and not keyed entries)."""
@@ -258,7 +261,7 @@ def prune_cache(cache: StageCache, *, stages: Sequence[str] | None = None,
     signals_left = ({e.key for e in scanned.get("signals", _Folder()).entries}
                     - {e.key for e in removed if e.stage == "signals"})
     tables = [(name, size) for name, size, _ in cache.listing(DOC_TABLES)
-              if size >= 0 and name.removesuffix(".txt") not in signals_left]
+              if size >= 0 and name.split(".", 1)[0] not in signals_left]
     others = [e for name in sorted(set(scanned) - scope) for e in scanned[name].entries]
     result = PruneResult(removed, kept, leftovers, [name for name, _ in tables],
                          sum(size for _, size in tables), dry_run, others)

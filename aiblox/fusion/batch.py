@@ -22,7 +22,6 @@ first use); :meth:`BatchFusion.decode` turns it into ``{qid: [[doc_id, score], .
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -66,6 +65,21 @@ def _python_lists(norm: Any, raw: list[list[float]]) -> tuple[np.ndarray, np.nda
     return np.asarray(flat, dtype=np.float64), np.asarray(mins, dtype=np.float64)
 
 
+def _utf8(names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Strings as one UTF-8 byte array and int64 offsets (``len(names) + 1``)."""
+    enc = [n.encode("utf-8") for n in names]
+    offsets = np.zeros(len(enc) + 1, dtype=np.int64)
+    np.cumsum([len(e) for e in enc], out=offsets[1:])
+    return np.frombuffer(b"".join(enc), dtype=np.uint8), offsets
+
+
+def _from_utf8(blob: np.ndarray, offsets: np.ndarray) -> list[str]:
+    """Inverse of :func:`_utf8`."""
+    data = blob.tobytes()
+    at = offsets.tolist()
+    return [data[at[i]:at[i + 1]].decode("utf-8") for i in range(len(at) - 1)]
+
+
 def _kernels() -> Any:
     """The compiled kernels (numba is imported, and its cache folder set, on first use)."""
     from aiblox.fusion import kernels
@@ -83,15 +97,15 @@ class BatchFusion:
         # fusion route: aiblox.fusion.types.first_occurrences); the lists fused are these
         text_ranked = [first_occurrences(t) for t in text]
         vec_ranked = [first_occurrences(v) for v in vec]
-        self.text: list[Sequence[Any]] = [hits for hits, _ in text_ranked]
-        self.vec: list[Sequence[Any]] = [hits for hits, _ in vec_ranked]
+        kept_t: list[Sequence[Any]] = [hits for hits, _ in text_ranked]
+        kept_v: list[Sequence[Any]] = [hits for hits, _ in vec_ranked]
         seg: list[int] = []
         docs: list[str] = []
         rank_t: list[float] = []
         rank_v: list[float] = []
-        self._pos_t: list[list[int]] = []  # flat position of each text hit, in list order
-        self._pos_v: list[list[int]] = []
-        for qi, (t, v) in enumerate(zip(self.text, self.vec, strict=True)):
+        pos_t: list[int] = []  # flat position of each text hit, in list order
+        pos_v: list[int] = []
+        for qi, (t, v) in enumerate(zip(kept_t, kept_v, strict=True)):
             ids = sorted({d for d, _ in t} | {d for d, _ in v})
             base = len(docs)
             where = {d: base + i for i, d in enumerate(ids)}
@@ -105,24 +119,38 @@ class BatchFusion:
                 rv[where[d] - base] = float(r)
             rank_t.extend(rt)
             rank_v.extend(rv)
-            self._pos_t.append([where[d] for d, _ in t])
-            self._pos_v.append([where[d] for d, _ in v])
-        self.seg = np.asarray(seg, dtype=np.int64)
-        self.docs = np.asarray(docs, dtype=object)
-        self.rank_t = np.asarray(rank_t, dtype=np.float64)
-        self.rank_v = np.asarray(rank_v, dtype=np.float64)
+            pos_t += [where[d] for d, _ in t]
+            pos_v += [where[d] for d, _ in v]
+        # each list's raw scores flat, with the offsets of its queries (every normalisation
+        # reads them), and where its hits sit in the flat index
+        flat = []
+        for kept in (kept_t, kept_v):
+            offsets = np.zeros(len(kept) + 1, dtype=np.int64)
+            np.cumsum([len(hits) for hits in kept], out=offsets[1:])
+            flat.append((np.fromiter((float(sc) for hits in kept for _, sc in hits),
+                                     dtype=np.float64, count=int(offsets[-1])), offsets))
+        self._set(np.asarray(docs, dtype=object), np.asarray(rank_t, dtype=np.float64),
+                  np.asarray(rank_v, dtype=np.float64),
+                  np.bincount(np.asarray(seg, dtype=np.int64),
+                              minlength=len(self.qids)).astype(np.int64),
+                  (flat[0], flat[1]), (np.asarray(pos_t, dtype=np.int64),
+                                       np.asarray(pos_v, dtype=np.int64)))
+
+    def _set(self, docs: np.ndarray, rank_t: np.ndarray, rank_v: np.ndarray,
+             counts: np.ndarray, flat: tuple[tuple[np.ndarray, np.ndarray], ...],
+             flat_pos: tuple[np.ndarray, np.ndarray]) -> None:
+        """The index's arrays (from the lists, or from :meth:`to_arrays`' form)."""
+        self.docs = docs
+        self.rank_t, self.rank_v = rank_t, rank_v
         self.has_t = self.rank_t > 0
         self.has_v = self.rank_v > 0
         self.n = len(docs)
-        self.counts = np.bincount(self.seg, minlength=len(self.qids)).astype(np.int64)
+        self.counts = counts
+        self.seg = np.repeat(np.arange(len(self.qids), dtype=np.int64), counts)
         self.starts = np.concatenate(([0], np.cumsum(self.counts)[:-1])).astype(np.int64)
-        # each list's raw scores per query, and where its hits sit, flat (for normalising)
-        self._raw = ([[float(sc) for _, sc in t] for t in self.text],
-                     [[float(sc) for _, sc in v] for v in self.vec])
-        self._flat_pos = (np.asarray([p for pos in self._pos_t for p in pos], dtype=np.int64),
-                          np.asarray([p for pos in self._pos_v for p in pos], dtype=np.int64))
+        self._flat = list(flat)
+        self._flat_pos = flat_pos
         self._where: list[dict[str, int]] | None = None
-        self._flat: list[tuple[np.ndarray, np.ndarray]] | None = None
         self._norm: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._fill: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray]] = {}
 
@@ -131,18 +159,63 @@ class BatchFusion:
         """From a ``signals`` stage output (``{"qids", "text", "vec"}``)."""
         return cls(sig["qids"], sig["text"], sig["vec"])
 
-    def _flat_raw(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Each list's raw scores flat, with the offsets of its queries (built once: every
-        normalisation reads them)."""
-        if self._flat is None:
-            self._flat = []
-            for raw in self._raw:
-                offsets = np.zeros(len(raw) + 1, dtype=np.int64)
-                np.cumsum([len(scores) for scores in raw], out=offsets[1:])
-                flat = np.fromiter(chain.from_iterable(raw), dtype=np.float64,
-                                   count=int(offsets[-1]))
-                self._flat.append((flat, offsets))
-        return self._flat
+    def to_arrays(self) -> dict[str, np.ndarray] | None:
+        """The index as named arrays (query and document ids as UTF-8 with offsets, each
+        position's document as a code into the sorted distinct ids), which
+        :meth:`from_arrays` turns back into an equal index in milliseconds, where building it
+        from a signals output reads every hit in Python; None when an id is not a string."""
+        docs = self.docs.tolist()
+        if not all(isinstance(q, str) for q in self.qids) or \
+                not all(isinstance(d, str) for d in docs):
+            return None
+        vocab = sorted(set(docs))
+        code = {d: i for i, d in enumerate(vocab)}
+        qid_blob, qid_off = _utf8(self.qids)
+        doc_blob, doc_off = _utf8(vocab)
+        (raw_t, off_t), (raw_v, off_v) = self._flat
+        return {"qid_blob": qid_blob, "qid_off": qid_off, "doc_blob": doc_blob,
+                "doc_off": doc_off,
+                "doc_code": np.fromiter((code[d] for d in docs), dtype=np.int64,
+                                        count=len(docs)),
+                "counts": self.counts, "rank_t": self.rank_t, "rank_v": self.rank_v,
+                "raw_t": raw_t, "off_t": off_t, "raw_v": raw_v, "off_v": off_v,
+                "pos_t": self._flat_pos[0], "pos_v": self._flat_pos[1]}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> BatchFusion:
+        """The index :meth:`to_arrays` wrote (``ValueError`` when the arrays do not fit
+        together)."""
+        a = {k: np.asarray(v) for k, v in arrays.items()}
+        self = cls.__new__(cls)
+        self.qids = _from_utf8(a["qid_blob"], a["qid_off"])
+        vocab = np.empty(len(a["doc_off"]) - 1, dtype=object)
+        vocab[:] = _from_utf8(a["doc_blob"], a["doc_off"])
+        codes, counts = a["doc_code"].astype(np.int64), a["counts"].astype(np.int64)
+        n = len(codes)
+        flat = ((a["raw_t"], a["off_t"]), (a["raw_v"], a["off_v"]))
+        if (len(counts) != len(self.qids) or int(counts.sum()) != n
+                or len(a["rank_t"]) != n or len(a["rank_v"]) != n
+                or any(len(off) != len(self.qids) + 1 or int(off[-1]) != len(raw)
+                       for raw, off in flat)
+                or len(a["pos_t"]) != len(a["raw_t"]) or len(a["pos_v"]) != len(a["raw_v"])
+                or (n and (codes.min() < 0 or codes.max() >= len(vocab)))
+                or any(len(p) and (p.min() < 0 or p.max() >= n)
+                       for p in (a["pos_t"], a["pos_v"]))):
+            raise ValueError("the arrays of a fusion index do not fit together")
+        self._set(vocab[codes] if n else np.empty(0, dtype=object),
+                  np.ascontiguousarray(a["rank_t"], dtype=np.float64),
+                  np.ascontiguousarray(a["rank_v"], dtype=np.float64), counts,
+                  tuple((np.ascontiguousarray(raw, dtype=np.float64),
+                         np.ascontiguousarray(off, dtype=np.int64)) for raw, off in flat),
+                  (np.ascontiguousarray(a["pos_t"], dtype=np.int64),
+                   np.ascontiguousarray(a["pos_v"], dtype=np.int64)))
+        return self
+
+    def _raw(self, li: int) -> list[list[float]]:
+        """List ``li``'s raw scores (0: full text, 1: vector) per query, as Python floats
+        (for a normaliser with no compiled form)."""
+        flat, offsets = self._flat[li]
+        return [flat[offsets[i]:offsets[i + 1]].tolist() for i in range(len(offsets) - 1)]
 
     def _normalised(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Per flat position: normalised text and vector scores (0 where absent), and per
@@ -150,8 +223,8 @@ class BatchFusion:
         if name not in self._norm:
             norm = get_normalizer(name)
             out = []
-            for raw, flat_pos, (flat_raw, offsets) in zip(self._raw, self._flat_pos,
-                                                          self._flat_raw(), strict=True):
+            for li, (flat_pos, (flat_raw, offsets)) in enumerate(zip(
+                    self._flat_pos, self._flat, strict=True)):
                 if norm is minmax:  # compiled, step for step the same arithmetic
                     normed, mins = _kernels().minmax_lists(flat_raw, offsets)
                 elif (norm is zscore or norm is sigmoid) and bool(
@@ -159,7 +232,7 @@ class BatchFusion:
                     normed, mins = _kernels().zscore_lists(flat_raw, offsets, norm is sigmoid,
                                                            2.0)
                 else:
-                    normed, mins = _python_lists(norm, raw)
+                    normed, mins = _python_lists(norm, self._raw(li))
                 values = np.zeros(self.n, dtype=np.float64)
                 values[flat_pos] = normed
                 out += [values, mins]

@@ -1,10 +1,12 @@
 """Batch fusion (every query of a split at once) gives the same bytes as the HybridScorer
 (the reference)."""
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aiblox.contracts.retrieval import ScoringConfig
+from aiblox.engine.cache import decode_arrays, encode_arrays
 from aiblox.fusion import BatchFusion, HybridScorer
 from aiblox.hashing import canonical_json
 
@@ -58,6 +60,27 @@ def test_same_bytes_as_hybrid_scorer(pairs, cfg, top_k):
     again = index.encode(fast)
     for a, b in zip(arrays, again, strict=True):
         assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    # the index kept as arrays (a sweep's <signals key>.index file) and read back fuses the
+    # same bytes, query and document ids included
+    stored = BatchFusion.from_arrays(decode_arrays(encode_arrays(index.to_arrays())))
+    assert stored.qids == index.qids and stored.docs.tolist() == index.docs.tolist()
+    assert canonical_json(stored.fuse(cfg, top_k)) == canonical_json(fast)
+    for a, b in zip(arrays, stored.fuse_arrays(cfg, top_k), strict=True):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def test_an_index_kept_as_arrays_refuses_arrays_that_do_not_fit():
+    index = BatchFusion(["q1", "q2"], [[["b", 2.0], ["a", 1.0]], []], [[["c", 0.5]], [["a", 0.1]]])
+    arrays = index.to_arrays()
+    assert index.docs.tolist() == ["a", "b", "c", "a"]
+    assert BatchFusion.from_arrays(arrays).fuse(ScoringConfig(), None) == \
+        index.fuse(ScoringConfig(), None)
+    for name, bad in (("counts", arrays["counts"][:1]), ("pos_t", arrays["pos_t"] + 10),
+                      ("doc_code", arrays["doc_code"] + 3), ("off_v", arrays["off_v"][:-1])):
+        with pytest.raises(ValueError, match="do not fit together"):
+            BatchFusion.from_arrays({**arrays, name: bad})
+    # ids that are not strings are not kept as arrays (built from the signals each time)
+    assert BatchFusion(["q1"], [[[7, 1.0]]], [[]]).to_arrays() is None
 
 
 def test_by_hand_rrf_and_linear():

@@ -71,7 +71,9 @@ def test_usage_counts_what_is_on_disk(swept):
     for stage, n in result.computed.items():
         assert rows[stage].kind == "stage" and rows[stage].entries == n
         assert rows[stage].size == sum(_files(root / stage).values())
-    assert rows["doc_tables"].kind == "derived" and rows["doc_tables"].entries == 4
+    # per signals entry (two depths, two splits): its document table and its fusion index
+    assert rows["doc_tables"].kind == "derived" and rows["doc_tables"].entries == 8
+    assert sorted({p.suffix for p in (root / "doc_tables").iterdir()}) == [".index", ".txt"]
     assert list(rows)[:3] == sorted(result.computed)  # stage folders first, by name
 
 

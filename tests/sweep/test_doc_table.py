@@ -5,7 +5,9 @@ recorded, not stored, so its TREC file computes it again from the signals."""
 
 from __future__ import annotations
 
-from aiblox.engine.cache import StageCache
+import pytest
+
+from aiblox.engine.cache import StageCache, StageCacheCorrupt
 from aiblox.engine.outputs import StageReader, load_fused_run
 from aiblox.engine.tracking import trec_run
 from aiblox.sweep import run_sweep
@@ -67,3 +69,34 @@ def test_a_stale_or_damaged_table_is_rebuilt(tmp_path, sample_dataset, sweep_db,
                                    b"0" * 64, 1))
     assert StageReader(cache).fused_trec(skey, fkey, "t") == want
     assert table.read_bytes() == good
+
+
+def test_the_fusion_index_is_kept_and_read_back_without_the_signals(
+        tmp_path, sample_dataset, sweep_db, small_spec, sample_spec):
+    """A split's fusion index is kept as arrays beside its document table
+    (``doc_tables/<signals key>.index``): a later reader (a later sweep over the same signals)
+    reads it back instead of the signals' JSON, checked like the table; one damaged or of
+    other signals is rebuilt from the signals; after :meth:`StageReader.forget` (a damaged
+    entry found late) the index is built from a fresh read of the signals."""
+    skey, fkey = _point_keys(tmp_path, sample_dataset, sweep_db, small_spec, sample_spec,
+                             mode="hybrid")
+    cache = StageCache(tmp_path / "c")
+    kept = tmp_path / "c" / "doc_tables" / f"{skey}.index"
+    good = kept.read_bytes()  # written by the sweep
+    want = load_fused_run(cache, skey, fkey)
+    signals = tmp_path / "c" / "signals" / f"{skey}.json.gz"
+    sig_bytes = signals.read_bytes()
+    signals.unlink()  # not read: the run is computed from the kept index
+    reader = StageReader(cache)
+    assert reader.fused_run(skey, fkey) == want
+    assert reader.index(skey).qids == [q for q, _ in sample_dataset.split_queries("test")]
+    signals.write_bytes(sig_bytes)
+    for bad in (good[:-1] + bytes([good[-1] ^ 1]),  # a flipped bit in the arrays
+                good.replace(cache.meta("signals", skey)["output_hash"].encode(), b"0" * 64, 1)):
+        kept.write_bytes(bad)
+        assert StageReader(cache).fused_run(skey, fkey) == want
+        assert kept.read_bytes() == good  # rebuilt from the signals, written again
+    reader.forget(skey)
+    signals.write_bytes(sig_bytes[:-8])  # damaged signals: read now, not the kept index
+    with pytest.raises(StageCacheCorrupt):
+        reader.index(skey)
