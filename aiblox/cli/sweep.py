@@ -210,11 +210,11 @@ def sweep(
                  if result.repaired else ""))
     if result.computed and "://" not in cache_dir:  # the cache grew: say how big it is now
         from aiblox.engine.cache import StageCache
-        from aiblox.engine.housekeeping import cache_entries
+        from aiblox.engine.housekeeping import cache_usage
 
-        entries = cache_entries(StageCache(cache_dir))
-        console.print(f"stage cache {cache_dir}: {len(entries)} entries, "
-                      f"{size_text(sum(e.size for e in entries))} (aiblox cache list, aiblox "
+        rows = [r for r in cache_usage(StageCache(cache_dir)) if r.kind == "stage"]
+        console.print(f"stage cache {cache_dir}: {sum(r.entries for r in rows)} entries, "
+                      f"{size_text(sum(r.size for r in rows))} (aiblox cache list, aiblox "
                       f"cache prune)", soft_wrap=True)
     if result.tracking:
         t = result.tracking

@@ -11,7 +11,11 @@ header-and-raw-bytes encoding, which costs a few milliseconds where JSON of the 
 a quarter of a second.
 
 The meta file is written last (atomically), so it marks a complete entry: a sweep killed
-mid-write leaves no meta and the stage is simply recomputed. The cache counts, per stage, how
+mid-write leaves no meta and the stage is simply recomputed. A batch of entries
+(:meth:`StageCache.batched`: a sweep's points) is written as packs instead, one file per stage
+now and then, each holding many entries' metas and outputs byte for byte
+(:mod:`aiblox.engine.cache_packs`): a killed sweep loses the entries not yet packed, computed
+again on the next run. The cache counts, per stage, how
 many outputs it computed and how many it reused, which is how tests prove a re-run recomputes
 nothing.
 
@@ -41,16 +45,15 @@ import contextlib
 import gzip
 import json
 import os
-import re
 import threading
+import time
 import warnings
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
-import numpy as np
-
+from aiblox.engine.cache_bytes import decode_arrays, encode_arrays, meta_bytes, meta_sum_ok
 from aiblox.engine.cache_files import (
     FileInfo,
     Files,
@@ -59,6 +62,7 @@ from aiblox.engine.cache_files import (
     StageCacheError,
     local_cache_root,
 )
+from aiblox.engine.cache_packs import PackEntry, Packs
 from aiblox.engine.task import StageRecord, Task, stage_key
 from aiblox.hashing import canonical_plain_json, sha256_bytes
 
@@ -74,55 +78,21 @@ __all__ = [
     "local_cache_root",
 ]
 
-_ARRAYS_MAGIC = b"aiblox-arrays/1\n"
-_META_SUM = re.compile(rb'"meta_sha256":"([0-9a-f]{64})",')
-"""A meta's checksum field, as its canonical JSON writes it (``meta_sha256`` sorts between
-``key`` and ``name``, so a comma always follows it)."""
+class _Pending(NamedTuple):
+    """An entry stored in a batch, not yet packed: its meta's and its output's bytes."""
+
+    meta: bytes
+    out: bytes
 
 
-def _meta_bytes(meta: dict[str, Any]) -> bytes:
-    """A meta's file: its canonical JSON with ``meta_sha256``, the sha256 of that JSON without
-    the field, so that a meta damaged into other JSON (a flipped hex digit of an input key or an
-    output hash) is caught when read, not passed on into a point's manifest."""
-    plain = canonical_plain_json(meta).encode("utf-8")
-    return canonical_plain_json({**meta, "meta_sha256": sha256_bytes(plain)}).encode("utf-8")
+_FILE = "file"
+"""Where an entry lies: its own two files (else a :class:`_Pending` or a
+:class:`~aiblox.engine.cache_packs.PackEntry`)."""
 
-
-def _meta_sum_ok(data: bytes) -> bool:
-    """Whether a meta file's checksum matches the rest of its bytes (True for a meta written
-    before metas carried one)."""
-    found = _META_SUM.search(data)
-    if found is None:
-        return b'"meta_sha256"' not in data
-    rest = data[:found.start()] + data[found.end():]
-    return sha256_bytes(rest) == found.group(1).decode("ascii")
-
-
-def encode_arrays(arrays: dict[str, np.ndarray]) -> bytes:
-    """Canonical bytes of named arrays: a magic line, one canonical-JSON header line (names in
-    sorted order with dtype and shape), then each array's raw little-endian C-order bytes."""
-    names = sorted(arrays)
-    arrs = [np.ascontiguousarray(arrays[n]) for n in names]
-    arrs = [a.astype(a.dtype.newbyteorder("<")) if a.dtype.byteorder == ">" else a for a in arrs]
-    header = canonical_plain_json([[n, a.dtype.newbyteorder("<").str, list(a.shape)]
-                                   for n, a in zip(names, arrs, strict=True)])
-    return b"".join([_ARRAYS_MAGIC, header.encode("utf-8"), b"\n", *(a.tobytes() for a in arrs)])
-
-
-def decode_arrays(data: bytes) -> dict[str, np.ndarray]:
-    """Inverse of :func:`encode_arrays` (read-only views into ``data``)."""
-    if not data.startswith(_ARRAYS_MAGIC):
-        raise ValueError("not an aiblox arrays blob (bad magic line)")
-    end = data.index(b"\n", len(_ARRAYS_MAGIC))
-    header = json.loads(data[len(_ARRAYS_MAGIC):end])
-    out: dict[str, np.ndarray] = {}
-    at = end + 1
-    for name, dtype, shape in header:
-        dt = np.dtype(dtype)
-        n = int(np.prod(shape)) if shape else 1
-        out[name] = np.frombuffer(data, dtype=dt, count=n, offset=at).reshape(shape)
-        at += n * dt.itemsize
-    return out
+_FLUSH_ENTRIES = 2048
+_FLUSH_BYTES = 64 << 20
+_FLUSH_S = 30.0
+"""A batch writes its packs when it holds this many entries, bytes, or seconds of work."""
 
 
 def _encoded(output: Any, codec: str) -> tuple[bytes, str]:
@@ -204,6 +174,38 @@ class StageCache:
         self.repaired: dict[str, int] = {}
         """Per stage name: damaged entries found, removed and computed again."""
         self._lock = threading.Lock()
+        self._packs = Packs(self._files)
+        self._pending: dict[str, dict[str, _Pending]] | None = None
+        """Entries stored in a batch and not yet packed, per stage (None: no batch)."""
+        self._pending_size = 0
+        self._pending_since = 0.0
+
+    @contextlib.contextmanager
+    def batched(self) -> Iterator[None]:
+        """Entries stored inside are written as packs (a few files per stage, see the module
+        doc), when the batch ends and every few thousand entries or 30 seconds; until then
+        they are read from memory. Nested batches are one."""
+        if self._pending is not None:
+            yield
+            return
+        self._pending, self._pending_size = {}, 0
+        try:
+            yield
+        finally:
+            try:
+                self.flush()
+            finally:
+                self._pending = None
+
+    def flush(self) -> None:
+        """Write the batch's entries stored so far as packs (one per stage)."""
+        with self._lock:
+            pending, self._pending_size = self._pending, 0
+            if not pending:
+                return
+            self._pending = {}
+        for name in sorted(pending):
+            self._packs.add(name, [(k, e.meta, e.out) for k, e in pending[name].items()])
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as its URI (a worker opens the same cache; the counters start at zero)."""
@@ -236,21 +238,44 @@ class StageCache:
         out = f"{key}.bin" if codec == "arrays" else f"{key}.json.gz"
         return self._files.path(name, out), self._files.path(name, f"{key}.meta.json")
 
+    def _locate(self, name: str, key: str) -> _Pending | PackEntry | str | None:
+        """Where an entry lies: in this batch, in its own files (:data:`_FILE`, its meta there),
+        in a pack; None when nowhere."""
+        if self._pending is not None:
+            got = self._pending.get(name, {}).get(key)
+            if got is not None:
+                return got
+        if self._files.exists(self._paths(name, key)[1]):
+            return _FILE
+        return self._packs.find(name, key)
+
     def has(self, name: str, key: str) -> bool:
         """True when an entry's meta exists (its output is checked when read)."""
-        return self._files.exists(self._paths(name, key)[1])
+        return self._locate(name, key) is not None
 
     def meta(self, name: str, key: str) -> dict[str, Any]:
         """The small meta record of an entry (no output); :class:`StageCacheCorrupt` when it
         does not parse or does not describe this entry."""
-        path = self._paths(name, key)[1]
+        return self._meta(name, key)[0]
+
+    def _meta(self, name: str, key: str) -> tuple[dict[str, Any], Any]:
+        """:meth:`meta`, and where the entry lies (:meth:`_locate`)."""
+        loc = self._locate(name, key)
+        path = self._where(name, key, loc)
         try:
-            data = self._files.read(path)
+            if loc is None:
+                raise FileNotFoundError(path)
+            if isinstance(loc, _Pending):
+                data = loc.meta
+            elif isinstance(loc, PackEntry):
+                data = self._packs.read(name, loc, output=False)
+            else:
+                data = self._files.read(path)
             m = json.loads(data.decode("utf-8"))
             if not isinstance(m, dict) or m.get("key") != key or m.get("name") != name \
                     or not isinstance(m.get("output_hash"), str):
                 raise ValueError("not this entry's meta record")
-            if not _meta_sum_ok(data):
+            if not meta_sum_ok(data):
                 raise ValueError("its bytes do not match the checksum written with them")
             m.pop("meta_sha256", None)
         except FileNotFoundError:
@@ -258,7 +283,14 @@ class StageCache:
         except (OSError, ValueError) as exc:
             self.remove(name, key)
             raise StageCacheCorrupt(name, key, path, f"unreadable meta ({exc})") from None
-        return m
+        return m, loc
+
+    def _where(self, name: str, key: str, loc: Any, output: str | None = None) -> Any:
+        """The path an entry's meta (or, with its codec, its output) is named by in messages:
+        its own file's, or its pack's."""
+        if isinstance(loc, PackEntry):
+            return self._files.path(f"{name}/packs", loc.pack)
+        return self._paths(name, key, output or "json")[0 if output else 1]
 
     def record(self, name: str, key: str) -> StageRecord:
         """The :class:`StageRecord` of a complete entry."""
@@ -268,29 +300,73 @@ class StageCache:
 
     def remove(self, name: str, key: str) -> None:
         """Remove an entry, meta first (from then on it no longer exists: a reader computes it
-        again), then its output; nothing when it is absent."""
-        meta_path = self._paths(name, key)[1]
-        for path in (meta_path, *(self._paths(name, key, c)[0] for c in ("json", "arrays"))):
-            try:
-                self._files.unlink(path)
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                raise StageCacheError(f"cannot remove the damaged entry {path}: "
-                                      f"{exc.strerror or exc}") from exc
+        again), then its output, and from any pack holding it; nothing when it is absent."""
+        self.remove_many(name, [key])
 
-    def _raw(self, name: str, key: str, meta: dict[str, Any] | None = None
+    def remove_many(self, name: str, keys: Iterable[str]) -> None:
+        """:meth:`remove` of several entries of one stage (each pack holding some written
+        again once)."""
+        keys = set(keys)
+        if self._pending is not None:
+            with self._lock:
+                for key in keys:
+                    self._pending.get(name, {}).pop(key, None)
+        for key in sorted(keys):
+            meta_path = self._paths(name, key)[1]
+            for path in (meta_path, *(self._paths(name, key, c)[0] for c in ("json", "arrays"))):
+                try:
+                    self._files.unlink(path)
+                except FileNotFoundError:
+                    pass
+                except OSError as exc:
+                    raise StageCacheError(f"cannot remove the damaged entry {path}: "
+                                          f"{exc.strerror or exc}") from exc
+        try:
+            self._packs.drop(name, keys)
+        except OSError as exc:
+            raise StageCacheError(f"cannot remove entries of {name} from its packs: "
+                                  f"{exc.strerror or exc}") from exc
+
+    def packed(self, name: str) -> dict[str, tuple[int, float | None]]:
+        """The entries of a stage's packs: key -> (its bytes, when its pack was written)."""
+        return self._packs.entries(name)
+
+    def pack_overhead(self, name: str, emptied: Iterable[str] | None = None) -> int:
+        """The bytes of a stage's packs that are no entry's (with ``emptied``: of the packs
+        removing those keys empties)."""
+        return self._packs.overhead(name, None if emptied is None else set(emptied))
+
+    def bad_packs(self, name: str) -> set[str]:
+        """The packs of a stage whose index does not parse (leftovers, for ``cache prune``)."""
+        return self._packs.bad(name)
+
+    def pack_files(self, name: str) -> list[FileInfo]:
+        """The files of a stage's packs folder (packs, and leftovers of interrupted writes)."""
+        return sorted(self._packs.listing(name))
+
+    def _raw(self, name: str, key: str, meta: dict[str, Any] | None = None, loc: Any = None
              ) -> tuple[dict[str, Any], bytes]:
         """An entry's meta (``meta`` when the caller read it) and its stored bytes
         (decompressed), checked against the recorded output hash; a damaged entry is removed
         and :class:`StageCacheCorrupt` raised."""
-        m = meta if meta is not None else self.meta(name, key)
+        if meta is None:
+            meta, loc = self._meta(name, key)
+        elif loc is None:
+            loc = self._locate(name, key)
+        m = meta
         if m.get("stored") is False:
             raise StageOutputNotStored(name, key)
         codec = m.get("codec", "json")
-        path = self._paths(name, key, codec)[0]
+        path = self._where(name, key, loc, codec)
         try:
-            data = self._files.read(path)
+            if isinstance(loc, _Pending):
+                data = loc.out
+            elif isinstance(loc, PackEntry):
+                data = self._packs.read(name, loc, output=True)
+            elif loc is None:
+                raise FileNotFoundError(path)
+            else:
+                data = self._files.read(path)
             if codec != "arrays":
                 data = gzip.decompress(data)
         except FileNotFoundError:
@@ -344,10 +420,10 @@ class StageCache:
               ) -> tuple[dict[str, Any], Any]:
         """An entry's meta and output; a recorded entry's output computed again with
         ``compute`` and checked (:class:`StageOutputNotStored` without one)."""
-        m = self.meta(name, key)
+        m, loc = self._meta(name, key)
         if compute is not None and m.get("stored") is False:
             return m, self.recomputed(name, key, compute(), m)
-        m, data = self._raw(name, key, m)
+        m, data = self._raw(name, key, m, loc)
         if m.get("codec") != "arrays":
             return m, json.loads(data)
         try:
@@ -362,16 +438,20 @@ class StageCache:
         size recorded (entries written before sizes were recorded: the file exists). A
         damaged entry is removed (False)."""
         try:
-            m = self.meta(name, key)
+            m, loc = self._meta(name, key)
         except StageCacheCorrupt:
             return False
         if m.get("stored") is False:
             return True
-        path = self._paths(name, key, m.get("codec", "json"))[0]
-        try:
-            size = self._files.size(path)
-        except OSError:
-            size = -1
+        if isinstance(loc, _Pending):
+            size = len(loc.out)
+        elif isinstance(loc, PackEntry):
+            size = loc.out_len
+        else:
+            try:
+                size = self._files.size(self._paths(name, key, m.get("codec", "json"))[0])
+            except OSError:
+                size = -1
         if size < 0 or ("size" in m and size != m["size"]):
             self.remove(name, key)
             return False
@@ -388,17 +468,39 @@ class StageCache:
         encoded, output_hash = _encoded(output, codec)
         rec = StageRecord(name, str(version), key, tuple(inputs), output_hash)
         meta: dict[str, Any] = {**rec.as_dict(), "config": config}
+        data = b""
         if stored:
             data = encoded if codec == "arrays" else gzip.compress(encoded, compresslevel=1,
                                                                    mtime=0)
-            self._files.write(out_path, data)
             meta["size"] = len(data)
         else:
             meta["stored"] = False
         if codec != "json":
             meta["codec"] = codec
-        self._files.write(meta_path, _meta_bytes(meta))
+        if self._pending is not None and self._hold(name, key, _Pending(meta_bytes(meta), data)):
+            return rec  # a batch: packed later
+        if stored:
+            self._files.write(out_path, data)
+        self._files.write(meta_path, meta_bytes(meta))
         return rec
+
+    def _hold(self, name: str, key: str, entry: _Pending) -> bool:
+        """Keep an entry in the batch (written as packs when it grows or ages); False when
+        the batch has ended (the caller writes its files)."""
+        with self._lock:
+            pending = self._pending
+            if pending is None:
+                return False
+            if not self._pending_size and not any(pending.values()):
+                self._pending_since = time.monotonic()
+            pending.setdefault(name, {})[key] = entry
+            self._pending_size += len(entry.meta) + len(entry.out)
+            full = (sum(len(v) for v in pending.values()) >= _FLUSH_ENTRIES
+                    or self._pending_size >= _FLUSH_BYTES
+                    or time.monotonic() - self._pending_since >= _FLUSH_S)
+        if full:
+            self.flush()
+        return True
 
     def run(self, name: str, version: str | int, config: Any, inputs: Sequence[str],
             compute: Callable[[], Any], load: bool = True,

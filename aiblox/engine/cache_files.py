@@ -80,10 +80,13 @@ class Files(Protocol):
 
     def path(self, name: str, file: str) -> Any: ...
     def read(self, path: Any) -> bytes: ...
+    def read_range(self, path: Any, start: int, end: int) -> bytes: ...
     def write(self, path: Any, data: bytes) -> None: ...
     def exists(self, path: Any) -> bool: ...
     def size(self, path: Any) -> int: ...
     def unlink(self, path: Any) -> None: ...
+    def remove_folder(self, folder: str) -> None: ...
+    def set_time(self, path: Any, when: float) -> None: ...
     def listing(self, folder: str) -> list[FileInfo]: ...
 
 
@@ -128,6 +131,11 @@ class LocalFiles:
         with open(path, "rb") as f:
             return f.read()
 
+    def read_range(self, path: str, start: int, end: int) -> bytes:
+        with open(path, "rb") as f:
+            f.seek(start)
+            return f.read(end - start)
+
     def write(self, path: str, data: bytes) -> None:
         atomic_write(path, data)
 
@@ -139,6 +147,16 @@ class LocalFiles:
 
     def unlink(self, path: str) -> None:
         os.unlink(path)
+
+    def remove_folder(self, folder: str) -> None:
+        """Remove an empty folder (nothing when it is absent or not empty)."""
+        with contextlib.suppress(OSError):
+            os.rmdir(self.root / folder)
+
+    def set_time(self, path: str, when: float) -> None:
+        """Set a file's modification time (a pack written again keeps its entries' age)."""
+        with contextlib.suppress(OSError):
+            os.utime(path, (when, when))
 
     def listing(self, folder: str) -> list[FileInfo]:
         try:
@@ -175,6 +193,9 @@ class FsspecFiles:
     def read(self, path: str) -> bytes:
         return bytes(self.fs.cat_file(path))
 
+    def read_range(self, path: str, start: int, end: int) -> bytes:
+        return bytes(self.fs.cat_file(path, start=start, end=end))
+
     def write(self, path: str, data: bytes) -> None:
         folder = path.rsplit("/", 1)[0]
         try:
@@ -207,6 +228,15 @@ class FsspecFiles:
 
     def unlink(self, path: str) -> None:
         self.fs.rm_file(path)
+
+    def remove_folder(self, folder: str) -> None:
+        """Remove an empty folder where the filesystem has folders (nothing otherwise)."""
+        if not self.direct:
+            with contextlib.suppress(OSError, NotImplementedError):
+                self.fs.rmdir(self.path("", folder))
+
+    def set_time(self, path: str, when: float) -> None:
+        """Nothing: an object store sets a file's time when it is written."""
 
     def listing(self, folder: str) -> list[FileInfo]:
         try:

@@ -1,7 +1,8 @@
 """What a stage cache holds, and keeping it in bounds (``aiblox cache list|prune|verify``).
 
 A cache root (:class:`~aiblox.engine.cache.StageCache`) holds one folder per stage, each entry
-two files (``<key>.meta.json`` and its output), and folders of files kept beside the entries:
+two files (``<key>.meta.json`` and its output) or one of many in a pack (``packs/*.pack``, a
+sweep's points: :mod:`aiblox.engine.cache_packs`), and folders of files kept beside the entries:
 ``doc_tables`` (derived from signals entries: each one's document table, ``<key>.txt``, and
 fusion index, ``<key>.index``; removed with it), ``studies``
 (search studies) and ``models`` (fine-tuned models), which pruning never touches.
@@ -29,6 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from aiblox.engine.cache import FileInfo, StageCache, StageCacheCorrupt
+from aiblox.engine.cache_packs import PACKS
 from aiblox.progress import progress_bar
 
 __all__ = ["CacheEntry", "FolderUsage", "PruneResult", "VerifyResult", "cache_entries",
@@ -98,8 +100,11 @@ class _Folder:
     leftovers: list[Leftover] = field(default_factory=list)
 
 
-def _stage_folder(stage: str, files: list[FileInfo]) -> _Folder:
-    """A stage folder's complete entries and leftovers, from its listing."""
+def _stage_folder(stage: str, files: list[FileInfo], cache: StageCache | None = None
+                  ) -> _Folder:
+    """A stage folder's complete entries and leftovers, from its listing (and, with the
+    ``cache``, its packs: their entries, and as leftovers the temporary files of interrupted
+    pack writes and the packs whose index does not parse)."""
     metas: dict[str, tuple[int, float | None]] = {}
     outputs: dict[str, list[tuple[str, int, float | None]]] = defaultdict(list)
     out = _Folder()
@@ -119,6 +124,14 @@ def _stage_folder(stage: str, files: list[FileInfo]) -> _Folder:
     for key, files_ in outputs.items():
         if key not in metas:
             out.leftovers += [Leftover(stage, n, s, w) for n, s, w in files_]
+    if cache is not None and any(n == PACKS and size < 0 for n, size, _ in files):
+        for key, (size, written) in cache.packed(stage).items():
+            if key not in metas:
+                out.entries.append(CacheEntry(stage, key, size, written))
+        bad = cache.bad_packs(stage)
+        out.leftovers += [Leftover(stage, f"{PACKS}/{n}", size, written)
+                          for n, size, written in cache.pack_files(stage)
+                          if size >= 0 and (_TEMP_FILE.match(n) or n in bad)]
     out.entries.sort(key=lambda e: e.key)
     out.leftovers.sort(key=lambda x: x.file)
     return out
@@ -128,7 +141,8 @@ def _is_stage_folder(name: str, files: list[FileInfo]) -> bool:
     """A folder of entries: not one of the named others, and holding entry files (a stray
     file of another kind beside them is ignored, never removed) or nothing at all."""
     return name not in (DOC_TABLES, *KEPT) and (
-        not files or any(size >= 0 and _ENTRY_FILE.match(n) for n, size, _ in files))
+        not files or any((size >= 0 and _ENTRY_FILE.match(n)) or (size < 0 and n == PACKS)
+                         for n, size, _ in files))
 
 
 def _scan(cache: StageCache, root: list[FileInfo] | None = None) -> dict[str, _Folder]:
@@ -136,7 +150,7 @@ def _scan(cache: StageCache, root: list[FileInfo] | None = None) -> dict[str, _F
     caller has it already)."""
     root = cache.listing() if root is None else root
     folders = {name: cache.listing(name) for name, size, _ in root if size < 0}
-    return {name: _stage_folder(name, folders[name]) for name in sorted(folders)
+    return {name: _stage_folder(name, folders[name], cache) for name in sorted(folders)
             if _is_stage_folder(name, folders[name])}
 
 
@@ -170,6 +184,7 @@ def cache_usage(cache: StageCache) -> list[FolderUsage]:
         row = FolderUsage(name, "stage")
         for e in folder.entries:
             row.add(e.size, e.written)
+        row.size += cache.pack_overhead(name)  # so that a folder's size is what its files hold
         row.leftovers = len(folder.leftovers)
         row.leftover_size = sum(x.size for x in folder.leftovers)
         rows.append(row)
@@ -210,12 +225,14 @@ class PruneResult:
     dry_run: bool
     others: list[CacheEntry] = field(default_factory=list)
     """The entries of the stages not pruned (not named in ``stages``): all stay."""
+    pack_size: int = 0
+    """Bytes of packs emptied that were no entry's."""
 
     @property
     def freed(self) -> int:
-        """Bytes removed (entries, leftovers and document tables)."""
+        """Bytes removed (entries, leftovers, document tables and emptied packs)."""
         return (sum(e.size for e in self.removed) + sum(x.size for x in self.leftovers)
-                + self.doc_table_size)
+                + self.doc_table_size + self.pack_size)
 
 
 def prune_cache(cache: StageCache, *, stages: Sequence[str] | None = None,
@@ -228,9 +245,11 @@ def prune_cache(cache: StageCache, *, stages: Sequence[str] | None = None,
     from: naming stages, the caller chose them). Else entries go oldest first, and never one
     that a remaining entry was computed from (a signals entry stays while a fusion entry made from
     it stays): first every entry written more than ``older_than`` seconds ago, then, while the
-    entries of those stages pass ``max_size`` bytes, the oldest left. So a pruned cache never
-    holds an output whose inputs are gone, and the retrieval that every fusion point reuses
-    goes last. Leftovers of interrupted writes in those folders older than
+    entries of those stages pass ``max_size`` bytes, the oldest left. An entry is as old as the
+    newest entry computed from it (its last use: entries packed together share one time, and
+    a sweep's retrieval is older than its points). So a pruned cache never holds an output
+    whose inputs are gone, and the retrieval that every fusion point reuses goes last.
+    Leftovers of interrupted writes in those folders older than
     :data:`LEFTOVER_AGE_S` go too, and the document tables whose signals entry no longer
     exists. ``dry_run``: remove nothing, report what would go.
 
@@ -263,11 +282,15 @@ def prune_cache(cache: StageCache, *, stages: Sequence[str] | None = None,
     tables = [(name, size) for name, size, _ in cache.listing(DOC_TABLES)
               if size >= 0 and name.split(".", 1)[0] not in signals_left]
     others = [e for name in sorted(set(scanned) - scope) for e in scanned[name].entries]
+    by_stage: dict[str, list[str]] = defaultdict(list)
+    for e in removed:
+        by_stage[e.stage].append(e.key)
     result = PruneResult(removed, kept, leftovers, [name for name, _ in tables],
-                         sum(size for _, size in tables), dry_run, others)
+                         sum(size for _, size in tables), dry_run, others,
+                         sum(cache.pack_overhead(s, keys) for s, keys in by_stage.items()))
     if not dry_run:
-        for e in removed:
-            cache.remove(e.stage, e.key)
+        for stage, keys in by_stage.items():  # a pack holding several written again once
+            cache.remove_many(stage, keys)
         for x in leftovers:
             cache.remove_file(x.stage, x.file)
         for name, _ in tables:
@@ -290,12 +313,22 @@ def _leaves_first(cache: StageCache, scanned: dict[str, _Folder], scope: set[str
         except StageCacheCorrupt:  # removed as damaged: nothing depends on it any more
             inputs[e.key] = []
     users = dict.fromkeys(everyone, 0)
-    for keys in inputs.values():
+    made_from: dict[str, list[str]] = defaultdict(list)
+    for key, keys in inputs.items():
         for k in keys:
             users[k] += 1
+            made_from[k].append(key)
+    last_use: dict[str, float] = {}
+
+    def used(key: str) -> float:
+        """When ``key`` or the newest entry computed from it (through any chain) was written."""
+        if key not in last_use:
+            last_use[key] = everyone[key].written or 0.0  # a cycle (none in a cache) stops here
+            last_use[key] = max([last_use[key], *(used(k) for k in made_from[key])])
+        return last_use[key]
 
     def order(e: CacheEntry) -> tuple[float, str, str]:
-        return (e.written or 0.0, e.stage, e.key)
+        return (used(e.key), e.stage, e.key)
 
     heap = [(order(e), e.key) for e in everyone.values() if e.stage in scope and not users[e.key]]
     heapq.heapify(heap)
@@ -304,7 +337,7 @@ def _leaves_first(cache: StageCache, scanned: dict[str, _Folder], scope: set[str
     while heap:
         _, key = heapq.heappop(heap)
         e = everyone[key]
-        too_old = older_than is not None and now - (e.written or now) > older_than
+        too_old = older_than is not None and now - (used(key) or now) > older_than
         too_big = max_size is not None and total > max_size
         if not (too_old or too_big):
             break  # the leaves left are newer still, and nothing more frees up below them

@@ -29,6 +29,7 @@ damaged cache entry is computed again wherever it is found, even after its point
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import time
@@ -322,7 +323,10 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
 
     n_grid = len(grid)
     try:
-        with paused_gc(), compiled_threads(jobs):
+        # the points' entries written as packs (a few files, not several per point): here
+        # only, where this process writes them all (Ray's workers write their own)
+        batch = cache.batched() if remote is None else contextlib.nullcontext()
+        with paused_gc(), compiled_threads(jobs), batch:
             if model_based:
                 from aiblox.sweep.search import run_search
 

@@ -92,7 +92,7 @@ def test_sweep_report_in_the_file_labels_whole_and_progress_plain(tmp_path):
     assert "stages computed: signals 4, fusion 48, metrics 48; reused: none" in text
     stages = tmp_path / "stages"  # the cache's size now, on stderr, as `aiblox cache` counts it
     size = size_text(sum(p.stat().st_size for d in ("signals", "fusion", "metrics")
-                         for p in (stages / d).iterdir()))
+                         for p in (stages / d).rglob("*") if p.is_file()))  # packs too
     assert f"stage cache {stages}: 100 entries, {size} (aiblox cache list" in \
         " ".join(r.stderr.split())
     assert "\u2026" not in text  # nothing elided

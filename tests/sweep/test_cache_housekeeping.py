@@ -24,6 +24,7 @@ from aiblox.engine.housekeeping import (
     prune_cache,
     verify_cache,
 )
+from tests.sweep import entries
 
 ENV = {"AIBLOX_NO_PROGRESS": "1", "COLUMNS": "200"}
 
@@ -57,7 +58,7 @@ def _files(root: Path) -> dict[str, int]:
 
 
 def _age(root: Path, stage: str, seconds_ago: float, now: float) -> None:
-    for p in (root / stage).iterdir():
+    for p in (root / stage).rglob("*"):  # its entries' files, and its packs
         os.utime(p, (now - seconds_ago, now - seconds_ago))
 
 
@@ -169,37 +170,31 @@ def test_a_stray_file_is_neither_an_entry_nor_removed(copy):
     cache = StageCache(copy)
     assert next(r for r in cache_usage(cache) if r.folder == "fusion").kind == "stage"
     prune_cache(cache, stages=["fusion"], everything=True)
-    assert [p.name for p in (copy / "fusion").iterdir()] == ["notes.txt"]
+    assert [p.name for p in (copy / "fusion").iterdir()] == ["notes.txt"]  # packs gone too
 
 
 def test_verify_finds_and_removes_a_damaged_entry(copy):
     cache = StageCache(copy)
     assert verify_cache(cache, progress=False).damaged == []
-    scores = next(p for p in sorted((copy / "metrics").iterdir()) if p.suffix == ".bin")
-    raw = bytearray(scores.read_bytes())
-    raw[-1] ^= 0x01
-    scores.write_bytes(bytes(raw))
+    key = entries.keys(copy, "metrics")[0]  # in a pack
+    entries.change(copy, "metrics", key, "out", lambda raw: raw[:-1] + bytes([raw[-1] ^ 1]))
     r = verify_cache(cache, ["metrics"], progress=False)
-    assert [(s, k) for s, k, _ in r.damaged] == [("metrics", scores.name.removesuffix(".bin"))]
-    assert "sha256" in r.damaged[0][2] and not scores.exists()
+    assert [(s, k) for s, k, _ in r.damaged] == [("metrics", key)]
+    assert "sha256" in r.damaged[0][2] and key not in entries.keys(copy, "metrics")
     assert r.checked == len(cache_entries(cache, ["metrics"])) + 1
-    # a hybrid point's fusion is recorded (meta only, no output file): nothing stored to damage
-    assert not any(p.suffix == ".bin" for p in (copy / "fusion").iterdir())
+    # a hybrid point's fusion is recorded (meta only, no output): nothing stored to damage
+    assert all(entries.read(copy, "fusion", k)[1] == b"" for k in entries.keys(copy, "fusion"))
     assert verify_cache(cache, ["fusion"], progress=False).damaged == []
 
 
 def test_verify_goes_on_past_a_meta_that_does_not_parse(copy):
     """It stopped at the first unreadable meta with an error, the rest unchecked (QA 20)."""
     cache = StageCache(copy)
-    metas = sorted((copy / "metrics").glob("*.meta.json"))
-    metas[0].write_text(metas[0].read_text()[:20])
-    scores = (copy / "metrics" / metas[1].name.replace(".meta.json", ".bin"))
-    raw = bytearray(scores.read_bytes())
-    raw[-1] ^= 0x01
-    scores.write_bytes(bytes(raw))
+    keys = entries.keys(copy, "metrics")
+    entries.change(copy, "metrics", keys[0], "meta", lambda raw: raw[:20])
+    entries.change(copy, "metrics", keys[1], "out", lambda raw: raw[:-1] + bytes([raw[-1] ^ 1]))
     r = verify_cache(cache, ["metrics"], progress=False)
-    assert sorted(k for _, k, _ in r.damaged) == sorted(
-        m.name.removesuffix(".meta.json") for m in metas[:2])
+    assert sorted(k for _, k, _ in r.damaged) == keys[:2]
     assert verify_cache(cache, ["metrics"], progress=False).damaged == []
 
 
@@ -241,8 +236,8 @@ def test_the_cli_lists_prunes_and_verifies(copy):
     assert dry.exit_code == 0 and dry.stdout.startswith("would remove ")
     assert _files(copy) == before
     # what stays is counted across the cache: the other stages' entries too
-    entries = {f["folder"]: f["entries"] for f in data["folders"] if f["kind"] == "stage"}
-    others = entries["fusion"] + entries["signals"]
+    counts = {f["folder"]: f["entries"] for f in data["folders"] if f["kind"] == "stage"}
+    others = counts["fusion"] + counts["signals"]
     assert others > 0 and (f"would keep {others} entries" in " ".join(dry.stderr.split()))
     assert f"0 of metrics (0 B), {others} of the other stages" in " ".join(dry.stderr.split())
     done = cli("prune", "--all", "--stage", "metrics", "--json")

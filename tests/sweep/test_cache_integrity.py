@@ -3,11 +3,11 @@ again and reported, never used and never a traceback; verify compares the logged
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import shutil
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +22,7 @@ from aiblox.engine.cache import (
     decode_arrays,
     encode_arrays,
 )
+from tests.sweep import entries
 
 
 @pytest.fixture(scope="module")
@@ -37,43 +38,39 @@ def clean(tmp_path_factory, sample_spec, small_spec, sweep_db):
     return spec, root, result
 
 
-def _entry(root: Path, result, stage: str) -> tuple[Path, Path]:
-    """The output and meta files of the best point's ``stage`` on the test split (a recorded
-    entry's output path names no file)."""
-    rec = next(s for s in result.best.manifest.splits["test"].stages if s["name"] == stage)
-    folder = root / stage
-    out = next((p for p in folder.glob(f"{rec['key']}.*") if not p.name.endswith(".meta.json")),
-               folder / f"{rec['key']}.bin")
-    return out, folder / f"{rec['key']}.meta.json"
+def _key(result, stage: str) -> str:
+    """The key of the best point's ``stage`` on the test split."""
+    return next(s["key"] for s in result.best.manifest.splits["test"].stages
+                if s["name"] == stage)
 
 
-def _flip(path: Path) -> None:
-    raw = bytearray(path.read_bytes())
-    raw[len(raw) // 2] ^= 0x01
-    path.write_bytes(bytes(raw))
+def _flip(raw: bytes) -> bytes:
+    data = bytearray(raw)
+    data[len(data) // 2] ^= 0x01
+    return bytes(data)
 
 
-def _truncate(path: Path) -> None:
-    path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
+def _truncate(raw: bytes) -> bytes:
+    return raw[: len(raw) // 2]
 
 
-def _halve(path: Path) -> None:
+def _halve(raw: bytes) -> bytes:
     """Every float of an arrays entry halved, the layout kept valid (only the hash can tell)."""
-    arrays = {k: np.array(v) for k, v in decode_arrays(path.read_bytes()).items()}
+    arrays = {k: np.array(v) for k, v in decode_arrays(raw).items()}
     for k, v in arrays.items():
         if v.dtype.kind == "f":
             arrays[k] = v / 2
-    path.write_bytes(encode_arrays(arrays))
+    return encode_arrays(arrays)
 
 
 def _digit(field: str):
     """Change one hex digit of a meta's ``field`` (its first input key, its output hash): the
-    file still parses, and its entry would pass the damage into a point's manifest."""
-    def damage(path: Path) -> None:
-        m = json.loads(path.read_text())
+    bytes still parse, and its entry would pass the damage into a point's manifest."""
+    def damage(raw: bytes) -> bytes:
+        m = json.loads(raw)
         value = m[field][0] if field == "inputs" else m[field]
         bad = value[:5] + ("0" if value[5] != "0" else "1") + value[6:]
-        path.write_text(path.read_text().replace(value, bad, 1))
+        return raw.replace(value.encode(), bad.encode(), 1)
     return damage
 
 
@@ -82,24 +79,32 @@ DAMAGE = {
     "metrics halved, layout valid": ("metrics", "out", _halve),
     "metrics truncated": ("metrics", "out", _truncate),
     "signals truncated (json.gz)": ("signals", "out", _truncate),
-    "metrics meta deleted": ("metrics", "meta", Path.unlink),
-    "fusion meta not JSON": ("fusion", "meta", lambda p: p.write_text("{not json")),
+    "metrics meta deleted": ("metrics", "meta", lambda raw: None),
+    "fusion meta not JSON": ("fusion", "meta", lambda raw: b"{not json"),
     # QA 20: parseable damage went into the manifests unnoticed
     "metrics meta, an input key's digit": ("metrics", "meta", _digit("inputs")),
     "fusion meta (recorded), the output hash's digit": ("fusion", "meta", _digit("output_hash")),
 }
 
 
+@pytest.mark.parametrize("layout", ["packs", "files"])
 @pytest.mark.parametrize("case", sorted(DAMAGE))
-def test_damaged_entries_are_recomputed_and_reported(tmp_path, clean, sweep_db, case):
+def test_damaged_entries_are_recomputed_and_reported(tmp_path, clean, sweep_db, case, layout):
+    """Each damage, to an entry in a pack (as a sweep writes its points) and in its own files
+    (a cache written outside a batch: Ray's workers, older caches)."""
     from aiblox.sweep import run_sweep
 
     spec, root, first = clean
     copy = tmp_path / "stages"
     shutil.copytree(root, copy)
+    if layout == "files":
+        entries.unpack(copy)
     stage, which, damage = DAMAGE[case]
-    out, meta = _entry(copy, first, stage)
-    damage(out if which == "out" else meta)
+    key = _key(first, stage)
+    # a sweep's points are packed; its signals (retrieval, before the points) are files
+    assert (copy / stage / f"{key}.meta.json").exists() is (layout == "files"
+                                                            or stage == "signals")
+    entries.change(copy, stage, key, which, damage)
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         again = run_sweep(spec, cache_dir=copy, db=sweep_db, progress=False)
@@ -129,8 +134,7 @@ def test_a_same_size_damage_found_on_reading_is_counted_once(tmp_path, clean, sw
     spec, root, first = clean
     copy = tmp_path / "stages"
     shutil.copytree(root, copy)
-    out, _ = _entry(copy, first, "signals")
-    _flip(out)
+    entries.change(copy, "signals", _key(first, "signals"), "out", _flip)
     for stage in ("fusion", "metrics"):  # so the signals are read
         shutil.rmtree(copy / stage)
     with warnings.catch_warnings():
@@ -149,13 +153,12 @@ def test_a_hybrid_fused_run_is_recorded_and_computed_again_when_read(tmp_path, c
     from aiblox.sweep import run_sweep
 
     spec, root, first = clean
-    fusion = sorted((root / "fusion").iterdir())
-    assert fusion and all(p.name.endswith(".meta.json") for p in fusion)
-    assert all(json.loads(p.read_text())["stored"] is False for p in fusion)
+    fusion = [entries.read(root, "fusion", k) for k in entries.keys(root, "fusion")]
+    assert len(fusion) == first.computed["fusion"]
+    assert all(json.loads(m)["stored"] is False and out == b"" for m, out in fusion)
     copy = tmp_path / "stages"
     shutil.copytree(root, copy)
-    for p in (copy / "metrics").iterdir():
-        p.unlink()
+    shutil.rmtree(copy / "metrics")
     again = run_sweep(spec, cache_dir=copy, db=sweep_db, progress=False)
     assert set(again.computed) == {"metrics"} and again.repaired == {}
     assert again.reused["fusion"] == first.computed["fusion"]
@@ -177,16 +180,17 @@ def test_a_recorded_run_that_computes_to_another_hash_is_a_damaged_entry(tmp_pat
     shutil.copytree(root, copy)
     stages = first.best.manifest.splits["test"].stages
     frec = next(s for s in stages if s["name"] == "fusion")
-    meta = copy / "fusion" / f"{frec['key']}.meta.json"
-    m = json.loads(meta.read_text())
+    m = json.loads(entries.read(copy, "fusion", frec["key"])[0])
     m.pop("meta_sha256")  # a meta written whole with another hash (its checksum catches a digit)
-    meta.write_text(json.dumps({**m, "output_hash": "0" * 64}))
+    other = json.dumps({**m, "output_hash": "0" * 64}).encode()
+    entries.change(copy, "fusion", frec["key"], "meta", lambda raw: other)
     with pytest.raises(StageCacheCorrupt, match="computed again, does not match"):
         StageReader(StageCache(copy)).fused_trec(frec["inputs"][0], frec["key"], "t")
-    assert not meta.exists()  # removed: computed (and recorded) again when next needed
-    meta.write_text(json.dumps({**m, "output_hash": "0" * 64}))
+    # removed (from its pack): computed (and recorded) again when next needed
+    assert frec["key"] not in entries.keys(copy, "fusion")
+    (copy / "fusion" / f"{frec['key']}.meta.json").write_bytes(other)
     mrec = next(s for s in stages if s["name"] == "metrics")
-    (copy / "metrics" / f"{mrec['key']}.meta.json").unlink()  # so the fused run is read
+    entries.change(copy, "metrics", mrec["key"], "meta", lambda raw: None)  # the run is read
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         again = run_sweep(spec, cache_dir=copy, db=sweep_db, progress=False)
@@ -194,7 +198,8 @@ def test_a_recorded_run_that_computes_to_another_hash_is_a_damaged_entry(tmp_pat
     assert any("fusion" in str(w.message) and "computed again, does not match" in
                str(w.message) for w in seen)
     assert [p.metrics for p in again.points] == [p.metrics for p in first.points]
-    assert json.loads(meta.read_text())["output_hash"] == m["output_hash"]
+    assert json.loads(entries.read(copy, "fusion", frec["key"])[0])["output_hash"] == \
+        m["output_hash"]
     third = run_sweep(spec, cache_dir=copy, db=sweep_db, progress=False)
     assert third.computed == {} and third.repaired == {}
 
@@ -227,14 +232,14 @@ def test_a_damaged_entry_read_late_is_recomputed_too(tmp_path, clean, sweep_db):
     spec, root, first = clean
     copy = tmp_path / "stages"
     shutil.copytree(root, copy)
-    sig, _ = _entry(copy, first, "signals")
-    raw = bytearray(gzip.decompress(sig.read_bytes()))
-    raw[len(raw) // 3] ^= 0x02
-    sig.write_bytes(gzip.compress(bytes(raw), mtime=0))  # same size on disk is not required
-    for p in (copy / "fusion").iterdir():
-        p.unlink()
-    for p in (copy / "metrics").iterdir():
-        p.unlink()
+    def flip(data: bytes) -> bytes:  # same size on disk is not required
+        raw = bytearray(gzip.decompress(data))
+        raw[len(raw) // 3] ^= 0x02
+        return gzip.compress(bytes(raw), mtime=0)
+
+    entries.change(copy, "signals", _key(first, "signals"), "out", flip)
+    for stage in ("fusion", "metrics"):
+        shutil.rmtree(copy / stage)
     again = run_sweep(spec, cache_dir=copy, db=sweep_db, progress=False)
     assert again.repaired.get("signals") == 1
     assert [p.metrics for p in again.points] == [p.metrics for p in first.points]
@@ -255,9 +260,9 @@ def test_the_cli_names_the_repair_and_shows_no_traceback(tmp_path, sweep_db):
     first = sweep()
     assert first.exit_code == 0, first.output
     clean = json.loads(first.stdout)
-    bins = list((tmp_path / "stages" / "metrics").glob("*.bin"))
-    for p in bins:
-        _halve(p)  # every cached metric halved, layouts valid
+    bins = entries.keys(tmp_path / "stages", "metrics")
+    for key in bins:  # every cached metric halved, layouts valid
+        entries.change(tmp_path / "stages", "metrics", key, "out", _halve)
     r = sweep()
     assert r.exit_code == 0, r.output
     assert "Traceback" not in r.output and "damaged" in r.output
@@ -282,8 +287,12 @@ def test_no_damage_to_an_entry_is_ever_accepted(tmp_path_factory, data):
     codec = data.draw(st.sampled_from(["json", "arrays"]))
     output = ({"a": np.arange(7, dtype=np.float64) / 3, "b": np.arange(5, dtype=np.int32)}
               if codec == "arrays" else {"qids": ["q1", "q2"], "text": [[["d1", 0.5]], []]})
-    rec = cache.store("s", "1", {"c": 1}, [], output, codec=codec)  # type: ignore[arg-type]
-    path = next(p for p in (root / "s").iterdir() if not p.name.endswith(".meta.json"))
+    packed = data.draw(st.booleans())  # in a pack (a batch), or in its own files
+    with cache.batched() if packed else contextlib.nullcontext():
+        rec = cache.store("s", "1", {"c": 1}, [], output, codec=codec)  # type: ignore[arg-type]
+    path = (next((root / "s" / "packs").iterdir()) if packed else
+            next(p for p in (root / "s").iterdir() if not p.name.endswith(".meta.json")))
+    cache = StageCache(root)  # a new reader: nothing of the batch in memory
     raw = bytearray(path.read_bytes())
     if data.draw(st.booleans()):
         pos = data.draw(st.integers(0, len(raw) - 1))

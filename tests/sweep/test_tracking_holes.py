@@ -17,6 +17,7 @@ from mlflow.tracking import MlflowClient  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from aiblox.cli.main import app  # noqa: E402
+from aiblox.engine.cache_packs import read_pack  # noqa: E402
 from aiblox.engine.tracking import (  # noqa: E402
     SweepTracker,
     TrackingStoreError,
@@ -197,9 +198,16 @@ def test_an_api_key_reaches_the_server_and_no_log_run_artifact_or_stage(
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert any(p.name == "mlflow.db" for p in files)
     assert any(p.name == "manifest.json" for p in files)  # artifacts
-    assert any(p.parent.name == "reader" for p in files)  # the reader stage's cached output
+    # the reader stage's cached output (in a pack, as a sweep's points are)
+    assert any(p.parent.parent.name == "reader" and p.suffix == ".pack" for p in files)
     for p in files:
         raw = p.read_bytes()
+        if p.suffix == ".pack":  # each entry's meta and output, as their own files would be
+            for _, meta, out in read_pack(raw):
+                texts.append(meta.decode("utf-8"))
+                texts.append(gzip.decompress(out).decode("utf-8", "replace")
+                             if out.startswith(b"\x1f\x8b") else out.decode("utf-8", "replace"))
+            continue
         texts.append(gzip.decompress(raw).decode("utf-8", "replace") if p.suffix == ".gz"
                      else raw.decode("utf-8", "replace"))
     for t in texts:

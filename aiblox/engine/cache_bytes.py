@@ -1,0 +1,67 @@
+"""The bytes of a stage cache entry: an ``arrays`` output's canonical encoding (named numpy
+arrays, for outputs such as a fused run or per-query metrics) and a meta's checksum
+(:class:`~aiblox.engine.cache.StageCache` writes and checks both)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import numpy as np
+
+from aiblox.hashing import canonical_plain_json, sha256_bytes
+
+__all__ = ["decode_arrays", "encode_arrays", "meta_bytes", "meta_sum_ok"]
+
+_ARRAYS_MAGIC = b"aiblox-arrays/1\n"
+_META_SUM = re.compile(rb'"meta_sha256":"([0-9a-f]{64})",')
+"""A meta's checksum field, as its canonical JSON writes it (``meta_sha256`` sorts between
+``key`` and ``name``, so a comma always follows it)."""
+
+
+def meta_bytes(meta: dict[str, Any]) -> bytes:
+    """A meta's file: its canonical JSON with ``meta_sha256``, the sha256 of that JSON without
+    the field, so that a meta damaged into other JSON (a flipped hex digit of an input key or an
+    output hash) is caught when read, not passed on into a point's manifest."""
+    plain = canonical_plain_json(meta).encode("utf-8")
+    return canonical_plain_json({**meta, "meta_sha256": sha256_bytes(plain)}).encode("utf-8")
+
+
+def meta_sum_ok(data: bytes) -> bool:
+    """Whether a meta file's checksum matches the rest of its bytes (True for a meta written
+    before metas carried one)."""
+    found = _META_SUM.search(data)
+    if found is None:
+        return b'"meta_sha256"' not in data
+    rest = data[:found.start()] + data[found.end():]
+    return sha256_bytes(rest) == found.group(1).decode("ascii")
+
+
+def encode_arrays(arrays: dict[str, np.ndarray]) -> bytes:
+    """Canonical bytes of named arrays: a magic line, one canonical-JSON header line (names in
+    sorted order with dtype and shape), then each array's raw little-endian C-order bytes."""
+    names = sorted(arrays)
+    arrs = [np.ascontiguousarray(arrays[n]) for n in names]
+    arrs = [a.astype(a.dtype.newbyteorder("<")) if a.dtype.byteorder == ">" else a for a in arrs]
+    header = canonical_plain_json([[n, a.dtype.newbyteorder("<").str, list(a.shape)]
+                                   for n, a in zip(names, arrs, strict=True)])
+    return b"".join([_ARRAYS_MAGIC, header.encode("utf-8"), b"\n", *(a.tobytes() for a in arrs)])
+
+
+def decode_arrays(data: bytes) -> dict[str, np.ndarray]:
+    """Inverse of :func:`encode_arrays` (read-only views into ``data``)."""
+    if not data.startswith(_ARRAYS_MAGIC):
+        raise ValueError("not an aiblox arrays blob (bad magic line)")
+    end = data.index(b"\n", len(_ARRAYS_MAGIC))
+    header = json.loads(data[len(_ARRAYS_MAGIC):end])
+    out: dict[str, np.ndarray] = {}
+    at = end + 1
+    for name, dtype, shape in header:
+        dt = np.dtype(dtype)
+        n = int(np.prod(shape)) if shape else 1
+        out[name] = np.frombuffer(data, dtype=dt, count=n, offset=at).reshape(shape)
+        at += n * dt.itemsize
+    return out
+
+

@@ -1,0 +1,224 @@
+"""Packs: many stage cache entries in one file, written by a batch (:meth:`StageCache.batched`,
+a sweep's points), so that a sweep of a thousand points writes a few files, not six thousand.
+
+A pack lives in its stage's folder, ``<root>/<stage>/packs/<name>.pack``::
+
+    aiblox-pack/1
+    [[key, meta bytes, output bytes], ...]       one canonical-JSON line, the pack's index
+    meta 0, output 0, meta 1, output 1, ...      each entry's two files' bytes, as written alone
+
+An entry in a pack is the entry it would be as two files: the same meta (with its
+``meta_sha256``) and the same output bytes (its output hash checked on every read), so reading,
+checking and counting it is the same; only where its bytes lie differs. A pack is published
+atomically like any file (:func:`~aiblox.engine.cache_files.atomic_write`, or one put) and
+never appended to; its name is the sha256 of its bytes, so two writers never collide. Removing
+an entry (damaged, or pruned) writes the pack again without it (and removes a pack left empty).
+
+Each :class:`StageCache` indexes a stage's packs on first need and looks again, at most once a
+second, when a key is not found (another process's packs, published since).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from typing import Any, NamedTuple
+
+from aiblox.engine.cache_files import FileInfo, Files
+from aiblox.hashing import canonical_plain_json, sha256_bytes
+
+__all__ = ["PACKS", "PackEntry", "Packs", "pack_bytes", "read_pack"]
+
+PACKS = "packs"
+"""The folder of a stage's packs, inside the stage's folder."""
+_MAGIC = b"aiblox-pack/1\n"
+_SUFFIX = ".pack"
+_REFRESH_S = 1.0
+"""A stage's packs are listed again on a missing key at most this often."""
+
+
+class PackEntry(NamedTuple):
+    """Where one entry's bytes lie: its pack (the file's name in the stage's packs folder),
+    the meta's offset and length, the output's length (it follows the meta)."""
+
+    pack: str
+    at: int
+    meta_len: int
+    out_len: int
+
+
+def pack_bytes(entries: list[tuple[str, bytes, bytes]]) -> bytes:
+    """A pack's file of ``(key, meta bytes, output bytes)`` entries, in the order given."""
+    index = canonical_plain_json([[k, len(m), len(o)] for k, m, o in entries])
+    return b"".join([_MAGIC, index.encode("utf-8"), b"\n",
+                     *(b for _, m, o in entries for b in (m, o))])
+
+
+def read_pack(data: bytes) -> list[tuple[str, bytes, bytes]]:
+    """The ``(key, meta bytes, output bytes)`` entries of a pack's bytes, in order
+    (``ValueError`` when they are not a pack's)."""
+    return [(k, data[at:at + m], data[at + m:at + m + o]) for k, at, m, o in _parse(data)]
+
+
+def _parse(data: bytes) -> list[tuple[str, int, int, int]]:
+    """``(key, meta offset, meta length, output length)`` of every entry of a pack's bytes (or
+    of its first bytes, the index line whole); ``ValueError`` when they are not a pack's."""
+    if not data.startswith(_MAGIC):
+        raise ValueError("not an aiblox pack (bad magic line)")
+    end = data.find(b"\n", len(_MAGIC))
+    if end < 0:
+        raise ValueError("its index line is cut short")
+    rows = json.loads(data[len(_MAGIC):end])
+    at = end + 1
+    out = []
+    for key, meta_len, out_len in rows:
+        if not (isinstance(key, str) and isinstance(meta_len, int)
+                and isinstance(out_len, int)) or meta_len <= 0 or out_len < 0:
+            raise ValueError("its index is not a list of [key, meta bytes, output bytes]")
+        out.append((key, at, meta_len, out_len))
+        at += meta_len + out_len
+    return out
+
+
+class Packs:
+    """The packs of one cache's stages, indexed on first need (see the module doc)."""
+
+    def __init__(self, files: Files) -> None:
+        self._files = files
+        self._index: dict[str, dict[str, PackEntry]] = {}
+        """Per stage: key -> where its bytes lie (a key in two packs: the one found last)."""
+        self._rows: dict[str, dict[str, list[tuple[str, int, int, int]]]] = {}
+        """Per stage: pack name -> its entries (key, meta offset, meta and output lengths)."""
+        self._bad: dict[str, set[str]] = {}
+        """Per stage: packs whose index does not parse (left to ``cache prune``)."""
+        self._listed: dict[str, float] = {}
+
+    def _folder(self, stage: str) -> str:
+        return f"{stage}/{PACKS}"
+
+    def _path(self, stage: str, pack: str) -> Any:
+        return self._files.path(self._folder(stage), pack)
+
+    def _refresh(self, stage: str) -> None:
+        """Index the packs of ``stage`` published since the last look."""
+        self._listed[stage] = time.monotonic()
+        index = self._index.setdefault(stage, {})
+        known = self._rows.setdefault(stage, {})
+        bad = self._bad.setdefault(stage, set())
+        for name, size, _ in self._files.listing(self._folder(stage)):
+            if size < 0 or not name.endswith(_SUFFIX) or name in known or name in bad:
+                continue
+            try:
+                rows = _parse(self._head(stage, name, size))
+            except FileNotFoundError:  # removed since the listing
+                continue
+            except (OSError, ValueError):
+                bad.add(name)
+                continue
+            known[name] = rows
+            for key, at, meta_len, out_len in rows:
+                index[key] = PackEntry(name, at, meta_len, out_len)
+
+    def _head(self, stage: str, name: str, size: int) -> bytes:
+        """A pack's first bytes, its index line whole (the whole file when it is short)."""
+        path = self._path(stage, name)
+        head = self._files.read_range(path, 0, min(size, 1 << 16))
+        while b"\n" not in head[len(_MAGIC):] and len(head) < size:
+            head = self._files.read_range(path, 0, min(size, 4 * len(head)))
+        return head
+
+    def find(self, stage: str, key: str) -> PackEntry | None:
+        """Where ``key``'s entry lies in a pack of ``stage``; None when no pack holds it."""
+        if stage not in self._index:
+            self._refresh(stage)
+        found = self._index[stage].get(key)
+        if found is None and time.monotonic() - self._listed[stage] >= _REFRESH_S:
+            self._refresh(stage)
+            found = self._index[stage].get(key)
+        return found
+
+    def entries(self, stage: str) -> dict[str, tuple[int, float | None]]:
+        """Every entry of the stage's packs (listed now): key -> its bytes on disk (its meta,
+        its output and its row of the pack's index, the same in any pack) and when its pack
+        was written. A pack holds 16 bytes more than its entries (:meth:`overhead`)."""
+        self._refresh(stage)
+        when = {n: w for n, _, w in self.listing(stage)}
+        return {key: (m + o + len(canonical_plain_json([key, m, o])) + 1, when.get(name))
+                for name in sorted(self._rows[stage]) for key, _, m, o in self._rows[stage][name]}
+
+    def overhead(self, stage: str, emptied: set[str] | None = None) -> int:
+        """The bytes of the stage's packs that are no entry's (16 a pack, and an entry held
+        twice); with ``emptied``, of the packs whose every entry is among those keys only (what
+        removing them frees beside the entries' bytes)."""
+        entries = self.entries(stage)
+        sizes = {n: size for n, size, _ in self.listing(stage)}
+        total = 0
+        for name, rows in self._rows.get(stage, {}).items():
+            if emptied is None or all(k in emptied for k, *_ in rows):
+                total += sizes.get(name, 0) - sum(entries[k][0] for k, *_ in rows)
+        return total
+
+    def listing(self, stage: str) -> list[FileInfo]:
+        """The files of the stage's packs folder (for sizes, ages and leftovers)."""
+        return self._files.listing(self._folder(stage))
+
+    def bad(self, stage: str) -> set[str]:
+        """The packs of ``stage`` whose index does not parse."""
+        self._refresh(stage)
+        return set(self._bad[stage])
+
+    def read(self, stage: str, entry: PackEntry, output: bool) -> bytes:
+        """An entry's meta bytes, or its output bytes; ``FileNotFoundError`` when its pack is
+        gone, ``OSError`` when it is cut short."""
+        start = entry.at + (entry.meta_len if output else 0)
+        n = entry.out_len if output else entry.meta_len
+        data = self._files.read_range(self._path(stage, entry.pack), start, start + n)
+        if len(data) != n:
+            raise OSError(f"pack {entry.pack} is cut short")
+        return data
+
+    def add(self, stage: str, entries: list[tuple[str, bytes, bytes]]) -> str | None:
+        """Publish one pack of ``(key, meta bytes, output bytes)`` entries and index it; its
+        name (None for no entries)."""
+        if not entries:
+            return None
+        data = pack_bytes(entries)
+        name = sha256_bytes(data)[:32] + _SUFFIX
+        self._files.write(self._path(stage, name), data)
+        if stage not in self._index:
+            self._refresh(stage)
+        rows = self._rows[stage][name] = _parse(data)
+        for key, at, meta_len, out_len in rows:
+            self._index[stage][key] = PackEntry(name, at, meta_len, out_len)
+        return name
+
+    def drop(self, stage: str, keys: set[str]) -> None:
+        """Remove the entries ``keys`` from every pack of ``stage`` holding one: each such pack
+        written again without them (the new one first, with the old one's time: its entries'
+        age is unchanged), then removed; the packs folder too once empty."""
+        if stage not in self._index:
+            self._refresh(stage)
+        known = self._rows[stage]
+        hit = [n for n, rows in known.items() if any(r[0] in keys for r in rows)]
+        if not hit:
+            return
+        when = {n: w for n, _, w in self.listing(stage)}
+        for name in hit:
+            path = self._path(stage, name)
+            try:
+                entries = read_pack(self._files.read(path))
+            except (OSError, ValueError):  # gone, or not a pack any more: nothing to keep
+                entries = []
+            del known[name]
+            new = self.add(stage, [e for e in entries if e[0] not in keys])
+            written = when.get(name)
+            if new is not None and new != name and written is not None:
+                self._files.set_time(self._path(stage, new), written)
+            if new != name:
+                with contextlib.suppress(FileNotFoundError):
+                    self._files.unlink(path)
+        self._index[stage] = {key: PackEntry(name, at, m, o)
+                              for name in sorted(known) for key, at, m, o in known[name]}
+        if not known and not self._bad.get(stage):
+            self._files.remove_folder(self._folder(stage))
