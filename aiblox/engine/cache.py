@@ -53,7 +53,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from aiblox.engine.cache_bytes import decode_arrays, encode_arrays, meta_bytes, meta_sum_ok
+from aiblox.engine.cache_bytes import (
+    arrays_sha256,
+    decode_arrays,
+    encode_arrays,
+    meta_bytes,
+    meta_sum_ok,
+)
 from aiblox.engine.cache_files import (
     FileInfo,
     Files,
@@ -95,9 +101,12 @@ _FLUSH_S = 30.0
 """A batch writes its packs when it holds this many entries, bytes, or seconds of work."""
 
 
-def _encoded(output: Any, codec: str) -> tuple[bytes, str]:
-    """An output's canonical bytes (before compression) and their sha256, its output hash."""
+def _encoded(output: Any, codec: str, need_bytes: bool = True) -> tuple[bytes, str]:
+    """An output's canonical bytes (before compression; b"" for an ``arrays`` output when not
+    ``need_bytes``) and their sha256, its output hash."""
     if codec == "arrays":
+        if not need_bytes:
+            return b"", arrays_sha256(output)
         data = encode_arrays(output)
         return data, sha256_bytes(data)
     data = canonical_plain_json(output).encode("utf-8")
@@ -403,7 +412,7 @@ class StageCache:
         entry recorded; else the entry is removed and :class:`StageCacheCorrupt` raised (its
         inputs or the code changed under the same key)."""
         m = meta if meta is not None else self.meta(name, key)
-        if _encoded(output, m.get("codec", "json"))[1] != m["output_hash"]:
+        if _encoded(output, m.get("codec", "json"), need_bytes=False)[1] != m["output_hash"]:
             self.remove(name, key)
             raise StageCacheCorrupt(name, key, self._paths(name, key)[1],
                                     "its output, computed again, does not match the sha256 "
@@ -465,7 +474,7 @@ class StageCache:
         ``stored=False``: only the meta, with the output's hash (a recorded entry)."""
         key = stage_key(name, version, config, inputs)
         out_path, meta_path = self._paths(name, key, codec)
-        encoded, output_hash = _encoded(output, codec)
+        encoded, output_hash = _encoded(output, codec, need_bytes=stored)
         rec = StageRecord(name, str(version), key, tuple(inputs), output_hash)
         meta: dict[str, Any] = {**rec.as_dict(), "config": config}
         data = b""

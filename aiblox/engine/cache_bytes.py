@@ -12,7 +12,7 @@ import numpy as np
 
 from aiblox.hashing import canonical_plain_json, sha256_bytes
 
-__all__ = ["decode_arrays", "encode_arrays", "meta_bytes", "meta_sum_ok"]
+__all__ = ["arrays_sha256", "decode_arrays", "encode_arrays", "meta_bytes", "meta_sum_ok"]
 
 _ARRAYS_MAGIC = b"aiblox-arrays/1\n"
 _META_SUM = re.compile(rb'"meta_sha256":"([0-9a-f]{64})",')
@@ -38,15 +38,33 @@ def meta_sum_ok(data: bytes) -> bool:
     return sha256_bytes(rest) == found.group(1).decode("ascii")
 
 
-def encode_arrays(arrays: dict[str, np.ndarray]) -> bytes:
-    """Canonical bytes of named arrays: a magic line, one canonical-JSON header line (names in
-    sorted order with dtype and shape), then each array's raw little-endian C-order bytes."""
+def arrays_sha256(arrays: dict[str, np.ndarray]) -> str:
+    """sha256 of :func:`encode_arrays`' bytes, fed array by array (no joined copy: a recorded
+    entry, a hybrid point's fused run, needs only its hash)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for part in _parts(arrays):
+        digest.update(part)
+    return digest.hexdigest()
+
+
+def _parts(arrays: dict[str, np.ndarray]) -> list[Any]:
+    """:func:`encode_arrays`' bytes in pieces: the magic line, the header line, each array's
+    buffer."""
     names = sorted(arrays)
     arrs = [np.ascontiguousarray(arrays[n]) for n in names]
     arrs = [a.astype(a.dtype.newbyteorder("<")) if a.dtype.byteorder == ">" else a for a in arrs]
     header = canonical_plain_json([[n, a.dtype.newbyteorder("<").str, list(a.shape)]
                                    for n, a in zip(names, arrs, strict=True)])
-    return b"".join([_ARRAYS_MAGIC, header.encode("utf-8"), b"\n", *(a.tobytes() for a in arrs)])
+    return [_ARRAYS_MAGIC, header.encode("utf-8") + b"\n",
+            *(a.data.cast("B") if a.size else b"" for a in arrs)]
+
+
+def encode_arrays(arrays: dict[str, np.ndarray]) -> bytes:
+    """Canonical bytes of named arrays: a magic line, one canonical-JSON header line (names in
+    sorted order with dtype and shape), then each array's raw little-endian C-order bytes."""
+    return b"".join(_parts(arrays))
 
 
 def decode_arrays(data: bytes) -> dict[str, np.ndarray]:

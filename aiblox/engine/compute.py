@@ -27,7 +27,7 @@ memoises them by stage key. The fusion and metrics stages compute with
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from aiblox.assembly import (
@@ -82,12 +82,15 @@ def signals_output(retriever: HybridRetriever, dataset: Dataset, split: str,
     return out
 
 
-def fused_arrays(prefs: RetrievalPrefs, index: BatchFusion, sig: dict[str, Any]) -> FusedArrays:
+def fused_arrays(prefs: RetrievalPrefs, index: BatchFusion,
+                 signals: dict[str, Any] | Callable[[], dict[str, Any]]) -> FusedArrays:
     """The fused run of a split's signals under ``prefs``, in compact form: hybrid fusion
-    vectorised over the split (the same bytes as the HybridScorer), bm25 and dense modes
-    through :meth:`HybridRetriever.fuse` (the reference)."""
+    vectorised over the split's index (the same bytes as the HybridScorer; the signals are
+    not read), bm25 and dense modes through :meth:`HybridRetriever.fuse` (the reference) over
+    the signals (or what ``signals()`` reads)."""
     if prefs.mode == "hybrid":
         return index.fuse_arrays(prefs.scoring, prefs.top_k_items)
+    sig = signals() if callable(signals) else signals
     text = [[(d, s) for d, s in hits] for hits in sig["text"]]
     vec = [[(d, s) for d, s in hits] for hits in sig["vec"]]
     fused = HybridRetriever.fuse([prefs], SignalRuns(text=text, vec=vec))

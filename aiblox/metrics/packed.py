@@ -16,12 +16,13 @@ import numpy as np
 __all__ = ["pack_metrics", "packed_means", "unpack_metrics"]
 
 
-def pack_metrics(metrics: Sequence[str], qids: Sequence[str], means: Sequence[float],
+def pack_metrics(metrics: Sequence[str], qids: Sequence[str] | np.ndarray, means: Sequence[float],
                  per_query: np.ndarray) -> dict[str, np.ndarray]:
     """Metric values as named arrays: metric names, query ids, the mean of each metric, and
     ``per_query[i, j]`` for metric ``i``, query ``j``."""
     return {"metrics": np.asarray(list(metrics), dtype=np.str_),
-            "qids": np.asarray(list(qids), dtype=np.str_),
+            "qids": (qids if isinstance(qids, np.ndarray) and qids.dtype.kind == "U"
+                     else np.asarray(list(qids), dtype=np.str_)),
             "means": np.asarray(means, dtype=np.float64).reshape(len(metrics)),
             "per_query": np.asarray(per_query, dtype=np.float64).reshape(len(metrics),
                                                                         len(qids))}

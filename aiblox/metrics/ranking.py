@@ -105,6 +105,7 @@ class QrelsScorer:
             arrays.append(arr)
         self._arrays = arrays
         self._typed: Any = None
+        self._qid_array: np.ndarray | None = None
         # the same judgements flat, for the compiled metrics (:func:`ranking_metrics`)
         self._q_offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
         np.cumsum([len(a) for a in arrays], out=self._q_offsets[1:])
@@ -192,7 +193,10 @@ class QrelsScorer:
                     if len(lens) else np.zeros(0, dtype=np.float64))
             run = run_arrays(np.ascontiguousarray(flat, dtype=np.float64), offsets)
             matrix[rest] = self._ranx(run, [metrics[i] for i in rest])
-        return pack_metrics(metrics, self.qids, [float(np.mean(row)) for row in matrix], matrix)
+        if self._qid_array is None:  # the same strings every call: made once
+            self._qid_array = np.asarray(self.qids, dtype=np.str_)
+        return pack_metrics(metrics, self._qid_array, [float(np.mean(row)) for row in matrix],
+                            matrix)
 
     def _bpref(self, codes: np.ndarray, starts: np.ndarray, lens: np.ndarray, level: int
                ) -> np.ndarray:

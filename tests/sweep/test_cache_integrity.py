@@ -135,7 +135,8 @@ def test_a_same_size_damage_found_on_reading_is_counted_once(tmp_path, clean, sw
     copy = tmp_path / "stages"
     shutil.copytree(root, copy)
     entries.change(copy, "signals", _key(first, "signals"), "out", _flip)
-    for stage in ("fusion", "metrics"):  # so the signals are read
+    # so the signals are read: no fused run or metrics, no fusion index kept beside them
+    for stage in ("fusion", "metrics", "doc_tables"):
         shutil.rmtree(copy / stage)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
