@@ -1,0 +1,136 @@
+"""Packs (:mod:`aiblox.engine.cache_packs`): a batch's entries written as a few files, read,
+checked, repaired, listed and pruned like entries in their own files."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from aiblox.engine import cache as cache_mod
+from aiblox.engine import cache_packs
+from aiblox.engine.cache import StageCache, StageCacheCorrupt
+from aiblox.engine.housekeeping import (
+    LEFTOVER_AGE_S,
+    cache_entries,
+    cache_usage,
+    prune_cache,
+    verify_cache,
+)
+
+
+def _store(cache: StageCache, i: int, stage: str = "metrics") -> str:
+    return cache.store(stage, 1, {"i": i}, [], {"v": np.arange(i + 1, dtype=np.float64)},
+                       codec="arrays").key
+
+
+def _files(root) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+def test_a_batch_is_read_from_memory_then_from_one_pack_per_stage(tmp_path):
+    cache = StageCache(tmp_path)
+    with cache.batched():
+        keys = [_store(cache, i) for i in range(5)]
+        rec = cache.store("fusion", 1, {"w": 1}, keys[:1], {"a": np.arange(3)}, "arrays",
+                          stored=False)
+        assert cache.has("metrics", keys[2]) and _files(tmp_path) == []  # nothing written yet
+        assert cache.load("metrics", keys[2])["v"].tolist() == [0.0, 1.0, 2.0]
+    files = _files(tmp_path)
+    assert len(files) == 2 and all(f.endswith(".pack") for f in files)
+    assert {f.split("/")[0] for f in files} == {"fusion", "metrics"}
+    again = StageCache(tmp_path)  # a new reader: the packs' index
+    assert [again.load("metrics", k)["v"].size for k in keys] == [1, 2, 3, 4, 5]
+    assert again.stored("fusion", rec.key) is False and again.intact("fusion", rec.key)
+    assert again.record("fusion", rec.key) == rec
+    assert [(e.stage, e.key) for e in cache_entries(again)] == \
+        [("fusion", rec.key), *sorted(("metrics", k) for k in keys)]
+    # what the folders hold is what is listed: the entries and each pack's 16 bytes more
+    rows = {r.folder: r for r in cache_usage(again)}
+    assert rows["metrics"].entries == 5
+    assert rows["metrics"].size == sum(p.stat().st_size
+                                       for p in (tmp_path / "metrics").rglob("*.pack"))
+
+
+def test_a_batch_writes_a_pack_every_so_many_entries(tmp_path, monkeypatch):
+    monkeypatch.setattr(cache_mod, "_FLUSH_ENTRIES", 4)
+    cache = StageCache(tmp_path)
+    with cache.batched():
+        keys = [_store(cache, i) for i in range(10)]
+        assert len(_files(tmp_path)) == 2  # 8 entries packed, 2 in memory
+    assert len(_files(tmp_path)) == 3
+    assert all(StageCache(tmp_path).has("metrics", k) for k in keys)
+
+
+def test_another_writer_s_pack_is_found_by_a_cache_that_looked_before(tmp_path, monkeypatch):
+    monkeypatch.setattr(cache_packs, "_REFRESH_S", 0.0)
+    reader, writer = StageCache(tmp_path), StageCache(tmp_path)
+    with writer.batched():
+        key = _store(writer, 3)
+    assert reader.has("metrics", key)
+    with writer.batched():
+        later = _store(writer, 4)
+    assert reader.load("metrics", later)["v"].size == 5  # published after the reader looked
+
+
+def test_a_removed_entry_leaves_its_pack_s_others_and_their_age(tmp_path):
+    cache = StageCache(tmp_path)
+    with cache.batched():
+        keys = [_store(cache, i) for i in range(4)]
+    (pack,) = (tmp_path / "metrics" / "packs").iterdir()
+    old = time.time() - 7 * 86400
+    os.utime(pack, (old, old))
+    cache = StageCache(tmp_path)
+    cache.remove("metrics", keys[1])
+    (rewritten,) = (tmp_path / "metrics" / "packs").iterdir()
+    assert rewritten.name != pack.name and abs(rewritten.stat().st_mtime - old) < 1
+    assert not cache.has("metrics", keys[1])
+    assert [StageCache(tmp_path).load("metrics", k)["v"].size for k in (0, 2, 3)
+            for k in [keys[k]]] == [1, 3, 4]
+    prune_cache(cache, everything=True)
+    assert not (tmp_path / "metrics" / "packs").exists()  # the last entry took its folder
+
+
+def test_damage_inside_a_pack_is_found_and_only_that_entry_recomputed(tmp_path):
+    cache = StageCache(tmp_path)
+    with cache.batched():
+        keys = [_store(cache, i) for i in range(3)]
+    (pack,) = (tmp_path / "metrics" / "packs").iterdir()
+    raw = bytearray(pack.read_bytes())
+    raw[-3] ^= 0x10  # the last entry's output
+    pack.write_bytes(bytes(raw))
+    r = verify_cache(StageCache(tmp_path), progress=False)
+    assert [k for _, k, _ in r.damaged] == [keys[2]] and r.checked == 3
+    cache = StageCache(tmp_path)
+    assert [cache.has("metrics", k) for k in keys] == [True, True, False]
+    with pytest.raises(StageCacheCorrupt, match="its meta file is missing"):
+        cache.load("metrics", keys[2])
+
+
+def test_a_pack_that_does_not_parse_is_a_leftover(tmp_path):
+    cache = StageCache(tmp_path)
+    with cache.batched():
+        key = _store(cache, 1)
+    (pack,) = (tmp_path / "metrics" / "packs").iterdir()
+    pack.write_bytes(b"aiblox-pack/1\n[[not json\n")
+    fresh = StageCache(tmp_path)
+    assert not fresh.has("metrics", key)  # computed again when needed
+    row = next(r for r in cache_usage(fresh) if r.folder == "metrics")
+    assert row.entries == 0 and row.leftovers == 1
+    old = time.time() - LEFTOVER_AGE_S - 60
+    os.utime(pack, (old, old))
+    r = prune_cache(fresh, older_than=3600)
+    assert [x.file for x in r.leftovers] == [f"packs/{pack.name}"] and not pack.exists()
+
+
+def test_a_batch_on_an_fsspec_cache():
+    cache = StageCache("memory://aiblox-packs-test")
+    with cache.batched():
+        keys = [_store(cache, i) for i in range(3)]
+    again = StageCache("memory://aiblox-packs-test")
+    assert [again.load("metrics", k)["v"].size for k in keys] == [1, 2, 3]
+    again.remove("metrics", keys[0])
+    assert [StageCache("memory://aiblox-packs-test").has("metrics", k) for k in keys] == \
+        [False, True, True]
