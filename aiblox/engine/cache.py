@@ -207,7 +207,9 @@ class StageCache:
                 self._pending = None
 
     def flush(self) -> None:
-        """Write the batch's entries stored so far as packs (one per stage)."""
+        """Write the batch's entries stored so far as packs (one per stage), after the packs
+        holding entries it removed are written again without them."""
+        self._packs.commit()
         with self._lock:
             pending, self._pending_size = self._pending, 0
             if not pending:
@@ -331,7 +333,10 @@ class StageCache:
                     raise StageCacheError(f"cannot remove the damaged entry {path}: "
                                           f"{exc.strerror or exc}") from exc
         try:
-            self._packs.drop(name, keys)
+            if self._pending is not None:  # a batch: each pack written again once, at its end
+                self._packs.hide(name, keys)
+            else:
+                self._packs.drop(name, keys)
         except OSError as exc:
             raise StageCacheError(f"cannot remove entries of {name} from its packs: "
                                   f"{exc.strerror or exc}") from exc

@@ -93,6 +93,8 @@ class Packs:
         self._bad: dict[str, set[str]] = {}
         """Per stage: packs whose index does not parse (left to ``cache prune``)."""
         self._listed: dict[str, float] = {}
+        self._hidden: dict[str, dict[str, set[str]]] = {}
+        """Per stage, per pack: entries removed but not yet written out (:meth:`hide`)."""
 
     def _folder(self, stage: str) -> str:
         return f"{stage}/{PACKS}"
@@ -144,8 +146,10 @@ class Packs:
         was written. A pack holds 16 bytes more than its entries (:meth:`overhead`)."""
         self._refresh(stage)
         when = {n: w for n, _, w in self.listing(stage)}
+        hidden = self._hidden.get(stage, {})
         return {key: (m + o + len(canonical_plain_json([key, m, o])) + 1, when.get(name))
-                for name in sorted(self._rows[stage]) for key, _, m, o in self._rows[stage][name]}
+                for name in sorted(self._rows[stage]) for key, _, m, o in self._rows[stage][name]
+                if key not in hidden.get(name, ())}
 
     def overhead(self, stage: str, emptied: set[str] | None = None) -> int:
         """The bytes of the stage's packs that are no entry's (16 a pack, and an entry held
@@ -193,18 +197,39 @@ class Packs:
             self._index[stage][key] = PackEntry(name, at, meta_len, out_len)
         return name
 
-    def drop(self, stage: str, keys: set[str]) -> None:
-        """Remove the entries ``keys`` from every pack of ``stage`` holding one: each such pack
-        written again without them (the new one first, with the old one's time: its entries'
-        age is unchanged), then removed; the packs folder too once empty."""
+    def hide(self, stage: str, keys: set[str]) -> None:
+        """Remove the entries ``keys`` of ``stage`` for this object's readers now, from their
+        packs at :meth:`commit` (a batch's repairs: each pack written again once, not once an
+        entry)."""
         if stage not in self._index:
             self._refresh(stage)
-        known = self._rows[stage]
-        hit = [n for n, rows in known.items() if any(r[0] in keys for r in rows)]
-        if not hit:
+        for name, rows in self._rows[stage].items():
+            held = keys.intersection(r[0] for r in rows)
+            if held:
+                self._hidden.setdefault(stage, {}).setdefault(name, set()).update(held)
+        self._reindex(stage)
+
+    def commit(self) -> None:
+        """Write every pack holding hidden entries again without them (:meth:`hide`)."""
+        hidden, self._hidden = self._hidden, {}
+        for stage in sorted(hidden):
+            self._rewrite(stage, hidden[stage])
+
+    def drop(self, stage: str, keys: set[str]) -> None:
+        """Remove the entries ``keys`` from every pack of ``stage`` holding one, now."""
+        self.hide(stage, keys)
+        self._rewrite(stage, self._hidden.pop(stage, {}))
+
+    def _rewrite(self, stage: str, packs: dict[str, set[str]]) -> None:
+        """Write each pack named in ``packs`` again without its keys there (the new one first,
+        with the old one's time: its entries' age is unchanged), then remove it; the packs
+        folder too once empty."""
+        known = self._rows.setdefault(stage, {})
+        packs = {n: keys for n, keys in packs.items() if n in known}
+        if not packs:
             return
         when = {n: w for n, _, w in self.listing(stage)}
-        for name in hit:
+        for name, keys in sorted(packs.items()):
             path = self._path(stage, name)
             try:
                 entries = read_pack(self._files.read(path))
@@ -218,7 +243,14 @@ class Packs:
             if new != name:
                 with contextlib.suppress(FileNotFoundError):
                     self._files.unlink(path)
-        self._index[stage] = {key: PackEntry(name, at, m, o)
-                              for name in sorted(known) for key, at, m, o in known[name]}
+        self._reindex(stage)
         if not known and not self._bad.get(stage):
             self._files.remove_folder(self._folder(stage))
+
+    def _reindex(self, stage: str) -> None:
+        """The stage's index from its packs' rows, hidden entries left out."""
+        hidden = self._hidden.get(stage, {})
+        self._index[stage] = {key: PackEntry(name, at, m, o)
+                              for name in sorted(self._rows[stage])
+                              for key, at, m, o in self._rows[stage][name]
+                              if key not in hidden.get(name, ())}

@@ -369,14 +369,15 @@ def verify_cache(cache: StageCache, stages: Sequence[str] | None = None,
     damaged = []
     bar = progress_bar(len(entries), "verify", unit="entry", enabled=progress)
     try:
-        for e in entries:
-            try:  # a meta that does not parse is one damaged entry among the others
-                reason = cache.check(e.stage, e.key)
-            except StageCacheCorrupt as exc:
-                reason = exc.reason
-            if reason is not None:
-                damaged.append((e.stage, e.key, reason))
-            bar.update(1)
+        with cache.batched():  # a pack's damaged entries: it is written again once, at the end
+            for e in entries:
+                try:  # a meta that does not parse is one damaged entry among the others
+                    reason = cache.check(e.stage, e.key)
+                except StageCacheCorrupt as exc:
+                    reason = exc.reason
+                if reason is not None:
+                    damaged.append((e.stage, e.key, reason))
+                bar.update(1)
     finally:
         bar.close()
     return VerifyResult(len(entries), sum(e.size for e in entries), damaged)

@@ -134,3 +134,29 @@ def test_a_batch_on_an_fsspec_cache():
     again.remove("metrics", keys[0])
     assert [StageCache("memory://aiblox-packs-test").has("metrics", k) for k in keys] == \
         [False, True, True]
+
+
+def test_verify_writes_a_pack_again_once_for_all_its_damaged_entries(tmp_path, monkeypatch):
+    """Each removal wrote the pack again (a pack of 2,000 damaged entries: 2,000 rewrites of
+    tens of megabytes); inside a batch, and so in ``verify``, removals are written out once."""
+    cache = StageCache(tmp_path)
+    with cache.batched():
+        keys = [_store(cache, i) for i in range(5)]
+    (pack,) = (tmp_path / "metrics" / "packs").iterdir()
+    data = pack.read_bytes()
+    bad = bytearray(data)
+    for i in (0, 3):  # two entries' outputs: the last byte of each
+        entry = cache_packs.read_pack(data)[i]
+        end = data.index(entry[1]) + len(entry[1]) + len(entry[2])
+        bad[end - 1] ^= 0x01
+    pack.write_bytes(bytes(bad))
+    written = []
+    add = cache_packs.Packs.add
+    monkeypatch.setattr(cache_packs.Packs, "add",
+                        lambda self, stage, entries: written.append(len(entries))
+                        or add(self, stage, entries))
+    r = verify_cache(StageCache(tmp_path), progress=False)
+    assert sorted(k for _, k, _ in r.damaged) == sorted([keys[0], keys[3]])
+    assert written == [3]  # one pack written again, with the three good entries
+    fresh = StageCache(tmp_path)
+    assert [fresh.has("metrics", k) for k in keys] == [False, True, True, False, True]
