@@ -57,6 +57,7 @@ from aiblox.engine.cache_bytes import (
     arrays_sha256,
     decode_arrays,
     encode_arrays,
+    entry_whole,
     meta_bytes,
     meta_sum_ok,
 )
@@ -183,7 +184,7 @@ class StageCache:
         self.repaired: dict[str, int] = {}
         """Per stage name: damaged entries found, removed and computed again."""
         self._lock = threading.Lock()
-        self._packs = Packs(self._files)
+        self._packs = Packs(self._files, whole=entry_whole)
         self._pending: dict[str, dict[str, _Pending]] | None = None
         """Entries stored in a batch and not yet packed, per stage (None: no batch)."""
         self._pending_size = 0
@@ -279,7 +280,7 @@ class StageCache:
             if isinstance(loc, _Pending):
                 data = loc.meta
             elif isinstance(loc, PackEntry):
-                data = self._packs.read(name, loc, output=False)
+                data, loc = self._pack_read(name, key, loc, output=False)
             else:
                 data = self._files.read(path)
             m = json.loads(data.decode("utf-8"))
@@ -295,6 +296,20 @@ class StageCache:
             self.remove(name, key)
             raise StageCacheCorrupt(name, key, path, f"unreadable meta ({exc})") from None
         return m, loc
+
+    def _pack_read(self, name: str, key: str, loc: PackEntry, output: bool
+                   ) -> tuple[bytes, PackEntry]:
+        """An entry's meta or output bytes from its pack, and where they were; a pack gone since
+        it was indexed (another process wrote it again without other entries, or pruned it):
+        looked for again once (``FileNotFoundError`` when no pack holds the entry now)."""
+        try:
+            return self._packs.read(name, loc, output=output), loc
+        except FileNotFoundError:
+            self._packs.refresh(name)
+            again = self._packs.find(name, key)
+            if again is None:
+                raise
+            return self._packs.read(name, again, output=output), again
 
     def _where(self, name: str, key: str, loc: Any, output: str | None = None) -> Any:
         """The path an entry's meta (or, with its codec, its output) is named by in messages:
@@ -376,7 +391,7 @@ class StageCache:
             if isinstance(loc, _Pending):
                 data = loc.out
             elif isinstance(loc, PackEntry):
-                data = self._packs.read(name, loc, output=True)
+                data, loc = self._pack_read(name, key, loc, output=True)
             elif loc is None:
                 raise FileNotFoundError(path)
             else:

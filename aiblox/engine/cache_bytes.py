@@ -4,15 +4,18 @@ arrays, for outputs such as a fused run or per-query metrics) and a meta's check
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
+import zlib
 from typing import Any
 
 import numpy as np
 
 from aiblox.hashing import canonical_plain_json, sha256_bytes
 
-__all__ = ["arrays_sha256", "decode_arrays", "encode_arrays", "meta_bytes", "meta_sum_ok"]
+__all__ = ["arrays_sha256", "decode_arrays", "encode_arrays", "entry_whole", "meta_bytes",
+           "meta_sum_ok"]
 
 _ARRAYS_MAGIC = b"aiblox-arrays/1\n"
 _META_SUM = re.compile(rb'"meta_sha256":"([0-9a-f]{64})",')
@@ -83,3 +86,19 @@ def decode_arrays(data: bytes) -> dict[str, np.ndarray]:
     return out
 
 
+def entry_whole(name: str, key: str, meta: bytes, out: bytes) -> bool:
+    """Whether a packed entry's bytes are whole: its meta parses, names it and matches its
+    checksum; its output (when stored) has the recorded size and sha256."""
+    try:
+        m = json.loads(meta.decode("utf-8"))
+        if not isinstance(m, dict) or m.get("key") != key or m.get("name") != name \
+                or not meta_sum_ok(meta):
+            return False
+        if m.get("stored") is False:
+            return True
+        if m.get("size", len(out)) != len(out):
+            return False
+        data = out if m.get("codec") == "arrays" else gzip.decompress(out)
+        return bool(sha256_bytes(data) == m.get("output_hash"))
+    except (ValueError, OSError, EOFError, zlib.error):
+        return False

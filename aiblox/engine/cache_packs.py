@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from aiblox.engine.cache_files import FileInfo, Files
@@ -84,8 +85,11 @@ def _parse(data: bytes) -> list[tuple[str, int, int, int]]:
 class Packs:
     """The packs of one cache's stages, indexed on first need (see the module doc)."""
 
-    def __init__(self, files: Files) -> None:
+    def __init__(self, files: Files,
+                 whole: Callable[[str, str, bytes, bytes], bool] | None = None) -> None:
         self._files = files
+        self._whole = whole or (lambda stage, key, meta, out: True)
+        """Whether an entry's bytes are whole (its meta's checksum, its output's hash)."""
         self._index: dict[str, dict[str, PackEntry]] = {}
         """Per stage: key -> where its bytes lie (a key in two packs: the one found last)."""
         self._rows: dict[str, dict[str, list[tuple[str, int, int, int]]]] = {}
@@ -103,13 +107,20 @@ class Packs:
         return self._files.path(self._folder(stage), pack)
 
     def _refresh(self, stage: str) -> None:
-        """Index the packs of ``stage`` published since the last look."""
+        """Index the packs of ``stage`` published since the last look, and forget those gone
+        since (another process wrote one again without some entries, or pruned it)."""
         self._listed[stage] = time.monotonic()
         index = self._index.setdefault(stage, {})
         known = self._rows.setdefault(stage, {})
         bad = self._bad.setdefault(stage, set())
-        for name, size, _ in self._files.listing(self._folder(stage)):
-            if size < 0 or not name.endswith(_SUFFIX) or name in known or name in bad:
+        listed = {name: size for name, size, _ in self._files.listing(self._folder(stage))
+                  if size >= 0 and name.endswith(_SUFFIX)}
+        gone = [name for name in known if name not in listed]
+        for name in gone:
+            del known[name]
+        bad.intersection_update(listed)
+        for name, size in sorted(listed.items()):
+            if name in known or name in bad:
                 continue
             try:
                 rows = _parse(self._head(stage, name, size))
@@ -118,9 +129,17 @@ class Packs:
             except (OSError, ValueError):
                 bad.add(name)
                 continue
-            known[name] = rows
-            for key, at, meta_len, out_len in rows:
+            # a pack cut short (a damaged disk) holds only the entries its bytes cover
+            known[name] = [r for r in rows if r[1] + r[2] + r[3] <= size]
+            for key, at, meta_len, out_len in known[name]:
                 index[key] = PackEntry(name, at, meta_len, out_len)
+        if gone:
+            self._reindex(stage)
+
+    def refresh(self, stage: str) -> None:
+        """Look at the stage's packs again now (a pack read was gone: written again by
+        another process)."""
+        self._refresh(stage)
 
     def _head(self, stage: str, name: str, size: int) -> bytes:
         """A pack's first bytes, its index line whole (the whole file when it is short)."""
@@ -142,25 +161,34 @@ class Packs:
 
     def entries(self, stage: str) -> dict[str, tuple[int, float | None]]:
         """Every entry of the stage's packs (listed now): key -> its bytes on disk (its meta,
-        its output and its row of the pack's index, the same in any pack) and when its pack
-        was written. A pack holds 16 bytes more than its entries (:meth:`overhead`)."""
+        its output and its row of the pack's index, the same in any pack; an entry two
+        processes packed at once: both copies, which removing it frees) and when its newest
+        pack was written. A pack holds 16 bytes more than its entries (:meth:`overhead`)."""
         self._refresh(stage)
         when = {n: w for n, _, w in self.listing(stage)}
         hidden = self._hidden.get(stage, {})
-        return {key: (m + o + len(canonical_plain_json([key, m, o])) + 1, when.get(name))
-                for name in sorted(self._rows[stage]) for key, _, m, o in self._rows[stage][name]
-                if key not in hidden.get(name, ())}
+        out: dict[str, tuple[int, float | None]] = {}
+        for name in sorted(self._rows[stage]):
+            for key, _, m, o in self._rows[stage][name]:
+                if key in hidden.get(name, ()):
+                    continue
+                size = m + o + len(canonical_plain_json([key, m, o])) + 1
+                had, written = out.get(key, (0, None))
+                times = [t for t in (written, when.get(name)) if t is not None]
+                out[key] = (had + size, max(times) if times else None)
+        return out
 
     def overhead(self, stage: str, emptied: set[str] | None = None) -> int:
-        """The bytes of the stage's packs that are no entry's (16 a pack, and an entry held
-        twice); with ``emptied``, of the packs whose every entry is among those keys only (what
-        removing them frees beside the entries' bytes)."""
-        entries = self.entries(stage)
+        """The bytes of the stage's packs that are no entry's (16 a pack, the bytes past a cut
+        short pack's last whole entry); with ``emptied``, of the packs whose every entry is
+        among those keys only (what removing them frees beside the entries' bytes)."""
+        self._refresh(stage)
         sizes = {n: size for n, size, _ in self.listing(stage)}
         total = 0
         for name, rows in self._rows.get(stage, {}).items():
             if emptied is None or all(k in emptied for k, *_ in rows):
-                total += sizes.get(name, 0) - sum(entries[k][0] for k, *_ in rows)
+                total += sizes.get(name, 0) - sum(
+                    m + o + len(canonical_plain_json([k, m, o])) + 1 for k, _, m, o in rows)
         return total
 
     def listing(self, stage: str) -> list[FileInfo]:
@@ -236,7 +264,10 @@ class Packs:
             except (OSError, ValueError):  # gone, or not a pack any more: nothing to keep
                 entries = []
             del known[name]
-            new = self.add(stage, [e for e in entries if e[0] not in keys])
+            # only whole entries are written again: a pack another process is repairing at
+            # the same time keeps none of the damaged ones either of them found
+            new = self.add(stage, [e for e in entries
+                                   if e[0] not in keys and self._whole(stage, *e)])
             written = when.get(name)
             if new is not None and new != name and written is not None:
                 self._files.set_time(self._path(stage, new), written)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -160,3 +161,76 @@ def test_verify_writes_a_pack_again_once_for_all_its_damaged_entries(tmp_path, m
     assert written == [3]  # one pack written again, with the three good entries
     fresh = StageCache(tmp_path)
     assert [fresh.has("metrics", k) for k in keys] == [False, True, True, False, True]
+
+
+def _pack_sizes(root, stage: str = "metrics") -> int:
+    return sum(p.stat().st_size for p in (root / stage / "packs").glob("*.pack"))
+
+
+def test_an_entry_two_processes_packed_counts_both_copies_and_goes_whole(tmp_path):
+    """Two sweeps computing the same points at once pack the same entries twice (QA 22): the
+    listing counted one copy, so sizes fell short of the files and ``--max-size`` kept more
+    than it said."""
+    a, b = StageCache(tmp_path), StageCache(tmp_path)
+    with a.batched(), b.batched():
+        for i in range(4):
+            _store(a, i)
+        for i in range(2, 6):  # 2 and 3 in both packs
+            _store(b, i)
+    cache = StageCache(tmp_path)
+    rows = {r.folder: r for r in cache_usage(cache)}
+    before = _pack_sizes(tmp_path)
+    assert rows["metrics"].entries == 6 and rows["metrics"].size == before
+    r = prune_cache(cache, max_size=before // 2)
+    assert before - _pack_sizes(tmp_path) == r.freed  # both copies of a removed entry
+    assert sum(e.size for e in cache_entries(StageCache(tmp_path))) <= before // 2
+
+
+def test_a_pack_written_again_keeps_only_whole_entries(tmp_path):
+    """Two processes repairing one pack at once each wrote it again without the entries it
+    had found damaged, so each copy kept the other's (QA 22): a pack written again now keeps
+    only entries whose bytes check."""
+    cache = StageCache(tmp_path)
+    with cache.batched():
+        keys = [_store(cache, i) for i in range(5)]
+    (pack,) = (tmp_path / "metrics" / "packs").iterdir()
+    data = pack.read_bytes()
+    bad = bytearray(data)
+    for i in (1, 3):
+        _, meta, out = cache_packs.read_pack(data)[i]
+        bad[data.index(meta) + len(meta) + len(out) - 1] ^= 0x01
+    pack.write_bytes(bytes(bad))
+    StageCache(tmp_path).remove("metrics", keys[1])  # found damaged by one process
+    fresh = StageCache(tmp_path)
+    assert [fresh.has("metrics", k) for k in keys] == [True, False, True, False, True]
+    assert verify_cache(fresh, progress=False).damaged == []
+
+
+def test_a_pack_another_process_wrote_again_is_found_again(tmp_path):
+    """A cache that had indexed a pack read an entry of it after another process had written
+    it again (a repair, a prune): the old file was gone, and the intact entry was reported
+    damaged and computed again (QA 22)."""
+    writer = StageCache(tmp_path)
+    with writer.batched():
+        keys = [_store(writer, i) for i in range(4)]
+    reader = StageCache(tmp_path)
+    assert reader.load("metrics", keys[0])["v"].size == 1  # the pack indexed
+    StageCache(tmp_path).remove("metrics", keys[1])  # another process writes it again
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert reader.load("metrics", keys[2])["v"].size == 3
+        assert reader.run("metrics", 1, {"i": 3}, [], lambda: 1 / 0, codec="arrays"
+                          )[1]["v"].size == 4
+    assert reader.repaired == {} and not reader.has("metrics", keys[1])
+
+
+def test_a_pack_cut_short_lists_only_its_whole_entries(tmp_path):
+    cache = StageCache(tmp_path)
+    with cache.batched():
+        keys = [_store(cache, i) for i in range(4)]
+    (pack,) = (tmp_path / "metrics" / "packs").iterdir()
+    pack.write_bytes(pack.read_bytes()[:-5])  # the last entry's output cut
+    fresh = StageCache(tmp_path)
+    rows = {r.folder: r for r in cache_usage(fresh)}
+    assert rows["metrics"].entries == 3 and rows["metrics"].size == _pack_sizes(tmp_path)
+    assert not fresh.has("metrics", keys[3]) and fresh.has("metrics", keys[2])
