@@ -12,10 +12,14 @@ An entry in a pack is the entry it would be as two files: the same meta (with it
 checking and counting it is the same; only where its bytes lie differs. A pack is published
 atomically like any file (:func:`~aiblox.engine.cache_files.atomic_write`, or one put) and
 never appended to; its name is the sha256 of its bytes, so two writers never collide. Removing
-an entry (damaged, or pruned) writes the pack again without it (and removes a pack left empty).
+an entry (damaged, or pruned) writes the pack again without it, keeping only entries whose
+bytes check (two processes repairing one pack at once each drop every damaged entry), and
+removes the old pack (and a pack left empty); inside a batch, once per pack at its end.
 
 Each :class:`StageCache` indexes a stage's packs on first need and looks again, at most once a
-second, when a key is not found (another process's packs, published since).
+second, when a key is not found (another process's packs, published since), and at once when
+a pack it indexed is gone (written again by another process). Two processes computing one
+entry at once pack it twice: its size counts both copies, and removing it removes both.
 """
 
 from __future__ import annotations
