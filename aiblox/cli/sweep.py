@@ -170,6 +170,15 @@ def sweep(
                                jobs=jobs or default_jobs(), tracker=tracker,
                                progress=show_progress(), dataset=dataset,
                                executor=executor, address=address or None)
+    except KeyboardInterrupt:  # Ctrl-C: one line saying what is kept and how to go on
+        from aiblox.cli._errors import print_error
+
+        again = f"aiblox sweep {spec_reference(spec_path)}"
+        print_error(f"interrupted: the finished points are kept (stage cache {cache_dir}"
+                    + (f", MLflow {tracking_uri}); `{again} --resume` continues where it stopped"
+                       if tracker is not None else
+                       f"); `{again} --no-tracking` again reads them back"), prefix="stopped")
+        raise typer.Exit(130) from None
     except Exception as exc:
         if is_disk_full(exc):  # one line: what could not be written, and how to go on
             fail(f"cannot write {_written(exc, cache_dir, tracking_uri)}: the disk is full "
