@@ -102,8 +102,8 @@ def compare(
         table.add_column(col, justify="left" if col in ("metric", "better") else "right")
     for m in result.metrics:  # one precision for every number (aiblox.metrics.marks)
         table.add_row(m.metric, m.direction, value_text(m.a), value_text(m.b),
-                      delta_text(m.delta, m.significant), p_text(m.p_value),
-                      p_text(m.p_adjusted), str(m.wins), str(m.ties), str(m.losses))
+                      delta_text(m.delta, m.significant), p_text(m.p_value, result.alpha),
+                      p_text(m.p_adjusted, result.alpha), str(m.wins), str(m.ties), str(m.losses))
     if result.datasets:
         a, b = (dataset_text(n, h) for n, h in zip(result.dataset_names or ["", ""],
                                                      result.datasets, strict=True))

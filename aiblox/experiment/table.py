@@ -327,7 +327,8 @@ class Experiment(BaseModel):
         if sig is None:
             return ""
         left_out = f", {sig.dropped} NaN left out" if sig.dropped else ""
-        return f"{delta_text(sig.delta, sig.significant)} p={p_text(sig.p_adjusted)}{left_out}"
+        p = p_text(sig.p_adjusted, self.alpha)
+        return f"{delta_text(sig.delta, sig.significant)} p={p}{left_out}"
 
     def cell(self, system: System, metric: str) -> str:
         """A value as Markdown and LaTeX readers see it: ``0.4688 (-0.2326▼, p=0.0003)``
@@ -355,7 +356,8 @@ class Experiment(BaseModel):
                 for b in self.systems[i + 1:]:
                     sig = self.pairs[b.name][a.name][m]
                     rows.append([m, self.label(b), self.label(a),
-                                 delta_text(sig.delta, sig.significant), p_text(sig.p_adjusted),
+                                 delta_text(sig.delta, sig.significant),
+                                 p_text(sig.p_adjusted, self.alpha),
                                  counts_text(sig.wins, sig.ties, sig.losses, sig.dropped)])
         return rows
 

@@ -2,7 +2,8 @@
 (terminal, Markdown, LaTeX, CSV), the sweep board, ``aiblox compare`` and the sweep report.
 
 A compared value carries its signed delta to the baseline (``+0.0123``, ``-0.2326``) and the
-adjusted p-value of its paired test (``p=0.0120``; ``p<0.0001`` below four decimals); a
+adjusted p-value of its paired test (``p=0.0120``; ``p<0.0001`` below four decimals;
+``p>0.0500`` just above alpha where four decimals would show alpha itself); a
 significant difference (adjusted p <= alpha) is marked by its direction beside the delta:
 ``▲`` significantly higher than the baseline, ``▼`` significantly lower. The arrow follows the
 value, not the verdict: for a cost (tokens, latency; :mod:`aiblox.metrics.directions`) a
@@ -51,10 +52,15 @@ def delta_text(delta: float, significant: bool = False) -> str:
     return f"{delta:+.{DIGITS}f}{mark(delta, significant)}"
 
 
-def p_text(p: float) -> str:
-    """A p-value at :data:`DIGITS` decimals; ``<0.0001`` below that."""
+def p_text(p: float, alpha: float = 0.05) -> str:
+    """A p-value at :data:`DIGITS` decimals; ``<0.0001`` below that; ``>0.0500`` for a p just
+    above ``alpha`` that would round to it (0.05004 is not significant at 0.05, and ``0.0500``
+    beside an unmarked delta read as if it were)."""
     floor = 10.0 ** -DIGITS
-    return f"<{floor:.{DIGITS}f}" if p < floor / 2 else f"{p:.{DIGITS}f}"
+    if p < floor / 2:
+        return f"<{floor:.{DIGITS}f}"
+    shown = f"{p:.{DIGITS}f}"
+    return f">{alpha:.{DIGITS}f}" if p > alpha and float(shown) <= alpha else shown
 
 
 def legend(against: str = "the baseline", alpha: float = 0.05) -> str:

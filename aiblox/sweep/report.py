@@ -323,7 +323,8 @@ def _tables(rep: SweepReport, top: int) -> list[tuple[str, list[str], list[list[
             c = tested.get(r["label"])
             value = r["metrics"].get(against, {}).get(rep.primary)
             row.append("baseline" if r["config_hash"] == rep.baseline["config_hash"] else
-                       f"{delta_text(c['delta'], c['significant'])} p={p_text(c['p_holm'])}"
+                       f"{delta_text(c['delta'], c['significant'])} "
+                       f"p={p_text(c['p_holm'], c.get('alpha', 0.05))}"
                        if c is not None else
                        delta_text(value - base) if value is not None and base is not None
                        else "")
@@ -339,8 +340,8 @@ def _tables(rep: SweepReport, top: int) -> list[tuple[str, list[str], list[list[
     # the direction as the library declares it (a summary logged before it carried one)
     sig = [[c["candidate"], c["metric"], c.get("direction") or metric_direction(c["metric"]),
             _f(c["baseline_mean"]), _f(c["candidate_mean"]),
-            delta_text(c["delta"], c["significant"]), p_text(c["p_value"]),
-            p_text(c["p_holm"]),
+            delta_text(c["delta"], c["significant"]),
+            p_text(c["p_value"], c.get("alpha", 0.05)), p_text(c["p_holm"], c.get("alpha", 0.05)),
             counts_text(c["wins"], c["ties"], c["losses"], c.get("dropped", 0))]
            for c in rep.significance]
     first = rep.significance[0] if rep.significance else {}

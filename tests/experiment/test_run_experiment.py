@@ -165,6 +165,11 @@ def test_marks_by_hand():
     assert delta_text(-0.23254, True) == "-0.2325▼" and delta_text(0.0, False) == "+0.0000"
     assert (p_text(0.48200001), p_text(0.5322), p_text(0.00004), p_text(0.00005)) == (
         "0.4820", "0.5322", "<0.0001", "0.0001")  # one precision: no 0.482 beside 0.5322
+    # a p just above alpha that rounds to it is not shown as alpha beside an unmarked delta
+    # (QA 21: 0.05004 printed 0.0500, as if significant at 0.05)
+    assert (p_text(0.05004), p_text(0.05), p_text(0.04996), p_text(0.0501)) == (
+        ">0.0500", "0.0500", "0.0500", "0.0501")
+    assert (p_text(0.01003, alpha=0.01), p_text(0.01003)) == (">0.0100", "0.0100")
     assert value_text(0.7) == "0.7000"
 
 
