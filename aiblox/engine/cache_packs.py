@@ -60,6 +60,12 @@ def pack_bytes(entries: list[tuple[str, bytes, bytes]]) -> bytes:
                      *(b for _, m, o in entries for b in (m, o))])
 
 
+def _entry_bytes(key: str, meta_len: int, out_len: int) -> int:
+    """An entry's bytes in a pack: its meta, its output and its row of the index line (with
+    the comma or bracket after it); a pack holds 16 bytes more than its entries."""
+    return meta_len + out_len + len(canonical_plain_json([key, meta_len, out_len])) + 1
+
+
 def read_pack(data: bytes) -> list[tuple[str, bytes, bytes]]:
     """The ``(key, meta bytes, output bytes)`` entries of a pack's bytes, in order
     (``ValueError`` when they are not a pack's)."""
@@ -176,7 +182,7 @@ class Packs:
             for key, _, m, o in self._rows[stage][name]:
                 if key in hidden.get(name, ()):
                     continue
-                size = m + o + len(canonical_plain_json([key, m, o])) + 1
+                size = _entry_bytes(key, m, o)
                 had, written = out.get(key, (0, None))
                 times = [t for t in (written, when.get(name)) if t is not None]
                 out[key] = (had + size, max(times) if times else None)
@@ -191,8 +197,7 @@ class Packs:
         total = 0
         for name, rows in self._rows.get(stage, {}).items():
             if emptied is None or all(k in emptied for k, *_ in rows):
-                total += sizes.get(name, 0) - sum(
-                    m + o + len(canonical_plain_json([k, m, o])) + 1 for k, _, m, o in rows)
+                total += sizes.get(name, 0) - sum(_entry_bytes(k, m, o) for k, _, m, o in rows)
         return total
 
     def listing(self, stage: str) -> list[FileInfo]:

@@ -59,25 +59,30 @@ class StageReader:
     def _stored_index(self, signals_key: str,
                       signals: Callable[[], dict[str, Any]] | None) -> BatchFusion:
         file = f"{signals_key}.index"
-        signals_hash = None
         if signals_key not in self._fresh:
-            with contextlib.suppress(StageCacheError):
-                signals_hash = self.cache.meta("signals", signals_key)["output_hash"]
-        if signals_hash is not None:
-            index = _read_index(self.cache.read_file(_DOC_TABLES, file), signals_hash)
-            if index is not None:
-                return index
+            signals_hash = self._signals_hash(signals_key)
+            kept = _derived_body(self.cache.read_file(_DOC_TABLES, file), signals_hash)
+            if kept is not None:
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    return BatchFusion.from_arrays(decode_arrays(kept[1]))
         sig = signals() if signals is not None else self.cache.load("signals", signals_key)
         index = BatchFusion.from_signals(sig)
         self._fresh.discard(signals_key)
-        with contextlib.suppress(StageCacheError):
-            signals_hash = self.cache.meta("signals", signals_key)["output_hash"]
-            arrays = index.to_arrays()
-            if arrays is not None:
-                body = encode_arrays(arrays)
-                head = json.dumps({"signals": signals_hash, "sha256": sha256_bytes(body)})
-                self.cache.write_file(_DOC_TABLES, file, head.encode("utf-8") + b"\n" + body)
+        # the signals' hash read again: a damaged entry was computed again by signals()
+        signals_hash = self._signals_hash(signals_key)
+        arrays = index.to_arrays()
+        if signals_hash is not None and arrays is not None:
+            with contextlib.suppress(StageCacheError):
+                self.cache.write_file(_DOC_TABLES, file,
+                                      _derived_bytes(signals_hash, encode_arrays(arrays)))
         return index
+
+    def _signals_hash(self, signals_key: str) -> str | None:
+        """The output hash a signals entry recorded; None when it cannot be read."""
+        try:
+            return str(self.cache.meta("signals", signals_key)["output_hash"])
+        except StageCacheError:
+            return None
 
     def forget(self, signals_key: str) -> None:
         """Drop the index of a signals output (built again, from a fresh read of the signals,
@@ -193,24 +198,19 @@ def _doc_table_bytes(qids: list[str], docs: list[str], signals_hash: str) -> byt
     break (such a table is rebuilt each time instead)."""
     if any("\n" in d or "\r" in d for d in docs):
         return None
-    body = "\n".join(docs).encode("utf-8")
-    header = {"signals": signals_hash, "qids": qids, "n": len(docs),
-              "sha256": sha256_bytes(body)}
-    return json.dumps(header).encode("utf-8") + b"\n" + body
+    return _derived_bytes(signals_hash, "\n".join(docs).encode("utf-8"), qids=qids,
+                          n=len(docs))
 
 
 def _read_doc_table(data: bytes | None, signals_hash: str
                     ) -> tuple[list[str], list[str]] | None:
     """The ``(qids, docs)`` of a doc table's file, None when there is none or it is not the
     table of this signals output, whole."""
-    if data is None:
+    kept = _derived_body(data, signals_hash)
+    if kept is None:
         return None
+    header, body = kept
     try:
-        end = data.index(b"\n")
-        header = json.loads(data[:end])
-        body = data[end + 1:]
-        if header["signals"] != signals_hash or sha256_bytes(body) != header["sha256"]:
-            return None
         docs = body.decode("utf-8").split("\n") if header["n"] else []
         if len(docs) != header["n"]:
             return None
@@ -219,10 +219,18 @@ def _read_doc_table(data: bytes | None, signals_hash: str
         return None
 
 
-def _read_index(data: bytes | None, signals_hash: str) -> BatchFusion | None:
-    """The :class:`BatchFusion` of an index file (:meth:`StageReader.index`), None when there
-    is none or it is not this signals output's, whole."""
-    if data is None:
+def _derived_bytes(signals_hash: str, body: bytes, **header: Any) -> bytes:
+    """A file derived from a signals entry (a doc table, a fusion index): one JSON header line
+    (the signals' output hash, the body's sha256, ``header``'s fields), then the body."""
+    head = {"signals": signals_hash, **header, "sha256": sha256_bytes(body)}
+    return json.dumps(head).encode("utf-8") + b"\n" + body
+
+
+def _derived_body(data: bytes | None, signals_hash: str | None
+                  ) -> tuple[dict[str, Any], bytes] | None:
+    """The header and body of a :func:`_derived_bytes` file; None when there is none, it is of
+    other signals, or its body is not the one hashed."""
+    if data is None or signals_hash is None:
         return None
     try:
         end = data.index(b"\n")
@@ -230,7 +238,7 @@ def _read_index(data: bytes | None, signals_hash: str) -> BatchFusion | None:
         body = data[end + 1:]
         if header["signals"] != signals_hash or sha256_bytes(body) != header["sha256"]:
             return None
-        return BatchFusion.from_arrays(decode_arrays(body))
+        return header, body
     except (ValueError, KeyError, TypeError):
         return None
 

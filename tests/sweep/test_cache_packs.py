@@ -27,6 +27,18 @@ def _store(cache: StageCache, i: int, stage: str = "metrics") -> str:
                        codec="arrays").key
 
 
+def _flip_outputs(root, entries: tuple[int, ...]) -> None:
+    """Flip the last byte of the output of the metrics pack's entries at ``entries``, in place
+    (the pack's index unchanged)."""
+    (pack,) = (root / "metrics" / "packs").iterdir()
+    data = pack.read_bytes()
+    bad = bytearray(data)
+    for i in entries:
+        _, meta, out = cache_packs.read_pack(data)[i]
+        bad[data.index(meta) + len(meta) + len(out) - 1] ^= 0x01
+    pack.write_bytes(bytes(bad))
+
+
 def _files(root) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
 
@@ -143,14 +155,7 @@ def test_verify_writes_a_pack_again_once_for_all_its_damaged_entries(tmp_path, m
     cache = StageCache(tmp_path)
     with cache.batched():
         keys = [_store(cache, i) for i in range(5)]
-    (pack,) = (tmp_path / "metrics" / "packs").iterdir()
-    data = pack.read_bytes()
-    bad = bytearray(data)
-    for i in (0, 3):  # two entries' outputs: the last byte of each
-        entry = cache_packs.read_pack(data)[i]
-        end = data.index(entry[1]) + len(entry[1]) + len(entry[2])
-        bad[end - 1] ^= 0x01
-    pack.write_bytes(bytes(bad))
+    _flip_outputs(tmp_path, (0, 3))  # two entries' outputs
     written = []
     add = cache_packs.Packs.add
     monkeypatch.setattr(cache_packs.Packs, "add",
@@ -193,13 +198,7 @@ def test_a_pack_written_again_keeps_only_whole_entries(tmp_path):
     cache = StageCache(tmp_path)
     with cache.batched():
         keys = [_store(cache, i) for i in range(5)]
-    (pack,) = (tmp_path / "metrics" / "packs").iterdir()
-    data = pack.read_bytes()
-    bad = bytearray(data)
-    for i in (1, 3):
-        _, meta, out = cache_packs.read_pack(data)[i]
-        bad[data.index(meta) + len(meta) + len(out) - 1] ^= 0x01
-    pack.write_bytes(bytes(bad))
+    _flip_outputs(tmp_path, (1, 3))
     StageCache(tmp_path).remove("metrics", keys[1])  # found damaged by one process
     fresh = StageCache(tmp_path)
     assert [fresh.has("metrics", k) for k in keys] == [True, False, True, False, True]
