@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["compiled_threads", "readonly_view", "setup_numba_cache", "usable_cores"]
+__all__ = ["compiled_threads", "interrupt_behind", "readonly_view", "setup_numba_cache",
+           "usable_cores"]
 
 
 def usable_cores() -> int:
@@ -25,6 +26,21 @@ def usable_cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C behind ``exc`` (itself, or its cause or context, however deep), None when
+    there is none. A Ctrl-C while numba loads a kernel from its cache reaches Python as
+    ``SystemError: <function _numba_unpickle> returned a result with an exception set``, the
+    ``KeyboardInterrupt`` as its cause: a sweep stopped that way said "internal error" (CI)."""
+    seen: set[int] = set()
+    at: BaseException | None = exc
+    while at is not None and id(at) not in seen:
+        if isinstance(at, KeyboardInterrupt):
+            return at
+        seen.add(id(at))
+        at = at.__cause__ or at.__context__
+    return None
 
 
 def readonly_view(a: np.ndarray) -> np.ndarray:

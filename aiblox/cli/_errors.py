@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING, Any
 import typer
 from typer.core import TyperGroup
 
+from aiblox.compiled import interrupt_behind
+
 if TYPE_CHECKING:
     from typer._click import Context
 
@@ -195,6 +197,8 @@ def user_faults() -> Iterator[None]:
         except Exception as exc:
             if debug or _cli_control(exc):
                 raise
+            if interrupt_behind(exc) is not None:  # a Ctrl-C a C extension wrapped: a Ctrl-C
+                raise KeyboardInterrupt from exc
             message = fault_message(exc)
             if message is not None:
                 print_error(message)

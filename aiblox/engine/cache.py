@@ -15,9 +15,9 @@ mid-write leaves no meta and the stage is simply recomputed. A batch of entries
 (:meth:`StageCache.batched`: a sweep's points) is written as packs instead, one file per stage
 now and then, each holding many entries' metas and outputs byte for byte
 (:mod:`aiblox.engine.cache_packs`): a killed sweep loses the entries not yet packed, computed
-again on the next run. The cache counts, per stage, how
-many outputs it computed and how many it reused, which is how tests prove a re-run recomputes
-nothing.
+again on the next run (an interrupted one packs them on its way out). The cache counts, per
+stage, how many outputs it computed and how many it reused, which is how tests prove a re-run
+recomputes nothing.
 
 A stage whose output costs less to compute again than to store (a hybrid point's fused run:
 about a millisecond from its signals, against half a megabyte a point on disk) is *recorded*,
@@ -30,13 +30,13 @@ The root is a local folder (a path, or a ``file://`` URI) or any fsspec URI (``s
 ``gs://``, ``memory://`` in tests; the protocol's package must be installed, e.g. ``s3fs``), so
 workers on several machines share one cache (the two kinds of files are in
 :mod:`aiblox.engine.cache_files`). A local folder keeps the direct ``os`` calls (a fusion sweep
-reads thousands of entries). Publication is atomic everywhere: a local or
-mounted shared folder writes a temporary file unique to the process and thread and renames
-it; an object store writes each file with one put, which a reader sees whole or not at all.
-Two workers computing one stage write the same bytes (stages are deterministic), so the last
-write wins harmlessly; a conditional put (create only if absent) would add nothing and would
-block the repair of a damaged object. :attr:`StageCache.uri` rebuilds the cache on any worker,
-and a cache pickles as its URI.
+reads thousands of entries). Publication is atomic everywhere: a local or mounted shared
+folder writes a temporary file unique to the process and thread and renames it; an object
+store writes each file with one put, which a reader sees whole or not at all. Two workers
+computing one stage write the same bytes (stages are deterministic), so the last write wins
+harmlessly; a conditional put (create only if absent) would add nothing and would block the
+repair of a damaged object. :attr:`StageCache.uri` rebuilds the cache on any worker, and a
+cache pickles as its URI.
 """
 
 from __future__ import annotations
@@ -96,9 +96,7 @@ _FILE = "file"
 """Where an entry lies: its own two files (else a :class:`_Pending` or a
 :class:`~aiblox.engine.cache_packs.PackEntry`)."""
 
-_FLUSH_ENTRIES = 2048
-_FLUSH_BYTES = 64 << 20
-_FLUSH_S = 30.0
+_FLUSH_ENTRIES, _FLUSH_BYTES, _FLUSH_S = 2048, 64 << 20, 30.0
 """A batch writes its packs when it holds this many entries, bytes, or seconds of work."""
 
 
@@ -216,8 +214,16 @@ class StageCache:
             if not pending:
                 return
             self._pending = {}
-        for name in sorted(pending):
-            self._packs.add(name, [(k, e.meta, e.out) for k, e in pending[name].items()])
+        names = sorted(pending)
+        for i, name in enumerate(names):
+            try:
+                self._packs.add(name, [(k, e.meta, e.out) for k, e in pending[name].items()])
+            except BaseException:  # e.g. Ctrl-C mid-write: the batch's end writes the rest (CI)
+                with self._lock:
+                    back = self._pending if self._pending is not None else {}
+                    for n in names[i:]:
+                        back[n] = {**pending[n], **back.get(n, {})}
+                raise
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as its URI (a worker opens the same cache; the counters start at zero)."""

@@ -311,6 +311,22 @@ def test_an_unexpected_exception_is_one_line_with_a_hint_and_exit_1():
     assert runner.invoke(demo, ["fine"]).output == "ok\n"
 
 
+def test_a_ctrl_c_that_numba_wrapped_is_a_ctrl_c_not_an_internal_error():
+    """Ctrl-C while numba loads a kernel arrives as ``SystemError ... returned a result with an
+    exception set``, the KeyboardInterrupt as its cause: it said "internal error" (CI)."""
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as stop:
+            raise SystemError("<function _numba_unpickle> returned a result with an exception "
+                              "set") from stop
+    except SystemError as exc:
+        wrapped = exc
+    r = runner.invoke(_group_with(wrapped), ["boom"], env={"AIBLOX_DEBUG": ""})
+    assert "internal error" not in r.output
+    assert r.exit_code == 130  # as any Ctrl-C in a typer command
+
+
 @pytest.mark.parametrize(("exc", "words"), [
     (PermissionError(13, "Permission denied", "/data/x"), "/data/x: Permission denied"),
     (OSError(28, "No space left on device", "/data/y"), "no space left on the device"),

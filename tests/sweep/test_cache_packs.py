@@ -20,6 +20,7 @@ from aiblox.engine.housekeeping import (
     prune_cache,
     verify_cache,
 )
+from aiblox.engine.task import stage_key
 
 
 def _store(cache: StageCache, i: int, stage: str = "metrics") -> str:
@@ -233,3 +234,29 @@ def test_a_pack_cut_short_lists_only_its_whole_entries(tmp_path):
     rows = {r.folder: r for r in cache_usage(fresh)}
     assert rows["metrics"].entries == 3 and rows["metrics"].size == _pack_sizes(tmp_path)
     assert not fresh.has("metrics", keys[3]) and fresh.has("metrics", keys[2])
+
+
+def test_entries_a_ctrl_c_stopped_packing_are_packed_when_the_batch_ends(tmp_path, monkeypatch):
+    """Ctrl-C while a full batch is being packed (after one stage's pack, before the next's)
+    lost the second stage's entries: the sweep's Ctrl-C test saw 0 of 2,048 points kept (CI)."""
+    monkeypatch.setattr(cache_mod, "_FLUSH_ENTRIES", 4)
+    cache = StageCache(tmp_path)
+    add, calls = cache._packs.add, []
+
+    def interrupted(stage, entries):
+        calls.append(stage)
+        if len(calls) == 2:  # the metrics pack of the first flush, after the fusion pack's
+            raise KeyboardInterrupt
+        return add(stage, entries)
+
+    monkeypatch.setattr(cache._packs, "add", interrupted)
+    keys = []
+    with pytest.raises(KeyboardInterrupt), cache.batched():
+        fused = cache.store("fusion", 1, {"w": 0}, [], {"a": np.arange(2)}, "arrays").key
+        for i in range(3):  # the fourth entry makes a full batch: held, then packing starts
+            keys.append(stage_key("metrics", 1, {"i": i}, []))
+            _store(cache, i)
+    assert calls == ["fusion", "metrics", "metrics"]  # the batch's end wrote them
+    again = StageCache(tmp_path)
+    assert again.has("fusion", fused) and all(again.has("metrics", k) for k in keys)
+    assert [again.load("metrics", k)["v"].size for k in keys] == [1, 2, 3]

@@ -374,6 +374,27 @@ def test_a_tracker_of_this_process_owns_its_sweep_until_released_or_collected(tm
         SweepTracker(uri, "self", spec.hash, doc)
 
 
+def test_a_ctrl_c_numba_wrapped_gives_the_sweep_up_as_interrupted(tmp_path, sample_spec):
+    """Ctrl-C while numba loads a kernel reaches the sweep as a SystemError caused by the
+    KeyboardInterrupt: the parent ended FAILED and the CLI said "internal error" (CI)."""
+    from aiblox.engine.tracking import release_on_error
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    tr = SweepTracker(uri, "wrapped", sample_spec.hash, sample_spec.model_dump(mode="json"))
+
+    @release_on_error
+    def sweep(tracker):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as stop:
+            raise SystemError("returned a result with an exception set") from stop
+
+    with pytest.raises(KeyboardInterrupt) as got:
+        sweep(tracker=tr)
+    assert isinstance(got.value.__cause__, SystemError)  # the original, for AIBLOX_DEBUG
+    assert MlflowClient(uri).get_run(tr.parent_id).info.status == "KILLED"
+
+
 @pytest.fixture(scope="module")
 def mlflow_server(tmp_path_factory):
     """A real MLflow tracking server on 127.0.0.1 (a remote store: no file lock applies)."""

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
+from aiblox.compiled import interrupt_behind
 from aiblox.engine.tracking.mlflow_store import tracking_seconds
 
 __all__ = [
@@ -198,9 +199,12 @@ def release_on_error(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except BaseException as exc:
+            stop = interrupt_behind(exc)
             tracker = kwargs.get("tracker")
             if tracker is not None and hasattr(tracker, "release"):
-                tracker.release(exc)
+                tracker.release(stop or exc)
+            if stop is not None and stop is not exc:  # Ctrl-C that numba wrapped: a Ctrl-C
+                raise KeyboardInterrupt from exc
             raise
 
     return run
