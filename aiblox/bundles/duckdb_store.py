@@ -8,7 +8,7 @@ import contextlib
 from typing import Any
 
 from aiblox.bundles.store import BUNDLE_COLUMNS, ITEM_COLUMNS, split_bundle_rows
-from aiblox.stores.base import StoreError
+from aiblox.stores.base import StoreError, store_writes
 from aiblox.stores.duckdb_store import DuckDBStore, query_rows
 
 __all__ = ["DuckDBBundleStore"]
@@ -43,7 +43,8 @@ class DuckDBBundleStore:
         self.location = store.location
         self.con = store.con
         self.lock = store.lock
-        # a read-only file cannot take the tables: lookups then find nothing
+        # a read-only file cannot take the tables: lookups then find nothing (a shared one
+        # takes them when it first records a bundle)
         with self.lock, contextlib.suppress(Exception):
             for ddl in _TABLES:
                 self.con.execute(ddl)
@@ -56,7 +57,9 @@ class DuckDBBundleStore:
         b, items, links = split_bundle_rows(rows)
         bundle_id = b["bundle_id"]
         written = 0
-        with self.lock:
+        with self.lock, store_writes(self.store):
+            for ddl in _TABLES:
+                self.con.execute(ddl)
             self.con.execute("BEGIN TRANSACTION")
             try:
                 old = self.con.execute(

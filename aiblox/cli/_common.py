@@ -40,11 +40,15 @@ def fail(message: str) -> None:
 
 
 def open_db(db: str) -> Store:
-    """Open the store at ``db`` or exit with a clear message."""
-    from aiblox.stores import mask_password, open_store
+    """Open the store at ``db`` (shared: other processes may read it meanwhile) or exit with a
+    clear message."""
+    from aiblox.stores import StoreBusy, mask_password, open_store
 
     try:
-        return open_store(db)
+        return open_store(db, shared=True)
+    except StoreBusy as exc:
+        fail(str(exc))
+        raise  # unreachable
     except Exception as exc:  # noqa: BLE001 - shown to the user, not swallowed
         fail(f"cannot open store {mask_password(db)}: {exc}")
         raise  # unreachable

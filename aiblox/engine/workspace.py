@@ -44,7 +44,15 @@ from aiblox.hashing import sha256_hex, sha256_text
 from aiblox.indexes import StoreIndexes
 from aiblox.progress import phase
 from aiblox.retrieval import HybridRetriever, make_retriever
-from aiblox.stores import Store, StoreError, mask_password, open_store, store_fingerprint
+from aiblox.stores import (
+    Store,
+    StoreBusy,
+    StoreError,
+    mask_password,
+    open_store,
+    store_fingerprint,
+    store_writes,
+)
 from aiblox.stores.base import UpsertReport
 from aiblox.stores.identity import (
     DatasetBinding,
@@ -186,6 +194,14 @@ def prepare_store(store: Store, dataset: Dataset, embedder: CachedEmbedder | Non
     if not files and in_sync(store, binding, digest,
                              embedder.model_id if embedder is not None else None) is not None:
         return sync_dataset(store, binding, digest, (), embedder)  # reports up to date
+    with store_writes(store):  # a shared store is held alone once, for the whole sync
+        return _prepare(store, dataset, binding, digest, embedder, files, auto_vectors,
+                        replace=replace, progress=progress, batch_size=batch_size)
+
+
+def _prepare(store: Store, dataset: Dataset, binding: DatasetBinding, digest: str,
+             embedder: CachedEmbedder | None, files: list[Path], auto_vectors: bool, *,
+             replace: bool, progress: bool, batch_size: int) -> IngestReport:
     items = list(dataset.corpus.values())  # a lazy corpus is read from its file only now
     if files and embedder is not None:
         known = KnownTexts({d.id: sha256_text(d.embedding_text) for d in items},
@@ -354,7 +370,9 @@ def open_workspace(dataset: Dataset, db: str | None = None,
     if "://" not in path and path != ":memory:":
         Path(path.removeprefix("duckdb:///")).parent.mkdir(parents=True, exist_ok=True)
     try:
-        store = open_store(path, dim=model.dim)
+        store = open_store(path, dim=model.dim, shared=True)
+    except StoreBusy:
+        raise
     except Exception as exc:  # noqa: BLE001 - re-raised naming the store
         raise StoreError(f"cannot open store {mask_password(path)}: {exc}") from exc
     try:

@@ -13,6 +13,7 @@ from aiblox.stores.base import (
     StoreMismatch,
     UpsertReport,
     parse_filters,
+    store_writes,
 )
 from aiblox.stores.chunk_cache import (
     ChunkCache,
@@ -22,6 +23,7 @@ from aiblox.stores.chunk_cache import (
     DuckDBChunkCache,
     InMemoryChunkCache,
 )
+from aiblox.stores.duckdb_lock import StoreBusy
 from aiblox.stores.duckdb_store import DuckDBStore
 from aiblox.stores.identity import DatasetBinding, SyncRecord, check_searchable, store_fingerprint
 from aiblox.stores.ingest import IngestReport, ingest_items, sync_dataset
@@ -32,9 +34,10 @@ def mask_password(db: str | Path) -> str:
     return re.sub(r"^([a-z][a-z0-9+.-]*://[^:/@]*:)[^@]*@", r"\1***@", str(db))
 
 
-def open_store(db: str | Path, dim: int = 384) -> Store:
+def open_store(db: str | Path, dim: int = 384, shared: bool = False) -> Store:
     """Open a store from a file path, ``duckdb:///path``, ``:memory:`` or a PostgreSQL URL
-    (``postgresql+psycopg://user:pass@host/db``, needs the ``postgres`` extra)."""
+    (``postgresql+psycopg://user:pass@host/db``, needs the ``postgres`` extra). ``shared``: a
+    DuckDB file is held alone only while written (:mod:`aiblox.stores.duckdb_lock`)."""
     text = str(db)
     if text.startswith(("postgresql", "postgres://")):
         try:
@@ -45,7 +48,7 @@ def open_store(db: str | Path, dim: int = 384) -> Store:
         return PostgresStore(text, dim=dim)
     if text.startswith("duckdb:///"):
         text = text[len("duckdb:///"):]
-    return DuckDBStore(text, dim=dim)
+    return DuckDBStore(text, dim=dim, shared=shared)
 
 
 __all__ = [
@@ -61,6 +64,7 @@ __all__ = [
     "InMemoryChunkCache",
     "IngestReport",
     "Store",
+    "StoreBusy",
     "StoreError",
     "StoreMismatch",
     "SyncRecord",
@@ -71,5 +75,6 @@ __all__ = [
     "open_store",
     "parse_filters",
     "store_fingerprint",
+    "store_writes",
     "sync_dataset",
 ]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager as ContextManager
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
@@ -30,6 +32,7 @@ __all__ = [
     "is_disk_full",
     "parse_filters",
     "plan_upsert",
+    "store_writes",
 ]
 
 FILTER_FIELDS = ("id", "kind", "source", "source_ref")
@@ -205,6 +208,13 @@ def check_pack_row(pack_id: str, parent_pack_id: str | None, sha256: str,
                          "not a pack id")
     if not isinstance(json_text, str) or not json_text:
         raise StoreError(f"evidence pack {pack_id}: json_text must be a non-empty string")
+
+
+def store_writes(store: Any, wait_s: float | None = None) -> ContextManager[None]:
+    """Around many writes to ``store``: a shared DuckDB store holds its file alone once for
+    all of them (:meth:`~aiblox.stores.DuckDBStore.writable`); other stores need nothing."""
+    writable = getattr(store, "writable", None)
+    return writable(wait_s) if writable is not None else contextlib.nullcontext()
 
 
 @runtime_checkable

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, runtime_checkable
@@ -27,6 +28,8 @@ import numpy as np
 
 from aiblox.chunking.base import Chunk
 from aiblox.hashing import canonical_json, sha256_bytes
+from aiblox.stores.base import store_writes
+from aiblox.stores.duckdb_lock import StoreBusy
 
 __all__ = [
     "CHUNK_CACHE_VERSION",
@@ -246,6 +249,7 @@ class DuckDBChunkCache:
         self.read_only = False
         """True when the table could not be created (a read-only file without it): every
         lookup misses and writes are dropped."""
+        self._busy_said = False
         with self._lock:
             try:
                 self.con.execute(_TABLE)
@@ -253,8 +257,26 @@ class DuckDBChunkCache:
                 exists = self.con.execute(
                     "SELECT count(*) FROM information_schema.tables "
                     "WHERE table_name = 'chunk_cache'").fetchone()[0]
-                if not exists:
-                    self.read_only = True
+                if not exists:  # a shared store made before the table: made now, or never
+                    try:
+                        with store_writes(store, wait_s=0):
+                            self.con.execute(_TABLE)
+                    except Exception:  # noqa: BLE001 - read-only, or another process reads
+                        self.read_only = True
+
+    def _written(self, write: Callable[[], int]) -> int:
+        """``write()`` holding a shared store alone; a store another process reads at the
+        moment is not waited for (a cache: the write is dropped, with one warning)."""
+        try:
+            with store_writes(self.store, wait_s=0):
+                return write()
+        except StoreBusy as exc:
+            if not self._busy_said:
+                self._busy_said = True
+                warnings.warn(f"chunk cache: {exc.holder} is reading store "
+                              f"{self.store.location}: new chunks are used but not cached",
+                              stacklevel=3)
+            return 0
 
     def get_many(self, keys: Sequence[ChunkCacheKey], ttl_seconds: int | None = None,
                  precomputed_only: bool = False) -> ChunkCacheLookup:
@@ -307,15 +329,19 @@ class DuckDBChunkCache:
         table = pa.table({**cols, "vectors": pa.array(cols["vectors"], type=pa.binary()),
                           "dim": pa.array(cols["dim"], type=pa.int32()),
                           "n_chunks": pa.array(cols["n_chunks"], type=pa.int32())})
-        with self._lock, self.con.registered("_aiblox_cw", table):
-            self.con.execute(
-                "INSERT INTO chunk_cache SELECT * FROM _aiblox_cw ON CONFLICT DO UPDATE SET "
-                "chunks_json = excluded.chunks_json, vectors = excluded.vectors, "
-                "dim = excluded.dim, n_chunks = excluded.n_chunks, "
-                "payload_sha256 = excluded.payload_sha256, "
-                "precomputed = chunk_cache.precomputed OR excluded.precomputed, "
-                "created_at = excluded.created_at")
-        return len(latest)
+
+        def write() -> int:
+            with self._lock, self.con.registered("_aiblox_cw", table):
+                self.con.execute(
+                    "INSERT INTO chunk_cache SELECT * FROM _aiblox_cw ON CONFLICT DO UPDATE "
+                    "SET chunks_json = excluded.chunks_json, vectors = excluded.vectors, "
+                    "dim = excluded.dim, n_chunks = excluded.n_chunks, "
+                    "payload_sha256 = excluded.payload_sha256, "
+                    "precomputed = chunk_cache.precomputed OR excluded.precomputed, "
+                    "created_at = excluded.created_at")
+            return len(latest)
+
+        return self._written(write)
 
     def prune(self, current: dict[str, str]) -> int:
         import pyarrow as pa
@@ -324,14 +350,18 @@ class DuckDBChunkCache:
             return 0
         table = pa.table({"item_id": sorted(current),
                           "content_hash": [current[k] for k in sorted(current)]})
-        with self._lock:
-            before = self.count()
-            with self.con.registered("_aiblox_cur", table):
-                self.con.execute(
-                    "DELETE FROM chunk_cache WHERE NOT EXISTS (SELECT 1 FROM _aiblox_cur k "
-                    "WHERE k.item_id = chunk_cache.item_id "
-                    "AND k.content_hash = chunk_cache.content_hash)")
-            return before - self.count()
+
+        def write() -> int:
+            with self._lock:
+                before = self.count()
+                with self.con.registered("_aiblox_cur", table):
+                    self.con.execute(
+                        "DELETE FROM chunk_cache WHERE NOT EXISTS (SELECT 1 FROM _aiblox_cur "
+                        "k WHERE k.item_id = chunk_cache.item_id "
+                        "AND k.content_hash = chunk_cache.content_hash)")
+                return before - self.count()
+
+        return self._written(write)
 
     def count(self) -> int:
         if self.read_only:

@@ -192,6 +192,11 @@ class Connection:
         finally:
             self._con.unregister(name)
 
+    def replace(self, con: Any) -> None:
+        """Use ``con`` from now on (the store opened its file again: to read or to write);
+        every holder of this object follows."""
+        self._con = con
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._con, name)
 

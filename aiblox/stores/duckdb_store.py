@@ -18,14 +18,15 @@ search rebuilds a stale index before it reads, so a query never sees a stale ind
 BM25 for many queries runs as one SQL statement over the index's own tables (``dict``,
 ``terms``, ``docs``, ``stats``) with the same formula, tokenizer and stemmer as the extension's
 ``match_bm25`` macro (k1 = 1.2, b = 0.75), which costs ~50 ms per call
-(:mod:`aiblox.stores.duckdb_fts`).
+(:mod:`aiblox.stores.duckdb_fts`). Opened ``shared`` (every command's and notebook's workspace),
+the file is held alone only while written, so several processes read it side by side
+(:class:`~aiblox.stores.duckdb_lock.SharedFile`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -44,11 +45,11 @@ from aiblox.stores.base import (
     StoreError,
     UpsertReport,
     check_pack_row,
-    is_disk_full,
     plan_upsert,
     relocated,
 )
 from aiblox.stores.duckdb_fts import bm25_sql, load_extension
+from aiblox.stores.duckdb_lock import SharedFile, StoreBusy
 from aiblox.stores.duckdb_sql import (
     Connection,
     check_database_file,
@@ -73,6 +74,7 @@ whole file in memory; past the limit DuckDB evicts pages and spills, so memory s
 ROW_GROUP_ROWS = 122_880
 """DuckDB's row group: an insert of this many rows or more is written before its commit."""
 CHECKPOINT_THRESHOLD = "1GB"
+_TABLES = {"aiblox_meta", "items", "item_vectors", "embedding_cache", "evidence_packs"}
 """How much write-ahead log DuckDB gathers before it checkpoints (its default, 16MB, checkpoints
 after every few batches of an ingest, and each checkpoint rewrites the primary-key indexes:
 quadratic in the corpus; at 1GB an ingest of 100k documents takes 16 s instead of 38 s)."""
@@ -91,45 +93,47 @@ def query_rows(con: Any, sql: str, params: list[Any]) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
-class DuckDBStore:
+class DuckDBStore(SharedFile):
     """Items, BM25, vectors and the embedding cache in one DuckDB file (or ``:memory:``)."""
 
     kind = "duckdb"
 
     def __init__(self, path: str | Path = ":memory:", dim: int = 384, read_only: bool = False,
-                 memory_limit: str | None = None) -> None:
-        import duckdb
-
+                 memory_limit: str | None = None, shared: bool = False) -> None:
+        """``shared``: read, and hold the file alone only inside :meth:`writable` (every write
+        is), so other processes can read it meanwhile (:mod:`aiblox.stores.duckdb_lock`);
+        opening waits for another process's lock. A new file is made first."""
         self.location = str(path)
         if self.location != ":memory:":
             check_database_file(self.location)
             Path(self.location).parent.mkdir(parents=True, exist_ok=True)
         limit = memory_limit or os.environ.get("AIBLOX_DUCKDB_MEMORY_LIMIT") or MEMORY_LIMIT
-        try:
-            self.con = Connection(duckdb.connect(
-                self.location, read_only=read_only,
-                config={"memory_limit": limit, "checkpoint_threshold": CHECKPOINT_THRESHOLD}))
-        except (duckdb.ParserException, duckdb.InvalidInputException) as exc:
-            raise StoreError(f"DuckDB memory limit {limit!r} (memory_limit= or "
-                             f"$AIBLOX_DUCKDB_MEMORY_LIMIT): {exc}") from exc
+        self._config: dict[str, Any] = {"memory_limit": limit,
+                                        "checkpoint_threshold": CHECKPOINT_THRESHOLD}
+        self._shared = shared and not read_only and self.location != ":memory:"
+        self.dim = dim  # the stored one once read (below)
+        fresh = self._shared and not os.path.exists(self.location)
+        self.con = Connection(self._connect(read_only or (self._shared and not fresh)))
         self._lock = threading.RLock()
         self._fts_loaded = False  # loaded by the first full-text use (40 ms a connection)
-        if not read_only:
+        if not read_only and (fresh or not self._shared):
             self._create_schema(dim)
+        elif self._shared:
+            self._check_version()
+            self._check_shared(_TABLES)
         self.dim = int(self._meta("vector_dim") or dim)
         if self.dim != dim and not read_only:
             raise StoreError(f"{self.location}: store holds {self.dim}-dim vectors, "
                              f"asked for {dim}")
+        if fresh:
+            self._reopen(read_only=True)
 
     # -- schema and metadata -------------------------------------------------------------
     def _create_schema(self, dim: int) -> None:
         with self._lock:
             self.con.execute("CREATE TABLE IF NOT EXISTS aiblox_meta (key VARCHAR PRIMARY KEY, "
                              "value VARCHAR)")
-            version = self._meta("schema_version")
-            if version is not None and version != SCHEMA_VERSION:
-                raise StoreError(f"{self.location}: schema version {version}, this aiblox "
-                                 f"reads {SCHEMA_VERSION}")
+            self._check_version()
             stored_dim = self._meta("vector_dim")
             dim = int(stored_dim) if stored_dim else dim
             self.con.execute("""
@@ -150,6 +154,12 @@ class DuckDBStore:
                                ("fts_state", "stale")):
                 self.con.execute("INSERT OR IGNORE INTO aiblox_meta VALUES (?, ?)", [key, value])
             self._create_pack_schema()
+
+    def _check_version(self) -> None:
+        version = self._meta("schema_version")
+        if version is not None and version != SCHEMA_VERSION:
+            raise StoreError(f"{self.location}: schema version {version}, this aiblox "
+                             f"reads {SCHEMA_VERSION}")
 
     def _meta(self, key: str) -> str | None:
         try:
@@ -172,7 +182,7 @@ class DuckDBStore:
         and a ``ROLLBACK`` that fails in turn (a failed ``COMMIT`` ended the transaction
         already) never hides the first error; a full disk is raised as a :class:`StoreError`
         naming the file (:meth:`_writing`)."""
-        with self._lock, self._writing():
+        with self._lock, self.writable(), self._writing():
             self.con.execute("BEGIN TRANSACTION")
             try:
                 yield
@@ -181,23 +191,6 @@ class DuckDBStore:
                 with contextlib.suppress(Exception):
                     self.con.execute("ROLLBACK")
                 raise
-
-    @contextlib.contextmanager
-    def _writing(self) -> Iterator[None]:
-        """Around a write: DuckDB's error for a full disk becomes one :class:`StoreError`
-        naming the store, the file and ENOSPC (what the store held before is intact: a
-        transaction is all or nothing, and the write-ahead log's torn tail is dropped when
-        the file is next opened)."""
-        try:
-            yield
-        except Exception as exc:
-            if not is_disk_full(exc):
-                raise
-            found = re.search(r'file "([^"]+)"', str(exc))
-            raise StoreError(
-                f"store {self.location}: the disk is full (ENOSPC, no space left on the "
-                f"device) writing {found.group(1) if found else self.location}; nothing stored "
-                f"was lost: free space, then run the command again") from exc
 
     def _set_meta(self, key: str, value: str) -> None:
         self.con.execute("INSERT OR REPLACE INTO aiblox_meta VALUES (?, ?)", [key, value])
@@ -279,7 +272,7 @@ class DuckDBStore:
             places = pa.table({"id": [r.id for r in moved], "source": [r.source for r in moved],
                                "ref": pa.array([r.source_ref for r in moved], pa.string())})
             changed = [r.id for r in ordered if r.id in existing]
-            with self.con.registered("_aiblox_upsert", table), \
+            with self.writable(), self.con.registered("_aiblox_upsert", table), \
                     self.con.registered("_aiblox_moved", places), self._transaction():
                 if moved:  # one statement: a line inserted at the top moves every item
                     self.con.execute("UPDATE items SET source = m.source, source_ref = m.ref "
@@ -387,7 +380,8 @@ class DuckDBStore:
             "text_sha256": [r[1] for r in rows],
             "vector": self._vector_array(np.stack([np.asarray(r[2]) for r in rows])),
         })
-        with self._lock, self.con.registered("_aiblox_vecs", table), self._transaction():
+        with self._lock, self.writable(), self.con.registered("_aiblox_vecs", table), \
+                self._transaction():
             self.con.execute(
                 f"INSERT OR REPLACE INTO item_vectors SELECT item_id, model_id, "
                 f"text_sha256, vector::FLOAT[{self.dim}] FROM _aiblox_vecs")
@@ -400,7 +394,8 @@ class DuckDBStore:
         if not rows:
             return 0
         table = pa.table({"item_id": [r[0] for r in rows], "text_sha256": [r[1] for r in rows]})
-        with self._lock, self.con.registered("_aiblox_pairs", table), self._transaction():
+        with self._lock, self.writable(), self.con.registered("_aiblox_pairs", table), \
+                self._transaction():
             written = copy_cached_vectors(self.con, self.dim, model_id, "_aiblox_pairs")
             if written != len(rows):
                 raise StoreError(f"{self.location}: the embedding cache lacks "
@@ -420,7 +415,8 @@ class DuckDBStore:
         import duckdb
 
         with self._lock, contextlib.suppress(duckdb.TransactionException):
-            self.con.execute("CHECKPOINT")
+            if not self._shared or self._writers:  # (a shared store checkpointed on closing)
+                self.con.execute("CHECKPOINT")
 
     def item_vector_hashes(self, model_id: str) -> dict[str, str]:
         with self._lock:
@@ -529,6 +525,13 @@ class DuckDBStore:
             unique.setdefault(h, np.asarray(vec, dtype=np.float32))
         if not unique:
             return 0
+        if self._shared and not self._writers:  # a cache write of its own: it never waits
+            try:
+                with self.writable(wait_s=0):
+                    return self.put_embeddings(model_id, unique.items(), replace)
+            except StoreBusy as exc:
+                self._busy_once(exc, "new embeddings are used but not cached")
+                return 0
         with self._lock:
             # only rows not cached yet, by a plain INSERT (1.6x faster than OR IGNORE)
             held = set() if replace else cached_hash_set(self.con, model_id, list(unique))

@@ -22,7 +22,7 @@ from aiblox.contracts.items import ItemRecord
 from aiblox.embedding.cache import CachedEmbedder
 from aiblox.hashing import canonical_json, sha256_text
 from aiblox.progress import phase, progress_bar
-from aiblox.stores.base import Store, StoreError, StoreMismatch, UpsertReport
+from aiblox.stores.base import Store, StoreError, StoreMismatch, UpsertReport, store_writes
 from aiblox.stores.chunk_cache import default_chunk_cache
 from aiblox.stores.identity import (
     DatasetBinding,
@@ -200,6 +200,17 @@ def sync_dataset(store: Store, binding: DatasetBinding, corpus_hash: str,
     done = in_sync(store, binding, corpus_hash, model_id)
     if done is not None and prepare is None:
         return IngestReport(items=UpsertReport(unchanged=done.n_items), up_to_date=True)
+    with store_writes(store):  # a shared store is held alone once, for the whole sync
+        return _sync(store, binding, corpus_hash, items, embedder, replace=replace,
+                     batch_size=batch_size, progress=progress, total=total, prepare=prepare,
+                     mark=mark)
+
+
+def _sync(store: Store, binding: DatasetBinding, corpus_hash: str,
+          items: Iterable[ItemRecord], embedder: CachedEmbedder | None, *, replace: bool,
+          batch_size: int, progress: bool, total: int | None,
+          prepare: Callable[[], Collection[str]] | None, mark: SyncMark | None) -> IngestReport:
+    model_id = embedder.model_id if embedder is not None else None
     current = read_binding(store)
     record = read_sync(store)
     interrupted = read_mark(store)
