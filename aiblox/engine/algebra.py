@@ -164,10 +164,11 @@ class Pipeline:
             raise PipelineError(f"{first.name} takes {_WHAT[self.takes]} and comes first in "
                                 f"{self.expression()}: nothing to {_verb(first)}; put a "
                                 f"retrieval stage before it (e.g. bm25 >> {first.name})")
-        if self.gives != "run":
+        if self.gives != "run":  # suggest the retrieval the feedback read (rocchio: dense)
+            read = [s.name for s in self.stages() if s.takes == "queries" and s.gives == "run"]
             raise PipelineError(f"{self.expression()} ends in queries (feedback gives "
                                 f"queries, not a ranking): follow it with a retrieval stage "
-                                f"(e.g. >> bm25)")
+                                f"(e.g. >> {read[-1] if read else 'bm25'})")
         return self
 
     def __str__(self) -> str:

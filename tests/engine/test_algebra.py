@@ -91,8 +91,10 @@ def test_a_stage_that_does_not_fit_is_refused_naming_it(build, message):
 def test_check_refuses_a_reranker_first_and_a_pipeline_ending_in_queries():
     with pytest.raises(PipelineError, match="nothing to rerank"):
         rr.check()
-    with pytest.raises(PipelineError, match="ends in queries"):
+    with pytest.raises(PipelineError, match=r"ends in queries .*\(e\.g\. >> bm25\)"):
         (bm25 >> fb).check()
+    with pytest.raises(PipelineError, match=r"\(e\.g\. >> dense\)"):  # the side it read
+        (dense >> Stage("rocchio")).check()
     assert (bm25 >> fb >> bm25 >> rr).check()
     # feedback read by the retrieval that follows it, also inside a fusion
     assert (bm25 >> Stage("rm3") >> (bm25 + Stage("bm25", k1=0.9))).check()
