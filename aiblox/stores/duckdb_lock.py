@@ -91,20 +91,84 @@ def connect_waiting(connect: Callable[[], T], location: str, wait_s: float,
             delay = min(delay * 2, 0.5)
 
 
+class _File:
+    """A DuckDB file as this process holds it: one connection and its lock, the
+    :meth:`SharedFile.writable` blocks entered, however many shared stores are open on it (in
+    one process DuckDB opens a file to read or to write, not both: they switch together)."""
+
+    def __init__(self, con: Any, key: tuple[int, str] | None) -> None:
+        self.con, self.key = con, key
+        self.lock = threading.RLock()
+        self.writers, self.users, self.fts_loaded = 0, 1, False
+
+
+_FILES: dict[tuple[int, str], _File] = {}
+_FILES_LOCK = threading.Lock()
+
+
+def open_file(location: str | None, connect: Callable[[], Any]) -> tuple[_File, bool]:
+    """The file a shared store at ``location`` uses (None: a store's own, not shared): the one
+    this process holds already, else ``connect()``'s; and whether it is new."""
+    if location is None:
+        return _File(connect(), None), True
+    key = (os.getpid(), os.path.realpath(location))  # a forked child opens its own
+    with _FILES_LOCK:
+        held = _FILES.get(key)
+        if held is not None:
+            held.users += 1
+            return held, False
+        _FILES[key] = made = _File(connect(), key)
+        return made, True
+
+
+def release_file(file: _File) -> bool:
+    """One store fewer on ``file``: True when it was the last (its connection is to close)."""
+    with _FILES_LOCK:
+        file.users -= 1
+        if file.users > 0:
+            return False
+        if file.key is not None and _FILES.get(file.key) is file:
+            del _FILES[file.key]
+        return True
+
+
 class SharedFile:
     """How :class:`~aiblox.stores.DuckDBStore` holds its file: opened to read when ``shared``
-    (``_shared``), to write only inside :meth:`writable`; else to write, as DuckDB does."""
+    (``_shared``), to write only inside :meth:`writable`; else to write, as DuckDB does.
+    Shared stores of one file in one process use one connection (:func:`open_file`)."""
 
     location: str
     dim: int
-    con: Any
-    _lock: threading.RLock
+    _file: _File
     _config: dict[str, Any]
     _shared: bool
-    _writers: int = 0
-    """:meth:`writable` blocks entered."""
     _busy_said: bool = False
-    _fts_loaded: bool = False
+
+    @property
+    def con(self) -> Any:
+        """The connection (a :class:`~aiblox.stores.duckdb_sql.Connection`, which follows the
+        file when it is opened again)."""
+        return self._file.con
+
+    @property
+    def _lock(self) -> threading.RLock:
+        return self._file.lock
+
+    @property
+    def _writers(self) -> int:
+        return self._file.writers
+
+    @_writers.setter
+    def _writers(self, n: int) -> None:
+        self._file.writers = n
+
+    @property
+    def _fts_loaded(self) -> bool:
+        return self._file.fts_loaded
+
+    @_fts_loaded.setter
+    def _fts_loaded(self, loaded: bool) -> None:
+        self._file.fts_loaded = loaded
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[None]:
@@ -122,6 +186,18 @@ class SharedFile:
                 f"store {self.location}: the disk is full (ENOSPC, no space left on the "
                 f"device) writing {found.group(1) if found else self.location}; nothing stored "
                 f"was lost: free space, then run the command again") from exc
+
+    def _checkpoint(self) -> None:
+        """Checkpoint now. DuckDB writes the row groups of a large insert to the file before
+        its commit and rewrites them at the next checkpoint, leaving the first copy's blocks
+        free for good (3,143 of 13,534 blocks after 600k vectors in 250k inserts); a
+        checkpoint right after the commit leaves almost none (25), in less time (20 s against
+        24 s). Skipped while another connection has a transaction."""
+        import duckdb
+
+        with self._lock, contextlib.suppress(duckdb.TransactionException):
+            if not self._shared or self._writers:  # (a shared store checkpointed on closing)
+                self.con.execute("CHECKPOINT")
 
     def _create_schema(self, dim: int) -> None:
         raise NotImplementedError

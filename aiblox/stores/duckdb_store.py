@@ -49,7 +49,7 @@ from aiblox.stores.base import (
     relocated,
 )
 from aiblox.stores.duckdb_fts import bm25_sql, load_extension
-from aiblox.stores.duckdb_lock import SharedFile, StoreBusy
+from aiblox.stores.duckdb_lock import SharedFile, StoreBusy, open_file, release_file
 from aiblox.stores.duckdb_sql import (
     Connection,
     check_database_file,
@@ -112,21 +112,26 @@ class DuckDBStore(SharedFile):
                                         "checkpoint_threshold": CHECKPOINT_THRESHOLD}
         self._shared = shared and not read_only and self.location != ":memory:"
         self.dim = dim  # the stored one once read (below)
+        self._closed = False
         fresh = self._shared and not os.path.exists(self.location)
-        self.con = Connection(self._connect(read_only or (self._shared and not fresh)))
-        self._lock = threading.RLock()
-        self._fts_loaded = False  # loaded by the first full-text use (40 ms a connection)
-        if not read_only and (fresh or not self._shared):
-            self._create_schema(dim)
-        elif self._shared:
-            self._check_version()
-            self._check_shared(_TABLES)
-        self.dim = int(self._meta("vector_dim") or dim)
-        if self.dim != dim and not read_only:
-            raise StoreError(f"{self.location}: store holds {self.dim}-dim vectors, "
-                             f"asked for {dim}")
-        if fresh:
-            self._reopen(read_only=True)
+        self._file, new = open_file(self.location if self._shared else None, lambda: Connection(
+            self._connect(read_only or (self._shared and not fresh))))
+        try:
+            if new and not read_only and (fresh or not self._shared):
+                self._create_schema(dim)
+            else:
+                self._check_version()
+                if new and self._shared:
+                    self._check_shared(_TABLES)
+            self.dim = int(self._meta("vector_dim") or dim)
+            if self.dim != dim and not read_only:
+                raise StoreError(f"{self.location}: store holds {self.dim}-dim vectors, "
+                                 f"asked for {dim}")
+            if new and fresh:
+                self._reopen(read_only=True)
+        except BaseException:
+            self.close()
+            raise
 
     # -- schema and metadata -------------------------------------------------------------
     def _create_schema(self, dim: int) -> None:
@@ -406,18 +411,6 @@ class DuckDBStore(SharedFile):
             self._checkpoint()  # its row groups were written before the commit: see below
         return written
 
-    def _checkpoint(self) -> None:
-        """Checkpoint now. DuckDB writes the row groups of a large insert to the file before
-        its commit and rewrites them at the next checkpoint, leaving the first copy's blocks
-        free for good (3,143 of 13,534 blocks after 600k vectors in 250k inserts); a
-        checkpoint right after the commit leaves almost none (25), in less time (20 s against
-        24 s). Skipped while another connection has a transaction."""
-        import duckdb
-
-        with self._lock, contextlib.suppress(duckdb.TransactionException):
-            if not self._shared or self._writers:  # (a shared store checkpointed on closing)
-                self.con.execute("CHECKPOINT")
-
     def item_vector_hashes(self, model_id: str) -> dict[str, str]:
         with self._lock:
             return dict(self.con.execute(
@@ -587,8 +580,12 @@ class DuckDBStore(SharedFile):
                               "ORDER BY pack_id", [])
 
     def close(self) -> None:
-        with self._lock, self._writing():  # closing checkpoints: a write
-            self.con.close()
+        """Close the store (its file's connection, with the last store of this process on it)."""
+        with self._lock:
+            if not self._closed and release_file(self._file):
+                with self._writing():  # closing checkpoints: a write
+                    self.con.close()
+            self._closed = True
 
     def __enter__(self) -> DuckDBStore:
         return self

@@ -157,3 +157,21 @@ def test_aiblox_search_reads_a_store_a_notebook_holds_open(tmp_path):
     assert nb.returncode == 0
     alone = runner.invoke(app, search, env=env)
     assert beside and beside == [c["item_id"] for c in json.loads(alone.stdout)["candidates"]]
+
+
+def test_two_shared_stores_of_one_file_in_one_process_write_and_read(tmp_path):
+    """In one process DuckDB opens a file to read or to write, not both: a second workspace on
+    a store (a notebook cell run again) made every write of either fail ("a different
+    configuration"), and the failed switch closed the store."""
+    path = tmp_path / "one.duckdb"
+    a = DuckDBStore(path, dim=4, shared=True)
+    b = DuckDBStore(path, dim=4, shared=True)
+    assert b.put_embeddings("m", [("h", np.ones(4))]) == 1
+    assert b.upsert_items([_item(1)]).inserted == 1
+    assert a.count_items() == b.count_items() == 1  # one connection: each sees the other's
+    b.close()
+    b.close()  # closing twice closes nothing of a's
+    assert a.count_items() == 1 and a.get_embeddings("m", ["h"])
+    a.close()
+    with DuckDBStore(path, dim=4) as alone:  # the file is free once both are closed
+        assert alone.count_items() == 1
