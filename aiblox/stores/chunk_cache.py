@@ -273,7 +273,7 @@ class DuckDBChunkCache:
         except StoreBusy as exc:
             if not self._busy_said:
                 self._busy_said = True
-                warnings.warn(f"chunk cache: {exc.holder} is reading store "
+                warnings.warn(f"chunk cache: {exc.holder} is using store "
                               f"{self.store.location}: new chunks are used but not cached",
                               stacklevel=3)
             return 0
