@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from aiblox.text.tokens import DEFAULT_ENCODING, get_encoding, seed_tiktoken_cache
+from aiblox.text.tokens import (
+    DEFAULT_ENCODING,
+    OFFLINE_ENCODINGS,
+    get_encoding,
+    seed_tiktoken_cache,
+)
 
 
 def check_budget(name: str, max_chunk_tokens: int, overlap_tokens: int) -> None:
@@ -30,12 +35,19 @@ def check_encoding(name: str, encoding: str) -> None:
     chunk: a search whose chunks are cached); any other is loaded, so it fails now."""
     import tiktoken
 
-    if encoding in tiktoken.list_encoding_names() and seed_tiktoken_cache(encoding):
+    known = tiktoken.list_encoding_names()
+    if encoding in known and seed_tiktoken_cache(encoding):
         return
+    offline = ", ".join(n for n in OFFLINE_ENCODINGS if n in known)
+    if encoding not in known:
+        raise ValueError(f"{name}: unknown tiktoken encoding {encoding!r}; known: "
+                         f"{', '.join(sorted(known))} (offline: {offline})")
     try:
         get_encoding(encoding)
-    except ValueError as exc:
-        raise ValueError(f"{name}: unknown tiktoken encoding {encoding!r}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - a download that failed (offline: no network)
+        raise ValueError(f"{name}: tiktoken encoding {encoding!r} is not bundled (offline: "
+                         f"{offline}) and could not be downloaded ({type(exc).__name__})"
+                         ) from None
 
 
 __all__ = ["DEFAULT_ENCODING", "check_budget", "check_encoding"]

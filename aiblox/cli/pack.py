@@ -43,6 +43,11 @@ pack_app = typer.Typer(
 )
 
 def _load_row(pack_id: str, db: str, dataset: str = "") -> dict[str, Any]:
+    from aiblox.stores.base import PACK_ID_RE
+
+    if not PACK_ID_RE.match(pack_id):  # not "no such pack" for a mistyped id (QA 23)
+        fail(f"{pack_id!r} is not a pack id (pack_ + 16 lowercase hex, as `aiblox answer` "
+             f"prints it)")
     db = existing_store(db, dataset)
     store = open_db(db)
     try:

@@ -46,6 +46,8 @@ def search(
     )
 
     # every option is checked before the store is opened
+    if not query.strip():
+        fail("the query is empty: give the text to search for")
     checked_choice(mode, field_choices(RetrievalPrefs, "mode"), "--mode")
     checked_choice(blend, field_choices(ScoringConfig, "blend"), "--blend")
     checked_choice(normalize, field_choices(ScoringConfig, "normalize"), "--normalize")

@@ -56,9 +56,11 @@ def check_database_file(location: str) -> None:
     except OSError:
         return
     if head and head[8:12] != b"DUCK":
+        stem = Path(location).stem  # a name other than the file refused (QA 23)
+        new = f"{stem}.duckdb" if Path(location).suffix != ".duckdb" else f"{stem}-store.duckdb"
         raise StoreError(f"the file {location!r} exists, but it is not a DuckDB database file "
                          f"(a dataset file? the store is the file aiblox writes: name a new "
-                         f"one, e.g. {Path(location).stem}.duckdb)")
+                         f"one, e.g. {new})")
 
 
 def check_tables_readable(con: Any, location: str, tables: Sequence[str]) -> None:

@@ -12,7 +12,13 @@ from aiblox.text.lexical_gaps import (
 )
 from aiblox.text.snippet import ELLIPSIS, make_snippet
 from aiblox.text.token_offsets import token_char_offsets, utf8_safe
-from aiblox.text.tokens import DEFAULT_ENCODING, count_tokens, get_encoding, seed_tiktoken_cache
+from aiblox.text.tokens import (
+    DEFAULT_ENCODING,
+    OFFLINE_ENCODINGS,
+    count_tokens,
+    get_encoding,
+    seed_tiktoken_cache,
+)
 
 __all__ = [
     "ANALYZERS",
@@ -23,6 +29,7 @@ __all__ = [
     "ELLIPSIS",
     "ENGLISH_STOP_WORDS",
     "LexicalGaps",
+    "OFFLINE_ENCODINGS",
     "TOKEN_PATTERN",
     "analyze",
     "analyzer_tokens",

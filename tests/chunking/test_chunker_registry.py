@@ -91,6 +91,24 @@ def test_bad_parameters_are_refused(params: dict[str, object], message: str) -> 
         get_chunker("token_window", **params)
 
 
+def test_an_encoding_that_is_not_bundled_and_cannot_be_downloaded_says_so(monkeypatch) -> None:
+    """Offline, ``--encoding p50k_base`` printed requests' connection error to the blob
+    store, naming neither the option nor the encodings that work (QA 23)."""
+    from aiblox.chunking import _params
+
+    def offline(name: str) -> None:
+        raise ConnectionError("Max retries exceeded with url: ... (NameResolutionError)")
+
+    monkeypatch.setattr(_params, "get_encoding", offline)  # this machine has no network
+    with pytest.raises(ValueError, match=r"^token_window: tiktoken encoding 'p50k_base' is not "
+                       r"bundled \(offline: cl100k_base, o200k_base\) and could not be "
+                       r"downloaded \(ConnectionError\)$"):
+        get_chunker("token_window", encoding="p50k_base")
+    with pytest.raises(ValueError, match=r"'bogus'; known: cl100k_base, gpt2, .* \(offline: "
+                       r"cl100k_base, o200k_base\)$"):
+        get_chunker("token_window", encoding="bogus")
+
+
 def test_none_means_the_chunker_default() -> None:
     c = get_chunker("token_window", max_chunk_tokens=None, overlap_tokens=None)
     assert (c.max_chunk_tokens, c.overlap_tokens) == (256, 32)

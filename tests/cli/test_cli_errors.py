@@ -279,6 +279,21 @@ def test_a_dataset_file_as_store_is_refused_and_left_as_it_was(tmp_path, name):
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no index folder beside it
 
 
+def test_a_duckdb_named_file_that_is_not_one_suggests_another_name(tmp_path):
+    """The suggestion named the very file refused (``garbage.duckdb``, QA 23)."""
+    path = tmp_path / "garbage.duckdb"
+    path.write_text("garbage\n", encoding="utf-8")
+    err = _one_error(_run("search", "bm25", "--db", path, "--mode", "bm25"))
+    assert "not a DuckDB database file" in err and err.endswith("e.g. garbage-store.duckdb)")
+
+
+def test_an_empty_query_is_refused_by_search_as_by_answer(tmp_path, store_file):
+    """``aiblox search ""`` printed an empty table, exit 0 (QA 23)."""
+    for text in ("", "   "):
+        err = _one_error(_run("search", text, "--db", store_file, "--mode", "bm25"))
+        assert err == "error: the query is empty: give the text to search for", err
+
+
 def test_text_that_is_not_unicode_in_an_argument_is_one_line(tmp_path, store_file):
     err = _one_error(_run("search", "caf\udce9 au lait", "--db", store_file, "--embedder",
                           "hashing"))

@@ -81,6 +81,10 @@ def test_show_prints_the_stored_pack(answered):
     assert verify_pack(pack_from_json(json.dumps(shown))) == []
     r = _run("pack", "show", "pack_" + "0" * 16, "--db", answered["db"], code=2)
     assert "no evidence pack pack_0000000000000000" in r.output
+    for bad in ("nonsense", pack_id.upper(), pack_id[:-1]):  # mistyped: said so (QA 23)
+        for cmd in ("show", "verify", "export"):
+            r = _run("pack", cmd, bad, "--db", answered["db"], code=2)
+            assert r.output.startswith(f"error: {bad!r} is not a pack id (pack_ + 16 "), r.output
     r = _run("pack", "show", pack_id, "--db", str(answered["tmp"] / "none.duckdb"), code=2)
     assert "no store at" in r.output
 
