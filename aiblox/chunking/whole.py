@@ -20,6 +20,8 @@ class WholeDocumentChunker:
 
     name: ClassVar[str] = "whole"
     version: ClassVar[int] = 1
+    sized: ClassVar[bool] = False
+    """No token budget or overlap applies (a caller given one says it is ignored)."""
 
     def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
         check_encoding(self.name, encoding)

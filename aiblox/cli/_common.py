@@ -181,14 +181,22 @@ def checked_embedder(name: str, device: str | None = None) -> Embedder:
         raise
 
 
-def checked_chunker(name: str) -> None:
-    """One ``error:`` line with the known chunkers unless ``name`` is one (before any work)."""
+def checked_chunker(name: str, sizes: Mapping[str, int | None] | None = None) -> None:
+    """One ``error:`` line with the known chunkers unless ``name`` is one (before any work);
+    one ``warning:`` line naming the options of ``sizes`` (``{"--max-tokens": 64}``) that
+    were given to a chunker with no token budget (``whole``: its chunks are the same)."""
     from aiblox.chunking import UnknownChunkerError, get_chunker
 
     try:
-        get_chunker(name)
+        chunker = get_chunker(name)
     except (UnknownChunkerError, ValueError) as exc:
         fail(f"--chunker: {exc}")
+    given = [f"{k} {v}" for k, v in (sizes or {}).items() if v is not None]
+    if given and not getattr(chunker, "sized", True):
+        from aiblox.cli._errors import print_error
+
+        print_error(f"{', '.join(given)}: the {name} chunker keeps each document as one "
+                    f"chunk, with no token budget or overlap: ignored", prefix="warning")
 
 
 def checked_prefs(data: dict[str, Any], options: Mapping[str, tuple[str, Any]]

@@ -151,8 +151,8 @@ def answer(
                               f"{ev.similarity_score:.3f}")
         out.print(table)
     out.print(f"drops: {result.drop_counts}")
-    for k, h in result.hashes.items():
-        out.print(f"{k}: {h}", soft_wrap=True)
+    for k, h in result.hashes.items():  # by their first 16 hex digits; --json: whole
+        out.print(f"{k}: {h[:16] if h else h}", soft_wrap=True)
     out.print(f"evidence pack: {pack.pack_id} (aiblox pack show {pack.pack_id} --db {db})",
                   soft_wrap=True)
     _exit_if_generation_failed(pack, reader)

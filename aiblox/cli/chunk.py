@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from aiblox.cli._common import checked_at_least, fail, out, print_json
+from aiblox.cli._common import checked_at_least, checked_chunker, fail, out, print_json
 from aiblox.cli._defaults import TOKEN_ENCODING
 
 __all__ = ["chunk_command"]
@@ -39,6 +39,7 @@ def chunk_command(
     from aiblox.hashing import sha256_text
 
     checked_at_least(preview, 1, "--preview")
+    checked_chunker(chunker, {"--max-tokens": max_tokens, "--overlap-tokens": overlap_tokens})
     if text is not None and (dataset or doc):
         fail("give either --text FILE or --dataset NAME --doc ID, not both")
     if text is not None:

@@ -111,7 +111,9 @@ def eval_command(
     run_files: list[Path] = typer.Option([], "--run", help=(
         "External TREC run file (qid Q0 docid rank score tag) scored beside the modes, read "
         "as trec_eval reads it (ties by document id descending; warnings say where a rule "
-        "applied); repeatable. Its label is the file stem (the file name when a stem is taken). "
+        "applied); repeatable. Its label is the file stem (two files of one stem: with the "
+        "folders that tell them apart, a/bm25 and b/bm25; the file name when a mode or "
+        "pipeline has the stem). "
         "Given alone, without --mode, only the run files are scored.")),
     baseline: str = typer.Option("", "--baseline", help=(
         "System label (a mode or a run file's label) every other system is tested against: "
@@ -191,7 +193,8 @@ def eval_command(
     if chunk_limit is not None and chunk_limit < 1:
         fail(f"--chunk-limit {chunk_limit}: out of range; valid: a whole number >= 1")
     if chunker:
-        checked_chunker(chunker)
+        checked_chunker(chunker, {"--max-chunk-tokens": max_chunk_tokens,
+                                  "--overlap-tokens": overlap_tokens})
     chunk_options = {
         "top_k_items": ("--chunk-items", chunk_items),
         "top_k_chunks": ("--top-k-chunks", top_k_chunks),
@@ -408,6 +411,11 @@ def _chunk_depths(metrics: list[str], chunk_items: int, top_k_chunks: int
     return fit, ks
 
 
+_NOT_IN_LABEL = frozenset("()[]{}\"',>+%\n")
+"""Characters of an expression that a ``--pipeline LABEL=`` label never holds (a label may
+hold spaces, slashes, dots): text before an ``=`` with one of them is part of the expression."""
+
+
 def _pipelines(texts: list[str]) -> dict[str, Pipeline]:
     """Every ``--pipeline`` parsed and checked before any work, by label (``LABEL=EXPR``, else
     the expression itself): one ``error:`` line naming the option and the stage otherwise."""
@@ -416,8 +424,8 @@ def _pipelines(texts: list[str]) -> dict[str, Pipeline]:
     out: dict[str, Pipeline] = {}
     for text in texts:
         label, sep, expr = text.partition("=")
-        if not sep or not label.strip().replace("_", "").replace("-", "").isalnum():
-            label, expr = text.strip(), text
+        if not sep or not label.strip() or any(c in label for c in _NOT_IN_LABEL):
+            label, expr = text.strip(), text  # no label, or the = of fuse(..., blend="linear")
         try:
             out[label.strip()] = parse_pipeline(expr, where="--pipeline").check()
         except PipelineError as exc:  # named as a later refusal names it: by its label
@@ -428,20 +436,41 @@ def _pipelines(texts: list[str]) -> dict[str, Pipeline]:
 def _labels(modes: list[str], run_files: list[Path],
             pipelines: list[str] | None = None) -> dict[Any, str]:
     """Every system's label, modes first, then pipelines (``{mode: label}``,
-    ``{expression label: label}`` and ``{path: label}``): a run file's stem, or its file name
-    when the stem is taken; two systems with one label fail."""
+    ``{expression label: label}`` and ``{path: label}``): a run file's stem; files of one stem
+    in different folders by as many trailing folders as tell them apart (``a/bm25``,
+    ``b/bm25``); a file whose label a mode or pipeline has, by its file name. Two systems with
+    one label fail."""
     labels: dict[Any, str] = {}
     taken: set[str] = set()
+    files = _file_labels(run_files)
     for key, label in [*((m, m) for m in modes), *((p, p) for p in pipelines or []),
-                       *((f, f.stem) for f in run_files)]:
+                       *((f, files[f]) for f in run_files)]:
         if label in taken and isinstance(key, Path):
-            label = key.name
+            label = key.name if label == key.stem else f"{label}{key.suffix}"
         if label in taken:
             fail(f"two systems are labelled {label!r} (--mode, --pipeline and --run labels "
                  f"must differ: rename a run file, or label a pipeline LABEL=EXPR)")
         taken.add(label)
         labels[key] = label
     return labels
+
+
+def _file_labels(run_files: list[Path]) -> dict[Path, str]:
+    """Each run file's label: its stem, with the fewest trailing folders that tell it from
+    the other files of its stem (``runs/a/bm25.trec``, ``runs/b/bm25.trec``: ``a/bm25``,
+    ``b/bm25``); files of one stem in one folder (``bm25.trec``, ``bm25.txt``): their paths."""
+    folders = {f: f.resolve().parent.parts for f in run_files}
+
+    def tail(f: Path, n: int) -> str:
+        return "/".join((*folders[f][len(folders[f]) - n:], f.stem))
+
+    out: dict[Path, str] = {}
+    for f in run_files:
+        same = [g for g in run_files if g.stem == f.stem and g != f]
+        n = next((n for n in range(len(folders[f]) + 1)
+                  if all(tail(g, n) != tail(f, n) for g in same)), None)
+        out[f] = str(f) if n is None else tail(f, n)
+    return out
 
 
 def _print(exp: Experiment, fmt: str, chunk_results: list[ChunkEvalResult | None]) -> None:

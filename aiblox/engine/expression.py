@@ -43,6 +43,27 @@ def parse_pipeline(text: str, stages: Mapping[str, Mapping[str, Any]] | None = N
     return _Parser(dict(stages or {})).parse(text, where, ())
 
 
+_TRAILING = {">>": "a stage must follow", "+": "a stage must follow",
+             "%": "a depth (a whole number) must follow", ",": "an argument must follow",
+             "(": "its arguments and ')' must follow", "=": "a value must follow"}
+"""What an expression cannot end with (an operator, a call's open parenthesis or comma, a
+keyword's ``=``), and what is missing after it."""
+
+
+def _syntax_problem(text: str, exc: SyntaxError) -> str:
+    """Where Python's parser stopped in ``text``, in the expression's words: a column of the
+    text as given (1-based), or its end, with what is missing when it ends with an operator
+    (the parser reports column 0 for an expression cut short)."""
+    body = text.rstrip()
+    end = next((op for op in _TRAILING if body.endswith(op)), None)
+    if end is not None:
+        return f"it ends with {end!r}: {_TRAILING[end]}"
+    lead = len(text) - len(text.lstrip())
+    if not exc.offset or exc.offset > len(text.strip()):
+        return f"{exc.msg} at the end"
+    return f"{exc.msg} at column {exc.offset + lead}"
+
+
 class _Parser:
     def __init__(self, tables: dict[str, Mapping[str, Any]]) -> None:
         self.tables = tables
@@ -59,7 +80,7 @@ class _Parser:
             tree = ast.parse(text.strip(), mode="eval")
         except SyntaxError as exc:
             raise PipelineError(f"{where}: {text!r} is not a pipeline expression "
-                                f"({exc.msg} at column {exc.offset})") from None
+                                f"({_syntax_problem(text, exc)})") from None
         outer, self.where = self.where, where
         try:
             return self.node(tree.body, chain)

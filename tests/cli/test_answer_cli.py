@@ -40,6 +40,8 @@ def test_answer_cites_evidence_and_is_deterministic(tmp_path):
                           env={"AIBLOX_NO_PROGRESS": "1"})
     assert shown.exit_code == 0, shown.output
     assert "answer (OK)" in shown.stdout and "PASSED" not in shown.stdout
+    for k, h in first["hashes"].items():  # shown by their first 16 hex digits, as every hash
+        assert f"{k}: {h[:16]}\n" in shown.stdout, k
     pack_id = shown.stdout.split("evidence pack: ")[1].split()[0]
     pack = runner.invoke(app, ["pack", "show", pack_id, "--db", db])
     assert json.loads(pack.stdout)["decision"]["status"] == "OK"

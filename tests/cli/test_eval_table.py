@@ -87,6 +87,14 @@ def test_saved_runs_read_back_score_as_the_modes(db, tmp_path):
     assert sig["delta"] == 0.0 and sig["p"] == 1.0 and sig["significant"] is False
     assert sig["ties"] == 12
 
+    # two run files of one stem in different folders: labelled by the folders that differ
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "bm25.trec").write_bytes(first["bm25.trec"])
+    two = _json(db, "--run", tmp_path / "a" / "bm25.trec", "--run", runs / "bm25.trec",
+                "--baseline", "a/bm25")
+    assert [s["name"] for s in two["systems"]] == ["a/bm25", "runs/bm25"]
+    assert two["systems"][0]["metrics"] == two["systems"][1]["metrics"]
+
 
 def test_json_has_one_shape_for_one_system_or_three(db):
     one = _json(db, "--mode", "bm25")
@@ -466,3 +474,14 @@ def test_printed_hashes_name_the_logged_run_and_one_point_logged_twice_is_one(db
     with pytest.raises(AmbiguousRun, match="2 points match its config-hash prefix"):
         resolve_run(config_hash, uri)
     assert resolve_run(run_hash, uri).run_id == second["bm25"]  # the test split's ranking
+
+
+def test_a_pipeline_label_may_hold_spaces_and_slashes():
+    """``LABEL=EXPR``: the label is the text before the first ``=`` unless that text holds an
+    expression's characters (the ``=`` of a keyword argument)."""
+    from aiblox.cli.eval import _pipelines
+
+    pipes = _pipelines(["rm3 fb/3=bm25 >> rm3(fb_docs=3) >> bm25",
+                        'fuse(bm25, dense, blend="linear")', "bm25 % 10"])
+    assert list(pipes) == ["rm3 fb/3", 'fuse(bm25, dense, blend="linear")', "bm25 % 10"]
+    assert "rm3" in repr(pipes["rm3 fb/3"])

@@ -190,7 +190,12 @@ def test_spec_tables_name_stages_fusions_and_sub_pipelines():
 @pytest.mark.parametrize("text, tables, message", [
     ("a", {"a": {"pipeline": "b"}, "b": {"pipeline": "a >> t_rerank"}}, "refers to itself"),
     ("a", {"a": {"pipeline": "a"}}, r"stages.a: refers to itself \(a -> a\)"),
-    ("bm25 >> ", {}, "not a pipeline expression"),
+    ("bm25 >> ", {}, r"not a pipeline expression \(it ends with '>>': a stage must follow\)"),
+    ("bm25 +", {}, "it ends with '\\+': a stage must follow"),
+    ("bm25 % ", {}, "it ends with '%': a depth"),
+    ("bm25 >> rm3(fb_terms=", {}, "it ends with '=': a value must follow"),
+    ("  bm25 bm25", {}, r"invalid syntax at column 8\)"),  # a column of the text as given
+    ("bm25 >> (rm3", {}, r"'\(' was never closed at column 9"),
     ("bm25 - dense", {}, "not a pipeline operator"),
     ("bm25(k1=x)", {}, "literals"),
     ("bm25 % 2.5", {}, "whole number"),

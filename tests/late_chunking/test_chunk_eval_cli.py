@@ -145,6 +145,13 @@ def test_cli_chunk_json_and_table(tmp_path, sample_dataset):
     assert bad.exit_code == 2 and "nope" in bad.output
     bad = _run("chunk", "--text", str(f), "--chunker", "paragraphs")
     assert bad.exit_code == 2 and "unknown chunker" in bad.output
+    # a budget given to the whole chunker is said to be ignored (its one chunk is the same)
+    whole = _run("chunk", "--text", str(f), "--chunker", "whole", "--max-tokens", "8", "--json")
+    assert whole.exit_code == 0 and json.loads(whole.stdout)["n_chunks"] == 1
+    assert "warning: --max-tokens 8: the whole chunker keeps each document as one chunk" in \
+        whole.stderr
+    sized = _run("chunk", "--text", str(f), "--chunker", "sentences", "--max-tokens", "8")
+    assert sized.exit_code == 0 and "warning" not in sized.stderr
 
 
 def test_cli_eval_reports_chunk_metrics(tmp_path):
