@@ -313,17 +313,32 @@ def checked_metrics(names: list[str], option: str = "--metric") -> list[str]:
         raise  # unreachable
 
 
-def writable_folder(path: str | Path, option: str) -> None:
+def writable_folder(path: str | Path, option: str) -> list[Path]:
     """Create ``path`` (with parents) and check a file can be written in it, before any work;
     else one ``error:`` line naming ``option`` (a read-only or full disk, a path through a
-    regular file)."""
+    regular file). Returns the folders it created, deepest first (for :func:`remove_empty`
+    when the command then fails)."""
     import tempfile
 
     from aiblox.cli._errors import fault_message
 
+    folder = Path(path)
+    made = [p for p in (folder, *folder.parents) if not p.exists()]
     try:
-        Path(path).mkdir(parents=True, exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path, prefix=".aiblox-write-check-"):
             pass
     except OSError as exc:
+        remove_empty(made)
         fail(f"{option} {path}: cannot write there: {fault_message(exc)}")
+    return made
+
+
+def remove_empty(folders: Iterable[Path]) -> None:
+    """Remove each of ``folders`` (deepest first) that is empty: what a failed command
+    created for its output and did not fill."""
+    for f in folders:
+        try:
+            f.rmdir()
+        except OSError:
+            return  # not empty (or gone): its parents are not either

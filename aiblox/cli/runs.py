@@ -16,7 +16,7 @@ from typing import Any
 
 import typer
 
-from aiblox.cli._common import fail, out, print_json, writable_folder
+from aiblox.cli._common import fail, out, print_json, remove_empty, writable_folder
 from aiblox.cli._console import console
 from aiblox.cli._defaults import STAGE_CACHE_DIR, TRACKING_URI
 from aiblox.hashing import SHORT_HASH  # digits a table shows (--format json|csv: all)
@@ -170,25 +170,27 @@ def export_runs(
     except ImportError:  # pragma: no cover - mlflow is the `tracking` extra
         fail("MLflow is not installed: pip install 'aiblox[tracking]'")
         return
-    writable_folder(trec, "--trec")
+    made = writable_folder(trec, "--trec")
     try:
         point = resolve_run(ref, tracking_uri, sweep_best=True)
         client = tracking_client(tracking_uri)
         manifest = read_manifest(client, point.run_id)
         reader = StageReader(StageCache(cache_dir)) if Path(cache_dir).is_dir() else None
         texts = logged_runs(client, point.run_id, manifest, reader, splits=split or None)
-    except KeyError as exc:
-        fail(f"{point.name}: run {point.run_id} logged no run file of split {exc.args[0]} and "
-             f"the stage cache {cache_dir} does not exist; pass --cache-dir (the sweep's), or "
-             f"rerun the sweep with it")
+    except (KeyError, StageCacheError, ValueError) as exc:
+        remove_empty(made)  # a failure leaves no folder it made (QA 20: an empty --trec)
+        if isinstance(exc, KeyError):
+            fail(f"{point.name}: run {point.run_id} logged no run file of split {exc.args[0]} "
+                 f"and the stage cache {cache_dir} does not exist; pass --cache-dir (the "
+                 f"sweep's), or rerun the sweep with it")
+        if isinstance(exc, StageCacheError):
+            fail(f"{point.name}: its run is not in the stage cache {cache_dir} ({exc}); rerun "
+                 f"the sweep with --cache-dir {cache_dir} to compute it again")
+        fail(str(exc))  # unknown or ambiguous references, a missing store, a split
         return
-    except StageCacheError as exc:
-        fail(f"{point.name}: its run is not in the stage cache {cache_dir} ({exc}); rerun the "
-             f"sweep with --cache-dir {cache_dir} to compute it again")
-        return
-    except ValueError as exc:  # unknown or ambiguous references, a missing store, a split
-        fail(str(exc))
-        return
+    except BaseException:
+        remove_empty(made)
+        raise
     stem = export_stem(point.label or manifest.config_hash[:12])
     for s, text in texts.items():
         path = trec / f"{stem}.{split_file(s)}.trec"

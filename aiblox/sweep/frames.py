@@ -101,8 +101,9 @@ def _settings_frame(points: list[PointResult]) -> pd.DataFrame:
     columns: list[str] = []
     for r in rows:
         columns += [k for k in r if k not in columns]
-    return pd.DataFrame(rows, columns=columns).astype(object).where(
-        lambda f: f.notna(), None)
+    # object cells from the start: a column of whole numbers and empty cells (rrf_k: None on
+    # the linear points) keeps its numbers whole (60, not the 60.0 a float column makes)
+    return pd.DataFrame(rows, columns=columns, dtype=object).where(lambda f: f.notna(), None)
 
 
 def swept_axes(result: SweepResult) -> list[str]:

@@ -378,11 +378,13 @@ def _matches(client: Any, ref: str, runs: list[Any], what: str,
     return _one(ref, refs, what)
 
 
-def _by_hash_prefix(client: Any, ref: str) -> RunRef | None:
+def _by_hash_prefix(client: Any, ref: str, deleted: bool = False) -> RunRef | None:
+    """The finished point whose config hash starts with ``ref`` (``deleted``: among the
+    runs deleted from the store only)."""
     prefix = ref.lower()
     runs = [r for r in _search(client, _experiments(client),
                                f"{tag_filter(TAG_KIND, 'point')} and "
-                               f"tags.`{TAG_CONFIG}` LIKE '{prefix}%'")
+                               f"tags.`{TAG_CONFIG}` LIKE '{prefix}%'", deleted=deleted)
             if r.info.status == "FINISHED"]
     if not runs:
         return None
@@ -402,6 +404,16 @@ def _by_run_hash_prefix(client: Any, ref: str) -> RunRef | None:
         return None
     return _matches(client, ref, runs, "run-hash prefix",
                     key=lambda r: tuple(sorted(_run_hashes(r, prefix).values())))
+
+
+def _deleted_note(run: Any, ref: str) -> str:
+    """One line: the run ``ref`` names was deleted from the tracking store, and how to
+    restore it."""
+    what = "sweep" if run.data.tags.get(TAG_KIND) == "sweep" else "point"
+    label = run.data.tags.get("aiblox.label") or run.info.run_name or ""
+    return (f"{ref!r} names a {what} run deleted from the tracking store ({label}, run "
+            f"{run.info.run_id}); `mlflow runs restore --run-id {run.info.run_id}` brings it "
+            f"back")
 
 
 def _sweep_best(client: Any, parent: Any, children: list[Any] | None = None) -> RunRef:
@@ -437,6 +449,8 @@ def resolve_run(ref: str, tracking_uri: str, *, sweep_best: bool = False) -> Run
         except Exception:  # noqa: BLE001 - not a run here: maybe a config-hash prefix
             run = None
         if run is not None:
+            if run.info.lifecycle_stage == "deleted":  # get_run finds it all the same
+                raise ValueError(_deleted_note(run, ref))
             if run.data.tags.get(TAG_KIND) == "sweep":
                 if sweep_best:
                     return _sweep_best(client, run)
@@ -461,6 +475,12 @@ def resolve_run(ref: str, tracking_uri: str, *, sweep_best: bool = False) -> Run
         found = _by_hash_prefix(client, ref) or _by_run_hash_prefix(client, ref)
         if found is not None:
             return found
+        try:
+            gone = _by_hash_prefix(client, ref, deleted=True)
+        except AmbiguousRun as exc:
+            raise ValueError(f"only points deleted from the tracking store match: {exc}") from None
+        if gone is not None:  # only a deleted run matches: say so, not "no point"
+            raise ValueError(_deleted_note(client.get_run(gone.run_id), ref))
     what = (f"no sweep run with id or name {ref!r}, and no point" if sweep_best
             else f"no point {ref!r} in {tracking_uri}")
     raise ValueError(

@@ -394,6 +394,12 @@ def test_runs_export_writes_any_points_run_as_the_sweep_scored_it(logged, tmp_pa
              str(tmp_path / "none"), "--tracking-uri", logged["uri"])
     assert r.exit_code == 2
     assert "logged no run file of split" in r.output and "--cache-dir" in r.output
+    assert not (tmp_path / "c").exists()  # the folder it made for nothing is gone (QA 20)
+    r = _cli("runs", "export", "no_such_sweep", "--trec", str(tmp_path / "d" / "e"), *common)
+    assert r.exit_code == 2 and not (tmp_path / "d").exists()
+    (tmp_path / "f").mkdir()  # a folder that was there stays
+    r = _cli("runs", "export", "no_such_sweep", "--trec", str(tmp_path / "f"), *common)
+    assert r.exit_code == 2 and (tmp_path / "f").is_dir()
 
 
 def test_a_deleted_best_point_is_named_by_runs_compare_and_report(logged, tmp_path):
@@ -426,6 +432,14 @@ def test_a_deleted_best_point_is_named_by_runs_compare_and_report(logged, tmp_pa
     assert r.exit_code == 0, r.output
     assert restore in (tmp_path / "rep" / "report.md").read_text(encoding="utf-8")
     assert restore in (tmp_path / "rep" / "report.html").read_text(encoding="utf-8")
+    # named by its run id or by a prefix of its config hash, the deleted run is said to be
+    # deleted (QA 20: exported with no note; a prefix said "no point")
+    for ref in (best["run_id"], best["config_hash"][:16]):
+        r = _cli("runs", "export", ref, "--trec", str(tmp_path / "x"), "--tracking-uri", uri,
+                 "--cache-dir", str(logged["root"] / "stages"))
+        assert r.exit_code == 2, r.output
+        assert "deleted from the tracking store" in r.output and restore in r.output, r.output
+        assert not (tmp_path / "x").exists()
 
 
 @pytest.mark.parametrize("label, stem", [

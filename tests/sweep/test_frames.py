@@ -51,6 +51,8 @@ def test_leaderboard_rows_ranks_and_best(result):
     assert board["best"].sum() == 1 and board["baseline"].sum() == 1
     base = board[board["baseline"]].iloc[0]
     assert base["blend"] == "rrf" and base["rrf_k"] == 60 and base["depth"] == 20
+    # whole numbers stay whole beside the linear points' empty rrf_k cells (QA 21: 60.0)
+    assert type(base["rrf_k"]) is int and "60.0" not in board.to_string()
     assert base["w_text"] is None and base["normalize"] is None  # RRF takes no weight
     linear = board[board["blend"] == "linear"]
     assert len(linear) == 20 and linear["rrf_k"].isna().all()
