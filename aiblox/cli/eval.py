@@ -162,6 +162,12 @@ def eval_command(
     fmt = "json" if as_json else fmt
     modes = list(mode) or ([] if run_files or pipeline else ["hybrid"])
     pipes = _pipelines(pipeline)
+    unfused = [label for label, p in pipes.items() if not _fuses(p.as_data())]
+    if top_k is not None and unfused:  # QA 25: a setting silently unread
+        print_error(f"--top-k {top_k}: only a fusion reads it, and "
+                    f"{', '.join(repr(u) for u in unfused)} fuse{'s' * (len(unfused) == 1)} "
+                    f"nothing: {'its run is' if len(unfused) == 1 else 'their runs are'} as "
+                    f"without it (the depth of a stage is --depth, or % N)", prefix="warning")
     checked_choice(fmt, FORMATS, "--format")
     checked_choice(test, TESTS, "--test")
     checked_choice(correction, CORRECTIONS, "--correction")
@@ -242,6 +248,7 @@ def eval_command(
         fail(f"--baseline {baseline} and --pairwise: test against one baseline, or every pair "
              f"of systems; give one of them")
     if save_runs is not None:
+        _distinct_files(list(labels.values()))
         writable_folder(save_runs, "--save-runs")
     if per_query is not None:
         writable_folder(per_query.parent if str(per_query.parent) else Path("."), "--per-query")
@@ -426,10 +433,14 @@ def _pipelines(texts: list[str]) -> dict[str, Pipeline]:
         label, sep, expr = text.partition("=")
         if not sep or not label.strip() or any(c in label for c in _NOT_IN_LABEL):
             label, expr = text.strip(), text  # no label, or the = of fuse(..., blend="linear")
+        label = " ".join(label.split())  # an expression written over lines: one line
+        if label in out:  # one label twice: a later system would replace the earlier
+            fail(f"two systems are labelled {label!r} (--pipeline labels must differ: label "
+                 f"them LABEL=EXPR)")
         try:
-            out[label.strip()] = parse_pipeline(expr, where="--pipeline").check()
+            out[label] = parse_pipeline(expr, where="--pipeline").check()
         except PipelineError as exc:  # named as a later refusal names it: by its label
-            fail(f"--pipeline {label.strip()}: {str(exc).removeprefix('--pipeline: ')}")
+            fail(f"--pipeline {label}: {str(exc).removeprefix('--pipeline: ')}")
     return out
 
 
@@ -453,6 +464,31 @@ def _labels(modes: list[str], run_files: list[Path],
         taken.add(label)
         labels[key] = label
     return labels
+
+
+def _fuses(data: Any) -> bool:
+    """Whether a pipeline's plain form (:meth:`~aiblox.engine.Pipeline.as_data`) holds a
+    fusion, ``a + b`` or ``retrieve`` (the stages that read ``--top-k``)."""
+    if isinstance(data, dict):
+        return "fuse" in data or data.get("stage") == "retrieve" or any(
+            _fuses(v) for v in data.values())
+    if isinstance(data, list):
+        return any(_fuses(v) for v in data)
+    return False
+
+
+def _distinct_files(labels: list[str]) -> None:
+    """One ``error:`` line, before any work, when two systems' run files would have one name
+    in ``--save-runs`` (the later would replace the earlier)."""
+    from aiblox.experiment import run_file_stem
+
+    seen: dict[str, str] = {}
+    for label in labels:
+        stem = run_file_stem(label)
+        if stem in seen:
+            fail(f"--save-runs: {seen[stem]!r} and {label!r} would both be written to "
+                 f"{stem}.trec: label them apart (LABEL=EXPR)")
+        seen[stem] = label
 
 
 def _file_labels(run_files: list[Path]) -> dict[Path, str]:

@@ -186,7 +186,7 @@ def sweep(
                  f"{spec_reference(spec_path)} --resume` continues where it stopped (finished "
                  f"points are kept)")
         if isinstance(exc, DatasetError | ValueError | SweepBusy):
-            fail(str(exc))
+            fail(_located(spec_path, str(exc)))
         raise
     if as_json:
         print_json({**_summary(result, top), "merged": merged})
@@ -369,6 +369,23 @@ def _significance(result: SweepResult) -> Table:
 def _ranked(result: SweepResult) -> list:
     return sorted(result.points, key=lambda p: (-p.metrics[result.tune_split][result.primary],
                                                 p.config_hash))
+
+
+def _located(spec_path: Path, message: str) -> str:
+    """A stage's refusal found when the sweep starts (``stage rm3: fb_terms = 200000 but the
+    index's vocabulary holds 1042 terms``) with the spec's file, line and field that write
+    the value, as a refusal when the spec loads has them; any other message as it is."""
+    import tomllib
+
+    from aiblox.sweep.spec_errors import stage_error_line
+
+    if not message.startswith("stage "):
+        return message
+    try:
+        text = spec_path.read_text(encoding="utf-8")
+        return stage_error_line(str(spec_path), text, tomllib.loads(text), message)
+    except (OSError, ValueError):  # the spec changed or went since it loaded: as it is
+        return message
 
 
 def _merged(spec) -> dict:

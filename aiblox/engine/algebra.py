@@ -262,8 +262,7 @@ class Stage(Pipeline):
         try:
             return self.spec.make_config(_layered(defaults or {}, self.param_dict()))
         except ValidationError as exc:
-            errs = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '?'}: "
-                             f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors())
+            errs = "; ".join(_field_problem(self.name, e) for e in exc.errors())
             raise PipelineError(f"stage {self.name} ({self.kind}): {errs}") from None
 
     def stages(self) -> Iterator[Stage]:
@@ -521,6 +520,16 @@ def from_data(data: Mapping[str, Any]) -> Pipeline:
     if "cutoff" in data:
         return Cutoff(from_data(data["cutoff"]), int(data["k"]))
     raise PipelineError(f"not a pipeline: {dict(data)!r}")
+
+
+def _field_problem(name: str, error: Any) -> str:
+    """One pydantic error of a stage's config in the expression's words: a parameter that
+    must be given says how (``model is required: cross_encoder(model=...)``), not pydantic's
+    ``Field required``."""
+    field = ".".join(str(p) for p in error["loc"]) or "?"
+    if error["type"] == "missing":
+        return f"{field} is required: {name}({field}=...)"
+    return f"{field}: {error['msg'].removeprefix('Value error, ')}"
 
 
 def label(p: Pipeline) -> str:

@@ -18,6 +18,7 @@ a stage that does not fit where it is placed, and names that refer to themselves
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -43,6 +44,13 @@ def parse_pipeline(text: str, stages: Mapping[str, Mapping[str, Any]] | None = N
     return _Parser(dict(stages or {})).parse(text, where, ())
 
 
+_OPERATORS = {ast.Sub: "-", ast.Div: "/", ast.FloorDiv: "//", ast.Pow: "**", ast.BitOr: "|",
+              ast.BitAnd: "&", ast.BitXor: "^", ast.LShift: "<<", ast.MatMult: "@"}
+"""Python's binary operators that are no pipeline operator, as written."""
+
+_LABEL = re.compile(r"\s*([^()\[\]{}\"',>+%=]+)=(?!=)")
+"""An expression that starts ``LABEL=``, as ``aiblox eval --pipeline`` takes one."""
+
 _TRAILING = {">>": "a stage must follow", "+": "a stage must follow",
              "%": "a depth (a whole number) must follow", ",": "an argument must follow",
              "(": "its arguments and ')' must follow", "=": "a value must follow"}
@@ -59,9 +67,12 @@ def _syntax_problem(text: str, exc: SyntaxError) -> str:
     if end is not None:
         return f"it ends with {end!r}: {_TRAILING[end]}"
     lead = len(text) - len(text.lstrip())
+    label = _LABEL.match(text)
+    hint = (f": {label.group(1).strip()!r}= labels a pipeline outside its expression "
+            f"(--pipeline LABEL=EXPR, run_experiment's names=)" if label else "")
     if not exc.offset or exc.offset > len(text.strip()):
-        return f"{exc.msg} at the end"
-    return f"{exc.msg} at column {exc.offset + lead}"
+        return f"{exc.msg} at the end{hint}"
+    return f"{exc.msg} at column {exc.offset + lead}{hint}"
 
 
 class _Parser:
@@ -69,6 +80,8 @@ class _Parser:
         self.tables = tables
         self.where = "pipeline"
         """The field whose text is being read (a named sub-pipeline's: ``stages.NAME``)."""
+        self.text = ""
+        """The expression being read (for its parts as written)."""
         self.subs: list[tuple[Pipeline, str]] = []
         """Each named sub-pipeline read, with its name (to say where an operand comes from)."""
 
@@ -76,12 +89,14 @@ class _Parser:
         if not isinstance(text, str) or not text.strip():
             raise PipelineError(f"{where}: an expression such as \"bm25 >> rm3 >> bm25\" "
                                 f"is needed, got {text!r}")
+        flat = " ".join(text.splitlines())  # an expression written over lines reads as one
         try:
-            tree = ast.parse(text.strip(), mode="eval")
+            tree = ast.parse(flat.strip(), mode="eval")
         except SyntaxError as exc:
             raise PipelineError(f"{where}: {text!r} is not a pipeline expression "
-                                f"({_syntax_problem(text, exc)})") from None
+                                f"({_syntax_problem(flat, exc)})") from None
         outer, self.where = self.where, where
+        outer_text, self.text = self.text, flat.strip()
         try:
             return self.node(tree.body, chain)
         except PipelineError as exc:
@@ -89,7 +104,22 @@ class _Parser:
             raise PipelineError(msg if msg.startswith(("pipeline", "stages.", f"{where}: "))
                                 else f"{where}: {msg}") from None
         finally:
-            self.where = outer
+            self.where, self.text = outer, outer_text
+
+    def src(self, n: ast.AST) -> str:
+        """``n`` as written in the expression being read (``1e2``, not ``100.0``)."""
+        return ast.get_source_segment(self.text, n) or ast.unparse(n)
+
+    def takes(self, name: str) -> str:
+        """``name``'s parameters, as an error's hint (``rm3 takes fb_docs, fb_terms, ...``)."""
+        kind = str(self.tables.get(name, {}).get("kind", name))
+        try:
+            fields = list(get_stage_kind(kind).config.model_fields)
+        except StageKindError:
+            self.named(name, {}, [], ())  # an unknown stage: its own error
+            return f"{name}(param=value)"
+        return (f"{name} takes {', '.join(fields)}" if fields
+                else f"{name} takes no parameters")
 
     def node(self, n: ast.AST, chain: tuple[str, ...]) -> Pipeline:
         if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult):  # 0.3 * bm25
@@ -99,7 +129,8 @@ class _Parser:
                 k = n.right
                 if not (isinstance(k, ast.Constant) and isinstance(k.value, int)
                         and not isinstance(k.value, bool)):
-                    raise PipelineError(f"% takes a whole number, got {ast.unparse(k)!r}")
+                    raise PipelineError(f"% takes a whole number of documents >= 1, got "
+                                        f"{self.src(k)!r}")
                 inner, depth = self.node(n.left, chain), k.value
                 return self.used(lambda: Cutoff(inner, depth), inner)
             left, right = self.node(n.left, chain), self.node(n.right, chain)
@@ -107,19 +138,33 @@ class _Parser:
                 return self.used(lambda: left >> right, left, right)
             if isinstance(n.op, ast.Add):
                 return self.used(lambda: left + right, left, right)
-            raise PipelineError(f"operator {type(n.op).__name__} is not a pipeline operator "
+            op = _OPERATORS.get(type(n.op), type(n.op).__name__)
+            raise PipelineError(f"operator {op!r} is not a pipeline operator "
                                 f"(>> then, + fuse, % cut-off)")
         if isinstance(n, ast.Name):
             return self.named(n.id, {}, [], chain)
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+            name = n.func.id
             params = {}
             for kw in n.keywords:
                 if kw.arg is None:
-                    raise PipelineError(f"{n.func.id}(**...) is not allowed")
-                params[kw.arg] = _literal(kw.value, f"{n.func.id}({kw.arg}=...)")
+                    raise PipelineError(f"{name}(**...) is not allowed")
+                if kw.arg in params:  # Python's compiler refuses it; its parser does not
+                    raise PipelineError(f"{name}(...): parameter {kw.arg} is given twice")
+                params[kw.arg] = _literal(kw.value, f"{name}({kw.arg}=...)")
+            for a in n.args:
+                if isinstance(a, ast.Constant) or (isinstance(a, ast.UnaryOp)
+                                                   and isinstance(a.operand, ast.Constant)):
+                    raise PipelineError(f"{self.src(n)}: a stage's parameters are named, "
+                                        f"{self.takes(name)}; a call's unnamed arguments "
+                                        f"are pipelines, as in fuse(bm25, dense)")
             members = [self.node(a, chain) for a in n.args]
-            return self.named(n.func.id, params, members, chain)
-        raise PipelineError(f"{ast.unparse(n)!r} is not a stage, a call or an operator")
+            return self.named(name, params, members, chain)
+        if (isinstance(n, ast.Compare) and isinstance(n.left, ast.Name)
+                and len(n.ops) == 1 and isinstance(n.ops[0], ast.Eq)):  # rm3(fb_docs==5)
+            raise PipelineError(f"{self.src(n)!r}: a parameter is set with one '=' "
+                                f"({n.left.id}={self.src(n.comparators[0])})")
+        raise PipelineError(f"{self.src(n)!r} is not a stage, a call or an operator")
 
     def named(self, name: str, params: dict[str, Any], members: list[Pipeline],
               chain: tuple[str, ...]) -> Pipeline:

@@ -19,7 +19,10 @@ def md_escape(text: str) -> str:
 
 _TEX = {"\\": "\\textbackslash{}", "&": "\\&", "%": "\\%", "$": "\\$", "#": "\\#",
         "_": "\\_", "{": "\\{", "}": "\\}", "~": "\\textasciitilde{}",
-        "^": "\\textasciicircum{}"}
+        "^": "\\textasciicircum{}", "<": "\\textless{}", ">": "\\textgreater{}",
+        "|": "\\textbar{}"}
+"""LaTeX's special characters, and the ones its default (OT1) font encoding prints as other
+glyphs (``>`` as ``¿``, ``<`` as ``¡``, ``|`` as an em dash): a pipeline's ``bm25 >> rm3``."""
 
 
 def tex_escape(text: str) -> str:

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import Dataset, load_dataset
 from aiblox.data.trec import read_trec_run, trec_order
-from aiblox.engine.algebra import Pipeline, PipelineError, label
+from aiblox.engine.algebra import Pipeline, PipelineError
 from aiblox.engine.evaluate import check_evaluation, evaluate_retrieval
 from aiblox.engine.expression import parse_pipeline
 from aiblox.engine.result import EvalResult
@@ -148,7 +148,7 @@ def _plan(system: Any, i: int, name: str | None) -> _Planned:
         return _Planned(name or system.mode, prefs=system)
     if isinstance(system, Pipeline):
         system.check()
-        return _Planned(name or label(system), pipeline=system)
+        return _Planned(name or system.expression(), pipeline=system)  # as the CLI shows it
     if isinstance(system, str) and system in MODES:
         return _Planned(name or system, prefs=RetrievalPrefs.model_validate(
             {"query_text": "", "mode": system}))

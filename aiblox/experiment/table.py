@@ -233,9 +233,16 @@ def _warn_queries(where: str, run: dict[str, list[tuple[str, float]]], judged: s
                       f"holds)", stacklevel=3)
 
 
+def run_file_stem(name: str) -> str:
+    """A system name as :func:`write_trec_run` names its file and tags its lines: every
+    character but letters, digits, ``-_.@`` an ``_`` (``a:b`` and ``a#b`` are both ``a_b``)."""
+    return "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name) or "run"
+
+
 def write_trec_run(system: System, folder: str | Path) -> Path:
-    """Write ``system``'s run to ``folder/<name>.trec`` (tag: its name); returns the path."""
-    safe = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in system.name) or "run"
+    """Write ``system``'s run to ``folder/<name>.trec`` (tag: its name,
+    :func:`run_file_stem`); returns the path."""
+    safe = run_file_stem(system.name)
     path = Path(folder) / f"{safe}.trec"
     path.write_bytes(trec_run_text(system.run, safe).encode("utf-8"))
     return path

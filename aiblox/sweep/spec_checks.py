@@ -293,15 +293,27 @@ def check_pipeline_depths(pipelines: Sequence[tuple[str, Pipeline]],
             check_pipeline_depth(pipe, prefs, metrics, depths_only=True)
         except (DepthError, PipelineError) as exc:
             named = "" if pipe.expression() in str(exc) else f"{pipe.expression()}: "
-            stage = re.match(r"stage (\S+): ", str(exc))
-            tables = [t for t, there in (
-                ("stages", stage is not None and stage.group(1) in (stages or {})),
-                ("grid.stages", stage is not None
-                 and any(a[0] == stage.group(1) for a in stage_axes))) if there]
-            also = "" if stage is None or not tables else (
-                f"; {stage.group(1)}'s parameters are written in "
-                + " and ".join(f"[{t}.{stage.group(1)}]" for t in tables))
-            raise ValueError(f"{where}: {named}{exc}{also}") from None
+            raise ValueError(f"{where}: {named}{exc}"
+                             f"{_written_in(str(exc), stages or {}, stage_axes)}") from None
+
+
+def _written_in(message: str, stages: Mapping[str, Any],
+                stage_axes: Sequence[tuple[str, str, list[Any]]]) -> str:
+    """Where the parameter a stage's refusal names (``stage rm3: fb_docs = 10 but ...``) is
+    written: ``; rm3's fb_docs is written in [grid.stages.rm3]`` (its table, its axis), or
+    ``; fb_docs is rm3's default`` when neither sets it; "" for a message naming none."""
+    found = re.match(r"stage (\S+): (\w+) = ", message)
+    if found is None:
+        return ""
+    name, param = found.groups()
+    tables = [t for t, there in (
+        ("stages", param in (stages.get(name) or {})),
+        ("grid.stages", any(a[0] == name and a[1] == param for a in stage_axes))) if there]
+    if not tables:
+        return f"; {param} is {name}'s default" if name in stages or any(
+            a[0] == name for a in stage_axes) else ""
+    return (f"; {name}'s {param} is written in "
+            + " and ".join(f"[{t}.{name}]" for t in tables))
 
 
 def check_depths(base: RetrievalPrefs, g: FusionGrid, metrics: Sequence[str],

@@ -25,7 +25,7 @@ from typing import Any
 
 from aiblox.contracts.problems import value_problem
 
-__all__ = ["error_lines", "key_lines"]
+__all__ = ["error_lines", "key_lines", "stage_error_line"]
 
 Path = tuple[str | int, ...]
 
@@ -61,6 +61,7 @@ def error_lines(path: str, text: str, data: Any, errors: Iterable[Mapping[str, A
             key = named
             value = found.group("value")
             msg = f"got {value}: {found.group('msg')}" if value else found.group("msg")
+            key = _element(data, key, value)
         line = _line(lines_of, key)
         where = f"{path}:{line}" if line is not None else path
         out.append(f"{where}: field {_shown(key)!r}: {_lines_named(msg, lines_of, line)}")
@@ -207,6 +208,43 @@ def _message(model: Any, path: Path, err: Mapping[str, Any]) -> str:
         return f"got {err['input']!r}: {problem}"
     wanted = _TYPE_WORDS.get(str(err["type"]))
     return f"got {err['input']!r}: expected {wanted}" if wanted and "input" in err else msg
+
+
+_STAGE_PARAM = re.compile(r"stage (?P<name>[A-Za-z_][\w-]*): (?P<param>\w+) = (?P<value>\S+)")
+"""A stage's refusal of one of its parameters' values: ``stage rm3: fb_terms = 200000 but
+the index's vocabulary holds 1042 terms``."""
+
+
+def _element(data: Any, key: Path, value: str | None) -> Path:
+    """``key`` with the index of the element ``value`` names when ``key`` holds a list of
+    several values, one of them ``value`` (an axis: ``grid.stages.rm3.fb_terms = 0`` is
+    ``grid.stages.rm3.fb_terms[1]`` of ``[10, 0]``); ``key`` otherwise."""
+    written = _value_at(data, key, _ABSENT)
+    if value is None or not isinstance(written, list) or len(written) < 2:
+        return key  # one value: the field says it
+    at = [i for i, v in enumerate(written) if repr(v) == value or str(v) == value]
+    return (*key, at[0]) if len(at) == 1 else key
+
+
+def stage_error_line(path: str, text: str, data: Any, message: str) -> str:
+    """``message``, a stage's refusal of a parameter found when the sweep starts (against
+    the store: feedback terms beyond the vocabulary), where the spec ``path`` (its ``text``,
+    read as ``data``) writes that value: ``spec.toml:9: field 'grid.stages.rm3.fb_terms[1]':
+    stage rm3: ...``, as a refusal when the spec loads reads; ``path: message`` when the
+    spec does not write it (a default) or the message names no parameter."""
+    found = _STAGE_PARAM.match(message)
+    if found is None:
+        return f"{path}: {message}"
+    name, param, value = found.group("name", "param", "value")
+    keys: list[Path] = [("grid", "stages", name, param), ("stages", name, param)]
+    for written_at in keys:
+        if _value_at(data, written_at, _ABSENT) is _ABSENT:
+            continue
+        key = _element(data, written_at, value)  # an axis: the value refused
+        line = _line(key_lines(text), key)
+        where = f"{path}:{line}" if line is not None else path
+        return f"{where}: field {_shown(key)!r}: {message}"
+    return f"{path}: {message}"
 
 
 def _line(lines_of: Mapping[Path, int | None], key: Path) -> int | None:

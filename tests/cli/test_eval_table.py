@@ -485,3 +485,31 @@ def test_a_pipeline_label_may_hold_spaces_and_slashes():
                         'fuse(bm25, dense, blend="linear")', "bm25 % 10"])
     assert list(pipes) == ["rm3 fb/3", 'fuse(bm25, dense, blend="linear")', "bm25 % 10"]
     assert "rm3" in repr(pipes["rm3 fb/3"])
+
+
+def test_systems_never_replace_one_another(db, tmp_path):
+    """QA 25: two --pipeline of one label showed one row (the other dropped silently), and two
+    labels of one file name wrote one --save-runs file (the later over the earlier)."""
+    r = _run("eval", "sample", "--db", db, "--embedder", "hashing", "--pipeline", "a=bm25",
+             "--pipeline", "a=bm25 >> rm3 >> bm25")
+    assert r.exit_code == 2 and "two systems are labelled 'a'" in r.output, r.output
+    out = tmp_path / "runs"
+    r = _run("eval", "sample", "--db", db, "--embedder", "hashing", "--pipeline", "a:b=bm25",
+             "--pipeline", "a#b=dense", "--save-runs", out)
+    assert r.exit_code == 2 and "'a:b' and 'a#b' would both be written to a_b.trec" in \
+        " ".join(r.output.split()), r.output
+    assert not out.exists()  # refused before any work
+    ok = _json(db, "--pipeline", "a:b=bm25", "--pipeline", "a_c=dense", "--save-runs", out)
+    assert [s["name"] for s in ok["systems"]] == ["a:b", "a_c"]
+    assert sorted(p.name for p in out.iterdir()) == ["a_b.trec", "a_c.trec"]
+
+
+def test_top_k_unread_by_a_pipeline_without_fusion_is_said(db):
+    """QA 25: --top-k changed nothing of a pipeline without fusion, silently."""
+    r = _eval(db, "--top-k", "150", "--pipeline", "p=bm25 >> rm3 >> bm25", "--pipeline",
+              "bm25 + dense", "--pipeline", "r=retrieve >> rm3 >> bm25", "--format", "json")
+    said = " ".join(r.stderr.split())
+    assert "warning: --top-k 150: only a fusion reads it, and 'p' fuses nothing" in said, said
+    assert "'r'" not in said and "'bm25 + dense'" not in said
+    quiet = _eval(db, "--pipeline", "p=bm25 >> rm3 >> bm25", "--format", "json")
+    assert "warning" not in quiet.stderr

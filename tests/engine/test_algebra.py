@@ -196,7 +196,17 @@ def test_spec_tables_name_stages_fusions_and_sub_pipelines():
     ("bm25 >> rm3(fb_terms=", {}, "it ends with '=': a value must follow"),
     ("  bm25 bm25", {}, r"invalid syntax at column 8\)"),  # a column of the text as given
     ("bm25 >> (rm3", {}, r"'\(' was never closed at column 9"),
-    ("bm25 - dense", {}, "not a pipeline operator"),
+    ("bm25 - dense", {}, "operator '-' is not a pipeline operator"),
+    ("bm25 | dense", {}, "operator '|' is not a pipeline operator"),
+    ("bm25(k1=1.2, k1=1.3)", {}, r"bm25\(...\): parameter k1 is given twice"),
+    ("bm25 % -5", {}, "% takes a whole number of documents >= 1, got '-5'"),
+    ("bm25 % 1e2", {}, "got '1e2'"),  # as written, not 100.0
+    ("bm25 >> rm3(5) >> bm25", {}, r"rm3\(5\): a stage's parameters are named, rm3 takes "
+                                   r"fb_docs, fb_terms"),
+    ("nope(5)", {}, "unknown stage 'nope'"),
+    ("bm25 >> rm3(fb_docs==5) >> bm25", {}, r"a parameter is set with one '=' \(fb_docs=5\)"),
+    ("x=bm25 >> rm3 >> bm25", {}, "'x'= labels a pipeline outside its expression"),
+    ("bm25 >> cross_encoder", {}, r"model is required: cross_encoder\(model=\.\.\.\)"),
     ("bm25(k1=x)", {}, "literals"),
     ("bm25 % 2.5", {}, "whole number"),
     ("fuse(bm25)", {}, "two or more"),
@@ -207,6 +217,11 @@ def test_spec_tables_name_stages_fusions_and_sub_pipelines():
 def test_bad_expressions_are_refused_naming_the_field(text, tables, message):
     with pytest.raises(PipelineError, match=message):
         parse_pipeline(text, tables)
+
+
+def test_an_expression_may_be_written_over_lines():
+    """QA 25: a newline in an expression was "unexpected indent at column 1"."""
+    assert str(parse_pipeline("bm25 >> rm3\n  >> bm25")) == "bm25 >> rm3 >> bm25"
 
 
 def test_queries_and_runs_round_trip_through_arrays():

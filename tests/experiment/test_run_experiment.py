@@ -157,6 +157,14 @@ def test_a_pipeline_is_a_system(scored, sample_dataset):
     assert [s.kind for s in table.systems] == ["mode", "pipeline", "pipeline"]
     assert table.systems[1].name == "bm25 >> rm3 >> bm25"
     assert 0.0 < table.systems[1].metrics["ndcg@10"] <= 1.0
+    # a built pipeline is named as its expression, as the CLI names one (QA 25: "fuse(bm25,
+    # dense; blend='linear',...)", which does not parse)
+    text = "bm25 >> rm3(fb_docs=3, fb_terms=5) >> bm25"
+    built = Stage("bm25") >> Stage("rm3", fb_terms=5, fb_docs=3) >> Stage("bm25")
+    again = run_experiment([built, text], sample_dataset, "test", METRICS, db=db,
+                           embedder="hashing", names=[None, "typed"], progress=False)
+    assert [s.name for s in again.systems] == [text, "typed"]
+    assert again.systems[0].metrics == again.systems[1].metrics
 
 
 def test_marks_by_hand():
@@ -274,3 +282,13 @@ def test_a_nan_per_query_value_is_left_out_of_the_test_and_said(sample_dataset):
     assert sig.dropped == 1 and clean.significance["b"]["ndcg@10"].dropped == 0
     assert "1 NaN left out" in table.detail(b, "ndcg@10")
     assert table.as_json()["systems"][1]["significance"]["ndcg@10"]["dropped"] == 1
+
+
+def test_latex_escapes_a_pipelines_operators():
+    """QA 25: ``bm25 >> rm3`` went into LaTeX as is; OT1 typesets ``>`` as an inverted
+    question mark."""
+    from aiblox.experiment.markup import tex_escape
+
+    assert tex_escape("bm25 >> rm3(fb_terms=5) % 10") == \
+        "bm25 \\textgreater{}\\textgreater{} rm3(fb\\_terms=5) \\% 10"
+    assert tex_escape("a < b | c") == "a \\textless{} b \\textbar{} c"

@@ -132,6 +132,12 @@ def test_the_key_holds_the_model_id_not_its_path_nor_batch_or_device(tiny_ce):
     assert cfg.model_dump()["model"] == str(tiny_ce)  # the python form keeps the path
     with pytest.raises(ValueError, match="device"):
         CrossEncoderConfig(model=str(tiny_ce), device="gpu")
+    import torch
+
+    if not torch.cuda.is_available():  # a GPU it cannot use is named by the stage (QA 25)
+        with pytest.raises(ValueError, match=r"^stage cross_encoder: device cuda: torch sees "
+                                             r"no GPU .*; use device cpu or auto$"):
+            CrossEncoderConfig(model=str(tiny_ce), device="cuda").model_id()
 
 
 def test_a_model_not_there_is_one_line_in_the_key_and_a_trained_one_is_named():

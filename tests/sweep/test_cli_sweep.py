@@ -80,3 +80,19 @@ def test_bad_spec_names_the_file_and_field(tmp_path):
     r = _run("sweep", str(bad), "--no-tracking")
     assert r.exit_code == 2
     assert "bad.toml" in r.output and "grid.w_text" in r.output
+
+
+def test_a_value_refused_against_the_store_names_its_file_line_and_field(tmp_path, sweep_db):
+    """QA 25: feedback terms beyond the index's vocabulary, found when the sweep starts (it
+    needs the store), was one line without the spec's file, line or field that every refusal
+    when the spec loads has."""
+    spec = tmp_path / "rm3.toml"
+    spec.write_text('name = "rm3big"\ndataset = "sample"\ntune_split = "train"\n'
+                    'report_split = "test"\nembedder = "hashing"\nmetrics = ["ndcg@10"]\n'
+                    'pipeline = "bm25 >> rm3 >> bm25"\n\n[grid.stages.rm3]\n'
+                    'fb_terms = [10, 200000]\n', encoding="utf-8")
+    r = _run("sweep", str(spec), "--db", sweep_db, "--cache-dir", str(tmp_path / "st"),
+             "--no-tracking")
+    assert r.exit_code == 2, r.output
+    assert (f"error: {spec}:10: field 'grid.stages.rm3.fb_terms[1]': stage rm3: fb_terms = "
+            f"200000 but the index's vocabulary holds") in " ".join(r.output.split()), r.output

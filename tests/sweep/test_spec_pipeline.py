@@ -168,13 +168,15 @@ DEPTH = 'metrics = ["ndcg@10"]\n[base]\nfts = { top_k = 100 }\n'
      "top_n = 50 but its input run holds at most 20 documents per query"),
     ('pipeline = "bm25 % 20 >> rr"\n[stages.rr]\nkind = "dense_rescore"\ntop_n = 50\n', 8,
      "field 'pipeline': bm25 % 20 >> rr(top_n=50): stage rr: top_n = 50 but its input run "
-     "holds at most 20 documents per query; rr's parameters are written in [stages.rr] (line "
-     "9)"),
+     "holds at most 20 documents per query; rr's top_n is written in [stages.rr] (line 9)"),
     ('pipeline = ["bm25", "bm25 >> cutoff(k=20) >> dense_rescore"]\n'
      "[grid.stages.dense_rescore]\ntop_n = [10, 50]\n", 8,
      "field 'pipeline[1]': bm25 >> cutoff(k=20) >> dense_rescore(top_n=50): stage "
      "dense_rescore: top_n = 50 but its input run holds at most 20 documents per query; "
-     "dense_rescore's parameters are written in [grid.stages.dense_rescore] (line 9)"),
+     "dense_rescore's top_n is written in [grid.stages.dense_rescore] (line 9)"),
+    ('pipeline = "bm25 % 5 >> rm3 >> bm25"\n[grid.stages.rm3]\nfb_terms = [5, 10]\n', 8,
+     "field 'pipeline': bm25 % 5 >> rm3(fb_terms=5) >> bm25: stage rm3: fb_docs = 10 but its input "
+     "run holds at most 5 documents per query; fb_docs is rm3's default"),  # QA 25: not written
     ('pipeline = "bm25"\n[baseline]\npipeline = "bm25 % 10 >> rocchio(k=20) >> dense"\n', 10,
      "field 'baseline.pipeline': bm25 % 10 >> rocchio(k=20) >> dense: stage rocchio: k = 20 "
      "feedback documents but its input run holds at most 10 documents per query"),

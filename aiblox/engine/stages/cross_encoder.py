@@ -56,7 +56,7 @@ from pydantic import (
     model_serializer,
 )
 
-from aiblox.embedding.device import parse_device, resolve_device
+from aiblox.embedding.device import DeviceError, parse_device, resolve_device
 from aiblox.embedding.sentence_transformers import (
     FINETUNED,
     is_trained_ref,
@@ -136,8 +136,11 @@ class CrossEncoderConfig(BaseModel):
         """The model's id on the resolved device (see the module doc)."""
         from aiblox.embedding.cross_encoder import cross_encoder_id
 
-        return cross_encoder_id(self.folder(), self.max_length,
-                                resolve_device(self.device, "device"))
+        try:
+            device = resolve_device(self.device, "device")
+        except DeviceError as exc:  # named by the stage, as its other settings' errors are
+            raise DeviceError(f"stage cross_encoder: {exc}") from None
+        return cross_encoder_id(self.folder(), self.max_length, device)
 
 
 def _check(cfg: CrossEncoderConfig, facts: StageFacts) -> int | None:
