@@ -480,7 +480,7 @@ def _fuses(data: Any) -> bool:
 def _distinct_files(labels: list[str]) -> None:
     """One ``error:`` line, before any work, when two systems' run files would have one name
     in ``--save-runs`` (the later would replace the earlier)."""
-    from aiblox.experiment import run_file_stem
+    from aiblox.data.trec import run_file_stem
 
     seen: dict[str, str] = {}
     for label in labels:

@@ -52,8 +52,8 @@ import numpy as np
 
 from aiblox.inputs import InputFileError, bounded_lines
 
-__all__ = ["RunFileError", "float32_scores", "read_trec_run", "run_file_lines", "trec_order",
-           "trec_run_text", "trec_scores"]
+__all__ = ["RunFileError", "float32_scores", "read_trec_run", "run_file_lines", "run_file_stem",
+           "trec_order", "trec_run_text", "trec_scores"]
 
 
 class RunFileError(ValueError):
@@ -98,6 +98,12 @@ def trec_order(hits: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
     keys = float32_scores([h[1] for h in hits])
     order = sorted(range(len(hits)), key=lambda i: (keys[i], hits[i][0]), reverse=True)
     return [hits[i] for i in order]
+
+
+def run_file_stem(name: str) -> str:
+    """A system name as a run file's name and its lines' tag (one token): every character but
+    letters, digits, ``-_.@`` an ``_`` (``a:b`` and ``a#b`` are both ``a_b``)."""
+    return "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name) or "run"
 
 
 def trec_run_text(run: Mapping[str, Sequence[Sequence[Any]]], tag: str) -> str:

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 from pydantic_core import to_jsonable_python
 
 from aiblox.data import Dataset
-from aiblox.data.trec import RunFileError, read_trec_run, trec_run_text
+from aiblox.data.trec import RunFileError, read_trec_run, run_file_stem, trec_run_text
 from aiblox.engine.result import EvalResult, run_hash
 from aiblox.experiment.markup import md_escape, md_table, plural, tex_escape
 from aiblox.metrics import evaluate_run
@@ -231,12 +231,6 @@ def _warn_queries(where: str, run: dict[str, list[tuple[str, float]]], judged: s
                       f"all {len(judged)} judged queries, as trec_eval -c and ir-measures "
                       f"(plain trec_eval averages over the {len(judged) - len(absent)} the run "
                       f"holds)", stacklevel=3)
-
-
-def run_file_stem(name: str) -> str:
-    """A system name as :func:`write_trec_run` names its file and tags its lines: every
-    character but letters, digits, ``-_.@`` an ``_`` (``a:b`` and ``a#b`` are both ``a_b``)."""
-    return "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name) or "run"
 
 
 def write_trec_run(system: System, folder: str | Path) -> Path:
