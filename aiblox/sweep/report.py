@@ -357,7 +357,9 @@ def _tables(rep: SweepReport, top: int) -> list[tuple[str, list[str], list[list[
         for st in sm["stages"]:
             mrows.append([f"stage {st.get('name')} ({split})", str(st.get("key"))])
     tables = [
-        (f"Leaderboard (by {rep.tune_split} {rep.primary})", lb_head, lb),
+        (f"Leaderboard (by {rep.tune_split} {rep.primary}"
+         + (f"; the first {top} of {len(rep.leaderboard)} points, all in aiblox runs "
+            f"{rep.name})" if len(rep.leaderboard) > top else ")"), lb_head, lb),
         (f"Tune ({rep.tune_split}) versus report ({rep.report_split}): {rep.best['label']}"
          if rep.report_split else f"Chosen on all of {rep.tune_split}: {rep.best['label']}",
          ["metric", *splits], tvr)]

@@ -66,6 +66,16 @@ def test_report_writes_self_contained_html_and_markdown(logged):
                                            f"p={tested.p_holm:.4f} |")
     _no_remote_refs(html)
     assert "<script" not in html
+    # a leaderboard cut to its top rows says so (QA: 20 of 24 rows, with no word of the rest)
+    n = len(r.points)
+    assert ("## Leaderboard (by train ndcg@10)" in md) == (n <= 20)
+    from aiblox.sweep.report import load_sweep_report, render_markdown
+
+    cut = render_markdown(load_sweep_report(r.tracking["parent_run_id"], logged["uri"]), top=3)
+    assert f"## Leaderboard (by train ndcg@10; the first 3 of {n} points, all in aiblox runs " \
+           f"report_fusion)" in cut
+    assert sum(ln.startswith("| ") and ln.split(" | ")[0][2:].isdigit()
+               for ln in cut.split("## Tune")[0].splitlines()) == 3
     # tune-versus-report and significance tables carry the logged numbers
     assert f"{r.best.metrics['test']['ndcg@10']:.4f}" in md
     assert len(r.significance) > 0 and r.significance[0].candidate in md
