@@ -31,13 +31,18 @@ def _when(t: float | None) -> str:
     return dt.datetime.fromtimestamp(t, tz=dt.UTC).strftime("%Y-%m-%d %H:%M")
 
 
-def _open(cache_dir: str) -> StageCache:
-    """The cache at ``cache_dir``, or one ``error:`` line (a file, an unknown protocol)."""
+def _open(cache_dir: str, named: bool = False) -> StageCache:
+    """The cache at ``cache_dir``, or one ``error:`` line (a file, an unknown protocol; with
+    ``named``, a local folder that is not there and not the default: a mistyped name, which
+    would read as an empty cache)."""
     from aiblox.engine.cache import StageCache, StageCacheError, local_cache_root
 
     local = local_cache_root(cache_dir)
     if local is not None and local.exists() and not local.is_dir():
         fail(f"--cache-dir {cache_dir} is a file, not a stage cache folder")
+    if named and local is not None and not local.exists() and cache_dir != STAGE_CACHE_DIR:
+        fail(f"--cache-dir {cache_dir}: no such folder (a sweep's --cache-dir; the default "
+             f"is {STAGE_CACHE_DIR})")
     try:
         cache = StageCache(cache_dir)
         cache.listing()
@@ -104,6 +109,7 @@ def prune(
     entry is computed again, with the same bytes, when a sweep next needs it. Models and
     search studies are never touched."""
     from aiblox.engine.housekeeping import parse_age, parse_size, prune_cache
+    from aiblox.experiment.markup import plural
 
     if not (older_than or max_size or everything):
         fail("say what to remove: --older-than AGE, --max-size SIZE or --all "
@@ -118,7 +124,7 @@ def prune(
         size = parse_size(max_size) if max_size else None
     except ValueError as exc:
         fail(f"--max-size: {exc}")
-    cache = _open(cache_dir)
+    cache = _open(cache_dir, named=True)
     try:
         r = prune_cache(cache, stages=stage or None, older_than=age, max_size=size,
                         everything=everything, dry_run=dry_run)
@@ -147,12 +153,14 @@ def prune(
         extra.append(f"{len(r.leftovers)} leftover files")
     if r.doc_tables:
         extra.append(f"{len(r.doc_tables)} document tables")
-    out.print(f"{verb} {len(r.removed)} entries: {', '.join(parts) or 'none'}"
+    out.print(f"{verb} {plural(len(r.removed), 'entry', 'entries')}: "
+              f"{', '.join(parts) or 'none'}"
               + (f"; and {', '.join(extra)}" if extra else "")
               + f"; {size_text(r.freed)} in all")
     of_stages = (f": {len(r.kept)} of {', '.join(stage)} ({size_text(kept_size)}), "
                  f"{len(r.others)} of the other stages" if stage else "")
-    console.print(f"{'would keep' if dry_run else 'kept'} {len(r.kept) + len(r.others)} entries "
+    console.print(f"{'would keep' if dry_run else 'kept'} "
+                  f"{plural(len(r.kept) + len(r.others), 'entry', 'entries')} "
                   f"({size_text(kept_size + others_size)}) in {cache.root}{of_stages}")
     if size is not None and kept_size > size:
         console.print(f"still above --max-size {max_size}: what is left was computed into "
@@ -168,8 +176,9 @@ def verify(
     """Read every entry back and check it against the sha256 recorded when it was written;
     remove the damaged ones (computed again when next needed). Exit 1 when any was damaged."""
     from aiblox.engine.housekeeping import verify_cache
+    from aiblox.experiment.markup import plural
 
-    cache = _open(cache_dir)
+    cache = _open(cache_dir, named=True)
     try:
         r = verify_cache(cache, stage or None, progress=show_progress())
     except ValueError as exc:
@@ -182,7 +191,7 @@ def verify(
     else:
         for s, k, why in r.damaged:
             out.print(f"damaged, removed: {s}/{k[:16]}: {why}")
-        out.print(f"checked {r.checked} entries ({size_text(r.size)}): "
+        out.print(f"checked {plural(r.checked, 'entry', 'entries')} ({size_text(r.size)}): "
                   f"{len(r.damaged) or 'none'} damaged")
     if r.damaged:
         raise typer.Exit(1)

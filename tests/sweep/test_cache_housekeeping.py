@@ -276,3 +276,15 @@ def test_a_file_is_not_a_cache(tmp_path):
     f.write_text("x")
     r = CliRunner().invoke(app, ["cache", "list", "--cache-dir", str(f)], env=ENV)
     assert r.exit_code == 2 and "is a file, not a stage cache folder" in r.output
+
+
+def test_a_mistyped_cache_folder_is_not_an_empty_cache(tmp_path):
+    """A --cache-dir that is not there read as an empty cache: `verify` said "none damaged",
+    `prune` "removed 0 entries". They say the folder is not there; `list` says it is empty."""
+    gone = str(tmp_path / "stagse")
+    for args in (["verify"], ["prune", "--all"]):
+        r = CliRunner().invoke(app, ["cache", *args, "--cache-dir", gone], env=ENV)
+        assert r.exit_code == 2 and f"--cache-dir {gone}: no such folder" in r.output, r.output
+    r = CliRunner().invoke(app, ["cache", "list", "--cache-dir", gone], env=ENV)
+    assert r.exit_code == 0 and "empty (nothing cached yet)" in r.output
+    assert not (tmp_path / "stagse").exists()
