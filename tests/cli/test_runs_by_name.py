@@ -353,7 +353,8 @@ def test_missing_or_empty_store_is_one_line_and_creates_nothing(tmp_path):
     r = _cli("runs", "--tracking-uri", f"sqlite:///{empty}")
     assert r.exit_code == 2 and r.output.startswith("error: no sweeps logged in")
     r = _cli("runs", "nope", "--tracking-uri", f"sqlite:///{empty}")
-    assert r.exit_code == 2 and "no sweep run with id or name 'nope'" in r.output
+    assert r.exit_code == 2 and "no sweep run with id or name 'nope' (aiblox runs lists them)" \
+        in r.output
 
 
 def test_runs_export_writes_any_points_run_as_the_sweep_scored_it(logged, tmp_path):

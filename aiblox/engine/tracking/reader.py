@@ -144,7 +144,7 @@ def find_sweep_run(client: Any, sweep: str) -> Any:
     runs = client.search_runs(exps, filter_string=where, order_by=["attributes.start_time DESC"],
                               max_results=1) if exps else []
     if not runs:
-        raise ValueError(f"no sweep run with id or name {sweep!r}")
+        raise ValueError(f"no sweep run with id or name {sweep!r} (aiblox runs lists them)")
     return runs[0]
 
 
