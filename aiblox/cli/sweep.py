@@ -28,7 +28,7 @@ from aiblox.hashing import short_hash
 if TYPE_CHECKING:  # the sweep, the engine and MLflow are imported when the command runs
     from rich.table import Table
 
-    from aiblox.sweep import SweepResult
+    from aiblox.sweep import SweepResult, SweepSpec
 
 
 def sweep(
@@ -107,7 +107,8 @@ def sweep(
                  f"trials{capped}")
     cv = (f"; chosen by {spec.cv.folds}-fold cross-validation (seed {spec.cv.seed}) over the "
           f"{spec.tune_split} queries" if spec.cv is not None else "")
-    console.print(f"sweep {spec.name}: {n_points:,} points{drawn} (limit {max_points:,}; "
+    console.print(f"sweep {spec.name}: {n_points:,} point{'s' * (n_points != 1)}{drawn} "
+                  f"(limit {max_points:,}; "
                   f"--max-points raises it), each on {' and '.join(spec.splits)}{cv}; "
                   f"embedder {spec.embedder} on {describe_device(resolved)}", soft_wrap=True)
     merged = _merged(spec)
@@ -122,7 +123,7 @@ def sweep(
             dataset = load_dataset(spec.dataset, splits=spec.splits)
             check_cv(spec, dataset)
         except (DatasetError, ValueError) as exc:
-            fail(f"{spec_path}: {exc}")
+            fail(_dataset_fault(spec_path, spec, exc))
             return
     if "://" in cache_dir:  # checked by publishing a probe, as entries are
         try:
@@ -136,11 +137,11 @@ def sweep(
         if folder is not None:
             writable_folder(folder, "--tracking-uri")
     tracker = None
-    if not no_tracking and dataset is None:  # its hash names the parent run (below)
+    if dataset is None:  # before any work (its hash names the parent run, below)
         try:
             dataset = load_dataset(spec.dataset, splits=spec.splits)
         except DatasetError as exc:
-            fail(f"{spec_path}: {exc}")
+            fail(_dataset_fault(spec_path, spec, exc))
             return
     if not no_tracking:
         # MLflow prints two "View run" links per run to stdout for a tracking server (and
@@ -369,6 +370,26 @@ def _significance(result: SweepResult) -> Table:
 def _ranked(result: SweepResult) -> list:
     return sorted(result.points, key=lambda p: (-p.metrics[result.tune_split][result.primary],
                                                 p.config_hash))
+
+
+def _dataset_fault(spec_path: Path, spec: SweepSpec, exc: Exception) -> str:
+    """A dataset the spec names that does not load, or a split it does not have, as the
+    spec's file, line and field: ``spec.toml:4: field 'tune_split': ... no split 'trian'``."""
+    import re
+
+    from aiblox.sweep.spec_errors import key_lines
+
+    message = str(exc)
+    split = re.search(r"no split '([^']*)'", message)
+    field = "dataset"
+    if split is not None:
+        field = next((f for f in ("tune_split", "report_split")
+                      if getattr(spec, f) == split.group(1)), "dataset")
+    try:
+        line = key_lines(spec_path.read_text(encoding="utf-8")).get((field,))
+    except (OSError, UnicodeDecodeError):
+        line = None
+    return f"{spec_path}{f':{line}' if line else ''}: field {field!r}: {message}"
 
 
 def _located(spec_path: Path, message: str) -> str:

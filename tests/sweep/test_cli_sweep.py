@@ -96,3 +96,20 @@ def test_a_value_refused_against_the_store_names_its_file_line_and_field(tmp_pat
     assert r.exit_code == 2, r.output
     assert (f"error: {spec}:10: field 'grid.stages.rm3.fb_terms[1]': stage rm3: fb_terms = "
             f"200000 but the index's vocabulary holds") in " ".join(r.output.split()), r.output
+
+
+def test_a_dataset_or_split_that_is_not_there_names_the_specs_line(tmp_path):
+    """A spec naming no dataset, or a split the dataset lacks, failed (without tracking)
+    with the dataset's own words only; it names the spec's file, line and field."""
+    head = 'name = "x"\nmetrics = ["ndcg@10"]\n'
+    for body, line, field, words in (
+            ('dataset = "nosuch"\ntune_split = "train"\nreport_split = "test"\n', 3,
+             "dataset", "no BEIR dataset here"),
+            ('dataset = "sample"\ntune_split = "trian"\nreport_split = "test"\n', 4,
+             "tune_split", "no split 'trian'")):
+        spec = tmp_path / "s.toml"
+        spec.write_text(head + body, encoding="utf-8")
+        r = _run("sweep", str(spec), "--no-tracking", "--cache-dir", str(tmp_path / "st"))
+        assert r.exit_code == 2, r.output
+        said = " ".join(r.output.split())
+        assert f"error: {spec}:{line}: field {field!r}: " in said and words in said, said
