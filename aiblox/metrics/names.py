@@ -25,6 +25,13 @@ RANX_METRICS: tuple[str, ...] = (
 
 _POSITIVE = re.compile(r"[1-9][0-9]*")
 
+_SPELLED = {"p": "precision", "P": "precision", "r": "recall", "ap": "map", "rr": "mrr",
+            "recip_rank": "mrr", "ndcg_cut": "ndcg", "recall_cut": "recall", "rprec": "r-precision",
+            "Rprec": "r-precision", "success": "hit_rate", "mAP": "map", "MRR": "mrr",
+            "nDCG": "ndcg", "NDCG": "ndcg"}
+"""Names other tools give a metric ranx computes (trec_eval's ``P``, ``recip_rank``, ``Rprec``,
+``success``; ir-measures' ``AP``, ``RR``): an unknown name that is one of them says ranx's."""
+
 
 def _metric_problem(name: str) -> str | None:
     """Why ``name`` is not a metric ranx computes as written, or None when it is (the grammar
@@ -47,6 +54,14 @@ def _metric_problem(name: str) -> str | None:
     if base not in RANX_METRICS:
         if base.partition(".")[0] in RANX_METRICS:
             return f"{name!r}: the cutoff is written @k, e.g. {base.partition('.')[0]}@10"
+        stem, _, cut = base.rpartition("_")  # trec_eval's P_5, ndcg_cut_10
+        if not (stem and cut.isdigit() and not sep):
+            stem, cut = base, ""
+        known = _SPELLED.get(stem) or _SPELLED.get(stem.lower()) or (
+            stem.lower() if stem.lower() in RANX_METRICS else None)
+        if known is not None:  # trec_eval's or another tool's name, or another case
+            at = f"@{cut}" if cut else f"{sep}{k}"
+            return f"{name!r}: unknown metric {base!r} (ranx's name: {known}{at})"
         return f"{name!r}: unknown metric {base!r}"
     if sep and not _POSITIVE.fullmatch(k):
         return f"{name!r}: the cutoff @k must be a positive integer, got {k!r}"

@@ -36,7 +36,12 @@ def test_accepted_names_are_computed_by_ranx():
 
 @pytest.mark.parametrize(("name", "words"), [
     ("bogus@10", "unknown metric 'bogus'"),
-    ("NDCG@10", "unknown metric 'NDCG'"),
+    ("NDCG@10", "unknown metric 'NDCG' (ranx's name: ndcg@10)"),
+    ("P@5", "unknown metric 'P' (ranx's name: precision@5)"),  # other tools' names: ranx's
+    ("P_5", "unknown metric 'P_5' (ranx's name: precision@5)"),
+    ("ndcg_cut_10", "(ranx's name: ndcg@10)"),
+    ("recip_rank", "(ranx's name: mrr)"),
+    ("bogus_3", "unknown metric 'bogus_3'"),
     ("ndcg@-3", "cutoff @k must be a positive integer, got '-3'"),
     ("ndcg@0", "got '0'"),
     ("ndcg@", "got ''"),
