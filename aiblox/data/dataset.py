@@ -308,7 +308,7 @@ def _load_files(path: Path, name: str, splits: list[str] | None) -> Dataset:
     queries: dict[str, str] = {}
     qfirst: dict[str, tuple[int, Any]] = {}
     qpath = path / "queries.jsonl"
-    for lineno, obj in read_jsonl(qpath, after):
+    for lineno, obj in read_jsonl(qpath, after) if qpath.exists() else ():  # a corpus alone
         qid = get_id(obj, qpath, lineno)
         if qid in queries:
             n, raw = qfirst[qid]
@@ -391,7 +391,10 @@ def _assemble(name: str, path: Path, where: Path, corpus: Mapping[str, ItemRecor
         base = parsed[split][0] if parsed[split] is not None else split  # type: ignore[index]
         if base not in known:
             raise DatasetError(where / "qrels", None, "split",
-                               f"no split {split!r}; available: {known}")
+                               f"no split {split!r}; available: {known}" if known or queries
+                               else f"no split {split!r}: {name} holds documents alone (no "
+                                    f"queries or judgements), to ingest, search and answer "
+                                    f"over; evaluating needs queries and qrels beside them")
         read[base] = ({}, 0)
     # each file is read (and hashed) once, in name order: the dataset hash does not depend on
     # the order in which the splits were asked for

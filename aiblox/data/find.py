@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from aiblox.data.rules import DatasetError, NoHash
+from aiblox.data.rules import CORPUS_FILES, DatasetError, NoHash
 from aiblox.data.tables import (
     CORPUS_SUFFIXES,
     MANIFEST,
@@ -44,8 +44,9 @@ def available_splits(path: str | Path) -> list[str]:
 def find_dataset(name_or_path: str | Path) -> Path:
     """Resolve a dataset name or path.
 
-    A dataset is a folder holding ``queries.jsonl`` (BEIR), ``queries.{csv,tsv,parquet}``
-    or a ``dataset.toml`` manifest, or a ``*.toml`` manifest file (``<folder>/dataset.toml``
+    A dataset is a folder holding ``queries.jsonl`` (BEIR), ``queries.{csv,tsv,parquet}``,
+    a ``dataset.toml`` manifest or a BEIR corpus alone (documents to ingest and search, no
+    queries to evaluate), or a ``*.toml`` manifest file (``<folder>/dataset.toml``
     resolves to its folder). Looks at the path itself, then ``<root>/<name>`` for each root
     in ``$AIBLOX_DATASETS`` (``os.pathsep``-separated), ``./datasets``,
     ``../shared/datasets``, and the same two folders relative to the source checkout aiblox
@@ -66,13 +67,15 @@ def find_dataset(name_or_path: str | Path) -> Path:
             return candidate
     raise DatasetError(name_or_path, None, "path",
                        f"no BEIR dataset here or under {roots} (need queries.jsonl, "
-                       f"queries.csv/.tsv/.parquet or {MANIFEST}; or a *.toml manifest)")
+                       f"queries.csv/.tsv/.parquet, corpus.jsonl or {MANIFEST}; or a *.toml "
+                       f"manifest)")
 
 
 def _is_dataset(p: Path) -> bool:
     if p.is_file():
         return p.suffix == ".toml"
-    return (p / MANIFEST).exists() or any((p / f"queries{s}").exists() for s in QUERY_SUFFIXES)
+    return ((p / MANIFEST).exists() or any((p / f"queries{s}").exists() for s in QUERY_SUFFIXES)
+            or any((p / f).exists() for f in CORPUS_FILES))  # documents alone: no queries
 
 
 def corpus_file(path: str | Path) -> Path:
@@ -96,5 +99,5 @@ def dataset_name(path: str | Path) -> str:
         data = read_manifest(manifest)[1]
         if "name" in data:
             return str(data["name"])
-        return manifest.parent.name if manifest.name == MANIFEST else manifest.stem
-    return p.name
+        return manifest.parent.resolve().name if manifest.name == MANIFEST else manifest.stem
+    return p.name or p.resolve().name  # "." is the folder it names

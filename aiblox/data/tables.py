@@ -366,10 +366,11 @@ def manifest_path(path: Path) -> Path | None:
 
 
 def _is_beir(path: Path) -> bool:
-    """A plain BEIR folder: corpus.jsonl(.gz), queries.jsonl, qrels/*.tsv only."""
+    """A plain BEIR folder: corpus.jsonl(.gz), queries.jsonl, qrels/*.tsv only (or the corpus
+    alone: documents with no queries or judgements)."""
     return (path.is_dir() and manifest_path(path) is None
             and any((path / f).exists() for f in CORPUS_FILES)
-            and (path / "queries.jsonl").exists()
+            and ((path / "queries.jsonl").exists() or not (path / "qrels").exists())
             and not any((path / f"{stem}{s}").exists() for stem in ("corpus", "queries")
                         for s in TABLE_SUFFIXES)
             and not any(p.suffix in (".csv", ".parquet") for p in (path / "qrels").glob("*")))

@@ -429,3 +429,33 @@ def test_a_split_column_in_a_folder_file_is_named_when_a_split_is_missing(tmp_pa
     with pytest.raises(DatasetError) as exc:
         load_dataset(tmp_path, splits=["dev"])
     assert exc.value.message == "no split 'dev'; available: ['test']"
+
+
+def test_documents_alone_are_ingested_searched_and_refused_for_evaluation(tmp_path,
+                                                                         monkeypatch):
+    """A folder with a BEIR corpus and nothing else (a user's documents, no queries) was "no
+    BEIR dataset here": it loads with no queries or splits, ingests, answers searches, and an
+    evaluation says what it lacks. ``.`` is named after the folder it is."""
+    from aiblox.cli.main import app
+
+    docs = tmp_path / "mydocs"
+    docs.mkdir()
+    (docs / "corpus.jsonl").write_text(
+        '{"_id": "a", "title": "Okapi", "text": "BM25 weighs term frequency."}\n'
+        '{"_id": "b", "text": "HNSW is a graph index."}\n', encoding="utf-8")
+    ds = load_dataset(docs)
+    assert sorted(ds.corpus) == ["a", "b"] and not ds.queries and available_splits(docs) == []
+    assert load_dataset(docs).hash == ds.hash
+    monkeypatch.chdir(docs)
+    assert dataset_name(".") == "mydocs"
+    env = {"AIBLOX_NO_PROGRESS": "1"}
+    db = str(tmp_path / "d.duckdb")
+    r = CliRunner().invoke(app, ["ingest", ".", "--db", db, "--embedder", "hashing"], env=env)
+    assert r.exit_code == 0 and "ingested mydocs into" in r.output, r.output
+    r = CliRunner().invoke(app, ["search", "graph index", "--db", db, "--mode", "bm25",
+                                 "--json"], env=env)
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["candidates"][0]["item_id"] == "b"
+    r = CliRunner().invoke(app, ["eval", ".", "--db", db, "--embedder", "hashing"], env=env)
+    assert r.exit_code == 2 and "mydocs holds documents alone (no queries or judgements)" in \
+        " ".join(r.output.split()), r.output
