@@ -9,12 +9,20 @@ from enum import StrEnum
 
 import typer
 
-from aiblox.cli._common import checked_alpha, checked_at_least, fail, out, print_json
+from aiblox.cli._common import (
+    checked_alpha,
+    checked_at_least,
+    checked_choice,
+    fail,
+    out,
+    print_json,
+)
 from aiblox.cli._defaults import TRACKING_URI
 
 RUN_HELP = ("a 32-hex MLflow run id, SWEEP:LABEL (a label or its unique prefix; SWEEP:best, "
             "SWEEP:baseline), a config-hash prefix (aiblox runs lists them) or a run-hash "
-            "prefix (the run hash aiblox eval prints)")
+            "prefix (for a sweep point the run hash aiblox report shows; for a run aiblox "
+            "eval --mlflow logged, the run hash aiblox eval prints)")
 
 
 class TestChoice(StrEnum):
@@ -46,10 +54,10 @@ def compare(
                                 "and of the queries that moved (default: A's primary metric, "
                                 "its sweep's or the first its eval computed; else B's; else "
                                 "ndcg@10 or the first default metric both have)."),
-    test: TestChoice = typer.Option(TestChoice.t, "--test", help="Paired test: t (Student's "
+    test_text: str = typer.Option("t", "--test", help="Paired test: t (Student's "
                                     "t-test), wilcoxon (signed-rank) or fisher (randomisation)."),
-    correction: CorrectionChoice = typer.Option(
-        CorrectionChoice.holm, "--correction", help="Correction of the p-values over the "
+    correction_text: str = typer.Option(
+        "holm", "--correction", help="Correction of the p-values over the "
         "metrics compared."),
     alpha: float = typer.Option(0.05, "--alpha", help="Significance level, between 0 and 1 "
                                 "(adjusted p <= it)."),
@@ -81,6 +89,11 @@ def compare(
     except ImportError:  # pragma: no cover - mlflow is the `tracking` extra
         fail("MLflow is not installed: pip install 'aiblox[tracking]'")
         return
+    # plain text checked here: one error line naming the choices, as every command gives
+    test = TestChoice(checked_choice(test_text, [c.value for c in TestChoice], "--test"))
+    correction = CorrectionChoice(checked_choice(correction_text,
+                                                 [c.value for c in CorrectionChoice],
+                                                 "--correction"))
     stat = _TEST[test.value]
     try:
         result = compare_runs(run_a, run_b, tracking_uri, split=split,

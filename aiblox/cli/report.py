@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from aiblox.cli._common import fail, print_json
+from aiblox.cli._common import checked_at_least, fail, print_json
 from aiblox.cli._common import out as results
 from aiblox.cli._defaults import TRACKING_URI
 
@@ -23,6 +23,7 @@ def report(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Write report.html (no network needed to view it) and report.md for SWEEP."""
+    checked_at_least(top, 1, "--top")
     try:
         from aiblox.sweep.report import write_report
     except ImportError:  # pragma: no cover - mlflow is the `tracking` extra

@@ -16,7 +16,14 @@ from typing import Any
 
 import typer
 
-from aiblox.cli._common import fail, out, print_json, remove_empty, writable_folder
+from aiblox.cli._common import (
+    checked_choice,
+    fail,
+    out,
+    print_json,
+    remove_empty,
+    writable_folder,
+)
 from aiblox.cli._console import console
 from aiblox.cli._defaults import STAGE_CACHE_DIR, TRACKING_URI
 from aiblox.hashing import SHORT_HASH  # digits a table shows (--format json|csv: all)
@@ -48,12 +55,13 @@ def runs(
                                 "parent run id: list its points. Without it: list the sweeps."),
     tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri",
                                      help="MLflow tracking URI."),
-    fmt: Format = typer.Option(Format.table, "--format", help="table, json (one JSON array) or "
+    fmt_text: str = typer.Option("table", "--format", help="table, json (one JSON array) or "
                                "csv."),
 ) -> None:
     """List logged sweeps, or one sweep's points (best first on the tune split) with their full
     labels, config hashes and MLflow run ids: name a point to `aiblox compare` and `aiblox eval
     verify` as SWEEP:LABEL, a config-hash or run-hash prefix or its run id."""
+    fmt = Format(checked_choice(fmt_text, [f.value for f in Format], "--format"))
     try:
         from aiblox.sweep.runs import list_points, list_sweeps
     except ImportError:  # pragma: no cover - mlflow is the `tracking` extra

@@ -88,8 +88,9 @@ def verify_command(
         if rep.identical:
             out.print(f"identical: {len(rep.checks)} checks, every stage gives the logged "
                       f"bytes and every logged metric value is recomputed exactly"
-                      + (" (per query, and the logged run files line by line)"
-                         if files else "")
+                      + ((" (per query, and the logged run files line by line)"
+                          if any(a.trec is not None for a in files.values())
+                          else " (per query)") if files else "")
                       + (" (and the k-fold table from the logged per-query values)"
                          if cv_checks else ""), soft_wrap=True)
         else:

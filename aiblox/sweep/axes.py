@@ -327,7 +327,7 @@ class SearchConfig(_Strict):
     n: int | None = Field(default=None, ge=1)
     """Points drawn by ``random``, trials of a model-based strategy (all points when the grid
     is smaller)."""
-    seed: int = 0
+    seed: int = Field(default=0, ge=0, le=2**32 - 1)
     """Seed of the draw (logged with the spec, so the same spec draws the same points)."""
     objectives: list[str] | None = None
     """Quality against cost: the metrics (and costs, :data:`aiblox.metrics.pareto.COSTS`)

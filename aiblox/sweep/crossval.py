@@ -53,7 +53,7 @@ class CVConfig(_Strict):
 
     folds: int = Field(ge=2)
     """Number of folds ``k`` (at least 2, at most the tuning split's query count)."""
-    seed: int = 0
+    seed: int = Field(default=0, ge=0, le=2**32 - 1)
     """Seed of the shuffle that deals queries into folds, and of the margin's bootstrap."""
 
 

@@ -184,7 +184,7 @@ class SweepSpec(_Strict):
     sign flips drawn with :attr:`seed`)."""
     alpha: float = Field(default=0.05, gt=0.0, lt=1.0)
     """Significance level for Holm-adjusted p-values."""
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=0, le=2**32 - 1)
     """Seed of the significance table's random draws (Fisher's sign flips); None: the tests'
     own default, 42. Out of the spec's hash while unset."""
     query_limit: int | None = Field(default=None, ge=1)

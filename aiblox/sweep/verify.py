@@ -115,8 +115,32 @@ def _load(manifest: PointManifest | dict[str, Any] | str | Path) -> PointManifes
     if isinstance(manifest, PointManifest):
         return manifest
     if isinstance(manifest, str | Path):
-        manifest = json.loads(Path(manifest).read_text(encoding="utf-8"))
+        return _load_file(Path(manifest))
     return PointManifest.model_validate(manifest)
+
+
+def _load_file(path: Path) -> PointManifest:
+    """A ``manifest.json``; ``ValueError``, one line naming the file and the line (text that
+    is not JSON) or the field (a manifest that lacks one or holds a wrong value)."""
+    from pydantic import ValidationError
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg} (column "
+                         f"{exc.colno})") from None
+    try:
+        return PointManifest.model_validate(data)
+    except ValidationError as exc:
+        errs = exc.errors()
+        first = errs[0]
+        field = ".".join(str(p) for p in first["loc"]) or "(manifest)"
+        more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""
+        what = "missing" if first["type"] == "missing" else first["msg"]
+        raise ValueError(f"{path}: field {field!r}: {what}{more}: not a point manifest "
+                         f"(a sweep point's manifest.json)") from None
 
 
 def logged_manifest(run: str, tracking_uri: str) -> tuple[PointManifest, str]:

@@ -210,7 +210,12 @@ def test_compare_test_and_correction_choices(logged):
         assert (mt["wins"], mt["losses"], mt["delta"]) == (mw["wins"], mw["losses"], mw["delta"])
     assert [m["p_value"] for m in t["metrics"]] != [m["p_value"] for m in w["metrics"]]
     bad = _cli("compare", a, b, "--tracking-uri", logged["uri"], "--test", "z")
-    assert bad.exit_code == 2 and "'z' is not one of" in bad.output
+    # one error line, as every command's bad choice (QA 27: a multi-line usage box)
+    assert bad.exit_code == 2 and bad.output == "error: --test 'z': not one of t, wilcoxon, " \
+        "fisher\n"
+    bad = _cli("runs", "sample_fusion", "--tracking-uri", logged["uri"], "--format", "yaml")
+    assert bad.exit_code == 2 and bad.output == "error: --format 'yaml': not one of table, " \
+        "json, csv\n"
 
 
 def test_ambiguous_references_are_one_line_errors_listing_the_candidates(logged):
@@ -461,3 +466,21 @@ def test_runs_export_file_names_are_safe_in_a_shell(label, stem):
     assert export_stem(label) == stem
     long = export_stem("bm25 >> " * 40 + "bm25")
     assert len(long) <= 133 and long != export_stem("bm25 >> " * 41 + "bm25")
+
+
+def test_verify_says_only_what_it_checked_and_report_refuses_no_rows(logged, tmp_path):
+    """QA 27: a point whose run files were not logged verified "the logged run files line by
+    line"; `report --top 0` wrote "the first 0 of 24 points"."""
+    from aiblox.engine.tracking import artifact_bytes, run_file, tracking_client
+
+    client = tracking_client(logged["uri"])
+    points = _points(logged, "sample_fusion")
+    bare = next(p for p in points if artifact_bytes(client, p["run_id"], run_file("test")) is None)
+    r = _cli("eval", "verify", bare["run_id"], "--tracking-uri", logged["uri"])
+    said = " ".join(r.output.split())
+    assert r.exit_code == 0 and "recomputed exactly (per query)" in said, r.output
+    assert "run files" not in said
+    r = _cli("report", "sample_fusion", "--tracking-uri", logged["uri"], "--top", "0",
+             "--no-log", "--out", str(tmp_path / "rep"))
+    assert r.exit_code == 2 and "--top 0: out of range" in r.output
+    assert not (tmp_path / "rep").exists()

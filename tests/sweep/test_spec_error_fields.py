@@ -49,6 +49,9 @@ NO_REPORT = MINIMAL.replace('report_split = "test"\n', "")  # name .. embedder: 
      "selection key(s) ['policy'] need [grid.selection]"),
     (MINIMAL + CHUNKING + '[grid.selection]\npolicy = ["R2_POLICY_V1"]\nmax_chunks = [0]\n',
      11, "grid.selection.max_chunks", "got 0: "),
+    (MINIMAL + "[cv]\nfolds = 3\nseed = -1\n", 9, "cv.seed", "got -1: out of range"),  # QA 26
+    (MINIMAL + '[search]\nstrategy = "random"\nn = 2\nseed = -3\n', 10, "search.seed",
+     "got -3: out of range"),
     (MINIMAL + 'pipeline = "bm25 >> rm3 >> bm25"\n[grid.stages.rm3]\nfb_terms = [10, 0]\n', 9,
      "grid.stages.rm3.fb_terms[1]", "got 0: "),  # QA 25: the axis value refused, by index
     (MINIMAL + 'pipeline = "bm25 >> cross_encoder"\n[stages.cross_encoder]\n'

@@ -213,3 +213,18 @@ def test_logged_sweep_and_eval_points_record_and_verify_the_folder(tmp_path, mon
         assert out["first_difference"] == "dataset"
         assert out["checks"][0]["detail"].startswith(f"dataset at {where} changed since the "
                                                      f"point was computed: hash ")
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("{}", "man.json: field 'sweep': missing (and "),
+    ('{"config": ', "man.json:1: not valid JSON: Expecting value (column 12)"),
+    ("[1]", "man.json: field '(manifest)': "),
+])
+def test_a_manifest_file_that_is_not_one_is_one_line_naming_it(tmp_path, text, said):
+    """QA 27: pydantic's seven-error dump, or json's message without the file."""
+    path = tmp_path / "man.json"
+    path.write_text(text, encoding="utf-8")
+    r = runner.invoke(app, ["eval", "verify", str(path)], env={"AIBLOX_NO_PROGRESS": "1"})
+    out = " ".join(r.output.split())
+    assert r.exit_code == 2 and out.startswith(f"error: {tmp_path}/{said}"), r.output
+    assert "pydantic" not in out and "\n" not in r.output.strip()
