@@ -5,8 +5,6 @@ points the evidence that entered or left per query."""
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 import typer
 
 from aiblox.cli._common import (
@@ -25,23 +23,10 @@ RUN_HELP = ("a 32-hex MLflow run id, SWEEP:LABEL (a label or its unique prefix; 
             "eval --mlflow logged, the run hash aiblox eval prints)")
 
 
-class TestChoice(StrEnum):
-    """The paired tests, as typed."""
-
-    t = "t"
-    wilcoxon = "wilcoxon"
-    fisher = "fisher"
-
-
-class CorrectionChoice(StrEnum):
-    """Corrections of the metrics' p-values."""
-
-    holm = "holm"
-    bonferroni = "bonferroni"
-    none = "none"
-
-
 _TEST = {"t": "student", "wilcoxon": "wilcoxon", "fisher": "fisher"}
+"""``--test`` as typed -> :mod:`aiblox.metrics.significance`'s name."""
+_CORRECTIONS = ("holm", "bonferroni", "none")
+"""``--correction`` values: of the p-values over the metrics compared."""
 
 
 def compare(
@@ -90,23 +75,21 @@ def compare(
         fail("MLflow is not installed: pip install 'aiblox[tracking]'")
         return
     # plain text checked here: one error line naming the choices, as every command gives
-    test = TestChoice(checked_choice(test_text, [c.value for c in TestChoice], "--test"))
-    correction = CorrectionChoice(checked_choice(correction_text,
-                                                 [c.value for c in CorrectionChoice],
-                                                 "--correction"))
-    stat = _TEST[test.value]
+    stat = _TEST[checked_choice(test_text, _TEST, "--test")]
+    correction = checked_choice(correction_text, _CORRECTIONS, "--correction")
     try:
         result = compare_runs(run_a, run_b, tracking_uri, split=split,
                               primary=primary or None, alpha=alpha, test=stat,  # type: ignore[arg-type]
-                              correction=correction.value, across_datasets=across_datasets)
+                              correction=correction,  # type: ignore[arg-type]
+                              across_datasets=across_datasets)
     except ValueError as exc:
         fail(str(exc))
         return
     if as_json:
         print_json({**result.model_dump(mode="json"), "test_name": TEST_NAMES[stat]})
         return
-    family = (f"{correction.value}-corrected over {len(result.metrics)} metrics"
-              if correction.value != "none" else "uncorrected")
+    family = (f"{correction}-corrected over {len(result.metrics)} metrics"
+              if correction != "none" else "uncorrected")
     table = Table(title=f"{result.name_b or result.label_b} (B) vs "
                         f"{result.name_a or result.label_a} (A) on {split}, "
                         f"{result.n_queries} queries, {TEST_NAMES[stat]}, {family}")

@@ -162,7 +162,8 @@ def eval_command(
     fmt = "json" if as_json else fmt
     modes = list(mode) or ([] if run_files or pipeline else ["hybrid"])
     pipes = _pipelines(pipeline)
-    unfused = [label for label, p in pipes.items() if not _fuses(p.as_data())]
+    unfused = [label for label, p in pipes.items()
+               if not any(s.kind in ("fuse", "retrieve") for s in p.stages())]
     if top_k is not None and unfused:  # QA 25: a setting silently unread
         print_error(f"--top-k {top_k}: only a fusion reads it, and "
                     f"{', '.join(repr(u) for u in unfused)} fuse{'s' * (len(unfused) == 1)} "
@@ -418,22 +419,16 @@ def _chunk_depths(metrics: list[str], chunk_items: int, top_k_chunks: int
     return fit, ks
 
 
-_NOT_IN_LABEL = frozenset("()[]{}\"',>+%\n")
-"""Characters of an expression that a ``--pipeline LABEL=`` label never holds (a label may
-hold spaces, slashes, dots): text before an ``=`` with one of them is part of the expression."""
-
-
 def _pipelines(texts: list[str]) -> dict[str, Pipeline]:
     """Every ``--pipeline`` parsed and checked before any work, by label (``LABEL=EXPR``, else
     the expression itself): one ``error:`` line naming the option and the stage otherwise."""
     from aiblox.engine import PipelineError, parse_pipeline
+    from aiblox.engine.expression import split_label
 
     out: dict[str, Pipeline] = {}
     for text in texts:
-        label, sep, expr = text.partition("=")
-        if not sep or not label.strip() or any(c in label for c in _NOT_IN_LABEL):
-            label, expr = text.strip(), text  # no label, or the = of fuse(..., blend="linear")
-        label = " ".join(label.split())  # an expression written over lines: one line
+        named, expr = split_label(text)  # no label: the expression, on one line
+        label = named if named is not None else " ".join(text.split())
         if label in out:  # one label twice: a later system would replace the earlier
             fail(f"two systems are labelled {label!r} (--pipeline labels must differ: label "
                  f"them LABEL=EXPR)")
@@ -464,17 +459,6 @@ def _labels(modes: list[str], run_files: list[Path],
         taken.add(label)
         labels[key] = label
     return labels
-
-
-def _fuses(data: Any) -> bool:
-    """Whether a pipeline's plain form (:meth:`~aiblox.engine.Pipeline.as_data`) holds a
-    fusion, ``a + b`` or ``retrieve`` (the stages that read ``--top-k``)."""
-    if isinstance(data, dict):
-        return "fuse" in data or data.get("stage") == "retrieve" or any(
-            _fuses(v) for v in data.values())
-    if isinstance(data, list):
-        return any(_fuses(v) for v in data)
-    return False
 
 
 def _distinct_files(labels: list[str]) -> None:

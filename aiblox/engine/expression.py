@@ -33,7 +33,7 @@ from aiblox.engine.algebra import (
 )
 from aiblox.engine.registry import StageKindError, get_stage_kind, param_path, param_problems
 
-__all__ = ["inline_params", "parse_pipeline", "referenced_names"]
+__all__ = ["inline_params", "parse_pipeline", "referenced_names", "split_label"]
 
 
 def parse_pipeline(text: str, stages: Mapping[str, Mapping[str, Any]] | None = None,
@@ -48,8 +48,20 @@ _OPERATORS = {ast.Sub: "-", ast.Div: "/", ast.FloorDiv: "//", ast.Pow: "**", ast
               ast.BitAnd: "&", ast.BitXor: "^", ast.LShift: "<<", ast.MatMult: "@"}
 """Python's binary operators that are no pipeline operator, as written."""
 
-_LABEL = re.compile(r"\s*([^()\[\]{}\"',>+%=]+)=(?!=)")
-"""An expression that starts ``LABEL=``, as ``aiblox eval --pipeline`` takes one."""
+_LABEL = re.compile(r"([^()\[\]{}\"',>+%=\n]*)=")
+"""Text that starts ``LABEL=``: before its first ``=`` none of an expression's characters (a
+label may hold spaces, slashes, dots; the ``=`` of ``fuse(a, b, blend="linear")`` follows a
+``(``)."""
+
+
+def split_label(text: str) -> tuple[str | None, str]:
+    """``(label, expression)`` of ``LABEL=EXPR`` (the label's whitespace collapsed: written
+    over lines, it is one line), else ``(None, text)``: how ``aiblox eval --pipeline`` and
+    a refused expression's hint read a label."""
+    found = _LABEL.match(text)
+    if found is None or not found.group(1).strip():
+        return None, text
+    return " ".join(found.group(1).split()), text[found.end():]
 
 _TRAILING = {">>": "a stage must follow", "+": "a stage must follow",
              "%": "a depth (a whole number) must follow", ",": "an argument must follow",
@@ -67,8 +79,8 @@ def _syntax_problem(text: str, exc: SyntaxError) -> str:
     if end is not None:
         return f"it ends with {end!r}: {_TRAILING[end]}"
     lead = len(text) - len(text.lstrip())
-    label = _LABEL.match(text)
-    hint = (f": {label.group(1).strip()!r}= labels a pipeline outside its expression "
+    label = split_label(text)[0]
+    hint = (f": {label!r}= labels a pipeline outside its expression "
             f"(--pipeline LABEL=EXPR, run_experiment's names=)" if label else "")
     if not exc.offset or exc.offset > len(text.strip()):
         return f"{exc.msg} at the end{hint}"

@@ -25,12 +25,12 @@ RANX_METRICS: tuple[str, ...] = (
 
 _POSITIVE = re.compile(r"[1-9][0-9]*")
 
-_SPELLED = {"p": "precision", "P": "precision", "r": "recall", "ap": "map", "rr": "mrr",
-            "recip_rank": "mrr", "ndcg_cut": "ndcg", "recall_cut": "recall", "rprec": "r-precision",
-            "Rprec": "r-precision", "success": "hit_rate", "mAP": "map", "MRR": "mrr",
-            "nDCG": "ndcg", "NDCG": "ndcg"}
-"""Names other tools give a metric ranx computes (trec_eval's ``P``, ``recip_rank``, ``Rprec``,
-``success``; ir-measures' ``AP``, ``RR``): an unknown name that is one of them says ranx's."""
+_SPELLED = {"p": "precision", "r": "recall", "ap": "map", "rr": "mrr", "recip_rank": "mrr",
+            "ndcg_cut": "ndcg", "recall_cut": "recall", "rprec": "r-precision",
+            "success": "hit_rate", **{m: m for m in RANX_METRICS}}
+"""Lower-cased names other tools give a metric ranx computes (trec_eval's ``P``,
+``recip_rank``, ``Rprec``, ``success``; ir-measures' ``AP``, ``RR``; ``NDCG`` for ``ndcg``):
+an unknown name that is one of them says ranx's."""
 
 
 def _metric_problem(name: str) -> str | None:
@@ -57,8 +57,7 @@ def _metric_problem(name: str) -> str | None:
         stem, _, cut = base.rpartition("_")  # trec_eval's P_5, ndcg_cut_10
         if not (stem and cut.isdigit() and not sep):
             stem, cut = base, ""
-        known = _SPELLED.get(stem) or _SPELLED.get(stem.lower()) or (
-            stem.lower() if stem.lower() in RANX_METRICS else None)
+        known = _SPELLED.get(stem.lower())
         if known is not None:  # trec_eval's or another tool's name, or another case
             at = f"@{cut}" if cut else f"{sep}{k}"
             return f"{name!r}: unknown metric {base!r} (ranx's name: {known}{at})"
