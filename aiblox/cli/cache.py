@@ -190,7 +190,7 @@ def verify(
                                 for s, k, why in r.damaged]})
     else:
         for s, k, why in r.damaged:
-            out.print(f"damaged, removed: {s}/{k[:16]}: {why}")
+            out.print(f"damaged, removed: {s}/{k if '/' in k else k[:16]}: {why}")
         out.print(f"checked {plural(r.checked, 'entry', 'entries')} ({size_text(r.size)}): "
                   f"{len(r.damaged) or 'none'} damaged")
     if r.damaged:

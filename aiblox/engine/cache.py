@@ -69,21 +69,13 @@ from aiblox.engine.cache_files import (
     StageCacheError,
     local_cache_root,
 )
-from aiblox.engine.cache_packs import PackEntry, Packs
+from aiblox.engine.cache_packs import PackCutShort, PackEntry, Packs
 from aiblox.engine.task import StageRecord, Task, stage_key
 from aiblox.hashing import canonical_plain_json, sha256_bytes
 
-__all__ = [
-    "FileInfo",
-    "StageCache",
-    "StageCacheCorrupt",
-    "StageCacheError",
-    "StageOutputNotStored",
-    "check_cache_root",
-    "decode_arrays",
-    "encode_arrays",
-    "local_cache_root",
-]
+__all__ = ["FileInfo", "StageCache", "StageCacheCorrupt", "StageCacheError",
+           "StageOutputNotStored", "check_cache_root", "decode_arrays", "encode_arrays",
+           "local_cache_root"]
 
 class _Pending(NamedTuple):
     """An entry stored in a batch, not yet packed: its meta's and its output's bytes."""
@@ -371,8 +363,9 @@ class StageCache:
         removing those keys empties)."""
         return self._packs.overhead(name, None if emptied is None else set(emptied))
 
-    def bad_packs(self, name: str) -> set[str]:
-        """The packs of a stage whose index does not parse (leftovers, for ``cache prune``)."""
+    def bad_packs(self, name: str) -> dict[str, str]:
+        """The packs of a stage whose index does not parse, and why (removed by ``cache
+        verify``; leftovers, for ``cache prune``)."""
         return self._packs.bad(name)
 
     def pack_files(self, name: str) -> list[FileInfo]:
@@ -406,6 +399,8 @@ class StageCache:
                 data = gzip.decompress(data)
         except FileNotFoundError:
             reason = "its output file is missing"
+        except PackCutShort as exc:
+            reason = str(exc)
         except (OSError, EOFError, zlib.error) as exc:
             reason = f"its output does not decompress ({exc})"
         else:

@@ -16,6 +16,14 @@ an entry (damaged, or pruned) writes the pack again without it, keeping only ent
 bytes check (two processes repairing one pack at once each drop every damaged entry), and
 removes the old pack (and a pack left empty); inside a batch, once per pack at its end.
 
+A damaged pack loses nothing silently. One cut short (a full or failing disk) still names every
+entry its index holds: those its bytes do not cover are damaged entries, found when read (a
+sweep computes them again, counted as repaired, with a warning; ``aiblox cache verify`` reports
+and removes them; their listed size is the bytes left of them). A pack whose index does not
+parse holds entries no one can name: a sweep warns once and computes them again,
+``aiblox cache verify`` reports and removes the pack, ``aiblox cache prune`` lists it as a
+leftover.
+
 Each :class:`StageCache` indexes a stage's packs on first need and looks again, at most once a
 second, when a key is not found (another process's packs, published since), and at once when
 a pack it indexed is gone (written again by another process). Two processes computing one
@@ -27,13 +35,14 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from aiblox.engine.cache_files import FileInfo, Files
 from aiblox.hashing import canonical_plain_json, sha256_bytes
 
-__all__ = ["PACKS", "PackEntry", "Packs", "pack_bytes", "read_pack"]
+__all__ = ["PACKS", "PackCutShort", "PackEntry", "Packs", "pack_bytes", "read_pack"]
 
 PACKS = "packs"
 """The folder of a stage's packs, inside the stage's folder."""
@@ -53,6 +62,10 @@ class PackEntry(NamedTuple):
     out_len: int
 
 
+class PackCutShort(OSError):
+    """An entry's bytes lie past the end of its pack (a pack cut short)."""
+
+
 def pack_bytes(entries: list[tuple[str, bytes, bytes]]) -> bytes:
     """A pack's file of ``(key, meta bytes, output bytes)`` entries, in the order given."""
     index = canonical_plain_json([[k, len(m), len(o)] for k, m, o in entries])
@@ -60,10 +73,12 @@ def pack_bytes(entries: list[tuple[str, bytes, bytes]]) -> bytes:
                      *(b for _, m, o in entries for b in (m, o))])
 
 
-def _entry_bytes(key: str, meta_len: int, out_len: int) -> int:
+def _entry_bytes(key: str, meta_len: int, out_len: int, left: int | None = None) -> int:
     """An entry's bytes in a pack: its meta, its output and its row of the index line (with
-    the comma or bracket after it); a pack holds 16 bytes more than its entries."""
-    return meta_len + out_len + len(canonical_plain_json([key, meta_len, out_len])) + 1
+    the comma or bracket after it); a pack holds 16 bytes more than its entries. ``left``:
+    the pack's bytes from the entry's meta on (a pack cut short: only those there count)."""
+    held = meta_len + out_len if left is None else min(meta_len + out_len, max(0, left))
+    return held + len(canonical_plain_json([key, meta_len, out_len])) + 1
 
 
 def read_pack(data: bytes) -> list[tuple[str, bytes, bytes]]:
@@ -80,13 +95,17 @@ def _parse(data: bytes) -> list[tuple[str, int, int, int]]:
     end = data.find(b"\n", len(_MAGIC))
     if end < 0:
         raise ValueError("its index line is cut short")
-    rows = json.loads(data[len(_MAGIC):end])
+    try:
+        rows = json.loads(data[len(_MAGIC):end])
+    except ValueError:  # not UTF-8, or not JSON
+        raise ValueError("its index line is not JSON") from None
     at = end + 1
     out = []
-    for key, meta_len, out_len in rows:
-        if not (isinstance(key, str) and isinstance(meta_len, int)
-                and isinstance(out_len, int)) or meta_len <= 0 or out_len < 0:
+    for row in rows if isinstance(rows, list) else [None]:
+        if not (isinstance(row, list) and len(row) == 3 and isinstance(row[0], str)
+                and all(type(n) is int for n in row[1:])) or row[1] <= 0 or row[2] < 0:
             raise ValueError("its index is not a list of [key, meta bytes, output bytes]")
+        key, meta_len, out_len = row
         out.append((key, at, meta_len, out_len))
         at += meta_len + out_len
     return out
@@ -104,8 +123,11 @@ class Packs:
         """Per stage: key -> where its bytes lie (a key in two packs: the one found last)."""
         self._rows: dict[str, dict[str, list[tuple[str, int, int, int]]]] = {}
         """Per stage: pack name -> its entries (key, meta offset, meta and output lengths)."""
-        self._bad: dict[str, set[str]] = {}
-        """Per stage: packs whose index does not parse (left to ``cache prune``)."""
+        self._bad: dict[str, dict[str, str]] = {}
+        """Per stage: packs whose index does not parse, and why (``cache verify`` removes
+        them, ``cache prune`` as leftovers)."""
+        self._warned: set[tuple[str, str]] = set()
+        """(stage, pack) of the damaged packs a reader has been warned of."""
         self._listed: dict[str, float] = {}
         self._hidden: dict[str, dict[str, set[str]]] = {}
         """Per stage, per pack: entries removed but not yet written out (:meth:`hide`)."""
@@ -122,13 +144,14 @@ class Packs:
         self._listed[stage] = time.monotonic()
         index = self._index.setdefault(stage, {})
         known = self._rows.setdefault(stage, {})
-        bad = self._bad.setdefault(stage, set())
+        bad = self._bad.setdefault(stage, {})
         listed = {name: size for name, size, _ in self._files.listing(self._folder(stage))
                   if size >= 0 and name.endswith(_SUFFIX)}
         gone = [name for name in known if name not in listed]
         for name in gone:
             del known[name]
-        bad.intersection_update(listed)
+        for name in [n for n in bad if n not in listed]:
+            del bad[name]
         for name, size in sorted(listed.items()):
             if name in known or name in bad:
                 continue
@@ -136,12 +159,12 @@ class Packs:
                 rows = _parse(self._head(stage, name, size))
             except FileNotFoundError:  # removed since the listing
                 continue
-            except (OSError, ValueError):
-                bad.add(name)
+            except (OSError, ValueError) as exc:
+                bad[name] = str(exc)
                 continue
-            # a pack cut short (a damaged disk) holds only the entries its bytes cover
-            known[name] = [r for r in rows if r[1] + r[2] + r[3] <= size]
-            for key, at, meta_len, out_len in known[name]:
+            # a pack cut short still names its every entry: those past its end are damaged
+            known[name] = rows
+            for key, at, meta_len, out_len in rows:
                 index[key] = PackEntry(name, at, meta_len, out_len)
         if gone:
             self._reindex(stage)
@@ -167,6 +190,12 @@ class Packs:
         if found is None and time.monotonic() - self._listed[stage] >= _REFRESH_S:
             self._refresh(stage)
             found = self._index[stage].get(key)
+        for name, why in sorted(self._bad[stage].items()) if self._bad[stage] else ():
+            if (stage, name) not in self._warned:
+                self._warned.add((stage, name))
+                warnings.warn(f"stage cache: the pack {self._path(stage, name)} is damaged "
+                              f"({why}): the entries it held are computed again when needed "
+                              f"(aiblox cache verify removes it)", stacklevel=3)
         return found
 
     def entries(self, stage: str) -> dict[str, tuple[int, float | None]]:
@@ -175,14 +204,16 @@ class Packs:
         processes packed at once: both copies, which removing it frees) and when its newest
         pack was written. A pack holds 16 bytes more than its entries (:meth:`overhead`)."""
         self._refresh(stage)
-        when = {n: w for n, _, w in self.listing(stage)}
+        listing = self.listing(stage)
+        when = {n: w for n, _, w in listing}
+        sizes = {n: size for n, size, _ in listing}
         hidden = self._hidden.get(stage, {})
         out: dict[str, tuple[int, float | None]] = {}
         for name in sorted(self._rows[stage]):
-            for key, _, m, o in self._rows[stage][name]:
+            for key, at, m, o in self._rows[stage][name]:
                 if key in hidden.get(name, ()):
                     continue
-                size = _entry_bytes(key, m, o)
+                size = _entry_bytes(key, m, o, sizes[name] - at if name in sizes else None)
                 had, written = out.get(key, (0, None))
                 times = [t for t in (written, when.get(name)) if t is not None]
                 out[key] = (had + size, max(times) if times else None)
@@ -196,27 +227,30 @@ class Packs:
         sizes = {n: size for n, size, _ in self.listing(stage)}
         total = 0
         for name, rows in self._rows.get(stage, {}).items():
-            if emptied is None or all(k in emptied for k, *_ in rows):
-                total += sizes.get(name, 0) - sum(_entry_bytes(k, m, o) for k, _, m, o in rows)
+            if name in sizes and (emptied is None or all(k in emptied for k, *_ in rows)):
+                total += sizes[name] - sum(_entry_bytes(k, m, o, sizes[name] - at)
+                                           for k, at, m, o in rows)
         return total
 
     def listing(self, stage: str) -> list[FileInfo]:
         """The files of the stage's packs folder (for sizes, ages and leftovers)."""
         return self._files.listing(self._folder(stage))
 
-    def bad(self, stage: str) -> set[str]:
-        """The packs of ``stage`` whose index does not parse."""
+    def bad(self, stage: str) -> dict[str, str]:
+        """The packs of ``stage`` whose index does not parse, and why."""
         self._refresh(stage)
-        return set(self._bad[stage])
+        return dict(self._bad[stage])
 
     def read(self, stage: str, entry: PackEntry, output: bool) -> bytes:
         """An entry's meta bytes, or its output bytes; ``FileNotFoundError`` when its pack is
-        gone, ``OSError`` when it is cut short."""
+        gone, :class:`PackCutShort` when its bytes lie past the pack's end."""
         start = entry.at + (entry.meta_len if output else 0)
         n = entry.out_len if output else entry.meta_len
         data = self._files.read_range(self._path(stage, entry.pack), start, start + n)
         if len(data) != n:
-            raise OSError(f"pack {entry.pack} is cut short")
+            raise PackCutShort(f"its pack {entry.pack} is cut short: its "
+                               f"{'output' if output else 'meta'} ends at byte {start + n}, "
+                               f"past the pack's end")
         return data
 
     def add(self, stage: str, entries: list[tuple[str, bytes, bytes]]) -> str | None:

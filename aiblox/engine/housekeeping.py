@@ -364,9 +364,17 @@ def verify_cache(cache: StageCache, stages: Sequence[str] | None = None,
                  progress: bool = True) -> VerifyResult:
     """Read every entry (of ``stages``) back and check its output against the sha256 its meta
     recorded, as every read does; a damaged entry is removed (computed again when next
-    needed) and reported. A progress bar over the entries."""
-    entries = cache_entries(cache, stages)
+    needed) and reported, as is a pack whose index does not parse (its entries unnamed, by
+    ``packs/<file>``). A progress bar over the entries."""
+    folders = _named(cache, _scan(cache), stages)
+    entries = [e for f in folders.values() for e in f.entries]
     damaged = []
+    for stage in folders:  # a pack whose index does not parse: no entry of it can be named
+        for name, why in sorted(cache.bad_packs(stage).items()):
+            cache.remove_file(f"{stage}/{PACKS}", name)
+            damaged.append((stage, f"{PACKS}/{name}",
+                            f"the pack does not parse ({why}); the entries it held are lost "
+                            f"(computed again when next needed)"))
     bar = progress_bar(len(entries), "verify", unit="entry", enabled=progress)
     try:
         with cache.batched():  # a pack's damaged entries: it is written again once, at the end

@@ -254,6 +254,13 @@ def test_the_cli_lists_prunes_and_verifies(copy):
     victim.write_bytes(victim.read_bytes()[:-1])
     bad = cli("verify")
     assert bad.exit_code == 1 and f"signals/{victim.name[:16]}" in bad.stdout
+    pack = sorted((copy / "fusion" / "packs").iterdir())[0]  # its index line damaged
+    pack.write_bytes(pack.read_bytes().replace(b"[[", b"[{", 1))
+    bad = cli("verify")
+    assert bad.exit_code == 1 and not pack.exists()
+    assert (f"damaged, removed: fusion/packs/{pack.name}: the pack does not parse (its index "
+            f"line is not JSON); the entries it held are lost"
+            in " ".join(bad.stdout.split())), bad.stdout
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -224,7 +224,9 @@ def test_a_pack_another_process_wrote_again_is_found_again(tmp_path):
     assert reader.repaired == {} and not reader.has("metrics", keys[1])
 
 
-def test_a_pack_cut_short_lists_only_its_whole_entries(tmp_path):
+def test_a_pack_cut_short_lists_its_every_entry_by_the_bytes_left(tmp_path):
+    """A pack cut short listed only its whole entries: the cut ones vanished from the listing
+    and from ``verify`` ("none damaged"), and a sweep computed them again as new (QA 27)."""
     cache = StageCache(tmp_path)
     with cache.batched():
         keys = [_store(cache, i) for i in range(4)]
@@ -232,8 +234,66 @@ def test_a_pack_cut_short_lists_only_its_whole_entries(tmp_path):
     pack.write_bytes(pack.read_bytes()[:-5])  # the last entry's output cut
     fresh = StageCache(tmp_path)
     rows = {r.folder: r for r in cache_usage(fresh)}
-    assert rows["metrics"].entries == 3 and rows["metrics"].size == _pack_sizes(tmp_path)
-    assert not fresh.has("metrics", keys[3]) and fresh.has("metrics", keys[2])
+    assert rows["metrics"].entries == 4 and rows["metrics"].size == _pack_sizes(tmp_path)
+    assert fresh.has("metrics", keys[3])  # found damaged when read, not hidden
+    with pytest.raises(StageCacheCorrupt, match=r"is cut short: its output ends at byte \d+, "
+                                                r"past the pack's end"):
+        fresh.load("metrics", keys[3])
+    assert [StageCache(tmp_path).has("metrics", k) for k in keys] == [True] * 3 + [False]
+
+
+def test_verify_reports_and_removes_a_pack_s_cut_entries(tmp_path):
+    cache = StageCache(tmp_path)
+    with cache.batched():
+        keys = [_store(cache, i) for i in range(4)]
+    (pack,) = (tmp_path / "metrics" / "packs").iterdir()
+    data = pack.read_bytes()
+    _, meta, _ = cache_packs.read_pack(data)[2]
+    pack.write_bytes(data[:data.index(meta) + 10])  # entry 2's meta cut, entry 3 beyond the end
+    r = verify_cache(StageCache(tmp_path), progress=False)
+    assert r.checked == 4 and [k for _, k, _ in r.damaged] == keys[2:]
+    assert all("cut short" in why for _, _, why in r.damaged)
+    fresh = StageCache(tmp_path)
+    assert [fresh.has("metrics", k) for k in keys] == [True, True, False, False]
+    assert verify_cache(fresh, progress=False).damaged == []  # written again whole
+    assert fresh.pack_overhead("metrics") == 16
+
+
+def test_a_sweep_counts_a_cut_entry_as_repaired(tmp_path):
+    cache = StageCache(tmp_path)
+    with cache.batched():
+        keys = [_store(cache, i) for i in range(3)]
+    (pack,) = (tmp_path / "metrics" / "packs").iterdir()
+    pack.write_bytes(pack.read_bytes()[:-1])
+    again = StageCache(tmp_path)
+    with pytest.warns(UserWarning, match="was damaged .*cut short"):
+        rec, out = again.run("metrics", 1, {"i": 2}, [],
+                             lambda: {"v": np.arange(3, dtype=np.float64)}, codec="arrays")
+    assert rec.key == keys[2] and out["v"].size == 3
+    assert again.repaired == {"metrics": 1} and again.computed == {"metrics": 1}
+
+
+def test_a_pack_that_does_not_parse_is_reported_by_verify_and_warned_of_once(tmp_path):
+    """A damaged pack header: ``verify`` said "none damaged" and left it as a leftover, and a
+    sweep computed its entries again without a word (QA 27)."""
+    cache = StageCache(tmp_path)
+    with cache.batched():
+        keys = [_store(cache, i) for i in range(2)]
+        _store(cache, 0, stage="chunks")
+    (pack,) = (tmp_path / "metrics" / "packs").iterdir()
+    data = pack.read_bytes()
+    pack.write_bytes(data[:20] + b"\x00" + data[21:])  # the index line no longer parses
+    fresh = StageCache(tmp_path)
+    with pytest.warns(UserWarning, match=rf"pack .*{pack.name} is damaged .*computed again"):
+        assert not fresh.has("metrics", keys[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once
+        assert not fresh.has("metrics", keys[1])
+    r = verify_cache(StageCache(tmp_path), progress=False)
+    assert [(s, k) for s, k, _ in r.damaged] == [("metrics", f"packs/{pack.name}")]
+    assert "entries it held are lost" in r.damaged[0][2] and not pack.exists()
+    assert r.checked == 1  # the chunks entry
+    assert verify_cache(StageCache(tmp_path), progress=False).damaged == []
 
 
 def test_entries_a_ctrl_c_stopped_packing_are_packed_when_the_batch_ends(tmp_path, monkeypatch):
