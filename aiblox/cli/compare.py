@@ -34,7 +34,9 @@ def compare(
     run_b: str = typer.Argument(..., metavar="RUN_B", help=f"B (candidate): {RUN_HELP}."),
     tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri",
                                      help="MLflow tracking URI."),
-    split: str = typer.Option("test", "--split", help="Split to compare on."),
+    split: str = typer.Option("", "--split", help="Split to compare on (default: the one both "
+                              "runs logged per-query values of; test where they share "
+                              "several)."),
     primary: str = typer.Option("", "--primary", help="Metric of the headline win/tie/loss "
                                 "and of the queries that moved (default: A's primary metric, "
                                 "its sweep's or the first its eval computed; else B's; else "
@@ -78,7 +80,7 @@ def compare(
     stat = _TEST[checked_choice(test_text, _TEST, "--test")]
     correction = checked_choice(correction_text, _CORRECTIONS, "--correction")
     try:
-        result = compare_runs(run_a, run_b, tracking_uri, split=split,
+        result = compare_runs(run_a, run_b, tracking_uri, split=split or None,
                               primary=primary or None, alpha=alpha, test=stat,  # type: ignore[arg-type]
                               correction=correction,  # type: ignore[arg-type]
                               across_datasets=across_datasets)
@@ -91,7 +93,7 @@ def compare(
     family = (f"{correction}-corrected over {len(result.metrics)} metrics"
               if correction != "none" else "uncorrected")
     table = Table(title=f"{result.name_b or result.label_b} (B) vs "
-                        f"{result.name_a or result.label_a} (A) on {split}, "
+                        f"{result.name_a or result.label_a} (A) on {result.split}, "
                         f"{result.n_queries} queries, {TEST_NAMES[stat]}, {family}")
     for col in ("metric", "better", "A", "B", "delta", "p", "p (adjusted)", "win", "tie",
                 "loss"):
@@ -106,9 +108,9 @@ def compare(
         out.print(f"different datasets: A was scored on {a}, B on {b}; their queries are "
                   f"paired by id (--across-datasets)", markup=False, highlight=False)
     if (result.queries_a, result.queries_b) != (result.n_queries, result.n_queries):
-        out.print(f"query sets differ: A has {result.queries_a} queries on {split}, B has "
-                  f"{result.queries_b}, {result.n_queries} shared; every number below is over "
-                  f"the {result.n_queries} shared", markup=False, highlight=False)
+        out.print(f"query sets differ: A has {result.queries_a} queries on {result.split}, "
+                  f"B has {result.queries_b}, {result.n_queries} shared; every number below "
+                  f"is over the {result.n_queries} shared", markup=False, highlight=False)
     out.print(table)
     out.print(legend("A", result.alpha), markup=False, highlight=False)
     p = result.primary_row

@@ -381,15 +381,17 @@ def _dataset_fault(spec_path: Path, spec: SweepSpec, exc: Exception) -> str:
 
     message = str(exc)
     split = re.search(r"no split '([^']*)'", message)
-    field = "dataset"
+    field: tuple[str, ...] = ("dataset",)
     if split is not None:
-        field = next((f for f in ("tune_split", "report_split")
-                      if getattr(spec, f) == split.group(1)), "dataset")
+        field = next(((f,) for f in ("tune_split", "report_split")
+                      if getattr(spec, f) == split.group(1)), field)
+    elif message.startswith("cv.folds "):  # more folds than the tuning split's queries
+        field = ("cv", "folds")
     try:
-        line = key_lines(spec_path.read_text(encoding="utf-8")).get((field,))
+        line = key_lines(spec_path.read_text(encoding="utf-8")).get(field)
     except (OSError, UnicodeDecodeError):
         line = None
-    return f"{spec_path}{f':{line}' if line else ''}: field {field!r}: {message}"
+    return f"{spec_path}{f':{line}' if line else ''}: field {'.'.join(field)!r}: {message}"
 
 
 def _located(spec_path: Path, message: str) -> str:

@@ -280,12 +280,14 @@ def query_moves(a: dict[str, float], b: dict[str, float], metric: str) -> list[Q
     return moves
 
 
-def compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str = "test",
+def compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str | None = None,
                  primary: str | None = None, alpha: float = 0.05, test: StatTest = "student",
                  correction: Correction = "holm",
                  across_datasets: bool = False) -> RunComparison:
-    """Compare point ``run_b`` against ``run_a`` on ``split`` (see the module doc); each is a
-    run id, ``SWEEP:LABEL`` or a config-hash or run-hash prefix (:func:`~aiblox.sweep.runs.
+    """Compare point ``run_b`` against ``run_a`` on ``split`` (see the module doc; None: the
+    split both logged per-query values of, ``test`` when they share several and it is one of
+    them, else refused naming them: a sweep tuned on ``test:0/2`` logged no ``test``); each
+    is a run id, ``SWEEP:LABEL`` or a config-hash or run-hash prefix (:func:`~aiblox.sweep.runs.
     resolve_run`). Runs scored on different datasets (their ``aiblox.dataset_hash`` tags
     differ) are refused: their query ids need not name the same queries (cranfield's "1" is
     not medline's "1"); ``across_datasets`` pairs them by id anyway (the same queries with
@@ -336,8 +338,29 @@ def _dataset_name(client: Any, run: Any) -> str:
         return str(run.data.params.get("dataset", ""))
 
 
-def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str, primary: str | None,
-                  alpha: float, test: StatTest, correction: Correction,
+def _shared_split(client: Any, runs: list[Any], split: str | None) -> str:
+    """The split to compare on: ``split`` when both runs logged per-query values of it, the
+    one split both logged when None (``test`` among several); else ``ValueError`` naming the
+    splits each has."""
+    from aiblox.engine.tracking import logged_splits
+
+    has = [logged_splits(client, r.info.run_id, r) for r in runs]
+    shared = sorted(set(has[0]) & set(has[1]))
+    if split is None and len(shared) == 1:
+        return shared[0]
+    if split in shared or (split is None and "test" in shared):
+        return split or "test"
+    which = "; ".join(f"{ab} ({r.info.run_id}) {', '.join(h) or 'none'}"
+                      for ab, r, h in zip("AB", runs, has, strict=True))
+    if split is not None:
+        raise ValueError(f"split {split!r}: not logged with per-query values by both runs (A "
+                         f"and B logged: {which}); --split names one both have")
+    raise ValueError(f"which split? the runs share {', '.join(shared) or 'none'} (A and B "
+                     f"logged: {which})" + ("; --split names one" if shared else ""))
+
+
+def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str | None,
+                  primary: str | None, alpha: float, test: StatTest, correction: Correction,
                   across_datasets: bool = False) -> RunComparison:
     from aiblox.engine.tracking import tracking_client
     from aiblox.sweep.runs import resolve_run
@@ -365,6 +388,7 @@ def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str, primary
                                  "hash covers the judgements of the splits it loaded, `aiblox "
                                  "eval` the split it scores, a sweep its tune and report "
                                  "splits)" if same_name else ")"))
+    split = _shared_split(client, runs, split)
     pq_a = per_query_metrics(client, run_a, split)
     pq_b = per_query_metrics(client, run_b, split)
     metrics = _metric_order(client, runs, set(pq_a) & set(pq_b))

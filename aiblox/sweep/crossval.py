@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aiblox.engine.settings import ranking_order
 from aiblox.metrics import StatTest, bootstrap_ci, paired_test
+from aiblox.metrics.significance import TEST_NAMES
 
 __all__ = [
     "CI_METHOD",
@@ -202,21 +203,24 @@ def cross_validate(candidates: Sequence[Any], values: Mapping[str, Mapping[str, 
         margin, low, high = bootstrap_ci(diff, seed=seed)
         t = paired_test(base, held, test)
         beats = low > 0
+        # the interval decides; the test's p (another method) is named as such, so that a p
+        # just over 0.05 beside an interval off 0 does not read as a contradiction
+        said = f"{TEST_NAMES[test]} p {t.p_value:.3g}"
         if beats:
             verdict = (f"tuning by {folds}-fold cross-validation beats the baseline "
                        f"{baseline.label}: "
                        f"{metric} {margin:+.4f}, 95% interval [{low:+.4f}, {high:+.4f}] "
-                       f"above 0 (p {t.p_value:.3g})")
+                       f"above 0 ({said})")
         elif high < 0:
             verdict = (f"tuning by {folds}-fold cross-validation did NOT beat the "
                        f"baseline {baseline.label}: "
                        f"it is worse, {metric} {margin:+.4f}, 95% interval "
-                       f"[{low:+.4f}, {high:+.4f}] below 0 (p {t.p_value:.3g})")
+                       f"[{low:+.4f}, {high:+.4f}] below 0 ({said})")
         else:
             verdict = (f"tuning by {folds}-fold cross-validation did NOT beat the "
                        f"baseline {baseline.label}: "
                        f"{metric} {margin:+.4f}, 95% interval [{low:+.4f}, {high:+.4f}] "
-                       f"includes 0 (p {t.p_value:.3g})")
+                       f"includes 0 ({said})")
         extra = {"baseline": baseline.label, "baseline_mean": _mean(base, qids),
                  "margin": margin, "margin_low": low, "margin_high": high, "test": test,
                  "p_value": t.p_value, "wins": t.wins, "ties": t.ties, "losses": t.losses,

@@ -215,3 +215,37 @@ def test_notebook_comparison_refuses_runs_on_two_datasets(two_datasets, mlflow_u
     _, per_query = compare_mlflow_runs(ids["alpha"], ids["beta"], mlflow_uri,
                                        across_datasets=True)
     assert "test:ndcg@10" in set(per_query["metric"])
+
+
+def _log_splits(uri: str, label: str, splits: dict[str, dict[str, float]]) -> str:
+    log = PointLog(kind="run", label=label,
+                   metrics={s: {"ndcg@10": sum(v.values()) / len(v)} for s, v in splits.items()},
+                   per_query={s: {"ndcg@10": v} for s, v in splits.items()})
+    return log_runs(uri, "compare-splits", [log])[0]
+
+
+def test_without_split_the_one_split_both_logged_is_compared(mlflow_uri):
+    """`--split` defaulted to test: two points of a sweep tuned on test:0/2 (squad_selection)
+    could not be compared without knowing to type it (QA 27)."""
+    a = _log_splits(mlflow_uri, "a", {"test:0/2": A, "test:1/2": B})
+    b = _log_splits(mlflow_uri, "b", {"test:0/2": {q: v + 0.1 for q, v in A.items()}})
+    r = _cli(mlflow_uri, a, b, "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["split"] == "test:0/2" and out["metrics"][0]["delta"] == pytest.approx(0.1)
+    assert "(A) on test:0/2," in " ".join(_cli(mlflow_uri, a, b).stdout.split())
+    # a split one of them lacks: one line naming what each logged
+    r = _cli(mlflow_uri, a, b, "--split", "test:1/2")
+    (line,) = r.output.strip().splitlines()
+    assert r.exit_code != 0 and line == (
+        f"error: split 'test:1/2': not logged with per-query values by both runs (A and B "
+        f"logged: A ({a}) test:0/2, test:1/2; B ({b}) test:0/2); --split names one both have")
+    # several shared and no test among them: which one is asked, not guessed
+    c = _log_splits(mlflow_uri, "c", {"train": A, "dev": B})
+    d = _log_splits(mlflow_uri, "d", {"train": A, "dev": B})
+    r = _cli(mlflow_uri, c, d)
+    assert r.exit_code != 0 and "which split? the runs share dev, train" in r.output
+    both = {"test": A, "train": B}
+    r = _cli(mlflow_uri, _log_splits(mlflow_uri, "e", both), _log_splits(mlflow_uri, "f", both),
+             "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["split"] == "test"

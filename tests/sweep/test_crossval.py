@@ -133,6 +133,13 @@ def test_verdict_says_plainly_when_tuning_does_not_beat_the_baseline():
                             baseline=_point("base"), baseline_values=dict(values["a"]))
     assert better.beats_baseline and better.margin_low > 0 and "beats the baseline" in \
         better.verdict
+    # the interval decides; the p beside it is the named test's, not the interval's (QA 27:
+    # "worse ... [-0.0390, -0.0027] (p 0.0524)" read as a contradiction)
+    assert "(paired t-test p " in better.verdict
+    fisher = cross_validate([_point("a")], values, QIDS, folds=3, seed=0, split="t", metric="m",
+                            baseline=_point("base"), baseline_values=dict(values["a"]),
+                            test="fisher")
+    assert "(Fisher randomisation test p " in fisher.verdict
 
 
 def _value(v):
@@ -296,6 +303,10 @@ def test_cli_refuses_more_folds_than_queries_before_any_work(tmp_path, sweep_db,
                       env={"AIBLOX_NO_PROGRESS": "1"})
     assert r.exit_code != 0
     assert f"cv.folds = {n + 1} is more than the {n} queries of tuning split 'train'" in r.output
+    # at the line that writes it, not the dataset's (QA 27)
+    line = next(i for i, t in enumerate(Path(path).read_text().splitlines(), 1)
+                if t.startswith("folds"))
+    assert f"cv.toml:{line}: field 'cv.folds': cv.folds" in r.output
     assert not (tmp_path / "mlflow.db").exists()  # nothing logged, no store made
     assert not any((tmp_path / "st").rglob("*.json.gz"))  # no stage computed
 
