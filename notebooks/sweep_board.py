@@ -79,8 +79,9 @@ def _(mo):
     mo.md("""
     # Sweep board
 
-    Pick a sweep spec: the sweep runs with every stage memoised in `.aiblox/stages`, so a rerun
-    reads everything back. The best point is chosen on the **tune** split only; the **report**
+    Pick a sweep spec and press **run sweep** (the sample spec, seconds long, runs at once; a
+    shipped spec's first run can take minutes): the sweep runs with every stage memoised in
+    `.aiblox/stages`, so a rerun reads everything back. The best point is chosen on the **tune** split only; the **report**
     split confirms it (a cross-validated spec has none: its k-fold held-out score is reported).
     """)
     return
@@ -90,14 +91,21 @@ def _(mo):
 def _(mo, specs_dir):
     _names = sorted(p.name for p in specs_dir.glob("*.toml"))
     spec_file = mo.ui.dropdown(options=_names, value="sample_fusion.toml", label="sweep spec")
-    spec_file
-    return (spec_file,)
+    run_button = mo.ui.run_button(label="run sweep")
+    mo.hstack([spec_file, run_button], justify="start")
+    return run_button, spec_file
 
 
 @app.cell
-def _(cache_dir, default_db, load_spec, mo, repo, run_sweep, spec_file, specs_dir):
+def sweep_of_the_picked_spec(cache_dir, default_db, load_spec, mo, repo, run_button,
+                             run_sweep, spec_file, specs_dir):
     spec_path = (specs_dir / spec_file.value).relative_to(repo).as_posix()
     spec = load_spec(specs_dir / spec_file.value)
+    # picking a spec does not start it: a shipped spec's first run can take half an hour (a
+    # fine-tuning one); the sample spec, seconds long, runs at once
+    mo.stop(spec_file.value != "sample_fusion.toml" and not run_button.value,
+            mo.md(f"`{spec_path}`: {spec.description} Press **run sweep** to run it (stages "
+                  f"already in `.aiblox/stages` are read back)."))
     with mo.status.spinner(title=f"sweep {spec.name}: reading or computing its stages"):
         result = run_sweep(spec, cache_dir=cache_dir, db=spec.db or default_db(spec.dataset),
                            progress=False)

@@ -307,7 +307,7 @@ def checked_metrics(names: list[str], option: str = "--metric") -> list[str]:
     from aiblox.metrics.names import validate_metrics
 
     try:
-        return validate_metrics(names)
+        return validate_metrics(names, distinct=True)
     except ValueError as exc:
         fail(f"{option}: {exc}")
         raise  # unreachable

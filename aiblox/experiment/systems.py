@@ -102,7 +102,7 @@ def run_experiment(systems: Sequence[Any], dataset: Dataset | str | Path, split:
     run file's stem, ``run<i>`` for a run given as data). Systems retrieved here use the store
     ``db`` (None: the dataset's own) and ``embedder`` on ``device`` (as ``aiblox eval``).
     Returns the table; raises ``ValueError`` for a bad argument, before any work."""
-    metrics = validate_metrics(metrics)  # a single name as a string too
+    metrics = validate_metrics(metrics, distinct=True)  # a single name as a string too
     if test not in TESTS:
         raise ValueError(f"unknown test {test!r}; choose one of {', '.join(TESTS)}")
     if correction not in CORRECTIONS:

@@ -80,9 +80,11 @@ def _validated(names: tuple[str, ...]) -> tuple[str, ...]:
     return names
 
 
-def validate_metrics(names: Iterable[str]) -> list[str]:
+def validate_metrics(names: Iterable[str], distinct: bool = False) -> list[str]:
     """``names`` if every one is a metric ``ranx.evaluate`` computes, else a ``ValueError``
-    naming each bad one and the known names.
+    naming each bad one and the known names; with ``distinct`` (what a user wrote: a spec's
+    ``metrics``, ``--metric``), a name given twice is refused too (a table with the column
+    twice, a family of tests corrected over one metric counted twice).
 
     A name is one of :data:`RANX_METRICS` with an optional cutoff ``@k`` (``k`` a positive
     integer; without it the whole list is scored), ``rbp`` with its persistence (``rbp.95``),
@@ -92,9 +94,13 @@ def validate_metrics(names: Iterable[str]) -> list[str]:
     if isinstance(names, str):
         names = [names]
     try:
-        return list(_validated(tuple(names)))
+        out = list(_validated(tuple(names)))
     except TypeError:  # an unhashable entry
         bad = [n for n in names if not isinstance(n, str)]
         raise ValueError(f"bad metric names: {bad!r} are not strings") from None
+    twice = next((n for i, n in enumerate(out) if n in out[:i]), None) if distinct else None
+    if twice is not None:
+        raise ValueError(f"metric {twice!r} is named twice: name each metric once")
+    return out
 
 

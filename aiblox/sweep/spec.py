@@ -240,7 +240,7 @@ class SweepSpec(_Strict):
     @field_validator("metrics")
     @classmethod
     def _ranx_metrics(cls, v: list[str]) -> list[str]:
-        return validate_metrics(v)
+        return validate_metrics(v, distinct=True)
 
     @field_validator("device")
     @classmethod

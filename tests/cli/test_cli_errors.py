@@ -113,14 +113,15 @@ def test_text_bm25_cannot_see_is_one_warning_line(tmp_path):
 
 # ------------------------------------------------------------------ options, before any work
 @pytest.mark.parametrize(("metric", "words"), [
-    ("bogus@10", "unknown metric 'bogus'"), ("ndcg@-3", "must be a positive integer")])
+    ("bogus@10", "unknown metric 'bogus'"), ("ndcg@-3", "must be a positive integer"),
+    ("ndcg@10", "metric 'ndcg@10' is named twice")])  # the column twice (QA 27)
 def test_a_bad_metric_fails_in_a_moment_naming_the_option(tmp_path, metric, words):
     db = tmp_path / "s.duckdb"
     t0 = time.perf_counter()
     r = _eval(SAMPLE, db, "--metric", "ndcg@10", "--metric", metric)
     elapsed = time.perf_counter() - t0
     err = _one_error(r)
-    assert err.startswith("error: --metric: bad metric name") and words in err
+    assert err.startswith("error: --metric: ") and words in err
     assert elapsed < 1.0 and not db.exists()
 
 
@@ -156,6 +157,8 @@ def test_a_value_out_of_range_is_one_line_before_any_work(tmp_path, args, words)
     ('[grid]\nblend = ["linear"]\nw_text = { start = 0, stop = 1, step = 1e-7 }\n',
      "field 'grid': 10,000,001 points, above the limit of 10,000"),
     ('metrics = ["bogus@10"]\n', "field 'metrics': bad metric name"),
+    ('metrics = ["ndcg@10", "recall@10", "ndcg@10"]\n',
+     "field 'metrics': metric 'ndcg@10' is named twice"),
 ])
 def test_bad_sweep_specs_are_one_line(tmp_path, extra, words):
     spec = tmp_path / "spec.toml"

@@ -70,6 +70,13 @@ def test_every_bad_name_is_listed_at_once():
         validate_metrics([])
 
 
+def test_a_name_given_twice_is_refused_where_a_user_wrote_it():
+    assert validate_metrics(["ndcg@10", "ndcg@10"]) == ["ndcg@10", "ndcg@10"]  # internal lists
+    with pytest.raises(ValueError, match="metric 'ndcg@10' is named twice"):
+        validate_metrics(["ndcg@10", "map", "ndcg@10"], distinct=True)
+    assert validate_metrics(["ndcg@10", "ndcg@5"], distinct=True) == ["ndcg@10", "ndcg@5"]
+
+
 def test_evaluate_run_refuses_before_ranx_runs():
     with pytest.raises(ValueError, match="unknown metric 'bogus'"):
         evaluate_run(QRELS, RUN, ["bogus@10"])

@@ -330,6 +330,40 @@ def test_sweep_board_shows_the_sample_sweep(tmp_path):
     assert d["verify"] == "aiblox eval verify sample_fusion"
 
 
+def test_sweep_board_runs_a_picked_spec_only_when_asked():
+    """Picking a spec started its sweep at once (a fine-tuning spec: half an hour, with no way
+    to look first, QA 27): another spec than the sample waits for the run button."""
+    import importlib.util
+    from types import SimpleNamespace
+
+    import marimo as mo
+
+    from aiblox.explore import default_db
+    from aiblox.sweep import load_spec
+
+    spec = importlib.util.spec_from_file_location("sweep_board_cells",
+                                                  NOTEBOOKS_DIR / "sweep_board.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    started: list[str] = []
+
+    def cell(pick: str, pressed: bool):
+        return module.sweep_of_the_picked_spec.run(
+            cache_dir=REPO / ".aiblox" / "stages", default_db=default_db, load_spec=load_spec,
+            mo=mo, repo=REPO, run_button=SimpleNamespace(value=pressed),
+            run_sweep=lambda s, **_: started.append(s.name) or "swept",
+            spec_file=SimpleNamespace(value=pick), specs_dir=REPO / "evals" / "sweeps")
+
+    shown, defs = cell("scifact_finetune.toml", pressed=False)
+    assert started == [] and "result" not in defs
+    assert "Press <strong>run sweep</strong>" in shown.text and "scifact_finetune" in shown.text
+    _, defs = cell("scifact_finetune.toml", pressed=True)
+    assert started == ["scifact_finetune"] and defs["result"] == "swept"
+    _, defs = cell("sample_fusion.toml", pressed=False)  # seconds long: at once
+    assert started[-1] == "sample_fusion" and defs["result"] == "swept"
+
+
 CV_SPEC = """
 name = "sample_cv"
 description = "RRF k on datasets/sample, 3-fold cross-validated over test."
