@@ -32,6 +32,7 @@ def _():
         fusion_prefs,
         log_fusion_point,
         moved_queries,
+        notebook_tracking_uri,
         open_notebook_workspace,
         score_point,
         split_choices,
@@ -47,6 +48,7 @@ def _():
         log_fusion_point,
         mo,
         moved_queries,
+        notebook_tracking_uri,
         open_notebook_workspace,
         plt,
         score_point,
@@ -226,9 +228,11 @@ def _(mo):
 
 
 @app.cell
-def _(log_button, log_fusion_point, mo, point, ws):
-    logged_run = log_fusion_point(ws, point) if log_button.value else None
-    mo.md(f"logged run `{logged_run}` to `sqlite:///mlruns/mlflow.db` (experiment "
+def _(log_button, log_fusion_point, mo, notebook_tracking_uri, point, ws):
+    # the CLI's store: MLFLOW_TRACKING_URI when set, as --tracking-uri takes it
+    _uri = notebook_tracking_uri()
+    logged_run = log_fusion_point(ws, point, _uri) if log_button.value else None
+    mo.md(f"logged run `{logged_run}` to `{_uri}` (experiment "
           "`aiblox-notebooks`): the policy compare notebook and `mlflow ui` list it"
           if logged_run else "")
     return (logged_run,)

@@ -21,7 +21,6 @@ def _():
     import marimo as mo
 
     from aiblox.explore import (
-        DEFAULT_TRACKING_URI,
         answer_all,
         available_datasets,
         available_embedders,
@@ -32,6 +31,7 @@ def _():
         evidence_changes_table,
         evidence_pack,
         mlflow_runs,
+        notebook_tracking_uri,
         open_notebook_workspace,
         point_run_choices,
         retrieve_bundles,
@@ -40,7 +40,6 @@ def _():
     )
 
     return (
-        DEFAULT_TRACKING_URI,
         answer_all,
         available_datasets,
         available_embedders,
@@ -52,6 +51,7 @@ def _():
         evidence_pack,
         mlflow_runs,
         mo,
+        notebook_tracking_uri,
         open_notebook_workspace,
         point_run_choices,
         retrieve_bundles,
@@ -183,14 +183,24 @@ def _(mo):
     mo.md("""
     ## MLflow runs
 
-    Runs logged by `aiblox sweep` to the same store the CLI uses.
+    Runs logged by `aiblox sweep` to the same store the CLI uses (`MLFLOW_TRACKING_URI` when
+    set, as the CLI's `--tracking-uri` takes it; another store: type its URI).
     """)
     return
 
 
 @app.cell
-def _(DEFAULT_TRACKING_URI, mlflow_runs, mo, point_run_choices):
-    runs = mlflow_runs(DEFAULT_TRACKING_URI)
+def _(mo, notebook_tracking_uri):
+    tracking = mo.ui.text(value=notebook_tracking_uri(), label="MLflow tracking URI",
+                          full_width=True)
+    tracking
+    return (tracking,)
+
+
+@app.cell
+def _(mlflow_runs, mo, point_run_choices, tracking):
+    tracking_uri = tracking.value.strip()
+    runs = mlflow_runs(tracking_uri)
     # the points only: a sweep's parent run is no point to compare (aiblox compare refuses it)
     run_choices = point_run_choices(runs)
     _names = list(run_choices)
@@ -199,28 +209,28 @@ def _(DEFAULT_TRACKING_URI, mlflow_runs, mo, point_run_choices):
     run_b = mo.ui.dropdown(options=run_choices, value=_names[1] if len(_names) > 1 else None,
                            label="run B")
     if runs.empty:
-        _out = mo.md(f"No runs in `{DEFAULT_TRACKING_URI}` yet: "
+        _out = mo.md(f"No runs in `{tracking_uri}` yet: "
                      "`aiblox sweep evals/sweeps/sample_fusion.toml` logs some.")
     elif len(run_choices) < 2:
         _out = mo.md(f"{len(run_choices)} point run{'' if len(run_choices) == 1 else 's'} in "
-                     f"`{DEFAULT_TRACKING_URI}` (a sweep's own run is no point): two are needed "
+                     f"`{tracking_uri}` (a sweep's own run is no point): two are needed "
                      "to compare; a sweep with more points, `aiblox eval ... --mlflow` or the "
                      "fusion explorer's log button adds some.")
     else:
         _out = mo.hstack([run_a, run_b], justify="start")
     _out
-    return run_a, run_b, run_choices, runs
+    return run_a, run_b, run_choices, runs, tracking_uri
 
 
 @app.cell
-def _(DEFAULT_TRACKING_URI, compare_mlflow_runs, mo, run_a, run_b, run_choices):
+def _(compare_mlflow_runs, mo, run_a, run_b, run_choices, tracking_uri):
     if len(run_choices) < 2 or run_a.value is None or run_b.value is None:
         run_metrics, run_per_query = None, None
         _out = mo.md("")
     else:
         try:
             run_metrics, run_per_query = compare_mlflow_runs(run_a.value, run_b.value,
-                                                             DEFAULT_TRACKING_URI)
+                                                             tracking_uri)
         except ValueError as _exc:  # runs scored on different datasets: not paired
             run_metrics, run_per_query = None, None
             _out = mo.md(f"`{_exc}`")

@@ -81,8 +81,9 @@ def _(mo):
 
     Pick a sweep spec and press **run sweep** (the sample spec, seconds long, runs at once; a
     shipped spec's first run can take minutes): the sweep runs with every stage memoised in
-    `.aiblox/stages`, so a rerun reads everything back. The best point is chosen on the **tune** split only; the **report**
-    split confirms it (a cross-validated spec has none: its k-fold held-out score is reported).
+    `.aiblox/stages`, so a rerun reads everything back. The best point is chosen on the
+    **tune** split only; the **report** split confirms it (a cross-validated spec has none:
+    its k-fold held-out score is reported).
     """)
     return
 

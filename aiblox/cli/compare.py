@@ -32,7 +32,7 @@ _CORRECTIONS = ("holm", "bonferroni", "none")
 def compare(
     run_a: str = typer.Argument(..., metavar="RUN_A", help=f"A (baseline): {RUN_HELP}."),
     run_b: str = typer.Argument(..., metavar="RUN_B", help=f"B (candidate): {RUN_HELP}."),
-    tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri",
+    tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri", envvar="MLFLOW_TRACKING_URI",
                                      help="MLflow tracking URI."),
     split: str = typer.Option("", "--split", help="Split to compare on (default: the one both "
                               "runs logged per-query values of; test where they share "

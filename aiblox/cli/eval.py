@@ -139,7 +139,7 @@ def eval_command(
     mlflow: bool = typer.Option(False, "--mlflow", help=(
         "Log each system as an MLflow run (a mode or a --pipeline with its sweep manifest, so "
         "`aiblox eval verify RUN_ID` re-checks it).")),
-    tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri",
+    tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri", envvar="MLFLOW_TRACKING_URI",
                                      help="MLflow tracking URI for --mlflow."),
     experiment_name: str = typer.Option(EVAL_EXPERIMENT, "--experiment",
                                         help="MLflow experiment for --mlflow."),

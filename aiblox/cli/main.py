@@ -37,7 +37,9 @@ class EvalGroup(LazyGroup, DefaultCommandGroup):
 eval_app = typer.Typer(cls=EvalGroup, no_args_is_help=True, help=EVAL_HELP)
 
 RUNS_HELP = ("List logged sweeps or a sweep's points (aiblox runs [SWEEP]), or write a logged "
-             "point's TREC run files (aiblox runs export REF --trec DIR).")
+             "point's TREC run files (aiblox runs export REF --trec DIR). Their options "
+             "(--tracking-uri, --format, ...): aiblox runs list --help, aiblox runs export "
+             "--help.")
 RUNS_LIST_HELP = ("List logged sweeps, or one sweep's points (the default: aiblox runs "
                   "[SWEEP]).")
 

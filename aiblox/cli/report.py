@@ -14,7 +14,7 @@ from aiblox.cli._defaults import TRACKING_URI
 
 def report(
     sweep: str = typer.Argument(..., metavar="SWEEP", help="Parent run id or sweep name."),
-    tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri",
+    tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri", envvar="MLFLOW_TRACKING_URI",
                                      help="MLflow tracking URI."),
     out: str = typer.Option("", "--out", help="Output folder (default: reports/<sweep>, which "
                             "must stay inside reports/)."),

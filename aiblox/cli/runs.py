@@ -53,7 +53,7 @@ def _print_csv(rows: list[dict[str, Any]], columns: list[str]) -> None:
 def runs(
     sweep: str = typer.Argument("", metavar="SWEEP", help="A sweep's name (its newest run) or "
                                 "parent run id: list its points. Without it: list the sweeps."),
-    tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri",
+    tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri", envvar="MLFLOW_TRACKING_URI",
                                      help="MLflow tracking URI."),
     fmt_text: str = typer.Option("table", "--format", help="table, json (one JSON array) or "
                                "csv."),
@@ -159,7 +159,7 @@ def export_runs(
     cache_dir: str = typer.Option(STAGE_CACHE_DIR, "--cache-dir", help="The stage cache the "
                                   "sweep ran with (a run file the point did not log is written "
                                   "from it)."),
-    tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri",
+    tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri", envvar="MLFLOW_TRACKING_URI",
                                      help="MLflow tracking URI."),
 ) -> None:
     """Write a logged point's TREC run files: the ones its run logged (a sweep logs them for the

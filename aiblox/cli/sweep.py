@@ -40,7 +40,7 @@ def sweep(
     jobs: int = typer.Option(0, "--jobs", "-j", help="Threads for the compiled fusion and "
                              "metrics kernels; 0: the available cores not busy with other "
                              "work (load average), at least one."),
-    tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri",
+    tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri", envvar="MLFLOW_TRACKING_URI",
                                      help="MLflow tracking URI (any MLflow server)."),
     no_tracking: bool = typer.Option(False, "--no-tracking", help="Do not log to MLflow."),
     cache_dir: str = typer.Option(STAGE_CACHE_DIR, "--cache-dir",

@@ -21,7 +21,7 @@ def verify_command(
                                    "its unique prefix, SWEEP:best or SWEEP:baseline, or a "
                                    "config-hash or run-hash prefix), a sweep (parent run id "
                                    "or name: its best point), or a manifest.json path."),
-    tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri",
+    tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri", envvar="MLFLOW_TRACKING_URI",
                                      help="MLflow tracking URI the point was logged to."),
     db: str = typer.Option("", "--db", help="Store to re-run retrieval on (synced to the dataset "
                                             "first); default: the dataset's own store."),

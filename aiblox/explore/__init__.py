@@ -22,7 +22,8 @@ module        what it is for
               sweep's answer metrics) answer a query sample under a selection policy;
               :func:`compare_per_query` (the paired test of ``aiblox compare``) and
               :func:`evidence_changes_table`
-``runs``      :func:`mlflow_runs` lists the runs of the MLflow store the CLI's sweeps log to,
+``runs``      :func:`mlflow_runs` lists the runs of the MLflow store the CLI's sweeps log to
+              (:func:`notebook_tracking_uri`: ``MLFLOW_TRACKING_URI``, else the CLI's default),
               :func:`point_run_choices` the points among them (not a sweep's parent run),
               :func:`log_fusion_point` logs a notebook setting there, and
               :func:`compare_mlflow_runs` compares two of them as ``aiblox compare`` does
@@ -65,6 +66,7 @@ from aiblox.explore.runs import (
     compare_mlflow_runs,
     log_fusion_point,
     mlflow_runs,
+    notebook_tracking_uri,
     point_run_choices,
 )
 from aiblox.explore.trace import (
@@ -102,6 +104,7 @@ __all__ = [
     "log_fusion_point",
     "mlflow_runs",
     "moved_queries",
+    "notebook_tracking_uri",
     "open_notebook_workspace",
     "point_run_choices",
     "retrieve_bundles",

@@ -6,6 +6,7 @@ compares them (:func:`aiblox.sweep.compare_runs`: the same p-values and deltas).
 from __future__ import annotations
 
 import importlib.util
+import os
 
 import pandas as pd
 
@@ -15,7 +16,15 @@ from aiblox.explore.fusion import FusionPoint
 from aiblox.explore.notebook import NotebookWorkspace
 from aiblox.sweep.compare import DatasetMismatch, compare_runs
 
-__all__ = ["compare_mlflow_runs", "log_fusion_point", "mlflow_runs", "point_run_choices"]
+__all__ = ["compare_mlflow_runs", "log_fusion_point", "mlflow_runs", "notebook_tracking_uri",
+           "point_run_choices"]
+
+
+def notebook_tracking_uri() -> str:
+    """The MLflow store a notebook reads and logs to: ``MLFLOW_TRACKING_URI`` when set (as
+    the CLI's ``--tracking-uri`` takes it), else the CLI's default store
+    (:data:`~aiblox.engine.tracking.DEFAULT_TRACKING_URI`)."""
+    return os.environ.get("MLFLOW_TRACKING_URI", "").strip() or DEFAULT_TRACKING_URI
 
 
 def mlflow_runs(tracking_uri: str = DEFAULT_TRACKING_URI, max_results: int = 500) -> pd.DataFrame:

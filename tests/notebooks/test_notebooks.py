@@ -215,6 +215,35 @@ def test_policy_compare_offers_points_only_and_needs_two(tmp_path, monkeypatch):
     assert "two are needed to compare" in output_text(outputs)
 
 
+def test_notebooks_and_the_cli_read_mlflow_tracking_uri(tmp_path, monkeypatch):
+    """A store named by MLFLOW_TRACKING_URI (MLflow's own convention) was read by neither the
+    notebooks (always ./mlruns/mlflow.db) nor the CLI (always --tracking-uri's default)."""
+    pytest.importorskip("mlflow")
+    from typer.testing import CliRunner
+
+    from aiblox.cli.main import app
+    from aiblox.engine.tracking import SweepTracker
+    from aiblox.sweep import load_spec, run_sweep
+
+    uri = f"sqlite:///{tmp_path / 'elsewhere' / 'mlflow.db'}"
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "one_point.toml").write_text(ONE_POINT_SPEC, encoding="utf-8")
+    spec = load_spec(tmp_path / "one_point.toml")
+    tracker = SweepTracker(uri, "one-point", spec.hash, spec.model_dump(mode="json"))
+    run_sweep(spec, cache_dir=tmp_path / "stages", db=":memory:", progress=False,
+              tracker=tracker)
+    (child,) = tracker.children()
+    monkeypatch.chdir(tmp_path / "stages")  # no ./mlruns here
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    outputs, d = run_notebook_once("policy_compare")
+    assert d["tracking_uri"] == uri and list(d["run_choices"].values()) == [child.info.run_id]
+    listed = CliRunner().invoke(app, ["runs", "list", spec.name, "--format", "json"],
+                                env={"AIBLOX_NO_PROGRESS": "1", "MLFLOW_TRACKING_URI": uri})
+    assert listed.exit_code == 0, listed.output
+    assert child.info.run_id in listed.stdout
+    assert not (tmp_path / "stages" / "mlruns").exists()
+
+
 def test_point_run_choices_leave_out_sweeps():
     import pandas as pd
 
