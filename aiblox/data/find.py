@@ -3,6 +3,7 @@ without loading it."""
 
 from __future__ import annotations
 
+import difflib
 import os
 from pathlib import Path
 
@@ -65,10 +66,16 @@ def find_dataset(name_or_path: str | Path) -> Path:
         candidate = Path(root) / str(name_or_path)
         if _is_dataset(candidate):
             return candidate
+    # each folder once, as an absolute path (from the checkout, ./datasets is the repo's)
+    shown = list(dict.fromkeys(str(Path(r).resolve()) for r in roots))
+    names = sorted({d.name for r in shown if Path(r).is_dir() for d in Path(r).iterdir()
+                    if _is_dataset(d)})
+    near = difflib.get_close_matches(str(name_or_path), names, n=1, cutoff=0.75)
     raise DatasetError(name_or_path, None, "path",
-                       f"no BEIR dataset here or under {roots} (need queries.jsonl, "
-                       f"queries.csv/.tsv/.parquet, corpus.jsonl or {MANIFEST}; or a *.toml "
-                       f"manifest)")
+                       f"no BEIR dataset here or under {', '.join(shown)} (need "
+                       f"queries.jsonl, queries.csv/.tsv/.parquet, corpus.jsonl or {MANIFEST}; "
+                       f"or a *.toml manifest)"
+                       + (f"; did you mean {near[0]!r}?" if near else ""))
 
 
 def _is_dataset(p: Path) -> bool:

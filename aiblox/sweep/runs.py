@@ -30,6 +30,7 @@ through here. mlflow is imported lazily (the ``tracking`` extra).
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable
 from typing import Any
@@ -335,7 +336,13 @@ def _in_sweep(client: Any, ref: str, sweep: str, key: str) -> RunRef:
         by_hash = [r for r in refs if r.config_hash.startswith(key.lower())]
         if by_hash:
             return _one(ref, by_hash, "config-hash prefix")
-    shown = ", ".join(r.label for r in refs[:8]) + (", ..." if len(refs) > 8 else "")
+    # the labels nearest the one typed first (a typo's intended label among 1,000 points),
+    # then the rest in order
+    labels = [r.label for r in refs]
+    near = difflib.get_close_matches(key, labels, n=8, cutoff=0.6)
+    ordered = near + [x for x in labels if x not in near]
+    shown = (("nearest " if near else "") + ", ".join(ordered[:8])
+             + (f", ... ({len(labels)} in all)" if len(labels) > 8 else ""))
     raise ValueError(f"{ref!r}: sweep {row.name} has no point labelled {key!r} (nor a label "
                      f"or config hash starting with it; {row.name}:best and {row.name}:baseline "
                      f"name its best point and baseline); its points: {shown or 'none'}")

@@ -242,6 +242,12 @@ def test_ambiguous_references_are_one_line_errors_listing_the_candidates(logged)
     nothing = _cli("compare", "sample_fusion:nope", "ffff0000", "--tracking-uri", uri)
     assert nothing.exit_code == 2 and "has no point labelled 'nope'" in nothing.output
     assert "sample_fusion:best and sample_fusion:baseline" in nothing.output
+    # a typo: the nearest labels first, not the first eight of 24 (QA 27)
+    typo = _cli("compare", "sample_fusion:linear-w0.75-minmax-zero-d02", "ffff0000",
+                "--tracking-uri", uri)
+    shown = " ".join(typo.output.split()).split("its points: ", 1)[1]
+    assert shown.startswith("nearest linear-w0.75-minmax-zero-d20, linear-w0.75-minmax-zero-d10")
+    assert shown.endswith("... (24 in all)")
 
 
 def test_best_and_baseline_name_the_sweep_s_points(logged):

@@ -2,6 +2,7 @@
 
 import gzip
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -119,3 +120,23 @@ def test_find_by_name():
     assert load_dataset("sample", splits=["test"]).name == "sample"
     with pytest.raises(DatasetError, match="no BEIR dataset"):
         load_dataset("no-such-dataset-anywhere")
+
+
+def test_a_dataset_not_found_lists_each_folder_once_and_the_nearest_name(monkeypatch):
+    """From the checkout, ./datasets and ../shared/datasets are the repository's own two
+    folders: they were listed twice, and a typo got no hint (QA 27)."""
+    from aiblox.data.find import find_dataset
+    from aiblox.data.rules import DatasetError
+
+    repo = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(repo)
+    monkeypatch.delenv("AIBLOX_DATASETS", raising=False)
+    with pytest.raises(DatasetError) as err:
+        find_dataset("sampel")
+    message = str(err.value)
+    folders = message.split("under ", 1)[1].split(" (need", 1)[0].split(", ")
+    assert len(folders) == len(set(folders)) and str(repo / "datasets") in folders
+    assert message.endswith("; did you mean 'sample'?")
+    with pytest.raises(DatasetError) as err:
+        find_dataset("no-such-thing-at-all")
+    assert "did you mean" not in str(err.value)
