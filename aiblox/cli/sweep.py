@@ -254,7 +254,10 @@ def _leaderboard(result: SweepResult, top: int) -> Table:
     if base is not None:
         untested = ", untested: see the cross-validated margin" \
             if result.cv is not None and result.report_split is None else ""  # no p to show
-        table.add_column(f"vs baseline ({against}{untested})", justify="right")
+        first = result.significance[0] if result.significance else None
+        adjusted = f", p {first.correction.capitalize()}-adjusted" if first is not None \
+            and first.correction != "none" and not untested else ""
+        table.add_column(f"vs baseline ({against}{untested}{adjusted})", justify="right")
     table.add_column("config", justify="left")
     tested = {c.candidate: c for c in result.significance if c.metric == result.primary}
     for p in _ranked(result)[:top]:

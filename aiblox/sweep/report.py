@@ -316,7 +316,11 @@ def _tables(rep: SweepReport, top: int) -> list[tuple[str, list[str], list[list[
         # test is the cross-validated margin's, so the cells are deltas and say why
         untested = ", untested: see the cross-validated margin" \
             if rep.cv is not None and rep.report_split is None else ""
-        lb_head.append(f"vs baseline ({against} {rep.primary}{untested})")
+        correction = rep.significance[0].get("correction", "holm") if rep.significance \
+            else "none"
+        adjusted = f", p {correction.capitalize()}-adjusted" \
+            if correction != "none" and not untested else ""
+        lb_head.append(f"vs baseline ({against} {rep.primary}{untested}{adjusted})")
         tested = {c["candidate"]: c for c in rep.significance if c["metric"] == rep.primary}
         base = rep.baseline["metrics"].get(against, {}).get(rep.primary)
         for row, r in zip(lb, rep.leaderboard[:top], strict=True):

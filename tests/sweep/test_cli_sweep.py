@@ -56,9 +56,11 @@ def test_sweep_table_without_tracking(tmp_path, sweep_db):
     js = json.loads(_run("sweep", SPEC, "--db", sweep_db, "--cache-dir", str(tmp_path),
                          "--no-tracking", "--json").stdout)
     lines = r.stdout.splitlines()
-    head = next(ln for ln in lines if "vs baseline (test)" in ln)
+    # the p beside a delta is the adjusted one, and the header says so (QA 27)
+    head = next(ln for ln in lines if "vs baseline (test" in ln)
     assert [c.strip() for c in head.strip("┃ ").split("┃")] == [
-        "point", "train ndcg@10", "test ndcg@10", "vs baseline (test)", "config"]
+        "point", "train ndcg@10", "test ndcg@10", "vs baseline (test, p Holm-adjusted)",
+        "config"]
     best = js["best"]
     row = next(ln for ln in lines if ln.startswith(f"│ {best['label']} "))
     tested = next(c for c in js["significance"]

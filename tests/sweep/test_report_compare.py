@@ -57,7 +57,7 @@ def test_report_writes_self_contained_html_and_markdown(logged):
     assert "### depth (MLflow param `prefs.fts.top_k`)" in md
     # the leaderboard gives each point's delta to the baseline, marked with p where tested
     head = next(ln for ln in md.splitlines() if ln.startswith("| # | label |"))
-    assert head.endswith("| vs baseline (test ndcg@10) |")
+    assert head.endswith("| vs baseline (test ndcg@10, p Holm-adjusted) |")
     rows = {ln.split(" | ")[1]: ln for ln in md.splitlines() if ln.startswith("| ")}
     assert rows[r.baseline.label].endswith("| baseline |")
     tested = next(c for c in r.significance if c.metric == "ndcg@10")
