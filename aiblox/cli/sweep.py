@@ -210,10 +210,13 @@ def sweep(
         _cv_lines(result)
     if result.objectives:
         out.print(_front(result))
+    # a baseline outside the grid is a point of its own: the header counted the grid's
+    own = " (a point of its own, outside the grid)" if result.baseline is not None \
+        and spec.search.strategy == "grid" and len(result.points) > n_points else ""
     if result.baseline is not None and result.report_split is not None:
         base = result.baseline
-        out.print(f"baseline {escape(base.label)}: {result.report_split} {result.primary} "
-                      f"{base.metrics[result.report_split][result.primary]:.4f}")
+        out.print(f"baseline {escape(base.label)}{own}: {result.report_split} {result.primary} "
+                  f"{base.metrics[result.report_split][result.primary]:.4f}")
         out.print(_significance(result))
     out.print(f"stages computed: {_counts(result.computed)}; reused: {_counts(result.reused)}"
               + (f"; repaired (damaged, computed again): {_counts(result.repaired)}"
@@ -229,7 +232,8 @@ def sweep(
     if result.tracking:
         t = result.tracking
         out.print(f"MLflow {t['tracking_uri']}: parent run {t['parent_run_id']}, "
-                      f"{t['logged']} points logged, {t['skipped']} already logged")
+                  f"{t['logged']} points logged{' (the grid and its baseline)' if own else ''}, "
+                  f"{t['skipped']} already logged")
 
 
 def _counts(counts: dict[str, int]) -> str:

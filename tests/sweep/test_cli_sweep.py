@@ -115,3 +115,24 @@ def test_a_dataset_or_split_that_is_not_there_names_the_specs_line(tmp_path):
         assert r.exit_code == 2, r.output
         said = " ".join(r.output.split())
         assert f"error: {spec}:{line}: field {field!r}: " in said and words in said, said
+
+
+def test_a_baseline_outside_the_grid_is_counted_as_its_own_point(tmp_path, sweep_db,
+                                                                  mlflow_uri):
+    """The header said 24 points and the end "25 points logged", unexplained (QA 27)."""
+    spec = tmp_path / "outside.toml"
+    text = Path(SPEC).read_text(encoding="utf-8")
+    assert "rrf_k = 60\n" in text.split("[baseline]", 1)[1]
+    spec.write_text(text.replace('name = "sample_fusion"', 'name = "outside"')
+                    .replace("[baseline]\nblend = \"rrf\"\nrrf_k = 60",
+                             "[baseline]\nblend = \"rrf\"\nrrf_k = 5"), encoding="utf-8")
+    r = _run("sweep", str(spec), "--db", sweep_db, "--cache-dir", str(tmp_path / "st"),
+             "--tracking-uri", mlflow_uri)
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.stdout.split())
+    assert "sweep outside: 24 points" in " ".join(r.output.split())
+    assert "baseline rrf-k5-d20 (a point of its own, outside the grid): test ndcg@10" in text
+    assert "25 points logged (the grid and its baseline), 0 already logged" in text
+    inside = " ".join(_run("sweep", SPEC, "--db", sweep_db, "--cache-dir",
+                           str(tmp_path / "st"), "--no-tracking").stdout.split())
+    assert "baseline rrf-k60-d20: test" in inside and "outside the grid" not in inside
