@@ -166,7 +166,7 @@ def export_runs(
     points its conclusion names), else written from the stage cache by the stage keys its
     manifest records (the run its metrics were computed from, the same bytes)."""
     try:
-        from aiblox.engine.cache import StageCache, StageCacheError
+        from aiblox.engine.cache import StageCache, StageCacheCorrupt, StageCacheError
         from aiblox.engine.outputs import StageReader
         from aiblox.engine.tracking import (
             logged_runs,
@@ -192,7 +192,10 @@ def export_runs(
                  f"and the stage cache {cache_dir} does not exist; pass --cache-dir (the "
                  f"sweep's), or rerun the sweep with it")
         if isinstance(exc, StageCacheError):
-            fail(f"{point.name}: its run is not in the stage cache {cache_dir} ({exc}); rerun "
+            # an entry never computed there is absent, not damaged
+            why = (f"no entry {exc.name}/{exc.key[:16]}" if isinstance(exc, StageCacheCorrupt)
+                   and exc.reason == "its meta file is missing" else str(exc))
+            fail(f"{point.name}: its run is not in the stage cache {cache_dir} ({why}); rerun "
                  f"the sweep with --cache-dir {cache_dir} to compute it again")
         fail(str(exc))  # unknown or ambiguous references, a missing store, a split
         return

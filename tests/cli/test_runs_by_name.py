@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -407,6 +408,14 @@ def test_runs_export_writes_any_points_run_as_the_sweep_scored_it(logged, tmp_pa
     assert r.exit_code == 2
     assert "logged no run file of split" in r.output and "--cache-dir" in r.output
     assert not (tmp_path / "c").exists()  # the folder it made for nothing is gone (QA 20)
+    # a cache that is there but never held the run: absent, not "damaged" (QA 27)
+    (tmp_path / "empty").mkdir()
+    r = _cli("runs", "export", other["run_id"], "--trec", str(tmp_path / "c"), "--cache-dir",
+             str(tmp_path / "empty"), "--tracking-uri", logged["uri"])
+    line = " ".join(r.output.split())
+    assert r.exit_code == 2 and "its run is not in the stage cache" in line
+    assert re.search(r"\(no entry fusion/[0-9a-f]{16}\); rerun the sweep", line), line
+    assert "damaged" not in line
     r = _cli("runs", "export", "no_such_sweep", "--trec", str(tmp_path / "d" / "e"), *common)
     assert r.exit_code == 2 and not (tmp_path / "d").exists()
     (tmp_path / "f").mkdir()  # a folder that was there stays
