@@ -156,7 +156,8 @@ def sweep(
             tracker = SweepTracker(tracking_uri, spec.experiment or f"aiblox-sweep/{spec.name}",
                                    spec.hash, spec.model_dump(mode="json"), resume=resume,
                                    spec_path=spec_reference(spec_path),
-                                   dataset_hash=dataset.hash)
+                                   dataset_hash=dataset.hash,
+                                   rerun_options=_rerun_options(db, cache_dir, device))
         except (SweepInterrupted, SweepBusy, TrackingStoreError) as exc:
             fail(str(exc))
             raise  # unreachable
@@ -377,6 +378,16 @@ def _significance(result: SweepResult) -> Table:
 def _ranked(result: SweepResult) -> list:
     return sorted(result.points, key=lambda p: (-p.metrics[result.tune_split][result.primary],
                                                 p.config_hash))
+
+
+def _rerun_options(db: str, cache_dir: str, device: str) -> str:
+    """The options given beside the spec that a rerun needs to read the same store and stage
+    cache (the report's reproduce command), as a shell would take them; "" for the defaults."""
+    import shlex
+
+    given = [("--db", db), ("--cache-dir", "" if cache_dir == STAGE_CACHE_DIR else cache_dir),
+             ("--device", device)]
+    return shlex.join([x for option, value in given if value for x in (option, value)])
 
 
 def _dataset_fault(spec_path: Path, spec: SweepSpec, exc: Exception) -> str:

@@ -129,11 +129,14 @@ def _children(client: Any, parent: Any) -> list[Any]:
     return child_runs(client, parent)
 
 
-def _reproduce(name: str, tracking_uri: str, spec_path: str | None = None) -> str:
+def _reproduce(name: str, tracking_uri: str, spec_path: str | None = None,
+               options: str = "") -> str:
     """The command that reruns the sweep: the spec file it was run from (tagged on the parent
-    run), or ``evals/sweeps/<name>.toml`` for sweeps logged before the tag existed."""
+    run), or ``evals/sweeps/<name>.toml`` for sweeps logged before the tag existed, with the
+    store, stage cache and device options it was run with (tagged too, when not defaults)."""
     path = spec_path or (Path("evals") / "sweeps" / f"{name}.toml").as_posix()
-    return f"aiblox sweep {shlex.quote(path)} --tracking-uri {shlex.quote(tracking_uri)}"
+    return (f"aiblox sweep {shlex.quote(path)}{' ' + options if options else ''} "
+            f"--tracking-uri {shlex.quote(tracking_uri)}")
 
 
 def _applies(key: str, params: dict[str, str]) -> bool:
@@ -275,7 +278,8 @@ def load_sweep_report(sweep: str, tracking_uri: str) -> SweepReport:
                        sweep_hash=parent.data.tags.get("aiblox.sweep_hash", ""),
                        cv=summary.get("cv"),
                        reproduce=_reproduce(name, tracking_uri,
-                                            parent.data.tags.get("aiblox.spec_path")))
+                                            parent.data.tags.get("aiblox.spec_path"),
+                                            parent.data.tags.get("aiblox.rerun_options", "")))
 
 
 def _pareto_table(rep: SweepReport) -> tuple[str, list[str], list[list[str]]]:

@@ -43,7 +43,11 @@ def test_sweep_json_then_rerun_costs_nothing(tmp_path, sweep_db, mlflow_uri):
     assert tagged.endswith("evals/sweeps/sample_fusion.toml")
     assert Path(tagged).resolve() == Path(SPEC).resolve()  # relative to the cwd, or absolute
     rep = load_sweep_report(out["tracking"]["parent_run_id"], mlflow_uri)
-    assert rep.reproduce == f"aiblox sweep {tagged} --tracking-uri {mlflow_uri}"
+    # with the store and stage cache it ran with: a rerun reads the same ones (QA 27)
+    assert rep.reproduce == (f"aiblox sweep {tagged} --db {sweep_db} --cache-dir "
+                             f"{tmp_path / 'stages'} --tracking-uri {mlflow_uri}")
+    assert parent.data.tags["aiblox.rerun_options"] == \
+        f"--db {sweep_db} --cache-dir {tmp_path / 'stages'}"
 
 
 def test_sweep_table_without_tracking(tmp_path, sweep_db):
@@ -136,3 +140,12 @@ def test_a_baseline_outside_the_grid_is_counted_as_its_own_point(tmp_path, sweep
     inside = " ".join(_run("sweep", SPEC, "--db", sweep_db, "--cache-dir",
                            str(tmp_path / "st"), "--no-tracking").stdout.split())
     assert "baseline rrf-k60-d20: test" in inside and "outside the grid" not in inside
+
+
+def test_rerun_options_are_the_ones_given_quoted_as_a_shell_takes_them():
+    from aiblox.cli._defaults import STAGE_CACHE_DIR
+    from aiblox.cli.sweep import _rerun_options
+
+    assert _rerun_options("", STAGE_CACHE_DIR, "") == ""  # the defaults: nothing to repeat
+    assert _rerun_options("my store.duckdb", "s3://b/st", "cuda:1") == \
+        "--db 'my store.duckdb' --cache-dir s3://b/st --device cuda:1"

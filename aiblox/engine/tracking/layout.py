@@ -38,6 +38,7 @@ __all__ = [
     "TAG_PRIMARY",
     "TAG_RUN_HASH",
     "TAG_DATASET",
+    "TAG_RERUN_OPTIONS",
     "TAG_SPEC_PATH",
     "TAG_SWEEP",
     "TAG_TREC_HASH",
@@ -103,6 +104,11 @@ on its sweep's parent run."""
 
 TAG_SPEC_PATH = "aiblox.spec_path"
 """Parent-run tag: the spec file the sweep was run from (for the report's reproduce command)."""
+
+TAG_RERUN_OPTIONS = "aiblox.rerun_options"
+"""Parent-run tag: the options beside the spec that the sweep's points depend on, as typed
+(``--db store.duckdb --cache-dir /mnt/stages``), for the report's reproduce command; absent
+when the defaults were used."""
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, str]:

@@ -38,6 +38,7 @@ from aiblox.engine.tracking.layout import (
     TAG_DATASET,
     TAG_KIND,
     TAG_PARENT,
+    TAG_RERUN_OPTIONS,
     TAG_SPEC_PATH,
     TAG_SWEEP,
     PointLog,
@@ -158,7 +159,8 @@ class SweepTracker:
 
     def __init__(self, tracking_uri: str, experiment: str, sweep_hash: str,
                  spec: dict[str, Any], resume: bool = False,
-                 spec_path: str | None = None, dataset_hash: str | None = None) -> None:
+                 spec_path: str | None = None, dataset_hash: str | None = None,
+                 rerun_options: str | None = None) -> None:
         self.seconds = {what: tracking_seconds(what) for what in ("heartbeat", "lease", "settle")}
         self.client = tracking_client(tracking_uri, create=True)
         self.tracking_uri = tracking_uri
@@ -191,6 +193,7 @@ class SweepTracker:
                     tags={TAG_KIND: "sweep", TAG_SWEEP: sweep_hash,
                           "aiblox.sweep_name": self.name, **self._owner_tags(),
                           **({TAG_SPEC_PATH: spec_path} if spec_path else {}),
+                          **({TAG_RERUN_OPTIONS: rerun_options} if rerun_options else {}),
                           **({TAG_DATASET: dataset_hash} if dataset_hash else {})})
                 self.parent_id = run.info.run_id
                 self.resumed = False
@@ -205,6 +208,9 @@ class SweepTracker:
                     self._adopt(parent, resume)
                 if spec_path and parent.data.tags.get(TAG_SPEC_PATH) != spec_path:
                     self.client.set_tag(self.parent_id, TAG_SPEC_PATH, spec_path)
+                if rerun_options is not None \
+                        and parent.data.tags.get(TAG_RERUN_OPTIONS, "") != rerun_options:
+                    self.client.set_tag(self.parent_id, TAG_RERUN_OPTIONS, rerun_options)
         if self.owned and not locked:
             self._settle()
         if self.owned:
