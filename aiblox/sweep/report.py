@@ -418,6 +418,17 @@ def _deleted_note(rep: SweepReport) -> str:
             f"restore --run-id {rep.best_deleted_run_id}` brings it back.")
 
 
+def _axis_tables(rep: SweepReport) -> dict[str, tuple[list[str], list[list[str]]]]:
+    """Per swept parameter: (header, rows) of the point best on the tune split at each value
+    (one series per blend, or per pipeline shape), shared by HTML and Markdown."""
+    head = ["series", "value", "points", f"{rep.tune_split} (tune)"] + (
+        [f"{rep.report_split} (report)"] if rep.report_split else [])
+    return {axis: (head, [[str(r.get("series", "all")), str(r["value"]), str(r["n"]),
+                           _f(r["tune"])] + ([_f(r["report"])] if rep.report_split else [])
+                          for r in axis_rows])
+            for axis, axis_rows in rep.axes.items()}
+
+
 def render_markdown(rep: SweepReport, top: int = 20) -> str:
     """The Markdown summary."""
     out = [f"# Sweep report: {rep.name}", "",
@@ -443,15 +454,12 @@ def render_markdown(rep: SweepReport, top: int = 20) -> str:
         out += [f"Per value, among the points a parameter applies to (one series per blend, "
                 f"or per pipeline shape), "
                 f"the point best on {rep.tune_split} by {rep.primary}:", ""]
-    for axis, axis_rows in rep.axes.items():
-        report = f" {rep.report_split} (report) |" if rep.report_split else ""
+    for axis, (head, rows) in _axis_tables(rep).items():
         name = rep.axis_name(axis)
         logged = f" (MLflow param `{axis}`)" if name != axis else ""
-        out += [f"### {name}{logged}", "",
-                f"| series | value | points | {rep.tune_split} (tune) |{report}",
-                "|---|---|---|---|" + ("---|" if report else "")]
-        out += [f"| {r.get('series', 'all')} | {r['value']} | {r['n']} | {_f(r['tune'])} |"
-                + (f" {_f(r['report'])} |" if report else "") for r in axis_rows]
+        out += [f"### {name}{logged}", "", "| " + " | ".join(head) + " |",
+                "|" + "---|" * len(head)]
+        out += ["| " + " | ".join(r) + " |" for r in rows]
         out.append("")
     out += ["## Reproduce", "", "```sh", rep.reproduce, "```", "",
             f"The spec must hash to `{rep.sweep_hash}` (MLflow tag `aiblox.sweep_hash`); "
@@ -471,6 +479,8 @@ def render_html(rep: SweepReport, top: int = 20) -> str:
              f" MLflow parent run <code>{e(rep.parent_run_id)}</code>.</p>"]
     if rep.best_deleted_run_id:
         parts.append(f"<p><b>{e(_deleted_note(rep))}</b></p>")
+    if rep.cv is not None:  # as the Markdown gives it
+        parts.append(f"<p><b>{e(rep.cv['verdict'])}</b></p>")
     tables = _tables(rep, top)
     for i, (title, head, rows) in enumerate(tables):
         parts.append(f"<h2>{e(title)}</h2>")
@@ -488,6 +498,14 @@ def render_html(rep: SweepReport, top: int = 20) -> str:
                 parts.append(f"<img alt=\"{e(rep.primary)} by {e(rep.axis_name(axis))}\" "
                              f"src=\"data:image/png;base64,{axis_png(rep, axis)}\">")
             parts.append("</div>")
+            if rep.axes:  # the plotted values as numbers, as the Markdown gives them
+                parts.append(f"<p>Per value, among the points a parameter applies to, the "
+                             f"point best on {e(rep.tune_split)} by {e(rep.primary)}:</p>")
+            for axis, (head, rows) in _axis_tables(rep).items():
+                parts.append(f"<h3>{e(rep.axis_name(axis))}</h3><table><tr>"
+                             + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>"
+                             + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r)
+                                       + "</tr>" for r in rows) + "</table>")
         if rep.pareto and title.startswith("Pareto front"):
             parts.append("<div class=\"plots\">")
             for cost, _ in rep.pareto["objectives"]:

@@ -4,6 +4,7 @@ the errors before any work, and ``aiblox sweep`` printing the fold table."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import subprocess
@@ -263,7 +264,7 @@ def test_cli_prints_and_logs_the_fold_table(tmp_path, sweep_db, mlflow_uri):
     from mlflow.tracking import MlflowClient
 
     from aiblox.sweep import load_sweep_report
-    from aiblox.sweep.report import render_markdown
+    from aiblox.sweep.report import render_html, render_markdown
 
     rep = load_sweep_report("cv_cli", mlflow_uri)
     parent = MlflowClient(mlflow_uri).get_run(rep.parent_run_id)
@@ -272,6 +273,7 @@ def test_cli_prints_and_logs_the_fold_table(tmp_path, sweep_db, mlflow_uri):
     md = render_markdown(rep)
     assert rep.report_split is None and "3-fold cross-validation over test" in md
     assert out["cv"]["verdict"] in md
+    assert html.escape(out["cv"]["verdict"]) in render_html(rep)  # the HTML too (QA 27)
     # the fold table's mean row is a mean over the folds in every cell, the baseline's too (it
     # showed the baseline's mean over queries beside the held-out mean over folds: QA 21)
     mean_row = next(ln for ln in md.splitlines() if ln.startswith("| mean (over folds) |"))

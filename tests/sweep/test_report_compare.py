@@ -55,6 +55,13 @@ def test_report_writes_self_contained_html_and_markdown(logged):
     # axes named as the spec names them (issue 29: `depth`, not prefs.fts.top_k)
     assert '<img alt="ndcg@10 by depth"' in html and "by prefs." not in html
     assert "### depth (MLflow param `prefs.fts.top_k`)" in md
+    # the plotted values as numbers in the HTML as well, the same rows as the Markdown's (QA 27)
+    md_rows = md.split("### depth (MLflow param", 1)[1].split("\n\n", 2)[1].splitlines()[2:]
+    html_table = html.split("<h3>depth</h3>", 1)[1].split("</table>", 1)[0]
+    html_rows = re.findall(r"<tr>((?:<td>[^<]*</td>)+)</tr>", html_table)
+    assert len(html_rows) == len(md_rows) >= 2
+    assert [re.findall(r"<td>([^<]*)</td>", r) for r in html_rows] == \
+        [[c.strip() for c in ln.strip("| ").split(" | ")] for ln in md_rows]
     # the leaderboard gives each point's delta to the baseline, marked with p where tested
     head = next(ln for ln in md.splitlines() if ln.startswith("| # | label |"))
     assert head.endswith("| vs baseline (test ndcg@10, p Holm-adjusted) |")
