@@ -272,7 +272,7 @@ def _leaderboard(result: SweepResult, top: int) -> Table:
         if base is not None:
             c = tested.get(p.label)
             row.append("" if p.is_baseline else (
-                f"{delta_text(c.delta, c.significant)} p={p_text(c.p_holm, c.alpha)}"
+                f"{delta_text(c.delta, c.significant)} p={p_text(c.p_adjusted, c.alpha)}"
                 if c is not None
                 else delta_text(p.metrics[against][result.primary]
                                 - base.metrics[against][result.primary])))
@@ -371,7 +371,8 @@ def _significance(result: SweepResult) -> Table:
     for c in result.significance:  # W/T/L under the metric's direction (fewer tokens wins)
         table.add_row(Text(c.candidate), c.metric, c.direction, value_text(c.candidate_mean),
                       delta_text(c.delta, c.significant), p_text(c.p_value, c.alpha),
-                      p_text(c.p_holm, c.alpha), counts_text(c.wins, c.ties, c.losses, c.dropped))
+                      p_text(c.p_adjusted, c.alpha),
+                      counts_text(c.wins, c.ties, c.losses, c.dropped))
     return table
 
 

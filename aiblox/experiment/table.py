@@ -581,7 +581,7 @@ def _check_same_queries(systems: Sequence[System], metrics: Sequence[str]) -> No
 
 
 def _significance(c: Comparison) -> Significance:
-    return Significance(delta=c.delta, p=c.p_value, p_adjusted=c.p_holm,
+    return Significance(delta=c.delta, p=c.p_value, p_adjusted=c.p_adjusted,
                         significant=c.significant, wins=c.wins, ties=c.ties, losses=c.losses,
                         dropped=c.dropped)
 

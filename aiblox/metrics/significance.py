@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from aiblox.metrics.directions import Direction, directed_counts, metric_direction
 
@@ -93,11 +93,13 @@ class Comparison(BaseModel):
     """``candidate_mean - baseline_mean``."""
     p_value: float
     """Raw two-sided p-value of the paired test."""
-    p_holm: float
+    p_adjusted: float = Field(validation_alias=AliasChoices("p_adjusted", "p_holm"))
     """Adjusted p-value within this metric's family of candidates (Holm's by default; the
-    :attr:`correction` named)."""
+    :attr:`correction` named). Named ``p_holm`` before it was named for what it is whatever
+    the correction (``aiblox compare --json`` and the experiment table's ``p_adjusted``); a
+    summary logged then still reads."""
     significant: bool
-    """``p_holm <= alpha``."""
+    """``p_adjusted <= alpha``."""
     wins: int
     """Queries where the candidate is better under the metric's direction (:attr:`direction`:
     higher for a quality metric, lower for a cost)."""
@@ -111,7 +113,7 @@ class Comparison(BaseModel):
     """Which way is better for this metric (:func:`~aiblox.metrics.directions.
     metric_direction`)."""
     correction: Correction = "holm"
-    """Correction behind :attr:`p_holm`."""
+    """Correction behind :attr:`p_adjusted`."""
     alpha: float = 0.05
     """The significance level :attr:`significant` was decided at."""
     against: str | None = None
@@ -119,6 +121,11 @@ class Comparison(BaseModel):
     baseline (:func:`compare_to_baseline`)."""
     dropped: int = 0
     """Queries left out because either side's value is NaN (:attr:`PairedTest.dropped`)."""
+
+    @property
+    def p_holm(self) -> float:
+        """:attr:`p_adjusted`, by its former name."""
+        return self.p_adjusted
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -367,7 +374,7 @@ def compare_to_baseline(baseline: Mapping[str, Mapping[str, float]],
             wins, ties, losses = directed_counts(metric, t.wins, t.ties, t.losses)
             out.append(Comparison(
                 candidate=name, metric=metric, baseline_mean=t.mean_a, candidate_mean=t.mean_b,
-                delta=t.delta, p_value=t.p_value, p_holm=p_adj, significant=p_adj <= alpha,
+                delta=t.delta, p_value=t.p_value, p_adjusted=p_adj, significant=p_adj <= alpha,
                 wins=wins, ties=ties, losses=losses, test=test,
                 direction=metric_direction(metric), correction=correction, alpha=alpha,
                 dropped=t.dropped))
@@ -391,7 +398,7 @@ def compare_pairwise(systems: Sequence[tuple[str, Mapping[str, Mapping[str, floa
             wins, ties, losses = directed_counts(metric, t.wins, t.ties, t.losses)
             out.append(Comparison(
                 candidate=b, against=a, metric=metric, baseline_mean=t.mean_a,
-                candidate_mean=t.mean_b, delta=t.delta, p_value=t.p_value, p_holm=p_adj,
+                candidate_mean=t.mean_b, delta=t.delta, p_value=t.p_value, p_adjusted=p_adj,
                 significant=p_adj <= alpha, wins=wins, ties=ties, losses=losses, test=test,
                 direction=metric_direction(metric), correction=correction, alpha=alpha,
                 dropped=t.dropped))

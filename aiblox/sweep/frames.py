@@ -225,7 +225,7 @@ def significance_frame(result: SweepResult) -> pd.DataFrame:
     (:mod:`aiblox.metrics.marks`). Empty (with the columns) when the spec names no
     baseline."""
     columns = ["candidate", "metric", "direction", "baseline_mean", "candidate_mean", "delta",
-               "p_value", "p_holm", "significant", "mark", "wins", "ties", "losses", "test",
+               "p_value", "p_adjusted", "significant", "mark", "wins", "ties", "losses", "test",
                "correction"]
     return pd.DataFrame([{**c.model_dump(), "mark": mark(c.delta, c.significant)}
                          for c in result.significance], columns=columns)

@@ -129,6 +129,12 @@ def _children(client: Any, parent: Any) -> list[Any]:
     return child_runs(client, parent)
 
 
+def _adjusted_named(c: dict[str, Any]) -> dict[str, Any]:
+    """A logged comparison with its adjusted p as ``p_adjusted`` (``p_holm`` in summaries
+    logged before it was renamed)."""
+    return c if "p_adjusted" in c else {**c, "p_adjusted": c.get("p_holm")}
+
+
 def _reproduce(name: str, tracking_uri: str, spec_path: str | None = None,
                options: str = "") -> str:
     """The command that reruns the sweep: the spec file it was run from (tagged on the parent
@@ -272,7 +278,9 @@ def load_sweep_report(sweep: str, tracking_uri: str) -> SweepReport:
                        tracking_uri=tracking_uri, tune_split=tune,
                        report_split=report, primary=primary, metrics=metrics, best=best,
                        leaderboard=summary.get("leaderboard", []),
-                       significance=summary.get("significance", []), ci=summary.get("ci", {}),
+                       significance=[_adjusted_named(c)
+                                     for c in summary.get("significance", [])],
+                       ci=summary.get("ci", {}),
                        axes=axes, axis_names={k: spec_axis_name(k, grid) for k in axes},
                        baseline=baseline, manifest=manifest, pareto=summary.get("pareto", {}),
                        sweep_hash=parent.data.tags.get("aiblox.sweep_hash", ""),
@@ -332,7 +340,7 @@ def _tables(rep: SweepReport, top: int) -> list[tuple[str, list[str], list[list[
             value = r["metrics"].get(against, {}).get(rep.primary)
             row.append("baseline" if r["config_hash"] == rep.baseline["config_hash"] else
                        f"{delta_text(c['delta'], c['significant'])} "
-                       f"p={p_text(c['p_holm'], c.get('alpha', 0.05))}"
+                       f"p={p_text(c['p_adjusted'], c.get('alpha', 0.05))}"
                        if c is not None else
                        delta_text(value - base) if value is not None and base is not None
                        else "")
@@ -349,7 +357,8 @@ def _tables(rep: SweepReport, top: int) -> list[tuple[str, list[str], list[list[
     sig = [[c["candidate"], c["metric"], c.get("direction") or metric_direction(c["metric"]),
             _f(c["baseline_mean"]), _f(c["candidate_mean"]),
             delta_text(c["delta"], c["significant"]),
-            p_text(c["p_value"], c.get("alpha", 0.05)), p_text(c["p_holm"], c.get("alpha", 0.05)),
+            p_text(c["p_value"], c.get("alpha", 0.05)),
+            p_text(c["p_adjusted"], c.get("alpha", 0.05)),
             counts_text(c["wins"], c["ties"], c["losses"], c.get("dropped", 0))]
            for c in rep.significance]
     first = rep.significance[0] if rep.significance else {}

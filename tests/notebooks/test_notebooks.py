@@ -351,7 +351,7 @@ def test_sweep_board_shows_the_sample_sweep(tmp_path):
     assert on["candidates"].is_monotonic_decreasing  # the front: better only at a higher cost
     sig = d["significance"]
     assert len(sig) == 9 and sig.iloc[0]["candidate"] == result.best.label
-    assert (sig["p_holm"] >= sig["p_value"]).all()
+    assert (sig["p_adjusted"] >= sig["p_value"]).all()
     hashes = d["hashes"]
     assert set(hashes.loc[hashes["stage"] == "run", "output_hash"]) == {
         sm.run_hash for sm in result.best.manifest.splits.values()}

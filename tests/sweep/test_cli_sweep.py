@@ -70,7 +70,7 @@ def test_sweep_table_without_tracking(tmp_path, sweep_db):
     tested = next(c for c in js["significance"]
                   if c["candidate"] == best["label"] and c["metric"] == "ndcg@10")
     assert (f"{tested['delta']:+.4f}{'▲' if tested['significant'] else ''} "
-            f"p={tested['p_holm']:.4f}") in row
+            f"p={tested['p_adjusted']:.4f}") in row
     assert best["config_hash"][:16] in row  # the hash prefix every command shows
     sig = next(ln for ln in lines if "p (adjusted)" in ln)
     assert [c.strip() for c in sig.strip("┃ ").split("┃")] == [

@@ -127,12 +127,12 @@ def test_stage_counts_significance_and_manifest(result):
     assert counts.loc["fusion"].sum() == counts.loc["metrics"].sum() == 48
     sig = significance_frame(result)
     assert len(sig) == len(result.significance) == 3 * 3  # 3 top points x 3 metrics
-    assert sig["p_holm"].ge(sig["p_value"]).all() and sig["p_holm"].le(1).all()
+    assert sig["p_adjusted"].ge(sig["p_value"]).all() and sig["p_adjusted"].le(1).all()
     assert sig.iloc[0]["candidate"] == result.best.label
     assert (sig["mark"] == [("" if not r.significant else "▲" if r.delta > 0 else "▼")
                             for r in sig.itertuples()]).all()  # as every table marks it
     no_base = result.model_copy(update={"significance": []})
-    assert significance_frame(no_base).empty and "p_holm" in significance_frame(no_base)
+    assert significance_frame(no_base).empty and "p_adjusted" in significance_frame(no_base)
     hashes = manifest_frame(result.best)
     assert set(hashes["split"]) == {"train", "test"}
     assert hashes["stage"].tolist().count("run") == 2

@@ -70,7 +70,7 @@ def test_report_writes_self_contained_html_and_markdown(logged):
     tested = next(c for c in r.significance if c.metric == "ndcg@10")
     assert rows[tested.candidate].endswith(f"| {tested.delta:+.4f}"
                                            f"{'▲' if tested.significant else ''} "
-                                           f"p={tested.p_holm:.4f} |")
+                                           f"p={tested.p_adjusted:.4f} |")
     _no_remote_refs(html)
     assert "<script" not in html
     # a leaderboard cut to its top rows says so (QA: 20 of 24 rows, with no word of the rest)

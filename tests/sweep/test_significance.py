@@ -35,17 +35,32 @@ def test_paired_t_test_matches_scipy_and_counts_wins():
     [c] = compare_to_baseline(BASE, [("better", BETTER)], ["ndcg@10"])
     expected = ttest_rel([0.5, 0.2, 0.9, 0.4], [0.7, 0.3, 0.9, 0.6]).pvalue
     assert c.p_value == pytest.approx(expected)
-    assert c.p_holm == c.p_value  # a family of one
+    assert c.p_adjusted == c.p_value  # a family of one
     assert (c.wins, c.ties, c.losses) == (3, 1, 0)  # q9 is unpaired and left out
     assert c.delta == pytest.approx(0.125)
-    assert c.significant == (c.p_holm <= 0.05)
+    assert c.significant == (c.p_adjusted <= 0.05)
+
+
+def test_the_adjusted_p_is_named_p_adjusted_everywhere_and_old_summaries_still_read():
+    """`sweep --json` said p_holm (even for a Bonferroni correction) where `compare --json`
+    and the experiment table say p_adjusted (QA 27); a summary logged before still reads."""
+    from aiblox.metrics.significance import Comparison
+    from aiblox.sweep.report import _adjusted_named
+
+    [c] = compare_to_baseline(BASE, [("better", BETTER)], ["ndcg@10"], correction="bonferroni")
+    dumped = c.model_dump(mode="json")
+    assert "p_adjusted" in dumped and "p_holm" not in dumped
+    old = {k: v for k, v in dumped.items() if k != "p_adjusted"} | {"p_holm": c.p_adjusted}
+    assert Comparison.model_validate(old) == c and c.p_holm == c.p_adjusted
+    assert _adjusted_named(old)["p_adjusted"] == c.p_adjusted
+    assert _adjusted_named(dumped) is dumped
 
 
 def test_identical_candidate_is_not_significant_and_holm_spans_candidates():
     out = compare_to_baseline(BASE, [("same", BASE), ("better", BETTER)], ["ndcg@10"])
     same, better = out
     assert same.p_value == 1.0 and not same.significant and same.ties == 4
-    assert better.p_holm == pytest.approx(min(1.0, 2 * better.p_value))
+    assert better.p_adjusted == pytest.approx(min(1.0, 2 * better.p_value))
 
 
 @pytest.mark.parametrize("test", ["student", "fisher", "wilcoxon"])
