@@ -76,7 +76,13 @@ def list_cache(
         return
     from rich.table import Table
 
-    table = Table(title=f"stage cache {cache.root}: {size_text(total)}")
+    # the stage entries' part as the sweep's line and `cache verify` give it, then the rest
+    stages = [r for r in rows if r.kind == "stage"]
+    rest = total - sum(r.size for r in stages)
+    table = Table(title=f"stage cache {cache.root}: {size_text(total)} ("
+                        f"{sum(r.entries for r in stages)} stage entries in "
+                        f"{size_text(sum(r.size for r in stages))}"
+                        + (f", other files {size_text(rest)}" if rest else "") + ")")
     for col in ("folder", "kind", "entries", "size", "oldest (UTC)", "newest (UTC)",
                 "leftovers"):
         table.add_column(col, justify="right" if col in ("entries", "size") else "left")
