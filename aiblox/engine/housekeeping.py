@@ -162,6 +162,9 @@ def _named(cache: StageCache, scanned: dict[str, _Folder],
         if name not in scanned:
             folders = {n for n, size, _ in cache.listing() if size < 0}
             why = "holds no stage entries" if name in folders else "is not there"
+            if name == "cut":  # a sweep's counts name it; its entries are fusion's
+                why += (" (a sweep counts a single list cut to top_k_items as 'cut': its "
+                        "entries are in fusion)")
             raise ValueError(f"stage {name!r} of the cache {cache.root} {why}; its stages: "
                              f"{', '.join(scanned) or 'none (nothing cached yet)'}")
     return {name: f for name, f in scanned.items() if stages is None or name in stages}

@@ -276,6 +276,8 @@ def test_the_cli_lists_prunes_and_verifies(copy):
     (["prune", "--all", "--stage", "fusoin"], "stage 'fusoin' of the cache"),
     (["prune", "--all", "--stage", "doc_tables"], "holds no stage entries"),
     (["verify", "--stage", "nope"], "its stages: fusion, metrics, signals"),
+    # the name a sweep's counts give a single list cut to top_k_items (QA 27)
+    (["prune", "--all", "--stage", "cut"], "as 'cut': its entries are in fusion)"),
 ])
 def test_bad_input_is_one_error_line_and_removes_nothing(copy, args, message):
     before = _files(copy)
