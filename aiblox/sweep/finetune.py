@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ from aiblox.embedding.device import describe_device, resolve_device
 from aiblox.embedding.finetune import RECIPE_FILE, TrainingPair, fine_tune
 from aiblox.embedding.sentence_transformers import model_folder
 from aiblox.engine.cache import StageCache, local_cache_root
+from aiblox.engine.claims import claimed
 from aiblox.engine.compute import signals_output
 from aiblox.hashing import sha256_bytes, sha256_hex
 from aiblox.progress import phase, progress_bar
@@ -198,12 +200,21 @@ def shared_model(folder: Path, cache_root: Path | str, train: Callable[[], bool]
     when another machine published it (:func:`_fetch`); else trained now by ``train()`` (True:
     this process trained it, False: another process finished it first, :func:`train_once`)
     and, trained here with a remote cache, published to it (:func:`_publish`) so that the
-    team's other machines copy it instead of training it again."""
+    team's other machines copy it instead of training it again. While one process trains it,
+    another one asking for it waits for it (:func:`~aiblox.engine.claims.claimed`)."""
     remote = None if local_cache_root(cache_root) is not None else StageCache(cache_root)
     if (folder / RECIPE_FILE).is_file() or (remote is not None and _fetch(remote, folder)):
         return folder
-    if train() and remote is not None:
-        _publish(remote, folder)
+
+    def waiting(who: dict[str, Any]) -> None:
+        print(f"{folder.name}: process {who.get('pid', '?')} on {who.get('host', '?')} is "
+              f"training it; waiting for it (not training it twice)", file=sys.stderr)
+
+    # a second sweep started beside the first waits for its model instead of training it too
+    with claimed(folder.with_name(f"{folder.name}.claim"),
+                 done=lambda: (folder / RECIPE_FILE).is_file(), waiting=waiting) as mine:
+        if mine and train() and remote is not None:
+            _publish(remote, folder)
     return folder
 
 
