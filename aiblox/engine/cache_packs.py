@@ -111,6 +111,16 @@ def _parse(data: bytes) -> list[tuple[str, int, int, int]]:
     return out
 
 
+def _place(index: dict[str, PackEntry], name: str, rows: list[tuple[str, int, int, int]],
+           size: int | None) -> None:
+    """Index the pack ``name``'s ``rows`` (its ``size`` bytes, None: whole): a key already
+    indexed from another pack is taken from this one unless this one is cut short before its
+    bytes' end (a copy held whole is read, not the cut one)."""
+    for key, at, m, o in rows:
+        if key not in index or size is None or at + m + o <= size:
+            index[key] = PackEntry(name, at, m, o)
+
+
 class Packs:
     """The packs of one cache's stages, indexed on first need (see the module doc)."""
 
@@ -126,6 +136,8 @@ class Packs:
         self._bad: dict[str, dict[str, str]] = {}
         """Per stage: packs whose index does not parse, and why (``cache verify`` removes
         them, ``cache prune`` as leftovers)."""
+        self._sizes: dict[str, int] = {}
+        """Pack name -> its size when indexed (a pack's name is its bytes' sha256)."""
         self._warned: set[tuple[str, str]] = set()
         """(stage, pack) of the damaged packs a reader has been warned of."""
         self._listed: dict[str, float] = {}
@@ -163,9 +175,10 @@ class Packs:
                 bad[name] = str(exc)
                 continue
             # a pack cut short still names its every entry: those past its end are damaged
+            # (read from another pack holding them whole, if one does)
             known[name] = rows
-            for key, at, meta_len, out_len in rows:
-                index[key] = PackEntry(name, at, meta_len, out_len)
+            self._sizes[name] = size
+            _place(index, name, rows, size)
         if gone:
             self._reindex(stage)
 
@@ -264,6 +277,7 @@ class Packs:
         if stage not in self._index:
             self._refresh(stage)
         rows = self._rows[stage][name] = _parse(data)
+        self._sizes[name] = len(data)
         for key, at, meta_len, out_len in rows:
             self._index[stage][key] = PackEntry(name, at, meta_len, out_len)
         return name
@@ -324,7 +338,8 @@ class Packs:
     def _reindex(self, stage: str) -> None:
         """The stage's index from its packs' rows, hidden entries left out."""
         hidden = self._hidden.get(stage, {})
-        self._index[stage] = {key: PackEntry(name, at, m, o)
-                              for name in sorted(self._rows[stage])
-                              for key, at, m, o in self._rows[stage][name]
-                              if key not in hidden.get(name, ())}
+        index: dict[str, PackEntry] = {}
+        for name in sorted(self._rows[stage]):
+            _place(index, name, [r for r in self._rows[stage][name]
+                                 if r[0] not in hidden.get(name, ())], self._sizes.get(name))
+        self._index[stage] = index

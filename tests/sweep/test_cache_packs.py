@@ -259,6 +259,26 @@ def test_verify_reports_and_removes_a_pack_s_cut_entries(tmp_path):
     assert fresh.pack_overhead("metrics") == 16
 
 
+def test_an_entry_held_whole_by_another_pack_is_read_from_it(tmp_path):
+    """Two processes packed one entry at once, and one of the two packs was cut short: the
+    whole copy is read, whichever pack sorts last (the cut one made a sweep recompute it)."""
+    cache = StageCache(tmp_path)
+    with cache.batched():
+        keys = [_store(cache, i) for i in range(2)]
+    (pack,) = (tmp_path / "metrics" / "packs").iterdir()
+    data = pack.read_bytes()
+    for name in ("00" + pack.name[2:], "ff" + pack.name[2:]):  # sorting first and last
+        for other in (tmp_path / "metrics" / "packs").iterdir():
+            other.unlink()
+        (tmp_path / "metrics" / "packs" / name).write_bytes(data[:-3])  # entry 1 cut
+        (tmp_path / "metrics" / "packs" / ("77" + pack.name[2:])).write_bytes(data)
+        again = StageCache(tmp_path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert again.load("metrics", keys[1])["v"].size == 2
+        assert again.repaired == {}
+
+
 def test_a_sweep_counts_a_cut_entry_as_repaired(tmp_path):
     cache = StageCache(tmp_path)
     with cache.batched():
