@@ -63,7 +63,13 @@ def answer(
     from rich.table import Table
     from rich.text import Text
 
-    from aiblox.assembly import PolicyError, answer_question, get_llm, load_policy
+    from aiblox.assembly import (
+        PolicyError,
+        answer_question,
+        get_llm,
+        load_policy,
+        normalize_question,
+    )
     from aiblox.contracts.retrieval import RequestContext
     from aiblox.evidence import (
         answer_evidence_pack,
@@ -74,12 +80,22 @@ def answer(
     from aiblox.hashing import sha256_hex
     from aiblox.retrieval.late_chunking import make_retriever
     from aiblox.stores import StoreError
+    from aiblox.text.tokens import count_tokens
 
     try:
         pol = load_policy(policy)
         reader = get_llm(llm)
     except (PolicyError, ValueError, KeyError) as exc:
         fail(str(exc))
+    # a question the assembly would refuse is refused before any retrieval (it retrieved,
+    # stored an evidence pack of the FAILED answer, then said so)
+    asked = normalize_question(question)
+    if not asked:
+        fail("QUESTION is empty (whitespace and control characters do not count)")
+    tokens = count_tokens(asked, pol.token_encoding)
+    if tokens > pol.max_question_tokens:
+        fail(f"QUESTION has {tokens} tokens, over the policy {pol.policy_version}'s "
+             f"max_question_tokens = {pol.max_question_tokens}")
     if retrieved_at is not None:  # recorded and hashed into the pack id: a time, or refused
         try:
             datetime.fromisoformat(retrieved_at)

@@ -73,6 +73,30 @@ def test_unknown_policy_is_a_clear_error(tmp_path):
     assert r.exit_code == 2 and "R2_POLICY_V9" in r.output
 
 
+def test_a_question_the_assembly_would_refuse_is_refused_before_any_work(tmp_path):
+    """An empty question retrieved, stored an evidence pack of its FAILED answer and then said
+    "answer failed" (QA 27): now one error line, and nothing stored."""
+    from aiblox.stores import open_store
+
+    db = str(tmp_path / "a.duckdb")
+    ing = runner.invoke(app, ["ingest", "sample", "--db", db, "--embedder", "hashing"],
+                        env={"AIBLOX_NO_PROGRESS": "1"})
+    assert ing.exit_code == 0, ing.output
+    for question, words in (("  \t ", "QUESTION is empty (whitespace and control characters "
+                                       "do not count)"),
+                            ("word " * 600, "QUESTION has 600 tokens, over the policy "
+                                            "R2_POLICY_V1's max_question_tokens = 512")):
+        r = runner.invoke(app, ["answer", question, "--db", db, "--embedder", "hashing"],
+                          env={"AIBLOX_NO_PROGRESS": "1"})
+        (line,) = r.output.strip().splitlines()
+        assert r.exit_code == 2 and line == f"error: {words}"
+    store = open_store(db)
+    try:
+        assert store.list_evidence_packs() == []
+    finally:
+        store.close()
+
+
 def test_the_source_cards_are_the_documents_the_answer_was_given(tmp_path):
     """`sources` (the `rag.sources` cards a UI shows beside the answer) list the documents of
     the evidence in the prompt, cited ones first: on adi three of the six evidence documents
