@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -69,7 +70,11 @@ def ingest(
     if executor != "ray":  # with ray, the workers' GPUs count, not this machine's
         checked_device(device)
     db = db or default_store_path(binding)
+    # a DuckDB file this command makes: removed again if the ingest fails before any item is
+    # in it (a bad corpus line left an empty store behind, for the next command to find)
+    made = "://" not in db and not Path(db).exists()
     store = open_db(db)
+    ingested = False
     try:
         if executor == "ray":
             from aiblox.embedding.ray import ray_cached_embedder
@@ -84,8 +89,13 @@ def ingest(
         report = ingest_dataset(store, binding.source, emb, vectors=vectors,
                                 auto_vectors=auto_vectors, replace=replace,
                                 progress=show_progress())
+        ingested = True
     finally:
+        empty = made and not ingested and _holds_nothing(store)
         store.close()
+        if empty:
+            for leftover in (Path(db), Path(f"{db}.wal")):
+                leftover.unlink(missing_ok=True)
     if as_json:
         print_json({"dataset": binding.name, "source": binding.source, "db": db,
                     **report.model_dump()})
@@ -100,3 +110,11 @@ def ingest(
                     if report.completed else "")
             out.print(f"[green]ingested[/green] {binding.name} into {db}{done}: "
                       f"{report.changes()}{files}")
+
+
+def _holds_nothing(store: Any) -> bool:
+    """Whether a store holds no item (False when it cannot tell)."""
+    try:
+        return store.count_items() == 0
+    except Exception:  # noqa: BLE001 - a store that cannot answer is kept
+        return False

@@ -78,6 +78,32 @@ def test_bad_datasets_are_one_line_naming_file_line_and_field(tmp_path, rel, con
     assert not db.exists()  # refused before any store was made
 
 
+def test_a_bad_corpus_line_leaves_no_store_an_ingest_made_and_keeps_one_it_found(tmp_path):
+    """The corpus streams, so a bad line is met mid-ingest: a store the failed ingest made
+    itself was left behind empty (QA 27), for the next command to find; one that was there
+    keeps what it held."""
+    path = _copy(tmp_path)
+    good = (path / "corpus.jsonl").read_text(encoding="utf-8")
+    lines = good.splitlines()
+    bad = "\n".join(lines[:3] + [lines[3][:-5]] + lines[4:]) + "\n"
+    (path / "corpus.jsonl").write_text(bad, encoding="utf-8")
+    db = tmp_path / "s.duckdb"
+    err = _one_error(_run("ingest", path, "--embedder", "hashing", "--db", db))
+    assert err.startswith(f"error: {path / 'corpus.jsonl'}:4: field 'json': malformed JSON")
+    assert not db.exists() and not Path(f"{db}.wal").exists()
+    (path / "corpus.jsonl").write_text(good, encoding="utf-8")
+    assert _run("ingest", path, "--embedder", "hashing", "--db", db).exit_code == 0
+    (path / "corpus.jsonl").write_text(bad, encoding="utf-8")
+    _one_error(_run("ingest", path, "--embedder", "hashing", "--db", db))
+    from aiblox.stores import open_store
+
+    store = open_store(db)
+    try:
+        assert store.count_items() == len(lines)  # nothing lost
+    finally:
+        store.close()
+
+
 def test_trec_qrels_score_like_beir(tmp_path):
     beir = _copy(tmp_path / "a")
     trec = _copy(tmp_path / "b")
