@@ -1,4 +1,5 @@
-"""``aiblox pack show|verify|export``: read, check and export the evidence packs in a store.
+"""``aiblox pack list|show|verify|export``: list, read, check and export the evidence packs in a
+store.
 
 ``pack verify`` checks the id against the content, the content against the sha256 recorded when
 it was stored and, with a key, the signature. ``created_at`` and ``observations`` (the
@@ -99,6 +100,51 @@ def _problems(row: dict[str, Any], pack: EvidencePack, keys: dict[str, bytes] | 
     if sha256_hex(pack_content(pack)) != row["sha256"]:
         problems.append("content does not match the sha256 recorded when it was stored")
     return problems
+
+
+@pack_app.command("list")
+def list_packs(
+    db: str = typer.Option("", "--db", help=STORE_HELP),
+    dataset: str = typer.Option("", "--dataset", help=DATASET_STORE_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON array."),
+) -> None:
+    """The store's evidence packs, newest first: id, when stored, the decision (answer or
+    refusal, and its status), the question, tenant, signed, parent pack."""
+    from rich.table import Table
+    from rich.text import Text
+
+    db = existing_store(db, dataset)
+    store = open_db(db)
+    try:
+        rows = [store.get_evidence_pack(r["pack_id"]) or r for r in store.list_evidence_packs()]
+    finally:
+        store.close()
+    listed = []
+    for row in rows:
+        try:  # what a list needs, read from the stored JSON (`pack verify` checks the rest)
+            data = json.loads(row.get("json") or "{}")
+            decision = data.get("decision") or {}
+            question = str(data.get("query") or "")
+            said = f"{decision.get('kind', '?')} ({decision.get('status', '?')})"
+        except (TypeError, ValueError, AttributeError):
+            question, said = "", "unreadable (aiblox pack verify)"
+        listed.append({"pack_id": row["pack_id"], "created_at": str(row.get("created_at")),
+                       "decision": said, "question": question, "tenant": row.get("tenant_id"),
+                       "signed": bool(row.get("signed")), "parent": row.get("parent_pack_id")})
+    listed.sort(key=lambda r: (r["created_at"], r["pack_id"]), reverse=True)
+    if as_json:
+        typer.echo(json.dumps(listed, indent=2, ensure_ascii=False))
+        return
+    if not listed:
+        console.print(f"no evidence packs in {db} (aiblox answer stores one per question)")
+        return
+    table = Table(title=f"evidence packs in {db}: {len(listed)}")
+    for col in ("pack", "stored (UTC)", "decision", "question", "tenant", "signed"):
+        table.add_column(col)
+    for r in listed:  # stored text (a question, a tenant) as text, never as rich markup
+        table.add_row(r["pack_id"], r["created_at"], r["decision"], Text(r["question"]),
+                      Text(str(r["tenant"])), "yes" if r["signed"] else "no")
+    results.print(table)
 
 
 @pack_app.command("show")

@@ -75,7 +75,10 @@ def test_unknown_policy_is_a_clear_error(tmp_path):
 
 def test_a_question_the_assembly_would_refuse_is_refused_before_any_work(tmp_path):
     """An empty question retrieved, stored an evidence pack of its FAILED answer and then said
-    "answer failed" (QA 27): now one error line, and nothing stored."""
+    "answer failed" (exit 1; QA 27): a question typed at the command line is input, refused
+    before any work, and nothing is stored. The library still answers it with a FAILED bundle
+    (data, for a service's audit trail); a failed generation still stores its pack and exits 1
+    (tests/cli/test_answer_llm_cli.py)."""
     from aiblox.stores import open_store
 
     db = str(tmp_path / "a.duckdb")
