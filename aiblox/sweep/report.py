@@ -37,6 +37,7 @@ from aiblox.engine.tracking import (
     read_json,
     tracking_client,
 )
+from aiblox.engine.tracking.layout import TAG_RERUN_OPTIONS, TAG_SPEC_PATH
 from aiblox.hashing import short_hash
 from aiblox.metrics.directions import metric_direction
 from aiblox.metrics.marks import counts_text, delta_text, legend, p_text, value_text
@@ -286,8 +287,8 @@ def load_sweep_report(sweep: str, tracking_uri: str) -> SweepReport:
                        sweep_hash=parent.data.tags.get("aiblox.sweep_hash", ""),
                        cv=summary.get("cv"),
                        reproduce=_reproduce(name, tracking_uri,
-                                            parent.data.tags.get("aiblox.spec_path"),
-                                            parent.data.tags.get("aiblox.rerun_options", "")))
+                                            parent.data.tags.get(TAG_SPEC_PATH),
+                                            parent.data.tags.get(TAG_RERUN_OPTIONS, "")))
 
 
 def _pareto_table(rep: SweepReport) -> tuple[str, list[str], list[list[str]]]:
