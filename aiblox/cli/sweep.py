@@ -212,8 +212,9 @@ def sweep(
     if result.objectives:
         out.print(_front(result))
     # a baseline outside the grid is a point of its own: the header counted the grid's
-    own = " (a point of its own, outside the grid)" if result.baseline is not None \
-        and spec.search.strategy == "grid" and len(result.points) > n_points else ""
+    own = (" (a point of its own, " + ("outside the grid)" if spec.search.strategy == "grid"
+                                        else "not among the points drawn)")
+           if result.baseline is not None and result.baseline.outside_grid else "")
     if result.baseline is not None and result.report_split is not None:
         base = result.baseline
         out.print(f"baseline {escape(base.label)}{own}: {result.report_split} {result.primary} "
@@ -233,7 +234,7 @@ def sweep(
     if result.tracking:
         t = result.tracking
         out.print(f"MLflow {t['tracking_uri']}: parent run {t['parent_run_id']}, "
-                  f"{t['logged']} points logged{' (the grid and its baseline)' if own else ''}, "
+                  f"{t['logged']} points logged{' (the baseline among them)' if own else ''}, "
                   f"{t['skipped']} already logged")
 
 

@@ -154,7 +154,7 @@ def axis_frame(result: SweepResult, axis: str) -> pd.DataFrame:
     t, r, m = result.tune_split, result.report_split or "", result.primary
     groups: dict[Any, list[PointResult]] = {}
     for point, value in zip(ordered, settings[axis], strict=True):
-        if value is not None:
+        if value is not None and not point.outside_grid:  # the grid's values, not a baseline's
             groups.setdefault(value, []).append(point)  # stays in tune order: first is best
     rows = []
     for value in sorted(groups, key=_value_key):

@@ -37,7 +37,7 @@ from aiblox.engine.tracking import (
     read_json,
     tracking_client,
 )
-from aiblox.engine.tracking.layout import TAG_RERUN_OPTIONS, TAG_SPEC_PATH
+from aiblox.engine.tracking.layout import TAG_OUTSIDE_GRID, TAG_RERUN_OPTIONS, TAG_SPEC_PATH
 from aiblox.hashing import short_hash
 from aiblox.metrics.directions import metric_direction
 from aiblox.metrics.marks import counts_text, delta_text, legend, p_text, value_text
@@ -175,7 +175,9 @@ def _axes(children: list[Any], tk: str, rk: str | None) -> dict[str, list[dict[s
     for k in keys:
         if k.endswith(_SKIP_PARAMS):
             continue
-        pts = [c for c in children if k in c.data.params and _applies(k, c.data.params)]
+        # the grid's points (a baseline scored as a point of its own is not one of them)
+        pts = [c for c in children if k in c.data.params and _applies(k, c.data.params)
+               and c.data.tags.get(TAG_OUTSIDE_GRID) != "true"]
         values = {c.data.params[k] for c in pts}
         if len(values) < 2:
             continue

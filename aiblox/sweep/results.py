@@ -66,6 +66,10 @@ class PointResult(_Strict):
     """Determinism manifest."""
     is_baseline: bool = False
     """True for the spec's named baseline point."""
+    outside_grid: bool = False
+    """True for a baseline scored as a point of its own (no point of the grid, or of the
+    points a search drew, has its config): left out of the per-value tables and plots, which
+    describe the points swept."""
     chunking: dict[str, Any] | None = None
     """Chunking settings of a pipeline point (chunker, sizes, chunk depth); None in a
     fusion-only sweep."""

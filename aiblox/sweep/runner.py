@@ -259,7 +259,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
             scoring=pt.prefs.scoring.model_dump(),
             depth=(pt.prefs.fts.top_k, pt.prefs.vector.top_k),
             metrics={s: out[s]["metrics"] for s in splits}, manifest=manifest,
-            is_baseline=chash == base_key,
+            is_baseline=chash == base_key, outside_grid=pt is baseline,
             chunking=None if not settings.chunk_stages else {
                 "chunker_id": c.chunker_id, "max_chunk_tokens": c.max_chunk_tokens,
                 "overlap_tokens": c.overlap_tokens, "top_k_chunks": pt.prefs.top_k_chunks,

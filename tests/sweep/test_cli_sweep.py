@@ -136,7 +136,15 @@ def test_a_baseline_outside_the_grid_is_counted_as_its_own_point(tmp_path, sweep
     text = " ".join(r.stdout.split())
     assert "sweep outside: 24 points" in " ".join(r.output.split())
     assert "baseline rrf-k5-d20 (a point of its own, outside the grid): test ndcg@10" in text
-    assert "25 points logged (the grid and its baseline), 0 already logged" in text
+    assert "25 points logged (the baseline among them), 0 already logged" in text
+    # the per-value tables describe the grid: the baseline's rrf_k 5 is no value of it (QA 18)
+    from aiblox.sweep import load_sweep_report
+    from aiblox.sweep.runs import resolve_run
+
+    rep = load_sweep_report("outside", mlflow_uri)
+    assert [r["value"] for r in rep.axes["prefs.scoring.rrf_k"]] == ["10", "60"]
+    assert sum(r["n"] for r in rep.axes["prefs.fts.top_k"]) == 24
+    assert resolve_run("outside:baseline", mlflow_uri).label == "rrf-k5-d20"
     inside = " ".join(_run("sweep", SPEC, "--db", sweep_db, "--cache-dir",
                            str(tmp_path / "st"), "--no-tracking").stdout.split())
     assert "baseline rrf-k60-d20: test" in inside and "outside the grid" not in inside

@@ -93,6 +93,19 @@ def test_axis_frame_per_value(result):
         axis_frame(result, "chunker_id")
 
 
+def test_a_baseline_outside_the_grid_is_no_value_of_an_axis(result):
+    """A baseline scored as a point of its own (rrf_k 5, no grid point's) made a value of its
+    own on the rrf_k axis and counted among the depth-20 points (QA 18)."""
+    base = next(p for p in result.points if p.is_baseline)
+    outside = base.model_copy(update={"outside_grid": True, "label": "rrf-k5-d20",
+                                      "config_hash": "f" * 64,
+                                      "scoring": {**base.scoring, "rrf_k": 5}})
+    swollen = result.model_copy(update={"points": [*result.points, outside]})
+    assert axis_frame(swollen, "rrf_k")["rrf_k"].tolist() == [10, 60]
+    assert axis_frame(swollen, "depth")["n"].sum() == 24
+    assert leaderboard(swollen)["label"].tolist().count("rrf-k5-d20") == 1  # still shown
+
+
 def test_ties_break_by_config_hash(result):
     # every w_text = 0.5 point gets the same tune value: the lowest config hash wins its row
     half = [p for p in result.points

@@ -38,6 +38,7 @@ __all__ = [
     "TAG_PRIMARY",
     "TAG_RUN_HASH",
     "TAG_DATASET",
+    "TAG_OUTSIDE_GRID",
     "TAG_RERUN_OPTIONS",
     "TAG_SPEC_PATH",
     "TAG_SWEEP",
@@ -104,6 +105,10 @@ on its sweep's parent run."""
 
 TAG_SPEC_PATH = "aiblox.spec_path"
 """Parent-run tag: the spec file the sweep was run from (for the report's reproduce command)."""
+
+TAG_OUTSIDE_GRID = "aiblox.outside_grid"
+"""Point tag, ``true`` on a baseline scored as a point of its own (no grid point has its
+config): the report's per-value tables leave it out."""
 
 TAG_RERUN_OPTIONS = "aiblox.rerun_options"
 """Parent-run tag: the options beside the spec that the sweep's points depend on, as typed

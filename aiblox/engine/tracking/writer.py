@@ -37,6 +37,7 @@ from aiblox.engine.tracking.layout import (
     TAG_CONFIG,
     TAG_DATASET,
     TAG_KIND,
+    TAG_OUTSIDE_GRID,
     TAG_PARENT,
     TAG_RERUN_OPTIONS,
     TAG_SPEC_PATH,
@@ -447,7 +448,9 @@ class SweepTracker:
             kind="point", label=point.label, metrics=point.metrics, per_query=per_query,
             manifest=m, evidence=evidence,
             tags={TAG_PARENT: self.parent_id, TAG_SWEEP: self.sweep_hash,
-                  "aiblox.baseline": str(point.is_baseline).lower()}))
+                  "aiblox.baseline": str(point.is_baseline).lower(),
+                  **({TAG_OUTSIDE_GRID: "true"} if getattr(point, "outside_grid", False)
+                     else {})}))
         if not self._pending:
             self._pending_since = time.monotonic()
         self._pending.append(record)
