@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,8 +50,9 @@ def answer(
     as_json: bool = typer.Option(False, "--json", help="Print every artifact as JSON."),
     retrieved_at: str | None = typer.Option(
         None, "--retrieved-at",
-        help="Retrieval time recorded in the evidence pack (ISO-8601; default: now, to the "
-             "second). Give it to reproduce a pack id."),
+        help="Retrieval time recorded in the evidence pack (ISO-8601 with a timezone, "
+             "recorded in UTC; default: now, to the second). Give it to reproduce a pack "
+             "id."),
     tenant: str = typer.Option("default", "--tenant", help="Tenant id of the evidence pack."),
     key_file: Path | None = typer.Option(
         None, "--key-file", help="Sign the evidence pack with the tenant key in this file "
@@ -96,12 +98,11 @@ def answer(
     if tokens > pol.max_question_tokens:
         fail(f"QUESTION has {tokens} tokens, over the policy {pol.policy_version}'s "
              f"max_question_tokens = {pol.max_question_tokens}")
+    if not tenant.strip() or tenant != tenant.strip() or any(c.isspace() for c in tenant):
+        # the pack's tenant, and a signature's key id: blank, or spaced, names nobody clearly
+        fail(f"--tenant {tenant!r}: give a tenant id without spaces (default: default)")
     if retrieved_at is not None:  # recorded and hashed into the pack id: a time, or refused
-        try:
-            datetime.fromisoformat(retrieved_at)
-        except ValueError:
-            fail(f"--retrieved-at {retrieved_at!r} is not an ISO-8601 time "
-                 f"(e.g. 2026-02-02T00:00:00Z)")
+        retrieved_at = _utc_time(retrieved_at)
     model = checked_embedder(embedder, checked_device(device))
     checked_chunker(chunker)
     # 0 chunks would always be a NO_EVIDENCE refusal: a bad option, not an answer
@@ -135,8 +136,7 @@ def answer(
         pack = sign_pack(pack, read_key(key_file), key_id=tenant)
     store = open_db(db)
     try:  # packs are never rewritten: one stored unsigned stays so (said at the end)
-        unsigned = (not put_pack(store, pack) and pack.signature is not None
-                    and not (store.get_evidence_pack(pack.pack_id) or {}).get("signed"))
+        unsigned = _signature_kept(store, pack) if not put_pack(store, pack) else None
     finally:
         store.close()
     if as_json:
@@ -175,14 +175,33 @@ def answer(
     _exit_if_left_unsigned(pack, unsigned)
 
 
-def _exit_if_left_unsigned(pack: EvidencePack, unsigned: bool) -> None:
+def _signature_kept(store: Store, pack: EvidencePack) -> str | None:
+    """Why the signature ``--key-file`` asked for is not the stored one, when the same pack
+    (same id, same content) was stored before: unsigned, or signed with another key; None when
+    it was not asked for or is the one stored."""
+    if pack.signature is None:
+        return None
+    row = store.get_evidence_pack(pack.pack_id) or {}
+    try:
+        stored = json.loads(row.get("json") or "{}").get("signature")
+    except (TypeError, ValueError, AttributeError):
+        stored = None
+    if not row.get("signed") or stored is None:
+        return "unsigned"
+    if stored != pack.signature.model_dump(mode="json"):
+        return f"signed with another key (key id {stored.get('key_id')!r})"
+    return None
+
+
+def _exit_if_left_unsigned(pack: EvidencePack, unsigned: str | None) -> None:
     """Exit 1 with one line when ``--key-file`` asked for a signature but the same pack (same
-    id, same content) was already stored unsigned: packs are insert-only, so the stored one
-    stays as it was, and ``pack verify --key-file`` would say it is not signed."""
+    id, same content) was already stored unsigned, or signed with another key: packs are
+    insert-only, so the stored one stays as it was, and ``pack verify --key-file`` with this
+    key would fail."""
     if unsigned:
-        print_error(f"evidence pack {pack.pack_id} was already stored unsigned and packs are "
-                    f"never rewritten: the signature was not stored (a new --retrieved-at "
-                    f"makes a new pack)")
+        print_error(f"evidence pack {pack.pack_id} was already stored {unsigned} and packs "
+                    f"are never rewritten: this signature was not stored (a new "
+                    f"--retrieved-at makes a new pack)")
         raise typer.Exit(1)
 
 
@@ -230,3 +249,17 @@ def put_pack(store: Store, pack: EvidencePack) -> bool:
         pack.pack_id, pack.parent_pack_id, sha256_hex(pack_content(pack)), pack_to_json(pack),
         tenant_id=pack.tenant_id, trace_id=pack.trace_id, created_at=pack.created_at,
         signed=pack.signature is not None)
+
+
+def _utc_time(text: str) -> str:
+    """``--retrieved-at`` as the pack records it: the instant in UTC, ``...Z`` (one instant,
+    one pack id, however it was written: ``01:00:00+01:00`` is ``00:00:00Z``); a time
+    without a timezone (or a date alone) is refused, as it names no instant."""
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        fail(f"--retrieved-at {text!r} is not an ISO-8601 time (e.g. 2026-02-02T00:00:00Z)")
+    if when.tzinfo is None:
+        fail(f"--retrieved-at {text!r} has no timezone, so it names no one instant: add one "
+             f"(e.g. {when.isoformat()}Z for UTC)")
+    return when.astimezone(UTC).isoformat().replace("+00:00", "Z")

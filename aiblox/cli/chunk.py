@@ -43,8 +43,12 @@ def chunk_command(
     if text is not None and (dataset or doc):
         fail("give either --text FILE or --dataset NAME --doc ID, not both")
     if text is not None:
-        try:
-            body = text.read_bytes().decode("utf-8")  # as given: offsets index the file
+        from aiblox.inputs import InputFileError, read_bounded
+
+        try:  # a regular file of a bounded size (/dev/zero filled memory, a FIFO blocked)
+            body = read_bounded(text).decode("utf-8")  # as given: offsets index the file
+        except InputFileError as exc:
+            fail(str(exc))
         except (OSError, UnicodeDecodeError) as exc:
             fail(f"{text}: cannot read as UTF-8 text: {exc}")
         item_id, content_hash, source = text.name, sha256_text(body), str(text)

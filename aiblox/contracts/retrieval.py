@@ -190,7 +190,8 @@ class FtsConfig(_Settings):
             return v
         if v not in Stemmer.algorithms():
             raise ValueError(f"unknown stemmer {v!r}; PyStemmer knows: "
-                             f"{', '.join(Stemmer.algorithms())} (or null for none)")
+                             f"{', '.join(Stemmer.algorithms())} (or none: `--stemmer "
+                             f"none`, null in JSON, the key left out in a TOML spec)")
         return v
 
     @field_validator("fields")

@@ -159,6 +159,8 @@ def test_index_build_bad_stemmer_has_no_pydantic_boilerplate(store):
     r = runner.invoke(app, ["index", "build", "--db", store, "--stemmer", "klingon"])
     line = _one_error_line(r, "stemmer", "english")
     assert "type=" not in line and "errors.pydantic.dev" not in line
+    # the way to ask for none that this command takes (it said "or null", which it refuses)
+    assert "(or none: `--stemmer none`" in line
 
 
 # -- a store that cannot answer -------------------------------------------------------------------

@@ -197,6 +197,55 @@ def test_signing_a_pack_already_stored_unsigned_is_refused_not_dropped(answered)
          code=1)  # still the unsigned one
 
 
+def test_signing_a_pack_already_signed_with_another_key_is_refused_not_dropped(answered):
+    """The same pack answered again with another tenant key: exit 0 and nothing said, though
+    `pack verify` with that key then failed (QA 28)."""
+    db, tmp = answered["db"], answered["tmp"]
+    k1, k2 = tmp / "k1.key", tmp / "k2.key"
+    k1.write_bytes(b"first-secret")
+    k2.write_bytes(b"second-secret")
+    common = ["answer", "what is idf?", "--db", db, "--embedder", "hashing", "--retrieved-at",
+              "2026-01-02T00:00:00Z", "--tenant", "t1"]
+    first = _run(*common, "--key-file", str(k1))
+    _run(*common, "--key-file", str(k1))  # the same signature again: nothing to say
+    r = _run(*common, "--key-file", str(k2), code=1)
+    pack_id = first.output.split("evidence pack: ", 1)[1].split()[0]
+    assert r.output.strip().splitlines()[-1] == (
+        f"error: evidence pack {pack_id} was already stored signed with another key (key id "
+        f"'t1') and packs are never rewritten: this signature was not stored (a new "
+        f"--retrieved-at makes a new pack)")
+    _run("pack", "verify", pack_id, "--db", db, "--key-file", str(k1))  # still k1's
+
+
+def test_one_instant_is_one_pack_however_it_is_written(answered):
+    """`--retrieved-at` was recorded as typed: one instant gave a pack id per spelling, and a
+    time without a timezone (or a date alone) named no instant at all (QA 28)."""
+    ids = []
+    for when in ("2026-03-01T00:00:00Z", "2026-03-01T01:00:00+01:00",
+                 "2026-02-28T19:00:00-05:00"):
+        out = json.loads(_run("answer", Q, "--db", answered["db"], "--embedder", "hashing",
+                              "--json", "--retrieved-at", when).stdout)
+        ids.append(out["pack_id"])
+    assert len(set(ids)) == 1
+    with DuckDBStore(answered["db"]) as store:
+        sources = json.loads(store.get_evidence_pack(ids[0])["json"])["sources"]
+    assert sources and {s["retrieved_at"] for s in sources} == {"2026-03-01T00:00:00Z"}
+    for naive in ("2026-03-01T00:00:00", "2026-03-01"):
+        r = _run("answer", Q, "--db", answered["db"], "--embedder", "hashing",
+                 "--retrieved-at", naive, code=2)
+        assert r.output.strip().splitlines()[-1].startswith(
+            f"error: --retrieved-at {naive!r} has no timezone")
+
+
+@pytest.mark.parametrize("tenant", ["", "  ", "a b"])
+def test_a_blank_or_spaced_tenant_is_refused(answered, tenant):
+    """An empty tenant was stored (and would be a signature's key id) (QA 28)."""
+    r = _run("answer", Q, "--db", answered["db"], "--embedder", "hashing", "--tenant", tenant,
+             code=2)
+    assert r.output.strip().splitlines()[-1] == (
+        f"error: --tenant {tenant!r}: give a tenant id without spaces (default: default)")
+
+
 @pytest.mark.parametrize("when", ["notadate", "2026-13-45T99:00:00Z"])
 def test_a_retrieved_at_that_is_not_a_time_is_one_error_line(answered, when):
     r = _run("answer", Q, "--db", answered["db"], "--embedder", "hashing", "--retrieved-at",

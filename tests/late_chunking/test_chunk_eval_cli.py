@@ -1,6 +1,7 @@
 """Chunk-level evaluation (a small SQuAD subset, the sample) and the ``chunk`` / ``eval`` CLI."""
 
 import json
+import os
 from dataclasses import replace
 
 import pytest
@@ -152,6 +153,13 @@ def test_cli_chunk_json_and_table(tmp_path, sample_dataset):
         whole.stderr
     sized = _run("chunk", "--text", str(f), "--chunker", "sentences", "--max-tokens", "8")
     assert sized.exit_code == 0 and "warning" not in sized.stderr
+    # not a regular file: /dev/zero filled 7.6 GB in 8 s and a FIFO blocked forever (QA 28)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path, kind in ((fifo, "a FIFO (named pipe)"), ("/dev/zero", "a character device")):
+        r = _run("chunk", "--text", str(path))
+        assert r.exit_code == 2 and r.output.strip().splitlines()[-1] == \
+            f"error: {path}: cannot read: {kind}, not a regular file"
 
 
 def test_cli_eval_reports_chunk_metrics(tmp_path):
