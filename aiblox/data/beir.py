@@ -125,7 +125,8 @@ def get_id(obj: dict, path: Path, lineno: int, key: str = "_id") -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str) or not value.strip():
-        raise DatasetError(path, lineno, key, "missing or not a non-empty string")
+        raise DatasetError(path, lineno, key, "missing, or not a non-empty string or a whole "
+                                              "number (a number id is read as its digits)")
     try:
         return clean_id(value)
     except ValueError as exc:

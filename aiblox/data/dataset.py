@@ -224,6 +224,10 @@ def iter_corpus(corpus_path: Path, name: str, hasher: Hasher | None = None
         meta = obj.get("metadata") or {}
         if not isinstance(meta, dict):
             raise DatasetError(corpus_path, lineno, "metadata", "expected a JSON object")
+        if obj.get("text") is None:  # a misspelt key stored an empty document, unsearchable
+            raise DatasetError(corpus_path, lineno, "text",
+                               f"{'null' if 'text' in obj else 'missing'} (a document "
+                               f"without text has \"text\": \"\")")
         first_line[doc_id] = lineno, obj["_id"]
         yield ItemRecord(
             id=doc_id, kind="doc", source=name, source_ref=f"{corpus_path.name}:{lineno}",

@@ -62,6 +62,9 @@ DATASET_CASES = [
     ("qrels/test.tsv", "q01 0 d01 2\nq01\td03\t1\n", 2, "row"),
     ("corpus.jsonl", '{"_id": "d01", "text": "\\ud800"}\n', 1, "text"),
     ("queries.jsonl", '{"_id": "q01", "text": "lone \\udc00"}\n', 1, "text"),
+    # a misspelt or null text was stored as an empty, unsearchable document (QA 28)
+    ("corpus.jsonl", '{"_id": "d01", "text": "x"}\n{"_id": "d02", "txt": "y"}\n', 2, "text"),
+    ("corpus.jsonl", '{"_id": "d01", "title": "t", "text": null}\n', 1, "text"),
 ]
 
 

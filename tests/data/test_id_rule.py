@@ -90,7 +90,11 @@ def test_padded_ids_load_as_the_plain_ones_in_every_layout(tmp_path):
      "carry"),
     ("queries.jsonl", '"q2"', '"q1\\t"', "queries.jsonl:2", "_id", "duplicate id 'q1'"),
     ("queries.jsonl", '"q2"', '"   "', "queries.jsonl:2", "_id",
-     "missing or not a non-empty string"),
+     "missing, or not a non-empty string or a whole number"),
+    # a number id is read as its digits; other kinds are refused, saying what is taken (QA 28)
+    ("queries.jsonl", '"q2"', '1.5', "queries.jsonl:2", "_id",
+     "missing, or not a non-empty string or a whole number (a number id is read as its "
+     "digits)"),
     ("qrels/test.tsv", "q3\td3", "q3\td\u00a03", "test.tsv:5", "corpus-id",
      "id 'd\\xa03' holds whitespace ('\\xa0' at character 1)"),
 ])
