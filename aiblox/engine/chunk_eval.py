@@ -107,6 +107,18 @@ def _late(retriever: HybridRetriever) -> LateChunker:
     return late
 
 
+def _check_precomputed(prefs: RetrievalPrefs, counts: dict[str, int], chunker_id: str) -> None:
+    """The ``precomputed`` strategy over a store that holds no chunk precomputed for this
+    chunker scored every chunk metric 0, silently: refused once the first batch finds none
+    (``ValueError``)."""
+    if prefs.chunking.strategy == "precomputed" and counts.get("precomputed_missing") \
+            and not counts.get("precomputed_hits"):
+        raise ValueError(f"chunk strategy precomputed: the store holds no chunks precomputed "
+                         f"for {chunker_id} (LateChunkingRetriever.precompute writes them at "
+                         f"ingest), so every chunk metric would be 0: use late (chunks made "
+                         f"when a query needs them, cached) or mixed")
+
+
 def evaluate_chunks(retriever: HybridRetriever, dataset: Dataset, split: str,
                     prefs: RetrievalPrefs, metrics: Sequence[str] | None = None,
                     k_values: Sequence[int] = (1, 5, 10), limit: int | None = None,
@@ -156,6 +168,7 @@ def evaluate_chunks(retriever: HybridRetriever, dataset: Dataset, split: str,
         ids = sorted({h.doc_id for hs in hits for h in hs[:prefs.top_k_items]})
         items = retriever.store.get_items(ids)
         prepared = late.prepare(prefs, [items[i] for i in ids if i in items], counts)
+        _check_precomputed(prefs, counts, chunker_id)
         qvecs = (late.embedder.embed([text for _, text in batch])
                  if late.embedder is not None else [None] * len(batch))
         for (qid, _), p, hs, qv in zip(batch, group, hits, qvecs, strict=True):

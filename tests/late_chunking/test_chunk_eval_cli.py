@@ -221,3 +221,18 @@ def test_a_chunk_option_alone_scores_chunks_and_a_pipeline_refuses_it_by_name(tm
         "error: --max-chunk-tokens, --chunk-limit score modes' evidence (chunk-level metrics); "
         "a --pipeline is scored on its ranking only: leave them out, or score the pipeline's "
         "first stage as a --mode"]
+
+
+def test_the_precomputed_strategy_over_a_store_without_precomputed_chunks_is_refused(tmp_path):
+    """It scored every chunk metric 0 with no word (QA 28): no command precomputes chunks yet,
+    so the store holds none unless LateChunkingRetriever.precompute wrote them."""
+    db = str(tmp_path / "p.duckdb")
+    r = _run("eval", "sample", "--db", db, "--embedder", "hashing", "--mode", "bm25",
+             "--metric", "ndcg@10", "--chunk-strategy", "precomputed")
+    assert r.exit_code == 2, r.output
+    line = r.output.strip().splitlines()[-1]
+    assert line.startswith("error: chunk strategy precomputed: the store holds no chunks "
+                           "precomputed for sentences(") and "use late" in line
+    ok = _run("eval", "sample", "--db", db, "--embedder", "hashing", "--mode", "bm25",
+              "--metric", "ndcg@10", "--chunk-strategy", "mixed", "--json")
+    assert ok.exit_code == 0, ok.output
