@@ -426,7 +426,8 @@ def _assemble(name: str, path: Path, where: Path, corpus: Mapping[str, ItemRecor
 
     answers: dict[str, GoldAnswer] = {}
     if apath is not None:
-        answers = _read_answers(apath, NoHash() if canonical_answers else hasher, queries)
+        answers = _read_answers(apath, NoHash() if canonical_answers else hasher, queries,
+                                corpus)
         if canonical_answers and answers:
             feed_file(hasher, "answers.jsonl", _answer_lines(answers))
 
@@ -456,8 +457,11 @@ def _warn_empty_queries(queries: dict[str, str], qrels: dict[str, dict[str, dict
                       stacklevel=4)
 
 
-def _read_answers(apath: Path, hasher: Hasher, queries: dict[str, str]
-                  ) -> dict[str, GoldAnswer]:
+def _read_answers(apath: Path, hasher: Hasher, queries: dict[str, str],
+                  corpus: Mapping[str, ItemRecord]) -> dict[str, GoldAnswer]:
+    """The gold answers: each names a known query and document, and each answer is the text
+    at its offset of the document (checked where the corpus was parsed: a trusted corpus,
+    :class:`~aiblox.data.facts.LazyCorpus`, is not read for it)."""
     answers: dict[str, GoldAnswer] = {}
     for lineno, obj in read_jsonl(apath, hasher):
         qid = get_id(obj, apath, lineno)
@@ -471,6 +475,16 @@ def _read_answers(apath: Path, hasher: Hasher, queries: dict[str, str]
                 or not all(isinstance(s, int) for s in starts):
             raise DatasetError(apath, lineno, "answer_starts",
                                "expected one integer offset per answer")
+        if doc_id not in corpus:  # its answers were never found: answer recall fell silently
+            raise DatasetError(apath, lineno, "corpus-id",
+                               f"unknown document {doc_id!r}: not in the corpus")
+        doc = None if isinstance(corpus, LazyCorpus) else corpus[doc_id]
+        for i, (text, start) in enumerate(zip(texts, starts, strict=True)):
+            found = doc.text[start:start + len(text)] if doc is not None and start >= 0 else text
+            if start < 0 or found != text:
+                raise DatasetError(apath, lineno, "answer_starts",
+                                   f"answer {i + 1}, {text!r}, is not at offset {start} of "
+                                   f"document {doc_id!r} (the text there: {found!r})")
         answers[qid] = GoldAnswer(doc_id, tuple(texts), tuple(starts))
     return answers
 

@@ -65,6 +65,12 @@ DATASET_CASES = [
     # a misspelt or null text was stored as an empty, unsearchable document (QA 28)
     ("corpus.jsonl", '{"_id": "d01", "text": "x"}\n{"_id": "d02", "txt": "y"}\n', 2, "text"),
     ("corpus.jsonl", '{"_id": "d01", "title": "t", "text": null}\n', 1, "text"),
+    # gold answers in a document the corpus lacks, or not at their offset, lowered answer
+    # recall with no word (QA 28)
+    ("answers.jsonl", '{"_id": "q01", "corpus-id": "d99", "answers": ["x"], '
+     '"answer_starts": [0]}\n', 1, "corpus-id"),
+    ("answers.jsonl", '{"_id": "q01", "corpus-id": "d01", "answers": ["BM25"], '
+     '"answer_starts": [5]}\n', 1, "answer_starts"),
 ]
 
 
