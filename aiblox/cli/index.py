@@ -103,6 +103,8 @@ def build(
     """Build (or check and reuse) the store's indexes for these settings."""
     from aiblox.contracts.retrieval import FtsConfig, VectorConfig
 
+    if not bm25 and not vectors:
+        fail("--no-bm25 and --no-vectors leave nothing to build")
     checked_choice(method, field_choices(FtsConfig, "method"), "--method")
     checked_choice(index, field_choices(VectorConfig, "index"), "--index")
     checked_choice(distance, field_choices(VectorConfig, "distance"), "--distance")
@@ -122,15 +124,16 @@ def build(
     store = open_existing_store(db, dataset)
     try:
         ix = StoreIndexes(store)
+        # both checked before either is built: a store without these vectors is refused
+        # before the BM25 index is built for nothing
+        emb = cached_embedder(model, store, progress=False) if model is not None else None
+        check_searchable(store, emb.model_id if emb is not None else None)
         if bm25:
-            check_searchable(store, None)
             t0 = time.perf_counter()
             lex = ix.lexical(fts)
             console.print(f"bm25: {lex.n_docs} documents, {len(lex.vocab)} terms "
                           f"({time.perf_counter() - t0:.1f} s)")
-        if model is not None:
-            emb = cached_embedder(model, store, progress=False)
-            check_searchable(store, emb.model_id)
+        if emb is not None:
             t0 = time.perf_counter()
             knn = ix.vectors(emb.model_id, vec)
             console.print(f"vectors ({emb.model_id}, {knn.kind}): {knn.n} vectors "

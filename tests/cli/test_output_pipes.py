@@ -163,6 +163,21 @@ def test_index_build_bad_stemmer_has_no_pydantic_boilerplate(store):
     assert "(or none: `--stemmer none`" in line
 
 
+def test_index_build_checks_before_it_builds_and_refuses_nothing_to_build(tmp_path):
+    """A store without the asked embedder's vectors: the BM25 index was built (and its line
+    printed) before the refusal; `--no-bm25 --no-vectors` said "built: none (all were
+    current)" (QA 28)."""
+    db = str(tmp_path / "ix.duckdb")
+    assert runner.invoke(app, ["ingest", "sample", "--db", db, "--embedder", "hashing"]
+                         ).exit_code == 0
+    r = runner.invoke(app, ["index", "build", "--db", db, "--embedder", "minilm"])
+    _one_error_line(r, "40 of 40 items have no all-MiniLM-L6-v2 vector")
+    listed = runner.invoke(app, ["index", "list", "--db", db])
+    assert listed.exit_code == 0 and "bm25-" not in listed.output  # nothing built
+    _one_error_line(runner.invoke(app, ["index", "build", "--db", db, "--no-bm25",
+                                        "--no-vectors"]), "leave nothing to build")
+
+
 # -- a store that cannot answer -------------------------------------------------------------------
 def test_search_on_a_missing_store(tmp_path):
     r = runner.invoke(app, ["search", "q", "--db", str(tmp_path / "none.duckdb")])
