@@ -33,7 +33,9 @@ class PolicyError(ValueError):
 class SelectionPolicy(BaseModel):
     """Selection policy snapshot; every value is frozen for a given ``policy_version``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    # strict: a TOML policy says what it means (max_chunks = "6", a string, or true was taken)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True,
+                              use_attribute_docstrings=True)
 
     policy_version: str = Field(min_length=1)
     """Name of this frozen policy, e.g. ``R2_POLICY_V1``; equals the file's stem."""

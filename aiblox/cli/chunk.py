@@ -8,6 +8,7 @@ import typer
 
 from aiblox.cli._common import checked_at_least, checked_chunker, fail, out, print_json
 from aiblox.cli._defaults import TOKEN_ENCODING
+from aiblox.cli._errors import print_error
 
 __all__ = ["chunk_command"]
 
@@ -40,6 +41,9 @@ def chunk_command(
 
     checked_at_least(preview, 1, "--preview")
     checked_chunker(chunker, {"--max-tokens": max_tokens, "--overlap-tokens": overlap_tokens})
+    if not include_headers and chunker != "headings":  # as a budget given to `whole` is said
+        print_error(f"--no-headers: only the headings chunker puts heading lines inside its "
+                    f"chunks; {chunker} ignores it", prefix="warning")
     if text is not None and (dataset or doc):
         fail("give either --text FILE or --dataset NAME --doc ID, not both")
     if text is not None:

@@ -62,6 +62,13 @@ def test_bad_value_and_bad_toml_name_the_file(tmp_path: Path) -> None:
     )
     with pytest.raises(PolicyError, match="ordering_mode"):
         load_policy(bad)
+    # a quoted number is a string, not the number (QA 28: max_chunks = "6" was taken)
+    quoted = tmp_path / "quoted.toml"
+    quoted.write_text((POLICIES / "R2_POLICY_V1.toml").read_text()
+                      .replace('policy_version = "R2_POLICY_V1"', 'policy_version = "quoted"')
+                      .replace("max_chunks = 6", 'max_chunks = "6"'))
+    with pytest.raises(PolicyError, match=r"quoted\.toml.*max_chunks.*valid integer"):
+        load_policy(quoted)
     broken = tmp_path / "broken.toml"
     broken.write_text("policy_version = \n")
     with pytest.raises(PolicyError, match=r"broken\.toml: not valid TOML.*line 1"):

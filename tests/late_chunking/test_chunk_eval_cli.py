@@ -153,6 +153,12 @@ def test_cli_chunk_json_and_table(tmp_path, sample_dataset):
         whole.stderr
     sized = _run("chunk", "--text", str(f), "--chunker", "sentences", "--max-tokens", "8")
     assert sized.exit_code == 0 and "warning" not in sized.stderr
+    # --no-headers is the headings chunker's alone: said, as a budget given to `whole` is
+    plain = _run("chunk", "--text", str(f), "--chunker", "token_window", "--no-headers")
+    assert plain.exit_code == 0 and "warning: --no-headers: only the headings chunker puts " \
+        "heading lines inside its chunks; token_window ignores it" in " ".join(plain.stderr.split())
+    heads = _run("chunk", "--text", str(f), "--chunker", "headings", "--no-headers")
+    assert heads.exit_code == 0 and "warning" not in heads.stderr
     # not a regular file: /dev/zero filled 7.6 GB in 8 s and a FIFO blocked forever (QA 28)
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
