@@ -3,8 +3,8 @@
 The file holds one row per text with columns ``_id`` (string), ``text_sha256`` (hex sha256 of
 the exact UTF-8 text embedded) and ``vector`` (a list of floats); ``../shared/embeddings`` holds
 such files for the shared datasets. Every row is checked before anything is written: a wrong
-dimension, a malformed hash, a missing or non-finite value is an error naming the file, the row
-(counted from 0) and the field, and the cache is left unchanged.
+dimension, a malformed hash, a missing or non-finite value or a vector of zeros is an error
+naming the file, the row (counted from 0) and the field, and the cache is left unchanged.
 
 :func:`plan_import` checks files given for one dataset further (:class:`KnownTexts`): each
 row's ``_id`` must be one of the dataset's documents or queries, and its ``text_sha256`` the
@@ -105,6 +105,11 @@ def _checked(path: Path, batch: Any, first_row: int, dim: int
     finite = np.isfinite(matrix).all(axis=1)
     if not finite.all():
         raise VectorImportError(path, first_bad(finite), "vector", "contains NaN or infinity")
+    nonzero = np.any(matrix != 0, axis=1)
+    if not nonzero.all():  # no direction: a cosine search never finds it (it scored 0)
+        raise VectorImportError(path, first_bad(nonzero), "vector",
+                                "all zeros: no direction, so dense search could never find "
+                                "the document (a missing embedding written as zeros?)")
     return ids_col.to_pylist(), hashes.to_pylist(), matrix
 
 

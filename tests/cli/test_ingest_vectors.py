@@ -134,7 +134,7 @@ def test_query_vectors_alone_replaced_move_the_stage_keys(tmp_path):
         assert read_sync(s).vectors[MODEL] == fp["vectors"]  # the item vectors are the same
 
 
-@pytest.mark.parametrize("case", ["missing", "nan", "inf", "dimension", "unknown id",
+@pytest.mark.parametrize("case", ["missing", "nan", "inf", "zeros", "dimension", "unknown id",
                                   "other text", "not parquet", "two vectors"])
 def test_a_bad_file_is_an_error_naming_file_and_row_and_nothing_changes(tmp_path, case):
     db = str(tmp_path / "s.duckdb")
@@ -151,6 +151,9 @@ def test_a_bad_file_is_an_error_naming_file_and_row_and_nothing_changes(tmp_path
         _write(bad, rows, vectors)
     elif case == "inf":
         vectors[7, 0] = np.inf
+        _write(bad, rows, vectors)
+    elif case == "zeros":  # no direction: dense search scored it 0, never found (QA 28)
+        vectors[7] = 0.0
         _write(bad, rows, vectors)
     elif case == "dimension":
         pq.write_table(pa.table({
@@ -175,6 +178,7 @@ def test_a_bad_file_is_an_error_naming_file_and_row_and_nothing_changes(tmp_path
     assert said.startswith("error:") and str(bad) in said and where in said, said
     assert "Traceback" not in said and len(r.output.strip().splitlines()) == 1
     expected = {"nan": "NaN or infinity", "inf": "NaN or infinity",
+                "zeros": "all zeros: no direction, so dense search could never find",
                 "dimension": "dimension 383, expected 384", "unknown id": "unknown id",
                 "other text": "is not the sha256 of the text of document 'd08'",
                 "two vectors": f"_id {rows[2][0]!r} (text_sha256 {rows[2][1][:16]}...) has "
