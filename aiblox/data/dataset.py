@@ -459,10 +459,12 @@ def _warn_empty_queries(queries: dict[str, str], qrels: dict[str, dict[str, dict
 
 def _read_answers(apath: Path, hasher: Hasher, queries: dict[str, str],
                   corpus: Mapping[str, ItemRecord]) -> dict[str, GoldAnswer]:
-    """The gold answers: each names a known query and document, and each answer is the text
-    at its offset of the document (checked where the corpus was parsed: a trusted corpus,
-    :class:`~aiblox.data.facts.LazyCorpus`, is not read for it)."""
+    """The gold answers: each names a known query, and each answer is the text at its offset
+    of its document (checked where the corpus was parsed: a trusted corpus,
+    :class:`~aiblox.data.facts.LazyCorpus`, is not read for it); answers in documents the
+    corpus lacks are kept with one warning, as qrels rows of absent documents are."""
     answers: dict[str, GoldAnswer] = {}
+    absent: list[str] = []
     for lineno, obj in read_jsonl(apath, hasher):
         qid = get_id(obj, apath, lineno)
         if qid not in queries:
@@ -475,10 +477,10 @@ def _read_answers(apath: Path, hasher: Hasher, queries: dict[str, str],
                 or not all(isinstance(s, int) for s in starts):
             raise DatasetError(apath, lineno, "answer_starts",
                                "expected one integer offset per answer")
-        if doc_id not in corpus:  # its answers were never found: answer recall fell silently
-            raise DatasetError(apath, lineno, "corpus-id",
-                               f"unknown document {doc_id!r}: not in the corpus")
-        doc = None if isinstance(corpus, LazyCorpus) else corpus[doc_id]
+        if doc_id not in corpus:  # never found: said once, as qrels rows of absent documents
+            absent.append(qid)
+        doc = None if isinstance(corpus, LazyCorpus) or doc_id not in corpus \
+            else corpus[doc_id]
         for i, (text, start) in enumerate(zip(texts, starts, strict=True)):
             found = doc.text[start:start + len(text)] if doc is not None and start >= 0 else text
             if start < 0 or found != text:
@@ -486,6 +488,10 @@ def _read_answers(apath: Path, hasher: Hasher, queries: dict[str, str],
                                    f"answer {i + 1}, {text!r}, is not at offset {start} of "
                                    f"document {doc_id!r} (the text there: {found!r})")
         answers[qid] = GoldAnswer(doc_id, tuple(texts), tuple(starts))
+    if absent:
+        warnings.warn(f"{apath}: {len(absent)} gold answers name documents absent from the "
+                      f"corpus (kept; they are never found, and lower answer recall), e.g. "
+                      f"query {absent[0]!r}", stacklevel=4)
     return answers
 
 
