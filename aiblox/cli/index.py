@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import typer
 
@@ -12,6 +13,7 @@ from aiblox.cli._common import (
     STORE_HELP,
     cached_embedder,
     checked_choice,
+    checked_chunker,
     checked_device,
     checked_embedder,
     checked_prefs,
@@ -21,6 +23,7 @@ from aiblox.cli._common import (
     open_existing_store,
     out,
     print_json,
+    show_progress,
     size_text,
 )
 
@@ -99,16 +102,28 @@ def build(
     stemmer: str = typer.Option("english", "--stemmer", help="PyStemmer stemmer, or none."),
     index: str = typer.Option("auto", "--index", help="Vector index: auto, exact or hnsw."),
     distance: str = typer.Option("cosine", "--distance", help="cosine, ip or l2."),
+    chunks: bool = typer.Option(False, "--chunks", help="Also precompute every document's "
+                                "chunks for --chunker (with --embedder's vectors): what "
+                                "`aiblox eval --chunk-strategy precomputed` (or mixed) reads."),
+    chunker: str = typer.Option("sentences", "--chunker", help="Chunker for --chunks (as "
+                                "aiblox eval's --chunker)."),
+    max_chunk_tokens: int | None = typer.Option(None, "--max-chunk-tokens",
+                                                help="Token budget per chunk, for --chunks."),
+    overlap_tokens: int | None = typer.Option(None, "--overlap-tokens",
+                                              help="Tokens shared by consecutive chunks, for "
+                                                   "--chunks."),
 ) -> None:
-    """Build (or check and reuse) the store's indexes for these settings."""
+    """Build (or check and reuse) the store's indexes for these settings; with --chunks,
+    precompute the documents' chunks too."""
     from aiblox.contracts.retrieval import FtsConfig, VectorConfig
 
-    if not bm25 and not vectors:
+    if not bm25 and not vectors and not chunks:
         fail("--no-bm25 and --no-vectors leave nothing to build")
+    chunking = _chunking(chunker, max_chunk_tokens, overlap_tokens) if chunks else None
     checked_choice(method, field_choices(FtsConfig, "method"), "--method")
     checked_choice(index, field_choices(VectorConfig, "index"), "--index")
     checked_choice(distance, field_choices(VectorConfig, "distance"), "--distance")
-    model = checked_embedder(embedder, checked_device(device)) if vectors else None
+    model = checked_embedder(embedder, checked_device(device)) if vectors or chunks else None
     prefs = checked_prefs(  # --k1 -1: out of range, named as typed (not FtsConfig's field)
         {"query_text": "", "fts": {"k1": k1, "b": b, "method": method,
                                    "stemmer": None if stemmer == "none" else stemmer},
@@ -127,17 +142,19 @@ def build(
         # both checked before either is built: a store without these vectors is refused
         # before the BM25 index is built for nothing
         emb = cached_embedder(model, store, progress=False) if model is not None else None
-        check_searchable(store, emb.model_id if emb is not None else None)
+        check_searchable(store, emb.model_id if emb is not None and vectors else None)
         if bm25:
             t0 = time.perf_counter()
             lex = ix.lexical(fts)
             console.print(f"bm25: {lex.n_docs} documents, {len(lex.vocab)} terms "
                           f"({time.perf_counter() - t0:.1f} s)")
-        if emb is not None:
+        if emb is not None and vectors:
             t0 = time.perf_counter()
             knn = ix.vectors(emb.model_id, vec)
             console.print(f"vectors ({emb.model_id}, {knn.kind}): {knn.n} vectors "
                           f"({time.perf_counter() - t0:.1f} s)")
+        if chunking is not None and emb is not None:
+            _precompute(store, emb, chunking)
     except StoreError as exc:
         fail(str(exc))
     finally:
@@ -164,3 +181,48 @@ def drop(
     if name and not dropped:
         fail(f"no index {name!r} (see `aiblox index list`)")
     out.print(f"dropped {len(dropped)}: {', '.join(dropped) or '-'}")
+
+
+def _chunking(chunker: str, max_chunk_tokens: int | None, overlap_tokens: int | None) -> Any:
+    """The chunking of ``--chunks`` (the ``precomputed`` strategy's), checked as ``aiblox
+    eval`` checks its chunk options: one error line before any work."""
+    from aiblox.chunking import make_chunker
+
+    checked_chunker(chunker, {"--max-chunk-tokens": max_chunk_tokens,
+                              "--overlap-tokens": overlap_tokens})
+    chunking = checked_prefs(
+        {"query_text": "", "chunking": {"strategy": "precomputed", "chunker_id": chunker,
+                                        "max_chunk_tokens": max_chunk_tokens,
+                                        "overlap_tokens": overlap_tokens}},
+        {"chunking.max_chunk_tokens": ("--max-chunk-tokens", max_chunk_tokens),
+         "chunking.overlap_tokens": ("--overlap-tokens", overlap_tokens)}).chunking
+    try:
+        make_chunker(chunking)
+    except ValueError as exc:
+        fail(str(exc).replace("overlap_tokens", "--overlap-tokens").replace(
+            "max_chunk_tokens", "--max-chunk-tokens"))
+    return chunking
+
+
+def _precompute(store: Any, emb: Any, chunking: Any, batch: int = 2000) -> None:
+    """Write every document's chunks (and their vectors) to the store's chunk cache, marked
+    precomputed; documents whose entry is there already are skipped. A progress bar."""
+    from aiblox.progress import progress_bar
+    from aiblox.retrieval.late_chunking import LateChunker, make_retriever
+
+    late = make_retriever(store, emb).evidence_builder
+    assert isinstance(late, LateChunker)  # make_retriever's evidence builder
+    ids = sorted(store.item_hashes())
+    chunker_id = late.chunker_for(chunking).chunker_id
+    bar = progress_bar(len(ids), f"chunks {chunker_id}", unit="doc", enabled=show_progress())
+    t0 = time.perf_counter()
+    written = 0
+    try:
+        for start in range(0, len(ids), batch):
+            items = store.get_items(ids[start:start + batch])
+            written += late.precompute([items[i] for i in sorted(items)], chunking)
+            bar.update(len(items))
+    finally:
+        bar.close()
+    console.print(f"chunks ({chunker_id}, {emb.model_id}): {len(ids)} documents, {written} "
+                  f"written ({time.perf_counter() - t0:.1f} s)", soft_wrap=True)

@@ -114,9 +114,10 @@ def _check_precomputed(prefs: RetrievalPrefs, counts: dict[str, int], chunker_id
     if prefs.chunking.strategy == "precomputed" and counts.get("precomputed_missing") \
             and not counts.get("precomputed_hits"):
         raise ValueError(f"chunk strategy precomputed: the store holds no chunks precomputed "
-                         f"for {chunker_id} (LateChunkingRetriever.precompute writes them at "
-                         f"ingest), so every chunk metric would be 0: use late (chunks made "
-                         f"when a query needs them, cached) or mixed")
+                         f"for {chunker_id} with this embedder, so every chunk metric would "
+                         f"be 0: `aiblox index build --chunks` (its --chunker and sizes) "
+                         f"precomputes them; or use late (chunks made when a query needs them, "
+                         f"cached) or mixed")
 
 
 def evaluate_chunks(retriever: HybridRetriever, dataset: Dataset, split: str,

@@ -230,15 +230,33 @@ def test_a_chunk_option_alone_scores_chunks_and_a_pipeline_refuses_it_by_name(tm
 
 
 def test_the_precomputed_strategy_over_a_store_without_precomputed_chunks_is_refused(tmp_path):
-    """It scored every chunk metric 0 with no word (QA 28): no command precomputes chunks yet,
-    so the store holds none unless LateChunkingRetriever.precompute wrote them."""
+    """It scored every chunk metric 0 with no word (QA 28), and no command precomputed
+    chunks: refused, naming `aiblox index build --chunks`, which now does."""
     db = str(tmp_path / "p.duckdb")
-    r = _run("eval", "sample", "--db", db, "--embedder", "hashing", "--mode", "bm25",
+    r = _run("eval", "sample", "--db", db, "--embedder", "hashing", "--mode", "hybrid",
              "--metric", "ndcg@10", "--chunk-strategy", "precomputed")
     assert r.exit_code == 2, r.output
     line = r.output.strip().splitlines()[-1]
     assert line.startswith("error: chunk strategy precomputed: the store holds no chunks "
                            "precomputed for sentences(") and "use late" in line
-    ok = _run("eval", "sample", "--db", db, "--embedder", "hashing", "--mode", "bm25",
-              "--metric", "ndcg@10", "--chunk-strategy", "mixed", "--json")
-    assert ok.exit_code == 0, ok.output
+    assert "`aiblox index build --chunks` (its --chunker and sizes) precomputes them" in line
+    late = _run("eval", "sample", "--db", db, "--embedder", "hashing", "--mode", "hybrid",
+                "--metric", "ndcg@10", "--chunks", "--json")  # late: the default strategy
+    assert late.exit_code == 0, late.output
+    # `aiblox index build --chunks` precomputes them (there was no command for it): the
+    # precomputed strategy then reads the very chunks the late one makes
+    built = _run("index", "build", "--db", db, "--embedder", "hashing", "--chunks")
+    assert built.exit_code == 0, built.output
+    assert "chunks (sentences(" in " ".join(built.output.split())
+    assert "40 documents, 40 written" in " ".join(built.output.split())
+    again = _run("index", "build", "--db", db, "--embedder", "hashing", "--chunks")
+    assert "40 documents, 0 written" in " ".join(again.output.split())
+    pre = _run("eval", "sample", "--db", db, "--embedder", "hashing", "--mode", "hybrid",
+               "--metric", "ndcg@10", "--chunk-strategy", "precomputed", "--json")
+    assert pre.exit_code == 0, pre.output
+    a, b = (json.loads(r.stdout)["systems"][0]["chunks"] for r in (late, pre))
+    assert a["answer_recall"] == b["answer_recall"] and a["chunker_id"] == b["chunker_id"]
+    assert b["counts"]["precomputed_hits"] > 0 and not b["counts"]["precomputed_missing"]
+    bad = _run("index", "build", "--db", db, "--embedder", "hashing", "--chunks",
+               "--chunker", "token_window", "--max-chunk-tokens", "8", "--overlap-tokens", "8")
+    assert bad.exit_code == 2 and "--overlap-tokens" in bad.output
