@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from aiblox.processes import pid_alive
+
 __all__ = ["claimed", "holder"]
 
 _UNREADABLE_S = 60.0
@@ -45,16 +47,6 @@ def holder(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else {}
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's live process
-        return True
-    return True
-
-
 def _stale(path: Path, who: dict[str, Any], stale_s: float) -> bool:
     """Whether the claim's maker is gone (see the module doc)."""
     try:
@@ -64,7 +56,7 @@ def _stale(path: Path, who: dict[str, Any], stale_s: float) -> bool:
     if not who:
         return age > _UNREADABLE_S
     if who.get("host") == socket.gethostname() and isinstance(who.get("pid"), int):
-        return not _alive(who["pid"])
+        return not pid_alive(who["pid"])
     return age > stale_s
 
 

@@ -49,6 +49,7 @@ from aiblox.indexes.bm25_counts import PARALLEL_FROM_DOCS
 from aiblox.indexes.knn import KNN_VERSION, VectorIndex, effective_kind
 from aiblox.indexes.passages import PassageIndex, PassageStats, passage_chunker_id
 from aiblox.indexes.term_stats import TERMS_VERSION, TermStats, term_stats_spec
+from aiblox.processes import pid_alive
 from aiblox.progress import phase, progress_bar
 from aiblox.stores.base import Store, StoreError
 from aiblox.stores.identity import store_fingerprint, stored_counts
@@ -136,15 +137,7 @@ def _release(folder: Path, held: int | None) -> None:
 def _pid_gone(name: str, prefix: str) -> bool:
     """The process whose pid the folder name carries (``<prefix><pid>-...``) has ended."""
     head = name[len(prefix):].split("-", 1)[0]
-    if not head.isdigit():
-        return False
-    try:
-        os.kill(int(head), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
+    return head.isdigit() and not pid_alive(int(head))
 
 
 def _abandoned(folder: Path, prefix: str) -> bool:

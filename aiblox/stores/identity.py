@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from aiblox.processes import pid_alive
 from aiblox.stores.base import Store, StoreError, StoreMismatch
 
 __all__ = [
@@ -142,13 +143,7 @@ class SyncMark(_Strict):
         process): its sync is under way, not interrupted."""
         if not self.pid or self.host != socket.gethostname() or self.pid == os.getpid():
             return False
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except OSError:  # alive, another user's
-            return True
-        return True
+        return pid_alive(self.pid)
 
     def describe(self, location: str) -> str:
         """``store STORE was left half-synced by an interrupted ingest (started ...); rerun:
