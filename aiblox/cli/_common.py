@@ -199,6 +199,20 @@ def checked_chunker(name: str, sizes: Mapping[str, int | None] | None = None) ->
                     f"chunk, with no token budget or overlap: ignored", prefix="warning")
 
 
+def checked_chunk_sizes(chunking: Any) -> None:
+    """One ``error:`` line, before any work, when the chunker of ``chunking`` (a
+    ``ChunkingConfig``) refuses its sizes (an overlap not below the budget), naming them as
+    ``--max-chunk-tokens`` and ``--overlap-tokens`` (the options of ``eval`` and ``index
+    build``)."""
+    from aiblox.chunking import make_chunker
+
+    try:
+        make_chunker(chunking)
+    except ValueError as exc:
+        fail(str(exc).replace("overlap_tokens", "--overlap-tokens").replace(
+            "max_chunk_tokens", "--max-chunk-tokens"))
+
+
 def checked_prefs(data: dict[str, Any], options: Mapping[str, tuple[str, Any]]
                   ) -> RetrievalPrefs:
     """``RetrievalPrefs`` of ``data``, or one ``error:`` line (exit 2, before any work) when the

@@ -13,6 +13,7 @@ from aiblox.cli._common import (
     DEVICE_HELP,
     checked_alpha,
     checked_choice,
+    checked_chunk_sizes,
     checked_chunker,
     checked_device,
     checked_metrics,
@@ -217,14 +218,8 @@ def eval_command(
                                  "overlap_tokens": overlap_tokens}}
     chunking = checked_prefs({"query_text": "", **chunk_fields}, chunk_options).chunking
     sized = (max_chunk_tokens, overlap_tokens) != (None, None)
-    try:  # sizes the chunker refuses (an overlap not below the budget): before any work
-        from aiblox.chunking import make_chunker
-
-        if with_chunks or sized:
-            make_chunker(chunking)
-    except ValueError as exc:
-        fail(str(exc).replace("overlap_tokens", "--overlap-tokens").replace(
-            "max_chunk_tokens", "--max-chunk-tokens"))
+    if with_chunks or sized:  # sizes the chunker refuses: before any work
+        checked_chunk_sizes(chunking)
     if with_chunks and modes:
         for m, prefs in mode_prefs.items():
             chunk_prefs[m] = checked_prefs({**prefs.model_dump(), **chunk_fields},

@@ -13,6 +13,7 @@ from aiblox.cli._common import (
     STORE_HELP,
     cached_embedder,
     checked_choice,
+    checked_chunk_sizes,
     checked_chunker,
     checked_device,
     checked_embedder,
@@ -186,8 +187,6 @@ def drop(
 def _chunking(chunker: str, max_chunk_tokens: int | None, overlap_tokens: int | None) -> Any:
     """The chunking of ``--chunks`` (the ``precomputed`` strategy's), checked as ``aiblox
     eval`` checks its chunk options: one error line before any work."""
-    from aiblox.chunking import make_chunker
-
     checked_chunker(chunker, {"--max-chunk-tokens": max_chunk_tokens,
                               "--overlap-tokens": overlap_tokens})
     chunking = checked_prefs(
@@ -196,11 +195,7 @@ def _chunking(chunker: str, max_chunk_tokens: int | None, overlap_tokens: int | 
                                         "overlap_tokens": overlap_tokens}},
         {"chunking.max_chunk_tokens": ("--max-chunk-tokens", max_chunk_tokens),
          "chunking.overlap_tokens": ("--overlap-tokens", overlap_tokens)}).chunking
-    try:
-        make_chunker(chunking)
-    except ValueError as exc:
-        fail(str(exc).replace("overlap_tokens", "--overlap-tokens").replace(
-            "max_chunk_tokens", "--max-chunk-tokens"))
+    checked_chunk_sizes(chunking)
     return chunking
 
 

@@ -249,7 +249,7 @@ def _leaderboard(result: SweepResult, top: int) -> Table:
     from rich.table import Table
     from rich.text import Text
 
-    from aiblox.metrics.marks import delta_text, p_text, value_text
+    from aiblox.metrics.marks import adjusted_text, delta_text, p_text, value_text
 
     report = f"report split {result.report_split}" if result.report_split else "no report split"
     table = Table(title=f"{result.name}: top {top} on {result.tune_split} ({report})")
@@ -261,7 +261,7 @@ def _leaderboard(result: SweepResult, top: int) -> Table:
         untested = ", untested: see the cross-validated margin" \
             if result.cv is not None and result.report_split is None else ""  # no p to show
         first = result.significance[0] if result.significance else None
-        adjusted = f", p {first.correction.capitalize()}-adjusted" if first is not None \
+        adjusted = f", p {adjusted_text(first.correction)}" if first is not None \
             and first.correction != "none" and not untested else ""
         table.add_column(f"vs baseline ({against}{untested}{adjusted})", justify="right")
     table.add_column("config", justify="left")
@@ -352,12 +352,18 @@ def _significance(result: SweepResult) -> Table:
     """The top points against the baseline on the report split: value, delta (marked when
     significant), p and adjusted p, wins/ties/losses under the metric's direction (and the
     queries left out for a NaN value)."""
-    from aiblox.metrics.marks import counts_text, delta_text, legend, p_text, value_text
+    from aiblox.metrics.marks import (
+        adjusted_text,
+        counts_text,
+        delta_text,
+        legend,
+        p_text,
+        value_text,
+    )
     from aiblox.metrics.significance import TEST_NAMES
 
     first = result.significance[0] if result.significance else None
-    corr = first.correction if first is not None else "holm"
-    adjusted = f"{corr.capitalize()}-adjusted" if corr != "none" else "unadjusted"
+    adjusted = adjusted_text(first.correction if first is not None else "holm")
     from rich.table import Table
     from rich.text import Text
 

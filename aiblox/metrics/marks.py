@@ -18,6 +18,7 @@ __all__ = [
     "DIGITS",
     "DOWN",
     "UP",
+    "adjusted_text",
     "delta_text",
     "legend",
     "mark",
@@ -61,6 +62,12 @@ def p_text(p: float, alpha: float = 0.05) -> str:
         return f"<{floor:.{DIGITS}f}"
     shown = f"{p:.{DIGITS}f}"
     return f">{alpha:.{DIGITS}f}" if p > alpha and float(shown) <= alpha else shown
+
+
+def adjusted_text(correction: str) -> str:
+    """How a table names its adjusted p-values: ``Holm-adjusted``, ``Bonferroni-adjusted``, or
+    ``unadjusted`` (correction ``none``)."""
+    return f"{correction.capitalize()}-adjusted" if correction != "none" else "unadjusted"
 
 
 def legend(against: str = "the baseline", alpha: float = 0.05) -> str:

@@ -40,7 +40,14 @@ from aiblox.engine.tracking import (
 from aiblox.engine.tracking.layout import TAG_OUTSIDE_GRID, TAG_RERUN_OPTIONS, TAG_SPEC_PATH
 from aiblox.hashing import short_hash
 from aiblox.metrics.directions import metric_direction
-from aiblox.metrics.marks import counts_text, delta_text, legend, p_text, value_text
+from aiblox.metrics.marks import (
+    adjusted_text,
+    counts_text,
+    delta_text,
+    legend,
+    p_text,
+    value_text,
+)
 from aiblox.metrics.significance import TEST_NAMES
 from aiblox.sweep.report_plots import axis_png, pareto_png, value_key
 
@@ -333,7 +340,7 @@ def _tables(rep: SweepReport, top: int) -> list[tuple[str, list[str], list[list[
             if rep.cv is not None and rep.report_split is None else ""
         correction = rep.significance[0].get("correction", "holm") if rep.significance \
             else "none"
-        adjusted = f", p {correction.capitalize()}-adjusted" \
+        adjusted = f", p {adjusted_text(correction)}" \
             if correction != "none" and not untested else ""
         lb_head.append(f"vs baseline ({against} {rep.primary}{untested}{adjusted})")
         tested = {c["candidate"]: c for c in rep.significance if c["metric"] == rep.primary}
@@ -366,8 +373,7 @@ def _tables(rep: SweepReport, top: int) -> list[tuple[str, list[str], list[list[
            for c in rep.significance]
     first = rep.significance[0] if rep.significance else {}
     tested = TEST_NAMES.get(first.get("test", "student"), first.get("test", ""))
-    corrected = f"{first.get('correction', 'holm').capitalize()}-adjusted" \
-        if first.get("correction", "holm") != "none" else "unadjusted"
+    corrected = adjusted_text(first.get("correction", "holm"))
     man = rep.manifest
     mrows = [[k, str(man.get(k))] for k in ("config_hash", "dataset_hash", "manifest_hash",
                                            "git_commit", "run_id", "embedder", "embedder_name")
