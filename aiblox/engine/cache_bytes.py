@@ -14,8 +14,8 @@ import numpy as np
 
 from aiblox.hashing import canonical_plain_json, sha256_bytes
 
-__all__ = ["arrays_sha256", "decode_arrays", "encode_arrays", "entry_whole", "meta_bytes",
-           "meta_sum_ok"]
+__all__ = ["HashedArrays", "arrays_sha256", "decode_arrays", "encode_arrays", "entry_whole",
+           "meta_bytes", "meta_sum_ok"]
 
 _ARRAYS_MAGIC = b"aiblox-arrays/1\n"
 _META_SUM = re.compile(rb'"meta_sha256":"([0-9a-f]{64})",')
@@ -41,11 +41,28 @@ def meta_sum_ok(data: bytes) -> bool:
     return sha256_bytes(rest) == found.group(1).decode("ascii")
 
 
+class HashedArrays(dict[str, np.ndarray]):
+    """Named arrays with their :func:`arrays_sha256` already computed (outputs computed ahead
+    hash on several threads at once: :func:`aiblox.engine.ahead.compute_ahead`). It holds
+    read-only views, so no reader can change what the hash is of; the caller hands over
+    arrays it no longer writes."""
+
+    def __init__(self, arrays: dict[str, np.ndarray]) -> None:
+        super().__init__()
+        for name, a in arrays.items():
+            a = a.view()
+            a.flags.writeable = False
+            self[name] = a
+        self.sha256 = arrays_sha256(dict(self))
+
+
 def arrays_sha256(arrays: dict[str, np.ndarray]) -> str:
     """sha256 of :func:`encode_arrays`' bytes, fed array by array (no joined copy: a recorded
     entry, a hybrid point's fused run, needs only its hash)."""
     import hashlib
 
+    if isinstance(arrays, HashedArrays):
+        return arrays.sha256
     digest = hashlib.sha256()
     for part in _parts(arrays):
         digest.update(part)

@@ -85,6 +85,7 @@ class RunContext:
         self._planned: dict[tuple[str, int], tuple[RetrievalPrefs, str]] = {}
         self._kept: dict[tuple[str, str], tuple[StageRecord, Any]] = {}
         self._topics: dict[str, Value] = {}
+        self._ready: dict[tuple[str, str], Any] = {}
 
     # -- the workspace ----------------------------------------------------------------------
     def workspace(self) -> Workspace:
@@ -129,12 +130,24 @@ class RunContext:
         key = (stage.name, stage.key)
         if key in self._kept:
             return self._kept[key]
+        if self._ready and key in self._ready:
+            stage = stage.given(self._ready.pop(key))
         first = key not in self._seen
         self._seen.add(key)
         out = self.cache.run_stage(stage, load=load, count_reuse=first)
         if keep:
             self._kept[key] = out
         return out
+
+    def ready(self, name: str, key: str, output: Any) -> None:
+        """An output computed ahead (:func:`aiblox.engine.ahead.compute_ahead`): the next run of
+        stage ``(name, key)`` in this sweep takes it instead of computing it (an entry already
+        stored is still read; a recorded one is checked against it)."""
+        self._ready[(name, key)] = output
+
+    def drop_ready(self) -> None:
+        """Forget the outputs computed ahead and not taken."""
+        self._ready.clear()
 
     def plan_signals(self, prefs: RetrievalPrefs, split: str) -> str:
         """The key of the signals stage of ``prefs`` on ``split``, memoised without reading

@@ -11,7 +11,7 @@ is built by :mod:`aiblox.engine.configs`."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Literal
 
@@ -72,6 +72,13 @@ class Task:
     def key(self) -> str:
         """:func:`stage_key` of the record (computed once)."""
         return stage_key(self.name, self.version, self.config, self.inputs)
+
+    def given(self, output: Any) -> Task:
+        """This task with ``output`` as what it computes (an output computed ahead, several
+        stages' at once: :func:`aiblox.engine.ahead.compute_ahead`); the same key."""
+        task = replace(self, compute=lambda: output)
+        task.__dict__["key"] = self.key  # cached_property's slot: the key is not hashed again
+        return task
 
 
 def make_task(name: str, config: Any, inputs: Sequence[str], compute: Callable[[], Any],

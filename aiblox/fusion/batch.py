@@ -249,6 +249,15 @@ class BatchFusion:
         a, b = self._filled(cfg.normalize, cfg.missing == "list_min")
         return k.linear_blend(a, b, float(cfg.w_text), float(cfg.w_vec))
 
+    def blend_inputs(self, cfg: ScoringConfig) -> tuple[bool, np.ndarray, np.ndarray]:
+        """What :meth:`scores` blends per position under ``cfg``: ``(True, rank_t, rank_v)``
+        for reciprocal rank fusion, else ``(False, a, b)``, the filled normalised scores of
+        the linear blend; the arrays are the same objects for every setting of one blend,
+        normalisation and missing-document rule."""
+        if cfg.blend == "rrf":
+            return True, self.rank_t, self.rank_v
+        return (False, *self._filled(cfg.normalize, cfg.missing == "list_min"))
+
     def _filled(self, name: str, list_min: bool) -> tuple[np.ndarray, np.ndarray]:
         """Per flat position the normalised text and vector score a linear blend adds, a
         document missing from a list given that list's minimum (``list_min``) or 0: built

@@ -33,8 +33,8 @@ setup_numba_cache()
 
 from numba import njit, prange  # noqa: E402 - after the cache folder is set
 
-__all__ = ["fsum", "linear_blend", "linear_scores", "minmax_lists", "rrf_scores",
-           "segment_order", "zscore_lists"]
+__all__ = ["blend_linear", "blend_rrf", "fsum", "linear_blend", "linear_scores", "minmax_lists",
+           "order_segment", "rrf_scores", "segment_order", "segment_scratch", "zscore_lists"]
 
 _BLOCKS = 64
 """Query blocks of :func:`segment_order` and :func:`zscore_lists` (each with its own scratch
@@ -70,8 +70,14 @@ def linear_blend(a: np.ndarray, b: np.ndarray, w_text: float, w_vec: float
     pass, on one thread (a pass over a split's positions is shorter than waking a pool)."""
     out = np.empty(a.shape[0], dtype=np.float64)
     for i in range(a.shape[0]):
-        out[i] = (0.0 + w_text * a[i]) + w_vec * b[i]
+        out[i] = blend_linear(a[i], b[i], w_text, w_vec)
     return out
+
+
+@njit(cache=True, inline="always")
+def blend_linear(a: float, b: float, w_text: float, w_vec: float) -> float:  # pragma: no cover
+    """One position's linear blend, ``(0 + w_text * a) + w_vec * b`` (:func:`linear_blend`)."""
+    return (0.0 + w_text * a) + w_vec * b
 
 
 @njit(cache=True, inline="always")
@@ -225,13 +231,20 @@ def rrf_scores(rank_t: np.ndarray, rank_v: np.ndarray, has_t: np.ndarray, has_v:
     document is in that list, text first."""
     out = np.empty(rank_t.shape[0], dtype=np.float64)
     for i in prange(rank_t.shape[0]):
-        f = 0.0
-        if has_t[i]:
-            f = f + w_text / (k + rank_t[i])
-        if has_v[i]:
-            f = f + w_vec / (k + rank_v[i])
-        out[i] = f
+        out[i] = blend_rrf(rank_t[i], rank_v[i], has_t[i], has_v[i], k, w_text, w_vec)
     return out
+
+
+@njit(cache=True, inline="always")
+def blend_rrf(rank_t: float, rank_v: float, has_t: bool, has_v: bool, k: float, w_text: float,
+              w_vec: float) -> float:  # pragma: no cover - compiled
+    """One position's reciprocal rank fusion (:func:`rrf_scores`), text term first."""
+    f = 0.0
+    if has_t:
+        f = f + w_text / (k + rank_t)
+    if has_v:
+        f = f + w_vec / (k + rank_v)
+    return f
 
 
 @njit(cache=True, inline="always")
@@ -392,23 +405,39 @@ def segment_order(scores: np.ndarray, starts: np.ndarray, counts: np.ndarray,
     ordered = np.empty(at[nq], dtype=np.float64)
     blocks = min(nq, _BLOCKS)
     for blk in prange(blocks):
-        idx = np.empty(longest, dtype=np.int64)
-        stack = np.empty(2 * longest + 2, dtype=np.int64)
-        fbuf = np.empty(longest, dtype=np.float64)
-        keys = np.empty(longest, dtype=np.uint64)
-        keys2 = np.empty(longest, dtype=np.uint64)
-        idx2 = np.empty(longest, dtype=np.int64)
-        hist = np.empty((8, 256), dtype=np.int64)
+        idx, stack, fbuf, keys, keys2, idx2, hist = segment_scratch(longest)
         for q in range(blk * nq // blocks, (blk + 1) * nq // blocks):
             s = starts[q]
-            n = counts[q]
-            if n >= _RADIX_MIN:
-                _radix_sort(scores, idx, s, n, fbuf, keys, keys2, idx2, hist)
-            else:
-                for i in range(n):
-                    idx[i] = s + i
-                _partial_sort(scores, idx, 0, n, kept[q], stack)
+            order_segment(scores, s, counts[q], kept[q], idx, stack, fbuf, keys, keys2, idx2,
+                          hist)
             for i in range(kept[q]):
                 out[at[q] + i] = idx[i]
                 ordered[at[q] + i] = scores[idx[i]]
     return out, kept.astype(np.int32), ordered
+
+
+@njit(cache=True, inline="always")
+def segment_scratch(longest: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                           np.ndarray, np.ndarray, np.ndarray
+                                           ]:  # pragma: no cover - compiled
+    """The scratch arrays :func:`order_segment` needs for segments of up to ``longest``
+    positions: ``(idx, stack, fbuf, keys, keys2, idx2, hist)`` (one set per thread)."""
+    return (np.empty(longest, dtype=np.int64), np.empty(2 * longest + 2, dtype=np.int64),
+            np.empty(longest, dtype=np.float64), np.empty(longest, dtype=np.uint64),
+            np.empty(longest, dtype=np.uint64), np.empty(longest, dtype=np.int64),
+            np.empty((8, 256), dtype=np.int64))
+
+
+@njit(cache=True, inline="always")
+def order_segment(v: np.ndarray, s: int, n: int, keep: int, idx: np.ndarray, stack: np.ndarray,
+                  fbuf: np.ndarray, keys: np.ndarray, keys2: np.ndarray, idx2: np.ndarray,
+                  hist: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``idx[:keep]``: the first ``keep`` of positions ``s .. s + n - 1`` of ``v`` in
+    :func:`_before` order (score descending, ties by position): a segment of ``_RADIX_MIN``
+    positions or more radix sorted whole, a shorter one partially sorted."""
+    if n >= _RADIX_MIN:
+        _radix_sort(v, idx, s, n, fbuf, keys, keys2, idx2, hist)
+    else:
+        for i in range(n):
+            idx[i] = s + i
+        _partial_sort(v, idx, 0, n, keep, stack)

@@ -21,7 +21,14 @@ setup_numba_cache()
 from numba import njit, prange  # noqa: E402 - after the cache folder is set
 from numba.typed import List  # noqa: E402
 
-__all__ = ["KINDS", "ranking_metrics", "run_arrays"]
+from aiblox.fusion.kernels import (  # noqa: E402
+    blend_linear,
+    blend_rrf,
+    order_segment,
+    segment_scratch,
+)
+
+__all__ = ["KINDS", "fused_metrics", "ranking_metrics", "run_arrays"]
 
 
 @njit(cache=True)
@@ -136,3 +143,72 @@ def ranking_metrics(codes: np.ndarray, starts: np.ndarray, lens: np.ndarray,
             out[m, q] = _one(codes, starts[q], lens[q], q_codes, q_grades, q_offsets[q],
                              q_offsets[q + 1], kinds[m], ks[m], levels[m])
     return out
+
+
+@njit(cache=True, parallel=True)
+def fused_metrics(rrf: bool, p1: np.ndarray, p2: np.ndarray, has_t: np.ndarray,
+                  has_v: np.ndarray, ks: np.ndarray, wts: np.ndarray, wvs: np.ndarray,
+                  starts: np.ndarray, counts: np.ndarray, top_k: int, codes: np.ndarray,
+                  depth: int, judged: np.ndarray, q_codes: np.ndarray, q_offsets: np.ndarray,
+                  q_grades: np.ndarray, kinds: np.ndarray, mks: np.ndarray, levels: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
+                             ]:  # pragma: no cover - compiled
+    """Many fusion settings of one split at once, each as its own fusion and metrics stages
+    would compute it, byte for byte: ``(positions, kept, ordered, values)``.
+
+    Setting ``w`` is reciprocal rank fusion (``rrf``: ``p1``/``p2`` the ranks, ``ks[w]``) or
+    a linear blend (``p1``/``p2`` the filled normalised scores) with weights ``wts[w]``,
+    ``wvs[w]``. Per query segment (``starts``/``counts``) its scores are blended, ordered and
+    cut to ``top_k`` (< 0: all) as :func:`~aiblox.fusion.kernels.segment_order` does:
+    ``positions[w]``/``ordered[w]`` hold the kept positions and scores, ``kept`` the kept
+    count per query (the same for every setting). Then every metric (``kinds``, ``mks``,
+    ``levels``, as :func:`ranking_metrics`) of judged query ``judged[q]`` (-1: not judged) over
+    the document ``codes`` of its first ``depth`` kept positions (< 0: all) goes to
+    ``values[w, m, judged[q]]``; a judged query with no segment stays 0 (an empty run's
+    value). Blocks of (setting, queries) run in parallel."""
+    nq = starts.shape[0]
+    nw = wts.shape[0]
+    kept = counts.copy()
+    if top_k >= 0:
+        for q in range(nq):
+            if kept[q] > top_k:
+                kept[q] = top_k
+    at = np.zeros(nq + 1, dtype=np.int64)
+    longest = 1
+    for q in range(nq):
+        at[q + 1] = at[q] + kept[q]
+        longest = max(longest, counts[q])
+    positions = np.empty((nw, at[nq]), dtype=np.int32)
+    ordered = np.empty((nw, at[nq]), dtype=np.float64)
+    values = np.zeros((nw, kinds.shape[0], q_offsets.shape[0] - 1), dtype=np.float64)
+    blocks = max(1, min(nq, 64))
+    for job in prange(nw * blocks):
+        w = job // blocks
+        blk = job % blocks
+        seg = np.empty(longest, dtype=np.float64)
+        head = np.empty(longest, dtype=np.float64)
+        idx, stack, fbuf, keys, keys2, idx2, hist = segment_scratch(longest)
+        for q in range(blk * nq // blocks, (blk + 1) * nq // blocks):
+            s = starts[q]
+            n = counts[q]
+            for i in range(n):
+                if rrf:
+                    seg[i] = blend_rrf(p1[s + i], p2[s + i], has_t[s + i], has_v[s + i], ks[w],
+                                       wts[w], wvs[w])
+                else:
+                    seg[i] = blend_linear(p1[s + i], p2[s + i], wts[w], wvs[w])
+            # positions relative to the segment: the same order (ties by position)
+            order_segment(seg, 0, n, kept[q], idx, stack, fbuf, keys, keys2, idx2, hist)
+            for i in range(kept[q]):
+                positions[w, at[q] + i] = s + idx[i]
+                ordered[w, at[q] + i] = seg[idx[i]]
+            j = judged[q]
+            if j < 0:
+                continue
+            h = kept[q] if depth < 0 else min(kept[q], depth)
+            for i in range(h):
+                head[i] = codes[s + idx[i]]
+            for m in range(kinds.shape[0]):
+                values[w, m, j] = _one(head, 0, h, q_codes, q_grades, q_offsets[j],
+                                       q_offsets[j + 1], kinds[m], mks[m], levels[m])
+    return positions, kept.astype(np.int32), ordered, values

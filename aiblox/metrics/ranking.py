@@ -33,14 +33,19 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from aiblox.compiled import setup_numba_cache
 from aiblox.data.trec import trec_order
+from aiblox.fusion import FusedArrays
 from aiblox.metrics.names import validate_metrics
 from aiblox.metrics.packed import pack_metrics, unpack_metrics
+
+if TYPE_CHECKING:
+    from aiblox.contracts.retrieval import ScoringConfig
+    from aiblox.fusion import BatchFusion
 
 __all__ = ["DEFAULT_METRICS", "QrelsScorer", "evaluate_run", "ranked_run", "ranks_read",
            "segment_heads"]
@@ -164,6 +169,56 @@ class QrelsScorer:
         return self._packed_codes(codes, np.ascontiguousarray(starts, dtype=np.int64),
                                   np.ascontiguousarray(lens, dtype=np.int64), metrics)
 
+    def score_fusions(self, index: BatchFusion, cfgs: Sequence[ScoringConfig],
+                      top_k: int | None, codes: np.ndarray, metrics: Sequence[str]
+                      ) -> list[tuple[FusedArrays, dict[str, np.ndarray] | None]]:
+        """Each of ``cfgs`` (one blend of one normalisation and missing rule:
+        :meth:`BatchFusion.blend_inputs`) fused over ``index`` and cut to ``top_k``, with its
+        :meth:`evaluate_positions` metrics (``codes``: each position's document code): the
+        same bytes as :meth:`BatchFusion.fuse_arrays` and :meth:`evaluate_positions` give for
+        one setting at a time, in one compiled pass over them all (a sweep's fusion points).
+        The metrics are None where one of ``metrics`` is not computed in that pass (f1,
+        r-precision, bpref, rbp) or nothing is judged."""
+        from aiblox.metrics.kernels import KINDS, fused_metrics
+
+        validate_metrics(metrics)
+        parsed = [_parse(m) for m in metrics]
+        scored = bool(self._arrays) and all(kind in KINDS for kind, _, _ in parsed)
+        own = parsed if scored else []
+        rrf, p1, p2 = index.blend_inputs(cfgs[0])
+        for c in cfgs[1:]:
+            other = index.blend_inputs(c)
+            if other[0] != rrf or other[1] is not p1 or other[2] is not p2:
+                raise ValueError("score_fusions takes settings of one blend, normalisation "
+                                 "and missing-document rule")
+        at = {q: i for i, q in enumerate(self.qids)}
+        depth = ranks_read(metrics) if scored else 0
+        positions, kept, ordered, values = fused_metrics(
+            rrf, p1, p2, index.has_t, index.has_v,
+            np.asarray([float(c.rrf_k) for c in cfgs], dtype=np.float64),
+            np.asarray([float(c.rrf_w_text if rrf else c.w_text) for c in cfgs],
+                       dtype=np.float64),
+            np.asarray([float(c.rrf_w_vec if rrf else c.w_vec) for c in cfgs],
+                       dtype=np.float64),
+            index.starts, index.counts, -1 if top_k is None else int(top_k), codes,
+            -1 if depth is None else depth,
+            np.asarray([at.get(q, -1) if scored else -1 for q in index.qids], dtype=np.int64),
+            self._q_codes, self._q_offsets, self._q_grades,
+            np.asarray([KINDS[kind] for kind, _, _ in own], dtype=np.int64),
+            np.asarray([k for _, k, _ in own], dtype=np.int64),
+            np.asarray([level for _, _, level in own], dtype=np.int64))
+        return [(FusedArrays(positions[w], kept, ordered[w]),
+                 self._packed(metrics, values[w]) if scored else None)
+                for w in range(len(cfgs))]
+
+    def _packed(self, metrics: Sequence[str], matrix: np.ndarray) -> dict[str, np.ndarray]:
+        """:func:`pack_metrics` of per-query values ``matrix[metric, judged query]``, with
+        each metric's mean."""
+        if self._qid_array is None:  # the same strings every call: made once
+            self._qid_array = np.asarray(self.qids, dtype=np.str_)
+        return pack_metrics(metrics, self._qid_array, [float(np.mean(row)) for row in matrix],
+                            matrix)
+
     def _packed_codes(self, codes: np.ndarray, starts: np.ndarray, lens: np.ndarray,
                       metrics: Sequence[str]) -> dict[str, np.ndarray]:
         """The metrics of judged query ``q``'s run ``codes[starts[q]:starts[q] + lens[q]]``
@@ -193,10 +248,7 @@ class QrelsScorer:
                     if len(lens) else np.zeros(0, dtype=np.float64))
             run = run_arrays(np.ascontiguousarray(flat, dtype=np.float64), offsets)
             matrix[rest] = self._ranx(run, [metrics[i] for i in rest])
-        if self._qid_array is None:  # the same strings every call: made once
-            self._qid_array = np.asarray(self.qids, dtype=np.str_)
-        return pack_metrics(metrics, self._qid_array, [float(np.mean(row)) for row in matrix],
-                            matrix)
+        return self._packed(metrics, matrix)
 
     def _bpref(self, codes: np.ndarray, starts: np.ndarray, lens: np.ndarray, level: int
                ) -> np.ndarray:

@@ -1,0 +1,110 @@
+"""``QrelsScorer.score_fusions``: many fusion settings of one split in one compiled pass give,
+byte for byte, what each setting's own fusion (``BatchFusion.fuse_arrays``) and metrics
+(``QrelsScorer.evaluate_positions``) give, the route a sweep point takes one at a time."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aiblox.contracts.retrieval import ScoringConfig
+from aiblox.fusion import BatchFusion
+from aiblox.metrics import QrelsScorer
+
+DOCS = [f"d{i:02d}" for i in range(60)]
+# coarse scores: ties within and across lists are common (the order's tie-break is tested)
+score = st.sampled_from([-1.5, -0.25, -0.0, 0.0, 0.25, 0.5, 1.0, 2.0, 7.5, 11.0])
+
+
+def ranked(pairs):
+    best = {}
+    for d, s in pairs:
+        best[d] = s
+    return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+# up to 50 hits a list: segments of 32 positions or more take the radix sort, shorter the
+# partial quicksort
+lists = st.lists(st.tuples(st.sampled_from(DOCS), score), max_size=50).map(ranked)
+families = st.one_of(
+    st.builds(lambda ks, wt, wv: [ScoringConfig(blend="rrf", rrf_k=k, rrf_w_text=wt,
+                                                rrf_w_vec=wv) for k in ks],
+              st.lists(st.integers(0, 100), min_size=1, max_size=4),
+              st.sampled_from([0.5, 1.0]), st.sampled_from([1.0, 2.5])),
+    st.builds(lambda ws, n, m: [ScoringConfig(blend="linear", w_text=w, w_vec=1.0 - w,
+                                              normalize=n, missing=m) for w in ws],
+              st.lists(st.sampled_from([0.0, 0.05, 0.35, 0.5, 0.7, 1.0]), min_size=1,
+                       max_size=5),
+              st.sampled_from(["minmax", "zscore", "sigmoid", "none"]),
+              st.sampled_from(["zero", "list_min"])),
+)
+METRIC_SETS = [
+    ["ndcg@10", "recall@5", "mrr@10", "map@5"],   # cutoffs: only the first 10 ranks read
+    ["ndcg", "map", "precision@3", "hit_rate@2", "ndcg_burges@4", "recall@100"],  # all ranks
+    ["ndcg@5-l2", "map@10-l2", "mrr"],           # relevance levels
+    ["ndcg@10", "bpref"],                         # one metric outside the pass: no metrics
+]
+
+
+def one_at_a_time(index, scorer, codes, cfgs, top_k, metrics):
+    out = []
+    for cfg in cfgs:
+        fused = index.fuse_arrays(cfg, top_k)
+        out.append((fused, scorer.evaluate_positions(list(index.qids), codes, fused.positions,
+                                                     fused.counts, metrics)))
+    return out
+
+
+@settings(max_examples=120, deadline=None)
+@given(pairs=st.lists(st.tuples(lists, lists), min_size=1, max_size=6), cfgs=families,
+       top_k=st.sampled_from([None, 1, 5, 40]), metrics=st.sampled_from(METRIC_SETS),
+       judged=st.lists(st.dictionaries(st.sampled_from(DOCS), st.integers(0, 3), max_size=8),
+                       min_size=1, max_size=8))
+def test_many_settings_at_once_are_each_setting_s_own_bytes(pairs, cfgs, top_k, metrics,
+                                                              judged):
+    index = BatchFusion([f"q{i}" for i in range(len(pairs))], [t for t, _ in pairs],
+                        [v for _, v in pairs])
+    # judged queries beyond the index's (judged, never run: an empty run's 0) and index
+    # queries never judged (left out of the metrics)
+    qrels = {f"q{2 * i}": docs for i, docs in enumerate(judged)}
+    scorer = QrelsScorer(qrels)
+    codes = scorer.codes(index.docs)
+    expect = one_at_a_time(index, scorer, codes, cfgs, top_k, metrics)
+    got = scorer.score_fusions(index, cfgs, top_k, codes, metrics)
+    assert len(got) == len(cfgs)
+    outside = any(m.startswith("bpref") for m in metrics) or not scorer.qids
+    for (fused, values), (ref_fused, ref_values) in zip(got, expect, strict=True):
+        for a, b in zip(fused, ref_fused, strict=True):
+            assert a.dtype == b.dtype
+            assert a.tobytes() == b.tobytes()
+        if outside:
+            assert values is None
+            continue
+        assert values is not None
+        assert sorted(values) == sorted(ref_values)
+        for name in ref_values:
+            assert values[name].dtype == ref_values[name].dtype
+            assert values[name].tobytes() == ref_values[name].tobytes(), name
+
+
+def test_settings_of_different_blends_are_refused():
+    index = BatchFusion(["q0"], [[("d1", 1.0)]], [[("d2", 0.5)]])
+    scorer = QrelsScorer({"q0": {"d1": 1}})
+    mixed = [ScoringConfig(blend="linear", normalize="minmax"),
+             ScoringConfig(blend="linear", normalize="zscore")]
+    with pytest.raises(ValueError, match="one blend, normalisation"):
+        scorer.score_fusions(index, mixed, 10, scorer.codes(index.docs), ["ndcg@10"])
+
+
+def test_a_fused_run_computed_ahead_carries_its_hash_and_stays_read_only():
+    from aiblox.engine.cache_bytes import HashedArrays, arrays_sha256
+
+    arrays = {"positions": np.arange(5, dtype=np.int32), "counts": np.asarray([5], np.int32),
+              "scores": np.linspace(1.0, 0.0, 5)}
+    hashed = HashedArrays(arrays)
+    assert hashed.sha256 == arrays_sha256(arrays) == arrays_sha256(hashed)
+    with pytest.raises(ValueError, match="read-only"):
+        hashed["scores"][0] = 9.0
+    assert arrays["scores"].flags.writeable  # views: the caller's arrays are not frozen
