@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data.trec import trec_scores
 from aiblox.fusion.types import RankedList
-from aiblox.hashing import canonical_plain_json, sha256_hex, sha256_text
+from aiblox.hashing import canonical_plain_json, sha256_text
 
 __all__ = ["EvalResult", "config_hash", "run_hash"]
 
@@ -67,7 +67,8 @@ def config_hash(prefs: RetrievalPrefs, embedder_id: str | None, backend: str) ->
         "embedder": embedder_id,
         "backend": backend,
     }
-    return sha256_hex(config), config
+    # plain data with string keys (a model's dump): the canonical bytes without a rebuild
+    return sha256_text(canonical_plain_json(config)), config
 
 
 def run_hash(run: dict[str, RankedList]) -> str:

@@ -22,7 +22,7 @@ from aiblox.engine.algebra import Cutoff, Fuse, Pipeline, Stage, Then, from_data
 from aiblox.engine.builtin import RetrieveConfig
 from aiblox.engine.plan import stage_defaults, takes_base_weights
 from aiblox.engine.result import config_hash
-from aiblox.hashing import sha256_hex
+from aiblox.hashing import canonical_plain_json, sha256_hex, sha256_text
 
 __all__ = [
     "BaseReads",
@@ -70,7 +70,7 @@ class PipelinePoint:
             "selection": self.selection}
         if self.pipeline is not None:
             key["pipeline"] = self.pipeline.as_data()
-        return sha256_hex(key)
+        return sha256_text(canonical_plain_json(key))  # plain data, string keys: the same bytes
 
 
 @dataclass(frozen=True)

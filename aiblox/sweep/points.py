@@ -22,7 +22,7 @@ Pipeline variants: every pipeline of the spec times the values of its stage axes
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from itertools import product
 from typing import Any, Literal
@@ -59,8 +59,21 @@ from aiblox.sweep.grid import to_decimal
 __all__ = ["Merged", "baseline_point", "baseline_point_prefs", "chunking_points",
            "fusion_points", "grid_size", "merged_grid", "merged_settings", "merged_why",
            "parse_baseline_pipeline", "parse_pipelines", "pipeline_count",
-           "pipeline_metric_names", "pipeline_variants", "repeated_values", "selection_points",
-           "with_chunking"]
+           "pipeline_metric_names", "pipeline_variants", "remembered", "repeated_values",
+           "selection_points", "with_chunking"]
+
+_REMEMBERED: dict[tuple[str, str], list[Any]] = {}
+
+
+def remembered(kind: str, state: str, make: Callable[[], list[Any]]) -> list[Any]:
+    """``make()``'s list for a spec whose JSON dump is ``state``, made once (the last four
+    kept): a command expands its grid once, however many of its steps ask for it."""
+    key = (kind, state)
+    if key not in _REMEMBERED:
+        if len(_REMEMBERED) >= 4:
+            del _REMEMBERED[next(iter(_REMEMBERED))]
+        _REMEMBERED[key] = make()
+    return list(_REMEMBERED[key])
 
 
 def fusion_points(base: RetrievalPrefs, g: FusionGrid, repeats: bool = False

@@ -91,6 +91,7 @@ from aiblox.sweep.points import (
     parse_pipelines,
     pipeline_metric_names,
     pipeline_variants,
+    remembered,
     selection_points,
 )
 from aiblox.sweep.spec_checks import (
@@ -396,6 +397,9 @@ class SweepSpec(_Strict):
     def grid_points(self) -> list[PipelinePoint]:
         """Every point the sweep may score, in grid order, the ``[search]`` draw applied: the
         retrieval settings (and chunking and selection) times every pipeline variant."""
+        return remembered("grid", self.model_dump_json(), self._grid_points)
+
+    def _grid_points(self) -> list[PipelinePoint]:
         if self.pipeline is None:
             if self.has_pipeline_axes:
                 return self.pipeline_points()

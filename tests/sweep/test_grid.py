@@ -64,3 +64,19 @@ def test_simplex_count_and_exact_decimal_sums(n, m):
     assert len(weights) == comb(m + n - 1, n - 1)
     for w in weights:
         assert sum(Decimal(repr(x)) for x in w) == 1
+
+
+def test_a_spec_expands_its_grid_once_and_a_changed_copy_its_own(sample_spec, monkeypatch):
+    """The command counts the grid, then runs it: one expansion (a dense grid's takes a tenth
+    of a second); a copy with another grid expands its own."""
+    from aiblox.sweep.spec import SweepSpec
+
+    monkeypatch.setattr("aiblox.sweep.points._REMEMBERED", {})
+    calls = []
+    real = SweepSpec._grid_points
+    monkeypatch.setattr(SweepSpec, "_grid_points", lambda self: calls.append(1) or real(self))
+    first, again = sample_spec.grid_points(), sample_spec.grid_points()
+    assert first == again and first is not again and len(calls) == 1
+    fewer = sample_spec.model_copy(
+        update={"grid": sample_spec.grid.model_copy(update={"depth": [10]})})
+    assert 0 < len(fewer.grid_points()) < len(first) and len(calls) == 2
