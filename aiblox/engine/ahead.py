@@ -13,17 +13,24 @@ starting threads (``benchmarks/README.md``, "Fusion sweep").
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
-from aiblox.compiled import usable_cores
+import numpy as np
+
+from aiblox.compiled import compiled_threads, usable_cores
+from aiblox.contracts.retrieval import ScoringConfig
 from aiblox.engine.cache_bytes import HashedArrays
 from aiblox.engine.configs import metrics_config
 from aiblox.engine.context import RunContext
 from aiblox.engine.settings import PipelinePoint
 from aiblox.engine.task import STAGE_VERSIONS, stage_key
+from aiblox.fusion import BatchFusion
+from aiblox.metrics import QrelsScorer
 
-__all__ = ["AHEAD_BYTES", "AHEAD_POINTS", "ahead_batches", "compute_ahead"]
+__all__ = ["AHEAD_BYTES", "AHEAD_POINTS", "AheadGroup", "ahead_batches", "batches_ahead",
+           "compute_ahead", "compute_groups", "plan_ahead"]
 
 AHEAD_POINTS = 64
 """Points computed ahead at a time, at most."""
@@ -49,12 +56,26 @@ def ahead_batches(ctx: RunContext, points: Sequence[PipelinePoint]
         yield points[start:]
 
 
-def compute_ahead(ctx: RunContext, points: Sequence[PipelinePoint]) -> int:
-    """Compute ahead the fusion and metrics outputs of ``points`` that the stage cache lacks
-    (hybrid fusion points: a point with a retrieval pipeline or a single signal computes its
-    own); returns how many fusion outputs were computed."""
+@dataclass(frozen=True)
+class AheadGroup:
+    """Fusion settings of one split, signals, depth and blend, ready to compute on any thread
+    (their normalised scores made on the planning one)."""
+
+    scorer: QrelsScorer
+    index: BatchFusion
+    codes: np.ndarray
+    top_k: int
+    metrics: list[str]
+    members: list[tuple[ScoringConfig, str, str]]
+    """Per setting: its scoring, fusion key, metrics key."""
+
+
+def plan_ahead(ctx: RunContext, points: Sequence[PipelinePoint]) -> list[AheadGroup]:
+    """The fusion and metrics outputs of ``points`` the stage cache lacks, grouped (hybrid
+    fusion points: a point with a retrieval pipeline or a single signal computes its own).
+    Reads and builds what the groups need (indexes, document codes, normalised scores)."""
     metrics = list(ctx.settings.metrics)
-    groups: dict[tuple[Any, ...], list[tuple[Any, str, str]]] = {}
+    groups: dict[tuple[Any, ...], list[tuple[ScoringConfig, str, str]]] = {}
     for pt in points:
         prefs = pt.prefs
         if pt.pipeline is not None or prefs.mode != "hybrid":
@@ -70,18 +91,76 @@ def compute_ahead(ctx: RunContext, points: Sequence[PipelinePoint]) -> int:
             blend = ("rrf",) if s.blend == "rrf" else ("linear", s.normalize, s.missing)
             groups.setdefault((split, skey, prefs.top_k_items, blend), []).append(
                 (s, fkey, mkey))
-    done = 0
+    out = []
+    for (split, skey, top_k, _), members in groups.items():
+        index = ctx.fusion_index(split, skey)
+        index.blend_inputs(members[0][0])
+        out.append(AheadGroup(ctx.scorer(split), index, ctx.codes(split, skey), top_k, metrics,
+                              members))
+    return out
+
+
+def compute_groups(groups: Sequence[AheadGroup], pool: Executor
+                   ) -> list[tuple[str, str, Any]]:
+    """``(stage, key, output)`` of every output of ``groups``: each group's settings in one
+    compiled pass, each fused run hashed on ``pool`` (sha256 releases the GIL)."""
+    out: list[tuple[str, str, Any]] = []
+    for g in groups:
+        scored = g.scorer.score_fusions(g.index, [s for s, _, _ in g.members], g.top_k,
+                                        g.codes, g.metrics)
+        hashed = pool.map(HashedArrays, [fused.as_dict() for fused, _ in scored])
+        for (_, fkey, mkey), (_, values), fused in zip(g.members, scored, hashed, strict=True):
+            out.append(("fusion", fkey, fused))
+            if values is not None:
+                out.append(("metrics", mkey, values))
+    return out
+
+
+def batches_ahead(ctx: RunContext, points: Sequence[PipelinePoint], jobs: int | None = None
+                  ) -> Iterator[Sequence[PipelinePoint]]:
+    """``points`` in :func:`ahead_batches`, each yielded with its outputs computed ahead and
+    handed to ``ctx`` (:meth:`~aiblox.engine.context.RunContext.ready`; forgotten once the
+    caller asks for the next batch). While the caller runs one batch's points, the next batch
+    is computed on a worker thread (its kernel releases the GIL), where numba's threading layer
+    takes parallel kernels from two threads at once (OpenMP, TBB); else one batch after the
+    other. ``jobs``: the worker's numba threads (:func:`~aiblox.compiled.compiled_threads`)."""
+    batches = list(ahead_batches(ctx, points))
+    with ThreadPoolExecutor(max(1, usable_cores())) as pool, \
+            ThreadPoolExecutor(1) as worker:
+        def compute(groups: list[AheadGroup]) -> list[tuple[str, str, Any]]:
+            with compiled_threads(jobs):  # numba's thread count is per calling thread
+                return compute_groups(groups, pool)
+
+        pending: Future[list[tuple[str, str, Any]]] | None = None
+        for k, batch in enumerate(batches):
+            outputs = (pending.result() if pending is not None
+                       else compute(plan_ahead(ctx, batch)))
+            pending = None
+            if k + 1 < len(batches) and _two_callers_safe():
+                pending = worker.submit(compute, plan_ahead(ctx, batches[k + 1]))
+            for name, key, output in outputs:
+                ctx.ready(name, key, output)
+            yield batch
+            ctx.drop_ready()
+
+
+def _two_callers_safe() -> bool:
+    """Whether numba's threading layer (known once a parallel kernel ran) takes parallel
+    kernels from two threads at once: OpenMP and TBB do, the workqueue aborts the process."""
+    import numba
+
+    try:
+        return numba.threading_layer() in ("omp", "tbb")
+    except ValueError:  # no parallel kernel ran yet
+        return False
+
+
+def compute_ahead(ctx: RunContext, points: Sequence[PipelinePoint]) -> int:
+    """Compute ahead, on this thread, the fusion and metrics outputs of ``points`` that the
+    stage cache lacks (:func:`plan_ahead`) and hand them to ``ctx``; returns how many fusion
+    outputs were computed."""
     with ThreadPoolExecutor(max(1, usable_cores())) as pool:
-        for (split, skey, top_k, _), members in groups.items():
-            scored = ctx.scorer(split).score_fusions(
-                ctx.fusion_index(split, skey), [s for s, _, _ in members], top_k,
-                ctx.codes(split, skey), metrics)
-            # a fused run's hash is its output hash (sha256 releases the GIL: on every core)
-            hashed = pool.map(HashedArrays, [fused.as_dict() for fused, _ in scored])
-            for (_, fkey, mkey), (_, values), fused in zip(members, scored, hashed,
-                                                           strict=True):
-                ctx.ready("fusion", fkey, fused)
-                if values is not None:
-                    ctx.ready("metrics", mkey, values)
-            done += len(members)
-    return done
+        outputs = compute_groups(plan_ahead(ctx, points), pool)
+    for name, key, output in outputs:
+        ctx.ready(name, key, output)
+    return sum(name == "fusion" for name, _, _ in outputs)

@@ -145,7 +145,7 @@ def ranking_metrics(codes: np.ndarray, starts: np.ndarray, lens: np.ndarray,
     return out
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def fused_metrics(rrf: bool, p1: np.ndarray, p2: np.ndarray, has_t: np.ndarray,
                   has_v: np.ndarray, ks: np.ndarray, wts: np.ndarray, wvs: np.ndarray,
                   starts: np.ndarray, counts: np.ndarray, top_k: int, codes: np.ndarray,
@@ -165,7 +165,8 @@ def fused_metrics(rrf: bool, p1: np.ndarray, p2: np.ndarray, has_t: np.ndarray,
     ``levels``, as :func:`ranking_metrics`) of judged query ``judged[q]`` (-1: not judged) over
     the document ``codes`` of its first ``depth`` kept positions (< 0: all) goes to
     ``values[w, m, judged[q]]``; a judged query with no segment stays 0 (an empty run's
-    value). Blocks of (setting, queries) run in parallel."""
+    value). Blocks of (setting, queries) run in parallel; the GIL is released (a sweep runs
+    its points' Python on another thread meanwhile)."""
     nq = starts.shape[0]
     nw = wts.shape[0]
     kept = counts.copy()

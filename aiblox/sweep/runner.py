@@ -43,7 +43,7 @@ from aiblox.compiled import compiled_threads, usable_cores
 from aiblox.data import Dataset, load_dataset
 from aiblox.embedding.device import describe_device, resolve_device
 from aiblox.embedding.sentence_transformers import trained_ref
-from aiblox.engine.ahead import ahead_batches, compute_ahead
+from aiblox.engine.ahead import batches_ahead
 from aiblox.engine.cache import StageCache, StageCacheCorrupt
 from aiblox.engine.context import RunContext
 from aiblox.engine.manifest import PointManifest, SplitManifest, environment
@@ -344,11 +344,9 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
                     finish(i, out, tick=False)
             else:  # the fusion points of each batch computed together, then run in order
                 first = 0
-                for points_ahead in ahead_batches(ctx, todo):
-                    compute_ahead(ctx, points_ahead)
+                for points_ahead in batches_ahead(ctx, todo, jobs):
                     for i, pt in enumerate(points_ahead, first):
                         finish(i, evaluate_point(ctx, pt))
-                    ctx.drop_ready()
                     first += len(points_ahead)
     finally:
         bar.close()

@@ -9,19 +9,19 @@ import pytest
 
 @pytest.fixture
 def counted(monkeypatch):
-    """What each call of ``compute_ahead`` computed, in the order called."""
-    import aiblox.sweep.runner as runner
+    """How many fused runs each batch computed ahead, in the order computed."""
+    from aiblox.engine import ahead
 
     calls: list[int] = []
-    real = runner.compute_ahead
+    real = ahead.compute_groups
 
-    def spy(ctx, points):
-        n = real(ctx, points)
-        calls.append(n)
-        return n
+    def spy(groups, pool):
+        out = real(groups, pool)
+        calls.append(sum(name == "fusion" for name, _, _ in out))
+        return out
 
-    monkeypatch.setattr(runner, "compute_ahead", spy)
-    monkeypatch.setattr("aiblox.engine.ahead.AHEAD_POINTS", 7)  # several batches, one short
+    monkeypatch.setattr(ahead, "compute_groups", spy)
+    monkeypatch.setattr(ahead, "AHEAD_POINTS", 7)  # several batches, the last one short
     return calls
 
 
@@ -30,18 +30,20 @@ def manifests(result):
             for p in result.points}
 
 
+@pytest.mark.parametrize("overlap", [True, False], ids=["on-a-worker-thread", "in-turn"])
 def test_points_computed_ahead_are_the_points_computed_one_by_one(
-        tmp_path, sample_spec, sweep_db, sample_dataset, counted, monkeypatch):
-    import aiblox.sweep.runner as runner
+        tmp_path, sample_spec, sweep_db, sample_dataset, counted, monkeypatch, overlap):
     from aiblox.sweep import run_sweep
 
+    # the next batch computed while this one's points run (OpenMP's layer), or after them
+    monkeypatch.setattr("aiblox.engine.ahead._two_callers_safe", lambda: overlap)
     ahead = run_sweep(sample_spec, cache_dir=tmp_path / "ahead", db=sweep_db, progress=False,
                       dataset=sample_dataset)
     n_points = len(ahead.points)
     # every point is a hybrid fusion point, on two splits; batches of 7
     assert sum(counted) == 2 * n_points
     assert len(counted) == -(-n_points // 7)
-    monkeypatch.setattr(runner, "compute_ahead", lambda ctx, points: 0)
+    monkeypatch.setattr("aiblox.engine.ahead.plan_ahead", lambda ctx, points: [])
     alone = run_sweep(sample_spec, cache_dir=tmp_path / "alone", db=sweep_db, progress=False,
                       dataset=sample_dataset)
     assert manifests(ahead) == manifests(alone)
