@@ -165,8 +165,10 @@ def fused_metrics(rrf: bool, p1: np.ndarray, p2: np.ndarray, has_t: np.ndarray,
     ``levels``, as :func:`ranking_metrics`) of judged query ``judged[q]`` (-1: not judged) over
     the document ``codes`` of its first ``depth`` kept positions (< 0: all) goes to
     ``values[w, m, judged[q]]``; a judged query with no segment stays 0 (an empty run's
-    value). Blocks of (setting, queries) run in parallel; the GIL is released (a sweep runs
-    its points' Python on another thread meanwhile)."""
+    value). Blocks of queries run in parallel, each query's settings in turn: a setting orders
+    only the positions that can be kept (those scoring at least the lowest new score of the
+    previous setting's kept ones: near settings keep near sets). The GIL is released (a sweep
+    runs its points' Python on another thread meanwhile)."""
     nq = starts.shape[0]
     nw = wts.shape[0]
     kept = counts.copy()
@@ -183,33 +185,55 @@ def fused_metrics(rrf: bool, p1: np.ndarray, p2: np.ndarray, has_t: np.ndarray,
     ordered = np.empty((nw, at[nq]), dtype=np.float64)
     values = np.zeros((nw, kinds.shape[0], q_offsets.shape[0] - 1), dtype=np.float64)
     blocks = max(1, min(nq, 64))
-    for job in prange(nw * blocks):
-        w = job // blocks
-        blk = job % blocks
+    for blk in prange(blocks):
         seg = np.empty(longest, dtype=np.float64)
+        cand = np.empty(longest, dtype=np.float64)
+        where = np.empty(longest, dtype=np.int64)
+        top = np.empty(longest, dtype=np.int64)
         head = np.empty(longest, dtype=np.float64)
         idx, stack, fbuf, keys, keys2, idx2, hist = segment_scratch(longest)
         for q in range(blk * nq // blocks, (blk + 1) * nq // blocks):
             s = starts[q]
             n = counts[q]
-            for i in range(n):
-                if rrf:
-                    seg[i] = blend_rrf(p1[s + i], p2[s + i], has_t[s + i], has_v[s + i], ks[w],
-                                       wts[w], wvs[w])
+            keep = kept[q]
+            for w in range(nw):
+                for i in range(n):
+                    if rrf:
+                        seg[i] = blend_rrf(p1[s + i], p2[s + i], has_t[s + i], has_v[s + i],
+                                           ks[w], wts[w], wvs[w])
+                    else:
+                        seg[i] = blend_linear(p1[s + i], p2[s + i], wts[w], wvs[w])
+                # the previous setting's kept positions score at least t now, so the keep-th
+                # best score does too: only positions scoring t or more can be kept (in
+                # position order, so ties still order by position)
+                m = 0
+                if w > 0 and 0 < keep < n:
+                    t = seg[top[0]]
+                    for i in range(1, keep):
+                        t = min(t, seg[top[i]])
+                    for i in range(n):
+                        if seg[i] >= t:
+                            cand[m] = seg[i]
+                            where[m] = i
+                            m += 1
+                if keep <= m < n:  # (fewer only with NaN scores: then all of them)
+                    order_segment(cand, 0, m, keep, idx, stack, fbuf, keys, keys2, idx2, hist)
+                    for i in range(keep):
+                        top[i] = where[idx[i]]
                 else:
-                    seg[i] = blend_linear(p1[s + i], p2[s + i], wts[w], wvs[w])
-            # positions relative to the segment: the same order (ties by position)
-            order_segment(seg, 0, n, kept[q], idx, stack, fbuf, keys, keys2, idx2, hist)
-            for i in range(kept[q]):
-                positions[w, at[q] + i] = s + idx[i]
-                ordered[w, at[q] + i] = seg[idx[i]]
-            j = judged[q]
-            if j < 0:
-                continue
-            h = kept[q] if depth < 0 else min(kept[q], depth)
-            for i in range(h):
-                head[i] = codes[s + idx[i]]
-            for m in range(kinds.shape[0]):
-                values[w, m, j] = _one(head, 0, h, q_codes, q_grades, q_offsets[j],
-                                       q_offsets[j + 1], kinds[m], mks[m], levels[m])
+                    order_segment(seg, 0, n, keep, idx, stack, fbuf, keys, keys2, idx2, hist)
+                    for i in range(keep):
+                        top[i] = idx[i]
+                for i in range(keep):
+                    positions[w, at[q] + i] = s + top[i]
+                    ordered[w, at[q] + i] = seg[top[i]]
+                j = judged[q]
+                if j < 0:
+                    continue
+                h = keep if depth < 0 else min(keep, depth)
+                for i in range(h):
+                    head[i] = codes[s + top[i]]
+                for mi in range(kinds.shape[0]):
+                    values[w, mi, j] = _one(head, 0, h, q_codes, q_grades, q_offsets[j],
+                                            q_offsets[j + 1], kinds[mi], mks[mi], levels[mi])
     return positions, kept.astype(np.int32), ordered, values

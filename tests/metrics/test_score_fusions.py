@@ -108,3 +108,35 @@ def test_a_fused_run_computed_ahead_carries_its_hash_and_stays_read_only():
     with pytest.raises(ValueError, match="read-only"):
         hashed["scores"][0] = 9.0
     assert arrays["scores"].flags.writeable  # views: the caller's arrays are not frozen
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_long_segments_and_settings_far_apart_or_near(seed):
+    """Segments of a few hundred positions (radix sorted) cut to 100, settings a step apart
+    (a setting orders only what can still be kept) and then shuffled (most of a segment can):
+    each setting's own bytes."""
+    rng = np.random.default_rng(seed)
+    docs = [f"d{i:04d}" for i in range(3000)]
+    text, vec = [], []
+    for _ in range(12):
+        picks = rng.choice(len(docs), 400, replace=False)
+        scores = np.round(rng.gamma(2.0, 3.0, 400), 2)  # rounded: ties
+        hits = [(docs[i], float(x)) for i, x in zip(picks, scores, strict=True)]
+        text.append(ranked(hits[:200]))
+        vec.append(ranked(hits[150:]))
+    index = BatchFusion([f"q{i}" for i in range(12)], text, vec)
+    qrels = {f"q{i}": {docs[int(j)]: int(rng.integers(0, 3)) for j in rng.choice(3000, 30)}
+             for i in range(12)}
+    scorer = QrelsScorer(qrels)
+    codes = scorer.codes(index.docs)
+    near = [ScoringConfig(blend="linear", w_text=w / 100, w_vec=1 - w / 100,
+                          normalize="minmax") for w in range(0, 101, 1)]
+    far = [near[i] for i in rng.permutation(len(near))]
+    rrf = [ScoringConfig(blend="rrf", rrf_k=k) for k in (1, 10, 60, 61, 1000)]
+    metrics = ["ndcg@10", "recall@100", "map"]
+    for cfgs in (near, far, rrf):
+        expect = one_at_a_time(index, scorer, codes, cfgs, 100, metrics)
+        got = scorer.score_fusions(index, cfgs, 100, codes, metrics)
+        for (fused, values), (ref_fused, ref_values) in zip(got, expect, strict=True):
+            assert all(a.tobytes() == b.tobytes() for a, b in zip(fused, ref_fused, strict=True))
+            assert all(values[k].tobytes() == ref_values[k].tobytes() for k in ref_values)
