@@ -2,12 +2,13 @@
 one, the fusion and metrics outputs they will compute are computed together, one compiled pass
 per split, signals, depth and blend (:meth:`aiblox.metrics.QrelsScorer.score_fusions`: the
 same bytes as each point's own fusion and metrics stages), and handed to the points as outputs
-computed ahead (:meth:`aiblox.engine.context.RunContext.ready`).
+computed ahead (:meth:`aiblox.engine.context.RunContext.ready`). While one batch's points run,
+the next batch is computed on a worker thread (:func:`batches_ahead`).
 
 Nothing about a point changes: its stages run in order, are keyed, stored or recorded,
 counted and hashed as before; only their compute is a lookup. One pass over many settings
 keeps both cores busy where a point's own kernels, a millisecond each, spend much of it
-starting threads (``benchmarks/README.md``, "Fusion sweep").
+waking threads (``benchmarks/README.md``, "Fusion sweep", 2026-11-29).
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from aiblox.engine.task import STAGE_VERSIONS, stage_key
 from aiblox.fusion import BatchFusion
 from aiblox.metrics import QrelsScorer
 
-__all__ = ["AHEAD_BYTES", "AHEAD_POINTS", "AheadGroup", "ahead_batches", "batches_ahead",
-           "compute_ahead", "compute_groups", "plan_ahead"]
+__all__ = ["AHEAD_BYTES", "AHEAD_POINTS", "AheadGroup", "batches_ahead", "compute_groups",
+           "plan_ahead", "point_batches"]
 
 AHEAD_POINTS = 64
 """Points computed ahead at a time, at most."""
@@ -39,7 +40,7 @@ AHEAD_BYTES = 256 * 2**20
 scifact's two splits, 100 kept: batches of 64; 10,000 queries: batches of 17)."""
 
 
-def ahead_batches(ctx: RunContext, points: Sequence[PipelinePoint]
+def point_batches(ctx: RunContext, points: Sequence[PipelinePoint]
                   ) -> Iterator[Sequence[PipelinePoint]]:
     """``points`` in order, in batches of at most :data:`AHEAD_POINTS` points whose fused runs
     (12 bytes a kept hit: position and score) fit in :data:`AHEAD_BYTES`."""
@@ -118,13 +119,13 @@ def compute_groups(groups: Sequence[AheadGroup], pool: Executor
 
 def batches_ahead(ctx: RunContext, points: Sequence[PipelinePoint], jobs: int | None = None
                   ) -> Iterator[Sequence[PipelinePoint]]:
-    """``points`` in :func:`ahead_batches`, each yielded with its outputs computed ahead and
+    """``points`` in :func:`point_batches`, each yielded with its outputs computed ahead and
     handed to ``ctx`` (:meth:`~aiblox.engine.context.RunContext.ready`; forgotten once the
     caller asks for the next batch). While the caller runs one batch's points, the next batch
     is computed on a worker thread (its kernel releases the GIL), where numba's threading layer
     takes parallel kernels from two threads at once (OpenMP, TBB); else one batch after the
     other. ``jobs``: the worker's numba threads (:func:`~aiblox.compiled.compiled_threads`)."""
-    batches = list(ahead_batches(ctx, points))
+    batches = list(point_batches(ctx, points))
     with ThreadPoolExecutor(max(1, usable_cores())) as pool, \
             ThreadPoolExecutor(1) as worker:
         def compute(groups: list[AheadGroup]) -> list[tuple[str, str, Any]]:
@@ -153,14 +154,3 @@ def _two_callers_safe() -> bool:
         return numba.threading_layer() in ("omp", "tbb")
     except ValueError:  # no parallel kernel ran yet
         return False
-
-
-def compute_ahead(ctx: RunContext, points: Sequence[PipelinePoint]) -> int:
-    """Compute ahead, on this thread, the fusion and metrics outputs of ``points`` that the
-    stage cache lacks (:func:`plan_ahead`) and hand them to ``ctx``; returns how many fusion
-    outputs were computed."""
-    with ThreadPoolExecutor(max(1, usable_cores())) as pool:
-        outputs = compute_groups(plan_ahead(ctx, points), pool)
-    for name, key, output in outputs:
-        ctx.ready(name, key, output)
-    return sum(name == "fusion" for name, _, _ in outputs)

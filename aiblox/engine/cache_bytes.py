@@ -43,7 +43,7 @@ def meta_sum_ok(data: bytes) -> bool:
 
 class HashedArrays(dict[str, np.ndarray]):
     """Named arrays with their :func:`arrays_sha256` already computed (outputs computed ahead
-    hash on several threads at once: :func:`aiblox.engine.ahead.compute_ahead`). It holds
+    hash on several threads at once: :func:`aiblox.engine.ahead.batches_ahead`). It holds
     read-only views, so no reader can change what the hash is of; the caller hands over
     arrays it no longer writes."""
 

@@ -140,7 +140,7 @@ class RunContext:
         return out
 
     def ready(self, name: str, key: str, output: Any) -> None:
-        """An output computed ahead (:func:`aiblox.engine.ahead.compute_ahead`): the next run of
+        """An output computed ahead (:func:`aiblox.engine.ahead.batches_ahead`): the next run of
         stage ``(name, key)`` in this sweep takes it instead of computing it (an entry already
         stored is still read; a recorded one is checked against it)."""
         self._ready[(name, key)] = output

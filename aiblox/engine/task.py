@@ -75,7 +75,7 @@ class Task:
 
     def given(self, output: Any) -> Task:
         """This task with ``output`` as what it computes (an output computed ahead, several
-        stages' at once: :func:`aiblox.engine.ahead.compute_ahead`); the same key."""
+        stages' at once: :func:`aiblox.engine.ahead.batches_ahead`); the same key."""
         task = replace(self, compute=lambda: output)
         task.__dict__["key"] = self.key  # cached_property's slot: the key is not hashed again
         return task

@@ -90,10 +90,10 @@ def test_batches_hold_at_most_so_many_points_and_bytes(monkeypatch, tmp_path, sa
                      "duckdb", sample_spec.splits, embedder="e")
     queries = sum(len(ctx.qids(s)) for s in ctx.splits)
     size = 12 * queries * 10  # top_k_items 10 of 20 + 20 candidates
-    assert [len(b) for b in ahead.ahead_batches(ctx, grid)] == [len(grid)]
+    assert [len(b) for b in ahead.point_batches(ctx, grid)] == [len(grid)]
     monkeypatch.setattr(ahead, "AHEAD_BYTES", 3 * size)
-    batches = list(ahead.ahead_batches(ctx, grid))
+    batches = list(ahead.point_batches(ctx, grid))
     assert [p for b in batches for p in b] == grid
     assert {len(b) for b in batches[:-1]} == {3} and 1 <= len(batches[-1]) <= 3
     monkeypatch.setattr(ahead, "AHEAD_BYTES", 1)  # a point bigger than the limit: alone
-    assert {len(b) for b in ahead.ahead_batches(ctx, grid)} == {1}
+    assert {len(b) for b in ahead.point_batches(ctx, grid)} == {1}
