@@ -97,3 +97,33 @@ def test_batches_hold_at_most_so_many_points_and_bytes(monkeypatch, tmp_path, sa
     assert {len(b) for b in batches[:-1]} == {3} and 1 <= len(batches[-1]) <= 3
     monkeypatch.setattr(ahead, "AHEAD_BYTES", 1)  # a point bigger than the limit: alone
     assert {len(b) for b in ahead.point_batches(ctx, grid)} == {1}
+
+
+@pytest.mark.parametrize(("grid", "metrics"), [
+    # list-min filling, sigmoid and raw scores, two depths; bpref is not in the compiled
+    # pass: the fused runs are computed ahead, the metrics by each point
+    ({"blend": ["linear"], "w_text": [0.1, 0.3, 0.6, 0.9], "normalize": ["sigmoid", "none"],
+      "missing": ["list_min"], "depth": [10, 20]}, ["ndcg@10", "bpref", "map"]),
+    # RRF k far apart, fts and vector depths apart (segments of unequal lists)
+    ({"blend": ["rrf"], "rrf_k": [1, 60, 1000], "fts_depth": [10, 20], "vector_depth": [20]},
+     ["ndcg@10", "recall@10", "precision@5"]),
+    # BM25's own settings: new signals per point, each point a group of its own
+    ({"blend": ["linear"], "k1": [0.9, 1.2, 1.5], "w_text": [0.5]}, ["ndcg@10", "mrr"]),
+], ids=["list-min-bpref", "rrf-depths", "bm25-settings"])
+def test_other_grids_give_the_same_manifests_ahead_or_not(tmp_path, sample_spec, sweep_db,
+                                                          sample_dataset, monkeypatch, counted,
+                                                          grid, metrics):
+    from aiblox.sweep import SweepSpec, run_sweep
+
+    data = sample_spec.model_dump()
+    data.update(grid=grid, baseline=None, metrics=metrics, primary="ndcg@10")
+    spec = SweepSpec.model_validate(data)
+    ahead = run_sweep(spec, cache_dir=tmp_path / "ahead", db=sweep_db, progress=False,
+                      dataset=sample_dataset)
+    monkeypatch.setattr("aiblox.engine.ahead.plan_ahead", lambda ctx, points: [])
+    alone = run_sweep(spec, cache_dir=tmp_path / "alone", db=sweep_db, progress=False,
+                      dataset=sample_dataset)
+    assert len(ahead.points) >= 3
+    assert sum(counted) == 2 * len(ahead.points)  # every fused run computed ahead
+    assert manifests(ahead) == manifests(alone)
+    assert ahead.computed == alone.computed
