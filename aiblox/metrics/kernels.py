@@ -212,11 +212,11 @@ def fused_metrics(rrf: bool, p1: np.ndarray, p2: np.ndarray, has_t: np.ndarray,
                     for i in range(1, keep):
                         t = min(t, seg[top[i]])
                     for i in range(n):
-                        if seg[i] >= t:
+                        if not seg[i] < t:  # NaN too: ordered as the full sort orders it
                             cand[m] = seg[i]
                             where[m] = i
                             m += 1
-                if keep <= m < n:  # (fewer only with NaN scores: then all of them)
+                if keep <= m < n:  # (the previous kept are all there: m >= keep)
                     order_segment(cand, 0, m, keep, idx, stack, fbuf, keys, keys2, idx2, hist)
                     for i in range(keep):
                         top[i] = where[idx[i]]
