@@ -34,7 +34,8 @@ setup_numba_cache()
 from numba import njit, prange  # noqa: E402 - after the cache folder is set
 
 __all__ = ["blend_linear", "blend_rrf", "fsum", "linear_blend", "linear_scores", "minmax_lists",
-           "order_segment", "rrf_scores", "segment_order", "segment_scratch", "zscore_lists"]
+           "kept_offsets", "order_segment", "rrf_scores", "segment_order", "segment_scratch",
+           "zscore_lists"]
 
 _BLOCKS = 64
 """Query blocks of :func:`segment_order` and :func:`zscore_lists` (each with its own scratch
@@ -391,16 +392,7 @@ def segment_order(scores: np.ndarray, starts: np.ndarray, counts: np.ndarray,
     give the one order :func:`_before` defines.
     """
     nq = starts.shape[0]
-    kept = counts.copy()
-    if top_k >= 0:
-        for q in range(nq):
-            if kept[q] > top_k:
-                kept[q] = top_k
-    at = np.zeros(nq + 1, dtype=np.int64)
-    longest = 0
-    for q in range(nq):
-        at[q + 1] = at[q] + kept[q]
-        longest = max(longest, counts[q])
+    kept, at, longest = kept_offsets(counts, top_k)
     out = np.empty(at[nq], dtype=np.int32)
     ordered = np.empty(at[nq], dtype=np.float64)
     blocks = min(nq, _BLOCKS)
@@ -441,3 +433,23 @@ def order_segment(v: np.ndarray, s: int, n: int, keep: int, idx: np.ndarray, sta
         for i in range(n):
             idx[i] = s + i
         _partial_sort(v, idx, 0, n, keep, stack)
+
+
+@njit(cache=True, inline="always")
+def kept_offsets(counts: np.ndarray, top_k: int) -> tuple[np.ndarray, np.ndarray, int
+                                                          ]:  # pragma: no cover - compiled
+    """``(kept, at, longest)`` of query segments of ``counts`` positions cut to ``top_k`` (< 0:
+    none cut): each query's kept count, where its kept positions start in a flat output
+    (``at[nq]``: their total), and the longest segment."""
+    nq = counts.shape[0]
+    kept = counts.copy()
+    if top_k >= 0:
+        for q in range(nq):
+            if kept[q] > top_k:
+                kept[q] = top_k
+    at = np.zeros(nq + 1, dtype=np.int64)
+    longest = 0
+    for q in range(nq):
+        at[q + 1] = at[q] + kept[q]
+        longest = max(longest, counts[q])
+    return kept, at, longest

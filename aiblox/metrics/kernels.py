@@ -24,6 +24,7 @@ from numba.typed import List  # noqa: E402
 from aiblox.fusion.kernels import (  # noqa: E402
     blend_linear,
     blend_rrf,
+    kept_offsets,
     order_segment,
     segment_scratch,
 )
@@ -171,16 +172,8 @@ def fused_metrics(rrf: bool, p1: np.ndarray, p2: np.ndarray, has_t: np.ndarray,
     runs its points' Python on another thread meanwhile)."""
     nq = starts.shape[0]
     nw = wts.shape[0]
-    kept = counts.copy()
-    if top_k >= 0:
-        for q in range(nq):
-            if kept[q] > top_k:
-                kept[q] = top_k
-    at = np.zeros(nq + 1, dtype=np.int64)
-    longest = 1
-    for q in range(nq):
-        at[q + 1] = at[q] + kept[q]
-        longest = max(longest, counts[q])
+    kept, at, longest = kept_offsets(counts, top_k)
+    longest = max(longest, 1)
     positions = np.empty((nw, at[nq]), dtype=np.int32)
     ordered = np.empty((nw, at[nq]), dtype=np.float64)
     values = np.zeros((nw, kinds.shape[0], q_offsets.shape[0] - 1), dtype=np.float64)
