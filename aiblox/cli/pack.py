@@ -116,7 +116,7 @@ def list_packs(
     db = existing_store(db, dataset)
     store = open_db(db)
     try:
-        rows = [store.get_evidence_pack(r["pack_id"]) or r for r in store.list_evidence_packs()]
+        rows = store.list_evidence_packs(with_json=True)
     finally:
         store.close()
     listed = []

@@ -360,8 +360,9 @@ class Store(Protocol):
         verbatim), or None when there is no such pack."""
         ...
 
-    def list_evidence_packs(self) -> list[dict[str, Any]]:
-        """Every stored pack's row without ``json``, sorted by ``pack_id``."""
+    def list_evidence_packs(self, with_json: bool = False) -> list[dict[str, Any]]:
+        """Every stored pack's row, sorted by ``pack_id``: without ``json`` unless
+        ``with_json`` (then each row is :meth:`get_evidence_pack`'s, in one query)."""
         ...
 
     def close(self) -> None:

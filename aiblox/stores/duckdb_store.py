@@ -574,9 +574,10 @@ class DuckDBStore(SharedFile):
                               "FROM evidence_packs WHERE pack_id = ?", [pack_id])
         return rows[0] if rows else None
 
-    def list_evidence_packs(self) -> list[dict[str, Any]]:
+    def list_evidence_packs(self, with_json: bool = False) -> list[dict[str, Any]]:
+        columns = (*PACK_COLUMNS, "json") if with_json else PACK_COLUMNS
         with self._lock:
-            return query_rows(self.con, f"SELECT {', '.join(PACK_COLUMNS)} FROM evidence_packs "
+            return query_rows(self.con, f"SELECT {', '.join(columns)} FROM evidence_packs "
                               "ORDER BY pack_id", [])
 
     def close(self) -> None:

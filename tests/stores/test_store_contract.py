@@ -358,6 +358,7 @@ def test_evidence_packs_are_insert_only(store):
         store.put_evidence_pack(pack.pack_id, None, "abc", "{}")
     assert [r["pack_id"] for r in store.list_evidence_packs()] == [pack.pack_id]
     assert "json" not in store.list_evidence_packs()[0]
+    assert store.list_evidence_packs(with_json=True) == [store.get_evidence_pack(pack.pack_id)]
     assert store.get_evidence_pack("pack_" + "f" * 16) is None
 
 

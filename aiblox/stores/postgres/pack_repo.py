@@ -54,7 +54,8 @@ class PackRepo:
             row = s.get(EvidencePackRow, pack_id)
             return None if row is None else _as_dict(row, (*PACK_COLUMNS, "json"))
 
-    def list_packs(self) -> list[dict[str, Any]]:
+    def list_packs(self, with_json: bool = False) -> list[dict[str, Any]]:
+        columns = (*PACK_COLUMNS, "json") if with_json else PACK_COLUMNS
         with self.sessions.begin() as s:
-            return [_as_dict(r, PACK_COLUMNS) for r in s.scalars(
+            return [_as_dict(r, columns) for r in s.scalars(
                 select(EvidencePackRow).order_by(EvidencePackRow.pack_id))]

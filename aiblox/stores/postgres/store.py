@@ -305,9 +305,9 @@ class PostgresStore:
         with self.db_errors("read an evidence pack"):
             return self.packs.get_pack(pack_id)
 
-    def list_evidence_packs(self) -> list[dict[str, Any]]:
+    def list_evidence_packs(self, with_json: bool = False) -> list[dict[str, Any]]:
         with self.db_errors("list evidence packs"):
-            return self.packs.list_packs()
+            return self.packs.list_packs(with_json)
 
     def chunk_cache(self) -> ChunkCacheRepo:
         """The store's chunk cache (the ``chunk_cache`` table)."""
