@@ -67,6 +67,19 @@ def test_monte_carlo_estimate_agrees_with_full_enumeration():
     assert abs(np.mean(estimates) - exact) < 4 * se / np.sqrt(len(estimates))  # unbiased
 
 
+def test_a_monte_carlo_p_value_is_never_zero():
+    """No random flip reaches a 40-query difference this large: the p-value is the observed
+    arrangement's own share, 1 / 1,001, not 0 (which a correction would keep at 0)."""
+    a = np.linspace(0.1, 0.5, 40)
+    b = a + 0.3
+    assert fisher_p_value(a, b) == 1 / (FISHER_PERMUTATIONS + 1)
+    assert fisher_p_value(a, b, permutations=9) == 0.1
+    # where flips reach it, each counts once more than the observed arrangement
+    c, e = _metric_pairs(20)
+    hits = round(fisher_p_value(c, e) * (FISHER_PERMUTATIONS + 1)) - 1
+    assert 0 < hits < FISHER_PERMUTATIONS
+
+
 _SCRIPT = """
 import json, sys
 import numpy as np
