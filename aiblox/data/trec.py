@@ -219,12 +219,15 @@ def run_file_lines(path: Path) -> Iterator[tuple[int, str]]:
     """The numbered lines of a run file, read in bounded memory
     (:func:`aiblox.inputs.bounded_lines`): :class:`RunFileError` naming the file (and line) for
     one that is not a regular file (``/dev/zero``, a FIFO), a line too long, text that is not
-    UTF-8, or a read that fails."""
+    UTF-8, or a read that fails. A UTF-8 byte-order mark opening the file is not part of its
+    first line (a file saved "UTF-8 with BOM" read its first query id with the mark before it, and
+    that line was dropped as a query the dataset does not have)."""
     lineno = 0
     try:
         for lineno, raw in bounded_lines(path):
             try:
-                yield lineno, raw.decode("utf-8")
+                text = raw.decode("utf-8")
+                yield lineno, text.removeprefix("\ufeff") if lineno == 1 else text
             except UnicodeDecodeError as exc:
                 raise RunFileError(f"--run {path}:{lineno}: cannot read it: {exc}") from None
     except InputFileError as exc:

@@ -248,6 +248,22 @@ def test_a_document_listed_twice_keeps_its_last_line(tmp_path):
     assert best["ndcg@10"] - means["ndcg@10"] > 0.2  # the best line's rank would score higher
 
 
+def test_a_byte_order_mark_is_not_part_of_the_first_query_id(tmp_path):
+    """A run saved "UTF-8 with BOM" (Notepad, Excel's CSV export): the first line's query is
+    ``q1``, not a query no one judged, and the run scores as the same file without the mark."""
+    qrels = {"q1": {"d1": 1, "d3": 1}}
+    lines = "q1 Q0 d1 1 1.0 t\nq1 Q0 d2 2 0.5 t\n"
+    plain, marked = tmp_path / "plain.trec", tmp_path / "bom.trec"
+    plain.write_text(lines, encoding="utf-8")
+    marked.write_text(lines, encoding="utf-8-sig")
+    assert marked.read_bytes().startswith(b"\xef\xbb\xbf")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "query no one judged" warning
+        run = read_trec_run(marked)
+    assert run == read_trec_run(plain) == {"q1": [("d1", 1.0), ("d2", 0.5)]}
+    assert evaluate_run(qrels, run, ["map"])[0]["map"] == 0.5
+
+
 def test_unknown_and_missing_queries_are_warned_and_scored_as_trec_eval_c(tmp_path):
     qrels = {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 2, "a": 0}}
     ds = Dataset(name="toy", path=tmp_path, corpus={},
