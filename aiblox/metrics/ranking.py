@@ -31,6 +31,7 @@ path, which never turns a fused run back into strings.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -72,17 +73,33 @@ def evaluate_run(qrels: Mapping[str, Mapping[str, int]],
     best first (a document listed twice counts once, at its best rank); a query's hits given as
     ``{doc: score}`` (ranx's and pytrec_eval's form) are ranked as trec_eval ranks them
     (:func:`~aiblox.data.trec.trec_order`: score descending, ties by id descending), as
-    ``run_experiment`` reads that form.
+    ``run_experiment`` reads that form; a score there that is not a finite number is a
+    ``ValueError`` naming the query and document (a NaN has no place in that order: the result
+    hung on the dict's insertion order). ranx's ``Qrels`` and ``Run`` objects are taken as
+    their dicts, and query ids as strings (a pandas column gives ``1`` where the qrels say
+    ``"1"``); a run that shares no query with the qrels scores 0 everywhere, with a warning.
     """
     metrics = validate_metrics(metrics)
-    judged = {q: {d: int(g) for d, g in docs.items()} for q, docs in qrels.items() if docs}
+    qrels = qrels.to_dict() if hasattr(qrels, "to_dict") else qrels
+    run = run.to_dict() if hasattr(run, "to_dict") else run
+    judged = {str(q): {str(d): int(g) for d, g in docs.items()}
+              for q, docs in qrels.items() if docs}
+    by_id = {str(q): given for q, given in run.items()}
+    if judged and by_id and by_id.keys().isdisjoint(judged):
+        warnings.warn(f"the run shares no query with the qrels (run: {sorted(by_id)[0]!r}, ...; "
+                      f"qrels: {sorted(judged)[0]!r}, ...): every query scores 0", stacklevel=2)
     hits: dict[str, list[tuple[str, float]]] = {}
     for q in judged:
         seen: set[str] = set()
         kept: list[tuple[str, float]] = []
-        given = run.get(q, ())
+        given = by_id.get(q, ())
         if isinstance(given, Mapping):
-            given = trec_order([(str(d), float(s)) for d, s in given.items()])
+            scored = [(str(d), float(s)) for d, s in given.items()]
+            bad = next(((d, s) for d, s in scored if not math.isfinite(s)), None)
+            if bad is not None:
+                raise ValueError(f"run: query {q!r}, document {bad[0]!r}: score {bad[1]!r} is "
+                                 f"not a finite number, so the query has no order")
+            given = trec_order(scored)
         for d, s in given:
             if d not in seen:
                 seen.add(d)

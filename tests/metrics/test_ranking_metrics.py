@@ -193,3 +193,35 @@ def test_a_run_given_as_doc_score_dicts_is_ranked_by_score():
     assert got == evaluate_run(qrels, as_list, ["ndcg@10", "map"])
     te = pytrec_eval.RelevanceEvaluator(qrels, {"map"}).evaluate(as_dict)
     assert got[1]["map"] == {q: te[q]["map"] for q in qrels} and te["q2"]["map"] == 0.5
+
+
+def test_scores_given_as_a_mapping_must_be_finite():
+    """``{doc: score}`` is ordered by score: a NaN made the result hang on insertion order
+    (mrr 1.0 or 0.5 for the same run); it is refused, naming the query and document."""
+    import pytest
+
+    qrels = {"q": {"a": 1}}
+    for scores in ({"a": float("nan"), "b": 1.0, "c": 0.5}, {"b": 1.0, "a": float("inf")}):
+        with pytest.raises(ValueError, match=r"query 'q', document 'a': score (nan|inf) is not"):
+            evaluate_run(qrels, {"q": scores}, ["mrr"])
+    # given best first, the order is the list's: a score plays no part, NaN or not
+    assert evaluate_run(qrels, {"q": [("b", float("nan")), ("a", 1.0)]}, ["mrr"])[0] == {
+        "mrr": 0.5}
+
+
+def test_ranx_objects_and_query_ids_of_another_type():
+    import warnings
+
+    import pytest
+    from ranx import Qrels, Run
+
+    qrels = {"1": {"a": 1, "b": 2}, "2": {"c": 1}}
+    run = {"1": {"a": 0.2, "b": 0.9, "x": 0.5}, "2": {"y": 1.0, "c": 0.1}}
+    expected = evaluate_run(qrels, run, ["ndcg@10", "mrr"])
+    assert evaluate_run(Qrels(qrels), Run(run), ["ndcg@10", "mrr"]) == expected
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert evaluate_run(qrels, {1: run["1"], 2: run["2"]}, ["ndcg@10", "mrr"]) == expected
+    with pytest.warns(UserWarning, match="shares no query with the qrels"):
+        means, _ = evaluate_run(qrels, {"q1": run["1"]}, ["mrr"])
+    assert means == {"mrr": 0.0}
