@@ -97,8 +97,8 @@ def stage_defaults(kind: str, base: RetrievalPrefs) -> dict[str, Any]:
     """The defaults of a retrieval kind's config from the spec's base prefs: ``bm25`` its
     ``fts``, ``dense`` its ``vector``, ``fuse`` its ``scoring`` and ``top_k_items``,
     ``retrieve`` all of its first stage; any other kind whose config has an ``fts`` field
-    (feedback read from the BM25 index: ``rm3``, ``bo1``) the base's ``fts``, so its terms are
-    analysed as the ``bm25`` after it analyses them."""
+    (feedback read from the BM25 index: ``rm3``, ``bo1``) the base's ``fts``, whose analysis
+    :func:`step_bases` replaces by that of the ``bm25`` after it."""
     if kind == "bm25":
         return base.fts.model_dump()
     if kind == "dense":
@@ -108,6 +108,57 @@ def stage_defaults(kind: str, base: RetrievalPrefs) -> dict[str, Any]:
     if "fts" in get_stage_kind(kind).config.model_fields:  # feedback on the BM25 index (rm3,
         return {"fts": base.fts.model_dump()}              # bo1): the analysis bm25 searches
     return {}
+
+
+_ANALYSIS = ("lower", "stopwords", "stemmer", "fields", "engine", "title_weight")
+"""What lexical feedback (``rm3``, ``bo1``) takes from the ``bm25`` stage after it: what decides
+the term statistics it reads (:func:`aiblox.indexes.term_stats.term_stats_spec`), and the
+engine those settings are valid for."""
+
+
+def _entry_stages(p: Pipeline) -> list[Stage]:
+    """The stages that receive ``p``'s input."""
+    if isinstance(p, Then):
+        return _entry_stages(p.steps[0])
+    if isinstance(p, Fuse):
+        return [s for m in p.members for s in _entry_stages(m)]
+    if isinstance(p, Cutoff):
+        return _entry_stages(p.inner)
+    return [cast(Stage, p)]
+
+
+def step_bases(p: Then, base: RetrievalPrefs) -> list[RetrievalPrefs]:
+    """The base each step of ``p`` is configured from: ``base``, but a lexical feedback step
+    followed by ``bm25`` reads the analysis that stage searches with (``_ANALYSIS`` from its
+    config, under what the feedback's own ``fts`` sets), so the expanded terms are its index's
+    terms: ``bm25(stemmer=None) >> rm3 >> bm25(stemmer=None)`` expanded the base's stemmed
+    terms, which an unstemmed index mostly lacks (cranfield nDCG@10 0.26 for 0.37). Where the
+    base's analysis is the bm25's, nothing changes (nor does a stage key). bm25 stages after
+    it that analyse differently, where the feedback does not set that itself, are a
+    :class:`PipelineError` (one line)."""
+    out = [base] * len(p.steps)
+    for i, (step, nxt) in enumerate(zip(p.steps, p.steps[1:], strict=False)):
+        if not isinstance(step, Stage) or step.spec.carries != "terms" \
+                or "fts" not in step.spec.config.model_fields:
+            continue
+        told = step.param_dict().get("fts")
+        own = set(FtsConfig.model_fields) if isinstance(told, BaseModel) else set(told or ())
+        readers = {r.expression(): cast(FtsConfig, r.config(stage_defaults("bm25", base)))
+                   for r in _entry_stages(nxt) if r.kind == "bm25"}
+        analysis: dict[str, Any] = {}
+        for f in (f for f in _ANALYSIS if f not in own):
+            values = {repr(getattr(cfg, f)): (expr, getattr(cfg, f))
+                      for expr, cfg in readers.items()}
+            if len(values) > 1:
+                said = ", ".join(f"{expr}: {f} = {v}" for v, (expr, _) in values.items())
+                raise PipelineError(f"stage {step.name}: the bm25 stages after it analyse text "
+                                    f"differently ({said}); feedback gives one set of terms: "
+                                    f"give them one {f}, or set it on {step.name} (fts)")
+            if values:
+                analysis[f] = next(iter(values.values()))[1]
+        if analysis:
+            out[i] = base.model_copy(update={"fts": base.fts.model_copy(update=analysis)})
+    return out
 
 
 def first_stage_prefs(p: Pipeline, base: RetrievalPrefs) -> RetrievalPrefs | None:
@@ -224,8 +275,8 @@ def _depth(p: Pipeline, depth: _Depth | None, base: RetrievalPrefs, n_docs: int 
         if prefs is not None:
             return _first_stage_depths(prefs)
     if isinstance(p, Then):
-        for step in p.steps:
-            depth = _depth(step, depth, base, n_docs, context, depths_only)
+        for step, step_base in zip(p.steps, step_bases(p, base), strict=True):
+            depth = _depth(step, depth, step_base, n_docs, context, depths_only)
         return depth
     if isinstance(p, Cutoff):
         inner = _depth(p.inner, depth, base, n_docs, context, depths_only)
@@ -293,8 +344,8 @@ def _apply(p: Pipeline, v: Value, base: RetrievalPrefs, ctx: PlanContext, split:
         if prefs is not None:
             return ctx.first_stage(prefs, split)
     if isinstance(p, Then):
-        for step in p.steps:
-            v = _apply(step, v, base, ctx, split)
+        for step, step_base in zip(p.steps, step_bases(p, base), strict=True):
+            v = _apply(step, v, step_base, ctx, split)
         return v
     if isinstance(p, Cutoff):
         inner = _apply(p.inner, v, base, ctx, split)
@@ -382,8 +433,8 @@ def _form(p: Pipeline, inp: Any, base: RetrievalPrefs) -> Any:
                 fusion["scoring"] = None
             return ("first", signals_config(prefs, "", "", "", "embedder"), fusion)
     if isinstance(p, Then):
-        for step in p.steps:
-            inp = _form(step, inp, base)
+        for step, step_base in zip(p.steps, step_bases(p, base), strict=True):
+            inp = _form(step, inp, step_base)
         return inp
     if isinstance(p, Cutoff):
         return ("cutoff", p.k, _form(p.inner, inp, base))

@@ -5,8 +5,10 @@ the feedback documents of a run as rows of the store's term statistics
 work before any stage computes.
 
 Both read the statistics of the analysis the ``bm25`` stage after them searches with: their
-config's ``fts`` field, which a spec's ``[base]`` fills (:func:`aiblox.engine.plan.stage_defaults`),
-so the expanded terms are the BM25 index's own terms.
+config's ``fts`` field, which a spec's ``[base]`` fills (:func:`aiblox.engine.plan.stage_defaults`)
+and the ``bm25`` after them overrides with its own analysis (:func:`aiblox.engine.plan.step_bases`:
+``bm25(stemmer=None) >> rm3 >> bm25(stemmer=None)`` expands unstemmed terms), so the expanded
+terms are the BM25 index's own terms.
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ class FeedbackConfig(BaseModel):
     """Feedback terms kept."""
     fts: FtsConfig = Field(default_factory=FtsConfig)
     """The analysis whose term statistics are read (its ``lower``, ``stopwords``,
-    ``stemmer``, ``fields`` and ``title_weight``; in a spec, the ``[base]``'s ``fts``: the
-    ``bm25`` stage after it searches the same terms)."""
+    ``stemmer``, ``fields`` and ``title_weight``): those of the ``bm25`` stage after it (in a
+    spec, over the ``[base]``'s ``fts``) where this table does not set them itself (an
+    experiment's choice, such as RM3 weights from title-weighted counts)."""
 
 
 def check_feedback(cfg: FeedbackConfig, facts: StageFacts) -> int | None:
