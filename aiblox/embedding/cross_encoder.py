@@ -54,7 +54,9 @@ def not_a_reranker(folder: Path) -> str | None:
         return (f"{folder}: not a cross-encoder: config.json architectures "
                 f"{', '.join(archs) or 'none'}, {what}; a reranker needs a "
                 f"...ForSequenceClassification head with one output")
-    labels = cfg.get("num_labels", len(cfg.get("id2label") or {0: ""}))
+    # transformers writes neither key at its default of two labels (PretrainedConfig's
+    # num_labels 2): a folder without them is a two-way classifier, not one output
+    labels = cfg.get("num_labels") or len(cfg.get("id2label") or {}) or 2
     if labels != 1:
         return (f"{folder}: a classifier of {labels} labels ({', '.join(archs)}), not a "
                 f"relevance cross-encoder (one output, num_labels 1)")

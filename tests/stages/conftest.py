@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 
-def tiny_bert(folder: Path, head: bool, seed: int = 0) -> Path:
+def tiny_bert(folder: Path, head: bool, seed: int = 0, labels: int = 1) -> Path:
     """A one-layer, 32-wide BERT saved to ``folder`` with all-MiniLM-L6-v2's tokenizer: with
-    ``head`` a sequence classifier of one output (a cross-encoder), else a bare encoder."""
+    ``head`` a sequence classifier of ``labels`` outputs (one: a cross-encoder), else a bare
+    encoder."""
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification, BertModel
 
@@ -23,7 +24,7 @@ def tiny_bert(folder: Path, head: bool, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1,
                      num_attention_heads=2, intermediate_size=64, max_position_embeddings=256,
-                     num_labels=1)
+                     num_labels=labels)
     model = BertForSequenceClassification(cfg) if head else BertModel(cfg)
     model.save_pretrained(str(folder))
     tok.save_pretrained(str(folder))

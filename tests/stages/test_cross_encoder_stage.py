@@ -59,6 +59,27 @@ def test_a_bi_encoder_folder_is_refused_before_any_work(tmp_path, own_db):
     assert not list((tmp_path / "c").rglob("*.npz"))  # no stage computed
 
 
+@pytest.mark.parametrize("labels", [2, 3])
+def test_a_classifier_of_several_labels_is_refused_before_any_work(tmp_path, own_db, labels):
+    """transformers writes neither ``num_labels`` nor ``id2label`` at its default of two
+    labels: such a folder was taken for one output, scored pairs for seconds, then failed with
+    "could not broadcast input array from shape (64,) into shape (32,)"."""
+    pytest.importorskip("sentence_transformers")
+    import json
+
+    from tests.stages.conftest import tiny_bert
+
+    folder = tiny_bert(tmp_path / f"nli{labels}", head=True, labels=labels)
+    cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    assert labels != 2 or ("num_labels" not in cfg and "id2label" not in cfg)
+    with pytest.raises(ValueError, match=rf"stage cross_encoder: .*a classifier of {labels} "
+                                         rf"labels \(BertForSequenceClassification\), not a "
+                                         rf"relevance cross-encoder") as err:
+        run_sweep(spec(tmp_path, folder), cache_dir=tmp_path / "c", db=own_db, progress=False)
+    assert "\n" not in str(err.value)
+    assert not list((tmp_path / "c").rglob("*.npz"))
+
+
 def test_a_missing_model_and_an_unresolved_finetune_are_refused(tmp_path, own_db):
     s = spec(tmp_path, tmp_path / "nowhere")
     with pytest.raises(ValueError, match="no such model folder or installed model package"):
