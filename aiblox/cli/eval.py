@@ -418,6 +418,7 @@ def _pipelines(texts: list[str]) -> dict[str, Pipeline]:
     """Every ``--pipeline`` parsed and checked before any work, by label (``LABEL=EXPR``, else
     the expression itself): one ``error:`` line naming the option and the stage otherwise."""
     from aiblox.engine import PipelineError, parse_pipeline
+    from aiblox.engine.evaluate import check_outside_sweep
     from aiblox.engine.expression import split_label
 
     out: dict[str, Pipeline] = {}
@@ -429,6 +430,7 @@ def _pipelines(texts: list[str]) -> dict[str, Pipeline]:
                  f"them LABEL=EXPR)")
         try:
             out[label] = parse_pipeline(expr, where="--pipeline").check()
+            check_outside_sweep(out[label])
         except PipelineError as exc:  # named as a later refusal names it: by its label
             fail(f"--pipeline {label}: {str(exc).removeprefix('--pipeline: ')}")
     return out

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import Dataset, load_dataset
-from aiblox.engine.algebra import Pipeline
+from aiblox.engine.algebra import Pipeline, PipelineError
 from aiblox.engine.cache import StageCache
 from aiblox.engine.context import RunContext
 from aiblox.engine.expression import parse_pipeline
@@ -43,6 +43,7 @@ from aiblox.stores.identity import read_binding
 __all__ = [
     "EvalResult",
     "check_evaluation",
+    "check_outside_sweep",
     "config_hash",
     "evaluate_retrieval",
     "run_hash",
@@ -94,6 +95,8 @@ def evaluate_retrieval(retriever: HybridRetriever | Workspace, dataset: Dataset 
     ws = _workspace(retriever, dataset)
     backend = ws.store.kind
     emb_id = getattr(ws.embedder, "model_id", None)
+    if pipe is not None:
+        check_outside_sweep(pipe)
     first = first_stage_prefs(pipe.check(), prefs) if pipe is not None else prefs
     settings = SweepSettings(name="eval", embedder=emb_id or "", metrics=tuple(metrics),
                              needs_vectors=needs_vectors(prefs, [pipe] if pipe else []))
@@ -157,6 +160,20 @@ def _stage_cache(cache_dir: str | Path | None) -> Iterator[StageCache]:
         yield StageCache(tmp)
 
 
+def check_outside_sweep(p: Pipeline) -> None:
+    """Refuse a stage whose model is ``"finetune"`` (:class:`PipelineError`, one line): the
+    model a sweep spec's ``[finetune_reranker]`` trains before its points run, which one
+    evaluation has not (``aiblox eval`` built the BM25 index, then failed unprefixed)."""
+    from aiblox.embedding.sentence_transformers import FINETUNED
+
+    for s in p.stages():
+        if s.param_dict().get("model") == FINETUNED:
+            raise PipelineError(f"stage {s.name}: model = {FINETUNED!r} is the model a sweep "
+                                f"spec's [finetune_reranker] trains, and one evaluation trains "
+                                f"none: name a cross-encoder folder or installed package (a "
+                                f"trained one by its folder)")
+
+
 def check_evaluation(retriever: HybridRetriever | Workspace, dataset: Dataset,
                      pipeline: Pipeline | str, prefs: RetrievalPrefs | None = None,
                      metrics: Sequence[str] = DEFAULT_METRICS) -> None:
@@ -166,6 +183,7 @@ def check_evaluation(retriever: HybridRetriever | Workspace, dataset: Dataset,
     metrics = validate_metrics(metrics)
     prefs = evaluation_prefs(prefs or RetrievalPrefs(query_text=""), metrics)
     pipe = (parse_pipeline(pipeline) if isinstance(pipeline, str) else pipeline).check()
+    check_outside_sweep(pipe)
     first = first_stage_prefs(pipe, prefs)
     if first is not None:
         _check_first_depth(prefs, first, metrics, pipe)

@@ -46,7 +46,7 @@ from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import Dataset, load_dataset
 from aiblox.data.trec import read_trec_run, trec_order
 from aiblox.engine.algebra import Pipeline, PipelineError
-from aiblox.engine.evaluate import check_evaluation, evaluate_retrieval
+from aiblox.engine.evaluate import check_evaluation, check_outside_sweep, evaluate_retrieval
 from aiblox.engine.expression import parse_pipeline
 from aiblox.engine.result import EvalResult
 from aiblox.engine.settings import needs_vectors
@@ -148,6 +148,10 @@ def _plan(system: Any, i: int, name: str | None) -> _Planned:
         return _Planned(name or system.mode, prefs=system)
     if isinstance(system, Pipeline):
         system.check()
+        try:
+            check_outside_sweep(system)
+        except PipelineError as exc:
+            raise ValueError(f"{where}: {exc}") from None
         return _Planned(name or system.expression(), pipeline=system)  # as the CLI shows it
     if isinstance(system, str) and system in MODES:
         return _Planned(name or system, prefs=RetrievalPrefs.model_validate(
@@ -161,6 +165,7 @@ def _plan(system: Any, i: int, name: str | None) -> _Planned:
         try:
             pipeline = parse_pipeline(system, where=where)
             pipeline.check()
+            check_outside_sweep(pipeline)
         except PipelineError as exc:
             raise ValueError(f"{where} {system!r}: not a mode ({', '.join(MODES)}), a run file "
                              f"or a pipeline expression ({exc})") from None

@@ -136,6 +136,11 @@ EVAL_CASES = [
     (["--chunks", "--max-chunk-tokens", "10", "--overlap-tokens", "20"],
      "error: sentences: --overlap-tokens (20) must be smaller than --max-chunk-tokens (10)"),
     (["--chunks", "--chunk-limit", "0"], f"error: --chunk-limit 0: {E_RANGE}"),
+    # what only a sweep spec's [finetune_reranker] trains: refused before the index is built
+    (["--pipeline", 'bm25 >> cross_encoder(model="finetune")'],
+     "error: --pipeline bm25 >> cross_encoder(model=\"finetune\"): stage cross_encoder: "
+     "model = 'finetune' is the model a sweep spec's [finetune_reranker] trains, and one "
+     "evaluation trains none"),
     # without --chunks too: a bad value is refused, never silently unused
     (["--chunk-strategy", "foo"], "error: --chunk-strategy foo: Input should be 'late'"),
     (["--max-chunk-tokens", "10", "--overlap-tokens", "20"],
