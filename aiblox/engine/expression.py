@@ -48,7 +48,7 @@ _OPERATORS = {ast.Sub: "-", ast.Div: "/", ast.FloorDiv: "//", ast.Pow: "**", ast
               ast.BitAnd: "&", ast.BitXor: "^", ast.LShift: "<<", ast.MatMult: "@"}
 """Python's binary operators that are no pipeline operator, as written."""
 
-_LABEL = re.compile(r"([^()\[\]{}\"',>+%=\n]*)=")
+_LABEL = re.compile(r"([^()\[\]{}\"',>+%=]*)=")
 """Text that starts ``LABEL=``: before its first ``=`` none of an expression's characters (a
 label may hold spaces, slashes, dots; the ``=`` of ``fuse(a, b, blend="linear")`` follows a
 ``(``)."""

@@ -482,8 +482,10 @@ def test_a_pipeline_label_may_hold_spaces_and_slashes():
     from aiblox.cli.eval import _pipelines
 
     pipes = _pipelines(["rm3 fb/3=bm25 >> rm3(fb_docs=3) >> bm25",
-                        'fuse(bm25, dense, blend="linear")', "bm25 % 10"])
-    assert list(pipes) == ["rm3 fb/3", 'fuse(bm25, dense, blend="linear")', "bm25 % 10"]
+                        'fuse(bm25, dense, blend="linear")', "bm25 % 10",
+                        "my\nlabel = bm25\n  >> bo1 >> bm25"])  # over lines: one line
+    assert list(pipes) == ["rm3 fb/3", 'fuse(bm25, dense, blend="linear")', "bm25 % 10",
+                           "my label"]
     assert "rm3" in repr(pipes["rm3 fb/3"])
 
 
