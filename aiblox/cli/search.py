@@ -58,7 +58,8 @@ def search(
             for name, cfg in (("fts", FtsConfig), ("vector", VectorConfig))}
     prefs = checked_prefs({"query_text": query, "mode": mode, "top_k_items": k,
                            "scoring": scoring, **deep},
-                          {"top_k_items": ("--top-k", k), "scoring.blend": ("--blend", blend),
+                          {"top_k_items": ("--top-k", k), "fts.top_k": ("--top-k", k),
+                           "vector.top_k": ("--top-k", k), "scoring.blend": ("--blend", blend),
                            "scoring.normalize": ("--normalize", normalize)})
     # bm25 needs no vectors: no embedder is built, so its evidence is ranked by text alone
     model = None if mode == "bm25" else checked_embedder(embedder, checked_device(device))

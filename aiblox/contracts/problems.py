@@ -75,7 +75,9 @@ def valid_values(model: type[BaseModel], loc: Sequence[Any]) -> str | None:
     words = kind.replace("a number", "a finite number") if finite else kind
     low = next(((n, s) for n, s in _BOUNDS[:2] if n in bounds), None)
     high = next(((n, s) for n, s in _BOUNDS[2:] if n in bounds), None)
-    if low and high and low[0] == "ge" and high[0] == "le":
+    if low and high and high[0] == "le" and bounds["le"] >= 2**31 - 1:  # a machine limit
+        words += f" {low[1]} {_num(bounds[low[0]])} (at most {_num(bounds['le'])})"
+    elif low and high and low[0] == "ge" and high[0] == "le":
         words += f" from {_num(bounds['ge'])} to {_num(bounds['le'])}"
     else:
         words += " and".join(f" {b[1]} {_num(bounds[b[0]])}" for b in (low, high) if b)

@@ -23,6 +23,11 @@ from pydantic import (
     model_validator,
 )
 
+MAX_DEPTH = 2**31 - 1
+"""The deepest list a depth setting (``top_k``, ``top_k_items``) may ask for: a depth above it
+ran into an internal numba error (an integer past 64 bits) or a multi-terabyte allocation
+instead of a refusal; a store of more items has never been loaded."""
+
 __all__ = [
     "CacheConfig",
     "CancellationToken",
@@ -34,6 +39,7 @@ __all__ = [
     "FtsConfig",
     "HNSW_FROM_VECTORS",
     "LINEAR_SETTINGS",
+    "MAX_DEPTH",
     "PASSAGE_FIELDS",
     "RRF_SETTINGS",
     "RequestContext",
@@ -138,7 +144,7 @@ class FtsConfig(_Settings):
     """Native PostgreSQL ranking function; DuckDB's fts always ranks with its BM25."""
     min_rank: float | None = None
     """Drop full-text hits scoring below this (in the engine's own score scale)."""
-    top_k: int = Field(default=100, ge=1)
+    top_k: int = Field(default=100, ge=1, le=MAX_DEPTH)
     """Depth of the full-text candidate list handed to fusion."""
     title_weight: float = Field(default=1.0, ge=0.0)
     """Field weighting (``engine = "index"``, fields ``title`` and ``text``): a title term
@@ -234,7 +240,7 @@ class VectorConfig(_Settings):
     """Similarity: cosine similarity, negated Euclidean distance, or inner product."""
     min_score: float | None = None
     """Drop vector hits whose similarity (higher is better) is below this."""
-    top_k: int = Field(default=100, ge=1)
+    top_k: int = Field(default=100, ge=1, le=MAX_DEPTH)
     """Depth of the vector candidate list handed to fusion."""
     index: Literal["auto", "exact", "hnsw"] = "auto"
     """``exact`` scans every vector; ``hnsw`` walks an HNSW graph (approximate); ``auto``:
@@ -408,9 +414,9 @@ class RetrievalPrefs(_Strict):
     """The user's query, verbatim."""
     filters: dict[str, Any] = Field(default_factory=dict)
     """Exact-match filters: ``kind``, ``source`` or ``metadata.<key>`` to a value or list."""
-    top_k_items: int = Field(default=20, ge=1)
+    top_k_items: int = Field(default=20, ge=1, le=MAX_DEPTH)
     """Number of document-level candidates returned."""
-    top_k_chunks: int = Field(default=12, ge=0)
+    top_k_chunks: int = Field(default=12, ge=0, le=MAX_DEPTH)
     """Number of chunk-level evidence chunks returned."""
     per_item_chunk_cap: int = Field(default=3, ge=1)
     """At most this many evidence chunks from one item."""

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from aiblox.contracts.retrieval import FtsConfig, ScoringConfig, VectorConfig
+from aiblox.contracts.retrieval import MAX_DEPTH, FtsConfig, ScoringConfig, VectorConfig
 from aiblox.engine.registry import StageKind, add_kind
 
 __all__ = ["FuseConfig", "IdentityConfig", "RetrieveConfig"]
@@ -37,7 +37,7 @@ class RetrieveConfig(_Strict):
     """Vector search settings (``top_k``: its depth)."""
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)
     """Fusion of the two signals."""
-    top_k_items: int = Field(default=100, ge=1)
+    top_k_items: int = Field(default=100, ge=1, le=MAX_DEPTH)
     """Documents kept per query after fusion."""
     filters: dict[str, Any] = Field(default_factory=dict)
     """Metadata filters."""
@@ -61,7 +61,7 @@ class FuseConfig(_Strict):
     """Per-run score normalisation before a linear blend."""
     missing: Literal["zero", "list_min"] = "zero"
     """Linear blend: the normalised score of a document absent from a run."""
-    top_k: int | None = Field(default=None, ge=1)
+    top_k: int | None = Field(default=None, ge=1, le=MAX_DEPTH)
     """Fused documents kept per query (None: the spec's ``top_k_items``)."""
 
     @field_validator("weights")

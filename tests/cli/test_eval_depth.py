@@ -160,8 +160,12 @@ def test_eval_options_are_refused_before_any_work(tmp_path, args, line):
 def test_search_and_answer_options_name_the_option(tmp_path):
     db = tmp_path / "never.duckdb"
     for args, line in [
-        (["search", "bm25", "--db", db, "--top-k", "0"], f"error: --top-k 0: {E_RANGE}"),
-        (["search", "bm25", "--db", db, "-k", "-2"], f"error: --top-k -2: {E_RANGE}"),
+        (["search", "bm25", "--db", db, "--top-k", "0"],
+         f"error: --top-k 0: {E_RANGE} (at most 2147483647)"),
+        (["search", "bm25", "--db", db, "-k", "-2"],
+         f"error: --top-k -2: {E_RANGE} (at most 2147483647)"),
+        (["search", "bm25", "--db", db, "-k", "99999999999999999999"],
+         f"error: --top-k 99999999999999999999: {E_RANGE} (at most 2147483647)"),
         (["answer", "What is BM25?", "--db", db, "--top-k-chunks", "0"],
          f"error: --top-k-chunks 0: {E_RANGE}")]:  # 0 chunks: always a refusal
         assert _one_error(_run(*args)) == line  # before the store is looked for

@@ -91,7 +91,8 @@ def test_check_depth_names_the_metrics_the_setting_and_the_fix():
 
 
 def test_value_problems_say_the_valid_values():
-    assert valid_values(RetrievalPrefs, ("fts", "top_k")) == "a whole number >= 1"
+    assert valid_values(RetrievalPrefs, ("fts", "top_k")) == \
+        "a whole number >= 1 (at most 2147483647)"  # a depth's machine limit, said after
     assert valid_values(RetrievalPrefs, ("fts", "b")) == "a finite number from 0 to 1"
     assert valid_values(RetrievalPrefs, ("vector", "ef_search")) == \
         "a whole number from 1 to 4096, or none"
