@@ -526,10 +526,11 @@ def _field_problem(name: str, error: Any) -> str:
     """One pydantic error of a stage's config in the expression's words: a parameter that
     must be given says how (``model is required: cross_encoder(model=...)``), not pydantic's
     ``Field required``."""
-    field = ".".join(str(p) for p in error["loc"]) or "?"
+    field = ".".join(str(p) for p in error["loc"])
     if error["type"] == "missing":
         return f"{field} is required: {name}({field}=...)"
-    return f"{field}: {error['msg'].removeprefix('Value error, ')}"
+    said = error["msg"].removeprefix("Value error, ")
+    return f"{field}: {said}" if field else said  # a check of several fields names them
 
 
 def label(p: Pipeline) -> str:

@@ -113,8 +113,14 @@ def test_feedback_after_feedback_starts_from_the_carried_vectors(tiny):
 
 
 def test_config_refuses_no_weight_at_all():
+    from aiblox.engine import PipelineError, Stage
+
     with pytest.raises(ValueError, match="alpha and beta are both 0"):
         get_stage_kind("rocchio").make_config({"alpha": 0.0, "beta": 0.0})
+    with pytest.raises(PipelineError) as err:  # a check of two fields: no field named, no "?:"
+        Stage("rocchio", alpha=0.0, beta=0.0)
+    assert str(err.value) == ("stage rocchio (rocchio): alpha and beta are both 0: the query "
+                              "would have no vector")
 
 
 def test_k_beyond_the_incoming_depth_is_refused_in_one_line():
