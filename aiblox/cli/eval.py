@@ -148,7 +148,7 @@ def eval_command(
 ) -> None:
     """Score retrieval systems on DATASET's SPLIT with ranx, as one experiment table: modes
     (--mode) and external TREC runs (--run), tested against --baseline."""
-    from aiblox.contracts.retrieval import RetrievalPrefs
+    from aiblox.contracts.retrieval import MAX_DEPTH, RetrievalPrefs
     from aiblox.experiment.table import (
         CORRECTIONS,
         TESTS,
@@ -165,7 +165,8 @@ def eval_command(
     pipes = _pipelines(pipeline)
     unfused = [label for label, p in pipes.items()
                if not any(s.kind in ("fuse", "retrieve") for s in p.stages())]
-    if top_k is not None and unfused:  # QA 25: a setting silently unread
+    # QA 25: a setting silently unread (a value out of range is refused below, alone)
+    if top_k is not None and 1 <= top_k <= MAX_DEPTH and unfused:
         print_error(f"--top-k {top_k}: only a fusion reads it, and "
                     f"{', '.join(repr(u) for u in unfused)} fuse{'s' * (len(unfused) == 1)} "
                     f"nothing: {'its run is' if len(unfused) == 1 else 'their runs are'} as "

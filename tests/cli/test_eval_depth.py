@@ -136,6 +136,8 @@ EVAL_CASES = [
     (["--chunks", "--max-chunk-tokens", "10", "--overlap-tokens", "20"],
      "error: sentences: --overlap-tokens (20) must be smaller than --max-chunk-tokens (10)"),
     (["--chunks", "--chunk-limit", "0"], f"error: --chunk-limit 0: {E_RANGE}"),
+    # out of range: the one error line, without the warning that no fusion reads it
+    (["--pipeline", "bm25", "--top-k", "-1"], f"error: --top-k -1: {E_RANGE} (at most"),
     # what only a sweep spec's [finetune_reranker] trains: refused before the index is built
     (["--pipeline", 'bm25 >> cross_encoder(model="finetune")'],
      "error: --pipeline bm25 >> cross_encoder(model=\"finetune\"): stage cross_encoder: "
@@ -151,8 +153,10 @@ EVAL_CASES = [
 @pytest.mark.parametrize(("args", "line"), EVAL_CASES, ids=[" ".join(a) for a, _ in EVAL_CASES])
 def test_eval_options_are_refused_before_any_work(tmp_path, args, line):
     db = tmp_path / "never.duckdb"
-    err = _one_error(_run("eval", SAMPLE, "--embedder", "hashing", "--db", db, *args))
+    result = _run("eval", SAMPLE, "--embedder", "hashing", "--db", db, *args)
+    err = _one_error(result)
     assert err.startswith(line), err
+    assert "warning:" not in result.output, result.output  # the error alone
     assert "fts.top_k" not in err and "scoring." not in err and "top_k_items" not in err
     assert not db.exists() and not (tmp_path / ".aiblox").exists()  # no store made or synced
 
