@@ -28,7 +28,7 @@ __all__ = [
     "SamplingStrategy",
 ]
 
-EVIDENCE_BUILD_VERSION = "2.1"
+EVIDENCE_BUILD_VERSION = "2.2"
 """Version of the evidence builder (the seed's ``build_version``). A bundle's ``bundle_id`` is
 derived from its content and this version, and the seed promises ids "stable for the same
 inputs and policy": bump it whenever the builder gives other content for the same inputs and
@@ -36,7 +36,9 @@ policy (loading, redaction, bounding, sampling, summary), so one version never n
 bundles for one input. 2.1: redaction catches Unicode emails, grouped card numbers, short
 ``key=value`` secrets and ``Authorization`` headers (``aiblox/bundles/redaction.py``), so a
 redacted bundle holding them has other content, and another ``bundle_id``, than at 2.0
-(``tests/bundles/test_build_version.py`` pins one)."""
+(``tests/bundles/test_build_version.py`` pins one). 2.2: ``key=value`` secrets under compound
+and environment-variable keys (``DB_PASSWORD``, ``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``,
+``refresh_token``) and PEM private key blocks are redacted too."""
 EVIDENCE_POLICY_VERSION = "1"
 """Version of the bounding rules an :class:`EvidencePolicy` describes."""
 

@@ -5,8 +5,10 @@ Built in, in this order:
 - ``api_key``: provider-style secrets (OpenAI/Anthropic, AWS, GitHub, Slack, Google keys, JWTs),
   the credential of an ``Authorization:`` header (``Basic``, ``Bearer``, ``Digest`` ... or a bare
   token) and of a ``Bearer`` token, and the value of a ``key=value`` / ``key: value`` credential
-  (``password``, ``pwd``, ``token``, ``api_key``, ``secret`` ...): after ``=`` any value, after
-  ``:`` a value of at least four characters (``password=hunter2``, ``pwd: abc123``);
+  (``password``, ``pwd``, ``token``, ``api_key``, ``secret`` ..., with any prefix of name parts:
+  ``DB_PASSWORD``, ``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``refresh_token``): after ``=``
+  any value, after ``:`` a value of at least four characters (``password=hunter2``, ``pwd:
+  abc123``); and a PEM private key block, armour lines included;
 - ``email``: ``local@domain.tld`` with Unicode letters anywhere (``josé@example.com``,
   ``用户@example.com``, ``user@exämple.com``), the top-level domain letters or ``xn--`` punycode;
 - ``card``: 13 to 19 digit numbers that pass the Luhn check, written as one run or with single
@@ -77,14 +79,25 @@ _API_KEY = re.compile(
 )
 # key=value / key: value credentials: redact the value only (group 1 after "=", group 2 after
 # ":"); a value never ends in sentence punctuation.
+# The key may carry a prefix of name parts (``DB_PASSWORD``, ``MYSQL_ROOT_PASSWORD``,
+# ``AWS_SECRET_ACCESS_KEY``, ``refresh_token``: a ``\b`` never follows their ``_``); a key that
+# goes on after the credential word (``password_hint``) is not one. A bare ``token`` takes a
+# prefix only in an environment variable's capitals (``GITHUB_TOKEN``, ``HF_TOKEN``), never a
+# tokenizer's setting (``pad_token=0``, ``eos_token``).
 _KV_KEYS = (
-    r"(?i)\b(?:api[_-]?key|apikey|secret(?:[_-]?key)?|access[_-]?token|auth[_-]?token|token"
-    r"|password|passwd|pwd|client[_-]?secret|private[_-]?key)\b[\"']?\s*"
+    r"(?:(?i:(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_-])*"
+    r"(?:api[_-]?key|apikey|secret(?:[_-]?access)?(?:[_-]?key)?|access[_-]?key"
+    r"|(?:access|auth|refresh|session|id|bearer)[_-]?token"
+    r"|password|passwd|pwd|client[_-]?secret|private[_-]?key))"
+    r"|(?<![A-Za-z0-9])(?:[A-Z0-9]+_)+TOKEN|(?i:\btoken))\b[\"']?\s*"
 )
 _KV_SECRET = re.compile(
     _KV_KEYS + r"(?:=\s*[\"']?([^\s\"',;]*[^\s\"',;.:!?)])"
     r"|:\s*[\"']?([^\s\"',;]{3,}[^\s\"',;.:!?)]))"
 )
+# a PEM private key: the whole block, its armour lines included (the key material spans lines)
+_PEM_KEY = re.compile(
+    r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)", re.DOTALL)
 _BEARER = re.compile(r"(?i)\bBearer\s+([A-Za-z0-9._~+/=-]{16,})")
 # an Authorization (or Proxy-Authorization) header: the credentials after a named scheme (a
 # token; for Digest and AWS4 the rest of the line, up to a closing quote), or a bare token of at
@@ -135,6 +148,7 @@ def _merge(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
 
 def _find_api_keys(text: str) -> list[tuple[int, int]]:
     spans = [m.span() for m in _API_KEY.finditer(text)]
+    spans += [m.span() for m in _PEM_KEY.finditer(text)]
     spans += [m.span(1) if m.group(1) else m.span(2) for m in _KV_SECRET.finditer(text)]
     spans += [m.span(1) for m in _BEARER.finditer(text)]
     spans += _find_auth_headers(text)

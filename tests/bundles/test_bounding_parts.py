@@ -154,6 +154,18 @@ def test_builtin_redactors_remove_secrets_and_record_without_them():
         ('Authorization: Digest username="a", response="6629fae4"', 'response="6629fae4"',
          "api_key"),
         ("Proxy-Authorization: Bearer zzz", "zzz", "api_key"),
+        # environment variables and compound keys (QA: only password=... was caught)
+        ("DB_PASSWORD=hunter22", "hunter22", "api_key"),
+        ("MYSQL_ROOT_PASSWORD=rootpw99", "rootpw99", "api_key"),
+        ("export GITHUB_TOKEN=abcd1234efgh", "abcd1234efgh", "api_key"),
+        ("DJANGO_SECRET_KEY='dj-abc-123'", "dj-abc-123", "api_key"),
+        ("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG", "wJalrXUtnFEMI/K7MDENG", "api_key"),
+        ("STRIPE_API_KEY=rk_live_abcdef", "rk_live_abcdef", "api_key"),
+        ("refresh_token=abc123def", "abc123def", "api_key"),
+        ("session_token: zzzzyyyy", "zzzzyyyy", "api_key"),
+        ("key: -----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\nq83kd\n"
+         "-----END RSA PRIVATE KEY----- done", "MIIEpAIBAAKCAQEA", "api_key"),
+        ("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg (cut short)", "MIIEvQIBADANBg", "api_key"),
     ],
 )
 def test_redaction_covers_unicode_emails_grouped_cards_short_secrets_and_auth_headers(
@@ -175,6 +187,9 @@ def test_redaction_covers_unicode_emails_grouped_cards_short_secrets_and_auth_he
         "In 2024  1111 people came, total 4111.1111.1111.1111.5 units.",
         "Invoice 1234567890 dated 2024-01-15.",
         "The password: see below. A token: a unit of text. pad_token=0, max_tokens=5.",
+        'eos_token="</s>", unk_token: [UNK], password_hint=ask, token_count=1234',
+        "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n"
+        "-----END PUBLIC KEY-----",
         "Authorization: the process of granting access.",
         "Mail me at name at example dot com, or @handle.",
         "Authorization: [REDACTED:header]",

@@ -6,8 +6,10 @@ Pinned here: a redacted bundle of one input whose secrets only the redactors of
 ``a9f84c0`` catch (a Unicode email, a card number grouped by dots, a short ``password=``
 value, an ``Authorization: Basic`` header). Before that commit the builder, at ``2.0``, kept
 them and gave bundle ``62ad0c0f-...``; after it, still at ``2.0``, it redacted them and gave
-``b11f114a-...``: two bundles under one version and input. ``EVIDENCE_BUILD_VERSION`` is 2.1
-since, and this bundle ``41099c52-...``. If this test fails because the builder's output
+``b11f114a-...``: two bundles under one version and input. ``EVIDENCE_BUILD_VERSION`` was 2.1
+since (this bundle ``41099c52-...``). 2.2 redacts environment-variable secrets
+(``DB_PASSWORD=...``, ``GITHUB_TOKEN=...``), which 2.1 kept (bundle ``7f6e8d61-...`` of the
+second input). If this test fails because the builder's output
 changed on purpose, bump ``EVIDENCE_BUILD_VERSION`` (``aiblox/bundles/models.py``) and pin the
 new id and version here, with the reason.
 """
@@ -18,8 +20,10 @@ from aiblox.bundles import EVIDENCE_BUILD_VERSION, EvidencePolicy, build_evidenc
 
 TEXT = ("Contact josé@example.com; card 4111.1111.1111.1111; password=hunter2\n"
         "Authorization: Basic dXNlcjpwYXNz\n")
+ENV = "DB_PASSWORD=hunter22\nexport GITHUB_TOKEN=abcd1234efgh\n"
 # the ids this input had at build version 2.0: before the redaction change, and after it
 IDS_AT_2_0 = {"62ad0c0f-fa68-5d1e-85ea-cd643feef66e", "b11f114a-5eee-5b97-9d5e-2887f6f3c23a"}
+IDS_AT_2_1 = {"41099c52-2454-5474-aea2-213294503655", "7f6e8d61-419f-55e0-a934-3977be0043a6"}
 
 
 def test_a_redacted_bundle_is_pinned_with_its_build_version():
@@ -30,6 +34,12 @@ def test_a_redacted_bundle_is_pinned_with_its_build_version():
         "Contact [REDACTED:email]; card [REDACTED:card]; password=[REDACTED:api_key]\n"
         "Authorization: Basic [REDACTED:api_key]\n"]
     assert [i.evidence_id for i in bundle.items] == ["inline:0"]  # names, not content
-    assert (EVIDENCE_BUILD_VERSION, bundle.build_version) == ("2.1", "2.1")
-    assert bundle.bundle_id == "41099c52-2454-5474-aea2-213294503655"
-    assert bundle.bundle_id not in IDS_AT_2_0
+    assert (EVIDENCE_BUILD_VERSION, bundle.build_version) == ("2.2", "2.2")
+    assert bundle.bundle_id == "105615d4-0abc-5e25-9d6e-17cbd08f70cb"
+    assert bundle.bundle_id not in IDS_AT_2_0 | IDS_AT_2_1
+    env = build_evidence_bundle(
+        {"extra_params": {"evidence": [{"text": ENV, "source_uri": "job"}]}}, None,
+        EvidencePolicy(enable_redaction=True), None)
+    assert [i.content for i in env.items] == [
+        "DB_PASSWORD=[REDACTED:api_key]\nexport GITHUB_TOKEN=[REDACTED:api_key]\n"]
+    assert env.bundle_id == "cd7836c3-1b9b-5ce5-9246-08ade376dfbe"
