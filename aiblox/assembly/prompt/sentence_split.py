@@ -13,7 +13,10 @@ rather than an uncited claim passing inside a cited one. The rule:
   Devanagari dandas, ...) ends a sentence with or without whitespace after it (CJK text has
   none); the Arabic semicolon ``\u061b`` and the ellipsis ``\u2026`` are not sentence terminals;
 - closing quotes and brackets right after the terminator, then citation markers such as
-  ``[C0]`` (spaces or tabs before them allowed), belong to the sentence before;
+  ``[C0]`` (spaces or tabs before them allowed), and a terminator after those markers, belong
+  to the sentence before: ``Robertson et al. [C0].`` and ``at 5 p.m. [C0].`` are one sentence
+  each (the abbreviation's full stop, followed by its citation and a full stop, ends it);
+- a list item's number or letter opening a line (``1.``, ``a.``, ``iv.``) is not a sentence;
 - a single ``.`` is not a boundary only in two cases: after a title that always precedes a
   name (``Mr.``, ``Mrs.``, ``Ms.``, ``Dr.``, ``Prof.``) when a word follows on the line, and
   after an abbreviation or a single letter (``e.g.``, ``vs.``, ``No.``, ``U.S.``, ``J.``)
@@ -52,8 +55,10 @@ _CLOSERS = "[\"'\\)\\]\u00bb\u2019\u201d\u203a\u3009\u300b\u300d\u300f\u3011\u30
 _CITATIONS = r"(?:[ \t]*\[C\d+\])*"
 _BOUNDARY = re.compile(
     rf"[.!?]*[{_OTHER_TERMINALS}][.!?{_OTHER_TERMINALS}]*{_CLOSERS}{_CITATIONS}"
-    rf"|[.!?]+{_CLOSERS}{_CITATIONS}(?=\s|$)"
+    rf"|[.!?]+{_CLOSERS}{_CITATIONS}(?:(?<=\])[.!?]+)?(?=\s|$)"
 )
+_ENUMERATOR = re.compile(r"\(?(?:\d{1,3}|[A-Za-z]|[ivxlcdm]{1,6}|[IVXLCDM]{1,6})")
+"""A list item's number or letter opening a line (``1.``, ``a.``, ``iv.``, ``(2).``)."""
 _TITLES = frozenset({"mr", "mrs", "ms", "dr", "prof"})
 _ABBREVIATIONS = frozenset(
     {
@@ -126,8 +131,10 @@ def split_sentences(text: str) -> list[str]:
     for line in text.splitlines():
         start = 0
         for match in _BOUNDARY.finditer(line):
-            if match.group(0) == "." and _continues(line, match.start(), match.end()):
-                continue  # "Mr. Smith", "e.g. the", "No. 5"
+            if match.group(0) == "." and (
+                    _continues(line, match.start(), match.end())
+                    or (start == 0 and _ENUMERATOR.fullmatch(line[:match.start()].strip()))):
+                continue  # "Mr. Smith", "e.g. the", "No. 5"; a list item's "1. "
             piece = line[start : match.end()].strip()
             if piece:
                 sentences.append(piece)
