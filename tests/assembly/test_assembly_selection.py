@@ -216,6 +216,32 @@ def test_per_chunk_cap_truncates_to_a_word_prefix() -> None:
     assert count_tokens(ev.sanitized_text + " " + next_word) > 50
 
 
+@pytest.mark.parametrize("word", [
+    "ก" * 4 + "ภาษาไทยเป็นภาษาที่มีระดับเสียงของคำแน่นอน" * 40,  # Thai vowel signs, no spaces
+    "e\u0301" * 300,  # a decomposed é
+    "\u2764\ufe0f" * 200,  # a heart and its emoji variation selector
+    "\U0001f468\u200d\U0001f469\u200d\U0001f467" * 60,  # a family: a ZWJ sequence
+    "\U0001f1eb\U0001f1f7\U0001f1e9\U0001f1ea" * 80,  # flags: pairs of regional indicators
+    "\u0915\u094d\u0937" * 200,  # Devanagari: a virama joins two consonants
+])
+def test_a_word_cut_by_the_cap_keeps_whole_characters(word: str) -> None:
+    """A first word beyond the cap is cut between grapheme clusters, never inside one: a prefix
+    of code points dropped the Thai vowel sign, the accent, the variation selector, half a
+    flag (QA)."""
+    import regex
+
+    from aiblox.assembly.selection.token_truncation import truncate_to_token_budget
+
+    clusters = regex.findall(r"\X", word)
+    for cap in (1, 2, 3, 5, 8, 13, 50):
+        cut, truncated = truncate_to_token_budget(word, cap, "cl100k_base")
+        assert truncated and count_tokens(cut) <= cap
+        n = len(regex.findall(r"\X", cut))
+        assert cut == "".join(clusters[:n])  # whole clusters, a prefix of them
+        if n < len(clusters):  # and the longest such prefix
+            assert count_tokens(cut + clusters[n]) > cap
+
+
 def test_a_chunk_whose_first_character_exceeds_the_cap_is_pruned_not_sent_empty() -> None:
     # U+0F80 alone is 3 cl100k tokens; with a 2-token cap no prefix of it survives. It used to
     # be kept as an empty evidence line, which the prompt builder then rejected (FAILED).

@@ -3,14 +3,21 @@
 
 The cut is a prefix: words are never changed, reordered or summarised, only the tail beyond the
 budget is left out. Word prefixes are searched by bisection on the word count; a first word that
-alone exceeds the budget is cut by characters the same way. Deterministic for a given encoding.
+alone exceeds the budget is cut by user-perceived characters (Unicode grapheme clusters, the
+pattern ``\\X``) the same way, so a cut never separates a base letter from its combining marks,
+a Thai or Devanagari vowel sign from its consonant, an emoji from its variation selector or ZWJ
+sequence, or a flag's two letters. Deterministic for a given encoding.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import regex
+
 from aiblox.text.tokens import count_tokens
+
+_GRAPHEME = regex.compile(r"\X")
 
 __all__ = ["truncate_to_token_budget"]
 
@@ -41,6 +48,9 @@ def truncate_to_token_budget(text: str, max_tokens: int, encoding: str) -> tuple
     )
     if k > 0:
         return " ".join(words[:k]), True
+    ends = [m.end() for m in _GRAPHEME.finditer(words[0])]  # where each cluster ends
     first = words[0]
-    c = _longest_prefix(len(first), lambda c: count_tokens(first[:c], encoding) <= max_tokens)
-    return first[:c], True
+    c = _longest_prefix(len(ends),
+                        lambda c: count_tokens(first[:ends[c - 1]] if c else "", encoding)
+                        <= max_tokens)
+    return (first[:ends[c - 1]] if c else ""), True
