@@ -34,7 +34,9 @@ class SelectionPolicy(BaseModel):
     """Selection policy snapshot; every value is frozen for a given ``policy_version``."""
 
     # strict: a TOML policy says what it means (max_chunks = "6", a string, or true was taken)
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True,
+    # allow_inf_nan: TOML reads nan and inf; a NaN floor compared false to every score (no
+    # floor at all), and either failed the policy's hash after retrieval, naming no field
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False,
                               use_attribute_docstrings=True)
 
     policy_version: str = Field(min_length=1)
@@ -77,6 +79,17 @@ class SelectionPolicy(BaseModel):
     def _budgets_consistent(self) -> SelectionPolicy:
         if self.reserved_output_tokens >= self.max_total_prompt_tokens:
             raise ValueError("reserved_output_tokens must be below max_total_prompt_tokens")
+        room = self.max_total_prompt_tokens - self.reserved_output_tokens
+        if self.max_evidence_tokens > room:
+            # the seed: evidence tokens plus the reserved output fit the total budget. A larger
+            # evidence budget is never usable, and its per-chunk cap (a share of it) let one
+            # chunk through that the total then dropped with every chunk after it: raising
+            # the budget refused answers the smaller one gave
+            raise ValueError(
+                f"max_evidence_tokens ({self.max_evidence_tokens}) plus reserved_output_tokens "
+                f"({self.reserved_output_tokens}) exceed max_total_prompt_tokens "
+                f"({self.max_total_prompt_tokens}): set max_evidence_tokens to at most {room}, "
+                f"or raise max_total_prompt_tokens")
         return self
 
     @property

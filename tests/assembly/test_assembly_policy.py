@@ -90,6 +90,32 @@ def test_policy_is_frozen_and_budgets_are_checked() -> None:
     with pytest.raises(ValueError, match="reserved_output_tokens"):
         policy.with_updates(reserved_output_tokens=3500)
     assert isinstance(policy.with_updates(max_chunks=3), SelectionPolicy)
+    # an evidence budget the total cannot hold with the reserve (8000 + 800 > 3500): one
+    # chunk passed the per-chunk cap (0.35 x 8000) that the total then dropped, with every
+    # chunk after it, where V1 itself answered
+    with pytest.raises(ValueError, match=r"max_evidence_tokens \(8000\) plus "
+                                         r"reserved_output_tokens \(800\) exceed "
+                                         r"max_total_prompt_tokens \(3500\): set "
+                                         r"max_evidence_tokens to at most 2700"):
+        policy.with_updates(max_evidence_tokens=8000)
+    assert policy.with_updates(max_evidence_tokens=2700).max_evidence_tokens == 2700
+
+
+@pytest.mark.parametrize(("line", "field"), [("top_similarity_gate = inf", "top_similarity_gate"),
+                                             ("min_similarity_score = nan", "min_similarity_score"),
+                                             ("max_chunk_token_ratio = nan",
+                                              "max_chunk_token_ratio")])
+def test_a_policy_file_with_nan_or_inf_is_refused_naming_the_field(tmp_path, line, field):
+    text = (POLICIES / "R2_POLICY_V1.toml").read_text(encoding="utf-8")
+    key = line.split(" =")[0]
+    text = "\n".join(ln for ln in text.splitlines() if not ln.startswith(key + " "))
+    path = tmp_path / "R2_POLICY_QA.toml"
+    path.write_text(text.replace('"R2_POLICY_V1"', '"R2_POLICY_QA"') + f"\n{line}\n",
+                    encoding="utf-8")
+    with pytest.raises(PolicyError) as err:
+        load_policy(path)
+    assert str(path) in str(err.value) and field in str(err.value), err.value
+    assert "\n" not in str(err.value)
 
 
 def test_a_policies_folder_variable_naming_no_folder_is_named(tmp_path, monkeypatch):

@@ -283,7 +283,10 @@ def test_evidence_token_budget_stops_and_prunes_lowest_ranked() -> None:
 
 def test_total_budget_limits_the_evidence_budget() -> None:
     rows = [result(f"c{i}", " ".join(f"subject{i}x{j}" for j in range(120)), i) for i in range(6)]
-    policy = policy_v1(max_total_prompt_tokens=1600, max_chunk_token_ratio=1.0)
+    # the evidence budget plus the reserve fill the total: the prompt's overhead and the
+    # question come out of the evidence's share
+    policy = policy_v1(max_total_prompt_tokens=3000, max_chunk_token_ratio=1.0)
+    assert policy.max_evidence_tokens + policy.reserved_output_tokens == 3000
     bundle = assemble_answer_bundle(QUESTION, make_input(rows), policy)
     assert bundle.metrics.evidence_token_budget < policy.max_evidence_tokens
     assert bundle.metrics.evidence_token_count <= bundle.metrics.evidence_token_budget
@@ -298,7 +301,8 @@ def test_question_and_overhead_failures() -> None:
     assert failed.assembly_status == "FAILED" and "max_question_tokens" in (
         failed.failure_reason or ""
     )
-    tight = assemble_answer_bundle(QUESTION, data, policy_v1(max_total_prompt_tokens=1000))
+    tight = assemble_answer_bundle(QUESTION, data, policy_v1(max_total_prompt_tokens=1000,
+                                                             max_evidence_tokens=200))
     assert tight.assembly_status == "FAILED" and "without evidence" in (tight.failure_reason or "")
 
 
