@@ -77,6 +77,8 @@ def finite_float(value: str) -> float:
 def read_jsonl(path: Path, hasher: Hasher, hashed_name: str | None = None
                 ) -> Iterator[tuple[int, dict]]:
     for lineno, line in read_lines(path, hasher, hashed_name):
+        if lineno == 1:  # a file saved "UTF-8 with BOM", as qrels and tables already read it
+            line = line.removeprefix("\ufeff")
         if not line.strip():
             continue
         try:  # without its line break: an unterminated string is one, not a control character

@@ -82,7 +82,12 @@ def _checked(path: Path, batch: Any, first_row: int, dim: int
     def first_bad(ok: Any) -> int:
         return first_row + int(np.flatnonzero(~np.asarray(ok, dtype=bool))[0])
 
-    ok_ids = pc.fill_null(pc.greater(pc.utf8_length(ids_col.cast(pa.string())), 0), False)
+    if pa.types.is_integer(ids_col.type):  # pandas' numeric ids: their digits, as the
+        ids_col = ids_col.cast(pa.string())  # dataset loaders read a whole-number id
+    elif not (pa.types.is_string(ids_col.type) or pa.types.is_large_string(ids_col.type)):
+        raise VectorImportError(path, first_row, "_id", f"of type {ids_col.type}: ids are text "
+                                f"(or whole numbers, read as their digits)")
+    ok_ids = pc.fill_null(pc.greater(pc.utf8_length(ids_col), 0), False)
     if not pc.all(ok_ids).as_py():
         raise VectorImportError(path, first_bad(ok_ids), "_id", "missing or not a string")
     hashes = hash_col.cast(pa.string())

@@ -229,3 +229,21 @@ def test_a_text_repeated_with_its_vector_up_to_float_noise_keeps_the_first(tmp_p
     state = _state(db)
     again = _ingest(db, "--vectors", str(path))
     assert again["vectors_imported"] == 0 and _state(db) == state
+
+
+def test_whole_number_ids_are_read_as_their_digits_and_other_types_refused(tmp_path):
+    """pandas writes numeric ids as int64: the file named document "1" as 1, and the import
+    said no document had the id 1 (the dataset loaders read a whole-number id as its digits)."""
+    from aiblox.embedding.vectors import VectorImportError, read_vectors
+
+    h = sha256_text("text")
+    vecs = [[0.6, 0.8], [1.0, 0.0]]
+    pq.write_table(pa.table({"_id": pa.array([1, 20], pa.int64()), "text_sha256": [h, h],
+                             "vector": vecs}), tmp_path / "ints.parquet")
+    ids, hashes, matrix = read_vectors(tmp_path / "ints.parquet", 2)
+    assert ids == ["1", "20"] and hashes == [h, h] and matrix.shape == (2, 2)
+    pq.write_table(pa.table({"_id": [1.0, 2.5], "text_sha256": [h, h], "vector": vecs}),
+                   tmp_path / "floats.parquet")
+    with pytest.raises(VectorImportError, match=r"row 1, field '_id': of type double: ids are "
+                                                r"text \(or whole numbers"):
+        read_vectors(tmp_path / "floats.parquet", 2)

@@ -257,6 +257,19 @@ def test_bom_and_crlf_qrels_load(tmp_path):
     assert load_dataset(path).qrels == load_dataset(SAMPLE).qrels
 
 
+def test_bom_jsonl_loads(tmp_path):
+    """A corpus or queries file saved "UTF-8 with BOM" was refused ("malformed JSON:
+    Unexpected UTF-8 BOM"), where qrels and tables with one load."""
+    path = _copy(tmp_path)
+    for rel in ("corpus.jsonl", "queries.jsonl"):
+        f = path / rel
+        f.write_bytes(b"\xef\xbb\xbf" + f.read_bytes().replace(b"\n", b"\r\n"))
+    got, want = load_dataset(path), load_dataset(SAMPLE)
+    assert got.queries == want.queries
+    assert {k: (d.title, d.text, d.metadata, d.source_ref) for k, d in got.corpus.items()} == {
+        k: (d.title, d.text, d.metadata, d.source_ref) for k, d in want.corpus.items()}
+
+
 # --------------------------------------------------------------------------- files
 def test_unreadable_and_damaged_files_are_named(tmp_path):
     path = _copy(tmp_path)
