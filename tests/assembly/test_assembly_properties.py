@@ -78,12 +78,14 @@ def raw_inputs(draw):  # type: ignore[no-untyped-def]
 @st.composite
 def policies(draw) -> SelectionPolicy:  # type: ignore[no-untyped-def]
     reserved = draw(st.integers(0, 600))
+    total = draw(st.integers(reserved + 340, reserved + 1300))
     return BASE.with_updates(
         max_chunks=draw(st.integers(1, 8)),
         max_chunks_per_knowledge_id=draw(st.integers(1, 4)),
-        max_evidence_tokens=draw(st.integers(20, 600)),
+        # within what the total leaves beside the reserve (a policy asking more is refused)
+        max_evidence_tokens=draw(st.integers(20, min(600, total - reserved))),
         reserved_output_tokens=reserved,
-        max_total_prompt_tokens=draw(st.integers(reserved + 340, reserved + 1300)),
+        max_total_prompt_tokens=total,
         max_chunk_token_ratio=draw(st.floats(0.05, 1.0)),
         overlap_ratio_threshold=draw(st.floats(0.0, 1.0)),
         min_similarity_score=draw(st.none() | st.floats(-1, 1)),
