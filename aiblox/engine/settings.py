@@ -260,8 +260,12 @@ def reads_label(prefs: RetrievalPrefs, reads: BaseReads) -> str:
         blends.append("rrf" + (f"-k{s.rrf_k}" if "rrf_k" in reads.blends["rrf"] else ""))
     if "linear" in reads.blends:
         read = reads.blends["linear"]
+        # the vector weight named where it is not 1 - w_text (a baseline's own pair), so two
+        # configs never share a label (0.5 / 0.65 read as the grid's 0.5 / 0.5)
+        weight = f"w{s.w_text!r}" + ("" if round(s.w_text + s.w_vec, 9) == 1 else
+                                     f"v{s.w_vec!r}")
         blends.append("linear" + "".join(f"-{x}" for name, x in (
-            ("w_text", f"w{s.w_text!r}"), ("normalize", s.normalize), ("missing", s.missing))
+            ("w_text", weight), ("normalize", s.normalize), ("missing", s.missing))
             if name in read))
     default = FtsConfig()
     bm25_read = [(n, tag) for n, tag in (("method", str(f.method)), ("k1", f"k1={f.k1!r}"),

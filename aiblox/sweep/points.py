@@ -291,8 +291,13 @@ def pipeline_count(g: FusionGrid, pipelines: Sequence[Pipeline]) -> int:
 
 
 def baseline_point_prefs(base: RetrievalPrefs, b: dict[str, Any]) -> RetrievalPrefs:
-    """The baseline's prefs: ``base`` with the baseline's (``b``) scoring and dense keys."""
+    """The baseline's prefs: ``base`` with the baseline's (``b``) scoring and dense keys; a
+    ``w_text`` given alone takes ``w_vec = 1 - w_text``, as a grid point's does (it kept the
+    base's 0.65: a baseline ``w_text = 0.5`` was labelled as the grid's 0.5 / 0.5 point and
+    scored otherwise)."""
     own = {k: v for k, v in b.items() if k in SCORING_FIELDS}
+    if "w_text" in own and "w_vec" not in own:
+        own["w_vec"] = float(Decimal(1) - to_decimal(own["w_text"]))
     update: dict[str, Any] = {"scoring": ScoringConfig(**{**base.scoring.model_dump(), **own})}
     dense = {k: v for k, v in b.items() if k in DENSE_AXES}
     if dense:

@@ -50,8 +50,8 @@ from aiblox.sweep.axes import (
 )
 from aiblox.sweep.space import SearchSpace
 
-__all__ = ["backend_of", "check_baseline_keys", "check_chunk_depths", "check_chunk_k",
-           "check_depths", "check_finetune", "check_numeric_space",
+__all__ = ["backend_of", "check_baseline_keys", "check_blend_axes", "check_chunk_depths",
+           "check_chunk_k", "check_depths", "check_finetune", "check_numeric_space",
            "check_passages", "check_pipeline_depths", "check_stage_tables",
            "check_swept_once", "import_stage_modules", "problems"]
 
@@ -378,6 +378,29 @@ def check_depths(base: RetrievalPrefs, g: FusionGrid, metrics: Sequence[str],
                              f"returns at most {top}: it would be computed over {top} "
                              f"chunks under the name @{chunk_k}; return at least "
                              f"{chunk_k} chunks, or use chunk_k values of at most {top}")
+
+
+_BLEND_AXES = {"linear": ("w_text", "normalize", "missing"), "rrf": ("rrf_k",)}
+"""The fusion axes only one blend reads (:func:`~aiblox.sweep.points.fusion_points` expands
+them for that blend's points alone)."""
+
+
+def check_blend_axes(base: RetrievalPrefs, g: FusionGrid) -> None:
+    """Refuse a fusion axis that no point's blend reads: ``w_text`` under an RRF base with no
+    ``blend`` axis gave one RRF point and no linear one, silently (and a linear ``fuse(...)``
+    written in a pipeline stayed at the base's weight)."""
+    blends = g.axis("blend") or [base.scoring.blend]
+    for blend, axes in _BLEND_AXES.items():
+        if blend in blends:
+            continue
+        for axis in (a for a in axes if getattr(g, a) is not None):
+            where = ("grid.blend = " + repr(list(blends)) if g.blend is not None else
+                     f"the base's blend, {base.scoring.blend!r}")
+            raise ValueError(
+                f"grid.{axis}: only the {blend} blend reads it, and every point fuses by "
+                f"{where}: add {blend!r} to a grid.blend axis or set [base] scoring = "
+                f"{{ blend = {blend!r} }}, or leave the axis out (a fusion written in a "
+                f"pipeline is swept by name: [grid.stages.NAME])")
 
 
 def check_passages(base: RetrievalPrefs, g: FusionGrid, baseline: dict[str, Any] | None

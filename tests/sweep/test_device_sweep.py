@@ -63,7 +63,7 @@ def test_the_spec_key_is_checked_when_it_loads_and_hashed_by_class_off_the_cpu(t
 
 def test_every_manifest_names_the_device_outside_its_hash(tmp_path, sweep_db, small_spec,
                                                           sample_spec):
-    spec = small_spec(sample_spec, w_text=[0.5], depth=[10])
+    spec = small_spec(sample_spec, blend=["linear"], w_text=[0.5], depth=[10])
     result = run_sweep(spec, cache_dir=tmp_path / "stages", db=sweep_db, progress=False)
     for point in result.points:
         m = point.manifest

@@ -105,3 +105,21 @@ def test_a_plain_fusion_spec_s_labels_are_unchanged(sample_spec):
                  grid={"k1": [0.9, 1.2], "title_weight": [1.0, 2.0], "fts_depth": [20]})
     assert _titles(spec) == ["bm25-lucene-k1=0.9-b=0.75-d20", "bm25-lucene-k1=0.9-b=0.75-tw2.0-d20",
                              "bm25-d20", "bm25-tw2.0-d20"]
+
+
+def test_a_linear_baseline_follows_the_grid_s_weights_rule_and_its_label_names_both(
+        sample_spec):
+    """A baseline ``w_text = 0.5`` kept the base's ``w_vec`` 0.65 and was labelled as the grid's
+    0.5 / 0.5 point, which it was not (QA: a delta of a point over "itself", and ``compare`` by
+    label refused as ambiguous). It takes ``1 - w_text`` as the grid does; a baseline's own
+    pair that does not sum to 1 is named in full."""
+    from aiblox.engine.settings import point_label
+
+    base = {"blend": "linear", "w_text": 0.5, "normalize": "minmax"}
+    same = _spec(sample_spec, baseline=base).baseline_prefs()
+    assert (same.scoring.w_text, same.scoring.w_vec) == (0.5, 0.5)
+    assert point_label(same) == "linear-w0.5-minmax-zero-d20"  # the grid's point: one config
+    assert point_label(same) in _titles(sample_spec)
+    own = _spec(sample_spec, baseline={**base, "w_vec": 0.65}).baseline_prefs()
+    assert point_label(own) == "linear-w0.5v0.65-minmax-zero-d20"
+    assert point_label(own) not in _titles(sample_spec)

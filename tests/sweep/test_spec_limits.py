@@ -82,6 +82,14 @@ CHUNKING = '[grid.chunking]\nchunker_id = ["sentences"]\n'
      "got 2.0: title_weight and title_b weigh the title against the text"),
     ('[base]\nfts = { engine = "native" }\n[grid]\ntitle_b = [0.5]\n', "grid.title_b",
      "apply to engine 'index' only"),
+    # an axis no point's blend reads (QA: w_text under an RRF base gave one RRF point, silently)
+    ("[grid]\nw_text = [0.25, 0.75]\nnormalize = [\"minmax\"]\n", "grid.w_text",
+     "only the linear blend reads it, and every point fuses by the base's blend, 'rrf': add "
+     "'linear' to a grid.blend axis or set [base] scoring = { blend = 'linear' }"),
+    ('[grid]\nblend = ["rrf"]\nmissing = ["list_min"]\n', "grid.missing",
+     "every point fuses by grid.blend = ['rrf']"),
+    ('[base]\nscoring = { blend = "linear" }\n[grid]\nrrf_k = [10, 60]\n', "grid.rrf_k",
+     "only the rrf blend reads it"),
 ])
 def test_bad_values_are_refused_naming_the_field(tmp_path, extra, field, words):
     path = write(tmp_path, MINIMAL + extra)
