@@ -143,6 +143,8 @@ def check_stage_tables(pipelines: Sequence[Pipeline], texts: Sequence[str],
                          f"{'; '.join(texts)})")
     names = {n for p in pipelines for n in p.names()}
     for stage, param, values in g.stage_axes():
+        if not values:
+            raise ValueError(f"grid.stages.{stage}.{param}: an axis needs at least one value")
         if stage not in names:
             raise ValueError(f"grid.stages.{stage}: no stage of that name in the pipeline "
                              f"(stages: {', '.join(sorted(names))})")

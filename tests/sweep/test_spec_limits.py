@@ -72,6 +72,8 @@ CHUNKING = '[grid.chunking]\nchunker_id = ["sentences"]\n'
      "title_weight values must be >= 0.0, got [-0.5]"),
     ("[grid]\ntitle_b = [0.5, 1.5]\n", "grid.title_b", "title_b values must be in [0.0, 1.0]"),
     ("[grid]\ntitle_weight = []\n", "grid.title_weight", "at least one value"),
+    ('pipeline = "bm25 >> rm3 >> bm25"\n[grid.stages.rm3]\nfb_docs = []\n',
+     "grid.stages.rm3.fb_docs", "an axis needs at least one value"),  # with its line, too
     ("[grid]\nfts_depth = [0, 10]\n", "grid.fts_depth", "must be >= 1, got [0]"),
     ("[grid]\nvector_depth = { start = 5, stop = 20, step = 2.5 }\n", "grid.vector_depth",
      "whole"),
