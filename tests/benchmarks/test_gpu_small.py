@@ -32,6 +32,9 @@ epochs = 1
 batch_size = 2
 hard_negatives = 0
 
+[base]
+scoring = { blend = "linear", normalize = "minmax" }
+
 [grid]
 w_text = [0.3, 0.7]
 """
