@@ -223,7 +223,7 @@ def test_per_chunk_cap_truncates_to_a_word_prefix() -> None:
     "\U0001f468\u200d\U0001f469\u200d\U0001f467" * 60,  # a family: a ZWJ sequence
     "\U0001f1eb\U0001f1f7\U0001f1e9\U0001f1ea" * 80,  # flags: pairs of regional indicators
     "\u0915\u094d\u0937" * 200,  # Devanagari: a virama joins two consonants
-])
+], ids=["thai", "decomposed-accent", "emoji-selector", "zwj-family", "flags", "devanagari"])
 def test_a_word_cut_by_the_cap_keeps_whole_characters(word: str) -> None:
     """A first word beyond the cap is cut between grapheme clusters, never inside one: a prefix
     of code points dropped the Thai vowel sign, the accent, the variation selector, half a
