@@ -52,8 +52,8 @@ import numpy as np
 
 from aiblox.inputs import InputFileError, bounded_lines
 
-__all__ = ["RunFileError", "float32_scores", "read_trec_run", "run_file_lines", "run_file_stem",
-           "trec_order", "trec_run_text", "trec_scores"]
+__all__ = ["RunFileError", "check_finite_scores", "float32_scores", "read_trec_run",
+           "run_file_lines", "run_file_stem", "trec_order", "trec_run_text", "trec_scores"]
 
 
 class RunFileError(ValueError):
@@ -98,6 +98,16 @@ def trec_order(hits: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
     keys = float32_scores([h[1] for h in hits])
     order = sorted(range(len(hits)), key=lambda i: (keys[i], hits[i][0]), reverse=True)
     return [hits[i] for i in order]
+
+
+def check_finite_scores(hits: Sequence[tuple[str, float]], qid: str, where: str) -> None:
+    """``ValueError`` naming ``where``, the query and the document of the first score in
+    ``hits`` that is not a finite number: a run given as scores is ordered by them
+    (:func:`trec_order`), and a NaN has no place in that order."""
+    for doc, score in hits:
+        if not math.isfinite(score):
+            raise ValueError(f"{where}: query {qid!r}, document {doc!r}: score {score!r} is "
+                             f"not a finite number")
 
 
 def run_file_stem(name: str) -> str:

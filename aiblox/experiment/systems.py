@@ -35,7 +35,6 @@ the dataset's own store, or ``db``, synced to the dataset first).
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -44,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import Dataset, load_dataset
-from aiblox.data.trec import read_trec_run, trec_order
+from aiblox.data.trec import check_finite_scores, read_trec_run, trec_order
 from aiblox.engine.algebra import Pipeline, PipelineError
 from aiblox.engine.evaluate import check_evaluation, check_outside_sweep, evaluate_retrieval
 from aiblox.engine.expression import parse_pipeline
@@ -210,10 +209,7 @@ def _checked_hits(hits: list[tuple[str, float]], qid: str, where: str
     """One query's hits with the run-file rules: a score that is not finite is a
     ``ValueError`` naming the query and document; a document listed twice keeps its last
     entry, with a warning (as a run file's repeated line)."""
-    for doc, score in hits:
-        if not math.isfinite(score):
-            raise ValueError(f"{where}: query {qid!r}, document {doc!r}: score {score!r} is "
-                             f"not a finite number")
+    check_finite_scores(hits, qid, where)
     last = {doc: i for i, (doc, _) in enumerate(hits)}
     if len(last) == len(hits):
         return hits

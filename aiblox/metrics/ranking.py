@@ -31,7 +31,6 @@ path, which never turns a fused run back into strings.
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -39,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from aiblox.compiled import setup_numba_cache
-from aiblox.data.trec import trec_order
+from aiblox.data.trec import check_finite_scores, trec_order
 from aiblox.fusion import FusedArrays
 from aiblox.metrics.names import validate_metrics
 from aiblox.metrics.packed import pack_metrics, unpack_metrics
@@ -95,10 +94,7 @@ def evaluate_run(qrels: Mapping[str, Mapping[str, int]],
         given = by_id.get(q, ())
         if isinstance(given, Mapping):
             scored = [(str(d), float(s)) for d, s in given.items()]
-            bad = next(((d, s) for d, s in scored if not math.isfinite(s)), None)
-            if bad is not None:
-                raise ValueError(f"run: query {q!r}, document {bad[0]!r}: score {bad[1]!r} is "
-                                 f"not a finite number, so the query has no order")
+            check_finite_scores(scored, q, "run")
             given = trec_order(scored)
         for d, s in given:
             if d not in seen:
