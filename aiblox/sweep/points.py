@@ -76,6 +76,12 @@ def remembered(kind: str, state: str, make: Callable[[], list[Any]]) -> list[Any
     return list(_REMEMBERED[key])
 
 
+def _vector_weight(w_text: float) -> float:
+    """``w_vec`` of a sweep's linear point that sets ``w_text``: ``1 - w_text`` in decimal,
+    exactly (0.7 for 0.3, not 0.7000000000000001)."""
+    return float(Decimal(1) - to_decimal(w_text))
+
+
 def fusion_points(base: RetrievalPrefs, g: FusionGrid, repeats: bool = False
                   ) -> list[RetrievalPrefs]:
     """Every fusion grid point (no search draw), deduplicated, in grid order; with
@@ -105,7 +111,7 @@ def fusion_points(base: RetrievalPrefs, g: FusionGrid, repeats: bool = False
             scoring = {**base.scoring.model_dump(), "blend": blend,
                        **{k: v for k, v in combo.items() if v is not None}}
             if blend == "linear" and combo.get("w_text") is not None:
-                scoring["w_vec"] = float(Decimal(1) - to_decimal(combo["w_text"]))
+                scoring["w_vec"] = _vector_weight(combo["w_text"])
             update: dict[str, Any] = {"scoring": ScoringConfig(**scoring)}
             fts = FtsConfig(**{**base.fts.model_dump(), **lexical})
             vec = VectorConfig(**{**dict(base.vector), **vector})
@@ -297,7 +303,7 @@ def baseline_point_prefs(base: RetrievalPrefs, b: dict[str, Any]) -> RetrievalPr
     scored otherwise)."""
     own = {k: v for k, v in b.items() if k in SCORING_FIELDS}
     if "w_text" in own and "w_vec" not in own:
-        own["w_vec"] = float(Decimal(1) - to_decimal(own["w_text"]))
+        own["w_vec"] = _vector_weight(own["w_text"])
     update: dict[str, Any] = {"scoring": ScoringConfig(**{**base.scoring.model_dump(), **own})}
     dense = {k: v for k, v in b.items() if k in DENSE_AXES}
     if dense:

@@ -27,6 +27,8 @@ from pydantic import BaseModel, ValidationError
 
 from aiblox.contracts.problems import value_problem
 from aiblox.contracts.retrieval import (
+    LINEAR_SETTINGS,
+    RRF_SETTINGS,
     ChunkingConfig,
     FtsConfig,
     RetrievalPrefs,
@@ -382,20 +384,16 @@ def check_depths(base: RetrievalPrefs, g: FusionGrid, metrics: Sequence[str],
                              f"{chunk_k} chunks, or use chunk_k values of at most {top}")
 
 
-_BLEND_AXES = {"linear": ("w_text", "normalize", "missing"), "rrf": ("rrf_k",)}
-"""The fusion axes only one blend reads (:func:`~aiblox.sweep.points.fusion_points` expands
-them for that blend's points alone)."""
-
-
 def check_blend_axes(base: RetrievalPrefs, g: FusionGrid) -> None:
     """Refuse a fusion axis that no point's blend reads: ``w_text`` under an RRF base with no
     ``blend`` axis gave one RRF point and no linear one, silently (and a linear ``fuse(...)``
     written in a pipeline stayed at the base's weight)."""
     blends = g.axis("blend") or [base.scoring.blend]
-    for blend, axes in _BLEND_AXES.items():
+    for blend, settings in (("linear", LINEAR_SETTINGS), ("rrf", RRF_SETTINGS)):
         if blend in blends:
             continue
-        for axis in (a for a in axes if getattr(g, a) is not None):
+        for axis in (a for a in type(g).model_fields if a in settings and getattr(g, a)
+                     is not None):  # the grid's axes of the settings only that blend reads
             where = ("grid.blend = " + repr(list(blends)) if g.blend is not None else
                      f"the base's blend, {base.scoring.blend!r}")
             raise ValueError(
