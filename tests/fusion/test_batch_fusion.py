@@ -9,18 +9,12 @@ from aiblox.contracts.retrieval import ScoringConfig
 from aiblox.engine.cache import decode_arrays, encode_arrays
 from aiblox.fusion import BatchFusion, HybridScorer
 from aiblox.hashing import canonical_json
+from tests.fusion.lists import ranked
 
 DOCS = [f"d{i}" for i in range(12)]
 # scores on a coarse grid so that ties (within and across lists) are common; -0.0 and 0.0
 # are equal but must keep their signs
 score = st.sampled_from([-1.5, -0.25, -0.0, 0.0, 0.25, 0.5, 1.0, 2.0, 7.5])
-
-
-def ranked(pairs):
-    best = {}
-    for d, s in pairs:
-        best[d] = s
-    return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 lists = st.lists(st.tuples(st.sampled_from(DOCS), score), max_size=10).map(ranked)

@@ -12,17 +12,11 @@ from hypothesis import strategies as st
 from aiblox.contracts.retrieval import ScoringConfig
 from aiblox.fusion import BatchFusion
 from aiblox.metrics import QrelsScorer
+from tests.fusion.lists import ranked
 
 DOCS = [f"d{i:02d}" for i in range(60)]
 # coarse scores: ties within and across lists are common (the order's tie-break is tested)
 score = st.sampled_from([-1.5, -0.25, -0.0, 0.0, 0.25, 0.5, 1.0, 2.0, 7.5, 11.0])
-
-
-def ranked(pairs):
-    best = {}
-    for d, s in pairs:
-        best[d] = s
-    return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 # up to 50 hits a list: segments of 32 positions or more take the radix sort, shorter the
