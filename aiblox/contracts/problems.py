@@ -16,6 +16,8 @@ from typing import Any, get_args
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from aiblox.contracts.retrieval import MAX_DEPTH
+
 __all__ = ["field_info", "refuse_coercions", "valid_values", "value_problem"]
 
 _BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
@@ -75,7 +77,7 @@ def valid_values(model: type[BaseModel], loc: Sequence[Any]) -> str | None:
     words = kind.replace("a number", "a finite number") if finite else kind
     low = next(((n, s) for n, s in _BOUNDS[:2] if n in bounds), None)
     high = next(((n, s) for n, s in _BOUNDS[2:] if n in bounds), None)
-    if low and high and high[0] == "le" and bounds["le"] >= 2**31 - 1:  # a machine limit
+    if low and high and high[0] == "le" and bounds["le"] >= MAX_DEPTH:  # a machine limit
         words += f" {low[1]} {_num(bounds[low[0]])} (at most {_num(bounds['le'])})"
     elif low and high and low[0] == "ge" and high[0] == "le":
         words += f" from {_num(bounds['ge'])} to {_num(bounds['le'])}"
