@@ -147,11 +147,7 @@ def _plan(system: Any, i: int, name: str | None) -> _Planned:
         return _Planned(name or system.mode, prefs=system)
     if isinstance(system, Pipeline):
         system.check()
-        try:
-            check_outside_sweep(system)
-        except PipelineError as exc:
-            raise ValueError(f"{where}: {exc}") from None
-        return _Planned(name or system.expression(), pipeline=system)  # as the CLI shows it
+        return _planned_pipeline(system, name or system.expression(), where)  # as the CLI
     if isinstance(system, str) and system in MODES:
         return _Planned(name or system, prefs=RetrievalPrefs.model_validate(
             {"query_text": "", "mode": system}))
@@ -164,13 +160,22 @@ def _plan(system: Any, i: int, name: str | None) -> _Planned:
         try:
             pipeline = parse_pipeline(system, where=where)
             pipeline.check()
-            check_outside_sweep(pipeline)
         except PipelineError as exc:
             raise ValueError(f"{where} {system!r}: not a mode ({', '.join(MODES)}), a run file "
                              f"or a pipeline expression ({exc})") from None
-        return _Planned(name or system.strip(), pipeline=pipeline)
+        return _planned_pipeline(pipeline, name or system.strip(), where)
     run = _run_data(system, where)
     return _Planned(name or f"run{i}", run=run)
+
+
+def _planned_pipeline(pipeline: Pipeline, name: str, where: str) -> _Planned:
+    """A pipeline system, refused (``ValueError`` naming ``where``) where it needs what only a
+    sweep gives (:func:`~aiblox.engine.evaluate.check_outside_sweep`)."""
+    try:
+        check_outside_sweep(pipeline)
+    except PipelineError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    return _Planned(name, pipeline=pipeline)
 
 
 def _run_data(system: Any, where: str) -> dict[str, list[tuple[str, float]]]:
