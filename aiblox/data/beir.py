@@ -32,7 +32,9 @@ def read_lines(path: Path, hasher: Hasher, hashed_name: str | None = None
                 ) -> Iterator[tuple[int, str]]:
     """The lines of a text file (decompressed when ``.gz``), bounded: a file that is not a
     regular one (``/dev/zero``, a FIFO) or a line over :data:`~aiblox.inputs.MAX_LINE_BYTES`
-    is a :class:`DatasetError` naming it, not a read until memory runs out."""
+    is a :class:`DatasetError` naming it, not a read until memory runs out. A UTF-8 byte-order
+    mark opening the file (saved "UTF-8 with BOM") is not part of its first line; ``hasher``
+    is fed the bytes as read."""
     hashed_name = hashed_name or path.name.removesuffix(".gz")
     hasher.update(f"\x00{hashed_name}\x00".encode())
     lineno = 0
@@ -40,9 +42,10 @@ def read_lines(path: Path, hasher: Hasher, hashed_name: str | None = None
         for lineno, raw in bounded_lines(path, gz=path.suffix == ".gz"):
             hasher.update(raw)
             try:
-                yield lineno, raw.decode("utf-8")
+                text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise DatasetError(path, lineno, "encoding", f"not UTF-8: {exc}") from None
+            yield lineno, text.removeprefix("\ufeff") if lineno == 1 else text
     except InputFileError as exc:
         raise file_error(path, exc) from None
     except (OSError, EOFError, zlib.error) as exc:  # unreadable, or a damaged .gz
@@ -77,8 +80,6 @@ def finite_float(value: str) -> float:
 def read_jsonl(path: Path, hasher: Hasher, hashed_name: str | None = None
                 ) -> Iterator[tuple[int, dict]]:
     for lineno, line in read_lines(path, hasher, hashed_name):
-        if lineno == 1:  # a file saved "UTF-8 with BOM", as qrels and tables already read it
-            line = line.removeprefix("\ufeff")
         if not line.strip():
             continue
         try:  # without its line break: an unterminated string is one, not a control character
@@ -244,8 +245,6 @@ def read_qrels(path: Path, hasher: Hasher, queries: dict[str, str],
     fed = _LayoutHash(hasher)
     for lineno, line in read_lines(path, fed):
         line = line.rstrip("\r\n")
-        if lineno == 1:
-            line = line.removeprefix("\ufeff")
         if not line.strip():
             continue
         tabs = line.split("\t")
