@@ -48,9 +48,8 @@ def truncate_to_token_budget(text: str, max_tokens: int, encoding: str) -> tuple
     )
     if k > 0:
         return " ".join(words[:k]), True
-    ends = [m.end() for m in _GRAPHEME.finditer(words[0])]  # where each cluster ends
     first = words[0]
-    c = _longest_prefix(len(ends),
-                        lambda c: count_tokens(first[:ends[c - 1]] if c else "", encoding)
-                        <= max_tokens)
-    return (first[:ends[c - 1]] if c else ""), True
+    ends = [0, *(m.end() for m in _GRAPHEME.finditer(first))]  # prefixes of 0, 1, ... clusters
+    c = _longest_prefix(len(ends) - 1,
+                        lambda c: count_tokens(first[:ends[c]], encoding) <= max_tokens)
+    return first[:ends[c]], True
