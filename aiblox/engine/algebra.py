@@ -320,7 +320,7 @@ class Then(Pipeline):
                        "(e.g. >> rm3 >>)"))
             if left.gives == "queries":
                 feedback = list(left.stages())[-1]
-                for entry in _entries(right):
+                for entry in entry_stages(right):
                     _check_feedback_read(feedback, entry)
 
     @property
@@ -348,15 +348,17 @@ class Then(Pipeline):
 _FEEDBACK = {"terms": ("weighted terms", "bm25"), "vector": ("query vectors", "dense")}
 
 
-def _entries(p: Pipeline) -> Iterator[Stage]:
-    """The stages that receive ``p``'s input: its first stage, every member's in a fusion."""
+def entry_stages(p: Pipeline) -> list[Stage]:
+    """The stages that receive ``p``'s input: its first stage, every member's in a fusion,
+    the inner pipeline's in a cut-off (``(bm25 >> ce) % 10`` receives its input at ``bm25``)."""
     if isinstance(p, Then):
-        yield from _entries(p.steps[0])
-    elif isinstance(p, Fuse):
-        for m in p.members:
-            yield from _entries(m)
-    else:
-        yield from p.stages()
+        return entry_stages(p.steps[0])
+    if isinstance(p, Fuse):
+        return [s for m in p.members for s in entry_stages(m)]
+    if isinstance(p, Cutoff):
+        return entry_stages(p.inner)
+    assert isinstance(p, Stage), p
+    return [p]
 
 
 def _check_feedback_read(feedback: Stage, retrieval: Stage) -> None:

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 
 from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs, VectorConfig
-from aiblox.engine.algebra import Cutoff, Fuse, Pipeline, PipelineError, Stage, Then
+from aiblox.engine.algebra import Cutoff, Fuse, Pipeline, PipelineError, Stage, Then, entry_stages
 from aiblox.engine.builtin import FuseConfig, RetrieveConfig
 from aiblox.engine.data import Queries, Run
 from aiblox.engine.registry import DataKind, StageFacts, StageKind, get_stage_kind
@@ -116,17 +116,6 @@ the term statistics it reads (:func:`aiblox.indexes.term_stats.term_stats_spec`)
 engine those settings are valid for."""
 
 
-def _entry_stages(p: Pipeline) -> list[Stage]:
-    """The stages that receive ``p``'s input."""
-    if isinstance(p, Then):
-        return _entry_stages(p.steps[0])
-    if isinstance(p, Fuse):
-        return [s for m in p.members for s in _entry_stages(m)]
-    if isinstance(p, Cutoff):
-        return _entry_stages(p.inner)
-    return [cast(Stage, p)]
-
-
 def step_bases(p: Then, base: RetrievalPrefs) -> list[RetrievalPrefs]:
     """The base each step of ``p`` is configured from: ``base``, but a lexical feedback step
     followed by ``bm25`` reads the analysis that stage searches with (``_ANALYSIS`` from its
@@ -144,7 +133,7 @@ def step_bases(p: Then, base: RetrievalPrefs) -> list[RetrievalPrefs]:
         told = step.param_dict().get("fts")
         own = set(FtsConfig.model_fields) if isinstance(told, BaseModel) else set(told or ())
         readers = {r.expression(): cast(FtsConfig, r.config(stage_defaults("bm25", base)))
-                   for r in _entry_stages(nxt) if r.kind == "bm25"}
+                   for r in entry_stages(nxt) if r.kind == "bm25"}
         analysis: dict[str, Any] = {}
         for f in (f for f in _ANALYSIS if f not in own):
             values = {repr(getattr(cfg, f)): (expr, getattr(cfg, f))

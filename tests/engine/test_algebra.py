@@ -406,3 +406,29 @@ def test_a_named_sub_pipeline_used_with_parameters_is_the_using_fields_error():
     with pytest.raises(PipelineError, match=r"^pipeline: .* gives a ranked run.*; fb is "
                                             r"\[stages.fb\]$"):
         parse_pipeline("fb >> bm25", tables)
+
+
+def test_entry_stages_are_where_a_pipeline_receives_its_input():
+    """One walker (``algebra.entry_stages``) for the feedback check and for the analysis
+    feedback reads: a cut-off receives its input where its inner pipeline does, a fusion at
+    every member's first stage; the later stages of a cut pipeline receive a run, not it."""
+    from aiblox.contracts.retrieval import RetrievalPrefs
+    from aiblox.engine.algebra import entry_stages
+    from aiblox.engine.plan import step_bases
+
+    def names(expr: str) -> list[str]:
+        return [s.expression() for s in entry_stages(parse_pipeline(expr))]
+
+    assert names("bm25") == ["bm25"]
+    assert names("bm25 >> t_rerank") == ["bm25"]
+    assert names("(bm25(k1=1.2) >> t_rerank) % 10") == ["bm25(k1=1.2)"]
+    assert names("(bm25 % 50 >> t_rerank) + dense") == ["bm25", "dense"]
+    assert names("((bm25 + dense) % 20 >> t_rerank) % 10") == ["bm25", "dense"]
+
+    base = RetrievalPrefs(query_text="")
+    p = parse_pipeline("bm25(stemmer=None) >> rm3 >> (bm25(stemmer=None) >> t_rerank) % 10")
+    assert isinstance(p, Then)
+    assert step_bases(p, base)[1].fts.stemmer is None
+    assert step_bases(p, base)[0] == base
+    with pytest.raises(PipelineError, match="analyse text differently"):
+        step_bases(parse_pipeline("bm25 >> rm3 >> (bm25 % 5 + bm25(stemmer=None)) % 3"), base)
