@@ -7,6 +7,7 @@ keys are rejected everywhere so that a typo in a sweep spec fails loudly instead
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 import uuid
@@ -114,8 +115,11 @@ class FtsConfig(_Settings):
     engine: Literal["index", "native"] = "index"
     """``index``: BM25 from the derived index (equal to bm25s); ``native``: the store's own
     full-text search (DuckDB fts macro, PostgreSQL tsvector)."""
-    k1: float = Field(default=1.2, ge=0.0)
-    """BM25 term-frequency saturation (``engine = "index"``)."""
+    k1: float = Field(default=1.2, ge=0.0, le=1e9)
+    """BM25 term-frequency saturation (``engine = "index"``). At most 10**9: past about 10**6
+    the run is already the limit of no saturation (``tf / length norm``) in 32-bit scores (the
+    sample's from 10**6 to 10**40 are one run); at 10**50 the scores overflowed and every query
+    scored nDCG 0, silently."""
     b: float = Field(default=0.75, ge=0.0, le=1.0)
     """BM25 document-length normalisation, 0 (none) to 1 (full)."""
     method: Literal["lucene", "robertson", "atire", "bm25l", "bm25+"] = "lucene"
@@ -332,8 +336,11 @@ class ScoringConfig(_Settings):
     """Weight of the vector signal in the linear blend."""
     normalize: Literal["minmax", "zscore", "sigmoid", "none"] = "sigmoid"
     """Per-list score normalisation before a linear blend (ignored by RRF)."""
-    rrf_k: int = Field(default=60, ge=0)
-    """RRF constant k in ``w / (k + rank)`` (Cormack et al. 2009 use 60)."""
+    rrf_k: int = Field(default=60, ge=0, le=MAX_DEPTH)
+    """RRF constant k in ``w / (k + rank)`` (Cormack et al. 2009 use 60). At most
+    :data:`MAX_DEPTH`: there float64 still orders fused documents by their weighted ranks (as k
+    grows RRF tends to a Borda count); at 10**23 every ``1 / (k + rank)`` was one float, all
+    documents tied and the sample's nDCG@10 fell from 0.81 to 0.30, silently."""
     rrf_w_text: float = Field(default=1.0, ge=0.0)
     """Per-signal RRF weight of the full-text list (1.0: classic unweighted RRF)."""
     rrf_w_vec: float = Field(default=1.0, ge=0.0)
@@ -353,6 +360,12 @@ class ScoringConfig(_Settings):
             raise ValueError(f"{what} weights sum to 0 ({names[0]} 0, {names[1]} 0): every "
                              f"document would score 0 and come back in id order; give "
                              f"{names[0]} or {names[1]} a positive weight")
+        for pair in (("w_text", "w_vec"), ("rrf_w_text", "rrf_w_vec")):
+            # a document in both lists would score inf: every such document one tie
+            if not math.isfinite(getattr(self, pair[0]) + getattr(self, pair[1])):
+                raise ValueError(f"{pair[0]} {getattr(self, pair[0])!r} + {pair[1]} "
+                                 f"{getattr(self, pair[1])!r} sum past the largest float; "
+                                 f"only their ratio ranks, scale them down")
         return self
 
     def canonical(self) -> ScoringConfig:

@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from aiblox.fusion.types import MAX_SCORE
 from aiblox.inputs import InputFileError, bounded_lines
 
 __all__ = ["RunFileError", "check_finite_scores", "float32_scores", "read_trec_run",
@@ -72,10 +73,16 @@ def trec_scores(scores: Sequence[float]) -> list[float]:
     trec_eval reads the list's order: each one as it is when its single-precision value is
     below the one written before it, else the next 32-bit float below that one (written as its
     shortest decimal: 0.49999997 below 0.5). Scores that already decrease in single precision
-    come back unchanged."""
+    come back unchanged. A score past :data:`~aiblox.fusion.types.MAX_SCORE` (or not a number)
+    is a ``ValueError``."""
     arr = np.asarray(scores, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         low = arr.astype(np.float32)
+    if not bool(np.isfinite(low).all()):
+        at = int(np.flatnonzero(~np.isfinite(low))[0])
+        raise ValueError(f"score {float(arr[at])!r} at rank {at + 1} is past the largest run "
+                         f"score {MAX_SCORE:.8g} (a 32-bit float, as a TREC run file's order "
+                         f"is read), where scores tie")
         if bool((low[1:] < low[:-1]).all()):  # no tie: nothing to write otherwise
             return arr.tolist()
     out: list[float] = []

@@ -50,8 +50,9 @@ class FuseConfig(_Strict):
 
     blend: Literal["rrf", "linear"] = "rrf"
     """Reciprocal rank fusion, or a normalised linear blend of the scores."""
-    rrf_k: int = Field(default=60, ge=0)
-    """RRF's k in ``w / (k + rank)``."""
+    rrf_k: int = Field(default=60, ge=0, le=MAX_DEPTH)
+    """RRF's k in ``w / (k + rank)``, at most :data:`~aiblox.contracts.retrieval.MAX_DEPTH` (see
+    :attr:`~aiblox.contracts.retrieval.ScoringConfig.rrf_k`)."""
     weights: tuple[float, ...] | None = None
     """One weight per fused run, in order. None: for two runs, one lexical and one dense by
     their first stage (``bm25 + dense``, ``(bm25 % 100) + (dense >> x)``), the spec's

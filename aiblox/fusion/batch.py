@@ -28,7 +28,7 @@ import numpy as np
 
 from aiblox.contracts.retrieval import ScoringConfig
 from aiblox.fusion.normalize import get_normalizer, minmax, sigmoid, zscore
-from aiblox.fusion.types import first_occurrences
+from aiblox.fusion.types import check_blend_finite, first_occurrences
 
 __all__ = ["BatchFusion", "FusedArrays"]
 
@@ -246,7 +246,7 @@ class BatchFusion:
             # a document absent from a list gets no term from it (rank 0 is never divided by)
             return k.rrf_scores(self.rank_t, self.rank_v, self.has_t, self.has_v,
                                 float(cfg.rrf_k), float(cfg.rrf_w_text), float(cfg.rrf_w_vec))
-        a, b = self._filled(cfg.normalize, cfg.missing == "list_min")
+        a, b = self._checked_blend(cfg)
         return k.linear_blend(a, b, float(cfg.w_text), float(cfg.w_vec))
 
     def blend_inputs(self, cfg: ScoringConfig) -> tuple[bool, np.ndarray, np.ndarray]:
@@ -256,7 +256,17 @@ class BatchFusion:
         normalisation and missing-document rule."""
         if cfg.blend == "rrf":
             return True, self.rank_t, self.rank_v
-        return (False, *self._filled(cfg.normalize, cfg.missing == "list_min"))
+        return (False, *self._checked_blend(cfg))
+
+    def _checked_blend(self, cfg: ScoringConfig) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_filled` for ``cfg``, refused where a fused score would pass the largest
+        float: ``w_text * a + w_vec * b`` of the largest magnitudes (``zscore`` and ``none``
+        are unbounded) would be inf, every such document one tie."""
+        a, b = self._filled(cfg.normalize, cfg.missing == "list_min")
+        top_a = float(np.abs(a).max()) if len(a) else 0.0
+        top_b = float(np.abs(b).max()) if len(b) else 0.0
+        check_blend_finite(cfg.w_text * top_a + cfg.w_vec * top_b, cfg.normalize)
+        return a, b
 
     def _filled(self, name: str, list_min: bool) -> tuple[np.ndarray, np.ndarray]:
         """Per flat position the normalised text and vector score a linear blend adds, a
@@ -323,3 +333,4 @@ class BatchFusion:
     def fuse(self, cfg: ScoringConfig, top_k: int | None) -> dict[str, list[list[Any]]]:
         """``{qid: [[doc_id, score], ...]}`` best first (score desc, id asc), cut to ``top_k``."""
         return self.decode(self.fuse_arrays(cfg, top_k))
+

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from aiblox.fusion.normalize import get_normalizer
-from aiblox.fusion.types import RankedList, first_occurrences, rank_sorted
+from aiblox.fusion.types import RankedList, check_blend_finite, first_occurrences, rank_sorted
 
 __all__ = ["MISSING_POLICIES", "linear"]
 
@@ -41,4 +41,5 @@ def linear(runs: Sequence[RankedList], weights: Sequence[float], normalize: str 
         d: sum(w * n.get(d, floor) for n, w, floor in zip(normed, weights, floors, strict=True))
         for d in all_ids
     }
+    check_blend_finite(max((abs(v) for v in fused.values()), default=0.0), normalize)
     return rank_sorted(fused)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple, TypeVar
 
-__all__ = ["FusedHit", "RankedList", "first_occurrences", "rank_sorted"]
+__all__ = ["MAX_SCORE", "FusedHit", "RankedList", "check_blend_finite", "first_occurrences",
+           "rank_sorted"]
 
 _Hit = TypeVar("_Hit", bound=Sequence[Any])
 
@@ -54,3 +55,21 @@ def first_occurrences(run: Sequence[_Hit]) -> tuple[Sequence[_Hit], Sequence[int
             hits.append(hit)
             ranks.append(rank)
     return hits, ranks
+
+
+
+MAX_SCORE = 3.4028234663852886e38
+"""The largest score a run may hold: the largest 32-bit float. A TREC run file's order is
+read in single precision (:func:`aiblox.data.trec.trec_scores`); past it every score is one
+infinity and the order is lost."""
+
+
+def check_blend_finite(largest: float, normalize: str) -> None:
+    """Refuse a linear blend whose largest fused magnitude ``largest`` passes
+    :data:`MAX_SCORE`: the documents that reach it would tie (at inf in 32 bits, or in 64)
+    and come back in id order."""
+    if not largest <= MAX_SCORE:
+        raise ValueError(f"linear fusion: the weights times the {normalize}-normalised scores "
+                         f"reach {largest:.3g}, past the largest run score {MAX_SCORE:.3g} "
+                         f"(a 32-bit float), where documents tie; only the weights' ratio "
+                         f"ranks, scale them down")

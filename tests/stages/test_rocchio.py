@@ -132,3 +132,24 @@ def test_k_beyond_the_incoming_depth_is_refused_in_one_line():
         check_pipeline(bad, base, n_docs=40)
     assert str(err.value) == ("stage rocchio: k = 5 feedback documents but its input run holds "
                               "at most 3 documents per query")
+
+
+def test_weights_that_overflow_the_float32_vector_are_refused(tiny):
+    """alpha = beta = 1e30 squared past float32 where the index normalises the query: the
+    sample's nDCG@10 fell from 0.92 to 0.18 without a word (1e308: a JSON error on NaN)."""
+    from aiblox.engine.stages.rocchio import rocchio_vectors
+
+    with pytest.raises(ValueError, match="Input should be a finite number"):
+        get_stage_kind("rocchio").make_config({"alpha": float("inf")})
+    q = np.asarray([[0.6, 0.8]], dtype=np.float32)
+    docs = [np.asarray([[1.0, 0.0]], dtype=np.float32)]
+    same = rocchio_vectors(q, docs, 1e18, 1e18, "cosine")
+    assert np.allclose(unit(same), unit(rocchio_vectors(q, docs, 1.0, 1.0, "cosine")))
+    for w in (1e30, 1e300):
+        with pytest.raises(ValueError, match=r"rocchio: alpha 1e\+\d+ and beta 1e\+\d+ move a "
+                                             r"query vector past the largest 32-bit float"):
+            rocchio_vectors(q, docs, w, w, "cosine")
+    ds, ws, ctx, queries = tiny
+    run = retrieve("dense", VectorConfig(top_k=6), queries, ctx)
+    with pytest.raises(ValueError, match="past the largest 32-bit float"):
+        rocchio(ctx, queries, run, alpha=1e30, beta=1e30)

@@ -55,7 +55,8 @@ __all__ = ["RocchioConfig", "query_vectors", "rocchio", "rocchio_vectors"]
 class RocchioConfig(BaseModel):
     """``rocchio``: dense pseudo-relevance feedback (Li et al. 2021; module doc)."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True,
+                              allow_inf_nan=False)
 
     k: int = Field(default=5, ge=1)
     """Feedback documents: the first ``k`` of each query's run (the paper's setting: 5)."""
@@ -110,7 +111,15 @@ def rocchio_vectors(q: np.ndarray, docs: list[np.ndarray], alpha: float, beta: f
         if distance == "cosine":
             mean = mean * np.linalg.norm(q64[i])
         out[i] = out[i] + beta * mean
-    return out.astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        low = out.astype(np.float32)
+        # the index squares each query's components in float32 to normalise it
+        squares = np.einsum("ij,ij->i", low, low) if low.size else low.sum(axis=1)
+    if not bool(np.isfinite(squares).all()):
+        raise ValueError(f"rocchio: alpha {alpha!r} and beta {beta!r} move a query vector past "
+                         f"the largest 32-bit float (vectors are float32); only their ratio "
+                         f"points it under cosine, scale them down")
+    return low
 
 
 @register_stage("rocchio", version="1", takes="run", gives="queries", carries="vector",
