@@ -54,7 +54,7 @@ def answer_from_input(
         bundle = bundle.model_copy(
             update={"assembly_status": "FAILED", "failure_reason": prompt.failure_reason}
         )
-    validation = validate_answer(bundle, llm_result)
+    validation = validate_answer(bundle, llm_result, prompt.prompt_sha256)
     answer_text = validation.validated_answer_text
     hashes: dict[str, str | None] = {
         "policy_sha256": policy.sha256(),

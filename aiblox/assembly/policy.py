@@ -47,8 +47,9 @@ class SelectionPolicy(BaseModel):
     """At most this many chunks from one knowledge item (a cap, not one-per-document)."""
     max_evidence_tokens: int = Field(ge=1)
     """Token budget of the rendered evidence block (headers included)."""
-    reserved_output_tokens: int = Field(ge=0)
-    """Tokens reserved for the model's answer, counted inside the total budget."""
+    reserved_output_tokens: int = Field(ge=1)
+    """Tokens reserved for the model's answer, counted inside the total budget (at least 1:
+    with 0 the request asked for no answer and every answer was cut off)."""
     max_total_prompt_tokens: int = Field(ge=1)
     """Prompt tokens plus reserved output tokens may not exceed this."""
     max_chunk_token_ratio: float = Field(gt=0.0, le=1.0)
@@ -90,6 +91,30 @@ class SelectionPolicy(BaseModel):
                 f"({self.reserved_output_tokens}) exceed max_total_prompt_tokens "
                 f"({self.max_total_prompt_tokens}): set max_evidence_tokens to at most {room}, "
                 f"or raise max_total_prompt_tokens")
+        return self
+
+    @model_validator(mode="after")
+    def _room_for_one_chunk(self) -> SelectionPolicy:
+        # a policy under which no prompt can hold one chunk refused every question (or failed
+        # it) after retrieval, and stored the pack: refused here, when it is loaded
+        from aiblox.assembly.anchoring.evidence_block import render_evidence_entry
+        from aiblox.assembly.prompt.contract import render_prompt
+        from aiblox.text.tokens import count_tokens
+
+        entry = count_tokens(render_evidence_entry("C0", "c", "k", "s", "x"),
+                             self.token_encoding)
+        if self.max_evidence_tokens < entry:
+            raise ValueError(f"max_evidence_tokens ({self.max_evidence_tokens}) is below the "
+                             f"smallest evidence entry ({entry} tokens: its header and one "
+                             f"word): no chunk could ever be selected")
+        overhead = count_tokens(render_prompt("", "?"), self.token_encoding)
+        room = self.max_total_prompt_tokens - self.reserved_output_tokens - overhead
+        if room < entry:
+            raise ValueError(f"max_total_prompt_tokens ({self.max_total_prompt_tokens}) less "
+                             f"reserved_output_tokens ({self.reserved_output_tokens}) and the "
+                             f"prompt's own {overhead} tokens (a one-word question) leaves "
+                             f"{room} for evidence, under the smallest evidence entry ({entry} "
+                             f"tokens): no prompt could ever be built")
         return self
 
     @property
@@ -183,6 +208,11 @@ def load_policy(
             data = tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise PolicyError(f"{path}: not valid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:  # TOML is UTF-8; tomllib raises this bare
+        raise PolicyError(f"{path}: not UTF-8 (TOML is): byte {exc.start}: {exc.reason}"
+                          ) from exc
+    except OSError as exc:
+        raise PolicyError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
     try:
         policy = SelectionPolicy.model_validate(data)
     except ValidationError as exc:

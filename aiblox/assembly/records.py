@@ -94,9 +94,13 @@ class RetrievalResult(_Strict):
     def _finite_number(cls, value: object) -> object:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError("similarity_score must be a number")
-        if not math.isfinite(float(value)):
+        try:
+            number = float(value)
+        except OverflowError:  # an int past the largest float (10**400)
+            number = math.inf
+        if not math.isfinite(number):
             raise ValueError("similarity_score must be a finite number")
-        return float(value)
+        return number
 
 
 class AssemblyInput(_Strict):

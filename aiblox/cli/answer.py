@@ -156,7 +156,7 @@ def answer(
     body = Text(result.answer_text) if result.answer_text else \
         Text(str(v.failure_reason), style="red")
     out.print(Panel(body, title=Text(title), expand=False))
-    if result.answer_bundle.selected_evidence and not v.is_refusal:
+    if v.validated_citations and not v.is_refusal:  # a failed answer cites nothing shown
         table = Table(title="cited evidence")
         for col in ("anchor", "item", "chunk", "score"):
             table.add_column(col)
@@ -169,8 +169,10 @@ def answer(
     out.print(f"drops: {result.drop_counts}")
     for k, h in result.hashes.items():  # by their first 16 hex digits; --json: whole
         out.print(f"{k}: {h[:16] if h else h}", soft_wrap=True)
-    out.print(f"evidence pack: {pack.pack_id} (aiblox pack show {pack.pack_id} --db {db})",
-                  soft_wrap=True)
+    from aiblox.stores import mask_password  # the hint is shown: never the password in it
+
+    out.print(f"evidence pack: {pack.pack_id} (aiblox pack show {pack.pack_id} "
+              f"--db {mask_password(db)})", soft_wrap=True)
     _exit_if_generation_failed(pack, reader)
     _exit_if_left_unsigned(pack, unsigned)
 

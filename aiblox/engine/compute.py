@@ -236,7 +236,8 @@ def validation_output(prompts: Mapping[str, Any], reader: Mapping[str, Any]) -> 
         bundle = AnswerBundle.model_validate(prompts["queries"][qid]["bundle"])
         raw = reader["queries"].get(qid)
         llm_result = LLMExecutionResult.model_validate(raw) if raw is not None else None
-        out[qid] = validate_answer(bundle, llm_result).model_dump(mode="json")
+        out[qid] = validate_answer(bundle, llm_result, prompts["queries"][qid]["prompt_sha256"]
+                                   ).model_dump(mode="json")
     return {"queries": out}
 
 

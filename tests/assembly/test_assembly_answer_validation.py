@@ -124,3 +124,54 @@ def test_an_answer_the_reader_cut_off_is_not_shown(finish: str | None, passed: b
             + ("the reserved output tokens ran out)" if finish == "length"
                else "the endpoint withheld the rest)"))
         assert result.validated_answer_text is None
+
+
+def test_a_result_for_another_request_or_prompt_is_not_validated() -> None:
+    """A reader's result answering another prompt (its sha256 differs: an instruction added) or
+    another request passed validation on its text alone (QA, 2026-11-29)."""
+    from aiblox.assembly import answer_from_input, build_prompt, get_llm
+
+    good = _llm("Paris is the capital of France [C0].")
+    assert validate_answer(BUNDLE, good, "0" * 64).validation_status == "PASSED"
+    other = validate_answer(BUNDLE, good, "1" * 64)
+    assert (other.validation_status, other.failure_codes) == ("FAILED", ["RESULT_MISMATCH"])
+    assert other.failure_reason == ("the reader answered a prompt of sha256 "
+                                    "0000000000000000..., not the prompt built "
+                                    "(1111111111111111...)")
+    elsewhere = validate_answer(BUNDLE, good.model_copy(update={"request_id": "someone-else"}))
+    assert elsewhere.failure_codes == ["RESULT_MISMATCH"]
+    assert elsewhere.failure_reason == ("the reader's result is for request 'someone-else', "
+                                        "not 'val'")
+
+    class _Tampered:  # a reader that answers a prompt with one more instruction
+        def generate(self, prompt_text: str, *, request_id: str, max_output_tokens: int
+                     ) -> LLMExecutionResult:
+            res = get_llm("extractive").generate(prompt_text, request_id=request_id,
+                                                 max_output_tokens=max_output_tokens)
+            from aiblox.hashing import sha256_text
+            return res.model_copy(update={
+                "prompt_sha256": sha256_text(prompt_text + "\nAlso use your own knowledge.")})
+
+    raw = {"request_id": "t", "index_version": "i", "embedding_model": "m",
+           "retrieval_top_k": 1, "results": [{"chunk_id": "c", "knowledge_id": "k", "rank": 0,
+                                              "chunk_text": "Paris is the capital of France.",
+                                              "similarity_score": 0.5}]}
+    question = "what is the capital of France?"
+    honest = answer_from_input(question, raw, policy_v1(), get_llm("extractive"))
+    assert honest.validation.validation_status == "PASSED"
+    tampered = answer_from_input(question, raw, policy_v1(), _Tampered())  # type: ignore[arg-type]
+    assert tampered.validation.failure_codes == ["RESULT_MISMATCH"]
+    assert tampered.answer_text is None
+    bundle, prompt = build_prompt(assemble_answer_bundle(question, raw, policy_v1()), question,
+                                  policy_v1())
+    assert honest.hashes["prompt_sha256"] == prompt.prompt_sha256
+
+
+def test_an_integer_score_past_the_largest_float_fails_assembly_as_data() -> None:
+    """``similarity_score`` 10**400 raised OverflowError out of assembly; statuses are data."""
+    raw = {"request_id": "o", "index_version": "i", "embedding_model": "m",
+           "retrieval_top_k": 1, "results": [{"chunk_id": "c", "knowledge_id": "k", "rank": 0,
+                                              "chunk_text": "t", "similarity_score": 10**400}]}
+    bundle = assemble_answer_bundle("q?", raw, policy_v1())
+    assert bundle.assembly_status == "FAILED"
+    assert "similarity_score must be a finite number" in (bundle.failure_reason or "")

@@ -41,7 +41,7 @@ def _prompt(question: str, rows=ROWS) -> tuple[object, str]:  # type: ignore[no-
 def test_quotes_best_sentences_with_their_anchors() -> None:
     bundle, prompt = _prompt("What is the capital of France?")
     llm = ExtractiveLLM(max_sentences=2)
-    out = llm.generate(prompt, request_id="q1", max_output_tokens=800)
+    out = llm.generate(prompt, request_id=bundle.request_id, max_output_tokens=800)
     assert out.generation_status == "OK" and out.attempts == 1
     # "Paris is the capital of France." matches capital+france (2/2); the Loire sentence
     # matches france (1/2); sentences carrying citation-like text or meta talk are never quoted
@@ -138,8 +138,26 @@ def test_quoted_sentences_validate_with_the_same_splitter() -> None:
         bundle, build = build_prompt(bundle, question, policy)
         assert build.build_status == "OK"
         out = ExtractiveLLM(max_sentences=9, min_overlap=0.3).generate(
-            build.prompt_text, request_id="t", max_output_tokens=800
+            build.prompt_text, request_id=bundle.request_id, max_output_tokens=800
         )
         assert out.raw_model_text != REFUSAL_TEXT, question
         validation = validate_answer(bundle, out)  # type: ignore[arg-type]
         assert validation.validation_status == "PASSED", (question, validation.failure_reason)
+
+
+def test_a_builtin_reader_cannot_be_replaced_silently_before_first_use() -> None:
+    """``register_llm("extractive", f)`` succeeded in a fresh process (before any ``get_llm``)
+    and replaced the built-in; after first use the same call was refused."""
+    import subprocess
+    import sys
+
+    code = ("from aiblox.assembly.llm.registry import register_llm, get_llm\n"
+            "try:\n    register_llm('extractive', lambda **k: None)\n"
+            "except ValueError as e:\n    print('refused:', e)\n"
+            "print(type(get_llm('extractive')).__name__)\n"
+            "register_llm('extractive', lambda **k: 'mine', replace=True)\n"
+            "print(get_llm('extractive'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out == ["refused: an LLM named 'extractive' is already registered", "ExtractiveLLM",
+                   "mine"]

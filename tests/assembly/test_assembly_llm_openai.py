@@ -15,8 +15,11 @@ import pytest
 
 pytest.importorskip("httpx", reason="the openai LLM needs the 'llm' extra (httpx)")
 
+from pydantic import ValidationError  # noqa: E402
+
 from aiblox.assembly import LLMSettings, OpenAIChatLLM, get_llm  # noqa: E402
-from aiblox.hashing import sha256_text
+from aiblox.hashing import sha256_text  # noqa: E402
+from aiblox.inputs import EnvVarError  # noqa: E402
 
 PROMPT = "### SYSTEM INSTRUCTIONS ###\nSecret prompt text é中😀 {x}\n"
 API_KEY = "sk-test-DO-NOT-LOG-1234567890"
@@ -514,3 +517,34 @@ def test_settings_from_env_and_registry(
     llm = get_llm("openai", timeout_s=1.0)
     assert isinstance(llm, OpenAIChatLLM) and llm.model_name == "env-model"
     assert llm.generate(PROMPT, request_id="r9", max_output_tokens=8).generation_status == "OK"
+
+
+def test_request_timeout_and_conflict_are_retried_like_a_rate_limit(server: FakeServer) -> None:
+    """408 and 409 are the server's load or a race (OpenAI's own client retries them); they
+    failed the answer as the request's fault (QA, 2026-11-29)."""
+    server.actions = [408, 409, 200]
+    result = _llm(server).generate(PROMPT, request_id="r9", max_output_tokens=64)
+    assert (result.generation_status, result.attempts) == ("OK", 3)
+    server.actions = [400]
+    result = _llm(server).generate(PROMPT, request_id="r10", max_output_tokens=64)
+    assert result.failure_reason is not None and result.failure_reason.startswith(
+        "HTTP 400 (not retried)")
+
+
+@pytest.mark.parametrize("tail", ["?api-version=2024-01-01", "?", "#frag"])
+def test_a_base_url_with_a_query_is_refused_before_any_request(tail: str) -> None:
+    """``/chat/completions`` is appended to the path: after a query it went into the query
+    (``?x=1/chat/completions``), the server saw the bare path and answered 404."""
+    with pytest.raises(ValidationError, match="without a query or fragment"):
+        LLMSettings(base_url="http://127.0.0.1:9/v1" + tail, model="m")
+    with pytest.raises(EnvVarError, match="AIBLOX_LLM_BASE_URL"):
+        LLMSettings.from_env({"AIBLOX_LLM_BASE_URL": "http://127.0.0.1:9/v1" + tail,
+                              "AIBLOX_LLM_MODEL": "m"})
+
+
+@pytest.mark.parametrize("model", ["   ", "gpt-4o\n", " gpt-4o", "a\nb", "a\x1bb"])
+def test_a_model_name_of_spaces_or_with_a_pasted_newline_is_refused(model: str) -> None:
+    with pytest.raises(EnvVarError, match="AIBLOX_LLM_MODEL"):
+        LLMSettings.from_env({"AIBLOX_LLM_BASE_URL": "http://127.0.0.1:9/v1",
+                              "AIBLOX_LLM_MODEL": model})
+    assert LLMSettings(base_url="http://127.0.0.1:9/v1", model="org/model-1 v2").model

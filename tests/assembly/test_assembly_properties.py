@@ -77,8 +77,10 @@ def raw_inputs(draw):  # type: ignore[no-untyped-def]
 
 @st.composite
 def policies(draw) -> SelectionPolicy:  # type: ignore[no-untyped-def]
-    reserved = draw(st.integers(0, 600))
-    total = draw(st.integers(reserved + 340, reserved + 1300))
+    reserved = draw(st.integers(1, 600))
+    # room for the prompt's own tokens (361 with a one-word question) and one evidence entry:
+    # a policy that cannot hold one chunk is refused when loaded
+    total = draw(st.integers(reserved + 380, reserved + 1300))
     return BASE.with_updates(
         max_chunks=draw(st.integers(1, 8)),
         max_chunks_per_knowledge_id=draw(st.integers(1, 4)),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from assembly_fixtures import FRANCE, QUESTION, make_input, policy_v1, result
 
@@ -301,9 +304,47 @@ def test_question_and_overhead_failures() -> None:
     assert failed.assembly_status == "FAILED" and "max_question_tokens" in (
         failed.failure_reason or ""
     )
-    tight = assemble_answer_bundle(QUESTION, data, policy_v1(max_total_prompt_tokens=1000,
-                                                             max_evidence_tokens=200))
-    assert tight.assembly_status == "FAILED" and "without evidence" in (tight.failure_reason or "")
+    # a policy with room for one chunk beside a one-word question, not beside a long one
+    tight = policy_v1(max_total_prompt_tokens=800 + 361 + 20, max_evidence_tokens=20)
+    assert assemble_answer_bundle("why?", data, tight).assembly_status != "FAILED"
+    long = assemble_answer_bundle("why " * 100, data, tight)
+    assert long.assembly_status == "FAILED" and "without evidence" in (long.failure_reason or "")
+
+
+@pytest.mark.parametrize(("changes", "said"), [
+    ({"max_evidence_tokens": 1}, "max_evidence_tokens (1) is below the smallest evidence entry "
+                                 "(15 tokens: its header and one word)"),
+    ({"max_total_prompt_tokens": 1000, "max_evidence_tokens": 200},
+     "leaves -161 for evidence, under the smallest evidence entry (15 tokens): no prompt could "
+     "ever be built"),
+    ({"reserved_output_tokens": 0}, "field 'reserved_output_tokens': Input should be greater "
+                                    "than or equal to 1"),
+])
+def test_a_policy_that_can_never_hold_a_chunk_is_refused_when_loaded(tmp_path, changes, said):
+    """Such a policy loaded, then refused every question (NO_EVIDENCE, exit 0) or failed it
+    after retrieval, storing the pack; with 0 reserved tokens every answer was cut off."""
+    from aiblox.assembly.policy import PolicyError, load_policy
+
+    text = (Path(__file__).parents[2] / "evals" / "policies" / "R2_POLICY_V1.toml").read_text()
+    text = text.replace('"R2_POLICY_V1"', '"R2_POLICY_TINY"')
+    for key, value in changes.items():
+        text = re.sub(rf"(?m)^{key} = .*$", f"{key} = {value}", text)
+    path = tmp_path / "tiny.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(PolicyError) as err:
+        load_policy(path)
+    assert str(err.value).startswith(f"{path}: invalid selection policy: ")
+    assert said in str(err.value)
+
+
+def test_a_policy_file_that_is_not_utf8_is_named(tmp_path):
+    from aiblox.assembly.policy import PolicyError, load_policy
+
+    path = tmp_path / "p.toml"
+    path.write_bytes(b"\xff\xfe")
+    with pytest.raises(PolicyError, match=r"p\.toml: not UTF-8 \(TOML is\): byte 0: invalid "
+                                          r"start byte"):
+        load_policy(path)
 
 
 @pytest.mark.parametrize(

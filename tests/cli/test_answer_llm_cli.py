@@ -236,3 +236,17 @@ def test_a_lone_surrogate_in_the_answer_is_a_failed_generation_with_its_pack(db)
         f"evidence pack {out['pack_id']}")
     pack = pack_from_json(stored_pack_json(db, out["pack_id"]))
     assert verify_pack(pack) == [] and pack.tool_calls[-1].status == "failed"
+
+
+def test_an_answer_with_terminal_escapes_is_refused_and_never_printed(db):
+    """A cited answer carrying escape sequences (retitle, clear, recolour the terminal) passed
+    validation and reached stdout raw; a failed answer printed an empty evidence table."""
+    server = ChatServer(200, "Robertson and Sparck Jones [C0].\x1b]0;pwned\x07\x1b[2J\x1b[31m"
+                             "RED [C0]")
+    try:
+        r = answer(server, db)
+    finally:
+        server.close()
+    assert "\x1b" not in r.stdout + r.stderr and "pwned" not in r.stdout
+    assert "the answer contains the control character U+001B" in r.stdout
+    assert "cited evidence" not in r.stdout

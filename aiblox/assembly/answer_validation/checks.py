@@ -7,12 +7,17 @@ Checks, in order (each failure adds its code to ``failure_codes``):
   (PASSED, ``generation_status=NO_EVIDENCE``);
 - ``ASSEMBLY_FAILED``: assembly or the prompt build failed; the LLM was not called;
 - ``GENERATION_FAILED``: the LLM call failed; nothing to show;
+- ``RESULT_MISMATCH``: the reader's result is not for this bundle's request, or (given the
+  prompt) not for the prompt that was built: another prompt's answer is not validated;
 - ``EMPTY_ANSWER``: the model returned only whitespace;
 - refusal: an answer equal to the refusal string (surrounding whitespace stripped) PASSES with no
   citations; ``REFUSAL_MISMATCH`` when the text contains ``NO_EVIDENCE`` but is not exactly it;
 - ``CUT_OFF``: the reader reported that the answer stopped before its end (``finish_reason``
   ``length``: the reserved output tokens ran out; ``content_filter``: the endpoint withheld the
   rest), so its last sentence may be half a claim however well it is cited;
+- ``CONTROL_CHARACTER``: control characters (other than tab and line breaks), lone surrogates
+  or bidirectional controls, which the sanitiser removes from evidence: an escape sequence
+  that would retitle, clear or recolour a terminal, or reorder what a reader sees;
 - ``MALFORMED_CITATION``: a citation-like marker that is not exactly ``[C<n>]`` (``[c0]``,
   ``[C 1]``, ``[C0, C1]``, ``[C0 | ...]``);
 - ``UNKNOWN_ANCHOR``: a ``\\[C\\d+\\]`` marker outside the allowed anchor set (``[C01]`` is not C1);
@@ -49,6 +54,10 @@ from aiblox.assembly.records import (
 __all__ = ["validate_answer"]
 
 _CONTENT = re.compile(r"\w")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff"
+                      "\u202a-\u202e\u2066-\u2069]")
+"""What :func:`~aiblox.assembly.sanitize.safe_normalize` removes from evidence (categories Cc
+and Cs, bidirectional controls), but tab, line feed and carriage return."""
 _CUT_OFF = {"length": "the reserved output tokens ran out",
             "content_filter": "the endpoint withheld the rest"}
 """Finish reasons (OpenAI's) of an answer that stopped before its end."""
@@ -91,10 +100,24 @@ def _refusal(request_id: str, generation_status: str) -> ValidationResult:
                    validated_answer_text=REFUSAL_TEXT)
 
 
+def _mismatch(bundle: AnswerBundle, llm_result: LLMExecutionResult,
+              prompt_sha256: str | None) -> str | None:
+    """Why ``llm_result`` is not the answer to this bundle's request (and prompt), or None."""
+    if llm_result.request_id != bundle.request_id:
+        return (f"the reader's result is for request {llm_result.request_id!r}, not "
+                f"{bundle.request_id!r}")
+    if prompt_sha256 is not None and llm_result.prompt_sha256 != prompt_sha256:
+        return (f"the reader answered a prompt of sha256 {llm_result.prompt_sha256[:16]}..., "
+                f"not the prompt built ({prompt_sha256[:16]}...)")
+    return None
+
+
 def validate_answer(
-    bundle: AnswerBundle, llm_result: LLMExecutionResult | None
+    bundle: AnswerBundle, llm_result: LLMExecutionResult | None,
+    prompt_sha256: str | None = None,
 ) -> ValidationResult:
-    """Validate the model's answer against the bundle's anchors and evidence (fail closed)."""
+    """Validate the model's answer against the bundle's anchors and evidence (fail closed);
+    given the sha256 of the prompt that was built, the answer must be the one to it."""
     rid = bundle.request_id
     empty = GroundingMetrics()
     if bundle.assembly_status == "NO_EVIDENCE":
@@ -108,6 +131,9 @@ def validate_answer(
         return _result(
             rid, "FAILED", ["GENERATION_FAILED"], [f"generation failed: {reason}"], empty
         )
+    mismatch = _mismatch(bundle, llm_result, prompt_sha256)
+    if mismatch:
+        return _result(rid, "OK", ["RESULT_MISMATCH"], [mismatch], empty)
     text = (llm_result.raw_model_text or "").strip()
     if not text:
         return _result(rid, "OK", ["EMPTY_ANSWER"], ["the answer is empty"], empty)
@@ -125,6 +151,10 @@ def validate_answer(
     if llm_result.finish_reason in _CUT_OFF:
         fail("CUT_OFF", f"the answer was cut off (finish_reason {llm_result.finish_reason!r}: "
                         f"{_CUT_OFF[llm_result.finish_reason]})")
+    control = _CONTROL.search(text)
+    if control:
+        fail("CONTROL_CHARACTER", f"the answer contains the control character "
+                                  f"U+{ord(control.group(0)):04X}")
     if "NO_EVIDENCE" in text:
         fail("REFUSAL_MISMATCH", "the answer contains NO_EVIDENCE but is not the exact refusal")
 

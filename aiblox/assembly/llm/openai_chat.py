@@ -3,10 +3,11 @@
 The prompt is sent as the single user message of one ``POST {base_url}/chat/completions``, its
 text unchanged; no system message or other instruction is added. The JSON body is serialised once
 (sorted keys, compact, UTF-8) and the same bytes are re-sent on every retry. Only transient
-failures are retried (timeouts, network errors, HTTP 429 and 5xx), at most ``max_attempts`` in
-all, with exponential backoff bounded by ``backoff_max_s`` (a ``Retry-After`` header is honoured
-within the same bound). Each attempt (connect, headers and body together) ends at
-``timeout_s``, however slowly the server sends, and reads at most ``max_response_bytes``. The
+failures are retried (timeouts, network errors, HTTP 408, 409, 429 and 5xx), at most
+``max_attempts`` in all, with exponential backoff bounded by ``backoff_max_s`` (a ``Retry-After``
+header is honoured within the same bound). Each attempt (connect, headers and body together)
+ends at ``timeout_s``, however slowly the server sends, and reads at most
+``max_response_bytes``. The
 model is never switched and its text never edited. Logs (INFO, one per attempt) carry the request
 id, model, prompt sha256, attempt, status or network error and latency; never the prompt text or
 the key. Network and HTTP trouble is never raised: the result is FAILED with a reason that says
@@ -124,6 +125,21 @@ class LLMSettings(BaseModel):
         if (parts is None or parts.scheme not in ("http", "https") or not parts.hostname
                 or any(c.isspace() for c in value)):
             raise ValueError(f"expected {_EXPECTED['base_url']}")
+        if parts.query or parts.fragment or value.endswith(("?", "#")):
+            # "/chat/completions" is appended to the path: after a query it landed in the
+            # query ("?x=1/chat/completions") and the server answered 404 for the bare path
+            raise ValueError(f"expected {_EXPECTED['base_url']}: without a query or fragment "
+                             f"(the request goes to its path + /chat/completions)")
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _model_name(cls, value: str) -> str:
+        """A name with visible characters and no whitespace or control characters at its ends
+        or inside a line: a pasted newline or a name of spaces was sent as it was."""
+        if not value.strip() or value != value.strip() or any(
+                not c.isprintable() for c in value):
+            raise ValueError(f"expected {_EXPECTED['model']}")
         return value
 
     @classmethod
@@ -165,7 +181,7 @@ _URL_PASSWORD = re.compile(r"(://[^/@:\s]*:)[^@\s/]*@")
 
 _EXPECTED = {
     "base_url": "an http:// or https:// URL with a host, e.g. https://api.openai.com/v1",
-    "model": "a model name",
+    "model": "a model name (printable, no surrounding whitespace)",
     "api_key": "an API key of printable ASCII characters, without spaces or control "
                "characters (a trailing newline or carriage return?)",
     "timeout_s": "a finite number of seconds > 0",
@@ -173,6 +189,11 @@ _EXPECTED = {
     "max_response_bytes": "a whole number of bytes >= 1024",
 }
 """What each ``AIBLOX_LLM_*`` variable must hold, for its error."""
+
+
+_TRANSIENT = frozenset({408, 409, 429})
+"""Client errors retried as the server's load or a race (request timeout, conflict, rate
+limit), as OpenAI's own client retries them; other 4xx are the request's fault."""
 
 
 def build_request_body(
@@ -331,7 +352,7 @@ class OpenAIChatLLM:
                         status,
                         (time.perf_counter() - t0) * 1000.0,
                     )
-                    if status == 429 or status >= 500:
+                    if status in _TRANSIENT or status >= 500:
                         last_error = f"HTTP {status}"
                         retry_after = _retry_after(reply.headers.get("retry-after"))
                     elif status >= 400:

@@ -40,6 +40,7 @@ _REGISTRY: dict[str, LLMFactory] = {}
 
 def register_llm(name: str, factory: LLMFactory, *, replace: bool = False) -> None:
     """Register ``factory`` (called with keyword options) under ``name``."""
+    _register_builtins()  # first: a built-in name is taken before any use, not only after
     if name in _REGISTRY and not replace:
         raise ValueError(f"an LLM named {name!r} is already registered")
     _REGISTRY[name] = factory

@@ -16,6 +16,9 @@ rather than an uncited claim passing inside a cited one. The rule:
   ``[C0]`` (spaces or tabs before them allowed), and a terminator after those markers, belong
   to the sentence before: ``Robertson et al. [C0].`` and ``at 5 p.m. [C0].`` are one sentence
   each (the abbreviation's full stop, followed by its citation and a full stop, ends it);
+- a terminator followed by citation markers, or one right after a marker, ends a sentence even
+  with no whitespace after it: ``BM25 [C0].Napoleon ...`` is two sentences, the second
+  uncited;
 - a list item's number or letter opening a line (``1.``, ``a.``, ``iv.``) is not a sentence;
 - a single ``.`` is not a boundary only in two cases: after a title that always precedes a
   name (``Mr.``, ``Mrs.``, ``Ms.``, ``Dr.``, ``Prof.``) when a word follows on the line, and
@@ -53,9 +56,14 @@ _OTHER_TERMINALS = (
 )
 _CLOSERS = "[\"'\\)\\]\u00bb\u2019\u201d\u203a\u3009\u300b\u300d\u300f\u3011\u3015\uff09\uff63]*"
 _CITATIONS = r"(?:[ \t]*\[C\d+\])*"
+_AFTER_CITATION = r"(?:(?<=\[C\d\])|(?<=\[C\d\d\])|(?<=\[C\d\d\d\])|(?<=\[C\d\d\d\d\]))"
 _BOUNDARY = re.compile(
     rf"[.!?]*[{_OTHER_TERMINALS}][.!?{_OTHER_TERMINALS}]*{_CLOSERS}{_CITATIONS}"
     rf"|[.!?]+{_CLOSERS}{_CITATIONS}(?:(?<=\])[.!?]+)?(?=\s|$)"
+    # a terminator and citation markers, or a terminator right after a marker, end a sentence
+    # whatever follows: "BM25 [C0].Napoleon ..." and "BM25.[C0]Napoleon ..." are two
+    rf"|[.!?]+{_CLOSERS}(?:[ \t]*\[C\d+\])+(?:[.!?]+)?"
+    rf"|{_AFTER_CITATION}[.!?]+"
 )
 _ENUMERATOR = re.compile(r"\(?(?:\d{1,3}|[A-Za-z]|[ivxlcdm]{1,6}|[IVXLCDM]{1,6})")
 """A list item's number or letter opening a line (``1.``, ``a.``, ``iv.``, ``(2).``)."""
