@@ -17,6 +17,7 @@ __all__ = [
     "DEFAULT_POLICY_VERSION",
     "POLICIES_DIR_ENV",
     "PolicyError",
+    "PROMPT_OVERHEAD_TOKENS",
     "SelectionPolicy",
     "find_policies_dir",
     "load_policy",
@@ -28,6 +29,13 @@ POLICIES_DIR_ENV = "AIBLOX_POLICIES_DIR"
 
 class PolicyError(ValueError):
     """A policy file is missing, is not valid TOML, or has a bad field (file and field named)."""
+
+
+PROMPT_OVERHEAD_TOKENS = {"cl100k_base": 361, "o200k_base": 359}
+"""Tokens of the frozen Prompt Contract V1 prompt with no evidence and a one-character question
+(``render_prompt("", "?")``), per encoding: the least any prompt takes beside its evidence. A
+constant of the contract (its template's sha256 is checked), kept here because the prompt
+builder reads policies; a test renders the prompt and checks it."""
 
 
 class SelectionPolicy(BaseModel):
@@ -98,7 +106,6 @@ class SelectionPolicy(BaseModel):
         # a policy under which no prompt can hold one chunk refused every question (or failed
         # it) after retrieval, and stored the pack: refused here, when it is loaded
         from aiblox.assembly.anchoring.evidence_block import render_evidence_entry
-        from aiblox.assembly.prompt.contract import render_prompt
         from aiblox.text.tokens import count_tokens
 
         entry = count_tokens(render_evidence_entry("C0", "c", "k", "s", "x"),
@@ -107,7 +114,7 @@ class SelectionPolicy(BaseModel):
             raise ValueError(f"max_evidence_tokens ({self.max_evidence_tokens}) is below the "
                              f"smallest evidence entry ({entry} tokens: its header and one "
                              f"word): no chunk could ever be selected")
-        overhead = count_tokens(render_prompt("", "?"), self.token_encoding)
+        overhead = PROMPT_OVERHEAD_TOKENS[self.token_encoding]
         room = self.max_total_prompt_tokens - self.reserved_output_tokens - overhead
         if room < entry:
             raise ValueError(f"max_total_prompt_tokens ({self.max_total_prompt_tokens}) less "

@@ -25,11 +25,14 @@ STAGE_VERSIONS: Mapping[str, str] = {
     "metrics": "2",  # 2: stored as arrays (metric names, query ids, means, per-query matrix)
     "chunks": "1",
     "chunk_metrics": "1",
-    "selection": "2",  # 2: duplicates against kept chunks only; invisible-only text is empty
+    "selection": "3",  # 2: duplicates against kept chunks only; invisible-only text is empty;
+    #                    3: the overlap ratio is the candidate's share of words in a kept chunk
     "prompt": "1",
-    "reader": "3",  # 2: a sentence opening with a Markdown heading is never quoted; 3: sentences
-    #                 split failing closed (aiblox.assembly.prompt.sentence_split)
-    "validation": "2",  # 2: the fail-closed sentence split, and NO_CONTENT
+    "reader": "4",  # 2: a sentence opening with a Markdown heading is never quoted; 3: sentences
+    #                 split failing closed (aiblox.assembly.prompt.sentence_split); 4: split at a
+    #                 terminator touching a marker, a chunk's unterminated last sentence unquoted
+    "validation": "3",  # 2: the fail-closed sentence split, and NO_CONTENT; 3: split at a
+    #                     terminator touching a marker, CONTROL_CHARACTER, RESULT_MISMATCH
     "answer_metrics": "1",
 }
 """The version of every stage, in pipeline order: bump a stage's version when what it computes

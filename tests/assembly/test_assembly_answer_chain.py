@@ -126,14 +126,14 @@ def test_two_policy_versions_side_by_side() -> None:
     extra = EvidenceChunk(
         item_id="fr",
         chunk_id="fr#2",
-        text="Paris is the capital city of France and its largest city.",
+        text="Paris is the capital city of France today.",
         score=0.7,
     )
     r1 = answer_question("What is the capital of France?", _bundle(extra), v1, ExtractiveLLM())
     r2 = answer_question("What is the capital of France?", _bundle(extra), v2, ExtractiveLLM())
     assert r1.answer_bundle.trace and r1.answer_bundle.trace.policy_version == "R2_POLICY_V1"
     assert r2.answer_bundle.trace and r2.answer_bundle.trace.policy_version == "R2_POLICY_V2"
-    # V2 dedups harder: fr#2 overlaps fr#0 by 5/6 > 0.6 but not > 0.8
+    # V2 dedups harder: 6 of fr#2's 8 words are fr#0's, 0.75 > 0.6 but not > 0.8
     assert "fr#2" in [e.chunk_id for e in r1.answer_bundle.selected_evidence]
     assert "fr#2" not in [e.chunk_id for e in r2.answer_bundle.selected_evidence]
     assert r1.hashes["prompt_sha256"] != r2.hashes["prompt_sha256"]

@@ -161,3 +161,37 @@ def test_a_builtin_reader_cannot_be_replaced_silently_before_first_use() -> None
                          check=True).stdout.splitlines()
     assert out == ["refused: an LLM named 'extractive' is already registered", "ExtractiveLLM",
                    "mine"]
+
+
+def test_a_sentence_cut_off_by_the_per_chunk_cap_is_never_quoted() -> None:
+    """The per-chunk cap cut a chunk after "Aspirin reduces mortality" (of "... in no trial; it
+    raised mortality in every trial we ran."), and the reader quoted the fragment as a cited
+    claim that says the opposite; validation passed it (QA, 2026-11-29)."""
+    from aiblox.assembly import answer_from_input, get_llm
+
+    base = " ".join(f"Filler sentence number {i} talks about weather." for i in range(70))
+
+    def text(pad: int, tail: str) -> str:
+        return base + " " + " ".join(["rain"] * pad) + ". Aspirin reduces mortality" + tail
+
+    policy = policy_v1()
+    cap = policy.per_chunk_token_cap
+    pad = next(p for p in range(400)
+               if count_tokens(text(p, ""), "cl100k_base") <= cap
+               < count_tokens(text(p, " in"), "cl100k_base"))
+    full = text(pad, " in no trial; it raised mortality in every trial we ran.")
+    raw = {"request_id": "r1", "index_version": "i", "embedding_model": "m",
+           "retrieval_top_k": 1, "results": [{"chunk_id": "c0", "knowledge_id": "doc1",
+                                              "chunk_text": full, "rank": 0,
+                                              "similarity_score": 0.5}]}
+    res = answer_from_input("does aspirin reduce mortality?", raw, policy, get_llm("extractive"))
+    assert res.answer_bundle.selected_evidence[0].sanitized_text.endswith(
+        "Aspirin reduces mortality")  # the cap cut it there
+    assert "Aspirin reduces mortality" not in (res.answer_text or "")
+    assert res.answer_text == REFUSAL_TEXT
+    # the whole sentence, uncut, is quoted
+    whole = {**raw, "results": [{**raw["results"][0], "chunk_text": "Aspirin reduces mortality "
+                                 "in every trial we ran."}]}
+    res = answer_from_input("does aspirin reduce mortality?", whole, policy,
+                            get_llm("extractive"))
+    assert res.answer_text == "Aspirin reduces mortality in every trial we ran. [C0]"

@@ -363,3 +363,40 @@ def test_a_policy_file_that_is_not_utf8_is_named(tmp_path):
 def test_safe_normalize_v1(raw: str, clean: str) -> None:
     assert safe_normalize(raw) == clean
     assert safe_normalize(clean) == clean  # idempotent
+
+
+def test_a_longer_chunk_containing_a_short_kept_one_is_no_duplicate() -> None:
+    """The symmetric overlap coefficient counted "Results are shown." (rank 0) and a paragraph
+    that contains its three words as duplicates, dropped the paragraph, and the question was
+    refused; the ratio is now the candidate's share of words the kept chunk has."""
+    from aiblox.assembly import answer_from_input, get_llm
+
+    short = "Results are shown."
+    long = ("Vitamin D supplementation reduced hip fractures by 20 percent in older adults; "
+            "results are shown in table 2.")
+    assert overlap_ratio(long, short) == pytest.approx(3 / 17)
+    assert overlap_ratio(short, long) == 1.0  # the other way round it is one
+    rows = [result("c0", short, 0, knowledge_id="docA"),
+            result("c1", long, 1, knowledge_id="docB")]
+    bundle = assemble_answer_bundle(QUESTION, make_input(rows), policy_v1())
+    assert _ids(bundle) == ["c0", "c1"] and bundle.metrics.dedup_dropped_count == 0
+    res = answer_from_input("does vitamin D reduce hip fractures in older adults?",
+                            make_input(rows), policy_v1(), get_llm("extractive"))
+    assert res.answer_text == f"{long} [C1]"
+    # the short one after the long one is its duplicate, as before
+    rows = [result("c0", long, 0, knowledge_id="docB"),
+            result("c1", short, 1, knowledge_id="docA")]
+    bundle = assemble_answer_bundle(QUESTION, make_input(rows), policy_v1())
+    assert _ids(bundle) == ["c0"] and bundle.metrics.dedup_dropped_count == 1
+
+
+def test_the_prompt_overhead_the_policy_checks_is_the_rendered_prompts() -> None:
+    from typing import get_args
+
+    from aiblox.assembly.policy import PROMPT_OVERHEAD_TOKENS, SelectionPolicy
+    from aiblox.assembly.prompt.contract import render_prompt
+
+    for encoding, tokens in PROMPT_OVERHEAD_TOKENS.items():
+        assert count_tokens(render_prompt("", "?"), encoding) == tokens
+    assert set(PROMPT_OVERHEAD_TOKENS) == set(
+        get_args(SelectionPolicy.model_fields["token_encoding"].annotation))

@@ -21,7 +21,11 @@ versions ``selection`` 2, ``reader`` 3 and ``validation`` 2 (the fail-closed sen
 ``NO_CONTENT``, duplicates judged against kept chunks only): the keys of those stages and of
 ``prompt`` and ``answer_metrics`` after them moved in the sample pipeline runs, so a cache never
 serves an answer checked by the old splitter; every output hash, prompt hash and metric value
-is as before.
+is as before. Stage versions ``selection`` 3 (the overlap ratio is the candidate's share of
+words in a kept chunk), ``reader`` 4 and ``validation`` 3 (a terminator touching a citation
+marker ends a sentence; a chunk's unterminated last sentence is not quoted; control characters
+and a result for another prompt fail): the same keys moved, every output hash, prompt hash and
+metric value as before.
 """
 
 from __future__ import annotations

@@ -7,10 +7,10 @@ ascending on ties), each drop recorded with its reason code:
    chunk is dropped (DROP_BELOW_SIMILARITY_FLOOR);
 2. similarity floor (``min_similarity_score``): chunks below it (DROP_BELOW_SIMILARITY_FLOOR);
 3. sanitisation (``safe_normalize``): chunks empty afterwards (DROP_EMPTY_AFTER_SANITIZE);
-4. near-duplicates: a chunk whose word overlap ratio with a better-ranked kept chunk exceeds
-   ``overlap_ratio_threshold``, or whose sanitised text equals a kept chunk's (casefolded; so
-   two copies of a text with no words, ``🙂🙂``, are duplicates too) (DROP_DUP; the
-   better-ranked chunk is kept);
+4. near-duplicates: a chunk whose word overlap ratio with a better-ranked kept chunk (the
+   share of its words the kept chunk has) exceeds ``overlap_ratio_threshold``, or whose
+   sanitised text equals a kept chunk's (casefolded; so two copies of a text with no words,
+   ``🙂🙂``, are duplicates too) (DROP_DUP; the better-ranked chunk is kept);
 5. diversity cap: chunks beyond ``max_chunks_per_knowledge_id`` of one knowledge id
    (DROP_PER_KNOWLEDGE_CAP; a cap, the best chunks of the top document stay);
 6. count budget: chunks beyond ``max_chunks`` (DROP_BUDGET);
