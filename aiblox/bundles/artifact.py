@@ -1,7 +1,10 @@
 """The evidence bundle as a JSON artifact: canonical bytes, sha256, write, read and verify.
 
 The artifact is the canonical JSON (sorted keys, compact, UTF-8) of the bundle; the same
-bundle always gives the same bytes and therefore the same sha256. :func:`tracking_rows` gives
+bundle always gives the same bytes and therefore the same sha256. In a lake the artifact is
+addressed by the bundle id, which leaves ``created_utc`` out: the first artifact written for an
+id is kept (the same evidence built again at another time gets that one back), so a tracked
+``artifact_sha256`` is always the lake file's. :func:`tracking_rows` gives
 the rows a :class:`~aiblox.bundles.store.BundleStore` keeps for it (the seed's
 ``evidence_bundle``, ``run_evidence`` and ``evidence_item`` tables).
 """
@@ -10,13 +13,14 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from aiblox.bundles.builder import bundle_content_hash
-from aiblox.bundles.lake import write_lake_bytes
+from aiblox.bundles.lake import resolve_lake_uri
 from aiblox.bundles.models import EvidenceBundle
 from aiblox.hashing import canonical_json, sha256_bytes, sha256_text
 
@@ -61,14 +65,19 @@ def write_evidence_bundle(
     lake_root: str | os.PathLike[str] | None = None,
     path: str | os.PathLike[str] | None = None,
 ) -> BundleArtifact:
-    """Write ``bundle`` to ``lake_root/evidence/bundles/<bundle_id>.json`` or to ``path``."""
+    """Write ``bundle`` to ``lake_root/evidence/bundles/<bundle_id>.json`` or to ``path``.
+
+    In a lake an artifact already there for the bundle id is never overwritten: when it is this
+    bundle but for ``created_utc`` (the same evidence built again), it is kept and returned (its
+    sha256 and size: what a tracking row records must be the file's); any other file there
+    raises ``ValueError`` naming it. ``path`` is the caller's own and is overwritten."""
     if (lake_root is None) == (path is None):
         raise ValueError("give exactly one of lake_root or path")
     data = bundle_artifact_bytes(bundle)
     uri = None
     if lake_root is not None:
         uri = f"{BUNDLE_ARTIFACT_DIR}/{bundle.bundle_id}.json"
-        target = write_lake_bytes(lake_root, uri, data)
+        target, data = _write_first(lake_root, uri, bundle, data)
     else:
         target = Path(path)  # type: ignore[arg-type]
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -82,6 +91,41 @@ def write_evidence_bundle(
         sha256=sha256_bytes(data),
         byte_count=len(data),
     )
+
+
+def _write_first(lake_root: str | os.PathLike[str], uri: str, bundle: EvidenceBundle,
+                 data: bytes) -> tuple[Path, bytes]:
+    """Create ``uri`` holding ``data`` unless a file is there (atomically: a hard link of a
+    temporary file fails when the name is taken, so of two writers racing the first wins);
+    returns the path and the bytes the file holds."""
+    target = resolve_lake_uri(lake_root, uri, must_exist=False)
+    if not target.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # re-check after creating parents: a symlinked parent must not lead outside the root
+        target = resolve_lake_uri(lake_root, uri, must_exist=False)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_bytes(data)
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links: replace, unless a file is there
+            if not target.exists():
+                os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+    held = target.read_bytes()
+    if held != data:
+        try:
+            first = EvidenceBundle.model_validate(json.loads(held))
+        except (ValueError, TypeError):
+            first = None
+        if first is None or bundle_artifact_bytes(
+                bundle.model_copy(update={"created_utc": first.created_utc})) != held:
+            raise ValueError(f"{target}: holds another artifact than evidence bundle "
+                             f"{bundle.bundle_id} (a damaged or altered file?); it is not "
+                             "overwritten: move it away to write this one")
+    return target, held
 
 
 def verify_evidence_bundle(bundle: EvidenceBundle) -> list[str]:

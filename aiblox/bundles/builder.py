@@ -11,10 +11,16 @@ Items come in a fixed order: inline evidence (``job_input["extra_params"]["evide
 ``job_input["evidence"]``), then the reference lists in :data:`EVIDENCE_TYPES` order, each in
 its given order. When an item's content is cut, ``full_ref`` points at the full content (after
 redaction, before bounding; its ``content_sha256`` and ``byte_count`` are that content's, so
-``byte_count`` equals ``bounding.original_size``): the lake artifact it was read from when
-redaction changed nothing in it, else a copy written to ``evidence/full/<sha256>.txt`` in the
-lake (the redacted text: a lake file redaction changed still holds the secrets, so it is never
-the pointer); without a lake root, ``full_ref`` carries only the hash and size.
+``byte_count`` equals ``bounding.original_size``): the lake artifact it was read from when that
+file holds exactly this content, else a copy written to ``evidence/full/<sha256>.txt`` in the
+lake (the redacted text: a lake file redaction changed still holds the secrets, and an HTTP
+capture holds its credential headers unmasked, so neither is ever the pointer); without a lake
+root, ``full_ref`` carries only the hash and size.
+
+With redaction on, nothing in the bundle keeps a secret: besides the content, every string in
+an item's metadata (a title, an HTTP capture's URL ...) and its ``source_ref`` (an inline
+``source_uri``) and every load error is redacted too; hashes and the identifiers an evidence id
+repeats (lake URIs, query keys, document ids) are names the caller chose and stay as given.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -45,7 +52,7 @@ from aiblox.bundles.models import (
     ItemBounding,
     LoadError,
 )
-from aiblox.bundles.redaction import RedactorRegistry, redact
+from aiblox.bundles.redaction import Redactor, RedactorRegistry, redact
 from aiblox.bundles.utf8 import truncate_utf8
 from aiblox.hashing import sha256_hex, sha256_text
 from aiblox.text.tokens import count_tokens
@@ -201,7 +208,9 @@ def build_evidence_bundle(
         except (EvidenceLoadError, ValueError, OSError) as exc:
             if on_error == "raise":
                 raise
-            errors.append(LoadError(ref=where, error=f"{type(exc).__name__}: {exc}"))
+            error = f"{type(exc).__name__}: {exc}"  # may quote the reference, secrets too
+            errors.append(LoadError(ref=where, error=error if active is None
+                                    else redact(error, active)[0]))
     seen: dict[str, int] = {}
     for raw in raws:  # duplicate ids would make the bundle ambiguous
         seen[raw.evidence_id] = seen.get(raw.evidence_id, 0) + 1
@@ -219,9 +228,11 @@ def build_evidence_bundle(
             # a chunk of a text redacted whole before its split carries that text's records
             # (its own redaction then finds nothing more)
             records = [*raw.metadata.get("redactions", []), *records]
+            meta = {k: v if k == "redactions" else _redact_value(k, v, active)
+                    for k, v in meta.items()}
             meta["redactions"] = [r.model_dump(mode="json") for r in records]
-            if isinstance(meta.get("title"), str):  # text shown with the content
-                meta["title"] = redact(meta["title"], active)[0]
+            raw = replace(raw, source_ref={k: _redact_value(k, v, active)
+                                           for k, v in raw.source_ref.items()})
         kept, bounding = _bound(raw, full, policy)
         meta["bounding"] = bounding.model_dump(mode="json")
         items.append((raw, full, kept, meta, bounding))
@@ -248,7 +259,7 @@ def build_evidence_bundle(
     for raw, full, kept, meta, bounding in kept_items:
         full_ref = raw.full_ref
         if full_ref is None and bounding.applied:
-            full_ref = _full_ref(raw, full, root if persist_full else None, full != raw.content)
+            full_ref = _full_ref(raw, full, root if persist_full else None)
         n_tok = count_tokens(kept)
         tokens += n_tok
         type_counts[raw.evidence_type] = type_counts.get(raw.evidence_type, 0) + 1
@@ -297,17 +308,33 @@ def build_evidence_bundle(
     )
 
 
-def _full_ref(raw: RawEvidence, full: str, root: Path | None, redacted: bool) -> FullRef:
-    """The pointer to ``full`` (the item's content after redaction); ``redacted``: redaction
-    changed it, so the lake file it was read from is not the full content."""
+_IDENTIFIERS = frozenset({"lake_uri", "database", "query_key", "doc_id", "transcript_id"})
+"""``source_ref`` and metadata keys whose values name a source (the evidence id repeats them):
+kept as given when redacting."""
+
+
+def _redact_value(key: str, value: Any, active: Sequence[Redactor]) -> Any:
+    """``value`` (metadata or a ``source_ref`` entry under ``key``) with every string in it
+    redacted, in dicts and lists to any depth; identifiers and hashes stay as they are."""
+    if key in _IDENTIFIERS or key.endswith("sha256"):
+        return value
+    if isinstance(value, str):
+        return redact(value, active)[0]
+    if isinstance(value, Mapping):
+        return {k: _redact_value(str(k), v, active) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redact_value(key, v, active) for v in value]
+    return value
+
+
+def _full_ref(raw: RawEvidence, full: str, root: Path | None) -> FullRef:
+    """The pointer to ``full`` (the item's content after redaction): the lake file it was read
+    from only when that file holds exactly ``full`` (not when redaction changed it, nor for an
+    HTTP capture, whose content is rendered from the file with its credentials masked)."""
     data = full.encode("utf-8")
     sha = sha256_text(full)
-    if raw.lake_uri is not None and raw.lake_sha256 is not None and not redacted:
-        return FullRef(
-            lake_uri=raw.lake_uri,
-            content_sha256=raw.lake_sha256,
-            byte_count=raw.lake_size if raw.lake_size is not None else len(data),
-        )
+    if raw.lake_uri is not None and raw.lake_sha256 == sha:
+        return FullRef(lake_uri=raw.lake_uri, content_sha256=sha, byte_count=len(data))
     uri = None
     if root is not None:
         uri = f"{FULL_ARTIFACT_DIR}/{sha}.txt"

@@ -7,7 +7,12 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from aiblox.bundles.store import BUNDLE_COLUMNS, ITEM_COLUMNS, split_bundle_rows
+from aiblox.bundles.store import (
+    BUNDLE_COLUMNS,
+    ITEM_COLUMNS,
+    check_same_artifact,
+    split_bundle_rows,
+)
 from aiblox.stores.base import StoreError, store_writes
 from aiblox.stores.duckdb_store import DuckDBStore, query_rows
 
@@ -63,8 +68,9 @@ class DuckDBBundleStore:
             self.con.execute("BEGIN TRANSACTION")
             try:
                 old = self.con.execute(
-                    "SELECT build_version, policy_sha256, item_count, total_bytes "
-                    "FROM evidence_bundles WHERE bundle_id = ?", [bundle_id]).fetchone()
+                    "SELECT build_version, policy_sha256, item_count, total_bytes, lake_uri, "
+                    "artifact_sha256 FROM evidence_bundles WHERE bundle_id = ?",
+                    [bundle_id]).fetchone()
                 if old is None:
                     self.con.execute(
                         f"INSERT INTO evidence_bundles ({', '.join(BUNDLE_COLUMNS)}) VALUES "
@@ -81,9 +87,10 @@ class DuckDBBundleStore:
                                         "WHERE bundle_id = ? ORDER BY ordinal", [bundle_id])
                     new = (b["build_version"], b["policy_sha256"], b["item_count"],
                            b["total_bytes"])
-                    if tuple(old) != new or [dict(r) for r in stored] != items:
+                    if tuple(old[:4]) != new or [dict(r) for r in stored] != items:
                         raise StoreError(f"{self.location}: evidence bundle {bundle_id} is "
                                          "already tracked with different content")
+                    check_same_artifact(self.location, b, old[4], old[5])
                 for run_id, _ in links:
                     present = self._count(
                         "SELECT count(*) FROM run_evidence WHERE run_id = ? AND bundle_id = ?",

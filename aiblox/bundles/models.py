@@ -28,7 +28,7 @@ __all__ = [
     "SamplingStrategy",
 ]
 
-EVIDENCE_BUILD_VERSION = "2.2"
+EVIDENCE_BUILD_VERSION = "2.3"
 """Version of the evidence builder (the seed's ``build_version``). A bundle's ``bundle_id`` is
 derived from its content and this version, and the seed promises ids "stable for the same
 inputs and policy": bump it whenever the builder gives other content for the same inputs and
@@ -38,7 +38,12 @@ bundles for one input. 2.1: redaction catches Unicode emails, grouped card numbe
 redacted bundle holding them has other content, and another ``bundle_id``, than at 2.0
 (``tests/bundles/test_build_version.py`` pins one). 2.2: ``key=value`` secrets under compound
 and environment-variable keys (``DB_PASSWORD``, ``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``,
-``refresh_token``) and PEM private key blocks are redacted too."""
+``refresh_token``) and PEM private key blocks are redacted too. 2.3: a quoted ``key=value``
+secret is redacted whole (``password="correct horse"`` kept ``horse``), also after ``=>``, ``(``
+and a JSON ``"key": "value"``, with URL userinfo passwords, PGP private key blocks, Stripe and
+Hugging Face keys; with redaction on, metadata (an HTTP capture's URL), ``source_ref`` and load
+errors are redacted too; and a cut HTTP capture's ``full_ref`` is the redacted content written to
+the lake, never the raw capture file (``tests/bundles/test_build_version.py``)."""
 EVIDENCE_POLICY_VERSION = "1"
 """Version of the bounding rules an :class:`EvidencePolicy` describes."""
 

@@ -4,7 +4,8 @@ metadata and created when a :class:`PostgresBundleStore` is first opened on the 
 
 Needs the ``postgres`` extra. Same semantics as the DuckDB tables (see
 :class:`~aiblox.bundles.store.BundleStore`): a bundle id already tracked keeps its first record
-and is refused when its content differs; each call is one transaction.
+and is refused when its content, or its lake artifact's sha256, differs; each call is one
+transaction.
 """
 
 from __future__ import annotations
@@ -15,7 +16,12 @@ from sqlalchemy import BigInteger, Boolean, Integer, Table, Text, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from aiblox.bundles.store import BUNDLE_COLUMNS, ITEM_COLUMNS, split_bundle_rows
+from aiblox.bundles.store import (
+    BUNDLE_COLUMNS,
+    ITEM_COLUMNS,
+    check_same_artifact,
+    split_bundle_rows,
+)
 from aiblox.stores.base import StoreError
 from aiblox.stores.postgres.store import PostgresStore
 
@@ -120,6 +126,7 @@ class PostgresBundleStore:
                 if not same or stored != items:
                     raise StoreError(f"{self.location}: evidence bundle {bundle_id} is "
                                      "already tracked with different content")
+                check_same_artifact(self.location, b, old.lake_uri, old.artifact_sha256)
             if links:
                 result = s.execute(
                     pg_insert(RunEvidenceRow).values(

@@ -2,13 +2,18 @@
 
 Built in, in this order:
 
-- ``api_key``: provider-style secrets (OpenAI/Anthropic, AWS, GitHub, Slack, Google keys, JWTs),
-  the credential of an ``Authorization:`` header (``Basic``, ``Bearer``, ``Digest`` ... or a bare
-  token) and of a ``Bearer`` token, and the value of a ``key=value`` / ``key: value`` credential
-  (``password``, ``pwd``, ``token``, ``api_key``, ``secret`` ..., with any prefix of name parts:
-  ``DB_PASSWORD``, ``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``refresh_token``): after ``=``
-  any value, after ``:`` a value of at least four characters (``password=hunter2``, ``pwd:
-  abc123``); and a PEM private key block, armour lines included;
+- ``api_key``: provider-style secrets (OpenAI/Anthropic, AWS, GitHub, Slack, Google, Stripe
+  ``sk_live_``/``rk_live_``, Hugging Face ``hf_`` keys, JWTs), the credential of an
+  ``Authorization:`` header (``Basic``, ``Bearer``, ``Digest`` ... or a bare token) and of a
+  ``Bearer`` token, the password of a URL's ``scheme://user:password@host``, and the value of a
+  ``key=value`` / ``key => value`` / ``key: value`` credential (``password``, ``pwd``,
+  ``token``, ``api_key``, ``secret`` ..., with any prefix of name parts: ``DB_PASSWORD``,
+  ``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``refresh_token``; the key quoted or not): a
+  quoted value whole, spaces included, also inside a call's parentheses (``password="correct
+  horse"``, ``api_key = ("abc")``, ``"client_secret": "abc def"``), else one unquoted token:
+  after ``=`` any, after ``:`` of at least four characters (``password=hunter2``, ``pwd:
+  abc123``: ``The password: see below`` is prose), a quoted one too unless the key was quoted
+  (JSON); and a PEM or PGP private key block, armour lines included;
 - ``email``: ``local@domain.tld`` with Unicode letters anywhere (``josé@example.com``,
   ``用户@example.com``, ``user@exämple.com``), the top-level domain letters or ``xn--`` punycode;
 - ``card``: 13 to 19 digit numbers that pass the Luhn check, written as one run or with single
@@ -74,30 +79,45 @@ _API_KEY = re.compile(
     r"|github_pat_[A-Za-z0-9_]{40,}"
     r"|xox[abprs]-[A-Za-z0-9-]{10,}"  # Slack
     r"|AIza[0-9A-Za-z_-]{35}"  # Google API key
+    r"|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"  # Stripe secret and restricted keys
+    r"|hf_[A-Za-z0-9]{30,}"  # Hugging Face access token
     r"|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"  # JWT
     r")"
 )
-# key=value / key: value credentials: redact the value only (group 1 after "=", group 2 after
-# ":"); a value never ends in sentence punctuation.
-# The key may carry a prefix of name parts (``DB_PASSWORD``, ``MYSQL_ROOT_PASSWORD``,
-# ``AWS_SECRET_ACCESS_KEY``, ``refresh_token``: a ``\b`` never follows their ``_``); a key that
-# goes on after the credential word (``password_hint``) is not one. A bare ``token`` takes a
-# prefix only in an environment variable's capitals (``GITHUB_TOKEN``, ``HF_TOKEN``), never a
-# tokenizer's setting (``pad_token=0``, ``eos_token``).
+# key=value / key => value / key: value credentials: redact the value only. The key may carry a
+# prefix of name parts (``DB_PASSWORD``, ``MYSQL_ROOT_PASSWORD``, ``AWS_SECRET_ACCESS_KEY``,
+# ``refresh_token``: a ``\b`` never follows their ``_``); a key that goes on after the credential
+# word (``password_hint``) is not one. A bare ``token`` takes a prefix only in an environment
+# variable's capitals (``GITHUB_TOKEN``, ``HF_TOKEN``), never a tokenizer's setting
+# (``pad_token=0``, ``eos_token``). Group ``kq``: the key's closing quote (a JSON key).
 _KV_KEYS = (
     r"(?:(?i:(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_-])*"
     r"(?:api[_-]?key|apikey|secret(?:[_-]?access)?(?:[_-]?key)?|access[_-]?key"
     r"|(?:access|auth|refresh|session|id|bearer)[_-]?token"
     r"|password|passwd|pwd|client[_-]?secret|private[_-]?key))"
-    r"|(?<![A-Za-z0-9])(?:[A-Z0-9]+_)+TOKEN|(?i:\btoken))\b[\"']?\s*"
+    r"|(?<![A-Za-z0-9])(?:[A-Z0-9]+_)+TOKEN|(?i:\btoken))\b(?P<kq>[\"']?)\s*"
 )
+# The value: a quoted one whole, up to its closing quote on the same line (backslash escapes
+# kept inside), after an optional opening parenthesis (``api_key = ("abc")``); else one token,
+# which never ends in sentence punctuation: after ``=`` (or ``=>``) any, after ``:`` at least
+# four characters. An unclosed quote, or one opening on a space (``"password=" + pw``), is
+# skipped and the token after it taken.
+_KV_QUOTED = (r"(?:\(\s*)?(?P<{0}o>[\"'])(?P<{0}>(?!\s)(?:[^\"'\\\n]|\\.|(?!(?P={0}o))[\"'])+)"
+              r"(?P={0}o)")
 _KV_SECRET = re.compile(
-    _KV_KEYS + r"(?:=\s*[\"']?([^\s\"',;]*[^\s\"',;.:!?)])"
-    r"|:\s*[\"']?([^\s\"',;]{3,}[^\s\"',;.:!?)]))"
+    _KV_KEYS + r"(?:(?:=>|=)\s*(?:" + _KV_QUOTED.format("qe")
+    + r"|[\"']?(?P<ve>[^\s\"',;]*[^\s\"',;.:!?)]))"
+    r"|:\s*(?:" + _KV_QUOTED.format("qc")
+    + r"|[\"']?(?P<vc>[^\s\"',;]{3,}[^\s\"',;.:!?)])))"
 )
-# a PEM private key: the whole block, its armour lines included (the key material spans lines)
+# a PEM private key or a PGP private key block: the whole block, its armour lines included (the
+# key material spans lines)
 _PEM_KEY = re.compile(
-    r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)", re.DOTALL)
+    r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY( BLOCK)?-----.*?"
+    r"(?:-----END \1PRIVATE KEY\2-----|\Z)", re.DOTALL)
+# the password of a URL's userinfo (``postgresql://user:password@host``); the user stays
+_URL_USERINFO = re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@\[\]]*:"
+                           r"([^\s/?#@\"'<>]+)@")
 _BEARER = re.compile(r"(?i)\bBearer\s+([A-Za-z0-9._~+/=-]{16,})")
 # an Authorization (or Proxy-Authorization) header: the credentials after a named scheme (a
 # token; for Digest and AWS4 the rest of the line, up to a closing quote), or a bare token of at
@@ -149,10 +169,21 @@ def _merge(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
 def _find_api_keys(text: str) -> list[tuple[int, int]]:
     spans = [m.span() for m in _API_KEY.finditer(text)]
     spans += [m.span() for m in _PEM_KEY.finditer(text)]
-    spans += [m.span(1) if m.group(1) else m.span(2) for m in _KV_SECRET.finditer(text)]
+    spans += _find_kv_secrets(text)
+    spans += [m.span(1) for m in _URL_USERINFO.finditer(text)]
     spans += [m.span(1) for m in _BEARER.finditer(text)]
     spans += _find_auth_headers(text)
     return _merge(spans)
+
+
+def _find_kv_secrets(text: str) -> list[tuple[int, int]]:
+    out = []
+    for m in _KV_SECRET.finditer(text):
+        if m.group("qc") is not None and not m.group("kq") and len(m.group("qc")) < 4:
+            continue  # a short quoted value after an unquoted key and ":" is prose
+        group = next(g for g in ("qe", "ve", "qc", "vc") if m.group(g) is not None)
+        out.append(m.span(group))
+    return out
 
 
 def _find_auth_headers(text: str) -> list[tuple[int, int]]:

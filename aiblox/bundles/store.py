@@ -23,6 +23,7 @@ __all__ = [
     "BUNDLE_COLUMNS",
     "BundleStore",
     "ITEM_COLUMNS",
+    "check_same_artifact",
     "split_bundle_rows",
 ]
 
@@ -60,7 +61,10 @@ class BundleStore(Protocol):
         Insert-only: a bundle id already stored keeps its first record (0 rows for it), but is
         refused with :class:`~aiblox.stores.StoreError` when ``build_version``,
         ``policy_sha256``, ``item_count``, ``total_bytes`` or any item row differ (bundle ids
-        derive from the content, so that means corruption). Run links are added if new. One
+        derive from the content, so that means corruption), and when it names the same lake
+        artifact (``lake_uri``) with another ``artifact_sha256``: the tracked sha256 is the lake
+        file's (:func:`~aiblox.bundles.write_evidence_bundle` never overwrites it), so another
+        one means the file was rewritten after it was tracked. Run links are added if new. One
         transaction.
         """
         ...
@@ -114,3 +118,17 @@ def split_bundle_rows(rows: dict[str, list[dict[str, Any]]]
         if linked != bundle_id:
             raise StoreError(f"run_evidence: bundle_id {linked!r} is not {bundle_id!r}")
     return b, items, links
+
+
+def check_same_artifact(location: str, row: dict[str, Any], lake_uri: str | None,
+                        artifact_sha256: str | None) -> None:
+    """Refuse ``row`` (a bundle row being recorded again) when the bundle is tracked with the
+    same lake artifact but another sha256: one lake file cannot hash to both, so one of them
+    is not the file (it was rewritten after it was tracked); the tracked sha256 must stay the
+    file's. An artifact written outside a lake (``lake_uri`` None) is the caller's own."""
+    if lake_uri is None or row["lake_uri"] != lake_uri or row["artifact_sha256"] == artifact_sha256:
+        return
+    raise StoreError(f"{location}: evidence bundle {row['bundle_id']} is tracked with its "
+                     f"artifact {lake_uri} of sha256 {artifact_sha256}, not "
+                     f"{row['artifact_sha256']}: the file was rewritten after it was tracked "
+                     "(write_evidence_bundle keeps the first one); restore it")

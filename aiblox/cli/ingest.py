@@ -96,19 +96,22 @@ def ingest(
         if empty:
             for leftover in (Path(db), Path(f"{db}.wal")):
                 leftover.unlink(missing_ok=True)
+    from aiblox.stores import mask_password
+
+    shown = mask_password(db)  # printed: never with its password
     if as_json:
-        print_json({"dataset": binding.name, "source": binding.source, "db": db,
+        print_json({"dataset": binding.name, "source": binding.source, "db": shown,
                     **report.model_dump()})
     else:
         files = (f"; {report.vector_rows} rows of --vectors checked, "
                  f"{report.vectors_imported} new or changed" if vectors else "")
         if report.up_to_date:
-            out.print(f"[green]up to date[/green]: {db} holds {binding.name} "
+            out.print(f"[green]up to date[/green]: {shown} holds {binding.name} "
                       f"({report.items.unchanged} items, vectors complete){files}")
         else:
             done = (f" (completing the ingest interrupted, started {report.completed})"
                     if report.completed else "")
-            out.print(f"[green]ingested[/green] {binding.name} into {db}{done}: "
+            out.print(f"[green]ingested[/green] {binding.name} into {shown}{done}: "
                       f"{report.changes()}{files}")
 
 

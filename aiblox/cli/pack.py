@@ -2,7 +2,10 @@
 store.
 
 ``pack verify`` checks the id against the content, the content against the sha256 recorded when
-it was stored and, with a key, the signature. ``created_at`` and ``observations`` (the
+it was stored, the stored row's columns (tenant, trace, parent, signed) against the pack they
+index and, with a key, the signature; without one it says the signature was not checked.
+``pack list`` and ``pack show`` show what the pack itself says (its JSON), never a column that
+could disagree with it. ``created_at`` and ``observations`` (the
 retrieval's chunk-cache hits, misses and writes) are shown with the pack but are not content:
 the id, the stored sha256 and the signature leave them out, so a warm and a cold chunk cache
 give the same pack id.
@@ -49,6 +52,8 @@ def _load_row(pack_id: str, db: str, dataset: str = "") -> dict[str, Any]:
     if not PACK_ID_RE.match(pack_id):  # not "no such pack" for a mistyped id (QA 23)
         fail(f"{pack_id!r} is not a pack id (pack_ + 16 lowercase hex, as `aiblox answer` "
              f"prints it)")
+    from aiblox.stores import mask_password
+
     db = existing_store(db, dataset)
     store = open_db(db)
     try:
@@ -56,7 +61,7 @@ def _load_row(pack_id: str, db: str, dataset: str = "") -> dict[str, Any]:
     finally:
         store.close()
     if row is None:
-        fail(f"no evidence pack {pack_id} in {db}")
+        fail(f"no evidence pack {pack_id} in {mask_password(db)}")
         raise AssertionError  # unreachable: fail exits
     return row
 
@@ -66,6 +71,7 @@ def _parse(row: dict[str, Any], db: str, verdict: Any = None) -> EvidencePack:
     2), or with ``verdict`` (a console: verify, export) a ``FAILED`` verdict (exit 1), as any
     other change to a stored pack."""
     from aiblox.evidence import pack_from_json
+    from aiblox.stores import mask_password
 
     try:
         return pack_from_json(row["json"])
@@ -73,7 +79,7 @@ def _parse(row: dict[str, Any], db: str, verdict: Any = None) -> EvidencePack:
         why = f"its stored JSON is not a valid pack: {' '.join(option_message(exc).split())}"
         if verdict is not None:
             _failed(verdict, row["pack_id"], [why])
-        fail(f"{db}: evidence pack {row['pack_id']}: {why}")
+        fail(f"{mask_password(db)}: evidence pack {row['pack_id']}: {why}")
         raise
 
 
@@ -99,6 +105,16 @@ def _problems(row: dict[str, Any], pack: EvidencePack, keys: dict[str, bytes] | 
         problems.append(f"stored under {row['pack_id']} but the pack says {pack.pack_id}")
     if sha256_hex(pack_content(pack)) != row["sha256"]:
         problems.append("content does not match the sha256 recorded when it was stored")
+    # the row's columns stand beside the pack (a query reads them, not the JSON): a column
+    # changed since the pack was stored would show a tenant, a parent or a signature the
+    # pack does not have
+    said = {"tenant_id": pack.tenant_id, "trace_id": pack.trace_id,
+            "parent_pack_id": pack.parent_pack_id, "signed": pack.signature is not None}
+    for column, value in said.items():
+        stored = bool(row.get(column)) if column == "signed" else row.get(column)
+        if stored != value:
+            problems.append(f"the stored row's {column} is {stored!r} but the pack says "
+                            f"{value!r}")
     return problems
 
 
@@ -113,6 +129,8 @@ def list_packs(
     from rich.table import Table
     from rich.text import Text
 
+    from aiblox.stores import mask_password
+
     db = existing_store(db, dataset)
     store = open_db(db)
     try:
@@ -121,29 +139,35 @@ def list_packs(
         store.close()
     listed = []
     for row in rows:
-        try:  # what a list needs, read from the stored JSON (`pack verify` checks the rest)
+        # what a list needs, read from the stored JSON, never from the row's columns (the
+        # tenant, signed and parent the pack says: `pack verify` checks the row against them)
+        try:
             data = json.loads(row.get("json") or "{}")
             decision = data.get("decision") or {}
             question = str(data.get("query") or "")
             said = f"{decision.get('kind', '?')} ({decision.get('status', '?')})"
+            own = {"tenant": data.get("tenant_id", "default"),
+                   "signed": data.get("signature") is not None,
+                   "parent": data.get("parent_pack_id")}
         except (TypeError, ValueError, AttributeError):
             question, said = "", "unreadable (aiblox pack verify)"
+            own = {"tenant": None, "signed": None, "parent": None}
         listed.append({"pack_id": row["pack_id"], "created_at": str(row.get("created_at")),
-                       "decision": said, "question": question, "tenant": row.get("tenant_id"),
-                       "signed": bool(row.get("signed")), "parent": row.get("parent_pack_id")})
+                       "decision": said, "question": question, **own})
     listed.sort(key=lambda r: (r["created_at"], r["pack_id"]), reverse=True)
     if as_json:
         typer.echo(json.dumps(listed, indent=2, ensure_ascii=False))
         return
     if not listed:
-        console.print(f"no evidence packs in {db} (aiblox answer stores one per question)")
+        console.print(f"no evidence packs in {mask_password(db)} (aiblox answer stores one per "
+                      "question)", markup=False)
         return
-    table = Table(title=f"evidence packs in {db}: {len(listed)}")
+    table = Table(title=Text(f"evidence packs in {mask_password(db)}: {len(listed)}"))
     for col in ("pack", "stored (UTC)", "decision", "question", "tenant", "signed"):
         table.add_column(col)
     for r in listed:  # stored text (a question, a tenant) as text, never as rich markup
         table.add_row(r["pack_id"], r["created_at"], r["decision"], Text(r["question"]),
-                      Text(str(r["tenant"])), "yes" if r["signed"] else "no")
+                      Text(str(r["tenant"])), {True: "yes", False: "no"}.get(r["signed"], "?"))
     results.print(table)
 
 
@@ -185,7 +209,10 @@ def verify(
     problems = _problems(row, pack, keys, require_signature=key_file is not None)
     if problems:  # the verdict is the result: stdout, as OK is
         _failed(results, pack_id, problems)
-    signed = f", signature ok (key {pack.signature.key_id})" if pack.signature and keys else ""
+    signed = ""
+    if pack.signature is not None:  # never "OK" alone for a signature nobody checked
+        signed = (f", signature ok (key {pack.signature.key_id})" if keys else
+                  ", signature not checked (give --key-file to check it)")
     typer.echo(f"OK {pack_id}: id matches content{signed}")
 
 

@@ -28,10 +28,20 @@ from aiblox.stores.duckdb_store import DuckDBStore
 from aiblox.stores.identity import DatasetBinding, SyncRecord, check_searchable, store_fingerprint
 from aiblox.stores.ingest import IngestReport, ingest_items, sync_dataset
 
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_USERINFO_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:)[^@]*@")
+# libpq's password parameters in a URL's query (``?password=...``, ``&sslpassword=...``)
+_QUERY_PASSWORD = re.compile(r"([?&](?i:password|sslpassword)=)[^&#]*")
+
 
 def mask_password(db: str | Path) -> str:
-    """``db`` with the password of a ``scheme://user:password@host`` URL shown as ``***``."""
-    return re.sub(r"^([a-z][a-z0-9+.-]*://[^:/@]*:)[^@]*@", r"\1***@", str(db))
+    """``db`` with the passwords of a URL shown as ``***``: the userinfo's
+    (``scheme://user:password@host``) and libpq's query parameters (``?password=...``,
+    ``sslpassword``, which SQLAlchemy's own masking leaves in clear). A file path is unchanged."""
+    text = str(db)
+    if not _URL.match(text):
+        return text
+    return _QUERY_PASSWORD.sub(r"\1***", _USERINFO_PASSWORD.sub(r"\1***@", text))
 
 
 def open_store(db: str | Path, dim: int = 384, shared: bool = False) -> Store:

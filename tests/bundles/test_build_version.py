@@ -9,7 +9,10 @@ them and gave bundle ``62ad0c0f-...``; after it, still at ``2.0``, it redacted t
 ``b11f114a-...``: two bundles under one version and input. ``EVIDENCE_BUILD_VERSION`` was 2.1
 since (this bundle ``41099c52-...``). 2.2 redacts environment-variable secrets
 (``DB_PASSWORD=...``, ``GITHUB_TOKEN=...``), which 2.1 kept (bundle ``7f6e8d61-...`` of the
-second input). If this test fails because the builder's output
+second input). 2.3 redacts a quoted value whole, spaces included, where 2.2 redacted its first
+word and kept the rest (``password="[REDACTED:api_key] horse battery staple"``, bundle
+``86d2da6a-...`` of the third input); the first two inputs give the same content as at 2.2 (their
+ids change with the version only). If this test fails because the builder's output
 changed on purpose, bump ``EVIDENCE_BUILD_VERSION`` (``aiblox/bundles/models.py``) and pin the
 new id and version here, with the reason.
 """
@@ -24,22 +27,31 @@ ENV = "DB_PASSWORD=hunter22\nexport GITHUB_TOKEN=abcd1234efgh\n"
 # the ids this input had at build version 2.0: before the redaction change, and after it
 IDS_AT_2_0 = {"62ad0c0f-fa68-5d1e-85ea-cd643feef66e", "b11f114a-5eee-5b97-9d5e-2887f6f3c23a"}
 IDS_AT_2_1 = {"41099c52-2454-5474-aea2-213294503655", "7f6e8d61-419f-55e0-a934-3977be0043a6"}
+IDS_AT_2_2 = {"105615d4-0abc-5e25-9d6e-17cbd08f70cb", "cd7836c3-1b9b-5ce5-9246-08ade376dfbe",
+              "86d2da6a-4093-5cd4-b853-bfe3b5a91d9d"}
+QUOTED = 'password="correct horse battery staple"\n'
+
+
+def _redacted(text):
+    return build_evidence_bundle(
+        {"extra_params": {"evidence": [{"text": text, "source_uri": "job"}]}}, None,
+        EvidencePolicy(enable_redaction=True), None)
 
 
 def test_a_redacted_bundle_is_pinned_with_its_build_version():
-    bundle = build_evidence_bundle(
-        {"extra_params": {"evidence": [{"text": TEXT, "source_uri": "job"}]}}, None,
-        EvidencePolicy(enable_redaction=True), None)
+    bundle = _redacted(TEXT)
     assert [i.content for i in bundle.items] == [
         "Contact [REDACTED:email]; card [REDACTED:card]; password=[REDACTED:api_key]\n"
         "Authorization: Basic [REDACTED:api_key]\n"]
     assert [i.evidence_id for i in bundle.items] == ["inline:0"]  # names, not content
-    assert (EVIDENCE_BUILD_VERSION, bundle.build_version) == ("2.2", "2.2")
-    assert bundle.bundle_id == "105615d4-0abc-5e25-9d6e-17cbd08f70cb"
-    assert bundle.bundle_id not in IDS_AT_2_0 | IDS_AT_2_1
-    env = build_evidence_bundle(
-        {"extra_params": {"evidence": [{"text": ENV, "source_uri": "job"}]}}, None,
-        EvidencePolicy(enable_redaction=True), None)
+    assert (EVIDENCE_BUILD_VERSION, bundle.build_version) == ("2.3", "2.3")
+    assert bundle.bundle_id == "26bcac87-790b-5a4c-9b4d-36fdab5ae03e"
+    assert bundle.bundle_id not in IDS_AT_2_0 | IDS_AT_2_1 | IDS_AT_2_2
+    env = _redacted(ENV)
     assert [i.content for i in env.items] == [
         "DB_PASSWORD=[REDACTED:api_key]\nexport GITHUB_TOKEN=[REDACTED:api_key]\n"]
-    assert env.bundle_id == "cd7836c3-1b9b-5ce5-9246-08ade376dfbe"
+    assert env.bundle_id == "7d1ae8aa-ba7d-5e45-bbf7-55f340288990"
+    quoted = _redacted(QUOTED)
+    assert [i.content for i in quoted.items] == ['password="[REDACTED:api_key]"\n']
+    assert quoted.bundle_id == "efddeff7-f4f2-541e-9fa0-160d1adf7315"
+    assert {env.bundle_id, quoted.bundle_id}.isdisjoint(IDS_AT_2_2)

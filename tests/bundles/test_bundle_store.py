@@ -14,9 +14,11 @@ from aiblox.bundles import (
     EvidencePolicy,
     build_evidence_bundle,
     open_bundle_store,
+    read_evidence_bundle,
     tracking_rows,
     write_evidence_bundle,
 )
+from aiblox.hashing import sha256_bytes
 from aiblox.stores import DuckDBStore, Store, StoreError
 
 BUNDLE_METHODS = ("record_evidence_bundle", "get_evidence_bundle", "list_run_bundles")
@@ -87,6 +89,34 @@ def test_bundle_tracking_contract(bundle_store, tmp_path):
     stray = {**rows, "run_evidence": [{"run_id": "r", "bundle_id": "another"}]}
     with pytest.raises(StoreError, match="another"):
         bundle_store.record_evidence_bundle(stray)
+
+
+def test_a_bundle_built_again_later_is_tracked_with_its_files_sha256(bundle_store, tmp_path):
+    """The bundle id leaves ``created_utc`` out: the same evidence built a month later
+    overwrote the lake file while the tracking row kept the first sha256 (QA audit)."""
+    lake = tmp_path / "lake"
+    artifacts = []
+    for when in ("2026-01-01T00:00:00Z", "2026-02-02T00:00:00Z"):
+        bundle = build_evidence_bundle(job_input={"evidence": ["fact one"]}, created_utc=when)
+        artifact = write_evidence_bundle(bundle, lake_root=lake)
+        bundle_store.record_evidence_bundle(tracking_rows(bundle, artifact, f"run-{when[:7]}"))
+        artifacts.append(artifact)
+    first, again = artifacts
+    assert again == first  # the first artifact is kept, and given back
+    data = Path(first.path).read_bytes()
+    got = bundle_store.get_evidence_bundle(bundle.bundle_id)
+    assert got is not None and got["evidence_bundle"][0]["artifact_sha256"] == sha256_bytes(data)
+    assert read_evidence_bundle(first.path).created_utc == "2026-01-01T00:00:00Z"
+    assert bundle_store.list_run_bundles("run-2026-02") == [bundle.bundle_id]
+    # a row naming the same lake file with other bytes: one of them is not the file
+    rows = tracking_rows(bundle, again.model_copy(update={"sha256": "f" * 64}), "run-x")
+    with pytest.raises(StoreError, match="rewritten after it was tracked"):
+        bundle_store.record_evidence_bundle(rows)
+    assert bundle_store.list_run_bundles("run-x") == []
+    # a damaged file under the id is not silently replaced
+    Path(first.path).write_bytes(data.replace(b"fact one", b"fact two"))
+    with pytest.raises(ValueError, match="holds another artifact"):
+        write_evidence_bundle(bundle, lake_root=lake)
 
 
 def test_two_bundles_are_listed_per_run_sorted(bundle_store, tmp_path):

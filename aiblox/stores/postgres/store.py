@@ -55,14 +55,18 @@ def normalize_url(db: str | URL) -> URL:
 
 
 def mask_url(db: str | URL) -> str:
-    """The URL with its password replaced by ``***``."""
+    """The URL with its passwords replaced by ``***``: the userinfo's and libpq's
+    ``password`` and ``sslpassword`` query parameters (SQLAlchemy's ``hide_password`` leaves
+    those in clear, and psycopg takes them)."""
+    from aiblox.stores import mask_password
+
     try:
         url = make_url(str(db)) if not isinstance(db, URL) else db
-        return url.render_as_string(hide_password=True)
+        return mask_password(url.render_as_string(hide_password=True))
     except Exception:  # noqa: BLE001 - not parseable: hide everything between : and @
         import re
 
-        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", str(db))
+        return mask_password(re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", str(db)))
 
 
 class PostgresStore:
