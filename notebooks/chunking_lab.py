@@ -124,7 +124,9 @@ def _(doc, mo, tables):
     _summary = mo.md(
         f"**{doc.id}**: {len(doc.text)} characters. "
         + "; ".join(f"`{n}`: {len(t)} chunks, {int(t['tokens'].sum())} tokens, "
-                    f"{int(t['overlap_tokens'].sum())} overlapping" for n, t in tables.items()))
+                    f"{int(t['overlap_tokens'].sum())} overlapping" for n, t in tables.items())
+        # an overlap the sliders set at or past the budget is cut to fit, said here
+        + "".join(f"\n\n_{t.attrs['note']}_" for t in tables.values() if t.attrs.get("note")))
     mo.vstack([_summary,
                mo.ui.tabs({n: mo.ui.table(t, selection=None, page_size=8)
                            for n, t in tables.items()}) if tables else mo.md("pick a chunker")])
@@ -146,7 +148,9 @@ def _(chunkers, compare_chunkers, include_headers, limit, max_tokens, mo, overla
                                       max_chunk_tokens=max_tokens.value,
                                       overlap_tokens=overlap.value,
                                       include_headers=include_headers.value)
-    mo.ui.table(comparison, selection=None)
+    _note = comparison.attrs.get("note")
+    mo.vstack([mo.md(f"_{_note}_") if _note else mo.md(""),
+               mo.ui.table(comparison, selection=None)])
     return (comparison,)
 
 

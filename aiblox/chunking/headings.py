@@ -21,9 +21,21 @@ from aiblox.text.tokens import DEFAULT_ENCODING
 __all__ = ["HeadingChunker", "Section", "headings", "split_sections"]
 
 # ATX heading: up to three spaces, 1-6 '#', then a space or the end of the line; an optional
-# closing run of '#' is not part of the title.
+# closing run of '#' is not part of the title (a title of '#'s alone is that run: empty).
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_CLOSING_RUN = re.compile(r"#+")
+# a fence opens with 3+ backticks or tildes and any info string (a backtick fence's has no
+# backtick); it closes with a run of the same character, at least as long, and blanks only
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_CLOSING_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
+# CommonMark's line endings: \n, \r\n and \r (str.splitlines also broke at \x0b, \x0c,
+# \x1c-\x1e, \x85, \u2028 and \u2029, so "para\x0b# fake" held a heading)
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)?")
+
+
+def _lines(text: str) -> list[tuple[int, str]]:
+    """``(start offset, line without its ending)`` of each line, by CommonMark's endings."""
+    return [(m.start(), m.group().rstrip("\r\n")) for m in _LINE.finditer(text) if m.group()]
 
 
 @dataclass(frozen=True)
@@ -41,7 +53,9 @@ class Section:
 def split_sections(text: str) -> list[Section]:
     """ATX (``#``) sections of ``text`` in order; ``#`` lines inside fenced code are not headings.
 
-    Setext headings (underlined with ``===`` or ``---``) are not recognised.
+    Lines end at ``\\n``, ``\\r\\n`` or ``\\r`` (CommonMark's line endings), and a fence closes
+    only at a line of its fence character alone. Setext headings (underlined with ``===`` or
+    ``---``) are not recognised.
     """
     sections: list[Section] = []
     stack: list[tuple[int, str]] = []
@@ -49,19 +63,16 @@ def split_sections(text: str) -> list[Section]:
     path: list[str] = []
     body_start = 0
     fence: str | None = None
-    pos = 0
-    for line in text.splitlines(keepends=True):
-        line_start, pos = pos, pos + len(line)
-        content = line.rstrip("\r\n")
-        fence_match = _FENCE.match(content)
-        if fence_match:
-            marker = fence_match.group(1)
-            if fence is None:
-                fence = marker
-            elif marker[0] == fence[0] and len(marker) >= len(fence):
+    for line_start, content in _lines(text):
+        if fence is not None:  # inside fenced code: only its closing fence counts
+            closing = _CLOSING_FENCE.match(content)
+            run = closing.group(1) if closing else ""
+            if run[:1] == fence[0] and len(run) >= len(fence):
                 fence = None
             continue
-        if fence is not None:
+        opening = _FENCE.match(content)
+        if opening and not (opening.group(1)[0] == "`" and "`" in opening.group(2)):
+            fence = opening.group(1)
             continue
         match = _HEADING.match(content)
         if not match:
@@ -69,6 +80,8 @@ def split_sections(text: str) -> list[Section]:
         sections.append(Section(heading, (body_start, line_start), path))
         level = len(match.group(1))
         title = (match.group(2) or "").strip()
+        if _CLOSING_RUN.fullmatch(title):
+            title = ""
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, title))
@@ -107,7 +120,9 @@ class HeadingChunker:
     """
 
     name: ClassVar[str] = "headings"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2
+    """2: lines split at CommonMark's endings only, fences closed by a bare fence line, and a
+    title of closing ``#``s alone empty (1 read ``para\\x0b# fake`` as a heading)."""
 
     def __init__(self, max_chunk_tokens: int = 256, overlap_tokens: int = 0,
                  include_headers: bool = True, encoding: str = DEFAULT_ENCODING) -> None:

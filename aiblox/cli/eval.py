@@ -307,10 +307,11 @@ def eval_command(
                 chunk_results.append(None)
                 if with_chunks:
                     late = make_retriever(ws.store, ws.embedder if m != "bm25" else None)
-                    chunk_results[-1] = evaluate_chunks(late, ds, split, chunk_prefs[m],
-                                                        chunk_metrics, k_values=chunk_ks,
-                                                        limit=chunk_limit,
-                                                        progress=show_progress())
+                    chunk_results[-1] = c = evaluate_chunks(late, ds, split, chunk_prefs[m],
+                                                            chunk_metrics, k_values=chunk_ks,
+                                                            limit=chunk_limit,
+                                                            progress=show_progress())
+                    _warn_missing(m, c)
             for label, p in pipes.items():
                 try:
                     results.append(evaluate_retrieval(ws, ds, split, base, metric, pipeline=p,
@@ -413,6 +414,32 @@ def _chunk_depths(metrics: list[str], chunk_items: int, top_k_chunks: int
         print_error(f"--chunks: answer_recall@k only for k <= --top-k-chunks {top_k_chunks}: "
                     f"{', '.join(f'@{k}' for k in ks) or 'none'}", prefix="warning")
     return fit, ks
+
+
+def _chunk_counts(c: ChunkEvalResult) -> str:
+    """The chunk line's counts: where the chunks came from. ``precomputed`` reads no cache
+    entry made at query time, so its hits and missing documents are shown (``cache hits 0
+    misses 0`` alone hid documents that gave no evidence); ``mixed`` shows both."""
+    counts, strategy = c.counts, c.config["prefs"]["chunking"]["strategy"]
+    pre = (f"precomputed hits {counts.get('precomputed_hits', 0)} missing "
+           f"{counts.get('precomputed_missing', 0)}")
+    cache = (f"cache hits {counts.get('chunk_cache_hits', 0)} misses "
+             f"{counts.get('chunk_cache_misses', 0)}")
+    return {"precomputed": pre, "mixed": f"{pre}  {cache}"}.get(strategy, cache)
+
+
+def _warn_missing(mode: str, c: ChunkEvalResult) -> None:
+    """One warning line when candidate documents had no precomputed chunks: they gave no
+    evidence, and answer recall dropped with nothing saying why."""
+    if not c.missing_documents:
+        return
+    n, shown = len(c.missing_documents), ", ".join(c.missing_documents[:5])
+    print_error(f"--mode {mode} --chunk-strategy precomputed: {n} candidate document"
+                f"{'s' if n != 1 else ''} ({shown}{', ...' if n > 5 else ''}) had no "
+                f"precomputed chunks for {c.chunker_id} (changed since they were precomputed, "
+                f"or never precomputed) and gave no evidence: `aiblox index build --chunks` "
+                f"with this --embedder, --chunker and sizes precomputes them again (or use "
+                f"--chunk-strategy mixed)", prefix="warning")
 
 
 def _pipelines(texts: list[str]) -> dict[str, Pipeline]:
@@ -536,9 +563,8 @@ def _print(exp: Experiment, fmt: str, chunk_results: list[ChunkEvalResult | None
             proj = "  ".join(f"{k} {v:.4f}" for k, v in c.projection_metrics.items())
             out.print(f"{s.name} chunks {c.chunker_id} ({c.n_queries} queries): {recall}  "
                       f"evidence tokens {c.evidence_tokens['all']:.1f}  "
-                      f"{c.projection}: {proj}  cache hits "
-                      f"{c.counts.get('chunk_cache_hits', 0)} misses "
-                      f"{c.counts.get('chunk_cache_misses', 0)}", markup=False, highlight=False)
+                      f"{c.projection}: {proj}  {_chunk_counts(c)}",
+                      markup=False, highlight=False)
     for s in exp.systems:
         hashes = "  ".join(f"{k} {s.hashes[k][:16]}" for k in ("run", "config", "file", "dataset")
                            if k in s.hashes)

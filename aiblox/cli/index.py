@@ -104,8 +104,9 @@ def build(
     index: str = typer.Option("auto", "--index", help="Vector index: auto, exact or hnsw."),
     distance: str = typer.Option("cosine", "--distance", help="cosine, ip or l2."),
     chunks: bool = typer.Option(False, "--chunks", help="Also precompute every document's "
-                                "chunks for --chunker (with --embedder's vectors): what "
-                                "`aiblox eval --chunk-strategy precomputed` (or mixed) reads."),
+                                "chunks for --chunker (with --embedder's vectors, and without "
+                                "them for --mode bm25): what `aiblox eval --chunk-strategy "
+                                "precomputed` (or mixed) reads."),
     chunker: str = typer.Option("sentences", "--chunker", help="Chunker for --chunks (as "
                                 "aiblox eval's --chunker)."),
     max_chunk_tokens: int | None = typer.Option(None, "--max-chunk-tokens",
@@ -201,23 +202,34 @@ def _chunking(chunker: str, max_chunk_tokens: int | None, overlap_tokens: int | 
 
 def _precompute(store: Any, emb: Any, chunking: Any, batch: int = 2000) -> None:
     """Write every document's chunks (and their vectors) to the store's chunk cache, marked
-    precomputed; documents whose entry is there already are skipped. A progress bar."""
+    precomputed; documents whose entry is there already are skipped. A progress bar.
+
+    Cache keys hold the embedding model id because an entry holds that model's chunk
+    vectors; ``aiblox eval --mode bm25`` scores chunks by text alone, with no embedder, so it
+    reads the entries keyed ``none`` (:data:`~aiblox.retrieval.late_chunking.NO_EMBEDDER`,
+    no vectors). Both are written: bm25's precomputed strategy had no command that wrote its
+    entries (``--embedder none`` is no embedder to build vectors with), and could never run."""
     from aiblox.progress import progress_bar
     from aiblox.retrieval.late_chunking import LateChunker, make_retriever
 
     late = make_retriever(store, emb).evidence_builder
     assert isinstance(late, LateChunker)  # make_retriever's evidence builder
+    text_only = LateChunker(None, late.chunk_cache, registry=late.registry,
+                            encoding=late.encoding)
     ids = sorted(store.item_hashes())
     chunker_id = late.chunker_for(chunking).chunker_id
     bar = progress_bar(len(ids), f"chunks {chunker_id}", unit="doc", enabled=show_progress())
     t0 = time.perf_counter()
-    written = 0
+    written = bare = 0
     try:
         for start in range(0, len(ids), batch):
             items = store.get_items(ids[start:start + batch])
-            written += late.precompute([items[i] for i in sorted(items)], chunking)
+            ordered = [items[i] for i in sorted(items)]
+            written += late.precompute(ordered, chunking)
+            bare += text_only.precompute(ordered, chunking)
             bar.update(len(items))
     finally:
         bar.close()
     console.print(f"chunks ({chunker_id}, {emb.model_id}): {len(ids)} documents, {written} "
-                  f"written ({time.perf_counter() - t0:.1f} s)", soft_wrap=True)
+                  f"written; text-only (for --mode bm25): {bare} written "
+                  f"({time.perf_counter() - t0:.1f} s)", soft_wrap=True)

@@ -39,7 +39,7 @@ from aiblox.hashing import sha256_hex
 from aiblox.metrics import DEFAULT_METRICS, DepthError, check_depth, evaluate_run
 from aiblox.metrics.depth import metrics_within
 from aiblox.progress import progress_bar
-from aiblox.retrieval.late_chunking import LateChunker, ScoredChunk
+from aiblox.retrieval.late_chunking import NO_EMBEDDER, LateChunker, ScoredChunk
 from aiblox.retrieval.retriever import HybridRetriever
 
 __all__ = ["CHUNK_EVAL_VERSION", "ChunkEvalResult", "evaluate_chunks", "gold_answers"]
@@ -75,6 +75,11 @@ class ChunkEvalResult(BaseModel):
     """ranx metrics of the fused document run, cut to ``top_k_items`` (the chunked candidates)."""
     counts: dict[str, int] = Field(default_factory=dict)
     """Summed late chunking counts (chunk cache hits and misses, chunks scored, ...)."""
+    missing_documents: list[str] = Field(default_factory=list)
+    """With the ``precomputed`` strategy: the candidate documents that had no valid precomputed
+    chunks (changed since ``aiblox index build --chunks``, or never precomputed), sorted. They
+    gave no evidence, so answer recall can drop: ``counts['precomputed_missing']`` sums them
+    per batch, this names each once."""
     timings: dict[str, float] = Field(default_factory=dict)
     """Seconds: ``retrieve_s`` (search and fusion), ``chunk_s`` (chunks, vectors, scoring),
     ``score_s`` (metrics), ``total_s``."""
@@ -107,14 +112,19 @@ def _late(retriever: HybridRetriever) -> LateChunker:
     return late
 
 
-def _check_precomputed(prefs: RetrievalPrefs, counts: dict[str, int], chunker_id: str) -> None:
+def _check_precomputed(prefs: RetrievalPrefs, counts: dict[str, int], chunker_id: str,
+                       model_id: str) -> None:
     """The ``precomputed`` strategy over a store that holds no chunk precomputed for this
     chunker scored every chunk metric 0, silently: refused once the first batch finds none
-    (``ValueError``)."""
+    (``ValueError``). Without an embedder (bm25) the chunks looked up are the text-only ones
+    (model id ``none``), which ``aiblox index build --chunks`` writes beside the embedder's."""
     if prefs.chunking.strategy == "precomputed" and counts.get("precomputed_missing") \
             and not counts.get("precomputed_hits"):
+        whose = ("for text-only scoring (no embedder: bm25 mode; a store whose chunks were "
+                 "precomputed before they were written beside the embedder's needs the build "
+                 "again)" if model_id == NO_EMBEDDER else "with this embedder")
         raise ValueError(f"chunk strategy precomputed: the store holds no chunks precomputed "
-                         f"for {chunker_id} with this embedder, so every chunk metric would "
+                         f"for {chunker_id} {whose}, so every chunk metric would "
                          f"be 0: `aiblox index build --chunks` (its --chunker and sizes) "
                          f"precomputes them; or use late (chunks made when a query needs them, "
                          f"cached) or mixed")
@@ -151,6 +161,7 @@ def evaluate_chunks(retriever: HybridRetriever, dataset: Dataset, split: str,
     queries = dataset.split_queries(split)[:limit]
     chunker_id = late.chunker_for(prefs.chunking).chunker_id
     counts: dict[str, int] = {}
+    missing: set[str] = set()
     returned: dict[str, list[ScoredChunk]] = {}
     pooled: dict[str, list[tuple[str, float]]] = {}
     fused: dict[str, list[tuple[str, float]]] = {}
@@ -169,7 +180,9 @@ def evaluate_chunks(retriever: HybridRetriever, dataset: Dataset, split: str,
         ids = sorted({h.doc_id for hs in hits for h in hs[:prefs.top_k_items]})
         items = retriever.store.get_items(ids)
         prepared = late.prepare(prefs, [items[i] for i in ids if i in items], counts)
-        _check_precomputed(prefs, counts, chunker_id)
+        _check_precomputed(prefs, counts, chunker_id, late.model_id)
+        if prefs.chunking.strategy == "precomputed":
+            missing.update(i for i in ids if i in items and i not in prepared)
         qvecs = (late.embedder.embed([text for _, text in batch])
                  if late.embedder is not None else [None] * len(batch))
         for (qid, _), p, hs, qv in zip(batch, group, hits, qvecs, strict=True):
@@ -215,6 +228,7 @@ def evaluate_chunks(retriever: HybridRetriever, dataset: Dataset, split: str,
         answer_recall=answer_recall, n_answer_queries=len(gold),
         evidence_tokens=evidence_tokens, projection_metrics=projection_metrics,
         document_metrics=document_metrics, counts=dict(sorted(counts.items())),
+        missing_documents=sorted(missing),
         timings={"retrieve_s": round(t_retrieve, 3), "chunk_s": round(t_chunk, 3),
                  "score_s": round(score_s, 3),
                  "total_s": round(time.perf_counter() - t0, 3)},

@@ -9,6 +9,7 @@ between two such offsets always gives whole characters, and no per-character Pyt
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import numpy as np
@@ -18,12 +19,22 @@ from aiblox.text.tokens import DEFAULT_ENCODING, get_encoding
 __all__ = ["token_char_offsets", "utf8_safe"]
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def utf8_safe(text: str) -> str:
-    """``text`` with each lone surrogate replaced by ``?`` (same length, encodable as UTF-8)."""
+    """``text`` with each lone surrogate replaced by U+FFFD (same length, encodable as UTF-8).
+
+    U+FFFD is what tiktoken encodes in a surrogate's place (its ``encode_ordinary`` decodes the
+    text as UTF-16 with ``errors="replace"``), so chunk token counts are tiktoken's own; ``?``
+    (UTF-8's replacement on encoding) counted ``"a?\\ud800?b"`` as 3 tokens, tiktoken as 5.
+    One difference remains: a high and a low surrogate held as two code points, which tiktoken
+    joins into the one character they encode in UTF-16, are two U+FFFD here (the length must
+    stay). Valid text is returned unchanged."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return text.encode("utf-8", errors="replace").decode("utf-8")
+        return _SURROGATE.sub("\ufffd", text)
     return text
 
 

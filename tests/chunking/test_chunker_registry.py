@@ -123,7 +123,7 @@ def test_make_chunker_from_a_retrieval_config() -> None:
     config = ChunkingConfig(chunker_id="headings", include_headers=False, max_chunk_tokens=64,
                             overlap_tokens=8)
     chunker = make_chunker(config, encoding="o200k_base")
-    assert chunker.chunker_id == "headings(max=64,overlap=8,headers=false,enc=o200k_base,v=1)"
+    assert chunker.chunker_id == "headings(max=64,overlap=8,headers=false,enc=o200k_base,v=2)"
     with pytest.raises(UnknownChunkerError):
         make_chunker(ChunkingConfig(chunker_id="nope"))
 

@@ -108,3 +108,35 @@ def test_text_without_headings_has_an_empty_path() -> None:
 def test_hash_without_space_is_not_a_heading() -> None:
     text = "#hashtag line\nbody\n####### seven is too many\n"
     assert [s.path for s in split_sections(text)] == [[]]
+
+
+def test_lines_end_only_at_commonmark_line_endings() -> None:
+    """str.splitlines also broke at \\x0b, \\x0c, \\x1c-\\x1e, \\x85, \\u2028 and \\u2029: a
+    ``#`` after one of them inside a paragraph line became a heading."""
+    for sep in ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"):
+        text = f"para{sep}# fake\nx"
+        assert [s.path for s in split_sections(text)] == [[]], repr(sep)
+    for sep in ("\n", "\r\n", "\r"):  # CommonMark's own line endings still end a line
+        text = f"para{sep}# real{sep}x"
+        assert [s.path for s in split_sections(text)] == [[], ["real"]], repr(sep)
+
+
+def test_a_fence_closes_only_at_a_bare_fence_line() -> None:
+    """``` with text after it is no closing fence (it closed the open fence, and the
+    ``#`` lines of the code after it became headings)."""
+    text = "```\n# in\n``` not-close\n# still in\n```\n# out\nbody"
+    assert [s.path for s in split_sections(text)] == [[], ["out"]]
+    assert [s.path for s in split_sections("~~~~\n# in\n~~~\n# in too\n~~~~  \n# out\n")] == \
+        [[], ["out"]]
+    # a backtick fence's info string holds no backtick: that line opens nothing
+    assert [s.path for s in split_sections("```a`b\n# real\nx")] == [[], ["real"]]
+
+
+def test_a_title_of_closing_hashes_alone_is_empty() -> None:
+    assert [s.path for s in split_sections("# #\nbody")] == [[""]]
+    assert [s.path for s in split_sections("### ###\nbody")] == [[""]]
+    assert [s.path for s in split_sections("# a #\nb\n# foo#\nc")] == [["a"], ["foo#"]]
+
+
+def test_the_version_names_the_new_rules() -> None:
+    assert get_chunker("headings").chunker_id.endswith(",v=2)")

@@ -43,6 +43,19 @@ def test_emoji_split_across_tokens_snaps_down() -> None:
 
 
 def test_lone_surrogates_keep_their_length() -> None:
-    assert utf8_safe("a\ud800b") == "a?b"
+    assert utf8_safe("a\ud800b") == "a\ufffdb"
     assert utf8_safe("fine") == "fine"
     assert token_char_offsets("a\ud800b").tolist()[-1] == 3
+
+
+def test_lone_surrogates_count_as_tiktoken_counts_them() -> None:
+    """A lone surrogate became ``?``, tiktoken encodes U+FFFD in its place: ``"a?\\ud800?b"``
+    was 3 tokens in a chunk's token_count and 5 in tiktoken's."""
+    from aiblox.chunking import get_chunker
+
+    enc = get_encoding()
+    for text in ("a?\ud800?b", "x \udc00 y. Then \ud800? a second sentence here.", "\udfff"):
+        assert len(token_char_offsets(text)) - 1 == len(enc.encode_ordinary(text))
+        for name in ("whole", "sentences", "token_window"):
+            for c in get_chunker(name, max_chunk_tokens=8).chunk("d", text, "h"):
+                assert c.token_count == len(enc.encode_ordinary(c.text)), (name, c.text)
