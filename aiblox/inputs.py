@@ -16,6 +16,7 @@ from __future__ import annotations
 import gzip
 import math
 import os
+import re
 import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -28,6 +29,7 @@ __all__ = [
     "bounded_lines",
     "check_regular_file",
     "env_seconds",
+    "mask_url_passwords",
     "read_bounded",
 ]
 
@@ -131,3 +133,15 @@ def env_seconds(name: str, default: float, environ: Mapping[str, str] | None = N
     if not (math.isfinite(value) and value > 0):
         raise EnvVarError(name, raw, f"a finite number of seconds > 0 (unset: {default:g})")
     return value
+
+
+_USERINFO_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^:/@\s'\"]*:)[^@\s'\"]*@")
+_QUERY_PASSWORD = re.compile(r"([?&](?i:password|sslpassword)=)[^&#\s'\"]*")
+
+
+def mask_url_passwords(text: str) -> str:
+    """``text`` with the password of every URL in it shown as ``***``: a userinfo's
+    (``scheme://user:password@host``) and libpq's ``password=`` and ``sslpassword=`` query
+    parameters (which SQLAlchemy's own masking leaves in clear). One rule for every URL shown:
+    a store in an error or a result line, an LLM endpoint in a settings error."""
+    return _QUERY_PASSWORD.sub(r"\1***", _USERINFO_PASSWORD.sub(r"\1***@", text))

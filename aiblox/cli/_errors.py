@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import sys
 import warnings
 from collections.abc import Iterator
@@ -164,12 +163,11 @@ _DUCKDB_ENVIRONMENT = ("OperationalError", "InternalError", "PermissionException
 """DuckDB's errors of the file and the machine (I/O, a damaged block, locks, memory): the
 others (SQL that does not bind or parse, a conversion, a constraint) are aiblox's bugs."""
 
-_URL_PASSWORD = re.compile(r"([a-z][a-z0-9+.-]*://[^:/@\s'\"]*:)[^@\s'\"]*@")
-
-
 def _masked(text: str) -> str:
-    """``text`` with the password of every ``scheme://user:password@host`` in it as ``***``."""
-    return _URL_PASSWORD.sub(r"\1***@", text)
+    """``text`` with every URL's password as ``***`` (:func:`aiblox.inputs.mask_url_passwords`)."""
+    from aiblox.inputs import mask_url_passwords
+
+    return mask_url_passwords(text)
 
 
 def _cli_control(exc: BaseException) -> bool:

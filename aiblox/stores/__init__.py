@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from aiblox.inputs import mask_url_passwords
 from aiblox.stores.base import (
     FILTER_FIELDS,
     FilterClause,
@@ -29,19 +30,13 @@ from aiblox.stores.identity import DatasetBinding, SyncRecord, check_searchable,
 from aiblox.stores.ingest import IngestReport, ingest_items, sync_dataset
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-_USERINFO_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:)[^@]*@")
-# libpq's password parameters in a URL's query (``?password=...``, ``&sslpassword=...``)
-_QUERY_PASSWORD = re.compile(r"([?&](?i:password|sslpassword)=)[^&#]*")
 
 
 def mask_password(db: str | Path) -> str:
-    """``db`` with the passwords of a URL shown as ``***``: the userinfo's
-    (``scheme://user:password@host``) and libpq's query parameters (``?password=...``,
-    ``sslpassword``, which SQLAlchemy's own masking leaves in clear). A file path is unchanged."""
+    """``db`` with the passwords of a URL shown as ``***``
+    (:func:`~aiblox.inputs.mask_url_passwords`). A file path is unchanged."""
     text = str(db)
-    if not _URL.match(text):
-        return text
-    return _QUERY_PASSWORD.sub(r"\1***", _USERINFO_PASSWORD.sub(r"\1***@", text))
+    return mask_url_passwords(text) if _URL.match(text) else text
 
 
 def open_store(db: str | Path, dim: int = 384, shared: bool = False) -> Store:

@@ -69,3 +69,19 @@ def test_printed_store_urls_hide_the_password(pg_admin_url):
         assert json.loads(outputs[1])["db"].endswith("password=***")
         assert "--dbpostgresql+psycopg://" in outputs[2] and ":***@" in outputs[2]
         assert ":***@" in outputs[3]
+
+
+def test_every_url_in_a_message_is_masked_by_one_rule():
+    """One function masks store URLs, CLI error lines and LLM settings errors; the CLI's error
+    masking took only the userinfo's password, not a ``?password=``."""
+    from aiblox.inputs import mask_url_passwords
+
+    text = ("could not connect 'postgresql+psycopg://u:pw1@h/db?host=/x&password=pw2&sslmode=x'"
+            " then http://me:pw3@host:1/v1 and ?SSLPASSWORD=pw4")
+    masked = mask_url_passwords(text)
+    assert not any(f"pw{i}" in masked for i in range(1, 5))
+    assert masked == ("could not connect 'postgresql+psycopg://u:***@h/db?host=/x&password=***"
+                      "&sslmode=x' then http://me:***@host:1/v1 and ?SSLPASSWORD=***")
+    from aiblox.cli._errors import _masked
+
+    assert _masked(text) == masked

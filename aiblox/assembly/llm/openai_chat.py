@@ -51,7 +51,7 @@ from aiblox.assembly.llm._response import (
 )
 from aiblox.assembly.records import LLMExecutionResult
 from aiblox.hashing import sha256_text
-from aiblox.inputs import EnvVarError
+from aiblox.inputs import EnvVarError, mask_url_passwords
 
 __all__ = [
     "ANSWER_TOKEN_FACTOR",
@@ -167,7 +167,7 @@ class LLMSettings(BaseModel):
             for err in exc.errors():
                 field = str(err["loc"][0]) if err.get("loc") else ""
                 if field in from_env and field not in given:
-                    value = _URL_PASSWORD.sub(r"\1***@", from_env[field])
+                    value = mask_url_passwords(from_env[field])
                     raise EnvVarError(ENV_PREFIX + field.upper(), value, _EXPECTED[field],
                                       shown=field != "api_key") from None
                 if field == "api_key":
@@ -175,9 +175,6 @@ class LLMSettings(BaseModel):
                                      ) from None
             raise
 
-
-_URL_PASSWORD = re.compile(r"(://[^/@:\s]*:)[^@\s/]*@")
-"""The password of a ``scheme://user:password@host`` URL (masked where a value is shown)."""
 
 _EXPECTED = {
     "base_url": "an http:// or https:// URL with a host, e.g. https://api.openai.com/v1",
