@@ -26,7 +26,8 @@ STAGE_VERSIONS: Mapping[str, str] = {
     "chunks": "1",
     "chunk_metrics": "1",
     "selection": "3",  # 2: duplicates against kept chunks only; invisible-only text is empty;
-    #                    3: the overlap ratio is the candidate's share of words in a kept chunk
+    #                    3: the overlap ratio is the candidate's share of words in a kept
+    #                    chunk; the first chunk cut to a budget a long question shrank
     "prompt": "1",
     "reader": "4",  # 2: a sentence opening with a Markdown heading is never quoted; 3: sentences
     #                 split failing closed (aiblox.assembly.prompt.sentence_split); 4: split at a

@@ -400,3 +400,21 @@ def test_the_prompt_overhead_the_policy_checks_is_the_rendered_prompts() -> None
         assert count_tokens(render_prompt("", "?"), encoding) == tokens
     assert set(PROMPT_OVERHEAD_TOKENS) == set(
         get_args(SelectionPolicy.model_fields["token_encoding"].annotation))
+
+
+def test_the_best_chunk_is_cut_to_a_budget_a_long_question_shrank_not_dropped() -> None:
+    """With the per-chunk cap near the whole evidence budget, a long question left less room
+    than the cap: the top chunk, cut to the cap, did not fit, and it was dropped with every
+    chunk after it (NO_EVIDENCE for an answerable question)."""
+    policy = policy_v1(max_chunk_token_ratio=1.0, max_evidence_tokens=600,
+                       max_total_prompt_tokens=800 + 361 + 600)
+    text = " ".join(f"Paris is the capital of France, sentence {i}." for i in range(200))
+    rows = [result("c0", text, 0), result("c1", "The Seine flows through Paris.", 1)]
+    short = assemble_answer_bundle("what is the capital of France?", make_input(rows), policy)
+    assert _ids(short) == ["c0"] and short.selected_evidence[0].truncated
+    question = "what is the capital of France? " + "please answer briefly " * 60
+    long = assemble_answer_bundle(question, make_input(rows), policy)
+    assert long.assembly_status == "OK" and _ids(long) == ["c0"]
+    assert long.selected_evidence[0].truncated
+    assert long.metrics.evidence_token_count <= long.metrics.evidence_token_budget < 600
+    assert [(d.chunk_id, d.reason) for d in long.metrics.dropped] == [("c1", DROP_BUDGET)]

@@ -20,7 +20,9 @@ never dropped as the duplicate of a chunk that the cap then drops (seed R2.2: ke
 best-ranked chunk of near-duplicates; before, both copies could be lost). A chunk failing both
 is a DROP_DUP; drops are recorded gate by gate.
 7. per-chunk cap: a chunk longer than ``max_chunk_token_ratio * max_evidence_tokens`` tokens is
-   cut to its longest word prefix that fits (``truncated``; not a drop);
+   cut to its longest word prefix that fits (``truncated``; not a drop); the first chunk is cut
+   further when even so it is over the token budget (a long question leaves less than the cap),
+   rather than dropped with every chunk after it;
 8. token budget: chunks are rendered in order with anchors C0, C1, ...; when adding the next
    chunk would take the evidence block over the budget, it and every lower-ranked chunk are
    dropped (DROP_BUDGET).
@@ -170,6 +172,22 @@ def select_chunks(
         )
         trial = render_evidence_block([*selected, candidate])
         trial_tokens = count_tokens(trial, enc)
+        if trial_tokens > evidence_token_budget and not selected:
+            # the best chunk, cut to the per-chunk cap, is still over a budget a long question
+            # shrank (a cap near the whole budget): cut it to what the budget holds rather than
+            # drop every chunk and refuse an answerable question
+            room = candidate.token_count
+            while trial_tokens > evidence_token_budget and room > 0:
+                # the header and a cut text may merge a token at their seam: shrink until it fits
+                room = min(room - 1, room - (trial_tokens - evidence_token_budget))
+                cut, _ = truncate_to_token_budget(text, max(room, 0), enc)
+                if not cut.strip():
+                    break
+                candidate = candidate.model_copy(update={
+                    "sanitized_text": cut, "token_count": count_tokens(cut, enc),
+                    "truncated": True})
+                trial = render_evidence_block([candidate])
+                trial_tokens = count_tokens(trial, enc)
         if trial_tokens > evidence_token_budget:
             for rest, _ in capped[i:]:
                 drop(rest, DROP_BUDGET)
