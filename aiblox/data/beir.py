@@ -94,9 +94,37 @@ def read_jsonl(path: Path, hasher: Hasher, hashed_name: str | None = None
             raise DatasetError(path, lineno, "json", str(exc)) from None
         if not isinstance(obj, dict):
             raise DatasetError(path, lineno, "json", "expected a JSON object")
+        if line.count('":') > len(obj):  # maybe a key twice (or nested objects): parse again
+            _check_unique_keys(line, path, lineno)
         if _SUSPECT_ESCAPE.search(line):
             check_unicode(obj, path, lineno, "")
         yield lineno, obj
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise _DuplicateKey(key)
+        seen.add(key)
+    return dict(pairs)
+
+
+def _check_unique_keys(line: str, path: Path, lineno: int) -> None:
+    """Refuse an object holding one key twice (``{"_id": "a", "_id": "b"}``): JSON keeps the
+    last silently, so the line would be read as something its author may not have meant. Only
+    lines with more ``":`` than top-level keys are parsed again, with a hook that sees every
+    pair."""
+    try:
+        json.loads(line.rstrip("\r\n"), object_pairs_hook=_unique_pairs)
+    except _DuplicateKey as exc:
+        key = str(exc)
+        raise DatasetError(path, lineno, key, f"the key {key!r} appears twice in one object "
+                           f"(JSON would keep the last, silently)") from None
 
 
 def check_unicode(value: Any, path: Path, lineno: int, where: str) -> None:
