@@ -163,7 +163,7 @@ class _Parser:
                     raise PipelineError(f"{name}(**...) is not allowed")
                 if kw.arg in params:  # Python's compiler refuses it; its parser does not
                     raise PipelineError(f"{name}(...): parameter {kw.arg} is given twice")
-                params[kw.arg] = _literal(kw.value, f"{name}({kw.arg}=...)")
+                params[kw.arg] = _literal(kw.value, f"{name}({kw.arg}=...)", self.src(kw.value))
             for a in n.args:
                 if isinstance(a, ast.Constant) or (isinstance(a, ast.UnaryOp)
                                                    and isinstance(a.operand, ast.Constant)):
@@ -265,12 +265,14 @@ def _refuse_coercions(kind: str, name: str, table: Mapping[str, Any],
             raise PipelineError(f"{where}{param_path(path)}: got {value!r}: expected {wanted}")
 
 
-def _literal(n: ast.AST, where: str) -> Any:
+def _literal(n: ast.AST, where: str, written: str) -> Any:
+    """``n``'s value; ``written``: its text as written, for the error (``-(-5)``, which
+    ``ast.unparse`` gives as ``--5``)."""
     try:
         return ast.literal_eval(n)
     except ValueError:
         raise PipelineError(f"{where}: parameters are literals (numbers, strings, lists), "
-                            f"got {ast.unparse(n)!r}") from None
+                            f"got {written!r}") from None
 
 
 def _nodes(text: str, stages: Mapping[str, Mapping[str, Any]] | None = None

@@ -432,3 +432,10 @@ def test_entry_stages_are_where_a_pipeline_receives_its_input():
     assert step_bases(p, base)[0] == base
     with pytest.raises(PipelineError, match="analyse text differently"):
         step_bases(parse_pipeline("bm25 >> rm3 >> (bm25 % 5 + bm25(stemmer=None)) % 3"), base)
+
+
+def test_a_parameter_that_is_no_literal_is_quoted_as_written():
+    """``-(-5)`` was echoed as ``--5`` (``ast.unparse``), which the user never typed."""
+    with pytest.raises(PipelineError, match=r"rm3\(fb_docs=\.\.\.\): parameters are literals "
+                                            r"\(numbers, strings, lists\), got '-\(-5\)'$"):
+        parse_pipeline("bm25 >> rm3(fb_docs=-(-5)) >> bm25")
