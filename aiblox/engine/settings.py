@@ -11,6 +11,7 @@ the reader.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -399,16 +400,25 @@ def point_config(settings: SweepSettings, pt: PipelinePoint, embedder_id: str | 
     return sha256_hex(config), config
 
 
-def ranking_order(value: float, config_hash: str) -> tuple[float, str]:
-    """The one ranking of sweep points: by value descending, ties by config hash ascending (a
-    point logged to MLflow ranks the same way, :mod:`aiblox.sweep.report`)."""
-    return -value, config_hash
+def ranking_order(value: float | None, config_hash: str, metric: str | None
+                  ) -> tuple[float, str]:
+    """The one ranking of sweep points by ``metric``'s ``value``: best first (highest; lowest
+    for a cost or a failure rate, :func:`~aiblox.metrics.lower_is_better`: a sweep whose
+    primary was ``evidence_tokens`` chose its most expensive point), ties by config hash
+    ascending, a missing or NaN value last (a point logged to MLflow ranks the same way,
+    :mod:`aiblox.sweep.report`). ``metric`` None: the value is already oriented, higher
+    better (a Pareto front's objectives carry their own direction)."""
+    from aiblox.metrics import lower_is_better
+
+    if value is None or value != value:
+        return math.inf, config_hash
+    return (value if metric is not None and lower_is_better(metric) else -value), config_hash
 
 
 def ranking_key(point: Any, split: str, metric: str) -> tuple[float, str]:
     """:func:`ranking_order` of a :class:`~aiblox.sweep.results.PointResult` (or anything
     with ``metrics`` and ``config_hash``) by ``metric`` on ``split``."""
-    return ranking_order(point.metrics[split][metric], point.config_hash)
+    return ranking_order(point.metrics[split][metric], point.config_hash, metric)
 
 
 def ranked(points: Sequence[Any], split: str, metric: str) -> list[Any]:

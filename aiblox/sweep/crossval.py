@@ -184,7 +184,7 @@ def cross_validate(candidates: Sequence[Any], values: Mapping[str, Mapping[str, 
     for i, held_ids in enumerate(parts):
         tune_ids = sorted(q for j, part in enumerate(parts) if j != i for q in part)
         best = min(candidates, key=lambda c: ranking_order(
-            _mean(values[c.config_hash], tune_ids), c.config_hash))
+            _mean(values[c.config_hash], tune_ids), c.config_hash, metric))
         v = values[best.config_hash]
         tune, out = _mean(v, tune_ids), _mean(v, held_ids)
         held.update({q: float(v[q]) for q in held_ids})

@@ -173,7 +173,8 @@ def _series(key: str, params: dict[str, str]) -> str:
                      blend=params.get("prefs.scoring.blend"))
 
 
-def _axes(children: list[Any], tk: str, rk: str | None) -> dict[str, list[dict[str, Any]]]:
+def _axes(children: list[Any], tk: str, rk: str | None, primary: str
+          ) -> dict[str, list[dict[str, Any]]]:
     """Swept params -> rows ``{series, value, n, tune, report}``: among the children where the
     param applies, per series (blend) and value, the one best on tune (ties by config hash)."""
     keys = sorted({k for c in children for k in c.data.params})
@@ -204,8 +205,8 @@ def _axes(children: list[Any], tk: str, rk: str | None) -> dict[str, list[dict[s
                     continue
                 # the point best on tune (ties by config hash): the report split never chooses
                 top = min(group, key=lambda c: ranking_order(
-                    c.data.metrics.get(tk, float("-inf")), c.data.tags.get("aiblox.config_hash",
-                                                                           "")))
+                    c.data.metrics.get(tk), c.data.tags.get("aiblox.config_hash", ""),
+                    primary))
                 rows.append({"series": series, "value": v, "n": len(group),
                              "tune": top.data.metrics.get(tk),
                              "report": top.data.metrics.get(rk) if rk else None})
@@ -251,7 +252,7 @@ def load_sweep_report(sweep: str, tracking_uri: str) -> SweepReport:
         else [primary]
     children = _children(client, parent)
     axes = _axes(children, metric_key(tune, primary),
-                 metric_key(report, primary) if report else None)
+                 metric_key(report, primary) if report else None, primary)
     grid = {k.removeprefix("spec.grid.").split(".")[0] for k, v in p.items()
             if k.startswith("spec.grid.") and v != "None"}
     best = summary["best"]

@@ -266,4 +266,4 @@ def pareto_points(points: Sequence[PointResult], split: str, objectives: dict[st
     front = [points[i] for i in pareto_front(values, list(objectives.values()))]
     sign = 1.0 if objectives.get(primary, "maximize") == "maximize" else -1.0
     return sorted(front, key=lambda p: ranking_order(sign * p.metrics[split][primary],
-                                                     p.config_hash))
+                                                     p.config_hash, None))

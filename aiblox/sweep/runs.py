@@ -273,8 +273,7 @@ def list_points(sweep: str, tracking_uri: str) -> tuple[SweepRow, list[PointRow]
     row = _with_deleted(_sweep_row(parent, len(children)),
                         _deleted_points(client, [parent.info.experiment_id], parent.info.run_id))
     points = [_point_row(row, c) for c in children]
-    points.sort(key=lambda p: ranking_order(p.tune if p.tune is not None else float("-inf"),
-                                            p.config_hash))
+    points.sort(key=lambda p: ranking_order(p.tune, p.config_hash, row.primary))
     return row, points
 
 

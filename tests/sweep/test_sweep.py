@@ -253,3 +253,29 @@ def test_fused_run_reads_back_a_point_s_fusion_stage(first):
     assert stage_key("signals", SIGNALS_VERSION, signals_config(p, "d", "test", "duckdb", "m",
                                                                 limit=5)) != \
         stage_key("signals", SIGNALS_VERSION, signals_config(p, "d", "test", "duckdb", "m"))
+
+
+def test_a_cost_primary_chooses_the_cheapest_point():
+    """``primary = "evidence_tokens"`` (a valid primary, a cost: its significance table says
+    better: lower) chose the most expensive point as best, and the ranking listed the most
+    tokens first; k-fold choices and the report's per-value rows ranked the same way."""
+    from types import SimpleNamespace
+
+    from aiblox.engine.settings import ranked, ranking_order
+    from aiblox.sweep.crossval import cross_validate
+
+    pts = [SimpleNamespace(config_hash=h, label=h, metrics={"train": m})
+           for h, m in (("c", {"evidence_tokens": 300.0, "ndcg@10": 0.5}),
+                        ("a", {"evidence_tokens": 900.0, "ndcg@10": 0.7}),
+                        ("b", {"evidence_tokens": 300.0, "ndcg@10": float("nan")}))]
+    assert choose_best(pts, "train", "evidence_tokens").config_hash == "b"  # tie: hash order
+    assert [p.config_hash for p in ranked(pts, "train", "evidence_tokens")] == ["b", "c", "a"]
+    assert [p.config_hash for p in ranked(pts, "train", "ndcg@10")] == ["a", "c", "b"]  # NaN: last
+    assert ranking_order(None, "z", "ndcg@10") > ranking_order(-1e9, "z", "ndcg@10")
+    assert ranking_order(None, "z", "evidence_tokens") > ranking_order(1e9, "z",
+                                                                       "evidence_tokens")
+    qids = [f"q{i}" for i in range(6)]
+    values = {"a": dict.fromkeys(qids, 900.0), "c": dict.fromkeys(qids, 300.0)}
+    cv = cross_validate([pts[0], pts[1]], values, qids, folds=3, seed=0, split="train",
+                        metric="evidence_tokens")
+    assert {r.label for r in cv.rows} == {"c"}
