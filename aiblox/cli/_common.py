@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -356,3 +357,28 @@ def remove_empty(folders: Iterable[Path]) -> None:
             f.rmdir()
         except OSError:
             return  # not empty (or gone): its parents are not either
+
+
+def outputs_spare_inputs(outputs: dict[Path, str], inputs: dict[Path, str],
+                         folders: dict[Path, str]) -> None:
+    """One ``error:`` line, before any work, when a file a command would write (``outputs``:
+    path -> the option writing it) is one it reads (``inputs``: path -> what it is) or lies
+    in a folder it reads (``folders``: a dataset's, whose next load may read a table or a
+    qrels file written there, or miss one replaced). ``--save-runs runs/`` beside ``--run
+    runs/x.trec`` replaced the user's run with aiblox's copy (or another system's);
+    ``--per-query`` over a qrels file destroyed the dataset, both silently."""
+    def real(p: Path) -> Path:
+        return Path(os.path.realpath(p))
+
+    read = {real(p): what for p, what in inputs.items()}
+    within = {real(p): what for p, what in folders.items()}
+    for path, option in outputs.items():
+        target = real(path)
+        if target in read:
+            fail(f"{option}: {path} is {read[target]}, which this command reads: it would be "
+                 f"overwritten; write the output elsewhere")
+        for folder, what in within.items():
+            if target.is_relative_to(folder):
+                fail(f"{option}: {path} is inside the folder of {what} ({folder}), which this "
+                     f"command reads: a file written there may replace one of it or be read "
+                     f"as part of it; write the output elsewhere")

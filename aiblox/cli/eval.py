@@ -22,6 +22,7 @@ from aiblox.cli._common import (
     fail,
     field_choices,
     out,
+    outputs_spare_inputs,
     print_json,
     show_progress,
     writable_folder,
@@ -257,6 +258,7 @@ def eval_command(
         except (ValueError, ImportError) as exc:
             fail(f"--mlflow: {exc}")
     from aiblox.data import DatasetError, load_dataset
+    from aiblox.data.trec import run_file_stem
     from aiblox.engine import PipelineError
     from aiblox.engine.chunk_eval import evaluate_chunks
     from aiblox.engine.evaluate import check_evaluation, evaluate_retrieval
@@ -275,6 +277,12 @@ def eval_command(
         ds = load_dataset(dataset, splits=[split])
     except DatasetError as exc:
         fail(str(exc))
+    saved = {save_runs / f"{run_file_stem(n)}.trec": "--save-runs" for n in labels.values()
+             } if save_runs is not None else {}
+    outputs_spare_inputs(
+        {**saved, **({per_query: "--per-query"} if per_query is not None else {})},
+        {**{f: "a --run file" for f in run_files}, **({Path(db): "the --db store"} if db else {})},
+        {ds.path: "the dataset"} if ds.source is not None and ds.path.is_dir() else {})
     results: list[EvalResult] = []
     chunk_results: list[ChunkEvalResult | None] = []
     if modes or pipes:

@@ -515,3 +515,33 @@ def test_top_k_unread_by_a_pipeline_without_fusion_is_said(db):
     assert "'r'" not in said and "'bm25 + dense'" not in said
     quiet = _eval(db, "--pipeline", "p=bm25 >> rm3 >> bm25", "--format", "json")
     assert "warning" not in quiet.stderr
+
+
+def test_an_output_that_is_an_input_is_refused_before_any_work(db, tmp_path):
+    """``--save-runs runs/`` beside ``--run runs/bm25.trec`` replaced the user's run with
+    aiblox's rewrite (or, beside ``--mode bm25``, with that mode's run); ``--per-query`` over a
+    dataset file destroyed it: exit 0, nothing said (QA, 2026-11-29)."""
+    runs = tmp_path / "runs"
+    _eval(db, "--mode", "dense", "--save-runs", runs)
+    mine = runs / "bm25.trec"
+    (runs / "dense.trec").rename(mine)  # a run of the user's that a mode's label would take
+    before = mine.read_bytes()
+    for extra in (["--run", str(mine)], ["--mode", "bm25", "--run", str(mine)]):
+        r = _run("eval", "sample", "--db", db, "--embedder", "hashing", *extra,
+                 "--save-runs", runs)
+        assert r.exit_code == 2, r.output
+        assert f"--save-runs: {mine} is a --run file, which this command reads" in r.output
+        assert mine.read_bytes() == before
+    data = tmp_path / "ds"
+    shutil.copytree(REPO / "datasets" / "sample", data)
+    qrels = data / "qrels" / "test.tsv"
+    before = qrels.read_bytes()
+    for target in (qrels.with_suffix(".csv"), data / "pq.csv"):
+        r = _run("eval", str(data), "--db", str(tmp_path / "d.duckdb"), "--embedder",
+                 "hashing", "--mode", "bm25", "--per-query", target)
+        assert r.exit_code == 2 and "is inside the folder of the dataset" in r.output, r.output
+        assert not target.exists()
+    assert qrels.read_bytes() == before
+    _ok("eval", str(data), "--db", str(tmp_path / "d.duckdb"), "--embedder", "hashing",
+        "--mode", "bm25", "--per-query", tmp_path / "pq.csv")
+    assert (tmp_path / "pq.csv").stat().st_size > 0
