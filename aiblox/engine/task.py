@@ -27,11 +27,12 @@ STAGE_VERSIONS: Mapping[str, str] = {
     "chunk_metrics": "1",
     "selection": "3",  # 2: duplicates against kept chunks only; invisible-only text is empty;
     #                    3: the overlap ratio is the candidate's share of words in a kept
-    #                    chunk; the first chunk cut to a budget a long question shrank
+    #                    chunk; the first chunk cut to a budget a long question shrank; a cut
+    #                    chunk ends at a sentence end
     "prompt": "1",
     "reader": "4",  # 2: a sentence opening with a Markdown heading is never quoted; 3: sentences
     #                 split failing closed (aiblox.assembly.prompt.sentence_split); 4: split at a
-    #                 terminator touching a marker, a chunk's unterminated last sentence unquoted
+    #                 terminator touching a marker
     "validation": "3",  # 2: the fail-closed sentence split, and NO_CONTENT; 3: split at a
     #                     terminator touching a marker, CONTROL_CHARACTER, RESULT_MISMATCH
     "answer_metrics": "1",

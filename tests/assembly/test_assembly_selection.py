@@ -418,3 +418,20 @@ def test_the_best_chunk_is_cut_to_a_budget_a_long_question_shrank_not_dropped() 
     assert long.selected_evidence[0].truncated
     assert long.metrics.evidence_token_count <= long.metrics.evidence_token_budget < 600
     assert [(d.chunk_id, d.reason) for d in long.metrics.dropped] == [("c1", DROP_BUDGET)]
+
+
+@pytest.mark.parametrize(("text", "budget", "kept"), [
+    ("One sentence here. Another one is long and goes on", 7, "One sentence here."),
+    ('He said "stop." Then more words follow here', 6, 'He said "stop."'),
+    ("As e.g. shown by Dr. Smith the rest goes on and on", 6, "As e.g. shown by"),
+    ("no terminator in this long run of words at all", 5, "no terminator in this long"),
+    ("巴黎是法国的首都。塞纳河流经巴黎市中心和许多地方", 12, "巴黎是法国的首都。"),
+])
+def test_the_per_chunk_cap_cuts_at_the_last_sentence_end_within_it(text, budget, kept):
+    """A cut ends a sentence where one ends within the budget (not after an abbreviation or an
+    initial): the words before a cut can say the opposite of their sentence; with no sentence
+    end within it, the longest word (or character) prefix stays."""
+    from aiblox.assembly.selection.token_truncation import truncate_to_token_budget
+
+    assert truncate_to_token_budget(text, budget, "cl100k_base") == (kept, True)
+    assert count_tokens(kept, "cl100k_base") <= budget

@@ -5,11 +5,9 @@ It reads the prompt it is given (Prompt Contract V1, parsed back with ``parse_pr
 sees exactly what a hosted model would. Question terms are casefolded ``\\w+`` words minus a small
 stop list (a trailing plural ``s`` removed from words over three letters). Each evidence sentence
 scores the share of distinct question terms it contains. Sentences that carry citation-like
-markers, the refusal tag, or evidence metadata are never quoted, nor is an evidence entry's
-last sentence when it ends without a sentence terminator: the chunker's window or the policy's
-per-chunk cap cut it there, and the words before a cut can say the opposite of the sentence
-they open ("Aspirin reduces mortality" of "... reduces mortality in no trial"). The best
-``max_sentences``
+markers, the refusal tag, or evidence metadata are never quoted (a chunk the policy's
+per-chunk cap cut ends at a sentence end, :mod:`~aiblox.assembly.selection.token_truncation`,
+so no cut-off fragment reaches the prompt from there). The best ``max_sentences``
 sentences scoring at least ``min_overlap`` (ties: evidence order, then sentence order) are quoted
 verbatim, each on its own line followed by its chunk's ``[Cn]`` marker, in evidence order. When
 none qualifies, the answer is the exact refusal string.
@@ -24,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aiblox.assembly.prompt.answer_rules import is_quotable
 from aiblox.assembly.prompt.contract import REFUSAL_TEXT, PromptContractError, parse_prompt
-from aiblox.assembly.prompt.sentence_split import ends_sentence, split_sentences
+from aiblox.assembly.prompt.sentence_split import split_sentences
 from aiblox.assembly.records import LLMExecutionResult
 from aiblox.hashing import sha256_text
 from aiblox.text.tokens import count_tokens
@@ -94,10 +92,7 @@ class ExtractiveLLM:
             return REFUSAL_TEXT
         scored: list[tuple[float, int, int, str, str]] = []
         for ci, ev in enumerate(parsed.evidence):
-            sentences = split_sentences(ev.text)
-            if sentences and not ends_sentence(sentences[-1]):
-                sentences.pop()  # cut off mid-sentence (module doc)
-            for si, sentence in enumerate(sentences):
+            for si, sentence in enumerate(split_sentences(ev.text)):
                 if not is_quotable(sentence):
                     continue
                 score = len(q_terms & _terms(sentence)) / len(q_terms)

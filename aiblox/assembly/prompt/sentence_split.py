@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ends_sentence", "split_sentences"]
+__all__ = ["split_sentences"]
 
 # Unicode Sentence_Terminal characters outside ASCII (PropList.txt, Unicode 16.0)
 _OTHER_TERMINALS = (
@@ -152,12 +152,3 @@ def split_sentences(text: str) -> list[str]:
             sentences.append(rest)
     return sentences
 
-
-_ENDS = re.compile(rf"(?:{_BOUNDARY.pattern})$")
-
-
-def ends_sentence(sentence: str) -> bool:
-    """True when ``sentence`` (one of :func:`split_sentences`'s) ends with a sentence
-    terminator (closing quotes, brackets and citation markers after it allowed), so it was not
-    cut off mid-sentence: ``It rose.``, ``巴黎是首都。``, ``Done [C0].``; not ``It rose by``."""
-    return _ENDS.search(sentence) is not None
