@@ -6,6 +6,7 @@ its bounds arithmetically (a ``Steps`` axis is counted, never built, to be check
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any, Literal
 
@@ -19,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from aiblox.contracts.retrieval import ScoringConfig, VectorConfig
+from aiblox.contracts.retrieval import MAX_DEPTH, FtsConfig, ScoringConfig, VectorConfig
 from aiblox.hashing import canonical_plain_json
 from aiblox.sweep.grid import GridError, decimal_count, decimal_range, to_decimal
 
@@ -135,6 +136,9 @@ def check_numbers(v: list[Any] | Steps | None, *, low: int | float | None = None
                or (high is not None and x > high)]
         shown = [float(x) if not whole else int(x) for x in bad]
     else:
+        odd = next((x for x in v if isinstance(x, float) and not math.isfinite(x)), None)
+        if odd is not None:  # NaN passed every bound; an infinity reached the contract models
+            raise ValueError(f"{what} must be finite numbers, got {odd}")
         if whole and any(x != int(x) for x in v):
             raise ValueError("values must be whole numbers")
         shown = [x for x in v if (low is not None and x < low) or (high is not None and x > high)]
@@ -142,6 +146,13 @@ def check_numbers(v: list[Any] | Steps | None, *, low: int | float | None = None
         bounds = (f"in [{low}, {high}]" if low is not None and high is not None
                   else f">= {low}" if low is not None else f"<= {high}")
         raise ValueError(f"{what} must be {bounds}, got {shown}")
+
+
+def _upper_bound(model: Any, name: str) -> float | None:
+    """The ``le`` bound a contract model sets on field ``name`` (``FtsConfig.k1``: 1e9), or
+    None: an axis is refused in the spec's words, not by the model later."""
+    return next((float(m.le) for m in model.model_fields[name].metadata
+                 if getattr(m, "le", None) is not None), None)
 
 
 def nonempty_axis(cls: Any, v: Any) -> Any:
@@ -464,13 +475,14 @@ class FusionGrid(_Strict):
     @field_validator("rrf_k")
     @classmethod
     def _rrf_constants(cls, v: list[int] | Steps | None) -> list[int] | Steps | None:
-        check_numbers(v, low=0, whole=True, what="rrf_k values")
+        check_numbers(v, low=0, high=MAX_DEPTH, whole=True, what="rrf_k values")
         return v
 
     @field_validator("depth", "fts_depth", "vector_depth")
     @classmethod
     def _depths(cls, v: list[int] | Steps | None) -> list[int] | Steps | None:
-        check_numbers(v, low=1, whole=True, what="depths (candidates per signal)")
+        check_numbers(v, low=1, high=MAX_DEPTH, whole=True,
+                      what="depths (candidates per signal)")
         return v
 
     @model_validator(mode="after")
@@ -485,7 +497,8 @@ class FusionGrid(_Strict):
     @classmethod
     def _bm25_saturations(cls, v: list[float] | Steps | None,
                           info: ValidationInfo) -> list[float] | Steps | None:
-        check_numbers(v, low=0.0, what=f"{info.field_name} values")
+        check_numbers(v, low=0.0, high=_upper_bound(FtsConfig, str(info.field_name)),
+                      what=f"{info.field_name} values")
         return v
 
     @field_validator("b", "title_b")

@@ -37,6 +37,17 @@ def test_bad_bm25_axes_and_unchanged_hashes(sample_spec, small_spec):
         SweepSpec.model_validate({**data, "grid": {"k1": [-1]}})
     with pytest.raises(ValueError):
         SweepSpec.model_validate({**data, "grid": {"method": ["bm26"]}})
+    # NaN passed every bound and an infinity or a value past the contract's bound reached
+    # the contract models, whose error named no field of the spec (QA, 2026-11-29)
+    for grid, said in (({"k1": [float("inf"), 1.2]}, "k1 values must be finite numbers"),
+                       ({"b": [float("nan")]}, "b values must be finite numbers"),
+                       ({"blend": ["linear"], "w_text": [float("nan")]},
+                        "weights must be finite numbers"),
+                       ({"k1": [1e10]}, r"k1 values must be in \[0.0, 1000000000.0\]"),
+                       ({"rrf_k": [10**20]}, r"rrf_k values must be in \[0, 2147483647\]"),
+                       ({"depth": [2**31]}, r"depths \(candidates per signal\) must be in")):
+        with pytest.raises(ValueError, match=said):
+            SweepSpec.model_validate({**data, "grid": grid})
     # a spec written before these axes keeps its hash (the value logged before they existed)
     assert as_logged(sample_spec).hash == (
         "50b7ac6705fe1f481cd7cbcdac3acb39933d37e5cdcdbd55c0347410f73ad656")
