@@ -19,11 +19,11 @@ CHUNKING = '[grid.chunking]\nchunker_id = ["sentences"]\n'
 
 
 @pytest.mark.parametrize(("extra", "field", "words"), [
-    ("[grid]\ndepth = [0]\n", "grid.depth", "must be >= 1, got [0]"),
+    ("[grid]\ndepth = [0]\n", "grid.depth", "must be in [1, 2147483647], got [0]"),
     ("[grid]\ndepth = [20, -5]\n", "grid.depth", "got [-5]"),
     ("[grid]\ndepth = { start = 0, stop = 20, step = 10 }\n", "grid.depth", "got [0]"),
     ("[grid]\ndepth = { start = 5, stop = 20, step = 2.5 }\n", "grid.depth", "whole"),
-    ("[grid]\nrrf_k = [-1, 60]\n", "grid.rrf_k", "rrf_k values must be >= 0, got [-1]"),
+    ("[grid]\nrrf_k = [-1, 60]\n", "grid.rrf_k", "rrf_k values must be in [0, 2147483647], got [-1]"),
     ("[grid]\nw_text = { start = -0.5, stop = 1, step = 0.5 }\n", "grid.w_text",
      "in [0.0, 1.0], got [-0.5]"),
     ("[base]\nfts = { top_k = 0 }\n", "base.fts.top_k",
@@ -74,7 +74,7 @@ CHUNKING = '[grid.chunking]\nchunker_id = ["sentences"]\n'
     ("[grid]\ntitle_weight = []\n", "grid.title_weight", "at least one value"),
     ('pipeline = "bm25 >> rm3 >> bm25"\n[grid.stages.rm3]\nfb_docs = []\n',
      "grid.stages.rm3.fb_docs", "an axis needs at least one value"),  # with its line, too
-    ("[grid]\nfts_depth = [0, 10]\n", "grid.fts_depth", "must be >= 1, got [0]"),
+    ("[grid]\nfts_depth = [0, 10]\n", "grid.fts_depth", "must be in [1, 2147483647], got [0]"),
     ("[grid]\nvector_depth = { start = 5, stop = 20, step = 2.5 }\n", "grid.vector_depth",
      "whole"),
     ("[grid]\ndepth = [10]\nfts_depth = [20]\n", "grid",
