@@ -368,6 +368,12 @@ class ScoringConfig(_Settings):
                                  f"only their ratio ranks, scale them down")
         return self
 
+    def canonical_for(self, mode: str) -> ScoringConfig:
+        """:meth:`canonical` for a point of retrieval ``mode``: the defaults whole outside
+        ``hybrid`` (a ``bm25`` or ``dense`` run fuses nothing, so ``--mode bm25 --blend
+        linear`` is the ``--mode bm25`` point, one config hash, as README's rule says)."""
+        return self.canonical() if mode == "hybrid" else type(self)()
+
     def canonical(self) -> ScoringConfig:
         """This config with the settings its blend does not read at their defaults (RRF reads
         none of :data:`LINEAR_SETTINGS`, the linear blend none of :data:`RRF_SETTINGS`): what

@@ -84,8 +84,8 @@ def signals_config(prefs: RetrievalPrefs, dataset_hash: str, split: str, backend
 
 def fusion_config(prefs: RetrievalPrefs) -> dict[str, Any]:
     """What decides the fusion stage's output (given its signals): the scoring in canonical
-    form (:meth:`~aiblox.contracts.retrieval.ScoringConfig.canonical`)."""
-    return {"mode": prefs.mode, "scoring": prefs.scoring.canonical().model_dump(),
+    form (:meth:`~aiblox.contracts.retrieval.ScoringConfig.canonical_for` its mode)."""
+    return {"mode": prefs.mode, "scoring": prefs.scoring.canonical_for(prefs.mode).model_dump(),
             "top_k_items": prefs.top_k_items}
 
 

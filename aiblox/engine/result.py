@@ -58,10 +58,10 @@ class EvalResult(BaseModel):
 
 def config_hash(prefs: RetrievalPrefs, embedder_id: str | None, backend: str) -> tuple[str, dict]:
     """Hash of what decides a ranking: prefs without the query (its scoring in canonical form,
-    :meth:`~aiblox.contracts.retrieval.ScoringConfig.canonical`: a setting its blend does not
-    read is at its default), the embedder and the backend."""
+    :meth:`~aiblox.contracts.retrieval.ScoringConfig.canonical_for`: a setting its blend, or
+    its single-signal mode, does not read is at its default), the embedder and the backend."""
     data = prefs.model_dump(exclude={"query_text", "query_id"})
-    data["scoring"] = prefs.scoring.canonical().model_dump()
+    data["scoring"] = prefs.scoring.canonical_for(prefs.mode).model_dump()
     config = {
         "prefs": data,
         "embedder": embedder_id,

@@ -304,7 +304,7 @@ class SweepSpec(_Strict):
 
         refuse_coercions("base", self.base, [RetrievalPrefs])  # true for 1, "10" for 10
         refuse_coercions("baseline", self.baseline or {}, [*_BASELINE_MODELS, SelectionPolicy])
-        check_blend_axes(base, self.grid)
+        check_blend_axes(base, self.grid, self.pipeline is not None)
         check_passages(base, self.grid, self.baseline)
         check_depths(base, self.grid, self.metrics, self.chunk_k, self.baseline,
                      self.has_pipeline_axes)

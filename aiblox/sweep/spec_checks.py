@@ -384,10 +384,27 @@ def check_depths(base: RetrievalPrefs, g: FusionGrid, metrics: Sequence[str],
                              f"{chunk_k} chunks, or use chunk_k values of at most {top}")
 
 
-def check_blend_axes(base: RetrievalPrefs, g: FusionGrid) -> None:
+_FUSION_AXES = ("blend", "rrf_k", "w_text", "normalize", "missing")
+_UNREAD_IN = {"bm25": (*_FUSION_AXES, "vector_depth", *DENSE_AXES),
+              "dense": (*_FUSION_AXES, "fts_depth", *BM25_AXES)}
+"""Per single-signal mode: the grid axes none of its points reads."""
+
+
+def check_blend_axes(base: RetrievalPrefs, g: FusionGrid, pipeline: bool = False) -> None:
     """Refuse a fusion axis that no point's blend reads: ``w_text`` under an RRF base with no
     ``blend`` axis gave one RRF point and no linear one, silently (and a linear ``fuse(...)``
-    written in a pipeline stayed at the base's weight)."""
+    written in a pipeline stayed at the base's weight); and, without a ``pipeline``, an axis
+    the base's single-signal mode never reads (``blend`` or ``rrf_k`` in ``bm25`` mode, ``k1``
+    in ``dense``): its points scored one run under several config hashes, each listed as a
+    point of its own under one label."""
+    if not pipeline and base.mode in _UNREAD_IN:
+        unread = [a for a in _UNREAD_IN[base.mode] if getattr(g, a) is not None]
+        if unread:
+            raise ValueError(
+                f"grid.{unread[0]}: the base's mode is {base.mode!r}, which reads no "
+                f"{'BM25' if base.mode == 'dense' else 'dense or fusion'} setting: every value "
+                f"would score the same {base.mode} run; leave the axis out, or sweep it with "
+                f"[base] mode = \"hybrid\"")
     blends = g.axis("blend") or [base.scoring.blend]
     for blend, settings in (("linear", LINEAR_SETTINGS), ("rrf", RRF_SETTINGS)):
         if blend in blends:

@@ -51,3 +51,34 @@ def test_bad_bm25_axes_and_unchanged_hashes(sample_spec, small_spec):
     # a spec written before these axes keeps its hash (the value logged before they existed)
     assert as_logged(sample_spec).hash == (
         "50b7ac6705fe1f481cd7cbcdac3acb39933d37e5cdcdbd55c0347410f73ad656")
+
+
+def test_an_axis_the_base_mode_never_reads_is_refused_and_hashed_at_its_default(sample_spec):
+    """In ``mode = "bm25"`` a ``blend`` axis (in ``dense`` a ``k1`` axis) made points with one
+    label, one run and two config hashes; ``aiblox eval --mode bm25 --blend linear`` gave a
+    config hash of its own for the same run (QA, 2026-11-29)."""
+    from aiblox.contracts.retrieval import RetrievalPrefs
+    from aiblox.engine.configs import fusion_config
+    from aiblox.engine.evaluate import config_hash
+    from aiblox.sweep import SweepSpec
+
+    data = sample_spec.model_dump()
+    for mode, grid, axis in (("bm25", {"blend": ["linear", "rrf"]}, "blend"),
+                             ("bm25", {"rrf_k": [10, 60]}, "rrf_k"),
+                             ("bm25", {"doc_score": ["maxp"]}, "doc_score"),
+                             ("dense", {"k1": [0.9, 1.2]}, "k1"),
+                             ("dense", {"fts_depth": [10, 20]}, "fts_depth")):
+        with pytest.raises(ValueError, match=rf"grid\.{axis}: the base's mode is '{mode}', "
+                                             r"which reads no"):
+            SweepSpec.model_validate({**data, "base": {**data["base"], "mode": mode},
+                                      "grid": grid})
+    # the axis in hybrid mode, or in a spec whose pipeline reads it, is a sweep
+    SweepSpec.model_validate({**data, "grid": {"blend": ["linear", "rrf"]}})
+    plain = RetrievalPrefs(query_text="", mode="bm25")
+    linear = RetrievalPrefs(query_text="", mode="bm25", scoring={"blend": "linear",
+                                                                 "rrf_k": 5})
+    assert config_hash(plain, "e", "duckdb")[0] == config_hash(linear, "e", "duckdb")[0]
+    assert fusion_config(plain) == fusion_config(linear)
+    hybrid = linear.model_copy(update={"mode": "hybrid"})
+    assert config_hash(hybrid, "e", "duckdb")[0] != config_hash(
+        plain.model_copy(update={"mode": "hybrid"}), "e", "duckdb")[0]
