@@ -201,7 +201,8 @@ def test_a_value_out_of_range_is_one_line_before_any_work(tmp_path, args, words)
 
 
 @pytest.mark.parametrize(("extra", "words"), [
-    ('[grid]\ndepth = [0]\n', "field 'grid.depth': depths (candidates per signal) must be >= 1"),
+    ('[grid]\ndepth = [0]\n',
+     "field 'grid.depth': depths (candidates per signal) must be in [1, 2147483647]"),
     ('[grid]\nblend = ["linear"]\nw_text = { start = 0, stop = 1, step = 1e-7 }\n',
      "field 'grid': 10,000,001 points, above the limit of 10,000"),
     ('metrics = ["bogus@10"]\n', "field 'metrics': bad metric name"),
