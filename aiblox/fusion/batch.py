@@ -153,6 +153,7 @@ class BatchFusion:
         self._where: list[dict[str, int]] | None = None
         self._norm: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._fill: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray]] = {}
+        self._top: dict[tuple[str, bool], tuple[float, float]] = {}
 
     @classmethod
     def from_signals(cls, sig: dict[str, Any]) -> BatchFusion:
@@ -262,9 +263,12 @@ class BatchFusion:
         """:meth:`_filled` for ``cfg``, refused where a fused score would pass the largest
         float: ``w_text * a + w_vec * b`` of the largest magnitudes (``zscore`` and ``none``
         are unbounded) would be inf, every such document one tie."""
-        a, b = self._filled(cfg.normalize, cfg.missing == "list_min")
-        top_a = float(np.abs(a).max()) if len(a) else 0.0
-        top_b = float(np.abs(b).max()) if len(b) else 0.0
+        key = (cfg.normalize, cfg.missing == "list_min")
+        a, b = self._filled(*key)
+        if key not in self._top:  # once per normalisation and rule, not per point
+            self._top[key] = (float(np.abs(a).max()) if len(a) else 0.0,
+                              float(np.abs(b).max()) if len(b) else 0.0)
+        top_a, top_b = self._top[key]
         check_blend_finite(cfg.w_text * top_a + cfg.w_vec * top_b, cfg.normalize)
         return a, b
 
