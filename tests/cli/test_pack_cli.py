@@ -1,9 +1,11 @@
-"""``aiblox answer`` stores an evidence pack; ``aiblox pack show|verify|export`` read it back,
-check it (a tampered stored pack fails) and export it."""
+"""``aiblox answer`` stores an evidence pack; ``aiblox pack show|verify|export|list`` read it
+back, check it (a tampered stored pack fails, and so does a row whose columns disagree with its
+pack) and export it; ``pack list`` and ``pack show`` show what the pack says."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import duckdb
 import pytest
@@ -274,3 +276,62 @@ def test_pack_list_names_every_stored_pack_with_its_decision(answered, tmp_path)
     _run("ingest", "sample", "--db", str(empty), "--embedder", "hashing")
     none = _run("pack", "list", "--db", str(empty))
     assert "no evidence packs in" in " ".join(none.output.split())
+
+
+def _copy(answered, tmp_path, sql, *params):
+    """A copy of the answered store with ``sql`` run on it (the other tests keep theirs)."""
+    db = str(tmp_path / "copy.duckdb")
+    shutil.copy(answered["db"], db)
+    con = duckdb.connect(db)
+    con.execute(sql, list(params))
+    con.close()
+    return db
+
+
+def _listed(db, pack_id):
+    return {p["pack_id"]: p for p in json.loads(_run("pack", "list", "--db", db,
+                                                     "--json").stdout)}[pack_id]
+
+
+def test_a_row_whose_columns_disagree_with_its_pack_fails_verify(answered, tmp_path):
+    """Columns changed in the database were listed and passed verify (QA audit)."""
+    pack_id = answered["out"]["pack_id"]
+    db = _copy(answered, tmp_path, "UPDATE evidence_packs SET tenant_id = 'evil', signed = true, "
+               "parent_pack_id = 'pack_0000000000000000' WHERE pack_id = ?", pack_id)
+    r = _run("pack", "verify", pack_id, "--db", db, code=1)
+    assert "the stored row's tenant_id is 'evil' but the pack says 'default'" in r.stdout
+    assert "the stored row's signed is True but the pack says False" in r.stdout
+    assert "the stored row's parent_pack_id is 'pack_0000000000000000'" in r.stdout
+    _run("pack", "export", pack_id, "--db", db, code=1)
+    # the list shows what the pack says, not the altered columns
+    listed = _listed(db, pack_id)
+    assert (listed["tenant"], listed["signed"], listed["parent"]) == ("default", False, None)
+    table = _run("pack", "list", "--db", db).stdout
+    assert "evil" not in table
+
+
+def test_a_signature_added_to_an_unsigned_pack_is_caught_or_said_unchecked(answered, tmp_path):
+    """A bogus signature in the JSON passed `pack verify` without a key with nothing said,
+    and `pack show` said signed: yes while `pack list` said no."""
+    pack_id = answered["out"]["pack_id"]
+    with DuckDBStore(answered["db"]) as store:
+        unsigned = json.loads(store.get_evidence_pack(pack_id)["json"])
+        signature = json.loads(store.get_evidence_pack(answered["signed"])["json"])["signature"]
+    # the fixture's signed pack is another tenant's: the bogus signature claims this one's key
+    bogus = {**signature, "key_id": unsigned["tenant_id"], "value": "0" * 64}
+    faked = json.dumps({**unsigned, "signature": bogus})
+    db = _copy(answered, tmp_path, "UPDATE evidence_packs SET json = ? WHERE pack_id = ?",
+               faked, pack_id)
+    r = _run("pack", "verify", pack_id, "--db", db, code=1)  # the row says unsigned
+    assert "the stored row's signed is False but the pack says True" in r.stdout
+    # the column changed too: only a key can tell, and verify without one says so
+    con = duckdb.connect(db)
+    con.execute("UPDATE evidence_packs SET signed = true WHERE pack_id = ?", [pack_id])
+    con.close()
+    r = _run("pack", "verify", pack_id, "--db", db)
+    assert r.stdout.strip() == (f"OK {pack_id}: id matches content, signature not checked "
+                                "(give --key-file to check it)")
+    r = _run("pack", "verify", pack_id, "--db", db, "--key-file", str(answered["key"]), code=1)
+    assert "signature does not match" in r.stdout
+    shown = _run("pack", "show", pack_id, "--db", db)
+    assert "signed: yes" in shown.stderr and _listed(db, pack_id)["signed"] is True
