@@ -62,7 +62,8 @@ class SelectionPolicy(BaseModel):
     """Prompt tokens plus reserved output tokens may not exceed this."""
     max_chunk_token_ratio: float = Field(gt=0.0, le=1.0)
     """One chunk may use at most this share of ``max_evidence_tokens``; longer chunks are cut
-    to their longest word prefix that fits (``truncation_applied``)."""
+    to their longest prefix that fits and ends a sentence (``truncation_applied``;
+    :mod:`~aiblox.assembly.selection.token_truncation`)."""
     overlap_ratio_threshold: float = Field(ge=0.0, le=1.0)
     """A chunk whose word overlap ratio with a better-ranked kept chunk exceeds this is a
     near-duplicate (DROP_DUP)."""

@@ -337,4 +337,3 @@ class BatchFusion:
     def fuse(self, cfg: ScoringConfig, top_k: int | None) -> dict[str, list[list[Any]]]:
         """``{qid: [[doc_id, score], ...]}`` best first (score desc, id asc), cut to ``top_k``."""
         return self.decode(self.fuse_arrays(cfg, top_k))
-

@@ -57,7 +57,6 @@ def first_occurrences(run: Sequence[_Hit]) -> tuple[Sequence[_Hit], Sequence[int
     return hits, ranks
 
 
-
 MAX_SCORE = 3.4028234663852886e38
 """The largest score a run may hold: the largest 32-bit float. A TREC run file's order is
 read in single precision (:func:`aiblox.data.trec.trec_scores`); past it every score is one

@@ -148,10 +148,10 @@ def check_numbers(v: list[Any] | Steps | None, *, low: int | float | None = None
         raise ValueError(f"{what} must be {bounds}, got {shown}")
 
 
-def _upper_bound(model: Any, name: str) -> float | None:
+def _upper_bound(model: Any, name: str) -> int | float | None:
     """The ``le`` bound a contract model sets on field ``name`` (``FtsConfig.k1``: 1e9), or
     None: an axis is refused in the spec's words, not by the model later."""
-    return next((float(m.le) for m in model.model_fields[name].metadata
+    return next((m.le for m in model.model_fields[name].metadata
                  if getattr(m, "le", None) is not None), None)
 
 
@@ -475,7 +475,8 @@ class FusionGrid(_Strict):
     @field_validator("rrf_k")
     @classmethod
     def _rrf_constants(cls, v: list[int] | Steps | None) -> list[int] | Steps | None:
-        check_numbers(v, low=0, high=MAX_DEPTH, whole=True, what="rrf_k values")
+        check_numbers(v, low=0, high=_upper_bound(ScoringConfig, "rrf_k"), whole=True,
+                      what="rrf_k values")
         return v
 
     @field_validator("depth", "fts_depth", "vector_depth")

@@ -384,7 +384,9 @@ def check_depths(base: RetrievalPrefs, g: FusionGrid, metrics: Sequence[str],
                              f"{chunk_k} chunks, or use chunk_k values of at most {top}")
 
 
-_FUSION_AXES = ("blend", "rrf_k", "w_text", "normalize", "missing")
+_FUSION_AXES = tuple(a for a in FusionGrid.model_fields
+                     if a == "blend" or a in LINEAR_SETTINGS | RRF_SETTINGS)
+"""The grid's fusion axes: the blend, and the settings only a blend reads."""
 _UNREAD_IN = {"bm25": (*_FUSION_AXES, "vector_depth", *DENSE_AXES),
               "dense": (*_FUSION_AXES, "fts_depth", *BM25_AXES)}
 """Per single-signal mode: the grid axes none of its points reads."""

@@ -20,7 +20,8 @@ never dropped as the duplicate of a chunk that the cap then drops (seed R2.2: ke
 best-ranked chunk of near-duplicates; before, both copies could be lost). A chunk failing both
 is a DROP_DUP; drops are recorded gate by gate.
 7. per-chunk cap: a chunk longer than ``max_chunk_token_ratio * max_evidence_tokens`` tokens is
-   cut to its longest word prefix that fits (``truncated``; not a drop); the first chunk is cut
+   cut to its longest prefix that fits and ends a sentence (``truncated``; not a drop;
+   :mod:`~aiblox.assembly.selection.token_truncation`); the first chunk is cut
    further when even so it is over the token budget (a long question leaves less than the cap),
    rather than dropped with every chunk after it;
 8. token budget: chunks are rendered in order with anchors C0, C1, ...; when adding the next
