@@ -12,17 +12,19 @@ The chain, one subpackage per step, in the order a question goes through them:
    :class:`AnswerBundle`;
 4. ``prompt/``: Prompt Contract V1, the frozen template (``contract``), the builder of the exact
    prompt bytes with its final token budget loop (``builder``), and the answer rules the
-   template states (``answer_rules``, ``sentence_split``);
+   template states (``answer_rules``);
 5. ``llm/``: the reader answers the prompt: the :class:`LLM` protocol and its registry
    (``registry``), the offline ``extractive`` reader, the OpenAI-compatible HTTP client
    (``openai_chat``);
 6. ``answer_validation/``: citations, refusal, metadata leaks and meta commentary checked, fail
    closed (``checks``).
 
-``answer_chain`` runs the whole chain (:func:`answer_question`). ``records`` holds the records the
-steps hand on (input, :class:`AnswerBundle`, :class:`PromptBuildResult`,
-:class:`LLMExecutionResult`, :class:`ValidationResult`, :class:`AnswerResult`) and the drop reason
-codes; ``policy`` the versioned selection policy every step reads. ``docs/seed_ids.md`` maps the
+``sentence_split`` is the one sentence rule of steps 2, 5 and 6 (where the per-chunk cap cuts, what
+the reader quotes, what validation checks for a citation). ``answer_chain`` runs the whole chain
+(:func:`answer_question`). ``records`` holds the records the steps hand on (input,
+:class:`AnswerBundle`, :class:`PromptBuildResult`, :class:`LLMExecutionResult`,
+:class:`ValidationResult`, :class:`AnswerResult`) and the drop reason codes; ``policy`` the
+versioned selection policy every step reads. ``docs/seed_ids.md`` maps the
 seed's requirement ids (R2.0 to R5) to these modules.
 """
 
@@ -48,7 +50,6 @@ from aiblox.assembly.prompt.contract import (
     parse_prompt,
     render_prompt,
 )
-from aiblox.assembly.prompt.sentence_split import split_sentences
 from aiblox.assembly.records import (
     DROP_BELOW_SIMILARITY_FLOOR,
     DROP_BUDGET,
@@ -76,6 +77,7 @@ from aiblox.assembly.selection.chunk_selection import (
     select_chunks,
 )
 from aiblox.assembly.selection.overlap_ratio import overlap_ratio
+from aiblox.assembly.sentence_split import split_sentences
 
 __all__ = [
     "AnswerBundle",

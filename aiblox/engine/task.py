@@ -25,13 +25,14 @@ STAGE_VERSIONS: Mapping[str, str] = {
     "metrics": "2",  # 2: stored as arrays (metric names, query ids, means, per-query matrix)
     "chunks": "1",
     "chunk_metrics": "1",
-    "selection": "3",  # 2: duplicates against kept chunks only; invisible-only text is empty;
+    "selection": "4",  # 2: duplicates against kept chunks only; invisible-only text is empty;
     #                    3: the overlap ratio is the candidate's share of words in a kept
     #                    chunk; the first chunk cut to a budget a long question shrank; a cut
-    #                    chunk ends at a sentence end
+    #                    chunk ends at a sentence end; 4: the sentence end is the splitter's
+    #                    (aiblox.assembly.sentence_split), ambiguous full stops not taken
     "prompt": "1",
     "reader": "4",  # 2: a sentence opening with a Markdown heading is never quoted; 3: sentences
-    #                 split failing closed (aiblox.assembly.prompt.sentence_split); 4: split at a
+    #                 split failing closed (aiblox.assembly.sentence_split); 4: split at a
     #                 terminator touching a marker
     "validation": "3",  # 2: the fail-closed sentence split, and NO_CONTENT; 3: split at a
     #                     terminator touching a marker, CONTROL_CHARACTER, RESULT_MISMATCH

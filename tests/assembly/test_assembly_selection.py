@@ -426,6 +426,19 @@ def test_the_best_chunk_is_cut_to_a_budget_a_long_question_shrank_not_dropped() 
     ("As e.g. shown by Dr. Smith the rest goes on and on", 6, "As e.g. shown by"),
     ("no terminator in this long run of words at all", 5, "no terminator in this long"),
     ("巴黎是法国的首都。塞纳河流经巴黎市中心和许多地方", 12, "巴黎是法国的首都。"),
+    # the splitter's rule: a danda ends a sentence; a list item's number does not; "Jr. on"
+    # continues; a sentence ending inside the next run without spaces is reached
+    ("यह पहला वाक्य है। दूसरा वाक्य बहुत लंबा है और आगे चलता है", 25, "यह पहला वाक्य है।"),
+    ("617. Alveolar cells were studied by light microscopy in rats and mice", 5,
+     "617. Alveolar"),
+    ("He passed to Ted Ginn Jr. on the line and then ran on to score", 9,
+     "He passed to Ted Ginn Jr. on"),
+    ("Intro: 巴黎是法国的首都。塞纳河流经巴黎市中心和许多地方", 13, "Intro: 巴黎是法国的首都。"),
+    # where the splitter fails closed by splitting ("St. John's"), the cap does not cut
+    ("Paris is big. It stands by St. John's Cathedral and more words follow", 12,
+     "Paris is big."),
+    ("It was patent U.S. Patent 1,655,114 for a biplane that lifts off", 8,
+     "It was patent U.S. Patent"),
 ])
 def test_the_per_chunk_cap_cuts_at_the_last_sentence_end_within_it(text, budget, kept):
     """A cut ends a sentence where one ends within the budget (not after an abbreviation or an

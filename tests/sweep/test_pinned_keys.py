@@ -25,7 +25,9 @@ is as before. Stage versions ``selection`` 3 (the overlap ratio is the candidate
 words in a kept chunk), ``reader`` 4 and ``validation`` 3 (a terminator touching a citation
 marker ends a sentence; a chunk's unterminated last sentence is not quoted; control characters
 and a result for another prompt fail): the same keys moved, every output hash, prompt hash and
-metric value as before.
+metric value as before. Stage version ``selection`` 4 (the per-chunk cap cuts at the sentence
+splitter's ends, ambiguous full stops not taken): the same keys moved, every output hash, prompt
+hash and metric value as before (no cut on the sample moved).
 """
 
 from __future__ import annotations
@@ -253,7 +255,10 @@ if __name__ == "__main__":  # regenerate: python tests/sweep/test_pinned_keys.py
         store = DuckDBStore(db)
         prepare_store(store, ds, CachedEmbedder(HashingEmbedder(), store), progress=False)
         store.close()
-        pinned_data = {"specs": current_specs(),
+        topics = {name for extra in HERE.glob("pinned_keys_*.json")
+                  for name in json.loads(extra.read_text(encoding="utf-8"))["specs"]}
+        pinned_data = {"specs": {name: spec for name, spec in current_specs().items()
+                                 if name not in topics},  # those stay in their topic's file
                        "runs": sample_runs(ds, db, Path(tmp) / "stages")}
     PINNED.write_text(json.dumps(pinned_data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {PINNED}")

@@ -25,7 +25,7 @@ Checks, in order (each failure adds its code to ``failure_codes``):
 - ``NO_CONTENT``: an answer that is not the refusal has no sentence with content (only citation
   markers and punctuation, ``[C0]``): it answers nothing, so it is not shown;
 - ``UNCITED_SENTENCE``: a sentence with factual content (a letter or digit outside markers)
-  carrying no marker (sentences as :func:`~aiblox.assembly.prompt.sentence_split.split_sentences`
+  carrying no marker (sentences as :func:`~aiblox.assembly.sentence_split.split_sentences`
   splits them, failing closed on ambiguous boundaries);
 - ``METADATA_LEAK``: evidence metadata in the answer: ``chunk_id``/``knowledge_id``/``source=``
   fields, an evidence header, or a selected chunk or knowledge id that none of the evidence texts
@@ -43,13 +43,13 @@ from aiblox.assembly.prompt.answer_rules import (
     METADATA_PATTERN,
 )
 from aiblox.assembly.prompt.contract import CITATION_PATTERN, REFUSAL_TEXT
-from aiblox.assembly.prompt.sentence_split import split_sentences
 from aiblox.assembly.records import (
     AnswerBundle,
     GroundingMetrics,
     LLMExecutionResult,
     ValidationResult,
 )
+from aiblox.assembly.sentence_split import split_sentences
 
 __all__ = ["validate_answer"]
 

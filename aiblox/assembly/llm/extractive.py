@@ -22,8 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aiblox.assembly.prompt.answer_rules import is_quotable
 from aiblox.assembly.prompt.contract import REFUSAL_TEXT, PromptContractError, parse_prompt
-from aiblox.assembly.prompt.sentence_split import split_sentences
 from aiblox.assembly.records import LLMExecutionResult
+from aiblox.assembly.sentence_split import split_sentences
 from aiblox.hashing import sha256_text
 from aiblox.text.tokens import count_tokens
 

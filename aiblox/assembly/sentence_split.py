@@ -1,5 +1,6 @@
-"""A small deterministic sentence splitter: what counts as one sentence of an answer, shared
-by the extractive reader (step 5) and answer validation (step 6).
+"""A small deterministic sentence splitter: what counts as one sentence, shared by the per-chunk
+cap of chunk selection (step 2: a cut chunk ends where a sentence ends), the extractive reader
+(step 5) and answer validation (step 6): one rule for all three.
 
 It fails closed: answer validation requires a citation in every sentence with content (seed
 R5), so when a boundary is ambiguous it splits, and an extra uncited fragment fails the answer
@@ -29,13 +30,19 @@ rather than an uncited claim passing inside a cited one. The rule:
 
 Splitting more than a reader would costs a fragment, never a missed boundary: the extractive
 reader quotes the pieces this function returns and validation splits the quote the same way.
+
+The per-chunk cap fails closed the other way: a cut at a full stop inside a sentence leaves the
+very fragment the cut at a sentence end is there to avoid, so it asks for
+``sentence_offsets(text, split_ambiguous=False)``: the same rule, except that the single ``.``
+after a title, an abbreviation of the list, a single letter or initials (``St. John's``,
+``U.S. Patent``, ``Allan L. Benson``, ``H.W. Wembly``) never ends a sentence, whatever follows.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["split_sentences"]
+__all__ = ["sentence_offsets", "split_sentences"]
 
 # Unicode Sentence_Terminal characters outside ASCII (PropList.txt, Unicode 16.0)
 _OTHER_TERMINALS = (
@@ -118,6 +125,18 @@ def _word_before(line: str, end: int) -> str:
     return line[start:end].lstrip("(\"'[\u201c\u2018").casefold()
 
 
+_INITIALS = re.compile(r"(?:[^\W\d_]\.)*[^\W\d_]")
+"""A single letter or dotted initials before a full stop (``J``, ``H.W``, ``e.g``, ``U.S``)."""
+
+
+def _abbreviated(line: str, stop: int) -> bool:
+    """True when the full stop at ``stop`` follows a title, a listed abbreviation, a single
+    letter or initials: a full stop that may or may not end the sentence."""
+    word = _word_before(line, stop)
+    return bool(word) and (word in _TITLES or word in _ABBREVIATIONS
+                           or _INITIALS.fullmatch(word) is not None)
+
+
 def _continues(line: str, stop: int, after: int) -> bool:
     """True when the full stop at ``stop`` (its match ending at ``after``) does not end a
     sentence: a title before a word, or an abbreviation or single letter before a word that
@@ -133,22 +152,37 @@ def _continues(line: str, stop: int, after: int) -> bool:
     return False
 
 
-def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text``, stripped, empty ones left out, in order."""
-    sentences: list[str] = []
-    for line in text.splitlines():
+def sentence_offsets(text: str, *, split_ambiguous: bool = True) -> list[tuple[int, int]]:
+    """``(start, end)`` offsets in ``text`` of its sentences, whitespace at their ends left out,
+    empty ones left out, in order: ``text[start:end]`` is a sentence of :func:`split_sentences`.
+    A sentence ends where ``end`` is; a text's last sentence may have no terminator. With
+    ``split_ambiguous=False`` a full stop after a title, abbreviation, letter or initials never
+    ends one (the module's docstring says which way each caller fails closed)."""
+    spans: list[tuple[int, int]] = []
+
+    def add(offset: int, piece: str) -> None:
+        stripped = piece.strip()
+        if stripped:
+            start = offset + len(piece) - len(piece.lstrip())
+            spans.append((start, start + len(stripped)))
+
+    offset = 0
+    for raw in text.splitlines(keepends=True):
+        line = raw.splitlines()[0] if raw else raw  # the line without its line break
         start = 0
         for match in _BOUNDARY.finditer(line):
             if match.group(0) == "." and (
                     _continues(line, match.start(), match.end())
+                    or (not split_ambiguous and _abbreviated(line, match.start()))
                     or (start == 0 and _ENUMERATOR.fullmatch(line[:match.start()].strip()))):
                 continue  # "Mr. Smith", "e.g. the", "No. 5"; a list item's "1. "
-            piece = line[start : match.end()].strip()
-            if piece:
-                sentences.append(piece)
+            add(offset + start, line[start : match.end()])
             start = match.end()
-        rest = line[start:].strip()
-        if rest:
-            sentences.append(rest)
-    return sentences
+        add(offset + start, line[start:])
+        offset += len(raw)
+    return spans
 
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of ``text``, stripped, empty ones left out, in order."""
+    return [text[start:end] for start, end in sentence_offsets(text)]
