@@ -46,6 +46,7 @@ def verify_command(
         verify_cv,
         verify_point,
     )
+    from aiblox.sweep.verify_summary import verify_summary
 
     try:
         if not (run.endswith(".json") or Path(run).is_file()):
@@ -62,11 +63,13 @@ def verify_command(
                            progress=show_progress(), logged=logged, artifacts=files)
         # a [cv] sweep: its fold table recomputed from the children's logged per-query values
         cv_checks = verify_cv(run, tracking_uri) if source.startswith("run ") else None
+        # a sweep: what its parent run concluded, against its point runs
+        sweep_checks = verify_summary(run, tracking_uri) if source.startswith("run ") else None
     except (DatasetError, ValueError) as exc:
         fail(str(exc))
         return
-    if cv_checks:
-        checks = rep.checks + cv_checks
+    if cv_checks or sweep_checks:
+        checks = rep.checks + (cv_checks or []) + (sweep_checks or [])
         bad = next((c.where for c in checks if not c.identical), None)
         rep = rep.model_copy(update={"checks": checks, "identical": bad is None,
                                      "first_difference": bad})
@@ -92,7 +95,9 @@ def verify_command(
                           if any(a.trec is not None for a in files.values())
                           else " (per query)") if files else "")
                       + (" (and the k-fold table from the logged per-query values)"
-                         if cv_checks else ""), soft_wrap=True)
+                         if cv_checks else "")
+                      + (" (and the sweep's best point, summary and leaderboard from its "
+                         "points' logged values)" if sweep_checks else ""), soft_wrap=True)
         else:
             first = next(c for c in rep.checks if not c.identical)
             said = (f": {escape(first.detail)}" if first.detail else

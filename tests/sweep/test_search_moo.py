@@ -324,6 +324,12 @@ def test_report_shows_the_front(sample_spec, small_spec, tmp_path, sweep_db, sam
     assert rep.pareto["front"] == r.pareto
     assert rep.pareto["objectives"] == [["ndcg@10", "maximize"], ["candidates", "minimize"]]
     assert [p["config_hash"] for p in rep.pareto["points"]] == [p.config_hash for p in r.points]
+    # verify SWEEP chooses the best again from the front of the points' logged values
+    from aiblox.sweep.verify_summary import verify_summary
+
+    checks = {c.where: c for c in verify_summary(r.tracking["parent_run_id"], mlflow_uri)}
+    assert all(c.identical for c in checks.values()), checks
+    assert checks["sweep/best"].actual == r.best.config_hash and "sweep/pareto values" in checks
     out = tmp_path / "rep"
     write_report(r.tracking["parent_run_id"], mlflow_uri, out, log_artifacts=False)
     html = (out / "report.html").read_text()

@@ -207,3 +207,55 @@ def test_a_difference_on_another_cpu_says_so(logged, tmp_path):
         assert bool(said) == note
         if note:
             assert "AMD EPYC 7B13 (avx2)" in said[0] and cpu() in said[0]
+
+
+def test_a_sweep_s_logged_conclusion_is_checked_against_its_points(logged):
+    """``verify SWEEP`` re-ran the best point but took the parent run's word for the rest: an
+    edited ``best.report.*`` metric (what ``aiblox runs`` shows), a best-point tag moved to
+    another point (which then verified identical) or a leaderboard value edited in
+    ``sweep_summary.json`` (what ``aiblox report`` reads) all passed."""
+    from aiblox.engine.bulk_mlflow import local_path
+    from aiblox.engine.tracking import find_sweep_run, tracking_client
+
+    client = tracking_client(logged["uri"])
+    parent = find_sweep_run(client, "verify_cli")
+    pid = parent.info.run_id
+    r = logged["result"]
+    res = _verify(logged, "verify_cli", "--json")
+    assert res.exit_code == 0, res.output
+    checks = {c["where"]: c for c in json.loads(res.stdout)["checks"]}
+    assert {"sweep/best", "sweep/best (summary)", "sweep/best.report.ndcg_at_10",
+            "sweep/leaderboard values", "sweep/leaderboard order"} <= set(checks)
+    assert checks["sweep/best"]["actual"] == r.best.config_hash
+    value = r.best.metrics["test"]["ndcg@10"]
+
+    def first_difference() -> str:
+        res = _verify(logged, "verify_cli", "--json")
+        assert res.exit_code == 1, res.output
+        return json.loads(res.stdout)["first_difference"]
+
+    client.log_metric(pid, "best.report.ndcg_at_10", value / 2)
+    try:
+        assert first_difference() == "sweep/best.report.ndcg_at_10"
+    finally:
+        client.log_metric(pid, "best.report.ndcg_at_10", value)
+    other = next(p.config_hash for p in r.points if p.config_hash != r.best.config_hash)
+    client.set_tag(pid, "aiblox.best_config_hash", other)
+    try:
+        assert first_difference() == "sweep/best (summary)"
+    finally:
+        client.set_tag(pid, "aiblox.best_config_hash", r.best.config_hash)
+    summary = local_path(parent.info.artifact_uri) / "sweep_summary.json"
+    saved = summary.read_bytes()
+    try:
+        data = json.loads(saved)
+        data["leaderboard"][-1]["metrics"]["test"]["ndcg@10"] = 1.0
+        summary.write_text(json.dumps(data))
+        assert first_difference() == "sweep/leaderboard values"
+        data = json.loads(saved)
+        data["leaderboard"].reverse()
+        summary.write_text(json.dumps(data))
+        assert first_difference() == "sweep/leaderboard order"
+    finally:
+        summary.write_bytes(saved)
+    assert _verify(logged, "verify_cli").exit_code == 0
