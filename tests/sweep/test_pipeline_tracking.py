@@ -55,6 +55,13 @@ def test_report_shows_the_answer_metric_and_selection_axes(logged):
     assert f"{r.best.metrics['test']['answer_f1']:.4f}" in md
     html = (out / "report.html").read_text()
     assert html.count('<img alt="') == len(info["axes"]) == 2
+    # verify SWEEP's check of the conclusion holds for a pipeline sweep's metrics too (answer,
+    # chunk and status metrics, a baseline outside the grid)
+    from aiblox.sweep.verify_summary import verify_summary
+
+    checks = verify_summary(r.tracking["parent_run_id"], logged["uri"])
+    assert checks and all(c.identical for c in checks), [c for c in checks if not c.identical]
+    assert next(c for c in checks if c.where == "sweep/best").actual == r.best.config_hash
 
 
 def _run_of(logged, policy, max_chunks):
