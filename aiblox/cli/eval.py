@@ -468,7 +468,8 @@ def _pipelines(texts: list[str]) -> dict[str, Pipeline]:
             out[label] = parse_pipeline(expr, where="--pipeline").check()
             check_outside_sweep(out[label])
         except PipelineError as exc:  # named as a later refusal names it: by its label
-            fail(f"--pipeline {label}: {str(exc).removeprefix('--pipeline: ')}")
+            shown = label if len(label) <= 80 else f"{label[:60]}... ({len(label):,} characters)"
+            fail(f"--pipeline {shown}: {str(exc).removeprefix('--pipeline: ')}")
     return out
 
 

@@ -37,6 +37,8 @@ from typing import Any, TypeGuard
 
 from pydantic import BaseModel, ValidationError
 
+from aiblox.engine.params import PipelineError, Table, layered, plain
+from aiblox.engine.params import unplain as _unplain
 from aiblox.engine.registry import (
     DataKind,
     StageKind,
@@ -48,52 +50,6 @@ from aiblox.engine.registry import (
 
 __all__ = ["Cutoff", "Fuse", "Pipeline", "PipelineError", "Stage", "Table", "Then", "from_data",
            "fuse", "label", "plain", "scaled_message", "settings", "shape"]
-
-
-class PipelineError(ValueError):
-    """A pipeline that cannot be built: an unknown stage, a bad parameter, or a stage whose
-    input does not fit where it is placed. The message names the stage."""
-
-
-class Table(tuple[tuple[str, Any], ...]):
-    """A table-valued parameter (``rm3(fts={"stemmer": "none"})``) in plain form: its
-    ``(key, value)`` pairs sorted by key, hashable like the rest of a stage's parameters, and
-    read back as a table (:meth:`Stage.param_dict`), never as a list of pairs."""
-
-    __slots__ = ()
-
-
-def plain(value: Any) -> Any:
-    """A parameter value in hashable plain form: a list becomes a tuple, a table a
-    :class:`Table`."""
-    if isinstance(value, Mapping):
-        return Table(sorted((str(k), plain(v)) for k, v in value.items()))
-    if isinstance(value, list | tuple):
-        return tuple(plain(v) for v in value)
-    return value
-
-
-def _unplain(value: Any) -> Any:
-    if isinstance(value, Table):
-        return {k: _unplain(v) for k, v in value}
-    if isinstance(value, tuple):
-        return [_unplain(v) for v in value]
-    return value
-
-
-def _layered(defaults: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
-    """``params`` over ``defaults``, a table over a table (or a config) key by key:
-    ``rm3(fts={"stemmer": "none"})`` is the base's ``fts`` with another stemmer, not
-    :class:`~aiblox.contracts.retrieval.FtsConfig`'s defaults with it."""
-    out = dict(defaults)
-    for key, value in params.items():
-        below = out.get(key)
-        if isinstance(below, BaseModel):
-            below = below.model_dump()
-        if isinstance(value, Mapping) and isinstance(below, Mapping):
-            value = _layered(below, value)
-        out[key] = value
-    return out
 
 
 _WHAT = {"queries": "queries", "run": "a ranked run"}
@@ -219,8 +175,8 @@ class Stage(Pipeline):
     def __init__(self, kind: str, name: str | None = None, **params: Any) -> None:
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "name", name or kind)
-        object.__setattr__(self, "params", tuple(sorted((k, plain(v))
-                                                        for k, v in params.items())))
+        object.__setattr__(self, "params", tuple(sorted(
+            (k, plain(v, f"stage {self._named()}, parameter {k}")) for k, v in params.items())))
         self._refuse_coercions()
         self.config()  # validated now: a bad parameter fails where the pipeline is built
 
@@ -260,7 +216,8 @@ class Stage(Pipeline):
         stage's parameters (a table parameter key by key: ``fts={"k1": 0.9}`` over the
         default ``fts``); :class:`PipelineError` naming the stage and the field."""
         try:
-            return self.spec.make_config(_layered(defaults or {}, self.param_dict()))
+            own = self.param_dict()
+            return self.spec.make_config(layered(defaults or {}, own), own)
         except ValidationError as exc:
             errs = "; ".join(_field_problem(self.name, e) for e in exc.errors())
             raise PipelineError(f"stage {self.name} ({self.kind}): {errs}") from None
@@ -282,7 +239,9 @@ class Stage(Pipeline):
     def _apply(self, params: Mapping[str, Mapping[str, Any]]) -> Pipeline:
         if self.name not in params:
             return self
-        return Stage(self.kind, self.name, **{**self.param_dict(), **params[self.name]})
+        # a table over the stage's own table key by key, as inline parameters over a
+        # [stages] table's (a sweep axis of rm3's fts keeps the table's other keys)
+        return Stage(self.kind, self.name, **layered(self.param_dict(), params[self.name]))
 
 
 def _literal(v: Any) -> str:
@@ -447,7 +406,8 @@ class Fuse(Pipeline):
     def _apply(self, params: Mapping[str, Mapping[str, Any]]) -> Pipeline:
         own = dict(self.params)
         if self.name in params:
-            own = {**own, **{k: plain(v) for k, v in params[self.name].items()}}
+            own = {**own, **{k: plain(v, f"{self.name}, parameter {k}")
+                             for k, v in params[self.name].items()}}
         return Fuse(tuple(m._apply(params) for m in self.members),
                     tuple(sorted(own.items())), self.name, self.unit)
 
@@ -469,8 +429,8 @@ def fuse(*pipelines: Pipeline, name: str = "fuse", **params: Any) -> Fuse:
     members = tuple(_pipeline(p, "fuse(...)") for p in pipelines)
     if len(members) < 2:
         raise PipelineError("fuse needs two or more pipelines")
-    return Fuse(members, tuple(sorted((k, plain(v)) for k, v in params.items())), name,
-                unit=True)
+    return Fuse(members, tuple(sorted((k, plain(v, f"{name}, parameter {k}"))
+                                      for k, v in params.items())), name, unit=True)
 
 
 @dataclass(frozen=True, repr=False)

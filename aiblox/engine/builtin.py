@@ -90,11 +90,15 @@ class IdentityConfig(_Strict):
 
 add_kind(StageKind("retrieve", "1", "queries", "run", RetrieveConfig,
                    reads=frozenset({"items", "vectors", "embedder"}),
-                   doc="first-stage retrieval: BM25, dense or both fused (RetrievalPrefs)"))
-add_kind(StageKind("bm25", "1", "queries", "run", FtsConfig, reads=frozenset({"items"}),
+                   doc="first-stage retrieval: BM25, dense or both fused (RetrievalPrefs)",
+                   reads_queries=frozenset()))  # the topics' text: no feedback after it
+# bm25 2, dense 2: after feedback they apply the first stage's filters and their own engine,
+# min_rank, min_score and passage scoring (doc_score), as the first stage does; version 1 ignored
+# them (their values were keyed, the run was the plain index search's)
+add_kind(StageKind("bm25", "2", "queries", "run", FtsConfig, reads=frozenset({"items"}),
                    doc="BM25 over the store's items (top_k: depth); weighted terms after "
                        "feedback", reads_queries=frozenset({"terms"})))
-add_kind(StageKind("dense", "1", "queries", "run", VectorConfig,
+add_kind(StageKind("dense", "2", "queries", "run", VectorConfig,
                    reads=frozenset({"items", "vectors", "embedder"}),
                    doc="nearest neighbours of the query's vector (top_k: depth)",
                    reads_queries=frozenset({"vector"})))

@@ -31,6 +31,7 @@ from aiblox.engine.algebra import (
     plain,
     scaled_message,
 )
+from aiblox.engine.params import layered, set_message
 from aiblox.engine.registry import StageKindError, get_stage_kind, param_path, param_problems
 
 __all__ = ["inline_params", "parse_pipeline", "referenced_names", "split_label"]
@@ -42,6 +43,15 @@ def parse_pipeline(text: str, stages: Mapping[str, Mapping[str, Any]] | None = N
     tables) and the registry; :class:`PipelineError` naming ``where`` otherwise. The result
     is not yet checked as a whole (:meth:`Pipeline.check`)."""
     return _Parser(dict(stages or {})).parse(text, where, ())
+
+
+def _too_deep(where: str, text: str) -> PipelineError:
+    """The refusal of an expression Python's parser (or this one) cannot descend: nested or
+    chained past the interpreter's recursion limit (3,000 terms of ``bm25 + bm25 + ...``)."""
+    return PipelineError(f"{where}: the expression is nested too deeply or too long to read "
+                         f"({len(text):,} characters); write it shorter, "
+                         f"in parts: named sub-pipelines of a spec ([stages.NAME] pipeline "
+                         f"= \"...\"; a + of them is one fusion)")
 
 
 _OPERATORS = {ast.Sub: "-", ast.Div: "/", ast.FloorDiv: "//", ast.Pow: "**", ast.BitOr: "|",
@@ -107,6 +117,8 @@ class _Parser:
         except SyntaxError as exc:
             raise PipelineError(f"{where}: {text!r} is not a pipeline expression "
                                 f"({_syntax_problem(flat, exc)})") from None
+        except (RecursionError, MemoryError):  # the parser's own limit
+            raise _too_deep(where, flat.strip()) from None
         outer, self.where = self.where, where
         outer_text, self.text = self.text, flat.strip()
         try:
@@ -115,6 +127,8 @@ class _Parser:
             msg = str(exc)
             raise PipelineError(msg if msg.startswith(("pipeline", "stages.", f"{where}: "))
                                 else f"{where}: {msg}") from None
+        except (RecursionError, MemoryError):  # parsed, but deeper than node() descends
+            raise _too_deep(where, self.text) from None
         finally:
             self.where, self.text = outer, outer_text
 
@@ -203,12 +217,13 @@ class _Parser:
             raise PipelineError(f"stages.{name}: kind {kind!r} is another [stages] table; "
                                 f"kind names a registered stage")
         _refuse_coercions(kind, name, table, params)
-        merged = {**table, **params}
+        merged = layered(table, params)  # a table parameter over the table's key by key
         if kind == "fuse":
             if len(members) < 2:
                 raise PipelineError(f"{name}(...) fuses two or more pipelines, e.g. "
                                     f"{name}(bm25, dense)")
-            own = tuple(sorted((k, plain(v)) for k, v in merged.items()))
+            own = tuple(sorted((k, plain(v, f"{name}, parameter {k}"))
+                               for k, v in merged.items()))
             return self.used(lambda: Fuse(tuple(members), own, name, unit=True),  # a unit:
                              *members)  # never flattened, nor its members
         if members:
@@ -267,7 +282,12 @@ def _refuse_coercions(kind: str, name: str, table: Mapping[str, Any],
 
 def _literal(n: ast.AST, where: str, written: str) -> Any:
     """``n``'s value; ``written``: its text as written, for the error (``-(-5)``, which
-    ``ast.unparse`` gives as ``--5``)."""
+    ``ast.unparse`` gives as ``--5``). A set (``weights={0.7, 0.3}``) is refused: it has no
+    order (:func:`~aiblox.engine.algebra.plain`)."""
+    found = next((x for x in ast.walk(n) if isinstance(x, ast.Set)), None)
+    if found is not None:
+        what = written if found is n else ast.unparse(found)
+        raise PipelineError(f"{where}: {set_message(what)}")
     try:
         return ast.literal_eval(n)
     except ValueError:
@@ -284,7 +304,7 @@ def _nodes(text: str, stages: Mapping[str, Mapping[str, Any]] | None = None
     while todo:
         try:
             tree = ast.parse(str(todo.pop()).strip(), mode="eval")
-        except SyntaxError:
+        except (SyntaxError, RecursionError, MemoryError):  # parse_pipeline says why
             continue
         for n in ast.walk(tree):
             yield n

@@ -25,16 +25,17 @@ from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 
 from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs, VectorConfig
-from aiblox.engine.algebra import Cutoff, Fuse, Pipeline, PipelineError, Stage, Then, entry_stages
+from aiblox.engine.algebra import Cutoff, Fuse, Pipeline, PipelineError, Stage, Then
 from aiblox.engine.builtin import FuseConfig, RetrieveConfig
 from aiblox.engine.data import Queries, Run
 from aiblox.engine.registry import DataKind, StageFacts, StageKind, get_stage_kind
+from aiblox.engine.stage_bases import stage_defaults, step_bases
 from aiblox.metrics import DepthError, check_depth
 from aiblox.metrics.depth import deepest_cutoff, shallow_metrics
 
 __all__ = ["PlanContext", "StageInputs", "Value", "apply_pipeline", "check_pipeline",
            "check_pipeline_depth", "first_stage_prefs", "fuse_config", "pipeline_depths",
-           "run_form", "stage_defaults", "takes_base_weights"]
+           "run_form", "takes_base_weights"]
 
 
 @dataclass
@@ -52,6 +53,10 @@ class Value:
     """True for the split's topics themselves."""
     queries: Value | None = None
     """For a run: the queries it answers (the topics, or a feedback stage's queries)."""
+    filters: dict[str, Any] | None = None
+    """The metadata filters of the first stage it comes from (a ``bm25`` or ``dense`` after
+    feedback searches under them too); None: of no first stage, or of fused runs filtered
+    differently."""
     _out: Any = field(default=None, repr=False)
 
     def get(self) -> Any:
@@ -91,63 +96,6 @@ class PlanContext(Protocol):
 
     def stage_context(self) -> Any:
         """The context a stage function receives (workspace, embedder, progress)."""
-
-
-def stage_defaults(kind: str, base: RetrievalPrefs) -> dict[str, Any]:
-    """The defaults of a retrieval kind's config from the spec's base prefs: ``bm25`` its
-    ``fts``, ``dense`` its ``vector``, ``fuse`` its ``scoring`` and ``top_k_items``,
-    ``retrieve`` all of its first stage; any other kind whose config has an ``fts`` field
-    (feedback read from the BM25 index: ``rm3``, ``bo1``) the base's ``fts``, whose analysis
-    :func:`step_bases` replaces by that of the ``bm25`` after it."""
-    if kind == "bm25":
-        return base.fts.model_dump()
-    if kind == "dense":
-        return base.vector.model_dump()
-    if kind == "retrieve":
-        return {f: getattr(base, f) for f in RetrieveConfig.model_fields}
-    if "fts" in get_stage_kind(kind).config.model_fields:  # feedback on the BM25 index (rm3,
-        return {"fts": base.fts.model_dump()}              # bo1): the analysis bm25 searches
-    return {}
-
-
-_ANALYSIS = ("lower", "stopwords", "stemmer", "fields", "engine", "title_weight")
-"""What lexical feedback (``rm3``, ``bo1``) takes from the ``bm25`` stage after it: what decides
-the term statistics it reads (:func:`aiblox.indexes.term_stats.term_stats_spec`), and the
-engine those settings are valid for."""
-
-
-def step_bases(p: Then, base: RetrievalPrefs) -> list[RetrievalPrefs]:
-    """The base each step of ``p`` is configured from: ``base``, but a lexical feedback step
-    followed by ``bm25`` reads the analysis that stage searches with (``_ANALYSIS`` from its
-    config, under what the feedback's own ``fts`` sets), so the expanded terms are its index's
-    terms: ``bm25(stemmer=None) >> rm3 >> bm25(stemmer=None)`` expanded the base's stemmed
-    terms, which an unstemmed index mostly lacks (cranfield nDCG@10 0.26 for 0.37). Where the
-    base's analysis is the bm25's, nothing changes (nor does a stage key). bm25 stages after
-    it that analyse differently, where the feedback does not set that itself, are a
-    :class:`PipelineError` (one line)."""
-    out = [base] * len(p.steps)
-    for i, (step, nxt) in enumerate(zip(p.steps, p.steps[1:], strict=False)):
-        if not isinstance(step, Stage) or step.spec.carries != "terms" \
-                or "fts" not in step.spec.config.model_fields:
-            continue
-        told = step.param_dict().get("fts")
-        own = set(FtsConfig.model_fields) if isinstance(told, BaseModel) else set(told or ())
-        readers = {r.expression(): cast(FtsConfig, r.config(stage_defaults("bm25", base)))
-                   for r in entry_stages(nxt) if r.kind == "bm25"}
-        analysis: dict[str, Any] = {}
-        for f in (f for f in _ANALYSIS if f not in own):
-            values = {repr(getattr(cfg, f)): (expr, getattr(cfg, f))
-                      for expr, cfg in readers.items()}
-            if len(values) > 1:
-                said = ", ".join(f"{expr}: {f} = {v}" for v, (expr, _) in values.items())
-                raise PipelineError(f"stage {step.name}: the bm25 stages after it analyse text "
-                                    f"differently ({said}); feedback gives one set of terms: "
-                                    f"give them one {f}, or set it on {step.name} (fts)")
-            if values:
-                analysis[f] = next(iter(values.values()))[1]
-        if analysis:
-            out[i] = base.model_copy(update={"fts": base.fts.model_copy(update=analysis)})
-    return out
 
 
 def first_stage_prefs(p: Pipeline, base: RetrievalPrefs) -> RetrievalPrefs | None:
@@ -331,7 +279,9 @@ def _apply(p: Pipeline, v: Value, base: RetrievalPrefs, ctx: PlanContext, split:
     if v.topics:
         prefs = first_stage_prefs(p, base)
         if prefs is not None:
-            return ctx.first_stage(prefs, split)
+            first = ctx.first_stage(prefs, split)
+            first.filters = dict(prefs.filters)
+            return first
     if isinstance(p, Then):
         for step, step_base in zip(p.steps, step_bases(p, base), strict=True):
             v = _apply(step, v, step_base, ctx, split)
@@ -340,7 +290,7 @@ def _apply(p: Pipeline, v: Value, base: RetrievalPrefs, ctx: PlanContext, split:
         inner = _apply(p.inner, v, base, ctx, split)
         out = _generic(ctx, "cutoff", "1", {"k": p.k}, [inner], "run",
                        lambda: inner.get().cut(p.k).to_arrays())
-        out.queries = inner.queries
+        out.queries, out.filters = inner.queries, inner.filters
         return out
     if isinstance(p, Fuse):
         members = [_apply(m, v, base, ctx, split) for m in p.members]
@@ -349,6 +299,8 @@ def _apply(p: Pipeline, v: Value, base: RetrievalPrefs, ctx: PlanContext, split:
                        {"params": fcfg.model_dump(mode="json")}, members, "run",
                        lambda: fuse_runs([m.get() for m in members], fcfg).to_arrays())
         out.queries = v if v.kind == "queries" else v.queries
+        kept = [m.filters for m in members]
+        out.filters = kept[0] if all(f == kept[0] for f in kept) else None
         return out
     assert isinstance(p, Stage)
     kind = p.spec
@@ -358,14 +310,17 @@ def _apply(p: Pipeline, v: Value, base: RetrievalPrefs, ctx: PlanContext, split:
     if p.kind in ("bm25", "dense"):
         from aiblox.engine.retrieval import retrieve
 
+        filters = _feedback_filters(p, v, base)
         key_cfg = _config(ctx, cfg, kind.reads)
         if base.ignore_identical_ids:  # in the key only when set: no other key moves
             key_cfg["ignore_identical_ids"] = "refilled"
+        if filters:
+            key_cfg["filters"] = filters
         out = _generic(ctx, p.kind, kind.version, key_cfg, [v], "run",
                        lambda: retrieve(p.kind, cast(FtsConfig | VectorConfig, cfg), v.get(),
-                                        ctx.stage_context(),
-                                        base.ignore_identical_ids).to_arrays())
-        out.queries = v
+                                        ctx.stage_context(), base.ignore_identical_ids,
+                                        filters).to_arrays())
+        out.queries, out.filters = v, filters
         return out
     if kind.compute is None:
         raise PipelineError(f"{p.name} ({p.kind}) reads the topics themselves; after feedback "
@@ -391,7 +346,21 @@ def _apply(p: Pipeline, v: Value, base: RetrievalPrefs, ctx: PlanContext, split:
                    compute)
     if kind.gives == "run":
         val.queries = v if v.kind == "queries" else v.queries
+    val.filters = v.filters
     return val
+
+
+def _feedback_filters(p: Stage, v: Value, base: RetrievalPrefs) -> dict[str, Any]:
+    """The filters a ``bm25`` or ``dense`` stage after feedback searches under: those of the
+    first stage the feedback read (the base's where no first stage is known). Fused runs
+    filtered differently give none to choose: a :class:`PipelineError`."""
+    if v.filters is not None:
+        return v.filters
+    if v.topics:
+        return dict(base.filters)
+    raise PipelineError(f"stage {p.name}: the runs fused before the feedback it reads were "
+                        f"filtered differently; fuse runs of one filter before feedback")
+
 
 
 _TOPICS = ("topics",)

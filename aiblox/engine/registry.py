@@ -110,9 +110,16 @@ class StageKind:
     weighted terms, ``dense`` vectors); a pipeline feeding it queries whose feedback it would
     ignore is refused (:class:`~aiblox.engine.algebra.Then`)."""
 
-    def make_config(self, params: dict[str, Any]) -> BaseModel:
-        """The config from ``params`` (validated: unknown keys and bad values refused)."""
-        return self.config(**params)
+    def make_config(self, params: dict[str, Any], own: Mapping[str, Any] | None = None
+                    ) -> BaseModel:
+        """The config from ``params`` (validated: unknown keys and bad values refused).
+        ``own``: the parameters the stage sets itself, ``params`` less the defaults under them
+        (a spec's base), given to the config's validators as the validation context
+        ``{"own": own}`` (feedback refuses an ``fts`` key it does not read only where the
+        stage sets it, not where the base's ``fts`` brings it)."""
+        if own is None:
+            return self.config(**params)
+        return self.config.model_validate(params, context={"own": own})
 
 
 @dataclass(frozen=True)

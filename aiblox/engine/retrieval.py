@@ -10,10 +10,11 @@ from typing import Any
 import numpy as np
 
 from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs, VectorConfig
+from aiblox.embedding.device import embedder_device
 from aiblox.engine.data import Queries, Run
 from aiblox.retrieval.retriever import blank_emptied, without_query_id, zero_emptied
 
-__all__ = ["StageContext", "retrieve"]
+__all__ = ["StageContext", "native_after_terms", "retrieve"]
 
 
 class StageContext:
@@ -52,31 +53,59 @@ class StageContext:
 
 
 def retrieve(kind: str, cfg: FtsConfig | VectorConfig, queries: Queries,
-             ctx: StageContext, ignore_identical_ids: bool = False) -> Run:
+             ctx: StageContext, ignore_identical_ids: bool = False,
+             filters: dict[str, Any] | None = None) -> Run:
     """The ``kind`` (``bm25`` or ``dense``) run of ``queries`` under ``cfg``, ``cfg.top_k``
-    deep: weighted terms or query vectors when the queries carry them, else their texts.
+    deep: weighted terms or query vectors when the queries carry them, else their texts; as the
+    first stage searches (:meth:`~aiblox.retrieval.retriever.HybridRetriever.signals`): only
+    documents passing ``filters`` (the first stage's metadata filters), ``min_rank`` and
+    ``min_score`` applied, the ``native`` engine or passage scoring (``doc_score``) where set.
     ``ignore_identical_ids``: without the document whose id is the query's, searched one
     deeper so that ``cfg.top_k`` are kept (as the first stage's signals are)."""
     if ignore_identical_ids:
-        deeper = retrieve(kind, cfg.model_copy(update={"top_k": cfg.top_k + 1}), queries, ctx)
+        deeper = retrieve(kind, cfg.model_copy(update={"top_k": cfg.top_k + 1}), queries, ctx,
+                          filters=filters)
         kept = [without_query_id(list(zip(docs, scores, strict=True)), q)[:cfg.top_k]
                 for q, docs, scores in zip(deeper.qids, deeper.docs, deeper.scores, strict=True)]
         return Run.from_lists(deeper.qids, kept)
     if kind == "bm25":
         assert isinstance(cfg, FtsConfig)
         if queries.terms is not None:
+            if cfg.engine != "index":
+                raise ValueError(native_after_terms())
             index = ctx.indexes.lexical(cfg)
-            lists = index.search_terms([dict(t) for t in queries.terms], cfg.top_k)
+            lists = index.search_terms([dict(t) for t in queries.terms], cfg.top_k,
+                                       ctx.indexes.allowed(index.ids, filters))
+            if cfg.min_rank is not None:
+                lists = [[h for h in run if h[1] >= cfg.min_rank] for run in lists]
             return Run.from_lists(queries.qids, blank_emptied(lists, queries.texts))
-        return _by_text(queries, RetrievalPrefs(query_text="", mode="bm25", fts=cfg), ctx)
+        return _by_text(queries, RetrievalPrefs(query_text="", mode="bm25", fts=cfg,
+                                                filters=filters or {}), ctx)
     assert isinstance(cfg, VectorConfig)
     if queries.vectors is not None:
         emb = ctx.embedder
-        knn = ctx.indexes.vectors(emb.model_id, cfg)
         vectors = np.ascontiguousarray(queries.vectors, dtype=np.float32)
-        lists = zero_emptied(knn.search(vectors, cfg.top_k), vectors)
+        if cfg.doc_score != "first":  # documents scored from their passages
+            passages = ctx.indexes.passages(emb, cfg)
+            lists = passages.search(vectors, cfg.top_k, cfg.doc_score,
+                                    ctx.indexes.allowed(passages.ids, filters), cfg.min_score)
+        elif cfg.engine == "index":
+            knn = ctx.indexes.vectors(emb.model_id, cfg)
+            lists = knn.search(vectors, cfg.top_k, ctx.indexes.allowed(knn.ids, filters),
+                               device=embedder_device(emb))
+        else:
+            lists = ctx.store.vector_search_many(vectors, emb.model_id, cfg.top_k, cfg,
+                                                 filters)
+        lists = zero_emptied(lists, vectors)
         return Run.from_lists(queries.qids, blank_emptied(lists, queries.texts))
-    return _by_text(queries, RetrievalPrefs(query_text="", mode="dense", vector=cfg), ctx)
+    return _by_text(queries, RetrievalPrefs(query_text="", mode="dense", vector=cfg,
+                                            filters=filters or {}), ctx)
+
+
+def native_after_terms() -> str:
+    """Why ``bm25(engine='native')`` cannot follow lexical feedback."""
+    return ("bm25(engine='native') cannot score the weighted terms feedback gives (the store's "
+            "own full-text search takes text): use engine='index', the default")
 
 
 def _by_text(queries: Queries, prefs: RetrievalPrefs, ctx: StageContext) -> Run:

@@ -21,8 +21,9 @@ from pydantic import BaseModel
 from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs
 from aiblox.engine.algebra import Cutoff, Fuse, Pipeline, Stage, Then, from_data, label
 from aiblox.engine.builtin import RetrieveConfig
-from aiblox.engine.plan import stage_defaults, takes_base_weights
+from aiblox.engine.plan import takes_base_weights
 from aiblox.engine.result import config_hash
+from aiblox.engine.stage_bases import stage_defaults
 from aiblox.hashing import canonical_plain_json, sha256_hex, sha256_text
 
 __all__ = [
@@ -219,6 +220,9 @@ def _stage_reads(s: Stage, base: RetrievalPrefs, out: BaseReads) -> None:
             _fusion_reads(base, scoring, out, not {"w_text", "w_vec"} & set(scoring))
     elif "fts" in stage_defaults(s.kind, base):
         out.fts.update(f for f in _TERMS if f not in _table(own, "fts"))
+    if s.kind not in ("dense", "retrieve") and "distance" in stage_defaults(s.kind, base) \
+            and "distance" not in own:  # rocchio, dense_rescore: the base's vector distance
+        out.vector.add("distance")
 
 
 def _table(own: dict[str, Any], key: str) -> dict[str, Any]:

@@ -193,9 +193,9 @@ key: ``{table: {axis: keys}}``."""
 def _swept_defaults(kind: str) -> dict[str, list[tuple[str, ...]]]:
     """``[grid]`` axes that sweep a default of ``kind``'s parameters: ``{axis: [path]}``,
     ``("k1",)`` for ``bm25``'s own, ``("fts", "k1")`` for a key of a table parameter that
-    defaults to the base's table (:func:`~aiblox.engine.plan.stage_defaults`)."""
-    from aiblox.engine.plan import stage_defaults
+    defaults to the base's table (:func:`~aiblox.engine.stage_bases.stage_defaults`)."""
     from aiblox.engine.registry import StageKindError
+    from aiblox.engine.stage_bases import stage_defaults
 
     if kind in _GRID_DEFAULTS:
         return {axis: [(param,)] for axis, param in _GRID_DEFAULTS[kind].items()}

@@ -372,7 +372,7 @@ def test_a_table_parameter_is_written_read_and_layered_over_its_default():
     ``fts``) key by key."""
     from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs
     from aiblox.engine.algebra import from_data, label, settings
-    from aiblox.engine.plan import stage_defaults
+    from aiblox.engine.stage_bases import stage_defaults
 
     text = "bm25 >> rm3(fb_docs=5, fts={'stemmer': None, 'title_weight': 2.0}) >> bm25"
     p = parse_pipeline(text).check()
@@ -414,7 +414,7 @@ def test_entry_stages_are_where_a_pipeline_receives_its_input():
     every member's first stage; the later stages of a cut pipeline receive a run, not it."""
     from aiblox.contracts.retrieval import RetrievalPrefs
     from aiblox.engine.algebra import entry_stages
-    from aiblox.engine.plan import step_bases
+    from aiblox.engine.stage_bases import step_bases
 
     def names(expr: str) -> list[str]:
         return [s.expression() for s in entry_stages(parse_pipeline(expr))]

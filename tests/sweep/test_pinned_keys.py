@@ -255,10 +255,16 @@ if __name__ == "__main__":  # regenerate: python tests/sweep/test_pinned_keys.py
         store = DuckDBStore(db)
         prepare_store(store, ds, CachedEmbedder(HashingEmbedder(), store), progress=False)
         store.close()
-        topics = {name for extra in HERE.glob("pinned_keys_*.json")
-                  for name in json.loads(extra.read_text(encoding="utf-8"))["specs"]}
-        pinned_data = {"specs": {name: spec for name, spec in current_specs().items()
-                                 if name not in topics},  # those stay in their topic's file
+        specs = current_specs()
+        topics: set[str] = set()
+        for extra in sorted(HERE.glob("pinned_keys_*.json")):  # each topic's specs in its file
+            data = json.loads(extra.read_text(encoding="utf-8"))
+            data["specs"] = {name: specs[name] for name in data["specs"] if name in specs}
+            topics |= set(data["specs"])
+            extra.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+            print(f"wrote {extra}")
+        pinned_data = {"specs": {name: spec for name, spec in specs.items()
+                                 if name not in topics},
                        "runs": sample_runs(ds, db, Path(tmp) / "stages")}
     PINNED.write_text(json.dumps(pinned_data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {PINNED}")

@@ -89,7 +89,7 @@ def test_a_table_parameter_loads_inline_and_in_a_stages_table(tmp_path):
     """``rm3(fts={...})`` was refused with ``Input should be a valid dictionary`` (the table
     read as a list of pairs), and so was ``fts = {...}`` in a ``[stages]`` table; both load,
     read over the base's ``fts`` key by key, and a bad key inside is refused by its path."""
-    from aiblox.engine.plan import stage_defaults
+    from aiblox.engine.stage_bases import stage_defaults
 
     path = write(tmp_path, MINIMAL + 'metrics = ["ndcg@10"]\n'
                  "pipeline = [\"bm25 >> rm3(fts={'title_weight': 2.0}) >> bm25\","
@@ -123,9 +123,10 @@ def test_a_table_parameter_loads_inline_and_in_a_stages_table(tmp_path):
      "grid.rrf_k", "pipeline sets retrieve's scoring.rrf_k = 10 inline"),
     ("pipeline = \"retrieve(fts={'top_k': 30}, vector={'top_k': 30})\"\n[grid]\n"
      "depth = [20, 40]\n", "grid.depth", "pipeline sets retrieve's fts.top_k = 30 inline"),
-    ("pipeline = [\"bm25\", \"bm25 >> rm3(fts={'k1': 0.9}) >> bm25\"]\n[grid.stages.rm3]\n"
-     "fts = [{ k1 = 1.2 }, { k1 = 1.5 }]\n", "grid.stages.rm3.fts",
-     "pipeline[1] sets rm3's fts = {'k1': 0.9} inline, and the axis would override it"),
+    ("pipeline = [\"bm25\", \"bm25 >> rm3(fts={'lower': False}) >> bm25\"]\n"
+     "[grid.stages.rm3]\nfts = [{ lower = true }, { stemmer = \"porter\" }]\n",
+     "grid.stages.rm3.fts",
+     "pipeline[1] sets rm3's fts = {'lower': False} inline, and the axis would override it"),
 ])
 def test_a_table_parameters_key_written_inline_and_swept_is_refused(tmp_path, extra, field,
                                                                     words):

@@ -65,9 +65,15 @@ class Bo1Config(FeedbackConfig):
     min_docs: int = Field(default=2, ge=1)
     """A term held by fewer feedback documents weighs 0 (not an original query term; only
     with at least this many feedback documents). Terrier's ``expansion.mindocuments``: 2."""
-    beta: float | None = Field(default=None, gt=0.0)
+    beta: float | None = Field(default=None, gt=0.0, le=1e9)
     """None: parameter-free normalisation (Terrier's default); a number: weights over the
-    largest, times ``beta`` (Terrier's ``rocchio.beta`` is 0.4)."""
+    largest, times ``beta`` (Terrier's ``rocchio.beta`` is 0.4). Finite and at most 10**9,
+    refused when the pipeline is built: an expansion weight is at most ``beta + 1`` and the
+    ``bm25`` after it sums weight times term score in float32, so 10**38 (or ``inf``) failed
+    only after the feedback ran (a score past the largest float, a run that is no JSON). At
+    10**9 the original terms' weights (at most 1) are already below the 32-bit resolution of
+    the expansion terms' (the bound of :class:`~aiblox.contracts.retrieval.FtsConfig`'s
+    ``k1``, with which the sums stay finite)."""
 
 
 def _bo1(tf: np.ndarray, f: np.ndarray) -> np.ndarray:

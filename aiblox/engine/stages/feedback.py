@@ -5,33 +5,35 @@ the feedback documents of a run as rows of the store's term statistics
 work before any stage computes.
 
 Both read the statistics of the analysis the ``bm25`` stage after them searches with: their
-config's ``fts`` field, which a spec's ``[base]`` fills (:func:`aiblox.engine.plan.stage_defaults`)
-and the ``bm25`` after them overrides with its own analysis (:func:`aiblox.engine.plan.step_bases`:
-``bm25(stemmer=None) >> rm3 >> bm25(stemmer=None)`` expands unstemmed terms), so the expanded
-terms are the BM25 index's own terms.
+config's ``fts`` field, which a spec's ``[base]`` fills
+(:func:`aiblox.engine.stage_bases.stage_defaults`) and the ``bm25`` after them overrides with its
+own analysis (:func:`aiblox.engine.stage_bases.step_bases`: ``bm25(stemmer=None) >> rm3 >>
+bm25(stemmer=None)`` expands unstemmed terms), so the expanded terms are the BM25 index's own
+terms.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from aiblox.contracts.retrieval import FtsConfig
 from aiblox.engine.data import Queries, Run
 from aiblox.engine.registry import StageFacts
+from aiblox.engine.stage_bases import FTS_READ
 
 __all__ = ["FeedbackConfig", "check_feedback", "concat_rows", "feedback_docs",
            "original_terms"]
 
-
 class FeedbackConfig(BaseModel):
     """Parameters every lexical feedback kind has (each kind sets its own defaults)."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True,
+                              allow_inf_nan=False)
 
     fb_docs: int = Field(default=10, ge=1)
     """Feedback documents: the top ``fb_docs`` of each query's run (fewer where a query's run
@@ -42,7 +44,28 @@ class FeedbackConfig(BaseModel):
     """The analysis whose term statistics are read (its ``lower``, ``stopwords``,
     ``stemmer``, ``fields`` and ``title_weight``): those of the ``bm25`` stage after it (in a
     spec, over the ``[base]``'s ``fts``) where this table does not set them itself (an
-    experiment's choice, such as RM3 weights from title-weighted counts)."""
+    experiment's choice, such as RM3 weights from title-weighted counts). Set on the stage,
+    only those keys (:data:`FTS_READ`): another (``k1``) would change the stage's key and
+    label, not its terms."""
+
+    @field_validator("fts", mode="before")
+    @classmethod
+    def _reads_the_analysis(cls, value: Any, info: ValidationInfo) -> Any:
+        # the stage's own fts (the validation context's, aiblox.engine.registry.make_config),
+        # not the base's under it: a spec's [base] fts holds every key
+        own = (info.context or {}).get("own")
+        told = own.get("fts") if isinstance(own, Mapping) else None
+        if isinstance(told, BaseModel):  # a config given whole: the keys it moves
+            told = {k: v for k, v in told if v != FtsConfig.model_fields[k].get_default(
+                call_default_factory=True)}
+        unread = [k for k in (told if isinstance(told, Mapping) else ()) if k not in FTS_READ
+                  and k in FtsConfig.model_fields]
+        if unread:
+            raise ValueError(f"sets {', '.join(unread)}, which feedback does not read (it "
+                             f"reads the term statistics of the analysis: "
+                             f"{', '.join(FTS_READ)}); set {'them' if len(unread) > 1 else 'it'}"
+                             f" on the bm25 stage")
+        return value
 
 
 def check_feedback(cfg: FeedbackConfig, facts: StageFacts) -> int | None:
