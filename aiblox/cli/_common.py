@@ -40,19 +40,32 @@ def fail(message: str) -> None:
     raise typer.Exit(2)
 
 
-def open_db(db: str) -> Store:
+def open_db(db: str, embedder: Embedder | None = None, name: str = "") -> Store:
     """Open the store at ``db`` (shared: other processes may read it meanwhile) or exit with a
-    clear message."""
+    clear message. A command that writes vectors gives its ``embedder`` (``name``: as the
+    user named it): a new store is made at its dimension, and a store of another dimension is
+    one ``error:`` line before anything is written. A reader gives none: the store opens at the
+    dimension it holds, whatever embedder built it."""
     from aiblox.stores import StoreBusy, mask_password, open_store
 
-    try:
-        return open_store(db, shared=True)
+    dim = None if embedder is None else embedder.dim
+    local = db.removeprefix("duckdb:///")
+    held_file = "://" not in local and local != ":memory:" and Path(local).exists()
+    try:  # a DuckDB file there is opened at its own dimension, compared below
+        store = open_store(db, dim=None if held_file else dim, shared=True)
     except StoreBusy as exc:
         fail(str(exc))
         raise  # unreachable
     except Exception as exc:  # noqa: BLE001 - shown to the user, not swallowed
         fail(f"cannot open store {mask_password(db)}: {exc}")
         raise  # unreachable
+    held = getattr(store, "dim", dim)
+    if dim is not None and held != dim:
+        store.close()
+        fail(f"store {mask_password(db)} holds {held}-dim vectors and --embedder "
+             f"{name or 'given'} makes {dim}-dim ones: a store holds vectors of one dimension; "
+             f"give this embedder another store (--db)")
+    return store
 
 
 def open_existing_store(db: str, dataset: str) -> Store:
@@ -273,11 +286,12 @@ def embedder_name(model_id: str) -> str | None:
 
 
 def check_store_searchable(store: Store, model_id: str | None, embedder: str,
-                           bm25_hint: bool = True) -> None:
+                           bm25_hint: bool = True, dim: int | None = None) -> None:
     """One ``error:`` line with the command to run (exit 2) when a search on ``store`` would
     come back empty or incomplete: no items, an unfinished ingest, or (``model_id`` given, a
     dense or hybrid search) no vectors of that model, naming the embedder(s) the store was
-    built with (``bm25_hint``: and that ``--mode bm25`` needs no vectors)."""
+    built with (``bm25_hint``: and that ``--mode bm25`` needs no vectors; ``dim``: the
+    embedder's dimension, whose vectors this store cannot take when it holds another)."""
     from aiblox.stores import StoreError
     from aiblox.stores.identity import check_searchable, read_binding, read_sync, stored_counts
 
@@ -307,9 +321,12 @@ def check_store_searchable(store: Store, model_id: str | None, embedder: str,
                  f"vectors with {ingest[:-1]} --device {cls}`{bm25}")
         names = [embedder_name(m) for m in built]
         use = " or ".join(f"--embedder {n}" for n in names if n) or "--embedder for that model"
+        held = getattr(store, "dim", None)
+        add = (f", or add {model_id} vectors with {ingest}" if dim is None or held == dim else
+               f" (a store of {held}-dim vectors: {model_id}'s have {dim}; ingest them into "
+               f"another store)")
         fail(f"store {store.location} was built with {', '.join(built)} vectors, not "
-             f"{model_id} (--embedder {embedder}): run with {use}, or add {model_id} "
-             f"vectors with {ingest}{bm25}")
+             f"{model_id} (--embedder {embedder}): run with {use}{add}{bm25}")
     try:
         check_searchable(store, model_id)
     except StoreError as exc:

@@ -114,7 +114,8 @@ def answer(
     db = existing_store(db, dataset)
     store = open_db(db)
     try:
-        check_store_searchable(store, model.model_id, embedder, bm25_hint=False)
+        check_store_searchable(store, model.model_id, embedder, bm25_hint=False,
+                               dim=model.dim)
         emb = cached_embedder(model, store, progress=False)
         bundle = asyncio.run(make_retriever(store, emb).search(RequestContext(), prefs))
         index_version = sha256_hex(store.item_hashes())[:16]

@@ -73,7 +73,7 @@ def ingest(
     # a DuckDB file this command makes: removed again if the ingest fails before any item is
     # in it (a bad corpus line left an empty store behind, for the next command to find)
     made = "://" not in db and not Path(db).exists()
-    store = open_db(db)
+    store = open_db(db, model, embedder)  # at the embedder's dimension, or refused
     ingested = False
     try:
         if executor == "ray":

@@ -70,7 +70,8 @@ def search(
 
     store = open_existing_store(db, dataset)
     try:
-        check_store_searchable(store, None if model is None else model.model_id, embedder)
+        check_store_searchable(store, None if model is None else model.model_id, embedder,
+                               dim=None if model is None else model.dim)
         emb = None if model is None else cached_embedder(model, store, progress=False)
         bundle = asyncio.run(make_retriever(store, emb).search(RequestContext(), prefs))
     except StoreError as exc:

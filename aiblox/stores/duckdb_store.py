@@ -98,11 +98,14 @@ class DuckDBStore(SharedFile):
 
     kind = "duckdb"
 
-    def __init__(self, path: str | Path = ":memory:", dim: int = 384, read_only: bool = False,
-                 memory_limit: str | None = None, shared: bool = False) -> None:
-        """``shared``: read, and hold the file alone only inside :meth:`writable` (every write
+    def __init__(self, path: str | Path = ":memory:", dim: int | None = 384,
+                 read_only: bool = False, memory_limit: str | None = None,
+                 shared: bool = False) -> None:
+        """``dim``: the vectors' (another's store refused; None: the store's, a new one 384).
+        ``shared``: read, and hold the file alone only inside :meth:`writable` (every write
         is), so other processes can read it meanwhile (:mod:`aiblox.stores.duckdb_lock`);
         opening waits for another process's lock. A new file is made first."""
+        asked, dim = dim, 384 if dim is None else dim
         self.location = str(path)
         if self.location != ":memory:":
             check_database_file(self.location)
@@ -124,7 +127,7 @@ class DuckDBStore(SharedFile):
                 if new and self._shared:
                     self._check_shared(_TABLES)
             self.dim = int(self._meta("vector_dim") or dim)
-            if self.dim != dim and not read_only:
+            if asked is not None and self.dim != asked and not read_only:
                 raise StoreError(f"{self.location}: store holds {self.dim}-dim vectors, "
                                  f"asked for {dim}")
             if new and fresh:

@@ -58,8 +58,9 @@ if TYPE_CHECKING:
 __all__ = ["RERANKER_VERSION", "ensure_reranker", "reranker_key", "reranker_pairs",
            "reranker_query_ids", "uses_finetuned_reranker", "with_reranker"]
 
-RERANKER_VERSION = 1
-"""Bumped when the stage's training set or recipe changes meaning (a new key, a new model)."""
+RERANKER_VERSION = 2
+"""Bumped when the stage's training set or recipe changes meaning (a new key, a new model). 2: a
+pair too long loses only its document's end (1 cut the query too)."""
 
 def _finetuned_stages(p: Pipeline) -> list[str]:
     return [s.name for s in p.stages()

@@ -49,8 +49,9 @@ def check_finetune_reranker(ft: RerankerFineTuneSpec | None, splits: Sequence[st
                             pipelines: Sequence[Pipeline | None]) -> None:
     """``[finetune_reranker]`` trains on a split the sweep does not score, from a model there
     is, and is used by a ``cross_encoder`` stage (``model = "finetune"``), which needs it."""
-    uses = any(s.kind == "cross_encoder" and s.param_dict().get("model") == "finetune"
-               for p in pipelines if p is not None for s in p.stages())
+    stages = [s for p in pipelines if p is not None for s in p.stages()
+              if s.kind == "cross_encoder" and s.param_dict().get("model") == "finetune"]
+    uses = bool(stages)
     if ft is None:
         if uses:
             raise ValueError("finetune_reranker: a cross_encoder stage has model = "
@@ -68,9 +69,21 @@ def check_finetune_reranker(ft: RerankerFineTuneSpec | None, splits: Sequence[st
         raise ValueError(f"finetune_reranker.split = {ft.split!r}: a split the sweep scores: "
                          f"train on another split (its queries in tune_split or report_split "
                          f"are held out of training)")
-    if model_folder(ft.base) is None:
+    base = model_folder(ft.base)
+    if base is None:
         raise ValueError(f"finetune_reranker.base: {ft.base!r} is not a model folder or an "
                          f"installed model package (minilm, a folder, a package)")
+    from aiblox.embedding.cross_encoder import check_max_length
+
+    # the trained model reads what its base reads: pairs longer would fail once trained
+    check_max_length(base, ft.max_length, "finetune_reranker.max_length")
+    for stage in stages:
+        try:
+            length = getattr(stage.config(), "max_length", None)
+        except Exception:  # noqa: BLE001 - a stage's bad settings are refused by its own check
+            continue
+        if isinstance(length, int):
+            check_max_length(base, length, f"stages.{stage.name}.max_length")
     if not uses:
         raise ValueError("finetune_reranker: no cross_encoder stage uses it (set "
                          "model = \"finetune\" in [stages.cross_encoder])")

@@ -134,17 +134,53 @@ def test_query_vectors_alone_replaced_move_the_stage_keys(tmp_path):
         assert read_sync(s).vectors[MODEL] == fp["vectors"]  # the item vectors are the same
 
 
+TYPES = {"text vector": "of type string: a vector is a list of numbers (floats or integers), "
+                        "not text",
+         "nested vector": "of type list<element: list<element: double>>: a vector is a list of "
+                          "numbers (floats or integers), not a list of lists",
+         "bool vector": "not a list of bool",
+         "binary hash": "field 'text_sha256': of type binary: the sha256 is text"}
+"""Columns of a type no row can be read as (once an internal ArrowNotImplementedError, "setting
+an array element with a sequence." with no file, "Invalid UTF8 payload", or booleans read as
+vectors of ones)."""
+MODELS = {"other model name": "corpus.all-MiniLM-L6-v2.parquet",
+          "other hashing name": "queries.hashing-v1-256.parquet",
+          "other model metadata": "vectors.parquet"}
+"""Files another model made (once imported under the embedder's id: MiniLM's vectors stored
+as hashing-v1-384's)."""
+
+
 @pytest.mark.parametrize("case", ["missing", "nan", "inf", "zeros", "dimension", "unknown id",
-                                  "other text", "not parquet", "two vectors"])
+                                  "other text", "not parquet", "two vectors", *TYPES, *MODELS])
 def test_a_bad_file_is_an_error_naming_file_and_row_and_nothing_changes(tmp_path, case):
     db = str(tmp_path / "s.duckdb")
     _ingest(db)
     before = _state(db)
     rows = _rows()
     vectors = _unit(len(rows), seed=3)
-    bad = tmp_path / f"{case.replace(' ', '_')}.parquet"
+    bad = tmp_path / MODELS.get(case, f"{case.replace(' ', '_')}.parquet")
     where = "row 8"  # the 8th row: rows count from 1, as the dataset loader's
-    if case == "missing":
+    columns = {"_id": [r[0] for r in rows], "text_sha256": [r[1] for r in rows],
+               "vector": [[float(x) for x in v] for v in vectors]}
+    if case in TYPES:  # refused at the first row, before any is read
+        where = "row 1"
+        if case == "text vector":
+            columns["vector"] = [json.dumps(v) for v in columns["vector"]]
+        elif case == "nested vector":
+            columns["vector"] = [[v] for v in columns["vector"]]
+        elif case == "bool vector":
+            columns["vector"] = [[True] * 384 for _ in rows]
+        else:
+            columns["text_sha256"] = [bytes.fromhex(r[1]) for r in rows]
+        pq.write_table(pa.table(columns), bad)
+    elif case in MODELS:
+        where = "field 'file name': made with " + bad.name.split(".")[1]
+        table = pa.table(columns)
+        if case == "other model metadata":
+            where = "field 'aiblox.model_id': made with all-MiniLM-L6-v2"
+            table = table.replace_schema_metadata({"aiblox.model_id": "all-MiniLM-L6-v2"})
+        pq.write_table(table, bad)
+    elif case == "missing":
         where = "no such file"
     elif case == "nan":
         vectors[7, 3] = np.nan
@@ -182,11 +218,28 @@ def test_a_bad_file_is_an_error_naming_file_and_row_and_nothing_changes(tmp_path
                 "dimension": "dimension 383, expected 384", "unknown id": "unknown id",
                 "other text": "is not the sha256 of the text of document 'd08'",
                 "two vectors": f"_id {rows[2][0]!r} (text_sha256 {rows[2][1][:16]}...) has "
-                               f"another vector than row 3 of {bad}"}
+                               f"another vector than row 3 of {bad}",
+                **TYPES, **dict.fromkeys(MODELS, f"not with {MODEL}, the embedder's model")}
     assert expected.get(case, "") in said
     assert _state(db) == before  # nothing stored lost, nothing written
     with DuckDBStore(db) as s:
         assert read_mark(s) is None
+
+
+@pytest.mark.parametrize("name", ["vectors.parquet", "corpus.v2.parquet",
+                                  f"corpus.{MODEL}.parquet", f"corpus.{MODEL}+cuda.parquet",
+                                  "corpus.all-MiniLM-L6-v2-ish.parquet"])
+def test_a_file_whose_name_or_metadata_names_no_other_model_is_imported(tmp_path, name):
+    """Only a name of aiblox's form ``<stem>.<model id>.parquet`` with the id of an embedder
+    aiblox knows names a model: the embedder's own (on any device) or none is imported."""
+    rows = _rows()
+    table = pa.table({"_id": [r[0] for r in rows], "text_sha256": [r[1] for r in rows],
+                      "vector": [[float(x) for x in v] for v in _unit(len(rows), seed=8)]})
+    if name == "vectors.parquet":
+        table = table.replace_schema_metadata({"aiblox.model_id": MODEL})
+    pq.write_table(table, tmp_path / name)
+    report = _ingest(str(tmp_path / "s.duckdb"), "--vectors", str(tmp_path / name))
+    assert report["vectors_imported"] == len(rows)
 
 
 def test_vectors_in_eval_are_checked_too_and_a_copy_of_the_dataset_is_not_another(tmp_path):

@@ -148,7 +148,7 @@ def test_pairs_are_scored_once_across_sweeps_and_paths(tmp_path, own_db, tiny_ce
 def test_the_key_holds_the_model_id_not_its_path_nor_batch_or_device(tiny_ce):
     cfg = CrossEncoderConfig(model=str(tiny_ce), batch_size=3, device="cpu")
     data = cfg.model_dump(mode="json")
-    assert data["model"].startswith("ce:tiny-ce@") and data["model"].endswith("-len256")
+    assert data["model"].startswith("ce:tiny-ce@") and data["model"].endswith("-len256-cutdoc")
     assert "batch_size" not in data and "device" not in data
     assert cfg.model_dump()["model"] == str(tiny_ce)  # the python form keeps the path
     with pytest.raises(ValueError, match="device"):
@@ -243,3 +243,54 @@ def test_the_stage_in_python(tiny_ce):
     assert p.expression().startswith("bm25 % 20 >> cross_encoder(")
     with pytest.raises(ValueError, match="alpha"):
         Stage("cross_encoder", model=str(tiny_ce), alpha=1.5)
+
+
+def test_max_length_beyond_the_models_positions_is_refused_before_any_work(tmp_path, own_db,
+                                                                          tiny_ce):
+    """The tiny model has 256 positions: ``max_length = 512`` scored for a while, then failed
+    with "The size of tensor a (512) must match the size of tensor b (256)"."""
+    from aiblox.embedding.cross_encoder import CrossEncoderScorer
+
+    wanted = (r"stage cross_encoder: max_length = 512 but the model .*tiny-ce reads at most "
+              r"256 word pieces \(config.json max_position_embeddings\)")
+    path = tmp_path / "spec.toml"
+    path.write_text(SPEC.format(pipeline="bm25 >> cross_encoder", model=str(tiny_ce),
+                                extra="top_n = 5", tail="").replace("max_length = 64",
+                                                                    "max_length = 512"),
+                    encoding="utf-8")
+    with pytest.raises(ValueError, match=wanted) as err:
+        run_sweep(load_spec(path), cache_dir=tmp_path / "c", db=own_db, progress=False)
+    assert "\n" not in str(err.value)
+    assert not list((tmp_path / "c").rglob("*.npz"))  # no stage computed
+    with pytest.raises(ValueError, match="max_length = 512 but the model"):
+        CrossEncoderScorer(tiny_ce, max_length=512)
+    assert CrossEncoderScorer(tiny_ce, max_length=256).max_length == 256  # all it reads
+
+
+def test_a_long_pair_loses_its_documents_end_and_keeps_its_query(tiny_ce):
+    """The docs said a long document's end is cut first, but both texts were cut
+    (``longest_first``): a query of 20 word pieces in 32 kept 15 of them."""
+    import numpy as np
+    import torch
+
+    from aiblox.embedding.cross_encoder import CrossEncoderScorer
+
+    scorer = CrossEncoderScorer(tiny_ce, max_length=32, device="cpu")
+    model, tok = scorer._load()
+    query = " ".join(["cats purr softly"] * 7)  # 21 word pieces
+    doc = " ".join(["the stock market fell sharply"] * 20)
+    longer = " ".join(["cats purr softly"] * 12)  # alone, more than the 29 left: both cut
+
+    def logit(q: str, d: str, cut: str) -> float:
+        feats = tok([q], [d], truncation=cut, max_length=32, return_tensors="pt")
+        with torch.inference_mode():
+            return float(model(**feats).logits.reshape(-1)[0])
+
+    kept = tok([query], [doc], truncation="only_second", max_length=32)["input_ids"][0]
+    assert tok.decode(kept).startswith(f"[CLS] {query} [SEP]") and len(kept) == 32
+    got = scorer.predict([(query, doc), (longer, doc)])
+    np.testing.assert_allclose(got, [logit(query, doc, "only_second"),
+                                     logit(longer, doc, "longest_first")], rtol=1e-5)
+    assert not np.isclose(got[0], logit(query, doc, "longest_first"), rtol=1e-5)
+    # scores cached under the old truncation are not served for these: another model id
+    assert scorer.model_id.endswith("-len32-cutdoc")

@@ -68,6 +68,14 @@ def spec(tmp_path, base, extra="", **replace):
      "field 'finetune_reranker.base': 'nowhere-model' is not a model"),
     ("epochs = 0", {}, "finetune_reranker.epochs"),
     ("negative_count = 1", {}, "finetune_reranker.negative_count"),
+    # beyond the base's 256 positions: once refused only when the trained model scored (or,
+    # for the training, after the sweep's other training had run)
+    ("", {"negative_depth = 5\nmax_length = 64": "negative_depth = 5\nmax_length = 512"},
+     r"field 'finetune_reranker.max_length': got 512 but the model .*tiny-base reads at most "
+     r"256 word pieces"),
+    ("", {"top_n = 5\nmax_length = 64": "top_n = 5\nmax_length = 1024"},
+     r"field 'stages.cross_encoder.max_length': got 1024 but the model .*tiny-base reads at "
+     r"most 256"),
 ])
 def test_bad_tables_are_refused_when_the_spec_loads(tmp_path, tiny_base, extra, replace,
                                                      message):
@@ -98,6 +106,14 @@ def _pairs():
             out.append(TrainingPair(ds.queries[q], ds.corpus[d].embedding_text,
                                     tuple(t for t in docs[:6] if t != ds.corpus[d].embedding_text)))
     return out
+
+
+def test_max_length_beyond_the_base_is_refused_before_training(tmp_path, tiny_base):
+    with pytest.raises(ValueError, match=r"^max_length = 512 but the model .*tiny-base reads "
+                                         r"at most 256 word pieces"):
+        train_cross_encoder(tiny_base, _pairs(), tmp_path / "a", RerankerConfig(max_length=512),
+                            device="cpu")
+    assert not (tmp_path / "a").exists()
 
 
 def test_the_same_recipe_and_seed_give_the_same_files(tmp_path, tiny_base):

@@ -39,7 +39,12 @@ The stage's key holds the model's id (its files' sha256, ``max_length``, the dev
 the CPU), never its path, with ``top_n``, ``alpha``, ``normalize``, ``rest`` and
 ``max_length``; ``batch_size`` and ``device`` change no score's meaning and stay out of it.
 Refused before any work (one line): a model that is not there or not a cross-encoder (a
-bi-encoder folder such as MiniLM's), and ``top_n`` beyond the incoming run's depth.
+bi-encoder folder such as MiniLM's), ``max_length`` beyond what the model reads (its position
+embeddings: :func:`~aiblox.embedding.cross_encoder.check_max_length`; for ``finetune``, the
+spec's ``[finetune_reranker]`` check compares it with the base model's), and ``top_n`` beyond
+the incoming run's depth. A pair longer than ``max_length`` loses its document's end, the query
+kept whole unless it alone leaves no room (:func:`~aiblox.embedding.cross_encoder.pair_features`;
+the model id, and so the key and the cached pair scores, says ``-cutdoc``).
 """
 
 from __future__ import annotations
@@ -90,8 +95,9 @@ class CrossEncoderConfig(BaseModel):
     rest: Literal["after", "drop"] = "after"
     """The documents below ``top_n``: kept after the reranked ones, in their order, or dropped."""
     max_length: int = Field(default=256, ge=16, le=8192)
-    """Word pieces of query and document together (longer pairs are truncated, the document's
-    end first)."""
+    """Word pieces of query and document together, at most what the model reads (its position
+    embeddings); a longer pair loses its document's end, the query kept whole unless it alone
+    leaves the document no room (then both are cut)."""
     batch_size: int = Field(default=32, ge=1, le=4096)
     """Pairs per forward pass (not part of the key)."""
     device: str = "auto"
@@ -144,13 +150,16 @@ class CrossEncoderConfig(BaseModel):
 
 
 def _check(cfg: CrossEncoderConfig, facts: StageFacts) -> int | None:
-    """``top_n`` within the incoming run's depth; the model there and a cross-encoder (but
-    ``finetune``, which a sweep trains after this check and before any point)."""
+    """``top_n`` within the incoming run's depth; the model there, a cross-encoder, and
+    reading pairs of ``max_length`` (but ``finetune``, which a sweep trains after this check
+    and before any point)."""
+    from aiblox.embedding.cross_encoder import check_max_length
+
     if facts.depth is not None and cfg.top_n > facts.depth:
         raise ValueError(f"top_n = {cfg.top_n} but its input run holds at most {facts.depth} "
                          f"documents per query (cut the run deeper, or lower top_n)")
     if cfg.model != FINETUNED:
-        cfg.folder()
+        check_max_length(cfg.folder(), cfg.max_length)
     if cfg.rest == "drop":
         return cfg.top_n if facts.depth is None else min(cfg.top_n, facts.depth)
     return facts.depth
