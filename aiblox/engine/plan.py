@@ -55,8 +55,9 @@ class Value:
     """For a run: the queries it answers (the topics, or a feedback stage's queries)."""
     filters: dict[str, Any] | None = None
     """The metadata filters of the first stage it comes from (a ``bm25`` or ``dense`` after
-    feedback searches under them too); None: of no first stage, or of fused runs filtered
-    differently."""
+    feedback searches under them too); None: of no first stage (the base's apply)."""
+    mixed_filters: bool = False
+    """True when it comes from runs fused under different filters (none to choose)."""
     _out: Any = field(default=None, repr=False)
 
     def get(self) -> Any:
@@ -290,7 +291,8 @@ def _apply(p: Pipeline, v: Value, base: RetrievalPrefs, ctx: PlanContext, split:
         inner = _apply(p.inner, v, base, ctx, split)
         out = _generic(ctx, "cutoff", "1", {"k": p.k}, [inner], "run",
                        lambda: inner.get().cut(p.k).to_arrays())
-        out.queries, out.filters = inner.queries, inner.filters
+        out.queries, out.filters, out.mixed_filters = (inner.queries, inner.filters,
+                                                       inner.mixed_filters)
         return out
     if isinstance(p, Fuse):
         members = [_apply(m, v, base, ctx, split) for m in p.members]
@@ -300,7 +302,9 @@ def _apply(p: Pipeline, v: Value, base: RetrievalPrefs, ctx: PlanContext, split:
                        lambda: fuse_runs([m.get() for m in members], fcfg).to_arrays())
         out.queries = v if v.kind == "queries" else v.queries
         kept = [m.filters for m in members]
-        out.filters = kept[0] if all(f == kept[0] for f in kept) else None
+        out.mixed_filters = any(m.mixed_filters for m in members) or \
+            any(f != kept[0] for f in kept)
+        out.filters = None if out.mixed_filters else kept[0]
         return out
     assert isinstance(p, Stage)
     kind = p.spec
@@ -346,7 +350,7 @@ def _apply(p: Pipeline, v: Value, base: RetrievalPrefs, ctx: PlanContext, split:
                    compute)
     if kind.gives == "run":
         val.queries = v if v.kind == "queries" else v.queries
-    val.filters = v.filters
+    val.filters, val.mixed_filters = v.filters, v.mixed_filters
     return val
 
 
@@ -354,13 +358,10 @@ def _feedback_filters(p: Stage, v: Value, base: RetrievalPrefs) -> dict[str, Any
     """The filters a ``bm25`` or ``dense`` stage after feedback searches under: those of the
     first stage the feedback read (the base's where no first stage is known). Fused runs
     filtered differently give none to choose: a :class:`PipelineError`."""
-    if v.filters is not None:
-        return v.filters
-    if v.topics:
-        return dict(base.filters)
+    if not v.mixed_filters:
+        return dict(base.filters) if v.filters is None else v.filters
     raise PipelineError(f"stage {p.name}: the runs fused before the feedback it reads were "
                         f"filtered differently; fuse runs of one filter before feedback")
-
 
 
 _TOPICS = ("topics",)

@@ -111,3 +111,25 @@ def test_vector_feedback_and_rescoring_compare_vectors_with_the_dense_distance(
     own = step_bases(parse_pipeline("dense >> rocchio(distance='ip') >> dense(distance='l2')"),
                      base)
     assert own[1].vector.distance == "cosine"  # its own distance set: the base untouched
+
+
+def test_retrieval_after_a_researcher_s_query_stage_searches_under_the_base_s_filters(
+        ws, sample_dataset, monkeypatch):
+    """A stage of one's own that rewrites the topics (queries in, queries out), then ``bm25``:
+    no first stage is upstream, so the base's filters apply (not an error about fused runs)."""
+    import aiblox.engine.registry as registry
+    from aiblox.engine.builtin import IdentityConfig
+
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+
+    @registry.register_stage("same_queries", version="1", takes="queries", gives="queries",
+                             config=IdentityConfig)
+    def same_queries(cfg, inputs, ctx):
+        return inputs.queries
+
+    outside = {d for d, it in sample_dataset.corpus.items()
+               if (it.metadata or {}).get("topic") != "lexical-retrieval"}
+    run = _run(ws, sample_dataset, "same_queries >> bm25", filters=TOPIC)
+    docs = {d for hits in run.values() for d, _ in hits}
+    assert docs and not docs & outside
+    assert run == _run(ws, sample_dataset, "bm25", filters=TOPIC)
