@@ -204,24 +204,33 @@ def _run_data(system: Any, where: str) -> dict[str, list[tuple[str, float]]]:
         if isinstance(hits, Mapping):
             run[str(q)] = trec_order(_checked_hits([(str(d), float(s)) for d, s in hits.items()],
                                                    str(q), where))
-        else:
-            run[str(q)] = _checked_hits([(str(d), float(s)) for d, s in hits], str(q), where)
+        else:  # a ranked list: a document at its first (best) rank, as evaluate_run and
+            # fusion take it (a stage's or a library's list); rows of a frame are a run file's
+            run[str(q)] = _checked_hits([(str(d), float(s)) for d, s in hits], str(q), where,
+                                        keep="first")
     return run
 
 
-def _checked_hits(hits: list[tuple[str, float]], qid: str, where: str
-                  ) -> list[tuple[str, float]]:
+def _checked_hits(hits: list[tuple[str, float]], qid: str, where: str,
+                  keep: str = "last") -> list[tuple[str, float]]:
     """One query's hits with the run-file rules: a score that is not finite is a
-    ``ValueError`` naming the query and document; a document listed twice keeps its last
-    entry, with a warning (as a run file's repeated line)."""
+    ``ValueError`` naming the query and document; a document listed twice keeps one entry,
+    with a warning: its last (``keep="last"``: rows, as a run file's repeated line) or its
+    first (``"first"``: a ranked list's best rank, as :func:`~aiblox.metrics.evaluate_run`
+    keeps it: the same list scored the same by both)."""
     check_finite_scores(hits, qid, where)
-    last = {doc: i for i, (doc, _) in enumerate(hits)}
-    if len(last) == len(hits):
+    order = range(len(hits)) if keep == "first" else range(len(hits) - 1, -1, -1)
+    kept: dict[str, int] = {}
+    for i in order:
+        kept.setdefault(hits[i][0], i)
+    if len(kept) == len(hits):
         return hits
-    twice = sorted({doc for i, (doc, _) in enumerate(hits) if last[doc] != i})
+    twice = sorted({doc for i, (doc, _) in enumerate(hits) if kept[doc] != i})
+    said = ("the first entry, its best rank, is kept (as evaluate_run and fusion keep it)"
+            if keep == "first" else "the last entry is kept (as for a run file's repeated line)")
     warnings.warn(f"{where}: query {qid!r} lists {', '.join(map(repr, twice))} more than once; "
-                  f"the last entry is kept (as for a run file's repeated line)", stacklevel=3)
-    return [h for i, h in enumerate(hits) if last[h[0]] == i]
+                  f"{said}", stacklevel=3)
+    return [h for i, h in enumerate(hits) if kept[h[0]] == i]
 
 
 def _distinct(names: list[str]) -> None:

@@ -25,6 +25,10 @@ RANX_METRICS: tuple[str, ...] = (
 
 _POSITIVE = re.compile(r"[1-9][0-9]*")
 
+_WHOLE_RUN = {"bpref": "bpref", "r-precision": "Rprec"}
+"""Metrics with no cutoff (their trec_eval names): ``bpref@5`` was accepted, given a column of
+its own and computed as plain ``bpref`` over whatever depth the evaluation retrieved."""
+
 _SPELLED = {"p": "precision", "r": "recall", "ap": "map", "rr": "mrr", "recip_rank": "mrr",
             "ndcg_cut": "ndcg", "recall_cut": "recall", "rprec": "r-precision",
             "success": "hit_rate", **{m: m for m in RANX_METRICS}}
@@ -62,6 +66,10 @@ def _metric_problem(name: str) -> str | None:
             at = f"@{cut}" if cut else f"{sep}{k}"
             return f"{name!r}: unknown metric {base!r} (ranx's name: {known}{at})"
         return f"{name!r}: unknown metric {base!r}"
+    if sep and base in _WHOLE_RUN:
+        return (f"{name!r}: {base} takes no cutoff @k (it reads the whole run, as trec_eval's "
+                f"{_WHOLE_RUN[base]} does, and ranx ignores a k): write {base}, and cut the run "
+                f"with --top-k/--depth if that is what you mean")
     if sep and not _POSITIVE.fullmatch(k):
         return f"{name!r}: the cutoff @k must be a positive integer, got {k!r}"
     return None

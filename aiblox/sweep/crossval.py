@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aiblox.engine.settings import ranking_order
 from aiblox.metrics import StatTest, bootstrap_ci, paired_test
+from aiblox.metrics.directions import directed_counts, lower_is_better
 from aiblox.metrics.significance import TEST_NAMES
 
 __all__ = [
@@ -149,9 +150,10 @@ class CrossValidation(_Strict):
     ties: int = 0
     """Queries where they are equal."""
     losses: int = 0
-    """Queries where the baseline's is higher."""
+    """Queries where the baseline's beats it (lower is better for a cost)."""
     beats_baseline: bool | None = None
-    """True when the margin's interval lies above 0; None without a baseline."""
+    """True when the margin's interval lies on the better side of 0 (above it; below it for a
+    cost, :func:`~aiblox.metrics.directions.lower_is_better`); None without a baseline."""
     verdict: str = ""
     """The outcome in one sentence."""
     per_query: dict[str, float] = Field(default_factory=dict)
@@ -201,21 +203,26 @@ def cross_validate(candidates: Sequence[Any], values: Mapping[str, Mapping[str, 
         base = {q: float(baseline_values[q]) for q in qids}
         diff = {q: held[q] - base[q] for q in qids}
         margin, low, high = bootstrap_ci(diff, seed=seed)
-        t = paired_test(base, held, test)
-        beats = low > 0
+        t = paired_test(base, held, test, seed=seed)
+        wins, ties, losses = directed_counts(metric, t.wins, t.ties, t.losses)
+        # the metric's direction: for a cost (evidence_tokens) a margin below 0 is a gain
+        cost = lower_is_better(metric)
+        beats, worse = (high < 0, low > 0) if cost else (low > 0, high < 0)
+        better_side, worse_side = ("below", "above") if cost else ("above", "below")
+        lower = " (lower is better)" if cost else ""
         # the interval decides; the test's p (another method) is named as such, so that a p
         # just over 0.05 beside an interval off 0 does not read as a contradiction
         said = f"{TEST_NAMES[test]} p {t.p_value:.3g}"
         if beats:
             verdict = (f"tuning by {folds}-fold cross-validation beats the baseline "
                        f"{baseline.label}: "
-                       f"{metric} {margin:+.4f}, 95% interval [{low:+.4f}, {high:+.4f}] "
-                       f"above 0 ({said})")
-        elif high < 0:
+                       f"{metric}{lower} {margin:+.4f}, 95% interval [{low:+.4f}, {high:+.4f}] "
+                       f"{better_side} 0 ({said})")
+        elif worse:
             verdict = (f"tuning by {folds}-fold cross-validation did NOT beat the "
                        f"baseline {baseline.label}: "
-                       f"it is worse, {metric} {margin:+.4f}, 95% interval "
-                       f"[{low:+.4f}, {high:+.4f}] below 0 ({said})")
+                       f"it is worse, {metric}{lower} {margin:+.4f}, 95% interval "
+                       f"[{low:+.4f}, {high:+.4f}] {worse_side} 0 ({said})")
         else:
             verdict = (f"tuning by {folds}-fold cross-validation did NOT beat the "
                        f"baseline {baseline.label}: "
@@ -223,7 +230,7 @@ def cross_validate(candidates: Sequence[Any], values: Mapping[str, Mapping[str, 
                        f"includes 0 ({said})")
         extra = {"baseline": baseline.label, "baseline_mean": _mean(base, qids),
                  "margin": margin, "margin_low": low, "margin_high": high, "test": test,
-                 "p_value": t.p_value, "wins": t.wins, "ties": t.ties, "losses": t.losses,
+                 "p_value": t.p_value, "wins": wins, "ties": ties, "losses": losses,
                  "beats_baseline": beats, "verdict": verdict}
     else:
         extra = {"verdict": f"{folds}-fold cross-validated {metric} {mean_out:.4f} "

@@ -226,10 +226,25 @@ def test_run_data_follows_the_run_file_rules_and_query_sets_must_match(scored, s
     q, hits = next(iter(sorted(hybrid.run.items())))
     doubled = {**hybrid.run, q: [*hits, (hits[0][0], -1.0)]}  # its best document again, last
     with pytest.warns(UserWarning, match=rf"query {q!r} lists {hits[0][0]!r} more than once; "
-                                         r"the last entry is kept"):
+                                         r"the first entry, its best rank, is kept"):
         again = run_experiment([doubled], sample_dataset, "test", METRICS, progress=False)
-    assert again.systems[0].run[q] == [*hits[1:], (hits[0][0], -1.0)]
-    assert again.systems[0].metrics != hybrid.metrics  # the document scored where it was kept
+    # a ranked list: the document at its best rank, as evaluate_run scores the same list (a
+    # list scored 1.0 there and 0.5 here, QA)
+    assert again.systems[0].run[q] == hits
+    assert again.systems[0].metrics == hybrid.metrics
+    from aiblox.metrics import evaluate_run
+
+    assert evaluate_run(sample_dataset.qrels["test"], doubled, METRICS)[0] == \
+        again.systems[0].metrics
+    # rows of a frame are a run file's lines: the last row of a document is kept
+    import pandas as pd
+
+    rows = pd.DataFrame([(qq, d, s) for qq, hs in doubled.items() for d, s in hs],
+                        columns=["qid", "docno", "score"])
+    with pytest.warns(UserWarning, match="the last entry is kept"):
+        framed = run_experiment([rows], sample_dataset, "test", METRICS, progress=False)
+    assert framed.systems[0].run[q][-1] == (hits[0][0], -1.0)
+    assert framed.systems[0].metrics != hybrid.metrics  # the document scored where it was kept
     nan = {**hybrid.run, q: [(hits[0][0], float("nan"))]}
     with pytest.raises(ValueError, match=rf"systems\[0\]: query {q!r}, document "
                                          rf"{hits[0][0]!r}: score nan is not a finite number"):

@@ -53,6 +53,12 @@ def test_accepted_names_are_computed_by_ranx():
     ("ndcg@10-l0", "relevance level after -l must be a positive integer"),
     ("ndcg@10-l2-l3", "given twice"),
     ("", "unknown metric ''"),
+    # a cutoff a metric has no use for: bpref@5 was its own column, plain bpref's value (QA)
+    ("bpref@5", "'bpref@5': bpref takes no cutoff @k (it reads the whole run, as trec_eval's "
+                "bpref does, and ranx ignores a k)"),
+    ("r-precision@1", "r-precision takes no cutoff @k (it reads the whole run, as trec_eval's "
+                      "Rprec does"),
+    ("bpref@5-l2", "bpref takes no cutoff"),
 ])
 def test_bad_names_are_refused_with_the_known_ones(name, words):
     with pytest.raises(ValueError) as err:

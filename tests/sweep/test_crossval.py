@@ -143,6 +143,41 @@ def test_verdict_says_plainly_when_tuning_does_not_beat_the_baseline():
     assert "(Fisher randomisation test p " in fisher.verdict
 
 
+def test_a_cost_primary_beats_the_baseline_by_costing_less():
+    """``primary = "evidence_tokens"`` with ``[cv]``: each fold chose the cheaper point, but
+    the verdict said a point 50 tokens cheaper a query "did NOT beat the baseline ... it is
+    worse", W/T/L 0/0/23 (QA)."""
+    cheap = {q: 100.0 + i for i, q in enumerate(QIDS)}
+    dear = {q: 150.0 + i for i, q in enumerate(QIDS)}
+    cv = cross_validate([_point("cheap"), _point("dear")], {"cheap": cheap, "dear": dear},
+                        QIDS, folds=3, seed=0, split="t", metric="evidence_tokens",
+                        baseline=_point("base"), baseline_values=dear)
+    assert {r.config_hash for r in cv.rows} == {"cheap"}
+    assert cv.margin == -50.0 and cv.margin_high < 0
+    assert cv.beats_baseline is True and (cv.wins, cv.ties, cv.losses) == (len(QIDS), 0, 0)
+    assert cv.verdict.startswith("tuning by 3-fold cross-validation beats the baseline base: "
+                                 "evidence_tokens (lower is better) -50.0000")
+    assert "below 0" in cv.verdict
+    worse = cross_validate([_point("dear")], {"dear": dear}, QIDS, folds=3, seed=0, split="t",
+                           metric="evidence_tokens", baseline=_point("base"),
+                           baseline_values=cheap)
+    assert worse.beats_baseline is False and "it is worse" in worse.verdict
+    assert (worse.wins, worse.losses) == (0, len(QIDS))
+
+
+def test_the_fisher_test_of_the_margin_uses_the_spec_s_seed():
+    rng = np.random.default_rng(5)
+    a = {q: float(rng.random()) for q in QIDS}
+    b = {q: float(rng.random()) for q in QIDS}
+    from aiblox.metrics import paired_test
+
+    for seed in (0, 7):
+        cv = cross_validate([_point("a")], {"a": a}, QIDS, folds=3, seed=seed, split="t",
+                            metric="m", baseline=_point("base"), baseline_values=b,
+                            test="fisher")
+        assert cv.p_value == paired_test(b, a, "fisher", seed=seed).p_value
+
+
 def _value(v):
     if isinstance(v, dict):
         return "{ " + ", ".join(f"{k} = {_value(x)}" for k, x in v.items()) + " }"
