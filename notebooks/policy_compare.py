@@ -208,6 +208,13 @@ def _(mlflow_runs, mo, point_run_choices, tracking):
                            label="run A")
     run_b = mo.ui.dropdown(options=run_choices, value=_names[1] if len(_names) > 1 else None,
                            label="run B")
+    # any run of the store, however old (the lists hold the newest runs only): typed as
+    # `aiblox compare` takes it, it replaces the list's choice
+    ref_a = mo.ui.text(value="", label="or run A by reference")
+    ref_b = mo.ui.text(value="", label="or run B by reference")
+    _older = (f"The lists hold the newest {len(runs)} runs of the store; an older run: type "
+              "its run id, `SWEEP:LABEL` or config-hash prefix." if runs.attrs.get("truncated")
+              else "A run can also be typed as its run id, `SWEEP:LABEL` or config-hash prefix.")
     if runs.empty:
         _out = mo.md(f"No runs in `{tracking_uri}` yet: "
                      "`aiblox sweep evals/sweeps/sample_fusion.toml` logs some.")
@@ -217,21 +224,24 @@ def _(mlflow_runs, mo, point_run_choices, tracking):
                      "to compare; a sweep with more points, `aiblox eval ... --mlflow` or the "
                      "fusion explorer's log button adds some.")
     else:
-        _out = mo.hstack([run_a, run_b], justify="start")
+        _out = mo.vstack([mo.hstack([run_a, run_b], justify="start"),
+                          mo.hstack([ref_a, ref_b], justify="start"), mo.md(_older)])
     _out
-    return run_a, run_b, run_choices, runs, tracking_uri
+    return ref_a, ref_b, run_a, run_b, run_choices, runs, tracking_uri
 
 
 @app.cell
-def _(compare_mlflow_runs, mo, run_a, run_b, run_choices, tracking_uri):
-    if len(run_choices) < 2 or run_a.value is None or run_b.value is None:
+def _(compare_mlflow_runs, mo, ref_a, ref_b, run_a, run_b, run_choices, tracking_uri):
+    picked_a = ref_a.value.strip() or run_a.value
+    picked_b = ref_b.value.strip() or run_b.value
+    if len(run_choices) < 2 or picked_a is None or picked_b is None:
         run_metrics, run_per_query = None, None
         _out = mo.md("")
     else:
         try:
-            run_metrics, run_per_query = compare_mlflow_runs(run_a.value, run_b.value,
+            run_metrics, run_per_query = compare_mlflow_runs(picked_a, picked_b,
                                                              tracking_uri)
-        except ValueError as _exc:  # runs scored on different datasets: not paired
+        except ValueError as _exc:  # not paired (other datasets), or no such run
             run_metrics, run_per_query = None, None
             _out = mo.md(f"`{_exc}`")
         else:
@@ -239,7 +249,7 @@ def _(compare_mlflow_runs, mo, run_a, run_b, run_choices, tracking_uri):
                               mo.ui.table(run_per_query, selection=None)
                               if len(run_per_query) else mo.md("no per-query artifacts")])
     _out
-    return run_metrics, run_per_query
+    return picked_a, picked_b, run_metrics, run_per_query
 
 
 if __name__ == "__main__":

@@ -40,9 +40,10 @@ def _():
         swept_axes,
         tune_vs_report,
     )
-    from aiblox.sweep.frames import folds_frame
+    from aiblox.sweep.frames import CHOSEN, folds_frame
 
     return (
+        CHOSEN,
         Path,
         aiblox,
         axis_frame,
@@ -151,7 +152,7 @@ def _(mo, reported, result, spec, stage_counts):
 
 
 @app.cell
-def _(leaderboard, mo, result):
+def _(CHOSEN, leaderboard, mo, result):
     board = leaderboard(result)
     _best = result.best
     mo.vstack([
@@ -163,7 +164,12 @@ def _(leaderboard, mo, result):
                  f"`{result.report_split}`." if result.report_split else
                  f"). No report split: `{result.cv.folds if result.cv else 0}`-fold "
                  f"cross-validation over `{result.tune_split}`: "
-                 f"{result.cv.verdict if result.cv else ''}")),
+                 f"{result.cv.verdict if result.cv else ''}")
+              + f"\n\n`chosen` {CHOSEN} marks it; `rank` is by {result.primary} on "
+                f"`{result.tune_split}` alone"
+              + (", and the chosen point is the Pareto front's best of the spec's "
+                 "`[search] objectives`: it may rank below points no cheaper."
+                 if result.objectives else ".")),
         mo.ui.table((board if result.report_split else board.drop(columns="report")).round(4),
                     selection=None, page_size=10),
     ])

@@ -100,7 +100,8 @@ def _sweeps(sweeps: list[Any], fmt: Format) -> None:
         table.add_column(col, justify="right" if col in ("points", "tune", "report")
                          else "left", no_wrap=True)
     for s in sweeps:
-        table.add_row(s.name, s.parent_run_id, s.status,
+        table.add_row(s.name, s.parent_run_id,
+                      f"{s.status}, interrupted" if s.interrupted else s.status,
                       f"{s.points} (+{s.deleted} deleted)" if s.deleted else str(s.points),
                       s.primary,
                       (s.best_label or "") + (" (deleted)" if s.best_deleted_run_id else ""),
@@ -110,6 +111,19 @@ def _sweeps(sweeps: list[Any], fmt: Format) -> None:
                       f"{s.report_split} {_value(s.best_report)}" if s.best_report is not None
                       else "")
     out.print(table)
+    _interrupted(sweeps)
+
+
+def _interrupted(sweeps: list[Any]) -> None:
+    """A line per sweep MLflow shows as RUNNING whose process is gone: why, and the command
+    that finishes it (``aiblox sweep SPEC --resume``)."""
+    from rich.markup import escape
+
+    from aiblox.sweep.runs import interrupted_note
+
+    for s in sweeps:
+        if s.interrupted:
+            out.print(escape(interrupted_note(s)), soft_wrap=True)
 
 
 def _points(sweep: Any, points: list[Any], fmt: Format) -> None:
@@ -139,6 +153,7 @@ def _points(sweep: Any, points: list[Any], fmt: Format) -> None:
         table.add_row(p.sweep, p.label, p.config_hash[:SHORT_HASH], p.run_id, _value(p.tune),
                       *([_value(p.report)] if report else []), note)
     out.print(table)
+    _interrupted([sweep])
     if sweep.deleted:
         from rich.markup import escape
 

@@ -244,8 +244,10 @@ def _counts(counts: dict[str, int]) -> str:
 
 
 def _leaderboard(result: SweepResult, top: int) -> Table:
-    """The top points by the tune split's primary metric; with a baseline, each point's delta
-    to it on the report split (its mark and adjusted p where the point was tested)."""
+    """The top points by the tune split's primary metric (its direction: fewest tokens first
+    for a cost), the chosen point marked (and added below when the ranking puts it lower: the
+    Pareto front's best); with a baseline, each point's delta to it on the report split (its
+    mark and adjusted p where the point was tested)."""
     from rich.table import Table
     from rich.text import Text
 
@@ -266,9 +268,16 @@ def _leaderboard(result: SweepResult, top: int) -> Table:
         table.add_column(f"vs baseline ({against}{untested}{adjusted})", justify="right")
     table.add_column("config", justify="left")
     tested = {c.candidate: c for c in result.significance if c.metric == result.primary}
-    for p in _ranked(result)[:top]:
+    ranked = _ranked(result)
+    chosen = result.best.config_hash
+    at = next(i for i, p in enumerate(ranked) if p.config_hash == chosen)
+    # the chosen point is always shown (the Pareto front's best may rank lower), marked
+    for i in [*range(min(top, len(ranked))), *([at] if at >= top else [])]:
+        p = ranked[i]
+        notes = [n for n, on in (("chosen" + (f", rank {i + 1}" if i else ""), i == at),
+                                 ("baseline", p.is_baseline)) if on]
         row: list[Text | str] = [
-            Text(p.label + (" (baseline)" if p.is_baseline else "")),
+            Text(p.label + (f" ({'; '.join(notes)})" if notes else "")),
             *(value_text(p.metrics[s][result.primary]) for s in result.splits)]
         if base is not None:
             c = tested.get(p.label)
@@ -384,8 +393,11 @@ def _significance(result: SweepResult) -> Table:
 
 
 def _ranked(result: SweepResult) -> list:
-    return sorted(result.points, key=lambda p: (-p.metrics[result.tune_split][result.primary],
-                                                p.config_hash))
+    """Every point best first on the tune split by the primary metric (its direction, ties by
+    config hash, NaN last): the one ranking, :func:`~aiblox.engine.settings.ranked`."""
+    from aiblox.engine.settings import ranked
+
+    return ranked(result.points, result.tune_split, result.primary)
 
 
 def _rerun_options(db: str, cache_dir: str, device: str) -> str:

@@ -6,6 +6,7 @@ compares them (:func:`aiblox.sweep.compare_runs`: the same p-values and deltas).
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 
 import pandas as pd
@@ -29,8 +30,10 @@ def notebook_tracking_uri() -> str:
 
 def mlflow_runs(tracking_uri: str = DEFAULT_TRACKING_URI, max_results: int = 500) -> pd.DataFrame:
     """The runs of the MLflow store (``mlflow.search_runs`` over every experiment), newest
-    first; an empty frame when mlflow is not installed or the store does not exist yet (a
-    missing SQLite file is not created)."""
+    first, at most ``max_results`` of them: ``attrs["truncated"]`` is True when the store holds
+    more (an older run is then reached by its reference, :func:`compare_mlflow_runs`); an
+    empty frame when mlflow is not installed or the store does not exist yet (a missing SQLite
+    file is not created)."""
     if importlib.util.find_spec("mlflow") is None:
         return pd.DataFrame()
     import mlflow
@@ -45,13 +48,18 @@ def mlflow_runs(tracking_uri: str = DEFAULT_TRACKING_URI, max_results: int = 500
     previous = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(tracking_uri)
     try:
-        df = mlflow.search_runs(search_all_experiments=True, max_results=max_results,
+        df = mlflow.search_runs(search_all_experiments=True, max_results=max_results + 1,
                                 output_format="pandas")
     except Exception:  # noqa: BLE001 - an unreadable store shows as "no runs"
         return pd.DataFrame()
     finally:
         mlflow.set_tracking_uri(previous)
-    return df if isinstance(df, pd.DataFrame) else pd.DataFrame()
+    if not isinstance(df, pd.DataFrame):
+        return pd.DataFrame()
+    truncated = len(df) > max_results  # one more asked for: the store holds more than shown
+    df = df.head(max_results).reset_index(drop=True)
+    df.attrs["truncated"] = truncated
+    return df
 
 
 def point_run_choices(runs: pd.DataFrame) -> dict[str, str]:
@@ -105,22 +113,27 @@ def compare_mlflow_runs(run_a: str, run_b: str, tracking_uri: str = DEFAULT_TRAC
     ``<split>:<metric>``; it is empty when they logged none. Runs scored on different datasets
     are refused as ``aiblox compare`` refuses them (:class:`~aiblox.sweep.compare.
     DatasetMismatch`, a ``ValueError`` naming both) unless ``across_datasets``."""
-    runs = mlflow_runs(tracking_uri)
-    if runs.empty:
+    if importlib.util.find_spec("mlflow") is None:
         return pd.DataFrame(), pd.DataFrame()
+    from aiblox.engine.tracking import TrackingStoreError, check_tracking_store
     from aiblox.sweep.runs import resolve_run
 
+    try:
+        check_tracking_store(tracking_uri)  # a missing store is not created
+    except TrackingStoreError:
+        return pd.DataFrame(), pd.DataFrame()
     run_a, run_b = (resolve_run(r, tracking_uri).run_id for r in (run_a, run_b))
-    by_id = runs.set_index("run_id")
-    cols = sorted(c for c in runs.columns if c.startswith("metrics."))
-    rows = []
-    for c in cols:
-        va, vb = by_id.at[run_a, c], by_id.at[run_b, c]
-        if pd.isna(va) and pd.isna(vb):
-            continue
-        rows.append({"metric": c[len("metrics."):], "A": va, "B": vb,
-                     "delta": (vb - va) if not (pd.isna(va) or pd.isna(vb)) else None})
+    # the two runs themselves, however many the store holds (a listing of the newest runs
+    # left an older one out: a KeyError past 500 runs)
     client = tracking_client(tracking_uri)
+    logged_a, logged_b = (client.get_run(r).data.metrics for r in (run_a, run_b))
+    rows = []
+    for c in sorted({*logged_a, *logged_b}):
+        va, vb = logged_a.get(c, math.nan), logged_b.get(c, math.nan)
+        if math.isnan(va) and math.isnan(vb):
+            continue
+        rows.append({"metric": c, "A": va, "B": vb,
+                     "delta": (vb - va) if not (math.isnan(va) or math.isnan(vb)) else None})
     splits = sorted(set(logged_splits(client, run_a)) & set(logged_splits(client, run_b)))
     per_query = []
     for split in splits:

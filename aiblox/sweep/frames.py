@@ -20,13 +20,16 @@ from typing import Any
 
 import pandas as pd
 
+from aiblox.contracts.retrieval import FtsConfig, VectorConfig
 from aiblox.engine.algebra import from_data
 from aiblox.engine.algebra import settings as pipeline_settings
-from aiblox.engine.applies import setting_applies
-from aiblox.engine.settings import ranked
+from aiblox.engine.applies import param_applies, setting_applies
+from aiblox.engine.settings import ranked, ranking_order
 from aiblox.hashing import SHORT_HASH
+from aiblox.metrics.directions import lower_is_better
 from aiblox.metrics.marks import mark
 from aiblox.metrics.pareto import objective_values
+from aiblox.sweep.axes import BM25_AXES, DENSE_AXES
 from aiblox.sweep.results import PointResult, SweepResult, pareto_points
 
 __all__ = [
@@ -42,12 +45,17 @@ __all__ = [
     "tune_vs_report",
 ]
 
+CHOSEN = "★"
+"""The leaderboard's mark of the chosen point (column ``chosen``)."""
+
 HASH_PREFIX = SHORT_HASH
 """Config-hash digits a frame shows: the start every command shows
 (:data:`aiblox.hashing.SHORT_HASH`)."""
 
 _CHUNKING_KEYS = ("chunker_id", "max_chunk_tokens", "overlap_tokens", "top_k_chunks",
                   "per_item_chunk_cap")
+_FUSION_KEYS = ("blend", "w_text", "normalize", "missing", "rrf_k")
+_RETRIEVAL_AXES = frozenset({*BM25_AXES, *DENSE_AXES})
 
 
 def _cell(value: Any) -> Any:
@@ -58,30 +66,41 @@ def _cell(value: Any) -> Any:
 
 
 def point_settings(point: PointResult) -> dict[str, Any]:
-    """The settings of one point, one entry per column: ``blend``, ``w_text``, ``normalize``,
-    ``missing``, ``rrf_k`` (None where the blend does not use it), ``depth`` (full-text
-    ``top_k``; ``vector_depth`` too when it differs), the chunking settings of a pipeline point
-    (None where its chunker does not take them), a retrieval pipeline's ``pipeline`` (its shape)
-    and stage parameters (``rm3.fb_terms``) and, with selection, ``policy`` and the
-    effective value of each swept policy parameter."""
+    """The settings of one point, one entry per column, each where it applies to the point's
+    retrieval mode (:func:`~aiblox.engine.applies.param_applies`, what its MLflow run logs and
+    the report plots), else None: ``blend``, ``w_text``, ``normalize``, ``missing``,
+    ``rrf_k`` (hybrid points; by blend), ``depth`` (full-text ``top_k``, the vector ``top_k``
+    of a dense point; ``vector_depth`` too when it differs), the BM25 settings a grid sweeps
+    (``k1``, ``b``, ``method``, ``title_weight``, ``title_b``; not for a dense point) and the
+    dense ones (``doc_score``, ``passage_chunker``, ``passage_tokens``; not for a bm25 point),
+    the chunking settings of a pipeline point (None where its chunker does not take them), a
+    retrieval pipeline's ``pipeline`` (its shape) and stage parameters (``rm3.fb_terms``) and,
+    with selection, ``policy`` and the effective value of each swept policy parameter. A
+    frame of points keeps the BM25 and dense columns only where the grid varies them."""
     s = point.scoring
-    linear = s.get("blend") == "linear"
-    row: dict[str, Any] = {
-        "blend": s.get("blend"),
-        "w_text": s.get("w_text") if linear else None,
-        "normalize": s.get("normalize") if linear else None,
-        "missing": s.get("missing") if linear else None,
-        "rrf_k": s.get("rrf_k") if not linear else None,
-        "depth": point.depth[0],
-    }
-    if point.depth[1] != point.depth[0]:
+    config = point.manifest.config
+
+    def applies(group: str, key: str) -> bool:
+        return param_applies(f"prefs.{group}.{key}", config)
+
+    row: dict[str, Any] = {k: s.get(k) if applies("scoring", k) else None
+                           for k in _FUSION_KEYS}
+    fts_on, vector_on = applies("fts", "top_k"), applies("vector", "top_k")
+    row["depth"] = point.depth[0] if fts_on or not vector_on else point.depth[1]
+    if fts_on and vector_on and point.depth[1] != point.depth[0]:
         row["vector_depth"] = point.depth[1]
+    prefs = config.get("prefs") or {}
+    for group, contract, keys in (("fts", FtsConfig, BM25_AXES),
+                                  ("vector", VectorConfig, DENSE_AXES)):
+        given = prefs.get(group) or {}  # a default left out of the config is the default
+        row.update({k: _cell(given.get(k, contract.model_fields[k].default))
+                    if applies(group, k) else None for k in keys})
     if point.chunking is not None:
         chunker = point.chunking.get("chunker_id")
         row.update({k: _cell(point.chunking.get(k))
                     if setting_applies(k, chunker_id=chunker) else None
                     for k in _CHUNKING_KEYS})
-    pipeline = point.manifest.config.get("pipeline")
+    pipeline = config.get("pipeline")
     if pipeline is not None:  # its shape, then each stage parameter it sets (rm3.fb_terms)
         row.update({k: _cell(v) for k, v in pipeline_settings(from_data(pipeline)).items()})
     if point.selection is not None:
@@ -97,31 +116,48 @@ def _tune_order(result: SweepResult) -> list[PointResult]:
 
 
 def _settings_frame(points: list[PointResult]) -> pd.DataFrame:
+    """The settings of ``points`` (:func:`point_settings`), one column per setting; a setting
+    no point uses (the blend of a bm25 sweep) is left out, and so is a BM25 or dense setting
+    the grid's points do not vary (every hybrid point holds a ``k1``)."""
     rows = [point_settings(p) for p in points]
     columns: list[str] = []
     for r in rows:
         columns += [k for k in r if k not in columns]
+    grid = [r for r, p in zip(rows, points, strict=True) if not p.outside_grid] or rows
+
+    def shown(column: str) -> bool:
+        if column in _RETRIEVAL_AXES:  # cells are plain values (_cell): JSON compares them
+            return len({json.dumps(r.get(column)) for r in grid
+                        if r.get(column) is not None}) > 1
+        return any(r.get(column) is not None for r in rows)
+
+    columns = [c for c in columns if shown(c)]
     # object cells from the start: a column of whole numbers and empty cells (rrf_k: None on
     # the linear points) keeps its numbers whole (60, not the 60.0 a float column makes)
     return pd.DataFrame(rows, columns=columns, dtype=object).where(lambda f: f.notna(), None)
 
 
 def swept_axes(result: SweepResult) -> list[str]:
-    """The settings that take more than one value over the points (empty cells left out), in
-    column order: what the sweep varied."""
-    frame = _settings_frame(result.points)
+    """The settings that take more than one value over the grid's points (empty cells left
+    out; a baseline scored as a point of its own is no grid point), in column order: what the
+    sweep varied."""
+    frame = _settings_frame([p for p in result.points if not p.outside_grid])
     return [c for c in frame.columns if frame[c].dropna().nunique() > 1]
 
 
 def leaderboard(result: SweepResult, top: int | None = None) -> pd.DataFrame:
-    """One row per point, best on the tune split first: ``rank`` (on tune), ``label``, the
-    settings (:func:`point_settings`), ``tune`` and ``report`` (the primary metric on each
-    split), ``best`` (the point :attr:`SweepResult.best`), ``baseline`` and ``config`` (hash
-    prefix). ``top`` keeps the first rows only."""
+    """One row per point, best on the tune split first (the primary's direction): ``rank`` (on
+    tune), ``chosen`` (:data:`CHOSEN` on the chosen point, :attr:`SweepResult.best`: with
+    ``[search] objectives`` the Pareto front's best, which may rank below others), ``label``,
+    the settings (:func:`point_settings`), ``tune`` and ``report`` (the primary metric on each
+    split), ``best`` (True on the chosen point), ``baseline`` and ``config`` (hash prefix).
+    ``top`` keeps the first rows only."""
     ordered = _tune_order(result)
     settings = _settings_frame(ordered)
     t, r, m = result.tune_split, result.report_split or "", result.primary
+    chosen = result.best.config_hash
     head = pd.DataFrame({"rank": range(1, len(ordered) + 1),
+                         "chosen": [CHOSEN if p.config_hash == chosen else "" for p in ordered],
                          "label": [p.label for p in ordered]})
     tail = pd.DataFrame({
         "tune": [p.metrics[t][m] for p in ordered],
@@ -249,8 +285,10 @@ def pareto_frame(result: SweepResult, objectives: dict[str, str] | None = None) 
     front first, best first by the primary metric. The objectives are the spec's (``[search]
     objectives``, :attr:`SweepResult.objectives`, whose front is :attr:`SweepResult.pareto`),
     else ``objectives``, else the primary metric against ``candidates`` (documents retrieved per
-    query); a front computed here leaves the baseline out (it is never chosen)."""
-    objs = dict(result.objectives or objectives or {result.primary: "maximize",
+    query; the primary in its direction, :func:`~aiblox.metrics.lower_is_better`: fewest tokens
+    best for a cost); a front computed here leaves the baseline out (it is never chosen)."""
+    direction = "minimize" if lower_is_better(result.primary) else "maximize"
+    objs = dict(result.objectives or objectives or {result.primary: direction,
                                                     "candidates": "minimize"})
     if result.objectives:
         front = set(result.pareto)
@@ -265,8 +303,10 @@ def pareto_frame(result: SweepResult, objectives: dict[str, str] | None = None) 
              "baseline": p.is_baseline} for p in result.points]
     frame = pd.DataFrame(rows, columns=["label", "config_hash", *names, "front", "best",
                                         "baseline"])
-    sign = -1.0 if objs.get(result.primary, "maximize") == "maximize" else 1.0
-    order = sorted(range(len(rows)), key=lambda i: (
-        not rows[i]["front"], sign * result.points[i].metrics[result.tune_split][result.primary],
-        result.points[i].config_hash))
+    # front first, then as pareto_points orders the front: the primary in its direction here,
+    # ties by config hash, NaN last (the one ranking, ranking_order)
+    sign = 1.0 if objs.get(result.primary, direction) == "maximize" else -1.0
+    order = sorted(range(len(rows)), key=lambda i: (not rows[i]["front"], ranking_order(
+        sign * result.points[i].metrics[result.tune_split][result.primary],
+        result.points[i].config_hash, None)))
     return frame.iloc[order].reset_index(drop=True)

@@ -221,14 +221,15 @@ _DEPTHS = {"prefs.fts.top_k": "fts_depth", "prefs.vector.top_k": "vector_depth"}
 def spec_axis_name(param: str, grid: set[str]) -> str:
     """The name a spec gives the axis of a logged ``param``: a setting's own name
     (``prefs.scoring.w_text`` is ``w_text``, ``prefs.chunking.chunker_id`` is ``chunker_id``,
-    ``selection.params.max_chunks`` is ``max_chunks``), a pipeline stage's parameter as its
-    stage axis (``pipeline.rm3.fb_terms`` is ``rm3.fb_terms``), a depth as the spec's ``grid``
-    swept it (``depth``, else ``fts_depth`` / ``vector_depth``); any other param as it is."""
+    ``selection.params.max_chunks`` is ``max_chunks``, ``selection.policy`` is ``policy``), a
+    pipeline stage's parameter as its stage axis (``pipeline.rm3.fb_terms`` is
+    ``rm3.fb_terms``), a depth as the spec's ``grid`` swept it (``depth``, else ``fts_depth`` /
+    ``vector_depth``); any other param as it is."""
     if param in _DEPTHS:
         return "depth" if "depth" in grid or _DEPTHS[param] not in grid else _DEPTHS[param]
     if param.startswith("pipeline."):
         return param.removeprefix("pipeline.")
-    for head in ("prefs.", "selection.params."):
+    for head in ("prefs.", "selection.params.", "selection."):
         if param.startswith(head):
             return param.rpartition(".")[2]
     return param
@@ -330,7 +331,10 @@ def _tables(rep: SweepReport, top: int) -> list[tuple[str, list[str], list[list[
     shown = rep.metrics if rep.primary in rep.metrics else [rep.primary, *rep.metrics]
     splits = rep.splits
     lb_head = ["#", "label", "config hash"] + [f"{s} {m}" for s in splits for m in shown]
-    lb = [[str(i), r["label"], short_hash(r["config_hash"])] + [
+    # the chosen point marked: with [search] objectives the Pareto front's best, which the
+    # ranking by the primary alone may put below others (the order stays the ranking)
+    lb = [[str(i), r["label"] + (" (chosen)" if r["config_hash"] == rep.best["config_hash"]
+                                 else ""), short_hash(r["config_hash"])] + [
         _f(r["metrics"].get(s, {}).get(m, "")) for s in splits
         for m in shown] for i, r in enumerate(rep.leaderboard[:top], start=1)]
     if rep.baseline is not None:  # each point's delta to the baseline; marked where tested

@@ -73,8 +73,10 @@ def axis_figure(rep: Any, axis: str) -> Any:
         ax.set_xlim(-0.5, len(xs) - 0.5)
     shown = rep.axis_name(axis)
     ax.set_xlabel(shown)
-    ax.set_ylabel(f"{rep.primary} (best on {rep.tune_split})")
-    ax.set_title(f"{rep.primary} by {shown}")
+    # each value's point chosen on tune, its value on tune and (same point) on report
+    ax.set_ylabel(f"{rep.primary} ({' / '.join(rep.splits)})")
+    ax.set_title(f"{rep.primary} by {shown}: per value, the point best on {rep.tune_split}",
+                 fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(alpha=.3)
     return fig

@@ -3,8 +3,9 @@ ranking of points (:func:`ranking_key`), the best point, the baseline, the signi
 top points against it and the confidence intervals of the best (:func:`conclude`).
 
 The configuration is chosen on the tune split only (primary metric, ties broken by config hash
-ascending) and reported on the report split, where the top ``significance_top`` points (ranked
-on tune; the baseline itself left out) are tested against the baseline, Holm-adjusted, and the
+ascending) and reported on the report split, where the top ``significance_top`` points (the
+chosen point first, then the others ranked on tune; the baseline itself left out) are tested
+against the baseline, Holm-adjusted, and the
 best point's primary metric gets a bootstrap interval on both splits
 (:mod:`aiblox.metrics.significance`).
 """
@@ -38,6 +39,7 @@ __all__ = [
     "ranking_key",
     "ranking_order",
     "tested_metrics",
+    "tested_points",
 ]
 
 FUSION_AXES = ("blend", "w_text", "rrf_k", "normalize", "missing", "depth", "fts_depth",
@@ -107,7 +109,8 @@ class SweepResult(_Strict):
     baseline: PointResult | None = None
     """The spec's baseline point, when named."""
     significance: list[Comparison] = Field(default_factory=list)
-    """The top points (on tune) against the baseline on the report split, Holm-adjusted."""
+    """The chosen point and the top others (on tune) against the baseline on the report split,
+    Holm-adjusted (:func:`tested_points`)."""
     ci: dict[str, tuple[float, float, float]] = Field(default_factory=dict)
     """Per split: ``(mean, low, high)`` 95% bootstrap interval of the best point's primary
     metric."""
@@ -223,10 +226,8 @@ def conclude(spec: SweepSpec, points: Sequence[PointResult], n_grid: int,
     baseline = next((p for p in points if p.is_baseline), None)
     significance: list[Comparison] = []
     if baseline is not None and spec.report_split is not None:
-        # the baseline is tested against, not with itself (a grid point can be the baseline:
-        # in the top it would take a slot, tie at p = 1 and count in Holm's family)
-        top = [p for p in ranked(grid, spec.tune_split, spec.primary)
-               if p.config_hash != baseline.config_hash][:spec.significance_top]
+        top = tested_points(grid, best, baseline, spec.tune_split, spec.primary,
+                            spec.significance_top)
         report = spec.report_split
         available = {m for p in points for m in p.metrics[report]}
         wanted = [m for m in tested_metrics(spec) if m in available]
@@ -254,6 +255,19 @@ def conclude(spec: SweepSpec, points: Sequence[PointResult], n_grid: int,
                             test=spec.stat_test)
     return Conclusion(best=best, baseline=baseline, significance=significance, ci=ci, cv=cv,
                       objectives=objectives, pareto=front)
+
+
+def tested_points(grid: Sequence[PointResult], best: PointResult, baseline: PointResult,
+                  split: str, primary: str, n: int) -> list[PointResult]:
+    """The ``n`` points tested against ``baseline``: the chosen ``best`` first (with ``[search]
+    objectives`` the Pareto front's best, which the ranking by ``primary`` alone may put
+    lower: the choice is always tested), then the others best first by :func:`ranked`. The
+    baseline is tested against, not with itself (a grid point can be the baseline: in the top
+    it would take a slot, tie at p = 1 and count in Holm's family)."""
+    first = [] if best.config_hash == baseline.config_hash else [best]
+    rest = [p for p in ranked(grid, split, primary)
+            if p.config_hash not in (best.config_hash, baseline.config_hash)]
+    return (first + rest)[:n]
 
 
 def pareto_points(points: Sequence[PointResult], split: str, objectives: dict[str, str],

@@ -56,6 +56,7 @@ __all__ = [
     "SweepRow",
     "deleted_best_note",
     "deleted_point_run",
+    "interrupted_note",
     "list_points",
     "list_sweeps",
     "resolve_run",
@@ -103,6 +104,13 @@ class SweepRow(_Strict):
     best_deleted_run_id: str | None = None
     """The best point's run id when it is one of them (the sweep's choice stands; its run is
     gone from every list until restored)."""
+    interrupted: str | None = None
+    """Why a sweep still ``RUNNING`` in MLflow is no longer running: the process that wrote it
+    is gone (exited, killed, or silent past its lease;
+    :func:`~aiblox.engine.tracking.owner.owner_status`); None for a finished or live sweep."""
+    resume: str | None = None
+    """With :attr:`interrupted`: the command that finishes the sweep (``aiblox sweep SPEC
+    --resume``; its finished points are not redone)."""
 
 
 class PointRow(_Strict):
@@ -213,18 +221,49 @@ def deleted_best_note(row: SweepRow) -> str:
             f"{row.best_deleted_run_id}` brings it back")
 
 
-def _sweep_row(parent: Any, points: int) -> SweepRow:
+def _sweep_row(parent: Any, points: int, tracking_uri: str | None = None) -> SweepRow:
     p, t, m = parent.data.params, parent.data.tags, parent.data.metrics
     primary = p.get("spec.primary", "")
     report = p.get("spec.report_split")
     key = primary.replace("@", "_at_")
+    name = t.get("aiblox.sweep_name") or p.get("spec.name") or parent.info.run_name or ""
+    interrupted = resume = None
+    if parent.info.status == "RUNNING" and tracking_uri is not None:
+        from aiblox.engine.tracking.owner import owner_status
+
+        live, why = owner_status(t)
+        if not live:  # killed (SIGKILL, a lost machine): MLflow still says RUNNING
+            interrupted, resume = why, _resume_command(name, t, tracking_uri)
     return SweepRow(
-        name=t.get("aiblox.sweep_name") or p.get("spec.name") or parent.info.run_name or "",
-        parent_run_id=parent.info.run_id, status=parent.info.status, points=points,
+        name=name, parent_run_id=parent.info.run_id, status=parent.info.status, points=points,
         primary=primary, tune_split=p.get("spec.tune_split", ""),
         report_split=None if report in (None, "None") else report,
         best_label=t.get("aiblox.best_label"), best_config_hash=t.get("aiblox.best_config_hash"),
-        best_tune=m.get(f"best.tune.{key}"), best_report=m.get(f"best.report.{key}"))
+        best_tune=m.get(f"best.tune.{key}"), best_report=m.get(f"best.report.{key}"),
+        interrupted=interrupted, resume=resume)
+
+
+def _resume_command(name: str, tags: dict[str, str], tracking_uri: str) -> str:
+    """``aiblox sweep SPEC --resume`` for an interrupted sweep: the spec file it was run from
+    (tagged on its parent run; ``evals/sweeps/<name>.toml`` for one logged before the tag),
+    with the store, stage cache and device options it was run with and its tracking URI."""
+    import shlex
+
+    from aiblox.engine.tracking.layout import TAG_RERUN_OPTIONS, TAG_SPEC_PATH
+
+    spec = tags.get(TAG_SPEC_PATH) or f"evals/sweeps/{name}.toml"
+    options = tags.get(TAG_RERUN_OPTIONS, "")
+    return (f"aiblox sweep {shlex.quote(spec)} --resume{' ' + options if options else ''} "
+            f"--tracking-uri {shlex.quote(tracking_uri)}")
+
+
+def interrupted_note(row: SweepRow) -> str:
+    """One line saying that a sweep MLflow shows as RUNNING was interrupted, and how to finish
+    it ("" when it was not)."""
+    if row.interrupted is None:
+        return ""
+    return (f"sweep {row.name!r} (parent run {row.parent_run_id}) was interrupted: "
+            f"{row.interrupted}; `{row.resume}` finishes it (its finished points are kept)")
 
 
 def list_sweeps(tracking_uri: str) -> list[SweepRow]:
@@ -240,7 +279,7 @@ def list_sweeps(tracking_uri: str) -> list[SweepRow]:
             counts[pid] = counts.get(pid, 0) + 1
     parents.sort(key=lambda r: (-(r.info.start_time or 0), r.info.run_id))
     deleted = _deleted_points(client, exps) if parents else []
-    return [_with_deleted(_sweep_row(r, counts.get(r.info.run_id, 0)), deleted)
+    return [_with_deleted(_sweep_row(r, counts.get(r.info.run_id, 0), tracking_uri), deleted)
             for r in parents]
 
 
@@ -270,7 +309,7 @@ def list_points(sweep: str, tracking_uri: str) -> tuple[SweepRow, list[PointRow]
     client = tracking_client(tracking_uri)
     parent = find_sweep_run(client, sweep)
     children = _children(client, parent)
-    row = _with_deleted(_sweep_row(parent, len(children)),
+    row = _with_deleted(_sweep_row(parent, len(children), tracking_uri),
                         _deleted_points(client, [parent.info.experiment_id], parent.info.run_id))
     points = [_point_row(row, c) for c in children]
     points.sort(key=lambda p: ranking_order(p.tune, p.config_hash, row.primary))

@@ -96,11 +96,14 @@ def test_sweep_report_in_the_file_labels_whole_and_progress_plain(tmp_path):
     assert f"stage cache {stages}: 100 entries, {size} (aiblox cache list" in \
         " ".join(r.stderr.split())
     assert "\u2026" not in text  # nothing elided
-    label = re.compile(r"^│ ((?:linear-w[0-9.]+-(?:minmax|zscore)-zero|rrf-k\d+)-d\d+"
-                       r"(?: \(baseline\))?) +│")
+    label = re.compile(r"^│ ((?:linear-w[0-9.]+-(?:minmax|zscore)-zero|rrf-k\d+)-d\d+)"
+                       r"( \((?:chosen|baseline|chosen; baseline)\))? +│")
     board = text.split("best on train")[0]  # the leaderboard: every point, best first
-    labels = [m.group(1) for line in board.splitlines() if (m := label.match(line))]
+    found = [m for line in board.splitlines() if (m := label.match(line))]
+    labels = [m.group(1) for m in found]
     assert len(labels) == 24 and len(set(labels)) == 24, labels  # the whole grid, distinct
+    assert [m.group(2) for m in found][0] == " (chosen)"  # the chosen point first, marked
+    assert sum(m.group(2) == " (chosen)" for m in found) == 1
     assert {"linear-w0.25-minmax-zero-d10", "linear-w0.25-minmax-zero-d20"} <= set(labels)
     _plain(r.stderr)
     assert re.search(r"^signals: sample train hybrid depth 10/10 \(\d+ queries\) \.\.\. [0-9.]+ s$",

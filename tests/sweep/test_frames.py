@@ -57,8 +57,11 @@ def test_leaderboard_rows_ranks_and_best(result):
     linear = board[board["blend"] == "linear"]
     assert len(linear) == 20 and linear["rrf_k"].isna().all()
     assert sorted(set(linear["w_text"])) == [0.0, 0.25, 0.5, 0.75, 1.0]
-    assert list(board.columns[:8]) == ["rank", "label", "blend", "w_text", "normalize",
-                                       "missing", "rrf_k", "depth"]
+    assert list(board.columns[:9]) == ["rank", "chosen", "label", "blend", "w_text",
+                                       "normalize", "missing", "rrf_k", "depth"]
+    assert board["chosen"].tolist() == ["★"] + [""] * 23  # the chosen point marked
+    # a hybrid point holds BM25 settings (k1, b) the grid does not vary: no column for them
+    assert not {"k1", "b", "method", "doc_score"} & set(board.columns)
     assert "vector_depth" not in board.columns  # full-text and vector depth move together
     top = leaderboard(result, top=5)
     assert len(top) == 5 and top.equals(board.head(5))

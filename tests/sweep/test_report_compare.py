@@ -66,6 +66,8 @@ def test_report_writes_self_contained_html_and_markdown(logged):
     head = next(ln for ln in md.splitlines() if ln.startswith("| # | label |"))
     assert head.endswith("| vs baseline (test ndcg@10, p Holm-adjusted) |")
     rows = {ln.split(" | ")[1]: ln for ln in md.splitlines() if ln.startswith("| ")}
+    # the chosen point's label marked (with [search] objectives it may rank below others)
+    rows[r.best.label] = rows.pop(f"{r.best.label} (chosen)")
     assert rows[r.baseline.label].endswith("| baseline |")
     tested = next(c for c in r.significance if c.metric == "ndcg@10")
     assert rows[tested.candidate].endswith(f"| {tested.delta:+.4f}"
