@@ -175,7 +175,8 @@ def sweep(
     except KeyboardInterrupt:  # Ctrl-C: one line saying what is kept and how to go on
         from aiblox.cli._errors import print_error
 
-        again = f"aiblox sweep {spec_reference(spec_path)}"
+        again = _again(spec_path, db, cache_dir, device, tracking_uri if tracker else "",
+                       executor, address)
         print_error(f"interrupted: the finished points are kept (stage cache {cache_dir}"
                     + (f", MLflow {tracking_uri}); `{again} --resume` continues where it stopped"
                        if tracker is not None else
@@ -183,10 +184,11 @@ def sweep(
         raise typer.Exit(130) from None
     except Exception as exc:
         if is_disk_full(exc):  # one line: what could not be written, and how to go on
+            again = _again(spec_path, db, cache_dir, device, tracking_uri if tracker else "",
+                           executor, address)
             fail(f"cannot write {_written(exc, cache_dir, tracking_uri)}: the disk is full "
-                 f"(ENOSPC, no space left on the device); free space, then `aiblox sweep "
-                 f"{spec_reference(spec_path)} --resume` continues where it stopped (finished "
-                 f"points are kept)")
+                 f"(ENOSPC, no space left on the device); free space, then `{again} --resume` "
+                 f"continues where it stopped (finished points are kept)")
         if isinstance(exc, DatasetError | ValueError | SweepBusy):
             fail(_located(spec_path, str(exc)))
         raise
@@ -398,6 +400,21 @@ def _ranked(result: SweepResult) -> list:
     from aiblox.engine.settings import ranked
 
     return ranked(result.points, result.tune_split, result.primary)
+
+
+def _again(spec_path: Path, db: str, cache_dir: str, device: str, tracking_uri: str,
+           executor: str, address: str) -> str:
+    """The command that runs this sweep again on what it wrote: the spec and every option
+    that says where (store, stage cache, MLflow store, cluster); without them ``--resume``
+    started a fresh sweep elsewhere (the default cache and MLflow store), the stopped one left
+    KILLED."""
+    import shlex
+
+    given = [("--tracking-uri", "" if tracking_uri in ("", TRACKING_URI) else tracking_uri),
+             ("--executor", "" if executor == "local" else executor), ("--address", address)]
+    more = shlex.join([x for option, value in given if value for x in (option, value)])
+    return " ".join(filter(None, [f"aiblox sweep {spec_reference(spec_path)}",
+                                  _rerun_options(db, cache_dir, device), more]))
 
 
 def _rerun_options(db: str, cache_dir: str, device: str) -> str:

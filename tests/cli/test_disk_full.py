@@ -183,8 +183,11 @@ def test_a_full_disk_mid_sweep_is_one_line_and_resume_continues(tmp_path, disk, 
     named = f"the stage cache ({cache})" if where == "stage cache" else f"the MLflow store ({uri})"
     assert line.startswith(f"error: cannot write {named}"), line
     assert "the disk is full (ENOSPC" in line
-    assert "`aiblox sweep evals/sweeps/sample_fusion.toml --resume` continues where it " \
-           "stopped" in line
+    # the command with the options that say where (the spec alone resumed nothing: a fresh
+    # sweep in the default cache and MLflow store)
+    assert f"`aiblox sweep evals/sweeps/sample_fusion.toml --db {tmp_path / 'sweep.duckdb'} " \
+           f"--cache-dir {cache} --tracking-uri {uri} --resume` continues where it " \
+           "stopped" in line, line
     assert len(done.stderr.splitlines()) <= 4, done.stderr  # the plan, MLflow's notes, error
 
     disk.free()

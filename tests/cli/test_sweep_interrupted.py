@@ -37,9 +37,15 @@ def test_ctrl_c_keeps_the_finished_points_and_says_how_to_go_on(tmp_path, sweep_
     assert proc.returncode == 130, err
     last = err.strip().splitlines()[-1]
     assert last.startswith("stopped: interrupted: the finished points are kept (stage cache "), err
-    assert "`aiblox sweep dense.toml --no-tracking` again reads them back" in last  # cwd
+    # the command as said, with the options that say where (it named the spec alone, and
+    # following it used the default store and cache: a fresh sweep elsewhere)
+    said = f"aiblox sweep dense.toml --db {sweep_db} --cache-dir {cache} --no-tracking"
+    assert f"`{said}` again reads them back" in last, last  # the spec relative to the cwd
     assert "Traceback" not in err
-    again = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
+    import shlex
+
+    again = subprocess.run([sys.executable, "-m", "aiblox.cli", *shlex.split(said)[1:],
+                            "--json"], cwd=tmp_path, env=env, capture_output=True, text=True,
                            timeout=600)
     assert again.returncode == 0, again.stderr
     reused = json.loads(again.stdout)["reused"]
