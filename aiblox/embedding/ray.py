@@ -18,11 +18,10 @@ as a local embedder's does (:func:`aiblox.embedding.device.with_device`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
-from aiblox.cluster import MAX_RETRIES, connect
+from aiblox.cluster import MAX_RETRIES, completed, connect
 from aiblox.embedding import CachedEmbedder, Embedder, get_embedder
 from aiblox.embedding.cache import EmbeddingCache
 from aiblox.embedding.device import device_class, parse_device, resolve_device, with_device
@@ -75,23 +74,19 @@ class RayEmbedder:
         return self.embedder.dim
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        import ray
-
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         starts = range(0, len(texts), BATCH)
         refs = {self._task.remote(self.name, list(texts[s:s + BATCH]), self.device): s
                 for s in starts}
         out: dict[int, np.ndarray] = {}
-        pending: list[Any] = list(refs)
         with progress_bar(len(texts), f"embedding on the cluster ({self.model_id} on the "
                                       f"workers' {self.device})",
                           unit="text", enabled=self.progress) as bar:
-            while pending:
-                ready, pending = ray.wait(pending, num_returns=1)
-                for ref in ready:
-                    out[refs[ref]] = ray.get(ref)
-                    bar.update(len(out[refs[ref]]))
+            # a lost cluster: one error (ClusterLost); a failed batch: the others cancelled
+            for ref, vectors in completed(list(refs), "run the ingest again"):
+                out[refs[ref]] = vectors
+                bar.update(len(vectors))
         return np.concatenate([out[s] for s in starts])
 
 

@@ -164,9 +164,12 @@ class StageCache:
         self._files: Files = LocalFiles(local) if local is not None else FsspecFiles(str(root))
         self.root: Path | str = local if local is not None else str(root)
         """The local folder, or the fsspec URI as given."""
-        self.uri = str(local.absolute()) if local is not None else str(root)
+        proto, _, path = str(root).partition("://")  # local://: fsspec's local folders
+        self.uri = (str(local.absolute()) if local is not None else str(root)
+                    if proto != "local" else "local://" + str(Path(path).absolute()))
         """A string that opens this cache again on any worker (``StageCache(cache.uri)``): the
-        absolute folder, or the URI. A ``memory://`` cache is private to its process."""
+        absolute folder (``local://`` one too), or the URI. A ``memory://`` cache is private
+        to its process."""
         self.computed: dict[str, int] = {}
         """Per stage name: outputs computed by this cache object."""
         self.reused: dict[str, int] = {}

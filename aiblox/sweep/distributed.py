@@ -15,6 +15,9 @@ stage cache folder as the driver, which every node must see (a shared file syste
 entries are written atomically and content-addressed, so two workers computing one key (a
 chunk stage several points share) write the same bytes, and a task killed mid-write leaves no
 entry; a driver killed mid-sweep resumes (``--resume``) with every finished stage read back.
+Each task writes its entries as packs (:meth:`StageCache.batched`), published before it returns.
+The driver waits through :func:`aiblox.cluster.completed`: a cluster gone mid-sweep is one
+error, and a failed task's siblings are cancelled.
 
 A DuckDB store file allows one process at a time: a worker that must open it (a chunk stage not
 yet cached) holds a lock file beside it until its point is done; a PostgreSQL store needs none.
@@ -27,12 +30,13 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from aiblox.cluster import MAX_RETRIES
+from aiblox.cluster import MAX_RETRIES, ExecutorError, completed
 from aiblox.compiled import compiled_threads
 from aiblox.data import Dataset
 from aiblox.engine.cache import StageCache
@@ -62,6 +66,8 @@ class RecordingCache(StageCache):
     def __init__(self, root: str | Path) -> None:
         super().__init__(root)
         self.events: list[Event] = []
+        self.written: set[str] = set()
+        """The stages (by name, not as counted) this process wrote an entry of."""
 
     def run(self, name: str, version: str | int, config: Any, inputs: Sequence[str],
             compute: Callable[[], Any], load: bool = True,
@@ -78,7 +84,15 @@ class RecordingCache(StageCache):
                                     strict=True):
             if counter.get(counted, 0) > n:
                 self.events.append((counted, rec.key, kind))
+                if kind != "reused":
+                    self.written.add(name)
         return rec, out
+
+    def look_again(self, stages: Iterable[str]) -> None:
+        """The packs of ``stages`` that other processes published indexed now (a task that
+        wrote them has returned), not a second later at most."""
+        for name in stages:
+            self._packs.refresh(name)
 
     def take_events(self) -> list[Event]:
         """The events recorded since the last call."""
@@ -173,23 +187,33 @@ def _worker_context(job_id: str, holder: list[Any]) -> _WorkerContext:
     return ctx
 
 
-def run_points(job_id: str, holder: list[Any], points: list[PipelinePoint]
-               ) -> tuple[list[dict[str, dict[str, Any]]], list[Event]]:
+Returned = tuple[list[dict[str, dict[str, Any]]], list[Event], list[str],
+                 list[tuple[str, type[Warning]]]]
+"""A task's points' outputs, stage cache events, the stages it wrote and its warnings."""
+
+
+def run_points(job_id: str, holder: list[Any], points: list[PipelinePoint]) -> Returned:
     """A Ray task: :func:`evaluate_point` of each point in a worker's context of the sweep
-    (``holder``: the job's object ref, inside a list so Ray does not fetch it for every task);
-    the points' outputs and the stage cache events."""
+    (``holder``: the job's object ref, inside a list so Ray does not fetch it for every task).
+    Its entries are written as packs (:meth:`StageCache.batched`, as the local executor's),
+    published before it returns; the warnings it raised (a damaged entry computed again) go
+    back to the driver, which warns in its turn (a worker's output is not shown there)."""
     ctx = _worker_context(job_id, holder)
     cache = ctx.cache
     assert isinstance(cache, RecordingCache)
     outs = []
-    with paused_gc(), compiled_threads(ctx.jobs):
+    with warnings.catch_warnings(record=True) as caught, paused_gc(), \
+            compiled_threads(ctx.jobs), cache.batched():
         for pt in points:
             try:
                 outs.append(evaluate_point(ctx, pt))
             finally:
                 if ctx.holds_store:
                     ctx.close()  # the store file is free for the next worker
-    return outs, cache.take_events()
+    written, cache.written = sorted(cache.written), set()
+    notes = [(str(w.message), w.category if issubclass(w.category, Warning) else UserWarning)
+             for w in caught]
+    return outs, cache.take_events(), written, notes
 
 
 class RayPoints:
@@ -201,6 +225,11 @@ class RayPoints:
         self.cpus = cpus
         self.events: list[Event] = []
         self.job_id = uuid.uuid4().hex
+        self.cache = ctx.cache
+        if ctx.cache.uri.startswith("memory://"):
+            raise ExecutorError(f"--cache-dir {ctx.cache.uri}: a memory:// stage cache lives "
+                                f"in one process, the Ray workers would not see it; give "
+                                f"--executor ray a folder (or object store) every node sees")
         job = SweepJob(settings=ctx.settings, dataset=ctx.dataset,
                        cache_dir=ctx.cache.uri,  # a URI as given, a folder made absolute
                        db=_absolute(ctx.db or default_store_path(ctx.dataset)),
@@ -225,36 +254,47 @@ class RayPoints:
                 ) -> Iterator[tuple[int, dict[str, dict[str, Any]]]]:
         """``(i, outputs of point i)`` in point order, each as soon as it and every point
         before it are done; ``tick(k)`` as each task returns (``k`` points)."""
-        import ray
-
         batches = self.batches(len(points))
         refs = {self._submit([points[i] for i in b]): b for b in batches}
         done: dict[int, dict[str, dict[str, Any]]] = {}
-        pending = list(refs)
         nxt = 0
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
-            for ref in ready:
-                outs, events = ray.get(ref)
-                self.events += events
-                done.update(zip(refs[ref], outs, strict=True))
-                tick(len(outs))
+        for ref, got in completed(list(refs), AGAIN):
+            outs = self._returned(got)
+            done.update(zip(refs[ref], outs, strict=True))
+            tick(len(outs))
             while nxt in done:
                 yield nxt, done.pop(nxt)
                 nxt += 1
 
     def one(self, point: PipelinePoint) -> dict[str, dict[str, Any]]:
         """One point as one task (a search trial), waited for."""
-        import ray
+        for _, got in completed([self._submit([point])], AGAIN):
+            return self._returned(got)[0]
+        raise AssertionError("unreachable: a task's value or its error")
 
-        outs, events = ray.get(self._submit([point]))
+    def _returned(self, got: Returned) -> list[dict[str, dict[str, Any]]]:
+        """A task's points' outputs; its events kept, its packs indexed, its warnings
+        given."""
+        outs, events, written, notes = got
         self.events += events
-        return outs[0]
+        if isinstance(self.cache, RecordingCache):
+            self.cache.look_again(written)
+        for message, category in notes:
+            warnings.warn(message, category, stacklevel=2)
+        return outs
+
+
+AGAIN = ("run the same `aiblox sweep` command with --resume (or again, without MLflow): it "
+         "continues where it stopped, the finished points are kept")
+"""What to do once the cluster that went away mid-sweep is back."""
 
 
 def _absolute(db: str | None) -> str | None:
-    """A DuckDB store or stage cache path made absolute (workers may run in another folder);
-    URLs and URIs (``postgresql://``, ``s3://``) and ``:memory:`` as they are."""
+    """A DuckDB store path (a path or ``duckdb:///path``) made absolute, as a path: the
+    workers may run in another folder. URLs (``postgresql://``) and ``:memory:`` as they
+    are."""
+    if db is not None and db.startswith("duckdb:///"):
+        db = db.removeprefix("duckdb:///")
     if db is None or "://" in db or db == ":memory:":
         return db
     return str(Path(db).resolve())

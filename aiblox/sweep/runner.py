@@ -325,7 +325,8 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     n_grid = len(grid)
     try:
         # the points' entries written as packs (a few files, not several per point): here
-        # only, where this process writes them all (Ray's workers write their own)
+        # when this process scores the points; with Ray each task batches its own
+        # (distributed.run_points), published before it returns
         batch = cache.batched() if remote is None else contextlib.nullcontext()
         with paused_gc(), compiled_threads(jobs), batch:
             if model_based:

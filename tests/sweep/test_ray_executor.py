@@ -182,11 +182,26 @@ def test_fusion_sweep_on_two_nodes_is_the_local_sweep(cluster, sample_spec, tmp_
     assert len(ray_.points) == 24
     assert _fingerprint(ray_) == _fingerprint(local)
     assert ray_.computed == {"signals": 4, "fusion": 48, "metrics": 48} and not ray_.reused
+    # the workers wrote packs, as the local executor does (a few per task and stage), not
+    # two files per entry
+    packs = sorted((tmp_path / "ray").glob("metrics/packs/*.pack"))
+    assert packs and not list((tmp_path / "ray").glob("metrics/*.meta.json"))
+    assert sum(1 for p in (tmp_path / "ray").rglob("*") if p.is_file()) < 48
     again = run_sweep(sample_spec, cache_dir=tmp_path / "ray", db=sweep_db, progress=False,
                       dataset=sample_dataset, executor="ray", address=address)
     assert again.computed == {} and again.reused == {"signals": 4, "fusion": 48,
                                                      "metrics": 48}
     assert _fingerprint(again)["points"] == _fingerprint(local)["points"]
+    # a damaged entry a worker finds: computed again, counted, and warned of in the driver
+    data = bytearray(packs[0].read_bytes())
+    data[-1] ^= 0xFF  # the pack's last entry's output
+    packs[0].write_bytes(bytes(data))
+    with pytest.warns(UserWarning, match=r"stage cache: metrics/\w+ under .* was damaged"):
+        fixed = run_sweep(sample_spec, cache_dir=tmp_path / "ray", db=sweep_db,
+                          progress=False, dataset=sample_dataset, executor="ray",
+                          address=address)
+    assert fixed.repaired == {"metrics": 1} and fixed.computed == {"metrics": 1}
+    assert _fingerprint(fixed)["points"] == _fingerprint(local)["points"]
 
 
 def test_pipeline_sweep_on_two_nodes_is_the_local_sweep(cluster, sample_spec, tmp_path,
@@ -458,3 +473,107 @@ def test_a_killed_driver_resumes_on_the_cluster_reusing_every_finished_stage(
     done = {k: out["computed"].get(k, 0) + out["reused"].get(k, 0) for k in ("fusion",
                                                                              "metrics")}
     assert done == {"fusion": N * 2, "metrics": N * 2}
+
+
+def test_a_cluster_gone_while_the_driver_waits_is_one_clear_error(cluster, monkeypatch):
+    """The driver asks the GCS whether it is still there whenever it has waited a while for a
+    task; gone, one error says so and what to do (before Ray's core would end the process a
+    minute later, with no word of aiblox's), and this process lets go of the cluster."""
+    import ray
+
+    from aiblox import cluster as cl
+
+    address, _ = cluster
+    assert not cl._gone(address)  # a cluster answers (it wants a token: an answer too)
+    assert cl._gone(f"127.0.0.1:{_free_port()}")  # nothing listens
+    cl.connect(address)
+
+    def nap() -> None:
+        time.sleep(60)
+
+    ref = ray.remote(nap).options(num_cpus=0).remote()
+    monkeypatch.setattr(cl, "WAIT_S", 0.2)
+    monkeypatch.setattr(cl, "_gone", lambda gcs: True)  # as if `ray stop` ran
+    detached = []
+    monkeypatch.setattr(ray, "shutdown", lambda: detached.append(True))
+    started = time.monotonic()
+    try:
+        with pytest.raises(cl.ClusterLost, match=r"^the Ray cluster at \S+ stopped answering "
+                           r"while its tasks ran \(stopped or crashed\); start it again, then "
+                           r"run it again$"):
+            list(cl.completed([ref], "run it again"))
+        assert time.monotonic() - started < 5 and detached == [True]
+    finally:
+        ray.cancel(ref, force=True)
+
+
+def test_a_failed_task_cancels_the_others_and_ray_prints_none_of_their_errors(
+        cluster, sample_spec, tmp_path, sweep_db, sample_dataset, monkeypatch):
+    """Every task fails (the cache's ``fusion`` folder is a file): the sweep raises the first
+    task's error, and the others, cancelled or failed too, are not printed by Ray as unhandled
+    errors afterwards (a flood of tracebacks after aiblox's one error line)."""
+    import gc
+
+    import ray._private.worker
+
+    address, _ = cluster
+    unhandled: list[Exception] = []  # what Ray would log (ERROR worker.py -- Unhandled error)
+    monkeypatch.setattr(ray._private.worker, "_unhandled_error_handler", unhandled.append)
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "fusion").write_text("not a folder")
+    with pytest.raises(NotADirectoryError):
+        run_sweep(sample_spec, cache_dir=tmp_path / "c", db=sweep_db, progress=False,
+                  dataset=sample_dataset, executor="ray", address=address)
+    gc.collect()  # the refs dropped: Ray reports an error no one took as it frees it
+    time.sleep(1)
+    assert unhandled == []
+
+
+def test_connect_to_another_address_leaves_the_attached_cluster(cluster):
+    """A process attached to one cluster and given another address goes there (here: no
+    cluster answers, one error; it was ignored, the sweep ran on the first cluster)."""
+    import ray
+
+    from aiblox.cluster import ExecutorError, connect
+
+    def gcs_address() -> str:
+        return ray.get_runtime_context().gcs_address
+
+    address, _ = cluster
+    assert connect(address) == 2
+    gcs = gcs_address()
+    port = address.rpartition(":")[2]
+    assert connect(f"localhost:{port}") == 2 and gcs_address() == gcs  # the same cluster
+    other = f"127.0.0.1:{_free_port()}"
+    with pytest.raises(ExecutorError, match=f"--address {other}: no Ray cluster answers"):
+        connect(other)
+    assert ray.is_initialized() and gcs_address() == gcs  # checked before letting go
+
+
+def test_the_workers_get_absolute_local_paths_and_no_private_cache(tmp_path, monkeypatch):
+    """A relative ``local://`` cache or ``duckdb:///`` store is the driver's folder (a worker
+    runs in a folder of its own); a ``memory://`` cache, private to a process, is refused."""
+    from aiblox.cluster import ExecutorError, check_address
+    from aiblox.engine.cache import StageCache
+    from aiblox.sweep.distributed import _absolute
+
+    monkeypatch.chdir(tmp_path)
+    assert StageCache("local://relc").uri == f"local://{tmp_path}/relc"
+    assert StageCache("local:///abs/c").uri == "local:///abs/c"
+    assert StageCache("file://rel").uri == str(tmp_path / "rel")
+    assert _absolute("duckdb:///rel.duckdb") == str(tmp_path / "rel.duckdb")
+    assert _absolute("duckdb:////abs/x.duckdb") == "/abs/x.duckdb"
+    assert _absolute("postgresql://h/db") == "postgresql://h/db"
+    with pytest.raises(ExecutorError, match=r"^--address '127.0.0.1:6390/': expected HOST"):
+        check_address("127.0.0.1:6390/")
+    assert not (tmp_path / "relc").exists()
+
+
+def test_a_memory_cache_is_refused_with_ray(cluster, sample_spec, sweep_db, sample_dataset):
+    from aiblox.cluster import ExecutorError
+
+    address, _ = cluster
+    with pytest.raises(ExecutorError, match=r"^--cache-dir memory://ray-c: a memory:// stage "
+                                            r"cache lives in one process"):
+        run_sweep(sample_spec, cache_dir="memory://ray-c", db=sweep_db, progress=False,
+                  dataset=sample_dataset, executor="ray", address=address)
