@@ -46,7 +46,7 @@ from aiblox.engine.settings import PipelinePoint, SweepSettings
 from aiblox.engine.workspace import Workspace, default_store_path
 from aiblox.memory import paused_gc
 
-__all__ = ["RayPoints", "RecordingCache", "merge_counts"]
+__all__ = ["RayPoints", "RecordingCache", "check_shared_cache", "merge_counts"]
 
 
 TASKS_PER_CPU = 4
@@ -216,6 +216,15 @@ def run_points(job_id: str, holder: list[Any], points: list[PipelinePoint]) -> R
     return outs, cache.take_events(), written, notes
 
 
+def check_shared_cache(uri: str | Path) -> None:
+    """Refuse a stage cache the Ray workers cannot share (``memory://``: one process's), in one
+    line, before any work (:func:`~aiblox.sweep.runner.run_sweep` asks first)."""
+    if str(uri).startswith("memory://"):
+        raise ExecutorError(f"--cache-dir {uri}: a memory:// stage cache lives in one process, "
+                            f"the Ray workers would not see it; give --executor ray a folder "
+                            f"(or object store) every node sees")
+
+
 class RayPoints:
     """The driver's side: a sweep's points scored as Ray tasks over a shared stage cache."""
 
@@ -226,10 +235,7 @@ class RayPoints:
         self.events: list[Event] = []
         self.job_id = uuid.uuid4().hex
         self.cache = ctx.cache
-        if ctx.cache.uri.startswith("memory://"):
-            raise ExecutorError(f"--cache-dir {ctx.cache.uri}: a memory:// stage cache lives "
-                                f"in one process, the Ray workers would not see it; give "
-                                f"--executor ray a folder (or object store) every node sees")
+        check_shared_cache(ctx.cache.uri)
         job = SweepJob(settings=ctx.settings, dataset=ctx.dataset,
                        cache_dir=ctx.cache.uri,  # a URI as given, a folder made absolute
                        db=_absolute(ctx.db or default_store_path(ctx.dataset)),

@@ -55,7 +55,7 @@ from aiblox.memory import paused_gc
 from aiblox.metrics.pareto import objective_values
 from aiblox.progress import progress_bar, settle
 from aiblox.sweep.crossval import check_folds
-from aiblox.sweep.distributed import RayPoints, RecordingCache, merge_counts
+from aiblox.sweep.distributed import RayPoints, RecordingCache, check_shared_cache, merge_counts
 from aiblox.sweep.finetune import ensure_fine_tuned
 from aiblox.sweep.finetune_reranker import ensure_reranker, with_reranker
 from aiblox.sweep.results import PointResult, SweepResult, conclude
@@ -166,6 +166,8 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     executor or an address where no cluster answers, before anything is opened.
     """
     check_executor(executor, address)
+    if executor == "ray":  # before the signals are planned, let alone computed
+        check_shared_cache(cache_dir)
     cpus = connect(address) if executor == "ray" else 0
     jobs = default_jobs() if jobs <= 0 else jobs
     t_start = time.perf_counter()

@@ -577,3 +577,6 @@ def test_a_memory_cache_is_refused_with_ray(cluster, sample_spec, sweep_db, samp
                                             r"cache lives in one process"):
         run_sweep(sample_spec, cache_dir="memory://ray-c", db=sweep_db, progress=False,
                   dataset=sample_dataset, executor="ray", address=address)
+    import fsspec
+
+    assert not fsspec.filesystem("memory").exists("/ray-c")  # refused before any signals
