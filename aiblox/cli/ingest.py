@@ -86,9 +86,13 @@ def ingest(
                 fail(str(exc))
         else:
             emb = cached_embedder(model, store, progress=show_progress())
-        report = ingest_dataset(store, binding.source, emb, vectors=vectors,
-                                auto_vectors=auto_vectors, replace=replace,
-                                progress=show_progress())
+        try:
+            report = ingest_dataset(store, binding.source, emb, vectors=vectors,
+                                    auto_vectors=auto_vectors, replace=replace,
+                                    progress=show_progress())
+        except ExecutorError as exc:  # the cluster lost mid-embedding: one line, not a trace
+            fail(f"{exc} (the items written so far are kept: the store is marked half-synced "
+                 f"and every reader refuses it until the ingest run again completes it)")
         ingested = True
     finally:
         empty = made and not ingested and _holds_nothing(store)

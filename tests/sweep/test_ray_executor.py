@@ -417,6 +417,39 @@ def test_ingest_on_the_cluster_writes_the_local_vectors(cluster, tmp_path):
     assert len(vecs["ray"]) == len(hashes) and vecs["ray"] == vecs["local"]
 
 
+def test_a_cluster_lost_during_an_ingest_is_one_line_and_the_rerun_completes_it(
+        cluster, tmp_path, monkeypatch):
+    """The cluster stops answering while the ingest's embedding tasks run (the GCS check made
+    to say so, as in the sweep's test): one error line, no traceback (it ended in one); the
+    store keeps its items, is refused as half-synced, and the ingest run again completes it."""
+    import ray
+    from typer.testing import CliRunner
+
+    from aiblox import cluster as cl
+    from aiblox.cli.main import app
+
+    address, _ = cluster
+    runner = CliRunner()
+    db = str(tmp_path / "lost.duckdb")
+    args = ["ingest", "sample", "--embedder", "hashing", "--db", db, "--executor", "ray",
+            "--address", address]
+    with monkeypatch.context() as m:
+        m.setattr(cl, "WAIT_S", 0.0)
+        m.setattr(cl, "_gone", lambda gcs: True)  # as if `ray stop` ran
+        res = runner.invoke(app, args)
+    ray.shutdown()  # what the lost cluster made this process do; the next command reattaches
+    assert res.exit_code == 2, res.output
+    said = res.output.strip()
+    assert said.startswith("error: the Ray cluster at ") and "\n" not in said, said
+    assert "start it again, then run the ingest again (the items written so far are kept" \
+        in said and "Traceback" not in said
+    refused = runner.invoke(app, ["search", "bm25", "--db", db, "--mode", "bm25"])
+    assert refused.exit_code == 2 and "half-synced" in refused.output, refused.output
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert runner.invoke(app, ["search", "bm25", "--db", db, "--mode", "bm25"]).exit_code == 0
+
+
 def test_a_killed_driver_resumes_on_the_cluster_reusing_every_finished_stage(
         cluster, tmp_path, sweep_db):
     import json
