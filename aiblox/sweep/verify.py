@@ -486,6 +486,28 @@ def _first_difference(logged: dict[Any, Any], again: dict[Any, Any], what: str =
     return side(logged), side(again)
 
 
+def logged_sweep(run: str, tracking_uri: str) -> tuple[Any, Any] | None:
+    """``(client, parent run)`` of the sweep ``run`` names (its parent run id or name); None
+    when it names none (a point run id, a manifest path): what the sweep-level checks of
+    ``aiblox eval verify`` read (:func:`verify_cv`, :func:`~aiblox.sweep.verify_summary.
+    verify_summary`)."""
+    from aiblox.engine.tracking import find_sweep_run, tracking_client
+
+    if Path(run).suffix == ".json" or Path(run).is_file():
+        return None
+    client = tracking_client(tracking_uri)
+    try:
+        return client, find_sweep_run(client, run)
+    except ValueError:
+        return None
+
+
+def compared(where: str, expected: Any, actual: Any) -> StageCheck:
+    """A check of a logged value (``expected``) against its recomputation, as text."""
+    return StageCheck(where=where, expected=str(expected), actual=str(actual),
+                      identical=str(expected) == str(actual))
+
+
 def verify_cv(run: str, tracking_uri: str) -> list[StageCheck] | None:
     """The k-fold table of a logged ``[cv]`` sweep (``run``: its parent run id or name)
     recomputed from what its child runs logged: each point's per-query primary values
@@ -493,22 +515,13 @@ def verify_cv(run: str, tracking_uri: str) -> list[StageCheck] | None:
     again with the logged folds, seed and test, and the folds, each fold's choice and scores and
     the margin are compared with ``cv_folds.json``. None when ``run`` is not a sweep with one
     (a point run id, a manifest, a sweep without ``[cv]``)."""
-    from aiblox.engine.tracking import (
-        artifact_bytes,
-        child_runs,
-        find_sweep_run,
-        read_per_query,
-        tracking_client,
-    )
+    from aiblox.engine.tracking import artifact_bytes, child_runs, read_per_query
     from aiblox.sweep.crossval import CrossValidation, cross_validate
 
-    if Path(run).suffix == ".json" or Path(run).is_file():
+    found = logged_sweep(run, tracking_uri)
+    if found is None:
         return None
-    client = tracking_client(tracking_uri)
-    try:
-        parent = find_sweep_run(client, run)
-    except ValueError:
-        return None
+    client, parent = found
     data = artifact_bytes(client, parent.info.run_id, "cv_folds.json", parent)
     if data is None:  # a sweep without [cv]
         return None
@@ -519,8 +532,7 @@ def verify_cv(run: str, tracking_uri: str) -> list[StageCheck] | None:
     checks: list[StageCheck] = []
 
     def check(where: str, expected: Any, actual: Any) -> None:
-        checks.append(StageCheck(where=where, expected=str(expected), actual=str(actual),
-                                 identical=str(expected) == str(actual)))
+        checks.append(compared(where, expected, actual))
 
     missing = [h for h in logged.candidates if h not in by_hash]
     check("cv/points", len(logged.candidates), len(logged.candidates) - len(missing))

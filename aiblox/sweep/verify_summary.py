@@ -13,11 +13,10 @@ summary's metric values must be the point runs' own, and the leaderboard their r
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from aiblox.engine.settings import ranking_order
-from aiblox.sweep.verify import StageCheck
+from aiblox.sweep.verify import StageCheck, compared, logged_sweep
 
 __all__ = ["verify_summary"]
 
@@ -29,23 +28,14 @@ def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
 def verify_summary(run: str, tracking_uri: str) -> list[StageCheck] | None:
     """The checks of a sweep's logged conclusion (``run``: its parent run id or name), None when
     ``run`` is not a finished sweep (a point run id, a manifest path)."""
-    from aiblox.engine.tracking import (
-        child_runs,
-        find_sweep_run,
-        metric_key,
-        read_json,
-        tracking_client,
-    )
+    from aiblox.engine.tracking import child_runs, metric_key, read_json
     from aiblox.engine.tracking.layout import TAG_OUTSIDE_GRID
     from aiblox.metrics.pareto import COSTS, pareto_front
 
-    if Path(run).suffix == ".json" or Path(run).is_file():
+    found = logged_sweep(run, tracking_uri)
+    if found is None:
         return None
-    client = tracking_client(tracking_uri)
-    try:
-        parent = find_sweep_run(client, run)
-    except ValueError:
-        return None
+    client, parent = found
     summary = read_json(client, parent.info.run_id, "sweep_summary.json", parent)
     if summary is None:
         return None
@@ -56,8 +46,7 @@ def verify_summary(run: str, tracking_uri: str) -> list[StageCheck] | None:
     checks: list[StageCheck] = []
 
     def check(where: str, expected: Any, actual: Any) -> None:
-        checks.append(StageCheck(where=where, expected=str(expected), actual=str(actual),
-                                 identical=str(expected) == str(actual)))
+        checks.append(compared(where, expected, actual))
 
     def logged(chash: str, split: str, names: Any) -> dict[str, float]:
         data = children[chash].data.metrics if chash in children else {}
