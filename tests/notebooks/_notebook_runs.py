@@ -42,3 +42,27 @@ def output_text(outputs: list[Any]) -> str:
     """The text the cells' outputs show (their HTML, for the ones that are HTML), one output
     a line."""
     return "\n".join(o.text for o in outputs if isinstance(getattr(o, "text", None), str))
+
+
+POINT_VALUES = {"a": {"q1": 0.0, "q2": 0.5, "q3": 1.0}, "b": {"q1": 1.0, "q2": 0.5, "q3": 1.0}}
+"""Per-query ndcg@10 on ``test`` of the two runs :func:`log_two_points` logs."""
+
+
+def log_two_points(client: Any, experiment: str, folder: Path) -> dict[str, str]:
+    """Two finished runs ``point-a``, ``point-b`` in ``experiment``, logged the way ``aiblox
+    sweep`` logs a point (a ``test.ndcg_at_10`` metric, ``per_query.test.parquet`` in long
+    layout, written under ``folder``): ``{"a": run id, "b": run id}``."""
+    import pandas as pd
+
+    ids = {}
+    for name, per in POINT_VALUES.items():
+        rid = client.create_run(experiment, run_name=f"point-{name}").info.run_id
+        client.log_metric(rid, "test.ndcg_at_10", sum(per.values()) / 3)
+        out = folder / f"out-{name}"
+        out.mkdir()
+        pd.DataFrame([{"query_id": q, "metric": "ndcg@10", "value": v} for q, v in per.items()]
+                     ).to_parquet(out / "per_query.test.parquet", index=False)
+        client.log_artifacts(rid, str(out))
+        client.set_terminated(rid)
+        ids[name] = rid
+    return ids

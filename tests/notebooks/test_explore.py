@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from _notebook_runs import log_two_points
 
 from aiblox.engine.evaluate import evaluate_retrieval
 from aiblox.evidence import pack_from_json, pack_to_json, verify_pack
@@ -326,19 +327,7 @@ def test_mlflow_runs_logged_like_a_sweep_are_listed_and_compared(tmp_path, monke
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = mlflow.MlflowClient(uri)
     exp = client.create_experiment("nb", artifact_location=(tmp_path / "art").as_uri())
-    values = {"a": {"q1": 0.0, "q2": 0.5, "q3": 1.0}, "b": {"q1": 1.0, "q2": 0.5, "q3": 1.0}}
-    ids = {}
-    for name, per in values.items():
-        run = client.create_run(exp, run_name=f"point-{name}")
-        rid = run.info.run_id
-        client.log_metric(rid, "test.ndcg_at_10", sum(per.values()) / 3)
-        folder = tmp_path / f"out-{name}"
-        folder.mkdir()
-        pd.DataFrame([{"query_id": q, "metric": "ndcg@10", "value": v} for q, v in per.items()]
-                     ).to_parquet(folder / "per_query.test.parquet", index=False)
-        client.log_artifacts(rid, str(folder))
-        client.set_terminated(rid)
-        ids[name] = rid
+    ids = log_two_points(client, exp, tmp_path)
     runs = mlflow_runs(uri)
     assert set(runs["run_id"]) == set(ids.values())
     assert set(runs["tags.mlflow.runName"]) == {"point-a", "point-b"}

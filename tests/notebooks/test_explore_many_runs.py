@@ -5,12 +5,11 @@ runs only and that an older one can be typed."""
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
 
 pytest.importorskip("mlflow")
 
-from _notebook_runs import output_text, run_notebook_once  # noqa: E402
+from _notebook_runs import log_two_points, output_text, run_notebook_once  # noqa: E402
 
 from aiblox.explore import compare_mlflow_runs, mlflow_runs  # noqa: E402
 
@@ -26,18 +25,7 @@ def _store(folder) -> tuple[str, dict[str, str]]:
     (folder / "mlruns").mkdir()
     client = mlflow.MlflowClient(uri)
     exp = client.create_experiment("old", artifact_location=(folder / "art").as_uri())
-    values = {"a": {"q1": 0.0, "q2": 0.5, "q3": 1.0}, "b": {"q1": 1.0, "q2": 0.5, "q3": 1.0}}
-    ids = {}
-    for name, per in values.items():
-        rid = client.create_run(exp, run_name=f"point-{name}").info.run_id
-        client.log_metric(rid, "test.ndcg_at_10", sum(per.values()) / 3)
-        out = folder / f"out-{name}"
-        out.mkdir()
-        pd.DataFrame([{"query_id": q, "metric": "ndcg@10", "value": v} for q, v in per.items()]
-                     ).to_parquet(out / "per_query.test.parquet", index=False)
-        client.log_artifacts(rid, str(out))
-        client.set_terminated(rid)
-        ids[name] = rid
+    ids = log_two_points(client, exp, folder)
     newer = client.create_experiment("newer")
     for i in range(FILLERS):
         client.create_run(newer, run_name=f"filler-{i}")
