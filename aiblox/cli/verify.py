@@ -43,6 +43,7 @@ def verify_command(
         logged_artifacts,
         logged_manifest,
         logged_metrics,
+        logged_sweep,
         verify_cv,
         verify_point,
     )
@@ -61,10 +62,12 @@ def verify_command(
     try:
         rep = verify_point(manifest, db=db or None, dataset_path=dataset or None,
                            progress=show_progress(), logged=logged, artifacts=files)
+        # a sweep (its parent run and children, listed once for both checks)
+        sweep = logged_sweep(run, tracking_uri) if source.startswith("run ") else None
         # a [cv] sweep: its fold table recomputed from the children's logged per-query values
-        cv_checks = verify_cv(run, tracking_uri) if source.startswith("run ") else None
+        cv_checks = verify_cv(sweep) if sweep else None
         # a sweep: what its parent run concluded, against its point runs
-        sweep_checks = verify_summary(run, tracking_uri) if source.startswith("run ") else None
+        sweep_checks = verify_summary(sweep) if sweep else None
     except (DatasetError, ValueError) as exc:
         fail(str(exc))
         return

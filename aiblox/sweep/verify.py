@@ -486,20 +486,33 @@ def _first_difference(logged: dict[Any, Any], again: dict[Any, Any], what: str =
     return side(logged), side(again)
 
 
-def logged_sweep(run: str, tracking_uri: str) -> tuple[Any, Any] | None:
-    """``(client, parent run)`` of the sweep ``run`` names (its parent run id or name); None
+@dataclasses.dataclass(frozen=True)
+class LoggedSweep:
+    """A logged sweep as the sweep-level checks read it: the MLflow client, the parent run and
+    its finished child runs (listed once, for every check)."""
+
+    client: Any
+    parent: Any
+    children: list[Any]
+
+
+def logged_sweep(run: str | LoggedSweep, tracking_uri: str = "") -> LoggedSweep | None:
+    """The sweep ``run`` names (its parent run id or name), its children listed once; None
     when it names none (a point run id, a manifest path): what the sweep-level checks of
     ``aiblox eval verify`` read (:func:`verify_cv`, :func:`~aiblox.sweep.verify_summary.
-    verify_summary`)."""
-    from aiblox.engine.tracking import find_sweep_run, tracking_client
+    verify_summary`), which take it in place of ``run`` to share one lookup."""
+    from aiblox.engine.tracking import child_runs, find_sweep_run, tracking_client
 
+    if isinstance(run, LoggedSweep):
+        return run
     if Path(run).suffix == ".json" or Path(run).is_file():
         return None
     client = tracking_client(tracking_uri)
     try:
-        return client, find_sweep_run(client, run)
+        parent = find_sweep_run(client, run)
     except ValueError:
         return None
+    return LoggedSweep(client, parent, child_runs(client, parent))
 
 
 def compared(where: str, expected: Any, actual: Any) -> StageCheck:
@@ -508,25 +521,24 @@ def compared(where: str, expected: Any, actual: Any) -> StageCheck:
                       identical=str(expected) == str(actual))
 
 
-def verify_cv(run: str, tracking_uri: str) -> list[StageCheck] | None:
+def verify_cv(run: str | LoggedSweep, tracking_uri: str = "") -> list[StageCheck] | None:
     """The k-fold table of a logged ``[cv]`` sweep (``run``: its parent run id or name)
     recomputed from what its child runs logged: each point's per-query primary values
     (``per_query.<split>.parquet``) go through :func:`~aiblox.sweep.crossval.cross_validate`
     again with the logged folds, seed and test, and the folds, each fold's choice and scores and
     the margin are compared with ``cv_folds.json``. None when ``run`` is not a sweep with one
     (a point run id, a manifest, a sweep without ``[cv]``)."""
-    from aiblox.engine.tracking import artifact_bytes, child_runs, read_per_query
+    from aiblox.engine.tracking import artifact_bytes, read_per_query
     from aiblox.sweep.crossval import CrossValidation, cross_validate
 
     found = logged_sweep(run, tracking_uri)
     if found is None:
         return None
-    client, parent = found
+    client, parent, children = found.client, found.parent, found.children
     data = artifact_bytes(client, parent.info.run_id, "cv_folds.json", parent)
     if data is None:  # a sweep without [cv]
         return None
     logged = CrossValidation.model_validate_json(data)
-    children = child_runs(client, parent)
     by_hash = {c.data.tags.get("aiblox.config_hash"): c for c in children}
     base = next((c for c in children if c.data.tags.get("aiblox.baseline") == "true"), None)
     checks: list[StageCheck] = []

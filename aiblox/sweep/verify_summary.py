@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aiblox.engine.settings import ranking_order
-from aiblox.sweep.verify import StageCheck, compared, logged_sweep
+from aiblox.sweep.verify import LoggedSweep, StageCheck, compared, logged_sweep
 
 __all__ = ["verify_summary"]
 
@@ -25,24 +25,24 @@ def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return {k: repr(float(v)) for k, v in a.items()} == {k: repr(float(v)) for k, v in b.items()}
 
 
-def verify_summary(run: str, tracking_uri: str) -> list[StageCheck] | None:
+def verify_summary(run: str | LoggedSweep, tracking_uri: str = "") -> list[StageCheck] | None:
     """The checks of a sweep's logged conclusion (``run``: its parent run id or name), None when
     ``run`` is not a finished sweep (a point run id, a manifest path)."""
-    from aiblox.engine.tracking import child_runs, metric_key, read_json
+    from aiblox.engine.tracking import metric_key, read_json
     from aiblox.engine.tracking.layout import TAG_OUTSIDE_GRID
     from aiblox.metrics.pareto import COSTS, pareto_front
 
     found = logged_sweep(run, tracking_uri)
     if found is None:
         return None
-    client, parent = found
+    client, parent = found.client, found.parent
     summary = read_json(client, parent.info.run_id, "sweep_summary.json", parent)
     if summary is None:
         return None
     params = parent.data.params
     tune, primary = params["spec.tune_split"], params["spec.primary"]
     report = params.get("spec.report_split")
-    children = {c.data.tags.get("aiblox.config_hash", ""): c for c in child_runs(client, parent)}
+    children = {c.data.tags.get("aiblox.config_hash", ""): c for c in found.children}
     checks: list[StageCheck] = []
 
     def check(where: str, expected: Any, actual: Any) -> None:

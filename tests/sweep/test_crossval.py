@@ -285,7 +285,7 @@ def _write(path, spec):
     return str(path)
 
 
-def test_cli_prints_and_logs_the_fold_table(tmp_path, sweep_db, mlflow_uri):
+def test_cli_prints_and_logs_the_fold_table(tmp_path, sweep_db, mlflow_uri, monkeypatch):
     path = _write(tmp_path / "cv.toml", _spec(name="cv_cli"))
     common = ["sweep", path, "--db", sweep_db, "--cache-dir", str(tmp_path / "st")]
     r = runner.invoke(app, [*common, "--tracking-uri", mlflow_uri],
@@ -321,13 +321,26 @@ def test_cli_prints_and_logs_the_fold_table(tmp_path, sweep_db, mlflow_uri):
     assert head.endswith("| vs baseline (test ndcg@10, untested: see the cross-validated "
                          "margin) |")
     assert "untested: see the cross-validated" in " ".join(r.output.split())
-    # verify: the chosen point's stages, and the fold table from the logged per-query values
+    # verify: the chosen point's stages, and the fold table from the logged per-query values;
+    # the sweep's children are listed once for the k-fold and the summary checks (twice before)
+    import aiblox.engine.tracking as tracking
+
+    listed = []
+
+    def counted(*args, **kwargs):
+        listed.append(1)
+        return child_runs(*args, **kwargs)
+
+    child_runs = tracking.child_runs
+    monkeypatch.setattr(tracking, "child_runs", counted)
     v = runner.invoke(app, ["eval", "verify", "cv_cli", "--tracking-uri", mlflow_uri, "--db",
                             sweep_db, "--json"], env={"AIBLOX_NO_PROGRESS": "1"})
     assert v.exit_code == 0, v.output
     checks = {c["where"]: c for c in json.loads(v.stdout)["checks"]}
     assert {"test/fusion", "cv/folds", "cv/fold2", "cv/margin", "cv/verdict"} <= set(checks)
+    assert {"sweep/best", "sweep/best (summary)"} <= set(checks)
     assert all(c["identical"] for c in checks.values())
+    assert len(listed) == 1
 
 
 def test_cli_refuses_more_folds_than_queries_before_any_work(tmp_path, sweep_db,
