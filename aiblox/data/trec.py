@@ -83,8 +83,8 @@ def trec_scores(scores: Sequence[float]) -> list[float]:
         raise ValueError(f"score {float(arr[at])!r} at rank {at + 1} is past the largest run "
                          f"score {MAX_SCORE:.8g} (a 32-bit float, as a TREC run file's order "
                          f"is read), where scores tie")
-        if bool((low[1:] < low[:-1]).all()):  # no tie: nothing to write otherwise
-            return arr.tolist()
+    if bool((low[1:] < low[:-1]).all()):  # no tie: nothing to write otherwise
+        return arr.tolist()
     out: list[float] = []
     prev = math.inf  # the single-precision value of the score written last
     for s, s32 in zip(arr.tolist(), low.tolist(), strict=True):
