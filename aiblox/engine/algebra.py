@@ -325,6 +325,11 @@ def _check_feedback_read(feedback: Stage, retrieval: Stage) -> None:
     rm3 >> dense`` would retrieve by the original text: the run of plain ``dense``, whatever
     rm3's parameters)."""
     carries = feedback.spec.carries
+    if carries is None and not retrieval.spec.reads_queries:
+        # a researcher's own kind that gives queries without declaring what it adds (text
+        # rewritten, say): a stage that reads the topics (retrieve) would ignore it whole
+        raise PipelineError(f"{retrieval.name} reads the topics themselves, not the queries "
+                            f"{feedback.name} gives: follow {feedback.name} with bm25 or dense")
     if carries is None or carries in retrieval.spec.reads_queries:
         return
     what, reader = _FEEDBACK[carries]

@@ -81,6 +81,12 @@ def test_pipelines_are_values_equal_and_hashable():
     (lambda: bm25 >> Stage("bo1") >> (bm25 + dense), "dense cannot read the weighted terms"),
     (lambda: dense >> Stage("rocchio") >> bm25,
      "bm25 cannot read the query vectors rocchio gives .*follow rocchio with dense"),
+    # a kind of one's own that declares no `carries`: retrieve reads the topics, ignoring it
+    # (refused only once the first stage and the feedback had run)
+    (lambda: bm25 >> fb >> Stage("retrieve"),
+     "retrieve reads the topics themselves, not the queries t_feedback gives: follow "
+     "t_feedback with bm25 or dense"),
+    (lambda: bm25 >> fb >> (bm25 + Stage("retrieve", mode="dense")), "retrieve reads the topics"),
 ])
 def test_a_stage_that_does_not_fit_is_refused_naming_it(build, message):
     with pytest.raises(PipelineError, match=message):
