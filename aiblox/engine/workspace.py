@@ -33,6 +33,7 @@ from aiblox.data import (
     document_gaps,
     find_dataset,
     iter_corpus,
+    load_dataset,
     read_queries,
     warn_lexical_gaps,
 )
@@ -356,7 +357,7 @@ class Workspace:
         self.close()
 
 
-def open_workspace(dataset: Dataset, db: str | None = None,
+def open_workspace(dataset: Dataset | str | Path, db: str | None = None,
                    embedder: str | Embedder = "minilm", *, device: str | None = None,
                    vectors: Sequence[str | Path] = (), with_vectors: bool = True,
                    replace: bool = False, progress: bool = True) -> Workspace:
@@ -365,11 +366,15 @@ def open_workspace(dataset: Dataset, db: str | None = None,
     dataset (:func:`prepare_store`, only what is missing is done; with vectors for the embedder
     unless ``with_vectors`` is False, as for BM25 alone), and the embedder (a registry name,
     built on ``device``, None: ``auto``; or an embedder) behind the store's embedding cache.
+    ``dataset``: a :class:`~aiblox.data.Dataset`, or a name or folder, loaded (every split), as
+    :func:`~aiblox.engine.evaluate.evaluate_retrieval` takes it.
 
     The one way every caller opens a dataset: ``aiblox eval`` and ``quickstart``, the sweep,
     ``aiblox verify`` and the notebooks. Raises :class:`~aiblox.stores.StoreError` (``cannot
     open store ...`` when the store cannot be opened), ``ValueError`` for an unknown embedder.
     """
+    if not isinstance(dataset, Dataset):  # a name or folder ("sample" crashed on .corpus_hash)
+        dataset = load_dataset(dataset)
     model = get_embedder(embedder, device=device) if isinstance(embedder, str) else embedder
     if vectors and not with_vectors:
         warnings.warn(f"vectors files not read ({', '.join(map(str, vectors))}): nothing here "

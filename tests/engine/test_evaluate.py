@@ -259,3 +259,17 @@ def _tiny(tmp_path):
     (folder / "queries.jsonl").write_text('{"_id": "x1", "text": "alpha"}\n')
     (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nx1\tt1\t1\n")
     return folder
+
+
+def test_open_workspace_takes_a_dataset_s_name_or_folder(tmp_path, sample_dataset):
+    """As evaluate_retrieval does: ``open_workspace("sample")`` raised ``AttributeError: 'str'
+    object has no attribute 'corpus_hash'``."""
+    from aiblox.engine.workspace import open_workspace
+
+    db = str(tmp_path / "s.duckdb")
+    with open_workspace(str(sample_dataset.path), db, "hashing", progress=False) as w:
+        assert w.dataset.hash == sample_dataset.hash
+        assert w.dataset.qrels.keys() == sample_dataset.qrels.keys()  # every split
+        r = evaluate_retrieval(w, w.dataset, "test", prefs(mode="bm25"), ["ndcg@10"],
+                               progress=False)
+    assert r.n_queries == len(sample_dataset.qrels["test"])
