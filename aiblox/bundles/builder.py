@@ -20,7 +20,11 @@ root, ``full_ref`` carries only the hash and size.
 With redaction on, nothing in the bundle keeps a secret: besides the content, every string in
 an item's metadata (a title, an HTTP capture's URL ...) and its ``source_ref`` (an inline
 ``source_uri``) and every load error is redacted too; hashes and the identifiers an evidence id
-repeats (lake URIs, query keys, document ids) are names the caller chose and stay as given.
+repeats (lake URIs, query keys, document ids) are names the caller chose and stay as given. A
+hash of something the bundle shows redacted is the redacted text's (``sql_sha256``: the raw
+SQL's would confirm a guess at its secret), and a full copy written to the lake holds no more
+than the content (a SQL result's full result is redacted cell by cell, nested cells and column
+names included: :mod:`aiblox.bundles.sql_redaction`).
 """
 
 from __future__ import annotations
@@ -224,10 +228,9 @@ def build_evidence_bundle(
         full = raw.content
         meta = dict(raw.metadata)
         if active is not None:
-            full, records = redact(full, active)
-            # a chunk of a text redacted whole before its split carries that text's records
-            # (its own redaction then finds nothing more)
-            records = [*raw.metadata.get("redactions", []), *records]
+            # a chunk of a text redacted whole before its split carries that text's records,
+            # a SQL table those of its cells, redacted before they were cut: carried through
+            full, records = redact(full, active, prior=raw.metadata.get("redactions", ()))
             meta = {k: v if k == "redactions" else _redact_value(k, v, active)
                     for k, v in meta.items()}
             meta["redactions"] = [r.model_dump(mode="json") for r in records]

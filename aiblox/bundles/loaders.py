@@ -1,5 +1,6 @@
 """Evidence loaders: one per evidence type, registered by name, each turning a reference into
-raw (unredacted, unbounded) evidence.
+raw (unbounded; unredacted, but for what must be redacted before it is cut or written: a
+document split into chunks, a SQL result's cells and full result) evidence.
 
 Reference shapes (a plain string is shorthand for the first key listed):
 
@@ -14,6 +15,9 @@ Reference shapes (a plain string is shorthand for the first key listed):
   ``{"columns", "rows"}`` or a list of objects), ``"columns"`` + ``"rows"``, ``"records"`` (a
   list of objects), or ``"sql"`` (run in DuckDB, on ``"database"``, a DuckDB file in the lake,
   on the builder's connection, or on an empty in-memory database; ``"params"`` optional).
+  ``source_ref.sql_sha256`` is the sha256 of the SQL, with redaction on of the redacted SQL.
+  With redaction on, the table is redacted cell by cell before a cell is cut, and so is the
+  full result written to the lake (:mod:`aiblox.bundles.sql_redaction`).
 - ``doc_chunk`` / ``transcript_chunk``: ``{"doc_id"`` (or ``"transcript_id"``), ``"text"`` or
   ``"lake_uri"``, ``"chunk_index"``?, ``"title"``?``}``. With ``chunk_index`` the text is that
   one chunk; without, the text is split into ``chunk_size``-byte chunks overlapping by
@@ -41,6 +45,7 @@ from aiblox.bundles.ids import (
 from aiblox.bundles.lake import normalize_lake_uri, resolve_lake_uri
 from aiblox.bundles.models import EvidencePolicy, FullRef
 from aiblox.bundles.redaction import Redactor, redact
+from aiblox.bundles.sql_redaction import full_result_cell_filter, render_redacted_table
 from aiblox.bundles.sql_result import (
     SampledTable,
     render_table,
@@ -157,13 +162,18 @@ def _need_str(ref: Mapping[str, Any], key: str, where: str) -> str:
 def _read_lake(ctx: LoadContext, uri: str, where: str) -> tuple[str, bytes]:
     if ctx.lake_root is None:
         raise EvidenceLoadError(f"{where}: lake URI {uri!r} given but no lake_root")
+    path = _resolve(ctx.lake_root, uri, where)
+    return normalize_lake_uri(uri), path.read_bytes()
+
+
+def _resolve(lake_root: Path, uri: str, where: str) -> Path:
+    """The file at ``uri`` in the lake; a missing file or a refused URI names ``where``."""
     try:
-        path = resolve_lake_uri(ctx.lake_root, uri)
+        return resolve_lake_uri(lake_root, uri)
     except FileNotFoundError as exc:
         raise EvidenceLoadError(f"{where}: {exc}") from exc
     except ValueError as exc:  # LakePathError
         raise type(exc)(f"{where}: {exc}") from exc
-    return normalize_lake_uri(uri), path.read_bytes()
 
 
 def _decode(data: bytes, where: str, uri: str) -> str:
@@ -284,13 +294,6 @@ def load_sql_query_def(ref: Any, ctx: LoadContext, index: int, where: str) -> li
     return [RawEvidence(sqldef_evidence_id(key), "sql_query_def", {"query_key": key}, content)]
 
 
-def _redact_cell(redactors: list[Redactor]) -> Callable[[Any], Any]:
-    def f(v: Any) -> Any:
-        return redact(v, redactors)[0] if isinstance(v, str) else v
-
-    return f
-
-
 @register_loader("sql_result")
 def load_sql_result(ref: Any, ctx: LoadContext, index: int, where: str) -> list[RawEvidence]:
     """A SQL result, rows and columns bounded and sampled: ``sql:PREFIX:0``."""
@@ -314,10 +317,11 @@ def load_sql_result(ref: Any, ctx: LoadContext, index: int, where: str) -> list[
     }
     source_ref: dict[str, Any] = {"query_key": key}
     lake_uri = lake_sha = None
-    # Where the full result is written while streaming (non-lake sources, when it will be cut).
-    sink_path: Path | None = None
-    sink = None
-    cell_filter = _redact_cell(ctx.redactors) if ctx.redactors else None
+    lake = ctx.lake_root if ctx.persist_full else None  # where the full result may go
+    # Where the full result is written while streaming (non-lake sources, when it will be cut):
+    # a temporary file, renamed when it is kept, deleted otherwise (a failed load too).
+    sink: _Sink | None = None
+    cell_filter = full_result_cell_filter(ctx.redactors) if ctx.redactors else None
     redacted = False  # redaction changed a cell: a lake file is not the full content then
 
     def watched(v: Any) -> Any:
@@ -331,33 +335,39 @@ def load_sql_result(ref: Any, ctx: LoadContext, index: int, where: str) -> list[
             lake_uri, data = _read_lake(ctx, _need_str(r, "lake_uri", where), where)
             lake_sha = sha256_bytes(data)
             source_ref["lake_uri"] = lake_uri
+            if cell_filter is not None and lake is not None:
+                sink = _Sink(lake)  # the redacted full result
             try:
                 cols, rows = rows_from_records(json.loads(_decode(data, where, lake_uri)))
-            except ValueError as exc:
+                table = sample_table(cols, rows, len(rows), sink=_file(sink),
+                                     cell_filter=watched if cell_filter is not None else None,
+                                     **kw)
+            except EvidenceLoadError:
+                raise
+            except ValueError as exc:  # not JSON, not a result, a row of another width
                 raise EvidenceLoadError(f"{where}: {lake_uri!r}: {exc}") from exc
-            if cell_filter is not None and ctx.lake_root is not None and ctx.persist_full:
-                sink_path, sink = _open_sink(ctx.lake_root)  # the redacted full result
-            table = sample_table(cols, rows, len(rows), sink=sink,
-                                 cell_filter=watched if cell_filter is not None else None, **kw)
         elif "sql" in r:
             sql = _need_str(r, "sql", where)
-            source_ref["sql_sha256"] = sha256_bytes(sql.encode("utf-8"))
+            # with redaction on, the hash of the SQL as the bundle may show it: the raw SQL's
+            # would confirm a guess at the secret its sqldef item shows masked
+            shown = redact(sql, ctx.redactors)[0] if ctx.redactors else sql
+            source_ref["sql_sha256"] = sha256_bytes(shown.encode("utf-8"))
             database = None
             if r.get("database") is not None:
                 if ctx.lake_root is None:
                     raise EvidenceLoadError(f"{where}.database: needs a lake_root")
                 db_uri = _need_str(r, "database", where)
-                database = resolve_lake_uri(ctx.lake_root, db_uri)
+                database = _resolve(ctx.lake_root, db_uri, f"{where}.database")
                 source_ref["database"] = normalize_lake_uri(db_uri)
-            if ctx.lake_root is not None and ctx.persist_full:
-                sink_path, sink = _open_sink(ctx.lake_root)
+            if lake is not None:
+                sink = _Sink(lake)
             try:
                 table = run_duckdb_query(
                     sql,
                     database=database,
                     connection=ctx.sql_connection,
                     params=r.get("params"),
-                    sink=sink,
+                    sink=_file(sink),
                     cell_filter=cell_filter,
                     **kw,
                 )
@@ -375,39 +385,40 @@ def load_sql_result(ref: Any, ctx: LoadContext, index: int, where: str) -> list[
                     cols, rows = rows_from_records({"columns": r.get("columns"), "rows": r["rows"]})
             except (ValueError, TypeError) as exc:
                 raise EvidenceLoadError(f"{where}: {exc}") from exc
-            if ctx.lake_root is not None and ctx.persist_full:
-                sink_path, sink = _open_sink(ctx.lake_root)
+            if lake is not None:
+                sink = _Sink(lake)
             try:
                 table = sample_table(
-                    cols, rows, len(rows), sink=sink, cell_filter=cell_filter, **kw
+                    cols, rows, len(rows), sink=_file(sink), cell_filter=cell_filter, **kw
                 )
             except ValueError as exc:
                 raise EvidenceLoadError(f"{where}: {exc}") from exc
+        full_ref = None
+        if table.rows_cut or table.cols_cut:
+            # the lake file is the full content unless redaction changed a cell of it (then the
+            # redacted full result, as a query's: FullRef is the content after redaction)
+            uri = lake_uri if not redacted else None
+            sha, nbytes = ((lake_sha, len(data)) if uri is not None
+                           else (table.full_sha256, table.full_bytes))
+            if uri is None and sink is not None and lake is not None:
+                uri = f"{FULL_ARTIFACT_DIR}/{table.full_sha256}.json"
+                sink.keep(resolve_lake_uri(lake, uri, must_exist=False))
+            full_ref = FullRef(
+                lake_uri=uri,
+                content_sha256=sha or "",
+                byte_count=nbytes,
+                row_count=table.total_rows,
+                col_count=table.total_columns,
+            )
     finally:
         if sink is not None:
-            sink.close()
-    full_ref = None
-    if table.rows_cut or table.cols_cut:
-        # the lake file is the full content unless redaction changed a cell of it (then the
-        # redacted full result, as a query's: FullRef is the content after redaction)
-        uri = lake_uri if not redacted else None
-        sha, nbytes = ((lake_sha, len(data)) if uri is not None
-                       else (table.full_sha256, table.full_bytes))
-        if uri is None and sink_path is not None:
-            uri = f"{FULL_ARTIFACT_DIR}/{table.full_sha256}.json"
-            os.replace(sink_path, resolve_lake_uri(ctx.lake_root, uri, must_exist=False))  # type: ignore[arg-type]
-            sink_path = None
-        full_ref = FullRef(
-            lake_uri=uri,
-            content_sha256=sha or "",
-            byte_count=nbytes,
-            row_count=table.total_rows,
-            col_count=table.total_columns,
-        )
-    if sink_path is not None:
-        sink_path.unlink(missing_ok=True)
-    content = render_table(table, query_key=key, max_cell_chars=pol.max_cell_chars)
-    meta = {"sql": _sql_meta(table)}
+            sink.discard()
+    meta: dict[str, Any] = {"sql": _sql_meta(table)}
+    if ctx.redactors:  # each cell redacted before it is cut (the builder adds these records)
+        content, meta["redactions"] = render_redacted_table(
+            table, query_key=key, max_cell_chars=pol.max_cell_chars, redactors=ctx.redactors)
+    else:
+        content = render_table(table, query_key=key, max_cell_chars=pol.max_cell_chars)
     return [
         RawEvidence(
             sql_evidence_id(key),
@@ -437,11 +448,33 @@ def _sql_meta(t: SampledTable) -> dict[str, Any]:
     }
 
 
-def _open_sink(lake_root: Path) -> tuple[Path, Any]:
-    d = resolve_lake_uri(lake_root, FULL_ARTIFACT_DIR, must_exist=False)
-    d.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=".sql-", suffix=".tmp", dir=d)
-    return Path(name), os.fdopen(fd, "w", encoding="utf-8", newline="")
+def _file(sink: _Sink | None) -> Any:
+    return None if sink is None else sink.file
+
+
+class _Sink:
+    """A temporary file in the lake's ``evidence/full/`` that the full result streams into."""
+
+    def __init__(self, lake_root: Path) -> None:
+        d = resolve_lake_uri(lake_root, FULL_ARTIFACT_DIR, must_exist=False)
+        d.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=".sql-", suffix=".tmp", dir=d)
+        self.path: Path | None = Path(name)
+        self.file = os.fdopen(fd, "w", encoding="utf-8", newline="")
+
+    def keep(self, path: Path) -> None:
+        """Close it and move it to ``path``."""
+        self.file.close()
+        if self.path is not None:
+            os.replace(self.path, path)
+            self.path = None
+
+    def discard(self) -> None:
+        """Close it and delete it, unless it was kept."""
+        self.file.close()
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
+            self.path = None
 
 
 def _chunk_loader(evidence_type: str, id_key: str, make_id: Callable[[str, int], str]) -> Loader:

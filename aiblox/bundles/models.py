@@ -28,7 +28,7 @@ __all__ = [
     "SamplingStrategy",
 ]
 
-EVIDENCE_BUILD_VERSION = "2.3"
+EVIDENCE_BUILD_VERSION = "2.4"
 """Version of the evidence builder (the seed's ``build_version``). A bundle's ``bundle_id`` is
 derived from its content and this version, and the seed promises ids "stable for the same
 inputs and policy": bump it whenever the builder gives other content for the same inputs and
@@ -43,7 +43,11 @@ secret is redacted whole (``password="correct horse"`` kept ``horse``), also aft
 and a JSON ``"key": "value"``, with URL userinfo passwords, PGP private key blocks, Stripe and
 Hugging Face keys; with redaction on, metadata (an HTTP capture's URL), ``source_ref`` and load
 errors are redacted too; and a cut HTTP capture's ``full_ref`` is the redacted content written to
-the lake, never the raw capture file (``tests/bundles/test_build_version.py``)."""
+the lake, never the raw capture file (``tests/bundles/test_build_version.py``). 2.4: a SQL
+result's cells are redacted before they are cut to ``max_cell_chars`` (a secret across the cut
+leaked its first characters), its full result in the lake is redacted in column names, nested
+(``STRUCT``/``LIST``, JSON object) cells and numbers too (``full_ref`` and
+``full_result_sha256`` change), and with redaction on ``sql_sha256`` is the redacted SQL's."""
 EVIDENCE_POLICY_VERSION = "1"
 """Version of the bounding rules an :class:`EvidencePolicy` describes."""
 
@@ -101,9 +105,14 @@ class EvidencePolicy(_Strict):
     chunk_overlap: int = Field(default=200, ge=0)
     """UTF-8 bytes shared by consecutive chunks."""
     enable_redaction: bool = False
-    """Run the redactors over every item's content (a document or transcript whole, before it
-    is split into chunks) and its title, before bounding. Identifiers and source references
-    (``doc_id``, ``source_uri``, lake URIs) are kept as given: they name the source."""
+    """Run the redactors before bounding over every item's content (a document or transcript
+    whole, before it is split into chunks; a SQL result cell by cell, before a cell is cut, and
+    its full result written to the lake, column names and nested values included), over its
+    metadata (a title, an HTTP capture's URL) and its ``source_ref`` (an inline
+    ``source_uri`` is redacted), and over load errors. Identifiers an evidence id repeats
+    (``doc_id``, ``transcript_id``, ``query_key``, lake URIs, a SQL ``database``) and hashes
+    are kept as given: they name the source; a SQL result's ``sql_sha256`` is then the hash of
+    the redacted SQL, so it cannot confirm a guess at a secret the bundle shows masked."""
     redactors: tuple[str, ...] | None = None
     """Names of the redactors to run (in registry order); None: every registered redactor."""
 

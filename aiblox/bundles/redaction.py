@@ -300,14 +300,22 @@ def _shift(spans: list[tuple[int, int]], edits: list[tuple[int, int, int]]
     return out
 
 
-def redact(text: str, redactors: Iterable[Redactor]) -> tuple[str, list[RedactionRecord]]:
+def redact(text: str, redactors: Iterable[Redactor],
+           prior: Iterable[RedactionRecord] = ()) -> tuple[str, list[RedactionRecord]]:
     """Run ``redactors`` in order, each on the previous one's output. Returns the redacted text
-    and one record per redactor that matched, with spans in the final text's offsets."""
-    found: list[tuple[Redactor, list[tuple[int, int]]]] = []
+    and one record per redactor that matched, with spans in the final text's offsets.
+
+    ``prior``: records of replacements already made in ``text`` (in its offsets: a SQL cell
+    redacted before it was cut, a document's chunk redacted whole before its split). They are
+    carried through, their spans moved by this run's replacements, and a redactor's new spans
+    are merged into its prior record; without new matches they come back as given."""
+    found: list[tuple[str, str, list[tuple[int, int]]]] = [
+        (p.redactor, p.replacement, sorted(p.spans)) for p in prior]
     for r in redactors:
-        spans = _merge(r.find(text))
-        if not spans:
+        matches = r.find(text)
+        if not matches:  # the common case (a cell of a large result): nothing more to do
             continue
+        spans = _merge(matches)
         token = r.token()
         parts: list[str] = []
         new_spans: list[tuple[int, int]] = []
@@ -324,10 +332,16 @@ def redact(text: str, redactors: Iterable[Redactor]) -> tuple[str, list[Redactio
             pos = e
         parts.append(text[pos:])
         text = "".join(parts)
-        found = [(fr, _shift(fs, edits)) for fr, fs in found]
-        found.append((r, new_spans))
+        found = [(name, rep, _shift(fs, edits)) for name, rep, fs in found]
+        found.append((r.name, token, new_spans))
+    if not found:
+        return text, []
+    merged: dict[str, tuple[str, list[tuple[int, int]]]] = {}
+    for name, rep, sp in found:  # one record per redactor: a prior one takes its new spans
+        merged[name] = (merged[name][0], _merge(merged[name][1] + sp)) if name in merged \
+            else (rep, sp)
     records = [
-        RedactionRecord(redactor=r.name, count=len(sp), spans=sp, replacement=r.token())
-        for r, sp in found
+        RedactionRecord(redactor=name, count=len(sp), spans=sp, replacement=rep)
+        for name, (rep, sp) in merged.items()
     ]
     return text, records

@@ -28,7 +28,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from aiblox.bundles.sampling import sample_row_indices
 
 __all__ = [
+    "CellFormatter",
     "SampledTable",
+    "cell_json",
+    "cell_text",
+    "cut_cell",
     "plain_cell",
     "render_table",
     "rows_from_records",
@@ -59,7 +63,8 @@ def plain_cell(value: Any) -> Any:
     return str(value)
 
 
-def _cjson(value: Any) -> str:
+def cell_json(value: Any) -> str:
+    """The canonical JSON of a plain cell (keys sorted, no spaces, non-ASCII kept)."""
     return json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     )
@@ -112,8 +117,9 @@ def sample_table(
     """Stream ``rows`` (exactly ``total_rows`` of them), keeping the sampled ones.
 
     ``sink`` receives the full result's canonical JSON as it streams; ``cell_filter`` (e.g. a
-    redactor) is applied to every plain cell before it is hashed and written (kept rows stay as
-    they are: the rendered table is redacted later, where the redactions are recorded).
+    redactor) is applied to every column name and plain cell before it is hashed and written
+    (kept rows and names stay as they are: they are redacted as the table is rendered, where
+    the redactions are recorded).
     """
     cols = [str(c) for c in columns]
     keep = sample_row_indices(total_rows, max_rows, strategy)
@@ -129,7 +135,8 @@ def sample_table(
         if sink is not None:
             sink.write(text)
 
-    emit('{"columns":' + _cjson(cols) + ',"rows":[')
+    names = cols if cell_filter is None else [cell_filter(c) for c in cols]
+    emit('{"columns":' + cell_json(names) + ',"rows":[')
     kept: list[list[Any]] = []
     seen = 0
     for i, row in enumerate(rows):
@@ -137,7 +144,7 @@ def sample_table(
             raise ValueError(f"row {i} has {len(row)} cells, expected {len(cols)} (columns {cols})")
         cells = [plain_cell(v) for v in row]
         out = cells if cell_filter is None else [cell_filter(v) for v in cells]
-        emit(("," if i else "") + _cjson(out))
+        emit(("," if i else "") + cell_json(out))
         if i in keep_set:
             kept.append(cells[:max_cols])
         seen += 1
@@ -156,7 +163,8 @@ def sample_table(
     )
 
 
-def _cell_text(value: Any, max_chars: int) -> str:
+def cell_text(value: Any) -> str:
+    """A cell (or a column name) as the table shows it, escaped for a pipe table, uncut."""
     if value is None:
         text = "NULL"
     elif isinstance(value, bool):
@@ -166,39 +174,60 @@ def _cell_text(value: Any, max_chars: int) -> str:
     elif isinstance(value, str):
         text = value
     else:
-        text = _cjson(value)
-    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", "\\r").replace("\n", "\\n")
+        text = cell_json(value)
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", "\\r").replace("\n", "\\n")
+
+
+def cut_cell(text: str, max_chars: int) -> str:
+    """``text`` cut to ``max_chars`` characters, the last one an ellipsis, when longer."""
     if len(text) > max_chars:
-        text = text[: max(max_chars - 1, 0)] + _ELLIPSIS
+        return text[: max(max_chars - 1, 0)] + _ELLIPSIS
     return text
 
 
-def render_table(table: SampledTable, *, query_key: str, max_cell_chars: int = 200) -> str:
-    """The readable text of ``table`` (see the module docstring)."""
-    lines = [
-        f"SQL result: {query_key}",
+CellFormatter = Callable[[Any, int], str]
+"""``fmt(value, offset)``: the text of a cell (or column name) that starts at character
+``offset`` of the rendered table."""
+
+
+def render_table(table: SampledTable, *, query_key: str, max_cell_chars: int = 200,
+                 cell: CellFormatter | None = None) -> str:
+    """The readable text of ``table`` (see the module docstring). ``cell`` formats each column
+    name and cell (default: :func:`cell_text` cut to ``max_cell_chars``)."""
+    fmt = cell or (lambda v, _at: cut_cell(cell_text(v), max_cell_chars))
+    parts: list[str] = []
+    size = 0
+
+    def put(text: str) -> None:
+        nonlocal size
+        parts.append(text)
+        size += len(text)
+
+    def row(first: str, values: Sequence[Any]) -> None:
+        put("| " + first)
+        for v in values:
+            put(" | ")
+            put(fmt(v, size))
+        put(" |\n")
+
+    put(f"SQL result: {query_key}\n"
         f"rows: {len(table.row_numbers)} of {table.total_rows} shown"
-        + (f" (sampling: {table.strategy})" if table.rows_cut else ""),
-        f"columns: {len(table.columns)} of {table.total_columns} shown"
-        + (" (first columns kept)" if table.cols_cut else ""),
-        "",
-    ]
-    header = ["#", *(_cell_text(c, max_cell_chars) for c in table.columns)]
-    lines.append("| " + " | ".join(header) + " |")
-    lines.append("|" + "|".join("---" for _ in header) + "|")
+        + (f" (sampling: {table.strategy})" if table.rows_cut else "")
+        + f"\ncolumns: {len(table.columns)} of {table.total_columns} shown"
+        + (" (first columns kept)" if table.cols_cut else "") + "\n\n")
+    row("#", table.columns)
+    put("|" + "|".join("---" for _ in range(len(table.columns) + 1)) + "|\n")
     prev = -1
-    for n, row in zip(table.row_numbers, table.rows, strict=True):
+    for n, values in zip(table.row_numbers, table.rows, strict=True):
         if n != prev + 1:
-            lines.append(f"| {_ELLIPSIS} {n - prev - 1} rows omitted {_ELLIPSIS} |")
-        lines.append(
-            "| " + " | ".join([str(n + 1), *(_cell_text(v, max_cell_chars) for v in row)]) + " |"
-        )
+            put(f"| {_ELLIPSIS} {n - prev - 1} rows omitted {_ELLIPSIS} |\n")
+        row(str(n + 1), values)
         prev = n
     if table.total_rows and prev != table.total_rows - 1:
-        lines.append(f"| {_ELLIPSIS} {table.total_rows - prev - 1} rows omitted {_ELLIPSIS} |")
+        put(f"| {_ELLIPSIS} {table.total_rows - prev - 1} rows omitted {_ELLIPSIS} |\n")
     if not table.total_rows:
-        lines.append("(no rows)")
-    return "\n".join(lines) + "\n"
+        put("(no rows)\n")
+    return "".join(parts)
 
 
 def rows_from_records(records: Any) -> tuple[list[str], Sequence[Sequence[Any]]]:

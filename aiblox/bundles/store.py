@@ -15,6 +15,7 @@ All three are insert-only. :class:`BundleStore` is the protocol; DuckDB
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from aiblox.stores.base import StoreError
@@ -79,41 +80,85 @@ class BundleStore(Protocol):
         ...
 
 
-def _item_ordinal(item: dict[str, Any]) -> int:
-    """The ``ordinal`` of an evidence item tracking row; a row without one is an error."""
-    ordinal = item["ordinal"]
-    if ordinal is None:
-        raise StoreError(f"evidence_item of bundle {item['bundle_id']!r}: ordinal is missing")
-    return int(ordinal)
+_STR, _INT, _BOOL, _OPT_STR = "a non-empty string", "an int", "a bool", "a string or null"
+_BUNDLE_TYPES = {"bundle_id": _STR, "build_version": _STR, "policy_version": _STR,
+                 "policy_sha256": _STR, "lake_uri": _OPT_STR, "artifact_sha256": _STR,
+                 "byte_count": _INT, "item_count": _INT, "total_bytes": _INT,
+                 "approx_tokens": _INT, "items_dropped": _INT, "created_utc": _OPT_STR}
+_ITEM_TYPES = {"bundle_id": _STR, "ordinal": _INT, "evidence_id": _STR, "evidence_type": _STR,
+               "content_sha256": _STR, "byte_count": _INT, "approx_tokens": _INT,
+               "truncated": _BOOL, "full_lake_uri": _OPT_STR}
+_LINK_TYPES = {"run_id": _STR, "bundle_id": _STR}
+
+
+def _fits(value: Any, kind: str) -> bool:
+    if kind == _INT:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == _BOOL:
+        return isinstance(value, bool)
+    if kind == _OPT_STR and value is None:
+        return True
+    return isinstance(value, str) and bool(value)
+
+
+def _rows(rows: Mapping[str, Any], table: str) -> list[Mapping[str, Any]]:
+    given = rows.get(table, [])
+    if not isinstance(given, list):
+        raise StoreError(f"record_evidence_bundle: {table} must be a list of rows, "
+                         f"got {type(given).__name__}")
+    for i, row in enumerate(given):
+        if not isinstance(row, Mapping):
+            raise StoreError(f"record_evidence_bundle: {table}[{i}] must be an object, "
+                             f"got {type(row).__name__}")
+    return given
+
+
+def _checked(table: str, i: int, row: Mapping[str, Any], types: dict[str, str]
+             ) -> dict[str, Any]:
+    """``row`` (``rows[table][i]``) with the fields of ``types``; a field missing or of
+    another type is a :class:`StoreError` naming the table, the row and the field."""
+    for field, kind in types.items():
+        if not _fits(row.get(field), kind):
+            raise StoreError(f"record_evidence_bundle: {table}[{i}].{field} must be {kind}, "
+                             f"got {row.get(field)!r}")
+    return {k: row.get(k) for k in types}
 
 
 def split_bundle_rows(rows: dict[str, list[dict[str, Any]]]
                       ) -> tuple[dict[str, Any], list[dict[str, Any]], list[tuple[str, str]]]:
-    """Validate ``tracking_rows(...)`` output for ``record_evidence_bundle``.
+    """Validate ``tracking_rows(...)`` output for ``record_evidence_bundle``, before anything
+    is written.
 
     Returns the bundle row, its items sorted by ordinal and the sorted ``(run_id, bundle_id)``
-    links; raises :class:`~aiblox.stores.StoreError` when there is not exactly one bundle row or
-    an item or link names another bundle.
+    links (a link without ``bundle_id`` is to this bundle); raises
+    :class:`~aiblox.stores.StoreError` naming the table, row and field when there is not
+    exactly one bundle row, a field is missing or not of the type the protocol gives (a
+    ``run_id`` None is not the run ``"None"``), two items share an ordinal, or an item or link
+    names another bundle.
     """
-    bundles = list(rows.get("evidence_bundle", []))
+    if not isinstance(rows, Mapping):
+        raise StoreError(f"record_evidence_bundle: rows must be an object of lists, "
+                         f"got {type(rows).__name__}")
+    bundles = _rows(rows, "evidence_bundle")
     if len(bundles) != 1:
         raise StoreError(f"record_evidence_bundle: expected one 'evidence_bundle' row, "
                          f"got {len(bundles)}")
-    b = {k: bundles[0].get(k) for k in BUNDLE_COLUMNS}
+    b = _checked("evidence_bundle", 0, bundles[0], _BUNDLE_TYPES)
     bundle_id = b["bundle_id"]
-    if not isinstance(bundle_id, str) or not bundle_id:
-        raise StoreError("record_evidence_bundle: evidence_bundle.bundle_id must be a "
-                         "non-empty string")
-    items = sorted(({k: r.get(k) for k in ITEM_COLUMNS}
-                    for r in rows.get("evidence_item", [])),
-                   key=_item_ordinal)
+    items = sorted((_checked("evidence_item", i, r, _ITEM_TYPES)
+                    for i, r in enumerate(_rows(rows, "evidence_item"))),
+                   key=lambda r: r["ordinal"])
+    for r, after in zip(items, items[1:], strict=False):
+        if r["ordinal"] == after["ordinal"]:
+            raise StoreError(f"record_evidence_bundle: evidence_item: two rows have ordinal "
+                             f"{r['ordinal']}")
     for r in items:
         if r["bundle_id"] != bundle_id:
             raise StoreError(f"evidence_item ordinal {r['ordinal']}: bundle_id "
                              f"{r['bundle_id']!r} is not {bundle_id!r}")
-        r["truncated"] = bool(r["truncated"])
-    links = sorted({(str(r["run_id"]), str(r.get("bundle_id", bundle_id)))
-                    for r in rows.get("run_evidence", [])})
+    links = sorted({(r["run_id"], r["bundle_id"]) for r in (
+        _checked("run_evidence", i, {"bundle_id": bundle_id, **r}, _LINK_TYPES)
+        for i, r in enumerate(_rows(rows, "run_evidence")))})
     for _run, linked in links:
         if linked != bundle_id:
             raise StoreError(f"run_evidence: bundle_id {linked!r} is not {bundle_id!r}")

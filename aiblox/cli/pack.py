@@ -10,9 +10,11 @@ retrieval's chunk-cache hits, misses and writes) are shown with the pack but are
 the id, the stored sha256 and the signature leave them out, so a warm and a cold chunk cache
 give the same pack id.
 
-``pack export`` writes ``created_at`` as null: it is when this store stored the pack (its row
-keeps it, ``pack show`` prints it), not part of the pack, so a pack exports to the same bytes
-from any store that holds it, whenever it was answered and stored.
+``pack export`` writes ``created_at`` as null and ``observations`` empty: the first is when
+this store stored the pack (its row keeps it, ``pack show`` prints it), the second what this
+store's chunk cache did when it answered (warm or cold); neither is part of the pack, so a pack
+exports to the same bytes from any store that holds it, whenever and however it was answered
+and stored.
 """
 
 from __future__ import annotations
@@ -163,11 +165,12 @@ def list_packs(
                       "question)", markup=False)
         return
     table = Table(title=Text(f"evidence packs in {mask_password(db)}: {len(listed)}"))
-    for col in ("pack", "stored (UTC)", "decision", "question", "tenant", "signed"):
+    for col in ("pack", "stored (UTC)", "decision", "question", "tenant", "signed", "parent"):
         table.add_column(col)
     for r in listed:  # stored text (a question, a tenant) as text, never as rich markup
         table.add_row(r["pack_id"], r["created_at"], r["decision"], Text(r["question"]),
-                      Text(str(r["tenant"])), {True: "yes", False: "no"}.get(r["signed"], "?"))
+                      Text(str(r["tenant"])), {True: "yes", False: "no"}.get(r["signed"], "?"),
+                      Text("?" if r["signed"] is None else str(r["parent"] or "-")))
     results.print(table)
 
 
@@ -227,8 +230,8 @@ def export(
 ) -> None:
     """Write the stored pack as canonical JSON or as a readable HTML page, to a file or to
     standard output; the same pack gives the same bytes from any store (its created_at, when
-    the store stored it, is left out: null). A pack that fails verification is not exported
-    (exit 1)."""
+    the store stored it, is left out: null, and its observations, what the store's chunk cache
+    did: empty). A pack that fails verification is not exported (exit 1)."""
     if fmt not in ("json", "html"):
         fail(f"--format must be json or html, not {fmt!r}")
     row = _load_row(pack_id, db, dataset)
@@ -238,7 +241,8 @@ def export(
         _failed(console, pack_id, problems)
     from aiblox.evidence import pack_to_html, pack_to_json
 
-    pack = pack.model_copy(update={"created_at": None})  # the store's, not the pack's
+    # the store's, not the pack's: when it stored it, what its chunk cache did
+    pack = pack.model_copy(update={"created_at": None, "observations": {}})
     text = pack_to_json(pack) if fmt == "json" else pack_to_html(pack)
     if out == "-":  # the exact bytes, nothing added: `aiblox pack export ID > pack.json`
         sys.stdout.buffer.write(text.encode("utf-8"))

@@ -147,3 +147,52 @@ def test_a_read_only_file_without_the_tables_finds_nothing(tmp_path):
     with DuckDBStore(db, dim=8, read_only=True) as store:
         tracked = open_bundle_store(store)
         assert tracked.get_evidence_bundle("b") is None and tracked.list_run_bundles("r") == []
+
+
+def _bad(rows, table, i, **change):
+    out = {k: [dict(r) for r in v] for k, v in rows.items()}
+    if i is None:  # a link added to the bundle
+        out[table].append({"bundle_id": rows["evidence_bundle"][0]["bundle_id"], **change})
+    else:
+        out[table][i].update(change)
+    return out
+
+
+@pytest.mark.parametrize(("table", "i", "change", "message"), [
+    ("run_evidence", 0, {"run_id": None}, r"run_evidence\[0\]\.run_id must be a non-empty "
+                                          r"string, got None"),
+    ("run_evidence", None, {}, r"run_evidence\[1\]\.run_id .* got None"),
+    ("run_evidence", 0, {"run_id": 7}, r"run_evidence\[0\]\.run_id .* got 7"),
+    ("evidence_item", 1, {"byte_count": "abc"}, r"evidence_item\[1\]\.byte_count must be an "
+                                                r"int, got 'abc'"),
+    ("evidence_item", 0, {"ordinal": "zero"}, r"evidence_item\[0\]\.ordinal must be an int"),
+    ("evidence_item", 2, {"ordinal": 0}, r"evidence_item: two rows have ordinal 0"),
+    ("evidence_item", 0, {"truncated": "no"}, r"evidence_item\[0\]\.truncated must be a bool"),
+    ("evidence_bundle", 0, {"item_count": 3.0}, r"evidence_bundle\[0\]\.item_count must be an "
+                                                r"int, got 3\.0"),
+    ("evidence_bundle", 0, {"created_utc": 5}, r"evidence_bundle\[0\]\.created_utc must be a "
+                                               r"string or null"),
+])
+def test_a_row_of_the_wrong_shape_is_refused_naming_table_row_and_field(
+        bundle_store, tmp_path, table, i, change, message):
+    """A run link with run_id None was stored as the run "None", one without run_id raised a
+    bare KeyError, and a wrong type or a repeated ordinal the backend's own exception (QA
+    audit): each is a StoreError naming the table, the row and the field, and nothing is
+    written."""
+    bundle, artifact = _bundle(tmp_path)
+    rows = tracking_rows(bundle, artifact, run_id="run-a")
+    with pytest.raises(StoreError, match=message):
+        bundle_store.record_evidence_bundle(_bad(rows, table, i, **change))
+    assert bundle_store.get_evidence_bundle(bundle.bundle_id) is None
+    assert bundle_store.list_run_bundles("None") == []
+    assert bundle_store.record_evidence_bundle(rows) == 1 + 3 + 1  # the good rows still go in
+    with pytest.raises(StoreError, match=message):  # and so when the bundle is already there
+        bundle_store.record_evidence_bundle(_bad(rows, table, i, **change))
+    got = bundle_store.get_evidence_bundle(bundle.bundle_id)
+    assert got is not None and got["run_evidence"] == rows["run_evidence"]
+
+
+def test_the_row_checks_cover_every_tracked_column():
+    from aiblox.bundles.store import _BUNDLE_TYPES, _ITEM_TYPES, BUNDLE_COLUMNS, ITEM_COLUMNS
+
+    assert (tuple(_BUNDLE_TYPES), tuple(_ITEM_TYPES)) == (BUNDLE_COLUMNS, ITEM_COLUMNS)

@@ -12,7 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from aiblox.cli.main import app
-from aiblox.evidence import pack_from_json, pack_to_json, verify_pack
+from aiblox.evidence import pack_content, pack_from_json, pack_to_json, revise_pack, verify_pack
+from aiblox.hashing import sha256_hex
 from aiblox.stores import DuckDBStore
 
 runner = CliRunner()
@@ -157,6 +158,30 @@ def test_a_pack_exports_the_same_bytes_from_any_store_and_quietly(answered, tmp_
     assert quiet.output == "" and (tmp_path / "q.json").read_bytes() == exported[0]
 
 
+def test_a_pack_exports_the_same_bytes_whatever_its_stores_chunk_cache_did(answered, tmp_path):
+    """One pack id stored from a cold chunk cache in one store and a warm one in another
+    exported different bytes, in ``observations`` alone (QA audit): they are the store's, not
+    the pack's, and the export leaves them out (empty), as it does ``created_at``."""
+    db, pack_id = answered["db"], answered["out"]["pack_id"]
+    with DuckDBStore(db) as store:
+        row = store.get_evidence_pack(pack_id)
+    cold = pack_from_json(row["json"])
+    assert cold.observations["retrieval"]["counts"]["chunk_cache_writes"] > 0
+    warm = cold.model_copy(update={"observations": {"retrieval": {
+        "counts": {"chunk_cache_hits": 20, "chunk_cache_writes": 0}, "side_effects": []}}})
+    other = str(tmp_path / "warm.duckdb")
+    with DuckDBStore(other) as store:
+        store.put_evidence_pack(pack_id, warm.parent_pack_id, row["sha256"], pack_to_json(warm),
+                                tenant_id=warm.tenant_id, trace_id=warm.trace_id)
+    _run("pack", "verify", pack_id, "--db", other)
+    for fmt in ("json", "html"):
+        exported = [_run("pack", "export", pack_id, "--db", d, "--format", fmt).stdout_bytes
+                    for d in (db, other)]
+        assert exported[0] == exported[1], fmt
+        if fmt == "json":
+            assert json.loads(exported[0])["observations"] == {}
+
+
 def test_a_tampered_stored_pack_fails_verify_and_is_not_exported(answered, tmp_path):
     src = answered["db"]
     db = str(tmp_path / "copy.duckdb")
@@ -272,6 +297,21 @@ def test_pack_list_names_every_stored_pack_with_its_decision(answered, tmp_path)
     assert by_id[answered["out"]["pack_id"]]["decision"] == "answer (OK)"
     table = " ".join(_run("pack", "list", "--db", db).stdout.split())
     assert f"evidence packs in {db}: {len(stored)}" in table and answered["signed"] in table
+    # the table has the parent column its help promises (only --json had it)
+    pack_id = answered["out"]["pack_id"]
+    with DuckDBStore(db) as store:
+        row = store.get_evidence_pack(pack_id)
+    child = revise_pack(pack_from_json(row["json"]), query_id="revised")
+    revised = tmp_path / "revised.duckdb"
+    with DuckDBStore(str(revised)) as store:
+        store.put_evidence_pack(child.pack_id, pack_id, sha256_hex(pack_content(child)),
+                                pack_to_json(child), tenant_id=child.tenant_id,
+                                trace_id=child.trace_id)
+    r = runner.invoke(app, ["pack", "list", "--db", str(revised)], env={**ENV, "COLUMNS": "300"})
+    assert r.exit_code == 0, r.output
+    [header] = [ln.split("┃") for ln in r.stdout.splitlines() if ln.startswith("┃ pack")]
+    [line] = [ln.split("│") for ln in r.stdout.splitlines() if ln.startswith("│ pack_")]
+    assert (header[-2].strip(), line[-2].strip()) == ("parent", pack_id)
     empty = tmp_path / "e.duckdb"
     _run("ingest", "sample", "--db", str(empty), "--embedder", "hashing")
     none = _run("pack", "list", "--db", str(empty))
