@@ -37,7 +37,13 @@ from aiblox.assembly.input.from_retrieval import assembly_input_from_retrieval
 from aiblox.assembly.input.validation import InputValidation, validate_assembly_input
 from aiblox.assembly.llm.extractive import ExtractiveLLM
 from aiblox.assembly.llm.openai_chat import LLMSettings, OpenAIChatLLM
-from aiblox.assembly.llm.registry import LLM, available_llms, get_llm, register_llm
+from aiblox.assembly.llm.registry import (
+    LLM,
+    available_llms,
+    get_llm,
+    reader_for_policy,
+    register_llm,
+)
 from aiblox.assembly.policy import PolicyError, SelectionPolicy, find_policies_dir, load_policy
 from aiblox.assembly.prompt.builder import build_prompt
 from aiblox.assembly.prompt.contract import (
@@ -128,6 +134,7 @@ __all__ = [
     "order_rank_strict",
     "overlap_ratio",
     "parse_prompt",
+    "reader_for_policy",
     "register_llm",
     "render_evidence_block",
     "render_prompt",

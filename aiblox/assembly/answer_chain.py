@@ -16,7 +16,7 @@ from typing import Any
 from aiblox.assembly.answer_bundle import assemble_answer_bundle, normalize_question
 from aiblox.assembly.answer_validation.checks import validate_answer
 from aiblox.assembly.input.from_retrieval import assembly_input_from_retrieval
-from aiblox.assembly.llm.registry import LLM
+from aiblox.assembly.llm.registry import LLM, reader_for_policy
 from aiblox.assembly.policy import SelectionPolicy
 from aiblox.assembly.prompt.builder import build_prompt
 from aiblox.assembly.prompt.contract import TEMPLATE_SHA256
@@ -40,7 +40,9 @@ def answer_from_input(
     policy: SelectionPolicy,
     llm: LLM,
 ) -> AnswerResult:
-    """Run the chain from assembly input (typed or a plain mapping)."""
+    """Run the chain from assembly input (typed or a plain mapping); the reader counts tokens
+    with the policy's encoding where it follows the policy (:func:`reader_for_policy`)."""
+    llm = reader_for_policy(llm, policy)
     bundle = assemble_answer_bundle(question, raw_input, policy)
     bundle, prompt = build_prompt(bundle, question, policy)
     llm_result: LLMExecutionResult | None = None

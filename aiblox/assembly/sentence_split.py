@@ -73,7 +73,9 @@ _BOUNDARY = re.compile(
     rf"|{_AFTER_CITATION}[.!?]+"
 )
 _ENUMERATOR = re.compile(r"\(?(?:\d{1,3}|[A-Za-z]|[ivxlcdm]{1,6}|[IVXLCDM]{1,6})")
-"""A list item's number or letter opening a line (``1.``, ``a.``, ``iv.``, ``(2).``)."""
+"""A list item's number or letter opening a line, before its full stop (``1.``, ``a.``, ``iv.``,
+``(2.``). A closing parenthesis is not part of it: ``(2). Second item.`` splits after ``(2).``
+(kept so: the rule is the per-chunk cap's, the reader's and validation's alike)."""
 _TITLES = frozenset({"mr", "mrs", "ms", "dr", "prof"})
 _ABBREVIATIONS = frozenset(
     {

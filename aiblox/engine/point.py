@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from aiblox.assembly import get_llm
+from aiblox.assembly import get_llm, reader_for_policy
 from aiblox.engine import compute
 from aiblox.engine.configs import (
     ANSWER_METRICS_CONFIG,
@@ -165,7 +165,7 @@ def _chunk_stages(ctx: RunContext, pt: PipelinePoint, split: str, frec: StageRec
                                  str(ctx.embedder_id), prefs.top_k_chunks))), keep=True)
     prec, prompts = ctx.run(make_task("prompt", PROMPT_CONFIG, [srec.key], lambda: (
         compute.prompt_output(sel, questions, policy))), keep=True)
-    llm = get_llm(settings.reader, **settings.reader_options)
+    llm = reader_for_policy(get_llm(settings.reader, **settings.reader_options), policy)
     rcfg = {"name": settings.reader, "options": dict(settings.reader_options),
             "model": getattr(llm, "model_name", None)}
     rrec, reader = ctx.run(make_task("reader", rcfg, [prec.key], lambda: (

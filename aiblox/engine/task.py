@@ -31,11 +31,15 @@ STAGE_VERSIONS: Mapping[str, str] = {
     #                    chunk ends at a sentence end; 4: the sentence end is the splitter's
     #                    (aiblox.assembly.sentence_split), ambiguous full stops not taken
     "prompt": "1",
-    "reader": "4",  # 2: a sentence opening with a Markdown heading is never quoted; 3: sentences
+    "reader": "5",  # 2: a sentence opening with a Markdown heading is never quoted; 3: sentences
     #                 split failing closed (aiblox.assembly.sentence_split); 4: split at a
-    #                 terminator touching a marker
-    "validation": "3",  # 2: the fail-closed sentence split, and NO_CONTENT; 3: split at a
-    #                     terminator touching a marker, CONTROL_CHARACTER, RESULT_MISMATCH
+    #                 terminator touching a marker; 5: a sentence validation would refuse as a
+    #                 malformed marker ([1], (C2)) is never quoted; tokens counted with the
+    #                 policy's encoding
+    "validation": "4",  # 2: the fail-closed sentence split, and NO_CONTENT; 3: split at a
+    #                     terminator touching a marker, CONTROL_CHARACTER, RESULT_MISMATCH; 4:
+    #                     MALFORMED_CITATION for any bracket form, numbered references, glued
+    #                     brackets and full-width or zero-width variants
     "answer_metrics": "1",
 }
 """The version of every stage, in pipeline order: bump a stage's version when what it computes

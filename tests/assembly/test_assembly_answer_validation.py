@@ -175,3 +175,19 @@ def test_an_integer_score_past_the_largest_float_fails_assembly_as_data() -> Non
     bundle = assemble_answer_bundle("q?", raw, policy_v1())
     assert bundle.assembly_status == "FAILED"
     assert "similarity_score must be a finite number" in (bundle.failure_reason or "")
+
+
+@pytest.mark.parametrize(("answer", "quoted"), [
+    ("Paris is the capital \uff3bC9\uff3d [C0].", "\uff3bC9\uff3d"),
+    ("Paris is the capital [\uff239] [C0].", "[\uff239]"),
+    ("Paris is the capital [C\u200b1] [C0].", "[C\u200b1]"),
+    ("Paris is the capital [[C0]].", "[[C0]"),
+    ("Paris is the capital [1] [C0].", "[1]"),
+])
+def test_a_malformed_marker_is_named_as_the_answer_writes_it(answer: str, quoted: str) -> None:
+    """Odd-form markers beside a valid ``[C0]`` passed (QA, 2026-11-29); the reason quotes the
+    marker as written, not as folded for the check (``［C9］``, not ``[C9]``)."""
+    result = validate_answer(BUNDLE, _llm(answer))
+    assert result.failure_codes == ["MALFORMED_CITATION"]
+    assert result.failure_reason == f"malformed citation marker {quoted!r}"
+    assert result.grounding_metrics.malformed_citation_count == 1

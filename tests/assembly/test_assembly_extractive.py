@@ -196,3 +196,53 @@ def test_a_sentence_cut_off_by_the_per_chunk_cap_is_never_quoted() -> None:
     res = answer_from_input("does aspirin reduce mortality?", whole, policy,
                             get_llm("extractive"))
     assert res.answer_text == "Aspirin reduces mortality in every trial we ran. [C0]"
+
+
+def test_a_sentence_validation_would_refuse_as_a_malformed_marker_is_never_quoted() -> None:
+    """Evidence sentences carrying a numbered reference (``[1]``, common in scientific
+    abstracts), an anchor-like token in brackets (``(C2)``) or ending in a bracket the appended
+    marker would be glued to are not quoted: validation refuses such markers
+    (MALFORMED_CITATION), and the reader's own honest answer must pass it (QA, 2026-11-29)."""
+    rows = [
+        result("a", "Paris is the capital of France [1]. Paris lies on the Seine.", 0),
+        result("b", "Its largest city and seat of government (C2) is Paris, the capital of France.",
+               1),
+        result("c", "Its capital, as everyone in France knows, is Paris \u3010", 2),
+        result("d", "France has Paris as its capital city.", 3),
+    ]
+    policy = policy_v1(max_chunks=4, max_chunks_per_knowledge_id=4)
+    question = "What is the capital of France?"
+    bundle = assemble_answer_bundle(question, make_input(rows), policy)
+    bundle, build = build_prompt(bundle, question, policy)
+    assert bundle.allowed_anchors == ["C0", "C1", "C2", "C3"]  # every row kept
+    out = ExtractiveLLM(max_sentences=9).generate(build.prompt_text, request_id=bundle.request_id,
+                                                  max_output_tokens=800)
+    assert out.raw_model_text == "France has Paris as its capital city. [C3]"
+    assert validate_answer(bundle, out).validation_status == "PASSED"  # type: ignore[arg-type]
+
+
+def test_the_reader_counts_tokens_with_the_policy_s_encoding() -> None:
+    """The answer chain ran the extractive reader with its own ``cl100k_base`` under an
+    ``o200k_base`` policy: its prompt tokens disagreed with the prompt's (455 against 453) and
+    it judged the answer against the reserved output tokens in the wrong tokens (QA,
+    2026-11-29). Left without an encoding it counts with the policy's; one given is kept."""
+    from aiblox.assembly import answer_from_input, reader_for_policy
+
+    rows = [result("a", "Die Hauptstadt Frankreichs ist Paris. Es gibt viele Museen.", 0)]
+    question = "Was ist die Hauptstadt Frankreichs?"
+    answer = "Die Hauptstadt Frankreichs ist Paris. [C0]"
+    o200k = count_tokens(answer, "o200k_base")
+    assert count_tokens(answer, "cl100k_base") > o200k  # 13 and 11
+    # the answer just fits the reserved output tokens in the policy's encoding
+    policy = policy_v1(token_encoding="o200k_base", reserved_output_tokens=o200k)
+    res = answer_from_input(question, make_input(rows), policy, get_llm("extractive"))
+    assert res.prompt.prompt_tokens == count_tokens(res.prompt.prompt_text, "o200k_base")
+    assert res.llm_result is not None
+    assert res.llm_result.prompt_tokens_actual == res.prompt.prompt_tokens
+    assert res.llm_result.completion_tokens_actual == o200k
+    assert res.llm_result.finish_reason == "stop"  # not "length": not cut off
+    assert res.answer_text == answer
+    kept = ExtractiveLLM(token_encoding="cl100k_base")
+    assert reader_for_policy(kept, policy) is kept
+    alone = ExtractiveLLM().generate(res.prompt.prompt_text, request_id="x")
+    assert alone.prompt_tokens_actual == count_tokens(res.prompt.prompt_text, "cl100k_base")

@@ -548,3 +548,29 @@ def test_a_model_name_of_spaces_or_with_a_pasted_newline_is_refused(model: str) 
         LLMSettings.from_env({"AIBLOX_LLM_BASE_URL": "http://127.0.0.1:9/v1",
                               "AIBLOX_LLM_MODEL": model})
     assert LLMSettings(base_url="http://127.0.0.1:9/v1", model="org/model-1 v2").model
+
+
+@pytest.mark.parametrize("host", ["xn--ls8h.la", "xn--", "xn--zz.example"])
+def test_a_host_idna_refuses_is_refused_naming_the_variable_and_never_raised(host: str) -> None:
+    """``http://xn--ls8h.la/v1`` passed the settings, and the first request raised idna's
+    IDNAError (httpx decodes an ``xn--`` host): ``aiblox answer`` printed "error: text that is
+    not valid Unicode ..." after retrieval and stored no pack (QA, 2026-11-29)."""
+    url = f"http://{host}/v1"
+    with pytest.raises(EnvVarError) as err:
+        LLMSettings.from_env({"AIBLOX_LLM_BASE_URL": url, "AIBLOX_LLM_MODEL": "m"})
+    said = str(err.value)
+    assert said.startswith(f"environment variable AIBLOX_LLM_BASE_URL={url!r}: expected an "
+                           f"http:// or https:// URL with a host")
+    assert said.endswith(f"its host {host!r} is not a valid internationalised domain name "
+                         f"(IDNA)") and "\n" not in said
+    with pytest.raises(ValidationError, match="IDNA"):
+        LLMSettings(base_url=url, model="m")
+    # settings built without the check: a FAILED result with its reason, never an exception
+    settings = LLMSettings.model_construct(
+        base_url=url, model="m", api_key=None, timeout_s=0.2, max_attempts=3,
+        backoff_initial_s=0.0, backoff_max_s=0.0, temperature=0.0, max_response_bytes=4096)
+    result = OpenAIChatLLM(settings, sleep=lambda s: None).generate(
+        PROMPT, request_id="idna", max_output_tokens=8)
+    assert (result.generation_status, result.attempts) == ("FAILED", 1)
+    assert (result.failure_reason or "").endswith("(not retried)")
+    assert LLMSettings(base_url="http://b\u00fccher.example/v1", model="m")  # a valid IDN

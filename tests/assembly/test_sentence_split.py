@@ -48,3 +48,24 @@ def test_the_cap_s_mode_only_drops_ambiguous_boundaries() -> None:
 def test_ambiguous_full_stops(text: str, splitter: int, cap: int) -> None:
     assert len(sentence_offsets(text)) == splitter
     assert len(sentence_offsets(text, split_ambiguous=False)) == cap
+
+
+
+def test_the_list_item_openers_the_docstring_names_are_the_rule_s() -> None:
+    """The docstring of the list-item rule named ``(2).`` as an opener, but the rule has no
+    closing parenthesis: ``(2). Second item.`` splits after ``(2).`` (QA, 2026-11-29). Every
+    opener it names keeps its line one sentence."""
+    import inspect
+    import re
+
+    from aiblox.assembly import sentence_split
+
+    source = inspect.getsource(sentence_split).split("_ENUMERATOR = ", 1)[1]
+    doc = source.split('"""', 2)[1]  # the docstring under the rule
+    listed = re.search(r"\(((?:``[^`]+``,?\s*)+)\)", doc)
+    assert listed
+    openers = re.findall(r"``([^`]+)``", listed.group(1))
+    assert len(openers) >= 3
+    for opener in openers:
+        assert split_sentences(f"{opener} Second item.") == [f"{opener} Second item."], opener
+    assert split_sentences("(2). Second item.") == ["(2).", "Second item."]

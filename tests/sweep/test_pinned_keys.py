@@ -27,7 +27,11 @@ marker ends a sentence; a chunk's unterminated last sentence is not quoted; cont
 and a result for another prompt fail): the same keys moved, every output hash, prompt hash and
 metric value as before. Stage version ``selection`` 4 (the per-chunk cap cuts at the sentence
 splitter's ends, ambiguous full stops not taken): the same keys moved, every output hash, prompt
-hash and metric value as before (no cut on the sample moved).
+hash and metric value as before (no cut on the sample moved). Stage versions ``reader`` 5 and
+``validation`` 4 (MALFORMED_CITATION for any bracket form, numbered references and glued
+brackets, and the reader never quoting what it refuses; the reader counting tokens with the
+policy's encoding): the keys of ``reader``, ``validation`` and ``answer_metrics`` moved, every
+output hash, prompt hash and metric value as before.
 """
 
 from __future__ import annotations

@@ -285,3 +285,26 @@ def test_a_point_s_label_names_fusion_only_where_it_fuses(expression, title):
     prefs = RetrievalPrefs(query_text="", fts={"top_k": 20}, vector={"top_k": 30})
     pt = PipelinePoint(prefs, pipeline=parse_pipeline(expression))
     assert point_title(SweepSettings(name="s", embedder="hashing", metrics=()), pt) == title
+
+
+def test_the_extractive_reader_counts_tokens_with_the_point_s_policy_encoding(
+        tmp_path, sample_spec, sweep_db, sample_dataset):
+    """The reader stage built its extractive reader without the policy: under an
+    ``o200k_base`` policy it counted the prompt (and the answer against the reserved output
+    tokens) with ``cl100k_base`` (QA, 2026-11-29)."""
+    from aiblox.engine.cache import StageCache
+    from aiblox.text.tokens import count_tokens
+
+    spec = pipeline_spec(sample_spec, selection={"policy": ["R2_POLICY_V1"],
+                                                 "token_encoding": ["o200k_base"]},
+                         baseline=None)
+    r = run_sweep(spec, cache_dir=tmp_path, db=sweep_db, progress=False,
+                  dataset=sample_dataset)
+    cache = StageCache(tmp_path)
+    stages = {s["name"]: s for s in r.points[0].manifest.splits["test"].stages}
+    prompts = cache.load("prompt", stages["prompt"]["key"])["queries"]
+    reader = cache.load("reader", stages["reader"]["key"])["queries"]
+    counted = [(res["prompt_tokens_actual"], count_tokens(prompts[qid]["prompt_text"],
+                                                          "o200k_base"))
+               for qid, res in reader.items() if res is not None]
+    assert counted and all(got == want for got, want in counted), counted

@@ -18,8 +18,11 @@ Checks, in order (each failure adds its code to ``failure_codes``):
 - ``CONTROL_CHARACTER``: control characters (other than tab and line breaks), lone surrogates
   or bidirectional controls, which the sanitiser removes from evidence: an escape sequence
   that would retitle, clear or recolour a terminal, or reorder what a reader sees;
-- ``MALFORMED_CITATION``: a citation-like marker that is not exactly ``[C<n>]`` (``[c0]``,
-  ``[C 1]``, ``[C0, C1]``, ``[C0 | ...]``);
+- ``MALFORMED_CITATION``: a citation-like marker that is not exactly ``[C<n>]``, whatever else
+  the answer cites (:func:`~aiblox.assembly.prompt.answer_rules.malformed_citations`): an
+  anchor-like token in or touching brackets of any kind (``[c0]``, ``[C 1]``, ``[C0, C1]``,
+  ``[C0 | ...]``, ``(C9)``, ``【C9】``, ``［Ｃ9］``, ``[C0`` with its bracket missing), a numbered
+  reference (``[1]``, ``[2, 3]``) or brackets glued to a marker (``[[C0]]``);
 - ``UNKNOWN_ANCHOR``: a ``\\[C\\d+\\]`` marker outside the allowed anchor set (``[C01]`` is not C1);
 - ``NO_CITATIONS``: an answer that is not the refusal cites nothing;
 - ``NO_CONTENT``: an answer that is not the refusal has no sentence with content (only citation
@@ -38,9 +41,9 @@ from __future__ import annotations
 import re
 
 from aiblox.assembly.prompt.answer_rules import (
-    CITATION_LIKE_PATTERN,
     META_COMMENTARY_PATTERN,
     METADATA_PATTERN,
+    malformed_citations,
 )
 from aiblox.assembly.prompt.contract import CITATION_PATTERN, REFUSAL_TEXT
 from aiblox.assembly.records import (
@@ -160,11 +163,7 @@ def validate_answer(
 
     allowed = set(bundle.allowed_anchors)
     markers = [m.group(0)[1:-1] for m in CITATION_PATTERN.finditer(text)]
-    malformed = [
-        m.group(0)
-        for m in CITATION_LIKE_PATTERN.finditer(text)
-        if not CITATION_PATTERN.fullmatch(m.group(0))
-    ]
+    malformed = malformed_citations(text)
     invalid = [a for a in markers if a not in allowed]
     if malformed:
         fail("MALFORMED_CITATION", f"malformed citation marker {malformed[0]!r}")

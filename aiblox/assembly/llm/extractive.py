@@ -9,8 +9,15 @@ markers, the refusal tag, or evidence metadata are never quoted (a chunk the pol
 per-chunk cap cut ends at a sentence end, :mod:`~aiblox.assembly.selection.token_truncation`,
 so no cut-off fragment reaches the prompt from there). The best ``max_sentences``
 sentences scoring at least ``min_overlap`` (ties: evidence order, then sentence order) are quoted
-verbatim, each on its own line followed by its chunk's ``[Cn]`` marker, in evidence order. When
-none qualifies, the answer is the exact refusal string.
+verbatim, each on its own line followed by its chunk's ``[Cn]`` marker, in evidence order; a
+sentence whose line would carry a malformed citation marker by validation's rule
+(:func:`~aiblox.assembly.prompt.answer_rules.malformed_citations`: a numbered reference
+``[1]``, an anchor-like ``(C2)`` in brackets) is never quoted, so every answer it gives passes
+that check. When none qualifies, the answer is the exact refusal string.
+
+Tokens (the prompt's, and the answer's against ``max_output_tokens``) are counted with
+``token_encoding``; left unset, it is the policy's when the answer chain runs the reader
+(:func:`~aiblox.assembly.llm.registry.reader_for_policy`), ``cl100k_base`` otherwise.
 """
 
 from __future__ import annotations
@@ -20,12 +27,12 @@ import time
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aiblox.assembly.prompt.answer_rules import is_quotable
+from aiblox.assembly.prompt.answer_rules import is_quotable, malformed_citations
 from aiblox.assembly.prompt.contract import REFUSAL_TEXT, PromptContractError, parse_prompt
 from aiblox.assembly.records import LLMExecutionResult
 from aiblox.assembly.sentence_split import split_sentences
 from aiblox.hashing import sha256_text
-from aiblox.text.tokens import count_tokens
+from aiblox.text.tokens import DEFAULT_ENCODING, count_tokens
 
 __all__ = ["EXTRACTIVE_MODEL_NAME", "ExtractiveLLM", "ExtractiveOptions", "question_terms"]
 
@@ -76,13 +83,19 @@ class ExtractiveLLM:
     name = "extractive"
 
     def __init__(
-        self, max_sentences: int = 2, min_overlap: float = 0.3, token_encoding: str = "cl100k_base"
+        self, max_sentences: int = 2, min_overlap: float = 0.3, token_encoding: str | None = None
     ) -> None:
         self.options = ExtractiveOptions(max_sentences=max_sentences, min_overlap=min_overlap)
         self.model_name = (
             f"{EXTRACTIVE_MODEL_NAME}(max_sentences={max_sentences},min_overlap={min_overlap})"
         )
         self.token_encoding = token_encoding
+        """The encoding tokens are counted with; None: the policy's in the answer chain."""
+
+    def with_token_encoding(self, token_encoding: str) -> ExtractiveLLM:
+        """The same reader counting tokens with ``token_encoding``."""
+        return ExtractiveLLM(self.options.max_sentences, self.options.min_overlap,
+                             token_encoding)
 
     def answer(self, prompt_text: str) -> str:
         """The answer text for a V1 prompt (raises PromptContractError on another prompt)."""
@@ -93,7 +106,7 @@ class ExtractiveLLM:
         scored: list[tuple[float, int, int, str, str]] = []
         for ci, ev in enumerate(parsed.evidence):
             for si, sentence in enumerate(split_sentences(ev.text)):
-                if not is_quotable(sentence):
+                if not is_quotable(sentence) or malformed_citations(f"{sentence} [{ev.anchor}]"):
                     continue
                 score = len(q_terms & _terms(sentence)) / len(q_terms)
                 if score >= self.options.min_overlap:
@@ -110,7 +123,8 @@ class ExtractiveLLM:
         """Answer ``prompt_text``; FAILED when it is not a Prompt Contract V1 prompt."""
         start = time.perf_counter()
         prompt_sha = sha256_text(prompt_text)
-        prompt_tokens = count_tokens(prompt_text, self.token_encoding)
+        encoding = self.token_encoding or DEFAULT_ENCODING
+        prompt_tokens = count_tokens(prompt_text, encoding)
         try:
             text = self.answer(prompt_text)
         except PromptContractError as err:
@@ -125,7 +139,7 @@ class ExtractiveLLM:
                 llm_latency_ms=(time.perf_counter() - start) * 1000.0,
                 prompt_tokens_actual=prompt_tokens,
             )
-        completion = count_tokens(text, self.token_encoding)
+        completion = count_tokens(text, encoding)
         # over the reserved tokens a model would have been cut there: reported as such, and
         # validation fails it (CUT_OFF) as it fails a model's cut-off answer
         finish = "length" if completion > max_output_tokens else "stop"

@@ -130,6 +130,12 @@ class LLMSettings(BaseModel):
             # query ("?x=1/chat/completions") and the server answered 404 for the bare path
             raise ValueError(f"expected {_EXPECTED['base_url']}: without a query or fragment "
                              f"(the request goes to its path + /chat/completions)")
+        if not _idna_host(value):
+            # httpx encodes a non-ASCII host and decodes an "xn--" one with the idna package:
+            # "http://xn--ls8h.la/v1" raised idna's error out of the first request
+            raise ValueError(f"expected {_EXPECTED['base_url']}: its host "
+                             f"{parts.hostname!r} is not a valid internationalised domain name "
+                             f"(IDNA)")
         return value
 
     @field_validator("model")
@@ -168,12 +174,27 @@ class LLMSettings(BaseModel):
                 field = str(err["loc"][0]) if err.get("loc") else ""
                 if field in from_env and field not in given:
                     value = mask_url_passwords(from_env[field])
-                    raise EnvVarError(ENV_PREFIX + field.upper(), value, _EXPECTED[field],
+                    raise EnvVarError(ENV_PREFIX + field.upper(), value, _expected(field, err),
                                       shown=field != "api_key") from None
                 if field == "api_key":
                     raise ValueError(f"LLM setting 'api_key': expected {_EXPECTED[field]}"
                                      ) from None
             raise
+
+
+def _idna_host(url: str) -> bool:
+    """False when httpx cannot encode or decode the host of ``url`` (IDNA): a malformed
+    ``xn--`` label (``xn--``, ``xn--ls8h``), or a non-ASCII name IDNA 2008 refuses; True
+    without httpx (the reader needs it and says so)."""
+    try:
+        import httpx
+    except ModuleNotFoundError:  # pragma: no cover - depends on the environment
+        return True
+    try:
+        httpx.URL(url).host  # noqa: B018 - the host as httpx builds a request's
+    except (httpx.InvalidURL, UnicodeError):
+        return False
+    return True
 
 
 _EXPECTED = {
@@ -186,6 +207,15 @@ _EXPECTED = {
     "max_response_bytes": "a whole number of bytes >= 1024",
 }
 """What each ``AIBLOX_LLM_*`` variable must hold, for its error."""
+
+
+def _expected(field: str, err: Any) -> str:
+    """What ``field`` must hold, as its validator said (``... without a query``, ``... its
+    host ... is not ... (IDNA)``) or else from :data:`_EXPECTED`."""
+    said = str((err.get("ctx") or {}).get("error", ""))
+    if field != "api_key" and said.startswith("expected "):
+        return said[len("expected "):]
+    return _EXPECTED[field]
 
 
 _TRANSIENT = frozenset({408, 409, 429})
@@ -335,7 +365,9 @@ class OpenAIChatLLM:
                 except ResponseTooLarge as exc:
                     return failed(f"{exc} (max_response_bytes, AIBLOX_LLM_MAX_RESPONSE_BYTES; "
                                   f"not retried)")
-                except (httpx.HTTPError, httpx.InvalidURL) as exc:  # e.g. a proxy refusing
+                except (httpx.HTTPError, httpx.InvalidURL, UnicodeError) as exc:
+                    # e.g. a proxy refusing, or a host name IDNA refuses (idna's IDNAError is a
+                    # UnicodeError) that the settings' check let through
                     return failed(f"{_error_text(exc)} (not retried)")
                 else:
                     status = reply.status

@@ -11,11 +11,14 @@ completions over HTTP, needs the ``llm`` extra).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from aiblox.assembly.records import LLMExecutionResult
 
-__all__ = ["LLM", "LLMFactory", "available_llms", "get_llm", "register_llm"]
+if TYPE_CHECKING:
+    from aiblox.assembly.policy import SelectionPolicy
+
+__all__ = ["LLM", "LLMFactory", "available_llms", "get_llm", "reader_for_policy", "register_llm"]
 
 
 @runtime_checkable
@@ -62,6 +65,17 @@ def get_llm(name: str, **options: Any) -> LLM:
             f"unknown LLM {name!r}; available: {', '.join(sorted(_REGISTRY))}"
         ) from None
     return factory(**options)
+
+
+def reader_for_policy(llm: LLM, policy: SelectionPolicy) -> LLM:
+    """``llm`` as it answers the prompts of ``policy``: the extractive reader left without a
+    ``token_encoding`` counts tokens (the prompt's, and the answer's against the reserved output
+    tokens) with the policy's, as the prompt was built; any other reader as it is."""
+    from aiblox.assembly.llm.extractive import ExtractiveLLM
+
+    if isinstance(llm, ExtractiveLLM) and llm.token_encoding is None:
+        return llm.with_token_encoding(policy.token_encoding)
+    return llm
 
 
 def _extractive(**options: Any) -> LLM:
