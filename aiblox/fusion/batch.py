@@ -22,6 +22,7 @@ first use); :meth:`BatchFusion.decode` turns it into ``{qid: [[doc_id, score], .
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -87,54 +88,70 @@ def _kernels() -> Any:
     return kernels
 
 
+class _Flat:
+    """One side's lists (each as :func:`~aiblox.fusion.types.first_occurrences` gives it) flat:
+    each hit's query index, document id, rank and score, and each query's offsets."""
+
+    def __init__(self, ranked: list[tuple[Sequence[Any], Sequence[int]]]) -> None:
+        lengths = [len(hits) for hits, _ in ranked]
+        self.offsets = np.zeros(len(ranked) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=self.offsets[1:])
+        n = int(self.offsets[-1])
+        self.qidx = np.repeat(np.arange(len(ranked), dtype=np.int64), lengths)
+        self.ids = [hit[0] for hits, _ in ranked for hit in hits]
+        if all(type(rs) is range for _, rs in ranked):  # no list names a document twice
+            self.ranks = (np.arange(1, n + 1, dtype=np.int64)
+                          - np.repeat(self.offsets[:-1], lengths)).astype(np.float64)
+        else:
+            self.ranks = np.fromiter((r for _, rs in ranked for r in rs), dtype=np.float64,
+                                     count=n)
+        self.scores = np.fromiter((float(hit[1]) for hits, _ in ranked for hit in hits),
+                                  dtype=np.float64, count=n)
+
+
 class BatchFusion:
     """The full-text and vector lists of a batch of queries (a sweep: one split), indexed for
     fast repeated fusion."""
 
+    _vocab: tuple[list[Any], np.ndarray] | None
+    """The batch's distinct document ids sorted, and each position's code into them (what
+    :meth:`to_arrays` writes), when built from the lists."""
+
     def __init__(self, qids: list[str], text: list[list[Any]], vec: list[list[Any]]) -> None:
         self.qids = list(qids)
+        if len(text) != len(vec):
+            raise ValueError(f"{len(text)} full-text lists for {len(vec)} vector lists")
         # each document's first entry in each list, at its rank there (the rule of every
         # fusion route: aiblox.fusion.types.first_occurrences); the lists fused are these
-        text_ranked = [first_occurrences(t) for t in text]
-        vec_ranked = [first_occurrences(v) for v in vec]
-        kept_t: list[Sequence[Any]] = [hits for hits, _ in text_ranked]
-        kept_v: list[Sequence[Any]] = [hits for hits, _ in vec_ranked]
-        seg: list[int] = []
-        docs: list[str] = []
-        rank_t: list[float] = []
-        rank_v: list[float] = []
-        pos_t: list[int] = []  # flat position of each text hit, in list order
-        pos_v: list[int] = []
-        for qi, (t, v) in enumerate(zip(kept_t, kept_v, strict=True)):
-            ids = sorted({d for d, _ in t} | {d for d, _ in v})
-            base = len(docs)
-            where = {d: base + i for i, d in enumerate(ids)}
-            docs.extend(ids)
-            seg.extend([qi] * len(ids))
-            rt = [0.0] * len(ids)
-            rv = [0.0] * len(ids)
-            for r, (d, _) in zip(text_ranked[qi][1], t, strict=True):
-                rt[where[d] - base] = float(r)
-            for r, (d, _) in zip(vec_ranked[qi][1], v, strict=True):
-                rv[where[d] - base] = float(r)
-            rank_t.extend(rt)
-            rank_v.extend(rv)
-            pos_t += [where[d] for d, _ in t]
-            pos_v += [where[d] for d, _ in v]
-        # each list's raw scores flat, with the offsets of its queries (every normalisation
-        # reads them), and where its hits sit in the flat index
-        flat = []
-        for kept in (kept_t, kept_v):
-            offsets = np.zeros(len(kept) + 1, dtype=np.int64)
-            np.cumsum([len(hits) for hits in kept], out=offsets[1:])
-            flat.append((np.fromiter((float(sc) for hits in kept for _, sc in hits),
-                                     dtype=np.float64, count=int(offsets[-1])), offsets))
-        self._set(np.asarray(docs, dtype=object), np.asarray(rank_t, dtype=np.float64),
-                  np.asarray(rank_v, dtype=np.float64),
-                  np.bincount(np.asarray(seg, dtype=np.int64),
-                              minlength=len(self.qids)).astype(np.int64),
-                  (flat[0], flat[1]), (np.asarray(pos_t, dtype=np.int64),
-                                       np.asarray(pos_v, dtype=np.int64)))
+        lists = [_Flat([first_occurrences(hits) for hits in side]) for side in (text, vec)]
+        # every (query, document) pair of either list once, by query then document id: the
+        # flat index; a document's code is its place among all the batch's ids, so sorting
+        # the pairs' keys sorts each query's documents by id
+        distinct = {d for side in lists for d in side.ids}
+        try:
+            vocab = sorted(distinct)
+        except TypeError:  # ids of several types (lists built by hand): each type apart
+            vocab = sorted(distinct, key=lambda d: (type(d).__name__, d))
+        code = {d: i for i, d in enumerate(vocab)}
+        width = max(len(vocab), 1)
+        keys = [side.qidx * width + np.array([code[d] for d in side.ids], dtype=np.int64)
+                for side in lists]
+        flat_keys = np.unique(np.concatenate(keys))
+        codes = flat_keys % width
+        seg = flat_keys // width
+        pos = [np.searchsorted(flat_keys, k).astype(np.int64) for k in keys]
+        ranks = []
+        for side, where in zip(lists, pos, strict=True):
+            rank = np.zeros(len(flat_keys), dtype=np.float64)
+            rank[where] = side.ranks
+            ranks.append(rank)
+        docs = np.empty(len(vocab), dtype=object)
+        docs[:] = vocab
+        self._set(docs[codes], ranks[0], ranks[1],
+                  np.bincount(seg, minlength=len(self.qids)).astype(np.int64),
+                  ((lists[0].scores, lists[0].offsets), (lists[1].scores, lists[1].offsets)),
+                  (pos[0], pos[1]))
+        self._vocab = (vocab, codes)
 
     def _set(self, docs: np.ndarray, rank_t: np.ndarray, rank_v: np.ndarray,
              counts: np.ndarray, flat: tuple[tuple[np.ndarray, np.ndarray], ...],
@@ -147,10 +164,13 @@ class BatchFusion:
         self.n = len(docs)
         self.counts = counts
         self.seg = np.repeat(np.arange(len(self.qids), dtype=np.int64), counts)
-        self.starts = np.concatenate(([0], np.cumsum(self.counts)[:-1])).astype(np.int64)
+        # one start per query (none for no query: [0] of length 1 crashed the kernels)
+        self.starts = np.zeros(len(counts), dtype=np.int64)
+        np.cumsum(counts[:-1], out=self.starts[1:])
         self._flat = list(flat)
         self._flat_pos = flat_pos
         self._where: list[dict[str, int]] | None = None
+        self._vocab = None
         self._norm: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._fill: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray]] = {}
         self._top: dict[tuple[str, bool], tuple[float, float]] = {}
@@ -165,19 +185,22 @@ class BatchFusion:
         position's document as a code into the sorted distinct ids), which
         :meth:`from_arrays` turns back into an equal index in milliseconds, where building it
         from a signals output reads every hit in Python; None when an id is not a string."""
-        docs = self.docs.tolist()
-        if not all(isinstance(q, str) for q in self.qids) or \
-                not all(isinstance(d, str) for d in docs):
+        if self._vocab is not None:
+            vocab, doc_code = self._vocab
+        else:
+            docs = self.docs.tolist()
+            vocab = sorted(set(docs))
+            code = {d: i for i, d in enumerate(vocab)}
+            doc_code = np.fromiter((code[d] for d in docs), dtype=np.int64, count=len(docs))
+        if not all(map(isinstance, self.qids, repeat(str))) or \
+                not all(map(isinstance, vocab, repeat(str))):
             return None
-        vocab = sorted(set(docs))
-        code = {d: i for i, d in enumerate(vocab)}
         qid_blob, qid_off = _utf8(self.qids)
         doc_blob, doc_off = _utf8(vocab)
         (raw_t, off_t), (raw_v, off_v) = self._flat
         return {"qid_blob": qid_blob, "qid_off": qid_off, "doc_blob": doc_blob,
                 "doc_off": doc_off,
-                "doc_code": np.fromiter((code[d] for d in docs), dtype=np.int64,
-                                        count=len(docs)),
+                "doc_code": np.asarray(doc_code, dtype=np.int64),
                 "counts": self.counts, "rank_t": self.rank_t, "rank_v": self.rank_v,
                 "raw_t": raw_t, "off_t": off_t, "raw_v": raw_v, "off_v": off_v,
                 "pos_t": self._flat_pos[0], "pos_v": self._flat_pos[1]}

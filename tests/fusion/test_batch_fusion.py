@@ -77,6 +77,28 @@ def test_an_index_kept_as_arrays_refuses_arrays_that_do_not_fit():
     assert BatchFusion(["q1"], [[[7, 1.0]]], [[]]).to_arrays() is None
 
 
+def test_a_batch_of_no_query_fuses_to_nothing():
+    """Its starts were ``[0]`` for no count, and the compiled sort read past the counts (the
+    process died: a segmentation fault)."""
+    index = BatchFusion([], [], [])
+    for cfg in (ScoringConfig(), ScoringConfig(blend="linear", normalize="minmax")):
+        fused = index.fuse_arrays(cfg, 10)
+        assert [len(a) for a in fused] == [0, 0, 0]
+        assert index.fuse(cfg, None) == {}
+
+
+def test_lists_naming_a_document_twice_or_ids_of_two_types_index_as_the_reference():
+    text = [[["b", 3.0], ["a", 2.0], ["b", 1.0], ["c", 0.5]], [[2, 1.0], [1, 0.5]]]
+    vec = [[["c", 0.9], ["c", 0.8], ["a", 0.1]], [[1, 0.7]]]
+    index = BatchFusion(["q0", "q1"], text, vec)
+    assert index.docs.tolist() == ["a", "b", "c", 1, 2]
+    assert index.rank_t.tolist() == [2.0, 1.0, 4.0, 2.0, 1.0]  # b's later entry dropped
+    assert index.rank_v.tolist() == [3.0, 0.0, 1.0, 1.0, 0.0]
+    cfg = ScoringConfig()
+    assert canonical_json(index.fuse(cfg, None)) == canonical_json(
+        reference(text, vec, cfg, None))
+
+
 def test_by_hand_rrf_and_linear():
     sf = BatchFusion(["q"], [[["a", 3.0], ["b", 1.0]]], [[["b", 0.9], ["c", 0.1]]])
     rrf = sf.fuse(ScoringConfig(blend="rrf", rrf_k=60), None)["q"]
