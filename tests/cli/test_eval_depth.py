@@ -249,3 +249,16 @@ def test_a_query_with_empty_text_is_warned_about_and_scores_0(tmp_path):
         assert not qids & set(blank) and qids  # vector neighbours)
     n = {s["name"]: s["n_queries"] for s in json.loads(r.stdout)["systems"]}
     assert n["hybrid"] == n["bm25"] == len(judged)  # kept in every mean
+
+
+def test_an_empty_derived_split_part_scores_0_in_every_mode(tmp_path):
+    """A part of a derived split holding no judged query is a warning and every metric 0, in
+    hybrid mode too: the batch fusion of no query crashed the compiled sort (``error: out of
+    memory``)."""
+    r = _run("eval", SAMPLE, "--embedder", "hashing", "--db", tmp_path / "s.duckdb",
+             "--split", "test:0/50", "--mode", "hybrid", "--mode", "bm25", "--metric",
+             "ndcg@10", "--json")
+    assert r.exit_code == 0, r.output
+    assert "holds no judged query" in r.stderr
+    systems = json.loads(r.stdout)["systems"]
+    assert [s["metrics"]["ndcg@10"] for s in systems] == [0.0, 0.0]
