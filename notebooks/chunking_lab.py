@@ -112,9 +112,11 @@ def _(
     ws,
 ):
     doc = ws.dataset.corpus[document.value]
+    # the document's content hash: the chunk ids are the ones retrieval's evidence carries
     tables = {name: chunk_table(doc.id, doc.text, name, max_chunk_tokens=max_tokens.value,
                                 overlap_tokens=overlap.value,
-                                include_headers=include_headers.value)
+                                include_headers=include_headers.value,
+                                content_hash=doc.content_hash)
               for name in chunkers.value}
     return doc, tables
 

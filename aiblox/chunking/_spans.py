@@ -21,10 +21,12 @@ Span = tuple[int, int]
 
 # A sentence ends after . ! ? or … (plus closing quotes or brackets) followed by whitespace and a
 # character that is not a lower-case ASCII letter ("e.g. the" stays whole); a blank line always
-# ends one.
+# ends one, whatever its line endings: \n, \r\n or \r (CommonMark's; a \r\n is one ending,
+# never a blank line by itself).
+_EOL = r"(?:\r\n|\r(?!\n)|\n)"
 _SENTENCE_BREAK = re.compile(
     r"""[.!?\u2026]+["'\u201d\u2019\u00bb)\]]*\s+(?=[^\sa-z])"""  # end mark, closers, space
-    r"""|\n[ \t]*\n\s*"""  # a blank line
+    rf"""|{_EOL}[ \t]*{_EOL}\s*"""  # a blank line
 )
 
 
@@ -77,21 +79,27 @@ def token_windows(doc: TokenizedDocument, start: int, end: int, max_tokens: int,
     Window edges sit on token boundaries (snapped down to character starts). A window whose text
     (trimmed of whitespace if ``strip``) encodes on its own to more than ``max_tokens`` tokens is
     shortened by whole tokens; the next window starts ``overlap`` tokens before the previous one
-    ended. With ``strip`` the windows come back trimmed, whitespace-only ones left out.
+    ended. Every window ends after the one before it: one whose end would not pass it (a token
+    end snapped down inside a multi-token character) is widened by whole tokens, and left out
+    when it must shrink back. With ``strip`` the windows come back trimmed, whitespace-only ones
+    left out.
     """
     text = doc.text
     bounds = doc.boundaries(start, end)
     n = len(bounds) - 1
     out: list[Span] = []
     s = 0
+    last = start  # where the last window kept ended (untrimmed)
 
     def span(s: int, e: int) -> Span:
         return trim(text, bounds[s], bounds[e]) if strip else (bounds[s], bounds[e])
 
     while s < n:
         e = min(s + max_tokens, n)
-        while e < n and bounds[e] <= bounds[s]:
-            e += 1  # a window holds at least one character
+        while e < n and bounds[e] <= max(bounds[s], last):
+            # a window holds at least one character, and one past the last window's end (a
+            # token end snapped down inside a character can fall back to it)
+            e += 1
         while (e - 1 > s and bounds[e - 1] > bounds[s]
                and doc.count(*span(s, e)) > max_tokens):
             e -= 1
@@ -105,8 +113,9 @@ def token_windows(doc: TokenizedDocument, start: int, end: int, max_tokens: int,
                     n += 1
                     break
         window = span(s, e)
-        if window[0] < window[1]:
+        if window[0] < window[1] and bounds[e] > last:  # not inside the last window
             out.append(window)
+            last = bounds[e]
         if e >= n:
             break
         nxt = max(e - overlap, s + 1)

@@ -63,7 +63,7 @@ class Chunker(Protocol):
     """Splits a document's text into chunks. Pure: no I/O, same input gives the same chunks."""
 
     chunker_id: str
-    """Name and parameters, e.g. ``token_window(max=256,overlap=32,enc=cl100k_base,v=1)``."""
+    """Name and parameters, e.g. ``token_window(max=256,overlap=32,enc=cl100k_base,v=2)``."""
 
     def chunk(self, item_id: str, text: str, content_hash: str) -> list[Chunk]:
         """Chunks of ``text`` in text order (none for empty or whitespace-only text)."""

@@ -120,9 +120,10 @@ class HeadingChunker:
     """
 
     name: ClassVar[str] = "headings"
-    version: ClassVar[int] = 2
+    version: ClassVar[int] = 3
     """2: lines split at CommonMark's endings only, fences closed by a bare fence line, and a
-    title of closing ``#``s alone empty (1 read ``para\\x0b# fake`` as a heading)."""
+    title of closing ``#``s alone empty (1 read ``para\\x0b# fake`` as a heading); 3: a blank
+    line between ``\\r\\n`` or ``\\r`` endings ends a sentence, as one between ``\\n`` did."""
 
     def __init__(self, max_chunk_tokens: int = 256, overlap_tokens: int = 0,
                  include_headers: bool = True, encoding: str = DEFAULT_ENCODING) -> None:

@@ -23,7 +23,9 @@ class TokenWindowChunker(BudgetedChunker):
     """
 
     name: ClassVar[str] = "token_window"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2
+    """2: every window ends after the one before it (1 could return a window lying inside the
+    previous one where a token end snapped down inside a multi-token character)."""
 
     def __init__(self, max_chunk_tokens: int = 256, overlap_tokens: int = 32,
                  encoding: str = DEFAULT_ENCODING) -> None:

@@ -42,7 +42,8 @@ from aiblox.progress import progress_bar
 from aiblox.retrieval.late_chunking import NO_EMBEDDER, LateChunker, ScoredChunk
 from aiblox.retrieval.retriever import HybridRetriever
 
-__all__ = ["CHUNK_EVAL_VERSION", "ChunkEvalResult", "evaluate_chunks", "gold_answers"]
+__all__ = ["CHUNK_EVAL_VERSION", "ChunkEvalResult", "check_precomputed", "evaluate_chunks",
+           "gold_answers", "precomputed_refusal"]
 
 CHUNK_EVAL_VERSION = 1
 """Version of this evaluation's definitions; part of its config hash."""
@@ -112,22 +113,28 @@ def _late(retriever: HybridRetriever) -> LateChunker:
     return late
 
 
-def _check_precomputed(prefs: RetrievalPrefs, counts: dict[str, int], chunker_id: str,
-                       model_id: str) -> None:
+def precomputed_refusal(chunker_id: str, model_id: str) -> str:
+    """Why the ``precomputed`` strategy is refused over a store that holds no chunk
+    precomputed for ``chunker_id`` and ``model_id`` (every chunk metric would be 0). Without
+    an embedder (bm25) the chunks looked up are the text-only ones (model id ``none``), which
+    ``aiblox index build --chunks`` writes beside the embedder's."""
+    whose = ("for text-only scoring (no embedder: bm25 mode; a store whose chunks were "
+             "precomputed before they were written beside the embedder's needs the build "
+             "again)" if model_id == NO_EMBEDDER else "with this embedder")
+    return (f"chunk strategy precomputed: the store holds no chunks precomputed for "
+            f"{chunker_id} {whose}, so every chunk metric would be 0: `aiblox index build "
+            f"--chunks` (its --chunker and sizes) precomputes them; or use late (chunks made "
+            f"when a query needs them, cached) or mixed")
+
+
+def check_precomputed(prefs: RetrievalPrefs, counts: dict[str, int], chunker_id: str,
+                      model_id: str) -> None:
     """The ``precomputed`` strategy over a store that holds no chunk precomputed for this
     chunker scored every chunk metric 0, silently: refused once the first batch finds none
-    (``ValueError``). Without an embedder (bm25) the chunks looked up are the text-only ones
-    (model id ``none``), which ``aiblox index build --chunks`` writes beside the embedder's."""
+    (``ValueError``, :func:`precomputed_refusal`)."""
     if prefs.chunking.strategy == "precomputed" and counts.get("precomputed_missing") \
             and not counts.get("precomputed_hits"):
-        whose = ("for text-only scoring (no embedder: bm25 mode; a store whose chunks were "
-                 "precomputed before they were written beside the embedder's needs the build "
-                 "again)" if model_id == NO_EMBEDDER else "with this embedder")
-        raise ValueError(f"chunk strategy precomputed: the store holds no chunks precomputed "
-                         f"for {chunker_id} {whose}, so every chunk metric would "
-                         f"be 0: `aiblox index build --chunks` (its --chunker and sizes) "
-                         f"precomputes them; or use late (chunks made when a query needs them, "
-                         f"cached) or mixed")
+        raise ValueError(precomputed_refusal(chunker_id, model_id))
 
 
 def evaluate_chunks(retriever: HybridRetriever, dataset: Dataset, split: str,
@@ -180,7 +187,7 @@ def evaluate_chunks(retriever: HybridRetriever, dataset: Dataset, split: str,
         ids = sorted({h.doc_id for hs in hits for h in hs[:prefs.top_k_items]})
         items = retriever.store.get_items(ids)
         prepared = late.prepare(prefs, [items[i] for i in ids if i in items], counts)
-        _check_precomputed(prefs, counts, chunker_id, late.model_id)
+        check_precomputed(prefs, counts, chunker_id, late.model_id)
         if prefs.chunking.strategy == "precomputed":
             missing.update(i for i in ids if i in items and i not in prepared)
         qvecs = (late.embedder.embed([text for _, text in batch])

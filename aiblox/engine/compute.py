@@ -12,8 +12,9 @@ memoises them by stage key. The fusion and metrics stages compute with
 - :func:`signals_output`: the full-text and vector ranked lists of a split's queries.
 - :func:`fused_arrays`: the fused run of a split, in compact form.
 - :func:`chunk_output`: late chunking of the fused documents and chunk scoring (the retriever's
-  :class:`~aiblox.retrieval.late_chunking.LateChunker`): per query the returned evidence chunks
-  and the max-passage projection of every scored chunk to documents.
+  :class:`~aiblox.retrieval.late_chunking.LateChunker`, without its embedder in bm25 mode): per
+  query the returned evidence chunks and the max-passage projection of every scored chunk to
+  documents.
 - :func:`selection_output`: R2 input validation and chunk selection under a policy
   (:func:`~aiblox.assembly.assemble_answer_bundle`): selected chunk ids in order, dropped
   chunks with reasons, the answer bundle.
@@ -41,6 +42,7 @@ from aiblox.assembly import (
 from aiblox.chunking import max_passage_projection
 from aiblox.contracts.retrieval import RetrievalPrefs, ScoringConfig
 from aiblox.data import Dataset
+from aiblox.engine.chunk_eval import check_precomputed
 from aiblox.fusion import BatchFusion, FusedArrays, FusedHit
 from aiblox.hashing import sha256_hex
 from aiblox.metrics import answer_metrics
@@ -115,10 +117,18 @@ def chunk_output(late: Any, store: Any, prefs: RetrievalPrefs, queries: Sequence
     """Late chunking and chunk scoring of each query's fused documents (``run``, already cut to
     ``top_k_items``), in batches: one chunk cache lookup and one embedding call per batch.
 
+    In bm25 mode chunks are ranked by their BM25 alone (``late.text_only()``), as ``aiblox
+    eval --mode bm25 --chunks`` and ``aiblox search`` rank them. The ``precomputed`` strategy
+    over a store holding no chunk precomputed for the chunker is refused after the first batch
+    (``ValueError``, as ``aiblox eval`` refuses it): every chunk metric would be 0.
+
     Output: ``evidence`` ``{qid: [chunk, ...]}`` (the top ``top_k_chunks``, best first; each
     with ``chunk_id``, ``item_id``, ``score``, ``score_text``, ``score_vec``, ``start``, ``end``,
     ``tokens``, ``text``, ``source_ref``), ``projection`` ``{qid: [[doc_id, score], ...]}``
     (every scored chunk projected to its document, max-passage) and ``chunks_scored``."""
+    if prefs.mode == "bm25":
+        late = late.text_only()
+    chunker_id = late.chunker_for(prefs.chunking).chunker_id
     evidence: dict[str, list[dict[str, Any]]] = {}
     projection: dict[str, list[list[Any]]] = {}
     scored = 0
@@ -129,6 +139,7 @@ def chunk_output(late: Any, store: Any, prefs: RetrievalPrefs, queries: Sequence
         items = store.get_items(ids)
         counts: dict[str, int] = {}
         prepared = late.prepare(prefs, [items[i] for i in ids if i in items], counts)
+        check_precomputed(prefs, counts, chunker_id, late.model_id)
         qvecs = (late.embedder.embed([t for _, t in batch]) if late.embedder is not None
                  else [None] * len(batch))
         for (qid, text), qv in zip(batch, qvecs, strict=True):

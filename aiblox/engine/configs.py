@@ -16,7 +16,11 @@ stage                   config (the function that builds it)                    
 ``metrics``             ranx metric names, split (:func:`metrics_config`)           fusion
 ``chunks``              chunker id (parameters included), strategy,                 fusion
                         ``top_k_chunks``, ``per_item_chunk_cap``, late-chunking
-                        weights and embedder (:func:`chunks_config`)
+                        weights and embedder (none for a bm25 point)
+                        (:func:`chunks_config`); with the ``precomputed`` or
+                        ``mixed`` strategy the digest of the store's precomputed
+                        chunks it reads (added by :meth:`RunContext.run
+                        <aiblox.engine.context.RunContext.run>`)
 ``chunk_metrics``       metrics, ``chunk_k``, answer match rule, projection         chunks
                         (:func:`chunk_metrics_config`)
 ``selection``           policy id, version, sha256 of the effective policy,         chunks
@@ -46,6 +50,7 @@ from aiblox.retrieval.late_chunking import LateChunker
 __all__ = [
     "ANSWER_METRICS_CONFIG",
     "PROMPT_CONFIG",
+    "STORED_CHUNK_STRATEGIES",
     "VALIDATION_CONFIG",
     "chunk_metrics_config",
     "chunks_config",
@@ -95,13 +100,22 @@ def metrics_config(metrics: Sequence[str], split: str) -> dict[str, Any]:
     return {"metrics": list(metrics), "split": split}
 
 
+STORED_CHUNK_STRATEGIES = ("precomputed", "mixed")
+"""The chunking strategies that read chunks ``aiblox index build --chunks`` stored."""
+
+
 def chunks_config(prefs: RetrievalPrefs, embedder_id: str | None) -> dict[str, Any]:
     """What decides the chunks stage's output (given the fused run): the chunker with its
-    parameters, the chunk depths, and the default late chunker's weights and embedder."""
+    parameters, the chunk depths, and the default late chunker's weights and embedder. A bm25
+    point's chunks are ranked by their BM25 alone (:func:`aiblox.engine.compute.chunk_output`,
+    as ``aiblox eval --mode bm25 --chunks`` ranks them): its embedder is the text-only late
+    chunker's, ``none``, whatever the sweep's."""
+    late = LateChunker(None).params
     return {"chunker": make_chunker(prefs.chunking).chunker_id,
             "strategy": prefs.chunking.strategy, "top_k_items": prefs.top_k_items,
             "top_k_chunks": prefs.top_k_chunks, "per_item_chunk_cap": prefs.per_item_chunk_cap,
-            "late": {**LateChunker(None).params, "embedder": embedder_id}}
+            "late": {**late, "embedder": late["embedder"] if prefs.mode == "bm25"
+                     else embedder_id}}
 
 
 def chunk_metrics_config(metrics: Sequence[str], chunk_k: Sequence[int],

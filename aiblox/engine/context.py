@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -18,9 +19,14 @@ import numpy as np
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import Dataset
 from aiblox.engine.cache import StageCache
-from aiblox.engine.chunk_eval import gold_answers
+from aiblox.engine.chunk_eval import gold_answers, precomputed_refusal
 from aiblox.engine.compute import fused_arrays, signals_output
-from aiblox.engine.configs import fusion_config, signals_config
+from aiblox.engine.configs import (
+    STORED_CHUNK_STRATEGIES,
+    chunks_config,
+    fusion_config,
+    signals_config,
+)
 from aiblox.engine.data import Queries, Run
 from aiblox.engine.outputs import StageReader
 from aiblox.engine.plan import Value
@@ -86,6 +92,9 @@ class RunContext:
         self._kept: dict[tuple[str, str], tuple[StageRecord, Any]] = {}
         self._topics: dict[str, Value] = {}
         self._ready: dict[tuple[str, str], Any] = {}
+        self.precomputed: dict[tuple[str, str], tuple[int, str]] = {}
+        """The store's precomputed chunk entries read so far: ``(chunker id, model id) ->
+        (n, digest)`` (:meth:`precomputed_chunks`)."""
 
     # -- the workspace ----------------------------------------------------------------------
     def workspace(self) -> Workspace:
@@ -113,6 +122,42 @@ class RunContext:
             self._late = LateChunker(ws.retriever.embedder, default_chunk_cache(ws.store))
         return self._late
 
+    def precomputed_chunks(self, chunker_id: str, model_id: str) -> tuple[int, str]:
+        """``(n, digest)`` of the chunk entries ``aiblox index build --chunks`` wrote to the
+        store for ``chunker_id`` and ``model_id``
+        (:meth:`~aiblox.stores.chunk_cache.ChunkCache.precomputed_digest`), read once."""
+        key = (chunker_id, model_id)
+        if key not in self.precomputed:
+            cache = default_chunk_cache(self.workspace().store)
+            self.precomputed[key] = cache.precomputed_digest(chunker_id, model_id)
+        return self.precomputed[key]
+
+    def check_chunks(self, prefs: RetrievalPrefs) -> None:
+        """Before any stage computes: the store's precomputed chunks a point's chunk stage
+        reads (``precomputed`` and ``mixed`` strategies) looked up, and the ``precomputed``
+        strategy over a store holding none for its chunker (and embedder: none for a bm25
+        point) refused, as ``aiblox eval --chunks`` refuses it (``ValueError``): every chunk
+        metric would be 0."""
+        if prefs.chunking.strategy not in STORED_CHUNK_STRATEGIES:
+            return
+        cfg = chunks_config(prefs, self.embedder_id)
+        n, _ = self.precomputed_chunks(cfg["chunker"], cfg["late"]["embedder"])
+        if n == 0 and prefs.chunking.strategy == "precomputed":
+            raise ValueError(precomputed_refusal(cfg["chunker"], cfg["late"]["embedder"]))
+
+    def _stored_chunks_keyed(self, stage: Task) -> Task:
+        """A chunks stage that reads the store's precomputed chunks, its config with their
+        digest added (``precomputed``): its output depends on which documents have them and
+        what they hold, which no other key covers (the store fingerprint is the items' and
+        vectors'), so ``aiblox index build --chunks`` after a sweep moves its key and the
+        sweep does not serve what it computed before."""
+        cfg = stage.config
+        if stage.name != "chunks" or not isinstance(cfg, dict) or "precomputed" in cfg \
+                or cfg.get("strategy") not in STORED_CHUNK_STRATEGIES:
+            return stage
+        _, digest = self.precomputed_chunks(cfg["chunker"], cfg["late"]["embedder"])
+        return replace(stage, config={**cfg, "precomputed": digest})
+
     def close(self) -> None:
         """Close the store (a later need opens it again: a damaged entry found late); a
         workspace the caller gave is left open."""
@@ -126,7 +171,9 @@ class RunContext:
             ) -> tuple[StageRecord, Any]:
         """A memoised stage: its first run in this sweep is counted by the cache, a later one
         reads the entry again (``load``) without counting; ``keep`` holds the output for the
-        points after."""
+        points after. A chunks stage on precomputed chunks is keyed by them too
+        (:meth:`_stored_chunks_keyed`)."""
+        stage = self._stored_chunks_keyed(stage)
         key = (stage.name, stage.key)
         if key in self._kept:
             return self._kept[key]

@@ -39,16 +39,21 @@ def _fitted(config: ChunkingConfig) -> tuple[ChunkingConfig, str]:
 
 def chunk_table(item_id: str, text: str, chunker: str = "sentences",
                 max_chunk_tokens: int | None = None, overlap_tokens: int | None = None,
-                include_headers: bool = True) -> pd.DataFrame:
+                include_headers: bool = True, content_hash: str | None = None
+                ) -> pd.DataFrame:
     """How ``chunker`` cuts ``text``: one row per chunk with its offsets, token count, the
-    characters and tokens it shares with the previous chunk, and its heading path.
+    characters and tokens it shares with the previous chunk, its heading path and chunk id.
 
-    An ``overlap_tokens`` the chunker refuses for being at least ``max_chunk_tokens`` is cut
-    to ``max_chunk_tokens - 1``, said in ``attrs["note"]`` (``""`` when nothing was cut)."""
+    ``content_hash``: the document's (``ItemRecord.content_hash``, what retrieval's chunk ids
+    are made from), so the ids are the ones evidence carries; None (a text that is no stored
+    document): the sha256 of ``text``. An ``overlap_tokens`` the chunker refuses for being at
+    least ``max_chunk_tokens`` is cut to ``max_chunk_tokens - 1``, said in ``attrs["note"]``
+    (``""`` when nothing was cut)."""
     config, note = _fitted(ChunkingConfig(chunker_id=chunker, max_chunk_tokens=max_chunk_tokens,
                                           overlap_tokens=overlap_tokens,
                                           include_headers=include_headers))
-    chunks = make_chunker(config).chunk(item_id, text, sha256_text(text))
+    chunks = make_chunker(config).chunk(
+        item_id, text, sha256_text(text) if content_hash is None else content_hash)
     rows = []
     prev_end: int | None = None
     for c in chunks:

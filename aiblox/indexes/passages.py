@@ -9,13 +9,13 @@ passages by a registered chunker (``VectorConfig.passage_chunker``, ``passage_to
 ``passage_overlap``), each passage is embedded once, and a query is scored exactly against every
 passage, then aggregated per document.
 
-Where vectors come from: the store's chunk cache (keyed by item id, the sha256 of the embedded
-text, the chunker id with its parameters and the model id) holds each document's passages and
-their vectors; a document not found there is chunked and its passages embedded through the
-embedder given (the store's cached embedder, whose cache is keyed by the text's sha256), so a
-passage text is embedded once ever, and a document that is a single passage has exactly its own
-text, hence its own whole-document vector from the embedding cache. Then the entries are written
-back to the chunk cache.
+Where vectors come from: the store's chunk cache holds each document's passages and their
+vectors (:func:`passage_cache_key`: item id, the item's content hash, the chunker id with its
+parameters, and the model id marked as the embedded text's); a document not found there is
+chunked and its passages embedded through the embedder given (the store's cached embedder,
+whose cache is keyed by the text's sha256), so a passage text is embedded once ever, and a
+document that is a single passage has exactly its own text, hence its own whole-document vector
+from the embedding cache. Then the entries are written back to the chunk cache.
 
 Scores are float64 inner products of the stored float32 vectors (cosines: the vectors are unit
 length), so they do not depend on a BLAS's float32 rounding; lists are ordered by score desc,
@@ -34,10 +34,10 @@ from aiblox.chunking import Chunker, make_chunker
 from aiblox.contracts.items import ItemRecord
 from aiblox.contracts.retrieval import ChunkingConfig, VectorConfig
 from aiblox.embedding.base import Embedder
-from aiblox.hashing import sha256_text
 from aiblox.stores.chunk_cache import ChunkCache, ChunkCacheEntry, ChunkCacheKey
 
-__all__ = ["PassageIndex", "PassageStats", "passage_chunker", "passage_chunker_id"]
+__all__ = ["PASSAGE_TEXT", "PassageIndex", "PassageStats", "passage_cache_key", "passage_chunker",
+           "passage_chunker_id"]
 
 RankedList = list[tuple[str, float]]
 
@@ -58,6 +58,20 @@ def passage_chunker(cfg: VectorConfig) -> Chunker:
 def passage_chunker_id(cfg: VectorConfig) -> str | None:
     """The passage chunker's id (name, parameters, encoding, version), None for ``first``."""
     return None if cfg.doc_score == "first" else passage_chunker(cfg).chunker_id
+
+
+PASSAGE_TEXT = "embedding_text"
+"""What passages are cut from, named after the model id in their chunk cache keys."""
+
+
+def passage_cache_key(item: ItemRecord, chunker_id: str, model_id: str) -> ChunkCacheKey:
+    """The chunk cache key of ``item``'s passages: its id and content hash (the hash an ingest
+    prunes the cache against, so passages of documents left alone survive an update of
+    another; they were keyed by the sha256 of the embedded text, which no prune kept), the
+    chunker id, and ``model_id`` marked with :data:`PASSAGE_TEXT`: the late chunker keys a
+    document's evidence chunks, cut from its text alone, by the same id, hash and maybe
+    chunker, and neither may read the other's entries."""
+    return ChunkCacheKey(item.id, item.content_hash, chunker_id, f"{model_id}@{PASSAGE_TEXT}")
 
 
 @dataclass
@@ -134,8 +148,8 @@ class PassageIndex:
     def _batch(items: Sequence[ItemRecord], chunker: Chunker, embedder: Embedder,
                cache: ChunkCache | None, stats: PassageStats) -> dict[str, np.ndarray]:
         texts = {it.id: it.embedding_text for it in items}
-        keys = {it.id: ChunkCacheKey(it.id, sha256_text(texts[it.id]), chunker.chunker_id,
-                                     embedder.model_id) for it in items}
+        keys = {it.id: passage_cache_key(it, chunker.chunker_id, embedder.model_id)
+                for it in items}
         out: dict[str, np.ndarray] = {}
         found = cache.get_many(list(keys.values())).hits if cache is not None else {}
         todo = []

@@ -123,6 +123,7 @@ class LateChunker:
         self.w_vec = w_vec
         self.w_text = w_text
         self._chunkers: dict[str, Chunker] = {}
+        self._text_only: LateChunker | None = None
 
     # -- parts -----------------------------------------------------------------------------
     @property
@@ -135,6 +136,18 @@ class LateChunker:
         """What decides chunk scores besides the prefs (for run configs and hashes)."""
         return {"w_vec": self.w_vec, "w_text": self.w_text, "text_signal": "bm25",
                 "analyzer": ANALYZER_ID, "embedder": self.model_id, "encoding": self.encoding}
+
+    def text_only(self) -> LateChunker:
+        """This late chunker without its embedder (itself when it has none): chunks ranked
+        by their BM25 alone, over the same cache, registry, encoding and weights, as a bm25
+        retrieval ranks them (``aiblox eval --mode bm25 --chunks``, ``aiblox search``)."""
+        if self.embedder is None:
+            return self
+        if self._text_only is None:
+            self._text_only = LateChunker(None, self.chunk_cache, registry=self.registry,
+                                          encoding=self.encoding, w_vec=self.w_vec,
+                                          w_text=self.w_text)
+        return self._text_only
 
     def chunker_for(self, config: ChunkingConfig) -> Chunker:
         """The chunker ``config`` names (memoised by config)."""

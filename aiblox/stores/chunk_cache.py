@@ -16,6 +16,7 @@ Nothing here is authoritative: dropping the table loses time, not data.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -43,6 +44,7 @@ __all__ = [
     "decode_entry",
     "default_chunk_cache",
     "encode_entry",
+    "entries_digest",
     "latest_entries",
 ]
 
@@ -106,6 +108,12 @@ class ChunkCache(Protocol):
         made from another content hash; returns how many were deleted."""
         ...
 
+    def precomputed_digest(self, chunker_id: str, model_id: str) -> tuple[int, str]:
+        """``(n, digest)`` of the entries written at ingest for ``chunker_id`` and
+        ``model_id`` (:func:`entries_digest`): what the ``precomputed`` and ``mixed``
+        strategies can read, so a result computed from them is keyed by it."""
+        ...
+
     def count(self) -> int:
         """Number of entries."""
         ...
@@ -157,6 +165,17 @@ def decode_entry(key: ChunkCacheKey, chunks_json: Any, blob: Any, dim: Any, payl
         return None
     return ChunkCacheEntry(key=key, chunks=chunks, vectors=vectors, precomputed=bool(precomputed),
                            created_at=float(created_at))
+
+
+def entries_digest(rows: Iterable[tuple[str, str, str]]) -> tuple[int, str]:
+    """``(n, sha256)`` of ``(item_id, content_hash, payload_sha256)`` rows given in ascending
+    order (code point order: DuckDB's and PostgreSQL's ``COLLATE "C"`` byte order)."""
+    h = hashlib.sha256(f"precomputed-v{CHUNK_CACHE_VERSION}\n".encode())
+    n = 0
+    for item_id, content_hash, payload in rows:
+        h.update(f"{item_id}\x00{content_hash}\x00{payload}\n".encode())
+        n += 1
+    return n, h.hexdigest()
 
 
 def latest_entries(entries: Iterable[ChunkCacheEntry]) -> dict[ChunkCacheKey, ChunkCacheEntry]:
@@ -222,6 +241,11 @@ class InMemoryChunkCache:
         for k in stale:
             del self.rows[k]
         return len(stale)
+
+    def precomputed_digest(self, chunker_id: str, model_id: str) -> tuple[int, str]:
+        return entries_digest(sorted(
+            (k.item_id, k.content_hash, row[3]) for k, row in self.rows.items()
+            if row[4] and k.chunker_id == chunker_id and k.embedding_model_id == model_id))
 
     def count(self) -> int:
         return len(self.rows)
@@ -362,6 +386,21 @@ class DuckDBChunkCache:
                 return before - self.count()
 
         return self._written(write)
+
+    def precomputed_digest(self, chunker_id: str, model_id: str) -> tuple[int, str]:
+        if self.read_only:
+            return entries_digest([])
+
+        def rows() -> Iterable[tuple[str, str, str]]:
+            cur = self.con.execute(
+                "SELECT item_id, content_hash, payload_sha256 FROM chunk_cache WHERE precomputed "
+                "AND chunker_id = ? AND embedding_model_id = ? ORDER BY item_id, content_hash",
+                [chunker_id, model_id])
+            while batch := cur.fetchmany(50_000):
+                yield from batch
+
+        with self._lock:
+            return entries_digest(rows())
 
     def count(self) -> int:
         if self.read_only:

@@ -133,6 +133,8 @@ class SweepJob:
     embedder_id: str
     fingerprint: dict[str, str | None]
     jobs: int
+    precomputed: dict[tuple[str, str], tuple[int, str]]
+    """The store's precomputed chunks the driver looked up (:attr:`RunContext.precomputed`)."""
 
 
 class _WorkerContext(RunContext):
@@ -144,6 +146,7 @@ class _WorkerContext(RunContext):
                          job.backend, list(job.splits), embedder=job.embedder_id,
                          progress=False)
         self._fp = dict(job.fingerprint)
+        self.precomputed.update(job.precomputed)  # a chunk stage's key: no store opened for it
         self.jobs = job.jobs
         self._lock: Any = None
 
@@ -241,7 +244,7 @@ class RayPoints:
                        db=_absolute(ctx.db or default_store_path(ctx.dataset)),
                        backend=ctx.backend, splits=tuple(ctx.splits),
                        embedder_id=str(ctx.embedder_id), fingerprint=dict(ctx.fingerprint()),
-                       jobs=threads)
+                       jobs=threads, precomputed=dict(ctx.precomputed))
         self._holder = [ray.put(job)]
         self._task = ray.remote(run_points).options(
             num_cpus=threads, max_retries=MAX_RETRIES, retry_exceptions=False,

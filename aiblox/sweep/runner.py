@@ -224,6 +224,10 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     remote = None
     try:
         check_pipelines(ctx, [*grid, *([baseline] if baseline is not None else [])])
+        if settings.chunk_stages:  # precomputed chunks looked up (and a store without refused)
+            for prefs in {pt.prefs.model_dump_json(): pt.prefs for pt in
+                          [*grid, *([baseline] if baseline is not None else [])]}.values():
+                ctx.check_chunks(prefs)
         for pt in todo:
             if pt.pipeline is not None:  # planned as its stages come (pipeline.split_point)
                 continue
@@ -231,6 +235,9 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
                 ctx.plan_signals(pt.prefs, split)
         if cpus:  # the workers open the store only for a chunk stage not yet cached
             remote = RayPoints(ctx, cpus)
+    except BaseException:  # a refused sweep does not hold its store open
+        ctx.close()
+        raise
     finally:
         if not settings.chunk_stages or cpus:  # fusion points need no store (a late repair
             ctx.close()                        # reopens it)

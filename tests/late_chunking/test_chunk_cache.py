@@ -144,6 +144,22 @@ def test_prune_drops_changed_and_deleted_items(cache):
     assert cache.count() == 2
 
 
+def test_precomputed_digest_covers_the_ingest_entries_of_one_chunker_and_model(cache):
+    empty = cache.precomputed_digest(_entry().key.chunker_id, "m1")
+    assert empty[0] == 0
+    cache.put_many([_entry("d2", precomputed=True), _entry("d1", precomputed=True),
+                    _entry("d3"),  # a query-time entry: not read by the precomputed strategy
+                    _entry("d1", model="m2", precomputed=True)])  # another model's
+    n, digest = cache.precomputed_digest(_entry().key.chunker_id, "m1")
+    assert n == 2 and digest != empty[1]
+    assert cache.precomputed_digest(_entry().key.chunker_id, "m2")[0] == 1
+    assert cache.precomputed_digest("other", "m1") == empty
+    cache.put_many([_entry("d2", precomputed=True, text="Another text. Its chunks differ.")])
+    assert cache.precomputed_digest(_entry().key.chunker_id, "m1") not in ((n, digest), empty)
+    cache.put_many([_entry("d3", precomputed=True)])
+    assert cache.precomputed_digest(_entry().key.chunker_id, "m1")[0] == 3
+
+
 def test_duckdb_cache_persists_across_processes_of_the_file(tmp_path):
     path = tmp_path / "p.duckdb"
     e = _entry()

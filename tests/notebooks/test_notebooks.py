@@ -136,6 +136,17 @@ def test_chunking_lab_cuts_and_compares():
             assert doc.text[r["start"]:r["end"]] == r["text"]
         assert (t["tokens"] <= 128).all()
     assert tables["headings"]["heading_path"].str.len().gt(0).all()
+    # the chunk ids are retrieval's: made from the document's content hash (they were made
+    # from the sha256 of its text, ids no evidence chunk carries)
+    from aiblox.chunking import make_chunker
+    from aiblox.contracts.retrieval import ChunkingConfig
+
+    for name, t in tables.items():
+        chunker = make_chunker(ChunkingConfig(
+            chunker_id=name, max_chunk_tokens=d["max_tokens"].value,
+            overlap_tokens=d["overlap"].value, include_headers=d["include_headers"].value))
+        ids = [c.chunk_id for c in chunker.chunk(doc.id, doc.text, doc.content_hash)]
+        assert list(t["chunk_id"]) == ids, name
     comp = d["comparison"].set_index("chunker")
     assert set(comp.index) == {"headings", "sentences", "token_window"}
     assert (comp["queries"] == 12).all()

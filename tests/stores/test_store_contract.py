@@ -314,6 +314,15 @@ def _entry(item_id, content_hash, text="Alpha beta. Gamma delta. Epsilon.", prec
     return ChunkCacheEntry(key=key, chunks=chunks, vectors=vectors, precomputed=precomputed)
 
 
+def _memory_copy(entries):
+    from aiblox.stores.chunk_cache import InMemoryChunkCache
+
+    cache = InMemoryChunkCache()
+    cache.put_many([ChunkCacheEntry(key=e.key, chunks=e.chunks, vectors=e.vectors,
+                                    precomputed=True) for e in entries])
+    return cache
+
+
 def test_chunk_cache_on_the_store(store):
     ingest_items(store, DOCS, None, progress=False)
     cache = _chunk_cache(store)
@@ -330,6 +339,9 @@ def test_chunk_cache_on_the_store(store):
     np.testing.assert_array_equal(got.hits[b.key].vectors, b.vectors)
     only = cache.get_many([a.key, b.key], precomputed_only=True)
     assert set(only.hits) == {a.key} and only.not_precomputed == [b.key]
+    n, digest = cache.precomputed_digest(a.key.chunker_id, "m")
+    # the same digest on every backend
+    assert n == 1 and digest == _memory_copy([longer]).precomputed_digest(a.key.chunker_id, "m")[1]
     assert cache.prune({"a": h["a"], "b": "changed"}) == 1 and cache.count() == 1
 
 

@@ -118,6 +118,37 @@ def test_resync_adds_changes_and_deletes_items_with_their_vectors(store):
     assert record is not None and record.corpus_hash == "h2" and record.n_items == 3
 
 
+def test_an_update_keeps_the_cached_passages_of_the_documents_left_alone(store):
+    # passages were keyed by the sha256 of the embedded text, the prune kept entries keyed by
+    # the item's content hash: an update of one document dropped every document's passages
+    from aiblox.contracts.retrieval import ChunkingConfig, RetrievalPrefs, VectorConfig
+    from aiblox.indexes import PassageIndex, PassageStats, passage_chunker_id
+    from aiblox.retrieval import LateChunker
+    from aiblox.stores.chunk_cache import default_chunk_cache
+
+    _sync(store)
+    emb = CachedEmbedder(HashingEmbedder(), store)
+    cache = default_chunk_cache(store)
+    cfg = VectorConfig(doc_score="maxp", passage_tokens=3, passage_overlap=1)
+    PassageIndex.build(DOCS, cfg, emb, cache)
+    changed = DOCS[0].model_copy(update={"text": "the quick red fox"})
+    report = _sync(store, docs=[changed, *DOCS[1:]], corpus_hash="h2")
+    assert report.chunks_pruned == 1
+    PassageIndex.build([changed, *DOCS[1:]], cfg, emb, cache, stats=(stats := PassageStats()))
+    assert (stats.cache_hits, stats.chunked) == (2, 1)
+    # evidence chunks cut from the text alone by the same chunker, hash and model never read a
+    # document's passages (cut from its title and text) as their own, nor the other way round
+    late = LateChunker(emb, cache)
+    prefs = RetrievalPrefs(query_text="q", chunking=ChunkingConfig(
+        chunker_id="token_window", max_chunk_tokens=3, overlap_tokens=1))
+    assert late.chunker_for(prefs.chunking).chunker_id == passage_chunker_id(cfg)
+    counts: dict[str, int] = {}
+    late.prepare(prefs, [changed, *DOCS[1:]], counts)
+    assert (counts["chunk_cache_misses"], counts["chunk_cache_corrupt"]) == (3, 0)
+    PassageIndex.build([changed, *DOCS[1:]], cfg, emb, cache, stats=(stats := PassageStats()))
+    assert stats.cache_hits == 3
+
+
 def test_a_document_moved_in_its_file_is_cited_where_it_now_is(store):
     """A line inserted above a document moves its ``corpus.jsonl:N``: a sync once kept the old
     place of every unchanged document (two documents then cited one line, and answers cited

@@ -31,7 +31,12 @@ hash and metric value as before (no cut on the sample moved). Stage versions ``r
 ``validation`` 4 (MALFORMED_CITATION for any bracket form, numbered references and glued
 brackets, and the reader never quoting what it refuses; the reader counting tokens with the
 policy's encoding): the keys of ``reader``, ``validation`` and ``answer_metrics`` moved, every
-output hash, prompt hash and metric value as before.
+output hash, prompt hash and metric value as before. Chunker versions ``sentences`` 2,
+``headings`` 3 (a blank line between ``\\r\\n`` or ``\\r`` endings ends a sentence) and
+``token_window`` 2 (no window inside the one before it): the sample (no ``\\r``) is cut as
+before, but a chunk id holds its chunker's id, so the sentences points' ``chunks`` key and output
+hash moved, with the keys and output hashes of every stage after them and their prompt hashes;
+every metric value, and every ``whole`` point, as before.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from aiblox.stores.chunk_cache import (
     ChunkCacheLookup,
     classify_cached,
     encode_entry,
+    entries_digest,
     latest_entries,
 )
 from aiblox.stores.postgres.models import (
@@ -383,6 +384,16 @@ class ChunkCacheRepo:
                                              cur.c.content_hash == c.content_hash).exists())
         with self.sessions.begin() as s:
             return len(s.execute(delete(c).where(~keep).returning(c.item_id)).all())
+
+    def precomputed_digest(self, chunker_id: str, model_id: str) -> tuple[int, str]:
+        c = ChunkCacheRow
+        query = (select(c.item_id, c.content_hash, c.payload_sha256)
+                 .where(c.precomputed, c.chunker_id == chunker_id,
+                        c.embedding_model_id == model_id)
+                 .order_by(c.item_id.collate("C"), c.content_hash.collate("C")))
+        with self.sessions.begin() as s:
+            return entries_digest((str(i), str(h), str(p)) for i, h, p in
+                                  s.execute(query.execution_options(yield_per=50_000)))
 
     def count(self) -> int:
         with self.sessions.begin() as s:
