@@ -104,8 +104,10 @@ add_kind(StageKind("dense", "2", "queries", "run", VectorConfig,
                    reads_queries=frozenset({"vector"})))
 # fuse 2: a document listed twice in one input run keeps its first entry (its rank and score)
 # in the linear blend too, as RRF did (aiblox.fusion.types.first_occurrences); a run from a
-# researcher's own stage can list one twice, so a cached fusion of it may differ
-add_kind(StageKind("fuse", "2", "run", "run", FuseConfig,
+# researcher's own stage can list one twice, so a cached fusion of it may differ; fuse 3: the
+# z-score (and sigmoid) of a list of equal scores is 0 (0.5) whatever their value (a float64
+# value such as 0.1 thrice gave +-1 through its rounded mean)
+add_kind(StageKind("fuse", "3", "run", "run", FuseConfig,
                    doc="rank fusion of two or more runs (the + operator)"))
 add_kind(StageKind("identity", "1", "run", "run", IdentityConfig,
                    doc="the run unchanged (for score combination)"))

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
+import numpy as np
 from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 
@@ -344,7 +345,14 @@ def _apply(p: Pipeline, v: Value, base: RetrievalPrefs, ctx: PlanContext, split:
         if (out.__class__ is Run) != (kind.gives == "run"):
             raise TypeError(f"stage {p.kind} gives {kind.gives} but returned "
                             f"{type(out).__name__}")
-        return out.to_arrays()
+        arrays = _answering(p.kind, out, inputs.run or inputs.queries).to_arrays()
+        if "scores" in arrays and not np.isfinite(arrays["scores"]).all():
+            at = int(np.flatnonzero(~np.isfinite(arrays["scores"]))[0])
+            qi = int(np.searchsorted(np.cumsum(arrays["counts"]), at, side="right"))
+            raise PipelineError(f"stage {p.kind}: query {str(arrays['qids'][qi])!r}, document "
+                                f"{str(arrays['docs'][at])!r}: score "
+                                f"{float(arrays['scores'][at])!r} is not a finite number")
+        return arrays
 
     val = _generic(ctx, p.kind, kind.version, _config(ctx, cfg, kind.reads), [v], kind.gives,
                    compute)
@@ -352,6 +360,26 @@ def _apply(p: Pipeline, v: Value, base: RetrievalPrefs, ctx: PlanContext, split:
         val.queries = v if v.kind == "queries" else v.queries
     val.filters, val.mixed_filters = v.filters, v.mixed_filters
     return val
+
+
+def _answering(kind: str, out: Queries | Run, given: Queries | Run) -> Queries | Run:
+    """A stage's output over the queries it was given, in their order: a run that leaves out
+    a query it found nothing for keeps it, with no document (fused, it was dropped from every
+    member after it: ``(bm25 >> mine) + dense`` scored it 0, ``dense + (bm25 >> mine)`` did
+    not); queries it was not given, or feedback that loses one, are a :class:`PipelineError`."""
+    if out.qids == given.qids:
+        return out
+    extra = sorted(set(out.qids) - set(given.qids))
+    if extra:
+        shown = ", ".join(map(repr, extra[:3])) + (", ..." if len(extra) > 3 else "")
+        raise PipelineError(f"stage {kind} returned {len(extra)} "
+                            f"quer{'y' if len(extra) == 1 else 'ies'} it was not given ({shown})")
+    if len(set(out.qids)) != len(out.qids):
+        raise PipelineError(f"stage {kind} returned a query twice")
+    if isinstance(out, Queries):
+        raise PipelineError(f"stage {kind} returned queries for {len(set(out.qids))} of the "
+                            f"{len(given.qids)} it was given: feedback gives every query back")
+    return Run.from_dict(out.as_dict(), given.qids)
 
 
 def _feedback_filters(p: Stage, v: Value, base: RetrievalPrefs) -> dict[str, Any]:

@@ -204,11 +204,16 @@ def _zscore_list(raw: np.ndarray, a: int, b: int, logistic: bool, two: float, ou
     n = b - a
     if n == 0:
         return
+    lo = raw[a]
+    hi = raw[a]
+    for i in range(a + 1, b):
+        lo = min(lo, raw[i])
+        hi = max(hi, raw[i])
     mean = fsum(raw[a:b], partials) / n
     for i in range(n):
         sq[i] = (raw[a + i] - mean) ** two
     var = fsum(sq[:n], partials) / n
-    if var == 0.0:
+    if hi == lo or var == 0.0:  # all equal: the mean of 0.1 * 3 is not 0.1
         for i in range(a, b):
             out[i] = 0.0
     else:

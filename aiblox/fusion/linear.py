@@ -11,6 +11,7 @@ normalised and blended; a later entry is dropped before the list is normalised
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from aiblox.fusion.normalize import get_normalizer
@@ -33,6 +34,10 @@ def linear(runs: Sequence[RankedList], weights: Sequence[float], normalize: str 
     floors: list[float] = []
     for run in runs:
         hits, _ranks = first_occurrences(run)
+        for d, s in hits:  # a NaN would land anywhere in the blend (max() skips it)
+            if not math.isfinite(s):
+                raise ValueError(f"linear fusion: document {d!r} has score {s!r}: the scores "
+                                 f"blended must be finite numbers")
         values = norm([s for _, s in hits])
         normed.append({d: v for (d, _), v in zip(hits, values, strict=True)})
         floors.append(min(values) if (values and missing == "list_min") else 0.0)

@@ -36,6 +36,8 @@ def zscore(scores: list[float]) -> list[float]:
     if not scores:
         return []
     n = len(scores)
+    if max(scores) == min(scores):  # all equal: fsum(xs) / n need not give x back (0.1 * 3)
+        return [0.0] * n
     mean = math.fsum(scores) / n
     var = math.fsum((s - mean) ** 2 for s in scores) / n
     if var == 0.0:

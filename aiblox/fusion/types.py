@@ -67,6 +67,10 @@ def check_blend_finite(largest: float, normalize: str) -> None:
     """Refuse a linear blend whose largest fused magnitude ``largest`` passes
     :data:`MAX_SCORE`: the documents that reach it would tie (at inf in 32 bits, or in 64)
     and come back in id order."""
+    if largest != largest:  # NaN: from a score that is not a number, not from the weights
+        raise ValueError(f"linear fusion: a {normalize}-normalised score is not a number (a "
+                         f"list holds a NaN or infinite score): the scores blended must be "
+                         f"finite numbers")
     if not largest <= MAX_SCORE:
         raise ValueError(f"linear fusion: the weights times the {normalize}-normalised scores "
                          f"reach {largest:.3g}, past the largest run score {MAX_SCORE:.3g} "

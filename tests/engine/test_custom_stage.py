@@ -8,6 +8,8 @@ import sys
 import types
 from pathlib import Path
 
+import pytest
+
 DOC = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
 
 
@@ -86,3 +88,75 @@ stage_modules = ["mystages_doc"]
         load_spec(spec)
     monkeypatch.syspath_prepend(str(folder))
     assert load_spec(spec).stage_modules == ["mystages_doc"]
+
+
+def test_a_stage_s_run_answers_every_query_it_was_given(tmp_path, sample_dataset):
+    """A researcher's stage that leaves out the queries it kept nothing for (``{qid: hits}``
+    of what it found): fused first, those queries were dropped from the fused run and scored
+    0, fused second they kept the other member's documents (QA). The run is taken over the
+    queries the stage was given; queries it was not given are refused."""
+    from pydantic import BaseModel
+
+    from aiblox.engine import PipelineError
+    from aiblox.engine.data import Run
+    from aiblox.engine.evaluate import evaluate_retrieval
+    from aiblox.engine.registry import register_stage
+    from aiblox.engine.workspace import open_workspace
+
+    class _NoCfg(BaseModel):
+        pass
+
+    @register_stage("t_odd_only", version="1", takes="run", gives="run", config=_NoCfg)
+    def _odd_only(cfg, inputs, ctx):
+        run = inputs.run
+        return Run.from_dict({q: list(zip(d, s, strict=True)) for q, d, s in
+                              zip(run.qids, run.docs, run.scores, strict=True)
+                              if int(q[1:]) % 2})
+
+    @register_stage("t_stranger", version="1", takes="run", gives="run", config=_NoCfg)
+    def _stranger(cfg, inputs, ctx):
+        return Run.from_dict({**inputs.run.as_dict(), "nobody": [("d01", 1.0)]})
+
+    with open_workspace(sample_dataset, str(tmp_path / "s.duckdb"), "hashing",
+                        progress=False) as ws:
+        def run(expr):
+            return evaluate_retrieval(ws, sample_dataset, "test", metrics=["ndcg@10"],
+                                      pipeline=expr, progress=False)
+
+        a, b = run("(bm25 >> t_odd_only) + dense"), run("dense + (bm25 >> t_odd_only)")
+        assert a.metrics == b.metrics and a.n_queries == b.n_queries
+        assert all(a.run[q] for q in a.run)  # dense finds something for every query
+        alone = run("bm25 >> t_odd_only")
+        assert list(alone.run) == sorted(sample_dataset.qrels["test"])  # every query kept
+        assert any(not hits for hits in alone.run.values())
+        with pytest.raises(PipelineError, match="stage t_stranger returned 1 query it was not "
+                                                "given \\('nobody'\\)"):
+            run("bm25 >> t_stranger")
+
+
+def test_a_stage_s_score_that_is_not_a_number_is_refused_naming_it(tmp_path, sample_dataset):
+    """It failed later, at the run hash, naming neither the stage nor where (QA)."""
+    from pydantic import BaseModel
+
+    from aiblox.engine import PipelineError
+    from aiblox.engine.data import Run
+    from aiblox.engine.evaluate import evaluate_retrieval
+    from aiblox.engine.registry import register_stage
+    from aiblox.engine.workspace import open_workspace
+
+    class _NoCfg(BaseModel):
+        pass
+
+    @register_stage("t_nan_second", version="1", takes="run", gives="run", config=_NoCfg)
+    def _nan_second(cfg, inputs, ctx):
+        run = inputs.run
+        return Run(run.qids, run.docs, tuple(s[:1] + (float("nan"),) + s[2:] if len(s) > 1
+                                            else s for s in run.scores))
+
+    with open_workspace(sample_dataset, str(tmp_path / "s.duckdb"), "hashing",
+                        progress=False) as ws:
+        first = sorted(sample_dataset.qrels["test"])[0]
+        with pytest.raises(PipelineError, match=f"stage t_nan_second: query '{first}', "
+                                                f"document '.*': score nan is not a finite"):
+            evaluate_retrieval(ws, sample_dataset, "test", metrics=["ndcg@10"],
+                               pipeline="bm25 >> t_nan_second", progress=False)

@@ -86,3 +86,42 @@ def test_hybrid_scorer_carries_signals():
     assert (b.rank_vec, b.score_vec) == (None, None)
     lin = HybridScorer(ScoringConfig(blend="linear", normalize="minmax", w_text=1.0, w_vec=0.0))
     assert [h.doc_id for h in lin.fuse(TEXT, VEC)] == ["a", "b", "c", "d"]
+
+
+@pytest.mark.parametrize("value", [0.1, 0.7, 1e-300, -3.3, 12.345678901234567])
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 6, 7, 100])
+def test_zscore_and_sigmoid_of_equal_scores_are_0_and_half_in_both_routes(value, n):
+    """``fsum([0.1] * 3) / 3`` is not 0.1: the variance was a few ulps above 0 and every
+    z-score +-1 (sigmoid 0.27 or 0.73), so the rank of a document tied in one list depended on
+    the rounding of the tied value (QA)."""
+    import numpy as np
+
+    from aiblox.fusion import kernels
+
+    assert zscore([value] * n) == [0.0] * n
+    assert sigmoid([value] * n) == [0.5] * n
+    raw = np.asarray([value] * n + [1.0, 2.0], dtype=np.float64)
+    offsets = np.asarray([0, n, n + 2], dtype=np.int64)
+    for logistic, same in ((False, 0.0), (True, 0.5)):
+        normed, _ = kernels.zscore_lists(raw, offsets, logistic, 2.0)
+        assert normed[:n].tolist() == [same] * n
+        assert normed[n:].tolist() == (sigmoid if logistic else zscore)([1.0, 2.0])
+
+
+def test_a_blend_ties_a_list_of_equal_scores_whatever_their_value():
+    orders = set()
+    for v in (0.1, 0.5, 0.7):
+        text = [("a", v), ("b", v), ("c", v)]
+        vec = [("d", 0.9), ("a", 0.5), ("e", 0.1)]
+        orders.add(tuple(d for d, _ in linear([text, vec], [0.5, 0.5], normalize="zscore")))
+    assert len(orders) == 1
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_linear_refuses_a_score_that_is_not_finite_naming_the_document(bad):
+    """A NaN in a list came back in the fused run out of score order, silently."""
+    text = [("a", 3.0), ("b", bad), ("c", 1.0), ("d", 0.5)]
+    with pytest.raises(ValueError, match=r"linear fusion: document 'b' has score .*: the scores "
+                                         r"blended must be finite numbers"):
+        linear([text, [("a", 1.0)]], [0.5, 0.5], normalize="minmax")
+    assert [d for d, _ in rrf([text])] == ["a", "b", "c", "d"]  # ranks alone: fine

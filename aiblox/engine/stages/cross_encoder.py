@@ -183,7 +183,9 @@ def combine(docs: tuple[str, ...], incoming: tuple[float, ...], ce: list[float],
     return top + [(d, floor - i) for i, d in enumerate(docs[n:])]
 
 
-@register_stage("cross_encoder", version="1", takes="run", gives="run",
+# version 2: a z-score (sigmoid) interpolation of a list of equal scores is 0 (0.5) whatever
+# their value (aiblox.fusion.normalize.zscore: 0.1 thrice gave +-1 through its rounded mean)
+@register_stage("cross_encoder", version="2", takes="run", gives="run",
                 config=CrossEncoderConfig, reads=["items"], check=_check,
                 doc="a cross-encoder rescoring the top top_n of a run (alpha: its share)")
 def cross_encoder(cfg: CrossEncoderConfig, inputs: Any, ctx: Any) -> Run:

@@ -75,7 +75,9 @@ def interpolate(dense: list[float], incoming: list[float], alpha: float,
             for d, s in zip(norm(list(dense)), norm(list(incoming)), strict=True)]
 
 
-@register_stage("dense_rescore", version="1", takes="run", gives="run",
+# version 2: a z-score (sigmoid) interpolation of a list of equal scores is 0 (0.5) whatever
+# their value (aiblox.fusion.normalize.zscore: 0.1 thrice gave +-1 through its rounded mean)
+@register_stage("dense_rescore", version="2", takes="run", gives="run",
                 config=DenseRescoreConfig, reads=["items", "vectors", "embedder"], check=_check,
                 doc="the dense model rescoring the top top_n of a run (alpha: interpolation "
                     "with its score)")
