@@ -308,6 +308,11 @@ def check_store_searchable(store: Store, model_id: str | None, embedder: str,
     source = binding.source if binding is not None else "DATASET"
     ingest = f"`aiblox ingest {source} --db {store.location} --embedder {embedder}`"
     bm25 = "; --mode bm25 needs no vectors" if bm25_hint else ""
+    if n_vec:  # some hold this model's vectors: an ingest with another embedder changed others
+        fail(f"store {store.location}: {n_vec} of {n_items} items have {model_id} vectors "
+             f"(--embedder {embedder}), so vector and hybrid search would miss the other "
+             f"{n_items - n_vec} (changed by an ingest with another embedder?): add them with "
+             f"{ingest}{bm25}")
     if built:
         from aiblox.embedding.device import split_device
 

@@ -188,6 +188,14 @@ def _cell_text(value: Any, table: _Table, at: Any, column: str | None) -> str:
     return value
 
 
+def _text_cell(value: Any, table: _Table, at: Any, column: str) -> Any:
+    """A document's text cell, refused when null (parquet, DataFrames) as JSONL's ``"text":
+    null`` is; an empty document is written ``""`` (a CSV or TSV cell: never null)."""
+    if _missing(value):
+        raise table.error(at, column, "null (a document without text has an empty text, \"\")")
+    return value
+
+
 def _cell_unicode(value: Any, table: _Table, at: Any, column: str) -> None:
     try:
         check_unicode(value, Path(table.label), at, column)
@@ -461,7 +469,8 @@ def tab_corpus(table: _Table, mapping: dict[str, str], name: str, hasher: Hasher
         item = ItemRecord(
             id=doc_id, kind="doc", source=name, source_ref=f"{source}:{at}",
             title=_cell_text(row.get(cols["title"] or "", None), table, at, cols["title"]),
-            text=_cell_text(row.get(text_col, None), table, at, text_col),
+            text=_cell_text(_text_cell(row.get(text_col, None), table, at, text_col), table,
+                            at, text_col),
             metadata=_cell_metadata(row.get(cols["metadata"] or "", None), table, at,
                                     cols["metadata"]))
         if not table.raw:

@@ -38,6 +38,7 @@ from aiblox.data import (
     warn_lexical_gaps,
 )
 from aiblox.data.facts import corpus_facts, trusts
+from aiblox.data.judgments import check_judgments
 from aiblox.embedding import Embedder, get_embedder
 from aiblox.embedding.cache import CachedEmbedder
 from aiblox.embedding.vectors import KnownTexts, import_vectors, plan_import, write_import
@@ -54,7 +55,7 @@ from aiblox.stores import (
     store_fingerprint,
     store_writes,
 )
-from aiblox.stores.base import UpsertReport
+from aiblox.stores.base import ItemRefused, UpsertReport
 from aiblox.stores.identity import (
     DatasetBinding,
     SyncMark,
@@ -125,15 +126,18 @@ def ingest_dataset(store: Store, dataset: str | Path, embedder: CachedEmbedder |
                    batch_size: int = 2000) -> IngestReport:
     """:func:`prepare_store` for a dataset named or found by path, streamed from its corpus
     file: documents are read, written and embedded a batch at a time, so a corpus of any size
-    ingests in bounded memory. When the store already holds this corpus (its hash, and the
-    embedder's vectors) and no vectors file is given, nothing is parsed at all; else the whole
-    corpus is checked first (file, line and field of the first bad line), and every vectors
+    ingests in bounded memory. The queries, qrels and answers files are checked first, as
+    :func:`~aiblox.data.load_dataset` checks them. When the store already holds this corpus
+    (its hash, and the embedder's vectors) and no vectors file is given, the corpus is not
+    parsed at all; else the whole corpus is checked first (file, line and field of the first
+    bad line; and that the store can hold each document: :func:`_fitting`), and every vectors
     file too (:func:`_sync_with_files`), so bad input changes nothing stored. Documents whose
     text BM25 cannot index are warned about as :func:`~aiblox.data.load_dataset` warns
     (:func:`~aiblox.data.warn_lexical_gaps`) whenever the corpus is read or its recorded
     facts are."""
     binding = dataset_binding(dataset)
     cpath = corpus_file(binding.source)
+    check_judgments(binding.source)  # the corpus is streamed below: its other files first
     model = embedder.model_id if embedder is not None else None
     files = _vector_files(vectors, embedder, store)
     if files and embedder is not None:
@@ -145,7 +149,7 @@ def ingest_dataset(store: Store, dataset: str | Path, embedder: CachedEmbedder |
                 docs[it.id] = sha256_text(it.embedding_text)
                 yield it
 
-        gaps = document_gaps(hashed(iter_corpus(cpath, binding.name)))
+        gaps = document_gaps(hashed(_fitting(store, iter_corpus(cpath, binding.name), cpath)))
         warn_lexical_gaps(binding.name, {"documents": gaps})
         queries = {q: sha256_text(t) for q, t in read_queries(binding.source).items()}
         known = KnownTexts(docs, queries, binding.describe())
@@ -162,12 +166,15 @@ def ingest_dataset(store: Store, dataset: str | Path, embedder: CachedEmbedder |
         digest = sync_key(facts.corpus_hash)
         if in_sync(store, binding, digest, model) is not None:
             return sync_dataset(store, binding, digest, (), embedder)  # reports up to date
+        if getattr(store, "check_item", None) is not None:  # the facts say nothing of it
+            for _ in _fitting(store, iter_corpus(cpath, binding.name), cpath):
+                pass
     else:
         digest = sync_key(corpus_hash(cpath))
         if in_sync(store, binding, digest, model) is not None:
             return sync_dataset(store, binding, digest, (), embedder)  # reports up to date
         # refuse bad input before any write; the same pass finds the text BM25 cannot index
-        gaps = document_gaps(iter_corpus(cpath, binding.name))
+        gaps = document_gaps(_fitting(store, iter_corpus(cpath, binding.name), cpath))
         warn_lexical_gaps(binding.name, {"documents": gaps})
     if embedder is not None:
         _import_precomputed(store, binding, embedder, auto_vectors, progress=progress)
@@ -204,6 +211,8 @@ def _prepare(store: Store, dataset: Dataset, binding: DatasetBinding, digest: st
              embedder: CachedEmbedder | None, files: list[Path], auto_vectors: bool, *,
              replace: bool, progress: bool, batch_size: int) -> IngestReport:
     items = list(dataset.corpus.values())  # a lazy corpus is read from its file only now
+    for _ in _fitting(store, items, Path(dataset.path)):
+        pass
     if files and embedder is not None:
         known = KnownTexts({d.id: sha256_text(d.embedding_text) for d in items},
                            {q: sha256_text(t) for q, t in dataset.queries.items()},
@@ -215,6 +224,26 @@ def _prepare(store: Store, dataset: Dataset, binding: DatasetBinding, digest: st
         _import_precomputed(store, binding, embedder, auto_vectors, texts, progress)
     return sync_dataset(store, binding, digest, items, embedder, replace=replace,
                         batch_size=batch_size, progress=progress)
+
+
+def _fitting(store: Store, items: Iterable[ItemRecord], corpus: Path) -> Iterator[ItemRecord]:
+    """``items``, each checked to fit the store first (a backend's limits: PostgreSQL's
+    ``check_item``), so a document it cannot hold is refused before the sync's first write,
+    naming the corpus file (``corpus``: it, its manifest or its folder) and line, and the
+    store stays as it was."""
+    check = getattr(store, "check_item", None)
+    for it in items:
+        if check is not None:
+            try:
+                check(it)
+            except ItemRefused as exc:
+                name, _, at = (it.source_ref or "").rpartition(":")
+                path = corpus if corpus.name == name else \
+                    (corpus if corpus.is_dir() else corpus.parent) / name
+                where = f"{path}:{at}" if name else str(corpus)
+                raise exc.located(where, "; nothing was written (the store is as it was)"
+                                  ) from None
+        yield it
 
 
 def _vector_files(vectors: Sequence[str | Path], embedder: CachedEmbedder | None,

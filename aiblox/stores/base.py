@@ -20,6 +20,7 @@ from aiblox.fusion.types import RankedList
 __all__ = [
     "FILTER_FIELDS",
     "FilterClause",
+    "ItemRefused",
     "ItemText",
     "PACK_COLUMNS",
     "PACK_ID_RE",
@@ -61,6 +62,23 @@ class StoreError(RuntimeError):
 class StoreMismatch(StoreError):
     """The store holds something other than what was asked for (another dataset, an unfinished
     ingest, missing vectors); the message says what differs and what to run."""
+
+
+class ItemRefused(StoreError):
+    """A document the store cannot hold (a limit of its backend: PostgreSQL's on ids and
+    full-text entries), naming where it comes from (``where``: its file and line, its
+    ``source_ref`` unless given), its id and the field at fault."""
+
+    def __init__(self, item: ItemRecord, field: str, reason: str, where: str | None = None,
+                 note: str = "") -> None:
+        self.item, self.field, self.reason, self.note = item, field, reason, note
+        self.where = where or item.source_ref or "a document"
+        shown = item.id if len(item.id) <= 60 else f"{item.id[:40]}... ({len(item.id)} chars)"
+        super().__init__(f"{self.where}: field {field!r} of document {shown!r}: {reason}{note}")
+
+    def located(self, where: str, note: str = "") -> ItemRefused:
+        """The same refusal naming ``where`` (the file's full path and line) and ``note``."""
+        return ItemRefused(self.item, self.field, self.reason, where, note)
 
 
 DISK_FULL_TEXTS = ("No space left on device", "database or disk is full")
@@ -127,12 +145,20 @@ def parse_filters(filters: dict[str, Any]) -> list[FilterClause]:
     ``{"source": {"year": 2020}}``). A metadata value matches a field whose JSON value has its text
     (``True`` is ``true``, as JSON spells it, so a boolean field matches a boolean filter), and a
     number also matches a number field of the same value (``2`` and ``2.0``; never a string
-    or a boolean field).
+    or a boolean field). An array field matches when one of its elements (a string, number or
+    boolean) does by that rule (a field ``"tags": ["a", "b"]`` matches ``"a"``); an object field, or
+    an array's nested array or object, matches nothing (their JSON text differs between the
+    stores). A filter value (or a list's) that is a dict or a list is a :class:`StoreError`.
     """
     parsed: list[FilterClause] = []
     for key in sorted(filters):
         value = filters[key]
         values = list(value) if isinstance(value, list | tuple | set) else [value]
+        odd = [v for v in values if isinstance(v, dict | list | tuple | set)]
+        if odd:
+            raise StoreError(f"filter {key!r}: {odd[0]!r} is not a string, number or boolean; "
+                             f"a filter matches such values (an array field matches when one "
+                             f"of its elements does)")
         if key in FILTER_FIELDS:
             parsed.append(FilterClause(key, None, [str(v) for v in values], []))
         elif key.startswith("metadata.") and len(key) > len("metadata."):

@@ -97,7 +97,8 @@ _NUMBER_TYPES = "('BIGINT', 'UBIGINT', 'DOUBLE')"  # json_type's names for a JSO
 def duckdb_filter_sql(filters: dict[str, Any] | None, alias: str) -> tuple[str, list[Any]]:
     """``(sql, params)`` restricting ``items`` rows aliased ``alias`` (``TRUE`` when no filters):
     :func:`~aiblox.stores.base.parse_filters`'s clauses in DuckDB's dialect, metadata read
-    from its canonical JSON text (a number matches by value as well, as on PostgreSQL)."""
+    from its canonical JSON text (a number matches by value as well, as on PostgreSQL; an
+    array field by its scalar elements, an object field never)."""
     clauses: list[str] = []
     params: list[Any] = []
     for f in parse_filters(filters or {}):
@@ -108,12 +109,24 @@ def duckdb_filter_sql(filters: dict[str, Any] | None, alias: str) -> tuple[str, 
         path = "$" + "".join("." + json.dumps(p, ensure_ascii=False) for p in f.path)  # $."a"."b"
         text = f"json_extract_string({alias}.metadata, ?) IN (SELECT unnest(?::VARCHAR[]))"
         params += [path, f.texts]
+        if any(t.startswith(("[", "{")) for t in f.texts):  # never an array's or object's text
+            text = f"({text} AND json_type({alias}.metadata, ?) NOT IN ('ARRAY', 'OBJECT'))"
+            params.append(path)
         if f.numbers:
             text = (f"({text} OR (json_type({alias}.metadata, ?) IN {_NUMBER_TYPES} AND "
                     f"TRY_CAST(json_extract_string({alias}.metadata, ?) AS DOUBLE) IN "
                     f"(SELECT unnest(?::DOUBLE[]))))")
             params += [path, path, f.numbers]
-        clauses.append(text)
+        # an array: one of its scalar elements (the lambda's x) matches by the same rule
+        element = "list_contains(?::VARCHAR[], json_extract_string(x, '$'))"
+        params += [path, path + "[*]", f.texts]
+        if f.numbers:
+            element = (f"({element} OR (json_type(x) IN {_NUMBER_TYPES} AND list_contains("
+                       f"?::DOUBLE[], TRY_CAST(json_extract_string(x, '$') AS DOUBLE))))")
+            params.append(f.numbers)
+        clauses.append(f"({text} OR (json_type({alias}.metadata, ?) = 'ARRAY' AND len(list_filter("
+                       f"json_extract({alias}.metadata, ?), x -> json_type(x) NOT IN ('ARRAY', "
+                       f"'OBJECT') AND {element})) > 0))")
     return (" AND ".join(clauses) or "TRUE"), params
 
 

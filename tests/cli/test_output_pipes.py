@@ -210,6 +210,27 @@ def test_search_on_a_store_of_another_embedder(store):
     assert "--mode" not in line  # answer has no --mode
 
 
+def test_search_on_a_store_missing_some_vectors_of_its_model(tmp_path):
+    """39 of 40 items hold MiniLM vectors (an ingest with another embedder changed the 40th):
+    said so, with the ingest that adds the missing one, not "built with hashing vectors, not
+    all-MiniLM-L6-v2" (QA4 #2)."""
+    import numpy as np
+
+    from aiblox.stores import open_store
+
+    db = str(tmp_path / "partial.duckdb")
+    assert runner.invoke(app, ["ingest", "sample", "--db", db, "--embedder", "hashing"]
+                         ).exit_code == 0
+    with open_store(db) as s:
+        ids = sorted(s.item_hashes())[1:]
+        s.set_item_vectors("all-MiniLM-L6-v2", [(i, "0" * 64, np.ones(384, np.float32))
+                                                for i in ids])
+    r = runner.invoke(app, ["search", "q", "--db", db, "--embedder", "minilm"])
+    line = _one_error_line(r, "39 of 40 items have all-MiniLM-L6-v2 vectors",
+                           "miss the other 1", "--embedder minilm`", "--mode bm25")
+    assert "built with" not in line
+
+
 def test_one_default_store_per_dataset(tmp_path, monkeypatch):
     """``ingest DATASET`` builds the store every ``--dataset`` command reads (the one
     :func:`default_store_path` names), and a dataset without one gets the command to run."""

@@ -286,6 +286,30 @@ def test_parquet_errors_name_the_row(tmp_path):
         load_dataset(folder)
 
 
+def test_a_null_text_is_refused_as_in_jsonl_and_an_empty_csv_cell_is_empty_text(tmp_path):
+    """A parquet null (or a DataFrame's None / NaN) text stored an empty document, silently,
+    where JSONL refuses ``"text": null`` (QA4 #4); a CSV cell is never null: an empty one is
+    ``""``, as JSONL's ``"text": ""``."""
+    folder = _folder(tmp_path)
+    (folder / "corpus.csv").unlink()
+    pd.DataFrame({"_id": ["d1", "d2"], "title": [None, "t"], "text": ["a", None]}).to_parquet(
+        folder / "corpus.parquet", index=False)
+    with pytest.raises(DatasetError, match=r"corpus.parquet, row 2: field 'text': null"):
+        load_dataset(folder)
+    queries = pd.DataFrame({"id": ["q1"], "text": ["a"]})
+    qrels = pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "score": [1]})
+    for missing in (None, float("nan")):
+        corpus = pd.DataFrame({"id": ["d1", "d2"], "text": ["a", missing]})
+        with pytest.raises(DatasetError, match=r"corpus frame, row 1: field 'text': null"):
+            Dataset.from_frames(corpus, queries, qrels)
+    (folder / "corpus.parquet").unlink()
+    (folder / "corpus.csv").write_text("_id,title,text\nd1,,a\nd2,t,\n")
+    with warnings.catch_warnings():  # an empty document: BM25 cannot index it
+        warnings.simplefilter("ignore")
+        ds = load_dataset(folder)  # a null title is "", as in JSONL
+    assert (ds.corpus["d1"].title, ds.corpus["d2"].text) == ("", "")
+
+
 def test_frame_errors_name_the_frame_index_and_column():
     corpus = pd.DataFrame({"id": ["d1", None], "text": ["a", "b"]}, index=[10, 11])
     queries = pd.DataFrame({"id": ["q1"], "text": ["a"]})

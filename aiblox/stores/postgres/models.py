@@ -3,7 +3,8 @@
 - ``aiblox_meta``: schema version, vector dimension and the full-text configuration.
 - ``items``: id, kind, source, source_ref, title, text, metadata (JSONB), content_hash, and
   ``tsv``, a STORED generated ``tsvector`` over ``title || ' ' || text`` (regconfig
-  ``english``) with a GIN index, so the full-text index is never stale.
+  ``english``) with a GIN index, so the full-text index is never stale. A document whose id or
+  ``tsvector`` exceeds PostgreSQL's limits is refused before an ingest writes (:mod:`.limits`).
 - ``item_vectors``: one ``vector(384)`` per (item, embedding model) with the sha256 of the text
   embedded, and one HNSW index per pgvector operator class (cosine, L2, inner product).
 - ``embedding_cache``: vectors by (model id, text sha256), any dimension.

@@ -25,6 +25,13 @@ from aiblox.contracts.retrieval import FtsConfig, VectorConfig
 from aiblox.fusion.types import RankedList
 from aiblox.stores.base import ItemText, StoreError, UpsertReport
 from aiblox.stores.postgres.fts_query import fts_batch_query, tsquery_check
+from aiblox.stores.postgres.limits import (
+    check_id,
+    check_item,
+    is_data_error,
+    locate_refused,
+    sqlstate,
+)
 from aiblox.stores.postgres.models import FTS_CONFIG, VECTOR_DIM
 from aiblox.stores.postgres.pack_repo import PackRepo
 from aiblox.stores.postgres.repos import ChunkCacheRepo, EmbeddingCacheRepo, ItemRepo
@@ -69,6 +76,19 @@ def mask_url(db: str | URL) -> str:
         return mask_password(re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", str(db)))
 
 
+def _unreachable(error: exc.DBAPIError) -> bool:
+    """True when the server could not be reached or the connection broke: SQLSTATE class 08,
+    a server shutting down (57P01-57P03), or no SQLSTATE at all (a connection never made).
+    Not a value the server refuses (class 22, 54: a limit), which psycopg also raises as an
+    ``OperationalError``."""
+    if error.connection_invalidated:
+        return True
+    state = sqlstate(error)
+    if state:
+        return state.startswith("08") or state in ("57P01", "57P02", "57P03")
+    return isinstance(error, exc.OperationalError)
+
+
 class PostgresStore:
     """Items, tsvector full-text search, pgvector search and both caches in one database."""
 
@@ -107,16 +127,34 @@ class PostgresStore:
             reason_text = reason[0] if reason else type(e).__name__
             if self.url.password:
                 reason_text = reason_text.replace(self.url.password, "***")
-            if e.connection_invalidated or isinstance(e, exc.OperationalError):
+            if _unreachable(e):
                 raise StoreError(f"PostgreSQL at {self.location} is unreachable or dropped the "
                                  f"connection ({doing}): {reason_text}") from None
             raise StoreError(f"PostgreSQL at {self.location} failed to {doing}: "
                              f"{reason_text}") from e
 
     # -- items -----------------------------------------------------------------------------
+    def check_item(self, item: ItemRecord) -> None:
+        """Raise :class:`~aiblox.stores.base.ItemRefused` (file, line, id and field) when
+        PostgreSQL cannot hold ``item`` (:mod:`.limits`: an id over 2000 bytes, a full-text
+        entry over 1 MiB), writing nothing: an ingest checks every document first."""
+        with self.db_errors("check a document"):
+            check_item(self.sessions, item)
+
     def upsert_items(self, items: Iterable[ItemRecord]) -> UpsertReport:
+        batch = list(items)
+        for item in batch:  # the rule every write keeps, not only what the server refuses
+            check_id(item)
         with self.db_errors("upsert items"):
-            return self.items.upsert(items)
+            try:
+                return self.items.upsert(batch)
+            except exc.DBAPIError as e:
+                if not is_data_error(e):
+                    raise
+                refused = locate_refused(self.sessions, batch)  # which document, which field
+                if refused is None:
+                    raise
+                raise refused from None
 
     def delete_items(self, ids: Sequence[str]) -> int:
         with self.db_errors("delete items"):
