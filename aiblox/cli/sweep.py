@@ -74,6 +74,7 @@ def sweep(
     from aiblox.engine.tracking import SweepBusy, SweepInterrupted, TrackingStoreError
     from aiblox.stores.base import is_disk_full
     from aiblox.sweep import SweepSpecError, load_spec, run_sweep
+    from aiblox.sweep.finetune import check_training
     from aiblox.sweep.runner import check_cv, default_jobs, sweep_device
 
     checked_at_least(jobs, 0, "--jobs")
@@ -118,10 +119,12 @@ def sweep(
                       f"computes the same run as one of them, scored once; {merged['why']}",
                       soft_wrap=True, markup=False)
     dataset = None
-    if spec.cv is not None:  # k folds need k queries: checked before anything is logged
+    if spec.cv is not None or spec.finetune is not None or spec.finetune_reranker is not None:
+        # k folds need k queries, a model its training split: checked before anything is logged
         try:
             dataset = load_dataset(spec.dataset, splits=spec.splits)
             check_cv(spec, dataset)
+            check_training(spec, dataset)
         except (DatasetError, ValueError) as exc:
             fail(_dataset_fault(spec_path, spec, exc))
             return
@@ -432,9 +435,12 @@ def _dataset_fault(spec_path: Path, spec: SweepSpec, exc: Exception) -> str:
     spec's file, line and field: ``spec.toml:4: field 'tune_split': ... no split 'trian'``."""
     import re
 
-    from aiblox.sweep.spec_errors import key_lines
+    from aiblox.sweep.spec import SweepSpec
+    from aiblox.sweep.spec_errors import key_lines, located
 
     message = str(exc)
+    if message.startswith(_TRAINING):  # a training table's split (check_training)
+        return located(spec_path, message, SweepSpec)
     split = re.search(r"no split '([^']*)'", message)
     field: tuple[str, ...] = ("dataset",)
     if split is not None:
@@ -449,14 +455,21 @@ def _dataset_fault(spec_path: Path, spec: SweepSpec, exc: Exception) -> str:
     return f"{spec_path}{f':{line}' if line else ''}: field {'.'.join(field)!r}: {message}"
 
 
+_TRAINING = ("finetune.", "finetune_reranker.")
+"""How a refusal of a training table's field starts (``finetune.split = 'dev': ...``)."""
+
+
 def _located(spec_path: Path, message: str) -> str:
     """A stage's refusal found when the sweep starts (``stage rm3: fb_terms = 200000 but the
     index's vocabulary holds 1042 terms``) with the spec's file, line and field that write
     the value, as a refusal when the spec loads has them; any other message as it is."""
     import tomllib
 
-    from aiblox.sweep.spec_errors import stage_error_line
+    from aiblox.sweep.spec import SweepSpec
+    from aiblox.sweep.spec_errors import located, stage_error_line
 
+    if message.startswith(_TRAINING):  # a model about to train (finetune.negative_depth)
+        return located(spec_path, message, SweepSpec)
     if not message.startswith("stage "):
         return message
     try:

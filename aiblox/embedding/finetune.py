@@ -95,7 +95,9 @@ def fine_tune(base: str | Path, pairs: Sequence[TrainingPair], out: str | Path,
     if config.hard_negatives and any(not p.candidates for p in pairs):
         bad = next(p.query for p in pairs if not p.candidates)
         raise ValueError(f"hard_negatives = {config.hard_negatives} but the query {bad!r} has no "
-                         f"non-relevant candidate to draw from")
+                         f"non-relevant candidate to draw from: draw candidates deeper "
+                         f"(negative_depth), or set hard_negatives = 0 (in-batch negatives "
+                         f"only)")
     out = Path(out)
     if out.exists():
         raise ValueError(f"{out}: already exists (a fine-tuned model is never overwritten)")

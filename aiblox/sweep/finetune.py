@@ -7,7 +7,10 @@ relevant to it (grade >= 1), plus ``hard_negatives`` drawn from its top ``negati
 full-text (BM25, the spec's ``[base]`` full-text settings) documents not judged relevant. With
 ``tune_split = "train:0/5"`` and ``[finetune] split = "train"``, the model learns from the other
 four fifths of train and the fusion around it is chosen on the fifth it never saw; test is
-reported as always.
+reported as always. A split whose every query the sweep scores is refused when the spec loads;
+one the dataset lacks, or one its data leaves empty, before anything is logged
+(:func:`check_training`); a ``negative_depth`` that leaves a query no candidate when the pairs
+are drawn: each naming its field, which ``aiblox sweep`` shows at its line of the spec.
 
 The stage's key is the sha256 of the base model's id, the dataset's hash, the split and the
 query ids trained on, the full-text settings that drew the negatives and the recipe
@@ -48,8 +51,9 @@ from aiblox.hashing import sha256_bytes, sha256_hex
 from aiblox.progress import phase, progress_bar
 from aiblox.sweep.spec import FineTuneSpec, SweepSpec
 
-__all__ = ["FINETUNE_VERSION", "FineTuneSpec", "base_model_folder", "ensure_fine_tuned",
-           "finetune_key", "shared_model", "training_pairs", "training_query_ids"]
+__all__ = ["FINETUNE_VERSION", "FineTuneSpec", "base_model_folder", "check_training",
+           "ensure_fine_tuned", "finetune_key", "shared_model", "training_data",
+           "training_pairs", "training_query_ids"]
 
 FINETUNE_VERSION = 1
 """Bumped when the stage's training set or recipe changes meaning (a new key, a new model)."""
@@ -70,17 +74,47 @@ def _split_qids(ds: Dataset, split: str) -> set[str]:
     return {q for q, _ in ds.split_queries(split)}
 
 
-def training_query_ids(spec: SweepSpec, train: Dataset, scored: Dataset) -> list[str]:
-    """The judged queries of ``spec.finetune.split`` (in ``train``) that are in neither of the
-    sweep's splits (in ``scored``), sorted; ``ValueError`` when none is left."""
-    assert spec.finetune is not None
+def training_query_ids(spec: SweepSpec, train: Dataset, scored: Dataset,
+                       table: str = "finetune") -> list[str]:
+    """The judged queries of ``[table] split`` (``finetune``, ``finetune_reranker``; in
+    ``train``) that are in neither of the sweep's splits (in ``scored``), sorted; ``ValueError``
+    naming ``<table>.split`` when none is left."""
+    split = getattr(spec, table).split
     held = set().union(*(_split_qids(scored, s) for s in spec.splits))
-    qids = sorted(_split_qids(train, spec.finetune.split) - held)
+    qids = sorted(_split_qids(train, split) - held)
     if not qids:
-        raise ValueError(f"finetune: no query of split {spec.finetune.split!r} is left to train "
-                         f"on once the tune and report splits' queries are held out "
-                         f"({', '.join(spec.splits)})")
+        raise ValueError(f"{table}.split = {split!r}: no query of it is left to train on once "
+                         f"the tune and report splits' queries ({', '.join(spec.splits)}) are "
+                         f"held out: train on another split, or score only a part of this one")
     return qids
+
+
+def training_data(spec: SweepSpec, table: str = "finetune") -> Dataset:
+    """The spec's dataset with ``[table] split`` loaded; ``ValueError`` naming
+    ``<table>.split`` for a split the dataset does not have."""
+    from aiblox.data import parse_split
+    from aiblox.data.find import available_splits, find_dataset
+
+    split = getattr(spec, table).split
+    parsed = parse_split(split)
+    base = split if parsed is None else parsed[0]
+    known = available_splits(find_dataset(spec.dataset))
+    if base not in known:
+        raise ValueError(f"{table}.split = {split!r}: the dataset {spec.dataset!r} has no split "
+                         f"{base!r} (its splits: {', '.join(known) or 'none'}): train on one of "
+                         f"them")
+    return load_dataset(spec.dataset, splits=[split])
+
+
+def check_training(spec: SweepSpec, scored: Dataset) -> None:
+    """What the spec's training tables (``[finetune]``, ``[finetune_reranker]``) need of the
+    dataset, checked before anything is built or logged (``aiblox sweep`` calls it with the
+    sweep's dataset, ``scored``): a split it has (:func:`training_data`), with a judged query
+    left once the sweep's splits are held out (:func:`training_query_ids`). ``ValueError``
+    naming the field (``finetune.split = 'dev': ...``)."""
+    for table in ("finetune", "finetune_reranker"):
+        if getattr(spec, table) is not None:
+            training_query_ids(spec, training_data(spec, table), scored, table)
 
 
 def finetune_key(spec: SweepSpec, train: Dataset, base_id: str, qids: list[str]) -> str:
@@ -150,6 +184,16 @@ def training_pairs(spec: SweepSpec, train: Dataset, qids: list[str], db: str | N
         for q, hits in zip(sig["qids"], sig["text"], strict=True):
             if q in negatives:
                 negatives[q] = [d for d, _ in hits if judged[q].get(d, 0) < 1]
+        empty = [q for q in qids if not negatives[q]
+                 and any(g >= 1 and d in train.corpus for d, g in judged[q].items())]
+        if empty:
+            raise ValueError(
+                f"finetune.negative_depth = {recipe.negative_depth}: the query {empty[0]!r} "
+                f"({train.queries[empty[0]]!r}; {len(empty)} of {len(qids)} queries) has no "
+                f"document among its top {recipe.negative_depth} BM25 documents that is not "
+                f"judged relevant, so hard_negatives = {recipe.hard_negatives} has nothing to "
+                f"draw from: raise negative_depth, or set hard_negatives = 0 (in-batch "
+                f"negatives only)")
     pairs = []
     for q in qids:
         cands = tuple(train.corpus[d].embedding_text for d in negatives[q])
@@ -171,7 +215,7 @@ def ensure_fine_tuned(spec: SweepSpec, scored: Dataset, cache_root: Path | str,
 
     ft = spec.finetune
     device = resolve_device(device or spec.device, "device")
-    train = load_dataset(spec.dataset, splits=[ft.split])
+    train = training_data(spec)
     qids = training_query_ids(spec, train, scored)
     base_id = embedder_id(spec.embedder, device)
     key = finetune_key(spec, train, base_id, qids)

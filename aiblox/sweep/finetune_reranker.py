@@ -41,7 +41,7 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aiblox.data import Dataset, load_dataset
+from aiblox.data import Dataset
 from aiblox.embedding.cross_encoder_finetune import train_cross_encoder
 from aiblox.embedding.device import describe_device, resolve_device
 from aiblox.embedding.finetune import TrainingPair
@@ -49,7 +49,13 @@ from aiblox.embedding.sentence_transformers import FINETUNED, model_folder
 from aiblox.engine.algebra import Pipeline
 from aiblox.engine.compute import signals_output
 from aiblox.hashing import sha256_hex
-from aiblox.sweep.finetune import models_root, shared_model, train_once
+from aiblox.sweep.finetune import (
+    models_root,
+    shared_model,
+    train_once,
+    training_data,
+    training_query_ids,
+)
 
 if TYPE_CHECKING:
     from aiblox.engine.settings import PipelinePoint
@@ -87,22 +93,10 @@ def with_reranker(points: list[PipelinePoint], ref: str) -> list[PipelinePoint]:
     return out
 
 
-def _split_qids(ds: Dataset, split: str) -> set[str]:
-    return {q for q, _ in ds.split_queries(split)}
-
-
 def reranker_query_ids(spec: SweepSpec, train: Dataset, scored: Dataset) -> list[str]:
     """The judged queries of ``[finetune_reranker] split`` in neither of the sweep's splits,
     sorted; ``ValueError`` when none is left."""
-    ft = spec.finetune_reranker
-    assert ft is not None
-    held = set().union(*(_split_qids(scored, s) for s in spec.splits))
-    qids = sorted(_split_qids(train, ft.split) - held)
-    if not qids:
-        raise ValueError(f"finetune_reranker: no query of split {ft.split!r} is left to train "
-                         f"on once the tune and report splits' queries are held out "
-                         f"({', '.join(spec.splits)})")
-    return qids
+    return training_query_ids(spec, train, scored, "finetune_reranker")
 
 
 def reranker_key(spec: SweepSpec, train: Dataset, base_id: str, qids: list[str]) -> str:
@@ -144,6 +138,12 @@ def reranker_pairs(spec: SweepSpec, train: Dataset, qids: list[str], db: str | N
             if grade >= 1 and d in train.corpus and cands:
                 pairs.append(TrainingPair(train.queries[q], train.corpus[d].embedding_text,
                                           cands))
+    if not pairs and any(g >= 1 and d in train.corpus for q in qids
+                         for d, g in judged[q].items()):
+        raise ValueError(f"finetune_reranker.negative_depth = {ft.negative_depth}: no query of "
+                         f"split {ft.split!r} trained on has a document among its top "
+                         f"{ft.negative_depth} BM25 documents that is not judged relevant, to "
+                         f"draw its negatives from: raise negative_depth")
     return pairs
 
 
@@ -157,7 +157,7 @@ def ensure_reranker(spec: SweepSpec, scored: Dataset, cache_root: Path | str,
     ft = spec.finetune_reranker
     assert ft is not None
     device = resolve_device(device or spec.device, "device")
-    train = load_dataset(spec.dataset, splits=[ft.split])
+    train = training_data(spec, "finetune_reranker")
     qids = reranker_query_ids(spec, train, scored)
     base_id = embedder_id(ft.base, device)
     key = reranker_key(spec, train, base_id, qids)

@@ -25,8 +25,12 @@ Seeded and resumable: the study lives in a SQLite file beside the stage cache
 (:func:`study_path`), named by the spec's hash without ``n`` (:func:`study_key`), so a rerun
 with the same or a larger ``n`` continues it. The sampler of the ``k``-th trial is seeded by
 ``(seed, k)`` and sees only the ``k`` trials completed before it (CMA-ES's own state is kept in
-the study), so a study resumed after a kill asks the same trials an uninterrupted one would; a
-trial left running by a killed process is marked failed (the samplers ignore failed trials).
+the study), so a study resumed after a kill asks the same trials an uninterrupted one would: the
+trial a killed or interrupted run left running is scored and completed on resume (its
+parameters are what the seeded sampler asked), and a study with any other unfinished trial (one
+killed while its parameters were asked, or failed by an older version) is first rebuilt from its
+completed trials alone, numbered ``0, 1, ...`` again (CMA-ES seeds each draw with the trial's
+number, so a gap would change every later draw) (:func:`_unfinished`).
 A cache at an fsspec URI (``s3://...``) keeps the study there too: the search works on a local
 copy, published back (atomically) after every trial, so ``--resume`` on another machine
 continues it.
@@ -37,6 +41,8 @@ torch, the ``embeddings`` extra, and scipy).
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -186,26 +192,53 @@ def _search(spec: SweepSpec, points: Sequence[PipelinePoint],
     ``publish()`` after every trial told."""
     strategy = spec.search.strategy
     import optuna
-    from optuna.trial import FixedTrial, TrialState
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     key = study_key(spec, context)
     directions = [optuna.study.StudyDirection.MAXIMIZE if d == "maximize"
                   else optuna.study.StudyDirection.MINIMIZE
                   for d in spec.objective_directions().values()]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        study = optuna.create_study(
-            storage=f"sqlite:///{path}",
-            study_name=f"{spec.name}-{key[:12]}-seed{spec.search.seed}",
-            directions=directions, load_if_exists=True,
-            sampler=make_sampler(strategy, spec.search.seed))
-    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.WAITING)):
-        study.tell(t.number, state=TrialState.FAIL)  # left by a killed run
+    name = f"{spec.name}-{key[:12]}-seed{spec.search.seed}"
+
+    def open_study() -> tuple[Any, Any]:
+        storage = optuna.storages.RDBStorage(f"sqlite:///{path}")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return storage, optuna.create_study(
+                storage=storage, study_name=name, directions=directions, load_if_exists=True,
+                sampler=make_sampler(strategy, spec.search.seed))
+
+    storage, study = open_study()
+    rebuild, pending = _unfinished(study, space)
+    if rebuild:  # a gap in the numbering: rebuilt from the completed trials
+        storage.engine.dispose()
+        _rebuild(path, name, directions)
+        publish()
+        storage, study = open_study()
+    try:
+        return _trials(spec, study, space, n, score, pending, publish, where)
+    finally:
+        storage.engine.dispose()
+
+
+def _trials(spec: SweepSpec, study: Any, space: SearchSpace, n: int,
+            score: Callable[[int], float | Sequence[float]], pending: Any,
+            publish: Callable[[], None], where: Path | str) -> list[int]:
+    """The study's ``n`` trials: its completed ones scored again (and checked), then
+    ``pending`` (the trial a killed run left running, :func:`_unfinished`) completed, then new
+    ones asked, each told and published as it is scored."""
+    import optuna
+    from optuna.trial import FixedTrial, TrialState
+
+    strategy = spec.search.strategy
 
     def values_of(i: int) -> list[float]:
         got = score(i)
         return [float(got)] if isinstance(got, int | float) else [float(v) for v in got]
+
+    def tell(number: int, values: list[float]) -> None:
+        study.tell(number, values if len(values) > 1 else values[0])
+        publish()
 
     picked: list[int] = []
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))[:n]:
@@ -218,6 +251,10 @@ def _search(spec: SweepSpec, points: Sequence[PipelinePoint],
         picked.append(i)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        if pending is not None and len(picked) < n:  # the trial a killed run left running
+            i = space.point(FixedTrial(pending.params))
+            tell(pending.number, values_of(i))
+            picked.append(i)
         while len(picked) < n:
             study.sampler = make_sampler(strategy, _trial_seed(spec.search.seed, len(picked)))
             trial = study.ask()
@@ -225,11 +262,62 @@ def _search(spec: SweepSpec, points: Sequence[PipelinePoint],
                 i = space.point(trial)
                 values = values_of(i)
             except BaseException:
-                study.tell(trial, state=TrialState.FAIL)
-                publish()
+                publish()  # left running: the next run completes it (or drops it, unasked)
                 raise
-            study.tell(trial, values if len(values) > 1 else values[0])
-            publish()
+            tell(trial.number, values)
             picked.append(i)
     publish()
     return picked
+
+
+def _unfinished(study: Any, space: SearchSpace) -> tuple[bool, Any]:
+    """What a resumed study holds besides its completed trials: ``(False, None)`` when nothing;
+    ``(False, trial)`` when only its last trial is unfinished, still running with every
+    parameter asked (left by a kill or an interrupt: completing it keeps the numbering an
+    uninterrupted run has); ``(True, None)`` when it must be rebuilt (:func:`_rebuild`): a
+    trial killed while its parameters were asked, a failed one (older versions failed an
+    interrupted trial), an unfinished trial before another."""
+    from optuna.trial import FixedTrial, TrialState
+
+    trials = study.get_trials(deepcopy=False)
+    unfinished = [t for t in trials if t.state != TrialState.COMPLETE]
+    if not unfinished:
+        return False, None
+    last = unfinished[0]
+    if len(unfinished) > 1 or last.number != len(trials) - 1 or last.state != TrialState.RUNNING:
+        return True, None
+    try:
+        space.point(FixedTrial(last.params))
+    except ValueError:  # a parameter it never asked
+        return True, None
+    return False, last
+
+
+def _rebuild(path: Path, name: str, directions: list[Any]) -> None:
+    """Replace the study ``name`` in the SQLite file ``path`` by one holding only its completed
+    trials (with their system attributes: CMA-ES's state), numbered from 0 without gaps, and the
+    study's attributes; on a copy of the file, moved over it at the end (a kill meanwhile leaves
+    the study as it was; the file's other studies are kept)."""
+    import optuna
+    from optuna.trial import TrialState
+
+    storage = optuna.storages.RDBStorage(f"sqlite:///{path}")
+    old = optuna.load_study(study_name=name, storage=storage)
+    kept = old.get_trials(deepcopy=True, states=(TrialState.COMPLETE,))
+    system = storage.get_study_system_attrs(old._study_id)
+    user = old.user_attrs
+    storage.engine.dispose()
+    tmp = path.with_name(path.name + ".rebuild")
+    shutil.copyfile(path, tmp)
+    storage = optuna.storages.RDBStorage(f"sqlite:///{tmp}")
+    try:
+        optuna.delete_study(study_name=name, storage=storage)
+        study = optuna.create_study(storage=storage, study_name=name, directions=directions)
+        study.add_trials(kept)
+        for k, v in system.items():
+            storage.set_study_system_attr(study._study_id, k, v)
+        for k, v in user.items():
+            study.set_user_attr(k, v)
+    finally:
+        storage.engine.dispose()
+    os.replace(tmp, path)

@@ -461,19 +461,12 @@ def check_numeric_space(points: Sequence[PipelinePoint], strategy: str) -> None:
 
 
 def check_finetune(split: str, splits: Sequence[str], embedder: str) -> None:
-    """``[finetune] split``: a split name, not one the sweep scores; the embedder a
-    sentence-transformers model."""
-    from aiblox.data import parse_split
+    """``[finetune] split``: a split name, not one the sweep scores, nor one whose every query
+    it scores (:func:`check_training_split`); the embedder a sentence-transformers model."""
     from aiblox.embedding.sentence_transformers import model_folder
+    from aiblox.sweep.training import check_training_split
 
-    try:
-        parse_split(split)
-    except ValueError as exc:
-        raise ValueError(f"finetune.split: {exc}") from None
-    if split in splits:
-        raise ValueError(f"finetune.split = {split!r}: a split the sweep scores: train on "
-                         f"another split (its queries in tune_split or report_split are "
-                         f"held out of training)")
+    check_training_split("finetune", split, splits)
     if model_folder(embedder) is None:
         raise ValueError(f"finetune: the embedder {embedder!r} is not a "
                          f"sentence-transformers model (minilm, a model folder or an "

@@ -21,11 +21,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from os import PathLike
+from typing import TYPE_CHECKING, Any
 
 from aiblox.contracts.problems import value_problem
 
-__all__ = ["error_lines", "key_lines", "stage_error_line"]
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = ["error_lines", "key_lines", "located", "stage_error_line"]
 
 Path = tuple[str | int, ...]
 
@@ -398,3 +402,23 @@ def key_lines(text: str) -> dict[Path, int | None]:
         return _Reader(text).read()
     except (IndexError, ValueError, UnicodeDecodeError):  # not expected of valid TOML
         return {}
+
+
+def located(path: str | PathLike[str], message: str, model: type[BaseModel]) -> str:
+    """A refusal found once the spec has loaded (against the dataset, or when a model is about
+    to train) whose message starts with the spec key it is about (``finetune.negative_depth =
+    1: ...``), as a refusal when the spec loads reads: ``spec.toml:16: field
+    'finetune.negative_depth': got 1: ...``; the message as it is when it names no key of the
+    spec, or the file no longer reads. ``model``: the spec's model
+    (:class:`~aiblox.sweep.spec.SweepSpec`, given: this module is what it imports)."""
+    import tomllib
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        data = tomllib.loads(text)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return message
+    (line,) = error_lines(str(path), text, data, [
+        {"loc": (), "msg": message, "type": "value_error", "input": data}], model)
+    return message if "field '(spec)'" in line else line
