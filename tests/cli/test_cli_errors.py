@@ -170,7 +170,9 @@ def test_a_bad_metric_fails_in_a_moment_naming_the_option(tmp_path, metric, word
     elapsed = time.perf_counter() - t0
     err = _one_error(r)
     assert err.startswith("error: --metric: ") and words in err
-    assert elapsed < 1.0 and not db.exists()
+    # before any work: no store, and no ingest's seconds (a bound above an import's time on a
+    # loaded machine: 1.0 failed at 1.03 s beside three other jobs)
+    assert elapsed < 5.0 and not db.exists()
 
 
 BAD_VALUES = [
