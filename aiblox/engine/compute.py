@@ -28,7 +28,7 @@ memoises them by stage key. The fusion and metrics stages compute with
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aiblox.assembly import (
@@ -55,6 +55,7 @@ __all__ = [
     "chunk_output",
     "fused_arrays",
     "prompt_output",
+    "reference_fused_arrays",
     "reader_output",
     "selection_output",
     "signals_output",
@@ -84,20 +85,26 @@ def signals_output(retriever: HybridRetriever, dataset: Dataset, split: str,
     return out
 
 
-def fused_arrays(prefs: RetrievalPrefs, index: BatchFusion,
-                 signals: dict[str, Any] | Callable[[], dict[str, Any]]) -> FusedArrays:
-    """The fused run of a split's signals under ``prefs``, in compact form: hybrid fusion
-    vectorised over the split's index (the same bytes as the HybridScorer; the signals are
-    not read), bm25 and dense modes through :meth:`HybridRetriever.fuse` (the reference) over
-    the signals (or what ``signals()`` reads)."""
+def fused_arrays(prefs: RetrievalPrefs, index: BatchFusion) -> FusedArrays:
+    """The fused run of a split's signals under ``prefs``, in compact form, from the split's
+    index (the signals are not read): hybrid fusion vectorised (the same bytes as the
+    HybridScorer), bm25 and dense modes each list passed through as :meth:`HybridRetriever.fuse`
+    passes it (:meth:`~aiblox.fusion.BatchFusion.single_arrays`: the arrays of
+    :func:`reference_fused_arrays`, that route, which the tests hold it to)."""
     if prefs.mode == "hybrid":
         return index.fuse_arrays(prefs.scoring, prefs.top_k_items)
-    sig = signals() if callable(signals) else signals
-    text = [[(d, s) for d, s in hits] for hits in sig["text"]]
-    vec = [[(d, s) for d, s in hits] for hits in sig["vec"]]
+    return index.single_arrays("text" if prefs.mode == "bm25" else "vec", prefs.top_k_items)
+
+
+def reference_fused_arrays(prefs: RetrievalPrefs, index: BatchFusion,
+                           signals: dict[str, Any]) -> FusedArrays:
+    """:func:`fused_arrays` through :meth:`HybridRetriever.fuse` (the per-query reference) over
+    the signals, encoded into ``index``'s compact form."""
+    text = [[(d, s) for d, s in hits] for hits in signals["text"]]
+    vec = [[(d, s) for d, s in hits] for hits in signals["vec"]]
     fused = HybridRetriever.fuse([prefs], SignalRuns(text=text, vec=vec))
     return index.encode({q: [[h.doc_id, h.score] for h in hs]
-                         for q, hs in zip(sig["qids"], fused, strict=True)})
+                         for q, hs in zip(signals["qids"], fused, strict=True)})
 
 
 def recorded_fusion(config: Mapping[str, Any], index: BatchFusion) -> FusedArrays:

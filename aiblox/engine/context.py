@@ -287,8 +287,7 @@ class RunContext:
         """The fusion stage of ``prefs`` over the split's signals ``skey``."""
         def fuse() -> dict[str, Any]:
             index = self.fusion_index(split, skey)
-            return fused_arrays(prefs, index, partial(self.signals_output, split, skey)
-                                ).as_dict()
+            return fused_arrays(prefs, index).as_dict()
 
         # a hybrid fused run takes a millisecond to compute again from its signals and half a
         # megabyte a point to store: recorded (key and output hash), not stored

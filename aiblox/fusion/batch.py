@@ -322,6 +322,21 @@ class BatchFusion:
                                                             -1 if top_k is None else int(top_k))
         return FusedArrays(positions, kept, ordered)
 
+    def single_arrays(self, side: str, top_k: int | None) -> FusedArrays:
+        """One list passed through (``bm25`` or ``dense`` mode, ``side`` ``"text"`` or
+        ``"vec"``) in compact form: each query's first ``top_k`` hits in list order, the
+        document's first entry only, its raw score, as :meth:`HybridScorer.single
+        <aiblox.fusion.HybridScorer.single>` gives them (and :meth:`encode` of that: the same
+        arrays, without the lists)."""
+        li = 0 if side == "text" else 1
+        raw, offsets = self._flat[li]
+        lengths = np.diff(offsets)
+        kept = lengths if not top_k else np.minimum(lengths, int(top_k))
+        take = np.repeat(offsets[:-1], kept) + (
+            np.arange(int(kept.sum()), dtype=np.int64) - np.repeat(np.cumsum(kept) - kept, kept))
+        return FusedArrays(self._flat_pos[li][take].astype(np.int32), kept.astype(np.int32),
+                           np.ascontiguousarray(raw[take], dtype=np.float64))
+
     def decode(self, fused: FusedArrays) -> dict[str, list[list[Any]]]:
         """``{qid: [[doc_id, score], ...]}`` of a compact run."""
         docs = self.docs[fused.positions].tolist()

@@ -275,3 +275,23 @@ def test_fusion_settings_that_would_tie_every_document_are_refused():
     with pytest.raises(ValueError, match=r"score 1e\+39 at rank 2 is past the largest run "):
         trec_scores([5.0, 1e39])
     assert trec_scores([3.0e38, 1.0]) == [3.0e38, 1.0]
+
+
+@settings(max_examples=150, deadline=None)
+@given(pairs=st.lists(st.tuples(lists, lists), max_size=5),
+       top_k=st.sampled_from([None, 1, 3, 20]), mode=st.sampled_from(["bm25", "dense"]))
+def test_one_list_passed_through_is_the_retriever_s_route(pairs, top_k, mode):
+    """The fusion stage of a bm25 or dense point takes its compact run from the index
+    (``single_arrays``), where it fused the signals through HybridRetriever.fuse and encoded
+    the result: the same arrays, repeats in a list (its first entry kept) included."""
+    from aiblox.contracts.retrieval import RetrievalPrefs
+    from aiblox.engine.compute import fused_arrays, reference_fused_arrays
+
+    qids = [f"q{i}" for i in range(len(pairs))]
+    sig = {"qids": qids, "text": [[[d, s] for d, s in t] for t, _ in pairs],
+           "vec": [[[d, s] for d, s in v] for _, v in pairs]}
+    index = BatchFusion.from_signals(sig)
+    prefs = RetrievalPrefs(query_text="", mode=mode, top_k_items=top_k or 100)
+    got, want = fused_arrays(prefs, index), reference_fused_arrays(prefs, index, sig)
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()

@@ -242,7 +242,7 @@ def test_fused_run_reads_back_a_point_s_fusion_stage(first):
     prefs = RetrievalPrefs.model_validate({**point.manifest.config["prefs"], "query_text": ""})
     assert stage_key("fusion", STAGE_VERSIONS["fusion"], fusion_config(prefs),
                      [sig_stage["key"]]) == fusion_stage["key"]
-    arrays = fused_arrays(prefs, BatchFusion.from_signals(sig), sig).as_dict()
+    arrays = fused_arrays(prefs, BatchFusion.from_signals(sig)).as_dict()
     assert sha256_bytes(encode_arrays(arrays)) == point.manifest.splits["test"].run_hash
     run = load_fused_run(cache, sig_stage["key"], fusion_stage["key"])
     assert sorted(run) == sorted(sig["qids"])
