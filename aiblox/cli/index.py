@@ -38,6 +38,21 @@ index_app = typer.Typer(
 
 
 def _describe(spec: dict) -> str:
+    try:
+        return _settings(spec)
+    except (AttributeError, KeyError, TypeError):  # a manifest's spec of another shape
+        return "?"
+
+
+def _state(info: Any) -> str:
+    """``yes``; ``stale``: built from content the store no longer holds; ``damaged``: no
+    readable manifest (rebuilt when next used)."""
+    if not info.ok:
+        return "[red]damaged[/red]"
+    return "yes" if info.current else "[yellow]stale[/yellow]"
+
+
+def _settings(spec: dict) -> str:
     if spec.get("kind") == "bm25":
         a, s = spec.get("analysis", {}), spec.get("scoring", {})
         return (f"{s.get('method')} k1={s.get('k1')} b={s.get('b')} stem={a.get('stemmer')} "
@@ -62,7 +77,8 @@ def list_indexes(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """The store's indexes: kind, documents, size on disk, when built, settings, and whether the
-    store still holds what each was built from."""
+    store still holds what each was built from (yes; stale: built from older content; damaged:
+    no readable manifest, rebuilt when next used)."""
     from aiblox.indexes import StoreIndexes
 
     store = open_existing_store(db, dataset)
@@ -74,7 +90,8 @@ def list_indexes(
     if as_json:
         print_json({"root": str(ix.root), "indexes": [
             {"name": i.name, "kind": i.kind, "n": i.n, "size_bytes": i.size_bytes,
-             "built_at": i.built_at, "current": i.current, "config": i.config} for i in infos]})
+             "built_at": i.built_at, "current": i.current, "damaged": not i.ok,
+             "config": i.config} for i in infos]})
         return
     from rich.table import Table
 
@@ -83,7 +100,7 @@ def list_indexes(
         table.add_column(col)
     for i in infos:
         table.add_row(i.name, i.kind, str(i.n), size_text(i.size_bytes), i.built_at,
-                      _describe(i.config), "yes" if i.current else "[yellow]stale[/yellow]")
+                      _describe(i.config), _state(i))
     out.print(table)
 
 
@@ -162,8 +179,8 @@ def build(
     finally:
         store.close()
     built = ", ".join(ix.built) or "none (all were current)"
-    out.print(f"built: {built}" + (f"; rebuilt damaged: {', '.join(ix.rebuilt)}"
-                                       if ix.rebuilt else ""))
+    damaged = ", ".join(f"{n} ({ix.damage.get(n, 'damaged')})" for n in ix.rebuilt)
+    out.print(f"built: {built}" + (f"; rebuilt damaged: {damaged}" if damaged else ""))
 
 
 @index_app.command("drop")

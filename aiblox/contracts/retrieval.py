@@ -119,12 +119,16 @@ class FtsConfig(_Settings):
     """BM25 term-frequency saturation (``engine = "index"``). At most 10**9: past about 10**6
     the run is already the limit of no saturation (``tf / length norm``) in 32-bit scores (the
     sample's from 10**6 to 10**40 are one run); at 10**50 the scores overflowed and every query
-    scored nDCG 0, silently."""
+    scored nDCG 0, silently. Above 0 for ``bm25l`` and ``bm25+`` (see ``method``)."""
     b: float = Field(default=0.75, ge=0.0, le=1.0)
     """BM25 document-length normalisation, 0 (none) to 1 (full)."""
     method: Literal["lucene", "robertson", "atire", "bm25l", "bm25+"] = "lucene"
     """BM25 variant: its idf and term-frequency components, as bm25s names them (Kamphuis et al.,
-    "Which BM25 Do You Mean?", ECIR 2020)."""
+    "Which BM25 Do You Mean?", ECIR 2020). ``bm25l`` and ``bm25+`` (Lv and Zhai, CIKM 2011)
+    refuse ``k1 = 0``: bm25s scores a document by what each term adds over its absence,
+    ``(k1 + 1) tf / (k1 norm + tf)`` is 0/0 for an absent term under ``bm25+`` (every score
+    NaN), and ``bm25l``'s ``(k1 + 1)(c + delta) / (k1 + c + delta)`` is 1 whatever the count
+    (every document scores 0: nothing is returned)."""
     delta: float = Field(default=0.5, ge=0.0)
     """The ``delta`` of ``bm25l`` and ``bm25+`` (ignored by the other variants)."""
     stemmer: str | None = "english"
@@ -173,6 +177,16 @@ class FtsConfig(_Settings):
         if self.title_b is None and "title_b" in data:
             del data["title_b"]
         return data
+
+    @model_validator(mode="after")
+    def _k1_scores(self) -> FtsConfig:
+        if self.k1 == 0 and self.method in ("bm25l", "bm25+"):
+            undefined = ("is 0/0 for a term a document lacks: every score NaN"
+                         if self.method == "bm25+" else
+                         "is 1 whatever the term's count: every document scores 0")
+            raise ValueError(f"k1 0 under method {self.method!r}: its term-frequency part "
+                             f"{undefined}; give k1 > 0 (e.g. 1.2) or another method")
+        return self
 
     @model_validator(mode="after")
     def _fields_weighted(self) -> FtsConfig:
@@ -256,8 +270,10 @@ class VectorConfig(_Settings):
     """HNSW: candidate list size while building (faiss ``efConstruction``)."""
     ef_search: int | None = Field(default=None, ge=1, le=4096)
     """HNSW: candidate list size per query (faiss ``efSearch``, pgvector ``hnsw.ef_search``);
-    None: ``max(128, 2 * top_k)`` for the index, ``max(40, top_k)`` for pgvector. HNSW returns at
-    most this many hits."""
+    None: ``max(128, 2 * top_k)`` for the index, ``max(40, top_k)`` for pgvector. The index
+    walks with ``max(ef_search, top_k)`` candidates, so it can return ``top_k`` hits; pgvector
+    returns at most ``ef_search``. Under metadata filters the index scores a few allowed vectors
+    exactly and retries a short walk (:mod:`aiblox.indexes.knn`)."""
     doc_score: str = "first"
     """A document's dense score: ``first``, the cosine of its own vector (its whole text as far
     as the model reads it: MiniLM reads the first 256 word pieces); ``maxp``, the best cosine
@@ -432,7 +448,13 @@ class RetrievalPrefs(_Strict):
     query_text: str
     """The user's query, verbatim."""
     filters: dict[str, Any] = Field(default_factory=dict)
-    """Exact-match filters: ``kind``, ``source`` or ``metadata.<key>`` to a value or list."""
+    """Exact-match filters: ``kind``, ``source`` or ``metadata.<key>`` to a value or list. A
+    search of the derived indexes (``engine = "index"``) returns only documents that pass, as
+    many as it would return unfiltered where that many pass: BM25 and exact vectors score the
+    allowed documents; an HNSW index (``index`` ``hnsw``, or ``auto`` from
+    :data:`HNSW_FROM_VECTORS` vectors) scores them exactly when they are at most
+    ``sqrt(2 * hnsw_m * efSearch * n)`` of its ``n`` and walks the graph above that, retrying a
+    walk left short (:mod:`aiblox.indexes.knn`)."""
     top_k_items: int = Field(default=20, ge=1, le=MAX_DEPTH)
     """Number of document-level candidates returned."""
     top_k_chunks: int = Field(default=12, ge=0, le=MAX_DEPTH)

@@ -24,8 +24,13 @@ warning naming the file wherever it applied a rule the file may not have meant:
 
 - order: score descending as 32-bit floats, ties by document id descending; warned about when
   some query's scores differ only beyond single precision (trec_eval 10 orders those by score);
-- the rank column must be an integer and is otherwise ignored, as by trec_eval (warned about
-  when it orders some query otherwise);
+- the score is a decimal number in C's syntax (``strtod``'s, as trec_eval reads it: an
+  optional sign, ASCII digits with an optional decimal point, an optional exponent) and
+  finite; anything else is refused, naming the file, line and field: Python's ``float`` read
+  ``1_5`` as 15 (``strtod`` reads 1) and took Arabic-Indic or full-width digits; a
+  hexadecimal score (``0x10``, which ``strtod`` reads) is refused, to be written in decimal;
+- the rank column must be an integer (an optional sign and ASCII digits) and is otherwise
+  ignored, as by trec_eval (warned about when it orders some query otherwise);
 - a document listed twice for a query: its last line is kept, as ``pytrec_eval`` and
   ir-measures keep it (their run is a ``{doc: score}`` mapping; trec_eval itself refuses such a
   file, "duplicate docs", ``form_res_rels.c``). Warned about with the count, the query, the
@@ -43,6 +48,7 @@ run that the split does not judge (ignored, as by trec_eval) and judged queries 
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -154,6 +160,26 @@ def _check_field(value: str, what: str) -> None:
                          f"whitespace, which a whitespace-separated run line cannot carry")
 
 
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+"""A decimal number as C's ``strtod`` reads one whole (ASCII only)."""
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_NOT_FINITE = re.compile(r"[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
+_HEX = re.compile(r"[+-]?0[xX]")
+
+
+def _score_problem(score: str) -> str | None:
+    """Why a run line's score field is refused (see the module doc), or None."""
+    if _DECIMAL.fullmatch(score):
+        return None if math.isfinite(float(score)) else "is not a finite number"
+    if _NOT_FINITE.fullmatch(score):
+        return "is not a finite number"
+    if _HEX.match(score):
+        return ("is hexadecimal: write it as a decimal number (an optional sign, ASCII "
+                "digits, a decimal point, an exponent)")
+    return ("is not a decimal number (an optional sign, ASCII digits, a decimal point, an "
+            "exponent: C's syntax, as trec_eval reads it)")
+
+
 def read_trec_run(path: str | Path) -> dict[str, list[tuple[str, float]]]:
     """A TREC run file (``qid Q0 docid rank score tag`` per line, whitespace separated) as
     ``{qid: [(doc, score), ...]}``, queries sorted by id, each query's hits in trec_eval's
@@ -161,7 +187,7 @@ def read_trec_run(path: str | Path) -> dict[str, list[tuple[str, float]]]:
     descending; a document listed twice keeps its last line; warnings say where a rule was
     applied, naming the file, query, document and lines). Raises :class:`RunFileError` naming
     the file and the first bad line (not 6 columns, a rank that is not an integer, a score that
-    is not a finite number), or an unreadable or empty file."""
+    is not a finite decimal number), or an unreadable or empty file."""
     p = Path(path)
     rows: dict[str, dict[str, tuple[float, int, int]]] = {}  # qid -> doc -> (score, rank, line)
     twice: list[tuple[int, str, str, int]] = []  # (line, qid, doc, line it repeats)
@@ -173,17 +199,13 @@ def read_trec_run(path: str | Path) -> dict[str, list[tuple[str, float]]]:
             raise RunFileError(f"--run {p}:{lineno}: expected 6 columns 'qid Q0 docid rank "
                                f"score tag', got {len(fields)}: {line.strip()[:80]!r}")
         qid, _q0, doc, rank, score, _tag = fields
-        try:
-            r = int(rank)
-        except ValueError:
-            raise RunFileError(f"--run {p}:{lineno}: rank {rank!r} is not an integer") from None
-        try:
-            s = float(score)
-        except ValueError:
-            s = math.nan
-        if not math.isfinite(s):
-            raise RunFileError(f"--run {p}:{lineno}: score {score!r} is not a finite "
-                               f"number") from None
+        if not _INTEGER.fullmatch(rank):
+            raise RunFileError(f"--run {p}:{lineno}: rank {rank!r} is not an integer")
+        r = int(rank)
+        problem = _score_problem(score)
+        if problem is not None:
+            raise RunFileError(f"--run {p}:{lineno}: score {score!r} {problem}")
+        s = float(score)
         docs = rows.setdefault(qid, {})
         if doc in docs:
             twice.append((lineno, qid, doc, docs.pop(doc)[2]))  # re-inserted: the last line

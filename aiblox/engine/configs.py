@@ -10,7 +10,8 @@ stage                   config (the function that builds it)                    
 ======================  ==========================================================  ==============
 ``signals``             dataset, split, backend, embedder, store fingerprint,       (none)
                         retrieval settings, ``limit``, the passage chunker id
-                        when documents are scored from passages
+                        when documents are scored from passages, the filtered
+                        vector search's version when filters may walk HNSW
                         (:func:`signals_config`)
 ``fusion``              scoring, ``top_k_items`` (:func:`fusion_config`)            signals
 ``metrics``             ranx metric names, split (:func:`metrics_config`)           fusion
@@ -43,7 +44,7 @@ from typing import Any
 from aiblox.assembly import PROMPT_CONTRACT_VERSION, TEMPLATE_SHA256
 from aiblox.chunking import ANSWER_MATCH_RULE, PROJECTION, make_chunker
 from aiblox.contracts.retrieval import RetrievalPrefs
-from aiblox.indexes import passage_chunker_id
+from aiblox.indexes import filtered_search_key, passage_chunker_id
 from aiblox.metrics import STATUSES
 from aiblox.retrieval.late_chunking import LateChunker
 
@@ -74,6 +75,9 @@ def signals_config(prefs: RetrievalPrefs, dataset_hash: str, split: str, backend
     passages = passage_chunker_id(prefs.vector) if needs_vec else None
     if passages is not None:  # the passage chunker with its parameters, encoding and version
         extra["passages"] = passages
+    filtered = filtered_search_key(prefs.vector, bool(prefs.filters)) if needs_vec else None
+    if filtered is not None:  # a filtered search that may walk HNSW: its version (only such
+        extra["filtered_knn"] = filtered  # points' keys move)
     return {**extra, "store": store,
             "dataset": dataset_hash, "split": split, "backend": backend,
             "embedder": embedder_id if needs_vec else None,

@@ -31,6 +31,7 @@ from aiblox.engine.builtin import FuseConfig, RetrieveConfig
 from aiblox.engine.data import Queries, Run
 from aiblox.engine.registry import DataKind, StageFacts, StageKind, get_stage_kind
 from aiblox.engine.stage_bases import stage_defaults, step_bases
+from aiblox.indexes import filtered_search_key
 from aiblox.metrics import DepthError, check_depth
 from aiblox.metrics.depth import deepest_cutoff, shallow_metrics
 
@@ -321,6 +322,10 @@ def _apply(p: Pipeline, v: Value, base: RetrievalPrefs, ctx: PlanContext, split:
             key_cfg["ignore_identical_ids"] = "refilled"
         if filters:
             key_cfg["filters"] = filters
+        searched = (filtered_search_key(cfg, bool(filters)) if isinstance(cfg, VectorConfig)
+                    else None)
+        if searched is not None:  # a filtered search that may walk HNSW: its version
+            key_cfg["filtered_knn"] = searched
         out = _generic(ctx, p.kind, kind.version, key_cfg, [v], "run",
                        lambda: retrieve(p.kind, cast(FtsConfig | VectorConfig, cfg), v.get(),
                                         ctx.stage_context(), base.ignore_identical_ids,

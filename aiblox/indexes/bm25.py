@@ -122,6 +122,18 @@ def read_ids(path: Path) -> list[str]:
     return ids
 
 
+def _check_finite(data: np.ndarray, nonocc: np.ndarray | None, config: FtsConfig) -> None:
+    """``ValueError`` when a term score is NaN or infinite: an index of them would rank every
+    query by nothing (NaN sums) or overflow the JSON of a run; refused before it is saved."""
+    bad = int(np.count_nonzero(~np.isfinite(data)))
+    if nonocc is not None:
+        bad += int(np.count_nonzero(~np.isfinite(nonocc)))
+    if bad:
+        raise ValueError(f"BM25 index: {bad} term score(s) are not finite numbers under "
+                         f"{json.dumps(config.scoring(), sort_keys=True)}: choose other "
+                         f"settings (k1, b, delta)")
+
+
 def _field_norm(lens: np.ndarray, b: float) -> np.ndarray:
     """BM25F's per-document length normalisation of one field, ``1 - b + b * len / avg_len``;
     1 where it would be 0 (``b = 1`` and the field empty in that document, or in every one: the
@@ -304,22 +316,24 @@ class BM25Index:
         for t in range(n_terms):
             if df[t]:
                 idf_array[t] = idf_by_df[int(df[t])]
-        nonocc = None
-        if method in ("bm25l", "bm25+"):
-            tfc0 = term_frequency_component(method, 0, score_avg, score_avg, k1, b, delta)
-            nonocc = np.zeros(n_terms, dtype=np.float32)
-            nz = df != 0
-            nonocc[nz] = np.asarray([idf_by_df[int(d)] * tfc0 for d in df[nz]])
-        data = np.empty(len(tf), dtype=np.float32)
-        step = 1 << 22  # bounded temporaries (float64) on big collections
-        for s in range(0, len(tf), step):
-            sl = slice(s, s + step)
-            tfc = term_frequency_component(method, tf[sl], score_lens[docs[sl]], score_avg, k1,
-                                           b, delta)
-            scores = idf_array[terms[sl]] * tfc
-            if nonocc is not None:
-                scores -= nonocc[terms[sl]]
-            data[sl] = scores
+        with np.errstate(all="ignore"):  # a score out of range: refused just below
+            nonocc = None
+            if method in ("bm25l", "bm25+"):
+                tfc0 = term_frequency_component(method, 0, score_avg, score_avg, k1, b, delta)
+                nonocc = np.zeros(n_terms, dtype=np.float32)
+                nz = df != 0
+                nonocc[nz] = np.asarray([idf_by_df[int(d)] * tfc0 for d in df[nz]])
+            data = np.empty(len(tf), dtype=np.float32)
+            step = 1 << 22  # bounded temporaries (float64) on big collections
+            for s in range(0, len(tf), step):
+                sl = slice(s, s + step)
+                tfc = term_frequency_component(method, tf[sl], score_lens[docs[sl]],
+                                               score_avg, k1, b, delta)
+                scores = idf_array[terms[sl]] * tfc
+                if nonocc is not None:
+                    scores -= nonocc[terms[sl]]
+                data[sl] = scores
+        _check_finite(data, nonocc, config)
         # compressed sparse columns: entries grouped by term, documents ascending within one
         by_term = np.lexsort((docs, terms)) if len(terms) else empty_i
         indptr = np.zeros(n_terms + 1, dtype=np.int64)

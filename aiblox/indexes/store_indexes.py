@@ -54,7 +54,8 @@ from aiblox.progress import phase, progress_bar
 from aiblox.stores.base import Store, StoreError
 from aiblox.stores.identity import store_fingerprint, stored_counts
 
-__all__ = ["IndexInfo", "StoreIndexes", "forget_loaded", "index_root", "remove_abandoned"]
+__all__ = ["IndexInfo", "StoreIndexes", "forget_loaded", "index_root", "read_index_manifest",
+           "remove_abandoned"]
 
 _LOADED: dict[tuple[str, str], Any] = {}
 """Indexes loaded (and checked) in this process, by (root, folder name)."""
@@ -80,7 +81,8 @@ class IndexInfo:
     current: bool
     """True when the store's content is what the index was built from."""
     ok: bool
-    """False when the manifest is missing or unreadable."""
+    """False when the manifest is missing, unreadable or not of the shape a build writes
+    (:func:`read_index_manifest`): the index is damaged, rebuilt when next used."""
 
 
 def index_root(store: Store) -> Path:
@@ -235,6 +237,39 @@ def _write_verified(folder: Path, seen: dict[str, list[int]]) -> None:
         pass
 
 
+MANIFEST = "manifest.json"
+"""An index folder's record of its key, spec and files (written last, by :meth:`_publish`)."""
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def read_index_manifest(folder: Path) -> dict[str, Any] | None:
+    """``folder``'s manifest when it is readable JSON of the shape a build writes: an object
+    with a ``key`` (string), a ``spec`` (object), ``n`` (integer) and ``files``, each a plain
+    file name mapped to ``{"size": integer >= 0, "sha256": string}``; None otherwise (no
+    readable manifest: such an index is rebuilt as damaged, listed as damaged). Valid JSON of
+    another shape (``[]``, a size that is a string) once crashed every command that met it."""
+    try:
+        m = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(m, dict) or not isinstance(m.get("key"), str) \
+            or not isinstance(m.get("spec"), dict) or not _is_int(m.get("n")) \
+            or not isinstance(m.get("built_at", ""), str):
+        return None
+    files = m.get("files")
+    if not isinstance(files, dict):
+        return None
+    for fname, meta in files.items():
+        if (fname in ("", ".", "..") or "/" in fname or "\\" in fname
+                or not isinstance(meta, dict) or not _is_int(meta.get("size"))
+                or meta["size"] < 0 or not isinstance(meta.get("sha256"), str)):
+            return None
+    return m
+
+
 def _file_digest(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -253,6 +288,9 @@ class StoreIndexes:
         """Folder names this object built (for reports and tests)."""
         self.rebuilt: list[str] = []
         """Folder names found damaged and built again."""
+        self.damage: dict[str, str] = {}
+        """Why each folder of :attr:`rebuilt` was found damaged (``data.npy does not match its
+        sha256``, ``no readable manifest``)."""
         self.passage_stats: PassageStats | None = None
         """What the last passage build of this object did (None: none built)."""
         self._swept = False
@@ -378,6 +416,7 @@ class StoreIndexes:
         if problem is not None:
             if problem != "missing":
                 self.rebuilt.append(name)
+                self.damage[name] = problem
             self._publish(folder, key, spec, build)
             self.built.append(name)
             self._drop_superseded(name, spec)
@@ -388,13 +427,12 @@ class StoreIndexes:
 
     def _check(self, folder: Path, key: str) -> str | None:
         """None when the folder holds a complete, intact index of ``key``; else the reason."""
-        try:
-            manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        manifest = read_index_manifest(folder)
+        if manifest is None:
             return "no readable manifest"
-        if manifest.get("key") != key:
+        if manifest["key"] != key:
             return "built from other content or settings"
-        files = manifest.get("files", {})
+        files = manifest["files"]
         seen: dict[str, list[int]] = {}
         for fname, meta in files.items():
             try:
@@ -432,8 +470,8 @@ class StoreIndexes:
                 "files": {f: {"size": (tmp / f).stat().st_size, "sha256": _file_digest(tmp / f)}
                           for f in sorted(files)},
             }
-            (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True),
-                                               encoding="utf-8")
+            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True),
+                                        encoding="utf-8")
             (tmp / LOCK_FILE).unlink()  # not part of the index (the pid in the name holds it)
             if folder.exists():
                 shutil.rmtree(folder)
@@ -458,16 +496,15 @@ class StoreIndexes:
 
     # -- listing ---------------------------------------------------------------------------------
     def _manifests(self) -> list[dict[str, Any]]:
+        """Every index folder's manifest (:func:`read_index_manifest`), ``name`` its folder's; a
+        folder without a readable one as ``{"name": ...}`` alone."""
         out: list[dict[str, Any]] = []
         if not self.root.is_dir():
             return out
         for folder in sorted(p for p in self.root.iterdir() if p.is_dir()
                              and not p.name.startswith(".")):
-            try:
-                m = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                m = {"name": folder.name}
-            out.append(m)
+            m = read_index_manifest(folder)
+            out.append({"name": folder.name} if m is None else {**m, "name": folder.name})
         return out
 
     def infos(self) -> list[IndexInfo]:
@@ -477,15 +514,22 @@ class StoreIndexes:
         for m in self._manifests():
             folder = self.root / m["name"]
             size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+            ok = "key" in m
             spec = m.get("spec", {})
-            if spec.get("kind") == "knn":
-                current = spec.get("vectors") == store_fingerprint(
-                    self.store, spec.get("model"))["vectors"]
+            current = False
+            if not ok:  # the kind its name says (bm25-, knn-, terms-): rebuilt on next use
+                kind = m["name"].split("-", 1)[0] if "-" in m["name"] else "?"
+            elif spec.get("kind") == "knn":
+                kind = "knn"
+                model = spec.get("model")
+                current = isinstance(model, str) and spec.get("vectors") == store_fingerprint(
+                    self.store, model)["vectors"]
             else:
+                kind = str(spec.get("kind", "?"))
                 current = spec.get("items") == fp_items
-            infos.append(IndexInfo(name=m["name"], kind=spec.get("kind", "?"), size_bytes=size,
+            infos.append(IndexInfo(name=m["name"], kind=kind, size_bytes=size,
                                    built_at=m.get("built_at", "?"), n=int(m.get("n", 0)),
-                                   config=spec, current=bool(current), ok="key" in m))
+                                   config=spec, current=bool(current), ok=ok))
         return infos
 
     def drop(self, name: str | None = None) -> list[str]:

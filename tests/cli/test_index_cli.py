@@ -49,9 +49,41 @@ def test_bad_bm25_options_name_the_option_as_typed(tmp_path):
                                         "to 1e+09"),
                        (["--b", "1.5"], "--b 1.5: out of range; valid: a finite number from 0 "
                                         "to 1"),
-                       (["--k1", "nan"], "--k1 nan: not a finite number")):
+                       (["--k1", "nan"], "--k1 nan: not a finite number"),
+                       (["--k1", "0", "--method", "bm25+"], "--k1 0 under --method 'bm25+': "
+                                                            "its term-frequency part is 0/0"),
+                       (["--k1", "0", "--method", "bm25l"], "--k1 0 under --method 'bm25l': "
+                                                            "its term-frequency part is 1")):
         r = _run("index", "build", "--db", db, "--no-vectors", *args)
         assert r.exit_code == 2, r.output
         assert " ".join(r.output.split()) == f"error: {said}" or said in r.output, r.output
         assert "FtsConfig" not in r.output
     assert not (tmp_path / "never.duckdb").exists()
+
+
+def test_a_damaged_index_is_listed_as_damaged_and_rebuilt_with_its_reason(tmp_path):
+    """QA: a manifest ``[]`` crashed ``index list`` and ``index build`` (internal errors until
+    the index was dropped); a folder without a manifest was listed ``stale`` like an outdated
+    index; ``rebuilt damaged: NAME`` threw the reason away."""
+    from aiblox.indexes import forget_loaded
+
+    db = str(tmp_path / "s.duckdb")
+    assert _run("ingest", "sample", "--db", db, "--embedder", "hashing").exit_code == 0
+    assert _run("index", "build", "--db", db, "--no-vectors").exit_code == 0
+    (folder,) = (tmp_path / "s.duckdb.indexes").iterdir()
+    (folder / "manifest.json").write_text("[]")
+    forget_loaded()
+    r = _run("index", "list", "--db", db)
+    assert r.exit_code == 0 and "damaged" in r.output and "stale" not in r.output, r.output
+    (listed,) = json.loads(_run("index", "list", "--db", db, "--json").stdout)["indexes"]
+    assert (listed["kind"], listed["damaged"], listed["current"]) == ("bm25", True, False)
+    r = _run("index", "build", "--db", db, "--no-vectors")
+    assert r.exit_code == 0, r.output
+    assert f"rebuilt damaged: {folder.name} (no readable manifest)" in r.output
+    forget_loaded()
+    target = folder / "data.npy"
+    target.write_bytes(target.read_bytes()[:-8])
+    r = _run("index", "build", "--db", db, "--no-vectors")
+    assert f"rebuilt damaged: {folder.name} (data.npy has the wrong size)" in r.output
+    (listed,) = json.loads(_run("index", "list", "--db", db, "--json").stdout)["indexes"]
+    assert (listed["damaged"], listed["current"]) == (False, True)

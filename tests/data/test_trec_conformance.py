@@ -320,3 +320,46 @@ def test_saved_run_of_a_mode_scores_alike_in_trec_eval(tmp_path, sample_dataset,
     qrels = sample_dataset.qrels["test"]
     assert_agree(qrels, path, result.metrics, result.per_query)
     assert run_hash(read_trec_run(path)) == result.hashes["run"]
+
+
+@pytest.mark.parametrize("score,value", [("1", 1.0), ("-1.5", -1.5), ("+.5", 0.5), ("2.", 2.0),
+                                         ("1e3", 1000.0), ("1E-3", 0.001), ("007", 7.0),
+                                         ("-0", 0.0), ("1.5e+2", 150.0)])
+def test_a_score_in_c_s_decimal_syntax_is_read(tmp_path, score, value):
+    f = tmp_path / "run.trec"
+    f.write_text(f"q Q0 d 1 {score} t\n", encoding="utf-8")
+    assert read_trec_run(f) == {"q": [("d", value)]}
+
+
+@pytest.mark.parametrize("score,said", [
+    ("1_5", "is not a decimal number"),  # float() read 15, strtod 1
+    ("\u0661\u0662", "is not a decimal number"),  # Arabic-Indic 12: float() read 12
+    ("\uff11\uff12", "is not a decimal number"),  # full-width 12
+    ("1e", "is not a decimal number"), (".", "is not a decimal number"),
+    ("1,5", "is not a decimal number"), ("1.5f", "is not a decimal number"),
+    ("0x10", "is hexadecimal: write it as a decimal number"),
+    ("-0X1p3", "is hexadecimal"),
+    ("nan", "is not a finite number"), ("-Infinity", "is not a finite number"),
+    ("1e999", "is not a finite number")])
+def test_any_other_score_is_refused_naming_file_line_and_field(tmp_path, score, said):
+    """QA: scores were read with Python's ``float``: ``1_5`` as 15 (trec_eval's ``strtod``
+    reads 1), Arabic-Indic and full-width digits taken."""
+    from aiblox.data.trec import RunFileError
+
+    f = tmp_path / "run.trec"
+    f.write_text(f"q Q0 a 1 2.0 t\nq Q0 d 2 {score} t\n", encoding="utf-8")
+    with pytest.raises(RunFileError) as err:
+        read_trec_run(f)
+    assert str(err.value).startswith(f"--run {f}:2: score {score!r} {said}"), str(err.value)
+
+
+@pytest.mark.parametrize("rank", ["1_0", "\u0661", "1.0", "one"])
+def test_a_rank_is_ascii_digits(tmp_path, rank):
+    from aiblox.data.trec import RunFileError
+
+    f = tmp_path / "run.trec"
+    f.write_text(f"q Q0 d {rank} 1.0 t\n", encoding="utf-8")
+    with pytest.raises(RunFileError, match=rf":1: rank {rank!r} is not an integer$"):
+        read_trec_run(f)
+    f.write_text("q Q0 d -3 1.0 t\nq Q0 e +4 0.5 t\n", encoding="utf-8")
+    assert read_trec_run(f) == {"q": [("d", 1.0), ("e", 0.5)]}

@@ -4,6 +4,8 @@ of the shared collections."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -145,6 +147,26 @@ def test_bad_settings_name_the_field():
         with pytest.raises(ValidationError) as err:
             FtsConfig(**bad)
         assert field in str(err.value)
+
+
+def test_k1_0_is_refused_where_the_variant_is_undefined_and_no_score_is_left_not_finite(
+        sample_items):
+    """QA: ``k1 = 0`` under ``bm25+`` scored every document NaN (0/0 for an absent term: the
+    batch and one-query paths then ranked differently, a run's JSON failed) and under
+    ``bm25l`` 0 (nothing returned, nDCG 0 silently); ``lucene``'s ``k1 = 0`` is binary tf."""
+    from pydantic import ValidationError
+
+    for method, said in (("bm25+", "0/0"), ("bm25l", "every document scores 0")):
+        named = re.escape(repr(method))
+        with pytest.raises(ValidationError, match=rf"k1 0 under method {named}: .*{said}"):
+            FtsConfig(method=method, k1=0)
+        assert FtsConfig(method=method, k1=1e-9).k1 == 1e-9
+    assert BM25Index.build(_batches(sample_items), FtsConfig(k1=0)).search(["bm25"], 3)[0]
+    tiny = BM25Index.build(_batches(sample_items), FtsConfig(method="bm25+", k1=1e-300))
+    assert np.isfinite(tiny.data).all() and tiny.search(["bm25 ranking"], 3)[0]
+    with pytest.raises(ValueError, match=r"^BM25 index: \d+ term score\(s\) are not finite "
+                                         r"numbers under .*\"delta\": 1e\+308"):
+        BM25Index.build(_batches(sample_items), FtsConfig(method="bm25+", delta=1e308))
 
 
 @pytest.mark.parametrize("name,expected", [("scifact", 0.6791), ("cisi", 0.3814),

@@ -76,6 +76,39 @@ def test_a_damaged_index_is_rebuilt(store, damage):
     assert ix2.rebuilt == [folder.name] and again == sig
 
 
+def _reshaped(m):
+    """Manifests that are valid JSON but not of a build's shape (QA: ``[]`` crashed ``index
+    list``/``build``, ``search`` and ``eval`` until the index was dropped)."""
+    def files(meta):
+        return {**m, "files": {**m["files"], "data.npy": meta}}
+
+    size, sha = m["files"]["data.npy"]["size"], m["files"]["data.npy"]["sha256"]
+    return [[], "manifest", 3, None, {**m, "key": 7}, {**m, "files": []},
+            {**m, "spec": "bm25"}, {**m, "n": "40"}, {k: v for k, v in m.items() if k != "n"},
+            files({"size": str(size), "sha256": sha}), files({"size": True, "sha256": sha}),
+            files({"size": -1, "sha256": sha}), files({"sha256": sha}),
+            files({"size": size, "sha256": None}), files([size, sha]),
+            {**m, "files": {**m["files"], "../s.duckdb": {"size": 1, "sha256": "0"}}}]
+
+
+def test_a_manifest_of_another_shape_is_no_readable_manifest(store):
+    sig, ix = _hits(store, "bm25")
+    folder = ix.root / next(n for n in ix.built if n.startswith("bm25"))
+    good = json.loads((folder / "manifest.json").read_text())
+    for bad in _reshaped(good):
+        (folder / "manifest.json").write_text(json.dumps(bad))
+        forget_loaded()
+        (info,) = StoreIndexes(store).infos()
+        assert (info.name, info.kind, info.ok, info.current) == (folder.name, "bm25", False,
+                                                                 False), bad
+        again, ix2 = _hits(store, "bm25")
+        assert ix2.rebuilt == [folder.name] and again == sig, bad
+        assert ix2.damage == {folder.name: "no readable manifest"}
+    (folder / "manifest.json").unlink()
+    assert [(i.kind, i.ok, i.current) for i in StoreIndexes(store).infos()] == [
+        ("bm25", False, False)]
+
+
 def test_list_and_drop(store):
     _hits(store)
     ix = StoreIndexes(store)
