@@ -5,9 +5,9 @@ A metric with a cutoff (``ndcg@10``, ``recall@1000``) reads the first ``k`` docu
 query's run. A run cut shallower than ``k`` gives ``recall@1000`` the value of ``recall@100``
 under the deeper name: trec_eval scores what a run holds, so the run must hold ``k`` documents
 wherever the collection has them. A run is cut by ``top_k_items`` (the fused candidates kept)
-and by the candidate lists it is made from: ``fts.top_k`` (BM25), ``vector.top_k`` (dense; an
-HNSW index returns at most ``vector.ef_search`` when that is set), for hybrid the deeper of the
-two (the union of two lists holds at least the longer one).
+and by the candidate lists it is made from: ``fts.top_k`` (BM25), ``vector.top_k`` (dense;
+pgvector's HNSW, ``engine = "native"``, returns at most ``vector.ef_search`` when that is set),
+for hybrid the deeper of the two (the union of two lists holds at least the longer one).
 
 The rule, the same in ``aiblox eval``, :func:`~aiblox.engine.evaluate.evaluate_retrieval`, sweeps
 and the notebooks' helpers:
@@ -118,8 +118,9 @@ class DepthLimit:
 
 def _vector_limit(prefs: RetrievalPrefs) -> tuple[str, int]:
     v = prefs.vector
-    if v.index == "hnsw" and v.ef_search is not None and v.ef_search < v.top_k:
-        return "vector.ef_search", v.ef_search  # an HNSW search returns at most ef_search
+    if v.engine == "native" and v.index == "hnsw" and v.ef_search is not None \
+            and v.ef_search < v.top_k:  # pgvector's HNSW returns at most ef_search (the
+        return "vector.ef_search", v.ef_search  # derived index walks max(ef_search, top_k))
     return "vector.top_k", v.top_k
 
 

@@ -64,8 +64,14 @@ def test_run_limits_by_mode():
     assert run_limits(prefs(mode="dense", vector={"top_k": 40}))[1].depth == 40
     no_vec = prefs(mode="hybrid", fts={"top_k": 30}, vector={"embed_query": False})
     assert run_limits(no_vec)[1] == run_limits(prefs(mode="bm25", fts={"top_k": 30}))[1]
-    hnsw = prefs(mode="dense", vector={"top_k": 100, "index": "hnsw", "ef_search": 50})
+    hnsw = prefs(mode="dense", vector={"top_k": 100, "index": "hnsw", "ef_search": 50,
+                                       "engine": "native"})
     assert (run_limits(hnsw)[1].fields, run_limits(hnsw)[1].depth) == (("vector.ef_search",), 50)
+    # the derived HNSW index walks max(ef_search, top_k): its run is top_k deep (it was capped
+    # at ef_search, so a valid configuration was refused; only pgvector's stops at ef_search)
+    derived = prefs(mode="dense", vector={"top_k": 100, "index": "hnsw", "ef_search": 50})
+    assert (run_limits(derived)[1].fields, run_limits(derived)[1].depth) == \
+        (("vector.top_k",), 100)
     # the tightest bound is the one named
     tight = shallow_limit(prefs(top_k_items=50, fts={"top_k": 20}, vector={"top_k": 20}),
                           ["recall@100"])
