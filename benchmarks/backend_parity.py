@@ -142,7 +142,9 @@ def main(argv: list[str] | None = None) -> int:
                      f"{duck.metrics['recall@100']:.4f}", f"{pg.metrics['recall@100']:.4f}",
                      f"{duck.timings['qps']:.0f}", f"{pg.timings['qps']:.0f}",
                      "yes" if duck.run == pg.run else f"{j:.3f} / {r:.3f}"])
-    notes = [f"Measured {environment_line()}; {time.perf_counter() - t_all:.0f} s in all.",
+    load = os.getloadavg()
+    notes = [f"Measured {environment_line()}; {time.perf_counter() - t_all:.0f} s in all; load "
+             f"average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min).",
              f"Dataset {args.dataset} {args.split} ({len(ds.corpus):,} docs, {n} queries); "
              f"vectors {args.embedder} from ../shared/embeddings; top 100 per list, RRF k=60; "
              f"q/s: the whole split in batches (second pass: indexes built, kernels compiled).",

@@ -13,6 +13,7 @@ per query.
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 import time
@@ -84,7 +85,8 @@ def main() -> None:
                 ["mode", "queries", "direct route s", "engine s", "engine / direct",
                  "runs and metrics"], rows, args.markdown,
                 right=("queries", "direct route s", "engine s", "engine / direct"),
-                notes=[environment_line()])
+                notes=[f"{environment_line()}; load average at the end "
+                       f"{' / '.join(f'{x:.1f}' for x in os.getloadavg())} (1 / 5 / 15 min)"])
 
 
 if __name__ == "__main__":

@@ -16,8 +16,8 @@ For each collection's test split:
 - **checks on the same runs**: ``pt.Experiment`` scores aiblox's three saved run files (the
   largest difference to aiblox's own values), and ``pyterrier_alpha.RRFusion(k=60)`` fuses
   aiblox's saved bm25 and dense runs, against aiblox's hybrid run: the same documents at the
-  same RRF scores, and the same order (equal scores may be ordered differently: aiblox by
-  document id, PyTerrier as pandas sorts).
+  same RRF scores (the hybrid run file's own scores), and the same order (equal scores may be
+  ordered differently: aiblox by document id, PyTerrier as pandas sorts).
 
     python benchmarks/pyterrier_side_by_side.py --markdown    # cranfield, scifact, medline
     python benchmarks/pyterrier_side_by_side.py --datasets adi --markdown
@@ -140,11 +140,17 @@ def same_runs_checks(runs: Path, side: dict[str, object], ours: dict[str, dict]
                      ) -> tuple[float, dict[int, tuple[int, int]], int]:
     """The largest |difference| between pt.Experiment on aiblox's run files and aiblox's own
     means; and, for RRFusion's ``k`` of 60 and 61, the queries where it fuses aiblox's bm25 and
-    dense runs into aiblox's hybrid run (RRF k 60): the same documents at the same scores, and
-    the same ranked list; and the number of queries."""
+    dense runs into aiblox's hybrid run (RRF k 60): the same documents at the same scores (the
+    hybrid run file's own scores), and the same ranked list; and the number of queries.
+
+    aiblox writes a run's tied scores strictly decreasing in single precision (so trec_eval
+    reads its order: :func:`aiblox.data.trec.trec_scores`), so PyTerrier's fused scores, in the
+    hybrid run's order, are written the same way before they are compared with the file's."""
     import pyterrier as pt
     import pyterrier_alpha as pta
     from pyterrier.measures import AP, R, nDCG
+
+    from aiblox.data.trec import trec_scores
 
     topics, qrels = side["topics"], side["qrels"]
     frames = {s: pt.model.add_ranks(pt.io.read_results(str(runs / f"{s}.trec"), topics=topics))
@@ -156,9 +162,6 @@ def same_runs_checks(runs: Path, side: dict[str, object], ours: dict[str, dict]
                               names=list(SYSTEMS)).set_index("name")
     worst = max(abs(float(table.loc[s, theirs]) - ours[s]["metrics"][m])
                 for s in SYSTEMS for m, theirs in METRICS.items())
-    # aiblox's RRF: 1 / (60 + rank), ranks from 1 (Cormack et al.); PyTerrier's ranks are from 0
-    ranks = {s: {(r.qid, r.docno): int(r.rank) + 1 for r in frames[s].itertuples()}
-             for s in ("bm25", "dense")}
     hybrid = frames["hybrid"]
     found: dict[int, tuple[int, int]] = {}
     total = 0
@@ -167,15 +170,16 @@ def same_runs_checks(runs: Path, side: dict[str, object], ours: dict[str, dict]
                              pt.Transformer.from_df(frames["dense"]), k=k)(topics)
         same_scores = same_order = total = 0
         for qid, theirs in fused.groupby("qid"):  # same_order: the same ranked list
-            ours_docs = list(hybrid[hybrid.qid == qid].sort_values("rank").docno)
+            mine = hybrid[hybrid.qid == qid].sort_values("rank")
+            ours_docs = list(mine.docno)
             theirs = theirs.sort_values("rank")
             theirs_docs = list(theirs.docno)[:len(ours_docs)]
             score = dict(zip(theirs.docno, theirs.score, strict=True))
-            rrf = {d: sum(1.0 / (60 + ranks[s][(qid, d)]) for s in ranks
-                          if (qid, d) in ranks[s]) for d in ours_docs}
             total += 1
-            same_scores += sorted(ours_docs) == sorted(theirs_docs) and all(
-                abs(rrf[d] - score[d]) < 1e-12 for d in ours_docs)
+            if sorted(ours_docs) == sorted(theirs_docs):  # then every document has a score
+                want = trec_scores([float(score[d]) for d in ours_docs])
+                same_scores += all(abs(float(got) - w) <= 1e-12 * max(1.0, abs(w))
+                                   for got, w in zip(mine.score, want, strict=True))
             same_order += ours_docs == theirs_docs
         found[k] = (same_scores, same_order)
     return worst, found, total

@@ -13,6 +13,7 @@ entries, checked against their hashes (``StageCache.run`` reusing them), best of
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -97,7 +98,8 @@ def main() -> None:
                 f"entries, hash-checked, best of {args.repeats})",
                 ["root", "entries", "ms", "entries/s", "time vs baseline"], rows,
                 args.markdown, right=["entries", "ms", "entries/s", "time vs baseline"],
-                notes=[environment_line()])
+                notes=[f"{environment_line()}; load average at the end "
+                       f"{' / '.join(f'{x:.1f}' for x in os.getloadavg())} (1 / 5 / 15 min)"])
 
 
 if __name__ == "__main__":
