@@ -63,6 +63,7 @@ __all__ = [
     "document_gaps",
     "iter_corpus",
     "load_dataset",
+    "read_answers",
     "read_queries",
     "warn_lexical_gaps",
 ]
@@ -426,7 +427,7 @@ def _assemble(name: str, path: Path, where: Path, corpus: Mapping[str, ItemRecor
 
     answers: dict[str, GoldAnswer] = {}
     if apath is not None:
-        answers = _read_answers(apath, NoHash() if canonical_answers else hasher, queries,
+        answers = read_answers(apath, NoHash() if canonical_answers else hasher, queries,
                                 corpus)
         if canonical_answers and answers:
             feed_file(hasher, "answers.jsonl", _answer_lines(answers))
@@ -457,7 +458,7 @@ def _warn_empty_queries(queries: dict[str, str], qrels: dict[str, dict[str, dict
                       stacklevel=4)
 
 
-def _read_answers(apath: Path, hasher: Hasher, queries: dict[str, str],
+def read_answers(apath: Path, hasher: Hasher, queries: dict[str, str],
                   corpus: Mapping[str, ItemRecord]) -> dict[str, GoldAnswer]:
     """The gold answers: each names a known query, and each answer is the text at its offset
     of its document (checked where the corpus was parsed: a trusted corpus,

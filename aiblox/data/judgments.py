@@ -10,7 +10,7 @@ import warnings
 from pathlib import Path
 
 from aiblox.data.beir import read_qrels
-from aiblox.data.dataset import _read_answers, read_queries
+from aiblox.data.dataset import read_answers, read_queries
 from aiblox.data.find import available_splits, find_dataset
 from aiblox.data.rules import NoHash
 from aiblox.data.tables import QrelsRow, tab_judged, tab_qrels_rows, tabular_source
@@ -46,4 +46,4 @@ def check_judgments(name_or_path: str | Path) -> None:
                 tab_judged(split, got, {}, NoHash())
             apath = src.answers
         if apath is not None and apath.exists():
-            _read_answers(apath, NoHash(), queries, {})
+            read_answers(apath, NoHash(), queries, {})
