@@ -129,8 +129,11 @@ class FtsConfig(_Settings):
     ``(k1 + 1) tf / (k1 norm + tf)`` is 0/0 for an absent term under ``bm25+`` (every score
     NaN), and ``bm25l``'s ``(k1 + 1)(c + delta) / (k1 + c + delta)`` is 1 whatever the count
     (every document scores 0: nothing is returned)."""
-    delta: float = Field(default=0.5, ge=0.0)
-    """The ``delta`` of ``bm25l`` and ``bm25+`` (ignored by the other variants)."""
+    delta: float = Field(default=0.5, ge=0.0, le=100.0)
+    """The ``delta`` of ``bm25l`` and ``bm25+`` (ignored by the other variants; Lv and Zhai use
+    0.5 to 1). At most 100: the index keeps 32-bit scores, and past that a document's term
+    frequency part (at most ``k1 + 1`` times the idf) sinks into ``delta``'s rounding (``1e10``
+    ranked adi's queries at nDCG@10 0.15 for 0.49)."""
     stemmer: str | None = "english"
     """Snowball stemmer by PyStemmer name (``english``, ``porter``, ``french``, ...); None: no
     stemming."""
