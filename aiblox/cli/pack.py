@@ -29,6 +29,7 @@ import typer
 from aiblox.cli._common import (
     DATASET_STORE_HELP,
     STORE_HELP,
+    checked_at_least,
     console,
     existing_store,
     fail,
@@ -125,6 +126,9 @@ def list_packs(
     db: str = typer.Option("", "--db", help=STORE_HELP),
     dataset: str = typer.Option("", "--dataset", help=DATASET_STORE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON array."),
+    limit: int | None = typer.Option(
+        None, "--limit", help="The newest N packs only (only their JSON is read: a store of "
+                              "many packs lists in a moment)."),
 ) -> None:
     """The store's evidence packs, newest first: id, when stored, the decision (answer or
     refusal, and its status), the question, tenant, signed, parent pack."""
@@ -133,10 +137,19 @@ def list_packs(
 
     from aiblox.stores import mask_password
 
+    if limit is not None:
+        checked_at_least(limit, 1, "--limit")
     db = existing_store(db, dataset)
     store = open_db(db)
     try:
-        rows = store.list_evidence_packs(with_json=True)
+        if limit is None:
+            rows = store.list_evidence_packs(with_json=True)
+            total = len(rows)
+        else:  # the rows' columns sorted as the listing sorts, then the newest N's JSON
+            heads = store.list_evidence_packs()
+            total = len(heads)
+            heads.sort(key=lambda r: (str(r.get("created_at")), r["pack_id"]), reverse=True)
+            rows = [store.get_evidence_pack(r["pack_id"]) or r for r in heads[:limit]]
     finally:
         store.close()
     listed = []
@@ -164,7 +177,8 @@ def list_packs(
         console.print(f"no evidence packs in {mask_password(db)} (aiblox answer stores one per "
                       "question)", markup=False)
         return
-    table = Table(title=Text(f"evidence packs in {mask_password(db)}: {len(listed)}"))
+    shown = f"the newest {len(listed)} of {total}" if len(listed) < total else str(total)
+    table = Table(title=Text(f"evidence packs in {mask_password(db)}: {shown}"))
     for col in ("pack", "stored (UTC)", "decision", "question", "tenant", "signed", "parent"):
         table.add_column(col)
     for r in listed:  # stored text (a question, a tenant) as text, never as rich markup

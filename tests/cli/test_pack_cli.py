@@ -318,6 +318,38 @@ def test_pack_list_names_every_stored_pack_with_its_decision(answered, tmp_path)
     assert "no evidence packs in" in " ".join(none.output.split())
 
 
+def test_pack_list_limit_gives_the_newest_packs_reading_only_their_json(answered, monkeypatch):
+    """``pack list`` read every pack's JSON (a store of many packs listed slowly): ``--limit N``
+    lists the newest N, as the whole list's first N, and reads only theirs."""
+    db = answered["db"]
+    every = json.loads(_run("pack", "list", "--db", db, "--json").stdout)
+    assert len(every) >= 2
+    newest = json.loads(_run("pack", "list", "--db", db, "--json", "--limit", "1").stdout)
+    assert newest == every[:1]
+    from aiblox.stores.duckdb_store import DuckDBStore as Store
+
+    read = []
+    whole = Store.get_evidence_pack
+
+    def counted(self, pack_id):
+        read.append(pack_id)
+        return whole(self, pack_id)
+
+    listing = Store.list_evidence_packs
+
+    def columns_only(self, with_json=False):
+        assert not with_json, "the JSON of every pack read"
+        return listing(self)
+
+    monkeypatch.setattr(Store, "get_evidence_pack", counted)
+    monkeypatch.setattr(Store, "list_evidence_packs", columns_only)
+    table = " ".join(_run("pack", "list", "--db", db, "--limit", "1").stdout.split())
+    assert read == [every[0]["pack_id"]]
+    assert f"evidence packs in {db}: the newest 1 of {len(every)}" in table
+    bad = _run("pack", "list", "--db", db, "--limit", "0", code=2)
+    assert "--limit 0: out of range; valid: a whole number >= 1" in bad.output
+
+
 def _copy(answered, tmp_path, sql, *params):
     """A copy of the answered store with ``sql`` run on it (the other tests keep theirs)."""
     db = str(tmp_path / "copy.duckdb")
