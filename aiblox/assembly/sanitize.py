@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import unicodedata
 
-__all__ = ["SANITIZATION_MODE", "normalize_question", "safe_normalize"]
+__all__ = ["SANITIZATION_MODE", "kept_source_length", "normalize_question", "safe_normalize"]
 
 SANITIZATION_MODE = "safe_normalize_v1"
 
@@ -62,6 +62,21 @@ def safe_normalize(text: str) -> str:
             out.append(ch)
     text = " ".join("".join(out).split())
     return text if any(_visible(ch) for ch in text) else ""
+
+
+def kept_source_length(source: str, kept: str) -> int:
+    """How much of ``source`` its sanitised, cut prefix ``kept`` covers (a chunk selection cut to
+    a token budget after :func:`safe_normalize`): the longest prefix of ``source`` whose
+    :func:`safe_normalize` is no longer than ``kept`` (sanitising a longer prefix never gives a
+    shorter text, so a binary search finds it)."""
+    lo, hi, n = 0, len(source), len(kept)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if len(safe_normalize(source[:mid])) <= n:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def normalize_question(question: str) -> str:

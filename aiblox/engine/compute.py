@@ -39,6 +39,7 @@ from aiblox.assembly import (
     build_prompt,
     validate_answer,
 )
+from aiblox.assembly.sanitize import kept_source_length
 from aiblox.chunking import max_passage_projection
 from aiblox.contracts.retrieval import RetrievalPrefs, ScoringConfig
 from aiblox.data import Dataset
@@ -268,4 +269,4 @@ def answer_metrics_output(chunks: Mapping[str, Any], prompts: Mapping[str, Any],
              for ev in chunks["evidence"].values() for c in ev}
     queries = {qid: (prompts["queries"][qid]["bundle"], v)
                for qid, v in validation["queries"].items()}
-    return answer_metrics(queries, spans, gold, gold_texts)
+    return answer_metrics(queries, spans, gold, gold_texts, kept=kept_source_length)

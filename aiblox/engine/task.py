@@ -40,7 +40,8 @@ STAGE_VERSIONS: Mapping[str, str] = {
     #                     terminator touching a marker, CONTROL_CHARACTER, RESULT_MISMATCH; 4:
     #                     MALFORMED_CITATION for any bracket form, numbered references, glued
     #                     brackets and full-width or zero-width variants
-    "answer_metrics": "1",
+    "answer_metrics": "2",  # 2: a chunk the policy cut holds only what it kept (an answer
+    #                         past the cut counted for evidence_answer_recall and citations)
 }
 """The version of every stage, in pipeline order: bump a stage's version when what it computes
 changes for the same config and inputs (its key changes, and so does every key downstream)."""

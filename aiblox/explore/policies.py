@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from aiblox.assembly import AnswerResult, answer_question, get_llm, load_policy
+from aiblox.assembly.sanitize import kept_source_length
 from aiblox.contracts.retrieval import RetrievalBundle, RetrievalPrefs
 from aiblox.engine.chunk_eval import gold_answers
 from aiblox.explore.notebook import NotebookWorkspace
@@ -77,7 +78,7 @@ def score_answers(ws: NotebookWorkspace, bundles: Mapping[str, RetrievalBundle],
              for q in qids for ev in bundles[q].evidence if ev.chunk_id is not None}
     queries = {q: (results[q].answer_bundle.model_dump(mode="json"),
                    results[q].validation.model_dump(mode="json")) for q in qids}
-    return answer_metrics(queries, spans, gold, texts)["per_query"]
+    return answer_metrics(queries, spans, gold, texts, kept=kept_source_length)["per_query"]
 
 
 def compare_per_query(a: Mapping[str, Mapping[str, float]], b: Mapping[str, Mapping[str, float]],

@@ -19,7 +19,7 @@ against a dataset's :class:`~aiblox.data.GoldAnswer` (the answer-assembly benchm
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aiblox.chunking import answer_recall_at_k
@@ -37,6 +37,7 @@ __all__ = [
     "contains_answer",
     "covers_span",
     "query_answer_metrics",
+    "seen_spans",
 ]
 
 ANSWER_METRICS: tuple[str, ...] = (
@@ -74,12 +75,36 @@ def answer_status(bundle: Mapping[str, Any], validation: Mapping[str, Any]) -> s
     return "ANSWERED"
 
 
+Kept = Callable[[str, str], int]
+"""``kept(chunk_text, sanitized_text)``: how many characters of a chunk's text its selected,
+cut text covers (:func:`aiblox.assembly.sanitize.kept_source_length`)."""
+
+
+def seen_spans(bundle: Mapping[str, Any], spans: Mapping[str, Span],
+               kept: Kept | None = None) -> dict[str, Span]:
+    """``spans`` as the reader saw them: a selected chunk the policy cut to its token budget
+    (``truncated``) holds only the part it kept, ``kept`` characters of its text (without
+    ``kept``: as many as its selected text has); an answer past the cut was never shown."""
+    out = dict(spans)
+    for s in bundle["selected_evidence"]:
+        if s.get("truncated") and s["chunk_id"] in spans:
+            item, start, _, text = spans[s["chunk_id"]]
+            cut = s["sanitized_text"]
+            n = min(kept(text, cut) if kept is not None else len(cut), len(text))
+            out[s["chunk_id"]] = (item, start, None if start is None else start + n, text[:n])
+    return out
+
+
 def query_answer_metrics(qid: str, bundle: Mapping[str, Any], validation: Mapping[str, Any],
                          spans: Mapping[str, Span], gold: Sequence[tuple[str, str, int]],
-                         gold_texts: Sequence[str]) -> dict[str, float]:
+                         gold_texts: Sequence[str], kept: Kept | None = None
+                         ) -> dict[str, float]:
     """The metrics of one query (see the module doc): ``bundle`` and ``validation`` in JSON
     form, ``spans`` of the chunks by chunk id, the query's gold spans and gold answer texts
-    (empty without gold answers: the gold-based metrics are then left out)."""
+    (empty without gold answers: the gold-based metrics are then left out). A chunk the policy
+    cut holds only what it kept (:func:`seen_spans`, ``kept``): an answer past the cut counted
+    as held before."""
+    spans = seen_spans(bundle, spans, kept)
     status = answer_status(bundle, validation)
     out = {f"status:{s}": float(status == s) for s in STATUSES}
     answered = status == "ANSWERED"
@@ -105,9 +130,11 @@ def query_answer_metrics(qid: str, bundle: Mapping[str, Any], validation: Mappin
 
 def answer_metrics(queries: Mapping[str, tuple[Mapping[str, Any], Mapping[str, Any]]],
                    spans: Mapping[str, Span], gold: Gold,
-                   gold_texts: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+                   gold_texts: Mapping[str, Sequence[str]], kept: Kept | None = None
+                   ) -> dict[str, Any]:
     """``{"means", "per_query", "status_counts"}`` over ``queries`` ``{qid: (bundle,
-    validation)}`` (:func:`query_answer_metrics` per query, in sorted id order). Means are over
+    validation)}`` (:func:`query_answer_metrics` per query, in sorted id order; ``kept``: what a
+    cut chunk kept of its text, :func:`seen_spans`). Means are over
     the queries with a value; on a dataset with gold answers, an answer metric no query has a
     value for (no citations at all) reads 0.0, and without gold answers the gold-based ones are
     absent."""
@@ -117,7 +144,7 @@ def answer_metrics(queries: Mapping[str, tuple[Mapping[str, Any], Mapping[str, A
         bundle, validation = queries[qid]
         counts[answer_status(bundle, validation)] += 1
         values = query_answer_metrics(qid, bundle, validation, spans, gold.get(qid) or (),
-                                      gold_texts.get(qid) or ())
+                                      gold_texts.get(qid) or (), kept)
         for metric, value in values.items():
             per_query.setdefault(metric, {})[qid] = value
     means = {m: sum(vals.values()) / len(vals) for m, vals in per_query.items() if vals}
