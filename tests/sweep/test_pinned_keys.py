@@ -32,7 +32,8 @@ hash and metric value as before (no cut on the sample moved). Stage versions ``r
 brackets, and the reader never quoting what it refuses; the reader counting tokens with the
 policy's encoding): the keys of ``reader``, ``validation`` and ``answer_metrics`` moved, every
 output hash, prompt hash and metric value as before. Stage version ``answer_metrics`` 2 (a chunk
-the policy cut holds only what it kept): its keys moved, every output hash as before. Chunker versions ``sentences`` 2,
+the policy cut holds only what it kept): its keys moved, every output hash as before.
+Chunker versions ``sentences`` 2,
 ``headings`` 3 (a blank line between ``\\r\\n`` or ``\\r`` endings ends a sentence) and
 ``token_window`` 2 (no window inside the one before it): the sample (no ``\\r``) is cut as
 before, but a chunk id holds its chunker's id, so the sentences points' ``chunks`` key and output
