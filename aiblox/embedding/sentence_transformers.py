@@ -70,11 +70,13 @@ def _files(folder: Path) -> list[Path]:
 
 def model_digest(folder: str | Path) -> str:
     """sha256 of the folder's files: each relative path and the sha256 of its bytes, in path
-    order (memoised per process by the files' sizes and modification times)."""
+    order (memoised per process by the files' sizes, modification and change times and inodes:
+    a file rewritten at its old size with its old modification time put back still has a new
+    change time, which no program can set)."""
     folder = Path(folder)
     files = _files(folder)
-    stamp = tuple((p.relative_to(folder).as_posix(), p.stat().st_size, p.stat().st_mtime_ns)
-                  for p in files)
+    stamp = tuple((p.relative_to(folder).as_posix(), st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                   st.st_ino) for p in files for st in (p.stat(),))
     memo = (str(folder.resolve()), stamp)
     if memo not in _DIGESTS:
         h = hashlib.sha256()

@@ -109,3 +109,24 @@ def test_the_same_model_files_under_another_id_are_one_model(tmp_path):
     for plain in ("vectors.parquet", "corpus.v2.parquet", "all-MiniLM-L6-v2.parquet",
                   "corpus.all-MiniLM-L6-v2.csv"):
         assert named_model(plain) is None
+
+
+def test_a_file_rewritten_at_its_size_and_time_changes_the_digest_in_one_process(tmp_path):
+    """The memo was keyed by size and modification time: a weights file rewritten at the same
+    size, its modification time put back (a copy tool keeping times), kept its old digest, and
+    so the old model id, until the process ended."""
+    import os
+
+    from aiblox.embedding.sentence_transformers import model_digest
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    weights = folder / "model.safetensors"
+    weights.write_bytes(b"A" * 64)
+    before = model_digest(folder)
+    st = weights.stat()
+    weights.write_bytes(b"B" * 64)
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert weights.stat().st_size == st.st_size and weights.stat().st_mtime_ns == st.st_mtime_ns
+    assert model_digest(folder) != before
+    assert model_digest(folder) == model_digest(folder)  # memoised once again
