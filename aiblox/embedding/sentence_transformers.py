@@ -41,7 +41,7 @@ __all__ = ["FINETUNED", "SentenceTransformerEmbedder", "find_model", "is_trained
            "load_sentence_transformer", "model_digest", "model_folder", "quiet_transformers",
            "trained_folder", "trained_ref", "trained_table", "unknown_trained", "use_trained"]
 
-_DIGESTS: dict[tuple[str, tuple[tuple[str, int, int], ...]], str] = {}
+_DIGESTS: dict[tuple[str, tuple[tuple[str, int, int, int, int], ...]], str] = {}
 """Folder digests of this process, by path and every file's (name, size, mtime)."""
 
 
