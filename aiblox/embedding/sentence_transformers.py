@@ -42,7 +42,7 @@ __all__ = ["FINETUNED", "SentenceTransformerEmbedder", "find_model", "is_trained
            "trained_folder", "trained_ref", "trained_table", "unknown_trained", "use_trained"]
 
 _DIGESTS: dict[tuple[str, tuple[tuple[str, int, int, int, int], ...]], str] = {}
-"""Folder digests of this process, by path and every file's (name, size, mtime)."""
+"""Folder digests of this process, by path and every file's (name, size, mtime, ctime, inode)."""
 
 
 def _files(folder: Path) -> list[Path]:
