@@ -113,9 +113,9 @@ class BatchFusion:
     """The full-text and vector lists of a batch of queries (a sweep: one split), indexed for
     fast repeated fusion."""
 
-    _vocab: tuple[list[Any], np.ndarray] | None
+    _vocab: tuple[list[Any], np.ndarray]
     """The batch's distinct document ids sorted, and each position's code into them (what
-    :meth:`to_arrays` writes), when built from the lists."""
+    :meth:`to_arrays` writes and :meth:`from_arrays` reads)."""
 
     def __init__(self, qids: list[str], text: list[list[Any]], vec: list[list[Any]]) -> None:
         self.qids = list(qids)
@@ -150,12 +150,12 @@ class BatchFusion:
         self._set(docs[codes], ranks[0], ranks[1],
                   np.bincount(seg, minlength=len(self.qids)).astype(np.int64),
                   ((lists[0].scores, lists[0].offsets), (lists[1].scores, lists[1].offsets)),
-                  (pos[0], pos[1]))
-        self._vocab = (vocab, codes)
+                  (pos[0], pos[1]), (vocab, codes))
 
     def _set(self, docs: np.ndarray, rank_t: np.ndarray, rank_v: np.ndarray,
              counts: np.ndarray, flat: tuple[tuple[np.ndarray, np.ndarray], ...],
-             flat_pos: tuple[np.ndarray, np.ndarray]) -> None:
+             flat_pos: tuple[np.ndarray, np.ndarray],
+             vocab: tuple[list[Any], np.ndarray]) -> None:
         """The index's arrays (from the lists, or from :meth:`to_arrays`' form)."""
         self.docs = docs
         self.rank_t, self.rank_v = rank_t, rank_v
@@ -170,7 +170,7 @@ class BatchFusion:
         self._flat = list(flat)
         self._flat_pos = flat_pos
         self._where: list[dict[str, int]] | None = None
-        self._vocab = None
+        self._vocab = vocab
         self._norm: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._fill: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray]] = {}
         self._top: dict[tuple[str, bool], tuple[float, float]] = {}
@@ -185,13 +185,7 @@ class BatchFusion:
         position's document as a code into the sorted distinct ids), which
         :meth:`from_arrays` turns back into an equal index in milliseconds, where building it
         from a signals output reads every hit in Python; None when an id is not a string."""
-        if self._vocab is not None:
-            vocab, doc_code = self._vocab
-        else:
-            docs = self.docs.tolist()
-            vocab = sorted(set(docs))
-            code = {d: i for i, d in enumerate(vocab)}
-            doc_code = np.fromiter((code[d] for d in docs), dtype=np.int64, count=len(docs))
+        vocab, doc_code = self._vocab
         if not all(map(isinstance, self.qids, repeat(str))) or \
                 not all(map(isinstance, vocab, repeat(str))):
             return None
@@ -232,7 +226,7 @@ class BatchFusion:
                   tuple((np.ascontiguousarray(raw, dtype=np.float64),
                          np.ascontiguousarray(off, dtype=np.int64)) for raw, off in flat),
                   (np.ascontiguousarray(a["pos_t"], dtype=np.int64),
-                   np.ascontiguousarray(a["pos_v"], dtype=np.int64)))
+                   np.ascontiguousarray(a["pos_v"], dtype=np.int64)), (vocab.tolist(), codes))
         return self
 
     def _raw(self, li: int) -> list[list[float]]:
