@@ -6,24 +6,9 @@ from __future__ import annotations
 
 from _notebook_runs import output_text, run_notebook_once
 
-BM25_SPEC = """
-name = "board_bm25"
-dataset = "sample"
-tune_split = "train"
-report_split = "test"
-backend = "duckdb"
-embedder = "hashing"
-metrics = ["ndcg@10", "recall@10"]
-primary = "ndcg@10"
-[base]
-mode = "bm25"
-top_k_items = 10
-fts = { top_k = 10 }
-[grid]
-k1 = [0.4, 2.0]
-b = [0.2, 1.0]
-[baseline]
-"""
+from tests.sweep.spec_text import board_bm25
+
+BM25_SPEC = board_bm25([0.4, 2.0], baseline=True)
 
 
 def test_sweep_board_plots_a_bm25_sweep_by_its_own_settings(tmp_path, monkeypatch):

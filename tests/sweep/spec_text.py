@@ -1,4 +1,5 @@
-"""The smallest valid sweep spec, and writing spec text to a file (shared by the spec tests)."""
+"""The smallest valid sweep spec, a bm25 board spec, and writing spec text to a file (shared by
+the spec, sweep board and notebook tests)."""
 
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,28 @@ tune_split = "train"
 report_split = "test"
 embedder = "hashing"
 """
+
+
+def board_bm25(k1: list[float], baseline: bool = False) -> str:
+    """A bm25 sweep of the sample over ``k1`` x b 0.2, 1.0 (``board_bm25``), with the base as a
+    named ``[baseline]`` when asked: what the sweep board tests plot by its own settings."""
+    return f"""
+name = "board_bm25"
+dataset = "sample"
+tune_split = "train"
+report_split = "test"
+backend = "duckdb"
+embedder = "hashing"
+metrics = ["ndcg@10", "recall@10"]
+primary = "ndcg@10"
+[base]
+mode = "bm25"
+top_k_items = 10
+fts = {{ top_k = 10 }}
+[grid]
+k1 = {k1!r}
+b = [0.2, 1.0]
+""" + ("[baseline]\n" if baseline else "")
 
 
 def as_logged(sample_spec: Any) -> Any:

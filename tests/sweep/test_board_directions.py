@@ -27,6 +27,7 @@ from aiblox.sweep import (
     swept_axes,
 )
 from aiblox.sweep.frames import CHOSEN, point_settings
+from tests.sweep.spec_text import board_bm25
 
 runner = CliRunner()
 
@@ -53,23 +54,7 @@ policy = "R2_POLICY_V1"
 {extra}
 """
 
-BM25 = """
-name = "board_bm25"
-dataset = "sample"
-tune_split = "train"
-report_split = "test"
-backend = "duckdb"
-embedder = "hashing"
-metrics = ["ndcg@10", "recall@10"]
-primary = "ndcg@10"
-[base]
-mode = "bm25"
-top_k_items = 10
-fts = { top_k = 10 }
-[grid]
-k1 = [0.4, 0.9, 2.0]
-b = [0.2, 1.0]
-"""
+BM25 = board_bm25([0.4, 0.9, 2.0])
 
 
 def _spec(folder, text: str, name: str):
