@@ -65,6 +65,7 @@ __all__ = [
     "load_dataset",
     "read_answers",
     "read_queries",
+    "tab_qrels_splits",
     "warn_lexical_gaps",
 ]
 
@@ -525,26 +526,41 @@ def _lexical_gaps(corpus: Mapping[str, ItemRecord], queries: dict[str, str],
     return {what: gap for what, gap in found.items() if gap}
 
 
+def tab_qrels_splits(src: TabularSource, queries: dict[str, str], read_mixed: bool = True
+                     ) -> tuple[list[str], Callable[[str], list[QrelsRow]]]:
+    """A tabular source's qrels splits, sorted, and a reader of one split's rows (each row
+    checked alone): a split's own table is read when its rows are asked for, a table of mixed
+    splits (a split column) once, here (not at all without ``read_mixed``: its splits are then
+    not listed)."""
+    mapping = src.columns.get("qrels", {})
+    mixed = src.qrels.get(None)
+    rows: dict[str, list[QrelsRow]] = {}
+    if mixed is not None and read_mixed:
+        rows = tab_qrels_rows(mixed, mapping, None, src.default_split, queries)
+
+    def split_rows(split: str) -> list[QrelsRow]:
+        table = src.qrels.get(split)
+        if table is None:
+            return rows.get(split, [])
+        return tab_qrels_rows(table, mapping, split, src.default_split, queries).get(split, [])
+
+    return sorted({*rows, *(s for s in src.qrels if s is not None)}), split_rows
+
+
 def _load_tabular(src: TabularSource, path: Path, name: str, splits: list[str] | None
                   ) -> Dataset:
     hasher, corpus_hasher = hashlib.sha256(), hashlib.sha256()
     corpus = {it.id: it for it in tab_corpus(src.corpus, src.columns.get("corpus", {}), name,
                                               Both(hasher, corpus_hasher))}
     queries = tab_queries(src.queries, src.columns.get("queries", {}), hasher)
-    mapping = src.columns.get("qrels", {})
-    rows: dict[str, list[QrelsRow]] = {}
     mixed = src.qrels.get(None)
-    if mixed is not None and splits != []:
-        rows = tab_qrels_rows(mixed, mapping, None, src.default_split, queries)
-    known = sorted({*rows, *(s for s in src.qrels if s is not None)})
+    known, split_rows = tab_qrels_splits(src, queries, read_mixed=splits != [])
     where = src.where or path
 
     def read(base: str) -> tuple[dict[str, dict[str, int]], int, int, str]:
         table = src.qrels.get(base)
-        got = rows.get(base, []) if table is None else \
-            tab_qrels_rows(table, mapping, base, src.default_split, queries)[base]
         label = table.label if table is not None else (mixed.label if mixed else base)
-        return (*tab_judged(base, got, corpus, hasher), label)
+        return (*tab_judged(base, split_rows(base), corpus, hasher), label)
 
     try:
         return _assemble(name, path, where, corpus, queries, splits, known, read, hasher,

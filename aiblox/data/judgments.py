@@ -10,10 +10,10 @@ import warnings
 from pathlib import Path
 
 from aiblox.data.beir import read_qrels
-from aiblox.data.dataset import read_answers, read_queries
+from aiblox.data.dataset import read_answers, read_queries, tab_qrels_splits
 from aiblox.data.find import available_splits, find_dataset
 from aiblox.data.rules import NoHash
-from aiblox.data.tables import QrelsRow, tab_judged, tab_qrels_rows, tabular_source
+from aiblox.data.tables import tab_judged, tabular_source
 
 __all__ = ["check_judgments"]
 
@@ -34,16 +34,9 @@ def check_judgments(name_or_path: str | Path) -> None:
                 read_qrels(path / "qrels" / f"{base}.tsv", NoHash(), queries, {})
         else:
             queries = read_queries(path)
-            mapping = src.columns.get("qrels", {})
-            mixed = src.qrels.get(None)
-            rows: dict[str, list[QrelsRow]] = {}
-            if mixed is not None:
-                rows = tab_qrels_rows(mixed, mapping, None, src.default_split, queries)
-            for split in sorted({*rows, *(s for s in src.qrels if s is not None)}):
-                table = src.qrels.get(split)
-                got = rows.get(split, []) if table is None else tab_qrels_rows(
-                    table, mapping, split, src.default_split, queries).get(split, [])
-                tab_judged(split, got, {}, NoHash())
+            known, split_rows = tab_qrels_splits(src, queries)
+            for split in known:
+                tab_judged(split, split_rows(split), {}, NoHash())
             apath = src.answers
         if apath is not None and apath.exists():
             read_answers(apath, NoHash(), queries, {})
