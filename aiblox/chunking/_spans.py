@@ -14,18 +14,22 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
 from aiblox.chunking.base import Chunk, make_chunk_id
+from aiblox.text.terminals import CLOSING_MARKS, OTHER_SENTENCE_TERMINALS
 from aiblox.text.token_offsets import token_char_offsets, utf8_safe
 from aiblox.text.tokens import get_encoding
 
 Span = tuple[int, int]
 
 # A sentence ends after . ! ? or … (plus closing quotes or brackets) followed by whitespace and a
-# character that is not a lower-case ASCII letter ("e.g. the" stays whole); a blank line always
-# ends one, whatever its line endings: \n, \r\n or \r (CommonMark's; a \r\n is one ending,
-# never a blank line by itself).
+# character that is not a lower-case ASCII letter ("e.g. the" stays whole); after any other
+# Unicode sentence terminator (。！？ ؟ ।: aiblox.text.terminals) whatever follows, since CJK text
+# puts no space after one; a blank line always ends one, whatever its line endings: \n, \r\n or
+# \r (CommonMark's; a \r\n is one ending, never a blank line by itself).
 _EOL = r"(?:\r\n|\r(?!\n)|\n)"
 _SENTENCE_BREAK = re.compile(
-    r"""[.!?\u2026]+["'\u201d\u2019\u00bb)\]]*\s+(?=[^\sa-z])"""  # end mark, closers, space
+    rf"""[.!?\u2026]*[{OTHER_SENTENCE_TERMINALS}][.!?\u2026{OTHER_SENTENCE_TERMINALS}]*"""
+    rf"""{CLOSING_MARKS}\s*"""  # a terminator of another script, its closers, any space
+    r"""|[.!?\u2026]+["'\u201d\u2019\u00bb)\]]*\s+(?=[^\sa-z])"""  # end mark, closers, space
     rf"""|{_EOL}[ \t]*{_EOL}\s*"""  # a blank line
 )
 

@@ -120,10 +120,11 @@ class HeadingChunker:
     """
 
     name: ClassVar[str] = "headings"
-    version: ClassVar[int] = 3
+    version: ClassVar[int] = 4
     """2: lines split at CommonMark's endings only, fences closed by a bare fence line, and a
     title of closing ``#``s alone empty (1 read ``para\\x0b# fake`` as a heading); 3: a blank
-    line between ``\\r\\n`` or ``\\r`` endings ends a sentence, as one between ``\\n`` did."""
+    line between ``\\r\\n`` or ``\\r`` endings ends a sentence, as one between ``\\n`` did;
+    4: the terminators of other scripts (``。``) end a sentence, as in ``sentences`` 3."""
 
     def __init__(self, max_chunk_tokens: int = 256, overlap_tokens: int = 0,
                  include_headers: bool = True, encoding: str = DEFAULT_ENCODING) -> None:

@@ -17,18 +17,21 @@ class SentenceChunker(BudgetedChunker):
 
     Sentences come from a regular expression: a sentence ends after ``.``, ``!``, ``?`` or ``…``
     (with any closing quotes or brackets) followed by whitespace and a character that is not a
-    lower-case ASCII letter, and at every blank line (its line endings ``\\n``, ``\\r\\n`` or
-    ``\\r``). A sentence longer than the budget is cut into token windows. ``overlap_tokens >
-    0`` repeats whole trailing sentences: the next chunk starts with the longest run of the
-    previous chunk's last sentences holding at most
+    lower-case ASCII letter, after any other Unicode sentence terminator (``。``, ``！``, ``？``,
+    ``؟``, ``।``, ...: :mod:`aiblox.text.terminals`) whatever follows, and at every blank line
+    (its line endings ``\\n``, ``\\r\\n`` or ``\\r``). A sentence longer than the budget is
+    cut into token windows. ``overlap_tokens > 0`` repeats whole trailing sentences: the next
+    chunk starts with the longest run of the previous chunk's last sentences holding at most
     ``overlap_tokens`` tokens (none when even the last sentence is longer). Chunks are trimmed of
     surrounding whitespace, so every non-whitespace character lies in some chunk.
     """
 
     name: ClassVar[str] = "sentences"
-    version: ClassVar[int] = 2
+    version: ClassVar[int] = 3
     """2: a blank line between ``\\r\\n`` or ``\\r`` endings ends a sentence, as one between
-    ``\\n`` did (1 ran ``Introduction\\r\\n\\r\\nthe method`` into one sentence)."""
+    ``\\n`` did (1 ran ``Introduction\\r\\n\\r\\nthe method`` into one sentence); 3: the
+    terminators of other scripts end one (2 ran a CJK paragraph, which puts no space after
+    ``。``, into one sentence, cut by token windows wherever the budget fell)."""
 
     def __init__(self, max_chunk_tokens: int = 256, overlap_tokens: int = 0,
                  encoding: str = DEFAULT_ENCODING) -> None:

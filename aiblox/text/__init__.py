@@ -11,6 +11,7 @@ from aiblox.text.lexical_gaps import (
     lexical_gaps,
 )
 from aiblox.text.snippet import ELLIPSIS, make_snippet
+from aiblox.text.terminals import CLOSING_MARKS, OTHER_SENTENCE_TERMINALS
 from aiblox.text.token_offsets import token_char_offsets, utf8_safe
 from aiblox.text.tokens import (
     DEFAULT_ENCODING,
@@ -24,12 +25,14 @@ __all__ = [
     "ANALYZERS",
     "ANALYZER_ID",
     "Analyzer",
+    "CLOSING_MARKS",
     "DEFAULT_ENCODING",
     "DUCKDB_FTS",
     "ELLIPSIS",
     "ENGLISH_STOP_WORDS",
     "LexicalGaps",
     "OFFLINE_ENCODINGS",
+    "OTHER_SENTENCE_TERMINALS",
     "TOKEN_PATTERN",
     "analyze",
     "analyzer_tokens",

@@ -99,9 +99,9 @@ def test_chunk_ids_differ_between_parameter_sets_and_documents() -> None:
 def test_chunker_id_spells_out_parameters() -> None:
     assert (get_chunker("token_window").chunker_id
             == "token_window(max=256,overlap=32,enc=cl100k_base,v=2)")
-    assert get_chunker("sentences").chunker_id == "sentences(max=256,overlap=0,enc=cl100k_base,v=2)"
+    assert get_chunker("sentences").chunker_id == "sentences(max=256,overlap=0,enc=cl100k_base,v=3)"
     assert (get_chunker("headings", include_headers=False).chunker_id
-            == "headings(max=256,overlap=0,headers=false,enc=cl100k_base,v=3)")
+            == "headings(max=256,overlap=0,headers=false,enc=cl100k_base,v=4)")
     assert get_chunker("whole").chunker_id == "whole(enc=cl100k_base,v=1)"
 
 

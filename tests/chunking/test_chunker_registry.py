@@ -119,11 +119,11 @@ def test_none_means_the_chunker_default() -> None:
 
 def test_make_chunker_from_a_retrieval_config() -> None:
     chunker = make_chunker(ChunkingConfig())
-    assert chunker.chunker_id == "sentences(max=256,overlap=0,enc=cl100k_base,v=2)"
+    assert chunker.chunker_id == "sentences(max=256,overlap=0,enc=cl100k_base,v=3)"
     config = ChunkingConfig(chunker_id="headings", include_headers=False, max_chunk_tokens=64,
                             overlap_tokens=8)
     chunker = make_chunker(config, encoding="o200k_base")
-    assert chunker.chunker_id == "headings(max=64,overlap=8,headers=false,enc=o200k_base,v=3)"
+    assert chunker.chunker_id == "headings(max=64,overlap=8,headers=false,enc=o200k_base,v=4)"
     with pytest.raises(UnknownChunkerError):
         make_chunker(ChunkingConfig(chunker_id="nope"))
 

@@ -139,4 +139,4 @@ def test_a_title_of_closing_hashes_alone_is_empty() -> None:
 
 
 def test_the_version_names_the_new_rules() -> None:
-    assert get_chunker("headings").chunker_id.endswith(",v=3)")
+    assert get_chunker("headings").chunker_id.endswith(",v=4)")
