@@ -37,7 +37,9 @@ sweep's cache lies.
 
 The stage's key holds the model's id (its files' sha256, ``max_length``, the device class off
 the CPU), never its path, with ``top_n``, ``alpha``, ``normalize``, ``rest`` and
-``max_length``; ``batch_size`` and ``device`` change no score's meaning and stay out of it.
+``max_length``; ``batch_size`` and ``device`` change no score's meaning and stay out of it
+(their last bits can move: a batch is padded to its longest pair, as the README's Determinism
+section says of MiniLM's vectors).
 Refused before any work (one line): a model that is not there or not a cross-encoder (a
 bi-encoder folder such as MiniLM's), ``max_length`` beyond what the model reads (its position
 embeddings: :func:`~aiblox.embedding.cross_encoder.check_max_length`; for ``finetune``, the
