@@ -5,6 +5,8 @@ points the evidence that entered or left per query."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
 from aiblox.cli._common import (
@@ -16,6 +18,9 @@ from aiblox.cli._common import (
     print_json,
 )
 from aiblox.cli._defaults import TRACKING_URI
+
+if TYPE_CHECKING:
+    from aiblox.sweep.compare import MetricDelta
 
 RUN_HELP = ("a 32-hex MLflow run id, SWEEP:LABEL (a label or its unique prefix; SWEEP:best, "
             "SWEEP:baseline), a config-hash prefix (aiblox runs lists them) or a run-hash "
@@ -94,7 +99,7 @@ def compare(
               if correction != "none" else "uncorrected")
     table = Table(title=f"{result.name_b or result.label_b} (B) vs "
                         f"{result.name_a or result.label_a} (A) on {result.split}, "
-                        f"{result.n_queries} queries, {TEST_NAMES[stat]}, {family}")
+                        f"{result.queries_shared} queries, {TEST_NAMES[stat]}, {family}")
     for col in ("metric", "better", "A", "B", "delta", "p", "p (adjusted)", "win", "tie",
                 "loss"):
         table.add_column(col, justify="left" if col in ("metric", "better") else "right")
@@ -107,10 +112,15 @@ def compare(
                                                      result.datasets, strict=True))
         out.print(f"different datasets: A was scored on {a}, B on {b}; their queries are "
                   f"paired by id (--across-datasets)", markup=False, highlight=False)
-    if (result.queries_a, result.queries_b) != (result.n_queries, result.n_queries):
+    partial = result.partial()
+    shared = result.queries_shared
+    if (result.queries_a, result.queries_b) != (shared, shared):
         out.print(f"query sets differ: A has {result.queries_a} queries on {result.split}, "
-                  f"B has {result.queries_b}, {result.n_queries} shared; every number below "
-                  f"is over the {result.n_queries} shared", markup=False, highlight=False)
+                  f"B has {result.queries_b}, {shared} shared; every number below is over the "
+                  f"{shared} shared" + (", but for the metrics named next" if partial else ""),
+                  markup=False, highlight=False)
+    for m in partial:  # a metric without a value for some queries: its row counts fewer
+        out.print(_partial_line(m), markup=False, highlight=False)
     out.print(table)
     out.print(legend("A", result.alpha), markup=False, highlight=False)
     p = result.primary_row
@@ -145,3 +155,16 @@ def compare(
                 ev.add_row(c.query_id, ", ".join(c.entered) or "-", ", ".join(c.left) or "-",
                            str(c.kept) + (" (reordered)" if c.reordered else ""))
             out.print(ev)
+
+
+def _partial_line(m: MetricDelta) -> str:
+    """One line for a metric scored on fewer queries than the comparison counts: how many each
+    run has a value for, how many are shared (what its row is over), and whose logged mean is
+    over other queries than the row's A or B."""
+    k = m.shared
+    own = [f"{who}'s logged mean is over its {n}" for who, n in (("A", m.n_a), ("B", m.n_b))
+           if n != k]
+    return (f"{m.metric} has values for fewer queries: A {m.n_a}, B {m.n_b}, {k} shared; "
+            + (f"its A, B, delta, test and win/tie/loss are over the {k} shared" if k
+               else "none shared, its row compares nothing")
+            + (f" ({', '.join(own)})" if own else ""))

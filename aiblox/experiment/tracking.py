@@ -15,9 +15,10 @@ carries tag ``aiblox.kind=point`` (what ``verify`` accepts), ``aiblox.source=eva
 values, which ``verify`` compares) and their p-values, and artifacts ``manifest.json``,
 ``run.<split>.trec``, ``per_query.<split>.parquet`` and ``experiment.json`` (the whole table,
 :meth:`Experiment.as_json`). An external run file has no config to re-execute: its run
-(``aiblox.kind=run``) holds the file's sha256 and path as params, the metrics, the per-query
-values, the run file and ``experiment.json``. mlflow is imported here only through the tracking
-module (the ``tracking`` extra).
+(``aiblox.kind=run``) holds the file's sha256 and path and the dataset's name as params (the
+dataset's hash is the tag ``aiblox.dataset_hash``: ``aiblox compare`` names a dataset by both),
+the metrics, the per-query values, the run file and ``experiment.json``. mlflow is imported
+here only through the tracking module (the ``tracking`` extra).
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ def log_experiment(exp: Experiment, manifests: Mapping[str, PointManifest], trac
             per_query={split: s.per_query}, manifest=m,
             dataset_hash=s.hashes["dataset"],
             params={} if m is not None else {"run_file": str(s.source),
-                                             "run_file_sha256": s.hashes.get("file", "")},
+                                             "run_file_sha256": s.hashes.get("file", ""),
+                                             "dataset": exp.dataset},
             tags={"aiblox.source": "eval", "aiblox.eval_id": eval_id,
                   TAG_PRIMARY: exp.metrics[0], f"{TAG_TREC_HASH}.{split}": s.hashes["run"],
                   "aiblox.baseline": str(s.name == exp.baseline).lower(),

@@ -11,13 +11,17 @@ The runs are named by any reference :func:`aiblox.sweep.runs.resolve_run` takes 
 or Fisher randomisation test) and win/tie/loss all come from the ``per_query.<split>.parquet``
 artifacts, over the queries both runs have, paired by id: a run's logged mean
 (``<split>.<metric>``) is over its own queries, so two runs scored on different query sets
-would otherwise show a delta their test and counts do not describe. Runs that share no query
-are refused. The metrics compared form one family whose p-values are adjusted together (Holm's
-correction by default; Bonferroni's, or none). Pipeline points with selection also log
-``evidence.<split>.parquet`` (``query_id, rank, chunk_id, item_id``: the selected evidence in
-order); when both runs have it, :attr:`RunComparison.evidence` lists per query the chunks only
-B selected (entered) and only A selected (left), and :attr:`RunComparison.evidence_summary`
-counts them. mlflow is imported lazily (the ``tracking`` extra).
+would otherwise show a delta their test and counts do not describe. The pairing is per metric:
+a metric may have no value for some queries (``citation_precision`` only for a query answered
+with citations), so each row counts its own queries (:attr:`MetricDelta.n`, ``n_a``, ``n_b``)
+and :meth:`RunComparison.partial` names the rows over fewer than the comparison's. Runs that
+share no query are refused. The metrics compared form one family whose p-values are adjusted
+together (Holm's correction by default; Bonferroni's, or none). Pipeline points with selection
+also log ``evidence.<split>.parquet`` (``query_id, rank, chunk_id, item_id``: the selected
+evidence in order); when both runs have it, :attr:`RunComparison.evidence` lists per query the
+chunks only B selected (entered) and only A selected (left), and
+:attr:`RunComparison.evidence_summary` counts them. mlflow is imported lazily (the ``tracking``
+extra).
 """
 
 from __future__ import annotations
@@ -58,9 +62,10 @@ class MetricDelta(_Strict):
     metric: str
     """ranx metric name, e.g. ``ndcg@10``."""
     a: float
-    """A's mean over the queries both runs have (its logged mean when the query sets agree)."""
+    """A's mean over the :attr:`n` queries paired: its logged mean when those are all of A's
+    (:attr:`n_a`)."""
     b: float
-    """B's mean over the queries both runs have."""
+    """B's mean over the :attr:`n` queries paired."""
     delta: float
     """``b - a``."""
     direction: Direction = "higher"
@@ -80,9 +85,21 @@ class MetricDelta(_Strict):
     dropped: int = 0
     """Queries both runs have where either value is NaN: left out of the means, the test and
     the counts (:attr:`aiblox.metrics.Comparison.dropped`)."""
-    n: int = Field(default=0, exclude=True)
-    """Queries both runs have a value for (not serialised: ``aiblox compare --json`` prints
-    the run's ``n_queries``)."""
+    n: int = 0
+    """Queries the means, the test and win/tie/loss are over: those both runs have a value of
+    this metric for, less :attr:`dropped`."""
+    n_a: int = 0
+    """Queries A has a value of this metric for, which its logged mean is over. A metric may
+    have none for some queries (``citation_precision`` only for a query answered with
+    citations), so this can be fewer than :attr:`RunComparison.queries_a`."""
+    n_b: int = 0
+    """Queries B has a value of this metric for."""
+
+    @property
+    def shared(self) -> int:
+        """Queries both runs have a value of this metric for, NaN or not (:attr:`n` +
+        :attr:`dropped`)."""
+        return self.n + self.dropped
 
 
 class EvidenceChange(_Strict):
@@ -139,8 +156,9 @@ class RunComparison(_Strict):
     """The dataset hashes of A and B when they differ (paired by query id anyway, asked for
     with ``across_datasets``); empty when both were scored on one dataset."""
     dataset_names: list[str] = Field(default_factory=list)
-    """The names of those datasets, beside :attr:`datasets` (a manifest's ``dataset``, else a
-    notebook run's ``dataset`` param; "" when the run records none)."""
+    """The names of those datasets, beside :attr:`datasets` (:func:`~aiblox.engine.tracking.
+    read_dataset_name`: a manifest's ``dataset``, else a run's ``dataset`` param, else its
+    ``experiment.json``'s; "" when the run records none)."""
     split: str
     """Split compared."""
     primary: str
@@ -148,12 +166,16 @@ class RunComparison(_Strict):
     primary (its sweep's, or the first metric ``aiblox eval`` computed), else ``ndcg@10`` or the
     first default metric both have."""
     n_queries: int
-    """Queries both runs have per-query values of the primary metric for: what the means,
-    deltas, tests and win/tie/loss are over."""
+    """Queries both runs have per-query values of the primary metric for: what its mean,
+    delta, test and the headline win/tie/loss are over."""
     queries_a: int = 0
     """Queries A has per-query values for (any metric compared)."""
     queries_b: int = 0
     """Queries B has per-query values for."""
+    queries_shared: int = 0
+    """Queries both have per-query values for (any metric compared). A metric's row is over
+    its own shared queries (:attr:`MetricDelta.n`): these, unless the metric has no value for
+    some of them (:meth:`partial`)."""
     test: str
     """Paired test used (``student``, ``wilcoxon`` or ``fisher``)."""
     correction: str = "holm"
@@ -178,6 +200,13 @@ class RunComparison(_Strict):
     def primary_row(self) -> MetricDelta:
         """The row of the primary metric."""
         return next(m for m in self.metrics if m.metric == self.primary)
+
+    def partial(self) -> list[MetricDelta]:
+        """The rows scored on fewer queries than the runs have: a metric with no value for
+        some of :attr:`queries_a`, :attr:`queries_b` or :attr:`queries_shared` (its A and B
+        are then not over the queries the comparison counts, nor perhaps its logged means)."""
+        whole = (self.queries_a, self.queries_b, self.queries_shared)
+        return [m for m in self.metrics if (m.n_a, m.n_b, m.shared) != whole]
 
 
 def per_query_metrics(client: Any, run_id: str, split: str) -> dict[str, dict[str, float]]:
@@ -327,17 +356,6 @@ def dataset_text(name: str, digest: str | None) -> str:
     return f"{name} ({str(digest)[:16]})" if name else str(digest)[:16]
 
 
-def _dataset_name(client: Any, run: Any) -> str:
-    """The name of the dataset ``run`` was scored on: its manifest's, else its ``dataset``
-    param (a notebook's run); "" when it records neither."""
-    from aiblox.engine.tracking import read_manifest
-
-    try:
-        return read_manifest(client, run.info.run_id, run).dataset
-    except ValueError:
-        return str(run.data.params.get("dataset", ""))
-
-
 def _shared_split(client: Any, runs: list[Any], split: str | None) -> str:
     """The split to compare on: ``split`` when both runs logged per-query values of it, the
     one split both logged when None (``test`` among several); else ``ValueError`` naming the
@@ -362,7 +380,7 @@ def _shared_split(client: Any, runs: list[Any], split: str | None) -> str:
 def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str | None,
                   primary: str | None, alpha: float, test: StatTest, correction: Correction,
                   across_datasets: bool = False) -> RunComparison:
-    from aiblox.engine.tracking import tracking_client
+    from aiblox.engine.tracking import read_dataset_name, tracking_client
     from aiblox.sweep.runs import resolve_run
 
     refs = [resolve_run(r, tracking_uri) for r in (run_a, run_b)]
@@ -376,7 +394,7 @@ def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str | None,
             raise ValueError(f"no MLflow run {rid} in {tracking_uri}") from exc
     datasets = [r.data.tags.get("aiblox.dataset_hash") for r in runs]
     differ = None not in datasets and datasets[0] != datasets[1]
-    names = [_dataset_name(client, r) for r in runs] if differ else []
+    names = [read_dataset_name(client, r) for r in runs] if differ else []
     if differ and not across_datasets:
         a, b = (dataset_text(n, h) for n, h in zip(names, datasets, strict=True))
         same_name = names[0] == names[1] != ""
@@ -420,7 +438,8 @@ def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str | None,
                                 p_value=c.p_value, p_adjusted=adjusted[m],
                                 significant=adjusted[m] <= alpha, wins=c.wins, ties=c.ties,
                                 losses=c.losses, dropped=c.dropped,
-                                n=c.wins + c.ties + c.losses))
+                                n=c.wins + c.ties + c.losses, n_a=len(pq_a[m]),
+                                n_b=len(pq_b[m])))
     n = len(set(pq_a[prim]) & set(pq_b[prim]))
 
     def label(r: Any) -> str:
@@ -436,7 +455,7 @@ def _compare_runs(run_a: str, run_b: str, tracking_uri: str, split: str | None,
                          label_a=label(runs[0]),
                          label_b=label(runs[1]), name_a=refs[0].name, name_b=refs[1].name,
                          split=split, primary=prim, n_queries=n, queries_a=len(own[0]),
-                         queries_b=len(own[1]), test=test,
+                         queries_b=len(own[1]), queries_shared=len(own[0] & own[1]), test=test,
                          correction=correction, alpha=alpha, metrics=rows,
                          moved=query_moves(pq_a[prim], pq_b[prim], prim), evidence=evidence,
                          evidence_summary=summary)

@@ -22,10 +22,11 @@ and primary metric on the tune and report splits. ``aiblox runs`` prints both.
 A hash prefix matching several runs of one point (the same sweep, config hash, dataset hash and
 splits: ``aiblox eval --mlflow`` run twice) is that point's latest finished run. A reference
 matching several points raises :class:`AmbiguousRun` naming every candidate as ``SWEEP:LABEL``
-(config hash, run id); one matching none raises ``ValueError`` saying what was tried. The same
-config hash logged by two sweeps is two points: qualify it with its sweep
-(``SWEEP:HASHPREFIX``). ``aiblox compare``, ``aiblox eval verify`` and the notebooks resolve
-through here. mlflow is imported lazily (the ``tracking`` extra).
+(config hash, run id): a scored run file (no config) by its file's sha256 and dataset, and any
+candidate by dataset and splits where the candidates differ in those; one matching none raises
+``ValueError`` saying what was tried. The same config hash logged by two sweeps is two points:
+qualify it with its sweep (``SWEEP:HASHPREFIX``). ``aiblox compare``, ``aiblox eval verify``
+and the notebooks resolve through here. mlflow is imported lazily (the ``tracking`` extra).
 """
 
 from __future__ import annotations
@@ -38,9 +39,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from aiblox.engine.settings import ranking_order
-from aiblox.engine.tracking import find_sweep_run, metric_key, tag_filter, tracking_client
+from aiblox.engine.tracking import (
+    find_sweep_run,
+    metric_key,
+    read_dataset_name,
+    tag_filter,
+    tracking_client,
+)
 from aiblox.engine.tracking.layout import (
     TAG_CONFIG,
+    TAG_DATASET,
     TAG_KIND,
     TAG_PARENT,
     TAG_RUN_HASH,
@@ -336,11 +344,15 @@ def _sweep_names(client: Any, runs: list[Any]) -> dict[str, str]:
     return names
 
 
-def _one(ref: str, matches: list[RunRef], what: str) -> RunRef:
+def _one(ref: str, matches: list[RunRef], what: str,
+         details: dict[str, str] | None = None) -> RunRef:
+    """The one match, else :class:`AmbiguousRun` listing the first ten as ``SWEEP:LABEL
+    (DETAILS, run ID)``: ``details`` by run id (:func:`_details`), else its config hash."""
     if len(matches) == 1:
         return matches[0]
-    listed = "; ".join(f"{m.name} ({short_hash(m.config_hash)}, run {m.run_id})"
-                       for m in matches[:10])
+    details = details or {}
+    listed = "; ".join(f"{m.name} ({details.get(m.run_id, short_hash(m.config_hash))}, run "
+                       f"{m.run_id})" for m in matches[:10])
     more = f"; and {len(matches) - 10} more" if len(matches) > 10 else ""
     raise AmbiguousRun(f"{ref!r} is ambiguous: {len(matches)} points match its {what}: "
                        f"{listed}{more}")
@@ -396,12 +408,42 @@ def _run_hashes(run: Any, prefix: str = "") -> dict[str, str]:
             if k.startswith(_RUN_HASH_TAGS) and v.startswith(prefix)}
 
 
+def _splits(run: Any) -> tuple[str, ...]:
+    """The splits a logged run carries a run hash of, sorted."""
+    return tuple(sorted({k.split(".", 2)[2] for k in _run_hashes(run)}))
+
+
 def _same_point(run: Any, sweep: str) -> tuple[str, ...]:
     """What makes two logged runs one point: its sweep, config hash, dataset hash and splits
     (``aiblox eval --mlflow`` run twice logs one point twice)."""
     t = run.data.tags
-    splits = sorted({k.split(".", 2)[2] for k in _run_hashes(run)})
-    return (sweep, t.get(TAG_CONFIG, ""), t.get("aiblox.dataset_hash", ""), *splits)
+    return (sweep, t.get(TAG_CONFIG, ""), t.get(TAG_DATASET, ""), *_splits(run))
+
+
+def _details(client: Any, runs: list[Any]) -> dict[str, str]:
+    """Run id -> what tells the runs of several points apart in an ambiguity's listing: a
+    point's config hash, or for a scored run file (no config) the file's sha256 and the
+    dataset it was scored on; then the dataset (name and hash, as ``aiblox eval`` prints it)
+    when the runs' datasets differ, and the splits when theirs do. The same file scored on
+    two datasets is two points whose config hashes are alike (none)."""
+    datasets = {r.data.tags.get(TAG_DATASET, "") for r in runs}
+    splits = {_splits(r) for r in runs}
+    out: dict[str, str] = {}
+    for r in runs:
+        t, params = r.data.tags, r.data.params
+        parts = []
+        if t.get(TAG_CONFIG):
+            parts.append(short_hash(t[TAG_CONFIG]))
+        elif params.get("run_file_sha256"):
+            parts.append(f"file {short_hash(params['run_file_sha256'])}")
+        digest = t.get(TAG_DATASET, "")
+        if digest and (len(datasets) > 1 or not t.get(TAG_CONFIG)):
+            name = read_dataset_name(client, r)
+            parts.append(f"dataset {name + ' ' if name else ''}{short_hash(digest)}")
+        if len(splits) > 1:
+            parts.append(f"split {', '.join(_splits(r)) or 'none'}")
+        out[r.info.run_id] = ", ".join(parts)
+    return out
 
 
 def _matches(client: Any, ref: str, runs: list[Any], what: str,
@@ -420,7 +462,10 @@ def _matches(client: Any, ref: str, runs: list[Any], what: str,
             latest[point] = (r, sweep)
     refs = sorted((_ref(r, sweep) for r, sweep in latest.values()),
                   key=lambda r: (r.sweep, r.label, r.run_id))
-    return _one(ref, refs, what)
+    if len(refs) == 1:
+        return refs[0]
+    by_id = {r.info.run_id: r for r, _ in latest.values()}
+    return _one(ref, refs, what, _details(client, [by_id[m.run_id] for m in refs[:10]]))
 
 
 def _by_hash_prefix(client: Any, ref: str, deleted: bool = False) -> RunRef | None:

@@ -471,8 +471,13 @@ def test_printed_hashes_name_the_logged_run_and_one_point_logged_twice_is_one(db
     assert json.loads(c.stdout)["run_b"] == second["bm25"]
     # the same config on another split is another point: its config prefix is ambiguous
     logged("--split", "train")
-    with pytest.raises(AmbiguousRun, match="2 points match its config-hash prefix"):
+    with pytest.raises(AmbiguousRun, match="2 points match its config-hash prefix") as exc:
         resolve_run(config_hash, uri)
+    # the listing says what tells them apart: their splits (and the dataset hashes, which
+    # cover the judgements of the split scored)
+    said = str(exc.value)
+    assert f"bm25 ({config_hash}, dataset sample " in said
+    assert f", split test, run {second['bm25']})" in said and ", split train, run " in said
     assert resolve_run(run_hash, uri).run_id == second["bm25"]  # the test split's ranking
 
 

@@ -79,6 +79,62 @@ def test_no_shared_query_is_refused_in_one_line(runs, mlflow_uri):
                         f"datasets?")
 
 
+def _log_metrics(uri: str, label: str, per_query: dict[str, dict[str, float]]) -> str:
+    """A run whose metrics have values for different queries, each logged as its mean."""
+    log = PointLog(kind="run", label=label,
+                   metrics={"test": {m: sum(v.values()) / len(v) for m, v in per_query.items()}},
+                   per_query={"test": per_query})
+    return log_runs(uri, "compare-partial", [log])[0]
+
+
+@pytest.fixture(scope="module")
+def partial(mlflow_uri):
+    """ndcg@10 on q1-q4 in every run; citation_precision (no value for a query answered
+    without citations) on q1-q3 in A, on q2, q3 in B and C; D has q3-q6, citation_precision on
+    q3 alone."""
+    def cited(values: dict[str, float], qids: str) -> dict[str, dict[str, float]]:
+        return {"ndcg@10": values, "citation_precision": {f"q{i}": 0.5 for i in qids}}
+
+    a = cited(A, "123")
+    a["citation_precision"]["q1"] = 0.2  # A's logged mean (0.4) is not its mean over q2, q3
+    runs = {"a": a, "b": cited(A, "23"), "c": cited(A, "23"), "d": cited(B, "3")}
+    return {name: _log_metrics(mlflow_uri, name, pq) for name, pq in runs.items()}
+
+
+def test_a_metric_scored_on_fewer_queries_says_how_many(partial, mlflow_uri):
+    """QA: citation_precision paired on the queries both runs cited in (A 3, B 2, 2 shared)
+    under a title of 4 queries, with no line saying so, and A's column not A's logged mean;
+    --json had no per-metric count."""
+    js = json.loads(_cli(mlflow_uri, partial["a"], partial["b"], "--json").stdout)
+    rows = {m["metric"]: m for m in js["metrics"]}
+    cp, nd = rows["citation_precision"], rows["ndcg@10"]
+    assert (cp["n"], cp["n_a"], cp["n_b"]) == (2, 3, 2)
+    assert (nd["n"], nd["n_a"], nd["n_b"]) == (4, 4, 4)
+    assert cp["a"] == cp["b"] == 0.5 and (cp["wins"], cp["ties"], cp["losses"]) == (0, 2, 0)
+    assert (js["n_queries"], js["queries_a"], js["queries_b"], js["queries_shared"]) == \
+        (4, 4, 4, 4)
+    r = _cli(mlflow_uri, partial["a"], partial["b"])
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.stdout.split())
+    assert "on test, 4 queries," in text and "query sets differ" not in text
+    assert ("citation_precision has values for fewer queries: A 3, B 2, 2 shared; its A, B, "
+            "delta, test and win/tie/loss are over the 2 shared (A's logged mean is over its "
+            "3)") in text
+    assert "ndcg@10 has values" not in text
+    # alike in both runs, yet fewer than the title's: said, with no logged mean to correct
+    text = " ".join(_cli(mlflow_uri, partial["b"], partial["c"]).stdout.split())
+    assert ("citation_precision has values for fewer queries: A 2, B 2, 2 shared; its A, B, "
+            "delta, test and win/tie/loss are over the 2 shared ") in text
+    assert "logged mean" not in text
+    # query sets that differ, and a metric within them that has fewer still
+    text = " ".join(_cli(mlflow_uri, partial["a"], partial["d"]).stdout.split())
+    assert ("query sets differ: A has 4 queries on test, B has 4, 2 shared; every number "
+            "below is over the 2 shared, but for the metrics named next") in text
+    assert ("citation_precision has values for fewer queries: A 3, B 1, 1 shared; its A, B, "
+            "delta, test and win/tie/loss are over the 1 shared (A's logged mean is over its "
+            "3)") in text
+
+
 EVAL_METRICS = ("ndcg@10", "recall@100", "mrr@10", "map@100")  # aiblox eval's, in its order
 
 
@@ -162,6 +218,10 @@ def two_datasets(tmp_path_factory, mlflow_uri):
 
     root = tmp_path_factory.mktemp("two-datasets")
     ids = {}
+    # one run file, scored on both (no config: a kind=run run each)
+    run = root / "mine.trec"
+    run.write_text("".join(f"q{q:02d} Q0 d{d:02d} {d} {1 / d} mine\n" for q in range(1, 13)
+                           for d in (1, 2, 3)))
     for name in ("alpha", "beta"):
         folder = root / name
         shutil.copytree(SAMPLE, folder)
@@ -175,9 +235,17 @@ def two_datasets(tmp_path_factory, mlflow_uri):
                           env={"AIBLOX_NO_PROGRESS": "1"})
         assert r.exit_code == 0, r.output
         ids[name] = re.search(r"^mlflow: bm25 logged as run (\w+)", r.stderr, re.MULTILINE)[1]
+        r = runner.invoke(app, ["eval", str(folder), "--run", str(run), "--split", "test",
+                                "--mlflow", "--tracking-uri", mlflow_uri, "--experiment",
+                                "two-datasets"], env={"AIBLOX_NO_PROGRESS": "1"})
+        assert r.exit_code == 0, r.output
+        ids[f"{name} file"] = re.search(r"^mlflow: mine logged as run (\w+)", r.stderr,
+                                        re.MULTILINE)[1]
+        ids["file run hash"] = re.search(r"^mine: run ([0-9a-f]{16}) ", r.stdout,
+                                         re.MULTILINE)[1]
     from aiblox.data import load_dataset
 
-    hashes = {n: load_dataset(root / n, splits=["test"]).hash[:16] for n in ids}
+    hashes = {n: load_dataset(root / n, splits=["test"]).hash[:16] for n in ("alpha", "beta")}
     assert hashes["alpha"] != hashes["beta"]
     return ids, hashes
 
@@ -200,6 +268,48 @@ def test_eval_runs_on_two_datasets_are_refused_naming_both(two_datasets, mlflow_
     js = json.loads(_cli(mlflow_uri, ids["alpha"], ids["beta"], "--across-datasets",
                          "--json").stdout)
     assert js["dataset_names"] == ["alpha", "beta"]
+
+
+def test_one_run_file_scored_on_two_datasets_is_named_by_dataset(two_datasets, mlflow_uri):
+    """QA: a run file scored on two datasets is two runs with one run hash and no config hash;
+    its prefix was refused as ambiguous listing ``mine (, run ...)`` twice, and
+    --across-datasets named each dataset by a bare hash (such a run logged no name)."""
+    from mlflow.tracking import MlflowClient
+
+    ids, hashes = two_datasets
+    client = MlflowClient(tracking_uri=mlflow_uri)
+    sha = client.get_run(ids["alpha file"]).data.params["run_file_sha256"][:16]
+    r = _cli(mlflow_uri, ids["alpha"], ids["file run hash"])
+    assert r.exit_code == 2 and r.stdout == ""
+    (line,) = r.output.strip().splitlines()
+    assert line.startswith(f"error: '{ids['file run hash']}' is ambiguous: 2 points match its "
+                           f"run-hash prefix: ")
+    for name in ("alpha", "beta"):
+        assert (f"mine (file {sha}, dataset {name} {hashes[name]}, run {ids[f'{name} file']})"
+                in line), line
+    asked = _cli(mlflow_uri, ids["alpha file"], ids["beta file"], "--across-datasets")
+    assert asked.exit_code == 0, asked.output
+    assert (f"different datasets: A was scored on alpha ({hashes['alpha']}), B on beta "
+            f"({hashes['beta']})") in asked.stdout
+    from aiblox.engine.tracking import read_dataset_name
+
+    for name in ("alpha", "beta"):  # the name is logged, not only read from experiment.json
+        run = client.get_run(ids[f"{name} file"])
+        assert run.data.tags["aiblox.kind"] == "run" and run.data.params["dataset"] == name
+        assert read_dataset_name(client, run) == name
+
+
+def test_a_run_file_logged_without_its_dataset_name_is_named_from_its_table(mlflow_uri):
+    """A run file ``aiblox eval --mlflow`` scored before it logged the ``dataset`` param: the
+    name is its ``experiment.json``'s."""
+    table = json.dumps({"dataset": "gamma", "systems": []}).encode()
+    logs = [PointLog(kind="run", label="old", metrics={"test": {"ndcg@10": 0.5}},
+                     per_query={"test": {"ndcg@10": A}}, dataset_hash=h * 64,
+                     files={"experiment.json": table} if h == "5" else {}) for h in "56"]
+    old, bare = log_runs(mlflow_uri, "old-run-files", logs)
+    asked = _cli(mlflow_uri, old, bare, "--across-datasets")
+    assert asked.exit_code == 0, asked.output
+    assert f"A was scored on gamma ({'5' * 16}), B on {'6' * 16};" in asked.stdout
 
 
 def test_notebook_comparison_refuses_runs_on_two_datasets(two_datasets, mlflow_uri):

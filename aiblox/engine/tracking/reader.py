@@ -32,6 +32,7 @@ __all__ = [
     "find_sweep_run",
     "logged_runs",
     "logged_splits",
+    "read_dataset_name",
     "read_evidence",
     "read_json",
     "read_manifest",
@@ -68,6 +69,22 @@ def read_manifest(client: Any, run_id: str, run: Any = None) -> PointManifest:
     if data is None:
         raise ValueError(f"run {run_id} has no {MANIFEST} artifact")
     return PointManifest.model_validate_json(data)
+
+
+def read_dataset_name(client: Any, run: Any) -> str:
+    """The name of the dataset ``run`` was scored on: its manifest's (a point), else its
+    ``dataset`` param (a scored run file, a notebook's run), else the ``dataset`` of its
+    ``experiment.json`` (a run file ``aiblox eval --mlflow`` scored before it logged the
+    param); "" when it records none. Its hash is the tag ``aiblox.dataset_hash``."""
+    run_id = run.info.run_id
+    try:
+        return read_manifest(client, run_id, run).dataset
+    except ValueError:
+        pass
+    if run.data.params.get("dataset"):
+        return str(run.data.params["dataset"])
+    table = read_json(client, run_id, "experiment.json", run)
+    return str(table.get("dataset", "")) if isinstance(table, dict) else ""
 
 
 def _frame(data: bytes) -> Any:
