@@ -147,9 +147,10 @@ def _(bundles, changes, mo, ws):
     ## Evidence packs of one query
 
     The evidence pack `aiblox answer` would store for the query under each policy (same
-    retrieval, fixed retrieval time), and what differs from A's pack to B's: the decision, the
-    sources added or removed, the prompt and policy hashes. The first query whose evidence
-    changed is chosen by default.
+    retrieval, fixed retrieval time: `aiblox answer "QUESTION" --dataset DATASET --embedder
+    EMBEDDER --policy POLICY --retrieved-at 2000-01-01T00:00:00Z` stores the same pack id),
+    and what differs from A's pack to B's: the decision, the sources added or removed, the
+    prompt and policy hashes. The first query whose evidence changed is chosen by default.
     """), pack_query])
     return (pack_query,)
 
@@ -163,8 +164,8 @@ def _(bundles, diff_packs, evidence_pack, mo, pack_query, policy_a, policy_b, re
         _out = mo.md("no query to compare")
     else:
         _text = ws.query_text[_q]
-        pack_a = evidence_pack(ws, _text, bundles[_q], results_a[_q], query_id=_q)
-        pack_b = evidence_pack(ws, _text, bundles[_q], results_b[_q], query_id=_q)
+        pack_a = evidence_pack(ws, _text, bundles[_q], results_a[_q])
+        pack_b = evidence_pack(ws, _text, bundles[_q], results_b[_q])
         pack_diff = diff_packs(pack_a, pack_b)
         _out = mo.vstack([
             mo.md(f"A ({policy_a.value}): `{pack_a.pack_id}`, {pack_a.decision.kind}, "

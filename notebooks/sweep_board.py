@@ -21,6 +21,7 @@ app = marimo.App(width="medium", app_title="aiblox sweep board")
 
 @app.cell
 def _():
+    import shlex
     from pathlib import Path
 
     import marimo as mo
@@ -41,9 +42,11 @@ def _():
         tune_vs_report,
     )
     from aiblox.sweep.frames import CHOSEN, folds_frame
+    from aiblox.sweep.runner import DEFAULT_CACHE_DIR
 
     return (
         CHOSEN,
+        DEFAULT_CACHE_DIR,
         Path,
         aiblox,
         axis_frame,
@@ -56,6 +59,7 @@ def _():
         pareto_frame,
         plt,
         run_sweep,
+        shlex,
         significance_frame,
         stage_counts,
         swept_axes,
@@ -64,15 +68,15 @@ def _():
 
 
 @app.cell
-def _(Path, aiblox):
-    # the checkout: the first folder holding evals/sweeps walking up from here, else the one
-    # beside the installed package (so the notebook runs from any folder)
-    repo = next((f for f in (Path.cwd(), *Path.cwd().parents)
-                 if (f / "evals" / "sweeps").is_dir()),
-                Path(aiblox.__file__).resolve().parents[1])
-    specs_dir = repo / "evals" / "sweeps"
-    cache_dir = repo / ".aiblox" / "stages"
-    return cache_dir, repo, specs_dir
+def sweep_folders(DEFAULT_CACHE_DIR, Path, aiblox):
+    # the specs: evals/sweeps in the first folder holding one walking up from here, else the
+    # checkout's beside the installed package (so the notebook runs from any folder); the stage
+    # cache: the working folder's, the one `aiblox sweep` run here uses (never the checkout's)
+    specs_dir = next((f / "evals" / "sweeps" for f in (Path.cwd(), *Path.cwd().parents)
+                      if (f / "evals" / "sweeps").is_dir()),
+                     Path(aiblox.__file__).resolve().parents[1] / "evals" / "sweeps")
+    cache_dir = Path.cwd() / DEFAULT_CACHE_DIR
+    return cache_dir, specs_dir
 
 
 @app.cell
@@ -82,7 +86,8 @@ def _(mo):
 
     Pick a sweep spec and press **run sweep** (the sample spec, seconds long, runs at once; a
     shipped spec's first run can take minutes): the sweep runs with every stage memoised in
-    `.aiblox/stages`, so a rerun reads everything back. The best point is chosen on the
+    `.aiblox/stages` in the working folder (where `aiblox sweep` run from here memoises them),
+    so a rerun reads everything back. The best point is chosen on the
     **tune** split only; the **report** split confirms it (a cross-validated spec has none:
     its k-fold held-out score is reported).
     """)
@@ -99,10 +104,14 @@ def _(mo, specs_dir):
 
 
 @app.cell
-def sweep_of_the_picked_spec(cache_dir, default_db, load_spec, mo, repo, run_button,
+def sweep_of_the_picked_spec(Path, cache_dir, default_db, load_spec, mo, run_button,
                              run_sweep, spec_file, specs_dir):
-    spec_path = (specs_dir / spec_file.value).relative_to(repo).as_posix()
-    spec = load_spec(specs_dir / spec_file.value)
+    # the spec as `aiblox sweep` takes it from the working folder: relative under it, else
+    # absolute
+    _file = (specs_dir / spec_file.value).resolve()
+    _here = Path.cwd().resolve()
+    spec_path = (_file.relative_to(_here) if _file.is_relative_to(_here) else _file).as_posix()
+    spec = load_spec(_file)
     # picking a spec does not start it: a shipped spec's first run can take half an hour (a
     # fine-tuning one); the sample spec, seconds long, runs at once
     mo.stop(spec_file.value != "sample_fusion.toml" and not run_button.value,
@@ -333,10 +342,10 @@ def _(mo, result, significance_frame):
 
 
 @app.cell
-def _(manifest_frame, mo, result, spec_path):
+def _(manifest_frame, mo, result, shlex, spec_path):
     hashes = manifest_frame(result.best)
     _m = result.best.manifest
-    reproduce = f"aiblox sweep {spec_path}"
+    reproduce = f"aiblox sweep {shlex.quote(spec_path)}"  # from the working folder
     verify = f"aiblox eval verify {result.name}"
     mo.vstack([
         mo.md(f"### Reproduce the best point\n\nconfig hash `{_m.config_hash}`, dataset hash "

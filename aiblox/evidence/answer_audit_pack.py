@@ -21,8 +21,10 @@ an :class:`~aiblox.evidence.audit_pack.EvidencePack`:
   made (intended: a cited answer; actual: what validation saw; a failed call is recorded with
   its error). Timings are left out: they are not evidence.
 - **observations** (shown, never hashed): the retrieval's cache counts (``chunk_cache_*``,
-  ``precomputed_*``: hits, misses, writes) and the chunk-cache writes as side effects. They
-  tell how warm the cache was, not what the answer rests on.
+  ``precomputed_*``: hits, misses, writes), the chunk-cache writes as side effects, and the
+  retrieval's run parameters (:data:`RUN_PARAMS`: ``batch_size``, how many queries shared its
+  round). They tell how warm the cache was and how the run was batched, not what the answer
+  rests on.
 - **prompts**: the Prompt Contract V1 template (name, version, sha256 of the prompt bytes).
 - **model**: the LLM's configured model name; ``model_version`` the name the server reported.
 - **trace id**: the answer's ``request_id`` (deterministic by default).
@@ -31,7 +33,8 @@ an :class:`~aiblox.evidence.audit_pack.EvidencePack`:
 
 Same inputs, same pack id: ``retrieved_at`` is an argument, and ``created_at`` and the
 observations are never hashed, so a query answered on a cold chunk cache (which writes the
-cache) and on a warm one (which reads it) gives the same pack id.
+cache) and on a warm one (which reads it), or retrieved alone (``aiblox answer``) and in a batch
+of queries (a notebook's sample), gives the same pack id.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ __all__ = [
     "INTENDED_ANSWER",
     "INTENDED_RETRIEVAL",
     "MEMO_SOURCES",
+    "RUN_PARAMS",
     "answer_evidence_pack",
     "answer_source_cards",
 ]
@@ -74,6 +78,12 @@ MEMO_SOURCES = 3
 CACHE_COUNT_PREFIXES = ("chunk_cache_", "precomputed_")
 """Retrieval counts that describe the cache's state, not the result: recorded in the pack's
 ``observations``, outside its hashed content."""
+
+
+RUN_PARAMS = frozenset({"batch_size"})
+"""Retrieval parameters that say how the run was batched, not what was retrieved (the
+retriever's ``batch_size``: how many queries shared one round; a query's results are the same
+alone or in a batch): recorded in the pack's ``observations``, outside its hashed content."""
 
 
 def _is_cache_count(key: str) -> bool:
@@ -191,20 +201,25 @@ def _retrieval_call(retrieval: RetrievalBundle) -> ToolCallRecord:
         kind="retrieval",
         intended_action=INTENDED_RETRIEVAL,
         actual_action=actual,
-        inputs=to_plain(dict(sorted(retrieval.stats.params.items()))),
+        inputs=to_plain({k: v for k, v in sorted(retrieval.stats.params.items())
+                         if k not in RUN_PARAMS}),
         outputs={"candidates": n_cand, "evidence_chunks": n_ev, "counts": counts},
     )
 
 
 def _retrieval_observations(retrieval: RetrievalBundle) -> dict[str, Any]:
-    """The retrieval's cache counts and the cache writes it made (not hashed)."""
+    """The retrieval's cache counts, the cache writes it made and its run parameters (not
+    hashed)."""
     cache = {k: v for k, v in sorted(retrieval.stats.counts.items()) if _is_cache_count(k)}
-    if not cache:
-        return {}
-    writes = int(cache.get("chunk_cache_writes", 0))
-    return {"retrieval": {"counts": to_plain(cache),
-                          "side_effects": [f"wrote {writes} chunk cache entries"] if writes
-                          else []}}
+    run = {k: v for k, v in sorted(retrieval.stats.params.items()) if k in RUN_PARAMS}
+    seen: dict[str, Any] = {}
+    if cache:
+        writes = int(cache.get("chunk_cache_writes", 0))
+        seen["counts"] = to_plain(cache)
+        seen["side_effects"] = [f"wrote {writes} chunk cache entries"] if writes else []
+    if run:
+        seen["params"] = to_plain(run)
+    return {"retrieval": seen} if seen else {}
 
 
 def _llm_call(result: AnswerResult) -> ToolCallRecord | None:
@@ -323,7 +338,7 @@ def answer_evidence_pack(
     ``source_cards`` are the query's ``rag.sources`` cards (:func:`answer_source_cards`; used
     for links and for the sources of a refusal before the model); ``item_texts`` maps item ids
     to their full text so that ``content_sha256`` covers the whole item; ``created_at`` and the
-    retrieval's cache counts (``observations``) are recorded, never hashed.
+    retrieval's cache counts and run parameters (``observations``) are recorded, never hashed.
     """
     names = {c.item_id: c.source for c in retrieval.candidates}
     urls = {s.source_id: s.url for s in source_cards or [] if s.url}

@@ -12,9 +12,9 @@ Integrity:
 
 - ``pack_id`` is ``pack_`` + the first 16 hex digits of the sha256 of the pack's canonical
   content (everything but ``pack_id``, ``signature``, ``created_at`` and ``observations``).
-  ``observations`` holds what a run saw that is not evidence (cache hits, misses and writes):
-  shown with the pack, never hashed or signed, so the same inputs give the same id on a warm or
-  a cold cache.
+  ``observations`` holds what a run saw that is not evidence (cache hits, misses and writes,
+  the retrieval's batch size): shown with the pack, never hashed or signed, so the same inputs
+  give the same id on a warm or a cold cache, retrieved alone or in a batch.
 - Packs are frozen models; :func:`revise_pack` makes a new pack with a new id whose
   ``parent_pack_id`` is the old one, which stays as it was.
 - :func:`sign_pack` adds an HMAC-SHA256 over ``pack_id`` and the content with a per-tenant key;
@@ -61,7 +61,9 @@ __all__ = [
     "verify_pack",
 ]
 
-PACK_VERSION = "1"
+PACK_VERSION = "2"
+"""Version of the pack's record, hashed into every pack id. 2: the retrieval call's inputs
+record the chunks asked for (``top_k_chunks``) and no longer the batch size (an observation)."""
 EXCERPT_MAX_CHARS = 2000
 _PACK_ID = re.compile(r"^pack_[0-9a-f]{16}$")
 
@@ -256,8 +258,10 @@ class EvidencePack(_Frozen):
     """Creation time (ISO-8601); recorded, never hashed."""
     observations: dict[str, Any] = Field(default_factory=dict)
     """What the run observed that is not evidence, e.g. the retrieval's chunk-cache hits,
-    misses and writes (``{"retrieval": {"counts": {...}, "side_effects": [...]}}``); recorded,
-    never hashed or signed, so a warm or a cold cache gives the same pack id."""
+    misses and writes and how many queries shared its round (``{"retrieval": {"counts": {...},
+    "side_effects": [...], "params": {"batch_size": n}}}``); recorded, never hashed or signed,
+    so a warm or a cold cache, or a query retrieved alone or in a batch, gives the same pack
+    id."""
     signature: PackSignature | None = None
     """Tenant signature, when signed."""
 

@@ -144,7 +144,13 @@ def moved_queries(ws: NotebookWorkspace, before: FusionPoint, after: FusionPoint
                   metric: str = "ndcg@10", cutoff: int = 10) -> pd.DataFrame:
     """Per judged query: ``metric`` before and after, its delta, the first relevant rank and
     the top document before and after, and whether the top ``cutoff`` changed. Sorted by
-    ``|delta|`` desc, then query id."""
+    ``|delta|`` desc, then query id. ``metric`` must be one both points scored (a
+    ``ValueError`` names the ones they did)."""
+    for name, point in (("before", before), ("after", after)):
+        if metric not in point.per_query:
+            raise ValueError(f"metric {metric!r} was not scored by the {name} point; it scored: "
+                             f"{', '.join(point.per_query) or 'nothing'} (score_point's "
+                             "metrics=...)")
     text = ws.query_text
     rows = []
     for q in sorted(before.per_query[metric]):

@@ -50,10 +50,22 @@ def retrieve_bundles(ws: NotebookWorkspace, limit: int | None = 12, chunker: str
 
 def answer_all(ws: NotebookWorkspace, bundles: Mapping[str, RetrievalBundle], policy: str,
                llm: str = "extractive") -> dict[str, AnswerResult]:
-    """Answer every bundled query under ``policy`` (a version name or a path)."""
+    """Answer every bundled query under ``policy`` (a version name or a path), as ``aiblox
+    answer`` and the sweep answer it: the trace's ``retrieval_top_k`` is the number of chunks
+    the retrieval asked for (``top_k_chunks``, which the retriever records in the bundle's
+    params; fewer may come back), else, for a bundle without it, the evidence it holds; at
+    least 1. The bundles' query ids must be queries of ``ws``'s split (a ``ValueError`` names
+    the others)."""
+    text = ws.query_text
+    unknown = sorted(set(bundles) - set(text))
+    if unknown:
+        shown = ", ".join(unknown[:10]) + (f" and {len(unknown) - 10} more"
+                                           if len(unknown) > 10 else "")
+        raise ValueError(f"bundles of {len(unknown)} query id(s) not in the workspace's split "
+                         f"{ws.split!r} of {ws.dataset.name!r}: {shown}; retrieve the bundles "
+                         "from this workspace (retrieve_bundles)")
     pol, reader = load_policy(policy), get_llm(llm)
     index_version = ws.index_version()
-    text = ws.query_text
     out = {}
     for q in sorted(bundles):
         b = bundles[q]

@@ -148,7 +148,12 @@ def inspect_question(ws: NotebookWorkspace, question: str, policy: str = "R2_POL
                      ) -> QueryTrace:
     """Run ``question`` through late-chunked hybrid retrieval, selection under ``policy``,
     Prompt Contract V1, the reader and R5 validation (what ``aiblox answer`` does), and build
-    its evidence pack at ``retrieved_at``."""
+    its evidence pack at ``retrieved_at``. ``top_k_chunks`` below 1 is refused as ``aiblox
+    answer --top-k-chunks`` refuses it (a ``ValueError``): no chunk would always be a
+    NO_EVIDENCE refusal, a bad setting rather than an answer."""
+    if top_k_chunks < 1:
+        raise ValueError(f"top_k_chunks {top_k_chunks}: out of range; valid: a whole number "
+                         ">= 1")
     prefs = RetrievalPrefs(query_text=question, top_k_chunks=top_k_chunks,
                            chunking={"chunker_id": chunker})  # type: ignore[arg-type]
     retriever = ws.workspace.late_retriever()

@@ -261,6 +261,11 @@ class HybridRetriever:
                             "scoring": prefs.scoring.model_dump(),
                             "fts_top_k": prefs.fts.top_k, "vector_top_k": prefs.vector.top_k,
                             "distance": prefs.vector.distance,
+                            # the chunks asked for (fewer may come back): an answer's
+                            # retrieval_top_k, read from the bundle (explore.answer_all)
+                            "top_k_chunks": prefs.top_k_chunks,
+                            # how the run was batched, not what it retrieved: an evidence
+                            # pack's observation, outside its id
                             "batch_size": len(group)})))
         return bundles
 

@@ -4,12 +4,15 @@ and against values worked out by hand."""
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from _notebook_runs import log_two_points
+from typer.testing import CliRunner
 
+from aiblox.cli.main import app
 from aiblox.engine.evaluate import evaluate_retrieval
 from aiblox.evidence import pack_from_json, pack_to_json, verify_pack
 from aiblox.explore import (
@@ -219,6 +222,89 @@ def test_policies_compared_on_the_same_bundles(ws):
     assert set(changes["qid"]) <= set(bundles)
     same = evidence_changes_table(ws, a, a)
     assert same.empty
+
+
+@pytest.fixture(scope="module")
+def cli_db(tmp_path_factory):
+    """The sample ingested for ``aiblox answer`` (the hashing embedder, as ``ws``)."""
+    db = str(tmp_path_factory.mktemp("answer_cli") / "s.duckdb")
+    r = CliRunner().invoke(app, ["ingest", "sample", "--db", db, "--embedder", "hashing"],
+                           env={"AIBLOX_NO_PROGRESS": "1"})
+    assert r.exit_code == 0, r.output
+    return db
+
+
+def _cli_answer(db, question, *options):
+    r = CliRunner().invoke(app, ["answer", question, "--db", db, "--embedder", "hashing",
+                                 "--retrieved-at", PACK_RETRIEVED_AT, "--json", *options],
+                           env={"AIBLOX_NO_PROGRESS": "1"})
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def test_a_querys_pack_is_the_same_alone_in_a_batch_and_from_the_cli(ws, cli_db):
+    """A query's evidence pack had another id for each number of queries retrieved with it
+    (the retriever's batch size was hashed into the retrieval call's inputs), so the pack
+    policy_compare showed was never the one ``aiblox answer`` stores (QA): the batch size is
+    an observation, outside the id, and the pack is the CLI's and the query inspector's."""
+    q = sorted(ws.query_text)[0]
+    text = ws.query_text[q]
+    ids = set()
+    for limit in (1, 4, 12):
+        bundles = retrieve_bundles(ws, limit=limit)
+        pack = evidence_pack(ws, text, bundles[q], answer_all(ws, bundles, "R2_POLICY_V1")[q])
+        retrieval = pack.tool_calls[0]
+        assert retrieval.kind == "retrieval" and "batch_size" not in retrieval.inputs
+        assert retrieval.inputs["top_k_chunks"] == 12  # the chunks asked for: hashed
+        assert pack.observations["retrieval"]["params"] == {"batch_size": limit}
+        ids.add(pack.pack_id)
+    assert len(ids) == 1
+    assert ids == {inspect_question(ws, text).pack.pack_id,
+                   _cli_answer(cli_db, text)["pack_id"]}
+
+
+def test_answer_all_records_the_chunks_asked_for(ws, cli_db):
+    """Fewer chunks came back than asked (whole documents: one per candidate): ``answer_all``
+    recorded the number that came back as the trace's ``retrieval_top_k``, so its answer
+    bundle hash differed from ``aiblox answer``'s and the sweep's, which record the number
+    asked for (QA)."""
+    q = sorted(ws.query_text)[0]
+    text = ws.query_text[q]
+    bundles = retrieve_bundles(ws, limit=3, chunker="whole", top_k_chunks=30)
+    assert len(bundles[q].evidence) < 30
+    got = answer_all(ws, bundles, "R2_POLICY_V1")[q]
+    assert got.answer_bundle.trace.retrieval_top_k == 30
+    sha = got.hashes["answer_bundle_sha256"]
+    traced = inspect_question(ws, text, chunker="whole", top_k_chunks=30)
+    assert traced.result.hashes["answer_bundle_sha256"] == sha
+    cli = _cli_answer(cli_db, text, "--chunker", "whole", "--top-k-chunks", "30")
+    assert cli["hashes"]["answer_bundle_sha256"] == sha
+
+
+def test_answer_all_refuses_bundles_of_other_queries(ws):
+    """Bundles of queries the workspace's split does not hold (another split's) raised a bare
+    ``KeyError`` (QA): a ``ValueError`` names them."""
+    (q, b), = retrieve_bundles(ws, limit=1).items()
+    with pytest.raises(ValueError, match=r"not in the workspace's split 'test'.*: q-other, "
+                                         r"q-train"):
+        answer_all(ws, {q: b, "q-train": b, "q-other": b}, "R2_POLICY_V1")
+
+
+def test_moved_queries_refuses_a_metric_the_points_did_not_score(ws):
+    """A metric the points were not scored with raised a bare ``KeyError`` (QA): a
+    ``ValueError`` names it and the ones scored."""
+    point = score_point(ws, baseline_prefs(depth=50), ["ndcg@10", "mrr@10"])
+    with pytest.raises(ValueError, match=r"'recall@10' was not scored by the before point; "
+                                         r"it scored: ndcg@10, mrr@10"):
+        moved_queries(ws, point, point, metric="recall@10")
+
+
+def test_inspect_question_refuses_no_chunks_as_the_cli_does(ws):
+    """``top_k_chunks=0`` answered a NO_EVIDENCE refusal where ``aiblox answer
+    --top-k-chunks 0`` is refused (QA): refused in the CLI's words."""
+    with pytest.raises(ValueError, match=r"top_k_chunks 0: out of range; valid: a whole "
+                                         r"number >= 1"):
+        inspect_question(ws, QUESTION, top_k_chunks=0)
 
 
 def test_mlflow_runs_on_a_missing_store_is_empty_and_creates_nothing(tmp_path):

@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from _notebook_runs import (
@@ -174,8 +175,16 @@ def test_policy_compare_v1_vs_v2():
     # the evidence packs of the first query whose evidence changed, and their diff
     q = changes["qid"].iloc[0]
     pack_a, pack_b, diff = d["pack_a"], d["pack_b"], d["pack_diff"]
-    assert d["pack_query"].value == q and pack_a.query_id == pack_b.query_id == q
+    assert d["pack_query"].value == q and pack_a.query == d["ws"].query_text[q]
     assert pack_a.pack_id != pack_b.pack_id
+    # the pack `aiblox answer` would store, as the panel says: the query inspector's (equal to
+    # the CLI's, tests/notebooks/test_explore.py), with no query id the CLI cannot set and no
+    # batch size of the 12 queries retrieved together
+    from aiblox.explore import inspect_question
+
+    for pack, policy in ((pack_a, d["policy_a"].value), (pack_b, d["policy_b"].value)):
+        assert pack.query_id is None
+        assert pack.pack_id == inspect_question(d["ws"], pack.query, policy).pack.pack_id
     assert diff.iloc[0]["field"] == "pack_id" and diff.iloc[0]["B"] == pack_b.pack_id
     assert "tool_calls[llm].inputs.policy_sha256" in set(diff["field"])
     row = changes.set_index("qid").loc[q]
@@ -370,10 +379,60 @@ def test_sweep_board_shows_the_sample_sweep(tmp_path):
     assert d["verify"] == "aiblox eval verify sample_fusion"
 
 
+def _sweep_board_cells():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sweep_board_cells",
+                                                  NOTEBOOKS_DIR / "sweep_board.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_sweep_board_outside_the_checkout_uses_the_working_folders_cache(tmp_path,
+                                                                       monkeypatch):
+    """Run from a folder outside the checkout, the board used the checkout's stage cache
+    while ``aiblox sweep`` there uses the folder's, and its rerun command named the spec
+    relative to the checkout, which failed there (QA): the cache is the working folder's and
+    the spec's path is one the command finds from there."""
+    from types import SimpleNamespace
+
+    import marimo as mo
+
+    import aiblox
+    from aiblox.explore import default_db
+    from aiblox.sweep import load_spec
+    from aiblox.sweep.runner import DEFAULT_CACHE_DIR
+
+    module = _sweep_board_cells()
+    monkeypatch.chdir(tmp_path)
+    _, folders = module.sweep_folders.run(DEFAULT_CACHE_DIR=DEFAULT_CACHE_DIR, Path=Path,
+                                          aiblox=aiblox)
+    assert folders["cache_dir"] == tmp_path / ".aiblox" / "stages"
+    assert folders["specs_dir"] == REPO / "evals" / "sweeps"
+    swept = {}
+    _, defs = module.sweep_of_the_picked_spec.run(
+        Path=Path, default_db=default_db, load_spec=load_spec, mo=mo,
+        run_button=SimpleNamespace(value=False),
+        run_sweep=lambda s, **kw: swept.update(kw) or "swept",
+        spec_file=SimpleNamespace(value="sample_fusion.toml"), **folders)
+    assert swept["cache_dir"] == tmp_path / ".aiblox" / "stages"
+    spec_path = Path(defs["spec_path"])
+    assert spec_path == REPO / "evals" / "sweeps" / "sample_fusion.toml"  # absolute
+    assert load_spec(spec_path).name == "sample_fusion"
+    # under the working folder, the path is relative to it, as before
+    monkeypatch.chdir(REPO / "evals")
+    _, defs = module.sweep_of_the_picked_spec.run(
+        Path=Path, default_db=default_db, load_spec=load_spec, mo=mo,
+        run_button=SimpleNamespace(value=False), run_sweep=lambda s, **kw: "swept",
+        spec_file=SimpleNamespace(value="sample_fusion.toml"), **folders)
+    assert defs["spec_path"] == "sweeps/sample_fusion.toml"
+
+
 def test_sweep_board_runs_a_picked_spec_only_when_asked():
     """Picking a spec started its sweep at once (a fine-tuning spec: half an hour, with no way
     to look first, QA 27): another spec than the sample waits for the run button."""
-    import importlib.util
     from types import SimpleNamespace
 
     import marimo as mo
@@ -381,17 +440,13 @@ def test_sweep_board_runs_a_picked_spec_only_when_asked():
     from aiblox.explore import default_db
     from aiblox.sweep import load_spec
 
-    spec = importlib.util.spec_from_file_location("sweep_board_cells",
-                                                  NOTEBOOKS_DIR / "sweep_board.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _sweep_board_cells()
     started: list[str] = []
 
     def cell(pick: str, pressed: bool):
         return module.sweep_of_the_picked_spec.run(
-            cache_dir=REPO / ".aiblox" / "stages", default_db=default_db, load_spec=load_spec,
-            mo=mo, repo=REPO, run_button=SimpleNamespace(value=pressed),
+            Path=Path, cache_dir=REPO / ".aiblox" / "stages", default_db=default_db,
+            load_spec=load_spec, mo=mo, run_button=SimpleNamespace(value=pressed),
             run_sweep=lambda s, **_: started.append(s.name) or "swept",
             spec_file=SimpleNamespace(value=pick), specs_dir=REPO / "evals" / "sweeps")
 
@@ -464,3 +519,5 @@ def test_runs_as_a_plain_script(name, tmp_path):
                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
+    if name == "sweep_board":  # the stage cache `aiblox sweep` run there uses
+        assert (tmp_path / ".aiblox" / "stages").is_dir()
