@@ -166,7 +166,10 @@ class Stage(Pipeline):
     """One stage: a registered kind (:mod:`aiblox.engine.registry`) with its parameters.
 
     ``name`` is what sweep axes and a spec's ``[stages.NAME]`` table address (default: the
-    kind); two stages of one name share their parameters."""
+    kind): an axis or a table sets its parameters on every stage of that name
+    (:meth:`Pipeline.with_params`), but each stage keeps the parameters written on it, and
+    runs with them: in ``bm25(k1=0.5) >> rm3 >> bm25`` the first ``bm25`` retrieves with k1
+    0.5 and the second with the base's (:func:`settings` tells them apart)."""
 
     kind: str
     params: tuple[tuple[str, Any], ...] = ()
@@ -553,10 +556,27 @@ def shape(p: Pipeline) -> str:
 
 def settings(p: Pipeline) -> dict[str, Any]:
     """The pipeline as settings a table can group by: ``pipeline`` (its :func:`shape`), then
-    ``<stage name>.<parameter>`` for each parameter a stage sets (what a sweep's stage axes
-    address), in stage order; a stage named twice sets the same values (``with_params``)."""
-    out: dict[str, Any] = {"pipeline": shape(p)}
-    for s in p.stages():
+    each parameter a stage sets, in stage order: ``<stage name>.<parameter>`` where every stage
+    of that name sets it to one value (what a sweep's stage axes address: ``with_params`` sets
+    every stage of the name), else ``<stage name>.<n>.<parameter>`` for each stage that sets
+    it, ``n`` its place among the stages of its name (from 1). ``bm25(k1=0.5) >> rm3 >>
+    bm25(k1=2.0)`` is ``bm25.1.k1`` 0.5 and ``bm25.2.k1`` 2.0; ``bm25 >> rm3 >> bm25(k1=0.5)``
+    ``bm25.2.k1`` alone (the first bm25 reads the base's k1), not the ``bm25.k1`` of
+    ``bm25(k1=0.5) >> rm3 >> bm25(k1=0.5)``. A number is no stage name or parameter (names in
+    an expression), so the keys never collide; and they are MLflow param names (no ``#``)."""
+    stages = list(p.stages())
+    count: dict[str, int] = {}
+    values: dict[tuple[str, str], list[Any]] = {}
+    for s in stages:
+        count[s.name] = count.get(s.name, 0) + 1
         for k, v in s.params:
-            out.setdefault(f"{s.name}.{k}", _unplain(v))
+            values.setdefault((s.name, k), []).append(v)
+    out: dict[str, Any] = {"pipeline": shape(p)}
+    seen: dict[str, int] = {}
+    for s in stages:
+        n = seen[s.name] = seen.get(s.name, 0) + 1
+        for k, v in s.params:
+            vs = values[(s.name, k)]
+            one = len(vs) == count[s.name] and all(x == vs[0] for x in vs)
+            out.setdefault(f"{s.name}.{k}" if one else f"{s.name}.{n}.{k}", _unplain(v))
     return out

@@ -30,12 +30,16 @@ for the params its MLflow run logs (the config hash and the manifest keep every 
   ``bm25l`` and ``bm25+``;
 - HNSW settings unless the vector index is ``exact``, passage settings unless ``doc_score`` is
   ``first``;
-- scoring settings as :func:`setting_applies` says (by mode and blend).
+- scoring settings as :func:`setting_applies` says (by mode and blend); with a retrieval
+  pipeline, where its fusions read them from the base (``scoring``:
+  :func:`aiblox.engine.settings.scoring_read`): ``bm25 >> rm3 >> bm25`` none, whatever the
+  base's mode, ``fuse(bm25, dense, blend="linear")`` under an RRF base ``normalize`` and
+  ``missing``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -95,9 +99,12 @@ _HNSW = frozenset({"hnsw_m", "ef_construction", "ef_search"})
 _PASSAGE = frozenset({"passage_chunker", "passage_tokens", "passage_overlap"})
 
 
-def param_applies(key: str, config: Mapping[str, Any]) -> bool:
+def param_applies(key: str, config: Mapping[str, Any],
+                  scoring: Collection[str] | None = None) -> bool:
     """Whether the flattened setting ``key`` (``prefs.fts.k1``, ``embedder``) applies to the
-    point whose effective config is ``config`` (see the module doc)."""
+    point whose effective config is ``config`` (see the module doc); ``scoring``: for a
+    retrieval pipeline point, the base's scoring fields it reads
+    (:func:`~aiblox.engine.settings.scoring_read`)."""
     parts = key.split(".")
     prefs = config.get("prefs") or {}
     mode = prefs.get("mode")
@@ -138,6 +145,8 @@ def param_applies(key: str, config: Mapping[str, Any]) -> bool:
             return vector.get("doc_score", "first") != "first"
         return True
     if group == "scoring":
+        if piped and scoring is not None:
+            return setting in scoring
         return setting_applies(setting, mode=mode, blend=(prefs.get("scoring") or {}).get(
             "blend"))
     return True

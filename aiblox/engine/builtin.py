@@ -16,7 +16,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from aiblox.contracts.retrieval import MAX_DEPTH, FtsConfig, ScoringConfig, VectorConfig
+from aiblox.contracts.retrieval import (
+    LINEAR_SETTINGS,
+    MAX_DEPTH,
+    RRF_SETTINGS,
+    FtsConfig,
+    ScoringConfig,
+    VectorConfig,
+)
 from aiblox.engine.registry import StageKind, add_kind
 
 __all__ = ["FuseConfig", "IdentityConfig", "RetrieveConfig"]
@@ -82,6 +89,19 @@ class FuseConfig(_Strict):
             raise ValueError(f"{list(v)!r} sum to 0: every document would score 0 and come "
                              f"back in id order; give a run a positive weight")
         return v
+
+    def canonical(self) -> FuseConfig:
+        """This config with the settings its blend does not read at their defaults (RRF reads
+        no ``normalize`` or ``missing``, the linear blend no ``rrf_k``), as
+        :meth:`ScoringConfig.canonical <aiblox.contracts.retrieval.ScoringConfig.canonical>`
+        does for the first stage's fusion: what a fusion's stage key is made of
+        (:func:`aiblox.engine.plan.apply_pipeline`), so two fusions that fuse alike are one
+        stage, and a fusion at the defaults keeps the key it always had."""
+        unused = LINEAR_SETTINGS if self.blend == "rrf" else RRF_SETTINGS
+        fields = type(self).model_fields
+        reset = {k: fields[k].default for k in sorted(unused & set(fields))
+                 if getattr(self, k) != fields[k].default}
+        return self.model_copy(update=reset) if reset else self
 
 
 class IdentityConfig(_Strict):

@@ -299,8 +299,8 @@ def _apply(p: Pipeline, v: Value, base: RetrievalPrefs, ctx: PlanContext, split:
     if isinstance(p, Fuse):
         members = [_apply(m, v, base, ctx, split) for m in p.members]
         fcfg = fuse_config(p, base)
-        out = _generic(ctx, "fuse", get_stage_kind("fuse").version,
-                       {"params": fcfg.model_dump(mode="json")}, members, "run",
+        out = _generic(ctx, "fuse", get_stage_kind("fuse").version,  # what its blend reads
+                       {"params": fcfg.canonical().model_dump(mode="json")}, members, "run",
                        lambda: fuse_runs([m.get() for m in members], fcfg).to_arrays())
         out.queries = v if v.kind == "queries" else v.queries
         kept = [m.filters for m in members]
@@ -408,9 +408,12 @@ def run_form(p: Pipeline, base: RetrievalPrefs) -> Any:
     of them: ``bm25 + dense``, ``retrieve`` and ``(bm25 + dense) % 100`` over the same base;
     ``dense`` under two BM25 settings). Only what is read counts: a first stage of one signal
     (``bm25``, ``dense``) without the base's scoring (its one list is cut, never fused), a
-    fusion without the settings its blend ignores (RRF ``normalize`` and ``missing``, the
-    linear blend ``rrf_k``), so ``bm25`` under two ``rrf_k`` values is one run. Stage keys are
-    not made from this form: they keep every setting they always held."""
+    fusion with the settings its blend ignores at their defaults (RRF ``normalize`` and
+    ``missing``, the linear blend ``rrf_k``), so ``bm25`` under two ``rrf_k`` values is one
+    run. Stage keys are not made from this form: a fusion's key too holds the settings its
+    blend does not read at their defaults (:meth:`~aiblox.engine.builtin.FuseConfig.
+    canonical`, as the first stage's fusion's does), but other keys may hold a setting their
+    run does not depend on."""
     return _form(p.check(), _TOPICS, base)
 
 
@@ -430,10 +433,8 @@ def _form(p: Pipeline, inp: Any, base: RetrievalPrefs) -> Any:
         return inp
     if isinstance(p, Cutoff):
         return ("cutoff", p.k, _form(p.inner, inp, base))
-    if isinstance(p, Fuse):
-        cfg = fuse_config(p, base).model_dump()
-        for unread in ("normalize", "missing") if cfg["blend"] == "rrf" else ("rrf_k",):
-            cfg.pop(unread)  # what fuse_runs does not read under the blend
+    if isinstance(p, Fuse):  # what fuse_runs does not read under the blend at its defaults
+        cfg = fuse_config(p, base).canonical().model_dump()
         return ("fuse", cfg, [_form(m, inp, base) for m in p.members])
     assert isinstance(p, Stage)
     if p.kind == "identity":

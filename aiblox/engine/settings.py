@@ -12,13 +12,19 @@ the reader.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from pydantic import BaseModel
 
-from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs
+from aiblox.contracts.retrieval import (
+    LINEAR_SETTINGS,
+    RRF_SETTINGS,
+    FtsConfig,
+    RetrievalPrefs,
+    ScoringConfig,
+)
 from aiblox.engine.algebra import Cutoff, Fuse, Pipeline, Stage, Then, from_data, label
 from aiblox.engine.builtin import RetrieveConfig
 from aiblox.engine.plan import takes_base_weights
@@ -43,6 +49,7 @@ __all__ = [
     "ranking_key",
     "ranking_order",
     "reads_label",
+    "scoring_read",
 ]
 
 
@@ -146,7 +153,8 @@ def point_label(prefs: RetrievalPrefs) -> str:
 @dataclass
 class BaseReads:
     """The settings of a spec's ``[base]`` a retrieval pipeline's stages read, those a label
-    names (a stage's own parameters are in its expression, not here): :func:`base_reads`."""
+    names (a stage's own parameters are in its expression, not here), and every fusion
+    setting read (:attr:`scoring`): :func:`base_reads`."""
 
     signals: set[str] = field(default_factory=set)
     """``bm25``, ``dense``: the signals its stages retrieve by."""
@@ -158,6 +166,10 @@ class BaseReads:
     """Per blend its fusions run (``rrf``, ``linear``), the :class:`ScoringConfig` fields they
     read from the base (``blend`` where the blend itself is the base's); a fusion that reads
     none is not here."""
+    scoring: set[str] = field(default_factory=set)
+    """Every :class:`ScoringConfig` field its fusions read from the base, both weights too
+    (what its config hash keeps of the base's ``scoring``: :func:`point_config`); empty for a
+    pipeline that fuses nothing."""
 
 
 _FTS = ("method", "k1", "b", "title_weight", "title_b", "top_k")
@@ -177,7 +189,8 @@ def base_reads(p: Pipeline, base: RetrievalPrefs) -> BaseReads:
     :func:`~aiblox.engine.plan.fuse_config`), ``retrieve`` all of its mode's first stage,
     feedback on the BM25 index (rm3, bo1) the analysis' title weight. ``bm25 >> cutoff(k=20)
     >> dense_rescore`` reads the BM25 settings and depth; ``fuse(bm25, dense, blend='linear',
-    normalize='minmax', weights=[0.3, 0.7])`` the depths and ``missing``."""
+    normalize='minmax', weights=[0.3, 0.7])`` the depths and ``missing``. Its ``scoring``
+    holds every fusion setting read, both weights too."""
     out = BaseReads()
     _reads(p, base, out)
     return out
@@ -193,7 +206,9 @@ def _reads(p: Pipeline, base: RetrievalPrefs, out: BaseReads) -> None:
         for m in p.members:
             _reads(m, base, out)
         own = p.stage.param_dict()
-        _fusion_reads(base, own, out, "weights" not in own and takes_base_weights(p, base))
+        weights = "weights" not in own and takes_base_weights(p, base)
+        _fusion_reads(base, own, out, weights)
+        out.scoring.update(_fusion_fields(base, own, weights))
     else:
         assert isinstance(p, Stage)
         _stage_reads(p, base, out)
@@ -218,6 +233,7 @@ def _stage_reads(s: Stage, base: RetrievalPrefs, out: BaseReads) -> None:
         if mode == "hybrid":
             scoring = _table(own, "scoring")
             _fusion_reads(base, scoring, out, not {"w_text", "w_vec"} & set(scoring))
+            out.scoring.update(_fusion_fields(base, scoring, weights=True))
     elif "fts" in stage_defaults(s.kind, base):
         out.fts.update(f for f in _TERMS if f not in _table(own, "fts"))
     if s.kind not in ("dense", "retrieve") and "distance" in stage_defaults(s.kind, base) \
@@ -250,6 +266,30 @@ def _fusion_reads(base: RetrievalPrefs, own: dict[str, Any], out: BaseReads,
         read.add("w_text")
     if read:
         out.blends.setdefault(blend, set()).update(read)
+
+
+def scoring_read(config: Mapping[str, Any]) -> frozenset[str] | None:
+    """The base ``scoring`` fields a retrieval pipeline point of effective config ``config``
+    reads (:attr:`BaseReads.scoring`): the fusion settings its params and tables show
+    (:func:`~aiblox.engine.applies.param_applies`). None for a point without a pipeline."""
+    if config.get("pipeline") is None:
+        return None
+    prefs = RetrievalPrefs(query_text="", **config["prefs"])
+    return frozenset(base_reads(from_data(config["pipeline"]), prefs).scoring)
+
+
+_WEIGHTS = frozenset({"w_text", "w_vec", "rrf_w_text", "rrf_w_vec"})
+
+
+def _fusion_fields(base: RetrievalPrefs, own: dict[str, Any], weights: bool) -> set[str]:
+    """The :class:`ScoringConfig` fields a fusion setting ``own`` (a fusion's parameters, a
+    ``retrieve``'s ``scoring`` table) reads from the base: ``blend`` and its blend's settings
+    (:meth:`ScoringConfig.canonical`) that ``own`` does not set, the weights only where it
+    takes the base's (``weights``)."""
+    blend = own.get("blend", base.scoring.blend)
+    settings = RRF_SETTINGS if blend == "rrf" else LINEAR_SETTINGS
+    return {f for f in ("blend", *settings) if f not in own
+            and (weights or f not in _WEIGHTS)}
 
 
 def reads_label(prefs: RetrievalPrefs, reads: BaseReads) -> str:
@@ -391,14 +431,24 @@ def point_config(settings: SweepSettings, pt: PipelinePoint, embedder_id: str | 
     """A point's config hash and config: :func:`aiblox.engine.evaluate.config_hash` for a fusion
     point, :func:`pipeline_config` for a pipeline point; with a retrieval pipeline, the
     pipeline (:meth:`~aiblox.engine.Pipeline.as_data`) and the modules registering its own
-    stage kinds are part of it (a point without one keeps the hash it always had)."""
+    stage kinds are part of it (a point without one keeps the hash it always had), and the
+    base's ``scoring`` holds only what its fusions read (:attr:`BaseReads.scoring`), every
+    other field at its default, as :meth:`~aiblox.contracts.retrieval.ScoringConfig.
+    canonical_for` holds a mode's: ``bm25 >> rm3 >> bm25`` under ``--rrf-k 10`` is the point
+    it is under the default k, as ``--mode bm25`` is, and a pipeline that reads all of its
+    blend's settings (``bm25 + dense``) keeps the hash it had."""
     if settings.chunk_stages:
         chash, config = pipeline_config(settings, pt, embedder_id, backend)
     else:
         chash, config = config_hash(pt.prefs, embedder_id, backend)
     if pt.pipeline is None:
         return chash, config
-    config = {**config, "pipeline": pt.pipeline.as_data()}
+    read = base_reads(pt.pipeline, pt.prefs).scoring
+    fields = ScoringConfig.model_fields
+    scoring = pt.prefs.scoring.model_copy(update={k: fields[k].default for k in fields
+                                                  if k not in read})
+    config = {**config, "prefs": {**config["prefs"], "scoring": scoring.model_dump()},
+              "pipeline": pt.pipeline.as_data()}
     if settings.stage_modules:
         config["stage_modules"] = list(settings.stage_modules)
     return sha256_hex(config), config

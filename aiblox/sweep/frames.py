@@ -24,7 +24,7 @@ from aiblox.contracts.retrieval import FtsConfig, VectorConfig
 from aiblox.engine.algebra import from_data
 from aiblox.engine.algebra import settings as pipeline_settings
 from aiblox.engine.applies import param_applies, setting_applies
-from aiblox.engine.settings import ranked, ranking_order
+from aiblox.engine.settings import ranked, ranking_order, scoring_read
 from aiblox.hashing import SHORT_HASH
 from aiblox.metrics.directions import lower_is_better
 from aiblox.metrics.marks import mark
@@ -69,19 +69,22 @@ def point_settings(point: PointResult) -> dict[str, Any]:
     """The settings of one point, one entry per column, each where it applies to the point's
     retrieval mode (:func:`~aiblox.engine.applies.param_applies`, what its MLflow run logs and
     the report plots), else None: ``blend``, ``w_text``, ``normalize``, ``missing``,
-    ``rrf_k`` (hybrid points; by blend), ``depth`` (full-text ``top_k``, the vector ``top_k``
-    of a dense point; ``vector_depth`` too when it differs), the BM25 settings a grid sweeps
-    (``k1``, ``b``, ``method``, ``title_weight``, ``title_b``; not for a dense point) and the
-    dense ones (``doc_score``, ``passage_chunker``, ``passage_tokens``; not for a bm25 point),
-    the chunking settings of a pipeline point (None where its chunker does not take them), a
-    retrieval pipeline's ``pipeline`` (its shape) and stage parameters (``rm3.fb_terms``) and,
-    with selection, ``policy`` and the effective value of each swept policy parameter. A
+    ``rrf_k`` (hybrid points, by blend; a pipeline point's where its fusions read them),
+    ``depth`` (full-text ``top_k``, the vector ``top_k`` of a dense point; ``vector_depth``
+    too when it differs), the BM25 settings a grid sweeps (``k1``, ``b``, ``method``,
+    ``title_weight``, ``title_b``; not for a dense point) and the dense ones (``doc_score``,
+    ``passage_chunker``, ``passage_tokens``; not for a bm25 point), the chunking settings of a
+    pipeline point (None where its chunker does not take them), a retrieval pipeline's
+    ``pipeline`` (its shape) and stage parameters (``rm3.fb_terms``; ``bm25.2.k1`` for the
+    second of two stages of one name set differently, :func:`~aiblox.engine.algebra.settings`)
+    and, with selection, ``policy`` and the effective value of each swept policy parameter. A
     frame of points keeps the BM25 and dense columns only where the grid varies them."""
     s = point.scoring
     config = point.manifest.config
+    read = scoring_read(config)
 
     def applies(group: str, key: str) -> bool:
-        return param_applies(f"prefs.{group}.{key}", config)
+        return param_applies(f"prefs.{group}.{key}", config, read)
 
     row: dict[str, Any] = {k: s.get(k) if applies("scoring", k) else None
                            for k in _FUSION_KEYS}

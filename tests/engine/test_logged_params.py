@@ -5,9 +5,15 @@ settings on DuckDB, chunking settings without chunk stages, ``vector.*`` on a BM
 
 from __future__ import annotations
 
+import re
+
+import pytest
+
 from aiblox.contracts.retrieval import RetrievalPrefs
+from aiblox.engine.expression import parse_pipeline
 from aiblox.engine.result import config_hash
-from aiblox.engine.tracking import flatten, logged_params
+from aiblox.engine.settings import PipelinePoint, SweepSettings, point_config
+from aiblox.engine.tracking import PointLog, flatten, logged_params, point_record
 
 
 def _params(backend: str = "duckdb", embedder: str | None = "m", **prefs) -> tuple[dict, dict]:
@@ -66,3 +72,53 @@ def test_a_retrieval_pipeline_keeps_both_fields_and_chunk_stages_keep_chunking()
         "pipeline.rm3.fb_terms": "20"}
     chunked = logged_params({**config, "chunk_k": 5})
     assert "prefs.chunking.chunker_id" in chunked and "prefs.top_k_chunks" in chunked
+
+
+def _piped(text: str, **prefs) -> dict[str, str]:
+    """The params of ``aiblox eval --pipeline TEXT``'s run (its config as ``point_config``
+    makes it)."""
+    pt = PipelinePoint(RetrievalPrefs(query_text="", **prefs), pipeline=parse_pipeline(text))
+    config = point_config(SweepSettings(name="eval", embedder="m", metrics=("ndcg@10",)), pt,
+                          "m", "duckdb")[1]
+    return logged_params(config)
+
+
+def test_stages_of_one_name_set_differently_log_each_ones_values():
+    """QA: three pipelines of one shape, scored differently, logged identical params (``pipeline
+    = "bm25 >> rm3 >> bm25"``, ``pipeline.bm25.k1 = 0.5``); the third's second k1, 2.0, was
+    never logged. Each stage's values are logged now, keyed by its place among the stages of
+    its name where they set it differently (MLflow param names: no ``#``), and the run's tag
+    ``aiblox.pipeline`` holds the expression; ``pipeline`` stays the shape a report groups
+    by."""
+    def logged(text: str) -> dict[str, str]:
+        return {k: v for k, v in _piped(text).items() if k.startswith("pipeline")}
+
+    shape = {"pipeline": "bm25 >> rm3 >> bm25"}
+    assert logged("bm25(k1=0.5) >> rm3 >> bm25") == {**shape, "pipeline.bm25.1.k1": "0.5"}
+    assert logged("bm25 >> rm3 >> bm25(k1=0.5)") == {**shape, "pipeline.bm25.2.k1": "0.5"}
+    c = "bm25(k1=0.5) >> rm3 >> bm25(k1=2.0)"
+    assert logged(c) == {**shape, "pipeline.bm25.1.k1": "0.5", "pipeline.bm25.2.k1": "2.0"}
+    assert logged("bm25(k1=0.5) >> rm3 >> bm25(k1=0.5)") == {**shape, "pipeline.bm25.k1": "0.5"}
+    assert all(re.fullmatch(r"[/\w.\- ]+", k) for k in _piped(c))  # MLflow's rule for names
+    pt = PipelinePoint(RetrievalPrefs(query_text=""), pipeline=parse_pipeline(c))
+    config = point_config(SweepSettings(name="eval", embedder="m", metrics=("ndcg@10",)), pt,
+                          "m", "duckdb")[1]
+    record = point_record(PointLog(kind="point", label="C", metrics={}, config=config))
+    assert record.tags["aiblox.pipeline"] == c
+    assert record.params["pipeline.bm25.2.k1"] == "2.0"
+
+
+@pytest.mark.parametrize("text, prefs, read", [
+    ("bm25 >> rm3 >> bm25", {}, set()),  # fuses nothing: no fusion setting, whatever the base
+    ("bm25", {"scoring": {"blend": "linear"}}, set()),
+    ("bm25 >> rm3 >> (bm25 + bm25(b=0.3))", {}, {"blend", "rrf_k"}),
+    ("fuse(bm25, dense, blend='linear')", {}, {"normalize", "missing", "w_text", "w_vec"}),
+    ("bm25 + dense", {"mode": "bm25"}, {"blend", "rrf_k", "rrf_w_text", "rrf_w_vec"}),
+])
+def test_a_pipeline_logs_the_fusion_settings_it_reads(text, prefs, read):
+    """A pipeline point logged the base's fusion settings by the base's mode and blend: all of
+    RRF's for ``bm25 >> rm3 >> bm25`` under a hybrid base (none of them read), none for ``bm25
+    + dense`` under a ``bm25`` base (all read). It logs those its fusions read."""
+    logged = {k.removeprefix("prefs.scoring.") for k in _piped(text, **prefs)
+              if k.startswith("prefs.scoring.")}
+    assert logged == read

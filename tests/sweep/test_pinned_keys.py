@@ -39,6 +39,12 @@ Chunker versions ``sentences`` 2,
 before, but a chunk id holds its chunker's id, so the sentences points' ``chunks`` key and output
 hash moved, with the keys and output hashes of every stage after them and their prompt hashes;
 every metric value, and every ``whole`` point, as before.
+
+A pipeline point's config hash holding only the base's fusion settings its fusions read
+(``settings.BaseReads.scoring``, the rest at their defaults), and a fusion's key only those its
+blend reads (``FuseConfig.canonical``), changed no pinned value: no shipped point sets one it
+does not read (one that does now has the key of the same run at the default; no stage version
+moved, as no output did).
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from aiblox.engine.algebra import from_data, settings
 from aiblox.engine.applies import param_applies
 from aiblox.engine.bulk_mlflow import RunRecord
 from aiblox.engine.manifest import PointManifest
+from aiblox.engine.settings import scoring_read
 
 __all__ = [
     "EVIDENCE_COLUMNS",
@@ -35,6 +36,7 @@ __all__ = [
     "TAG_KIND",
     "TAG_LABEL",
     "TAG_PARENT",
+    "TAG_PIPELINE",
     "TAG_PRIMARY",
     "TAG_RUN_HASH",
     "TAG_DATASET",
@@ -72,6 +74,12 @@ TAG_LABEL = "aiblox.label"
 
 
 TAG_PARENT = "mlflow.parentRunId"
+
+
+TAG_PIPELINE = "aiblox.pipeline"
+"""A retrieval pipeline point's pipeline as an expression, every stage's parameters shown
+(:meth:`~aiblox.engine.algebra.Pipeline.expression`): ``bm25(k1=0.5) >> rm3 >> bm25``. Its
+param ``pipeline`` is the shape its points share, which a report's plots group by."""
 
 
 TAG_PRIMARY = "aiblox.primary"
@@ -194,16 +202,21 @@ def _with_field_defaults(params: dict[str, str]) -> dict[str, str]:
 
 def logged_params(config: Mapping[str, Any]) -> dict[str, str]:
     """A point's MLflow params: its config flattened (field weighting at its defaults; a
-    retrieval pipeline as ``pipeline``, its shape, and ``pipeline.<stage>.<parameter>``,
-    :func:`aiblox.engine.algebra.settings`), less
+    retrieval pipeline as ``pipeline``, its shape, and ``pipeline.<stage>.<parameter>``, or
+    ``pipeline.<stage>.<n>.<parameter>`` for the ``n``-th of stages of one name that set it
+    differently, :func:`aiblox.engine.algebra.settings`; its expression is tag
+    :data:`TAG_PIPELINE`), less
     the settings that do not apply to it (:func:`aiblox.engine.applies.param_applies`: no
     PostgreSQL settings on a DuckDB point, no chunking settings without chunk stages, no
-    ``vector.*`` for BM25 ...). The config hash and the manifest keep every setting."""
+    ``vector.*`` for BM25, no fusion setting a pipeline does not read ...). The config hash
+    and the manifest keep every setting."""
     flat = _with_field_defaults(flatten({k: v for k, v in config.items() if k != "pipeline"}))
     if config.get("pipeline") is not None:  # its shape and stage settings, not its JSON
         flat.update(flatten({f"pipeline.{k}" if k != "pipeline" else k: v
                              for k, v in settings(from_data(config["pipeline"])).items()}))
-    return {k: v for k, v in dict(sorted(flat.items())).items() if param_applies(k, config)}
+    read = scoring_read(config)
+    return {k: v for k, v in dict(sorted(flat.items())).items()
+            if param_applies(k, config, read)}
 
 
 def _parquet(columns: dict[str, Any]) -> bytes:
@@ -304,8 +317,10 @@ def point_record(log: PointLog) -> RunRecord:
         if log.dataset_hash:
             tags[TAG_DATASET] = log.dataset_hash
         tags.update({f"{TAG_RUN_HASH}.{s}": h for s, h in log.run_hashes.items()})
-    tags.update(log.tags)
     config = m.config if m is not None else log.config
+    if config is not None and config.get("pipeline") is not None:
+        tags[TAG_PIPELINE] = from_data(config["pipeline"]).expression()
+    tags.update(log.tags)
     params = {**(logged_params(config) if config is not None else {}), **log.params}
     metrics = {metric_key(s, k): float(v) for s, vals in log.metrics.items()
                for k, v in vals.items()}
