@@ -43,11 +43,11 @@ def verify_command(
         logged_artifacts,
         logged_manifest,
         logged_metrics,
-        logged_sweep,
-        verify_cv,
         verify_point,
     )
+    from aiblox.sweep.verify_cv import verify_cv
     from aiblox.sweep.verify_summary import verify_summary
+    from aiblox.sweep.verify_sweep import logged_sweep
 
     try:
         if not (run.endswith(".json") or Path(run).is_file()):
@@ -64,9 +64,11 @@ def verify_command(
                            progress=show_progress(), logged=logged, artifacts=files)
         # a sweep (its parent run and children, listed once for both checks)
         sweep = logged_sweep(run, tracking_uri) if source.startswith("run ") else None
-        # a [cv] sweep: its fold table recomputed from the children's logged per-query values
+        # a [cv] sweep: its k-fold result recomputed from the children's logged per-query
+        # values, against every copy of it (cv_folds.json, the summary, the parent's metrics)
         cv_checks = verify_cv(sweep) if sweep else None
-        # a sweep: what its parent run concluded, against its point runs
+        # a sweep: what its parent run concluded (best point, leaderboard, intervals,
+        # significance table, Pareto front), recomputed from its point runs
         sweep_checks = verify_summary(sweep) if sweep else None
     except (DatasetError, ValueError) as exc:
         fail(str(exc))
@@ -97,10 +99,12 @@ def verify_command(
                       + ((" (per query, and the logged run files line by line)"
                           if any(a.trec is not None for a in files.values())
                           else " (per query)") if files else "")
-                      + (" (and the k-fold table from the logged per-query values)"
+                      + (" (and the k-fold result, in the summary, cv_folds.json and the "
+                         "parent's metrics, from the logged per-query values)"
                          if cv_checks else "")
-                      + (" (and the sweep's best point, summary and leaderboard from its "
-                         "points' logged values)" if sweep_checks else ""), soft_wrap=True)
+                      + (" (and the sweep's best point, leaderboard, intervals, significance "
+                         "table and Pareto front from its points' logged values)"
+                         if sweep_checks else ""), soft_wrap=True)
         else:
             first = next(c for c in rep.checks if not c.identical)
             said = (f": {escape(first.detail)}" if first.detail else

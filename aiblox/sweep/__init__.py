@@ -24,7 +24,11 @@ module              what it is for
 ``frames``          pandas views of a result (leaderboard, axes, significance)
 ``compare``         two logged points compared (``aiblox compare``)
 ``runs``            logged sweeps and points listed, a point found by name (``aiblox runs``)
-``verify``          a logged point re-executed from its manifest (``aiblox verify``)
+``verify``          a logged point re-executed from its manifest (``aiblox eval verify``)
+``verify_sweep``    a logged sweep's point runs read as the conclusion reads points; a logged
+                    table compared with its recomputation, field by field
+``verify_summary``  a logged sweep's conclusion recomputed from its point runs
+``verify_cv``       a ``[cv]`` sweep's k-fold result recomputed from its point runs
 ``applies``         which settings apply to a point (for per-setting plots)
 ==================  ==========================================================================
 

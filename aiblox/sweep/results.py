@@ -12,7 +12,7 @@ best point's primary metric gets a bootstrap interval on both splits
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,7 @@ from aiblox.engine.manifest import PointManifest
 from aiblox.engine.settings import candidate_depth, ranked, ranking_key, ranking_order
 from aiblox.metrics import PROJECTION_PREFIX, Comparison, bootstrap_ci, compare_to_baseline
 from aiblox.metrics.pareto import objective_values, pareto_front
-from aiblox.metrics.significance import DEFAULT_SEED
+from aiblox.metrics.significance import DEFAULT_SEED, StatTest
 from aiblox.sweep.crossval import CrossValidation, check_folds, cross_validate
 
 if TYPE_CHECKING:
@@ -32,12 +32,16 @@ __all__ = [
     "Conclusion",
     "PointResult",
     "SweepResult",
+    "best_intervals",
     "choose_best",
     "conclude",
+    "cross_validated",
+    "metrics_tested",
     "pareto_points",
     "ranked",
     "ranking_key",
     "ranking_order",
+    "significance_table",
     "tested_metrics",
     "tested_points",
 ]
@@ -162,21 +166,32 @@ def choose_best(points: Sequence[PointResult], split: str, metric: str) -> Point
 
 
 def tested_metrics(spec: SweepSpec) -> list[str]:
-    """The metrics the top points are tested on against the baseline: a fusion sweep's ranx
-    metrics; in a pipeline sweep, the primary and the metrics a swept stage can move (the
-    fused run's when fusion is swept, the chunk metrics when fusion or chunking is, the answer
-    metrics when selection is), and the cost those stages move (``evidence_tokens``,
-    ``selected_tokens``: lower is better, so a decrease counts as a win)."""
-    if not spec.has_pipeline_axes:
-        return list(spec.metrics)
+    """The metrics the top points are tested on against the baseline
+    (:func:`metrics_tested` of the spec's metrics and the grid's axes that are set)."""
     g = spec.grid
-    fusion = any(getattr(g, a) is not None for a in FUSION_AXES)
-    chunking = fusion or g.chunking is not None
-    headline = [spec.primary, *(spec.metrics if fusion else [])]
+    return metrics_tested(spec.metrics, spec.primary, spec.chunk_k,
+                          {a for a in type(g).model_fields if getattr(g, a) is not None})
+
+
+def metrics_tested(metrics: Sequence[str], primary: str, chunk_k: Sequence[int],
+                   axes: Collection[str]) -> list[str]:
+    """The metrics the top points are tested on against the baseline, from a spec's
+    ``metrics``, ``primary`` and ``chunk_k`` and the names of its grid's axes that are set
+    (``axes``; a logged sweep's are its ``spec.grid.*`` params other than ``None``, which
+    ``aiblox eval verify`` reads): a fusion sweep's ranx metrics; in a pipeline sweep (a
+    ``chunking`` or ``selection`` axis), the primary and the metrics a swept stage can move
+    (the fused run's when fusion is swept, the chunk metrics when fusion or chunking is, the
+    answer metrics when selection is), and the cost those stages move (``evidence_tokens``,
+    ``selected_tokens``: lower is better, so a decrease counts as a win)."""
+    if "chunking" not in axes and "selection" not in axes:
+        return list(metrics)
+    fusion = any(a in axes for a in FUSION_AXES)
+    chunking = fusion or "chunking" in axes
+    headline = [primary, *(metrics if fusion else [])]
     if chunking:
-        headline += [*(f"{PROJECTION_PREFIX}{m}" for m in spec.metrics),
-                     *(f"answer_recall@{k}" for k in spec.chunk_k), "evidence_tokens"]
-    if g.selection is not None:
+        headline += [*(f"{PROJECTION_PREFIX}{m}" for m in metrics),
+                     *(f"answer_recall@{k}" for k in chunk_k), "evidence_tokens"]
+    if "selection" in axes:
         headline += ["answer_f1", "answer_em", "evidence_answer_recall", "selected_tokens"]
     return list(dict.fromkeys(headline))
 
@@ -194,8 +209,9 @@ class Conclusion:
     pareto: list[PointResult] = field(default_factory=list)
 
 
-PerQuery = Callable[[PointResult, str], dict[str, dict[str, float]]]
-"""``(point, split) -> {metric: {qid: value}}``: a point's per-query values on a split."""
+PerQuery = Callable[[Any, str], dict[str, dict[str, float]]]
+"""``(point, split) -> {metric: {qid: value}}``: a point's per-query values on a split (a
+:class:`PointResult`'s, or a logged point run's)."""
 
 
 def conclude(spec: SweepSpec, points: Sequence[PointResult], n_grid: int,
@@ -226,35 +242,66 @@ def conclude(spec: SweepSpec, points: Sequence[PointResult], n_grid: int,
     baseline = next((p for p in points if p.is_baseline), None)
     significance: list[Comparison] = []
     if baseline is not None and spec.report_split is not None:
-        top = tested_points(grid, best, baseline, spec.tune_split, spec.primary,
-                            spec.significance_top)
-        report = spec.report_split
-        available = {m for p in points for m in p.metrics[report]}
-        wanted = [m for m in tested_metrics(spec) if m in available]
-
-        def values(p: PointResult) -> dict[str, dict[str, float]]:
-            got = per_query(p, report)
-            return {m: got.get(m, {}) for m in wanted}
-
-        significance = compare_to_baseline(
-            values(baseline), [(p.label, values(p)) for p in top], wanted, test=spec.stat_test,
-            alpha=spec.alpha, seed=DEFAULT_SEED if spec.seed is None else spec.seed)
-    ci = {s: bootstrap_ci(per_query(best, s).get(spec.primary, {})) for s in spec.splits}
+        significance = significance_table(
+            points, grid, best, baseline, per_query, tested_metrics(spec),
+            tune=spec.tune_split, report=spec.report_split, primary=spec.primary,
+            top=spec.significance_top, test=spec.stat_test, alpha=spec.alpha, seed=spec.seed)
+    ci = best_intervals(best, spec.splits, spec.primary, per_query)
     cv = None
     if spec.cv is not None:
         check_folds(spec.cv.folds, len(tune_qids), spec.tune_split)
-        tune = spec.tune_split
-
-        def primary(p: PointResult) -> dict[str, float]:
-            return dict(per_query(p, tune).get(spec.primary, {}))
-
-        cv = cross_validate(grid, {p.config_hash: primary(p) for p in grid}, tune_qids,
-                            folds=spec.cv.folds, seed=spec.cv.seed, split=tune,
-                            metric=spec.primary, baseline=baseline,
-                            baseline_values=None if baseline is None else primary(baseline),
-                            test=spec.stat_test)
+        cv = cross_validated(grid, baseline, per_query, tune_qids, folds=spec.cv.folds,
+                             seed=spec.cv.seed, split=spec.tune_split, metric=spec.primary,
+                             test=spec.stat_test)
     return Conclusion(best=best, baseline=baseline, significance=significance, ci=ci, cv=cv,
                       objectives=objectives, pareto=front)
+
+
+def significance_table(points: Sequence[Any], grid: Sequence[Any], best: Any, baseline: Any,
+                       per_query: PerQuery, metrics: Sequence[str], *, tune: str, report: str,
+                       primary: str, top: int, test: StatTest, alpha: float,
+                       seed: int | None) -> list[Comparison]:
+    """The significance table: the ``top`` points of ``grid`` (:func:`tested_points`, the chosen
+    ``best`` first) tested against ``baseline`` on the ``report`` split, on each of ``metrics``
+    some point of ``points`` computed there, with ``test`` (Holm-adjusted within a metric at
+    ``alpha``; Fisher's sign flips drawn with ``seed``, None: the tests' default, 42). The
+    points are :class:`PointResult` s or anything with ``label``, ``config_hash`` and
+    ``metrics`` (a logged sweep's point runs, which ``aiblox eval verify`` tests again)."""
+    tested = tested_points(grid, best, baseline, tune, primary, top)
+    available = {m for p in points for m in p.metrics.get(report, {})}
+    wanted = [m for m in metrics if m in available]
+
+    def values(p: Any) -> dict[str, dict[str, float]]:
+        got = per_query(p, report)
+        return {m: got.get(m, {}) for m in wanted}
+
+    return compare_to_baseline(values(baseline), [(p.label, values(p)) for p in tested], wanted,
+                               test=test, alpha=alpha,
+                               seed=DEFAULT_SEED if seed is None else seed)
+
+
+def best_intervals(best: Any, splits: Sequence[str], primary: str, per_query: PerQuery
+                   ) -> dict[str, tuple[float, float, float]]:
+    """Per split, the 95% bootstrap interval ``(mean, low, high)`` of ``best``'s ``primary``
+    over its queries (:func:`~aiblox.metrics.bootstrap_ci`, its default seed 0 whatever the
+    spec's ``seed``, so two sweeps' intervals draw alike)."""
+    return {s: bootstrap_ci(per_query(best, s).get(primary, {})) for s in splits}
+
+
+def cross_validated(grid: Sequence[Any], baseline: Any, per_query: PerQuery,
+                    qids: Sequence[str], *, folds: int, seed: int, split: str, metric: str,
+                    test: StatTest) -> CrossValidation:
+    """:func:`~aiblox.sweep.crossval.cross_validate` of ``grid`` over ``qids`` of ``split``
+    from each point's per-query ``metric`` values there, against ``baseline`` (None: no
+    margin)."""
+
+    def primary(p: Any) -> dict[str, float]:
+        return dict(per_query(p, split).get(metric, {}))
+
+    return cross_validate(grid, {p.config_hash: primary(p) for p in grid}, qids, folds=folds,
+                          seed=seed, split=split, metric=metric, baseline=baseline,
+                          baseline_values=None if baseline is None else primary(baseline),
+                          test=test)
 
 
 def tested_points(grid: Sequence[PointResult], best: PointResult, baseline: PointResult,
@@ -270,11 +317,12 @@ def tested_points(grid: Sequence[PointResult], best: PointResult, baseline: Poin
     return (first + rest)[:n]
 
 
-def pareto_points(points: Sequence[PointResult], split: str, objectives: dict[str, str],
-                  primary: str) -> list[PointResult]:
+def pareto_points(points: Sequence[Any], split: str, objectives: dict[str, str],
+                  primary: str) -> list[Any]:
     """The Pareto front of ``points`` on ``split`` under ``objectives`` (``{name: direction}``;
     :func:`~aiblox.metrics.pareto.pareto_front`), best first by ``primary`` (ties by config
-    hash ascending, :func:`ranked`)."""
+    hash ascending, :func:`ranked`). The points are :class:`PointResult` s or anything
+    :func:`~aiblox.metrics.pareto.objective_values` reads (a logged point run)."""
     names = list(objectives)
     values = [objective_values(p, split, names) for p in points]
     front = [points[i] for i in pareto_front(values, list(objectives.values()))]

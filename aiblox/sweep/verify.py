@@ -21,6 +21,9 @@ with; an older manifest's ``embedder_name`` or stage ``model`` holds the folder)
 the point was scored with (their sha256 is in the embedder id and the stage keys), never trained
 again: a folder that is gone is an error naming it and how to get it back
 (:func:`check_model_folders`), not a difference.
+
+Given a sweep, ``aiblox eval verify`` also recomputes what its parent run concluded from its
+point runs (:mod:`aiblox.sweep.verify_summary`, :mod:`aiblox.sweep.verify_cv`).
 """
 
 from __future__ import annotations
@@ -58,7 +61,6 @@ __all__ = [
     "logged_metrics",
     "logged_point",
     "point_dataset",
-    "verify_cv",
     "verify_point",
 ]
 
@@ -484,100 +486,6 @@ def _first_difference(logged: dict[Any, Any], again: dict[Any, Any], what: str =
         return f"{what} {key}: {d[key]!r}" if key in d else f"{what} {key}: missing"
 
     return side(logged), side(again)
-
-
-@dataclasses.dataclass(frozen=True)
-class LoggedSweep:
-    """A logged sweep as the sweep-level checks read it: the MLflow client, the parent run and
-    its finished child runs (listed once, for every check)."""
-
-    client: Any
-    parent: Any
-    children: list[Any]
-
-
-def logged_sweep(run: str | LoggedSweep, tracking_uri: str = "") -> LoggedSweep | None:
-    """The sweep ``run`` names (its parent run id or name), its children listed once; None
-    when it names none (a point run id, a manifest path): what the sweep-level checks of
-    ``aiblox eval verify`` read (:func:`verify_cv`, :func:`~aiblox.sweep.verify_summary.
-    verify_summary`), which take it in place of ``run`` to share one lookup."""
-    from aiblox.engine.tracking import child_runs, find_sweep_run, tracking_client
-
-    if isinstance(run, LoggedSweep):
-        return run
-    if Path(run).suffix == ".json" or Path(run).is_file():
-        return None
-    client = tracking_client(tracking_uri)
-    try:
-        parent = find_sweep_run(client, run)
-    except ValueError:
-        return None
-    return LoggedSweep(client, parent, child_runs(client, parent))
-
-
-def compared(where: str, expected: Any, actual: Any) -> StageCheck:
-    """A check of a logged value (``expected``) against its recomputation, as text."""
-    return StageCheck(where=where, expected=str(expected), actual=str(actual),
-                      identical=str(expected) == str(actual))
-
-
-def verify_cv(run: str | LoggedSweep, tracking_uri: str = "") -> list[StageCheck] | None:
-    """The k-fold table of a logged ``[cv]`` sweep (``run``: its parent run id or name)
-    recomputed from what its child runs logged: each point's per-query primary values
-    (``per_query.<split>.parquet``) go through :func:`~aiblox.sweep.crossval.cross_validate`
-    again with the logged folds, seed and test, and the folds, each fold's choice and scores and
-    the margin are compared with ``cv_folds.json``. None when ``run`` is not a sweep with one
-    (a point run id, a manifest, a sweep without ``[cv]``)."""
-    from aiblox.engine.tracking import artifact_bytes, read_per_query
-    from aiblox.sweep.crossval import CrossValidation, cross_validate
-
-    found = logged_sweep(run, tracking_uri)
-    if found is None:
-        return None
-    client, parent, children = found.client, found.parent, found.children
-    data = artifact_bytes(client, parent.info.run_id, "cv_folds.json", parent)
-    if data is None:  # a sweep without [cv]
-        return None
-    logged = CrossValidation.model_validate_json(data)
-    by_hash = {c.data.tags.get("aiblox.config_hash"): c for c in children}
-    base = next((c for c in children if c.data.tags.get("aiblox.baseline") == "true"), None)
-    checks: list[StageCheck] = []
-
-    def check(where: str, expected: Any, actual: Any) -> None:
-        checks.append(compared(where, expected, actual))
-
-    missing = [h for h in logged.candidates if h not in by_hash]
-    check("cv/points", len(logged.candidates), len(logged.candidates) - len(missing))
-    if missing or not logged.candidates:  # none listed: logged before they were
-        return checks
-
-    def values(child: Any) -> dict[str, float]:
-        return read_per_query(client, child.info.run_id, logged.split, child).get(
-            logged.metric, {})
-
-    class _Pt:
-        def __init__(self, child: Any) -> None:
-            self.label = child.data.tags.get("aiblox.label", "")
-            self.config_hash = child.data.tags.get("aiblox.config_hash", "")
-
-    pts = [_Pt(by_hash[h]) for h in logged.candidates]
-    vals = {h: values(by_hash[h]) for h in logged.candidates}
-    base_values = None if base is None or logged.margin is None else values(base)
-    qids = sorted(q for fold in logged.fold_ids for q in fold)
-    again = cross_validate(
-        pts, vals, qids, folds=logged.folds, seed=logged.seed, split=logged.split,
-        metric=logged.metric, baseline=None if base is None or logged.margin is None
-        else _Pt(base), baseline_values=base_values,
-        test=logged.test or "student")  # type: ignore[arg-type]
-    check("cv/folds", logged.fold_ids, again.fold_ids)
-    for a, b in zip(logged.rows, again.rows, strict=True):
-        check(f"cv/fold{a.fold}", f"{a.config_hash}:{a.tune!r}:{a.held_out!r}",
-              f"{b.config_hash}:{b.tune!r}:{b.held_out!r}")
-    check("cv/margin", f"{logged.margin!r}:[{logged.margin_low!r}, {logged.margin_high!r}]:"
-                       f"p {logged.p_value!r}",
-          f"{again.margin!r}:[{again.margin_low!r}, {again.margin_high!r}]:p {again.p_value!r}")
-    check("cv/verdict", logged.verdict, again.verdict)
-    return checks
 
 
 def _pair(stage: dict[str, Any]) -> str:

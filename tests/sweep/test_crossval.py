@@ -337,7 +337,8 @@ def test_cli_prints_and_logs_the_fold_table(tmp_path, sweep_db, mlflow_uri, monk
                             sweep_db, "--json"], env={"AIBLOX_NO_PROGRESS": "1"})
     assert v.exit_code == 0, v.output
     checks = {c["where"]: c for c in json.loads(v.stdout)["checks"]}
-    assert {"test/fusion", "cv/folds", "cv/fold2", "cv/margin", "cv/verdict"} <= set(checks)
+    assert {"test/fusion", "cv/fold_ids (cv_folds.json)", "cv/rows[2] (cv_folds.json)",
+            "cv/margin (cv_folds.json)", "cv/verdict (summary)", "sweep/cv.margin"} <= set(checks)
     assert {"sweep/best", "sweep/best (summary)"} <= set(checks)
     assert all(c["identical"] for c in checks.values())
     assert len(listed) == 1

@@ -329,7 +329,9 @@ def test_report_shows_the_front(sample_spec, small_spec, tmp_path, sweep_db, sam
 
     checks = {c.where: c for c in verify_summary(r.tracking["parent_run_id"], mlflow_uri)}
     assert all(c.identical for c in checks.values()), checks
-    assert checks["sweep/best"].actual == r.best.config_hash and "sweep/pareto values" in checks
+    assert checks["sweep/best"].actual == r.best.config_hash
+    assert {f"sweep/pareto.points[{i}] (summary)" for i in range(len(r.points))} \
+        | {"sweep/pareto.front (summary)", "sweep/pareto.objectives (summary)"} <= set(checks)
     out = tmp_path / "rep"
     write_report(r.tracking["parent_run_id"], mlflow_uri, out, log_artifacts=False)
     html = (out / "report.html").read_text()

@@ -46,6 +46,8 @@ __all__ = [
     "TAG_SWEEP",
     "TAG_TREC_HASH",
     "cv_metrics",
+    "cv_summary",
+    "cv_tags",
     "evidence_file",
     "flatten",
     "logged_params",
@@ -184,6 +186,22 @@ def cv_metrics(cv: Any) -> dict[str, float]:
                     "cv.margin_low": cv.margin_low, "cv.margin_high": cv.margin_high,
                     "cv.p_value": cv.p_value, "cv.beats_baseline": float(cv.beats_baseline)})
     return out
+
+
+def cv_summary(cv: Any) -> dict[str, Any]:
+    """``sweep_summary.json``'s ``cv``: the k-fold result as JSON less the fold ids, the
+    candidates and every query's held-out value (those are in ``cv_folds.json``, the whole
+    result)."""
+    return dict(cv.model_dump(mode="json", exclude={"per_query", "fold_ids", "candidates"}))
+
+
+def cv_tags(cv: Any) -> dict[str, str]:
+    """The parent run's tags of a k-fold result: per fold the chosen point's config hash
+    (``aiblox.cv.fold<i>.config_hash``) and the verdict (``aiblox.cv.verdict``, its first
+    5,000 characters: MLflow's limit on a tag's value)."""
+    tags = {f"aiblox.cv.fold{r.fold}.config_hash": r.config_hash for r in cv.rows}
+    tags["aiblox.cv.verdict"] = cv.verdict[:5000]
+    return tags
 
 
 def _with_field_defaults(params: dict[str, str]) -> dict[str, str]:

@@ -44,6 +44,8 @@ from aiblox.engine.tracking.layout import (
     TAG_SWEEP,
     PointLog,
     cv_metrics,
+    cv_summary,
+    cv_tags,
     flatten,
     pareto_summary,
     point_record,
@@ -529,8 +531,7 @@ class SweepTracker:
         cv = getattr(result, "cv", None)
         if cv is not None:
             metrics += [Metric(k, float(v), 0, 0) for k, v in sorted(cv_metrics(cv).items())]
-            tags.update({f"aiblox.cv.fold{r.fold}.config_hash": r.config_hash for r in cv.rows})
-            tags["aiblox.cv.verdict"] = cv.verdict[:5000]
+            tags.update(cv_tags(cv))
         self._log_batch(self.parent_id, metrics=metrics,
                         tags=[RunTag(k, v) for k, v in tags.items()])
         summary = {"best": best.model_dump(mode="json", exclude={"manifest"}),
@@ -544,8 +545,7 @@ class SweepTracker:
         if getattr(result, "gap", None) is not None:
             summary["gap"] = result.gap
         if cv is not None:  # the fold table; every query's held-out value in cv_folds.json
-            summary["cv"] = cv.model_dump(mode="json", exclude={"per_query", "fold_ids",
-                                                                "candidates"})
+            summary["cv"] = cv_summary(cv)
             self.client.log_text(self.parent_id, json.dumps(cv.model_dump(mode="json"),
                                                             sort_keys=True, indent=1),
                                  "cv_folds.json")
