@@ -31,23 +31,32 @@ def _when(t: float | None) -> str:
     return dt.datetime.fromtimestamp(t, tz=dt.UTC).strftime("%Y-%m-%d %H:%M")
 
 
-def _open(cache_dir: str, named: bool = False) -> StageCache:
-    """The cache at ``cache_dir``, or one ``error:`` line (a file, an unknown protocol; with
-    ``named``, a local folder that is not there and not the default: a mistyped name, which
-    would read as an empty cache)."""
-    from aiblox.engine.cache import StageCache, StageCacheError, local_cache_root
+def _open(cache_dir: str) -> StageCache:
+    """The cache at ``cache_dir``, or one ``error:`` line: a file, an unknown protocol, a
+    local folder (a path, ``file://`` or ``local://``) that is not there and not the default
+    (a mistyped name, which would read as an empty cache), a folder that holds files but
+    nothing of a stage cache's layout (a wrong folder: prune must never touch its files,
+    :func:`~aiblox.engine.housekeeping.check_stage_cache`)."""
+    from pathlib import Path
 
-    local = local_cache_root(cache_dir)
+    from aiblox.engine.cache import StageCache, StageCacheError, local_cache_root
+    from aiblox.engine.housekeeping import check_stage_cache
+
+    proto, _, path = cache_dir.partition("://")
+    local = Path(path) if proto == "local" else local_cache_root(cache_dir)
     if local is not None and local.exists() and not local.is_dir():
         fail(f"--cache-dir {cache_dir} is a file, not a stage cache folder")
-    if named and local is not None and not local.exists() and cache_dir != STAGE_CACHE_DIR:
+    if local is not None and not local.exists() and cache_dir != STAGE_CACHE_DIR:
         fail(f"--cache-dir {cache_dir}: no such folder (a sweep's --cache-dir; the default "
              f"is {STAGE_CACHE_DIR})")
     try:
         cache = StageCache(cache_dir)
-        cache.listing()
+        check_stage_cache(cache)
     except (StageCacheError, OSError) as exc:
         fail(f"--cache-dir {cache_dir}: {exc}")
+        raise
+    except ValueError as exc:  # not a stage cache: "<root> is not a stage cache: ..."
+        fail(f"--cache-dir {exc}")
         raise
     return cache
 
@@ -59,7 +68,9 @@ def list_cache(
 ) -> None:
     """Every folder of the cache: entries, size, oldest and newest write (UTC), and files that
     interrupted writes left behind. Stage folders are pruned; doc_tables go with their signals
-    entries; models and studies are kept (a trained model, a folder of files, is one entry)."""
+    entries; models and studies are kept (a trained model, a folder of files, is one entry).
+    A --cache-dir that is not there (but the default), or holds nothing of a stage cache, is
+    an error, as for prune and verify."""
     from aiblox.engine.housekeeping import cache_usage
 
     cache = _open(cache_dir)
@@ -106,14 +117,15 @@ def prune(
     everything: bool = typer.Option(False, "--all", help="Remove every entry (of --stage: "
                                     "also those a kept entry of another stage was computed "
                                     "from)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Remove nothing; say what would go."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Remove nothing (damaged entries "
+                                 "neither); say what would go."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Remove stage entries: older than an age, the oldest beyond a size, or all. By age or
     size, never an entry that a kept one was computed from (a fusion sweep's retrieval goes
-    last); --all --stage removes the stage's entries whatever was computed from them. A removed
-    entry is computed again, with the same bytes, when a sweep next needs it. Models and
-    search studies are never touched."""
+    last); --all --stage removes the stage's entries whatever was computed from them. By age or
+    size, damaged entries met go too, counted apart. A removed entry is computed again, with
+    the same bytes, when a sweep next needs it. Models and search studies are never touched."""
     from aiblox.engine.housekeeping import parse_age, parse_size, prune_cache
     from aiblox.experiment.markup import plural
 
@@ -130,7 +142,7 @@ def prune(
         size = parse_size(max_size) if max_size else None
     except ValueError as exc:
         fail(f"--max-size: {exc}")
-    cache = _open(cache_dir, named=True)
+    cache = _open(cache_dir)
     try:
         r = prune_cache(cache, stages=stage or None, older_than=age, max_size=size,
                         everything=everything, dry_run=dry_run)
@@ -144,9 +156,11 @@ def prune(
         n[1] += e.size
     kept_size = sum(e.size for e in r.kept)  # of the stages pruned: what --max-size bounds
     others_size = sum(e.size for e in r.others)
+    damaged_size = sum(e.size for e in r.damaged)
     if as_json:
         print_json({"root": str(cache.root), "dry_run": dry_run, "freed": r.freed,
                     "removed": {s: {"entries": n, "size": b} for s, (n, b) in by_stage.items()},
+                    "damaged": {"entries": len(r.damaged), "size": damaged_size},
                     "kept": {"entries": len(r.kept) + len(r.others),
                              "size": kept_size + others_size,
                              "of_stages": {"entries": len(r.kept), "size": kept_size}},
@@ -155,6 +169,9 @@ def prune(
     verb = "would remove" if dry_run else "removed"
     parts = [f"{s} {n} ({size_text(b)})" for s, (n, b) in sorted(by_stage.items())]
     extra = []
+    if r.damaged:
+        extra.append(f"{plural(len(r.damaged), 'damaged entry', 'damaged entries')} "
+                     f"({size_text(damaged_size)})")
     if r.leftovers:
         extra.append(f"{len(r.leftovers)} leftover files")
     if r.doc_tables:
@@ -168,6 +185,10 @@ def prune(
     console.print(f"{'would keep' if dry_run else 'kept'} "
                   f"{plural(len(r.kept) + len(r.others), 'entry', 'entries')} "
                   f"({size_text(kept_size + others_size)}) in {cache.root}{of_stages}")
+    if r.damaged and dry_run:
+        console.print("damaged entries: their meta does not parse, or lies past the end of a "
+                      "pack cut short; `aiblox cache verify` checks every entry's bytes and "
+                      "removes the damaged ones")
     if size is not None and kept_size > size:
         console.print(f"still above --max-size {max_size}: what is left was computed into "
                       f"entries of stages not named by --stage (kept while those are)")
@@ -184,7 +205,7 @@ def verify(
     from aiblox.engine.housekeeping import verify_cache
     from aiblox.experiment.markup import plural
 
-    cache = _open(cache_dir, named=True)
+    cache = _open(cache_dir)
     try:
         r = verify_cache(cache, stage or None, progress=show_progress())
     except ValueError as exc:

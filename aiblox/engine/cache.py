@@ -54,9 +54,9 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from aiblox.engine.cache_bytes import (
-    arrays_sha256,
     decode_arrays,
     encode_arrays,
+    encoded_output,
     entry_whole,
     meta_bytes,
     meta_sum_ok,
@@ -66,12 +66,14 @@ from aiblox.engine.cache_files import (
     Files,
     FsspecFiles,
     LocalFiles,
+    StageCacheCorrupt,
     StageCacheError,
+    StageOutputNotStored,
     local_cache_root,
 )
 from aiblox.engine.cache_packs import PackCutShort, PackEntry, Packs
 from aiblox.engine.task import StageRecord, Task, stage_key
-from aiblox.hashing import canonical_plain_json, sha256_bytes
+from aiblox.hashing import sha256_bytes
 
 __all__ = ["FileInfo", "StageCache", "StageCacheCorrupt", "StageCacheError",
            "StageOutputNotStored", "check_cache_root", "decode_arrays", "encode_arrays",
@@ -90,38 +92,6 @@ _FILE = "file"
 
 _FLUSH_ENTRIES, _FLUSH_BYTES, _FLUSH_S = 2048, 64 << 20, 30.0
 """A batch writes its packs when it holds this many entries, bytes, or seconds of work."""
-
-
-def _encoded(output: Any, codec: str, need_bytes: bool = True) -> tuple[bytes, str]:
-    """An output's canonical bytes (before compression; b"" for an ``arrays`` output when not
-    ``need_bytes``) and their sha256, its output hash."""
-    if codec == "arrays":
-        if not need_bytes:
-            return b"", arrays_sha256(output)
-        data = encode_arrays(output)
-        return data, sha256_bytes(data)
-    data = canonical_plain_json(output).encode("utf-8")
-    return data, sha256_bytes(data)
-
-
-class StageCacheCorrupt(StageCacheError):
-    """A cache entry that does not hold what its meta recorded (a flipped bit, a truncated or
-    missing file, a meta that does not parse). The entry has been removed when this is raised,
-    so computing the stage again stores a good one."""
-
-    def __init__(self, name: str, key: str, path: Path | str, reason: str) -> None:
-        super().__init__(f"stage cache entry {name}/{key[:16]} ({path}) is damaged: {reason}")
-        self.name, self.key, self.path, self.reason = name, key, path, reason
-
-
-class StageOutputNotStored(StageCacheError):
-    """A recorded entry (its meta and output hash only) read without a way to compute its
-    output again: the caller recomputes it from the entry's inputs and config."""
-
-    def __init__(self, name: str, key: str) -> None:
-        super().__init__(f"stage cache entry {name}/{key[:16]} keeps no output (it is recorded "
-                         f"and computed again from its inputs when read)")
-        self.name, self.key = name, key
 
 
 def check_cache_root(root: str | Path, label: str = "stage cache") -> None:
@@ -202,8 +172,10 @@ class StageCache:
 
     def flush(self) -> None:
         """Write the batch's entries stored so far as packs (one per stage), after the packs
-        holding entries it removed are written again without them."""
-        self._packs.commit()
+        holding entries it removed are written again without them (their other damaged
+        entries dropped with them: :meth:`dropped_damaged`)."""
+        for name, keys in self._packs.commit().items():
+            self.dropped_damaged(name, keys)
         with self._lock:
             pending, self._pending_size = self._pending, 0
             if not pending:
@@ -266,12 +238,14 @@ class StageCache:
         """True when an entry's meta exists (its output is checked when read)."""
         return self._locate(name, key) is not None
 
-    def meta(self, name: str, key: str) -> dict[str, Any]:
+    def meta(self, name: str, key: str, repair: bool = True) -> dict[str, Any]:
         """The small meta record of an entry (no output); :class:`StageCacheCorrupt` when it
-        does not parse or does not describe this entry."""
-        return self._meta(name, key)[0]
+        does not parse or does not describe this entry (or lies past the end of a pack cut
+        short), the damaged entry removed; with ``repair=False`` left in place (a look that
+        changes nothing on disk)."""
+        return self._meta(name, key, repair)[0]
 
-    def _meta(self, name: str, key: str) -> tuple[dict[str, Any], Any]:
+    def _meta(self, name: str, key: str, repair: bool = True) -> tuple[dict[str, Any], Any]:
         """:meth:`meta`, and where the entry lies (:meth:`_locate`)."""
         loc = self._locate(name, key)
         path = self._where(name, key, loc)
@@ -294,8 +268,10 @@ class StageCache:
         except FileNotFoundError:
             raise StageCacheCorrupt(name, key, path, "its meta file is missing") from None
         except (OSError, ValueError) as exc:
-            self.remove(name, key)
-            raise StageCacheCorrupt(name, key, path, f"unreadable meta ({exc})") from None
+            if repair:
+                self.remove(name, key)
+            raise StageCacheCorrupt(name, key, path, f"unreadable meta ({exc})",
+                                    removed=repair) from None
         return m, loc
 
     def _pack_read(self, name: str, key: str, loc: PackEntry, output: bool
@@ -330,9 +306,11 @@ class StageCache:
         again), then its output, and from any pack holding it; nothing when it is absent."""
         self.remove_many(name, [key])
 
-    def remove_many(self, name: str, keys: Iterable[str]) -> None:
+    def remove_many(self, name: str, keys: Iterable[str], report: bool = True) -> set[str]:
         """:meth:`remove` of several entries of one stage (each pack holding some written
-        again once)."""
+        again once). Returns the other entries of those packs dropped as damaged (their bytes
+        not whole; inside a batch, at its end: none here), each counted as repaired with a
+        warning (:meth:`dropped_damaged`) when ``report``."""
         keys = set(keys)
         if self._pending is not None:
             with self._lock:
@@ -351,11 +329,27 @@ class StageCache:
         try:
             if self._pending is not None:  # a batch: each pack written again once, at its end
                 self._packs.hide(name, keys)
-            else:
-                self._packs.drop(name, keys)
+                return set()
+            dropped = self._packs.drop(name, keys)
         except OSError as exc:
             raise StageCacheError(f"cannot remove entries of {name} from its packs: "
                                   f"{exc.strerror or exc}") from exc
+        return self.dropped_damaged(name, dropped, report)
+
+    def dropped_damaged(self, name: str, keys: set[str], report: bool = True) -> set[str]:
+        """Of the entries of ``name`` a pack written again left out as damaged (its bytes are
+        checked as it is written: no reader had looked at them), those the cache no longer
+        holds (not in their own files, nor whole in another pack); with ``report`` counted as
+        repaired, as a reader that found them would have, with one warning naming them."""
+        lost = {k for k in keys if not self.has(name, k)}
+        if lost and report:
+            self._count(self.repaired, name, len(lost))
+            shown = ", ".join(sorted(k[:16] for k in lost)[:3]) + ", ..." * (len(lost) > 3)
+            warnings.warn(f"stage cache: {len(lost)} damaged {name} "
+                          f"{'entry' if len(lost) == 1 else 'entries'} under {self.root} "
+                          f"({shown}) left out when their pack was written again; computed "
+                          f"again when next needed", stacklevel=2)
+        return lost
 
     def packed(self, name: str) -> dict[str, tuple[int, float | None]]:
         """The entries of a stage's packs: key -> (its bytes, when its pack was written)."""
@@ -436,7 +430,7 @@ class StageCache:
         entry recorded; else the entry is removed and :class:`StageCacheCorrupt` raised (its
         inputs or the code changed under the same key)."""
         m = meta if meta is not None else self.meta(name, key)
-        if _encoded(output, m.get("codec", "json"), need_bytes=False)[1] != m["output_hash"]:
+        if encoded_output(output, m.get("codec", "json"), need_bytes=False)[1] != m["output_hash"]:
             self.remove(name, key)
             raise StageCacheCorrupt(name, key, self._paths(name, key)[1],
                                     "its output, computed again, does not match the sha256 "
@@ -498,7 +492,7 @@ class StageCache:
         ``stored=False``: only the meta, with the output's hash (a recorded entry)."""
         key = stage_key(name, version, config, inputs)
         out_path, meta_path = self._paths(name, key, codec)
-        encoded, output_hash = _encoded(output, codec, need_bytes=stored)
+        encoded, output_hash = encoded_output(output, codec, need_bytes=stored)
         rec = StageRecord(name, str(version), key, tuple(inputs), output_hash)
         meta: dict[str, Any] = {**rec.as_dict(), "config": config}
         data = b""

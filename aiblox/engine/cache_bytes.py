@@ -14,8 +14,8 @@ import numpy as np
 
 from aiblox.hashing import canonical_plain_json, sha256_bytes
 
-__all__ = ["HashedArrays", "arrays_sha256", "decode_arrays", "encode_arrays", "entry_whole",
-           "meta_bytes", "meta_sum_ok"]
+__all__ = ["HashedArrays", "arrays_sha256", "decode_arrays", "encode_arrays", "encoded_output",
+           "entry_whole", "meta_bytes", "meta_sum_ok"]
 
 _ARRAYS_MAGIC = b"aiblox-arrays/1\n"
 _META_SUM = re.compile(rb'"meta_sha256":"([0-9a-f]{64})",')
@@ -101,6 +101,18 @@ def decode_arrays(data: bytes) -> dict[str, np.ndarray]:
         out[name] = np.frombuffer(data, dtype=dt, count=n, offset=at).reshape(shape)
         at += n * dt.itemsize
     return out
+
+
+def encoded_output(output: Any, codec: str, need_bytes: bool = True) -> tuple[bytes, str]:
+    """A stage output's canonical bytes (before compression; b"" for an ``arrays`` output when
+    not ``need_bytes``) and their sha256, its output hash."""
+    if codec == "arrays":
+        if not need_bytes:
+            return b"", arrays_sha256(output)
+        data = encode_arrays(output)
+        return data, sha256_bytes(data)
+    data = canonical_plain_json(output).encode("utf-8")
+    return data, sha256_bytes(data)
 
 
 def entry_whole(name: str, key: str, meta: bytes, out: bytes) -> bool:

@@ -16,8 +16,8 @@ import threading
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["FileInfo", "Files", "FsspecFiles", "LocalFiles", "StageCacheError", "atomic_write",
-           "local_cache_root"]
+__all__ = ["FileInfo", "Files", "FsspecFiles", "LocalFiles", "StageCacheCorrupt", "StageCacheError",
+           "StageOutputNotStored", "atomic_write", "local_cache_root"]
 
 _TMP_SEQ = itertools.count()
 
@@ -25,6 +25,30 @@ _TMP_SEQ = itertools.count()
 class StageCacheError(OSError):
     """The stage cache cannot be written (a read-only or full disk, a path through a file, an
     unknown URI protocol); the message names the folder or URI."""
+
+
+class StageCacheCorrupt(StageCacheError):
+    """A cache entry that does not hold what its meta recorded (a flipped bit, a truncated or
+    missing file, a meta that does not parse). The entry has been removed when this is raised
+    (``removed``), so computing the stage again stores a good one; a look that repairs nothing
+    (:meth:`~aiblox.engine.cache.StageCache.meta` with ``repair=False``: ``cache prune``, a
+    dry run above all) leaves it in place (``removed`` False)."""
+
+    def __init__(self, name: str, key: str, path: Path | str, reason: str,
+                 removed: bool = True) -> None:
+        super().__init__(f"stage cache entry {name}/{key[:16]} ({path}) is damaged: {reason}")
+        self.name, self.key, self.path, self.reason = name, key, path, reason
+        self.removed = removed
+
+
+class StageOutputNotStored(StageCacheError):
+    """A recorded entry (its meta and output hash only) read without a way to compute its
+    output again: the caller recomputes it from the entry's inputs and config."""
+
+    def __init__(self, name: str, key: str) -> None:
+        super().__init__(f"stage cache entry {name}/{key[:16]} keeps no output (it is recorded "
+                         f"and computed again from its inputs when read)")
+        self.name, self.key = name, key
 
 
 def atomic_write(path: str | Path, data: bytes) -> None:
@@ -159,9 +183,18 @@ class LocalFiles:
             os.utime(path, (when, when))
 
     def listing(self, folder: str) -> list[FileInfo]:
+        """The folder's files ([] when it is absent). A file gone between the folder's read
+        and its own stat (another process renamed a temporary file into place, or removed a
+        pack) is left out, not the whole folder: a stage's packs listed as none would be
+        forgotten, and their entries computed again."""
+        found = []
         try:
             with os.scandir(self.root / folder if folder else self.root) as it:
-                found = [(e.name, e.is_dir(), e.stat()) for e in it]
+                for e in it:
+                    try:
+                        found.append((e.name, e.is_dir(), e.stat()))
+                    except FileNotFoundError:
+                        continue
         except FileNotFoundError:
             return []
         return [(name, -1 if is_dir else st.st_size, st.st_mtime)

@@ -13,7 +13,8 @@ checking and counting it is the same; only where its bytes lie differs. A pack i
 atomically like any file (:func:`~aiblox.engine.cache_files.atomic_write`, or one put) and
 never appended to; its name is the sha256 of its bytes, so two writers never collide. Removing
 an entry (damaged, or pruned) writes the pack again without it, keeping only entries whose
-bytes check (two processes repairing one pack at once each drop every damaged entry), and
+bytes check (two processes repairing one pack at once each drop every damaged entry; the
+damaged ones no reader had found are named to the caller, which counts them as repaired), and
 removes the old pack (and a pack left empty); inside a batch, once per pack at its end.
 
 A damaged pack loses nothing silently. One cut short (a full or failing disk) still names every
@@ -294,37 +295,46 @@ class Packs:
                 self._hidden.setdefault(stage, {}).setdefault(name, set()).update(held)
         self._reindex(stage)
 
-    def commit(self) -> None:
-        """Write every pack holding hidden entries again without them (:meth:`hide`)."""
+    def commit(self) -> dict[str, set[str]]:
+        """Write every pack holding hidden entries again without them (:meth:`hide`); per
+        stage, the other entries dropped as damaged (:meth:`_rewrite`)."""
         hidden, self._hidden = self._hidden, {}
-        for stage in sorted(hidden):
-            self._rewrite(stage, hidden[stage])
+        dropped = {stage: self._rewrite(stage, hidden[stage]) for stage in sorted(hidden)}
+        return {stage: keys for stage, keys in dropped.items() if keys}
 
-    def drop(self, stage: str, keys: set[str]) -> None:
-        """Remove the entries ``keys`` from every pack of ``stage`` holding one, now."""
+    def drop(self, stage: str, keys: set[str]) -> set[str]:
+        """Remove the entries ``keys`` from every pack of ``stage`` holding one, now; the
+        other entries dropped as damaged (:meth:`_rewrite`)."""
         self.hide(stage, keys)
-        self._rewrite(stage, self._hidden.pop(stage, {}))
+        return self._rewrite(stage, self._hidden.pop(stage, {}))
 
-    def _rewrite(self, stage: str, packs: dict[str, set[str]]) -> None:
+    def _rewrite(self, stage: str, packs: dict[str, set[str]]) -> set[str]:
         """Write each pack named in ``packs`` again without its keys there (the new one first,
         with the old one's time: its entries' age is unchanged), then remove it; the packs
-        folder too once empty."""
+        folder too once empty. Returns the keys of the other entries not written again, their
+        bytes not whole (damaged entries no reader had looked at: gone, so the caller counts
+        them, as a reader that found them would have)."""
         known = self._rows.setdefault(stage, {})
         packs = {n: keys for n, keys in packs.items() if n in known}
+        dropped: set[str] = set()
         if not packs:
-            return
+            return dropped
         when = {n: w for n, _, w in self.listing(stage)}
         for name, keys in sorted(packs.items()):
             path = self._path(stage, name)
+            rows = known.pop(name)
             try:
                 entries = read_pack(self._files.read(path))
-            except (OSError, ValueError):  # gone, or not a pack any more: nothing to keep
+            except FileNotFoundError:  # written again by another process: its entries there
+                entries, rows = [], []
+            except (OSError, ValueError):  # not a pack any more: nothing to keep
                 entries = []
-            del known[name]
             # only whole entries are written again: a pack another process is repairing at
             # the same time keeps none of the damaged ones either of them found
-            new = self.add(stage, [e for e in entries
-                                   if e[0] not in keys and self._whole(stage, *e)])
+            kept = [e for e in entries if e[0] not in keys and self._whole(stage, *e)]
+            held = {k for k, *_ in kept}
+            dropped.update(k for k, *_ in rows if k not in keys and k not in held)
+            new = self.add(stage, kept)
             written = when.get(name)
             if new is not None and new != name and written is not None:
                 self._files.set_time(self._path(stage, new), written)
@@ -334,6 +344,8 @@ class Packs:
         self._reindex(stage)
         if not known and not self._bad.get(stage):
             self._files.remove_folder(self._folder(stage))
+        still = set(self._index.get(stage, {}))  # held whole by another pack: not lost
+        return dropped - still
 
     def _reindex(self, stage: str) -> None:
         """The stage's index from its packs' rows, hidden entries left out."""

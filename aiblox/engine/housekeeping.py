@@ -4,8 +4,10 @@ A cache root (:class:`~aiblox.engine.cache.StageCache`) holds one folder per sta
 two files (``<key>.meta.json`` and its output) or one of many in a pack (``packs/*.pack``, a
 sweep's points: :mod:`aiblox.engine.cache_packs`), and folders of files kept beside the entries:
 ``doc_tables`` (derived from signals entries: each one's document table, ``<key>.txt``, and
-fusion index, ``<key>.index``; removed with it), ``studies``
-(search studies) and ``models`` (fine-tuned models), which pruning never touches.
+fusion index, ``<key>.index``; removed with it, and a file of any other name never), ``studies``
+(search studies) and ``models`` (fine-tuned models), which pruning never touches. A folder
+holding files but none of these is not a stage cache, and is refused (a mistyped
+``--cache-dir``, a source folder: nothing in it is listed as the cache's, or removed).
 
 Nothing is lost by removing an entry: the cache is a memo, and a removed stage is computed
 again, with the same key and the same bytes, the next time a sweep needs it. What is lost is
@@ -16,9 +18,10 @@ file each), and a sweep of pipelines keeps each point's chunks and answers, whic
 ``prune`` exists.
 
 An entry's age is when it was written (its meta's modification time): a re-run that reuses an
-entry does not renew it. Files an interrupted write left behind (an output without its meta, a
-temporary file) are leftovers, removed by ``prune`` once an hour old (a write in flight takes
-milliseconds).
+entry does not renew it. An entry held both in its own files and in a pack (a writer outside a
+batch stored it again) counts both copies' bytes, and is as old as the newer. Files an
+interrupted write left behind (an output without its meta, a temporary file) are leftovers,
+removed by ``prune`` once an hour old (a write in flight takes milliseconds).
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from aiblox.engine.cache_packs import PACKS
 from aiblox.progress import progress_bar
 
 __all__ = ["CacheEntry", "FolderUsage", "PruneResult", "VerifyResult", "cache_entries",
-           "cache_usage", "parse_age", "parse_size", "prune_cache", "verify_cache"]
+           "cache_usage", "check_stage_cache", "parse_age", "parse_size", "prune_cache",
+           "verify_cache"]
 
 DOC_TABLES = "doc_tables"
 """The folder of files derived from signals entries: a split's document table
@@ -48,6 +52,9 @@ LEFTOVER_AGE_S = 3600.0
 
 _ENTRY_FILE = re.compile(r"^([0-9a-f]{64})\.(meta\.json|bin|json\.gz)$")
 _TEMP_FILE = re.compile(r"^\..+\.tmp$")
+_DOC_TABLE = re.compile(r"^(\.?)([0-9a-f]{64})\.(txt|index)(\..+\.tmp)?$")
+"""A file of ``doc_tables`` the cache writes: ``<signals key>.txt`` or ``.index``, or the
+temporary file of an interrupted write of one (``.<name>.<writer>.tmp``)."""
 
 
 @dataclass(frozen=True)
@@ -103,8 +110,9 @@ class _Folder:
 def _stage_folder(stage: str, files: list[FileInfo], cache: StageCache | None = None
                   ) -> _Folder:
     """A stage folder's complete entries and leftovers, from its listing (and, with the
-    ``cache``, its packs: their entries, and as leftovers the temporary files of interrupted
-    pack writes and the packs whose index does not parse)."""
+    ``cache``, its packs: their entries, an entry also held in its own files counted with both
+    copies' bytes, and as leftovers the temporary files of interrupted pack writes and the
+    packs whose index does not parse)."""
     metas: dict[str, tuple[int, float | None]] = {}
     outputs: dict[str, list[tuple[str, int, float | None]]] = defaultdict(list)
     out = _Folder()
@@ -118,16 +126,19 @@ def _stage_folder(stage: str, files: list[FileInfo], cache: StageCache | None = 
             metas[m.group(1)] = (size, written)
         else:
             outputs[m.group(1)].append((name, size, written))
-    for key, (size, written) in metas.items():
-        out.entries.append(CacheEntry(stage, key, size + sum(s for _, s, _ in outputs[key]),
-                                      written))
+    packs = cache is not None and any(n == PACKS and size < 0 for n, size, _ in files)
+    packed = cache.packed(stage) if cache is not None and packs else {}
+    for key, (size, written) in metas.items():  # held in a pack too: both copies, the newer
+        in_pack, when = packed.get(key, (0, None))
+        times = [t for t in (written, when) if t is not None]
+        out.entries.append(CacheEntry(stage, key, size + sum(s for _, s, _ in outputs[key])
+                                      + in_pack, max(times) if times else None))
     for key, files_ in outputs.items():
         if key not in metas:
             out.leftovers += [Leftover(stage, n, s, w) for n, s, w in files_]
-    if cache is not None and any(n == PACKS and size < 0 for n, size, _ in files):
-        for key, (size, written) in cache.packed(stage).items():
-            if key not in metas:
-                out.entries.append(CacheEntry(stage, key, size, written))
+    out.entries += [CacheEntry(stage, key, size, written)
+                    for key, (size, written) in packed.items() if key not in metas]
+    if cache is not None and packs:
         bad = cache.bad_packs(stage)
         out.leftovers += [Leftover(stage, f"{PACKS}/{n}", size, written)
                           for n, size, written in cache.pack_files(stage)
@@ -147,11 +158,37 @@ def _is_stage_folder(name: str, files: list[FileInfo]) -> bool:
 
 def _scan(cache: StageCache, root: list[FileInfo] | None = None) -> dict[str, _Folder]:
     """Every stage folder's entries, by stage name (``root``: the root's listing, when the
-    caller has it already)."""
+    caller has it already); ``ValueError`` for a root that is not a stage cache
+    (:func:`check_stage_cache`)."""
     root = cache.listing() if root is None else root
     folders = {name: cache.listing(name) for name, size, _ in root if size < 0}
+    _check_layout(cache, root, folders)
     return {name: _stage_folder(name, folders[name], cache) for name in sorted(folders)
             if _is_stage_folder(name, folders[name])}
+
+
+def check_stage_cache(cache: StageCache) -> None:
+    """Refuse (``ValueError``, one line) a root that holds files but nothing of a stage
+    cache's layout: no folder of entries or packs, no ``doc_tables``, ``models`` or
+    ``studies``, and not only empty folders (a cache pruned of everything). A mistyped or
+    wrong ``--cache-dir`` (a source folder, a folder of one's own files) is not listed as a
+    cache of kept folders, and nothing in it is ever removed. An empty root is an empty cache."""
+    root = cache.listing()
+    _check_layout(cache, root, {n: cache.listing(n) for n, size, _ in root if size < 0})
+
+
+def _check_layout(cache: StageCache, root: list[FileInfo],
+                  folders: dict[str, list[FileInfo]]) -> None:
+    """:func:`check_stage_cache` of the root's listing and its folders' listings."""
+    if any(name in (DOC_TABLES, *KEPT) or (files and _is_stage_folder(name, files))
+           for name, files in folders.items()):
+        return
+    mine = [n for n, size, _ in root if size >= 0 or folders[n]]
+    if mine:
+        shown = ", ".join(sorted(mine)[:3]) + (", ..." if len(mine) > 3 else "")
+        raise ValueError(f"{cache.root} is not a stage cache: it holds {shown} and none of a "
+                         f"stage cache's folders (a stage's <key>.meta.json entries or packs, "
+                         f"doc_tables, models, studies)")
 
 
 def _named(cache: StageCache, scanned: dict[str, _Folder],
@@ -230,12 +267,18 @@ class PruneResult:
     """The entries of the stages not pruned (not named in ``stages``): all stay."""
     pack_size: int = 0
     """Bytes of packs emptied that were no entry's."""
+    damaged: list[CacheEntry] = field(default_factory=list)
+    """Damaged entries of the stages pruned (by age or size: their meta, read for its inputs,
+    does not parse or lies past the end of a pack cut short; and those a pack written again
+    without the removed entries left out, their bytes not whole), removed with them; a dry
+    run finds only the first kind (``cache verify`` checks every entry's bytes)."""
 
     @property
     def freed(self) -> int:
-        """Bytes removed (entries, leftovers, document tables and emptied packs)."""
-        return (sum(e.size for e in self.removed) + sum(x.size for x in self.leftovers)
-                + self.doc_table_size + self.pack_size)
+        """Bytes removed (entries, damaged entries, leftovers, document tables and emptied
+        packs)."""
+        return (sum(e.size for e in (*self.removed, *self.damaged))
+                + sum(x.size for x in self.leftovers) + self.doc_table_size + self.pack_size)
 
 
 def prune_cache(cache: StageCache, *, stages: Sequence[str] | None = None,
@@ -254,11 +297,14 @@ def prune_cache(cache: StageCache, *, stages: Sequence[str] | None = None,
     whose inputs are gone, and the retrieval that every fusion point reuses goes last.
     Leftovers of interrupted writes in those folders older than
     :data:`LEFTOVER_AGE_S` go too, and the document tables whose signals entry no longer
-    exists. ``dry_run``: remove nothing, report what would go.
+    exists (only files named as the cache names them: anything else there stays). Damaged
+    entries met reading the metas (by age or size) go, as :attr:`PruneResult.damaged`, not
+    among the entries removed by age or size. ``dry_run``: remove nothing (a damaged entry
+    too: metas are read without repairing), report what would go.
 
     ``ValueError`` when nothing says what to remove, for a negative age or size, for an age
-    or size where the filesystem reports no times, or for a name in ``stages`` that is not a
-    stage folder of this cache."""
+    or size where the filesystem reports no times, for a name in ``stages`` that is not a
+    stage folder of this cache, or for a root that is not a stage cache."""
     if not everything and older_than is None and max_size is None:
         raise ValueError("say what to remove: an age (older_than), a size to keep under "
                          "(max_size) or everything")
@@ -268,53 +314,91 @@ def prune_cache(cache: StageCache, *, stages: Sequence[str] | None = None,
     scanned = _scan(cache)
     scope = set(_named(cache, scanned, stages))
     entries = [e for name in sorted(scope) for e in scanned[name].entries]
+    damaged: list[CacheEntry] = []
     if everything:
         removed, kept = entries, []
     else:
         if any(e.written is None for e in entries):
             raise ValueError(f"{cache.root} does not report when its files were written: "
                              f"prune it by stage (everything) instead of by age or size")
-        removed = _leaves_first(cache, scanned, scope, older_than, max_size, now)
-        gone = {e.key for e in removed}
+        inputs, bad = _read_inputs(cache, scanned)
+        damaged = [e for e in entries if e.key in bad]
+        removed = _leaves_first(scanned, scope, inputs, older_than, max_size, now)
+        gone = {e.key for e in removed} | bad
         kept = [e for e in entries if e.key not in gone]
     removed.sort(key=lambda e: (e.stage, e.key))
     leftovers = [x for name in sorted(scope) for x in scanned[name].leftovers
                  if x.written is not None and now - x.written > LEFTOVER_AGE_S]
     signals_left = ({e.key for e in scanned.get("signals", _Folder()).entries}
-                    - {e.key for e in removed if e.stage == "signals"})
-    tables = [(name, size) for name, size, _ in cache.listing(DOC_TABLES)
-              if size >= 0 and name.split(".", 1)[0] not in signals_left]
+                    - {e.key for e in (*removed, *damaged) if e.stage == "signals"})
+    tables = _doc_tables_to_remove(cache, signals_left, now)
     others = [e for name in sorted(set(scanned) - scope) for e in scanned[name].entries]
     by_stage: dict[str, list[str]] = defaultdict(list)
-    for e in removed:
+    for e in (*removed, *damaged):
         by_stage[e.stage].append(e.key)
     result = PruneResult(removed, kept, leftovers, [name for name, _ in tables],
                          sum(size for _, size in tables), dry_run, others,
-                         sum(cache.pack_overhead(s, keys) for s, keys in by_stage.items()))
+                         sum(cache.pack_overhead(s, keys) for s, keys in by_stage.items()),
+                         damaged)
     if not dry_run:
+        lost: set[str] = set()
         for stage, keys in by_stage.items():  # a pack holding several written again once
-            cache.remove_many(stage, keys)
+            lost |= cache.remove_many(stage, keys, report=False)
+        # the damaged entries of the packs written again, left out of them: reported too
+        result.damaged += [e for e in kept if e.key in lost]
+        result.kept = [e for e in kept if e.key not in lost]
         for x in leftovers:
             cache.remove_file(x.stage, x.file)
         for name, _ in tables:
             cache.remove_file(DOC_TABLES, name)
+    result.damaged.sort(key=lambda e: (e.stage, e.key))
     return result
 
 
-def _leaves_first(cache: StageCache, scanned: dict[str, _Folder], scope: set[str],
-                  older_than: float | None, max_size: int | None,
-                  now: float) -> list[CacheEntry]:
+def _doc_tables_to_remove(cache: StageCache, signals_left: set[str], now: float
+                          ) -> list[tuple[str, int]]:
+    """The files of ``doc_tables`` (name, bytes) whose signals entry is not in
+    ``signals_left``, and the leftovers of interrupted writes there older than
+    :data:`LEFTOVER_AGE_S`: only files named as the cache names them (a file of another name
+    is not the cache's, and stays)."""
+    out = []
+    for name, size, written in cache.listing(DOC_TABLES):
+        m = _DOC_TABLE.match(name)
+        if size < 0 or m is None or bool(m.group(1)) != bool(m.group(4)):
+            continue
+        old = written is not None and now - written > LEFTOVER_AGE_S
+        if (old if m.group(4) else m.group(2) not in signals_left):
+            out.append((name, size))
+    return out
+
+
+def _read_inputs(cache: StageCache, scanned: dict[str, _Folder]
+                 ) -> tuple[dict[str, list[str]], set[str]]:
+    """Every entry's input keys (those among the entries), from its meta read without any
+    repair (a dry run changes nothing; a look at a damaged entry would remove it), and the
+    keys of the damaged ones: a meta that does not parse, or lies past a pack's end."""
+    everyone = {e.key for f in scanned.values() for e in f.entries}
+    inputs, bad = {}, set()
+    for e in (e for f in scanned.values() for e in f.entries):
+        try:
+            inputs[e.key] = [k for k in cache.meta(e.stage, e.key, repair=False)["inputs"]
+                             if k in everyone]
+        except StageCacheCorrupt:
+            bad.add(e.key)
+    return inputs, bad
+
+
+def _leaves_first(scanned: dict[str, _Folder], scope: set[str],
+                  inputs: dict[str, list[str]], older_than: float | None,
+                  max_size: int | None, now: float) -> list[CacheEntry]:
     """The entries :func:`prune_cache` removes by age and size: repeatedly the oldest entry
-    of ``scope`` that no remaining entry (of any stage) lists among its inputs."""
+    of ``scope`` that no remaining entry (of any stage) lists among its ``inputs``. An entry
+    without inputs read (damaged: removed apart, or computed again when next read) is none:
+    nothing is kept for it, nor counted in the size."""
     import heapq
 
-    everyone = {e.key: e for f in scanned.values() for e in f.entries}
-    inputs = {}
-    for e in everyone.values():
-        try:
-            inputs[e.key] = [k for k in cache.meta(e.stage, e.key)["inputs"] if k in everyone]
-        except StageCacheCorrupt:  # removed as damaged: nothing depends on it any more
-            inputs[e.key] = []
+    everyone = {e.key: e for f in scanned.values() for e in f.entries if e.key in inputs}
+    inputs = {key: [k for k in keys if k in everyone] for key, keys in inputs.items()}
     users = dict.fromkeys(everyone, 0)
     made_from: dict[str, list[str]] = defaultdict(list)
     for key, keys in inputs.items():

@@ -88,6 +88,15 @@ class RecordingCache(StageCache):
                     self.written.add(name)
         return rec, out
 
+    def dropped_damaged(self, name: str, keys: set[str], report: bool = True) -> set[str]:
+        """:meth:`StageCache.dropped_damaged`, each entry lost recorded as repaired (a batch's
+        pack written again drops the damaged entries other tasks had not looked at: counted
+        here, else no process would)."""
+        lost = super().dropped_damaged(name, keys, report)
+        if report:
+            self.events += [(name, key, "repaired") for key in sorted(lost)]
+        return lost
+
     def look_again(self, stages: Iterable[str]) -> None:
         """The packs of ``stages`` that other processes published indexed now (a task that
         wrote them has returned), not a second later at most."""

@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -293,13 +294,126 @@ def test_a_file_is_not_a_cache(tmp_path):
     assert r.exit_code == 2 and "is a file, not a stage cache folder" in r.output
 
 
-def test_a_mistyped_cache_folder_is_not_an_empty_cache(tmp_path):
-    """A --cache-dir that is not there read as an empty cache: `verify` said "none damaged",
-    `prune` "removed 0 entries". They say the folder is not there; `list` says it is empty."""
-    gone = str(tmp_path / "stagse")
-    for args in (["verify"], ["prune", "--all"]):
+
+
+def _cut_metrics_pack(root: Path) -> list[str]:
+    """Cut a metrics pack inside its second to last entry's output (the last entry's meta
+    past the end): the keys of those two, in pack order."""
+    from aiblox.engine.cache_packs import read_pack
+
+    pack = sorted((root / "metrics" / "packs").iterdir())[0]
+    data = pack.read_bytes()
+    rows = read_pack(data)
+    (key, meta, out), (last, _, _) = rows[-2], rows[-1]
+    pack.write_bytes(data[:data.index(meta) + len(meta) + len(out) // 2])
+    return [key, last]
+
+
+def test_a_dry_run_by_age_touches_no_damaged_entry_and_counts_them(copy):
+    """A dry run by age or size read every meta through the repairing path: a damaged entry
+    was removed and packs were written again, though it said "would remove 0 entries", and a
+    real prune removed them without counting them (QA s7)."""
+    broken = sorted((copy / "signals").glob("*.meta.json"))[0]
+    broken.write_text('{"broken')
+    cut, last = _cut_metrics_pack(copy)
+    before = _files(copy)
+    dry = prune_cache(StageCache(copy), older_than=parse_age("30d"), dry_run=True)
+    assert _files(copy) == before
+    signals_key = broken.name.removesuffix(".meta.json")
+    assert dry.removed == [] and {e.key for e in dry.damaged} == {signals_key, last}
+    assert not {e.key for e in dry.damaged} & {e.key for e in dry.kept}
+    assert sorted(dry.doc_tables) == [f"{signals_key}.index", f"{signals_key}.txt"]
+    shown = CliRunner().invoke(app, ["cache", "prune", "--cache-dir", str(copy),
+                                     "--older-than", "30d", "--dry-run"], env=ENV)
+    assert shown.exit_code == 0 and _files(copy) == before
+    assert "would remove 0 entries: none; and 2 damaged entries" in shown.stdout
+    assert "aiblox cache verify" in " ".join(shown.stderr.split())
+    # a real prune removes them, and the pack's other damaged entry it leaves out, and says so
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        done = prune_cache(StageCache(copy), older_than=parse_age("30d"))
+    assert done.removed == [] and {e.key for e in done.damaged} == {signals_key, cut, last}
+    assert done.freed == sum(before.values()) - sum(_files(copy).values()) > 0
+    assert verify_cache(StageCache(copy), progress=False).damaged == []
+
+
+def test_the_cli_reports_the_damaged_entries_a_prune_removed(copy):
+    cut, last = _cut_metrics_pack(copy)
+    before = sum(_files(copy).values())
+    r = CliRunner().invoke(app, ["cache", "prune", "--cache-dir", str(copy), "--max-size",
+                                 "1TB", "--json"], env=ENV)
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["removed"] == {} and data["damaged"]["entries"] == 2
+    assert data["freed"] == before - sum(_files(copy).values()) >= data["damaged"]["size"] > 0
+
+
+def test_an_entry_held_loose_and_packed_counts_both_copies(copy):
+    """An entry a non-batched writer stored again after a sweep had packed it: `cache list`
+    counted the loose copy only (QA s7: 135,208 bytes listed, 138,489 on disk)."""
+    cache = StageCache(copy)
+    for e in cache_entries(cache, ["metrics"])[:3]:
+        m = cache.meta(e.stage, e.key)
+        cache.store(m["name"], m["version"], m["config"], m["inputs"], cache.load(e.stage, e.key),
+                    m.get("codec", "json"))
+    rows = cache_usage(StageCache(copy))
+    assert sum(r.size + r.leftover_size for r in rows) == sum(_files(copy).values())
+    before = sum(_files(copy / "metrics").values())
+    r = prune_cache(StageCache(copy), stages=["metrics"], max_size=0)
+    assert r.freed == before and not _files(copy / "metrics")
+
+
+@pytest.mark.parametrize("form", ["{}", "file://{}", "local://{}"])
+def test_a_missing_cache_folder_is_one_error_line_for_every_command(tmp_path, form):
+    """A mistyped --cache-dir: `list` said "empty (nothing cached yet)", and as local://
+    `prune` and `verify` said "removed 0" / "checked 0" (QA s7)."""
+    gone = form.format(tmp_path / "stagse")
+    for args in (["list"], ["verify"], ["prune", "--all"], ["prune", "--older-than", "1d"]):
         r = CliRunner().invoke(app, ["cache", *args, "--cache-dir", gone], env=ENV)
         assert r.exit_code == 2 and f"--cache-dir {gone}: no such folder" in r.output, r.output
-    r = CliRunner().invoke(app, ["cache", "list", "--cache-dir", gone], env=ENV)
-    assert r.exit_code == 0 and "empty (nothing cached yet)" in r.output
+        assert len(r.output.strip().splitlines()) == 1
     assert not (tmp_path / "stagse").exists()
+
+
+def test_a_folder_that_is_not_a_stage_cache_is_refused_and_left_alone(tmp_path):
+    """A source folder was listed as a cache of kept folders, and pruning a folder holding
+    doc_tables/notes.txt removed the file as a document table (QA s7)."""
+    src = tmp_path / "src"
+    (src / "pkg").mkdir(parents=True)
+    (src / "pkg" / "mod.py").write_text("x = 1")
+    (src / "README.md").write_text("hi")
+    before = _files(src)
+    for args in (["list"], ["verify"], ["prune", "--all"], ["prune", "--older-than", "1d"]):
+        for root in (str(src), f"local://{src}"):
+            r = CliRunner().invoke(app, ["cache", *args, "--cache-dir", root], env=ENV)
+            assert r.exit_code == 2 and "is not a stage cache: it holds README.md, pkg" \
+                in " ".join(r.output.split()), r.output
+    with pytest.raises(ValueError, match="is not a stage cache"):
+        prune_cache(StageCache(src), everything=True)
+    assert _files(src) == before
+    mine = tmp_path / "notcache" / "doc_tables" / "notes.txt"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("hi")
+    r = CliRunner().invoke(app, ["cache", "prune", "--cache-dir", str(tmp_path / "notcache"),
+                                 "--older-than", "30d"], env=ENV)
+    assert r.exit_code == 0 and "document tables" not in r.stdout and mine.exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = CliRunner().invoke(app, ["cache", "list", "--cache-dir", str(empty)], env=ENV)
+    assert r.exit_code == 0 and "empty (nothing cached yet)" in r.output
+
+
+def test_prune_removes_only_the_document_tables_the_cache_names(copy):
+    tables = copy / "doc_tables"
+    mine = [tables / "notes.txt", tables / f"{'a' * 64}.txt.bak", tables / ".hidden.tmp"]
+    old_tmp = tables / f".{'b' * 64}.index.123-456-7.tmp"
+    fresh_tmp = tables / f".{'c' * 64}.txt.123-456-8.tmp"
+    for p in (*mine, old_tmp, fresh_tmp):
+        p.write_text("x")
+    past = time.time() - LEFTOVER_AGE_S - 60
+    for p in (*mine, old_tmp):
+        os.utime(p, (past, past))
+    r = prune_cache(StageCache(copy), stages=["signals", "fusion", "metrics"], everything=True)
+    assert old_tmp.name in r.doc_tables and not old_tmp.exists()
+    assert sorted(p.name for p in tables.iterdir()) == sorted(p.name for p in
+                                                              (*mine, fresh_tmp))

@@ -200,7 +200,8 @@ def test_a_pack_written_again_keeps_only_whole_entries(tmp_path):
     with cache.batched():
         keys = [_store(cache, i) for i in range(5)]
     _flip_outputs(tmp_path, (1, 3))
-    StageCache(tmp_path).remove("metrics", keys[1])  # found damaged by one process
+    with pytest.warns(UserWarning, match="1 damaged metrics entry"):
+        StageCache(tmp_path).remove("metrics", keys[1])  # found damaged by one process
     fresh = StageCache(tmp_path)
     assert [fresh.has("metrics", k) for k in keys] == [True, False, True, False, True]
     assert verify_cache(fresh, progress=False).damaged == []
@@ -340,3 +341,57 @@ def test_entries_a_ctrl_c_stopped_packing_are_packed_when_the_batch_ends(tmp_pat
     again = StageCache(tmp_path)
     assert again.has("fusion", fused) and all(again.has("metrics", k) for k in keys)
     assert [again.load("metrics", k)["v"].size for k in keys] == [1, 2, 3]
+
+
+def test_damaged_entries_a_pack_written_again_leaves_out_are_counted_as_repaired(tmp_path):
+    """A batch's pack written again (a task repairing one entry) keeps only whole entries: the
+    other damaged ones vanished uncounted, so a Ray sweep, each task writing its packs again,
+    reported fewer repairs and warnings than a local one (QA s7)."""
+    from aiblox.sweep.distributed import RecordingCache, merge_counts
+
+    cache = StageCache(tmp_path)
+    with cache.batched():
+        keys = [_store(cache, i) for i in range(5)]
+    _flip_outputs(tmp_path, (1, 3))
+    task = RecordingCache(tmp_path)
+    with pytest.warns(UserWarning) as caught, task.batched():
+        task.run("metrics", 1, {"i": 1}, [], lambda: {"v": np.arange(2, dtype=np.float64)},
+                 codec="arrays")
+    assert task.repaired == {"metrics": 2}  # the entry read, and the one its pack left out
+    events = task.take_events()
+    assert sorted(k for _, k, kind in events if kind == "repaired") == sorted([keys[1], keys[3]])
+    assert merge_counts(events)[2] == {"metrics": 2}
+    assert any(f"1 damaged metrics entry under {tmp_path} ({keys[3][:16]}) left out when "
+               f"their pack was written again" in str(w.message) for w in caught)
+    fresh = StageCache(tmp_path)
+    assert [fresh.has("metrics", k) for k in keys] == [True, True, True, False, True]
+
+
+def test_a_removal_outside_a_batch_returns_the_damaged_entries_it_left_out(tmp_path):
+    cache = StageCache(tmp_path)
+    with cache.batched():
+        keys = [_store(cache, i) for i in range(4)]
+    _flip_outputs(tmp_path, (2,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # report=False: the caller says so (cache prune)
+        assert cache.remove_many("metrics", [keys[0]], report=False) == {keys[2]}
+    assert cache.repaired == {}
+    assert [StageCache(tmp_path).has("metrics", k) for k in keys] == [False, True, False, True]
+
+
+def test_a_file_gone_between_a_folder_s_read_and_its_stat_is_left_out(tmp_path):
+    """A pack renamed into place by another process between the folder's read and the stat of
+    its temporary file made the whole listing empty: a cache forgot every pack of the stage and
+    said a packed entry was absent (QA s7: 4 of 140,778 listings). A dangling link is such a
+    name: listed by the folder, gone when stat'd."""
+    from aiblox.engine.cache_files import LocalFiles
+
+    cache = StageCache(tmp_path)
+    with cache.batched():
+        keys = [_store(cache, i) for i in range(3)]
+    packs = tmp_path / "metrics" / "packs"
+    (packs / ".other.pack.1-2-3.tmp").symlink_to(tmp_path / "gone")
+    listed = {n for n, _, _ in LocalFiles(tmp_path).listing("metrics/packs")}
+    assert listed == {p.name for p in packs.iterdir() if p.exists()} and len(listed) == 1
+    fresh = StageCache(tmp_path)
+    assert all(fresh.has("metrics", k) for k in keys)
