@@ -12,7 +12,9 @@ deterministic hash partition of ``<split>`` into ``n`` parts: the queries whose
 ``int(sha256(query_id), 16) % n == i``, with their qrels. Parts are disjoint and cover the split,
 so a dataset with one judged split (``squad-v1.1-dev``) can be tuned on one part and reported on
 another. ``available_splits`` lists files only; any ``<file split>:<i>/<n>`` with
-``0 <= i < n`` and ``n >= 2`` loads.
+``0 <= i < n`` and ``n >= 2``, written in the digits 0-9 without a leading zero (one name per
+part: ``test:00/2`` is refused), loads, and a dataset loaded with the file split gives its
+parts too (:meth:`Dataset.split_qrels`).
 
 Qrels layouts, detected per file from its first line: BEIR's three tab-separated columns
 ``query-id<TAB>corpus-id<TAB>score`` with or without that header, or TREC's four
@@ -20,11 +22,14 @@ whitespace-separated columns ``query-id iteration corpus-id relevance`` (no head
 iteration column is ignored). Every line of a file must have the file's layout; a line that
 does not (or a first line that is neither) is an error naming it. A file with BEIR's header
 is hashed as its bytes; one without it (BEIR rows alone, TREC's columns) as the BEIR file of its
-rows (header, then ``query-id<TAB>corpus-id<TAB>grade`` lines, as a CSV table is), so the same
-judgments give the same dataset hash in every layout.
+rows written one way (the header, then ``query-id<TAB>corpus-id<TAB>grade`` lines in file
+order, ids trimmed, whole-number grades, LF line ends, as a CSV table is), so the same
+judgments give the same dataset hash in every layout when the file with the header is written
+that way, and another when it is not (``2.0`` grades, CRLF, padded ids, a byte-order mark).
 
-Grades are integers (``2`` or ``2.0``) in ``[-1000, 1000]``; a non-integer (``1.9``), a
-non-finite (``inf``, ``nan``) or a larger one is an error. Grades below 1 are judged
+Grades are integers (``2`` or ``2.0``, in the ASCII digits trec_eval reads) in
+``[-1000, 1000]``; a non-integer (``1.9``), a non-finite (``inf``, ``nan``), one in other
+digits (fullwidth, Arabic-Indic) or a larger one is an error. Grades below 1 are judged
 non-relevant, as in ranx and trec_eval (ranx counts a document relevant when its grade is at
 least 1), so TREC's negative grades (``-1``, ``-2`` for junk and spam in the Web tracks) load
 and count as non-relevant; bpref (trec_eval's) judges non-relevant only grades 0 up to the
@@ -76,7 +81,10 @@ optional ``title`` and ``metadata`` (an object; JSON text in CSV); queries ``_id
 ``id``, ``query_id``, ``qid``) and ``text`` (or ``query``); qrels ``query_id`` (or
 ``query-id``, ``qid``), ``doc_id`` (or ``corpus_id``, ``corpus-id``, ``docid``), ``score``
 (or ``relevance``, ``grade``) and optional ``split``. Other columns are ignored. CSV and TSV
-files have a header row and are read as text (an id ``007`` stays ``007``); ids are strings
+files have a header row and are read as text (an id ``007`` stays ``007``); a TSV field is
+the text between tabs, quotes and all, and one a CSV writer quoted (``"`` first and last,
+``""`` inside, as pandas' ``to_csv(sep="\t")`` writes a field holding ``"``) is warned about,
+naming the file, line and column (write TSV with ``quoting=csv.QUOTE_NONE``); ids are strings
 or integers, under the id rule above. Errors name the file (or frame), the line (CSV,
 TSV, JSONL), row (parquet, 1-based) or index label (DataFrame), and the column: a missing
 column (with the columns present), a missing, empty or duplicate id, a grade that is not a
@@ -84,9 +92,10 @@ whole number, a qrels row naming an unknown query, conflicting grades. As for BE
 qrels row naming a document absent from the corpus is a warning, not an error (counted in
 ``Dataset.missing_qrels_docs``: public collections have them, and BEIR's and ranx's tools
 keep them). The hash: a JSONL file's bytes, as in a BEIR folder; a CSV, TSV or parquet file
-or a DataFrame, the bytes of its rows written as BEIR lines, in their order
-(:func:`content_hash`): the same rows give the same hash as a BEIR folder, a CSV, TSV or
-parquet file, a manifest or a DataFrame.
+or a DataFrame, the bytes of its rows written as BEIR lines, in their order, a repeated row
+each time (:func:`content_hash`'s lines): the same rows give the same hash as a BEIR folder, a
+CSV, TSV or parquet file, a manifest or a DataFrame. A copy made by ``dataclasses.replace``
+hashes its content instead (:class:`Dataset` says when the two differ).
 
 Documents and judged queries whose text the DuckDB store's BM25 cannot index (CJK, emoji, ...:
 :mod:`aiblox.text.lexical_gaps`) are warned about once, with counts and an example
@@ -100,6 +109,7 @@ module          what it is for
 ``rules``       :class:`DatasetError`, the id rule, grades, derived splits, the hashed lines
 ``beir``        BEIR JSONL and qrels files, read in bounded memory
 ``tables``      CSV, TSV, parquet and JSONL tables, ``dataset.toml`` manifests, DataFrames
+``delimited``   CSV and TSV files read as rows, and the warning for a TSV field CSV-quoted
 ``trec``        TREC run files read and written as trec_eval reads them
 ``facts``       a large corpus's hash, ids and lexical gaps, recorded once, trusted while its
                 file is unchanged
@@ -119,7 +129,15 @@ from aiblox.data.dataset import (
     warn_lexical_gaps,
 )
 from aiblox.data.find import available_splits, corpus_file, dataset_name, find_dataset
-from aiblox.data.rules import ID_RULE, MAX_GRADE, DatasetError, parse_split, split_part
+from aiblox.data.rules import (
+    ID_RULE,
+    MAX_GRADE,
+    DatasetError,
+    held_out_by,
+    parse_split,
+    split_part,
+    splits_overlap,
+)
 from aiblox.data.trec import RunFileError, read_trec_run, trec_run_text
 
 __all__ = [
@@ -137,12 +155,14 @@ __all__ = [
     "dataset_name",
     "document_gaps",
     "find_dataset",
+    "held_out_by",
     "iter_corpus",
     "load_dataset",
     "parse_split",
     "read_queries",
     "read_trec_run",
     "split_part",
+    "splits_overlap",
     "trec_run_text",
     "warn_lexical_gaps",
 ]

@@ -176,7 +176,9 @@ def text_field(obj: dict, path: Path, lineno: int, key: str) -> str:
 _QRELS_HEADER = ("query-id", "query_id", "qid")
 
 
-_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+"""A grade as trec_eval reads one: ASCII digits only (``\\d`` would take fullwidth or
+Arabic-Indic digits, which trec_eval reads as 0 and aiblox's run-file reader refuses)."""
 
 
 _BEIR = "query-id<TAB>corpus-id<TAB>score (BEIR)"
@@ -200,13 +202,15 @@ def _qrels_layout(line: str, path: Path, lineno: int) -> str:
 
 
 def parse_grade(raw: str, path: Path, lineno: int) -> int:
-    """A qrels grade: a whole number in ``[-MAX_GRADE, MAX_GRADE]`` (``2`` or ``2.0``)."""
+    """A qrels grade: a whole number in ``[-MAX_GRADE, MAX_GRADE]`` (``2`` or ``2.0``) written
+    in ASCII digits (:data:`_NUMBER`)."""
     if not _NUMBER.fullmatch(raw):
         try:
-            float(raw)
+            finite = math.isfinite(float(raw))
         except ValueError:
-            raise DatasetError(path, lineno, "score", f"not a number: {raw!r}") from None
-        raise DatasetError(path, lineno, "score", f"not a finite number: {raw!r}")
+            finite = True
+        raise DatasetError(path, lineno, "score", f"not {'a' if finite else 'a finite'} number: "
+                                                  f"{raw!r}")
     value = Decimal(raw)
     if abs(value) > MAX_GRADE:
         raise DatasetError(path, lineno, "score",
@@ -232,9 +236,11 @@ def check_judged(judged: dict[str, dict[str, int]], path: Path) -> None:
 class _LayoutHash:
     """The bytes :func:`read_lines` feeds, held until a qrels file's layout is known: a BEIR
     file with its header is hashed as its bytes (every BEIR dataset keeps its hash); a file in
-    another layout (no header, TREC's four columns) is hashed as its rows written in that one
-    (:func:`~aiblox.data.rules.qrels_lines`, as a CSV table's rows are), so the same judgments
-    give the same dataset hash in every layout."""
+    another layout (no header, TREC's four columns) is hashed as its rows written as a BEIR file
+    one way (:func:`~aiblox.data.rules.qrels_lines`: ids trimmed, whole-number grades, LF line
+    ends, as a CSV table's rows are). The same judgments hash alike in every layout only when
+    the file with the header is written that way (``2.0``, CRLF, padded ids or a byte-order
+    mark are in its bytes)."""
 
     def __init__(self, hasher: Hasher) -> None:
         self.hasher = hasher

@@ -39,7 +39,6 @@ from aiblox.data.rules import (
     split_part,
 )
 from aiblox.data.tables import (
-    QrelsRow,
     TabularSource,
     check_columns,
     file_table,
@@ -48,7 +47,7 @@ from aiblox.data.tables import (
     split_column_hint,
     tab_corpus,
     tab_judged,
-    tab_qrels_rows,
+    tab_qrels_splits,
     tab_queries,
     tabular_source,
 )
@@ -65,7 +64,6 @@ __all__ = [
     "load_dataset",
     "read_answers",
     "read_queries",
-    "tab_qrels_splits",
     "warn_lexical_gaps",
 ]
 
@@ -90,8 +88,14 @@ class Dataset:
 
     Made by :func:`load_dataset` (a BEIR folder, a folder of CSV/TSV/parquet files, or a
     ``dataset.toml`` manifest) or by :meth:`from_frames` (pandas DataFrames). :attr:`hash` and
-    :attr:`corpus_hash` are computed, never given: a dataset built by hand (or by
-    ``dataclasses.replace``) hashes its own content (:func:`content_hash`).
+    :attr:`corpus_hash` are computed, never given: a loaded dataset hashes what was read; one
+    built by hand, or copied by ``dataclasses.replace`` (even unchanged), hashes its content
+    (:func:`content_hash`: the BEIR files of its records written one way). So a copy hashes
+    otherwise than its original when that was read from other bytes: BEIR files written
+    another way (their bytes are hashed), qrels repeating an identical row (read, every row is
+    hashed; ``qrels`` holds it once, :attr:`duplicate_qrels` counts it) or a query's rows apart
+    (read, in file order; ``qrels`` holds them together), or a derived split (read, its base
+    split's file; ``qrels`` holds the part).
     """
 
     name: str
@@ -127,8 +131,9 @@ class Dataset:
     def hash(self) -> str:
         """sha256 over the (decompressed) bytes of every BEIR file read, in a fixed order
         (corpus, queries, the qrels of the splits loaded in name order, answers). Tabular files
-        and DataFrames hash the BEIR bytes of their rows (:func:`content_hash`), so the same
-        rows give the same hash whichever form they came in."""
+        and DataFrames hash their rows written as BEIR lines (:func:`content_hash`'s lines, in
+        file order, a repeated row each time), so the same rows give the same hash whichever
+        form they came in (a copy's hash: see the class doc)."""
         if not self._hash:
             self._hash = content_hash(self)
         return self._hash
@@ -143,10 +148,24 @@ class Dataset:
 
     def split_queries(self, split: str) -> list[tuple[str, str]]:
         """``(query_id, text)`` of the queries judged in ``split``, sorted by id."""
-        if split not in self.qrels:
-            raise DatasetError(self.path / "qrels" / f"{split}.tsv", None, "split",
-                               f"split not loaded; loaded: {sorted(self.qrels)}")
-        return [(q, self.queries[q]) for q in sorted(self.qrels[split])]
+        return [(q, self.queries[q]) for q in sorted(self.split_qrels(split))]
+
+    def split_qrels(self, split: str) -> dict[str, dict[str, int]]:
+        """``{query_id: {doc_id: grade}}`` of ``split``: a split loaded, or a part
+        ``<base>:<i>/<n>`` of a base split loaded (a dataset loaded with every split), cut from
+        it as :func:`load_dataset` cuts it. A split neither is a :class:`DatasetError`."""
+        if split in self.qrels:
+            return self.qrels[split]
+        try:
+            derived = parse_split(split)
+        except ValueError as exc:
+            raise DatasetError(self.path / "qrels", None, "split", str(exc)) from None
+        base = derived[0] if derived is not None else split
+        if derived is None or base not in self.qrels:
+            raise DatasetError(self.path / "qrels" / f"{base}.tsv", None, "split",
+                               f"split {split!r} not loaded; loaded: {sorted(self.qrels)} "
+                               f"(load_dataset(..., splits=[{split!r}]) loads it)")
+        return _part(self.qrels[base], derived[1], derived[2])
 
     @classmethod
     def from_frames(cls, corpus: Any, queries: Any, qrels: Any, name: str = "frames",
@@ -419,7 +438,7 @@ def _assemble(name: str, path: Path, where: Path, corpus: Mapping[str, ItemRecor
         judged, missing = read[derived[0] if derived is not None else split]
         if derived is not None:
             base, i, n = derived
-            judged = {q: docs for q, docs in judged.items() if split_part(q, n) == i}
+            judged = _part(judged, i, n)
             missing = sum(1 for docs in judged.values() for d in docs if d not in corpus)
             if not judged:
                 warnings.warn(f"{files[base]}: derived split {split!r} "
@@ -441,6 +460,11 @@ def _assemble(name: str, path: Path, where: Path, corpus: Mapping[str, ItemRecor
                  lexical_gaps=gaps)
     ds._hash, ds._corpus_hash = hasher.hexdigest(), corpus_hasher.hexdigest()
     return ds
+
+
+def _part(judged: dict[str, dict[str, int]], i: int, n: int) -> dict[str, dict[str, int]]:
+    """The judgments of the queries in part ``i`` of ``n`` (:func:`split_part`)."""
+    return {q: docs for q, docs in judged.items() if split_part(q, n) == i}
 
 
 def _warn_empty_queries(queries: dict[str, str], qrels: dict[str, dict[str, dict[str, int]]],
@@ -524,27 +548,6 @@ def _lexical_gaps(corpus: Mapping[str, ItemRecord], queries: dict[str, str],
         "queries": lexical_gaps(((q, queries[q]) for q in judged), LEXICAL_ANALYZER),
     }
     return {what: gap for what, gap in found.items() if gap}
-
-
-def tab_qrels_splits(src: TabularSource, queries: dict[str, str], read_mixed: bool = True
-                     ) -> tuple[list[str], Callable[[str], list[QrelsRow]]]:
-    """A tabular source's qrels splits, sorted, and a reader of one split's rows (each row
-    checked alone): a split's own table is read when its rows are asked for, a table of mixed
-    splits (a split column) once, here (not at all without ``read_mixed``: its splits are then
-    not listed)."""
-    mapping = src.columns.get("qrels", {})
-    mixed = src.qrels.get(None)
-    rows: dict[str, list[QrelsRow]] = {}
-    if mixed is not None and read_mixed:
-        rows = tab_qrels_rows(mixed, mapping, None, src.default_split, queries)
-
-    def split_rows(split: str) -> list[QrelsRow]:
-        table = src.qrels.get(split)
-        if table is None:
-            return rows.get(split, [])
-        return tab_qrels_rows(table, mapping, split, src.default_split, queries).get(split, [])
-
-    return sorted({*rows, *(s for s in src.qrels if s is not None)}), split_rows
 
 
 def _load_tabular(src: TabularSource, path: Path, name: str, splits: list[str] | None

@@ -10,10 +10,10 @@ import warnings
 from pathlib import Path
 
 from aiblox.data.beir import read_qrels
-from aiblox.data.dataset import read_answers, read_queries, tab_qrels_splits
+from aiblox.data.dataset import read_answers, read_queries
 from aiblox.data.find import available_splits, find_dataset
 from aiblox.data.rules import NoHash
-from aiblox.data.tables import tab_judged, tabular_source
+from aiblox.data.tables import tab_judged, tab_qrels_splits, tabular_source
 
 __all__ = ["check_judgments"]
 

@@ -3,10 +3,9 @@ DataFrames, their columns found or mapped, every cell checked like a BEIR field.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from aiblox.data.beir import (
     parse_grade,
     read_jsonl,
 )
+from aiblox.data.delimited import delimited_rows
 from aiblox.data.rules import (
     CORPUS_FILES,
     DatasetError,
@@ -33,7 +33,7 @@ from aiblox.data.rules import (
     query_line,
     same_id_note,
 )
-from aiblox.inputs import InputFileError, bounded_lines, check_regular_file, read_bounded
+from aiblox.inputs import InputFileError, check_regular_file, read_bounded
 
 __all__ = ["CORPUS_SUFFIXES", "MANIFEST", "QUERY_SUFFIXES", "TABLE_SUFFIXES"]
 
@@ -218,68 +218,6 @@ def _cell_metadata(value: Any, table: _Table, at: Any, column: str | None) -> di
     return value
 
 
-def _csv_table(path: Path) -> _Table:
-    """A CSV (``,``) or TSV (tab) file with a header row; numbers are the line a row starts on.
-    Fields are read as written (ids stay strings: ``007`` is not ``7``). A CSV field may be
-    quoted (RFC 4180: a quoted field may hold commas, ``""`` and line breaks), and a quote
-    never closed is an error naming the line it opens on; a TSV field is the text between tabs,
-    quotes and all, one row per line (MS MARCO's and BEIR's TSVs hold quotes in passages)."""
-    tsv = path.suffix == ".tsv"
-    delimiter = "\t" if tsv else ","
-
-    def lines() -> Iterator[str]:
-        try:
-            for lineno, raw in bounded_lines(path):
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise DatasetError(path, lineno, "encoding", f"not UTF-8: {exc}") from None
-                yield text.removeprefix("\ufeff") if lineno == 1 else text
-        except InputFileError as exc:
-            raise file_error(path, exc) from None
-        except OSError as exc:
-            raise DatasetError(path, None, "file", f"cannot read: {exc.strerror or exc}"
-                               ) from None
-
-    def records() -> Iterator[tuple[int, list[str]]]:
-        csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))  # long documents
-        reader = (csv.reader(lines(), delimiter=delimiter, quoting=csv.QUOTE_NONE) if tsv
-                  else csv.reader(lines(), delimiter=delimiter, strict=True))
-        done = 0
-        try:
-            for record in reader:
-                start, done = done + 1, reader.line_num
-                if record:
-                    yield start, record
-        except csv.Error as exc:
-            hint = ("; a quote opened on this line is never closed" if "end of data" in str(exc)
-                    else "")
-            raise DatasetError(path, done + 1, "row", f"malformed {path.suffix[1:].upper()}: "
-                                                      f"{exc}{hint}") from None
-
-    first = next(records(), None)
-    if first is None:
-        raise DatasetError(path, None, "header", "no header row (an empty file)")
-    header_line, header = first[0], [c.strip() for c in first[1]]
-    for i, column in enumerate(header):
-        if not column or column in header[:i]:
-            raise DatasetError(path, header_line, "header",
-                               f"column {i + 1} is {'empty' if not column else 'repeated'}: "
-                               f"{header} (the first line names the columns)")
-
-    def read(_hasher: Hasher) -> Iterator[tuple[int, dict[str, Any]]]:
-        rows = records()
-        next(rows)
-        for lineno, record in rows:
-            if len(record) != len(header):
-                raise DatasetError(path, lineno, "row",
-                                   f"{len(record)} field(s); the header (line {header_line}) "
-                                   f"has {len(header)}: {header}")
-            yield lineno, dict(zip(header, record, strict=True))
-
-    return _Table(str(path), "line", header, read)
-
-
 def _parquet_table(path: Path) -> _Table:
     """A parquet file; numbers are rows, 1-based."""
     import pyarrow as pa
@@ -318,7 +256,7 @@ def file_table(path: Path, role: str) -> _Table:
     if name.endswith((".jsonl", ".jsonl.gz")) and role != "qrels":
         return _jsonl_table(path, "corpus.jsonl" if role == "corpus" else "queries.jsonl")
     if name.endswith((".csv", ".tsv")):
-        return _csv_table(path)
+        return _Table(str(path), "line", *delimited_rows(path))
     if name.endswith(".parquet"):
         return _parquet_table(path)
     valid = CORPUS_SUFFIXES if role != "qrels" else TABLE_SUFFIXES
@@ -385,10 +323,12 @@ def _is_beir(path: Path) -> bool:
 
 
 def read_manifest(mpath: Path) -> tuple[TabularSource, dict[str, Any]]:
+    """A manifest's files and its keys, checked. A UTF-8 byte-order mark opening it (saved
+    "UTF-8 with BOM") is not part of its text, as in every other file a dataset reads."""
     import tomllib
 
     try:
-        data = tomllib.loads(read_bounded(mpath).decode("utf-8"))
+        data = tomllib.loads(read_bounded(mpath).decode("utf-8").removeprefix("\ufeff"))
     except InputFileError as exc:
         raise file_error(mpath, exc) from None
     except OSError as exc:
@@ -548,6 +488,27 @@ def tab_qrels_rows(table: _Table, mapping: dict[str, str], split: str | None,
                               f"bad split name {name!r} (no ':', '/' or tab)")
         out.setdefault(name, []).append((table, at, qid, doc_id, grade))
     return out
+
+
+def tab_qrels_splits(src: TabularSource, queries: dict[str, str], read_mixed: bool = True
+                     ) -> tuple[list[str], Callable[[str], list[QrelsRow]]]:
+    """A tabular source's qrels splits, sorted, and a reader of one split's rows (each row
+    checked alone): a split's own table is read when its rows are asked for, a table of mixed
+    splits (a split column) once, here (not at all without ``read_mixed``: its splits are then
+    not listed)."""
+    mapping = src.columns.get("qrels", {})
+    mixed = src.qrels.get(None)
+    rows: dict[str, list[QrelsRow]] = {}
+    if mixed is not None and read_mixed:
+        rows = tab_qrels_rows(mixed, mapping, None, src.default_split, queries)
+
+    def split_rows(split: str) -> list[QrelsRow]:
+        table = src.qrels.get(split)
+        if table is None:
+            return rows.get(split, [])
+        return tab_qrels_rows(table, mapping, split, src.default_split, queries).get(split, [])
+
+    return sorted({*rows, *(s for s in src.qrels if s is not None)}), split_rows
 
 
 def split_column_hint(src: TabularSource, base: Path) -> str:

@@ -216,7 +216,8 @@ def evaluate_chunks(retriever: HybridRetriever, dataset: Dataset, split: str,
     evidence_tokens = {"all": mean_evidence_tokens(tokens)[0]}
     for k in ks:
         evidence_tokens[f"@{k}"] = mean_evidence_tokens(tokens, k)[0]
-    qrels = {q: dataset.qrels[split][q] for q in qids if q in dataset.qrels[split]}
+    judged = dataset.split_qrels(split)
+    qrels = {q: judged[q] for q in qids if q in judged}
     projected = {q: list(docs.items()) for q, docs in max_passage_projection(pooled).items()}
     scored = bool(qrels) and bool(metrics)
     projection_metrics, proj_per = evaluate_run(qrels, projected, metrics) if scored else ({}, {})

@@ -327,7 +327,7 @@ class RunContext:
     def qrels(self, split: str) -> dict[str, dict[str, int]]:
         """The judgements of the scored queries (a query left out by ``query_limit`` must not
         count as a miss)."""
-        qrels = self.dataset.qrels[split]
+        qrels = self.dataset.split_qrels(split)
         if self.settings.query_limit is None:
             return qrels
         return {q: qrels[q] for q in self.qids(split) if q in qrels}

@@ -188,17 +188,19 @@ def system_from_run(dataset: Dataset, split: str, run: dict[str, list[tuple[str,
     judged queries (``trec_eval -c``, ir-measures; plain trec_eval averages over the queries
     the run holds). Raises :class:`RunFileError` when the run holds none of the split's judged
     queries (a run of another dataset or split)."""
-    if split not in dataset.qrels:
+    try:
+        qrels = dataset.split_qrels(split)
+    except ValueError:
         raise ValueError(f"dataset {dataset.name} has no split {split!r} loaded (it holds "
                          f"{', '.join(sorted(dataset.qrels)) or 'none'}): load it with that "
-                         f"split (load_dataset(..., splits=[{split!r}]))")
-    judged = {q for q, docs in dataset.qrels[split].items() if docs}
+                         f"split (load_dataset(..., splits=[{split!r}]))") from None
+    judged = {q for q, docs in qrels.items() if docs}
     where = f"--run {source}" if source is not None else f"run {name!r}"
     if not judged & set(run):
         raise RunFileError(f"{where}: none of its {len(run)} query ids is a judged query of "
                            f"{dataset.name}/{split} (e.g. {sorted(run)[0]!r})")
     _warn_queries(where, run, judged, dataset, split)
-    means, per_query = evaluate_run(dataset.qrels[split], run, metrics)
+    means, per_query = evaluate_run(qrels, run, metrics)
     hashes = {"dataset": dataset.hash, "run": run_hash(run)}
     if source is not None:
         hashes["file"] = hashlib.sha256(Path(source).read_bytes()).hexdigest()

@@ -125,7 +125,7 @@ class NotebookWorkspace:
     @property
     def qrels(self) -> dict[str, dict[str, int]]:
         """The split's judgements."""
-        return self.dataset.qrels[self.split]
+        return self.dataset.split_qrels(self.split)
 
     @property
     def query_text(self) -> dict[str, str]:

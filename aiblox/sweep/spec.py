@@ -105,6 +105,7 @@ from aiblox.sweep.spec_checks import (
     check_numeric_space,
     check_passages,
     check_pipeline_depths,
+    check_splits,
     check_stage_tables,
     check_swept_once,
     hashed_form,
@@ -266,9 +267,7 @@ class SweepSpec(_Strict):
         if self.report_split is None and self.cv is None:
             raise ValueError("report_split: required (or set [cv] folds = k to choose by "
                              "k-fold cross-validation on tune_split alone)")
-        if self.tune_split == self.report_split:
-            raise ValueError(f"report_split = {self.report_split!r}: must differ from "
-                             f"tune_split: choose on one split, report on another")
+        check_splits(self.tune_split, self.report_split)
         if self.cv is not None and self.search.model_based:
             raise ValueError(f"cv: k-fold cross-validation needs its points fixed before any is "
                              f"scored (search strategy 'grid' or 'random'); "

@@ -1,7 +1,8 @@
 """What a sweep spec is checked for when it loads, beyond each field's own bounds (the
-:class:`~aiblox.sweep.spec.SweepSpec` validator calls these): depths against metric cutoffs,
-passage settings, the baseline's keys, the pipelines' stage tables, the fine-tuning split and
-a numeric search space; and the errors of its ``base`` and ``baseline`` sections, one per key.
+:class:`~aiblox.sweep.spec.SweepSpec` validator calls these): the tune and report splits
+(their queries apart), depths against metric cutoffs, passage settings, the baseline's keys,
+the pipelines' stage tables, the fine-tuning split and a numeric search space; and the errors
+of its ``base`` and ``baseline`` sections, one per key.
 
 Limits, checked before any point is built: depths, chunk budgets, ``top_k_chunks`` and
 ``per_item_chunk_cap`` are at least 1 (``overlap_tokens`` and ``rrf_k`` at least 0), and the
@@ -458,6 +459,33 @@ def check_numeric_space(points: Sequence[PipelinePoint], strategy: str) -> None:
         raise ValueError(f"search: strategy 'cmaes' needs two or more varying settings "
                          f"(CMA-ES does not search one dimension), and the grid varies "
                          f"only {', '.join(space.dimensions)}; use 'gp' or 'tpe'")
+
+
+def check_splits(tune: str, report: str | None) -> None:
+    """``tune_split`` and ``report_split``: split names (a derived part written the one way
+    :func:`~aiblox.data.parse_split` reads it), and no query the choice is made on can be
+    reported on: ``report_split`` is neither ``tune_split`` nor a split over the same base
+    whose queries can meet it, whatever the data (``test`` and ``test:0/2``, ``test:0/2`` and
+    ``test:0/4``; :func:`~aiblox.data.splits_overlap`). Parts of one split that never meet
+    (``test:0/2`` and ``test:1/2``) and other splits (``train`` and ``test``) pass."""
+    from aiblox.data import parse_split, splits_overlap
+
+    for key, split in (("tune_split", tune), ("report_split", report)):
+        try:
+            parse_split(split or "")
+        except ValueError as exc:
+            raise ValueError(f"{key} = {split!r}: {exc}") from None
+    if report is None:
+        return
+    if tune == report:
+        raise ValueError(f"report_split = {report!r}: must differ from tune_split: choose on "
+                         f"one split, report on another")
+    if splits_overlap(tune, report):
+        raise ValueError(f"report_split = {report!r}: can hold queries of tune_split = "
+                         f"{tune!r} (the same split's queries, in parts that meet), which "
+                         f"would be reported on as held out: report on another split, or on a "
+                         f"part disjoint from the tuning one (tune_split = \"test:0/2\", "
+                         f"report_split = \"test:1/2\")")
 
 
 def check_finetune(split: str, splits: Sequence[str], embedder: str) -> None:

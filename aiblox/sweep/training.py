@@ -86,10 +86,10 @@ def check_training_split(table: str, split: str, splits: Sequence[str]) -> None:
     """``[<table>] split`` (``finetune``, ``finetune_reranker``): a split name, not one the sweep
     scores (``splits``), nor one whose every query the sweep scores, its queries being held out
     of training: ``test`` (or ``test:0/3``) while the sweep scores ``test:0/2`` and
-    ``test:1/2`` (:func:`_held_out_by`). Whether a split the dataset lacks, or one the
-    sweep's splits leave empty on its data, is checked against the dataset before the sweep
-    starts (:func:`aiblox.sweep.finetune.check_training`)."""
-    from aiblox.data import parse_split
+    ``test:1/2`` (:func:`~aiblox.data.rules.held_out_by`). Whether a split the dataset lacks,
+    or one the sweep's splits leave empty on its data, is checked against the dataset before
+    the sweep starts (:func:`aiblox.sweep.finetune.check_training`)."""
+    from aiblox.data import held_out_by, parse_split
 
     try:
         parse_split(split)
@@ -99,36 +99,10 @@ def check_training_split(table: str, split: str, splits: Sequence[str]) -> None:
         raise ValueError(f"{table}.split = {split!r}: a split the sweep scores: train on "
                          f"another split (its queries in tune_split or report_split are "
                          f"held out of training)")
-    held = _held_out_by(split, splits)
+    held = held_out_by(split, splits)
     if held:
         raise ValueError(f"{table}.split = {split!r}: every query of it is in the sweep's "
                          f"{' and '.join(held)}, held out of training, so none is left to "
                          f"train on: train on another split, or score only a part of this "
                          f"one")
 
-
-def _held_out_by(split: str, splits: Sequence[str]) -> list[str]:
-    """The sweep's splits (``splits``) that together hold every query ``split`` can hold,
-    whatever the data ([] when they do not): a derived split ``base:i/n`` holds the queries of
-    ``base`` whose id's hash is ``i`` modulo ``n`` (:func:`aiblox.data.rules.split_part`), so
-    ``split`` is covered when every residue it takes modulo the least common multiple of the
-    moduli is one a scored split takes."""
-    from math import lcm
-
-    from aiblox.data import parse_split
-
-    def part(name: str) -> tuple[str, int, int]:
-        parsed = parse_split(name)
-        return (name, 1, 0) if parsed is None else (parsed[0], parsed[2], parsed[1])
-
-    try:
-        base, m, i = part(split)
-        scored = [(s, *part(s)[1:]) for s in splits if part(s)[0] == base]
-    except ValueError:  # a malformed split: refused on its own
-        return []
-    modulus = lcm(m, *(n for _, n, _ in scored)) if scored else 0
-    if not scored or modulus > 100_000:
-        return []
-    if all(any(r % n == j for _, n, j in scored) for r in range(i, modulus, m)):
-        return [s for s, _, _ in scored]
-    return []

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+import aiblox.data
 from aiblox.data import MAX_GRADE, DatasetError, load_dataset
 from tests.conftest import SAMPLE, shared_dataset
 
@@ -56,6 +57,17 @@ CASES = [
      f"outside [-{MAX_GRADE}, {MAX_GRADE}]"),
     ("grade word", "qrels/test.tsv", APPEND, "q02\td40\thigh\n", "next", "score",
      "not a number: 'high'"),
+    # QA s7 D3: other scripts' digits were read as grades (trec_eval reads them as 0)
+    ("grade fullwidth 2", "qrels/test.tsv", APPEND, "q02\td40\t\uff12\n", "next", "score",
+     "not a number: '\uff12'"),
+    ("grade Arabic-Indic 1", "qrels/test.tsv", APPEND, "q02\td40\t\u0661\n", "next", "score",
+     "not a number: '\u0661'"),
+    ("grade 1 and Arabic-Indic 0", "qrels/test.tsv", APPEND, "q02\td40\t1\u0660\n", "next",
+     "score", "not a number: '1\u0660'"),
+    ("TREC grade Arabic-Indic 1", "qrels/test.tsv", REPLACE, "q01 0 d01 \u0661\n", 1, "score",
+     "not a number: '\u0661'"),
+    ("grade 1_000", "qrels/test.tsv", APPEND, "q02\td40\t1_000\n", "next", "score",
+     "not a number: '1_000'"),
     ("conflicting duplicate", "qrels/test.tsv", APPEND, "q01\td01\t1\n", "next", "score",
      "conflicting judgments of query 'q01', document 'd01': grade 1 here, 2 at line 2"),
     ("TREC row in a BEIR file", "qrels/test.tsv", APPEND, "q02 0 d40 1\n", "next", "row",
@@ -225,6 +237,40 @@ def test_a_beir_qrels_file_with_its_header_hashes_as_its_bytes(tmp_path):
     q.write_text(q.read_text().replace("\n", "\r\n"), encoding="utf-8", newline="")
     crlf = load_dataset(path, name="x")
     assert crlf.qrels == beir.qrels and crlf.hash != beir.hash
+
+
+_EDITS = {  # a change of how judgments are written, not of what they say
+    "grade 2.0": lambda t: t.replace("q01\td01\t2\n", "q01\td01\t2.0\n"),
+    "CRLF": lambda t: t.replace("\n", "\r\n"),
+    "padded ids": lambda t: t.replace("q01\td01\t", "q01 \t d01\t"),
+    "BOM": lambda t: "\ufeff" + t,
+    "blank line": lambda t: t + "\n",
+}
+
+
+@pytest.mark.parametrize("edit", list(_EDITS))
+def test_the_docs_say_which_qrels_files_hash_alike(tmp_path, edit):
+    """QA s7 D4: the README said a headerless or TREC qrels file is hashed "as the BEIR file of
+    the same rows with its header (the same judgments, the same dataset hash)", but a file with
+    the header is hashed as its bytes: a ``2.0`` grade, CRLF, padded ids, a BOM or a blank line
+    give the same judgments another hash there, and the headerless file's hash is that of the
+    header file written one way. The docs say so, and it is so (no dataset hash moved)."""
+    readme = " ".join((SAMPLE.parents[1] / "README.md").read_text(encoding="utf-8").split())
+    assert "(the same judgments, the same dataset hash)" not in readme
+    assert ("A qrels file with BEIR's header is hashed as its bytes; one without it (as a qrels "
+            "table) is hashed as the BEIR file its rows make when written one way") in readme
+    for doc in (readme, " ".join(aiblox.data.__doc__.split()),
+                " ".join((SAMPLE.parent / "README.md").read_text(encoding="utf-8").split())):
+        assert "a byte-order mark" in doc and "CRLF" in doc and "2.0" in doc
+    plain = load_dataset(_copy(tmp_path / "plain"), name="x")
+    headed, bare = _copy(tmp_path / "headed"), _copy(tmp_path / "bare")
+    text = (headed / "qrels/test.tsv").read_text(encoding="utf-8")
+    for path, written in ((headed, text), (bare, text.split("\n", 1)[1])):
+        (path / "qrels/test.tsv").write_text(_EDITS[edit](written), encoding="utf-8",
+                                             newline="")
+    headed_ds, bare_ds = load_dataset(headed, name="x"), load_dataset(bare, name="x")
+    assert headed_ds.qrels == bare_ds.qrels == plain.qrels
+    assert bare_ds.hash == plain.hash != headed_ds.hash
 
 
 def test_trec_layout_is_per_file(tmp_path):

@@ -85,6 +85,37 @@ def test_hash_is_computed_never_given(beir):
     assert again.hash == beir.hash  # adi's rows are in canonical BEIR form and order
 
 
+def test_what_a_copy_hashes_and_when_it_differs_is_the_class_doc(beir):
+    """QA s7 D5: ``dataclasses.replace`` of a dataset whose qrels repeat a row changed its hash,
+    undocumented: the load hashes every row read, in file order, a copy its content (each
+    judgment once, a query's rows together). No dataset hash moves (none of the shared
+    collections repeats a row; the rows' positions are not kept, so a copy cannot hash them):
+    the class doc names each case in which a copy hashes otherwise, and each is so."""
+    doc = " ".join((Dataset.__doc__ or "").split())
+    for words in ("copied by ``dataclasses.replace`` (even unchanged), hashes its content",
+                  "BEIR files written another way", "qrels repeating an identical row",
+                  "a query's rows apart", "a derived split"):
+        assert words in doc, words
+    corpus = pd.DataFrame({"_id": ["d1", "d2"], "text": ["one", "two"]})
+    queries = pd.DataFrame({"_id": ["q1", "q2"], "text": ["one", "two"]})
+
+    def frames(*rows: tuple[str, str, int]) -> Dataset:
+        qrels = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
+        return Dataset.from_frames(corpus, queries, qrels)
+
+    grouped = frames(("q1", "d1", 1), ("q1", "d2", 0), ("q2", "d2", 1))
+    assert replace(grouped).hash == grouped.hash == content_hash(grouped)
+    with pytest.warns(UserWarning, match="1 qrels rows repeat an identical judgment"):
+        repeated = frames(("q1", "d1", 1), ("q1", "d1", 1), ("q1", "d2", 0), ("q2", "d2", 1))
+    assert repeated.qrels == grouped.qrels and repeated.duplicate_qrels == {"test": 1}
+    assert replace(repeated).hash == grouped.hash != repeated.hash
+    apart = frames(("q1", "d1", 1), ("q2", "d2", 1), ("q1", "d2", 0))
+    assert apart.qrels == grouped.qrels and replace(apart).hash == grouped.hash != apart.hash
+    part = load_dataset(ADI, splits=["test:0/2"])
+    assert replace(part).hash != part.hash == beir.hash  # the file read is test.tsv, whole
+    assert replace(beir).hash == beir.hash  # adi's files are BEIR's lines written that way
+
+
 def _write(folder: Path, fmt: str, frames, qrels_name: str = "test") -> Path:
     corpus, queries, qrels = frames
     (folder / "qrels").mkdir(parents=True)
@@ -213,6 +244,8 @@ BAD = [  # (what, file, replaced text, expected start of the message, field)
     ("non-integer relevance", "qrels", _QRELS.replace("q2,d2,2", "q2,d2,1.5"),
      "test.csv:3", "score"),
     ("not a number", "qrels", _QRELS.replace("q2,d2,2", "q2,d2,high"), "test.csv:3", "score"),
+    ("fullwidth digit grade", "qrels", _QRELS.replace("q2,d2,2", "q2,d2,\uff12"), "test.csv:3",
+     "score"),
     ("unknown query", "qrels", _QRELS + "q9,d1,1\n", "test.csv:4", "query_id"),
     ("conflicting grades", "qrels", _QRELS + "q1,d1,0\n", "test.csv:4", "score"),
     ("no relevant judgment", "qrels", "query_id,doc_id,score\nq1,d1,0\n", "test.csv", "score"),
@@ -248,10 +281,63 @@ def test_a_tsv_field_is_the_text_between_tabs_quotes_and_all(tmp_path):
                                        'd3\t\t"quoted start\nd4\t\tgamma delta\n')
     (folder / "queries.tsv").write_text('_id\ttext\nq1\t"gamma"\n')
     (folder / "qrels" / "test.tsv").write_text("query_id\tdoc_id\tscore\nq1\td4\t1\n")
-    ds = load_dataset(folder)
+    with warnings.catch_warnings():  # no doubled quote inside: no CSV writer quoted these
+        warnings.simplefilter("error")
+        ds = load_dataset(folder)
     assert {k: v.text for k, v in ds.corpus.items()} == {
         "d1": '"alpha" is a word', "d3": '"quoted start', "d4": "gamma delta"}
     assert ds.corpus["d4"].source_ref == "corpus.tsv:4" and ds.queries["q1"] == '"gamma"'
+
+
+def test_a_tsv_a_csv_writer_quoted_is_warned_about_naming_file_line_and_column(tmp_path):
+    """QA s7 D2: pandas' ``to_csv(sep="\\t")`` quotes a field holding ``"`` as CSV does, and
+    the TSV reader reads a field as written, so ``He said "shaken"`` loaded in quotes, its
+    quotes doubled, without a word. Such a field (``"`` first and last, ``""``
+    inside) is warned about once per file, naming the line and column of the first and counting
+    them; it is kept as written (the quotes may be the text). Written with
+    ``quoting=csv.QUOTE_NONE`` (the README's advice), the frames load as they are."""
+    import csv
+
+    docs = pd.DataFrame({"_id": ["d1", "d2", "d3"], "text": [
+        'He said "shaken, not stirred".', "Plain text.", 'say "a" and "b"']})
+    queries = pd.DataFrame({"_id": ["q1", "q2"], "text": ['"shaken" martini', '"plain"']})
+    qrels = pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "score": [1]})
+
+    def write(folder: Path, **options) -> Path:
+        (folder / "qrels").mkdir(parents=True)
+        for frame, rel in ((docs, "corpus"), (queries, "queries"), (qrels, "qrels/test")):
+            frame.to_csv(folder / f"{rel}.tsv", sep="\t", index=False, **options)
+        return folder
+
+    quoted = write(tmp_path / "quoted")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds = load_dataset(quoted)
+    said = [str(w.message) for w in caught if "looks quoted" in str(w.message)]
+    advice = ("looks quoted as a CSV writer quotes a field holding '\"' (RFC 4180; pandas' "
+              "to_csv(sep=\"\\t\") writes so), but a TSV field is read as written, quotes and all")
+    assert said == [
+        f"{quoted / 'corpus.tsv'}:2: field 'text': '\"He said \"\"shaken, not stirred\"\".\"' "
+        f"{advice} (2 fields of the file look so): kept as written; write the TSV with "
+        f"quoting=csv.QUOTE_NONE, or write CSV",
+        f"{quoted / 'queries.tsv'}:2: field 'text': '\"\"\"shaken\"\" martini\"' {advice} "
+        f"(2 fields of the file look so): kept as written; write the TSV with "
+        f"quoting=csv.QUOTE_NONE, or write CSV"]
+    assert ds.corpus["d1"].text == '"He said ""shaken, not stirred""."'
+    assert ds.queries["q2"] == '"""plain"""'
+    plain = write(tmp_path / "plain", quoting=csv.QUOTE_NONE)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ds = load_dataset(plain)
+    assert ds.corpus["d1"].text == 'He said "shaken, not stirred".'
+    assert ds.hash == Dataset.from_frames(docs, queries, qrels).hash
+    as_csv = tmp_path / "csv"  # CSV reads its quoting: the same dataset, no warning
+    (as_csv / "qrels").mkdir(parents=True)
+    for frame, rel in ((docs, "corpus"), (queries, "queries"), (qrels, "qrels/test")):
+        frame.to_csv(as_csv / f"{rel}.csv", index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load_dataset(as_csv).hash == ds.hash
 
 
 def test_missing_column_lists_the_present_ones(tmp_path):
@@ -322,6 +408,9 @@ def test_frame_errors_name_the_frame_index_and_column():
                             qrels)
     with pytest.raises(DatasetError, match=r"^qrels frame, row 0: field 'score': not a whole"):
         Dataset.from_frames(corpus.dropna(), queries, qrels.assign(score=[0.5]))
+    with pytest.raises(DatasetError, match="^qrels frame, row 0: field 'score': not a number: "
+                                           "'\u0661'$"):  # QA s7 D3: Arabic-Indic 1
+        Dataset.from_frames(corpus.dropna(), queries, qrels.assign(score=["\u0661"]))
     with pytest.raises(DatasetError, match=r"corpus frame, row 0: field 'id': a float id"):
         Dataset.from_frames(pd.DataFrame({"id": [1.0], "text": ["a"]}), queries, qrels)
     with pytest.raises(DatasetError, match=r"ambiguous: columns \['_id', 'id'\]"):
@@ -349,6 +438,18 @@ def test_bad_manifest_names_the_key(tmp_path, toml, match):
     (tmp_path / "dataset.toml").write_text(toml)
     with pytest.raises(DatasetError, match=match):
         load_dataset(tmp_path)
+
+
+def test_a_manifest_saved_with_a_bom_loads(tmp_path, beir):
+    """QA s7 D6: a ``dataset.toml`` saved "UTF-8 with BOM" was refused ("Invalid statement (at
+    line 1, column 1)") while a BOM opening a CSV, TSV, JSONL or qrels file is not text."""
+    manifest = _manifest(tmp_path)
+    written = load_dataset(manifest)
+    manifest.write_bytes(b"\xef\xbb\xbf" + manifest.read_bytes())
+    assert load_dataset(manifest).hash == written.hash == beir.hash
+    folder = manifest.parent
+    manifest.rename(folder / "dataset.toml")
+    assert load_dataset(folder).hash == beir.hash
 
 
 def test_manifest_splits_and_a_split_column(tmp_path):

@@ -66,3 +66,68 @@ def test_a_spec_error_names_its_field_and_line(tmp_path, text, line, field, word
     where = f"{path}:{line}" if line is not None else str(path)
     assert said.startswith(f"{where}: field {field!r}: "), said
     assert words in said and "\n" not in said and "(spec)" not in said, said
+
+
+def _splits(tune: str, report: str) -> str:
+    """MINIMAL with these splits (TOML basic strings: ``\\n`` is a line break)."""
+    return MINIMAL.replace('tune_split = "train"', f'tune_split = "{tune}"').replace(
+        'report_split = "test"', f'report_split = "{report}"')
+
+
+@pytest.mark.parametrize(("tune", "report", "line", "field", "words"), [
+    ("test:0/2", "test:00/2", 5, "report_split", "got 'test:00/2': derived split 'test:00/2' "
+                                                 "is not <split>:<i>/<n> with i and n in the "
+                                                 "digits 0-9, no leading zero"),
+    ("test:0/2", "test:0/2\\n", 5, "report_split", "got 'test:0/2\\n': derived split"),
+    ("test:\u0660/2", "test:1/2", 4, "tune_split", "got 'test:\u0660/2': derived split"),
+    ("test", "test:0/2", 5, "report_split",
+     "got 'test:0/2': can hold queries of tune_split = 'test' (the same split's queries, in "
+     "parts that meet), which would be reported on as held out: report on another split, or "
+     "on a part disjoint from the tuning one"),
+    ("test:0/2", "test", 5, "report_split", "can hold queries of tune_split = 'test:0/2'"),
+    ("test:0/2", "test:0/4", 5, "report_split", "can hold queries of tune_split = 'test:0/2'"),
+    ("test:0/2", "test:0/3", 5, "report_split", "can hold queries of tune_split = 'test:0/2'"),
+])
+def test_a_report_split_that_can_hold_a_tuning_query_is_refused(tmp_path, tune, report, line,
+                                                                field, words):
+    """QA s7 D1: ``tune_split = "test:0/2"``, ``report_split = "test:00/2"`` passed the check
+    that the two differ (it compared the names) and reported the tuning queries as held out;
+    a report split over the tuning split's queries (``test`` against ``test:0/2``) or parts
+    that meet (``test:0/2`` against ``test:0/4``) passed too. Each is one located error."""
+    path = write(tmp_path, _splits(tune, report))
+    with pytest.raises(SweepSpecError) as err:
+        load_spec(path)
+    said = str(err.value)
+    where = f"{path}:{line}" if line is not None else str(path)
+    assert said.startswith(f"{where}: field {field!r}: "), said
+    assert words in said and "(spec)" not in said, said
+
+
+@pytest.mark.parametrize(("tune", "report"), [
+    ("test:0/2", "test:1/2"), ("test:1/4", "test:0/2"), ("test:0/3", "test:1/3"),
+    ("train", "test:0/2"), ("test:1/2", "train")])
+def test_report_splits_apart_from_the_tuning_one_load(tmp_path, tune, report):
+    spec = load_spec(write(tmp_path, _splits(tune, report)))
+    assert (spec.tune_split, spec.report_split) == (tune, report)
+
+
+def test_the_sweep_command_refuses_an_aliased_report_split_before_any_work(tmp_path):
+    """The QA spec (tune on ``test:0/2``, report on ``test:00/2``) ran, reporting identical
+    tune and report numbers as held out; now one ``error:`` line, exit 2, nothing written."""
+    from typer.testing import CliRunner
+
+    from aiblox.cli.main import app
+
+    path = write(tmp_path, _splits("test:0/2", "test:00/2"))
+    db = tmp_path / "s.duckdb"
+    result = CliRunner().invoke(app, ["sweep", str(path), "--db", str(db), "--cache-dir",
+                                      str(tmp_path / "cache"), "--tracking-uri",
+                                      f"sqlite:///{tmp_path / 'mlruns.db'}"],
+                                env={"AIBLOX_NO_PROGRESS": "1"})
+    assert result.exit_code == 2, result.output
+    errors = [x for x in result.output.splitlines() if x.startswith("error:")]
+    assert errors == [f"error: {path}:5: field 'report_split': got 'test:00/2': derived split "
+                      f"'test:00/2' is not <split>:<i>/<n> with i and n in the digits 0-9, no "
+                      f"leading zero (e.g. 'test:0/2')"], result.output
+    assert not db.exists() and not (tmp_path / "cache").exists()
+    assert not (tmp_path / "mlruns.db").exists()

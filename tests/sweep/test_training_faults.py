@@ -85,18 +85,18 @@ def one_error(result) -> str:
 
 
 def test_a_split_held_out_whole_is_known_from_the_names():
-    from aiblox.sweep.training import _held_out_by
+    from aiblox.data import held_out_by
 
     both = ["test:0/2", "test:1/2"]
-    assert _held_out_by("test", both) == both
-    assert _held_out_by("test:0/3", both) == both  # any part of test
-    assert _held_out_by("test:0/2", ["test", "train"]) == ["test"]
-    assert _held_out_by("test:1/4", ["test:1/2", "train"]) == ["test:1/2"]  # 1 mod 4 is 1 mod 2
-    assert _held_out_by("test:0/2", ["test:0/4", "test:2/4"]) == ["test:0/4", "test:2/4"]
-    assert _held_out_by("test:0/2", ["test:0/4", "test:1/4"]) == []  # 2 mod 4 is left
-    assert _held_out_by("test", ["test:0/2", "train"]) == []
-    assert _held_out_by("train", both) == []
-    assert _held_out_by("test:1/4", ["test:0/2"]) == []
+    assert held_out_by("test", both) == both
+    assert held_out_by("test:0/3", both) == both  # any part of test
+    assert held_out_by("test:0/2", ["test", "train"]) == ["test"]
+    assert held_out_by("test:1/4", ["test:1/2", "train"]) == ["test:1/2"]  # 1 mod 4 is 1 mod 2
+    assert held_out_by("test:0/2", ["test:0/4", "test:2/4"]) == ["test:0/4", "test:2/4"]
+    assert held_out_by("test:0/2", ["test:0/4", "test:1/4"]) == []  # 2 mod 4 is left
+    assert held_out_by("test", ["test:0/2", "train"]) == []
+    assert held_out_by("train", both) == []
+    assert held_out_by("test:1/4", ["test:0/2"]) == []
 
 
 @pytest.mark.parametrize("table", list(TABLES))
