@@ -24,6 +24,8 @@ from pydantic import (
     model_validator,
 )
 
+from aiblox.contracts.filter_rule import Filters
+
 MAX_DEPTH = 2**31 - 1
 """The deepest list a depth setting (``top_k``, ``top_k_items``) may ask for: a depth above it
 ran into an internal numba error (an integer past 64 bits) or a multi-terabyte allocation
@@ -450,14 +452,15 @@ class RetrievalPrefs(_Strict):
 
     query_text: str
     """The user's query, verbatim."""
-    filters: dict[str, Any] = Field(default_factory=dict)
-    """Exact-match filters: ``kind``, ``source`` or ``metadata.<key>`` to a value or list. A
-    search of the derived indexes (``engine = "index"``) returns only documents that pass, as
-    many as it would return unfiltered where that many pass: BM25 and exact vectors score the
-    allowed documents; an HNSW index (``index`` ``hnsw``, or ``auto`` from
-    :data:`HNSW_FROM_VECTORS` vectors) scores them exactly when they are at most
-    ``sqrt(2 * hnsw_m * efSearch * n)`` of its ``n`` and walks the graph above that, retrying a
-    walk left short (:mod:`aiblox.indexes.knn`)."""
+    filters: Filters = Field(default_factory=dict)
+    """Exact-match filters: ``id``, ``kind``, ``source``, ``source_ref`` or ``metadata.<key>``
+    to a string, number or boolean or a list of them, checked as they are set (the rule of what
+    they match, the same on every store: :mod:`aiblox.contracts.filter_rule`). A search of the
+    derived indexes (``engine = "index"``) returns only documents that pass, as many as it would
+    return unfiltered where that many pass: BM25 and exact vectors score the allowed documents;
+    an HNSW index (``index`` ``hnsw``, or ``auto`` from :data:`HNSW_FROM_VECTORS` vectors)
+    scores them exactly when they are at most ``sqrt(2 * hnsw_m * efSearch * n)`` of its ``n``
+    and walks the graph above that, retrying a walk left short (:mod:`aiblox.indexes.knn`)."""
     top_k_items: int = Field(default=20, ge=1, le=MAX_DEPTH)
     """Number of document-level candidates returned."""
     top_k_chunks: int = Field(default=12, ge=0, le=MAX_DEPTH)

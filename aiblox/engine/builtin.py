@@ -12,10 +12,11 @@ pipeline.
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from aiblox.contracts.filter_rule import Filters
 from aiblox.contracts.retrieval import (
     LINEAR_SETTINGS,
     MAX_DEPTH,
@@ -46,8 +47,9 @@ class RetrieveConfig(_Strict):
     """Fusion of the two signals."""
     top_k_items: int = Field(default=100, ge=1, le=MAX_DEPTH)
     """Documents kept per query after fusion."""
-    filters: dict[str, Any] = Field(default_factory=dict)
-    """Metadata filters."""
+    filters: Filters = Field(default_factory=dict)
+    """Metadata filters (:attr:`~aiblox.contracts.retrieval.RetrievalPrefs.filters`), checked as
+    they are set."""
     ignore_identical_ids: bool = False
     """Drop a document whose id equals the query's (BEIR's argument-retrieval protocol)."""
 

@@ -11,7 +11,8 @@ stage                   config (the function that builds it)                    
 ``signals``             dataset, split, backend, embedder, store fingerprint,       (none)
                         retrieval settings, ``limit``, the passage chunker id
                         when documents are scored from passages, the filtered
-                        vector search's version when filters may walk HNSW
+                        vector search's version when filters may walk HNSW,
+                        the filter rule's version when filtered
                         (:func:`signals_config`)
 ``fusion``              scoring, ``top_k_items`` (:func:`fusion_config`)            signals
 ``metrics``             ranx metric names, split (:func:`metrics_config`)           fusion
@@ -43,6 +44,7 @@ from typing import Any
 
 from aiblox.assembly import PROMPT_CONTRACT_VERSION, TEMPLATE_SHA256
 from aiblox.chunking import ANSWER_MATCH_RULE, PROJECTION, make_chunker
+from aiblox.contracts.filter_rule import FILTER_RULE_VERSION
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.indexes import filtered_search_key, passage_chunker_id
 from aiblox.metrics import STATUSES
@@ -75,6 +77,8 @@ def signals_config(prefs: RetrievalPrefs, dataset_hash: str, split: str, backend
     passages = passage_chunker_id(prefs.vector) if needs_vec else None
     if passages is not None:  # the passage chunker with its parameters, encoding and version
         extra["passages"] = passages
+    if prefs.filters:  # the version of what a filter matches (only filtered points' keys move)
+        extra["filter_rule"] = FILTER_RULE_VERSION
     filtered = filtered_search_key(prefs.vector, bool(prefs.filters)) if needs_vec else None
     if filtered is not None:  # a filtered search that may walk HNSW: its version (only such
         extra["filtered_knn"] = filtered  # points' keys move)

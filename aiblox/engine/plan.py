@@ -25,6 +25,7 @@ import numpy as np
 from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 
+from aiblox.contracts.filter_rule import FILTER_RULE_VERSION
 from aiblox.contracts.retrieval import FtsConfig, RetrievalPrefs, VectorConfig
 from aiblox.engine.algebra import Cutoff, Fuse, Pipeline, PipelineError, Stage, Then
 from aiblox.engine.builtin import FuseConfig, RetrieveConfig
@@ -320,8 +321,8 @@ def _apply(p: Pipeline, v: Value, base: RetrievalPrefs, ctx: PlanContext, split:
         key_cfg = _config(ctx, cfg, kind.reads)
         if base.ignore_identical_ids:  # in the key only when set: no other key moves
             key_cfg["ignore_identical_ids"] = "refilled"
-        if filters:
-            key_cfg["filters"] = filters
+        if filters:  # with the version of what a filter matches
+            key_cfg["filters"], key_cfg["filter_rule"] = filters, FILTER_RULE_VERSION
         searched = (filtered_search_key(cfg, bool(filters)) if isinstance(cfg, VectorConfig)
                     else None)
         if searched is not None:  # a filtered search that may walk HNSW: its version

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import decimal
 import errno
+import json
 import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -13,6 +15,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from aiblox.contracts.filter_rule import FILTER_FIELDS, FilterError, filter_values
 from aiblox.contracts.items import ItemRecord
 from aiblox.contracts.retrieval import FtsConfig, VectorConfig
 from aiblox.fusion.types import RankedList
@@ -35,9 +38,6 @@ __all__ = [
     "plan_upsert",
     "store_writes",
 ]
-
-FILTER_FIELDS = ("id", "kind", "source", "source_ref")
-"""Item columns a filter may name directly; anything else must be ``metadata.<key>``."""
 
 
 PACK_COLUMNS = ("pack_id", "parent_pack_id", "tenant_id", "trace_id", "created_at", "sha256",
@@ -117,72 +117,99 @@ class UpsertReport(BaseModel):
 
 class FilterClause(NamedTuple):
     """One filter of :func:`parse_filters`: the item ``column`` (``metadata`` for a metadata
-    field, then ``key`` names it) and the values it may take."""
+    field, then ``key`` names it) and the values it may take, in the forms a store compares
+    (the rule: :mod:`aiblox.contracts.filter_rule`)."""
 
     column: str
     key: str | None
     texts: list[str]
-    """Every value as text: a column's text, or a metadata field's as both stores read it."""
-    numbers: list[float]
-    """The numeric values of a metadata filter (empty for a column's): they also match a
-    number field equal in value, so ``2`` matches a stored ``2.0`` and ``2.0`` a stored ``2``."""
+    """Every value as text: a column's text, or for a metadata field the text a string or
+    boolean field must have (a string itself, ``true``, a number as Python's ``json`` writes
+    it)."""
+    integers: list[int]
+    """The integer values a number field may equal (empty for a column's): the integer numbers
+    of the filter, and of its strings that are a number's ``json`` text, below ``2**127``; a
+    float by the decimal its text writes (``2.0``: 2, ``1e23``: 10**23)."""
+    floats: list[float]
+    """The other numbers a number field may equal (compared as float64, exact for them)."""
 
     @property
     def path(self) -> tuple[str, ...]:
         """A metadata field's path: ``key`` split at its dots (``source.year``: the field
-        ``year`` of the object ``source``), read the same way by every store."""
+        ``year`` of the object ``source``), each name a key of an object, read the same way by
+        every store."""
         return tuple((self.key or "").split("."))
 
 
-_EXACT_INT = 2**53  # beyond it a float no longer holds every integer: such values match as text
+_INTEGER_LIMIT = 2**127
+"""An integer of this size or more matches no number field: DuckDB's widest exact integer
+(HUGEINT) ends below it, and a float64 comparison would match its neighbours."""
 
 
 def parse_filters(filters: dict[str, Any]) -> list[FilterClause]:
-    """Validate filters into :class:`FilterClause` es, sorted by key.
-
-    ``{"kind": "doc", "metadata.year": [2020, 2021]}`` means kind = 'doc' AND the metadata field
-    ``year`` is 2020 or 2021; a dotted key is a path into nested objects (``metadata.source.year``:
-    ``{"source": {"year": 2020}}``). A metadata value matches a field whose JSON value has its text
-    (``True`` is ``true``, as JSON spells it, so a boolean field matches a boolean filter), and a
-    number also matches a number field of the same value (``2`` and ``2.0``; never a string
-    or a boolean field). An array field matches when one of its elements (a string, number or
-    boolean) does by that rule (a field ``"tags": ["a", "b"]`` matches ``"a"``); an object field, or
-    an array's nested array or object, matches nothing (their JSON text differs between the
-    stores). A filter value (or a list's) that is a dict or a list is a :class:`StoreError`.
-    """
+    """Validate filters into :class:`FilterClause` es, sorted by key: a key a store knows and
+    values that are strings, finite numbers or booleans (:func:`aiblox.contracts.filter_rule.
+    filter_values`; anything else a :class:`StoreError` naming the key). What each matches
+    is the rule of :mod:`aiblox.contracts.filter_rule`, the same on every store: string and
+    boolean fields by text, number fields by value (exactly), array fields by an element, a
+    dotted key a path into nested objects only."""
     parsed: list[FilterClause] = []
     for key in sorted(filters):
-        value = filters[key]
-        values = list(value) if isinstance(value, list | tuple | set) else [value]
-        odd = [v for v in values if isinstance(v, dict | list | tuple | set)]
-        if odd:
-            raise StoreError(f"filter {key!r}: {odd[0]!r} is not a string, number or boolean; "
-                             f"a filter matches such values (an array field matches when one "
-                             f"of its elements does)")
+        try:
+            values = filter_values(key, filters[key])
+        except FilterError as exc:
+            raise StoreError(str(exc)) from None
         if key in FILTER_FIELDS:
-            parsed.append(FilterClause(key, None, [str(v) for v in values], []))
-        elif key.startswith("metadata.") and len(key) > len("metadata."):
-            if "" in key[len("metadata."):].split("."):
-                raise StoreError(f"filter field {key!r}: an empty name in the metadata path "
-                                 f"(two dots in a row, or a dot at the end)")
-            numbers = [float(v) for v in values if isinstance(v, int | float)
-                       and not isinstance(v, bool) and math.isfinite(v)
-                       and (isinstance(v, float) or abs(v) <= _EXACT_INT)]
-            parsed.append(FilterClause("metadata", key[len("metadata."):],
-                                       [_json_text(v) for v in values], numbers))
-        else:
-            raise StoreError(
-                f"unknown filter field {key!r}: use one of {FILTER_FIELDS} or 'metadata.<key>'"
-            )
+            parsed.append(FilterClause(key, None, [str(v) for v in values], [], []))
+            continue
+        integers: list[int] = []
+        floats: list[float] = []
+        for v in values:
+            number = _number_of(v)
+            if number is None:
+                continue
+            if isinstance(number, int):
+                if abs(number) < _INTEGER_LIMIT:
+                    integers.append(number)
+            elif number.is_integer():  # the decimal its text writes: 1e23 is 10**23
+                whole = int(decimal.Decimal(repr(number)))
+                if abs(whole) < _INTEGER_LIMIT:
+                    integers.append(whole)
+            else:
+                floats.append(number)
+        parsed.append(FilterClause("metadata", key[len("metadata."):],
+                                   [_json_text(v) for v in values],
+                                   sorted(set(integers)), sorted(set(floats))))
     return parsed
 
 
 def _json_text(value: Any) -> str:
-    """A metadata filter value as both stores read a JSON field's text: booleans as JSON spells
-    them (``true``; Python's ``str`` gives ``True``, which no stored boolean ever equals)."""
+    """A metadata filter value as a string or boolean field must read to match it: a boolean
+    as JSON spells it (``true``; Python's ``str`` gives ``True``, which no stored boolean ever
+    equals), a number as Python's ``json`` writes it."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+def _number_of(value: Any) -> int | float | None:
+    """The number a filter value stands for against a number field: a number itself, a string
+    that is a number exactly as Python's ``json`` writes it (``"2"``, ``"1e-07"``; not
+    ``"1e-7"``, ``"02"`` or ``"NaN"``), else None (a boolean, any other string)."""
     if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+        return None
+    if isinstance(value, int | float):
+        return value
+    if not isinstance(value, str) or not value[:2].lstrip("-")[:1].isdigit():
+        return None
+    try:
+        number = json.loads(value)
+    except ValueError:  # not JSON, or an integer past Python's digit limit
+        return None
+    if isinstance(number, bool) or not isinstance(number, int | float) \
+            or not math.isfinite(number) or json.dumps(number) != value:
+        return None
+    return number
 
 
 def plan_upsert(items: Iterable[ItemRecord], existing: dict[str, str]

@@ -22,7 +22,6 @@ written (a truncated copy, a block that fails its checksum).
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -93,12 +92,29 @@ def check_tables_readable(con: Any, location: str, tables: Sequence[str]) -> Non
 
 _NUMBER_TYPES = "('BIGINT', 'UBIGINT', 'DOUBLE')"  # json_type's names for a JSON number
 
+Sql = tuple[str, list[Any]]
+"""A fragment of SQL and the parameters of its ``?`` placeholders, in order."""
+
+
+def _sql(*parts: str | Sql) -> Sql:
+    """The parts (plain SQL, or SQL with its parameters) written one after another."""
+    text: list[str] = []
+    params: list[Any] = []
+    for part in parts:
+        if isinstance(part, str):
+            text.append(part)
+        else:
+            text.append(part[0])
+            params += part[1]
+    return "".join(text), params
+
 
 def duckdb_filter_sql(filters: dict[str, Any] | None, alias: str) -> tuple[str, list[Any]]:
     """``(sql, params)`` restricting ``items`` rows aliased ``alias`` (``TRUE`` when no filters):
-    :func:`~aiblox.stores.base.parse_filters`'s clauses in DuckDB's dialect, metadata read
-    from its canonical JSON text (a number matches by value as well, as on PostgreSQL; an
-    array field by its scalar elements, an object field never)."""
+    :func:`~aiblox.stores.base.parse_filters`'s clauses in DuckDB's dialect, by the rule of
+    :mod:`aiblox.contracts.filter_rule`, as the PostgreSQL store reads it: string and boolean
+    fields by text, number fields by value (integers as HUGEINT, other numbers as DOUBLE), an
+    array field by its scalar elements, an object field never."""
     clauses: list[str] = []
     params: list[Any] = []
     for f in parse_filters(filters or {}):
@@ -106,28 +122,57 @@ def duckdb_filter_sql(filters: dict[str, Any] | None, alias: str) -> tuple[str, 
             clauses.append(f"{alias}.{f.column} IN (SELECT unnest(?::VARCHAR[]))")
             params.append(f.texts)
             continue
-        path = "$" + "".join("." + json.dumps(p, ensure_ascii=False) for p in f.path)  # $."a"."b"
-        text = f"json_extract_string({alias}.metadata, ?) IN (SELECT unnest(?::VARCHAR[]))"
-        params += [path, f.texts]
-        if any(t.startswith(("[", "{")) for t in f.texts):  # never an array's or object's text
-            text = f"({text} AND json_type({alias}.metadata, ?) NOT IN ('ARRAY', 'OBJECT'))"
-            params.append(path)
-        if f.numbers:
-            text = (f"({text} OR (json_type({alias}.metadata, ?) IN {_NUMBER_TYPES} AND "
-                    f"TRY_CAST(json_extract_string({alias}.metadata, ?) AS DOUBLE) IN "
-                    f"(SELECT unnest(?::DOUBLE[]))))")
-            params += [path, path, f.numbers]
-        # an array: one of its scalar elements (the lambda's x) matches by the same rule
-        element = "list_contains(?::VARCHAR[], json_extract_string(x, '$'))"
-        params += [path, path + "[*]", f.texts]
-        if f.numbers:
-            element = (f"({element} OR (json_type(x) IN {_NUMBER_TYPES} AND list_contains("
-                       f"?::DOUBLE[], TRY_CAST(json_extract_string(x, '$') AS DOUBLE))))")
-            params.append(f.numbers)
-        clauses.append(f"({text} OR (json_type({alias}.metadata, ?) = 'ARRAY' AND len(list_filter("
-                       f"json_extract({alias}.metadata, ?), x -> json_type(x) NOT IN ('ARRAY', "
-                       f"'OBJECT') AND {element})) > 0))")
+        # the field read once (the lambda's v), an array's elements each (the lambda's x)
+        sql, args = _sql(
+            "list_transform([", _field(f.path, alias), "], v -> (",
+            _scalar_match(("v", []), f.texts, f.integers, f.floats), " OR (json_type(v) = "
+            "'ARRAY' AND len(list_filter(json_extract(v, '$[*]'), x -> ",
+            _scalar_match(("x", []), f.texts, f.integers, f.floats), ")) > 0)))[1]")
+        clauses.append(sql)
+        params += args
     return (" AND ".join(clauses) or "TRUE"), params
+
+
+def _field(path: Sequence[str], alias: str) -> Sql:
+    """The JSON value at ``path`` in the row's metadata, each step a key of an object (NULL
+    when a step meets anything else). Read by JSON pointer (``/a/b``, ``~`` and ``/`` in a
+    key escaped as ``~0`` and ``~1``), where every name is a key (a JSONPath ``$."*"`` is a
+    wildcard), with the value at every step before the last (one read of the metadata: the
+    lambda's ``p``) checked to be an object (a pointer's ``/0`` reads an array's first
+    element)."""
+    pointers = ["".join("/" + p.replace("~", "~0").replace("/", "~1") for p in path[:n])
+                for n in range(1, len(path) + 1)]
+    if len(pointers) == 1:
+        return f"json_extract({alias}.metadata, ?)", pointers
+    steps = " AND ".join(f"json_type(p[{n}]) = 'OBJECT'" for n in range(1, len(pointers)))
+    return (f"list_transform([json_extract({alias}.metadata, ?::VARCHAR[])], p -> CASE WHEN "
+            f"{steps} THEN p[{len(pointers)}] END)[1]", [pointers])
+
+
+def _scalar_match(value: Sql, texts: list[str], integers: list[int],
+                  floats: list[float]) -> Sql:
+    """A JSON ``value`` that is a string or boolean whose text is one of ``texts``, or a number
+    equal to one of ``integers`` or of ``floats`` (its text read as DOUBLE; for an integer, as
+    HUGEINT too, exact for ``1e23`` as for ``9007199254740993``, once the DOUBLE has matched:
+    an integer's DOUBLE is a whole number, which no other number's is, and the HUGEINT cast
+    would round ``2.5`` to 3)."""
+    text = _sql("json_extract_string(", value, ", '$')")
+    out = _sql("(json_type(", value, ") IN ('VARCHAR', 'BOOLEAN') AND list_contains(",
+               ("?::VARCHAR[]", [texts]), ", ", text, "))")
+    double = _sql("TRY_CAST(", text, " AS DOUBLE)")
+    numbers: list[Sql] = []
+    if integers:
+        numbers.append(_sql("(list_contains(", ("?::DOUBLE[]", [[float(i) for i in integers]]),
+                            ", ", double, ") AND list_contains(",
+                            ("?::HUGEINT[]", [[str(i) for i in integers]]), ", TRY_CAST(",
+                            text, " AS HUGEINT)))"))
+    if floats:
+        numbers.append(_sql("list_contains(", ("?::DOUBLE[]", [floats]), ", ", double, ")"))
+    if not numbers:
+        return out
+    either = numbers[0] if len(numbers) == 1 else _sql(numbers[0], " OR ", numbers[1])
+    return _sql("(", out, " OR (json_type(", value, f") IN {_NUMBER_TYPES} AND (", either,
+                ")))")
 
 
 def _literal(value: Any, in_list: bool = False) -> str | None:

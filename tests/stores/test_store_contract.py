@@ -142,7 +142,8 @@ def test_a_boolean_metadata_filter_matches_boolean_fields(store):
 def test_a_numeric_metadata_filter_matches_by_value(store):
     """``{"metadata.v": 2}`` missed a field stored as ``2.0`` (and ``2.0`` missed ``2``): the
     values were compared as text. A number now matches a number field of the same value, on
-    both stores; booleans, strings and integers beyond a float's exact range keep their text."""
+    both stores (an integer exactly, at any size below 2**127), and a string or boolean field
+    by its text (:mod:`aiblox.contracts.filter_rule`)."""
     values = {"i": 2, "f": 2.0, "s": "2", "h": 2.5, "b": True, "big": 2**60, "none": None}
     docs = [ItemRecord(id=k, title="fox", text="the fox", metadata={"v": v})
             for k, v in values.items()]

@@ -26,6 +26,18 @@ NO_REPORT = MINIMAL.replace('report_split = "test"\n', "")  # name .. embedder: 
     (MINIMAL + "chunk_k = []\n" + CHUNKING, 7, "chunk_k", "needs at least one k"),
     (MINIMAL + '[base]\nquery_text = "x"\n', 8, "base.query_text", "a query's own"),
     (MINIMAL + 'backend = "postgres"\n', 7, "backend", "does not match db None"),
+    # QA8 s7: bad filters got no line, and failed only once the run had started (a date or
+    # nan as an internal error of JSON)
+    (MINIMAL + '[base]\nfilters = { lang = "en" }\n', 8, "base.filters",
+     "unknown filter field 'lang'"),
+    (MINIMAL + '[base]\nfilters = { "metadata.d" = 2021-01-05 }\n', 8, "base.filters",
+     "write the text stored, e.g. '2021-01-05'"),
+    (MINIMAL + '[base]\nfilters = { "metadata.s" = nan }\n', 8, "base.filters",
+     "filter 'metadata.s': nan is not a finite number"),
+    (MINIMAL + '[base]\nfilters = { "metadata.t" = { a = 1 } }\n', 8, "base.filters",
+     "{'a': 1} is not a string, number or boolean"),
+    (MINIMAL + 'pipeline = "retrieve"\n[stages.retrieve]\nfilters = { "metadata." = 1 }\n', 8,
+     "stages.retrieve", "unknown filter field 'metadata.'"),
     (MINIMAL + "[base]\ntop_k_chunks = 0\n" + CHUNKING, 8, "base.top_k_chunks",
      "got 0: must be >= 1 in a pipeline sweep"),
     (MINIMAL + CHUNKING + "[baseline]\ntop_k_chunks = 0\n", 10, "baseline.top_k_chunks",
