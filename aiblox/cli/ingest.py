@@ -53,6 +53,7 @@ def ingest(
     from aiblox.data import DatasetError
     from aiblox.embedding.device import DeviceError, parse_device
     from aiblox.engine.workspace import dataset_binding, default_store_path, ingest_dataset
+    from aiblox.stores.identity import read_binding
 
     try:
         binding = dataset_binding(dataset)
@@ -94,6 +95,7 @@ def ingest(
             fail(f"{exc} (the items written so far are kept: the store is marked half-synced "
                  f"and every reader refuses it until the ingest run again completes it)")
         ingested = True
+        held = read_binding(store)  # what the store records: every line below names it
     finally:
         empty = made and not ingested and _holds_nothing(store)
         store.close()
@@ -103,6 +105,7 @@ def ingest(
     from aiblox.stores import mask_password
 
     shown = mask_password(db)  # printed: never with its password
+    binding = held or binding
     if as_json:
         print_json({"dataset": binding.name, "source": binding.source, "db": shown,
                     **report.model_dump()})

@@ -159,6 +159,7 @@ def sweep(
             tracker = SweepTracker(tracking_uri, spec.experiment or f"aiblox-sweep/{spec.name}",
                                    spec.hash, spec.model_dump(mode="json"), resume=resume,
                                    spec_path=spec_reference(spec_path),
+                                   workdir=Path.cwd().resolve().as_posix(),
                                    dataset_hash=dataset.hash,
                                    rerun_options=_rerun_options(db, cache_dir, device))
         except (SweepInterrupted, SweepBusy, TrackingStoreError) as exc:
@@ -564,7 +565,9 @@ def local_tracking_folder(uri: str) -> Path | None:
 
 def spec_reference(path: Path) -> str:
     """The spec path as a reproduce command should name it: relative to the working directory
-    when the file lies under it, else absolute; always with forward slashes."""
+    when the file lies under it, else absolute; always with forward slashes. The parent run
+    records that folder too (tag ``aiblox.workdir``): the reproduce command runs there, where
+    the spec's relative paths resolve."""
     p = path.resolve()
     try:
         return p.relative_to(Path.cwd().resolve()).as_posix()

@@ -99,12 +99,15 @@ def corpus_file(path: str | Path) -> Path:
 def dataset_name(path: str | Path) -> str:
     """The default name of the dataset at ``path`` (as :func:`find_dataset` gives it): a
     manifest's ``name``, else its folder's name (or the file's stem when it is not
-    ``dataset.toml``)."""
-    p = Path(path)
+    ``dataset.toml``), the folder or file as resolved: a dataset reached through a symlink
+    (``myadi -> datasets/adi``) is the folder it resolves to, named ``adi``, as the store it
+    is ingested into records it (:func:`aiblox.engine.workspace.dataset_binding`: its name and
+    resolved folder), so every command names it alike (``.`` is the folder it names)."""
+    p = Path(path).resolve()
     manifest = manifest_path(p)
     if manifest is not None:
         data = read_manifest(manifest)[1]
         if "name" in data:
             return str(data["name"])
-        return manifest.parent.resolve().name if manifest.name == MANIFEST else manifest.stem
-    return p.name or p.resolve().name  # "." is the folder it names
+        return manifest.parent.name if manifest.name == MANIFEST else manifest.stem
+    return p.name

@@ -28,7 +28,7 @@ from aiblox.engine.context import RunContext
 from aiblox.engine.settings import PipelinePoint
 from aiblox.engine.task import STAGE_VERSIONS, stage_key
 from aiblox.fusion import BatchFusion
-from aiblox.metrics import QrelsScorer
+from aiblox.metrics import QrelsScorer, canonical_metrics
 
 __all__ = ["AHEAD_BYTES", "AHEAD_POINTS", "AheadGroup", "batches_ahead", "compute_groups",
            "plan_ahead", "point_batches"]
@@ -75,7 +75,7 @@ def plan_ahead(ctx: RunContext, points: Sequence[PipelinePoint]) -> list[AheadGr
     """The fusion and metrics outputs of ``points`` the stage cache lacks, grouped (hybrid
     fusion points: a point with a retrieval pipeline or a single signal computes its own).
     Reads and builds what the groups need (indexes, document codes, normalised scores)."""
-    metrics = list(ctx.settings.metrics)
+    metrics = canonical_metrics(ctx.settings.metrics)  # as a point's metrics stage has them
     groups: dict[tuple[Any, ...], list[tuple[ScoringConfig, str, str]]] = {}
     for pt in points:
         prefs = pt.prefs

@@ -226,7 +226,7 @@ def evaluate_chunks(retriever: HybridRetriever, dataset: Dataset, split: str,
         per_query[f"{PROJECTION}:{m}"] = per
     score_s = time.perf_counter() - t3
     base_hash, base = config_hash(prefs, getattr(late.embedder, "model_id", None),
-                                  retriever.store.kind)
+                                  retriever.store.kind, reads_embedder=True)  # the late chunker's
     config = {**base, "chunk_eval": CHUNK_EVAL_VERSION, "chunker_id": chunker_id,
               "late": late.params, "k_values": ks, "limit": limit, "split": split,
               "match": match, "projection": PROJECTION, "metrics": list(metrics)}

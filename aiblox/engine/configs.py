@@ -47,7 +47,7 @@ from aiblox.chunking import ANSWER_MATCH_RULE, PROJECTION, make_chunker
 from aiblox.contracts.filter_rule import FILTER_RULE_VERSION
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.indexes import filtered_search_key, passage_chunker_id
-from aiblox.metrics import STATUSES
+from aiblox.metrics import STATUSES, canonical_metrics
 from aiblox.retrieval.late_chunking import LateChunker
 
 __all__ = [
@@ -104,8 +104,10 @@ def fusion_config(prefs: RetrievalPrefs) -> dict[str, Any]:
 
 def metrics_config(metrics: Sequence[str], split: str) -> dict[str, Any]:
     """What decides the metrics stage's output (given its run); qrels come with the split,
-    and the dataset hash is already in the signals key upstream."""
-    return {"metrics": list(metrics), "split": split}
+    and the dataset hash is already in the signals key upstream. The metrics in canonical
+    order (:func:`~aiblox.metrics.canonical_metrics`), the order the stage computes them in:
+    the order they were given in is how they are shown, not another output."""
+    return {"metrics": canonical_metrics(metrics), "split": split}
 
 
 STORED_CHUNK_STRATEGIES = ("precomputed", "mixed")
@@ -128,8 +130,10 @@ def chunks_config(prefs: RetrievalPrefs, embedder_id: str | None) -> dict[str, A
 
 def chunk_metrics_config(metrics: Sequence[str], chunk_k: Sequence[int],
                          split: str) -> dict[str, Any]:
-    """What decides the chunk metrics (given the chunks)."""
-    return {"metrics": list(metrics), "k": sorted(set(chunk_k)), "match": ANSWER_MATCH_RULE,
+    """What decides the chunk metrics (given the chunks); the metrics in canonical order, as
+    :func:`metrics_config` has them (their output is keyed by name)."""
+    return {"metrics": canonical_metrics(metrics), "k": sorted(set(chunk_k)),
+            "match": ANSWER_MATCH_RULE,
             "projection": PROJECTION, "split": split}
 
 

@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from aiblox.hashing import sha256_hex
+from aiblox.metrics import canonical_metrics
 
 __all__ = ["MANIFEST_VERSION", "PointManifest", "SplitManifest", "cpu", "environment",
            "git_commit"]
@@ -98,7 +99,7 @@ class PointManifest(_Strict):
     None: a manifest from before devices, made on the CPU). Not part of ``manifest_hash``:
     off the CPU the embedder's model id in ``config`` carries the device class."""
     metrics: list[str] = Field(default_factory=list)
-    """ranx metric names scored."""
+    """ranx metric names scored, in the order they were listed (hashed in canonical order)."""
     splits: dict[str, SplitManifest]
     """Per split: stages, run hash, metrics."""
     environment: dict[str, Any] = Field(default_factory=dict)
@@ -108,11 +109,14 @@ class PointManifest(_Strict):
     def manifest_hash(self) -> str:
         """sha256 of everything but the environment, the dataset's path (where it lies on this
         machine; the dataset hash says what it holds), the trained models' folders and the
-        device. Optional fields added later
+        device, with :attr:`metrics` in canonical order
+        (:func:`~aiblox.metrics.canonical_metrics`: the order they were listed in is how they
+        are shown, and the stages computed the same). Optional fields added later
         are left out while None, so a fusion point's manifest hash is what it was before they
         existed."""
         data = self.model_dump(mode="json", exclude={"environment", "dataset_path", "device",
                                                       "models"})
+        data["metrics"] = canonical_metrics(data["metrics"])
         for split in data["splits"].values():
             if split.get("prompts_sha256") is None:
                 split.pop("prompts_sha256", None)

@@ -16,7 +16,7 @@ document codes, :meth:`~aiblox.metrics.QrelsScorer.evaluate_packed`).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,7 @@ from aiblox.engine.plan import Value, apply_pipeline
 from aiblox.engine.settings import PipelinePoint, point_policy
 from aiblox.engine.task import StageRecord, make_task
 from aiblox.fusion import FusedArrays
-from aiblox.metrics import chunk_metrics, packed_means
+from aiblox.metrics import canonical_metrics, chunk_metrics, packed_means
 
 __all__ = ["evaluate_point", "recheck_point", "split_point"]
 
@@ -84,7 +84,8 @@ def split_point(ctx: RunContext, pt: PipelinePoint, split: str, read_all: bool =
         run = FusedArrays.from_dict(arrays)
         return ctx.scorer(split).evaluate_positions(ctx.fusion_index(split, skey).qids,
                                                     ctx.codes(split, skey), run.positions,
-                                                    run.counts, list(settings.metrics))
+                                                    run.counts,
+                                                    canonical_metrics(settings.metrics))
 
     metrics = make_task("metrics", metrics_config(settings.metrics, split), [fusion.key], score,
                          codec="arrays")
@@ -93,7 +94,8 @@ def split_point(ctx: RunContext, pt: PipelinePoint, split: str, read_all: bool =
     frec, fused = ctx.run(fusion, load=load)
     mrec, mout = ctx.run(metrics)
     out: dict[str, Any] = {"stages": [sig_rec, frec, mrec], "run_hash": frec.output_hash,
-                           "metrics": packed_means(mout), "n_queries": len(ctx.qids(split)),
+                           "metrics": _listed_means(mout, settings.metrics),
+                           "n_queries": len(ctx.qids(split)),
                            "prompts_sha256": None}
     if settings.chunk_stages:
         def run_of() -> dict[str, Any]:
@@ -116,12 +118,14 @@ def _pipeline_split(ctx: RunContext, pt: PipelinePoint, split: str, value: Value
         scorer = ctx.scorer(split)
         codes = scorer.codes([d for docs in run.docs for d in docs])
         counts = np.asarray([len(d) for d in run.docs], dtype=np.int64)
-        return scorer.evaluate_packed(list(run.qids), codes, counts, list(settings.metrics))
+        return scorer.evaluate_packed(list(run.qids), codes, counts,
+                                      canonical_metrics(settings.metrics))
 
     mrec, mout = ctx.run(make_task("metrics", metrics_config(settings.metrics, split),
                                     [value.key], score, codec="arrays"))
     out: dict[str, Any] = {"stages": [*value.records, mrec], "run_hash": last.output_hash,
-                           "metrics": packed_means(mout), "n_queries": len(ctx.qids(split)),
+                           "metrics": _listed_means(mout, settings.metrics),
+                           "n_queries": len(ctx.qids(split)),
                            "prompts_sha256": None}
     if settings.chunk_stages:
         def run_of() -> dict[str, Any]:
@@ -181,3 +185,10 @@ def _chunk_stages(ctx: RunContext, pt: PipelinePoint, split: str, frec: StageRec
     out["metrics"] = {**out["metrics"], **aout["means"]}
     out["prompts_sha256"] = prompts["prompts_sha256"]
 
+
+def _listed_means(arrays: dict[str, Any], metrics: Sequence[str]) -> dict[str, float]:
+    """The means of a metrics stage's output (computed in canonical order:
+    :func:`~aiblox.engine.configs.metrics_config`) in the order ``metrics`` lists them, the
+    order they are shown and logged in."""
+    means = packed_means(arrays)
+    return {m: means[m] for m in metrics}

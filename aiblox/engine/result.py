@@ -14,10 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data.trec import trec_scores
+from aiblox.embedding.minilm import MiniLMEmbedder
 from aiblox.fusion.types import RankedList
 from aiblox.hashing import canonical_plain_json, sha256_text
 
-__all__ = ["EvalResult", "config_hash", "run_hash"]
+__all__ = ["UNREAD_EMBEDDER", "EvalResult", "config_hash", "run_hash"]
 
 
 class EvalResult(BaseModel):
@@ -57,15 +58,28 @@ class EvalResult(BaseModel):
     """The output hash of the stage whose run the metrics scored (a manifest's run hash)."""
 
 
-def config_hash(prefs: RetrievalPrefs, embedder_id: str | None, backend: str) -> tuple[str, dict]:
+UNREAD_EMBEDDER = MiniLMEmbedder.base_id
+"""The embedder a config names when nothing of its point reads one (``--mode bm25``): the
+default embedder's model id on the CPU, so a BM25 point keeps the hash it has under the default
+embedder whatever embedder (and device) its store was built with, as its signals key does."""
+
+
+def config_hash(prefs: RetrievalPrefs, embedder_id: str | None, backend: str,
+                reads_embedder: bool | None = None) -> tuple[str, dict]:
     """Hash of what decides a ranking: prefs without the query (its scoring in canonical form,
     :meth:`~aiblox.contracts.retrieval.ScoringConfig.canonical_for`: a setting its blend, or
-    its single-signal mode, does not read is at its default), the embedder and the backend."""
+    its single-signal mode, does not read is at its default), the embedder and the backend.
+    The embedder is :data:`UNREAD_EMBEDDER` when the point reads none: ``reads_embedder``
+    False, or None (the prefs' own retrieval) and the mode ``bm25`` (``--embedder hashing``
+    ranks what the default does); a caller whose later stages read it (chunking, selection,
+    a retrieval pipeline) says True."""
     data = prefs.model_dump(exclude={"query_text", "query_id"})
     data["scoring"] = prefs.scoring.canonical_for(prefs.mode).model_dump()
+    if reads_embedder is None:
+        reads_embedder = prefs.mode != "bm25"
     config = {
         "prefs": data,
-        "embedder": embedder_id,
+        "embedder": embedder_id if reads_embedder else UNREAD_EMBEDDER,
         "backend": backend,
     }
     # plain data with string keys (a model's dump): the canonical bytes without a rebuild

@@ -412,7 +412,8 @@ def pipeline_config(settings: SweepSettings, pt: PipelinePoint, embedder_id: str
     """A pipeline point's effective config and its hash: retrieval prefs (fusion and chunking),
     embedder, backend, ``query_limit``, ``chunk_k``, and with selection the policy (id, sha256
     of the effective policy, the effective value of each swept parameter) and the reader."""
-    _, config = config_hash(pt.prefs, embedder_id, backend)
+    # chunking and selection read the embedder (the late chunker's scores, the policy's key)
+    _, config = config_hash(pt.prefs, embedder_id, backend, reads_embedder=True)
     config = {**config, "query_limit": settings.query_limit, "chunk_k": list(settings.chunk_k)}
     if pt.policy is not None:
         policy = point_policy(pt)
@@ -436,11 +437,14 @@ def point_config(settings: SweepSettings, pt: PipelinePoint, embedder_id: str | 
     other field at its default, as :meth:`~aiblox.contracts.retrieval.ScoringConfig.
     canonical_for` holds a mode's: ``bm25 >> rm3 >> bm25`` under ``--rrf-k 10`` is the point
     it is under the default k, as ``--mode bm25`` is, and a pipeline that reads all of its
-    blend's settings (``bm25 + dense``) keeps the hash it had."""
+    blend's settings (``bm25 + dense``) keeps the hash it had. A ``bm25`` point without a
+    pipeline or chunk stages reads no embedder: its config names the default's
+    (:data:`~aiblox.engine.result.UNREAD_EMBEDDER`), whichever the store has."""
     if settings.chunk_stages:
         chash, config = pipeline_config(settings, pt, embedder_id, backend)
-    else:
-        chash, config = config_hash(pt.prefs, embedder_id, backend)
+    else:  # a retrieval pipeline counts as reading the embedder, as MLflow's params say
+        chash, config = config_hash(pt.prefs, embedder_id, backend,
+                                    reads_embedder=None if pt.pipeline is None else True)
     if pt.pipeline is None:
         return chash, config
     read = base_reads(pt.pipeline, pt.prefs).scoring

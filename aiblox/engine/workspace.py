@@ -104,9 +104,17 @@ def default_store_path(dataset: Dataset | DatasetBinding | str | Path) -> str:
 
 def find_precomputed_vectors(dataset: Dataset | DatasetBinding, model_id: str) -> list[Path]:
     """Vector files for ``dataset`` made with ``model_id``, found beside the datasets folder
-    (``<datasets>/../embeddings/<name>/*.<model_id>.parquet``, as in ``../shared``)."""
-    path = Path(dataset.path if isinstance(dataset, Dataset) else dataset.source)
-    folder = path.parent.parent / "embeddings" / dataset.name
+    (``<datasets>/../embeddings/<folder>/*.<model_id>.parquet``, as in ``../shared``: one
+    folder per collection folder). The dataset's folder is taken resolved and its embeddings
+    folder named after it, so a dataset reached through a symlink (``myadi -> datasets/adi``),
+    or named otherwise by its manifest, finds the files of the folder it is; a ``*.toml``
+    manifest file given by path is looked up by the dataset's name."""
+    if isinstance(dataset, Dataset):
+        path = Path(dataset.source or dataset.path).resolve()
+    else:
+        path = Path(dataset.source)
+    name = path.name if path.is_dir() else dataset.name
+    folder = path.parent.parent / "embeddings" / name
     return sorted(folder.glob(f"*.{model_id}.parquet")) if folder.is_dir() else []
 
 

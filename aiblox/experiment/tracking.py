@@ -32,6 +32,7 @@ from aiblox.engine.manifest import PointManifest, SplitManifest, environment
 from aiblox.engine.result import EvalResult
 from aiblox.experiment.table import EVAL_EXPERIMENT, Experiment, trec_run_text
 from aiblox.hashing import sha256_hex
+from aiblox.metrics import canonical_metrics
 
 __all__ = ["EVAL_EXPERIMENT", "log_experiment", "result_manifest"]
 
@@ -49,7 +50,7 @@ def result_manifest(dataset: Dataset, result: EvalResult, *, embedder: str,
     return PointManifest(
         sweep="eval", sweep_hash=sha256_hex({"eval": dataset.name, "split": split,
                                              "config_hash": chash,
-                                             "metrics": list(metrics)}),
+                                             "metrics": canonical_metrics(metrics)}),
         dataset=dataset.name, dataset_hash=dataset.hash, dataset_path=dataset.source,
         config_hash=chash, config=result.config,
         embedder_name=embedder, device=describe_device(device), metrics=list(metrics),

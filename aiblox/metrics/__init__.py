@@ -52,7 +52,7 @@ from aiblox.metrics.directions import (
     lower_is_better,
     metric_direction,
 )
-from aiblox.metrics.names import RANX_METRICS, validate_metrics
+from aiblox.metrics.names import RANX_METRICS, canonical_metrics, validate_metrics
 from aiblox.metrics.packed import pack_metrics, packed_means, unpack_metrics
 from aiblox.metrics.ranking import (
     DEFAULT_METRICS,
@@ -102,6 +102,7 @@ __all__ = [
     "answer_metrics",
     "answer_status",
     "bootstrap_ci",
+    "canonical_metrics",
     "check_depth",
     "chunk_metrics",
     "compare_pairwise",

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-__all__ = ["RANX_METRICS", "validate_metrics"]
+__all__ = ["RANX_METRICS", "canonical_metrics", "validate_metrics"]
 
 RANX_METRICS: tuple[str, ...] = (
     "bpref", "dcg", "dcg_burges", "f1", "hit_rate", "hits", "map", "mrr", "ndcg", "ndcg_burges",
@@ -112,3 +112,25 @@ def validate_metrics(names: Iterable[str], distinct: bool = False) -> list[str]:
     return out
 
 
+_FAMILIES = ("ndcg", "recall", "mrr", "map")
+"""The metric families first in :func:`canonical_metrics`, in the order of
+:data:`~aiblox.metrics.DEFAULT_METRICS` (so the defaults are in canonical order)."""
+
+
+def canonical_metrics(names: Iterable[str]) -> list[str]:
+    """``names`` in the one order every hash of a list of metrics reads (a metrics stage's key
+    and output, a manifest's hash, a sweep spec's hash): ``--metric recall@100 --metric
+    ndcg@10`` scores what ``--metric ndcg@10 --metric recall@100`` does, so it is the same
+    stage and the same manifest. By family, ``ndcg``, ``recall``, ``mrr``, ``map`` first (the
+    order of :data:`~aiblox.metrics.DEFAULT_METRICS`, which is thus its own canonical order and
+    keeps its keys), the others by name; then by cutoff, ascending, none last; then by name
+    (``ndcg@10`` before ``ndcg@10-l2``). The order metrics are shown and logged in is the one
+    given: only what is hashed is put in this order."""
+    def order(name: str) -> tuple[int, str, int, int, str]:
+        base, _, k = name.split("-l")[0].partition("@")
+        family = base.partition(".")[0]  # rbp.95: the family rbp
+        rank = _FAMILIES.index(family) if family in _FAMILIES else len(_FAMILIES)
+        cutoff = int(k) if k.isdigit() else 0
+        return rank, family, 0 if k.isdigit() else 1, cutoff, name
+
+    return sorted(names, key=order)

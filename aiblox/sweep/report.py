@@ -37,7 +37,12 @@ from aiblox.engine.tracking import (
     read_json,
     tracking_client,
 )
-from aiblox.engine.tracking.layout import TAG_OUTSIDE_GRID, TAG_RERUN_OPTIONS, TAG_SPEC_PATH
+from aiblox.engine.tracking.layout import (
+    TAG_OUTSIDE_GRID,
+    TAG_RERUN_OPTIONS,
+    TAG_SPEC_PATH,
+    TAG_WORKDIR,
+)
 from aiblox.hashing import short_hash
 from aiblox.metrics.directions import metric_direction
 from aiblox.metrics.marks import (
@@ -112,9 +117,12 @@ class SweepReport(_Strict):
     hashes, best first by the primary metric) and ``points`` (each point's objective values on
     tune and report, in the objectives' order)."""
     sweep_hash: str
-    """sha256 of the spec (tag ``aiblox.sweep_hash``): the spec file to rerun must hash to it."""
+    """sha256 of the spec (tag ``aiblox.sweep_hash``): the spec file to rerun must hash to it
+    (where its data and store lie and its description are not hashed: the data is named by its
+    own hash, :attr:`manifest`'s ``dataset_hash``)."""
     reproduce: str
-    """One command that reproduces the sweep (the spec path is tagged on the parent run)."""
+    """One command that reproduces the sweep from the folder the report is made in (the spec
+    path and the folder the sweep ran in are tagged on the parent run)."""
     best_deleted_run_id: str | None = None
     """The best point's run id when that run was deleted from the store after the sweep (the
     report still shows the sweep's record of it; its manifest hashes are gone with it)."""
@@ -144,13 +152,36 @@ def _adjusted_named(c: dict[str, Any]) -> dict[str, Any]:
 
 
 def _reproduce(name: str, tracking_uri: str, spec_path: str | None = None,
-               options: str = "") -> str:
-    """The command that reruns the sweep: the spec file it was run from (tagged on the parent
-    run), or ``evals/sweeps/<name>.toml`` for sweeps logged before the tag existed, with the
-    store, stage cache and device options it was run with (tagged too, when not defaults)."""
+               options: str = "", workdir: str | None = None) -> str:
+    """The command that reruns the sweep from this working folder: the spec file it was run
+    from (tagged on the parent run), or ``evals/sweeps/<name>.toml`` for sweeps logged before
+    the tag existed, with the store, stage cache and device options it was run with (tagged
+    too, when not defaults). The spec path, those options and the spec's own relative paths
+    (``dataset``, ``db``, ``vectors``) are relative to the folder the sweep ran in (tag
+    ``aiblox.workdir``; a parent logged before it: the command as tagged): from another
+    folder the command goes there first, ``cd DIR && aiblox sweep ...`` (DIR relative when it
+    lies under this folder, else absolute), naming a local tracking store by its absolute
+    path, so that it is still the store read here."""
     path = spec_path or (Path("evals") / "sweeps" / f"{name}.toml").as_posix()
-    return (f"aiblox sweep {shlex.quote(path)}{' ' + options if options else ''} "
-            f"--tracking-uri {shlex.quote(tracking_uri)}")
+    cd, uri = "", tracking_uri
+    here = Path.cwd().resolve()
+    if workdir is not None and Path(workdir) != here:
+        there = Path(workdir)
+        shown = there.relative_to(here).as_posix() if there.is_relative_to(here) else workdir
+        cd, uri = f"cd {shlex.quote(shown)} && ", _absolute_uri(tracking_uri)
+    return (f"{cd}aiblox sweep {shlex.quote(path)}{' ' + options if options else ''} "
+            f"--tracking-uri {shlex.quote(uri)}")
+
+
+def _absolute_uri(uri: str) -> str:
+    """A tracking URI naming the same store from any folder: a local store's relative path
+    (``sqlite:///mlruns/mlflow.db``, ``file:mlruns``, ``mlruns``) made absolute; a server's,
+    and an absolute path, as they are."""
+    for scheme in ("sqlite:///", "file://", "file:"):
+        if uri.startswith(scheme):
+            rest = uri.removeprefix(scheme)
+            return uri if rest.startswith("/") else f"{scheme}{Path(rest).resolve().as_posix()}"
+    return uri if "://" in uri else Path(uri).resolve().as_posix()
 
 
 def _applies(key: str, params: dict[str, str]) -> bool:
@@ -299,7 +330,8 @@ def load_sweep_report(sweep: str, tracking_uri: str) -> SweepReport:
                        cv=summary.get("cv"),
                        reproduce=_reproduce(name, tracking_uri,
                                             parent.data.tags.get(TAG_SPEC_PATH),
-                                            parent.data.tags.get(TAG_RERUN_OPTIONS, "")))
+                                            parent.data.tags.get(TAG_RERUN_OPTIONS, ""),
+                                            parent.data.tags.get(TAG_WORKDIR)))
 
 
 def _pareto_table(rep: SweepReport) -> tuple[str, list[str], list[list[str]]]:

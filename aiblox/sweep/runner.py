@@ -173,10 +173,8 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     t_start = time.perf_counter()
     splits = spec.splits
     ds = dataset or load_dataset(spec.dataset, splits=splits)
-    logged_on = getattr(tracker, "dataset_hash", None)
-    if logged_on and logged_on != ds.hash:  # points must not land in another data's parent
-        raise ValueError(f"the tracker's parent run is for dataset {logged_on[:16]}, the sweep "
-                         f"scores {ds.hash[:16]}: open the tracker with this dataset's hash")
+    if tracker is not None:  # points must not land in another data's parent
+        tracker.bind_dataset(ds.hash)
     tune_qids = check_cv(spec, ds)  # before any work: k folds need k queries
     # one device for the whole sweep, resolved here: the workers embed where the keys say
     device = sweep_device(spec)

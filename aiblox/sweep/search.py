@@ -51,7 +51,9 @@ from typing import TYPE_CHECKING, Any
 
 from aiblox.engine.cache import StageCache, local_cache_root
 from aiblox.hashing import sha256_hex
+from aiblox.metrics import canonical_metrics
 from aiblox.sweep.space import SearchSpace
+from aiblox.sweep.spec_checks import UNHASHED
 
 if TYPE_CHECKING:
     from aiblox.engine.settings import PipelinePoint
@@ -78,8 +80,14 @@ LATER_GRID_AXES: tuple[str, ...] = ("title_weight", "title_b", "fts_depth", "vec
 def study_key(spec: SweepSpec, context: dict[str, Any] | None = None) -> str:
     """sha256 of the spec without ``[search] n`` and of ``context`` (what else decides the
     scores: the dataset's hash, the embedder, the backend): a rerun with another ``n`` is the
-    same study, a rerun on other data another one."""
+    same study, a rerun on other data another one. As the spec's own hash reads it, without
+    where its data and store lie and its description (:data:`~aiblox.sweep.spec_checks.
+    UNHASHED`: the context names the data by its hash) and with its metrics in canonical
+    order."""
     data = spec.model_dump(mode="json")
+    for name in UNHASHED:
+        data.pop(name, None)
+    data["metrics"] = canonical_metrics(data["metrics"])
     data["search"].pop("n", None)
     for name in ("objectives", "directions"):  # unset: the key a tpe study had before them
         if data["search"].get(name) is None:

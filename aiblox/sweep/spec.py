@@ -141,11 +141,12 @@ class SweepSpec(_Strict):
     (so never ``.`` or ``..``: it names folders, e.g. ``reports/<name>``, and MLflow tags
     searched by value); also the MLflow experiment name unless ``experiment`` is set."""
     description: str = ""
-    """Free text for people."""
+    """Free text for people (not part of the spec's hash)."""
     experiment: str | None = None
     """MLflow experiment name; None: ``aiblox-sweep/<name>``."""
     dataset: str
-    """Dataset name (looked up like ``aiblox eval``) or BEIR folder."""
+    """Dataset name (looked up like ``aiblox eval``) or BEIR folder (relative: to the folder
+    the sweep runs in). Not hashed: the data is named by its content hash (:attr:`hash`)."""
     tune_split: str
     """Split the best configuration is chosen on."""
     report_split: str | None = None
@@ -155,7 +156,8 @@ class SweepSpec(_Strict):
     """Store backend; ``postgres`` needs ``db`` to be a ``postgresql+psycopg://`` URL."""
     db: str | None = None
     """Store path or PostgreSQL URL; None: the dataset's default store
-    (:func:`aiblox.engine.workspace.default_store_path`, the one `aiblox ingest` builds)."""
+    (:func:`aiblox.engine.workspace.default_store_path`, the one `aiblox ingest` builds); a
+    relative path from the folder the sweep runs in. Not hashed, as ``--db`` is not."""
     embedder: str = "minilm"
     """Embedder: a registered name (``minilm``, ``hashing``), a folder holding a
     sentence-transformers model, or an installed package that ships one (its model id, which
@@ -506,11 +508,11 @@ class SweepSpec(_Strict):
 
     @property
     def hash(self) -> str:
-        """sha256 of the spec's canonical JSON: identifies the sweep (parent MLflow run).
-        Fields added for pipeline sweeps and search are left out while at their defaults, so
-        a fusion spec keeps the hash it had before they existed. ``device`` counts by its class
-        and only off the CPU (``aiblox sweep`` resolves ``auto`` before it hashes: a sweep on a
-        GPU is another parent run than the same spec on the CPU)."""
+        """sha256 of the spec's JSON as :func:`~aiblox.sweep.spec_checks.hashed_form` reads it
+        (``device`` by its class, off the CPU only): its settings, not where its data and store
+        lie (its data's hash, with this one, finds its parent MLflow run; hashes from before
+        2026-11-29 differ), nor the fields added for pipeline sweeps and search while at their
+        defaults (a fusion spec keeps the hash it had before they existed)."""
         data = self.model_dump(mode="json")
         for name in _NEW_FIELDS:
             if data[name] == _DEFAULTS[name]:

@@ -38,7 +38,7 @@ from aiblox.contracts.retrieval import (
 )
 from aiblox.engine.algebra import Pipeline, PipelineError
 from aiblox.engine.settings import PipelinePoint
-from aiblox.metrics import DepthError, check_depth
+from aiblox.metrics import DepthError, canonical_metrics, check_depth
 from aiblox.metrics.depth import grid_depths_note, run_depth, shallow_limit
 from aiblox.sweep.axes import (
     BM25_AXES,
@@ -53,10 +53,10 @@ from aiblox.sweep.axes import (
 )
 from aiblox.sweep.space import SearchSpace
 
-__all__ = ["backend_of", "check_baseline_keys", "check_blend_axes", "check_chunk_depths",
-           "check_chunk_k", "check_depths", "check_finetune", "check_numeric_space",
-           "check_passages", "check_pipeline_depths", "check_stage_tables",
-           "check_swept_once", "import_stage_modules", "problems"]
+__all__ = ["UNHASHED", "backend_of", "check_baseline_keys", "check_blend_axes",
+           "check_chunk_depths", "check_chunk_k", "check_depths", "check_finetune",
+           "check_numeric_space", "check_passages", "check_pipeline_depths",
+           "check_stage_tables", "check_swept_once", "import_stage_modules", "problems"]
 
 
 
@@ -528,14 +528,28 @@ def problems(prefix: str, exc: ValidationError) -> str:
 SEARCH_OPTIONAL = ("objectives", "directions")
 """``[search]`` fields left out of the hashes while unset (a spec keeps its hash)."""
 
+UNHASHED = ("dataset", "db", "description")
+"""Spec fields no hash of the spec reads: ``dataset`` says where the data lies on this machine
+(``/data/adi``, ``/data/adi/``, ``adi`` and a symlink to it name one folder), and the data is
+identified by its content hash instead (tag ``aiblox.dataset_hash`` of the parent run, which
+with the spec's hash finds the parent, and every point's manifest); ``db`` says where its store
+lies (``aiblox sweep --db`` overrides it without a new sweep, and the store's content is in
+every signals key); ``description`` is text for people."""
+
 
 def hashed_form(data: dict[str, Any]) -> dict[str, Any]:
     """A spec's JSON as its hash reads it (the caller has dropped the fields added later that
-    sit at their defaults): ``device`` by its class and only off the CPU (``aiblox sweep``
-    resolves ``auto`` before it hashes: a sweep on a GPU is another parent run than the same
-    spec on the CPU); unset ``[search]`` options and grid axes added later left out."""
+    sit at their defaults): without :data:`UNHASHED` (where the data and the store lie, and
+    free text); ``metrics`` in canonical order (:func:`~aiblox.metrics.canonical_metrics`:
+    the order they are listed in decides only how they are shown); ``device`` by its class
+    and only off the CPU (``aiblox sweep`` resolves ``auto`` before it hashes: a sweep on a
+    GPU is another parent run than the same spec on the CPU); unset ``[search]`` options and
+    grid axes added later left out."""
     from aiblox.embedding.device import device_class
 
+    for name in UNHASHED:
+        data.pop(name, None)
+    data["metrics"] = canonical_metrics(data["metrics"])
     if "device" in data:
         cls = device_class(data["device"])
         if cls == "cpu":

@@ -35,6 +35,13 @@ b = [0.2, 1.0]
 """ + ("[baseline]\n" if baseline else "")
 
 
+AS_LOGGED_HASH = "d91267f9c72d37ae04a6651e8bdb0c99e2d84ff9006d846c86866228b83b43b0"
+"""The hash of :func:`as_logged`'s spec, which every axis added since leaves as it was. It was
+``50b7ac6705fe...`` until the spec's hash left out where the data and the store lie and the
+description (``dataset``, ``db``, ``description``: ``aiblox.sweep.spec_checks.UNHASHED``) and
+read the metrics in canonical order (QA, 2026-11-29): every sweep hash moved that once."""
+
+
 def as_logged(sample_spec: Any) -> Any:
     """``sample_fusion.toml`` as first logged (depths 5 and 20; 5 became 10 when metric cutoffs
     above a run's depth were refused, issue 25), not validated: only its hash is read, to show

@@ -45,6 +45,18 @@ A pipeline point's config hash holding only the base's fusion settings its fusio
 blend reads (``FuseConfig.canonical``), changed no pinned value: no shipped point sets one it
 does not read (one that does now has the key of the same run at the default; no stage version
 moved, as no output did).
+
+Two hashes that read what the point never uses (QA, 2026-11-29), no stage version moved (the
+stages compute what they did, each key names exactly that): the metrics stage's key holds its
+metrics in canonical order (``aiblox.metrics.canonical_metrics``: ``ndcg``, ``recall``, ``mrr``,
+``map``, the default list's own order) and computes them in it, so the specs listing
+``["ndcg@10", "map@100", "recall@100"]`` (the ``*_bm25_cv``, ``*_rm3_cv``, ``*_dense_prf`` and
+``*_dense_rescore`` specs) moved their metrics keys, every other key as before; and a ``bm25``
+point without a pipeline or chunk stages hashes the default embedder's id whatever its store's
+(``aiblox.engine.result.UNREAD_EMBEDDER``), so the config hashes of ``scifact_bm25`` and the
+``*_bm25_cv`` specs moved here, pinned with a stand-in embedder id (with MiniLM, the default,
+they are as before; the ``*_bm25_cv`` specs, written for the hashing embedder, move in use too).
+Every run record (keys, output hashes, run hashes, metric values) is as before.
 """
 
 from __future__ import annotations

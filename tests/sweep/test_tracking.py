@@ -226,3 +226,35 @@ def test_a_sweep_over_changed_data_is_a_new_parent_not_a_resumed_one(env, sample
                          env["spec"].model_dump(mode="json"), dataset_hash=changed.hash)
     with pytest.raises(ValueError, match="the tracker's parent run is for dataset"):
         sweep(env, sample_dataset, sweep_db, wrong)
+
+
+def test_a_tracker_opened_without_the_data_hash_never_mixes_two_datas_points(
+        env, sample_dataset, sweep_db):
+    """A spec's hash leaves out where its data lies (``dataset``), so a spec pointed at other
+    data has the hash of the first; a tracker opened without a dataset hash (a notebook's)
+    found the first data's parent and the sweep skipped every point it had logged there: the
+    other data's scores were never logged, the first data's shown for them. The runner binds
+    the tracker to its data: the parent records it, and a parent of other data is refused."""
+    from dataclasses import replace
+
+    experiment = "unbound-data"
+    spec = env["spec"]
+    first = sweep(env, sample_dataset, sweep_db,
+                  SweepTracker(env["uri"], experiment, spec.hash, spec.model_dump(mode="json")))
+    parent = first.tracking["parent_run_id"]
+    from mlflow.tracking import MlflowClient
+
+    tags = MlflowClient(env["uri"]).get_run(parent).data.tags
+    assert tags["aiblox.dataset_hash"] == sample_dataset.hash
+    q = sorted(sample_dataset.qrels["test"])[0]
+    other = replace(sample_dataset, qrels={**sample_dataset.qrels, "test": {
+        **sample_dataset.qrels["test"], q: {}}})
+    other._hash = ""  # noqa: SLF001 - computed again from the changed judgements
+    assert other.hash != sample_dataset.hash
+    unbound = SweepTracker(env["uri"], experiment, spec.hash, spec.model_dump(mode="json"))
+    assert unbound.parent_id == parent
+    with pytest.raises(ValueError, match="the tracker's parent run is for dataset"):
+        sweep(env, other, sweep_db, unbound)
+    # the same data through a tracker without its hash: that parent, nothing logged twice
+    same = SweepTracker(env["uri"], experiment, spec.hash, spec.model_dump(mode="json"))
+    assert sweep(env, sample_dataset, sweep_db, same).tracking["logged"] == 0

@@ -45,6 +45,7 @@ __all__ = [
     "TAG_SPEC_PATH",
     "TAG_SWEEP",
     "TAG_TREC_HASH",
+    "TAG_WORKDIR",
     "cv_metrics",
     "cv_summary",
     "cv_tags",
@@ -114,7 +115,14 @@ TAG_DATASET = "aiblox.dataset_hash"
 on its sweep's parent run."""
 
 TAG_SPEC_PATH = "aiblox.spec_path"
-"""Parent-run tag: the spec file the sweep was run from (for the report's reproduce command)."""
+"""Parent-run tag: the spec file the sweep was run from (for the report's reproduce command),
+relative to :data:`TAG_WORKDIR` when it lies under it, else absolute."""
+
+TAG_WORKDIR = "aiblox.workdir"
+"""Parent-run tag: the folder the sweep was run from, resolved. The spec path, the spec's
+relative ``dataset``, ``db`` and ``vectors`` paths and the rerun options are relative to it,
+so the report's reproduce command runs there (``cd DIR && aiblox sweep ...`` from elsewhere);
+absent on parents logged before it was recorded."""
 
 TAG_OUTSIDE_GRID = "aiblox.outside_grid"
 """Point tag, ``true`` on a baseline scored as a point of its own (no grid point has its

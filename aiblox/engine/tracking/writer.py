@@ -42,6 +42,7 @@ from aiblox.engine.tracking.layout import (
     TAG_RERUN_OPTIONS,
     TAG_SPEC_PATH,
     TAG_SWEEP,
+    TAG_WORKDIR,
     PointLog,
     cv_metrics,
     cv_summary,
@@ -163,7 +164,7 @@ class SweepTracker:
     def __init__(self, tracking_uri: str, experiment: str, sweep_hash: str,
                  spec: dict[str, Any], resume: bool = False,
                  spec_path: str | None = None, dataset_hash: str | None = None,
-                 rerun_options: str | None = None) -> None:
+                 rerun_options: str | None = None, workdir: str | None = None) -> None:
         self.seconds = {what: tracking_seconds(what) for what in ("heartbeat", "lease", "settle")}
         self.client = tracking_client(tracking_uri, create=True)
         self.tracking_uri = tracking_uri
@@ -171,7 +172,9 @@ class SweepTracker:
         self.dataset_hash = dataset_hash
         """The content hash of the data the sweep scores (tag ``aiblox.dataset_hash`` of its
         parent): a parent of the same spec over other data is another sweep, never resumed
-        (None: any parent of the spec, as before parents carried it)."""
+        (None: any parent of the spec, as before parents carried it; the hash of the data the
+        parent found records, if it records one, and :meth:`bind_dataset` refuses other
+        data)."""
         self.other_data = 0
         """Parents of the same spec logged over other data (the dataset changed since)."""
         self.name = str(spec.get("name"))
@@ -196,6 +199,7 @@ class SweepTracker:
                     tags={TAG_KIND: "sweep", TAG_SWEEP: sweep_hash,
                           "aiblox.sweep_name": self.name, **self._owner_tags(),
                           **({TAG_SPEC_PATH: spec_path} if spec_path else {}),
+                          **({TAG_WORKDIR: workdir} if workdir else {}),
                           **({TAG_RERUN_OPTIONS: rerun_options} if rerun_options else {}),
                           **({TAG_DATASET: dataset_hash} if dataset_hash else {})})
                 self.parent_id = run.info.run_id
@@ -205,12 +209,14 @@ class SweepTracker:
                 self._log_batch(self.parent_id, params=_params(flatten(spec, "spec.")))
             else:
                 self.parent_id = parent.info.run_id
+                self.dataset_hash = self.dataset_hash or parent.data.tags.get(TAG_DATASET)
                 self.resumed = True
                 self.was_finished = parent.info.status == "FINISHED"
                 if not self.was_finished:
                     self._adopt(parent, resume)
-                if spec_path and parent.data.tags.get(TAG_SPEC_PATH) != spec_path:
-                    self.client.set_tag(self.parent_id, TAG_SPEC_PATH, spec_path)
+                for tag, value in ((TAG_SPEC_PATH, spec_path), (TAG_WORKDIR, workdir)):
+                    if value and parent.data.tags.get(tag) != value:
+                        self.client.set_tag(self.parent_id, tag, value)
                 if rerun_options is not None \
                         and parent.data.tags.get(TAG_RERUN_OPTIONS, "") != rerun_options:
                     self.client.set_tag(self.parent_id, TAG_RERUN_OPTIONS, rerun_options)
@@ -226,6 +232,21 @@ class SweepTracker:
         """Leaving a ``with`` block: a parent still owned (the sweep raised, or never ran) is
         given up (:meth:`release`)."""
         self.release(error if error is not None else KeyboardInterrupt())
+
+    def bind_dataset(self, dataset_hash: str) -> None:
+        """The sweep scores the data ``dataset_hash`` (its runner says so before any point):
+        ``ValueError`` when the parent is another data's (its logged points would be taken for
+        this data's and skipped), and a parent that records no data is tagged with it. A
+        spec's hash leaves its ``dataset`` out (where the data lies), so two specs that differ
+        only there share a hash: opened without a dataset hash, the tracker finds the other
+        data's parent, and this refuses it."""
+        if self.dataset_hash and self.dataset_hash != dataset_hash:
+            raise ValueError(f"the tracker's parent run is for dataset "
+                             f"{self.dataset_hash[:16]}, the sweep scores {dataset_hash[:16]}: "
+                             f"open the tracker with this dataset's hash")
+        if not self.dataset_hash:
+            self.client.set_tag(self.parent_id, TAG_DATASET, dataset_hash)
+            self.dataset_hash = dataset_hash
 
     # -- ownership ------------------------------------------------------------------------
     def _experiment(self, name: str) -> str:
