@@ -38,7 +38,7 @@ def mlflow_runs(tracking_uri: str = DEFAULT_TRACKING_URI, max_results: int = 500
         return pd.DataFrame()
     import mlflow
 
-    from aiblox.engine.tracking import TrackingStoreError, check_tracking_store
+    from aiblox.engine.tracking import TrackingStoreError, check_tracking_store, opened_uri
 
     try:
         check_tracking_store(tracking_uri)  # a missing store is not created
@@ -46,7 +46,7 @@ def mlflow_runs(tracking_uri: str = DEFAULT_TRACKING_URI, max_results: int = 500
         return pd.DataFrame()
 
     previous = mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(tracking_uri)
+    mlflow.set_tracking_uri(opened_uri(tracking_uri))
     try:
         df = mlflow.search_runs(search_all_experiments=True, max_results=max_results + 1,
                                 output_format="pandas")

@@ -29,6 +29,7 @@ __all__ = [
     "artifact_location",
     "check_tracking_server",
     "check_tracking_store",
+    "opened_uri",
     "quiet_downloads",
     "store_lock",
     "tag_filter",
@@ -96,6 +97,19 @@ def _sqlite_path(tracking_uri: str) -> Path | None:
         return None
     path = tracking_uri[len("sqlite:///"):].split("?", 1)[0]
     return Path(path) if path and path != ":memory:" else None
+
+
+def opened_uri(tracking_uri: str) -> str:
+    """The URI MLflow is handed for ``tracking_uri``: a relative ``sqlite:///PATH`` made
+    absolute against the working folder now. MLflow keeps one store per URI string for the
+    process, so a relative one opened in one folder kept that folder's database after a
+    ``chdir`` (a notebook's, a test's): ``sqlite:///mlruns/mlflow.db`` opened again in another
+    folder wrote the runs into the first one's. Any other URI is returned as it is."""
+    db = _sqlite_path(tracking_uri)
+    if db is None or db.is_absolute():
+        return tracking_uri
+    query = tracking_uri.partition("?")[2]
+    return f"sqlite:///{db.resolve().as_posix()}" + (f"?{query}" if query else "")
 
 
 def _file_store(tracking_uri: str) -> Path | None:
@@ -276,7 +290,7 @@ def tracking_client(tracking_uri: str, *, create: bool = False) -> Any:
         if create and db is not None:
             _create_sqlite(db, tracking_uri)
         try:
-            client = MlflowClient(tracking_uri=tracking_uri)
+            client = MlflowClient(tracking_uri=opened_uri(tracking_uri))
             client.search_experiments(max_results=1)  # opens the store: schema made or checked
         except Exception as exc:  # noqa: BLE001 - one line for the user, with the URI
             if not (create and db is not None and _holds_nothing(db)):
@@ -286,7 +300,7 @@ def tracking_client(tracking_uri: str, *, create: bool = False) -> Any:
             _remove_sqlite(db, tracking_uri)
             _create_sqlite(db, tracking_uri)
             try:
-                client = MlflowClient(tracking_uri=tracking_uri)
+                client = MlflowClient(tracking_uri=opened_uri(tracking_uri))
                 client.search_experiments(max_results=1)
             except Exception as again:  # noqa: BLE001 - as above
                 raise _open_error(tracking_uri, again) from again

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 from aiblox.compiled import interrupt_behind
-from aiblox.engine.tracking.mlflow_store import tracking_seconds
+from aiblox.engine.tracking.mlflow_store import opened_uri, tracking_seconds
 
 __all__ = [
     "Owner",
@@ -166,7 +166,7 @@ class Heartbeat:
         client = None
         while not self.stop_event.wait(self.every):
             try:
-                client = client or MlflowClient(tracking_uri=self.tracking_uri)
+                client = client or MlflowClient(tracking_uri=opened_uri(self.tracking_uri))
                 run = client.get_run(self.run_id)
                 owner = Owner.parse(run.data.tags.get(TAG_OWNER))
                 if owner is None or owner.token != self.token or run.info.status != "RUNNING":
