@@ -27,6 +27,7 @@ __all__ = [
     "available_datasets",
     "available_embedders",
     "available_policies",
+    "check_top_k_chunks",
     "default_db",
     "open_notebook_workspace",
     "split_choices",
@@ -71,6 +72,14 @@ def available_policies() -> list[str]:
     """Selection policy versions in ``evals/policies`` (sorted names)."""
     folder = find_policies_dir()
     return sorted(p.stem for p in folder.glob("*.toml")) if folder is not None else []
+
+
+def check_top_k_chunks(top_k_chunks: int) -> None:
+    """``ValueError`` for ``top_k_chunks`` below 1, in ``aiblox answer --top-k-chunks``'s words:
+    no chunk would make every answer a NO_EVIDENCE refusal, a bad setting rather than data."""
+    if top_k_chunks < 1:
+        raise ValueError(f"top_k_chunks {top_k_chunks}: out of range; valid: a whole number "
+                         ">= 1")
 
 
 def split_choices(dataset: str) -> tuple[list[str], str | None]:

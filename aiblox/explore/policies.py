@@ -15,7 +15,7 @@ from aiblox.assembly import AnswerResult, answer_question, get_llm, load_policy
 from aiblox.assembly.sanitize import kept_source_length
 from aiblox.contracts.retrieval import RetrievalBundle, RetrievalPrefs
 from aiblox.engine.chunk_eval import gold_answers
-from aiblox.explore.notebook import NotebookWorkspace
+from aiblox.explore.notebook import NotebookWorkspace, check_top_k_chunks
 from aiblox.metrics import StatTest, answer_metrics, paired_test
 from aiblox.metrics.directions import COST_METRICS, FAILURE_RATES, directed_counts, metric_direction
 from aiblox.metrics.significance import holm
@@ -38,7 +38,10 @@ name counting tokens or time is lower-is-better too, :func:`lower_is_better`).""
 def retrieve_bundles(ws: NotebookWorkspace, limit: int | None = 12, chunker: str = "sentences",
                      top_k_chunks: int = 12) -> dict[str, RetrievalBundle]:
     """Late-chunked retrieval bundles of the first ``limit`` queries of the split (sorted ids),
-    retrieved once so that every policy is compared on the same evidence."""
+    retrieved once so that every policy is compared on the same evidence. ``top_k_chunks``
+    below 1 is refused (a ``ValueError``), as :func:`~aiblox.explore.trace.inspect_question`
+    and ``aiblox answer`` refuse it."""
+    check_top_k_chunks(top_k_chunks)
     retriever = ws.workspace.late_retriever()
     queries = sorted(ws.queries)[:limit]
     prefs = [RetrievalPrefs(query_text=t, query_id=q, top_k_chunks=top_k_chunks,

@@ -14,7 +14,7 @@ from aiblox.assembly import AnswerResult, answer_question, get_llm, load_policy
 from aiblox.contracts.retrieval import RetrievalBundle, RetrievalPrefs
 from aiblox.engine.evaluate import config_hash
 from aiblox.evidence import EvidencePack, answer_evidence_pack, answer_source_cards
-from aiblox.explore.notebook import NotebookWorkspace
+from aiblox.explore.notebook import NotebookWorkspace, check_top_k_chunks
 from aiblox.hashing import canonical_json, sha256_hex
 
 __all__ = ["PACK_RETRIEVED_AT", "QueryTrace", "diff_packs", "evidence_pack", "inspect_question"]
@@ -151,9 +151,7 @@ def inspect_question(ws: NotebookWorkspace, question: str, policy: str = "R2_POL
     its evidence pack at ``retrieved_at``. ``top_k_chunks`` below 1 is refused as ``aiblox
     answer --top-k-chunks`` refuses it (a ``ValueError``): no chunk would always be a
     NO_EVIDENCE refusal, a bad setting rather than an answer."""
-    if top_k_chunks < 1:
-        raise ValueError(f"top_k_chunks {top_k_chunks}: out of range; valid: a whole number "
-                         ">= 1")
+    check_top_k_chunks(top_k_chunks)
     prefs = RetrievalPrefs(query_text=question, top_k_chunks=top_k_chunks,
                            chunking={"chunker_id": chunker})  # type: ignore[arg-type]
     retriever = ws.workspace.late_retriever()

@@ -305,6 +305,8 @@ def test_inspect_question_refuses_no_chunks_as_the_cli_does(ws):
     with pytest.raises(ValueError, match=r"top_k_chunks 0: out of range; valid: a whole "
                                          r"number >= 1"):
         inspect_question(ws, QUESTION, top_k_chunks=0)
+    with pytest.raises(ValueError, match=r"top_k_chunks 0: out of range"):
+        retrieve_bundles(ws, limit=2, top_k_chunks=0)
 
 
 def test_mlflow_runs_on_a_missing_store_is_empty_and_creates_nothing(tmp_path):
