@@ -45,10 +45,12 @@ def _describe(spec: dict) -> str:
 
 
 def _state(info: Any) -> str:
-    """``yes``; ``stale``: built from content the store no longer holds; ``damaged``: no
-    readable manifest (rebuilt when next used)."""
+    """``yes``; ``stale``: built from content the store no longer holds; ``damaged (why)``: no
+    readable manifest, or a file missing or of another size (rebuilt when next used)."""
     if not info.ok:
-        return "[red]damaged[/red]"
+        from rich.markup import escape
+
+        return f"[red]damaged[/red] ({escape(info.problem or 'damaged')})"
     return "yes" if info.current else "[yellow]stale[/yellow]"
 
 
@@ -77,8 +79,9 @@ def list_indexes(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """The store's indexes: kind, documents, size on disk, when built, settings, and whether the
-    store still holds what each was built from (yes; stale: built from older content; damaged:
-    no readable manifest, rebuilt when next used)."""
+    store still holds what each was built from (yes; stale: built from older content; damaged,
+    with why: no readable manifest, or a file missing or of another size; rebuilt when next
+    used. A file of the right size whose sha256 differs is found when the index is used)."""
     from aiblox.indexes import StoreIndexes
 
     store = open_existing_store(db, dataset)
@@ -91,6 +94,7 @@ def list_indexes(
         print_json({"root": str(ix.root), "indexes": [
             {"name": i.name, "kind": i.kind, "n": i.n, "size_bytes": i.size_bytes,
              "built_at": i.built_at, "current": i.current, "damaged": not i.ok,
+             "problem": i.problem,
              "config": i.config} for i in infos]})
         return
     from rich.table import Table

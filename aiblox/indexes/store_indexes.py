@@ -79,10 +79,14 @@ class IndexInfo:
     n: int
     config: dict[str, Any]
     current: bool
-    """True when the store's content is what the index was built from."""
+    """True when the store's content is what the index was built from (and it is not damaged)."""
     ok: bool
-    """False when the manifest is missing, unreadable or not of the shape a build writes
-    (:func:`read_index_manifest`): the index is damaged, rebuilt when next used."""
+    """False when the index is damaged, rebuilt when next used: the manifest is missing,
+    unreadable or not of the shape a build writes (:func:`read_index_manifest`), or a file it
+    lists is missing or of another size (what a listing can see without reading every byte; a
+    file of the right size whose sha256 differs is found when the index is next used)."""
+    problem: str | None = None
+    """Why the index is damaged (``data.npy has the wrong size``); None when it is not."""
 
 
 def index_root(store: Store) -> Path:
@@ -270,6 +274,20 @@ def read_index_manifest(folder: Path) -> dict[str, Any] | None:
     return m
 
 
+def _check_sizes(folder: Path, files: dict[str, Any], seen: dict[str, list[int]]) -> str | None:
+    """None when every file a manifest lists is in ``folder`` at its recorded size (each one's
+    size and mtime put in ``seen``); else the reason. Cheap: no byte is read."""
+    for fname, meta in files.items():
+        try:
+            st = (folder / fname).stat()
+        except OSError:
+            return f"{fname} is missing"
+        if st.st_size != meta["size"]:
+            return f"{fname} has the wrong size"
+        seen[fname] = [st.st_size, st.st_mtime_ns]
+    return None
+
+
 def _file_digest(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -434,14 +452,9 @@ class StoreIndexes:
             return "built from other content or settings"
         files = manifest["files"]
         seen: dict[str, list[int]] = {}
-        for fname, meta in files.items():
-            try:
-                st = (folder / fname).stat()
-            except OSError:
-                return f"{fname} is missing"
-            if st.st_size != meta["size"]:
-                return f"{fname} has the wrong size"
-            seen[fname] = [st.st_size, st.st_mtime_ns]
+        problem = _check_sizes(folder, files, seen)
+        if problem is not None:
+            return problem
         if _read_verified(folder) == seen:  # checked before, and untouched since
             return None
         mib = sum(v[0] for v in seen.values()) / 2**20  # a large index says what it does
@@ -514,10 +527,12 @@ class StoreIndexes:
         for m in self._manifests():
             folder = self.root / m["name"]
             size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-            ok = "key" in m
+            problem = ("no readable manifest" if "key" not in m
+                       else _check_sizes(folder, m["files"], {}))
+            ok = problem is None
             spec = m.get("spec", {})
             current = False
-            if not ok:  # the kind its name says (bm25-, knn-, terms-): rebuilt on next use
+            if "key" not in m:  # the kind its name says (bm25-, knn-, terms-): rebuilt on next use
                 kind = m["name"].split("-", 1)[0] if "-" in m["name"] else "?"
             elif spec.get("kind") == "knn":
                 kind = "knn"
@@ -529,7 +544,8 @@ class StoreIndexes:
                 current = spec.get("items") == fp_items
             infos.append(IndexInfo(name=m["name"], kind=kind, size_bytes=size,
                                    built_at=m.get("built_at", "?"), n=int(m.get("n", 0)),
-                                   config=spec, current=bool(current), ok=ok))
+                                   config=spec, current=bool(current) and ok, ok=ok,
+                                   problem=problem))
         return infos
 
     def drop(self, name: str | None = None) -> list[str]:

@@ -83,7 +83,13 @@ def test_a_damaged_index_is_listed_as_damaged_and_rebuilt_with_its_reason(tmp_pa
     forget_loaded()
     target = folder / "data.npy"
     target.write_bytes(target.read_bytes()[:-8])
+    # listed as damaged with why before anything reads it (QA: listed current, not damaged)
+    r = _run("index", "list", "--db", db)
+    assert "damaged (data.npy has the wrong size)" in " ".join(r.output.split()), r.output
+    (listed,) = json.loads(_run("index", "list", "--db", db, "--json").stdout)["indexes"]
+    assert (listed["damaged"], listed["current"], listed["problem"]) == (
+        True, False, "data.npy has the wrong size")
     r = _run("index", "build", "--db", db, "--no-vectors")
     assert f"rebuilt damaged: {folder.name} (data.npy has the wrong size)" in r.output
     (listed,) = json.loads(_run("index", "list", "--db", db, "--json").stdout)["indexes"]
-    assert (listed["damaged"], listed["current"]) == (False, True)
+    assert (listed["damaged"], listed["current"], listed["problem"]) == (False, True, None)
