@@ -52,6 +52,7 @@ __all__ = [
     "FILTER_RULE_VERSION",
     "FilterError",
     "Filters",
+    "canonical_filters",
     "check_filters",
     "filter_values",
 ]
@@ -72,7 +73,7 @@ class FilterError(ValueError):
 
 def filter_values(key: str, value: Any) -> list[Any]:
     """The values the filter ``key`` may take (``value``, or its elements when it is a list,
-    tuple or set), each a string, a finite number or a boolean, and ``key`` one a store
+    tuple, set or frozenset), each a string, a finite number or a boolean, and ``key`` one a store
     knows; else a :class:`FilterError`."""
     if key not in FILTER_FIELDS:
         name = key[len("metadata."):] if key.startswith("metadata.") else ""
@@ -82,7 +83,8 @@ def filter_values(key: str, value: Any) -> list[Any]:
         if "" in name.split("."):
             raise FilterError(f"filter field {key!r}: an empty name in the metadata path "
                               f"(two dots in a row, or a dot at the end)")
-    values = list(value) if isinstance(value, list | tuple | set) else [value]
+    values = (list(value) if isinstance(value, list | tuple | set | frozenset)
+              else [value])
     for v in values:
         problem = _value_problem(v)
         if problem is not None:
@@ -105,7 +107,7 @@ def _value_problem(v: Any) -> str | None:
     if v is None:
         return ("None is not a string, number or boolean (no filter matches a null or "
                 "missing field)")
-    if isinstance(v, dict | list | tuple | set):
+    if isinstance(v, dict | list | tuple | set | frozenset):
         return (f"{v!r} is not a string, number or boolean; a filter matches such values (an "
                 f"array field matches when one of its elements does)")
     if isinstance(v, datetime.date | datetime.time):
@@ -122,6 +124,29 @@ def check_filters(filters: Mapping[str, Any]) -> Any:
     return filters
 
 
-Filters = Annotated[dict[str, Any], AfterValidator(check_filters)]
+def _value_order(v: Any) -> tuple[int, Any]:
+    """A total order over filter values: booleans, then numbers, then strings, each by value
+    (values of one kind keep the order ``sorted`` gives them)."""
+    return (0, v) if isinstance(v, bool) else (1, v) if isinstance(v, int | float) else (2, v)
+
+
+def canonical_filters(filters: Mapping[str, Any]) -> dict[str, Any]:
+    """``filters`` checked (:func:`check_filters`), each set or frozenset of values a sorted
+    list and each tuple a list: the form a model holds and a cache key hashes. A set has no
+    order of its own (its iteration order moves with ``PYTHONHASHSEED``), and one of strings
+    and numbers together could not be hashed at all (``sorted`` refused it)."""
+    check_filters(filters)
+    out: dict[str, Any] = {}
+    for key, value in filters.items():
+        if isinstance(value, set | frozenset):
+            value = sorted(value, key=_value_order)
+        elif isinstance(value, tuple):
+            value = list(value)
+        out[key] = value
+    return out
+
+
+Filters = Annotated[dict[str, Any], AfterValidator(canonical_filters)]
 """A model field of filters, checked as it is set (a pydantic ``ValidationError`` of the field:
-a sweep spec reports it with its file and line)."""
+a sweep spec reports it with its file and line) and held in canonical form
+(:func:`canonical_filters`)."""

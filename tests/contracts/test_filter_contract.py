@@ -45,9 +45,28 @@ def test_a_filter_no_store_reads_is_refused_as_it_is_set(filters, words):
 
 def test_filters_a_store_reads_are_kept_as_given():
     filters = {"kind": "doc", "metadata.year": [2020, 2021.5], "metadata.ok": True,
-               "metadata.*": "x", "metadata.tags.0": ("a", "b"), "id": []}
+               "metadata.*": "x", "metadata.tags.0": ["a", "b"], "id": []}
     assert RetrievalPrefs(query_text="q", filters=filters).filters == filters
     assert RetrieveConfig(filters=filters).filters == filters
+    as_tuple = {**filters, "metadata.tags.0": ("a", "b")}  # a tuple is held as a list
+    assert RetrievalPrefs(query_text="q", filters=as_tuple).filters == filters
+
+
+def test_a_set_of_values_is_held_as_a_sorted_list_so_its_key_is_one():
+    """A set of strings and numbers together crashed the cache key (``sorted`` refused it, a
+    ``TypeError`` from deep in the hashing); a set is held as a list in one order, so its key
+    is the key of that list, in every process."""
+    from aiblox.engine.configs import signals_config
+    from aiblox.hashing import sha256_hex
+
+    values = {"b", 2, "a", True, 1.5}
+    held = [True, 1.5, 2, "a", "b"]
+    prefs = RetrievalPrefs(query_text="q", filters={"metadata.v": values})
+    assert prefs.filters == {"metadata.v": held}
+    assert RetrieveConfig(filters={"metadata.v": frozenset(values)}).filters == prefs.filters
+    as_list = RetrievalPrefs(query_text="q", filters={"metadata.v": held})
+    assert (sha256_hex(signals_config(prefs, "h", "test", "duckdb", "m"))
+            == sha256_hex(signals_config(as_list, "h", "test", "duckdb", "m")))
 
 
 def test_only_filtered_searches_carry_the_filter_rule_in_their_key():
