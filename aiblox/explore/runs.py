@@ -110,9 +110,11 @@ def compare_mlflow_runs(run_a: str, run_b: str, tracking_uri: str = DEFAULT_TRAC
     (:func:`aiblox.sweep.compare_runs`: the same test, Holm's correction over the metrics
     of a split, the metric's direction in ``better`` and win/tie/loss under it) for every split
     both runs logged per-query values of (``per_query.<split>.parquet``), one row per
-    ``<split>:<metric>``; it is empty when they logged none. Runs scored on different datasets
-    are refused as ``aiblox compare`` refuses them (:class:`~aiblox.sweep.compare.
-    DatasetMismatch`, a ``ValueError`` naming both) unless ``across_datasets``."""
+    ``<split>:<metric>``, with the queries it pairs (``n``) and those each run has a value for
+    (``n_a``, ``n_b``: a run's logged mean is over its own); it is empty when they logged
+    none. Runs scored on different datasets are refused as ``aiblox compare`` refuses them
+    (:class:`~aiblox.sweep.compare.DatasetMismatch`, a ``ValueError`` naming both) unless
+    ``across_datasets``."""
     if importlib.util.find_spec("mlflow") is None:
         return pd.DataFrame(), pd.DataFrame()
     from aiblox.engine.tracking import TrackingStoreError, check_tracking_store
@@ -145,9 +147,10 @@ def compare_mlflow_runs(run_a: str, run_b: str, tracking_uri: str = DEFAULT_TRAC
         except ValueError:  # no shared per-query metric on this split
             continue
         per_query += [{"metric": f"{split}:{m.metric}", "better": m.direction, "n": m.n,
-                       "A": m.a, "B": m.b, "delta": m.delta, "p_value": m.p_value,
-                       "p_adjusted": m.p_adjusted, "significant": m.significant,
-                       "wins": m.wins, "ties": m.ties, "losses": m.losses} for m in cmp.metrics]
+                       "n_a": m.n_a, "n_b": m.n_b, "A": m.a, "B": m.b, "delta": m.delta,
+                       "p_value": m.p_value, "p_adjusted": m.p_adjusted,
+                       "significant": m.significant, "wins": m.wins, "ties": m.ties,
+                       "losses": m.losses} for m in cmp.metrics]
     return pd.DataFrame(rows), pd.DataFrame(per_query, columns=[
-        "metric", "better", "n", "A", "B", "delta", "p_value", "p_adjusted", "significant",
-        "wins", "ties", "losses"])
+        "metric", "better", "n", "n_a", "n_b", "A", "B", "delta", "p_value", "p_adjusted",
+        "significant", "wins", "ties", "losses"])

@@ -50,6 +50,8 @@ def test_notebook_and_compare_give_identical_p_values_and_deltas(logged):
         row = rows.loc[f"test:{name}"]
         assert row["p_value"] == m["p_value"] and row["delta"] == m["delta"], name
         assert (row["wins"], row["ties"], row["losses"]) == (m["wins"], m["ties"], m["losses"])
+        # each run's own count beside the pairs (the notebook showed n alone)
+        assert (row["n"], row["n_a"], row["n_b"]) == (m["n"], m["n_a"], m["n_b"]), name
 
     # the per-query comparison of two policies runs the same test on the same values
     client = tracking_client(uri)
