@@ -75,7 +75,7 @@ def sweep(
     from aiblox.stores.base import is_disk_full
     from aiblox.sweep import SweepSpecError, load_spec, run_sweep
     from aiblox.sweep.finetune import check_training
-    from aiblox.sweep.runner import check_cv, default_jobs, sweep_device
+    from aiblox.sweep.runner import check_cv, check_held_out, default_jobs, sweep_device
 
     checked_at_least(jobs, 0, "--jobs")
     checked_at_least(top, 1, "--top")
@@ -118,16 +118,16 @@ def sweep(
                       f"{'s' if merged['points'] != 1 else ''} merged into these: each "
                       f"computes the same run as one of them, scored once; {merged['why']}",
                       soft_wrap=True, markup=False)
-    dataset = None
-    if spec.cv is not None or spec.finetune is not None or spec.finetune_reranker is not None:
-        # k folds need k queries, a model its training split: checked before anything is logged
-        try:
-            dataset = load_dataset(spec.dataset, splits=spec.splits)
-            check_cv(spec, dataset)
-            check_training(spec, dataset)
-        except (DatasetError, ValueError) as exc:
-            fail(_dataset_fault(spec_path, spec, exc))
-            return
+    # the data (its hash names the parent run); k folds need k queries, a model its training
+    # split, a report split queries tuning does not score: checked before anything is logged
+    try:
+        dataset = load_dataset(spec.dataset, splits=spec.splits)
+        check_cv(spec, dataset)
+        check_held_out(spec, dataset)
+        check_training(spec, dataset)
+    except (DatasetError, ValueError) as exc:
+        fail(_dataset_fault(spec_path, spec, exc))
+        return
     if "://" in cache_dir:  # checked by publishing a probe, as entries are
         try:
             check_cache_root(cache_dir, "--cache-dir")
@@ -140,12 +140,6 @@ def sweep(
         if folder is not None:
             writable_folder(folder, "--tracking-uri")
     tracker = None
-    if dataset is None:  # before any work (its hash names the parent run, below)
-        try:
-            dataset = load_dataset(spec.dataset, splits=spec.splits)
-        except DatasetError as exc:
-            fail(_dataset_fault(spec_path, spec, exc))
-            return
     if not no_tracking:
         # MLflow prints two "View run" links per run to stdout for a tracking server (and
         # fetches the run again to do so): stdout is for results (--json), so not here
@@ -154,7 +148,6 @@ def sweep(
             from aiblox.engine.tracking import SweepTracker
         except ImportError:  # pragma: no cover - mlflow is the `tracking` extra
             fail("MLflow is not installed: pip install 'aiblox[tracking]' or pass --no-tracking")
-        assert dataset is not None  # loaded above
         try:
             tracker = SweepTracker(tracking_uri, spec.experiment or f"aiblox-sweep/{spec.name}",
                                    spec.hash, spec.model_dump(mode="json"), resume=resume,
@@ -449,6 +442,8 @@ def _dataset_fault(spec_path: Path, spec: SweepSpec, exc: Exception) -> str:
                       if getattr(spec, f) == split.group(1)), field)
     elif message.startswith("cv.folds "):  # more folds than the tuning split's queries
         field = ("cv", "folds")
+    elif message.startswith("report_split = "):  # queries the tuning split judges too
+        field = ("report_split",)
     try:
         line = key_lines(spec_path.read_text(encoding="utf-8")).get(field)
     except (OSError, UnicodeDecodeError):

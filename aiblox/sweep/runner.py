@@ -61,9 +61,8 @@ from aiblox.sweep.finetune_reranker import ensure_reranker, with_reranker
 from aiblox.sweep.results import PointResult, SweepResult, conclude
 from aiblox.sweep.spec import SweepSpec, backend_of
 
-__all__ = ["DEFAULT_CACHE_DIR", "check_cv", "check_pipelines", "default_jobs", "run_sweep",
-           "sweep_device",
-           "sweep_points"]
+__all__ = ["DEFAULT_CACHE_DIR", "check_cv", "check_held_out", "check_pipelines", "default_jobs",
+           "run_sweep", "sweep_device", "sweep_points"]
 
 DEFAULT_CACHE_DIR = ".aiblox/stages"
 """The stage cache ``aiblox sweep`` uses unless told otherwise."""
@@ -144,6 +143,29 @@ def check_cv(spec: SweepSpec, ds: Dataset) -> list[str]:
     return qids
 
 
+def check_held_out(spec: SweepSpec, ds: Dataset) -> None:
+    """``ValueError`` naming ``report_split`` when a query it scores is also one ``tune_split``
+    scores (the same query id, judged in both: a dataset's query ids name one query whichever
+    split judges it), so the choice would be reported on queries it was made on. The spec
+    check (:func:`~aiblox.sweep.spec_checks.check_splits`) sees only the split names: two
+    splits from different files (``train`` and ``test``) that judge the same queries pass it.
+    Both splits as scored: their first ``query_limit`` queries when set. Checked before
+    anything is built or logged."""
+    if spec.report_split is None:
+        return
+    limit = spec.query_limit
+    tune = [q for q, _ in ds.split_queries(spec.tune_split)][:limit]
+    report = [q for q, _ in ds.split_queries(spec.report_split)][:limit]
+    shared = sorted(set(tune) & set(report))
+    if shared:
+        shown = ", ".join(repr(q) for q in shared[:3]) + (", ..." if len(shared) > 3 else "")
+        raise ValueError(f"report_split = {spec.report_split!r}: {len(shared)} of its "
+                         f"{len(report)} scored queries are also scored in tune_split = "
+                         f"{spec.tune_split!r} (query ids {shown}), so the choice would be "
+                         f"reported on queries it was made on: report on a split whose "
+                         f"queries the tuning split does not judge")
+
+
 @release_on_error
 def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
               db: str | None = None, jobs: int = 0, tracker: Any = None,
@@ -176,6 +198,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     if tracker is not None:  # points must not land in another data's parent
         tracker.bind_dataset(ds.hash)
     tune_qids = check_cv(spec, ds)  # before any work: k folds need k queries
+    check_held_out(spec, ds)  # no query both chosen on and reported on
     # one device for the whole sweep, resolved here: the workers embed where the keys say
     device = sweep_device(spec)
     settings = dataclasses.replace(spec.settings(), device=device)

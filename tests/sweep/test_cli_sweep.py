@@ -8,6 +8,7 @@ from typer.testing import CliRunner
 from aiblox.cli.main import app
 
 SPEC = str(Path(__file__).resolve().parents[2] / "evals" / "sweeps" / "sample_fusion.toml")
+SAMPLE = Path(__file__).resolve().parents[2] / "datasets" / "sample"
 runner = CliRunner()
 
 
@@ -157,3 +158,29 @@ def test_rerun_options_are_the_ones_given_quoted_as_a_shell_takes_them():
     assert _rerun_options("", STAGE_CACHE_DIR, "") == ""  # the defaults: nothing to repeat
     assert _rerun_options("my store.duckdb", "s3://b/st", "cuda:1") == \
         "--db 'my store.duckdb' --cache-dir s3://b/st --device cuda:1"
+
+
+def test_a_report_split_judging_the_tuning_queries_is_refused_before_any_work(tmp_path):
+    """``train`` and ``test`` from two files that judge the same query ids passed the spec
+    check (it compares split names), so the choice was reported on queries it was made on."""
+    import shutil
+
+    data = tmp_path / "leaky"
+    shutil.copytree(SAMPLE, data, ignore=shutil.ignore_patterns("*.py", "README.md"))
+    test = (data / "qrels" / "test.tsv").read_text(encoding="utf-8")
+    train = (data / "qrels" / "train.tsv").read_text(encoding="utf-8")
+    (data / "qrels" / "train.tsv").write_text(train + test.split("\n", 1)[1], encoding="utf-8")
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'name = "x"\nmetrics = ["ndcg@10"]\ndataset = "{data.as_posix()}"\n'
+                    f'tune_split = "train"\nreport_split = "test"\nembedder = "hashing"\n'
+                    f'[grid]\nk1 = [0.9, 1.2]\n', encoding="utf-8")
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    r = _run("sweep", str(spec), "--tracking-uri", uri, "--cache-dir", str(tmp_path / "st"),
+             "--db", str(tmp_path / "s.duckdb"))
+    assert r.exit_code == 2, r.output
+    said = " ".join(r.output.split())
+    n = len({line.split("\t")[0] for line in test.splitlines()[1:]})
+    assert (f"error: {spec}:5: field 'report_split': report_split = 'test': {n} of its {n} "
+            f"scored queries are also scored in tune_split = 'train'") in said, said
+    assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "st").exists()
+    assert not (tmp_path / "s.duckdb").exists()
