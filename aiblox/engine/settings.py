@@ -28,6 +28,7 @@ from aiblox.contracts.retrieval import (
 from aiblox.engine.algebra import Cutoff, Fuse, Pipeline, Stage, Then, from_data, label
 from aiblox.engine.builtin import RetrieveConfig
 from aiblox.engine.plan import takes_base_weights
+from aiblox.engine.registry import get_stage_kind
 from aiblox.engine.result import config_hash
 from aiblox.engine.stage_bases import stage_defaults
 from aiblox.hashing import canonical_plain_json, sha256_hex, sha256_text
@@ -170,6 +171,9 @@ class BaseReads:
     """Every :class:`ScoringConfig` field its fusions read from the base, both weights too
     (what its config hash keeps of the base's ``scoring``: :func:`point_config`); empty for a
     pipeline that fuses nothing."""
+    embedder: bool = False
+    """Whether a stage reads the embedder (its kind's ``reads`` names it: ``retrieve``,
+    ``dense``, ``rocchio``, ``dense_rescore``); ``bm25 >> rm3 >> bm25`` does not."""
 
 
 _FTS = ("method", "k1", "b", "title_weight", "title_b", "top_k")
@@ -216,6 +220,8 @@ def _reads(p: Pipeline, base: RetrievalPrefs, out: BaseReads) -> None:
 
 def _stage_reads(s: Stage, base: RetrievalPrefs, out: BaseReads) -> None:
     own = s.param_dict()
+    if "embedder" in get_stage_kind(s.kind).reads:
+        out.embedder = True
     if s.kind == "bm25":
         out.signals.add("bm25")
         out.fts.update(f for f in _FTS if f not in own)
@@ -437,14 +443,15 @@ def point_config(settings: SweepSettings, pt: PipelinePoint, embedder_id: str | 
     other field at its default, as :meth:`~aiblox.contracts.retrieval.ScoringConfig.
     canonical_for` holds a mode's: ``bm25 >> rm3 >> bm25`` under ``--rrf-k 10`` is the point
     it is under the default k, as ``--mode bm25`` is, and a pipeline that reads all of its
-    blend's settings (``bm25 + dense``) keeps the hash it had. A ``bm25`` point without a
-    pipeline or chunk stages reads no embedder: its config names the default's
-    (:data:`~aiblox.engine.result.UNREAD_EMBEDDER`), whichever the store has."""
+    blend's settings (``bm25 + dense``) keeps the hash it had. A point without chunk stages
+    that reads no embedder (``--mode bm25``, a pipeline none of whose stages reads one:
+    ``bm25 >> rm3 >> bm25``, :attr:`BaseReads.embedder`) names the default's
+    (:data:`~aiblox.engine.result.UNREAD_EMBEDDER`) in its config, whichever the store has."""
     if settings.chunk_stages:
         chash, config = pipeline_config(settings, pt, embedder_id, backend)
-    else:  # a retrieval pipeline counts as reading the embedder, as MLflow's params say
-        chash, config = config_hash(pt.prefs, embedder_id, backend,
-                                    reads_embedder=None if pt.pipeline is None else True)
+    else:  # a retrieval pipeline reads the embedder when one of its stages does
+        chash, config = config_hash(pt.prefs, embedder_id, backend, reads_embedder=(
+            None if pt.pipeline is None else base_reads(pt.pipeline, pt.prefs).embedder))
     if pt.pipeline is None:
         return chash, config
     read = base_reads(pt.pipeline, pt.prefs).scoring

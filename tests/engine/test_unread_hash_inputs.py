@@ -73,6 +73,23 @@ def test_a_point_that_reads_the_embedder_keeps_it():
         chash(bm25, "all-MiniLM-L6-v2", chunk_stages=True)
 
 
+@pytest.mark.parametrize(("expression", "reads"), [
+    ("bm25 >> rm3 >> bm25", False), ("bm25 >> bo1 >> bm25", False), ("bm25 % 20", False),
+    ("bm25 >> dense_rescore", True), ("dense >> rocchio >> dense", True),
+    ("bm25 + dense", True), ("retrieve", True)])
+def test_a_pipeline_hashes_the_embedder_only_when_a_stage_reads_it(expression, reads):
+    """A pipeline point hashed its embedder whatever its stages read: ``bm25 >> rm3 >> bm25``
+    under ``--embedder hashing`` was another point than under MiniLM, for one ranking."""
+    from aiblox.engine import parse_pipeline
+
+    settings = SweepSettings(name="s", embedder="hashing", metrics=("ndcg@10",))
+    pt = PipelinePoint(RetrievalPrefs(query_text="", mode="bm25"),
+                       pipeline=parse_pipeline(expression))
+    hashes = {point_config(settings, pt, e, "duckdb")[0]
+              for e in ("hashing-v1-384", "all-MiniLM-L6-v2")}
+    assert len(hashes) == (2 if reads else 1)
+
+
 def test_metrics_are_hashed_in_one_order_and_shown_in_the_order_given(ws, sample_dataset):
     from aiblox.metrics import canonical_metrics
 

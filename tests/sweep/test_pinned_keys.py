@@ -57,6 +57,11 @@ point without a pipeline or chunk stages hashes the default embedder's id whatev
 ``*_bm25_cv`` specs moved here, pinned with a stand-in embedder id (with MiniLM, the default,
 they are as before; the ``*_bm25_cv`` specs, written for the hashing embedder, move in use too).
 Every run record (keys, output hashes, run hashes, metric values) is as before.
+
+A pipeline point hashes the embedder only when one of its stages reads it (its kind's
+``reads``: ``settings.BaseReads.embedder``), so the config hashes of the points whose pipelines
+read none (``bm25 >> rm3 >> bm25``, ``bo1``, the dense-rescore specs' BM25 baseline) moved
+here, pinned with a stand-in embedder id; no key, output hash or metric moved.
 """
 
 from __future__ import annotations
