@@ -2,7 +2,8 @@
 judged queries the sweep never scores, and every point is then retrieved with the tuned model.
 
 What is trained on: the judged queries of ``[finetune] split`` less every query of the sweep's
-tune and report splits (a query is never on both sides), each with every document judged
+tune and report splits, by id or by text (a query is never on both sides, under another id
+either: :func:`training_query_ids`), each with every document judged
 relevant to it (grade >= 1), plus ``hard_negatives`` drawn from its top ``negative_depth``
 full-text (BM25, the spec's ``[base]`` full-text settings) documents not judged relevant. With
 ``tune_split = "train:0/5"`` and ``[finetune] split = "train"``, the model learns from the other
@@ -36,6 +37,7 @@ import json
 import os
 import shutil
 import sys
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -74,14 +76,25 @@ def _split_qids(ds: Dataset, split: str) -> set[str]:
     return {q for q, _ in ds.split_queries(split)}
 
 
+def query_text_key(text: str) -> str:
+    """A query's text as held-out queries are compared by: NFKC, case-folded, whitespace runs
+    as one space, trimmed."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
 def training_query_ids(spec: SweepSpec, train: Dataset, scored: Dataset,
                        table: str = "finetune") -> list[str]:
     """The judged queries of ``[table] split`` (``finetune``, ``finetune_reranker``; in
-    ``train``) that are in neither of the sweep's splits (in ``scored``), sorted; ``ValueError``
-    naming ``<table>.split`` when none is left."""
+    ``train``) that are in neither of the sweep's splits (in ``scored``), by id or by text
+    (:func:`query_text_key`), sorted; ``ValueError`` naming ``<table>.split`` when none is
+    left. By text too: a dataset may judge one query under two ids, one per split (scifact's
+    train 871 is its test 870, "Obesity decreases life quality.", judged relevant to the same
+    document), and a model trained on it has learned a reported query's answer."""
     split = getattr(spec, table).split
     held = set().union(*(_split_qids(scored, s) for s in spec.splits))
-    qids = sorted(_split_qids(train, split) - held)
+    held_texts = {query_text_key(scored.queries[q]) for q in held}
+    qids = sorted(q for q in _split_qids(train, split) - held
+                  if query_text_key(train.queries[q]) not in held_texts)
     if not qids:
         raise ValueError(f"{table}.split = {split!r}: no query of it is left to train on once "
                          f"the tune and report splits' queries ({', '.join(spec.splits)}) are "

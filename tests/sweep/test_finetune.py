@@ -249,3 +249,25 @@ def test_a_remote_cache_shares_the_trained_model(tmp_path, monkeypatch):
     with pytest.raises(AssertionError, match="trained again"):
         ensure_fine_tuned(spec, scored, uri, db, progress=False)
     assert not folder.exists()
+
+
+def test_a_scored_query_judged_under_another_id_is_not_trained_on():
+    """scifact judges two queries under one id in train and another in test (train 871 is test
+    870, "Obesity decreases life quality.", each judged relevant to document 195689316; train
+    1291 is test 1292): held out by id only, the shipped scifact specs trained on both, so
+    the model had learned two reported queries' answers."""
+    from aiblox.sweep.finetune import query_text_key, training_data
+
+    spec = load_spec(Path(__file__).resolve().parents[2] / "evals" / "sweeps"
+                     / "scifact_finetune.toml")
+    scored = load_dataset(spec.dataset, splits=spec.splits)
+    train = training_data(spec)
+    qids = training_query_ids(spec, train, scored)
+    assert train.queries["871"] == scored.queries["870"] == "Obesity decreases life quality."
+    assert "871" not in qids and "1291" not in qids and "870" in scored.qrels["test"]
+    held = {query_text_key(scored.queries[q]) for s in spec.splits
+            for q, _ in scored.split_queries(s)}
+    assert qids and not {query_text_key(train.queries[q]) for q in qids} & held
+    by_id = {q for q, _ in train.split_queries(spec.finetune.split)} - {
+        q for s in spec.splits for q, _ in scored.split_queries(s)}
+    assert sorted(by_id - {"871", "1291"}) == qids  # only those two moved
