@@ -26,6 +26,10 @@ file. Reading it computes the output again and checks it against the recorded ha
 is a damaged entry); :meth:`StageCache.load`, which has nothing to compute it with, raises
 :class:`StageOutputNotStored`.
 
+An output its stage may not reuse (a reader's failed generations: :attr:`~aiblox.engine.task.
+Task.reusable`) is stored under a key naming its bytes, which its record carries, never under the
+stage's key: the next run computes it again, and the stages read from it are keyed anew.
+
 The root is a local folder (a path, or a ``file://`` URI) or any fsspec URI (``s3://bucket/x``,
 ``gs://``, ``memory://`` in tests; the protocol's package must be installed, e.g. ``s3fs``), so
 workers on several machines share one cache (the two kinds of files are in
@@ -72,7 +76,7 @@ from aiblox.engine.cache_files import (
     local_cache_root,
 )
 from aiblox.engine.cache_packs import PackCutShort, PackEntry, Packs
-from aiblox.engine.task import StageRecord, Task, stage_key
+from aiblox.engine.task import StageRecord, Task, output_keyed_config, stage_key
 from aiblox.hashing import sha256_bytes
 
 __all__ = ["FileInfo", "StageCache", "StageCacheCorrupt", "StageCacheError",
@@ -533,7 +537,8 @@ class StageCache:
             compute: Callable[[], Any], load: bool = True,
             codec: Literal["json", "arrays"] = "json",
             count_reuse: bool = True, key: str | None = None,
-            counted_as: str | None = None, stored: bool = True) -> tuple[StageRecord, Any]:
+            counted_as: str | None = None, stored: bool = True,
+            reusable: Callable[[Any], bool] | None = None) -> tuple[StageRecord, Any]:
         """Memoised stage: reuse the entry for this key, or ``compute()`` and store it.
 
         A reused entry's output is checked against its recorded hash; a damaged entry is
@@ -546,7 +551,8 @@ class StageCache:
         the caller has it. ``counted_as``: the name it is counted under (None: ``name``,
         :attr:`~aiblox.engine.task.Task.counted_as`). ``stored=False``: a computed output is
         recorded, not stored (:attr:`~aiblox.engine.task.Task.stored`); a recorded entry read
-        with ``load`` is computed again and checked against its hash.
+        with ``load`` is computed again and checked against its hash. ``reusable``:
+        :attr:`~aiblox.engine.task.Task.reusable` (an output it refuses: under another key).
         """
         key = key or stage_key(name, version, config, inputs)
         counted = counted_as or name
@@ -571,6 +577,8 @@ class StageCache:
             warnings.warn(f"stage cache: {name}/{key[:16]} under {self.root} was damaged "
                           f"({reason}); computing it again", stacklevel=2)
         output = compute()
+        if reusable is not None and not reusable(output):
+            config = output_keyed_config(config, encoded_output(output, codec, False)[1])
         rec = self.store(name, version, config, inputs, output, codec, stored)
         self._count(self.computed, counted)
         return rec, output
@@ -588,4 +596,5 @@ class StageCache:
         """:meth:`run` of a :class:`~aiblox.engine.task.Task` record."""
         return self.run(stage.name, stage.version, stage.config, stage.inputs, stage.compute,
                         load=load, codec=stage.codec, count_reuse=count_reuse, key=stage.key,
-                        counted_as=stage.counted_as, stored=stage.stored)
+                        counted_as=stage.counted_as, stored=stage.stored,
+                        reusable=stage.reusable)

@@ -20,7 +20,9 @@ memoises them by stage key. The fusion and metrics stages compute with
   chunks with reasons, the answer bundle.
 - :func:`prompt_output`: Prompt Contract V1 (:func:`~aiblox.assembly.build_prompt`): each
   prompt's sha256 and text, and the sha256 of all prompt bytes of the split.
-- :func:`reader_output`: the reader's answer to each built prompt (latency left out).
+- :func:`reader_output`: the reader's answer to each built prompt (latency left out); with a
+  failed generation of a reader that calls an endpoint, not the stage's result
+  (:func:`reader_reusable`: kept under a key of its own, asked again on the next run).
 - :func:`validation_output`: R5 citation validation; NO_EVIDENCE, FAILED and refusals are data.
 - :func:`answer_metrics_output`: the answer metrics (:mod:`aiblox.metrics.answers`) of
   every query, per query and mean.
@@ -28,7 +30,7 @@ memoises them by stage key. The fusion and metrics stages compute with
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from aiblox.assembly import (
@@ -54,10 +56,12 @@ from aiblox.retrieval import HybridRetriever, SignalRuns
 __all__ = [
     "answer_metrics_output",
     "chunk_output",
+    "failed_generations",
     "fused_arrays",
     "prompt_output",
     "reference_fused_arrays",
     "reader_output",
+    "reader_reusable",
     "selection_output",
     "signals_output",
     "validation_output",
@@ -245,6 +249,28 @@ def reader_output(prompts: Mapping[str, Any], llm: Any, max_output_tokens: int
                            max_output_tokens=max_output_tokens)
         out[qid] = res.model_copy(update={"llm_latency_ms": 0.0}).model_dump(mode="json")
     return {"queries": out}
+
+
+def failed_generations(reader: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(query id, failure reason)`` of every FAILED generation of a reader output, in query
+    order."""
+    return [(qid, str(res.get("failure_reason") or "no reason given"))
+            for qid, res in sorted(reader["queries"].items())
+            if res is not None and res.get("generation_status") == "FAILED"]
+
+
+def reader_reusable(llm: Any) -> Callable[[Mapping[str, Any]], bool] | None:
+    """Whether the reader stage's output is its result, reused by every later run
+    (:attr:`~aiblox.engine.task.Task.reusable`): None (always) for a reader that is a function
+    of its prompt (``deterministic = True``, the extractive reader: its FAILED is what that
+    prompt gives, data); for any other, an output without a failed generation. Such a reader's
+    FAILED says what its endpoint did (a refused connection, a timeout, an HTTP error status,
+    a malformed response, an answer past ``max_tokens``), not what the prompt gives: stored as
+    the result, it was served to every later run, a working endpoint or not. Its answers,
+    refusals included, are the model's: reused."""
+    if getattr(llm, "deterministic", False) is True:
+        return None
+    return lambda reader: not failed_generations(reader)
 
 
 def validation_output(prompts: Mapping[str, Any], reader: Mapping[str, Any]) -> dict[str, Any]:

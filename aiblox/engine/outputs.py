@@ -1,6 +1,6 @@
 """Reading a sweep's stored stage outputs back: a point's fused run (for TREC files), its
-per-query metric values (for MLflow, significance and intervals) and the evidence its selection
-kept.
+per-query metric values (for MLflow, significance and intervals), the evidence its selection
+kept and its reader's failed generations (for the sweep's one warning about them).
 
 A fused run is kept in compact form, relative to the :class:`~aiblox.fusion.BatchFusion`
 index of its split's signals (a hybrid point's is recorded, not stored, and computed again
@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from aiblox.data.trec import trec_run_text, trec_scores
 from aiblox.engine.cache import StageCache, StageCacheError, decode_arrays, encode_arrays
-from aiblox.engine.compute import recorded_fusion
+from aiblox.engine.compute import failed_generations, recorded_fusion
+from aiblox.engine.task import is_output_keyed
 from aiblox.fusion import BatchFusion, FusedArrays
 from aiblox.hashing import sha256_bytes
 from aiblox.metrics import unpack_metrics
@@ -25,6 +26,7 @@ from aiblox.metrics import unpack_metrics
 __all__ = [
     "PER_QUERY_STAGES",
     "StageReader",
+    "failed_generations_note",
     "load_fused_run",
     "logged_per_query",
     "selected_evidence",
@@ -286,3 +288,30 @@ def selected_evidence(cache: StageCache, stages: Sequence[dict[str, Any]]
         if not chosen:
             rows.append({"query_id": qid, "rank": -1, "chunk_id": None, "item_id": None})
     return rows
+
+
+def failed_generations_note(cache: StageCache,
+                            splits: Iterable[tuple[str, Sequence[dict[str, Any]]]]) -> str | None:
+    """One line saying how many generations the reader failed in the points of ``splits``
+    (``(split, stage records)`` pairs) and the first one's reason; None when none did. Only an
+    output kept under a key naming it (:func:`aiblox.engine.compute.reader_reusable`: an
+    endpoint's failures) is read, each once however many points share it: a sweep whose
+    generations failed was scored on them, status ``FAILED``, and said nothing of it."""
+    failed: list[tuple[str, str, str]] = []
+    seen: set[str] = set()
+    for split, stages in splits:
+        key = next((r["key"] for r in stages if r["name"] == "reader"), None)
+        if key is None or key in seen:
+            continue
+        seen.add(key)
+        with contextlib.suppress(StageCacheError):  # a damaged entry: not this note's to say
+            if is_output_keyed(cache.meta("reader", key, repair=False).get("config")):
+                failed += [(split, q, why) for q, why in
+                           failed_generations(cache.load("reader", key))]
+    if not failed:
+        return None
+    split, qid, why = failed[0]
+    n = len(failed)
+    return (f"the reader failed {n} generation{'s' * (n != 1)} (its endpoint's failures, "
+            f"scored as status:FAILED and not kept as the reader's result: the next run asks "
+            f"again); the first, query {qid} on {split}: {why}")

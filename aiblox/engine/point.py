@@ -172,8 +172,10 @@ def _chunk_stages(ctx: RunContext, pt: PipelinePoint, split: str, frec: StageRec
     llm = reader_for_policy(get_llm(settings.reader, **settings.reader_options), policy)
     rcfg = {"name": settings.reader, "options": dict(settings.reader_options),
             "model": getattr(llm, "model_name", None)}
+    # a failed generation of an endpoint is kept under a key of its own, asked again next run
     rrec, reader = ctx.run(make_task("reader", rcfg, [prec.key], lambda: (
-        compute.reader_output(prompts, llm, policy.reserved_output_tokens))), keep=True)
+        compute.reader_output(prompts, llm, policy.reserved_output_tokens)),
+        reusable=compute.reader_reusable(llm)), keep=True)
     vrec, valid = ctx.run(make_task("validation", VALIDATION_CONFIG, [prec.key, rrec.key],
                                      lambda: compute.validation_output(prompts, reader)),
                           keep=True)

@@ -6,7 +6,13 @@ A task's key is the sha256 of its name, its version, its config and the keys of 
 (:func:`stage_key`), so it changes exactly when something that decides the task's output
 changes, and everything downstream of a changed task gets a new key too. Outputs are memoised
 by key on disk (:class:`~aiblox.engine.cache.StageCache`); the config of every stage of a point
-is built by :mod:`aiblox.engine.configs`."""
+is built by :mod:`aiblox.engine.configs`.
+
+An output its task may not reuse (:attr:`Task.reusable`: a reader's failed generations, which
+say what the endpoint did, not what the prompt gives) is stored under a key of its own instead,
+the stage's config and the output's sha256 (:func:`output_keyed_config`): no later run looks
+that key up, so the next one computes the stage again, and every stage after it, keyed by that
+key, with it; the same output gives the same key and bytes."""
 
 from __future__ import annotations
 
@@ -17,7 +23,8 @@ from typing import Any, Literal
 
 from aiblox.hashing import canonical_plain_json, sha256_text
 
-__all__ = ["STAGE_VERSIONS", "StageRecord", "Task", "make_task", "stage_key"]
+__all__ = ["STAGE_VERSIONS", "StageRecord", "Task", "is_output_keyed", "make_task",
+           "output_keyed_config", "stage_key"]
 
 STAGE_VERSIONS: Mapping[str, str] = {
     "signals": "1",
@@ -31,11 +38,12 @@ STAGE_VERSIONS: Mapping[str, str] = {
     #                    chunk ends at a sentence end; 4: the sentence end is the splitter's
     #                    (aiblox.assembly.sentence_split), ambiguous full stops not taken
     "prompt": "1",
-    "reader": "5",  # 2: a sentence opening with a Markdown heading is never quoted; 3: sentences
+    "reader": "6",  # 2: a sentence opening with a Markdown heading is never quoted; 3: sentences
     #                 split failing closed (aiblox.assembly.sentence_split); 4: split at a
     #                 terminator touching a marker; 5: a sentence validation would refuse as a
     #                 malformed marker ([1], (C2)) is never quoted; tokens counted with the
-    #                 policy's encoding
+    #                 policy's encoding; 6: an output holding a failed generation of a reader
+    #                 that calls an endpoint is keyed by its output, never by the stage's key
     "validation": "4",  # 2: the fail-closed sentence split, and NO_CONTENT; 3: split at a
     #                     terminator touching a marker, CONTROL_CHARACTER, RESULT_MISMATCH; 4:
     #                     MALFORMED_CITATION for any bracket form, numbered references, glued
@@ -51,6 +59,21 @@ def stage_key(name: str, version: str | int, config: Any, inputs: Sequence[str] 
     """sha256 of ``{"name", "version", "config", "inputs"}`` in canonical JSON."""
     return sha256_text(canonical_plain_json({"name": name, "version": str(version),
                                              "config": config, "inputs": list(inputs)}))
+
+
+_OUTPUT_KEYED = "output_sha256"
+"""The field of an output-keyed config that holds the output's sha256."""
+
+
+def output_keyed_config(config: Any, output_hash: str) -> dict[str, Any]:
+    """The config an output its task may not reuse is stored under (:attr:`Task.reusable`):
+    the stage's ``config`` and the output's sha256, so its key names that very output."""
+    return {"config": config, _OUTPUT_KEYED: output_hash}
+
+
+def is_output_keyed(config: Any) -> bool:
+    """Whether a stored entry's ``config`` is an :func:`output_keyed_config`."""
+    return isinstance(config, dict) and set(config) == {"config", _OUTPUT_KEYED}
 
 
 @dataclass(frozen=True)
@@ -78,6 +101,11 @@ class Task:
     """Whether the stage cache stores the output (False: it records its key and output hash
     only, and computes the output again, checked against that hash, when a stage reads it: for
     outputs that cost less to compute than to store). Never part of the key."""
+    reusable: Callable[[Any], bool] | None = None
+    """Whether an output computed is the stage's result, to be reused by every later run (None:
+    always). One it is not (a reader's failed generations: the endpoint's trouble) is stored
+    under :func:`output_keyed_config`'s key, which its record carries, not under :attr:`key`:
+    a later run computes the stage again. Never part of the key."""
 
     @cached_property
     def key(self) -> str:
@@ -94,10 +122,10 @@ class Task:
 
 def make_task(name: str, config: Any, inputs: Sequence[str], compute: Callable[[], Any],
               codec: Literal["json", "arrays"] = "json", counted_as: str | None = None,
-              stored: bool = True) -> Task:
+              stored: bool = True, reusable: Callable[[Any], bool] | None = None) -> Task:
     """A :class:`Task` at its version in :data:`STAGE_VERSIONS`."""
     return Task(name, STAGE_VERSIONS[name], config, tuple(inputs), compute, codec, counted_as,
-                stored)
+                stored, reusable)
 
 
 @dataclass(frozen=True)

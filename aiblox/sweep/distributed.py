@@ -73,13 +73,14 @@ class RecordingCache(StageCache):
             compute: Callable[[], Any], load: bool = True,
             codec: Literal["json", "arrays"] = "json",
             count_reuse: bool = True, key: str | None = None,
-            counted_as: str | None = None, stored: bool = True) -> tuple[Any, Any]:
+            counted_as: str | None = None, stored: bool = True,
+            reusable: Callable[[Any], bool] | None = None) -> tuple[Any, Any]:
         counters = (self.computed, self.reused, self.repaired)
         counted = counted_as or name
         before = [c.get(counted, 0) for c in counters]
         rec, out = super().run(name, version, config, inputs, compute, load=load, codec=codec,
                                count_reuse=count_reuse, key=key, counted_as=counted_as,
-                               stored=stored)
+                               stored=stored, reusable=reusable)
         for kind, counter, n in zip(("computed", "reused", "repaired"), counters, before,
                                     strict=True):
             if counter.get(counted, 0) > n:

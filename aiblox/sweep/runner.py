@@ -33,6 +33,7 @@ import contextlib
 import dataclasses
 import os
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ from aiblox.engine.ahead import batches_ahead
 from aiblox.engine.cache import StageCache, StageCacheCorrupt
 from aiblox.engine.context import RunContext
 from aiblox.engine.manifest import PointManifest, SplitManifest, environment
+from aiblox.engine.outputs import failed_generations_note
 from aiblox.engine.plan import check_pipeline
 from aiblox.engine.point import evaluate_point, recheck_point
 from aiblox.engine.settings import PipelinePoint, point_config, point_title
@@ -385,6 +387,10 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
 
     points = [p for p in results if p is not None]
     t_end = time.perf_counter()
+    failed = failed_generations_note(cache, ((s, sm.stages) for p in points
+                                             for s, sm in p.manifest.splits.items()))
+    if failed is not None:  # one line for the sweep (the CLI's "warning:")
+        warnings.warn(failed, stacklevel=2)
     points_s = t_end - t_points - ctx.read_s  # signals read back lazily count as signals time
 
     def per_query(point: PointResult, split: str) -> dict[str, dict[str, float]]:

@@ -32,6 +32,7 @@ import dataclasses
 import importlib
 import json
 import tempfile
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -46,7 +47,7 @@ from aiblox.engine.algebra import from_data
 from aiblox.engine.cache import StageCache
 from aiblox.engine.context import RunContext, embedder_id
 from aiblox.engine.manifest import PointManifest, cpu
-from aiblox.engine.outputs import StageReader
+from aiblox.engine.outputs import StageReader, failed_generations_note
 from aiblox.engine.point import split_point
 from aiblox.engine.settings import PipelinePoint, SweepSettings, needs_vectors, point_config
 
@@ -337,13 +338,17 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
     with tempfile.TemporaryDirectory() as tmp:
         ctx = RunContext(settings, ds, StageCache(tmp), db, backend, list(m.splits),
                            embedder=emb_id, progress=progress)
+        computed: list[tuple[str, list[dict[str, Any]]]] = []
         try:
             for split, sm in m.splits.items():
                 if not _verify_split(ctx, pt, split, sm, check, (logged or {}).get(split, {}),
-                                     (artifacts or {}).get(split)):
+                                     (artifacts or {}).get(split), computed):
                     break
         finally:
             ctx.close()
+        failed = failed_generations_note(ctx.cache, computed)
+        if failed is not None:  # the recomputation's reader: an endpoint that failed it
+            warnings.warn(failed, stacklevel=2)
     return report()
 
 
@@ -407,11 +412,15 @@ def _cpu_note(m: PointManifest, bad: str | None) -> list[str]:
 
 def _verify_split(ctx: RunContext, pt: PipelinePoint, split: str, sm: Any,
                   check: Callable[[str, str, str], bool], mlflow: dict[str, float],
-                  files: LoggedArtifacts | None = None) -> bool:
+                  files: LoggedArtifacts | None = None,
+                  computed: list[tuple[str, list[dict[str, Any]]]] | None = None) -> bool:
     """One split of a point recomputed and compared, stage by stage in pipeline order, then its
     metric values (the manifest's and MLflow's), then its logged per-query values and TREC run
-    file; False at the first difference."""
+    file; False at the first difference. ``computed``: the split's recomputed stage records
+    are appended to it."""
     out = split_point(ctx, pt, split)
+    if computed is not None:
+        computed.append((split, out["stages"]))
     for logged, again in zip(sm.stages, out["stages"], strict=False):
         if not check(f"{split}/{logged['name']}", _pair(logged), _pair(again)):
             return False

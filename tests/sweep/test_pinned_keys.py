@@ -32,7 +32,11 @@ hash and metric value as before (no cut on the sample moved). Stage versions ``r
 brackets, and the reader never quoting what it refuses; the reader counting tokens with the
 policy's encoding): the keys of ``reader``, ``validation`` and ``answer_metrics`` moved, every
 output hash, prompt hash and metric value as before. Stage version ``answer_metrics`` 2 (a chunk
-the policy cut holds only what it kept): its keys moved, every output hash as before.
+the policy cut holds only what it kept): its keys moved, every output hash as before. Stage
+version ``reader`` 6 (an output holding a failed generation of a reader that calls an endpoint
+is kept under a key naming its bytes, never the stage's key, so a later run asks again; caches
+held such failures under the version 5 keys): the keys of ``reader``, ``validation`` and
+``answer_metrics`` moved, every output hash, prompt hash and metric value as before.
 Chunker versions ``sentences`` 2,
 ``headings`` 3 (a blank line between ``\\r\\n`` or ``\\r`` endings ends a sentence) and
 ``token_window`` 2 (no window inside the one before it): the sample (no ``\\r``) is cut as

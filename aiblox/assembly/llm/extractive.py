@@ -81,6 +81,9 @@ class ExtractiveLLM:
     """Offline reader implementing the :class:`~aiblox.assembly.llm.LLM` protocol."""
 
     name = "extractive"
+    deterministic = True
+    """Its result is a function of the prompt (and its options) alone, a FAILED one included:
+    a sweep's stage cache keeps every result of it (see :class:`~aiblox.assembly.llm.LLM`)."""
 
     def __init__(
         self, max_sentences: int = 2, min_overlap: float = 0.3, token_encoding: str | None = None

@@ -23,7 +23,14 @@ __all__ = ["LLM", "LLMFactory", "available_llms", "get_llm", "reader_for_policy"
 
 @runtime_checkable
 class LLM(Protocol):
-    """Something that answers a prompt."""
+    """Something that answers a prompt.
+
+    An implementation whose result is a function of the prompt alone, a FAILED one included,
+    may say so with a class attribute ``deterministic = True`` (the extractive reader's; not a
+    member of the protocol, which an implementation without it still follows). Without it a
+    FAILED result is taken to say what its endpoint did (a refused connection, a timeout, an
+    HTTP error status, a malformed response), not what the prompt gives: a sweep asks again on
+    its next run instead of reusing it (:func:`aiblox.engine.compute.reader_reusable`)."""
 
     name: str
     """Registry name of the implementation."""
