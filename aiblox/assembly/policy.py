@@ -18,6 +18,7 @@ __all__ = [
     "POLICIES_DIR_ENV",
     "PolicyError",
     "PROMPT_OVERHEAD_TOKENS",
+    "SHIPPED_POLICY_SHA256",
     "SelectionPolicy",
     "find_policies_dir",
     "load_policy",
@@ -25,6 +26,17 @@ __all__ = [
 
 DEFAULT_POLICY_VERSION = "R2_POLICY_V1"
 POLICIES_DIR_ENV = "AIBLOX_POLICIES_DIR"
+
+
+SHIPPED_POLICY_SHA256 = {
+    "R2_POLICY_V1": "f922cc7ebaec60201e4a91bc9432211d9f665c609ee28320a9a93109ef0b47ce",
+    "R2_POLICY_V2": "07e0e6328cc65f737f6c8ee6ebcc86547e64aebb195c9c1e75928f08646684c4",
+}
+"""The shipped versions' :meth:`SelectionPolicy.sha256`, pinned in code: a policy that takes
+one of these names, loaded by name from whichever ``evals/policies`` folder or by path, must
+have these values. A local folder's edited ``R2_POLICY_V1.toml`` was used silently and its
+results labelled R2_POLICY_V1, and a changed copy by path was refused or accepted by the
+folder the command ran in. A test checks each against its file in ``evals/policies``."""
 
 
 class PolicyError(ValueError):
@@ -157,7 +169,8 @@ class SelectionPolicy(BaseModel):
 def find_policies_dir(start: Path | None = None) -> Path | None:
     """The ``evals/policies`` folder: ``$AIBLOX_POLICIES_DIR``, else the first
     ``evals/policies`` found walking up from ``start`` (default: the current directory), else the
-    one beside the installed package's repository."""
+    one beside the installed package's repository. A file found here that takes a shipped
+    version's name with other values is refused when loaded (:func:`load_policy`)."""
     env = os.environ.get(POLICIES_DIR_ENV)
     if env:
         return Path(env)
@@ -184,7 +197,9 @@ def load_policy(
     policies_dir: str | os.PathLike[str] | None = None,
 ) -> SelectionPolicy:
     """Load a selection policy by version name (``R2_POLICY_V1``, looked up as
-    ``<policies_dir>/<name>.toml``) or by explicit path to a ``.toml`` file.
+    ``<policies_dir>/<name>.toml``) or by explicit path to a ``.toml`` file. Either way a
+    policy that takes a shipped version's name must have its pinned values
+    (:data:`SHIPPED_POLICY_SHA256`), whichever folder it came from.
 
     Raises :class:`PolicyError` naming the file (and the TOML line or the field) on bad input.
     """
@@ -230,16 +245,49 @@ def load_policy(
             f"{path}: field 'policy_version': is '{policy.policy_version}', "
             f"expected '{by_name}' (the file name)"
         )
-    if by_name is None:
-        _check_not_a_changed_copy(path, policy, policies_dir)
+    _check_not_a_changed_copy(path, policy, policies_dir, by_name=by_name is not None)
     return policy
 
 
+def _shipped_policy(version: str) -> SelectionPolicy | None:
+    """The shipped file of ``version`` beside the package (a checkout or an editable install),
+    when it is there and still has its pinned values: the frozen values to name a change by."""
+    path = Path(__file__).resolve().parents[2] / "evals" / "policies" / f"{version}.toml"
+    try:
+        with path.open("rb") as fh:
+            shipped = SelectionPolicy.model_validate(tomllib.load(fh))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, ValidationError):
+        return None
+    return shipped if shipped.sha256() == SHIPPED_POLICY_SHA256.get(version) else None
+
+
+def _changes(policy: SelectionPolicy, original: SelectionPolicy) -> str:
+    mine, theirs = policy.model_dump(), original.model_dump()
+    return ", ".join(f"{k} ({theirs[k]!r} -> {mine[k]!r})"
+                     for k in sorted(mine) if mine[k] != theirs[k])
+
+
 def _check_not_a_changed_copy(path: Path, policy: SelectionPolicy,
-                              policies_dir: str | os.PathLike[str] | None) -> None:
-    """A policy loaded by path may not take the version name of a policy in the policies
-    folder while changing its values: a version names frozen values, and packs, sweeps and
-    comparisons label their results by it."""
+                              policies_dir: str | os.PathLike[str] | None,
+                              *, by_name: bool = False) -> None:
+    """A policy may not take a frozen version's name while changing its values: a version
+    names frozen values, and packs, sweeps and comparisons label their results by it. A
+    shipped version (:data:`SHIPPED_POLICY_SHA256`) is checked however the file was found,
+    by name or by path; a policy loaded by path is also checked against a same-named policy
+    of the policies folder (a user's own frozen versions)."""
+    pinned = SHIPPED_POLICY_SHA256.get(policy.policy_version)
+    if pinned is not None:
+        if policy.sha256() == pinned:
+            return
+        shipped = _shipped_policy(policy.policy_version)
+        changed = (f"changes {_changes(policy, shipped)}" if shipped is not None else
+                   f"has other values (sha256 {policy.sha256()[:12]}, frozen {pinned[:12]})")
+        raise PolicyError(
+            f"{path}: field 'policy_version': '{policy.policy_version}' is a shipped frozen "
+            f"policy, and this file {changed}; give the changed policy a version name of its "
+            f"own")
+    if by_name:
+        return
     folder = Path(policies_dir) if policies_dir is not None else find_policies_dir()
     if folder is None:
         return
@@ -253,11 +301,8 @@ def _check_not_a_changed_copy(path: Path, policy: SelectionPolicy,
         return  # that file's own problem, reported when it is loaded by name
     if original == policy:
         return
-    mine, theirs = policy.model_dump(), original.model_dump()
-    changed = ", ".join(f"{k} ({theirs[k]!r} -> {mine[k]!r})"
-                        for k in sorted(mine) if mine[k] != theirs[k])
     raise PolicyError(
         f"{path}: field 'policy_version': '{policy.policy_version}' is the frozen policy "
-        f"{frozen}, and this file changes {changed}; give the changed policy a version "
-        f"name of its own"
+        f"{frozen}, and this file changes {_changes(policy, original)}; give the changed "
+        f"policy a version name of its own"
     )

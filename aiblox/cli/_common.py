@@ -17,6 +17,7 @@ from aiblox.cli._console import console, out  # noqa: F401
 
 if TYPE_CHECKING:  # imported where used: a command's startup imports no store or model code
     from pydantic import BaseModel
+    from rich.text import Text
 
     from aiblox.contracts.retrieval import RetrievalPrefs
     from aiblox.embedding import CachedEmbedder, Embedder
@@ -142,13 +143,27 @@ def checked_choice(value: str, choices: Iterable[str], option: str) -> str:
     return value
 
 
-def checked_at_least(value: int, minimum: int, option: str) -> int:
-    """``value`` when it is at least ``minimum``, else one ``error:`` line naming ``option`` in
-    the contracts' words (``--top -1: out of range; valid: a whole number >= 1``; exit 2,
-    before any work)."""
-    if value < minimum:
-        fail(f"{option} {value}: out of range; valid: a whole number >= {minimum}")
+def checked_at_least(value: int, minimum: int, option: str, maximum: int | None = None) -> int:
+    """``value`` when it is at least ``minimum`` (and at most ``maximum``, when given), else one
+    ``error:`` line naming ``option`` in the contracts' words (``--top -1: out of range;
+    valid: a whole number >= 1``, with ``(at most 2147483647)`` when there is a maximum: both
+    bounds in one line, whichever was crossed; exit 2, before any work)."""
+    if value < minimum or (maximum is not None and value > maximum):
+        most = f" (at most {maximum})" if maximum is not None else ""
+        fail(f"{option} {value}: out of range; valid: a whole number >= {minimum}{most}")
     return value
+
+
+def stored_text(value: object, style: str = "") -> Text:
+    """Stored text (a question, a tenant, an id, a label, a folder name) as a listing shows it:
+    never read as rich markup, its control and bidi characters written as escapes
+    (:func:`aiblox.text.escape_controls`): an escape sequence in a stored question reached the
+    terminal raw through ``aiblox pack list``."""
+    from rich.text import Text
+
+    from aiblox.text import escape_controls
+
+    return Text(escape_controls(str(value)), style=style)
 
 
 def checked_alpha(alpha: float, option: str = "--alpha") -> float:

@@ -72,7 +72,7 @@ def answer(
         load_policy,
         normalize_question,
     )
-    from aiblox.contracts.retrieval import RequestContext
+    from aiblox.contracts.retrieval import MAX_DEPTH, RequestContext
     from aiblox.evidence import (
         answer_evidence_pack,
         answer_source_cards,
@@ -82,7 +82,7 @@ def answer(
     from aiblox.hashing import sha256_hex
     from aiblox.retrieval.late_chunking import make_retriever
     from aiblox.stores import StoreError
-    from aiblox.text.tokens import count_tokens
+    from aiblox.text import count_tokens, has_controls
 
     try:
         pol = load_policy(policy)
@@ -98,15 +98,18 @@ def answer(
     if tokens > pol.max_question_tokens:
         fail(f"QUESTION has {tokens} tokens, over the policy {pol.policy_version}'s "
              f"max_question_tokens = {pol.max_question_tokens}")
-    if not tenant or any(c.isspace() for c in tenant):
-        # the pack's tenant, and a signature's key id: blank, or spaced, names nobody clearly
-        fail(f"--tenant {tenant!r}: give a tenant id without spaces (default: default)")
+    if not tenant or any(c.isspace() for c in tenant) or has_controls(tenant):
+        # the pack's tenant, and a signature's key id: blank, or spaced, names nobody clearly;
+        # a control or bidi character (an escape sequence) would reach the terminal of every
+        # `aiblox pack list` (listings escape it, but the tenant would not read as typed)
+        fail(f"--tenant {tenant!r}: give a tenant id without spaces, control or bidi "
+             f"characters (default: default)")
     if retrieved_at is not None:  # recorded and hashed into the pack id: a time, or refused
         retrieved_at = _utc_time(retrieved_at)
     model = checked_embedder(embedder, checked_device(device))
     checked_chunker(chunker)
     # 0 chunks would always be a NO_EVIDENCE refusal: a bad option, not an answer
-    checked_at_least(top_k_chunks, 1, "--top-k-chunks")
+    checked_at_least(top_k_chunks, 1, "--top-k-chunks", maximum=MAX_DEPTH)
     prefs = checked_prefs({"query_text": question, "top_k_chunks": top_k_chunks,
                            "chunking": {"chunker_id": chunker}},
                           {"top_k_chunks": ("--top-k-chunks", top_k_chunks),
@@ -257,7 +260,8 @@ def put_pack(store: Store, pack: EvidencePack) -> bool:
 def _utc_time(text: str) -> str:
     """``--retrieved-at`` as the pack records it: the instant in UTC, ``...Z`` (one instant,
     one pack id, however it was written: ``01:00:00+01:00`` is ``00:00:00Z``); a time
-    without a timezone (or a date alone) is refused, as it names no instant."""
+    without a timezone (or a date alone) is refused, as it names no instant, and so is one whose
+    UTC instant is outside the years 1 to 9999 (no ``datetime`` holds it)."""
     try:
         when = datetime.fromisoformat(text)
     except ValueError:
@@ -265,4 +269,10 @@ def _utc_time(text: str) -> str:
     if when.tzinfo is None:
         fail(f"--retrieved-at {text!r} has no timezone, so it names no one instant: add one "
              f"(e.g. {when.isoformat()}Z for UTC)")
-    return when.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    try:
+        utc = when.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:59:59-01:00 is in the year 10000 in UTC
+        fail(f"--retrieved-at {text!r} is out of range: in UTC it falls outside the years 1 "
+             f"to 9999")
+        raise
+    return utc.isoformat().replace("+00:00", "Z")

@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aiblox.cli._common import console, fail, out, print_json, show_progress, size_text
+from aiblox.cli._common import (
+    console,
+    fail,
+    out,
+    print_json,
+    show_progress,
+    size_text,
+    stored_text,
+)
 from aiblox.cli._defaults import STAGE_CACHE_DIR
 
 if TYPE_CHECKING:
@@ -90,17 +98,20 @@ def list_cache(
     # the stage entries' part as the sweep's line and `cache verify` give it, then the rest
     stages = [r for r in rows if r.kind == "stage"]
     rest = total - sum(r.size for r in stages)
-    table = Table(title=f"stage cache {cache.root}: {size_text(total)} ("
-                        f"{sum(r.entries for r in stages)} stage entries in "
-                        f"{size_text(sum(r.size for r in stages))}"
-                        + (f", other files {size_text(rest)}" if rest else "") + ")")
+    # folder names as the disk has them: escaped, never read as rich markup
+    table = Table(title=stored_text(f"stage cache {cache.root}: {size_text(total)} ("
+                                    f"{sum(r.entries for r in stages)} stage entries in "
+                                    f"{size_text(sum(r.size for r in stages))}"
+                                    + (f", other files {size_text(rest)}" if rest else "")
+                                    + ")"))
     for col in ("folder", "kind", "entries", "size", "oldest (UTC)", "newest (UTC)",
                 "leftovers"):
         table.add_column(col, justify="right" if col in ("entries", "size") else "left")
     for r in rows:
         left = f"{r.leftovers} ({size_text(r.leftover_size)})" if r.leftovers else "-"
-        table.add_row(r.folder, r.kind, str(r.entries), size_text(r.size), _when(r.oldest),
-                      _when(r.newest), left)
+        table.add_row(*(stored_text(cell) for cell in (
+            r.folder, r.kind, str(r.entries), size_text(r.size), _when(r.oldest),
+            _when(r.newest), left)))
     out.print(table)
 
 
@@ -217,7 +228,8 @@ def verify(
                                 for s, k, why in r.damaged]})
     else:
         for s, k, why in r.damaged:
-            out.print(f"damaged, removed: {s}/{k if '/' in k else k[:16]}: {why}")
+            out.print(stored_text(f"damaged, removed: {s}/{k if '/' in k else k[:16]}: {why}"),
+                      soft_wrap=True)
         out.print(f"checked {plural(r.checked, 'entry', 'entries')} ({size_text(r.size)}): "
                   f"{len(r.damaged) or 'none'} damaged")
     if r.damaged:

@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import unicodedata
 from pathlib import Path
 
 import typer
 
-from aiblox.cli._common import checked_at_least, checked_chunker, fail, out, print_json
+from aiblox.cli._common import (
+    checked_at_least,
+    checked_chunker,
+    fail,
+    out,
+    print_json,
+    stored_text,
+)
 from aiblox.cli._defaults import TOKEN_ENCODING
 from aiblox.cli._errors import print_error
 
 __all__ = ["chunk_command"]
-
-
-def _visible(text: str) -> str:
-    """``text`` with control characters and lone surrogates written as escapes (``\\x1b``,
-    ``\\x00``, ``\\ud800``): an ANSI sequence in a document recoloured the terminal, a NUL
-    reached it raw, and a lone surrogate cannot be written as UTF-8 at all."""
-    return "".join(ascii(ch)[1:-1] if unicodedata.category(ch) in ("Cc", "Cs") else ch
-                   for ch in text)
 
 
 def chunk_command(
@@ -43,7 +41,6 @@ def chunk_command(
 ) -> None:
     """Split one document with a chunker and show the chunks."""
     from rich.table import Table
-    from rich.text import Text
 
     from aiblox.chunking import UnknownChunkerError, get_chunker
     from aiblox.data import DatasetError, load_dataset
@@ -92,7 +89,7 @@ def chunk_command(
         return
     # document text, heading paths and file names are shown as text, never read as markup
     # (`[/b]` in a heading was an internal error, `[bold]` vanished), controls escaped
-    table = Table(title=Text(_visible(f"{item_id} ({len(body)} chars): {splitter.chunker_id}")))
+    table = Table(title=stored_text(f"{item_id} ({len(body)} chars): {splitter.chunker_id}"))
     for col, justify in (("#", "right"), ("start", "right"), ("end", "right"),
                          ("tokens", "right"), ("heading path", "left"), ("text", "left")):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
@@ -102,7 +99,7 @@ def chunk_command(
         if len(snippet) > preview:
             snippet = snippet[:max(preview - 1, 0)] + "\u2026"
         table.add_row(str(c.position), str(c.start_idx), str(c.end_idx), str(c.token_count),
-                      Text(_visible(path)), Text(_visible(snippet)))
+                      stored_text(path), stored_text(snippet))
     out.print(table)
     total = sum(c.token_count for c in chunks)
     out.print(f"{len(chunks)} chunks, {total} tokens in all")

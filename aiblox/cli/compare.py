@@ -16,6 +16,7 @@ from aiblox.cli._common import (
     fail,
     out,
     print_json,
+    stored_text,
 )
 from aiblox.cli._defaults import TRACKING_URI
 
@@ -97,9 +98,12 @@ def compare(
         return
     family = (f"{correction}-corrected over {len(result.metrics)} metrics"
               if correction != "none" else "uncorrected")
-    table = Table(title=f"{result.name_b or result.label_b} (B) vs "
-                        f"{result.name_a or result.label_a} (A) on {result.split}, "
-                        f"{result.queries_shared} queries, {TEST_NAMES[stat]}, {family}")
+    # labels, split names and query and chunk ids as the runs stored them: escaped, never
+    # read as rich markup (aiblox.cli._common.stored_text)
+    table = Table(title=stored_text(f"{result.name_b or result.label_b} (B) vs "
+                                    f"{result.name_a or result.label_a} (A) on {result.split}, "
+                                    f"{result.queries_shared} queries, {TEST_NAMES[stat]}, "
+                                    f"{family}"))
     for col in ("metric", "better", "A", "B", "delta", "p", "p (adjusted)", "win", "tie",
                 "loss"):
         table.add_column(col, justify="left" if col in ("metric", "better") else "right")
@@ -138,8 +142,8 @@ def compare(
         for col in ("query", "A", "B", "delta", "B is"):
             mv.add_column(col, justify="left" if col in ("query", "B is") else "right")
         for q in result.moved[:changed]:
-            mv.add_row(q.query_id, value_text(q.a), value_text(q.b), delta_text(q.delta),
-                       "better" if q.better else "worse")
+            mv.add_row(stored_text(q.query_id), value_text(q.a), value_text(q.b),
+                       delta_text(q.delta), "better" if q.better else "worse")
         out.print(mv)
     elif not result.moved:
         out.print(f"no query moved on {result.primary}")
@@ -152,7 +156,8 @@ def compare(
             for col in ("query", "entered (only B)", "left (only A)", "kept"):
                 ev.add_column(col, justify="right" if col == "kept" else "left")
             for c in result.evidence[:changed]:
-                ev.add_row(c.query_id, ", ".join(c.entered) or "-", ", ".join(c.left) or "-",
+                ev.add_row(stored_text(c.query_id), stored_text(", ".join(c.entered) or "-"),
+                           stored_text(", ".join(c.left) or "-"),
                            str(c.kept) + (" (reordered)" if c.reordered else ""))
             out.print(ev)
 

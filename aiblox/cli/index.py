@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -26,7 +26,11 @@ from aiblox.cli._common import (
     print_json,
     show_progress,
     size_text,
+    stored_text,
 )
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 index_app = typer.Typer(
     name="index",
@@ -44,14 +48,16 @@ def _describe(spec: dict) -> str:
         return "?"
 
 
-def _state(info: Any) -> str:
+def _state(info: Any) -> Text:
     """``yes``; ``stale``: built from content the store no longer holds; ``damaged (why)``: no
-    readable manifest, or a file missing or of another size (rebuilt when next used)."""
-    if not info.ok:
-        from rich.markup import escape
+    readable manifest, or a file missing or of another size (rebuilt when next used). The why
+    names files and manifest values: escaped (:func:`~aiblox.cli._common.stored_text`)."""
+    from rich.text import Text
 
-        return f"[red]damaged[/red] ({escape(info.problem or 'damaged')})"
-    return "yes" if info.current else "[yellow]stale[/yellow]"
+    if not info.ok:
+        return Text.assemble(("damaged", "red"), " (",
+                             stored_text(info.problem or "damaged"), ")")
+    return Text("yes") if info.current else Text("stale", style="yellow")
 
 
 def _settings(spec: dict) -> str:
@@ -99,12 +105,15 @@ def list_indexes(
         return
     from rich.table import Table
 
-    table = Table(title=f"indexes of {store.location} ({ix.root})")
+    # what the index folder holds (names, settings, a damaged manifest's problem), escaped and
+    # never read as rich markup: a folder or manifest could hold an escape sequence
+    table = Table(title=stored_text(f"indexes of {store.location} ({ix.root})"))
     for col in ("name", "kind", "docs", "size", "built (UTC)", "settings", "current"):
         table.add_column(col)
     for i in infos:
-        table.add_row(i.name, i.kind, str(i.n), size_text(i.size_bytes), i.built_at,
-                      _describe(i.config), _state(i))
+        table.add_row(*(stored_text(cell) for cell in (
+            i.name, i.kind, str(i.n), size_text(i.size_bytes), i.built_at,
+            _describe(i.config))), _state(i))
     out.print(table)
 
 

@@ -35,6 +35,7 @@ from aiblox.cli._common import (
     fail,
     open_db,
     option_message,
+    stored_text,
 )
 from aiblox.cli._common import out as results
 from aiblox.cli.answer import read_key
@@ -181,10 +182,11 @@ def list_packs(
     table = Table(title=Text(f"evidence packs in {mask_password(db)}: {shown}"))
     for col in ("pack", "stored (UTC)", "decision", "question", "tenant", "signed", "parent"):
         table.add_column(col)
-    for r in listed:  # stored text (a question, a tenant) as text, never as rich markup
-        table.add_row(r["pack_id"], r["created_at"], r["decision"], Text(r["question"]),
-                      Text(str(r["tenant"])), {True: "yes", False: "no"}.get(r["signed"], "?"),
-                      Text("?" if r["signed"] is None else str(r["parent"] or "-")))
+    for r in listed:  # stored text (a question, a tenant) escaped, never rich markup
+        table.add_row(stored_text(r["pack_id"]), stored_text(r["created_at"]),
+                      stored_text(r["decision"]), stored_text(r["question"]),
+                      stored_text(r["tenant"]), {True: "yes", False: "no"}.get(r["signed"], "?"),
+                      stored_text("?" if r["signed"] is None else r["parent"] or "-"))
     results.print(table)
 
 

@@ -22,6 +22,7 @@ from aiblox.cli._common import (
     out,
     print_json,
     remove_empty,
+    stored_text,
     writable_folder,
 )
 from aiblox.cli._console import console
@@ -99,17 +100,15 @@ def _sweeps(sweeps: list[Any], fmt: Format) -> None:
                 "config", "tune", "report"):
         table.add_column(col, justify="right" if col in ("points", "tune", "report")
                          else "left", no_wrap=True)
-    for s in sweeps:
-        table.add_row(s.name, s.parent_run_id,
-                      f"{s.status}, interrupted" if s.interrupted else s.status,
-                      f"{s.points} (+{s.deleted} deleted)" if s.deleted else str(s.points),
-                      s.primary,
-                      (s.best_label or "") + (" (deleted)" if s.best_deleted_run_id else ""),
-                      (s.best_config_hash or "")[:SHORT_HASH],
-                      f"{s.tune_split} {_value(s.best_tune)}".strip() if s.best_tune is not None
-                      else "",
-                      f"{s.report_split} {_value(s.best_report)}" if s.best_report is not None
-                      else "")
+    for s in sweeps:  # what the tracking store holds: escaped, never read as rich markup
+        table.add_row(*(stored_text(cell) for cell in (
+            s.name, s.parent_run_id, f"{s.status}, interrupted" if s.interrupted else s.status,
+            f"{s.points} (+{s.deleted} deleted)" if s.deleted else str(s.points), s.primary,
+            (s.best_label or "") + (" (deleted)" if s.best_deleted_run_id else ""),
+            (s.best_config_hash or "")[:SHORT_HASH],
+            f"{s.tune_split} {_value(s.best_tune)}".strip() if s.best_tune is not None else "",
+            f"{s.report_split} {_value(s.best_report)}" if s.best_report is not None
+            else "")))
     out.print(table)
     _interrupted(sweeps)
 
@@ -117,13 +116,11 @@ def _sweeps(sweeps: list[Any], fmt: Format) -> None:
 def _interrupted(sweeps: list[Any]) -> None:
     """A line per sweep MLflow shows as RUNNING whose process is gone: why, and the command
     that finishes it (``aiblox sweep SPEC --resume``)."""
-    from rich.markup import escape
-
     from aiblox.sweep.runs import interrupted_note
 
     for s in sweeps:
         if s.interrupted:
-            out.print(escape(interrupted_note(s)), soft_wrap=True)
+            out.print(stored_text(interrupted_note(s)), soft_wrap=True)
 
 
 def _points(sweep: Any, points: list[Any], fmt: Format) -> None:
@@ -139,29 +136,28 @@ def _points(sweep: Any, points: list[Any], fmt: Format) -> None:
     from rich.table import Table
 
     report = f"{sweep.report_split} {sweep.primary}" if sweep.report_split else ""
-    table = Table(title=f"sweep {sweep.name} (parent run {sweep.parent_run_id}): "
-                        f"{len(points)} points, best first on {sweep.tune_split} "
-                        f"{sweep.primary}; name one as {sweep.name}:LABEL")
+    table = Table(title=stored_text(f"sweep {sweep.name} (parent run {sweep.parent_run_id}): "
+                                    f"{len(points)} points, best first on {sweep.tune_split} "
+                                    f"{sweep.primary}; name one as {sweep.name}:LABEL"))
     cols = ["sweep", "label", "config", "run id", f"{sweep.tune_split} {sweep.primary}"]
     cols += [report] if report else []
     cols += ["note"]
     for col in cols:
-        table.add_column(col, no_wrap=True,
+        table.add_column(stored_text(col), no_wrap=True,
                          justify="right" if sweep.primary in col else "left")
     for p in points:
         note = ", ".join(n for n, on in (("best", p.best), ("baseline", p.baseline)) if on)
-        table.add_row(p.sweep, p.label, p.config_hash[:SHORT_HASH], p.run_id, _value(p.tune),
-                      *([_value(p.report)] if report else []), note)
+        table.add_row(*(stored_text(cell) for cell in (
+            p.sweep, p.label, p.config_hash[:SHORT_HASH], p.run_id, _value(p.tune),
+            *([_value(p.report)] if report else []), note)))
     out.print(table)
     _interrupted([sweep])
     if sweep.deleted:
-        from rich.markup import escape
-
         from aiblox.sweep.runs import deleted_best_note
 
         best = deleted_best_note(sweep)
-        out.print(escape(f"{sweep.deleted} point run(s) of this sweep deleted from the tracking "
-                         f"store, not listed" + (f"; {best}" if best else "")))
+        out.print(stored_text(f"{sweep.deleted} point run(s) of this sweep deleted from the "
+                              f"tracking store, not listed" + (f"; {best}" if best else "")))
 
 
 def export_runs(

@@ -19,6 +19,7 @@ from aiblox.cli._common import (
     open_existing_store,
     out,
     print_json,
+    stored_text,
 )
 
 
@@ -88,7 +89,10 @@ def search(
     for col in ("#", "id", "score", "bm25 rank", "vec rank", "title / snippet"):
         table.add_column(col)
     for i, c in enumerate(bundle.candidates, start=1):
-        table.add_row(str(i), Text(c.item_id), f"{c.score:.4f}", str(c.rank_text or "-"),
+        # stored ids, titles and text: escaped (an escape sequence in a document reached the
+        # terminal), never read as rich markup
+        table.add_row(str(i), stored_text(c.item_id), f"{c.score:.4f}", str(c.rank_text or "-"),
                       str(c.rank_vec or "-"),
-                      Text.assemble((c.title or "", "bold"), "\n", c.snippet or ""))
+                      Text.assemble(stored_text(c.title or "", style="bold"), "\n",
+                                    stored_text(c.snippet or "")))
     out.print(table)

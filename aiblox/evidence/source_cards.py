@@ -19,8 +19,12 @@ Packing algorithm (v0.1):
    then chunk id, start offset and input position), whitespace collapsed and cut to
    ``max_snippet_chars`` (``snippet_from="chunk"``); else the candidate's summary or its own
    snippet (``"doc"``); else none (``"unknown"``).
-3. Metadata: ``include_metadata_keys`` keeps only those keys, ``exclude_metadata_keys`` removes
-   keys; with neither, only a safe subset is exposed (see :func:`safe_metadata`).
+3. Metadata: ``include_metadata_keys`` exposes only those keys, as they are (named one by one:
+   nothing leaks by accident), less any ``exclude_metadata_keys``; otherwise only the safe subset
+   is exposed (see :func:`safe_metadata`: no ``_`` keys, no raw content, nothing large), less
+   ``exclude_metadata_keys``. An exclude list narrows the safe subset, never widens it (it
+   exposed ``_secret``, ``text`` and embedding lists: the seed keeps metadata exposure
+   "explicitly controlled to avoid accidental leakage" and "no large content in-band").
 4. Ranks 1..n on the final order.
 
 The packer does not emit events itself (evidence packer seed): :mod:`aiblox.evidence.events`
@@ -79,9 +83,10 @@ class EvidencePackOptions(_Strict):
     max_snippet_chars: int = Field(default=360, ge=1)
     """Snippets are cut to at most this many characters (an ellipsis included)."""
     include_metadata_keys: list[str] | None = None
-    """When set, only these metadata keys are exposed."""
+    """When set, only these metadata keys are exposed, as they are (JSON values only)."""
     exclude_metadata_keys: list[str] | None = None
-    """When set, these metadata keys are removed."""
+    """When set, these metadata keys are removed: from ``include_metadata_keys``, or else from
+    the safe subset (:func:`safe_metadata`; its deny list and size limits still apply)."""
     order_by: Literal["score", "rank", "input"] = "score"
     """Ordering: fused score desc, retrieval rank asc, or the incoming order."""
     debug: bool = False
@@ -253,17 +258,12 @@ def safe_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _filter_metadata(metadata: Mapping[str, Any], options: EvidencePackOptions) -> dict[str, Any]:
-    if options.include_metadata_keys is None and options.exclude_metadata_keys is None:
-        return safe_metadata(metadata)
-    keys = sorted(k for k in metadata if isinstance(k, str))
-    if options.include_metadata_keys is not None:
-        wanted = set(options.include_metadata_keys)
-        keys = [k for k in keys if k in wanted]
-    if options.exclude_metadata_keys is not None:
-        unwanted = set(options.exclude_metadata_keys)
-        keys = [k for k in keys if k not in unwanted]
+    unwanted = set(options.exclude_metadata_keys or ())
+    if options.include_metadata_keys is None:  # the safe subset, an exclude only narrows it
+        return {k: v for k, v in safe_metadata(metadata).items() if k not in unwanted}
+    wanted = set(options.include_metadata_keys) - unwanted
     out: dict[str, Any] = {}
-    for key in keys:
+    for key in sorted(k for k in metadata if isinstance(k, str) and k in wanted):
         ok, value = _json_safe(metadata[key])
         if ok:  # values that cannot be JSON (objects, NaN) are never exposed
             out[key] = value

@@ -1,5 +1,5 @@
-"""Pure text utilities: token counting (offline tiktoken), token offsets, snippets, BM25, and
-the texts a lexical analyser cannot index."""
+"""Pure text utilities: token counting (offline tiktoken), token offsets, snippets, BM25, the
+texts a lexical analyser cannot index, and stored text escaped for a terminal."""
 
 from aiblox.text.analysis import TOKEN_PATTERN, Analyzer, stop_words
 from aiblox.text.lexical import ANALYZER_ID, ENGLISH_STOP_WORDS, analyze, bm25_scores, stem
@@ -20,11 +20,13 @@ from aiblox.text.tokens import (
     get_encoding,
     seed_tiktoken_cache,
 )
+from aiblox.text.visible import BIDI_CONTROLS, escape_controls, has_controls
 
 __all__ = [
     "ANALYZERS",
     "ANALYZER_ID",
     "Analyzer",
+    "BIDI_CONTROLS",
     "CLOSING_MARKS",
     "DEFAULT_ENCODING",
     "DUCKDB_FTS",
@@ -38,7 +40,9 @@ __all__ = [
     "analyzer_tokens",
     "bm25_scores",
     "count_tokens",
+    "escape_controls",
     "get_encoding",
+    "has_controls",
     "lexical_gaps",
     "make_snippet",
     "seed_tiktoken_cache",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -148,9 +150,70 @@ def test_a_changed_copy_may_not_keep_a_frozen_version_name(tmp_path: Path) -> No
     changed = tmp_path / "mine.toml"
     changed.write_text(text.replace(f"max_chunks = {original.max_chunks}\n",
                                     f"max_chunks = {original.max_chunks + 1}\n"))
-    with pytest.raises(PolicyError, match=r"mine\.toml.*'R2_POLICY_V1' is the frozen policy"
-                                          r".*max_chunks \(6 -> 7\)"):
+    with pytest.raises(PolicyError, match=r"mine\.toml.*'R2_POLICY_V1' is a shipped frozen "
+                                          r"policy.*max_chunks \(6 -> 7\)"):
         load_policy(changed, policies_dir=POLICIES)
     renamed = tmp_path / "R2_POLICY_MINE.toml"
     renamed.write_text(changed.read_text().replace('"R2_POLICY_V1"', '"R2_POLICY_MINE"'))
     assert load_policy(renamed, policies_dir=POLICIES).max_chunks == original.max_chunks + 1
+
+
+def test_the_shipped_versions_are_pinned_in_code() -> None:
+    """Every shipped policy file has the values its version's pinned sha256 names (editing a
+    shipped file fails here: add a new version instead), and every pinned version ships."""
+    from aiblox.assembly.policy import SHIPPED_POLICY_SHA256
+
+    shipped = {p.stem: load_policy(p).sha256() for p in sorted(POLICIES.glob("*.toml"))}
+    assert shipped == SHIPPED_POLICY_SHA256
+
+
+def test_a_local_policies_folder_may_not_change_a_shipped_version(tmp_path, monkeypatch):
+    """A local ``evals/policies/R2_POLICY_V1.toml`` with other values replaced the shipped
+    policy silently (its results labelled R2_POLICY_V1), and a changed copy by path was
+    accepted from that folder, refused from any other (QA): it is refused, by name or by path,
+    from wherever it is found, in one line naming the change. The folder's own new versions
+    and unchanged copies still load."""
+    from aiblox.assembly.policy import POLICIES_DIR_ENV
+
+    monkeypatch.delenv(POLICIES_DIR_ENV, raising=False)
+    local = tmp_path / "evals" / "policies"
+    local.mkdir(parents=True)
+    text = (POLICIES / "R2_POLICY_V1.toml").read_text(encoding="utf-8")
+    edited = text.replace("max_chunks = 6\n", "max_chunks = 1\n")
+    assert edited != text
+    (local / "R2_POLICY_V1.toml").write_text(edited, encoding="utf-8")
+    (tmp_path / "mine.toml").write_text(edited, encoding="utf-8")
+    shutil.copy(POLICIES / "R2_POLICY_V2.toml", local)  # an unchanged copy
+    (local / "R2_POLICY_MINE.toml").write_text(
+        edited.replace('"R2_POLICY_V1"', '"R2_POLICY_MINE"'), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    change = "is a shipped frozen policy, and this file changes max_chunks (6 -> 1)"
+    for how in ({}, {"policies_dir": local}):
+        with pytest.raises(PolicyError) as err:
+            load_policy("R2_POLICY_V1", **how)
+        assert str(local / "R2_POLICY_V1.toml") in str(err.value) and change in str(err.value)
+        assert "\n" not in str(err.value)
+    for where in (tmp_path, tmp_path.parent):  # by path: refused from any folder
+        monkeypatch.chdir(where)
+        with pytest.raises(PolicyError, match=re.escape(change)):
+            load_policy(tmp_path / "mine.toml")
+    monkeypatch.setenv(POLICIES_DIR_ENV, str(local))
+    with pytest.raises(PolicyError, match=re.escape(change)):
+        load_policy("R2_POLICY_V1")
+    assert load_policy("R2_POLICY_MINE").max_chunks == 1  # a version of the folder's own
+    assert load_policy("R2_POLICY_V2") == load_policy(POLICIES / "R2_POLICY_V2.toml")
+
+
+def test_a_changed_shipped_version_is_refused_without_the_shipped_files(tmp_path, monkeypatch):
+    """The pinned sha256 is the check, not the files beside the package (an install without
+    the checkout's evals/policies): the error then gives both hashes."""
+    from aiblox.assembly import policy as policy_module
+
+    changed = tmp_path / "R2_POLICY_V1.toml"
+    changed.write_text((POLICIES / "R2_POLICY_V1.toml").read_text(encoding="utf-8")
+                       .replace("max_chunks = 6\n", "max_chunks = 5\n"), encoding="utf-8")
+    monkeypatch.setattr(policy_module, "_shipped_policy", lambda version: None)
+    with pytest.raises(PolicyError, match=r"'R2_POLICY_V1' is a shipped frozen policy, and this "
+                                          r"file has other values \(sha256 [0-9a-f]{12}, frozen "
+                                          r"f922cc7ebaec\)"):
+        load_policy("R2_POLICY_V1", policies_dir=tmp_path)

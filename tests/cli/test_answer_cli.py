@@ -1,6 +1,7 @@
 """``aiblox answer`` end to end on the sample dataset with the offline extractive reader."""
 
 import json
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -71,6 +72,37 @@ def test_unknown_policy_is_a_clear_error(tmp_path):
     r = runner.invoke(app, ["answer", "q", "--db", str(tmp_path / "x.duckdb"), "--policy",
                             "R2_POLICY_V9"])
     assert r.exit_code == 2 and "R2_POLICY_V9" in r.output
+
+
+def test_a_local_policies_folder_may_not_change_a_shipped_policy(tmp_path, monkeypatch):
+    """`--policy R2_POLICY_V1` in a folder whose evals/policies held an edited R2_POLICY_V1.toml
+    answered with its values under the shipped name (QA): one error line, exit 2."""
+    from aiblox.assembly.policy import POLICIES_DIR_ENV
+
+    monkeypatch.delenv(POLICIES_DIR_ENV, raising=False)
+    shipped = Path(__file__).resolve().parents[2] / "evals" / "policies" / "R2_POLICY_V1.toml"
+    local = tmp_path / "evals" / "policies"
+    local.mkdir(parents=True)
+    (local / "R2_POLICY_V1.toml").write_text(shipped.read_text(encoding="utf-8").replace(
+        "max_chunks = 6\n", "max_chunks = 1\n"), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    r = runner.invoke(app, ["answer", "q", "--db", str(tmp_path / "x.duckdb"), "--policy",
+                            "R2_POLICY_V1"])
+    assert r.exit_code == 2 and r.output.strip().splitlines() == [
+        f"error: {local / 'R2_POLICY_V1.toml'}: field 'policy_version': 'R2_POLICY_V1' is a "
+        f"shipped frozen policy, and this file changes max_chunks (6 -> 1); give the changed "
+        f"policy a version name of its own"]
+
+
+def test_top_k_chunks_names_both_bounds_whichever_is_crossed(tmp_path):
+    """`--top-k-chunks 0` said `>= 1` and `--top-k-chunks 99999999999` said `>= 0 (at most
+    2147483647)` (the contract's words): both say both bounds of the CLI (QA)."""
+    for k in ("0", "99999999999"):
+        r = runner.invoke(app, ["answer", "q", "--db", str(tmp_path / "x.duckdb"),
+                                "--embedder", "hashing", "--top-k-chunks", k])
+        assert r.exit_code == 2 and r.output.strip().splitlines() == [
+            f"error: --top-k-chunks {k}: out of range; valid: a whole number >= 1 (at most "
+            f"2147483647)"]
 
 
 def test_a_question_the_assembly_would_refuse_is_refused_before_any_work(tmp_path):

@@ -264,13 +264,15 @@ def test_one_instant_is_one_pack_however_it_is_written(answered):
             f"error: --retrieved-at {naive!r} has no timezone")
 
 
-@pytest.mark.parametrize("tenant", ["", "  ", "a b"])
-def test_a_blank_or_spaced_tenant_is_refused(answered, tenant):
-    """An empty tenant was stored (and would be a signature's key id) (QA 28)."""
+@pytest.mark.parametrize("tenant", ["", "  ", "a b", "a\x1b[2Jb", "ab\u202ec", "a\x00"])
+def test_a_blank_spaced_or_control_tenant_is_refused(answered, tenant):
+    """An empty tenant was stored (and would be a signature's key id) (QA 28); one with an
+    escape sequence or a bidi override was stored and reached the terminal of `pack list`."""
     r = _run("answer", Q, "--db", answered["db"], "--embedder", "hashing", "--tenant", tenant,
              code=2)
-    assert r.output.strip().splitlines()[-1] == (
-        f"error: --tenant {tenant!r}: give a tenant id without spaces (default: default)")
+    assert r.output.strip().splitlines() == [
+        f"error: --tenant {tenant!r}: give a tenant id without spaces, control or bidi "
+        f"characters (default: default)"]
 
 
 @pytest.mark.parametrize("when", ["notadate", "2026-13-45T99:00:00Z"])
@@ -279,6 +281,33 @@ def test_a_retrieved_at_that_is_not_a_time_is_one_error_line(answered, when):
              when, code=2)
     assert r.output.strip().splitlines()[-1] == (
         f"error: --retrieved-at {when!r} is not an ISO-8601 time (e.g. 2026-02-02T00:00:00Z)")
+
+
+@pytest.mark.parametrize("when", ["9999-12-31T23:59:59-01:00", "0001-01-01T00:00:00+01:00"])
+def test_a_retrieved_at_outside_the_years_datetime_holds_in_utc_is_one_error_line(answered,
+                                                                                  when):
+    """A time whose UTC instant is in the year 10000 (or 0) was an internal error
+    (OverflowError, exit 1; QA)."""
+    r = _run("answer", Q, "--db", answered["db"], "--embedder", "hashing", "--retrieved-at",
+             when, code=2)
+    assert r.output.strip().splitlines() == [
+        f"error: --retrieved-at {when!r} is out of range: in UTC it falls outside the years 1 "
+        f"to 9999"]
+
+
+def test_pack_list_escapes_control_and_bidi_characters_of_stored_text(answered, tmp_path):
+    """A question with an escape sequence (an OSC retitling the window, a screen clear) or a
+    bidi override was written raw to the terminal by `pack list` (QA): every stored string
+    a listing shows is escaped; --json keeps the text as stored (JSON escapes controls)."""
+    db = str(tmp_path / "esc.duckdb")
+    shutil.copy(answered["db"], db)
+    question = "who developed\x1b]0;PWNED\x07\x1b[2J \u202eBM25?"
+    _run("answer", question, "--db", db, "--embedder", "hashing", "--retrieved-at", AT)
+    table = _run("pack", "list", "--db", db, "--limit", "1").stdout
+    assert "\x1b" not in table and "\x07" not in table and "\u202e" not in table
+    assert "who developed\\x1b]0;PWNED\\x07\\x1b[2J \\u202eBM25?" in table
+    [listed] = json.loads(_run("pack", "list", "--db", db, "--limit", "1", "--json").stdout)
+    assert listed["question"] == question
 
 
 def test_pack_list_names_every_stored_pack_with_its_decision(answered, tmp_path):

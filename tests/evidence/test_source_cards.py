@@ -106,6 +106,23 @@ def test_metadata_include_and_exclude():
     assert both.metadata == {"lang": "en"}
 
 
+def test_an_exclude_list_narrows_the_safe_subset_never_widens_it():
+    """Excluding one key turned the safe subset off: ``_secret``, the document's ``text`` and
+    ``content`` and its embedding reached the UI card (QA; the seed: metadata exposure is
+    explicitly controlled to avoid accidental leakage, no large content in-band). Keys named
+    in ``include_metadata_keys`` are exposed as they are: named one by one, not by accident."""
+    meta = {"author": "x", "text": "FULL TEXT", "_secret": "internal-token", "year": 1994,
+            "embedding": [0.1] * 5, "content": "raw", "huge": "x" * 5000}
+    c = [cand("a", 1.0, metadata=meta)]
+    [exc] = PACKER.pack(c, None, EvidencePackOptions(exclude_metadata_keys=["year"]))
+    assert exc.metadata == {"author": "x"}
+    [none] = PACKER.pack(c, None, EvidencePackOptions(exclude_metadata_keys=[]))
+    assert none.metadata == PACKER.pack(c, None, EvidencePackOptions())[0].metadata
+    [inc] = PACKER.pack(c, None, EvidencePackOptions(include_metadata_keys=["author", "text"],
+                                                     exclude_metadata_keys=["author"]))
+    assert inc.metadata == {"text": "FULL TEXT"}
+
+
 def test_default_metadata_is_safe_subset():
     meta = {
         "lang": "en",

@@ -102,6 +102,20 @@ def test_a_trained_model_is_one_entry_of_models(tmp_path):
     assert folders["models"]["entries"] == 2 and folders["models"]["size"] == sizes
 
 
+def test_cache_list_escapes_a_folder_name_with_control_characters(tmp_path):
+    """A folder's name is shown as the disk has it, but an escape sequence or a bidi override
+    in it is written as an escape (it reached the terminal raw), and never read as markup."""
+    cache = StageCache(tmp_path / "stages")
+    cache.store("signals", 1, {"i": 0}, [], {"run": 0})
+    shutil.copytree(tmp_path / "stages" / "signals",
+                    tmp_path / "stages" / "sig\x1b[2J\u202e[b]nals")
+    r = CliRunner().invoke(app, ["cache", "list", "--cache-dir", str(tmp_path / "stages")],
+                           env={**ENV, "COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    assert "\x1b" not in r.stdout and "\u202e" not in r.stdout
+    assert "sig\\x1b[2J\\u202e[b]nals" in r.stdout
+
+
 def test_prune_by_size_keeps_inputs_and_reruns_to_the_same_bytes(copy, swept, sweep_db):
     from aiblox.sweep import run_sweep
 
