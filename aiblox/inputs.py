@@ -29,6 +29,7 @@ __all__ = [
     "bounded_lines",
     "check_regular_file",
     "env_seconds",
+    "has_url_password",
     "mask_url_passwords",
     "read_bounded",
 ]
@@ -137,11 +138,26 @@ def env_seconds(name: str, default: float, environ: Mapping[str, str] | None = N
 
 _USERINFO_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^:/@\s'\"]*:)[^@\s'\"]*@")
 _QUERY_PASSWORD = re.compile(r"([?&](?i:password|sslpassword)=)[^&#\s'\"]*")
+_KEYWORD_PASSWORD = re.compile(
+    r"(?<![\w/.?&+-])((?i:sslpassword|password)\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s'\"]+)")
+"""A libpq connection string's ``password=VALUE`` (``host=h password='a b'``), never a word of
+a path (``data/password=x.duckdb``) or a URL's query (masked by :data:`_QUERY_PASSWORD`)."""
 
 
 def mask_url_passwords(text: str) -> str:
     """``text`` with the password of every URL in it shown as ``***``: a userinfo's
-    (``scheme://user:password@host``) and libpq's ``password=`` and ``sslpassword=`` query
-    parameters (which SQLAlchemy's own masking leaves in clear). One rule for every URL shown:
-    a store in an error or a result line, an LLM endpoint in a settings error."""
-    return _QUERY_PASSWORD.sub(r"\1***", _USERINFO_PASSWORD.sub(r"\1***@", text))
+    (``scheme://user:password@host``), libpq's ``password=`` and ``sslpassword=`` query
+    parameters (which SQLAlchemy's own masking leaves in clear) and a libpq connection
+    string's ``password=VALUE``. One rule for every URL shown: a store in an error or a result
+    line, an LLM endpoint in a settings error, a driver's message. Only those parts are
+    masked, never the password's text elsewhere (a short password is a piece of many
+    words)."""
+    masked = _QUERY_PASSWORD.sub(r"\1***", _USERINFO_PASSWORD.sub(r"\1***@", text))
+    return _KEYWORD_PASSWORD.sub(r"\1***", masked)
+
+
+def has_url_password(text: str) -> bool:
+    """Whether ``text`` holds a URL's password, in clear or already masked: what
+    :func:`mask_url_passwords` masks (a masked one too: a command naming it cannot run as
+    written)."""
+    return any(r.search(text) for r in (_USERINFO_PASSWORD, _QUERY_PASSWORD, _KEYWORD_PASSWORD))

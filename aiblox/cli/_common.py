@@ -41,6 +41,20 @@ def fail(message: str) -> None:
     raise typer.Exit(2)
 
 
+def checked_db(db: str, option: str = "--db") -> str:
+    """``db`` when it names a store (a file path, ``duckdb:///PATH`` or a PostgreSQL URL), else
+    one ``error:`` line naming the forms a store takes, the URL's password masked: a
+    ``mysql://`` URL or a misspelt ``postgress://`` was taken for a DuckDB file path, made
+    under the working folder."""
+    from aiblox.stores import StoreError, mask_password, store_backend
+
+    try:
+        store_backend(db)
+    except StoreError as exc:
+        fail(f"{option} {mask_password(db)}: {exc}")
+    return db
+
+
 def open_db(db: str, embedder: Embedder | None = None, name: str = "") -> Store:
     """Open the store at ``db`` (shared: other processes may read it meanwhile) or exit with a
     clear message. A command that writes vectors gives its ``embedder`` (``name``: as the
@@ -50,7 +64,7 @@ def open_db(db: str, embedder: Embedder | None = None, name: str = "") -> Store:
     from aiblox.stores import StoreBusy, mask_password, open_store
 
     dim = None if embedder is None else embedder.dim
-    local = db.removeprefix("duckdb:///")
+    local = checked_db(db).removeprefix("duckdb:///")
     held_file = "://" not in local and local != ":memory:" and Path(local).exists()
     try:  # a DuckDB file there is opened at its own dimension, compared below
         store = open_store(db, dim=None if held_file else dim, shared=True)

@@ -11,6 +11,7 @@ from aiblox.cli._common import (
     DB_HELP,
     DEVICE_HELP,
     cached_embedder,
+    checked_db,
     checked_device,
     checked_embedder,
     fail,
@@ -55,6 +56,7 @@ def ingest(
     from aiblox.engine.workspace import dataset_binding, default_store_path, ingest_dataset
     from aiblox.stores.identity import read_binding
 
+    checked_db(db)  # a URL naming no store: refused before anything is loaded or made
     try:
         binding = dataset_binding(dataset)
     except DatasetError as exc:

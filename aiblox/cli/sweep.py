@@ -14,6 +14,7 @@ import typer
 
 from aiblox.cli._common import (
     checked_at_least,
+    checked_db,
     console,
     fail,
     out,
@@ -85,6 +86,7 @@ def sweep(
     except SweepSpecError as exc:
         fail(str(exc))
         return
+    checked_db(db)  # a URL naming no store: refused before MLflow or a store is touched
     try:  # before the store or MLflow is opened, before anything is scheduled
         check_executor(executor, address or None)
     except ExecutorError as exc:
@@ -173,18 +175,18 @@ def sweep(
         from aiblox.cli._errors import print_error
 
         again = _again(spec_path, db, cache_dir, device, tracking_uri if tracker else "",
-                       executor, address)
+                       executor, address, "--resume" if tracker else "--no-tracking")
         print_error(f"interrupted: the finished points are kept (stage cache {cache_dir}"
-                    + (f", MLflow {tracking_uri}); `{again} --resume` continues where it stopped"
+                    + (f", MLflow {tracking_uri}); `{again}` continues where it stopped"
                        if tracker is not None else
-                       f"); `{again} --no-tracking` again reads them back"), prefix="stopped")
+                       f"); `{again}` again reads them back"), prefix="stopped")
         raise typer.Exit(130) from None
     except Exception as exc:
         if is_disk_full(exc):  # one line: what could not be written, and how to go on
             again = _again(spec_path, db, cache_dir, device, tracking_uri if tracker else "",
-                           executor, address)
+                           executor, address, "--resume")
             fail(f"cannot write {_written(exc, cache_dir, tracking_uri)}: the disk is full "
-                 f"(ENOSPC, no space left on the device); free space, then `{again} --resume` "
+                 f"(ENOSPC, no space left on the device); free space, then `{again}` "
                  f"continues where it stopped (finished points are kept)")
         if isinstance(exc, DatasetError | ValueError | SweepBusy):
             fail(_located(spec_path, str(exc)))
@@ -400,28 +402,29 @@ def _ranked(result: SweepResult) -> list:
 
 
 def _again(spec_path: Path, db: str, cache_dir: str, device: str, tracking_uri: str,
-           executor: str, address: str) -> str:
-    """The command that runs this sweep again on what it wrote: the spec and every option
-    that says where (store, stage cache, MLflow store, cluster); without them ``--resume``
-    started a fresh sweep elsewhere (the default cache and MLflow store), the stopped one left
-    KILLED."""
-    import shlex
+           executor: str, address: str, then: str) -> str:
+    """The command that runs this sweep again on what it wrote (``then``: its last option,
+    ``--resume``): the spec and every option that says where (store, stage cache, MLflow
+    store, cluster); without them ``--resume`` started a fresh sweep elsewhere (the default
+    cache and MLflow store), the stopped one left KILLED. A password is read from an
+    environment variable (``--db "$AIBLOX_DB"``), never shown."""
+    from aiblox.engine.tracking.layout import rerun_command
 
     given = [("--tracking-uri", "" if tracking_uri in ("", TRACKING_URI) else tracking_uri),
              ("--executor", "" if executor == "local" else executor), ("--address", address)]
-    more = shlex.join([x for option, value in given if value for x in (option, value)])
-    return " ".join(filter(None, [f"aiblox sweep {spec_reference(spec_path)}",
-                                  _rerun_options(db, cache_dir, device), more]))
+    return rerun_command(f"aiblox sweep {spec_reference(spec_path)}",
+                         _rerun_options(db, cache_dir, device),
+                         *[x for option, value in given if value for x in (option, value)], then)
 
 
 def _rerun_options(db: str, cache_dir: str, device: str) -> str:
     """The options given beside the spec that a rerun needs to read the same store and stage
-    cache (the report's reproduce command), as a shell would take them; "" for the defaults."""
-    import shlex
+    cache (the report's reproduce command), as a shell would take them, each URL's password
+    masked (it is tagged on the parent run); "" for the defaults."""
+    from aiblox.engine.tracking.layout import rerun_options
 
-    given = [("--db", db), ("--cache-dir", "" if cache_dir == STAGE_CACHE_DIR else cache_dir),
-             ("--device", device)]
-    return shlex.join([x for option, value in given if value for x in (option, value)])
+    return rerun_options([("--db", db), ("--cache-dir", "" if cache_dir == STAGE_CACHE_DIR
+                                          else cache_dir), ("--device", device)])
 
 
 def _dataset_fault(spec_path: Path, spec: SweepSpec, exc: Exception) -> str:

@@ -39,15 +39,38 @@ def mask_password(db: str | Path) -> str:
     return mask_url_passwords(text) if _URL.match(text) else text
 
 
+STORE_FORMS = ("a DuckDB file path, duckdb:///PATH or a PostgreSQL URL (postgresql+psycopg://, "
+               "postgresql://, postgres://)")
+"""What names a store (``--db``, a sweep spec's ``db``)."""
+
+
+def store_backend(db: str | Path) -> str:
+    """The backend ``db`` names: ``postgres`` for a PostgreSQL URL (``postgresql+psycopg://``,
+    ``postgresql://``, ``postgres://``; any text starting ``postgresql``, which
+    :func:`~aiblox.stores.postgres.normalize_url` checks), ``duckdb`` for a file path,
+    ``duckdb:///PATH`` or ``:memory:``. Any other ``scheme://`` is a :class:`StoreError`
+    naming the scheme, never the URL (its password): it was taken for a DuckDB file path, so
+    ``mysql://user:pw@host/db`` or a misspelt ``postgress://`` made a store under the working
+    folder, the password in a folder's name."""
+    text = str(db)
+    scheme = _URL.match(text)
+    if text.startswith(("postgresql", "postgres://")):
+        return "postgres"
+    if scheme is None or text.startswith("duckdb:///"):
+        return "duckdb"
+    raise StoreError(f"unknown store scheme {scheme.group(0)!r}: a store is {STORE_FORMS}")
+
+
 def open_store(db: str | Path, dim: int | None = 384, shared: bool = False) -> Store:
     """Open a store from a file path, ``duckdb:///path``, ``:memory:`` or a PostgreSQL URL
     (``postgresql+psycopg://user:pass@host/db``, needs the ``postgres`` extra). ``dim``: the
     vectors' dimension, a store holding another refused (:class:`StoreError`); None: the one
     the store holds (a new store: 384), as a reader opens a store whatever its embedder.
     ``shared``: a DuckDB file is held alone only while written
-    (:mod:`aiblox.stores.duckdb_lock`)."""
+    (:mod:`aiblox.stores.duckdb_lock`). Any other ``scheme://`` is refused before anything is
+    made (:func:`store_backend`)."""
     text = str(db)
-    if text.startswith(("postgresql", "postgres://")):
+    if store_backend(text) == "postgres":
         try:
             from aiblox.stores.postgres import PostgresStore
         except ImportError as exc:
@@ -82,6 +105,7 @@ __all__ = [
     "mask_password",
     "open_store",
     "parse_filters",
+    "store_backend",
     "store_fingerprint",
     "store_writes",
     "sync_dataset",

@@ -42,6 +42,7 @@ from aiblox.engine.tracking.layout import (
     TAG_RERUN_OPTIONS,
     TAG_SPEC_PATH,
     TAG_WORKDIR,
+    rerun_command,
 )
 from aiblox.hashing import short_hash
 from aiblox.metrics.directions import metric_direction
@@ -122,7 +123,9 @@ class SweepReport(_Strict):
     own hash, :attr:`manifest`'s ``dataset_hash``)."""
     reproduce: str
     """One command that reproduces the sweep from the folder the report is made in (the spec
-    path and the folder the sweep ran in are tagged on the parent run)."""
+    path and the folder the sweep ran in are tagged on the parent run). Never with a password:
+    a URL's is read from an environment variable (``--db "$AIBLOX_DB"``, a comment at the end
+    saying what it holds)."""
     best_deleted_run_id: str | None = None
     """The best point's run id when that run was deleted from the store after the sweep (the
     report still shows the sweep's record of it; its manifest hashes are gone with it)."""
@@ -161,7 +164,9 @@ def _reproduce(name: str, tracking_uri: str, spec_path: str | None = None,
     ``aiblox.workdir``; a parent logged before it: the command as tagged): from another
     folder the command goes there first, ``cd DIR && aiblox sweep ...`` (DIR relative when it
     lies under this folder, else absolute), naming a local tracking store by its absolute
-    path, so that it is still the store read here."""
+    path, so that it is still the store read here. An option holding a URL's password (the
+    store's, the tracking server's) reads it from an environment variable instead
+    (:func:`~aiblox.engine.tracking.layout.rerun_command`)."""
     path = spec_path or (Path("evals") / "sweeps" / f"{name}.toml").as_posix()
     cd, uri = "", tracking_uri
     here = Path.cwd().resolve()
@@ -169,8 +174,7 @@ def _reproduce(name: str, tracking_uri: str, spec_path: str | None = None,
         there = Path(workdir)
         shown = there.relative_to(here).as_posix() if there.is_relative_to(here) else workdir
         cd, uri = f"cd {shlex.quote(shown)} && ", _absolute_uri(tracking_uri)
-    return (f"{cd}aiblox sweep {shlex.quote(path)}{' ' + options if options else ''} "
-            f"--tracking-uri {shlex.quote(uri)}")
+    return rerun_command(f"{cd}aiblox sweep {shlex.quote(path)}", options, "--tracking-uri", uri)
 
 
 def _absolute_uri(uri: str) -> str:

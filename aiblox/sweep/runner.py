@@ -207,6 +207,8 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     grid, baseline = sweep_points(spec)
     # what needs no store refused before a model trains or the store is opened and embedded
     check_pipelines(None, [*grid, *([baseline] if baseline is not None else [])])
+    # an explicit db may name another backend; one naming no store is refused before any work
+    backend = backend_of(db or spec.db, spec.backend)
     # the trained models are named by reference, their folders carried beside (settings.trained)
     if spec.finetune is not None:  # the tuned model is the sweep's embedder (trained once)
         model = ensure_fine_tuned(spec, ds, cache_dir, db or spec.db, progress=progress,
@@ -221,7 +223,6 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
         reranker = trained_ref(folder)
         settings = dataclasses.replace(settings, trained=(
             *settings.trained, (reranker, str(folder))))
-    backend = backend_of(db or spec.db, spec.backend)  # an explicit db may name another backend
     cache = RecordingCache(cache_dir) if cpus else StageCache(cache_dir)
     ctx = RunContext(settings, ds, cache, db or spec.db, backend, splits, progress=progress)
     if reranker is not None:

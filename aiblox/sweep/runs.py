@@ -254,15 +254,16 @@ def _sweep_row(parent: Any, points: int, tracking_uri: str | None = None) -> Swe
 def _resume_command(name: str, tags: dict[str, str], tracking_uri: str) -> str:
     """``aiblox sweep SPEC --resume`` for an interrupted sweep: the spec file it was run from
     (tagged on its parent run; ``evals/sweeps/<name>.toml`` for one logged before the tag),
-    with the store, stage cache and device options it was run with and its tracking URI."""
+    with the store, stage cache and device options it was run with and its tracking URI; a
+    password they hold read from an environment variable (``--db "$AIBLOX_DB"``,
+    :func:`~aiblox.engine.tracking.layout.rerun_command`)."""
     import shlex
 
-    from aiblox.engine.tracking.layout import TAG_RERUN_OPTIONS, TAG_SPEC_PATH
+    from aiblox.engine.tracking.layout import TAG_RERUN_OPTIONS, TAG_SPEC_PATH, rerun_command
 
     spec = tags.get(TAG_SPEC_PATH) or f"evals/sweeps/{name}.toml"
-    options = tags.get(TAG_RERUN_OPTIONS, "")
-    return (f"aiblox sweep {shlex.quote(spec)} --resume{' ' + options if options else ''} "
-            f"--tracking-uri {shlex.quote(tracking_uri)}")
+    return rerun_command(f"aiblox sweep {shlex.quote(spec)} --resume",
+                         tags.get(TAG_RERUN_OPTIONS, ""), "--tracking-uri", tracking_uri)
 
 
 def interrupted_note(row: SweepRow) -> str:

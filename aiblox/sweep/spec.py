@@ -100,6 +100,7 @@ from aiblox.sweep.spec_checks import (
     check_blend_axes,
     check_chunk_depths,
     check_chunk_k,
+    check_db,
     check_depths,
     check_finetune,
     check_numeric_space,
@@ -277,10 +278,7 @@ class SweepSpec(_Strict):
                              f"every tuning query, so held-out queries would steer the search")
         if self.finetune is not None:
             check_finetune(self.finetune.split, self.splits, self.embedder)
-        if (self.backend == "postgres") != backend_of(self.db, "duckdb").startswith("postgres"):
-            key = "backend" if "backend" in self.model_fields_set else "db"
-            raise ValueError(f"{key}: backend {self.backend!r} does not match db {self.db!r}: "
-                             f"postgres needs a postgresql+psycopg:// URL, duckdb a file path")
+        check_db(self.db, self.backend, "backend" if "backend" in self.model_fields_set else "db")
         known = (pipeline_metric_names(self.metrics, self.chunk_k,
                                        self.grid.selection is not None)
                  if self.has_pipeline_axes else self.metrics)

@@ -40,6 +40,7 @@ from aiblox.engine.algebra import Pipeline, PipelineError
 from aiblox.engine.settings import PipelinePoint
 from aiblox.metrics import DepthError, canonical_metrics, check_depth
 from aiblox.metrics.depth import grid_depths_note, run_depth, shallow_limit
+from aiblox.stores import StoreError, mask_password, store_backend
 from aiblox.sweep.axes import (
     BM25_AXES,
     CHUNK_DEPTH_KEYS,
@@ -54,17 +55,32 @@ from aiblox.sweep.axes import (
 from aiblox.sweep.space import SearchSpace
 
 __all__ = ["UNHASHED", "backend_of", "check_baseline_keys", "check_blend_axes",
-           "check_chunk_depths", "check_chunk_k", "check_depths", "check_finetune",
+           "check_chunk_depths", "check_db", "check_chunk_k", "check_depths", "check_finetune",
            "check_numeric_space", "check_passages", "check_pipeline_depths",
            "check_stage_tables", "check_swept_once", "import_stage_modules", "problems"]
 
 
 
 def backend_of(db: str | None, default: str) -> str:
-    """``postgres`` for a PostgreSQL URL, ``duckdb`` for a file path, ``default`` for None."""
-    if db is None:
-        return default
-    return "postgres" if str(db).startswith(("postgresql", "postgres://")) else "duckdb"
+    """``postgres`` for a PostgreSQL URL, ``duckdb`` for a file path (or ``duckdb:///PATH``),
+    ``default`` for None; any other ``scheme://`` is a
+    :class:`~aiblox.stores.StoreError` (:func:`~aiblox.stores.store_backend`)."""
+    return default if db is None else store_backend(db)
+
+
+def check_db(db: str | None, backend: str, key: str) -> None:
+    """The spec's ``db`` names a store (:func:`backend_of`: a ``mysql://`` URL, a misspelt
+    ``postgress://`` refused as ``--db`` is) of its ``backend`` (``key``: the field to blame
+    for a mismatch, ``backend`` when the spec sets it). Errors start with the field, so the
+    spec's line is named, and show the URL with its password masked."""
+    shown = None if db is None else mask_password(db)
+    try:
+        found = backend_of(db, "duckdb")
+    except StoreError as exc:
+        raise ValueError(f"db = {shown!r}: {exc}") from None
+    if (backend == "postgres") != (found == "postgres"):
+        raise ValueError(f"{key}: backend {backend!r} does not match db {shown!r}: "
+                         f"postgres needs a postgresql+psycopg:// URL, duckdb a file path")
 
 
 def check_baseline_keys(baseline: dict[str, Any] | None, pipeline_sweep: bool,

@@ -85,3 +85,42 @@ def test_every_url_in_a_message_is_masked_by_one_rule():
     from aiblox.cli._errors import _masked
 
     assert _masked(text) == masked
+
+
+def test_a_driver_error_keeps_its_words_and_loses_only_passwords(pg_admin_url):
+    """A PostgreSQL error replaced every occurrence of the password in the driver's text: with
+    password ``x``, ``server closed the connection une***pectedly``. Only a URL's or a
+    connection string's password is masked now, the words are as the driver wrote them."""
+    from sqlalchemy import text
+
+    from aiblox.stores import StoreError
+    from aiblox.stores.postgres import PostgresStore, scratch_database
+
+    with scratch_database(pg_admin_url) as url:
+        secret = url.password or "x"  # a server that checks passwords: its own
+        store = PostgresStore(url.set(password=secret))
+        try:
+            word = f"unexpectedly_{secret}_missing"  # the password inside ordinary words
+            with pytest.raises(StoreError) as exc, store.db_errors("read"), \
+                    store.engine.connect() as conn:
+                conn.execute(text(f'SELECT * FROM "{word}"'))
+        finally:
+            store.close()
+    message = str(exc.value)
+    assert f'relation "{word}" does not exist' in message
+    assert f":{secret}@" not in message and ":***@" in message  # the store's URL: masked
+
+
+@pytest.mark.parametrize(("text", "masked"), [
+    ("could not connect: host=h port=5432 password=hunter2 dbname=x",
+     "could not connect: host=h port=5432 password=*** dbname=x"),
+    ("invalid dsn: \"host=h password='a b' sslpassword = k\"",
+     "invalid dsn: \"host=h password=*** sslpassword = ***\""),
+    ("server closed the connection unexpectedly", "server closed the connection unexpectedly"),
+    ("cannot open data/password=x.duckdb", "cannot open data/password=x.duckdb"),
+])
+def test_a_connection_strings_password_is_masked_and_nothing_else(text, masked):
+    from aiblox.inputs import has_url_password, mask_url_passwords
+
+    assert mask_url_passwords(text) == masked
+    assert has_url_password(text) == (text != masked)

@@ -17,6 +17,7 @@ end: every other point's run is written from the stage cache on demand, ``aiblox
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,11 +28,13 @@ from aiblox.engine.applies import param_applies
 from aiblox.engine.bulk_mlflow import RunRecord
 from aiblox.engine.manifest import PointManifest
 from aiblox.engine.settings import scoring_read
+from aiblox.inputs import has_url_password, mask_url_passwords
 
 __all__ = [
     "EVIDENCE_COLUMNS",
     "MANIFEST",
     "PointLog",
+    "RERUN_ENV",
     "TAG_CONFIG",
     "TAG_KIND",
     "TAG_LABEL",
@@ -56,6 +59,8 @@ __all__ = [
     "pareto_summary",
     "per_query_file",
     "point_record",
+    "rerun_command",
+    "rerun_options",
     "run_file",
     "split_file",
     "trec_run",
@@ -130,8 +135,46 @@ config): the report's per-value tables leave it out."""
 
 TAG_RERUN_OPTIONS = "aiblox.rerun_options"
 """Parent-run tag: the options beside the spec that the sweep's points depend on, as typed
-(``--db store.duckdb --cache-dir /mnt/stages``), for the report's reproduce command; absent
-when the defaults were used."""
+(``--db store.duckdb --cache-dir /mnt/stages``) but with every URL's password masked
+(:func:`rerun_options`), for the report's reproduce command; absent when the defaults were
+used."""
+
+RERUN_ENV = {"--db": "AIBLOX_DB", "--cache-dir": "AIBLOX_CACHE",
+             "--tracking-uri": "AIBLOX_TRACKING"}
+"""The environment variable a rerun command reads an option's value from when that value holds
+a password (the names ``docs/distributed.md`` uses)."""
+
+
+def rerun_options(given: Sequence[tuple[str, str]]) -> str:
+    """The options given beside a spec (``(option, value)`` pairs, empty values left out) as a
+    shell takes them, each URL's password masked (``--db
+    'postgresql+psycopg://me:***@host/db'``): the value of :data:`TAG_RERUN_OPTIONS`, which
+    everyone reading the MLflow store sees."""
+    return shlex.join([x for option, value in given if value
+                       for x in (option, mask_url_passwords(value))])
+
+
+def rerun_command(command: str, options: str, *more: str) -> str:
+    """``command`` (``aiblox sweep SPEC``, already a shell's text) with ``options`` (shell words:
+    a :data:`TAG_RERUN_OPTIONS` value) and the words ``more``, and no password: an option whose
+    value holds one (a URL's, masked, or in clear in a tag logged before tags were masked)
+    reads its value from an environment variable (:data:`RERUN_ENV`: ``--db "$AIBLOX_DB"``),
+    and a comment at the end says what the variable holds (``# AIBLOX_DB:
+    postgresql+psycopg://me:***@host/db with its password``), so the command runs as written
+    once the variable is set. Any other URL's password is masked."""
+    try:
+        words = [*shlex.split(options), *more]
+    except ValueError:  # not a shell's words (a tag set by hand): shown as it is, masked
+        return mask_url_passwords(" ".join(filter(None, [command, options, shlex.join(more)])))
+    shown, notes = [command], []
+    for before, word in zip(["", *words], words, strict=False):
+        env = RERUN_ENV.get(before)
+        if env is not None and has_url_password(word):
+            shown.append(f'"${env}"')
+            notes.append(f"{env}: {mask_url_passwords(word)} with its password")
+        else:
+            shown.append(shlex.quote(mask_url_passwords(word)))
+    return " ".join(shown) + (f"  # {'; '.join(notes)}" if notes else "")
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, str]:

@@ -72,7 +72,7 @@ from aiblox.engine.tracking.owner import (
     this_process,
 )
 from aiblox.hashing import short_hash
-from aiblox.inputs import EnvVarError
+from aiblox.inputs import EnvVarError, mask_url_passwords
 from aiblox.stores.base import is_disk_full
 
 __all__ = ["BATCH_POINTS", "BATCH_S", "SweepTracker", "experiment_id", "log_runs",
@@ -106,9 +106,11 @@ def _batch_points() -> int:
 
 
 def _params(flat: Mapping[str, str]) -> list[Any]:
+    """MLflow params of ``flat``, each URL's password masked: a spec's ``db`` names its
+    store, never its password (everyone reading the store sees the params)."""
     from mlflow.entities import Param
 
-    return [Param(k, v[:6000]) for k, v in sorted(flat.items())]
+    return [Param(k, mask_url_passwords(v)[:6000]) for k, v in sorted(flat.items())]
 
 
 def experiment_id(client: Any, tracking_uri: str, name: str, *, locked: bool = False) -> str:
@@ -178,6 +180,8 @@ class SweepTracker:
         self.other_data = 0
         """Parents of the same spec logged over other data (the dataset changed since)."""
         self.name = str(spec.get("name"))
+        if rerun_options is not None:  # tagged: never with a password (aiblox sweep masks it)
+            rerun_options = mask_url_passwords(rerun_options)
         self.logged = 0
         self.skipped = 0
         self.owned = False

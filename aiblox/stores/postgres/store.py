@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from aiblox.contracts.items import ItemRecord
 from aiblox.contracts.retrieval import FtsConfig, VectorConfig
 from aiblox.fusion.types import RankedList
+from aiblox.inputs import mask_url_passwords
 from aiblox.stores.base import ItemText, StoreError, UpsertReport
 from aiblox.stores.postgres.fts_query import fts_batch_query, tsquery_check
 from aiblox.stores.postgres.limits import (
@@ -124,9 +125,10 @@ class PostgresStore:
             raise
         except exc.DBAPIError as e:
             reason = str(getattr(e, "orig", None) or e).strip().splitlines()
-            reason_text = reason[0] if reason else type(e).__name__
-            if self.url.password:
-                reason_text = reason_text.replace(self.url.password, "***")
+            # a URL or connection string in the driver's text shown without its password;
+            # the rest as it is (the password's text replaced anywhere garbled the message:
+            # with password "x", "server closed the connection une***pectedly")
+            reason_text = mask_url_passwords(reason[0] if reason else type(e).__name__)
             if _unreachable(e):
                 raise StoreError(f"PostgreSQL at {self.location} is unreachable or dropped the "
                                  f"connection ({doing}): {reason_text}") from None
