@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 
@@ -53,7 +52,13 @@ def ingest(
     from aiblox.cluster import ExecutorError, check_executor
     from aiblox.data import DatasetError
     from aiblox.embedding.device import DeviceError, parse_device
-    from aiblox.engine.workspace import dataset_binding, default_store_path, ingest_dataset
+    from aiblox.engine.workspace import (
+        close_made,
+        dataset_binding,
+        default_store_path,
+        ingest_dataset,
+        new_store_file,
+    )
     from aiblox.stores.identity import read_binding
 
     checked_db(db)  # a URL naming no store: refused before anything is loaded or made
@@ -75,7 +80,7 @@ def ingest(
     db = db or default_store_path(binding)
     # a DuckDB file this command makes: removed again if the ingest fails before any item is
     # in it (a bad corpus line left an empty store behind, for the next command to find)
-    made = "://" not in db and not Path(db).exists()
+    made = new_store_file(db)
     store = open_db(db, model, embedder)  # at the embedder's dimension, or refused
     ingested = False
     try:
@@ -99,11 +104,7 @@ def ingest(
         ingested = True
         held = read_binding(store)  # what the store records: every line below names it
     finally:
-        empty = made and not ingested and _holds_nothing(store)
-        store.close()
-        if empty:
-            for leftover in (Path(db), Path(f"{db}.wal")):
-                leftover.unlink(missing_ok=True)
+        close_made(store, None if ingested else made)
     from aiblox.stores import mask_password
 
     shown = mask_password(db)  # printed: never with its password
@@ -122,11 +123,3 @@ def ingest(
                     if report.completed else "")
             out.print(f"[green]ingested[/green] {binding.name} into {shown}{done}: "
                       f"{report.changes()}{files}")
-
-
-def _holds_nothing(store: Any) -> bool:
-    """Whether a store holds no item (False when it cannot tell)."""
-    try:
-        return store.count_items() == 0
-    except Exception:  # noqa: BLE001 - a store that cannot answer is kept
-        return False

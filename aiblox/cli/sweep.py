@@ -70,12 +70,13 @@ def sweep(
 
     from aiblox.cluster import ExecutorError, check_executor
     from aiblox.data import DatasetError, load_dataset
+    from aiblox.embedding import VectorImportError
     from aiblox.embedding.device import DeviceError, describe_device
     from aiblox.engine.cache import StageCacheError, check_cache_root
     from aiblox.engine.tracking import SweepBusy, SweepInterrupted, TrackingStoreError
     from aiblox.stores.base import is_disk_full
     from aiblox.sweep import SweepSpecError, load_spec, run_sweep
-    from aiblox.sweep.finetune import check_training
+    from aiblox.sweep.finetune import check_spec_vectors, check_training
     from aiblox.sweep.runner import check_cv, check_held_out, default_jobs, sweep_device
 
     checked_at_least(jobs, 0, "--jobs")
@@ -127,6 +128,10 @@ def sweep(
         check_cv(spec, dataset)
         check_held_out(spec, dataset)
         check_training(spec, dataset)
+        check_spec_vectors(spec, dataset, cache_dir, resolved)  # read once trained
+    except VectorImportError as exc:  # a vectors file's: its file, row and field
+        fail(str(exc))
+        return
     except (DatasetError, ValueError) as exc:
         fail(_dataset_fault(spec_path, spec, exc))
         return

@@ -26,7 +26,7 @@ new file's vectors replace the old ones. Where one text hash comes twice, its fi
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ __all__ = [
     "ImportPlan",
     "KnownTexts",
     "VectorImportError",
+    "check_untrained_model",
     "import_vectors",
     "plan_import",
     "read_vectors",
@@ -149,16 +150,38 @@ def same_model(a: str, b: str) -> bool:
     return digest is not None and digest == _files_digest(b)
 
 
+def _claim_field(said: str) -> str:
+    """The field that says which model made a file (:func:`vectors_model`'s ``said``)."""
+    return MODEL_KEY if said.startswith("its parquet") else "file name"
+
+
 def _check_model(path: Path, pf: Any, model_id: str) -> None:
     claim = vectors_model(path, pf.metadata.metadata)
     if claim is None or same_model(claim[0], model_id):
         return
     made, said = claim
-    field = MODEL_KEY if said.startswith("its parquet") else "file name"
-    raise VectorImportError(path, None, field, f"made with {made} ({said}), not with "
-                            f"{model_id}, the embedder's model: imported, its vectors would be "
-                            f"stored as {model_id}'s; use the embedder that made them, or "
-                            f"rename the file if its name is wrong")
+    raise VectorImportError(path, None, _claim_field(said), f"made with {made} ({said}), not "
+                            f"with {model_id}, the embedder's model: imported, its vectors "
+                            f"would be stored as {model_id}'s; use the embedder that made them, "
+                            f"or rename the file if its name is wrong")
+
+
+def check_untrained_model(path: str | Path, model: str, ours: Callable[[str], bool]) -> None:
+    """For an embedder whose model id is not known yet (a sweep's ``[finetune]`` model: its id
+    is the sha256 of its files, known once it is trained), described by ``model``:
+    :class:`VectorImportError` when the file says which model made it (:func:`vectors_model`)
+    and ``ours`` does not take that id for this model (the base model's, another
+    training's): another model's vectors are never the trained model's, whatever else the file
+    holds. The file's columns are checked as :func:`plan_import` checks them."""
+    path = Path(path)
+    claim = vectors_model(path, _open(path).metadata.metadata)
+    if claim is None or ours(claim[0]):
+        return
+    made, said = claim
+    raise VectorImportError(path, None, _claim_field(said), f"made with {made} ({said}), and "
+                            f"the sweep embeds with {model}: another model's vectors are never "
+                            f"its vectors; leave the file out of vectors (the sweep embeds the "
+                            f"texts with the trained model), or rename it if its name is wrong")
 
 
 def _open(path: Path, model_id: str | None = None) -> Any:
@@ -348,13 +371,15 @@ class ImportPlan:
 
 
 def plan_import(paths: Sequence[str | Path], cache: EmbeddingCache, model_id: str, dim: int,
-                known: KnownTexts | None = None) -> ImportPlan:
+                known: KnownTexts | None = None, *, claims: bool = True) -> ImportPlan:
     """Check every row of ``paths`` (format, dimension, finite values, and with ``known`` the
     id and the text hash) and compare it with ``cache``; writes nothing. Raises
-    :class:`VectorImportError` at the first bad row."""
+    :class:`VectorImportError` at the first bad row. ``claims``: the model a file says made
+    it checked against ``model_id`` (False: the caller checked it otherwise,
+    :func:`check_untrained_model`)."""
     plan = ImportPlan([Path(p) for p in paths])
     for path in plan.files:  # every file's model and columns, before any row is read
-        _open(path, model_id)
+        _open(path, model_id if claims else None)
     first: dict[str, tuple[bytes, Path, int, str]] = {}  # text hash -> its first row's vector
     suspects: list[tuple[str, Path, int, str, np.ndarray]] = []
     changed = hashlib.sha256(f"{model_id}\n".encode())

@@ -40,7 +40,7 @@ from aiblox.data import (
 from aiblox.data.facts import corpus_facts, trusts
 from aiblox.data.judgments import check_judgments
 from aiblox.embedding import Embedder, get_embedder
-from aiblox.embedding.cache import CachedEmbedder
+from aiblox.embedding.cache import CachedEmbedder, InMemoryEmbeddingCache
 from aiblox.embedding.vectors import KnownTexts, import_vectors, plan_import, write_import
 from aiblox.hashing import sha256_hex, sha256_text
 from aiblox.indexes import StoreIndexes
@@ -70,10 +70,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Workspace",
+    "check_vectors",
+    "close_made",
     "dataset_binding",
     "default_store_path",
     "find_precomputed_vectors",
     "ingest_dataset",
+    "new_store_file",
     "open_workspace",
     "prepare_store",
     "sync_key",
@@ -222,9 +225,7 @@ def _prepare(store: Store, dataset: Dataset, binding: DatasetBinding, digest: st
     for _ in _fitting(store, items, Path(dataset.path)):
         pass
     if files and embedder is not None:
-        known = KnownTexts({d.id: sha256_text(d.embedding_text) for d in items},
-                           {q: sha256_text(t) for q, t in dataset.queries.items()},
-                           binding.describe())
+        known = _known_texts(dataset, binding, items)
         return _sync_with_files(store, binding, digest, items, embedder, files, known,
                                 replace=replace, batch_size=batch_size, progress=progress)
     if embedder is not None and in_sync(store, binding, digest, embedder.model_id) is None:
@@ -232,6 +233,55 @@ def _prepare(store: Store, dataset: Dataset, binding: DatasetBinding, digest: st
         _import_precomputed(store, binding, embedder, auto_vectors, texts, progress)
     return sync_dataset(store, binding, digest, items, embedder, replace=replace,
                         batch_size=batch_size, progress=progress)
+
+
+def _known_texts(dataset: Dataset, binding: DatasetBinding,
+                 items: Iterable[ItemRecord] | None = None) -> KnownTexts:
+    """What the rows of a vectors file given for ``dataset`` must name: its documents
+    (``items``, read from the dataset when None) and queries, each with its text's sha256."""
+    docs = dataset.corpus.values() if items is None else items
+    return KnownTexts({d.id: sha256_text(d.embedding_text) for d in docs},
+                      {q: sha256_text(t) for q, t in dataset.queries.items()},
+                      binding.describe())
+
+
+def check_vectors(dataset: Dataset, vectors: Sequence[str | Path], model_id: str, dim: int, *,
+                  claims: bool = True) -> int:
+    """Every row of the vectors files checked as a sync checks them before its first write
+    (:func:`~aiblox.embedding.vectors.plan_import` against ``dataset``'s texts: the columns,
+    ``dim``, finite values, each ``_id`` a document or query and its text's sha256, and with
+    ``claims`` the model a file says made it against ``model_id``), with no store opened and
+    nothing written: for a caller with long work to do before its store syncs (a sweep
+    training a model), so that a bad file is refused at once. Returns the rows read;
+    :class:`~aiblox.embedding.VectorImportError` naming the file, row and field otherwise."""
+    known = _known_texts(dataset, dataset_binding(dataset))
+    return plan_import(vectors, InMemoryEmbeddingCache(), model_id, dim, known,
+                       claims=claims).rows
+
+
+def new_store_file(db: str) -> Path | None:
+    """The DuckDB file ``db`` names (a path or ``duckdb:///path``) when no file is there yet:
+    the one a command opening it makes; None for a file already there, ``:memory:`` or a
+    PostgreSQL URL."""
+    local = db.removeprefix("duckdb:///")
+    if local == ":memory:" or "://" in local or local.startswith("postgresql"):
+        return None  # (open_store's test of a PostgreSQL URL)
+    return None if Path(local).exists() else Path(local)
+
+
+def close_made(store: Store, made: Path | None) -> None:
+    """Close ``store``, and when it is the file ``made`` (:func:`new_store_file`: this command
+    made it) and holds no item (a command that failed before storing any), remove the file
+    with its write-ahead log: a failed command leaves no empty store behind for the next one
+    to find. A store that was there before, or that holds an item, is kept."""
+    try:
+        empty = made is not None and store.count_items() == 0
+    except Exception:  # noqa: BLE001 - a store that cannot answer is kept
+        empty = False
+    store.close()
+    if empty and made is not None:
+        for leftover in (made, made.with_name(f"{made.name}.wal")):
+            leftover.unlink(missing_ok=True)
 
 
 def _fitting(store: Store, items: Iterable[ItemRecord], corpus: Path) -> Iterator[ItemRecord]:
@@ -408,7 +458,10 @@ def open_workspace(dataset: Dataset | str | Path, db: str | None = None,
 
     The one way every caller opens a dataset: ``aiblox eval`` and ``quickstart``, the sweep,
     ``aiblox verify`` and the notebooks. Raises :class:`~aiblox.stores.StoreError` (``cannot
-    open store ...`` when the store cannot be opened), ``ValueError`` for an unknown embedder.
+    open store ...`` when the store cannot be opened), ``ValueError`` for an unknown embedder
+    (:class:`~aiblox.embedding.VectorImportError` for a bad vectors file). A DuckDB file it
+    made, and a failed sync left without an item (a bad vectors file is refused before the
+    first write), is removed again (:func:`close_made`), as ``aiblox ingest`` removes one.
     """
     if not isinstance(dataset, Dataset):  # a name or folder ("sample" crashed on .corpus_hash)
         dataset = load_dataset(dataset)
@@ -420,6 +473,7 @@ def open_workspace(dataset: Dataset | str | Path, db: str | None = None,
     path = db or default_store_path(dataset)
     if "://" not in path and path != ":memory:":
         Path(path.removeprefix("duckdb:///")).parent.mkdir(parents=True, exist_ok=True)
+    made = new_store_file(path)
     try:
         store = open_store(path, dim=model.dim, shared=True)
     except StoreBusy:
@@ -432,6 +486,6 @@ def open_workspace(dataset: Dataset | str | Path, db: str | None = None,
         synced = prepare_store(store, dataset, cached if with_vectors else None,
                                vectors=vectors, replace=replace, progress=progress)
     except BaseException:
-        store.close()
+        close_made(store, made)  # a store made here and refused before any write: removed
         raise
     return Workspace(dataset=dataset, db=path, store=store, embedder=cached, synced=synced)

@@ -11,7 +11,9 @@ four fifths of train and the fusion around it is chosen on the fifth it never sa
 reported as always. A split whose every query the sweep scores is refused when the spec loads;
 one the dataset lacks, or one its data leaves empty, before anything is logged
 (:func:`check_training`); a ``negative_depth`` that leaves a query no candidate when the pairs
-are drawn: each naming its field, which ``aiblox sweep`` shows at its line of the spec.
+are drawn: each naming its field, which ``aiblox sweep`` shows at its line of the spec. The
+spec's ``vectors`` files, which the store reads only once the model is trained, are checked
+before it trains (:func:`check_spec_vectors`: file, row and field).
 
 The stage's key is the sha256 of the base model's id, the dataset's hash, the split and the
 query ids trained on, the full-text settings that drew the negatives and the recipe
@@ -53,9 +55,9 @@ from aiblox.hashing import sha256_bytes, sha256_hex
 from aiblox.progress import phase, progress_bar
 from aiblox.sweep.spec import FineTuneSpec, SweepSpec
 
-__all__ = ["FINETUNE_VERSION", "FineTuneSpec", "base_model_folder", "check_training",
-           "ensure_fine_tuned", "finetune_key", "shared_model", "training_data",
-           "training_pairs", "training_query_ids"]
+__all__ = ["FINETUNE_VERSION", "FineTuneSpec", "base_model_folder", "check_spec_vectors",
+           "check_training", "ensure_fine_tuned", "fine_tuned_folder", "finetune_key",
+           "shared_model", "training_data", "training_pairs", "training_query_ids"]
 
 FINETUNE_VERSION = 1
 """Bumped when the stage's training set or recipe changes meaning (a new key, a new model)."""
@@ -128,6 +130,43 @@ def check_training(spec: SweepSpec, scored: Dataset) -> None:
     for table in ("finetune", "finetune_reranker"):
         if getattr(spec, table) is not None:
             training_query_ids(spec, training_data(spec, table), scored, table)
+
+
+def check_spec_vectors(spec: SweepSpec, ds: Dataset, cache_dir: str | Path, device: str) -> None:
+    """A sweep that trains a model (``[finetune]``, ``[finetune_reranker]``) and reads vectors:
+    its ``vectors`` files checked row by row as the store's sync checks them
+    (:func:`aiblox.engine.workspace.check_vectors`: columns, dimension, finite values, ids and
+    text hashes against ``ds``) before the model trains, since the store syncs, and reads
+    them, only once it is trained (minutes to half an hour later). ``aiblox sweep`` calls it
+    before anything is logged, :func:`~aiblox.sweep.runner.run_sweep` before a model trains;
+    a sweep that trains nothing syncs its store first, which refuses a bad file before its
+    first write. ``device``: the sweep's (the fine-tuned model's key, and so its folder,
+    follows it).
+
+    With ``[finetune]`` the sweep embeds with the model it trains (of the base model's
+    dimension): a file that says which model made it (its name or parquet metadata,
+    :func:`~aiblox.embedding.vectors.vectors_model`) is refused unless it names that very
+    model (``st:ft-<16 hex of its key>@...``, checked against its files when the store syncs):
+    the base model's vectors, or another training's, are never its vectors.
+    :class:`~aiblox.embedding.VectorImportError` naming the file, row and field."""
+    if not spec.vectors or not spec.settings().needs_vectors:
+        return  # read by no point: the workspace warns and reads none
+    if spec.finetune is None and spec.finetune_reranker is None:
+        return
+    from aiblox.embedding import get_embedder
+    from aiblox.embedding.vectors import check_untrained_model
+    from aiblox.engine.workspace import check_vectors as check_files
+
+    base = get_embedder(spec.embedder, device=device)
+    if spec.finetune is None:  # a reranker trains: the embedder is the spec's
+        check_files(ds, spec.vectors, base.model_id, base.dim)
+        return
+    folder = fine_tuned_folder(spec, ds, cache_dir, device)
+    ours = f"st:{folder.name}@"
+    for f in spec.vectors:
+        check_untrained_model(f, f"the model [finetune] trains from {spec.embedder} "
+                                 f"({folder.name})", lambda model: model.startswith(ours))
+    check_files(ds, spec.vectors, ours, base.dim, claims=False)
 
 
 def finetune_key(spec: SweepSpec, train: Dataset, base_id: str, qids: list[str]) -> str:
@@ -217,6 +256,26 @@ def training_pairs(spec: SweepSpec, train: Dataset, qids: list[str], db: str | N
     return pairs
 
 
+def fine_tuned_folder(spec: SweepSpec, scored: Dataset, cache_root: Path | str,
+                      device: str | None = None) -> Path:
+    """The folder :func:`ensure_fine_tuned` trains ``spec``'s model into, or finds it in
+    (``ft-<16 hex of the key>``), known before it trains: what a ``vectors`` file made with
+    that very model names (``st:ft-<16 hex>@...``)."""
+    key = _planned(spec, scored, resolve_device(device or spec.device, "device"))[3]
+    return models_root(cache_root) / f"ft-{key[:16]}"
+
+
+def _planned(spec: SweepSpec, scored: Dataset, device: str
+             ) -> tuple[Dataset, list[str], str, str]:
+    """``(training data, query ids trained on, base model id, the stage's key)``."""
+    from aiblox.engine.context import embedder_id
+
+    train = training_data(spec)
+    qids = training_query_ids(spec, train, scored)
+    base_id = embedder_id(spec.embedder, device)
+    return train, qids, base_id, finetune_key(spec, train, base_id, qids)
+
+
 def ensure_fine_tuned(spec: SweepSpec, scored: Dataset, cache_root: Path | str,
                       db: str | None = None, progress: bool = True,
                       device: str | None = None) -> Path:
@@ -224,14 +283,9 @@ def ensure_fine_tuned(spec: SweepSpec, scored: Dataset, cache_root: Path | str,
     ``device``) unless a finished one is there (see the module doc). ``scored`` is the sweep's
     dataset (its tune and report splits)."""
     assert spec.finetune is not None
-    from aiblox.engine.context import embedder_id
-
     ft = spec.finetune
     device = resolve_device(device or spec.device, "device")
-    train = training_data(spec)
-    qids = training_query_ids(spec, train, scored)
-    base_id = embedder_id(spec.embedder, device)
-    key = finetune_key(spec, train, base_id, qids)
+    train, qids, base_id, key = _planned(spec, scored, device)
     folder = models_root(cache_root) / f"ft-{key[:16]}"
 
     def train_it() -> bool:

@@ -58,7 +58,7 @@ from aiblox.metrics.pareto import objective_values
 from aiblox.progress import progress_bar, settle
 from aiblox.sweep.crossval import check_folds
 from aiblox.sweep.distributed import RayPoints, RecordingCache, check_shared_cache, merge_counts
-from aiblox.sweep.finetune import ensure_fine_tuned
+from aiblox.sweep.finetune import check_spec_vectors, ensure_fine_tuned
 from aiblox.sweep.finetune_reranker import ensure_reranker, with_reranker
 from aiblox.sweep.results import PointResult, SweepResult, conclude
 from aiblox.sweep.spec import SweepSpec, backend_of
@@ -209,6 +209,7 @@ def run_sweep(spec: SweepSpec, *, cache_dir: str | Path = DEFAULT_CACHE_DIR,
     check_pipelines(None, [*grid, *([baseline] if baseline is not None else [])])
     # an explicit db may name another backend; one naming no store is refused before any work
     backend = backend_of(db or spec.db, spec.backend)
+    check_spec_vectors(spec, ds, cache_dir, device)  # read once a model is trained
     # the trained models are named by reference, their folders carried beside (settings.trained)
     if spec.finetune is not None:  # the tuned model is the sweep's embedder (trained once)
         model = ensure_fine_tuned(spec, ds, cache_dir, db or spec.db, progress=progress,

@@ -265,6 +265,26 @@ def test_vectors_in_eval_are_checked_too_and_a_copy_of_the_dataset_is_not_anothe
     assert "good.parquet, row 1, field 'text_sha256'" in _said(r) and "'d01'" in _said(r)
 
 
+@pytest.mark.parametrize("prefix", ["", "duckdb:///"])
+def test_eval_with_a_bad_file_leaves_no_store_it_made_and_keeps_one_it_found(tmp_path, prefix):
+    """As ``aiblox ingest``: the store file a failed eval made is removed (it left an empty
+    store behind, 0 items, for the next command to find); one that was there, even empty, is
+    kept."""
+    rows = _rows()
+    vectors = _unit(len(rows), seed=7)
+    vectors[7, 3] = np.nan
+    bad = _write(tmp_path / "nan.parquet", rows, vectors)
+    db = tmp_path / "new.duckdb"
+    r = _run("eval", str(SAMPLE), "--db", f"{prefix}{db}", "--embedder", "hashing", "--mode",
+             "dense", "--vectors", str(bad))
+    assert r.exit_code == 2 and f"{bad}, row 8, field 'vector': contains NaN" in _said(r)
+    assert not list(tmp_path.glob("new.duckdb*"))
+    DuckDBStore(db).close()  # there before, empty
+    r = _run("eval", str(SAMPLE), "--db", f"{prefix}{db}", "--embedder", "hashing", "--mode",
+             "dense", "--vectors", str(bad))
+    assert r.exit_code == 2 and db.is_file()
+
+
 def test_a_text_repeated_with_its_vector_up_to_float_noise_keeps_the_first(tmp_path):
     """One text embedded in two batches differs in its last bits (squad-v1.1-dev's shared
     query vectors hold two such pairs, 7.8e-8 apart): the first row's vector is kept, the
