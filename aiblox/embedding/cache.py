@@ -3,11 +3,25 @@
 The cache itself lives in a store (``EmbeddingCache`` is the protocol every store implements);
 :class:`CachedEmbedder` puts it in front of any :class:`Embedder`, so nothing is embedded twice,
 documents and queries alike.
+
+A cached vector is checked where it is read (:func:`damaged_vectors`: another length than the
+model's dimension, or a value not finite, as a row edited or written by a faulty program has):
+a damaged one is never served but counted (:attr:`CachedEmbedder.damaged`, with one warning
+naming the cache), embedded again and replaced, as the chunk cache does with a corrupt entry.
+An ingest into the store that is the cache reads no cached vector here
+(:meth:`CachedEmbedder.ensure_cached`): the store checks each as it copies it into the item
+vectors and names the damaged ones, which :meth:`CachedEmbedder.embed_again` replaces. What the
+embedder gives is checked the same way before it is cached, so a damaged row is never
+written here. The check is vectorised over the vectors read (their lengths in one array, then
+the squared norms of the matrix :meth:`CachedEmbedder.embed` stacks anyway): measured at 100,000
+cached vectors of 384 dimensions, which a DuckDB store read in 0.77 s, the stack and the check
+took 0.15 s where the stack alone took 0.13 s; for a query batch, microseconds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Sequence
+import warnings
+from collections.abc import Container, Iterable, Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -17,7 +31,37 @@ from aiblox.embedding.device import embedder_device
 from aiblox.hashing import sha256_text
 from aiblox.progress import progress_bar
 
-__all__ = ["CachedEmbedder", "EmbeddingCache", "InMemoryEmbeddingCache"]
+__all__ = ["CachedEmbedder", "EmbeddingCache", "InMemoryEmbeddingCache", "damaged_vectors",
+           "finite_rows"]
+
+
+def damaged_vectors(found: Mapping[str, np.ndarray], dim: int) -> set[str]:
+    """The keys of ``found`` whose vector is damaged: not of length ``dim``, or its squared L2
+    norm not a finite float32 (a NaN, an infinity, or values so large their squares overflow,
+    past about 1.8e19: no unit vector has one).
+    Vectorised: the lengths in one array, then the others' norms at once."""
+    bad = _wrong_length(found, dim)
+    keys = [h for h in found if h not in bad]
+    if keys:
+        rows = finite_rows(np.stack([found[h] for h in keys]).astype(np.float32, copy=False))
+        bad.update(keys[i] for i in np.flatnonzero(~rows))
+    return bad
+
+
+def finite_rows(matrix: np.ndarray) -> np.ndarray:
+    """Whether each row of the float32 ``matrix`` has a finite squared L2 norm (every value
+    finite, none past about 1.8e19): one pass (``einsum``, 6 ms for 100,000 rows of 384, where
+    ``isfinite(...).all(axis=1)`` took 14 ms). A DuckDB store checks a cached vector alike as
+    it copies it (:mod:`aiblox.stores.duckdb_vectors`)."""
+    with np.errstate(all="ignore"):
+        return np.isfinite(np.einsum("ij,ij->i", matrix, matrix))
+
+
+def _wrong_length(found: Mapping[str, np.ndarray], dim: int) -> set[str]:
+    """The keys of ``found`` whose vector (1-D) is not of length ``dim``."""
+    keys = list(found)
+    sizes = np.fromiter(map(len, found.values()), dtype=np.int64, count=len(keys))
+    return {keys[i] for i in np.flatnonzero(sizes != dim)}
 
 
 class EmbeddingCache(Protocol):
@@ -72,6 +116,9 @@ class CachedEmbedder:
         self.progress = progress
         self.hits = 0
         self.misses = 0
+        self.damaged = 0
+        """Cached vectors found damaged (:func:`damaged_vectors`), embedded again and replaced
+        (each counted as a miss too)."""
 
     @property
     def model_id(self) -> str:
@@ -87,31 +134,74 @@ class CachedEmbedder:
         return embedder_device(self.embedder)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Vectors for ``texts``, from the cache where possible."""
+        """Vectors for ``texts``, from the cache where possible; a damaged cached vector
+        (:func:`damaged_vectors`) is embedded again and replaced."""
         hashes = [sha256_text(t) for t in texts]
         unique = sorted(set(hashes))
         found = self.cache.get_embeddings(self.model_id, unique)
-        found.update(self._embed_missing(texts, hashes, unique, found))
+        wrong = _wrong_length(found, self.dim)
+        for h in wrong:
+            del found[h]
+        found.update(self._embed_missing(texts, hashes, unique, found, wrong))
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([np.asarray(found[h], dtype=np.float32) for h in hashes])
+        out = np.stack([np.asarray(found[h], dtype=np.float32) for h in hashes])
+        finite = finite_rows(out)  # on the rows stacked anyway: one more pass
+        if finite.all():
+            self._count_damaged(len(wrong))
+            return out
+        rows = np.flatnonzero(~finite)  # cached ones (what was embedded now is checked)
+        bad = sorted({hashes[i] for i in rows})
+        self._count_damaged(len(wrong) + len(bad))
+        self.hits -= len(bad)  # counted as hits above: misses now
+        made = self._embed_missing(texts, hashes, bad, (), set(bad))
+        for i in rows:
+            out[i] = made[hashes[i]]
+        return out
 
     def ensure_cached(self, texts: Sequence[str], hashes: Sequence[str] | None = None
                       ) -> list[str]:
         """Make the cache hold a vector of each of ``texts`` (``hashes``: their sha256, when
         known), embedding the texts it lacks as :meth:`embed` does (and counting hits and
         misses alike), without reading a cached vector; returns the texts' hashes. An ingest
-        then copies the vectors inside the store (:meth:`Store.set_item_vectors_from_cache`)."""
+        then copies the vectors inside the store (:meth:`Store.set_item_vectors_from_cache`),
+        which checks each as it copies it: a damaged one comes back to :meth:`embed_again`.
+        Checking here would read every cached vector twice (measured in a cache of 300,000: a
+        batch of 2,000 hashes looked up in 35 ms by their column alone, in 1.2 s with their
+        vectors checked)."""
         hashes = list(hashes) if hashes is not None else [sha256_text(t) for t in texts]
         unique = sorted(set(hashes))
         held = self.cache.cached_hashes(self.model_id, unique)
         self._embed_missing(texts, hashes, unique, held)
         return hashes
 
+    def embed_again(self, texts: Sequence[str], hashes: Sequence[str] | None = None) -> None:
+        """Embed ``texts`` (``hashes``: their sha256, when known) and replace their cached
+        vectors, which a reader found damaged (a store copying them into item vectors): counted
+        as damaged and as misses, no longer as the hits :meth:`ensure_cached` counted them."""
+        hashes = list(hashes) if hashes is not None else [sha256_text(t) for t in texts]
+        unique = sorted(set(hashes))
+        self._count_damaged(len(unique))
+        self.hits = max(self.hits - len(unique), 0)
+        self._embed_missing(texts, hashes, unique, (), set(unique))
+
+    def _count_damaged(self, n: int) -> None:
+        """Count ``n`` damaged cached vectors, with a warning naming the cache."""
+        if not n:
+            return
+        self.damaged += n
+        where = getattr(self.cache, "location", None)
+        warnings.warn(f"embedding cache{f' of store {where}' if where else ''}: {n} cached "
+                      f"{self.model_id} {'vector' if n == 1 else 'vectors'} damaged (not "
+                      f"{self.dim} finite values); embedded again and replaced", stacklevel=3)
+
     def _embed_missing(self, texts: Sequence[str], hashes: Sequence[str], unique: list[str],
-                       cached: Container[str]) -> dict[str, np.ndarray]:
+                       cached: Container[str], damaged: Container[str] = ()
+                       ) -> dict[str, np.ndarray]:
         """Embed the texts whose hashes (``unique``: those of ``hashes``, once each) are not
-        ``cached`` and store their vectors; returns them. The cached ones count as hits."""
+        ``cached`` and store their vectors, replacing the ``damaged`` ones the cache holds;
+        returns them. The cached ones count as hits. A vector the embedder gives that is not
+        ``dim`` finite values is a ``ValueError``, and is not cached."""
         todo = [h for h in unique if h not in cached]
         self.hits += len(unique) - len(todo)
         self.misses += len(todo)
@@ -123,9 +213,18 @@ class CachedEmbedder:
                            unit="text", enabled=self.progress)
         for start in range(0, len(todo), self.batch_size):
             batch = todo[start:start + self.batch_size]
-            vectors = self.embedder.embed([text_of[h] for h in batch])
+            vectors = np.asarray(self.embedder.embed([text_of[h] for h in batch]),
+                                 dtype=np.float32)
+            if vectors.shape != (len(batch), self.dim) or not finite_rows(vectors).all():
+                raise ValueError(f"embedder {self.model_id} gave {len(batch)} texts vectors of "
+                                 f"shape {vectors.shape}, not {self.dim} finite values each: "
+                                 f"not cached")
             rows = list(zip(batch, vectors, strict=True))
-            self.cache.put_embeddings(self.model_id, rows)
+            again = [r for r in rows if r[0] in damaged]
+            if len(again) < len(rows):
+                self.cache.put_embeddings(self.model_id, [r for r in rows if r[0] not in damaged])
+            if again:
+                self.cache.put_embeddings(self.model_id, again, replace=True)
             made.update(rows)
             bar.update(len(batch))
         bar.close()

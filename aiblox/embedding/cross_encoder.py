@@ -22,19 +22,23 @@ Scores are the head's raw output (a logit: no sigmoid), each pair's computed onc
 the cache is the store's embedding cache (:class:`~aiblox.embedding.cache.EmbeddingCache`,
 vectors of any length by ``(model id, text sha256)``) holding one-element vectors under the
 cross-encoder's id, keyed by the sha256 of ``query + "\\0" + document`` text. Content-keyed,
-so another pipeline, point or sweep over the same store scores no pair twice.
+so another pipeline, point or sweep over the same store scores no pair twice. A cached score
+that is not one finite value (a damaged row: :func:`~aiblox.embedding.cache.damaged_vectors`)
+is computed again and replaced, never served.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from aiblox.embedding.cache import damaged_vectors
 from aiblox.embedding.device import resolve_device, with_device
 from aiblox.embedding.sentence_transformers import find_model, model_digest, quiet_transformers
 from aiblox.hashing import sha256_text
@@ -241,9 +245,15 @@ class CrossEncoderScorer:
         hashes = [pair_hash(q, t) for q, t in pairs]
         unique = list(dict.fromkeys(hashes))
         found: dict[str, float] = {}
+        damaged: set[str] = set()
         if cache is not None and unique:
-            found = {h: float(v[0]) for h, v in
-                     cache.get_embeddings(self.model_id, unique).items()}
+            held = cache.get_embeddings(self.model_id, unique)
+            damaged = damaged_vectors(held, 1)
+            found = {h: float(np.ravel(v)[0]) for h, v in held.items() if h not in damaged}
+            if damaged:
+                warnings.warn(f"embedding cache: {len(damaged)} cached {self.model_id} "
+                              f"score(s) damaged (not one finite value); computed again and "
+                              f"replaced", stacklevel=2)
         todo = [h for h in unique if h not in found]
         self.cached += len(unique) - len(todo)
         self.computed += len(todo)
@@ -258,6 +268,8 @@ class CrossEncoderScorer:
                 rows = [(h, np.asarray([v], dtype=np.float32))
                         for h, v in zip(chunk, values.tolist(), strict=True)]
                 if cache is not None:
-                    cache.put_embeddings(self.model_id, rows)
+                    cache.put_embeddings(self.model_id, [r for r in rows if r[0] not in damaged])
+                    cache.put_embeddings(self.model_id, [r for r in rows if r[0] in damaged],
+                                         replace=True)
                 found.update((h, float(r[0])) for h, r in rows)
         return np.asarray([found[h] for h in hashes], dtype=np.float32)

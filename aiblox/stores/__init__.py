@@ -8,6 +8,7 @@ from pathlib import Path
 from aiblox.inputs import mask_url_passwords
 from aiblox.stores.base import (
     FILTER_FIELDS,
+    DamagedCachedVectors,
     FilterClause,
     Store,
     StoreError,
@@ -87,6 +88,7 @@ __all__ = [
     "ChunkCacheEntry",
     "ChunkCacheKey",
     "ChunkCacheLookup",
+    "DamagedCachedVectors",
     "DatasetBinding",
     "DuckDBChunkCache",
     "DuckDBStore",

@@ -21,6 +21,7 @@ from aiblox.contracts.retrieval import FtsConfig, VectorConfig
 from aiblox.fusion.types import RankedList
 
 __all__ = [
+    "DamagedCachedVectors",
     "FILTER_FIELDS",
     "FilterClause",
     "ItemRefused",
@@ -57,6 +58,17 @@ class ItemText(NamedTuple):
 
 class StoreError(RuntimeError):
     """A store operation that cannot be done (bad filter, dimension mismatch, closed store)."""
+
+
+class DamagedCachedVectors(StoreError):
+    """Cached vectors a store found damaged as it copied them into item vectors
+    (:meth:`Store.set_item_vectors_from_cache`): not the store's dimension in finite values.
+    ``hashes``: their texts' sha256, to embed again
+    (:meth:`~aiblox.embedding.cache.CachedEmbedder.embed_again`) before copying once more."""
+
+    def __init__(self, message: str, hashes: set[str]) -> None:
+        super().__init__(message)
+        self.hashes = hashes
 
 
 class StoreMismatch(StoreError):
@@ -323,7 +335,9 @@ class Store(Protocol):
         """Store ``(item_id, text_sha256)`` rows for ``model_id`` (item ids unique) with the
         embedding cache's vector of each text: what :meth:`set_item_vectors` would store
         with those vectors, copied inside the store. A text the cache lacks is a
-        :class:`StoreError`, and nothing is written. Returns rows written."""
+        :class:`StoreError`, a cached vector that is not the store's dimension in finite values
+        (a damaged row) a :class:`DamagedCachedVectors` naming every such text, and nothing is
+        written. Returns rows written."""
         ...
 
     def item_vector_hashes(self, model_id: str) -> dict[str, str]:

@@ -404,11 +404,8 @@ class DuckDBStore(SharedFile):
         table = pa.table({"item_id": [r[0] for r in rows], "text_sha256": [r[1] for r in rows]})
         with self._lock, self.writable(), self.con.registered("_aiblox_pairs", table), \
                 self._transaction():
-            written = copy_cached_vectors(self.con, self.dim, model_id, "_aiblox_pairs")
-            if written != len(rows):
-                raise StoreError(f"{self.location}: the embedding cache lacks "
-                                 f"{len(rows) - written} of {len(rows)} texts' "
-                                 f"{model_id} vectors")
+            written = copy_cached_vectors(self.con, self.dim, model_id, "_aiblox_pairs",
+                                          self.location)
             self.con.execute("DELETE FROM aiblox_meta WHERE key = 'sync'")
         if written >= ROW_GROUP_ROWS:
             self._checkpoint()  # its row groups were written before the commit (_checkpoint)

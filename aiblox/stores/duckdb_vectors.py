@@ -107,16 +107,44 @@ def cached_hash_set(con: Any, model_id: str, text_hashes: Sequence[str]) -> set[
         "(SELECT unnest(?::VARCHAR[]))", [model_id, wanted]).fetchall()}
 
 
-def copy_cached_vectors(con: Any, dim: int, model_id: str, pairs: str) -> int:
+_SOUND = "isfinite(try(array_inner_product(v, v)))"
+"""A sound cached vector ``v`` (cast to ``FLOAT[dim]`` by ``TRY_CAST``: NULL when of another
+length): its squared norm a finite FLOAT, as :func:`~aiblox.embedding.cache.finite_rows` checks
+one read out (a NaN, an infinity or a value past about 1.8e19 makes it not; a NULL among its values
+makes the product an error, which ``try`` turns to NULL for that row alone, not sound). Measured
+copying 300,000 cached vectors of 384 on one thread: 2.02 s of CPU unchecked, 2.09 s checked
+(a check by ``list_sum`` and ``list_count`` took 2.97 s; ``list_inner_product`` on the list
+fails, under ``try`` too, for every row of a chunk whose neighbours hold a NULL)."""
+
+
+def copy_cached_vectors(con: Any, dim: int, model_id: str, pairs: str, location: str) -> int:
     """Write the item vectors of the registered table ``pairs`` (``item_id``, unique, and
     ``text_sha256``) from the embedding cache's vectors of ``model_id``, replacing those the
-    items had; returns rows written (fewer than ``pairs`` holds when the cache lacks a text).
-    One join: the cache is scanned once per call, so callers copy many rows at a time."""
+    items had; returns rows written, one per row of ``pairs``. A text the cache lacks is a
+    :class:`~aiblox.stores.base.StoreError`, a cached vector that is not ``dim`` finite values
+    a :class:`~aiblox.stores.base.DamagedCachedVectors` naming every such text (``location``:
+    the store, in their messages); the caller rolls back what was written. One join: the cache
+    is scanned once per call, so callers copy many rows at a time."""
+    from aiblox.stores.base import DamagedCachedVectors, StoreError
+
     held = con.execute(f"SELECT count(*) FROM item_vectors WHERE model_id = ? AND item_id IN "
                        f"(SELECT item_id FROM {pairs})", [model_id]).fetchone()[0]
     verb = "INSERT OR REPLACE" if held else "INSERT"  # a plain insert: 1.5x faster
-    row = con.execute(
-        f"{verb} INTO item_vectors SELECT p.item_id, ?, p.text_sha256, c.vector::FLOAT[{dim}] "
-        f"FROM {pairs} p JOIN embedding_cache c ON c.model_id = ? "
-        f"AND c.text_sha256 = p.text_sha256", [model_id, model_id]).fetchone()
-    return int(row[0]) if row else 0
+    cached = (f"SELECT p.item_id, p.text_sha256, TRY_CAST(c.vector AS FLOAT[{dim}]) AS v "
+              f"FROM {pairs} p JOIN embedding_cache c ON c.model_id = ? "
+              f"AND c.text_sha256 = p.text_sha256")
+    row = con.execute(f"{verb} INTO item_vectors SELECT item_id, ?, text_sha256, v "
+                      f"FROM ({cached}) WHERE {_SOUND}", [model_id, model_id]).fetchone()
+    written = int(row[0]) if row else 0
+    rows = con.execute(f"SELECT count(*) FROM {pairs}").fetchone()[0]
+    if written == rows:
+        return written
+    damaged = {r[0] for r in con.execute(
+        f"SELECT DISTINCT text_sha256 FROM ({cached}) WHERE NOT coalesce({_SOUND}, false)",
+        [model_id]).fetchall()}
+    if damaged:
+        raise DamagedCachedVectors(
+            f"{location}: {len(damaged)} cached {model_id} vectors are damaged (not {dim} "
+            f"finite values)", damaged)
+    raise StoreError(f"{location}: the embedding cache lacks {rows - written} of {rows} "
+                     f"texts' {model_id} vectors")

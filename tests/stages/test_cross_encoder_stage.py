@@ -294,3 +294,26 @@ def test_a_long_pair_loses_its_documents_end_and_keeps_its_query(tiny_ce):
     assert not np.isclose(got[0], logit(query, doc, "longest_first"), rtol=1e-5)
     # scores cached under the old truncation are not served for these: another model id
     assert scorer.model_id.endswith("-len32-cutdoc")
+
+
+def test_a_damaged_cached_score_is_computed_again_and_replaced(tiny_ce):
+    """A cached score row of no value read as ``v[0]`` (an IndexError), and a NaN one was
+    served; each is damaged: computed again, its row replaced."""
+    import numpy as np
+
+    from aiblox.embedding import InMemoryEmbeddingCache
+    from aiblox.embedding.cross_encoder import CrossEncoderScorer, pair_hash
+
+    scorer = CrossEncoderScorer(tiny_ce, max_length=32, device="cpu")
+    cache = InMemoryEmbeddingCache()
+    pairs = [("cats", "cats purr softly"), ("stocks", "the market fell")]
+    good = scorer.score(pairs, cache)
+    h = pair_hash(*pairs[1])
+    for bad in ([], [np.nan], [1.0, 2.0]):
+        cache.put_embeddings(scorer.model_id, [(h, np.asarray(bad, dtype=np.float32))],
+                             replace=True)
+        with pytest.warns(UserWarning, match="1 cached ce:.+ score.s. damaged"):
+            got = scorer.score(pairs, cache)
+        np.testing.assert_allclose(got, good, rtol=1e-5)  # alone, not in a batch: float noise
+        assert got[0] == good[0] and cache.get_embeddings(scorer.model_id, [h])[h].tolist() == \
+            [got[1]]

@@ -9,10 +9,12 @@ import pytest
 from aiblox.chunking import get_chunker
 from aiblox.contracts import ItemRecord, VectorConfig
 from aiblox.embedding import CachedEmbedder, HashingEmbedder, VectorImportError, import_vectors
+from aiblox.hashing import sha256_text
 from aiblox.stores import (
     ChunkCache,
     ChunkCacheEntry,
     ChunkCacheKey,
+    DamagedCachedVectors,
     DuckDBChunkCache,
     Store,
     StoreError,
@@ -282,6 +284,63 @@ def test_item_vectors_copied_from_the_cache_are_the_cached_vectors(store):
         store.set_item_vectors_from_cache("m", [("d3", "h0"), ("d1", "nope")])
     assert store.item_vector_hashes("m") == {"d0": "h2", "d1": "h1", "d2": "h0"}
     assert store.set_item_vectors_from_cache("m", []) == 0
+
+
+def _damaged(store):
+    """Damaged cached vectors each backend can hold: another length (both), NaN and a NULL
+    value (DuckDB: pgvector refuses them)."""
+    if store.kind != "duckdb":
+        return [np.ones(383, dtype=np.float32)]
+    return [np.ones(383, dtype=np.float32), np.full(384, np.nan, dtype=np.float32), None]
+
+
+def _damage(store, model, h, bad):
+    if bad is None:  # a NULL among the values, as an edited row may hold
+        store.con.execute("UPDATE embedding_cache SET vector = [NULL::FLOAT] || vector[2:] "
+                          "WHERE model_id = ? AND text_sha256 = ?", [model, h])
+    else:
+        store.put_embeddings(model, [(h, bad)], replace=True)
+
+
+def test_a_damaged_cached_vector_is_embedded_again_and_replaced(store):
+    """A cached query vector of another length stopped a dense eval (``all input arrays must
+    have the same shape``), a NaN one failed it as JSON; now each is embedded again."""
+    emb = CachedEmbedder(HashingEmbedder(), store)
+    texts = ["the quick brown fox", "lazy dogs", "the quick brown fox"]
+    good = emb.embed(texts)
+    h = sha256_text(texts[1])
+    for n, bad in enumerate(_damaged(store), 1):
+        _damage(store, emb.model_id, h, bad)
+        with pytest.warns(UserWarning, match=r"embedding cache of store .+: 1 cached "
+                                             r"hashing-v1-384 vector damaged"):
+            assert np.array_equal(emb.embed(texts), good)
+        assert emb.damaged == n
+        assert store.get_embeddings(emb.model_id, [h])[h].tobytes() == good[1].tobytes()
+
+
+def test_an_ingest_embeds_a_damaged_cached_vector_again_before_copying_it(store):
+    """The copy of cached vectors into item vectors failed on one of another length (a DuckDB
+    cast error, a pgvector dimension error) and copied a NaN one, which then ranked first for
+    every query; now the copy refuses it, writing nothing, and the ingest embeds it again."""
+    emb = CachedEmbedder(HashingEmbedder(), store)
+    ingest_items(store, DOCS, emb, progress=False)
+    ids, before = store.item_vectors(emb.model_id)
+    hashes = store.item_vector_hashes(emb.model_id)
+    for bad in _damaged(store):
+        _damage(store, emb.model_id, hashes["b"], bad)
+        with pytest.raises(DamagedCachedVectors, match=r"1 cached hashing-v1-384 vectors are "
+                                                       r"damaged \(not 384 finite values\)") as exc:
+            store.set_item_vectors_from_cache(emb.model_id, [("a", hashes["c"]),
+                                                             ("b", hashes["b"])])
+        assert exc.value.hashes == {hashes["b"]}
+        assert store.item_vector_hashes(emb.model_id) == hashes  # nothing written
+        with pytest.warns(UserWarning, match=r"1 cached hashing-v1-384 vector damaged"):
+            r = ingest_items(store, DOCS, emb, progress=False, refresh=True)
+        assert (r.vectors_written, r.embedding_cache_hits, r.embedding_cache_misses) == (3, 2, 1)
+        now_ids, now = store.item_vectors(emb.model_id)
+        assert now_ids == ids and now.tobytes() == before.tobytes()
+        cached = store.get_embeddings(emb.model_id, [hashes["b"]])[hashes["b"]]
+        assert cached.tobytes() == before[1].tobytes()
 
 
 def _write_vectors(path, rows):

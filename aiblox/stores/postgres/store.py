@@ -22,9 +22,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from aiblox.contracts.items import ItemRecord
 from aiblox.contracts.retrieval import FtsConfig, VectorConfig
+from aiblox.embedding.cache import damaged_vectors
 from aiblox.fusion.types import RankedList
 from aiblox.inputs import mask_url_passwords
-from aiblox.stores.base import ItemText, StoreError, UpsertReport
+from aiblox.stores.base import DamagedCachedVectors, ItemText, StoreError, UpsertReport
 from aiblox.stores.postgres.fts_query import fts_batch_query, tsquery_check
 from aiblox.stores.postgres.limits import (
     check_id,
@@ -198,6 +199,11 @@ class PostgresStore:
         if lacking:
             raise StoreError(f"{self.location}: the embedding cache lacks {lacking} of "
                              f"{len(rows)} texts' {model_id} vectors")
+        damaged = damaged_vectors(found, self.dim)  # pgvector holds no NaN: a wrong length
+        if damaged:
+            raise DamagedCachedVectors(f"{self.location}: {len(damaged)} cached {model_id} "
+                                       f"vectors are damaged (not {self.dim} finite values)",
+                                       damaged)
         return self.set_item_vectors(model_id, [(i, h, found[h]) for i, h in rows])
 
     def item_vector_hashes(self, model_id: str) -> dict[str, str]:
