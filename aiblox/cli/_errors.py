@@ -20,12 +20,15 @@ Anything else is a bug: one line ``error: internal error (Type: message)`` with 
 ``typer.Exit`` and Ctrl-C keep click's handling.
 
 Warnings raised while a command runs (a qrels row naming an absent document, text BM25 cannot
-index, ...) are printed as one line ``warning: <message>`` each.
+index, ...) are printed as one line ``warning: <message>`` each. The PostgreSQL driver's own
+log (psycopg's ``error ignored terminating <psycopg.Pipeline ...>`` while it cleans up after
+the error the command then reports) is not shown: the error reaches the user as its one line.
 """
 
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import sys
 import warnings
@@ -181,13 +184,35 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
     print_error(str(message), prefix="warning")
 
 
+DRIVER_LOGGERS = ("psycopg",)
+"""Loggers of database drivers whose warnings are secondary to the error a command reports:
+psycopg logs an ``error ignored ...`` warning for a second error met while it ends a pipeline,
+copy or transaction that the first one aborted (Python's last-resort handler printed it to
+stderr, before the command's own ``error:`` line)."""
+
+
+@contextmanager
+def _quiet_driver_log(quiet: bool) -> Iterator[None]:
+    """While a command runs (``quiet``; not under ``AIBLOX_DEBUG=1``), the drivers' loggers
+    (:data:`DRIVER_LOGGERS`) pass only their errors; their levels are restored after."""
+    loggers = [logging.getLogger(name) for name in DRIVER_LOGGERS] if quiet else []
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(max(lg.getEffectiveLevel(), logging.ERROR))
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
+
+
 @contextmanager
 def user_faults() -> Iterator[None]:
     """Run a command: faults of input and environment become ``error: ...`` and exit 2, other
     exceptions one ``internal error`` line and exit 1 (tracebacks with ``AIBLOX_DEBUG=1``);
     warnings become ``warning: ...`` lines."""
     debug = os.environ.get(DEBUG_ENV, "") not in ("", "0")
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _quiet_driver_log(not debug):
         if not debug:
             warnings.showwarning = _show_warning
         try:

@@ -24,7 +24,10 @@ def verify_command(
     tracking_uri: str = typer.Option(TRACKING_URI, "--tracking-uri", envvar="MLFLOW_TRACKING_URI",
                                      help="MLflow tracking URI the point was logged to."),
     db: str = typer.Option("", "--db", help="Store to re-run retrieval on (synced to the dataset "
-                                            "first); default: the dataset's own store."),
+                                            "first), of the point's backend; default: the "
+                                            "dataset's own store. A point scored on "
+                                            "PostgreSQL needs its URL here (the manifest holds "
+                                            "none): --db \"$AIBLOX_DB\"."),
     dataset: str = typer.Option("", "--dataset", metavar="PATH",
                                 help="Re-read the point's dataset here (a copy, when the "
                                      "folder the point was computed from is gone; checked by "

@@ -16,6 +16,12 @@ written here. The check is vectorised over the vectors read (their lengths in on
 the squared norms of the matrix :meth:`CachedEmbedder.embed` stacks anyway): measured at 100,000
 cached vectors of 384 dimensions, which a DuckDB store read in 0.77 s, the stack and the check
 took 0.15 s where the stack alone took 0.13 s; for a query batch, microseconds.
+
+A cache its owner may only read (a PostgreSQL role granted only ``SELECT``) refuses a write with
+:class:`CacheReadOnly`: what is computed through the cache at search time (a query's vector, a
+document's chunks, a reranker's scores) is used all the same and not kept, said once in a
+warning (:func:`not_kept`); a write that something reads back (an ingest copies its vectors from
+the cache) fails with it.
 """
 
 from __future__ import annotations
@@ -31,8 +37,8 @@ from aiblox.embedding.device import embedder_device
 from aiblox.hashing import sha256_text
 from aiblox.progress import progress_bar
 
-__all__ = ["CachedEmbedder", "EmbeddingCache", "InMemoryEmbeddingCache", "damaged_vectors",
-           "finite_rows"]
+__all__ = ["CacheReadOnly", "CachedEmbedder", "EmbeddingCache", "InMemoryEmbeddingCache",
+           "damaged_vectors", "finite_rows", "not_kept"]
 
 
 def damaged_vectors(found: Mapping[str, np.ndarray], dim: int) -> set[str]:
@@ -62,6 +68,19 @@ def _wrong_length(found: Mapping[str, np.ndarray], dim: int) -> set[str]:
     keys = list(found)
     sizes = np.fromiter(map(len, found.values()), dtype=np.int64, count=len(keys))
     return {keys[i] for i in np.flatnonzero(sizes != dim)}
+
+
+class CacheReadOnly(RuntimeError):
+    """A cache write its owner refuses for want of permission (PostgreSQL's
+    ``insufficient_privilege``: :class:`aiblox.stores.StoreReadOnly` is one); the message names
+    the store and what was written."""
+
+
+def not_kept(exc: CacheReadOnly, what: str) -> None:
+    """Warn that the ``what`` (``vectors``, ``chunks``, ``scores``) computed now are not kept in
+    the cache that refused them (``exc``), and are computed again next time."""
+    warnings.warn(f"{exc}: the {what} computed now are used and not kept (computed again "
+                  f"next time)", stacklevel=3)
 
 
 class EmbeddingCache(Protocol):
@@ -119,6 +138,9 @@ class CachedEmbedder:
         self.damaged = 0
         """Cached vectors found damaged (:func:`damaged_vectors`), embedded again and replaced
         (each counted as a miss too)."""
+        self.keeps = True
+        """False once the cache refused the vectors :meth:`embed` made (:class:`CacheReadOnly`):
+        later ones are not offered to it."""
 
     @property
     def model_id(self) -> str:
@@ -135,14 +157,15 @@ class CachedEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for ``texts``, from the cache where possible; a damaged cached vector
-        (:func:`damaged_vectors`) is embedded again and replaced."""
+        (:func:`damaged_vectors`) is embedded again and replaced; those a read-only cache
+        refuses (:class:`CacheReadOnly`) are returned and not kept, said once."""
         hashes = [sha256_text(t) for t in texts]
         unique = sorted(set(hashes))
         found = self.cache.get_embeddings(self.model_id, unique)
         wrong = _wrong_length(found, self.dim)
         for h in wrong:
             del found[h]
-        found.update(self._embed_missing(texts, hashes, unique, found, wrong))
+        found.update(self._embed_missing(texts, hashes, unique, found, wrong, tolerant=True))
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         out = np.stack([np.asarray(found[h], dtype=np.float32) for h in hashes])
@@ -154,7 +177,7 @@ class CachedEmbedder:
         bad = sorted({hashes[i] for i in rows})
         self._count_damaged(len(wrong) + len(bad))
         self.hits -= len(bad)  # counted as hits above: misses now
-        made = self._embed_missing(texts, hashes, bad, (), set(bad))
+        made = self._embed_missing(texts, hashes, bad, (), set(bad), tolerant=True)
         for i in rows:
             out[i] = made[hashes[i]]
         return out
@@ -165,10 +188,11 @@ class CachedEmbedder:
         known), embedding the texts it lacks as :meth:`embed` does (and counting hits and
         misses alike), without reading a cached vector; returns the texts' hashes. An ingest
         then copies the vectors inside the store (:meth:`Store.set_item_vectors_from_cache`),
-        which checks each as it copies it: a damaged one comes back to :meth:`embed_again`.
-        Checking here would read every cached vector twice (measured in a cache of 300,000: a
-        batch of 2,000 hashes looked up in 35 ms by their column alone, in 1.2 s with their
-        vectors checked)."""
+        which checks each as it copies it: a damaged one comes back to :meth:`embed_again`;
+        so a cache that refuses them (:class:`CacheReadOnly`) fails it. Checking here would
+        read every cached vector twice (measured in a cache of 300,000: a batch of 2,000
+        hashes looked up in 35 ms by their column alone, in 1.2 s with their vectors
+        checked)."""
         hashes = list(hashes) if hashes is not None else [sha256_text(t) for t in texts]
         unique = sorted(set(hashes))
         held = self.cache.cached_hashes(self.model_id, unique)
@@ -196,12 +220,14 @@ class CachedEmbedder:
                       f"{self.dim} finite values); embedded again and replaced", stacklevel=3)
 
     def _embed_missing(self, texts: Sequence[str], hashes: Sequence[str], unique: list[str],
-                       cached: Container[str], damaged: Container[str] = ()
-                       ) -> dict[str, np.ndarray]:
+                       cached: Container[str], damaged: Container[str] = (),
+                       tolerant: bool = False) -> dict[str, np.ndarray]:
         """Embed the texts whose hashes (``unique``: those of ``hashes``, once each) are not
         ``cached`` and store their vectors, replacing the ``damaged`` ones the cache holds;
         returns them. The cached ones count as hits. A vector the embedder gives that is not
-        ``dim`` finite values is a ``ValueError``, and is not cached."""
+        ``dim`` finite values is a ``ValueError``, and is not cached. ``tolerant``: a cache
+        that refuses the vectors (:class:`CacheReadOnly`) is warned of and offered no more
+        (:attr:`keeps`)."""
         todo = [h for h in unique if h not in cached]
         self.hits += len(unique) - len(todo)
         self.misses += len(todo)
@@ -220,12 +246,23 @@ class CachedEmbedder:
                                  f"shape {vectors.shape}, not {self.dim} finite values each: "
                                  f"not cached")
             rows = list(zip(batch, vectors, strict=True))
-            again = [r for r in rows if r[0] in damaged]
-            if len(again) < len(rows):
-                self.cache.put_embeddings(self.model_id, [r for r in rows if r[0] not in damaged])
-            if again:
-                self.cache.put_embeddings(self.model_id, again, replace=True)
+            if not tolerant or self.keeps:
+                try:
+                    self._put(rows, damaged)
+                except CacheReadOnly as exc:
+                    if not tolerant:
+                        raise
+                    self.keeps = False
+                    not_kept(exc, "vectors")
             made.update(rows)
             bar.update(len(batch))
         bar.close()
         return made
+
+    def _put(self, rows: list[tuple[str, np.ndarray]], damaged: Container[str]) -> None:
+        """Store ``rows``, replacing those of the ``damaged`` hashes."""
+        again = [r for r in rows if r[0] in damaged]
+        if len(again) < len(rows):
+            self.cache.put_embeddings(self.model_id, [r for r in rows if r[0] not in damaged])
+        if again:
+            self.cache.put_embeddings(self.model_id, again, replace=True)

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from aiblox.embedding.cache import damaged_vectors
+from aiblox.embedding.cache import CacheReadOnly, damaged_vectors, not_kept
 from aiblox.embedding.device import resolve_device, with_device
 from aiblox.embedding.sentence_transformers import find_model, model_digest, quiet_transformers
 from aiblox.hashing import sha256_text
@@ -268,8 +268,13 @@ class CrossEncoderScorer:
                 rows = [(h, np.asarray([v], dtype=np.float32))
                         for h, v in zip(chunk, values.tolist(), strict=True)]
                 if cache is not None:
-                    cache.put_embeddings(self.model_id, [r for r in rows if r[0] not in damaged])
-                    cache.put_embeddings(self.model_id, [r for r in rows if r[0] in damaged],
-                                         replace=True)
+                    try:
+                        cache.put_embeddings(self.model_id,
+                                             [r for r in rows if r[0] not in damaged])
+                        cache.put_embeddings(self.model_id, [r for r in rows if r[0] in damaged],
+                                             replace=True)
+                    except CacheReadOnly as exc:  # a read-only store: scores not kept
+                        not_kept(exc, "scores")
+                        cache = None
                 found.update((h, float(r[0])) for h, r in rows)
         return np.asarray([found[h] for h in hashes], dtype=np.float32)

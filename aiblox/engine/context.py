@@ -37,6 +37,7 @@ from aiblox.engine.workspace import Workspace, open_workspace
 from aiblox.fusion import BatchFusion, FusedArrays
 from aiblox.metrics import QrelsScorer
 from aiblox.retrieval import LateChunker, default_chunk_cache
+from aiblox.stores import mask_password, store_backend
 
 __all__ = ["RunContext", "embedder_id"]
 
@@ -47,6 +48,15 @@ def embedder_id(name: str, device: str | None = None) -> str:
     from aiblox.embedding import get_embedder
 
     return get_embedder(name, device=device).model_id
+
+
+def _check_backend(kind: str, backend: str, where: str) -> None:
+    """A store of another kind than ``backend``, the backend the stage keys and config hashes
+    name, is a ``ValueError``: its results would be recorded as the other backend's (a
+    verification of a PostgreSQL point on the dataset's DuckDB store reported it reproduced)."""
+    if kind != backend:
+        raise ValueError(f"{where} is a {kind} store, but the stages are keyed for backend "
+                         f"{backend!r}: name a {backend} store (--db)")
 
 
 class RunContext:
@@ -62,6 +72,8 @@ class RunContext:
                  embedder: str | None = None, progress: bool = True,
                  workspace: Workspace | None = None) -> None:
         self.settings, self.dataset, self.cache = settings, dataset, cache
+        if workspace is not None:
+            _check_backend(workspace.store.kind, backend, workspace.store.location)
         if settings.trained:  # the trained models its embedder and stages name by reference
             from aiblox.embedding.sentence_transformers import use_trained
 
@@ -99,8 +111,12 @@ class RunContext:
     # -- the workspace ----------------------------------------------------------------------
     def workspace(self) -> Workspace:
         """The dataset's workspace (:func:`aiblox.engine.workspace.open_workspace`), opened on
-        first need (again after :meth:`close`)."""
+        first need (again after :meth:`close`). The store ``db`` names must be of the backend
+        the stage keys name (:attr:`backend`), checked before anything is opened or made."""
         if self._workspace is None:
+            _check_backend(store_backend(self.db) if self.db else "duckdb", self.backend,
+                           mask_password(self.db) if self.db else
+                           f"the default store of dataset {self.dataset.name!r}")
             s = self.settings
             self._workspace = open_workspace(
                 self.dataset, self.db, s.embedder, device=s.device, vectors=s.vectors,

@@ -34,6 +34,7 @@ from aiblox.chunking import Chunker, make_chunker
 from aiblox.contracts.items import ItemRecord
 from aiblox.contracts.retrieval import ChunkingConfig, VectorConfig
 from aiblox.embedding.base import Embedder
+from aiblox.embedding.cache import CacheReadOnly, not_kept
 from aiblox.stores.chunk_cache import ChunkCache, ChunkCacheEntry, ChunkCacheKey
 
 __all__ = ["PASSAGE_TEXT", "PassageIndex", "PassageStats", "passage_cache_key", "passage_chunker",
@@ -179,7 +180,10 @@ class PassageIndex:
             row += n
         stats.chunked += len(todo)
         if cache is not None:
-            stats.written += cache.put_many(entries)
+            try:
+                stats.written += cache.put_many(entries)
+            except CacheReadOnly as exc:  # a read-only store: the index is built all the same
+                not_kept(exc, "passages")
         return out
 
     # -- searching -----------------------------------------------------------------------------

@@ -41,6 +41,7 @@ from aiblox.chunking.registry import ChunkerRegistry, make_chunker
 from aiblox.contracts.items import ItemRecord
 from aiblox.contracts.retrieval import ChunkingConfig, EvidenceChunk, RetrievalPrefs
 from aiblox.embedding.base import Embedder
+from aiblox.embedding.cache import CacheReadOnly, not_kept
 from aiblox.fusion.types import FusedHit
 from aiblox.retrieval.retriever import HybridRetriever
 from aiblox.stores.base import Store
@@ -124,6 +125,10 @@ class LateChunker:
         self.w_text = w_text
         self._chunkers: dict[str, Chunker] = {}
         self._text_only: LateChunker | None = None
+        self.keeps = True
+        """False once the chunk cache refused the chunks a search made (a read-only store:
+        :class:`~aiblox.embedding.cache.CacheReadOnly`): they are used, not kept, and later
+        ones are not offered to it."""
 
     # -- parts -----------------------------------------------------------------------------
     @property
@@ -235,8 +240,13 @@ class LateChunker:
             todo = rest
         built = self._build(todo, chunker)
         _add(counts, "chunk_cache_misses", len(built))
-        if self.chunk_cache is not None and prefs.cache.write_chunk_cache and built:
-            _add(counts, "chunk_cache_writes", self.chunk_cache.put_many(built.values()))
+        if self.chunk_cache is not None and prefs.cache.write_chunk_cache and built \
+                and self.keeps:
+            try:
+                _add(counts, "chunk_cache_writes", self.chunk_cache.put_many(built.values()))
+            except CacheReadOnly as exc:
+                self.keeps = False
+                not_kept(exc, "chunks")
         out.update(built)
         return out
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from aiblox.contracts.filter_rule import FILTER_FIELDS, FilterError, filter_values
 from aiblox.contracts.items import ItemRecord
 from aiblox.contracts.retrieval import FtsConfig, VectorConfig
+from aiblox.embedding.cache import CacheReadOnly
 from aiblox.fusion.types import RankedList
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreMismatch",
+    "StoreReadOnly",
     "UpsertReport",
     "check_pack_row",
     "is_disk_full",
@@ -74,6 +76,13 @@ class DamagedCachedVectors(StoreError):
 class StoreMismatch(StoreError):
     """The store holds something other than what was asked for (another dataset, an unfinished
     ingest, missing vectors); the message says what differs and what to run."""
+
+
+class StoreReadOnly(StoreError, CacheReadOnly):
+    """A write the store's role may not do (PostgreSQL's ``insufficient_privilege``, SQLSTATE
+    42501: a role granted only ``SELECT``), naming the store and what was written. A cache
+    write met with it at search time is skipped (:class:`~aiblox.embedding.cache.CacheReadOnly`:
+    the vector, chunks or scores are used and not kept); every other write fails with it."""
 
 
 class ItemRefused(StoreError):

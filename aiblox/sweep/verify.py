@@ -6,7 +6,9 @@ is recomputed from the logged config, and every stage of the point (signals, fus
 and for a pipeline point the chunk and answer stages) is recomputed through the sweep's own
 chain (:func:`aiblox.engine.point.split_point`) into a fresh, temporary stage cache,
 split by split, its key and output hash compared with the manifest's. The workspace named by
-``db`` (default: the dataset's own store) is synced to the dataset first.
+``db`` (default: the dataset's own store) is synced to the dataset first; it must be of the
+backend the point was scored on (:func:`check_store`): a PostgreSQL point needs its store named
+(``--db``), since no URL is logged.
 
 The dataset is re-read where the point read it (:func:`point_dataset`): the manifest's
 ``dataset_path``, never another dataset that shares its name. Data changed there is the first
@@ -50,12 +52,15 @@ from aiblox.engine.manifest import PointManifest, cpu
 from aiblox.engine.outputs import StageReader, failed_generations_note
 from aiblox.engine.point import split_point
 from aiblox.engine.settings import PipelinePoint, SweepSettings, needs_vectors, point_config
+from aiblox.hashing import short_hash
+from aiblox.stores import mask_password, store_backend
 
 __all__ = [
     "LoggedArtifacts",
     "StageCheck",
     "VerifyReport",
     "check_model_folders",
+    "check_store",
     "logged_artifacts",
     "logged_device",
     "logged_manifest",
@@ -288,8 +293,10 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
     file are compared with the recomputed ones too (what ``aiblox compare`` and ``aiblox runs
     export`` read). ``ValueError`` (a
     :class:`~aiblox.data.DatasetError` for unreadable data) when no dataset can be
-    read: the manifest's path is gone and no copy is named."""
+    read: the manifest's path is gone and no copy is named; and, first, when ``db`` is not a
+    store of the point's backend (:func:`check_store`: a PostgreSQL point needs its URL)."""
     m = _load(manifest)
+    check_store(m, db)
     checks: list[StageCheck] = []
     notes: list[str] = []
 
@@ -350,6 +357,28 @@ def verify_point(manifest: PointManifest | dict[str, Any] | str | Path, *, db: s
         if failed is not None:  # the recomputation's reader: an endpoint that failed it
             warnings.warn(failed, stacklevel=2)
     return report()
+
+
+def check_store(m: PointManifest, db: str | None) -> None:
+    """The store ``db`` names (None: the dataset's own DuckDB store) is of the backend the
+    point was scored on (its config's ``backend``, which its config hash and stage keys name):
+    else ``ValueError`` in one line, before any dataset is read or store made. A PostgreSQL
+    point's URL is not in its manifest (nor, with its password, anywhere MLflow holds), so
+    verifying one needs ``--db``: its stages recomputed on another store would be keyed as the
+    PostgreSQL ones and match them."""
+    logged = m.config.get("backend", "duckdb")
+    given = "duckdb" if db is None else store_backend(db)
+    if given == logged:
+        return
+    point = f"point {short_hash(m.config_hash)} of sweep {m.sweep!r}"
+    if db is None:
+        raise ValueError(f"{point} was scored on PostgreSQL (backend {logged!r}), whose URL "
+                         f"the manifest does not record (no password is logged): name the "
+                         f"store with --db (the sweep's store, e.g. --db \"$AIBLOX_DB\")")
+    raise ValueError(f"{point} was scored on backend {logged!r}; --db {mask_password(db)} "
+                     f"names a {given} store: name a {logged} store with --db"
+                     + ("" if logged == "postgres" else
+                        " (or leave it out: the dataset's own store)"))
 
 
 def _is_path(name: Any) -> TypeGuard[str]:

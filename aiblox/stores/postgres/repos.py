@@ -7,8 +7,10 @@ re-running the ingest resumes where the last committed batch ended.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager as ContextManager
 from typing import Any
 
 import numpy as np
@@ -323,12 +325,17 @@ class EmbeddingCacheRepo:
 
 class ChunkCacheRepo:
     """The :class:`~aiblox.stores.chunk_cache.ChunkCache` protocol on the ``chunk_cache``
-    table: the same encoded rows and payload checks as ``DuckDBChunkCache``."""
+    table: the same encoded rows and payload checks as ``DuckDBChunkCache``. ``errors(doing)``
+    turns the driver's errors into the store's (:meth:`PostgresStore.db_errors
+    <aiblox.stores.postgres.store.PostgresStore.db_errors>`: a write a read-only role may not
+    do is a :class:`~aiblox.stores.base.StoreReadOnly`); by default they pass as raised."""
 
     def __init__(self, sessions: sessionmaker[Session],
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 errors: Callable[[str], ContextManager[None]] | None = None) -> None:
         self.sessions = sessions
         self.clock = clock
+        self.errors = errors or (lambda doing: contextlib.nullcontext())
 
     def get_many(self, keys: Sequence[ChunkCacheKey], ttl_seconds: int | None = None,
                  precomputed_only: bool = False) -> ChunkCacheLookup:
@@ -337,7 +344,7 @@ class ChunkCacheRepo:
         if not wanted:
             return lookup
         c = ChunkCacheRow
-        with self.sessions.begin() as s:
+        with self.errors("read the chunk cache"), self.sessions.begin() as s:
             rows = s.execute(
                 select(c.item_id, c.content_hash, c.chunker_id, c.embedding_model_id,
                        c.chunks_json, c.vectors, c.dim, c.payload_sha256, c.precomputed,
@@ -370,7 +377,7 @@ class ChunkCacheRepo:
                   "n_chunks": x.n_chunks, "payload_sha256": x.payload_sha256,
                   "precomputed": table.c.precomputed | x.precomputed,
                   "created_at": x.created_at})
-        with self.sessions.begin() as s:
+        with self.errors("write the chunk cache"), self.sessions.begin() as s:
             s.connection().execute(stmt, values)
         return len(latest)
 
@@ -382,7 +389,7 @@ class ChunkCacheRepo:
         c = ChunkCacheRow
         keep = (select(cur.c.item_id).where(cur.c.item_id == c.item_id,
                                              cur.c.content_hash == c.content_hash).exists())
-        with self.sessions.begin() as s:
+        with self.errors("prune the chunk cache"), self.sessions.begin() as s:
             return len(s.execute(delete(c).where(~keep).returning(c.item_id)).all())
 
     def precomputed_digest(self, chunker_id: str, model_id: str) -> tuple[int, str]:
@@ -391,10 +398,10 @@ class ChunkCacheRepo:
                  .where(c.precomputed, c.chunker_id == chunker_id,
                         c.embedding_model_id == model_id)
                  .order_by(c.item_id.collate("C"), c.content_hash.collate("C")))
-        with self.sessions.begin() as s:
+        with self.errors("read the chunk cache"), self.sessions.begin() as s:
             return entries_digest((str(i), str(h), str(p)) for i, h, p in
                                   s.execute(query.execution_options(yield_per=50_000)))
 
     def count(self) -> int:
-        with self.sessions.begin() as s:
+        with self.errors("count the chunk cache"), self.sessions.begin() as s:
             return int(s.scalar(select(func.count()).select_from(ChunkCacheRow)) or 0)

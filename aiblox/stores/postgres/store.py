@@ -25,7 +25,13 @@ from aiblox.contracts.retrieval import FtsConfig, VectorConfig
 from aiblox.embedding.cache import damaged_vectors
 from aiblox.fusion.types import RankedList
 from aiblox.inputs import mask_url_passwords
-from aiblox.stores.base import DamagedCachedVectors, ItemText, StoreError, UpsertReport
+from aiblox.stores.base import (
+    DamagedCachedVectors,
+    ItemText,
+    StoreError,
+    StoreReadOnly,
+    UpsertReport,
+)
 from aiblox.stores.postgres.fts_query import fts_batch_query, tsquery_check
 from aiblox.stores.postgres.limits import (
     check_id,
@@ -37,7 +43,7 @@ from aiblox.stores.postgres.limits import (
 from aiblox.stores.postgres.models import FTS_CONFIG, VECTOR_DIM
 from aiblox.stores.postgres.pack_repo import PackRepo
 from aiblox.stores.postgres.repos import ChunkCacheRepo, EmbeddingCacheRepo, ItemRepo
-from aiblox.stores.postgres.schema import create_schema
+from aiblox.stores.postgres.schema import create_schema, current_meta
 from aiblox.stores.postgres.vector_query import planner_settings, vector_batch_query
 
 __all__ = ["PostgresStore", "is_postgres_url", "mask_url", "normalize_url"]
@@ -103,8 +109,14 @@ class PostgresStore:
         self.engine = create_engine(self.url, pool_pre_ping=True, pool_size=pool_size,
                                     connect_args={"connect_timeout": connect_timeout})
         self.sessions: sessionmaker[Session] = sessionmaker(self.engine, expire_on_commit=False)
-        with self.db_errors("create the schema"), self.engine.begin() as conn:
-            self.meta = create_schema(conn, self.location, dim)
+        # a current schema is only read (a SELECT-only role opens a populated store); the
+        # schema is created, under its lock, only when something is missing
+        with self.db_errors("read the store metadata"), self.engine.connect() as conn:
+            meta = current_meta(conn, self.location, dim)
+        if meta is None:
+            with self.db_errors("create the schema"), self.engine.begin() as conn:
+                meta = create_schema(conn, self.location, dim)
+        self.meta = meta
         self.dim = int(self.meta["vector_dim"])
         self.fts_config = self.meta.get("fts_config", FTS_CONFIG)
         self.items = ItemRepo(self.sessions, self.dim)
@@ -118,8 +130,9 @@ class PostgresStore:
     @contextmanager
     def db_errors(self, doing: str) -> Iterator[None]:
         """Turn driver errors into a :class:`StoreError` naming the (masked) URL and what was
-        being done; repositories on this store's engine (the evidence bundle tracking tables)
-        wrap their calls in it too."""
+        being done (:class:`~aiblox.stores.base.StoreReadOnly` for a write the role may not
+        do: ``permission denied for table ...``); repositories on this store's engine (the
+        chunk cache, the evidence bundle tracking tables) wrap their calls in it too."""
         try:
             yield
         except StoreError:
@@ -133,6 +146,9 @@ class PostgresStore:
             if _unreachable(e):
                 raise StoreError(f"PostgreSQL at {self.location} is unreachable or dropped the "
                                  f"connection ({doing}): {reason_text}") from None
+            if sqlstate(e) == "42501":  # insufficient_privilege: a role that may only read
+                raise StoreReadOnly(f"PostgreSQL at {self.location} failed to {doing}: "
+                                    f"{reason_text}") from None
             raise StoreError(f"PostgreSQL at {self.location} failed to {doing}: "
                              f"{reason_text}") from e
 
@@ -360,8 +376,9 @@ class PostgresStore:
             return self.packs.list_packs(with_json)
 
     def chunk_cache(self) -> ChunkCacheRepo:
-        """The store's chunk cache (the ``chunk_cache`` table)."""
-        return ChunkCacheRepo(self.sessions)
+        """The store's chunk cache (the ``chunk_cache`` table), its errors named as the
+        store's (:meth:`db_errors`)."""
+        return ChunkCacheRepo(self.sessions, errors=self.db_errors)
 
     def close(self) -> None:
         self.engine.dispose()
