@@ -171,7 +171,7 @@ def test_search_and_answer_options_name_the_option(tmp_path):
         (["search", "bm25", "--db", db, "-k", "99999999999999999999"],
          f"error: --top-k 99999999999999999999: {E_RANGE} (at most 2147483647)"),
         (["answer", "What is BM25?", "--db", db, "--top-k-chunks", "0"],
-         f"error: --top-k-chunks 0: {E_RANGE}")]:  # 0 chunks: always a refusal
+         f"error: --top-k-chunks 0: {E_RANGE} (at most 2147483647)")]:  # 0: a refusal
         assert _one_error(_run(*args)) == line  # before the store is looked for
     assert not db.exists()
 
