@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
@@ -417,19 +418,85 @@ def outputs_spare_inputs(outputs: dict[Path, str], inputs: dict[Path, str],
     in a folder it reads (``folders``: a dataset's, whose next load may read a table or a
     qrels file written there, or miss one replaced). ``--save-runs runs/`` beside ``--run
     runs/x.trec`` replaced the user's run with aiblox's copy (or another system's);
-    ``--per-query`` over a qrels file destroyed the dataset, both silently."""
+    ``--per-query`` over a qrels file destroyed the dataset, both silently. A file is the same
+    by its path with links resolved, or, for an output already there, by its device and
+    inode (:func:`file_identity`): a hard link to a qrels file, or to a ``--run`` file, under
+    another name is that file, and writing it overwrote the dataset."""
     def real(p: Path) -> Path:
         return Path(os.path.realpath(p))
 
     read = {real(p): what for p, what in inputs.items()}
+    same = {ident: (p, what) for p, what in inputs.items()
+            if (ident := file_identity(p)) is not None}
     within = {real(p): what for p, what in folders.items()}
     for path, option in outputs.items():
-        target = real(path)
+        target, ident = real(path), file_identity(path)
         if target in read:
             fail(f"{option}: {path} is {read[target]}, which this command reads: it would be "
                  f"overwritten; write the output elsewhere")
+        if ident is not None and ident in same:
+            linked, what = same[ident]
+            fail(f"{option}: {path} is {what} ({linked}: the same file, a hard link), which "
+                 f"this command reads: it would be overwritten; write the output elsewhere")
         for folder, what in within.items():
             if target.is_relative_to(folder):
                 fail(f"{option}: {path} is inside the folder of {what} ({folder}), which this "
                      f"command reads: a file written there may replace one of it or be read "
                      f"as part of it; write the output elsewhere")
+            hit = _linked_within(folder, path, ident)
+            if hit is not None:
+                fail(f"{option}: {path} is {hit} (the same file, a hard link), inside the "
+                     f"folder of {what} ({folder}), which this command reads: it would be "
+                     f"overwritten; write the output elsewhere")
+
+
+def file_identity(path: Path) -> tuple[int, int] | None:
+    """The file at ``path`` as its device and inode (links followed), None when there is
+    none: one file under two names (a hard link), which their resolved paths do not tell."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _linked_within(folder: Path, path: Path, ident: tuple[int, int] | None) -> Path | None:
+    """The file under ``folder`` that the file at ``path`` (``ident``: its identity) is a hard
+    link of, or None; only a file of more than one name is looked for."""
+    try:
+        if ident is None or os.stat(path).st_nlink < 2 or not folder.is_dir():
+            return None
+    except OSError:
+        return None
+    for root, _dirs, names in os.walk(folder):
+        for name in names:
+            if file_identity(Path(root) / name) == ident:
+                return Path(root) / name
+    return None
+
+
+@contextlib.contextmanager
+def undone_on_failure(made: list[list[Path]], tracking_uri: str | None = None
+                      ) -> Iterator[None]:
+    """The command's work; when it fails (an exception, an ``error:`` line's exit), what it
+    made for its outputs and left unused is removed, so a failed command leaves nothing behind
+    (QA: an empty ``--save-runs`` folder and a new MLflow database after a refused run file):
+    each list of folders in ``made`` (:func:`writable_folder`'s, appended as they are made)
+    where still empty, and the MLflow store of ``tracking_uri`` when the command made it and
+    it holds nothing (:func:`aiblox.engine.tracking.remove_made_store`)."""
+    store: list[Path] = []
+    if tracking_uri is not None:
+        from aiblox.engine.tracking.mlflow_store import new_tracking_files
+
+        store = new_tracking_files(tracking_uri)
+    try:
+        yield
+    except BaseException as exc:
+        if not (isinstance(exc, typer.Exit) and exc.exit_code == 0):
+            if store and tracking_uri is not None:
+                from aiblox.engine.tracking.mlflow_store import remove_made_store
+
+                remove_made_store(tracking_uri, store)
+            for folders in made:
+                remove_empty(folders)
+        raise

@@ -21,10 +21,12 @@ from aiblox.cli._common import (
     console,
     fail,
     field_choices,
+    file_identity,
     out,
     outputs_spare_inputs,
     print_json,
     show_progress,
+    undone_on_failure,
     writable_folder,
 )
 from aiblox.cli._defaults import EVAL_EXPERIMENT, METRICS, TRACKING_URI
@@ -84,7 +86,8 @@ def eval_command(
     ignore_identical_ids: bool = typer.Option(
         False, "--ignore-identical-ids",
         help="Drop a retrieved document whose id equals the query id (BEIR/MTEB protocol), in "
-             "every stage of a pipeline that searches."),
+             "every stage of a pipeline that searches, and from each --run file's lists before "
+             "they are scored and hashed (as BEIR's evaluation drops it)."),
     chunks: bool = typer.Option(CHUNK_DEFAULTS["--chunks"], "--chunks",
                                 help="Also report chunk-level metrics (implied by --chunker "
                                      "and every other chunk option)."),
@@ -227,9 +230,9 @@ def eval_command(
             chunk_prefs[m] = checked_prefs({**prefs.model_dump(), **chunk_fields},
                                            chunk_options)
         chunk_metrics, chunk_ks = _chunk_depths(metric, chunk_items, top_k_chunks)
-    seen_files: dict[Path, Path] = {}
-    for f in run_files:  # one file twice would be one system under another label
-        same = seen_files.setdefault(f.resolve(), f)
+    seen_files: dict[Any, Path] = {}
+    for f in run_files:  # one file twice (a link, a hard link) would be one system, relabelled
+        same = seen_files.setdefault(file_identity(f) or f.resolve(), f)
         if same is not f:
             fail(f"--run {f}: given twice (as {same}); give each run file once")
     runs = {}
@@ -245,121 +248,127 @@ def eval_command(
     if baseline and pairwise:
         fail(f"--baseline {baseline} and --pairwise: test against one baseline, or every pair "
              f"of systems; give one of them")
-    if save_runs is not None:
-        _distinct_files(list(labels.values()))
-        writable_folder(save_runs, "--save-runs")
-    if per_query is not None:
-        writable_folder(per_query.parent if str(per_query.parent) else Path("."), "--per-query")
-    if mlflow:
-        try:
-            from aiblox.engine.tracking import tracking_client
-
-            tracking_client(tracking_uri, create=True)
-        except (ValueError, ImportError) as exc:
-            fail(f"--mlflow: {exc}")
-    from aiblox.data import DatasetError, load_dataset
-    from aiblox.data.trec import run_file_stem
-    from aiblox.engine import PipelineError
-    from aiblox.engine.chunk_eval import evaluate_chunks
-    from aiblox.engine.evaluate import check_evaluation, evaluate_retrieval
-    from aiblox.engine.settings import needs_vectors
-    from aiblox.engine.workspace import open_workspace
-    from aiblox.experiment.table import (
-        system_from_result,
-        system_from_run,
-        write_trec_run,
-    )
-    from aiblox.metrics import DepthError
-    from aiblox.retrieval import make_retriever
-    from aiblox.stores import StoreError
-
-    try:
-        ds = load_dataset(dataset, splits=[split])
-    except DatasetError as exc:
-        fail(str(exc))
-    saved = {save_runs / f"{run_file_stem(n)}.trec": "--save-runs" for n in labels.values()
-             } if save_runs is not None else {}
-    outputs_spare_inputs(
-        {**saved, **({per_query: "--per-query"} if per_query is not None else {})},
-        {**{f: "a --run file" for f in run_files}, **({Path(db): "the --db store"} if db else {})},
-        {ds.path: "the dataset"} if ds.source is not None and ds.path.is_dir() else {})
-    results: list[EvalResult] = []
-    chunk_results: list[ChunkEvalResult | None] = []
-    if modes or pipes:
-        base = _mode_prefs("hybrid", metric, depth=depth, top_k=top_k, blend=blend,
-                           rrf_k=rrf_k, w_text=w_text, w_vec=w_vec, normalize=normalize,
-                           missing=missing, ignore_identical_ids=ignore_identical_ids)
-        try:
-            ws = open_workspace(ds, db or None, embedder, device=device, vectors=vectors,
-                                # bm25 alone embeds nothing (needs_vectors of no pipeline is
-                                # the base's mode, hybrid)
-                                with_vectors=any(m != "bm25" for m in modes) or bool(
-                                    pipes and needs_vectors(base, list(pipes.values()))),
-                                progress=show_progress())
-        except (StoreError, ValueError, ImportError) as exc:
-            fail(str(exc))
-            raise  # unreachable
-        if ws.synced is not None and not ws.synced.up_to_date:  # as `aiblox ingest` says it
-            console.print(f"synced {ds.name} into {mask_password(ws.db)}: "
-                          f"{ws.synced.changes()}", markup=False, highlight=False, soft_wrap=True)
-        for label, p in pipes.items():  # every pipeline checked against the store first
+    made: list[list[Path]] = []  # the output folders made here: removed if it fails
+    with undone_on_failure(made, tracking_uri if mlflow else None):
+        if save_runs is not None:
+            _distinct_files(list(labels.values()))
+            made.append(writable_folder(save_runs, "--save-runs"))
+        if per_query is not None:
+            made.append(writable_folder(per_query.parent if str(per_query.parent) else Path("."),
+                                        "--per-query"))
+        if mlflow:
             try:
-                check_evaluation(ws, ds, p, base, metric)
-            except (PipelineError, DepthError) as exc:
-                ws.close()
-                fail(f"--pipeline {label}: {exc}")
-        try:
-            for m in modes:
-                results.append(evaluate_retrieval(ws.retriever, ds, split, mode_prefs[m],
-                                                  metric, progress=show_progress()))
-                chunk_results.append(None)
-                if with_chunks:
-                    late = make_retriever(ws.store, ws.embedder if m != "bm25" else None)
-                    chunk_results[-1] = c = evaluate_chunks(late, ds, split, chunk_prefs[m],
-                                                            chunk_metrics, k_values=chunk_ks,
-                                                            limit=chunk_limit,
-                                                            progress=show_progress())
-                    _warn_missing(m, c)
-            for label, p in pipes.items():
-                try:
-                    results.append(evaluate_retrieval(ws, ds, split, base, metric, pipeline=p,
-                                                      progress=show_progress()))
-                except (PipelineError, DepthError) as exc:
-                    fail(f"--pipeline {label}: {exc}")
-                chunk_results.append(None)
-        finally:
-            ws.close()
-    kinds = [*(("mode", m) for m in modes), *(("pipeline", p) for p in pipes)]
-    systems = [system_from_result(r, name, kind)  # type: ignore[arg-type]
-               for r, (kind, name) in zip(results, kinds, strict=True)]
-    for f, run in runs.items():
-        try:
-            systems.append(system_from_run(ds, split, run, labels[f], metric, source=f))
-        except RunFileError as exc:
-            fail(str(exc))
-        chunk_results.append(None)
-    exp = compare_systems(systems, ds.name, split, metric, baseline=baseline or None,
-                          test=test, correction=correction, alpha=alpha,  # type: ignore[arg-type]
-                          pairwise=pairwise)
-    if save_runs is not None:
-        for s in systems:
-            write_trec_run(s, save_runs)
-    if per_query is not None:  # with --chunks, each mode's chunk-level values too
-        exp.write_per_query(per_query, {s.name: c.per_query for s, c in
-                                        zip(exp.systems, chunk_results, strict=True) if c})
-    if mlflow:
-        from aiblox.embedding.device import embedder_device
-        from aiblox.experiment.tracking import log_experiment, result_manifest
+                from aiblox.engine.tracking import tracking_client
 
-        manifests = {name: result_manifest(ds, r, embedder=embedder, metrics=metric,
-                                           device=embedder_device(ws.embedder))
-                     for r, (_, name) in zip(results, kinds, strict=True)}
-        ids = log_experiment(exp, manifests, tracking_uri, experiment_name)
-        for name, rid in ids.items():
-            console.print(f"mlflow: {name} logged as run {rid}"
-                          + (f" (aiblox eval verify {rid} --tracking-uri {tracking_uri})"
-                             if name in manifests else ""), soft_wrap=True, markup=False)
-    _print(exp, fmt, chunk_results)
+                tracking_client(tracking_uri, create=True)
+            except (ValueError, ImportError) as exc:
+                fail(f"--mlflow: {exc}")
+        from aiblox.data import DatasetError, load_dataset
+        from aiblox.data.trec import run_file_stem
+        from aiblox.engine import PipelineError
+        from aiblox.engine.chunk_eval import evaluate_chunks
+        from aiblox.engine.evaluate import check_evaluation, evaluate_retrieval
+        from aiblox.engine.settings import needs_vectors
+        from aiblox.engine.workspace import open_workspace
+        from aiblox.experiment.table import (
+            system_from_result,
+            system_from_run,
+            write_trec_run,
+        )
+        from aiblox.metrics import DepthError
+        from aiblox.retrieval import make_retriever
+        from aiblox.stores import StoreError
+
+        try:
+            ds = load_dataset(dataset, splits=[split])
+        except DatasetError as exc:
+            fail(str(exc))
+        saved = {save_runs / f"{run_file_stem(n)}.trec": "--save-runs" for n in labels.values()
+                 } if save_runs is not None else {}
+        outputs_spare_inputs(
+            {**saved, **({per_query: "--per-query"} if per_query is not None else {})},
+            {**{f: "a --run file" for f in run_files},
+             **({Path(db): "the --db store"} if db else {})},
+            {ds.path: "the dataset"} if ds.source is not None and ds.path.is_dir() else {})
+        results: list[EvalResult] = []
+        chunk_results: list[ChunkEvalResult | None] = []
+        if modes or pipes:
+            base = _mode_prefs("hybrid", metric, depth=depth, top_k=top_k, blend=blend,
+                               rrf_k=rrf_k, w_text=w_text, w_vec=w_vec, normalize=normalize,
+                               missing=missing, ignore_identical_ids=ignore_identical_ids)
+            try:
+                ws = open_workspace(ds, db or None, embedder, device=device, vectors=vectors,
+                                    # bm25 alone embeds nothing (needs_vectors of no pipeline is
+                                    # the base's mode, hybrid)
+                                    with_vectors=any(m != "bm25" for m in modes) or bool(
+                                        pipes and needs_vectors(base, list(pipes.values()))),
+                                    progress=show_progress())
+            except (StoreError, ValueError, ImportError) as exc:
+                fail(str(exc))
+                raise  # unreachable
+            if ws.synced is not None and not ws.synced.up_to_date:  # as `aiblox ingest` says it
+                console.print(f"synced {ds.name} into {mask_password(ws.db)}: "
+                              f"{ws.synced.changes()}", markup=False, highlight=False,
+                              soft_wrap=True)
+            for label, p in pipes.items():  # every pipeline checked against the store first
+                try:
+                    check_evaluation(ws, ds, p, base, metric)
+                except (PipelineError, DepthError) as exc:
+                    ws.close()
+                    fail(f"--pipeline {label}: {exc}")
+            try:
+                for m in modes:
+                    results.append(evaluate_retrieval(ws.retriever, ds, split, mode_prefs[m],
+                                                      metric, progress=show_progress()))
+                    chunk_results.append(None)
+                    if with_chunks:
+                        late = make_retriever(ws.store, ws.embedder if m != "bm25" else None)
+                        chunk_results[-1] = c = evaluate_chunks(late, ds, split, chunk_prefs[m],
+                                                                chunk_metrics, k_values=chunk_ks,
+                                                                limit=chunk_limit,
+                                                                progress=show_progress())
+                        _warn_missing(m, c)
+                for label, p in pipes.items():
+                    try:
+                        results.append(evaluate_retrieval(ws, ds, split, base, metric, pipeline=p,
+                                                          progress=show_progress()))
+                    except (PipelineError, DepthError) as exc:
+                        fail(f"--pipeline {label}: {exc}")
+                    chunk_results.append(None)
+            finally:
+                ws.close()
+        kinds = [*(("mode", m) for m in modes), *(("pipeline", p) for p in pipes)]
+        systems = [system_from_result(r, name, kind)  # type: ignore[arg-type]
+                   for r, (kind, name) in zip(results, kinds, strict=True)]
+        for f, run in runs.items():
+            try:
+                systems.append(system_from_run(ds, split, run, labels[f], metric, source=f,
+                                               ignore_identical_ids=ignore_identical_ids))
+            except RunFileError as exc:
+                fail(str(exc))
+            chunk_results.append(None)
+        exp = compare_systems(systems, ds.name, split, metric, baseline=baseline or None,
+                              test=test, correction=correction,  # type: ignore[arg-type]
+                              alpha=alpha, pairwise=pairwise)
+        if save_runs is not None:
+            for s in systems:
+                write_trec_run(s, save_runs)
+        if per_query is not None:  # with --chunks, each mode's chunk-level values too
+            exp.write_per_query(per_query, {s.name: c.per_query for s, c in
+                                            zip(exp.systems, chunk_results, strict=True) if c})
+        if mlflow:
+            from aiblox.embedding.device import embedder_device
+            from aiblox.experiment.tracking import log_experiment, result_manifest
+
+            manifests = {name: result_manifest(ds, r, embedder=embedder, metrics=metric,
+                                               device=embedder_device(ws.embedder))
+                         for r, (_, name) in zip(results, kinds, strict=True)}
+            ids = log_experiment(exp, manifests, tracking_uri, experiment_name)
+            for name, rid in ids.items():
+                console.print(f"mlflow: {name} logged as run {rid}"
+                              + (f" (aiblox eval verify {rid} --tracking-uri {tracking_uri})"
+                                 if name in manifests else ""), soft_wrap=True, markup=False)
+        _print(exp, fmt, chunk_results)
 
 
 FORMATS = ("table", "markdown", "latex", "csv", "json")

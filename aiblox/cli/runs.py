@@ -2,7 +2,8 @@
 ``aiblox compare`` and ``aiblox eval verify`` accept to name them: the full label (as
 ``SWEEP:LABEL``), the config hash (a unique prefix will do) and the MLflow run id.
 ``aiblox runs export REF --trec DIR``: a logged point's TREC run files (logged, or written from
-the stage cache by the keys its manifest records)."""
+the stage cache by the keys its manifest records; a run file ``aiblox eval --run --mlflow``
+scored, as it logged it)."""
 
 from __future__ import annotations
 
@@ -175,13 +176,15 @@ def export_runs(
 ) -> None:
     """Write a logged point's TREC run files: the ones its run logged (a sweep logs them for the
     points its conclusion names), else written from the stage cache by the stage keys its
-    manifest records (the run its metrics were computed from, the same bytes)."""
+    manifest records (the run its metrics were computed from, the same bytes). A run file
+    ``aiblox eval --run --mlflow`` scored has no manifest: the files it logged, as logged."""
     try:
         from aiblox.engine.cache import StageCache, StageCacheCorrupt, StageCacheError
         from aiblox.engine.outputs import StageReader
         from aiblox.engine.tracking import (
             logged_runs,
-            read_manifest,
+            point_manifest,
+            scored_run_files,
             split_file,
             tracking_client,
         )
@@ -193,9 +196,14 @@ def export_runs(
     try:
         point = resolve_run(ref, tracking_uri, sweep_best=True)
         client = tracking_client(tracking_uri)
-        manifest = read_manifest(client, point.run_id)
-        reader = StageReader(StageCache(cache_dir)) if Path(cache_dir).is_dir() else None
-        texts = logged_runs(client, point.run_id, manifest, reader, splits=split or None)
+        run = client.get_run(point.run_id)
+        manifest = point_manifest(client, point.run_id, run)
+        if manifest is None:  # a scored run file (QA: it was refused, though it logged its run)
+            texts = scored_run_files(client, point.run_id, split or None, run)
+        else:
+            reader = StageReader(StageCache(cache_dir)) if Path(cache_dir).is_dir() else None
+            texts = logged_runs(client, point.run_id, manifest, reader, splits=split or None,
+                                run=run)
     except (KeyError, StageCacheError, ValueError) as exc:
         remove_empty(made)  # a failure leaves no folder it made (QA 20: an empty --trec)
         if isinstance(exc, KeyError):
@@ -213,10 +221,11 @@ def export_runs(
     except BaseException:
         remove_empty(made)
         raise
-    stem = export_stem(point.label or manifest.config_hash[:12])
+    stem = export_stem(point.label or (manifest.config_hash[:12] if manifest is not None else
+                                       Path(run.data.params.get("run_file", "run")).stem))
     for s, text in texts.items():
         path = trec / f"{stem}.{split_file(s)}.trec"
-        path.write_text(text, encoding="utf-8")
+        path.write_bytes(text.encode("utf-8"))  # the bytes logged, on every platform
         console.print(f"wrote {path} ({text.count(chr(10))} lines)", markup=False,
                       soft_wrap=True)
 

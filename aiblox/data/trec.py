@@ -25,8 +25,10 @@ warning naming the file wherever it applied a rule the file may not have meant:
 - order: score descending as 32-bit floats, ties by document id descending; warned about when
   some query's scores differ only beyond single precision (trec_eval 10 orders those by score);
 - the score is a decimal number in C's syntax (``strtod``'s, as trec_eval reads it: an
-  optional sign, ASCII digits with an optional decimal point, an optional exponent) and
-  finite; anything else is refused, naming the file, line and field: Python's ``float`` read
+  optional sign, ASCII digits with an optional decimal point, an optional exponent), finite,
+  and within single precision's range (``1e39`` is infinite as trec_eval 9 keeps it, where
+  every such score ties; :data:`~aiblox.fusion.types.MAX_SCORE`); anything else is refused
+  when the file is read, naming the file, line and field: Python's ``float`` read
   ``1_5`` as 15 (``strtod`` reads 1) and took Arabic-Indic or full-width digits; a
   hexadecimal score (``0x10``, which ``strtod`` reads) is refused, to be written in decimal;
 - the rank column must be an integer (an optional sign and ASCII digits) and is otherwise
@@ -60,7 +62,8 @@ from aiblox.fusion.types import MAX_SCORE
 from aiblox.inputs import InputFileError, bounded_lines
 
 __all__ = ["RunFileError", "check_finite_scores", "float32_scores", "read_trec_run",
-           "run_file_lines", "run_file_stem", "trec_order", "trec_run_text", "trec_scores"]
+           "run_file_lines", "run_file_stem", "score_problem", "trec_order", "trec_run_text",
+           "trec_scores"]
 
 
 class RunFileError(ValueError):
@@ -115,12 +118,25 @@ def trec_order(hits: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
 
 def check_finite_scores(hits: Sequence[tuple[str, float]], qid: str, where: str) -> None:
     """``ValueError`` naming ``where``, the query and the document of the first score in
-    ``hits`` that is not a finite number: a run given as scores is ordered by them
-    (:func:`trec_order`), and a NaN has no place in that order."""
+    ``hits`` that is not a finite number, or is past the largest run score (a 32-bit float,
+    :data:`~aiblox.fusion.types.MAX_SCORE`): a run given as scores is ordered by them in
+    single precision (:func:`trec_order`), and a NaN has no place in that order, nor an
+    infinity there (``1e39`` and ``2e39`` tie, and :func:`trec_run_text` cannot write them)."""
     for doc, score in hits:
-        if not math.isfinite(score):
-            raise ValueError(f"{where}: query {qid!r}, document {doc!r}: score {score!r} is "
-                             f"not a finite number")
+        problem = "is not a finite number" if not math.isfinite(score) else _past_range(score)
+        if problem is not None:
+            raise ValueError(f"{where}: query {qid!r}, document {doc!r}: score {score!r} "
+                             f"{problem}")
+
+
+def _past_range(score: float) -> str | None:
+    """Why a finite ``score`` is refused as a run score, or None: past the 32-bit range in
+    which run files are ordered (:func:`trec_scores` refuses to write it)."""
+    if -MAX_SCORE <= score <= MAX_SCORE or math.isfinite(float32_scores([score])[0]):
+        return None  # (a double just past MAX_SCORE may round down to it in single precision)
+    end = "largest" if score > 0 else "lowest"
+    return (f"is past the {end} run score {math.copysign(MAX_SCORE, score):.8g} (a 32-bit "
+            f"float, as a TREC run file's order is read, where scores past it tie)")
 
 
 def run_file_stem(name: str) -> str:
@@ -167,10 +183,12 @@ _NOT_FINITE = re.compile(r"[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
 _HEX = re.compile(r"[+-]?0[xX]")
 
 
-def _score_problem(score: str) -> str | None:
-    """Why a run line's score field is refused (see the module doc), or None."""
+def score_problem(score: str) -> str | None:
+    """Why a run line's score field is refused (see the module doc), or None: the one rule
+    for a score given as text, in a run file or as data (a run frame's text column)."""
     if _DECIMAL.fullmatch(score):
-        return None if math.isfinite(float(score)) else "is not a finite number"
+        value = float(score)
+        return _past_range(value) if math.isfinite(value) else "is not a finite number"
     if _NOT_FINITE.fullmatch(score):
         return "is not a finite number"
     if _HEX.match(score):
@@ -187,7 +205,8 @@ def read_trec_run(path: str | Path) -> dict[str, list[tuple[str, float]]]:
     descending; a document listed twice keeps its last line; warnings say where a rule was
     applied, naming the file, query, document and lines). Raises :class:`RunFileError` naming
     the file and the first bad line (not 6 columns, a rank that is not an integer, a score that
-    is not a finite decimal number), or an unreadable or empty file."""
+    is not a finite decimal number or is past the largest run score), or an unreadable or empty
+    file: before any scoring."""
     p = Path(path)
     rows: dict[str, dict[str, tuple[float, int, int]]] = {}  # qid -> doc -> (score, rank, line)
     twice: list[tuple[int, str, str, int]] = []  # (line, qid, doc, line it repeats)
@@ -202,7 +221,7 @@ def read_trec_run(path: str | Path) -> dict[str, list[tuple[str, float]]]:
         if not _INTEGER.fullmatch(rank):
             raise RunFileError(f"--run {p}:{lineno}: rank {rank!r} is not an integer")
         r = int(rank)
-        problem = _score_problem(score)
+        problem = score_problem(score)
         if problem is not None:
             raise RunFileError(f"--run {p}:{lineno}: score {score!r} {problem}")
         s = float(score)

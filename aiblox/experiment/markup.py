@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["md_escape", "md_table", "plural", "tex_escape"]
+__all__ = ["letters", "md_escape", "md_table", "plural", "tex_escape"]
 
 
 def md_table(head: list[str], rows: list[list[str]], left: int = 1) -> list[str]:
@@ -33,3 +33,14 @@ def tex_escape(text: str) -> str:
 def plural(n: int, word: str, words: str | None = None) -> str:
     """``1 query``, ``2 queries``: ``n`` and the word in its number."""
     return f"{n} {word}" if n == 1 else f"{n} {words or word + 's'}"
+
+
+def letters(i: int) -> str:
+    """``a`` .. ``z``, then ``aa``, ``ab``, ...: the i-th system's letter (from 0) in a
+    pairwise table."""
+    out = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        out = chr(ord("a") + r) + out
+    return out

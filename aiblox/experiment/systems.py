@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiblox.contracts.retrieval import RetrievalPrefs
 from aiblox.data import Dataset, load_dataset
-from aiblox.data.trec import check_finite_scores, read_trec_run, trec_order
+from aiblox.data.trec import check_finite_scores, read_trec_run, score_problem, trec_order
 from aiblox.engine.algebra import Pipeline, PipelineError
 from aiblox.engine.evaluate import check_evaluation, check_outside_sweep, evaluate_retrieval
 from aiblox.engine.expression import parse_pipeline
@@ -180,7 +180,7 @@ def _planned_pipeline(pipeline: Pipeline, name: str, where: str) -> _Planned:
 
 def _run_data(system: Any, where: str) -> dict[str, list[tuple[str, float]]]:
     """A run given as data: a frame, a ranx ``Run`` or a mapping, as ``{qid: [(doc, score),
-    ...]}`` best first."""
+    ...]}`` best first; a score given as text is read as a run file's (:func:`_data_score`)."""
     columns = getattr(system, "columns", None)
     if columns is not None:  # a pandas frame
         cols = set(columns)
@@ -190,8 +190,10 @@ def _run_data(system: Any, where: str) -> dict[str, list[tuple[str, float]]]:
             raise ValueError(f"{where}: a run frame needs columns qid, docno and score "
                              f"(or query_id, doc_id, score); it has {', '.join(map(str, columns))}")
         lists: dict[str, list[tuple[str, float]]] = {}
-        for q, d, s in zip(system[qcol], system[dcol], system["score"], strict=True):
-            lists.setdefault(str(q), []).append((str(d), float(s)))
+        for row, (q, d, s) in enumerate(zip(system[qcol], system[dcol], system["score"],
+                                            strict=True)):
+            score = _data_score(s, f"{where} row {row}", q, d)
+            lists.setdefault(str(q), []).append((str(d), score))
         return {q: trec_order(_checked_hits(hits, q, where)) for q, hits in lists.items()}
     if hasattr(system, "to_dict") and not isinstance(system, Mapping):  # a ranx Run
         system = system.to_dict()
@@ -202,13 +204,30 @@ def _run_data(system: Any, where: str) -> dict[str, list[tuple[str, float]]]:
     run: dict[str, list[tuple[str, float]]] = {}
     for q, hits in system.items():
         if isinstance(hits, Mapping):
-            run[str(q)] = trec_order(_checked_hits([(str(d), float(s)) for d, s in hits.items()],
-                                                   str(q), where))
+            run[str(q)] = trec_order(_checked_hits(
+                [(str(d), _data_score(s, where, q, d)) for d, s in hits.items()], str(q), where))
         else:  # a ranked list: a document at its first (best) rank, as evaluate_run and
             # fusion take it (a stage's or a library's list); rows of a frame are a run file's
-            run[str(q)] = _checked_hits([(str(d), float(s)) for d, s in hits], str(q), where,
-                                        keep="first")
+            run[str(q)] = _checked_hits([(str(d), _data_score(s, where, q, d))
+                                         for d, s in hits], str(q), where, keep="first")
     return run
+
+
+def _data_score(value: Any, where: str, qid: Any, doc: Any) -> float:
+    """A score given as data as a float: text by the run file's rule
+    (:func:`~aiblox.data.trec.score_problem`: C's decimal syntax, as trec_eval reads it;
+    Python's ``float`` took ``1_5`` as 15, Arabic-Indic digits, and said only ``could not
+    convert string to float: ''`` of an empty one), a number as it is (its range is checked
+    with the query's hits). ``ValueError`` naming ``where`` (``systems[i]``, and a frame's
+    row: its position, from 0), the query and the document."""
+    problem = score_problem(value) if isinstance(value, str) else None
+    if problem is None:
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            problem = "is not a number"
+    raise ValueError(f"{where}: query {str(qid)!r}, document {str(doc)!r}: score {value!r} "
+                     f"{problem}")
 
 
 def _checked_hits(hits: list[tuple[str, float]], qid: str, where: str,

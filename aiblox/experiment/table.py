@@ -37,7 +37,7 @@ from pydantic_core import to_jsonable_python
 from aiblox.data import Dataset
 from aiblox.data.trec import RunFileError, read_trec_run, run_file_stem, trec_run_text
 from aiblox.engine.result import EvalResult, run_hash
-from aiblox.experiment.markup import md_escape, md_table, plural, tex_escape
+from aiblox.experiment.markup import letters, md_escape, md_table, plural, tex_escape
 from aiblox.metrics import evaluate_run
 from aiblox.metrics.depth import uncut_depths_note
 from aiblox.metrics.marks import DOWN, UP, counts_text, delta_text, mark, p_text, value_text
@@ -179,15 +179,20 @@ def system_from_result(result: EvalResult, name: str | None = None,
 
 
 def system_from_run(dataset: Dataset, split: str, run: dict[str, list[tuple[str, float]]],
-                    name: str, metrics: Sequence[str], source: str | Path | None = None
-                    ) -> System:
+                    name: str, metrics: Sequence[str], source: str | Path | None = None, *,
+                    ignore_identical_ids: bool = False) -> System:
     """An external run scored on ``dataset``'s ``split`` with ranx, each query's hits in the
     run's order (:func:`read_trec_run` gives trec_eval's). As trec_eval reads it, with a
     warning naming the run for each rule applied: queries of the run that the split does not
     judge are ignored; a judged query with no line scores 0 and every mean is over all the
     judged queries (``trec_eval -c``, ir-measures; plain trec_eval averages over the queries
-    the run holds). Raises :class:`RunFileError` when the run holds none of the split's judged
-    queries (a run of another dataset or split)."""
+    the run holds). ``ignore_identical_ids``: a hit whose document id is its query's id is
+    dropped before scoring and before the run hash, as BEIR's evaluation drops it (the
+    protocol ``aiblox eval --ignore-identical-ids`` gives its modes, which search one deeper
+    instead; a run's list is one shorter). Raises :class:`RunFileError` when the run holds
+    none of the split's judged queries (a run of another dataset or split)."""
+    if ignore_identical_ids:
+        run = {q: [h for h in hits if h[0] != q] for q, hits in run.items()}
     try:
         qrels = dataset.split_qrels(split)
     except ValueError:
@@ -283,7 +288,7 @@ class Experiment(BaseModel):
     def key(self, system: System) -> str:
         """A system's letter in a pairwise table (``a``, ``b``, ...; ``aa`` after ``z``)."""
         i = [s.name for s in self.systems].index(system.name)
-        return _letters(i)
+        return letters(i)
 
     def compared(self, system: System, metric: str) -> Significance | None:
         """The system against the baseline on ``metric`` (None: the baseline itself, or no
@@ -586,13 +591,3 @@ def _significance(c: Comparison) -> Significance:
     return Significance(delta=c.delta, p=c.p_value, p_adjusted=c.p_adjusted,
                         significant=c.significant, wins=c.wins, ties=c.ties, losses=c.losses,
                         dropped=c.dropped)
-
-
-def _letters(i: int) -> str:
-    """``a`` .. ``z``, then ``aa``, ``ab``, ...: the i-th system's letter."""
-    out = ""
-    i += 1
-    while i:
-        i, r = divmod(i - 1, 26)
-        out = chr(ord("a") + r) + out
-    return out

@@ -72,9 +72,10 @@ def evaluate_run(qrels: Mapping[str, Mapping[str, int]],
     best first (a document listed twice counts once, at its best rank); a query's hits given as
     ``{doc: score}`` (ranx's and pytrec_eval's form) are ranked as trec_eval ranks them
     (:func:`~aiblox.data.trec.trec_order`: score descending, ties by id descending), as
-    ``run_experiment`` reads that form; a score there that is not a finite number is a
-    ``ValueError`` naming the query and document (a NaN has no place in that order: the result
-    hung on the dict's insertion order). ranx's ``Qrels`` and ``Run`` objects are taken as
+    ``run_experiment`` reads that form; a score there that is not a finite number, or is past
+    single precision's range (where scores tie), is a ``ValueError`` naming the query and
+    document (a NaN has no place in that order: the result hung on the dict's insertion
+    order). ranx's ``Qrels`` and ``Run`` objects are taken as
     their dicts, and query ids as strings (a pandas column gives ``1`` where the qrels say
     ``"1"``); a run that shares no query with the qrels scores 0 everywhere, with a warning.
     """

@@ -307,3 +307,27 @@ def test_latex_escapes_a_pipelines_operators():
     assert tex_escape("bm25 >> rm3(fb_terms=5) % 10") == \
         "bm25 \\textgreater{}\\textgreater{} rm3(fb\\_terms=5) \\% 10"
     assert tex_escape("a < b | c") == "a \\textless{} b \\textbar{} c"
+
+
+def test_text_scores_given_as_data_follow_the_run_file_rule(scored, sample_dataset):
+    """QA s8: a frame's text scores went through Python's ``float``, which took ``1_5`` as 15
+    and Arabic-Indic digits, and said only ``could not convert string to float: ''``; a score
+    past single precision failed later, naming no query (``trec_scores``)."""
+    table, _, _ = scored
+    rows = pd.DataFrame([(q, d, str(s)) for q, hits in sorted(table.systems[0].run.items())
+                         for d, s in hits], columns=["qid", "docno", "score"])
+    q, d = rows.loc[3, "qid"], rows.loc[3, "docno"]
+    assert run_experiment([rows], sample_dataset, "test", METRICS, progress=False
+                          ).systems[0].metrics == table.systems[0].metrics  # text read
+    for bad, why in [("1_5", "is not a decimal number"), ("\u0661\u0662", "is not a decimal"),
+                     ("", "is not a decimal number"), ("0x10", "is hexadecimal"),
+                     ("1e39", "is past the largest run score 3.4028235e+38")]:
+        frame = rows.copy()
+        frame.loc[3, "score"] = bad
+        with pytest.raises(ValueError, match=re.escape(
+                f"systems[0] row 3: query {q!r}, document {d!r}: score {bad!r} {why}")):
+            run_experiment([frame], sample_dataset, "test", METRICS, progress=False)
+    for run in ({q: {d: "1_5"}}, {q: [(d, "")]}, {q: {d: 1e39}}):
+        with pytest.raises(ValueError, match=rf"systems\[0\]: query {q!r}, document {d!r}: "
+                                             rf"score .* is (not a decimal|past the largest)"):
+            run_experiment([run], sample_dataset, "test", METRICS, progress=False)

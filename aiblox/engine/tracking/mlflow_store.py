@@ -29,8 +29,10 @@ __all__ = [
     "artifact_location",
     "check_tracking_server",
     "check_tracking_store",
+    "new_tracking_files",
     "opened_uri",
     "quiet_downloads",
+    "remove_made_store",
     "store_lock",
     "tag_filter",
     "tracking_client",
@@ -409,10 +411,16 @@ def _save_template(made: Path, template: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
+_MADE_FIRST: dict[str, tuple[str, object]] = {"experiments": ("experiment_id", 0),
+                                              "workspaces": ("name", "default")}
+"""The rows MLflow writes when it makes its schema, by table: not content."""
+
+
 def _holds_nothing(db: Path) -> bool:
     """True when the sqlite file ``db`` is an MLflow schema (:func:`_mlflow_schema`) that holds
-    no MLflow content: every table empty but the schema's version and the ``Default``
-    experiment (id 0) MLflow makes first. Read-only; False when it cannot be read."""
+    no MLflow content: every table empty but the schema's version, the ``Default`` experiment
+    (id 0) and the ``default`` workspace (MLflow 3's) MLflow makes first. Read-only; False
+    when it cannot be read."""
     import sqlite3
 
     tables = _sqlite_tables(db)
@@ -427,9 +435,10 @@ def _holds_nothing(db: Path) -> bool:
             if table == "alembic_version" or table.startswith(("_alembic_tmp_", "sqlite_")):
                 continue
             quoted = '"' + table.replace('"', '""') + '"'
-            if table == "experiments":
+            if table in _MADE_FIRST:
+                column, value = _MADE_FIRST[table]
                 n = con.execute(f"SELECT count(*) FROM {quoted} "  # noqa: S608
-                                "WHERE experiment_id != 0").fetchone()[0]
+                                f"WHERE {column} != ?", (value,)).fetchone()[0]
             else:
                 n = con.execute(f"SELECT count(*) FROM {quoted}").fetchone()[0]  # noqa: S608
             if n:
@@ -445,6 +454,46 @@ def _remove_sqlite(db: Path, tracking_uri: str) -> None:
     _forget_engine(tracking_uri)
     for path in (db, *(db.with_name(db.name + s) for s in ("-journal", "-wal", "-shm"))):
         path.unlink(missing_ok=True)
+
+
+def new_tracking_files(tracking_uri: str) -> list[Path]:
+    """What opening the local store of ``tracking_uri`` with ``create=True`` would make that is
+    not there yet: its sqlite file (a file store: its folder), its lock file, and the folders
+    above, deepest first; [] for a server. Listed before a command opens the store, for
+    :func:`remove_made_store` when the command then fails."""
+    db = _sqlite_path(tracking_uri)
+    local = db if db is not None else _file_store(tracking_uri)
+    lock = _lock_path(tracking_uri)
+    if local is None or lock is None:
+        return []
+    folder = local.parent if db is not None else local
+    return [p for p in (*([db] if db is not None else []), lock, folder, *folder.parents)
+            if not p.exists()]
+
+
+def remove_made_store(tracking_uri: str, made: list[Path]) -> None:
+    """Remove the store this command made (``made``: :func:`new_tracking_files`, listed before
+    it was opened) when it holds nothing: a command that failed before logging (a run file
+    refused, a dataset that does not load) leaves no new store behind for the next one to
+    find. A sqlite database holding any MLflow content (:func:`_holds_nothing`: a run, an
+    experiment) is kept, and so is a store that was there before, with its lock file and its
+    folders; a folder this command made is removed when it is empty."""
+    db = _sqlite_path(tracking_uri)
+    if db is not None:
+        if db not in made:
+            return  # there before: never this command's to remove
+        if db.exists():
+            if not _holds_nothing(db):
+                return
+            _remove_sqlite(db, tracking_uri)
+    for path in made:  # the lock file, then the folders deepest first
+        try:
+            if path.is_dir():
+                path.rmdir()
+            elif path != db:
+                path.unlink(missing_ok=True)
+        except OSError:
+            return  # a folder not empty (something else was written there): kept, and above it
 
 
 def _forget_engine(uri: str) -> None:

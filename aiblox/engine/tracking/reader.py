@@ -2,8 +2,8 @@
 artifacts (read in place from a local artifact folder, else downloaded without MLflow's
 progress bars), its manifest, its per-query values and selected evidence, a sweep's parent run
 by name and its points, and a point's TREC run files (logged, or written again from the stage
-keys its manifest records). ``aiblox compare``, ``aiblox runs``, ``aiblox report``,
-``aiblox eval verify`` and the notebooks read through here."""
+keys its manifest records; a scored run file's, as logged). ``aiblox compare``, ``aiblox
+runs``, ``aiblox report``, ``aiblox eval verify`` and the notebooks read through here."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from aiblox.engine.tracking.layout import (
     evidence_file,
     per_query_file,
     run_file,
+    split_file,
 )
 from aiblox.engine.tracking.mlflow_store import quiet_downloads, tag_filter
 
@@ -32,11 +33,13 @@ __all__ = [
     "find_sweep_run",
     "logged_runs",
     "logged_splits",
+    "point_manifest",
     "read_dataset_name",
     "read_evidence",
     "read_json",
     "read_manifest",
     "read_per_query",
+    "scored_run_files",
 ]
 
 
@@ -65,10 +68,17 @@ def read_json(client: Any, run_id: str, name: str, run: Any = None) -> Any:
 
 def read_manifest(client: Any, run_id: str, run: Any = None) -> PointManifest:
     """A point's ``manifest.json``; ``ValueError`` naming the run when it has none."""
-    data = artifact_bytes(client, run_id, MANIFEST, run)
-    if data is None:
+    manifest = point_manifest(client, run_id, run)
+    if manifest is None:
         raise ValueError(f"run {run_id} has no {MANIFEST} artifact")
-    return PointManifest.model_validate_json(data)
+    return manifest
+
+
+def point_manifest(client: Any, run_id: str, run: Any = None) -> PointManifest | None:
+    """A run's ``manifest.json``, None when it logged none (a run file ``aiblox eval --run
+    --mlflow`` scored has no config to record); a damaged one is a ``ValueError``."""
+    data = artifact_bytes(client, run_id, MANIFEST, run)
+    return None if data is None else PointManifest.model_validate_json(data)
 
 
 def read_dataset_name(client: Any, run: Any) -> str:
@@ -202,4 +212,35 @@ def logged_runs(client: Any, run_id: str, manifest: PointManifest,
             out[split] = reader.point_trec(manifest.splits[split].stages, tag)
         else:
             raise KeyError(split)
+    return out
+
+
+def scored_run_files(client: Any, run_id: str, splits: Sequence[str] | None = None,
+                     run: Any = None) -> dict[str, str]:
+    """The TREC run files a run with no manifest logged (a run file ``aiblox eval --run
+    --mlflow`` scored: its ``run.<split>.trec``, the run as it was scored), their text as
+    logged, by split as file names write it (:func:`split_file`; ``splits``: those, None:
+    every one logged, found by the artifacts' names). No stage key records such a run, so
+    nothing is written again: ``ValueError`` naming the run when it logged none, or no file
+    of a split asked for."""
+    run = run if run is not None else client.get_run(run_id)
+    folder = local_path(run.info.artifact_uri or "")
+    if folder is not None:
+        names = [p.name for p in folder.iterdir()] if folder.is_dir() else []
+    else:
+        names = [f.path for f in client.list_artifacts(run_id)]
+    logged = {name.removeprefix("run.").removesuffix(".trec"): name for name in sorted(names)
+              if name.startswith("run.") and name.endswith(".trec") and len(name) > 9}
+    if not logged:
+        raise ValueError(f"run {run_id} has no {MANIFEST} artifact and logged no TREC run file "
+                         f"(run.<split>.trec): nothing to export")
+    wanted = {s: split_file(s) for s in splits} if splits else {s: s for s in logged}
+    out = {}
+    for split, name in wanted.items():
+        data = artifact_bytes(client, run_id, logged[name], run) if name in logged else None
+        if data is None:
+            raise ValueError(f"run {run_id} is a scored run file (no {MANIFEST}: its run files "
+                             f"are exported as logged) and logged none of split {split!r} (its "
+                             f"splits: {', '.join(logged)})")
+        out[name] = data.decode("utf-8")
     return out
