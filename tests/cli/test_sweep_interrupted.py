@@ -19,8 +19,10 @@ def test_ctrl_c_keeps_the_finished_points_and_says_how_to_go_on(tmp_path, sweep_
     spec = tmp_path / "dense.toml"
     spec.write_text((REPO / "evals" / "sweeps" / "sample_fusion.toml").read_text().replace(
         'name = "sample_fusion"', 'name = "dense_sample"').replace(
-        "step = 0.25", "step = 0.0025"), encoding="utf-8")
-    assert "step = 0.0025" in spec.read_text()
+        # 4,004 points: the first pack is written at 1,024 of them, seconds before the end
+        # even on an idle machine (at 1,608 points 0.9 s, which a loaded one's Ctrl-C missed)
+        "step = 0.25", "step = 0.001"), encoding="utf-8")
+    assert "step = 0.001" in spec.read_text()
     cache = tmp_path / "stages"
     cmd = [sys.executable, "-m", "aiblox.cli", "sweep", str(spec), "--no-tracking",
            "--cache-dir", str(cache), "--db", sweep_db, "--json"]
