@@ -35,6 +35,7 @@ from aiblox.cli._common import (
     fail,
     open_db,
     option_message,
+    outputs_spare_inputs,
     stored_text,
 )
 from aiblox.cli._common import out as results
@@ -68,6 +69,22 @@ def _load_row(pack_id: str, db: str, dataset: str = "") -> dict[str, Any]:
         fail(f"no evidence pack {pack_id} in {mask_password(db)}")
         raise AssertionError  # unreachable: fail exits
     return row
+
+
+def _out_spares_store(out: Path, db: str) -> None:
+    """One ``error:`` line when ``--out`` is the DuckDB store file the pack is read from (by
+    path or as a hard link), its write-ahead log, or inside its indexes folder: ``--out`` over
+    ``--db`` replaced the store with one page of HTML."""
+    from aiblox.stores import StoreError, store_backend
+
+    try:
+        if store_backend(db) != "duckdb" or db == ":memory:":
+            return
+    except StoreError:  # an unknown scheme: opening the store says so
+        return
+    path = Path(db[len("duckdb:///"):] if db.startswith("duckdb:///") else db)
+    outputs_spare_inputs({out: "--out"}, {path: "the store", Path(f"{path}.wal"): "its log"},
+                         {Path(f"{path}.indexes"): "the store's indexes"})
 
 
 def _parse(row: dict[str, Any], db: str, verdict: Any = None) -> EvidencePack:
@@ -250,6 +267,8 @@ def export(
     did: empty). A pack that fails verification is not exported (exit 1)."""
     if fmt not in ("json", "html"):
         fail(f"--format must be json or html, not {fmt!r}")
+    if out != "-":
+        _out_spares_store(Path(out), existing_store(db, dataset))
     row = _load_row(pack_id, db, dataset)
     pack = _parse(row, db, verdict=console)
     problems = _problems(row, pack, None, require_signature=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -119,6 +120,27 @@ def test_export_json_and_html(answered):
     assert page.startswith("<!DOCTYPE html>") and pack_id in page and "Robertson" in page
     r = _run("pack", "export", pack_id, "--db", db, "--format", "pdf", "--out", "x", code=2)
     assert "json or html" in r.output
+
+
+def test_export_never_writes_over_the_store_it_reads(answered):
+    """QA: ``--out`` over ``--db`` replaced the store with one page of HTML (no guard)."""
+    import os
+
+    db, pack_id, tmp = answered["db"], answered["out"]["pack_id"], answered["tmp"]
+    before = Path(db).read_bytes()
+    linked = tmp / "store-link.html"
+    os.link(db, linked)
+    for out, words in ((db, "is the store"), (f"duckdb:///{db}", None),
+                       (str(linked), "the same file, a hard link"),
+                       (f"{db}.indexes/p.html", "inside the folder of the store's indexes")):
+        if out.startswith("duckdb:///"):
+            r = _run("pack", "export", pack_id, "--db", out, "--out", db, code=2)
+        else:
+            r = _run("pack", "export", pack_id, "--db", db, "--format", "html", "--out", out,
+                     code=2)
+        assert "--out" in r.output and (words is None or words in r.output), r.output
+    assert Path(db).read_bytes() == before
+    linked.unlink()
 
 
 def test_export_without_out_prints_the_exact_bytes(answered):
