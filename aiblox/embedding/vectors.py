@@ -155,15 +155,21 @@ def _claim_field(said: str) -> str:
     return MODEL_KEY if said.startswith("its parquet") else "file name"
 
 
-def _check_model(path: Path, pf: Any, model_id: str) -> None:
-    claim = vectors_model(path, pf.metadata.metadata)
-    if claim is None or same_model(claim[0], model_id):
+def _refuse_claim(path: Path, metadata: Any, accepts: Callable[[str], bool], why: str) -> None:
+    """:class:`VectorImportError` at the field that says which model made the file
+    (:func:`vectors_model`) when it names one ``accepts`` does not take, ``why`` saying why."""
+    claim = vectors_model(path, metadata)
+    if claim is None or accepts(claim[0]):
         return
     made, said = claim
-    raise VectorImportError(path, None, _claim_field(said), f"made with {made} ({said}), not "
-                            f"with {model_id}, the embedder's model: imported, its vectors "
-                            f"would be stored as {model_id}'s; use the embedder that made them, "
-                            f"or rename the file if its name is wrong")
+    raise VectorImportError(path, None, _claim_field(said), f"made with {made} ({said}), {why}")
+
+
+def _check_model(path: Path, pf: Any, model_id: str) -> None:
+    _refuse_claim(path, pf.metadata.metadata, lambda made: same_model(made, model_id),
+                  f"not with {model_id}, the embedder's model: imported, its vectors would be "
+                  f"stored as {model_id}'s; use the embedder that made them, or rename the "
+                  f"file if its name is wrong")
 
 
 def check_untrained_model(path: str | Path, model: str, ours: Callable[[str], bool]) -> None:
@@ -174,14 +180,10 @@ def check_untrained_model(path: str | Path, model: str, ours: Callable[[str], bo
     training's): another model's vectors are never the trained model's, whatever else the file
     holds. The file's columns are checked as :func:`plan_import` checks them."""
     path = Path(path)
-    claim = vectors_model(path, _open(path).metadata.metadata)
-    if claim is None or ours(claim[0]):
-        return
-    made, said = claim
-    raise VectorImportError(path, None, _claim_field(said), f"made with {made} ({said}), and "
-                            f"the sweep embeds with {model}: another model's vectors are never "
-                            f"its vectors; leave the file out of vectors (the sweep embeds the "
-                            f"texts with the trained model), or rename it if its name is wrong")
+    _refuse_claim(path, _open(path).metadata.metadata, ours,
+                  f"and the sweep embeds with {model}: another model's vectors are never its "
+                  f"vectors; leave the file out of vectors (the sweep embeds the texts with the "
+                  f"trained model), or rename it if its name is wrong")
 
 
 def _open(path: Path, model_id: str | None = None) -> Any:
