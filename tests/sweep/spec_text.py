@@ -1,5 +1,5 @@
-"""The smallest valid sweep spec, a bm25 board spec, and writing spec text to a file (shared by
-the spec, sweep board and notebook tests)."""
+"""The smallest valid sweep spec, a bm25 board spec, a sample sweep that trains a model, and
+writing spec text to a file (shared by the spec, sweep board, training and notebook tests)."""
 
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,35 @@ fts = {{ top_k = 10 }}
 k1 = {k1!r}
 b = [0.2, 1.0]
 """ + ("[baseline]\n" if baseline else "")
+
+
+def training(table: str, name: str, embedder: str, pipeline: str, recipe: str, grid: str,
+             head: str = "") -> str:
+    """A sample sweep (tuned on ``test:0/2``, reported on ``test:1/2``) that trains ``[table]``
+    (``finetune``, ``finetune_reranker``) on train with ``recipe``, its lines ``head`` (each
+    ending in a newline) after the embedder, a ``pipeline`` and its ``grid`` table."""
+    return f"""\
+name = "{name}"
+dataset = "sample"
+tune_split = "test:0/2"
+report_split = "test:1/2"
+embedder = "{embedder}"
+{head}metrics = ["ndcg@10"]
+primary = "ndcg@10"
+{pipeline}
+[{table}]
+split = "train"
+{recipe}
+negative_depth = 5
+
+[base]
+top_k_items = 10
+scoring = {{ blend = "linear", normalize = "minmax" }}
+fts = {{ top_k = 20 }}
+vector = {{ top_k = 20 }}
+
+{grid}
+"""
 
 
 AS_LOGGED_HASH = "d91267f9c72d37ae04a6651e8bdb0c99e2d84ff9006d846c86866228b83b43b0"

@@ -15,48 +15,24 @@ from typer.testing import CliRunner
 
 from aiblox.cli.main import app
 from aiblox.sweep import SweepSpecError, load_spec
+from tests.sweep.spec_text import training
 
 pytest.importorskip("sentence_transformers")
 
-SPEC = """\
-name = "sample_training"
-dataset = "sample"
-tune_split = "test:0/2"
-report_split = "test:1/2"
-embedder = "{embedder}"
-metrics = ["ndcg@10"]
-primary = "ndcg@10"
-{pipeline}
-[{table}]
-split = "train"
-{recipe}
-negative_depth = 5
-
-[base]
-top_k_items = 10
-scoring = {{ blend = "linear", normalize = "minmax" }}
-fts = {{ top_k = 20 }}
-vector = {{ top_k = 20 }}
-
-[grid]
-w_text = [0.3, 0.7]
-"""
-
 TABLES = {  # what each table needs besides its split
-    "finetune": dict(embedder="minilm", pipeline="", recipe="epochs = 1\nhard_negatives = 1"),
-    "finetune_reranker": dict(
+    "finetune": dict(embedder="minilm", pipeline="", recipe="epochs = 1\nhard_negatives = 1",
+                     grid="[grid]\nw_text = [0.3, 0.7]"),
+    "finetune_reranker": dict(  # a pipeline sweep of the cross-encoder's weight
         embedder="hashing",
         pipeline='pipeline = "bm25 >> cross_encoder"\n'
                  '[stages.cross_encoder]\nmodel = "finetune"\ntop_n = 5\nmax_length = 64\n',
-        recipe='base = "minilm"\nnegatives = 1\nmax_length = 64'),
+        recipe='base = "minilm"\nnegatives = 1\nmax_length = 64',
+        grid="[grid.stages.cross_encoder]\nalpha = [0.5, 1.0]"),
 }
 
 
 def write(tmp_path: Path, table: str, **replace: str) -> Path:
-    text = SPEC.format(table=table, **TABLES[table])
-    if table == "finetune_reranker":  # a pipeline sweep of the cross-encoder's weight
-        text = text.replace("[grid]\nw_text = [0.3, 0.7]",
-                            "[grid.stages.cross_encoder]\nalpha = [0.5, 1.0]")
+    text = training(table, "sample_training", **TABLES[table])
     for old, new in replace.items():
         assert old in text
         text = text.replace(old, new)

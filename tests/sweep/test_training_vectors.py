@@ -23,33 +23,9 @@ from aiblox.embedding import VectorImportError
 from aiblox.hashing import sha256_text
 from aiblox.sweep import load_spec, run_sweep
 from aiblox.sweep.finetune import check_spec_vectors, fine_tuned_folder
+from tests.sweep.spec_text import training
 
 pytest.importorskip("sentence_transformers")
-
-SPEC = """\
-name = "sample_training_vectors"
-dataset = "sample"
-tune_split = "test:0/2"
-report_split = "test:1/2"
-embedder = "{embedder}"
-device = "cpu"
-vectors = ["{vectors}"]
-metrics = ["ndcg@10"]
-primary = "ndcg@10"
-{pipeline}
-[{table}]
-split = "train"
-{recipe}
-negative_depth = 5
-
-[base]
-top_k_items = 10
-scoring = {{ blend = "linear", normalize = "minmax" }}
-fts = {{ top_k = 20 }}
-vector = {{ top_k = 20 }}
-
-{grid}
-"""
 
 TABLES = {  # the smallest recipes; the reranker's pipeline reads vectors (dense)
     "finetune": dict(embedder="minilm", pipeline="", recipe="epochs = 1\nbatch_size = 4",
@@ -88,7 +64,9 @@ def _vectors(path: Path, case: str = "good") -> Path:
 
 def _spec(tmp_path: Path, table: str, vectors: Path) -> Path:
     path = tmp_path / "train.toml"
-    path.write_text(SPEC.format(table=table, vectors=vectors, **TABLES[table]), encoding="utf-8")
+    head = f'device = "cpu"\nvectors = ["{vectors}"]\n'
+    path.write_text(training(table, "sample_training_vectors", head=head, **TABLES[table]),
+                    encoding="utf-8")
     return path
 
 
